@@ -1,0 +1,127 @@
+/**
+ * The LightningStore interface: everything the daemon keeps durably. Backends (SQLite, PostgreSQL)
+ * implement it and must pass the shared conformance suite unchanged (test/store/conformance.ts).
+ * The HTTP API (daemon/server) is a thin, validating skin over this interface.
+ */
+import type {
+  Attempt, AttemptStatus, MetricPoint, Resources, ResourcesInput, Rollout, RolloutInput, RolloutMode,
+  RolloutStatus, Span, SpanInput, Statistics, TrainingRun, Transition, Worker,
+} from '../../protocol/store.js';
+
+export interface RolloutQuery {
+  status?: RolloutStatus[];
+  mode?: RolloutMode;
+  resourcesId?: string;
+  /** Resources version the rollout ran (or will run) with. */
+  resourcesVersion?: number;
+  agent?: string;
+  ids?: string[];
+  /** Newest first by default. */
+  order?: 'asc' | 'desc';
+  limit?: number;
+  /** Opaque cursor from a previous page's nextCursor. */
+  cursor?: string;
+}
+export interface Page<T> { items: T[]; nextCursor: string | null }
+
+export interface SpanQuery {
+  rolloutId: string;
+  /** An attempt id, or 'latest' for the rollout's latest attempt; omitted = all attempts. */
+  attemptId?: string | 'latest';
+  name?: string;
+  /** Only spans with sequenceId > this (for tailing). */
+  afterSequenceId?: number;
+  limit?: number;
+}
+
+export interface ClaimOptions {
+  /** Claim only rollouts of this agent (or with agent null). */
+  agent?: string;
+  mode?: RolloutMode;
+}
+
+/** A claimed rollout: the rollout (now `preparing`) and its new attempt (`preparing`). */
+export interface Claim { rollout: Rollout; attempt: Attempt }
+
+export interface FinishAttemptInput {
+  status: Extract<AttemptStatus, 'succeeded' | 'failed'>;
+  error?: { message: string; stack?: string };
+}
+
+export interface HealthCheckResult {
+  timedOut: string[];
+  unresponsive: string[];
+  requeued: string[];
+  failed: string[];
+}
+
+export interface TransitionQuery { runId?: string; rolloutId?: string; step?: number; limit?: number }
+
+export interface LightningStore {
+  /** 'sqlite' | 'postgres' */
+  readonly kind: string;
+  close(): Promise<void>;
+
+  // --- rollouts -------------------------------------------------------------------------------
+  enqueueRollout(input: RolloutInput): Promise<Rollout>;
+  enqueueRollouts(inputs: RolloutInput[]): Promise<Rollout[]>;
+  /** Create a rollout and its first attempt at once, already claimed by `workerId` (direct runs). */
+  startRollout(input: RolloutInput, workerId?: string): Promise<Claim>;
+  /** Claim the oldest queuing/requeuing rollout exactly once, across processes; null when none. */
+  claimNextRollout(workerId: string, opts?: ClaimOptions): Promise<Claim | null>;
+  claimRollouts(workerId: string, limit: number, opts?: ClaimOptions): Promise<Claim[]>;
+  getRollout(id: string): Promise<Rollout | null>;
+  queryRollouts(query?: RolloutQuery): Promise<Page<Rollout>>;
+  /** Cancel a rollout that has not ended; its running attempt (if any) is marked failed. */
+  cancelRollout(id: string): Promise<Rollout>;
+  updateRolloutMetadata(id: string, metadata: Record<string, unknown>): Promise<Rollout>;
+  /** Resolves with the rollouts among `ids` that have ended, as soon as all have or after timeoutMs. */
+  waitForRollouts(ids: string[], timeoutMs: number): Promise<Rollout[]>;
+
+  // --- attempts -------------------------------------------------------------------------------
+  getAttempts(rolloutId: string): Promise<Attempt[]>;
+  getLatestAttempt(rolloutId: string): Promise<Attempt | null>;
+  getAttempt(attemptId: string): Promise<Attempt | null>;
+  /** Marks the attempt alive (revives an `unresponsive` one while its rollout has not moved on). */
+  heartbeatAttempt(attemptId: string): Promise<Attempt>;
+  /** Ends an attempt; the rollout succeeds, or is requeued / failed per its config. */
+  finishAttempt(attemptId: string, input: FinishAttemptInput): Promise<{ attempt: Attempt; rollout: Rollout }>;
+
+  // --- spans ----------------------------------------------------------------------------------
+  /** Durable when the promise resolves. Issues sequence ids; first span flips the attempt to running. */
+  addSpans(spans: SpanInput[]): Promise<Span[]>;
+  querySpans(query: SpanQuery): Promise<Span[]>;
+
+  // --- resources ------------------------------------------------------------------------------
+  addResources(input: ResourcesInput): Promise<Resources>;
+  getLatestResources(): Promise<Resources | null>;
+  getResources(id: string): Promise<Resources | null>;
+  listResources(limit?: number): Promise<Resources[]>;
+
+  // --- workers --------------------------------------------------------------------------------
+  heartbeatWorker(id: string, patch?: Partial<Pick<Worker, 'status' | 'currentRolloutId' | 'currentAttemptId' | 'metadata'>>): Promise<Worker>;
+  getWorker(id: string): Promise<Worker | null>;
+  listWorkers(): Promise<Worker[]>;
+
+  // --- training runs, metrics, transitions -----------------------------------------------------
+  createTrainingRun(run: Pick<TrainingRun, 'agent' | 'config' | 'totalSteps'> & { id?: string }): Promise<TrainingRun>;
+  updateTrainingRun(id: string, patch: Partial<Pick<TrainingRun, 'status' | 'step' | 'totalSteps' | 'checkpointDir' | 'summary'>>): Promise<TrainingRun>;
+  getTrainingRun(id: string): Promise<TrainingRun | null>;
+  listTrainingRuns(agent?: string): Promise<TrainingRun[]>;
+  addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void>;
+  queryMetrics(runId: string, afterStep?: number): Promise<MetricPoint[]>;
+  addTransitions(transitions: Transition[]): Promise<void>;
+  queryTransitions(query: TransitionQuery): Promise<Transition[]>;
+
+  // --- health ---------------------------------------------------------------------------------
+  /** Applies timeouts / unresponsiveness and retries. Called on a timer by the Watchdog, safe to call concurrently from many processes. */
+  runHealthCheck(now?: number): Promise<HealthCheckResult>;
+  statistics(): Promise<Statistics>;
+}
+
+/** Thrown by stores for unknown ids; the HTTP layer maps it to 404. */
+export class NotFoundError extends Error {
+  constructor(public readonly entity: string, public readonly id: string) { super(`${entity} '${id}' not found`); }
+}
+/** Thrown for a transition that is not allowed (e.g. finishing an ended attempt); HTTP 409. */
+export class ConflictError extends Error {}

@@ -1,0 +1,27 @@
+// Bundles the four deliverables: the VS Code extension (CJS, vscode external), the daemon CLI `agl`
+// (ESM, native and heavy modules external), the webviews (browser IIFE) and the SDK (ESM, for agents).
+// Entries that do not exist yet are skipped with a notice, so the build works while areas are young.
+import { build, context } from 'esbuild';
+import { existsSync, mkdirSync } from 'node:fs';
+
+const watch = process.argv.includes('--watch');
+const production = process.argv.includes('--production');
+const nodeExternals = [
+  'better-sqlite3', 'pg-native', '@tensorflow/tfjs-node', '@tensorflow/tfjs-node-gpu', 'webgpu',
+  '@tensorflow/tfjs-backend-wasm', 'web-tree-sitter', 'tree-sitter-python', 'typescript', 'tsx', 'esbuild',
+];
+const common = { bundle: true, sourcemap: !production, minify: production, logLevel: 'info' };
+const targets = [
+  { name: 'extension', entryPoints: ['extension/main.ts'], outfile: 'dist/extension.js', platform: 'node', format: 'cjs', external: ['vscode'], target: 'node20' },
+  { name: 'agl', entryPoints: ['daemon/cli.ts'], outfile: 'dist/agl.mjs', platform: 'node', format: 'esm', external: nodeExternals, target: 'node20',
+    banner: { js: "import { createRequire as __aglCreateRequire } from 'node:module'; const require = __aglCreateRequire(import.meta.url);" } },
+  { name: 'sdk', entryPoints: ['sdk/index.ts'], outfile: 'dist/sdk.mjs', platform: 'node', format: 'esm', external: [], target: 'node20', packages: 'external' },
+  { name: 'trajectory webview', entryPoints: ['webview/trajectory/main.ts'], outfile: 'dist/webview/trajectory.js', platform: 'browser', format: 'iife', target: 'es2022' },
+  { name: 'dashboard webview', entryPoints: ['webview/dashboard/main.ts'], outfile: 'dist/webview/dashboard.js', platform: 'browser', format: 'iife', target: 'es2022' },
+];
+mkdirSync('dist', { recursive: true });
+for (const { name, ...options } of targets) {
+  if (!options.entryPoints.every((e) => existsSync(e))) { console.log(`skip ${name}: ${options.entryPoints.join(', ')} not found`); continue; }
+  if (watch) await (await context({ ...common, ...options })).watch();
+  else await build({ ...common, ...options });
+}

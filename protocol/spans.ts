@@ -1,0 +1,89 @@
+/**
+ * Span conventions: the attribute and span names every producer (gateway, SDK, OTLP exporters) writes
+ * and every consumer (adapter, viewer, CodeLens) reads. OpenTelemetry GenAI semantic conventions
+ * (gen_ai.*) for LLM and tool calls; our own `agl.*` namespace for what they do not cover.
+ * Documented for users in the README ("Span conventions").
+ */
+
+/** Span names. */
+export const SPAN = {
+  /** One LLM call through the gateway (GenAI convention: "{operation} {model}", we keep a stable name). */
+  llmCall: 'gen_ai.chat',
+  reward: 'agentlightning.reward',
+  message: 'agentlightning.message',
+  object: 'agentlightning.object',
+  exception: 'agentlightning.exception',
+  operation: 'agentlightning.operation',
+  annotation: 'agentlightning.annotation',
+  /** A tool execution (GenAI convention operation name `execute_tool`). */
+  tool: 'gen_ai.execute_tool',
+  /** The root span of a rollout's agent function run by the runner. */
+  agentRun: 'agentlightning.rollout',
+} as const;
+
+/** OpenTelemetry GenAI semantic convention attributes. */
+export const GENAI = {
+  operationName: 'gen_ai.operation.name', // 'chat' | 'text_completion' | 'execute_tool'
+  system: 'gen_ai.system',
+  requestModel: 'gen_ai.request.model',
+  requestTemperature: 'gen_ai.request.temperature',
+  requestTopP: 'gen_ai.request.top_p',
+  requestTopK: 'gen_ai.request.top_k',
+  requestMaxTokens: 'gen_ai.request.max_tokens',
+  requestSeed: 'gen_ai.request.seed',
+  requestStopSequences: 'gen_ai.request.stop_sequences',
+  responseModel: 'gen_ai.response.model',
+  responseId: 'gen_ai.response.id',
+  responseFinishReasons: 'gen_ai.response.finish_reasons',
+  usageInputTokens: 'gen_ai.usage.input_tokens',
+  usageOutputTokens: 'gen_ai.usage.output_tokens',
+  /** JSON-encoded chat messages sent (GenAI `gen_ai.input.messages`). */
+  inputMessages: 'gen_ai.input.messages',
+  /** JSON-encoded choices returned (GenAI `gen_ai.output.messages`). */
+  outputMessages: 'gen_ai.output.messages',
+  toolName: 'gen_ai.tool.name',
+  toolCallId: 'gen_ai.tool.call.id',
+  agentName: 'gen_ai.agent.name',
+} as const;
+
+/** Our namespace. Arrays of numbers are stored as JSON arrays in attributes. */
+export const AGL = {
+  rolloutId: 'agl.rollout_id',
+  attemptId: 'agl.attempt_id',
+  resourcesId: 'agl.resources.id',
+  resourcesVersion: 'agl.resources.version',
+  promptTokenIds: 'agl.prompt.token_ids',
+  completionTokenIds: 'agl.completion.token_ids',
+  /** Per-token log-probs of the completion under the policy that sampled it. */
+  completionLogprobs: 'agl.completion.logprobs',
+  /** true when the gateway served the call from the local policy (token ids and logprobs are exact). */
+  localPolicy: 'agl.policy.local',
+  streamed: 'agl.streamed',
+  latencyMs: 'agl.latency_ms',
+  /** Reward spans: primary value and optional named components. */
+  rewardValue: 'agl.reward.value',
+  rewardName: 'agl.reward.name',
+  /** JSON object of named reward components, e.g. {"exact": 1, "format": 0.5}. */
+  rewardComponents: 'agl.reward.components',
+  /** Message / object payloads. */
+  message: 'agl.message',
+  objectJson: 'agl.object.json',
+  exceptionType: 'exception.type',
+  exceptionMessage: 'exception.message',
+  exceptionStacktrace: 'exception.stacktrace',
+  /** Source location of the code that made the call (for "jump to code"). */
+  codeFilepath: 'code.filepath',
+  codeLineno: 'code.lineno',
+  /** Name of the agent (sub-agent) that made the call, for selective optimization. */
+  agentName: 'agl.agent.name',
+  toolSucceeded: 'agl.tool.succeeded',
+} as const;
+
+/** Reward emitted through agent-lightning v0's attribute shape, accepted on OTLP ingest too. */
+export const AGL_V0_REWARD_PREFIX = 'agentlightning.reward';
+
+/** Headers that tie a gateway call to its rollout when the URL carries no ids. */
+export const HEADERS = {
+  rolloutId: 'x-agl-rollout-id',
+  attemptId: 'x-agl-attempt-id',
+} as const;

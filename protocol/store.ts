@@ -1,0 +1,243 @@
+/**
+ * The LightningStore data model: the one definition of rollouts, attempts, spans, resources, workers,
+ * training runs and transitions, shared by the daemon, the SDK, the extension and the webviews.
+ * Zod schemas validate at every edge; the inferred types are what code inside trusts.
+ * Times are epoch milliseconds (floats allowed for sub-ms span timing).
+ */
+import { z } from 'zod';
+
+export const ROLLOUT_STATUSES = ['queuing', 'preparing', 'running', 'succeeded', 'failed', 'cancelled', 'requeuing'] as const;
+export const ATTEMPT_STATUSES = ['preparing', 'running', 'succeeded', 'failed', 'timeout', 'unresponsive'] as const;
+export const ROLLOUT_MODES = ['train', 'val', 'test'] as const;
+/** Rollout statuses after which nothing changes any more. */
+export const TERMINAL_ROLLOUT_STATUSES = ['succeeded', 'failed', 'cancelled'] as const;
+/** Attempt statuses that end an attempt. */
+export const TERMINAL_ATTEMPT_STATUSES = ['succeeded', 'failed', 'timeout', 'unresponsive'] as const;
+
+export const RolloutStatus = z.enum(ROLLOUT_STATUSES);
+export const AttemptStatus = z.enum(ATTEMPT_STATUSES);
+export const RolloutMode = z.enum(ROLLOUT_MODES);
+export type RolloutStatus = z.infer<typeof RolloutStatus>;
+export type AttemptStatus = z.infer<typeof AttemptStatus>;
+export type RolloutMode = z.infer<typeof RolloutMode>;
+
+/** Arbitrary JSON value (task inputs, metadata). */
+export const Json: z.ZodType<unknown> = z.unknown();
+
+export const RolloutConfig = z.object({
+  /** An attempt running longer than this becomes `timeout`. null: no limit. */
+  timeoutSeconds: z.number().positive().nullable().default(null),
+  /** An attempt with no heartbeat and no span for this long becomes `unresponsive`. null: never. */
+  unresponsiveSeconds: z.number().positive().nullable().default(null),
+  /** Attempts allowed in total (1 = no retry). */
+  maxAttempts: z.number().int().min(1).max(100).default(1),
+  /** Attempt end statuses that cause a retry while attempts remain. */
+  retryOn: z.array(z.enum(['failed', 'timeout', 'unresponsive'])).default([]),
+});
+export type RolloutConfig = z.infer<typeof RolloutConfig>;
+
+export const Rollout = z.object({
+  id: z.string(),
+  input: Json,
+  mode: RolloutMode,
+  status: RolloutStatus,
+  /** Which agent runs it: `path/to/file.ts#exportName` or `module:function` for Python; null = any worker's default. */
+  agent: z.string().nullable(),
+  /** Resources the rollout must run with; null = the latest at claim time. */
+  resourcesId: z.string().nullable(),
+  config: RolloutConfig,
+  metadata: z.record(z.string(), z.unknown()),
+  /** Number of attempts started so far. */
+  attemptCount: z.number().int().min(0),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  /** When the last attempt ended and the rollout reached a terminal status. */
+  endedAt: z.number().nullable(),
+});
+export type Rollout = z.infer<typeof Rollout>;
+
+/** What a client sends to enqueue (or start) a rollout. */
+export const RolloutInput = z.object({
+  input: Json,
+  mode: RolloutMode.default('train'),
+  agent: z.string().min(1).nullable().default(null),
+  resourcesId: z.string().nullable().default(null),
+  config: RolloutConfig.partial().default({}),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+});
+export type RolloutInput = z.input<typeof RolloutInput>;
+export type RolloutInputParsed = z.output<typeof RolloutInput>;
+
+export const Attempt = z.object({
+  id: z.string(),
+  rolloutId: z.string(),
+  /** 1 for the first attempt of a rollout, 2 for its first retry... */
+  sequence: z.number().int().min(1),
+  workerId: z.string().nullable(),
+  status: AttemptStatus,
+  startedAt: z.number(),
+  endedAt: z.number().nullable(),
+  lastHeartbeat: z.number(),
+  error: z.object({ message: z.string(), stack: z.string().optional() }).nullable(),
+});
+export type Attempt = z.infer<typeof Attempt>;
+
+export const AttributeValue = z.union([
+  z.string(), z.number(), z.boolean(), z.null(),
+  z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])),
+]);
+export type AttributeValue = z.infer<typeof AttributeValue>;
+export const Attributes = z.record(z.string(), AttributeValue);
+export type Attributes = z.infer<typeof Attributes>;
+
+export const SpanEvent = z.object({ name: z.string(), time: z.number(), attributes: Attributes.default({}) });
+export const SpanStatus = z.object({ code: z.enum(['unset', 'ok', 'error']), message: z.string().optional() });
+export const SpanKind = z.enum(['internal', 'server', 'client', 'producer', 'consumer']);
+
+/** A span as stored: keyed by (rolloutId, attemptId, sequenceId); sequenceId is issued by the store per rollout, monotonic. */
+export const Span = z.object({
+  rolloutId: z.string(),
+  attemptId: z.string(),
+  sequenceId: z.number().int(),
+  traceId: z.string(),
+  spanId: z.string(),
+  parentSpanId: z.string().nullable(),
+  name: z.string(),
+  kind: SpanKind,
+  startTime: z.number(),
+  endTime: z.number().nullable(),
+  attributes: Attributes,
+  events: z.array(SpanEvent),
+  status: SpanStatus,
+  resource: Attributes,
+});
+export type Span = z.infer<typeof Span>;
+
+/** A span as a client sends it: the store issues sequenceId; ids are generated when missing. */
+export const SpanInput = Span.omit({ sequenceId: true }).extend({
+  traceId: z.string().min(1).optional(),
+  spanId: z.string().min(1).optional(),
+  parentSpanId: z.string().nullable().default(null),
+  kind: SpanKind.default('internal'),
+  endTime: z.number().nullable().default(null),
+  attributes: Attributes.default({}),
+  events: z.array(SpanEvent).default([]),
+  status: SpanStatus.default({ code: 'unset' }),
+  resource: Attributes.default({}),
+});
+export type SpanInput = z.input<typeof SpanInput>;
+export type SpanInputParsed = z.output<typeof SpanInput>;
+
+export const SamplingParams = z.object({
+  temperature: z.number().min(0).max(5).optional(),
+  topP: z.number().gt(0).max(1).optional(),
+  topK: z.number().int().min(0).optional(),
+  maxTokens: z.number().int().min(1).optional(),
+  stop: z.array(z.string()).optional(),
+  seed: z.number().int().optional(),
+});
+export type SamplingParams = z.infer<typeof SamplingParams>;
+
+export const LlmResource = z.object({
+  type: z.literal('llm'),
+  /** OpenAI-compatible base URL (ends with /v1). For the local policy this is the daemon's gateway. */
+  endpoint: z.string(),
+  model: z.string(),
+  samplingParams: SamplingParams.default({}),
+  /** `local` = the daemon's policy model; `upstream` = forwarded with the openai client. */
+  backend: z.enum(['local', 'upstream']).default('local'),
+  /** For upstream: where the gateway forwards to (the endpoint agents see is always the gateway). */
+  upstreamUrl: z.string().optional(),
+  /** Name of an environment variable holding the upstream API key (never the key itself). */
+  apiKeyEnv: z.string().optional(),
+});
+export const PromptTemplateResource = z.object({
+  type: z.literal('prompt_template'),
+  template: z.string(),
+  engine: z.enum(['jinja', 'f-string']).default('f-string'),
+});
+export const Resource = z.discriminatedUnion('type', [LlmResource, PromptTemplateResource]);
+export type LlmResource = z.infer<typeof LlmResource>;
+export type PromptTemplateResource = z.infer<typeof PromptTemplateResource>;
+export type Resource = z.infer<typeof Resource>;
+
+export const Resources = z.object({
+  id: z.string(),
+  /** Monotonic per store, starting at 1. */
+  version: z.number().int().min(1),
+  createdAt: z.number(),
+  resources: z.record(z.string(), Resource),
+  metadata: z.record(z.string(), z.unknown()),
+});
+export type Resources = z.infer<typeof Resources>;
+export const ResourcesInput = z.object({
+  resources: z.record(z.string(), Resource),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+});
+export type ResourcesInput = z.input<typeof ResourcesInput>;
+
+export const WorkerStatus = z.enum(['idle', 'busy', 'offline']);
+export const Worker = z.object({
+  id: z.string(),
+  status: WorkerStatus,
+  lastHeartbeat: z.number(),
+  currentRolloutId: z.string().nullable(),
+  currentAttemptId: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()),
+});
+export type Worker = z.infer<typeof Worker>;
+
+/** A training run (one `agl train`), its metrics are plotted live by the dashboard. */
+export const TrainingRunStatus = z.enum(['running', 'succeeded', 'failed', 'cancelled']);
+export const TrainingRun = z.object({
+  id: z.string(),
+  agent: z.string(),
+  status: TrainingRunStatus,
+  config: z.record(z.string(), z.unknown()),
+  /** Steps done so far and planned. */
+  step: z.number().int().min(0),
+  totalSteps: z.number().int().min(0),
+  checkpointDir: z.string().nullable(),
+  summary: z.record(z.string(), z.unknown()),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+});
+export type TrainingRun = z.infer<typeof TrainingRun>;
+
+/** One metric value at one step, e.g. { step: 3, name: 'reward/mean', value: 0.41 }. */
+export const MetricPoint = z.object({ runId: z.string(), step: z.number().int().min(0), name: z.string(), value: z.number(), time: z.number() });
+export type MetricPoint = z.infer<typeof MetricPoint>;
+
+/**
+ * One transition (= one LLM call) as the algorithm used it: the credit it was assigned and its GRPO
+ * advantage, written back so the viewer can show them next to the call's span.
+ */
+export const Transition = z.object({
+  runId: z.string(),
+  step: z.number().int().min(0),
+  rolloutId: z.string(),
+  attemptId: z.string(),
+  /** The LLM-call span this transition came from. */
+  spanId: z.string(),
+  /** GRPO group key (normally the task id). */
+  groupId: z.string(),
+  /** 0-based position of the call in its trajectory. */
+  index: z.number().int().min(0),
+  agentName: z.string().nullable(),
+  reward: z.number().nullable(),
+  credit: z.number(),
+  advantage: z.number(),
+  promptTokens: z.number().int().min(0),
+  completionTokens: z.number().int().min(0),
+});
+export type Transition = z.infer<typeof Transition>;
+
+export const Statistics = z.object({
+  rollouts: z.record(RolloutStatus, z.number().int()),
+  attempts: z.record(AttemptStatus, z.number().int()),
+  spans: z.number().int(),
+  resources: z.number().int(),
+  workers: z.number().int(),
+  trainingRuns: z.number().int(),
+});
+export type Statistics = z.infer<typeof Statistics>;
