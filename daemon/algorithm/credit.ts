@@ -1,0 +1,74 @@
+/**
+ * Credit assignment: how much of an episode's reward each LLM call of the trajectory receives.
+ * Strategies (choose with `credit.strategy`):
+ *  - identical   every call gets the episode's final reward R (the paper's default; agent-lightning's only one)
+ *  - discounted  call i of T gets gamma^(T-1-i) * R: calls far from the outcome get less
+ *  - last        only the last call gets R; the others get 0
+ *  - combined    R plus intermediateWeight * (the intermediate rewards that followed the call)
+ * The final reward R is the last reward emitted in the attempt (0 when none: a crashed agent earns nothing);
+ * every earlier reward is intermediate.
+ * Automatic intermediate rewards (AIR) are rules on tool spans ("tool succeeded: +0.1", "tool failed: -0.2",
+ * optionally for one tool name) that add to the call that requested the tool, without touching the agent.
+ * They apply under every strategy (they reward the call that caused the tool outcome).
+ */
+import { z } from 'zod';
+import type { Trajectory, TrajectoryStep } from './adapter.js';
+
+export const AirRule = z.object({
+  when: z.enum(['tool_succeeded', 'tool_failed']),
+  reward: z.number(),
+  /** Regular expression on the tool name; omitted = any tool. */
+  tool: z.string().optional(),
+});
+export type AirRule = z.infer<typeof AirRule>;
+
+export const CreditConfig = z.object({
+  strategy: z.enum(['identical', 'discounted', 'last', 'combined']).default('identical'),
+  gamma: z.number().min(0).max(1).default(0.9),
+  intermediateWeight: z.number().default(1),
+  air: z.array(AirRule).default([]),
+});
+export type CreditConfig = z.infer<typeof CreditConfig>;
+export type CreditStrategy = CreditConfig['strategy'];
+
+export interface CreditedStep { step: TrajectoryStep; credit: number; finalReward: number }
+
+/** The episode's final reward: the last reward emitted, 0 when none. */
+export function finalReward(traj: Trajectory): number {
+  return traj.rewards.length > 0 ? traj.rewards[traj.rewards.length - 1].value : 0;
+}
+
+/** Sum of AIR rewards for the tool outcomes that followed a call. */
+export function airReward(step: TrajectoryStep, rules: AirRule[]): number {
+  let total = 0;
+  for (const t of step.tools) {
+    for (const r of rules) {
+      if ((r.when === 'tool_succeeded') !== t.succeeded) continue;
+      if (r.tool && !new RegExp(r.tool).test(t.toolName)) continue;
+      total += r.reward;
+    }
+  }
+  return total;
+}
+
+/** Gives every step of the trajectory its credit. */
+export function assignCredit(traj: Trajectory, config: Partial<CreditConfig> = {}): CreditedStep[] {
+  const cfg = CreditConfig.parse(config);
+  const R = finalReward(traj);
+  const finalSpanId = traj.rewards.length > 0 ? traj.rewards[traj.rewards.length - 1].spanId : null;
+  const T = traj.steps.length;
+  return traj.steps.map((step, i) => {
+    let credit: number;
+    switch (cfg.strategy) {
+      case 'identical': credit = R; break;
+      case 'discounted': credit = Math.pow(cfg.gamma, T - 1 - i) * R; break;
+      case 'last': credit = i === T - 1 ? R : 0; break;
+      case 'combined': {
+        const intermediate = step.rewards.filter((r) => r.spanId !== finalSpanId).reduce((a, r) => a + r.value, 0);
+        credit = R + cfg.intermediateWeight * intermediate;
+        break;
+      }
+    }
+    return { step, credit: credit + airReward(step, cfg.air), finalReward: R };
+  });
+}
