@@ -41,6 +41,8 @@ export const GENAI = {
   inputMessages: 'gen_ai.input.messages',
   /** JSON-encoded choices returned (GenAI `gen_ai.output.messages`). */
   outputMessages: 'gen_ai.output.messages',
+  /** JSON-encoded tool definitions offered to the model (GenAI `gen_ai.tool.definitions`). */
+  toolDefinitions: 'gen_ai.tool.definitions',
   toolName: 'gen_ai.tool.name',
   toolCallId: 'gen_ai.tool.call.id',
   agentName: 'gen_ai.agent.name',

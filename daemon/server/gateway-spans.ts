@@ -1,0 +1,112 @@
+/**
+ * Turns one gateway call into one span (GenAI semantic conventions + our agl.* attributes: rollout,
+ * attempt, resources version, token ids, log-probs), and writes spans through a coalescing writer so
+ * many concurrent calls share one durable store write.
+ */
+import type { Attributes, AttributeValue, SpanInput } from '../../protocol/store.js';
+import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
+import type { LightningStore } from '../store/types.js';
+import type { CallRequest, CallResult } from './gateway-backend.js';
+import { newSpanId, parseTraceparent, rootSpanIdForAttempt, traceIdForAttempt } from '../../sdk/ids.js';
+
+export interface CallContext {
+  rolloutId: string;
+  attemptId: string;
+  traceparent?: string;
+  resourcesId: string | null;
+  resourcesVersion: number | null;
+  startTime: number;
+  streamed: boolean;
+}
+
+function set(attrs: Attributes, key: string, value: unknown): void {
+  if (value === undefined) return;
+  if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') attrs[key] = value;
+  else if (Array.isArray(value) && value.every((v) => v === null || ['string', 'number', 'boolean'].includes(typeof v))) attrs[key] = value as AttributeValue;
+  else attrs[key] = JSON.stringify(value);
+}
+
+export function buildCallSpan(req: CallRequest, call: CallContext, result: CallResult | null, error: Error | null): SpanInput {
+  const { body } = req;
+  const attrs: Attributes = {};
+  set(attrs, GENAI.operationName, req.kind === 'chat' ? 'chat' : 'text_completion');
+  set(attrs, GENAI.system, result?.local ?? req.resource.backend === 'local' ? 'agl' : 'openai');
+  set(attrs, GENAI.requestModel, body.model ?? req.resource.model);
+  set(attrs, GENAI.requestTemperature, body.temperature ?? req.resource.samplingParams?.temperature);
+  set(attrs, GENAI.requestTopP, body.top_p ?? req.resource.samplingParams?.topP);
+  set(attrs, GENAI.requestTopK, body.top_k ?? req.resource.samplingParams?.topK);
+  set(attrs, GENAI.requestMaxTokens, body.max_completion_tokens ?? body.max_tokens ?? req.resource.samplingParams?.maxTokens);
+  set(attrs, GENAI.requestSeed, body.seed);
+  if (body.stop !== undefined && body.stop !== null) set(attrs, GENAI.requestStopSequences, typeof body.stop === 'string' ? [body.stop] : body.stop);
+  set(attrs, GENAI.inputMessages, req.kind === 'chat' ? JSON.stringify(body.messages ?? []) : JSON.stringify(body.prompt ?? ''));
+  if (Array.isArray(body.tools) && body.tools.length) set(attrs, GENAI.toolDefinitions, JSON.stringify(body.tools));
+  set(attrs, AGL.rolloutId, call.rolloutId);
+  set(attrs, AGL.attemptId, call.attemptId);
+  set(attrs, AGL.resourcesId, call.resourcesId);
+  set(attrs, AGL.resourcesVersion, call.resourcesVersion);
+  set(attrs, AGL.streamed, call.streamed);
+  set(attrs, AGL.latencyMs, Date.now() - call.startTime);
+  if (result) {
+    const r = result.response;
+    const choices = (r.choices as Record<string, unknown>[] | undefined) ?? [];
+    set(attrs, GENAI.responseModel, r.model);
+    set(attrs, GENAI.responseId, r.id);
+    set(attrs, GENAI.responseFinishReasons, choices.map((c) => String(c.finish_reason ?? '')));
+    const usage = r.usage as { prompt_tokens?: number; completion_tokens?: number } | undefined;
+    set(attrs, GENAI.usageInputTokens, usage?.prompt_tokens ?? result.promptTokenIds?.length);
+    set(attrs, GENAI.usageOutputTokens, usage?.completion_tokens ?? result.completionTokenIds?.reduce((s, ids) => s + ids.length, 0));
+    set(attrs, GENAI.outputMessages, JSON.stringify(choices.map((c) => (req.kind === 'chat' ? c.message : { role: 'assistant', content: c.text }))));
+    set(attrs, AGL.localPolicy, result.local);
+    // Several choices (n > 1): the first choice's ids are recorded (training uses n = 1 per rollout).
+    set(attrs, AGL.promptTokenIds, result.promptTokenIds);
+    set(attrs, AGL.completionTokenIds, result.completionTokenIds?.[0]);
+    set(attrs, AGL.completionLogprobs, result.completionLogprobs?.[0]);
+  }
+  const parent = parseTraceparent(call.traceparent);
+  return {
+    rolloutId: call.rolloutId,
+    attemptId: call.attemptId,
+    traceId: parent?.traceId ?? traceIdForAttempt(call.attemptId),
+    spanId: newSpanId(),
+    parentSpanId: parent?.spanId ?? rootSpanIdForAttempt(call.attemptId),
+    name: SPAN.llmCall,
+    kind: 'client',
+    startTime: call.startTime,
+    endTime: Date.now(),
+    attributes: attrs,
+    events: [],
+    status: error ? { code: 'error', message: error.message } : { code: 'ok' },
+    resource: { 'service.name': 'agl-gateway' },
+  };
+}
+
+/**
+ * Collects spans from concurrent callers and writes them in one addSpans per tick; each caller's
+ * promise settles when its span is durable (or the write failed).
+ */
+export class SpanWriter {
+  private pending: { span: SpanInput; resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private scheduled = false;
+
+  constructor(private readonly store: Pick<LightningStore, 'addSpans'>, private readonly maxBatch = 1000) {}
+
+  write(span: SpanInput): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ span, resolve, reject });
+      if (!this.scheduled) { this.scheduled = true; setImmediate(() => void this.flush()); }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.scheduled = false;
+    while (this.pending.length) {
+      const batch = this.pending.splice(0, this.maxBatch);
+      try {
+        await this.store.addSpans(batch.map((b) => b.span));
+        for (const b of batch) b.resolve();
+      } catch (err) {
+        for (const b of batch) b.reject(err);
+      }
+    }
+  }
+}
