@@ -1,0 +1,164 @@
+/**
+ * Backend-independent pieces of the LightningStore: id generation, input normalisation (defaults applied
+ * without a zod pass on the hot span path), row <-> object mapping shared by SQLite and PostgreSQL (both use
+ * the same column names), the status rules for ended attempts, paging cursors, and the in-process wakeups
+ * behind waitForRollouts.
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  RolloutConfig, RolloutInput, TERMINAL_ROLLOUT_STATUSES,
+  type Attempt, type AttemptStatus, type MetricPoint, type Resources, type Rollout, type RolloutStatus, type Span,
+  type SpanInput, type TrainingRun, type Transition, type Worker,
+} from '../../protocol/store.js';
+
+export function newId(prefix: string): string {
+  return `${prefix}-${randomBytes(8).toString('hex')}`;
+}
+
+const TERMINAL = new Set<string>(TERMINAL_ROLLOUT_STATUSES);
+export function isTerminalRollout(status: string): boolean { return TERMINAL.has(status); }
+
+/** Statuses a claim picks from. */
+export const CLAIMABLE_STATUSES: RolloutStatus[] = ['queuing', 'requeuing'];
+/** Attempt statuses the health check watches. */
+export const LIVE_ATTEMPT_STATUSES: AttemptStatus[] = ['preparing', 'running'];
+
+/** What becomes of a rollout when its latest attempt ends with `status`. */
+export function rolloutStatusAfter(rollout: Pick<Rollout, 'config' | 'attemptCount'>, status: AttemptStatus): RolloutStatus {
+  if (status === 'succeeded') return 'succeeded';
+  const retry = (rollout.config.retryOn as string[]).includes(status) && rollout.attemptCount < rollout.config.maxAttempts;
+  return retry ? 'requeuing' : 'failed';
+}
+
+/** A validated, defaulted rollout input. */
+export function parseRolloutInput(input: RolloutInput) {
+  const parsed = RolloutInput.parse(input);
+  return { ...parsed, config: RolloutConfig.parse(parsed.config) };
+}
+
+/** Applies SpanInput's defaults (trusting types: the HTTP edge validated them) and assigns a sequence id. */
+export function materializeSpan(input: SpanInput, sequenceId: number): Span {
+  return {
+    rolloutId: input.rolloutId,
+    attemptId: input.attemptId,
+    sequenceId,
+    traceId: input.traceId ?? randomBytes(16).toString('hex'),
+    spanId: input.spanId ?? randomBytes(8).toString('hex'),
+    parentSpanId: input.parentSpanId ?? null,
+    name: input.name,
+    kind: input.kind ?? 'internal',
+    startTime: input.startTime,
+    endTime: input.endTime ?? null,
+    attributes: input.attributes ?? {},
+    events: (input.events ?? []).map((e) => ({ name: e.name, time: e.time, attributes: e.attributes ?? {} })),
+    status: input.status ?? { code: 'unset' },
+    resource: input.resource ?? {},
+  };
+}
+
+export function checkSpanInput(s: SpanInput): void {
+  if (!s || typeof s.rolloutId !== 'string' || typeof s.attemptId !== 'string') throw new TypeError('span needs rolloutId and attemptId');
+  if (typeof s.name !== 'string' || typeof s.startTime !== 'number') throw new TypeError(`span of rollout '${s.rolloutId}' needs name and startTime`);
+}
+
+// --- rows ------------------------------------------------------------------------------------------
+// Both backends store JSON as text and times as float milliseconds, so one mapping serves both.
+type Row = Record<string, any>;
+const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
+
+export function rowToRollout(r: Row): Rollout {
+  return {
+    id: r.id, input: JSON.parse(r.input), mode: r.mode, status: r.status, agent: r.agent ?? null,
+    resourcesId: r.resources_id ?? null, config: JSON.parse(r.config), metadata: JSON.parse(r.metadata),
+    attemptCount: num(r.attempt_count), createdAt: num(r.created_at), updatedAt: num(r.updated_at),
+    endedAt: numOrNull(r.ended_at),
+  };
+}
+export function rowToAttempt(r: Row): Attempt {
+  return {
+    id: r.id, rolloutId: r.rollout_id, sequence: num(r.sequence), workerId: r.worker_id ?? null, status: r.status,
+    startedAt: num(r.started_at), endedAt: numOrNull(r.ended_at), lastHeartbeat: num(r.last_heartbeat),
+    error: r.error ? JSON.parse(r.error) : null,
+  };
+}
+export function rowToSpan(r: Row): Span { return JSON.parse(r.data); }
+export function rowToResources(r: Row): Resources {
+  return { id: r.id, version: num(r.version), createdAt: num(r.created_at), resources: JSON.parse(r.resources), metadata: JSON.parse(r.metadata) };
+}
+export function rowToWorker(r: Row): Worker {
+  return {
+    id: r.id, status: r.status, lastHeartbeat: num(r.last_heartbeat), currentRolloutId: r.current_rollout_id ?? null,
+    currentAttemptId: r.current_attempt_id ?? null, metadata: JSON.parse(r.metadata),
+  };
+}
+export function rowToTrainingRun(r: Row): TrainingRun {
+  return {
+    id: r.id, agent: r.agent, status: r.status, config: JSON.parse(r.config), step: num(r.step), totalSteps: num(r.total_steps),
+    checkpointDir: r.checkpoint_dir ?? null, summary: JSON.parse(r.summary), createdAt: num(r.created_at), updatedAt: num(r.updated_at),
+  };
+}
+export function rowToMetric(r: Row): MetricPoint {
+  return { runId: r.run_id, step: num(r.step), name: r.name, value: num(r.value), time: num(r.time) };
+}
+export function rowToTransition(r: Row): Transition { return JSON.parse(r.data); }
+
+// --- paging ----------------------------------------------------------------------------------------
+export function encodeCursor(seq: number): string { return Buffer.from(`s${seq}`).toString('base64url'); }
+export function decodeCursor(cursor: string): number {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  const seq = Number(text.slice(1));
+  if (!text.startsWith('s') || !Number.isSafeInteger(seq)) throw new TypeError(`invalid cursor '${cursor}'`);
+  return seq;
+}
+export const DEFAULT_PAGE = 100;
+export const MAX_PAGE = 10_000;
+export function pageLimit(limit: number | undefined): number {
+  if (limit === undefined) return DEFAULT_PAGE;
+  if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`limit must be a positive integer, got ${limit}`);
+  return Math.min(limit, MAX_PAGE);
+}
+
+// --- waits -----------------------------------------------------------------------------------------
+/**
+ * In-process wakeups for waitForRollouts: writers call `ended(id)` after committing; waiters also poll,
+ * because another process may end a rollout in the same database.
+ */
+export class RolloutEndHub {
+  private readonly waiters = new Map<string, Set<() => void>>();
+  ended(id: string): void {
+    const set = this.waiters.get(id);
+    if (!set) return;
+    this.waiters.delete(id);
+    for (const wake of set) wake();
+  }
+  /** Resolves on the first of: one of `ids` ended here, `ms` elapsed. */
+  waitAny(ids: string[], ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => { clearTimeout(timer); for (const id of ids) this.waiters.get(id)?.delete(wake); resolve(); };
+      const timer = setTimeout(wake, Math.max(0, ms));
+      for (const id of ids) {
+        let set = this.waiters.get(id);
+        if (!set) this.waiters.set(id, (set = new Set()));
+        set.add(wake);
+      }
+    });
+  }
+}
+
+/** The waitForRollouts loop shared by both backends; `endedAmong` returns those of `ids` that have ended. */
+export async function waitLoop(
+  hub: RolloutEndHub, ids: string[], timeoutMs: number, endedAmong: (ids: string[]) => Promise<Rollout[]>, pollMs: number,
+): Promise<Rollout[]> {
+  const deadline = Date.now() + Math.max(0, timeoutMs);
+  const done = new Map<string, Rollout>();
+  let pending = [...new Set(ids)];
+  for (;;) {
+    for (const r of await endedAmong(pending)) done.set(r.id, r);
+    pending = pending.filter((id) => !done.has(id));
+    const left = deadline - Date.now();
+    if (pending.length === 0 || left <= 0) break;
+    await hub.waitAny(pending, Math.min(left, pollMs));
+  }
+  return [...new Set(ids)].filter((id) => done.has(id)).map((id) => done.get(id)!);
+}

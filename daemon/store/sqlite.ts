@@ -1,0 +1,382 @@
+/**
+ * SqliteStore: the embedded LightningStore on better-sqlite3 (WAL, synchronous=NORMAL, 16 KB pages).
+ * Every write that reads first runs in BEGIN IMMEDIATE, so claims are exactly-once across processes sharing
+ * the file. Concurrent addSpans calls arriving in the same event-loop turn are group-committed in one
+ * transaction (each caller's batch in its own savepoint, so one bad batch fails alone); a promise resolves
+ * only after its rows are committed. Rollout/attempt state rules live in sqlite-lifecycle.ts.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  ATTEMPT_STATUSES, ROLLOUT_STATUSES, ResourcesInput, TERMINAL_ROLLOUT_STATUSES,
+  type Attempt, type MetricPoint, type Resources, type Rollout, type RolloutInput, type Span, type SpanInput,
+  type Statistics, type TrainingRun, type Transition, type Worker,
+} from '../../protocol/store.js';
+import {
+  ConflictError, NotFoundError,
+  type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult, type LightningStore, type Page,
+  type RolloutQuery, type SpanQuery, type TransitionQuery,
+} from './types.js';
+import {
+  RolloutEndHub, checkSpanInput, decodeCursor, encodeCursor, materializeSpan, newId, pageLimit, parseRolloutInput,
+  rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
+  waitLoop,
+} from './common.js';
+import { prepareDatabase } from './sqlite-schema.js';
+import { SqliteLifecycle } from './sqlite-lifecycle.js';
+
+export interface SqliteStoreOptions {
+  /** How often waitForRollouts re-reads the file for rollouts ended by other processes. */
+  waitPollMs?: number;
+}
+
+interface PendingSpans { spans: SpanInput[]; resolve: (s: Span[]) => void; reject: (e: unknown) => void }
+
+const TERMINAL_SQL = TERMINAL_ROLLOUT_STATUSES.map((s) => `'${s}'`).join(',');
+
+export class SqliteStore implements LightningStore {
+  readonly kind = 'sqlite';
+  readonly db: Database.Database;
+  private readonly hub = new RolloutEndHub();
+  private readonly life: SqliteLifecycle;
+  private readonly statements = new Map<string, Database.Statement>();
+  private pending: PendingSpans[] = [];
+  private flushing: Promise<void> | null = null;
+  private closed = false;
+  private readonly waitPollMs: number;
+
+  constructor(readonly path: string, options: SqliteStoreOptions = {}) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    prepareDatabase(this.db);
+    this.waitPollMs = options.waitPollMs ?? 200;
+    this.life = new SqliteLifecycle(this.db, (sql) => this.st(sql));
+  }
+
+  /** Prepared statements, cached by text. */
+  private st(sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (!s) this.statements.set(sql, (s = this.db.prepare(sql)));
+    return s;
+  }
+  private write<T>(fn: () => T): T {
+    if (this.closed) throw new Error('store is closed');
+    return this.db.transaction(fn).immediate();
+  }
+  private read<T>(fn: () => T): T {
+    if (this.closed) throw new Error('store is closed');
+    return fn();
+  }
+  private announceEnded(rollouts: Array<{ id: string; status: string }>): void {
+    for (const r of rollouts) if ((TERMINAL_ROLLOUT_STATUSES as readonly string[]).includes(r.status)) this.hub.ended(r.id);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.flushSpans();
+    this.closed = true;
+    this.db.close();
+  }
+
+  // --- rollouts ----------------------------------------------------------------------------------
+  async enqueueRollout(input: RolloutInput): Promise<Rollout> { return (await this.enqueueRollouts([input]))[0]!; }
+
+  async enqueueRollouts(inputs: RolloutInput[]): Promise<Rollout[]> {
+    const parsed = inputs.map(parseRolloutInput);
+    return this.write(() => parsed.map((p) => this.life.insertRollout(p, 'queuing', Date.now()).rollout));
+  }
+
+  async startRollout(input: RolloutInput, workerId?: string): Promise<Claim> {
+    const parsed = parseRolloutInput(input);
+    return this.write(() => {
+      const now = Date.now();
+      const { row } = this.life.insertRollout(parsed, 'queuing', now);
+      return this.life.claimRow(row, workerId ?? null, now);
+    });
+  }
+
+  async claimNextRollout(workerId: string, opts?: ClaimOptions): Promise<Claim | null> {
+    return (await this.claimRollouts(workerId, 1, opts))[0] ?? null;
+  }
+
+  async claimRollouts(workerId: string, limit: number, opts: ClaimOptions = {}): Promise<Claim[]> {
+    if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`limit must be a positive integer, got ${limit}`);
+    let sql = `SELECT * FROM rollouts WHERE status IN ('queuing','requeuing')`;
+    const params: unknown[] = [];
+    if (opts.agent !== undefined) { sql += ' AND (agent IS NULL OR agent = ?)'; params.push(opts.agent); }
+    if (opts.mode !== undefined) { sql += ' AND mode = ?'; params.push(opts.mode); }
+    sql += ' ORDER BY queued_at, seq LIMIT ?';
+    params.push(limit);
+    return this.write(() => {
+      const now = Date.now();
+      return (this.st(sql).all(...params) as any[]).map((row) => this.life.claimRow(row, workerId, now));
+    });
+  }
+
+  async getRollout(id: string): Promise<Rollout | null> {
+    return this.read(() => { const r = this.life.rolloutRow(id); return r ? rowToRollout(r) : null; });
+  }
+
+  async queryRollouts(q: RolloutQuery = {}): Promise<Page<Rollout>> {
+    const limit = pageLimit(q.limit);
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const inList = (col: string, values: readonly unknown[]) => {
+      where.push(values.length ? `${col} IN (${values.map(() => '?').join(',')})` : '0');
+      params.push(...values);
+    };
+    if (q.status) inList('status', q.status);
+    if (q.ids) inList('id', q.ids);
+    if (q.mode !== undefined) { where.push('mode = ?'); params.push(q.mode); }
+    if (q.resourcesId !== undefined) { where.push('resources_id = ?'); params.push(q.resourcesId); }
+    if (q.resourcesVersion !== undefined) { where.push('resources_version = ?'); params.push(q.resourcesVersion); }
+    if (q.agent !== undefined) { where.push('agent = ?'); params.push(q.agent); }
+    const asc = q.order === 'asc';
+    if (q.cursor) { where.push(asc ? 'seq > ?' : 'seq < ?'); params.push(decodeCursor(q.cursor)); }
+    const sql = `SELECT * FROM rollouts ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY seq ${asc ? 'ASC' : 'DESC'} LIMIT ?`;
+    params.push(limit + 1);
+    return this.read(() => {
+      const rows = this.st(sql).all(...params) as any[];
+      const more = rows.length > limit;
+      const page = more ? rows.slice(0, limit) : rows;
+      return { items: page.map(rowToRollout), nextCursor: more ? encodeCursor(page[page.length - 1].seq) : null };
+    });
+  }
+
+  async cancelRollout(id: string): Promise<Rollout> {
+    const rollout = this.write(() => this.life.cancel(id, Date.now()));
+    this.hub.ended(id);
+    return rollout;
+  }
+
+  async updateRolloutMetadata(id: string, metadata: Record<string, unknown>): Promise<Rollout> {
+    return this.write(() => {
+      const row = this.life.rolloutRow(id);
+      if (!row) throw new NotFoundError('rollout', id);
+      const merged = { ...JSON.parse(row.metadata), ...metadata };
+      this.st('UPDATE rollouts SET metadata = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(merged), Date.now(), id);
+      return rowToRollout(this.life.rolloutRow(id)!);
+    });
+  }
+
+  async waitForRollouts(ids: string[], timeoutMs: number): Promise<Rollout[]> {
+    return waitLoop(this.hub, ids, timeoutMs, async (pending) => this.read(() => {
+      const out: Rollout[] = [];
+      for (let i = 0; i < pending.length; i += 500) {
+        const chunk = pending.slice(i, i + 500);
+        const sql = `SELECT * FROM rollouts WHERE status IN (${TERMINAL_SQL}) AND id IN (${chunk.map(() => '?').join(',')})`;
+        for (const row of this.st(sql).all(...chunk) as any[]) out.push(rowToRollout(row));
+      }
+      return out;
+    }), this.waitPollMs);
+  }
+
+  // --- attempts ----------------------------------------------------------------------------------
+  async getAttempts(rolloutId: string): Promise<Attempt[]> {
+    return this.read(() => {
+      if (!this.life.rolloutRow(rolloutId)) throw new NotFoundError('rollout', rolloutId);
+      return (this.st('SELECT * FROM attempts WHERE rollout_id = ? ORDER BY sequence').all(rolloutId) as any[]).map(rowToAttempt);
+    });
+  }
+  async getLatestAttempt(rolloutId: string): Promise<Attempt | null> {
+    return this.read(() => {
+      const r = this.life.rolloutRow(rolloutId);
+      if (!r) throw new NotFoundError('rollout', rolloutId);
+      return r.latest_attempt_id ? rowToAttempt(this.life.attemptRow(r.latest_attempt_id)!) : null;
+    });
+  }
+  async getAttempt(attemptId: string): Promise<Attempt | null> {
+    return this.read(() => { const a = this.life.attemptRow(attemptId); return a ? rowToAttempt(a) : null; });
+  }
+  async heartbeatAttempt(attemptId: string): Promise<Attempt> {
+    return this.write(() => this.life.touchAttempt(attemptId, null, Date.now(), false));
+  }
+  async finishAttempt(attemptId: string, input: FinishAttemptInput): Promise<{ attempt: Attempt; rollout: Rollout }> {
+    if (input.status !== 'succeeded' && input.status !== 'failed') throw new TypeError(`status must be 'succeeded' or 'failed', got '${input.status}'`);
+    const result = this.write(() => this.life.finish(attemptId, input, Date.now()));
+    this.announceEnded([result.rollout]);
+    return result;
+  }
+
+  // --- spans -------------------------------------------------------------------------------------
+  async addSpans(spans: SpanInput[]): Promise<Span[]> {
+    if (this.closed) throw new Error('store is closed');
+    if (spans.length === 0) return [];
+    spans.forEach(checkSpanInput);
+    return new Promise<Span[]>((resolve, reject) => {
+      this.pending.push({ spans, resolve, reject });
+      if (this.pending.length === 1 && !this.flushing) setImmediate(() => void this.flushSpans());
+    });
+  }
+
+  /** Commits every queued span batch in one transaction (group commit). */
+  private async flushSpans(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.pending.length === 0) return;
+    const batches = this.pending;
+    this.pending = [];
+    let done!: () => void;
+    this.flushing = new Promise((r) => (done = r));
+    const outcomes: Array<{ ok: true; spans: Span[] } | { ok: false; error: unknown }> = [];
+    try {
+      const insertOne = this.db.transaction((spans: SpanInput[]) => this.life.insertSpans(spans, Date.now()));
+      this.write(() => {
+        for (const b of batches) {
+          try { outcomes.push({ ok: true, spans: insertOne(b.spans) }); } catch (error) { outcomes.push({ ok: false, error }); }
+        }
+      });
+      batches.forEach((b, i) => { const o = outcomes[i]!; if (o.ok) b.resolve(o.spans); else b.reject(o.error); });
+    } catch (error) {
+      for (const b of batches) b.reject(error);
+    } finally {
+      this.flushing = null;
+      done();
+      if (this.pending.length) setImmediate(() => void this.flushSpans());
+    }
+  }
+
+  async querySpans(q: SpanQuery): Promise<Span[]> {
+    return this.read(() => {
+      const r = this.life.rolloutRow(q.rolloutId);
+      if (!r) throw new NotFoundError('rollout', q.rolloutId);
+      let sql = 'SELECT data FROM spans WHERE rollout_id = ?';
+      const params: unknown[] = [q.rolloutId];
+      if (q.attemptId !== undefined) {
+        const attemptId = q.attemptId === 'latest' ? r.latest_attempt_id : q.attemptId;
+        if (!attemptId) return [];
+        sql += ' AND attempt_id = ?'; params.push(attemptId);
+      }
+      if (q.name !== undefined) { sql += ' AND name = ?'; params.push(q.name); }
+      if (q.afterSequenceId !== undefined) { sql += ' AND sequence_id > ?'; params.push(q.afterSequenceId); }
+      sql += ' ORDER BY sequence_id LIMIT ?';
+      params.push(q.limit === undefined ? -1 : pageLimit(q.limit));
+      return (this.st(sql).all(...params) as any[]).map(rowToSpan);
+    });
+  }
+
+  // --- resources ---------------------------------------------------------------------------------
+  async addResources(input: ResourcesInput): Promise<Resources> {
+    const parsed = ResourcesInput.parse(input);
+    return this.write(() => {
+      const { v } = this.st('SELECT COALESCE(MAX(version), 0) + 1 AS v FROM resources').get() as { v: number };
+      const res: Resources = { id: newId('rs'), version: v, createdAt: Date.now(), resources: parsed.resources, metadata: parsed.metadata };
+      this.st('INSERT INTO resources (id, version, created_at, resources, metadata) VALUES (?, ?, ?, ?, ?)')
+        .run(res.id, res.version, res.createdAt, JSON.stringify(res.resources), JSON.stringify(res.metadata));
+      return res;
+    });
+  }
+  async getLatestResources(): Promise<Resources | null> {
+    return this.read(() => { const r = this.st('SELECT * FROM resources ORDER BY version DESC LIMIT 1').get(); return r ? rowToResources(r) : null; });
+  }
+  async getResources(id: string): Promise<Resources | null> {
+    return this.read(() => { const r = this.st('SELECT * FROM resources WHERE id = ?').get(id); return r ? rowToResources(r) : null; });
+  }
+  async listResources(limit?: number): Promise<Resources[]> {
+    return this.read(() => (this.st('SELECT * FROM resources ORDER BY version DESC LIMIT ?').all(pageLimit(limit)) as any[]).map(rowToResources));
+  }
+
+  // --- workers -----------------------------------------------------------------------------------
+  async heartbeatWorker(id: string, patch: Partial<Pick<Worker, 'status' | 'currentRolloutId' | 'currentAttemptId' | 'metadata'>> = {}): Promise<Worker> {
+    if (typeof id !== 'string' || id.length === 0) throw new TypeError('worker id must be a non-empty string');
+    return this.write(() => {
+      const row = this.st('SELECT * FROM workers WHERE id = ?').get(id);
+      const prev: Worker = row ? rowToWorker(row) : { id, status: 'idle', lastHeartbeat: 0, currentRolloutId: null, currentAttemptId: null, metadata: {} };
+      const w: Worker = {
+        id, lastHeartbeat: Date.now(), status: patch.status ?? prev.status,
+        currentRolloutId: patch.currentRolloutId !== undefined ? patch.currentRolloutId : prev.currentRolloutId,
+        currentAttemptId: patch.currentAttemptId !== undefined ? patch.currentAttemptId : prev.currentAttemptId,
+        metadata: patch.metadata ? { ...prev.metadata, ...patch.metadata } : prev.metadata,
+      };
+      this.st(`INSERT INTO workers (id, status, last_heartbeat, current_rollout_id, current_attempt_id, metadata) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT(id) DO UPDATE SET status = excluded.status, last_heartbeat = excluded.last_heartbeat,
+        current_rollout_id = excluded.current_rollout_id, current_attempt_id = excluded.current_attempt_id, metadata = excluded.metadata`)
+        .run(w.id, w.status, w.lastHeartbeat, w.currentRolloutId, w.currentAttemptId, JSON.stringify(w.metadata));
+      return w;
+    });
+  }
+  async getWorker(id: string): Promise<Worker | null> {
+    return this.read(() => { const r = this.st('SELECT * FROM workers WHERE id = ?').get(id); return r ? rowToWorker(r) : null; });
+  }
+  async listWorkers(): Promise<Worker[]> {
+    return this.read(() => (this.st('SELECT * FROM workers ORDER BY id').all() as any[]).map(rowToWorker));
+  }
+
+  // --- training runs, metrics, transitions --------------------------------------------------------
+  async createTrainingRun(run: Pick<TrainingRun, 'agent' | 'config' | 'totalSteps'> & { id?: string }): Promise<TrainingRun> {
+    const now = Date.now();
+    const t: TrainingRun = {
+      id: run.id ?? newId('run'), agent: run.agent, status: 'running', config: run.config ?? {}, step: 0,
+      totalSteps: run.totalSteps, checkpointDir: null, summary: {}, createdAt: now, updatedAt: now,
+    };
+    this.write(() => {
+      if (this.st('SELECT 1 FROM training_runs WHERE id = ?').get(t.id)) throw new ConflictError(`training run '${t.id}' already exists`);
+      this.st(`INSERT INTO training_runs (id, agent, status, config, step, total_steps, checkpoint_dir, summary, created_at, updated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(t.id, t.agent, t.status, JSON.stringify(t.config), t.step, t.totalSteps, null, '{}', now, now);
+    });
+    return t;
+  }
+  async updateTrainingRun(id: string, patch: Partial<Pick<TrainingRun, 'status' | 'step' | 'totalSteps' | 'checkpointDir' | 'summary'>>): Promise<TrainingRun> {
+    return this.write(() => {
+      const row = this.st('SELECT * FROM training_runs WHERE id = ?').get(id);
+      if (!row) throw new NotFoundError('training run', id);
+      const t = { ...rowToTrainingRun(row), ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)), updatedAt: Date.now() } as TrainingRun;
+      this.st(`UPDATE training_runs SET status = ?, step = ?, total_steps = ?, checkpoint_dir = ?, summary = ?, updated_at = ? WHERE id = ?`)
+        .run(t.status, t.step, t.totalSteps, t.checkpointDir, JSON.stringify(t.summary), t.updatedAt, id);
+      return t;
+    });
+  }
+  async getTrainingRun(id: string): Promise<TrainingRun | null> {
+    return this.read(() => { const r = this.st('SELECT * FROM training_runs WHERE id = ?').get(id); return r ? rowToTrainingRun(r) : null; });
+  }
+  async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
+    return this.read(() => (agent === undefined
+      ? this.st('SELECT * FROM training_runs ORDER BY created_at DESC, rowid DESC').all()
+      : this.st('SELECT * FROM training_runs WHERE agent = ? ORDER BY created_at DESC, rowid DESC').all(agent)) as any[]).map(rowToTrainingRun);
+  }
+  async addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void> {
+    const now = Date.now();
+    this.write(() => {
+      const ins = this.st('INSERT INTO metrics (run_id, step, name, value, time) VALUES (?, ?, ?, ?, ?)');
+      for (const p of points) ins.run(p.runId, p.step, p.name, p.value, now);
+    });
+  }
+  async queryMetrics(runId: string, afterStep?: number): Promise<MetricPoint[]> {
+    return this.read(() => (this.st('SELECT * FROM metrics WHERE run_id = ? AND step > ? ORDER BY step, rowid')
+      .all(runId, afterStep ?? -1) as any[]).map(rowToMetric));
+  }
+  async addTransitions(transitions: Transition[]): Promise<void> {
+    this.write(() => {
+      const ins = this.st('INSERT INTO transitions (run_id, step, rollout_id, data) VALUES (?, ?, ?, ?)');
+      for (const t of transitions) ins.run(t.runId, t.step, t.rolloutId, JSON.stringify(t));
+    });
+  }
+  async queryTransitions(q: TransitionQuery): Promise<Transition[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.runId !== undefined) { where.push('run_id = ?'); params.push(q.runId); }
+    if (q.rolloutId !== undefined) { where.push('rollout_id = ?'); params.push(q.rolloutId); }
+    if (q.step !== undefined) { where.push('step = ?'); params.push(q.step); }
+    const sql = `SELECT data FROM transitions ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY step, rowid LIMIT ?`;
+    params.push(q.limit === undefined ? -1 : pageLimit(q.limit));
+    return this.read(() => (this.st(sql).all(...params) as any[]).map(rowToTransition));
+  }
+
+  // --- health ------------------------------------------------------------------------------------
+  async runHealthCheck(now: number = Date.now()): Promise<HealthCheckResult> {
+    const result = this.write(() => this.life.healthCheck(now));
+    for (const id of result.failed) this.hub.ended(id);
+    return result;
+  }
+
+  async statistics(): Promise<Statistics> {
+    return this.read(() => {
+      const rollouts = Object.fromEntries(ROLLOUT_STATUSES.map((s) => [s, 0])) as Statistics['rollouts'];
+      for (const r of this.st('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as any[]) rollouts[r.status as keyof typeof rollouts] = r.n;
+      const attempts = Object.fromEntries(ATTEMPT_STATUSES.map((s) => [s, 0])) as Statistics['attempts'];
+      for (const r of this.st('SELECT status, COUNT(*) AS n FROM attempts GROUP BY status').all() as any[]) attempts[r.status as keyof typeof attempts] = r.n;
+      const count = (table: string) => (this.st(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+      return { rollouts, attempts, spans: count('spans'), resources: count('resources'), workers: count('workers'), trainingRuns: count('training_runs') };
+    });
+  }
+}
