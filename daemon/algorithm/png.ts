@@ -1,0 +1,73 @@
+/**
+ * A PNG line chart drawn and encoded in plain TypeScript (node:zlib for deflate, CRC-32 by table), so a
+ * training report needs no browser or native canvas. Draws axes, light grid lines and one polyline per
+ * series; labels are left to the HTML around the image.
+ */
+import { deflateSync } from 'node:zlib';
+
+const CRC_TABLE = (() => {
+  const t = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) { let c = n; for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1; t[n] = c >>> 0; }
+  return t;
+})();
+export function crc32(buf: Uint8Array): number {
+  let c = 0xffffffff;
+  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+function chunk(type: string, data: Uint8Array): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length, 0);
+  head.write(type, 4, 'ascii');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
+  return Buffer.concat([head, data, crc]);
+}
+
+/** Encodes RGB pixels (width*height*3 bytes, rows top to bottom) as a PNG file. */
+export function encodePng(width: number, height: number, rgb: Uint8Array): Buffer {
+  const raw = Buffer.alloc((width * 3 + 1) * height);
+  for (let y = 0; y < height; y++) {
+    raw[y * (width * 3 + 1)] = 0; // filter: none
+    Buffer.from(rgb.buffer, rgb.byteOffset + y * width * 3, width * 3).copy(raw, y * (width * 3 + 1) + 1);
+  }
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0); ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; ihdr[9] = 2; ihdr[10] = 0; ihdr[11] = 0; ihdr[12] = 0; // 8-bit RGB
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', new Uint8Array())]);
+}
+
+export interface Series { points: { x: number; y: number }[]; color: [number, number, number] }
+
+/** A line chart of the series on [xmin, xmax] x [ymin, ymax] (y defaults to 0..1, as rewards are). */
+export function lineChartPng(series: Series[], o: { width?: number; height?: number; yMin?: number; yMax?: number } = {}): Buffer {
+  const W = o.width ?? 640, H = o.height ?? 320, pad = 24;
+  const px = new Uint8Array(W * H * 3).fill(255);
+  const set = (x: number, y: number, c: [number, number, number]) => {
+    if (x < 0 || y < 0 || x >= W || y >= H) return;
+    const i = (Math.round(y) * W + Math.round(x)) * 3;
+    px[i] = c[0]; px[i + 1] = c[1]; px[i + 2] = c[2];
+  };
+  const line = (x0: number, y0: number, x1: number, y1: number, c: [number, number, number], thick = 1) => {
+    const n = Math.max(1, Math.ceil(Math.max(Math.abs(x1 - x0), Math.abs(y1 - y0))));
+    for (let k = 0; k <= n; k++) {
+      const x = x0 + ((x1 - x0) * k) / n, y = y0 + ((y1 - y0) * k) / n;
+      for (let dx = -thick + 1; dx < thick; dx++) for (let dy = -thick + 1; dy < thick; dy++) set(x + dx, y + dy, c);
+    }
+  };
+  const all = series.flatMap((s) => s.points);
+  const xMin = Math.min(0, ...all.map((p) => p.x)), xMax = Math.max(1, ...all.map((p) => p.x));
+  const yMin = o.yMin ?? 0, yMax = o.yMax ?? 1;
+  const X = (x: number) => pad + ((x - xMin) / (xMax - xMin || 1)) * (W - 2 * pad);
+  const Y = (y: number) => H - pad - ((y - yMin) / (yMax - yMin || 1)) * (H - 2 * pad);
+  for (let k = 0; k <= 10; k++) line(pad, Y(yMin + ((yMax - yMin) * k) / 10), W - pad, Y(yMin + ((yMax - yMin) * k) / 10), [230, 230, 230]);
+  line(pad, H - pad, W - pad, H - pad, [0, 0, 0]);
+  line(pad, pad, pad, H - pad, [0, 0, 0]);
+  for (const s of series) {
+    const pts = [...s.points].sort((a, b) => a.x - b.x);
+    for (let i = 1; i < pts.length; i++) line(X(pts[i - 1].x), Y(pts[i - 1].y), X(pts[i].x), Y(pts[i].y), s.color, 2);
+    for (const p of pts) for (let d = -2; d <= 2; d++) { set(X(p.x) + d, Y(p.y), s.color); set(X(p.x), Y(p.y) + d, s.color); }
+  }
+  return encodePng(W, H, px);
+}

@@ -1,0 +1,218 @@
+/**
+ * The LightningRL training loop, one step at a time:
+ *   publish the policy -> enqueue each task n times -> (runner workers execute through the gateway) -> wait
+ *   -> adapt spans to transitions -> assign credit -> GRPO advantages -> one policy update -> metrics,
+ *   transitions and run progress to the store -> validate every K steps -> checkpoint.
+ * The trainer owns no process: the caller provides the store, the policy that the gateway serves (updated
+ * in place, so the next published version samples from the new weights) and a checkpoint writer.
+ * Task order is a pure function of (seed, step), so a resumed run continues with exactly the next tasks.
+ */
+import type { TrainingRun, Transition } from '../../protocol/store.js';
+import type { PolicyModel, SequencePair } from '../model/api.js';
+import type { LightningStore } from '../store/types.js';
+import type { TrajectoryStep } from './adapter.js';
+import { assignCredit } from './credit.js';
+import type { TrainConfig } from './config.js';
+import { GrpoStats, computeAdvantages, grpoLossFn, stdUnbiased } from './grpo.js';
+import { type GroupRollout, type Task, finalRewards, publishPolicy, runGroups } from './rollouts.js';
+import { rng } from './shuffle.js';
+
+export interface TrainerState {
+  runId: string;
+  /** Steps completed. */
+  step: number;
+  totalSteps: number;
+  /** Milliseconds spent training before this process (resume keeps counting). */
+  elapsedMs: number;
+  val: { step: number; reward: number }[];
+  train: { step: number; reward: number }[];
+}
+
+export interface TrainerDeps {
+  store: LightningStore;
+  policy: PolicyModel;
+  /** Frozen reference policy for the KL term (needed when training.grpo.beta > 0). */
+  reference?: PolicyModel | null;
+  /** The gateway's OpenAI-compatible base URL (…/v1) that serves `policy`. */
+  endpoint: string;
+  agent: string;
+  config: TrainConfig;
+  train: Task[];
+  val: Task[];
+  /** Writes a checkpoint of the policy and this state (called every `checkpointEvery` steps). */
+  checkpoint: (state: TrainerState) => Promise<void>;
+  log?: (message: string) => void;
+  onProgress?: (phase: string, done: number, total: number, state: TrainerState) => void;
+  signal?: AbortSignal;
+}
+
+export function plannedSteps(cfg: TrainConfig, trainSize: number): number {
+  const byEpochs = Math.ceil((cfg.training.epochs * trainSize) / cfg.training.batchSize);
+  return cfg.training.maxSteps > 0 ? Math.min(cfg.training.maxSteps, byEpochs) : byEpochs;
+}
+
+/** The tasks of a step: epoch-wise shuffles of the training set, deterministic in (seed, step). */
+export function tasksForStep(train: Task[], batchSize: number, seed: number, step: number): Task[] {
+  const out: Task[] = [];
+  for (let k = 0; k < batchSize; k++) {
+    const flat = step * batchSize + k;
+    const epoch = Math.floor(flat / train.length);
+    const order = shuffledIndices(train.length, seed * 1000003 + epoch);
+    out.push(train[order[flat % train.length]]);
+  }
+  return out;
+}
+
+const orderCache = new Map<string, number[]>();
+function shuffledIndices(n: number, seed: number): number[] {
+  const key = `${n}:${seed}`;
+  let order = orderCache.get(key);
+  if (!order) {
+    const r = rng(seed);
+    order = Array.from({ length: n }, (_, i) => i);
+    for (let i = n - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); [order[i], order[j]] = [order[j], order[i]]; }
+    orderCache.set(key, order);
+  }
+  return order;
+}
+
+export class Trainer {
+  constructor(private readonly d: TrainerDeps, public state: TrainerState) {}
+
+  private log(m: string): void { this.d.log?.(m); }
+
+  async publish(purpose: 'train' | 'val'): Promise<string> {
+    const m = this.d.config.model;
+    const res = await publishPolicy(this.d.store, {
+      endpoint: this.d.endpoint, model: this.d.policy.name, maxTokens: m.maxTokens,
+      temperature: purpose === 'val' ? m.valTemperature : m.temperature, topP: purpose === 'val' ? undefined : m.topP,
+      metadata: { runId: this.state.runId, step: this.state.step, purpose },
+    });
+    return res.id;
+  }
+
+  /** Mean final reward on the validation tasks (greedy by default). */
+  async validate(): Promise<number> {
+    const t = this.d.config.training;
+    const tasks = t.valSize > 0 ? this.d.val.slice(0, t.valSize) : this.d.val;
+    const resourcesId = await this.publish('val');
+    const groups = await runGroups(this.d.store, tasks, {
+      agent: this.d.agent, mode: 'val', resourcesId, groupSize: 1, timeoutSeconds: this.d.config.runtime.rolloutTimeoutSeconds,
+      metadata: { runId: this.state.runId, step: this.state.step }, signal: this.d.signal,
+      onProgress: (done, total) => this.d.onProgress?.('validate', done, total, this.state),
+    });
+    const rewards = finalRewards(groups);
+    const mean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
+    this.state.val.push({ step: this.state.step, reward: mean });
+    await this.d.store.addMetrics([{ runId: this.state.runId, step: this.state.step, name: 'val/reward', value: mean }]);
+    return mean;
+  }
+
+  /** One GRPO step. Returns the metrics it stored. */
+  async step(): Promise<Record<string, number>> {
+    const { config: cfg, store, policy } = this.d;
+    const t = cfg.training;
+    const started = Date.now();
+    const step = this.state.step;
+    const tasks = tasksForStep(this.d.train, t.batchSize, t.seed, step);
+    const resourcesId = await this.publish('train');
+    const groups = await runGroups(store, tasks, {
+      agent: this.d.agent, mode: 'train', resourcesId, groupSize: t.groupSize, timeoutSeconds: cfg.runtime.rolloutTimeoutSeconds,
+      metadata: { runId: this.state.runId, step }, adapter: { agentMatch: t.agentMatch }, signal: this.d.signal,
+      onProgress: (done, total) => this.d.onProgress?.('rollouts', done, total, this.state),
+    });
+    const rolloutSeconds = (Date.now() - started) / 1000;
+
+    // Adapt + credit: one item per kept LLM call.
+    const creditCfg = { ...t.credit, air: t.air ? t.credit.air : [] };
+    const items: { g: GroupRollout; s: TrajectoryStep; credit: number; groupId: string }[] = [];
+    for (const g of groups) {
+      if (!g.trajectory) continue;
+      for (const c of assignCredit(g.trajectory, creditCfg)) items.push({ g, s: c.step, credit: c.credit, groupId: g.task.id });
+    }
+    const adv = computeAdvantages(items.map((i) => ({ groupId: i.groupId, credit: i.credit })), t.grpo);
+    const kept = items.map((it, k) => ({ ...it, advantage: adv.advantages[k] })).filter((_, k) => adv.keep[k]);
+
+    // Log-probs of the sampling policy: from the gateway's spans, else recomputed (before the update, so they match).
+    const pairs: SequencePair[] = kept.map((k) => ({ promptIds: k.s.promptIds, completionIds: k.s.completionIds }));
+    const missing = kept.map((k, i) => (k.s.logprobs ? -1 : i)).filter((i) => i >= 0);
+    const old = kept.map((k) => k.s.logprobs);
+    if (missing.length) {
+      const scored = await policy.scoreLogprobs(missing.map((i) => pairs[i]));
+      missing.forEach((i, j) => { old[i] = scored[j]; });
+    }
+    let ref: number[][] | null = null;
+    if (t.grpo.beta > 0) {
+      if (!this.d.reference) throw new Error('training.grpo.beta > 0 needs a reference policy');
+      ref = kept.length ? await this.d.reference.scoreLogprobs(pairs) : [];
+    }
+
+    const stats = new GrpoStats();
+    let update = { loss: 0, gradNorm: 0, tokens: 0, seconds: 0 };
+    if (kept.length > 0 && kept.some((k) => k.advantage !== 0)) {
+      const samples = kept.map((k, i) => ({ advantage: k.advantage, oldLogprobs: old[i] as number[], refLogprobs: ref ? ref[i] : null }));
+      update = await policy.trainStep(pairs, grpoLossFn(samples, t.grpo, stats));
+    }
+    const s = stats.summary();
+    const rewards = finalRewards(groups);
+    const rMean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
+    const completionTokens = items.reduce((a, i) => a + i.s.completionIds.length, 0);
+    const stepSeconds = (Date.now() - started) / 1000;
+    const metrics: Record<string, number> = {
+      'reward/mean': rMean,
+      'reward/std': stdUnbiased(rewards),
+      'grpo/frac_reward_zero_std': adv.fracRewardZeroStd,
+      'grpo/kl': s.kl,
+      'grpo/clip_ratio': s.clipRatio,
+      'grpo/loss': update.loss,
+      'grpo/grad_norm': update.gradNorm,
+      'policy/entropy': s.entropy,
+      'response/length_mean': items.length ? completionTokens / items.length : 0,
+      'rollout/failed': groups.filter((g) => !g.trajectory).length,
+      'rollout/transitions': items.length,
+      'perf/tokens_per_s': update.seconds > 0 ? update.tokens / update.seconds : 0,
+      'perf/rollout_s': rolloutSeconds,
+      'perf/step_s': stepSeconds,
+    };
+    await store.addMetrics(Object.entries(metrics).map(([name, value]) => ({ runId: this.state.runId, step, name, value })));
+    const transitions: Transition[] = items.map((it, k) => ({
+      runId: this.state.runId, step, rolloutId: it.s.rolloutId, attemptId: it.s.attemptId, spanId: it.s.spanId,
+      groupId: it.groupId, index: it.s.index, agentName: it.s.agentName,
+      reward: it.s.rewards.length ? it.s.rewards.reduce((a, r) => a + r.value, 0) : null,
+      credit: it.credit, advantage: adv.advantages[k],
+      promptTokens: it.s.promptIds.length, completionTokens: it.s.completionIds.length,
+    }));
+    if (transitions.length) await store.addTransitions(transitions);
+
+    this.state.step = step + 1;
+    this.state.train.push({ step, reward: rMean });
+    this.log(`step ${step + 1}/${this.state.totalSteps} reward ${rMean.toFixed(3)} zero-std ${adv.fracRewardZeroStd.toFixed(2)} clip ${s.clipRatio.toFixed(3)} ${stepSeconds.toFixed(1)}s`);
+    return metrics;
+  }
+
+  /** Runs to the end (or the time budget), validating and checkpointing on schedule. */
+  async run(): Promise<TrainerState> {
+    const { store, config: cfg } = this.d;
+    const t = cfg.training;
+    const began = Date.now() - this.state.elapsedMs;
+    const outOfTime = () => t.maxMinutes > 0 && Date.now() - began >= t.maxMinutes * 60_000;
+    if (this.state.val.length === 0) await this.validate();
+    while (this.state.step < this.state.totalSteps && !outOfTime()) {
+      if (this.d.signal?.aborted) throw new Error('interrupted');
+      await this.step();
+      this.state.elapsedMs = Date.now() - began;
+      const last = this.state.step === this.state.totalSteps || outOfTime();
+      if (!last && t.valEvery > 0 && this.state.step % t.valEvery === 0) await this.validate();
+      await store.updateTrainingRun(this.state.runId, { step: this.state.step, totalSteps: this.state.totalSteps });
+      if (this.state.step % t.checkpointEvery === 0 && !last) await this.d.checkpoint(this.state);
+    }
+    if (this.state.val.at(-1)?.step !== this.state.step) await this.validate();
+    this.state.elapsedMs = Date.now() - began;
+    await this.d.checkpoint(this.state);
+    return this.state;
+  }
+}
+
+export function newTrainerState(run: TrainingRun): TrainerState {
+  return { runId: run.id, step: run.step, totalSteps: run.totalSteps, elapsedMs: 0, val: [], train: [] };
+}
