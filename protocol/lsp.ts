@@ -1,0 +1,71 @@
+/**
+ * Custom LSP messages between the extension (vscode-languageclient) and `agl lsp` (vscode-languageserver),
+ * declared once here and imported by both sides. Methods are namespaced `agentLightning/*`.
+ * Standard LSP covers the rest: CodeLens (textDocument/codeLens) and their refresh (workspace/codeLens/refresh).
+ */
+import { NotificationType, RequestType } from 'vscode-languageserver-protocol';
+
+/** Where the daemon is; null when it is down. Sent in initializationOptions and on every change. */
+export interface DaemonEndpoint {
+  /** Base URL, e.g. http://127.0.0.1:4747 */
+  url: string;
+  /** Bearer token for the store API; null when the daemon runs without one. */
+  token: string | null;
+}
+
+export interface LspInitializationOptions {
+  daemon: DaemonEndpoint | null;
+  /** How often the server polls the store for new results while a daemon is up (ms). */
+  pollIntervalMs?: number;
+}
+
+export type AgentLanguage = 'typescript' | 'javascript' | 'python';
+
+/** An agent function found in a source file. Lines and characters are 0-based (LSP). */
+export interface AgentInfo {
+  /** What the store and runner call it: `relative/path.ts#exportName` or `relative/path.py:function`. */
+  id: string;
+  /** The exported (TS/JS) or function (Python) name. */
+  name: string;
+  language: AgentLanguage;
+  uri: string;
+  /** The declaration the CodeLens sits on. */
+  range: { start: { line: number; character: number }; end: { line: number; character: number } };
+}
+
+/** Recent reward statistics of one agent, from the daemon's store. */
+export interface AgentStats {
+  agent: string;
+  /** Ended rollouts of this agent (succeeded or failed), up to the query limit. */
+  rollouts: number;
+  /** True when more rollouts exist than were counted (shown as "500+"). */
+  rolloutsCapped: boolean;
+  /** Mean reward of the most recent window of rewarded rollouts; null when none has a reward. */
+  latestReward: number | null;
+  /** latestReward minus the mean of the window before it; null without an earlier window. */
+  trend: number | null;
+  /** Rollouts queued or running right now. */
+  active: number;
+}
+
+/** Client -> server: the daemon started, moved or stopped. */
+export const daemonChanged = new NotificationType<{ daemon: DaemonEndpoint | null }>('agentLightning/daemonChanged');
+/** Client -> server: new results landed (a rollout or training step ended); re-read stats and refresh lenses. */
+export const refreshStats = new NotificationType<{ agent?: string }>('agentLightning/refreshStats');
+/** Every agent function in the workspace folders (scans files on disk and open documents). */
+export const listAgents = new RequestType<Record<string, never>, { agents: AgentInfo[] }, void>('agentLightning/listAgents');
+/** The agent function whose declaration contains the position, if any. */
+export const agentAt = new RequestType<{ uri: string; position: { line: number; character: number } }, { agent: AgentInfo | null }, void>('agentLightning/agentAt');
+/** Stats of agents by id (from the server's cache, fetched when missing). */
+export const agentStats = new RequestType<{ agents: string[] }, { stats: AgentStats[] }, void>('agentLightning/agentStats');
+
+export interface TextEditLike {
+  range: { start: { line: number; character: number }; end: { line: number; character: number } };
+  newText: string;
+}
+/** Edits that mark the function at the position as an agent (wrap in rollout(...) / add @rollout). */
+export const markAsAgent = new RequestType<
+  { uri: string; position: { line: number; character: number } },
+  { edits: TextEditLike[]; name: string } | { error: string },
+  void
+>('agentLightning/markAsAgent');
