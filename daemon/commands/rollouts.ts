@@ -1,0 +1,119 @@
+/**
+ * `agl rollouts list [--status --mode --agent --limit --cursor --json]` and `agl rollouts show <id> [--json]`:
+ * read rollouts back from the running daemon (through the typed client), as a table or as JSON.
+ * `show` prints the rollout, its attempts and a summary of its spans (counts by name, rewards, LLM calls).
+ */
+import { parseArgs } from 'node:util';
+import { ROLLOUT_MODES, ROLLOUT_STATUSES, type Attempt, type Rollout, type RolloutMode, type RolloutStatus, type Span } from '../../protocol/store.js';
+import { AGL, SPAN } from '../../protocol/spans.js';
+import { AglClient } from '../../sdk/client.js';
+import { resolveDataDir } from '../state.js';
+
+const HELP = `usage: agl rollouts list [--status S[,S]] [--mode M] [--agent A] [--limit N] [--cursor C] [--json]
+       agl rollouts show <id> [--json]
+
+list   newest first; --status one or more of ${ROLLOUT_STATUSES.join('|')}; --mode ${ROLLOUT_MODES.join('|')};
+       --limit N (default 20); --cursor C continues a previous page.
+show   the rollout, its attempts and a summary of its spans.
+Both take --data-dir DIR (default ~/.agent-lightning, or AGL_DATA_DIR) to pick the daemon.
+`;
+
+const ago = (t: number | null) => {
+  if (t == null) return '-';
+  const s = Math.max(0, (Date.now() - t) / 1000);
+  return s < 60 ? `${s.toFixed(0)}s ago` : s < 3600 ? `${(s / 60).toFixed(0)}m ago` : s < 86400 ? `${(s / 3600).toFixed(1)}h ago` : `${(s / 86400).toFixed(1)}d ago`;
+};
+const clip = (s: string, n: number) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
+
+function table(rows: string[][]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+async function list(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv, strict: true,
+    options: { status: { type: 'string' }, mode: { type: 'string' }, agent: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, json: { type: 'boolean' }, 'data-dir': { type: 'string' } },
+  });
+  const client = AglClient.fromDataDir(resolveDataDir(values['data-dir']));
+  const status = values.status?.split(',').filter(Boolean);
+  const badStatus = status?.find((s) => !(ROLLOUT_STATUSES as readonly string[]).includes(s));
+  if (badStatus) { process.stderr.write(`agl rollouts list: unknown --status '${badStatus}' (one of ${ROLLOUT_STATUSES.join(', ')})\n`); return 2; }
+  if (values.mode && !(ROLLOUT_MODES as readonly string[]).includes(values.mode)) {
+    process.stderr.write(`agl rollouts list: unknown --mode '${values.mode}' (one of ${ROLLOUT_MODES.join(', ')})\n`); return 2;
+  }
+  const limit = values.limit === undefined ? 20 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1) { process.stderr.write(`agl rollouts list: --limit must be a positive integer, got '${values.limit}'\n`); return 2; }
+  const page = await client.queryRollouts({
+    status: status as RolloutStatus[] | undefined, mode: values.mode as RolloutMode | undefined, agent: values.agent, limit, cursor: values.cursor,
+  });
+  if (values.json) { process.stdout.write(JSON.stringify(page) + '\n'); return 0; }
+  if (page.items.length === 0) { process.stdout.write('no rollouts match\n'); return 0; }
+  const rows = [['ID', 'STATUS', 'MODE', 'AGENT', 'ATTEMPTS', 'CREATED', 'INPUT']];
+  for (const r of page.items) {
+    rows.push([r.id, r.status, r.mode, clip(r.agent ?? '-', 40), String(r.attemptCount), ago(r.createdAt), clip(JSON.stringify(r.input) ?? '', 50)]);
+  }
+  process.stdout.write(table(rows));
+  if (page.nextCursor) process.stdout.write(`more: agl rollouts list --cursor ${page.nextCursor}${values.limit ? ` --limit ${limit}` : ''}\n`);
+  return 0;
+}
+
+function rewardOf(span: Span): number | null {
+  const v = span.attributes[AGL.rewardValue] ?? span.attributes[`agentlightning.reward.0.value`];
+  return typeof v === 'number' ? v : null;
+}
+
+function showText(rollout: Rollout, attempts: Attempt[], spans: Span[]): string {
+  const lines = [
+    `rollout ${rollout.id}`,
+    `  status:     ${rollout.status}${rollout.endedAt ? ` (ended ${ago(rollout.endedAt)})` : ''}`,
+    `  mode:       ${rollout.mode}    agent: ${rollout.agent ?? '-'}    resources: ${rollout.resourcesId ?? 'latest'}`,
+    `  created:    ${new Date(rollout.createdAt).toISOString()} (${ago(rollout.createdAt)})`,
+    `  config:     ${JSON.stringify(rollout.config)}`,
+    `  input:      ${clip(JSON.stringify(rollout.input) ?? 'null', 200)}`,
+  ];
+  if (Object.keys(rollout.metadata).length) lines.push(`  metadata:   ${clip(JSON.stringify(rollout.metadata), 200)}`);
+  lines.push('', `attempts (${attempts.length})`);
+  for (const a of attempts) {
+    const n = spans.filter((s) => s.attemptId === a.id).length;
+    const took = a.endedAt ? `${((a.endedAt - a.startedAt) / 1000).toFixed(2)}s` : `running ${ago(a.startedAt)}`;
+    lines.push(`  #${a.sequence} ${a.id}  ${a.status.padEnd(12)} worker ${a.workerId ?? '-'}  ${took}  ${n} spans${a.error ? `  error: ${clip(a.error.message, 120)}` : ''}`);
+  }
+  const byName = new Map<string, number>();
+  for (const s of spans) byName.set(s.name, (byName.get(s.name) ?? 0) + 1);
+  const rewards = spans.filter((s) => s.name === SPAN.reward || s.name.startsWith('agentlightning.reward')).map(rewardOf).filter((v): v is number => v !== null);
+  const llmCalls = spans.filter((s) => s.name === SPAN.llmCall);
+  lines.push('', `spans (${spans.length})`);
+  for (const [name, n] of [...byName].sort((a, b) => b[1] - a[1])) lines.push(`  ${String(n).padStart(5)}  ${name}`);
+  if (llmCalls.length) lines.push(`  LLM calls: ${llmCalls.length}`);
+  if (rewards.length) lines.push(`  rewards: ${rewards.map((r) => r.toFixed(3)).join(', ')}  (last ${rewards[rewards.length - 1].toFixed(3)})`);
+  return lines.join('\n') + '\n';
+}
+
+async function show(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, strict: true, allowPositionals: true, options: { json: { type: 'boolean' }, 'data-dir': { type: 'string' } } });
+  const id = positionals[0];
+  if (!id) { process.stderr.write('agl rollouts show: give a rollout id (agl rollouts list shows them)\n'); return 2; }
+  const client = AglClient.fromDataDir(resolveDataDir(values['data-dir']));
+  const rollout = await client.getRollout(id);
+  if (!rollout) { process.stderr.write(`agl rollouts show: no rollout '${id}' (agl rollouts list shows the ids)\n`); return 1; }
+  const [attempts, spans] = await Promise.all([client.getAttempts(id), client.querySpans({ rolloutId: id, limit: 10_000 })]);
+  if (values.json) { process.stdout.write(JSON.stringify({ rollout, attempts, spans }) + '\n'); return 0; }
+  process.stdout.write(showText(rollout, attempts, spans));
+  return 0;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (!sub || sub === '--help' || sub === '-h' || rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(HELP);
+    return sub ? 0 : 2;
+  }
+  if (sub !== 'list' && sub !== 'show') { process.stderr.write(`agl rollouts: unknown subcommand '${sub}' (list or show)\n\n${HELP}`); return 2; }
+  try {
+    return sub === 'list' ? await list(rest) : await show(rest);
+  } catch (err) {
+    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) { process.stderr.write(`agl rollouts ${sub}: ${(err as Error).message}\n`); return 2; }
+    throw err;
+  }
+}

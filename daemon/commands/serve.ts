@@ -1,0 +1,150 @@
+/**
+ * `agl serve`: runs the daemon headless — opens the store, serves the HTTP API (127.0.0.1 by default,
+ * bearer token from the data dir), runs the store watchdog (timeouts and retries on a timer), records
+ * itself in daemon.json, and shuts down cleanly on SIGINT/SIGTERM (stop accepting, finish requests in
+ * flight, close the store, mark daemon.json stopped).
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../store/index.js';
+import { closeGracefully, createApp, createServerContext, listen } from '../server/app.js';
+import { loadOrCreateToken } from '../server/auth.js';
+import { DaemonStateFile, DataDirError, ensureWritableDataDir, readDaemonState, redactStoreSpec, resolveDataDir } from '../state.js';
+
+export const DEFAULT_PORT = 4747;
+export const DEFAULT_HOST = '127.0.0.1';
+
+const HELP = `usage: agl serve [--port N] [--host H] [--data-dir DIR] [--store SPEC]
+
+Starts the Agent Lightning daemon (store API, gateway, OTLP receiver) in the foreground.
+  --port N        port to listen on (default ${DEFAULT_PORT}, or AGL_PORT); 0 picks a free one
+  --host H        address to bind (default ${DEFAULT_HOST}: this machine only)
+  --data-dir DIR  where the store, token and daemon.json live (default ~/.agent-lightning, or AGL_DATA_DIR)
+  --store SPEC    postgres://user:pass@host:port/db, or a SQLite file path (default <data-dir>/store.sqlite;
+                  or AGL_STORE)
+  --body-limit S  largest JSON request body (default 16mb)
+Clients authenticate with the token in <data-dir>/token (mode 0600). Stop with Ctrl-C or SIGTERM.
+`;
+
+/** The version in our package.json, found upward from the `agl` entry script (bin/agl.mjs, or dist/ when bundled). */
+export function packageVersion(): string {
+  for (let dir = dirname(resolve(process.argv[1] ?? '.')); ; dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+      if (pkg.name === 'agent-lightning-vscode') return String(pkg.version);
+    } catch { /* keep looking upward */ }
+    if (dirname(dir) === dir) return '0.0.0';
+  }
+}
+
+function portTakenMessage(host: string, port: number): string {
+  return `agl serve: port ${port} on ${host} is already in use.\n` +
+    `  Another agl daemon? \`agl status\` tells. Otherwise pick a free port: \`agl serve --port 0\` (any free port)\n` +
+    `  or \`agl serve --port ${port === DEFAULT_PORT ? DEFAULT_PORT + 1 : port + 1}\`.\n`;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let args;
+  try {
+    args = parseArgs({
+      args: argv, allowPositionals: false, strict: true,
+      options: {
+        port: { type: 'string' }, host: { type: 'string' }, 'data-dir': { type: 'string' },
+        store: { type: 'string' }, 'body-limit': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (err) {
+    process.stderr.write(`agl serve: ${(err as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  if (args.help) { process.stdout.write(HELP); return 0; }
+
+  const portText = args.port ?? process.env.AGL_PORT ?? String(DEFAULT_PORT);
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535) {
+    process.stderr.write(`agl serve: --port must be a number from 0 to 65535, got '${portText}'\n`);
+    return 2;
+  }
+  const host = args.host ?? DEFAULT_HOST;
+  const dataDir = resolveDataDir(args['data-dir']);
+  try {
+    ensureWritableDataDir(dataDir);
+  } catch (err) {
+    if (err instanceof DataDirError) { process.stderr.write(`agl serve: ${err.message}\n`); return 1; }
+    throw err;
+  }
+
+  const previous = readDaemonState(dataDir);
+  if (previous.running && previous.state?.pid !== process.pid) {
+    process.stderr.write(`agl serve: a daemon is already running for ${dataDir} at ${previous.state?.url} (pid ${previous.state?.pid}).\n` +
+      `  Use it (\`agl status\`), stop it (kill ${previous.state?.pid}), or start another with a different --data-dir.\n`);
+    return 1;
+  }
+  if (previous.stale) {
+    process.stderr.write(`agl serve: the previous daemon (pid ${previous.state?.pid}) did not shut down cleanly; recovering its store.\n`);
+  }
+
+  const storeArg = args.store ?? process.env.AGL_STORE;
+  const spec: StoreSpec = !storeArg || storeArg === 'sqlite' ? { dataDir } : (/^postgres(ql)?:\/\//i.test(storeArg) ? storeArg : resolve(storeArg));
+  const storeLabel = typeof spec === 'string' ? (/^postgres/i.test(spec) ? redactStoreSpec(spec) : `sqlite:${spec}`) : `sqlite:${resolve(dataDir, 'store.sqlite')}`;
+
+  const { token, path: tokenFile } = loadOrCreateToken(dataDir);
+  let store: LightningStore;
+  try {
+    store = await openStore(spec);
+  } catch (err) {
+    process.stderr.write(`agl serve: cannot open the store ${storeLabel}: ${(err as Error).message}\n`);
+    return 1;
+  }
+
+  const version = packageVersion();
+  const state = new DaemonStateFile(dataDir, { tokenPath: tokenFile, store: storeLabel, version });
+  const ctx = createServerContext({
+    store, token, dataDir, version, bodyLimit: args['body-limit'] ?? '16mb',
+    log: (m) => process.stderr.write(`agl: ${m}\n`),
+    onAgentSeen: (agent) => state.noteAgent(agent),
+    knownAgents: () => state.knownAgents(),
+  });
+  const app = createApp(ctx);
+  let server;
+  try {
+    server = await listen(app, ctx, host, port);
+  } catch (err) {
+    await store.close();
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') process.stderr.write(portTakenMessage(host, port));
+    else if (code === 'EACCES') process.stderr.write(`agl serve: not allowed to listen on ${host}:${port} (EACCES); ports below 1024 need privileges: use --port ${DEFAULT_PORT}\n`);
+    else if (code === 'EADDRNOTAVAIL') process.stderr.write(`agl serve: ${host} is not an address of this machine (EADDRNOTAVAIL); use --host 127.0.0.1\n`);
+    else process.stderr.write(`agl serve: cannot listen on ${host}:${port}: ${(err as Error).message}\n`);
+    return 1;
+  }
+
+  const watchdog = new Watchdog(store, { onError: (e) => ctx.log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();
+  const boundPort = Number(new URL(ctx.url).port);
+  state.markRunning({ pid: process.pid, url: ctx.url, host, port: boundPort, startedAt: ctx.startedAt });
+  process.stdout.write(`agl: listening on ${ctx.url} (store ${storeLabel}; data dir ${dataDir}; token ${tokenFile})\n`);
+
+  return new Promise<number>((resolveExit) => {
+    let stopping = false;
+    const stop = async (signal: NodeJS.Signals) => {
+      if (stopping) { process.stderr.write(`agl: ${signal} again: exiting now\n`); process.exit(1); }
+      stopping = true;
+      process.stderr.write(`agl: ${signal}: stopping (finishing requests in flight)\n`);
+      let code = 0;
+      try {
+        await closeGracefully(server, 5_000);
+        await watchdog.stop();
+        await store.close();
+        state.markStopped();
+      } catch (err) {
+        process.stderr.write(`agl: error while stopping: ${(err as Error).stack ?? err}\n`);
+        code = 1;
+      }
+      process.stdout.write('agl: stopped\n');
+      resolveExit(code);
+    };
+    process.on('SIGINT', () => void stop('SIGINT'));
+    process.on('SIGTERM', () => void stop('SIGTERM'));
+  });
+}

@@ -1,0 +1,108 @@
+/**
+ * The daemon's express app, built from a ServerContext: the store API under /v1/agl (token + JSON body
+ * limit + validation), /health and /metrics, and the mount points where other parts of the daemon
+ * attach their routers (the OpenAI-compatible gateway, the OTLP receiver). Errors from every router are
+ * answered as application/problem+json by one handler (errors.ts).
+ * `listen()` binds it (127.0.0.1 by default) and `closeGracefully()` stops it.
+ */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { API_PREFIX, type KnownAgent } from '../../protocol/api.js';
+import type { LightningStore } from '../store/types.js';
+import { requireToken } from './auth.js';
+import { problemHandler, unknownRoute } from './errors.js';
+import { RequestMetrics, healthRouter, storeCollector } from './routes-health.js';
+import { resourcesRouter } from './routes-resources.js';
+import { rolloutsRouter } from './routes-rollouts.js';
+import { spansRouter } from './routes-spans.js';
+import { trainingRouter } from './routes-training.js';
+
+/** Everything a router needs. Built once by `agl serve` (daemon/commands/serve.ts), or by tests. */
+export interface ServerContext {
+  store: LightningStore;
+  /** The bearer token every route except /health requires (see auth.ts; use `requireToken(ctx.token)`). */
+  token: string;
+  dataDir: string;
+  /** The daemon's package version. */
+  version: string;
+  startedAt: number;
+  /** `http://host:port` of this daemon; set by listen() once bound (empty before). */
+  url: string;
+  /** JSON body limit for the store API (express/bytes syntax: '16mb'); larger bodies get 413. */
+  bodyLimit: string;
+  /** Prometheus metrics; routers may add lines with ctx.metrics.addCollector(). */
+  metrics: RequestMetrics;
+  log: (message: string) => void;
+  /** Told about each agent named by an enqueued or started rollout (feeds daemon.json's registry). */
+  onAgentSeen?: (agent: string) => void;
+  knownAgents?: () => KnownAgent[];
+}
+
+export type ServerContextInit = Pick<ServerContext, 'store' | 'token' | 'dataDir'> & Partial<ServerContext>;
+
+export function createServerContext(init: ServerContextInit): ServerContext {
+  return {
+    version: '0.0.0', startedAt: Date.now(), url: '', bodyLimit: '16mb', metrics: new RequestMetrics(),
+    log: (m) => console.error(m), ...init,
+  };
+}
+
+export function createApp(ctx: ServerContext): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false); // no hashing of every response body on the hot path
+  app.set('query parser', 'simple');
+  app.use(ctx.metrics.middleware);
+  ctx.metrics.addCollector(storeCollector(ctx));
+
+  app.use(healthRouter(ctx)); // GET /health (no token), GET /metrics
+
+  // The store API: token first (a 401 costs nothing), then the size-limited JSON parser, then routes.
+  const api = express.Router();
+  api.use(requireToken(ctx.token), express.json({ limit: ctx.bodyLimit }));
+  api.use(rolloutsRouter(ctx), spansRouter(ctx), resourcesRouter(ctx), trainingRouter(ctx));
+  app.use(API_PREFIX, api);
+
+  // ---- Mount points for other owners' routers: add ONE line each, e.g. -------------------------------
+  // `app.use(gatewayRouter(ctx));`  runner: /v1/chat/completions, /v1/completions, /v1/models,
+  //                                         /rollout/:rid/attempt/:aid/v1/*   (daemon/server/gateway*.ts)
+  // `app.use(otlpRouter(ctx));`     runner: POST /v1/traces (OTLP/HTTP protobuf + JSON) (daemon/server/otlp*.ts)
+  // Each router parses its own bodies (the JSON parser above covers /v1/agl only) and guards itself with
+  // `requireToken(ctx.token)` where it should; thrown errors become problem+json below.
+  // ------------------------------------------------------------------------------------------------------
+
+  app.use(unknownRoute);
+  app.use(problemHandler(ctx.log));
+  return app;
+}
+
+/** Binds the app; rejects with the listen error (EADDRINUSE, EACCES...) so callers can explain it. */
+export function listen(app: express.Express, ctx: ServerContext, host: string, port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = app.listen(port, host);
+    server.once('error', reject);
+    server.once('listening', () => {
+      server.off('error', reject);
+      const addr = server.address() as AddressInfo;
+      const shownHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+      ctx.url = `http://${shownHost}:${addr.port}`;
+      server.keepAliveTimeout = 65_000; // longer than clients' idle keep-alive, so reuse never races a close
+      server.headersTimeout = 66_000;
+      resolve(server);
+    });
+  });
+}
+
+/**
+ * Stops accepting connections, lets requests in flight finish (idle keep-alive sockets close at once),
+ * and cuts the rest after `graceMs` (long-polls end early; clients retry).
+ */
+export function closeGracefully(server: Server, graceMs = 5_000): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    timer.unref();
+    server.close(() => { clearTimeout(timer); resolve(); });
+    server.closeIdleConnections();
+  });
+}

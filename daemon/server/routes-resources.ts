@@ -1,0 +1,57 @@
+/**
+ * Store API routes for resources, workers, known agents and statistics (mounted under /v1/agl):
+ *   POST /resources   GET /resources?limit=   GET /resources/latest   GET /resources/:id
+ *   GET  /workers     GET /workers/:id        POST /workers/:id/heartbeat
+ *   GET  /agents (agents seen in enqueued rollouts)   GET /statistics
+ */
+import { Router } from 'express';
+import { AddResourcesRequest, ResourcesListQuery, WorkerHeartbeatRequest } from '../../protocol/api.js';
+import { HttpProblem, notFound, parseOr400 } from './errors.js';
+import type { ServerContext } from './app.js';
+
+export function resourcesRouter(ctx: ServerContext): Router {
+  const r = Router();
+  const { store } = ctx;
+
+  r.post('/resources', async (req, res) => {
+    res.status(201).json(await store.addResources(parseOr400(AddResourcesRequest, req.body)));
+  });
+  r.get('/resources', async (req, res) => {
+    const { limit } = parseOr400(ResourcesListQuery, req.query, 'query');
+    res.json({ items: await store.listResources(limit) });
+  });
+  r.get('/resources/latest', async (_req, res) => {
+    const latest = await store.getLatestResources();
+    if (!latest) throw new HttpProblem(404, 'not-found', 'no resources published yet: POST /v1/agl/resources first');
+    res.json(latest);
+  });
+  r.get('/resources/:id', async (req, res) => {
+    const found = await store.getResources(req.params.id);
+    if (!found) throw notFound('resources', req.params.id);
+    res.json(found);
+  });
+
+  r.get('/workers', async (_req, res) => {
+    res.json({ items: await store.listWorkers() });
+  });
+  r.get('/workers/:id', async (req, res) => {
+    const worker = await store.getWorker(req.params.id);
+    if (!worker) throw notFound('worker', req.params.id);
+    res.json(worker);
+  });
+  r.post('/workers/:id/heartbeat', async (req, res) => {
+    // An empty body is a plain heartbeat.
+    const patch = req.body === undefined ? {} : parseOr400(WorkerHeartbeatRequest, req.body);
+    res.json(await store.heartbeatWorker(req.params.id, patch));
+  });
+
+  r.get('/agents', (_req, res) => {
+    res.json({ items: ctx.knownAgents?.() ?? [] });
+  });
+
+  r.get('/statistics', async (_req, res) => {
+    res.json(await store.statistics());
+  });
+
+  return r;
+}

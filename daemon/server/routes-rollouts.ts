@@ -1,0 +1,121 @@
+/**
+ * Store API routes for rollouts, the queue, attempts and waits (mounted under /v1/agl):
+ *   POST /rollouts (start a direct run)          GET  /rollouts (list: filters + cursor)
+ *   POST /rollouts/search                        GET  /rollouts/:id        POST /rollouts/:id (metadata)
+ *   POST /rollouts/:id/cancel                    GET  /rollouts/:id/attempts
+ *   GET  /rollouts/:id/attempts/latest           GET  /rollouts/:id/attempts/:aid
+ *   POST /rollouts/:id/attempts/:aid/heartbeat   POST /rollouts/:id/attempts/:aid/finish
+ *   POST /queues/rollouts/enqueue (one or many)  POST /queues/rollouts/dequeue (claim for a worker)
+ *   POST /waits/rollouts (long-poll until the rollouts end or the timeout)
+ */
+import { Router, type Request } from 'express';
+import {
+  DequeueRequest, EnqueueManyRequest, FinishAttemptRequest, RolloutInputRequest, RolloutListQuery,
+  RolloutSearchRequest, StartRolloutRequest, UpdateRolloutRequest, WaitRolloutsRequest,
+} from '../../protocol/api.js';
+import type { Attempt } from '../../protocol/store.js';
+import type { RolloutQuery } from '../store/types.js';
+import { notFound, parseOr400 } from './errors.js';
+import type { ServerContext } from './app.js';
+
+/** The attempt, checked to belong to the rollout in the path (404 otherwise). */
+async function attemptOf(ctx: ServerContext, req: Request<{ id: string; aid: string }>): Promise<Attempt> {
+  const attempt = await ctx.store.getAttempt(req.params.aid);
+  if (!attempt || attempt.rolloutId !== req.params.id) {
+    if (!attempt && !(await ctx.store.getRollout(req.params.id))) throw notFound('rollout', req.params.id);
+    throw notFound(`attempt of rollout '${req.params.id}'`, req.params.aid);
+  }
+  return attempt;
+}
+
+export function rolloutsRouter(ctx: ServerContext): Router {
+  const r = Router();
+  const { store } = ctx;
+  const seen = (agent: string | null | undefined) => { if (agent) ctx.onAgentSeen?.(agent); };
+
+  r.post('/queues/rollouts/enqueue', async (req, res) => {
+    const body = req.body as Record<string, unknown> | undefined;
+    // One rollout, or { rollouts: [...] }: chosen by shape so errors name the field, not "no union member matched".
+    const many = body !== null && typeof body === 'object' && !Array.isArray(body) && 'rollouts' in body && !('input' in body);
+    const inputs = many ? parseOr400(EnqueueManyRequest, body).rollouts : [parseOr400(RolloutInputRequest, body)];
+    const rollouts = inputs.length === 1 ? [await store.enqueueRollout(inputs[0])] : await store.enqueueRollouts(inputs);
+    for (const x of inputs) seen(x.agent);
+    res.status(201).json({ rollouts });
+  });
+
+  r.post('/queues/rollouts/dequeue', async (req, res) => {
+    const { workerId, limit, agent, mode } = parseOr400(DequeueRequest, req.body);
+    const opts = { agent, mode };
+    const claims = limit === 1
+      ? await store.claimNextRollout(workerId, opts).then((c) => (c ? [c] : []))
+      : await store.claimRollouts(workerId, limit, opts);
+    res.json({ claims });
+  });
+
+  r.post('/rollouts', async (req, res) => {
+    const { workerId, ...input } = parseOr400(StartRolloutRequest, req.body);
+    const claim = await store.startRollout(input, workerId);
+    seen(input.agent);
+    res.status(201).json(claim);
+  });
+
+  r.get('/rollouts', async (req, res) => {
+    res.json(await store.queryRollouts(parseOr400(RolloutListQuery, req.query, 'query') as RolloutQuery));
+  });
+
+  r.post('/rollouts/search', async (req, res) => {
+    res.json(await store.queryRollouts(parseOr400(RolloutSearchRequest, req.body)));
+  });
+
+  r.get('/rollouts/:id', async (req, res) => {
+    const rollout = await store.getRollout(req.params.id);
+    if (!rollout) throw notFound('rollout', req.params.id);
+    res.json(rollout);
+  });
+
+  r.post('/rollouts/:id', async (req, res) => {
+    const { metadata } = parseOr400(UpdateRolloutRequest, req.body);
+    res.json(await store.updateRolloutMetadata(req.params.id, metadata));
+  });
+
+  r.post('/rollouts/:id/cancel', async (req, res) => {
+    res.json(await store.cancelRollout(req.params.id));
+  });
+
+  r.get('/rollouts/:id/attempts', async (req, res) => {
+    const items = await store.getAttempts(req.params.id);
+    if (items.length === 0 && !(await store.getRollout(req.params.id))) throw notFound('rollout', req.params.id);
+    res.json({ items });
+  });
+
+  r.get('/rollouts/:id/attempts/latest', async (req, res) => {
+    const attempt = await store.getLatestAttempt(req.params.id);
+    if (!attempt) {
+      if (!(await store.getRollout(req.params.id))) throw notFound('rollout', req.params.id);
+      throw notFound('attempt of rollout', req.params.id);
+    }
+    res.json(attempt);
+  });
+
+  r.get('/rollouts/:id/attempts/:aid', async (req, res) => {
+    res.json(await attemptOf(ctx, req));
+  });
+
+  r.post('/rollouts/:id/attempts/:aid/heartbeat', async (req, res) => {
+    await attemptOf(ctx, req);
+    res.json(await store.heartbeatAttempt(req.params.aid));
+  });
+
+  r.post('/rollouts/:id/attempts/:aid/finish', async (req, res) => {
+    const input = parseOr400(FinishAttemptRequest, req.body);
+    await attemptOf(ctx, req);
+    res.json(await store.finishAttempt(req.params.aid, input));
+  });
+
+  r.post('/waits/rollouts', async (req, res) => {
+    const { ids, timeoutMs } = parseOr400(WaitRolloutsRequest, req.body);
+    res.json({ items: await store.waitForRollouts(ids, timeoutMs) });
+  });
+
+  return r;
+}

@@ -1,0 +1,151 @@
+/**
+ * The daemon's small state file, `<dataDir>/daemon.json` (lowdb): where the running daemon listens, its
+ * pid, the token's path, which store it uses, when it started, and the registry of agents it has seen.
+ * Only the daemon writes it (whole-file rewrites: never spans, never anything hot); the CLI, the client
+ * and the extension read it to find the daemon. A pid that no longer exists marks the state stale.
+ */
+import { accessSync, constants, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { LowSync } from 'lowdb';
+import { JSONFileSync } from 'lowdb/node';
+import type { KnownAgent } from '../protocol/api.js';
+
+export const STATE_FILE = 'daemon.json';
+
+export interface DaemonState {
+  /** null when the daemon stopped cleanly. */
+  pid: number | null;
+  url: string | null;
+  host: string | null;
+  port: number | null;
+  tokenPath: string;
+  /** Store spec, password removed: `sqlite:<path>` or `postgres://user@host/db`. */
+  store: string;
+  startedAt: number | null;
+  stoppedAt: number | null;
+  version: string;
+  agents: KnownAgent[];
+}
+
+/** --data-dir, else AGL_DATA_DIR, else ~/.agent-lightning; always absolute. */
+export function resolveDataDir(flag?: string): string {
+  return resolve(flag || process.env.AGL_DATA_DIR || join(homedir(), '.agent-lightning'));
+}
+
+/** Thrown when the data dir cannot be created or written; its message says what to do. */
+export class DataDirError extends Error {}
+
+/** Creates the data dir (mode 0700) and proves it writable by writing a probe file. */
+export function ensureWritableDataDir(dataDir: string): void {
+  const probe = join(dataDir, `.write-probe-${process.pid}`);
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    accessSync(dataDir, constants.W_OK);
+    writeFileSync(probe, 'ok');
+    rmSync(probe, { force: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new DataDirError(
+      `data dir ${dataDir} is not writable (${code}: ${(err as Error).message}).\n` +
+      `  Choose another with --data-dir <dir> (or the AGL_DATA_DIR environment variable), or fix its permissions.`,
+    );
+  }
+}
+
+/** Redacts a store spec for display and for daemon.json (no passwords in files). */
+export function redactStoreSpec(spec: string): string {
+  return spec.replace(/^(\w+:\/\/[^:/@]+):[^@]*@/, '$1:***@');
+}
+
+export function isPidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by someone else
+  }
+}
+
+export interface DaemonStateReading {
+  state: DaemonState | null;
+  /** The recorded pid is alive (the daemon is probably up: confirm with GET /health). */
+  running: boolean;
+  /** The state says running but its pid is gone (killed, crashed). */
+  stale: boolean;
+}
+
+/** Reads daemon.json without locking (the daemon rewrites it atomically with a rename). */
+export function readDaemonState(dataDir: string): DaemonStateReading {
+  let state: DaemonState | null = null;
+  try {
+    state = JSON.parse(readFileSync(join(dataDir, STATE_FILE), 'utf8')) as DaemonState;
+  } catch {
+    return { state: null, running: false, stale: false };
+  }
+  if (state.pid == null) return { state, running: false, stale: false };
+  const alive = state.pid === process.pid || isPidAlive(state.pid);
+  return { state, running: alive, stale: !alive };
+}
+
+const AGENT_FLUSH_MS = 30_000;
+
+/** The daemon's handle on daemon.json: the only writer. */
+export class DaemonStateFile {
+  private readonly db: LowSync<DaemonState>;
+  private readonly agents = new Map<string, KnownAgent>();
+  private dirty = false;
+  private flushTimer: NodeJS.Timeout | null = null;
+
+  constructor(readonly dataDir: string, defaults: Pick<DaemonState, 'tokenPath' | 'store' | 'version'>) {
+    const empty: DaemonState = { pid: null, url: null, host: null, port: null, startedAt: null, stoppedAt: null, agents: [], ...defaults };
+    this.db = new LowSync<DaemonState>(new JSONFileSync(join(dataDir, STATE_FILE)), empty);
+    try {
+      this.db.read();
+    } catch {
+      this.db.data = empty; // a corrupt file is replaced: it holds nothing that cannot be rebuilt
+    }
+    this.db.data = { ...empty, ...this.db.data, ...defaults };
+    for (const a of this.db.data.agents ?? []) this.agents.set(a.agent, a);
+  }
+
+  get data(): DaemonState { return this.db.data; }
+
+  markRunning(info: { pid: number; url: string; host: string; port: number; startedAt: number }): void {
+    Object.assign(this.db.data, info, { stoppedAt: null });
+    this.write();
+  }
+
+  markStopped(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    Object.assign(this.db.data, { pid: null, url: null, stoppedAt: Date.now() });
+    this.write();
+  }
+
+  /** Records an agent name seen in a rollout; new names are written at once, lastSeen at most every 30 s. */
+  noteAgent(agent: string): void {
+    const now = Date.now();
+    const known = this.agents.get(agent);
+    if (known) {
+      known.lastSeen = now;
+      this.dirty = true;
+      if (!this.flushTimer) {
+        this.flushTimer = setTimeout(() => { this.flushTimer = null; if (this.dirty) this.write(); }, AGENT_FLUSH_MS);
+        this.flushTimer.unref();
+      }
+      return;
+    }
+    this.agents.set(agent, { agent, firstSeen: now, lastSeen: now });
+    this.write();
+  }
+
+  knownAgents(): KnownAgent[] {
+    return [...this.agents.values()].sort((a, b) => b.lastSeen - a.lastSeen);
+  }
+
+  private write(): void {
+    this.db.data.agents = this.knownAgents();
+    this.dirty = false;
+    this.db.write();
+  }
+}

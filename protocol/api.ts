@@ -1,0 +1,228 @@
+/**
+ * The daemon's HTTP store API (`/v1/agl/...`): request and response schemas for every route.
+ * The server validates every request with these; the client (sdk/client.ts) types its calls with the
+ * inferred types. Route shapes follow agent-lightning v0 where it has one (AGL-REFERENCE.md).
+ * Request bodies are strict: an unknown key is reported by name instead of being silently dropped.
+ */
+import { z } from 'zod';
+import {
+  Attempt, AttemptStatus, MetricPoint, Resources, ResourcesInput, Rollout, RolloutInput, RolloutMode,
+  RolloutStatus, Span, SpanInput, Statistics, TrainingRun, TrainingRunStatus, Transition, Worker, WorkerStatus,
+} from './store.js';
+
+export const API_PREFIX = '/v1/agl';
+/** Largest page a list route returns; larger `limit`s are refused with 400 naming `limit`. */
+export const MAX_PAGE = 10_000;
+/** Longest a wait (long-poll) may hold a request. */
+export const MAX_WAIT_MS = 120_000;
+/** Most items in one batch request (enqueue, spans, metrics, transitions). */
+export const MAX_BATCH = 10_000;
+
+// --- helpers for query strings (everything arrives as strings; lists as `a,b` or repeated keys) ---
+const queryList = <T extends z.ZodType>(item: T) => z.preprocess(
+  (v) => (v === undefined || v === '' ? undefined : (Array.isArray(v) ? v : [v]).flatMap((s) => String(s).split(',')).filter((s) => s !== '')),
+  z.array(item).optional(),
+);
+const queryInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max).optional();
+
+// --- problem details (RFC 9457), the body of every error response ---
+export const ProblemFieldError = z.object({ path: z.string(), message: z.string() });
+export const Problem = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  instance: z.string().optional(),
+  errors: z.array(ProblemFieldError).optional(),
+});
+export type Problem = z.infer<typeof Problem>;
+export type ProblemFieldError = z.infer<typeof ProblemFieldError>;
+
+// --- rollouts ---
+/** One rollout to enqueue; `input` must be present (use null for a task without input). */
+export const RolloutInputRequest = RolloutInput.strict();
+export const EnqueueManyRequest = z.object({ rollouts: z.array(RolloutInputRequest).min(1).max(MAX_BATCH) }).strict();
+/** POST /queues/rollouts/enqueue accepts one rollout, or `{ rollouts: [...] }`. */
+export const EnqueueRequest = z.union([EnqueueManyRequest, RolloutInputRequest]);
+export type EnqueueRequest = z.input<typeof EnqueueRequest>;
+export const EnqueueResponse = z.object({ rollouts: z.array(Rollout) });
+export type EnqueueResponse = z.infer<typeof EnqueueResponse>;
+
+/** POST /rollouts: create a rollout and its first attempt at once (a direct run, not through the queue). */
+export const StartRolloutRequest = RolloutInput.extend({ workerId: z.string().min(1).optional() }).strict();
+export type StartRolloutRequest = z.input<typeof StartRolloutRequest>;
+export const Claim = z.object({ rollout: Rollout, attempt: Attempt });
+export type Claim = z.infer<typeof Claim>;
+
+export const DequeueRequest = z.object({
+  workerId: z.string().min(1),
+  /** How many rollouts to claim at most (default 1). */
+  limit: z.number().int().min(1).max(1000).default(1),
+  agent: z.string().min(1).optional(),
+  mode: RolloutMode.optional(),
+}).strict();
+export type DequeueRequest = z.input<typeof DequeueRequest>;
+/** Empty `claims` when nothing is queued. */
+export const DequeueResponse = z.object({ claims: z.array(Claim) });
+export type DequeueResponse = z.infer<typeof DequeueResponse>;
+
+const rolloutQueryFields = {
+  status: z.array(RolloutStatus).optional(),
+  mode: RolloutMode.optional(),
+  resourcesId: z.string().optional(),
+  resourcesVersion: z.number().int().min(1).optional(),
+  agent: z.string().optional(),
+  ids: z.array(z.string()).max(MAX_PAGE).optional(),
+  order: z.enum(['asc', 'desc']).optional(),
+  limit: z.number().int().min(1).max(MAX_PAGE).optional(),
+  cursor: z.string().optional(),
+};
+/** POST /rollouts/search body. */
+export const RolloutSearchRequest = z.object(rolloutQueryFields).strict();
+export type RolloutSearchRequest = z.input<typeof RolloutSearchRequest>;
+/** GET /rollouts query string: the same filters, lists as `status=running,failed`. */
+export const RolloutListQuery = z.object({
+  ...rolloutQueryFields,
+  status: queryList(RolloutStatus),
+  ids: queryList(z.string()),
+  resourcesVersion: queryInt(1, Number.MAX_SAFE_INTEGER),
+  limit: queryInt(1, MAX_PAGE),
+});
+export const RolloutPage = z.object({ items: z.array(Rollout), nextCursor: z.string().nullable() });
+export type RolloutPage = z.infer<typeof RolloutPage>;
+
+/** POST /rollouts/:id: merge keys into the rollout's metadata. */
+export const UpdateRolloutRequest = z.object({ metadata: z.record(z.string(), z.unknown()) }).strict();
+export type UpdateRolloutRequest = z.input<typeof UpdateRolloutRequest>;
+
+/** POST /waits/rollouts: resolves with the rollouts among `ids` that have ended, when all have or at the timeout. */
+export const WaitRolloutsRequest = z.object({
+  ids: z.array(z.string().min(1)).min(1).max(MAX_PAGE),
+  timeoutMs: z.number().int().min(0).max(MAX_WAIT_MS).default(30_000),
+}).strict();
+export type WaitRolloutsRequest = z.input<typeof WaitRolloutsRequest>;
+export const RolloutList = z.object({ items: z.array(Rollout) });
+export type RolloutList = z.infer<typeof RolloutList>;
+
+// --- attempts ---
+export const AttemptList = z.object({ items: z.array(Attempt) });
+export type AttemptList = z.infer<typeof AttemptList>;
+export const FinishAttemptRequest = z.object({
+  status: AttemptStatus.extract(['succeeded', 'failed']),
+  error: z.object({ message: z.string(), stack: z.string().optional() }).strict().optional(),
+}).strict();
+export type FinishAttemptRequest = z.input<typeof FinishAttemptRequest>;
+export const FinishAttemptResponse = z.object({ attempt: Attempt, rollout: Rollout });
+export type FinishAttemptResponse = z.infer<typeof FinishAttemptResponse>;
+
+// --- spans ---
+export const SpanInputRequest = SpanInput.strict();
+export const AddSpansManyRequest = z.object({ spans: z.array(SpanInputRequest).min(1).max(MAX_BATCH) }).strict();
+/** POST /spans accepts one span, or `{ spans: [...] }` (batch: one durable commit). */
+export const AddSpansRequest = z.union([AddSpansManyRequest, SpanInputRequest]);
+export type AddSpansRequest = z.input<typeof AddSpansRequest>;
+/** The acknowledgement: each span's store-issued sequence id (in request order). Durable once received. */
+export const SpanAck = z.object({ rolloutId: z.string(), attemptId: z.string(), spanId: z.string(), traceId: z.string(), sequenceId: z.number().int() });
+export const AddSpansResponse = z.object({ count: z.number().int(), spans: z.array(SpanAck) });
+export type AddSpansResponse = z.infer<typeof AddSpansResponse>;
+
+const spanQueryFields = {
+  rolloutId: z.string().min(1),
+  /** An attempt id, or `latest`; omitted = all attempts. */
+  attemptId: z.string().min(1).optional(),
+  name: z.string().optional(),
+  /** Only spans with a larger sequence id (tailing). */
+  afterSequenceId: z.number().int().optional(),
+  limit: z.number().int().min(1).max(MAX_PAGE).optional(),
+};
+export const SpanSearchRequest = z.object(spanQueryFields).strict();
+export type SpanSearchRequest = z.input<typeof SpanSearchRequest>;
+export const SpanListQuery = z.object({
+  ...spanQueryFields,
+  afterSequenceId: z.coerce.number().int().optional(),
+  limit: queryInt(1, MAX_PAGE),
+});
+export const SpanList = z.object({ items: z.array(Span) });
+export type SpanList = z.infer<typeof SpanList>;
+
+// --- resources ---
+export const AddResourcesRequest = ResourcesInput.strict();
+export type AddResourcesRequest = z.input<typeof AddResourcesRequest>;
+export const ResourcesListQuery = z.object({ limit: queryInt(1, MAX_PAGE) });
+export const ResourcesList = z.object({ items: z.array(Resources) });
+export type ResourcesList = z.infer<typeof ResourcesList>;
+
+// --- workers ---
+export const WorkerHeartbeatRequest = z.object({
+  status: WorkerStatus.optional(),
+  currentRolloutId: z.string().nullable().optional(),
+  currentAttemptId: z.string().nullable().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+}).strict();
+export type WorkerHeartbeatRequest = z.input<typeof WorkerHeartbeatRequest>;
+export const WorkerList = z.object({ items: z.array(Worker) });
+export type WorkerList = z.infer<typeof WorkerList>;
+
+// --- agents the daemon has seen (from enqueued rollouts; kept in daemon.json) ---
+export const KnownAgent = z.object({ agent: z.string(), firstSeen: z.number(), lastSeen: z.number() });
+export type KnownAgent = z.infer<typeof KnownAgent>;
+export const AgentList = z.object({ items: z.array(KnownAgent) });
+export type AgentList = z.infer<typeof AgentList>;
+
+// --- training runs, metrics, transitions ---
+export const CreateTrainingRunRequest = z.object({
+  id: z.string().min(1).optional(),
+  agent: z.string().min(1),
+  config: z.record(z.string(), z.unknown()).default({}),
+  totalSteps: z.number().int().min(0),
+}).strict();
+export type CreateTrainingRunRequest = z.input<typeof CreateTrainingRunRequest>;
+export const UpdateTrainingRunRequest = z.object({
+  status: TrainingRunStatus.optional(),
+  step: z.number().int().min(0).optional(),
+  totalSteps: z.number().int().min(0).optional(),
+  checkpointDir: z.string().nullable().optional(),
+  summary: z.record(z.string(), z.unknown()).optional(),
+}).strict();
+export type UpdateTrainingRunRequest = z.input<typeof UpdateTrainingRunRequest>;
+export const TrainingRunListQuery = z.object({ agent: z.string().optional() });
+export const TrainingRunList = z.object({ items: z.array(TrainingRun) });
+export type TrainingRunList = z.infer<typeof TrainingRunList>;
+
+export const AddMetricsRequest = z.object({
+  points: z.array(z.object({ step: z.number().int().min(0), name: z.string().min(1), value: z.number() }).strict()).min(1).max(MAX_BATCH),
+}).strict();
+export type AddMetricsRequest = z.input<typeof AddMetricsRequest>;
+export const MetricsQuery = z.object({ afterStep: z.coerce.number().int().optional() });
+export const MetricList = z.object({ items: z.array(MetricPoint) });
+export type MetricList = z.infer<typeof MetricList>;
+
+export const AddTransitionsRequest = z.object({ transitions: z.array(Transition.strict()).min(1).max(MAX_BATCH) }).strict();
+export type AddTransitionsRequest = z.input<typeof AddTransitionsRequest>;
+export const TransitionListQuery = z.object({
+  runId: z.string().optional(),
+  rolloutId: z.string().optional(),
+  step: z.coerce.number().int().min(0).optional(),
+  limit: queryInt(1, MAX_PAGE),
+});
+export type TransitionListQuery = z.input<typeof TransitionListQuery>;
+export const TransitionList = z.object({ items: z.array(Transition) });
+export type TransitionList = z.infer<typeof TransitionList>;
+
+/** Count of accepted items for write routes that return nothing else. */
+export const CountResponse = z.object({ count: z.number().int() });
+export type CountResponse = z.infer<typeof CountResponse>;
+
+export { Statistics };
+export type { Attempt, Resources, Rollout, Span, TrainingRun, Transition, Worker, MetricPoint };
+
+/** GET /health (no token needed): who is serving. */
+export const Health = z.object({
+  status: z.literal('ok'),
+  version: z.string(),
+  pid: z.number().int(),
+  store: z.string(),
+  startedAt: z.number(),
+  uptimeSeconds: z.number(),
+});
+export type Health = z.infer<typeof Health>;

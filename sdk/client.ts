@@ -1,0 +1,250 @@
+/**
+ * Typed client for the daemon's store API (/v1/agl/...), used by the runner, the CLI, the extension and
+ * the benchmarks. Node 20's global fetch (undici) keeps connections alive between calls.
+ * Errors: a problem+json answer throws AglHttpError (status, detail, field errors); a daemon that cannot
+ * be reached throws AglConnectionError saying so.
+ *   const agl = new AglClient({ url: 'http://127.0.0.1:4747', token });
+ *   const agl = AglClient.fromDataDir();   // the local daemon of ~/.agent-lightning (or AGL_DATA_DIR)
+ */
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { API_PREFIX } from '../protocol/api.js';
+import type {
+  AddMetricsRequest, AddResourcesRequest, AddSpansResponse, Claim, CountResponse, CreateTrainingRunRequest,
+  DequeueRequest, FinishAttemptRequest, FinishAttemptResponse, Health, KnownAgent, Problem, ProblemFieldError,
+  RolloutPage, RolloutSearchRequest, SpanSearchRequest, StartRolloutRequest, TransitionListQuery,
+  UpdateTrainingRunRequest, WorkerHeartbeatRequest,
+} from '../protocol/api.js';
+import type {
+  Attempt, MetricPoint, Resources, Rollout, RolloutInput, Span, SpanInput, Statistics, TrainingRun, Transition, Worker,
+} from '../protocol/store.js';
+
+export { API_PREFIX };
+
+/** An error answer from the daemon (application/problem+json). */
+export class AglHttpError extends Error {
+  readonly status: number;
+  readonly title: string;
+  readonly detail: string;
+  readonly type: string;
+  readonly errors: ProblemFieldError[];
+  constructor(readonly method: string, readonly url: string, status: number, problem: Partial<Problem> | null, text: string) {
+    const detail = problem?.detail ?? (text.slice(0, 500) || `HTTP ${status}`);
+    super(`${method} ${url} -> ${status}: ${detail}`);
+    this.name = 'AglHttpError';
+    this.status = status;
+    this.title = problem?.title ?? '';
+    this.detail = detail;
+    this.type = problem?.type ?? 'about:blank';
+    this.errors = problem?.errors ?? [];
+  }
+}
+
+/** The daemon did not answer at all (not running, wrong port, crashed). */
+export class AglConnectionError extends Error {
+  constructor(readonly url: string, cause: unknown) {
+    const code = (cause as { cause?: { code?: string } })?.cause?.code ?? (cause as Error)?.message;
+    super(`cannot reach the agl daemon at ${url} (${code}): is \`agl serve\` running? \`agl status\` tells where it is`);
+    this.name = 'AglConnectionError';
+    this.cause = cause;
+  }
+}
+
+/** No daemon runs for a data dir (found from daemon.json without any network call). */
+export class AglNotRunningError extends Error {
+  constructor(readonly dataDir: string, reason: string) {
+    super(`the agl daemon of ${dataDir} is not running (${reason}): start it with \`agl serve --data-dir ${dataDir}\``);
+    this.name = 'AglNotRunningError';
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM'; }
+}
+
+export interface AglClientOptions {
+  /** Base URL of the daemon, e.g. http://127.0.0.1:4747 (no trailing /v1/agl). */
+  url: string;
+  token: string;
+  /** Abort a request after this long (ms); long-polls add their own wait on top. Default 60 s. */
+  timeoutMs?: number;
+}
+
+/** The data dir the daemon uses: AGL_DATA_DIR, else ~/.agent-lightning. */
+export function defaultDataDir(): string {
+  return process.env.AGL_DATA_DIR || join(homedir(), '.agent-lightning');
+}
+
+type Query = Record<string, string | number | boolean | string[] | undefined | null>;
+
+export class AglClient {
+  readonly url: string;
+  private readonly auth: string;
+  private readonly timeoutMs: number;
+
+  constructor(opts: AglClientOptions) {
+    this.url = opts.url.replace(/\/+$/, '');
+    this.auth = `Bearer ${opts.token}`;
+    this.timeoutMs = opts.timeoutMs ?? 60_000;
+  }
+
+  /** A client for the daemon recorded in `<dataDir>/daemon.json`, with the token from `<dataDir>/token`. */
+  static fromDataDir(dataDir = defaultDataDir(), opts: Partial<AglClientOptions> = {}): AglClient {
+    let state: { url?: string | null; pid?: number | null };
+    try {
+      state = JSON.parse(readFileSync(join(dataDir, 'daemon.json'), 'utf8'));
+    } catch {
+      throw new AglNotRunningError(dataDir, 'no daemon.json: no daemon ever ran with this data dir');
+    }
+    if (!state.url || !state.pid) throw new AglNotRunningError(dataDir, 'it was stopped');
+    if (!pidAlive(state.pid)) throw new AglNotRunningError(dataDir, `its process (pid ${state.pid}) is gone: killed or crashed`);
+    const token = readFileSync(join(dataDir, 'token'), 'utf8').trim();
+    return new AglClient({ url: state.url, token, ...opts });
+  }
+
+  // --- transport -------------------------------------------------------------------------------------
+  /** One request to `/v1/agl${path}` (or `path` as is when it starts with `//`); JSON in, JSON out. */
+  async request<T>(method: string, path: string, body?: unknown, query?: Query, extraWaitMs = 0): Promise<T> {
+    let url = this.url + (path.startsWith('//') ? path.slice(1) : API_PREFIX + path);
+    if (query) {
+      const qs = new URLSearchParams();
+      for (const [k, v] of Object.entries(query)) {
+        if (v === undefined || v === null) continue;
+        qs.set(k, Array.isArray(v) ? v.join(',') : String(v));
+      }
+      const s = qs.toString();
+      if (s) url += `?${s}`;
+    }
+    const headers: Record<string, string> = { authorization: this.auth, accept: 'application/json' };
+    let payload: string | undefined;
+    if (body !== undefined) { headers['content-type'] = 'application/json'; payload = JSON.stringify(body); }
+    let res: Response;
+    try {
+      res = await fetch(url, { method, headers, body: payload, signal: AbortSignal.timeout(this.timeoutMs + extraWaitMs) });
+    } catch (err) {
+      if ((err as Error)?.name === 'TimeoutError') throw new Error(`${method} ${url}: no answer within ${this.timeoutMs + extraWaitMs} ms`);
+      throw new AglConnectionError(this.url, err);
+    }
+    const text = await res.text();
+    if (!res.ok) {
+      let problem: Partial<Problem> | null = null;
+      try { problem = JSON.parse(text); } catch { /* not JSON: keep the text */ }
+      throw new AglHttpError(method, url, res.status, problem, text);
+    }
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** GET that maps 404 to null (for "get by id" calls). */
+  private async getOrNull<T>(path: string): Promise<T | null> {
+    try {
+      return await this.request<T>('GET', path);
+    } catch (err) {
+      if (err instanceof AglHttpError && err.status === 404) return null;
+      throw err;
+    }
+  }
+
+  // --- daemon ----------------------------------------------------------------------------------------
+  health(): Promise<Health> { return this.request('GET', '//health'); }
+  /** Prometheus text. */
+  async metrics(): Promise<string> {
+    const res = await fetch(`${this.url}/metrics`, { headers: { authorization: this.auth } });
+    if (!res.ok) throw new AglHttpError('GET', `${this.url}/metrics`, res.status, null, await res.text());
+    return res.text();
+  }
+  statistics(): Promise<Statistics> { return this.request('GET', '/statistics'); }
+  async agents(): Promise<KnownAgent[]> { return (await this.request<{ items: KnownAgent[] }>('GET', '/agents')).items; }
+
+  // --- rollouts and the queue ------------------------------------------------------------------------
+  async enqueueRollout(input: RolloutInput): Promise<Rollout> {
+    return (await this.request<{ rollouts: Rollout[] }>('POST', '/queues/rollouts/enqueue', input)).rollouts[0];
+  }
+  async enqueueRollouts(inputs: RolloutInput[]): Promise<Rollout[]> {
+    return (await this.request<{ rollouts: Rollout[] }>('POST', '/queues/rollouts/enqueue', { rollouts: inputs })).rollouts;
+  }
+  /** Claims up to `limit` (default 1) rollouts for a worker; [] when none are queued. */
+  async dequeueRollouts(req: DequeueRequest): Promise<Claim[]> {
+    return (await this.request<{ claims: Claim[] }>('POST', '/queues/rollouts/dequeue', req)).claims;
+  }
+  async claimNextRollout(workerId: string, opts: Omit<DequeueRequest, 'workerId' | 'limit'> = {}): Promise<Claim | null> {
+    return (await this.dequeueRollouts({ workerId, limit: 1, ...opts }))[0] ?? null;
+  }
+  /** Creates a rollout with its first attempt already claimed (a direct run). */
+  startRollout(req: StartRolloutRequest): Promise<Claim> { return this.request('POST', '/rollouts', req); }
+  getRollout(id: string): Promise<Rollout | null> { return this.getOrNull(`/rollouts/${encodeURIComponent(id)}`); }
+  queryRollouts(q: RolloutSearchRequest = {}): Promise<RolloutPage> { return this.request('POST', '/rollouts/search', q); }
+  /** GET /rollouts with query-string filters (same result as queryRollouts). */
+  listRollouts(q: RolloutSearchRequest = {}): Promise<RolloutPage> {
+    return this.request('GET', '/rollouts', undefined, q as Query);
+  }
+  updateRolloutMetadata(id: string, metadata: Record<string, unknown>): Promise<Rollout> {
+    return this.request('POST', `/rollouts/${encodeURIComponent(id)}`, { metadata });
+  }
+  cancelRollout(id: string): Promise<Rollout> { return this.request('POST', `/rollouts/${encodeURIComponent(id)}/cancel`); }
+  /** Resolves with those of `ids` that have ended, once all have or after timeoutMs (max 120 s per call). */
+  async waitForRollouts(ids: string[], timeoutMs: number): Promise<Rollout[]> {
+    return (await this.request<{ items: Rollout[] }>('POST', '/waits/rollouts', { ids, timeoutMs }, undefined, timeoutMs)).items;
+  }
+
+  // --- attempts --------------------------------------------------------------------------------------
+  async getAttempts(rolloutId: string): Promise<Attempt[]> {
+    return (await this.request<{ items: Attempt[] }>('GET', `/rollouts/${encodeURIComponent(rolloutId)}/attempts`)).items;
+  }
+  getLatestAttempt(rolloutId: string): Promise<Attempt | null> {
+    return this.getOrNull(`/rollouts/${encodeURIComponent(rolloutId)}/attempts/latest`);
+  }
+  getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | null> {
+    return this.getOrNull(`/rollouts/${encodeURIComponent(rolloutId)}/attempts/${encodeURIComponent(attemptId)}`);
+  }
+  heartbeatAttempt(rolloutId: string, attemptId: string): Promise<Attempt> {
+    return this.request('POST', `/rollouts/${encodeURIComponent(rolloutId)}/attempts/${encodeURIComponent(attemptId)}/heartbeat`);
+  }
+  finishAttempt(rolloutId: string, attemptId: string, req: FinishAttemptRequest): Promise<FinishAttemptResponse> {
+    return this.request('POST', `/rollouts/${encodeURIComponent(rolloutId)}/attempts/${encodeURIComponent(attemptId)}/finish`, req);
+  }
+
+  // --- spans -----------------------------------------------------------------------------------------
+  /** Writes a batch in one durable commit; resolves with each span's sequence id, in order. */
+  addSpans(spans: SpanInput[]): Promise<AddSpansResponse> { return this.request('POST', '/spans', { spans }); }
+  addSpan(span: SpanInput): Promise<AddSpansResponse> { return this.request('POST', '/spans', span); }
+  /** attemptId: an id, 'latest', or omitted for all attempts; afterSequenceId tails. */
+  async querySpans(q: SpanSearchRequest): Promise<Span[]> {
+    return (await this.request<{ items: Span[] }>('POST', '/spans/search', q)).items;
+  }
+
+  // --- resources -------------------------------------------------------------------------------------
+  addResources(req: AddResourcesRequest): Promise<Resources> { return this.request('POST', '/resources', req); }
+  getLatestResources(): Promise<Resources | null> { return this.getOrNull('/resources/latest'); }
+  getResources(id: string): Promise<Resources | null> { return this.getOrNull(`/resources/${encodeURIComponent(id)}`); }
+  async listResources(limit?: number): Promise<Resources[]> {
+    return (await this.request<{ items: Resources[] }>('GET', '/resources', undefined, { limit })).items;
+  }
+
+  // --- workers ---------------------------------------------------------------------------------------
+  heartbeatWorker(id: string, patch: WorkerHeartbeatRequest = {}): Promise<Worker> {
+    return this.request('POST', `/workers/${encodeURIComponent(id)}/heartbeat`, patch);
+  }
+  getWorker(id: string): Promise<Worker | null> { return this.getOrNull(`/workers/${encodeURIComponent(id)}`); }
+  async listWorkers(): Promise<Worker[]> { return (await this.request<{ items: Worker[] }>('GET', '/workers')).items; }
+
+  // --- training runs, metrics, transitions -----------------------------------------------------------
+  createTrainingRun(req: CreateTrainingRunRequest): Promise<TrainingRun> { return this.request('POST', '/training-runs', req); }
+  updateTrainingRun(id: string, patch: UpdateTrainingRunRequest): Promise<TrainingRun> {
+    return this.request('POST', `/training-runs/${encodeURIComponent(id)}`, patch);
+  }
+  getTrainingRun(id: string): Promise<TrainingRun | null> { return this.getOrNull(`/training-runs/${encodeURIComponent(id)}`); }
+  async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
+    return (await this.request<{ items: TrainingRun[] }>('GET', '/training-runs', undefined, { agent })).items;
+  }
+  addMetrics(runId: string, points: AddMetricsRequest['points']): Promise<CountResponse> {
+    return this.request('POST', `/training-runs/${encodeURIComponent(runId)}/metrics`, { points });
+  }
+  async queryMetrics(runId: string, afterStep?: number): Promise<MetricPoint[]> {
+    return (await this.request<{ items: MetricPoint[] }>('GET', `/training-runs/${encodeURIComponent(runId)}/metrics`, undefined, { afterStep })).items;
+  }
+  addTransitions(transitions: Transition[]): Promise<CountResponse> { return this.request('POST', '/transitions', { transitions }); }
+  async queryTransitions(q: TransitionListQuery = {}): Promise<Transition[]> {
+    return (await this.request<{ items: Transition[] }>('GET', '/transitions', undefined, q as Query)).items;
+  }
+}
