@@ -16,7 +16,8 @@ export function isPostgresUrl(spec: string): boolean { return /^postgres(ql)?:\/
 export async function openStore(spec: StoreSpec): Promise<LightningStore> {
   if (typeof spec !== 'string') return new SqliteStore(join(spec.dataDir, SQLITE_FILE_NAME));
   if (isPostgresUrl(spec)) {
-    throw new Error('the PostgreSQL store is not in this build yet (daemon/store/postgres.ts is being written)');
+    const { PostgresStore } = await import('./postgres.js');
+    return PostgresStore.connect(spec);
   }
   if (spec.trim() === '') throw new TypeError('store spec is empty: give a SQLite file path or a postgres:// URL');
   return new SqliteStore(spec);

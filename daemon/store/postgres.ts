@@ -1,0 +1,418 @@
+/**
+ * PostgresStore: the LightningStore on PostgreSQL via `pg` (a Pool), for several daemons / machines sharing
+ * one database. Claims are one statement with SELECT ... FOR UPDATE SKIP LOCKED; addSpans calls arriving in
+ * the same event-loop turn are group-committed as one multi-row INSERT; sequence ids are allocated with an
+ * atomic UPDATE ... RETURNING on the rollout row. State rules live in postgres-lifecycle.ts.
+ */
+import pg from 'pg';
+import {
+  ATTEMPT_STATUSES, ROLLOUT_STATUSES, ResourcesInput, TERMINAL_ROLLOUT_STATUSES,
+  type Attempt, type MetricPoint, type Resources, type Rollout, type RolloutInput, type Span, type SpanInput,
+  type Statistics, type TrainingRun, type Transition, type Worker,
+} from '../../protocol/store.js';
+import {
+  ConflictError, NotFoundError,
+  type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult, type LightningStore, type Page,
+  type RolloutQuery, type SpanQuery, type TransitionQuery,
+} from './types.js';
+import {
+  RolloutEndHub, checkSpanInput, decodeCursor, encodeCursor, isTerminalRollout, newId, pageLimit, parseRolloutInput,
+  rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
+  waitLoop,
+} from './common.js';
+import { migratePostgres } from './postgres-schema.js';
+import { cancel, finish, healthCheck, heartbeat, insertSpanTick } from './postgres-lifecycle.js';
+
+export interface PostgresStoreOptions { poolSize?: number; waitPollMs?: number }
+interface PendingSpans { spans: SpanInput[]; resolve: (s: Span[]) => void; reject: (e: unknown) => void }
+type Row = Record<string, any>;
+
+const RETRYABLE = new Set(['40001', '40P01']); // serialization failure, deadlock detected
+const TERMINAL = [...TERMINAL_ROLLOUT_STATUSES];
+
+export class PostgresStore implements LightningStore {
+  readonly kind = 'postgres';
+  private readonly hub = new RolloutEndHub();
+  private pending: PendingSpans[] = [];
+  private flushing: Promise<void> | null = null;
+  private closed = false;
+
+  private constructor(readonly pool: pg.Pool, private readonly waitPollMs: number) {}
+
+  static async connect(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+    pool.on('error', (e) => console.error('[agl store] idle PostgreSQL connection error:', e.message));
+    try { await migratePostgres(pool); } catch (e) { await pool.end(); throw e; }
+    return new PostgresStore(pool, options.waitPollMs ?? 200);
+  }
+
+  private q(sql: string, params: unknown[] = []): Promise<pg.QueryResult<Row>> {
+    if (this.closed) throw new Error('store is closed');
+    return this.pool.query(sql, params);
+  }
+  private readonly tx = async <T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> => {
+    if (this.closed) throw new Error('store is closed');
+    for (let attempt = 1; ; attempt++) {
+      const c = await this.pool.connect();
+      try {
+        await c.query('BEGIN');
+        const out = await fn(c);
+        await c.query('COMMIT');
+        return out;
+      } catch (e) {
+        await c.query('ROLLBACK').catch(() => {});
+        if (attempt < 5 && RETRYABLE.has((e as { code?: string }).code ?? '')) continue;
+        throw e;
+      } finally {
+        c.release();
+      }
+    }
+  };
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.flushSpans();
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  // --- rollouts ----------------------------------------------------------------------------------
+  async enqueueRollout(input: RolloutInput): Promise<Rollout> { return (await this.enqueueRollouts([input]))[0]!; }
+
+  async enqueueRollouts(inputs: RolloutInput[]): Promise<Rollout[]> {
+    return this.insertRollouts(inputs.map(parseRolloutInput), Date.now());
+  }
+
+  private async insertRollouts(parsed: ReturnType<typeof parseRolloutInput>[], now: number): Promise<Rollout[]> {
+    const wanted = [...new Set(parsed.map((p) => p.resourcesId).filter((x): x is string => x !== null))];
+    const versions = new Map<string, number>();
+    if (wanted.length) for (const r of (await this.q('SELECT id, version FROM resources WHERE id = ANY($1)', [wanted])).rows) versions.set(r.id, r.version);
+    for (const id of wanted) if (!versions.has(id)) throw new NotFoundError('resources', id);
+    const rollouts: Rollout[] = parsed.map((p) => ({
+      id: newId('ro'), input: p.input ?? null, mode: p.mode, status: 'queuing', agent: p.agent, resourcesId: p.resourcesId,
+      config: p.config, metadata: p.metadata, attemptCount: 0, createdAt: now, updatedAt: now, endedAt: null,
+    }));
+    for (let i = 0; i < rollouts.length; i += 2000) {
+      const chunk = rollouts.slice(i, i + 2000);
+      await this.q(`INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata, queued_at, created_at, updated_at)
+        SELECT id, input, mode, 'queuing', agent, rid, rv, config, metadata, $8, $8, $8
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $9::text[])
+          WITH ORDINALITY AS t(id, input, mode, agent, rid, rv, config, metadata, ord) ORDER BY ord`, [
+        chunk.map((r) => r.id), chunk.map((r) => JSON.stringify(r.input)), chunk.map((r) => r.mode), chunk.map((r) => r.agent),
+        chunk.map((r) => r.resourcesId), chunk.map((r) => (r.resourcesId ? versions.get(r.resourcesId)! : null)),
+        chunk.map((r) => JSON.stringify(r.config)), now, chunk.map((r) => JSON.stringify(r.metadata)),
+      ]);
+    }
+    return rollouts;
+  }
+
+  async startRollout(input: RolloutInput, workerId?: string): Promise<Claim> {
+    const p = parseRolloutInput(input);
+    return this.tx(async (c) => {
+      const now = Date.now();
+      const res = p.resourcesId === null
+        ? (await c.query('SELECT id, version FROM resources ORDER BY version DESC LIMIT 1')).rows[0]
+        : (await c.query('SELECT id, version FROM resources WHERE id = $1', [p.resourcesId])).rows[0];
+      if (p.resourcesId !== null && !res) throw new NotFoundError('resources', p.resourcesId);
+      const rollout: Rollout = {
+        id: newId('ro'), input: p.input ?? null, mode: p.mode, status: 'preparing', agent: p.agent, resourcesId: res?.id ?? null,
+        config: p.config, metadata: p.metadata, attemptCount: 1, createdAt: now, updatedAt: now, endedAt: null,
+      };
+      const attempt: Attempt = {
+        id: newId('at'), rolloutId: rollout.id, sequence: 1, workerId: workerId ?? null, status: 'preparing',
+        startedAt: now, endedAt: null, lastHeartbeat: now, error: null,
+      };
+      await c.query(`INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata,
+        attempt_count, latest_attempt_id, queued_at, created_at, updated_at) VALUES ($1, $2, $3, 'preparing', $4, $5, $6, $7, $8, 1, $9, $10, $10, $10)`,
+      [rollout.id, JSON.stringify(rollout.input), p.mode, p.agent, rollout.resourcesId, res?.version ?? null,
+        JSON.stringify(p.config), JSON.stringify(p.metadata), attempt.id, now]);
+      await c.query(`INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, last_heartbeat)
+        VALUES ($1, $2, 1, $3, 'preparing', $4, $4)`, [attempt.id, rollout.id, attempt.workerId, now]);
+      return { rollout, attempt };
+    });
+  }
+
+  async claimNextRollout(workerId: string, opts?: ClaimOptions): Promise<Claim | null> {
+    return (await this.claimRollouts(workerId, 1, opts))[0] ?? null;
+  }
+
+  async claimRollouts(workerId: string, limit: number, opts: ClaimOptions = {}): Promise<Claim[]> {
+    if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`limit must be a positive integer, got ${limit}`);
+    return this.claim(workerId, limit, opts);
+  }
+
+  /** One statement: pick (skipping rows other claimers hold), start attempts, fill in latest resources. */
+  private async claim(workerId: string | null, limit: number, opts: ClaimOptions): Promise<Claim[]> {
+    const now = Date.now();
+    const params: unknown[] = [limit, now, workerId];
+    let filter = '';
+    if (opts.agent !== undefined) { params.push(opts.agent); filter += ` AND (agent IS NULL OR agent = $${params.length})`; }
+    if (opts.mode !== undefined) { params.push(opts.mode); filter += ` AND mode = $${params.length}`; }
+    const { rows } = await this.q(`
+      WITH picked AS (
+        SELECT seq FROM rollouts WHERE status IN ('queuing', 'requeuing')${filter}
+        ORDER BY queued_at, seq LIMIT $1 FOR UPDATE SKIP LOCKED
+      ), latest AS (SELECT id, version FROM resources ORDER BY version DESC LIMIT 1),
+      upd AS (
+        UPDATE rollouts r SET status = 'preparing', attempt_count = r.attempt_count + 1, updated_at = $2,
+          latest_attempt_id = 'at-' || substr(md5(random()::text || clock_timestamp()::text || r.id), 1, 16),
+          resources_id = COALESCE(r.resources_id, (SELECT id FROM latest)),
+          resources_version = CASE WHEN r.resources_id IS NULL THEN (SELECT version FROM latest) ELSE r.resources_version END
+        FROM picked WHERE r.seq = picked.seq RETURNING r.*
+      ), ins AS (
+        INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, ended_at, last_heartbeat, error)
+        SELECT latest_attempt_id, id, attempt_count, $3, 'preparing', $2, NULL, $2, NULL FROM upd
+      )
+      SELECT * FROM upd ORDER BY queued_at, seq`, params);
+    return rows.map((r) => ({
+      rollout: rowToRollout(r),
+      attempt: { id: r.latest_attempt_id, rolloutId: r.id, sequence: r.attempt_count, workerId, status: 'preparing', startedAt: now, endedAt: null, lastHeartbeat: now, error: null },
+    }));
+  }
+
+  async getRollout(id: string): Promise<Rollout | null> {
+    const r = (await this.q('SELECT * FROM rollouts WHERE id = $1', [id])).rows[0];
+    return r ? rowToRollout(r) : null;
+  }
+
+  async queryRollouts(q: RolloutQuery = {}): Promise<Page<Rollout>> {
+    const limit = pageLimit(q.limit);
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (sql: string, v: unknown) => { params.push(v); where.push(sql.replace('?', `$${params.length}`)); };
+    if (q.status) add('status = ANY(?)', q.status);
+    if (q.ids) add('id = ANY(?)', q.ids);
+    if (q.mode !== undefined) add('mode = ?', q.mode);
+    if (q.resourcesId !== undefined) add('resources_id = ?', q.resourcesId);
+    if (q.resourcesVersion !== undefined) add('resources_version = ?', q.resourcesVersion);
+    if (q.agent !== undefined) add('agent = ?', q.agent);
+    const asc = q.order === 'asc';
+    if (q.cursor) add(asc ? 'seq > ?' : 'seq < ?', decodeCursor(q.cursor));
+    params.push(limit + 1);
+    const { rows } = await this.q(`SELECT * FROM rollouts ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
+      ORDER BY seq ${asc ? 'ASC' : 'DESC'} LIMIT $${params.length}`, params);
+    const more = rows.length > limit;
+    const page = more ? rows.slice(0, limit) : rows;
+    return { items: page.map(rowToRollout), nextCursor: more ? encodeCursor(Number(page[page.length - 1]!.seq)) : null };
+  }
+
+  async cancelRollout(id: string): Promise<Rollout> {
+    const r = await this.tx((c) => cancel(c, id, Date.now()));
+    this.hub.ended(id);
+    return r;
+  }
+
+  async updateRolloutMetadata(id: string, metadata: Record<string, unknown>): Promise<Rollout> {
+    return this.tx(async (c) => {
+      const row = (await c.query('SELECT * FROM rollouts WHERE id = $1 FOR UPDATE', [id])).rows[0];
+      if (!row) throw new NotFoundError('rollout', id);
+      const merged = JSON.stringify({ ...JSON.parse(row.metadata), ...metadata });
+      const now = Date.now();
+      await c.query('UPDATE rollouts SET metadata = $1, updated_at = $2 WHERE id = $3', [merged, now, id]);
+      return rowToRollout({ ...row, metadata: merged, updated_at: now });
+    });
+  }
+
+  async waitForRollouts(ids: string[], timeoutMs: number): Promise<Rollout[]> {
+    return waitLoop(this.hub, ids, timeoutMs, async (pending) =>
+      (await this.q('SELECT * FROM rollouts WHERE id = ANY($1) AND status = ANY($2)', [pending, TERMINAL])).rows.map(rowToRollout), this.waitPollMs);
+  }
+
+  // --- attempts ----------------------------------------------------------------------------------
+  private async requireRollout(id: string): Promise<Row> {
+    const r = (await this.q('SELECT * FROM rollouts WHERE id = $1', [id])).rows[0];
+    if (!r) throw new NotFoundError('rollout', id);
+    return r;
+  }
+  async getAttempts(rolloutId: string): Promise<Attempt[]> {
+    await this.requireRollout(rolloutId);
+    return (await this.q('SELECT * FROM attempts WHERE rollout_id = $1 ORDER BY sequence', [rolloutId])).rows.map(rowToAttempt);
+  }
+  async getLatestAttempt(rolloutId: string): Promise<Attempt | null> {
+    const r = await this.requireRollout(rolloutId);
+    return r.latest_attempt_id ? this.getAttempt(r.latest_attempt_id) : null;
+  }
+  async getAttempt(attemptId: string): Promise<Attempt | null> {
+    const a = (await this.q('SELECT * FROM attempts WHERE id = $1', [attemptId])).rows[0];
+    return a ? rowToAttempt(a) : null;
+  }
+  async heartbeatAttempt(attemptId: string): Promise<Attempt> {
+    return this.tx((c) => heartbeat(c, attemptId, Date.now()));
+  }
+  async finishAttempt(attemptId: string, input: FinishAttemptInput): Promise<{ attempt: Attempt; rollout: Rollout }> {
+    if (input.status !== 'succeeded' && input.status !== 'failed') throw new TypeError(`status must be 'succeeded' or 'failed', got '${input.status}'`);
+    const out = await this.tx((c) => finish(c, attemptId, input, Date.now()));
+    if (isTerminalRollout(out.rollout.status)) this.hub.ended(out.rollout.id);
+    return out;
+  }
+
+  // --- spans -------------------------------------------------------------------------------------
+  async addSpans(spans: SpanInput[]): Promise<Span[]> {
+    if (this.closed) throw new Error('store is closed');
+    if (spans.length === 0) return [];
+    spans.forEach(checkSpanInput);
+    return new Promise<Span[]>((resolve, reject) => {
+      this.pending.push({ spans, resolve, reject });
+      if (this.pending.length === 1 && !this.flushing) setImmediate(() => void this.flushSpans());
+    });
+  }
+
+  private async flushSpans(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.pending.length === 0) return;
+    const batches = this.pending;
+    this.pending = [];
+    let done!: () => void;
+    this.flushing = new Promise((r) => (done = r));
+    try {
+      const outcome = await this.tx((c) => insertSpanTick(c, batches.map((b) => b.spans), Date.now()));
+      batches.forEach((b, i) => { const o = outcome[i]!; if (o instanceof Error) b.reject(o); else b.resolve(o); });
+    } catch (error) {
+      for (const b of batches) b.reject(error);
+    } finally {
+      this.flushing = null;
+      done();
+      if (this.pending.length) setImmediate(() => void this.flushSpans());
+    }
+  }
+
+  async querySpans(q: SpanQuery): Promise<Span[]> {
+    const r = await this.requireRollout(q.rolloutId);
+    const params: unknown[] = [q.rolloutId];
+    let sql = 'SELECT data FROM spans WHERE rollout_id = $1';
+    if (q.attemptId !== undefined) {
+      const attemptId = q.attemptId === 'latest' ? r.latest_attempt_id : q.attemptId;
+      if (!attemptId) return [];
+      params.push(attemptId); sql += ` AND attempt_id = $${params.length}`;
+    }
+    if (q.name !== undefined) { params.push(q.name); sql += ` AND name = $${params.length}`; }
+    if (q.afterSequenceId !== undefined) { params.push(q.afterSequenceId); sql += ` AND sequence_id > $${params.length}`; }
+    sql += ' ORDER BY sequence_id';
+    if (q.limit !== undefined) { params.push(pageLimit(q.limit)); sql += ` LIMIT $${params.length}`; }
+    return (await this.q(sql, params)).rows.map(rowToSpan);
+  }
+
+  // --- resources ---------------------------------------------------------------------------------
+  async addResources(input: ResourcesInput): Promise<Resources> {
+    const parsed = ResourcesInput.parse(input);
+    return this.tx(async (c) => {
+      // Versions are gap-free and unique across daemons: one writer at a time.
+      await c.query(`SELECT pg_advisory_xact_lock(hashtext('agl-resources-version'))`);
+      const { v } = (await c.query('SELECT COALESCE(MAX(version), 0) + 1 AS v FROM resources')).rows[0];
+      const res: Resources = { id: newId('rs'), version: Number(v), createdAt: Date.now(), resources: parsed.resources, metadata: parsed.metadata };
+      await c.query('INSERT INTO resources (id, version, created_at, resources, metadata) VALUES ($1, $2, $3, $4, $5)',
+        [res.id, res.version, res.createdAt, JSON.stringify(res.resources), JSON.stringify(res.metadata)]);
+      return res;
+    });
+  }
+  async getLatestResources(): Promise<Resources | null> {
+    const r = (await this.q('SELECT * FROM resources ORDER BY version DESC LIMIT 1')).rows[0];
+    return r ? rowToResources(r) : null;
+  }
+  async getResources(id: string): Promise<Resources | null> {
+    const r = (await this.q('SELECT * FROM resources WHERE id = $1', [id])).rows[0];
+    return r ? rowToResources(r) : null;
+  }
+  async listResources(limit?: number): Promise<Resources[]> {
+    return (await this.q('SELECT * FROM resources ORDER BY version DESC LIMIT $1', [pageLimit(limit)])).rows.map(rowToResources);
+  }
+
+  // --- workers -----------------------------------------------------------------------------------
+  async heartbeatWorker(id: string, patch: Partial<Pick<Worker, 'status' | 'currentRolloutId' | 'currentAttemptId' | 'metadata'>> = {}): Promise<Worker> {
+    if (typeof id !== 'string' || id.length === 0) throw new TypeError('worker id must be a non-empty string');
+    const has = (k: keyof typeof patch) => patch[k] !== undefined;
+    const { rows } = await this.q(`INSERT INTO workers (id, status, last_heartbeat, current_rollout_id, current_attempt_id, metadata)
+      VALUES ($1, COALESCE($2, 'idle'), $3, $4, $5, COALESCE($6, '{}'))
+      ON CONFLICT (id) DO UPDATE SET last_heartbeat = excluded.last_heartbeat,
+        status = COALESCE($2, workers.status),
+        current_rollout_id = CASE WHEN $7 THEN excluded.current_rollout_id ELSE workers.current_rollout_id END,
+        current_attempt_id = CASE WHEN $8 THEN excluded.current_attempt_id ELSE workers.current_attempt_id END,
+        metadata = CASE WHEN $6::text IS NULL THEN workers.metadata ELSE (workers.metadata::jsonb || $6::jsonb)::text END
+      RETURNING *`, [id, patch.status ?? null, Date.now(), patch.currentRolloutId ?? null, patch.currentAttemptId ?? null,
+      patch.metadata ? JSON.stringify(patch.metadata) : null, has('currentRolloutId'), has('currentAttemptId')]);
+    return rowToWorker(rows[0]!);
+  }
+  async getWorker(id: string): Promise<Worker | null> {
+    const r = (await this.q('SELECT * FROM workers WHERE id = $1', [id])).rows[0];
+    return r ? rowToWorker(r) : null;
+  }
+  async listWorkers(): Promise<Worker[]> { return (await this.q('SELECT * FROM workers ORDER BY id')).rows.map(rowToWorker); }
+
+  // --- training runs, metrics, transitions --------------------------------------------------------
+  async createTrainingRun(run: Pick<TrainingRun, 'agent' | 'config' | 'totalSteps'> & { id?: string }): Promise<TrainingRun> {
+    const now = Date.now();
+    const t: TrainingRun = {
+      id: run.id ?? newId('run'), agent: run.agent, status: 'running', config: run.config ?? {}, step: 0,
+      totalSteps: run.totalSteps, checkpointDir: null, summary: {}, createdAt: now, updatedAt: now,
+    };
+    const { rowCount } = await this.q(`INSERT INTO training_runs (id, agent, status, config, step, total_steps, checkpoint_dir, summary, created_at, updated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, NULL, '{}', $7, $7) ON CONFLICT (id) DO NOTHING`, [t.id, t.agent, t.status, JSON.stringify(t.config), 0, t.totalSteps, now]);
+    if (rowCount === 0) throw new ConflictError(`training run '${t.id}' already exists`);
+    return t;
+  }
+  async updateTrainingRun(id: string, patch: Partial<Pick<TrainingRun, 'status' | 'step' | 'totalSteps' | 'checkpointDir' | 'summary'>>): Promise<TrainingRun> {
+    return this.tx(async (c) => {
+      const row = (await c.query('SELECT * FROM training_runs WHERE id = $1 FOR UPDATE', [id])).rows[0];
+      if (!row) throw new NotFoundError('training run', id);
+      const t = { ...rowToTrainingRun(row), ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)), updatedAt: Date.now() } as TrainingRun;
+      await c.query('UPDATE training_runs SET status = $1, step = $2, total_steps = $3, checkpoint_dir = $4, summary = $5, updated_at = $6 WHERE id = $7',
+        [t.status, t.step, t.totalSteps, t.checkpointDir, JSON.stringify(t.summary), t.updatedAt, id]);
+      return t;
+    });
+  }
+  async getTrainingRun(id: string): Promise<TrainingRun | null> {
+    const r = (await this.q('SELECT * FROM training_runs WHERE id = $1', [id])).rows[0];
+    return r ? rowToTrainingRun(r) : null;
+  }
+  async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
+    const { rows } = agent === undefined
+      ? await this.q('SELECT * FROM training_runs ORDER BY created_at DESC, seq DESC')
+      : await this.q('SELECT * FROM training_runs WHERE agent = $1 ORDER BY created_at DESC, seq DESC', [agent]);
+    return rows.map(rowToTrainingRun);
+  }
+  async addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void> {
+    if (points.length === 0) return;
+    await this.q(`INSERT INTO metrics (run_id, step, name, value, time)
+      SELECT r, s, n, v, $5 FROM unnest($1::text[], $2::int[], $3::text[], $4::float8[]) WITH ORDINALITY AS t(r, s, n, v, ord) ORDER BY ord`,
+    [points.map((p) => p.runId), points.map((p) => p.step), points.map((p) => p.name), points.map((p) => p.value), Date.now()]);
+  }
+  async queryMetrics(runId: string, afterStep?: number): Promise<MetricPoint[]> {
+    return (await this.q('SELECT * FROM metrics WHERE run_id = $1 AND step > $2 ORDER BY step, seq', [runId, afterStep ?? -1])).rows.map(rowToMetric);
+  }
+  async addTransitions(transitions: Transition[]): Promise<void> {
+    if (transitions.length === 0) return;
+    await this.q(`INSERT INTO transitions (run_id, step, rollout_id, data)
+      SELECT r, s, ro, d FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) WITH ORDINALITY AS t(r, s, ro, d, ord) ORDER BY ord`,
+    [transitions.map((t) => t.runId), transitions.map((t) => t.step), transitions.map((t) => t.rolloutId), transitions.map((t) => JSON.stringify(t))]);
+  }
+  async queryTransitions(q: TransitionQuery): Promise<Transition[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (col: string, v: unknown) => { params.push(v); where.push(`${col} = $${params.length}`); };
+    if (q.runId !== undefined) add('run_id', q.runId);
+    if (q.rolloutId !== undefined) add('rollout_id', q.rolloutId);
+    if (q.step !== undefined) add('step', q.step);
+    let sql = `SELECT data FROM transitions ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY step, seq`;
+    if (q.limit !== undefined) { params.push(pageLimit(q.limit)); sql += ` LIMIT $${params.length}`; }
+    return (await this.q(sql, params)).rows.map(rowToTransition);
+  }
+
+  // --- health ------------------------------------------------------------------------------------
+  async runHealthCheck(now: number = Date.now()): Promise<HealthCheckResult> {
+    if (this.closed) throw new Error('store is closed');
+    const result = await healthCheck(this.pool, this.tx, now);
+    for (const id of result.failed) this.hub.ended(id);
+    return result;
+  }
+
+  async statistics(): Promise<Statistics> {
+    const rollouts = Object.fromEntries(ROLLOUT_STATUSES.map((s) => [s, 0])) as Statistics['rollouts'];
+    for (const r of (await this.q('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status')).rows) rollouts[r.status as keyof typeof rollouts] = Number(r.n);
+    const attempts = Object.fromEntries(ATTEMPT_STATUSES.map((s) => [s, 0])) as Statistics['attempts'];
+    for (const r of (await this.q('SELECT status, COUNT(*) AS n FROM attempts GROUP BY status')).rows) attempts[r.status as keyof typeof attempts] = Number(r.n);
+    const { rows } = await this.q(`SELECT (SELECT COUNT(*) FROM spans) AS spans, (SELECT COUNT(*) FROM resources) AS resources,
+      (SELECT COUNT(*) FROM workers) AS workers, (SELECT COUNT(*) FROM training_runs) AS runs`);
+    const c = rows[0]!;
+    return { rollouts, attempts, spans: Number(c.spans), resources: Number(c.resources), workers: Number(c.workers), trainingRuns: Number(c.runs) };
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * PostgresStore: the shared conformance suite, unchanged, on a throwaway PostgreSQL cluster (a fresh
+ * database per test), plus what only PostgreSQL has: several daemons running the health check at once.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { PostgresStore } from '../../daemon/store/postgres.js';
+import { openStore } from '../../daemon/store/index.js';
+import { startPostgres, type PostgresServer } from '../helpers/postgres.js';
+import { storeConformance } from './conformance.js';
+
+let server: PostgresServer;
+before(async () => { server = await startPostgres(); });
+after(async () => { await server?.stop(); });
+
+storeConformance('postgres', async () => {
+  const store = await PostgresStore.connect(await server.createDatabase(), { waitPollMs: 50 });
+  return { store, cleanup: () => store.close() };
+});
+
+describe('PostgresStore with several daemons', () => {
+  it('opens through openStore with a postgres:// URL and migrates once when daemons start together', async () => {
+    const url = await server.createDatabase();
+    const stores = await Promise.all([openStore(url), openStore(url), openStore(url)]);
+    try {
+      assert.ok(stores.every((s) => s.kind === 'postgres'));
+      const r = await stores[0]!.enqueueRollout({ input: 1 });
+      assert.equal((await stores[2]!.getRollout(r.id))?.id, r.id);
+    } finally { await Promise.all(stores.map((s) => s.close())); }
+  });
+
+  it('applies each timeout exactly once when daemons run the health check concurrently', async () => {
+    const url = await server.createDatabase();
+    const stores = await Promise.all([1, 2, 3].map(() => PostgresStore.connect(url)));
+    try {
+      const cfg = { timeoutSeconds: 1, maxAttempts: 2, retryOn: ['timeout' as const] };
+      await stores[0]!.enqueueRollouts(Array.from({ length: 30 }, (_, i) => ({ input: i, config: cfg })));
+      assert.equal((await stores[1]!.claimRollouts('w', 30)).length, 30);
+      const now = Date.now() + 5000;
+      // Repeat until every daemon's check has nothing left (SKIP LOCKED defers rows another daemon holds).
+      const timedOut: string[] = [];
+      const requeued: string[] = [];
+      for (let round = 0; round < 10; round++) {
+        const results = await Promise.all(stores.map((s) => s.runHealthCheck(now)));
+        for (const r of results) { timedOut.push(...r.timedOut); requeued.push(...r.requeued); }
+        if (results.every((r) => r.timedOut.length === 0) && timedOut.length === 30) break;
+      }
+      assert.equal(timedOut.length, 30);
+      assert.equal(new Set(timedOut).size, 30);
+      assert.equal(new Set(requeued).size, 30);
+      assert.equal(requeued.length, 30);
+      const stats = await stores[2]!.statistics();
+      assert.equal(stats.rollouts.requeuing, 30);
+      assert.equal(stats.attempts.timeout, 30);
+    } finally { await Promise.all(stores.map((s) => s.close())); }
+  });
+});
