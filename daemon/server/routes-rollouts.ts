@@ -15,7 +15,7 @@ import {
 } from '../../protocol/api.js';
 import type { Attempt } from '../../protocol/store.js';
 import type { RolloutQuery } from '../store/types.js';
-import { notFound, parseOr400 } from './errors.js';
+import { HttpProblem, notFound, parseOr400 } from './errors.js';
 import type { ServerContext } from './app.js';
 
 /** The attempt, checked to belong to the rollout in the path (404 otherwise). */
@@ -31,6 +31,17 @@ async function attemptOf(ctx: ServerContext, req: Request<{ id: string; aid: str
 export function rolloutsRouter(ctx: ServerContext): Router {
   const r = Router();
   const { store } = ctx;
+  // Everything but the cursor is validated by schema; a cursor the store cannot read is the caller's error.
+  const queryWithCursor = async (q: RolloutQuery) => {
+    try {
+      return await store.queryRollouts(q);
+    } catch (err) {
+      if (err instanceof TypeError && q.cursor !== undefined && /cursor/.test(err.message)) {
+        throw new HttpProblem(400, 'validation', `invalid cursor: pass back a nextCursor from a previous page (${err.message})`, [{ path: 'cursor', message: err.message }]);
+      }
+      throw err;
+    }
+  };
   const seen = (agent: string | null | undefined) => { if (agent) ctx.onAgentSeen?.(agent); };
 
   r.post('/queues/rollouts/enqueue', async (req, res) => {
@@ -60,11 +71,11 @@ export function rolloutsRouter(ctx: ServerContext): Router {
   });
 
   r.get('/rollouts', async (req, res) => {
-    res.json(await store.queryRollouts(parseOr400(RolloutListQuery, req.query, 'query') as RolloutQuery));
+    res.json(await queryWithCursor(parseOr400(RolloutListQuery, req.query, 'query') as RolloutQuery));
   });
 
   r.post('/rollouts/search', async (req, res) => {
-    res.json(await store.queryRollouts(parseOr400(RolloutSearchRequest, req.body)));
+    res.json(await queryWithCursor(parseOr400(RolloutSearchRequest, req.body)));
   });
 
   r.get('/rollouts/:id', async (req, res) => {
