@@ -9,8 +9,11 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { API_PREFIX, type KnownAgent } from '../../protocol/api.js';
+import type { PolicyModel } from '../model/api.js';
 import type { LightningStore } from '../store/types.js';
 import { requireToken } from './auth.js';
+import { gatewayRouter } from './gateway.js';
+import { otlpRouter } from './otlp.js';
 import { problemHandler, unknownRoute } from './errors.js';
 import { RequestMetrics, healthRouter, storeCollector } from './routes-health.js';
 import { resourcesRouter } from './routes-resources.js';
@@ -37,6 +40,11 @@ export interface ServerContext {
   /** Told about each agent named by an enqueued or started rollout (feeds daemon.json's registry). */
   onAgentSeen?: (agent: string) => void;
   knownAgents?: () => KnownAgent[];
+  /**
+   * The policy model served by the gateway's local backend, by model name. Whoever loads a policy in the
+   * daemon process assigns it (ctx is shared by reference, so it may be set after the app is built).
+   */
+  getPolicy?: (model: string) => PolicyModel | null | undefined | Promise<PolicyModel | null | undefined>;
 }
 
 export type ServerContextInit = Pick<ServerContext, 'store' | 'token' | 'dataDir'> & Partial<ServerContext>;
@@ -61,7 +69,7 @@ export function createApp(ctx: ServerContext): express.Express {
   // The store API: token first (a 401 costs nothing), then the size-limited JSON parser, then routes.
   const api = express.Router();
   api.use(requireToken(ctx.token), express.json({ limit: ctx.bodyLimit }));
-  api.use(rolloutsRouter(ctx), spansRouter(ctx), resourcesRouter(ctx), trainingRouter(ctx));
+  api.use(spansRouter(ctx), rolloutsRouter(ctx), resourcesRouter(ctx), trainingRouter(ctx)); // hottest first
   app.use(API_PREFIX, api);
 
   // ---- Mount points for other owners' routers: add ONE line each, e.g. -------------------------------
@@ -71,6 +79,8 @@ export function createApp(ctx: ServerContext): express.Express {
   // Each router parses its own bodies (the JSON parser above covers /v1/agl only) and guards itself with
   // `requireToken(ctx.token)` where it should; thrown errors become problem+json below.
   // ------------------------------------------------------------------------------------------------------
+  app.use(gatewayRouter(ctx));
+  app.use(otlpRouter(ctx));
 
   app.use(unknownRoute);
   app.use(problemHandler(ctx.log));

@@ -1,0 +1,86 @@
+/**
+ * Runs one claimed rollout attempt end to end: picks the agent and the LLM resource, builds the
+ * per-attempt base URL on the gateway, runs the agent in a warm worker process with heartbeats and
+ * the rollout's timeout, forwards its spans to the daemon, and finishes the attempt (the store then
+ * requeues or fails the rollout per its config).
+ */
+import type { Claim } from '../../protocol/api.js';
+import type { Resources, Rollout, SpanInput } from '../../protocol/store.js';
+import { AglHttpError, type AglClient } from '../../sdk/client.js';
+import { attemptBaseUrl } from '../../sdk/ids.js';
+import { BatchingSink } from '../../sdk/sink.js';
+import { pickLlmResource } from '../server/gateway.js';
+import { parseAgentRef } from './agent-ref.js';
+import type { JobOutcome, RunJob } from './protocol.js';
+import type { WorkerKind, WorkerProcess } from './worker-process.js';
+
+export interface ExecuteOptions {
+  client: AglClient;
+  /** Base URL of the daemon (the gateway lives there). */
+  daemonUrl: string;
+  cwd: string;
+  /** Agent for rollouts that name none. */
+  defaultAgent?: string;
+  /** Applied when the rollout's config sets no timeout. */
+  defaultTimeoutSeconds?: number | null;
+  heartbeatMs?: number;
+  log?: (message: string) => void;
+  /** Resources cache shared across attempts (resources are immutable once published). */
+  resourcesCache?: Map<string, Resources>;
+}
+
+export interface ExecuteResult { rollout: Rollout | null; outcome: JobOutcome }
+
+async function resourcesFor(rollout: Rollout, opts: ExecuteOptions): Promise<Resources | null> {
+  if (!rollout.resourcesId) return opts.client.getLatestResources();
+  const cached = opts.resourcesCache?.get(rollout.resourcesId);
+  if (cached) return cached;
+  const r = await opts.client.getResources(rollout.resourcesId);
+  if (r) opts.resourcesCache?.set(r.id, r);
+  return r;
+}
+
+export async function executeClaim(claim: Claim, workerFor: (kind: WorkerKind) => WorkerProcess, opts: ExecuteOptions): Promise<ExecuteResult> {
+  const { rollout, attempt } = claim;
+  const log = opts.log ?? (() => {});
+  let outcome: JobOutcome;
+  const sink = new BatchingSink(async (spans: SpanInput[]) => { await opts.client.addSpans(spans); }, { delayMs: 25, maxBatch: 1000 });
+  const heartbeat = setInterval(() => {
+    opts.client.heartbeatAttempt(rollout.id, attempt.id).catch((e: Error) => log(`heartbeat of attempt ${attempt.id} failed: ${e.message}`));
+  }, opts.heartbeatMs ?? 10_000);
+  heartbeat.unref();
+  try {
+    const agentSpec = rollout.agent ?? opts.defaultAgent;
+    if (!agentSpec) throw new Error('the rollout names no agent and this runner has no default (agl runner --agent file.ts#export)');
+    const ref = parseAgentRef(agentSpec, opts.cwd);
+    const resources = await resourcesFor(rollout, opts);
+    const llmResource = pickLlmResource(resources, undefined);
+    const job: RunJob = {
+      rolloutId: rollout.id, attemptId: attempt.id, mode: rollout.mode, task: rollout.input,
+      agent: ref.kind === 'js' ? `${ref.file}${ref.exportName ? `#${ref.exportName}` : ''}` : ref.target,
+      llm: { baseUrl: attemptBaseUrl(`${opts.daemonUrl}/v1`, rollout.id, attempt.id), model: llmResource?.model ?? 'default', samplingParams: llmResource?.samplingParams ?? {}, apiKey: 'agl' },
+    };
+    const timeoutSeconds = rollout.config.timeoutSeconds ?? opts.defaultTimeoutSeconds ?? null;
+    outcome = await workerFor(ref.kind).run(job, (spans) => { for (const s of spans) sink.add(s); }, timeoutSeconds === null ? null : timeoutSeconds * 1000);
+  } catch (err) {
+    outcome = { status: 'failed', reward: null, error: { message: (err as Error).message, stack: (err as Error).stack } };
+  } finally {
+    clearInterval(heartbeat);
+  }
+  try {
+    await sink.flush();
+  } catch (err) {
+    // Spans the agent emitted could not be stored: the attempt cannot be trusted for training.
+    outcome = { status: 'failed', reward: outcome.reward, error: { message: `could not store the attempt's spans: ${(err as Error).message}` } };
+  }
+  try {
+    const finished = await opts.client.finishAttempt(rollout.id, attempt.id, { status: outcome.status, ...(outcome.error ? { error: outcome.error } : {}) });
+    return { rollout: finished.rollout, outcome };
+  } catch (err) {
+    if (err instanceof AglHttpError && err.status === 409) {
+      log(`attempt ${attempt.id} had already ended (the store's watchdog marked it): ${err.detail}`);
+      return { rollout: await opts.client.getRollout(rollout.id), outcome };
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Messages between the runner and its worker processes. TypeScript/JavaScript workers talk over
+ * node's IPC channel; Python workers (sdk/python/agl_runner.py) over JSON lines on stdin/stdout.
+ */
+import type { SpanInput } from '../../protocol/store.js';
+import type { LLMInit } from '../../sdk/llm.js';
+
+export interface RunJob {
+  rolloutId: string;
+  attemptId: string;
+  mode: 'train' | 'val' | 'test';
+  task: unknown;
+  /** `path/to/file.ts#exportName` (TS/JS) or `module:function` / `path/file.py:function` (Python). */
+  agent: string;
+  llm: LLMInit;
+}
+
+export interface JobOutcome {
+  status: 'succeeded' | 'failed';
+  reward: number | null;
+  result?: unknown;
+  error?: { message: string; stack?: string };
+}
+
+export type ToWorker = { type: 'run'; job: RunJob } | { type: 'shutdown' };
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'spans'; spans: SpanInput[] }
+  | { type: 'done'; attemptId: string; outcome: JobOutcome };

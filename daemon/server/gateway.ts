@@ -1,0 +1,181 @@
+/**
+ * The OpenAI-compatible LLM gateway: POST /v1/chat/completions, POST /v1/completions, GET /v1/models,
+ * also under /rollout/:rolloutId/attempt/:attemptId/v1/... so each call is tied to its attempt (or via
+ * the x-agl-rollout-id / x-agl-attempt-id headers). Serves the published LLM resource: the daemon's
+ * local policy or an upstream OpenAI-compatible server. Every call tied to an attempt becomes a span,
+ * durable before the response completes (streams keep their token ids). Errors use OpenAI's error
+ * shape inside an application/problem+json body, so both OpenAI clients and our tools read them.
+ */
+import express, { type Request, type Response } from 'express';
+import { HEADERS } from '../../protocol/spans.js';
+import { LlmResource, type Resources, type Rollout } from '../../protocol/store.js';
+import type { LightningStore } from '../store/types.js';
+import { requireToken } from './auth.js';
+import { type Backend, type CallRequest, type CallResult, GatewayError, type OpenAiBody } from './gateway-backend.js';
+import { LocalBackend, type PolicyProvider } from './gateway-local.js';
+import { SpanWriter, buildCallSpan } from './gateway-spans.js';
+import { UpstreamBackend } from './gateway-upstream.js';
+
+export interface GatewayContext {
+  store: Pick<LightningStore, 'addSpans' | 'getRollout' | 'getResources' | 'getLatestResources'>;
+  /** The daemon's loaded policy model for a model name (local backend); absent = none loaded. */
+  getPolicy?: PolicyProvider;
+  /**
+   * The daemon's bearer token: required on the bare /v1/* routes. The per-attempt routes need none: the
+   * rollout and attempt ids in the URL (random, known only to the runner and the agent) are the capability.
+   */
+  token?: string;
+}
+
+const PREFIX = '/rollout/:rolloutId/attempt/:attemptId';
+const LATEST_TTL_MS = 250;
+const ROLLOUT_TTL_MS = 5_000;
+
+export function sendOpenAiError(res: Response, status: number, message: string, code = 'invalid_request_error', param: string | null = null): void {
+  if (res.headersSent) return;
+  res.status(status).type('application/problem+json').send(JSON.stringify({
+    type: `https://agent-lightning.dev/problems/${code}`, title: code.replace(/_/g, ' '), status, detail: message,
+    error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param, code },
+  }));
+}
+
+function errorOf(err: unknown): { status: number; message: string; code: string; param: string | null } {
+  if (err instanceof GatewayError) return { status: err.status, message: err.message, code: err.code, param: err.param };
+  return { status: 500, message: `gateway error: ${err instanceof Error ? err.message : String(err)}`, code: 'internal_error', param: null };
+}
+
+/** Resolves which published LLM resource serves a call, with small caches (resources are immutable). */
+class ResourceResolver {
+  private latest: { at: number; value: Resources | null } | null = null;
+  private readonly byId = new Map<string, Resources>();
+  private readonly rollouts = new Map<string, { at: number; rollout: Rollout }>();
+
+  constructor(private readonly store: GatewayContext['store']) {}
+
+  async rollout(id: string): Promise<Rollout | null> {
+    const hit = this.rollouts.get(id);
+    if (hit && Date.now() - hit.at < ROLLOUT_TTL_MS) return hit.rollout;
+    const rollout = await this.store.getRollout(id);
+    if (rollout) {
+      if (this.rollouts.size > 10_000) this.rollouts.clear();
+      this.rollouts.set(id, { at: Date.now(), rollout });
+    }
+    return rollout;
+  }
+
+  async resources(rollout: Rollout | null): Promise<Resources | null> {
+    if (rollout?.resourcesId) {
+      let r = this.byId.get(rollout.resourcesId);
+      if (!r) {
+        r = (await this.store.getResources(rollout.resourcesId)) ?? undefined;
+        if (r) this.byId.set(r.id, r);
+      }
+      if (r) return r;
+    }
+    if (!this.latest || Date.now() - this.latest.at > LATEST_TTL_MS) this.latest = { at: Date.now(), value: await this.store.getLatestResources() };
+    return this.latest.value;
+  }
+}
+
+/** The LLM resource for a requested model: same model name first, then the one named `llm`, then any. */
+export function pickLlmResource(resources: Resources | null, model: string | undefined): LlmResource | null {
+  if (!resources) return null;
+  const llms = Object.entries(resources.resources).filter(([, r]) => r.type === 'llm') as [string, LlmResource][];
+  return (llms.find(([, r]) => r.model === model) ?? llms.find(([name]) => name === 'llm') ?? llms[0])?.[1] ?? null;
+}
+
+export function gatewayRouter(ctx: GatewayContext): express.Router {
+  const router = express.Router();
+  const resolver = new ResourceResolver(ctx.store);
+  const writer = new SpanWriter(ctx.store);
+  const upstream = new UpstreamBackend();
+  // Looked up per call: `agl serve` may load (or swap) the policy after the app was built.
+  const local = new LocalBackend((model) => ctx.getPolicy?.(model) ?? null);
+  const json = express.json({ limit: '64mb' });
+
+  async function callIds(req: Request): Promise<{ rolloutId?: string; attemptId?: string; rollout: Rollout | null }> {
+    const rolloutId = (req.params.rolloutId as string | undefined) ?? req.get(HEADERS.rolloutId);
+    const attemptId = (req.params.attemptId as string | undefined) ?? req.get(HEADERS.attemptId);
+    if (!rolloutId) return { rollout: null };
+    const rollout = await resolver.rollout(rolloutId);
+    if (!rollout) throw new GatewayError(404, `rollout '${rolloutId}' not found: use the base URL the runner gave this attempt`, 'rollout_not_found');
+    if (!attemptId) throw new GatewayError(400, `rollout '${rolloutId}' given without an attempt id (header ${HEADERS.attemptId})`, 'attempt_missing');
+    return { rolloutId, attemptId, rollout };
+  }
+
+  async function handle(kind: CallRequest['kind'], req: Request, res: Response): Promise<void> {
+    const startTime = Date.now();
+    const body = req.body as OpenAiBody | undefined;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return sendOpenAiError(res, 400, 'the request body must be a JSON object (Content-Type: application/json)');
+    let callReq: CallRequest | null = null;
+    let span: ((result: CallResult | null, err: Error | null) => Promise<void>) | null = null;
+    let sse = false;
+    const abort = new AbortController();
+    res.on('close', () => { if (!res.writableFinished) abort.abort(); });
+    try {
+      const ids = await callIds(req);
+      const resources = await resolver.resources(ids.rollout);
+      const resource = pickLlmResource(resources, body.model)
+        ?? LlmResource.parse({ type: 'llm', endpoint: '', model: body.model ?? 'default', backend: 'local' });
+      callReq = { kind, body, resource };
+      if (ids.rolloutId && ids.attemptId) {
+        const call = { rolloutId: ids.rolloutId, attemptId: ids.attemptId, traceparent: req.get('traceparent'), resourcesId: resources?.id ?? null, resourcesVersion: resources?.version ?? null, startTime, streamed: body.stream === true };
+        const r = callReq;
+        span = async (result, err) => {
+          try { await writer.write(buildCallSpan(r, call, result, err)); } catch (e) { console.error(`gateway: could not record the span of a call in attempt ${call.attemptId}: ${(e as Error).message}`); }
+        };
+      }
+      const backend: Backend = resource.backend === 'upstream' ? upstream : local;
+      if (body.stream === true) {
+        const result = await backend.stream(callReq, abort.signal, (chunk) => {
+          if (!sse) { res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' }); sse = true; }
+          res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        });
+        await span?.(result, null);
+        if (!sse) res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+        res.end('data: [DONE]\n\n');
+      } else {
+        const result = await backend.call(callReq, abort.signal);
+        await span?.(result, null);
+        res.json(result.response);
+      }
+    } catch (err) {
+      const e = errorOf(err);
+      await span?.(null, new Error(e.message));
+      if (sse) res.end(`data: ${JSON.stringify({ error: { message: e.message, type: 'server_error', code: e.code } })}\n\n`);
+      else sendOpenAiError(res, e.status, e.message, e.code, e.param);
+    }
+  }
+
+  async function models(req: Request, res: Response): Promise<void> {
+    try {
+      const ids = await callIds(req);
+      const resources = await resolver.resources(ids.rollout);
+      const names = new Set<string>();
+      for (const r of Object.values(resources?.resources ?? {})) if (r.type === 'llm') names.add(r.model);
+      const created = Math.floor((resources?.createdAt ?? Date.now()) / 1000);
+      res.json({ object: 'list', data: [...names].map((id) => ({ id, object: 'model', created, owned_by: 'agl' })) });
+    } catch (err) {
+      const e = errorOf(err);
+      sendOpenAiError(res, e.status, e.message, e.code, e.param);
+    }
+  }
+
+  const pass: express.RequestHandler = (_req, _res, next) => next();
+  for (const prefix of ['', PREFIX]) {
+    const auth = prefix === '' && ctx.token ? requireToken(ctx.token) : pass;
+    router.post(`${prefix}/v1/chat/completions`, auth, json, (req, res) => handle('chat', req, res));
+    router.post(`${prefix}/v1/completions`, auth, json, (req, res) => handle('completion', req, res));
+    router.get(`${prefix}/v1/models`, auth, models);
+  }
+  // Malformed JSON bodies: answer in the OpenAI error shape rather than express's HTML page.
+  router.use((err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
+    if (!/\/v1\/(chat\/completions|completions|models)$/.test(req.path)) return next(err);
+    const status = (err as { status?: number }).status ?? 400;
+    sendOpenAiError(res, status, `invalid request body: ${(err as Error).message}`);
+  });
+  return router;
+}
+
+/** For tests and benchmarks: the backends a router built, to inspect batching. */
+export { LocalBackend, UpstreamBackend };

@@ -1,0 +1,22 @@
+/**
+ * The Agent Lightning SDK for TypeScript/JavaScript agents.
+ *   import { rollout, emitReward, operation } from 'agent-lightning-vscode/sdk';
+ *   export const calcAgent = rollout(async (task: { question: string }, llm) => {
+ *     const openai = new OpenAI({ baseURL: llm.baseUrl, apiKey: llm.apiKey });
+ *     ...
+ *     return reward;           // or emitReward(reward) anywhere inside
+ *   });
+ * Run it with `agl rollout file.ts#calcAgent --task '{...}'`, train it with `agl train`.
+ */
+export { rollout, isRolloutAgent, ROLLOUT_MARK } from './rollout.js';
+export type { AgentFunction, RolloutAgent, RolloutInfo, RolloutOptions } from './rollout.js';
+export { emitReward, emitMessage, emitObject, emitException, operation } from './emit.js';
+export type { OperationOptions } from './emit.js';
+export { LLM } from './llm.js';
+export type { LLMInit } from './llm.js';
+export { currentRollout } from './context.js';
+export type { RolloutContext, SpanSink } from './context.js';
+export { BatchingSink } from './sink.js';
+export { runAttempt, installTraceparentFetch } from './run.js';
+export type { AttemptSpec, AttemptOutcome } from './run.js';
+export { attemptBaseUrl, traceIdForAttempt, rootSpanIdForAttempt } from './ids.js';

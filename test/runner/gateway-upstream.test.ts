@@ -1,0 +1,128 @@
+/**
+ * The gateway in upstream mode, driven by the real `openai` npm client: plain and streamed chat with
+ * tools, text completions, errors; each call tied to its attempt becomes a span with usage, messages,
+ * tool calls and (when the upstream returns them, as vLLM does) token ids and logprobs.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
+import { attemptBaseUrl, rootSpanIdForAttempt, traceIdForAttempt } from '../../sdk/ids.js';
+import { FAKE_ANSWER, FAKE_PROMPT_IDS, FAKE_TOKEN_IDS, type FakeUpstream, startFakeUpstream } from './fake-upstream.js';
+import { type Harness, startDaemon } from './daemon-harness.js';
+
+const tools = [{ type: 'function' as const, function: { name: 'calculator', description: 'evaluates arithmetic', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } } }];
+
+describe('gateway, upstream backend', () => {
+  let daemon: Harness;
+  let upstream: FakeUpstream;
+  let resourcesId: string;
+  before(async () => {
+    upstream = await startFakeUpstream();
+    daemon = await startDaemon();
+    const r = await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url, samplingParams: { temperature: 0.7 } } } });
+    resourcesId = r.id;
+  });
+  after(async () => { await daemon.close(); await upstream.close(); });
+
+  async function attempt() {
+    const claim = await daemon.client.startRollout({ input: { q: 'x' }, workerId: 'test' });
+    const openai = new OpenAI({ baseURL: attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id), apiKey: 'unused', maxRetries: 0 });
+    const spans = async () => (await daemon.client.querySpans({ rolloutId: claim.rollout.id })).filter((s) => s.name === SPAN.llmCall);
+    return { claim, openai, spans };
+  }
+
+  it('forwards a chat with tools and records the call as a span', async () => {
+    const { claim, openai, spans } = await attempt();
+    const res = await openai.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'what is 6*7?' }], tools });
+    assert.equal(res.choices[0].finish_reason, 'tool_calls');
+    const call = res.choices[0].message.tool_calls?.[0];
+    assert.equal(call?.type === 'function' && call.function.name, 'calculator');
+    assert.deepEqual(upstream.requests.at(-1)?.tools, tools, 'tools reach the upstream unchanged');
+    const [span] = await spans();
+    assert.ok(span, 'the call was recorded');
+    assert.equal(span.attemptId, claim.attempt.id);
+    assert.equal(span.traceId, traceIdForAttempt(claim.attempt.id));
+    assert.equal(span.parentSpanId, rootSpanIdForAttempt(claim.attempt.id));
+    assert.equal(span.attributes[GENAI.operationName], 'chat');
+    assert.equal(span.attributes[GENAI.requestModel], 'fake-model');
+    assert.equal(span.attributes[GENAI.requestTemperature], 0.7, 'resource sampling params are the defaults');
+    assert.deepEqual(span.attributes[GENAI.responseFinishReasons], ['tool_calls']);
+    assert.equal(span.attributes[GENAI.usageInputTokens], FAKE_PROMPT_IDS.length);
+    assert.equal(span.attributes[GENAI.usageOutputTokens], FAKE_TOKEN_IDS.length);
+    assert.equal(span.attributes[AGL.resourcesId], resourcesId);
+    assert.equal(span.attributes[AGL.resourcesVersion], 1);
+    assert.equal(span.attributes[AGL.localPolicy], false);
+    const out = JSON.parse(String(span.attributes[GENAI.outputMessages]));
+    assert.equal(out[0].tool_calls[0].function.name, 'calculator');
+    assert.equal(JSON.parse(String(span.attributes[GENAI.toolDefinitions]))[0].function.name, 'calculator');
+  });
+
+  it('streams a chat and keeps the token ids and usage the upstream returned', async () => {
+    const { openai, spans } = await attempt();
+    const stream = await openai.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'hi' }], stream: true, return_token_ids: true, logprobs: true } as never) as unknown as AsyncIterable<OpenAI.Chat.ChatCompletionChunk>;
+    let text = '';
+    let usageSeen = false;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.usage) usageSeen = true;
+    }
+    assert.equal(text, FAKE_ANSWER);
+    assert.equal(usageSeen, false, 'the usage chunk is not sent when the agent did not ask for it');
+    const [span] = await spans();
+    assert.equal(span.attributes[AGL.streamed], true);
+    assert.deepEqual(span.attributes[AGL.completionTokenIds], FAKE_TOKEN_IDS);
+    assert.deepEqual(span.attributes[AGL.promptTokenIds], FAKE_PROMPT_IDS);
+    assert.equal(span.attributes[GENAI.usageOutputTokens], FAKE_TOKEN_IDS.length, 'usage recorded from the upstream usage chunk');
+    assert.equal(JSON.parse(String(span.attributes[GENAI.outputMessages]))[0].content, FAKE_ANSWER);
+  });
+
+  it('streams tool calls through', async () => {
+    const { openai, spans } = await attempt();
+    const stream = await openai.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: '6*7' }], tools, stream: true, stream_options: { include_usage: true } });
+    const names: string[] = [];
+    let usage = 0;
+    for await (const chunk of stream) {
+      for (const tc of chunk.choices[0]?.delta?.tool_calls ?? []) if (tc.function?.name) names.push(tc.function.name);
+      if (chunk.usage) usage = chunk.usage.completion_tokens;
+    }
+    assert.deepEqual(names, ['calculator']);
+    assert.equal(usage, FAKE_TOKEN_IDS.length, 'usage chunk passed on when asked for');
+    const [span] = await spans();
+    assert.deepEqual(span.attributes[GENAI.responseFinishReasons], ['tool_calls']);
+  });
+
+  it('serves text completions and lists models', async () => {
+    const { openai, spans } = await attempt();
+    const res = await openai.completions.create({ model: 'fake-model', prompt: 'Once upon a time' });
+    assert.equal(res.choices[0].text, FAKE_ANSWER);
+    const [span] = await spans();
+    assert.equal(span.attributes[GENAI.operationName], 'text_completion');
+    const models = await openai.models.list();
+    assert.deepEqual(models.data.map((m) => m.id), ['fake-model']);
+  });
+
+  it('passes upstream errors on in the OpenAI error shape, and records the failed call', async () => {
+    const { openai, spans } = await attempt();
+    await assert.rejects(openai.chat.completions.create({ model: 'missing-model', messages: [{ role: 'user', content: 'x' }] }), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.NotFoundError);
+      assert.match((err as Error).message, /missing-model/);
+      return true;
+    });
+    const [span] = await spans();
+    assert.equal(span.status.code, 'error');
+  });
+
+  it('rejects an unknown rollout and an unauthenticated bare call with clear errors', async () => {
+    const stray = new OpenAI({ baseURL: attemptBaseUrl(`${daemon.url}/v1`, 'ro-nope', 'at-nope'), apiKey: 'x', maxRetries: 0 });
+    await assert.rejects(stray.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] }), /rollout 'ro-nope' not found/);
+    const bare = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: 'wrong', maxRetries: 0 });
+    await assert.rejects(bare.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] }), (err: unknown) => err instanceof OpenAI.AuthenticationError);
+    const authed = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: daemon.token, maxRetries: 0 });
+    const res = await authed.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] });
+    assert.equal(res.choices[0].message.content, FAKE_ANSWER);
+    const bad = await fetch(`${daemon.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${daemon.token}`, 'content-type': 'application/json' }, body: '{not json' });
+    assert.equal(bad.status, 400);
+    assert.match((await bad.json() as { error: { message: string } }).error.message, /invalid request body/);
+  });
+});

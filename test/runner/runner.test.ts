@@ -1,0 +1,103 @@
+/**
+ * The runner against a real daemon: TS agents in warm worker processes (openai client through the
+ * gateway, SDK emitters), recorded spans with parentage, failures (throw, crash, hang with timeout)
+ * ending attempts failed and requeued per the rollout's config, and warm process reuse.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { AGL, SPAN } from '../../protocol/spans.js';
+import type { Rollout } from '../../protocol/store.js';
+import { Runner } from '../../daemon/runner/runner.js';
+import { rootSpanIdForAttempt } from '../../sdk/ids.js';
+import { type FakeUpstream, startFakeUpstream } from './fake-upstream.js';
+import { type Harness, startDaemon } from './daemon-harness.js';
+
+const agents = resolve('test/runner/fixtures/agents.ts'); // tests run from the repo root
+
+describe('runner', () => {
+  let daemon: Harness;
+  let upstream: FakeUpstream;
+  let runner: Runner;
+  before(async () => {
+    upstream = await startFakeUpstream();
+    daemon = await startDaemon();
+    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } } });
+    runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 2, pollMs: { min: 20, max: 200 }, log: () => {} });
+    runner.start();
+  });
+  after(async () => { await runner.stop(5000); await daemon.close(); await upstream.close(); });
+
+  async function runToEnd(input: Parameters<Harness['client']['enqueueRollout']>[0]): Promise<Rollout> {
+    const r = await daemon.client.enqueueRollout(input);
+    for (let i = 0; i < 100; i++) {
+      const [done] = await daemon.client.waitForRollouts([r.id], 2000);
+      if (done) return done;
+    }
+    throw new Error(`rollout ${r.id} did not end`);
+  }
+
+  it('runs a TS agent: LLM call through the gateway, rewards, parentage', async () => {
+    const r = await runToEnd({ input: { question: 'what is 6*7?' }, agent: `${agents}#askAgent` });
+    assert.equal(r.status, 'succeeded');
+    const spans = await daemon.client.querySpans({ rolloutId: r.id });
+    const [attempt] = await daemon.client.getAttempts(r.id);
+    const root = spans.find((s) => s.name === SPAN.agentRun);
+    assert.ok(root, 'root span recorded');
+    assert.equal(root.spanId, rootSpanIdForAttempt(attempt.id));
+    assert.equal(root.parentSpanId, null);
+    const solve = spans.find((s) => s.name === 'solve');
+    assert.equal(solve?.parentSpanId, root.spanId);
+    const llm = spans.find((s) => s.name === SPAN.llmCall);
+    assert.ok(llm, 'LLM call recorded by the gateway');
+    assert.equal(llm.parentSpanId, solve?.spanId, 'the LLM call is a child of the operation it was made in (traceparent)');
+    assert.equal(llm.traceId, root.traceId);
+    const rewards = spans.filter((s) => s.name === SPAN.reward);
+    assert.equal(rewards.length, 2);
+    const named = rewards.find((s) => s.attributes[AGL.rewardName] === 'exact');
+    assert.equal(named?.attributes[AGL.rewardValue], 1);
+    assert.deepEqual(JSON.parse(String(named?.attributes[AGL.rewardComponents])), { exact: 1, format: 0.5 });
+    assert.ok(rewards.some((s) => s.attributes['agl.reward.final'] === true && s.attributes[AGL.rewardValue] === 1));
+  });
+
+  it('a throwing agent fails its attempt, with the error recorded', async () => {
+    const r = await runToEnd({ input: {}, agent: `${agents}#throwingAgent` });
+    assert.equal(r.status, 'failed');
+    const [attempt] = await daemon.client.getAttempts(r.id);
+    assert.match(attempt.error?.message ?? '', /broke on purpose/);
+    const spans = await daemon.client.querySpans({ rolloutId: r.id });
+    assert.ok(spans.some((s) => s.name === SPAN.exception && s.attributes[AGL.exceptionMessage] === 'the agent broke on purpose'));
+  });
+
+  it('a crashing agent process fails the attempt and the rollout is requeued per its config', async () => {
+    const r = await runToEnd({ input: {}, agent: `${agents}#crashingAgent`, config: { maxAttempts: 2, retryOn: ['failed'] } });
+    assert.equal(r.status, 'failed');
+    const attempts = await daemon.client.getAttempts(r.id);
+    assert.equal(attempts.length, 2, 'retried once');
+    for (const a of attempts) assert.match(a.error?.message ?? '', /exited \(code 3\)/);
+  });
+
+  it('a hanging agent is killed at the rollout timeout', async () => {
+    const r = await runToEnd({ input: {}, agent: `${agents}#hangingAgent`, config: { timeoutSeconds: 1 } });
+    assert.equal(r.status, 'failed');
+    const [attempt] = await daemon.client.getAttempts(r.id);
+    assert.match(attempt.error?.message ?? '', /timed out after 1 s/);
+  });
+
+  it('reuses warm worker processes across rollouts', async () => {
+    const pids = new Set<number>();
+    for (let i = 0; i < 4; i++) {
+      const r = await runToEnd({ input: {}, agent: `${agents}#pidAgent` });
+      const spans = await daemon.client.querySpans({ rolloutId: r.id, name: SPAN.message });
+      pids.add(Number(spans[0].attributes[AGL.message]));
+    }
+    assert.ok(pids.size <= 2, `4 rollouts on 2 slots ran in ${pids.size} processes`);
+  });
+
+  it('an unknown agent export fails with a message naming the exports', async () => {
+    const r = await runToEnd({ input: {}, agent: `${agents}#nope` });
+    const [attempt] = await daemon.client.getAttempts(r.id);
+    assert.equal(r.status, 'failed');
+    assert.match(attempt.error?.message ?? '', /no exported function 'nope'.*askAgent/);
+  });
+});
