@@ -14,6 +14,7 @@ const COMMANDS: Record<string, CommandEntry> = {
   status: { summary: 'is the daemon running? where, with which store, holding what', load: () => import('./commands/status.js') },
   rollouts: { summary: 'list rollouts (filters) or show one with its attempts and spans', load: () => import('./commands/rollouts.js') },
   lsp: { summary: 'language server (stdio) serving CodeLens with reward stats above agent functions', load: () => import('./commands/lsp.js') },
+  export: { summary: 'write a training run\'s transitions (credit, advantages, token ids) as JSONL for TRL/verl', load: () => import('./commands/export.js') },
 };
 // ---------------------------------------------------------------------------------------------------------------
 
