@@ -102,7 +102,7 @@ export class SqliteStore implements LightningStore {
 
   async claimRollouts(workerId: string, limit: number, opts: ClaimOptions = {}): Promise<Claim[]> {
     if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`limit must be a positive integer, got ${limit}`);
-    let sql = `SELECT * FROM rollouts WHERE status IN ('queuing','requeuing')`;
+    let sql = `SELECT * FROM rollouts INDEXED BY rollouts_queue WHERE status IN ('queuing', 'requeuing')`;
     const params: unknown[] = [];
     if (opts.agent !== undefined) { sql += ' AND (agent IS NULL OR agent = ?)'; params.push(opts.agent); }
     if (opts.mode !== undefined) { sql += ' AND mode = ?'; params.push(opts.mode); }
