@@ -98,6 +98,13 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
     await assert.rejects(d.client.cancelRollout(q.id), (e: unknown) => e instanceof AglHttpError && e.status === 409);
   });
 
+  it('times out a silent attempt on the daemon\'s watchdog timer, with no request touching the rollout', async () => {
+    const { rollout } = await d.client.startRollout({ input: 'hangs', workerId: 'w', config: { timeoutSeconds: 0.5, maxAttempts: 1 } });
+    const ended = await d.client.waitForRollouts([rollout.id], 30_000);
+    assert.deepEqual(ended.map((r) => [r.id, r.status]), [[rollout.id, 'failed']]);
+    assert.equal((await d.client.getLatestAttempt(rollout.id))?.status, 'timeout');
+  });
+
   it('publishes and reads resources', async () => {
     const v = await d.client.addResources({ resources: { prompt: { type: 'prompt_template', template: 'Q: {q}' } }, metadata: { step: 1 } });
     assert.equal((await d.client.getLatestResources())?.id, v.id);
