@@ -1,0 +1,51 @@
+/**
+ * The sql sample agent: text-to-SQL over the company database with three LangChain.js agents (writer,
+ * checker, rewriter; see graph.ts). It uses LangChain's ChatOpenAI unchanged, pointed at the LLM resource
+ * it is given (the daemon's gateway). Reward: 1 when the final query's rows equal the gold query's.
+ *   agl rollout samples/sql/agent.ts#sqlAgent --task '{"question":"How many employees are in Sales?","gold":"SELECT COUNT(*) FROM emp WHERE dept='"'"'Sales'"'"'"}'
+ *   agl train samples/sql/agent.ts#sqlAgent --train samples/sql/data/train.jsonl --val samples/sql/data/val.jsonl --config samples/sql/train.yaml
+ */
+import { ChatOpenAI } from '@langchain/openai';
+import { type LLM, emitObject, rollout } from '../../sdk/index.js';
+import { openCompanyDb } from './db.js';
+import { executionReward } from './execute.js';
+import { buildSqlGraph } from './graph.js';
+import type { SqlTask } from './task.js';
+
+/** Reply length when the resource sets none: a query with a join is ~80 characters. */
+const DEFAULT_MAX_TOKENS = 160;
+
+export function chatModelFor(llm: LLM): ChatOpenAI {
+  const p = llm.samplingParams;
+  return new ChatOpenAI({
+    model: llm.model,
+    apiKey: llm.apiKey,
+    configuration: { baseURL: llm.baseUrl },
+    maxRetries: 0,
+    maxTokens: p.maxTokens ?? DEFAULT_MAX_TOKENS,
+    ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
+    ...(p.topP !== undefined ? { topP: p.topP } : {}),
+    ...(p.stop !== undefined ? { stop: p.stop } : {}),
+  });
+}
+
+function checkTask(task: unknown): SqlTask {
+  const t = task as Partial<SqlTask> | null;
+  if (!t || typeof t.question !== 'string' || typeof t.gold !== 'string') {
+    throw new TypeError('sql task: expected {"question": string, "gold": string (the gold SQL)}');
+  }
+  return t as SqlTask;
+}
+
+export const sqlAgent = rollout(async (task: SqlTask, llm: LLM) => {
+  const t = checkTask(task);
+  const db = openCompanyDb();
+  try {
+    const final = await buildSqlGraph(chatModelFor(llm), db).invoke(t.question);
+    const reward = executionReward(db, final.sql, t.gold);
+    emitObject({ sql: final.sql, result: final.result, accepted: final.accepted, turns: final.history.length }, { 'agl.object.kind': 'sql.final' });
+    return reward;
+  } finally {
+    db.close();
+  }
+}, { name: 'sqlAgent' });

@@ -1,0 +1,99 @@
+/**
+ * The sql sample's database: a small fictional company (departments, employees, projects) in SQLite,
+ * made deterministically from a seed so `make-db.ts` always writes the same file. Column names are
+ * short on purpose: the built-in byte-level model has a 256-byte context, so the schema line, the
+ * question and the SQL must all fit in it.
+ */
+import Database from 'better-sqlite3';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { rng } from '../calc/task.js';
+
+/** The schema as the agent shows it to the model (one line). */
+export const SCHEMA_LINE = 'emp(name,dept,pay,year) dept(name,city) proj(name,dept,cost)';
+
+/** This sample's folder, whether tsx loads it as CommonJS (the package has no "type": "module") or as ESM. */
+function sampleDir(): string {
+  if (typeof __dirname === 'string') return __dirname;
+  // @ts-ignore -- import.meta exists whenever this file runs as ESM
+  return dirname(fileURLToPath(import.meta.url));
+}
+
+export const DATA_DIR = join(sampleDir(), 'data');
+export const DEFAULT_DB_PATH = join(DATA_DIR, 'company.db');
+
+export const DEPARTMENTS: { name: string; city: string }[] = [
+  { name: 'Sales', city: 'Oslo' }, { name: 'Research', city: 'Lyon' }, { name: 'Support', city: 'Oslo' },
+  { name: 'Legal', city: 'Porto' }, { name: 'Design', city: 'Lyon' }, { name: 'Finance', city: 'Graz' },
+  { name: 'Ops', city: 'Porto' }, { name: 'Media', city: 'Turku' },
+];
+
+const FIRST_NAMES = [
+  'Ada', 'Ben', 'Cleo', 'Dan', 'Eli', 'Fay', 'Gus', 'Hana', 'Ivo', 'Jude', 'Kai', 'Lea', 'Max', 'Nia', 'Otto',
+  'Pia', 'Quin', 'Rui', 'Sara', 'Theo', 'Uma', 'Vik', 'Wren', 'Xia', 'Yara', 'Zed', 'Alba', 'Bram', 'Cora', 'Dag',
+  'Edda', 'Finn', 'Gia', 'Hugo', 'Iris', 'Jon', 'Kira', 'Lars', 'Mila', 'Nils', 'Olga', 'Paul', 'Rosa', 'Sven',
+  'Tara', 'Ugo', 'Vera', 'Walt', 'Ylva', 'Zoe',
+];
+
+const PROJECT_NAMES = [
+  'Apollo', 'Beacon', 'Comet', 'Delta', 'Ember', 'Falcon', 'Garnet', 'Harbor', 'Indigo', 'Juniper', 'Kestrel',
+  'Lumen', 'Meteor', 'Nimbus', 'Orbit', 'Pulsar', 'Quartz', 'Raven', 'Summit', 'Tundra',
+];
+
+export interface Employee { name: string; dept: string; pay: number; year: number }
+export interface Project { name: string; dept: string; cost: number }
+export interface CompanyRows { depts: typeof DEPARTMENTS; emps: Employee[]; projs: Project[] }
+
+/** The rows, from a seed (same seed, same rows). */
+export function companyRows(seed = 7): CompanyRows {
+  const r = rng(seed);
+  const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
+  const pick = <T>(xs: T[]) => xs[int(0, xs.length - 1)];
+  // Every department gets at least two employees, so "how many in X" is never trivially 0.
+  const emps: Employee[] = FIRST_NAMES.map((name, i) => ({
+    name,
+    dept: i < DEPARTMENTS.length * 2 ? DEPARTMENTS[i % DEPARTMENTS.length].name : pick(DEPARTMENTS).name,
+    pay: int(30, 120) * 1000,
+    year: int(2015, 2024),
+  }));
+  const projs: Project[] = PROJECT_NAMES.map((name, i) => ({
+    name,
+    dept: i < DEPARTMENTS.length ? DEPARTMENTS[i].name : pick(DEPARTMENTS).name,
+    cost: int(5, 90) * 1000,
+  }));
+  return { depts: DEPARTMENTS, emps, projs };
+}
+
+/** Writes a fresh database file with the schema and the rows. */
+export function writeCompanyDb(path: string, seed = 7): CompanyRows {
+  mkdirSync(dirname(path), { recursive: true });
+  if (existsSync(path)) rmSync(path);
+  const db = new Database(path);
+  try {
+    db.exec(`
+      CREATE TABLE dept (name TEXT PRIMARY KEY, city TEXT NOT NULL);
+      CREATE TABLE emp (name TEXT PRIMARY KEY, dept TEXT NOT NULL REFERENCES dept(name), pay INTEGER NOT NULL, year INTEGER NOT NULL);
+      CREATE TABLE proj (name TEXT PRIMARY KEY, dept TEXT NOT NULL REFERENCES dept(name), cost INTEGER NOT NULL);
+    `);
+    const rows = companyRows(seed);
+    const insert = db.transaction(() => {
+      const d = db.prepare('INSERT INTO dept (name, city) VALUES (?, ?)');
+      for (const x of rows.depts) d.run(x.name, x.city);
+      const e = db.prepare('INSERT INTO emp (name, dept, pay, year) VALUES (?, ?, ?, ?)');
+      for (const x of rows.emps) e.run(x.name, x.dept, x.pay, x.year);
+      const p = db.prepare('INSERT INTO proj (name, dept, cost) VALUES (?, ?, ?)');
+      for (const x of rows.projs) p.run(x.name, x.dept, x.cost);
+    });
+    insert();
+    return rows;
+  } finally {
+    db.close();
+  }
+}
+
+/** Opens the sample database read-only (a predicted query can never change it). Makes it when missing. */
+export function openCompanyDb(path = DEFAULT_DB_PATH): Database.Database {
+  if (!existsSync(path)) writeCompanyDb(path);
+  return new Database(path, { readonly: true, fileMustExist: true });
+}
