@@ -16,8 +16,8 @@ const targets = [
   { name: 'agl', entryPoints: ['daemon/cli.ts'], outfile: 'dist/agl.mjs', platform: 'node', format: 'esm', external: nodeExternals, target: 'node20',
     banner: { js: "import { createRequire as __aglCreateRequire } from 'node:module'; const require = __aglCreateRequire(import.meta.url);" } },
   { name: 'sdk', entryPoints: ['sdk/index.ts'], outfile: 'dist/sdk.mjs', platform: 'node', format: 'esm', external: [], target: 'node20', packages: 'external' },
-  { name: 'trajectory webview', entryPoints: ['webview/trajectory/main.ts'], outfile: 'dist/webview/trajectory.js', platform: 'browser', format: 'iife', target: 'es2022' },
-  { name: 'dashboard webview', entryPoints: ['webview/dashboard/main.ts'], outfile: 'dist/webview/dashboard.js', platform: 'browser', format: 'iife', target: 'es2022' },
+  { name: 'trajectory webview', entryPoints: ['webview/trajectory/main.ts'], outfile: 'dist/webview/trajectory.js', platform: 'browser', format: 'iife', target: 'es2022', loader: { '.ttf': 'file' } },
+  { name: 'dashboard webview', entryPoints: ['webview/dashboard/main.ts'], outfile: 'dist/webview/dashboard.js', platform: 'browser', format: 'iife', target: 'es2022', loader: { '.ttf': 'file' } },
 ];
 mkdirSync('dist', { recursive: true });
 for (const { name, ...options } of targets) {

@@ -1,0 +1,60 @@
+/**
+ * The training dashboard panel (one per window): the webview asks for runs and metrics (data.ts), the
+ * panel polls the watched run while it is visible and pushes new points; a click on a step opens that
+ * step's GRPO groups in the trajectory viewer beside it.
+ */
+import * as vscode from 'vscode';
+import { DASHBOARD_VIEW_TYPE, DashboardProtocol } from '../../protocol/webview-dashboard.js';
+import { dashboardHandlers, watchRunMetrics } from './data.js';
+import { PanelHost } from './panel-host.js';
+import { lazyHandlers, openTrajectoryViewer, resolveClient, type ClientSource } from './trajectory-panel.js';
+
+interface DashboardPanel { host: PanelHost; client: ClientSource; watchedRunId: string | null; watcher: { stop(): void } | null }
+let current: DashboardPanel | undefined;
+
+async function watch(panel: DashboardPanel, runId: string | null): Promise<void> {
+  panel.watcher?.stop();
+  panel.watcher = null;
+  panel.watchedRunId = runId;
+  if (!runId || !panel.host.panel.visible) return;
+  const client = await resolveClient(panel.client);
+  panel.watcher = watchRunMetrics(client, runId, (run, points) => panel.host.notify(DashboardProtocol.metrics, { run, points }));
+}
+
+function create(context: vscode.ExtensionContext, client: ClientSource, existing?: vscode.WebviewPanel): PanelHost {
+  const methods = Object.values(DashboardProtocol).filter((t) => t.kind === 'request').map((t) => t.method);
+  const panel: DashboardPanel = { host: undefined as unknown as PanelHost, client, watchedRunId: null, watcher: null };
+  panel.host = new PanelHost(context, {
+    viewType: DASHBOARD_VIEW_TYPE,
+    title: 'Agent Lightning: Training',
+    bundle: 'dashboard',
+    handlers: lazyHandlers(() => panel.client, dashboardHandlers, methods),
+    onCommand: async (method, params) => {
+      if (method === DashboardProtocol.watchRun.method) await watch(panel, (params as { runId: string }).runId);
+      else if (method === DashboardProtocol.openGroups.method) {
+        const { runId, step } = params as { runId: string; step: number };
+        openTrajectoryViewer(context, panel.client, { runId, step }, vscode.ViewColumn.Beside);
+      }
+    },
+    onVisibility: (visible) => { if (!visible) { panel.watcher?.stop(); panel.watcher = null; } },
+    onDispose: () => { panel.watcher?.stop(); if (current === panel) current = undefined; },
+  }, existing);
+  current = panel;
+  return panel.host;
+}
+
+/** Opens (or reveals) the training dashboard, on `opts.runId` or the newest run. */
+export function openTrainingDashboard(context: vscode.ExtensionContext, client: ClientSource, opts: { runId?: string } = {}): vscode.WebviewPanel {
+  if (current) { current.client = client; current.host.reveal(); } else create(context, client);
+  if (opts.runId) current!.host.notify(DashboardProtocol.show, { runId: opts.runId });
+  return current!.host.panel;
+}
+
+export function dashboardSerializer(context: vscode.ExtensionContext, client: ClientSource): vscode.WebviewPanelSerializer {
+  return {
+    async deserializeWebviewPanel(panel: vscode.WebviewPanel): Promise<void> {
+      if (current) current.host.panel.dispose();
+      create(context, client, panel);
+    },
+  };
+}

@@ -1,0 +1,183 @@
+/**
+ * What the panels answer to their webviews' requests, fetched from the daemon through the typed client
+ * (sdk/client.ts). Free of the vscode API, so the webview tests drive exactly this code against a real
+ * daemon. One handler table per webview, keyed by the protocol's method names.
+ */
+import { SPAN } from '../../protocol/spans.js';
+import { ROLLOUT_MODES, ROLLOUT_STATUSES, type MetricPoint, type Rollout, type Span, type TrainingRun, type Transition } from '../../protocol/store.js';
+import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
+import type { IpcRequestType } from '../../protocol/webview-ipc.js';
+import {
+  TrajectoryProtocol, type GroupData, type GroupPage, type GroupQuery, type RolloutDetail, type RolloutFilter, type RolloutPage,
+} from '../../protocol/webview-trajectory.js';
+import type { AglClient } from '../../sdk/client.js';
+
+export type RequestHandlers = Map<string, (params: unknown) => Promise<unknown>>;
+
+function on<P, R>(handlers: RequestHandlers, type: IpcRequestType<P, R>, fn: (params: P) => Promise<R>): void {
+  handlers.set(type.method, fn as (params: unknown) => Promise<unknown>);
+}
+
+/** Runs `fn` over `items` with at most `limit` at once (the daemon is local; this keeps sockets few). */
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => { while (next < items.length) { const i = next++; out[i] = await fn(items[i]); } };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+function sumRewards(spans: Span[]): number | null {
+  const values = spans.filter((s) => s.name === SPAN.reward).map((s) => s.attributes['agl.reward.value']).filter((v): v is number => typeof v === 'number');
+  return values.length ? values.reduce((a, b) => a + b, 0) : null;
+}
+
+async function resourceVersions(client: AglClient): Promise<Map<string, number>> {
+  return new Map((await client.listResources(1000)).map((r) => [r.id, r.version]));
+}
+
+async function listRollouts(client: AglClient, filter: RolloutFilter): Promise<RolloutPage> {
+  const [page, versions, known] = await Promise.all([
+    client.queryRollouts({
+      status: filter.status, mode: filter.mode, agent: filter.agent, resourcesVersion: filter.resourcesVersion,
+      cursor: filter.cursor, limit: Math.min(filter.limit ?? 50, 200),
+    }),
+    resourceVersions(client),
+    client.agents(),
+  ]);
+  const items = await mapLimit(page.items, 8, async (rollout) => {
+    const rewards = rollout.attemptCount > 0 ? await client.querySpans({ rolloutId: rollout.id, attemptId: 'latest', name: SPAN.reward }) : [];
+    return { rollout, reward: sumRewards(rewards), resourcesVersion: rollout.resourcesId ? versions.get(rollout.resourcesId) ?? null : null };
+  });
+  const agents = [...new Set([...known.map((a) => a.agent), ...page.items.map((r) => r.agent).filter((a): a is string => !!a)])].sort();
+  return {
+    items, nextCursor: page.nextCursor, statuses: [...ROLLOUT_STATUSES], modes: [...ROLLOUT_MODES], agents,
+    resourcesVersions: [...versions.values()].sort((a, b) => b - a),
+  };
+}
+
+async function getRollout(client: AglClient, rolloutId: string, attemptId?: string): Promise<RolloutDetail> {
+  const rollout = await client.getRollout(rolloutId);
+  if (!rollout) throw new Error(`rollout '${rolloutId}' does not exist in this daemon's store`);
+  const attempts = await client.getAttempts(rolloutId);
+  const attempt = attempts.find((a) => a.id === attemptId) ?? attempts[attempts.length - 1] ?? null;
+  const [spans, transitions, resources] = await Promise.all([
+    attempt ? client.querySpans({ rolloutId, attemptId: attempt.id }) : Promise.resolve([]),
+    client.queryTransitions({ rolloutId }),
+    rollout.resourcesId ? client.getResources(rollout.resourcesId) : Promise.resolve(null),
+  ]);
+  return {
+    rollout, attempts, attemptId: attempt?.id ?? null, spans,
+    transitions: transitions.filter((t) => !attempt || t.attemptId === attempt.id).sort((a, b) => b.step - a.step),
+    resourcesVersion: resources?.version ?? null,
+  };
+}
+
+async function groupFromTransitions(client: AglClient, groupId: string, transitions: Transition[]): Promise<GroupData> {
+  const byRollout = new Map<string, Transition[]>();
+  for (const t of transitions) byRollout.set(t.rolloutId, [...(byRollout.get(t.rolloutId) ?? []), t]);
+  const samples = await mapLimit([...byRollout.entries()], 8, async ([rolloutId, ts]) => {
+    const [rollout, spans] = await Promise.all([
+      client.getRollout(rolloutId),
+      client.querySpans({ rolloutId, attemptId: ts[0].attemptId }),
+    ]);
+    const kept = spans.filter((s) => s.name === SPAN.llmCall || s.name === SPAN.reward);
+    const fromTransitions = ts.find((t) => t.reward !== null)?.reward ?? null;
+    return { rollout: rollout!, reward: sumRewards(spans) ?? fromTransitions, spans: kept, transitions: ts.sort((a, b) => a.index - b.index) };
+  });
+  const present = samples.filter((s) => s.rollout);
+  return { groupId, input: present[0]?.rollout.input ?? null, samples: present };
+}
+
+/** A rollout the algorithm has not trained on yet: its group is the rollouts of the same task and step. */
+async function groupFromMetadata(client: AglClient, rollout: Rollout): Promise<GroupData> {
+  const { taskId, runId, step } = rollout.metadata as { taskId?: unknown; runId?: unknown; step?: unknown };
+  const siblings = taskId === undefined ? [rollout]
+    : (await client.queryRollouts({ agent: rollout.agent ?? undefined, limit: 500 })).items
+      .filter((r) => r.metadata.taskId === taskId && r.metadata.runId === runId && r.metadata.step === step);
+  const samples = await mapLimit(siblings, 8, async (r) => {
+    const spans = r.attemptCount > 0 ? await client.querySpans({ rolloutId: r.id, attemptId: 'latest' }) : [];
+    return { rollout: r, reward: sumRewards(spans), spans: spans.filter((s) => s.name === SPAN.llmCall || s.name === SPAN.reward), transitions: [] };
+  });
+  return { groupId: String(taskId ?? rollout.id), input: rollout.input, samples };
+}
+
+async function getGroups(client: AglClient, q: GroupQuery): Promise<GroupPage> {
+  let { runId, step } = q;
+  if (q.rolloutId) {
+    const own = await client.queryTransitions({ rolloutId: q.rolloutId });
+    if (own.length === 0) {
+      const rollout = await client.getRollout(q.rolloutId);
+      if (!rollout) throw new Error(`rollout '${q.rolloutId}' does not exist in this daemon's store`);
+      return { runId: null, step: null, steps: [], groups: [await groupFromMetadata(client, rollout)] };
+    }
+    const latest = own.reduce((a, b) => (b.step > a.step ? b : a));
+    runId = latest.runId;
+    step = latest.step;
+    const all = await client.queryTransitions({ runId, step, limit: 10_000 });
+    const group = await groupFromTransitions(client, latest.groupId, all.filter((t) => t.groupId === latest.groupId));
+    return { runId, step, steps: await trainedSteps(client, runId), groups: [group] };
+  }
+  if (!runId) runId = (await client.listTrainingRuns())[0]?.id;
+  if (!runId) return { runId: null, step: null, steps: [], groups: [] };
+  const steps = await trainedSteps(client, runId);
+  if (step === undefined) step = steps[steps.length - 1];
+  if (step === undefined) return { runId, step: null, steps, groups: [] };
+  const transitions = await client.queryTransitions({ runId, step, limit: 10_000 });
+  const byGroup = new Map<string, Transition[]>();
+  for (const t of transitions) byGroup.set(t.groupId, [...(byGroup.get(t.groupId) ?? []), t]);
+  const groups = await mapLimit([...byGroup.entries()], 4, ([groupId, ts]) => groupFromTransitions(client, groupId, ts));
+  return { runId, step, steps, groups };
+}
+
+/** Steps of a run that can have transitions: 0 .. the run's current step. */
+async function trainedSteps(client: AglClient, runId: string): Promise<number[]> {
+  const run = await client.getTrainingRun(runId);
+  const last = Math.max(0, (run?.step ?? 1) - 1);
+  return Array.from({ length: last + 1 }, (_, i) => i);
+}
+
+export function trajectoryHandlers(client: AglClient): RequestHandlers {
+  const handlers: RequestHandlers = new Map();
+  on(handlers, TrajectoryProtocol.listRollouts, (f) => listRollouts(client, f));
+  on(handlers, TrajectoryProtocol.getRollout, (p) => getRollout(client, p.rolloutId, p.attemptId));
+  on(handlers, TrajectoryProtocol.getGroups, (q) => getGroups(client, q));
+  return handlers;
+}
+
+export function dashboardHandlers(client: AglClient): RequestHandlers {
+  const handlers: RequestHandlers = new Map();
+  on(handlers, DashboardProtocol.listRuns, async () => (await client.listTrainingRuns()).sort((a, b) => b.createdAt - a.createdAt));
+  on(handlers, DashboardProtocol.getRunMetrics, async ({ runId }) => {
+    const run = await client.getTrainingRun(runId);
+    if (!run) throw new Error(`training run '${runId}' does not exist in this daemon's store`);
+    return { run, points: await client.queryMetrics(runId) };
+  });
+  return handlers;
+}
+
+/**
+ * Polls a running training run and hands on the metric points after the ones already sent, and the
+ * run's new state, until the run ends or `stop()` is called.
+ */
+export function watchRunMetrics(client: AglClient, runId: string, send: (run: TrainingRun, points: MetricPoint[]) => void, intervalMs = 2000): { stop(): void } {
+  let lastStep = -1;
+  let lastUpdated = 0;
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const tick = async (): Promise<void> => {
+    try {
+      const run = await client.getTrainingRun(runId);
+      if (stopped || !run) return;
+      // Validation writes a point at the current step after the training point: re-read the last step.
+      const points = await client.queryMetrics(runId, lastStep >= 0 ? lastStep - 1 : undefined);
+      if (points.length || run.updatedAt !== lastUpdated) send(run, points);
+      lastUpdated = run.updatedAt;
+      for (const p of points) lastStep = Math.max(lastStep, p.step);
+      if (run.status !== 'running') return;
+    } catch { /* daemon restarting: try again next tick */ }
+    if (!stopped) timer = setTimeout(() => void tick(), intervalMs);
+  };
+  void tick();
+  return { stop() { stopped = true; if (timer) clearTimeout(timer); } };
+}

@@ -1,0 +1,79 @@
+/**
+ * The extension-host side of one webview panel: creates (or adopts, after a restart) the WebviewPanel
+ * with local resources limited to dist/webview, serves the CSP'd HTML, answers the webview's typed
+ * requests from a handler table, hands its commands to the panel, and holds back notifications while the
+ * panel is hidden or its script not yet ready (the last of each method wins), sending them when it shows.
+ */
+import * as vscode from 'vscode';
+import type { IpcNotificationType } from '../../protocol/webview-ipc.js';
+import type { RequestHandlers } from './data.js';
+import { makeNonce, webviewHtml } from './html.js';
+import { routeWebviewMessage } from './router.js';
+
+export interface PanelHostOptions {
+  viewType: string;
+  title: string;
+  /** Bundle name under dist/webview: `trajectory` -> trajectory.js + trajectory.css. */
+  bundle: string;
+  handlers: RequestHandlers;
+  onCommand: (method: string, params: unknown) => void | Promise<void>;
+  onDispose?: () => void;
+  /** Called when the panel is shown or hidden (e.g. to pause polling while nobody looks). */
+  onVisibility?: (visible: boolean) => void;
+}
+
+export class PanelHost {
+  readonly panel: vscode.WebviewPanel;
+  private ready = false;
+  private readonly held = new Map<string, unknown>();
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(context: vscode.ExtensionContext, private readonly o: PanelHostOptions, existing?: vscode.WebviewPanel, column = vscode.ViewColumn.Active) {
+    const root = vscode.Uri.joinPath(context.extensionUri, 'dist', 'webview');
+    this.panel = existing ?? vscode.window.createWebviewPanel(o.viewType, o.title, column, {
+      enableScripts: true, retainContextWhenHidden: false, localResourceRoots: [root],
+    });
+    this.panel.webview.options = { enableScripts: true, localResourceRoots: [root] };
+    const webview = this.panel.webview;
+    webview.html = webviewHtml({
+      title: o.title, cspSource: webview.cspSource, nonce: makeNonce(),
+      scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(root, `${o.bundle}.js`)).toString(),
+      styleUri: webview.asWebviewUri(vscode.Uri.joinPath(root, `${o.bundle}.css`)).toString(),
+    });
+    this.disposables.push(
+      webview.onDidReceiveMessage((m: unknown) => void this.receive(m)),
+      this.panel.onDidChangeViewState(() => {
+        // A hidden webview (retainContextWhenHidden off) is torn down and reloads from its saved state.
+        if (!this.panel.visible) this.ready = false;
+        o.onVisibility?.(this.panel.visible);
+      }),
+      this.panel.onDidDispose(() => this.dispose()),
+    );
+  }
+
+  notify<P>(type: IpcNotificationType<P>, params: P): void {
+    if (this.ready && this.panel.visible) void this.panel.webview.postMessage({ method: type.method, params });
+    else this.held.set(type.method, params);
+  }
+
+  reveal(): void { this.panel.reveal(undefined, false); }
+
+  private receive(message: unknown): Promise<void> {
+    return routeWebviewMessage(message, {
+      handlers: this.o.handlers,
+      post: (m) => void this.panel.webview.postMessage(m),
+      onCommand: this.o.onCommand,
+      onReady: () => {
+        this.ready = true;
+        for (const [method, params] of this.held) void this.panel.webview.postMessage({ method, params });
+        this.held.clear();
+      },
+      onCommandError: (err) => void vscode.window.showErrorMessage(`Agent Lightning: ${err.message}`),
+    });
+  }
+
+  private dispose(): void {
+    for (const d of this.disposables) d.dispose();
+    this.o.onDispose?.();
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * Messages between the trajectory viewer webview (webview/trajectory/) and its panel in the extension
+ * host (extension/panels/trajectory-panel.ts). The host fetches from the daemon; the webview derives
+ * and draws (span tree, waterfall, chat, credit, GRPO groups, states).
+ */
+import type { Attempt, Rollout, RolloutMode, RolloutStatus, Span, Transition } from './store.js';
+import { commandType, notificationType, requestType } from './webview-ipc.js';
+
+export const TRAJECTORY_VIEW_TYPE = 'agl.trajectoryViewer';
+
+export interface RolloutFilter {
+  status?: RolloutStatus[];
+  mode?: RolloutMode;
+  agent?: string;
+  resourcesVersion?: number;
+  /** Page cursor from the previous page's nextCursor. */
+  cursor?: string;
+  limit?: number;
+}
+
+/** One line of the rollouts table. */
+export interface RolloutRow {
+  rollout: Rollout;
+  /** Sum of the latest attempt's reward spans; null when it emitted none. */
+  reward: number | null;
+  /** Resources version the rollout ran with, when known. */
+  resourcesVersion: number | null;
+}
+
+export interface RolloutPage {
+  items: RolloutRow[];
+  nextCursor: string | null;
+  /** Choices for the filters (sent by the host so the webview bundle need not carry zod). */
+  statuses: RolloutStatus[];
+  modes: RolloutMode[];
+  agents: string[];
+  resourcesVersions: number[];
+}
+
+/** Everything about one rollout that the viewer draws. */
+export interface RolloutDetail {
+  rollout: Rollout;
+  attempts: Attempt[];
+  /** The attempt whose spans are given. */
+  attemptId: string | null;
+  spans: Span[];
+  /** The algorithm's transitions for these spans (credit, advantage), newest training step first. */
+  transitions: Transition[];
+  resourcesVersion: number | null;
+}
+
+/** One sample of a GRPO group: a rollout of the group's task. */
+export interface GroupSample {
+  rollout: Rollout;
+  reward: number | null;
+  /** The LLM-call spans (and reward spans) of the attempt the algorithm used. */
+  spans: Span[];
+  transitions: Transition[];
+}
+
+export interface GroupData {
+  groupId: string;
+  /** The task (the rollouts' shared input). */
+  input: unknown;
+  samples: GroupSample[];
+}
+
+export interface GroupQuery {
+  runId?: string;
+  step?: number;
+  /** Show the group this rollout belongs to. */
+  rolloutId?: string;
+}
+
+export interface GroupPage {
+  runId: string | null;
+  step: number | null;
+  /** Steps of the run that have transitions, to move between them. */
+  steps: number[];
+  groups: GroupData[];
+}
+
+/** Which screen the viewer shows; persisted with setState so a restored panel reopens there. */
+export type TrajectoryView =
+  | { kind: 'rollouts' }
+  | { kind: 'rollout'; rolloutId: string; attemptId?: string; tab?: 'timeline' | 'states'; selectedSpanId?: string }
+  | ({ kind: 'group' } & GroupQuery);
+
+export interface TrajectoryState {
+  view: TrajectoryView;
+  filter: RolloutFilter;
+}
+
+export const TrajectoryProtocol = {
+  listRollouts: requestType<RolloutFilter, RolloutPage>('trajectory/listRollouts'),
+  getRollout: requestType<{ rolloutId: string; attemptId?: string }, RolloutDetail>('trajectory/getRollout'),
+  getGroups: requestType<GroupQuery, GroupPage>('trajectory/getGroups'),
+  /** Open the agent's source at the line that made a call (from code.filepath / code.lineno). */
+  openCode: commandType<{ filepath: string; lineno: number | null }>('trajectory/openCode'),
+  openDashboard: commandType<{ runId: string }>('trajectory/openDashboard'),
+  /** Host -> webview: switch to this view (the panel was opened or revealed for it). */
+  show: notificationType<{ view: TrajectoryView; filter?: RolloutFilter }>('trajectory/show'),
+  /** Host -> webview: new rollouts or spans landed; reload what is on screen. */
+  changed: notificationType<{ rolloutIds: string[] }>('trajectory/changed'),
+} as const;

@@ -1,0 +1,91 @@
+/**
+ * The detail of one span: for an LLM call the prompt and the response as a chat, its numbers (tokens,
+ * latency, reward, credit, GRPO advantage) and a link to the agent code that made it; for any other span
+ * its attributes and events.
+ */
+import { AGL } from '../../protocol/spans.js';
+import type { Span, Transition } from '../../protocol/store.js';
+import { fmtDuration, fmtNumber, fmtSigned, h, icon, signClass } from '../shared/dom.js';
+import { llmCall, rewardValue, spanKind, type ChatMessage } from './model.js';
+
+export interface DetailActions {
+  openCode(filepath: string, lineno: number | null): void;
+  openGroup?(rolloutId: string): void;
+}
+
+const ROLE_ICON: Record<string, string> = { system: 'settings-gear', user: 'account', assistant: 'hubot', tool: 'tools' };
+
+export function chatBubble(m: ChatMessage, extraClass = ''): HTMLElement {
+  return h('div', { class: `chat-msg role-${m.role} ${extraClass}`.trim() },
+    h('div', { class: 'chat-role' }, icon(ROLE_ICON[m.role] ?? 'comment'), ` ${m.role}${m.name ? ` · ${m.name}` : ''}${m.toolCallId ? ` · ${m.toolCallId}` : ''}`),
+    m.text ? h('div', { class: 'chat-text' }, m.text) : null,
+    ...m.toolCalls.map((c) => h('div', { class: 'chat-tool-call' }, icon('symbol-method'), h('span', { class: 'mono' }, ` ${c.name}(${c.args})`))),
+  );
+}
+
+function metric(label: string, value: string, cls = '', title = ''): HTMLElement {
+  return h('div', { class: `metric ${cls}`.trim(), title: title || null },
+    h('div', { class: 'metric-label' }, label), h('div', { class: 'metric-value' }, value));
+}
+
+export function codeLink(code: { filepath: string; lineno: number | null }, actions: DetailActions): HTMLElement {
+  const name = code.filepath.split(/[\\/]/).pop() ?? code.filepath;
+  const link = h('a', { href: '#', class: 'code-link', title: `Open ${code.filepath}${code.lineno ? `:${code.lineno}` : ''}` },
+    icon('go-to-file'), ` ${name}${code.lineno ? `:${code.lineno}` : ''}`);
+  link.addEventListener('click', (e) => { e.preventDefault(); actions.openCode(code.filepath, code.lineno); });
+  return link;
+}
+
+function attributesTable(span: Span): HTMLElement {
+  const entries = Object.entries(span.attributes);
+  return h('table', { class: 'attrs' },
+    h('tbody', {}, ...entries.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { class: 'mono' }, typeof v === 'string' ? v : JSON.stringify(v))))));
+}
+
+export function renderSpanDetail(span: Span, transition: Transition | undefined, rolloutReward: number | null, actions: DetailActions): HTMLElement {
+  const kind = spanKind(span);
+  const duration = span.endTime !== null ? span.endTime - span.startTime : null;
+  if (kind !== 'llm') {
+    const reward = rewardValue(span);
+    return h('section', { class: `detail detail-${kind}` },
+      h('h2', {}, span.name),
+      h('div', { class: 'metrics' },
+        metric('Kind', kind),
+        metric('Duration', fmtDuration(duration)),
+        metric('Status', span.status.code + (span.status.message ? `: ${span.status.message}` : ''), span.status.code === 'error' ? 'negative' : ''),
+        reward !== null ? metric('Reward', fmtNumber(reward), signClass(reward)) : null),
+      typeof span.attributes[AGL.codeFilepath] === 'string'
+        ? codeLink({ filepath: span.attributes[AGL.codeFilepath] as string, lineno: (span.attributes[AGL.codeLineno] as number) ?? null }, actions) : null,
+      h('h3', {}, 'Attributes'), attributesTable(span),
+      span.events.length ? h('h3', {}, 'Events') : null,
+      ...span.events.map((e) => h('div', { class: 'event mono' }, `${e.name} ${JSON.stringify(e.attributes)}`)));
+  }
+  const call = llmCall(span);
+  const reward = transition?.reward ?? rolloutReward;
+  return h('section', { class: 'detail detail-llm' },
+    h('div', { class: 'detail-title' },
+      h('h2', {}, icon('sparkle'), ` ${call.agentName ?? 'LLM call'}`, transition ? h('span', { class: 'muted' }, ` · call #${transition.index + 1}`) : null),
+      h('div', { class: 'spacer' }),
+      call.code ? codeLink(call.code, actions) : h('span', { class: 'muted', title: 'The span has no code.filepath attribute' }, 'no source location'),
+      transition && actions.openGroup ? (() => {
+        const b = h('vscode-button', { secondary: true, class: 'open-group', icon: 'organization' }, 'GRPO group');
+        b.addEventListener('click', () => actions.openGroup!(span.rolloutId));
+        return b;
+      })() : null),
+    h('div', { class: 'metrics' },
+      metric('Model', call.model ?? '—'),
+      metric('Prompt tokens', fmtNumber(call.inputTokens ?? transition?.promptTokens ?? null)),
+      metric('Completion tokens', fmtNumber(call.outputTokens ?? transition?.completionTokens ?? null)),
+      metric('Latency', fmtDuration(call.latencyMs)),
+      metric('Reward', fmtNumber(reward ?? null), `reward ${signClass(reward)}`),
+      metric('Credit', transition ? fmtNumber(transition.credit) : '—', `credit ${signClass(transition?.credit)}`,
+        'Reward the credit assignment gave this call'),
+      metric('Advantage', transition ? fmtSigned(transition.advantage) : '—', `advantage ${signClass(transition?.advantage)}`,
+        transition ? `GRPO advantage at training step ${transition.step} (group ${transition.groupId})` : 'Not used for training yet'),
+      call.finishReasons.length ? metric('Finish', call.finishReasons.join(', ')) : null),
+    h('div', { class: 'chat' },
+      ...call.prompt.map((m) => chatBubble(m)),
+      h('div', { class: 'chat-divider' }, h('span', {}, 'response')),
+      ...(call.response.length ? call.response.map((m) => chatBubble(m, 'response')) : [h('div', { class: 'muted' }, 'No response recorded.')])),
+  );
+}

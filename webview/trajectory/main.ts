@@ -1,0 +1,83 @@
+/**
+ * Entry of the trajectory viewer webview (bundled to dist/webview/trajectory.js): routes between the
+ * rollouts table, one rollout (timeline / states) and the GRPO group view, keeps the current view in
+ * getState/setState, and asks the host for data with typed requests (protocol/webview-trajectory.ts).
+ */
+import '@vscode-elements/elements/dist/main.js';
+import '@vscode/codicons/dist/codicon.css';
+import '../shared/theme.css';
+import './trajectory.css';
+import {
+  TrajectoryProtocol as P, type RolloutFilter, type TrajectoryState, type TrajectoryView,
+} from '../../protocol/webview-trajectory.js';
+import { HostConnection } from '../shared/host.js';
+import { h, icon, mount } from '../shared/dom.js';
+import { renderGroupView } from './group-view.js';
+import { renderRolloutView } from './rollout-view.js';
+import { renderRolloutsView } from './rollouts-view.js';
+
+const host = new HostConnection<TrajectoryState>();
+const root = document.getElementById('app') ?? document.body.appendChild(h('div', { id: 'app' }));
+let state: TrajectoryState = host.state ?? { view: { kind: 'rollouts' }, filter: {} };
+let renderToken = 0;
+
+const openCode = (filepath: string, lineno: number | null): void => host.command(P.openCode, { filepath, lineno });
+
+function loading(): void { mount(root, h('div', { class: 'loading' }, h('vscode-progress-ring', {}), 'Loading…')); }
+function failed(what: string, err: unknown): void {
+  mount(root, h('div', { class: 'empty-state error' }, icon('error'), h('p', {}, `Could not load ${what}: ${(err as Error).message}`),
+    (() => { const b = h('vscode-button', {}, 'Back to rollouts'); b.addEventListener('click', () => go({ kind: 'rollouts' })); return b; })()));
+}
+
+function go(view: TrajectoryView): void {
+  state = { ...state, view };
+  host.state = state;
+  void render();
+}
+
+async function render(): Promise<void> {
+  const token = ++renderToken;
+  const view = state.view;
+  document.body.dataset.view = view.kind;
+  if (view.kind === 'rollouts') {
+    renderRolloutsView(root, state.filter, {
+      load: (filter: RolloutFilter) => host.request(P.listRollouts, filter),
+      setFilter: (filter) => { state = { ...state, filter }; host.state = state; void render(); },
+      openRollout: (rolloutId) => go({ kind: 'rollout', rolloutId }),
+    });
+    return;
+  }
+  loading();
+  if (view.kind === 'rollout') {
+    try {
+      const detail = await host.request(P.getRollout, { rolloutId: view.rolloutId, attemptId: view.attemptId });
+      if (token !== renderToken) return;
+      renderRolloutView(root, detail, { tab: view.tab ?? 'timeline', selectedSpanId: view.selectedSpanId }, {
+        back: () => go({ kind: 'rollouts' }),
+        selectAttempt: (attemptId) => go({ ...view, attemptId, selectedSpanId: undefined }),
+        saveViewState: (s) => { state = { ...state, view: { ...view, ...s } }; host.state = state; },
+        openCode,
+        openGroup: (rolloutId) => go({ kind: 'group', rolloutId }),
+      });
+    } catch (err) { if (token === renderToken) failed(`rollout ${view.rolloutId}`, err); }
+    return;
+  }
+  try {
+    const page = await host.request(P.getGroups, { runId: view.runId, step: view.step, rolloutId: view.rolloutId });
+    if (token !== renderToken) return;
+    renderGroupView(root, page, {
+      back: () => go({ kind: 'rollouts' }),
+      openRollout: (rolloutId, spanId) => go({ kind: 'rollout', rolloutId, selectedSpanId: spanId }),
+      selectStep: (step) => go({ kind: 'group', runId: page.runId ?? undefined, step }),
+      openCode,
+    });
+  } catch (err) { if (token === renderToken) failed('the GRPO groups', err); }
+}
+
+host.onNotification(P.show, ({ view, filter }) => { if (filter) state = { ...state, filter }; go(view); });
+host.onNotification(P.changed, ({ rolloutIds }) => {
+  const v = state.view;
+  if (v.kind === 'rollouts' || (v.kind === 'rollout' && rolloutIds.includes(v.rolloutId))) void render();
+});
+void render();
+host.ready();

@@ -1,0 +1,252 @@
+/**
+ * Pure derivations the trajectory viewer draws from a rollout's spans: the span tree (with broken
+ * parentage repaired), what kind each span is, LLM calls as chat messages, rewards, and the semantic
+ * variables after each step (the "states" of the Agent Lightning paper's Figure 1).
+ * No DOM here, so it reads top to bottom and is easy to test.
+ */
+import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
+import type { Span, Transition } from '../../protocol/store.js';
+
+export type SpanKindName = 'agent' | 'llm' | 'tool' | 'reward' | 'object' | 'message' | 'exception' | 'operation';
+
+export interface SpanNode { span: Span; depth: number; children: SpanNode[] }
+
+export function spanKind(span: Span): SpanKindName {
+  const a = span.attributes;
+  if (span.name === SPAN.llmCall || a[GENAI.operationName] === 'chat' || a[GENAI.operationName] === 'text_completion') return 'llm';
+  if (span.name === SPAN.tool || a[GENAI.operationName] === 'execute_tool') return 'tool';
+  if (span.name === SPAN.reward || a[AGL.rewardValue] !== undefined) return 'reward';
+  if (span.name === SPAN.object) return 'object';
+  if (span.name === SPAN.message) return 'message';
+  if (span.name === SPAN.exception) return 'exception';
+  if (span.name === SPAN.agentRun) return 'agent';
+  return 'operation';
+}
+
+/** Roots and children ordered by start time; a span whose parent is missing becomes a root. */
+export function buildSpanTree(spans: Span[]): SpanNode[] {
+  const byId = new Map<string, SpanNode>();
+  const sorted = [...spans].sort((a, b) => a.startTime - b.startTime || a.sequenceId - b.sequenceId);
+  for (const span of sorted) byId.set(span.spanId, { span, depth: 0, children: [] });
+  const roots: SpanNode[] = [];
+  for (const node of byId.values()) {
+    const parentId = node.span.parentSpanId;
+    const parent = parentId && parentId !== node.span.spanId ? byId.get(parentId) : undefined;
+    if (parent) parent.children.push(node); else roots.push(node);
+  }
+  const setDepth = (node: SpanNode, depth: number, seen: Set<SpanNode>): void => {
+    if (seen.has(node)) return;
+    seen.add(node);
+    node.depth = depth;
+    for (const child of node.children) setDepth(child, depth + 1, seen);
+  };
+  const seen = new Set<SpanNode>();
+  for (const root of roots) setDepth(root, 0, seen);
+  return roots;
+}
+
+/** Depth-first order, skipping the children of collapsed spans. */
+export function flattenTree(roots: SpanNode[], collapsed: Set<string> = new Set()): SpanNode[] {
+  const out: SpanNode[] = [];
+  const walk = (node: SpanNode): void => {
+    out.push(node);
+    if (!collapsed.has(node.span.spanId)) node.children.forEach(walk);
+  };
+  roots.forEach(walk);
+  return out;
+}
+
+export function timeRange(spans: Span[]): { start: number; end: number } {
+  if (spans.length === 0) return { start: 0, end: 1 };
+  const start = Math.min(...spans.map((s) => s.startTime));
+  const end = Math.max(...spans.map((s) => s.endTime ?? s.startTime));
+  return { start, end: end > start ? end : start + 1 };
+}
+
+export function rewardValue(span: Span): number | null {
+  const v = span.attributes[AGL.rewardValue];
+  return typeof v === 'number' ? v : null;
+}
+
+/** The rollout's reward: the sum of its reward spans (null when it emitted none). */
+export function totalReward(spans: Span[]): number | null {
+  const values = spans.filter((s) => spanKind(s) === 'reward').map(rewardValue).filter((v): v is number => v !== null);
+  return values.length ? values.reduce((a, b) => a + b, 0) : null;
+}
+
+export interface ChatMessage { role: string; text: string; name?: string; toolCalls: { id?: string; name: string; args: string }[]; toolCallId?: string }
+
+function partText(part: unknown): string {
+  if (typeof part === 'string') return part;
+  if (typeof part !== 'object' || part === null) return '';
+  const p = part as Record<string, unknown>;
+  if (typeof p.text === 'string') return p.text;
+  if (typeof p.content === 'string') return p.content;
+  if (p.type === 'image_url') return '[image]';
+  return JSON.stringify(p);
+}
+
+/** One message in OpenAI chat form, GenAI `parts` form, or a bare string (completions). */
+export function toChatMessage(raw: unknown, defaultRole = 'assistant'): ChatMessage {
+  if (typeof raw === 'string') return { role: defaultRole, text: raw, toolCalls: [] };
+  const m = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+  const inner = typeof m.message === 'object' && m.message !== null ? (m.message as Record<string, unknown>) : m; // a choice
+  const content = inner.content ?? inner.parts ?? inner.text;
+  const text = Array.isArray(content) ? content.map(partText).join('\n') : content === null || content === undefined ? '' : partText(content);
+  const toolCalls = (Array.isArray(inner.tool_calls) ? inner.tool_calls : []).map((c: Record<string, unknown>) => {
+    const fn = (c.function ?? c) as Record<string, unknown>;
+    const args = typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {});
+    return { id: typeof c.id === 'string' ? c.id : undefined, name: String(fn.name ?? 'tool'), args };
+  });
+  return {
+    role: typeof inner.role === 'string' ? inner.role : defaultRole,
+    text,
+    name: typeof inner.name === 'string' ? inner.name : undefined,
+    toolCalls,
+    toolCallId: typeof inner.tool_call_id === 'string' ? inner.tool_call_id : undefined,
+  };
+}
+
+function parseJson(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  try { return JSON.parse(value); } catch { return value; }
+}
+
+function asMessages(value: unknown, defaultRole: string): ChatMessage[] {
+  const parsed = parseJson(value);
+  if (parsed === undefined || parsed === null || parsed === '') return [];
+  return (Array.isArray(parsed) ? parsed : [parsed]).map((m) => toChatMessage(m, defaultRole));
+}
+
+export interface LlmCall {
+  span: Span;
+  prompt: ChatMessage[];
+  response: ChatMessage[];
+  model: string | null;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  latencyMs: number | null;
+  agentName: string | null;
+  finishReasons: string[];
+  code: { filepath: string; lineno: number | null } | null;
+}
+
+export function llmCall(span: Span): LlmCall {
+  const a = span.attributes;
+  const num = (k: string): number | null => (typeof a[k] === 'number' ? (a[k] as number) : null);
+  const str = (k: string): string | null => (typeof a[k] === 'string' ? (a[k] as string) : null);
+  const finish = a[GENAI.responseFinishReasons];
+  const filepath = str(AGL.codeFilepath);
+  return {
+    span,
+    prompt: asMessages(a[GENAI.inputMessages], 'user'),
+    response: asMessages(a[GENAI.outputMessages], 'assistant'),
+    model: str(GENAI.responseModel) ?? str(GENAI.requestModel),
+    inputTokens: num(GENAI.usageInputTokens),
+    outputTokens: num(GENAI.usageOutputTokens),
+    latencyMs: num(AGL.latencyMs) ?? (span.endTime !== null ? span.endTime - span.startTime : null),
+    agentName: str(AGL.agentName) ?? str(GENAI.agentName),
+    finishReasons: Array.isArray(finish) ? finish.map(String) : typeof finish === 'string' ? [finish] : [],
+    code: filepath ? { filepath, lineno: num(AGL.codeLineno) } : null,
+  };
+}
+
+/** The transition for a span, from the newest training step that used it. */
+export function transitionsBySpan(transitions: Transition[]): Map<string, Transition> {
+  const out = new Map<string, Transition>();
+  for (const t of [...transitions].sort((a, b) => a.step - b.step)) out.set(t.spanId, t);
+  return out;
+}
+
+export function messageText(m: ChatMessage): string {
+  return [m.text, ...m.toolCalls.map((c) => `${c.name}(${c.args})`)].filter(Boolean).join('\n');
+}
+
+// --- states (Figure 1) -------------------------------------------------------------------------------
+
+export type VariableKind = 'input' | 'llm' | 'tool' | 'object' | 'reward';
+export interface StateVariable { id: string; label: string; kind: VariableKind; value: string }
+export interface StateStep { label: string; kind: VariableKind; span: Span | null; writes: string[]; reads: string[] }
+export interface StatesTable { variables: StateVariable[]; steps: StateStep[] }
+
+/** The rollout's task: the root span's `agl.task`, else the rollout input given by the caller. */
+function taskText(spans: Span[], input: unknown): string {
+  const root = spans.find((s) => spanKind(s) === 'agent' && typeof s.attributes['agl.task'] === 'string');
+  const raw = root ? parseJson(root.attributes['agl.task']) : input;
+  return typeof raw === 'string' ? raw : JSON.stringify(raw ?? null);
+}
+
+/** Pieces of a variable's value long enough to recognise when a later prompt quotes them. */
+function fingerprints(value: string): string[] {
+  const parsed = parseJson(value);
+  const leaves: string[] = [];
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') leaves.push(v);
+    else if (typeof v === 'number') leaves.push(String(v));
+    else if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') Object.values(v).forEach(walk);
+  };
+  walk(parsed);
+  return leaves.map((s) => s.trim()).filter((s) => s.length >= 3);
+}
+
+/**
+ * Each step (LLM call, tool result, emitted object, reward) in time order, which semantic variables it
+ * wrote, and which earlier variables an LLM call read (its prompt quotes their value). A variable is
+ * empty before the step that writes it and filled after.
+ */
+export function deriveStates(spans: Span[], input: unknown): StatesTable {
+  const variables: StateVariable[] = [{ id: 'task', label: 'task input', kind: 'input', value: taskText(spans, input) }];
+  const steps: StateStep[] = [];
+  const toolResultsSeen = new Set<string>();
+  const ordered = [...spans].sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId);
+  let llmIndex = 0;
+  const readsOf = (promptText: string): string[] =>
+    variables.filter((v) => fingerprints(v.value).some((f) => promptText.includes(f))).map((v) => v.id);
+
+  for (const span of ordered) {
+    const kind = spanKind(span);
+    if (kind === 'llm') {
+      const call = llmCall(span);
+      // Tool results the agent fed back (role "tool") are variables written before this call.
+      for (const m of call.prompt.filter((p) => p.role === 'tool')) {
+        const key = m.toolCallId ?? m.text;
+        if (toolResultsSeen.has(key)) continue;
+        toolResultsSeen.add(key);
+        const id = `tool-${toolResultsSeen.size}`;
+        variables.push({ id, label: `tool result ${m.name ?? ''}`.trim(), kind: 'tool', value: m.text });
+        steps.push({ label: `tool ${m.name ?? ''}`.trim(), kind: 'tool', span: null, writes: [id], reads: [] });
+      }
+      const promptText = call.prompt.map(messageText).join('\n');
+      const reads = readsOf(promptText);
+      const id = `llm-${llmIndex++}`;
+      const who = call.agentName ?? 'LLM';
+      variables.push({ id, label: `${who} output #${llmIndex}`, kind: 'llm', value: call.response.map(messageText).join('\n') });
+      steps.push({ label: `${who} call #${llmIndex}`, kind: 'llm', span, writes: [id], reads });
+    } else if (kind === 'tool') {
+      const name = String(span.attributes[GENAI.toolName] ?? span.name);
+      const result = span.attributes['gen_ai.tool.call.result'] ?? span.attributes['agl.tool.result'];
+      if (result === undefined) continue; // the result shows up as a role "tool" message of the next call
+      const id = `tool-span-${span.spanId}`;
+      toolResultsSeen.add(String(span.attributes[GENAI.toolCallId] ?? id));
+      variables.push({ id, label: `tool result ${name}`, kind: 'tool', value: String(result) });
+      steps.push({ label: `tool ${name}`, kind: 'tool', span, writes: [id], reads: [] });
+    } else if (kind === 'object') {
+      const id = `object-${span.spanId}`;
+      variables.push({ id, label: `object ${variables.filter((v) => v.kind === 'object').length + 1}`, kind: 'object', value: String(span.attributes[AGL.objectJson] ?? '') });
+      steps.push({ label: 'emit object', kind: 'object', span, writes: [id], reads: [] });
+    } else if (kind === 'reward') {
+      const id = `reward-${span.spanId}`;
+      const name = String(span.attributes[AGL.rewardName] ?? 'reward');
+      variables.push({ id, label: name, kind: 'reward', value: String(rewardValue(span) ?? '') });
+      steps.push({ label: `reward ${name}`, kind: 'reward', span, writes: [id], reads: [] });
+    }
+  }
+  return { variables, steps };
+}
+
+/** Whether `variableId` holds a value after step `stepIndex` (the task input always does). */
+export function isFilled(table: StatesTable, variableId: string, stepIndex: number): boolean {
+  if (variableId === 'task') return true;
+  return table.steps.slice(0, stepIndex + 1).some((s) => s.writes.includes(variableId));
+}

@@ -1,0 +1,145 @@
+/**
+ * One rollout: a header (status, agent, reward, attempts), then two tabs. "Timeline": the span tree
+ * beside a waterfall of when each span ran, and the selected span's detail (chat, credit, advantage).
+ * "States": the semantic variables after each step (states-view.ts).
+ */
+import type { Span } from '../../protocol/store.js';
+import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
+import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
+import { renderSpanDetail, type DetailActions } from './call-detail.js';
+import { buildSpanTree, flattenTree, llmCall, rewardValue, spanKind, timeRange, totalReward, transitionsBySpan, type SpanKindName } from './model.js';
+import { statusPill } from './rollouts-view.js';
+import { renderStatesView } from './states-view.js';
+
+export interface RolloutViewState { tab: 'timeline' | 'states'; selectedSpanId?: string }
+export interface RolloutViewActions extends DetailActions {
+  back(): void;
+  selectAttempt(attemptId: string): void;
+  saveViewState(state: RolloutViewState): void;
+}
+
+export const KIND_ICON: Record<SpanKindName, string> = {
+  agent: 'robot', llm: 'sparkle', tool: 'tools', reward: 'star-full', object: 'json', message: 'comment', exception: 'error', operation: 'symbol-event',
+};
+
+function spanLabel(span: Span): string {
+  const kind = spanKind(span);
+  if (kind === 'llm') {
+    const call = llmCall(span);
+    return `${call.agentName ? call.agentName + ' · ' : ''}${call.model ?? 'LLM call'}`;
+  }
+  if (kind === 'tool') return String(span.attributes['gen_ai.tool.name'] ?? span.name);
+  if (kind === 'reward') return `reward ${span.attributes['agl.reward.name'] ?? ''}`.trim();
+  if (kind === 'agent') return String(span.attributes['agl.agent.name'] ?? 'rollout');
+  return String(span.attributes['agl.operation.name'] ?? span.name);
+}
+
+function spanChips(span: Span, advantage: number | undefined): HTMLElement[] {
+  const kind = spanKind(span);
+  const out: HTMLElement[] = [];
+  if (kind === 'llm') {
+    const call = llmCall(span);
+    if (call.inputTokens !== null || call.outputTokens !== null) out.push(h('span', { class: 'chip', title: 'prompt → completion tokens' }, `${call.inputTokens ?? '?'}→${call.outputTokens ?? '?'} tok`));
+    if (advantage !== undefined) out.push(h('span', { class: `chip advantage ${signClass(advantage)}`, title: 'GRPO advantage' }, `A ${fmtSigned(advantage, 2)}`));
+  }
+  if (kind === 'reward') { const r = rewardValue(span); out.push(h('span', { class: `chip reward ${signClass(r)}` }, fmtNumber(r))); }
+  if (span.status.code === 'error') out.push(h('span', { class: 'chip negative' }, 'error'));
+  return out;
+}
+
+export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, state: RolloutViewState, actions: RolloutViewActions): void {
+  const { rollout, spans } = detail;
+  const byTransition = transitionsBySpan(detail.transitions);
+  const reward = totalReward(spans);
+  const tree = buildSpanTree(spans);
+  const range = timeRange(spans);
+  const collapsed = new Set<string>();
+  const firstCall = spans.find((s) => spanKind(s) === 'llm');
+  let selected = spans.find((s) => s.spanId === state.selectedSpanId) ?? firstCall ?? spans[0];
+  const treePane = h('div', { class: 'span-tree', role: 'tree' });
+  const detailPane = h('div', { class: 'detail-pane' });
+
+  const drawDetail = (): void => {
+    if (!selected) { mount(detailPane, h('div', { class: 'empty-state' }, 'This attempt recorded no spans.')); return; }
+    mount(detailPane, renderSpanDetail(selected, byTransition.get(selected.spanId), reward, actions));
+  };
+  const drawTree = (): void => {
+    const rows = flattenTree(tree, collapsed).map((node) => {
+      const s = node.span;
+      const kind = spanKind(s);
+      const left = ((s.startTime - range.start) / (range.end - range.start)) * 100;
+      const width = Math.max(0.4, (((s.endTime ?? s.startTime) - s.startTime) / (range.end - range.start)) * 100);
+      const bar = h('div', { class: `bar kind-${kind}`, title: fmtDuration(s.endTime !== null ? s.endTime - s.startTime : null) });
+      bar.style.left = `${left}%`;
+      bar.style.width = `${Math.min(width, 100 - left)}%`;
+      const twisty = node.children.length
+        ? icon(collapsed.has(s.spanId) ? 'chevron-right' : 'chevron-down', 'twisty')
+        : h('span', { class: 'twisty' });
+      twisty.addEventListener('click', (e) => {
+        e.stopPropagation();
+        if (collapsed.has(s.spanId)) collapsed.delete(s.spanId); else collapsed.add(s.spanId);
+        drawTree();
+      });
+      const name = h('div', { class: 'span-name' }, twisty, icon(KIND_ICON[kind], `kind-icon kind-${kind}`),
+        h('span', { class: 'label', title: s.name }, spanLabel(s)), ...spanChips(s, byTransition.get(s.spanId)?.advantage));
+      name.style.paddingLeft = `${node.depth * 14 + 4}px`;
+      const row = h('div', { class: `span-row kind-${kind}${s === selected ? ' selected' : ''}`, role: 'treeitem', 'data-span-id': s.spanId, 'data-kind': kind, tabindex: 0 },
+        name, h('div', { class: 'waterfall' }, bar));
+      row.addEventListener('click', () => {
+        selected = s;
+        actions.saveViewState({ tab: 'timeline', selectedSpanId: s.spanId });
+        drawTree();
+        drawDetail();
+      });
+      return row;
+    });
+    mount(treePane, h('div', { class: 'span-row header' }, h('div', { class: 'span-name' }, 'Span'),
+      h('div', { class: 'waterfall axis' }, h('span', {}, '0'), h('span', {}, fmtDuration(range.end - range.start)))), ...rows);
+  };
+
+  const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: 'Back to rollouts', title: 'Back to rollouts', class: 'back' });
+  back.addEventListener('click', actions.back);
+  const attemptSelect = h('vscode-single-select', { class: 'attempt-select', 'aria-label': 'Attempt' },
+    ...detail.attempts.map((a) => h('vscode-option', { value: a.id, selected: a.id === detail.attemptId }, `attempt ${a.sequence} · ${a.status}`)));
+  attemptSelect.addEventListener('change', () => actions.selectAttempt((attemptSelect as unknown as { value: string }).value));
+  const attempt = detail.attempts.find((a) => a.id === detail.attemptId);
+
+  const timeline = h('div', { class: 'timeline-layout' }, treePane, detailPane);
+  const statesPanel = h('div', { class: 'states-panel' });
+  const tabs = h('vscode-tabs', { 'selected-index': state.tab === 'states' ? 1 : 0, class: 'rollout-tabs' },
+    h('vscode-tab-header', { slot: 'header', class: 'tab-timeline' }, 'Timeline'),
+    h('vscode-tab-panel', {}, timeline),
+    h('vscode-tab-header', { slot: 'header', class: 'tab-states' }, 'States'),
+    h('vscode-tab-panel', {}, statesPanel));
+  tabs.addEventListener('vsc-tabs-select', (e) => {
+    const tab = (e as CustomEvent<{ selectedIndex: number }>).detail.selectedIndex === 1 ? 'states' : 'timeline';
+    actions.saveViewState({ tab, selectedSpanId: selected?.spanId });
+  });
+
+  const llmCount = spans.filter((s) => spanKind(s) === 'llm').length;
+  mount(root,
+    h('header', { class: 'view-header' }, back,
+      h('h1', {}, 'Rollout ', h('span', { class: 'mono' }, rollout.id)), statusPill(rollout.status),
+      h('div', { class: 'spacer' }),
+      detail.attempts.length > 1 ? attemptSelect : null),
+    h('div', { class: 'summary' },
+      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Agent'), h('span', {}, rollout.agent ?? 'default')),
+      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Reward'), h('span', { class: `reward ${signClass(reward)} big` }, fmtNumber(reward))),
+      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'LLM calls'), h('span', {}, String(llmCount))),
+      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Duration'), h('span', {}, fmtDuration(range.end - range.start))),
+      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Mode'), h('span', {}, rollout.mode)),
+      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Resources'), h('span', {}, detail.resourcesVersion ? `v${detail.resourcesVersion}` : '—')),
+      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Started'), h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
+      h('div', { class: 'summary-item wide' }, h('span', { class: 'muted' }, 'Task'), h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)))),
+    attempt?.error ? h('div', { class: 'error-banner' }, icon('error'), ` ${attempt.error.message}`) : null,
+    tabs);
+  drawTree();
+  drawDetail();
+  renderStatesView(statesPanel, spans, rollout.input, (spanId) => {
+    selected = spans.find((s) => s.spanId === spanId) ?? selected;
+    (tabs as unknown as { selectedIndex: number }).selectedIndex = 0;
+    actions.saveViewState({ tab: 'timeline', selectedSpanId: selected?.spanId });
+    drawTree();
+    drawDetail();
+  });
+}
