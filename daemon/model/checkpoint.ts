@@ -1,0 +1,141 @@
+/**
+ * Model folders on disk, in Hugging Face layout so other tools can read them:
+ *   config.json                 HF config (built-in models: a GPT-2 config + "agl_tokenizer": "bytes")
+ *   model.safetensors           weights (or shards + model.safetensors.index.json when loading)
+ *   tokenizer.json, tokenizer_config.json   HF models only (copied through on save)
+ *   optimizer.safetensors       AdamW moments "m.<name>", "v.<name>"; metadata: step and optimizer config
+ * Built-in GPT weights use GPT-2 names and [in, out] layout (as GPT-2's Conv1D); Llama/Qwen2 linears are
+ * [out, in] on disk and transposed to [in, out] in memory.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { readModelFolder, readSafetensors, writeSafetensors, type NamedArray } from './safetensors.js';
+import { makeVariable, newVariableScope, paramShapes, type Params, type TransformerConfig } from './transformer.js';
+import type { AdamW, OptimizerConfig } from './train.js';
+
+export type HfConfig = Record<string, unknown>;
+const HF_SIDE_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'generation_config.json', 'special_tokens_map.json'];
+
+/** Llama-family linear weights are stored [out, in] by HF. */
+function storedTransposed(c: TransformerConfig, name: string): boolean {
+  return c.family === 'llama' && (/_proj\.weight$/.test(name) || name === 'lm_head.weight');
+}
+
+export function configFromHf(hf: HfConfig): TransformerConfig {
+  const type = String(hf.model_type ?? '');
+  const num = (k: string, d?: number): number => {
+    const v = hf[k] ?? d;
+    if (typeof v !== 'number') throw new Error(`config.json: "${k}" is missing or not a number`);
+    return v;
+  };
+  if (type === 'gpt2') {
+    const d = num('n_embd');
+    return {
+      family: 'gpt', vocabSize: num('vocab_size'), contextLength: num('n_positions'), dModel: d, nLayers: num('n_layer'),
+      nHeads: num('n_head'), nKvHeads: num('n_head'), dFF: (hf.n_inner as number | null) ?? 4 * d,
+      normEps: num('layer_norm_epsilon', 1e-5), ropeTheta: 0, tieEmbeddings: true, qkvBias: true,
+    };
+  }
+  if (type === 'llama' || type === 'qwen2' || type === 'mistral') {
+    if (hf.rope_scaling) throw new Error('config.json: rope_scaling is not supported yet');
+    const heads = num('num_attention_heads');
+    return {
+      family: 'llama', vocabSize: num('vocab_size'), contextLength: Math.min(num('max_position_embeddings'), 32768),
+      dModel: num('hidden_size'), nLayers: num('num_hidden_layers'), nHeads: heads, nKvHeads: num('num_key_value_heads', heads),
+      dFF: num('intermediate_size'), normEps: num('rms_norm_eps', 1e-6), ropeTheta: num('rope_theta', 10000),
+      tieEmbeddings: Boolean(hf.tie_word_embeddings ?? false), qkvBias: type === 'qwen2' ? true : Boolean(hf.attention_bias ?? false),
+    };
+  }
+  throw new Error(`config.json: model_type "${type}" is not supported (use llama, qwen2, mistral or gpt2)`);
+}
+
+export function hfConfigFor(c: TransformerConfig, extra: HfConfig = {}): HfConfig {
+  if (c.family === 'gpt') {
+    return {
+      model_type: 'gpt2', architectures: ['GPT2LMHeadModel'], vocab_size: c.vocabSize, n_positions: c.contextLength, n_ctx: c.contextLength,
+      n_embd: c.dModel, n_layer: c.nLayers, n_head: c.nHeads, n_inner: c.dFF, activation_function: 'gelu_new',
+      layer_norm_epsilon: c.normEps, tie_word_embeddings: true, resid_pdrop: 0, embd_pdrop: 0, attn_pdrop: 0, ...extra,
+    };
+  }
+  return {
+    model_type: 'llama', architectures: ['LlamaForCausalLM'], vocab_size: c.vocabSize, max_position_embeddings: c.contextLength,
+    hidden_size: c.dModel, num_hidden_layers: c.nLayers, num_attention_heads: c.nHeads, num_key_value_heads: c.nKvHeads,
+    intermediate_size: c.dFF, rms_norm_eps: c.normEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieEmbeddings,
+    attention_bias: c.qkvBias, hidden_act: 'silu', torch_dtype: 'float32', ...extra,
+  };
+}
+
+export function readHfConfig(dir: string): HfConfig {
+  const p = join(dir, 'config.json');
+  if (!existsSync(p)) throw new Error(`${dir} has no config.json: is it a model folder?`);
+  return JSON.parse(readFileSync(p, 'utf8')) as HfConfig;
+}
+
+/** Creates the model's variables from a folder's weights, checking names and shapes against the config. */
+export function loadWeights(c: TransformerConfig, dir: string): Params {
+  const stored = readModelFolder(dir);
+  const params: Params = new Map();
+  newVariableScope();
+  for (const [name, shape] of paramShapes(c)) {
+    const t = stored.get(name);
+    if (!t) {
+      // Tied checkpoints may still carry lm_head.weight; untied ones must.
+      throw new Error(`${dir}: weight "${name}" (shape ${JSON.stringify(shape)}) is missing`);
+    }
+    const diskShape = storedTransposed(c, name) ? [shape[1], shape[0]] : shape;
+    if (JSON.stringify(t.shape) !== JSON.stringify(diskShape)) {
+      throw new Error(`${dir}: weight "${name}" has shape ${JSON.stringify(t.shape)}, config needs ${JSON.stringify(diskShape)}`);
+    }
+    const tensor = tf.tidy(() => {
+      const x = tf.tensor(t.data as Float32Array, diskShape, 'float32');
+      return storedTransposed(c, name) ? x.transpose() : x;
+    });
+    params.set(name, makeVariable(name, tensor));
+    tensor.dispose();
+  }
+  return params;
+}
+
+async function toArrays(c: TransformerConfig, params: Params): Promise<Map<string, NamedArray>> {
+  const out = new Map<string, NamedArray>();
+  for (const [name, v] of params) {
+    const t = storedTransposed(c, name) ? v.transpose() : v;
+    out.set(name, { shape: t.shape, data: (await t.data()) as Float32Array });
+    if (t !== v) t.dispose();
+  }
+  return out;
+}
+
+export async function saveFolder(dir: string, c: TransformerConfig, params: Params, hfConfig: HfConfig, sourceDir: string | null, opt: AdamW | null): Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'config.json'), JSON.stringify(hfConfig, null, 2));
+  writeSafetensors(join(dir, 'model.safetensors'), await toArrays(c, params), { format: 'pt' });
+  if (sourceDir && resolve(sourceDir) !== resolve(dir)) {
+    for (const f of HF_SIDE_FILES) if (existsSync(join(sourceDir, f))) copyFileSync(join(sourceDir, f), join(dir, f));
+  }
+  if (opt) {
+    const state = new Map<string, NamedArray>();
+    for (const [name, m] of opt.m) state.set(`m.${name}`, { shape: m.shape, data: (await m.data()) as Float32Array });
+    for (const [name, v] of opt.v) state.set(`v.${name}`, { shape: v.shape, data: (await v.data()) as Float32Array });
+    writeSafetensors(join(dir, 'optimizer.safetensors'), state, { step: String(opt.step), config: JSON.stringify(opt.cfg) });
+  }
+}
+
+/** Restores AdamW moments and step from optimizer.safetensors if the folder has one; returns whether it did. */
+export function loadOptimizerState(dir: string, opt: AdamW): { loaded: boolean; config?: OptimizerConfig } {
+  const p = join(dir, 'optimizer.safetensors');
+  if (!existsSync(p)) return { loaded: false };
+  const { tensors, metadata } = readSafetensors(p);
+  for (const [kind, map] of [['m', opt.m], ['v', opt.v]] as const) {
+    for (const [name, variable] of map) {
+      const t = tensors.get(`${kind}.${name}`);
+      if (!t) throw new Error(`${p}: optimizer state "${kind}.${name}" is missing`);
+      const x = tf.tensor(t.data as Float32Array, t.shape, 'float32');
+      variable.assign(x);
+      x.dispose();
+    }
+  }
+  opt.step = Number(metadata.step ?? 0);
+  return { loaded: true, config: metadata.config ? (JSON.parse(metadata.config) as OptimizerConfig) : undefined };
+}

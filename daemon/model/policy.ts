@@ -1,0 +1,122 @@
+/**
+ * PolicyModel (api.ts) on TF.js: createPolicy() makes a new built-in GPT with the byte tokenizer,
+ * loadPolicy(dir) opens a model folder (our checkpoints or a Hugging Face Llama/Qwen2 folder).
+ */
+import * as tf from '@tensorflow/tfjs';
+import { basename, resolve } from 'node:path';
+import type { GenerateOptions, Generation, LossInputs, PolicyModel, SequencePair, Tokenizer, TrainStepResult } from './api.js';
+import { selectBackend } from './backend.js';
+import { ByteTokenizer } from './byte-tokenizer.js';
+import { configFromHf, hfConfigFor, loadOptimizerState, loadWeights, readHfConfig, saveFolder, type HfConfig } from './checkpoint.js';
+import { HfTokenizer } from './hf-tokenizer.js';
+import { generate } from './sampling.js';
+import { AdamW, DEFAULT_OPTIMIZER, scoreLogprobs, trainStep, type OptimizerConfig } from './train.js';
+import { countParams, gptConfig, GPT_PRESETS, initParams, type Params, type TransformerConfig } from './transformer.js';
+
+export interface CreatePolicyOptions {
+  /** '0.8m' (default) or '5m', or explicit sizes. */
+  size?: keyof typeof GPT_PRESETS | Partial<TransformerConfig>;
+  contextLength?: number;
+  seed?: number;
+  /** 'auto' (default, or AGL_BACKEND) or one of node-gpu, node, webgpu, wasm, cpu. */
+  backend?: string;
+  optimizer?: Partial<OptimizerConfig>;
+  name?: string;
+  /** Put tool descriptions into the byte chat template (costs context); default: names and parameters only. */
+  toolDescriptions?: boolean;
+}
+export interface LoadPolicyOptions { backend?: string; optimizer?: Partial<OptimizerConfig>; name?: string }
+
+export class TfPolicyModel implements PolicyModel {
+  readonly optimizer: AdamW;
+  private disposed = false;
+
+  constructor(
+    readonly name: string,
+    readonly config: TransformerConfig,
+    readonly params: Params,
+    readonly tokenizer: Tokenizer,
+    private readonly hfConfig: HfConfig,
+    private readonly sourceDir: string | null,
+    optimizer: OptimizerConfig,
+  ) {
+    this.optimizer = new AdamW(optimizer, params);
+  }
+
+  get backend(): string { return tf.getBackend(); }
+  get contextLength(): number { return this.config.contextLength; }
+  get parameterCount(): number { return countParams(this.params); }
+  /** The optimizer's settings; change lr etc. between steps. */
+  get optimizerConfig(): OptimizerConfig { return this.optimizer.cfg; }
+
+  private check(): void { if (this.disposed) throw new Error(`policy ${this.name} was disposed`); }
+
+  async generate(prompts: number[][], opts: GenerateOptions): Promise<Generation[]> {
+    this.check();
+    const out: Generation[] = [];
+    // Bounded batches keep the KV cache and logits small; rows are independent, so results do not change.
+    const perBatch = Math.max(1, this.optimizer.cfg.microBatchSize * 4);
+    const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
+    for (let i = 0; i < prompts.length; i += perBatch) {
+      const onToken = opts.onToken;
+      const offset = i;
+      out.push(...await generate(this.config, this.params, this.tokenizer, prompts.slice(i, i + perBatch), {
+        ...opts, seed, onToken: onToken ? (b, t, lp) => onToken(b + offset, t, lp) : undefined,
+      }, offset));
+    }
+    return out;
+  }
+
+  async scoreLogprobs(pairs: SequencePair[]): Promise<number[][]> {
+    this.check();
+    return scoreLogprobs(this.config, this.params, pairs, this.optimizer.cfg.microBatchSize);
+  }
+
+  async trainStep(pairs: SequencePair[], lossFn: (inputs: LossInputs) => tf.Scalar): Promise<TrainStepResult> {
+    this.check();
+    return trainStep(this.config, this.params, this.optimizer, pairs, lossFn);
+  }
+
+  async save(dir: string): Promise<void> {
+    this.check();
+    await saveFolder(dir, this.config, this.params, this.hfConfig, this.sourceDir, this.optimizer);
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const v of this.params.values()) v.dispose();
+    this.optimizer.dispose();
+  }
+}
+
+export async function createPolicy(opts: CreatePolicyOptions = {}): Promise<TfPolicyModel> {
+  await selectBackend(opts.backend);
+  const tokenizer = new ByteTokenizer(opts.toolDescriptions ?? false);
+  const size = typeof opts.size === 'string' || opts.size === undefined ? GPT_PRESETS[opts.size ?? '0.8m'] : opts.size;
+  if (!size) throw new Error(`unknown model size "${String(opts.size)}": use ${Object.keys(GPT_PRESETS).join(', ')} or explicit sizes`);
+  const config = gptConfig(tokenizer.vocabSize, opts.contextLength ?? 256, size);
+  if (config.dModel % config.nHeads) throw new Error(`dModel ${config.dModel} is not divisible by nHeads ${config.nHeads}`);
+  const params = initParams(config, opts.seed ?? 1234);
+  const hf = hfConfigFor(config, { agl_tokenizer: 'bytes', agl_tool_descriptions: opts.toolDescriptions ?? false });
+  return new TfPolicyModel(opts.name ?? `gpt-${typeof opts.size === 'string' ? opts.size : 'custom'}`, config, params, tokenizer, hf, null,
+    { ...DEFAULT_OPTIMIZER, ...opts.optimizer });
+}
+
+/** Opens a model folder; restores the optimizer state when the folder has one (our checkpoints). */
+export async function loadPolicy(dir: string, opts: LoadPolicyOptions = {}): Promise<TfPolicyModel> {
+  await selectBackend(opts.backend);
+  const hf = readHfConfig(dir);
+  const config = configFromHf(hf);
+  const tokenizer: Tokenizer = hf.agl_tokenizer === 'bytes'
+    ? new ByteTokenizer(Boolean(hf.agl_tool_descriptions))
+    : HfTokenizer.fromFolder(dir, typeof hf.eos_token_id === 'number' ? [hf.eos_token_id] : Array.isArray(hf.eos_token_id) ? hf.eos_token_id as number[] : []);
+  if (tokenizer.vocabSize > config.vocabSize) {
+    throw new Error(`${dir}: tokenizer has ${tokenizer.vocabSize} tokens but the model's vocab_size is ${config.vocabSize}`);
+  }
+  const params = loadWeights(config, dir);
+  const model = new TfPolicyModel(opts.name ?? basename(resolve(dir)), config, params, tokenizer, hf, dir, { ...DEFAULT_OPTIMIZER, ...opts.optimizer });
+  const restored = loadOptimizerState(dir, model.optimizer);
+  if (restored.config) Object.assign(model.optimizer.cfg, restored.config, opts.optimizer ?? {});
+  return model;
+}

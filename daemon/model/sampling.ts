@@ -1,0 +1,127 @@
+/**
+ * Batched generation with a KV cache. Prompts are left-padded into one batch, prefilled once, then one
+ * token per step for every unfinished row. Sampling (temperature, top-k, top-p) runs in JS on each row's
+ * logits with a per-row seeded PRNG, so a row samples the same tokens alone or in any batch.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { GenerateOptions, Generation, Tokenizer } from './api.js';
+import { forward, lmHead, type LayerCache, type Params, type TransformerConfig } from './transformer.js';
+
+/** mulberry32: small, fast, good enough for sampling; seeded per (seed, row). */
+export function makeRng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+export function rowSeed(seed: number, row: number): number { return (Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) + Math.imul(row + 1, 0xc2b2ae35)) >>> 0; }
+
+function logSoftmax(logits: Float32Array | number[]): Float64Array {
+  let max = -Infinity;
+  for (const x of logits) if (x > max) max = x;
+  let sum = 0;
+  for (const x of logits) sum += Math.exp(x - max);
+  const lse = max + Math.log(sum);
+  return Float64Array.from(logits, (x) => x - lse);
+}
+
+/** Picks the next token from one row of logits; returns it with its log-prob under the untempered model. */
+export function sampleToken(logits: Float32Array, opts: Pick<GenerateOptions, 'temperature' | 'topK' | 'topP'>, rng: () => number): { token: number; logprob: number } {
+  const logp = logSoftmax(logits);
+  const temperature = opts.temperature ?? 1;
+  let token = 0;
+  if (temperature <= 0) {
+    for (let i = 1; i < logits.length; i++) if (logits[i] > logits[token]) token = i;
+    return { token, logprob: logp[token] };
+  }
+  // Candidates sorted by probability; top-k then top-p (nucleus) shrink them; sample from the rest.
+  let order = Array.from(logits.keys());
+  const k = opts.topK && opts.topK > 0 ? Math.min(opts.topK, order.length) : order.length;
+  order.sort((a, b) => logits[b] - logits[a]);
+  order = order.slice(0, k);
+  const scaled = logSoftmax(order.map((i) => logits[i] / temperature));
+  let probs = Array.from(scaled, Math.exp);
+  const topP = opts.topP ?? 1;
+  if (topP < 1) {
+    let cum = 0, keep = 0;
+    while (keep < probs.length && cum < topP) cum += probs[keep++];
+    probs = probs.slice(0, Math.max(1, keep));
+    order = order.slice(0, probs.length);
+  }
+  const total = probs.reduce((a, b) => a + b, 0);
+  let r = rng() * total;
+  let pick = probs.length - 1;
+  for (let i = 0; i < probs.length; i++) { r -= probs[i]; if (r <= 0) { pick = i; break; } }
+  token = order[pick];
+  return { token, logprob: logp[token] };
+}
+
+export function leftPadBatch(prompts: number[][], padId = 0): { ids: number[][]; leftPad: number[] } {
+  const L = Math.max(...prompts.map((p) => p.length));
+  return { ids: prompts.map((p) => [...Array(L - p.length).fill(padId), ...p]), leftPad: prompts.map((p) => L - p.length) };
+}
+
+function disposeCache(cache: LayerCache[] | null): void {
+  for (const l of cache ?? []) { l.k.dispose(); l.v.dispose(); }
+}
+
+export async function generate(c: TransformerConfig, P: Params, tok: Tokenizer, prompts: number[][], opts: GenerateOptions, rowOffset = 0): Promise<Generation[]> {
+  if (prompts.length === 0) return [];
+  prompts.forEach((p, i) => { if (p.length === 0) throw new Error(`prompt ${i} is empty: give at least one token`); });
+  const longest = Math.max(...prompts.map((p) => p.length));
+  if (longest >= c.contextLength) throw new Error(`prompt of ${longest} tokens does not fit the context of ${c.contextLength}`);
+  const maxNew = Math.min(opts.maxTokens, c.contextLength - longest);
+  const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
+  const rngs = prompts.map((_, i) => makeRng(rowSeed(seed, rowOffset + i)));
+  const eos = new Set(tok.eosTokenIds);
+  const out = prompts.map(() => ({ tokenIds: [] as number[], logprobs: [] as number[], text: '', finishReason: 'length' as 'stop' | 'length', done: false }));
+  const { ids, leftPad } = leftPadBatch(prompts);
+  let cache: LayerCache[] | null = null;
+  let input = tf.tensor2d(ids.flat(), [prompts.length, longest], 'int32');
+  try {
+    for (let step = 0; step < maxNew; step++) {
+      const prev: LayerCache[] | null = cache;
+      const { logits, next } = (tf.tidy as unknown as <T>(f: () => T) => T)(() => {
+        const r = forward(c, P, input as tf.Tensor2D, leftPad, prev);
+        const T = r.hidden.shape[1];
+        const last = r.hidden.slice([0, T - 1, 0], [-1, 1, -1]).reshape([prompts.length, c.dModel]);
+        for (const l of r.cache) { tf.keep(l.k); tf.keep(l.v); }
+        return { logits: lmHead(c, P, last), next: r.cache };
+      });
+      disposeCache(prev);
+      cache = next;
+      input.dispose();
+      const data = (await logits.data()) as Float32Array;
+      logits.dispose();
+      const V = c.vocabSize;
+      const nextIds: number[] = [];
+      for (const [b, o] of out.entries()) {
+        if (o.done) { nextIds.push(0); continue; }
+        const { token, logprob } = sampleToken(data.subarray(b * V, (b + 1) * V), opts, rngs[b]);
+        o.tokenIds.push(token); o.logprobs.push(logprob);
+        opts.onToken?.(b, token, logprob);
+        nextIds.push(token);
+        if (eos.has(token)) { o.done = true; o.finishReason = 'stop'; continue; }
+        if (opts.stop?.length) {
+          const text = tok.decode(o.tokenIds);
+          if (opts.stop.some((s) => s && text.includes(s))) { o.done = true; o.finishReason = 'stop'; }
+        }
+      }
+      if (out.every((o) => o.done)) break;
+      input = tf.tensor2d(nextIds, [prompts.length, 1], 'int32');
+    }
+  } finally {
+    disposeCache(cache);
+    if (!input.isDisposed) input.dispose();
+  }
+  return out.map((o) => {
+    const ids = o.tokenIds.filter((t, i) => !(i === o.tokenIds.length - 1 && eos.has(t)));
+    let text = tok.decode(ids);
+    for (const s of opts.stop ?? []) { const at = s ? text.indexOf(s) : -1; if (at >= 0) text = text.slice(0, at); }
+    return { tokenIds: o.tokenIds, logprobs: o.logprobs, text, finishReason: o.finishReason };
+  });
+}
