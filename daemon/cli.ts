@@ -15,6 +15,8 @@ const COMMANDS: Record<string, CommandEntry> = {
   rollouts: { summary: 'list rollouts (filters) or show one with its attempts and spans', load: () => import('./commands/rollouts.js') },
   lsp: { summary: 'language server (stdio) serving CodeLens with reward stats above agent functions', load: () => import('./commands/lsp.js') },
   export: { summary: 'write a training run\'s transitions (credit, advantages, token ids) as JSONL for TRL/verl', load: () => import('./commands/export.js') },
+  rollout: { summary: 'run one rollout of an agent (file.ts#export or module:function) and print its spans and reward', load: () => import('./commands/rollout.js') },
+  runner: { summary: 'add N workers that claim rollouts and run agents in warm child processes', load: () => import('./commands/runner.js') },
 };
 // ---------------------------------------------------------------------------------------------------------------
 

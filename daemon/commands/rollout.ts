@@ -1,0 +1,73 @@
+/**
+ * `agl rollout <file.ts#export | module:function> --task '<json>'`: runs one rollout of an agent against
+ * the running daemon (the current policy / published LLM resource), then prints its spans as a tree and
+ * its reward. The same worker code as `agl runner`, with one worker.
+ */
+import { relative, sep } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ROLLOUT_MODES, type RolloutMode } from '../../protocol/store.js';
+import { parseAgentRef } from '../runner/agent-ref.js';
+import { connect } from '../runner/connect.js';
+import { executeClaim } from '../runner/execute.js';
+import { formatSpanTree } from '../runner/print.js';
+import { WorkerProcess } from '../runner/worker-process.js';
+
+const HELP = `usage: agl rollout <agent> --task '<json>' [--mode train|val|test] [--timeout SECONDS] [--json]
+  <agent>   path/to/agent.ts#exportName (TypeScript/JavaScript, marked with rollout())
+            or module:function / path/to/agent.py:function (Python)
+  --task    the task input, as JSON (a bare string is taken as a JSON string)
+  --json    print {rollout, attempts, spans, reward} as JSON instead of the tree
+Connects to the local daemon (--data-dir DIR, default ~/.agent-lightning) or --url URL --token T.
+`;
+
+/** Stored agent names are relative to the working directory, with forward slashes (what the CodeLens matches). */
+function storedAgentName(spec: string): string {
+  const ref = parseAgentRef(spec);
+  if (ref.kind !== 'js') return spec;
+  return `${relative(process.cwd(), ref.file).split(sep).join('/')}${ref.exportName ? `#${ref.exportName}` : ''}`;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv, strict: true, allowPositionals: true,
+    options: {
+      task: { type: 'string' }, mode: { type: 'string', default: 'test' }, timeout: { type: 'string' }, json: { type: 'boolean' },
+      url: { type: 'string' }, token: { type: 'string' }, 'data-dir': { type: 'string' }, python: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) { process.stdout.write(HELP); return 0; }
+  if (positionals.length !== 1) { process.stderr.write(`agl rollout: give exactly one agent\n${HELP}`); return 2; }
+  if (!(ROLLOUT_MODES as readonly string[]).includes(values.mode!)) { process.stderr.write(`agl rollout: --mode must be one of ${ROLLOUT_MODES.join(', ')}\n`); return 2; }
+  let task: unknown = null;
+  if (values.task !== undefined) {
+    try { task = JSON.parse(values.task); } catch { task = values.task; }
+  }
+  const timeoutSeconds = values.timeout === undefined ? null : Number(values.timeout);
+  if (timeoutSeconds !== null && !(timeoutSeconds > 0)) { process.stderr.write(`agl rollout: --timeout must be a positive number of seconds, got '${values.timeout}'\n`); return 2; }
+  const agent = storedAgentName(positionals[0]);
+  const conn = connect(values);
+  const claim = await conn.client.startRollout({ input: task, agent, mode: values.mode as RolloutMode, workerId: `agl-rollout-${process.pid}`, config: timeoutSeconds ? { timeoutSeconds } : {} });
+  const workers = new Map<string, WorkerProcess>();
+  let result;
+  try {
+    result = await executeClaim(claim, (kind) => {
+      let w = workers.get(kind);
+      if (!w) { w = new WorkerProcess(kind, { daemonUrl: conn.url, token: conn.token, cwd: process.cwd(), python: values.python }); workers.set(kind, w); }
+      return w;
+    }, { client: conn.client, daemonUrl: conn.url, cwd: process.cwd(), log: (m) => process.stderr.write(`${m}\n`) });
+  } finally {
+    await Promise.all([...workers.values()].map((w) => w.stop()));
+  }
+  const spans = await conn.client.querySpans({ rolloutId: claim.rollout.id });
+  const attempts = await conn.client.getAttempts(claim.rollout.id);
+  const status = result.rollout?.status ?? 'unknown';
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ rollout: result.rollout, attempts, spans, reward: result.outcome.reward, result: result.outcome.result ?? null })}\n`);
+  } else {
+    process.stdout.write(`rollout ${claim.rollout.id}  attempt ${claim.attempt.id}  agent ${agent}\n\n`);
+    process.stdout.write(`${formatSpanTree(spans)}\n\n`);
+    if (result.outcome.error) process.stdout.write(`error: ${result.outcome.error.message}\n`);
+    process.stdout.write(`status: ${status}   reward: ${result.outcome.reward ?? '-'}   spans: ${spans.length}\n`);
+  }
+  return result.outcome.status === 'succeeded' ? 0 : 1;
+}

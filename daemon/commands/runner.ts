@@ -1,0 +1,55 @@
+/**
+ * `agl runner --workers N [--agent file.ts#export]`: adds N workers to a daemon (local or --url): each
+ * claims rollouts from the queue and runs them in a warm child process (TS/JS through tsx, Python through
+ * agl_runner.py), with heartbeats and per-rollout timeouts. Ctrl-C stops claiming and lets running
+ * rollouts finish (a second Ctrl-C kills them; their attempts fail and are requeued per config).
+ */
+import { parseArgs } from 'node:util';
+import { connect } from '../runner/connect.js';
+import { Runner } from '../runner/runner.js';
+
+const HELP = `usage: agl runner [--workers N] [--agent AGENT] [--timeout SECONDS] [--grace SECONDS]
+  --workers N      parallel rollouts (default 4)
+  --agent AGENT    only claim rollouts of this agent (and run it for rollouts naming none)
+  --timeout S      kill a rollout after S seconds when its config sets no timeout
+  --grace S        on Ctrl-C / SIGTERM, wait this long for running rollouts (default 30)
+  --python PATH    the Python interpreter for Python agents (default python3)
+Connects to the local daemon (--data-dir DIR) or to --url URL --token T (AGL_URL / AGL_TOKEN).
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv, strict: true,
+    options: {
+      workers: { type: 'string', default: '4' }, agent: { type: 'string' }, timeout: { type: 'string' }, grace: { type: 'string', default: '30' },
+      python: { type: 'string' }, url: { type: 'string' }, token: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) { process.stdout.write(HELP); return 0; }
+  const workers = Number(values.workers);
+  if (!Number.isInteger(workers) || workers < 1 || workers > 4096) { process.stderr.write(`agl runner: --workers must be an integer from 1 to 4096, got '${values.workers}'\n`); return 2; }
+  const timeout = values.timeout === undefined ? null : Number(values.timeout);
+  if (timeout !== null && !(timeout > 0)) { process.stderr.write(`agl runner: --timeout must be a positive number of seconds\n`); return 2; }
+  const grace = Number(values.grace);
+  const conn = connect(values);
+  await conn.client.health(); // fail fast, with the client's message, when the daemon is unreachable
+  const runner = new Runner({ client: conn.client, daemonUrl: conn.url, token: conn.token, workers, agent: values.agent, defaultTimeoutSeconds: timeout, python: values.python });
+  runner.start();
+  process.stderr.write(`agl runner: ${workers} worker(s) claiming rollouts from ${conn.url}${values.agent ? ` (agent ${values.agent})` : ''}; Ctrl-C to stop\n`);
+  const report = setInterval(() => process.stderr.write(`agl runner: ${runner.completed} succeeded, ${runner.failed} failed\n`), 60_000);
+  report.unref();
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const onSignal = (sig: string) => {
+      if (stopping) { process.stderr.write(`agl runner: ${sig} again, killing running rollouts\n`); void runner.stop(0); return; }
+      stopping = true;
+      process.stderr.write(`agl runner: ${sig}: no new rollouts; waiting up to ${grace}s for running ones\n`);
+      void runner.stop(grace * 1000).then(resolve);
+    };
+    process.on('SIGINT', () => onSignal('SIGINT'));
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+  });
+  clearInterval(report);
+  process.stderr.write(`agl runner: stopped; ${runner.completed} succeeded, ${runner.failed} failed\n`);
+  return 0;
+}

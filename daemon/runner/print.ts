@@ -1,0 +1,45 @@
+/**
+ * Prints an attempt's spans for the terminal: an indented tree in time order with what matters per
+ * span (LLM calls: model, tokens, finish reason, answer; rewards; messages; errors).
+ */
+import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
+import type { Span } from '../../protocol/store.js';
+
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+function describe(s: Span): string {
+  const a = s.attributes;
+  const ms = s.endTime !== null ? `${Math.round(s.endTime - s.startTime)} ms` : 'open';
+  const parts = [s.name, `(${ms})`];
+  if (s.name === SPAN.llmCall || a[GENAI.operationName] === 'chat' || a[GENAI.operationName] === 'text_completion') {
+    parts.push(`model=${String(a[GENAI.requestModel] ?? '?')}`, `tokens=${String(a[GENAI.usageInputTokens] ?? '?')}+${String(a[GENAI.usageOutputTokens] ?? '?')}`);
+    const finish = a[GENAI.responseFinishReasons];
+    if (Array.isArray(finish)) parts.push(`finish=${finish.join(',')}`);
+    try {
+      const out = JSON.parse(String(a[GENAI.outputMessages] ?? '[]')) as { content?: string | null; tool_calls?: { function: { name: string; arguments: string } }[] }[];
+      const m = out[0];
+      if (m?.tool_calls?.length) parts.push(`-> ${m.tool_calls.map((t) => `${t.function.name}(${clip(t.function.arguments, 60)})`).join(', ')}`);
+      else if (m?.content) parts.push(`-> ${JSON.stringify(clip(m.content, 100))}`);
+    } catch { /* not JSON: skip the preview */ }
+  }
+  if (typeof a[AGL.rewardValue] === 'number') parts.push(`${String(a[AGL.rewardName] ?? 'reward')}=${String(a[AGL.rewardValue])}`);
+  if (typeof a[AGL.message] === 'string') parts.push(JSON.stringify(clip(a[AGL.message] as string, 100)));
+  if (s.status.code === 'error') parts.push(`ERROR ${clip(s.status.message ?? '', 160)}`);
+  return parts.join('  ');
+}
+
+export function formatSpanTree(spans: Span[]): string {
+  const ids = new Set(spans.map((s) => s.spanId));
+  const children = new Map<string | null, Span[]>();
+  for (const s of [...spans].sort((x, y) => x.startTime - y.startTime || x.sequenceId - y.sequenceId)) {
+    const p = s.parentSpanId && ids.has(s.parentSpanId) ? s.parentSpanId : null;
+    if (!children.has(p)) children.set(p, []);
+    children.get(p)!.push(s);
+  }
+  const lines: string[] = [];
+  const walk = (parent: string | null, depth: number) => {
+    for (const s of children.get(parent) ?? []) { lines.push(`${'  '.repeat(depth)}${describe(s)}`); if (depth < 50) walk(s.spanId, depth + 1); }
+  };
+  walk(null, 0);
+  return lines.join('\n');
+}
