@@ -1,7 +1,8 @@
 /**
  * Dynamic batching for the local policy: concurrent requests (the runner's workers calling the
- * gateway at once) are merged into one `generate()` call. The first request starts at once; those that
- * arrive while the model is busy wait and go together in the next batch, grouped by sampling options
+ * gateway at once) are merged into one `generate()` call. A batch starts after a short window (a few ms,
+ * small next to generation) so requests arriving together share it; those that arrive while the model is
+ * busy (generation can hold the event loop) go together in the next batch, grouped by sampling options
  * (a batch shares temperature / top-p / top-k / stop / seed). Each request keeps its own max_tokens:
  * the batch generates up to the largest and each result is cut back to its own limit.
  */
@@ -27,7 +28,7 @@ export class GenerateBatcher {
   /** Sizes of the batches run so far (observability; the gateway benchmark reads it). */
   readonly batchSizes: number[] = [];
 
-  constructor(private readonly model: PolicyModel, private readonly maxBatch = 64) {}
+  constructor(private readonly model: PolicyModel, private readonly maxBatch = 64, private readonly windowMs = 3) {}
 
   submit(promptIds: number[], opts: BatchOptions, onToken?: (tokenId: number, logprob: number) => void): Promise<Generation> {
     return new Promise((resolve, reject) => {
@@ -41,6 +42,8 @@ export class GenerateBatcher {
     this.busy = true;
     try {
       while (this.queue.length > 0) {
+        // Let requests already on their way (sockets readable, handlers mid-await) join this batch.
+        await new Promise((r) => setTimeout(r, this.windowMs));
         const key = groupKey(this.queue[0].opts);
         const batch: Job[] = [];
         for (let i = 0; i < this.queue.length && batch.length < this.maxBatch;) {
