@@ -39,13 +39,14 @@ export function sampleToken(logits: Float32Array, opts: Pick<GenerateOptions, 't
     return { token, logprob: logp[token] };
   }
   // Candidates sorted by probability; top-k then top-p (nucleus) shrink them; sample from the rest.
-  let order = Array.from(logits.keys());
-  const k = opts.topK && opts.topK > 0 ? Math.min(opts.topK, order.length) : order.length;
-  order.sort((a, b) => logits[b] - logits[a]);
-  order = order.slice(0, k);
+  const topP = opts.topP ?? 1;
+  const k = opts.topK && opts.topK > 0 ? Math.min(opts.topK, logits.length) : logits.length;
+  let order: number[];
+  if (k < logits.length && k <= 1024) order = topIndices(logits, k);
+  else if (topP < 1) order = Array.from(logits.keys()).sort((a, b) => logits[b] - logits[a]);
+  else order = Array.from(logits.keys()); // full distribution: no order needed
   const scaled = logSoftmax(order.map((i) => logits[i] / temperature));
   let probs = Array.from(scaled, Math.exp);
-  const topP = opts.topP ?? 1;
   if (topP < 1) {
     let cum = 0, keep = 0;
     while (keep < probs.length && cum < topP) cum += probs[keep++];
@@ -58,6 +59,19 @@ export function sampleToken(logits: Float32Array, opts: Pick<GenerateOptions, 't
   for (let i = 0; i < probs.length; i++) { r -= probs[i]; if (r <= 0) { pick = i; break; } }
   token = order[pick];
   return { token, logprob: logp[token] };
+}
+
+/** Indices of the k largest logits, largest first (one pass with a small sorted buffer). */
+function topIndices(logits: Float32Array, k: number): number[] {
+  const idx: number[] = [];
+  for (let i = 0; i < logits.length; i++) {
+    if (idx.length === k && logits[i] <= logits[idx[k - 1]]) continue;
+    let at = idx.length === k ? k - 1 : idx.length;
+    if (idx.length < k) idx.push(i);
+    while (at > 0 && logits[idx[at - 1]] < logits[i]) { idx[at] = idx[at - 1]; at--; }
+    idx[at] = i;
+  }
+  return idx;
 }
 
 export function leftPadBatch(prompts: number[][], padId = 0): { ids: number[][]; leftPad: number[] } {
