@@ -14,9 +14,12 @@ const COMMANDS: Record<string, CommandEntry> = {
   status: { summary: 'is the daemon running? where, with which store, holding what', load: () => import('./commands/status.js') },
   rollouts: { summary: 'list rollouts (filters) or show one with its attempts and spans', load: () => import('./commands/rollouts.js') },
   lsp: { summary: 'language server (stdio) serving CodeLens with reward stats above agent functions', load: () => import('./commands/lsp.js') },
+  train: { summary: 'train the LLM inside an agent with GRPO (rollouts through the gateway and runner), checkpoints, report', load: () => import('./commands/train.js') },
+  sft: { summary: 'supervised warm-up from demonstrations (JSONL), writes a checkpoint for agl train --model', load: () => import('./commands/sft.js') },
   export: { summary: 'write a training run\'s transitions (credit, advantages, token ids) as JSONL for TRL/verl', load: () => import('./commands/export.js') },
   rollout: { summary: 'run one rollout of an agent (file.ts#export or module:function) and print its spans and reward', load: () => import('./commands/rollout.js') },
   runner: { summary: 'add N workers that claim rollouts and run agents in warm child processes', load: () => import('./commands/runner.js') },
+  doctor: { summary: 'which TF.js backend the policy engine loads, why each faster one did not, matmul speed', load: () => import('./commands/doctor.js') },
 };
 // ---------------------------------------------------------------------------------------------------------------
 

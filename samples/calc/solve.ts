@@ -11,7 +11,7 @@ export interface ToolEvent { expression: string; result: number | null }
 
 export interface CalcOutcome { answer: string; reward: number; toolCall: string | null; toolResult: number | null }
 
-export async function solveCalc(task: CalcTask, complete: Complete, onTool?: (e: ToolEvent) => void | Promise<void>): Promise<CalcOutcome> {
+export async function solveCalc(task: CalcTask, complete: Complete, onTool?: (e: ToolEvent) => unknown): Promise<CalcOutcome> {
   const first = await complete(firstPrompt(task));
   const expression = parseToolCall(first);
   let result: number | null = null;

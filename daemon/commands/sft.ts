@@ -1,0 +1,62 @@
+/**
+ * `agl sft --data demos.jsonl`: supervised warm-up from demonstrations (see daemon/algorithm/sft.ts for
+ * the line format), writing a checkpoint folder that `agl train --model <folder>` starts from.
+ */
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { openPolicy } from '../algorithm/open-policy.js';
+import { Progress } from '../algorithm/progress.js';
+import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft.js';
+import { resolveDataDir } from '../state.js';
+
+const HELP = `usage: agl sft --data demos.jsonl [options]
+
+Supervised fine-tuning from demonstrations: {"prompt","completion"} or {"messages":[...]} per line.
+  --data FILE        demonstrations (JSONL)                                   (required)
+  --model M          builtin:0.8m (default), builtin:5m, or a model/checkpoint folder
+  --out DIR          where the checkpoint goes (default <data-dir>/sft/<time>)
+  --steps N          optimizer updates (default 300)
+  --batch-size B     sequences per update (default 32)
+  --lr X             learning rate (default 1e-3 for a new built-in model, else 1e-4)
+  --context N        context length of a new built-in model (default 128)
+  --backend B        auto, wasm, cpu, webgpu, node (default auto)
+  --seed N           shuffling and initialisation seed (default 1)
+  --data-dir DIR     default ~/.agent-lightning (AGL_DATA_DIR)
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  let a;
+  try {
+    a = parseArgs({ args: argv, strict: true, options: {
+      data: { type: 'string' }, model: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string' },
+      'batch-size': { type: 'string' }, lr: { type: 'string' }, context: { type: 'string' }, backend: { type: 'string' },
+      seed: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    } }).values;
+  } catch (e) { process.stderr.write(`agl sft: ${(e as Error).message}\n\n${HELP}`); return 2; }
+  if (a.help) { process.stdout.write(HELP); return 0; }
+  if (!a.data) { process.stderr.write(`agl sft: --data is required\n\n${HELP}`); return 2; }
+  const num = (v: string | undefined, name: string, dflt: number) => {
+    if (v === undefined) return dflt;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got '${v}'`);
+    return n;
+  };
+  const model = a.model ?? 'builtin:0.8m';
+  const steps = num(a.steps, 'steps', 300), batchSize = num(a['batch-size'], 'batch-size', 32);
+  const lr = num(a.lr, 'lr', model.startsWith('builtin:') ? 1e-3 : 1e-4);
+  const out = resolve(a.out ?? join(resolveDataDir(a['data-dir']), 'sft', new Date().toISOString().replace(/[:.]/g, '-')));
+  const demos = readJsonl<Demonstration>(a.data);
+  const policy = await openPolicy(model, { backend: a.backend, learningRate: lr, contextLength: num(a.context, 'context', 128), seed: num(a.seed, 'seed', 1) });
+  const pairs = demos.map((d, i) => demoToPair(d, policy.tokenizer, `${a.data}:${i + 1}`));
+  process.stderr.write(`agl sft: ${pairs.length} demonstrations, model ${policy.name} (${policy.backend}), ${steps} steps of ${batchSize}\n`);
+  const bar = new Progress('sft', steps);
+  const started = Date.now();
+  const res = await runSft(policy, pairs, { steps, batchSize, seed: num(a.seed, 'seed', 1), onStep: (step, loss, tps) => bar.update(step, `loss ${loss.toFixed(3)} ${Math.round(tps)} tok/s`) });
+  bar.done();
+  mkdirSync(out, { recursive: true });
+  await policy.save(out);
+  process.stdout.write(`agl sft: ${res.steps} steps in ${((Date.now() - started) / 1000).toFixed(0)} s, final loss ${res.lastLoss.toFixed(3)}\ncheckpoint: ${out}\n`);
+  policy.dispose();
+  return 0;
+}

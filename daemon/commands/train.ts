@@ -1,0 +1,169 @@
+/**
+ * `agl train <file>#<export> --train train.jsonl --val val.jsonl`: LightningRL training of the agent's
+ * LLM with GRPO. This process hosts the policy (gateway + store API) and runner workers, records the
+ * TrainingRun, metrics and transitions in the store (the dashboard plots them live), checkpoints after
+ * every step, resumes a killed run with `--resume <run id | checkpoint dir>`, and writes a report.
+ */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
+import { readCheckpoint, saveCheckpoint } from '../algorithm/checkpoint.js';
+import { startTrainingHost } from '../algorithm/host.js';
+import { openPolicy } from '../algorithm/open-policy.js';
+import { Progress } from '../algorithm/progress.js';
+import { writeReport } from '../algorithm/report.js';
+import type { Task } from '../algorithm/rollouts.js';
+import { readJsonl } from '../algorithm/sft.js';
+import { Trainer, type TrainerState, newTrainerState, plannedSteps } from '../algorithm/trainer.js';
+import { loadOrCreateToken } from '../server/auth.js';
+import { ensureWritableDataDir, resolveDataDir } from '../state.js';
+import { openStore } from '../store/index.js';
+
+const HELP = `usage: agl train <agent file>#<export> --train train.jsonl --val val.jsonl [options]
+
+Trains the LLM inside the agent with GRPO: rollouts through the gateway, credit per LLM call, updates.
+  --train FILE        training tasks, one JSON object per line (its "id" groups GRPO samples)   (required)
+  --val FILE          validation tasks (held out), evaluated every --val-every steps             (required)
+  --model M           builtin:0.8m (default), builtin:5m, or a model/checkpoint folder (e.g. from agl sft)
+  --group-size N      rollouts per task (GRPO group), default 8
+  --batch-size N      tasks per step, default 16
+  --lr X              learning rate, default 1e-4
+  --max-steps N       stop after N steps;  --max-minutes M  stop after M minutes;  --epochs E
+  --val-every K       validate every K steps (default 5)
+  --workers N         runner workers in this process (default 8; 0 = external \`agl runner\` only)
+  --config FILE       YAML with sections model / training / runtime (flags override it)
+  --resume RUN|DIR    continue a killed run from its last checkpoint
+  --checkpoint-dir D  default <data-dir>/runs/<run id>
+  --backend B         auto, wasm, cpu, webgpu, node
+  --data-dir DIR / --store SPEC   which store (default ~/.agent-lightning)
+  --quiet             no progress bar
+`;
+
+function loadTasks(path: string, what: string): Task[] {
+  if (!existsSync(path)) throw new Error(`--${what} ${path}: no such file`);
+  return readJsonl<Record<string, unknown>>(path).map((input, i) => {
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new Error(`${path}:${i + 1}: a task must be a JSON object`);
+    return { id: typeof input.id === 'string' || typeof input.id === 'number' ? String(input.id) : `${what}-${i + 1}`, input };
+  });
+}
+
+export interface TrainFlags {
+  agent: string; train: string; val: string; model?: string; 'group-size'?: string; 'batch-size'?: string; lr?: string;
+  'max-steps'?: string; 'max-minutes'?: string; epochs?: string; 'val-every'?: string; workers?: string; config?: string;
+  resume?: string; 'checkpoint-dir'?: string; backend?: string; 'data-dir'?: string; store?: string; quiet?: boolean;
+}
+export interface TrainOutcome { runId: string; before: number | null; after: number | null; minutes: number; steps: number; report: string; checkpoint: string }
+
+export async function run(argv: string[]): Promise<number> {
+  let a;
+  try {
+    a = parseArgs({ args: argv, allowPositionals: true, strict: true, options: {
+      train: { type: 'string' }, val: { type: 'string' }, model: { type: 'string' }, 'group-size': { type: 'string' },
+      'batch-size': { type: 'string' }, lr: { type: 'string' }, 'max-steps': { type: 'string' }, 'max-minutes': { type: 'string' },
+      epochs: { type: 'string' }, 'val-every': { type: 'string' }, workers: { type: 'string' }, config: { type: 'string' },
+      resume: { type: 'string' }, 'checkpoint-dir': { type: 'string' }, backend: { type: 'string' }, 'data-dir': { type: 'string' },
+      store: { type: 'string' }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    } });
+  } catch (e) { process.stderr.write(`agl train: ${(e as Error).message}\n\n${HELP}`); return 2; }
+  const f = a.values;
+  if (f.help) { process.stdout.write(HELP); return 0; }
+  const agent = a.positionals[0];
+  if (!agent || !f.train || !f.val) { process.stderr.write(`agl train: the agent, --train and --val are required\n\n${HELP}`); return 2; }
+  const agentFile = agent.split('#')[0];
+  if (/\.(ts|mts|js|mjs|py)$/.test(agentFile) && !existsSync(agentFile)) { process.stderr.write(`agl train: agent file ${agentFile} not found\n`); return 2; }
+  const outcome = await trainAgent({ ...f, agent, train: f.train, val: f.val });
+  return outcome ? 0 : 130;
+}
+
+/** Trains per the flags; null when interrupted (SIGINT/SIGTERM: the last checkpoint is kept). */
+export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
+  const agent = f.agent;
+
+  const num = (v: string | undefined, name: string) => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got '${v}'`);
+    return n;
+  };
+  const overrides: TrainConfigInput = {
+    model: { ...(f.model ? { name: f.model } : {}) },
+    training: Object.fromEntries(Object.entries({
+      groupSize: num(f['group-size'], 'group-size'), batchSize: num(f['batch-size'], 'batch-size'), learningRate: num(f.lr, 'lr'),
+      maxSteps: num(f['max-steps'], 'max-steps'), maxMinutes: num(f['max-minutes'], 'max-minutes'), epochs: num(f.epochs, 'epochs'),
+      valEvery: num(f['val-every'], 'val-every'),
+    }).filter(([, v]) => v !== undefined)),
+    runtime: Object.fromEntries(Object.entries({ workers: num(f.workers, 'workers'), checkpointDir: f['checkpoint-dir'], backend: f.backend }).filter(([, v]) => v !== undefined)),
+  };
+  const dataDir = resolveDataDir(f['data-dir']);
+  ensureWritableDataDir(dataDir);
+  const store = await openStore(f.store ?? process.env.AGL_STORE ?? { dataDir });
+  const controller = new AbortController();
+  const onSignal = () => { process.stderr.write('\nagl train: stopping (the last checkpoint is kept; continue with --resume)\n'); controller.abort(); };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    // Resume: a run id (its checkpoint dir from the store) or a checkpoint folder.
+    let resumeDir: string | null = null;
+    if (f.resume) {
+      const byRun = await store.getTrainingRun(f.resume);
+      resumeDir = byRun?.checkpointDir ?? resolve(f.resume);
+      if (!existsSync(join(resumeDir, 'state.json'))) throw new Error(`--resume ${f.resume}: no checkpoint found (looked in ${resumeDir})`);
+    }
+    const ckpt = resumeDir ? readCheckpoint(resumeDir) : null;
+    const config: TrainConfig = ckpt ? resolveTrainConfig(null, ckpt.config as TrainConfigInput) : resolveTrainConfig(f.config ?? null, overrides);
+    const train = loadTasks(f.train, 'train'), val = loadTasks(f.val, 'val');
+    if (train.length === 0 || val.length === 0) throw new Error('--train and --val need at least one task each');
+
+    const modelSpec = ckpt ? ckpt.policyPath : (config.model.init ?? config.model.name);
+    const policy = await openPolicy(modelSpec, { backend: config.runtime.backend, learningRate: config.training.learningRate, seed: config.training.seed });
+    const reference = config.training.grpo.beta > 0 ? await openPolicy(config.model.init ?? config.model.name, { backend: config.runtime.backend }) : null;
+
+    let state: TrainerState;
+    let checkpointDir: string;
+    if (ckpt && resumeDir) {
+      state = ckpt.trainer;
+      checkpointDir = resumeDir;
+      await store.updateTrainingRun(state.runId, { status: 'running' });
+    } else {
+      const runRec = await store.createTrainingRun({ agent, config: config as unknown as Record<string, unknown>, totalSteps: plannedSteps(config, train.length) });
+      checkpointDir = resolve(config.runtime.checkpointDir ?? join(dataDir, 'runs', runRec.id));
+      await store.updateTrainingRun(runRec.id, { checkpointDir });
+      state = newTrainerState(runRec);
+    }
+    const { token } = loadOrCreateToken(dataDir);
+    const bar = f.quiet ? null : new Progress('train', state.totalSteps);
+    const log = (m: string) => (bar ? bar.log(m) : process.stderr.write(`${m}\n`));
+    const host = await startTrainingHost({ store, policy, token, dataDir, workers: config.runtime.workers, agent, log: (m) => log(`  ${m}`) });
+    log(`agl train: run ${state.runId}${ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${train.length} train / ${val.length} val tasks, ` +
+      `${state.totalSteps} steps of ${config.training.batchSize} tasks x ${config.training.groupSize}; gateway ${host.endpoint}`);
+    const trainer = new Trainer({
+      store, policy, reference, endpoint: host.endpoint, agent, config, train, val, signal: controller.signal,
+      checkpoint: async (s) => { await saveCheckpoint(checkpointDir, policy, s, { agent, config }); },
+      log, onProgress: (phase, done, total, s) => bar?.update(s.step, `${phase} ${done}/${total} val ${s.val.at(-1)?.reward.toFixed(2) ?? '-'} reward ${s.train.at(-1)?.reward.toFixed(2) ?? '-'}`),
+    }, state);
+    try {
+      await trainer.run();
+    } catch (e) {
+      await host.close();
+      if (controller.signal.aborted) { await store.updateTrainingRun(state.runId, { status: 'cancelled' }); return null; }
+      await store.updateTrainingRun(state.runId, { status: 'failed', summary: { error: (e as Error).message } });
+      throw e;
+    }
+    bar?.done();
+    await host.close();
+    const before = trainer.state.val[0]?.reward ?? null, after = trainer.state.val.at(-1)?.reward ?? null;
+    const report = writeReport(join(checkpointDir, 'report'), { title: `Training report: ${agent}`, state: trainer.state, agent, config });
+    await store.updateTrainingRun(state.runId, { status: 'succeeded', step: trainer.state.step, summary: { valBefore: before, valAfter: after, minutes: trainer.state.elapsedMs / 60000, report: report.html } });
+    process.stdout.write(`agl train: held-out reward ${before?.toFixed(3)} -> ${after?.toFixed(3)} in ${(trainer.state.elapsedMs / 60000).toFixed(1)} min\n` +
+      `checkpoint: ${join(checkpointDir, `policy-${trainer.state.step}`)}\nreport: ${report.html}\nreward curve: ${report.png}\n` +
+      `transitions: agl export --format jsonl --run ${state.runId}\n`);
+    policy.dispose();
+    reference?.dispose();
+    return { runId: state.runId, before, after, minutes: trainer.state.elapsedMs / 60000, steps: trainer.state.step, report: report.html, checkpoint: join(checkpointDir, `policy-${trainer.state.step}`) };
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await store.close();
+  }
+}
