@@ -10,13 +10,10 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AGL, SPAN } from '../../protocol/spans.js';
-import type { Rollout } from '../../protocol/store.js';
-import { Runner } from '../../daemon/runner/runner.js';
 import { type CalcTask, calculate, demonstrations, firstPrompt, parseToolCall, reward, secondPrompt } from '../../samples/calc/task.js';
-import { type Harness, startDaemon } from '../runner/daemon-harness.js';
-import { type ScriptedLlm, startScriptedLlm } from './scripted-llm.js';
+import { type SampleDaemon, startSampleDaemon } from './sample-daemon.js';
 
-const agentFile = resolve('samples/calc-py/calc_agent.py'); // tests run from the repo root
+const agent = `${resolve('samples/calc-py/calc_agent.py')}:solve`; // tests run from the repo root
 const tasks = readFileSync('samples/calc/data/val.jsonl', 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as CalcTask);
 
 describe('calc-py: same protocol as the TypeScript calc sample', () => {
@@ -53,34 +50,19 @@ print(json.dumps(out))`;
 
 describe('calc-py: one rollout through the daemon and the Python runner', () => {
   const task = tasks[0];
-  let daemon: Harness;
-  let llm: ScriptedLlm;
-  let runner: Runner;
+  let env: SampleDaemon;
 
   before(async () => {
     const expert = demonstrations(task);
-    llm = await startScriptedLlm((body) => expert.find((d) => d.prompt === body.prompt)?.completion ?? 'no idea');
-    daemon = await startDaemon();
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'scripted', backend: 'upstream', upstreamUrl: llm.url } } });
-    runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 1, pollMs: { min: 20, max: 200 }, log: () => {} });
-    runner.start();
+    env = await startSampleDaemon((body) => expert.find((d) => d.prompt === body.prompt)?.completion ?? 'no idea');
   });
-  after(async () => { await runner.stop(5000); await daemon.close(); await llm.close(); });
-
-  async function runToEnd(input: unknown): Promise<Rollout> {
-    const r = await daemon.client.enqueueRollout({ input, agent: `${agentFile}:solve` });
-    for (let i = 0; i < 60; i++) {
-      const [done] = await daemon.client.waitForRollouts([r.id], 2000);
-      if (done) return done;
-    }
-    throw new Error(`rollout ${r.id} did not end`);
-  }
+  after(() => env.close());
 
   it('records both completion calls, the calculator tool span and reward 1', async () => {
-    const r = await runToEnd(task);
-    const [attempt] = await daemon.client.getAttempts(r.id);
+    const r = await env.runToEnd(task, agent);
+    const [attempt] = await env.daemon.client.getAttempts(r.id);
     assert.equal(r.status, 'succeeded', attempt.error?.message);
-    const spans = await daemon.client.querySpans({ rolloutId: r.id });
+    const spans = await env.daemon.client.querySpans({ rolloutId: r.id });
     const calls = spans.filter((s) => s.name === SPAN.llmCall);
     assert.equal(calls.length, 2);
     assert.ok(calls.every((s) => Array.isArray(s.attributes[AGL.completionTokenIds])));
@@ -89,13 +71,13 @@ describe('calc-py: one rollout through the daemon and the Python runner', () => 
     assert.equal(tool?.attributes['calc.expression'], parseToolCall(demonstrations(task)[0].completion));
     const final = spans.find((s) => s.name === SPAN.reward && s.attributes['agl.reward.final'] === true);
     assert.equal(final?.attributes[AGL.rewardValue], 1);
-    assert.deepEqual(llm.requests.map((b) => b.prompt), demonstrations(task).map((d) => d.prompt));
+    assert.deepEqual(env.llm.requests.map((b) => b.prompt), demonstrations(task).map((d) => d.prompt));
   });
 
   it('a task without an integer answer fails the attempt with a message', async () => {
-    const bad = await runToEnd({ question: task.question });
+    const bad = await env.runToEnd({ question: task.question }, agent);
     assert.equal(bad.status, 'failed');
-    const [attempt] = await daemon.client.getAttempts(bad.id);
+    const [attempt] = await env.daemon.client.getAttempts(bad.id);
     assert.match(attempt.error?.message ?? '', /expected \{"question": string, "answer": integer\}/);
   });
 });

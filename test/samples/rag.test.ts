@@ -8,14 +8,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { AGL, SPAN } from '../../protocol/spans.js';
-import type { Rollout } from '../../protocol/store.js';
-import { Runner } from '../../daemon/runner/runner.js';
 import { makeCorpus, makeRagSplits, makeWorld, tokenF1 } from '../../samples/rag/corpus.js';
 import { loadCorpus } from '../../samples/rag/data.js';
 import { ANSWER_INSTRUCTIONS, cleanQuery, queryFor, QUERY_INSTRUCTIONS } from '../../samples/rag/prompts.js';
 import { CorpusSearch } from '../../samples/rag/search.js';
-import { type Harness, startDaemon } from '../runner/daemon-harness.js';
-import { contentText, type ScriptedLlm, startScriptedLlm } from './scripted-llm.js';
+import { type SampleDaemon, startSampleDaemon } from './sample-daemon.js';
+import { contentText } from './scripted-llm.js';
 
 describe('rag sample: corpus, retrieval and reward', () => {
   const world = makeWorld();
@@ -60,39 +58,24 @@ describe('rag sample: one rollout through the daemon', () => {
   const agent = `${resolve('samples/rag/agent.ts')}#ragAgent`; // tests run from the repo root
   const world = makeWorld();
   const task = makeRagSplits(world).test[0];
-  let daemon: Harness;
-  let llm: ScriptedLlm;
-  let runner: Runner;
+  let env: SampleDaemon;
 
   before(async () => {
-    llm = await startScriptedLlm((body) => {
+    env = await startSampleDaemon((body) => {
       const system = contentText(body.messages?.[0]?.content);
       const user = contentText(body.messages?.at(-1)?.content);
       if (system === QUERY_INSTRUCTIONS) return queryFor({ title: user.includes('\nKnown: ') ? task.hops[1] : task.hops[0] });
       if (system === ANSWER_INSTRUCTIONS) return user.includes(task.answer) ? `${task.answer} town` : 'unknown';
       return 'unexpected prompt';
     });
-    daemon = await startDaemon();
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'scripted', backend: 'upstream', upstreamUrl: llm.url } } });
-    runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 1, pollMs: { min: 20, max: 200 }, log: () => {} });
-    runner.start();
   });
-  after(async () => { await runner.stop(5000); await daemon.close(); await llm.close(); });
-
-  async function runToEnd(input: unknown): Promise<Rollout> {
-    const r = await daemon.client.enqueueRollout({ input, agent });
-    for (let i = 0; i < 60; i++) {
-      const [done] = await daemon.client.waitForRollouts([r.id], 2000);
-      if (done) return done;
-    }
-    throw new Error(`rollout ${r.id} did not end`);
-  }
+  after(() => env.close());
 
   it('records two query calls, two searches and the answer call by agent, and the F1 reward', async () => {
-    const r = await runToEnd(task);
-    const [attempt] = await daemon.client.getAttempts(r.id);
+    const r = await env.runToEnd(task, agent);
+    const [attempt] = await env.daemon.client.getAttempts(r.id);
     assert.equal(r.status, 'succeeded', attempt.error?.message);
-    const spans = await daemon.client.querySpans({ rolloutId: r.id });
+    const spans = await env.daemon.client.querySpans({ rolloutId: r.id });
     const byId = new Map(spans.map((s) => [s.spanId, s]));
     const calls = spans.filter((s) => s.name === SPAN.llmCall).sort((a, b) => a.startTime - b.startTime);
     assert.deepEqual(calls.map((s) => byId.get(s.parentSpanId ?? '')?.attributes[AGL.agentName]), ['query_writer', 'query_writer', 'answerer']);
@@ -102,14 +85,14 @@ describe('rag sample: one rollout through the daemon', () => {
     const final = spans.find((s) => s.name === SPAN.reward && s.attributes['agl.reward.final'] === true);
     assert.equal(final?.attributes[AGL.rewardValue], tokenF1(`${task.answer} town`, task.answer));
     assert.ok(Number(final?.attributes[AGL.rewardValue]) > 0 && Number(final?.attributes[AGL.rewardValue]) < 1, 'a partly right answer gets partial credit');
-    const sent = llm.requests.map((b) => b.model);
+    const sent = env.llm.requests.map((b) => b.model);
     assert.ok(sent.every((m) => m === 'scripted'), 'the Agents SDK sent the resource model');
   });
 
   it('a malformed task fails the attempt with a message naming the fields', async () => {
-    const bad = await runToEnd({ question: 'no answer' });
+    const bad = await env.runToEnd({ question: 'no answer' }, agent);
     assert.equal(bad.status, 'failed');
-    const [attempt] = await daemon.client.getAttempts(bad.id);
+    const [attempt] = await env.daemon.client.getAttempts(bad.id);
     assert.match(attempt.error?.message ?? '', /expected \{"question": string, "answer": string\}/);
   });
 });

@@ -8,14 +8,12 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { AGL, SPAN } from '../../protocol/spans.js';
-import type { Rollout } from '../../protocol/store.js';
 import { spansToTrajectory } from '../../daemon/algorithm/adapter.js';
-import { Runner } from '../../daemon/runner/runner.js';
 import { companyRows, openCompanyDb, SCHEMA_LINE } from '../../samples/sql/db.js';
 import { executionReward, formatResult, runQuery } from '../../samples/sql/execute.js';
 import { checkerAccepts, extractSql, makeSqlSplits } from '../../samples/sql/task.js';
-import { type Harness, startDaemon } from '../runner/daemon-harness.js';
-import { contentText, type ScriptedLlm, startScriptedLlm } from './scripted-llm.js';
+import { type SampleDaemon, startSampleDaemon } from './sample-daemon.js';
+import { contentText } from './scripted-llm.js';
 
 describe('sql sample: data and reward', () => {
   const db = openCompanyDb();
@@ -64,13 +62,11 @@ describe('sql sample: data and reward', () => {
 describe('sql sample: one rollout through the daemon', () => {
   const agent = `${resolve('samples/sql/agent.ts')}#sqlAgent`; // tests run from the repo root
   const task = { id: 't-1', question: 'How many employees are in Sales?', gold: "SELECT COUNT(*) FROM emp WHERE dept='Sales'" };
-  let daemon: Harness;
-  let llm: ScriptedLlm;
-  let runner: Runner;
+  let env: SampleDaemon;
 
   before(async () => {
     // The writer forgets the filter, the checker rejects it, the rewriter fixes it, the checker accepts.
-    llm = await startScriptedLlm((body) => {
+    env = await startSampleDaemon((body) => {
       const messages = body.messages ?? [];
       const last = contentText(messages.at(-1)?.content);
       if (contentText(messages[0]?.content) === SCHEMA_LINE) return '```sql\nSELECT COUNT(*) FROM emp\n```';
@@ -78,27 +74,14 @@ describe('sql sample: one rollout through the daemon', () => {
       if (last.endsWith('Better SQL:')) return task.gold;
       return 'unexpected prompt';
     });
-    daemon = await startDaemon();
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'scripted', backend: 'upstream', upstreamUrl: llm.url } } });
-    runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 1, pollMs: { min: 20, max: 200 }, log: () => {} });
-    runner.start();
   });
-  after(async () => { await runner.stop(5000); await daemon.close(); await llm.close(); });
-
-  async function runToEnd(input: unknown): Promise<Rollout> {
-    const r = await daemon.client.enqueueRollout({ input, agent });
-    for (let i = 0; i < 60; i++) {
-      const [done] = await daemon.client.waitForRollouts([r.id], 2000);
-      if (done) return done;
-    }
-    throw new Error(`rollout ${r.id} did not end`);
-  }
+  after(() => env.close());
 
   it('records writer, checker and rewriter calls by name, the query tool spans, and reward 1', async () => {
-    const r = await runToEnd(task);
-    const [attempt] = await daemon.client.getAttempts(r.id);
+    const r = await env.runToEnd(task, agent);
+    const [attempt] = await env.daemon.client.getAttempts(r.id);
     assert.equal(r.status, 'succeeded', attempt.error?.message);
-    const spans = await daemon.client.querySpans({ rolloutId: r.id });
+    const spans = await env.daemon.client.querySpans({ rolloutId: r.id });
     const calls = spans.filter((s) => s.name === SPAN.llmCall).sort((a, b) => a.startTime - b.startTime);
     assert.equal(calls.length, 4, 'writer, checker (no), rewriter, checker (yes)');
     const byId = new Map(spans.map((s) => [s.spanId, s]));
@@ -108,7 +91,7 @@ describe('sql sample: one rollout through the daemon', () => {
     assert.deepEqual(tools.map((s) => s.attributes['sql.query']), ['SELECT COUNT(*) FROM emp', task.gold]);
     const final = spans.find((s) => s.name === SPAN.reward && s.attributes['agl.reward.final'] === true);
     assert.equal(final?.attributes[AGL.rewardValue], 1);
-    assert.equal(llm.requests.length, 4);
+    assert.equal(env.llm.requests.length, 4);
 
     const trajectory = spansToTrajectory(spans, { agentMatch: '^(writer|rewriter)$' });
     assert.deepEqual(trajectory.steps.map((s) => s.agentName), ['writer', 'rewriter'], 'selective optimization keeps writer and rewriter');
@@ -116,12 +99,12 @@ describe('sql sample: one rollout through the daemon', () => {
   });
 
   it('a wrong final query earns reward 0 and a malformed task fails the attempt with a message', async () => {
-    const wrong = await runToEnd({ ...task, gold: "SELECT COUNT(*) FROM emp WHERE dept='Legal'" });
-    const spans = await daemon.client.querySpans({ rolloutId: wrong.id });
+    const wrong = await env.runToEnd({ ...task, gold: "SELECT COUNT(*) FROM emp WHERE dept='Legal'" }, agent);
+    const spans = await env.daemon.client.querySpans({ rolloutId: wrong.id });
     assert.equal(spans.find((s) => s.name === SPAN.reward)?.attributes[AGL.rewardValue], 0);
-    const bad = await runToEnd({ question: 'no gold here' });
+    const bad = await env.runToEnd({ question: 'no gold here' }, agent);
     assert.equal(bad.status, 'failed');
-    const [attempt] = await daemon.client.getAttempts(bad.id);
+    const [attempt] = await env.daemon.client.getAttempts(bad.id);
     assert.match(attempt.error?.message ?? '', /expected \{"question": string, "gold": string/);
   });
 });
