@@ -124,6 +124,9 @@ export async function run(argv: string[]): Promise<number> {
   const boundPort = Number(new URL(ctx.url).port);
   state.markRunning({ pid: process.pid, url: ctx.url, host, port: boundPort, startedAt: ctx.startedAt });
   process.stdout.write(`agl: listening on ${ctx.url} (store ${storeLabel}; data dir ${dataDir}; token ${tokenFile})\n`);
+  if (!/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(host)) {
+    process.stderr.write(`agl serve: listening on ${host}, reachable from other machines: every request still needs the token, but traffic is not encrypted.\n`);
+  }
 
   return new Promise<number>((resolveExit) => {
     let stopping = false;
