@@ -3,6 +3,29 @@
  * The server validates every request with these; the client (sdk/client.ts) types its calls with the
  * inferred types. Route shapes follow agent-lightning v0 where it has one (AGL-REFERENCE.md).
  * Request bodies are strict: an unknown key is reported by name instead of being silently dropped.
+ *
+ * Routes (all under /v1/agl, all need `Authorization: Bearer <token>`; errors are application/problem+json):
+ *   POST /queues/rollouts/enqueue    RolloutInput | {rollouts}  -> 201 EnqueueResponse
+ *   POST /queues/rollouts/dequeue    DequeueRequest             -> DequeueResponse ({claims: []} when empty)
+ *   POST /rollouts                   StartRolloutRequest        -> 201 Claim
+ *   GET  /rollouts?status=a,b&mode&agent&resourcesId&resourcesVersion&ids&order&limit&cursor -> RolloutPage
+ *   POST /rollouts/search            RolloutSearchRequest       -> RolloutPage
+ *   GET  /rollouts/:id -> Rollout     POST /rollouts/:id {metadata} -> Rollout     POST /rollouts/:id/cancel -> Rollout
+ *   GET  /rollouts/:id/attempts -> AttemptList      GET /rollouts/:id/attempts/latest | /:aid -> Attempt
+ *   POST /rollouts/:id/attempts/:aid/heartbeat -> Attempt
+ *   POST /rollouts/:id/attempts/:aid/finish  FinishAttemptRequest -> FinishAttemptResponse
+ *   POST /waits/rollouts             WaitRolloutsRequest        -> RolloutList (those ended)
+ *   POST /spans                      SpanInput | {spans}        -> 201 AddSpansResponse (durable)
+ *   GET  /spans?rolloutId&attemptId(|latest)&name&afterSequenceId&limit -> SpanList;  POST /spans/search (same, JSON)
+ *   POST /resources AddResourcesRequest -> 201 Resources;  GET /resources?limit -> ResourcesList
+ *   GET  /resources/latest | /resources/:id -> Resources
+ *   GET  /workers -> WorkerList;  GET /workers/:id -> Worker;  POST /workers/:id/heartbeat WorkerHeartbeatRequest -> Worker
+ *   GET  /agents -> AgentList;  GET /statistics -> Statistics
+ *   POST /training-runs CreateTrainingRunRequest -> 201 TrainingRun;  GET /training-runs?agent -> TrainingRunList
+ *   GET  /training-runs/:id -> TrainingRun;  POST /training-runs/:id UpdateTrainingRunRequest -> TrainingRun
+ *   POST /training-runs/:id/metrics AddMetricsRequest -> 201 CountResponse;  GET .../metrics?afterStep -> MetricList
+ *   POST /transitions AddTransitionsRequest -> 201 CountResponse;  GET /transitions?runId&rolloutId&step&limit -> TransitionList
+ * Outside the prefix: GET /health (no token) -> Health;  GET /metrics (token) -> Prometheus text.
  */
 import { z } from 'zod';
 import {
