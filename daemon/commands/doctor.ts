@@ -1,0 +1,46 @@
+/**
+ * `agl doctor`: checks the machine for the policy engine: which TF.js backend loads (and why each one
+ * before it did not), a quick matmul speed probe on it, and the tokenizer/template packages.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { BACKEND_ORDER, selectBackend } from '../model/backend.js';
+
+const HELP = `usage: agl doctor [--backend auto|${BACKEND_ORDER.join('|')}] [--json]
+
+Loads the TF.js backend the daemon would use and reports why each faster one was not available.`;
+
+function matmulGflops(): number {
+  const n = 256;
+  const a = tf.randomNormal([n, n]), b = tf.randomNormal([n, n]);
+  tf.tidy(() => tf.matMul(a, b).dataSync());
+  const reps = 10, t0 = performance.now();
+  for (let i = 0; i < reps; i++) tf.tidy(() => tf.matMul(a, b).dataSync());
+  const s = (performance.now() - t0) / 1000;
+  a.dispose(); b.dispose();
+  return (2 * n ** 3 * reps) / s / 1e9;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) { console.log(HELP); return 0; }
+  const i = argv.indexOf('--backend');
+  const requested = i >= 0 ? argv[i + 1] : undefined;
+  if (i >= 0 && !requested) { console.error('agl doctor: --backend needs a value'); return 2; }
+  let report;
+  try {
+    report = await selectBackend(requested);
+  } catch (e) {
+    console.error(`agl doctor: ${(e as Error).message}`);
+    return 1;
+  }
+  const gflops = matmulGflops();
+  if (argv.includes('--json')) {
+    console.log(JSON.stringify({ ...report, matmulGflops: gflops, node: process.version, tfjs: tf.version.tfjs }, null, 2));
+    return 0;
+  }
+  console.log(`policy engine backend: ${report.chosen} (tfjs ${tf.version.tfjs}, node ${process.version})`);
+  for (const a of report.attempts) console.log(`  ${a.ok ? 'OK  ' : 'no  '} ${a.name.padEnd(9)} ${a.reason}`);
+  const untried = BACKEND_ORDER.filter((n) => !report.attempts.some((a) => a.name === n));
+  if (untried.length) console.log(`  (not tried: ${untried.join(', ')}${requested ? ' — backend was forced' : ''})`);
+  console.log(`  256x256 float32 matmul: ${gflops.toFixed(1)} GFLOP/s`);
+  return 0;
+}
