@@ -1,0 +1,96 @@
+/**
+ * `npm run bench:model [-- --quick]` (BENCHMARKS.md §4): training tokens/s (forward + backward + AdamW) and
+ * KV-cache sampling tokens/s of the built-in GPT at sizes 0.8m and 5m, per available TF.js backend (each in
+ * its own process: the backend is process-wide), against the same model in PyTorch on the CPU (bench/
+ * model_torch.py, Debian's /usr/bin/python3) in the same run. Writes bench/results/model.json.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { LossInputs, SequencePair } from '../daemon/model/api.js';
+
+interface Run { train_tok_s: number; sample_tok_s: number; params: number; backend: string }
+const BATCH = 16, SEQ = 128;
+
+async function worker(backend: string, size: string, steps: number, newTokens: number): Promise<void> {
+  const { createPolicy } = await import('../daemon/model/policy.js');
+  const model = await createPolicy({ backend, size, contextLength: SEQ, seed: 1, optimizer: { microBatchSize: size === '5m' ? 8 : 16 } });
+  let seed = 7;
+  const rnd = () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % 256; };
+  const pairs: SequencePair[] = Array.from({ length: BATCH }, () => ({ promptIds: [rnd()], completionIds: Array.from({ length: SEQ - 1 }, rnd) }));
+  const loss = ({ logprobs, mask }: LossInputs) => logprobs.mul(mask).sum().neg().div(BATCH * (SEQ - 1)) as never;
+  await model.trainStep(pairs, loss); // warm-up: kernel setup, XNNPACK operator creation
+  let tokens = 0, seconds = 0;
+  for (let s = 0; s < steps; s++) { const r = await model.trainStep(pairs, loss); tokens += r.tokens; seconds += r.seconds; }
+  const prompts = pairs.map((p) => p.completionIds.slice(0, 8));
+  await model.generate(prompts, { maxTokens: 4, temperature: 1, seed: 1 });
+  const t0 = performance.now();
+  const gens = await model.generate(prompts, { maxTokens: newTokens, temperature: 1, seed: 2 });
+  const sampleS = (performance.now() - t0) / 1000;
+  const sampled = gens.reduce((n, g) => n + g.tokenIds.length, 0);
+  const out: Run = { train_tok_s: tokens / seconds, sample_tok_s: sampled / sampleS, params: model.parameterCount, backend: model.backend };
+  console.log(JSON.stringify(out));
+  model.dispose();
+}
+
+function lastJson<T>(stdout: string): T | null {
+  const line = stdout.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  return line ? (JSON.parse(line) as T) : null;
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const opt = (name: string) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
+  if (args.includes('--worker')) return worker(opt('--backend')!, opt('--size')!, Number(opt('--steps')), Number(opt('--new-tokens')));
+  const quick = args.includes('--quick');
+  const sizes = (opt('--sizes') ?? '0.8m,5m').split(',');
+  const backends = (opt('--backends') ?? 'node-gpu,node,webgpu,wasm,cpu').split(',');
+  const steps = quick ? 2 : 5, newTokens = quick ? 32 : 64;
+  const metrics: Record<string, number> = {};
+  const rows: string[][] = [];
+  for (const size of sizes) {
+    const torchRun = spawnSync('/usr/bin/python3', ['bench/model_torch.py', '--size', size, '--batch', String(BATCH), '--seq', String(SEQ),
+      '--steps', String(steps), '--new-tokens', String(newTokens)], { encoding: 'utf8' });
+    const torch = lastJson<{ train_tok_s: number; sample_tok_s: number; matmul_gflops: number; params: number }>(torchRun.stdout ?? '');
+    if (torch) {
+      metrics[`${size}.torch.train_tok_s`] = torch.train_tok_s;
+      metrics[`${size}.torch.sample_tok_s`] = torch.sample_tok_s;
+      metrics[`${size}.machine_matmul_gflops`] = torch.matmul_gflops;
+      rows.push([size, 'torch (cpu)', torch.train_tok_s.toFixed(0), torch.sample_tok_s.toFixed(0), '1.00', '1.00']);
+    } else {
+      console.error(`torch peer unavailable (apt-get install -y python3-torch libopenblas0-pthread): ${(torchRun.stderr ?? '').trim().split('\n').pop()}`);
+    }
+    let best: Run | null = null;
+    for (const backend of backends) {
+      // The pure-JS cpu backend is ~20x slower than wasm: one step at 0.8m only, skipped at 5m.
+      if (backend === 'cpu' && size !== '0.8m') continue;
+      const child = spawnSync(process.execPath, ['--import', 'tsx', 'bench/model.ts', '--worker', '--backend', backend, '--size', size,
+        '--steps', String(backend === 'cpu' ? 1 : steps), '--new-tokens', String(backend === 'cpu' ? 16 : newTokens)], { encoding: 'utf8', env: { ...process.env, AGL_BACKEND: backend } });
+      const r = lastJson<Run>(child.stdout ?? '');
+      if (!r) { console.error(`${size} ${backend}: not available (${(child.stderr ?? '').trim().split('\n').filter((l) => /Error|error/.test(l))[0] ?? 'failed'})`); continue; }
+      metrics[`${size}.${backend}.train_tok_s`] = r.train_tok_s;
+      metrics[`${size}.${backend}.sample_tok_s`] = r.sample_tok_s;
+      const ratio = (x: number, y?: number) => (y ? (x / y).toFixed(2) : '-');
+      rows.push([size, backend, r.train_tok_s.toFixed(0), r.sample_tok_s.toFixed(0), ratio(r.train_tok_s, torch?.train_tok_s), ratio(r.sample_tok_s, torch?.sample_tok_s)]);
+      if (!best || r.train_tok_s > best.train_tok_s) best = r;
+      if (torch && backend !== 'cpu') {
+        // ~6 FLOPs per parameter per trained token (forward + backward), attention excluded.
+        metrics[`${size}.${backend}.matmul_fraction`] = (6 * r.params * r.train_tok_s) / (torch.matmul_gflops * 1e9);
+      }
+    }
+    if (best && torch) {
+      metrics[`${size}.train_ratio_vs_torch`] = best.train_tok_s / torch.train_tok_s;
+      metrics[`${size}.sample_ratio_vs_torch`] = best.sample_tok_s / torch.sample_tok_s;
+    }
+  }
+  console.log(`batch ${BATCH} x seq ${SEQ}, float32${quick ? ' (quick)' : ''}`);
+  console.log(['size', 'engine', 'train tok/s', 'sample tok/s', 'train x torch', 'sample x torch'].join('\t'));
+  for (const r of rows) console.log(r.join('\t'));
+  const machine = `${cpus().length}x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
+  mkdirSync(join('bench', 'results'), { recursive: true });
+  writeFileSync(join('bench', 'results', 'model.json'), JSON.stringify({ date: new Date().toISOString(), machine, quick, metrics }, null, 2) + '\n');
+  console.log('wrote bench/results/model.json');
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
