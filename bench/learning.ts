@@ -1,0 +1,50 @@
+/**
+ * `npm run bench:learning [-- --sample calc] [-- --quick]` (BENCHMARKS.md §5): does training make each
+ * sample agent better? For each sample: held-out score of the starting policy and after training, and the
+ * wall-clock minutes, through the real gateway and runner. Writes bench/results/learning.json with
+ * `<sample>.before`, `<sample>.after`, `<sample>.minutes` (+ `<sample>.warmup_minutes` when a warm-up ran).
+ * Adding a sample = one entry in SAMPLES: a function that trains it and returns those figures.
+ */
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { parseArgs } from 'node:util';
+
+export interface LearningResult { before: number; after: number; minutes: number; warmupMinutes?: number }
+export interface LearningSample { describe: string; run(o: { quick: boolean }): Promise<LearningResult> }
+
+export const SAMPLES: Record<string, LearningSample> = {
+  calc: {
+    describe: 'calc (tool use): SFT warm-up checkpoint, then GRPO; greedy exact-answer accuracy on 100 held-out problems',
+    async run({ quick }) {
+      const { runCalcDemo } = await import('../samples/calc/demo.js');
+      const r = await runCalcDemo({ minutes: quick ? 1.5 : 13, quiet: true });
+      return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes };
+    },
+  },
+};
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { sample: { type: 'string', multiple: true }, quick: { type: 'boolean', default: false } } });
+  const names = values.sample?.length ? values.sample : Object.keys(SAMPLES);
+  for (const n of names) if (!SAMPLES[n]) throw new Error(`unknown sample '${n}': one of ${Object.keys(SAMPLES).join(', ')}`);
+  const file = 'bench/results/learning.json';
+  // Keep other samples' figures from earlier runs: one sample at a time is the common case.
+  const previous = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { metrics?: Record<string, number> }).metrics ?? {} : {};
+  const metrics: Record<string, number> = { ...previous };
+  for (const n of names) {
+    process.stderr.write(`bench:learning: ${n}: ${SAMPLES[n].describe}\n`);
+    const r = await SAMPLES[n].run({ quick: values.quick ?? false });
+    metrics[`${n}.before`] = round(r.before);
+    metrics[`${n}.after`] = round(r.after);
+    metrics[`${n}.minutes`] = round(r.minutes, 2);
+    if (r.warmupMinutes) metrics[`${n}.warmup_minutes`] = round(r.warmupMinutes, 2);
+  }
+  const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), machine, quick: values.quick ?? false, metrics }, null, 2)}\n`);
+  process.stdout.write(`\nsample   before  after  minutes\n${names.map((n) => `${n.padEnd(8)} ${metrics[`${n}.before`].toFixed(2).padStart(6)} ${metrics[`${n}.after`].toFixed(2).padStart(6)} ${metrics[`${n}.minutes`].toFixed(1).padStart(8)}`).join('\n')}\nwritten ${file}\n`);
+}
+
+function round(x: number, d = 3): number { return Math.round(x * 10 ** d) / 10 ** d; }
+
+main().then(() => process.exit(0), (e) => { process.stderr.write(`bench:learning failed: ${(e as Error).message}\n`); process.exit(1); });
