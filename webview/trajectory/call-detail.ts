@@ -28,10 +28,12 @@ function metric(label: string, value: string, cls = '', title = ''): HTMLElement
     h('div', { class: 'metric-label' }, label), h('div', { class: 'metric-value' }, value));
 }
 
-export function codeLink(code: { filepath: string; lineno: number | null }, actions: DetailActions): HTMLElement {
-  const name = code.filepath.split(/[\\/]/).pop() ?? code.filepath;
+/** A link that asks the extension to open the agent code at the line that made the call (`compact`: line only). */
+export function codeLink(code: { filepath: string; lineno: number | null }, actions: DetailActions, compact = false): HTMLElement {
+  const name = compact ? '' : code.filepath.split(/[\\/]/).pop() ?? code.filepath;
+  const line = code.lineno ? `${compact ? 'L' : ':'}${code.lineno}` : '';
   const link = h('a', { href: '#', class: 'code-link', title: `Open ${code.filepath}${code.lineno ? `:${code.lineno}` : ''}` },
-    icon('go-to-file'), ` ${name}${code.lineno ? `:${code.lineno}` : ''}`);
+    icon('go-to-file'), ` ${name}${line}`);
   link.addEventListener('click', (e) => { e.preventDefault(); actions.openCode(code.filepath, code.lineno); });
   return link;
 }

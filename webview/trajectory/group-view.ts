@@ -44,7 +44,7 @@ function sampleCard(sample: GroupSample, index: number, maxAbsAdvantage: number,
           h('span', { class: 'spacer' }),
           h('span', { class: `chip credit ${signClass(t?.credit)}`, title: 'credit assigned' }, `credit ${t ? fmtNumber(t.credit, 2) : '—'}`),
           h('span', { class: `chip advantage ${signClass(t?.advantage)}`, title: 'GRPO advantage' }, `A ${t ? fmtSigned(t.advantage, 2) : '—'}`),
-          call.code ? codeLink(call.code, actions) : null);
+          call.code ? codeLink(call.code, actions, true) : null);
         row.addEventListener('click', (e) => { if (!(e.target as HTMLElement).closest('a')) actions.openRollout(sample.rollout.id, span.spanId); });
         return row;
       })),

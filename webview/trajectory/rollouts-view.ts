@@ -43,13 +43,24 @@ function row(item: RolloutRow, open: (id: string) => void): HTMLElement {
   return tr;
 }
 
+const COLUMNS: [string, string][] = [
+  ['Rollout', '11%'], ['Status', '9%'], ['Mode', '6%'], ['Agent', '15%'], ['Res.', '5%'], ['Reward', '7%'],
+  ['Att.', '5%'], ['Duration', '7%'], ['Input', '21%'], ['Created', '14%'],
+];
+
+function table(items: RolloutRow[], open: (id: string) => void): HTMLElement {
+  return h('vscode-table', { zebra: true, 'bordered-rows': true, resizable: true, class: 'rollouts-table', columns: JSON.stringify(COLUMNS.map((c) => c[1])) },
+    h('vscode-table-header', { slot: 'header' }, ...COLUMNS.map(([t]) => h('vscode-table-header-cell', { class: ['Reward', 'Att.', 'Duration'].includes(t) ? 'num' : null }, t))),
+    h('vscode-table-body', { slot: 'body' }, ...items.map((item) => row(item, open))));
+}
+
 export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, actions: RolloutsViewActions): void {
-  const body = h('vscode-table-body', { slot: 'body' });
+  const tableBox = h('div', { class: 'table-box' });
+  const items: RolloutRow[] = [];
   const count = h('vscode-badge', { variant: 'counter', class: 'count' }, '0');
   const more = h('vscode-button', { secondary: true, class: 'load-more', hidden: true }, 'Load more');
   const status = h('div', { class: 'empty-state', hidden: true });
   let cursor: string | null = null;
-  let rows = 0;
 
   const choose = (key: keyof RolloutFilter, value: string): void => {
     const next: RolloutFilter = { ...filter };
@@ -66,8 +77,7 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
     try {
       const page = await actions.load({ ...filter, cursor: append && cursor ? cursor : undefined });
       if (!append) {
-        body.replaceChildren();
-        rows = 0;
+        items.length = 0;
         mount(filters,
           select('Status', 'status', filter.status?.[0] ?? '', [['', 'All'], ...page.statuses.map((s): [string, string] => [s, s])], (v) => choose('status', v)),
           select('Mode', 'mode', filter.mode ?? '', [['', 'All'], ...page.modes.map((m): [string, string] => [m, m])], (v) => choose('mode', v)),
@@ -76,12 +86,13 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
             [['', 'All'], ...page.resourcesVersions.map((v): [string, string] => [String(v), `v${v}`])], (v) => choose('resourcesVersion', v)),
         );
       }
-      for (const item of page.items) body.append(row(item, actions.openRollout));
-      rows += page.items.length;
+      items.push(...page.items);
+      // vscode-table sizes its body cells when it is built: build it with its rows, not before.
+      mount(tableBox, items.length ? table(items, actions.openRollout) : null);
       cursor = page.nextCursor;
-      count.textContent = `${rows}${cursor ? '+' : ''}`;
+      count.textContent = `${items.length}${cursor ? '+' : ''}`;
       more.hidden = !cursor;
-      if (rows === 0) {
+      if (items.length === 0) {
         status.hidden = false;
         mount(status, icon('inbox'), h('p', {}, 'No rollouts match these filters.'),
           h('p', { class: 'muted' }, 'Run one with "Agent Lightning: Run Rollout", or `agl rollout <agent> --task ...` in a terminal.'));
@@ -96,19 +107,13 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
   const refresh = h('vscode-toolbar-button', { icon: 'refresh', label: 'Refresh', title: 'Refresh', class: 'refresh' });
   refresh.addEventListener('click', () => void load(false));
 
-  const table = h('vscode-table', { zebra: true, 'bordered-rows': true, resizable: true, class: 'rollouts-table',
-    columns: JSON.stringify(['11%', '9%', '6%', '14%', '6%', '7%', '6%', '7%', '20%', '14%']) },
-  h('vscode-table-header', { slot: 'header' },
-    ...['Rollout', 'Status', 'Mode', 'Agent', 'Res.', 'Reward', 'Att.', 'Duration', 'Input', 'Created'].map((t) => h('vscode-table-header-cell', {}, t))),
-  body);
-
   mount(root,
     h('header', { class: 'view-header' },
       h('h1', {}, icon('list-tree'), ' Rollouts ', count),
       h('div', { class: 'spacer' }),
       refresh),
     filters,
-    table,
+    tableBox,
     status,
     h('div', { class: 'footer' }, more),
   );

@@ -1,0 +1,149 @@
+/**
+ * Loads a built webview bundle (dist/webview/*.js) in real Debian chromium the way VS Code does: the
+ * panels' own HTML shell (extension/panels/html.ts, strict CSP with a nonce) served over HTTP, the VS Code
+ * theme variables on <html>, and an `acquireVsCodeApi` shim whose postMessage goes to the panels' real
+ * host-side router and data handlers (extension/panels/router.ts, data.ts) talking to a real daemon
+ * (SQLite store + HTTP API) through the typed client. getState/setState persist across reloads like
+ * VS Code's. CSP violations, page errors and console errors are collected for the tests to assert on.
+ */
+import { mkdtempSync, readFileSync, rmSync, existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { extname, join, normalize } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { closeGracefully, createApp, createServerContext, listen } from '../../daemon/server/app.js';
+import { SqliteStore } from '../../daemon/store/index.js';
+import { makeNonce, webviewHtml } from '../../extension/panels/html.js';
+import type { RequestHandlers } from '../../extension/panels/data.js';
+import { routeWebviewMessage } from '../../extension/panels/router.js';
+import { AglClient } from '../../sdk/client.js';
+import { DARK_MODERN } from './theme.js';
+
+/** The repository root: the test runner (scripts/run-tests.mjs) runs tests from there. */
+export const ROOT = process.cwd();
+export const SCREENSHOTS = join(ROOT, 'test-results', 'webview');
+const DIST = join(ROOT, 'dist', 'webview');
+const CHROMIUM = process.env.AGL_CHROMIUM ?? '/usr/bin/chromium';
+
+export interface Daemon { client: AglClient; close(): Promise<void> }
+
+export async function startDaemon(): Promise<Daemon> {
+  const dir = mkdtempSync(join(tmpdir(), 'agl-webview-'));
+  const store = new SqliteStore(join(dir, 'store.sqlite'));
+  const ctx = createServerContext({ store, token: 'webview-test-token', dataDir: dir, log: () => {} });
+  const server = await listen(createApp(ctx), ctx, '127.0.0.1', 0);
+  return {
+    client: new AglClient({ url: ctx.url, token: 'webview-test-token' }),
+    async close() { await closeGracefully(server, 500); await store.close(); rmSync(dir, { recursive: true, force: true }); },
+  };
+}
+
+const MIME: Record<string, string> = { '.js': 'text/javascript', '.css': 'text/css', '.ttf': 'font/ttf', '.map': 'application/json', '.html': 'text/html' };
+
+/** Serves `/<bundle>.html` (the panel's shell) and the files of dist/webview. */
+async function serveWebviews(): Promise<{ origin: string; server: Server }> {
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const origin = `http://${req.headers.host}`;
+    const page = /^\/(\w+)\.html$/.exec(url.pathname);
+    if (page) {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(webviewHtml({ title: page[1], cspSource: origin, nonce: makeNonce(), scriptUri: `${origin}/${page[1]}.js`, styleUri: `${origin}/${page[1]}.css` }));
+      return;
+    }
+    if (url.pathname === '/favicon.ico') { res.writeHead(204).end(); return; }
+    const file = normalize(join(DIST, url.pathname));
+    if (!file.startsWith(DIST) || !existsSync(file)) { res.writeHead(404).end(); return; }
+    res.writeHead(200, { 'content-type': MIME[extname(file)] ?? 'application/octet-stream' });
+    res.end(readFileSync(file));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+/**
+ * What VS Code gives a webview before its script runs: theme variables on <html>, a theme class on <body>,
+ * and acquireVsCodeApi() (once per page) with postMessage and a state that survives reloads. Plain
+ * JavaScript text: the page runs it as is.
+ */
+function hostShim(theme: Record<string, string>): string {
+  return `(() => {
+  const theme = ${JSON.stringify(theme)};
+  const applyTheme = () => {
+    for (const [k, v] of Object.entries(theme)) document.documentElement.style.setProperty('--vscode-' + k, v);
+    if (document.body) document.body.classList.add('vscode-dark');
+  };
+  document.addEventListener('securitypolicyviolation', (e) => {
+    window.__aglCspViolation(e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') + ' (' + e.sourceFile + ':' + e.lineNumber + ')');
+  });
+  let acquired = false;
+  window.acquireVsCodeApi = () => {
+    if (acquired) throw new Error('acquireVsCodeApi can only be called once');
+    acquired = true;
+    applyTheme();
+    return {
+      postMessage: (m) => window.__aglToHost(JSON.stringify(m)),
+      getState: () => { const s = sessionStorage.getItem('vscode-state'); return s ? JSON.parse(s) : undefined; },
+      setState: (s) => { sessionStorage.setItem('vscode-state', JSON.stringify(s)); return s; },
+    };
+  };
+})();`;
+}
+
+export interface HostMessage { method: string; params: unknown }
+
+export interface WebviewSession {
+  page: Page;
+  /** CSP violations, uncaught errors and console errors seen so far. */
+  problems: string[];
+  /** Commands the webview sent to the host (openCode, openGroups...). */
+  commands: HostMessage[];
+  /** Push a notification to the webview, as the panel does. */
+  notify(method: string, params: unknown): Promise<void>;
+  screenshot(name: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function openWebview(bundle: 'trajectory' | 'dashboard', handlers: RequestHandlers,
+  opts: { width?: number; height?: number; onCommand?: (method: string, params: unknown, session: WebviewSession) => void } = {}): Promise<WebviewSession> {
+  if (!existsSync(join(DIST, `${bundle}.js`))) throw new Error(`dist/webview/${bundle}.js is missing: run \`npm run build\` first`);
+  const { origin, server } = await serveWebviews();
+  const browser: Browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'], // playwright gives it a fresh profile dir
+  });
+  const page = await browser.newPage({ viewport: { width: opts.width ?? 1400, height: opts.height ?? 900 } });
+  const problems: string[] = [];
+  const commands: HostMessage[] = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
+  const post = (message: unknown): void => { void page.evaluate(`window.postMessage(${JSON.stringify(message)}, '*')`).catch(() => {}); };
+  await page.exposeBinding('__aglCspViolation', (_src, text: string) => { problems.push(`CSP violation: ${text}`); });
+  await page.exposeBinding('__aglToHost', async (_src, json: string) => {
+    const message = JSON.parse(json) as HostMessage & { id?: number };
+    await routeWebviewMessage(message, {
+      handlers, post,
+      onCommand: (method, params) => { commands.push({ method, params }); opts.onCommand?.(method, params, session); },
+      onReady: () => {},
+    });
+  });
+  await page.addInitScript({ content: hostShim(DARK_MODERN) });
+  await page.goto(`${origin}/${bundle}.html`);
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const session: WebviewSession = {
+    page, problems, commands,
+    notify: async (method, params) => { await page.evaluate(`window.postMessage(${JSON.stringify({ method, params })}, '*')`); },
+    async screenshot(name) {
+      const path = join(SCREENSHOTS, `${name}.png`);
+      await page.screenshot({ path, fullPage: true });
+      return path;
+    },
+    async close() {
+      await browser.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return session;
+}

@@ -1,0 +1,114 @@
+/**
+ * Fills a real daemon (through the typed client) with what a calc-agent training run leaves behind:
+ * rollouts with an agent span, LLM calls (chat messages, tokens, latency, code location), a calculator
+ * tool call and a reward; a training run with its metrics; and one step's GRPO transitions (credit,
+ * advantage) for two tasks of four samples each. Values follow the span conventions (protocol/spans.ts).
+ */
+import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
+import type { SpanInput, Transition } from '../../protocol/store.js';
+import type { AglClient } from '../../sdk/client.js';
+
+export const AGENT = 'samples/calc/agent.ts#calcAgent';
+export const CODE_FILE = 'samples/calc/agent.ts';
+export const RUN_ID = 'run-calc-demo';
+export const GROUP_STEP = 7;
+
+interface Trajectory { question: string; toolExpr: string; toolResult: string; answer: string; reward: number }
+
+const TASKS = [
+  { id: 'task-12x7', question: 'What is 12*7+3?', right: '87', wrong: ['84', '90', '87'] },
+  { id: 'task-sq', question: 'What is the square of 15 minus 25?', right: '200', wrong: ['225', '200', '215'] },
+];
+
+async function recordRollout(client: AglClient, t: Trajectory, metadata: Record<string, unknown>, startAt: number): Promise<{ rolloutId: string; attemptId: string; llmSpanIds: string[] }> {
+  const { rollout, attempt } = await client.startRollout({ input: { question: t.question }, mode: 'train', agent: AGENT, metadata, workerId: 'worker-1' });
+  const ids = { rolloutId: rollout.id, attemptId: attempt.id };
+  const traceId = `trace${rollout.id.replace(/[^a-z0-9]/gi, '')}`.padEnd(32, '0').slice(0, 32);
+  const root = `root${rollout.id}`.slice(0, 16);
+  const call1 = `llm1${rollout.id}`.slice(0, 16);
+  const tool = `tool${rollout.id}`.slice(0, 16);
+  const call2 = `llm2${rollout.id}`.slice(0, 16);
+  const system = { role: 'system', content: 'You are a calculator agent. Use the calculator tool, then answer with the number only.' };
+  const user = { role: 'user', content: t.question };
+  const toolCall = { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'calculator', arguments: JSON.stringify({ expression: t.toolExpr }) } }] };
+  const llm = (spanId: string, start: number, end: number, input: unknown[], output: unknown[], inTok: number, outTok: number, line: number): SpanInput => ({
+    ...ids, traceId, spanId, parentSpanId: root, name: SPAN.llmCall, kind: 'client', startTime: start, endTime: end, status: { code: 'ok' },
+    attributes: {
+      [GENAI.operationName]: 'chat', [GENAI.system]: 'agl', [GENAI.requestModel]: 'qwen3-0.6b', [GENAI.responseModel]: 'qwen3-0.6b',
+      [GENAI.inputMessages]: JSON.stringify(input), [GENAI.outputMessages]: JSON.stringify(output),
+      [GENAI.usageInputTokens]: inTok, [GENAI.usageOutputTokens]: outTok, [GENAI.responseFinishReasons]: ['stop'],
+      [AGL.latencyMs]: end - start, [AGL.localPolicy]: true, [AGL.agentName]: 'calc',
+      [AGL.codeFilepath]: CODE_FILE, [AGL.codeLineno]: line,
+    },
+    events: [], resource: {},
+  });
+  const s = startAt;
+  const spans: SpanInput[] = [
+    { ...ids, traceId, spanId: root, parentSpanId: null, name: SPAN.agentRun, kind: 'internal', startTime: s, endTime: s + 1450, status: { code: 'ok' },
+      attributes: { [AGL.agentName]: 'calc', 'agl.task': JSON.stringify({ question: t.question }), 'agl.reward.final': t.reward }, events: [], resource: { 'service.name': 'calc-agent' } },
+    llm(call1, s + 20, s + 640, [system, user], [toolCall], 58, 21, 31),
+    { ...ids, traceId, spanId: tool, parentSpanId: root, name: SPAN.tool, kind: 'internal', startTime: s + 660, endTime: s + 690, status: { code: 'ok' },
+      attributes: { [GENAI.operationName]: 'execute_tool', [GENAI.toolName]: 'calculator', 'agl.operation.name': 'calculator', [AGL.toolSucceeded]: true }, events: [], resource: {} },
+    llm(call2, s + 700, s + 1380, [system, user, toolCall, { role: 'tool', tool_call_id: 'call_1', content: t.toolResult }], [{ role: 'assistant', content: t.answer }], 86, 4, 38),
+    { ...ids, traceId, spanId: `rew${rollout.id}`.slice(0, 16), parentSpanId: root, name: SPAN.reward, kind: 'internal', startTime: s + 1400, endTime: s + 1400, status: { code: 'unset' },
+      attributes: { [AGL.rewardValue]: t.reward, [AGL.rewardName]: 'exact_match' }, events: [], resource: {} },
+  ];
+  await client.addSpans(spans);
+  await client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
+  return { ...ids, llmSpanIds: [call1, call2] };
+}
+
+export interface SeededData { rolloutIds: string[]; groupRolloutIds: Record<string, string[]>; runId: string; failedRolloutId: string }
+
+export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
+  const resources = await client.addResources({ resources: { main_llm: { type: 'llm', endpoint: 'http://127.0.0.1:4747/v1', model: 'qwen3-0.6b' } } });
+  const run = await client.createTrainingRun({ id: RUN_ID, agent: AGENT, totalSteps: 20, config: { groupSize: 4, lr: 1e-5 } });
+  const base = Date.now() - 60_000;
+  const transitions: Transition[] = [];
+  const groupRolloutIds: Record<string, string[]> = {};
+  const rolloutIds: string[] = [];
+  for (const [ti, task] of TASKS.entries()) {
+    const answers = [task.right, ...task.wrong];
+    const rewards: number[] = answers.map((a) => (a === task.right ? 1 : 0));
+    const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
+    const std = Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / rewards.length) || 1;
+    groupRolloutIds[task.id] = [];
+    for (const [k, answer] of answers.entries()) {
+      const expr = ti === 0 ? (k === 1 ? '12*7' : '12*7+3') : (k === 1 ? '15**2' : '15**2-25');
+      const toolResult = ti === 0 ? (k === 1 ? '84' : '87') : (k === 1 ? '225' : '200');
+      const rec = await recordRollout(client, { question: task.question, toolExpr: expr, toolResult, answer, reward: rewards[k] },
+        { runId: run.id, step: GROUP_STEP, taskId: task.id, sample: k }, base + (ti * 4 + k) * 2000);
+      rolloutIds.push(rec.rolloutId);
+      groupRolloutIds[task.id].push(rec.rolloutId);
+      rec.llmSpanIds.forEach((spanId, index) => transitions.push({
+        runId: run.id, step: GROUP_STEP, rolloutId: rec.rolloutId, attemptId: rec.attemptId, spanId, groupId: task.id, index,
+        agentName: 'calc', reward: rewards[k], credit: rewards[k], advantage: (rewards[k] - mean) / std,
+        promptTokens: index === 0 ? 58 : 86, completionTokens: index === 0 ? 21 : 4,
+      }));
+    }
+  }
+  await client.addTransitions(transitions);
+  // A failed validation rollout with an exception, to show errors.
+  const failed = await client.startRollout({ input: { question: 'Divide 1 by 0' }, mode: 'val', agent: AGENT, resourcesId: resources.id, workerId: 'worker-1' });
+  await client.addSpans([{ rolloutId: failed.rollout.id, attemptId: failed.attempt.id, name: SPAN.exception, startTime: base, endTime: base,
+    attributes: { [AGL.exceptionType]: 'ZeroDivisionError', [AGL.exceptionMessage]: 'division by zero' }, status: { code: 'error', message: 'division by zero' } }]);
+  await client.finishAttempt(failed.rollout.id, failed.attempt.id, { status: 'failed', error: { message: 'ZeroDivisionError: division by zero' } });
+
+  const points: { step: number; name: string; value: number }[] = [];
+  for (let step = 0; step < 12; step++) {
+    const progress = step / 11;
+    points.push(
+      { step, name: 'reward/mean', value: 0.22 + 0.5 * progress + 0.05 * Math.sin(step * 1.7) },
+      { step, name: 'grpo/kl', value: 0.002 * step + 0.0005 * Math.cos(step) },
+      { step, name: 'grpo/clip_ratio', value: 0.04 + 0.03 * Math.sin(step) ** 2 },
+      { step, name: 'grpo/frac_reward_zero_std', value: Math.max(0, 0.6 - 0.4 * progress + 0.05 * Math.sin(step * 2.1)) },
+      { step, name: 'grpo/loss', value: 0.3 - 0.2 * progress }, { step, name: 'grpo/grad_norm', value: 1.2 - 0.5 * progress },
+      { step, name: 'response/length_mean', value: 40 - 12 * progress },
+      { step, name: 'perf/step_s', value: 9 + Math.sin(step) },
+    );
+    if (step % 4 === 0) points.push({ step, name: 'val/reward', value: 0.2 + 0.45 * progress });
+  }
+  await client.addMetrics(run.id, points);
+  await client.updateTrainingRun(run.id, { step: 12 });
+  return { rolloutIds, groupRolloutIds, runId: run.id, failedRolloutId: failed.rollout.id };
+}
