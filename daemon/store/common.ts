@@ -120,29 +120,47 @@ export function pageLimit(limit: number | undefined): number {
 }
 
 // --- waits -----------------------------------------------------------------------------------------
+/** One waitForRollouts call's subscription: collects ids ended in this process and wakes its loop. */
+class EndWaiter {
+  readonly endedIds: string[] = [];
+  private wake: (() => void) | null = null;
+  notify(id: string): void { this.endedIds.push(id); const w = this.wake; this.wake = null; w?.(); }
+  /** Resolves when an id is announced or after `ms`. */
+  wait(ms: number): Promise<void> {
+    if (this.endedIds.length) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { this.wake = null; resolve(); }, Math.max(0, ms));
+      this.wake = () => { clearTimeout(timer); resolve(); };
+    });
+  }
+}
+
 /**
- * In-process wakeups for waitForRollouts: writers call `ended(id)` after committing; waiters also poll,
- * because another process may end a rollout in the same database.
+ * In-process wakeups for waitForRollouts: writers call `ended(id)` after committing. A waiter subscribes
+ * once for its whole call (cheap even for thousands of ids) and is told exactly which ids ended, so it
+ * re-reads only those; it also re-reads everything pending every poll interval, because another process
+ * may end a rollout in the same database.
  */
 export class RolloutEndHub {
-  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly waiters = new Map<string, Set<EndWaiter>>();
   ended(id: string): void {
     const set = this.waiters.get(id);
-    if (!set) return;
-    this.waiters.delete(id);
-    for (const wake of set) wake();
+    if (set) for (const w of set) w.notify(id);
   }
-  /** Resolves on the first of: one of `ids` ended here, `ms` elapsed. */
-  waitAny(ids: string[], ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => { clearTimeout(timer); for (const id of ids) this.waiters.get(id)?.delete(wake); resolve(); };
-      const timer = setTimeout(wake, Math.max(0, ms));
-      for (const id of ids) {
-        let set = this.waiters.get(id);
-        if (!set) this.waiters.set(id, (set = new Set()));
-        set.add(wake);
-      }
-    });
+  subscribe(ids: string[]): EndWaiter {
+    const w = new EndWaiter();
+    for (const id of ids) {
+      let set = this.waiters.get(id);
+      if (!set) this.waiters.set(id, (set = new Set()));
+      set.add(w);
+    }
+    return w;
+  }
+  unsubscribe(ids: string[], w: EndWaiter): void {
+    for (const id of ids) {
+      const set = this.waiters.get(id);
+      if (set && set.delete(w) && set.size === 0) this.waiters.delete(id);
+    }
   }
 }
 
@@ -150,15 +168,30 @@ export class RolloutEndHub {
 export async function waitLoop(
   hub: RolloutEndHub, ids: string[], timeoutMs: number, endedAmong: (ids: string[]) => Promise<Rollout[]>, pollMs: number,
 ): Promise<Rollout[]> {
+  const unique = [...new Set(ids)];
   const deadline = Date.now() + Math.max(0, timeoutMs);
   const done = new Map<string, Rollout>();
-  let pending = [...new Set(ids)];
-  for (;;) {
-    for (const r of await endedAmong(pending)) done.set(r.id, r);
-    pending = pending.filter((id) => !done.has(id));
-    const left = deadline - Date.now();
-    if (pending.length === 0 || left <= 0) break;
-    await hub.waitAny(pending, Math.min(left, pollMs));
+  const waiter = hub.subscribe(unique);
+  try {
+    const pending = new Set(unique);
+    const absorb = (rollouts: Rollout[]) => { for (const r of rollouts) { done.set(r.id, r); pending.delete(r.id); } };
+    absorb(await endedAmong(unique));
+    let nextPoll = Date.now() + pollMs;
+    while (pending.size > 0) {
+      const now = Date.now();
+      if (now >= deadline) break;
+      await waiter.wait(Math.min(deadline, nextPoll) - now);
+      if (Date.now() >= nextPoll) {
+        absorb(await endedAmong([...pending]));
+        nextPoll = Date.now() + pollMs;
+      } else if (waiter.endedIds.length) {
+        await new Promise((r) => setImmediate(r)); // let a burst of endings gather into one read
+        const announced = waiter.endedIds.splice(0).filter((id) => pending.has(id));
+        if (announced.length) absorb(await endedAmong(announced));
+      }
+    }
+  } finally {
+    hub.unsubscribe(unique, waiter);
   }
-  return [...new Set(ids)].filter((id) => done.has(id)).map((id) => done.get(id)!);
+  return unique.filter((id) => done.has(id)).map((id) => done.get(id)!);
 }

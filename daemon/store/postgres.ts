@@ -43,7 +43,7 @@ export class PostgresStore implements LightningStore {
     const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
     pool.on('error', (e) => console.error('[agl store] idle PostgreSQL connection error:', e.message));
     try { await migratePostgres(pool); } catch (e) { await pool.end(); throw e; }
-    return new PostgresStore(pool, options.waitPollMs ?? 200);
+    return new PostgresStore(pool, options.waitPollMs ?? 500);
   }
 
   private q(sql: string, params: unknown[] = []): Promise<pg.QueryResult<Row>> {

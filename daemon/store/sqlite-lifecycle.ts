@@ -144,13 +144,14 @@ export class SqliteLifecycle {
 
   /** Inserts one caller's spans: sequence ids per rollout, liveness per attempt. */
   insertSpans(inputs: SpanInput[], now: number): Span[] {
-    const byRollout = new Map<string, number>();
-    for (const s of inputs) byRollout.set(s.rolloutId, (byRollout.get(s.rolloutId) ?? 0) + 1);
+    const byRollout = new Map<string, true>();
+    for (const s of inputs) byRollout.set(s.rolloutId, true);
+    // Writes are serialised (one transaction at a time), so the next id is simply one past the highest.
     const next = new Map<string, number>();
-    for (const [rolloutId, n] of byRollout) {
-      const r = this.st('UPDATE rollouts SET span_seq = span_seq + ? WHERE id = ? RETURNING span_seq').get(n, rolloutId) as { span_seq: number } | undefined;
-      if (!r) throw new NotFoundError('rollout', rolloutId);
-      next.set(rolloutId, r.span_seq - n + 1);
+    for (const rolloutId of byRollout.keys()) {
+      if (!this.st('SELECT 1 FROM rollouts WHERE id = ?').get(rolloutId)) throw new NotFoundError('rollout', rolloutId);
+      const { last } = this.st('SELECT MAX(sequence_id) AS last FROM spans WHERE rollout_id = ?').get(rolloutId) as { last: number | null };
+      next.set(rolloutId, (last ?? 0) + 1);
     }
     const touched = new Set<string>();
     for (const s of inputs) {

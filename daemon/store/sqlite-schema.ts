@@ -23,7 +23,6 @@ const MIGRATIONS: string[] = [
     metadata TEXT NOT NULL,
     attempt_count INTEGER NOT NULL DEFAULT 0,
     latest_attempt_id TEXT,
-    span_seq INTEGER NOT NULL DEFAULT 0,
     queued_at REAL NOT NULL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,

@@ -1,9 +1,9 @@
 /**
  * SqliteStore: the embedded LightningStore on better-sqlite3 (WAL, synchronous=NORMAL, 16 KB pages).
- * Every write that reads first runs in BEGIN IMMEDIATE, so claims are exactly-once across processes sharing
- * the file. Concurrent addSpans calls arriving in the same event-loop turn are group-committed in one
- * transaction (each caller's batch in its own savepoint, so one bad batch fails alone); a promise resolves
- * only after its rows are committed. Rollout/attempt state rules live in sqlite-lifecycle.ts.
+ * Group commit: every write (claims, spans, finishes, ...) arriving in the same event-loop turn runs in one
+ * BEGIN IMMEDIATE transaction, each call in its own savepoint so one bad call fails alone; a promise
+ * resolves only after its rows are committed. BEGIN IMMEDIATE makes claims exactly-once across processes
+ * sharing the file. Reads run directly. Rollout/attempt state rules live in sqlite-lifecycle.ts.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -27,11 +27,11 @@ import { prepareDatabase } from './sqlite-schema.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
 
 export interface SqliteStoreOptions {
-  /** How often waitForRollouts re-reads the file for rollouts ended by other processes. */
+  /** How often waitForRollouts re-reads the file for rollouts ended by other processes (default 1000 ms). */
   waitPollMs?: number;
 }
 
-interface PendingSpans { spans: SpanInput[]; resolve: (s: Span[]) => void; reject: (e: unknown) => void }
+interface PendingWrite { run: () => unknown; resolve: (v: any) => void; reject: (e: unknown) => void }
 
 const TERMINAL_SQL = TERMINAL_ROLLOUT_STATUSES.map((s) => `'${s}'`).join(',');
 
@@ -41,8 +41,7 @@ export class SqliteStore implements LightningStore {
   private readonly hub = new RolloutEndHub();
   private readonly life: SqliteLifecycle;
   private readonly statements = new Map<string, Database.Statement>();
-  private pending: PendingSpans[] = [];
-  private flushing: Promise<void> | null = null;
+  private queue: PendingWrite[] = [];
   private closed = false;
   private readonly waitPollMs: number;
 
@@ -50,7 +49,7 @@ export class SqliteStore implements LightningStore {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     prepareDatabase(this.db);
-    this.waitPollMs = options.waitPollMs ?? 200;
+    this.waitPollMs = options.waitPollMs ?? 1000;
     this.life = new SqliteLifecycle(this.db, (sql) => this.st(sql));
   }
 
@@ -60,10 +59,35 @@ export class SqliteStore implements LightningStore {
     if (!s) this.statements.set(sql, (s = this.db.prepare(sql)));
     return s;
   }
-  private write<T>(fn: () => T): T {
-    if (this.closed) throw new Error('store is closed');
-    return this.db.transaction(fn).immediate();
+  /** Queues a write for this turn's group commit; resolves with its result once committed. */
+  private write<T>(fn: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('store is closed'));
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ run: fn, resolve, reject });
+      if (this.queue.length === 1) setImmediate(() => this.commitQueued());
+    });
   }
+
+  /** Runs every queued write in one transaction (synchronously: nothing else interleaves). */
+  private commitQueued(): void {
+    const ops = this.queue;
+    this.queue = [];
+    if (ops.length === 0 || this.closed && !this.db.open) { for (const op of ops) op.reject(new Error('store is closed')); return; }
+    const outcomes: Array<{ ok: boolean; value: unknown }> = [];
+    try {
+      this.db.transaction(() => {
+        if (ops.length === 1) { outcomes.push({ ok: true, value: ops[0]!.run() }); return; }
+        for (const op of ops) {
+          try { outcomes.push({ ok: true, value: this.db.transaction(op.run)() }); } catch (error) { outcomes.push({ ok: false, value: error }); }
+        }
+      }).immediate();
+    } catch (error) {
+      for (const op of ops) op.reject(error);
+      return;
+    }
+    ops.forEach((op, i) => { const o = outcomes[i]!; if (o.ok) op.resolve(o.value); else op.reject(o.value); });
+  }
+
   private read<T>(fn: () => T): T {
     if (this.closed) throw new Error('store is closed');
     return fn();
@@ -74,7 +98,7 @@ export class SqliteStore implements LightningStore {
 
   async close(): Promise<void> {
     if (this.closed) return;
-    await this.flushSpans();
+    this.commitQueued();
     this.closed = true;
     this.db.close();
   }
@@ -145,7 +169,7 @@ export class SqliteStore implements LightningStore {
   }
 
   async cancelRollout(id: string): Promise<Rollout> {
-    const rollout = this.write(() => this.life.cancel(id, Date.now()));
+    const rollout = await this.write(() => this.life.cancel(id, Date.now()));
     this.hub.ended(id);
     return rollout;
   }
@@ -194,7 +218,7 @@ export class SqliteStore implements LightningStore {
   }
   async finishAttempt(attemptId: string, input: FinishAttemptInput): Promise<{ attempt: Attempt; rollout: Rollout }> {
     if (input.status !== 'succeeded' && input.status !== 'failed') throw new TypeError(`status must be 'succeeded' or 'failed', got '${input.status}'`);
-    const result = this.write(() => this.life.finish(attemptId, input, Date.now()));
+    const result = await this.write(() => this.life.finish(attemptId, input, Date.now()));
     this.announceEnded([result.rollout]);
     return result;
   }
@@ -204,36 +228,7 @@ export class SqliteStore implements LightningStore {
     if (this.closed) throw new Error('store is closed');
     if (spans.length === 0) return [];
     spans.forEach(checkSpanInput);
-    return new Promise<Span[]>((resolve, reject) => {
-      this.pending.push({ spans, resolve, reject });
-      if (this.pending.length === 1 && !this.flushing) setImmediate(() => void this.flushSpans());
-    });
-  }
-
-  /** Commits every queued span batch in one transaction (group commit). */
-  private async flushSpans(): Promise<void> {
-    while (this.flushing) await this.flushing;
-    if (this.pending.length === 0) return;
-    const batches = this.pending;
-    this.pending = [];
-    let done!: () => void;
-    this.flushing = new Promise((r) => (done = r));
-    const outcomes: Array<{ ok: true; spans: Span[] } | { ok: false; error: unknown }> = [];
-    try {
-      const insertOne = this.db.transaction((spans: SpanInput[]) => this.life.insertSpans(spans, Date.now()));
-      this.write(() => {
-        for (const b of batches) {
-          try { outcomes.push({ ok: true, spans: insertOne(b.spans) }); } catch (error) { outcomes.push({ ok: false, error }); }
-        }
-      });
-      batches.forEach((b, i) => { const o = outcomes[i]!; if (o.ok) b.resolve(o.spans); else b.reject(o.error); });
-    } catch (error) {
-      for (const b of batches) b.reject(error);
-    } finally {
-      this.flushing = null;
-      done();
-      if (this.pending.length) setImmediate(() => void this.flushSpans());
-    }
+    return this.write(() => this.life.insertSpans(spans, Date.now()));
   }
 
   async querySpans(q: SpanQuery): Promise<Span[]> {
@@ -309,7 +304,7 @@ export class SqliteStore implements LightningStore {
       id: run.id ?? newId('run'), agent: run.agent, status: 'running', config: run.config ?? {}, step: 0,
       totalSteps: run.totalSteps, checkpointDir: null, summary: {}, createdAt: now, updatedAt: now,
     };
-    this.write(() => {
+    await this.write(() => {
       if (this.st('SELECT 1 FROM training_runs WHERE id = ?').get(t.id)) throw new ConflictError(`training run '${t.id}' already exists`);
       this.st(`INSERT INTO training_runs (id, agent, status, config, step, total_steps, checkpoint_dir, summary, created_at, updated_at)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(t.id, t.agent, t.status, JSON.stringify(t.config), t.step, t.totalSteps, null, '{}', now, now);
@@ -336,7 +331,7 @@ export class SqliteStore implements LightningStore {
   }
   async addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void> {
     const now = Date.now();
-    this.write(() => {
+    await this.write(() => {
       const ins = this.st('INSERT INTO metrics (run_id, step, name, value, time) VALUES (?, ?, ?, ?, ?)');
       for (const p of points) ins.run(p.runId, p.step, p.name, p.value, now);
     });
@@ -346,7 +341,7 @@ export class SqliteStore implements LightningStore {
       .all(runId, afterStep ?? -1) as any[]).map(rowToMetric));
   }
   async addTransitions(transitions: Transition[]): Promise<void> {
-    this.write(() => {
+    await this.write(() => {
       const ins = this.st('INSERT INTO transitions (run_id, step, rollout_id, data) VALUES (?, ?, ?, ?)');
       for (const t of transitions) ins.run(t.runId, t.step, t.rolloutId, JSON.stringify(t));
     });
@@ -364,7 +359,7 @@ export class SqliteStore implements LightningStore {
 
   // --- health ------------------------------------------------------------------------------------
   async runHealthCheck(now: number = Date.now()): Promise<HealthCheckResult> {
-    const result = this.write(() => this.life.healthCheck(now));
+    const result = await this.write(() => this.life.healthCheck(now));
     for (const id of result.failed) this.hub.ended(id);
     return result;
   }

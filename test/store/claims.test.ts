@@ -9,11 +9,10 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { openStore } from '../../daemon/store/index.js';
 import { startPostgres, type PostgresServer } from '../helpers/postgres.js';
 
-const WORKER = fileURLToPath(new URL('./claim-worker.ts', import.meta.url));
+const WORKER = join(process.cwd(), 'test', 'store', 'claim-worker.ts');
 const PROCESSES = 8;
 const ROLLOUTS = 10_000;
 
