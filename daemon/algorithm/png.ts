@@ -1,7 +1,7 @@
 /**
  * A PNG line chart drawn and encoded in plain TypeScript (node:zlib for deflate, CRC-32 by table), so a
  * training report needs no browser or native canvas. Draws axes, light grid lines and one polyline per
- * series; labels are left to the HTML around the image.
+ * series, and numeric tick labels in a 3x5 pixel font (digits and '.'); titles are left to the HTML.
  */
 import { deflateSync } from 'node:zlib';
 
@@ -38,11 +38,17 @@ export function encodePng(width: number, height: number, rgb: Uint8Array): Buffe
   return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', new Uint8Array())]);
 }
 
+/** 3x5 glyphs, rows top to bottom, 3 bits each (left = 4). */
+const GLYPHS: Record<string, number[]> = {
+  '0': [7, 5, 5, 5, 7], '1': [2, 6, 2, 2, 7], '2': [7, 1, 7, 4, 7], '3': [7, 1, 7, 1, 7], '4': [5, 5, 7, 1, 1],
+  '5': [7, 4, 7, 1, 7], '6': [7, 4, 7, 5, 7], '7': [7, 1, 1, 1, 1], '8': [7, 5, 7, 5, 7], '9': [7, 5, 7, 1, 7], '.': [0, 0, 0, 0, 2],
+};
+
 export interface Series { points: { x: number; y: number }[]; color: [number, number, number] }
 
 /** A line chart of the series on [xmin, xmax] x [ymin, ymax] (y defaults to 0..1, as rewards are). */
 export function lineChartPng(series: Series[], o: { width?: number; height?: number; yMin?: number; yMax?: number } = {}): Buffer {
-  const W = o.width ?? 640, H = o.height ?? 320, pad = 24;
+  const W = o.width ?? 640, H = o.height ?? 320, pad = 28;
   const px = new Uint8Array(W * H * 3).fill(255);
   const set = (x: number, y: number, c: [number, number, number]) => {
     if (x < 0 || y < 0 || x >= W || y >= H) return;
@@ -64,6 +70,14 @@ export function lineChartPng(series: Series[], o: { width?: number; height?: num
   for (let k = 0; k <= 10; k++) line(pad, Y(yMin + ((yMax - yMin) * k) / 10), W - pad, Y(yMin + ((yMax - yMin) * k) / 10), [230, 230, 230]);
   line(pad, H - pad, W - pad, H - pad, [0, 0, 0]);
   line(pad, pad, pad, H - pad, [0, 0, 0]);
+  const text = (str: string, x: number, y: number, scale = 2) => {
+    [...str].forEach((ch, k) => (GLYPHS[ch] ?? []).forEach((row, r) => {
+      for (let c = 0; c < 3; c++) if (row & (4 >> c)) for (let a = 0; a < scale; a++) for (let b = 0; b < scale; b++) set(x + (k * 4 + c) * scale + a, y + r * scale + b, [90, 90, 90]);
+    }));
+  };
+  const label = (v: number) => (Number.isInteger(v) ? String(v) : v.toFixed(1));
+  for (const v of [yMin, (yMin + yMax) / 2, yMax]) text(label(v), 2, Y(v) - 5);
+  for (const v of [xMin, xMax]) text(label(v), X(v) - 4, H - pad + 6);
   for (const s of series) {
     const pts = [...s.points].sort((a, b) => a.x - b.x);
     for (let i = 1; i < pts.length; i++) line(X(pts[i - 1].x), Y(pts[i - 1].y), X(pts[i].x), Y(pts[i].y), s.color, 2);
