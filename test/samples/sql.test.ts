@@ -6,14 +6,16 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import { spansToTrajectory } from '../../daemon/algorithm/adapter.js';
 import { companyRows, openCompanyDb, SCHEMA_LINE } from '../../samples/sql/db.js';
 import { executionReward, formatResult, runQuery } from '../../samples/sql/execute.js';
 import { checkerAccepts, extractSql, makeSqlSplits } from '../../samples/sql/task.js';
+import { evaluateWithEnv } from '../../samples/sql/evaluate.js';
 import { type SampleDaemon, startSampleDaemon } from './sample-daemon.js';
-import { contentText } from './scripted-llm.js';
+import { contentText, startScriptedLlm } from './scripted-llm.js';
 
 describe('sql sample: data and reward', () => {
   const db = openCompanyDb();
@@ -106,5 +108,30 @@ describe('sql sample: one rollout through the daemon', () => {
     assert.equal(bad.status, 'failed');
     const [attempt] = await env.daemon.client.getAttempts(bad.id);
     assert.match(attempt.error?.message ?? '', /expected \{"question": string, "gold": string/);
+  });
+});
+
+describe('sql sample: pointed at an upstream model with environment variables only', () => {
+  it('evaluates the agent on a split against OPENAI_BASE_URL / OPENAI_API_KEY / AGL_MODEL, no daemon', async () => {
+    const tasks = readFileSync('samples/sql/data/test.jsonl', 'utf8').split('\n').filter(Boolean).slice(0, 3).map((l) => JSON.parse(l) as { question: string; gold: string });
+    // A perfect writer for the first two questions, a wrong one for the third; the checker accepts anything.
+    const llm = await startScriptedLlm((body) => {
+      const last = contentText(body.messages?.at(-1)?.content);
+      if (last.endsWith('Correct?')) return 'yes';
+      const t = tasks.findIndex((x) => x.question === last);
+      return t >= 0 && t < 2 ? tasks[t].gold : 'SELECT 0';
+    });
+    const saved = { ...process.env };
+    Object.assign(process.env, { OPENAI_BASE_URL: llm.url, OPENAI_API_KEY: 'sk-test', AGL_MODEL: 'upstream-model' });
+    try {
+      const lines: string[] = [];
+      const mean = await evaluateWithEnv('samples/sql/agent.ts#sqlAgent', 'samples/sql/data/test.jsonl', 3, (l) => lines.push(l));
+      assert.equal(mean, 2 / 3);
+      assert.equal(lines.length, 3);
+      assert.ok(llm.requests.every((b) => b.model === 'upstream-model'));
+    } finally {
+      for (const k of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'AGL_MODEL']) { if (saved[k] === undefined) delete process.env[k]; else process.env[k] = saved[k]; }
+      await llm.close();
+    }
   });
 });

@@ -1,0 +1,19 @@
+/**
+ * The rag sample's learning run (SFT warm-up, then GRPO; held-out token F1 on the val split before and
+ * after), as `npm run bench:learning -- --sample rag` runs it. The procedure is the sql sample's.
+ *   npx tsx samples/rag/learn.ts [--minutes M] [--sft-steps N] [--data-dir DIR]
+ */
+import { join } from 'node:path';
+import { learnMain, type SampleLearning } from '../sql/learn.js';
+
+export const RAG_LEARNING: SampleLearning = {
+  name: 'rag',
+  agent: 'samples/rag/agent.ts#ragAgent',
+  train: join('samples', 'rag', 'data', 'train.jsonl'),
+  val: join('samples', 'rag', 'data', 'val.jsonl'),
+  demos: join('samples', 'rag', 'data', 'demos.jsonl'),
+  config: join('samples', 'rag', 'train.yaml'),
+  sftArgs: ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
+};
+
+if (/rag[\\/]learn\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) learnMain(RAG_LEARNING);

@@ -1,0 +1,71 @@
+/**
+ * The sql sample's learning run, as `npm run bench:learning -- --sample sql` runs it: an SFT warm-up
+ * of the built-in model on the shipped demonstrations (`agl sft`, the start a tiny model needs before
+ * RL has reward to learn from), then GRPO with `agl train` (writer and rewriter only), held-out
+ * execution accuracy on the val split before and after.
+ *   npx tsx samples/sql/learn.ts [--minutes M] [--sft-steps N] [--data-dir DIR]
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { run as sft } from '../../daemon/commands/sft.js';
+import { type TrainOutcome, trainAgent } from '../../daemon/commands/train.js';
+
+/** What a sample needs to learn: its agent, data, warm-up demonstrations and GRPO config. */
+export interface SampleLearning {
+  name: string;
+  agent: string;
+  train: string;
+  val: string;
+  demos: string;
+  config: string;
+  /** `agl sft` flags for the warm-up (the context must hold the sample's longest chat). */
+  sftArgs: string[];
+}
+
+export const SQL_LEARNING: SampleLearning = {
+  name: 'sql',
+  agent: 'samples/sql/agent.ts#sqlAgent',
+  train: join('samples', 'sql', 'data', 'train.jsonl'),
+  val: join('samples', 'sql', 'data', 'val.jsonl'),
+  demos: join('samples', 'sql', 'data', 'demos.jsonl'),
+  config: join('samples', 'sql', 'train.yaml'),
+  sftArgs: ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
+};
+
+export interface LearnOptions { minutes?: number; sftSteps?: number; dataDir?: string; quiet?: boolean; workers?: number }
+
+/** Warm-up then GRPO; returns agl train's outcome (before/after on val) and the warm-up's minutes. */
+export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Promise<TrainOutcome & { warmupMinutes: number }> {
+  const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), `agl-${s.name}-learn-`));
+  const warmup = join(dataDir, 'warmup');
+  const args = [...s.sftArgs];
+  if (o.sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(o.sftSteps));
+  const t0 = Date.now();
+  const code = await sft(['--data', s.demos, '--out', warmup, '--data-dir', dataDir, ...args]);
+  if (code !== 0) throw new Error(`agl sft failed with exit code ${code}`);
+  const warmupMinutes = (Date.now() - t0) / 60000;
+  const outcome = await trainAgent({
+    agent: s.agent, train: s.train, val: s.val, model: warmup, config: s.config, 'data-dir': dataDir, quiet: o.quiet,
+    ...(o.minutes !== undefined ? { 'max-minutes': String(o.minutes) } : {}),
+    ...(o.workers ? { workers: String(o.workers) } : {}),
+  });
+  if (!outcome) throw new Error('training was interrupted');
+  return { ...outcome, warmupMinutes };
+}
+
+/** Command-line entry shared by the samples' learn.ts files. */
+export function learnMain(s: SampleLearning): void {
+  const { values } = parseArgs({ options: { minutes: { type: 'string' }, 'sft-steps': { type: 'string' }, 'data-dir': { type: 'string' }, workers: { type: 'string' } } });
+  learnSample(s, {
+    minutes: values.minutes ? Number(values.minutes) : undefined, sftSteps: values['sft-steps'] ? Number(values['sft-steps']) : undefined,
+    dataDir: values['data-dir'], workers: values.workers ? Number(values.workers) : undefined,
+  }).then((r) => {
+    const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
+    process.stdout.write(`\n${s.name}: held-out score ${pct(r.before)} -> ${pct(r.after)} in ${r.minutes.toFixed(1)} min of GRPO (+${r.warmupMinutes.toFixed(1)} min SFT warm-up)\nreport: ${r.report}\n`);
+    process.exit(0);
+  }, (e) => { process.stderr.write(`${s.name} learning failed: ${(e as Error).message}\n`); process.exit(1); });
+}
+
+if (/sql[\\/]learn\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) learnMain(SQL_LEARNING);
