@@ -23,7 +23,9 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 fi
 
 bin="$E2E_HOME/code-server/node_modules/.bin/code-server"
-if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "^$CODE_SERVER_VERSION"; then
+# code-server writes a default config on every start, even for --version: keep it out of $HOME.
+version() { XDG_CONFIG_HOME="$E2E_HOME/tmp/xdg-config" XDG_DATA_HOME="$E2E_HOME/tmp/xdg-data" "$bin" --version 2>/dev/null; }
+if [ -x "$bin" ] && version | grep -q "^$CODE_SERVER_VERSION"; then
   echo "setup-e2e: code-server $CODE_SERVER_VERSION already in $E2E_HOME"
   exit 0
 fi
@@ -41,5 +43,5 @@ cd "$E2E_HOME/code-server"
 [ -f package.json ] || echo '{"name":"agl-e2e-code-server","private":true}' > package.json
 TMPDIR="$scratch" npm_config_unsafe_perm=true npm_config_yes=true npm_config_nodedir="${npm_config_nodedir:-/usr}" \
   npm install --no-audit --no-fund --no-save "code-server@$CODE_SERVER_VERSION"
-"$bin" --version
+version
 echo "setup-e2e: done"

@@ -20,7 +20,7 @@ export interface MarkOptions {
   /** Python module that provides the `rollout` decorator. */
   pythonSdkModule: string;
 }
-export const DEFAULT_MARK_OPTIONS: MarkOptions = { tsSdkModule: 'agent-lightning', pythonSdkModule: 'agentlightning' };
+export const DEFAULT_MARK_OPTIONS: MarkOptions = { tsSdkModule: 'agent-lightning-vscode/sdk', pythonSdkModule: 'agentlightning' };
 
 const NOT_A_FUNCTION = 'Put the cursor inside a top-level function (a function declaration, or a const assigned an arrow or function expression), then run "Mark Function as Agent" again.';
 

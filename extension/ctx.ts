@@ -1,0 +1,174 @@
+/**
+ * Ctx: the one owner of the daemon's lifecycle (find/attach, start, restart, stop, watch its health), the
+ * language client of `agl lsp`, the status bar and the "Agent Lightning" output channel with the daemon's
+ * log. Start/stop/restart are serialized, so two clicks never spawn two daemons. Commands ask Ctx for a
+ * client with `requireDaemon`, which explains (and offers to start) when the daemon is down.
+ */
+import * as vscode from 'vscode';
+import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
+import { daemonChanged, refreshStats, type LspInitializationOptions } from '../protocol/lsp.js';
+import { AglClient } from '../sdk/client.js';
+import { aglEntry, nodeCommand, readSettings, workspaceRoot } from './config.js';
+import { DaemonStartError, findRunningDaemon, healthy, spawnDaemon, stopDaemon, type DaemonHandle } from './daemon.js';
+import { StatusBar } from './status.js';
+
+const HEALTH_INTERVAL_MS = 5000;
+
+export class Ctx implements vscode.Disposable {
+  readonly output = vscode.window.createOutputChannel('Agent Lightning');
+  readonly status = new StatusBar();
+  private handle: DaemonHandle | null = null;
+  private downReason = 'not started yet';
+  private lifecycle: Promise<unknown> = Promise.resolve();
+  private healthTimer: ReturnType<typeof setInterval> | null = null;
+  private stoppedByUser = false;
+  private languageClient: LanguageClient | null = null;
+  private readonly changed = new vscode.EventEmitter<DaemonHandle | null>();
+  /** Fires when the daemon comes up, moves or goes down. */
+  readonly onDidChangeDaemon = this.changed.event;
+
+  constructor(readonly extension: vscode.ExtensionContext) {}
+
+  get daemon(): DaemonHandle | null { return this.handle; }
+  get lsp(): LanguageClient | null { return this.languageClient; }
+  get extensionPath(): string { return this.extension.extensionPath; }
+
+  log(line: string): void { this.output.appendLine(line); }
+
+  /** Serializes lifecycle operations: each waits for the previous one to settle. */
+  private serialize<T>(op: () => Promise<T>): Promise<T> {
+    const next = this.lifecycle.then(op, op);
+    this.lifecycle = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Attach to the running daemon of the data dir, or start one. Resolves true when it is up. */
+  start(): Promise<boolean> { return this.serialize(() => this.doStart()); }
+  stop(): Promise<void> { return this.serialize(() => this.doStop(true)); }
+  restart(): Promise<boolean> { return this.serialize(async () => { await this.doStop(false); return this.doStart(); }); }
+
+  private async doStart(): Promise<boolean> {
+    if (this.handle && (await healthy(this.handle.endpoint.url))) return true;
+    this.stoppedByUser = false;
+    this.status.setDaemon({ kind: 'starting' });
+    const settings = readSettings();
+    try {
+      let handle = await findRunningDaemon(settings.dataDir);
+      if (handle) {
+        this.log(`Attached to the running daemon at ${handle.endpoint.url} (pid ${handle.pid}, data dir ${handle.dataDir}). Its log is wherever it was started.`);
+      } else {
+        const node = nodeCommand(settings);
+        const spawnWith = (port: number) => spawnDaemon({
+          node: node.command, agl: aglEntry(this.extensionPath), port, dataDir: settings.dataDir, storeUrl: settings.storeUrl,
+          cwd: workspaceRoot(), onOutput: (l) => this.log(l),
+        });
+        try {
+          handle = await spawnWith(settings.port);
+        } catch (err) {
+          // Port taken by something else: any free port will do (nothing to configure for the user).
+          if (!(err instanceof DaemonStartError && err.portTaken && settings.port !== 0)) throw err;
+          this.log(`Port ${settings.port} is taken; starting on a free port instead.`);
+          handle = await spawnWith(0);
+        }
+        this.watchChild(handle);
+      }
+      this.setHandle(handle);
+      return true;
+    } catch (err) {
+      this.markDown((err as Error).message);
+      void vscode.window.showErrorMessage(`Agent Lightning: the daemon did not start: ${(err as Error).message}`, 'Show Log', 'Retry')
+        .then((choice) => { if (choice === 'Show Log') this.output.show(); if (choice === 'Retry') void this.start(); });
+      return false;
+    }
+  }
+
+  private async doStop(byUser: boolean): Promise<void> {
+    const handle = this.handle;
+    this.stoppedByUser = byUser;
+    this.setHandle(null);
+    if (!handle) return;
+    this.log(`Stopping the daemon (pid ${handle.pid})…`);
+    await stopDaemon(handle);
+    this.log('Daemon stopped.');
+    if (byUser) this.status.setDaemon({ kind: 'stopped' });
+  }
+
+  private watchChild(handle: DaemonHandle): void {
+    handle.child?.once('exit', (code, signal) => {
+      if (this.handle !== handle) return; // stopped on purpose, or replaced
+      this.markDown(`the daemon exited (${signal ?? `code ${code}`}); see the log`);
+      void vscode.window.showErrorMessage('Agent Lightning: the daemon stopped unexpectedly.', 'Restart', 'Show Log')
+        .then((c) => { if (c === 'Restart') void this.restart(); if (c === 'Show Log') this.output.show(); });
+    });
+  }
+
+  private setHandle(handle: DaemonHandle | null): void {
+    this.handle = handle;
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    this.healthTimer = null;
+    if (handle) {
+      this.status.setDaemon({ kind: 'ready', url: handle.endpoint.url, attached: handle.child === null });
+      this.healthTimer = setInterval(() => void this.checkHealth(handle), HEALTH_INTERVAL_MS);
+    }
+    void this.languageClient?.sendNotification(daemonChanged, { daemon: handle ? handle.endpoint : null }).catch(() => undefined);
+    void vscode.commands.executeCommand('setContext', 'agentLightning.daemonRunning', handle !== null);
+    this.changed.fire(handle);
+  }
+
+  private async checkHealth(handle: DaemonHandle): Promise<void> {
+    if (this.handle !== handle || (await healthy(handle.endpoint.url, 4000))) return;
+    if (this.handle !== handle) return;
+    this.markDown(`the daemon at ${handle.endpoint.url} stopped answering`);
+  }
+
+  private markDown(reason: string): void {
+    this.downReason = reason;
+    if (this.handle) this.setHandle(null);
+    this.status.setDaemon(this.stoppedByUser ? { kind: 'stopped' } : { kind: 'down', reason });
+    this.log(`Daemon down: ${reason}`);
+  }
+
+  /** A store client when the daemon is up; otherwise explains why not, offers to start it, and waits for that. */
+  async requireDaemon(what: string): Promise<AglClient | undefined> {
+    if (this.handle) return new AglClient({ url: this.handle.endpoint.url, token: this.handle.endpoint.token });
+    const why = this.stoppedByUser ? 'it was stopped' : this.downReason;
+    const choice = await vscode.window.showWarningMessage(
+      `Agent Lightning: cannot ${what}: the daemon is not running (${why}).`, 'Start Daemon', 'Show Log');
+    if (choice === 'Show Log') this.output.show();
+    if (choice !== 'Start Daemon' || !(await this.start()) || !this.handle) return undefined;
+    const h = this.handle as DaemonHandle;
+    return new AglClient({ url: h.endpoint.url, token: h.endpoint.token });
+  }
+
+  /** Tells the language server that results changed (after a rollout or training step). */
+  refreshLenses(agent?: string): void {
+    void this.languageClient?.sendNotification(refreshStats, { agent }).catch(() => undefined);
+  }
+
+  async startLanguageClient(): Promise<void> {
+    const settings = readSettings();
+    const node = nodeCommand(settings);
+    const run = { command: node.command, args: [aglEntry(this.extensionPath), 'lsp'], transport: TransportKind.stdio, options: { cwd: workspaceRoot(), env: { ...process.env, ...node.env } } };
+    const serverOptions: ServerOptions = { run, debug: run };
+    const init: LspInitializationOptions = { daemon: this.handle?.endpoint ?? null, pollIntervalMs: 3000 };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: ['typescript', 'typescriptreact', 'javascript', 'javascriptreact', 'python'].map((language) => ({ scheme: 'file', language })),
+      initializationOptions: init,
+    };
+    this.languageClient = new LanguageClient('agentLightning', 'Agent Lightning Language Server', serverOptions, clientOptions);
+    await this.languageClient.start();
+  }
+
+  async dispose(): Promise<void> {
+    if (this.healthTimer) clearInterval(this.healthTimer);
+    const client = this.languageClient;
+    this.languageClient = null;
+    await client?.stop().catch(() => undefined);
+    // A daemon this window started goes with it; one it attached to keeps running for its other users.
+    if (this.handle?.child) await stopDaemon(this.handle).catch(() => undefined);
+    this.handle = null;
+    this.status.dispose();
+    this.changed.dispose();
+    this.output.dispose();
+  }
+}

@@ -1,0 +1,166 @@
+/**
+ * "Agent Lightning: Train This Agent": picks the agent, the training and validation data, the budget and
+ * the model (each remembered per agent in workspaceState), then runs `agl train` as a child process
+ * against the extension's daemon. Progress is read from the store (the training run's step / total and
+ * its reward metric), shown in a cancellable notification and the status bar; the dashboard opens on the
+ * run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
+ */
+import * as vscode from 'vscode';
+import type { AgentInfo } from '../protocol/lsp.js';
+import type { TrainingRun } from '../protocol/store.js';
+import type { AglClient } from '../sdk/client.js';
+import { lastError, runAgl } from './agl-process.js';
+import { readSettings } from './config.js';
+import type { Ctx } from './ctx.js';
+import { pickJsonlFile, resolveAgent } from './pickers.js';
+import { showTrainingDashboard } from './views.js';
+
+export interface Budget { id: string; label: string; detail: string; maxSteps: number; batchSize: number }
+export const BUDGETS: Budget[] = [
+  { id: 'smoke', label: 'Smoke test', detail: '2 steps of 2 tasks: checks that everything runs (under a minute)', maxSteps: 2, batchSize: 2 },
+  { id: 'short', label: 'Short', detail: '10 steps of 8 tasks', maxSteps: 10, batchSize: 8 },
+  { id: 'standard', label: 'Standard', detail: '1 epoch of the training data, 16 tasks per step', maxSteps: 0, batchSize: 16 },
+];
+
+export interface TrainChoice { train: string; val: string | null; budget: string; model: string }
+const stateKey = (agent: string) => `agentLightning.train:${agent}`;
+
+/** The `agl train` arguments for a choice. */
+export function trainArgs(agent: string, choice: TrainChoice, groupSize: number): string[] {
+  const budget = BUDGETS.find((b) => b.id === choice.budget) ?? BUDGETS[0]!;
+  const args = ['train', agent, '--train', choice.train];
+  if (choice.val) args.push('--val', choice.val);
+  args.push('--model', choice.model, '--group-size', String(groupSize), '--batch-size', String(budget.batchSize));
+  if (budget.maxSteps > 0) args.push('--max-steps', String(budget.maxSteps));
+  return args;
+}
+
+async function askChoice(ctx: Ctx, agent: AgentInfo): Promise<TrainChoice | undefined> {
+  const settings = readSettings();
+  const last = ctx.extension.workspaceState.get<TrainChoice>(stateKey(agent.id));
+  const train = await pickJsonlFile(`Train ${agent.name}: training data (1/4)`, last?.train);
+  if (!train) return undefined;
+  const val = await pickJsonlFile(`Train ${agent.name}: validation data (2/4)`, last?.val ?? undefined, '$(circle-slash) No validation set');
+  if (val === undefined) return undefined;
+  const budgets = BUDGETS.map((b) => ({ label: b.label, detail: b.detail, description: b.id === last?.budget ? 'last used' : '', id: b.id }));
+  if (last?.budget) budgets.sort((a, b) => Number(b.id === last.budget) - Number(a.id === last.budget));
+  const budget = await vscode.window.showQuickPick(budgets, { title: `Train ${agent.name}: budget (3/4) · GRPO, group size ${settings.groupSize}`, ignoreFocusOut: true });
+  if (!budget) return undefined;
+  const model = await pickModel(agent, settings.defaultModel, last?.model);
+  if (!model) return undefined;
+  const choice: TrainChoice = { train, val, budget: budget.id, model };
+  await ctx.extension.workspaceState.update(stateKey(agent.id), choice);
+  return choice;
+}
+
+async function pickModel(agent: AgentInfo, defaultModel: string, remembered: string | undefined): Promise<string | undefined> {
+  type Item = vscode.QuickPickItem & { model: string | 'folder' };
+  const items: Item[] = [];
+  const seen = new Set<string>();
+  const add = (model: string, label: string, description: string) => {
+    if (seen.has(model)) return;
+    seen.add(model);
+    items.push({ label, description, model });
+  };
+  if (remembered) add(remembered, remembered, 'last used');
+  add(defaultModel, defaultModel, 'default (setting agentLightning.defaultModel)');
+  add('builtin:0.8m', 'builtin:0.8m', 'built-in tiny model, trains in minutes on a CPU');
+  add('builtin:5m', 'builtin:5m', 'built-in small model');
+  items.push({ label: '$(folder-opened) Local Hugging Face model folder…', model: 'folder' });
+  const picked = await vscode.window.showQuickPick(items, { title: `Train ${agent.name}: model (4/4)`, ignoreFocusOut: true });
+  if (!picked) return undefined;
+  if (picked.model !== 'folder') return picked.model;
+  const uris = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, title: 'A folder with config.json, tokenizer.json and *.safetensors' });
+  return uris?.[0]?.fsPath;
+}
+
+/** The run `agl train` created: the newest run of the agent created since `since`. */
+async function findRun(client: AglClient, agent: string, since: number): Promise<TrainingRun | null> {
+  const runs = await client.listTrainingRuns(agent);
+  return runs.filter((r) => r.createdAt >= since - 2000).sort((a, b) => b.createdAt - a.createdAt)[0] ?? null;
+}
+
+async function latestReward(client: AglClient, runId: string): Promise<number | null> {
+  const points = await client.queryMetrics(runId);
+  const rewards = points.filter((p) => p.name === 'reward/mean' || p.name === 'train/reward' || p.name === 'reward');
+  return rewards.length ? rewards[rewards.length - 1]!.value : null;
+}
+
+export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
+  const client = await ctx.requireDaemon('train an agent');
+  if (!client) return;
+  const agent = await resolveAgent(ctx, arg, 'train');
+  if (!agent) return;
+  const choice = await askChoice(ctx, agent);
+  if (!choice) return;
+  const settings = readSettings();
+  const started = Date.now();
+  const proc = runAgl(ctx, trainArgs(agent.id, choice, settings.groupSize));
+  let run: TrainingRun | null = null;
+  let dashboardOpened = false;
+
+  const result = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: `Agent Lightning: training ${agent.name}`, cancellable: true },
+    async (progress, token) => {
+      token.onCancellationRequested(() => { ctx.log('Cancelling training (SIGINT)…'); proc.child.kill('SIGINT'); });
+      progress.report({ message: 'starting…' });
+      let reported = 0;
+      const poll = async () => {
+        try {
+          run = (await findRun(client, agent.id, started)) ?? run;
+          if (!run) return;
+          if (!dashboardOpened) { dashboardOpened = true; void showTrainingDashboard(ctx, { runId: run.id, agent: agent.id }); }
+          const reward = await latestReward(client, run.id);
+          const total = run.totalSteps || 0;
+          const pct = total > 0 ? (run.step / total) * 100 : 0;
+          progress.report({ message: `step ${run.step}/${total || '?'}${reward === null ? '' : ` · reward ${reward.toFixed(2)}`}`, increment: pct - reported });
+          reported = pct;
+          ctx.status.setTraining({ agent: agent.id, step: run.step, totalSteps: total, reward });
+          ctx.refreshLenses(agent.id);
+        } catch (err) {
+          ctx.log(`training progress: ${(err as Error).message}`);
+        }
+      };
+      const timer = setInterval(() => void poll(), 1500);
+      try {
+        const end = await proc.done;
+        await poll();
+        return { ...end, cancelled: token.isCancellationRequested };
+      } finally {
+        clearInterval(timer);
+        ctx.status.setTraining(null);
+        ctx.refreshLenses(agent.id);
+      }
+    },
+  );
+
+  const finalRun = run as TrainingRun | null;
+  if (result.cancelled) {
+    void vscode.window.showInformationMessage(`Agent Lightning: training of ${agent.name} cancelled${finalRun ? ` at step ${finalRun.step}` : ''}.`);
+    return;
+  }
+  if (result.code !== 0) {
+    const choice = await vscode.window.showErrorMessage(`Agent Lightning: training ${agent.name} failed: ${lastError(result.stderr.length ? result.stderr : result.stdout)}`, 'Show Log');
+    if (choice) ctx.output.show();
+    return;
+  }
+  const summary = finalRun ? summarize(finalRun) : 'done';
+  const actions = finalRun ? ['Open Dashboard', 'Open Trajectories'] : [];
+  const picked = await vscode.window.showInformationMessage(`Agent Lightning: trained ${agent.name}: ${summary}`, ...actions);
+  if (picked === 'Open Dashboard' && finalRun) void showTrainingDashboard(ctx, { runId: finalRun.id, agent: agent.id });
+  if (picked === 'Open Trajectories') void vscode.commands.executeCommand('agentLightning.openTrajectoryViewer', agent.id);
+}
+
+/** "validation reward 0.20 → 0.45 in 3m 10s; checkpoint at …" from the run's summary, with what it has. */
+export function summarize(run: TrainingRun): string {
+  const s = run.summary as Record<string, unknown>;
+  const num = (k: string) => (typeof s[k] === 'number' ? (s[k] as number) : null);
+  const before = num('valRewardBefore') ?? num('val/reward/before');
+  const after = num('valRewardAfter') ?? num('val/reward/after');
+  const parts = [`${run.step}/${run.totalSteps} steps`];
+  if (before !== null && after !== null) parts.push(`validation reward ${before.toFixed(2)} → ${after.toFixed(2)}`);
+  const seconds = num('seconds') ?? Math.round((run.updatedAt - run.createdAt) / 1000);
+  parts.push(`in ${Math.floor(seconds / 60)}m ${Math.round(seconds % 60)}s`);
+  if (run.checkpointDir) parts.push(`checkpoint at ${run.checkpointDir}`);
+  return parts.join('; ');
+}

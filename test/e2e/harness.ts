@@ -1,0 +1,160 @@
+/**
+ * Real VS Code for the end-to-end test: code-server 4.100.3 (installed by scripts/setup-e2e.sh outside
+ * the project) with our packaged .vsix installed, driven by Debian's chromium through playwright-core.
+ * Everything lands in one scratch folder (user data, extensions, TMPDIR, XDG dirs, the daemon's data
+ * dir); code-server runs in its own process group, so stopping it also stops the extension host, the
+ * language server and the daemon the extension started. See ../shared/guides/VSCODE-E2E.md.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type Frame, type FrameLocator, type Page } from 'playwright-core';
+
+export const E2E_HOME = process.env.AGL_E2E_HOME || join(homedir(), '.cache', 'agl-e2e');
+export const CODE_SERVER = join(E2E_HOME, 'code-server', 'node_modules', '.bin', 'code-server');
+export const CHROMIUM = process.env.AGL_E2E_CHROMIUM || '/usr/bin/chromium';
+
+/** Why the e2e cannot run here, or null. The test fails with this (never skips). */
+export function missingTools(): string | null {
+  const missing: string[] = [];
+  if (!existsSync(CODE_SERVER)) missing.push(`code-server (expected at ${CODE_SERVER})`);
+  if (!existsSync(CHROMIUM)) missing.push(`chromium (expected at ${CHROMIUM})`);
+  if (missing.length === 0) return null;
+  return `the end-to-end test needs ${missing.join(' and ')}: run scripts/setup-e2e.sh (installs them outside the project)`;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface CodeServer {
+  url: string;
+  scratch: string;
+  dataDir: string;
+  log: () => string;
+  stop: () => Promise<void>;
+}
+
+/** Installs the .vsix and starts code-server with our settings; resolves when /healthz answers. */
+export async function startCodeServer(vsix: string, settings: Record<string, unknown>): Promise<CodeServer> {
+  const scratch = mkdtempSync(join(tmpdir(), 'agl-e2e-'));
+  const dirs = Object.fromEntries(['user', 'extensions', 'tmp', 'xdg-config', 'xdg-data', 'agl-data'].map((d) => {
+    const p = join(scratch, d);
+    mkdirSync(p, { recursive: true });
+    return [d, p];
+  }));
+  mkdirSync(join(dirs.user!, 'User'), { recursive: true });
+  writeFileSync(join(dirs.user!, 'User', 'settings.json'), JSON.stringify({
+    'workbench.startupEditor': 'none',
+    'security.workspace.trust.enabled': false,
+    'telemetry.telemetryLevel': 'off',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'workbench.tips.enabled': false,
+    'editor.codeLens': true,
+    'git.openRepositoryInParentFolders': 'never',
+    ...settings,
+  }, null, 2));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env, TMPDIR: dirs.tmp, XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'],
+    AGL_DATA_DIR: dirs['agl-data'],
+  };
+  delete env.NODE_OPTIONS; // the test runner's tsx loader must not leak into VS Code's processes
+  const common = ['--user-data-dir', dirs.user!, '--extensions-dir', dirs.extensions!];
+  const install = spawnSync(CODE_SERVER, [...common, '--install-extension', vsix], { env, encoding: 'utf8' });
+  if (install.status !== 0 || !/successfully installed/i.test(install.stdout + install.stderr)) {
+    throw new Error(`code-server --install-extension failed (${install.status}): ${install.stdout}\n${install.stderr}`);
+  }
+  const port = await freePort();
+  let output = '';
+  const child: ChildProcess = spawn(CODE_SERVER, [
+    '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
+    '--disable-workspace-trust', '--disable-getting-started-override', ...common,
+  ], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] }); // detached = setsid: its own process group
+  child.stdout!.on('data', (c) => { output += c; });
+  child.stderr!.on('data', (c) => { output += c; });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}): ${output}`);
+    try { if ((await fetch(`${url}/healthz`)).ok) break; } catch { /* not yet */ }
+    if (Date.now() > deadline) throw new Error(`code-server did not answer /healthz within 60 s: ${output}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    url, scratch, dataDir: dirs['agl-data']!, log: () => output,
+    stop: async () => {
+      // The daemon the extension started is in code-server's process group, but stop it by pid too.
+      const daemonPid = readDaemonPid(dirs['agl-data']!);
+      try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* already gone */ }
+      await new Promise((r) => setTimeout(r, 1500));
+      try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }
+      if (daemonPid) { try { process.kill(daemonPid, 'SIGKILL'); } catch { /* already gone */ } }
+    },
+  };
+}
+
+function readDaemonPid(dataDir: string): number | null {
+  try { return (JSON.parse(readFileSync(join(dataDir, 'daemon.json'), 'utf8')) as { pid: number | null }).pid; } catch { return null; }
+}
+
+/** Headless Debian chromium; playwright gives it a fresh temporary profile (it refuses --user-data-dir with launch). */
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** Runs a command from the palette by its exact label. */
+export async function runCommand(page: Page, label: string): Promise<void> {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`>${label}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor({ state: 'visible' });
+  await page.keyboard.press('Enter');
+}
+
+/** Picks the quick pick item whose text contains `text` (after filtering by it), optionally checking the title. */
+export async function pickItem(page: Page, text: string, title?: RegExp, timeout = 30_000): Promise<void> {
+  const widget = page.locator('.quick-input-widget');
+  await widget.waitFor({ state: 'visible', timeout });
+  if (title) await page.locator('.quick-input-widget .quick-input-title', { hasText: title }).waitFor({ state: 'visible', timeout });
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: text }).first().waitFor({ state: 'visible', timeout });
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.fill(text);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: text }).first();
+  await row.waitFor({ state: 'visible', timeout });
+  await row.click();
+}
+
+/** Opens a file by (part of) its workspace path with Quick Open. */
+export async function openFile(page: Page, relPath: string): Promise<void> {
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(relPath);
+  const name = relPath.split('/').pop()!;
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ state: 'visible' });
+  await page.keyboard.press('Enter');
+  await page.locator('.tab.active', { hasText: name }).waitFor({ state: 'visible' });
+}
+
+/** The content frame of the visible webview panel titled `title`. */
+export function webview(page: Page): FrameLocator {
+  return page.frameLocator('iframe.webview.ready >> visible=true').frameLocator('#active-frame');
+}
+
+export type { Browser, Frame, Page };

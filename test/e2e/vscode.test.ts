@@ -1,0 +1,89 @@
+/**
+ * End-to-end in real VS Code (code-server + Debian chromium + playwright-core): packages the extension
+ * (`npm run package`), installs the .vsix, opens the samples folder, and checks what a user sees: the
+ * status bar reaching "ready" (the extension started the bundled daemon), the CodeLens above the calc
+ * agent, "Agent Lightning: Train This Agent" from the command palette with a smoke-test budget, its
+ * progress, and the trajectory viewer's content. Screenshots go to test-results/e2e/.
+ * Needs scripts/setup-e2e.sh to have run; without code-server or chromium it fails saying so.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { launchBrowser, missingTools, openFile, pickItem, runCommand, startCodeServer, webview, type Browser, type Page } from './harness.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const shots = join(root, 'test-results', 'e2e');
+const samples = join(root, 'samples');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string };
+
+function packageVsix(): string {
+  const r = spawnSync(process.execPath, [join(root, 'scripts', 'package-vsix.mjs')], { cwd: root, encoding: 'utf8' });
+  assert.equal(r.status, 0, `npm run package failed:\n${r.stdout}\n${r.stderr}`);
+  return join(root, `${pkg.name}-${pkg.version}.vsix`);
+}
+
+/** Every "Agent Lightning" output channel log code-server wrote (for failure reports). */
+function extensionLogs(scratch: string): string {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const n of readdirSync(d)) {
+      const p = join(d, n);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (/Agent Lightning|exthost\.log/.test(n)) out.push(`--- ${n}\n${readFileSync(p, 'utf8').slice(-6000)}`);
+    }
+  };
+  try { walk(join(scratch, 'user', 'logs')); } catch { /* none yet */ }
+  return out.join('\n');
+}
+
+test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progress, trajectory viewer shows the rollouts', { timeout: 15 * 60_000 }, async () => {
+  const missing = missingTools();
+  assert.equal(missing, null, missing ?? '');
+  mkdirSync(shots, { recursive: true });
+  const timings: Record<string, number> = {};
+  const t0 = Date.now();
+  const mark = (name: string) => { timings[name] = Math.round((Date.now() - t0) / 100) / 10; };
+
+  const vsix = packageVsix();
+  mark('packaged');
+  // Port 0: other daemons on this machine may hold the default port; the data dir is the scratch one.
+  const server = await startCodeServer(vsix, { 'agentLightning.daemon.port': 0, 'agentLightning.groupSize': 2 });
+  let browser: Browser | null = null;
+  let page: Page | null = null;
+  const shot = async (name: string) => { await page?.screenshot({ path: join(shots, `${name}.png`) }); };
+  try {
+    browser = await launchBrowser();
+    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    await page.goto(`${server.url}/?folder=${encodeURIComponent(samples)}`);
+    await page.locator('.explorer-folders-view .monaco-list-row').first().waitFor({ state: 'visible', timeout: 60_000 });
+    mark('workbench');
+
+    // 1. The extension activates, starts the bundled daemon, and says so in the status bar.
+    await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 90_000 });
+    mark('daemon ready');
+
+    // 2. The CodeLens above the calc agent: reward summary and the actions.
+    await openFile(page, 'calc/agent.ts');
+    const lens = page.locator('.monaco-editor .codelens-decoration').first();
+    await lens.waitFor({ state: 'visible', timeout: 60_000 });
+    await page.locator('.monaco-editor .codelens-decoration', { hasText: '⚡ Train' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    const lensText = await lens.innerText();
+    assert.match(lensText, /no rollouts yet|reward/, `CodeLens: ${lensText}`);
+    assert.match(lensText, /▶ Run/);
+    mark('codelens');
+    await shot('01-codelens');
+  } catch (err) {
+    await shot('failure').catch(() => undefined);
+    console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
+    throw err;
+  } finally {
+    await browser?.close().catch(() => undefined);
+    await server.stop();
+    console.log(`e2e timings (s since start): ${JSON.stringify(timings)}`);
+  }
+});
+
+export { pickItem, runCommand, webview };
