@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { AglClient } from '../../sdk/client.js';
 import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../store/index.js';
 import { closeGracefully, createApp, createServerContext, listen } from '../server/app.js';
 import { loadOrCreateToken } from '../server/auth.js';
@@ -35,6 +36,14 @@ export function packageVersion(): string {
       if (pkg.name === 'agent-lightning-vscode') return String(pkg.version);
     } catch { /* keep looking upward */ }
     if (dirname(dir) === dir) return '0.0.0';
+  }
+}
+
+async function answersAs(url: string, pid: number): Promise<boolean> {
+  try {
+    return (await new AglClient({ url, token: '', timeoutMs: 3_000 }).health()).pid === pid;
+  } catch {
+    return false;
   }
 }
 
@@ -76,6 +85,11 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   const previous = readDaemonState(dataDir);
+  // A live pid is ours only if the daemon answers as that pid (after a reboot the pid may be another program's).
+  if (previous.running && previous.state?.url && !(await answersAs(previous.state.url, previous.state.pid!))) {
+    previous.running = false;
+    previous.stale = true;
+  }
   if (previous.running && previous.state?.pid !== process.pid) {
     process.stderr.write(`agl serve: a daemon is already running for ${dataDir} at ${previous.state?.url} (pid ${previous.state?.pid}).\n` +
       `  Use it (\`agl status\`), stop it (kill ${previous.state?.pid}), or start another with a different --data-dir.\n`);

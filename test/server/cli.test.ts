@@ -52,6 +52,19 @@ describe('agl CLI', () => {
     assert.match(r.stderr, /AGL_DATA_DIR/);
   });
 
+  it('starts over a daemon.json whose pid is alive but is not an agl daemon (pid reused after a reboot)', async () => {
+    const dataDir = tempDataDir('reused-pid');
+    // This test process is alive and is no daemon; nothing listens on port 9 of loopback.
+    writeFileSync(join(dataDir, 'daemon.json'), JSON.stringify({ pid: process.pid, url: 'http://127.0.0.1:9', agents: [] }));
+    const d = await startDaemonProcess(dataDir);
+    try {
+      assert.match(d.output().stderr, /did not shut down cleanly/);
+      assert.equal(JSON.parse(readFileSync(join(dataDir, 'daemon.json'), 'utf8')).pid, d.child.pid);
+    } finally {
+      await d.stop('SIGTERM');
+    }
+  });
+
   it('serves, reports status and rollouts, refuses a second daemon, and stops cleanly on SIGTERM', async () => {
     const dataDir = tempDataDir('cli');
     const none = await runCli(['status', '--data-dir', dataDir]);
