@@ -129,7 +129,7 @@ describe('trajectory viewer webview', () => {
   });
 
   it('ran under the strict CSP without a violation or an error, and that CSP does block inline script', async () => {
-    assert.deepEqual(view.problems, []);
+    assert.deepEqual([...view.problems], []);
     const csp = await view.page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
     assert.match(csp ?? '', /script-src 'nonce-[\w-]+'(;|$)/);
     assert.doesNotMatch(csp ?? '', /unsafe-inline|unsafe-eval|\*/);

@@ -78,17 +78,31 @@ export class MetricCharts {
     return [steps, ...present.map((m) => steps.map((s) => this.values.get(m)!.get(s) ?? null))] as uPlot.AlignedData;
   }
 
+  /** The values beside the title: the latest ones, or those of the step under the cursor. */
+  private showValues(chart: Chart, step: number | null): void {
+    const present = chart.metrics.filter((m) => this.values.has(m));
+    const label = step !== null ? [h('span', { class: 'chart-step' }, `step ${step}`)] : [];
+    chart.lastValues.replaceChildren(...label,
+      ...present.map((m, i) => {
+        const swatch = h('span', { class: 'swatch' });
+        swatch.style.background = themeColor(PALETTE[i % PALETTE.length], FALLBACK[i % FALLBACK.length]);
+        const value = step === null ? this.latest(m) : this.values.get(m)!.get(step);
+        return h('span', { class: 'chart-value', 'data-metric': m }, swatch, `${m} `, h('b', {}, fmtNumber(value ?? null)));
+      }));
+  }
+
   private draw(chart: Chart): void {
     const present = chart.metrics.filter((m) => this.values.has(m));
     const data = this.data(chart);
-    chart.lastValues.replaceChildren(...present.map((m, i) => {
-      const swatch = h('span', { class: 'swatch' });
-      swatch.style.background = themeColor(PALETTE[i % PALETTE.length], FALLBACK[i % FALLBACK.length]);
-      return h('span', { class: 'chart-value', 'data-metric': m }, swatch, `${m} `, h('b', {}, fmtNumber(this.latest(m) ?? null)));
-    }));
+    this.showValues(chart, null);
     if (chart.plot && chart.plot.series.length === present.length + 1) { chart.plot.setData(data); return; }
     chart.plot?.destroy();
-    chart.plot = new uPlot(this.options(present, chart.plotBox.clientWidth || 400), data, chart.plotBox);
+    const opts = this.options(present, chart.plotBox.clientWidth || 400);
+    opts.hooks = { setCursor: [(u) => {
+      const idx = u.cursor.idx;
+      this.showValues(chart, idx === null || idx === undefined ? null : (u.data[0] as number[])[idx]);
+    }] };
+    chart.plot = new uPlot(opts, data, chart.plotBox);
     chart.plot.over.addEventListener('click', () => {
       const idx = chart.plot?.cursor.idx;
       if (idx !== null && idx !== undefined) this.onStepClick((chart.plot!.data[0] as number[])[idx]);
@@ -101,11 +115,11 @@ export class MetricCharts {
     const font = `11px ${themeColor('--vscode-font-family', 'sans-serif')}`;
     const axis = { stroke: fg, grid: { stroke: grid, width: 0.5 }, ticks: { stroke: grid, width: 0.5 }, font };
     return {
-      width, height: 200,
+      width, height: 190,
       legend: { show: false },
       cursor: { drag: { x: false, y: false }, points: { size: 7 } },
       scales: { x: { time: false } },
-      axes: [{ ...axis, label: 'step', labelFont: font, labelSize: 18 }, { ...axis, size: 48 }],
+      axes: [{ ...axis, size: 28, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] }, { ...axis, size: 48 }],
       series: [
         { label: 'step' },
         ...metrics.map((m, i) => ({
@@ -123,7 +137,7 @@ export class MetricCharts {
   private fit(): void {
     for (const c of this.charts.values()) {
       const width = c.plotBox.clientWidth;
-      if (c.plot && width > 0 && Math.abs(c.plot.width - width) > 2) c.plot.setSize({ width, height: 200 });
+      if (c.plot && width > 0 && Math.abs(c.plot.width - width) > 2) c.plot.setSize({ width, height: 190 });
     }
   }
 }

@@ -56,7 +56,9 @@ function apply(data: RunMetrics, replace: boolean): void {
   }
   charts.add(data.points);
   drawProgress(data.run);
+  const before = runs.find((r) => r.id === data.run.id);
   runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
+  if (before && before.status !== data.run.status) drawHeader();
 }
 
 async function showRun(runId: string): Promise<void> {
