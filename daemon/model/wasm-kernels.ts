@@ -45,10 +45,12 @@ export function installFastWasmKernels(): void {
     const ra = a.shape.length, rb = b.shape.length;
     const batch = a.shape.slice(0, -2).reduce((x, y) => x * y, 1);
     const sameBatch = ra === rb && a.shape.slice(0, -2).every((d, i) => d === b.shape[i]);
-    if (transposeA || transposeB || batch <= 1 || !sameBatch || a.dtype !== 'float32' || b.dtype !== 'float32') return original(args);
+    const M = a.shape[ra - 2], K = a.shape[ra - 1], P = b.shape[rb - 1];
+    // Small products (decoding steps: M = 1) are cheaper in the generic loop than one XNNPACK operator each.
+    const small = M < 8 || M * K * P < 16 * 16 * 16;
+    if (transposeA || transposeB || batch <= 1 || small || !sameBatch || a.dtype !== 'float32' || b.dtype !== 'float32') return original(args);
     const backend = args.backend;
     matmul2d ??= backend.wasm.cwrap('BatchMatMul', null, ['number', 'array', 'number', 'number', 'array', 'number', 'number', 'number', 'number']);
-    const M = a.shape[ra - 2], K = a.shape[ra - 1], P = b.shape[rb - 1];
     const out = backend.makeOutput([...a.shape.slice(0, -2), M, P], 'float32');
     const aOff = backend.dataIdMap.get(a.dataId).memoryOffset;
     const bOff = backend.dataIdMap.get(b.dataId).memoryOffset;
