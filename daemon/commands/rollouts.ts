@@ -18,6 +18,8 @@ show   the rollout, its attempts and a summary of its spans.
 Both take --data-dir DIR (default ~/.agent-lightning, or AGL_DATA_DIR) to pick the daemon.
 `;
 
+const SHOW_SPAN_LIMIT = 10_000;
+
 const ago = (t: number | null) => {
   if (t == null) return '-';
   const s = Math.max(0, (Date.now() - t) / 1000);
@@ -83,7 +85,7 @@ function showText(rollout: Rollout, attempts: Attempt[], spans: Span[]): string 
   for (const s of spans) byName.set(s.name, (byName.get(s.name) ?? 0) + 1);
   const rewards = spans.filter((s) => s.name === SPAN.reward || s.name.startsWith('agentlightning.reward')).map(rewardOf).filter((v): v is number => v !== null);
   const llmCalls = spans.filter((s) => s.name === SPAN.llmCall);
-  lines.push('', `spans (${spans.length})`);
+  lines.push('', `spans (${spans.length === SHOW_SPAN_LIMIT ? `first ${SHOW_SPAN_LIMIT}` : spans.length})`);
   for (const [name, n] of [...byName].sort((a, b) => b[1] - a[1])) lines.push(`  ${String(n).padStart(5)}  ${name}`);
   if (llmCalls.length) lines.push(`  LLM calls: ${llmCalls.length}`);
   if (rewards.length) lines.push(`  rewards: ${rewards.map((r) => r.toFixed(3)).join(', ')}  (last ${rewards[rewards.length - 1].toFixed(3)})`);
@@ -97,7 +99,7 @@ async function show(argv: string[]): Promise<number> {
   const client = AglClient.fromDataDir(resolveDataDir(values['data-dir']));
   const rollout = await client.getRollout(id);
   if (!rollout) { process.stderr.write(`agl rollouts show: no rollout '${id}' (agl rollouts list shows the ids)\n`); return 1; }
-  const [attempts, spans] = await Promise.all([client.getAttempts(id), client.querySpans({ rolloutId: id, limit: 10_000 })]);
+  const [attempts, spans] = await Promise.all([client.getAttempts(id), client.querySpans({ rolloutId: id, limit: SHOW_SPAN_LIMIT })]);
   if (values.json) { process.stdout.write(JSON.stringify({ rollout, attempts, spans }) + '\n'); return 0; }
   process.stdout.write(showText(rollout, attempts, spans));
   return 0;
