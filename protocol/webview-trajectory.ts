@@ -95,8 +95,11 @@ export const TrajectoryProtocol = {
   listRollouts: requestType<RolloutFilter, RolloutPage>('trajectory/listRollouts'),
   getRollout: requestType<{ rolloutId: string; attemptId?: string }, RolloutDetail>('trajectory/getRollout'),
   getGroups: requestType<GroupQuery, GroupPage>('trajectory/getGroups'),
-  /** Open the agent's source at the line that made a call (from code.filepath / code.lineno). */
-  openCode: commandType<{ filepath: string; lineno: number | null }>('trajectory/openCode'),
+  /**
+   * Open the agent's source at the line that made a call (code.filepath / code.lineno), or, when the call
+   * has no location, at the definition of `symbol` (the agent function) in `filepath`.
+   */
+  openCode: commandType<{ filepath: string; lineno: number | null; symbol?: string }>('trajectory/openCode'),
   openDashboard: commandType<{ runId: string }>('trajectory/openDashboard'),
   /** Host -> webview: switch to this view (the panel was opened or revealed for it). */
   show: notificationType<{ view: TrajectoryView; filter?: RolloutFilter }>('trajectory/show'),

@@ -3,13 +3,12 @@
  * step's GRPO groups; answers the webview from the daemon (data.ts); opens agent code at the line that
  * made an LLM call; restored after a reload by its serializer.
  */
-import { existsSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
 import * as vscode from 'vscode';
 import { TRAJECTORY_VIEW_TYPE, TrajectoryProtocol, type TrajectoryView } from '../../protocol/webview-trajectory.js';
 import type { AglClient } from '../../sdk/client.js';
 import { trajectoryHandlers, type RequestHandlers } from './data.js';
 import { PanelHost } from './panel-host.js';
+import { definitionLine, findSourceFile } from './source.js';
 
 /** An AglClient, or a function giving the current one (the daemon may restart on another port). */
 export type ClientSource = AglClient | (() => Promise<AglClient | undefined> | AglClient | undefined);
@@ -29,14 +28,11 @@ export interface TrajectoryTarget { rolloutId?: string; agent?: string; runId?: 
 
 let current: { host: PanelHost; client: ClientSource } | undefined;
 
-/** Opens `filepath` (absolute, or relative to a workspace folder) at `lineno` (1-based). */
-async function openCode(filepath: string, lineno: number | null): Promise<void> {
-  const candidates = isAbsolute(filepath) ? [filepath]
-    : (vscode.workspace.workspaceFolders ?? []).map((f) => join(f.uri.fsPath, filepath));
-  const found = candidates.find((p) => existsSync(p));
-  if (!found) throw new Error(`cannot open ${filepath}: not found${isAbsolute(filepath) ? '' : ' in the workspace folders'}`);
+/** Opens `filepath` (absolute, or relative to a workspace folder) at `lineno` (1-based), or at `symbol`'s definition. */
+async function openCode(filepath: string, lineno: number | null, symbol?: string): Promise<void> {
+  const found = findSourceFile(filepath, (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath));
   const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(found));
-  const line = Math.max(0, (lineno ?? 1) - 1);
+  const line = lineno !== null ? Math.max(0, lineno - 1) : symbol ? definitionLine(doc.getText(), symbol) : 0;
   await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(line, 0, line, 0) });
 }
 
@@ -49,8 +45,8 @@ function create(context: vscode.ExtensionContext, client: ClientSource, existing
     handlers: lazyHandlers(() => current?.client ?? client, trajectoryHandlers, methods),
     onCommand: async (method, params) => {
       if (method === TrajectoryProtocol.openCode.method) {
-        const p = params as { filepath: string; lineno: number | null };
-        await openCode(p.filepath, p.lineno);
+        const p = params as { filepath: string; lineno: number | null; symbol?: string };
+        await openCode(p.filepath, p.lineno, p.symbol);
       } else if (method === TrajectoryProtocol.openDashboard.method) {
         const { openTrainingDashboard } = await import('./dashboard-panel.js');
         openTrainingDashboard(context, current?.client ?? client, { runId: (params as { runId: string }).runId });

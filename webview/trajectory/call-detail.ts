@@ -6,10 +6,10 @@
 import { AGL } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, h, icon, signClass } from '../shared/dom.js';
-import { llmCall, rewardValue, spanKind, type ChatMessage } from './model.js';
+import { agentSource, llmCall, rewardValue, spanKind, type ChatMessage } from './model.js';
 
 export interface DetailActions {
-  openCode(filepath: string, lineno: number | null): void;
+  openCode(filepath: string, lineno: number | null, symbol?: string): void;
   openGroup?(rolloutId: string): void;
 }
 
@@ -44,7 +44,18 @@ function attributesTable(span: Span): HTMLElement {
     h('tbody', {}, ...entries.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { class: 'mono' }, typeof v === 'string' ? v : JSON.stringify(v))))));
 }
 
-export function renderSpanDetail(span: Span, transition: Transition | undefined, rolloutReward: number | null, actions: DetailActions): HTMLElement {
+/** "Open the agent function" when a call carries no code location of its own. */
+export function agentLink(agent: string | null, actions: DetailActions): HTMLElement {
+  const src = agentSource(agent);
+  if (!src) return h('span', { class: 'muted', title: 'The span has no code.filepath attribute' }, 'no source location');
+  const name = src.filepath.split(/[\\/]/).pop() ?? src.filepath;
+  const link = h('a', { href: '#', class: 'code-link agent-link', title: `The call has no code.filepath: open the agent ${src.symbol || name} in ${src.filepath}` },
+    icon('go-to-file'), ` ${name}${src.symbol ? `#${src.symbol}` : ''}`);
+  link.addEventListener('click', (e) => { e.preventDefault(); actions.openCode(src.filepath, null, src.symbol || undefined); });
+  return link;
+}
+
+export function renderSpanDetail(span: Span, transition: Transition | undefined, rolloutReward: number | null, actions: DetailActions, agent: string | null = null): HTMLElement {
   const kind = spanKind(span);
   const duration = span.endTime !== null ? span.endTime - span.startTime : null;
   if (kind !== 'llm') {
@@ -68,7 +79,7 @@ export function renderSpanDetail(span: Span, transition: Transition | undefined,
     h('div', { class: 'detail-title' },
       h('h2', {}, icon('sparkle'), ` ${call.agentName ?? 'LLM call'}`, transition ? h('span', { class: 'muted' }, ` · call #${transition.index + 1}`) : null),
       h('div', { class: 'spacer' }),
-      call.code ? codeLink(call.code, actions) : h('span', { class: 'muted', title: 'The span has no code.filepath attribute' }, 'no source location'),
+      call.code ? codeLink(call.code, actions) : agentLink(agent, actions),
       transition && actions.openGroup ? (() => {
         const b = h('vscode-button', { secondary: true, class: 'open-group', icon: 'organization' }, 'GRPO group');
         b.addEventListener('click', () => actions.openGroup!(span.rolloutId));

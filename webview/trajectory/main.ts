@@ -21,7 +21,7 @@ const root = document.getElementById('app') ?? document.body.appendChild(h('div'
 let state: TrajectoryState = host.state ?? { view: { kind: 'rollouts' }, filter: {} };
 let renderToken = 0;
 
-const openCode = (filepath: string, lineno: number | null): void => host.command(P.openCode, { filepath, lineno });
+const openCode = (filepath: string, lineno: number | null, symbol?: string): void => host.command(P.openCode, { filepath, lineno, symbol });
 
 function loading(): void { mount(root, h('div', { class: 'loading' }, h('vscode-progress-ring', {}), 'Loading…')); }
 function failed(what: string, err: unknown): void {

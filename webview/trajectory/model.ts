@@ -131,6 +131,22 @@ export interface LlmCall {
   code: { filepath: string; lineno: number | null } | null;
 }
 
+/**
+ * Where the agent itself is defined, from a rollout's agent spec (`path/file.ts#exportName` or the Python
+ * `package.module:function`): the fallback for "jump to code" when a call carries no code.filepath.
+ */
+export function agentSource(agent: string | null): { filepath: string; symbol: string } | null {
+  if (!agent) return null;
+  const hash = agent.lastIndexOf('#');
+  if (hash > 0) return { filepath: agent.slice(0, hash), symbol: agent.slice(hash + 1) };
+  const colon = agent.lastIndexOf(':');
+  if (colon > 0 && !/^[a-z]:[\\/]/i.test(agent)) {
+    const module = agent.slice(0, colon);
+    return { filepath: module.endsWith('.py') ? module : `${module.replace(/\./g, '/')}.py`, symbol: agent.slice(colon + 1) };
+  }
+  return { filepath: agent, symbol: '' };
+}
+
 export function llmCall(span: Span): LlmCall {
   const a = span.attributes;
   const num = (k: string): number | null => (typeof a[k] === 'number' ? (a[k] as number) : null);

@@ -61,7 +61,7 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
 
   const drawDetail = (): void => {
     if (!selected) { mount(detailPane, h('div', { class: 'empty-state' }, 'This attempt recorded no spans.')); return; }
-    mount(detailPane, renderSpanDetail(selected, byTransition.get(selected.spanId), reward, actions));
+    mount(detailPane, renderSpanDetail(selected, byTransition.get(selected.spanId), reward, actions, rollout.agent));
   };
   const drawTree = (): void => {
     const rows = flattenTree(tree, collapsed).map((node) => {

@@ -1,0 +1,112 @@
+/**
+ * What the viewer derives from spans (webview/trajectory/model.ts) and what the panels answer from a real
+ * daemon (extension/panels/data.ts), checked without a browser: span trees with broken parentage, chat
+ * messages in the OpenAI and GenAI shapes, the STATES table, agent source locations, groups of rollouts
+ * the algorithm has not trained on yet, and clear errors for unknown ids.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { trajectoryHandlers } from '../../extension/panels/data.js';
+import { definitionLine } from '../../extension/panels/source.js';
+import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
+import type { Span } from '../../protocol/store.js';
+import type { GroupPage, RolloutPage } from '../../protocol/webview-trajectory.js';
+import { agentSource, buildSpanTree, deriveStates, flattenTree, isFilled, llmCall, toChatMessage } from '../../webview/trajectory/model.js';
+import { startDaemon, type Daemon } from './harness.js';
+
+let seq = 0;
+function span(p: Partial<Span> & { spanId: string; name: string; startTime: number }): Span {
+  return {
+    rolloutId: 'ro-1', attemptId: 'at-1', sequenceId: ++seq, traceId: 't', parentSpanId: null, kind: 'internal', endTime: p.startTime + 10,
+    attributes: {}, events: [], status: { code: 'ok' }, resource: {}, ...p,
+  };
+}
+
+describe('trajectory model', () => {
+  it('builds the span tree in start order and makes a span whose parent never arrived a root', () => {
+    const spans = [
+      span({ spanId: 'c2', parentSpanId: 'root', name: SPAN.llmCall, startTime: 30 }),
+      span({ spanId: 'root', name: SPAN.agentRun, startTime: 0 }),
+      span({ spanId: 'c1', parentSpanId: 'root', name: SPAN.llmCall, startTime: 10 }),
+      span({ spanId: 'orphan', parentSpanId: 'lost', name: SPAN.reward, startTime: 50 }),
+    ];
+    const flat = flattenTree(buildSpanTree(spans));
+    assert.deepEqual(flat.map((n) => [n.span.spanId, n.depth]), [['root', 0], ['c1', 1], ['c2', 1], ['orphan', 0]]);
+    assert.deepEqual(flattenTree(buildSpanTree(spans), new Set(['root'])).map((n) => n.span.spanId), ['root', 'orphan']);
+  });
+
+  it('reads chat messages in the OpenAI shape, the GenAI parts shape and as choices', () => {
+    assert.deepEqual(toChatMessage({ role: 'user', parts: [{ type: 'text', content: 'hi' }] }).text, 'hi');
+    assert.deepEqual(toChatMessage({ index: 0, message: { role: 'assistant', content: 'yo' }, finish_reason: 'stop' }), { role: 'assistant', text: 'yo', name: undefined, toolCalls: [], toolCallId: undefined });
+    const call = toChatMessage({ role: 'assistant', content: null, tool_calls: [{ id: 'c1', function: { name: 'calc', arguments: '{"x":1}' } }] });
+    assert.deepEqual(call.toolCalls, [{ id: 'c1', name: 'calc', args: '{"x":1}' }]);
+    const llm = llmCall(span({ spanId: 's', name: SPAN.llmCall, startTime: 0, attributes: { [GENAI.inputMessages]: 'not json', [GENAI.usageInputTokens]: 5 } }));
+    assert.deepEqual(llm.prompt.map((m) => m.text), ['not json']);
+    assert.equal(llm.inputTokens, 5);
+    assert.equal(llm.latencyMs, 10);
+  });
+
+  it('derives the STATES table: tool results from tool spans, emitted objects, rewards, and what each call read', () => {
+    const spans = [
+      span({ spanId: 'root', name: SPAN.agentRun, startTime: 0, endTime: 100, attributes: { 'agl.task': JSON.stringify({ city: 'Lisbon' }) } }),
+      span({ spanId: 'l1', name: SPAN.llmCall, startTime: 1, attributes: {
+        [GENAI.inputMessages]: JSON.stringify([{ role: 'user', content: 'Weather in Lisbon?' }]),
+        [GENAI.outputMessages]: JSON.stringify([{ role: 'assistant', content: 'call weather' }]), [AGL.agentName]: 'planner' } }),
+      span({ spanId: 't1', name: SPAN.tool, startTime: 20, attributes: { [GENAI.toolName]: 'weather', 'gen_ai.tool.call.result': 'sunny 24C' } }),
+      span({ spanId: 'o1', name: SPAN.object, startTime: 40, attributes: { [AGL.objectJson]: '{"plan":"beach"}' } }),
+      span({ spanId: 'l2', name: SPAN.llmCall, startTime: 50, attributes: {
+        [GENAI.inputMessages]: JSON.stringify([{ role: 'user', content: 'It is sunny 24C. Plan?' }]),
+        [GENAI.outputMessages]: JSON.stringify([{ role: 'assistant', content: 'beach day' }]) } }),
+      span({ spanId: 'r1', name: SPAN.reward, startTime: 90, attributes: { [AGL.rewardValue]: 0.5, [AGL.rewardName]: 'judge' } }),
+    ];
+    const table = deriveStates(spans, null);
+    assert.deepEqual(table.variables.map((v) => v.label), ['task input', 'planner output #1', 'tool result weather', 'object 1', 'LLM output #2', 'judge']);
+    assert.deepEqual(table.steps.map((s) => s.label), ['planner call #1', 'tool weather', 'emit object', 'LLM call #2', 'reward judge']);
+    assert.deepEqual(table.steps[0].reads, ['task'], 'the first prompt quotes the task');
+    assert.deepEqual(table.steps[3].reads, [table.variables[2].id], 'the second prompt quotes the tool result, not the task');
+    assert.equal(isFilled(table, table.variables[2].id, 0), false);
+    assert.equal(isFilled(table, table.variables[2].id, 1), true);
+  });
+
+  it('finds an agent\'s source from its spec and the line defining it', () => {
+    assert.deepEqual(agentSource('samples/calc/agent.ts#calcAgent'), { filepath: 'samples/calc/agent.ts', symbol: 'calcAgent' });
+    assert.deepEqual(agentSource('samples.calc_py.agent:solve'), { filepath: 'samples/calc_py/agent.py', symbol: 'solve' });
+    assert.equal(agentSource(null), null);
+    const ts = "import x from 'y';\n\nexport const calcAgent = rollout(async (task, llm) => {\n});\n";
+    assert.equal(definitionLine(ts, 'calcAgent'), 2);
+    assert.equal(definitionLine('import os\n\n@rollout\nasync def solve(task, llm):\n  pass\n', 'solve'), 3);
+    assert.equal(definitionLine('nothing here', 'solve'), 0);
+  });
+});
+
+describe('panel data handlers against a real daemon', () => {
+  let daemon: Daemon;
+  before(async () => { daemon = await startDaemon(); });
+  after(async () => { await daemon?.close(); });
+
+  it('groups the samples of a task the algorithm has not trained on yet by their metadata', async () => {
+    const ids: string[] = [];
+    for (let k = 0; k < 3; k++) {
+      const { rollout, attempt } = await daemon.client.startRollout({ input: { q: 'x' }, agent: 'a.ts#agent', metadata: { runId: 'r9', step: 0, taskId: 't1', sample: k }, workerId: 'w' });
+      await daemon.client.addSpans([{ rolloutId: rollout.id, attemptId: attempt.id, name: SPAN.reward, startTime: 1, attributes: { [AGL.rewardValue]: k } }]);
+      await daemon.client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
+      ids.push(rollout.id);
+    }
+    await daemon.client.startRollout({ input: { q: 'y' }, agent: 'a.ts#agent', metadata: { runId: 'r9', step: 0, taskId: 't2' }, workerId: 'w' });
+    const handlers = trajectoryHandlers(daemon.client);
+    const page = await handlers.get('trajectory/getGroups')!({ rolloutId: ids[1] }) as GroupPage;
+    assert.equal(page.groups.length, 1);
+    assert.deepEqual(new Set(page.groups[0].samples.map((s) => s.rollout.id)), new Set(ids));
+    assert.deepEqual(page.groups[0].samples.map((s) => s.reward).sort(), [0, 1, 2]);
+
+    const rows = await handlers.get('trajectory/listRollouts')!({ status: ['succeeded'] }) as RolloutPage;
+    assert.equal(rows.items.length, 3);
+    assert.deepEqual(rows.agents, ['a.ts#agent']);
+  });
+
+  it('answers an unknown rollout or run with an error naming it', async () => {
+    const handlers = trajectoryHandlers(daemon.client);
+    await assert.rejects(handlers.get('trajectory/getRollout')!({ rolloutId: 'ro-nope' }), /rollout 'ro-nope' does not exist/);
+    await assert.rejects(handlers.get('trajectory/getGroups')!({ rolloutId: 'ro-nope' }), /rollout 'ro-nope' does not exist/);
+  });
+});
