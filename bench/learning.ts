@@ -21,7 +21,24 @@ export const SAMPLES: Record<string, LearningSample> = {
       return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes };
     },
   },
+  // The samples engineer's entries: SFT warm-up from the sample's demonstrations, then agl train (samples/*/learn.ts).
+  sql: learnedSample('sql (three LangChain.js agents, writer+rewriter trained): greedy execution accuracy on 40 held-out questions', 'sql', 'SQL_LEARNING', 20),
+  rag: learnedSample('rag (OpenAI Agents SDK, two-hop retrieval): greedy token F1 on 40 held-out questions', 'rag', 'RAG_LEARNING', 20),
+  'calc-py': learnedSample('calc-py (standard-library Python agent via the Python runner): greedy exact-answer accuracy on 100 held-out problems', 'calc-py', 'CALC_PY_LEARNING', 13),
 };
+
+/** A sample trained by its samples/<dir>/learn.ts entry (SFT warm-up, then GRPO). */
+function learnedSample(describe: string, dir: string, entry: string, minutes: number): LearningSample {
+  return {
+    describe,
+    async run({ quick }) {
+      const mod = await import(`../samples/${dir}/learn.js`) as Record<string, unknown>;
+      const { learnSample } = await import('../samples/sql/learn.js');
+      const r = await learnSample(mod[entry] as Parameters<typeof learnSample>[0], { minutes: quick ? 1.5 : minutes, sftSteps: quick ? 30 : undefined, quiet: true });
+      return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes };
+    },
+  };
+}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { sample: { type: 'string', multiple: true }, quick: { type: 'boolean', default: false } } });
