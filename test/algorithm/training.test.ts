@@ -17,7 +17,7 @@ import { SqliteStore } from '../../daemon/store/sqlite.js';
 
 const AGENT = 'test/algorithm/fixtures/toy-agent.ts#toyAgent';
 
-test('GRPO through gateway + runner raises the toy reward clearly', { timeout: 600_000 }, async () => {
+test('GRPO through gateway + runner raises the toy reward clearly', { timeout: 600_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-train-test-'));
   const store = new SqliteStore(join(dir, 'store.sqlite'));
   const policy = await createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed: 7, backend: process.env.AGL_BACKEND ?? 'auto', optimizer: { lr: 2e-2 } });
@@ -36,6 +36,7 @@ test('GRPO through gateway + runner raises the toy reward clearly', { timeout: 6
     }, newTrainerState(run));
     const state = await trainer.run();
     const before = state.val[0].reward, after = state.val.at(-1)!.reward;
+    t.diagnostic(`toy held-out reward ${before.toFixed(3)} -> ${after.toFixed(3)}`);
     assert.equal(state.step, 8);
     assert.ok(after > before + 0.2, `held-out toy reward should rise clearly: ${before.toFixed(3)} -> ${after.toFixed(3)}`);
 
