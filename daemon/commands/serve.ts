@@ -9,7 +9,8 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AglClient } from '../../sdk/client.js';
 import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../store/index.js';
-import { closeGracefully, createApp, createServerContext, listen } from '../server/app.js';
+import { closeGracefully, createApp, createServerContext, listen, type ServerContext } from '../server/app.js';
+import type { PolicyModel } from '../model/api.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { DaemonStateFile, DataDirError, ensureWritableDataDir, readDaemonState, redactStoreSpec, resolveDataDir } from '../state.js';
 
@@ -25,6 +26,10 @@ Starts the Agent Lightning daemon (store API, gateway, OTLP receiver) in the for
   --store SPEC    postgres://user:pass@host:port/db, or a SQLite file path (default <data-dir>/store.sqlite;
                   or AGL_STORE)
   --body-limit S  largest JSON request body (default 16mb)
+  --model SPEC    policy the gateway serves to agents whose resources name a local model: builtin:0.8m,
+                  builtin:5m, a checkpoint folder (agl sft / agl train) or a Hugging Face model folder
+                  (or AGL_MODEL); loaded on the first local LLM call
+  --backend B     TF.js backend for that policy (default: the fastest that loads; see agl doctor)
 Clients authenticate with the token in <data-dir>/token (mode 0600). Stop with Ctrl-C or SIGTERM.
 `;
 
@@ -53,6 +58,20 @@ function portTakenMessage(host: string, port: number): string {
     `  or \`agl serve --port ${port === DEFAULT_PORT ? DEFAULT_PORT + 1 : port + 1}\`.\n`;
 }
 
+/**
+ * The gateway's local policy, opened on first use (loading TF.js and weights takes seconds, and most
+ * daemons only record upstream calls). A failed load is reported to the caller and retried next call.
+ */
+function lazyPolicy(spec: string, backend: string | undefined, log: (m: string) => void): NonNullable<ServerContext['getPolicy']> {
+  let loading: Promise<PolicyModel> | null = null;
+  return () => {
+    loading ??= import('../algorithm/open-policy.js').then(({ openPolicy }) => openPolicy(spec, { backend }))
+      .then((p) => { log(`policy ${spec} loaded (${p.backend})`); return p; })
+      .catch((err) => { loading = null; throw new Error(`cannot load the policy --model ${spec}: ${(err as Error).message}`); });
+    return loading;
+  };
+}
+
 export async function run(argv: string[]): Promise<number> {
   let args;
   try {
@@ -61,6 +80,7 @@ export async function run(argv: string[]): Promise<number> {
       options: {
         port: { type: 'string' }, host: { type: 'string' }, 'data-dir': { type: 'string' },
         store: { type: 'string' }, 'body-limit': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+        model: { type: 'string' }, backend: { type: 'string' },
       },
     }).values;
   } catch (err) {
@@ -120,6 +140,8 @@ export async function run(argv: string[]): Promise<number> {
     onAgentSeen: (agent) => state.noteAgent(agent),
     knownAgents: () => state.knownAgents(),
   });
+  const modelSpec = args.model ?? process.env.AGL_MODEL;
+  if (modelSpec) ctx.getPolicy = lazyPolicy(modelSpec, args.backend, ctx.log);
   const app = createApp(ctx);
   let server;
   try {
