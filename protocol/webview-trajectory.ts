@@ -21,7 +21,7 @@ export interface RolloutFilter {
 /** One line of the rollouts table. */
 export interface RolloutRow {
   rollout: Rollout;
-  /** Sum of the latest attempt's reward spans; null when it emitted none. */
+  /** The latest attempt's final reward (its last reward span); null when it emitted none. */
   reward: number | null;
   /** Resources version the rollout ran with, when known. */
   resourcesVersion: number | null;
@@ -53,7 +53,7 @@ export interface RolloutDetail {
 export interface GroupSample {
   rollout: Rollout;
   reward: number | null;
-  /** The LLM-call spans (and reward spans) of the attempt the algorithm used. */
+  /** The spans of the attempt the algorithm used. */
   spans: Span[];
   transitions: Transition[];
 }

@@ -4,13 +4,14 @@
  * daemon. One handler table per webview, keyed by the protocol's method names.
  */
 import { SPAN } from '../../protocol/spans.js';
-import { ROLLOUT_MODES, ROLLOUT_STATUSES, type MetricPoint, type Rollout, type Span, type TrainingRun, type Transition } from '../../protocol/store.js';
+import { ROLLOUT_MODES, ROLLOUT_STATUSES, type MetricPoint, type Rollout, type TrainingRun, type Transition } from '../../protocol/store.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import type { IpcRequestType } from '../../protocol/webview-ipc.js';
 import {
   TrajectoryProtocol, type GroupData, type GroupPage, type GroupQuery, type RolloutDetail, type RolloutFilter, type RolloutPage,
 } from '../../protocol/webview-trajectory.js';
 import type { AglClient } from '../../sdk/client.js';
+import { finalReward } from '../../webview/trajectory/model.js';
 
 export type RequestHandlers = Map<string, (params: unknown) => Promise<unknown>>;
 
@@ -25,11 +26,6 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
   const worker = async (): Promise<void> => { while (next < items.length) { const i = next++; out[i] = await fn(items[i]); } };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
-}
-
-function sumRewards(spans: Span[]): number | null {
-  const values = spans.filter((s) => s.name === SPAN.reward).map((s) => s.attributes['agl.reward.value']).filter((v): v is number => typeof v === 'number');
-  return values.length ? values.reduce((a, b) => a + b, 0) : null;
 }
 
 async function resourceVersions(client: AglClient): Promise<Map<string, number>> {
@@ -47,7 +43,7 @@ async function listRollouts(client: AglClient, filter: RolloutFilter): Promise<R
   ]);
   const items = await mapLimit(page.items, 8, async (rollout) => {
     const rewards = rollout.attemptCount > 0 ? await client.querySpans({ rolloutId: rollout.id, attemptId: 'latest', name: SPAN.reward }) : [];
-    return { rollout, reward: sumRewards(rewards), resourcesVersion: rollout.resourcesId ? versions.get(rollout.resourcesId) ?? null : null };
+    return { rollout, reward: finalReward(rewards), resourcesVersion: rollout.resourcesId ? versions.get(rollout.resourcesId) ?? null : null };
   });
   const agents = [...new Set([...known.map((a) => a.agent), ...page.items.map((r) => r.agent).filter((a): a is string => !!a)])].sort();
   return {
@@ -81,9 +77,8 @@ async function groupFromTransitions(client: AglClient, groupId: string, transiti
       client.getRollout(rolloutId),
       client.querySpans({ rolloutId, attemptId: ts[0].attemptId }),
     ]);
-    const kept = spans.filter((s) => s.name === SPAN.llmCall || s.name === SPAN.reward);
     const fromTransitions = ts.find((t) => t.reward !== null)?.reward ?? null;
-    return { rollout: rollout!, reward: sumRewards(spans) ?? fromTransitions, spans: kept, transitions: ts.sort((a, b) => a.index - b.index) };
+    return { rollout: rollout!, reward: finalReward(spans) ?? fromTransitions, spans, transitions: ts.sort((a, b) => a.index - b.index) };
   });
   const present = samples.filter((s) => s.rollout);
   return { groupId, input: present[0]?.rollout.input ?? null, samples: present };
@@ -97,7 +92,7 @@ async function groupFromMetadata(client: AglClient, rollout: Rollout): Promise<G
       .filter((r) => r.metadata.taskId === taskId && r.metadata.runId === runId && r.metadata.step === step);
   const samples = await mapLimit(siblings, 8, async (r) => {
     const spans = r.attemptCount > 0 ? await client.querySpans({ rolloutId: r.id, attemptId: 'latest' }) : [];
-    return { rollout: r, reward: sumRewards(spans), spans: spans.filter((s) => s.name === SPAN.llmCall || s.name === SPAN.reward), transitions: [] };
+    return { rollout: r, reward: finalReward(spans), spans, transitions: [] };
   });
   return { groupId: String(taskId ?? rollout.id), input: rollout.input, samples };
 }

@@ -55,7 +55,7 @@ export function agentLink(agent: string | null, actions: DetailActions): HTMLEle
   return link;
 }
 
-export function renderSpanDetail(span: Span, transition: Transition | undefined, rolloutReward: number | null, actions: DetailActions, agent: string | null = null): HTMLElement {
+export function renderSpanDetail(span: Span, transition: Transition | undefined, rolloutReward: number | null, actions: DetailActions, agent: string | null = null, agentName: string | null = null): HTMLElement {
   const kind = spanKind(span);
   const duration = span.endTime !== null ? span.endTime - span.startTime : null;
   if (kind !== 'llm') {
@@ -73,7 +73,7 @@ export function renderSpanDetail(span: Span, transition: Transition | undefined,
       span.events.length ? h('h3', {}, 'Events') : null,
       ...span.events.map((e) => h('div', { class: 'event mono' }, `${e.name} ${JSON.stringify(e.attributes)}`)));
   }
-  const call = llmCall(span);
+  const call = llmCall(span, agentName);
   const reward = transition?.reward ?? rolloutReward;
   return h('section', { class: 'detail detail-llm' },
     h('div', { class: 'detail-title' },

@@ -6,7 +6,7 @@
 import type { GroupData, GroupPage, GroupSample } from '../../protocol/webview-trajectory.js';
 import { fmtNumber, fmtSigned, h, icon, mount, preview, shortId, signClass } from '../shared/dom.js';
 import { chatBubble, codeLink, type DetailActions } from './call-detail.js';
-import { llmCall, spanKind } from './model.js';
+import { agentNames, llmCall, spanKind } from './model.js';
 
 export interface GroupViewActions extends DetailActions {
   back(): void;
@@ -21,6 +21,7 @@ function sampleCard(sample: GroupSample, index: number, maxAbsAdvantage: number,
   const calls = sample.spans.filter((s) => spanKind(s) === 'llm').sort((a, b) => a.startTime - b.startTime);
   const bySpan = new Map(sample.transitions.map((t) => [t.spanId, t]));
   const advantage = sample.transitions.length ? mean(sample.transitions.map((t) => t.advantage)) : null;
+  const names = agentNames(sample.spans);
   const last = calls.length ? llmCall(calls[calls.length - 1]) : null;
   const bar = h('div', { class: `adv-bar ${signClass(advantage)}` });
   const frac = advantage === null || maxAbsAdvantage === 0 ? 0 : Math.abs(advantage) / maxAbsAdvantage;
@@ -37,7 +38,7 @@ function sampleCard(sample: GroupSample, index: number, maxAbsAdvantage: number,
     h('div', { class: 'adv-track', title: 'Advantage relative to the group' }, h('div', { class: 'adv-zero' }), bar),
     h('div', { class: 'sample-calls' },
       ...calls.map((span, i) => {
-        const call = llmCall(span);
+        const call = llmCall(span, names.get(span.spanId) ?? null);
         const t = bySpan.get(span.spanId);
         const row = h('div', { class: 'call-row', 'data-span-id': span.spanId },
           icon('sparkle'), h('span', { class: 'call-name' }, ` ${call.agentName ?? 'call'} #${i + 1}`),

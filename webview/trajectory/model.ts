@@ -68,10 +68,15 @@ export function rewardValue(span: Span): number | null {
   return typeof v === 'number' ? v : null;
 }
 
-/** The rollout's reward: the sum of its reward spans (null when it emitted none). */
-export function totalReward(spans: Span[]): number | null {
-  const values = spans.filter((s) => spanKind(s) === 'reward').map(rewardValue).filter((v): v is number => v !== null);
-  return values.length ? values.reduce((a, b) => a + b, 0) : null;
+/**
+ * The rollout's reward as the algorithm sees it (daemon/algorithm/credit.ts): the last reward emitted
+ * (the runner's `agl.reward.final` span when the agent returned one); null when it emitted none.
+ */
+export function finalReward(spans: Span[]): number | null {
+  const rewards = spans.filter((s) => spanKind(s) === 'reward' && rewardValue(s) !== null)
+    .sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId);
+  const final = rewards.find((s) => s.attributes['agl.reward.final'] === true) ?? rewards[rewards.length - 1];
+  return final ? rewardValue(final) : null;
 }
 
 export interface ChatMessage { role: string; text: string; name?: string; toolCalls: { id?: string; name: string; args: string }[]; toolCallId?: string }
@@ -147,7 +152,29 @@ export function agentSource(agent: string | null): { filepath: string; symbol: s
   return { filepath: agent, symbol: '' };
 }
 
-export function llmCall(span: Span): LlmCall {
+/**
+ * The (sub-)agent each span belongs to: its own agl.agent.name / gen_ai.agent.name, else its nearest
+ * ancestor's (the gateway cannot know it; the SDK's operation() around the call does).
+ */
+export function agentNames(spans: Span[]): Map<string, string> {
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  const own = (s: Span): string | null => {
+    const v = s.attributes[AGL.agentName] ?? s.attributes[GENAI.agentName];
+    return typeof v === 'string' && v ? v : null;
+  };
+  const out = new Map<string, string>();
+  for (const span of spans) {
+    let cur: Span | undefined = span;
+    for (let hops = 0; cur && hops < 64; hops++) {
+      const name = own(cur);
+      if (name) { out.set(span.spanId, name); break; }
+      cur = cur.parentSpanId ? byId.get(cur.parentSpanId) : undefined;
+    }
+  }
+  return out;
+}
+
+export function llmCall(span: Span, inheritedAgentName: string | null = null): LlmCall {
   const a = span.attributes;
   const num = (k: string): number | null => (typeof a[k] === 'number' ? (a[k] as number) : null);
   const str = (k: string): string | null => (typeof a[k] === 'string' ? (a[k] as string) : null);
@@ -161,7 +188,7 @@ export function llmCall(span: Span): LlmCall {
     inputTokens: num(GENAI.usageInputTokens),
     outputTokens: num(GENAI.usageOutputTokens),
     latencyMs: num(AGL.latencyMs) ?? (span.endTime !== null ? span.endTime - span.startTime : null),
-    agentName: str(AGL.agentName) ?? str(GENAI.agentName),
+    agentName: str(AGL.agentName) ?? str(GENAI.agentName) ?? inheritedAgentName,
     finishReasons: Array.isArray(finish) ? finish.map(String) : typeof finish === 'string' ? [finish] : [],
     code: filepath ? { filepath, lineno: num(AGL.codeLineno) } : null,
   };
@@ -217,13 +244,14 @@ export function deriveStates(spans: Span[], input: unknown): StatesTable {
   const toolResultsSeen = new Set<string>();
   const ordered = [...spans].sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId);
   let llmIndex = 0;
+  const names = agentNames(spans);
   const readsOf = (promptText: string): string[] =>
     variables.filter((v) => fingerprints(v.value).some((f) => promptText.includes(f))).map((v) => v.id);
 
   for (const span of ordered) {
     const kind = spanKind(span);
     if (kind === 'llm') {
-      const call = llmCall(span);
+      const call = llmCall(span, names.get(span.spanId) ?? null);
       // Tool results the agent fed back (role "tool") are variables written before this call.
       for (const m of call.prompt.filter((p) => p.role === 'tool')) {
         const key = m.toolCallId ?? m.text;

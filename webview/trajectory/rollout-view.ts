@@ -7,7 +7,7 @@ import type { Span } from '../../protocol/store.js';
 import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
 import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
-import { buildSpanTree, flattenTree, llmCall, rewardValue, spanKind, timeRange, totalReward, transitionsBySpan, type SpanKindName } from './model.js';
+import { agentNames, buildSpanTree, flattenTree, llmCall, rewardValue, spanKind, timeRange, finalReward, transitionsBySpan, type SpanKindName } from './model.js';
 import { statusPill } from './rollouts-view.js';
 import { renderStatesView } from './states-view.js';
 
@@ -22,14 +22,21 @@ export const KIND_ICON: Record<SpanKindName, string> = {
   agent: 'robot', llm: 'sparkle', tool: 'tools', reward: 'star-full', object: 'json', message: 'comment', exception: 'error', operation: 'symbol-event',
 };
 
-function spanLabel(span: Span): string {
+function spanLabel(span: Span, agentName: string | null): string {
   const kind = spanKind(span);
   if (kind === 'llm') {
-    const call = llmCall(span);
+    const call = llmCall(span, agentName);
     return `${call.agentName ? call.agentName + ' · ' : ''}${call.model ?? 'LLM call'}`;
   }
   if (kind === 'tool') return String(span.attributes['gen_ai.tool.name'] ?? span.name);
-  if (kind === 'reward') return `reward ${span.attributes['agl.reward.name'] ?? ''}`.trim();
+  if (kind === 'reward') {
+    if (span.attributes['agl.reward.final'] === true) return 'final reward';
+    const name = span.attributes['agl.reward.name'];
+    return name && name !== 'reward' ? `reward ${name}` : 'reward';
+  }
+  if (kind === 'message') return `message: ${preview(span.attributes['agl.message'] ?? '', 60)}`;
+  if (kind === 'object') return `object ${preview(span.attributes['agl.object.json'] ?? '', 50)}`;
+  if (kind === 'exception') return `${span.attributes['exception.type'] ?? 'exception'}: ${span.attributes['exception.message'] ?? ''}`;
   if (kind === 'agent') return String(span.attributes['agl.agent.name'] ?? 'rollout');
   return String(span.attributes['agl.operation.name'] ?? span.name);
 }
@@ -50,7 +57,8 @@ function spanChips(span: Span, advantage: number | undefined): HTMLElement[] {
 export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, state: RolloutViewState, actions: RolloutViewActions): void {
   const { rollout, spans } = detail;
   const byTransition = transitionsBySpan(detail.transitions);
-  const reward = totalReward(spans);
+  const names = agentNames(spans);
+  const reward = finalReward(spans);
   const tree = buildSpanTree(spans);
   const range = timeRange(spans);
   const collapsed = new Set<string>();
@@ -61,7 +69,7 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
 
   const drawDetail = (): void => {
     if (!selected) { mount(detailPane, h('div', { class: 'empty-state' }, 'This attempt recorded no spans.')); return; }
-    mount(detailPane, renderSpanDetail(selected, byTransition.get(selected.spanId), reward, actions, rollout.agent));
+    mount(detailPane, renderSpanDetail(selected, byTransition.get(selected.spanId), reward, actions, rollout.agent, names.get(selected.spanId) ?? null));
   };
   const drawTree = (): void => {
     const rows = flattenTree(tree, collapsed).map((node) => {
@@ -81,7 +89,7 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
         drawTree();
       });
       const name = h('div', { class: 'span-name' }, twisty, icon(KIND_ICON[kind], `kind-icon kind-${kind}`),
-        h('span', { class: 'label', title: s.name }, spanLabel(s)), ...spanChips(s, byTransition.get(s.spanId)?.advantage));
+        h('span', { class: 'label', title: s.name }, spanLabel(s, names.get(s.spanId) ?? null)), ...spanChips(s, byTransition.get(s.spanId)?.advantage));
       name.style.paddingLeft = `${node.depth * 14 + 4}px`;
       const row = h('div', { class: `span-row kind-${kind}${s === selected ? ' selected' : ''}`, role: 'treeitem', 'data-span-id': s.spanId, 'data-kind': kind, tabindex: 0 },
         name, h('div', { class: 'waterfall' }, bar));

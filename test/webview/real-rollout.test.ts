@@ -1,0 +1,77 @@
+/**
+ * The trajectory viewer on a rollout produced end to end by the real pieces: the runner runs a TS agent
+ * (test/runner/fixtures/agents.ts#askAgent: the openai client through the daemon's gateway to an
+ * OpenAI-compatible fake upstream, an SDK operation, a message and rewards), the gateway and SDK record
+ * the spans, and the viewer (chromium, real CSP) draws them: tree, chat, tokens, final reward, and
+ * "jump to code" falling back to the agent function since the gateway records no code location.
+ */
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Runner } from '../../daemon/runner/runner.js';
+import { trajectoryHandlers } from '../../extension/panels/data.js';
+import { startDaemon, type Harness } from '../runner/daemon-harness.js';
+import { FAKE_ANSWER, startFakeUpstream, type FakeUpstream } from '../runner/fake-upstream.js';
+import { openWebview, type WebviewSession } from './harness.js';
+
+const agentFile = resolve('test/runner/fixtures/agents.ts'); // tests run from the repo root
+
+describe('trajectory viewer on a rollout run by the runner through the gateway', () => {
+  let daemon: Harness;
+  let upstream: FakeUpstream;
+  let view: WebviewSession;
+  let rolloutId: string;
+
+  before(async () => {
+    upstream = await startFakeUpstream();
+    daemon = await startDaemon();
+    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } } });
+    const runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 1, pollMs: { min: 20, max: 200 }, log: () => {} });
+    runner.start();
+    try {
+      const r = await daemon.client.enqueueRollout({ input: { question: 'what is 6*7?' }, agent: `${agentFile}#askAgent` });
+      rolloutId = r.id;
+      let done = false;
+      for (let i = 0; i < 60 && !done; i++) done = (await daemon.client.waitForRollouts([r.id], 2000)).length > 0;
+      assert.ok(done, 'the rollout ended');
+    } finally {
+      await runner.stop(5000);
+    }
+    view = await openWebview('trajectory', trajectoryHandlers(daemon.client));
+  });
+  after(async () => { await view?.close(); await daemon?.close(); await upstream?.close(); });
+
+  it('draws the recorded spans: agent, operation, LLM call as chat with tokens, message and rewards', async () => {
+    const page = view.page;
+    await page.waitForSelector('.rollout-row');
+    await view.notify('trajectory/show', { view: { kind: 'rollout', rolloutId } });
+    await page.waitForSelector('.detail-llm');
+    const kinds = await page.locator('.span-row[data-span-id]').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.kind));
+    assert.equal(kinds[0], 'agent');
+    for (const kind of ['operation', 'llm', 'message', 'reward']) assert.ok(kinds.includes(kind), `${kind} span in ${kinds.join(', ')}`);
+    assert.match(await page.locator('.detail-llm .chat-msg.role-user').innerText(), /what is 6\*7\?/);
+    assert.match(await page.locator('.detail-llm .chat-msg.response').innerText(), new RegExp(FAKE_ANSWER.replace('.', '\\.')));
+    const metrics = await page.locator('.detail-llm .metric').evaluateAll((els) =>
+      Object.fromEntries(els.map((e) => [e.querySelector('.metric-label')!.textContent, e.querySelector('.metric-value')!.textContent])));
+    assert.equal(metrics['Prompt tokens'], '4');
+    assert.equal(metrics['Completion tokens'], '6');
+    assert.equal(metrics['Credit'], '—', 'not trained on: no credit yet');
+    assert.equal(await page.locator('.summary .reward').innerText(), '1', 'the final reward (the agent\'s return value)');
+    await view.screenshot('trajectory-real-rollout');
+  });
+
+  it('jumps to the agent function when the call carries no code location', async () => {
+    await view.page.click('.detail-llm .agent-link');
+    const open = view.commands.find((c) => c.method === 'trajectory/openCode');
+    assert.deepEqual(open?.params, { filepath: agentFile, lineno: null, symbol: 'askAgent' });
+  });
+
+  it('shows the states of the real trajectory and ran without CSP violations', async () => {
+    await view.page.click('vscode-tab-header.tab-states');
+    await view.page.waitForSelector('.states-table');
+    const labels = await view.page.locator('.states-table tbody .var-label').allInnerTexts();
+    assert.equal(labels[0], 'task input');
+    assert.ok(labels.includes('solver output #1'), labels.join(', '));
+    assert.deepEqual([...view.problems], []);
+  });
+});
