@@ -2,7 +2,7 @@
 // (ESM, native and heavy modules external), the webviews (browser IIFE) and the SDK (ESM, for agents).
 // Entries that do not exist yet are skipped with a notice, so the build works while areas are young.
 import { build, context } from 'esbuild';
-import { existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
@@ -15,6 +15,9 @@ const targets = [
   { name: 'extension', entryPoints: ['extension/main.ts'], outfile: 'dist/extension.js', platform: 'node', format: 'cjs', external: ['vscode'], target: 'node20' },
   { name: 'agl', entryPoints: ['daemon/cli.ts'], outfile: 'dist/agl.mjs', platform: 'node', format: 'esm', external: nodeExternals, target: 'node20',
     banner: { js: "import { createRequire as __aglCreateRequire } from 'node:module'; const require = __aglCreateRequire(import.meta.url);" } },
+  // The runner starts this by path (daemon/runner/paths.ts: worker-js.mjs beside agl.mjs) for TS/JS agents.
+  { name: 'runner worker', entryPoints: ['daemon/runner/worker-js.ts'], outfile: 'dist/worker-js.mjs', platform: 'node', format: 'esm', external: nodeExternals, target: 'node20',
+    banner: { js: "import { createRequire as __aglCreateRequire } from 'node:module'; const require = __aglCreateRequire(import.meta.url);" } },
   { name: 'sdk', entryPoints: ['sdk/index.ts'], outfile: 'dist/sdk.mjs', platform: 'node', format: 'esm', external: [], target: 'node20', packages: 'external' },
   { name: 'trajectory webview', entryPoints: ['webview/trajectory/main.ts'], outfile: 'dist/webview/trajectory.js', platform: 'browser', format: 'iife', target: 'es2022', loader: { '.ttf': 'file' } },
   { name: 'dashboard webview', entryPoints: ['webview/dashboard/main.ts'], outfile: 'dist/webview/dashboard.js', platform: 'browser', format: 'iife', target: 'es2022', loader: { '.ttf': 'file' } },
@@ -24,4 +27,9 @@ for (const { name, ...options } of targets) {
   if (!options.entryPoints.every((e) => existsSync(e))) { console.log(`skip ${name}: ${options.entryPoints.join(', ')} not found`); continue; }
   if (watch) await (await context({ ...common, ...options })).watch();
   else await build({ ...common, ...options });
+}
+// The Python helper the runner starts by path (daemon/runner/paths.ts: dist/python/agl_runner.py).
+if (existsSync('sdk/python/agl_runner.py')) {
+  mkdirSync('dist/python', { recursive: true });
+  copyFileSync('sdk/python/agl_runner.py', 'dist/python/agl_runner.py');
 }

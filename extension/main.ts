@@ -6,6 +6,7 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands.js';
 import { Ctx } from './ctx.js';
+import { registerViews } from './views.js';
 
 let ctx: Ctx | null = null;
 
@@ -13,6 +14,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   ctx = new Ctx(context);
   const current = ctx;
   context.subscriptions.push(...registerCommands(current));
+  registerViews(current);
   current.log(`Agent Lightning ${context.extension.packageJSON.version} activating (node ${process.version}).`);
   try {
     await current.startLanguageClient();

@@ -38,15 +38,14 @@ export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Pro
   return picked?.agent;
 }
 
-/** JSONL files of the workspace, the remembered one first; `optionalLabel` adds a "none" choice. */
-export async function pickJsonlFile(title: string, remembered: string | undefined, optionalLabel?: string): Promise<string | null | undefined> {
+/** JSONL files of the workspace, the remembered (or suggested) one first. */
+export async function pickJsonlFile(title: string, remembered: string | undefined, rememberedWhy = 'last used'): Promise<string | undefined> {
   const files = await vscode.workspace.findFiles('**/*.jsonl', '{**/node_modules/**,**/.git/**,**/dist/**}', 500);
   const rel = (p: string) => vscode.workspace.asRelativePath(p);
-  type Item = vscode.QuickPickItem & { path: string | null | 'browse' };
+  type Item = vscode.QuickPickItem & { path: string | 'browse' };
   const items: Item[] = [];
-  if (remembered) items.push({ label: rel(remembered), description: 'last used', path: remembered });
+  if (remembered) items.push({ label: rel(remembered), description: rememberedWhy, path: remembered });
   for (const f of files.map((u) => u.fsPath).sort()) if (f !== remembered) items.push({ label: rel(f), path: f });
-  if (optionalLabel) items.push({ label: optionalLabel, path: null });
   items.push({ label: '$(folder-opened) Browse…', path: 'browse' });
   const picked = await vscode.window.showQuickPick(items, { title, placeHolder: 'A JSONL file: one task (a JSON object) per line', ignoreFocusOut: true });
   if (!picked) return undefined;

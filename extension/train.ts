@@ -5,6 +5,9 @@
  * its reward metric), shown in a cancellable notification and the status bar; the dashboard opens on the
  * run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
  */
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { AgentInfo } from '../protocol/lsp.js';
 import type { TrainingRun } from '../protocol/store.js';
@@ -15,24 +18,41 @@ import type { Ctx } from './ctx.js';
 import { pickJsonlFile, resolveAgent } from './pickers.js';
 import { showTrainingDashboard } from './views.js';
 
-export interface Budget { id: string; label: string; detail: string; maxSteps: number; batchSize: number }
+/** A training budget: steps, tasks per step, validation tasks (0 = all) and how often to validate (0 = before and after only). */
+export interface Budget { id: string; label: string; detail: string; maxSteps: number; batchSize: number; valSize: number; valEvery: number }
 export const BUDGETS: Budget[] = [
-  { id: 'smoke', label: 'Smoke test', detail: '2 steps of 2 tasks: checks that everything runs (under a minute)', maxSteps: 2, batchSize: 2 },
-  { id: 'short', label: 'Short', detail: '10 steps of 8 tasks', maxSteps: 10, batchSize: 8 },
-  { id: 'standard', label: 'Standard', detail: '1 epoch of the training data, 16 tasks per step', maxSteps: 0, batchSize: 16 },
+  { id: 'smoke', label: 'Smoke test', detail: '2 steps of 2 tasks, 8 validation tasks: checks that everything runs', maxSteps: 2, batchSize: 2, valSize: 8, valEvery: 0 },
+  { id: 'short', label: 'Short', detail: '10 steps of 8 tasks, 32 validation tasks every 5 steps', maxSteps: 10, batchSize: 8, valSize: 32, valEvery: 5 },
+  { id: 'standard', label: 'Standard', detail: '1 epoch of the training data, 16 tasks per step, all validation tasks every 5 steps', maxSteps: 0, batchSize: 16, valSize: 0, valEvery: 5 },
 ];
 
-export interface TrainChoice { train: string; val: string | null; budget: string; model: string }
+export interface TrainChoice { train: string; val: string; budget: string; model: string }
 const stateKey = (agent: string) => `agentLightning.train:${agent}`;
 
 /** The `agl train` arguments for a choice. */
-export function trainArgs(agent: string, choice: TrainChoice, groupSize: number): string[] {
-  const budget = BUDGETS.find((b) => b.id === choice.budget) ?? BUDGETS[0]!;
-  const args = ['train', agent, '--train', choice.train];
-  if (choice.val) args.push('--val', choice.val);
-  args.push('--model', choice.model, '--group-size', String(groupSize), '--batch-size', String(budget.batchSize));
+export function budgetOf(choice: TrainChoice): Budget { return BUDGETS.find((b) => b.id === choice.budget) ?? BUDGETS[0]!; }
+
+/**
+ * The `agl train` arguments for a choice. `configFile` holds what has no flag (training.valSize), written
+ * by writeBudgetConfig; flags override it.
+ */
+export function trainArgs(agent: string, choice: TrainChoice, settings: { groupSize: number; storeUrl: string }, configFile: string): string[] {
+  const budget = budgetOf(choice);
+  const args = ['train', agent, '--train', choice.train, '--val', choice.val, '--model', choice.model, '--config', configFile,
+    '--group-size', String(settings.groupSize), '--batch-size', String(budget.batchSize), '--val-every', String(budget.valEvery)];
   if (budget.maxSteps > 0) args.push('--max-steps', String(budget.maxSteps));
+  // `agl train` opens the store itself: the daemon's SQLite file in the data dir (AGL_DATA_DIR), or this URL.
+  if (settings.storeUrl) args.push('--store', settings.storeUrl);
   return args;
+}
+
+/** Writes the budget's config file (JSON is YAML) into the extension's storage; returns its path. */
+async function writeBudgetConfig(ctx: Ctx, budget: Budget): Promise<string> {
+  const dir = ctx.extension.globalStorageUri.fsPath;
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `train-${budget.id}.yaml`);
+  await writeFile(file, JSON.stringify({ training: { valSize: budget.valSize } }, null, 2) + '\n');
+  return file;
 }
 
 async function askChoice(ctx: Ctx, agent: AgentInfo): Promise<TrainChoice | undefined> {
@@ -40,8 +60,8 @@ async function askChoice(ctx: Ctx, agent: AgentInfo): Promise<TrainChoice | unde
   const last = ctx.extension.workspaceState.get<TrainChoice>(stateKey(agent.id));
   const train = await pickJsonlFile(`Train ${agent.name}: training data (1/4)`, last?.train);
   if (!train) return undefined;
-  const val = await pickJsonlFile(`Train ${agent.name}: validation data (2/4)`, last?.val ?? undefined, '$(circle-slash) No validation set');
-  if (val === undefined) return undefined;
+  const val = await pickJsonlFile(`Train ${agent.name}: validation data, held out (2/4)`, last?.val ?? guessValFile(train), last?.val ? 'last used' : 'next to the training data');
+  if (!val) return undefined;
   const budgets = BUDGETS.map((b) => ({ label: b.label, detail: b.detail, description: b.id === last?.budget ? 'last used' : '', id: b.id }));
   if (last?.budget) budgets.sort((a, b) => Number(b.id === last.budget) - Number(a.id === last.budget));
   const budget = await vscode.window.showQuickPick(budgets, { title: `Train ${agent.name}: budget (3/4) · GRPO, group size ${settings.groupSize}`, ignoreFocusOut: true });
@@ -82,7 +102,7 @@ async function findRun(client: AglClient, agent: string, since: number): Promise
 
 async function latestReward(client: AglClient, runId: string): Promise<number | null> {
   const points = await client.queryMetrics(runId);
-  const rewards = points.filter((p) => p.name === 'reward/mean' || p.name === 'train/reward' || p.name === 'reward');
+  const rewards = points.filter((p) => p.name === 'reward/mean');
   return rewards.length ? rewards[rewards.length - 1]!.value : null;
 }
 
@@ -95,7 +115,7 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   if (!choice) return;
   const settings = readSettings();
   const started = Date.now();
-  const proc = runAgl(ctx, trainArgs(agent.id, choice, settings.groupSize));
+  const proc = runAgl(ctx, trainArgs(agent.id, choice, settings, await writeBudgetConfig(ctx, budgetOf(choice))));
   let run: TrainingRun | null = null;
   let dashboardOpened = false;
 
@@ -106,6 +126,7 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
       progress.report({ message: 'starting…' });
       let reported = 0;
       const poll = async () => {
+        if (token.isCancellationRequested) return;
         try {
           run = (await findRun(client, agent.id, started)) ?? run;
           if (!run) return;
@@ -151,16 +172,22 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   if (picked === 'Open Trajectories') void vscode.commands.executeCommand('agentLightning.openTrajectoryViewer', agent.id);
 }
 
-/** "validation reward 0.20 → 0.45 in 3m 10s; checkpoint at …" from the run's summary, with what it has. */
+/** "2/2 steps; held-out reward 0.20 → 0.45; 3m 10s; checkpoint in …" from what the run's summary has (agl train writes valBefore, valAfter, minutes). */
 export function summarize(run: TrainingRun): string {
   const s = run.summary as Record<string, unknown>;
   const num = (k: string) => (typeof s[k] === 'number' ? (s[k] as number) : null);
-  const before = num('valRewardBefore') ?? num('val/reward/before');
-  const after = num('valRewardAfter') ?? num('val/reward/after');
+  const before = num('valBefore');
+  const after = num('valAfter');
   const parts = [`${run.step}/${run.totalSteps} steps`];
-  if (before !== null && after !== null) parts.push(`validation reward ${before.toFixed(2)} → ${after.toFixed(2)}`);
-  const seconds = num('seconds') ?? Math.round((run.updatedAt - run.createdAt) / 1000);
-  parts.push(`in ${Math.floor(seconds / 60)}m ${Math.round(seconds % 60)}s`);
-  if (run.checkpointDir) parts.push(`checkpoint at ${run.checkpointDir}`);
+  if (before !== null && after !== null) parts.push(`held-out reward ${before.toFixed(2)} → ${after.toFixed(2)}`);
+  const seconds = Math.round((num('minutes') ?? (run.updatedAt - run.createdAt) / 60_000) * 60);
+  parts.push(`${Math.floor(seconds / 60)}m ${seconds % 60}s`);
+  if (run.checkpointDir) parts.push(`checkpoint in ${run.checkpointDir}`);
   return parts.join('; ');
+}
+
+/** samples/calc/data/train.jsonl -> samples/calc/data/val.jsonl when that exists. */
+function guessValFile(train: string): string | undefined {
+  const candidate = train.replace(/train(\.[^/\\]*)?\.jsonl$/, 'val$1.jsonl');
+  return candidate !== train && existsSync(candidate) ? candidate : undefined;
 }

@@ -1,19 +1,40 @@
 /**
  * The extension's entry points into the webview panels (trajectory viewer, training dashboard), whose UI
  * lives in webview/ and extension/panels/ (the webview area). Commands call these, never the panels
- * directly, so the panels' API is used in one place.
+ * directly, so the panels' API is used in one place. The panels get the store client through Ctx, so a
+ * panel restored after a reload or a daemon restart talks to the current daemon.
  */
 import * as vscode from 'vscode';
+import { AglClient } from '../sdk/client.js';
 import type { Ctx } from './ctx.js';
+import { notifyRolloutsChanged, openTrainingDashboard, openTrajectoryViewer, registerPanelSerializers } from './panels/index.js';
 
-export interface TrajectoryTarget { agent?: string; rolloutId?: string }
+export interface TrajectoryTarget { agent?: string; rolloutId?: string; runId?: string; step?: number }
 export interface DashboardTarget { runId?: string; agent?: string }
 
+/** The current daemon's client, or undefined while it is down (the panels then say so). */
+function clientOf(ctx: Ctx): () => AglClient | undefined {
+  return () => {
+    const d = ctx.daemon;
+    return d ? new AglClient({ url: d.endpoint.url, token: d.endpoint.token }) : undefined;
+  };
+}
+
+export function registerViews(ctx: Ctx): void {
+  registerPanelSerializers(ctx.extension, clientOf(ctx));
+}
+
 export async function showTrajectoryViewer(ctx: Ctx, target: TrajectoryTarget): Promise<void> {
-  ctx.log(`trajectory viewer: ${JSON.stringify(target)}`);
-  void vscode.window.showInformationMessage(`Agent Lightning: the trajectory viewer is not part of this build yet (${target.rolloutId ?? target.agent ?? 'all rollouts'}).`);
+  ctx.log(`Opening the trajectory viewer on ${JSON.stringify(target)}`);
+  openTrajectoryViewer(ctx.extension, clientOf(ctx), target, vscode.ViewColumn.Beside);
 }
 
 export async function showTrainingDashboard(ctx: Ctx, target: DashboardTarget): Promise<void> {
-  ctx.log(`training dashboard: ${JSON.stringify(target)}`);
+  ctx.log(`Opening the training dashboard on ${JSON.stringify(target)}`);
+  openTrainingDashboard(ctx.extension, clientOf(ctx), { runId: target.runId });
+}
+
+/** New results: open viewers reload the rollouts they show. */
+export function rolloutsChanged(rolloutIds: string[]): void {
+  notifyRolloutsChanged(rolloutIds);
 }

@@ -21,7 +21,9 @@ const run = (cmd, args, cwd = root) => {
 };
 
 if (!process.argv.includes('--no-build')) run(process.execPath, ['esbuild.mjs', '--production']);
-for (const f of ['dist/extension.js', 'dist/agl.mjs']) {
+// What the extension runs: itself, the daemon CLI, and what the runner starts by path (JS worker, Python helper).
+const REQUIRED = ['dist/extension.js', 'dist/agl.mjs', 'dist/worker-js.mjs', 'dist/python/agl_runner.py', 'dist/webview/trajectory.js', 'dist/webview/dashboard.js'];
+for (const f of REQUIRED) {
   if (!existsSync(join(root, f))) { console.error(`package: ${f} is missing after the build`); process.exit(1); }
 }
 
@@ -30,7 +32,7 @@ const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 const ALWAYS = ['tsx']; // the runner loads TypeScript agents through tsx's loader, registered by name at run time
 const NEVER_SHIPPED = new Set(['vscode']); // provided by the editor
 const referenced = new Set(ALWAYS);
-for (const bundle of ['dist/agl.mjs', 'dist/extension.js']) {
+for (const bundle of REQUIRED.filter((f) => /\.m?js$/.test(f) && !f.includes('/webview/'))) {
   const text = readFileSync(join(root, bundle), 'utf8');
   for (const m of text.matchAll(/(?:require|import|resolve)\(\s*["']([^"'./$][^"'$]*)["']\s*\)|\bfrom\s*["']([^"'./$][^"'$]*)["']/g)) {
     const spec = m[1] ?? m[2];

@@ -20,7 +20,15 @@ export interface MarkOptions {
   /** Python module that provides the `rollout` decorator. */
   pythonSdkModule: string;
 }
-export const DEFAULT_MARK_OPTIONS: MarkOptions = { tsSdkModule: 'agent-lightning-vscode/sdk', pythonSdkModule: 'agentlightning' };
+export const DEFAULT_MARK_OPTIONS: MarkOptions = { tsSdkModule: 'agent-lightning-vscode/sdk', pythonSdkModule: 'agl_runner' };
+
+/**
+ * The Python import of the marker. The runner provides its helper module (sdk/python/agl_runner.py) on
+ * the path; run elsewhere the agent must still work, so a missing module or name falls back to a no-op.
+ */
+export function pythonRolloutImport(module: string): string {
+  return `try:\n    from ${module} import rollout  # marks Agent Lightning agents\nexcept ImportError:  # not run by Agent Lightning's runner\n    def rollout(fn):\n        return fn\n`;
+}
 
 const NOT_A_FUNCTION = 'Put the cursor inside a top-level function (a function declaration, or a const assigned an arrow or function expression), then run "Mark Function as Agent" again.';
 
@@ -59,7 +67,12 @@ export function markTsAgent(fileName: string, text: string, position: Pos, opts:
     return { error: NOT_A_FUNCTION };
   }
   const importEdit = tsImportEdit(sf, text, opts.tsSdkModule);
-  if (importEdit) edits.unshift(importEdit);
+  if (importEdit) {
+    // An import inserted where an edit starts goes into that edit: two edits at one position apply in no guaranteed order.
+    const same = edits.find((e) => e.range.start.line === importEdit.range.start.line && e.range.start.character === importEdit.range.start.character);
+    if (same) same.newText = importEdit.newText + same.newText;
+    else edits.unshift(importEdit);
+  }
   return { edits, name };
 }
 
@@ -127,11 +140,12 @@ export async function markPyAgent(text: string, position: Pos, opts: MarkOptions
       return { error: `'${name}' is already an agent (it has @rollout).` };
     }
     const edits: TextEditLike[] = [insert({ line: def.startPosition.row, character: def.startPosition.column }, `@rollout\n${' '.repeat(def.startPosition.column)}`)];
-    const imported = root.namedChildren.some((n) => n?.type === 'import_from_statement' && /\bimport\b[\s\S]*\brollout\b/.test(n.text));
+    const imported = root.namedChildren.some((n) => (n?.type === 'import_from_statement' && /\bimport\b[\s\S]*\brollout\b/.test(n.text))
+      || (n?.type === 'try_statement' && /\bimport\b[^\n]*\brollout\b/.test(n.text)) || (n?.type === 'function_definition' && n.childForFieldName('name')?.text === 'rollout'));
     if (!imported) {
       const imports = root.namedChildren.filter((n): n is Node => !!n && (n.type === 'import_statement' || n.type === 'import_from_statement' || n.type === 'future_import_statement'));
       const at = imports.length > 0 ? { line: imports[imports.length - 1]!.endPosition.row + 1, character: 0 } : afterPyPreamble(root);
-      edits.unshift(insert(at, `from ${opts.pythonSdkModule} import rollout\n`));
+      edits.unshift(insert(at, pythonRolloutImport(opts.pythonSdkModule)));
     }
     return { edits, name };
   } finally {

@@ -68,9 +68,8 @@ function viewFor(target: TrajectoryTarget): TrajectoryView | null {
 /** Opens (or reveals) the trajectory viewer, showing `opts`' rollout, agent's rollouts, or step's groups. */
 export function openTrajectoryViewer(context: vscode.ExtensionContext, client: ClientSource, opts: TrajectoryTarget = {},
   column: vscode.ViewColumn = vscode.ViewColumn.Active): vscode.WebviewPanel {
-  const host = current ? current.host : create(context, client, undefined, column);
-  current!.client = client;
-  if (host === current?.host) host.reveal();
+  let host: PanelHost;
+  if (current) { host = current.host; current.client = client; host.reveal(); } else host = create(context, client, undefined, column);
   const view = viewFor(opts);
   if (view) host.notify(TrajectoryProtocol.show, { view, filter: opts.agent ? { agent: opts.agent } : undefined });
   return host.panel;

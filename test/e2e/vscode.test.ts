@@ -75,6 +75,60 @@ test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progres
     assert.match(lensText, /▶ Run/);
     mark('codelens');
     await shot('01-codelens');
+
+    // 3. Train This Agent from the command palette, cursor inside the agent: training data, validation
+    //    data, budget and model through quick picks, then a cancellable progress notification.
+    await page.locator('.monaco-editor .view-line', { hasText: 'const openai = new OpenAI' }).click();
+    await runCommand(page, 'Agent Lightning: Train This Agent');
+    await pickItem(page, 'calc/data/train.jsonl', /training data/);
+    await pickItem(page, 'calc/data/val.jsonl', /validation data/);
+    await pickItem(page, 'Smoke test', /budget/);
+    await pickItem(page, 'builtin:0.8m', /model/);
+    const toast = page.locator('.notification-toast', { hasText: 'Agent Lightning: training calcAgent' });
+    await toast.waitFor({ state: 'visible', timeout: 60_000 });
+    mark('training started');
+    // Progress from the store: the status bar counts steps while the notification shows them.
+    await page.locator('.statusbar-item', { hasText: /Agent Lightning: training \d+\/\d+/ }).waitFor({ state: 'visible', timeout: 180_000 });
+    await toast.locator('.monaco-button', { hasText: 'Cancel' }).waitFor({ state: 'visible' }); // cancellable
+    assert.match(await toast.innerText(), /step \d+\/\d+|starting/);
+    await shot('02-training-progress');
+    // The dashboard opens on the run.
+    await page.locator('.tab', { hasText: /Training/ }).first().waitFor({ state: 'visible', timeout: 60_000 });
+    mark('training progress');
+
+    const done = page.locator('.notification-toast', { hasText: /Agent Lightning: trained calcAgent/ });
+    const failed = page.locator('.notification-toast', { hasText: /Agent Lightning: training calcAgent failed/ });
+    // Read the outcome as soon as it shows (notifications hide after a while).
+    const outcome = await Promise.race([
+      done.waitFor({ state: 'visible', timeout: 10 * 60_000 }).then(() => done.innerText({ timeout: 2000 })),
+      failed.waitFor({ state: 'visible', timeout: 10 * 60_000 }).then(async () => `FAILED ${await failed.innerText({ timeout: 2000 })}`),
+    ]);
+    await shot('03-trained');
+    assert.ok(!outcome.startsWith('FAILED'), `training failed: ${outcome}`);
+    const summary = outcome;
+    assert.match(summary, /2\/2 steps/, summary);
+    assert.match(summary, /held-out reward \d\.\d\d → \d\.\d\d/, summary);
+    mark('trained');
+
+    // 4. The CodeLens now has the reward of the rollouts training ran.
+    await page.locator('.tab', { hasText: 'agent.ts' }).first().click();
+    await page.locator('.monaco-editor .codelens-decoration', { hasText: /reward -?\d\.\d\d.* · \d+ rollouts/ }).first().waitFor({ state: 'visible', timeout: 60_000 });
+    await shot('04-codelens-after-training');
+    mark('codelens updated');
+
+    // 5. The trajectory viewer lists the agent's rollouts; one of them opens with its spans.
+    await runCommand(page, 'Agent Lightning: Open Trajectory Viewer');
+    const viewer = webview(page);
+    const rows = viewer.locator('.rollout-row');
+    await rows.first().waitFor({ state: 'visible', timeout: 60_000 });
+    assert.ok(await rows.count() >= 4, `the viewer lists the training rollouts (saw ${await rows.count()})`);
+    assert.match(await rows.first().innerText(), /calc|agent\.ts/);
+    await shot('05-trajectory-viewer');
+    await rows.first().click();
+    await viewer.locator('.span-tree').waitFor({ state: 'visible', timeout: 30_000 });
+    assert.match(await viewer.locator('.span-tree').innerText(), /gen_ai\.chat|chat/);
+    await shot('06-rollout');
+    mark('viewer');
   } catch (err) {
     await shot('failure').catch(() => undefined);
     console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
@@ -86,4 +140,3 @@ test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progres
   }
 });
 
-export { pickItem, runCommand, webview };

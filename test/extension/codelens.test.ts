@@ -1,0 +1,158 @@
+/**
+ * The CodeLens provider: the lens titles from reward stats, and the language server end to end — the real
+ * `agl lsp` process over stdio (an LSP client connection from vscode-languageserver-protocol), reading a
+ * real daemon (`agl serve`) whose store holds rollouts with reward spans, refreshing the lenses when new
+ * results land, and answering the custom requests (list agents, agent at a position, mark as agent).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import {
+  CodeLensRefreshRequest, CodeLensRequest, createProtocolConnection, DidOpenTextDocumentNotification, InitializedNotification,
+  InitializeRequest, StreamMessageReader, StreamMessageWriter, type CodeLens, type ProtocolConnection,
+} from 'vscode-languageserver-protocol/node';
+import { formatStats, lensesFor } from '../../daemon/lsp/codelens.js';
+import { summarizeRewards } from '../../daemon/lsp/stats.js';
+import { agentAt, daemonChanged, listAgents, markAsAgent, type AgentInfo } from '../../protocol/lsp.js';
+import { AGL, SPAN } from '../../protocol/spans.js';
+import type { AglClient } from '../../sdk/client.js';
+import { startDaemonProcess, tempDataDir, type DaemonProcess } from '../server/daemon-process.js';
+
+test('stats: latest window mean and trend against the window before', () => {
+  assert.deepEqual(summarizeRewards([]), { latestReward: null, trend: null });
+  assert.deepEqual(summarizeRewards([0.5]), { latestReward: 0.5, trend: null });
+  const r = summarizeRewards([1, 1, 0, 0]); // newest first: windows of 2
+  assert.equal(r.latestReward, 1);
+  assert.equal(r.trend, 1);
+  const many = summarizeRewards([...Array(16).fill(0.75), ...Array(16).fill(0.25), ...Array(40).fill(0)]);
+  assert.equal(many.latestReward, 0.75, 'windows are at most 16 rollouts');
+  assert.equal(many.trend, 0.5);
+});
+
+test('lens titles: no rollouts yet, reward with trend and count, running, daemon down', () => {
+  const base = { agent: 'a.ts#x', rollouts: 0, rolloutsCapped: false, latestReward: null, trend: null, active: 0 };
+  assert.equal(formatStats(base, true), 'no rollouts yet');
+  assert.equal(formatStats({ ...base, rollouts: 128, latestReward: 0.62, trend: 0.31 }, true), 'reward 0.62 ▲0.31 · 128 rollouts');
+  assert.equal(formatStats({ ...base, rollouts: 9, latestReward: 0.2, trend: -0.1, active: 3 }, true), 'reward 0.20 ▼0.10 · 9 rollouts · 3 running');
+  assert.equal(formatStats({ ...base, rollouts: 500, rolloutsCapped: true, latestReward: 1, trend: 0 }, true), 'reward 1.00 ±0.00 · 500+ rollouts');
+  assert.equal(formatStats({ ...base, rollouts: 2 }, true), 'no reward yet · 2 rollouts');
+  assert.equal(formatStats(undefined, false), 'Agent Lightning daemon not running');
+  const agent: AgentInfo = { id: 'a.ts#x', name: 'x', language: 'typescript', uri: 'file:///w/a.ts', range: { start: { line: 3, character: 0 }, end: { line: 9, character: 2 } } };
+  const lenses = lensesFor(agent, base, true);
+  assert.deepEqual(lenses.map((l) => l.command?.title), ['no rollouts yet', '▶ Run', '⚡ Train', 'Trajectories']);
+  assert.deepEqual(lenses.map((l) => l.command?.command), ['agentLightning.openTrajectoryViewer', 'agentLightning.runRollout', 'agentLightning.train', 'agentLightning.openTrajectoryViewer']);
+  assert.deepEqual(lenses[1]!.command?.arguments, ['a.ts#x', 'file:///w/a.ts']);
+  assert.equal(lenses[0]!.range.start.line, 3);
+  assert.equal(lensesFor(agent, undefined, false)[0]!.command?.command, 'agentLightning.startDaemon');
+});
+
+// ---- the language server process against a real daemon --------------------------------------------------
+
+const AGENT_TS = `import { rollout } from 'agent-lightning-vscode/sdk';
+
+export const calcAgent = rollout(async (task: { q: string }, llm) => 1);
+
+export async function helper(task: unknown) {
+  return 2;
+}
+`;
+const AGENT_PY = `from agentlightning import rollout
+
+@rollout
+def py_agent(task, llm):
+    return 1.0
+`;
+
+let daemon: DaemonProcess;
+let lsp: ProtocolConnection;
+let workspace: string;
+let stopLsp: () => void;
+const refreshes: number[] = [];
+
+/** A finished rollout of `agent` with one reward span. */
+async function addRollout(client: AglClient, agent: string, reward: number): Promise<void> {
+  const { rollout, attempt } = await client.startRollout({ input: { q: 'x' }, agent, mode: 'train' });
+  await client.addSpans([{ rolloutId: rollout.id, attemptId: attempt.id, name: SPAN.reward, startTime: Date.now(), endTime: Date.now(), attributes: { [AGL.rewardValue]: reward } }]);
+  await client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
+}
+
+async function lensTitles(uri: string): Promise<string[]> {
+  const lenses = (await lsp.sendRequest(CodeLensRequest.type, { textDocument: { uri } })) as CodeLens[];
+  return lenses.map((l) => l.command?.title ?? '');
+}
+
+before(async () => {
+  workspace = tempDataDir('lsp-ws');
+  mkdirSync(join(workspace, 'agents'), { recursive: true });
+  writeFileSync(join(workspace, 'agents', 'calc.ts'), AGENT_TS);
+  writeFileSync(join(workspace, 'agents', 'agent.py'), AGENT_PY);
+  mkdirSync(join(workspace, 'node_modules', 'x'), { recursive: true });
+  writeFileSync(join(workspace, 'node_modules', 'x', 'index.ts'), AGENT_TS); // never scanned
+  daemon = await startDaemonProcess(tempDataDir('lsp-daemon'));
+  for (const r of [0, 0, 1, 1]) await addRollout(daemon.client, 'agents/calc.ts#calcAgent', r); // oldest first
+
+  const child = spawn(process.execPath, ['--import', 'tsx', join(process.cwd(), 'daemon', 'cli.ts'), 'lsp', '--stdio'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  stopLsp = () => child.kill();
+  lsp = createProtocolConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+  lsp.onRequest(CodeLensRefreshRequest.type, () => { refreshes.push(Date.now()); });
+  lsp.listen();
+  await lsp.sendRequest(InitializeRequest.type, {
+    processId: process.pid, rootUri: pathToFileURL(workspace).href, workspaceFolders: [{ uri: pathToFileURL(workspace).href, name: 'ws' }],
+    capabilities: { workspace: { codeLens: { refreshSupport: true } } },
+    initializationOptions: { daemon: { url: daemon.url, token: daemon.token }, pollIntervalMs: 200 },
+  });
+  await lsp.sendNotification(InitializedNotification.type, {});
+  for (const [file, languageId, text] of [['agents/calc.ts', 'typescript', AGENT_TS], ['agents/agent.py', 'python', AGENT_PY]] as const) {
+    await lsp.sendNotification(DidOpenTextDocumentNotification.type, { textDocument: { uri: pathToFileURL(join(workspace, file)).href, languageId, version: 1, text } });
+  }
+});
+
+after(async () => {
+  lsp?.dispose();
+  stopLsp?.();
+  await daemon?.stop();
+});
+
+test('agl lsp: lenses carry the store\'s reward stats; Python agents get lenses too', async () => {
+  const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
+  assert.deepEqual(await lensTitles(tsUri), ['reward 1.00 ▲1.00 · 4 rollouts', '▶ Run', '⚡ Train', 'Trajectories']);
+  const pyUri = pathToFileURL(join(workspace, 'agents', 'agent.py')).href;
+  assert.deepEqual(await lensTitles(pyUri), ['no rollouts yet', '▶ Run', '⚡ Train', 'Trajectories']);
+});
+
+test('agl lsp: new results make the server ask for a lens refresh, and the lens shows them', async () => {
+  const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
+  await lensTitles(tsUri);
+  const seen = refreshes.length;
+  for (const r of [0.5, 0.5]) await addRollout(daemon.client, 'agents/calc.ts#calcAgent', r);
+  const deadline = Date.now() + 20_000;
+  while (refreshes.length === seen && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(refreshes.length > seen, 'workspace/codeLens/refresh was requested');
+  // newest first: 0.5 0.5 1 | 1 0 0 -> windows of 3: mean 2/3 vs 1/3
+  assert.equal((await lensTitles(tsUri))[0], 'reward 0.67 ▲0.33 · 6 rollouts');
+});
+
+test('agl lsp: daemon down and back: the lens says so, then shows stats again', async () => {
+  const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
+  await lsp.sendNotification(daemonChanged, { daemon: null });
+  assert.equal((await lensTitles(tsUri))[0], 'Agent Lightning daemon not running');
+  await lsp.sendNotification(daemonChanged, { daemon: { url: daemon.url, token: daemon.token } });
+  assert.match((await lensTitles(tsUri))[0]!, /^reward 0\.67/);
+});
+
+test('agl lsp: lists the workspace\'s agents (skipping node_modules), finds the one at a position, marks a function', async () => {
+  const { agents } = await lsp.sendRequest(listAgents, {});
+  assert.deepEqual(agents.map((a) => a.id).sort(), ['agents/agent.py:py_agent', 'agents/calc.ts#calcAgent']);
+  const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
+  assert.equal((await lsp.sendRequest(agentAt, { uri: tsUri, position: { line: 2, character: 10 } })).agent?.name, 'calcAgent');
+  assert.equal((await lsp.sendRequest(agentAt, { uri: tsUri, position: { line: 5, character: 2 } })).agent, null);
+  const marked = await lsp.sendRequest(markAsAgent, { uri: tsUri, position: { line: 5, character: 2 } });
+  assert.ok('edits' in marked, JSON.stringify(marked));
+  assert.equal(marked.name, 'helper');
+  assert.deepEqual(marked.edits.map((e) => e.newText), ['export const helper = rollout(async function helper(task: unknown) {\n  return 2;\n});']);
+  const again = await lsp.sendRequest(markAsAgent, { uri: tsUri, position: { line: 2, character: 3 } });
+  assert.ok('error' in again && /already an agent/.test(again.error));
+});
