@@ -118,7 +118,11 @@ export class MetricCharts {
       width, height: 190,
       legend: { show: false },
       cursor: { drag: { x: false, y: false }, points: { size: 7 } },
-      scales: { x: { time: false } },
+      scales: {
+        x: { time: false },
+        // A flat series (e.g. all-zero rewards at the start) gets a readable range instead of uPlot's 0-100.
+        y: { range: (_u, min, max) => (min !== max ? uPlot.rangeNum(min, max, 0.1, true) : min === 0 ? [0, 1] : [min - Math.abs(min) * 0.1, max + Math.abs(max) * 0.1]) },
+      },
       axes: [{ ...axis, size: 28, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000] }, { ...axis, size: 48 }],
       series: [
         { label: 'step' },

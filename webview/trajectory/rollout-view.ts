@@ -26,7 +26,8 @@ function spanLabel(span: Span, agentName: string | null): string {
   const kind = spanKind(span);
   if (kind === 'llm') {
     const call = llmCall(span, agentName);
-    return `${call.agentName ? call.agentName + ' · ' : ''}${call.model ?? 'LLM call'}`;
+    // GenAI's span name for a chat call is "chat {model}".
+    return `${call.agentName ? call.agentName + ' · ' : ''}chat ${call.model ?? ''}`.trim();
   }
   if (kind === 'tool') return String(span.attributes['gen_ai.tool.name'] ?? span.name);
   if (kind === 'reward') {
