@@ -9,10 +9,14 @@
  * efficiency = achieved / limit, limit = runners / mean rollout sleep. `pattern_bound` is what a store with
  * zero overhead would reach with the same sampled sleeps and the same batch barriers (simulated), so
  * efficiency / pattern_bound isolates the store's (and HTTP path's) own cost.
+ * On a shared machine wall-clock throughput depends on what else runs (load averages are recorded), so each
+ * scenario also reports CPU ms per rollout of the daemon, the runners and the algorithm side, and
+ * cpu_ceiling_rollouts_per_s = cores * 1000 / (their sum): the rate the measured CPU cost would allow with
+ * the machine to itself (a projection, named as such).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AglClient } from '../sdk/client.js';
@@ -36,7 +40,7 @@ const root = process.cwd();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function startDaemon(dataDir: string, store?: string): Promise<{ proc: ChildProcess; client: AglClient }> {
-  // AGL_BENCH_PROFILE=<dir> writes a CPU profile of the daemon there (for finding what is slow).
+  // AGL_BENCH_PROFILE=<dir> writes CPU profiles of the daemon (and runners, in runner/) there.
   const profile = process.env.AGL_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.AGL_BENCH_PROFILE] : [];
   const args = [...profile, '--import', 'tsx', join(root, 'daemon/cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, ...(store ? ['--store', store] : [])];
   const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -73,7 +77,8 @@ interface RunnerStats { cpuMs: number; rollouts: number; spans: number; claimLat
 function startRunners(client: AglClient, token: string, sc: Scenario, procs: number) {
   const children = Array.from({ length: procs }, (_, p) => {
     const n = Math.floor(sc.runners / procs) + (p < sc.runners % procs ? 1 : 0);
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/store-runner.ts'), client.url, token, String(n),
+    const profile = process.env.AGL_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', join(process.env.AGL_BENCH_PROFILE, 'runner')] : [];
+    const child = spawn(process.execPath, [...profile, '--import', 'tsx', join(root, 'bench/store-runner.ts'), client.url, token, String(n),
       String(sc.maxRounds), String(sc.sleep), `${sc.name}-p${p}`], { stdio: ['pipe', 'pipe', 'inherit'] });
     let out = '';
     let markReady!: () => void;
@@ -204,6 +209,7 @@ async function main(): Promise<void> {
   const claims: number[] = [];
   let peakRss = 0;
   let failed = 0;
+  metrics.load_avg_1m_start = +loadavg()[0]!.toFixed(2);
   console.log(`store benchmark (${quick ? 'quick' : 'full'}), ${values.store ? 'store ' + values.store.replace(/\/\/[^@]*@/, '//') : 'SQLite'}, ${procs} runner process(es)`);
   console.log('scenario   tasks  seconds  rollouts/s  limit/s  efficiency  pattern-bound  vs-agl-mongo  spans/s  checks');
   for (const sc of SCENARIOS.filter((s) => !only || only.includes(s.name))) {
@@ -217,13 +223,16 @@ async function main(): Promise<void> {
       [`${sc.name}.spans_per_s`]: +r.spansPerS.toFixed(1), [`${sc.name}.limit_rollouts_per_s`]: +r.limit.toFixed(2),
       [`${sc.name}.pattern_bound`]: +r.bound.toFixed(4),
       [`${sc.name}.daemon_cpu_ms_per_rollout`]: +r.cpuPerRollout.daemon.toFixed(2), [`${sc.name}.runner_cpu_ms_per_rollout`]: +r.cpuPerRollout.runners.toFixed(2),
-      [`${sc.name}.algorithm_cpu_ms_per_rollout`]: +r.cpuPerRollout.algorithm.toFixed(2), [`${sc.name}.vs_agl_mongo`]: +r.vsMongo.toFixed(2), [`${sc.name}.tasks`]: r.total,
+      [`${sc.name}.algorithm_cpu_ms_per_rollout`]: +r.cpuPerRollout.algorithm.toFixed(2),
+      [`${sc.name}.cpu_ceiling_rollouts_per_s`]: +(cpus().length * 1000 / (r.cpuPerRollout.daemon + r.cpuPerRollout.runners + r.cpuPerRollout.algorithm)).toFixed(1),
+      [`${sc.name}.load_avg_1m`]: +loadavg()[0]!.toFixed(2), [`${sc.name}.vs_agl_mongo`]: +r.vsMongo.toFixed(2), [`${sc.name}.tasks`]: r.total,
     });
-    console.log(`${''.padEnd(9)} cpu ms per rollout: daemon ${r.cpuPerRollout.daemon.toFixed(2)}, runners ${r.cpuPerRollout.runners.toFixed(2)}, algorithm ${r.cpuPerRollout.algorithm.toFixed(2)}`);
     console.log(`${sc.name.padEnd(9)} ${String(r.total).padStart(6)} ${r.seconds.toFixed(1).padStart(8)} ${r.achieved.toFixed(1).padStart(11)} ${r.limit.toFixed(1).padStart(8)}`
-      + ` ${(r.efficiency * 100).toFixed(1).padStart(10)}% ${(r.bound * 100).toFixed(1).padStart(13)}% ${r.vsMongo.toFixed(1).padStart(12)}x ${r.spansPerS.toFixed(0).padStart(8)}  ${r.checked - r.failures.length}/${r.total}`);
+      + ` ${(r.efficiency * 100).toFixed(1).padStart(10)}% ${(r.bound * 100).toFixed(1).padStart(13)}% ${r.vsMongo.toFixed(1).padStart(12)}x ${r.spansPerS.toFixed(0).padStart(8)}  ${r.checked - r.failures.length}/${r.total}`
+      + `   cpu ms/rollout: daemon ${r.cpuPerRollout.daemon.toFixed(2)}, runners ${r.cpuPerRollout.runners.toFixed(2)}, algorithm ${r.cpuPerRollout.algorithm.toFixed(2)}; load ${loadavg()[0]!.toFixed(1)}`);
   }
   claims.sort((a, b) => a - b);
+  metrics.load_avg_1m_end = +loadavg()[0]!.toFixed(2);
   Object.assign(metrics, { claim_p50_ms: +percentile(claims, 0.5).toFixed(2), claim_p99_ms: +percentile(claims, 0.99).toFixed(2), peak_rss_mb: +peakRss.toFixed(1), failed_checks: failed });
   console.log(`claims p50 ${metrics.claim_p50_ms} ms, p99 ${metrics.claim_p99_ms} ms; daemon peak RSS ${metrics.peak_rss_mb} MB; failed checks ${failed}`);
   const outDir = join(root, 'bench/results');
