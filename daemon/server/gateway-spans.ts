@@ -1,11 +1,10 @@
 /**
  * Turns one gateway call into one span (GenAI semantic conventions + our agl.* attributes: rollout,
- * attempt, resources version, token ids, log-probs), and writes spans through a coalescing writer so
- * many concurrent calls share one durable store write.
+ * attempt, resources version, token ids, log-probs). The stores group-commit concurrent addSpans calls,
+ * so each call writes its span directly and many concurrent calls still share one durable write.
  */
 import type { Attributes, AttributeValue, SpanInput } from '../../protocol/store.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
-import type { LightningStore } from '../store/types.js';
 import type { CallRequest, CallResult } from './gateway-backend.js';
 import { newSpanId, parseTraceparent, rootSpanIdForAttempt, traceIdForAttempt } from '../../sdk/ids.js';
 
@@ -78,35 +77,4 @@ export function buildCallSpan(req: CallRequest, call: CallContext, result: CallR
     status: error ? { code: 'error', message: error.message } : { code: 'ok' },
     resource: { 'service.name': 'agl-gateway' },
   };
-}
-
-/**
- * Collects spans from concurrent callers and writes them in one addSpans per tick; each caller's
- * promise settles when its span is durable (or the write failed).
- */
-export class SpanWriter {
-  private pending: { span: SpanInput; resolve: () => void; reject: (e: unknown) => void }[] = [];
-  private scheduled = false;
-
-  constructor(private readonly store: Pick<LightningStore, 'addSpans'>, private readonly maxBatch = 1000) {}
-
-  write(span: SpanInput): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ span, resolve, reject });
-      if (!this.scheduled) { this.scheduled = true; setImmediate(() => void this.flush()); }
-    });
-  }
-
-  private async flush(): Promise<void> {
-    this.scheduled = false;
-    while (this.pending.length) {
-      const batch = this.pending.splice(0, this.maxBatch);
-      try {
-        await this.store.addSpans(batch.map((b) => b.span));
-        for (const b of batch) b.resolve();
-      } catch (err) {
-        for (const b of batch) b.reject(err);
-      }
-    }
-  }
 }

@@ -13,7 +13,7 @@ import type { LightningStore } from '../store/types.js';
 import { requireToken } from './auth.js';
 import { type Backend, type CallRequest, type CallResult, GatewayError, type OpenAiBody } from './gateway-backend.js';
 import { LocalBackend, type PolicyProvider } from './gateway-local.js';
-import { SpanWriter, buildCallSpan } from './gateway-spans.js';
+import { buildCallSpan } from './gateway-spans.js';
 import { UpstreamBackend } from './gateway-upstream.js';
 
 export interface GatewayContext {
@@ -87,7 +87,6 @@ export function pickLlmResource(resources: Resources | null, model: string | und
 export function gatewayRouter(ctx: GatewayContext): express.Router {
   const router = express.Router();
   const resolver = new ResourceResolver(ctx.store);
-  const writer = new SpanWriter(ctx.store);
   const upstream = new UpstreamBackend();
   // Looked up per call: `agl serve` may load (or swap) the policy after the app was built.
   const local = new LocalBackend((model) => ctx.getPolicy?.(model) ?? null);
@@ -122,13 +121,15 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
         const call = { rolloutId: ids.rolloutId, attemptId: ids.attemptId, traceparent: req.get('traceparent'), resourcesId: resources?.id ?? null, resourcesVersion: resources?.version ?? null, startTime, streamed: body.stream === true };
         const r = callReq;
         span = async (result, err) => {
-          try { await writer.write(buildCallSpan(r, call, result, err)); } catch (e) { console.error(`gateway: could not record the span of a call in attempt ${call.attemptId}: ${(e as Error).message}`); }
+          try { await ctx.store.addSpans([buildCallSpan(r, call, result, err)]); } catch (e) { console.error(`gateway: could not record the span of a call in attempt ${call.attemptId}: ${(e as Error).message}`); }
         };
       }
       const backend: Backend = resource.backend === 'upstream' ? upstream : local;
       if (body.stream === true) {
         const result = await backend.stream(callReq, abort.signal, (chunk) => {
           if (!sse) { res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' }); sse = true; }
+          // Chunks that arrive together leave in one socket write (one syscall, not one per chunk).
+          if (!res.writableCorked) { res.cork(); process.nextTick(() => res.uncork()); }
           res.write(`data: ${JSON.stringify(chunk)}\n\n`);
         });
         await span?.(result, null);
