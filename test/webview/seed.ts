@@ -39,6 +39,9 @@ async function recordRollout(client: AglClient, t: Trajectory, metadata: Record<
       [GENAI.usageInputTokens]: inTok, [GENAI.usageOutputTokens]: outTok, [GENAI.responseFinishReasons]: ['stop'],
       [AGL.latencyMs]: end - start, [AGL.localPolicy]: true, [AGL.agentName]: 'calc',
       [AGL.codeFilepath]: CODE_FILE, [AGL.codeLineno]: line,
+      [AGL.promptTokenIds]: JSON.stringify(Array.from({ length: inTok }, (_, i) => 100 + i)),
+      [AGL.completionTokenIds]: JSON.stringify(Array.from({ length: outTok }, (_, i) => 200 + i)),
+      [AGL.completionLogprobs]: JSON.stringify(Array.from({ length: outTok }, () => -0.25)),
     },
     events: [], resource: {},
   });

@@ -69,6 +69,8 @@ describe('trajectory viewer webview', () => {
     assert.equal(metrics['Reward'], '1');
     assert.equal(metrics['Credit'], '1');
     assert.equal(metrics['Advantage'], '+1.000');
+    assert.equal(metrics['Token ids'], '86 + 4');
+    assert.equal(metrics['Mean logprob'], '-0.250');
     await view.screenshot('trajectory-rollout-call');
   });
 

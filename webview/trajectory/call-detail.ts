@@ -95,7 +95,12 @@ export function renderSpanDetail(span: Span, transition: Transition | undefined,
         'Reward the credit assignment gave this call'),
       metric('Advantage', transition ? fmtSigned(transition.advantage) : '—', `advantage ${signClass(transition?.advantage)}`,
         transition ? `GRPO advantage at training step ${transition.step} (group ${transition.groupId})` : 'Not used for training yet'),
-      call.finishReasons.length ? metric('Finish', call.finishReasons.join(', ')) : null),
+      call.finishReasons.length ? metric('Finish', call.finishReasons.join(', ')) : null,
+      metric('Token ids', call.completionTokenIds !== null ? `${call.promptTokenIds ?? 0} + ${call.completionTokenIds}` : 'none',
+        call.completionTokenIds !== null ? '' : 'warning-metric', call.completionTokenIds !== null
+          ? 'Prompt + completion token ids recorded: this call can be trained on'
+          : 'No token ids recorded (e.g. an upstream server that does not return them): the trainer re-tokenizes or skips this call'),
+      call.meanLogprob !== null ? metric('Mean logprob', fmtNumber(call.meanLogprob), '', 'Mean log-probability of the completion under the sampling policy') : null),
     h('div', { class: 'chat' },
       ...call.prompt.map((m) => chatBubble(m)),
       h('div', { class: 'chat-divider' }, h('span', {}, 'response')),

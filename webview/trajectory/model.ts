@@ -134,6 +134,16 @@ export interface LlmCall {
   agentName: string | null;
   finishReasons: string[];
   code: { filepath: string; lineno: number | null } | null;
+  /** Token ids recorded for training (null when the gateway could not get them). */
+  promptTokenIds: number | null;
+  completionTokenIds: number | null;
+  /** Mean log-prob of the completion under the policy that sampled it. */
+  meanLogprob: number | null;
+}
+
+function numberArray(value: unknown): number[] | null {
+  const parsed = parseJson(value);
+  return Array.isArray(parsed) && parsed.every((x) => typeof x === 'number') ? (parsed as number[]) : null;
 }
 
 /**
@@ -191,6 +201,9 @@ export function llmCall(span: Span, inheritedAgentName: string | null = null): L
     agentName: str(AGL.agentName) ?? str(GENAI.agentName) ?? inheritedAgentName,
     finishReasons: Array.isArray(finish) ? finish.map(String) : typeof finish === 'string' ? [finish] : [],
     code: filepath ? { filepath, lineno: num(AGL.codeLineno) } : null,
+    promptTokenIds: numberArray(a[AGL.promptTokenIds])?.length ?? null,
+    completionTokenIds: numberArray(a[AGL.completionTokenIds])?.length ?? null,
+    meanLogprob: ((lp) => (lp && lp.length ? lp.reduce((x, y) => x + y, 0) / lp.length : null))(numberArray(a[AGL.completionLogprobs])),
   };
 }
 
