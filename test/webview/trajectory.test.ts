@@ -130,6 +130,20 @@ describe('trajectory viewer webview', () => {
     await view.screenshot('trajectory-groups-step');
   });
 
+  it('follows a running rollout live: new spans and its end appear without a reload', async () => {
+    const { rollout, attempt } = await daemon.client.startRollout({ input: { question: 'live?' }, agent: 'samples/calc/agent.ts#calcAgent', workerId: 'w-live' });
+    const llm = (spanId: string, start: number) => ({ rolloutId: rollout.id, attemptId: attempt.id, spanId, name: 'gen_ai.chat', startTime: start, endTime: start + 5,
+      attributes: { 'gen_ai.input.messages': JSON.stringify([{ role: 'user', content: 'live?' }]), 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: `answer ${spanId}` }]) } });
+    await daemon.client.addSpans([llm('live1', Date.now())]);
+    await view.notify('trajectory/show', { view: { kind: 'rollout', rolloutId: rollout.id } });
+    await view.page.waitForFunction(() => document.querySelectorAll('.span-row[data-kind="llm"]').length === 1);
+    assert.equal(await text('.view-header .pill'), 'running');
+    await daemon.client.addSpans([llm('live2', Date.now() + 10)]);
+    await daemon.client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
+    await view.page.waitForFunction(() => document.querySelectorAll('.span-row[data-kind="llm"]').length === 2, undefined, { timeout: 10_000 });
+    await view.page.waitForFunction(() => document.querySelector('.view-header .pill')?.textContent === 'succeeded', undefined, { timeout: 10_000 });
+  });
+
   it('ran under the strict CSP without a violation or an error, and that CSP does block inline script', async () => {
     assert.deepEqual([...view.problems], []);
     const csp = await view.page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');

@@ -35,7 +35,12 @@ function go(view: TrajectoryView): void {
   void render();
 }
 
-async function render(): Promise<void> {
+/** Statuses after which a rollout no longer changes (protocol/store.ts TERMINAL_ROLLOUT_STATUSES). */
+const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
+const LIVE_REFRESH_MS = 1500;
+
+/** Draws the current view; `quiet` redraws in place (no loading screen, same scroll) for live updates. */
+async function render(quiet = false): Promise<void> {
   const token = ++renderToken;
   const view = state.view;
   document.body.dataset.view = view.kind;
@@ -47,11 +52,12 @@ async function render(): Promise<void> {
     });
     return;
   }
-  loading();
+  if (!quiet) loading();
   if (view.kind === 'rollout') {
     try {
       const detail = await host.request(P.getRollout, { rolloutId: view.rolloutId, attemptId: view.attemptId });
       if (token !== renderToken) return;
+      const scroll = window.scrollY;
       renderRolloutView(root, detail, { tab: view.tab ?? 'timeline', selectedSpanId: view.selectedSpanId }, {
         back: () => go({ kind: 'rollouts' }),
         selectAttempt: (attemptId) => go({ ...view, attemptId, selectedSpanId: undefined }),
@@ -59,7 +65,10 @@ async function render(): Promise<void> {
         openCode,
         openGroup: (rolloutId) => go({ kind: 'group', rolloutId }),
       });
-    } catch (err) { if (token === renderToken) failed(`rollout ${view.rolloutId}`, err); }
+      if (quiet) window.scrollTo(0, scroll);
+      // A rollout still running grows span by span: follow it until it ends.
+      if (!ENDED.has(detail.rollout.status)) setTimeout(() => { if (token === renderToken) void render(true); }, LIVE_REFRESH_MS);
+    } catch (err) { if (token === renderToken && !quiet) failed(`rollout ${view.rolloutId}`, err); }
     return;
   }
   try {
@@ -77,7 +86,7 @@ async function render(): Promise<void> {
 host.onNotification(P.show, ({ view, filter }) => { if (filter) state = { ...state, filter }; go(view); });
 host.onNotification(P.changed, ({ rolloutIds }) => {
   const v = state.view;
-  if (v.kind === 'rollouts' || (v.kind === 'rollout' && rolloutIds.includes(v.rolloutId))) void render();
+  if (v.kind === 'rollouts' || (v.kind === 'rollout' && rolloutIds.includes(v.rolloutId))) void render(true);
 });
 void render();
 host.ready();
