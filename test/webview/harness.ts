@@ -18,7 +18,7 @@ import { makeNonce, webviewHtml } from '../../extension/panels/html.js';
 import type { RequestHandlers } from '../../extension/panels/data.js';
 import { routeWebviewMessage } from '../../extension/panels/router.js';
 import { AglClient } from '../../sdk/client.js';
-import { DARK_MODERN } from './theme.js';
+import { DARK_MODERN, LIGHT_MODERN } from './theme.js';
 
 /** The repository root: the test runner (scripts/run-tests.mjs) runs tests from there. */
 export const ROOT = process.cwd();
@@ -67,12 +67,12 @@ async function serveWebviews(): Promise<{ origin: string; server: Server }> {
  * and acquireVsCodeApi() (once per page) with postMessage and a state that survives reloads. Plain
  * JavaScript text: the page runs it as is.
  */
-function hostShim(theme: Record<string, string>): string {
+function hostShim(theme: Record<string, string>, themeClass: string): string {
   return `(() => {
   const theme = ${JSON.stringify(theme)};
   const applyTheme = () => {
     for (const [k, v] of Object.entries(theme)) document.documentElement.style.setProperty('--vscode-' + k, v);
-    if (document.body) document.body.classList.add('vscode-dark');
+    if (document.body) document.body.classList.add(${JSON.stringify(themeClass)});
   };
   document.addEventListener('securitypolicyviolation', (e) => {
     window.__aglCspViolation(e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') + ' (' + e.sourceFile + ':' + e.lineNumber + ')');
@@ -106,7 +106,7 @@ export interface WebviewSession {
 }
 
 export async function openWebview(bundle: 'trajectory' | 'dashboard', handlers: RequestHandlers,
-  opts: { width?: number; height?: number; onCommand?: (method: string, params: unknown, session: WebviewSession) => void } = {}): Promise<WebviewSession> {
+  opts: { width?: number; height?: number; theme?: 'dark' | 'light'; onCommand?: (method: string, params: unknown, session: WebviewSession) => void } = {}): Promise<WebviewSession> {
   if (!existsSync(join(DIST, `${bundle}.js`))) throw new Error(`dist/webview/${bundle}.js is missing: run \`npm run build\` first`);
   const { origin, server } = await serveWebviews();
   const browser: Browser = await chromium.launch({
@@ -129,7 +129,7 @@ export async function openWebview(bundle: 'trajectory' | 'dashboard', handlers: 
       onReady: () => {},
     });
   });
-  await page.addInitScript({ content: hostShim(DARK_MODERN) });
+  await page.addInitScript({ content: opts.theme === 'light' ? hostShim(LIGHT_MODERN, 'vscode-light') : hostShim(DARK_MODERN, 'vscode-dark') });
   await page.goto(`${origin}/${bundle}.html`);
   mkdirSync(SCREENSHOTS, { recursive: true });
   const session: WebviewSession = {

@@ -37,3 +37,26 @@ export const DARK_MODERN: Record<string, string> = {
   'checkbox-background': '#313131', 'checkbox-border': '#3c3c3c', 'checkbox-foreground': '#cccccc',
   'menu-background': '#1f1f1f', 'menu-foreground': '#cccccc', 'menu-selectionBackground': '#0078d4',
 };
+
+/** VS Code's "Light Modern" theme: the variables that differ from Dark Modern. */
+export const LIGHT_MODERN: Record<string, string> = {
+  ...DARK_MODERN,
+  foreground: '#3b3b3b', descriptionForeground: '#3b3b3b', focusBorder: '#005fb8',
+  'editor-background': '#ffffff', 'editor-foreground': '#3b3b3b',
+  'editorWidget-background': '#f8f8f8', 'editorWidget-border': '#e5e5e5', 'widget-border': '#e5e5e5',
+  'panel-border': '#e5e5e5', 'panel-background': '#f8f8f8',
+  'badge-background': '#cccccc', 'badge-foreground': '#3b3b3b',
+  'button-background': '#005fb8', 'button-hoverBackground': '#0258a8', 'button-border': '#0000001a',
+  'button-secondaryBackground': '#e5e5e5', 'button-secondaryForeground': '#3b3b3b', 'button-secondaryHoverBackground': '#cccccc',
+  'dropdown-background': '#ffffff', 'dropdown-border': '#cecece', 'dropdown-foreground': '#3b3b3b', 'dropdown-listBackground': '#ffffff',
+  'input-background': '#ffffff', 'input-border': '#cecece', 'input-foreground': '#3b3b3b',
+  'settings-dropdownBackground': '#ffffff', 'settings-dropdownBorder': '#cecece', 'settings-dropdownForeground': '#3b3b3b',
+  'list-hoverBackground': '#f2f2f2', 'list-activeSelectionBackground': '#e8e8e8', 'list-activeSelectionForeground': '#000000',
+  'textLink-foreground': '#005fb8', 'textLink-activeForeground': '#005fb8', 'icon-foreground': '#3b3b3b',
+  'keybindingTable-headerBackground': '#3b3b3b0a', 'keybindingTable-rowsBackground': '#3b3b3b0a',
+  'charts-foreground': '#616161', 'charts-red': '#e51400', 'charts-blue': '#1a85ff', 'charts-yellow': '#bf8803',
+  'charts-orange': '#d18616', 'charts-green': '#388a34', 'charts-purple': '#652d90',
+  'testing-iconPassed': '#388a34', 'testing-iconFailed': '#e51400', 'editorWarning-foreground': '#bf8803',
+  'inputValidation-errorBackground': '#f2dede', 'inputValidation-errorBorder': '#be1100',
+  'menu-background': '#ffffff', 'menu-foreground': '#3b3b3b',
+};
