@@ -25,8 +25,11 @@ import {
 } from './common.js';
 import { prepareDatabase } from './sqlite-schema.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
+import { WalCheckpointer } from './sqlite-checkpointer.js';
 
 export interface SqliteStoreOptions {
+  /** Run WAL checkpoints in a worker thread instead of inside commits (default true for files). */
+  backgroundCheckpoints?: boolean;
   /** How often waitForRollouts re-reads the file for rollouts ended by other processes (default 1000 ms). */
   waitPollMs?: number;
 }
@@ -44,6 +47,8 @@ export class SqliteStore implements LightningStore {
   private queue: PendingWrite[] = [];
   private closed = false;
   private readonly waitPollMs: number;
+  /** The background WAL checkpointer, when one runs. */
+  readonly checkpointer: WalCheckpointer | null = null;
 
   constructor(readonly path: string, options: SqliteStoreOptions = {}) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -51,6 +56,15 @@ export class SqliteStore implements LightningStore {
     prepareDatabase(this.db);
     this.waitPollMs = options.waitPollMs ?? 1000;
     this.life = new SqliteLifecycle(this.db, (sql) => this.st(sql));
+    if (path !== ':memory:' && options.backgroundCheckpoints !== false) {
+      const checkpointer = new WalCheckpointer(path, 500, (m) => console.error(`[agl store] background checkpoint: ${m}`));
+      if (checkpointer.active) {
+        this.checkpointer = checkpointer;
+        // Backstop only: if the worker stalls, commits still checkpoint once the WAL reaches ~320 MB.
+        this.db.pragma('wal_autocheckpoint = 20000');
+        this.db.pragma('journal_size_limit = 67108864');
+      }
+    }
   }
 
   /** Prepared statements, cached by text. */
@@ -100,6 +114,7 @@ export class SqliteStore implements LightningStore {
     if (this.closed) return;
     this.commitQueued();
     this.closed = true;
+    await this.checkpointer?.stop();
     this.db.close();
   }
 

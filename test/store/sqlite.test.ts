@@ -42,11 +42,30 @@ describe('SqliteStore on disk', () => {
     } finally { rmSync(dir, { recursive: true, force: true }); }
   });
 
-  it('refuses a database written by a newer schema version', () => {
+  it('checkpoints the WAL in a background worker, off the event loop', async () => {
+    const dir = tempDir();
+    const store = new SqliteStore(join(dir, 'store.sqlite'));
+    try {
+      assert.ok(store.checkpointer?.active, 'a checkpoint worker runs');
+      const { rollout, attempt } = await store.startRollout({ input: 1 });
+      const big = 'x'.repeat(2000);
+      for (let i = 0; i < 20; i++) {
+        await store.addSpans(Array.from({ length: 50 }, () => ({ rolloutId: rollout.id, attemptId: attempt.id, name: 's', startTime: 1, attributes: { big } })));
+      }
+      const deadline = Date.now() + 30_000;
+      while (!(store.checkpointer!.last && store.checkpointer!.last.log > 0 && store.checkpointer!.last.checkpointed === store.checkpointer!.last.log)) {
+        assert.ok(Date.now() < deadline, `WAL not checkpointed: ${JSON.stringify(store.checkpointer!.last)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal((await store.querySpans({ rolloutId: rollout.id })).length, 1000);
+    } finally { await store.close(); rmSync(dir, { recursive: true, force: true }); }
+  });
+
+  it('refuses a database written by a newer schema version', async () => {
     const dir = tempDir();
     try {
       const file = join(dir, 'store.sqlite');
-      new SqliteStore(file).db.close();
+      await new SqliteStore(file).close();
       const db = new Database(file);
       db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION + 1}`);
       db.close();
