@@ -2,7 +2,7 @@
  * `agl sft --data demos.jsonl`: supervised warm-up from demonstrations (see daemon/algorithm/sft.ts for
  * the line format), writing a checkpoint folder that `agl train --model <folder>` starts from.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openPolicy } from '../algorithm/open-policy.js';
@@ -21,7 +21,9 @@ Supervised fine-tuning from demonstrations: {"prompt","completion"} or {"message
   --lr X             learning rate (default 1e-3 for a new built-in model, else 1e-4)
   --context N        context length of a new built-in model (default 128)
   --backend B        auto, wasm, cpu, webgpu, node (default auto)
-  --seed N           shuffling and initialisation seed (default 1)
+  --seed N           shuffling seed (default 1)
+  --init-seed N      initialisation seed of a new built-in model (default 1234)
+  --weights-only     leave the optimizer state out of the checkpoint (a third of the size; to ship it)
   --data-dir DIR     default ~/.agent-lightning (AGL_DATA_DIR)
 `;
 
@@ -31,7 +33,7 @@ export async function run(argv: string[]): Promise<number> {
     a = parseArgs({ args: argv, strict: true, options: {
       data: { type: 'string' }, model: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string' },
       'batch-size': { type: 'string' }, lr: { type: 'string' }, context: { type: 'string' }, backend: { type: 'string' },
-      seed: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      seed: { type: 'string' }, 'init-seed': { type: 'string' }, 'weights-only': { type: 'boolean' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
     } }).values;
   } catch (e) { process.stderr.write(`agl sft: ${(e as Error).message}\n\n${HELP}`); return 2; }
   if (a.help) { process.stdout.write(HELP); return 0; }
@@ -47,7 +49,7 @@ export async function run(argv: string[]): Promise<number> {
   const lr = num(a.lr, 'lr', model.startsWith('builtin:') ? 1e-3 : 1e-4);
   const out = resolve(a.out ?? join(resolveDataDir(a['data-dir']), 'sft', new Date().toISOString().replace(/[:.]/g, '-')));
   const demos = readJsonl<Demonstration>(a.data);
-  const policy = await openPolicy(model, { backend: a.backend, learningRate: lr, contextLength: num(a.context, 'context', 128), seed: num(a.seed, 'seed', 1) });
+  const policy = await openPolicy(model, { backend: a.backend, learningRate: lr, contextLength: num(a.context, 'context', 128), seed: num(a['init-seed'], 'init-seed', 1234) });
   const pairs = demos.map((d, i) => demoToPair(d, policy.tokenizer, `${a.data}:${i + 1}`));
   process.stderr.write(`agl sft: ${pairs.length} demonstrations, model ${policy.name} (${policy.backend}), ${steps} steps of ${batchSize}\n`);
   const bar = new Progress('sft', steps);
@@ -56,6 +58,7 @@ export async function run(argv: string[]): Promise<number> {
   bar.done();
   mkdirSync(out, { recursive: true });
   await policy.save(out);
+  if (a['weights-only']) rmSync(join(out, 'optimizer.safetensors'), { force: true });
   process.stdout.write(`agl sft: ${res.steps} steps in ${((Date.now() - started) / 1000).toFixed(0)} s, final loss ${res.lastLoss.toFixed(3)}\ncheckpoint: ${out}\n`);
   policy.dispose();
   return 0;
