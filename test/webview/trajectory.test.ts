@@ -144,6 +144,17 @@ describe('trajectory viewer webview', () => {
     await view.page.waitForFunction(() => document.querySelector('.view-header .pill')?.textContent === 'succeeded', undefined, { timeout: 10_000 });
   });
 
+  it('pages through many rollouts with "Load more"', async () => {
+    await daemon.client.enqueueRollouts(Array.from({ length: 60 }, (_, i) => ({ input: { question: `queued ${i}` }, agent: 'samples/calc/agent.ts#calcAgent' })));
+    await view.notify('trajectory/show', { view: { kind: 'rollouts' } });
+    await view.page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 50);
+    assert.equal(await text('.view-header .count'), '50+');
+    await view.page.click('.load-more');
+    await view.page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 70, undefined, { timeout: 10_000 });
+    assert.equal(await text('.view-header .count'), '70', '9 seeded + 1 live + 60 queued');
+    assert.equal(await view.page.locator('.load-more').isHidden(), true);
+  });
+
   it('ran under the strict CSP without a violation or an error, and that CSP does block inline script', async () => {
     assert.deepEqual([...view.problems], []);
     const csp = await view.page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
