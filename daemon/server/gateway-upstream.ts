@@ -5,6 +5,7 @@
  */
 import OpenAI from 'openai';
 import type { LlmResource } from '../../protocol/store.js';
+import { nodeHttpFetch } from './gateway-fetch.js';
 import { type Backend, type CallRequest, type CallResult, GatewayError, StreamAssembler } from './gateway-backend.js';
 
 function tokenData(response: Record<string, unknown>): Pick<CallResult, 'promptTokenIds' | 'completionTokenIds' | 'completionLogprobs'> {
@@ -41,7 +42,7 @@ export class UpstreamBackend implements Backend {
     let client = this.clients.get(key);
     if (!client) {
       // No retries here: the agent's own client decides whether to retry the call it made.
-      client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 10 * 60_000 });
+      client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 10 * 60_000, fetch: nodeHttpFetch });
       this.clients.set(key, client);
     }
     return client;
