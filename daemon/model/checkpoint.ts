@@ -78,11 +78,9 @@ export function loadWeights(c: TransformerConfig, dir: string): Params {
   const params: Params = new Map();
   newVariableScope();
   for (const [name, shape] of paramShapes(c)) {
-    const t = stored.get(name);
-    if (!t) {
-      // Tied checkpoints may still carry lm_head.weight; untied ones must.
-      throw new Error(`${dir}: weight "${name}" (shape ${JSON.stringify(shape)}) is missing`);
-    }
+    // Original GPT-2 checkpoints name their tensors without the "transformer." prefix.
+    const t = stored.get(name) ?? stored.get(name.replace(/^transformer\./, ''));
+    if (!t) throw new Error(`${dir}: weight "${name}" (shape ${JSON.stringify(shape)}) is missing`);
     const diskShape = storedTransposed(c, name) ? [shape[1], shape[0]] : shape;
     if (JSON.stringify(t.shape) !== JSON.stringify(diskShape)) {
       throw new Error(`${dir}: weight "${name}" has shape ${JSON.stringify(t.shape)}, config needs ${JSON.stringify(diskShape)}`);
