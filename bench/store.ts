@@ -1,5 +1,6 @@
 /**
- * `npm run bench:store [-- --quick] [--only minimal,heavy] [--runner-procs N] [--store postgres://...]`
+ * `npm run bench:store [-- --quick] [--only minimal,heavy] [--runner-procs N] [--store postgres://... | --postgres]`
+ * (--postgres: a throwaway local PostgreSQL cluster, as the tests use, one fresh database per scenario)
  * agent-lightning v0.3's store benchmark (BENCHMARKS.md §1) against a real `agl serve` daemon over HTTP:
  * per scenario a fresh daemon (SQLite in a temp data dir unless --store), a runner process with N concurrent
  * runner loops running the synthetic agent (bench/store-runner.ts), and the algorithm side here, batch or
@@ -23,6 +24,7 @@ import { AglClient } from '../sdk/client.js';
 import { AGL, SPAN } from '../protocol/spans.js';
 import type { Rollout } from '../protocol/store.js';
 import { patternBound, percentile, type Pattern } from './store-sim.js';
+import { startPostgres, type PostgresServer } from '../test/helpers/postgres.js';
 
 interface Scenario { name: string; pattern: Pattern; tasks: number; quickTasks: number; batch: number; threshold?: number; runners: number; maxRounds: number; sleep: number; aglMongo: number }
 // From agent-lightning's .github/workflows/benchmark.yml; queue = its batch_partial (enqueue 1024 whenever fewer than `threshold` are in flight).
@@ -201,7 +203,8 @@ async function runScenario(sc: Scenario, quick: boolean, procs: number, store?: 
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, 'runner-procs': { type: 'string' }, store: { type: 'string' } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, 'runner-procs': { type: 'string' }, store: { type: 'string' }, postgres: { type: 'boolean' } } });
+  const pg: PostgresServer | null = values.postgres ? await startPostgres() : null;
   const quick = Boolean(values.quick);
   const only = values.only ? values.only.split(',') : null;
   const procs = Number(values['runner-procs'] ?? 1);
@@ -210,10 +213,10 @@ async function main(): Promise<void> {
   let peakRss = 0;
   let failed = 0;
   metrics.load_avg_1m_start = +loadavg()[0]!.toFixed(2);
-  console.log(`store benchmark (${quick ? 'quick' : 'full'}), ${values.store ? 'store ' + values.store.replace(/\/\/[^@]*@/, '//') : 'SQLite'}, ${procs} runner process(es)`);
+  console.log(`store benchmark (${quick ? 'quick' : 'full'}), ${pg ? 'PostgreSQL (throwaway cluster)' : values.store ? 'store ' + values.store.replace(/\/\/[^@]*@/, '//') : 'SQLite'}, ${procs} runner process(es)`);
   console.log('scenario   tasks  seconds  rollouts/s  limit/s  efficiency  pattern-bound  vs-agl-mongo  spans/s  checks');
   for (const sc of SCENARIOS.filter((s) => !only || only.includes(s.name))) {
-    const r = await runScenario(sc, quick, procs, values.store);
+    const r = await runScenario(sc, quick, procs, pg ? await pg.createDatabase() : values.store);
     claims.push(...r.claims);
     peakRss = Math.max(peakRss, r.rss);
     failed += r.failures.length + (r.total - r.checked);
@@ -238,7 +241,11 @@ async function main(): Promise<void> {
   const outDir = join(root, 'bench/results');
   if (!existsSync(outDir)) mkdirSync(outDir, { recursive: true });
   const machine = `${cpus().length}x ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`;
-  writeFileSync(join(outDir, 'store.json'), JSON.stringify({ date: new Date().toISOString(), machine, quick, metrics }, null, 2) + '\n');
+  const backend = pg || values.store?.startsWith('postgres') ? 'postgres' : 'sqlite';
+  // SQLite (the default) writes store.json; a PostgreSQL run writes store-postgres.json beside it.
+  writeFileSync(join(outDir, backend === 'sqlite' ? 'store.json' : 'store-postgres.json'),
+    JSON.stringify({ date: new Date().toISOString(), machine, backend, quick, metrics }, null, 2) + '\n');
+  await pg?.stop();
   process.exit(failed === 0 ? 0 : 1);
 }
 

@@ -167,6 +167,18 @@ export class SqliteLifecycle {
     });
   }
 
+  /** A read-only look: would healthCheck(now) change anything? (Spares the write lock on quiet ticks.) */
+  needsHealthCheck(now: number): boolean {
+    for (const a of this.st(`SELECT a.started_at, a.last_heartbeat, r.config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id
+      WHERE a.status IN ('preparing', 'running')`).all() as Row[]) {
+      const cfg = JSON.parse(a.config);
+      if (cfg.timeoutSeconds !== null && now - a.started_at > cfg.timeoutSeconds * 1000) return true;
+      if (cfg.unresponsiveSeconds !== null && now - a.last_heartbeat > cfg.unresponsiveSeconds * 1000) return true;
+    }
+    return this.st(`SELECT 1 FROM rollouts r JOIN attempts a ON a.id = r.latest_attempt_id
+      WHERE r.status IN ('preparing', 'running') AND a.status NOT IN ('preparing', 'running') LIMIT 1`).get() !== undefined;
+  }
+
   healthCheck(now: number): HealthCheckResult {
     const result: HealthCheckResult = { timedOut: [], unresponsive: [], requeued: [], failed: [] };
     const live = this.st(`SELECT a.*, r.config AS r_config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id

@@ -374,6 +374,7 @@ export class SqliteStore implements LightningStore {
 
   // --- health ------------------------------------------------------------------------------------
   async runHealthCheck(now: number = Date.now()): Promise<HealthCheckResult> {
+    if (this.read(() => !this.life.needsHealthCheck(now))) return { timedOut: [], unresponsive: [], requeued: [], failed: [] };
     const result = await this.write(() => this.life.healthCheck(now));
     for (const id of result.failed) this.hub.ended(id);
     return result;
