@@ -20,6 +20,8 @@ export function runAgl(ctx: Ctx, args: string[], onLine?: (line: string, stream:
   const argv = [aglEntry(ctx.extensionPath), ...args];
   ctx.log(`$ agl ${args.map((a) => (/[\s"'{}]/.test(a) ? JSON.stringify(a) : a)).join(' ')}`);
   const env: NodeJS.ProcessEnv = { ...process.env, ...node.env, AGL_DATA_DIR: resolveDataDir(settings.dataDir || undefined) };
+  // Commands that talk to the daemon over HTTP (agl rollout, agl runner) use the very daemon this window uses.
+  if (ctx.daemon) { env.AGL_URL = ctx.daemon.endpoint.url; env.AGL_TOKEN = ctx.daemon.endpoint.token; }
   // Progress bars are for terminals; ask for plain lines.
   env.NO_COLOR = '1';
   env.AGL_PROGRESS = 'lines';

@@ -13,6 +13,7 @@ import { DaemonStartError, findRunningDaemon, healthy, spawnDaemon, stopDaemon, 
 import { StatusBar } from './status.js';
 
 const HEALTH_INTERVAL_MS = 5000;
+const SERVED_MODEL_KEY = 'agentLightning.servedModel';
 
 export class Ctx implements vscode.Disposable {
   readonly output = vscode.window.createOutputChannel('Agent Lightning');
@@ -34,6 +35,22 @@ export class Ctx implements vscode.Disposable {
   get extensionPath(): string { return this.extension.extensionPath; }
 
   log(line: string): void { this.output.appendLine(line); }
+
+  /** The policy a daemon started here serves (Run Rollout's "current policy"): the last served checkpoint, else the default model. */
+  get servedModel(): string {
+    return this.extension.workspaceState.get<string>(SERVED_MODEL_KEY) ?? readSettings().defaultModel;
+  }
+
+  /**
+   * Serves `model` (e.g. a checkpoint `agl train` wrote) from now on: restarts a daemon this window started
+   * with it. A daemon started elsewhere keeps its model; false tells the caller to explain that.
+   */
+  async serveModel(model: string): Promise<boolean> {
+    await this.extension.workspaceState.update(SERVED_MODEL_KEY, model);
+    if (this.handle && !this.handle.child) return false;
+    this.log(`Serving ${model}: restarting the daemon with --model.`);
+    return this.restart();
+  }
 
   /** Serializes lifecycle operations: each waits for the previous one to settle. */
   private serialize<T>(op: () => Promise<T>): Promise<T> {
@@ -59,7 +76,7 @@ export class Ctx implements vscode.Disposable {
       } else {
         const node = nodeCommand(settings);
         const spawnWith = (port: number) => spawnDaemon({
-          node: node.command, agl: aglEntry(this.extensionPath), port, dataDir: settings.dataDir, storeUrl: settings.storeUrl,
+          node: node.command, agl: aglEntry(this.extensionPath), port, dataDir: settings.dataDir, storeUrl: settings.storeUrl, model: this.servedModel,
           cwd: workspaceRoot(), onOutput: (l) => this.log(l),
         });
         try {
@@ -107,7 +124,7 @@ export class Ctx implements vscode.Disposable {
     if (this.healthTimer) clearInterval(this.healthTimer);
     this.healthTimer = null;
     if (handle) {
-      this.status.setDaemon({ kind: 'ready', url: handle.endpoint.url, attached: handle.child === null });
+      this.status.setDaemon({ kind: 'ready', url: handle.endpoint.url, attached: handle.child === null, model: handle.child ? this.servedModel : null });
       this.healthTimer = setInterval(() => void this.checkHealth(handle), HEALTH_INTERVAL_MS);
     }
     void this.languageClient?.sendNotification(daemonChanged, { daemon: handle ? handle.endpoint : null }).catch(() => undefined);

@@ -22,6 +22,8 @@ export interface SpawnOptions {
   port: number;
   dataDir: string;
   storeUrl: string;
+  /** The policy the daemon's gateway serves to rollouts of local-model resources (`agl serve --model`). */
+  model: string;
   cwd: string | undefined;
   onOutput: (line: string) => void;
 }
@@ -58,6 +60,7 @@ export async function spawnDaemon(opts: SpawnOptions, timeoutMs = 60_000): Promi
   const dataDir = resolveDataDir(opts.dataDir || undefined);
   const args = [opts.agl, 'serve', '--port', String(opts.port), '--data-dir', dataDir];
   if (opts.storeUrl) args.push('--store', opts.storeUrl);
+  if (opts.model) args.push('--model', opts.model);
   opts.onOutput(`$ ${opts.node} ${args.join(' ')}`);
   const child = spawn(opts.node, args, { cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, AGL_DATA_DIR: dataDir } });
   const recent: string[] = [];

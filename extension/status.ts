@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 
 export type DaemonStatus =
   | { kind: 'starting' }
-  | { kind: 'ready'; url: string; attached: boolean }
+  | { kind: 'ready'; url: string; attached: boolean; model: string | null }
   | { kind: 'down'; reason: string }
   | { kind: 'stopped' };
 
@@ -44,7 +44,7 @@ export class StatusBar implements vscode.Disposable {
         break;
       case 'ready':
         this.item.text = '$(zap) Agent Lightning: ready';
-        this.item.tooltip = `Daemon at ${d.url}${d.attached ? ' (already running, attached)' : ' (started by VS Code)'}. Click for actions.`;
+        this.item.tooltip = `Daemon at ${d.url}${d.attached ? ' (already running, attached)' : ` (started by VS Code, serving ${d.model})`}. Click for actions.`;
         break;
       case 'down':
         this.item.text = '$(error) Agent Lightning: down';

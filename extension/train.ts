@@ -166,10 +166,22 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
     return;
   }
   const summary = finalRun ? summarize(finalRun) : 'done';
-  const actions = finalRun ? ['Open Dashboard', 'Open Trajectories'] : [];
+  // `agl train` prints the final policy's folder: "checkpoint: <dir>/policy-<step>".
+  const checkpoint = [...result.stdout].reverse().map((l) => /^checkpoint: (.+)$/.exec(l.trim())?.[1]).find(Boolean);
+  const actions = [...(checkpoint ? ['Serve Checkpoint'] : []), ...(finalRun ? ['Open Dashboard', 'Open Trajectories'] : [])];
   const picked = await vscode.window.showInformationMessage(`Agent Lightning: trained ${agent.name}: ${summary}`, ...actions);
   if (picked === 'Open Dashboard' && finalRun) void showTrainingDashboard(ctx, { runId: finalRun.id, agent: agent.id });
   if (picked === 'Open Trajectories') void vscode.commands.executeCommand('agentLightning.openTrajectoryViewer', agent.id);
+  if (picked === 'Serve Checkpoint' && checkpoint) await serveCheckpoint(ctx, checkpoint);
+}
+
+/** Makes the daemon serve the trained policy: Run Rollout and any agent pointed at the gateway then use it. */
+async function serveCheckpoint(ctx: Ctx, checkpoint: string): Promise<void> {
+  if (await ctx.serveModel(checkpoint)) {
+    void vscode.window.showInformationMessage(`Agent Lightning: the daemon at ${ctx.daemon?.endpoint.url} now serves ${checkpoint} (OpenAI-compatible: ${ctx.daemon?.endpoint.url}/v1).`);
+  } else if (ctx.daemon && !ctx.daemon.child) {
+    void vscode.window.showWarningMessage(`Agent Lightning: the daemon at ${ctx.daemon.endpoint.url} was started outside VS Code; serve the checkpoint with \`agl serve --model ${checkpoint}\`.`);
+  }
 }
 
 /** "2/2 steps; held-out reward 0.20 → 0.45; 3m 10s; checkpoint in …" from what the run's summary has (agl train writes valBefore, valAfter, minutes). */

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +42,7 @@ function extensionLogs(scratch: string): string {
 test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progress, trajectory viewer shows the rollouts', { timeout: 15 * 60_000 }, async () => {
   const missing = missingTools();
   assert.equal(missing, null, missing ?? '');
+  rmSync(shots, { recursive: true, force: true });
   mkdirSync(shots, { recursive: true });
   const timings: Record<string, number> = {};
   const t0 = Date.now();
@@ -109,10 +110,18 @@ test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progres
     assert.match(summary, /2\/2 steps/, summary);
     assert.match(summary, /held-out reward \d\.\d\d → \d\.\d\d/, summary);
     mark('trained');
+    // Serve the trained checkpoint: the daemon restarts with it, so Run Rollout below uses the new policy.
+    await done.locator('.monaco-button', { hasText: 'Serve Checkpoint' }).click();
+    await page.locator('.notification-toast', { hasText: /now serves .*policy-2/ }).waitFor({ state: 'visible', timeout: 90_000 });
+    await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 30_000 });
+    mark('serving checkpoint');
 
     // 4. The CodeLens now has the reward of the rollouts training ran.
     await page.locator('.tab', { hasText: 'agent.ts' }).first().click();
     await page.locator('.monaco-editor .codelens-decoration', { hasText: /reward -?\d\.\d\d.* · \d+ rollouts/ }).first().waitFor({ state: 'visible', timeout: 60_000 });
+    const trainedLens = await page.locator('.monaco-editor .codelens-decoration', { hasText: 'rollouts' }).first().innerText();
+    const trained = Number(/· (\d+) rollouts/.exec(trainedLens)?.[1]);
+    assert.ok(trained >= 8, `the lens counts the training rollouts: ${trainedLens}`);
     await shot('04-codelens-after-training');
     mark('codelens updated');
 
@@ -129,6 +138,37 @@ test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progres
     assert.match(await viewer.locator('.span-tree').innerText(), /gen_ai\.chat|chat/);
     await shot('06-rollout');
     mark('viewer');
+
+    // 6. "▶ Run" on the CodeLens: a task picked from a JSONL line runs one rollout, and the viewer shows it.
+    await page.locator('.tab', { hasText: 'agent.ts' }).first().click();
+    await page.locator('.monaco-editor .codelens-decoration a', { hasText: '▶ Run' }).first().click();
+    await pickItem(page, 'Pick a task from a JSONL file', /which task/);
+    await pickItem(page, 'calc/data/test.jsonl', /tasks file/);
+    await pickItem(page, 'line 1', /which task/);
+    await viewer.locator('.summary', { hasText: 'test-0' }).waitFor({ state: 'visible', timeout: 120_000 });
+    assert.match(await viewer.locator('.summary').innerText(), /calc\/agent\.ts#calcAgent/);
+    // The served checkpoint answered the agent's LLM calls: the rollout succeeded (whatever its reward).
+    await viewer.locator('.view-header', { hasText: 'succeeded' }).waitFor({ state: 'visible', timeout: 30_000 });
+    await shot('07-run-rollout');
+    mark('run rollout');
+
+    await page.locator('.tab', { hasText: 'agent.ts' }).first().click();
+    await page.locator('.monaco-editor .codelens-decoration', { hasText: `· ${trained + 1} rollouts` }).first().waitFor({ state: 'visible', timeout: 30_000 });
+
+    // 7. Lifecycle: Stop Daemon -> the status bar and lens say so; a command that needs it explains and offers to start it.
+    await runCommand(page, 'Agent Lightning: Stop Daemon');
+    await page.locator('.statusbar-item', { hasText: 'Agent Lightning: stopped' }).waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator('.tab', { hasText: 'agent.ts' }).first().click();
+    await page.locator('.monaco-editor .codelens-decoration', { hasText: 'daemon not running' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+    await runCommand(page, 'Agent Lightning: Run Rollout');
+    const explain = page.locator('.notification-toast', { hasText: 'cannot run a rollout: the daemon is not running (it was stopped)' });
+    await explain.waitFor({ state: 'visible', timeout: 30_000 });
+    await shot('08-daemon-stopped');
+    await explain.locator('.monaco-button', { hasText: 'Start Daemon' }).click();
+    await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 60_000 });
+    await pickItem(page, 'test-0', /which task/); // the flow continues once the daemon is up: last task first
+    await page.locator('.monaco-editor .codelens-decoration', { hasText: `· ${trained + 2} rollouts` }).first().waitFor({ state: 'visible', timeout: 120_000 });
+    mark('daemon restarted');
   } catch (err) {
     await shot('failure').catch(() => undefined);
     console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
