@@ -13,6 +13,8 @@ const HELP = `usage: agl runner [--workers N] [--agent AGENT] [--timeout SECONDS
   --agent AGENT    only claim rollouts of this agent (and run it for rollouts naming none)
   --timeout S      kill a rollout after S seconds when its config sets no timeout
   --grace S        on Ctrl-C / SIGTERM, wait this long for running rollouts (default 30)
+  --per-process K  rollouts one TS/JS worker process runs at once (default 1; raise for many I/O-bound
+                   rollouts: --workers 256 --per-process 32 needs 8 node processes, not 256)
   --python PATH    the Python interpreter for Python agents (default python3)
 Connects to the local daemon (--data-dir DIR) or to --url URL --token T (AGL_URL / AGL_TOKEN).
 `;
@@ -22,7 +24,7 @@ export async function run(argv: string[]): Promise<number> {
     args: argv, strict: true,
     options: {
       workers: { type: 'string', default: '4' }, agent: { type: 'string' }, timeout: { type: 'string' }, grace: { type: 'string', default: '30' },
-      python: { type: 'string' }, url: { type: 'string' }, token: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      'per-process': { type: 'string', default: '1' }, python: { type: 'string' }, url: { type: 'string' }, token: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) { process.stdout.write(HELP); return 0; }
@@ -31,9 +33,11 @@ export async function run(argv: string[]): Promise<number> {
   const timeout = values.timeout === undefined ? null : Number(values.timeout);
   if (timeout !== null && !(timeout > 0)) { process.stderr.write(`agl runner: --timeout must be a positive number of seconds\n`); return 2; }
   const grace = Number(values.grace);
+  const perProcess = Number(values['per-process']);
+  if (!Number.isInteger(perProcess) || perProcess < 1) { process.stderr.write(`agl runner: --per-process must be a positive integer, got '${values['per-process']}'\n`); return 2; }
   const conn = connect(values);
   await conn.client.health(); // fail fast, with the client's message, when the daemon is unreachable
-  const runner = new Runner({ client: conn.client, daemonUrl: conn.url, token: conn.token, workers, agent: values.agent, defaultTimeoutSeconds: timeout, python: values.python });
+  const runner = new Runner({ client: conn.client, daemonUrl: conn.url, token: conn.token, workers, agent: values.agent, defaultTimeoutSeconds: timeout, python: values.python, jobsPerProcess: perProcess });
   runner.start();
   process.stderr.write(`agl runner: ${workers} worker(s) claiming rollouts from ${conn.url}${values.agent ? ` (agent ${values.agent})` : ''}; Ctrl-C to stop\n`);
   const report = setInterval(() => process.stderr.write(`agl runner: ${runner.completed} succeeded, ${runner.failed} failed\n`), 60_000);

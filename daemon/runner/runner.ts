@@ -1,6 +1,6 @@
 /**
- * The runner: N worker slots, each claiming rollouts from the daemon's queue and running them in its
- * own warm worker process (one per agent language). Slots heartbeat as store workers; stop() stops
+ * The runner: N worker slots, each claiming rollouts from the daemon's queue and running them in warm
+ * worker processes (WorkerPool: one rollout per process by default, `jobsPerProcess` for more). Slots heartbeat as store workers; stop() stops
  * claiming, lets running attempts finish within a grace period, then kills what is left (those
  * attempts end failed and the store requeues them per their config).
  */
@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import type { Resources } from '../../protocol/store.js';
 import type { AglClient } from '../../sdk/client.js';
 import { type ExecuteResult, executeClaim } from './execute.js';
-import { type WorkerKind, WorkerProcess } from './worker-process.js';
+import { WorkerPool } from './worker-process.js';
 
 export interface RunnerOptions {
   client: AglClient;
@@ -22,12 +22,16 @@ export interface RunnerOptions {
   /** Idle polling interval bounds (ms). */
   pollMs?: { min: number; max: number };
   python?: string;
+  /**
+   * Rollouts one TS/JS worker process runs at once (default 1: each rollout has a process to itself).
+   * Raise it for many I/O-bound rollouts (hundreds of runners cannot each have a node process).
+   */
+  jobsPerProcess?: number;
   log?: (message: string) => void;
   onResult?: (result: ExecuteResult) => void;
 }
 
 class Slot {
-  readonly processes = new Map<WorkerKind, WorkerProcess>();
   busy = false;
   constructor(readonly id: string) {}
 }
@@ -38,13 +42,18 @@ export class Runner {
   private loops: Promise<void>[] = [];
   private wake: (() => void)[] = [];
   private readonly resourcesCache = new Map<string, Resources>();
+  private readonly pool: WorkerPool;
   completed = 0;
   failed = 0;
 
   constructor(private readonly opts: RunnerOptions) {
     const prefix = `${hostname()}-${process.pid}`;
     this.slots = Array.from({ length: opts.workers }, (_, i) => new Slot(`${prefix}-w${i}`));
+    this.pool = new WorkerPool({ daemonUrl: opts.daemonUrl, token: opts.token, cwd: opts.cwd ?? process.cwd(), python: opts.python }, opts.jobsPerProcess ?? 1);
   }
+
+  /** Worker processes started so far (warm ones are reused). */
+  get processCount(): number { return this.pool.size; }
 
   get workerIds(): string[] { return this.slots.map((s) => s.id); }
 
@@ -62,15 +71,6 @@ export class Runner {
     });
   }
 
-  private workerFor(slot: Slot, kind: WorkerKind): WorkerProcess {
-    let p = slot.processes.get(kind);
-    if (!p) {
-      p = new WorkerProcess(kind, { daemonUrl: this.opts.daemonUrl, token: this.opts.token, cwd: this.opts.cwd ?? process.cwd(), python: this.opts.python });
-      slot.processes.set(kind, p);
-    }
-    return p;
-  }
-
   private async loop(slot: Slot): Promise<void> {
     const { min, max } = this.opts.pollMs ?? { min: 50, max: 1000 };
     let idle = min;
@@ -83,7 +83,7 @@ export class Runner {
         idle = min;
         slot.busy = true;
         void this.opts.client.heartbeatWorker(slot.id, { status: 'busy', currentRolloutId: claim.rollout.id, currentAttemptId: claim.attempt.id }).catch(() => {});
-        const result = await executeClaim(claim, (kind) => this.workerFor(slot, kind), {
+        const result = await executeClaim(claim, (kind) => this.pool.acquire(kind), {
           client: this.opts.client, daemonUrl: this.opts.daemonUrl, cwd: this.opts.cwd ?? process.cwd(), defaultAgent: this.opts.agent,
           defaultTimeoutSeconds: this.opts.defaultTimeoutSeconds, log: (m) => this.log(m), resourcesCache: this.resourcesCache,
         });
@@ -104,10 +104,10 @@ export class Runner {
     this.stopping = true;
     for (const w of this.wake.splice(0)) w();
     const all = Promise.all(this.loops);
-    const timer = setTimeout(() => { for (const s of this.slots) if (s.busy) for (const p of s.processes.values()) p.kill(); }, graceMs);
+    const timer = setTimeout(() => this.pool.killAll(), graceMs);
     await all;
     clearTimeout(timer);
-    await Promise.all(this.slots.flatMap((s) => [...s.processes.values()].map((p) => p.stop())));
+    await this.pool.stopAll();
     await Promise.all(this.slots.map((s) => this.opts.client.heartbeatWorker(s.id, { status: 'offline', currentRolloutId: null, currentAttemptId: null }).catch(() => {})));
   }
 }

@@ -1,7 +1,9 @@
 /**
  * One warm worker process for one agent language: a forked node (with tsx) for TS/JS agents, or
- * `python3 agl_runner.py --serve` for Python. Runs one job at a time, reports spans as they come,
- * and is killed (then respawned on the next job) when a job times out or the process crashes.
+ * `python3 agl_runner.py --serve` for Python. It stays alive across rollouts. A JS process may run
+ * several jobs at once (`capacity`; async agents share the event loop, AsyncLocalStorage keeps their
+ * contexts apart); a Python process runs one. A crash fails every job it held; a timed-out job fails at
+ * once and its process is killed as soon as no other job is running in it (or at once when alone).
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -19,21 +21,30 @@ export interface WorkerEnv {
   python?: string;
 }
 
-interface Pending { attemptId: string; resolve: (o: JobOutcome) => void; onSpans: (spans: SpanInput[]) => void }
-
+interface Pending { resolve: (o: JobOutcome) => void; onSpans: (spans: SpanInput[]) => void; timer: NodeJS.Timeout | null }
 
 export class WorkerProcess {
   private child: ChildProcess | null = null;
-  private pending: Pending | null = null;
+  private readonly pending = new Map<string, Pending>();
+  /** Set when a job timed out while others ran: the process is killed once it is idle. */
+  private tainted = false;
   private stderrTail = '';
   /** Jobs run by this process (a warm process serves many). */
   jobsRun = 0;
   spawned = 0;
+  readonly capacity: number;
 
-  constructor(readonly kind: WorkerKind, private readonly env: WorkerEnv) {}
+  constructor(readonly kind: WorkerKind, private readonly env: WorkerEnv, capacity = 1) {
+    this.capacity = kind === 'python' ? 1 : Math.max(1, capacity);
+  }
+
+  get active(): number { return this.pending.size; }
+  get hasRoom(): boolean { return this.pending.size < this.capacity; }
 
   private start(): ChildProcess {
     this.spawned++;
+    this.tainted = false;
+    this.stderrTail = '';
     const env = { ...process.env, AGL_DAEMON_URL: this.env.daemonUrl, AGL_TOKEN: this.env.token, AGL_WORKER: '1' };
     const child = this.kind === 'js'
       ? fork(JS_WORKER_ENTRY, [], { cwd: this.env.cwd, env, execArgv: ['--import', tsxLoaderUrl()], stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
@@ -43,10 +54,12 @@ export class WorkerProcess {
       this.stderrTail = (this.stderrTail + d.toString()).slice(-4000);
     });
     const onMessage = (msg: FromWorker) => {
-      const p = this.pending;
-      if (!p) return;
-      if (msg.type === 'spans') p.onSpans(msg.spans);
-      else if (msg.type === 'done' && msg.attemptId === p.attemptId) { this.pending = null; this.jobsRun++; p.resolve(msg.outcome); }
+      if (msg.type === 'spans') {
+        for (const span of msg.spans) this.pending.get(span.attemptId)?.onSpans([span]);
+      } else if (msg.type === 'done') {
+        this.settle(msg.attemptId, msg.outcome);
+        this.jobsRun++;
+      }
     };
     if (this.kind === 'js') child.on('message', onMessage);
     else {
@@ -57,38 +70,39 @@ export class WorkerProcess {
     }
     child.on('exit', (code, signal) => {
       if (this.child === child) this.child = null;
-      const p = this.pending;
-      if (p) {
-        this.pending = null;
-        const tail = this.stderrTail.trim().split('\n').slice(-8).join('\n');
-        p.resolve({ status: 'failed', reward: null, error: { message: `agent process exited (${signal ?? `code ${code}`}) during the rollout${tail ? `:\n${tail}` : ''}` } });
+      const tail = this.stderrTail.trim().split('\n').slice(-8).join('\n');
+      for (const id of [...this.pending.keys()]) {
+        this.settle(id, { status: 'failed', reward: null, error: { message: `agent process exited (${signal ?? `code ${code}`}) during the rollout${tail ? `:\n${tail}` : ''}` } });
       }
     });
     child.on('error', (err) => {
-      const p = this.pending;
-      if (p) { this.pending = null; p.resolve({ status: 'failed', reward: null, error: { message: `could not start the ${this.kind} worker: ${err.message}` } }); }
+      for (const id of [...this.pending.keys()]) this.settle(id, { status: 'failed', reward: null, error: { message: `could not start the ${this.kind} worker: ${err.message}` } });
     });
     return child;
   }
 
+  private settle(attemptId: string, outcome: JobOutcome): void {
+    const p = this.pending.get(attemptId);
+    if (!p) return;
+    this.pending.delete(attemptId);
+    if (p.timer) clearTimeout(p.timer);
+    p.resolve(outcome);
+    if (this.tainted && this.pending.size === 0) this.kill();
+  }
+
   /** Runs a job; resolves with its outcome (a crash or timeout is a failed outcome, never a throw). */
   run(job: RunJob, onSpans: (spans: SpanInput[]) => void, timeoutMs: number | null): Promise<JobOutcome> {
-    if (this.pending) throw new Error('worker busy');
+    if (!this.hasRoom) throw new Error(`worker process full (${this.capacity} jobs)`);
     if (!this.child || this.child.exitCode !== null) this.child = this.start();
-    this.stderrTail = '';
     const child = this.child;
     return new Promise<JobOutcome>((resolve) => {
-      let timer: NodeJS.Timeout | null = null;
-      this.pending = { attemptId: job.attemptId, onSpans, resolve: (o) => { if (timer) clearTimeout(timer); resolve(o); } };
-      if (timeoutMs !== null) {
-        timer = setTimeout(() => {
-          const p = this.pending;
-          if (!p || p.attemptId !== job.attemptId) return;
-          this.pending = null;
-          this.kill();
-          resolve({ status: 'failed', reward: null, error: { message: `rollout timed out after ${Math.round(timeoutMs / 1000)} s: the agent process was killed` } });
-        }, timeoutMs);
-      }
+      const timer = timeoutMs === null ? null : setTimeout(() => {
+        if (!this.pending.has(job.attemptId)) return;
+        // Alone in the process: kill it now. Otherwise kill it once the others are done.
+        if (this.pending.size === 1) this.kill(); else this.tainted = true;
+        this.settle(job.attemptId, { status: 'failed', reward: null, error: { message: `rollout timed out after ${Math.round(timeoutMs / 1000)} s: the agent process was killed` } });
+      }, timeoutMs);
+      this.pending.set(job.attemptId, { onSpans, resolve, timer });
       const msg = { type: 'run', job };
       if (this.kind === 'js') child.send(msg);
       else child.stdin!.write(JSON.stringify(msg) + '\n');
@@ -101,7 +115,7 @@ export class WorkerProcess {
     if (c && c.exitCode === null) c.kill('SIGKILL');
   }
 
-  /** Asks the process to exit after its current job; kills it after graceMs. */
+  /** Asks the process to exit; kills it after graceMs. */
   async stop(graceMs = 2000): Promise<void> {
     const c = this.child;
     if (!c || c.exitCode !== null) return;
@@ -112,4 +126,25 @@ export class WorkerProcess {
     clearTimeout(timer);
     if (this.child === c) this.child = null;
   }
+}
+
+/** Warm processes shared by a runner's slots: a job goes to a process of its kind with room, else a new one. */
+export class WorkerPool {
+  private readonly processes: WorkerProcess[] = [];
+
+  constructor(private readonly env: WorkerEnv, private readonly jobsPerProcess = 1) {}
+
+  acquire(kind: WorkerKind): WorkerProcess {
+    const free = this.processes.find((p) => p.kind === kind && p.hasRoom);
+    if (free) return free;
+    const p = new WorkerProcess(kind, this.env, this.jobsPerProcess);
+    this.processes.push(p);
+    return p;
+  }
+
+  get size(): number { return this.processes.length; }
+
+  killAll(): void { for (const p of this.processes) p.kill(); }
+
+  async stopAll(): Promise<void> { await Promise.all(this.processes.map((p) => p.stop())); }
 }

@@ -94,6 +94,28 @@ describe('runner', () => {
     assert.ok(pids.size <= 2, `4 rollouts on 2 slots ran in ${pids.size} processes`);
   });
 
+  it('runs concurrent rollouts in one shared process with jobsPerProcess, and a timeout there spares the others', async () => {
+    const shared = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 4, jobsPerProcess: 4, agent: `${agents}#slowPidAgent`, pollMs: { min: 20, max: 100 }, log: () => {} });
+    await runner.stop(5000); // only the shared runner claims now
+    shared.start();
+    try {
+      const inputs = [{ ms: 2500 }, { ms: 2500 }, { ms: 2500 }, { ms: 60_000 }].map((input, i) => ({ input, agent: `${agents}#slowPidAgent`, config: i === 3 ? { timeoutSeconds: 1 } : {} })); // the timeout hits while the others run
+      const rollouts = await daemon.client.enqueueRollouts(inputs);
+      let done: Rollout[] = [];
+      for (let i = 0; i < 30 && done.length < 4; i++) done = await daemon.client.waitForRollouts(rollouts.map((r) => r.id), 2000);
+      const byId = new Map(done.map((r) => [r.id, r]));
+      assert.deepEqual(rollouts.map((r) => byId.get(r.id)?.status), ['succeeded', 'succeeded', 'succeeded', 'failed']);
+      const pids = new Set<string>();
+      for (const r of rollouts.slice(0, 3)) pids.add(String((await daemon.client.querySpans({ rolloutId: r.id, name: SPAN.message }))[0].attributes[AGL.message]));
+      assert.equal(pids.size, 1, 'the three rollouts ran in one process');
+      assert.equal(shared.processCount, 1);
+    } finally {
+      await shared.stop(5000);
+      runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 2, pollMs: { min: 20, max: 200 }, log: () => {} });
+      runner.start();
+    }
+  });
+
   it('an unknown agent export fails with a message naming the exports', async () => {
     const r = await runToEnd({ input: {}, agent: `${agents}#nope` });
     const [attempt] = await daemon.client.getAttempts(r.id);
