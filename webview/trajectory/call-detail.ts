@@ -15,10 +15,26 @@ export interface DetailActions {
 
 const ROLE_ICON: Record<string, string> = { system: 'settings-gear', user: 'account', assistant: 'hubot', tool: 'tools' };
 
+/** Long texts (system prompts, retrieved documents) start folded, with a link to show them whole. */
+const FOLD_AT = 1200;
+
+function chatText(text: string): HTMLElement {
+  if (text.length <= FOLD_AT) return h('div', { class: 'chat-text' }, text);
+  const body = h('div', { class: 'chat-text folded' }, text.slice(0, FOLD_AT) + '…');
+  const toggle = h('a', { href: '#', class: 'fold-toggle' }, `Show all ${text.length.toLocaleString()} characters`);
+  toggle.addEventListener('click', (e) => {
+    e.preventDefault();
+    const folded = body.classList.toggle('folded');
+    body.textContent = folded ? text.slice(0, FOLD_AT) + '…' : text;
+    toggle.textContent = folded ? `Show all ${text.length.toLocaleString()} characters` : 'Show less';
+  });
+  return h('div', {}, body, toggle);
+}
+
 export function chatBubble(m: ChatMessage, extraClass = ''): HTMLElement {
   return h('div', { class: `chat-msg role-${m.role} ${extraClass}`.trim() },
     h('div', { class: 'chat-role' }, icon(ROLE_ICON[m.role] ?? 'comment'), ` ${m.role}${m.name ? ` · ${m.name}` : ''}${m.toolCallId ? ` · ${m.toolCallId}` : ''}`),
-    m.text ? h('div', { class: 'chat-text' }, m.text) : null,
+    m.text ? chatText(m.text) : null,
     ...m.toolCalls.map((c) => h('div', { class: 'chat-tool-call' }, icon('symbol-method'), h('span', { class: 'mono' }, ` ${c.name}(${c.args})`))),
   );
 }

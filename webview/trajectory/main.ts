@@ -20,6 +20,8 @@ const host = new HostConnection<TrajectoryState>();
 const root = document.getElementById('app') ?? document.body.appendChild(h('div', { id: 'app' }));
 let state: TrajectoryState = host.state ?? { view: { kind: 'rollouts' }, filter: {} };
 let renderToken = 0;
+/** What the rollout view last drew, to skip live redraws that would change nothing. */
+let shownSignature = '';
 
 const openCode = (filepath: string, lineno: number | null, symbol?: string): void => host.command(P.openCode, { filepath, lineno, symbol });
 
@@ -58,17 +60,25 @@ async function render(quiet = false): Promise<void> {
       const detail = await host.request(P.getRollout, { rolloutId: view.rolloutId, attemptId: view.attemptId });
       if (token !== renderToken) return;
       const scroll = window.scrollY;
-      renderRolloutView(root, detail, { tab: view.tab ?? 'timeline', selectedSpanId: view.selectedSpanId }, {
+      // A live poll that finds nothing new leaves the page alone (open folds, hover, selection).
+      const signature = [detail.rollout.status, detail.attemptId, detail.spans.length, detail.transitions.length].join('|');
+      const unchanged = quiet && signature === shownSignature;
+      shownSignature = signature;
+      if (!unchanged) renderRolloutView(root, detail, { tab: view.tab ?? 'timeline', selectedSpanId: view.selectedSpanId }, {
         back: () => go({ kind: 'rollouts' }),
         selectAttempt: (attemptId) => go({ ...view, attemptId, selectedSpanId: undefined }),
         saveViewState: (s) => { state = { ...state, view: { ...view, ...s } }; host.state = state; },
         openCode,
         openGroup: (rolloutId) => go({ kind: 'group', rolloutId }),
       });
-      if (quiet) window.scrollTo(0, scroll);
+      if (quiet && !unchanged) window.scrollTo(0, scroll);
       // A rollout still running grows span by span: follow it until it ends.
       if (!ENDED.has(detail.rollout.status)) setTimeout(() => { if (token === renderToken) void render(true); }, LIVE_REFRESH_MS);
-    } catch (err) { if (token === renderToken && !quiet) failed(`rollout ${view.rolloutId}`, err); }
+    } catch (err) {
+      if (token !== renderToken) return;
+      if (!quiet) failed(`rollout ${view.rolloutId}`, err);
+      else setTimeout(() => { if (token === renderToken) void render(true); }, LIVE_REFRESH_MS * 2); // daemon restarting: keep following
+    }
     return;
   }
   try {
