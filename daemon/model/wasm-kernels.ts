@@ -1,12 +1,13 @@
 /**
- * Faster replacements for two tfjs-backend-wasm 4.22 kernels, installed after the wasm backend starts.
+ * Faster replacements for three tfjs-backend-wasm 4.22 kernels, installed after the wasm backend starts.
  * Measured on the 2-core machine (CPU ms, 64 x [127,127]@[127,32]):
  * - BatchMatMul with batch > 1 runs a slow generic loop (~30 ms) while a 2-D product goes through
  *   XNNPACK (~6 ms for all 64). Ours calls the 2-D XNNPACK path once per batch item on zero-copy views
  *   of the operands (tensor ids registered on the C++ side at an offset into the parent's memory).
  * - Slice reads the WHOLE input through readSync (a full copy) for every slice: unstacking 64 slices of a
  *   4 MB tensor copied 256 MB (~140 ms). Ours copies only the slice, inside the wasm heap.
- * Both fall back to the original kernel for anything else (transposes, broadcasting, strided slices).
+ * - Identity copied its input; the gradient tape clones every tensor it saves (~10% of a training step).
+ * All fall back to the original kernel for anything else (transposes, broadcasting, strided slices).
  */
 import * as tf from '@tensorflow/tfjs';
 
@@ -67,6 +68,15 @@ export function installFastWasmKernels(): void {
       tfjs.disposeData(ia); tfjs.disposeData(ib); tfjs.disposeData(io);
     }
     return out as tf.TensorInfo;
+  });
+
+  // Identity (tf.clone, and every tensor the gradient tape saves) copied its input; share it instead,
+  // as the cpu backend does: tensors are immutable and the backend reference-counts their memory.
+  replaceKernel('Identity', (original) => (args) => {
+    const { x } = args.inputs;
+    if (x.dtype === 'string') return original(args);
+    (args.backend as unknown as { incRef(id: unknown): void }).incRef(x.dataId);
+    return { dataId: x.dataId, shape: x.shape, dtype: x.dtype } as tf.TensorInfo;
   });
 
   replaceKernel('Slice', (original) => (args) => {
