@@ -20,9 +20,16 @@ function idHex(v: unknown): string {
   return Buffer.from(v as Uint8Array).toString('hex');
 }
 
+interface LongLike { low: number; high: number }
+const isLong = (v: unknown): v is LongLike => typeof v === 'object' && v !== null && typeof (v as LongLike).low === 'number' && typeof (v as LongLike).high === 'number';
+/** protobufjs' 64-bit integers (Long) as a double: exact below 2^53, ~256 ns granularity for epoch nanos. */
+const longToNumber = (v: LongLike) => (v.high >>> 0) * 4294967296 + (v.low >>> 0);
+const signedLongToNumber = (v: LongLike) => v.high * 4294967296 + (v.low >>> 0);
+
 /** Nanoseconds (Long, decimal string or number) -> epoch milliseconds, keeping sub-ms precision. */
 function nanosToMs(v: unknown): number | null {
   if (v === undefined || v === null) return null;
+  if (isLong(v)) { const ns = longToNumber(v); return ns === 0 ? null : ns / 1e6; }
   const n = typeof v === 'number' ? BigInt(Math.round(v)) : BigInt(String(v));
   if (n === 0n) return null;
   return Number(n / 1000n) / 1000;
@@ -35,7 +42,7 @@ function anyValue(v: unknown): unknown {
   if (!key) return null;
   const x = o[key];
   switch (key) {
-    case 'intValue': case 'int_value': return Number(String(x));
+    case 'intValue': case 'int_value': return isLong(x) ? signedLongToNumber(x) : Number(x);
     case 'arrayValue': case 'array_value': return ((x as Obj)?.values as unknown[] ?? []).map(anyValue);
     case 'kvlistValue': case 'kvlist_value': return Object.fromEntries(((x as Obj)?.values as Obj[] ?? []).map((kv) => [kv.key, anyValue(kv.value)]));
     case 'bytesValue': case 'bytes_value': return typeof x === 'string' ? x : Buffer.from(x as Uint8Array).toString('base64');
