@@ -127,6 +127,9 @@ export async function generate(c: TransformerConfig, P: Params, tok: Tokenizer, 
       }
       if (out.every((o) => o.done)) break;
       input = tf.tensor2d(nextIds, [prompts.length, 1], 'int32');
+      // Let the event loop run between steps (wasm reads resolve as microtasks): streamed tokens get
+      // flushed and new HTTP requests get queued for the next batch while this one generates.
+      await new Promise((resolve) => setImmediate(resolve));
     }
   } finally {
     disposeCache(cache);
