@@ -83,7 +83,9 @@ export async function spawnDaemon(opts: SpawnOptions, timeoutMs = 60_000): Promi
     const exit = ended.exit;
     if (exit) {
       const output = recent.join('\n');
-      const why = exit.error ? `could not run ${opts.node}: ${exit.error.message}` : `exited with ${exit.signal ?? `code ${exit.code}`}`;
+      const why = exit.error
+        ? `could not run ${opts.node}: ${exit.error.message} (the daemon needs Node.js 20+: install it, or set agentLightning.nodePath)`
+        : `exited with ${exit.signal ?? `code ${exit.code}`}`;
       throw new DaemonStartError(`agl serve ${why}${output ? `: ${recent[recent.length - 1]}` : ''}`, output, /already in use/.test(output));
     }
     const { running, state } = readDaemonState(dataDir);

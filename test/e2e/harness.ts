@@ -6,7 +6,7 @@
  * language server and the daemon the extension started. See ../shared/guides/VSCODE-E2E.md.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,6 +99,8 @@ export async function startCodeServer(vsix: string, settings: Record<string, unk
       await new Promise((r) => setTimeout(r, 1500));
       try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }
       if (daemonPid) { try { process.kill(daemonPid, 'SIGKILL'); } catch { /* already gone */ } }
+      // The logs worth keeping were printed on failure; the rest (user data, extension copy, store) goes.
+      rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
     },
   };
 }
