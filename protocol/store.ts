@@ -150,6 +150,11 @@ export const LlmResource = z.object({
   upstreamUrl: z.string().optional(),
   /** Name of an environment variable holding the upstream API key (never the key itself). */
   apiKeyEnv: z.string().optional(),
+  /**
+   * For upstream: ask the server for token ids and log-probs (vLLM's `return_token_ids`, `logprobs`) so
+   * calls are recorded with them. Only for servers that accept those fields (OpenAI itself rejects them).
+   */
+  requestTokenIds: z.boolean().optional(),
 });
 export const PromptTemplateResource = z.object({
   type: z.literal('prompt_template'),

@@ -22,6 +22,12 @@ function tokenData(response: Record<string, unknown>): Pick<CallResult, 'promptT
   };
 }
 
+/** The request body, plus vLLM's token-id and log-prob fields when the resource asks for them. */
+function withTokenIds(req: CallRequest): Record<string, unknown> {
+  if (!req.resource.requestTokenIds) return req.body;
+  return { ...req.body, return_token_ids: true, logprobs: req.kind === 'chat' ? true : (req.body.logprobs ?? 1) };
+}
+
 function toGatewayError(err: unknown): unknown {
   if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
     const body = err.error as { message?: string; code?: string; param?: string } | undefined;
@@ -50,7 +56,7 @@ export class UpstreamBackend implements Backend {
 
   async call(req: CallRequest, signal: AbortSignal): Promise<CallResult> {
     const client = this.client(req.resource);
-    const body = { ...req.body, stream: false } as never;
+    const body = { ...withTokenIds(req), stream: false } as never;
     try {
       const response = (req.kind === 'chat'
         ? await client.chat.completions.create(body, { signal })
@@ -63,7 +69,7 @@ export class UpstreamBackend implements Backend {
     const client = this.client(req.resource);
     const wantsUsage = (req.body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true;
     // Always ask for usage so the span has it; pass the usage-only chunk on only if the agent asked.
-    const body = { ...req.body, stream: true, stream_options: { ...(req.body.stream_options as object | undefined), include_usage: true } } as never;
+    const body = { ...withTokenIds(req), stream: true, stream_options: { ...(req.body.stream_options as object | undefined), include_usage: true } } as never;
     const assembler = new StreamAssembler(req.kind);
     try {
       const stream = req.kind === 'chat'

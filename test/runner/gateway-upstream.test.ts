@@ -77,6 +77,21 @@ describe('gateway, upstream backend', () => {
     assert.equal(JSON.parse(String(span.attributes[GENAI.outputMessages]))[0].content, FAKE_ANSWER);
   });
 
+  it('asks a vLLM-style upstream for token ids and logprobs when the resource says so', async () => {
+    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url, requestTokenIds: true } } });
+    try {
+      const { openai, spans } = await attempt();
+      await openai.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(upstream.requests.at(-1)?.return_token_ids, true);
+      const [span] = await spans();
+      assert.deepEqual(span.attributes[AGL.promptTokenIds], FAKE_PROMPT_IDS);
+      assert.deepEqual(span.attributes[AGL.completionTokenIds], FAKE_TOKEN_IDS);
+      assert.deepEqual(span.attributes[AGL.completionLogprobs], FAKE_TOKEN_IDS.map(() => -0.5));
+    } finally {
+      await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url, samplingParams: { temperature: 0.7 } } } });
+    }
+  });
+
   it('streams tool calls through', async () => {
     const { openai, spans } = await attempt();
     const stream = await openai.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: '6*7' }], tools, stream: true, stream_options: { include_usage: true } });
