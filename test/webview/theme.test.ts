@@ -1,7 +1,8 @@
 /**
  * The webviews take every colour from the VS Code theme: the same views under Light Modern and Dark
  * Modern paint with each theme's variables (editor background, foreground, the chart and status colours),
- * and a light screenshot is kept next to the dark ones in test-results/webview/.
+ * and a light screenshot is kept next to the dark ones in test-results/webview/. A panel beside the
+ * editor (narrow) gets the essential table columns and the span tree above the detail.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -9,7 +10,7 @@ import { dashboardHandlers, trajectoryHandlers } from '../../extension/panels/da
 import { openWebview, startDaemon, type Daemon } from './harness.js';
 import { seedCalcTraining, type SeededData } from './seed.js';
 
-describe('webview theming', () => {
+describe('webview theming and layout', () => {
   let daemon: Daemon;
   let data: SeededData;
   before(async () => { daemon = await startDaemon(); data = await seedCalcTraining(daemon.client); });
@@ -43,4 +44,24 @@ describe('webview theming', () => {
       } finally { await dashboard.close(); }
     });
   }
+
+  it('fits a panel beside the editor: essential columns, span tree above the call detail', async () => {
+    const viewer = await openWebview('trajectory', trajectoryHandlers(daemon.client), { width: 560, height: 900 });
+    try {
+      await viewer.page.waitForSelector('.rollout-row');
+      assert.deepEqual(await viewer.page.locator('vscode-table-header-cell').allInnerTexts(), ['Rollout', 'Status', 'Reward', 'Duration', 'Input']);
+      await viewer.screenshot('narrow-rollouts');
+      await viewer.page.click(`.rollout-row[data-rollout-id="${data.groupRolloutIds['task-12x7'][0]}"]`);
+      await viewer.page.waitForSelector('.detail-llm');
+      const tree = (await viewer.page.locator('.span-tree').boundingBox())!;
+      const detail = (await viewer.page.locator('.detail-pane').boundingBox())!;
+      assert.ok(detail.y >= tree.y + tree.height, `detail (${detail.y}) below the tree (${tree.y + tree.height})`);
+      await viewer.screenshot('narrow-rollout');
+      await viewer.page.setViewportSize({ width: 1300, height: 900 });
+      await viewer.page.click('.back');
+      await viewer.page.waitForSelector('.rollout-row');
+      assert.equal(await viewer.page.locator('vscode-table-header-cell').count(), 10, 'all columns when wide again');
+      assert.deepEqual([...viewer.problems], []);
+    } finally { await viewer.close(); }
+  });
 });

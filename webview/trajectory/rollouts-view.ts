@@ -23,40 +23,53 @@ export function statusPill(status: string): HTMLElement {
   return h('span', { class: `pill status-${status}` }, status);
 }
 
-function row(item: RolloutRow, open: (id: string) => void): HTMLElement {
-  const r = item.rollout;
-  const duration = r.endedAt !== null ? r.endedAt - r.createdAt : null;
-  const tr = h('vscode-table-row', { class: 'rollout-row', 'data-rollout-id': r.id, tabindex: 0 },
-    h('vscode-table-cell', { class: 'mono', title: r.id }, shortId(r.id)),
-    h('vscode-table-cell', {}, statusPill(r.status)),
-    h('vscode-table-cell', {}, r.mode),
-    h('vscode-table-cell', { title: r.agent ?? '' }, r.agent ? r.agent.split(/[\\/]/).pop()! : '—'),
-    h('vscode-table-cell', { class: 'mono' }, item.resourcesVersion === null ? '—' : `v${item.resourcesVersion}`),
-    h('vscode-table-cell', { class: `num reward ${signClass(item.reward)}` }, fmtNumber(item.reward)),
-    h('vscode-table-cell', { class: 'num' }, String(r.attemptCount)),
-    h('vscode-table-cell', { class: 'num' }, fmtDuration(duration)),
-    h('vscode-table-cell', { title: JSON.stringify(r.input) }, preview(r.input, 60)),
-    h('vscode-table-cell', { class: 'muted' }, fmtTime(r.createdAt)),
-  );
-  tr.addEventListener('click', () => open(r.id));
-  tr.addEventListener('keydown', (e) => { if ((e as KeyboardEvent).key === 'Enter') open(r.id); });
+/** Table columns: width in % when the panel is wide, and when narrow (a panel beside the editor) or hidden. */
+interface Column { title: string; wide: number; narrow?: number; num?: boolean; cell: (item: RolloutRow) => HTMLElement }
+const NARROW_BELOW_PX = 820;
+const COLUMNS: Column[] = [
+  { title: 'Rollout', wide: 11, narrow: 22, cell: ({ rollout: r }) => h('vscode-table-cell', { class: 'mono', title: r.id }, shortId(r.id)) },
+  { title: 'Status', wide: 9, narrow: 20, cell: ({ rollout: r }) => h('vscode-table-cell', {}, statusPill(r.status)) },
+  { title: 'Mode', wide: 6, cell: ({ rollout: r }) => h('vscode-table-cell', {}, r.mode) },
+  { title: 'Agent', wide: 15, cell: ({ rollout: r }) => h('vscode-table-cell', { title: r.agent ?? '' }, r.agent ? r.agent.split(/[\\/]/).pop()! : '—') },
+  { title: 'Res.', wide: 5, cell: (i) => h('vscode-table-cell', { class: 'mono' }, i.resourcesVersion === null ? '—' : `v${i.resourcesVersion}`) },
+  { title: 'Reward', wide: 7, narrow: 13, num: true, cell: (i) => h('vscode-table-cell', { class: `num reward ${signClass(i.reward)}` }, fmtNumber(i.reward)) },
+  { title: 'Att.', wide: 5, num: true, cell: ({ rollout: r }) => h('vscode-table-cell', { class: 'num' }, String(r.attemptCount)) },
+  { title: 'Duration', wide: 7, narrow: 15, num: true,
+    cell: ({ rollout: r }) => h('vscode-table-cell', { class: 'num' }, fmtDuration(r.endedAt !== null ? r.endedAt - r.createdAt : null)) },
+  { title: 'Input', wide: 21, narrow: 30, cell: ({ rollout: r }) => h('vscode-table-cell', { title: JSON.stringify(r.input) }, preview(r.input, 60)) },
+  { title: 'Created', wide: 14, cell: ({ rollout: r }) => h('vscode-table-cell', { class: 'muted' }, fmtTime(r.createdAt)) },
+];
+
+function row(item: RolloutRow, columns: Column[], open: (id: string) => void): HTMLElement {
+  const id = item.rollout.id;
+  const tr = h('vscode-table-row', { class: 'rollout-row', 'data-rollout-id': id, tabindex: 0 }, ...columns.map((c) => c.cell(item)));
+  tr.addEventListener('click', () => open(id));
+  tr.addEventListener('keydown', (e) => { if ((e as KeyboardEvent).key === 'Enter') open(id); });
   return tr;
 }
 
-const COLUMNS: [string, string][] = [
-  ['Rollout', '11%'], ['Status', '9%'], ['Mode', '6%'], ['Agent', '15%'], ['Res.', '5%'], ['Reward', '7%'],
-  ['Att.', '5%'], ['Duration', '7%'], ['Input', '21%'], ['Created', '14%'],
-];
-
-function table(items: RolloutRow[], open: (id: string) => void): HTMLElement {
-  return h('vscode-table', { zebra: true, 'bordered-rows': true, resizable: true, class: 'rollouts-table', columns: JSON.stringify(COLUMNS.map((c) => c[1])) },
-    h('vscode-table-header', { slot: 'header' }, ...COLUMNS.map(([t]) => h('vscode-table-header-cell', { class: ['Reward', 'Att.', 'Duration'].includes(t) ? 'num' : null }, t))),
-    h('vscode-table-body', { slot: 'body' }, ...items.map((item) => row(item, open))));
+function table(items: RolloutRow[], narrow: boolean, open: (id: string) => void): HTMLElement {
+  const columns = narrow ? COLUMNS.filter((c) => c.narrow) : COLUMNS;
+  return h('vscode-table', { zebra: true, 'bordered-rows': true, resizable: true, class: `rollouts-table${narrow ? ' narrow' : ''}`,
+    columns: JSON.stringify(columns.map((c) => `${narrow ? c.narrow : c.wide}%`)) },
+  h('vscode-table-header', { slot: 'header' }, ...columns.map((c) => h('vscode-table-header-cell', { class: c.num ? 'num' : null }, c.title))),
+  h('vscode-table-body', { slot: 'body' }, ...items.map((item) => row(item, columns, open))));
 }
 
 export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, actions: RolloutsViewActions): void {
   const tableBox = h('div', { class: 'table-box' });
   const items: RolloutRow[] = [];
+  let narrow = false;
+  const drawTable = (): void => {
+    narrow = root.clientWidth > 0 && root.clientWidth < NARROW_BELOW_PX;
+    mount(tableBox, items.length ? table(items, narrow, actions.openRollout) : null);
+  };
+  // The panel is often put beside the editor: rebuild the table when it crosses the narrow width.
+  const resize = new ResizeObserver(() => {
+    if (!tableBox.isConnected) { resize.disconnect(); return; } // another view replaced this one
+    if ((root.clientWidth > 0 && root.clientWidth < NARROW_BELOW_PX) !== narrow) drawTable();
+  });
+  resize.observe(root);
   const count = h('vscode-badge', { variant: 'counter', class: 'count' }, '0');
   const more = h('vscode-button', { secondary: true, class: 'load-more', hidden: true }, 'Load more');
   const status = h('div', { class: 'empty-state', hidden: true });
@@ -88,7 +101,7 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
       }
       items.push(...page.items);
       // vscode-table sizes its body cells when it is built: build it with its rows, not before.
-      mount(tableBox, items.length ? table(items, actions.openRollout) : null);
+      drawTable();
       cursor = page.nextCursor;
       count.textContent = `${items.length}${cursor ? '+' : ''}`;
       more.hidden = !cursor;
