@@ -93,16 +93,21 @@ export async function generate(c: TransformerConfig, P: Params, tok: Tokenizer, 
   const rngs = prompts.map((_, i) => makeRng(rowSeed(seed, rowOffset + i)));
   const eos = new Set(tok.eosTokenIds);
   const out = prompts.map(() => ({ tokenIds: [] as number[], logprobs: [] as number[], text: '', finishReason: 'length' as 'stop' | 'length', done: false }));
-  const { ids, leftPad } = leftPadBatch(prompts);
+  const padded = leftPadBatch(prompts);
+  let leftPad = padded.leftPad;
+  // rows[i] = which prompt the i-th row of the running batch is; finished rows are dropped from the batch
+  // (and the KV cache) once they are a quarter of it, so short answers stop costing compute.
+  let rows = prompts.map((_, i) => i);
   let cache: LayerCache[] | null = null;
-  let input = tf.tensor2d(ids.flat(), [prompts.length, longest], 'int32');
+  let input = tf.tensor2d(padded.ids.flat(), [prompts.length, longest], 'int32');
+  const V = c.vocabSize;
   try {
     for (let step = 0; step < maxNew; step++) {
       const prev: LayerCache[] | null = cache;
       const { logits, next } = (tf.tidy as unknown as <T>(f: () => T) => T)(() => {
         const r = forward(c, P, input as tf.Tensor2D, leftPad, prev);
         const T = r.hidden.shape[1];
-        const last = r.hidden.slice([0, T - 1, 0], [-1, 1, -1]).reshape([prompts.length, c.dModel]);
+        const last = r.hidden.slice([0, T - 1, 0], [-1, 1, -1]).reshape([rows.length, c.dModel]);
         for (const l of r.cache) { tf.keep(l.k); tf.keep(l.v); }
         return { logits: lmHead(c, P, last), next: r.cache };
       });
@@ -111,11 +116,11 @@ export async function generate(c: TransformerConfig, P: Params, tok: Tokenizer, 
       input.dispose();
       const data = (await logits.data()) as Float32Array;
       logits.dispose();
-      const V = c.vocabSize;
       const nextIds: number[] = [];
-      for (const [b, o] of out.entries()) {
+      for (const [i, b] of rows.entries()) {
+        const o = out[b];
         if (o.done) { nextIds.push(0); continue; }
-        const { token, logprob } = sampleToken(data.subarray(b * V, (b + 1) * V), opts, rngs[b]);
+        const { token, logprob } = sampleToken(data.subarray(i * V, (i + 1) * V), opts, rngs[b]);
         o.tokenIds.push(token); o.logprobs.push(logprob);
         opts.onToken?.(b, token, logprob);
         nextIds.push(token);
@@ -125,8 +130,20 @@ export async function generate(c: TransformerConfig, P: Params, tok: Tokenizer, 
           if (opts.stop.some((s) => s && text.includes(s))) { o.done = true; o.finishReason = 'stop'; }
         }
       }
-      if (out.every((o) => o.done)) break;
-      input = tf.tensor2d(nextIds, [prompts.length, 1], 'int32');
+      const keep = rows.map((b, i) => [b, i] as const).filter(([b]) => !out[b].done);
+      if (keep.length === 0) break;
+      let ids = nextIds;
+      if (keep.length <= rows.length * 0.75) {
+        const idx = tf.tensor1d(keep.map(([, i]) => i), 'int32');
+        const old: LayerCache[] = cache;
+        cache = old.map((l) => ({ k: tf.gather(l.k, idx), v: tf.gather(l.v, idx) }));
+        disposeCache(old);
+        idx.dispose();
+        leftPad = keep.map(([, i]) => leftPad[i]);
+        ids = keep.map(([, i]) => nextIds[i]);
+        rows = keep.map(([b]) => b);
+      }
+      input = tf.tensor2d(ids, [rows.length, 1], 'int32');
       // Let the event loop run between steps (wasm reads resolve as microtasks): streamed tokens get
       // flushed and new HTTP requests get queued for the next batch while this one generates.
       await new Promise((resolve) => setImmediate(resolve));

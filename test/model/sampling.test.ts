@@ -31,6 +31,13 @@ test('built-in GPT: KV-cache batched sampling equals naive recomputation', async
     assert.ok(got.every((g) => g.tokenIds.length > 0), name);
     assertSame(got, await naiveGenerate(model, prompts, opts));
   }
+  // Rows that stop early (any of many one-byte stop strings) leave the batch and its KV cache mid-way.
+  const manyStops = { maxTokens: 24, temperature: 1, seed: 5, stop: [...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'] };
+  const rows = [...prompts, tok.encode('x'), tok.encode('yz'), tok.encode('0123'), tok.encode('<|user|>')];
+  const got = await model.generate(rows, manyStops);
+  const lengths = got.map((g) => g.tokenIds.length);
+  assert.ok(Math.min(...lengths) < Math.max(...lengths) && got.some((g) => g.finishReason === 'stop'), `lengths ${lengths}`);
+  assertSame(got, await naiveGenerate(model, rows, manyStops));
   model.dispose();
 });
 

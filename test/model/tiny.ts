@@ -82,6 +82,8 @@ export async function naiveGenerate(model: TfPolicyModel, prompts: number[][], o
       const { token, logprob } = sampleToken(data, opts, rng);
       tokenIds.push(token); logprobs.push(logprob); seq.push(token);
       if (eos.has(token)) break;
+      const text = model.tokenizer.decode(tokenIds);
+      if (opts.stop?.some((s) => s && text.includes(s))) break;
     }
     out.push({ tokenIds, logprobs });
   }
