@@ -27,14 +27,14 @@ for (const f of REQUIRED) {
   if (!existsSync(join(root, f))) { console.error(`package: ${f} is missing after the build`); process.exit(1); }
 }
 
-// Modules named by the bundles that are not Node built-ins: `require("x")`, `import("x")`, `from "x"`, `resolve("x/...")`.
+// Modules named by the bundles that are not Node built-ins: `require("x")`, `import("x")`, `from "x"`, `require.resolve("x/...")`.
 const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 const ALWAYS = ['tsx']; // the runner loads TypeScript agents through tsx's loader, registered by name at run time
 const NEVER_SHIPPED = new Set(['vscode']); // provided by the editor
 const referenced = new Set(ALWAYS);
 for (const bundle of REQUIRED.filter((f) => /\.m?js$/.test(f) && !f.includes('/webview/'))) {
   const text = readFileSync(join(root, bundle), 'utf8');
-  for (const m of text.matchAll(/(?:require|import|resolve)\(\s*["']([^"'./$][^"'$]*)["']\s*\)|\bfrom\s*["']([^"'./$][^"'$]*)["']/g)) {
+  for (const m of text.matchAll(/(?:\brequire|\bimport|(?:\brequire|\))\.resolve)\(\s*["']([^"'./$][^"'$]*)["']\s*\)|\bfrom\s*["']([^"'./$][^"'$]*)["']/g)) {
     const spec = m[1] ?? m[2];
     const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0];
     if (!builtins.has(name) && !builtins.has(spec) && !NEVER_SHIPPED.has(name)) referenced.add(name);
@@ -102,7 +102,7 @@ while (queue.length) {
   if (RUNTIME_DEPS[name]) continue;
   for (const dep of Object.keys({ ...pkg.optionalDependencies, ...pkg.peerDependencies })) queue.push({ name: dep, from: dir, optional: true });
 }
-if (missing.length) console.log(`package: not installed, left out (optional at run time): ${missing.join(', ')}`);
+if (missing.length) console.log(`package: named in the bundles but not installed, left out (optional imports, or names inside strings): ${missing.join(', ')}`);
 
 // dist/ without source maps (they double the size and point at sources that are not shipped).
 for (const f of files(join(root, 'dist'))) {

@@ -99,6 +99,9 @@ export async function startCodeServer(vsix: string, settings: Record<string, unk
       await new Promise((r) => setTimeout(r, 1500));
       try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }
       if (daemonPid) { try { process.kill(daemonPid, 'SIGKILL'); } catch { /* already gone */ } }
+      // Wait until the whole group is gone: a process still exiting could write into the folder we remove.
+      const gone = () => { try { process.kill(-child.pid!, 0); return false; } catch { return true; } };
+      for (let i = 0; i < 50 && !gone(); i++) await new Promise((r) => setTimeout(r, 100));
       // The logs worth keeping were printed on failure; the rest (user data, extension copy, store) goes.
       rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
     },
