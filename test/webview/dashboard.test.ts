@@ -91,3 +91,18 @@ describe('training dashboard webview', () => {
     }
   });
 });
+
+describe('training dashboard webview before any training run', () => {
+  it('says there is no run yet, then shows the first run as soon as it starts', async () => {
+    const daemon = await startDaemon();
+    const view = await openWebview('dashboard', dashboardHandlers(daemon.client));
+    try {
+      await view.page.waitForSelector('.empty-state');
+      assert.match(await view.page.locator('.empty-state').innerText(), /No training run yet/);
+      const run = await daemon.client.createTrainingRun({ agent: 'samples/calc/agent.ts#calcAgent', totalSteps: 4 });
+      await daemon.client.addMetrics(run.id, [{ step: 0, name: 'reward/mean', value: 0.25 }]);
+      await view.page.waitForSelector('.chart-card[data-chart="reward"] canvas', { timeout: 15_000 });
+      assert.deepEqual([...view.problems], []);
+    } finally { await view.close(); await daemon.close(); }
+  });
+});

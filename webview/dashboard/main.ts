@@ -16,6 +16,9 @@ import { fmtNumber, fmtTime, h, icon, mount } from '../shared/dom.js';
 import { MetricCharts } from './charts.js';
 
 const host = new HostConnection<DashboardState>();
+const WAIT_FOR_RUN_MS = 3000;
+/** Whether a run is on screen (until then the dashboard keeps looking for one). */
+let showing = false;
 const root = document.getElementById('app') ?? document.body.appendChild(h('div', { id: 'app' }));
 let state: DashboardState = host.state ?? { runId: null };
 let charts: MetricCharts | null = null;
@@ -62,6 +65,7 @@ function apply(data: RunMetrics, replace: boolean): void {
 }
 
 async function showRun(runId: string): Promise<void> {
+  showing = true;
   state = { runId };
   host.state = state;
   drawHeader();
@@ -76,6 +80,7 @@ async function showRun(runId: string): Promise<void> {
 async function start(): Promise<void> {
   try { runs = await host.request(P.listRuns, {}); } catch (err) {
     mount(chartsRoot, h('div', { class: 'empty-state error' }, icon('error'), h('p', {}, `Could not list training runs: ${(err as Error).message}`)));
+    setTimeout(() => { if (!showing) void start(); }, WAIT_FOR_RUN_MS); // the daemon may be starting
     return;
   }
   const runId = state.runId && runs.some((r) => r.id === state.runId) ? state.runId : runs[0]?.id;
@@ -83,6 +88,7 @@ async function start(): Promise<void> {
     drawHeader();
     mount(chartsRoot, h('div', { class: 'empty-state' }, icon('graph-line'), h('p', {}, 'No training run yet.'),
       h('p', { class: 'muted' }, 'Start one with "Agent Lightning: Train This Agent"; its curves appear here live.')));
+    setTimeout(() => { if (!showing) void start(); }, WAIT_FOR_RUN_MS); // show the first run as soon as it starts
     return;
   }
   await showRun(runId);
