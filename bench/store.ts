@@ -1,6 +1,7 @@
 /**
  * `npm run bench:store [-- --quick] [--only minimal,heavy] [--runner-procs N] [--store postgres://... | --postgres]`
- * (--postgres: a throwaway local PostgreSQL cluster, as the tests use, one fresh database per scenario)
+ * (--postgres: a throwaway local PostgreSQL cluster, as the tests use, one fresh database per scenario;
+ * --out FILE: write the results there instead of bench/results/store.json)
  * agent-lightning v0.3's store benchmark (BENCHMARKS.md §1) against a real `agl serve` daemon over HTTP:
  * per scenario a fresh daemon (SQLite in a temp data dir unless --store), a runner process with N concurrent
  * runner loops running the synthetic agent (bench/store-runner.ts), and the algorithm side here, batch or
@@ -203,7 +204,7 @@ async function runScenario(sc: Scenario, quick: boolean, procs: number, store?: 
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, 'runner-procs': { type: 'string' }, store: { type: 'string' }, postgres: { type: 'boolean' } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, 'runner-procs': { type: 'string' }, store: { type: 'string' }, postgres: { type: 'boolean' }, out: { type: 'string' } } });
   const pg: PostgresServer | null = values.postgres ? await startPostgres() : null;
   const quick = Boolean(values.quick);
   const only = values.only ? values.only.split(',') : null;
@@ -243,7 +244,7 @@ async function main(): Promise<void> {
   const machine = `${cpus().length}x ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`;
   const backend = pg || values.store?.startsWith('postgres') ? 'postgres' : 'sqlite';
   // SQLite (the default) writes store.json; a PostgreSQL run writes store-postgres.json beside it.
-  writeFileSync(join(outDir, backend === 'sqlite' ? 'store.json' : 'store-postgres.json'),
+  writeFileSync(values.out ?? join(outDir, backend === 'sqlite' ? 'store.json' : 'store-postgres.json'),
     JSON.stringify({ date: new Date().toISOString(), machine, backend, quick, metrics }, null, 2) + '\n');
   await pg?.stop();
   process.exit(failed === 0 ? 0 : 1);
