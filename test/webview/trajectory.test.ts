@@ -128,6 +128,8 @@ describe('trajectory viewer webview', () => {
     assert.deepEqual(await view.page.locator('.group').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.groupId)), ['task-12x7', 'task-sq']);
     assert.match(await text('.view-header h1'), new RegExp(`step ${GROUP_STEP}`));
     await view.screenshot('trajectory-groups-step');
+    await view.page.click('.open-dashboard');
+    assert.deepEqual(view.commands.find((c) => c.method === 'trajectory/openDashboard')?.params, { runId: data.runId });
   });
 
   it('follows a running rollout live: new spans and its end appear without a reload', async () => {

@@ -12,6 +12,7 @@ export interface GroupViewActions extends DetailActions {
   back(): void;
   openRollout(rolloutId: string, spanId?: string): void;
   selectStep(step: number): void;
+  openDashboard(runId: string): void;
 }
 
 function mean(xs: number[]): number { return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0; }
@@ -81,6 +82,11 @@ export function renderGroupView(root: HTMLElement, page: GroupPage, actions: Gro
       h('h1', {}, 'GRPO groups', page.step !== null ? h('span', { class: 'muted' }, ` · step ${page.step}`) : null),
       page.runId ? h('span', { class: 'muted mono' }, page.runId) : null,
       h('div', { class: 'spacer' }),
+      page.runId ? (() => {
+        const curves = h('a', { href: '#', class: 'open-dashboard', title: 'Open this run in the training dashboard' }, icon('graph-line'), ' Training curves');
+        curves.addEventListener('click', (e) => { e.preventDefault(); actions.openDashboard(page.runId!); });
+        return curves;
+      })() : null,
       page.steps.length > 1 ? stepSelect : null),
     page.groups.length === 0
       ? h('div', { class: 'empty-state' }, icon('info'), h('p', {}, 'No GRPO groups here yet: the algorithm writes them when it trains on these rollouts.'))

@@ -88,6 +88,7 @@ async function render(quiet = false): Promise<void> {
       back: () => go({ kind: 'rollouts' }),
       openRollout: (rolloutId, spanId) => go({ kind: 'rollout', rolloutId, selectedSpanId: spanId }),
       selectStep: (step) => go({ kind: 'group', runId: page.runId ?? undefined, step }),
+      openDashboard: (runId) => host.command(P.openDashboard, { runId }),
       openCode,
     });
   } catch (err) { if (token === renderToken) failed('the GRPO groups', err); }
