@@ -27,12 +27,22 @@ export interface ExecuteOptions {
   log?: (message: string) => void;
   /** Resources cache shared across attempts (resources are immutable once published). */
   resourcesCache?: Map<string, Resources>;
+  /** The latest resources, re-read at most every LATEST_TTL_MS (rollouts that pin none use the latest). */
+  latestCache?: { at: number; value: Resources | null };
 }
+
+const LATEST_TTL_MS = 500;
 
 export interface ExecuteResult { rollout: Rollout | null; outcome: JobOutcome }
 
 async function resourcesFor(rollout: Rollout, opts: ExecuteOptions): Promise<Resources | null> {
-  if (!rollout.resourcesId) return opts.client.getLatestResources();
+  if (!rollout.resourcesId) {
+    const c = opts.latestCache;
+    if (c && Date.now() - c.at < LATEST_TTL_MS) return c.value;
+    const value = await opts.client.getLatestResources();
+    if (c) { c.at = Date.now(); c.value = value; }
+    return value;
+  }
   const cached = opts.resourcesCache?.get(rollout.resourcesId);
   if (cached) return cached;
   const r = await opts.client.getResources(rollout.resourcesId);

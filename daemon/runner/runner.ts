@@ -42,6 +42,7 @@ export class Runner {
   private loops: Promise<void>[] = [];
   private wake: (() => void)[] = [];
   private readonly resourcesCache = new Map<string, Resources>();
+  private readonly latestCache = { at: 0, value: null as Resources | null };
   private readonly pool: WorkerPool;
   completed = 0;
   failed = 0;
@@ -85,7 +86,7 @@ export class Runner {
         void this.opts.client.heartbeatWorker(slot.id, { status: 'busy', currentRolloutId: claim.rollout.id, currentAttemptId: claim.attempt.id }).catch(() => {});
         const result = await executeClaim(claim, (kind) => this.pool.acquire(kind), {
           client: this.opts.client, daemonUrl: this.opts.daemonUrl, cwd: this.opts.cwd ?? process.cwd(), defaultAgent: this.opts.agent,
-          defaultTimeoutSeconds: this.opts.defaultTimeoutSeconds, log: (m) => this.log(m), resourcesCache: this.resourcesCache,
+          defaultTimeoutSeconds: this.opts.defaultTimeoutSeconds, log: (m) => this.log(m), resourcesCache: this.resourcesCache, latestCache: this.latestCache,
         });
         if (result.outcome.status === 'succeeded') this.completed++; else this.failed++;
         if (result.outcome.status === 'failed') this.log(`rollout ${claim.rollout.id} attempt ${claim.attempt.sequence} failed: ${result.outcome.error?.message.split('\n')[0]}`);
