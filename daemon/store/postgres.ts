@@ -277,6 +277,12 @@ export class PostgresStore implements LightningStore {
   }
 
   async querySpans(q: SpanQuery): Promise<Span[]> {
+    return (await this.spanRows(q)).map(rowToSpan);
+  }
+  async querySpansJson(q: SpanQuery): Promise<string> {
+    return `[${(await this.spanRows(q)).map((r) => r.data).join(',')}]`;
+  }
+  private async spanRows(q: SpanQuery): Promise<Array<{ data: string }>> {
     const r = await this.requireRollout(q.rolloutId);
     const params: unknown[] = [q.rolloutId];
     let sql = 'SELECT data FROM spans WHERE rollout_id = $1';
@@ -289,7 +295,7 @@ export class PostgresStore implements LightningStore {
     if (q.afterSequenceId !== undefined) { params.push(q.afterSequenceId); sql += ` AND sequence_id > $${params.length}`; }
     sql += ' ORDER BY sequence_id';
     if (q.limit !== undefined) { params.push(pageLimit(q.limit)); sql += ` LIMIT $${params.length}`; }
-    return (await this.q(sql, params)).rows.map(rowToSpan);
+    return (await this.q(sql, params)).rows as Array<{ data: string }>;
   }
 
   // --- resources ---------------------------------------------------------------------------------

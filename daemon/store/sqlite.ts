@@ -247,22 +247,26 @@ export class SqliteStore implements LightningStore {
   }
 
   async querySpans(q: SpanQuery): Promise<Span[]> {
-    return this.read(() => {
-      const r = this.life.rolloutRow(q.rolloutId);
-      if (!r) throw new NotFoundError('rollout', q.rolloutId);
-      let sql = 'SELECT data FROM spans WHERE rollout_id = ?';
-      const params: unknown[] = [q.rolloutId];
-      if (q.attemptId !== undefined) {
-        const attemptId = q.attemptId === 'latest' ? r.latest_attempt_id : q.attemptId;
-        if (!attemptId) return [];
-        sql += ' AND attempt_id = ?'; params.push(attemptId);
-      }
-      if (q.name !== undefined) { sql += ' AND name = ?'; params.push(q.name); }
-      if (q.afterSequenceId !== undefined) { sql += ' AND sequence_id > ?'; params.push(q.afterSequenceId); }
-      sql += ' ORDER BY sequence_id LIMIT ?';
-      params.push(q.limit === undefined ? -1 : pageLimit(q.limit));
-      return (this.st(sql).all(...params) as any[]).map(rowToSpan);
-    });
+    return this.read(() => this.spanRows(q).map(rowToSpan));
+  }
+  async querySpansJson(q: SpanQuery): Promise<string> {
+    return this.read(() => `[${this.spanRows(q).map((r) => r.data).join(',')}]`);
+  }
+  private spanRows(q: SpanQuery): Array<{ data: string }> {
+    const r = this.life.rolloutRow(q.rolloutId);
+    if (!r) throw new NotFoundError('rollout', q.rolloutId);
+    let sql = 'SELECT data FROM spans WHERE rollout_id = ?';
+    const params: unknown[] = [q.rolloutId];
+    if (q.attemptId !== undefined) {
+      const attemptId = q.attemptId === 'latest' ? r.latest_attempt_id : q.attemptId;
+      if (!attemptId) return [];
+      sql += ' AND attempt_id = ?'; params.push(attemptId);
+    }
+    if (q.name !== undefined) { sql += ' AND name = ?'; params.push(q.name); }
+    if (q.afterSequenceId !== undefined) { sql += ' AND sequence_id > ?'; params.push(q.afterSequenceId); }
+    sql += ' ORDER BY sequence_id LIMIT ?';
+    params.push(q.limit === undefined ? -1 : pageLimit(q.limit));
+    return this.st(sql).all(...params) as Array<{ data: string }>;
   }
 
   // --- resources ---------------------------------------------------------------------------------

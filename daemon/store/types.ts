@@ -91,6 +91,11 @@ export interface LightningStore {
   /** Durable when the promise resolves. Issues sequence ids; first span flips the attempt to running. */
   addSpans(spans: SpanInput[]): Promise<Span[]>;
   querySpans(query: SpanQuery): Promise<Span[]>;
+  /**
+   * Optional fast path for the HTTP layer: the same result as querySpans, already serialised as a JSON array
+   * (spans are stored as JSON, so this skips a parse and a re-stringify: ~1 ms per 100 KB of spans).
+   */
+  querySpansJson?(query: SpanQuery): Promise<string>;
 
   // --- resources ------------------------------------------------------------------------------
   addResources(input: ResourcesInput): Promise<Resources>;

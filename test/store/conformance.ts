@@ -236,7 +236,13 @@ export function storeConformance(backend: string, factory: StoreFactory): void {
         assert.deepEqual(await names({ name: 'x' }), ['x1', 'x3', 'x5']);
         assert.deepEqual(await names({ afterSequenceId: 3 }), ['z4', 'x5']);
         assert.deepEqual(await names({ limit: 2 }), ['x1', 'y2']);
+        // The pre-serialised fast path answers exactly the same.
+        for (const q of [{}, { attemptId: 'latest' }, { name: 'x', afterSequenceId: 1, limit: 1 }]) {
+          const json = await ctx.store.querySpansJson!({ rolloutId: r.id, ...q });
+          assert.deepEqual(JSON.parse(json), await ctx.store.querySpans({ rolloutId: r.id, ...q }));
+        }
         await assert.rejects(ctx.store.querySpans({ rolloutId: 'ro-missing' }), NotFoundError);
+        await assert.rejects(ctx.store.querySpansJson!({ rolloutId: 'ro-missing' }), NotFoundError);
         const fresh = await ctx.store.enqueueRollout({ input: 2 });
         assert.deepEqual(await ctx.store.querySpans({ rolloutId: fresh.id, attemptId: 'latest' }), []);
       });
