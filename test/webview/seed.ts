@@ -15,9 +15,11 @@ export const GROUP_STEP = 7;
 
 interface Trajectory { question: string; toolExpr: string; toolResult: string; answer: string; reward: number }
 
+/** Each task's four sampled answers; the last task is one no sample gets right (a zero-variance group). */
 const TASKS = [
-  { id: 'task-12x7', question: 'What is 12*7+3?', right: '87', wrong: ['84', '90', '87'] },
-  { id: 'task-sq', question: 'What is the square of 15 minus 25?', right: '200', wrong: ['225', '200', '215'] },
+  { id: 'task-12x7', question: 'What is 12*7+3?', right: '87', answers: ['87', '84', '90', '87'], tool: [['12*7+3', '87'], ['12*7', '84']] },
+  { id: 'task-sq', question: 'What is the square of 15 minus 25?', right: '200', answers: ['200', '225', '200', '215'], tool: [['15**2-25', '200'], ['15**2', '225']] },
+  { id: 'task-pow', question: 'What is 2 to the 10th, minus 1?', right: '1023', answers: ['1024', '1024', '1000', '1024'], tool: [['2**10', '1024'], ['2**10', '1024']] },
 ];
 
 async function recordRollout(client: AglClient, t: Trajectory, metadata: Record<string, unknown>, startAt: number): Promise<{ rolloutId: string; attemptId: string; llmSpanIds: string[] }> {
@@ -71,14 +73,13 @@ export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
   const groupRolloutIds: Record<string, string[]> = {};
   const rolloutIds: string[] = [];
   for (const [ti, task] of TASKS.entries()) {
-    const answers = [task.right, ...task.wrong];
+    const answers = task.answers;
     const rewards: number[] = answers.map((a) => (a === task.right ? 1 : 0));
     const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
     const std = Math.sqrt(rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / rewards.length) || 1;
     groupRolloutIds[task.id] = [];
     for (const [k, answer] of answers.entries()) {
-      const expr = ti === 0 ? (k === 1 ? '12*7' : '12*7+3') : (k === 1 ? '15**2' : '15**2-25');
-      const toolResult = ti === 0 ? (k === 1 ? '84' : '87') : (k === 1 ? '225' : '200');
+      const [expr, toolResult] = task.tool[k === 1 ? 1 : 0];
       const rec = await recordRollout(client, { question: task.question, toolExpr: expr, toolResult, answer, reward: rewards[k] },
         { runId: run.id, step: GROUP_STEP, taskId: task.id, sample: k }, base + (ti * 4 + k) * 2000);
       rolloutIds.push(rec.rolloutId);

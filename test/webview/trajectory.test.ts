@@ -28,7 +28,7 @@ describe('trajectory viewer webview', () => {
   it('lists the rollouts with status, mode, resources version and reward, and filters them by status', async () => {
     const page = view.page;
     await page.waitForSelector('.rollout-row');
-    assert.equal(await page.locator('.rollout-row').count(), 9);
+    assert.equal(await page.locator('.rollout-row').count(), 13);
     const failed = page.locator(`.rollout-row[data-rollout-id="${data.failedRolloutId}"]`);
     assert.match(await failed.innerText(), /failed[\s\S]*val[\s\S]*v1/);
     const winner = page.locator(`.rollout-row[data-rollout-id="${data.groupRolloutIds['task-12x7'][0]}"]`);
@@ -42,7 +42,7 @@ describe('trajectory viewer webview', () => {
     assert.equal(await page.locator('.rollout-row').getAttribute('data-rollout-id'), data.failedRolloutId);
     await page.click('vscode-single-select[data-filter="status"]');
     await page.locator('vscode-single-select[data-filter="status"]').getByRole('option', { name: 'All', exact: true }).click();
-    await page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 9);
+    await page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 13);
   });
 
   it('shows a rollout as a span tree with a waterfall, and an LLM call as chat with tokens, latency, reward, credit and advantage', async () => {
@@ -125,7 +125,9 @@ describe('trajectory viewer webview', () => {
   it('opens a training step\'s groups when the extension asks (dashboard click)', async () => {
     await view.notify('trajectory/show', { view: { kind: 'group', runId: data.runId, step: GROUP_STEP } });
     await view.page.waitForSelector('.group[data-group-id="task-sq"]');
-    assert.deepEqual(await view.page.locator('.group').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.groupId)), ['task-12x7', 'task-sq']);
+    assert.deepEqual(await view.page.locator('.group').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.groupId)), ['task-12x7', 'task-sq', 'task-pow']);
+    assert.equal(await view.page.locator('.group[data-group-id="task-pow"] .chip.warning').innerText(), 'zero variance', 'no sample right: GRPO learns nothing from it');
+    assert.equal(await view.page.locator('.group[data-group-id="task-sq"] .chip.warning').count(), 0);
     assert.match(await text('.view-header h1'), new RegExp(`step ${GROUP_STEP}`));
     await view.screenshot('trajectory-groups-step');
     await view.page.click('.open-dashboard');
@@ -157,8 +159,8 @@ describe('trajectory viewer webview', () => {
     await view.page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 50);
     assert.equal(await text('.view-header .count'), '50+');
     await view.page.click('.load-more');
-    await view.page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 70, undefined, { timeout: 10_000 });
-    assert.equal(await text('.view-header .count'), '70', '9 seeded + 1 live + 60 queued');
+    await view.page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 74, undefined, { timeout: 10_000 });
+    assert.equal(await text('.view-header .count'), '74', '13 seeded + 1 live + 60 queued');
     assert.equal(await view.page.locator('.load-more').isHidden(), true);
   });
 
