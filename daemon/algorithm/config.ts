@@ -24,6 +24,8 @@ export const ModelSection = z.object({
 
 export const TrainingSection = z.object({
   learningRate: z.number().positive().default(1e-4),
+  /** Linear learning-rate warm-up over the first steps: a fresh Adam state's first updates are full-size in every weight. */
+  warmupSteps: z.number().int().min(0).default(0),
   /** Tasks per step; each task is rolled out `groupSize` times. */
   batchSize: z.number().int().min(1).default(16),
   groupSize: z.number().int().min(1).default(8),

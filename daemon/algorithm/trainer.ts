@@ -39,6 +39,8 @@ export interface TrainerDeps {
   config: TrainConfig;
   train: Task[];
   val: Task[];
+  /** Sets the optimizer's learning rate (for the warm-up schedule); absent = the model's own stays. */
+  setLearningRate?: (lr: number) => void;
   /** Writes a checkpoint of the policy and this state (called every `checkpointEvery` steps). */
   checkpoint: (state: TrainerState) => Promise<void>;
   log?: (message: string) => void;
@@ -147,6 +149,8 @@ export class Trainer {
       ref = kept.length ? await this.d.reference.scoreLogprobs(pairs) : [];
     }
 
+    const lr = t.warmupSteps > 0 ? t.learningRate * Math.min(1, (step + 1) / t.warmupSteps) : t.learningRate;
+    this.d.setLearningRate?.(lr);
     const stats = new GrpoStats();
     let update = { loss: 0, gradNorm: 0, tokens: 0, seconds: 0 };
     if (kept.length > 0 && kept.some((k) => k.advantage !== 0)) {
@@ -166,6 +170,7 @@ export class Trainer {
       'grpo/clip_ratio': s.clipRatio,
       'grpo/loss': update.loss,
       'grpo/grad_norm': update.gradNorm,
+      'grpo/lr': lr,
       'policy/entropy': s.entropy,
       'response/length_mean': items.length ? completionTokens / items.length : 0,
       'rollout/failed': groups.filter((g) => !g.trajectory).length,

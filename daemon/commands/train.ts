@@ -139,6 +139,7 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
       `${state.totalSteps} steps of ${config.training.batchSize} tasks x ${config.training.groupSize}; gateway ${host.endpoint}`);
     const trainer = new Trainer({
       store, policy, reference, endpoint: host.endpoint, agent, config, train, val, signal: controller.signal,
+      setLearningRate: (lr) => { policy.optimizerConfig.lr = lr; },
       checkpoint: async (s) => { await saveCheckpoint(checkpointDir, policy, s, { agent, config }); },
       log, onProgress: (phase, done, total, s) => bar?.update(s.step, `${phase} ${done}/${total} val ${s.val.at(-1)?.reward.toFixed(2) ?? '-'} reward ${s.train.at(-1)?.reward.toFixed(2) ?? '-'}`),
     }, state);
