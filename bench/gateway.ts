@@ -3,12 +3,14 @@
  * A fake upstream (own process) answers immediately; a real `agl serve` forwards to it (upstream LLM
  * resource) and records a span per call under a rollout attempt. The same requests go directly to the
  * upstream and through the gateway, at concurrency 1 and 64, streaming and not; latencies are measured
- * to the end of the response body. Writes bench/results/gateway.json.
+ * to the end of the response body. Also the local policy's dynamic batching (bench/gateway-local.ts).
+ * Writes bench/results/gateway.json.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { attemptBaseUrl } from '../sdk/ids.js';
+import { benchLocalBatching } from './gateway-local.js';
 import { cpuMs, machine, percentile, round, startDaemonProcess, startUpstreamProcess } from './gateway-processes.js';
 
 const { values } = parseArgs({ options: { quick: { type: 'boolean' } } });
@@ -88,8 +90,10 @@ try {
   metrics.added_p99_ms = round(addedP99);
   metrics.throughput_ratio = round(minRatio);
   metrics.spans_recorded = recorded;
+  Object.assign(metrics, await benchLocalBatching(quick));
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   console.log(rows.map((r) => r.map((x, i) => x.padEnd(widths[i])).join('  ')).join('\n'));
+  console.log(`local policy (built-in 0.8M, 32 tokens/call): ${metrics['local.c1_completion_tok_s']} tok/s sequential, ${metrics['local.c16_completion_tok_s']} tok/s at 16 concurrent (x${metrics['local.batching_speedup']}, mean generate() batch ${metrics['local.c16_mean_batch_size']})`);
   console.log(`\nworst case: added p50 ${addedP50.toFixed(2)} ms, added p99 ${addedP99.toFixed(2)} ms, throughput ratio ${minRatio.toFixed(2)} (ms; ${recorded} spans recorded)`);
   mkdirSync(join(process.cwd(), 'bench', 'results'), { recursive: true });
   writeFileSync(join(process.cwd(), 'bench', 'results', 'gateway.json'), JSON.stringify({ date: new Date().toISOString(), machine: machine(), quick, metrics }, null, 2) + '\n');

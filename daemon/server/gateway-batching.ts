@@ -3,7 +3,9 @@
  * gateway at once) are merged into one `generate()` call. A batch starts after a short window (a few ms,
  * small next to generation) so requests arriving together share it; those that arrive while the model is
  * busy (generation can hold the event loop) go together in the next batch, grouped by sampling options
- * (a batch shares temperature / top-p / top-k / stop / seed). Each request keeps its own max_tokens:
+ * (a batch shares temperature / top-p / top-k / stop / seed). After a batch of k requests the next one
+ * waits up to 50 ms for k to be queued again: runner workers call in waves (all answered together, all
+ * asking again), and the first of a wave should not run alone. Each request keeps its own max_tokens:
  * the batch generates up to the largest and each result is cut back to its own limit.
  */
 import type { GenerateOptions, Generation, PolicyModel } from '../model/api.js';
@@ -28,7 +30,9 @@ export class GenerateBatcher {
   /** Sizes of the batches run so far (observability; the gateway benchmark reads it). */
   readonly batchSizes: number[] = [];
 
-  constructor(private readonly model: PolicyModel, private readonly maxBatch = 64, private readonly windowMs = 3) {}
+  private lastBatchSize = 1;
+
+  constructor(private readonly model: PolicyModel, private readonly maxBatch = 64, private readonly windowMs = 3, private readonly waveWaitMs = 50) {}
 
   submit(promptIds: number[], opts: BatchOptions, onToken?: (tokenId: number, logprob: number) => void): Promise<Generation> {
     return new Promise((resolve, reject) => {
@@ -42,8 +46,12 @@ export class GenerateBatcher {
     this.busy = true;
     try {
       while (this.queue.length > 0) {
-        // Let requests already on their way (sockets readable, handlers mid-await) join this batch.
-        await new Promise((r) => setTimeout(r, this.windowMs));
+        // Let requests already on their way (sockets readable, handlers mid-await) join this batch. When
+        // the last batch was larger (workers calling in waves), wait a little longer for as many again.
+        const expected = Math.min(this.maxBatch, this.lastBatchSize);
+        const deadline = Date.now() + (expected > 1 ? this.waveWaitMs : this.windowMs);
+        do await new Promise((r) => setTimeout(r, Math.min(this.windowMs, 2)));
+        while (this.queue.length < expected && Date.now() < deadline);
         const key = groupKey(this.queue[0].opts);
         const batch: Job[] = [];
         for (let i = 0; i < this.queue.length && batch.length < this.maxBatch;) {
@@ -59,6 +67,7 @@ export class GenerateBatcher {
 
   private async run(batch: Job[]): Promise<void> {
     this.batchSizes.push(batch.length);
+    this.lastBatchSize = batch.length;
     if (this.batchSizes.length > 10_000) this.batchSizes.splice(0, 5_000);
     const maxTokens = Math.max(...batch.map((j) => j.opts.maxTokens));
     const emitted = batch.map(() => 0);
