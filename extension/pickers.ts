@@ -47,7 +47,7 @@ export async function pickJsonlFile(title: string, remembered: string | undefine
   if (remembered) items.push({ label: rel(remembered), description: rememberedWhy, path: remembered });
   for (const f of files.map((u) => u.fsPath).sort()) if (f !== remembered) items.push({ label: rel(f), path: f });
   items.push({ label: '$(folder-opened) Browse…', path: 'browse' });
-  const picked = await vscode.window.showQuickPick(items, { title, placeHolder: 'A JSONL file: one task (a JSON object) per line', ignoreFocusOut: true });
+  const picked = await vscode.window.showQuickPick(items, { title, placeHolder: 'A JSONL file: one task (a JSON object) per line', ignoreFocusOut: true, matchOnDescription: true });
   if (!picked) return undefined;
   if (picked.path !== 'browse') return picked.path;
   const uris = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'JSON Lines': ['jsonl'] }, title });

@@ -64,7 +64,7 @@ async function askChoice(ctx: Ctx, agent: AgentInfo): Promise<TrainChoice | unde
   if (!val) return undefined;
   const budgets = BUDGETS.map((b) => ({ label: b.label, detail: b.detail, description: b.id === last?.budget ? 'last used' : '', id: b.id }));
   if (last?.budget) budgets.sort((a, b) => Number(b.id === last.budget) - Number(a.id === last.budget));
-  const budget = await vscode.window.showQuickPick(budgets, { title: `Train ${agent.name}: budget (3/4) · GRPO, group size ${settings.groupSize}`, ignoreFocusOut: true });
+  const budget = await vscode.window.showQuickPick(budgets, { title: `Train ${agent.name}: budget (3/4) · GRPO, group size ${settings.groupSize}`, ignoreFocusOut: true, matchOnDescription: true });
   if (!budget) return undefined;
   const model = await pickModel(agent, settings.defaultModel, last?.model);
   if (!model) return undefined;
@@ -87,7 +87,7 @@ async function pickModel(agent: AgentInfo, defaultModel: string, remembered: str
   add('builtin:0.8m', 'builtin:0.8m', 'built-in tiny model, trains in minutes on a CPU');
   add('builtin:5m', 'builtin:5m', 'built-in small model');
   items.push({ label: '$(folder-opened) Local Hugging Face model folder…', model: 'folder' });
-  const picked = await vscode.window.showQuickPick(items, { title: `Train ${agent.name}: model (4/4)`, ignoreFocusOut: true });
+  const picked = await vscode.window.showQuickPick(items, { title: `Train ${agent.name}: model (4/4)`, ignoreFocusOut: true, matchOnDescription: true });
   if (!picked) return undefined;
   if (picked.model !== 'folder') return picked.model;
   const uris = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, title: 'A folder with config.json, tokenizer.json and *.safetensors' });

@@ -131,7 +131,7 @@ test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progres
     const rows = viewer.locator('.rollout-row');
     await rows.first().waitFor({ state: 'visible', timeout: 60_000 });
     assert.ok(await rows.count() >= 4, `the viewer lists the training rollouts (saw ${await rows.count()})`);
-    assert.match(await rows.first().innerText(), /calc|agent\.ts/);
+    assert.match(await rows.first().innerText(), /(succeeded|failed)[\s\S]*"question"/, 'a row shows the status and the task');
     await shot('05-trajectory-viewer');
     await rows.first().click();
     await viewer.locator('.span-tree').waitFor({ state: 'visible', timeout: 30_000 });
@@ -169,6 +169,19 @@ test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progres
     await pickItem(page, 'test-0', /which task/); // the flow continues once the daemon is up: last task first
     await page.locator('.monaco-editor .codelens-decoration', { hasText: `· ${trained + 2} rollouts` }).first().waitFor({ state: 'visible', timeout: 120_000 });
     mark('daemon restarted');
+
+    // 8. Training is cancellable: the choices are remembered (last used first); Cancel stops `agl train`.
+    await runCommand(page, 'Agent Lightning: Train This Agent');
+    await pickItem(page, 'last used', /training data/);
+    await pickItem(page, 'last used', /validation data/);
+    await pickItem(page, 'last used', /budget/);
+    await pickItem(page, 'last used', /model/);
+    const again = page.locator('.notification-toast', { hasText: 'Agent Lightning: training calcAgent' });
+    await again.locator('.monaco-button', { hasText: 'Cancel' }).click({ timeout: 60_000 });
+    await page.locator('.notification-toast', { hasText: /training of calcAgent cancelled/ }).waitFor({ state: 'visible', timeout: 120_000 });
+    await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 30_000 });
+    await shot('09-training-cancelled');
+    mark('training cancelled');
   } catch (err) {
     await shot('failure').catch(() => undefined);
     console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
