@@ -49,7 +49,7 @@ describe('training dashboard webview', () => {
     assert.equal(await latest('reward/mean'), '0.713'); // 0.22 + 0.5 + 0.05 sin(18.7), the seed's step 11
     assert.equal(await latest('val/reward'), '0.527');
     assert.match(await page.locator('.progress-line').innerText(), /running[\s\S]*step 12 \/ 20/);
-    assert.ok(view.commands.some((c) => c.method === DashboardProtocol.watchRun.method && (c.params as { runId: string }).runId === RUN_ID));
+    assert.deepEqual((await view.nextCommand(DashboardProtocol.watchRun.method)).params, { runId: RUN_ID });
     await view.screenshot('dashboard');
   });
 
@@ -70,12 +70,17 @@ describe('training dashboard webview', () => {
   it('asks for the GRPO groups of the step under the cursor when a point is clicked', async () => {
     const over = view.page.locator('.chart-card[data-chart="reward"] .u-over');
     const box = (await over.boundingBox())!;
-    await view.page.mouse.move(box.x + 2, box.y + box.height / 2);
-    await view.page.mouse.click(box.x + 2, box.y + box.height / 2);
-    await view.page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
-    await view.page.mouse.click(box.x + box.width - 2, box.y + box.height / 2);
-    const opened = view.commands.filter((c) => c.method === DashboardProtocol.openGroups.method).map((c) => c.params);
-    assert.deepEqual(opened, [{ runId: RUN_ID, step: 0 }, { runId: RUN_ID, step: 13 }]);
+    const opened = () => view.commands.filter((c) => c.method === DashboardProtocol.openGroups.method).map((c) => c.params);
+    const clickAt = async (x: number, expectCount: number) => {
+      await view.page.mouse.move(x, box.y + box.height / 2);
+      // uPlot moves its cursor on the next animation frame; the command reaches the host asynchronously.
+      await view.page.evaluate('new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))');
+      await view.page.mouse.click(x, box.y + box.height / 2);
+      for (let i = 0; i < 100 && opened().length < expectCount; i++) await new Promise((r) => setTimeout(r, 20));
+    };
+    await clickAt(box.x + 2, 1);
+    await clickAt(box.x + box.width - 2, 2);
+    assert.deepEqual(opened(), [{ runId: RUN_ID, step: 0 }, { runId: RUN_ID, step: 13 }]);
   });
 
   it('ran under the strict CSP without a violation or an error', () => {

@@ -99,6 +99,8 @@ export interface WebviewSession {
   problems: string[];
   /** Commands the webview sent to the host (openCode, openGroups...). */
   commands: HostMessage[];
+  /** The first command with this method the webview sent, waiting for it to arrive (postMessage is async). */
+  nextCommand(method: string, timeoutMs?: number): Promise<HostMessage>;
   /** Push a notification to the webview, as the panel does. */
   notify(method: string, params: unknown): Promise<void>;
   screenshot(name: string): Promise<string>;
@@ -134,6 +136,13 @@ export async function openWebview(bundle: 'trajectory' | 'dashboard', handlers: 
   mkdirSync(SCREENSHOTS, { recursive: true });
   const session: WebviewSession = {
     page, problems, commands,
+    async nextCommand(method, timeoutMs = 5000) {
+      for (const until = Date.now() + timeoutMs; Date.now() < until; await new Promise((r) => setTimeout(r, 20))) {
+        const found = commands.find((c) => c.method === method);
+        if (found) return found;
+      }
+      throw new Error(`the webview sent no '${method}' command within ${timeoutMs} ms (sent: ${commands.map((c) => c.method).join(', ') || 'none'})`);
+    },
     notify: async (method, params) => { await page.evaluate(`window.postMessage(${JSON.stringify({ method, params })}, '*')`); },
     async screenshot(name) {
       const path = join(SCREENSHOTS, `${name}.png`);

@@ -44,6 +44,9 @@ describe('trajectory model', () => {
     assert.deepEqual(llm.prompt.map((m) => m.text), ['not json']);
     assert.equal(llm.inputTokens, 5);
     assert.equal(llm.latencyMs, 10);
+    const idsOnly = llmCall(span({ spanId: 'i', name: SPAN.llmCall, startTime: 0, attributes: { [AGL.promptTokenIds]: '[1,2,3]', [AGL.completionTokenIds]: [7, 8], [AGL.completionLogprobs]: '[-1,-3]' } }));
+    assert.deepEqual([idsOnly.inputTokens, idsOnly.outputTokens, idsOnly.promptTokenIds, idsOnly.completionTokenIds, idsOnly.meanLogprob], [3, 2, 3, 2, -2],
+      'token counts from the recorded ids when the server gave no usage');
   });
 
   it('derives the STATES table: tool results from tool spans, emitted objects, rewards, and what each call read', () => {

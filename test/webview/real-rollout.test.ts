@@ -62,8 +62,8 @@ describe('trajectory viewer on a rollout run by the runner through the gateway',
 
   it('jumps to the agent function when the call carries no code location', async () => {
     await view.page.click('.detail-llm .agent-link');
-    const open = view.commands.find((c) => c.method === 'trajectory/openCode');
-    assert.deepEqual(open?.params, { filepath: agentFile, lineno: null, symbol: 'askAgent' });
+    const open = await view.nextCommand('trajectory/openCode');
+    assert.deepEqual(open.params, { filepath: agentFile, lineno: null, symbol: 'askAgent' });
   });
 
   it('shows the states of the real trajectory and ran without CSP violations', async () => {

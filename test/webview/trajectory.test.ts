@@ -76,8 +76,8 @@ describe('trajectory viewer webview', () => {
 
   it('asks the extension to open the agent code at the line that made the call', async () => {
     await view.page.click('.detail-llm .code-link');
-    const open = view.commands.find((c) => c.method === 'trajectory/openCode');
-    assert.deepEqual(open?.params, { filepath: CODE_FILE, lineno: 38 });
+    const open = await view.nextCommand('trajectory/openCode');
+    assert.deepEqual(open.params, { filepath: CODE_FILE, lineno: 38 });
   });
 
   it('shows the semantic variables after each step (STATES), filled or empty, and what each call read', async () => {
@@ -131,7 +131,7 @@ describe('trajectory viewer webview', () => {
     assert.match(await text('.view-header h1'), new RegExp(`step ${GROUP_STEP}`));
     await view.screenshot('trajectory-groups-step');
     await view.page.click('.open-dashboard');
-    assert.deepEqual(view.commands.find((c) => c.method === 'trajectory/openDashboard')?.params, { runId: data.runId });
+    assert.deepEqual((await view.nextCommand('trajectory/openDashboard')).params, { runId: data.runId });
   });
 
   it('follows a running rollout live: new spans and its end appear without a reload', async () => {

@@ -195,8 +195,9 @@ export function llmCall(span: Span, inheritedAgentName: string | null = null): L
     prompt: asMessages(a[GENAI.inputMessages], 'user'),
     response: asMessages(a[GENAI.outputMessages], 'assistant'),
     model: str(GENAI.responseModel) ?? str(GENAI.requestModel),
-    inputTokens: num(GENAI.usageInputTokens),
-    outputTokens: num(GENAI.usageOutputTokens),
+    // Usage when the server reported it, else the token ids the gateway recorded.
+    inputTokens: num(GENAI.usageInputTokens) ?? numberArray(a[AGL.promptTokenIds])?.length ?? null,
+    outputTokens: num(GENAI.usageOutputTokens) ?? numberArray(a[AGL.completionTokenIds])?.length ?? null,
     latencyMs: num(AGL.latencyMs) ?? (span.endTime !== null ? span.endTime - span.startTime : null),
     agentName: str(AGL.agentName) ?? str(GENAI.agentName) ?? inheritedAgentName,
     finishReasons: Array.isArray(finish) ? finish.map(String) : typeof finish === 'string' ? [finish] : [],
