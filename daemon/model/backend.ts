@@ -5,6 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { installFastWasmKernels } from './wasm-kernels.js';
+import { withNodeWasmThreads } from './wasm-threads.js';
 
 export type BackendName = 'node-gpu' | 'node' | 'webgpu' | 'wasm' | 'cpu';
 export const BACKEND_ORDER: BackendName[] = ['node-gpu', 'node', 'webgpu', 'wasm', 'cpu'];
@@ -47,12 +48,21 @@ async function tryWebgpu(allowSoftware: boolean): Promise<string> {
   return desc;
 }
 
-async function tryWasm(): Promise<void> {
-  const wasm = (await load('@tensorflow/tfjs-backend-wasm')) as { setThreadsCount?: (n: number) => void };
-  // Threads fail under Node (ERR_WORKER_PATH with blob: workers); the SIMD single-thread build works.
-  wasm.setThreadsCount?.(1);
-  if (!(await tf.setBackend('wasm'))) throw new Error('the tfjs wasm backend did not initialise');
+async function tryWasm(): Promise<string> {
+  const wasm = (await load('@tensorflow/tfjs-backend-wasm')) as { setThreadsCount?: (n: number) => void; getThreadsCount?: () => number };
+  const init = async () => { if (!(await tf.setBackend('wasm'))) throw new Error('the tfjs wasm backend did not initialise'); };
+  const threads = Number(process.env.AGL_WASM_THREADS ?? 1);
+  let reason = 'WebAssembly SIMD, 1 thread (AGL_WASM_THREADS=2 tries the experimental threaded build)';
+  if (threads > 1) {
+    const got = await withNodeWasmThreads(threads, wasm, init);
+    reason = `WebAssembly SIMD, threaded build, ${got} threads (experimental, AGL_WASM_THREADS)`;
+  } else {
+    // tfjs disables threads under Node anyway (blob: workers fail there); the SIMD single-thread build works.
+    wasm.setThreadsCount?.(1);
+    await init();
+  }
   installFastWasmKernels();
+  return reason;
 }
 
 async function tryOne(name: BackendName, forced: boolean): Promise<string> {
@@ -60,7 +70,7 @@ async function tryOne(name: BackendName, forced: boolean): Promise<string> {
     case 'node-gpu': await tryNode('@tensorflow/tfjs-node-gpu'); return 'libtensorflow with CUDA';
     case 'node': await tryNode('@tensorflow/tfjs-node'); return 'libtensorflow on the CPU';
     case 'webgpu': return `WebGPU via Dawn: ${await tryWebgpu(forced)}`;
-    case 'wasm': await tryWasm(); return 'WebAssembly SIMD, 1 thread';
+    case 'wasm': return tryWasm();
     case 'cpu': if (!(await tf.setBackend('cpu'))) throw new Error('cpu backend failed'); return 'pure JavaScript (slow)';
   }
 }
