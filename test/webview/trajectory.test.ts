@@ -85,7 +85,7 @@ describe('trajectory viewer webview', () => {
     await page.click('vscode-tab-header.tab-states');
     await page.waitForSelector('.states-table');
     const labels = await page.locator('.states-table tbody .var-label').allInnerTexts();
-    assert.deepEqual(labels, ['task input', 'calc output #1', 'tool result', 'calc output #2', 'exact_match']);
+    assert.deepEqual(labels, ['task input', 'calc output #1', 'tool result calculator', 'calc output #2', 'exact_match']);
     const stateOf = (variable: string) => page.locator(`tr[data-variable="${variable}"] td`).evaluateAll((tds) => tds.map((td) => (td as HTMLElement).dataset.state));
     assert.deepEqual(await stateOf('task'), ['filled', 'filled', 'filled', 'filled']);
     assert.deepEqual(await stateOf('tool-1'), ['empty', 'written', 'filled', 'filled']);

@@ -267,13 +267,15 @@ export function deriveStates(spans: Span[], input: unknown): StatesTable {
     if (kind === 'llm') {
       const call = llmCall(span, names.get(span.spanId) ?? null);
       // Tool results the agent fed back (role "tool") are variables written before this call.
+      const toolNames = new Map(call.prompt.flatMap((p) => p.toolCalls).filter((c) => c.id).map((c) => [c.id!, c.name]));
       for (const m of call.prompt.filter((p) => p.role === 'tool')) {
         const key = m.toolCallId ?? m.text;
         if (toolResultsSeen.has(key)) continue;
         toolResultsSeen.add(key);
         const id = `tool-${toolResultsSeen.size}`;
-        variables.push({ id, label: `tool result ${m.name ?? ''}`.trim(), kind: 'tool', value: m.text });
-        steps.push({ label: `tool ${m.name ?? ''}`.trim(), kind: 'tool', span: null, writes: [id], reads: [] });
+        const name = m.name ?? (m.toolCallId ? toolNames.get(m.toolCallId) : undefined) ?? '';
+        variables.push({ id, label: `tool result ${name}`.trim(), kind: 'tool', value: m.text });
+        steps.push({ label: `tool ${name}`.trim(), kind: 'tool', span: null, writes: [id], reads: [] });
       }
       const promptText = call.prompt.map(messageText).join('\n');
       const reads = readsOf(promptText);
