@@ -68,6 +68,7 @@ export class Ctx implements vscode.Disposable {
     if (this.handle && (await healthy(this.handle.endpoint.url))) return true;
     this.stoppedByUser = false;
     this.status.setDaemon({ kind: 'starting' });
+    void this.languageClient?.sendNotification(daemonChanged, { daemon: null, starting: true }).catch(() => undefined);
     const settings = readSettings();
     try {
       let handle = await findRunningDaemon(settings.dataDir);
@@ -141,6 +142,7 @@ export class Ctx implements vscode.Disposable {
   private markDown(reason: string): void {
     this.downReason = reason;
     if (this.handle) this.setHandle(null);
+    else void this.languageClient?.sendNotification(daemonChanged, { daemon: null }).catch(() => undefined); // no longer "starting…"
     this.status.setDaemon(this.stoppedByUser ? { kind: 'stopped' } : { kind: 'down', reason });
     this.log(`Daemon down: ${reason}`);
   }
@@ -167,7 +169,8 @@ export class Ctx implements vscode.Disposable {
     const node = nodeCommand(settings);
     const run = { command: node.command, args: [aglEntry(this.extensionPath), 'lsp'], transport: TransportKind.stdio, options: { cwd: workspaceRoot(), env: { ...process.env, ...node.env } } };
     const serverOptions: ServerOptions = { run, debug: run };
-    const init: LspInitializationOptions = { daemon: this.handle?.endpoint ?? null, pollIntervalMs: 3000 };
+    // Activation starts the daemon right after the language server: until it is up, lenses say "starting…".
+    const init: LspInitializationOptions = { daemon: this.handle?.endpoint ?? null, starting: this.handle === null && !this.stoppedByUser, pollIntervalMs: 3000 };
     const clientOptions: LanguageClientOptions = {
       documentSelector: ['typescript', 'typescriptreact', 'javascript', 'javascriptreact', 'python'].map((language) => ({ scheme: 'file', language })),
       initializationOptions: init,

@@ -15,6 +15,8 @@ export interface DaemonEndpoint {
 
 export interface LspInitializationOptions {
   daemon: DaemonEndpoint | null;
+  /** The daemon is being started (the lenses say so instead of "not running"). */
+  starting?: boolean;
   /** How often the server polls the store for new results while a daemon is up (ms). */
   pollIntervalMs?: number;
 }
@@ -48,8 +50,8 @@ export interface AgentStats {
   active: number;
 }
 
-/** Client -> server: the daemon started, moved or stopped. */
-export const daemonChanged = new NotificationType<{ daemon: DaemonEndpoint | null }>('agentLightning/daemonChanged');
+/** Client -> server: the daemon started, moved or stopped (`starting`: on its way up). */
+export const daemonChanged = new NotificationType<{ daemon: DaemonEndpoint | null; starting?: boolean }>('agentLightning/daemonChanged');
 /** Client -> server: new results landed (a rollout or training step ended); re-read stats and refresh lenses. */
 export const refreshStats = new NotificationType<{ agent?: string }>('agentLightning/refreshStats');
 /** Every agent function in the workspace folders (scans files on disk and open documents). */

@@ -20,8 +20,8 @@ function signed(trend: number): string {
 }
 
 /** The summary lens title; `stats` undefined means not fetched yet (daemon up) or daemon down. */
-export function formatStats(stats: AgentStats | undefined, daemonUp: boolean): string {
-  if (!daemonUp) return 'Agent Lightning daemon not running';
+export function formatStats(stats: AgentStats | undefined, daemonUp: boolean, starting = false): string {
+  if (!daemonUp) return starting ? 'Agent Lightning daemon starting…' : 'Agent Lightning daemon not running';
   if (!stats) return 'reward …';
   const parts: string[] = [];
   const count = `${stats.rollouts}${stats.rolloutsCapped ? '+' : ''} rollout${stats.rollouts === 1 && !stats.rolloutsCapped ? '' : 's'}`;
@@ -32,12 +32,12 @@ export function formatStats(stats: AgentStats | undefined, daemonUp: boolean): s
   return parts.join(' · ');
 }
 
-export function lensesFor(agent: AgentInfo, stats: AgentStats | undefined, daemonUp: boolean): CodeLens[] {
+export function lensesFor(agent: AgentInfo, stats: AgentStats | undefined, daemonUp: boolean, starting = false): CodeLens[] {
   const range = { start: agent.range.start, end: agent.range.start };
   const args = [agent.id, agent.uri];
   const summary = daemonUp
     ? { title: formatStats(stats, true), command: COMMANDS.trajectories, arguments: args }
-    : { title: formatStats(stats, false), command: COMMANDS.startDaemon, arguments: [] };
+    : { title: formatStats(stats, false, starting), command: COMMANDS.startDaemon, arguments: [] };
   return [
     { range, command: summary },
     { range, command: { title: '▶ Run', command: COMMANDS.run, arguments: args } },

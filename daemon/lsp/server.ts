@@ -38,6 +38,7 @@ export function startLspServer(connection: Connection, options: LspServerOptions
   const makeReader = options.storeReader ?? ((e: DaemonEndpoint) => httpStoreReader(e));
   let roots: string[] = [];
   let daemon: DaemonEndpoint | null = null;
+  let starting = false;
   let stats: AgentStatsSource | null = null;
   let pollMs = 3000;
   let pollTimer: ReturnType<typeof setInterval> | null = null;
@@ -113,6 +114,7 @@ export function startLspServer(connection: Connection, options: LspServerOptions
     const init = (params.initializationOptions ?? {}) as LspInitializationOptions;
     if (init.pollIntervalMs) pollMs = init.pollIntervalMs;
     setDaemon(init.daemon ?? null);
+    starting = init.starting === true && !init.daemon;
     return {
       capabilities: {
         textDocumentSync: TextDocumentSyncKind.Incremental,
@@ -133,12 +135,13 @@ export function startLspServer(connection: Connection, options: LspServerOptions
   connection.onCodeLens(async ({ textDocument }): Promise<CodeLens[]> => {
     const agents = await agentsOf(textDocument.uri);
     const lenses: CodeLens[] = [];
-    for (const agent of agents) lenses.push(...lensesFor(agent, await statsFor(agent.id, 1500), daemon !== null));
+    for (const agent of agents) lenses.push(...lensesFor(agent, await statsFor(agent.id, 1500), daemon !== null, starting));
     return lenses;
   });
 
-  connection.onNotification(daemonChanged, ({ daemon: endpoint }) => {
-    log(endpoint ? `daemon at ${endpoint.url}` : 'daemon down');
+  connection.onNotification(daemonChanged, ({ daemon: endpoint, starting: isStarting }) => {
+    log(endpoint ? `daemon at ${endpoint.url}` : isStarting ? 'daemon starting' : 'daemon down');
+    starting = !endpoint && isStarting === true;
     setDaemon(endpoint);
     void refetchAll(true);
   });

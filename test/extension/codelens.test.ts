@@ -40,6 +40,7 @@ test('lens titles: no rollouts yet, reward with trend and count, running, daemon
   assert.equal(formatStats({ ...base, rollouts: 500, rolloutsCapped: true, latestReward: 1, trend: 0 }, true), 'reward 1.00 ±0.00 · 500+ rollouts');
   assert.equal(formatStats({ ...base, rollouts: 2 }, true), 'no reward yet · 2 rollouts');
   assert.equal(formatStats(undefined, false), 'Agent Lightning daemon not running');
+  assert.equal(formatStats(undefined, false, true), 'Agent Lightning daemon starting…');
   const agent: AgentInfo = { id: 'a.ts#x', name: 'x', language: 'typescript', uri: 'file:///w/a.ts', range: { start: { line: 3, character: 0 }, end: { line: 9, character: 2 } } };
   const lenses = lensesFor(agent, base, true);
   assert.deepEqual(lenses.map((l) => l.command?.title), ['no rollouts yet', '▶ Run', '⚡ Train', 'Trajectories']);
@@ -146,6 +147,8 @@ test('agl lsp: daemon down and back: the lens says so, then shows stats again', 
   const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
   await lsp.sendNotification(daemonChanged, { daemon: null });
   assert.equal((await lensTitles(tsUri))[0], 'Agent Lightning daemon not running');
+  await lsp.sendNotification(daemonChanged, { daemon: null, starting: true });
+  assert.equal((await lensTitles(tsUri))[0], 'Agent Lightning daemon starting…');
   await lsp.sendNotification(daemonChanged, { daemon: { url: daemon.url, token: daemon.token } });
   assert.match((await lensTitles(tsUri))[0]!, /^reward 0\.67/);
 });
