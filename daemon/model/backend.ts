@@ -37,7 +37,7 @@ async function tryWebgpu(allowSoftware: boolean): Promise<string> {
   Object.assign(globalThis, globals);
   const gpu = create([]);
   const adapter = await gpu.requestAdapter();
-  if (!adapter) throw new Error('no WebGPU adapter (no Vulkan driver / libvulkan.so.1?)');
+  if (!adapter) throw new Error('no WebGPU adapter (needs libvulkan1 and a Vulkan GPU driver; Mesa < 25 lavapipe lacks required features)');
   const info = adapter.info ?? {};
   const desc = `${info.vendor ?? ''} ${info.architecture ?? ''} ${info.description ?? ''} ${info.device ?? ''}`.trim();
   const software = adapter.isFallbackAdapter || /llvmpipe|lavapipe|swiftshader|software|cpu/i.test(desc);
