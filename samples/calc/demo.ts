@@ -17,7 +17,7 @@ import { DATA_DIR, writeCalcData } from './make-data.js';
 
 export const WARMUP_DIR = join('samples', 'calc', 'warmup');
 /** How samples/calc/warmup was made (`agl sft --data samples/calc/data/demos.jsonl --out samples/calc/warmup` + these). */
-export const WARMUP_SFT_ARGS = ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '128', '--seed', '1', '--init-seed', '1234', '--backend', 'wasm', '--weights-only'];
+export const WARMUP_SFT_ARGS = ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '128', '--seed', '1', '--init-seed', '1234', '--backend', 'wasm'];
 
 export interface CalcRunOptions { minutes?: number; dataDir?: string; freshWarmup?: boolean; quiet?: boolean; workers?: number }
 
