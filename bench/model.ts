@@ -81,7 +81,12 @@ async function main(): Promise<void> {
       const child = spawnSync(process.execPath, ['--import', 'tsx', 'bench/model.ts', '--worker', '--backend', backend, '--size', size,
         '--steps', String(backend === 'cpu' ? 1 : steps), '--new-tokens', String(backend === 'cpu' ? 16 : newTokens)], { encoding: 'utf8', env: { ...process.env, AGL_BACKEND: backend } });
       const r = lastJson<Run>(child.stdout ?? '');
-      if (!r) { console.error(`${size} ${backend}: not available (${(child.stderr ?? '').trim().split('\n').filter((l) => /Error|error/.test(l))[0] ?? 'failed'})`); continue; }
+      if (!r) {
+        const lines = (child.stderr ?? '').trim().split('\n');
+        const why = lines.find((l) => l.includes('no TF.js backend could be loaded')) ?? lines.find((l) => /Error/.test(l)) ?? 'failed';
+        console.error(`${size} ${backend}: not available (${why.trim()})`);
+        continue;
+      }
       metrics[`${size}.${backend}.train_tok_s`] = r.train_tok_s;
       metrics[`${size}.${backend}.sample_tok_s`] = r.sample_tok_s;
       const ratio = (x: number, y?: number) => (y ? (x / y).toFixed(2) : '-');
