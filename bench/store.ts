@@ -172,7 +172,9 @@ async function runAlgorithm(client: AglClient, sc: Scenario, total: number, chec
 async function runScenario(sc: Scenario, quick: boolean, procs: number, store?: string) {
   const total = quick ? sc.quickTasks : sc.tasks;
   const dataDir = mkdtempSync(join(tmpdir(), `agl-bench-${sc.name}-`));
-  const { proc, client } = await startDaemon(dataDir, store);
+  let daemon: Awaited<ReturnType<typeof startDaemon>>;
+  try { daemon = await startDaemon(dataDir, store); } catch (e) { rmSync(dataDir, { recursive: true, force: true }); throw e; }
+  const { proc, client } = daemon;
   try {
     const token = readFileSync(join(dataDir, 'token'), 'utf8').trim();
     const runners = startRunners(client, token, sc, procs);
