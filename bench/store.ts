@@ -57,6 +57,7 @@ async function startDaemon(dataDir: string, store?: string): Promise<{ proc: Chi
       return { proc, client };
     } catch { await sleep(100); }
   }
+  proc.kill('SIGKILL');
   throw new Error(`agl serve did not come up: ${log}`);
 }
 
