@@ -5,7 +5,8 @@
  *   POST /spans/search   the same query as a JSON body
  * This is the hottest write path (benchmarks push thousands of spans/s): validate, write, acknowledge, nothing else.
  */
-import { Router } from 'express';
+import { Router, type Response } from 'express';
+import type { SpanQuery } from '../store/types.js';
 import { AddSpansManyRequest, SpanInputRequest, SpanListQuery, SpanSearchRequest } from '../../protocol/api.js';
 import type { Span } from '../../protocol/store.js';
 import { parseOr400 } from './errors.js';
@@ -25,13 +26,14 @@ export function spansRouter(ctx: ServerContext): Router {
     res.status(201).json({ count: spans.length, spans: spans.map(ack) });
   });
 
-  r.get('/spans', async (req, res) => {
-    res.json({ items: await store.querySpans(parseOr400(SpanListQuery, req.query, 'query')) });
-  });
-
-  r.post('/spans/search', async (req, res) => {
-    res.json({ items: await store.querySpans(parseOr400(SpanSearchRequest, req.body)) });
-  });
+  // Spans are stored as JSON: when the store can hand them over serialised, skip parse + re-stringify
+  // (about 0.9 ms per 100 KB, ~15% of daemon CPU per rollout in bench:store).
+  const sendSpans = async (res: Response, query: SpanQuery) => {
+    if (store.querySpansJson) res.type('application/json').send(`{"items":${await store.querySpansJson(query)}}`);
+    else res.json({ items: await store.querySpans(query) });
+  };
+  r.get('/spans', async (req, res) => sendSpans(res, parseOr400(SpanListQuery, req.query, 'query')));
+  r.post('/spans/search', async (req, res) => sendSpans(res, parseOr400(SpanSearchRequest, req.body)));
 
   return r;
 }
