@@ -24,7 +24,7 @@ import time
 import traceback
 import urllib.request
 
-__all__ = ["LLM", "emit_reward", "emit_message", "emit_object", "emit_exception", "current_rollout"]
+__all__ = ["LLM", "rollout", "emit_reward", "emit_message", "emit_object", "emit_exception", "current_rollout"]
 
 _current = contextvars.ContextVar("agl_rollout", default=None)
 
@@ -103,6 +103,16 @@ def _any_value(v):
     if isinstance(v, (list, tuple)) and all(isinstance(x, (str, int, float, bool)) for x in v):
         return {"arrayValue": {"values": [_any_value(x) for x in v]}}
     return {"stringValue": json.dumps(v, default=str)}
+
+
+def rollout(fn=None, *, name=None):
+    """Marks an agent function: `@rollout` or `@rollout(name="...")`. The function is returned unchanged
+    (the runner calls it as module:function(task, llm)); the marker is what the editor's CodeLens and
+    `agl train` look for."""
+    def mark(f):
+        f.__agl_rollout__ = {"name": name or f.__name__}
+        return f
+    return mark(fn) if callable(fn) else mark
 
 
 def current_rollout():
