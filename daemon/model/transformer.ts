@@ -179,7 +179,11 @@ export function forward(c: TransformerConfig, P: Params, ids: tf.Tensor2D, leftP
       h = layerNorm(x, w(`${p}ln_1.weight`), w(`${p}ln_1.bias`), c.normEps);
       // [B*T, 3, d] -> [3, B*T, d], then contiguous slices: splitting the last axis, and 5-D transposes, are slow on wasm.
       const qkv = linear(h, w(`${p}attn.c_attn.weight`), w(`${p}attn.c_attn.bias`)).reshape([B * T, 3, c.dModel]).transpose([1, 0, 2]);
-      [q, k, v] = [0, 1, 2].map((j) => qkv.slice([j, 0, 0], [1, B * T, c.dModel]).reshape([B, T, H, hd]).transpose([0, 2, 1, 3]));
+      // One new token per row (decoding): [B, 1, H, hd] -> [B, H, 1, hd] is a plain reshape.
+      [q, k, v] = [0, 1, 2].map((j) => {
+        const part = qkv.slice([j, 0, 0], [1, B * T, c.dModel]);
+        return T === 1 ? part.reshape([B, H, 1, hd]) : part.reshape([B, T, H, hd]).transpose([0, 2, 1, 3]);
+      });
     } else {
       const p = `model.layers.${i}.self_attn.`;
       h = rmsNorm(x, w(`model.layers.${i}.input_layernorm.weight`), c.normEps);
@@ -188,9 +192,8 @@ export function forward(c: TransformerConfig, P: Params, ids: tf.Tensor2D, leftP
       v = linear(h, w(`${p}v_proj.weight`), c.qkvBias ? w(`${p}v_proj.bias`) : undefined);
     }
     if (c.family === 'llama') {
-      q = q.reshape([B, T, H, hd]).transpose([0, 2, 1, 3]);
-      k = k.reshape([B, T, Hkv, hd]).transpose([0, 2, 1, 3]);
-      v = v.reshape([B, T, Hkv, hd]).transpose([0, 2, 1, 3]);
+      const heads = (t: tf.Tensor, n: number) => (T === 1 ? t.reshape([B, n, 1, hd]) : t.reshape([B, T, n, hd]).transpose([0, 2, 1, 3]));
+      q = heads(q, H); k = heads(k, Hkv); v = heads(v, Hkv);
     }
     if (rope) { q = applyRope(q, rope[0], rope[1]); k = applyRope(k, rope[0], rope[1]); }
     if (cache) { k = tf.concat([cache[i].k, k], 2); v = tf.concat([cache[i].v, v], 2); }
@@ -201,7 +204,8 @@ export function forward(c: TransformerConfig, P: Params, ids: tf.Tensor2D, leftP
     const kT = k.transpose([0, 1, 3, 2]).reshape([B * Hkv, hd, Tk]) as tf.Tensor3D;
     const scores = matmul(qg, kT).reshape([B, H, T, Tk]).add(bias);
     const att = tf.softmax(scores, -1).reshape([B * Hkv, rep * T, Tk]) as tf.Tensor3D;
-    const y = matmul(att, v.reshape([B * Hkv, Tk, hd]) as tf.Tensor3D).reshape([B, H, T, hd]).transpose([0, 2, 1, 3]).reshape([B, T, c.dModel]);
+    const yh = matmul(att, v.reshape([B * Hkv, Tk, hd]) as tf.Tensor3D).reshape([B, H, T, hd]);
+    const y = (T === 1 ? yh : yh.transpose([0, 2, 1, 3])).reshape([B, T, c.dModel]);
 
     if (c.family === 'gpt') {
       const p = `transformer.h.${i}.`;
