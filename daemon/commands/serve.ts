@@ -28,7 +28,11 @@ Starts the Agent Lightning daemon (store API, gateway, OTLP receiver) in the for
   --body-limit S  largest JSON request body (default 16mb)
   --model SPEC    policy the gateway serves to agents whose resources name a local model: builtin:0.8m,
                   builtin:5m, a checkpoint folder (agl sft / agl train) or a Hugging Face model folder
-                  (or AGL_MODEL); loaded on the first local LLM call
+                  (or AGL_POLICY); loaded on the first local LLM call
+  --upstream URL  an OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp; base URL ending in /v1) the
+                  gateway forwards agents' calls to, recording them (or OPENAI_BASE_URL); with
+  --upstream-model M  the model to ask it for (or AGL_MODEL): published as the latest LLM resource on start
+                  (API key read from OPENAI_API_KEY at call time, never stored)
   --backend B     TF.js backend for that policy (default: the fastest that loads; see agl doctor)
 Clients authenticate with the token in <data-dir>/token (mode 0600). Stop with Ctrl-C or SIGTERM.
 `;
@@ -72,6 +76,15 @@ function lazyPolicy(spec: string, backend: string | undefined, log: (m: string) 
   };
 }
 
+/** Publishes an upstream LLM resource as the latest resources, unless the latest already is exactly that. */
+async function publishUpstream(store: LightningStore, daemonUrl: string, upstreamUrl: string, model: string) {
+  const llm = { type: 'llm' as const, endpoint: `${daemonUrl}/v1`, model, backend: 'upstream' as const, upstreamUrl, apiKeyEnv: 'OPENAI_API_KEY', samplingParams: {} };
+  const latest = await store.getLatestResources();
+  const same = latest?.resources.llm;
+  if (latest && same?.type === 'llm' && same.backend === 'upstream' && same.upstreamUrl === upstreamUrl && same.model === model && same.endpoint === llm.endpoint) return latest;
+  return store.addResources({ resources: { llm }, metadata: { publishedBy: 'agl serve --upstream' } });
+}
+
 export async function run(argv: string[]): Promise<number> {
   let args;
   try {
@@ -81,6 +94,7 @@ export async function run(argv: string[]): Promise<number> {
         port: { type: 'string' }, host: { type: 'string' }, 'data-dir': { type: 'string' },
         store: { type: 'string' }, 'body-limit': { type: 'string' }, help: { type: 'boolean', short: 'h' },
         model: { type: 'string' }, backend: { type: 'string' },
+        upstream: { type: 'string' }, 'upstream-model': { type: 'string' },
       },
     }).values;
   } catch (err) {
@@ -140,7 +154,7 @@ export async function run(argv: string[]): Promise<number> {
     onAgentSeen: (agent) => state.noteAgent(agent),
     knownAgents: () => state.knownAgents(),
   });
-  const modelSpec = args.model ?? process.env.AGL_MODEL;
+  const modelSpec = args.model ?? process.env.AGL_POLICY;
   if (modelSpec) ctx.getPolicy = lazyPolicy(modelSpec, args.backend, ctx.log);
   const app = createApp(ctx);
   let server;
@@ -154,6 +168,15 @@ export async function run(argv: string[]): Promise<number> {
     else if (code === 'EADDRNOTAVAIL') process.stderr.write(`agl serve: ${host} is not an address of this machine (EADDRNOTAVAIL); use --host 127.0.0.1\n`);
     else process.stderr.write(`agl serve: cannot listen on ${host}:${port}: ${(err as Error).message}\n`);
     return 1;
+  }
+
+  const upstreamUrl = args.upstream ?? process.env.OPENAI_BASE_URL;
+  const upstreamModel = args['upstream-model'] ?? process.env.AGL_MODEL;
+  if (upstreamUrl && upstreamModel) {
+    const published = await publishUpstream(store, ctx.url, upstreamUrl, upstreamModel);
+    process.stdout.write(`agl: agents' LLM calls go to ${upstreamUrl} (model ${upstreamModel}; resources v${published.version})\n`);
+  } else if (args.upstream || args['upstream-model']) {
+    process.stderr.write(`agl serve: --upstream needs --upstream-model (or AGL_MODEL) and vice versa; no upstream LLM published\n`);
   }
 
   const watchdog = new Watchdog(store, { onError: (e) => ctx.log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();
