@@ -7,6 +7,7 @@ import * as vscode from 'vscode';
 import { markAsAgent } from '../protocol/lsp.js';
 import { COMMANDS } from '../daemon/lsp/codelens.js';
 import type { Ctx } from './ctx.js';
+import { cursorEditor } from './pickers.js';
 import { runRolloutCommand } from './rollout.js';
 import { trainCommand } from './train.js';
 import { showTrainingDashboard, showTrajectoryViewer } from './views.js';
@@ -68,7 +69,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
 }
 
 async function markFunctionAsAgent(ctx: Ctx): Promise<void> {
-  const editor = vscode.window.activeTextEditor;
+  const editor = cursorEditor();
   if (!editor) { void vscode.window.showWarningMessage('Agent Lightning: open the file with the function and put the cursor inside it first.'); return; }
   if (!ctx.lsp) { void vscode.window.showErrorMessage('Agent Lightning: the language server is not running; see the "Agent Lightning" output.'); return; }
   const pos = editor.selection.active;

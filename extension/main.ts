@@ -6,6 +6,7 @@
 import * as vscode from 'vscode';
 import { registerCommands } from './commands.js';
 import { Ctx } from './ctx.js';
+import { trackLastTextEditor } from './pickers.js';
 import { registerViews } from './views.js';
 
 let ctx: Ctx | null = null;
@@ -13,7 +14,7 @@ let ctx: Ctx | null = null;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   ctx = new Ctx(context);
   const current = ctx;
-  context.subscriptions.push(...registerCommands(current));
+  context.subscriptions.push(...registerCommands(current), trackLastTextEditor());
   registerViews(current);
   current.log(`Agent Lightning ${context.extension.packageJSON.version} activating (node ${process.version}).`);
   try {

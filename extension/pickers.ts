@@ -8,6 +8,25 @@ import * as vscode from 'vscode';
 import { agentAt, listAgents, type AgentInfo } from '../protocol/lsp.js';
 import type { Ctx } from './ctx.js';
 
+let lastTextEditor: vscode.TextEditor | undefined;
+
+/**
+ * Remembers the text editor that last had focus: when a webview (trajectory viewer, dashboard) has the
+ * focus, `activeTextEditor` is undefined, yet "the agent under the cursor" should still mean the cursor the
+ * user left in the code beside it.
+ */
+export function trackLastTextEditor(): vscode.Disposable {
+  lastTextEditor = vscode.window.activeTextEditor;
+  return vscode.window.onDidChangeActiveTextEditor((e) => { if (e) lastTextEditor = e; });
+}
+
+/** The focused text editor, else the last focused one while it is still visible. */
+export function cursorEditor(): vscode.TextEditor | undefined {
+  const active = vscode.window.activeTextEditor;
+  if (active) return active;
+  return lastTextEditor && vscode.window.visibleTextEditors.includes(lastTextEditor) ? lastTextEditor : undefined;
+}
+
 /** The agent for a command: the CodeLens argument, else the one under the cursor, else a quick pick. */
 export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Promise<AgentInfo | undefined> {
   const lsp = ctx.lsp;
@@ -17,7 +36,7 @@ export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Pro
   }
   const all = (await lsp.sendRequest(listAgents, {})).agents;
   if (typeof arg === 'string' && arg) return all.find((a) => a.id === arg) ?? { id: arg, name: arg.split(/[#:]/).pop() ?? arg, language: /\.py:/.test(arg) ? 'python' : 'typescript', uri: '', range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } } };
-  const editor = vscode.window.activeTextEditor;
+  const editor = cursorEditor();
   if (editor) {
     const pos = editor.selection.active;
     const { agent } = await lsp.sendRequest(agentAt, { uri: editor.document.uri.toString(), position: { line: pos.line, character: pos.character } });
