@@ -1,11 +1,2 @@
-/** Seeded randomness for the algorithm (task order): mulberry32, so runs and resumes are reproducible. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded randomness for the algorithm (task order): the engine's mulberry32, so runs and resumes are reproducible. */
+export { makeRng as rng } from '../model/sampling.js';
