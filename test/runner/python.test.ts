@@ -8,34 +8,18 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import type { Rollout } from '../../protocol/store.js';
-import { Runner } from '../../daemon/runner/runner.js';
 import { rootSpanIdForAttempt } from '../../sdk/ids.js';
-import { type FakeUpstream, startFakeUpstream } from './fake-upstream.js';
-import { type Harness, startDaemon } from './daemon-harness.js';
+import { type Harness, type RunnerStack, startRunnerStack } from './daemon-harness.js';
 
 const agentFile = resolve('test/runner/fixtures/py_agent.py'); // tests run from the repo root
 
 describe('Python agents through the runner', () => {
+  let stack: RunnerStack;
   let daemon: Harness;
-  let upstream: FakeUpstream;
-  let runner: Runner;
-  before(async () => {
-    upstream = await startFakeUpstream();
-    daemon = await startDaemon();
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } } });
-    runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 1, pollMs: { min: 20, max: 200 }, log: () => {} });
-    runner.start();
-  });
-  after(async () => { await runner.stop(5000); await daemon.close(); await upstream.close(); });
+  before(async () => { stack = await startRunnerStack(1); ({ daemon } = stack); });
+  after(() => stack.close());
 
-  async function runToEnd(agent: string): Promise<Rollout> {
-    const r = await daemon.client.enqueueRollout({ input: { question: 'what is 6*7?' }, agent });
-    for (let i = 0; i < 100; i++) {
-      const [done] = await daemon.client.waitForRollouts([r.id], 2000);
-      if (done) return done;
-    }
-    throw new Error(`rollout ${r.id} did not end`);
-  }
+  const runToEnd = (agent: string): Promise<Rollout> => stack.runToEnd({ input: { question: 'what is 6*7?' }, agent });
 
   it('runs file.py:function, records its LLM call, rewards and root span', async () => {
     const r = await runToEnd(`${agentFile}:solve`);

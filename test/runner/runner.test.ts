@@ -7,35 +7,23 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { AGL, SPAN } from '../../protocol/spans.js';
-import type { Rollout } from '../../protocol/store.js';
+import type { Rollout, RolloutInput } from '../../protocol/store.js';
 import { Runner } from '../../daemon/runner/runner.js';
 import { rootSpanIdForAttempt } from '../../sdk/ids.js';
-import { type FakeUpstream, startFakeUpstream } from './fake-upstream.js';
-import { type Harness, startDaemon } from './daemon-harness.js';
+import type { FakeUpstream } from './fake-upstream.js';
+import { type Harness, type RunnerStack, startRunnerStack } from './daemon-harness.js';
 
 const agents = resolve('test/runner/fixtures/agents.ts'); // tests run from the repo root
 
 describe('runner', () => {
+  let stack: RunnerStack;
   let daemon: Harness;
   let upstream: FakeUpstream;
   let runner: Runner;
-  before(async () => {
-    upstream = await startFakeUpstream();
-    daemon = await startDaemon();
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } } });
-    runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 2, pollMs: { min: 20, max: 200 }, log: () => {} });
-    runner.start();
-  });
-  after(async () => { await runner.stop(5000); await daemon.close(); await upstream.close(); });
+  before(async () => { stack = await startRunnerStack(2); ({ daemon, upstream, runner } = stack); });
+  after(() => stack.close());
 
-  async function runToEnd(input: Parameters<Harness['client']['enqueueRollout']>[0]): Promise<Rollout> {
-    const r = await daemon.client.enqueueRollout(input);
-    for (let i = 0; i < 100; i++) {
-      const [done] = await daemon.client.waitForRollouts([r.id], 2000);
-      if (done) return done;
-    }
-    throw new Error(`rollout ${r.id} did not end`);
-  }
+  const runToEnd = (input: RolloutInput): Promise<Rollout> => stack.runToEnd(input);
 
   it('runs a TS agent: LLM call through the gateway, rewards, parentage', async () => {
     const r = await runToEnd({ input: { question: 'what is 6*7?' }, agent: `${agents}#askAgent` });
@@ -111,7 +99,7 @@ describe('runner', () => {
       assert.equal(shared.processCount, 1);
     } finally {
       await shared.stop(5000);
-      runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 2, pollMs: { min: 20, max: 200 }, log: () => {} });
+      runner = stack.runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 2, pollMs: { min: 20, max: 200 }, log: () => {} });
       runner.start();
     }
   });

@@ -8,33 +8,17 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Rollout } from '../../protocol/store.js';
-import { Runner } from '../../daemon/runner/runner.js';
-import { type FakeUpstream, startFakeUpstream } from '../runner/fake-upstream.js';
-import { type Harness, startDaemon } from '../runner/daemon-harness.js';
+import { type Harness, type RunnerStack, startRunnerStack } from '../runner/daemon-harness.js';
 
 const agent = `${resolve('test/sdk/fixtures/langchain-agent.ts')}#langchainCalcAgent`; // tests run from the repo root
 
 describe('LangChain.js ChatOpenAI agent with a tool', () => {
+  let stack: RunnerStack;
   let daemon: Harness;
-  let upstream: FakeUpstream;
-  let runner: Runner;
-  before(async () => {
-    upstream = await startFakeUpstream();
-    daemon = await startDaemon();
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } } });
-    runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 1, pollMs: { min: 20, max: 200 }, log: () => {} });
-    runner.start();
-  });
-  after(async () => { await runner.stop(5000); await daemon.close(); await upstream.close(); });
+  before(async () => { stack = await startRunnerStack(1); ({ daemon } = stack); });
+  after(() => stack.close());
 
-  async function runToEnd(input: unknown): Promise<Rollout> {
-    const r = await daemon.client.enqueueRollout({ input, agent });
-    for (let i = 0; i < 100; i++) {
-      const [done] = await daemon.client.waitForRollouts([r.id], 2000);
-      if (done) return done;
-    }
-    throw new Error(`rollout ${r.id} did not end`);
-  }
+  const runToEnd = (input: unknown): Promise<Rollout> => stack.runToEnd({ input, agent });
 
   for (const stream of [false, true]) {
     it(`records calls, tool run and reward in one tree (${stream ? 'streaming' : 'not streaming'})`, async () => {
