@@ -8,38 +8,28 @@
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Runner } from '../../daemon/runner/runner.js';
 import { trajectoryHandlers } from '../../extension/panels/data.js';
-import { startDaemon, type Harness } from '../runner/daemon-harness.js';
-import { FAKE_ANSWER, startFakeUpstream, type FakeUpstream } from '../runner/fake-upstream.js';
+import { startRunnerStack, type Harness, type RunnerStack } from '../runner/daemon-harness.js';
+import { FAKE_ANSWER } from '../runner/fake-upstream.js';
 import { openWebview, type WebviewSession } from './harness.js';
 
 const agentFile = resolve('test/runner/fixtures/agents.ts'); // tests run from the repo root
 
 describe('trajectory viewer on a rollout run by the runner through the gateway', () => {
   let daemon: Harness;
-  let upstream: FakeUpstream;
+  let stack: RunnerStack;
   let view: WebviewSession;
   let rolloutId: string;
 
   before(async () => {
-    upstream = await startFakeUpstream();
-    daemon = await startDaemon();
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } } });
-    const runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 1, pollMs: { min: 20, max: 200 }, log: () => {} });
-    runner.start();
-    try {
-      const r = await daemon.client.enqueueRollout({ input: { question: 'what is 6*7?' }, agent: `${agentFile}#askAgent` });
-      rolloutId = r.id;
-      let done = false;
-      for (let i = 0; i < 60 && !done; i++) done = (await daemon.client.waitForRollouts([r.id], 2000)).length > 0;
-      assert.ok(done, 'the rollout ended');
-    } finally {
-      await runner.stop(5000);
-    }
+    stack = await startRunnerStack(1);
+    daemon = stack.daemon;
+    const r = await stack.runToEnd({ input: { question: 'what is 6*7?' }, agent: `${agentFile}#askAgent` });
+    rolloutId = r.id;
+    await stack.runner.stop(5000); // the viewer reads a finished rollout; nothing else runs
     view = await openWebview('trajectory', trajectoryHandlers(daemon.client));
   });
-  after(async () => { await view?.close(); await daemon?.close(); await upstream?.close(); });
+  after(async () => { await view?.close(); await stack?.close(); });
 
   it('draws the recorded spans: agent, operation, LLM call as chat with tokens, message and rewards', async () => {
     const page = view.page;
