@@ -58,6 +58,11 @@ export const AGL = {
   completionTokenIds: 'agl.completion.token_ids',
   /** Per-token log-probs of the completion under the policy that sampled it. */
   completionLogprobs: 'agl.completion.logprobs',
+  /** Calls with several choices (n > 1): every choice's token ids / log-probs, as a JSON array of arrays
+   *  (choice i at index i). `agl.completion.token_ids` / `.logprobs` keep the first choice's, which is the
+   *  one the adapter trains on. */
+  choicesTokenIds: 'agl.completion.choices.token_ids',
+  choicesLogprobs: 'agl.completion.choices.logprobs',
   /** true when the gateway served the call from the local policy (token ids and logprobs are exact). */
   localPolicy: 'agl.policy.local',
   streamed: 'agl.streamed',

@@ -56,10 +56,12 @@ export function buildCallSpan(req: CallRequest, call: CallContext, result: CallR
     set(attrs, GENAI.usageOutputTokens, usage?.completion_tokens ?? result.completionTokenIds?.reduce((s, ids) => s + ids.length, 0));
     set(attrs, GENAI.outputMessages, JSON.stringify(choices.map((c) => (req.kind === 'chat' ? c.message : { role: 'assistant', content: c.text }))));
     set(attrs, AGL.localPolicy, result.local);
-    // Several choices (n > 1): the first choice's ids are recorded (training uses n = 1 per rollout).
     set(attrs, AGL.promptTokenIds, result.promptTokenIds);
     set(attrs, AGL.completionTokenIds, result.completionTokenIds?.[0]);
     set(attrs, AGL.completionLogprobs, result.completionLogprobs?.[0]);
+    // Several choices (n > 1): every choice's ids too (the first choice above is the one training uses).
+    if ((result.completionTokenIds?.length ?? 0) > 1) set(attrs, AGL.choicesTokenIds, JSON.stringify(result.completionTokenIds));
+    if ((result.completionLogprobs?.length ?? 0) > 1) set(attrs, AGL.choicesLogprobs, JSON.stringify(result.completionLogprobs));
   }
   const parent = parseTraceparent(call.traceparent);
   return {

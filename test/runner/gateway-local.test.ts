@@ -78,6 +78,22 @@ describe('gateway, local policy backend', () => {
     assert.deepEqual(streamed.attributes[AGL.completionTokenIds], recorded.find((s) => s.attributes[AGL.streamed] === false)!.attributes[AGL.completionTokenIds]);
   });
 
+  it('records every choice of an n > 1 call (the first one also under the single-choice names)', async () => {
+    const { openai, spans } = await attempt();
+    const res = await openai.chat.completions.create({ model: 'tiny', messages, n: 3, temperature: 1, seed: 7, max_tokens: 8 });
+    assert.equal(res.choices.length, 3);
+    const [span] = await spans();
+    const all = JSON.parse(span.attributes[AGL.choicesTokenIds] as string) as number[][];
+    const lps = JSON.parse(span.attributes[AGL.choicesLogprobs] as string) as number[][];
+    assert.equal(all.length, 3);
+    all.forEach((ids, i) => {
+      assert.equal(policy.tokenizer.decode(ids).startsWith(res.choices[i].message.content ?? ''), true, `choice ${i} ids decode to its text`);
+      assert.equal(lps[i].length, ids.length);
+    });
+    assert.deepEqual(span.attributes[AGL.completionTokenIds], all[0]);
+    assert.equal(span.attributes[GENAI.usageOutputTokens], all.reduce((s, ids) => s + ids.length, 0));
+  });
+
   it('batches concurrent calls into one generate(), each with its own max_tokens', async () => {
     const { openai, spans } = await attempt();
     batches.length = 0;
