@@ -17,7 +17,7 @@ export const SAMPLES: Record<string, LearningSample> = {
     describe: 'calc (tool use): SFT warm-up checkpoint, then GRPO; greedy exact-answer accuracy on 100 held-out problems',
     async run({ quick }) {
       const { runCalcDemo } = await import('../samples/calc/demo.js');
-      const r = await runCalcDemo({ minutes: quick ? 1.5 : 13, quiet: true });
+      const r = await runCalcDemo({ minutes: quick ? 1.5 : undefined, quiet: true });
       return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes };
     },
   },

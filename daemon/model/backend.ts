@@ -3,6 +3,7 @@
  * forced with --backend / AGL_BACKEND. Records why each candidate before the chosen one was not used, for
  * `agl doctor`. The backend is process-wide (TF.js keeps one engine per process).
  */
+import { readdirSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
 import { installFastWasmKernels } from './wasm-kernels.js';
 import { withNodeWasmThreads } from './wasm-threads.js';
@@ -29,7 +30,17 @@ async function tryNode(pkg: string): Promise<void> {
   if (!(await tf.setBackend('tensorflow'))) throw new Error(`${pkg} loaded but the tensorflow backend did not initialise`);
 }
 
+/** Linux: a GPU the Vulkan driver could drive shows up as a device node; without one Dawn only finds a
+ *  software adapter (slower than wasm) after printing driver warnings, so auto selection skips it. */
+function linuxHasGpuDevice(): boolean {
+  const has = (dir: string, re: RegExp) => { try { return readdirSync(dir).some((f) => re.test(f)); } catch { return false; } };
+  return has('/dev/dri', /^renderD\d+$/) || has('/dev', /^(nvidia\d+|dxg)$/);
+}
+
 async function tryWebgpu(allowSoftware: boolean): Promise<string> {
+  if (!allowSoftware && process.platform === 'linux' && !linuxHasGpuDevice()) {
+    throw new Error('no GPU device (/dev/dri/renderD*, /dev/nvidia*): not probed (--backend webgpu forces it)');
+  }
   const { create, globals } = (await load('webgpu')) as {
     create: (opts: string[]) => { requestAdapter(): Promise<{ info?: Record<string, string>; isFallbackAdapter?: boolean } | null> };
     globals: Record<string, unknown>;

@@ -1,11 +1,11 @@
 /**
  * The Python calc agent's learning run, as `npm run bench:learning -- --sample calc-py` runs it: the calc
- * sample's SFT warm-up (same prompts, same demonstrations, same `agl sft` flags), then GRPO with the calc
+ * sample's shipped SFT warm-up (same prompts, same demonstrations; --sft-steps N makes a new one), then GRPO with the calc
  * sample's config, the agent run by the runner's Python path; held-out accuracy on calc's val split.
  *   npx tsx samples/calc-py/learn.ts [--minutes M] [--sft-steps N] [--data-dir DIR]
  */
 import { join } from 'node:path';
-import { WARMUP_SFT_ARGS } from '../calc/demo.js';
+import { WARMUP_DIR, WARMUP_SFT_ARGS } from '../calc/demo.js';
 import { learnMain, type SampleLearning } from '../sql/learn.js';
 
 export const CALC_PY_LEARNING: SampleLearning = {
@@ -16,6 +16,7 @@ export const CALC_PY_LEARNING: SampleLearning = {
   demos: join('samples', 'calc', 'data', 'demos.jsonl'),
   config: join('samples', 'calc', 'train.yaml'),
   sftArgs: WARMUP_SFT_ARGS,
+  warmup: WARMUP_DIR, // the calc sample's shipped warm-up (same prompts, same demonstrations)
 };
 
 if (/calc-py[\\/]learn\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) learnMain(CALC_PY_LEARNING);

@@ -5,7 +5,7 @@
  *     made now with `agl sft` when it is missing (--fresh-warmup forces it);
  *  3. GRPO with `agl train` through the real gateway and runner workers, held-out accuracy before/after;
  *  4. the report (HTML + PNG reward curve) path printed at the end.
- * Options: --minutes M (GRPO budget, default 13), --data-dir DIR (default: a fresh temp dir), --fresh-warmup.
+ * Options: --minutes M (GRPO budget, default train.yaml's maxMinutes), --data-dir DIR (default: a fresh temp dir), --fresh-warmup.
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ import { DATA_DIR, writeCalcData } from './make-data.js';
 
 export const WARMUP_DIR = join('samples', 'calc', 'warmup');
 /** How samples/calc/warmup was made (`agl sft --data samples/calc/data/demos.jsonl --out samples/calc/warmup` + these). */
-export const WARMUP_SFT_ARGS = ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '128', '--seed', '1', '--init-seed', '1234', '--backend', 'wasm'];
+export const WARMUP_SFT_ARGS = ['--model', 'builtin:0.8m', '--steps', '1200', '--batch-size', '32', '--lr', '1e-3', '--context', '128', '--seed', '1', '--init-seed', '1234', '--backend', 'wasm'];
 
 export interface CalcRunOptions { minutes?: number; dataDir?: string; freshWarmup?: boolean; quiet?: boolean; workers?: number }
 
@@ -36,7 +36,7 @@ export async function runCalcDemo(o: CalcRunOptions = {}): Promise<TrainOutcome 
   }
   const outcome = await trainAgent({
     agent: 'samples/calc/agent.ts#calcAgent', train: join(DATA_DIR, 'train.jsonl'), val: join(DATA_DIR, 'val.jsonl'),
-    model: warmup, config: join('samples', 'calc', 'train.yaml'), 'max-minutes': String(o.minutes ?? 13), 'data-dir': dataDir,
+    model: warmup, config: join('samples', 'calc', 'train.yaml'), ...(o.minutes ? { 'max-minutes': String(o.minutes) } : {}), 'data-dir': dataDir,
     quiet: o.quiet, ...(o.workers ? { workers: String(o.workers) } : {}),
   });
   if (!outcome) throw new Error('training was interrupted');

@@ -1,12 +1,13 @@
 /**
  * Writes the calc datasets: data/train.jsonl, data/val.jsonl, data/test.jsonl (tasks) and
- * data/demos.jsonl (SFT demonstrations of the training tasks, for `agl sft`). Deterministic per seed.
+ * data/demos.jsonl (SFT warm-up demonstrations, for `agl sft`, made from problems of none of those
+ * splits: see warmupDemonstrations in task.ts). Deterministic per seed.
  *   npx tsx samples/calc/make-data.ts [--seed 1] [--out samples/calc/data]
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type CalcTask, demonstrations, makeSplits } from './task.js';
+import { type CalcTask, makeSplits, warmupDemonstrations } from './task.js';
 
 /** Relative to the repository root (npm scripts run there). */
 export const DATA_DIR = join('samples', 'calc', 'data');
@@ -16,11 +17,11 @@ export function writeCalcData(outDir = DATA_DIR, seed = 1): Record<string, numbe
   mkdirSync(outDir, { recursive: true });
   const lines = (xs: unknown[]) => xs.map((x) => JSON.stringify(x)).join('\n') + '\n';
   const counts: Record<string, number> = {};
-  for (const [name, tasks] of Object.entries(splits) as [string, CalcTask[]][]) {
+  for (const [name, tasks] of Object.entries({ train: splits.train, val: splits.val, test: splits.test }) as [string, CalcTask[]][]) {
     writeFileSync(join(outDir, `${name}.jsonl`), lines(tasks));
     counts[name] = tasks.length;
   }
-  const demos = splits.train.flatMap(demonstrations);
+  const demos = warmupDemonstrations(splits.demo, seed);
   writeFileSync(join(outDir, 'demos.jsonl'), lines(demos));
   counts.demos = demos.length;
   return counts;

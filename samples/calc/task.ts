@@ -53,10 +53,14 @@ export function makeTask(r: () => number, id: string): CalcTask {
   return { id, question: TEMPLATES[op](name, item, a, b), answer: calculate(`${a}${op}${b}`) as number };
 }
 
-export interface CalcSplits { train: CalcTask[]; val: CalcTask[]; test: CalcTask[] }
+export interface CalcSplits { train: CalcTask[]; val: CalcTask[]; test: CalcTask[]; demo: CalcTask[] }
 
-/** Train / val / test splits with no question shared between them. */
-export function makeSplits(seed: number, sizes = { train: 2000, val: 100, test: 200 }): CalcSplits {
+/**
+ * Train / val / test splits plus the problems the SFT demonstrations are made from (`demo`), with no
+ * question shared between any two of them (so the warm-up cannot have memorised a training answer).
+ */
+export function makeSplits(seed: number, sizesIn: Partial<Record<keyof CalcSplits, number>> = {}): CalcSplits {
+  const sizes = { train: 2000, val: 100, test: 200, demo: 2000, ...sizesIn };
   const r = rng(seed);
   const seen = new Set<string>();
   const take = (prefix: string, n: number): CalcTask[] => {
@@ -69,7 +73,8 @@ export function makeSplits(seed: number, sizes = { train: 2000, val: 100, test: 
     }
     return out;
   };
-  return { train: take('train', sizes.train), val: take('val', sizes.val), test: take('test', sizes.test) };
+  const train = take('train', sizes.train), val = take('val', sizes.val), test = take('test', sizes.test);
+  return { train, val, test, demo: take('demo', sizes.demo) };
 }
 
 /** The calculator tool: integer `a op b`; null for anything else (bad syntax, non-integer result). */
@@ -102,7 +107,7 @@ export function reward(task: Pick<CalcTask, 'answer'>, answer: string): number {
   return m && Number(m[1]) === task.answer ? 1 : 0;
 }
 
-/** Demonstrations for the SFT warm-up: the two calls an expert agent makes on a task. */
+/** The two calls an expert agent makes on a task: the right calculator call, then the result copied. */
 export function demonstrations(task: CalcTask): { prompt: string; completion: string }[] {
   const m = /(\d+)\D+?(\d+)/.exec(task.question)!;
   const op = task.question.includes('gets') ? '+' : task.question.includes('loses') ? '-' : task.question.includes('boxes') ? '*' : '/';
@@ -111,4 +116,19 @@ export function demonstrations(task: CalcTask): { prompt: string; completion: st
     { prompt: firstPrompt(task), completion: `${TOOL_PREFIX}${expr}` },
     { prompt: secondPrompt(task, expr, calculate(expr)), completion: String(task.answer) },
   ];
+}
+
+/** Share of the warm-up's demonstrations in which the demonstrator uses the calculator. */
+export const WARMUP_TOOL_SHARE = 0.3;
+
+/**
+ * The SFT warm-up's demonstrations. The demonstrator knows the format and how to use the calculator,
+ * but reaches for it only on a share of the problems (`toolShare`) and answers the others straight
+ * away with the right number, as a stronger model doing mental arithmetic would. A 0.8M-parameter
+ * model cannot do that arithmetic, so imitating the direct answers fails on new problems: what RL
+ * has to discover from the reward is that calling the calculator pays (the paper's Calc-X lesson).
+ */
+export function warmupDemonstrations(tasks: CalcTask[], seed: number, toolShare = WARMUP_TOOL_SHARE): { prompt: string; completion: string }[] {
+  const r = rng(seed ^ 0x5eed);
+  return tasks.flatMap((t) => (r() < toolShare ? demonstrations(t) : [{ prompt: firstPrompt(t), completion: String(t.answer) }]));
 }

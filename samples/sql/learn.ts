@@ -5,7 +5,7 @@
  * execution accuracy on the val split before and after.
  *   npx tsx samples/sql/learn.ts [--minutes M] [--sft-steps N] [--data-dir DIR]
  */
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,6 +22,8 @@ export interface SampleLearning {
   config: string;
   /** `agl sft` flags for the warm-up (the context must hold the sample's longest chat). */
   sftArgs: string[];
+  /** A shipped warm-up checkpoint made with sftArgs: used instead of running the SFT again. */
+  warmup?: string;
 }
 
 export const SQL_LEARNING: SampleLearning = {
@@ -39,13 +41,16 @@ export interface LearnOptions { minutes?: number; sftSteps?: number; dataDir?: s
 /** Warm-up then GRPO; returns agl train's outcome (before/after on val) and the warm-up's minutes. */
 export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Promise<TrainOutcome & { warmupMinutes: number }> {
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), `agl-${s.name}-learn-`));
-  const warmup = join(dataDir, 'warmup');
-  const args = [...s.sftArgs];
-  if (o.sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(o.sftSteps));
-  const t0 = Date.now();
-  const code = await sft(['--data', s.demos, '--out', warmup, '--data-dir', dataDir, ...args]);
-  if (code !== 0) throw new Error(`agl sft failed with exit code ${code}`);
-  const warmupMinutes = (Date.now() - t0) / 60000;
+  const warmup = s.warmup && o.sftSteps === undefined && existsSync(join(s.warmup, 'config.json')) ? s.warmup : join(dataDir, 'warmup');
+  let warmupMinutes = 0;
+  if (warmup !== s.warmup) {
+    const args = [...s.sftArgs];
+    if (o.sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(o.sftSteps));
+    const t0 = Date.now();
+    const code = await sft(['--data', s.demos, '--out', warmup, '--data-dir', dataDir, ...args]);
+    if (code !== 0) throw new Error(`agl sft failed with exit code ${code}`);
+    warmupMinutes = (Date.now() - t0) / 60000;
+  }
   const outcome = await trainAgent({
     agent: s.agent, train: s.train, val: s.val, model: warmup, config: s.config, 'data-dir': dataDir, quiet: o.quiet,
     ...(o.minutes !== undefined ? { 'max-minutes': String(o.minutes) } : {}),
