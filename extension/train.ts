@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
 import type { AgentInfo } from '../protocol/lsp.js';
 import type { TrainingRun } from '../protocol/store.js';
@@ -16,35 +16,10 @@ import { lastError, runAgl } from './agl-process.js';
 import { readSettings } from './config.js';
 import type { Ctx } from './ctx.js';
 import { pickJsonlFile, resolveAgent } from './pickers.js';
+import { AGENT_CONFIG_BUDGET, agentTrainConfig, BUDGETS, type Budget, budgetOf, nearbyCheckpoints, type TrainChoice, trainArgs } from './train-choices.js';
 import { showTrainingDashboard } from './views.js';
 
-/** A training budget: steps, tasks per step, validation tasks (0 = all) and how often to validate (0 = before and after only). */
-export interface Budget { id: string; label: string; detail: string; maxSteps: number; batchSize: number; valSize: number; valEvery: number }
-export const BUDGETS: Budget[] = [
-  { id: 'smoke', label: 'Smoke test', detail: '2 steps of 2 tasks, 8 validation tasks: checks that everything runs', maxSteps: 2, batchSize: 2, valSize: 8, valEvery: 0 },
-  { id: 'short', label: 'Short', detail: '10 steps of 8 tasks, 32 validation tasks every 5 steps', maxSteps: 10, batchSize: 8, valSize: 32, valEvery: 5 },
-  { id: 'standard', label: 'Standard', detail: '1 epoch of the training data, 16 tasks per step, all validation tasks every 5 steps', maxSteps: 0, batchSize: 16, valSize: 0, valEvery: 5 },
-];
-
-export interface TrainChoice { train: string; val: string; budget: string; model: string }
 const stateKey = (agent: string) => `agentLightning.train:${agent}`;
-
-/** The `agl train` arguments for a choice. */
-export function budgetOf(choice: TrainChoice): Budget { return BUDGETS.find((b) => b.id === choice.budget) ?? BUDGETS[0]!; }
-
-/**
- * The `agl train` arguments for a choice. `configFile` holds what has no flag (training.valSize), written
- * by writeBudgetConfig; flags override it.
- */
-export function trainArgs(agent: string, choice: TrainChoice, settings: { groupSize: number; storeUrl: string }, configFile: string): string[] {
-  const budget = budgetOf(choice);
-  const args = ['train', agent, '--train', choice.train, '--val', choice.val, '--model', choice.model, '--config', configFile,
-    '--group-size', String(settings.groupSize), '--batch-size', String(budget.batchSize), '--val-every', String(budget.valEvery)];
-  if (budget.maxSteps > 0) args.push('--max-steps', String(budget.maxSteps));
-  // `agl train` opens the store itself: the daemon's SQLite file in the data dir (AGL_DATA_DIR), or this URL.
-  if (settings.storeUrl) args.push('--store', settings.storeUrl);
-  return args;
-}
 
 /** Writes the budget's config file (JSON is YAML) into the extension's storage; returns its path. */
 async function writeBudgetConfig(ctx: Ctx, budget: Budget): Promise<string> {
@@ -62,18 +37,24 @@ async function askChoice(ctx: Ctx, agent: AgentInfo): Promise<TrainChoice | unde
   if (!train) return undefined;
   const val = await pickJsonlFile(`Train ${agent.name}: validation data, held out (2/4)`, last?.val ?? guessValFile(train), last?.val ? 'last used' : 'next to the training data');
   if (!val) return undefined;
+  const agentFile = vscode.Uri.parse(agent.uri).fsPath;
+  const agentConfig = agentTrainConfig(agentFile);
   const budgets = BUDGETS.map((b) => ({ label: b.label, detail: b.detail, description: b.id === last?.budget ? 'last used' : '', id: b.id }));
+  if (agentConfig) {
+    // A sample (or the user) ships its tuned settings next to the agent: the sensible default.
+    budgets.unshift({ label: `The agent's ${basename(agentConfig)}`, detail: `settings shipped next to the agent: ${vscode.workspace.asRelativePath(agentConfig)}`, description: last?.budget === AGENT_CONFIG_BUDGET ? 'last used' : 'recommended', id: AGENT_CONFIG_BUDGET });
+  }
   if (last?.budget) budgets.sort((a, b) => Number(b.id === last.budget) - Number(a.id === last.budget));
   const budget = await vscode.window.showQuickPick(budgets, { title: `Train ${agent.name}: budget (3/4) · GRPO, group size ${settings.groupSize}`, ignoreFocusOut: true, matchOnDescription: true });
   if (!budget) return undefined;
-  const model = await pickModel(agent, settings.defaultModel, last?.model);
+  const model = await pickModel(agent, settings.defaultModel, last?.model, nearbyCheckpoints(agentFile));
   if (!model) return undefined;
-  const choice: TrainChoice = { train, val, budget: budget.id, model };
+  const choice: TrainChoice = { train, val, budget: budget.id, model, ...(budget.id === AGENT_CONFIG_BUDGET && agentConfig ? { config: agentConfig } : {}) };
   await ctx.extension.workspaceState.update(stateKey(agent.id), choice);
   return choice;
 }
 
-async function pickModel(agent: AgentInfo, defaultModel: string, remembered: string | undefined): Promise<string | undefined> {
+async function pickModel(agent: AgentInfo, defaultModel: string, remembered: string | undefined, nearby: string[]): Promise<string | undefined> {
   type Item = vscode.QuickPickItem & { model: string | 'folder' };
   const items: Item[] = [];
   const seen = new Set<string>();
@@ -83,6 +64,7 @@ async function pickModel(agent: AgentInfo, defaultModel: string, remembered: str
     items.push({ label, description, model });
   };
   if (remembered) add(remembered, remembered, 'last used');
+  for (const dir of nearby) add(dir, `$(package) ${vscode.workspace.asRelativePath(dir)}`, 'checkpoint next to the agent (e.g. its SFT warm-up)');
   add(defaultModel, defaultModel, 'default (setting agentLightning.defaultModel)');
   add('builtin:0.8m', 'builtin:0.8m', 'built-in tiny model, trains in minutes on a CPU');
   add('builtin:5m', 'builtin:5m', 'built-in small model');
