@@ -42,12 +42,18 @@ export function encodePng(width: number, height: number, rgb: Uint8Array): Buffe
 const GLYPHS: Record<string, number[]> = {
   '0': [7, 5, 5, 5, 7], '1': [2, 6, 2, 2, 7], '2': [7, 1, 7, 4, 7], '3': [7, 1, 7, 1, 7], '4': [5, 5, 7, 1, 1],
   '5': [7, 4, 7, 1, 7], '6': [7, 4, 7, 5, 7], '7': [7, 1, 1, 1, 1], '8': [7, 5, 7, 5, 7], '9': [7, 5, 7, 1, 7], '.': [0, 0, 0, 0, 2],
+  A: [2, 5, 7, 5, 5], B: [6, 5, 6, 5, 6], C: [3, 4, 4, 4, 3], D: [6, 5, 5, 5, 6], E: [7, 4, 6, 4, 7], F: [7, 4, 6, 4, 4],
+  G: [3, 4, 5, 5, 3], H: [5, 5, 7, 5, 5], I: [7, 2, 2, 2, 7], J: [1, 1, 1, 5, 2], K: [5, 5, 6, 5, 5], L: [4, 4, 4, 4, 7],
+  M: [5, 7, 7, 5, 5], N: [6, 5, 5, 5, 5], O: [2, 5, 5, 5, 2], P: [6, 5, 6, 4, 4], Q: [2, 5, 5, 6, 3], R: [6, 5, 6, 5, 5],
+  S: [3, 4, 2, 1, 6], T: [7, 2, 2, 2, 2], U: [5, 5, 5, 5, 7], V: [5, 5, 5, 5, 2], W: [5, 5, 7, 7, 5], X: [5, 5, 2, 5, 5],
+  Y: [5, 5, 2, 2, 2], Z: [7, 1, 2, 4, 7], '-': [0, 0, 7, 0, 0], ' ': [0, 0, 0, 0, 0], '(': [1, 2, 2, 2, 1], ')': [4, 2, 2, 2, 4],
 };
 
-export interface Series { points: { x: number; y: number }[]; color: [number, number, number] }
+/** `legend`: its name in the key above the plot (letters are drawn upper-case). */
+export interface Series { points: { x: number; y: number }[]; color: [number, number, number]; legend?: string }
 
-/** A line chart of the series on [xmin, xmax] x [ymin, ymax] (y defaults to 0..1, as rewards are). */
-export function lineChartPng(series: Series[], o: { width?: number; height?: number; yMin?: number; yMax?: number } = {}): Buffer {
+/** A line chart of the series on [xmin, xmax] x [ymin, ymax] (y defaults to 0..1, as rewards are), with a key and an x-axis name. */
+export function lineChartPng(series: Series[], o: { width?: number; height?: number; yMin?: number; yMax?: number; xLabel?: string } = {}): Buffer {
   const W = o.width ?? 640, H = o.height ?? 320, pad = 28;
   const px = new Uint8Array(W * H * 3).fill(255);
   const set = (x: number, y: number, c: [number, number, number]) => {
@@ -70,14 +76,23 @@ export function lineChartPng(series: Series[], o: { width?: number; height?: num
   for (let k = 0; k <= 10; k++) line(pad, Y(yMin + ((yMax - yMin) * k) / 10), W - pad, Y(yMin + ((yMax - yMin) * k) / 10), [230, 230, 230]);
   line(pad, H - pad, W - pad, H - pad, [0, 0, 0]);
   line(pad, pad, pad, H - pad, [0, 0, 0]);
-  const text = (str: string, x: number, y: number, scale = 2) => {
-    [...str].forEach((ch, k) => (GLYPHS[ch] ?? []).forEach((row, r) => {
-      for (let c = 0; c < 3; c++) if (row & (4 >> c)) for (let a = 0; a < scale; a++) for (let b = 0; b < scale; b++) set(x + (k * 4 + c) * scale + a, y + r * scale + b, [90, 90, 90]);
+  const text = (str: string, x: number, y: number, scale = 2, color: [number, number, number] = [90, 90, 90]) => {
+    [...str.toUpperCase()].forEach((ch, k) => (GLYPHS[ch] ?? []).forEach((row, r) => {
+      for (let c = 0; c < 3; c++) if (row & (4 >> c)) for (let a = 0; a < scale; a++) for (let b = 0; b < scale; b++) set(x + (k * 4 + c) * scale + a, y + r * scale + b, color);
     }));
   };
   const label = (v: number) => (Number.isInteger(v) ? String(v) : v.toFixed(1));
   for (const v of [yMin, (yMin + yMax) / 2, yMax]) text(label(v), 2, Y(v) - 5);
   for (const v of [xMin, xMax]) text(label(v), X(v) - 4, H - pad + 6);
+  if (o.xLabel) text(o.xLabel, W / 2 - o.xLabel.length * 4, H - pad + 6);
+  // The key, in the top margin: a coloured bar and the series' name in its colour.
+  let kx = pad + 8;
+  for (const s of series) {
+    if (!s.legend) continue;
+    for (let t = 0; t < 3; t++) line(kx, 10 + t, kx + 14, 10 + t, s.color);
+    text(s.legend, kx + 20, 6, 2, s.color);
+    kx += 20 + s.legend.length * 8 + 24;
+  }
   for (const s of series) {
     const pts = [...s.points].sort((a, b) => a.x - b.x);
     for (let i = 1; i < pts.length; i++) line(X(pts[i - 1].x), Y(pts[i - 1].y), X(pts[i].x), Y(pts[i].y), s.color, 2);

@@ -22,9 +22,9 @@ export function writeReport(dir: string, r: ReportInput): { html: string; png: s
   mkdirSync(dir, { recursive: true });
   const png = join(dir, 'reward-curve.png');
   writeFileSync(png, lineChartPng([
-    { points: r.state.train.map((p) => ({ x: p.step + 1, y: p.reward })), color: [70, 130, 220] },
-    { points: r.state.val.map((p) => ({ x: p.step, y: p.reward })), color: [220, 90, 40] },
-  ]));
+    { points: r.state.train.map((p) => ({ x: p.step + 1, y: p.reward })), color: [70, 130, 220], legend: 'training reward' },
+    { points: r.state.val.map((p) => ({ x: p.step, y: p.reward })), color: [220, 90, 40], legend: 'held-out reward' },
+  ], { xLabel: 'step' }));
   const before = r.state.val[0]?.reward, after = r.state.val.at(-1)?.reward;
   const rows: [string, string | number][] = [
     ['agent', r.agent],
