@@ -22,9 +22,9 @@ export const SAMPLES: Record<string, LearningSample> = {
     },
   },
   // The samples engineer's entries: SFT warm-up from the sample's demonstrations, then agl train (samples/*/learn.ts).
-  sql: learnedSample('sql (three LangChain.js agents, writer+rewriter trained): greedy execution accuracy on 40 held-out questions', 'sql', 'SQL_LEARNING', 20),
-  rag: learnedSample('rag (OpenAI Agents SDK, two-hop retrieval): greedy token F1 on 40 held-out questions', 'rag', 'RAG_LEARNING', 20),
-  'calc-py': learnedSample('calc-py (standard-library Python agent via the Python runner): greedy exact-answer accuracy on 100 held-out problems', 'calc-py', 'CALC_PY_LEARNING', 13),
+  sql: learnedSample('sql (three LangChain.js agents, writer+rewriter trained): greedy execution accuracy on 40 held-out questions', 'sql', 'SQL_LEARNING', 10),
+  rag: learnedSample('rag (OpenAI Agents SDK, two-hop retrieval): greedy token F1 on 40 held-out questions', 'rag', 'RAG_LEARNING', 10),
+  'calc-py': learnedSample('calc-py (standard-library Python agent via the Python runner): greedy exact-answer accuracy on 100 held-out problems', 'calc-py', 'CALC_PY_LEARNING', 6),
 };
 
 /** A sample trained by its samples/<dir>/learn.ts entry (SFT warm-up, then GRPO). */
