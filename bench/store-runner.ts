@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { AglClient } from '../sdk/client.js';
+import { newSpanId, newTraceId } from '../sdk/ids.js';
 import { AGL, SPAN } from '../protocol/spans.js';
 import type { Attributes, SpanInput } from '../protocol/store.js';
 import type { Claim } from '../daemon/store/types.js';
@@ -77,7 +78,7 @@ const stats = { cpuMs: 0, rollouts: 0, spans: 0, claimLatenciesMs: [] as number[
 async function runAgent(claim: Claim): Promise<void> {
   const { rollout, attempt } = claim;
   const task = String(rollout.input);
-  const traceId = randomBytes(16).toString('hex');
+  const traceId = newTraceId();
   const base = { rolloutId: rollout.id, attemptId: attempt.id, traceId };
   let acked: Promise<void> = Promise.resolve();
   const send = (spans: SpanInput[]) => {
@@ -86,7 +87,7 @@ async function runAgent(claim: Claim): Promise<void> {
   };
   const reward = (value: number, parent: string | null): SpanInput => {
     const t = Date.now();
-    return { ...base, spanId: randomBytes(8).toString('hex'), parentSpanId: parent, name: SPAN.reward, startTime: t, endTime: t, attributes: { [AGL.rewardValue]: value } };
+    return { ...base, spanId: newSpanId(), parentSpanId: parent, name: SPAN.reward, startTime: t, endTime: t, attributes: { [AGL.rewardValue]: value } };
   };
   const child = async (name: string, parent: string, withTask: boolean): Promise<SpanInput> => {
     const start = Date.now();
@@ -95,13 +96,13 @@ async function runAgent(claim: Claim): Promise<void> {
     await sleep(pause * 1000);
     const attributes = randomAttributes();
     if (withTask) attributes.task = task;
-    return { ...base, spanId: randomBytes(8).toString('hex'), parentSpanId: parent, name, startTime: start, endTime: Date.now(), attributes };
+    return { ...base, spanId: newSpanId(), parentSpanId: parent, name, startTime: start, endTime: Date.now(), attributes };
   };
   let planned = 0;
   const rounds = randInt(1, maxRounds);
   const selected = randInt(0, rounds - 1);
   for (let i = 0; i < rounds; i++) {
-    const agentSpanId = randomBytes(8).toString('hex');
+    const agentSpanId = newSpanId();
     const start = Date.now();
     const c1 = await child(`round${i}_1`, agentSpanId, i === selected);
     const c2 = await child(`round${i}_2`, agentSpanId, false);
@@ -109,7 +110,7 @@ async function runAgent(claim: Claim): Promise<void> {
     if (Math.random() < 0.5) batch.push(reward(Math.random(), null));
     send(batch);
   }
-  const final = await child('final', randomBytes(8).toString('hex'), false);
+  const final = await child('final', newSpanId(), false);
   final.parentSpanId = null;
   send([final, reward(1 + Math.random(), null)]);
   await acked; // the exporter ships in order, so the last batch's ack covers all of this rollout's spans

@@ -3,7 +3,7 @@
  * trace id and root span id, so spans recorded by different processes (the agent's SDK, the gateway
  * serving its LLM calls, an OTLP exporter) join one tree without passing ids around.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 
 function hexDigest(text: string, chars: number): string {
   return createHash('sha256').update(text).digest('hex').slice(0, chars);
@@ -19,13 +19,19 @@ export function rootSpanIdForAttempt(attemptId: string): string {
   return hexDigest(`agl-root:${attemptId}`, 16);
 }
 
-export function newSpanId(): string {
-  return randomBytes(8).toString('hex');
+/** Random ids come from a buffer the OS CSPRNG refills every 512 span ids: one getrandom call, not one per id. */
+const POOL = Buffer.allocUnsafe(4096);
+let poolAt = POOL.length;
+function randomHex(bytes: number): string {
+  if (poolAt + bytes > POOL.length) { randomFillSync(POOL); poolAt = 0; }
+  const hex = POOL.toString('hex', poolAt, poolAt + bytes);
+  poolAt += bytes;
+  return hex;
 }
 
-export function newTraceId(): string {
-  return randomBytes(16).toString('hex');
-}
+export function newSpanId(): string { return randomHex(8); }
+
+export function newTraceId(): string { return randomHex(16); }
 
 /** Parses a W3C `traceparent` header ("00-<trace>-<span>-<flags>"); null when malformed. */
 export function parseTraceparent(header: string | undefined): { traceId: string; spanId: string } | null {
