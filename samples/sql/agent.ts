@@ -1,5 +1,5 @@
 /**
- * The sql sample agent: text-to-SQL over the company database with three LangChain.js agents (writer,
+ * The sql sample agent: text-to-SQL over the company database with three LangChain.js agents in a LangGraph.js graph (writer,
  * checker, rewriter; see graph.ts). It uses LangChain's ChatOpenAI unchanged, pointed at the LLM resource
  * it is given (the daemon's gateway). Reward: 1 when the final query's rows equal the gold query's.
  *   agl rollout samples/sql/agent.ts#sqlAgent --task '{"question":"How many employees are in Sales?","gold":"SELECT COUNT(*) FROM emp WHERE dept='"'"'Sales'"'"'"}'

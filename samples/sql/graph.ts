@@ -1,19 +1,19 @@
 /**
- * The sql agent's graph, written with LangChain.js: three chat-model agents around a query executor.
+ * The sql agent's graph, a LangGraph.js StateGraph of three chat-model agents around a query executor:
  *
- *   writer ──> execute ──> checker ──yes──> done
- *                 ^           │no
- *                 └─ rewriter ┘         (at most `maxTurns` rewrites)
+ *   START -> writer -> execute -> checker --yes--> END
+ *                        ^          |no
+ *                        +- rewriter+        (at most `maxTurns` rewrites, then END)
  *
- * LangGraph.js is not used: its npm resolution fails in this environment (a @langchain/langgraph-checkpoint
- * range with no published match), so the loop is plain TypeScript over LangChain runnables. Each agent runs
- * inside an SDK `operation()` carrying its agent name, so the LLM calls it makes through the gateway are
- * recorded under that name and training can select writer and rewriter only (selective optimization).
+ * Each agent node runs a LangChain runnable (messages -> chat model -> text) inside an SDK `operation()`
+ * carrying its agent name, so the LLM calls it makes through the gateway are recorded under that name and
+ * training can select writer and rewriter only (selective optimization, as the paper's SQL agent).
  */
 import { AIMessage, type BaseMessage, HumanMessage, SystemMessage } from '@langchain/core/messages';
 import { StringOutputParser } from '@langchain/core/output_parsers';
 import { RunnableLambda, type Runnable } from '@langchain/core/runnables';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import type Database from 'better-sqlite3';
 import { operation } from '../../sdk/index.js';
 import { formatResult, runQuery } from './execute.js';
@@ -46,36 +46,54 @@ export interface SqlGraphOptions {
   maxTurns?: number;
 }
 
-/** Builds the graph over one database; `invoke(question)` runs it and returns the final state. */
+/** The graph's state channels (each keeps the last value written). */
+const SqlStateAnnotation = Annotation.Root({
+  question: Annotation<string>(),
+  sql: Annotation<string>(),
+  result: Annotation<string>(),
+  history: Annotation<SqlState['history']>(),
+  accepted: Annotation<boolean>(),
+  /** Rewrites so far. */
+  turns: Annotation<number>(),
+});
+
+/** Builds the compiled graph over one database; `invoke(question)` runs it and returns the final state. */
 export function buildSqlGraph(model: BaseChatModel, db: Database.Database, o: SqlGraphOptions = {}) {
   const maxTurns = o.maxTurns ?? 2;
   const writer = chatAgent(AGENTS.writer, model, (s) => writerMessages(s.question));
   const checker = chatAgent(AGENTS.checker, model, (s) => checkerMessages(s.question, s.sql, s.result));
   const rewriter = chatAgent(AGENTS.rewriter, model, (s) => rewriterMessages(s.question, s.sql, s.result));
-  const execute = RunnableLambda.from((sql: string) => operation('execute_sql', () => {
+  const execute = (sql: string) => operation('execute_sql', () => {
     const r = runQuery(db, sql);
     if (r.error !== null) throw new Error(r.error); // recorded as a failed tool span (AIR rules can see it)
     return formatResult(r);
-  }, { tool: true, attributes: { 'sql.query': sql } }).catch((e: Error) => `error: ${e.message}`));
+  }, { tool: true, attributes: { 'sql.query': sql } }).catch((e: Error) => `error: ${e.message}`);
 
-  async function run(state: SqlState, reply: string): Promise<SqlState> {
-    const sql = extractSql(reply);
-    const result = await execute.invoke(sql);
-    return { ...state, sql, result, history: [...state.history, { sql, result }] };
-  }
+  type S = typeof SqlStateAnnotation.State;
+  const graph = new StateGraph(SqlStateAnnotation)
+    .addNode('writer', async (s: S) => ({ sql: extractSql(await writer.invoke(s)) }))
+    .addNode('execute', async (s: S) => {
+      const result = await execute(s.sql);
+      return { result, history: [...s.history, { sql: s.sql, result }] };
+    })
+    .addNode('checker', async (s: S) => {
+      const verdict = await checker.invoke(s);
+      const history = s.history.map((h, i) => (i === s.history.length - 1 ? { ...h, verdict } : h));
+      return { history, accepted: checkerAccepts(verdict) };
+    })
+    .addNode('rewriter', async (s: S) => ({ sql: extractSql(await rewriter.invoke(s)), turns: s.turns + 1 }))
+    .addEdge(START, 'writer')
+    .addEdge('writer', 'execute')
+    .addEdge('execute', 'checker')
+    .addConditionalEdges('checker', (s: S) => (s.accepted || s.turns >= maxTurns ? END : 'rewriter'), ['rewriter', END])
+    .addEdge('rewriter', 'execute')
+    .compile();
 
   return {
+    graph,
     async invoke(question: string): Promise<SqlState> {
-      let state: SqlState = { question, sql: '', result: '', history: [], accepted: false };
-      state = await run(state, await writer.invoke(state));
-      for (let turn = 0; turn <= maxTurns; turn++) {
-        const verdict = await checker.invoke(state);
-        state.history[state.history.length - 1].verdict = verdict;
-        if (checkerAccepts(verdict)) return { ...state, accepted: true };
-        if (turn === maxTurns) break;
-        state = await run(state, await rewriter.invoke(state));
-      }
-      return state;
+      const final = await graph.invoke({ question, sql: '', result: '', history: [], accepted: false, turns: 0 });
+      return { question: final.question, sql: final.sql, result: final.result, history: final.history, accepted: final.accepted };
     },
   };
 }

@@ -85,14 +85,14 @@ test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progres
     await pickItem(page, 'calc/data/val.jsonl', /validation data/);
     // Sensible defaults from the agent's folder: its train.yaml comes first among the budgets, its shipped
     // SFT warm-up among the models (the e2e still takes the smoke budget and the built-in model: fast).
-    const rows = () => page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
+    const pickRows = () => page!.locator('.quick-input-list .monaco-list-row').allInnerTexts();
     await page.locator('.quick-input-widget .quick-input-title', { hasText: /budget/ }).waitFor({ state: 'visible', timeout: 30_000 });
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Smoke test' }).first().waitFor({ state: 'visible' });
-    assert.match((await rows())[0] ?? '', /The agent's train\.yaml/, `budgets: ${(await rows()).join(' | ')}`);
+    assert.match((await pickRows())[0] ?? '', /The agent's train\.yaml/, `budgets: ${(await pickRows()).join(' | ')}`);
     await pickItem(page, 'Smoke test', /budget/);
     await page.locator('.quick-input-widget .quick-input-title', { hasText: /model/ }).waitFor({ state: 'visible', timeout: 30_000 });
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'builtin:0.8m' }).first().waitFor({ state: 'visible' });
-    assert.ok((await rows()).some((r) => /calc\/warmup/.test(r)), `models: ${(await rows()).join(' | ')}`);
+    assert.ok((await pickRows()).some((r) => /calc\/warmup/.test(r)), `models: ${(await pickRows()).join(' | ')}`);
     await pickItem(page, 'builtin:0.8m', /model/);
     const toast = page.locator('.notification-toast', { hasText: 'Agent Lightning: training calcAgent' });
     await toast.waitFor({ state: 'visible', timeout: 60_000 });
