@@ -27,7 +27,8 @@ export function publishPolicy(store: LightningStore, o: PublishOptions): Promise
   });
 }
 
-export interface GroupRollout { rollout: Rollout; task: Task; trajectory: Trajectory | null }
+/** `error`: why the rollout did not succeed (its latest attempt's error), null when it did. */
+export interface GroupRollout { rollout: Rollout; task: Task; trajectory: Trajectory | null; error: string | null }
 
 export interface RunGroupsOptions {
   agent: string;
@@ -68,13 +69,23 @@ export async function runGroups(store: LightningStore, tasks: Task[], o: RunGrou
     const rollout = ended.get(id)!;
     const task = taskOf.get(String(rollout.metadata.taskId))!;
     let trajectory: Trajectory | null = null;
+    let error: string | null = null;
     if (rollout.status === 'succeeded') {
       const spans = await store.querySpans({ rolloutId: id, attemptId: 'latest' });
       trajectory = spansToTrajectory(spans, o.adapter);
+    } else {
+      const attempt = await store.getLatestAttempt(id);
+      error = attempt?.error?.message.split('\n')[0] ?? `the rollout ended ${rollout.status}${attempt ? ` (attempt ${attempt.status})` : ''}`;
     }
-    out.push({ rollout, task, trajectory });
+    out.push({ rollout, task, trajectory, error });
   }
   return out;
+}
+
+/** When every rollout of `groups` failed: how many, and the first one's error; else null. */
+export function everyRolloutFailed(groups: GroupRollout[]): { count: number; error: string } | null {
+  if (groups.length === 0 || groups.some((g) => g.error === null)) return null;
+  return { count: groups.length, error: groups[0]!.error! };
 }
 
 /** Final reward of each rollout (a failed rollout scores 0), for accuracy/validation figures. */

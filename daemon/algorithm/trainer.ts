@@ -14,7 +14,7 @@ import type { TrajectoryStep } from './adapter.js';
 import { assignCredit } from './credit.js';
 import type { TrainConfig } from './config.js';
 import { GrpoStats, computeAdvantages, grpoLossFn, stdUnbiased } from './grpo.js';
-import { type GroupRollout, type Task, finalRewards, publishPolicy, runGroups } from './rollouts.js';
+import { type GroupRollout, type Task, everyRolloutFailed, finalRewards, publishPolicy, runGroups } from './rollouts.js';
 import { rng } from './shuffle.js';
 
 export interface TrainerState {
@@ -78,7 +78,13 @@ function shuffledIndices(n: number, seed: number): number[] {
   return order;
 }
 
+/** Steps in a row with every rollout failed before training stops with the agent's error. */
+export const MAX_FAILED_STEPS = 3;
+
 export class Trainer {
+  /** Training steps in a row in which every rollout failed (the agent is broken, not unlucky). */
+  private failedSteps = 0;
+
   constructor(private readonly d: TrainerDeps, public state: TrainerState) {}
 
   private log(m: string): void { this.d.log?.(m); }
@@ -103,6 +109,11 @@ export class Trainer {
       metadata: { runId: this.state.runId, step: this.state.step }, signal: this.d.signal,
       onProgress: (done, total) => this.d.onProgress?.('validate', done, total, this.state),
     });
+    const failed = everyRolloutFailed(groups);
+    if (failed && this.state.val.length === 0) {
+      throw new Error(`every validation rollout failed before training (${failed.count} of ${failed.count}), e.g.: ${failed.error}. Fix the agent (try it once: agl rollout ${this.d.agent} --task '<one task>') and run again`);
+    }
+    if (failed) this.log(`validation: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
     const rewards = finalRewards(groups);
     const mean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     this.state.val.push({ step: this.state.step, reward: mean });
@@ -124,6 +135,14 @@ export class Trainer {
       onProgress: (done, total) => this.d.onProgress?.('rollouts', done, total, this.state),
     });
     const rolloutSeconds = (Date.now() - started) / 1000;
+    const failed = everyRolloutFailed(groups);
+    this.failedSteps = failed ? this.failedSteps + 1 : 0;
+    if (failed) {
+      this.log(`step ${step + 1}: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
+      if (this.failedSteps >= MAX_FAILED_STEPS) {
+        throw new Error(`every rollout of the last ${MAX_FAILED_STEPS} steps failed, e.g.: ${failed.error}. Fix the agent, then continue from the last checkpoint with agl train --resume`);
+      }
+    }
 
     // Adapt + credit: one item per kept LLM call.
     const creditCfg = { ...t.credit, air: t.air ? t.credit.air : [] };
