@@ -111,6 +111,13 @@ for (const f of files(join(root, 'dist'))) {
   cpSync(join(root, 'dist', f), join(stage, 'dist', f));
 }
 for (const f of ['README.md', 'LICENSE', 'LICENSE.md', 'CHANGELOG.md']) if (existsSync(join(root, f))) cpSync(join(root, f), join(stage, f));
+// Images the README shows by relative path travel with it (and links stay relative: no repository URL to prepend).
+const readmeImages = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/!\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]).filter((p) => !/^[a-z]+:/i.test(p));
+for (const img of readmeImages) {
+  if (!existsSync(join(root, img))) { console.error(`package: README.md shows ${img}, which does not exist`); process.exit(1); }
+  mkdirSync(dirname(join(stage, img)), { recursive: true });
+  cpSync(join(root, img), join(stage, img));
+}
 for (const d of ['media', 'images']) if (existsSync(join(root, d))) cpSync(join(root, d), join(stage, d), { recursive: true });
 
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -122,5 +129,5 @@ writeFileSync(join(stage, '.vscodeignore'), '**/*.map\n');
 const target = `${process.platform === 'win32' ? 'win32' : process.platform}-${process.arch}`;
 const out = join(root, `${pkg.name}-${pkg.version}.vsix`);
 const vsce = require.resolve('@vscode/vsce/vsce');
-run(process.execPath, [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--skip-license', '--target', target, '--out', out], stage);
+run(process.execPath, [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--no-rewrite-relative-links', '--skip-license', '--target', target, '--out', out], stage);
 console.log(`package: ${relative(root, out)} (${(statSync(out).size / 1e6).toFixed(1)} MB, target ${target})`);
