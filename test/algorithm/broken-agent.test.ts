@@ -5,32 +5,19 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAX_FAILED_STEPS } from '../../daemon/algorithm/trainer.js';
-import { createPolicy } from '../../daemon/model/policy.js';
+import { runAgl, saveTinyPolicy, writeToyTasks } from './cli-helpers.js';
 
 const AGENT = 'test/algorithm/fixtures/toy-agent.ts#brokenAgent';
-
-function agl(args: string[], dataDir: string): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join('daemon', 'cli.ts'), ...args], { env: { ...process.env, AGL_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { out += d; });
-  return new Promise((res) => child.on('exit', (code) => res({ code, out })));
-}
 
 test('agl train stops on an agent whose rollouts all fail, naming its error', { timeout: 300_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-broken-'));
   try {
-    const model = join(dir, 'tiny');
-    const policy = await createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed: 3, backend: 'cpu' });
-    await policy.save(model);
-    policy.dispose();
-    const tasks = join(dir, 'tasks.jsonl');
-    writeFileSync(tasks, Array.from({ length: 4 }, (_, i) => JSON.stringify({ id: `p${i}`, prompt: `p${i}:` })).join('\n'));
+    const model = await saveTinyPolicy(dir);
+    const tasks = writeToyTasks(join(dir, 'tasks.jsonl'), 4);
     const config = (valEvery: number) => {
       const f = join(dir, `train-${valEvery}.yaml`);
       writeFileSync(f, `model:\n  maxTokens: 4\ntraining:\n  batchSize: 2\n  groupSize: 2\n  maxSteps: 10\n  epochs: 5\n  valEvery: ${valEvery}\n  valSize: 2\nruntime:\n  workers: 2\n  backend: cpu\n`);
@@ -39,15 +26,14 @@ test('agl train stops on an agent whose rollouts all fail, naming its error', { 
     const base = [AGENT, '--train', tasks, '--val', tasks, '--model', model, '--quiet'];
 
     // Validation before training: every rollout fails -> stop at once with the agent's error.
-    const first = await agl(['train', ...base, '--config', config(5)], join(dir, 'data1'));
+    const first = await runAgl(['train', ...base, '--config', config(5)], join(dir, 'data1'));
     assert.equal(first.code, 1, first.out);
     assert.match(first.out, /every validation rollout failed before training/);
     assert.match(first.out, /toy agent bug: undefined is not a function/);
 
     // Validation passes, then every training rollout fails: stop after MAX_FAILED_STEPS such steps.
-    const marked = join(dir, 'marked.jsonl');
-    writeFileSync(marked, Array.from({ length: 4 }, (_, i) => JSON.stringify({ id: `m${i}`, prompt: `m${i}:`, breaks: true })).join('\n'));
-    const midRun = await agl(['train', 'test/algorithm/fixtures/toy-agent.ts#breaksOnMarkedTasks', '--train', marked, '--val', tasks,
+    const marked = writeToyTasks(join(dir, 'marked.jsonl'), 4, 'm', { breaks: true });
+    const midRun = await runAgl(['train', 'test/algorithm/fixtures/toy-agent.ts#breaksOnMarkedTasks', '--train', marked, '--val', tasks,
       '--model', model, '--quiet', '--config', config(0)], join(dir, 'data2'));
     assert.equal(midRun.code, 1, midRun.out);
     assert.match(midRun.out, new RegExp(`every rollout of the last ${MAX_FAILED_STEPS} steps failed`));

@@ -4,38 +4,25 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createPolicy } from '../../daemon/model/policy.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 
-const AGENT = 'test/algorithm/fixtures/toy-agent.ts#toyAgent';
+import { saveTinyPolicy, startAgl, writeToyTasks } from './cli-helpers.js';
 
-function agl(args: string[], dataDir: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join('daemon', 'cli.ts'), ...args], { env: { ...process.env, AGL_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { out += d; });
-  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  return { child, exited, output: () => out };
-}
+const AGENT = 'test/algorithm/fixtures/toy-agent.ts#toyAgent';
 
 test('a killed training resumes from its last checkpoint and completes the plan', { timeout: 600_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-resume-test-'));
   try {
-    const model = join(dir, 'tiny');
-    const policy = await createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed: 3, backend: 'cpu' });
-    await policy.save(model);
-    policy.dispose();
-    const tasks = join(dir, 'tasks.jsonl');
-    writeFileSync(tasks, Array.from({ length: 6 }, (_, i) => JSON.stringify({ id: `p${i}`, prompt: `p${i}:` })).join('\n'));
+    const model = await saveTinyPolicy(dir);
+    const tasks = writeToyTasks(join(dir, 'tasks.jsonl'), 6);
     writeFileSync(join(dir, 'train.yaml'), 'model:\n  maxTokens: 6\ntraining:\n  batchSize: 2\n  groupSize: 4\n  maxSteps: 6\n  epochs: 3\n  valEvery: 0\n  learningRate: 0.01\nruntime:\n  workers: 2\n  backend: cpu\n');
     const ckpt = join(dir, 'ckpt');
     const args = [AGENT, '--train', tasks, '--val', tasks, '--model', model, '--config', join(dir, 'train.yaml'), '--checkpoint-dir', ckpt, '--quiet'];
 
-    const first = agl(['train', ...args], join(dir, 'data'));
+    const first = startAgl(['train', ...args], join(dir, 'data'));
     const stepOf = () => existsSync(join(ckpt, 'state.json')) ? JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8')).trainer.step as number : 0;
     while (stepOf() < 2) {
       const code = await Promise.race([first.exited, new Promise((r) => setTimeout(() => r('waiting'), 200))]);
@@ -46,7 +33,7 @@ test('a killed training resumes from its last checkpoint and completes the plan'
     const killedAt = stepOf();
     assert.ok(killedAt >= 2 && killedAt < 6, `killed mid-run (step ${killedAt})`);
 
-    const second = agl(['train', ...args.filter((a) => a !== '--checkpoint-dir' && a !== ckpt), '--resume', ckpt], join(dir, 'data'));
+    const second = startAgl(['train', ...args.filter((a) => a !== '--checkpoint-dir' && a !== ckpt), '--resume', ckpt], join(dir, 'data'));
     assert.equal(await second.exited, 0, second.output());
     assert.match(second.output(), new RegExp(`resumed at step ${killedAt}`));
     assert.equal(stepOf(), 6);

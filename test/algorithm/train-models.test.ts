@@ -6,7 +6,6 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,16 +13,9 @@ import { openPolicy } from '../../daemon/algorithm/open-policy.js';
 import { readSafetensors } from '../../daemon/model/safetensors.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { writeTinyQwen2 } from '../model/tiny.js';
+import { runAgl, writeToyTasks } from './cli-helpers.js';
 
 const AGENT = 'test/algorithm/fixtures/toy-agent.ts#toyAgent';
-
-function agl(args: string[], dataDir: string): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join('daemon', 'cli.ts'), ...args], { env: { ...process.env, AGL_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { out += d; });
-  return new Promise((res) => child.on('exit', (code) => res({ code, out })));
-}
 
 /** Largest absolute difference between two checkpoints' tensors of the same name. */
 function maxWeightChange(a: string, b: string): number {
@@ -54,13 +46,12 @@ for (const kind of ['hf-qwen2', 'builtin:5m'] as const) {
         init.dispose();
         initial = join(dir, 'init', 'model.safetensors');
       }
-      const tasks = join(dir, 'tasks.jsonl');
-      writeFileSync(tasks, Array.from({ length: 4 }, (_, i) => JSON.stringify({ id: `p${i}`, prompt: `p${i}:` })).join('\n'));
+      const tasks = writeToyTasks(join(dir, 'tasks.jsonl'), 4);
       // beta > 0: the KL term to a frozen copy of the starting policy runs end to end too.
       writeFileSync(join(dir, 'train.yaml'), 'model:\n  maxTokens: 4\n  temperature: 1\ntraining:\n  batchSize: 2\n  groupSize: 4\n  maxSteps: 2\n  valEvery: 0\n  learningRate: 0.01\n  seed: 5\n  grpo:\n    beta: 0.05\nruntime:\n  workers: 2\n');
       const ckpt = join(dir, 'ckpt');
       const data = join(dir, 'data');
-      const { code, out } = await agl(['train', AGENT, '--train', tasks, '--val', tasks, '--model', model, '--config', join(dir, 'train.yaml'), '--checkpoint-dir', ckpt, '--quiet'], data);
+      const { code, out } = await runAgl(['train', AGENT, '--train', tasks, '--val', tasks, '--model', model, '--config', join(dir, 'train.yaml'), '--checkpoint-dir', ckpt, '--quiet'], data);
       assert.equal(code, 0, out);
       assert.equal(JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8')).trainer.step, 2, 'both steps trained');
       const policyDir = join(ckpt, 'policy-2');
