@@ -25,20 +25,19 @@ export interface TrainChoice { train: string; val: string; budget: string; model
 export function budgetOf(choice: TrainChoice): Budget { return BUDGETS.find((b) => b.id === choice.budget) ?? BUDGETS[0]!; }
 
 /**
- * The `agl train` arguments for a choice. `configFile` holds what has no flag (training.valSize), written
+ * The `agl train` arguments for a choice: the agent's own train.yaml (`choice.config`) unchanged, or a preset
+ * budget whose `configFile` holds what has no flag (training.valSize), written
  * by writeBudgetConfig; flags override it.
  */
-export function trainArgs(agent: string, choice: TrainChoice, settings: { groupSize: number; storeUrl: string }, configFile: string): string[] {
-  if (choice.budget === AGENT_CONFIG_BUDGET && choice.config) {
-    // The agent's own settings, unchanged (group size, batch, budget and validation included).
-    const args = ['train', agent, '--train', choice.train, '--val', choice.val, '--model', choice.model, '--config', choice.config];
-    if (settings.storeUrl) args.push('--store', settings.storeUrl);
-    return args;
+export function trainArgs(agent: string, choice: TrainChoice, settings: { groupSize: number; storeUrl: string }, configFile: string | null): string[] {
+  const config = choice.config ?? configFile;
+  const args = ['train', agent, '--train', choice.train, '--val', choice.val, '--model', choice.model, ...(config ? ['--config', config] : [])];
+  if (!choice.config) {
+    // A preset budget; the agent's own settings stay unchanged (group size, batch, budget and validation included).
+    const budget = budgetOf(choice);
+    args.push('--group-size', String(settings.groupSize), '--batch-size', String(budget.batchSize), '--val-every', String(budget.valEvery));
+    if (budget.maxSteps > 0) args.push('--max-steps', String(budget.maxSteps));
   }
-  const budget = budgetOf(choice);
-  const args = ['train', agent, '--train', choice.train, '--val', choice.val, '--model', choice.model, '--config', configFile,
-    '--group-size', String(settings.groupSize), '--batch-size', String(budget.batchSize), '--val-every', String(budget.valEvery)];
-  if (budget.maxSteps > 0) args.push('--max-steps', String(budget.maxSteps));
   // `agl train` opens the store itself: the daemon's SQLite file in the data dir (AGL_DATA_DIR), or this URL.
   if (settings.storeUrl) args.push('--store', settings.storeUrl);
   return args;

@@ -97,7 +97,9 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   if (!choice) return;
   const settings = readSettings();
   const started = Date.now();
-  const proc = runAgl(ctx, trainArgs(agent.id, choice, settings, await writeBudgetConfig(ctx, budgetOf(choice))));
+  // The agent's own train.yaml runs unchanged; a preset budget writes what has no flag into a small config file.
+  const budgetFile = choice.config ? null : await writeBudgetConfig(ctx, budgetOf(choice));
+  const proc = runAgl(ctx, trainArgs(agent.id, choice, settings, budgetFile));
   let run: TrainingRun | null = null;
   let dashboardOpened = false;
 

@@ -22,7 +22,8 @@ export function rootSpanIdForAttempt(attemptId: string): string {
 /** Random ids come from a buffer the OS CSPRNG refills every 512 span ids: one getrandom call, not one per id. */
 const POOL = Buffer.allocUnsafe(4096);
 let poolAt = POOL.length;
-function randomHex(bytes: number): string {
+/** `bytes` random bytes as hex, from the pool. */
+export function randomHex(bytes: number): string {
   if (poolAt + bytes > POOL.length) { randomFillSync(POOL); poolAt = 0; }
   const hex = POOL.toString('hex', poolAt, poolAt + bytes);
   poolAt += bytes;

@@ -60,8 +60,9 @@ export function buildCallSpan(req: CallRequest, call: CallContext, result: CallR
     set(attrs, AGL.completionTokenIds, result.completionTokenIds?.[0]);
     set(attrs, AGL.completionLogprobs, result.completionLogprobs?.[0]);
     // Several choices (n > 1): every choice's ids too (the first choice above is the one training uses).
-    if ((result.completionTokenIds?.length ?? 0) > 1) set(attrs, AGL.choicesTokenIds, JSON.stringify(result.completionTokenIds));
-    if ((result.completionLogprobs?.length ?? 0) > 1) set(attrs, AGL.choicesLogprobs, JSON.stringify(result.completionLogprobs));
+    // (arrays of arrays: set() stores them as JSON)
+    if ((result.completionTokenIds?.length ?? 0) > 1) set(attrs, AGL.choicesTokenIds, result.completionTokenIds);
+    if ((result.completionLogprobs?.length ?? 0) > 1) set(attrs, AGL.choicesLogprobs, result.completionLogprobs);
   }
   const parent = parseTraceparent(call.traceparent);
   return {

@@ -4,15 +4,15 @@
  * the same column names), the status rules for ended attempts, paging cursors, and the in-process wakeups
  * behind waitForRollouts.
  */
-import { randomBytes } from 'node:crypto';
 import {
   RolloutConfig, RolloutInput, TERMINAL_ROLLOUT_STATUSES,
   type Attempt, type AttemptStatus, type MetricPoint, type Resources, type Rollout, type RolloutStatus, type Span,
   type SpanInput, type TrainingRun, type Transition, type Worker,
 } from '../../protocol/store.js';
+import { newSpanId, newTraceId, randomHex } from '../../sdk/ids.js';
 
 export function newId(prefix: string): string {
-  return `${prefix}-${randomBytes(8).toString('hex')}`;
+  return `${prefix}-${randomHex(8)}`;
 }
 
 const TERMINAL = new Set<string>(TERMINAL_ROLLOUT_STATUSES);
@@ -42,8 +42,8 @@ export function materializeSpan(input: SpanInput, sequenceId: number): Span {
     rolloutId: input.rolloutId,
     attemptId: input.attemptId,
     sequenceId,
-    traceId: input.traceId ?? randomBytes(16).toString('hex'),
-    spanId: input.spanId ?? randomBytes(8).toString('hex'),
+    traceId: input.traceId ?? newTraceId(),
+    spanId: input.spanId ?? newSpanId(),
     parentSpanId: input.parentSpanId ?? null,
     name: input.name,
     kind: input.kind ?? 'internal',

@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import type { PolicyModel } from '../../daemon/model/api.js';
 import { openPolicy } from '../../daemon/algorithm/open-policy.js';
 import { solveCalc } from './solve.js';
-import { type CalcTask, demonstrations } from './task.js';
+import { type CalcTask, demonstrations, parseToolCall } from './task.js';
 
 export interface CalcInspection { n: number; accuracy: number; toolRate: number; rightCallRate: number; copyRate: number }
 
@@ -38,7 +38,7 @@ export async function inspectCalc(policy: PolicyModel, tasks: CalcTask[], temper
   outcomes.forEach((o, i) => {
     if (o.toolCall === null) return;
     tool++;
-    const expected = demonstrations(tasks[i])[0].completion.replace(/^calc /, '');
+    const expected = parseToolCall(demonstrations(tasks[i])[0].completion);
     if (o.toolCall === expected) right++;
     if (o.toolResult !== null && o.answer.trim() === String(o.toolResult)) copied++;
   });

@@ -41,9 +41,10 @@ export interface LearnOptions { minutes?: number; sftSteps?: number; dataDir?: s
 /** Warm-up then GRPO; returns agl train's outcome (before/after on val) and the warm-up's minutes. */
 export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Promise<TrainOutcome & { warmupMinutes: number }> {
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), `agl-${s.name}-learn-`));
-  const warmup = s.warmup && o.sftSteps === undefined && existsSync(join(s.warmup, 'config.json')) ? s.warmup : join(dataDir, 'warmup');
+  const shipped = s.warmup !== undefined && o.sftSteps === undefined && existsSync(join(s.warmup, 'config.json'));
+  const warmup = shipped ? s.warmup! : join(dataDir, 'warmup');
   let warmupMinutes = 0;
-  if (warmup !== s.warmup) {
+  if (!shipped) {
     const args = [...s.sftArgs];
     if (o.sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(o.sftSteps));
     const t0 = Date.now();
