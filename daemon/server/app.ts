@@ -5,7 +5,7 @@
  * answered as application/problem+json by one handler (errors.ts).
  * `listen()` binds it (127.0.0.1 by default) and `closeGracefully()` stops it.
  */
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { API_PREFIX, type KnownAgent } from '../../protocol/api.js';
@@ -13,6 +13,7 @@ import type { PolicyModel } from '../model/api.js';
 import type { LightningStore } from '../store/types.js';
 import { requireToken } from './auth.js';
 import { gatewayRouter } from './gateway.js';
+import { withHotPath } from './hot-path.js';
 import { otlpRouter } from './otlp.js';
 import { problemHandler, unknownRoute } from './errors.js';
 import { RequestMetrics, healthRouter, storeCollector } from './routes-health.js';
@@ -68,7 +69,7 @@ export function createApp(ctx: ServerContext): express.Express {
 
   // The store API: token first (a 401 costs nothing), then the size-limited JSON parser, then routes.
   const api = express.Router();
-  api.use(requireToken(ctx.token), express.json({ limit: ctx.bodyLimit }));
+  api.use((req, res, next) => { res.locals.routeBase = req.baseUrl; next(); }, requireToken(ctx.token), express.json({ limit: ctx.bodyLimit }));
   api.use(spansRouter(ctx), rolloutsRouter(ctx), resourcesRouter(ctx), trainingRouter(ctx)); // hottest first
   app.use(API_PREFIX, api);
 
@@ -87,10 +88,14 @@ export function createApp(ctx: ServerContext): express.Express {
   return app;
 }
 
-/** Binds the app; rejects with the listen error (EADDRINUSE, EACCES...) so callers can explain it. */
+/**
+ * Binds the app, with the store API's hottest routes answered beside express (hot-path.ts); rejects with the
+ * listen error (EADDRINUSE, EACCES...) so callers can explain it.
+ */
 export function listen(app: express.Express, ctx: ServerContext, host: string, port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = app.listen(port, host);
+    const server = createServer(withHotPath(ctx, app));
+    server.listen(port, host);
     server.once('error', reject);
     server.once('listening', () => {
       server.off('error', reject);

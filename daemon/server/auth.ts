@@ -7,6 +7,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RequestHandler } from 'express';
+import type { Problem } from '../../protocol/api.js';
 import { problemBody, sendProblem } from './errors.js';
 
 export const TOKEN_FILE = 'token';
@@ -43,16 +44,28 @@ export function readToken(dataDir: string): string {
   }
 }
 
-/** Express middleware: 401 problem+json unless the request carries the bearer token. */
-export function requireToken(token: string): RequestHandler {
+/** A checker of Authorization headers: null when it carries the bearer token, else the 401 problem to send. */
+export function bearerCheck(token: string): (header: string | undefined, instance: string) => Problem | null {
   const expected = Buffer.from(`Bearer ${token}`);
-  return (req, res, next) => {
-    const got = req.headers.authorization;
-    if (got !== undefined && got.length === expected.length && timingSafeEqual(Buffer.from(got), expected)) { next(); return; }
-    res.setHeader('WWW-Authenticate', 'Bearer realm="agl"');
+  return (got, instance) => {
+    if (got !== undefined && got.length === expected.length && timingSafeEqual(Buffer.from(got), expected)) return null;
     const detail = got === undefined
       ? 'missing Authorization header: send `Authorization: Bearer <token>` (the token is in the daemon data dir, file `token`)'
       : 'wrong bearer token: read the current one from the daemon data dir (file `token`)';
-    sendProblem(res, problemBody(401, 'unauthorized', detail, [{ path: 'headers.authorization', message: got === undefined ? 'missing' : 'does not match' }], req.originalUrl));
+    return problemBody(401, 'unauthorized', detail, [{ path: 'headers.authorization', message: got === undefined ? 'missing' : 'does not match' }], instance);
+  };
+}
+
+/** Sent with every 401. */
+export const AUTHENTICATE_HEADER = 'Bearer realm="agl"';
+
+/** Express middleware: 401 problem+json unless the request carries the bearer token. */
+export function requireToken(token: string): RequestHandler {
+  const check = bearerCheck(token);
+  return (req, res, next) => {
+    const problem = check(req.headers.authorization, req.originalUrl);
+    if (!problem) { next(); return; }
+    res.setHeader('WWW-Authenticate', AUTHENTICATE_HEADER);
+    sendProblem(res, problem);
   };
 }

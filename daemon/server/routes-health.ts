@@ -22,7 +22,8 @@ export class RequestMetrics {
     const start = process.hrtime.bigint();
     res.once('finish', () => {
       // Label by route pattern (never the raw URL: ids would explode the series count).
-      const route = req.route ? `${req.baseUrl}${req.route.path as string}` : '(unmatched)';
+      // A router's mount path is gone from req.baseUrl once an error left it: routers note it in res.locals.routeBase.
+      const route = req.route ? `${(res.locals.routeBase as string | undefined) ?? req.baseUrl}${req.route.path as string}` : '(unmatched)';
       this.observe(`${req.method} ${route}`, res.statusCode, Number(process.hrtime.bigint() - start) / 1e9);
     });
     next();

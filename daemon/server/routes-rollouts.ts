@@ -7,25 +7,55 @@
  *   POST /rollouts/:id/attempts/:aid/heartbeat   POST /rollouts/:id/attempts/:aid/finish
  *   POST /queues/rollouts/enqueue (one or many)  POST /queues/rollouts/dequeue (claim for a worker)
  *   POST /waits/rollouts (long-poll until the rollouts end or the timeout)
+ * Dequeue, finish and waits are also served by the hot path (hot-path.ts) with the same handlers.
  */
-import { Router, type Request } from 'express';
+import { Router } from 'express';
 import {
   DequeueRequest, EnqueueManyRequest, FinishAttemptRequest, RolloutInputRequest, RolloutListQuery,
   RolloutSearchRequest, StartRolloutRequest, UpdateRolloutRequest, WaitRolloutsRequest,
 } from '../../protocol/api.js';
 import type { Attempt } from '../../protocol/store.js';
 import type { RolloutQuery } from '../store/types.js';
-import { HttpProblem, notFound, parseOr400 } from './errors.js';
+import { HttpProblem, notFound, parseOr400, sendReply, type Reply } from './errors.js';
 import type { ServerContext } from './app.js';
 
 /** The attempt, checked to belong to the rollout in the path (404 otherwise). */
-async function attemptOf(ctx: ServerContext, req: Request<{ id: string; aid: string }>): Promise<Attempt> {
-  const attempt = await ctx.store.getAttempt(req.params.aid);
-  if (!attempt || attempt.rolloutId !== req.params.id) {
-    if (!attempt && !(await ctx.store.getRollout(req.params.id))) throw notFound('rollout', req.params.id);
-    throw notFound(`attempt of rollout '${req.params.id}'`, req.params.aid);
+async function attemptOf(ctx: ServerContext, id: string, aid: string): Promise<Attempt> {
+  const attempt = await ctx.store.getAttempt(aid);
+  if (!attempt || attempt.rolloutId !== id) {
+    if (!attempt && !(await ctx.store.getRollout(id))) throw notFound('rollout', id);
+    throw notFound(`attempt of rollout '${id}'`, aid);
   }
   return attempt;
+}
+
+const json = (status: number, value: unknown): Reply => ({ status, body: JSON.stringify(value) });
+
+/** The queue, finish and wait routes' work, from parsed body to reply: shared by the express routes and the hot path (hot-path.ts). */
+export function rolloutHandlers(ctx: ServerContext) {
+  const { store } = ctx;
+  return {
+    /** POST /queues/rollouts/dequeue */
+    async dequeue(body: unknown): Promise<Reply> {
+      const { workerId, limit, agent, mode } = parseOr400(DequeueRequest, body);
+      const opts = { agent, mode };
+      const claims = limit === 1
+        ? await store.claimNextRollout(workerId, opts).then((c) => (c ? [c] : []))
+        : await store.claimRollouts(workerId, limit, opts);
+      return json(200, { claims });
+    },
+    /** POST /rollouts/:id/attempts/:aid/finish */
+    async finish(id: string, aid: string, body: unknown): Promise<Reply> {
+      const input = parseOr400(FinishAttemptRequest, body);
+      await attemptOf(ctx, id, aid);
+      return json(200, await store.finishAttempt(aid, input));
+    },
+    /** POST /waits/rollouts */
+    async wait(body: unknown): Promise<Reply> {
+      const { ids, timeoutMs } = parseOr400(WaitRolloutsRequest, body);
+      return json(200, { items: await store.waitForRollouts(ids, timeoutMs) });
+    },
+  };
 }
 
 export function rolloutsRouter(ctx: ServerContext): Router {
@@ -54,14 +84,8 @@ export function rolloutsRouter(ctx: ServerContext): Router {
     res.status(201).json({ rollouts });
   });
 
-  r.post('/queues/rollouts/dequeue', async (req, res) => {
-    const { workerId, limit, agent, mode } = parseOr400(DequeueRequest, req.body);
-    const opts = { agent, mode };
-    const claims = limit === 1
-      ? await store.claimNextRollout(workerId, opts).then((c) => (c ? [c] : []))
-      : await store.claimRollouts(workerId, limit, opts);
-    res.json({ claims });
-  });
+  const hot = rolloutHandlers(ctx);
+  r.post('/queues/rollouts/dequeue', async (req, res) => sendReply(res, await hot.dequeue(req.body)));
 
   r.post('/rollouts', async (req, res) => {
     const { workerId, ...input } = parseOr400(StartRolloutRequest, req.body);
@@ -109,24 +133,17 @@ export function rolloutsRouter(ctx: ServerContext): Router {
   });
 
   r.get('/rollouts/:id/attempts/:aid', async (req, res) => {
-    res.json(await attemptOf(ctx, req));
+    res.json(await attemptOf(ctx, req.params.id, req.params.aid));
   });
 
   r.post('/rollouts/:id/attempts/:aid/heartbeat', async (req, res) => {
-    await attemptOf(ctx, req);
+    await attemptOf(ctx, req.params.id, req.params.aid);
     res.json(await store.heartbeatAttempt(req.params.aid));
   });
 
-  r.post('/rollouts/:id/attempts/:aid/finish', async (req, res) => {
-    const input = parseOr400(FinishAttemptRequest, req.body);
-    await attemptOf(ctx, req);
-    res.json(await store.finishAttempt(req.params.aid, input));
-  });
+  r.post('/rollouts/:id/attempts/:aid/finish', async (req, res) => sendReply(res, await hot.finish(req.params.id, req.params.aid, req.body)));
 
-  r.post('/waits/rollouts', async (req, res) => {
-    const { ids, timeoutMs } = parseOr400(WaitRolloutsRequest, req.body);
-    res.json({ items: await store.waitForRollouts(ids, timeoutMs) });
-  });
+  r.post('/waits/rollouts', async (req, res) => sendReply(res, await hot.wait(req.body)));
 
   return r;
 }

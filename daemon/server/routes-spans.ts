@@ -4,36 +4,46 @@
  *   GET  /spans          ?rolloutId=&attemptId=(id|latest)&name=&afterSequenceId=&limit=  (tail with afterSequenceId)
  *   POST /spans/search   the same query as a JSON body
  * This is the hottest write path (benchmarks push thousands of spans/s): validate, write, acknowledge, nothing else.
+ * POST /spans and /spans/search are also served by the hot path (hot-path.ts) with the same handlers.
  */
-import { Router, type Response } from 'express';
+import { Router } from 'express';
 import type { SpanQuery } from '../store/types.js';
 import { AddSpansManyRequest, SpanInputRequest, SpanListQuery, SpanSearchRequest } from '../../protocol/api.js';
 import type { Span } from '../../protocol/store.js';
-import { parseOr400 } from './errors.js';
+import { parseOr400, sendReply, type Reply } from './errors.js';
 import type { ServerContext } from './app.js';
 
 const ack = (s: Span) => ({ rolloutId: s.rolloutId, attemptId: s.attemptId, spanId: s.spanId, traceId: s.traceId, sequenceId: s.sequenceId });
 
-export function spansRouter(ctx: ServerContext): Router {
-  const r = Router();
+/** The span routes' work, from parsed body to reply: shared by these express routes and the hot path (hot-path.ts). */
+export function spanHandlers(ctx: ServerContext) {
   const { store } = ctx;
-
-  r.post('/spans', async (req, res) => {
-    const body = req.body as Record<string, unknown> | undefined;
-    const many = body !== null && typeof body === 'object' && !Array.isArray(body) && 'spans' in body && !('rolloutId' in body);
-    const inputs = many ? parseOr400(AddSpansManyRequest, body).spans : [parseOr400(SpanInputRequest, body)];
-    const spans = await store.addSpans(inputs);
-    res.status(201).json({ count: spans.length, spans: spans.map(ack) });
-  });
-
   // Spans are stored as JSON: when the store can hand them over serialised, skip parse + re-stringify
   // (about 0.9 ms per 100 KB, ~15% of daemon CPU per rollout in bench:store).
-  const sendSpans = async (res: Response, query: SpanQuery) => {
-    if (store.querySpansJson) res.type('application/json').send(`{"items":${await store.querySpansJson(query)}}`);
-    else res.json({ items: await store.querySpans(query) });
+  const spansReply = async (query: SpanQuery): Promise<Reply> => ({
+    status: 200,
+    body: store.querySpansJson ? `{"items":${await store.querySpansJson(query)}}` : JSON.stringify({ items: await store.querySpans(query) }),
+  });
+  return {
+    /** POST /spans: one span or { spans: [...] }. */
+    async add(body: unknown): Promise<Reply> {
+      const b = body as Record<string, unknown> | undefined;
+      const many = b !== null && typeof b === 'object' && !Array.isArray(b) && 'spans' in b && !('rolloutId' in b);
+      const inputs = many ? parseOr400(AddSpansManyRequest, b).spans : [parseOr400(SpanInputRequest, b)];
+      const spans = await store.addSpans(inputs);
+      return { status: 201, body: JSON.stringify({ count: spans.length, spans: spans.map(ack) }) };
+    },
+    /** POST /spans/search. */
+    search: (body: unknown) => spansReply(parseOr400(SpanSearchRequest, body)),
+    list: (query: unknown) => spansReply(parseOr400(SpanListQuery, query, 'query')),
   };
-  r.get('/spans', async (req, res) => sendSpans(res, parseOr400(SpanListQuery, req.query, 'query')));
-  r.post('/spans/search', async (req, res) => sendSpans(res, parseOr400(SpanSearchRequest, req.body)));
+}
 
+export function spansRouter(ctx: ServerContext): Router {
+  const r = Router();
+  const h = spanHandlers(ctx);
+  r.post('/spans', async (req, res) => sendReply(res, await h.add(req.body)));
+  r.get('/spans', async (req, res) => sendReply(res, await h.list(req.query)));
+  r.post('/spans/search', async (req, res) => sendReply(res, await h.search(req.body)));
   return r;
 }
