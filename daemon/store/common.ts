@@ -11,8 +11,13 @@ import {
 } from '../../protocol/store.js';
 import { newSpanId, newTraceId, randomHex } from '../../sdk/ids.js';
 
+/**
+ * Store ids: the creation time (ms, 12 hex digits) then 64 random bits. Time first makes ids made together
+ * sort together, so the indexes keyed by them (rollouts, attempts, spans by rollout) grow at their right
+ * edge instead of at random pages: a commit dirties a few pages, not one per row.
+ */
 export function newId(prefix: string): string {
-  return `${prefix}-${randomHex(8)}`;
+  return `${prefix}-${Date.now().toString(16).padStart(12, '0')}${randomHex(8)}`;
 }
 
 const TERMINAL = new Set<string>(TERMINAL_ROLLOUT_STATUSES);

@@ -166,7 +166,7 @@ export class SqliteStore implements LightningStore {
       params.push(...values);
     };
     if (q.status) inList('status', q.status);
-    if (q.ids) inList('id', q.ids);
+    if (q.ids) { where.push('id IN (SELECT value FROM json_each(?))'); params.push(JSON.stringify(q.ids)); }
     if (q.mode !== undefined) { where.push('mode = ?'); params.push(q.mode); }
     if (q.resourcesId !== undefined) { where.push('resources_id = ?'); params.push(q.resourcesId); }
     if (q.resourcesVersion !== undefined) { where.push('resources_version = ?'); params.push(q.resourcesVersion); }
@@ -200,15 +200,11 @@ export class SqliteStore implements LightningStore {
   }
 
   async waitForRollouts(ids: string[], timeoutMs: number): Promise<Rollout[]> {
-    return waitLoop(this.hub, ids, timeoutMs, async (pending) => this.read(() => {
-      const out: Rollout[] = [];
-      for (let i = 0; i < pending.length; i += 500) {
-        const chunk = pending.slice(i, i + 500);
-        const sql = `SELECT * FROM rollouts WHERE status IN (${TERMINAL_SQL}) AND id IN (${chunk.map(() => '?').join(',')})`;
-        for (const row of this.st(sql).all(...chunk) as any[]) out.push(rowToRollout(row));
-      }
-      return out;
-    }), this.waitPollMs);
+    // Driven by the ids (one index probe each; `+status` keeps the planner off the status index, which would
+    // scan every ended rollout: 124 ms instead of 3.6 ms for 4096 ids among 46k ended ones).
+    const sql = `SELECT r.* FROM json_each(?) j JOIN rollouts r ON r.id = j.value WHERE +r.status IN (${TERMINAL_SQL})`;
+    return waitLoop(this.hub, ids, timeoutMs, async (pending) => this.read(() =>
+      (this.st(sql).all(JSON.stringify(pending)) as any[]).map(rowToRollout)), this.waitPollMs);
   }
 
   // --- attempts ----------------------------------------------------------------------------------
