@@ -59,7 +59,15 @@ export function fmtTime(epochMs: number): string {
   return `${d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })} ${d.toLocaleTimeString(undefined, { hour12: false })}`;
 }
 
-export function shortId(id: string): string { return id.length > 12 ? id.slice(0, 10) + '…' : id; }
+/**
+ * A long id shortened for a table cell: its kind and its last digits (store ids start with their creation
+ * time, so ids made in the same session share their first digits and differ at the end).
+ */
+export function shortId(id: string): string {
+  if (id.length <= 12) return id;
+  const dash = id.indexOf('-');
+  return `${dash > 0 && dash <= 4 ? id.slice(0, dash + 1) : ''}…${id.slice(-7)}`;
+}
 
 /** Compact one-line preview of any JSON value. */
 export function preview(value: unknown, max = 80): string {
