@@ -1,0 +1,76 @@
+/**
+ * A fast accept-path for SpanInputRequest (store.ts SpanInput, strict): span batches are the daemon's
+ * biggest request bodies, and zod's per-key union checks of their attribute maps cost more than parsing the
+ * JSON (bench:store, spans of ~50 attributes). This checks the common shape directly and returns what zod
+ * would return, or null whenever anything is unusual (unknown key, wrong type, events, extra status
+ * fields...): the caller then runs the zod schema, which decides and names the problem.
+ * test/protocol/span-input-fast.test.ts holds it to zod's answer on random valid and broken spans.
+ */
+import type { AttributeValue, SpanInputParsed } from './store.js';
+
+const KEYS = new Set(['rolloutId', 'attemptId', 'traceId', 'spanId', 'parentSpanId', 'name', 'kind', 'startTime', 'endTime', 'attributes', 'events', 'status', 'resource']);
+const KINDS = new Set(['internal', 'server', 'client', 'producer', 'consumer']);
+const CODES = new Set(['unset', 'ok', 'error']);
+
+const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
+
+function isScalar(v: unknown): boolean {
+  return typeof v === 'string' || v === null || typeof v === 'boolean' || isNumber(v);
+}
+
+function isAttributes(v: unknown): v is Record<string, AttributeValue> {
+  if (!isPlainObject(v)) return false;
+  for (const key in v) {
+    if (key === '__proto__') return false;
+    const x = v[key];
+    if (isScalar(x)) continue;
+    if (!Array.isArray(x)) return false;
+    for (const item of x) if (!isScalar(item)) return false;
+  }
+  return true;
+}
+
+/** The parsed span when `value` is plainly a valid SpanInputRequest; null means "ask zod". */
+export function parseSpanInputFast(value: unknown): SpanInputParsed | null {
+  if (!isPlainObject(value)) return null;
+  for (const key in value) if (!KEYS.has(key)) return null;
+  const s = value as Record<string, unknown>;
+  if (typeof s.rolloutId !== 'string' || typeof s.attemptId !== 'string' || typeof s.name !== 'string' || !isNumber(s.startTime)) return null;
+  if (s.traceId !== undefined && !(typeof s.traceId === 'string' && s.traceId.length > 0)) return null;
+  if (s.spanId !== undefined && !(typeof s.spanId === 'string' && s.spanId.length > 0)) return null;
+  if (s.parentSpanId !== undefined && s.parentSpanId !== null && typeof s.parentSpanId !== 'string') return null;
+  if (s.kind !== undefined && !(typeof s.kind === 'string' && KINDS.has(s.kind))) return null;
+  if (s.endTime !== undefined && s.endTime !== null && !isNumber(s.endTime)) return null;
+  if (s.attributes !== undefined && !isAttributes(s.attributes)) return null;
+  if (s.resource !== undefined && !isAttributes(s.resource)) return null;
+  if (s.events !== undefined && !(Array.isArray(s.events) && s.events.length === 0)) return null;
+  let status = s.status as SpanInputParsed['status'] | undefined;
+  if (status !== undefined) {
+    if (!isPlainObject(status) || !CODES.has(status.code as string)) return null;
+    for (const key in status) if (key !== 'code' && key !== 'message') return null;
+    if (status.message !== undefined && typeof status.message !== 'string') return null;
+  } else status = { code: 'unset' };
+  const out: SpanInputParsed = {
+    rolloutId: s.rolloutId, attemptId: s.attemptId, parentSpanId: (s.parentSpanId as string | null | undefined) ?? null,
+    name: s.name, kind: (s.kind as SpanInputParsed['kind'] | undefined) ?? 'internal', startTime: s.startTime,
+    endTime: (s.endTime as number | null | undefined) ?? null, attributes: (s.attributes as SpanInputParsed['attributes'] | undefined) ?? {},
+    events: [], status, resource: (s.resource as SpanInputParsed['resource'] | undefined) ?? {},
+  };
+  if (s.traceId !== undefined) out.traceId = s.traceId as string;
+  if (s.spanId !== undefined) out.spanId = s.spanId as string;
+  return out;
+}
+
+/** Every span of a batch through the fast path, or null when any needs zod. */
+export function parseSpanInputsFast(values: unknown): SpanInputParsed[] | null {
+  if (!Array.isArray(values)) return null;
+  const out: SpanInputParsed[] = new Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const s = parseSpanInputFast(values[i]);
+    if (!s) return null;
+    out[i] = s;
+  }
+  return out;
+}
