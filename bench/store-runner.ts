@@ -46,16 +46,20 @@ function randomAttributes(): Attributes {
   return out;
 }
 
-/** Process-wide span exporter: ships what accumulated every 20 ms (or at 500 spans), one request at a time. */
+/**
+ * Process-wide span exporter: ships what accumulated every 20 ms (or at 500 spans, or when a rollout ends),
+ * one request at a time; what arrives meanwhile goes in the next request.
+ */
 class SpanExporter {
   private buffer: SpanInput[] = [];
   private acks: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
   private timer: NodeJS.Timeout | null = null;
   private sending = false;
-  add(spans: SpanInput[]): Promise<void> {
+  /** `flush`: ship now (a rollout's last spans, as a tracer's force-flush at the end of a rollout). */
+  add(spans: SpanInput[], flush = false): Promise<void> {
     this.buffer.push(...spans);
     const acked = new Promise<void>((resolve, reject) => this.acks.push({ resolve, reject }));
-    if (this.buffer.length >= 500) this.ship();
+    if (flush || this.buffer.length >= 500) this.ship();
     else if (!this.timer) this.timer = setTimeout(() => this.ship(), 20);
     return acked;
   }
@@ -81,9 +85,9 @@ async function runAgent(claim: Claim): Promise<void> {
   const traceId = newTraceId();
   const base = { rolloutId: rollout.id, attemptId: attempt.id, traceId };
   let acked: Promise<void> = Promise.resolve();
-  const send = (spans: SpanInput[]) => {
+  const send = (spans: SpanInput[], flush = false) => {
     stats.spans += spans.length;
-    acked = exporter.add(spans);
+    acked = exporter.add(spans, flush);
   };
   const reward = (value: number, parent: string | null): SpanInput => {
     const t = Date.now();
@@ -112,7 +116,7 @@ async function runAgent(claim: Claim): Promise<void> {
   }
   const final = await child('final', newSpanId(), false);
   final.parentSpanId = null;
-  send([final, reward(1 + Math.random(), null)]);
+  send([final, reward(1 + Math.random(), null)], true);
   await acked; // the exporter ships in order, so the last batch's ack covers all of this rollout's spans
   await client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
   stats.rollouts++;
