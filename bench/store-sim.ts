@@ -56,6 +56,32 @@ export function patternBound(
   return total / now / limit;
 }
 
+/** One rollout's total sleep as the synthetic agent draws it: rounds ~ U{1..maxRounds}, 2 children a round plus `final`, each U(0, sleep). */
+export function drawRolloutSleep(sc: { maxRounds: number; sleep: number }, random: () => number = Math.random): number {
+  const rounds = 1 + Math.floor(random() * sc.maxRounds);
+  let t = 0;
+  for (let i = 0; i < 2 * rounds + 1; i++) t += random() * sc.sleep;
+  return t;
+}
+
+/**
+ * What the workload itself allows: the zero-overhead efficiency over `reps` fresh draws of the sleeps (not
+ * only this run's), as its mean and the share of draws reaching `target`. A scenario whose draws rarely or
+ * never reach the target cannot meet it reliably with any store.
+ */
+export function patternOdds(
+  sc: { pattern: Pattern; batch: number; threshold?: number; runners: number; maxRounds: number; sleep: number },
+  total: number, limit: number, target = 0.9, reps = 200,
+): { mean: number; shareAtTarget: number } {
+  let sum = 0, hits = 0;
+  for (let r = 0; r < reps; r++) {
+    const e = patternBound(sc, total, Array.from({ length: total }, () => drawRolloutSleep(sc)), limit);
+    sum += e;
+    if (e >= target) hits++;
+  }
+  return { mean: sum / reps, shareAtTarget: hits / reps };
+}
+
 export function percentile(sorted: number[], q: number): number {
   if (sorted.length === 0) return 0;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
