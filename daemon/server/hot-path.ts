@@ -104,13 +104,14 @@ export function withHotPath(ctx: ServerContext, app: RequestListener): RequestLi
         fail({ type: 'entity.parse.failed', message: (err as Error).message });
         return;
       }
-      found.route.handle(body, found.params).then((reply) => send(reply.status, reply.body, 'application/json; charset=utf-8'), fail);
+      found.route.handle(body, found.params).then((reply) => send(reply.status, reply.body, 'application/json; charset=utf-8')).catch(fail);
     });
   };
 }
 
-/** As express.json({ strict: true }): an empty body is {}, and only an object or an array is JSON here. */
+/** As express.json({ strict: true }): a leading BOM is dropped, an empty body is {}, and only an object or an array is JSON here. */
 function parseStrictJson(text: string): unknown {
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (text.length === 0) return {};
   const first = /^[\x20\x09\x0a\x0d]*(.)/s.exec(text)?.[1];
   if (first === '{' || first === '[') return JSON.parse(text);

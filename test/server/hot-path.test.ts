@@ -49,6 +49,7 @@ describe('hot path beside express', () => {
 
   it('answers the hot routes as express does: successes', async () => {
     assert.deepEqual((await same('/v1/agl/queues/rollouts/dequeue', '{"workerId":"w1"}')).body, { claims: [] });
+    assert.deepEqual((await same('/v1/agl/queues/rollouts/dequeue', '\ufeff{"workerId":"w1"}')).body, { claims: [] }, 'a byte-order mark is dropped');
     assert.deepEqual((await same('/v1/agl/waits/rollouts', '{"ids":["ro-none"],"timeoutMs":0}')).body, { items: [] });
     const r = await d.client.enqueueRollout({ input: { q: 1 } });
     const claim = (await d.client.claimNextRollout('w1'))!;
