@@ -13,7 +13,8 @@
  * query string, a content type other than application/json (utf-8), a content encoding, a body without a
  * Content-Length (chunked) or one over the body limit (express sends the 413).
  */
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { IncomingMessage, RequestListener } from 'node:http';
+import bytes from 'bytes';
 import { API_PREFIX } from '../../protocol/api.js';
 import type { ServerContext } from './app.js';
 import { AUTHENTICATE_HEADER, bearerCheck } from './auth.js';
@@ -21,16 +22,14 @@ import { toProblem, type Reply } from './errors.js';
 import { rolloutHandlers } from './routes-rollouts.js';
 import { spanHandlers } from './routes-spans.js';
 
-type Handler = (body: unknown, params: string[]) => Promise<Reply>;
-interface HotRoute { label: string; handle: Handler }
+/** A hot route's work; its /metrics label is its path pattern under API_PREFIX, as express labels it. */
+interface HotRoute { label: string; handle: (body: unknown, params: string[]) => Promise<Reply> }
 
-/** express/bytes style sizes ('16mb', '64kb', '1024'), in bytes (k = 1024). */
+/** A body limit in express.json's syntax ('16mb', '64kb', bytes), read by the same `bytes` package it uses. */
 export function parseByteSize(size: string | number): number {
-  if (typeof size === 'number') return size;
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(size);
-  if (!m) throw new Error(`invalid size '${size}': use a number of bytes or e.g. 64kb, 16mb`);
-  const unit = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[(m[2] ?? 'b').toLowerCase() as 'b']!;
-  return Math.floor(Number(m[1]) * unit);
+  const n = bytes.parse(size);
+  if (n === null || !Number.isFinite(n)) throw new Error(`invalid size '${size}': use a number of bytes or e.g. 64kb, 16mb`);
+  return n;
 }
 
 const JSON_TYPE = /^application\/json\s*(?:;\s*charset="?utf-8"?\s*)?$/i;
@@ -43,12 +42,9 @@ const FINISH = /^\/rollouts\/([^/]+)\/attempts\/([^/]+)\/finish$/;
 export function withHotPath(ctx: ServerContext, app: RequestListener): RequestListener {
   const spans = spanHandlers(ctx);
   const rollouts = rolloutHandlers(ctx);
-  const exact = new Map<string, HotRoute>([
-    ['/queues/rollouts/dequeue', { label: '/queues/rollouts/dequeue', handle: (b) => rollouts.dequeue(b) }],
-    ['/spans', { label: '/spans', handle: (b) => spans.add(b) }],
-    ['/spans/search', { label: '/spans/search', handle: (b) => spans.search(b) }],
-    ['/waits/rollouts', { label: '/waits/rollouts', handle: (b) => rollouts.wait(b) }],
-  ]);
+  const exact = new Map<string, HotRoute>(([
+    ['/queues/rollouts/dequeue', rollouts.dequeue], ['/spans', spans.add], ['/spans/search', spans.search], ['/waits/rollouts', rollouts.wait],
+  ] as const).map(([path, handle]) => [path, { label: path, handle: (b: unknown) => handle(b) }]));
   const finish: HotRoute = { label: '/rollouts/:id/attempts/:aid/finish', handle: (b, [id, aid]) => rollouts.finish(id!, aid!, b) };
   const checkToken = bearerCheck(ctx.token);
   const limit = parseByteSize(ctx.bodyLimit);
