@@ -6,6 +6,7 @@
 import type { Resources, Rollout, RolloutMode } from '../../protocol/store.js';
 import type { LightningStore } from '../store/types.js';
 import { type AdapterOptions, type Trajectory, spansToTrajectory } from './adapter.js';
+import { finalReward } from './credit.js';
 
 export interface Task { id: string; input: unknown }
 
@@ -90,5 +91,5 @@ export function everyRolloutFailed(groups: GroupRollout[]): { count: number; err
 
 /** Final reward of each rollout (a failed rollout scores 0), for accuracy/validation figures. */
 export function finalRewards(groups: GroupRollout[]): number[] {
-  return groups.map((g) => g.trajectory?.rewards.at(-1)?.value ?? 0);
+  return groups.map((g) => (g.trajectory ? finalReward(g.trajectory) : 0));
 }
