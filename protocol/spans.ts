@@ -72,6 +72,9 @@ export const AGL = {
   rewardName: 'agl.reward.name',
   /** JSON object of named reward components, e.g. {"exact": 1, "format": 0.5}. */
   rewardComponents: 'agl.reward.components',
+  /** `true` on the reward span that holds the value the agent function returned (the runner writes it):
+   *  that span is the attempt's final reward whatever follows it (protocol/span-reading.ts). */
+  rewardFinal: 'agl.reward.final',
   /** Message / object payloads. */
   message: 'agl.message',
   objectJson: 'agl.object.json',
@@ -86,7 +89,8 @@ export const AGL = {
   toolSucceeded: 'agl.tool.succeeded',
 } as const;
 
-/** Reward emitted through agent-lightning v0's attribute shape, accepted on OTLP ingest too. */
+/** Reward emitted through agent-lightning v0's attribute shape (`agentlightning.reward.{i}.name/.value`),
+ *  accepted on OTLP ingest and by every reader (protocol/span-reading.ts). */
 export const AGL_V0_REWARD_PREFIX = 'agentlightning.reward';
 
 /** Headers that tie a gateway call to its rollout when the URL carries no ids. */

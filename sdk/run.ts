@@ -43,7 +43,7 @@ export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: 
   try {
     const value = await rolloutStorage.run(ctx, () => agent(spec.task, spec.llm, { rolloutId: spec.rolloutId, attemptId: spec.attemptId, mode: spec.mode ?? 'train' }));
     if (typeof value === 'number' && Number.isFinite(value)) {
-      rolloutStorage.run(ctx, () => emitReward(value, { attributes: { 'agl.reward.final': true } }));
+      rolloutStorage.run(ctx, () => emitReward(value, { attributes: { [AGL.rewardFinal]: true } }));
       outcome = { status: 'succeeded', reward: value };
     } else {
       outcome = { status: 'succeeded', reward: null, result: jsonSafe(value) };
@@ -56,7 +56,6 @@ export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: 
   recordSpan(ctx, SPAN.agentRun, {
     ...(spec.agentName ? { [AGL.agentName]: spec.agentName, 'gen_ai.agent.name': spec.agentName } : {}),
     'agl.task': JSON.stringify(spec.task) ?? 'null',
-    ...(outcome.reward !== null ? { 'agl.reward.final': outcome.reward } : {}),
   }, { spanId: rootId, parentSpanId: null, startTime, endTime: Date.now(), status: outcome.status === 'succeeded' ? { code: 'ok' } : { code: 'error', message: outcome.error?.message } });
   await sink.flush();
   return outcome;

@@ -5,13 +5,15 @@
  *  - discounted  call i of T gets gamma^(T-1-i) * R: calls far from the outcome get less
  *  - last        only the last call gets R; the others get 0
  *  - combined    R plus intermediateWeight * (the intermediate rewards that followed the call)
- * The final reward R is the last reward emitted in the attempt (0 when none: a crashed agent earns nothing);
- * every earlier reward is intermediate.
+ * The final reward R is the reward the agent function returned (the span marked `agl.reward.final`), else the
+ * last reward emitted in the attempt (0 when none: a crashed agent earns nothing); every other reward is
+ * intermediate. The rule is protocol/span-reading.ts `pickFinalReward`, shared with the viewer and CodeLens.
  * Automatic intermediate rewards (AIR) are rules on tool spans ("tool succeeded: +0.1", "tool failed: -0.2",
  * optionally for one tool name) that add to the call that requested the tool, without touching the agent.
  * They apply under every strategy (they reward the call that caused the tool outcome).
  */
 import { z } from 'zod';
+import { pickFinalReward } from '../../protocol/span-reading.js';
 import type { Trajectory, TrajectoryStep } from './adapter.js';
 
 export const AirRule = z.object({
@@ -33,9 +35,9 @@ export type CreditStrategy = CreditConfig['strategy'];
 
 export interface CreditedStep { step: TrajectoryStep; credit: number; finalReward: number }
 
-/** The episode's final reward: the last reward emitted, 0 when none. */
+/** The episode's final reward: the returned one, else the last reward emitted; 0 when none. */
 export function finalReward(traj: Trajectory): number {
-  return traj.rewards.length > 0 ? traj.rewards[traj.rewards.length - 1].value : 0;
+  return pickFinalReward(traj.rewards)?.value ?? 0;
 }
 
 /** Sum of AIR rewards for the tool outcomes that followed a call. */
@@ -55,7 +57,7 @@ export function airReward(step: TrajectoryStep, rules: AirRule[]): number {
 export function assignCredit(traj: Trajectory, config: Partial<CreditConfig> = {}): CreditedStep[] {
   const cfg = CreditConfig.parse(config);
   const R = finalReward(traj);
-  const finalSpanId = traj.rewards.length > 0 ? traj.rewards[traj.rewards.length - 1].spanId : null;
+  const finalSpanId = pickFinalReward(traj.rewards)?.spanId ?? null;
   const T = traj.steps.length;
   return traj.steps.map((step, i) => {
     let credit: number;

@@ -6,8 +6,8 @@
 import { createWriteStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { AGL, GENAI } from '../../protocol/spans.js';
+import { numberArrayAttr } from '../../protocol/span-reading.js';
 import type { Span } from '../../protocol/store.js';
-import { numberArrayAttr } from '../algorithm/adapter.js';
 import { openStore } from '../store/index.js';
 import type { LightningStore } from '../store/types.js';
 import { resolveDataDir } from '../state.js';

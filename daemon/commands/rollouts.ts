@@ -1,11 +1,12 @@
 /**
  * `agl rollouts list [--status --mode --agent --limit --cursor --json]` and `agl rollouts show <id> [--json]`:
  * read rollouts back from the running daemon (through the typed client), as a table or as JSON.
- * `show` prints the rollout, its attempts and a summary of its spans (counts by name, rewards, LLM calls).
+ * `show` prints the rollout, its attempts and a summary of its spans (counts by name, LLM calls, and the latest
+ * attempt's rewards with its final one, read as every reader reads them: protocol/span-reading.ts).
  */
 import { parseArgs } from 'node:util';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type Attempt, type Rollout, type RolloutMode, type RolloutStatus, type Span } from '../../protocol/store.js';
-import { AGL, SPAN } from '../../protocol/spans.js';
+import { isLlmCallSpan, pickFinalReward, rewardsInOrder } from '../../protocol/span-reading.js';
 import { AglClient } from '../../sdk/client.js';
 import { resolveDataDir } from '../state.js';
 
@@ -60,11 +61,6 @@ async function list(argv: string[]): Promise<number> {
   return 0;
 }
 
-function rewardOf(span: Span): number | null {
-  const v = span.attributes[AGL.rewardValue] ?? span.attributes[`agentlightning.reward.0.value`];
-  return typeof v === 'number' ? v : null;
-}
-
 function showText(rollout: Rollout, attempts: Attempt[], spans: Span[]): string {
   const lines = [
     `rollout ${rollout.id}`,
@@ -83,12 +79,14 @@ function showText(rollout: Rollout, attempts: Attempt[], spans: Span[]): string 
   }
   const byName = new Map<string, number>();
   for (const s of spans) byName.set(s.name, (byName.get(s.name) ?? 0) + 1);
-  const rewards = spans.filter((s) => s.name === SPAN.reward || s.name.startsWith('agentlightning.reward')).map(rewardOf).filter((v): v is number => v !== null);
-  const llmCalls = spans.filter((s) => s.name === SPAN.llmCall);
+  const latest = attempts.reduce<Attempt | null>((a, b) => (a === null || b.sequence > a.sequence ? b : a), null)?.id;
+  const rewards = rewardsInOrder(spans.filter((s) => s.attemptId === latest));
+  const final = pickFinalReward(rewards);
+  const llmCalls = spans.filter(isLlmCallSpan);
   lines.push('', `spans (${spans.length === SHOW_SPAN_LIMIT ? `first ${SHOW_SPAN_LIMIT}` : spans.length})`);
   for (const [name, n] of [...byName].sort((a, b) => b[1] - a[1])) lines.push(`  ${String(n).padStart(5)}  ${name}`);
   if (llmCalls.length) lines.push(`  LLM calls: ${llmCalls.length}`);
-  if (rewards.length) lines.push(`  rewards: ${rewards.map((r) => r.toFixed(3)).join(', ')}  (last ${rewards[rewards.length - 1].toFixed(3)})`);
+  if (final) lines.push(`  rewards: ${rewards.map((r) => r.value.toFixed(3)).join(', ')}  (latest attempt; final ${final.value.toFixed(3)})`);
   return lines.join('\n') + '\n';
 }
 

@@ -1,12 +1,13 @@
 /**
  * Reward statistics per agent for the CodeLens, read from the daemon's store API: the mean reward of the
  * most recent window of rewarded rollouts, its change against the window before, and how many rollouts
- * ended. A rollout's reward is `metadata.reward` when the runner wrote it, else its latest attempt's last
- * reward span (`agentlightning.reward`, value in `agl.reward.value` or agent-lightning v0's
- * `agentlightning.reward.0.value`). Rewards of ended rollouts never change, so they are cached.
+ * ended. A rollout's reward is `metadata.reward` when the runner wrote it, else its latest attempt's final
+ * reward as every reader takes it (protocol/span-reading.ts: the returned reward, else the last; agent-lightning
+ * v0's shape too). Rewards of ended rollouts never change, so they are cached.
  */
 import type { AgentStats } from '../../protocol/lsp.js';
-import { AGL, AGL_V0_REWARD_PREFIX, SPAN } from '../../protocol/spans.js';
+import { finalReward } from '../../protocol/span-reading.js';
+import { SPAN } from '../../protocol/spans.js';
 import type { Rollout, RolloutStatus, Span, Statistics } from '../../protocol/store.js';
 
 /** The part of the store client (sdk/client.ts) the stats need. */
@@ -22,16 +23,6 @@ export const COUNT_LIMIT = 500;
 export const MAX_WINDOW = 16;
 const ENDED: RolloutStatus[] = ['succeeded', 'failed'];
 const ACTIVE: RolloutStatus[] = ['queuing', 'preparing', 'running', 'requeuing'];
-
-/** The reward a span carries, or null. */
-export function rewardOfSpan(span: Pick<Span, 'name' | 'attributes'>): number | null {
-  const a = span.attributes;
-  const direct = a[AGL.rewardValue];
-  if (typeof direct === 'number' && Number.isFinite(direct)) return direct;
-  const v0 = a[`${AGL_V0_REWARD_PREFIX}.0.value`];
-  if (typeof v0 === 'number' && Number.isFinite(v0)) return v0;
-  return null;
-}
 
 /** Rewards newest first -> latest window mean and trend against the window before it. */
 export function summarizeRewards(rewardsNewestFirst: number[]): { latestReward: number | null; trend: number | null } {
@@ -67,9 +58,7 @@ export class AgentStatsSource {
     const fromMeta = rollout.metadata['reward'];
     if (typeof fromMeta === 'number' && Number.isFinite(fromMeta)) return fromMeta;
     if (this.rewardCache.has(rollout.id)) return this.rewardCache.get(rollout.id)!;
-    const spans = await this.store.querySpans({ rolloutId: rollout.id, attemptId: 'latest', name: SPAN.reward });
-    let reward: number | null = null;
-    for (const span of spans) reward = rewardOfSpan(span) ?? reward; // the last reward wins, as in agent-lightning
+    const reward = finalReward(await this.store.querySpans({ rolloutId: rollout.id, attemptId: 'latest', name: SPAN.reward }));
     this.rewardCache.set(rollout.id, reward);
     return reward;
   }

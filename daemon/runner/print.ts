@@ -2,7 +2,8 @@
  * Prints an attempt's spans for the terminal: an indented tree in time order with what matters per
  * span (LLM calls: model, tokens, finish reason, answer; rewards; messages; errors).
  */
-import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
+import { isLlmCallSpan, repairedParents, rewardOfSpan } from '../../protocol/span-reading.js';
+import { AGL, GENAI } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
 
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
@@ -11,7 +12,7 @@ function describe(s: Span): string {
   const a = s.attributes;
   const ms = s.endTime !== null ? `${Math.round(s.endTime - s.startTime)} ms` : 'open';
   const parts = [s.name, `(${ms})`];
-  if (s.name === SPAN.llmCall || a[GENAI.operationName] === 'chat' || a[GENAI.operationName] === 'text_completion') {
+  if (isLlmCallSpan(s)) {
     parts.push(`model=${String(a[GENAI.requestModel] ?? '?')}`, `tokens=${String(a[GENAI.usageInputTokens] ?? '?')}+${String(a[GENAI.usageOutputTokens] ?? '?')}`);
     const finish = a[GENAI.responseFinishReasons];
     if (Array.isArray(finish)) parts.push(`finish=${finish.join(',')}`);
@@ -22,17 +23,18 @@ function describe(s: Span): string {
       else if (m?.content) parts.push(`-> ${JSON.stringify(clip(m.content, 100))}`);
     } catch { /* not JSON: skip the preview */ }
   }
-  if (typeof a[AGL.rewardValue] === 'number') parts.push(`${String(a[AGL.rewardName] ?? 'reward')}=${String(a[AGL.rewardValue])}`);
+  const reward = rewardOfSpan(s);
+  if (reward) parts.push(`${reward.name ?? 'reward'}=${String(reward.value)}`);
   if (typeof a[AGL.message] === 'string') parts.push(JSON.stringify(clip(a[AGL.message] as string, 100)));
   if (s.status.code === 'error') parts.push(`ERROR ${clip(s.status.message ?? '', 160)}`);
   return parts.join('  ');
 }
 
 export function formatSpanTree(spans: Span[]): string {
-  const ids = new Set(spans.map((s) => s.spanId));
+  const parents = repairedParents(spans);
   const children = new Map<string | null, Span[]>();
   for (const s of [...spans].sort((x, y) => x.startTime - y.startTime || x.sequenceId - y.sequenceId)) {
-    const p = s.parentSpanId && ids.has(s.parentSpanId) ? s.parentSpanId : null;
+    const p = parents.get(s.spanId) ?? null;
     if (!children.has(p)) children.set(p, []);
     children.get(p)!.push(s);
   }

@@ -3,6 +3,7 @@
  * (sdk/client.ts). Free of the vscode API, so the webview tests drive exactly this code against a real
  * daemon. One handler table per webview, keyed by the protocol's method names.
  */
+import { finalReward } from '../../protocol/span-reading.js';
 import { SPAN } from '../../protocol/spans.js';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type MetricPoint, type Rollout, type TrainingRun, type Transition } from '../../protocol/store.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
@@ -11,7 +12,6 @@ import {
   TrajectoryProtocol, type GroupData, type GroupPage, type GroupQuery, type RolloutDetail, type RolloutFilter, type RolloutPage,
 } from '../../protocol/webview-trajectory.js';
 import type { AglClient } from '../../sdk/client.js';
-import { finalReward } from '../../webview/trajectory/model.js';
 
 export type RequestHandlers = Map<string, (params: unknown) => Promise<unknown>>;
 

@@ -1,7 +1,8 @@
 /** The adapter: spans -> ordered transitions, rewards attached, agent filter, repaired parentage. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spansToTrajectory, repairedParents } from '../../daemon/algorithm/adapter.js';
+import { spansToTrajectory } from '../../daemon/algorithm/adapter.js';
+import { repairedParents } from '../../protocol/span-reading.js';
 import { SPAN, AGL, AGL_V0_REWARD_PREFIX } from '../../protocol/spans.js';
 import { llmCall, reward, span, tool } from './helpers.js';
 

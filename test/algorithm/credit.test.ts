@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spansToTrajectory } from '../../daemon/algorithm/adapter.js';
 import { assignCredit } from '../../daemon/algorithm/credit.js';
+import { AGL } from '../../protocol/spans.js';
 import { llmCall, reward, tool } from './helpers.js';
 
 // Three calls; a tool fails after call 0, succeeds after call 1; intermediate reward 0.5 after call 1; final 2.
@@ -30,6 +31,13 @@ test('AIR rules reward/penalise tool outcomes on the call that caused them, unde
   const air = [{ when: 'tool_failed' as const, reward: -0.25 }, { when: 'tool_succeeded' as const, reward: 0.1, tool: '^calc$' }, { when: 'tool_succeeded' as const, reward: 5, tool: '^search$' }];
   close(credits({ air }), [1.75, 2.1, 2]);
   close(credits({ strategy: 'last', air }), [-0.25, 0.1, 2]);
+});
+test('the reward the agent returned is the final one even when a reward arrives after it; the others are intermediate', () => {
+  const returned = reward('returned', 31, 2);
+  returned.attributes[AGL.rewardFinal] = true;
+  const t = spansToTrajectory([llmCall('c0', 10), llmCall('c1', 30), returned, reward('late', 40, 0.5)]);
+  assert.deepEqual(assignCredit(t).map((c) => c.credit), [2, 2]);
+  assert.deepEqual(assignCredit(t, { strategy: 'combined' }).map((c) => c.credit), [2, 2.5]);
 });
 test('no reward at all: credit 0 (a crashed agent earns nothing)', () => {
   const t = spansToTrajectory([llmCall('c0', 1), llmCall('c1', 2)]);

@@ -23,16 +23,21 @@ function span(p: Partial<Span> & { spanId: string; name: string; startTime: numb
 }
 
 describe('trajectory model', () => {
-  it('builds the span tree in start order and makes a span whose parent never arrived a root', () => {
+  it('builds the span tree in start order and hangs a span whose parent never arrived under the rollout root, as the algorithm does', () => {
     const spans = [
       span({ spanId: 'c2', parentSpanId: 'root', name: SPAN.llmCall, startTime: 30 }),
       span({ spanId: 'root', name: SPAN.agentRun, startTime: 0 }),
       span({ spanId: 'c1', parentSpanId: 'root', name: SPAN.llmCall, startTime: 10 }),
       span({ spanId: 'orphan', parentSpanId: 'lost', name: SPAN.reward, startTime: 50 }),
+      span({ spanId: 'loop-a', parentSpanId: 'loop-b', name: 'a', startTime: 60 }),
+      span({ spanId: 'loop-b', parentSpanId: 'loop-a', name: 'b', startTime: 70 }),
     ];
     const flat = flattenTree(buildSpanTree(spans));
-    assert.deepEqual(flat.map((n) => [n.span.spanId, n.depth]), [['root', 0], ['c1', 1], ['c2', 1], ['orphan', 0]]);
-    assert.deepEqual(flattenTree(buildSpanTree(spans), new Set(['root'])).map((n) => n.span.spanId), ['root', 'orphan']);
+    assert.deepEqual(flat.map((n) => [n.span.spanId, n.depth]), [['root', 0], ['c1', 1], ['c2', 1], ['orphan', 1], ['loop-a', 1], ['loop-b', 2]],
+      'a parent cycle is cut instead of hiding both spans');
+    assert.deepEqual(flattenTree(buildSpanTree(spans), new Set(['root'])).map((n) => n.span.spanId), ['root']);
+    const rootless = flattenTree(buildSpanTree(spans.filter((s) => s.spanId !== 'root')));
+    assert.equal(rootless.find((n) => n.span.spanId === 'orphan')?.depth, 0, 'without a root span the orphan is a root');
   });
 
   it('reads chat messages in the OpenAI shape, the GenAI parts shape and as choices', () => {

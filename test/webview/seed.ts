@@ -50,13 +50,13 @@ async function recordRollout(client: AglClient, t: Trajectory, metadata: Record<
   const s = startAt;
   const spans: SpanInput[] = [
     { ...ids, traceId, spanId: root, parentSpanId: null, name: SPAN.agentRun, kind: 'internal', startTime: s, endTime: s + 1450, status: { code: 'ok' },
-      attributes: { [AGL.agentName]: 'calc', 'agl.task': JSON.stringify({ question: t.question }), 'agl.reward.final': t.reward }, events: [], resource: { 'service.name': 'calc-agent' } },
+      attributes: { [AGL.agentName]: 'calc', 'agl.task': JSON.stringify({ question: t.question }) }, events: [], resource: { 'service.name': 'calc-agent' } },
     llm(call1, s + 20, s + 640, [system, user], [toolCall], 58, 21, 31),
     { ...ids, traceId, spanId: tool, parentSpanId: root, name: SPAN.tool, kind: 'internal', startTime: s + 660, endTime: s + 690, status: { code: 'ok' },
       attributes: { [GENAI.operationName]: 'execute_tool', [GENAI.toolName]: 'calculator', 'agl.operation.name': 'calculator', [AGL.toolSucceeded]: true }, events: [], resource: {} },
     llm(call2, s + 700, s + 1380, [system, user, toolCall, { role: 'tool', tool_call_id: 'call_1', content: t.toolResult }], [{ role: 'assistant', content: t.answer }], 86, 4, 38),
     { ...ids, traceId, spanId: `rew${rollout.id}`.slice(0, 16), parentSpanId: root, name: SPAN.reward, kind: 'internal', startTime: s + 1400, endTime: s + 1400, status: { code: 'unset' },
-      attributes: { [AGL.rewardValue]: t.reward, [AGL.rewardName]: 'exact_match' }, events: [], resource: {} },
+      attributes: { [AGL.rewardValue]: t.reward, [AGL.rewardName]: 'exact_match', [AGL.rewardFinal]: true }, events: [], resource: {} },
   ];
   await client.addSpans(spans);
   await client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });

@@ -6,7 +6,8 @@
 import { AGL } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, h, icon, signClass } from '../shared/dom.js';
-import { agentSource, llmCall, rewardValue, spanKind, type ChatMessage } from './model.js';
+import { spanKind } from '../../protocol/span-reading.js';
+import { agentSource, llmCall, rewardValue, type ChatMessage } from './model.js';
 
 export interface DetailActions {
   openCode(filepath: string, lineno: number | null, symbol?: string): void;

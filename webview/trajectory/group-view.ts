@@ -6,7 +6,8 @@
 import type { GroupData, GroupPage, GroupSample } from '../../protocol/webview-trajectory.js';
 import { fmtNumber, fmtSigned, h, icon, mount, preview, shortId, signClass } from '../shared/dom.js';
 import { chatBubble, codeLink, type DetailActions } from './call-detail.js';
-import { agentNames, llmCall, spanKind } from './model.js';
+import { agentNames, spanKind } from '../../protocol/span-reading.js';
+import { llmCall } from './model.js';
 
 export interface GroupViewActions extends DetailActions {
   back(): void;

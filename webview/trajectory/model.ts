@@ -4,44 +4,32 @@
  * variables after each step (the "states" of the Agent Lightning paper's Figure 1).
  * No DOM here, so it reads top to bottom and is easy to test.
  */
-import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
+import { agentNames, numberArrayAttr, ownAgentName, repairedParents, rewardOfSpan, spanKind } from '../../protocol/span-reading.js';
+import { AGL, GENAI } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
-
-export type SpanKindName = 'agent' | 'llm' | 'tool' | 'reward' | 'object' | 'message' | 'exception' | 'operation';
 
 export interface SpanNode { span: Span; depth: number; children: SpanNode[] }
 
-export function spanKind(span: Span): SpanKindName {
-  const a = span.attributes;
-  if (span.name === SPAN.llmCall || a[GENAI.operationName] === 'chat' || a[GENAI.operationName] === 'text_completion') return 'llm';
-  if (span.name === SPAN.tool || a[GENAI.operationName] === 'execute_tool') return 'tool';
-  if (span.name === SPAN.reward || a[AGL.rewardValue] !== undefined) return 'reward';
-  if (span.name === SPAN.object) return 'object';
-  if (span.name === SPAN.message) return 'message';
-  if (span.name === SPAN.exception) return 'exception';
-  if (span.name === SPAN.agentRun) return 'agent';
-  return 'operation';
-}
-
-/** Roots and children ordered by start time; a span whose parent is missing becomes a root. */
+/**
+ * Roots and children ordered by start time, parents repaired as every reader repairs them
+ * (protocol/span-reading.ts): a span whose parent never arrived, or in a cycle, hangs under the rollout's root.
+ */
 export function buildSpanTree(spans: Span[]): SpanNode[] {
   const byId = new Map<string, SpanNode>();
   const sorted = [...spans].sort((a, b) => a.startTime - b.startTime || a.sequenceId - b.sequenceId);
   for (const span of sorted) byId.set(span.spanId, { span, depth: 0, children: [] });
+  const parents = repairedParents(sorted);
   const roots: SpanNode[] = [];
   for (const node of byId.values()) {
-    const parentId = node.span.parentSpanId;
-    const parent = parentId && parentId !== node.span.spanId ? byId.get(parentId) : undefined;
+    const parentId = parents.get(node.span.spanId);
+    const parent = parentId ? byId.get(parentId) : undefined;
     if (parent) parent.children.push(node); else roots.push(node);
   }
-  const setDepth = (node: SpanNode, depth: number, seen: Set<SpanNode>): void => {
-    if (seen.has(node)) return;
-    seen.add(node);
+  const setDepth = (node: SpanNode, depth: number): void => {
     node.depth = depth;
-    for (const child of node.children) setDepth(child, depth + 1, seen);
+    for (const child of node.children) setDepth(child, depth + 1);
   };
-  const seen = new Set<SpanNode>();
-  for (const root of roots) setDepth(root, 0, seen);
+  for (const root of roots) setDepth(root, 0);
   return roots;
 }
 
@@ -63,20 +51,9 @@ export function timeRange(spans: Span[]): { start: number; end: number } {
   return { start, end: end > start ? end : start + 1 };
 }
 
+/** The reward a reward span carries (ours or agent-lightning v0's shape), null for other spans. */
 export function rewardValue(span: Span): number | null {
-  const v = span.attributes[AGL.rewardValue];
-  return typeof v === 'number' ? v : null;
-}
-
-/**
- * The rollout's reward as the algorithm sees it (daemon/algorithm/credit.ts): the last reward emitted
- * (the runner's `agl.reward.final` span when the agent returned one); null when it emitted none.
- */
-export function finalReward(spans: Span[]): number | null {
-  const rewards = spans.filter((s) => spanKind(s) === 'reward' && rewardValue(s) !== null)
-    .sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId);
-  const final = rewards.find((s) => s.attributes['agl.reward.final'] === true) ?? rewards[rewards.length - 1];
-  return final ? rewardValue(final) : null;
+  return rewardOfSpan(span)?.value ?? null;
 }
 
 export interface ChatMessage { role: string; text: string; name?: string; toolCalls: { id?: string; name: string; args: string }[]; toolCallId?: string }
@@ -141,11 +118,6 @@ export interface LlmCall {
   meanLogprob: number | null;
 }
 
-function numberArray(value: unknown): number[] | null {
-  const parsed = parseJson(value);
-  return Array.isArray(parsed) && parsed.every((x) => typeof x === 'number') ? (parsed as number[]) : null;
-}
-
 /**
  * Where the agent itself is defined, from a rollout's agent spec (`path/file.ts#exportName` or the Python
  * `package.module:function`): the fallback for "jump to code" when a call carries no code.filepath.
@@ -162,28 +134,6 @@ export function agentSource(agent: string | null): { filepath: string; symbol: s
   return { filepath: agent, symbol: '' };
 }
 
-/**
- * The (sub-)agent each span belongs to: its own agl.agent.name / gen_ai.agent.name, else its nearest
- * ancestor's (the gateway cannot know it; the SDK's operation() around the call does).
- */
-export function agentNames(spans: Span[]): Map<string, string> {
-  const byId = new Map(spans.map((s) => [s.spanId, s]));
-  const own = (s: Span): string | null => {
-    const v = s.attributes[AGL.agentName] ?? s.attributes[GENAI.agentName];
-    return typeof v === 'string' && v ? v : null;
-  };
-  const out = new Map<string, string>();
-  for (const span of spans) {
-    let cur: Span | undefined = span;
-    for (let hops = 0; cur && hops < 64; hops++) {
-      const name = own(cur);
-      if (name) { out.set(span.spanId, name); break; }
-      cur = cur.parentSpanId ? byId.get(cur.parentSpanId) : undefined;
-    }
-  }
-  return out;
-}
-
 export function llmCall(span: Span, inheritedAgentName: string | null = null): LlmCall {
   const a = span.attributes;
   const num = (k: string): number | null => (typeof a[k] === 'number' ? (a[k] as number) : null);
@@ -196,15 +146,15 @@ export function llmCall(span: Span, inheritedAgentName: string | null = null): L
     response: asMessages(a[GENAI.outputMessages], 'assistant'),
     model: str(GENAI.responseModel) ?? str(GENAI.requestModel),
     // Usage when the server reported it, else the token ids the gateway recorded.
-    inputTokens: num(GENAI.usageInputTokens) ?? numberArray(a[AGL.promptTokenIds])?.length ?? null,
-    outputTokens: num(GENAI.usageOutputTokens) ?? numberArray(a[AGL.completionTokenIds])?.length ?? null,
+    inputTokens: num(GENAI.usageInputTokens) ?? numberArrayAttr(a[AGL.promptTokenIds])?.length ?? null,
+    outputTokens: num(GENAI.usageOutputTokens) ?? numberArrayAttr(a[AGL.completionTokenIds])?.length ?? null,
     latencyMs: num(AGL.latencyMs) ?? (span.endTime !== null ? span.endTime - span.startTime : null),
-    agentName: str(AGL.agentName) ?? str(GENAI.agentName) ?? inheritedAgentName,
+    agentName: ownAgentName(span) ?? inheritedAgentName,
     finishReasons: Array.isArray(finish) ? finish.map(String) : typeof finish === 'string' ? [finish] : [],
     code: filepath ? { filepath, lineno: num(AGL.codeLineno) } : null,
-    promptTokenIds: numberArray(a[AGL.promptTokenIds])?.length ?? null,
-    completionTokenIds: numberArray(a[AGL.completionTokenIds])?.length ?? null,
-    meanLogprob: ((lp) => (lp && lp.length ? lp.reduce((x, y) => x + y, 0) / lp.length : null))(numberArray(a[AGL.completionLogprobs])),
+    promptTokenIds: numberArrayAttr(a[AGL.promptTokenIds])?.length ?? null,
+    completionTokenIds: numberArrayAttr(a[AGL.completionTokenIds])?.length ?? null,
+    meanLogprob: ((lp) => (lp && lp.length ? lp.reduce((x, y) => x + y, 0) / lp.length : null))(numberArrayAttr(a[AGL.completionLogprobs])),
   };
 }
 

@@ -7,7 +7,8 @@ import type { Span } from '../../protocol/store.js';
 import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
 import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
-import { agentNames, buildSpanTree, flattenTree, llmCall, rewardValue, spanKind, timeRange, finalReward, transitionsBySpan, type SpanKindName } from './model.js';
+import { agentNames, finalReward, isFinalRewardSpan, spanKind, type SpanKindName } from '../../protocol/span-reading.js';
+import { buildSpanTree, flattenTree, llmCall, rewardValue, timeRange, transitionsBySpan } from './model.js';
 import { statusPill } from './rollouts-view.js';
 import { renderStatesView } from './states-view.js';
 
@@ -31,7 +32,7 @@ function spanLabel(span: Span, agentName: string | null): string {
   }
   if (kind === 'tool') return String(span.attributes['gen_ai.tool.name'] ?? span.name);
   if (kind === 'reward') {
-    if (span.attributes['agl.reward.final'] === true) return 'final reward';
+    if (isFinalRewardSpan(span)) return 'final reward';
     const name = span.attributes['agl.reward.name'];
     return name && name !== 'reward' ? `reward ${name}` : 'reward';
   }

@@ -1,0 +1,155 @@
+/**
+ * The one reading of the span conventions (spans.ts) that every consumer shares: the algorithm's adapter
+ * and credit, the CodeLens stats, `agl rollouts show`, the runner's terminal print, the trajectory viewer
+ * and its panel host. What kind a span is, the reward it carries, an attempt's final reward, the parent
+ * of each span after repair, and the (sub-)agent each span belongs to. Pure, no I/O.
+ *
+ * The rules, where readers once disagreed:
+ *  - a reward span is a span named `agentlightning.reward` (SPAN.reward: what the SDK, the Python helper
+ *    and agent-lightning v0 write, and what readers can query by name) whose value is a finite number in
+ *    `agl.reward.value`, or else in agent-lightning v0's `agentlightning.reward.0.value`;
+ *  - the final reward is the reward span marked `agl.reward.final` (the value the agent function returned),
+ *    else the last reward in time order (end time, ties by the store's sequence id); none: no final reward;
+ *  - a span whose parent never arrived, or that sits in a parent cycle, hangs under the attempt's root
+ *    (the runner's `agentlightning.rollout` span) or, without one, is a root itself;
+ *  - a span's agent is its own `agl.agent.name` / `gen_ai.agent.name`, else its nearest ancestor's.
+ */
+import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from './spans.js';
+import type { AttributeValue, Span } from './store.js';
+
+type SpanLike = Pick<Span, 'name' | 'attributes'>;
+
+export type SpanKindName = 'agent' | 'llm' | 'tool' | 'reward' | 'object' | 'message' | 'exception' | 'operation';
+
+/** Deepest ancestor chain followed (a guard: repaired parents have no cycles). */
+const MAX_TREE_DEPTH = 1000;
+
+export function isLlmCallSpan(span: SpanLike): boolean {
+  if (span.name === SPAN.llmCall) return true;
+  const op = span.attributes[GENAI.operationName];
+  return op === 'chat' || op === 'text_completion';
+}
+
+export function isToolSpan(span: SpanLike): boolean {
+  return span.name === SPAN.tool || span.attributes[GENAI.operationName] === 'execute_tool';
+}
+
+export function isRewardSpan(span: SpanLike): boolean {
+  return span.name === SPAN.reward && !isLlmCallSpan(span);
+}
+
+export function spanKind(span: SpanLike): SpanKindName {
+  if (isLlmCallSpan(span)) return 'llm';
+  if (isRewardSpan(span)) return 'reward';
+  if (isToolSpan(span)) return 'tool';
+  if (span.name === SPAN.object) return 'object';
+  if (span.name === SPAN.message) return 'message';
+  if (span.name === SPAN.exception) return 'exception';
+  if (span.name === SPAN.agentRun) return 'agent';
+  return 'operation';
+}
+
+const finite = (v: AttributeValue | undefined): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/** The reward a reward span carries (ours, else agent-lightning v0's shape), or null for any other span. */
+export function rewardOfSpan(span: SpanLike): { value: number; name: string | null } | null {
+  if (!isRewardSpan(span)) return null;
+  const a = span.attributes;
+  const [value, name] = finite(a[AGL.rewardValue]) ? [a[AGL.rewardValue], a[AGL.rewardName]]
+    : [a[`${AGL_V0_REWARD_PREFIX}.0.value`], a[`${AGL_V0_REWARD_PREFIX}.0.name`]];
+  return finite(value) ? { value, name: typeof name === 'string' ? name : null } : null;
+}
+
+/** Whether a reward span holds the value the agent function returned (the runner marks it). */
+export function isFinalRewardSpan(span: SpanLike): boolean {
+  return span.attributes[AGL.rewardFinal] === true;
+}
+
+/** A reward as the readers order it: `time` is the span's end (its start while open). */
+export interface RewardReading { value: number; name: string | null; final: boolean; spanId: string; time: number; sequenceId: number }
+
+/** Every reward of the spans, in time order (ties by sequence id). */
+export function rewardsInOrder(spans: Span[]): RewardReading[] {
+  const out: RewardReading[] = [];
+  for (const span of spans) {
+    const r = rewardOfSpan(span);
+    if (r) out.push({ ...r, final: isFinalRewardSpan(span), spanId: span.spanId, time: span.endTime ?? span.startTime, sequenceId: span.sequenceId });
+  }
+  return out.sort((a, b) => a.time - b.time || a.sequenceId - b.sequenceId);
+}
+
+/** The final one of rewards in time order: the last marked final, else the last; null when there are none. */
+export function pickFinalReward<R extends { final: boolean }>(rewards: readonly R[]): R | null {
+  for (let i = rewards.length - 1; i >= 0; i--) if (rewards[i].final) return rewards[i];
+  return rewards.at(-1) ?? null;
+}
+
+/** An attempt's final reward (give the spans of one attempt), or null when it emitted none. */
+export function finalReward(spans: Span[]): number | null {
+  return pickFinalReward(rewardsInOrder(spans))?.value ?? null;
+}
+
+/** Token ids / log-probs are stored as a JSON array attribute, or a JSON string of one. */
+export function numberArrayAttr(value: AttributeValue | undefined): number[] | null {
+  let v: unknown = value;
+  if (typeof v === 'string') {
+    try { v = JSON.parse(v); } catch { return null; }
+  }
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'number' && Number.isFinite(x))) return null;
+  return v as number[];
+}
+
+/** The agent name a span carries itself (ours, else the GenAI attribute), or null. */
+export function ownAgentName(span: SpanLike): string | null {
+  for (const key of [AGL.agentName, GENAI.agentName]) {
+    const v = span.attributes[key];
+    if (typeof v === 'string' && v.length > 0) return v;
+  }
+  return null;
+}
+
+/**
+ * Parent of each span after repair: a missing parent (span lost or never sent), a span naming itself, or
+ * a cycle makes the span a child of the attempt's root (the runner's agentRun span when present), else
+ * a root itself. Give the spans of one attempt.
+ */
+export function repairedParents(spans: Span[]): Map<string, string | null> {
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  const root = spans.find((s) => s.name === SPAN.agentRun && (s.parentSpanId === null || !byId.has(s.parentSpanId)));
+  const fallback = (s: Span): string | null => (root && root.spanId !== s.spanId ? root.spanId : null);
+  const parent = new Map<string, string | null>();
+  for (const s of spans) {
+    let p = s.parentSpanId;
+    if (p !== null && !byId.has(p)) p = fallback(s);
+    if (p === s.spanId) p = null;
+    parent.set(s.spanId, p);
+  }
+  // Break cycles: walk up from each span; a revisit means a loop, cut it at the span we started from.
+  for (const s of spans) {
+    const seen = new Set<string>([s.spanId]);
+    let cur = parent.get(s.spanId) ?? null;
+    let depth = 0;
+    while (cur !== null && depth++ < MAX_TREE_DEPTH) {
+      if (seen.has(cur)) { parent.set(s.spanId, fallback(s)); break; }
+      seen.add(cur);
+      cur = parent.get(cur) ?? null;
+    }
+  }
+  return parent;
+}
+
+/** The (sub-)agent of each span that has one: its own name, else its nearest ancestor's (repaired parents). */
+export function agentNames(spans: Span[], parents: Map<string, string | null> = repairedParents(spans)): Map<string, string> {
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  const out = new Map<string, string>();
+  for (const span of spans) {
+    let cur: Span | undefined = span;
+    for (let depth = 0; cur && depth < MAX_TREE_DEPTH; depth++) {
+      const name = ownAgentName(cur);
+      if (name) { out.set(span.spanId, name); break; }
+      const p: string | null = parents.get(cur.spanId) ?? null;
+      cur = p === null ? undefined : byId.get(p);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,130 @@
+/**
+ * The one reading of the span conventions (protocol/span-reading.ts), run over the cases each reader was
+ * tested with when it had its own copy: the algorithm's adapter and credit, the CodeLens stats, `agl rollouts
+ * show`, the runner's print and the trajectory viewer. Where they disagreed the shared rule is spelled out:
+ * v0's reward shape is read everywhere, the returned (`agl.reward.final`) reward is the final one, and an
+ * orphan hangs under the rollout's root span.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  agentNames, finalReward, isFinalRewardSpan, numberArrayAttr, pickFinalReward, repairedParents, rewardOfSpan, rewardsInOrder, spanKind,
+} from '../../protocol/span-reading.js';
+import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from '../../protocol/spans.js';
+import type { Span } from '../../protocol/store.js';
+
+let seq = 0;
+function span(p: Partial<Span> & { spanId: string; name: string; startTime: number }): Span {
+  return {
+    rolloutId: 'ro-1', attemptId: 'at-1', sequenceId: ++seq, traceId: 't', parentSpanId: null, kind: 'internal', endTime: p.startTime + 1,
+    attributes: {}, events: [], status: { code: 'ok' }, resource: {}, ...p,
+  };
+}
+const reward = (spanId: string, startTime: number, attributes: Span['attributes']) => span({ spanId, name: SPAN.reward, startTime, attributes });
+const v0 = (value: unknown, name = 'acc') => ({ [`${AGL_V0_REWARD_PREFIX}.0.name`]: name, [`${AGL_V0_REWARD_PREFIX}.0.value`]: value as number });
+
+describe('span kind', () => {
+  it('reads LLM calls by name or GenAI operation, tools likewise, the rest by our span names', () => {
+    const cases: [Span, string][] = [
+      [span({ spanId: 'a', name: SPAN.llmCall, startTime: 0 }), 'llm'],
+      [span({ spanId: 'b', name: 'openai.chat', startTime: 0, attributes: { [GENAI.operationName]: 'chat' } }), 'llm'],
+      [span({ spanId: 'c', name: 'complete', startTime: 0, attributes: { [GENAI.operationName]: 'text_completion' } }), 'llm'],
+      [span({ spanId: 'd', name: SPAN.tool, startTime: 0 }), 'tool'],
+      [span({ spanId: 'e', name: 'search', startTime: 0, attributes: { [GENAI.operationName]: 'execute_tool' } }), 'tool'],
+      [reward('f', 0, { [AGL.rewardValue]: 1 }), 'reward'],
+      [reward('g', 0, {}), 'reward'],
+      [span({ spanId: 'h', name: SPAN.object, startTime: 0 }), 'object'],
+      [span({ spanId: 'i', name: SPAN.message, startTime: 0 }), 'message'],
+      [span({ spanId: 'j', name: SPAN.exception, startTime: 0 }), 'exception'],
+      [span({ spanId: 'k', name: SPAN.agentRun, startTime: 0 }), 'agent'],
+      [span({ spanId: 'l', name: 'plan', startTime: 0 }), 'operation'],
+    ];
+    for (const [s, kind] of cases) assert.equal(spanKind(s), kind, s.name);
+  });
+});
+
+describe('rewards', () => {
+  it('reads our shape and agent-lightning v0\'s on reward spans (adapter, stats and CLI cases; the viewer now reads v0 too)', () => {
+    assert.deepEqual(rewardOfSpan(reward('r', 0, { [AGL.rewardValue]: 0.75, [AGL.rewardName]: 'exact' })), { value: 0.75, name: 'exact' });
+    assert.deepEqual(rewardOfSpan(reward('r', 0, v0(0.75))), { value: 0.75, name: 'acc' });
+    assert.deepEqual(rewardOfSpan(reward('r', 0, { [AGL.rewardValue]: 1, ...v0(0.25) })), { value: 1, name: null }, 'ours first');
+    assert.equal(rewardOfSpan(reward('r', 0, { [AGL.rewardValue]: 'high' })), null);
+    assert.equal(rewardOfSpan(reward('r', 0, v0(Number.NaN))), null);
+    assert.equal(rewardOfSpan(span({ spanId: 'o', name: 'judge', startTime: 0, attributes: { [AGL.rewardValue]: 1 } })), null,
+      'only agentlightning.reward spans carry rewards: what readers that query by name (CodeLens, list) see too');
+  });
+
+  it('the final reward is the last in time order when none is marked (algorithm, stats and CLI: "the last reward wins")', () => {
+    const spans = [reward('late', 50, { [AGL.rewardValue]: 1 }), reward('mid', 25, { [AGL.rewardValue]: 0.2 })];
+    assert.deepEqual(rewardsInOrder(spans).map((r) => r.spanId), ['mid', 'late']);
+    assert.equal(finalReward(spans), 1);
+    assert.equal(finalReward([]), null, 'no reward at all: none (credit.ts counts it 0)');
+    assert.equal(finalReward([span({ spanId: 'c', name: SPAN.llmCall, startTime: 1 })]), null);
+  });
+
+  it('ties in end time go to the store\'s sequence id; an open span counts at its start', () => {
+    const first = reward('first', 10, { [AGL.rewardValue]: 1 });
+    const second = reward('second', 10, { [AGL.rewardValue]: 2 });
+    assert.equal(finalReward([second, first]), 2);
+    const open = span({ spanId: 'open', name: SPAN.reward, startTime: 100, endTime: null, attributes: { [AGL.rewardValue]: 3 } });
+    assert.equal(finalReward([open, reward('early', 5, { [AGL.rewardValue]: 4 })]), 3);
+  });
+
+  it('the reward the agent returned (agl.reward.final) is final even when another arrives after it (the viewer\'s rule, now everyone\'s)', () => {
+    const spans = [
+      reward('returned', 30, { [AGL.rewardValue]: 1, [AGL.rewardFinal]: true }),
+      reward('later', 40, { [AGL.rewardValue]: 0 }),
+    ];
+    assert.equal(isFinalRewardSpan(spans[0]), true);
+    assert.equal(finalReward(spans), 1);
+    assert.equal(pickFinalReward(rewardsInOrder(spans))?.spanId, 'returned');
+    assert.equal(finalReward([reward('flag-is-a-boolean', 1, { [AGL.rewardValue]: 0.5, [AGL.rewardFinal]: 1 }), reward('b', 2, { [AGL.rewardValue]: 0 })]), 0);
+  });
+});
+
+describe('parents and agents', () => {
+  it('repairs broken parentage: missing parents go to the rollout root, self-parents and cycles are cut (adapter case)', () => {
+    const spans = [
+      span({ spanId: 'root', name: SPAN.agentRun, startTime: 0 }),
+      span({ spanId: 'orphan', name: 'x', startTime: 1, parentSpanId: 'never-arrived' }),
+      span({ spanId: 'a', name: 'a', startTime: 2, parentSpanId: 'b' }),
+      span({ spanId: 'b', name: 'b', startTime: 3, parentSpanId: 'a' }),
+      span({ spanId: 'self', name: 's', startTime: 4, parentSpanId: 'self' }),
+    ];
+    const parent = repairedParents(spans);
+    assert.equal(parent.get('orphan'), 'root');
+    assert.equal(parent.get('root'), null);
+    assert.equal(parent.get('self'), null);
+    const a = parent.get('a'), b = parent.get('b');
+    assert.ok((a === 'root' && b === 'a') || (b === 'root' && a === 'b'), `a->${a}, b->${b}`);
+  });
+
+  it('without a rollout root an orphan is a root itself (the viewer case)', () => {
+    const parent = repairedParents([span({ spanId: 'orphan', name: SPAN.reward, startTime: 50, parentSpanId: 'lost' })]);
+    assert.equal(parent.get('orphan'), null);
+  });
+
+  it('names each span\'s agent: its own attribute (ours, then GenAI\'s), else the nearest ancestor\'s, across repaired parents', () => {
+    const spans = [
+      span({ spanId: 'root', name: SPAN.agentRun, startTime: 0, attributes: { [AGL.agentName]: 'sql' } }),
+      span({ spanId: 'w', name: SPAN.operation, startTime: 1, parentSpanId: 'root', attributes: { [AGL.agentName]: 'writer' } }),
+      span({ spanId: 'c1', name: SPAN.llmCall, startTime: 2, parentSpanId: 'w' }),
+      span({ spanId: 'c2', name: SPAN.llmCall, startTime: 3, parentSpanId: 'root', attributes: { [GENAI.agentName]: 'checker' } }),
+      span({ spanId: 'c3', name: SPAN.llmCall, startTime: 4, parentSpanId: 'lost' }),
+      span({ spanId: 'c4', name: SPAN.llmCall, startTime: 5, parentSpanId: 'root', attributes: { [AGL.agentName]: '', [GENAI.agentName]: 'rewriter' } }),
+    ];
+    const names = agentNames(spans);
+    assert.deepEqual(['c1', 'c2', 'c3', 'c4'].map((id) => names.get(id)), ['writer', 'checker', 'sql', 'rewriter']);
+    assert.equal(agentNames([span({ spanId: 'x', name: SPAN.llmCall, startTime: 0 })]).get('x'), undefined);
+  });
+});
+
+describe('token id attributes', () => {
+  it('reads a JSON array or a JSON string of one; anything else is none', () => {
+    assert.deepEqual(numberArrayAttr([1, 2]), [1, 2]);
+    assert.deepEqual(numberArrayAttr('[-1,-3]'), [-1, -3]);
+    assert.equal(numberArrayAttr('not json'), null);
+    assert.equal(numberArrayAttr(['1']), null);
+    assert.equal(numberArrayAttr(undefined), null);
+  });
+});
