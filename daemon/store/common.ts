@@ -1,8 +1,9 @@
 /**
  * Backend-independent pieces of the LightningStore: id generation, input normalisation (defaults applied
  * without a zod pass on the hot span path), row <-> object mapping shared by SQLite and PostgreSQL (both use
- * the same column names), the status rules for ended attempts, paging cursors, and the in-process wakeups
- * behind waitForRollouts.
+ * the same column names), the rules of the rollout/attempt state machine both lifecycles decide with (status
+ * lists, health-check verdicts, liveness, conflicts and their messages), paging cursors, and the in-process
+ * wakeups behind waitForRollouts.
  */
 import {
   RolloutConfig, RolloutInput, TERMINAL_ROLLOUT_STATUSES,
@@ -10,6 +11,7 @@ import {
   type SpanInput, type TrainingRun, type Transition, type Worker,
 } from '../../protocol/store.js';
 import { newSpanId, newTraceId, randomHex } from '../../sdk/ids.js';
+import type { HealthCheckResult } from './types.js';
 
 /**
  * Store ids: the creation time (ms, 12 hex digits) then 64 random bits. Time first makes ids made together
@@ -23,10 +25,98 @@ export function newId(prefix: string): string {
 const TERMINAL = new Set<string>(TERMINAL_ROLLOUT_STATUSES);
 export function isTerminalRollout(status: string): boolean { return TERMINAL.has(status); }
 
-/** Statuses a claim picks from. */
-export const CLAIMABLE_STATUSES: RolloutStatus[] = ['queuing', 'requeuing'];
-/** Attempt statuses the health check watches. */
-export const LIVE_ATTEMPT_STATUSES: AttemptStatus[] = ['preparing', 'running'];
+// --- the state machine's rules ---------------------------------------------------------------------
+// Both lifecycles (sqlite-lifecycle.ts, postgres-lifecycle.ts) decide with these; only their SQL differs.
+// The status lists go into SQL through sqlList (our constants, never input).
+
+/** Rollout statuses a claim picks from. */
+export const CLAIMABLE_STATUSES = ['queuing', 'requeuing'] as const satisfies readonly RolloutStatus[];
+/** Attempt statuses of an attempt under way: the health check watches these. */
+export const LIVE_ATTEMPT_STATUSES = ['preparing', 'running'] as const satisfies readonly AttemptStatus[];
+/** Attempt statuses cancelling a rollout still ends (an unresponsive attempt could come back). */
+export const UNENDED_ATTEMPT_STATUSES = ['preparing', 'running', 'unresponsive'] as const satisfies readonly AttemptStatus[];
+/** Rollout statuses while it waits on its latest attempt (the health check's safety net looks at these). */
+export const WAITING_ROLLOUT_STATUSES = ['preparing', 'running'] as const satisfies readonly RolloutStatus[];
+/** Rollout statuses that become `running` when their latest attempt runs: its first span, or its revival
+ *  (a requeued rollout its revived attempt takes back from the queue). */
+export const RESUMABLE_ROLLOUT_STATUSES = ['preparing', 'requeuing'] as const satisfies readonly RolloutStatus[];
+
+/** `'a','b'`: a status list for an SQL `IN (...)`. */
+export function sqlList(statuses: readonly string[]): string {
+  return statuses.map((s) => `'${s}'`).join(', ');
+}
+
+export function isLiveAttempt(status: string): boolean { return (LIVE_ATTEMPT_STATUSES as readonly string[]).includes(status); }
+
+/** The attempt is still the one its rollout waits on: its latest, and the rollout has not ended. */
+export function isCurrentAttempt(attemptId: string, rollout: { latestAttemptId: string | null; status: string }): boolean {
+  return rollout.latestAttemptId === attemptId && !isTerminalRollout(rollout.status);
+}
+
+export interface AttemptTimes { status: string; startedAt: number; lastHeartbeat: number }
+export interface AttemptLimits { timeoutSeconds: number | null; unresponsiveSeconds: number | null }
+
+/** The health check's verdict on an attempt at `now`: `timeout` before `unresponsive`; null when neither. */
+export function attemptVerdict(a: AttemptTimes, limits: AttemptLimits, now: number): 'timeout' | 'unresponsive' | null {
+  if (!isLiveAttempt(a.status)) return null;
+  if (limits.timeoutSeconds !== null && now - a.startedAt > limits.timeoutSeconds * 1000) return 'timeout';
+  if (limits.unresponsiveSeconds !== null && now - a.lastHeartbeat > limits.unresponsiveSeconds * 1000) return 'unresponsive';
+  return null;
+}
+
+/** The error an attempt ended by the health check records. */
+export function verdictError(verdict: 'timeout' | 'unresponsive', limits: AttemptLimits): { message: string } {
+  return {
+    message: verdict === 'timeout'
+      ? `attempt exceeded timeoutSeconds=${limits.timeoutSeconds}`
+      : `no heartbeat or span for unresponsiveSeconds=${limits.unresponsiveSeconds}`,
+  };
+}
+
+/**
+ * What a heartbeat (or a span, `fromSpan`) does to an attempt: null when nothing changes (it has ended, or
+ * it is unresponsive and its rollout has moved on), else its status afterwards, whether that revived it, and
+ * whether its rollout moves to `running` (first span, or revival).
+ */
+export function livenessChange(status: AttemptStatus, current: boolean, fromSpan: boolean): { status: AttemptStatus; revived: boolean; rolloutRuns: boolean } | null {
+  if (status === 'unresponsive') return current ? { status: 'running', revived: true, rolloutRuns: true } : null;
+  if (!isLiveAttempt(status)) return null; // ended: spans are still kept, nothing else changes
+  if (status === 'preparing' && fromSpan) return { status: 'running', revived: false, rolloutRuns: true };
+  return { status, revived: false, rolloutRuns: false };
+}
+
+/** Why an attempt cannot be finished, or null when it can (under way, or unresponsive but still current). */
+export function finishConflict(attemptId: string, status: AttemptStatus, current: boolean): string | null {
+  if (isLiveAttempt(status) || (status === 'unresponsive' && current)) return null;
+  return `attempt '${attemptId}' already ended with status '${status}'`;
+}
+
+/** Callers end attempts `succeeded` or `failed` (the other endings are the health check's): throws otherwise. */
+export function checkFinishInput(input: { status: string }): void {
+  if (input.status !== 'succeeded' && input.status !== 'failed') throw new TypeError(`status must be 'succeeded' or 'failed', got '${input.status}'`);
+}
+
+/** Why a rollout cannot be cancelled, or null when it can. */
+export function cancelConflict(rolloutId: string, status: string): string | null {
+  return isTerminalRollout(status) ? `rollout '${rolloutId}' already ended with status '${status}'` : null;
+}
+
+/** The error of the attempt a cancel ends. */
+export const CANCELLED_ATTEMPT_ERROR = { message: 'rollout cancelled' } as const;
+
+/** The columns a rollout status change sets: ended rollouts get their end time, a requeued one goes to the back. */
+export function rolloutStatusColumns(status: RolloutStatus, now: number): { status: RolloutStatus; updatedAt: number; endedAt: number | null; queuedAt: number | null } {
+  return { status, updatedAt: now, endedAt: isTerminalRollout(status) ? now : null, queuedAt: status === 'requeuing' ? now : null };
+}
+
+/** Adds one change the health check made to its result. */
+export function tallyHealthChange(result: HealthCheckResult, change: { attemptId?: string; verdict?: 'timeout' | 'unresponsive'; rolloutId: string; next: RolloutStatus | null }): void {
+  if (change.verdict && change.attemptId) (change.verdict === 'timeout' ? result.timedOut : result.unresponsive).push(change.attemptId);
+  if (change.next === 'requeuing') result.requeued.push(change.rolloutId);
+  if (change.next === 'failed') result.failed.push(change.rolloutId);
+}
+
+export function emptyHealthResult(): HealthCheckResult { return { timedOut: [], unresponsive: [], requeued: [], failed: [] }; }
 
 /** What becomes of a rollout when its latest attempt ends with `status`. */
 export function rolloutStatusAfter(rollout: Pick<Rollout, 'config' | 'attemptCount'>, status: AttemptStatus): RolloutStatus {

@@ -1,21 +1,36 @@
 /**
- * The rollout/attempt state machine on PostgreSQL, the same rules as sqlite-lifecycle.ts. Concurrency rule:
- * every change to an attempt first locks its rollout row (FOR UPDATE), so claims, spans, heartbeats, finishes
- * and health checks from any number of daemons serialise per rollout and never deadlock on lock order
- * (span ticks lock their rollouts sorted by id).
+ * The rollout/attempt state machine on PostgreSQL: the same methods as sqlite-lifecycle.ts, deciding with
+ * the same rules (common.ts), each in its own transaction. Concurrency rule: every change to an attempt
+ * first locks its rollout row (FOR UPDATE), so claims, spans, heartbeats, finishes and health checks from
+ * any number of daemons serialise per rollout and never deadlock on lock order (span ticks lock their
+ * rollouts sorted by id). Claims pick with SELECT ... FOR UPDATE SKIP LOCKED in one statement.
  */
 import type pg from 'pg';
-import type { Attempt, AttemptStatus, RolloutStatus, Span, SpanInput } from '../../protocol/store.js';
-import { ConflictError, NotFoundError, type FinishAttemptInput, type HealthCheckResult } from './types.js';
-import { isTerminalRollout, materializeSpan, rolloutStatusAfter, rowToAttempt, rowToRollout } from './common.js';
+import { TERMINAL_ROLLOUT_STATUSES, type Attempt, type AttemptStatus, type Rollout, type RolloutStatus, type Span, type SpanInput } from '../../protocol/store.js';
+import { ConflictError, NotFoundError, type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult } from './types.js';
+import {
+  CANCELLED_ATTEMPT_ERROR, CLAIMABLE_STATUSES, LIVE_ATTEMPT_STATUSES, RESUMABLE_ROLLOUT_STATUSES, UNENDED_ATTEMPT_STATUSES,
+  WAITING_ROLLOUT_STATUSES, attemptVerdict, cancelConflict, emptyHealthResult, finishConflict, isCurrentAttempt, isLiveAttempt,
+  livenessChange, materializeSpan, newId, type parseRolloutInput, rolloutStatusAfter, rolloutStatusColumns, rowToAttempt, rowToRollout,
+  sqlList, tallyHealthChange, verdictError,
+} from './common.js';
 
 type Row = Record<string, any>;
 type Client = pg.PoolClient;
+type ParsedRollout = ReturnType<typeof parseRolloutInput>;
+type Query = (sql: string, params?: unknown[]) => Promise<pg.QueryResult<Row>>;
+/** Runs `fn` in a transaction (retried on serialization failures and deadlocks). */
+export type Tx = <T>(fn: (c: Client) => Promise<T>) => Promise<T>;
+
+const LIVE = sqlList(LIVE_ATTEMPT_STATUSES);
 
 async function one(c: Client, sql: string, params: unknown[]): Promise<Row | undefined> { return (await c.query(sql, params)).rows[0]; }
 
+const current = (a: Row, r: Row) => isCurrentAttempt(a.id, { latestAttemptId: r.latest_attempt_id, status: r.status });
+const times = (a: Row) => ({ status: a.status, startedAt: Number(a.started_at), lastHeartbeat: Number(a.last_heartbeat) });
+
 /** Locks the rollout an attempt belongs to, then reads both (fresh, under the lock). */
-export async function lockAttempt(c: Client, attemptId: string): Promise<{ a: Row; r: Row }> {
+async function lockAttempt(c: Client, attemptId: string): Promise<{ a: Row; r: Row }> {
   const ref = await one(c, 'SELECT rollout_id FROM attempts WHERE id = $1', [attemptId]);
   if (!ref) throw new NotFoundError('attempt', attemptId);
   const r = (await one(c, 'SELECT * FROM rollouts WHERE id = $1 FOR UPDATE', [ref.rollout_id]))!;
@@ -23,66 +38,186 @@ export async function lockAttempt(c: Client, attemptId: string): Promise<{ a: Ro
   return { a, r };
 }
 
-const isCurrent = (a: Row, r: Row) => r.latest_attempt_id === a.id && !isTerminalRollout(r.status);
-
 async function setRolloutStatus(c: Client, id: string, status: RolloutStatus, now: number): Promise<void> {
-  if (status === 'requeuing') {
-    await c.query('UPDATE rollouts SET status = $1, updated_at = $2, ended_at = NULL, queued_at = $2 WHERE id = $3', [status, now, id]);
-  } else {
-    await c.query('UPDATE rollouts SET status = $1, updated_at = $2, ended_at = $3 WHERE id = $4', [status, now, isTerminalRollout(status) ? now : null, id]);
-  }
+  const s = rolloutStatusColumns(status, now);
+  await c.query('UPDATE rollouts SET status = $1, updated_at = $2, ended_at = $3, queued_at = COALESCE($4, queued_at) WHERE id = $5',
+    [s.status, s.updatedAt, s.endedAt, s.queuedAt, id]);
 }
 
-export async function heartbeat(c: Client, attemptId: string, now: number): Promise<Attempt> {
-  const { a, r } = await lockAttempt(c, attemptId);
-  if (a.status === 'unresponsive') {
-    if (!isCurrent(a, r)) return rowToAttempt(a);
-    await c.query(`UPDATE attempts SET status = 'running', last_heartbeat = $1, ended_at = NULL WHERE id = $2`, [now, a.id]);
-    await c.query(`UPDATE rollouts SET status = 'running', updated_at = $1, ended_at = NULL WHERE id = $2`, [now, r.id]);
-    return rowToAttempt({ ...a, status: 'running', last_heartbeat: now, ended_at: null });
-  }
-  if (a.status !== 'preparing' && a.status !== 'running') return rowToAttempt(a);
-  await c.query('UPDATE attempts SET last_heartbeat = $1 WHERE id = $2', [now, a.id]);
-  return rowToAttempt({ ...a, last_heartbeat: now });
-}
-
+/** Ends an attempt with `status` and moves its rollout on (when it is the attempt the rollout waits on). */
 async function endAttempt(c: Client, a: Row, r: Row, status: AttemptStatus, error: unknown, now: number): Promise<RolloutStatus | null> {
   await c.query('UPDATE attempts SET status = $1, ended_at = $2, error = $3 WHERE id = $4', [status, now, error ? JSON.stringify(error) : null, a.id]);
-  if (!isCurrent(a, r)) return null;
+  if (!current(a, r)) return null;
   const next = rolloutStatusAfter({ config: JSON.parse(r.config), attemptCount: r.attempt_count }, status);
   await setRolloutStatus(c, r.id, next, now);
   return next;
 }
 
-export async function finish(c: Client, attemptId: string, input: FinishAttemptInput, now: number) {
-  const { a, r } = await lockAttempt(c, attemptId);
-  if (a.status !== 'preparing' && a.status !== 'running' && !(a.status === 'unresponsive' && isCurrent(a, r))) {
-    throw new ConflictError(`attempt '${attemptId}' already ended with status '${a.status}'`);
+export class PostgresLifecycle {
+  constructor(private readonly query: Query, private readonly tx: Tx) {}
+
+  async enqueue(parsed: ParsedRollout[], now: number): Promise<Rollout[]> {
+    const wanted = [...new Set(parsed.map((p) => p.resourcesId).filter((x): x is string => x !== null))];
+    const versions = new Map<string, number>();
+    if (wanted.length) for (const r of (await this.query('SELECT id, version FROM resources WHERE id = ANY($1)', [wanted])).rows) versions.set(r.id, r.version);
+    for (const id of wanted) if (!versions.has(id)) throw new NotFoundError('resources', id);
+    const rollouts: Rollout[] = parsed.map((p) => ({
+      id: newId('ro'), input: p.input ?? null, mode: p.mode, status: 'queuing', agent: p.agent, resourcesId: p.resourcesId,
+      config: p.config, metadata: p.metadata, attemptCount: 0, createdAt: now, updatedAt: now, endedAt: null,
+    }));
+    for (let i = 0; i < rollouts.length; i += 2000) {
+      const chunk = rollouts.slice(i, i + 2000);
+      await this.query(`INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata, queued_at, created_at, updated_at)
+        SELECT id, input, mode, 'queuing', agent, rid, rv, config, metadata, $8, $8, $8
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $9::text[])
+          WITH ORDINALITY AS t(id, input, mode, agent, rid, rv, config, metadata, ord) ORDER BY ord`, [
+        chunk.map((r) => r.id), chunk.map((r) => JSON.stringify(r.input)), chunk.map((r) => r.mode), chunk.map((r) => r.agent),
+        chunk.map((r) => r.resourcesId), chunk.map((r) => (r.resourcesId ? versions.get(r.resourcesId)! : null)),
+        chunk.map((r) => JSON.stringify(r.config)), now, chunk.map((r) => JSON.stringify(r.metadata)),
+      ]);
+    }
+    return rollouts;
   }
-  await endAttempt(c, a, r, input.status, input.error ?? null, now);
-  const attempt = rowToAttempt((await one(c, 'SELECT * FROM attempts WHERE id = $1', [attemptId]))!);
-  const rollout = rowToRollout((await one(c, 'SELECT * FROM rollouts WHERE id = $1', [r.id]))!);
-  return { attempt, rollout };
+
+  /** Inserts a rollout and claims it at once (its first attempt starts `preparing`). */
+  start(p: ParsedRollout, workerId: string | null, now: number): Promise<Claim> {
+    return this.tx(async (c) => {
+      const res = p.resourcesId === null
+        ? await one(c, 'SELECT id, version FROM resources ORDER BY version DESC LIMIT 1', [])
+        : await one(c, 'SELECT id, version FROM resources WHERE id = $1', [p.resourcesId]);
+      if (p.resourcesId !== null && !res) throw new NotFoundError('resources', p.resourcesId);
+      const rollout: Rollout = {
+        id: newId('ro'), input: p.input ?? null, mode: p.mode, status: 'preparing', agent: p.agent, resourcesId: res?.id ?? null,
+        config: p.config, metadata: p.metadata, attemptCount: 1, createdAt: now, updatedAt: now, endedAt: null,
+      };
+      const attempt: Attempt = {
+        id: newId('at'), rolloutId: rollout.id, sequence: 1, workerId, status: 'preparing',
+        startedAt: now, endedAt: null, lastHeartbeat: now, error: null,
+      };
+      await c.query(`INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata,
+        attempt_count, latest_attempt_id, queued_at, created_at, updated_at) VALUES ($1, $2, $3, $11, $4, $5, $6, $7, $8, 1, $9, $10, $10, $10)`,
+      [rollout.id, JSON.stringify(rollout.input), p.mode, p.agent, rollout.resourcesId, res?.version ?? null,
+        JSON.stringify(p.config), JSON.stringify(p.metadata), attempt.id, now, rollout.status]);
+      await c.query(`INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, last_heartbeat)
+        VALUES ($1, $2, 1, $3, $5, $4, $4)`, [attempt.id, rollout.id, attempt.workerId, now, attempt.status]);
+      return { rollout, attempt };
+    });
+  }
+
+  /** One statement: pick the oldest claimable (skipping rows other claimers hold), start attempts, fill in latest resources. */
+  async claim(workerId: string, limit: number, opts: ClaimOptions, now: number): Promise<Claim[]> {
+    const params: unknown[] = [limit, now, workerId];
+    let filter = '';
+    if (opts.agent !== undefined) { params.push(opts.agent); filter += ` AND (agent IS NULL OR agent = $${params.length})`; }
+    if (opts.mode !== undefined) { params.push(opts.mode); filter += ` AND mode = $${params.length}`; }
+    const { rows } = await this.query(`
+      WITH picked AS (
+        SELECT seq FROM rollouts WHERE status IN (${sqlList(CLAIMABLE_STATUSES)})${filter}
+        ORDER BY queued_at, seq LIMIT $1 FOR UPDATE SKIP LOCKED
+      ), latest AS (SELECT id, version FROM resources ORDER BY version DESC LIMIT 1),
+      upd AS (
+        UPDATE rollouts r SET status = 'preparing', attempt_count = r.attempt_count + 1, updated_at = $2,
+          latest_attempt_id = 'at-' || substr(md5(random()::text || clock_timestamp()::text || r.id), 1, 16),
+          resources_id = COALESCE(r.resources_id, (SELECT id FROM latest)),
+          resources_version = CASE WHEN r.resources_id IS NULL THEN (SELECT version FROM latest) ELSE r.resources_version END
+        FROM picked WHERE r.seq = picked.seq RETURNING r.*
+      ), ins AS (
+        INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, ended_at, last_heartbeat, error)
+        SELECT latest_attempt_id, id, attempt_count, $3, 'preparing', $2, NULL, $2, NULL FROM upd
+      )
+      SELECT * FROM upd ORDER BY queued_at, seq`, params);
+    return rows.map((r) => ({
+      rollout: rowToRollout(r),
+      attempt: { id: r.latest_attempt_id, rolloutId: r.id, sequence: r.attempt_count, workerId, status: 'preparing', startedAt: now, endedAt: null, lastHeartbeat: now, error: null },
+    }));
+  }
+
+  /** Liveness from a heartbeat: common.ts livenessChange (spans change liveness in insertSpans, in bulk). */
+  heartbeat(attemptId: string, now: number): Promise<Attempt> {
+    return this.tx(async (c) => {
+      const { a, r } = await lockAttempt(c, attemptId);
+      const change = livenessChange(a.status, current(a, r), false);
+      if (!change) return rowToAttempt(a);
+      await c.query('UPDATE attempts SET status = $1, last_heartbeat = $2, ended_at = CASE WHEN $3 THEN NULL ELSE ended_at END WHERE id = $4',
+        [change.status, now, change.revived, a.id]);
+      if (change.rolloutRuns) await c.query(`UPDATE rollouts SET status = 'running', updated_at = $1, ended_at = NULL WHERE id = $2`, [now, r.id]);
+      return rowToAttempt({ ...a, status: change.status, last_heartbeat: now, ended_at: change.revived ? null : a.ended_at });
+    });
+  }
+
+  finish(attemptId: string, input: FinishAttemptInput, now: number): Promise<{ attempt: Attempt; rollout: Rollout }> {
+    return this.tx(async (c) => {
+      const { a, r } = await lockAttempt(c, attemptId);
+      const conflict = finishConflict(attemptId, a.status, current(a, r));
+      if (conflict) throw new ConflictError(conflict);
+      await endAttempt(c, a, r, input.status, input.error ?? null, now);
+      const attempt = rowToAttempt((await one(c, 'SELECT * FROM attempts WHERE id = $1', [attemptId]))!);
+      const rollout = rowToRollout((await one(c, 'SELECT * FROM rollouts WHERE id = $1', [r.id]))!);
+      return { attempt, rollout };
+    });
+  }
+
+  cancel(id: string, now: number): Promise<Rollout> {
+    return this.tx(async (c) => {
+      const r = await one(c, 'SELECT * FROM rollouts WHERE id = $1 FOR UPDATE', [id]);
+      if (!r) throw new NotFoundError('rollout', id);
+      const conflict = cancelConflict(id, r.status);
+      if (conflict) throw new ConflictError(conflict);
+      if (r.latest_attempt_id) {
+        await c.query(`UPDATE attempts SET status = 'failed', ended_at = $1, error = $2 WHERE id = $3 AND status IN (${sqlList(UNENDED_ATTEMPT_STATUSES)})`,
+          [now, JSON.stringify(CANCELLED_ATTEMPT_ERROR), r.latest_attempt_id]);
+      }
+      await setRolloutStatus(c, id, 'cancelled', now);
+      return rowToRollout((await one(c, 'SELECT * FROM rollouts WHERE id = $1', [id]))!);
+    });
+  }
+
+  /**
+   * One group commit of a turn's span batches: validates every caller's batch (rollout exists, attempt belongs
+   * to it), then for the valid ones allocates sequence ids, refreshes liveness (livenessChange, as SQL over all
+   * touched attempts at once) and inserts all spans with one multi-row INSERT. Returns per batch either its
+   * spans or the error that rejects it alone.
+   */
+  insertSpans(batches: SpanInput[][], now: number): Promise<Array<Span[] | Error>> {
+    return this.tx((c) => insertSpanBatches(c, batches, now));
+  }
+
+  /** Timeouts, unresponsiveness and the stuck-rollout safety net; each change in its own short transaction. */
+  async healthCheck(now: number): Promise<HealthCheckResult> {
+    const result = emptyHealthResult();
+    const live = (await this.query(`SELECT a.*, r.config AS r_config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id
+      WHERE a.status IN (${LIVE})`)).rows;
+    for (const cand of live.filter((a) => attemptVerdict(times(a), JSON.parse(a.r_config), now) !== null)) {
+      await this.tx(async (c) => {
+        // SKIP LOCKED: another daemon (or a writer) holds this rollout right now; the next check will see it.
+        const r = await one(c, 'SELECT * FROM rollouts WHERE id = $1 FOR UPDATE SKIP LOCKED', [cand.rollout_id]);
+        if (!r) return;
+        const a = (await one(c, 'SELECT * FROM attempts WHERE id = $1', [cand.id]))!;
+        const limits = JSON.parse(r.config);
+        const verdict = attemptVerdict(times(a), limits, now);
+        if (!verdict) return;
+        const next = await endAttempt(c, a, r, verdict, verdictError(verdict, limits), now);
+        tallyHealthChange(result, { attemptId: a.id, verdict, rolloutId: r.id, next });
+      });
+    }
+    const stuck = (await this.query(`SELECT r.id FROM rollouts r JOIN attempts a ON a.id = r.latest_attempt_id
+      WHERE r.status IN (${sqlList(WAITING_ROLLOUT_STATUSES)}) AND a.status NOT IN (${LIVE})`)).rows;
+    for (const { id } of stuck) {
+      await this.tx(async (c) => {
+        const r = await one(c, 'SELECT * FROM rollouts WHERE id = $1 FOR UPDATE SKIP LOCKED', [id]);
+        if (!r || !(WAITING_ROLLOUT_STATUSES as readonly string[]).includes(r.status)) return;
+        const a = (await one(c, 'SELECT status FROM attempts WHERE id = $1', [r.latest_attempt_id]))!;
+        if (isLiveAttempt(a.status)) return;
+        const next = rolloutStatusAfter({ config: JSON.parse(r.config), attemptCount: r.attempt_count }, a.status);
+        await setRolloutStatus(c, id, next, now);
+        tallyHealthChange(result, { rolloutId: id, next });
+      });
+    }
+    return result;
+  }
 }
 
-export async function cancel(c: Client, id: string, now: number) {
-  const r = await one(c, 'SELECT * FROM rollouts WHERE id = $1 FOR UPDATE', [id]);
-  if (!r) throw new NotFoundError('rollout', id);
-  if (isTerminalRollout(r.status)) throw new ConflictError(`rollout '${id}' already ended with status '${r.status}'`);
-  if (r.latest_attempt_id) {
-    await c.query(`UPDATE attempts SET status = 'failed', ended_at = $1, error = $2 WHERE id = $3 AND status IN ('preparing', 'running', 'unresponsive')`,
-      [now, JSON.stringify({ message: 'rollout cancelled' }), r.latest_attempt_id]);
-  }
-  await setRolloutStatus(c, id, 'cancelled', now);
-  return rowToRollout((await one(c, 'SELECT * FROM rollouts WHERE id = $1', [id]))!);
-}
-
-/**
- * One group commit: validates every caller's batch (rollout exists, attempt belongs to it), then for the
- * valid ones allocates sequence ids, refreshes liveness and inserts all spans with one multi-row INSERT.
- * Returns per batch either its spans or the error that rejects it alone.
- */
-export async function insertSpanTick(c: Client, batches: SpanInput[][], now: number): Promise<Array<Span[] | Error>> {
+async function insertSpanBatches(c: Client, batches: SpanInput[][], now: number): Promise<Array<Span[] | Error>> {
   const rolloutIds = [...new Set(batches.flat().map((s) => s.rolloutId))].sort();
   const attemptIds = [...new Set(batches.flat().map((s) => s.attemptId))];
   const locked = new Set((await c.query('SELECT id FROM rollouts WHERE id = ANY($1) ORDER BY id FOR UPDATE', [rolloutIds])).rows.map((r) => r.id));
@@ -106,19 +241,20 @@ export async function insertSpanTick(c: Client, batches: SpanInput[][], now: num
     WHERE r.id = v.id RETURNING r.id, r.span_seq`, [ids, ids.map((id) => counts.get(id)!)]);
   for (const row of allocated.rows) next.set(row.id, row.span_seq - counts.get(row.id)! + 1);
 
+  // livenessChange(status, current, fromSpan = true) for every touched attempt, one statement per case.
   const touched = [...new Set(valid.flat().map((s) => s.attemptId))];
   const statuses = new Set(touched.map((id) => attempts.get(id)!.status));
   if (statuses.has('preparing') || statuses.has('running')) {
-    await c.query(`UPDATE attempts SET last_heartbeat = $2, status = 'running' WHERE id = ANY($1) AND status IN ('preparing', 'running')`, [touched, now]);
+    await c.query(`UPDATE attempts SET last_heartbeat = $2, status = 'running' WHERE id = ANY($1) AND status IN (${LIVE})`, [touched, now]);
   }
   if (statuses.has('unresponsive')) {
     await c.query(`UPDATE attempts a SET status = 'running', last_heartbeat = $2, ended_at = NULL FROM rollouts r
       WHERE a.id = ANY($1) AND a.status = 'unresponsive' AND r.id = a.rollout_id AND r.latest_attempt_id = a.id
-      AND r.status IN ('preparing', 'running', 'requeuing')`, [touched, now]);
+      AND r.status NOT IN (${sqlList(TERMINAL_ROLLOUT_STATUSES)})`, [touched, now]);
   }
   if (statuses.has('preparing') || statuses.has('unresponsive')) {
     await c.query(`UPDATE rollouts r SET status = 'running', updated_at = $2, ended_at = NULL FROM attempts a
-      WHERE a.id = r.latest_attempt_id AND a.id = ANY($1) AND a.status = 'running' AND r.status IN ('preparing', 'requeuing')`, [touched, now]);
+      WHERE a.id = r.latest_attempt_id AND a.id = ANY($1) AND a.status = 'running' AND r.status IN (${sqlList(RESUMABLE_ROLLOUT_STATUSES)})`, [touched, now]);
   }
 
   const cols: [string[], number[], string[], string[], string[]] = [[], [], [], [], []];
@@ -135,51 +271,4 @@ export async function insertSpanTick(c: Client, batches: SpanInput[][], now: num
   await c.query(`INSERT INTO spans (rollout_id, sequence_id, attempt_id, name, data)
     SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[])`, cols);
   return outcome;
-}
-
-type Tx = <T>(fn: (c: Client) => Promise<T>) => Promise<T>;
-
-/** Timeouts, unresponsiveness and the stuck-rollout safety net; each change in its own short transaction. */
-export async function healthCheck(pool: pg.Pool, tx: Tx, now: number): Promise<HealthCheckResult> {
-  const result: HealthCheckResult = { timedOut: [], unresponsive: [], requeued: [], failed: [] };
-  const verdict = (a: Row, config: string): AttemptStatus | null => {
-    const cfg = JSON.parse(config);
-    if (a.status !== 'preparing' && a.status !== 'running') return null;
-    if (cfg.timeoutSeconds !== null && now - a.started_at > cfg.timeoutSeconds * 1000) return 'timeout';
-    if (cfg.unresponsiveSeconds !== null && now - a.last_heartbeat > cfg.unresponsiveSeconds * 1000) return 'unresponsive';
-    return null;
-  };
-  const live = (await pool.query(`SELECT a.*, r.config AS r_config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id
-    WHERE a.status IN ('preparing', 'running')`)).rows;
-  for (const cand of live.filter((a) => verdict(a, a.r_config) !== null)) {
-    await tx(async (c) => {
-      // SKIP LOCKED: another daemon (or a writer) holds this rollout right now; the next check will see it.
-      const r = await one(c, 'SELECT * FROM rollouts WHERE id = $1 FOR UPDATE SKIP LOCKED', [cand.rollout_id]);
-      if (!r) return;
-      const a = (await one(c, 'SELECT * FROM attempts WHERE id = $1', [cand.id]))!;
-      const status = verdict(a, r.config);
-      if (!status) return;
-      (status === 'timeout' ? result.timedOut : result.unresponsive).push(a.id);
-      const cfg = JSON.parse(r.config);
-      const message = status === 'timeout' ? `attempt exceeded timeoutSeconds=${cfg.timeoutSeconds}` : `no heartbeat or span for unresponsiveSeconds=${cfg.unresponsiveSeconds}`;
-      const next = await endAttempt(c, a, r, status, { message }, now);
-      if (next === 'requeuing') result.requeued.push(r.id);
-      if (next === 'failed') result.failed.push(r.id);
-    });
-  }
-  const stuck = (await pool.query(`SELECT r.id FROM rollouts r JOIN attempts a ON a.id = r.latest_attempt_id
-    WHERE r.status IN ('preparing', 'running') AND a.status NOT IN ('preparing', 'running')`)).rows;
-  for (const { id } of stuck) {
-    await tx(async (c) => {
-      const r = await one(c, 'SELECT * FROM rollouts WHERE id = $1 FOR UPDATE SKIP LOCKED', [id]);
-      if (!r || (r.status !== 'preparing' && r.status !== 'running')) return;
-      const a = (await one(c, 'SELECT status FROM attempts WHERE id = $1', [r.latest_attempt_id]))!;
-      if (a.status === 'preparing' || a.status === 'running') return;
-      const next = rolloutStatusAfter({ config: JSON.parse(r.config), attemptCount: r.attempt_count }, a.status);
-      await setRolloutStatus(c, id, next, now);
-      if (next === 'requeuing') result.requeued.push(id);
-      if (next === 'failed') result.failed.push(id);
-    });
-  }
-  return result;
 }

@@ -2,7 +2,7 @@
  * PostgresStore: the LightningStore on PostgreSQL via `pg` (a Pool), for several daemons / machines sharing
  * one database. Claims are one statement with SELECT ... FOR UPDATE SKIP LOCKED; addSpans calls arriving in
  * the same event-loop turn are group-committed as one multi-row INSERT; sequence ids are allocated with an
- * atomic UPDATE ... RETURNING on the rollout row. State rules live in postgres-lifecycle.ts.
+ * atomic UPDATE ... RETURNING on the rollout row. The rollout/attempt state machine is postgres-lifecycle.ts.
  */
 import pg from 'pg';
 import {
@@ -16,12 +16,12 @@ import {
   type RolloutQuery, type SpanQuery, type TransitionQuery,
 } from './types.js';
 import {
-  RolloutEndHub, checkSpanInput, decodeCursor, encodeCursor, isTerminalRollout, newId, pageLimit, parseRolloutInput,
+  RolloutEndHub, checkFinishInput, checkSpanInput, decodeCursor, encodeCursor, isTerminalRollout, newId, pageLimit, parseRolloutInput,
   rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
   waitLoop,
 } from './common.js';
 import { migratePostgres } from './postgres-schema.js';
-import { cancel, finish, healthCheck, heartbeat, insertSpanTick } from './postgres-lifecycle.js';
+import { PostgresLifecycle } from './postgres-lifecycle.js';
 
 export interface PostgresStoreOptions { poolSize?: number; waitPollMs?: number }
 interface PendingSpans { spans: SpanInput[]; resolve: (s: Span[]) => void; reject: (e: unknown) => void }
@@ -36,8 +36,11 @@ export class PostgresStore implements LightningStore {
   private pending: PendingSpans[] = [];
   private flushing: Promise<void> | null = null;
   private closed = false;
+  private readonly life: PostgresLifecycle;
 
-  private constructor(readonly pool: pg.Pool, private readonly waitPollMs: number) {}
+  private constructor(readonly pool: pg.Pool, private readonly waitPollMs: number) {
+    this.life = new PostgresLifecycle((sql, params) => this.q(sql, params), this.tx);
+  }
 
   static async connect(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
@@ -80,56 +83,12 @@ export class PostgresStore implements LightningStore {
   async enqueueRollout(input: RolloutInput): Promise<Rollout> { return (await this.enqueueRollouts([input]))[0]!; }
 
   async enqueueRollouts(inputs: RolloutInput[]): Promise<Rollout[]> {
-    return this.insertRollouts(inputs.map(parseRolloutInput), Date.now());
-  }
-
-  private async insertRollouts(parsed: ReturnType<typeof parseRolloutInput>[], now: number): Promise<Rollout[]> {
-    const wanted = [...new Set(parsed.map((p) => p.resourcesId).filter((x): x is string => x !== null))];
-    const versions = new Map<string, number>();
-    if (wanted.length) for (const r of (await this.q('SELECT id, version FROM resources WHERE id = ANY($1)', [wanted])).rows) versions.set(r.id, r.version);
-    for (const id of wanted) if (!versions.has(id)) throw new NotFoundError('resources', id);
-    const rollouts: Rollout[] = parsed.map((p) => ({
-      id: newId('ro'), input: p.input ?? null, mode: p.mode, status: 'queuing', agent: p.agent, resourcesId: p.resourcesId,
-      config: p.config, metadata: p.metadata, attemptCount: 0, createdAt: now, updatedAt: now, endedAt: null,
-    }));
-    for (let i = 0; i < rollouts.length; i += 2000) {
-      const chunk = rollouts.slice(i, i + 2000);
-      await this.q(`INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata, queued_at, created_at, updated_at)
-        SELECT id, input, mode, 'queuing', agent, rid, rv, config, metadata, $8, $8, $8
-        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $9::text[])
-          WITH ORDINALITY AS t(id, input, mode, agent, rid, rv, config, metadata, ord) ORDER BY ord`, [
-        chunk.map((r) => r.id), chunk.map((r) => JSON.stringify(r.input)), chunk.map((r) => r.mode), chunk.map((r) => r.agent),
-        chunk.map((r) => r.resourcesId), chunk.map((r) => (r.resourcesId ? versions.get(r.resourcesId)! : null)),
-        chunk.map((r) => JSON.stringify(r.config)), now, chunk.map((r) => JSON.stringify(r.metadata)),
-      ]);
-    }
-    return rollouts;
+    return this.life.enqueue(inputs.map(parseRolloutInput), Date.now());
   }
 
   async startRollout(input: RolloutInput, workerId?: string): Promise<Claim> {
-    const p = parseRolloutInput(input);
-    return this.tx(async (c) => {
-      const now = Date.now();
-      const res = p.resourcesId === null
-        ? (await c.query('SELECT id, version FROM resources ORDER BY version DESC LIMIT 1')).rows[0]
-        : (await c.query('SELECT id, version FROM resources WHERE id = $1', [p.resourcesId])).rows[0];
-      if (p.resourcesId !== null && !res) throw new NotFoundError('resources', p.resourcesId);
-      const rollout: Rollout = {
-        id: newId('ro'), input: p.input ?? null, mode: p.mode, status: 'preparing', agent: p.agent, resourcesId: res?.id ?? null,
-        config: p.config, metadata: p.metadata, attemptCount: 1, createdAt: now, updatedAt: now, endedAt: null,
-      };
-      const attempt: Attempt = {
-        id: newId('at'), rolloutId: rollout.id, sequence: 1, workerId: workerId ?? null, status: 'preparing',
-        startedAt: now, endedAt: null, lastHeartbeat: now, error: null,
-      };
-      await c.query(`INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata,
-        attempt_count, latest_attempt_id, queued_at, created_at, updated_at) VALUES ($1, $2, $3, 'preparing', $4, $5, $6, $7, $8, 1, $9, $10, $10, $10)`,
-      [rollout.id, JSON.stringify(rollout.input), p.mode, p.agent, rollout.resourcesId, res?.version ?? null,
-        JSON.stringify(p.config), JSON.stringify(p.metadata), attempt.id, now]);
-      await c.query(`INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, last_heartbeat)
-        VALUES ($1, $2, 1, $3, 'preparing', $4, $4)`, [attempt.id, rollout.id, attempt.workerId, now]);
-      return { rollout, attempt };
-    });
+    const parsed = parseRolloutInput(input);
+    return this.life.start(parsed, workerId ?? null, Date.now());
   }
 
   async claimNextRollout(workerId: string, opts?: ClaimOptions): Promise<Claim | null> {
@@ -138,36 +97,7 @@ export class PostgresStore implements LightningStore {
 
   async claimRollouts(workerId: string, limit: number, opts: ClaimOptions = {}): Promise<Claim[]> {
     if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`limit must be a positive integer, got ${limit}`);
-    return this.claim(workerId, limit, opts);
-  }
-
-  /** One statement: pick (skipping rows other claimers hold), start attempts, fill in latest resources. */
-  private async claim(workerId: string | null, limit: number, opts: ClaimOptions): Promise<Claim[]> {
-    const now = Date.now();
-    const params: unknown[] = [limit, now, workerId];
-    let filter = '';
-    if (opts.agent !== undefined) { params.push(opts.agent); filter += ` AND (agent IS NULL OR agent = $${params.length})`; }
-    if (opts.mode !== undefined) { params.push(opts.mode); filter += ` AND mode = $${params.length}`; }
-    const { rows } = await this.q(`
-      WITH picked AS (
-        SELECT seq FROM rollouts WHERE status IN ('queuing', 'requeuing')${filter}
-        ORDER BY queued_at, seq LIMIT $1 FOR UPDATE SKIP LOCKED
-      ), latest AS (SELECT id, version FROM resources ORDER BY version DESC LIMIT 1),
-      upd AS (
-        UPDATE rollouts r SET status = 'preparing', attempt_count = r.attempt_count + 1, updated_at = $2,
-          latest_attempt_id = 'at-' || substr(md5(random()::text || clock_timestamp()::text || r.id), 1, 16),
-          resources_id = COALESCE(r.resources_id, (SELECT id FROM latest)),
-          resources_version = CASE WHEN r.resources_id IS NULL THEN (SELECT version FROM latest) ELSE r.resources_version END
-        FROM picked WHERE r.seq = picked.seq RETURNING r.*
-      ), ins AS (
-        INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, ended_at, last_heartbeat, error)
-        SELECT latest_attempt_id, id, attempt_count, $3, 'preparing', $2, NULL, $2, NULL FROM upd
-      )
-      SELECT * FROM upd ORDER BY queued_at, seq`, params);
-    return rows.map((r) => ({
-      rollout: rowToRollout(r),
-      attempt: { id: r.latest_attempt_id, rolloutId: r.id, sequence: r.attempt_count, workerId, status: 'preparing', startedAt: now, endedAt: null, lastHeartbeat: now, error: null },
-    }));
+    return this.life.claim(workerId, limit, opts, Date.now());
   }
 
   async getRollout(id: string): Promise<Rollout | null> {
@@ -197,7 +127,7 @@ export class PostgresStore implements LightningStore {
   }
 
   async cancelRollout(id: string): Promise<Rollout> {
-    const r = await this.tx((c) => cancel(c, id, Date.now()));
+    const r = await this.life.cancel(id, Date.now());
     this.hub.ended(id);
     return r;
   }
@@ -237,11 +167,11 @@ export class PostgresStore implements LightningStore {
     return a ? rowToAttempt(a) : null;
   }
   async heartbeatAttempt(attemptId: string): Promise<Attempt> {
-    return this.tx((c) => heartbeat(c, attemptId, Date.now()));
+    return this.life.heartbeat(attemptId, Date.now());
   }
   async finishAttempt(attemptId: string, input: FinishAttemptInput): Promise<{ attempt: Attempt; rollout: Rollout }> {
-    if (input.status !== 'succeeded' && input.status !== 'failed') throw new TypeError(`status must be 'succeeded' or 'failed', got '${input.status}'`);
-    const out = await this.tx((c) => finish(c, attemptId, input, Date.now()));
+    checkFinishInput(input);
+    const out = await this.life.finish(attemptId, input, Date.now());
     if (isTerminalRollout(out.rollout.status)) this.hub.ended(out.rollout.id);
     return out;
   }
@@ -265,7 +195,7 @@ export class PostgresStore implements LightningStore {
     let done!: () => void;
     this.flushing = new Promise((r) => (done = r));
     try {
-      const outcome = await this.tx((c) => insertSpanTick(c, batches.map((b) => b.spans), Date.now()));
+      const outcome = await this.life.insertSpans(batches.map((b) => b.spans), Date.now());
       batches.forEach((b, i) => { const o = outcome[i]!; if (o instanceof Error) b.reject(o); else b.resolve(o); });
     } catch (error) {
       for (const b of batches) b.reject(error);
@@ -406,7 +336,7 @@ export class PostgresStore implements LightningStore {
   // --- health ------------------------------------------------------------------------------------
   async runHealthCheck(now: number = Date.now()): Promise<HealthCheckResult> {
     if (this.closed) throw new Error('store is closed');
-    const result = await healthCheck(this.pool, this.tx, now);
+    const result = await this.life.healthCheck(now);
     for (const id of result.failed) this.hub.ended(id);
     return result;
   }

@@ -1,17 +1,32 @@
 /**
- * The rollout/attempt state machine on SQLite: inserting and claiming rollouts, liveness (heartbeats and
- * spans), finishing, cancelling, and the health check (timeout / unresponsive -> requeue or fail).
- * Every method runs inside a transaction the caller opened (SqliteStore.write), so it may read then write.
- *
- * Rules (shared with PostgreSQL): a rollout "has moved on" from an attempt when that attempt is no longer its
- * latest one or the rollout has ended; only then is an `unresponsive` attempt beyond revival.
+ * The rollout/attempt state machine on SQLite: enqueueing, starting and claiming rollouts, liveness
+ * (heartbeats and spans), finishing, cancelling, and the health check (timeout / unresponsive -> requeue or
+ * fail). Every method runs inside the transaction the caller opened (SqliteStore.write), so it may read then
+ * write. The rules are common.ts's; postgres-lifecycle.ts has the same methods over PostgreSQL.
  */
 import type Database from 'better-sqlite3';
 import type { Attempt, AttemptStatus, Rollout, RolloutStatus, Span, SpanInput } from '../../protocol/store.js';
-import { ConflictError, NotFoundError, type Claim, type FinishAttemptInput, type HealthCheckResult } from './types.js';
-import { isTerminalRollout, materializeSpan, newId, parseRolloutInput, rolloutStatusAfter, rowToAttempt, rowToRollout } from './common.js';
+import { ConflictError, NotFoundError, type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult } from './types.js';
+import {
+  CANCELLED_ATTEMPT_ERROR, CLAIMABLE_STATUSES, LIVE_ATTEMPT_STATUSES, RESUMABLE_ROLLOUT_STATUSES, UNENDED_ATTEMPT_STATUSES,
+  WAITING_ROLLOUT_STATUSES, attemptVerdict, cancelConflict, emptyHealthResult, finishConflict, isCurrentAttempt, livenessChange,
+  materializeSpan, newId, type parseRolloutInput, rolloutStatusAfter, rolloutStatusColumns, rowToAttempt, rowToRollout, sqlList,
+  tallyHealthChange, verdictError,
+} from './common.js';
 
 type Row = Record<string, any>;
+type ParsedRollout = ReturnType<typeof parseRolloutInput>;
+
+const LIVE = sqlList(LIVE_ATTEMPT_STATUSES);
+const WAITING = sqlList(WAITING_ROLLOUT_STATUSES);
+/** Attempts under way, with their rollout's limits. */
+const LIVE_ATTEMPTS_SQL = `SELECT a.*, r.config AS r_config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id WHERE a.status IN (${LIVE})`;
+/** Rollouts waiting on a latest attempt that has already ended (the health check's safety net). */
+const STUCK_ROLLOUTS_SQL = `SELECT r.*, a.status AS a_status FROM rollouts r JOIN attempts a ON a.id = r.latest_attempt_id
+  WHERE r.status IN (${WAITING}) AND a.status NOT IN (${LIVE})`;
+
+const current = (a: Row, r: Row) => isCurrentAttempt(a.id, { latestAttemptId: r.latest_attempt_id, status: r.status });
+const times = (a: Row) => ({ status: a.status, startedAt: a.started_at, lastHeartbeat: a.last_heartbeat });
 
 export class SqliteLifecycle {
   constructor(private readonly db: Database.Database, private readonly st: (sql: string) => Database.Statement) {}
@@ -25,8 +40,9 @@ export class SqliteLifecycle {
     return r.version;
   }
 
-  insertRollout(p: ReturnType<typeof parseRolloutInput>, status: RolloutStatus, now: number): { row: Row; rollout: Rollout } {
+  private insertRollout(p: ParsedRollout, now: number): { row: Row; rollout: Rollout } {
     const id = newId('ro');
+    const status: RolloutStatus = 'queuing';
     const version = p.resourcesId === null ? null : this.resourcesVersion(p.resourcesId);
     const row: Row = {
       id, input: JSON.stringify(p.input ?? null), mode: p.mode, status, agent: p.agent, resources_id: p.resourcesId,
@@ -45,8 +61,28 @@ export class SqliteLifecycle {
     return { row, rollout };
   }
 
+  enqueue(parsed: ParsedRollout[], now: number): Rollout[] {
+    return parsed.map((p) => this.insertRollout(p, now).rollout);
+  }
+
+  /** Inserts a rollout and claims it at once (its first attempt starts `preparing`). */
+  start(parsed: ParsedRollout, workerId: string | null, now: number): Claim {
+    return this.claimRow(this.insertRollout(parsed, now).row, workerId, now);
+  }
+
+  /** The oldest claimable rollouts (requeued ones at the back), each with a new attempt. */
+  claim(workerId: string, limit: number, opts: ClaimOptions, now: number): Claim[] {
+    let sql = `SELECT * FROM rollouts INDEXED BY rollouts_queue WHERE status IN (${sqlList(CLAIMABLE_STATUSES)})`;
+    const params: unknown[] = [];
+    if (opts.agent !== undefined) { sql += ' AND (agent IS NULL OR agent = ?)'; params.push(opts.agent); }
+    if (opts.mode !== undefined) { sql += ' AND mode = ?'; params.push(opts.mode); }
+    sql += ' ORDER BY queued_at, seq LIMIT ?';
+    params.push(limit);
+    return (this.st(sql).all(...params) as Row[]).map((row) => this.claimRow(row, workerId, now));
+  }
+
   /** Starts a new attempt on a claimable rollout row; fills in the latest resources when it has none. */
-  claimRow(row: Row, workerId: string | null, now: number): Claim {
+  private claimRow(row: Row, workerId: string | null, now: number): Claim {
     let resourcesId = row.resources_id as string | null;
     let version = row.resources_version as number | null;
     if (resourcesId === null) {
@@ -58,64 +94,47 @@ export class SqliteLifecycle {
       startedAt: now, endedAt: null, lastHeartbeat: now, error: null,
     };
     this.st(`INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, ended_at, last_heartbeat, error)
-      VALUES (?, ?, ?, ?, 'preparing', ?, NULL, ?, NULL)`).run(attempt.id, row.id, attempt.sequence, workerId, now, now);
-    this.st(`UPDATE rollouts SET status = 'preparing', attempt_count = ?, latest_attempt_id = ?, resources_id = ?,
-      resources_version = ?, updated_at = ? WHERE id = ?`).run(attempt.sequence, attempt.id, resourcesId, version, now, row.id);
-    const rollout = rowToRollout({ ...row, status: 'preparing', attempt_count: attempt.sequence, resources_id: resourcesId, updated_at: now });
+      VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL)`).run(attempt.id, row.id, attempt.sequence, workerId, attempt.status, now, now);
+    this.st(`UPDATE rollouts SET status = ?, attempt_count = ?, latest_attempt_id = ?, resources_id = ?,
+      resources_version = ?, updated_at = ? WHERE id = ?`).run(attempt.status, attempt.sequence, attempt.id, resourcesId, version, now, row.id);
+    const rollout = rowToRollout({ ...row, status: attempt.status, attempt_count: attempt.sequence, resources_id: resourcesId, updated_at: now });
     return { rollout, attempt };
   }
 
-  private setRolloutStatus(row: Row, status: RolloutStatus, now: number): void {
-    const ended = isTerminalRollout(status) ? now : null;
-    if (status === 'requeuing') {
-      this.st('UPDATE rollouts SET status = ?, updated_at = ?, ended_at = NULL, queued_at = ? WHERE id = ?').run(status, now, now, row.id);
-    } else {
-      this.st('UPDATE rollouts SET status = ?, updated_at = ?, ended_at = ? WHERE id = ?').run(status, now, ended, row.id);
-    }
+  private setRolloutStatus(id: string, status: RolloutStatus, now: number): void {
+    const c = rolloutStatusColumns(status, now);
+    this.st('UPDATE rollouts SET status = ?, updated_at = ?, ended_at = ?, queued_at = COALESCE(?, queued_at) WHERE id = ?')
+      .run(c.status, c.updatedAt, c.endedAt, c.queuedAt, id);
   }
 
-  /** The attempt is still the one its rollout is waiting on. */
-  private isCurrent(attempt: Row, rollout: Row): boolean {
-    return rollout.latest_attempt_id === attempt.id && !isTerminalRollout(rollout.status);
-  }
-
-  /**
-   * Liveness from a heartbeat (or a span, `fromSpan`): refreshes lastHeartbeat, moves a preparing attempt to
-   * running on its first span, and revives an unresponsive attempt whose rollout has not moved on.
-   */
-  touchAttempt(attemptId: string, rolloutId: string | null, now: number, fromSpan: boolean): Attempt {
+  /** Liveness from a heartbeat or (`fromSpan`) a span: common.ts livenessChange. */
+  private touch(attemptId: string, rolloutId: string | null, now: number, fromSpan: boolean): Attempt {
     const a = this.attemptRow(attemptId);
     if (!a || (rolloutId !== null && a.rollout_id !== rolloutId)) {
       throw new NotFoundError('attempt', rolloutId === null ? attemptId : `${attemptId}' of rollout '${rolloutId}`);
     }
-    let status: AttemptStatus = a.status;
-    let revived = false;
-    if (status === 'unresponsive') {
-      const r = this.rolloutRow(a.rollout_id)!;
-      if (!this.isCurrent(a, r)) return rowToAttempt(a);
-      status = 'running';
-      revived = true;
-    } else if (status === 'preparing' && fromSpan) {
-      status = 'running';
-    } else if (status !== 'preparing' && status !== 'running') {
-      return rowToAttempt(a); // ended: spans are still kept, nothing else changes
-    }
+    const change = livenessChange(a.status, a.status === 'unresponsive' && current(a, this.rolloutRow(a.rollout_id)!), fromSpan);
+    if (!change) return rowToAttempt(a);
     this.st('UPDATE attempts SET status = ?, last_heartbeat = ?, ended_at = CASE WHEN ? THEN NULL ELSE ended_at END WHERE id = ?')
-      .run(status, now, revived ? 1 : 0, attemptId);
-    if (status === 'running' && (revived || a.status === 'preparing')) {
+      .run(change.status, now, change.revived ? 1 : 0, attemptId);
+    if (change.rolloutRuns) {
       this.st(`UPDATE rollouts SET status = 'running', updated_at = ?, ended_at = NULL
-        WHERE id = ? AND latest_attempt_id = ? AND status IN ('preparing', 'requeuing', 'running')`).run(now, a.rollout_id, attemptId);
+        WHERE id = ? AND latest_attempt_id = ? AND status IN (${sqlList(RESUMABLE_ROLLOUT_STATUSES)})`).run(now, a.rollout_id, attemptId);
     }
-    return rowToAttempt({ ...a, status, last_heartbeat: now, ended_at: revived ? null : a.ended_at });
+    return rowToAttempt({ ...a, status: change.status, last_heartbeat: now, ended_at: change.revived ? null : a.ended_at });
+  }
+
+  heartbeat(attemptId: string, now: number): Attempt {
+    return this.touch(attemptId, null, now, false);
   }
 
   /** Ends an attempt with `status` and moves its rollout on (when it is the attempt the rollout waits on). */
   private endAttempt(a: Row, r: Row, status: AttemptStatus, error: unknown, now: number): RolloutStatus | null {
     this.st('UPDATE attempts SET status = ?, ended_at = ?, error = ? WHERE id = ?')
       .run(status, now, error ? JSON.stringify(error) : null, a.id);
-    if (!this.isCurrent(a, r)) return null;
+    if (!current(a, r)) return null;
     const next = rolloutStatusAfter({ config: JSON.parse(r.config), attemptCount: r.attempt_count }, status);
-    this.setRolloutStatus(r, next, now);
+    this.setRolloutStatus(r.id, next, now);
     return next;
   }
 
@@ -123,9 +142,8 @@ export class SqliteLifecycle {
     const a = this.attemptRow(attemptId);
     if (!a) throw new NotFoundError('attempt', attemptId);
     const r = this.rolloutRow(a.rollout_id)!;
-    if (a.status !== 'preparing' && a.status !== 'running' && !(a.status === 'unresponsive' && this.isCurrent(a, r))) {
-      throw new ConflictError(`attempt '${attemptId}' already ended with status '${a.status}'`);
-    }
+    const conflict = finishConflict(attemptId, a.status, current(a, r));
+    if (conflict) throw new ConflictError(conflict);
     this.endAttempt(a, r, input.status, input.error ?? null, now);
     return { attempt: rowToAttempt(this.attemptRow(attemptId)!), rollout: rowToRollout(this.rolloutRow(a.rollout_id)!) };
   }
@@ -133,16 +151,20 @@ export class SqliteLifecycle {
   cancel(id: string, now: number): Rollout {
     const r = this.rolloutRow(id);
     if (!r) throw new NotFoundError('rollout', id);
-    if (isTerminalRollout(r.status)) throw new ConflictError(`rollout '${id}' already ended with status '${r.status}'`);
+    const conflict = cancelConflict(id, r.status);
+    if (conflict) throw new ConflictError(conflict);
     if (r.latest_attempt_id) {
-      this.st(`UPDATE attempts SET status = 'failed', ended_at = ?, error = ? WHERE id = ? AND status IN ('preparing', 'running', 'unresponsive')`)
-        .run(now, JSON.stringify({ message: 'rollout cancelled' }), r.latest_attempt_id);
+      this.st(`UPDATE attempts SET status = 'failed', ended_at = ?, error = ? WHERE id = ? AND status IN (${sqlList(UNENDED_ATTEMPT_STATUSES)})`)
+        .run(now, JSON.stringify(CANCELLED_ATTEMPT_ERROR), r.latest_attempt_id);
     }
-    this.setRolloutStatus(r, 'cancelled', now);
+    this.setRolloutStatus(id, 'cancelled', now);
     return rowToRollout(this.rolloutRow(id)!);
   }
 
-  /** Inserts one caller's spans: sequence ids per rollout, liveness per attempt. */
+  /**
+   * Inserts one caller's spans: sequence ids per rollout, liveness per attempt. (SQLite group-commits whole
+   * calls, each in its savepoint, so this takes one call's spans; PostgreSQL's takes a turn's batches.)
+   */
   insertSpans(inputs: SpanInput[], now: number): Span[] {
     const byRollout = new Map<string, true>();
     for (const s of inputs) byRollout.set(s.rolloutId, true);
@@ -155,7 +177,7 @@ export class SqliteLifecycle {
     }
     const touched = new Set<string>();
     for (const s of inputs) {
-      if (!touched.has(s.attemptId)) { touched.add(s.attemptId); this.touchAttempt(s.attemptId, s.rolloutId, now, true); }
+      if (!touched.has(s.attemptId)) { touched.add(s.attemptId); this.touch(s.attemptId, s.rolloutId, now, true); }
     }
     const ins = this.st('INSERT INTO spans (rollout_id, sequence_id, attempt_id, name, data) VALUES (?, ?, ?, ?, ?)');
     return inputs.map((s) => {
@@ -169,44 +191,26 @@ export class SqliteLifecycle {
 
   /** A read-only look: would healthCheck(now) change anything? (Spares the write lock on quiet ticks.) */
   needsHealthCheck(now: number): boolean {
-    for (const a of this.st(`SELECT a.started_at, a.last_heartbeat, r.config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id
-      WHERE a.status IN ('preparing', 'running')`).all() as Row[]) {
-      const cfg = JSON.parse(a.config);
-      if (cfg.timeoutSeconds !== null && now - a.started_at > cfg.timeoutSeconds * 1000) return true;
-      if (cfg.unresponsiveSeconds !== null && now - a.last_heartbeat > cfg.unresponsiveSeconds * 1000) return true;
-    }
-    return this.st(`SELECT 1 FROM rollouts r JOIN attempts a ON a.id = r.latest_attempt_id
-      WHERE r.status IN ('preparing', 'running') AND a.status NOT IN ('preparing', 'running') LIMIT 1`).get() !== undefined;
+    for (const a of this.st(LIVE_ATTEMPTS_SQL).all() as Row[]) if (attemptVerdict(times(a), JSON.parse(a.r_config), now)) return true;
+    return this.st(`${STUCK_ROLLOUTS_SQL} LIMIT 1`).get() !== undefined;
   }
 
   healthCheck(now: number): HealthCheckResult {
-    const result: HealthCheckResult = { timedOut: [], unresponsive: [], requeued: [], failed: [] };
-    const live = this.st(`SELECT a.*, r.config AS r_config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id
-      WHERE a.status IN ('preparing', 'running')`).all() as Row[];
+    const result = emptyHealthResult();
     const configs = new Map<string, { timeoutSeconds: number | null; unresponsiveSeconds: number | null }>();
-    for (const a of live) {
-      let cfg = configs.get(a.r_config);
-      if (!cfg) configs.set(a.r_config, (cfg = JSON.parse(a.r_config)));
-      let status: AttemptStatus | null = null;
-      if (cfg!.timeoutSeconds !== null && now - a.started_at > cfg!.timeoutSeconds * 1000) status = 'timeout';
-      else if (cfg!.unresponsiveSeconds !== null && now - a.last_heartbeat > cfg!.unresponsiveSeconds * 1000) status = 'unresponsive';
-      if (!status) continue;
-      (status === 'timeout' ? result.timedOut : result.unresponsive).push(a.id);
-      const message = status === 'timeout'
-        ? `attempt exceeded timeoutSeconds=${cfg!.timeoutSeconds}`
-        : `no heartbeat or span for unresponsiveSeconds=${cfg!.unresponsiveSeconds}`;
-      const next = this.endAttempt(a, this.rolloutRow(a.rollout_id)!, status, { message }, now);
-      if (next === 'requeuing') result.requeued.push(a.rollout_id);
-      if (next === 'failed') result.failed.push(a.rollout_id);
+    for (const a of this.st(LIVE_ATTEMPTS_SQL).all() as Row[]) {
+      let limits = configs.get(a.r_config);
+      if (!limits) configs.set(a.r_config, (limits = JSON.parse(a.r_config) as { timeoutSeconds: number | null; unresponsiveSeconds: number | null }));
+      const verdict = attemptVerdict(times(a), limits, now);
+      if (!verdict) continue;
+      const next = this.endAttempt(a, this.rolloutRow(a.rollout_id)!, verdict, verdictError(verdict, limits), now);
+      tallyHealthChange(result, { attemptId: a.id, verdict, rolloutId: a.rollout_id, next });
     }
     // Safety net: a rollout waiting on an attempt that has already ended is moved on as well.
-    const stuck = this.st(`SELECT r.*, a.status AS a_status FROM rollouts r JOIN attempts a ON a.id = r.latest_attempt_id
-      WHERE r.status IN ('preparing', 'running') AND a.status NOT IN ('preparing', 'running')`).all() as Row[];
-    for (const r of stuck) {
+    for (const r of this.st(STUCK_ROLLOUTS_SQL).all() as Row[]) {
       const next = rolloutStatusAfter({ config: JSON.parse(r.config), attemptCount: r.attempt_count }, r.a_status);
-      this.setRolloutStatus(r, next, now);
-      if (next === 'requeuing') result.requeued.push(r.id);
-      if (next === 'failed') result.failed.push(r.id);
+      this.setRolloutStatus(r.id, next, now);
+      tallyHealthChange(result, { rolloutId: r.id, next });
     }
     return result;
   }

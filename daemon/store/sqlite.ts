@@ -19,9 +19,9 @@ import {
   type RolloutQuery, type SpanQuery, type TransitionQuery,
 } from './types.js';
 import {
-  RolloutEndHub, checkSpanInput, decodeCursor, encodeCursor, materializeSpan, newId, pageLimit, parseRolloutInput,
+  RolloutEndHub, checkFinishInput, checkSpanInput, decodeCursor, emptyHealthResult, encodeCursor, newId, pageLimit, parseRolloutInput,
   rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
-  waitLoop,
+  sqlList, waitLoop,
 } from './common.js';
 import { prepareDatabase } from './sqlite-schema.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
@@ -36,7 +36,7 @@ export interface SqliteStoreOptions {
 
 interface PendingWrite { run: () => unknown; resolve: (v: any) => void; reject: (e: unknown) => void }
 
-const TERMINAL_SQL = TERMINAL_ROLLOUT_STATUSES.map((s) => `'${s}'`).join(',');
+const TERMINAL_SQL = sqlList(TERMINAL_ROLLOUT_STATUSES);
 
 export class SqliteStore implements LightningStore {
   readonly kind = 'sqlite';
@@ -123,16 +123,12 @@ export class SqliteStore implements LightningStore {
 
   async enqueueRollouts(inputs: RolloutInput[]): Promise<Rollout[]> {
     const parsed = inputs.map(parseRolloutInput);
-    return this.write(() => parsed.map((p) => this.life.insertRollout(p, 'queuing', Date.now()).rollout));
+    return this.write(() => this.life.enqueue(parsed, Date.now()));
   }
 
   async startRollout(input: RolloutInput, workerId?: string): Promise<Claim> {
     const parsed = parseRolloutInput(input);
-    return this.write(() => {
-      const now = Date.now();
-      const { row } = this.life.insertRollout(parsed, 'queuing', now);
-      return this.life.claimRow(row, workerId ?? null, now);
-    });
+    return this.write(() => this.life.start(parsed, workerId ?? null, Date.now()));
   }
 
   async claimNextRollout(workerId: string, opts?: ClaimOptions): Promise<Claim | null> {
@@ -141,16 +137,7 @@ export class SqliteStore implements LightningStore {
 
   async claimRollouts(workerId: string, limit: number, opts: ClaimOptions = {}): Promise<Claim[]> {
     if (!Number.isInteger(limit) || limit < 1) throw new TypeError(`limit must be a positive integer, got ${limit}`);
-    let sql = `SELECT * FROM rollouts INDEXED BY rollouts_queue WHERE status IN ('queuing', 'requeuing')`;
-    const params: unknown[] = [];
-    if (opts.agent !== undefined) { sql += ' AND (agent IS NULL OR agent = ?)'; params.push(opts.agent); }
-    if (opts.mode !== undefined) { sql += ' AND mode = ?'; params.push(opts.mode); }
-    sql += ' ORDER BY queued_at, seq LIMIT ?';
-    params.push(limit);
-    return this.write(() => {
-      const now = Date.now();
-      return (this.st(sql).all(...params) as any[]).map((row) => this.life.claimRow(row, workerId, now));
-    });
+    return this.write(() => this.life.claim(workerId, limit, opts, Date.now()));
   }
 
   async getRollout(id: string): Promise<Rollout | null> {
@@ -225,10 +212,10 @@ export class SqliteStore implements LightningStore {
     return this.read(() => { const a = this.life.attemptRow(attemptId); return a ? rowToAttempt(a) : null; });
   }
   async heartbeatAttempt(attemptId: string): Promise<Attempt> {
-    return this.write(() => this.life.touchAttempt(attemptId, null, Date.now(), false));
+    return this.write(() => this.life.heartbeat(attemptId, Date.now()));
   }
   async finishAttempt(attemptId: string, input: FinishAttemptInput): Promise<{ attempt: Attempt; rollout: Rollout }> {
-    if (input.status !== 'succeeded' && input.status !== 'failed') throw new TypeError(`status must be 'succeeded' or 'failed', got '${input.status}'`);
+    checkFinishInput(input);
     const result = await this.write(() => this.life.finish(attemptId, input, Date.now()));
     this.announceEnded([result.rollout]);
     return result;
@@ -374,7 +361,7 @@ export class SqliteStore implements LightningStore {
 
   // --- health ------------------------------------------------------------------------------------
   async runHealthCheck(now: number = Date.now()): Promise<HealthCheckResult> {
-    if (this.read(() => !this.life.needsHealthCheck(now))) return { timedOut: [], unresponsive: [], requeued: [], failed: [] };
+    if (this.read(() => !this.life.needsHealthCheck(now))) return emptyHealthResult();
     const result = await this.write(() => this.life.healthCheck(now));
     for (const id of result.failed) this.hub.ended(id);
     return result;
