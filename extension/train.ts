@@ -10,6 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
 import type { AgentInfo } from '../protocol/lsp.js';
+import { METRICS } from '../protocol/metrics.js';
 import type { TrainingRun } from '../protocol/store.js';
 import type { AglClient } from '../sdk/client.js';
 import { lastError, runAgl } from './agl-process.js';
@@ -84,7 +85,7 @@ async function findRun(client: AglClient, agent: string, since: number): Promise
 
 async function latestReward(client: AglClient, runId: string): Promise<number | null> {
   const points = await client.queryMetrics(runId);
-  const rewards = points.filter((p) => p.name === 'reward/mean');
+  const rewards = points.filter((p) => p.name === METRICS.rewardMean);
   return rewards.length ? rewards[rewards.length - 1]!.value : null;
 }
 

@@ -1,8 +1,9 @@
 /**
  * Messages between the training dashboard webview (webview/dashboard/) and its panel in the extension
- * host (extension/panels/dashboard-panel.ts), and which metrics (names written by daemon/algorithm/trainer.ts)
- * go on which chart.
+ * host (extension/panels/dashboard-panel.ts), and which metrics (metrics.ts, written by the trainer) go on
+ * which chart.
  */
+import { METRICS } from './metrics.js';
 import type { MetricPoint, TrainingRun } from './store.js';
 import { commandType, notificationType, requestType } from './webview-ipc.js';
 
@@ -14,12 +15,12 @@ export interface DashboardState { runId: string | null }
 
 /** The charts, in order. A metric matching none of them lands on "Other". */
 export const DASHBOARD_CHARTS: { id: string; title: string; metrics: string[]; unit?: string }[] = [
-  { id: 'reward', title: 'Reward', metrics: ['reward/mean', 'val/reward'] },
-  { id: 'kl', title: 'KL divergence', metrics: ['grpo/kl'] },
-  { id: 'clip', title: 'Clip ratio', metrics: ['grpo/clip_ratio'] },
-  { id: 'zero-std', title: 'Zero-variance groups', metrics: ['grpo/frac_reward_zero_std'] },
-  { id: 'loss', title: 'Loss and gradient norm', metrics: ['grpo/loss', 'grpo/grad_norm'] },
-  { id: 'response', title: 'Response length (tokens)', metrics: ['response/length_mean'] },
+  { id: 'reward', title: 'Reward', metrics: [METRICS.rewardMean, METRICS.valReward] },
+  { id: 'kl', title: 'KL divergence', metrics: [METRICS.kl] },
+  { id: 'clip', title: 'Clip ratio', metrics: [METRICS.clipRatio] },
+  { id: 'zero-std', title: 'Zero-variance groups', metrics: [METRICS.fracRewardZeroStd] },
+  { id: 'loss', title: 'Loss and gradient norm', metrics: [METRICS.loss, METRICS.gradNorm] },
+  { id: 'response', title: 'Response length (tokens)', metrics: [METRICS.responseLengthMean] },
 ];
 
 export const DashboardProtocol = {

@@ -7,6 +7,7 @@
  * in place, so the next published version samples from the new weights) and a checkpoint writer.
  * Task order is a pure function of (seed, step), so a resumed run continues with exactly the next tasks.
  */
+import { METRICS } from '../../protocol/metrics.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
 import type { PolicyModel, SequencePair } from '../model/api.js';
 import type { LightningStore } from '../store/types.js';
@@ -117,7 +118,7 @@ export class Trainer {
     const rewards = finalRewards(groups);
     const mean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     this.state.val.push({ step: this.state.step, reward: mean });
-    await this.d.store.addMetrics([{ runId: this.state.runId, step: this.state.step, name: 'val/reward', value: mean }]);
+    await this.d.store.addMetrics([{ runId: this.state.runId, step: this.state.step, name: METRICS.valReward, value: mean }]);
     return mean;
   }
 
@@ -182,21 +183,21 @@ export class Trainer {
     const completionTokens = items.reduce((a, i) => a + i.s.completionIds.length, 0);
     const stepSeconds = (Date.now() - started) / 1000;
     const metrics: Record<string, number> = {
-      'reward/mean': rMean,
-      'reward/std': stdUnbiased(rewards),
-      'grpo/frac_reward_zero_std': adv.fracRewardZeroStd,
-      'grpo/kl': s.kl,
-      'grpo/clip_ratio': s.clipRatio,
-      'grpo/loss': update.loss,
-      'grpo/grad_norm': update.gradNorm,
-      'grpo/lr': lr,
-      'policy/entropy': s.entropy,
-      'response/length_mean': items.length ? completionTokens / items.length : 0,
-      'rollout/failed': groups.filter((g) => !g.trajectory).length,
-      'rollout/transitions': items.length,
-      'perf/tokens_per_s': update.seconds > 0 ? update.tokens / update.seconds : 0,
-      'perf/rollout_s': rolloutSeconds,
-      'perf/step_s': stepSeconds,
+      [METRICS.rewardMean]: rMean,
+      [METRICS.rewardStd]: stdUnbiased(rewards),
+      [METRICS.fracRewardZeroStd]: adv.fracRewardZeroStd,
+      [METRICS.kl]: s.kl,
+      [METRICS.clipRatio]: s.clipRatio,
+      [METRICS.loss]: update.loss,
+      [METRICS.gradNorm]: update.gradNorm,
+      [METRICS.lr]: lr,
+      [METRICS.entropy]: s.entropy,
+      [METRICS.responseLengthMean]: items.length ? completionTokens / items.length : 0,
+      [METRICS.rolloutFailed]: groups.filter((g) => !g.trajectory).length,
+      [METRICS.rolloutTransitions]: items.length,
+      [METRICS.tokensPerS]: update.seconds > 0 ? update.tokens / update.seconds : 0,
+      [METRICS.rolloutS]: rolloutSeconds,
+      [METRICS.stepS]: stepSeconds,
     };
     await store.addMetrics(Object.entries(metrics).map(([name, value]) => ({ runId: this.state.runId, step, name, value })));
     const transitions: Transition[] = items.map((it, k) => ({

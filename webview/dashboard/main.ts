@@ -9,6 +9,7 @@ import '@vscode/codicons/dist/codicon.css';
 import 'uplot/dist/uPlot.min.css';
 import '../shared/theme.css';
 import './dashboard.css';
+import { METRICS } from '../../protocol/metrics.js';
 import { DashboardProtocol as P, type DashboardState, type RunMetrics } from '../../protocol/webview-dashboard.js';
 import type { TrainingRun } from '../../protocol/store.js';
 import { HostConnection } from '../shared/host.js';
@@ -37,8 +38,8 @@ function drawHeader(): void {
 
 function drawProgress(run: TrainingRun): void {
   const bar = h('vscode-progress-bar', { value: run.step, max: Math.max(1, run.totalSteps) });
-  const last = charts?.latest('reward/mean');
-  const val = charts?.latest('val/reward');
+  const last = charts?.latest(METRICS.rewardMean);
+  const val = charts?.latest(METRICS.valReward);
   mount(progress,
     h('div', { class: 'progress-line' },
       h('span', { class: `pill status-${run.status}` }, run.status),
