@@ -29,7 +29,7 @@
  */
 import { z } from 'zod';
 import {
-  Attempt, AttemptStatus, MetricPoint, Resources, ResourcesInput, Rollout, RolloutInput, RolloutMode,
+  Attempt, AttemptStatus, ClientJsonObject, MetricPoint, Resources, ResourcesInput, Rollout, RolloutInput, RolloutMode,
   RolloutStatus, Span, SpanInput, Statistics, TrainingRun, TrainingRunStatus, Transition, Worker, WorkerStatus,
 } from './store.js';
 
@@ -115,7 +115,7 @@ export const RolloutPage = z.object({ items: z.array(Rollout), nextCursor: z.str
 export type RolloutPage = z.infer<typeof RolloutPage>;
 
 /** POST /rollouts/:id: merge keys into the rollout's metadata. */
-export const UpdateRolloutRequest = z.object({ metadata: z.record(z.string(), z.unknown()) }).strict();
+export const UpdateRolloutRequest = z.object({ metadata: ClientJsonObject }).strict();
 export type UpdateRolloutRequest = z.input<typeof UpdateRolloutRequest>;
 
 /** POST /waits/rollouts: resolves with the rollouts among `ids` that have ended, when all have or at the timeout. */
@@ -180,7 +180,7 @@ export const WorkerHeartbeatRequest = z.object({
   status: WorkerStatus.optional(),
   currentRolloutId: z.string().nullable().optional(),
   currentAttemptId: z.string().nullable().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: ClientJsonObject.optional(),
 }).strict();
 export type WorkerHeartbeatRequest = z.input<typeof WorkerHeartbeatRequest>;
 export const WorkerList = z.object({ items: z.array(Worker) });
@@ -196,7 +196,7 @@ export type AgentList = z.infer<typeof AgentList>;
 export const CreateTrainingRunRequest = z.object({
   id: z.string().min(1).optional(),
   agent: z.string().min(1),
-  config: z.record(z.string(), z.unknown()).default({}),
+  config: ClientJsonObject.default({}),
   totalSteps: z.number().int().min(0),
 }).strict();
 export type CreateTrainingRunRequest = z.input<typeof CreateTrainingRunRequest>;
@@ -205,7 +205,7 @@ export const UpdateTrainingRunRequest = z.object({
   step: z.number().int().min(0).optional(),
   totalSteps: z.number().int().min(0).optional(),
   checkpointDir: z.string().nullable().optional(),
-  summary: z.record(z.string(), z.unknown()).optional(),
+  summary: ClientJsonObject.optional(),
 }).strict();
 export type UpdateTrainingRunRequest = z.input<typeof UpdateTrainingRunRequest>;
 export const TrainingRunListQuery = z.object({ agent: z.string().optional() });

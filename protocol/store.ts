@@ -24,6 +24,37 @@ export type RolloutMode = z.infer<typeof RolloutMode>;
 /** Arbitrary JSON value (task inputs, metadata). */
 export const Json: z.ZodType<unknown> = z.unknown();
 
+/**
+ * Deepest nesting of objects and arrays accepted in free-form JSON a client sends (task inputs, metadata,
+ * configs, gateway bodies): deeper values are refused at the edge, before anything stores or re-serialises them.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** The path to the first place where `value` nests deeper than `max` levels, or null (iterative: any depth is safe). */
+export function tooDeepAt(value: unknown, max = MAX_JSON_DEPTH): PropertyKey[] | null {
+  const stack: { v: unknown; path: PropertyKey[] }[] = [{ v: value, path: [] }];
+  while (stack.length > 0) {
+    const { v, path } = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (path.length >= max) return path;
+    if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) if (v[i] !== null && typeof v[i] === 'object') stack.push({ v: v[i], path: [...path, i] }); }
+    else for (const k in v) { const x = (v as Record<string, unknown>)[k]; if (x !== null && typeof x === 'object') stack.push({ v: x, path: [...path, k] }); }
+  }
+  return null;
+}
+
+/** `schema`, refusing values nested deeper than MAX_JSON_DEPTH with an issue at the field. */
+export function depthLimited<T extends z.ZodType>(schema: T): T {
+  return schema.superRefine((v, ctx) => {
+    const at = tooDeepAt(v);
+    if (at) ctx.addIssue({ code: 'custom', message: `nested deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${at.slice(0, 3).map(String).join('.')}...` });
+  }) as T;
+}
+/** Free-form JSON a client sends: any value up to MAX_JSON_DEPTH levels deep. */
+export const ClientJson = depthLimited(z.unknown());
+/** A free-form JSON object a client sends (metadata, configs, summaries), up to MAX_JSON_DEPTH levels deep. */
+export const ClientJsonObject = depthLimited(z.record(z.string(), z.unknown()));
+
 export const RolloutConfig = z.object({
   /** An attempt running longer than this becomes `timeout`. null: no limit. */
   timeoutSeconds: z.number().positive().nullable().default(null),
@@ -58,12 +89,12 @@ export type Rollout = z.infer<typeof Rollout>;
 
 /** What a client sends to enqueue (or start) a rollout. */
 export const RolloutInput = z.object({
-  input: Json,
+  input: ClientJson,
   mode: RolloutMode.default('train'),
   agent: z.string().min(1).nullable().default(null),
   resourcesId: z.string().nullable().default(null),
   config: RolloutConfig.partial().default({}),
-  metadata: z.record(z.string(), z.unknown()).default({}),
+  metadata: ClientJsonObject.default({}),
 });
 export type RolloutInput = z.input<typeof RolloutInput>;
 export type RolloutInputParsed = z.output<typeof RolloutInput>;
@@ -177,7 +208,7 @@ export const Resources = z.object({
 export type Resources = z.infer<typeof Resources>;
 export const ResourcesInput = z.object({
   resources: z.record(z.string(), Resource),
-  metadata: z.record(z.string(), z.unknown()).default({}),
+  metadata: ClientJsonObject.default({}),
 });
 export type ResourcesInput = z.input<typeof ResourcesInput>;
 

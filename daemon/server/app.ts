@@ -3,7 +3,8 @@
  * limit + validation), /health and /metrics, and the mount points where other parts of the daemon
  * attach their routers (the OpenAI-compatible gateway, the OTLP receiver). Errors from every router are
  * answered as application/problem+json by one handler (errors.ts).
- * `listen()` binds it (127.0.0.1 by default) and `closeGracefully()` stops it.
+ * `listen()` binds it (127.0.0.1 by default) behind the edge (edge.ts: Host/Origin allow-list, problem bodies
+ * for requests node's parser refuses) and `closeGracefully()` stops it.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +13,8 @@ import { API_PREFIX, type KnownAgent } from '../../protocol/api.js';
 import type { PolicyModel } from '../model/api.js';
 import type { LightningStore } from '../store/types.js';
 import { requireToken } from './auth.js';
+import { jsonBody } from './body.js';
+import { answerClientErrors, edgeListener, HostAllowList } from './edge.js';
 import { gatewayRouter } from './gateway.js';
 import { withHotPath } from './hot-path.js';
 import { otlpRouter } from './otlp.js';
@@ -46,6 +49,13 @@ export interface ServerContext {
    * daemon process assigns it (ctx is shared by reference, so it may be set after the app is built).
    */
   getPolicy?: (model: string) => PolicyModel | null | undefined | Promise<PolicyModel | null | undefined>;
+  /** Host names answered besides loopback, IP literals and the bound host (`agl serve --allowed-host`; edge.ts). */
+  allowedHosts?: string[];
+  /**
+   * Environment variables an upstream LLM resource may name as `apiKeyEnv` (`agl serve --upstream-key-env`);
+   * default: OPENAI_API_KEY only. Any other name is refused, so a token holder cannot read the daemon's environment.
+   */
+  allowedKeyEnvs?: string[];
 }
 
 export type ServerContextInit = Pick<ServerContext, 'store' | 'token' | 'dataDir'> & Partial<ServerContext>;
@@ -69,7 +79,7 @@ export function createApp(ctx: ServerContext): express.Express {
 
   // The store API: token first (a 401 costs nothing), then the size-limited JSON parser, then routes.
   const api = express.Router();
-  api.use((req, res, next) => { res.locals.routeBase = req.baseUrl; next(); }, requireToken(ctx.token), express.json({ limit: ctx.bodyLimit }));
+  api.use((req, res, next) => { res.locals.routeBase = req.baseUrl; next(); }, requireToken(ctx.token), ...jsonBody(ctx.bodyLimit));
   api.use(spansRouter(ctx), rolloutsRouter(ctx), resourcesRouter(ctx), trainingRouter(ctx)); // hottest first
   app.use(API_PREFIX, api);
 
@@ -94,7 +104,8 @@ export function createApp(ctx: ServerContext): express.Express {
  */
 export function listen(app: express.Express, ctx: ServerContext, host: string, port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = createServer(withHotPath(ctx, app));
+    const server = createServer(edgeListener(new HostAllowList(host, ctx.allowedHosts), withHotPath(ctx, app), ctx.log));
+    answerClientErrors(server);
     server.listen(port, host);
     server.once('error', reject);
     server.once('listening', () => {

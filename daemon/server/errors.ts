@@ -35,6 +35,22 @@ function formatPath(path: PropertyKey[]): string {
   return out || '(body)';
 }
 
+/** A JSON value's type in words: `array`, `null`, `object`, `string`... */
+function typeName(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+}
+
+/** What one issue says in words a user can act on; type errors name what was expected and what came. */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_type') {
+    // zod 4 keeps the value only when asked (parseOr400 asks): absent means the field was missing.
+    if (!('input' in issue) || issue.input === undefined || /nonoptional/.test(issue.message)) return 'is required';
+    return `expected ${issue.expected}, received ${typeName(issue.input)}`;
+  }
+  if (issue.code === 'invalid_union' && 'input' in issue && issue.input !== undefined) return `${issue.message} (received ${typeName(issue.input)})`;
+  return issue.message;
+}
+
 /** One line per issue, saying what is wrong in words a user can act on. */
 export function zodIssues(error: z.ZodError, where: 'body' | 'query' = 'body'): ProblemFieldError[] {
   const out: ProblemFieldError[] = [];
@@ -43,25 +59,33 @@ export function zodIssues(error: z.ZodError, where: 'body' | 'query' = 'body'): 
       for (const key of issue.keys) out.push({ path: formatPath([...issue.path, key]), message: `unknown field '${key}' in ${where}` });
       continue;
     }
-    let message = issue.message;
-    if (issue.code === 'invalid_type' && (issue.input === undefined || /nonoptional/.test(message))) message = 'is required';
-    out.push({ path: formatPath(issue.path), message });
+    out.push({ path: formatPath(issue.path), message: issueMessage(issue) });
   }
   return out;
 }
 
 /** Validates `value` with `schema` or throws a 400 problem naming every bad field. */
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'query' = 'body'): z.output<S> {
-  if (where === 'body' && (value === undefined || value === null || typeof value !== 'object')) {
-    throw new HttpProblem(400, 'validation', 'request body must be a JSON object (send Content-Type: application/json)',
-      [{ path: '(body)', message: value === undefined ? 'missing or not JSON' : `expected an object, got ${value === null ? 'null' : typeof value}` }]);
+  if (where === 'body' && (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value))) {
+    const got = value === undefined ? 'missing or not JSON' : `expected object, received ${typeName(value)}`;
+    throw new HttpProblem(400, 'validation', `request body must be a JSON object (send Content-Type: application/json): ${got}`,
+      [{ path: '(body)', message: got }]);
   }
-  const result = schema.safeParse(value);
+  // reportInput: type errors can then say what was received (zod 4 leaves the value out otherwise).
+  const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const errors = zodIssues(result.error, where);
   const first = errors[0];
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
   throw new HttpProblem(400, 'validation', `invalid ${where}: ${first.path}: ${first.message}${more}`, errors);
+}
+
+/**
+ * Runs a route's work so that a synchronous throw becomes a rejection like any other: the one error boundary
+ * both express (express 5 catches rejections) and the hot path answer from (toProblem below).
+ */
+export function settle<T>(work: () => T | Promise<T>): Promise<T> {
+  return new Promise<T>((resolve) => resolve(work()));
 }
 
 export function problemBody(status: number, kind: string, detail: string, errors?: ProblemFieldError[], instance?: string): Problem {

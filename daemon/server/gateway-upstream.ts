@@ -37,12 +37,22 @@ function toGatewayError(err: unknown): unknown {
   return err;
 }
 
+/** The key variables an upstream resource may name when the daemon was not told otherwise (`agl serve --upstream` publishes it). */
+export const DEFAULT_KEY_ENVS = ['OPENAI_API_KEY'];
+
 export class UpstreamBackend implements Backend {
   private readonly clients = new Map<string, OpenAI>();
+  private readonly keyEnvs: ReadonlySet<string>;
+
+  /** `allowedKeyEnvs`: the only environment variables sent as an API key (whoever publishes resources names one). */
+  constructor(allowedKeyEnvs: readonly string[] = DEFAULT_KEY_ENVS) { this.keyEnvs = new Set(allowedKeyEnvs); }
 
   private client(resource: LlmResource): OpenAI {
     const baseURL = resource.upstreamUrl;
     if (!baseURL) throw new GatewayError(500, `the LLM resource for model '${resource.model}' has backend 'upstream' but no upstreamUrl`, 'misconfigured_resource');
+    if (resource.apiKeyEnv && !this.keyEnvs.has(resource.apiKeyEnv)) {
+      throw new GatewayError(403, `the LLM resource for model '${resource.model}' names apiKeyEnv '${resource.apiKeyEnv}', which the daemon was not started to allow (agl serve --upstream-key-env ${resource.apiKeyEnv}); the call was not forwarded`, 'api_key_env_not_allowed', 'apiKeyEnv');
+    }
     const apiKey = (resource.apiKeyEnv ? process.env[resource.apiKeyEnv] : undefined) ?? 'none';
     const key = `${baseURL}\n${apiKey}`;
     let client = this.clients.get(key);

@@ -3,21 +3,27 @@
  * also under /rollout/:rolloutId/attempt/:attemptId/v1/... so each call is tied to its attempt (or via
  * the x-agl-rollout-id / x-agl-attempt-id headers). Serves the published LLM resource: the daemon's
  * local policy or an upstream OpenAI-compatible server. Every call tied to an attempt becomes a span,
- * durable before the response completes (streams keep their token ids). Errors use OpenAI's error
- * shape inside an application/problem+json body, so both OpenAI clients and our tools read them.
+ * durable before the response completes (streams keep their token ids). A call that names an attempt the
+ * gateway cannot record into (unknown, another rollout's, or ended) is refused before anything is forwarded,
+ * and a call whose span cannot be written is not answered with its result: no LLM call of a rollout goes
+ * unrecorded. Calls naming no rollout (plain OpenAI-endpoint use, token required) are served as before.
+ * Errors use OpenAI's error shape inside an application/problem+json body, so both OpenAI clients and our
+ * tools read them.
  */
 import express, { type Request, type Response } from 'express';
 import { HEADERS } from '../../protocol/spans.js';
-import { LlmResource, type Resources, type Rollout } from '../../protocol/store.js';
+import { LlmResource, MAX_JSON_DEPTH, tooDeepAt, type Resources, type Rollout } from '../../protocol/store.js';
 import type { LightningStore } from '../store/types.js';
 import { requireToken } from './auth.js';
+import { jsonBody } from './body.js';
+import { HttpProblem } from './errors.js';
 import { type Backend, type CallRequest, type CallResult, GatewayError, type OpenAiBody } from './gateway-backend.js';
 import { LocalBackend, type PolicyProvider } from './gateway-local.js';
 import { buildCallSpan } from './gateway-spans.js';
 import { UpstreamBackend } from './gateway-upstream.js';
 
 export interface GatewayContext {
-  store: Pick<LightningStore, 'addSpans' | 'getRollout' | 'getResources' | 'getLatestResources'>;
+  store: Pick<LightningStore, 'addSpans' | 'getRollout' | 'getAttempt' | 'getResources' | 'getLatestResources'>;
   /** The daemon's loaded policy model for a model name (local backend); absent = none loaded. */
   getPolicy?: PolicyProvider;
   /**
@@ -25,7 +31,12 @@ export interface GatewayContext {
    * rollout and attempt ids in the URL (random, known only to the runner and the agent) are the capability.
    */
   token?: string;
+  /** Environment variables an upstream resource's `apiKeyEnv` may name (default: OPENAI_API_KEY only). */
+  allowedKeyEnvs?: readonly string[];
 }
+
+/** Attempt statuses no call can be recorded into any more (`unresponsive` is revived by its next span). */
+const ENDED_ATTEMPT = new Set(['succeeded', 'failed', 'timeout']);
 
 const PREFIX = '/rollout/:rolloutId/attempt/:attemptId';
 const LATEST_TTL_MS = 250;
@@ -42,6 +53,18 @@ export function sendOpenAiError(res: Response, status: number, message: string, 
 function errorOf(err: unknown): { status: number; message: string; code: string; param: string | null } {
   if (err instanceof GatewayError) return { status: err.status, message: err.message, code: err.code, param: err.param };
   return { status: 500, message: `gateway error: ${err instanceof Error ? err.message : String(err)}`, code: 'internal_error', param: null };
+}
+
+/** Thrown when a call succeeded but its span could not be written: the result is withheld (503). */
+class SpanNotRecorded extends GatewayError {}
+
+/** Writes a served call's span; when that fails, the call is refused rather than served unrecorded. */
+async function recorded(span: ((result: CallResult | null, err: Error | null) => Promise<void>) | null, result: CallResult): Promise<void> {
+  try {
+    await span?.(result, null);
+  } catch (err) {
+    throw new SpanNotRecorded(503, `the call's span could not be recorded (${(err as Error).message}); its result was withheld: retry the call`, 'span_not_recorded');
+  }
 }
 
 /** Resolves which published LLM resource serves a call, with small caches (resources are immutable). */
@@ -87,25 +110,35 @@ export function pickLlmResource(resources: Resources | null, model: string | und
 export function gatewayRouter(ctx: GatewayContext): express.Router {
   const router = express.Router();
   const resolver = new ResourceResolver(ctx.store);
-  const upstream = new UpstreamBackend();
+  const upstream = new UpstreamBackend(ctx.allowedKeyEnvs);
   // Looked up per call: `agl serve` may load (or swap) the policy after the app was built.
   const local = new LocalBackend((model) => ctx.getPolicy?.(model) ?? null);
-  const json = express.json({ limit: '64mb' });
+  const json = jsonBody('64mb');
 
+  /** The attempt a call is for (path or x-agl-* headers), checked to be recordable: else refused before any forwarding. */
   async function callIds(req: Request): Promise<{ rolloutId?: string; attemptId?: string; rollout: Rollout | null }> {
     const rolloutId = (req.params.rolloutId as string | undefined) ?? req.get(HEADERS.rolloutId);
     const attemptId = (req.params.attemptId as string | undefined) ?? req.get(HEADERS.attemptId);
-    if (!rolloutId) return { rollout: null };
-    const rollout = await resolver.rollout(rolloutId);
-    if (!rollout) throw new GatewayError(404, `rollout '${rolloutId}' not found: use the base URL the runner gave this attempt`, 'rollout_not_found');
-    if (!attemptId) throw new GatewayError(400, `rollout '${rolloutId}' given without an attempt id (header ${HEADERS.attemptId})`, 'attempt_missing');
-    return { rolloutId, attemptId, rollout };
+    if (!rolloutId && !attemptId) return { rollout: null };
+    if (!attemptId) throw new GatewayError(400, `rollout '${rolloutId}' given without an attempt id (header ${HEADERS.attemptId}); the call was not forwarded`, 'attempt_missing');
+    const attempt = await ctx.store.getAttempt(attemptId);
+    if (!attempt || (rolloutId && attempt.rolloutId !== rolloutId)) {
+      if (rolloutId && !(await resolver.rollout(rolloutId))) throw new GatewayError(404, `rollout '${rolloutId}' not found: use the base URL the runner gave this attempt; the call was not forwarded`, 'rollout_not_found', 'rolloutId');
+      const where = rolloutId ? ` of rollout '${rolloutId}'` : '';
+      throw new GatewayError(404, `attempt '${attemptId}'${where} not found: use the base URL the runner gave this attempt; the call was not forwarded`, 'attempt_not_found', 'attemptId');
+    }
+    if (ENDED_ATTEMPT.has(attempt.status)) {
+      throw new GatewayError(409, `attempt '${attemptId}' already ended (status '${attempt.status}'): its calls can no longer be recorded, so the call was not forwarded`, 'attempt_ended', 'attemptId');
+    }
+    return { rolloutId: attempt.rolloutId, attemptId, rollout: await resolver.rollout(attempt.rolloutId) };
   }
 
   async function handle(kind: CallRequest['kind'], req: Request, res: Response): Promise<void> {
     const startTime = Date.now();
     const body = req.body as OpenAiBody | undefined;
     if (!body || typeof body !== 'object' || Array.isArray(body)) return sendOpenAiError(res, 400, 'the request body must be a JSON object (Content-Type: application/json)');
+    const deep = tooDeepAt(body);
+    if (deep) return sendOpenAiError(res, 400, `the request body nests deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${deep.slice(0, 3).map(String).join('.')}...`, 'invalid_request_error', String(deep[0]));
     let callReq: CallRequest | null = null;
     let span: ((result: CallResult | null, err: Error | null) => Promise<void>) | null = null;
     let sse = false;
@@ -120,9 +153,8 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
       if (ids.rolloutId && ids.attemptId) {
         const call = { rolloutId: ids.rolloutId, attemptId: ids.attemptId, traceparent: req.get('traceparent'), resourcesId: resources?.id ?? null, resourcesVersion: resources?.version ?? null, startTime, streamed: body.stream === true };
         const r = callReq;
-        span = async (result, err) => {
-          try { await ctx.store.addSpans([buildCallSpan(r, call, result, err)]); } catch (e) { console.error(`gateway: could not record the span of a call in attempt ${call.attemptId}: ${(e as Error).message}`); }
-        };
+        // A span that cannot be written fails the call: its result is not served unrecorded (see recorded below).
+        span = async (result, err) => { await ctx.store.addSpans([buildCallSpan(r, call, result, err)]); };
       }
       const backend: Backend = resource.backend === 'upstream' ? upstream : local;
       if (body.stream === true) {
@@ -132,17 +164,18 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
           if (!res.writableCorked) { res.cork(); process.nextTick(() => res.uncork()); }
           res.write(`data: ${JSON.stringify(chunk)}\n\n`);
         });
-        await span?.(result, null);
+        await recorded(span, result);
         if (!sse) res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
         res.end('data: [DONE]\n\n');
       } else {
         const result = await backend.call(callReq, abort.signal);
-        await span?.(result, null);
+        await recorded(span, result);
         res.json(result.response);
       }
     } catch (err) {
       const e = errorOf(err);
-      await span?.(null, new Error(e.message));
+      // The failed call is recorded when it can be (best effort: nothing was served).
+      if (!(err instanceof SpanNotRecorded)) await span?.(null, new Error(e.message)).catch(() => {});
       if (sse) res.end(`data: ${JSON.stringify({ error: { message: e.message, type: 'server_error', code: e.code } })}\n\n`);
       else sendOpenAiError(res, e.status, e.message, e.code, e.param);
     }
@@ -165,15 +198,17 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
   const pass: express.RequestHandler = (_req, _res, next) => next();
   for (const prefix of ['', PREFIX]) {
     const auth = prefix === '' && ctx.token ? requireToken(ctx.token) : pass;
-    router.post(`${prefix}/v1/chat/completions`, auth, json, (req, res) => handle('chat', req, res));
-    router.post(`${prefix}/v1/completions`, auth, json, (req, res) => handle('completion', req, res));
+    router.post(`${prefix}/v1/chat/completions`, auth, ...json, (req: Request, res: Response) => handle('chat', req, res));
+    router.post(`${prefix}/v1/completions`, auth, ...json, (req: Request, res: Response) => handle('completion', req, res));
     router.get(`${prefix}/v1/models`, auth, models);
   }
-  // Malformed JSON bodies: answer in the OpenAI error shape rather than express's HTML page.
+  // Bodies refused by jsonBody (malformed JSON, not UTF-8, not application/json, too large): in the OpenAI error shape.
   router.use((err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
     if (!/\/v1\/(chat\/completions|completions|models)$/.test(req.path)) return next(err);
-    const status = (err as { status?: number }).status ?? 400;
-    sendOpenAiError(res, status, `invalid request body: ${(err as Error).message}`);
+    const e = err as { status?: number; message?: string };
+    const status = err instanceof HttpProblem ? err.status : typeof e.status === 'number' && e.status >= 400 && e.status < 500 ? e.status : 400;
+    const param = err instanceof HttpProblem ? err.errors?.[0]?.path ?? null : null;
+    sendOpenAiError(res, status, `invalid request body: ${e.message ?? String(err)}`, status === 415 ? 'unsupported_media_type' : 'invalid_request_error', param);
   });
   return router;
 }

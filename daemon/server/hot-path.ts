@@ -18,7 +18,8 @@ import bytes from 'bytes';
 import { API_PREFIX } from '../../protocol/api.js';
 import type { ServerContext } from './app.js';
 import { AUTHENTICATE_HEADER, bearerCheck } from './auth.js';
-import { toProblem, type Reply } from './errors.js';
+import { parseJsonBytes } from './body.js';
+import { settle, toProblem, type Reply } from './errors.js';
 import { rolloutHandlers } from './routes-rollouts.js';
 import { spanHandlers } from './routes-spans.js';
 
@@ -93,29 +94,11 @@ export function withHotPath(ctx: ServerContext, app: RequestListener): RequestLi
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('error', () => { /* the client went away mid-body: nothing was accepted, nothing to answer */ });
     req.on('end', () => {
-      let body: unknown;
-      try {
-        body = parseStrictJson(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
-      } catch (err) {
-        fail({ type: 'entity.parse.failed', message: (err as Error).message });
-        return;
-      }
-      found.route.handle(body, found.params).then((reply) => send(reply.status, reply.body, 'application/json; charset=utf-8')).catch(fail);
+      // The error boundary: a throw anywhere in reading, validating or handling (sync or async) is answered.
+      settle(() => found.route.handle(parseJsonBytes(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)), found.params))
+        .then((reply) => send(reply.status, reply.body, 'application/json; charset=utf-8'))
+        .catch(fail)
+        .catch((err: unknown) => { ctx.log(`POST ${req.url}: could not answer: ${(err as Error)?.stack ?? err}`); res.destroy(); });
     });
   };
-}
-
-/** As express.json({ strict: true }): a leading BOM is dropped, an empty body is {}, and only an object or an array is JSON here. */
-function parseStrictJson(text: string): unknown {
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  if (text.length === 0) return {};
-  const first = /^[\x20\x09\x0a\x0d]*(.)/s.exec(text)?.[1];
-  if (first === '{' || first === '[') return JSON.parse(text);
-  // Worded as body-parser words it: V8's message for the text with everything from that character on masked.
-  const at = first === undefined ? -1 : text.indexOf(first);
-  const masked = at === -1 ? '' : text.slice(0, at) + '#'.repeat(text.length - at);
-  try { JSON.parse(masked); } catch (err) {
-    throw new SyntaxError((err as Error).message.replace(/#+/g, (m) => text.substring(at, at + m.length)));
-  }
-  throw new SyntaxError('the body must be a JSON object');
 }

@@ -9,7 +9,7 @@ import {
   AddMetricsRequest, AddTransitionsRequest, CreateTrainingRunRequest, MetricsQuery, TrainingRunListQuery,
   TransitionListQuery, UpdateTrainingRunRequest,
 } from '../../protocol/api.js';
-import { notFound, parseOr400 } from './errors.js';
+import { HttpProblem, notFound, parseOr400 } from './errors.js';
 import type { ServerContext } from './app.js';
 
 export function trainingRouter(ctx: ServerContext): Router {
@@ -19,6 +19,21 @@ export function trainingRouter(ctx: ServerContext): Router {
     const run = await store.getTrainingRun(id);
     if (!run) throw notFound('training run', id);
     return run;
+  };
+
+  /** Transitions name a run, a rollout and one of its attempts: each distinct one must exist (404 naming the first that does not). */
+  const mustAllExist = async (transitions: { runId: string; rolloutId: string; attemptId: string }[]) => {
+    const at = (i: number, field: string) => [{ path: `transitions[${i}].${field}`, message: 'not found' }];
+    const seen = new Set<string>();
+    for (const [i, t] of transitions.entries()) {
+      if (!seen.has(`r:${t.runId}`)) { seen.add(`r:${t.runId}`); if (!(await store.getTrainingRun(t.runId))) throw new HttpProblem(404, 'not-found', `training run '${t.runId}' not found`, at(i, 'runId')); }
+      if (seen.has(`a:${t.rolloutId}/${t.attemptId}`)) continue;
+      seen.add(`a:${t.rolloutId}/${t.attemptId}`);
+      const attempt = await store.getAttempt(t.attemptId);
+      if (attempt?.rolloutId === t.rolloutId) continue;
+      if (!(await store.getRollout(t.rolloutId))) throw new HttpProblem(404, 'not-found', `rollout '${t.rolloutId}' not found`, at(i, 'rolloutId'));
+      throw new HttpProblem(404, 'not-found', `attempt '${t.attemptId}' of rollout '${t.rolloutId}' not found`, at(i, 'attemptId'));
+    }
   };
 
   r.post('/training-runs', async (req, res) => {
@@ -51,6 +66,7 @@ export function trainingRouter(ctx: ServerContext): Router {
 
   r.post('/transitions', async (req, res) => {
     const { transitions } = parseOr400(AddTransitionsRequest, req.body);
+    await mustAllExist(transitions);
     await store.addTransitions(transitions);
     res.status(201).json({ count: transitions.length });
   });

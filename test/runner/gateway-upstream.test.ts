@@ -140,4 +140,70 @@ describe('gateway, upstream backend', () => {
     assert.equal(bad.status, 400);
     assert.match((await bad.json() as { error: { message: string } }).error.message, /invalid request body/);
   });
+
+  it('refuses, before forwarding anything, a call it could not record: unknown attempt, another rollout\'s, an ended one', async () => {
+    const one = await attempt();
+    const other = await attempt();
+    const forwarded = upstream.requests.length;
+    const ask = (client: OpenAI) => client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] });
+    const at = (rid: string, aid: string) => new OpenAI({ baseURL: attemptBaseUrl(`${daemon.url}/v1`, rid, aid), apiKey: 'x', maxRetries: 0 });
+    const refused = (status: number, pattern: RegExp) => (err: unknown) => {
+      assert.ok(err instanceof OpenAI.APIError, String(err));
+      assert.equal(err.status, status);
+      assert.match(err.message, pattern);
+      return true;
+    };
+    await assert.rejects(ask(at(one.claim.rollout.id, 'at-nope')), refused(404, /attempt 'at-nope' of rollout '.*' not found.*not forwarded/));
+    await assert.rejects(ask(at(one.claim.rollout.id, other.claim.attempt.id)), refused(404, new RegExp(`attempt '${other.claim.attempt.id}' of rollout`)));
+    // The bare route, tied to an attempt by header: an unknown attempt id is refused too.
+    const bare = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: daemon.token, maxRetries: 0, defaultHeaders: { 'x-agl-attempt-id': 'at-nope' } });
+    await assert.rejects(ask(bare), refused(404, /attempt 'at-nope' not found/));
+    await daemon.client.finishAttempt(one.claim.rollout.id, one.claim.attempt.id, { status: 'succeeded' });
+    await assert.rejects(ask(one.openai), refused(409, /already ended \(status 'succeeded'\).*not forwarded/));
+    assert.equal(upstream.requests.length, forwarded, 'nothing reached the upstream');
+    assert.deepEqual(await one.spans(), [], 'and nothing was recorded against the wrong attempt');
+    // A header naming only a live attempt ties the bare call to it (its rollout is the attempt's).
+    const byHeader = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: daemon.token, maxRetries: 0, defaultHeaders: { 'x-agl-attempt-id': other.claim.attempt.id } });
+    assert.equal((await ask(byHeader)).choices[0].message.content, FAKE_ANSWER);
+    assert.equal((await other.spans()).length, 1);
+  });
+
+  it('refuses bodies it cannot read faithfully: not JSON, not UTF-8, too deep (nothing forwarded)', async () => {
+    const { claim } = await attempt();
+    const url = `${attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id)}/chat/completions`;
+    const forwarded = upstream.requests.length;
+    const post = async (body: string | Uint8Array, contentType = 'application/json') => {
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body: body as BodyInit });
+      assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      return { status: res.status, error: (await res.json() as { error: { message: string; param: string | null } }).error };
+    };
+    const text = await post('{"model":"fake-model","messages":[]}', 'text/plain');
+    assert.equal(text.status, 415);
+    assert.equal(text.error.param, 'headers.content-type');
+    const before = '{"model":"fake-model","messages":[{"role":"user","content":"caf';
+    const latin = await post(Buffer.concat([Buffer.from(before), Buffer.from([0xe9]), Buffer.from('"}]}')]));
+    assert.equal(latin.status, 400);
+    assert.match(latin.error.message, new RegExp(`not valid UTF-8 \\(first bad byte at offset ${before.length}\\)`));
+    const deep = `${'['.repeat(5000)}"x"${']'.repeat(5000)}`; // written out: JSON.stringify itself overflows at this depth
+    const tooDeep = await post(`{"model":"fake-model","messages":[{"role":"user","content":${deep}}]}`);
+    assert.equal(tooDeep.status, 400);
+    assert.match(tooDeep.error.message, /deeper than 64 levels/);
+    assert.equal(tooDeep.error.param, 'messages');
+    assert.equal(upstream.requests.length, forwarded);
+  });
+
+  it('sends an upstream key only from a variable the daemon was started to allow', async () => {
+    process.env.AGL_TEST_SECRET = 'must-not-leak';
+    const r = await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'leaky', backend: 'upstream', upstreamUrl: upstream.url, apiKeyEnv: 'AGL_TEST_SECRET' } } });
+    const claim = await daemon.client.startRollout({ input: null, resourcesId: r.id });
+    const openai = new OpenAI({ baseURL: attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id), apiKey: 'x', maxRetries: 0 });
+    const forwarded = upstream.requests.length;
+    await assert.rejects(openai.chat.completions.create({ model: 'leaky', messages: [{ role: 'user', content: 'x' }] }), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.APIError && err.status === 403, String(err));
+      assert.match(err.message, /apiKeyEnv 'AGL_TEST_SECRET'.*--upstream-key-env AGL_TEST_SECRET/);
+      return true;
+    });
+    assert.equal(upstream.requests.length, forwarded);
+    delete process.env.AGL_TEST_SECRET;
+  });
 });

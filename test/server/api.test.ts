@@ -132,9 +132,20 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
     assert.deepEqual(after0.map((m) => [m.step, m.value]), [[1, 0.5]]);
     assert.deepEqual((await d.client.listTrainingRuns('calc#agent')).map((r) => r.id), [run.id]);
 
-    const t = { runId: run.id, step: 1, rolloutId: 'ro-x', attemptId: 'at-x', spanId: 's1', groupId: 'g', index: 0, agentName: null, reward: 1, credit: 1, advantage: 0.5, promptTokens: 10, completionTokens: 4 };
+    const { rollout, attempt } = await d.client.startRollout({ input: null });
+    const t = { runId: run.id, step: 1, rolloutId: rollout.id, attemptId: attempt.id, spanId: 's1', groupId: 'g', index: 0, agentName: null, reward: 1, credit: 1, advantage: 0.5, promptTokens: 10, completionTokens: 4 };
     await d.client.addTransitions([t]);
     assert.deepEqual(await d.client.queryTransitions({ runId: run.id }), [t]);
+    // A transition must name a run, a rollout and an attempt of that rollout that exist: 404 naming the first that does not.
+    for (const [patch, path, id] of [[{ runId: 'run-nope' }, 'runId', 'run-nope'], [{ rolloutId: 'ro-nope' }, 'rolloutId', 'ro-nope'], [{ attemptId: 'at-nope' }, 'attemptId', 'at-nope']] as const) {
+      await assert.rejects(d.client.addTransitions([t, { ...t, ...patch }]), (e: unknown) => {
+        assert.ok(e instanceof AglHttpError && e.status === 404, String(e));
+        assert.match(e.message, new RegExp(id));
+        assert.deepEqual(e.errors, [{ path: `transitions[1].${path}`, message: 'not found' }]);
+        return true;
+      });
+    }
+    assert.equal((await d.client.queryTransitions({ runId: run.id })).length, 1, 'nothing of a refused batch was stored');
   });
 
   it('reports statistics and Prometheus metrics', async () => {

@@ -52,10 +52,11 @@ describe('bad input gets a 4xx problem+json and the daemon keeps serving', () =>
     assert.equal(span.errors?.[0]?.path, 'spans[0].startTime');
   });
 
-  it('a body that is not a JSON object -> 400', async () => {
-    const p = await problem('POST', '/v1/agl/resources', { body: 'resources=1', contentType: 'application/x-www-form-urlencoded' }, 400);
-    assert.match(p.detail, /JSON object/);
-    await problem('POST', '/v1/agl/resources', { body: '[1,2]' }, 400);
+  it('a body that is not sent as JSON -> 415 naming the content type; not a JSON object -> 400', async () => {
+    const p = await problem('POST', '/v1/agl/resources', { body: 'resources=1', contentType: 'application/x-www-form-urlencoded' }, 415);
+    assert.deepEqual(p.errors, [{ path: 'headers.content-type', message: 'expected application/json, received application/x-www-form-urlencoded' }]);
+    const arr = await problem('POST', '/v1/agl/resources', { body: '[1,2]' }, 400);
+    assert.deepEqual(arr.errors, [{ path: '(body)', message: 'expected object, received array' }]);
   });
 
   it('bad query strings -> 400 naming the parameter', async () => {

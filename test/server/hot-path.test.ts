@@ -96,8 +96,8 @@ describe('hot path beside express', () => {
 
   it('leaves unusual requests to express: other content types, query strings', async () => {
     const form = await post('/v1/agl/queues/rollouts/dequeue', 'workerId=w1', { contentType: 'application/x-www-form-urlencoded' });
-    assert.equal(form.status, 400);
-    assert.match(form.body.detail, /JSON object/);
+    assert.equal(form.status, 415);
+    assert.match(form.body.detail, /send the body as application\/json/);
     const latin = await post('/v1/agl/queues/rollouts/dequeue', '{"workerId":"w1"}', { contentType: 'application/json; charset=latin1' });
     assert.equal(latin.status, 415);
     assert.deepEqual((await post('/v1/agl/queues/rollouts/dequeue?x=1', '{"workerId":"w1"}')).body, { claims: [] });

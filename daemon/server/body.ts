@@ -1,0 +1,97 @@
+/**
+ * Request bodies at the edge, read one way by every route that takes JSON: the store API (express and the
+ * hot path alike), the gateway and OTLP/JSON. A body must be sent as `application/json` (charset UTF-8 when
+ * named; 415 otherwise), its bytes must be valid UTF-8 (400 naming the first bad byte: never silently
+ * turned into U+FFFD), a leading byte-order mark is dropped, and only a JSON object or array is a body (as
+ * express.json({ strict: true })). An empty JSON body is `{}`; a request without any body has none.
+ */
+import express, { type RequestHandler } from 'express';
+import { HttpProblem } from './errors.js';
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** True for `application/json`, with or without a UTF-8 charset; throws a 415 problem for anything else. */
+export function requireJsonType(contentType: string | undefined): void {
+  const [media = '', ...params] = (contentType ?? '').split(';');
+  if (media.trim().toLowerCase() !== 'application/json') {
+    throw new HttpProblem(415, 'unsupported-media-type',
+      `unsupported Content-Type '${contentType ?? ''}': send the body as application/json`,
+      [{ path: 'headers.content-type', message: contentType === undefined ? 'missing' : `expected application/json, received ${media.trim() || '(empty)'}` }]);
+  }
+  for (const param of params) {
+    const [name = '', value = ''] = param.split('=');
+    const charset = value.trim().replace(/^"|"$/g, '').toLowerCase();
+    if (name.trim().toLowerCase() === 'charset' && charset !== 'utf-8' && charset !== 'utf8') {
+      throw new HttpProblem(415, 'unsupported-charset', `unsupported charset '${charset}': JSON bodies are UTF-8 (send charset=utf-8 or none)`,
+        [{ path: 'headers.content-type', message: `charset ${charset} is not supported` }]);
+    }
+  }
+}
+
+/** Where the first byte that breaks UTF-8 is (-1 when none): only asked once a strict decode has failed. */
+export function firstInvalidUtf8(buf: Uint8Array): number {
+  for (let i = 0; i < buf.length;) {
+    const b = buf[i]!;
+    const n = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
+    if (n < 0) return i;
+    // Second byte's range rules out overlong forms, surrogates and code points above U+10FFFF.
+    const lo = b === 0xe0 ? 0xa0 : b === 0xf0 ? 0x90 : 0x80;
+    const hi = b === 0xed ? 0x9f : b === 0xf4 ? 0x8f : 0xbf;
+    for (let k = 1; k <= n; k++) {
+      const c = buf[i + k];
+      if (c === undefined || c < (k === 1 ? lo : 0x80) || c > (k === 1 ? hi : 0xbf)) return i;
+    }
+    i += n + 1;
+  }
+  return -1;
+}
+
+/** The bytes as text, or a 400 problem naming the first byte that is not UTF-8. */
+export function decodeUtf8(buf: Uint8Array, what = '(body)'): string {
+  try {
+    return strictUtf8.decode(buf);
+  } catch {
+    const at = firstInvalidUtf8(buf);
+    throw new HttpProblem(400, 'invalid-utf8', `${what === '(body)' ? 'request body' : what} is not valid UTF-8 (first bad byte at offset ${at}): send UTF-8 text`,
+      [{ path: what, message: `not valid UTF-8 at byte ${at}` }]);
+  }
+}
+
+/** A JSON body's bytes -> its value: strict UTF-8, BOM dropped, an object or array only (worded as body-parser words its errors). */
+export function parseJsonBytes(buf: Uint8Array): unknown {
+  let text = decodeUtf8(buf);
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  if (text.length === 0) return {};
+  const first = /^[\x20\x09\x0a\x0d]*(.)/s.exec(text)?.[1];
+  try {
+    if (first === '{' || first === '[') return JSON.parse(text);
+    // V8's message for the text with everything from that character on masked, as body-parser does.
+    const at = first === undefined ? -1 : text.indexOf(first);
+    const masked = at === -1 ? '' : text.slice(0, at) + '#'.repeat(text.length - at);
+    try { JSON.parse(masked); } catch (err) {
+      throw new SyntaxError((err as Error).message.replace(/#+/g, (m) => text.substring(at, at + m.length)));
+    }
+    throw new SyntaxError('the body must be a JSON object');
+  } catch (err) {
+    throw Object.assign(err as Error, { type: 'entity.parse.failed' });
+  }
+}
+
+/**
+ * Express middleware for a router's JSON bodies: read (size limit, gzip/deflate as express.json), then
+ * checked and parsed as above. A request without a body (none sent, or an empty one without a JSON type)
+ * leaves `req.body` undefined.
+ */
+export function jsonBody(limit: string): RequestHandler[] {
+  return [
+    express.raw({ type: () => true, limit }),
+    (req, _res, next) => {
+      const raw = req.body as Buffer | undefined;
+      const type = req.headers['content-type'];
+      if (!Buffer.isBuffer(raw) || (raw.length === 0 && type === undefined)) { req.body = undefined; next(); return; }
+      requireJsonType(type);
+      req.body = parseJsonBytes(raw);
+      next();
+    },
+  ];
+}
