@@ -1,37 +1,15 @@
 /**
- * The daemon's small state file, `<dataDir>/daemon.json` (lowdb): where the running daemon listens, its
- * pid, the token's path, which store it uses, when it started, and the registry of agents it has seen.
+ * The daemon's side of its data dir: proving it writable, and writing the small state file
+ * `<dataDir>/daemon.json` (lowdb; its format is protocol/daemon-state.ts, read by sdk/daemon-state.ts).
  * Only the daemon writes it (whole-file rewrites: never spans, never anything hot); the CLI, the client
- * and the extension read it to find the daemon. A pid that no longer exists marks the state stale.
+ * and the extension read it to find the daemon.
  */
-import { accessSync, constants, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { accessSync, constants, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { LowSync } from 'lowdb';
 import { JSONFileSync } from 'lowdb/node';
 import type { KnownAgent } from '../protocol/api.js';
-
-export const STATE_FILE = 'daemon.json';
-
-export interface DaemonState {
-  /** null when the daemon stopped cleanly. */
-  pid: number | null;
-  url: string | null;
-  host: string | null;
-  port: number | null;
-  tokenPath: string;
-  /** Store spec, password removed: `sqlite:<path>` or `postgres://user@host/db`. */
-  store: string;
-  startedAt: number | null;
-  stoppedAt: number | null;
-  version: string;
-  agents: KnownAgent[];
-}
-
-/** --data-dir, else AGL_DATA_DIR, else ~/.agent-lightning; always absolute. */
-export function resolveDataDir(flag?: string): string {
-  return resolve(flag || process.env.AGL_DATA_DIR || join(homedir(), '.agent-lightning'));
-}
+import { DAEMON_STATE_FILE, type DaemonState } from '../protocol/daemon-state.js';
 
 /** Thrown when the data dir cannot be created or written; its message says what to do. */
 export class DataDirError extends Error {}
@@ -58,36 +36,6 @@ export function redactStoreSpec(spec: string): string {
   return spec.replace(/^(\w+:\/\/[^:/@]+):[^@]*@/, '$1:***@');
 }
 
-export function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by someone else
-  }
-}
-
-export interface DaemonStateReading {
-  state: DaemonState | null;
-  /** The recorded pid is alive (the daemon is probably up: confirm with GET /health). */
-  running: boolean;
-  /** The state says running but its pid is gone (killed, crashed). */
-  stale: boolean;
-}
-
-/** Reads daemon.json without locking (the daemon rewrites it atomically with a rename). */
-export function readDaemonState(dataDir: string): DaemonStateReading {
-  let state: DaemonState | null = null;
-  try {
-    state = JSON.parse(readFileSync(join(dataDir, STATE_FILE), 'utf8')) as DaemonState;
-  } catch {
-    return { state: null, running: false, stale: false };
-  }
-  if (state.pid == null) return { state, running: false, stale: false };
-  const alive = state.pid === process.pid || isPidAlive(state.pid);
-  return { state, running: alive, stale: !alive };
-}
-
 const AGENT_FLUSH_MS = 30_000;
 
 /** The daemon's handle on daemon.json: the only writer. */
@@ -99,7 +47,7 @@ export class DaemonStateFile {
 
   constructor(readonly dataDir: string, defaults: Pick<DaemonState, 'tokenPath' | 'store' | 'version'>) {
     const empty: DaemonState = { pid: null, url: null, host: null, port: null, startedAt: null, stoppedAt: null, agents: [], ...defaults };
-    this.db = new LowSync<DaemonState>(new JSONFileSync(join(dataDir, STATE_FILE)), empty);
+    this.db = new LowSync<DaemonState>(new JSONFileSync(join(dataDir, DAEMON_STATE_FILE)), empty);
     try {
       this.db.read();
     } catch {

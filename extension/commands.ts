@@ -1,26 +1,16 @@
 /**
  * Every command of package.json contributes.commands, registered in one place. Commands that need the
  * daemon ask Ctx.requireDaemon, which explains (and offers to start it) when it is down; none fails
- * silently. Command ids are shared with the CodeLens (daemon/lsp/codelens.ts COMMANDS).
+ * silently. Command ids are protocol/commands.ts COMMANDS (the CodeLens invokes them too).
  */
 import * as vscode from 'vscode';
+import { COMMANDS } from '../protocol/commands.js';
 import { markAsAgent } from '../protocol/lsp.js';
-import { COMMANDS } from '../daemon/lsp/codelens.js';
 import type { Ctx } from './ctx.js';
 import { cursorEditor } from './pickers.js';
 import { runRolloutCommand } from './rollout.js';
 import { trainCommand } from './train.js';
 import { showTrainingDashboard, showTrajectoryViewer } from './views.js';
-
-export const COMMAND_IDS = {
-  ...COMMANDS,
-  stopDaemon: 'agentLightning.stopDaemon',
-  restartDaemon: 'agentLightning.restartDaemon',
-  showDaemonLog: 'agentLightning.showDaemonLog',
-  markAsAgent: 'agentLightning.markAsAgent',
-  openTrainingDashboard: 'agentLightning.openTrainingDashboard',
-  showActions: 'agentLightning.showActions',
-} as const;
 
 /** Runs a command body, turning an unexpected error into a message that points at the log. */
 function guarded(ctx: Ctx, name: string, body: (...args: unknown[]) => Promise<unknown>): (...args: unknown[]) => Promise<void> {
@@ -38,21 +28,21 @@ function guarded(ctx: Ctx, name: string, body: (...args: unknown[]) => Promise<u
 export function registerCommands(ctx: Ctx): vscode.Disposable[] {
   const reg = (id: string, name: string, body: (...args: unknown[]) => Promise<unknown>) => vscode.commands.registerCommand(id, guarded(ctx, name, body));
   return [
-    reg(COMMAND_IDS.train, 'Train This Agent', (agent) => trainCommand(ctx, agent)),
-    reg(COMMAND_IDS.run, 'Run Rollout', (agent) => runRolloutCommand(ctx, agent)),
-    reg(COMMAND_IDS.trajectories, 'Open Trajectory Viewer', async (agent) => {
+    reg(COMMANDS.train, 'Train This Agent', (agent) => trainCommand(ctx, agent)),
+    reg(COMMANDS.run, 'Run Rollout', (agent) => runRolloutCommand(ctx, agent)),
+    reg(COMMANDS.trajectories, 'Open Trajectory Viewer', async (agent) => {
       if (!(await ctx.requireDaemon('open the trajectory viewer'))) return;
       await showTrajectoryViewer(ctx, { agent: typeof agent === 'string' ? agent : undefined });
     }),
-    reg(COMMAND_IDS.openTrainingDashboard, 'Open Training Dashboard', async (runId) => {
+    reg(COMMANDS.openTrainingDashboard, 'Open Training Dashboard', async (runId) => {
       if (!(await ctx.requireDaemon('open the training dashboard'))) return;
       await showTrainingDashboard(ctx, { runId: typeof runId === 'string' ? runId : undefined });
     }),
-    reg(COMMAND_IDS.markAsAgent, 'Mark Function as Agent', () => markFunctionAsAgent(ctx)),
-    reg(COMMAND_IDS.startDaemon, 'Start Daemon', async () => {
+    reg(COMMANDS.markAsAgent, 'Mark Function as Agent', () => markFunctionAsAgent(ctx)),
+    reg(COMMANDS.startDaemon, 'Start Daemon', async () => {
       if (await ctx.start()) void vscode.window.showInformationMessage(`Agent Lightning: daemon ready at ${ctx.daemon?.endpoint.url}.`);
     }),
-    reg(COMMAND_IDS.stopDaemon, 'Stop Daemon', async () => {
+    reg(COMMANDS.stopDaemon, 'Stop Daemon', async () => {
       if (!ctx.daemon) { void vscode.window.showInformationMessage('Agent Lightning: the daemon is not running.'); return; }
       if (!ctx.daemon.child) {
         const ok = await vscode.window.showWarningMessage(
@@ -62,9 +52,9 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       }
       await ctx.stop();
     }),
-    reg(COMMAND_IDS.restartDaemon, 'Restart Daemon', () => ctx.restart()),
-    reg(COMMAND_IDS.showDaemonLog, 'Show Daemon Log', async () => ctx.output.show(true)),
-    reg(COMMAND_IDS.showActions, 'Show Actions', () => showActions(ctx)),
+    reg(COMMANDS.restartDaemon, 'Restart Daemon', () => ctx.restart()),
+    reg(COMMANDS.showDaemonLog, 'Show Daemon Log', async () => ctx.output.show(true)),
+    reg(COMMANDS.showActions, 'Show Actions', () => showActions(ctx)),
   ];
 }
 
@@ -85,13 +75,13 @@ async function markFunctionAsAgent(ctx: Ctx): Promise<void> {
 async function showActions(ctx: Ctx): Promise<void> {
   const up = ctx.daemon !== null;
   const items: Array<vscode.QuickPickItem & { command: string }> = [
-    { label: '$(zap) Train This Agent', command: COMMAND_IDS.train },
-    { label: '$(play) Run Rollout', command: COMMAND_IDS.run },
-    { label: '$(list-tree) Open Trajectory Viewer', command: COMMAND_IDS.trajectories },
-    { label: '$(graph-line) Open Training Dashboard', command: COMMAND_IDS.openTrainingDashboard },
-    up ? { label: '$(debug-stop) Stop Daemon', command: COMMAND_IDS.stopDaemon } : { label: '$(debug-start) Start Daemon', command: COMMAND_IDS.startDaemon },
-    { label: '$(debug-restart) Restart Daemon', command: COMMAND_IDS.restartDaemon },
-    { label: '$(output) Show Daemon Log', command: COMMAND_IDS.showDaemonLog },
+    { label: '$(zap) Train This Agent', command: COMMANDS.train },
+    { label: '$(play) Run Rollout', command: COMMANDS.run },
+    { label: '$(list-tree) Open Trajectory Viewer', command: COMMANDS.trajectories },
+    { label: '$(graph-line) Open Training Dashboard', command: COMMANDS.openTrainingDashboard },
+    up ? { label: '$(debug-stop) Stop Daemon', command: COMMANDS.stopDaemon } : { label: '$(debug-start) Start Daemon', command: COMMANDS.startDaemon },
+    { label: '$(debug-restart) Restart Daemon', command: COMMANDS.restartDaemon },
+    { label: '$(output) Show Daemon Log', command: COMMANDS.showDaemonLog },
   ];
   const picked = await vscode.window.showQuickPick(items, {
     title: up ? `Agent Lightning · daemon at ${ctx.daemon!.endpoint.url}` : 'Agent Lightning · daemon not running',

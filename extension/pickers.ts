@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import * as vscode from 'vscode';
+import { COMMANDS } from '../protocol/commands.js';
 import { agentAt, listAgents, type AgentInfo } from '../protocol/lsp.js';
 import type { Ctx } from './ctx.js';
 
@@ -46,7 +47,7 @@ export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Pro
     const choice = await vscode.window.showWarningMessage(
       'Agent Lightning: no agent functions in this workspace. An agent is a function wrapped in rollout(...) (TypeScript/JavaScript) or decorated with @rollout (Python).',
       'Mark Function as Agent');
-    if (choice) void vscode.commands.executeCommand('agentLightning.markAsAgent');
+    if (choice) void vscode.commands.executeCommand(COMMANDS.markAsAgent);
     return undefined;
   }
   if (all.length === 1) return all[0];

@@ -3,6 +3,7 @@
  * progress ("training 3/10 · reward 0.41"). Clicking it opens the actions quick pick.
  */
 import * as vscode from 'vscode';
+import { COMMANDS } from '../protocol/commands.js';
 
 export type DaemonStatus =
   | { kind: 'starting' }
@@ -19,7 +20,7 @@ export class StatusBar implements vscode.Disposable {
 
   constructor() {
     this.item.name = 'Agent Lightning';
-    this.item.command = 'agentLightning.showActions';
+    this.item.command = COMMANDS.showActions;
     this.render();
     this.item.show();
   }

@@ -10,9 +10,9 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { API_PREFIX } from '../protocol/api.js';
+import { DAEMON_STATE_FILE, TOKEN_FILE } from '../protocol/daemon-state.js';
 import type {
   AddMetricsRequest, AddResourcesRequest, AddSpansResponse, Claim, CountResponse, CreateTrainingRunRequest,
   DequeueRequest, FinishAttemptRequest, FinishAttemptResponse, Health, KnownAgent, Problem, ProblemFieldError,
@@ -22,6 +22,7 @@ import type {
 import type {
   Attempt, MetricPoint, Resources, Rollout, RolloutInput, Span, SpanInput, Statistics, TrainingRun, Transition, Worker,
 } from '../protocol/store.js';
+import { readDaemonState, resolveDataDir } from './daemon-state.js';
 
 export { API_PREFIX };
 
@@ -64,10 +65,6 @@ export class AglNotRunningError extends Error {
   }
 }
 
-function pidAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM'; }
-}
-
 export interface AglClientOptions {
   /** Base URL of the daemon, e.g. http://127.0.0.1:4747 (no trailing /v1/agl). */
   url: string;
@@ -80,7 +77,7 @@ export interface AglClientOptions {
 
 /** The data dir the daemon uses: AGL_DATA_DIR, else ~/.agent-lightning. */
 export function defaultDataDir(): string {
-  return process.env.AGL_DATA_DIR || join(homedir(), '.agent-lightning');
+  return resolveDataDir();
 }
 
 type Query = Record<string, string | number | boolean | string[] | undefined | null>;
@@ -108,15 +105,11 @@ export class AglClient {
 
   /** A client for the daemon recorded in `<dataDir>/daemon.json`, with the token from `<dataDir>/token`. */
   static fromDataDir(dataDir = defaultDataDir(), opts: Partial<AglClientOptions> = {}): AglClient {
-    let state: { url?: string | null; pid?: number | null };
-    try {
-      state = JSON.parse(readFileSync(join(dataDir, 'daemon.json'), 'utf8'));
-    } catch {
-      throw new AglNotRunningError(dataDir, 'no daemon.json: no daemon ever ran with this data dir');
-    }
+    const { state, stale } = readDaemonState(dataDir);
+    if (!state) throw new AglNotRunningError(dataDir, `no ${DAEMON_STATE_FILE}: no daemon ever ran with this data dir`);
     if (!state.url || !state.pid) throw new AglNotRunningError(dataDir, 'it was stopped');
-    if (!pidAlive(state.pid)) throw new AglNotRunningError(dataDir, `its process (pid ${state.pid}) is gone: killed or crashed`);
-    const token = readFileSync(join(dataDir, 'token'), 'utf8').trim();
+    if (stale) throw new AglNotRunningError(dataDir, `its process (pid ${state.pid}) is gone: killed or crashed`);
+    const token = readFileSync(join(dataDir, TOKEN_FILE), 'utf8').trim();
     return new AglClient({ url: state.url, token, ...opts });
   }
 

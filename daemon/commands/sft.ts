@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { openPolicy } from '../algorithm/open-policy.js';
 import { Progress } from '../algorithm/progress.js';
 import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft.js';
-import { resolveDataDir } from '../state.js';
+import { resolveDataDir } from '../../sdk/daemon-state.js';
 
 const HELP = `usage: agl sft --data demos.jsonl [options]
 

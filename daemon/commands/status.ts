@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { AglClient } from '../../sdk/client.js';
-import { readDaemonState, resolveDataDir } from '../state.js';
+import { readDaemonState, resolveDataDir } from '../../sdk/daemon-state.js';
 
 const HELP = `usage: agl status [--data-dir DIR] [--json]
 

@@ -17,7 +17,8 @@ import type { Task } from '../algorithm/rollouts.js';
 import { readJsonl } from '../algorithm/sft.js';
 import { Trainer, type TrainerState, newTrainerState, plannedSteps } from '../algorithm/trainer.js';
 import { loadOrCreateToken } from '../server/auth.js';
-import { ensureWritableDataDir, resolveDataDir } from '../state.js';
+import { resolveDataDir } from '../../sdk/daemon-state.js';
+import { ensureWritableDataDir } from '../state.js';
 import { openStore } from '../store/index.js';
 
 const HELP = `usage: agl train <agent file>#<export> --train train.jsonl --val val.jsonl [options]

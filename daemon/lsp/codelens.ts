@@ -1,18 +1,11 @@
 /**
  * The CodeLens above each agent function: its reward summary ("reward 0.62 ▲0.31 · 128 rollouts", or
  * "no rollouts yet"), then "▶ Run", "⚡ Train" and "Trajectories". The commands are the extension's
- * (package.json contributes.commands); their first argument is the agent id.
+ * (protocol/commands.ts); their first argument is the agent id.
  */
 import type { CodeLens } from 'vscode-languageserver';
+import { COMMANDS } from '../../protocol/commands.js';
 import type { AgentInfo, AgentStats } from '../../protocol/lsp.js';
-
-/** Command ids shared with the extension (extension/commands.ts registers them). */
-export const COMMANDS = {
-  run: 'agentLightning.runRollout',
-  train: 'agentLightning.train',
-  trajectories: 'agentLightning.openTrajectoryViewer',
-  startDaemon: 'agentLightning.startDaemon',
-} as const;
 
 function signed(trend: number): string {
   if (Math.abs(trend) < 0.005) return '±0.00';

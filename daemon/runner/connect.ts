@@ -4,8 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { TOKEN_FILE } from '../../protocol/daemon-state.js';
 import { AglClient } from '../../sdk/client.js';
-import { resolveDataDir } from '../state.js';
+import { resolveDataDir } from '../../sdk/daemon-state.js';
 
 export interface Connection { client: AglClient; url: string; token: string }
 
@@ -18,5 +19,5 @@ export function connect(flags: { url?: string; token?: string; 'data-dir'?: stri
   }
   const dataDir = resolveDataDir(flags['data-dir']);
   const client = AglClient.fromDataDir(dataDir);
-  return { client, url: client.url, token: readFileSync(join(dataDir, 'token'), 'utf8').trim() };
+  return { client, url: client.url, token: readFileSync(join(dataDir, TOKEN_FILE), 'utf8').trim() };
 }

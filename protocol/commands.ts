@@ -1,0 +1,19 @@
+/**
+ * The extension's VS Code command ids, declared once: package.json `contributes.commands` lists them (a test
+ * checks that it lists exactly these), extension/commands.ts registers them, and the CodeLens the language
+ * server serves (daemon/lsp/codelens.ts) invokes them with the agent id as first argument.
+ */
+export const COMMANDS = {
+  train: 'agentLightning.train',
+  run: 'agentLightning.runRollout',
+  trajectories: 'agentLightning.openTrajectoryViewer',
+  openTrainingDashboard: 'agentLightning.openTrainingDashboard',
+  markAsAgent: 'agentLightning.markAsAgent',
+  startDaemon: 'agentLightning.startDaemon',
+  stopDaemon: 'agentLightning.stopDaemon',
+  restartDaemon: 'agentLightning.restartDaemon',
+  showDaemonLog: 'agentLightning.showDaemonLog',
+  showActions: 'agentLightning.showActions',
+} as const;
+
+export type CommandId = (typeof COMMANDS)[keyof typeof COMMANDS];

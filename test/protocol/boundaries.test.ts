@@ -1,0 +1,86 @@
+/**
+ * The floor plan, checked on every import: protocol/ at the bottom (zod and the LSP protocol types only),
+ * sdk/ and webview/ on protocol/ only, the extension on protocol/ and sdk/ (never on daemon/ or webview/
+ * internals: what they share is in protocol/). Also: the command ids of protocol/commands.ts are exactly
+ * package.json's contributes.commands.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { COMMANDS } from '../../protocol/commands.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+interface Rule { folders: string[]; packages: RegExp; packagesSaid: string }
+const RULES: Record<string, Rule> = {
+  protocol: { folders: ['protocol'], packages: /^(zod|vscode-languageserver-protocol)$/, packagesSaid: 'zod, vscode-languageserver-protocol' },
+  sdk: { folders: ['sdk', 'protocol'], packages: /^node:/, packagesSaid: 'node: built-ins' },
+  webview: { folders: ['webview', 'protocol'], packages: /^(@vscode-elements\/elements|@vscode\/codicons|uplot)(\/|$)/, packagesSaid: '@vscode-elements/elements, @vscode/codicons, uplot' },
+  extension: { folders: ['extension', 'protocol', 'sdk'], packages: /^(node:|vscode$|vscode-languageclient(\/|$))/, packagesSaid: 'vscode, vscode-languageclient, node: built-ins' },
+};
+
+/** Every module specifier a file imports or re-exports, static or dynamic. */
+function importsOf(source: string): string[] {
+  return ts.preProcessFile(source, true, true).importedFiles.map((f) => f.fileName);
+}
+
+/** What is wrong with `file` (repo-relative, `/`-separated) importing `spec`, or null. */
+export function violation(file: string, spec: string): string | null {
+  const top = file.split('/')[0]!;
+  const rule = RULES[top];
+  if (!rule) return null;
+  if (spec.startsWith('.')) {
+    const target = relative(ROOT, resolve(ROOT, dirname(file), spec)).split(sep).join('/');
+    const folder = target.split('/')[0]!;
+    return rule.folders.includes(folder) ? null : `${file} imports '${spec}' (${folder}/): ${top}/ may import only ${rule.folders.map((f) => `${f}/`).join(', ')}`;
+  }
+  return rule.packages.test(spec) ? null : `${file} imports package '${spec}': ${top}/ may import only ${rule.packagesSaid}`;
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(join(ROOT, dir))) {
+    const path = `${dir}/${name}`;
+    if (statSync(join(ROOT, path)).isDirectory()) out.push(...sourceFiles(path));
+    else if (/\.(ts|mts)$/.test(name)) out.push(path);
+  }
+  return out;
+}
+
+describe('boundaries', () => {
+  it('extension/, webview/, sdk/ and protocol/ import only what the floor plan allows', () => {
+    const problems: string[] = [];
+    let checked = 0;
+    for (const top of Object.keys(RULES)) {
+      for (const file of sourceFiles(top)) {
+        for (const spec of importsOf(readFileSync(join(ROOT, file), 'utf8'))) {
+          checked++;
+          const problem = violation(file, spec);
+          if (problem) problems.push(problem);
+        }
+      }
+    }
+    assert.ok(checked > 100, `only ${checked} imports found: the scan is not reading the sources`);
+    assert.deepEqual(problems, []);
+  });
+
+  it('names the forbidden imports a newcomer might add', () => {
+    assert.match(violation('extension/daemon.ts', '../daemon/state.js')!, /extension\/daemon\.ts imports '\.\.\/daemon\/state\.js' \(daemon\/\)/);
+    assert.match(violation('extension/panels/data.ts', '../../webview/trajectory/model.js')!, /\(webview\/\)/);
+    assert.match(violation('webview/trajectory/model.ts', '../../sdk/client.js')!, /webview\/ may import only webview\/, protocol\//);
+    assert.match(violation('protocol/spans.ts', 'node:fs')!, /package 'node:fs'/);
+    assert.match(violation('extension/daemon.ts', 'lowdb')!, /package 'lowdb'/);
+    assert.equal(violation('extension/commands.ts', '../protocol/commands.js'), null);
+    assert.equal(violation('extension/daemon.ts', '../sdk/daemon-state.js'), null);
+    const sample = "import { a } from '../daemon/x.js';\nexport { b } from './y.js';\nconst c = await import('../webview/z.js');\nimport type { D } from 'zod';\n";
+    assert.deepEqual(importsOf(sample), ['../daemon/x.js', './y.js', '../webview/z.js', 'zod']);
+  });
+
+  it('the command ids are exactly the commands package.json contributes', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { contributes: { commands: { command: string }[] } };
+    assert.deepEqual(pkg.contributes.commands.map((c) => c.command).sort(), Object.values(COMMANDS).sort());
+  });
+});
