@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
+import { COMMANDS } from '../protocol/commands.js';
 import type { AgentInfo } from '../protocol/lsp.js';
 import { METRICS } from '../protocol/metrics.js';
 import type { TrainingRun } from '../protocol/store.js';
@@ -115,7 +116,7 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
         try {
           run = (await findRun(client, agent.id, started)) ?? run;
           if (!run) return;
-          if (!dashboardOpened) { dashboardOpened = true; void showTrainingDashboard(ctx, { runId: run.id, agent: agent.id }); }
+          if (!dashboardOpened) { dashboardOpened = true; void showTrainingDashboard(ctx, { runId: run.id }); }
           const reward = await latestReward(client, run.id);
           const total = run.totalSteps || 0;
           const pct = total > 0 ? (run.step / total) * 100 : 0;
@@ -155,8 +156,8 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   const checkpoint = [...result.stdout].reverse().map((l) => /^checkpoint: (.+)$/.exec(l.trim())?.[1]).find(Boolean);
   const actions = [...(checkpoint ? ['Serve Checkpoint'] : []), ...(finalRun ? ['Open Dashboard', 'Open Trajectories'] : [])];
   const picked = await vscode.window.showInformationMessage(`Agent Lightning: trained ${agent.name}: ${summary}`, ...actions);
-  if (picked === 'Open Dashboard' && finalRun) void showTrainingDashboard(ctx, { runId: finalRun.id, agent: agent.id });
-  if (picked === 'Open Trajectories') void vscode.commands.executeCommand('agentLightning.openTrajectoryViewer', agent.id);
+  if (picked === 'Open Dashboard' && finalRun) void showTrainingDashboard(ctx, { runId: finalRun.id });
+  if (picked === 'Open Trajectories') void vscode.commands.executeCommand(COMMANDS.trajectories, agent.id);
   if (picked === 'Serve Checkpoint' && checkpoint) await serveCheckpoint(ctx, checkpoint);
 }
 

@@ -2,15 +2,15 @@
  * The extension's entry points into the webview panels (trajectory viewer, training dashboard), whose UI
  * lives in webview/ and extension/panels/ (the webview area). Commands call these, never the panels
  * directly, so the panels' API is used in one place. The panels get the store client through Ctx, so a
- * panel restored after a reload or a daemon restart talks to the current daemon.
+ * panel restored after a reload or a daemon restart talks to the current daemon. (An open viewer learns of
+ * new rollouts itself, by watching the store while it is visible: trajectory-panel.ts.)
  */
 import * as vscode from 'vscode';
 import { AglClient } from '../sdk/client.js';
 import type { Ctx } from './ctx.js';
-import { notifyRolloutsChanged, openTrainingDashboard, openTrajectoryViewer, registerPanelSerializers } from './panels/index.js';
-
-export interface TrajectoryTarget { agent?: string; rolloutId?: string; runId?: string; step?: number }
-export interface DashboardTarget { runId?: string; agent?: string }
+import {
+  type DashboardTarget, type TrajectoryTarget, openTrainingDashboard, openTrajectoryViewer, registerPanelSerializers,
+} from './panels/index.js';
 
 /** The current daemon's client, or undefined while it is down (the panels then say so). */
 function clientOf(ctx: Ctx): () => AglClient | undefined {
@@ -32,9 +32,4 @@ export async function showTrajectoryViewer(ctx: Ctx, target: TrajectoryTarget): 
 export async function showTrainingDashboard(ctx: Ctx, target: DashboardTarget): Promise<void> {
   ctx.log(`Opening the training dashboard on ${JSON.stringify(target)}`);
   openTrainingDashboard(ctx.extension, clientOf(ctx), { runId: target.runId });
-}
-
-/** New results: open viewers reload the rollouts they show. */
-export function rolloutsChanged(rolloutIds: string[]): void {
-  notifyRolloutsChanged(rolloutIds);
 }

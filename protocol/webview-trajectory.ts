@@ -103,6 +103,7 @@ export const TrajectoryProtocol = {
   openDashboard: commandType<{ runId: string }>('trajectory/openDashboard'),
   /** Host -> webview: switch to this view (the panel was opened or revealed for it). */
   show: notificationType<{ view: TrajectoryView; filter?: RolloutFilter }>('trajectory/show'),
-  /** Host -> webview: new rollouts or spans landed; reload what is on screen. */
+  /** Host -> webview: new rollouts or spans landed (the panel watches the store while visible); reload what is
+   *  on screen. `rolloutIds`: the rollouts known to have changed; empty when only the store's counts moved. */
   changed: notificationType<{ rolloutIds: string[] }>('trajectory/changed'),
 } as const;

@@ -7,7 +7,13 @@ import * as vscode from 'vscode';
 import { DASHBOARD_VIEW_TYPE, DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import { dashboardHandlers, watchRunMetrics } from './data.js';
 import { PanelHost } from './panel-host.js';
-import { lazyHandlers, openTrajectoryViewer, resolveClient, type ClientSource } from './trajectory-panel.js';
+import { lazyHandlers, resolveClient, type ClientSource } from './client-source.js';
+
+/** What the dashboard opens on: a run (else the newest). */
+export interface DashboardTarget { runId?: string }
+
+/** Where the dashboard's links lead outside it (wired by index.ts, so the panels do not import each other). */
+export interface DashboardLinks { openGroups(client: ClientSource, target: { runId: string; step: number }): void }
 
 interface DashboardPanel { host: PanelHost; client: ClientSource; watchedRunId: string | null; watcher: { stop(): void } | null }
 let current: DashboardPanel | undefined;
@@ -21,7 +27,7 @@ async function watch(panel: DashboardPanel, runId: string | null): Promise<void>
   panel.watcher = watchRunMetrics(client, runId, (run, points) => panel.host.notify(DashboardProtocol.metrics, { run, points }));
 }
 
-function create(context: vscode.ExtensionContext, client: ClientSource, existing?: vscode.WebviewPanel): PanelHost {
+function create(context: vscode.ExtensionContext, client: ClientSource, links: DashboardLinks, existing?: vscode.WebviewPanel): PanelHost {
   const methods = Object.values(DashboardProtocol).filter((t) => t.kind === 'request').map((t) => t.method);
   const panel: DashboardPanel = { host: undefined as unknown as PanelHost, client, watchedRunId: null, watcher: null };
   panel.host = new PanelHost(context, {
@@ -33,7 +39,7 @@ function create(context: vscode.ExtensionContext, client: ClientSource, existing
       if (method === DashboardProtocol.watchRun.method) await watch(panel, (params as { runId: string }).runId);
       else if (method === DashboardProtocol.openGroups.method) {
         const { runId, step } = params as { runId: string; step: number };
-        openTrajectoryViewer(context, panel.client, { runId, step }, vscode.ViewColumn.Beside);
+        links.openGroups(panel.client, { runId, step });
       }
     },
     onVisibility: (visible) => { if (!visible) { panel.watcher?.stop(); panel.watcher = null; } },
@@ -44,17 +50,17 @@ function create(context: vscode.ExtensionContext, client: ClientSource, existing
 }
 
 /** Opens (or reveals) the training dashboard, on `opts.runId` or the newest run. */
-export function openTrainingDashboard(context: vscode.ExtensionContext, client: ClientSource, opts: { runId?: string } = {}): vscode.WebviewPanel {
-  if (current) { current.client = client; current.host.reveal(); } else create(context, client);
+export function openTrainingDashboard(context: vscode.ExtensionContext, client: ClientSource, opts: DashboardTarget, links: DashboardLinks): vscode.WebviewPanel {
+  if (current) { current.client = client; current.host.reveal(); } else create(context, client, links);
   if (opts.runId) current!.host.notify(DashboardProtocol.show, { runId: opts.runId });
   return current!.host.panel;
 }
 
-export function dashboardSerializer(context: vscode.ExtensionContext, client: ClientSource): vscode.WebviewPanelSerializer {
+export function dashboardSerializer(context: vscode.ExtensionContext, client: ClientSource, links: DashboardLinks): vscode.WebviewPanelSerializer {
   return {
     async deserializeWebviewPanel(panel: vscode.WebviewPanel): Promise<void> {
       if (current) current.host.panel.dispose();
-      create(context, client, panel);
+      create(context, client, links, panel);
     },
   };
 }

@@ -176,3 +176,26 @@ export function watchRunMetrics(client: AglClient, runId: string, send: (run: Tr
   void tick();
   return { stop() { stopped = true; if (timer) clearTimeout(timer); } };
 }
+
+/**
+ * Polls the store's statistics (one cheap request: rollouts per status, span count) while an open viewer
+ * is visible, and calls `onChange` when they move (a rollout added, claimed or ended, spans landed): how a
+ * trajectory viewer learns that it should reload its list. The first reading is the baseline; a daemon that
+ * is down or restarting is simply asked again next tick.
+ */
+export function watchStore(client: () => Promise<AglClient>, onChange: () => void, intervalMs = 2000): { stop(): void } {
+  let last: string | null = null;
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const tick = async (): Promise<void> => {
+    try {
+      const s = await (await client()).statistics();
+      const signature = JSON.stringify([s.rollouts, s.spans]);
+      if (!stopped && last !== null && signature !== last) onChange();
+      last = signature;
+    } catch { /* daemon down or restarting: try again next tick */ }
+    if (!stopped) timer = setTimeout(() => void tick(), intervalMs);
+  };
+  void tick();
+  return { stop() { stopped = true; if (timer) clearTimeout(timer); } };
+}

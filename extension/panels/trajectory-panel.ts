@@ -1,32 +1,23 @@
 /**
  * The trajectory viewer panel (one per window): opened on a rollout, an agent's rollouts, or a training
- * step's GRPO groups; answers the webview from the daemon (data.ts); opens agent code at the line that
- * made an LLM call; restored after a reload by its serializer.
+ * step's GRPO groups; answers the webview from the daemon (data.ts); while visible, watches the store and
+ * tells the webview when rollouts change, so new ones appear in the list; opens agent code at the line
+ * that made an LLM call; restored after a reload by its serializer.
  */
 import * as vscode from 'vscode';
 import { TRAJECTORY_VIEW_TYPE, TrajectoryProtocol, type TrajectoryView } from '../../protocol/webview-trajectory.js';
-import type { AglClient } from '../../sdk/client.js';
-import { trajectoryHandlers, type RequestHandlers } from './data.js';
+import { lazyHandlers, resolveClient, type ClientSource } from './client-source.js';
+import { trajectoryHandlers, watchStore } from './data.js';
 import { PanelHost } from './panel-host.js';
 import { definitionLine, findSourceFile } from './source.js';
 
-/** An AglClient, or a function giving the current one (the daemon may restart on another port). */
-export type ClientSource = AglClient | (() => Promise<AglClient | undefined> | AglClient | undefined);
-
-export async function resolveClient(source: ClientSource): Promise<AglClient> {
-  const client = typeof source === 'function' ? await source() : source;
-  if (!client) throw new Error('the Agent Lightning daemon is not running: start it with "Agent Lightning: Start Daemon"');
-  return client;
-}
-
-/** Handlers that look the client up on every request, so a restarted daemon is picked up. */
-export function lazyHandlers(source: () => ClientSource, build: (c: AglClient) => RequestHandlers, methods: string[]): RequestHandlers {
-  return new Map(methods.map((m) => [m, async (params: unknown) => build(await resolveClient(source())).get(m)!(params)]));
-}
-
+/** What the viewer opens on: a rollout, an agent's rollouts, or a training step's GRPO groups. */
 export interface TrajectoryTarget { rolloutId?: string; agent?: string; runId?: string; step?: number }
 
-let current: { host: PanelHost; client: ClientSource } | undefined;
+/** Where the viewer's links lead outside it (wired by index.ts, so the panels do not import each other). */
+export interface TrajectoryLinks { openDashboard(client: ClientSource, runId: string): void }
+
+let current: { host: PanelHost; client: ClientSource; watcher: { stop(): void } | null } | undefined;
 
 /** Opens `filepath` (absolute, or relative to a workspace folder) at `lineno` (1-based), or at `symbol`'s definition. */
 async function openCode(filepath: string, lineno: number | null, symbol?: string): Promise<void> {
@@ -36,26 +27,36 @@ async function openCode(filepath: string, lineno: number | null, symbol?: string
   await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(line, 0, line, 0) });
 }
 
-function create(context: vscode.ExtensionContext, client: ClientSource, existing?: vscode.WebviewPanel, column?: vscode.ViewColumn): PanelHost {
+/** While the viewer is visible, new rollouts and ended ones reload its list (TrajectoryProtocol.changed). */
+function watch(panel: NonNullable<typeof current>, visible: boolean): void {
+  panel.watcher?.stop();
+  panel.watcher = visible
+    ? watchStore(() => resolveClient(panel.client), () => panel.host.notify(TrajectoryProtocol.changed, { rolloutIds: [] }))
+    : null;
+}
+
+function create(context: vscode.ExtensionContext, client: ClientSource, links: TrajectoryLinks, existing?: vscode.WebviewPanel, column?: vscode.ViewColumn): PanelHost {
   const methods = Object.values(TrajectoryProtocol).filter((t) => t.kind === 'request').map((t) => t.method);
-  const host = new PanelHost(context, {
+  const panel: NonNullable<typeof current> = { host: undefined as unknown as PanelHost, client, watcher: null };
+  panel.host = new PanelHost(context, {
     viewType: TRAJECTORY_VIEW_TYPE,
     title: 'Agent Lightning: Trajectories',
     bundle: 'trajectory',
-    handlers: lazyHandlers(() => current?.client ?? client, trajectoryHandlers, methods),
+    handlers: lazyHandlers(() => panel.client, trajectoryHandlers, methods),
     onCommand: async (method, params) => {
       if (method === TrajectoryProtocol.openCode.method) {
         const p = params as { filepath: string; lineno: number | null; symbol?: string };
         await openCode(p.filepath, p.lineno, p.symbol);
       } else if (method === TrajectoryProtocol.openDashboard.method) {
-        const { openTrainingDashboard } = await import('./dashboard-panel.js');
-        openTrainingDashboard(context, current?.client ?? client, { runId: (params as { runId: string }).runId });
+        links.openDashboard(panel.client, (params as { runId: string }).runId);
       }
     },
-    onDispose: () => { if (current?.host === host) current = undefined; },
+    onVisibility: (visible) => watch(panel, visible),
+    onDispose: () => { panel.watcher?.stop(); if (current === panel) current = undefined; },
   }, existing, column);
-  current = { host, client };
-  return host;
+  current = panel;
+  watch(panel, panel.host.panel.visible);
+  return panel.host;
 }
 
 function viewFor(target: TrajectoryTarget): TrajectoryView | null {
@@ -66,26 +67,21 @@ function viewFor(target: TrajectoryTarget): TrajectoryView | null {
 }
 
 /** Opens (or reveals) the trajectory viewer, showing `opts`' rollout, agent's rollouts, or step's groups. */
-export function openTrajectoryViewer(context: vscode.ExtensionContext, client: ClientSource, opts: TrajectoryTarget = {},
-  column: vscode.ViewColumn = vscode.ViewColumn.Active): vscode.WebviewPanel {
+export function openTrajectoryViewer(context: vscode.ExtensionContext, client: ClientSource, opts: TrajectoryTarget, column: vscode.ViewColumn,
+  links: TrajectoryLinks): vscode.WebviewPanel {
   let host: PanelHost;
-  if (current) { host = current.host; current.client = client; host.reveal(); } else host = create(context, client, undefined, column);
+  if (current) { host = current.host; current.client = client; host.reveal(); } else host = create(context, client, links, undefined, column);
   const view = viewFor(opts);
   if (view) host.notify(TrajectoryProtocol.show, { view, filter: opts.agent ? { agent: opts.agent } : undefined });
   return host.panel;
 }
 
-/** Tells an open viewer that rollouts changed (new spans, ended rollouts) so it reloads what it shows. */
-export function notifyRolloutsChanged(rolloutIds: string[]): void {
-  current?.host.notify(TrajectoryProtocol.changed, { rolloutIds });
-}
-
-export function trajectorySerializer(context: vscode.ExtensionContext, client: ClientSource): vscode.WebviewPanelSerializer {
+export function trajectorySerializer(context: vscode.ExtensionContext, client: ClientSource, links: TrajectoryLinks): vscode.WebviewPanelSerializer {
   return {
     async deserializeWebviewPanel(panel: vscode.WebviewPanel): Promise<void> {
       // The webview restores its own view from getState(); the host only re-attaches.
       if (current) current.host.panel.dispose();
-      create(context, client, panel);
+      create(context, client, links, panel);
     },
   };
 }

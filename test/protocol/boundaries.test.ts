@@ -1,11 +1,12 @@
 /**
  * The floor plan, checked on every import: protocol/ at the bottom (zod and the LSP protocol types only),
  * sdk/ and webview/ on protocol/ only, the extension on protocol/ and sdk/ (never on daemon/ or webview/
- * internals: what they share is in protocol/). Also: the command ids of protocol/commands.ts are exactly
- * package.json's contributes.commands.
+ * internals: what they share is in protocol/), with no import cycles among their files (the two panels
+ * once imported each other). Also: the command ids of protocol/commands.ts are exactly package.json's
+ * contributes.commands.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -50,6 +51,25 @@ function sourceFiles(dir: string): string[] {
   return out;
 }
 
+/** Every cycle found by a depth-first walk, as `a -> b -> a`. */
+function findCycles(graph: Map<string, string[]>): string[] {
+  const cycles: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (node: string): void => {
+    state.set(node, 'open');
+    stack.push(node);
+    for (const next of graph.get(node) ?? []) {
+      if (state.get(next) === 'open') cycles.push([...stack.slice(stack.indexOf(next)), next].join(' -> '));
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(node, 'done');
+  };
+  for (const node of graph.keys()) if (!state.has(node)) visit(node);
+  return cycles;
+}
+
 describe('boundaries', () => {
   it('extension/, webview/, sdk/ and protocol/ import only what the floor plan allows', () => {
     const problems: string[] = [];
@@ -77,6 +97,20 @@ describe('boundaries', () => {
     assert.equal(violation('extension/daemon.ts', '../sdk/daemon-state.js'), null);
     const sample = "import { a } from '../daemon/x.js';\nexport { b } from './y.js';\nconst c = await import('../webview/z.js');\nimport type { D } from 'zod';\n";
     assert.deepEqual(importsOf(sample), ['../daemon/x.js', './y.js', '../webview/z.js', 'zod']);
+  });
+
+  it('no import cycles among their files (static or dynamic imports)', () => {
+    const graph = new Map<string, string[]>();
+    for (const top of Object.keys(RULES)) {
+      for (const file of sourceFiles(top)) {
+        graph.set(file, importsOf(readFileSync(join(ROOT, file), 'utf8')).filter((spec) => spec.startsWith('.'))
+          .map((spec) => relative(ROOT, resolve(ROOT, dirname(file), spec.replace(/\.js$/, '.ts'))).split(sep).join('/'))
+          .filter((target) => existsSync(join(ROOT, target))));
+      }
+    }
+    assert.ok([...graph.values()].some((deps) => deps.length > 0), 'no relative imports resolved: the scan is not reading the sources');
+    assert.deepEqual(findCycles(graph), []);
+    assert.deepEqual(findCycles(new Map([['a.ts', ['b.ts']], ['b.ts', ['a.ts']]])), ['a.ts -> b.ts -> a.ts']);
   });
 
   it('the command ids are exactly the commands package.json contributes', () => {

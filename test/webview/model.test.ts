@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { trajectoryHandlers } from '../../extension/panels/data.js';
+import { trajectoryHandlers, watchStore } from '../../extension/panels/data.js';
 import { definitionLine } from '../../extension/panels/source.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
@@ -110,6 +110,24 @@ describe('panel data handlers against a real daemon', () => {
     const rows = await handlers.get('trajectory/listRollouts')!({ status: ['succeeded'] }) as RolloutPage;
     assert.equal(rows.items.length, 3);
     assert.deepEqual(rows.agents, ['a.ts#agent']);
+  });
+
+  it('tells an open viewer when a rollout lands (watchStore), and not while nothing changes', async () => {
+    let changes = 0;
+    const watcher = watchStore(async () => daemon.client, () => { changes++; }, 50);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(changes, 0, 'the first reading is the baseline');
+      await daemon.client.enqueueRollout({ input: { q: 'new' }, agent: 'a.ts#agent' });
+      for (let waited = 0; changes === 0 && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(changes >= 1, 'a new rollout is reported');
+    } finally {
+      watcher.stop();
+    }
+    const seen = changes;
+    await daemon.client.enqueueRollout({ input: { q: 'after stop' }, agent: 'a.ts#agent' });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(changes, seen, 'a stopped watcher stays quiet');
   });
 
   it('answers an unknown rollout or run with an error naming it', async () => {
