@@ -12,6 +12,9 @@ import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../sto
 import { closeGracefully, createApp, createServerContext, listen, type ServerContext } from '../server/app.js';
 import type { PolicyModel } from '../model/api.js';
 import { loadOrCreateToken } from '../server/auth.js';
+import { installLastResortGuard } from '../server/edge.js';
+import { FileModeError, makeDataPrivate } from '../server/file-modes.js';
+import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import { readDaemonState, resolveDataDir } from '../../sdk/daemon-state.js';
 import { DaemonStateFile, DataDirError, ensureWritableDataDir, redactStoreSpec } from '../state.js';
 
@@ -35,7 +38,13 @@ Starts the Agent Lightning daemon (store API, gateway, OTLP receiver) in the for
   --upstream-model M  the model to ask it for (or AGL_MODEL): published as the latest LLM resource on start
                   (API key read from OPENAI_API_KEY at call time, never stored)
   --backend B     TF.js backend for that policy (default: the fastest that loads; see agl doctor)
-Clients authenticate with the token in <data-dir>/token (mode 0600). Stop with Ctrl-C or SIGTERM.
+  --allowed-host NAME  a host name clients may call the daemon by, besides localhost, IP addresses and --host
+                  (repeatable; '.example.org' allows its subdomains; or AGL_ALLOWED_HOSTS=a,b): other Host
+                  headers get 403, so web pages cannot reach the daemon through DNS names they control
+  --upstream-key-env NAME  an environment variable an upstream LLM resource may name as its apiKeyEnv
+                  (repeatable, or AGL_UPSTREAM_KEY_ENV=A,B; default OPENAI_API_KEY); others are refused
+Clients authenticate with the token in <data-dir>/token. The data dir is kept 0700, its files 0600.
+Stop with Ctrl-C or SIGTERM.
 `;
 
 /** The version in our package.json, found upward from the `agl` entry script (bin/agl.mjs, or dist/ when bundled). */
@@ -96,6 +105,7 @@ export async function run(argv: string[]): Promise<number> {
         store: { type: 'string' }, 'body-limit': { type: 'string' }, help: { type: 'boolean', short: 'h' },
         model: { type: 'string' }, backend: { type: 'string' },
         upstream: { type: 'string' }, 'upstream-model': { type: 'string' },
+        'allowed-host': { type: 'string', multiple: true }, 'upstream-key-env': { type: 'string', multiple: true },
       },
     }).values;
   } catch (err) {
@@ -112,10 +122,14 @@ export async function run(argv: string[]): Promise<number> {
   }
   const host = args.host ?? DEFAULT_HOST;
   const dataDir = resolveDataDir(args['data-dir']);
+  const list = (flag: string[] | undefined, env: string | undefined) => flag ?? (env ? env.split(',').map((x) => x.trim()).filter(Boolean) : undefined);
+  const allowedHosts = list(args['allowed-host'], process.env.AGL_ALLOWED_HOSTS) ?? [];
+  const allowedKeyEnvs = list(args['upstream-key-env'], process.env.AGL_UPSTREAM_KEY_ENV) ?? DEFAULT_KEY_ENVS;
   try {
     ensureWritableDataDir(dataDir);
+    makeDataPrivate(dataDir);
   } catch (err) {
-    if (err instanceof DataDirError) { process.stderr.write(`agl serve: ${err.message}\n`); return 1; }
+    if (err instanceof DataDirError || err instanceof FileModeError) { process.stderr.write(`agl serve: ${err.message}\n`); return 1; }
     throw err;
   }
 
@@ -146,15 +160,24 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`agl serve: cannot open the store ${storeLabel}: ${(err as Error).message}\n`);
     return 1;
   }
+  try {
+    // Files the store just created (SQLite's -wal/-shm follow the main file's mode from now on).
+    makeDataPrivate(dataDir, storeLabel.startsWith('sqlite:') ? storeLabel.slice('sqlite:'.length) : undefined);
+  } catch (err) {
+    await store.close();
+    if (err instanceof FileModeError) { process.stderr.write(`agl serve: ${err.message}\n`); return 1; }
+    throw err;
+  }
 
   const version = packageVersion();
   const state = new DaemonStateFile(dataDir, { tokenPath: tokenFile, store: storeLabel, version });
   const ctx = createServerContext({
-    store, token, dataDir, version, bodyLimit: args['body-limit'] ?? '16mb',
+    store, token, dataDir, version, bodyLimit: args['body-limit'] ?? '16mb', allowedHosts, allowedKeyEnvs,
     log: (m) => process.stderr.write(`agl: ${m}\n`),
     onAgentSeen: (agent) => state.noteAgent(agent),
     knownAgents: () => state.knownAgents(),
   });
+  installLastResortGuard(ctx.log);
   const modelSpec = args.model ?? process.env.AGL_POLICY;
   if (modelSpec) ctx.getPolicy = lazyPolicy(modelSpec, args.backend, ctx.log);
   const app = createApp(ctx);

@@ -6,6 +6,7 @@
  */
 import { AGL, AGL_V0_REWARD_PREFIX } from '../../protocol/spans.js';
 import type { AttributeValue, Attributes, SpanInput } from '../../protocol/store.js';
+import { spanProblem } from './otlp-validate.js';
 
 type Obj = Record<string, unknown>;
 const KINDS = ['internal', 'internal', 'server', 'client', 'producer', 'consumer'] as const;
@@ -87,19 +88,24 @@ export function normalizeV0Reward(attrs: Attributes): void {
 
 export interface ConvertResult { spans: SpanInput[]; rejected: number; reasons: string[] }
 
-/** Converts an ExportTraceServiceRequest (protobuf-decoded or OTLP/JSON) into spans for the store. */
+/**
+ * Converts an ExportTraceServiceRequest (protobuf-decoded or OTLP/JSON; its envelope checked by
+ * otlp-validate.ts checkEnvelope) into spans for the store; spans that are not OTLP spans are rejected with why.
+ */
 export function convertOtlp(request: unknown, fallback: { rolloutId?: string; attemptId?: string }): ConvertResult {
   const spans: SpanInput[] = [];
   let rejected = 0;
   const reasons = new Set<string>();
   const req = request as Obj;
-  for (const rs of (req.resourceSpans ?? req.resource_spans ?? []) as Obj[]) {
+  for (const [i, rs] of ((req.resourceSpans ?? req.resource_spans ?? []) as Obj[]).entries()) {
     const resource = attributesOf((rs.resource as Obj | undefined)?.attributes);
     const resRollout = firstString(resource, ROLLOUT_KEYS) ?? fallback.rolloutId;
     const resAttempt = firstString(resource, ATTEMPT_KEYS) ?? fallback.attemptId;
-    for (const ss of (rs.scopeSpans ?? rs.scope_spans ?? []) as Obj[]) {
+    for (const [j, ss] of ((rs.scopeSpans ?? rs.scope_spans ?? []) as Obj[]).entries()) {
       const scopeName = (ss.scope as Obj | undefined)?.name;
-      for (const s of (ss.spans ?? []) as Obj[]) {
+      for (const [k, s] of ((ss.spans ?? []) as Obj[]).entries()) {
+        const bad = spanProblem(s, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]`);
+        if (bad) { rejected++; reasons.add(bad); continue; }
         const attributes = attributesOf(s.attributes);
         const rolloutId = firstString(attributes, ROLLOUT_KEYS) ?? resRollout;
         const attemptId = firstString(attributes, ATTEMPT_KEYS) ?? resAttempt;

@@ -8,13 +8,24 @@ import { Router } from 'express';
 import { AddResourcesRequest, ResourcesListQuery, WorkerHeartbeatRequest } from '../../protocol/api.js';
 import { HttpProblem, notFound, parseOr400 } from './errors.js';
 import type { ServerContext } from './app.js';
+import { DEFAULT_KEY_ENVS } from './gateway-upstream.js';
 
 export function resourcesRouter(ctx: ServerContext): Router {
   const r = Router();
   const { store } = ctx;
 
+  const keyEnvs = new Set(ctx.allowedKeyEnvs ?? DEFAULT_KEY_ENVS);
   r.post('/resources', async (req, res) => {
-    res.status(201).json(await store.addResources(parseOr400(AddResourcesRequest, req.body)));
+    const input = parseOr400(AddResourcesRequest, req.body);
+    // The gateway refuses such a resource at call time too; saying so now names the field and the fix.
+    for (const [name, resource] of Object.entries(input.resources)) {
+      if (resource.type === 'llm' && resource.apiKeyEnv && !keyEnvs.has(resource.apiKeyEnv)) {
+        throw new HttpProblem(403, 'key-env-not-allowed',
+          `resources.${name}.apiKeyEnv: '${resource.apiKeyEnv}' is not a variable this daemon may send as an API key; start it with --upstream-key-env ${resource.apiKeyEnv} (allowed now: ${[...keyEnvs].join(', ') || 'none'})`,
+          [{ path: `resources.${name}.apiKeyEnv`, message: `'${resource.apiKeyEnv}' is not allowed` }]);
+      }
+    }
+    res.status(201).json(await store.addResources(input));
   });
   r.get('/resources', async (req, res) => {
     const { limit } = parseOr400(ResourcesListQuery, req.query, 'query');

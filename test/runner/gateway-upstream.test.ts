@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
+import { AglHttpError } from '../../sdk/client.js';
 import { attemptBaseUrl, rootSpanIdForAttempt, traceIdForAttempt } from '../../sdk/ids.js';
 import { FAKE_ANSWER, FAKE_PROMPT_IDS, FAKE_TOKEN_IDS, type FakeUpstream, startFakeUpstream } from './fake-upstream.js';
 import { type Harness, startDaemon } from './daemon-harness.js';
@@ -194,7 +195,14 @@ describe('gateway, upstream backend', () => {
 
   it('sends an upstream key only from a variable the daemon was started to allow', async () => {
     process.env.AGL_TEST_SECRET = 'must-not-leak';
-    const r = await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'leaky', backend: 'upstream', upstreamUrl: upstream.url, apiKeyEnv: 'AGL_TEST_SECRET' } } });
+    const leaky = { resources: { llm: { type: 'llm' as const, endpoint: `${daemon.url}/v1`, model: 'leaky', backend: 'upstream' as const, upstreamUrl: upstream.url, apiKeyEnv: 'AGL_TEST_SECRET' } } };
+    await assert.rejects(daemon.client.addResources(leaky), (err: unknown) => {
+      assert.ok(err instanceof AglHttpError && err.status === 403, String(err));
+      assert.deepEqual(err.errors, [{ path: 'resources.llm.apiKeyEnv', message: "'AGL_TEST_SECRET' is not allowed" }]);
+      return true;
+    });
+    // One already in the store (written before a restart, or by another daemon on the same PostgreSQL) is refused at call time.
+    const r = await daemon.store.addResources(leaky);
     const claim = await daemon.client.startRollout({ input: null, resourcesId: r.id });
     const openai = new OpenAI({ baseURL: attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id), apiKey: 'x', maxRetries: 0 });
     const forwarded = upstream.requests.length;

@@ -83,4 +83,59 @@ describe('OTLP/HTTP receiver with the OpenTelemetry SDK', () => {
     assert.equal(unknown.status, 200);
     assert.match((await unknown.json() as { partialSuccess: { errorMessage: string } }).partialSuccess.errorMessage, /ro-missing/);
   });
+
+  const post = (body: string | Uint8Array, contentType = 'application/json') =>
+    fetch(`${daemon.url}/v1/traces`, { method: 'POST', headers: { authorization: `Bearer ${daemon.token}`, 'content-type': contentType }, body: body as BodyInit });
+
+  it('refuses exports that are not OTLP with 400 naming the path, never 500 and never a silent 200', async () => {
+    const cases: [string, RegExp][] = [
+      ['{"resourceSpans":5}', /resourceSpans: expected array, received number/],
+      ['{"resourceSpans":[null]}', /resourceSpans\[0\]: expected object, received null/],
+      ['null', /expected an ExportTraceServiceRequest object, received null/],
+      ['[1,2]', /received array/],
+      ['{"resourceSpans":[{"scopeSpans":"x"}]}', /resourceSpans\[0\]\.scopeSpans: expected array, received string/],
+      ['{"resourceSpans":[{"resource":{"attributes":5},"scopeSpans":[]}]}', /resource\.attributes: expected an array/],
+    ];
+    for (const [body, pattern] of cases) {
+      const res = await post(body);
+      assert.equal(res.status, 400, body);
+      assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      const problem = await res.json() as { status: number; detail: string };
+      assert.equal(problem.status, 400);
+      assert.match(problem.detail, pattern, body);
+    }
+    assert.equal((await post('{}', 'text/plain')).status, 415);
+    const notUtf8 = await post(Buffer.concat([Buffer.from('{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"caf'), Buffer.from([0xe9]), Buffer.from('"}]}]}]}')]));
+    assert.equal(notUtf8.status, 400);
+    assert.match((await notUtf8.json() as { detail: string }).detail, /not valid UTF-8/);
+  });
+
+  it('refuses a protobuf export whose strings are not UTF-8 (never silently replaced)', async () => {
+    const { ExportTraceServiceRequest } = await import('../../daemon/server/otlp-proto.js');
+    const encoded = Buffer.from(ExportTraceServiceRequest.encode(ExportTraceServiceRequest.fromObject({ resourceSpans: [{ scopeSpans: [{ spans: [{ name: 'QQ' }] }] }] })).finish());
+    const at = encoded.indexOf('QQ');
+    encoded[at] = 0xff;
+    const res = await post(encoded, 'application/x-protobuf');
+    assert.equal(res.status, 400);
+    assert.equal(res.headers.get('content-type'), 'application/x-protobuf');
+  });
+
+  it('stores the good spans of a partly bad export and reports the others through partialSuccess', async () => {
+    const claim = await daemon.client.startRollout({ input: {}, workerId: 'otel' });
+    const ids = [{ key: 'agl.rollout_id', value: { stringValue: claim.rollout.id } }, { key: 'agl.attempt_id', value: { stringValue: claim.attempt.id } }];
+    const span = (name: string, extra: Record<string, unknown> = {}) => ({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', name, startTimeUnixNano: '1700000000000000000', ...extra });
+    const other = await daemon.client.startRollout({ input: {}, workerId: 'otel' });
+    const res = await post(JSON.stringify({ resourceSpans: [
+      { resource: { attributes: ids }, scopeSpans: [{ spans: [span('good'), span('bad-time', { startTimeUnixNano: 'yesterday' }), span('bad-attrs', { attributes: 5 }), span('bad-kind', { kind: 9 }), 7] }] },
+      // A known rollout with an attempt that is not its own: rejected, not a 500.
+      { resource: { attributes: [ids[0], { key: 'agl.attempt_id', value: { stringValue: other.attempt.id } }] }, scopeSpans: [{ spans: [span('wrong-attempt')] }] },
+    ] }));
+    assert.equal(res.status, 200);
+    const { partialSuccess } = await res.json() as { partialSuccess: { rejectedSpans: number; errorMessage: string } };
+    assert.equal(partialSuccess.rejectedSpans, 5);
+    for (const why of [/spans\[1\]\.startTimeUnixNano: expected unsigned nanoseconds/, /spans\[2\]\.attributes: expected an array/, /spans\[3\]\.kind/, /spans\[4\]: expected a span object/, new RegExp(`unknown attempt '${other.attempt.id}'`)]) {
+      assert.match(partialSuccess.errorMessage, why);
+    }
+    assert.deepEqual((await daemon.client.querySpans({ rolloutId: claim.rollout.id })).map((s) => s.name), ['good']);
+  });
 });

@@ -1,6 +1,7 @@
 /**
  * Bad input at the HTTP edge: malformed JSON, wrong types, unknown fields, unknown ids, oversized bodies,
- * missing or wrong token. Each gets a 4xx application/problem+json naming the problem, and the daemon
+ * missing or wrong token, wrong content types, bytes that are not UTF-8, JSON nested too deep, header
+ * blocks over the limit, and the requests that once killed the daemon. Each gets a 4xx application/problem+json naming the problem, and the daemon
  * keeps serving afterwards.
  */
 import assert from 'node:assert/strict';
@@ -15,11 +16,11 @@ describe('bad input gets a 4xx problem+json and the daemon keeps serving', () =>
   after(async () => { await d?.stop('SIGTERM'); });
 
   /** Raw request (so the body can be anything), expecting a problem of `status`. */
-  async function problem(method: string, path: string, init: { body?: string; token?: string | null; contentType?: string } = {}, status: number): Promise<Problem> {
+  async function problem(method: string, path: string, init: { body?: string | Uint8Array; token?: string | null; contentType?: string } = {}, status: number): Promise<Problem> {
     const headers: Record<string, string> = { 'content-type': init.contentType ?? 'application/json' };
     const token = init.token === undefined ? d.token : init.token;
     if (token !== null) headers.authorization = `Bearer ${token}`;
-    const res = await fetch(d.url + path, { method, headers, body: init.body });
+    const res = await fetch(d.url + path, { method, headers, body: init.body as BodyInit | undefined });
     const text = await res.text();
     assert.equal(res.status, status, `${method} ${path}: expected ${status}, got ${res.status}: ${text}`);
     assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
@@ -107,6 +108,72 @@ describe('bad input gets a 4xx problem+json and the daemon keeps serving', () =>
       assert.deepEqual(e.errors.map((x) => x.path).sort(), ['limit', 'workerId']);
       return true;
     });
+  });
+
+  it('the requests that used to kill the daemon (a throw inside the hot path) get 400 naming the field', async () => {
+    const cases: [string, { path: string; message: string }][] = [
+      ['{}', { path: 'rolloutId', message: 'is required' }],
+      ['[]', { path: '(body)', message: 'expected object, received array' }],
+      ['{"rolloutId":5}', { path: 'rolloutId', message: 'expected string, received number' }],
+      ['{"rolloutId":"r","limit":-1}', { path: 'limit', message: 'Too small: expected number to be >=1' }],
+      ['{"rolloutId":"r","bogus":1}', { path: 'bogus', message: "unknown field 'bogus' in body" }],
+    ];
+    for (const [body, error] of cases) {
+      const p = await problem('POST', '/v1/agl/spans/search', { body }, 400);
+      assert.deepEqual(p.errors, [error], body);
+    }
+    assert.equal((await d.client.health()).status, 'ok');
+    assert.equal(d.child.exitCode, null, 'the daemon is alive');
+  });
+
+  it('type errors say what was expected and what came, not "is required"', async () => {
+    const p = await problem('POST', '/v1/agl/queues/rollouts/dequeue', { body: '{"workerId":5}' }, 400);
+    assert.deepEqual(p.errors, [{ path: 'workerId', message: 'expected string, received number' }]);
+    const n = await problem('POST', '/v1/agl/queues/rollouts/dequeue', { body: '{"workerId":null}' }, 400);
+    assert.deepEqual(n.errors, [{ path: 'workerId', message: 'expected string, received null' }]);
+  });
+
+  it('every body route checks the content type (415), even a worker heartbeat', async () => {
+    const before = await d.client.getWorker('w-text');
+    const p = await problem('POST', '/v1/agl/workers/w-text/heartbeat', { body: '{"status":"bogus"}', contentType: 'text/plain' }, 415);
+    assert.equal(p.errors?.[0]?.path, 'headers.content-type');
+    assert.equal(await d.client.getWorker('w-text'), before, 'no heartbeat was recorded');
+    await problem('POST', '/v1/agl/workers/w-text/heartbeat', { body: '{"status":"bogus"}' }, 400);
+    await problem('POST', '/v1/agl/spans', { body: '{}', contentType: 'application/json; charset=latin1' }, 415);
+  });
+
+  it('bytes that are not UTF-8 -> 400 naming the offset, on the hot path and through express, never stored as U+FFFD', async () => {
+    const bad = (prefix: string, suffix: string) => Buffer.concat([Buffer.from(prefix), Buffer.from([0xc3, 0x28]), Buffer.from(suffix)]);
+    for (const path of ['/v1/agl/queues/rollouts/enqueue', '/v1/agl/spans', '/v1/agl/training-runs', '/v1/agl/queues/rollouts/dequeue']) {
+      const res = await fetch(d.url + path, { method: 'POST', headers: { authorization: `Bearer ${d.token}`, 'content-type': 'application/json' }, body: bad('{"input":"caf', '"}') });
+      assert.equal(res.status, 400, path);
+      const body = await res.json() as Problem;
+      assert.equal(body.type, 'urn:agl:problem:invalid-utf8');
+      assert.deepEqual(body.errors, [{ path: '(body)', message: 'not valid UTF-8 at byte 13' }]);
+    }
+  });
+
+  it('free-form JSON nested deeper than 64 levels -> 400 naming the field (was a 500 from the store)', async () => {
+    const deep = (n: number) => `${'['.repeat(n)}1${']'.repeat(n)}`;
+    const enqueue = await problem('POST', '/v1/agl/queues/rollouts/enqueue', { body: `{"input":${deep(5000)}}` }, 400);
+    assert.equal(enqueue.errors?.[0]?.path, 'input');
+    assert.match(enqueue.errors![0]!.message, /nested deeper than 64 levels/);
+    assert.equal((await problem('POST', '/v1/agl/queues/rollouts/enqueue', { body: `{"input":null,"metadata":{"a":${deep(5000)}}}` }, 400)).errors?.[0]?.path, 'metadata');
+    assert.equal((await problem('POST', '/v1/agl/training-runs', { body: `{"agent":"a","totalSteps":1,"config":{"a":${deep(5000)}}}` }, 400)).errors?.[0]?.path, 'config');
+    const r = await d.client.enqueueRollout({ input: null });
+    assert.equal((await problem('POST', `/v1/agl/rollouts/${r.id}`, { body: `{"metadata":{"a":${deep(64)}}}` }, 400)).errors?.[0]?.path, 'metadata');
+    // 63 levels inside the field is within the limit, and reads back unchanged.
+    const ok = await d.client.enqueueRollout({ input: JSON.parse(deep(63)) });
+    assert.deepEqual((await d.client.getRollout(ok.id))?.input, JSON.parse(deep(63)));
+  });
+
+  it('a request line over the header limit -> 431 with a problem body', async () => {
+    const res = await fetch(`${d.url}/v1/agl/rollouts/${'x'.repeat(20_000)}`, { headers: { authorization: `Bearer ${d.token}` } });
+    assert.equal(res.status, 431);
+    assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    const body = await res.json() as Problem;
+    assert.equal(body.status, 431);
+    assert.match(body.detail, /exceed the server limit/);
   });
 
   it('after all of that the daemon still serves', async () => {
