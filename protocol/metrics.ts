@@ -9,6 +9,9 @@ export const METRICS = {
   rewardStd: 'reward/std',
   /** Share of GRPO groups whose credits are all equal (no learning signal). */
   fracRewardZeroStd: 'grpo/frac_reward_zero_std',
+  /** Dynamic sampling (training.grpo.dynamicSampling): extra rounds of fresh tasks the step ran, and the groups it trained on. */
+  samplingRounds: 'grpo/sampling_rounds',
+  groupsKept: 'grpo/groups_kept',
   kl: 'grpo/kl',
   clipRatio: 'grpo/clip_ratio',
   loss: 'grpo/loss',

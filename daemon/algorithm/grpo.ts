@@ -2,26 +2,76 @@
  * GRPO on transitions. A group is every transition from the n rollouts of one task (groupId = task id).
  * Advantages: credit minus the group's mean, scaled per `scaleRewards`:
  *   'group' divide by the group's std (unbiased, as verl/TRL), 'batch' by the whole batch's std, 'none' not at all.
- * Loss per completion token t (ratio r = exp(logp - oldLogp)):
- *   pg_t = max(-A r, -A clip(r, 1 - epsilon, 1 + epsilonHigh))   (clipped surrogate, DAPO's asymmetric clip)
+ * Loss per completion token t of sequence i (advantage A_i):
+ *   importanceSampling 'token' (GRPO, DAPO):  r_t = exp(logp_t - old_t), clipped to [1 - epsilon, 1 + epsilonHigh]
+ *   importanceSampling 'sequence' (GSPO):     r_t = s_i = exp(mean over i's tokens of (logp - old)), the same for
+ *                                             every token of i, clipped to [1 - sequenceEpsilon, 1 + sequenceEpsilonHigh]
+ *   pg_t = max(-A r_t, -A clip(r_t))                                 (clipped surrogate; asymmetric clip = DAPO's clip-higher)
  *   kl_t = exp(ref - logp) - (ref - logp) - 1                      (k3 estimator, only when beta > 0)
- *   loss = aggregate(pg_t + beta kl_t)  token-mean: over every token of the batch; seq-mean: mean per sequence, then over sequences
+ *   loss = aggregate(pg_t + beta kl_t)
+ *     token-mean      sum over every token of the batch / tokens of the batch         (DAPO; TRL 'dapo'/'bnpo')
+ *     seq-mean        mean per sequence, then mean over sequences                      (GRPO paper; TRL 'grpo')
+ *     token-sum-norm  sum over every token / (lossNormTokens x sequences)              (Dr.GRPO; TRL 'dr_grpo')
  * Groups whose credits are all equal carry no signal: counted (fracRewardZeroStd) and optionally skipped.
+ * `variant` names a paper's settings (GRPO_VARIANTS); keys given explicitly win over the variant's.
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import type { LossInputs } from '../model/api.js';
 
-export const GrpoConfig = z.object({
-  scaleRewards: z.enum(['group', 'batch', 'none']).default('group'),
-  epsilon: z.number().min(0).default(0.2),
-  epsilonHigh: z.number().min(0).default(0.3),
+/** The settings each named variant stands for; every key a variant leaves out takes GRPO_DEFAULTS. */
+export const GRPO_VARIANTS = {
+  /** DeepSeekMath's GRPO as verl/TRL run it (with DAPO's token-mean and clip-higher, this project's long-time default). */
+  grpo: {},
+  /** Liu et al. 2025, "Understanding R1-Zero-like training": no std scaling, a constant-normalised token sum. */
+  dr_grpo: { scaleRewards: 'none', lossAggregation: 'token-sum-norm' },
+  /** Yu et al. 2025: clip-higher (0.2 / 0.28), token-level loss, dynamic sampling of groups with reward spread. */
+  dapo: { epsilon: 0.2, epsilonHigh: 0.28, lossAggregation: 'token-mean', dynamicSampling: true },
+  /** Zheng et al. 2025 (Qwen): sequence-level importance ratio and clipping, sequence-mean loss. */
+  gspo: { importanceSampling: 'sequence', lossAggregation: 'seq-mean' },
+} as const;
+export type GrpoVariant = keyof typeof GRPO_VARIANTS;
+
+const GRPO_DEFAULTS = {
+  scaleRewards: 'group', epsilon: 0.2, epsilonHigh: 0.3, beta: 0, lossAggregation: 'token-mean', skipZeroStdGroups: false,
+  importanceSampling: 'token', sequenceEpsilon: 3e-4, sequenceEpsilonHigh: 4e-4, lossNormTokens: null,
+  dynamicSampling: false, dynamicSamplingRounds: 3,
+} as const;
+
+const GrpoInput = z.object({
+  variant: z.enum(Object.keys(GRPO_VARIANTS) as [GrpoVariant, ...GrpoVariant[]]).optional(),
+  scaleRewards: z.enum(['group', 'batch', 'none']).optional(),
+  epsilon: z.number().min(0).optional(),
+  epsilonHigh: z.number().min(0).optional(),
   /** KL coefficient to the frozen reference policy; 0 = no reference model at all. */
-  beta: z.number().min(0).default(0),
-  lossAggregation: z.enum(['token-mean', 'seq-mean']).default('token-mean'),
-  skipZeroStdGroups: z.boolean().default(false),
+  beta: z.number().min(0).optional(),
+  lossAggregation: z.enum(['token-mean', 'seq-mean', 'token-sum-norm']).optional(),
+  /** token-sum-norm's constant per sequence (Dr.GRPO's MAX_TOKENS); null = the trainer's model.maxTokens. */
+  lossNormTokens: z.number().int().min(1).nullable().optional(),
+  skipZeroStdGroups: z.boolean().optional(),
+  /** 'token': a ratio per token (PPO/GRPO); 'sequence': GSPO's length-normalised ratio per sequence (TRL importance_sampling_level). */
+  importanceSampling: z.enum(['token', 'sequence']).optional(),
+  /** GSPO's clip range around a sequence ratio: much tighter than the token one (the paper: 3e-4 / 4e-4). */
+  sequenceEpsilon: z.number().min(0).optional(),
+  sequenceEpsilonHigh: z.number().min(0).optional(),
+  /** DAPO dynamic sampling: drop groups whose rollouts' final rewards are all equal and refill the batch with fresh tasks. */
+  dynamicSampling: z.boolean().optional(),
+  /** At most this many extra rounds of fresh tasks per step (verl's max_num_gen_batches - 1). */
+  dynamicSamplingRounds: z.number().int().min(0).optional(),
+}).strict();
+
+export const GrpoConfig = GrpoInput.transform((given) => {
+  const variant = given.variant ?? 'grpo';
+  const explicit = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
+  return { ...GRPO_DEFAULTS, ...GRPO_VARIANTS[variant], ...explicit, variant } as {
+    variant: GrpoVariant; scaleRewards: 'group' | 'batch' | 'none'; epsilon: number; epsilonHigh: number; beta: number;
+    lossAggregation: 'token-mean' | 'seq-mean' | 'token-sum-norm'; lossNormTokens: number | null; skipZeroStdGroups: boolean;
+    importanceSampling: 'token' | 'sequence'; sequenceEpsilon: number; sequenceEpsilonHigh: number;
+    dynamicSampling: boolean; dynamicSamplingRounds: number;
+  };
 });
-export type GrpoConfig = z.infer<typeof GrpoConfig>;
+export type GrpoConfig = z.output<typeof GrpoConfig>;
+export type GrpoConfigInput = z.input<typeof GrpoConfig>;
 
 export const STD_EPS = 1e-6;
 
@@ -42,7 +92,7 @@ export interface AdvantageResult {
 }
 
 /** Advantages for items given as (groupId, credit), in input order. */
-export function computeAdvantages(items: { groupId: string; credit: number }[], config: Partial<GrpoConfig> = {}): AdvantageResult {
+export function computeAdvantages(items: { groupId: string; credit: number }[], config: GrpoConfigInput = {}): AdvantageResult {
   const cfg = GrpoConfig.parse(config);
   const byGroup = new Map<string, number[]>();
   items.forEach((it, i) => { const g = byGroup.get(it.groupId); if (g) g.push(i); else byGroup.set(it.groupId, [i]); });
@@ -81,14 +131,24 @@ function padRows(rows: number[][], width: number): number[][] {
   return rows.map((r) => { const out = r.slice(0, width); while (out.length < width) out.push(0); return out; });
 }
 
+/** Per-token log-ratio logp - old, or GSPO's per-sequence mean of it broadcast to every token ([B, T]). */
+function logRatio(logp: tf.Tensor2D, old: tf.Tensor2D, mask: tf.Tensor2D, level: 'token' | 'sequence'): tf.Tensor2D {
+  const d = tf.sub(logp, old) as tf.Tensor2D;
+  if (level === 'token') return d;
+  const perSeq = tf.div(tf.sum(tf.mul(d, mask), 1, true), tf.maximum(tf.sum(mask, 1, true), 1));
+  return tf.mul(perSeq, tf.onesLike(d)) as tf.Tensor2D;
+}
+
 /**
  * The loss callback for PolicyModel.trainStep. `samples[i]` belongs to the i-th pair given to trainStep.
  * Returns each micro-batch's share of the batch loss so that the summed gradients are those of the batch loss.
  */
-export function grpoLossFn(samples: GrpoSample[], config: Partial<GrpoConfig>, stats: GrpoStats = new GrpoStats()) {
+export function grpoLossFn(samples: GrpoSample[], config: GrpoConfigInput, stats: GrpoStats = new GrpoStats()) {
   const cfg = GrpoConfig.parse(config);
+  if (cfg.lossAggregation === 'token-sum-norm' && cfg.lossNormTokens === null) throw new Error('lossAggregation token-sum-norm needs lossNormTokens (the trainer passes model.maxTokens)');
   const totalTokens = samples.reduce((a, s) => a + s.oldLogprobs.length, 0);
   const totalSeqs = samples.length;
+  const [low, high] = cfg.importanceSampling === 'sequence' ? [cfg.sequenceEpsilon, cfg.sequenceEpsilonHigh] : [cfg.epsilon, cfg.epsilonHigh];
   return (inputs: LossInputs): tf.Scalar => {
     const [B, T] = inputs.logprobs.shape;
     const mb = inputs.indices.map((i) => samples[i]);
@@ -96,8 +156,8 @@ export function grpoLossFn(samples: GrpoSample[], config: Partial<GrpoConfig>, s
     const adv = tf.tensor2d(mb.map((s) => [s.advantage]), [B, 1]);
     const logp = inputs.logprobs;
     const mask = inputs.mask;
-    const ratio = tf.exp(tf.sub(logp, old));
-    const clippedRatio = tf.clipByValue(ratio, 1 - cfg.epsilon, 1 + cfg.epsilonHigh);
+    const ratio = tf.exp(logRatio(logp, old, mask, cfg.importanceSampling));
+    const clippedRatio = tf.clipByValue(ratio, 1 - low, 1 + high);
     const pg1 = tf.neg(tf.mul(adv, ratio));
     const pg2 = tf.neg(tf.mul(adv, clippedRatio));
     let perToken: tf.Tensor2D = tf.maximum(pg1, pg2);
@@ -113,6 +173,8 @@ export function grpoLossFn(samples: GrpoSample[], config: Partial<GrpoConfig>, s
     let loss: tf.Scalar;
     if (cfg.lossAggregation === 'token-mean') {
       loss = tf.div(tf.sum(masked), Math.max(1, totalTokens));
+    } else if (cfg.lossAggregation === 'token-sum-norm') {
+      loss = tf.div(tf.sum(masked), Math.max(1, totalSeqs) * (cfg.lossNormTokens as number));
     } else {
       const perSeq = tf.div(tf.sum(masked, 1), tf.maximum(tf.sum(mask, 1), 1));
       loss = tf.div(tf.sum(perSeq), Math.max(1, totalSeqs));

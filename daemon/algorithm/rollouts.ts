@@ -93,3 +93,58 @@ export function everyRolloutFailed(groups: GroupRollout[]): { count: number; err
 export function finalRewards(groups: GroupRollout[]): number[] {
   return groups.map((g) => (g.trajectory ? finalReward(g.trajectory) : 0));
 }
+
+/** Task ids of the groups whose rollouts' final rewards are not all equal (the groups GRPO can learn from). */
+export function groupsWithSpread(groups: GroupRollout[]): Set<string> {
+  const byTask = new Map<string, number[]>();
+  for (const g of groups) {
+    const r = finalRewards([g])[0];
+    const xs = byTask.get(g.task.id);
+    if (xs) xs.push(r); else byTask.set(g.task.id, [r]);
+  }
+  return new Set([...byTask].filter(([, rs]) => rs.some((r) => r !== rs[0])).map(([id]) => id));
+}
+
+export interface DynamicSamplingOptions {
+  /** Groups (tasks) with reward spread wanted for the step. */
+  batchSize: number;
+  /** Extra rounds of fresh tasks at most. */
+  maxRounds: number;
+  /** `n` fresh tasks for extra round `round` (1, 2, ...), none of whose ids are in `used`. */
+  freshTasks(round: number, used: Set<string>, n: number): Task[];
+  /** Rolls out tasks (each `groupSize` times) and returns their groups, as runGroups does. */
+  rollOut(tasks: Task[], round: number): Promise<GroupRollout[]>;
+}
+
+export interface DynamicSamplingResult {
+  /** Every rollout of every round (round 0 first). */
+  groups: GroupRollout[];
+  /** Task ids whose groups go into the loss: the first `batchSize` with reward spread, in rollout order. */
+  kept: Set<string>;
+  /** Extra rounds run. */
+  rounds: number;
+}
+
+/**
+ * DAPO's dynamic sampling (Yu et al. 2025, verl `filter_groups`): a group whose rollouts all earned the
+ * same final reward has zero advantage everywhere and only dilutes the batch, so it is dropped, and the
+ * batch is refilled with groups of fresh tasks until it holds `batchSize` groups with reward spread or
+ * `maxRounds` extra rounds have run (then the step trains on what it has). Each extra round rolls out as
+ * many fresh tasks as groups are missing.
+ */
+export async function dynamicSampling(first: GroupRollout[], o: DynamicSamplingOptions): Promise<DynamicSamplingResult> {
+  const groups = [...first];
+  const used = new Set(first.map((g) => g.task.id));
+  let rounds = 0;
+  let spread = groupsWithSpread(groups);
+  while (spread.size < o.batchSize && rounds < o.maxRounds) {
+    const fresh = o.freshTasks(rounds + 1, used, o.batchSize - spread.size).filter((t) => !used.has(t.id));
+    if (fresh.length === 0) break;
+    rounds++;
+    for (const t of fresh) used.add(t.id);
+    groups.push(...await o.rollOut(fresh, rounds));
+    spread = groupsWithSpread(groups);
+  }
+  const order = [...new Set(groups.map((g) => g.task.id))].filter((id) => spread.has(id));
+  return { groups, kept: new Set(order.slice(0, o.batchSize)), rounds };
+}

@@ -10,13 +10,13 @@
 import { METRICS } from '../../protocol/metrics.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
 import type { PolicyModel, SequencePair } from '../model/api.js';
+import { makeRng } from '../model/sampling.js';
 import type { LightningStore } from '../store/types.js';
 import type { TrajectoryStep } from './adapter.js';
 import { assignCredit } from './credit.js';
 import type { TrainConfig } from './config.js';
 import { GrpoStats, computeAdvantages, grpoLossFn, stdUnbiased } from './grpo.js';
-import { type GroupRollout, type Task, everyRolloutFailed, finalRewards, publishPolicy, runGroups } from './rollouts.js';
-import { rng } from './shuffle.js';
+import { type GroupRollout, type Task, dynamicSampling, everyRolloutFailed, finalRewards, publishPolicy, runGroups } from './rollouts.js';
 
 export interface TrainerState {
   runId: string;
@@ -66,12 +66,26 @@ export function tasksForStep(train: Task[], batchSize: number, seed: number, ste
   return out;
 }
 
+/**
+ * Fresh tasks for an extra dynamic-sampling round: a shuffle of the training set of its own, deterministic
+ * in (seed, step, round), skipping the tasks the step already rolled out (a task is one group per step).
+ */
+export function freshTasks(train: Task[], seed: number, step: number, round: number, used: Set<string>, n: number): Task[] {
+  const order = shuffledIndices(train.length, (seed * 1000003 + step * 7919 + round * 104729) ^ 0x5a5a5a);
+  const out: Task[] = [];
+  for (const i of order) {
+    if (out.length >= n) break;
+    if (!used.has(train[i].id)) out.push(train[i]);
+  }
+  return out;
+}
+
 const orderCache = new Map<string, number[]>();
 function shuffledIndices(n: number, seed: number): number[] {
   const key = `${n}:${seed}`;
   let order = orderCache.get(key);
   if (!order) {
-    const r = rng(seed);
+    const r = makeRng(seed);
     order = Array.from({ length: n }, (_, i) => i);
     for (let i = n - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); [order[i], order[j]] = [order[j], order[i]]; }
     orderCache.set(key, order);
@@ -130,13 +144,22 @@ export class Trainer {
     const step = this.state.step;
     const tasks = tasksForStep(this.d.train, t.batchSize, t.seed, step);
     const resourcesId = await this.publish('train');
-    const groups = await runGroups(store, tasks, {
+    const rollOut = (ts: Task[], round: number) => runGroups(store, ts, {
       agent: this.d.agent, mode: 'train', resourcesId, groupSize: t.groupSize, timeoutSeconds: cfg.runtime.rolloutTimeoutSeconds,
-      metadata: { runId: this.state.runId, step }, adapter: { agentMatch: t.agentMatch }, signal: this.d.signal,
-      onProgress: (done, total) => this.d.onProgress?.('rollouts', done, total, this.state),
+      metadata: { runId: this.state.runId, step, ...(round > 0 ? { samplingRound: round } : {}) }, adapter: { agentMatch: t.agentMatch }, signal: this.d.signal,
+      onProgress: (done, total) => this.d.onProgress?.(round > 0 ? `rollouts (refill ${round})` : 'rollouts', done, total, this.state),
     });
+    const scheduled = await rollOut(tasks, 0);
+    // DAPO dynamic sampling: groups without reward spread dropped, the batch refilled from fresh tasks (bounded).
+    const sampled = t.grpo.dynamicSampling
+      ? await dynamicSampling(scheduled, {
+        batchSize: t.batchSize, maxRounds: t.grpo.dynamicSamplingRounds, rollOut,
+        freshTasks: (round, used, n) => freshTasks(this.d.train, t.seed, step, round, used, n),
+      })
+      : null;
+    const groups = sampled ? sampled.groups : scheduled;
     const rolloutSeconds = (Date.now() - started) / 1000;
-    const failed = everyRolloutFailed(groups);
+    const failed = everyRolloutFailed(scheduled);
     this.failedSteps = failed ? this.failedSteps + 1 : 0;
     if (failed) {
       this.log(`step ${step + 1}: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
@@ -153,6 +176,8 @@ export class Trainer {
       for (const c of assignCredit(g.trajectory, creditCfg)) items.push({ g, s: c.step, credit: c.credit, groupId: g.task.id });
     }
     const adv = computeAdvantages(items.map((i) => ({ groupId: i.groupId, credit: i.credit })), t.grpo);
+    // A group dynamic sampling dropped trains nothing: its advantage is 0 in the loss and in the store.
+    if (sampled) items.forEach((it, k) => { if (!sampled.kept.has(it.groupId)) { adv.keep[k] = false; adv.advantages[k] = 0; } });
     const kept = items.map((it, k) => ({ ...it, advantage: adv.advantages[k] })).filter((_, k) => adv.keep[k]);
 
     // Log-probs of the sampling policy: from the gateway's spans, else recomputed (before the update, so they match).
@@ -175,10 +200,11 @@ export class Trainer {
     let update = { loss: 0, gradNorm: 0, tokens: 0, seconds: 0 };
     if (kept.length > 0 && kept.some((k) => k.advantage !== 0)) {
       const samples = kept.map((k, i) => ({ advantage: k.advantage, oldLogprobs: old[i] as number[], refLogprobs: ref ? ref[i] : null }));
-      update = await policy.trainStep(pairs, grpoLossFn(samples, t.grpo, stats));
+      update = await policy.trainStep(pairs, grpoLossFn(samples, { ...t.grpo, lossNormTokens: t.grpo.lossNormTokens ?? cfg.model.maxTokens }, stats));
     }
     const s = stats.summary();
-    const rewards = finalRewards(groups);
+    // reward/mean and reward/std describe the step's scheduled tasks, comparable across variants; refills are counted apart.
+    const rewards = finalRewards(scheduled);
     const rMean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     const completionTokens = items.reduce((a, i) => a + i.s.completionIds.length, 0);
     const stepSeconds = (Date.now() - started) / 1000;
@@ -186,6 +212,7 @@ export class Trainer {
       [METRICS.rewardMean]: rMean,
       [METRICS.rewardStd]: stdUnbiased(rewards),
       [METRICS.fracRewardZeroStd]: adv.fracRewardZeroStd,
+      ...(sampled ? { [METRICS.samplingRounds]: sampled.rounds, [METRICS.groupsKept]: sampled.kept.size } : {}),
       [METRICS.kl]: s.kl,
       [METRICS.clipRatio]: s.clipRatio,
       [METRICS.loss]: update.loss,
