@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import type { ChatMessage, PolicyModel, SequencePair, Tokenizer } from '../model/api.js';
 import { nllLossFn } from './grpo.js';
-import { rng } from './shuffle.js';
+import { makeRng } from '../model/sampling.js';
 
 export interface Demonstration { prompt?: string; completion?: string; messages?: ChatMessage[] }
 
@@ -53,7 +53,7 @@ export async function runSft(policy: PolicyModel, pairs: SequencePair[], o: SftO
   if (pairs.length === 0) throw new Error('no demonstrations to train on');
   const tooLong = pairs.findIndex((p) => p.promptIds.length + p.completionIds.length > policy.contextLength);
   if (tooLong >= 0) throw new Error(`demonstration ${tooLong + 1} has ${pairs[tooLong].promptIds.length + pairs[tooLong].completionIds.length} tokens; the model's context is ${policy.contextLength}`);
-  const r = rng(o.seed ?? 1);
+  const r = makeRng(o.seed ?? 1);
   let order: number[] = [];
   let lastLoss = NaN;
   for (let step = 0; step < o.steps; step++) {

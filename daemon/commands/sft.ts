@@ -6,7 +6,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openPolicy } from '../algorithm/open-policy.js';
-import { Progress } from '../algorithm/progress.js';
+import { Progress } from './progress.js';
 import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft.js';
 import { resolveDataDir } from '../../sdk/daemon-state.js';
 

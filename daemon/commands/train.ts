@@ -9,10 +9,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
 import { readCheckpoint, saveCheckpoint } from '../algorithm/checkpoint.js';
-import { startTrainingHost } from '../algorithm/host.js';
 import { openPolicy } from '../algorithm/open-policy.js';
-import { Progress } from '../algorithm/progress.js';
-import { writeReport } from '../algorithm/report.js';
 import type { Task } from '../algorithm/rollouts.js';
 import { readJsonl } from '../algorithm/sft.js';
 import { Trainer, type TrainerState, newTrainerState, plannedSteps } from '../algorithm/trainer.js';
@@ -20,6 +17,9 @@ import { loadOrCreateToken } from '../server/auth.js';
 import { resolveDataDir } from '../../sdk/daemon-state.js';
 import { ensureWritableDataDir } from '../state.js';
 import { openStore } from '../store/index.js';
+import { Progress } from './progress.js';
+import { startTrainingHost } from './train-host.js';
+import { writeReport } from './train-report.js';
 
 const HELP = `usage: agl train <agent file>#<export> --train train.jsonl --val val.jsonl [options]
 

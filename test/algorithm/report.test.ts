@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { inflateSync } from 'node:zlib';
-import { crc32, lineChartPng } from '../../daemon/algorithm/png.js';
+import { crc32, lineChartPng } from '../../daemon/commands/png.js';
 import { tasksForStep } from '../../daemon/algorithm/trainer.js';
 import { parseTrainConfig, deepMerge } from '../../daemon/algorithm/config.js';
 

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseTrainConfig } from '../../daemon/algorithm/config.js';
-import { startTrainingHost } from '../../daemon/algorithm/host.js';
+import { startTrainingHost } from '../../daemon/commands/train-host.js';
 import { Trainer, newTrainerState } from '../../daemon/algorithm/trainer.js';
 import { createPolicy } from '../../daemon/model/policy.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';

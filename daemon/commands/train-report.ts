@@ -4,8 +4,8 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { TrainerState } from '../algorithm/trainer.js';
 import { lineChartPng } from './png.js';
-import type { TrainerState } from './trainer.js';
 
 export interface ReportInput {
   title: string;

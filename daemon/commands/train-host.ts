@@ -1,17 +1,17 @@
 /**
- * The training host: an `agl train` process serves the policy it trains. It binds the store API and
- * the OpenAI-compatible gateway (serving this very policy object, so every update is live for the next
- * rollouts) on 127.0.0.1, and starts runner workers that claim this run's rollouts and execute the agent
- * in worker processes. Remote `agl runner` processes can join through the same URL and token.
+ * The training host: an `agl train` process serves the policy it trains. It binds the daemon's app (store
+ * API, and the OpenAI-compatible gateway serving this very policy object through ctx.getPolicy, as
+ * `agl serve --model` does, so every update is live for the next rollouts) on 127.0.0.1, runs the store's
+ * watchdog (timeouts and retries on a timer), and starts runner workers that claim this run's rollouts and
+ * execute the agent in worker processes. Remote `agl runner` processes can join through the same URL and token.
  */
 import type { Server } from 'node:http';
-import express from 'express';
-import type { PolicyModel } from '../model/api.js';
-import { closeGracefully, createApp, createServerContext, listen } from '../server/app.js';
-import { gatewayRouter } from '../server/gateway.js';
-import { Runner } from '../runner/runner.js';
-import type { LightningStore } from '../store/types.js';
 import { AglClient } from '../../sdk/client.js';
+import type { PolicyModel } from '../model/api.js';
+import { Runner } from '../runner/runner.js';
+import { closeGracefully, createApp, createServerContext, listen } from '../server/app.js';
+import { Watchdog } from '../store/index.js';
+import type { LightningStore } from '../store/types.js';
 
 export interface TrainingHost { url: string; endpoint: string; runner: Runner | null; close(): Promise<void> }
 
@@ -28,11 +28,11 @@ export interface HostOptions {
 }
 
 export async function startTrainingHost(o: HostOptions): Promise<TrainingHost> {
-  const ctx = createServerContext({ store: o.store, token: o.token, dataDir: o.dataDir, log: o.log ?? (() => {}) });
-  const outer = express();
-  outer.use(gatewayRouter({ store: o.store, token: o.token, getPolicy: () => o.policy }));
-  outer.use(createApp(ctx));
-  const server: Server = await listen(outer as unknown as express.Express, ctx, '127.0.0.1', o.port ?? 0);
+  const log = o.log ?? (() => {});
+  const ctx = createServerContext({ store: o.store, token: o.token, dataDir: o.dataDir, log });
+  ctx.getPolicy = () => o.policy;
+  const server: Server = await listen(createApp(ctx), ctx, '127.0.0.1', o.port ?? 0);
+  const watchdog = new Watchdog(o.store, { onError: (e) => log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();
   let runner: Runner | null = null;
   if (o.workers > 0) {
     runner = new Runner({
@@ -45,6 +45,7 @@ export async function startTrainingHost(o: HostOptions): Promise<TrainingHost> {
     url: ctx.url, endpoint: `${ctx.url}/v1`, runner,
     async close() {
       if (runner) await runner.stop(5_000);
+      await watchdog.stop();
       await closeGracefully(server, 1_000);
     },
   };
