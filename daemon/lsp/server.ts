@@ -16,26 +16,29 @@ import {
   agentAt, agentStats, daemonChanged, listAgents, markAsAgent, refreshStats,
   type AgentInfo, type AgentStats, type DaemonEndpoint, type LspInitializationOptions,
 } from '../../protocol/lsp.js';
+import { AglClient } from '../../sdk/client.js';
 import { AGENT_FILE_PATTERN, findAgents, languageOf } from './agents.js';
 import { lensesFor } from './codelens.js';
 import { DEFAULT_MARK_OPTIONS, markPyAgent, markTsAgent, type MarkOptions } from './mark.js';
 import { AgentStatsSource, type StoreReader } from './stats.js';
-import { httpStoreReader } from './store-reader.js';
 
 const SKIP_DIRS = new Set(['node_modules', 'dist', 'out', 'build', '__pycache__', 'venv', '.venv', 'site-packages', 'test-results']);
 /** Most files read by one workspace scan (a guard against huge folders). */
 const MAX_SCAN_FILES = 20_000;
 const MAX_FILE_BYTES = 1_000_000;
+/** A store read the lenses wait on gives up after this long (the daemon is local). */
+const READ_TIMEOUT_MS = 5000;
 
 export interface LspServerOptions {
-  /** Builds the store reader for a daemon endpoint (tests may point it anywhere real). */
-  storeReader?: (endpoint: DaemonEndpoint) => StoreReader;
+  /** Builds the store reader for a daemon endpoint (default: the SDK's AglClient; tests may point it anywhere real). */
+  storeReader?: (endpoint: DaemonEndpoint) => StoreReader & { close?(): void };
   mark?: MarkOptions;
 }
 
 export function startLspServer(connection: Connection, options: LspServerOptions = {}): void {
   const documents = new TextDocuments(TextDocument);
-  const makeReader = options.storeReader ?? ((e: DaemonEndpoint) => httpStoreReader(e));
+  const makeReader = options.storeReader ?? ((e: DaemonEndpoint) => new AglClient({ url: e.url, token: e.token ?? '', timeoutMs: READ_TIMEOUT_MS }));
+  let reader: (StoreReader & { close?(): void }) | null = null;
   let roots: string[] = [];
   let daemon: DaemonEndpoint | null = null;
   let starting = false;
@@ -61,7 +64,9 @@ export function startLspServer(connection: Connection, options: LspServerOptions
 
   function setDaemon(endpoint: DaemonEndpoint | null): void {
     daemon = endpoint;
-    stats = endpoint ? new AgentStatsSource(makeReader(endpoint)) : null;
+    reader?.close?.();
+    reader = endpoint ? makeReader(endpoint) : null;
+    stats = reader ? new AgentStatsSource(reader) : null;
     if (pollTimer) clearInterval(pollTimer);
     pollTimer = endpoint ? setInterval(() => void poll(), pollMs) : null;
     pollTimer?.unref();

@@ -10,7 +10,7 @@ import { finalReward } from '../../protocol/span-reading.js';
 import { SPAN } from '../../protocol/spans.js';
 import type { Rollout, RolloutStatus, Span, Statistics } from '../../protocol/store.js';
 
-/** The part of the store client (sdk/client.ts) the stats need. */
+/** The part of the store client (sdk/client.ts AglClient, which the language server uses) the stats need. */
 export interface StoreReader {
   queryRollouts(query: { agent?: string; status?: RolloutStatus[]; order?: 'asc' | 'desc'; limit?: number }): Promise<{ items: Rollout[]; nextCursor: string | null }>;
   querySpans(query: { rolloutId: string; attemptId?: string; name?: string; limit?: number }): Promise<Span[]>;
