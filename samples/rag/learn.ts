@@ -14,6 +14,7 @@ export const RAG_LEARNING: SampleLearning = {
   demos: join('samples', 'rag', 'data', 'demos.jsonl'),
   config: join('samples', 'rag', 'train.yaml'),
   sftArgs: ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
+  warmup: join('samples', 'rag', 'warmup'),
 };
 
 if (/rag[\\/]learn\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) learnMain(RAG_LEARNING);

@@ -45,24 +45,48 @@ export interface Employee { name: string; dept: string; pay: number; year: numbe
 export interface Project { name: string; dept: string; cost: number }
 export interface CompanyRows { depts: typeof DEPARTMENTS; emps: Employee[]; projs: Project[] }
 
+/** Who and what a company is made of, and the ranges its hiring years and pay levels are drawn from. */
+export interface Roster { depts: typeof DEPARTMENTS; people: string[]; projects: string[]; years: [number, number]; payOffset: number }
+/** The sample's company: the database every split's questions are asked about. */
+export const COMPANY: Roster = { depts: DEPARTMENTS, people: FIRST_NAMES, projects: PROJECT_NAMES, years: [2015, 2024], payOffset: 0 };
+
 /** The rows, from a seed (same seed, same rows). */
-export function companyRows(seed = 7): CompanyRows {
+export function companyRows(seed = 7, roster: Roster = COMPANY): CompanyRows {
   const r = rng(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
   const pick = <T>(xs: T[]) => xs[int(0, xs.length - 1)];
+  const depts = roster.depts;
   // Every department gets at least two employees, so "how many in X" is never trivially 0.
-  const emps: Employee[] = FIRST_NAMES.map((name, i) => ({
+  const emps: Employee[] = roster.people.map((name, i) => ({
     name,
-    dept: i < DEPARTMENTS.length * 2 ? DEPARTMENTS[i % DEPARTMENTS.length].name : pick(DEPARTMENTS).name,
-    pay: int(30, 120) * 1000,
-    year: int(2015, 2024),
+    dept: i < depts.length * 2 ? depts[i % depts.length].name : pick(depts).name,
+    pay: int(30, 120) * 1000 + roster.payOffset,
+    year: int(roster.years[0], roster.years[1]),
   }));
-  const projs: Project[] = PROJECT_NAMES.map((name, i) => ({
+  const projs: Project[] = roster.projects.map((name, i) => ({
     name,
-    dept: i < DEPARTMENTS.length ? DEPARTMENTS[i].name : pick(DEPARTMENTS).name,
+    dept: i < depts.length ? depts[i].name : pick(depts).name,
     cost: int(5, 90) * 1000,
   }));
-  return { depts: DEPARTMENTS, emps, projs };
+  return { depts, emps, projs };
+}
+
+/** Creates the schema in `db` and inserts the rows. */
+export function fillCompanyDb(db: Database.Database, rows: CompanyRows): void {
+  db.exec(`
+    CREATE TABLE dept (name TEXT PRIMARY KEY, city TEXT NOT NULL);
+    CREATE TABLE emp (name TEXT PRIMARY KEY, dept TEXT NOT NULL REFERENCES dept(name), pay INTEGER NOT NULL, year INTEGER NOT NULL);
+    CREATE TABLE proj (name TEXT PRIMARY KEY, dept TEXT NOT NULL REFERENCES dept(name), cost INTEGER NOT NULL);
+  `);
+  const insert = db.transaction(() => {
+    const d = db.prepare('INSERT INTO dept (name, city) VALUES (?, ?)');
+    for (const x of rows.depts) d.run(x.name, x.city);
+    const e = db.prepare('INSERT INTO emp (name, dept, pay, year) VALUES (?, ?, ?, ?)');
+    for (const x of rows.emps) e.run(x.name, x.dept, x.pay, x.year);
+    const p = db.prepare('INSERT INTO proj (name, dept, cost) VALUES (?, ?, ?)');
+    for (const x of rows.projs) p.run(x.name, x.dept, x.cost);
+  });
+  insert();
 }
 
 /** Writes a fresh database file with the schema and the rows. */
@@ -71,21 +95,8 @@ export function writeCompanyDb(path: string, seed = 7): CompanyRows {
   if (existsSync(path)) rmSync(path);
   const db = new Database(path);
   try {
-    db.exec(`
-      CREATE TABLE dept (name TEXT PRIMARY KEY, city TEXT NOT NULL);
-      CREATE TABLE emp (name TEXT PRIMARY KEY, dept TEXT NOT NULL REFERENCES dept(name), pay INTEGER NOT NULL, year INTEGER NOT NULL);
-      CREATE TABLE proj (name TEXT PRIMARY KEY, dept TEXT NOT NULL REFERENCES dept(name), cost INTEGER NOT NULL);
-    `);
     const rows = companyRows(seed);
-    const insert = db.transaction(() => {
-      const d = db.prepare('INSERT INTO dept (name, city) VALUES (?, ?)');
-      for (const x of rows.depts) d.run(x.name, x.city);
-      const e = db.prepare('INSERT INTO emp (name, dept, pay, year) VALUES (?, ?, ?, ?)');
-      for (const x of rows.emps) e.run(x.name, x.dept, x.pay, x.year);
-      const p = db.prepare('INSERT INTO proj (name, dept, cost) VALUES (?, ?, ?)');
-      for (const x of rows.projs) p.run(x.name, x.dept, x.cost);
-    });
-    insert();
+    fillCompanyDb(db, rows);
     return rows;
   } finally {
     db.close();

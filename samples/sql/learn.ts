@@ -34,6 +34,7 @@ export const SQL_LEARNING: SampleLearning = {
   demos: join('samples', 'sql', 'data', 'demos.jsonl'),
   config: join('samples', 'sql', 'train.yaml'),
   sftArgs: ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
+  warmup: join('samples', 'sql', 'warmup'),
 };
 
 export interface LearnOptions { minutes?: number; sftSteps?: number; dataDir?: string; quiet?: boolean; workers?: number }

@@ -1,31 +1,26 @@
 /**
  * Makes the sql sample's data: the SQLite database (data/company.db) and the question / gold-query
- * splits (data/{train,val,test}.jsonl) plus SFT warm-up demonstrations (data/demos.jsonl).
+ * splits (data/{train,val,test}.jsonl) plus SFT warm-up demonstrations (data/demos.jsonl) about another
+ * company, disjoint from every split (warmup-demos.ts).
  * Deterministic: running it again writes the same files.
  *   npx tsx samples/sql/make-db.ts
  */
 import { writeFileSync } from 'node:fs';
 import { DATA_DIR, DEFAULT_DB_PATH, openCompanyDb, writeCompanyDb } from './db.js';
-import { formatResult, runQuery } from './execute.js';
-import { demonstrations, makeSqlSplits, type SqlTask } from './task.js';
-
-/** A plausible wrong first query for the rewriter's demonstrations: the gold one with its filter dropped. */
-function wrongVariant(gold: string): string {
-  const where = gold.search(/ WHERE /);
-  return where > 0 ? gold.slice(0, where) : `${gold} LIMIT 0`;
-}
+import { runQuery } from './execute.js';
+import { makeSqlSplits, type SqlTask } from './task.js';
+import { warmupDemonstrations } from './warmup-demos.js';
 
 export function makeSqlData(dir = DATA_DIR): { train: number; val: number; test: number; demos: number } {
   const rows = writeCompanyDb(`${dir}/company.db`);
   const splits = makeSqlSplits(rows);
   const db = openCompanyDb(`${dir}/company.db`);
   try {
-    const run = (sql: string) => formatResult(runQuery(db, sql));
     for (const [name, tasks] of Object.entries(splits) as [string, SqlTask[]][]) {
       for (const t of tasks) if (runQuery(db, t.gold).rows.length === 0) throw new Error(`gold query of ${t.id} returns no rows: ${t.gold}`);
       writeFileSync(`${dir}/${name}.jsonl`, tasks.map((t) => JSON.stringify(t)).join('\n') + '\n');
     }
-    const demos = splits.train.flatMap((t, i) => demonstrations(t, run, i % 2 === 0 ? wrongVariant(t.gold) : undefined));
+    const demos = warmupDemonstrations([...splits.train, ...splits.val, ...splits.test]);
     writeFileSync(`${dir}/demos.jsonl`, demos.map((d) => JSON.stringify(d)).join('\n') + '\n');
     return { train: splits.train.length, val: splits.val.length, test: splits.test.length, demos: demos.length };
   } finally {

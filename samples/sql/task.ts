@@ -1,8 +1,8 @@
 /**
  * The sql task (the paper's Spider text-to-SQL in miniature): questions about the company database with
  * a gold query each, made from templates filled with values from the rows so every gold result is
- * non-empty. Also the three agents' prompts (short enough for the built-in model's 256-byte context)
- * and the demonstrations an `agl sft` warm-up learns from. Pure: no I/O.
+ * non-empty. Also the three agents' prompts (short enough for the built-in model's 256-byte context).
+ * The warm-up's demonstrations are made from problems of their own: warmup-demos.ts. Pure: no I/O.
  */
 import { rng } from '../calc/task.js';
 import { type CompanyRows, SCHEMA_LINE } from './db.js';
@@ -102,23 +102,4 @@ export function extractSql(reply: string): string {
 export function checkerAccepts(reply: string): boolean {
   const t = reply.trim().toLowerCase();
   return /^(yes|correct|ok)\b/.test(t) || (/\bcorrect\b/.test(t) && !/\b(not|in)correct\b/.test(t));
-}
-
-/**
- * Demonstrations for the SFT warm-up, in the exact chat form the agent sends: the writer writing the gold
- * query, the checker accepting it, and (from a plausible wrong first query) the checker rejecting and the
- * rewriter repairing it. `run` executes a query and renders its result as the agent does.
- */
-export function demonstrations(task: SqlTask, run: (sql: string) => string, wrongSql?: string): { messages: Msg[] }[] {
-  const goldResult = run(task.gold);
-  const demos: { messages: Msg[] }[] = [
-    { messages: [...writerMessages(task.question), { role: 'assistant', content: task.gold }] },
-    { messages: [...checkerMessages(task.question, task.gold, goldResult), { role: 'assistant', content: 'yes' }] },
-  ];
-  if (wrongSql) {
-    const wrongResult = run(wrongSql);
-    demos.push({ messages: [...checkerMessages(task.question, wrongSql, wrongResult), { role: 'assistant', content: 'no' }] });
-    demos.push({ messages: [...rewriterMessages(task.question, wrongSql, wrongResult), { role: 'assistant', content: task.gold }] });
-  }
-  return demos;
 }

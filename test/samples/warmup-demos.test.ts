@@ -1,0 +1,88 @@
+/**
+ * The sql and rag warm-up demonstrations come from problems of their own: the shipped data/demos.jsonl is
+ * what the generator makes, and no demonstration shows a train/val/test question (nor, for sql, a gold
+ * query; for rag, a held-out question's answer next to its question). The demonstrators are imperfect by
+ * design (both behaviours present in the shares the generators document), so RL has something to learn.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { type Demonstration, readJsonl } from '../../daemon/algorithm/sft.js';
+import { makeRagSplits, makeWorld } from '../../samples/rag/corpus.js';
+import { ANSWER_INSTRUCTIONS, QUERY_INSTRUCTIONS } from '../../samples/rag/prompts.js';
+import { warmupDemonstrations as ragDemos } from '../../samples/rag/warmup-demos.js';
+import { companyRows, SCHEMA_LINE } from '../../samples/sql/db.js';
+import { CHECKER_SYSTEM, makeSqlSplits } from '../../samples/sql/task.js';
+import { dropFilter, warmupDemonstrations as sqlDemos } from '../../samples/sql/warmup-demos.js';
+
+type Chat = { messages: { role: string; content: string }[] };
+const user = (d: Chat) => d.messages.find((m) => m.role === 'user')!.content;
+const reply = (d: Chat) => d.messages.at(-1)!.content;
+const system = (d: Chat) => d.messages[0].content;
+
+describe('sql warm-up demonstrations', () => {
+  const splits = makeSqlSplits(companyRows());
+  const held = [...splits.train, ...splits.val, ...splits.test];
+  const demos = sqlDemos(held);
+
+  it('are the shipped data/demos.jsonl', () => {
+    assert.deepEqual(readJsonl<Demonstration>(join('samples', 'sql', 'data', 'demos.jsonl')), demos);
+  });
+
+  it('share no question and no gold query with train, val or test', () => {
+    const questions = new Set(held.map((t) => t.question));
+    const golds = new Set(held.map((t) => t.gold));
+    const asked = demos.map((d) => user(d as Chat).split('\n')[0]);
+    assert.equal(asked.filter((q) => questions.has(q)).length, 0);
+    const written = demos.filter((d) => system(d as Chat) === SCHEMA_LINE || user(d as Chat).endsWith('Better SQL:')).map((d) => reply(d as Chat));
+    assert.equal(written.filter((sql) => golds.has(sql)).length, 0);
+    // No name, city or project of the sample's company appears in any demonstration.
+    const rows = companyRows();
+    const names = [...rows.emps.map((e) => e.name), ...rows.depts.map((d) => d.name), ...rows.depts.map((d) => d.city), ...rows.projs.map((p) => p.name)];
+    const text = demos.map((d) => JSON.stringify(d)).join('\n');
+    assert.deepEqual(names.filter((n) => new RegExp(`\\b${n}\\b`).test(text)), []);
+  });
+
+  it('hold both writer behaviours, checker verdicts and repairs', () => {
+    const writer = demos.filter((d) => system(d as Chat) === SCHEMA_LINE);
+    assert.ok(writer.length >= 300, `${writer.length} problems`);
+    const shortcuts = writer.filter((d) => !/ WHERE /.test(reply(d as Chat))).length;
+    const share = shortcuts / writer.length;
+    assert.ok(share > 0.2 && share < 0.4, `shortcut share ${share.toFixed(2)} (designed 0.3)`);
+    assert.ok(writer.every((d) => !/ WHERE /.test(reply(d as Chat)) || dropFilter(reply(d as Chat)) !== reply(d as Chat)));
+    const gold = writer.filter((d) => / WHERE /.test(reply(d as Chat)) && !/ FROM (emps|depts|projs)\b/.test(reply(d as Chat))).length / writer.length;
+    assert.ok(gold > 0.4 && gold < 0.6, `gold share ${gold.toFixed(2)} (designed 0.5)`);
+    const verdicts = demos.filter((d) => system(d as Chat) === CHECKER_SYSTEM).map((d) => reply(d as Chat));
+    assert.ok(verdicts.includes('yes') && verdicts.includes('no'));
+    assert.ok(demos.some((d) => user(d as Chat).endsWith('Better SQL:')));
+  });
+});
+
+describe('rag warm-up demonstrations', () => {
+  const splits = makeRagSplits(makeWorld());
+  const held = [...splits.train, ...splits.val, ...splits.test];
+  const demos = ragDemos(held);
+
+  it('are the shipped data/demos.jsonl', () => {
+    assert.deepEqual(readJsonl<Demonstration>(join('samples', 'rag', 'data', 'demos.jsonl')), demos);
+  });
+
+  it('share no question with train, val or test', () => {
+    const questions = new Set(held.map((t) => t.question));
+    const asked = demos.map((d) => user(d as Chat).split('\n').find((l) => l.endsWith('?'))!);
+    assert.equal(asked.length, demos.length);
+    assert.equal(asked.filter((q) => questions.has(q)).length, 0);
+  });
+
+  it('follow the bridge on about half of the second hops; only then is the answer shown', () => {
+    const queries = demos.filter((d) => system(d as Chat) === QUERY_INSTRUCTIONS);
+    const second = queries.filter((d) => user(d as Chat).includes('\nKnown: '));
+    assert.equal(second.length * 2, queries.length);
+    const firstOf = new Map(queries.filter((d) => !user(d as Chat).includes('\nKnown: ')).map((d) => [user(d as Chat), reply(d as Chat)]));
+    const lazy = second.filter((d) => reply(d as Chat) === firstOf.get(user(d as Chat).split('\n')[0])).length / second.length;
+    assert.ok(lazy > 0.35 && lazy < 0.65, `repeated second queries ${lazy.toFixed(2)} (designed 0.5)`);
+    const answers = demos.filter((d) => system(d as Chat) === ANSWER_INSTRUCTIONS).map((d) => reply(d as Chat));
+    const unknown = answers.filter((a) => a === 'unknown').length / answers.length;
+    assert.ok(unknown > 0.35 && unknown < 0.7, `unknown answers ${unknown.toFixed(2)}`);
+  });
+});
