@@ -1,8 +1,7 @@
-/** The adapter: spans -> ordered transitions, rewards attached, agent filter, repaired parentage. */
+/** The adapter: spans -> ordered transitions, rewards attached, agent filter (parent repair: test/protocol/span-reading.test.ts). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spansToTrajectory } from '../../daemon/algorithm/adapter.js';
-import { repairedParents } from '../../protocol/span-reading.js';
 import { SPAN, AGL, AGL_V0_REWARD_PREFIX } from '../../protocol/spans.js';
 import { llmCall, reward, span, tool } from './helpers.js';
 
@@ -49,21 +48,6 @@ test('agent filter keeps only matching agents; names inherited from ancestors', 
   assert.deepEqual(sel.steps.map((s) => [s.spanId, s.index]), [['c1', 0], ['c3', 1]]);
   assert.deepEqual(sel.skipped, [{ spanId: 'c2', reason: 'agent-filtered' }]);
   assert.equal(sel.rewards.at(-1)?.value, 1);
-});
-
-test('broken parentage is repaired: missing parents go to the rollout root, cycles are cut', () => {
-  const spans = [
-    span({ spanId: 'root', name: SPAN.agentRun, startTime: 0 }),
-    span({ spanId: 'orphan', name: 'x', startTime: 1, parentSpanId: 'never-arrived' }),
-    span({ spanId: 'a', name: 'a', startTime: 2, parentSpanId: 'b' }),
-    span({ spanId: 'b', name: 'b', startTime: 3, parentSpanId: 'a' }),
-  ];
-  const parent = repairedParents(spans);
-  assert.equal(parent.get('orphan'), 'root');
-  assert.equal(parent.get('root'), null);
-  // One of the two spans in the loop is re-attached to the root, which breaks the loop.
-  const a = parent.get('a'), b = parent.get('b');
-  assert.ok((a === 'root' && b === 'a') || (b === 'root' && a === 'b'), `a->${a}, b->${b}`);
 });
 
 test('agent-lightning v0 reward attributes are understood', () => {
