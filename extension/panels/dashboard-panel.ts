@@ -28,13 +28,12 @@ async function watch(panel: DashboardPanel, runId: string | null): Promise<void>
 }
 
 function create(context: vscode.ExtensionContext, client: ClientSource, links: DashboardLinks, existing?: vscode.WebviewPanel): PanelHost {
-  const methods = Object.values(DashboardProtocol).filter((t) => t.kind === 'request').map((t) => t.method);
   const panel: DashboardPanel = { host: undefined as unknown as PanelHost, client, watchedRunId: null, watcher: null };
   panel.host = new PanelHost(context, {
     viewType: DASHBOARD_VIEW_TYPE,
     title: 'Agent Lightning: Training',
     bundle: 'dashboard',
-    handlers: lazyHandlers(() => panel.client, dashboardHandlers, methods),
+    handlers: lazyHandlers(() => panel.client, dashboardHandlers, DashboardProtocol),
     onCommand: async (method, params) => {
       if (method === DashboardProtocol.watchRun.method) await watch(panel, (params as { runId: string }).runId);
       else if (method === DashboardProtocol.openGroups.method) {

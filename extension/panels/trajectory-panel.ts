@@ -36,13 +36,12 @@ function watch(panel: NonNullable<typeof current>, visible: boolean): void {
 }
 
 function create(context: vscode.ExtensionContext, client: ClientSource, links: TrajectoryLinks, existing?: vscode.WebviewPanel, column?: vscode.ViewColumn): PanelHost {
-  const methods = Object.values(TrajectoryProtocol).filter((t) => t.kind === 'request').map((t) => t.method);
   const panel: NonNullable<typeof current> = { host: undefined as unknown as PanelHost, client, watcher: null };
   panel.host = new PanelHost(context, {
     viewType: TRAJECTORY_VIEW_TYPE,
     title: 'Agent Lightning: Trajectories',
     bundle: 'trajectory',
-    handlers: lazyHandlers(() => panel.client, trajectoryHandlers, methods),
+    handlers: lazyHandlers(() => panel.client, trajectoryHandlers, TrajectoryProtocol),
     onCommand: async (method, params) => {
       if (method === TrajectoryProtocol.openCode.method) {
         const p = params as { filepath: string; lineno: number | null; symbol?: string };
