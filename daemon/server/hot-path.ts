@@ -3,9 +3,11 @@
  * rollout makes (dequeue, span batches, finish) and the algorithm's waits and span reads.
  *   POST /v1/agl/queues/rollouts/dequeue          POST /v1/agl/spans          POST /v1/agl/spans/search
  *   POST /v1/agl/rollouts/:id/attempts/:aid/finish                            POST /v1/agl/waits/rollouts
- * They run the same handlers as the express routes (routes-*.ts: same validation, store calls and answers)
- * and answer errors with the same problem+json (token first, malformed JSON, field errors, 404/409, 500
- * logged), and count in /metrics under the same route labels. What they skip is express's per-request
+ * They run the same handlers as the express routes (routes-*.ts: same validation, store calls and answers),
+ * read bodies with the same reader (body.ts: strict UTF-8, strict JSON), answer errors with the same
+ * problem+json (token first, malformed JSON, field errors, 404/409, 500 logged) from inside one error
+ * boundary (errors.ts settle: a synchronous throw is answered like a rejection), and count in /metrics under
+ * the same route labels. What they skip is express's per-request
  * machinery (router walk over every layer, body-parser's type/charset/inflate checks, response helpers):
  * about 80 us of daemon CPU per request, a fifth of the daemon's CPU per rollout in bench:store longqueue.
  *

@@ -19,11 +19,12 @@ describe('hot path beside express', () => {
   after(async () => { await d?.close(); });
 
   /** POST `body` (a string, sent as is); chunked = without Content-Length, which the hot path leaves to express. */
-  function post(path: string, body: string, opts: { chunked?: boolean; token?: string | null; contentType?: string } = {}): Promise<Answer> {
+  function post(path: string, body: string | Buffer, opts: { chunked?: boolean; token?: string | null; contentType?: string } = {}): Promise<Answer> {
     const headers: Record<string, string> = { 'content-type': opts.contentType ?? 'application/json' };
     const token = opts.token === undefined ? d.token : opts.token;
     if (token !== null) headers.authorization = `Bearer ${token}`;
     if (!opts.chunked) headers['content-length'] = String(Buffer.byteLength(body));
+    body = Buffer.from(body);
     return new Promise((resolve, reject) => {
       const req = request(d.url + path, { method: 'POST', headers }, (res) => {
         let text = '';
@@ -35,12 +36,12 @@ describe('hot path beside express', () => {
         }));
       });
       req.on('error', reject);
-      if (opts.chunked) { req.write(body.slice(0, 1)); req.end(body.slice(1)); } else req.end(body);
+      if (opts.chunked) { req.write(body.subarray(0, 1)); req.end(body.subarray(1)); } else req.end(body);
     });
   }
 
   /** The same request through both paths: the answers must match. */
-  async function same(path: string, body: string, opts: { token?: string | null } = {}): Promise<Answer> {
+  async function same(path: string, body: string | Buffer, opts: { token?: string | null } = {}): Promise<Answer> {
     const hot = await post(path, body, opts);
     const viaExpress = await post(path, body, { ...opts, chunked: true });
     assert.deepEqual(hot, viaExpress, `${path} ${body}: hot path and express answer alike`);
@@ -92,6 +93,19 @@ describe('hot path beside express', () => {
     assert.equal(missing.authenticate, 'Bearer realm="agl"');
     assert.match(missing.body.detail, /missing Authorization/);
     assert.match((await same('/v1/agl/spans', '{}', { token: 'not-the-token-at-all' })).body.detail, /wrong bearer token/);
+  });
+
+  it('answers alike the bodies that once killed the daemon, type errors and bytes that are not UTF-8', async () => {
+    for (const body of ['{}', '[]', '{"rolloutId":5}', '{"rolloutId":"r","limit":-1}', '{"rolloutId":"r","x":1}']) {
+      assert.equal((await same('/v1/agl/spans/search', body)).status, 400, body);
+    }
+    assert.deepEqual((await same('/v1/agl/spans/search', '{"rolloutId":5}')).body.errors, [{ path: 'rolloutId', message: 'expected string, received number' }]);
+    assert.deepEqual((await same('/v1/agl/queues/rollouts/dequeue', '[]')).body.errors, [{ path: '(body)', message: 'expected object, received array' }]);
+    const latin = await same('/v1/agl/queues/rollouts/dequeue', Buffer.concat([Buffer.from('{"workerId":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]));
+    assert.equal(latin.status, 400);
+    assert.deepEqual(latin.body.errors, [{ path: '(body)', message: 'not valid UTF-8 at byte 16' }]);
+    const deep = await same('/v1/agl/spans', `{"rolloutId":"r","attemptId":"a","name":"x","startTime":1,"attributes":{"k":${'['.repeat(3000)}${']'.repeat(3000)}}}`);
+    assert.equal(deep.status, 400);
   });
 
   it('leaves unusual requests to express: other content types, query strings', async () => {
