@@ -1,28 +1,27 @@
 /**
- * Real VS Code for the end-to-end test: code-server 4.100.3 (installed by scripts/setup-e2e.sh outside
- * the project) with our packaged .vsix installed, driven by Debian's chromium through playwright-core.
+ * Real VS Code for the end-to-end test: code-server 4.100.3 (installed from npm into the test cache by
+ * test/helpers/code-server.ts, which `npm test` runs first) with our packaged .vsix installed, driven through
+ * playwright-core by the Chromium test/helpers/browser.ts finds (Debian's, or the npm build).
  * Everything lands in one scratch folder (user data, extensions, TMPDIR, XDG dirs, the daemon's data
  * dir); code-server runs in its own process group, so stopping it also stops the extension host, the
  * language server and the daemon the extension started. See ../shared/guides/VSCODE-E2E.md.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Frame, type FrameLocator, type Page } from 'playwright-core';
-
-export const E2E_HOME = process.env.AGL_E2E_HOME || join(homedir(), '.cache', 'agl-e2e');
-export const CODE_SERVER = join(E2E_HOME, 'code-server', 'node_modules', '.bin', 'code-server');
-export const CHROMIUM = process.env.AGL_E2E_CHROMIUM || '/usr/bin/chromium';
+import type { Browser, Frame, FrameLocator, Page } from 'playwright-core';
+import { findChromium, launchChromium, NO_CHROMIUM } from '../helpers/browser.js';
+import { CODE_SERVER, codeServerReady } from '../helpers/code-server.js';
 
 /** Why the e2e cannot run here, or null. The test fails with this (never skips). */
 export function missingTools(): string | null {
   const missing: string[] = [];
-  if (!existsSync(CODE_SERVER)) missing.push(`code-server (expected at ${CODE_SERVER})`);
-  if (!existsSync(CHROMIUM)) missing.push(`chromium (expected at ${CHROMIUM})`);
+  if (!codeServerReady()) missing.push(`code-server (expected at ${CODE_SERVER})`);
+  if (!findChromium()) missing.push(`chromium (${NO_CHROMIUM})`);
   if (missing.length === 0) return null;
-  return `the end-to-end test needs ${missing.join(' and ')}: run scripts/setup-e2e.sh (installs them outside the project)`;
+  return `the end-to-end test needs ${missing.join(' and ')}: run it through \`npm test -- test/e2e\` (or \`npm run test:e2e\`), which installs them into the test cache first`;
 }
 
 export function freePort(): Promise<number> {
@@ -112,14 +111,9 @@ function readDaemonPid(dataDir: string): number | null {
   try { return (JSON.parse(readFileSync(join(dataDir, 'daemon.json'), 'utf8')) as { pid: number | null }).pid; } catch { return null; }
 }
 
-/** Headless Debian chromium; playwright gives it a fresh temporary profile (it refuses --user-data-dir with launch). */
+/** Headless chromium; playwright gives it a fresh temporary profile (it refuses --user-data-dir with launch). */
 export async function launchBrowser(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  return launchChromium();
 }
 
 /** Runs a command from the palette by its exact label. */

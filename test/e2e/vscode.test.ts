@@ -1,10 +1,10 @@
 /**
- * End-to-end in real VS Code (code-server + Debian chromium + playwright-core): packages the extension
+ * End-to-end in real VS Code (code-server + chromium + playwright-core): packages the extension
  * (`npm run package`), installs the .vsix, opens the samples folder, and checks what a user sees: the
  * status bar reaching "ready" (the extension started the bundled daemon), the CodeLens above the calc
  * agent, "Agent Lightning: Train This Agent" from the command palette with a smoke-test budget, its
  * progress, and the trajectory viewer's content. Screenshots go to test-results/e2e/.
- * Needs scripts/setup-e2e.sh to have run; without code-server or chromium it fails saying so.
+ * `npm test` installs code-server and finds or unpacks chromium first; without them it fails saying so.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

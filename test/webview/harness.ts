@@ -1,5 +1,5 @@
 /**
- * Loads a built webview bundle (dist/webview/*.js) in real Debian chromium the way VS Code does: the
+ * Loads a built webview bundle (dist/webview/*.js) in real chromium (test/helpers/browser.ts) the way VS Code does: the
  * panels' own HTML shell (extension/panels/html.ts, strict CSP with a nonce) served over HTTP, the VS Code
  * theme variables on <html>, and an `acquireVsCodeApi` shim whose postMessage goes to the panels' real
  * host-side router and data handlers (extension/panels/router.ts, data.ts) talking to a real daemon
@@ -11,9 +11,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { closeGracefully, createApp, createServerContext, listen } from '../../daemon/server/app.js';
 import { SqliteStore } from '../../daemon/store/index.js';
+import { launchChromium } from '../helpers/browser.js';
 import { makeNonce, webviewHtml } from '../../extension/panels/html.js';
 import type { RequestHandlers } from '../../extension/panels/data.js';
 import { routeWebviewMessage } from '../../extension/panels/router.js';
@@ -24,7 +25,6 @@ import { DARK_MODERN, LIGHT_MODERN } from './theme.js';
 export const ROOT = process.cwd();
 export const SCREENSHOTS = join(ROOT, 'test-results', 'webview');
 const DIST = join(ROOT, 'dist', 'webview');
-const CHROMIUM = process.env.AGL_CHROMIUM ?? '/usr/bin/chromium';
 
 export interface Daemon { client: AglClient; close(): Promise<void> }
 
@@ -111,11 +111,7 @@ export async function openWebview(bundle: 'trajectory' | 'dashboard', handlers: 
   opts: { width?: number; height?: number; theme?: 'dark' | 'light'; onCommand?: (method: string, params: unknown, session: WebviewSession) => void } = {}): Promise<WebviewSession> {
   if (!existsSync(join(DIST, `${bundle}.js`))) throw new Error(`dist/webview/${bundle}.js is missing: run \`npm run build\` first`);
   const { origin, server } = await serveWebviews();
-  const browser: Browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'], // playwright gives it a fresh profile dir
-  });
+  const browser: Browser = await launchChromium(); // headless, a fresh profile dir
   const page = await browser.newPage({ viewport: { width: opts.width ?? 1400, height: opts.height ?? 900 } });
   const problems: string[] = [];
   const commands: HostMessage[] = [];
