@@ -222,9 +222,14 @@ describe(`fuzzing every route with bad input (fast-check, seed ${SEED}, ${RUNS} 
   });
 
   it('requests without the token, with a foreign Host or Origin, or naming an unknown attempt get a 4xx problem', async () => {
-    const routes = fc.constantFrom(...BODY_ROUTES.filter((r) => !r.path('i', 'a').startsWith('/rollout/')));
+    // Every route: the store API's POSTs (with a valid body) and GETs, /health, /metrics, the gateway, OTLP.
+    const posts = BODY_ROUTES.map((r) => ({ method: 'POST', path: r.path('zz-id', 'zz-aid'), body: text(r.template) }));
+    const gets = ['/health', '/metrics', '/v1/models', ...['/statistics', '/agents', '/workers', '/resources', '/resources/latest', '/training-runs', '/rollouts', '/spans?rolloutId=r', '/transitions'].map(API)]
+      .map((path) => ({ method: 'GET', path, body: undefined as Buffer | undefined }));
+    const routes = fc.constantFrom(...posts, ...gets, { method: 'POST', path: '/v1/traces', body: text({}) });
+    const tokenFree = (path: string) => path === '/health' || path.startsWith('/rollout/');
     const header = fc.oneof(
-      fc.constant({ authorization: '' }).map((h) => ({ h, why: 'empty token' })),
+      fc.constant({ authorization: '' }).map((h) => ({ h, why: 'no token' })),
       fc.string({ maxLength: 40 }).map((t) => ({ h: { authorization: `Bearer ${t}` }, why: 'wrong token' })),
       fc.domain().filter((h) => !/(^|\.)localhost$/.test(h)).map((host) => ({ h: { host }, why: `Host ${host}` })),
       fc.webUrl().filter((u) => !/^https?:\/\/([^/]*\.)?localhost([:/]|$)/.test(u)).map((origin) => ({ h: { origin }, why: `Origin ${origin}` })),
@@ -232,9 +237,11 @@ describe(`fuzzing every route with bad input (fast-check, seed ${SEED}, ${RUNS} 
     );
     await check(fc.asyncProperty(routes, header, async (route, { h, why }) => {
       const headers: Record<string, string> = withAuth({ 'content-type': 'application/json', ...h });
-      if (!route.gateway && why.startsWith('unknown attempt')) headers.authorization = 'Bearer no';
+      const isGatewayCall = /^\/v1\/(chat\/)?completions$/.test(route.path);
+      // A token defect on a route that needs none, or an attempt header where none is read: make the request bad another way.
+      if ((why.endsWith('token') && tokenFree(route.path)) || (why.startsWith('unknown attempt') && !isGatewayCall)) headers.host = 'not-allowed.example';
       if (headers.authorization === '') delete headers.authorization;
-      await expectRefused({ method: 'POST', path: route.path('zz-id', 'zz-aid'), headers, body: text(route.template), why });
+      await expectRefused({ method: route.method, path: route.path, headers, body: route.body, why });
     }));
   });
 
