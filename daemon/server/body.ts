@@ -5,10 +5,9 @@
  * turned into U+FFFD), a leading byte-order mark is dropped, and only a JSON object or array is a body (as
  * express.json({ strict: true })). An empty JSON body is `{}`; a request without any body has none.
  */
+import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';
 import { HttpProblem } from './errors.js';
-
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** True for `application/json`, with or without a UTF-8 charset; throws a 415 problem for anything else. */
 export function requireJsonType(contentType: string | undefined): void {
@@ -48,13 +47,11 @@ export function firstInvalidUtf8(buf: Uint8Array): number {
 
 /** The bytes as text, or a 400 problem naming the first byte that is not UTF-8. */
 export function decodeUtf8(buf: Uint8Array, what = '(body)'): string {
-  try {
-    return strictUtf8.decode(buf);
-  } catch {
-    const at = firstInvalidUtf8(buf);
-    throw new HttpProblem(400, 'invalid-utf8', `${what === '(body)' ? 'request body' : what} is not valid UTF-8 (first bad byte at offset ${at}): send UTF-8 text`,
-      [{ path: what, message: `not valid UTF-8 at byte ${at}` }]);
-  }
+  // node's validator (simdutf) then a plain decode: as fast as the lenient decode alone on span batches.
+  if (isUtf8(buf)) return Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString('utf8');
+  const at = firstInvalidUtf8(buf);
+  throw new HttpProblem(400, 'invalid-utf8', `${what === '(body)' ? 'request body' : what} is not valid UTF-8 (first bad byte at offset ${at}): send UTF-8 text`,
+    [{ path: what, message: `not valid UTF-8 at byte ${at}` }]);
 }
 
 /** A JSON body's bytes -> its value: strict UTF-8, BOM dropped, an object or array only (worded as body-parser words its errors). */
