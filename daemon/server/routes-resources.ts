@@ -10,6 +10,10 @@ import { HttpProblem, notFound, parseOr400 } from './errors.js';
 import type { ServerContext } from './app.js';
 import { DEFAULT_KEY_ENVS } from './gateway-upstream.js';
 
+function isHttpUrl(text: string): boolean {
+  try { return /^https?:$/.test(new URL(text).protocol); } catch { return false; }
+}
+
 export function resourcesRouter(ctx: ServerContext): Router {
   const r = Router();
   const { store } = ctx;
@@ -19,7 +23,13 @@ export function resourcesRouter(ctx: ServerContext): Router {
     const input = parseOr400(AddResourcesRequest, req.body);
     // The gateway refuses such a resource at call time too; saying so now names the field and the fix.
     for (const [name, resource] of Object.entries(input.resources)) {
-      if (resource.type === 'llm' && resource.apiKeyEnv && !keyEnvs.has(resource.apiKeyEnv)) {
+      if (resource.type !== 'llm') continue;
+      const url = resource.upstreamUrl;
+      if ((resource.backend === 'upstream' && !url) || (url !== undefined && !isHttpUrl(url))) {
+        const message = url ? `'${url}' is not an http(s) URL` : "is required when backend is 'upstream'";
+        throw new HttpProblem(400, 'validation', `invalid body: resources.${name}.upstreamUrl: ${message}`, [{ path: `resources.${name}.upstreamUrl`, message }]);
+      }
+      if (resource.apiKeyEnv && !keyEnvs.has(resource.apiKeyEnv)) {
         throw new HttpProblem(403, 'key-env-not-allowed',
           `resources.${name}.apiKeyEnv: '${resource.apiKeyEnv}' is not a variable this daemon may send as an API key; start it with --upstream-key-env ${resource.apiKeyEnv} (allowed now: ${[...keyEnvs].join(', ') || 'none'})`,
           [{ path: `resources.${name}.apiKeyEnv`, message: `'${resource.apiKeyEnv}' is not allowed` }]);

@@ -77,13 +77,20 @@ describe('security model of agl serve', () => {
     for (const origin of [`http://${host}`, 'http://localhost:3000', 'http://agl.test']) assert.equal((await send(d.url, '/health', { host, origin })).status, 200, origin);
   });
 
-  it('takes upstream API keys only from variables allowed at start', async () => {
+  it('takes upstream API keys only from variables allowed at start, and upstreams only as http(s) URLs', async () => {
     const llm = (apiKeyEnv: string) => ({ resources: { llm: { type: 'llm' as const, endpoint: `${d.url}/v1`, model: 'm', backend: 'upstream' as const, upstreamUrl: 'http://127.0.0.1:9/v1', apiKeyEnv } } });
     const refused = await send(d.url, '/v1/agl/resources', { host: new URL(d.url).host, authorization: `Bearer ${d.token}`, 'content-type': 'application/json' }, 'POST', JSON.stringify(llm('HOME')));
     assert.equal(refused.status, 403);
     assert.deepEqual(refused.body.errors, [{ path: 'resources.llm.apiKeyEnv', message: "'HOME' is not allowed" }]);
     assert.match(refused.body.detail, /--upstream-key-env HOME/);
     assert.equal((await d.client.addResources(llm('AGL_TEST_KEY'))).version >= 1, true, 'the variable named at start is accepted');
+    // An upstream the gateway could not call is refused when published, not answered 500 at every call.
+    for (const [upstreamUrl, message] of [[undefined, "is required when backend is 'upstream'"], ['not a url', "'not a url' is not an http(s) URL"], ['file:///etc/passwd', "'file:///etc/passwd' is not an http(s) URL"]] as const) {
+      const bad = { resources: { llm: { type: 'llm', endpoint: `${d.url}/v1`, model: 'm', backend: 'upstream', ...(upstreamUrl ? { upstreamUrl } : {}) } } };
+      const res = await send(d.url, '/v1/agl/resources', { host: new URL(d.url).host, authorization: `Bearer ${d.token}`, 'content-type': 'application/json' }, 'POST', JSON.stringify(bad));
+      assert.equal(res.status, 400);
+      assert.deepEqual(res.body.errors, [{ path: 'resources.llm.upstreamUrl', message }]);
+    }
   });
 
   it('keeps the data dir 0700 and its files 0600, SQLite -wal/-shm included', async () => {
