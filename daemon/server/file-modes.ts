@@ -1,8 +1,9 @@
 /**
  * Keeps the daemon's data private to the user who runs it: the data dir is forced to mode 0700 and the
- * files in it (the SQLite store and its -wal/-shm, the token, daemon.json, logs) to 0600, whatever mode they
- * were created or left with. SQLite creates -wal/-shm with the main file's mode, so they stay 0600 once it
- * is. When a mode cannot be changed (the dir belongs to another user), `agl serve` refuses to start and
+ * files at its top level (the SQLite store and its -wal/-shm, the token, anything left there) to 0600,
+ * whatever mode they were created or left with. SQLite creates -wal/-shm with the main file's mode, so they
+ * stay 0600 once it is; daemon.json, rewritten by rename as it changes, holds no secret and is private
+ * through the 0700 dir. When a mode cannot be changed (the dir belongs to another user), `agl serve` refuses to start and
  * says which path and what to do.
  */
 import { chmodSync, readdirSync, statSync } from 'node:fs';
