@@ -25,7 +25,9 @@ interface Answer { status: number; type: string; text: string; ms: number }
 function send(url: string, r: Req): Promise<Answer> {
   const start = Date.now();
   return new Promise((resolve, reject) => {
-    const req = request(url + r.path, { method: r.method, headers: r.headers, timeout: ANSWER_WITHIN_MS }, (res) => {
+    const { hostname, port } = new URL(url);
+    // The path goes out as is: a URL object would resolve dot segments ('%2e%2e') before sending.
+    const req = request({ hostname, port, path: r.path, method: r.method, headers: r.headers, timeout: ANSWER_WITHIN_MS }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode!, type: String(res.headers['content-type'] ?? ''), text: Buffer.concat(chunks).toString('utf8'), ms: Date.now() - start }));
@@ -73,7 +75,10 @@ const text = (v: unknown) => Buffer.from(JSON.stringify(v));
 const NOT_UTF8 = [[0xff], [0x80], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xc3, 0x28], [0xe2, 0x82]];
 
 /** An id for a path: anything (URL-encoded), never one that exists. */
-const anyId = fc.string({ minLength: 1, maxLength: 24, unit: 'binary' }).map((s) => encodeURIComponent(`zz${s}`));
+const anyId = fc.oneof(
+  fc.string({ minLength: 1, maxLength: 24, unit: 'binary' }).map((s) => encodeURIComponent(`zz${s}`)),
+  fc.constantFrom('%', '%zz', '%E0%A4%A', '%C0%AF', '%FF', 'zz%00', '..', '%2e%2e', 'zz;x=1'), // malformed or odd escapes
+);
 const notJsonTypes = fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x',
   'application/json; charset=latin1', 'application/json; charset=utf-16', 'text/json', 'application/jsonx', ' ');
 
@@ -233,7 +238,7 @@ describe(`fuzzing every route with bad input (fast-check, seed ${SEED}, ${RUNS} 
       fc.string({ maxLength: 40 }).map((t) => ({ h: { authorization: `Bearer ${t}` }, why: 'wrong token' })),
       fc.domain().filter((h) => !/(^|\.)localhost$/.test(h)).map((host) => ({ h: { host }, why: `Host ${host}` })),
       fc.webUrl().filter((u) => !/^https?:\/\/([^/]*\.)?localhost([:/]|$)/.test(u)).map((origin) => ({ h: { origin }, why: `Origin ${origin}` })),
-      anyId.map((aid) => ({ h: { 'x-agl-attempt-id': decodeURIComponent(aid).replace(/[^\x21-\x7e]/g, 'x') || 'x' }, why: `unknown attempt header ${aid}` })),
+      anyId.map((aid) => ({ h: { 'x-agl-attempt-id': aid }, why: `unknown attempt header ${aid}` })),
     );
     await check(fc.asyncProperty(routes, header, async (route, { h, why }) => {
       const headers: Record<string, string> = withAuth({ 'content-type': 'application/json', ...h });
