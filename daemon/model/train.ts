@@ -69,9 +69,29 @@ export function chunk<T>(xs: T[], n: number): T[][] {
   return out;
 }
 
+/**
+ * Consecutive micro-batches of at most `n` pairs, each of which fits the context once padded (longest
+ * prompt + longest completion - 1 slots): a long prompt and another pair's long completion, each fine
+ * alone, go to different micro-batches. Order is kept, so loss callbacks index pairs by offset.
+ */
+export function fittingChunks(pairs: SequencePair[], n: number, contextLength: number): SequencePair[][] {
+  const out: SequencePair[][] = [];
+  let cur: SequencePair[] = [], P = 0, T = 1;
+  for (const p of pairs) {
+    const nextP = Math.max(P, p.promptIds.length), nextT = Math.max(T, p.completionIds.length);
+    if (cur.length > 0 && (cur.length >= n || nextP + nextT - 1 > contextLength)) {
+      out.push(cur);
+      cur = []; P = p.promptIds.length; T = Math.max(1, p.completionIds.length);
+    } else { P = nextP; T = nextT; }
+    cur.push(p);
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
+
 export async function scoreLogprobs(c: TransformerConfig, P: Params, pairs: SequencePair[], microBatchSize: number): Promise<number[][]> {
   const result: number[][] = [];
-  for (const group of chunk(pairs, microBatchSize)) {
+  for (const group of fittingChunks(pairs, microBatchSize, c.contextLength)) {
     const b = buildBatch(c, group);
     const lp = tf.tidy(() => completionLogprobs(c, P, b, false).logprobs);
     const data = await lp.data();
@@ -134,7 +154,7 @@ export async function trainStep(
   const acc = new Map<string, tf.Tensor>();
   let loss = 0, tokens = 0, offset = 0;
   try {
-    for (const group of chunk(pairs, opt.cfg.microBatchSize)) {
+    for (const group of fittingChunks(pairs, opt.cfg.microBatchSize, c.contextLength)) {
       const b = buildBatch(c, group);
       const indices = group.map((_, i) => offset + i);
       offset += group.length;

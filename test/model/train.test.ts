@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
 import type { LossInputs, SequencePair } from '../../daemon/model/api.js';
 import { loadPolicy, type TfPolicyModel } from '../../daemon/model/policy.js';
+import { fittingChunks } from '../../daemon/model/train.js';
 import { tempDir, tinyGpt } from './tiny.js';
 
 const pairs: SequencePair[] = Array.from({ length: 6 }, (_, i) => ({
@@ -66,6 +67,24 @@ test('lossFn gets [B, T] logprobs, mask, entropy and batch indices', async () =>
     return inp.logprobs.mul(inp.mask).sum().neg().add(inp.entropy.sum().mul(0.01)) as tf.Scalar;
   });
   assert.deepEqual(seen, [[0, 1, 2, 3], [4, 5]]);
+  model.dispose();
+});
+
+test('a long prompt and another pair\'s long completion go to separate micro-batches (each pair fits, together they would not)', async () => {
+  const model = await tinyGpt(6, 32);
+  // Prompt 20 + completion 2 and prompt 4 + completion 20 fit 32 alone; padded together they need 20 + 20 - 1 = 39 slots.
+  const mixed: SequencePair[] = [
+    { promptIds: Array.from({ length: 20 }, (_, j) => 65 + (j % 10)), completionIds: [97, 98] },
+    { promptIds: [65, 66, 67, 68], completionIds: Array.from({ length: 20 }, (_, j) => 97 + (j % 7)) },
+    { promptIds: [70, 71], completionIds: [99] },
+  ];
+  assert.deepEqual(fittingChunks(mixed, 4, 32).map((g) => g.map((p) => mixed.indexOf(p))), [[0], [1, 2]]);
+  assert.deepEqual(fittingChunks(mixed, 4, 64).map((g) => g.length), [3], 'one micro-batch when the context holds them');
+  const seen: number[][] = [];
+  const r = await model.trainStep(mixed, (inp) => { seen.push(inp.indices); return inp.logprobs.mul(inp.mask).sum().neg() as tf.Scalar; });
+  assert.deepEqual(seen, [[0], [1, 2]]);
+  assert.ok(Number.isFinite(r.loss) && r.loss > 0);
+  assert.equal((await model.scoreLogprobs(mixed)).map((x) => x.length).join(','), '2,20,1');
   model.dispose();
 });
 
