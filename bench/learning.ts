@@ -4,6 +4,7 @@
  * wall-clock minutes, through the real gateway and runner. Writes bench/results/learning.json with
  * `<sample>.before`, `<sample>.after`, `<sample>.minutes` (+ `<sample>.warmup_minutes` when a warm-up ran).
  * Adding a sample = one entry in SAMPLES: a function that trains it and returns those figures.
+ * `--credit-sweep` compares credit strategies and AIR on one sample instead (bench/credit-sweep.ts).
  */
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -41,7 +42,29 @@ function learnedSample(describe: string, dir: string, entry: string, minutes: nu
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { sample: { type: 'string', multiple: true }, quick: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: {
+    sample: { type: 'string', multiple: true }, quick: { type: 'boolean', default: false },
+    // --credit-sweep (bench/credit-sweep.ts) and its budget
+    'credit-sweep': { type: 'boolean', default: false }, seeds: { type: 'string', default: '2' }, minutes: { type: 'string' },
+    'max-steps': { type: 'string' }, 'sft-steps': { type: 'string' }, out: { type: 'string', default: 'bench/results/credit.json' }, workers: { type: 'string' },
+    'val-size': { type: 'string' }, 'batch-size': { type: 'string' }, 'group-size': { type: 'string' },
+  } });
+  if (values['credit-sweep']) {
+    const { creditSweep, formatSweep } = await import('./credit-sweep.js');
+    const num = (v: string | undefined, name: string) => {
+      if (v === undefined) return undefined;
+      const n = Number(v);
+      if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got '${v}'`);
+      return n;
+    };
+    const rows = await creditSweep({
+      sample: values.sample?.[0] ?? 'rag', seeds: num(values.seeds, 'seeds')!, minutes: num(values.minutes, 'minutes'), maxSteps: num(values['max-steps'], 'max-steps'),
+      sftSteps: num(values['sft-steps'], 'sft-steps'), out: values.out!, workers: num(values.workers, 'workers'),
+      valSize: num(values['val-size'], 'val-size'), batchSize: num(values['batch-size'], 'batch-size'), groupSize: num(values['group-size'], 'group-size'),
+    });
+    process.stdout.write(`\n${formatSweep(rows)}\nwritten ${values.out}\n`);
+    return;
+  }
   const names = values.sample?.length ? values.sample : Object.keys(SAMPLES);
   for (const n of names) if (!SAMPLES[n]) throw new Error(`unknown sample '${n}': one of ${Object.keys(SAMPLES).join(', ')}`);
   const file = 'bench/results/learning.json';

@@ -47,7 +47,12 @@ export async function answerQuestion(task: RagTask, model: OpenAIChatCompletions
     const reply = await operation(AGENTS.query, () => runner.run(queryWriter, queryInput(task.question, found)), { agentName: AGENTS.query });
     const query = cleanQuery(String(reply.finalOutput ?? ''));
     queries.push(query);
-    const hits = await operation('search', () => searchIndex().search(query, 1, new Set(found.map((d) => d.id))), { tool: true, attributes: { 'search.query': query } });
+    // A search that finds nothing is a failed tool call (what AIR's tool_failed rules see); the episode goes on.
+    const hits = await operation('search', () => {
+      const h = searchIndex().search(query, 1, new Set(found.map((d) => d.id)));
+      if (h.length === 0) throw new Error(`no document matches '${query}'`);
+      return h;
+    }, { tool: true, attributes: { 'search.query': query } }).catch(() => [] as Doc[]);
     found.push(...hits);
   }
   const reply = await operation(AGENTS.answer, () => runner.run(answerer, answerInput(task.question, found)), { agentName: AGENTS.answer });

@@ -71,9 +71,18 @@ export function writerMessages(question: string): Msg[] {
   return [{ role: 'system', content: WRITER_SYSTEM }, { role: 'user', content: question }];
 }
 
+/**
+ * Longest query shown to the checker and rewriter, in characters (gold queries have at most ~80): a sampled
+ * writer that rambles must not push their prompts past the built-in model's context, which would fail the
+ * rollout and drop the writer's call from training instead of scoring it 0.
+ */
+export const SQL_CHARS = 90;
+
+const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
 /** What the checker and rewriter see: the question, the query, and what running it gave. */
 export function reviewText(question: string, sql: string, result: string): string {
-  return `${question}\n${sql}\n=${result.length > RESULT_CHARS ? `${result.slice(0, RESULT_CHARS - 1)}…` : result}`;
+  return `${question}\n${cut(sql, SQL_CHARS)}\n=${cut(result, RESULT_CHARS)}`;
 }
 
 export function checkerMessages(question: string, sql: string, result: string): Msg[] {
