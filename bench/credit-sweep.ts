@@ -9,7 +9,7 @@
  * settings (a temporary config file), starting from the shipped warm-up (`samples/<name>/warmup/`) when there
  * is one, else from one SFT made first and shared by every run (--sft-steps to shorten it).
  */
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
@@ -48,51 +48,56 @@ export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
   if (!s) throw new Error(`--credit-sweep --sample ${o.sample}: one of ${Object.keys(SAMPLES).join(', ')}`);
   if (!(o.seeds >= 1)) throw new Error('--seeds must be at least 1 (the issue asks for 2 or more)');
   const work = mkdtempSync(join(tmpdir(), `agl-credit-${o.sample}-`));
-  const shipped = s.warmup !== undefined && o.sftSteps === undefined && existsSync(join(s.warmup, 'config.json'));
-  const warmup = shipped ? s.warmup! : join(work, 'warmup');
-  if (!shipped) {
-    const args = [...s.sftArgs];
-    if (o.sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(o.sftSteps));
-    process.stderr.write(`credit sweep: no shipped warm-up, making one (agl sft ${args.join(' ')})\n`);
-    if (await sft(['--data', s.demos, '--out', warmup, '--data-dir', work, ...args]) !== 0) throw new Error('agl sft failed');
-  }
-  const base = readConfigFile(s.config) as Record<string, unknown>;
-  const rows: SweepRow[] = [];
-  let k = 0;
-  for (const row of sweepRows(o.sample)) {
-    const scores: number[] = [], minutes: number[] = [];
-    for (let seed = 1; seed <= o.seeds; seed++) {
-      const dir = join(work, `run-${++k}`);
-      mkdirSync(dir, { recursive: true });
-      const config = deepMerge(base, {
-        training: {
-          seed, air: row.air, credit: { strategy: row.strategy, air: AIR_RULES },
-          ...(row.agents === 'all' ? { agentMatch: null } : {}),
-          ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
-          ...(o.minutes !== undefined ? { maxMinutes: o.minutes } : {}),
-          ...(o.valSize !== undefined ? { valSize: o.valSize } : {}),
-          ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
-          ...(o.groupSize !== undefined ? { groupSize: o.groupSize } : {}),
-        },
-        runtime: { checkpointDir: join(dir, 'checkpoint'), ...(o.workers ? { workers: o.workers } : {}) },
-      });
-      writeFileSync(join(dir, 'train.yaml'), stringify(config));
-      process.stderr.write(`credit sweep: ${o.sample} ${row.strategy} air ${row.air ? 'on' : 'off'} agents ${row.agents} seed ${seed}\n`);
-      const r = await trainAgent({ agent: s.agent, train: s.train, val: s.val, model: warmup, config: join(dir, 'train.yaml'), 'data-dir': dir, quiet: true });
-      if (!r) throw new Error('training was interrupted');
-      scores.push(r.after ?? 0);
-      minutes.push(r.minutes);
+  // Checkpoints and stores of every run (~100 MB each sweep) are scratch: only the table is kept.
+  try {
+    const shipped = s.warmup !== undefined && o.sftSteps === undefined && existsSync(join(s.warmup, 'config.json'));
+    const warmup = shipped ? s.warmup! : join(work, 'warmup');
+    if (!shipped) {
+      const args = [...s.sftArgs];
+      if (o.sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(o.sftSteps));
+      process.stderr.write(`credit sweep: no shipped warm-up, making one (agl sft ${args.join(' ')})\n`);
+      if (await sft(['--data', s.demos, '--out', warmup, '--data-dir', work, ...args]) !== 0) throw new Error('agl sft failed');
     }
-    rows.push({ ...row, scores, mean: mean(scores), spread: spread(scores), minutes });
+    const base = readConfigFile(s.config) as Record<string, unknown>;
+    const rows: SweepRow[] = [];
+    let k = 0;
+    for (const row of sweepRows(o.sample)) {
+      const scores: number[] = [], minutes: number[] = [];
+      for (let seed = 1; seed <= o.seeds; seed++) {
+        const dir = join(work, `run-${++k}`);
+        mkdirSync(dir, { recursive: true });
+        const config = deepMerge(base, {
+          training: {
+            seed, air: row.air, credit: { strategy: row.strategy, air: AIR_RULES },
+            ...(row.agents === 'all' ? { agentMatch: null } : {}),
+            ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
+            ...(o.minutes !== undefined ? { maxMinutes: o.minutes } : {}),
+            ...(o.valSize !== undefined ? { valSize: o.valSize } : {}),
+            ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
+            ...(o.groupSize !== undefined ? { groupSize: o.groupSize } : {}),
+          },
+          runtime: { checkpointDir: join(dir, 'checkpoint'), ...(o.workers ? { workers: o.workers } : {}) },
+        });
+        writeFileSync(join(dir, 'train.yaml'), stringify(config));
+        process.stderr.write(`credit sweep: ${o.sample} ${row.strategy} air ${row.air ? 'on' : 'off'} agents ${row.agents} seed ${seed}\n`);
+        const r = await trainAgent({ agent: s.agent, train: s.train, val: s.val, model: warmup, config: join(dir, 'train.yaml'), 'data-dir': dir, quiet: true });
+        if (!r) throw new Error('training was interrupted');
+        scores.push(r.after ?? 0);
+        minutes.push(r.minutes);
+      }
+      rows.push({ ...row, scores, mean: mean(scores), spread: spread(scores), minutes });
+    }
+    mkdirSync(dirname(o.out), { recursive: true });
+    const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
+    writeFileSync(o.out, `${JSON.stringify({
+      date: new Date().toISOString(), machine, sample: o.sample, seeds: o.seeds, budget: { minutes: o.minutes ?? null, maxSteps: o.maxSteps ?? null, valSize: o.valSize ?? null, batchSize: o.batchSize ?? null, groupSize: o.groupSize ?? null },
+      warmup: shipped ? warmup : `agl sft ${s.sftArgs.join(' ')}${o.sftSteps !== undefined ? ` (--steps ${o.sftSteps})` : ''}`, airRules: AIR_RULES,
+      score: 'held-out (val split, greedy) score after training', rows,
+    }, null, 2)}\n`);
+    return rows;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
   }
-  mkdirSync(dirname(o.out), { recursive: true });
-  const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
-  writeFileSync(o.out, `${JSON.stringify({
-    date: new Date().toISOString(), machine, sample: o.sample, seeds: o.seeds, budget: { minutes: o.minutes ?? null, maxSteps: o.maxSteps ?? null, valSize: o.valSize ?? null, batchSize: o.batchSize ?? null, groupSize: o.groupSize ?? null },
-    warmup: shipped ? warmup : `agl sft ${s.sftArgs.join(' ')}${o.sftSteps !== undefined ? ` (--steps ${o.sftSteps})` : ''}`, airRules: AIR_RULES,
-    score: 'held-out (val split, greedy) score after training', rows,
-  }, null, 2)}\n`);
-  return rows;
 }
 
 export function formatSweep(rows: SweepRow[]): string {
