@@ -10,9 +10,9 @@
  * Anything else is an error naming what to install: the tests never skip.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { brotliDecompressSync } from 'node:zlib';
 import { chromium, type Browser, type LaunchOptions } from 'playwright-core';
 
@@ -62,12 +62,26 @@ export const NO_CHROMIUM = 'the browser tests need Chromium: none found (AGL_CHR
   + `build (@sparticuz/chromium) exists only for Linux x64. Install one (Debian/Ubuntu: \`apt-get install chromium\`; `
   + 'macOS: Google Chrome) or point AGL_CHROMIUM at it.';
 
+/** Removes `<dir>.tmp-<pid>` staging folders of installs whose process is gone (an interrupted run). */
+export function clearStaleStages(dir: string): void {
+  const prefix = `${basename(dir)}.tmp-`;
+  let names: string[] = [];
+  try { names = readdirSync(dirname(dir)); } catch { return; }
+  for (const name of names.filter((n) => n.startsWith(prefix))) {
+    const pid = Number(name.slice(prefix.length));
+    let alive = false;
+    try { process.kill(pid, 0); alive = true; } catch { /* gone */ }
+    if (!alive) rmSync(join(dirname(dir), name), { recursive: true, force: true });
+  }
+}
+
 /** findChromium(), else (Linux x64) installs @sparticuz/chromium from the npm registry into the cache and unpacks it. */
 export function ensureChromium(log: (line: string) => void = () => {}): FoundChromium {
   const found = findChromium();
   if (found) return found;
   if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error(NO_CHROMIUM);
   log(`test setup: unpacking Chromium from npm @sparticuz/chromium@${NPM_CHROMIUM_VERSION} into ${NPM_DIR} (once, ~20 s, ~260 MB)`);
+  clearStaleStages(NPM_DIR);
   const stage = `${NPM_DIR}.tmp-${process.pid}`;
   rmSync(stage, { recursive: true, force: true });
   mkdirSync(join(stage, 'pkg'), { recursive: true });

@@ -12,7 +12,7 @@
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { E2E_HOME } from './browser.js';
+import { clearStaleStages, E2E_HOME } from './browser.js';
 
 /** The newest code-server that installs on Node 20 (VS Code 1.100.3). */
 export const CODE_SERVER_VERSION = '4.100.3';
@@ -38,6 +38,7 @@ function run(cmd: string, args: string[], opts: SpawnSyncOptions & { cwd: string
 export function ensureCodeServer(log: (line: string) => void = () => {}): string {
   if (codeServerReady()) return CODE_SERVER;
   log(`test setup: installing code-server ${CODE_SERVER_VERSION} from npm into ${DIR} (once, 1-3 min, ~330 MB)`);
+  clearStaleStages(DIR);
   const stage = `${DIR}.tmp-${process.pid}`;
   try {
     install(stage);
