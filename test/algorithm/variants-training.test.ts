@@ -17,6 +17,8 @@ import { createPolicy } from '../../daemon/model/policy.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 
 const AGENT = 'test/algorithm/fixtures/toy-agent.ts#toyAgent';
+/** 8 per group: a scored task's group is all-zero (no update) with odds 0.53^8 at the random start. */
+const GROUP = 8;
 const PROBE = [{ promptIds: [10, 20, 30], completionIds: [40, 50, 60, 70] }];
 
 test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills groups without spread', { timeout: 300_000 }, async (t) => {
@@ -32,7 +34,7 @@ test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills g
       const seed = 4;
       const config = parseTrainConfig({
         model: { temperature: 1, maxTokens: 6, valTemperature: 1 },
-        training: { batchSize: 2, groupSize: 4, maxSteps: 2, valEvery: 0, seed, grpo: { variant, dynamicSamplingRounds: 3 } },
+        training: { batchSize: 2, groupSize: GROUP, maxSteps: 2, valEvery: 0, seed, grpo: { variant, dynamicSamplingRounds: 3 } },
         runtime: { workers: 2, rolloutTimeoutSeconds: 60 },
       });
       const [before] = await policy.scoreLogprobs(PROBE);
@@ -62,7 +64,7 @@ test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills g
       assert.ok([...groups].some((g) => !scheduled.some((s) => s.id === g)), 'transitions of fresh tasks are stored');
       for (const g of fixed) {
         const own = transitions.filter((x) => x.groupId === g.id);
-        assert.equal(own.length, 4, `the fixed task ${g.id} was rolled out`);
+        assert.equal(own.length, GROUP, `the fixed task ${g.id} was rolled out`);
         assert.ok(own.every((x) => x.advantage === 0 && x.credit === 0.5), `the dropped group ${g.id} trains nothing`);
       }
       const trained = [...groups].filter((g) => transitions.some((x) => x.groupId === g && x.advantage !== 0));
