@@ -49,6 +49,7 @@ test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills g
       assert.equal(loss.length, 2);
       assert.ok(loss.every((m) => Number.isFinite(m.value)), `${variant}: finite loss`);
 
+      t.diagnostic(`${variant}: clip ratio by step ${metrics.filter((m) => m.name === METRICS.clipRatio).map((m) => m.value.toFixed(3))}`);
       const rounds = metrics.filter((m) => m.name === METRICS.samplingRounds);
       if (variant !== 'dapo') { assert.equal(rounds.length, 0, `${variant} samples no extra rounds`); continue; }
       // With seed 4, step 0 schedules at least one fixed-reward task: its group has no spread, so a refill must run.
