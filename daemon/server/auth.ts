@@ -8,9 +8,9 @@ import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RequestHandler } from 'express';
 import type { Problem } from '../../protocol/api.js';
+import { TOKEN_FILE } from '../../protocol/daemon-state.js';
 import { problemBody, sendProblem } from './errors.js';
 
-export const TOKEN_FILE = 'token';
 export const tokenPath = (dataDir: string) => join(dataDir, TOKEN_FILE);
 
 /** Reads the token, creating it (mode 0600) when the file does not exist; tightens a looser mode. */
