@@ -45,6 +45,9 @@ export function startLspServer(connection: Connection, options: LspServerOptions
   let stats: AgentStatsSource | null = null;
   let pollMs = 3000;
   let pollTimer: ReturnType<typeof setInterval> | null = null;
+  // A poll of a daemon that has since been replaced must not hold back polls of the new one.
+  let polling = false;
+  let pollGeneration = 0;
   let refreshSupported = false;
   const agentsByUri = new Map<string, AgentInfo[]>();
 
@@ -67,6 +70,8 @@ export function startLspServer(connection: Connection, options: LspServerOptions
     reader?.close?.();
     reader = endpoint ? makeReader(endpoint) : null;
     stats = reader ? new AgentStatsSource(reader) : null;
+    pollGeneration++;
+    polling = false;
     if (pollTimer) clearInterval(pollTimer);
     pollTimer = endpoint ? setInterval(() => void poll(), pollMs) : null;
     pollTimer?.unref();
@@ -81,8 +86,34 @@ export function startLspServer(connection: Connection, options: LspServerOptions
     return Promise.race([fetched, new Promise<undefined>((r) => { setTimeout(() => r(undefined), waitMs).unref(); })]);
   }
 
-  /** Re-reads stats of every agent with a lens on screen; refreshes the lenses when any changed. */
-  async function refetchAll(force: boolean): Promise<void> {
+  /**
+   * Re-reads stats of every agent with a lens on screen; refreshes the lenses when any changed. Calls
+   * never overlap: one asked for while another runs runs once after it (several such coalesce), so the
+   * last read always starts after the last change anyone reported.
+   */
+  let refetching: Promise<void> | null = null;
+  let refetchAgain: { force: boolean } | null = null;
+  function refetchAll(force: boolean): Promise<void> {
+    if (refetching) {
+      refetchAgain = { force: force || (refetchAgain?.force ?? false) };
+      return refetching;
+    }
+    refetching = (async () => {
+      try {
+        await refetchOnce(force);
+        while (refetchAgain) {
+          const again = refetchAgain;
+          refetchAgain = null;
+          await refetchOnce(again.force);
+        }
+      } finally {
+        refetching = null;
+      }
+    })();
+    return refetching;
+  }
+
+  async function refetchOnce(force: boolean): Promise<void> {
     if (!stats) return;
     const source = stats;
     const agents = [...new Set([...agentsByUri.values()].flat().map((a) => a.id))];
@@ -99,16 +130,16 @@ export function startLspServer(connection: Connection, options: LspServerOptions
     if (refreshSupported) await connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
   }
 
-  let polling = false;
   async function poll(): Promise<void> {
     if (polling || !stats) return;
     polling = true;
+    const generation = pollGeneration;
     try {
       if (await stats.storeChanged()) await refetchAll(false);
     } catch (e) {
       log(`poll: ${(e as Error).message}`);
     } finally {
-      polling = false;
+      if (generation === pollGeneration) polling = false;
     }
   }
 

@@ -40,6 +40,9 @@ export class AgentStatsSource {
   private readonly rewardCache = new Map<string, number | null>();
   private readonly statsCache = new Map<string, AgentStats>();
   private lastSignature = '';
+  /** Fetches are numbered as they start; only a newer one than the stats cached may replace them. */
+  private fetchSeq = 0;
+  private readonly cachedSeq = new Map<string, number>();
 
   constructor(private readonly store: StoreReader) {}
 
@@ -63,8 +66,14 @@ export class AgentStatsSource {
     return reward;
   }
 
-  /** Fresh stats for one agent (and updates the cache). */
+  /**
+   * Fresh stats for one agent (and updates the cache). Fetches may overlap (the poll, the extension's
+   * nudge, a daemon change): one that started earlier but answers later must not put its older view
+   * back in the cache, or the lens would keep saying "1 running" after the rollout ended, since nothing
+   * in the store changes afterwards to trigger another read. Returns the newest stats known.
+   */
   async fetch(agent: string): Promise<AgentStats> {
+    const seq = ++this.fetchSeq;
     const [ended, active] = await Promise.all([
       this.store.queryRollouts({ agent, status: ENDED, order: 'desc', limit: COUNT_LIMIT }),
       this.store.queryRollouts({ agent, status: ACTIVE, order: 'desc', limit: COUNT_LIMIT }),
@@ -83,7 +92,10 @@ export class AgentStatsSource {
       ...summarizeRewards(rewards),
       active: active.items.length,
     };
-    this.statsCache.set(agent, stats);
-    return stats;
+    if (seq > (this.cachedSeq.get(agent) ?? 0)) {
+      this.cachedSeq.set(agent, seq);
+      this.statsCache.set(agent, stats);
+    }
+    return this.statsCache.get(agent)!;
   }
 }

@@ -15,7 +15,7 @@ import {
   InitializeRequest, StreamMessageReader, StreamMessageWriter, type CodeLens, type ProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
 import { formatStats, lensesFor } from '../../daemon/lsp/codelens.js';
-import { summarizeRewards } from '../../daemon/lsp/stats.js';
+import { AgentStatsSource, summarizeRewards, type StoreReader } from '../../daemon/lsp/stats.js';
 import { agentAt, daemonChanged, listAgents, markAsAgent, type AgentInfo } from '../../protocol/lsp.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import type { AglClient } from '../../sdk/client.js';
@@ -141,6 +141,38 @@ test('agl lsp: new results make the server ask for a lens refresh, and the lens 
     title = (await lensTitles(tsUri))[0]!;
   }
   assert.equal(title, expected);
+});
+
+test('stats: a read that started earlier but answers later does not replace a newer one', async () => {
+  // The lens said "25 rollouts · 1 running" for good once: a poll's read from while the rollout ran came
+  // back after the read that saw it end, and nothing in the store changed afterwards to read again.
+  const agent = 'agents/late.ts#lateAgent';
+  const { rollout, attempt } = await daemon.client.startRollout({ input: { q: 'x' }, agent, mode: 'train' });
+  let hold: Promise<void> | null = null;
+  let release = () => {};
+  let heldReads = 0;
+  const reader: StoreReader = {
+    queryRollouts: async (q) => {
+      const held = hold;
+      const page = await daemon.client.queryRollouts(q);
+      if (held) { heldReads++; await held; }
+      return page;
+    },
+    querySpans: (q) => daemon.client.querySpans(q),
+    statistics: () => daemon.client.statistics(),
+  };
+  const source = new AgentStatsSource(reader);
+  hold = new Promise((r) => { release = r; });
+  const early = source.fetch(agent); // reads "1 running", answers late
+  while (heldReads < 2) await new Promise((r) => setTimeout(r, 10));
+  hold = null;
+  await daemon.client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
+  const fresh = await source.fetch(agent);
+  assert.equal(fresh.active, 0);
+  assert.equal(fresh.rollouts, 1);
+  release();
+  assert.deepEqual(await early, fresh, 'the late answer returns the newest stats');
+  assert.deepEqual(source.cached(agent), fresh, 'and leaves them in the cache');
 });
 
 test('agl lsp: daemon down and back: the lens says so, then shows stats again', async () => {
