@@ -118,7 +118,9 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
 
     const modelSpec = ckpt ? ckpt.policyPath : (config.model.init ?? config.model.name);
     const policy = await openPolicy(modelSpec, { backend: config.runtime.backend, learningRate: config.training.learningRate, seed: config.training.seed });
-    const reference = config.training.grpo.beta > 0 ? await openPolicy(config.model.init ?? config.model.name, { backend: config.runtime.backend }) : null;
+    // The KL reference is the run's starting point: the same weights the policy started from (for a
+    // built-in model that means the same seeded initialisation, not a fresh random one).
+    const reference = config.training.grpo.beta > 0 ? await openPolicy(config.model.init ?? config.model.name, { backend: config.runtime.backend, seed: config.training.seed }) : null;
 
     let state: TrainerState;
     let checkpointDir: string;
