@@ -9,6 +9,8 @@ const production = process.argv.includes('--production');
 const nodeExternals = [
   'better-sqlite3', 'pg-native', '@tensorflow/tfjs-node', '@tensorflow/tfjs-node-gpu', 'webgpu',
   '@tensorflow/tfjs-backend-wasm', 'web-tree-sitter', 'tree-sitter-python', 'typescript', 'tsx', 'esbuild',
+  // The report's PNG: resvg's native binary (its loader picks the platform package), and the font file it reads.
+  '@resvg/resvg-js', 'dejavu-fonts-ttf',
 ];
 const common = { bundle: true, sourcemap: !production, minify: production, logLevel: 'info' };
 const targets = [

@@ -2,6 +2,8 @@
  * Training metric names: the one table of what the trainer (daemon/algorithm/trainer.ts) writes per step
  * to the store and what the dashboard (protocol/webview-dashboard.ts charts, webview/dashboard/), the
  * extension's training progress and the README read back. Names follow verl/TRL's `group/name` style.
+ * Beside it: how a person reads each name (METRIC_LABELS: label and unit; the raw key stays visible in
+ * tooltips) and what `agl train` records in a run's summary when it stops (TrainingRunSummary).
  */
 export const METRICS = {
   /** Mean final reward of the step's rollouts (a failed rollout scores 0). */
@@ -29,3 +31,56 @@ export const METRICS = {
 } as const;
 
 export type MetricName = (typeof METRICS)[keyof typeof METRICS];
+
+/** How a metric is shown: a readable label and the unit of its values ('' for plain numbers such as rewards). */
+export interface MetricLabel { label: string; unit: string }
+
+export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
+  [METRICS.rewardMean]: { label: 'training reward', unit: '' },
+  [METRICS.rewardStd]: { label: 'training reward std', unit: '' },
+  [METRICS.fracRewardZeroStd]: { label: 'zero-variance groups', unit: 'share of groups' },
+  [METRICS.samplingRounds]: { label: 'dynamic sampling rounds', unit: 'rounds' },
+  [METRICS.groupsKept]: { label: 'groups kept', unit: 'groups' },
+  [METRICS.kl]: { label: 'KL to reference', unit: 'nats/token' },
+  [METRICS.clipRatio]: { label: 'clip ratio', unit: 'share of tokens' },
+  [METRICS.loss]: { label: 'loss', unit: '' },
+  [METRICS.gradNorm]: { label: 'gradient norm', unit: 'L2 norm' },
+  [METRICS.lr]: { label: 'learning rate', unit: '' },
+  [METRICS.entropy]: { label: 'policy entropy', unit: 'nats/token' },
+  [METRICS.responseLengthMean]: { label: 'response length', unit: 'tokens' },
+  [METRICS.rolloutFailed]: { label: 'failed rollouts', unit: 'rollouts' },
+  [METRICS.rolloutTransitions]: { label: 'transitions', unit: 'LLM calls' },
+  [METRICS.tokensPerS]: { label: 'training throughput', unit: 'tokens/s' },
+  [METRICS.rolloutS]: { label: 'rollout time', unit: 's' },
+  [METRICS.stepS]: { label: 'step time', unit: 's' },
+  [METRICS.valReward]: { label: 'held-out reward', unit: '' },
+};
+
+/** A metric's label; a name the table does not know is shown as it is. */
+export function metricLabel(name: string): MetricLabel {
+  return (METRIC_LABELS as Record<string, MetricLabel | undefined>)[name] ?? { label: name, unit: '' };
+}
+
+/**
+ * Why a run stopped: it ran every planned step (`completed`; `max-steps` when training.maxSteps cut the
+ * plan that the epochs made), ran out of training.maxMinutes, was cancelled (Ctrl-C, Stop) or failed.
+ */
+export const STOP_REASONS = ['completed', 'max-steps', 'max-minutes', 'cancelled', 'failed'] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
+
+/** What `agl train` keeps in TrainingRun.summary (all optional: older runs and other writers may lack fields). */
+export interface TrainingRunSummary {
+  stopReason?: StopReason;
+  /** The error of a failed run. */
+  error?: string;
+  /** Steps the epochs alone would have made (differs from totalSteps when maxSteps cut them). */
+  epochSteps?: number;
+  /** Training time, resumes included (the wall clock between createdAt and updatedAt counts pauses too). */
+  elapsedMs?: number;
+  /** The best held-out reward so far, the step it was measured at, and where its weights are kept. */
+  best?: { step: number; reward: number; path: string | null };
+  valBefore?: number | null;
+  valAfter?: number | null;
+  minutes?: number;
+  report?: string;
+}

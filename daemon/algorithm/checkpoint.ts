@@ -2,6 +2,7 @@
  * Training checkpoints, crash-safe: the policy is saved to a fresh `policy-<step>` folder, then
  * `state.json` (trainer state + which folder) is replaced atomically (write + rename), then older policy
  * folders are removed. A kill at any moment leaves a state.json that points at a complete policy folder.
+ * The best policy so far (highest held-out reward) is kept apart in `best/`, written the same way.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,4 +36,20 @@ export function readCheckpoint(dir: string): (CheckpointState & { policyPath: st
   const policyPath = join(dir, state.policyDir);
   if (!existsSync(join(policyPath, 'config.json'))) throw new Error(`${p} points at ${policyPath}, which holds no model (config.json missing)`);
   return { ...state, policyPath };
+}
+
+export const BEST_DIR = 'best';
+
+/** Keeps the policy as the best so far in `<dir>/best` (written beside, then swapped in); returns that folder. */
+export async function saveBestPolicy(dir: string, policy: PolicyModel, best: { step: number; reward: number }): Promise<string> {
+  mkdirSync(dir, { recursive: true });
+  const tmp = join(dir, `${BEST_DIR}.tmp`), old = join(dir, `${BEST_DIR}.old`), target = join(dir, BEST_DIR);
+  rmSync(tmp, { recursive: true, force: true });
+  await policy.save(tmp);
+  writeFileSync(join(tmp, 'best.json'), JSON.stringify({ ...best, savedAt: Date.now() }, null, 2));
+  rmSync(old, { recursive: true, force: true });
+  if (existsSync(target)) renameSync(target, old);
+  renameSync(tmp, target);
+  rmSync(old, { recursive: true, force: true });
+  return target;
 }

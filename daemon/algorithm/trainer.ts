@@ -7,7 +7,7 @@
  * in place, so the next published version samples from the new weights) and a checkpoint writer.
  * Task order is a pure function of (seed, step), so a resumed run continues with exactly the next tasks.
  */
-import { METRICS } from '../../protocol/metrics.js';
+import { METRICS, type StopReason } from '../../protocol/metrics.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
 import type { PolicyModel, SequencePair } from '../model/api.js';
 import { makeRng } from '../model/sampling.js';
@@ -27,6 +27,8 @@ export interface TrainerState {
   elapsedMs: number;
   val: { step: number; reward: number }[];
   train: { step: number; reward: number }[];
+  /** The best held-out reward so far and its step (absent in checkpoints written before it was kept). */
+  best?: { step: number; reward: number } | null;
 }
 
 export interface TrainerDeps {
@@ -44,14 +46,27 @@ export interface TrainerDeps {
   setLearningRate?: (lr: number) => void;
   /** Writes a checkpoint of the policy and this state (called every `checkpointEvery` steps). */
   checkpoint: (state: TrainerState) => Promise<void>;
+  /** Keeps the policy as the best so far (called when a validation beats every earlier one; `state.best` is set). */
+  saveBest?: (state: TrainerState) => Promise<void>;
   log?: (message: string) => void;
   onProgress?: (phase: string, done: number, total: number, state: TrainerState) => void;
   signal?: AbortSignal;
 }
 
+/** Steps the epochs make on their own. */
+export function epochSteps(cfg: TrainConfig, trainSize: number): number {
+  return Math.ceil((cfg.training.epochs * trainSize) / cfg.training.batchSize);
+}
+
 export function plannedSteps(cfg: TrainConfig, trainSize: number): number {
-  const byEpochs = Math.ceil((cfg.training.epochs * trainSize) / cfg.training.batchSize);
+  const byEpochs = epochSteps(cfg, trainSize);
   return cfg.training.maxSteps > 0 ? Math.min(cfg.training.maxSteps, byEpochs) : byEpochs;
+}
+
+/** Why a run that returned normally stopped: every planned step done (the plan cut by maxSteps or not), or out of time. */
+export function stopReason(state: TrainerState, cfg: TrainConfig, trainSize: number): StopReason {
+  if (state.step < state.totalSteps) return 'max-minutes';
+  return cfg.training.maxSteps > 0 && cfg.training.maxSteps < epochSteps(cfg, trainSize) ? 'max-steps' : 'completed';
 }
 
 /** The tasks of a step: epoch-wise shuffles of the training set, deterministic in (seed, step). */
@@ -133,6 +148,10 @@ export class Trainer {
     const mean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     this.state.val.push({ step: this.state.step, reward: mean });
     await this.d.store.addMetrics([{ runId: this.state.runId, step: this.state.step, name: METRICS.valReward, value: mean }]);
+    if (!this.state.best || mean > this.state.best.reward) {
+      this.state.best = { step: this.state.step, reward: mean };
+      await this.d.saveBest?.(this.state);
+    }
     return mean;
   }
 
@@ -266,5 +285,5 @@ export class Trainer {
 }
 
 export function newTrainerState(run: TrainingRun): TrainerState {
-  return { runId: run.id, step: run.step, totalSteps: run.totalSteps, elapsedMs: 0, val: [], train: [] };
+  return { runId: run.id, step: run.step, totalSteps: run.totalSteps, elapsedMs: 0, val: [], train: [], best: null };
 }

@@ -1,11 +1,12 @@
 /**
  * The training report: an HTML page (summary table, settings, the reward curve as a PNG beside it) and
- * the PNG itself, written into the run's folder. Returns the paths so the CLI can print where they are.
+ * the PNG itself (report-chart.ts: ECharts + resvg), written into the run's folder. Returns the paths so
+ * the CLI can print where they are.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TrainerState } from '../algorithm/trainer.js';
-import { lineChartPng } from './png.js';
+import { REWARD_CURVE_SIZE, TRAIN_SERIES, VAL_SERIES, rewardCurvePng } from './report-chart.js';
 
 export interface ReportInput {
   title: string;
@@ -21,16 +22,15 @@ const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&l
 export function writeReport(dir: string, r: ReportInput): { html: string; png: string } {
   mkdirSync(dir, { recursive: true });
   const png = join(dir, 'reward-curve.png');
-  writeFileSync(png, lineChartPng([
-    { points: r.state.train.map((p) => ({ x: p.step + 1, y: p.reward })), color: [70, 130, 220], legend: 'training reward' },
-    { points: r.state.val.map((p) => ({ x: p.step, y: p.reward })), color: [220, 90, 40], legend: 'held-out reward' },
-  ], { xLabel: 'step' }));
+  writeFileSync(png, rewardCurvePng({ train: r.state.train, val: r.state.val }));
   const before = r.state.val[0]?.reward, after = r.state.val.at(-1)?.reward;
+  const best = r.state.best;
   const rows: [string, string | number][] = [
     ['agent', r.agent],
     ['steps', `${r.state.step} / ${r.state.totalSteps}`],
     ['held-out reward before', before === undefined ? '-' : before.toFixed(3)],
     ['held-out reward after', after === undefined ? '-' : after.toFixed(3)],
+    ['best held-out reward', best ? `${best.reward.toFixed(3)} at step ${best.step}` : '-'],
     ['training minutes', (r.state.elapsedMs / 60000).toFixed(1)],
     ...Object.entries(r.facts ?? {}),
   ];
@@ -38,9 +38,8 @@ export function writeReport(dir: string, r: ReportInput): { html: string; png: s
 <style>body{font-family:system-ui,sans-serif;margin:2em;max-width:900px}td{padding:2px 12px}pre{background:#f4f4f4;padding:1em}</style></head>
 <body><h1>${esc(r.title)}</h1>
 <table>${rows.map(([k, v]) => `<tr><td>${esc(k)}</td><td><b>${esc(String(v))}</b></td></tr>`).join('')}</table>
-<h2>Reward</h2><p><span style="color:#4682dc">&#9632; training reward (mean over the step's rollouts)</span> &nbsp;
-<span style="color:#dc5a28">&#9632; held-out reward (validation)</span>; x: step, y: 0 to 1</p>
-<img src="reward-curve.png" alt="reward curve" width="640" height="320">
+<h2>Reward</h2>
+<img src="reward-curve.png" alt="reward curve: ${esc(TRAIN_SERIES)} at each step, ${esc(VAL_SERIES)} at each validation" width="${REWARD_CURVE_SIZE.width}" height="${REWARD_CURVE_SIZE.height}">
 <h2>Validation</h2><table><tr><td>step</td><td>reward</td></tr>${r.state.val.map((v) => `<tr><td>${v.step}</td><td>${v.reward.toFixed(3)}</td></tr>`).join('')}</table>
 <h2>Settings</h2><pre>${esc(JSON.stringify(r.config, null, 2))}</pre></body></html>`;
   const htmlPath = join(dir, 'report.html');

@@ -8,11 +8,12 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
-import { readCheckpoint, saveCheckpoint } from '../algorithm/checkpoint.js';
+import { readCheckpoint, saveBestPolicy, saveCheckpoint } from '../algorithm/checkpoint.js';
 import { openPolicy } from '../algorithm/open-policy.js';
 import type { Task } from '../algorithm/rollouts.js';
 import { readJsonl } from '../algorithm/sft.js';
-import { Trainer, type TrainerState, newTrainerState, plannedSteps } from '../algorithm/trainer.js';
+import { Trainer, type TrainerState, epochSteps, newTrainerState, plannedSteps, stopReason } from '../algorithm/trainer.js';
+import type { TrainingRunSummary } from '../../protocol/metrics.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { resolveDataDir } from '../../sdk/daemon-state.js';
 import { ensureWritableDataDir } from '../state.js';
@@ -124,10 +125,14 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
 
     let state: TrainerState;
     let checkpointDir: string;
+    // What the run record says about the run beyond its step (the dashboard's header): kept whole, as updates replace it.
+    let summary: TrainingRunSummary = { epochSteps: epochSteps(config, train.length) };
     if (ckpt && resumeDir) {
       state = ckpt.trainer;
       checkpointDir = resumeDir;
-      await store.updateTrainingRun(state.runId, { status: 'running' });
+      const { stopReason: _, error: __, ...earlier } = ((await store.getTrainingRun(state.runId))?.summary ?? {}) as TrainingRunSummary;
+      summary = { ...earlier, ...summary };
+      await store.updateTrainingRun(state.runId, { status: 'running', summary: { ...summary } });
     } else {
       const runRec = await store.createTrainingRun({ agent, config: config as unknown as Record<string, unknown>, totalSteps: plannedSteps(config, train.length) });
       checkpointDir = resolve(config.runtime.checkpointDir ?? join(dataDir, 'runs', runRec.id));
@@ -144,21 +149,31 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
       store, policy, reference, endpoint: host.endpoint, agent, config, train, val, signal: controller.signal,
       setLearningRate: (lr) => { policy.optimizerConfig.lr = lr; },
       checkpoint: async (s) => { await saveCheckpoint(checkpointDir, policy, s, { agent, config }); },
+      saveBest: async (s) => {
+        const path = await saveBestPolicy(checkpointDir, policy, s.best!);
+        summary = { ...summary, best: { ...s.best!, path }, elapsedMs: s.elapsedMs };
+        await store.updateTrainingRun(s.runId, { summary: { ...summary } });
+      },
       log, onProgress: (phase, done, total, s) => bar?.update(s.step, `${phase} ${done}/${total} val ${s.val.at(-1)?.reward.toFixed(2) ?? '-'} reward ${s.train.at(-1)?.reward.toFixed(2) ?? '-'}`),
     }, state);
     try {
       await trainer.run();
     } catch (e) {
       await host.close();
-      if (controller.signal.aborted) { await store.updateTrainingRun(state.runId, { status: 'cancelled' }); return null; }
-      await store.updateTrainingRun(state.runId, { status: 'failed', summary: { error: (e as Error).message } });
+      const ended = { ...summary, elapsedMs: trainer.state.elapsedMs };
+      if (controller.signal.aborted) { await store.updateTrainingRun(state.runId, { status: 'cancelled', summary: { ...ended, stopReason: 'cancelled' } }); return null; }
+      await store.updateTrainingRun(state.runId, { status: 'failed', summary: { ...ended, stopReason: 'failed', error: (e as Error).message } });
       throw e;
     }
     bar?.done();
     await host.close();
     const before = trainer.state.val[0]?.reward ?? null, after = trainer.state.val.at(-1)?.reward ?? null;
     const report = writeReport(join(checkpointDir, 'report'), { title: `Training report: ${agent}`, state: trainer.state, agent, config });
-    await store.updateTrainingRun(state.runId, { status: 'succeeded', step: trainer.state.step, summary: { valBefore: before, valAfter: after, minutes: trainer.state.elapsedMs / 60000, report: report.html } });
+    summary = {
+      ...summary, stopReason: stopReason(trainer.state, config, train.length), elapsedMs: trainer.state.elapsedMs,
+      valBefore: before, valAfter: after, minutes: trainer.state.elapsedMs / 60000, report: report.html,
+    };
+    await store.updateTrainingRun(state.runId, { status: 'succeeded', step: trainer.state.step, summary: { ...summary } });
     process.stdout.write(`agl train: held-out reward ${before?.toFixed(3)} -> ${after?.toFixed(3)} in ${(trainer.state.elapsedMs / 60000).toFixed(1)} min\n` +
       `checkpoint: ${join(checkpointDir, `policy-${trainer.state.step}`)}\nreport: ${report.html}\nreward curve: ${report.png}\n` +
       `transitions: agl export --format jsonl --run ${state.runId}\n`);
