@@ -30,7 +30,8 @@ for (const f of REQUIRED) {
 // Modules named by the bundles that are not Node built-ins: `require("x")`, `import("x")`, `from "x"`, `require.resolve("x/...")`.
 const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 const ALWAYS = ['tsx']; // the runner loads TypeScript agents through tsx's loader, registered by name at run time
-const NEVER_SHIPPED = new Set(['vscode']); // provided by the editor
+// vscode: provided by the editor; echarts: bundled into dist/agl.mjs, whose copy names its own subpaths in error messages.
+const NEVER_SHIPPED = new Set(['vscode', 'echarts']);
 const referenced = new Set(ALWAYS);
 for (const bundle of REQUIRED.filter((f) => /\.m?js$/.test(f) && !f.includes('/webview/'))) {
   const text = readFileSync(join(root, bundle), 'utf8');
