@@ -1,7 +1,7 @@
 /**
  * Messages between the training dashboard webview (webview/dashboard/) and its panel in the extension
  * host (extension/panels/dashboard-panel.ts), and which metrics (metrics.ts, written by the trainer) go on
- * which chart.
+ * which chart, with the title of its value axis.
  */
 import { METRICS } from './metrics.js';
 import type { MetricPoint, TrainingRun } from './store.js';
@@ -11,16 +11,38 @@ export const DASHBOARD_VIEW_TYPE = 'agl.trainingDashboard';
 
 export interface RunMetrics { run: TrainingRun; points: MetricPoint[] }
 
-export interface DashboardState { runId: string | null }
+export interface DashboardState {
+  runId: string | null;
+  /** Runs overlaid on the charts besides `runId`, in the order they were picked. */
+  compare?: string[];
+  /** EMA smoothing weight, 0 (raw) to 0.99. */
+  smoothing?: number;
+}
 
-/** The charts, in order. A metric matching none of them lands on "Other". */
-export const DASHBOARD_CHARTS: { id: string; title: string; metrics: string[]; unit?: string }[] = [
-  { id: 'reward', title: 'Reward', metrics: [METRICS.rewardMean, METRICS.valReward] },
-  { id: 'kl', title: 'KL divergence', metrics: [METRICS.kl] },
-  { id: 'clip', title: 'Clip ratio', metrics: [METRICS.clipRatio] },
-  { id: 'zero-std', title: 'Zero-variance groups', metrics: [METRICS.fracRewardZeroStd] },
-  { id: 'loss', title: 'Loss and gradient norm', metrics: [METRICS.loss, METRICS.gradNorm] },
-  { id: 'response', title: 'Response length (tokens)', metrics: [METRICS.responseLengthMean] },
+export interface DashboardChart {
+  id: string;
+  title: string;
+  metrics: string[];
+  /** Title of the value axis, with its unit. */
+  yTitle: string;
+  /** Drawn even when its values are constant (the reward is what a run is about). */
+  pinned?: boolean;
+}
+
+/**
+ * The charts, in order: one scale each (loss and gradient norm apart). A metric matching none of them
+ * lands on a chart of its own; a chart whose values never change collapses into the "constant:" line.
+ */
+export const DASHBOARD_CHARTS: DashboardChart[] = [
+  { id: 'reward', title: 'Reward', metrics: [METRICS.rewardMean, METRICS.valReward], yTitle: 'mean reward', pinned: true },
+  { id: 'zero-std', title: 'Zero-variance groups', metrics: [METRICS.fracRewardZeroStd], yTitle: 'share of groups' },
+  { id: 'loss', title: 'Loss', metrics: [METRICS.loss], yTitle: 'GRPO loss' },
+  { id: 'grad-norm', title: 'Gradient norm', metrics: [METRICS.gradNorm], yTitle: 'L2 norm' },
+  { id: 'kl', title: 'KL divergence', metrics: [METRICS.kl], yTitle: 'nats/token' },
+  { id: 'clip', title: 'Clip ratio', metrics: [METRICS.clipRatio], yTitle: 'share of tokens' },
+  { id: 'lr', title: 'Learning rate', metrics: [METRICS.lr], yTitle: 'learning rate' },
+  { id: 'entropy', title: 'Policy entropy', metrics: [METRICS.entropy], yTitle: 'nats/token' },
+  { id: 'response', title: 'Response length', metrics: [METRICS.responseLengthMean], yTitle: 'tokens' },
 ];
 
 export const DashboardProtocol = {

@@ -1,9 +1,12 @@
 /**
  * The training dashboard, built (dist/webview/dashboard.js) and loaded in Debian chromium under the
  * panel's real CSP, answered by the panel's real host-side code from a real daemon: the curves (reward
- * and validation, KL, clip ratio, zero-variance fraction) drawn with uPlot, new points arriving live
- * through the same polling the panel runs, and a click on a point asking for that step's GRPO groups.
- * Also checks the built bundles use no eval and load only @vscode-elements (never the old toolkit).
+ * and validation, KL, clip ratio, zero-variance fraction, loss and gradient norm apart) drawn with uPlot
+ * under readable names (raw keys in tooltips) and titled axes, new points arriving live through the same
+ * polling the panel runs, a click on a point asking for that step's GRPO groups; a finished run's header
+ * (why it stopped, config, elapsed time, best checkpoint), constant series collapsed into one line, EMA
+ * smoothing, drag-to-zoom, and two runs overlaid with a legend. Also checks the built bundles use no eval
+ * and load only @vscode-elements (never the old toolkit).
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -12,7 +15,34 @@ import { after, before, describe, it } from 'node:test';
 import { dashboardHandlers, watchRunMetrics } from '../../extension/panels/data.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import { ROOT, openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
-import { RUN_ID, seedCalcTraining } from './seed.js';
+import { AGENT, RUN_ID, seedCalcTraining } from './seed.js';
+import type { AglClient } from '../../sdk/client.js';
+
+/** A finished run to compare with: stopped by its time budget, KL and clip ratio 0 and the learning rate fixed throughout. */
+const RUN_B = 'run-calc-budget';
+const RUN_B_REWARDS = Array.from({ length: 9 }, (_, step) => 0.3 + 0.05 * step);
+async function seedFinishedRun(client: AglClient): Promise<void> {
+  await client.createTrainingRun({
+    id: RUN_B, agent: AGENT, totalSteps: 20,
+    config: { model: { name: 'builtin:0.8m', init: 'samples/calc/warmup' }, training: { learningRate: 1e-3, batchSize: 16, groupSize: 8, maxMinutes: 6, grpo: { variant: 'dr_grpo', beta: 0 } } },
+  });
+  await client.addMetrics(RUN_B, RUN_B_REWARDS.flatMap((reward, step) => [
+    { step, name: 'reward/mean', value: reward }, { step, name: 'grpo/kl', value: 0 }, { step, name: 'grpo/clip_ratio', value: 0 },
+    { step, name: 'grpo/lr', value: 1e-3 }, { step, name: 'grpo/loss', value: 0.02 * Math.cos(step) }, { step, name: 'grpo/grad_norm', value: 3 - 0.2 * step },
+    ...(step % 4 === 0 ? [{ step, name: 'val/reward', value: [0.29, 0.55, 0.7][step / 4] }] : []),
+  ]));
+  await client.updateTrainingRun(RUN_B, {
+    status: 'succeeded', step: 9,
+    summary: { stopReason: 'max-minutes', elapsedMs: 360_000, epochSteps: 20, best: { step: 8, reward: 0.7, path: 'runs/run-calc-budget/best' } },
+  });
+}
+
+/** TensorBoard's debiased EMA, the smoothing the dashboard promises. */
+function ema(values: number[], weight: number): number {
+  let last = 0;
+  values.forEach((v) => { last = last * weight + (1 - weight) * v; });
+  return last / (1 - weight ** values.length);
+}
 
 describe('training dashboard webview', () => {
   let daemon: Daemon;
@@ -21,6 +51,8 @@ describe('training dashboard webview', () => {
 
   before(async () => {
     daemon = await startDaemon();
+    await seedFinishedRun(daemon.client); // older than the seeded running one, which the dashboard opens on
+    await new Promise((r) => setTimeout(r, 5));
     await seedCalcTraining(daemon.client);
     view = await openWebview('dashboard', dashboardHandlers(daemon.client), {
       // What the panel does on "watchRun": poll the daemon and push new points to the webview.
@@ -40,7 +72,8 @@ describe('training dashboard webview', () => {
     const page = view.page;
     await page.waitForSelector('.chart-card[data-chart="reward"] canvas');
     const charts = await page.locator('.chart-card').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.chart));
-    assert.deepEqual(charts.slice(0, 6), ['reward', 'kl', 'clip', 'zero-std', 'loss', 'response']);
+    // Reward first; loss and gradient norm on charts of their own (their scales differ by orders of magnitude).
+    assert.deepEqual(charts.slice(0, 7), ['reward', 'zero-std', 'loss', 'grad-norm', 'kl', 'clip', 'response']);
     assert.ok(charts.includes('metric-perf/step_s'), 'a metric no chart names gets its own chart');
     for (const id of ['reward', 'kl', 'clip', 'zero-std']) {
       const box = await page.locator(`.chart-card[data-chart="${id}"] canvas`).boundingBox();
@@ -81,6 +114,110 @@ describe('training dashboard webview', () => {
     await clickAt(box.x + 2, 1);
     await clickAt(box.x + box.width - 2, 2);
     assert.deepEqual(opened(), [{ runId: RUN_ID, step: 0 }, { runId: RUN_ID, step: 13 }]);
+  });
+
+  it('names metrics readably (raw keys in tooltips) and titles both axes with their units', async () => {
+    const page = view.page;
+    await page.mouse.move(0, 0); // off the charts: the legends show the latest values, not those under the cursor
+    const reward = page.locator('.chart-card[data-chart="reward"]');
+    assert.equal(await reward.locator('h2').getAttribute('title'), 'reward/mean, val/reward');
+    const train = reward.locator('.chart-value[data-metric="reward/mean"]');
+    assert.match(await train.innerText(), /^training reward 0\.840$/);
+    assert.equal(await train.getAttribute('title'), 'reward/mean');
+    assert.match(await reward.locator('.chart-value[data-metric="val/reward"]').innerText(), /^held-out reward 0\.660$/);
+    const titles = async (id: string) => [await page.locator(`.chart-card[data-chart="${id}"] .y-title`).innerText(), await page.locator(`.chart-card[data-chart="${id}"] .x-title`).innerText()];
+    assert.deepEqual(await titles('reward'), ['mean reward', 'training step']);
+    assert.deepEqual(await titles('kl'), ['nats/token', 'training step']);
+    assert.deepEqual(await titles('response'), ['tokens', 'training step']);
+    assert.deepEqual(await titles('loss'), ['GRPO loss', 'training step']);
+    assert.deepEqual(await titles('grad-norm'), ['L2 norm', 'training step']);
+    assert.deepEqual(await titles('metric-perf/step_s'), ['s', 'training step']);
+    assert.equal(await page.locator('.chart-card[data-chart="metric-perf/step_s"] h2').innerText(), 'Step time');
+    const kl = page.locator('.chart-card[data-chart="kl"] .chart-value[data-metric="grpo/kl"]');
+    assert.match(await kl.innerText(), /^KL to reference 0\.0310$/); // the latest KL, 3 significant digits
+    assert.equal(await kl.getAttribute('title'), 'grpo/kl (nats/token)');
+  });
+
+  it('zooms every chart to the steps dragged across, and back on a double-click', async () => {
+    const page = view.page;
+    const box = (await page.locator('.chart-card[data-chart="reward"] .u-over').boundingBox())!;
+    const y = box.y + box.height / 2;
+    await page.mouse.move(box.x + box.width * 0.3, y);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.5, y, { steps: 5 });
+    await page.mouse.move(box.x + box.width * 0.7, y, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction(() => /steps \d+–\d+/.test(document.querySelector('.zoom-state')?.textContent ?? ''), undefined, { timeout: 5000 });
+    const [, from, to] = /steps (\d+)–(\d+)/.exec(await page.locator('.zoom-state').innerText())!.map(Number);
+    assert.ok(from >= 3 && to <= 10 && from < to, `zoomed to steps ${from}–${to} of 0–13`);
+    assert.equal(view.commands.filter((c) => c.method === DashboardProtocol.openGroups.method).length, 2, 'a drag is not a click on a step');
+    await page.mouse.dblclick(box.x + box.width / 2, y);
+    await page.waitForFunction(() => (document.querySelector('.zoom-state')?.textContent ?? '') === '', undefined, { timeout: 5000 });
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(view.commands.filter((c) => c.method === DashboardProtocol.openGroups.method).length, 2, 'a double-click resets the zoom and opens no step');
+  });
+
+  it('says why a finished run stopped, with its config, elapsed time and best checkpoint', async () => {
+    await view.notify(DashboardProtocol.show.method, { runId: RUN_B });
+    const page = view.page;
+    await page.waitForFunction(() => /maxMinutes/.test(document.querySelector('.stop-reason')?.textContent ?? ''), undefined, { timeout: 10_000 });
+    assert.equal(await page.locator('.stop-reason').innerText(), 'stopped at maxMinutes (6 min): step 9 of 20');
+    const field = (name: string) => page.locator(`.cfg[data-field="${name}"]`).innerText();
+    assert.equal(await field('model'), 'model samples/calc/warmup');
+    assert.equal(await field('lr'), 'lr 1e-3');
+    assert.equal(await field('batch'), 'batch 16');
+    assert.equal(await field('group'), 'group size 8');
+    assert.equal(await field('variant'), 'algorithm dr_grpo');
+    assert.match(await field('elapsed'), /6 min 0 s/);
+    const best = page.locator('.best');
+    assert.match(await best.innerText(), /best checkpoint: step 8 · held-out 0\.700/);
+    assert.equal(await best.getAttribute('title'), 'weights: runs/run-calc-budget/best');
+  });
+
+  it('collapses series that never change into one "constant:" line instead of charts', async () => {
+    const page = view.page;
+    await page.waitForSelector('.constant-item[data-metric="grpo/kl"]');
+    assert.equal(await page.locator('.constants').innerText(), 'constant: KL to reference = 0, clip ratio = 0, learning rate = 1e-3');
+    assert.match((await page.locator('.constant-item[data-metric="grpo/kl"]').getAttribute('title'))!, /^grpo\/kl: /);
+    const charts = await page.locator('.chart-card').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.chart));
+    assert.deepEqual(charts, ['reward', 'loss', 'grad-norm']);
+    await view.screenshot('dashboard-finished-run');
+  });
+
+  it('smooths the curves with an EMA slider, keeping the raw value beside the smoothed one', async () => {
+    const page = view.page;
+    const setSmoothing = (w: number) => page.locator('.smoothing').evaluate((el, v) => {
+      (el as HTMLInputElement).value = String(v);
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+    }, w);
+    await setSmoothing(0.6);
+    const train = page.locator('.chart-card[data-chart="reward"] .chart-value[data-metric="reward/mean"]');
+    await page.waitForSelector('.chart-card[data-chart="reward"] .chart-value[data-metric="reward/mean"] .smoothed');
+    assert.equal(await train.locator('b').innerText(), '0.700');
+    assert.equal(await train.locator('.smoothed').innerText(), `smoothed ${ema(RUN_B_REWARDS, 0.6).toPrecision(3)}`);
+    assert.equal(await page.locator('.smoothing-value').innerText(), '0.60');
+    await setSmoothing(0);
+    await page.waitForFunction(() => !document.querySelector('.chart-value .smoothed'));
+  });
+
+  it('overlays another run picked from the list: one colour per run, a legend, and its series on the same charts', async () => {
+    const page = view.page;
+    await page.locator('.compare summary').click();
+    await page.locator(`vscode-checkbox[data-run="${RUN_ID}"]`).click();
+    await page.waitForFunction(() => document.querySelectorAll('.run-legend-item').length === 2, undefined, { timeout: 10_000 });
+    const legend = await page.locator('.run-legend-item').evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.run, e.textContent, getComputedStyle(e.querySelector('.swatch')!).color]));
+    assert.deepEqual(legend.map(([run]) => run), [RUN_B, RUN_ID]);
+    assert.notEqual(legend[0][2], legend[1][2], 'each run has its own colour');
+    const reward = page.locator('.chart-card[data-chart="reward"]');
+    const runsOnReward = await reward.locator('.chart-value[data-metric="reward/mean"]').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.run));
+    assert.deepEqual(runsOnReward, [RUN_B, RUN_ID]);
+    assert.equal(await reward.locator(`.chart-value[data-metric="reward/mean"][data-run="${RUN_ID}"] b`).innerText(), '0.840');
+    // KL varies in the other run, so it is a chart again, with both runs on it; the fixed learning rate differs between runs too.
+    await page.waitForSelector('.chart-card[data-chart="kl"]');
+    assert.equal(await page.locator('.chart-card[data-chart="kl"] .chart-value').count(), 2);
+    assert.doesNotMatch(await page.locator('.constants').innerText(), /KL/);
+    assert.deepEqual(await page.evaluate(() => (JSON.parse(sessionStorage.getItem('vscode-state') ?? '{}') as { compare?: string[] }).compare), [RUN_ID]);
+    await view.screenshot('dashboard-overlay');
   });
 
   it('ran under the strict CSP without a violation or an error', () => {

@@ -67,7 +67,8 @@ export interface SeededData { rolloutIds: string[]; groupRolloutIds: Record<stri
 
 export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
   const resources = await client.addResources({ resources: { main_llm: { type: 'llm', endpoint: 'http://127.0.0.1:4747/v1', model: 'qwen3-0.6b' } } });
-  const run = await client.createTrainingRun({ id: RUN_ID, agent: AGENT, totalSteps: 20, config: { groupSize: 4, lr: 1e-5 } });
+  const run = await client.createTrainingRun({ id: RUN_ID, agent: AGENT, totalSteps: 20,
+    config: { model: { name: 'qwen3-0.6b' }, training: { learningRate: 1e-5, batchSize: 2, groupSize: 4, grpo: { variant: 'grpo' } } } });
   const base = Date.now() - 60_000;
   const transitions: Transition[] = [];
   const groupRolloutIds: Record<string, string[]> = {};

@@ -1,8 +1,8 @@
 /**
  * Entry of the training dashboard webview (bundled to dist/webview/dashboard.js): a run picker, the run's
- * progress, and uPlot charts of its metrics (reward and validation, KL, clip ratio, zero-variance
- * fraction, ...), appended to live as the host pushes new points. A click on a step opens that step's
- * GRPO groups in the trajectory viewer.
+ * header (why it stopped, config, elapsed time, best checkpoint), other runs to overlay for comparison,
+ * an EMA smoothing slider, and uPlot charts of the metrics (charts.ts), appended to live as the host
+ * pushes new points. A click on a step opens that step's GRPO groups in the trajectory viewer.
  */
 import '@vscode-elements/elements/dist/main.js';
 import '@vscode/codicons/dist/codicon.css';
@@ -13,8 +13,9 @@ import { METRICS } from '../../protocol/metrics.js';
 import { DashboardProtocol as P, type DashboardState, type RunMetrics } from '../../protocol/webview-dashboard.js';
 import type { TrainingRun } from '../../protocol/store.js';
 import { HostConnection } from '../shared/host.js';
-import { fmtNumber, fmtTime, h, icon, mount } from '../shared/dom.js';
-import { MetricCharts } from './charts.js';
+import { h, icon, mount, shortId } from '../shared/dom.js';
+import { type ChartRun, MetricCharts, runColor } from './charts.js';
+import { drawRunHeader, runLabel } from './run-header.js';
 
 const host = new HostConnection<DashboardState>();
 const WAIT_FOR_RUN_MS = 3000;
@@ -26,53 +27,108 @@ let charts: MetricCharts | null = null;
 let runs: TrainingRun[] = [];
 const header = h('header', { class: 'view-header' });
 const progress = h('div', { class: 'run-progress' });
+const toolbar = h('div', { class: 'chart-toolbar' });
+const constants = h('div', { class: 'constants' });
+/** Which steps the charts show after a drag (empty when they show every step). */
+const zoomState = h('span', { class: 'zoom-state muted' });
 const chartsRoot = h('div', { class: 'charts' });
-mount(root, header, progress, chartsRoot);
+mount(root, header, progress, toolbar, constants, chartsRoot);
+
+const compared = (): string[] => (state.compare ?? []).filter((id) => id !== state.runId && runs.some((r) => r.id === id));
+
+function saveState(patch: Partial<DashboardState>): void {
+  state = { ...state, ...patch };
+  host.state = state;
+}
+
+/** The runs on the charts: the shown run first, then the compared ones, each with its colour slot. */
+function chartRuns(): ChartRun[] {
+  return [state.runId!, ...compared()].map((id, i) => ({ id, tag: shortId(id), colorIndex: i }));
+}
 
 function drawHeader(): void {
   const select = h('vscode-single-select', { class: 'run-select', 'aria-label': 'Training run' },
-    ...runs.map((r) => h('vscode-option', { value: r.id, selected: r.id === state.runId }, `${r.agent.split(/[\\/]/).pop()} · ${fmtTime(r.createdAt)} · ${r.status}`)));
+    ...runs.map((r) => h('vscode-option', { value: r.id, selected: r.id === state.runId }, `${runLabel(r)} · ${r.status}`)));
   select.addEventListener('change', () => void showRun((select as unknown as { value: string }).value));
   mount(header, h('h1', {}, icon('graph-line'), ' Training'), h('div', { class: 'spacer' }), runs.length ? select : null);
 }
 
-function drawProgress(run: TrainingRun): void {
-  const bar = h('vscode-progress-bar', { value: run.step, max: Math.max(1, run.totalSteps) });
-  const last = charts?.latest(METRICS.rewardMean);
-  const val = charts?.latest(METRICS.valReward);
-  mount(progress,
-    h('div', { class: 'progress-line' },
-      h('span', { class: `pill status-${run.status}` }, run.status),
-      h('span', {}, `step ${run.step} / ${run.totalSteps}`),
-      h('span', { class: 'muted' }, run.agent),
-      h('div', { class: 'spacer' }),
-      last !== undefined ? h('span', { class: 'kpi' }, 'reward ', h('b', {}, fmtNumber(last))) : null,
-      val !== undefined ? h('span', { class: 'kpi' }, 'validation ', h('b', {}, fmtNumber(val))) : null,
-      run.status === 'running' ? h('span', { class: 'live' }, h('span', { class: 'live-dot' }), 'live') : null),
-    run.totalSteps > 0 && run.status === 'running' ? bar : null,
-    run.checkpointDir ? h('div', { class: 'muted' }, icon('save'), ` checkpoint: ${run.checkpointDir}`) : null);
+/** Smoothing slider, the runs to compare (checkboxes) and, when overlaid, the legend of run colours. */
+function drawToolbar(): void {
+  const slider = h('input', { type: 'range', min: 0, max: 0.99, step: 0.01, value: state.smoothing ?? 0, class: 'smoothing', 'aria-label': 'Smoothing (EMA weight)' }) as HTMLInputElement;
+  const shown = h('span', { class: 'smoothing-value' }, (state.smoothing ?? 0).toFixed(2));
+  slider.addEventListener('input', () => {
+    const weight = Number(slider.value);
+    shown.textContent = weight.toFixed(2);
+    saveState({ smoothing: weight });
+    charts?.setSmoothing(weight);
+  });
+  const others = runs.filter((r) => r.id !== state.runId);
+  const picked = new Set(compared());
+  const boxes = others.map((r) => {
+    const box = h('vscode-checkbox', { 'data-run': r.id, checked: picked.has(r.id), label: `${runLabel(r)} · ${r.status} · step ${r.step}/${r.totalSteps}` });
+    box.addEventListener('change', () => void toggleCompare(r.id, (box as unknown as { checked: boolean }).checked));
+    return box;
+  });
+  const legend = picked.size ? h('div', { class: 'run-legend' }, ...chartRuns().map((r) => {
+    const swatch = h('span', { class: 'swatch' });
+    swatch.style.color = runColor(r.colorIndex);
+    return h('span', { class: 'run-legend-item', 'data-run': r.id, title: r.id }, swatch, `${r.tag} · ${runLabel(runs.find((run) => run.id === r.id)!)}`);
+  }), h('span', { class: 'muted' }, 'second metric of a chart dashed')) : null;
+  mount(toolbar,
+    h('label', { class: 'smoothing-label', title: 'Exponential moving average, as TensorBoard draws it: the raw values stay faint behind' }, 'Smoothing ', slider, shown),
+    others.length ? h('details', { class: 'compare', open: picked.size > 0 },
+      h('summary', {}, icon('git-compare'), ` Compare runs${picked.size ? ` (${picked.size})` : ''}`), h('div', { class: 'compare-list' }, ...boxes)) : null,
+    legend, zoomState);
+}
+
+function redrawRun(run: TrainingRun): void {
+  drawRunHeader(progress, run, (m) => charts?.latest(run.id, m), charts?.best(run.id, METRICS.valReward) ?? null);
+}
+
+async function toggleCompare(runId: string, on: boolean): Promise<void> {
+  saveState({ compare: on ? [...compared(), runId] : compared().filter((id) => id !== runId) });
+  if (on) {
+    try {
+      const data = await host.request(P.getRunMetrics, { runId });
+      runs = runs.map((r) => (r.id === runId ? data.run : r));
+      charts?.add(runId, data.points);
+    } catch (err) {
+      mount(constants, h('span', { class: 'error' }, icon('error'), ` Could not load run ${runId}: ${(err as Error).message}`));
+    }
+  }
+  charts?.setRuns(chartRuns());
+  drawToolbar();
 }
 
 function apply(data: RunMetrics, replace: boolean): void {
   if (!charts || replace) {
     charts?.destroy();
-    charts = new MetricCharts(chartsRoot, (step) => host.command(P.openGroups, { runId: data.run.id, step }));
+    charts = new MetricCharts({
+      root: chartsRoot, constants,
+      onStepClick: (step) => host.command(P.openGroups, { runId: data.run.id, step }),
+      onZoom: (zoom) => mount(zoomState, zoom ? [icon('zoom-in'), ` steps ${Math.ceil(zoom.min)}–${Math.floor(zoom.max)} · double-click a chart to reset`] : null),
+    });
+    charts.setSmoothing(state.smoothing ?? 0);
+    charts.setRuns(chartRuns());
   }
-  charts.add(data.points);
-  drawProgress(data.run);
+  charts.add(data.run.id, data.points);
   const before = runs.find((r) => r.id === data.run.id);
   runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
-  if (before && before.status !== data.run.status) drawHeader();
+  redrawRun(data.run);
+  if (before && before.status !== data.run.status) { drawHeader(); drawToolbar(); }
 }
 
 async function showRun(runId: string): Promise<void> {
   showing = true;
-  state = { runId };
-  host.state = state;
+  saveState({ runId });
   drawHeader();
+  drawToolbar();
   try {
     apply(await host.request(P.getRunMetrics, { runId }), true);
     host.command(P.watchRun, { runId });
+    const extra = await Promise.all(compared().map((id) => host.request(P.getRunMetrics, { runId: id }).catch(() => null)));
+    for (const data of extra) if (data) charts?.add(data.run.id, data.points);
   } catch (err) {
     mount(chartsRoot, h('div', { class: 'empty-state error' }, icon('error'), h('p', {}, `Could not load run ${runId}: ${(err as Error).message}`)));
   }

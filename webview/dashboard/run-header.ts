@@ -1,0 +1,103 @@
+/**
+ * The dashboard's run header: status and why the run stopped (completed the plan, stopped at maxSteps or
+ * maxMinutes, cancelled, failed with its error), progress, the configuration that matters when comparing
+ * runs (model, learning rate, batch, group size, GRPO variant), elapsed time, the best checkpoint (step and
+ * held-out reward), and the latest rewards. Reads the TrainingRun record as `agl train` writes it
+ * (config = the resolved TrainConfig, summary = protocol/metrics.ts TrainingRunSummary).
+ */
+import { METRICS, type TrainingRunSummary } from '../../protocol/metrics.js';
+import type { TrainingRun } from '../../protocol/store.js';
+import { fmtTime, h, icon, mount } from '../shared/dom.js';
+import { fmtElapsed, fmtExponent, fmtMetric } from './format.js';
+
+type Json = Record<string, unknown>;
+const obj = (v: unknown): Json => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Json) : {});
+
+/** The run's TrainConfig sections, as far as the record has them. */
+function configOf(run: TrainingRun): { model: Json; training: Json; grpo: Json } {
+  const training = obj(run.config.training);
+  return { model: obj(run.config.model), training, grpo: obj(training.grpo) };
+}
+
+/** A run as legends and pickers name it: its agent's export and when it started. */
+export function runLabel(run: TrainingRun): string {
+  return `${run.agent.split('#').pop()!.split(/[\\/]/).pop()} · ${fmtTime(run.createdAt)}`;
+}
+
+/** Why the run stopped, or where it is, in one sentence. */
+export function describeStop(run: TrainingRun): string {
+  const s = run.summary as TrainingRunSummary;
+  const { training } = configOf(run);
+  const at = `step ${run.step} of ${run.totalSteps}`;
+  const reason = s.stopReason ?? (run.status === 'succeeded' ? (run.step >= run.totalSteps ? 'completed' : 'max-minutes') : run.status);
+  switch (reason) {
+    case 'running': return `running: ${at}`;
+    case 'completed': return `completed the plan: ${run.step} / ${run.totalSteps} steps`;
+    case 'max-steps': return `stopped at maxSteps: ${run.step} steps${s.epochSteps ? ` (the epochs planned ${s.epochSteps})` : ''}`;
+    case 'max-minutes': return typeof training.maxMinutes === 'number' && training.maxMinutes > 0
+      ? `stopped at maxMinutes (${training.maxMinutes} min): ${at}` : `stopped early: ${at}`;
+    case 'cancelled': return `cancelled at ${at}`;
+    case 'failed': return `failed at ${at}: ${s.error ?? 'no error recorded'}`;
+    default: return at;
+  }
+}
+
+/** [field, label, value, config key] of the settings worth comparing across runs. */
+export function configSummary(run: TrainingRun): [string, string, string, string][] {
+  const { model, training, grpo } = configOf(run);
+  const out: [string, string, string, string][] = [];
+  const add = (field: string, label: string, value: unknown, key: string, fmt: (v: number) => string = String) => {
+    if (typeof value === 'number') out.push([field, label, fmt(value), key]);
+    else if (typeof value === 'string' && value) out.push([field, label, value, key]);
+  };
+  add('model', 'model', model.init ?? model.name, model.init ? 'model.init' : 'model.name');
+  add('lr', 'lr', training.learningRate, 'training.learningRate', (v) => (v < 1e-2 ? fmtExponent(v, 3) : String(v)));
+  add('batch', 'batch', training.batchSize, 'training.batchSize (tasks per step)');
+  add('group', 'group size', training.groupSize, 'training.groupSize (rollouts per task)');
+  add('variant', 'algorithm', grpo.variant, 'training.grpo.variant');
+  if (typeof grpo.beta === 'number' && grpo.beta > 0) add('beta', 'KL β', grpo.beta, 'training.grpo.beta');
+  return out;
+}
+
+function elapsedMs(run: TrainingRun): number {
+  const s = run.summary as TrainingRunSummary;
+  if (typeof s.elapsedMs === 'number' && run.status !== 'running') return s.elapsedMs;
+  return (run.status === 'running' ? Date.now() : run.updatedAt) - run.createdAt;
+}
+
+/** Latest values of a metric of this run (from the charts). */
+export type Latest = (metric: string) => number | undefined;
+
+/** The best held-out reward: the kept checkpoint when the run recorded one, else the best validation point. */
+function bestLine(run: TrainingRun, bestValidation: { step: number; reward: number } | null): HTMLElement | null {
+  const best = (run.summary as TrainingRunSummary).best;
+  if (best) {
+    return h('span', { class: 'kpi best', title: best.path ? `weights: ${best.path}` : 'weights not kept' },
+      icon('star-full'), ' best checkpoint: step ', h('b', {}, String(best.step)), ' · held-out ', h('b', {}, fmtMetric(best.reward)));
+  }
+  if (!bestValidation) return null;
+  return h('span', { class: 'kpi best', title: 'this run recorded no best checkpoint; the best validation point is shown' },
+    icon('star-empty'), ' best held-out: ', h('b', {}, fmtMetric(bestValidation.reward)), ` at step ${bestValidation.step}`);
+}
+
+export function drawRunHeader(el: HTMLElement, run: TrainingRun, latest: Latest, bestValidation: { step: number; reward: number } | null): void {
+  const bar = h('vscode-progress-bar', { value: run.step, max: Math.max(1, run.totalSteps) });
+  const last = latest(METRICS.rewardMean);
+  const val = latest(METRICS.valReward);
+  mount(el,
+    h('div', { class: 'progress-line' },
+      h('span', { class: `pill status-${run.status}` }, run.status),
+      h('span', { class: 'stop-reason' }, describeStop(run)),
+      h('span', { class: 'muted' }, `step ${run.step} / ${run.totalSteps}`),
+      h('div', { class: 'spacer' }),
+      last !== undefined ? h('span', { class: 'kpi', title: METRICS.rewardMean }, 'training reward ', h('b', {}, fmtMetric(last))) : null,
+      val !== undefined ? h('span', { class: 'kpi', title: METRICS.valReward }, 'held-out ', h('b', {}, fmtMetric(val))) : null,
+      run.status === 'running' ? h('span', { class: 'live' }, h('span', { class: 'live-dot' }), 'live') : null),
+    h('div', { class: 'run-facts' },
+      h('span', { class: 'muted', title: run.id }, run.agent),
+      ...configSummary(run).map(([field, label, value, key]) => h('span', { class: 'cfg', 'data-field': field, title: key }, `${label} `, h('b', {}, value))),
+      h('span', { class: 'cfg', 'data-field': 'elapsed', title: `started ${fmtTime(run.createdAt)}` }, icon('clock'), ' ', h('b', {}, fmtElapsed(elapsedMs(run)))),
+      bestLine(run, bestValidation)),
+    run.totalSteps > 0 && run.status === 'running' ? bar : null,
+    run.checkpointDir ? h('div', { class: 'muted' }, icon('save'), ` checkpoint: ${run.checkpointDir}`) : null);
+}
