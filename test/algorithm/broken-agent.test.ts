@@ -1,7 +1,8 @@
 /**
  * `agl train` on an agent whose every rollout fails stops and says why (the agent's own error), instead of
  * "training" on nothing for the whole budget: at once when the validation before training fails entirely,
- * and after MAX_FAILED_STEPS steps in a row in which every rollout failed (validation off).
+ * and after MAX_FAILED_STEPS steps in a row in which every rollout failed (validation off). The run record
+ * keeps the reason and the error for the dashboard.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,6 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAX_FAILED_STEPS } from '../../daemon/algorithm/trainer.js';
+import { SqliteStore } from '../../daemon/store/sqlite.js';
+import type { TrainingRunSummary } from '../../protocol/metrics.js';
 import { runAgl, saveTinyPolicy, writeToyTasks } from './cli-helpers.js';
 
 const AGENT = 'test/algorithm/fixtures/toy-agent.ts#brokenAgent';
@@ -30,6 +33,14 @@ test('agl train stops on an agent whose rollouts all fail, naming its error', { 
     assert.equal(first.code, 1, first.out);
     assert.match(first.out, /every validation rollout failed before training/);
     assert.match(first.out, /toy agent bug: undefined is not a function/);
+    const store = new SqliteStore(join(dir, 'data1', 'store.sqlite'));
+    try {
+      const [run] = await store.listTrainingRuns();
+      assert.equal(run.status, 'failed');
+      const summary = run.summary as TrainingRunSummary;
+      assert.equal(summary.stopReason, 'failed');
+      assert.match(summary.error ?? '', /toy agent bug: undefined is not a function/);
+    } finally { await store.close(); }
 
     // Validation passes, then every training rollout fails: stop after MAX_FAILED_STEPS such steps.
     const marked = writeToyTasks(join(dir, 'marked.jsonl'), 4, 'm', { breaks: true });

@@ -1,6 +1,7 @@
 /**
  * Resume after kill: `agl train` is killed with SIGKILL mid-run, then `agl train --resume <dir>` continues
- * from the last checkpoint and finishes the planned steps; no step is trained twice or skipped.
+ * from the last checkpoint and finishes the planned steps; no step is trained twice or skipped. The run
+ * record then says why the run stopped and where its best checkpoint is.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,6 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
+import type { TrainingRunSummary } from '../../protocol/metrics.js';
 
 import { saveTinyPolicy, startAgl, writeToyTasks } from './cli-helpers.js';
 
@@ -43,6 +45,17 @@ test('a killed training resumes from its last checkpoint and completes the plan'
       const [run] = await store.listTrainingRuns();
       assert.equal(run.status, 'succeeded');
       assert.equal(run.step, 6);
+      // The run record says why it stopped (maxSteps 6 cut the 9 steps of 3 epochs) and where its best weights are.
+      const summary = run.summary as TrainingRunSummary;
+      assert.equal(summary.stopReason, 'max-steps');
+      assert.equal(summary.epochSteps, 9);
+      assert.ok(summary.elapsedMs! > 0);
+      const val = (await store.queryMetrics(run.id)).filter((m) => m.name === 'val/reward');
+      const bestVal = val.reduce((a, b) => (b.value > a.value ? b : a));
+      assert.equal(summary.best?.reward, bestVal.value);
+      assert.equal(summary.best?.step, bestVal.step);
+      assert.ok(existsSync(join(summary.best!.path!, 'config.json')), 'the best policy is kept');
+      assert.deepEqual(JSON.parse(readFileSync(join(summary.best!.path!, 'best.json'), 'utf8')).step, bestVal.step);
       const steps = (await store.queryMetrics(run.id)).filter((m) => m.name === 'reward/mean').map((m) => m.step);
       // A step interrupted after its metrics but before its checkpoint is redone: each step is present, once or twice, none missing.
       assert.deepEqual([...new Set(steps)].sort((a, b) => a - b), [0, 1, 2, 3, 4, 5]);
