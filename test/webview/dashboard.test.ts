@@ -196,6 +196,7 @@ describe('training dashboard webview', () => {
     assert.equal(await train.locator('b').innerText(), '0.700');
     assert.equal(await train.locator('.smoothed').innerText(), `smoothed ${ema(RUN_B_REWARDS, 0.6).toPrecision(3)}`);
     assert.equal(await page.locator('.smoothing-value').innerText(), '0.60');
+    await view.screenshot('dashboard-smoothed');
     await setSmoothing(0);
     await page.waitForFunction(() => !document.querySelector('.chart-value .smoothed'));
   });
