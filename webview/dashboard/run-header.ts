@@ -24,14 +24,22 @@ export function runLabel(run: TrainingRun): string {
   return `${run.agent.split('#').pop()!.split(/[\\/]/).pop()} · ${fmtTime(run.createdAt)}`;
 }
 
+/**
+ * A run still marked running whose record has not moved for this long probably lost its process (killed,
+ * machine restarted): `agl train` updates it after every step.
+ */
+export const STALE_RUN_MS = 30 * 60_000;
+
 /** Why the run stopped, or where it is, in one sentence. */
-export function describeStop(run: TrainingRun): string {
+export function describeStop(run: TrainingRun, now = Date.now()): string {
   const s = run.summary as TrainingRunSummary;
   const { training } = configOf(run);
   const at = `step ${run.step} of ${run.totalSteps}`;
   const reason = s.stopReason ?? (run.status === 'succeeded' ? (run.step >= run.totalSteps ? 'completed' : 'max-minutes') : run.status);
   switch (reason) {
-    case 'running': return `running: ${at}`;
+    case 'running': return now - run.updatedAt > STALE_RUN_MS
+      ? `no progress for ${Math.round((now - run.updatedAt) / 60_000)} min at ${at}: if its agl train was stopped, continue with agl train --resume ${run.id}`
+      : `running: ${at}`;
     case 'completed': return `completed the plan: ${run.step} / ${run.totalSteps} steps`;
     case 'max-steps': return `stopped at maxSteps: ${run.step} steps${s.epochSteps ? ` (the epochs planned ${s.epochSteps})` : ''}`;
     case 'max-minutes': return typeof training.maxMinutes === 'number' && training.maxMinutes > 0
