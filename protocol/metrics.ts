@@ -51,8 +51,8 @@ export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
   [METRICS.rolloutFailed]: { label: 'failed rollouts', unit: 'rollouts' },
   [METRICS.rolloutTransitions]: { label: 'transitions', unit: 'LLM calls' },
   [METRICS.tokensPerS]: { label: 'training throughput', unit: 'tokens/s' },
-  [METRICS.rolloutS]: { label: 'rollout time', unit: 's' },
-  [METRICS.stepS]: { label: 'step time', unit: 's' },
+  [METRICS.rolloutS]: { label: 'rollout time', unit: 'seconds' },
+  [METRICS.stepS]: { label: 'step time', unit: 'seconds' },
   [METRICS.valReward]: { label: 'held-out reward', unit: '' },
 };
 

@@ -131,7 +131,7 @@ describe('training dashboard webview', () => {
     assert.deepEqual(await titles('response'), ['tokens', 'training step']);
     assert.deepEqual(await titles('loss'), ['GRPO loss', 'training step']);
     assert.deepEqual(await titles('grad-norm'), ['L2 norm', 'training step']);
-    assert.deepEqual(await titles('metric-perf/step_s'), ['s', 'training step']);
+    assert.deepEqual(await titles('metric-perf/step_s'), ['seconds', 'training step']);
     assert.equal(await page.locator('.chart-card[data-chart="metric-perf/step_s"] h2').innerText(), 'Step time');
     const kl = page.locator('.chart-card[data-chart="kl"] .chart-value[data-metric="grpo/kl"]');
     assert.match(await kl.innerText(), /^KL to reference 0\.0310$/); // the latest KL, 3 significant digits
