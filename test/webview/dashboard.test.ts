@@ -54,6 +54,8 @@ describe('training dashboard webview', () => {
     await seedFinishedRun(daemon.client); // older than the seeded running one, which the dashboard opens on
     await new Promise((r) => setTimeout(r, 5));
     await seedCalcTraining(daemon.client);
+    // A learning-rate warm-up over 4 steps (the issue's axis read "0.001, 0, 0, 0" for such values).
+    await daemon.client.addMetrics(RUN_ID, Array.from({ length: 12 }, (_, step) => ({ step, name: 'grpo/lr', value: 1e-5 * Math.min(1, (step + 1) / 4) })));
     view = await openWebview('dashboard', dashboardHandlers(daemon.client), {
       // What the panel does on "watchRun": poll the daemon and push new points to the webview.
       onCommand: (method, params, session) => {
@@ -73,7 +75,7 @@ describe('training dashboard webview', () => {
     await page.waitForSelector('.chart-card[data-chart="reward"] canvas');
     const charts = await page.locator('.chart-card').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.chart));
     // Reward first; loss and gradient norm on charts of their own (their scales differ by orders of magnitude).
-    assert.deepEqual(charts.slice(0, 7), ['reward', 'zero-std', 'loss', 'grad-norm', 'kl', 'clip', 'response']);
+    assert.deepEqual(charts.slice(0, 8), ['reward', 'zero-std', 'loss', 'grad-norm', 'kl', 'clip', 'lr', 'response']);
     assert.ok(charts.includes('metric-perf/step_s'), 'a metric no chart names gets its own chart');
     for (const id of ['reward', 'kl', 'clip', 'zero-std']) {
       const box = await page.locator(`.chart-card[data-chart="${id}"] canvas`).boundingBox();
@@ -136,6 +138,7 @@ describe('training dashboard webview', () => {
     const kl = page.locator('.chart-card[data-chart="kl"] .chart-value[data-metric="grpo/kl"]');
     assert.match(await kl.innerText(), /^KL to reference 0\.0310$/); // the latest KL, 3 significant digits
     assert.equal(await kl.getAttribute('title'), 'grpo/kl (nats/token)');
+    assert.match(await page.locator('.chart-card[data-chart="lr"] .chart-value[data-metric="grpo/lr"]').innerText(), /^learning rate 1e-5$/);
   });
 
   it('zooms every chart to the steps dragged across, and back on a double-click', async () => {
