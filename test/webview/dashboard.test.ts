@@ -5,7 +5,7 @@
  * under readable names (raw keys in tooltips) and titled axes, new points arriving live through the same
  * polling the panel runs, a click on a point asking for that step's GRPO groups; a finished run's header
  * (why it stopped, config, elapsed time, best checkpoint), constant series collapsed into one line, EMA
- * smoothing, drag-to-zoom, and two runs overlaid with a legend. Also checks the built bundles use no eval
+ * smoothing, drag-to-zoom, and two runs overlaid with a legend (the compared one followed live). Also checks the built bundles use no eval
  * and load only @vscode-elements (never the old toolkit).
  */
 import assert from 'node:assert/strict';
@@ -206,6 +206,7 @@ describe('training dashboard webview', () => {
 
   it('overlays another run picked from the list: one colour per run, a legend, and its series on the same charts', async () => {
     const page = view.page;
+    await daemon.client.updateTrainingRun(RUN_ID, { status: 'running' }); // still training: the overlay follows it
     await page.locator('.compare summary').click();
     await page.locator(`vscode-checkbox[data-run="${RUN_ID}"]`).click();
     await page.waitForFunction(() => document.querySelectorAll('.run-legend-item').length === 2, undefined, { timeout: 10_000 });
@@ -222,6 +223,10 @@ describe('training dashboard webview', () => {
     assert.doesNotMatch(await page.locator('.constants').innerText(), /KL/);
     assert.deepEqual(await page.evaluate(() => (JSON.parse(sessionStorage.getItem('vscode-state') ?? '{}') as { compare?: string[] }).compare), [RUN_ID]);
     await view.screenshot('dashboard-overlay');
+    // The compared run goes on training: its new points reach the overlay without a reload.
+    await daemon.client.addMetrics(RUN_ID, [{ step: 14, name: 'reward/mean', value: 0.88 }]);
+    await page.waitForFunction((id) => document.querySelector(`.chart-card[data-chart="reward"] .chart-value[data-metric="reward/mean"][data-run="${id}"] b`)?.textContent === '0.880',
+      RUN_ID, { timeout: 10_000 });
   });
 
   it('ran under the strict CSP without a violation or an error', () => {

@@ -19,6 +19,9 @@ import { drawRunHeader, runLabel } from './run-header.js';
 
 const host = new HostConnection<DashboardState>();
 const WAIT_FOR_RUN_MS = 3000;
+/** How often compared runs that are still running are read again (the panel itself watches only the shown run). */
+const COMPARE_POLL_MS = 3000;
+let comparePoll: ReturnType<typeof setTimeout> | undefined;
 /** Whether a run is on screen (until then the dashboard keeps looking for one). */
 let showing = false;
 const root = document.getElementById('app') ?? document.body.appendChild(h('div', { id: 'app' }));
@@ -86,6 +89,24 @@ function redrawRun(run: TrainingRun): void {
   drawRunHeader(progress, run, (m) => charts?.latest(run.id, m), charts?.best(run.id, METRICS.valReward) ?? null);
 }
 
+/** Keeps compared runs that are still running up to date. */
+function pollCompared(): void {
+  clearTimeout(comparePoll);
+  const live = compared().filter((id) => runs.find((r) => r.id === id)?.status === 'running');
+  if (!live.length) return;
+  comparePoll = setTimeout(() => void (async () => {
+    for (const id of live) {
+      const data = await host.request(P.getRunMetrics, { runId: id }).catch(() => null); // the daemon may be restarting
+      if (!data || !compared().includes(id)) continue;
+      const before = runs.find((r) => r.id === id);
+      runs = runs.map((r) => (r.id === id ? data.run : r));
+      charts?.add(id, data.points);
+      if (before?.status !== data.run.status) drawToolbar();
+    }
+    pollCompared();
+  })(), COMPARE_POLL_MS);
+}
+
 async function toggleCompare(runId: string, on: boolean): Promise<void> {
   saveState({ compare: on ? [...compared(), runId] : compared().filter((id) => id !== runId) });
   if (on) {
@@ -99,6 +120,7 @@ async function toggleCompare(runId: string, on: boolean): Promise<void> {
   }
   charts?.setRuns(chartRuns());
   drawToolbar();
+  pollCompared();
 }
 
 function apply(data: RunMetrics, replace: boolean): void {
@@ -128,7 +150,12 @@ async function showRun(runId: string): Promise<void> {
     apply(await host.request(P.getRunMetrics, { runId }), true);
     host.command(P.watchRun, { runId });
     const extra = await Promise.all(compared().map((id) => host.request(P.getRunMetrics, { runId: id }).catch(() => null)));
-    for (const data of extra) if (data) charts?.add(data.run.id, data.points);
+    for (const data of extra) {
+      if (!data) continue;
+      runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
+      charts?.add(data.run.id, data.points);
+    }
+    pollCompared();
   } catch (err) {
     mount(chartsRoot, h('div', { class: 'empty-state error' }, icon('error'), h('p', {}, `Could not load run ${runId}: ${(err as Error).message}`)));
   }
