@@ -4,7 +4,7 @@
  * Only the daemon writes it (whole-file rewrites: never spans, never anything hot); the CLI, the client
  * and the extension read it to find the daemon.
  */
-import { accessSync, constants, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LowSync } from 'lowdb';
 import { JSONFileSync } from 'lowdb/node';
@@ -44,10 +44,12 @@ export class DaemonStateFile {
   private readonly agents = new Map<string, KnownAgent>();
   private dirty = false;
   private flushTimer: NodeJS.Timeout | null = null;
+  private readonly file: string;
 
   constructor(readonly dataDir: string, defaults: Pick<DaemonState, 'tokenPath' | 'store' | 'version'>) {
+    this.file = join(dataDir, DAEMON_STATE_FILE);
     const empty: DaemonState = { pid: null, url: null, host: null, port: null, startedAt: null, stoppedAt: null, agents: [], ...defaults };
-    this.db = new LowSync<DaemonState>(new JSONFileSync(join(dataDir, DAEMON_STATE_FILE)), empty);
+    this.db = new LowSync<DaemonState>(new JSONFileSync(this.file), empty);
     try {
       this.db.read();
     } catch {
@@ -95,5 +97,8 @@ export class DaemonStateFile {
     this.db.data.agents = this.knownAgents();
     this.dirty = false;
     this.db.write();
+    // lowdb writes a new file and renames it over the old one, with the process's umask: keep it owner-only
+    // like every other file in the data dir (it names the agents of this workspace).
+    try { chmodSync(this.file, 0o600); } catch { /* a read-only or foreign file system: the 0700 dir still guards it */ }
   }
 }

@@ -15,6 +15,7 @@ import { readJsonl } from '../algorithm/sft.js';
 import { Trainer, type TrainerState, epochSteps, newTrainerState, plannedSteps, stopReason } from '../algorithm/trainer.js';
 import type { TrainingRunSummary } from '../../protocol/metrics.js';
 import { loadOrCreateToken } from '../server/auth.js';
+import { installLastResortGuard } from '../server/edge.js';
 import { resolveDataDir } from '../../sdk/daemon-state.js';
 import { ensureWritableDataDir } from '../state.js';
 import { openStore } from '../store/index.js';
@@ -142,6 +143,9 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
     const { token } = loadOrCreateToken(dataDir);
     const bar = f.quiet ? null : new Progress('train', state.totalSteps);
     const log = (m: string) => (bar ? bar.log(m) : process.stderr.write(`${m}\n`));
+    // The training host serves the gateway and the store to the runner's workers: a bug that lets a request's
+    // throw escape is logged, as in `agl serve`, rather than ending a long run.
+    installLastResortGuard((m) => log(`  ${m}`));
     const host = await startTrainingHost({ store, policy, token, dataDir, workers: config.runtime.workers, agent, log: (m) => log(`  ${m}`) });
     log(`agl train: run ${state.runId}${ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${train.length} train / ${val.length} val tasks, ` +
       `${state.totalSteps} steps of ${config.training.batchSize} tasks x ${config.training.groupSize}; gateway ${host.endpoint}`);

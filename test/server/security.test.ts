@@ -96,8 +96,8 @@ describe('security model of agl serve', () => {
   it('keeps the data dir 0700 and its files 0600, SQLite -wal/-shm included', async () => {
     await d.client.enqueueRollout({ input: { touch: 'the store' } });
     assert.equal(mode(dataDir), 0o700);
-    // (daemon.json, rewritten by rename as it changes, holds no secret; the 0700 dir keeps it private too.)
-    for (const name of ['store.sqlite', 'store.sqlite-wal', 'store.sqlite-shm', 'token', 'notes.log']) {
+    // daemon.json is rewritten by rename as it changes: each new copy is made owner-only again.
+    for (const name of ['store.sqlite', 'store.sqlite-wal', 'store.sqlite-shm', 'token', 'notes.log', 'daemon.json']) {
       assert.equal(mode(join(dataDir, name)), 0o600, name);
     }
   });
