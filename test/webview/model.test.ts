@@ -69,7 +69,8 @@ describe('trajectory model', () => {
     ];
     const table = deriveStates(spans, null);
     assert.deepEqual(table.variables.map((v) => v.label), ['task input', 'planner output #1', 'tool result weather', 'object 1', 'LLM output #2', 'judge']);
-    assert.deepEqual(table.steps.map((s) => s.label), ['planner call #1', 'tool weather', 'emit object', 'LLM call #2', 'reward judge']);
+    assert.deepEqual(table.steps.map((s) => s.label), ['planner call #1', 'weather() → sunny 24C', 'emit object', 'LLM call #2', 'reward judge'],
+      'a tool step reads name(input) → output');
     assert.deepEqual(table.steps[0].reads, ['task'], 'the first prompt quotes the task');
     assert.deepEqual(table.steps[3].reads, [table.variables[2].id], 'the second prompt quotes the tool result, not the task');
     assert.equal(isFilled(table, table.variables[2].id, 0), false);
