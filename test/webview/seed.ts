@@ -13,7 +13,7 @@ export const CODE_FILE = 'samples/calc/agent.ts';
 export const RUN_ID = 'run-calc-demo';
 export const GROUP_STEP = 7;
 
-interface Trajectory { question: string; toolExpr: string; toolResult: string; answer: string; reward: number }
+interface Trajectory { question: string; expected: string; toolExpr: string; toolResult: string; answer: string; reward: number }
 
 /** Each task's four sampled answers; the last task is one no sample gets right (a zero-variance group). */
 const TASKS = [
@@ -23,7 +23,7 @@ const TASKS = [
 ];
 
 async function recordRollout(client: AglClient, t: Trajectory, metadata: Record<string, unknown>, startAt: number): Promise<{ rolloutId: string; attemptId: string; llmSpanIds: string[] }> {
-  const { rollout, attempt } = await client.startRollout({ input: { question: t.question }, mode: 'train', agent: AGENT, metadata, workerId: 'worker-1' });
+  const { rollout, attempt } = await client.startRollout({ input: { question: t.question, answer: t.expected }, mode: 'train', agent: AGENT, metadata, workerId: 'worker-1' });
   const ids = { rolloutId: rollout.id, attemptId: attempt.id };
   const traceId = `trace${rollout.id.replace(/[^a-z0-9]/gi, '')}`.padEnd(32, '0').slice(0, 32);
   const root = `root${rollout.id}`.slice(0, 16);
@@ -81,7 +81,7 @@ export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
     groupRolloutIds[task.id] = [];
     for (const [k, answer] of answers.entries()) {
       const [expr, toolResult] = task.tool[k === 1 ? 1 : 0];
-      const rec = await recordRollout(client, { question: task.question, toolExpr: expr, toolResult, answer, reward: rewards[k] },
+      const rec = await recordRollout(client, { question: task.question, expected: task.right, toolExpr: expr, toolResult, answer, reward: rewards[k] },
         { runId: run.id, step: GROUP_STEP, taskId: task.id, sample: k }, base + (ti * 4 + k) * 2000);
       rolloutIds.push(rec.rolloutId);
       groupRolloutIds[task.id].push(rec.rolloutId);
