@@ -48,16 +48,27 @@ export function tickLabel(ms: number, step: number): string {
   return `${(ms / 1000).toFixed(decimals)} s`;
 }
 
-function axis(range: { start: number; end: number }): HTMLElement {
+/** Room each tick label needs, so that labels never overlap however wide the waterfall column is. */
+const PX_PER_TICK = 72;
+
+/** The time axis above the waterfall; its ticks are (re)laid out for the width it has (`fill`). */
+function axis(range: { start: number; end: number }): { el: HTMLElement; fill(widthPx: number): void } {
   const duration = range.end - range.start;
-  const { step, ticks } = axisTicks(duration);
-  return h('div', { class: 'waterfall axis', title: `0 to ${fmtDuration(duration)}` },
-    ...ticks.map((t) => {
+  const el = h('div', { class: 'waterfall axis', title: `0 to ${fmtDuration(duration)}` });
+  let shown = -1;
+  const fill = (widthPx: number): void => {
+    const target = widthPx > 0 ? Math.max(2, Math.min(10, Math.floor(widthPx / PX_PER_TICK))) : 4;
+    if (target === shown) return;
+    shown = target;
+    const { step, ticks } = axisTicks(duration, target);
+    mount(el, ...ticks.map((t) => {
       const at = (t / duration) * 100;
       const tick = h('span', { class: `tick${at > 88 ? ' end' : t === 0 ? ' start' : ''}`, 'data-ms': t }, h('span', { class: 'tick-label' }, tickLabel(t, step)));
       tick.style.left = `${at}%`;
       return tick;
     }));
+  };
+  return { el, fill };
 }
 
 /** The handle between the name column and the waterfall. */
@@ -94,6 +105,8 @@ export function renderSpanTree(pane: HTMLElement, opts: SpanTreeOptions): { sele
   const index = (node: SpanNode, parent: SpanNode | null): void => { parentOf.set(node.span.spanId, parent); node.children.forEach((c) => index(c, node)); };
   tree.forEach((r) => index(r, null));
   const collapsed = new Set<string>();
+  // The axis follows the waterfall column's width (window resized, name column dragged).
+  let axisObserver: ResizeObserver | null = null;
   let selectedId = opts.selectedId;
   let focusedId = selectedId ?? tree[0]?.span.spanId;
   pane.setAttribute('role', 'tree');
@@ -134,7 +147,12 @@ export function renderSpanTree(pane: HTMLElement, opts: SpanTreeOptions): { sele
       row.addEventListener('click', () => { focusedId = s.spanId; openSpan(s); });
       return row;
     });
-    mount(pane, h('div', { class: 'span-row header' }, h('div', { class: 'span-name' }, 'Span', columnResizer(pane)), axis(range)), ...rows);
+    const timeAxis = axis(range);
+    timeAxis.fill(timeAxis.el.clientWidth);
+    mount(pane, h('div', { class: 'span-row header' }, h('div', { class: 'span-name' }, 'Span', columnResizer(pane)), timeAxis.el), ...rows);
+    axisObserver?.disconnect();
+    axisObserver = new ResizeObserver(() => timeAxis.fill(timeAxis.el.clientWidth));
+    axisObserver.observe(timeAxis.el);
     if (keepFocus) (pane.querySelector(`.span-row[tabindex="0"]`) as HTMLElement | null)?.focus();
   };
 
