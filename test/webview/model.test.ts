@@ -11,7 +11,7 @@ import { definitionLine } from '../../extension/panels/source.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
 import type { GroupPage, RolloutPage } from '../../protocol/webview-trajectory.js';
-import { agentSource, buildSpanTree, deriveStates, flattenTree, isFilled, llmCall, toChatMessage } from '../../webview/trajectory/model.js';
+import { agentSource, buildSpanTree, deriveStates, flattenTree, isFilled, llmCall, toChatMessage, toolStepLine, toolSteps } from '../../webview/trajectory/model.js';
 import { startDaemon, type Daemon } from './harness.js';
 
 let seq = 0;
@@ -75,6 +75,30 @@ describe('trajectory model', () => {
     assert.deepEqual(table.steps[3].reads, [table.variables[2].id], 'the second prompt quotes the tool result, not the task');
     assert.equal(isFilled(table, table.variables[2].id, 0), false);
     assert.equal(isFilled(table, table.variables[2].id, 1), true);
+  });
+
+  it('reads a tool step as name(input) → output: from the SDK\'s attributes, else from the chat around it, else the span\'s own attributes', () => {
+    const chat = (spanId: string, startTime: number, input: unknown[], output: unknown[]) => span({ spanId, name: SPAN.llmCall, startTime,
+      attributes: { [GENAI.inputMessages]: JSON.stringify(input), [GENAI.outputMessages]: JSON.stringify(output) } });
+    const ask = { role: 'assistant', content: null, tool_calls: [{ id: 'c9', type: 'function', function: { name: 'lookup', arguments: '{"city":"Lisbon"}' } }] };
+    const spans = [
+      // The SDK's operation(name, fn, { tool: true, input }): input and result on the span.
+      span({ spanId: 'sdk', name: SPAN.tool, startTime: 0, attributes: { [GENAI.toolName]: 'calc', [GENAI.toolCallArguments]: '12*7', [GENAI.toolCallResult]: '84', [AGL.toolSucceeded]: true } }),
+      // A chat agent's tool span with neither: the arguments from the call before, the result from the call after.
+      chat('l1', 20, [{ role: 'user', content: 'weather?' }], [ask]),
+      span({ spanId: 'bare', name: SPAN.tool, startTime: 40, attributes: { [GENAI.toolName]: 'lookup' } }),
+      chat('l2', 60, [{ role: 'user', content: 'weather?' }, ask, { role: 'tool', tool_call_id: 'c9', content: 'sunny' }], [{ role: 'assistant', content: 'sunny' }]),
+      // A failed tool with only its own attribute (e.g. calc.expression): the input from it, the error from the status.
+      span({ spanId: 'failed', name: SPAN.tool, startTime: 80, status: { code: 'error', message: "calc could not evaluate '1/0'" }, attributes: { [GENAI.toolName]: 'calc', 'calc.expression': '1/0', [AGL.toolSucceeded]: false } }),
+    ];
+    const tools = toolSteps(spans);
+    assert.deepEqual([...tools.keys()], ['sdk', 'bare', 'failed']);
+    assert.deepEqual([...tools.values()].map(toolStepLine), ['calc(12*7) → 84', 'lookup(Lisbon) → sunny', "calc(1/0) → error: calc could not evaluate '1/0'"]);
+    assert.equal(tools.get('bare')!.callId, 'c9');
+    assert.equal(tools.get('failed')!.ok, false);
+    // The States view: the tool step once (its result is not counted again when the next prompt quotes it).
+    const table = deriveStates(spans, null);
+    assert.deepEqual(table.steps.filter((s) => s.kind === 'tool').map((s) => s.label), ['calc(12*7) → 84', 'lookup(Lisbon) → sunny', "calc(1/0) → error: calc could not evaluate '1/0'"]);
   });
 
   it('finds an agent\'s source from its spec and the line defining it', () => {
