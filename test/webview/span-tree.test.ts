@@ -112,19 +112,30 @@ describe('span tree, tool steps and states of one rollout', () => {
     assert.ok(Math.abs((await nameWidth()) - (dragged + 16)) <= 2);
   });
 
-  it('labels the waterfall\'s time axis with evenly spaced ticks that fit its width', async () => {
-    const ticks = await view.page.locator('.waterfall.axis .tick').evaluateAll((els) => els.map((e) => ({
+  it('labels the waterfall\'s time axis with evenly spaced ticks that fit its width, also once the column is narrowed', async () => {
+    const read = () => view.page.locator('.waterfall.axis .tick').evaluateAll((els) => els.map((e) => ({
       ms: Number((e as HTMLElement).dataset.ms), label: e.textContent, left: e.getBoundingClientRect().left, labelBox: e.querySelector('.tick-label')!.getBoundingClientRect(),
     })));
-    assert.ok(ticks.length >= 3, `ticks: ${JSON.stringify(ticks.map((t) => t.label))}`);
-    assert.equal(ticks[0].label, '0');
-    const steps = ticks.slice(1).map((t, i) => t.ms - ticks[i].ms);
-    assert.ok(steps.every((s) => Math.abs(s - steps[0]) < 1e-6) && [1, 2, 5].includes(steps[0] / 10 ** Math.floor(Math.log10(steps[0]))), `a 1/2/5 step: ${steps}`);
-    assert.ok(ticks.every((t, i) => i === 0 || t.left > ticks[i - 1].left));
-    assert.ok(ticks.every((t, i) => i === 0 || t.labelBox.left >= ticks[i - 1].labelBox.right), 'labels do not overlap');
-    assert.ok(ticks.at(-1)!.ms <= 1450, 'within the rollout\'s 1.45 s');
-    assert.match(ticks.map((t) => t.label).join(' '), /\d+ ms .*\d\.\d+ s/);
+    const check = (ticks: Awaited<ReturnType<typeof read>>, min: number) => {
+      assert.ok(ticks.length >= min, `ticks: ${JSON.stringify(ticks.map((t) => t.label))}`);
+      assert.equal(ticks[0].label, '0');
+      const steps = ticks.slice(1).map((t, i) => t.ms - ticks[i].ms);
+      assert.ok(steps.every((s) => Math.abs(s - steps[0]) < 1e-6) && [1, 2, 5].includes(Math.round(steps[0] / 10 ** Math.floor(Math.log10(steps[0])))), `a 1/2/5 step: ${steps}`);
+      assert.ok(ticks.every((t, i) => i === 0 || t.left > ticks[i - 1].left));
+      assert.ok(ticks.every((t, i) => i === 0 || t.labelBox.left >= ticks[i - 1].labelBox.right), `labels do not overlap: ${JSON.stringify(ticks.map((t) => [t.label, Math.round(t.labelBox.left), Math.round(t.labelBox.right)]))}`);
+      assert.ok(ticks.at(-1)!.ms <= 1450, 'within the rollout\'s 1.45 s');
+    };
+    const wide = await read();
+    check(wide, 3);
+    assert.match(wide.map((t) => t.label).join(' '), /\d+ ms .*\d\.\d+ s/);
     await view.screenshot('span-tree-axis');
+    // Widen the name column until the waterfall is narrow: fewer ticks, still apart.
+    await view.page.locator('.col-resizer').focus();
+    for (let i = 0; i < 40; i++) await view.page.keyboard.press('ArrowRight');
+    await view.page.waitForFunction((n) => document.querySelectorAll('.waterfall.axis .tick').length < n, wide.length);
+    const narrow = await read();
+    check(narrow, 2);
+    await view.screenshot('span-tree-axis-narrow');
   });
 
   it('ran under the strict CSP without a violation or an error', () => {

@@ -28,13 +28,25 @@ let nameColumnPx: number | null = null;
 const MIN_NAME_PX = 120;
 const MIN_WATERFALL_PX = 80;
 
-/** Evenly spaced "nice" tick values (1, 2 or 5 times a power of ten, in ms) from 0 to `durationMs`. */
-export function axisTicks(durationMs: number, target = 5): { step: number; ticks: number[] } {
+/** The next "nice" step after `step`: 1 -> 2 -> 5 -> 10 times a power of ten. */
+function nextNiceStep(step: number): number {
+  const magnitude = 10 ** Math.floor(Math.log10(step) + 1e-9);
+  const norm = Math.round(step / magnitude);
+  return (norm < 2 ? 2 : norm < 5 ? 5 : 10) * magnitude;
+}
+
+/**
+ * Evenly spaced "nice" tick values (1, 2 or 5 times a power of ten, in ms) from 0 to `durationMs`, about
+ * `target` of them; with `widthPx`, the step grows until neighbouring ticks are `minGapPx` apart.
+ */
+export function axisTicks(durationMs: number, target = 5, widthPx = 0, minGapPx = 0): { step: number; ticks: number[] } {
   if (!(durationMs > 0)) return { step: 1, ticks: [0] };
-  const raw = durationMs / target;
+  const raw = durationMs / Math.max(1, target);
   const magnitude = 10 ** Math.floor(Math.log10(raw));
   const norm = raw / magnitude;
-  const step = (norm < 1.5 ? 1 : norm < 3.5 ? 2 : norm < 7.5 ? 5 : 10) * magnitude;
+  let step = (norm < 1.5 ? 1 : norm < 3.5 ? 2 : norm < 7.5 ? 5 : 10) * magnitude;
+  // Wider steps while ticks are too close, but always two ticks at least (0 and one more).
+  while (widthPx > 0 && (widthPx * step) / durationMs < minGapPx && nextNiceStep(step) <= durationMs) step = nextNiceStep(step);
   const ticks: number[] = [];
   for (let i = 0; i * step <= durationMs * (1 + 1e-9); i++) ticks.push(Math.round(i * step * 1e6) / 1e6);
   return { step, ticks };
@@ -49,7 +61,7 @@ export function tickLabel(ms: number, step: number): string {
 }
 
 /** Room each tick label needs, so that labels never overlap however wide the waterfall column is. */
-const PX_PER_TICK = 72;
+const PX_PER_TICK = 90;
 
 /** The time axis above the waterfall; its ticks are (re)laid out for the width it has (`fill`). */
 function axis(range: { start: number; end: number }): { el: HTMLElement; fill(widthPx: number): void } {
@@ -58,9 +70,9 @@ function axis(range: { start: number; end: number }): { el: HTMLElement; fill(wi
   let shown = -1;
   const fill = (widthPx: number): void => {
     const target = widthPx > 0 ? Math.max(2, Math.min(10, Math.floor(widthPx / PX_PER_TICK))) : 4;
-    if (target === shown) return;
-    shown = target;
-    const { step, ticks } = axisTicks(duration, target);
+    const { step, ticks } = axisTicks(duration, target, widthPx, PX_PER_TICK);
+    if (step === shown) return;
+    shown = step;
     mount(el, ...ticks.map((t) => {
       const at = (t / duration) * 100;
       const tick = h('span', { class: `tick${at > 88 ? ' end' : t === 0 ? ' start' : ''}`, 'data-ms': t }, h('span', { class: 'tick-label' }, tickLabel(t, step)));
