@@ -87,9 +87,10 @@ function steps(sample: GroupSample, actions: CardActions): HTMLElement[] {
     const row = h('div', { class: 'call-row', 'data-span-id': span.spanId },
       icon('sparkle'), h('span', { class: 'call-name', title: call.agentName ?? 'LLM call' }, `${call.agentName ?? 'call'} #${++callIndex}`),
       call.code ? codeLink(call.code, actions, true) : null,
-      h('span', { class: 'spacer' }),
-      h('span', { class: `chip credit ${signClass(t?.credit)}`, title: 'Credit: the reward the credit assignment gave this call' }, `credit ${t ? fmtNumber(t.credit, 2) : '—'}`),
-      h('span', { class: `chip advantage ${signClass(t?.advantage)}`, 'data-advantage': t ? String(t.advantage) : null, title: 'GRPO advantage, as the trainer stored it' }, `A ${t ? fmtSigned(t.advantage) : '—'}`));
+      // The two numbers stay together: in a narrow card they move to the next line as a pair.
+      h('span', { class: 'call-chips' },
+        h('span', { class: `chip credit ${signClass(t?.credit)}`, title: 'Credit: the reward the credit assignment gave this call' }, `credit ${t ? fmtNumber(t.credit, 2) : '—'}`),
+        h('span', { class: `chip advantage ${signClass(t?.advantage)}`, 'data-advantage': t ? String(t.advantage) : null, title: 'GRPO advantage, as the trainer stored it' }, `A ${t ? fmtSigned(t.advantage) : '—'}`)));
     row.addEventListener('click', (e) => { if (!(e.target as HTMLElement).closest('a')) actions.openRollout(sample.rollout.id, span.spanId); });
     return [row];
   });
