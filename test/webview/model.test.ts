@@ -12,6 +12,7 @@ import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
 import type { GroupPage, RolloutPage } from '../../protocol/webview-trajectory.js';
 import { agentSource, buildSpanTree, deriveStates, flattenTree, isFilled, llmCall, toChatMessage, toolStepLine, toolSteps } from '../../webview/trajectory/model.js';
+import { formulaText } from '../../webview/trajectory/group-view.js';
 import { startDaemon, type Daemon } from './harness.js';
 
 let seq = 0;
@@ -99,6 +100,22 @@ describe('trajectory model', () => {
     // The States view: the tool step once (its result is not counted again when the next prompt quotes it).
     const table = deriveStates(spans, null);
     assert.deepEqual(table.steps.filter((s) => s.kind === 'tool').map((s) => s.label), ['calc(12*7) → 84', 'lookup(Lisbon) → sunny', "calc(1/0) → error: calc could not evaluate '1/0'"]);
+  });
+
+  it('writes the group\'s advantage formula for each scaling the run may have used, with the group\'s numbers', () => {
+    const sample = (credit: number, advantage: number) => ({ transitions: [{ credit, advantage }] });
+    const group = { groupId: 'g', input: null, advantage: null, samples: [sample(1, 0.5), sample(0, -0.5)] } as unknown as Parameters<typeof formulaText>[1];
+    const adv = { calls: 2, mean: 0.5, std: 0.7071, batchStd: 0.6, variant: null, divisor: null, matchesStored: null, zeroVariance: false };
+    const group_ = formulaText({ ...adv, scaleRewards: 'group' }, group);
+    assert.equal(group_.short, 'A = (credit − 0.500) / (0.707 + ε)');
+    const drGrpo = formulaText({ ...adv, scaleRewards: 'none', variant: 'dr_grpo', matchesStored: true }, group);
+    assert.equal(drGrpo.short, 'A = credit − 0.500');
+    assert.match(drGrpo.full, /variant dr_grpo/);
+    assert.match(drGrpo.full, /not divided by any std \(Dr\.GRPO\)/);
+    assert.match(drGrpo.full, /credit 1 → stored A \+0\.500/);
+    assert.equal(formulaText({ ...adv, scaleRewards: 'batch' }, group).short, 'A = (credit − 0.500) / (0.600 + ε)');
+    assert.match(formulaText({ ...adv, scaleRewards: null }, group).full, /did not record how/);
+    assert.match(formulaText({ ...adv, scaleRewards: 'group', matchesStored: false }, group).full, /do NOT follow/);
   });
 
   it('finds an agent\'s source from its spec and the line defining it', () => {

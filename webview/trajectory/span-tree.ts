@@ -140,13 +140,13 @@ export function renderSpanTree(pane: HTMLElement, opts: SpanTreeOptions): { sele
       const kind = spanKind(s);
       const left = ((s.startTime - range.start) / (range.end - range.start)) * 100;
       const width = Math.max(0.4, (((s.endTime ?? s.startTime) - s.startTime) / (range.end - range.start)) * 100);
-      const bar = h('div', { class: `bar kind-${kind}`, title: fmtDuration(s.endTime !== null ? s.endTime - s.startTime : null) });
+      const label = opts.label(s);
+      const bar = h('div', { class: `bar kind-${kind}`, title: `${label} · ${fmtDuration(s.endTime !== null ? s.endTime - s.startTime : null)}` });
       bar.style.left = `${left}%`;
       bar.style.width = `${Math.min(width, 100 - left)}%`;
       const hasChildren = node.children.length > 0;
       const twisty = hasChildren ? icon(collapsed.has(s.spanId) ? 'chevron-right' : 'chevron-down', 'twisty') : h('span', { class: 'twisty' });
       twisty.addEventListener('click', (e) => { e.stopPropagation(); toggle(node); });
-      const label = opts.label(s);
       const name = h('div', { class: 'span-name' }, twisty, icon(KIND_ICON[kind], `kind-icon kind-${kind}`),
         h('span', { class: 'label', title: label }, label), ...opts.chips(s));
       name.style.paddingLeft = `${node.depth * 14 + 4}px`;
