@@ -45,6 +45,9 @@ export const GENAI = {
   toolDefinitions: 'gen_ai.tool.definitions',
   toolName: 'gen_ai.tool.name',
   toolCallId: 'gen_ai.tool.call.id',
+  /** A tool span's input and output, JSON-encoded (GenAI `gen_ai.tool.call.arguments` / `.result`). */
+  toolCallArguments: 'gen_ai.tool.call.arguments',
+  toolCallResult: 'gen_ai.tool.call.result',
   agentName: 'gen_ai.agent.name',
 } as const;
 

@@ -4,6 +4,7 @@
  * and draws (span tree, waterfall, chat, credit, GRPO groups, states).
  */
 import type { Attempt, Rollout, RolloutMode, RolloutStatus, Span, Transition } from './store.js';
+import type { ScaleRewards } from './grpo-advantage.js';
 import { commandType, notificationType, requestType } from './webview-ipc.js';
 
 export const TRAJECTORY_VIEW_TYPE = 'agl.trajectoryViewer';
@@ -56,13 +57,41 @@ export interface GroupSample {
   /** The spans of the attempt the algorithm used. */
   spans: Span[];
   transitions: Transition[];
+  /** Why the attempt failed, when it did (the attempt's error message). */
+  error: string | null;
+}
+
+/**
+ * The numbers a group's stored advantages came from (protocol/grpo-advantage.ts): the group is every call
+ * of its rollouts, so mean and std are over the calls' credits. Read from the stored transitions and the
+ * run's recorded config; the advantages shown are the stored ones, never recomputed.
+ */
+export interface GroupAdvantage {
+  /** Calls (transitions) in the group, and their credits' mean and unbiased std. */
+  calls: number;
+  mean: number;
+  std: number;
+  /** The whole step's calls' std (what 'batch' scaling divides by). */
+  batchStd: number;
+  /** How the run scaled advantages (training.grpo.scaleRewards), null when the run did not record it. */
+  scaleRewards: ScaleRewards | null;
+  /** The run's GRPO variant (training.grpo.variant), when recorded. */
+  variant: string | null;
+  /** What each credit's distance to the mean was divided by; null when the scaling is unknown. */
+  divisor: number | null;
+  /** Whether every stored advantage equals (credit - mean) / divisor (to 1e-6); null when the scaling is unknown. */
+  matchesStored: boolean | null;
+  /** Every credit equal: GRPO learns nothing from the group. */
+  zeroVariance: boolean;
 }
 
 export interface GroupData {
   groupId: string;
-  /** The task (the rollouts' shared input). */
+  /** The task (the rollouts' shared input), whole. */
   input: unknown;
   samples: GroupSample[];
+  /** Null for a group not trained on yet (no transitions). */
+  advantage: GroupAdvantage | null;
 }
 
 export interface GroupQuery {

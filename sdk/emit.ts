@@ -2,7 +2,7 @@
  * Emitters an agent calls: rewards, messages, objects, exceptions, and `operation()` for custom
  * (nested) spans. Each becomes a span in the current rollout's tree; outside a rollout they are no-ops.
  */
-import { AGL, AGL_V0_REWARD_PREFIX, SPAN } from '../protocol/spans.js';
+import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from '../protocol/spans.js';
 import type { Attributes, AttributeValue } from '../protocol/store.js';
 import { type RolloutContext, currentRollout, rolloutStorage } from './context.js';
 import { newSpanId } from './ids.js';
@@ -76,8 +76,16 @@ export interface OperationOptions {
   attributes?: Record<string, unknown>;
   /** Marks the spans inside as made by this (sub-)agent (selective optimization, per-agent views). */
   agentName?: string;
-  /** Record it as a tool execution (GenAI `execute_tool`) instead of a generic operation. */
+  /** Record it as a tool execution (GenAI `execute_tool`) instead of a generic operation: its `input` and
+   *  what `fn` returns are kept as `gen_ai.tool.call.arguments` / `.result`, so viewers show name(input) -> output. */
   tool?: boolean;
+  input?: unknown;
+}
+
+/** A tool's input or output as an attribute: strings as they are, anything else as JSON, cut at 16k characters. */
+function toolPayload(v: unknown): string {
+  const text = typeof v === 'string' ? v : (() => { try { return JSON.stringify(v) ?? String(v); } catch { return String(v); } })();
+  return text.length > 16_000 ? `${text.slice(0, 16_000)}…` : text;
 }
 
 /**
@@ -91,11 +99,14 @@ export async function operation<T>(name: string, fn: () => T | Promise<T>, opts:
   const startTime = Date.now();
   const inner: RolloutContext = { ...ctx, parentSpanId: spanId, agentName: opts.agentName ?? ctx.agentName };
   const attrs: Attributes = { 'agl.operation.name': name, ...Object.fromEntries(Object.entries(opts.attributes ?? {}).map(([k, v]) => [k, toAttr(v)])) };
-  if (opts.tool) { attrs['gen_ai.operation.name'] = 'execute_tool'; attrs['gen_ai.tool.name'] = name; }
+  if (opts.tool) {
+    attrs[GENAI.operationName] = 'execute_tool'; attrs[GENAI.toolName] = name;
+    if (opts.input !== undefined) attrs[GENAI.toolCallArguments] = toolPayload(opts.input);
+  }
   if (opts.agentName) attrs[AGL.agentName] = opts.agentName;
   try {
     const result = await rolloutStorage.run(inner, fn);
-    if (opts.tool) attrs[AGL.toolSucceeded] = true;
+    if (opts.tool) { attrs[AGL.toolSucceeded] = true; if (result !== undefined) attrs[GENAI.toolCallResult] = toolPayload(result); }
     record(ctx, opts.tool ? SPAN.tool : name, attrs, { spanId, startTime, endTime: Date.now() });
     return result;
   } catch (err) {

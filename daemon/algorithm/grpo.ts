@@ -18,6 +18,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import type { LossInputs } from '../model/api.js';
+import { STD_EPS, advantageDivisor, isZeroVariance, meanOf, stdUnbiased } from '../../protocol/grpo-advantage.js';
 
 /** The settings each named variant stands for; every key a variant leaves out takes GRPO_DEFAULTS. */
 export const GRPO_VARIANTS = {
@@ -73,15 +74,8 @@ export const GrpoConfig = GrpoInput.transform((given) => {
 export type GrpoConfig = z.output<typeof GrpoConfig>;
 export type GrpoConfigInput = z.input<typeof GrpoConfig>;
 
-export const STD_EPS = 1e-6;
-
-function mean(xs: number[]): number { return xs.reduce((a, x) => a + x, 0) / xs.length; }
-/** Unbiased standard deviation (0 for fewer than 2 values). */
-export function stdUnbiased(xs: number[]): number {
-  if (xs.length < 2) return 0;
-  const m = mean(xs);
-  return Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / (xs.length - 1));
-}
+/** The formula's pieces live in protocol/grpo-advantage.ts, shared with the viewer that shows them. */
+export { STD_EPS, stdUnbiased };
 
 export interface AdvantageResult {
   advantages: number[];
@@ -102,11 +96,10 @@ export function computeAdvantages(items: { groupId: string; credit: number }[], 
   let zeroStd = 0;
   for (const idx of byGroup.values()) {
     const credits = idx.map((i) => items[i].credit);
-    const m = mean(credits);
-    const s = stdUnbiased(credits);
-    const isZero = credits.every((c) => c === credits[0]);
+    const m = meanOf(credits);
+    const isZero = isZeroVariance(credits);
     if (isZero) zeroStd++;
-    const scale = cfg.scaleRewards === 'group' ? s + STD_EPS : cfg.scaleRewards === 'batch' ? batchStd + STD_EPS : 1;
+    const scale = advantageDivisor(cfg.scaleRewards, stdUnbiased(credits), batchStd);
     for (const i of idx) {
       advantages[i] = (items[i].credit - m) / scale;
       if (isZero && cfg.skipZeroStdGroups) keep[i] = false;

@@ -20,6 +20,6 @@ export const calcAgent = rollout(async (task: CalcTask, llm: LLM) => {
   const outcome = await solveCalc(task, complete, (e) => operation('calc', () => {
     if (e.result === null) throw new Error(`calc could not evaluate '${e.expression}'`);
     return e.result;
-  }, { tool: true, attributes: { 'calc.expression': e.expression } }).catch(() => undefined));
+  }, { tool: true, input: e.expression, attributes: { 'calc.expression': e.expression } }).catch(() => undefined));
   return outcome.reward;
 }, { name: 'calc' });

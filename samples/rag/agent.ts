@@ -52,7 +52,7 @@ export async function answerQuestion(task: RagTask, model: OpenAIChatCompletions
       const h = searchIndex().search(query, 1, new Set(found.map((d) => d.id)));
       if (h.length === 0) throw new Error(`no document matches '${query}'`);
       return h;
-    }, { tool: true, attributes: { 'search.query': query } }).catch(() => [] as Doc[]);
+    }, { tool: true, input: query, attributes: { 'search.query': query } }).catch(() => [] as Doc[]);
     found.push(...hits);
   }
   const reply = await operation(AGENTS.answer, () => runner.run(answerer, answerInput(task.question, found)), { agentName: AGENTS.answer });

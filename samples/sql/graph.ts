@@ -67,7 +67,7 @@ export function buildSqlGraph(model: BaseChatModel, db: Database.Database, o: Sq
     const r = runQuery(db, sql);
     if (r.error !== null) throw new Error(r.error); // recorded as a failed tool span (AIR rules can see it)
     return formatResult(r);
-  }, { tool: true, attributes: { 'sql.query': sql } }).catch((e: Error) => `error: ${e.message}`);
+  }, { tool: true, input: sql, attributes: { 'sql.query': sql } }).catch((e: Error) => `error: ${e.message}`);
 
   type S = typeof SqlStateAnnotation.State;
   const graph = new StateGraph(SqlStateAnnotation)

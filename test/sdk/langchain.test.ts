@@ -35,6 +35,8 @@ describe('LangChain.js ChatOpenAI agent with a tool', () => {
       const tool = spans.find((s) => s.name === SPAN.tool)!;
       assert.equal(tool.attributes[GENAI.toolName], 'calculator');
       assert.equal(tool.attributes[AGL.toolSucceeded], true);
+      assert.deepEqual(JSON.parse(String(tool.attributes[GENAI.toolCallArguments])), { expression: '6*7' }, 'the tool\'s input, for name(input) → output');
+      assert.equal(tool.attributes[GENAI.toolCallResult], '42', 'and what it returned');
       assert.equal(tool.parentSpanId, root.spanId);
       assert.ok(tool.startTime >= calls[0].endTime! && tool.endTime! <= calls[1].startTime, 'tool ran between the calls');
       const reward = spans.find((s) => s.name === SPAN.reward)!;

@@ -11,7 +11,8 @@ import { definitionLine } from '../../extension/panels/source.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
 import type { GroupPage, RolloutPage } from '../../protocol/webview-trajectory.js';
-import { agentSource, buildSpanTree, deriveStates, flattenTree, isFilled, llmCall, toChatMessage } from '../../webview/trajectory/model.js';
+import { agentSource, buildSpanTree, deriveStates, flattenTree, isFilled, llmCall, toChatMessage, toolStepLine, toolSteps } from '../../webview/trajectory/model.js';
+import { formulaText } from '../../webview/trajectory/group-view.js';
 import { startDaemon, type Daemon } from './harness.js';
 
 let seq = 0;
@@ -69,11 +70,52 @@ describe('trajectory model', () => {
     ];
     const table = deriveStates(spans, null);
     assert.deepEqual(table.variables.map((v) => v.label), ['task input', 'planner output #1', 'tool result weather', 'object 1', 'LLM output #2', 'judge']);
-    assert.deepEqual(table.steps.map((s) => s.label), ['planner call #1', 'tool weather', 'emit object', 'LLM call #2', 'reward judge']);
+    assert.deepEqual(table.steps.map((s) => s.label), ['planner call #1', 'weather() → sunny 24C', 'emit object', 'LLM call #2', 'reward judge'],
+      'a tool step reads name(input) → output');
     assert.deepEqual(table.steps[0].reads, ['task'], 'the first prompt quotes the task');
     assert.deepEqual(table.steps[3].reads, [table.variables[2].id], 'the second prompt quotes the tool result, not the task');
     assert.equal(isFilled(table, table.variables[2].id, 0), false);
     assert.equal(isFilled(table, table.variables[2].id, 1), true);
+  });
+
+  it('reads a tool step as name(input) → output: from the SDK\'s attributes, else from the chat around it, else the span\'s own attributes', () => {
+    const chat = (spanId: string, startTime: number, input: unknown[], output: unknown[]) => span({ spanId, name: SPAN.llmCall, startTime,
+      attributes: { [GENAI.inputMessages]: JSON.stringify(input), [GENAI.outputMessages]: JSON.stringify(output) } });
+    const ask = { role: 'assistant', content: null, tool_calls: [{ id: 'c9', type: 'function', function: { name: 'lookup', arguments: '{"city":"Lisbon"}' } }] };
+    const spans = [
+      // The SDK's operation(name, fn, { tool: true, input }): input and result on the span.
+      span({ spanId: 'sdk', name: SPAN.tool, startTime: 0, attributes: { [GENAI.toolName]: 'calc', [GENAI.toolCallArguments]: '12*7', [GENAI.toolCallResult]: '84', [AGL.toolSucceeded]: true } }),
+      // A chat agent's tool span with neither: the arguments from the call before, the result from the call after.
+      chat('l1', 20, [{ role: 'user', content: 'weather?' }], [ask]),
+      span({ spanId: 'bare', name: SPAN.tool, startTime: 40, attributes: { [GENAI.toolName]: 'lookup' } }),
+      chat('l2', 60, [{ role: 'user', content: 'weather?' }, ask, { role: 'tool', tool_call_id: 'c9', content: 'sunny' }], [{ role: 'assistant', content: 'sunny' }]),
+      // A failed tool with only its own attribute (e.g. calc.expression): the input from it, the error from the status.
+      span({ spanId: 'failed', name: SPAN.tool, startTime: 80, status: { code: 'error', message: "calc could not evaluate '1/0'" }, attributes: { [GENAI.toolName]: 'calc', 'calc.expression': '1/0', [AGL.toolSucceeded]: false } }),
+    ];
+    const tools = toolSteps(spans);
+    assert.deepEqual([...tools.keys()], ['sdk', 'bare', 'failed']);
+    assert.deepEqual([...tools.values()].map(toolStepLine), ['calc(12*7) → 84', 'lookup(Lisbon) → sunny', "calc(1/0) → error: calc could not evaluate '1/0'"]);
+    assert.equal(tools.get('bare')!.callId, 'c9');
+    assert.equal(tools.get('failed')!.ok, false);
+    // The States view: the tool step once (its result is not counted again when the next prompt quotes it).
+    const table = deriveStates(spans, null);
+    assert.deepEqual(table.steps.filter((s) => s.kind === 'tool').map((s) => s.label), ['calc(12*7) → 84', 'lookup(Lisbon) → sunny', "calc(1/0) → error: calc could not evaluate '1/0'"]);
+  });
+
+  it('writes the group\'s advantage formula for each scaling the run may have used, with the group\'s numbers', () => {
+    const sample = (credit: number, advantage: number) => ({ transitions: [{ credit, advantage }] });
+    const group = { groupId: 'g', input: null, advantage: null, samples: [sample(1, 0.5), sample(0, -0.5)] } as unknown as Parameters<typeof formulaText>[1];
+    const adv = { calls: 2, mean: 0.5, std: 0.7071, batchStd: 0.6, variant: null, divisor: null, matchesStored: null, zeroVariance: false };
+    const group_ = formulaText({ ...adv, scaleRewards: 'group' }, group);
+    assert.equal(group_.short, 'A = (credit − 0.500) / (0.707 + ε)');
+    const drGrpo = formulaText({ ...adv, scaleRewards: 'none', variant: 'dr_grpo', matchesStored: true }, group);
+    assert.equal(drGrpo.short, 'A = credit − 0.500');
+    assert.match(drGrpo.full, /variant dr_grpo/);
+    assert.match(drGrpo.full, /not divided by any std \(Dr\.GRPO\)/);
+    assert.match(drGrpo.full, /credit 1 → stored A \+0\.500/);
+    assert.equal(formulaText({ ...adv, scaleRewards: 'batch' }, group).short, 'A = (credit − 0.500) / (0.600 + ε)');
+    assert.match(formulaText({ ...adv, scaleRewards: null }, group).full, /did not record how/);
+    assert.match(formulaText({ ...adv, scaleRewards: 'group', matchesStored: false }, group).full, /do NOT follow/);
   });
 
   it('finds an agent\'s source from its spec and the line defining it', () => {

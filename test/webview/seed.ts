@@ -13,7 +13,13 @@ export const CODE_FILE = 'samples/calc/agent.ts';
 export const RUN_ID = 'run-calc-demo';
 export const GROUP_STEP = 7;
 
-interface Trajectory { question: string; toolExpr: string; toolResult: string; answer: string; reward: number }
+export interface Trajectory {
+  question: string; expected: string; toolExpr: string; toolResult: string; answer: string; reward: number;
+  /** Answer at once: one LLM call, no tool. */
+  direct?: boolean;
+  /** The calculator fails with this message (and the attempt fails with it). */
+  toolError?: string;
+}
 
 /** Each task's four sampled answers; the last task is one no sample gets right (a zero-variance group). */
 const TASKS = [
@@ -22,8 +28,8 @@ const TASKS = [
   { id: 'task-pow', question: 'What is 2 to the 10th, minus 1?', right: '1023', answers: ['1024', '1024', '1000', '1024'], tool: [['2**10', '1024'], ['2**10', '1024']] },
 ];
 
-async function recordRollout(client: AglClient, t: Trajectory, metadata: Record<string, unknown>, startAt: number): Promise<{ rolloutId: string; attemptId: string; llmSpanIds: string[] }> {
-  const { rollout, attempt } = await client.startRollout({ input: { question: t.question }, mode: 'train', agent: AGENT, metadata, workerId: 'worker-1' });
+export async function recordRollout(client: AglClient, t: Trajectory, metadata: Record<string, unknown>, startAt: number): Promise<{ rolloutId: string; attemptId: string; llmSpanIds: string[] }> {
+  const { rollout, attempt } = await client.startRollout({ input: { question: t.question, answer: t.expected }, mode: 'train', agent: AGENT, metadata, workerId: 'worker-1' });
   const ids = { rolloutId: rollout.id, attemptId: attempt.id };
   const traceId = `trace${rollout.id.replace(/[^a-z0-9]/gi, '')}`.padEnd(32, '0').slice(0, 32);
   const root = `root${rollout.id}`.slice(0, 16);
@@ -52,15 +58,20 @@ async function recordRollout(client: AglClient, t: Trajectory, metadata: Record<
     { ...ids, traceId, spanId: root, parentSpanId: null, name: SPAN.agentRun, kind: 'internal', startTime: s, endTime: s + 1450, status: { code: 'ok' },
       attributes: { [AGL.agentName]: 'calc', 'agl.task': JSON.stringify({ question: t.question }) }, events: [], resource: { 'service.name': 'calc-agent' } },
     llm(call1, s + 20, s + 640, [system, user], [toolCall], 58, 21, 31),
-    { ...ids, traceId, spanId: tool, parentSpanId: root, name: SPAN.tool, kind: 'internal', startTime: s + 660, endTime: s + 690, status: { code: 'ok' },
-      attributes: { [GENAI.operationName]: 'execute_tool', [GENAI.toolName]: 'calculator', 'agl.operation.name': 'calculator', [AGL.toolSucceeded]: true }, events: [], resource: {} },
+    { ...ids, traceId, spanId: tool, parentSpanId: root, name: SPAN.tool, kind: 'internal', startTime: s + 660, endTime: s + 690,
+      status: t.toolError ? { code: 'error', message: t.toolError } : { code: 'ok' },
+      attributes: { [GENAI.operationName]: 'execute_tool', [GENAI.toolName]: 'calculator', 'agl.operation.name': 'calculator', [AGL.toolSucceeded]: !t.toolError }, events: [], resource: {} },
     llm(call2, s + 700, s + 1380, [system, user, toolCall, { role: 'tool', tool_call_id: 'call_1', content: t.toolResult }], [{ role: 'assistant', content: t.answer }], 86, 4, 38),
     { ...ids, traceId, spanId: `rew${rollout.id}`.slice(0, 16), parentSpanId: root, name: SPAN.reward, kind: 'internal', startTime: s + 1400, endTime: s + 1400, status: { code: 'unset' },
       attributes: { [AGL.rewardValue]: t.reward, [AGL.rewardName]: 'exact_match', [AGL.rewardFinal]: true }, events: [], resource: {} },
   ];
+  if (t.direct) {
+    // One call that answers at once: no tool call, no tool span, no second call.
+    spans.splice(1, 3, llm(call1, s + 20, s + 640, [system, user], [{ role: 'assistant', content: t.answer }], 58, 4, 31));
+  }
   await client.addSpans(spans);
-  await client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
-  return { ...ids, llmSpanIds: [call1, call2] };
+  await client.finishAttempt(rollout.id, attempt.id, t.toolError ? { status: 'failed', error: { message: t.toolError } } : { status: 'succeeded' });
+  return { ...ids, llmSpanIds: t.direct ? [call1] : [call1, call2] };
 }
 
 export interface SeededData { rolloutIds: string[]; groupRolloutIds: Record<string, string[]>; runId: string; failedRolloutId: string }
@@ -81,7 +92,7 @@ export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
     groupRolloutIds[task.id] = [];
     for (const [k, answer] of answers.entries()) {
       const [expr, toolResult] = task.tool[k === 1 ? 1 : 0];
-      const rec = await recordRollout(client, { question: task.question, toolExpr: expr, toolResult, answer, reward: rewards[k] },
+      const rec = await recordRollout(client, { question: task.question, expected: task.right, toolExpr: expr, toolResult, answer, reward: rewards[k] },
         { runId: run.id, step: GROUP_STEP, taskId: task.id, sample: k }, base + (ti * 4 + k) * 2000);
       rolloutIds.push(rec.rolloutId);
       groupRolloutIds[task.id].push(rec.rolloutId);

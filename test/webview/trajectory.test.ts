@@ -106,6 +106,9 @@ describe('trajectory viewer webview', () => {
     const page = view.page;
     await page.click('.open-group');
     await page.waitForSelector('.sample-card');
+    // Same answers start merged into one card (group-view.test.ts); unmerged, every sample has its own.
+    await page.click('vscode-checkbox.merge-toggle');
+    await page.waitForFunction(() => document.querySelectorAll('.sample-card').length === 4);
     assert.equal(await page.locator('.group').count(), 1);
     assert.equal(await page.locator('.sample-card').count(), 4);
     const cards = await page.locator('.sample-card').evaluateAll((els) => els.map((e) => ({

@@ -7,7 +7,7 @@ import { AGL } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, h, icon, signClass } from '../shared/dom.js';
 import { spanKind } from '../../protocol/span-reading.js';
-import { agentSource, llmCall, rewardValue, type ChatMessage } from './model.js';
+import { agentSource, llmCall, rewardValue, toolStepLine, type ChatMessage, type ToolStep } from './model.js';
 
 export interface DetailActions {
   openCode(filepath: string, lineno: number | null, symbol?: string): void;
@@ -72,7 +72,16 @@ export function agentLink(agent: string | null, actions: DetailActions): HTMLEle
   return link;
 }
 
-export function renderSpanDetail(span: Span, transition: Transition | undefined, rolloutReward: number | null, actions: DetailActions, agent: string | null = null, agentName: string | null = null): HTMLElement {
+/** A tool step's input and output (or error), each whole and wrapped, above the span's attributes. */
+function toolIo(tool: ToolStep): HTMLElement {
+  return h('div', { class: 'tool-io' },
+    h('div', { class: 'tool-line mono' }, icon('tools'), ` ${toolStepLine(tool)}`),
+    h('h3', {}, 'Input'), h('div', { class: 'chat-text mono tool-input' }, tool.input ?? '(none recorded)'),
+    h('h3', {}, tool.ok ? 'Output' : 'Error'),
+    h('div', { class: `chat-text mono tool-output${tool.ok ? '' : ' negative'}` }, tool.ok ? (tool.output ?? '(none recorded)') : (tool.error ?? tool.output ?? 'failed')));
+}
+
+export function renderSpanDetail(span: Span, transition: Transition | undefined, rolloutReward: number | null, actions: DetailActions, agent: string | null = null, agentName: string | null = null, tool?: ToolStep): HTMLElement {
   const kind = spanKind(span);
   const duration = span.endTime !== null ? span.endTime - span.startTime : null;
   if (kind !== 'llm') {
@@ -84,6 +93,7 @@ export function renderSpanDetail(span: Span, transition: Transition | undefined,
         metric('Duration', fmtDuration(duration)),
         metric('Status', span.status.code + (span.status.message ? `: ${span.status.message}` : ''), span.status.code === 'error' ? 'negative' : ''),
         reward !== null ? metric('Reward', fmtNumber(reward), signClass(reward)) : null),
+      tool ? toolIo(tool) : null,
       typeof span.attributes[AGL.codeFilepath] === 'string'
         ? codeLink({ filepath: span.attributes[AGL.codeFilepath] as string, lineno: (span.attributes[AGL.codeLineno] as number) ?? null }, actions) : null,
       h('h3', {}, 'Attributes'), attributesTable(span),

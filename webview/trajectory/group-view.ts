@@ -1,95 +1,130 @@
 /**
- * The GRPO GROUP view: for one training step, each group (one task) with its n samples side by side:
- * each sample's reward, the advantage GRPO gave it, its LLM calls with their credit, and its final answer.
- * Samples are sorted by reward so the spread the advantage comes from is visible at a glance.
+ * The GRPO GROUP view: for one training step, each group (one task, shown whole with its expected answer)
+ * with its n samples side by side as cards (group-card.ts): reward, the advantage GRPO stored, the calls
+ * with their credit, tool steps, errors and the final answer. Identical answers merge into one card with a
+ * count; cards sort by reward or advantage; groups whose credits are all equal (zero variance: they teach
+ * nothing) start folded. The advantage formula, with this group's own mean, std and the run's scaling, is
+ * in the tooltip of the group's numbers. Cards flow in a responsive grid, so the view works in a half-width
+ * editor split.
  */
-import type { GroupData, GroupPage, GroupSample } from '../../protocol/webview-trajectory.js';
-import { fmtNumber, fmtSigned, h, icon, mount, preview, shortId, signClass } from '../shared/dom.js';
-import { chatBubble, codeLink, type DetailActions } from './call-detail.js';
-import { agentNames, spanKind } from '../../protocol/span-reading.js';
-import { llmCall } from './model.js';
+import type { GroupAdvantage, GroupData, GroupPage } from '../../protocol/webview-trajectory.js';
+import { STD_EPS } from '../../protocol/grpo-advantage.js';
+import { fmtNumber, fmtSigned, h, icon, mount } from '../shared/dom.js';
+import { answerCard, answerCards, cardAdvantage, type AnswerCard, type CardActions } from './group-card.js';
 
-export interface GroupViewActions extends DetailActions {
+export interface GroupViewActions extends CardActions {
   back(): void;
-  openRollout(rolloutId: string, spanId?: string): void;
   selectStep(step: number): void;
   openDashboard(runId: string): void;
 }
 
-function mean(xs: number[]): number { return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0; }
-function std(xs: number[]): number { const m = mean(xs); return Math.sqrt(mean(xs.map((x) => (x - m) ** 2))); }
+type SortKey = 'reward' | 'advantage';
+/** What the user chose, kept while the panel lives (a redraw or another step keeps them). */
+const prefs = { sort: 'reward' as SortKey, merge: true, folded: new Map<string, boolean>() };
 
-function sampleCard(sample: GroupSample, index: number, maxAbsAdvantage: number, actions: GroupViewActions): HTMLElement {
-  const calls = sample.spans.filter((s) => spanKind(s) === 'llm').sort((a, b) => a.startTime - b.startTime);
-  const bySpan = new Map(sample.transitions.map((t) => [t.spanId, t]));
-  const advantage = sample.transitions.length ? mean(sample.transitions.map((t) => t.advantage)) : null;
-  const names = agentNames(sample.spans);
-  const last = calls.length ? llmCall(calls[calls.length - 1]) : null;
-  const bar = h('div', { class: `adv-bar ${signClass(advantage)}` });
-  const frac = advantage === null || maxAbsAdvantage === 0 ? 0 : Math.abs(advantage) / maxAbsAdvantage;
-  bar.style.width = `${frac * 50}%`;
-  bar.style.left = advantage !== null && advantage < 0 ? `${50 - frac * 50}%` : '50%';
-  const open = h('a', { href: '#', class: 'open-rollout', title: 'Open this rollout' }, icon('link-external'), ` ${shortId(sample.rollout.id)}`);
-  open.addEventListener('click', (e) => { e.preventDefault(); actions.openRollout(sample.rollout.id); });
-  return h('div', { class: 'sample-card', 'data-rollout-id': sample.rollout.id },
-    h('div', { class: 'sample-head' }, h('span', { class: 'sample-index' }, `#${index + 1}`), open,
-      h('div', { class: 'spacer' }), h('span', { class: `pill status-${sample.rollout.status}` }, sample.rollout.status)),
-    h('div', { class: 'sample-numbers' },
-      h('div', { class: 'metric' }, h('div', { class: 'metric-label' }, 'Reward'), h('div', { class: `metric-value reward ${signClass(sample.reward)}` }, fmtNumber(sample.reward))),
-      h('div', { class: 'metric' }, h('div', { class: 'metric-label' }, 'Advantage'), h('div', { class: `metric-value advantage ${signClass(advantage)}` }, fmtSigned(advantage)))),
-    h('div', { class: 'adv-track', title: 'Advantage relative to the group' }, h('div', { class: 'adv-zero' }), bar),
-    h('div', { class: 'sample-calls' },
-      ...calls.map((span, i) => {
-        const call = llmCall(span, names.get(span.spanId) ?? null);
-        const t = bySpan.get(span.spanId);
-        const row = h('div', { class: 'call-row', 'data-span-id': span.spanId },
-          icon('sparkle'), h('span', { class: 'call-name' }, ` ${call.agentName ?? 'call'} #${i + 1}`),
-          h('span', { class: 'spacer' }),
-          h('span', { class: `chip credit ${signClass(t?.credit)}`, title: 'credit assigned' }, `credit ${t ? fmtNumber(t.credit, 2) : '—'}`),
-          h('span', { class: `chip advantage ${signClass(t?.advantage)}`, title: 'GRPO advantage' }, `A ${t ? fmtSigned(t.advantage, 2) : '—'}`),
-          call.code ? codeLink(call.code, actions, true) : null);
-        row.addEventListener('click', (e) => { if (!(e.target as HTMLElement).closest('a')) actions.openRollout(sample.rollout.id, span.spanId); });
-        return row;
-      })),
-    last ? h('div', { class: 'final-answer' }, h('div', { class: 'metric-label' }, 'Final answer'), ...last.response.map((m) => chatBubble(m, 'response compact'))) : h('div', { class: 'muted' }, 'No LLM call.'),
-  );
+/** Keys of a task input that hold its expected answer, shown apart from the question. */
+const EXPECTED_KEYS = /^(answer|expected(_answer|_output)?|gold|ground_truth|target|label|solution|reference)$/i;
+
+function valueText(v: unknown): string {
+  return typeof v === 'string' ? v : JSON.stringify(v, null, 1) ?? String(v);
 }
 
-function groupSection(group: GroupData, actions: GroupViewActions): HTMLElement {
-  const samples = [...group.samples].sort((a, b) => (b.reward ?? -Infinity) - (a.reward ?? -Infinity));
-  const rewards = samples.map((s) => s.reward).filter((r): r is number => r !== null);
-  const maxAbs = Math.max(0, ...samples.flatMap((s) => s.transitions.map((t) => Math.abs(t.advantage))));
-  const zeroVariance = rewards.length > 1 && std(rewards) === 0;
-  return h('section', { class: 'group', 'data-group-id': group.groupId },
-    h('div', { class: 'group-head' },
-      h('h2', {}, icon('organization'), ` Task ${group.groupId}`),
-      h('span', { class: 'muted mono task-preview', title: JSON.stringify(group.input) }, preview(group.input, 100)),
-      h('div', { class: 'spacer' }),
-      h('span', { class: 'chip' }, `n = ${samples.length}`),
-      h('span', { class: 'chip' }, `mean ${fmtNumber(mean(rewards))}`),
-      h('span', { class: 'chip' }, `std ${fmtNumber(std(rewards))}`),
-      zeroVariance ? h('span', { class: 'chip warning', title: 'All samples got the same reward: GRPO advantages are zero, this group teaches nothing' }, 'zero variance') : null),
-    h('div', { class: 'samples' }, ...samples.map((s, i) => sampleCard(s, i, maxAbs, actions))));
+/** The task whole, one line per field, wrapped; the expected answer marked. */
+function taskBlock(input: unknown): HTMLElement {
+  const entries = input && typeof input === 'object' && !Array.isArray(input) ? Object.entries(input) : [['task', input] as [string, unknown]];
+  return h('dl', { class: 'task-full' }, ...entries.flatMap(([k, v]) => {
+    const expected = EXPECTED_KEYS.test(k);
+    return [h('dt', { class: expected ? 'expected' : '' }, expected ? `${k} (expected)` : k), h('dd', { class: `mono${expected ? ' expected' : ''}`, 'data-key': k }, valueText(v))];
+  }));
+}
+
+/** The formula with this group's numbers, as a tooltip text, and its short visible form. */
+export function formulaText(adv: GroupAdvantage, group: GroupData): { short: string; full: string } {
+  const m = fmtNumber(adv.mean), s = fmtNumber(adv.std), b = fmtNumber(adv.batchStd);
+  const rollouts = group.samples.length;
+  const short = adv.scaleRewards === 'group' ? `A = (credit − ${m}) / (${s} + ε)`
+    : adv.scaleRewards === 'batch' ? `A = (credit − ${m}) / (${b} + ε)`
+      : adv.scaleRewards === 'none' ? `A = credit − ${m}` : `mean ${m} · std ${s}`;
+  const scaling = adv.scaleRewards === 'group' ? 'divided by the group\'s std (GRPO)'
+    : adv.scaleRewards === 'batch' ? `divided by the std of the whole step's calls (${b})`
+      : adv.scaleRewards === 'none' ? 'not divided by any std (Dr.GRPO)' : 'scaled as the run did; it did not record how (no training.grpo.scaleRewards in its config)';
+  const seen = new Map<number, number>();
+  for (const t of group.samples.flatMap((x) => x.transitions)) if (!seen.has(t.credit)) seen.set(t.credit, t.advantage);
+  const examples = [...seen.entries()].sort((a, b2) => b2[0] - a[0]).map(([c, a]) => `  credit ${fmtNumber(c)} → stored A ${fmtSigned(a)}`);
+  const full = [
+    `GRPO advantage of each call in this group${adv.variant ? ` (variant ${adv.variant})` : ''}: its credit minus the group mean, ${scaling}.`,
+    adv.scaleRewards === 'group' ? `A = (credit − mean) / (std + ε) = (credit − ${m}) / (${s} + ${STD_EPS})`
+      : adv.scaleRewards === 'batch' ? `A = (credit − mean) / (batch std + ε) = (credit − ${m}) / (${b} + ${STD_EPS})`
+        : adv.scaleRewards === 'none' ? `A = credit − mean = credit − ${m}` : `mean ${m}, std ${s}`,
+    `mean ${m} and std ${s} (unbiased) are over the ${adv.calls} calls of the ${rollouts} rollouts, each call's credit: a rollout with more calls counts more, so they differ from the rollouts' reward mean and std.`,
+    ...examples,
+    adv.matchesStored === true ? 'The stored advantages follow from these numbers.'
+      : adv.matchesStored === false ? 'The stored advantages do NOT follow from these numbers (e.g. dynamic sampling dropped this group: its advantages were set to 0).'
+        : 'The advantages shown are the ones the trainer stored.',
+  ].join('\n');
+  return { short, full };
+}
+
+function groupSection(group: GroupData, step: number | null, actions: GroupViewActions, redraw: () => void): HTMLElement {
+  const adv = group.advantage;
+  const rewards = group.samples.map((s) => s.reward).filter((r): r is number => r !== null);
+  const zeroVariance = adv ? adv.zeroVariance : rewards.length > 1 && rewards.every((r) => r === rewards[0]);
+  const key = `${step}:${group.groupId}`;
+  const folded = prefs.folded.get(key) ?? zeroVariance;
+  const cards = answerCards(group.samples, prefs.merge);
+  const by = (c: AnswerCard): number => (prefs.sort === 'advantage' ? cardAdvantage(c) : c.reward) ?? -Infinity;
+  cards.sort((a, b) => by(b) - by(a));
+  const maxAbs = Math.max(0, ...group.samples.flatMap((s) => s.transitions.map((t) => Math.abs(t.advantage))));
+  const formula = adv ? formulaText(adv, group) : null;
+  const toggle = h('a', { href: '#', class: 'group-toggle', 'aria-expanded': String(!folded), title: folded ? 'Show the samples' : 'Fold the samples' },
+    icon(folded ? 'chevron-right' : 'chevron-down'), h('h2', {}, `Task ${group.groupId}`));
+  toggle.addEventListener('click', (e) => { e.preventDefault(); prefs.folded.set(key, !folded); redraw(); });
+  return h('section', { class: `group${folded ? ' folded' : ''}`, 'data-group-id': group.groupId },
+    h('div', { class: 'group-head' }, toggle,
+      h('span', { class: 'chip', title: adv ? `${adv.calls} LLM calls in the group` : '' }, `n = ${group.samples.length}`),
+      adv ? h('span', { class: 'chip calls' }, `${adv.calls} calls`) : null,
+      formula ? h('span', { class: 'chip group-mean', title: formula.full }, `mean ${fmtNumber(adv!.mean)}`) : null,
+      formula ? h('span', { class: 'chip group-std', title: formula.full }, `std ${fmtNumber(adv!.std)}`) : null,
+      zeroVariance ? h('span', { class: 'chip warning', title: 'Every call got the same credit: GRPO advantages are zero, this group teaches nothing' }, 'zero variance') : null,
+      adv?.matchesStored === false ? h('span', { class: 'chip negative', title: formula!.full }, 'advantages ≠ formula') : null,
+      folded ? h('span', { class: 'muted folded-note' }, `${cards.length} answer${cards.length === 1 ? '' : 's'} folded`) : null),
+    taskBlock(group.input),
+    formula && adv!.scaleRewards && !folded ? h('div', { class: 'formula mono', title: formula.full }, icon('info'), ` ${formula.short}`) : null,
+    folded ? null : h('div', { class: 'samples' }, ...cards.map((c, i) => answerCard(c, i, maxAbs, actions))));
+}
+
+function control<T extends HTMLElement>(el: T, event: string, fn: (el: T) => void): T {
+  el.addEventListener(event, () => fn(el));
+  return el;
 }
 
 export function renderGroupView(root: HTMLElement, page: GroupPage, actions: GroupViewActions): void {
+  const redraw = (): void => { const y = window.scrollY; renderGroupView(root, page, actions); window.scrollTo(0, y); };
   const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: 'Back', title: 'Back to rollouts', class: 'back' });
   back.addEventListener('click', actions.back);
-  const stepSelect = h('vscode-single-select', { class: 'step-select', 'aria-label': 'Training step' },
-    ...page.steps.map((s) => h('vscode-option', { value: String(s), selected: s === page.step }, `step ${s}`)));
-  stepSelect.addEventListener('change', () => actions.selectStep(Number((stepSelect as unknown as { value: string }).value)));
+  const stepSelect = control(h('vscode-single-select', { class: 'step-select', 'aria-label': 'Training step' },
+    ...page.steps.map((s) => h('vscode-option', { value: String(s), selected: s === page.step }, `step ${s}`))),
+  'change', (el) => actions.selectStep(Number((el as unknown as { value: string }).value)));
+  const sortSelect = control(h('vscode-single-select', { class: 'sort-select', 'aria-label': 'Sort the answers by' },
+    h('vscode-option', { value: 'reward', selected: prefs.sort === 'reward' }, 'by reward'),
+    h('vscode-option', { value: 'advantage', selected: prefs.sort === 'advantage' }, 'by advantage')),
+  'change', (el) => { prefs.sort = (el as unknown as { value: SortKey }).value; redraw(); });
+  const merge = control(h('vscode-checkbox', { class: 'merge-toggle', checked: prefs.merge, label: 'Merge same answers', title: 'One card per distinct final answer and reward, with a count' }),
+    'change', (el) => { prefs.merge = (el as unknown as { checked: boolean }).checked; redraw(); });
+  const curves = page.runId ? control(h('a', { href: '#', class: 'open-dashboard', title: 'Open this run in the training dashboard' }, icon('graph-line'), ' Curves'),
+    'click', () => actions.openDashboard(page.runId!)) : null;
+  curves?.addEventListener('click', (e) => e.preventDefault());
+  const zero = page.groups.filter((g) => g.advantage?.zeroVariance).length;
   mount(root,
-    h('header', { class: 'view-header' }, back,
+    h('header', { class: 'view-header group-header' }, back,
       h('h1', {}, 'GRPO groups', page.step !== null ? h('span', { class: 'muted' }, ` · step ${page.step}`) : null),
-      page.runId ? h('span', { class: 'muted mono' }, page.runId) : null,
+      page.runId ? h('span', { class: 'muted mono run-id', title: page.runId }, page.runId) : null,
       h('div', { class: 'spacer' }),
-      page.runId ? (() => {
-        const curves = h('a', { href: '#', class: 'open-dashboard', title: 'Open this run in the training dashboard' }, icon('graph-line'), ' Training curves');
-        curves.addEventListener('click', (e) => { e.preventDefault(); actions.openDashboard(page.runId!); });
-        return curves;
-      })() : null,
-      page.steps.length > 1 ? stepSelect : null),
+      h('div', { class: 'header-controls' }, curves, page.steps.length > 1 ? stepSelect : null, sortSelect, merge)),
     page.groups.length === 0
       ? h('div', { class: 'empty-state' }, icon('info'), h('p', {}, 'No GRPO groups here yet: the algorithm writes them when it trains on these rollouts.'))
-      : h('div', { class: 'groups' }, ...page.groups.map((g) => groupSection(g, actions))));
+      : h('div', { class: 'groups' },
+        h('div', { class: 'muted groups-summary' }, `${page.groups.length} group${page.groups.length === 1 ? '' : 's'}`,
+          zero ? ` · ${zero} with zero variance (folded: every call got the same credit, so GRPO learns nothing from them)` : ''),
+        ...page.groups.map((g) => groupSection(g, page.step, actions, redraw))));
 }

@@ -4,7 +4,7 @@
  * variables after each step (the "states" of the Agent Lightning paper's Figure 1).
  * No DOM here, so it reads top to bottom and is easy to test.
  */
-import { agentNames, numberArrayAttr, ownAgentName, repairedParents, rewardOfSpan, spanKind } from '../../protocol/span-reading.js';
+import { agentNames, isFinalRewardSpan, numberArrayAttr, ownAgentName, repairedParents, rewardOfSpan, spanKind } from '../../protocol/span-reading.js';
 import { AGL, GENAI } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
 
@@ -169,6 +169,73 @@ export function messageText(m: ChatMessage): string {
   return [m.text, ...m.toolCalls.map((c) => `${c.name}(${c.args})`)].filter(Boolean).join('\n');
 }
 
+// --- tool steps -------------------------------------------------------------------------------------
+
+/** A tool execution as `name(input) → output`, with its status kept apart from its output. */
+export interface ToolStep { span: Span; name: string; input: string | null; output: string | null; ok: boolean; error: string | null; callId: string | null }
+
+/** Attribute namespaces of the conventions: anything else on a tool span is the agent's own (e.g. `calc.expression`). */
+const CONVENTION_PREFIXES = ['gen_ai.', 'agl.', 'agentlightning.', 'code.', 'exception.', 'service.'];
+
+/** A payload as short text: a JSON string unwrapped, a one-field object as its value, else compact JSON. */
+export function compactPayload(raw: unknown): string {
+  const v = parseJson(raw);
+  if (typeof v === 'string') return v;
+  if (v && typeof v === 'object' && !Array.isArray(v)) {
+    const values = Object.values(v);
+    if (values.length === 1 && (typeof values[0] === 'string' || typeof values[0] === 'number')) return String(values[0]);
+  }
+  return JSON.stringify(v) ?? String(raw);
+}
+
+/** `name(input) → output`, or `→ error: message` when the tool failed. */
+export function toolStepLine(t: ToolStep): string {
+  const result = t.ok ? (t.output ?? '(no result recorded)') : `error: ${t.error ?? t.output ?? 'failed'}`;
+  return `${t.name}(${t.input ?? ''}) → ${result}`;
+}
+
+/**
+ * Every tool span of an attempt read as a step. Input and output come from the span's GenAI attributes
+ * (`gen_ai.tool.call.arguments` / `.result`, what the SDK's `operation(..., { tool: true })` writes); a span
+ * without them borrows them from the chat around it: the arguments of the matching tool call in the response
+ * of the LLM call before it, the result from the role "tool" message answering that call in the prompt of the
+ * call after it; failing that, the input is the span's own non-convention attributes.
+ */
+export function toolSteps(spans: Span[]): Map<string, ToolStep> {
+  const ordered = [...spans].sort((a, b) => a.startTime - b.startTime || a.sequenceId - b.sequenceId);
+  const calls = ordered.filter((s) => spanKind(s) === 'llm').map((s) => ({ span: s, call: llmCall(s) }));
+  const usedCallIds = new Set<string>();
+  const out = new Map<string, ToolStep>();
+  for (const span of ordered.filter((s) => spanKind(s) === 'tool')) {
+    const a = span.attributes;
+    const name = String(a[GENAI.toolName] ?? a['agl.operation.name'] ?? span.name);
+    let callId = typeof a[GENAI.toolCallId] === 'string' ? (a[GENAI.toolCallId] as string) : null;
+    let input = a[GENAI.toolCallArguments] !== undefined ? compactPayload(a[GENAI.toolCallArguments]) : null;
+    let output = a[GENAI.toolCallResult] !== undefined ? compactPayload(a[GENAI.toolCallResult])
+      : a['agl.tool.result'] !== undefined ? compactPayload(a['agl.tool.result']) : null;
+    const before = calls.filter((c) => (c.span.endTime ?? c.span.startTime) <= span.startTime).at(-1);
+    const requested = before?.call.response.flatMap((m) => m.toolCalls)
+      .find((c) => (callId ? c.id === callId : c.name === name && !(c.id && usedCallIds.has(c.id))));
+    if (requested) {
+      callId = callId ?? requested.id ?? null;
+      input = input ?? compactPayload(requested.args);
+    }
+    if (callId) usedCallIds.add(callId);
+    if (output === null && callId) {
+      const answer = calls.filter((c) => c.span.startTime >= (span.endTime ?? span.startTime))
+        .flatMap((c) => c.call.prompt).find((m) => m.role === 'tool' && m.toolCallId === callId);
+      if (answer) output = answer.text;
+    }
+    if (input === null) {
+      const own = Object.entries(a).filter(([k]) => !CONVENTION_PREFIXES.some((p) => k.startsWith(p)));
+      if (own.length) input = own.length === 1 ? compactPayload(own[0][1]) : JSON.stringify(Object.fromEntries(own));
+    }
+    const failed = span.status.code === 'error' || a[AGL.toolSucceeded] === false;
+    out.set(span.spanId, { span, name, input, output, ok: !failed, error: failed ? (span.status.message ?? null) : null, callId });
+  }
+  return out;
+}
+
 // --- states (Figure 1) -------------------------------------------------------------------------------
 
 export type VariableKind = 'input' | 'llm' | 'tool' | 'object' | 'reward';
@@ -206,26 +273,32 @@ export function deriveStates(spans: Span[], input: unknown): StatesTable {
   const variables: StateVariable[] = [{ id: 'task', label: 'task input', kind: 'input', value: taskText(spans, input) }];
   const steps: StateStep[] = [];
   const toolResultsSeen = new Set<string>();
+  const tools = toolSteps(spans);
   const ordered = [...spans].sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId);
   let llmIndex = 0;
+  let toolIndex = 0;
   const names = agentNames(spans);
   const readsOf = (promptText: string): string[] =>
     variables.filter((v) => fingerprints(v.value).some((f) => promptText.includes(f))).map((v) => v.id);
+  const addTool = (label: string, name: string, value: string, span: Span | null): void => {
+    const id = `tool-${++toolIndex}`;
+    variables.push({ id, label: `tool result ${name}`.trim(), kind: 'tool', value });
+    steps.push({ label, kind: 'tool', span, writes: [id], reads: [] });
+  };
 
   for (const span of ordered) {
     const kind = spanKind(span);
     if (kind === 'llm') {
       const call = llmCall(span, names.get(span.spanId) ?? null);
-      // Tool results the agent fed back (role "tool") are variables written before this call.
-      const toolNames = new Map(call.prompt.flatMap((p) => p.toolCalls).filter((c) => c.id).map((c) => [c.id!, c.name]));
+      // Tool results the agent fed back (role "tool") without a tool span of their own: steps before this call.
+      const toolNames = new Map(call.prompt.flatMap((p) => p.toolCalls).filter((c) => c.id).map((c) => [c.id!, c]));
       for (const m of call.prompt.filter((p) => p.role === 'tool')) {
         const key = m.toolCallId ?? m.text;
         if (toolResultsSeen.has(key)) continue;
         toolResultsSeen.add(key);
-        const id = `tool-${toolResultsSeen.size}`;
-        const name = m.name ?? (m.toolCallId ? toolNames.get(m.toolCallId) : undefined) ?? '';
-        variables.push({ id, label: `tool result ${name}`.trim(), kind: 'tool', value: m.text });
-        steps.push({ label: `tool ${name}`.trim(), kind: 'tool', span: null, writes: [id], reads: [] });
+        const requested = m.toolCallId ? toolNames.get(m.toolCallId) : undefined;
+        const name = m.name ?? requested?.name ?? '';
+        addTool(`${name || 'tool'}(${requested ? compactPayload(requested.args) : ''}) → ${m.text}`, name, m.text, null);
       }
       const promptText = call.prompt.map(messageText).join('\n');
       const reads = readsOf(promptText);
@@ -234,13 +307,9 @@ export function deriveStates(spans: Span[], input: unknown): StatesTable {
       variables.push({ id, label: `${who} output #${llmIndex}`, kind: 'llm', value: call.response.map(messageText).join('\n') });
       steps.push({ label: `${who} call #${llmIndex}`, kind: 'llm', span, writes: [id], reads });
     } else if (kind === 'tool') {
-      const name = String(span.attributes[GENAI.toolName] ?? span.name);
-      const result = span.attributes['gen_ai.tool.call.result'] ?? span.attributes['agl.tool.result'];
-      if (result === undefined) continue; // the result shows up as a role "tool" message of the next call
-      const id = `tool-span-${span.spanId}`;
-      toolResultsSeen.add(String(span.attributes[GENAI.toolCallId] ?? id));
-      variables.push({ id, label: `tool result ${name}`, kind: 'tool', value: String(result) });
-      steps.push({ label: `tool ${name}`, kind: 'tool', span, writes: [id], reads: [] });
+      const tool = tools.get(span.spanId)!;
+      toolResultsSeen.add(tool.callId ?? tool.output ?? span.spanId);
+      addTool(toolStepLine(tool), tool.name, tool.ok ? (tool.output ?? '') : `error: ${tool.error ?? 'failed'}`, span);
     } else if (kind === 'object') {
       const id = `object-${span.spanId}`;
       variables.push({ id, label: `object ${variables.filter((v) => v.kind === 'object').length + 1}`, kind: 'object', value: String(span.attributes[AGL.objectJson] ?? '') });
@@ -248,8 +317,11 @@ export function deriveStates(spans: Span[], input: unknown): StatesTable {
     } else if (kind === 'reward') {
       const id = `reward-${span.spanId}`;
       const name = String(span.attributes[AGL.rewardName] ?? 'reward');
-      variables.push({ id, label: name, kind: 'reward', value: String(rewardValue(span) ?? '') });
-      steps.push({ label: `reward ${name}`, kind: 'reward', span, writes: [id], reads: [] });
+      const value = rewardValue(span);
+      // "reward" is the default name, not said twice: the column reads "final reward", or "reward judge".
+      const what = isFinalRewardSpan(span) ? 'final reward' : 'reward';
+      variables.push({ id, label: name, kind: 'reward', value: String(value ?? '') });
+      steps.push({ label: `${what}${name !== 'reward' ? ` ${name}` : ''}`, kind: 'reward', span, writes: [id], reads: [] });
     }
   }
   return { variables, steps };

@@ -7,9 +7,10 @@ import type { Span } from '../../protocol/store.js';
 import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
 import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
-import { agentNames, finalReward, isFinalRewardSpan, spanKind, type SpanKindName } from '../../protocol/span-reading.js';
-import { buildSpanTree, flattenTree, llmCall, rewardValue, timeRange, transitionsBySpan } from './model.js';
-import { statusPill } from './rollouts-view.js';
+import { agentNames, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
+import { llmCall, rewardValue, timeRange, toolStepLine, toolSteps, transitionsBySpan, type ToolStep } from './model.js';
+import { rewardPill, runStatusPill } from './outcome.js';
+import { renderSpanTree } from './span-tree.js';
 import { renderStatesView } from './states-view.js';
 
 export interface RolloutViewState { tab: 'timeline' | 'states'; selectedSpanId?: string }
@@ -19,18 +20,14 @@ export interface RolloutViewActions extends DetailActions {
   saveViewState(state: RolloutViewState): void;
 }
 
-export const KIND_ICON: Record<SpanKindName, string> = {
-  agent: 'robot', llm: 'sparkle', tool: 'tools', reward: 'star-full', object: 'json', message: 'comment', exception: 'error', operation: 'symbol-event',
-};
-
-function spanLabel(span: Span, agentName: string | null): string {
+function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefined): string {
   const kind = spanKind(span);
   if (kind === 'llm') {
     const call = llmCall(span, agentName);
     // GenAI's span name for a chat call is "chat {model}".
     return `${call.agentName ? call.agentName + ' · ' : ''}chat ${call.model ?? ''}`.trim();
   }
-  if (kind === 'tool') return String(span.attributes['gen_ai.tool.name'] ?? span.name);
+  if (kind === 'tool' && tool) return toolStepLine(tool);
   if (kind === 'reward') {
     if (isFinalRewardSpan(span)) return 'final reward';
     const name = span.attributes['agl.reward.name'];
@@ -61,50 +58,16 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
   const byTransition = transitionsBySpan(detail.transitions);
   const names = agentNames(spans);
   const reward = finalReward(spans);
-  const tree = buildSpanTree(spans);
   const range = timeRange(spans);
-  const collapsed = new Set<string>();
+  const tools = toolSteps(spans);
   const firstCall = spans.find((s) => spanKind(s) === 'llm');
   let selected = spans.find((s) => s.spanId === state.selectedSpanId) ?? firstCall ?? spans[0];
-  const treePane = h('div', { class: 'span-tree', role: 'tree' });
+  const treePane = h('div', { class: 'span-tree' });
   const detailPane = h('div', { class: 'detail-pane' });
 
   const drawDetail = (): void => {
     if (!selected) { mount(detailPane, h('div', { class: 'empty-state' }, 'This attempt recorded no spans.')); return; }
-    mount(detailPane, renderSpanDetail(selected, byTransition.get(selected.spanId), reward, actions, rollout.agent, names.get(selected.spanId) ?? null));
-  };
-  const drawTree = (): void => {
-    const rows = flattenTree(tree, collapsed).map((node) => {
-      const s = node.span;
-      const kind = spanKind(s);
-      const left = ((s.startTime - range.start) / (range.end - range.start)) * 100;
-      const width = Math.max(0.4, (((s.endTime ?? s.startTime) - s.startTime) / (range.end - range.start)) * 100);
-      const bar = h('div', { class: `bar kind-${kind}`, title: fmtDuration(s.endTime !== null ? s.endTime - s.startTime : null) });
-      bar.style.left = `${left}%`;
-      bar.style.width = `${Math.min(width, 100 - left)}%`;
-      const twisty = node.children.length
-        ? icon(collapsed.has(s.spanId) ? 'chevron-right' : 'chevron-down', 'twisty')
-        : h('span', { class: 'twisty' });
-      twisty.addEventListener('click', (e) => {
-        e.stopPropagation();
-        if (collapsed.has(s.spanId)) collapsed.delete(s.spanId); else collapsed.add(s.spanId);
-        drawTree();
-      });
-      const name = h('div', { class: 'span-name' }, twisty, icon(KIND_ICON[kind], `kind-icon kind-${kind}`),
-        h('span', { class: 'label', title: s.name }, spanLabel(s, names.get(s.spanId) ?? null)), ...spanChips(s, byTransition.get(s.spanId)?.advantage));
-      name.style.paddingLeft = `${node.depth * 14 + 4}px`;
-      const row = h('div', { class: `span-row kind-${kind}${s === selected ? ' selected' : ''}`, role: 'treeitem', 'data-span-id': s.spanId, 'data-kind': kind, tabindex: 0 },
-        name, h('div', { class: 'waterfall' }, bar));
-      row.addEventListener('click', () => {
-        selected = s;
-        actions.saveViewState({ tab: 'timeline', selectedSpanId: s.spanId });
-        drawTree();
-        drawDetail();
-      });
-      return row;
-    });
-    mount(treePane, h('div', { class: 'span-row header' }, h('div', { class: 'span-name' }, 'Span'),
-      h('div', { class: 'waterfall axis' }, h('span', {}, '0'), h('span', {}, fmtDuration(range.end - range.start)))), ...rows);
+    mount(detailPane, renderSpanDetail(selected, byTransition.get(selected.spanId), reward, actions, rollout.agent, names.get(selected.spanId) ?? null, tools.get(selected.spanId)));
   };
 
   const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: 'Back to rollouts', title: 'Back to rollouts', class: 'back' });
@@ -129,7 +92,7 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
   const llmCount = spans.filter((s) => spanKind(s) === 'llm').length;
   mount(root,
     h('header', { class: 'view-header' }, back,
-      h('h1', {}, 'Rollout ', h('span', { class: 'mono' }, rollout.id)), statusPill(rollout.status),
+      h('h1', {}, 'Rollout ', h('span', { class: 'mono' }, rollout.id)), runStatusPill(rollout.status), rewardPill(reward),
       h('div', { class: 'spacer' }),
       detail.attempts.length > 1 ? attemptSelect : null),
     h('div', { class: 'summary' },
@@ -143,13 +106,18 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
       h('div', { class: 'summary-item wide' }, h('span', { class: 'muted' }, 'Task'), h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)))),
     attempt?.error ? h('div', { class: 'error-banner' }, icon('error'), ` ${attempt.error.message}`) : null,
     tabs);
-  drawTree();
+  const tree = renderSpanTree(treePane, {
+    spans, selectedId: selected?.spanId,
+    label: (s) => spanLabel(s, names.get(s.spanId) ?? null, tools.get(s.spanId)),
+    chips: (s) => spanChips(s, byTransition.get(s.spanId)?.advantage),
+    open: (s) => { selected = s; actions.saveViewState({ tab: 'timeline', selectedSpanId: s.spanId }); drawDetail(); },
+  });
   drawDetail();
   renderStatesView(statesPanel, spans, rollout.input, (spanId) => {
     selected = spans.find((s) => s.spanId === spanId) ?? selected;
     (tabs as unknown as { selectedIndex: number }).selectedIndex = 0;
     actions.saveViewState({ tab: 'timeline', selectedSpanId: selected?.spanId });
-    drawTree();
+    if (selected) tree.select(selected.spanId);
     drawDetail();
   });
 }
