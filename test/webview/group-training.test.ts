@@ -1,6 +1,6 @@
 /**
  * The GRPO group view on a real training step: the calc agent (samples/calc/agent.ts) with the shipped
- * warm-up policy, one GRPO step through the real trainer, gateway and runner workers (daemon/algorithm/,
+ * warm-up policy, one GRPO step (up to three, until one holds a tool call) through the real trainer, gateway and runner workers (daemon/algorithm/,
  * the same pieces as `agl train`), then the trajectory viewer (chromium, strict CSP) on what that step
  * stored. Every advantage the cards show must be the stored one, and the group's mean and std in the
  * tooltip must be the numbers it came from: (credit - mean) / (std + eps) per the run's recorded scaling.
@@ -19,6 +19,7 @@ import { startTrainingHost, type TrainingHost } from '../../daemon/commands/trai
 import type { TfPolicyModel } from '../../daemon/model/policy.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { trajectoryHandlers } from '../../extension/panels/data.js';
+import { isToolSpan } from '../../protocol/span-reading.js';
 import type { Transition } from '../../protocol/store.js';
 import { AglClient } from '../../sdk/client.js';
 import { openWebview, type WebviewSession } from './harness.js';
@@ -34,27 +35,35 @@ describe('GRPO group view on a real calc training step', () => {
   let view: WebviewSession;
   let runId: string;
   let stored: Transition[];
+  let shownStep = 0;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'agl-group-train-'));
     store = new SqliteStore(join(dir, 'store.sqlite'));
     policy = await openPolicy(join('samples', 'calc', 'warmup'), { backend: process.env.AGL_BACKEND ?? 'auto', learningRate: 5e-4, seed: 1 });
-    // samples/calc/train.yaml's settings, one step of 6 tasks x 8 samples (temperature 1: groups see both outcomes; the warm-up calls the calculator about once in ten rollouts, so 48 rollouts nearly always hold some).
+    // samples/calc/train.yaml's settings, steps of 6 tasks x 8 samples (temperature 1: groups see both outcomes). The warm-up
+    // calls the calculator about once in ten rollouts, so 48 rollouts hold some in ~99.4% of steps: a step without any
+    // (nothing for the tool assertions to look at) is followed by another, at most three in all.
     const config = parseTrainConfig({
       model: { temperature: 1, maxTokens: 16, valTemperature: 0 },
-      training: { batchSize: 6, groupSize: 8, maxSteps: 1, valEvery: 0, seed: 5, learningRate: 5e-4, grpo: { scaleRewards: 'group', skipZeroStdGroups: true } },
+      training: { batchSize: 6, groupSize: 8, maxSteps: 3, valEvery: 0, seed: 5, learningRate: 5e-4, grpo: { scaleRewards: 'group', skipZeroStdGroups: true } },
       runtime: { workers: 2, rolloutTimeoutSeconds: 60 },
     });
     const tasks = readFileSync(join('samples', 'calc', 'data', 'train.jsonl'), 'utf8').split('\n').filter(Boolean).slice(0, 40)
       .map((l) => { const input = JSON.parse(l) as { id: string }; return { id: input.id, input }; });
     host = await startTrainingHost({ store, policy, token: TOKEN, dataDir: dir, workers: 2, agent: AGENT });
     // As `agl train` does: the run records its parsed config (the viewer reads the advantage scaling there).
-    const run = await store.createTrainingRun({ agent: AGENT, config: config as unknown as Record<string, unknown>, totalSteps: 1 });
+    const run = await store.createTrainingRun({ agent: AGENT, config: config as unknown as Record<string, unknown>, totalSteps: 3 });
     runId = run.id;
     const trainer = new Trainer({ store, policy, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val: tasks.slice(0, 1), checkpoint: async () => {} }, newTrainerState(run));
-    await trainer.step();
-    await store.updateTrainingRun(run.id, { step: 1 });
-    stored = await store.queryTransitions({ runId, step: 0 });
+    for (shownStep = 0; ; shownStep++) {
+      await trainer.step();
+      await store.updateTrainingRun(run.id, { step: shownStep + 1 });
+      stored = await store.queryTransitions({ runId, step: shownStep });
+      const rollouts = [...new Set(stored.map((s) => s.rolloutId))];
+      const spans = (await Promise.all(rollouts.map((rolloutId) => store.querySpans({ rolloutId })))).flat();
+      if (spans.some(isToolSpan) || shownStep === 2) break;
+    }
     view = await openWebview('trajectory', trajectoryHandlers(new AglClient({ url: host.url, token: TOKEN })), { width: 1200 });
   });
   after(async () => {
@@ -68,7 +77,7 @@ describe('GRPO group view on a real calc training step', () => {
   it('shows every advantage exactly as the trainer stored it, and a formula whose numbers give it', async (t) => {
     assert.ok(stored.length >= 48, `one transition per LLM call of 48 rollouts: ${stored.length}`);
     const page = view.page;
-    await view.notify('trajectory/show', { view: { kind: 'group', runId, step: 0 } });
+    await view.notify('trajectory/show', { view: { kind: 'group', runId, step: shownStep } });
     await page.waitForSelector('.group');
     // Unfold every group and unmerge, so each stored transition has its own row.
     await page.click('vscode-checkbox.merge-toggle');
