@@ -9,7 +9,8 @@ import type { Server } from 'node:http';
 import { AglClient } from '../../sdk/client.js';
 import type { PolicyModel } from '../model/api.js';
 import { Runner } from '../runner/runner.js';
-import { closeGracefully, createApp, createServerContext, listen } from '../server/app.js';
+import { closeGracefully, createApp, listen } from '../server/app.js';
+import { createServerContext } from '../server/context.js';
 import { Watchdog } from '../store/index.js';
 import type { LightningStore } from '../store/types.js';
 

@@ -95,13 +95,6 @@ export function problemBody(status: number, kind: string, detail: string, errors
   return body;
 }
 
-/** A route's answer as a status and a serialised JSON body (what both express and the hot path send). */
-export interface Reply { status: number; body: string }
-
-export function sendReply(res: Parameters<RequestHandler>[1], reply: Reply): void {
-  res.status(reply.status).type('application/json').send(reply.body);
-}
-
 export function sendProblem(res: Parameters<RequestHandler>[1], problem: Problem): void {
   res.status(problem.status).type('application/problem+json').send(JSON.stringify(problem));
 }

@@ -3,7 +3,8 @@
  * rollout makes (dequeue, span batches, finish) and the algorithm's waits and span reads.
  *   POST /v1/agl/queues/rollouts/dequeue          POST /v1/agl/spans          POST /v1/agl/spans/search
  *   POST /v1/agl/rollouts/:id/attempts/:aid/finish                            POST /v1/agl/waits/rollouts
- * They run the same handlers as the express routes (routes-*.ts: same validation, store calls and answers),
+ * They are the routes marked `hot` in the one route table (store-api.ts), so they run the very work express
+ * runs for them (routes-*.ts: same validation, store calls and answers),
  * read bodies with the same reader (body.ts: strict UTF-8, strict JSON), answer errors with the same
  * problem+json (token first, malformed JSON, field errors, 404/409, 500 logged) from inside one error
  * boundary (errors.ts settle: a synchronous throw is answered like a rejection), and count in /metrics under
@@ -18,15 +19,12 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
 import bytes from 'bytes';
 import { API_PREFIX } from '../../protocol/api.js';
-import type { ServerContext } from './app.js';
 import { AUTHENTICATE_HEADER, bearerCheck } from './auth.js';
 import { parseJsonBytes } from './body.js';
-import { settle, toProblem, type Reply } from './errors.js';
-import { rolloutHandlers } from './routes-rollouts.js';
-import { spanHandlers } from './routes-spans.js';
-
-/** A hot route's work; its /metrics label is its path pattern under API_PREFIX, as express labels it. */
-interface HotRoute { label: string; handle: (body: unknown, params: string[]) => Promise<Reply> }
+import type { ServerContext } from './context.js';
+import { settle, toProblem } from './errors.js';
+import type { StoreRoute } from './route.js';
+import { storeRoutes } from './store-api.js';
 
 /** A body limit in express.json's syntax ('16mb', '64kb', bytes), read by the same `bytes` package it uses. */
 export function parseByteSize(size: string | number): number {
@@ -36,31 +34,52 @@ export function parseByteSize(size: string | number): number {
 }
 
 const JSON_TYPE = /^application\/json\s*(?:;\s*charset="?utf-8"?\s*)?$/i;
-const FINISH = /^\/rollouts\/([^/]+)\/attempts\/([^/]+)\/finish$/;
+
+interface Match { route: StoreRoute; params: Record<string, string> }
+
+/**
+ * A matcher of POST paths (under API_PREFIX) over the route table, tried in the table's order as express tries
+ * it: the first route whose pattern matches decides, and only a hot one is answered here (null otherwise, and
+ * for a path that does not decode as express decodes params: express then answers).
+ */
+export function hotRouteMatcher(routes: StoreRoute[]): (path: string) => Match | null {
+  for (const r of routes) if (r.hot && r.method !== 'POST') throw new Error(`${r.method} ${r.path}: only POST routes can be hot (the hot path reads a JSON body, never a query)`);
+  const compiled = routes.filter((r) => r.method === 'POST').map((route) => {
+    const names: string[] = [];
+    const source = route.path.split('/').map((seg) => {
+      if (!seg.startsWith(':')) return seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      names.push(seg.slice(1));
+      return '([^/]+)';
+    }).join('/');
+    return { route, re: new RegExp(`^${source}$`), names };
+  });
+  return (path) => {
+    for (const { route, re, names } of compiled) {
+      const m = re.exec(path);
+      if (!m) continue;
+      if (!route.hot) return null;
+      try {
+        return { route, params: Object.fromEntries(names.map((name, i) => [name, decodeURIComponent(m[i + 1]!)])) };
+      } catch { return null; }
+    }
+    return null;
+  };
+}
 
 /**
  * The server's request listener: hot routes here, everything else (and every unusual request) to `app`.
  * Used by listen() (app.ts), so `agl serve` and the training host both get it.
  */
 export function withHotPath(ctx: ServerContext, app: RequestListener): RequestListener {
-  const spans = spanHandlers(ctx);
-  const rollouts = rolloutHandlers(ctx);
-  const exact = new Map<string, HotRoute>(([
-    ['/queues/rollouts/dequeue', rollouts.dequeue], ['/spans', spans.add], ['/spans/search', spans.search], ['/waits/rollouts', rollouts.wait],
-  ] as const).map(([path, handle]) => [path, { label: path, handle: (b: unknown) => handle(b) }]));
-  const finish: HotRoute = { label: '/rollouts/:id/attempts/:aid/finish', handle: (b, [id, aid]) => rollouts.finish(id!, aid!, b) };
+  const match = hotRouteMatcher(storeRoutes(ctx));
   const checkToken = bearerCheck(ctx.token);
   const limit = parseByteSize(ctx.bodyLimit);
 
-  const route = (req: IncomingMessage): { route: HotRoute; params: string[] } | null => {
+  // Hot routes are all POST (hotRouteMatcher checks): anything else, or a query string, goes to express.
+  const route = (req: IncomingMessage): Match | null => {
     const url = req.url!;
     if (req.method !== 'POST' || !url.startsWith(API_PREFIX + '/') || url.includes('?')) return null;
-    const path = url.slice(API_PREFIX.length);
-    const hit = exact.get(path);
-    if (hit) return { route: hit, params: [] };
-    const m = FINISH.exec(path);
-    if (!m) return null;
-    try { return { route: finish, params: [decodeURIComponent(m[1]!), decodeURIComponent(m[2]!)] }; } catch { return null; }
+    return match(url.slice(API_PREFIX.length));
   };
 
   return (req, res) => {
@@ -73,7 +92,7 @@ export function withHotPath(ctx: ServerContext, app: RequestListener): RequestLi
       return;
     }
     const start = process.hrtime.bigint();
-    const label = `POST ${API_PREFIX}${found.route.label}`;
+    const label = `${found.route.method} ${API_PREFIX}${found.route.path}`;
     const send = (status: number, body: string, contentType: string, extra?: Record<string, string>) => {
       res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), ...extra });
       res.end(body);
@@ -97,7 +116,7 @@ export function withHotPath(ctx: ServerContext, app: RequestListener): RequestLi
     req.on('error', () => { /* the client went away mid-body: nothing was accepted, nothing to answer */ });
     req.on('end', () => {
       // The error boundary: a throw anywhere in reading, validating or handling (sync or async) is answered.
-      settle(() => found.route.handle(parseJsonBytes(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)), found.params))
+      settle(() => found.route.handle({ body: parseJsonBytes(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)), params: found.params, query: {} }))
         .then((reply) => send(reply.status, reply.body, 'application/json; charset=utf-8'))
         .catch(fail)
         .catch((err: unknown) => { ctx.log(`POST ${req.url}: could not answer: ${(err as Error)?.stack ?? err}`); res.destroy(); });

@@ -7,17 +7,17 @@
  *   POST /rollouts/:id/attempts/:aid/heartbeat   POST /rollouts/:id/attempts/:aid/finish
  *   POST /queues/rollouts/enqueue (one or many)  POST /queues/rollouts/dequeue (claim for a worker)
  *   POST /waits/rollouts (long-poll until the rollouts end or the timeout)
- * Dequeue, finish and waits are also served by the hot path (hot-path.ts) with the same handlers.
+ * Declared once for the route table (store-api.ts); dequeue, finish and waits are marked hot (hot-path.ts).
  */
-import { Router } from 'express';
 import {
   DequeueRequest, EnqueueManyRequest, FinishAttemptRequest, RolloutInputRequest, RolloutListQuery,
   RolloutSearchRequest, StartRolloutRequest, UpdateRolloutRequest, WaitRolloutsRequest,
 } from '../../protocol/api.js';
 import type { Attempt } from '../../protocol/store.js';
 import type { RolloutQuery } from '../store/types.js';
-import { HttpProblem, notFound, parseOr400, sendReply, type Reply } from './errors.js';
-import type { ServerContext } from './app.js';
+import type { ServerContext } from './context.js';
+import { HttpProblem, notFound, parseOr400 } from './errors.js';
+import { json, type StoreRoute } from './route.js';
 
 /** The attempt, checked to belong to the rollout in the path (404 otherwise). */
 async function attemptOf(ctx: ServerContext, id: string, aid: string): Promise<Attempt> {
@@ -29,37 +29,7 @@ async function attemptOf(ctx: ServerContext, id: string, aid: string): Promise<A
   return attempt;
 }
 
-const json = (status: number, value: unknown): Reply => ({ status, body: JSON.stringify(value) });
-
-/** The queue, finish and wait routes' work, from parsed body to reply: shared by the express routes and the hot path (hot-path.ts). */
-export function rolloutHandlers(ctx: ServerContext) {
-  const { store } = ctx;
-  return {
-    /** POST /queues/rollouts/dequeue */
-    async dequeue(body: unknown): Promise<Reply> {
-      const { workerId, limit, agent, mode } = parseOr400(DequeueRequest, body);
-      const opts = { agent, mode };
-      const claims = limit === 1
-        ? await store.claimNextRollout(workerId, opts).then((c) => (c ? [c] : []))
-        : await store.claimRollouts(workerId, limit, opts);
-      return json(200, { claims });
-    },
-    /** POST /rollouts/:id/attempts/:aid/finish */
-    async finish(id: string, aid: string, body: unknown): Promise<Reply> {
-      const input = parseOr400(FinishAttemptRequest, body);
-      await attemptOf(ctx, id, aid);
-      return json(200, await store.finishAttempt(aid, input));
-    },
-    /** POST /waits/rollouts */
-    async wait(body: unknown): Promise<Reply> {
-      const { ids, timeoutMs } = parseOr400(WaitRolloutsRequest, body);
-      return json(200, { items: await store.waitForRollouts(ids, timeoutMs) });
-    },
-  };
-}
-
-export function rolloutsRouter(ctx: ServerContext): Router {
-  const r = Router();
+export function rolloutRoutes(ctx: ServerContext): StoreRoute[] {
   const { store } = ctx;
   // Everything but the cursor is validated by schema; a cursor the store cannot read is the caller's error.
   const queryWithCursor = async (q: RolloutQuery) => {
@@ -74,76 +44,83 @@ export function rolloutsRouter(ctx: ServerContext): Router {
   };
   const seen = (agent: string | null | undefined) => { if (agent) ctx.onAgentSeen?.(agent); };
 
-  r.post('/queues/rollouts/enqueue', async (req, res) => {
-    const body = req.body as Record<string, unknown> | undefined;
-    // One rollout, or { rollouts: [...] }: chosen by shape so errors name the field, not "no union member matched".
-    const many = body !== null && typeof body === 'object' && !Array.isArray(body) && 'rollouts' in body && !('input' in body);
-    const inputs = many ? parseOr400(EnqueueManyRequest, body).rollouts : [parseOr400(RolloutInputRequest, body)];
-    const rollouts = inputs.length === 1 ? [await store.enqueueRollout(inputs[0])] : await store.enqueueRollouts(inputs);
-    for (const x of inputs) seen(x.agent);
-    res.status(201).json({ rollouts });
-  });
+  return [
+    { method: 'POST', path: '/queues/rollouts/enqueue', async handle({ body }) {
+      const b = body as Record<string, unknown> | undefined;
+      // One rollout, or { rollouts: [...] }: chosen by shape so errors name the field, not "no union member matched".
+      const many = b !== null && typeof b === 'object' && !Array.isArray(b) && 'rollouts' in b && !('input' in b);
+      const inputs = many ? parseOr400(EnqueueManyRequest, b).rollouts : [parseOr400(RolloutInputRequest, b)];
+      const rollouts = inputs.length === 1 ? [await store.enqueueRollout(inputs[0])] : await store.enqueueRollouts(inputs);
+      for (const x of inputs) seen(x.agent);
+      return json(201, { rollouts });
+    } },
 
-  const hot = rolloutHandlers(ctx);
-  r.post('/queues/rollouts/dequeue', async (req, res) => sendReply(res, await hot.dequeue(req.body)));
+    { method: 'POST', path: '/queues/rollouts/dequeue', hot: true, async handle({ body }) {
+      const { workerId, limit, agent, mode } = parseOr400(DequeueRequest, body);
+      const opts = { agent, mode };
+      const claims = limit === 1
+        ? await store.claimNextRollout(workerId, opts).then((c) => (c ? [c] : []))
+        : await store.claimRollouts(workerId, limit, opts);
+      return json(200, { claims });
+    } },
 
-  r.post('/rollouts', async (req, res) => {
-    const { workerId, ...input } = parseOr400(StartRolloutRequest, req.body);
-    const claim = await store.startRollout(input, workerId);
-    seen(input.agent);
-    res.status(201).json(claim);
-  });
+    { method: 'POST', path: '/rollouts', async handle({ body }) {
+      const { workerId, ...input } = parseOr400(StartRolloutRequest, body);
+      const claim = await store.startRollout(input, workerId);
+      seen(input.agent);
+      return json(201, claim);
+    } },
 
-  r.get('/rollouts', async (req, res) => {
-    res.json(await queryWithCursor(parseOr400(RolloutListQuery, req.query, 'query') as RolloutQuery));
-  });
+    { method: 'GET', path: '/rollouts', handle: async ({ query }) =>
+      json(200, await queryWithCursor(parseOr400(RolloutListQuery, query, 'query') as RolloutQuery)) },
 
-  r.post('/rollouts/search', async (req, res) => {
-    res.json(await queryWithCursor(parseOr400(RolloutSearchRequest, req.body)));
-  });
+    { method: 'POST', path: '/rollouts/search', handle: async ({ body }) =>
+      json(200, await queryWithCursor(parseOr400(RolloutSearchRequest, body))) },
 
-  r.get('/rollouts/:id', async (req, res) => {
-    const rollout = await store.getRollout(req.params.id);
-    if (!rollout) throw notFound('rollout', req.params.id);
-    res.json(rollout);
-  });
+    { method: 'GET', path: '/rollouts/:id', async handle({ params }) {
+      const rollout = await store.getRollout(params.id!);
+      if (!rollout) throw notFound('rollout', params.id!);
+      return json(200, rollout);
+    } },
 
-  r.post('/rollouts/:id', async (req, res) => {
-    const { metadata } = parseOr400(UpdateRolloutRequest, req.body);
-    res.json(await store.updateRolloutMetadata(req.params.id, metadata));
-  });
+    { method: 'POST', path: '/rollouts/:id', async handle({ body, params }) {
+      const { metadata } = parseOr400(UpdateRolloutRequest, body);
+      return json(200, await store.updateRolloutMetadata(params.id!, metadata));
+    } },
 
-  r.post('/rollouts/:id/cancel', async (req, res) => {
-    res.json(await store.cancelRollout(req.params.id));
-  });
+    { method: 'POST', path: '/rollouts/:id/cancel', handle: async ({ params }) => json(200, await store.cancelRollout(params.id!)) },
 
-  r.get('/rollouts/:id/attempts', async (req, res) => {
-    const items = await store.getAttempts(req.params.id);
-    if (items.length === 0 && !(await store.getRollout(req.params.id))) throw notFound('rollout', req.params.id);
-    res.json({ items });
-  });
+    { method: 'GET', path: '/rollouts/:id/attempts', async handle({ params }) {
+      const items = await store.getAttempts(params.id!);
+      if (items.length === 0 && !(await store.getRollout(params.id!))) throw notFound('rollout', params.id!);
+      return json(200, { items });
+    } },
 
-  r.get('/rollouts/:id/attempts/latest', async (req, res) => {
-    const attempt = await store.getLatestAttempt(req.params.id);
-    if (!attempt) {
-      if (!(await store.getRollout(req.params.id))) throw notFound('rollout', req.params.id);
-      throw notFound('attempt of rollout', req.params.id);
-    }
-    res.json(attempt);
-  });
+    { method: 'GET', path: '/rollouts/:id/attempts/latest', async handle({ params }) {
+      const attempt = await store.getLatestAttempt(params.id!);
+      if (!attempt) {
+        if (!(await store.getRollout(params.id!))) throw notFound('rollout', params.id!);
+        throw notFound('attempt of rollout', params.id!);
+      }
+      return json(200, attempt);
+    } },
 
-  r.get('/rollouts/:id/attempts/:aid', async (req, res) => {
-    res.json(await attemptOf(ctx, req.params.id, req.params.aid));
-  });
+    { method: 'GET', path: '/rollouts/:id/attempts/:aid', handle: async ({ params }) => json(200, await attemptOf(ctx, params.id!, params.aid!)) },
 
-  r.post('/rollouts/:id/attempts/:aid/heartbeat', async (req, res) => {
-    await attemptOf(ctx, req.params.id, req.params.aid);
-    res.json(await store.heartbeatAttempt(req.params.aid));
-  });
+    { method: 'POST', path: '/rollouts/:id/attempts/:aid/heartbeat', async handle({ params }) {
+      await attemptOf(ctx, params.id!, params.aid!);
+      return json(200, await store.heartbeatAttempt(params.aid!));
+    } },
 
-  r.post('/rollouts/:id/attempts/:aid/finish', async (req, res) => sendReply(res, await hot.finish(req.params.id, req.params.aid, req.body)));
+    { method: 'POST', path: '/rollouts/:id/attempts/:aid/finish', hot: true, async handle({ body, params }) {
+      const input = parseOr400(FinishAttemptRequest, body);
+      await attemptOf(ctx, params.id!, params.aid!);
+      return json(200, await store.finishAttempt(params.aid!, input));
+    } },
 
-  r.post('/waits/rollouts', async (req, res) => sendReply(res, await hot.wait(req.body)));
-
-  return r;
+    { method: 'POST', path: '/waits/rollouts', hot: true, async handle({ body }) {
+      const { ids, timeoutMs } = parseOr400(WaitRolloutsRequest, body);
+      return json(200, { items: await store.waitForRollouts(ids, timeoutMs) });
+    } },
+  ];
 }

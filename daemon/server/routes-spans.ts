@@ -4,21 +4,20 @@
  *   GET  /spans          ?rolloutId=&attemptId=(id|latest)&name=&afterSequenceId=&limit=  (tail with afterSequenceId)
  *   POST /spans/search   the same query as a JSON body
  * This is the hottest write path (benchmarks push thousands of spans/s): validate, write, acknowledge, nothing else.
- * POST /spans and /spans/search are also served by the hot path (hot-path.ts) with the same handlers.
+ * Declared once for the route table (store-api.ts); POST /spans and /spans/search are marked hot (hot-path.ts).
  */
-import { Router } from 'express';
-import type { SpanQuery } from '../store/types.js';
 import { AddSpansManyRequest, MAX_BATCH, SpanInputRequest, SpanListQuery, SpanSearchRequest } from '../../protocol/api.js';
-import { parseSpanInputsFast } from '../../protocol/span-input-fast.js';
 import type { Span } from '../../protocol/store.js';
-import { parseOr400, sendReply, type Reply } from './errors.js';
-import type { ServerContext } from './app.js';
+import type { SpanQuery } from '../store/types.js';
+import type { ServerContext } from './context.js';
+import { parseOr400 } from './errors.js';
+import type { Reply, StoreRoute } from './route.js';
+import { parseSpanInputsFast } from './span-input-fast.js';
 
 const spanCount = (spans: unknown) => Array.isArray(spans) && spans.length >= 1 && spans.length <= MAX_BATCH;
 const ack = (s: Span) => ({ rolloutId: s.rolloutId, attemptId: s.attemptId, spanId: s.spanId, traceId: s.traceId, sequenceId: s.sequenceId });
 
-/** The span routes' work, from parsed body to reply: shared by these express routes and the hot path (hot-path.ts). */
-export function spanHandlers(ctx: ServerContext) {
+export function spanRoutes(ctx: ServerContext): StoreRoute[] {
   const { store } = ctx;
   // Spans are stored as JSON: when the store can hand them over serialised, skip parse + re-stringify
   // (about 0.9 ms per 100 KB, ~15% of daemon CPU per rollout in bench:store).
@@ -26,28 +25,17 @@ export function spanHandlers(ctx: ServerContext) {
     status: 200,
     body: store.querySpansJson ? `{"items":${await store.querySpansJson(query)}}` : JSON.stringify({ items: await store.querySpans(query) }),
   });
-  return {
-    /** POST /spans: one span or { spans: [...] }. */
-    async add(body: unknown): Promise<Reply> {
+  return [
+    { method: 'POST', path: '/spans', hot: true, async handle({ body }) {
       const b = body as Record<string, unknown> | undefined;
       const many = b !== null && typeof b === 'object' && !Array.isArray(b) && 'spans' in b && !('rolloutId' in b);
-      // Plainly valid batches skip zod (protocol/span-input-fast.ts); anything else gets zod's verdict and field errors.
+      // Plainly valid batches skip zod (span-input-fast.ts); anything else gets zod's verdict and field errors.
       const fast = many ? (Object.keys(b).length === 1 && spanCount(b.spans) ? parseSpanInputsFast(b.spans) : null) : parseSpanInputsFast([b]);
       const inputs = fast ?? (many ? parseOr400(AddSpansManyRequest, b).spans : [parseOr400(SpanInputRequest, b)]);
       const spans = await store.addSpans(inputs);
       return { status: 201, body: JSON.stringify({ count: spans.length, spans: spans.map(ack) }) };
-    },
-    /** POST /spans/search. */
-    search: (body: unknown) => spansReply(parseOr400(SpanSearchRequest, body)),
-    list: (query: unknown) => spansReply(parseOr400(SpanListQuery, query, 'query')),
-  };
-}
-
-export function spansRouter(ctx: ServerContext): Router {
-  const r = Router();
-  const h = spanHandlers(ctx);
-  r.post('/spans', async (req, res) => sendReply(res, await h.add(req.body)));
-  r.get('/spans', async (req, res) => sendReply(res, await h.list(req.query)));
-  r.post('/spans/search', async (req, res) => sendReply(res, await h.search(req.body)));
-  return r;
+    } },
+    { method: 'GET', path: '/spans', handle: ({ query }) => spansReply(parseOr400(SpanListQuery, query, 'query')) },
+    { method: 'POST', path: '/spans/search', hot: true, handle: ({ body }) => spansReply(parseOr400(SpanSearchRequest, body)) },
+  ];
 }

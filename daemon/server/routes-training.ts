@@ -3,17 +3,17 @@
  *   POST /training-runs   GET /training-runs?agent=   GET /training-runs/:id   POST /training-runs/:id (patch)
  *   POST /training-runs/:id/metrics   GET /training-runs/:id/metrics?afterStep=
  *   POST /transitions     GET /transitions?runId=&rolloutId=&step=&limit=
+ * Declared once for the route table (store-api.ts).
  */
-import { Router } from 'express';
 import {
   AddMetricsRequest, AddTransitionsRequest, CreateTrainingRunRequest, MetricsQuery, TrainingRunListQuery,
   TransitionListQuery, UpdateTrainingRunRequest,
 } from '../../protocol/api.js';
+import type { ServerContext } from './context.js';
 import { HttpProblem, notFound, parseOr400 } from './errors.js';
-import type { ServerContext } from './app.js';
+import { json, type StoreRoute } from './route.js';
 
-export function trainingRouter(ctx: ServerContext): Router {
-  const r = Router();
+export function trainingRoutes(ctx: ServerContext): StoreRoute[] {
   const { store } = ctx;
   const mustExist = async (id: string) => {
     const run = await store.getTrainingRun(id);
@@ -36,43 +36,38 @@ export function trainingRouter(ctx: ServerContext): Router {
     }
   };
 
-  r.post('/training-runs', async (req, res) => {
-    res.status(201).json(await store.createTrainingRun(parseOr400(CreateTrainingRunRequest, req.body)));
-  });
-  r.get('/training-runs', async (req, res) => {
-    const { agent } = parseOr400(TrainingRunListQuery, req.query, 'query');
-    res.json({ items: await store.listTrainingRuns(agent) });
-  });
-  r.get('/training-runs/:id', async (req, res) => {
-    res.json(await mustExist(req.params.id));
-  });
-  r.post('/training-runs/:id', async (req, res) => {
-    const patch = parseOr400(UpdateTrainingRunRequest, req.body);
-    await mustExist(req.params.id);
-    res.json(await store.updateTrainingRun(req.params.id, patch));
-  });
+  return [
+    { method: 'POST', path: '/training-runs', handle: async ({ body }) => json(201, await store.createTrainingRun(parseOr400(CreateTrainingRunRequest, body))) },
+    { method: 'GET', path: '/training-runs', async handle({ query }) {
+      const { agent } = parseOr400(TrainingRunListQuery, query, 'query');
+      return json(200, { items: await store.listTrainingRuns(agent) });
+    } },
+    { method: 'GET', path: '/training-runs/:id', handle: async ({ params }) => json(200, await mustExist(params.id!)) },
+    { method: 'POST', path: '/training-runs/:id', async handle({ body, params }) {
+      const patch = parseOr400(UpdateTrainingRunRequest, body);
+      await mustExist(params.id!);
+      return json(200, await store.updateTrainingRun(params.id!, patch));
+    } },
 
-  r.post('/training-runs/:id/metrics', async (req, res) => {
-    const { points } = parseOr400(AddMetricsRequest, req.body);
-    await mustExist(req.params.id);
-    await store.addMetrics(points.map((p) => ({ ...p, runId: req.params.id })));
-    res.status(201).json({ count: points.length });
-  });
-  r.get('/training-runs/:id/metrics', async (req, res) => {
-    const { afterStep } = parseOr400(MetricsQuery, req.query, 'query');
-    await mustExist(req.params.id);
-    res.json({ items: await store.queryMetrics(req.params.id, afterStep) });
-  });
+    { method: 'POST', path: '/training-runs/:id/metrics', async handle({ body, params }) {
+      const { points } = parseOr400(AddMetricsRequest, body);
+      await mustExist(params.id!);
+      await store.addMetrics(points.map((p) => ({ ...p, runId: params.id! })));
+      return json(201, { count: points.length });
+    } },
+    { method: 'GET', path: '/training-runs/:id/metrics', async handle({ query, params }) {
+      const { afterStep } = parseOr400(MetricsQuery, query, 'query');
+      await mustExist(params.id!);
+      return json(200, { items: await store.queryMetrics(params.id!, afterStep) });
+    } },
 
-  r.post('/transitions', async (req, res) => {
-    const { transitions } = parseOr400(AddTransitionsRequest, req.body);
-    await mustAllExist(transitions);
-    await store.addTransitions(transitions);
-    res.status(201).json({ count: transitions.length });
-  });
-  r.get('/transitions', async (req, res) => {
-    res.json({ items: await store.queryTransitions(parseOr400(TransitionListQuery, req.query, 'query')) });
-  });
-
-  return r;
+    { method: 'POST', path: '/transitions', async handle({ body }) {
+      const { transitions } = parseOr400(AddTransitionsRequest, body);
+      await mustAllExist(transitions);
+      await store.addTransitions(transitions);
+      return json(201, { count: transitions.length });
+    } },
+    { method: 'GET', path: '/transitions', handle: async ({ query }) =>
+      json(200, { items: await store.queryTransitions(parseOr400(TransitionListQuery, query, 'query')) }) },
+  ];
 }

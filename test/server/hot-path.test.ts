@@ -8,7 +8,10 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { parseByteSize } from '../../daemon/server/hot-path.js';
+import { createServerContext } from '../../daemon/server/context.js';
+import { hotRouteMatcher, parseByteSize } from '../../daemon/server/hot-path.js';
+import type { StoreRoute } from '../../daemon/server/route.js';
+import { storeRoutes } from '../../daemon/server/store-api.js';
 import { startDaemon, type Harness } from '../runner/daemon-harness.js';
 
 interface Answer { status: number; type: string; authenticate: string | undefined; body: any }
@@ -128,6 +131,25 @@ describe('hot path beside express', () => {
     assert.ok(count('/v1/agl/spans', 401) >= 1);
     assert.doesNotMatch(text, /route="\/v1\/agl\/rollouts\/ro-nope/);
     assert.doesNotMatch(text, /route="\/rollouts\//, 'express keeps the mount path after an error too');
+  });
+
+  it('serves the routes the one route table marks hot, and only those, matched in the table\'s order', () => {
+    const routes = storeRoutes(createServerContext({ store: d.store, token: d.token, dataDir: d.dataDir }));
+    assert.deepEqual(routes.filter((r) => r.hot).map((r) => `${r.method} ${r.path}`).sort(), [
+      'POST /queues/rollouts/dequeue', 'POST /rollouts/:id/attempts/:aid/finish', 'POST /spans', 'POST /spans/search', 'POST /waits/rollouts',
+    ]);
+    const match = hotRouteMatcher(routes);
+    const hit = (path: string) => { const m = match(path); return m && { path: m.route.path, params: m.params }; };
+    assert.deepEqual(hit('/spans'), { path: '/spans', params: {} });
+    assert.deepEqual(hit('/rollouts/ro%2D1/attempts/at-2/finish'), { path: '/rollouts/:id/attempts/:aid/finish', params: { id: 'ro-1', aid: 'at-2' } });
+    assert.equal(hit('/rollouts/ro-1/attempts/at-2/heartbeat'), null, 'a route express alone serves');
+    assert.equal(hit('/rollouts/%E0%A4%A/attempts/at-2/finish'), null, 'a path that does not decode goes to express');
+    assert.equal(hit('/spans/'), null);
+    // The first route that matches decides, as in express: a hot route behind a plain one is left to express.
+    const handle = () => ({ status: 200, body: '{}' });
+    const shadowed: StoreRoute[] = [{ method: 'POST', path: '/rollouts/:id', handle }, { method: 'POST', path: '/rollouts/search', hot: true, handle }];
+    assert.equal(hotRouteMatcher(shadowed)('/rollouts/search'), null);
+    assert.throws(() => hotRouteMatcher([{ method: 'GET', path: '/spans', hot: true, handle }]), /GET \/spans: only POST routes can be hot/);
   });
 
   it('reads body limits as express does', () => {

@@ -1,12 +1,12 @@
 /**
- * A fast accept-path for SpanInputRequest (store.ts SpanInput, strict): span batches are the daemon's
+ * A fast accept-path for SpanInputRequest (protocol/api.ts; protocol/store.ts SpanInput, strict), used by POST /v1/agl/spans (routes-spans.ts): span batches are the daemon's
  * biggest request bodies, and zod's per-key union checks of their attribute maps cost more than parsing the
  * JSON (bench:store, spans of ~50 attributes). This checks the common shape directly and returns what zod
  * would return, or null whenever anything is unusual (unknown key, wrong type, events, extra status
  * fields...): the caller then runs the zod schema, which decides and names the problem.
- * test/protocol/span-input-fast.test.ts holds it to zod's answer on random valid and broken spans.
+ * test/server/span-input-fast.test.ts holds it to zod's answer on random valid and broken spans.
  */
-import type { AttributeValue, SpanInputParsed } from './store.js';
+import type { AttributeValue, SpanInputParsed } from '../../protocol/store.js';
 
 const KEYS = new Set(['rolloutId', 'attemptId', 'traceId', 'spanId', 'parentSpanId', 'name', 'kind', 'startTime', 'endTime', 'attributes', 'events', 'status', 'resource']);
 const KINDS = new Set(['internal', 'server', 'client', 'producer', 'consumer']);
