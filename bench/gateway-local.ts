@@ -21,7 +21,7 @@ export async function benchLocalBatching(quick: boolean): Promise<Record<string,
   const daemon = await startDaemon({ getPolicy: () => policy });
   try {
     await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'bench-local', backend: 'local', samplingParams: { temperature: 1, maxTokens: 32 } } } });
-    const claim = await daemon.client.startRollout({ input: {}, workerId: 'bench' });
+    const claim = await daemon.client.startRollout({ input: {} }, 'bench');
     const url = `${attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id)}/chat/completions`;
     const call = async (i: number) => {
       const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'bench-local', messages: [{ role: 'user', content: `What is ${i}+${i}?` }], max_tokens: 32, seed: 1 }) });

@@ -46,7 +46,7 @@ const upstream = await startUpstreamProcess();
 const daemon = await startDaemonProcess();
 try {
   await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } } });
-  const claim = await daemon.client.startRollout({ input: { bench: 'gateway' }, workerId: 'bench' });
+  const claim = await daemon.client.startRollout({ input: { bench: 'gateway' } }, 'bench');
   const gateway = attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id);
   const metrics: Record<string, number> = {};
   const rows: string[][] = [['case', 'direct p50', 'gateway p50', 'direct p99', 'gateway p99', 'added p50', 'added p99', 'rps ratio', 'daemon cpu/call', 'upstream cpu/call']];

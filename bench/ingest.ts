@@ -77,7 +77,7 @@ async function main(): Promise<void> {
     const metrics: Record<string, number> = {};
     let worstP99 = 0;
     for (const kind of ['proto', 'json'] as const) {
-      const claims = await Promise.all(Array.from({ length: ATTEMPTS }, () => daemon.client.startRollout({ input: { bench: 'ingest' }, workerId: 'bench' })));
+      const claims = await Promise.all(Array.from({ length: ATTEMPTS }, () => daemon.client.startRollout({ input: { bench: 'ingest' } }, 'bench')));
       const spans = await makeSpans(claims.map((c) => ({ rolloutId: c.rollout.id, attemptId: c.attempt.id })));
       const before = (await daemon.client.statistics()).spans;
       const cpu0 = cpuMs(daemon.pid) ?? 0;

@@ -16,7 +16,7 @@ import { AglClient } from '../sdk/client.js';
 import { newSpanId, newTraceId } from '../sdk/ids.js';
 import { AGL, SPAN } from '../protocol/spans.js';
 import type { Attributes, SpanInput } from '../protocol/store.js';
-import type { Claim } from '../daemon/store/types.js';
+import type { Claim } from '../protocol/lightning-store.js';
 
 const [url, token, runnersArg, maxRoundsArg, sleepArg, prefix] = process.argv.slice(2) as string[];
 const runners = Number(runnersArg);
@@ -118,7 +118,7 @@ async function runAgent(claim: Claim): Promise<void> {
   final.parentSpanId = null;
   send([final, reward(1 + Math.random(), null)], true);
   await acked; // the exporter ships in order, so the last batch's ack covers all of this rollout's spans
-  await client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
+  await client.finishAttempt(attempt.id, { status: 'succeeded' });
   stats.rollouts++;
   stats.plannedSleepS.push(planned);
 }

@@ -14,6 +14,8 @@
  *   GET  /rollouts/:id/attempts -> AttemptList      GET /rollouts/:id/attempts/latest | /:aid -> Attempt
  *   POST /rollouts/:id/attempts/:aid/heartbeat -> Attempt
  *   POST /rollouts/:id/attempts/:aid/finish  FinishAttemptRequest -> FinishAttemptResponse
+ *   GET  /attempts/:aid -> Attempt;  POST /attempts/:aid/heartbeat -> Attempt;  POST /attempts/:aid/finish (as above)
+ *   POST /health-checks              HealthCheckRequest ({} or none) -> HealthCheckResult (the daemon's clock)
  *   POST /waits/rollouts             WaitRolloutsRequest        -> RolloutList (those ended)
  *   POST /spans                      SpanInput | {spans}        -> 201 AddSpansResponse (durable)
  *   GET  /spans?rolloutId&attemptId(|latest)&name&afterSequenceId&limit -> SpanList;  POST /spans/search (same, JSON)
@@ -137,6 +139,10 @@ export const FinishAttemptRequest = z.object({
 export type FinishAttemptRequest = z.input<typeof FinishAttemptRequest>;
 export const FinishAttemptResponse = z.object({ attempt: Attempt, rollout: Rollout });
 export type FinishAttemptResponse = z.infer<typeof FinishAttemptResponse>;
+/** POST /health-checks takes no fields: the check runs on the daemon's clock, never a client's. */
+export const HealthCheckRequest = z.object({}).strict();
+export const HealthCheckResult = z.object({ timedOut: z.array(z.string()), unresponsive: z.array(z.string()), requeued: z.array(z.string()), failed: z.array(z.string()) });
+export type HealthCheckResult = z.infer<typeof HealthCheckResult>;
 
 // --- spans ---
 export const SpanInputRequest = SpanInput.strict();

@@ -159,6 +159,30 @@ export const SpanInput = Span.omit({ sequenceId: true }).extend({
 export type SpanInput = z.input<typeof SpanInput>;
 export type SpanInputParsed = z.output<typeof SpanInput>;
 
+/**
+ * SpanInput's defaults applied to a valid input, as the schema's parse applies them (without its checks):
+ * the one place a span's defaults are written, used by the stores (with the ids they issue), the daemon's
+ * fast accept-path for span batches and the HTTP client (rebuilding the stored spans from the daemon's acks).
+ */
+export function withSpanDefaults(input: SpanInput): SpanInputParsed {
+  const out: SpanInputParsed = {
+    rolloutId: input.rolloutId,
+    attemptId: input.attemptId,
+    parentSpanId: input.parentSpanId ?? null,
+    name: input.name,
+    kind: input.kind ?? 'internal',
+    startTime: input.startTime,
+    endTime: input.endTime ?? null,
+    attributes: input.attributes ?? {},
+    events: (input.events ?? []).map((e) => ({ name: e.name, time: e.time, attributes: e.attributes ?? {} })),
+    status: input.status ?? { code: 'unset' },
+    resource: input.resource ?? {},
+  };
+  if (input.traceId !== undefined) out.traceId = input.traceId;
+  if (input.spanId !== undefined) out.spanId = input.spanId;
+  return out;
+}
+
 export const SamplingParams = z.object({
   temperature: z.number().min(0).max(5).optional(),
   topP: z.number().gt(0).max(1).optional(),

@@ -1,9 +1,14 @@
 /**
- * Typed client for the daemon's store API (/v1/agl/...), used by the runner, the CLI, the extension and
- * the benchmarks. Transport: node:http with a keep-alive agent (measured here at 4-5x less client CPU per
+ * Typed client for the daemon's store API (/v1/agl/...), used by the runner, the CLI, the language server
+ * and the benchmarks. It implements the LightningStore interface (protocol/lightning-store.ts) with the same
+ * signatures as the local backends, so code written against a store (the trainer, the watchdog) can drive a
+ * daemon's store remotely; test/store/client.test.ts runs the store conformance suite through it.
+ * What cannot be remote: runHealthCheck(now) with an injected `now` (the daemon's clock decides, so one
+ * client cannot time out another's attempts by claiming a later time; without `now` it runs remotely). Transport: node:http with a keep-alive agent (measured here at 4-5x less client CPU per
  * request than the global fetch, which matters to runners and benchmarks making thousands of calls/s).
- * Errors: a problem+json answer throws AglHttpError (status, detail, field errors); a daemon that cannot
- * be reached throws AglConnectionError saying so.
+ * Errors: a problem+json answer throws AglHttpError (status, detail, field errors; a `not-found` or `conflict`
+ * problem is also `instanceof` the store's NotFoundError / ConflictError); a daemon that cannot be reached
+ * throws AglConnectionError saying so.
  *   const agl = new AglClient({ url: 'http://127.0.0.1:4747', token });
  *   const agl = AglClient.fromDataDir();   // the local daemon of ~/.agent-lightning (or AGL_DATA_DIR)
  */
@@ -11,16 +16,17 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
-import { API_PREFIX } from '../protocol/api.js';
-import { DAEMON_STATE_FILE, TOKEN_FILE } from '../protocol/daemon-state.js';
+import { API_PREFIX, MAX_BATCH } from '../protocol/api.js';
 import type {
-  AddMetricsRequest, AddResourcesRequest, AddSpansResponse, Claim, CountResponse, CreateTrainingRunRequest,
-  DequeueRequest, FinishAttemptRequest, FinishAttemptResponse, Health, KnownAgent, Problem, ProblemFieldError,
-  RolloutPage, RolloutSearchRequest, SpanSearchRequest, StartRolloutRequest, TransitionListQuery,
-  UpdateTrainingRunRequest, WorkerHeartbeatRequest,
+  AddSpansResponse, Claim, CreateTrainingRunRequest, DequeueRequest, FinishAttemptRequest, FinishAttemptResponse, Health,
+  HealthCheckResult, KnownAgent, Problem, ProblemFieldError, RolloutPage, RolloutSearchRequest, SpanSearchRequest,
+  TransitionListQuery, UpdateTrainingRunRequest, WorkerHeartbeatRequest,
 } from '../protocol/api.js';
-import type {
-  Attempt, MetricPoint, Resources, Rollout, RolloutInput, Span, SpanInput, Statistics, TrainingRun, Transition, Worker,
+import { DAEMON_STATE_FILE, TOKEN_FILE } from '../protocol/daemon-state.js';
+import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../protocol/lightning-store.js';
+import {
+  withSpanDefaults, type Attempt, type MetricPoint, type Resources, type ResourcesInput, type Rollout, type RolloutInput, type Span,
+  type SpanInput, type Statistics, type TrainingRun, type Transition, type Worker,
 } from '../protocol/store.js';
 import { readDaemonState, resolveDataDir } from './daemon-state.js';
 
@@ -33,6 +39,8 @@ export class AglHttpError extends Error {
   readonly detail: string;
   readonly type: string;
   readonly errors: ProblemFieldError[];
+  /** Set for the store contract's errors, so `instanceof NotFoundError` / `ConflictError` hold (protocol/lightning-store.ts). */
+  readonly [STORE_ERROR]?: 'not-found' | 'conflict';
   constructor(readonly method: string, readonly url: string, status: number, problem: Partial<Problem> | null, text: string) {
     const detail = problem?.detail ?? (text.slice(0, 500) || `HTTP ${status}`);
     super(`${method} ${url} -> ${status}: ${detail}`);
@@ -42,7 +50,16 @@ export class AglHttpError extends Error {
     this.detail = detail;
     this.type = problem?.type ?? 'about:blank';
     this.errors = problem?.errors ?? [];
+    if (status === 404 && this.type === 'urn:agl:problem:not-found') this[STORE_ERROR] = 'not-found';
+    if (status === 409 && this.type === 'urn:agl:problem:conflict') this[STORE_ERROR] = 'conflict';
   }
+}
+
+/** `items` in slices the API takes in one request (MAX_BATCH); none for an empty list. */
+function batches<T>(items: T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += MAX_BATCH) out.push(items.slice(i, i + MAX_BATCH));
+  return out;
 }
 
 /** The daemon did not answer at all (not running, wrong port, crashed). */
@@ -82,7 +99,8 @@ export function defaultDataDir(): string {
 
 type Query = Record<string, string | number | boolean | string[] | undefined | null>;
 
-export class AglClient {
+export class AglClient implements LightningStore {
+  readonly kind = 'http';
   readonly url: string;
   private readonly auth: string;
   private readonly timeoutMs: number;
@@ -100,8 +118,8 @@ export class AglClient {
     this.agent = new this.transport.Agent({ keepAlive: true, maxSockets: opts.maxSockets ?? 256 });
   }
 
-  /** Closes the client's idle keep-alive connections. */
-  close(): void { this.agent.destroy(); }
+  /** Closes the client's idle keep-alive connections (the daemon and its store keep running). */
+  async close(): Promise<void> { this.agent.destroy(); }
 
   /** A client for the daemon recorded in `<dataDir>/daemon.json`, with the token from `<dataDir>/token`. */
   static fromDataDir(dataDir = defaultDataDir(), opts: Partial<AglClientOptions> = {}): AglClient {
@@ -190,22 +208,29 @@ export class AglClient {
 
   // --- rollouts and the queue ------------------------------------------------------------------------
   async enqueueRollout(input: RolloutInput): Promise<Rollout> {
-    return (await this.request<{ rollouts: Rollout[] }>('POST', '/queues/rollouts/enqueue', input)).rollouts[0];
+    return (await this.request<{ rollouts: Rollout[] }>('POST', '/queues/rollouts/enqueue', input)).rollouts[0]!;
   }
   async enqueueRollouts(inputs: RolloutInput[]): Promise<Rollout[]> {
-    return (await this.request<{ rollouts: Rollout[] }>('POST', '/queues/rollouts/enqueue', { rollouts: inputs })).rollouts;
+    const out: Rollout[] = [];
+    for (const rollouts of batches(inputs)) out.push(...(await this.request<{ rollouts: Rollout[] }>('POST', '/queues/rollouts/enqueue', { rollouts })).rollouts);
+    return out;
   }
   /** Claims up to `limit` (default 1) rollouts for a worker; [] when none are queued. */
   async dequeueRollouts(req: DequeueRequest): Promise<Claim[]> {
     return (await this.request<{ claims: Claim[] }>('POST', '/queues/rollouts/dequeue', req)).claims;
   }
-  async claimNextRollout(workerId: string, opts: Omit<DequeueRequest, 'workerId' | 'limit'> = {}): Promise<Claim | null> {
+  async claimNextRollout(workerId: string, opts: ClaimOptions = {}): Promise<Claim | null> {
     return (await this.dequeueRollouts({ workerId, limit: 1, ...opts }))[0] ?? null;
   }
-  /** Creates a rollout with its first attempt already claimed (a direct run). */
-  startRollout(req: StartRolloutRequest): Promise<Claim> { return this.request('POST', '/rollouts', req); }
+  claimRollouts(workerId: string, limit: number, opts: ClaimOptions = {}): Promise<Claim[]> {
+    return this.dequeueRollouts({ workerId, limit, ...opts });
+  }
+  /** Creates a rollout with its first attempt already claimed by `workerId` (a direct run). */
+  startRollout(input: RolloutInput, workerId?: string): Promise<Claim> {
+    return this.request('POST', '/rollouts', workerId === undefined ? input : { ...input, workerId });
+  }
   getRollout(id: string): Promise<Rollout | null> { return this.getOrNull(`/rollouts/${encodeURIComponent(id)}`); }
-  queryRollouts(q: RolloutSearchRequest = {}): Promise<RolloutPage> { return this.request('POST', '/rollouts/search', q); }
+  queryRollouts(q: RolloutQuery = {}): Promise<RolloutPage> { return this.request('POST', '/rollouts/search', q satisfies RolloutSearchRequest); }
   /** GET /rollouts with query-string filters (same result as queryRollouts). */
   listRollouts(q: RolloutSearchRequest = {}): Promise<RolloutPage> {
     return this.request('GET', '/rollouts', undefined, q as Query);
@@ -219,34 +244,44 @@ export class AglClient {
     return (await this.request<{ items: Rollout[] }>('POST', '/waits/rollouts', { ids, timeoutMs }, undefined, timeoutMs)).items;
   }
 
-  // --- attempts --------------------------------------------------------------------------------------
+  // --- attempts (by attempt id, as the store addresses them: /attempts/:aid) ---------------------------
   async getAttempts(rolloutId: string): Promise<Attempt[]> {
     return (await this.request<{ items: Attempt[] }>('GET', `/rollouts/${encodeURIComponent(rolloutId)}/attempts`)).items;
   }
   getLatestAttempt(rolloutId: string): Promise<Attempt | null> {
     return this.getOrNull(`/rollouts/${encodeURIComponent(rolloutId)}/attempts/latest`);
   }
-  getAttempt(rolloutId: string, attemptId: string): Promise<Attempt | null> {
-    return this.getOrNull(`/rollouts/${encodeURIComponent(rolloutId)}/attempts/${encodeURIComponent(attemptId)}`);
+  getAttempt(attemptId: string): Promise<Attempt | null> { return this.getOrNull(`/attempts/${encodeURIComponent(attemptId)}`); }
+  heartbeatAttempt(attemptId: string): Promise<Attempt> {
+    return this.request('POST', `/attempts/${encodeURIComponent(attemptId)}/heartbeat`);
   }
-  heartbeatAttempt(rolloutId: string, attemptId: string): Promise<Attempt> {
-    return this.request('POST', `/rollouts/${encodeURIComponent(rolloutId)}/attempts/${encodeURIComponent(attemptId)}/heartbeat`);
-  }
-  finishAttempt(rolloutId: string, attemptId: string, req: FinishAttemptRequest): Promise<FinishAttemptResponse> {
-    return this.request('POST', `/rollouts/${encodeURIComponent(rolloutId)}/attempts/${encodeURIComponent(attemptId)}/finish`, req);
+  finishAttempt(attemptId: string, req: FinishAttemptRequest): Promise<FinishAttemptResponse> {
+    return this.request('POST', `/attempts/${encodeURIComponent(attemptId)}/finish`, req);
   }
 
   // --- spans -----------------------------------------------------------------------------------------
-  /** Writes a batch in one durable commit; resolves with each span's sequence id, in order. */
-  addSpans(spans: SpanInput[]): Promise<AddSpansResponse> { return this.request('POST', '/spans', { spans }); }
-  addSpan(span: SpanInput): Promise<AddSpansResponse> { return this.request('POST', '/spans', span); }
-  /** attemptId: an id, 'latest', or omitted for all attempts; afterSequenceId tails. */
-  async querySpans(q: SpanSearchRequest): Promise<Span[]> {
-    return (await this.request<{ items: Span[] }>('POST', '/spans/search', q)).items;
+  /**
+   * Writes a batch in one durable commit (larger than MAX_BATCH: one commit per slice); resolves with the
+   * spans as stored: the input with its defaults, the ids the daemon issued and each sequence id, in order.
+   */
+  async addSpans(spans: SpanInput[]): Promise<Span[]> {
+    const out: Span[] = [];
+    for (const batch of batches(spans)) {
+      const { spans: acks } = await this.request<AddSpansResponse>('POST', '/spans', { spans: batch });
+      acks.forEach((ack, i) => out.push({ ...withSpanDefaults(batch[i]!), traceId: ack.traceId, spanId: ack.spanId, sequenceId: ack.sequenceId }));
+    }
+    return out;
   }
+  async addSpan(span: SpanInput): Promise<Span> { return (await this.addSpans([span]))[0]!; }
+  /** attemptId: an id, 'latest', or omitted for all attempts; afterSequenceId tails. */
+  async querySpans(q: SpanQuery): Promise<Span[]> {
+    return (await this.request<{ items: Span[] }>('POST', '/spans/search', q satisfies SpanSearchRequest)).items;
+  }
+  /** querySpans' result as JSON text (the store interface's serialised form). */
+  async querySpansJson(q: SpanQuery): Promise<string> { return JSON.stringify(await this.querySpans(q)); }
 
   // --- resources -------------------------------------------------------------------------------------
-  addResources(req: AddResourcesRequest): Promise<Resources> { return this.request('POST', '/resources', req); }
+  addResources(input: ResourcesInput): Promise<Resources> { return this.request('POST', '/resources', input); }
   getLatestResources(): Promise<Resources | null> { return this.getOrNull('/resources/latest'); }
   getResources(id: string): Promise<Resources | null> { return this.getOrNull(`/resources/${encodeURIComponent(id)}`); }
   async listResources(limit?: number): Promise<Resources[]> {
@@ -269,14 +304,34 @@ export class AglClient {
   async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
     return (await this.request<{ items: TrainingRun[] }>('GET', '/training-runs', undefined, { agent })).items;
   }
-  addMetrics(runId: string, points: AddMetricsRequest['points']): Promise<CountResponse> {
-    return this.request('POST', `/training-runs/${encodeURIComponent(runId)}/metrics`, { points });
+  /** Points of any runs (each names its runId): one request per run and slice, in order. */
+  async addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void> {
+    const byRun = new Map<string, { step: number; name: string; value: number }[]>();
+    for (const { runId, step, name, value } of points) {
+      let list = byRun.get(runId);
+      if (!list) byRun.set(runId, (list = []));
+      list.push({ step, name, value });
+    }
+    for (const [runId, list] of byRun) {
+      for (const batch of batches(list)) await this.request('POST', `/training-runs/${encodeURIComponent(runId)}/metrics`, { points: batch });
+    }
   }
   async queryMetrics(runId: string, afterStep?: number): Promise<MetricPoint[]> {
     return (await this.request<{ items: MetricPoint[] }>('GET', `/training-runs/${encodeURIComponent(runId)}/metrics`, undefined, { afterStep })).items;
   }
-  addTransitions(transitions: Transition[]): Promise<CountResponse> { return this.request('POST', '/transitions', { transitions }); }
+  async addTransitions(transitions: Transition[]): Promise<void> {
+    for (const batch of batches(transitions)) await this.request('POST', '/transitions', { transitions: batch });
+  }
   async queryTransitions(q: TransitionListQuery = {}): Promise<Transition[]> {
     return (await this.request<{ items: Transition[] }>('GET', '/transitions', undefined, q as Query)).items;
+  }
+
+  // --- health ----------------------------------------------------------------------------------------
+  /** Runs the store's health check in the daemon, on the daemon's clock: an injected `now` cannot be remote. */
+  runHealthCheck(now?: number): Promise<HealthCheckResult> {
+    if (now !== undefined) {
+      return Promise.reject(new TypeError('runHealthCheck(now): the daemon\'s clock decides over HTTP; call it without `now` (only a local store takes an injected time)'));
+    }
+    return this.request('POST', '/health-checks', {});
   }
 }

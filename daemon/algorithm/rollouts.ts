@@ -4,7 +4,7 @@
  * trajectory (spans of its latest attempt, through the adapter). Nothing here runs agents: workers do.
  */
 import type { Resources, Rollout, RolloutMode } from '../../protocol/store.js';
-import type { LightningStore } from '../store/types.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
 import { type AdapterOptions, type Trajectory, spansToTrajectory } from './adapter.js';
 import { finalReward } from './credit.js';
 

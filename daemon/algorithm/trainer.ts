@@ -11,7 +11,7 @@ import { METRICS, type StopReason } from '../../protocol/metrics.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
 import type { PolicyModel, SequencePair } from '../model/api.js';
 import { makeRng } from '../model/sampling.js';
-import type { LightningStore } from '../store/types.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { TrajectoryStep } from './adapter.js';
 import { assignCredit } from './credit.js';
 import type { TrainConfig } from './config.js';

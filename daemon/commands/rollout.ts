@@ -46,7 +46,7 @@ export async function run(argv: string[]): Promise<number> {
   if (timeoutSeconds !== null && !(timeoutSeconds > 0)) { process.stderr.write(`agl rollout: --timeout must be a positive number of seconds, got '${values.timeout}'\n`); return 2; }
   const agent = storedAgentName(positionals[0]);
   const conn = connect(values);
-  const claim = await conn.client.startRollout({ input: task, agent, mode: values.mode as RolloutMode, workerId: `agl-rollout-${process.pid}`, config: timeoutSeconds ? { timeoutSeconds } : {} });
+  const claim = await conn.client.startRollout({ input: task, agent, mode: values.mode as RolloutMode, config: timeoutSeconds ? { timeoutSeconds } : {} }, `agl-rollout-${process.pid}`);
   const workers = new Map<string, WorkerProcess>();
   let result;
   try {

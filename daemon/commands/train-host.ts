@@ -12,7 +12,7 @@ import { Runner } from '../runner/runner.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';
 import { createServerContext } from '../server/context.js';
 import { Watchdog } from '../store/index.js';
-import type { LightningStore } from '../store/types.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
 
 export interface TrainingHost { url: string; endpoint: string; runner: Runner | null; close(): Promise<void> }
 

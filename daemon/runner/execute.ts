@@ -5,11 +5,11 @@
  * requeues or fails the rollout per its config).
  */
 import type { Claim } from '../../protocol/api.js';
-import type { Resources, Rollout, SpanInput } from '../../protocol/store.js';
+import type { Rollout, SpanInput } from '../../protocol/store.js';
 import { AglHttpError, type AglClient } from '../../sdk/client.js';
 import { attemptBaseUrl } from '../../sdk/ids.js';
 import { BatchingSink } from '../../sdk/sink.js';
-import { pickLlmResource } from '../server/gateway.js';
+import { pickLlmResource, ResourcesCache } from '../store/resources-cache.js';
 import { parseAgentRef } from './agent-ref.js';
 import type { JobOutcome, RunJob } from './protocol.js';
 import type { WorkerKind, WorkerProcess } from './worker-process.js';
@@ -25,30 +25,18 @@ export interface ExecuteOptions {
   defaultTimeoutSeconds?: number | null;
   heartbeatMs?: number;
   log?: (message: string) => void;
-  /** Resources cache shared across attempts (resources are immutable once published). */
-  resourcesCache?: Map<string, Resources>;
-  /** The latest resources, re-read at most every LATEST_TTL_MS (rollouts that pin none use the latest). */
-  latestCache?: { at: number; value: Resources | null };
+  /** The resources rollouts run with, cached across attempts (a runner shares one: runnerResourcesCache); default: a fresh one. */
+  resources?: ResourcesCache;
 }
 
+/** Rollouts that pin no resources use the latest, re-read at most this often. */
 const LATEST_TTL_MS = 500;
 
-export interface ExecuteResult { rollout: Rollout | null; outcome: JobOutcome }
-
-async function resourcesFor(rollout: Rollout, opts: ExecuteOptions): Promise<Resources | null> {
-  if (!rollout.resourcesId) {
-    const c = opts.latestCache;
-    if (c && Date.now() - c.at < LATEST_TTL_MS) return c.value;
-    const value = await opts.client.getLatestResources();
-    if (c) { c.at = Date.now(); c.value = value; }
-    return value;
-  }
-  const cached = opts.resourcesCache?.get(rollout.resourcesId);
-  if (cached) return cached;
-  const r = await opts.client.getResources(rollout.resourcesId);
-  if (r) opts.resourcesCache?.set(r.id, r);
-  return r;
+export function runnerResourcesCache(client: AglClient): ResourcesCache {
+  return new ResourcesCache(client, LATEST_TTL_MS);
 }
+
+export interface ExecuteResult { rollout: Rollout | null; outcome: JobOutcome }
 
 export async function executeClaim(claim: Claim, workerFor: (kind: WorkerKind) => WorkerProcess, opts: ExecuteOptions): Promise<ExecuteResult> {
   const { rollout, attempt } = claim;
@@ -56,14 +44,14 @@ export async function executeClaim(claim: Claim, workerFor: (kind: WorkerKind) =
   let outcome: JobOutcome;
   const sink = new BatchingSink(async (spans: SpanInput[]) => { await opts.client.addSpans(spans); }, { delayMs: 25, maxBatch: 1000 });
   const heartbeat = setInterval(() => {
-    opts.client.heartbeatAttempt(rollout.id, attempt.id).catch((e: Error) => log(`heartbeat of attempt ${attempt.id} failed: ${e.message}`));
+    opts.client.heartbeatAttempt(attempt.id).catch((e: Error) => log(`heartbeat of attempt ${attempt.id} failed: ${e.message}`));
   }, opts.heartbeatMs ?? 10_000);
   heartbeat.unref();
   try {
     const agentSpec = rollout.agent ?? opts.defaultAgent;
     if (!agentSpec) throw new Error('the rollout names no agent and this runner has no default (agl runner --agent file.ts#export)');
     const ref = parseAgentRef(agentSpec, opts.cwd);
-    const resources = await resourcesFor(rollout, opts);
+    const resources = await (opts.resources ?? runnerResourcesCache(opts.client)).forRollout(rollout);
     const llmResource = pickLlmResource(resources, undefined);
     const job: RunJob = {
       rolloutId: rollout.id, attemptId: attempt.id, mode: rollout.mode, task: rollout.input,
@@ -84,7 +72,7 @@ export async function executeClaim(claim: Claim, workerFor: (kind: WorkerKind) =
     outcome = { status: 'failed', reward: outcome.reward, error: { message: `could not store the attempt's spans: ${(err as Error).message}` } };
   }
   try {
-    const finished = await opts.client.finishAttempt(rollout.id, attempt.id, { status: outcome.status, ...(outcome.error ? { error: outcome.error } : {}) });
+    const finished = await opts.client.finishAttempt(attempt.id, { status: outcome.status, ...(outcome.error ? { error: outcome.error } : {}) });
     return { rollout: finished.rollout, outcome };
   } catch (err) {
     if (err instanceof AglHttpError && err.status === 409) {

@@ -5,9 +5,9 @@
  * attempts end failed and the store requeues them per their config).
  */
 import { hostname } from 'node:os';
-import type { Resources } from '../../protocol/store.js';
 import type { AglClient } from '../../sdk/client.js';
-import { type ExecuteResult, executeClaim } from './execute.js';
+import type { ResourcesCache } from '../store/resources-cache.js';
+import { type ExecuteResult, executeClaim, runnerResourcesCache } from './execute.js';
 import { WorkerPool } from './worker-process.js';
 
 export interface RunnerOptions {
@@ -41,8 +41,8 @@ export class Runner {
   private stopping = false;
   private loops: Promise<void>[] = [];
   private wake: (() => void)[] = [];
-  private readonly resourcesCache = new Map<string, Resources>();
-  private readonly latestCache = { at: 0, value: null as Resources | null };
+  /** The resources rollouts run with, cached across all slots. */
+  private readonly resources: ResourcesCache;
   private readonly pool: WorkerPool;
   completed = 0;
   failed = 0;
@@ -50,6 +50,7 @@ export class Runner {
   constructor(private readonly opts: RunnerOptions) {
     const prefix = `${hostname()}-${process.pid}`;
     this.slots = Array.from({ length: opts.workers }, (_, i) => new Slot(`${prefix}-w${i}`));
+    this.resources = runnerResourcesCache(opts.client);
     this.pool = new WorkerPool({ daemonUrl: opts.daemonUrl, token: opts.token, cwd: opts.cwd ?? process.cwd(), python: opts.python }, opts.jobsPerProcess ?? 1);
   }
 
@@ -86,7 +87,7 @@ export class Runner {
         void this.opts.client.heartbeatWorker(slot.id, { status: 'busy', currentRolloutId: claim.rollout.id, currentAttemptId: claim.attempt.id }).catch(() => {});
         const result = await executeClaim(claim, (kind) => this.pool.acquire(kind), {
           client: this.opts.client, daemonUrl: this.opts.daemonUrl, cwd: this.opts.cwd ?? process.cwd(), defaultAgent: this.opts.agent,
-          defaultTimeoutSeconds: this.opts.defaultTimeoutSeconds, log: (m) => this.log(m), resourcesCache: this.resourcesCache, latestCache: this.latestCache,
+          defaultTimeoutSeconds: this.opts.defaultTimeoutSeconds, log: (m) => this.log(m), resources: this.resources,
         });
         if (result.outcome.status === 'succeeded') this.completed++; else this.failed++;
         if (result.outcome.status === 'failed') this.log(`rollout ${claim.rollout.id} attempt ${claim.attempt.sequence} failed: ${result.outcome.error?.message.split('\n')[0]}`);

@@ -5,7 +5,7 @@
  */
 import type { KnownAgent } from '../../protocol/api.js';
 import type { PolicyModel } from '../model/api.js';
-import type { LightningStore } from '../store/types.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
 import { RequestMetrics } from './request-metrics.js';
 
 /** Everything a router needs. Built once by `agl serve` (daemon/commands/serve.ts), or by tests. */

@@ -7,7 +7,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
 import type { Problem, ProblemFieldError } from '../../protocol/api.js';
-import { ConflictError, NotFoundError } from '../store/types.js';
+import { ConflictError, NotFoundError } from '../../protocol/lightning-store.js';
 
 const TYPE_BASE = 'urn:agl:problem:';
 const TITLES: Record<number, string> = {

@@ -12,8 +12,9 @@
  */
 import express, { type Request, type Response } from 'express';
 import { HEADERS } from '../../protocol/spans.js';
-import { LlmResource, MAX_JSON_DEPTH, tooDeepAt, type Resources, type Rollout } from '../../protocol/store.js';
-import type { LightningStore } from '../store/types.js';
+import { LlmResource, MAX_JSON_DEPTH, tooDeepAt, type Rollout } from '../../protocol/store.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
+import { pickLlmResource, ResourcesCache } from '../store/resources-cache.js';
 import { requireToken } from './auth.js';
 import { jsonBody } from './body.js';
 import { HttpProblem } from './errors.js';
@@ -67,15 +68,13 @@ async function recorded(span: ((result: CallResult | null, err: Error | null) =>
   }
 }
 
-/** Resolves which published LLM resource serves a call, with small caches (resources are immutable). */
-class ResourceResolver {
-  private latest: { at: number; value: Resources | null } | null = null;
-  private readonly byId = new Map<string, Resources>();
+/** The rollouts calls name, cached briefly (a call's rollout is read on every call of its attempt). */
+class RolloutCache {
   private readonly rollouts = new Map<string, { at: number; rollout: Rollout }>();
 
   constructor(private readonly store: GatewayContext['store']) {}
 
-  async rollout(id: string): Promise<Rollout | null> {
+  async get(id: string): Promise<Rollout | null> {
     const hit = this.rollouts.get(id);
     if (hit && Date.now() - hit.at < ROLLOUT_TTL_MS) return hit.rollout;
     const rollout = await this.store.getRollout(id);
@@ -85,31 +84,12 @@ class ResourceResolver {
     }
     return rollout;
   }
-
-  async resources(rollout: Rollout | null): Promise<Resources | null> {
-    if (rollout?.resourcesId) {
-      let r = this.byId.get(rollout.resourcesId);
-      if (!r) {
-        r = (await this.store.getResources(rollout.resourcesId)) ?? undefined;
-        if (r) this.byId.set(r.id, r);
-      }
-      if (r) return r;
-    }
-    if (!this.latest || Date.now() - this.latest.at > LATEST_TTL_MS) this.latest = { at: Date.now(), value: await this.store.getLatestResources() };
-    return this.latest.value;
-  }
-}
-
-/** The LLM resource for a requested model: same model name first, then the one named `llm`, then any. */
-export function pickLlmResource(resources: Resources | null, model: string | undefined): LlmResource | null {
-  if (!resources) return null;
-  const llms = Object.entries(resources.resources).filter(([, r]) => r.type === 'llm') as [string, LlmResource][];
-  return (llms.find(([, r]) => r.model === model) ?? llms.find(([name]) => name === 'llm') ?? llms[0])?.[1] ?? null;
 }
 
 export function gatewayRouter(ctx: GatewayContext): express.Router {
   const router = express.Router();
-  const resolver = new ResourceResolver(ctx.store);
+  const rollouts = new RolloutCache(ctx.store);
+  const resourcesCache = new ResourcesCache(ctx.store, LATEST_TTL_MS);
   const upstream = new UpstreamBackend(ctx.allowedKeyEnvs);
   // Looked up per call: `agl serve` may load (or swap) the policy after the app was built.
   const local = new LocalBackend((model) => ctx.getPolicy?.(model) ?? null);
@@ -123,14 +103,14 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
     if (!attemptId) throw new GatewayError(400, `rollout '${rolloutId}' given without an attempt id (header ${HEADERS.attemptId}); the call was not forwarded`, 'attempt_missing');
     const attempt = await ctx.store.getAttempt(attemptId);
     if (!attempt || (rolloutId && attempt.rolloutId !== rolloutId)) {
-      if (rolloutId && !(await resolver.rollout(rolloutId))) throw new GatewayError(404, `rollout '${rolloutId}' not found: use the base URL the runner gave this attempt; the call was not forwarded`, 'rollout_not_found', 'rolloutId');
+      if (rolloutId && !(await rollouts.get(rolloutId))) throw new GatewayError(404, `rollout '${rolloutId}' not found: use the base URL the runner gave this attempt; the call was not forwarded`, 'rollout_not_found', 'rolloutId');
       const where = rolloutId ? ` of rollout '${rolloutId}'` : '';
       throw new GatewayError(404, `attempt '${attemptId}'${where} not found: use the base URL the runner gave this attempt; the call was not forwarded`, 'attempt_not_found', 'attemptId');
     }
     if (ENDED_ATTEMPT.has(attempt.status)) {
       throw new GatewayError(409, `attempt '${attemptId}' already ended (status '${attempt.status}'): its calls can no longer be recorded, so the call was not forwarded`, 'attempt_ended', 'attemptId');
     }
-    return { rolloutId: attempt.rolloutId, attemptId, rollout: await resolver.rollout(attempt.rolloutId) };
+    return { rolloutId: attempt.rolloutId, attemptId, rollout: await rollouts.get(attempt.rolloutId) };
   }
 
   async function handle(kind: CallRequest['kind'], req: Request, res: Response): Promise<void> {
@@ -146,7 +126,7 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
     res.on('close', () => { if (!res.writableFinished) abort.abort(); });
     try {
       const ids = await callIds(req);
-      const resources = await resolver.resources(ids.rollout);
+      const resources = await resourcesCache.forRollout(ids.rollout);
       const resource = pickLlmResource(resources, body.model)
         ?? LlmResource.parse({ type: 'llm', endpoint: '', model: body.model ?? 'default', backend: 'local' });
       callReq = { kind, body, resource };
@@ -184,7 +164,7 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
   async function models(req: Request, res: Response): Promise<void> {
     try {
       const ids = await callIds(req);
-      const resources = await resolver.resources(ids.rollout);
+      const resources = await resourcesCache.forRollout(ids.rollout);
       const names = new Set<string>();
       for (const r of Object.values(resources?.resources ?? {})) if (r.type === 'llm') names.add(r.model);
       const created = Math.floor((resources?.createdAt ?? Date.now()) / 1000);

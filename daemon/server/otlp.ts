@@ -10,7 +10,7 @@
 import express, { type Request, type Response } from 'express';
 import { HEADERS } from '../../protocol/spans.js';
 import type { SpanInput } from '../../protocol/store.js';
-import { NotFoundError, type LightningStore } from '../store/types.js';
+import { NotFoundError, type LightningStore } from '../../protocol/lightning-store.js';
 import protobuf from 'protobufjs';
 import { requireToken } from './auth.js';
 import { decodeUtf8 } from './body.js';

@@ -6,18 +6,27 @@
  *   GET  /rollouts/:id/attempts/latest           GET  /rollouts/:id/attempts/:aid
  *   POST /rollouts/:id/attempts/:aid/heartbeat   POST /rollouts/:id/attempts/:aid/finish
  *   POST /queues/rollouts/enqueue (one or many)  POST /queues/rollouts/dequeue (claim for a worker)
+ *   GET  /attempts/:aid    POST /attempts/:aid/heartbeat    POST /attempts/:aid/finish   (by attempt id alone)
  *   POST /waits/rollouts (long-poll until the rollouts end or the timeout)
- * Declared once for the route table (store-api.ts); dequeue, finish and waits are marked hot (hot-path.ts).
+ *   POST /health-checks (run the store's health check now: timeouts, unresponsive attempts, retries)
+ * Declared once for the route table (store-api.ts); dequeue, both finishes and waits are marked hot (hot-path.ts).
  */
 import {
-  DequeueRequest, EnqueueManyRequest, FinishAttemptRequest, RolloutInputRequest, RolloutListQuery,
+  DequeueRequest, EnqueueManyRequest, FinishAttemptRequest, HealthCheckRequest, RolloutInputRequest, RolloutListQuery,
   RolloutSearchRequest, StartRolloutRequest, UpdateRolloutRequest, WaitRolloutsRequest,
 } from '../../protocol/api.js';
 import type { Attempt } from '../../protocol/store.js';
-import type { RolloutQuery } from '../store/types.js';
+import type { RolloutQuery } from '../../protocol/lightning-store.js';
 import type { ServerContext } from './context.js';
 import { HttpProblem, notFound, parseOr400 } from './errors.js';
 import { json, type StoreRoute } from './route.js';
+
+/** The attempt with this id (404 otherwise). */
+async function attemptById(ctx: ServerContext, aid: string): Promise<Attempt> {
+  const attempt = await ctx.store.getAttempt(aid);
+  if (!attempt) throw notFound('attempt', aid);
+  return attempt;
+}
 
 /** The attempt, checked to belong to the rollout in the path (404 otherwise). */
 async function attemptOf(ctx: ServerContext, id: string, aid: string): Promise<Attempt> {
@@ -43,6 +52,19 @@ export function rolloutRoutes(ctx: ServerContext): StoreRoute[] {
     }
   };
   const seen = (agent: string | null | undefined) => { if (agent) ctx.onAgentSeen?.(agent); };
+  /** GET, heartbeat and finish of the attempt `find` reads from the path (404 when it finds none). */
+  const attemptRoutes = (base: string, find: (params: Record<string, string>) => Promise<Attempt>): StoreRoute[] => [
+    { method: 'GET', path: base, handle: async ({ params }) => json(200, await find(params)) },
+    { method: 'POST', path: `${base}/heartbeat`, async handle({ params }) {
+      await find(params);
+      return json(200, await store.heartbeatAttempt(params.aid!));
+    } },
+    { method: 'POST', path: `${base}/finish`, hot: true, async handle({ body, params }) {
+      const input = parseOr400(FinishAttemptRequest, body);
+      await find(params);
+      return json(200, await store.finishAttempt(params.aid!, input));
+    } },
+  ];
 
   return [
     { method: 'POST', path: '/queues/rollouts/enqueue', async handle({ body }) {
@@ -105,22 +127,20 @@ export function rolloutRoutes(ctx: ServerContext): StoreRoute[] {
       return json(200, attempt);
     } },
 
-    { method: 'GET', path: '/rollouts/:id/attempts/:aid', handle: async ({ params }) => json(200, await attemptOf(ctx, params.id!, params.aid!)) },
-
-    { method: 'POST', path: '/rollouts/:id/attempts/:aid/heartbeat', async handle({ params }) {
-      await attemptOf(ctx, params.id!, params.aid!);
-      return json(200, await store.heartbeatAttempt(params.aid!));
-    } },
-
-    { method: 'POST', path: '/rollouts/:id/attempts/:aid/finish', hot: true, async handle({ body, params }) {
-      const input = parseOr400(FinishAttemptRequest, body);
-      await attemptOf(ctx, params.id!, params.aid!);
-      return json(200, await store.finishAttempt(params.aid!, input));
-    } },
+    // An attempt is addressed within its rollout (checked to belong to it) or by its id alone (the store's
+    // own signatures, which the HTTP client implements): the same three routes under both paths.
+    ...attemptRoutes('/rollouts/:id/attempts/:aid', (p) => attemptOf(ctx, p.id!, p.aid!)),
+    ...attemptRoutes('/attempts/:aid', (p) => attemptById(ctx, p.aid!)),
 
     { method: 'POST', path: '/waits/rollouts', hot: true, async handle({ body }) {
       const { ids, timeoutMs } = parseOr400(WaitRolloutsRequest, body);
       return json(200, { items: await store.waitForRollouts(ids, timeoutMs) });
+    } },
+
+    { method: 'POST', path: '/health-checks', async handle({ body }) {
+      // An empty body is a plain check; the daemon's clock decides (no `now` from a client).
+      if (body !== undefined) parseOr400(HealthCheckRequest, body);
+      return json(200, await store.runHealthCheck());
     } },
   ];
 }

@@ -6,7 +6,7 @@
  * fields...): the caller then runs the zod schema, which decides and names the problem.
  * test/server/span-input-fast.test.ts holds it to zod's answer on random valid and broken spans.
  */
-import type { AttributeValue, SpanInputParsed } from '../../protocol/store.js';
+import { withSpanDefaults, type AttributeValue, type SpanInput, type SpanInputParsed } from '../../protocol/store.js';
 
 const KEYS = new Set(['rolloutId', 'attemptId', 'traceId', 'spanId', 'parentSpanId', 'name', 'kind', 'startTime', 'endTime', 'attributes', 'events', 'status', 'resource']);
 const KINDS = new Set(['internal', 'server', 'client', 'producer', 'consumer']);
@@ -46,21 +46,13 @@ export function parseSpanInputFast(value: unknown): SpanInputParsed | null {
   if (s.attributes !== undefined && !isAttributes(s.attributes)) return null;
   if (s.resource !== undefined && !isAttributes(s.resource)) return null;
   if (s.events !== undefined && !(Array.isArray(s.events) && s.events.length === 0)) return null;
-  let status = s.status as SpanInputParsed['status'] | undefined;
+  const status = s.status;
   if (status !== undefined) {
     if (!isPlainObject(status) || !CODES.has(status.code as string)) return null;
     for (const key in status) if (key !== 'code' && key !== 'message') return null;
     if (status.message !== undefined && typeof status.message !== 'string') return null;
-  } else status = { code: 'unset' };
-  const out: SpanInputParsed = {
-    rolloutId: s.rolloutId, attemptId: s.attemptId, parentSpanId: (s.parentSpanId as string | null | undefined) ?? null,
-    name: s.name, kind: (s.kind as SpanInputParsed['kind'] | undefined) ?? 'internal', startTime: s.startTime,
-    endTime: (s.endTime as number | null | undefined) ?? null, attributes: (s.attributes as SpanInputParsed['attributes'] | undefined) ?? {},
-    events: [], status, resource: (s.resource as SpanInputParsed['resource'] | undefined) ?? {},
-  };
-  if (s.traceId !== undefined) out.traceId = s.traceId as string;
-  if (s.spanId !== undefined) out.spanId = s.spanId as string;
-  return out;
+  }
+  return withSpanDefaults(s as SpanInput); // the defaults, from the one place they are written
 }
 
 /** Every span of a batch through the fast path, or null when any needs zod. */

@@ -6,12 +6,12 @@
  * wakeups behind waitForRollouts.
  */
 import {
-  RolloutConfig, RolloutInput, TERMINAL_ROLLOUT_STATUSES,
+  RolloutConfig, RolloutInput, TERMINAL_ROLLOUT_STATUSES, withSpanDefaults,
   type Attempt, type AttemptStatus, type MetricPoint, type Resources, type Rollout, type RolloutStatus, type Span,
   type SpanInput, type TrainingRun, type Transition, type Worker,
 } from '../../protocol/store.js';
 import { newSpanId, newTraceId, randomHex } from '../../sdk/ids.js';
-import type { HealthCheckResult } from './types.js';
+import type { HealthCheckResult } from '../../protocol/lightning-store.js';
 
 /**
  * Store ids: the creation time (ms, 12 hex digits) then 64 random bits. Time first makes ids made together
@@ -131,24 +131,9 @@ export function parseRolloutInput(input: RolloutInput) {
   return { ...parsed, config: RolloutConfig.parse(parsed.config) };
 }
 
-/** Applies SpanInput's defaults (trusting types: the HTTP edge validated them) and assigns a sequence id. */
+/** Applies SpanInput's defaults (trusting types: the HTTP edge validated them), issues missing ids and a sequence id. */
 export function materializeSpan(input: SpanInput, sequenceId: number): Span {
-  return {
-    rolloutId: input.rolloutId,
-    attemptId: input.attemptId,
-    sequenceId,
-    traceId: input.traceId ?? newTraceId(),
-    spanId: input.spanId ?? newSpanId(),
-    parentSpanId: input.parentSpanId ?? null,
-    name: input.name,
-    kind: input.kind ?? 'internal',
-    startTime: input.startTime,
-    endTime: input.endTime ?? null,
-    attributes: input.attributes ?? {},
-    events: (input.events ?? []).map((e) => ({ name: e.name, time: e.time, attributes: e.attributes ?? {} })),
-    status: input.status ?? { code: 'unset' },
-    resource: input.resource ?? {},
-  };
+  return { ...withSpanDefaults(input), sequenceId, traceId: input.traceId ?? newTraceId(), spanId: input.spanId ?? newSpanId() };
 }
 
 export function checkSpanInput(s: SpanInput): void {

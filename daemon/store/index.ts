@@ -4,7 +4,7 @@
  * The default data dir (~/.agent-lightning or --data-dir) is the caller's choice, not the store's.
  */
 import { join } from 'node:path';
-import type { LightningStore } from './types.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
 import { SqliteStore } from './sqlite.js';
 
 export type StoreSpec = string | { dataDir: string };
@@ -25,4 +25,4 @@ export async function openStore(spec: StoreSpec): Promise<LightningStore> {
 
 export { SqliteStore } from './sqlite.js';
 export { Watchdog } from './watchdog.js';
-export * from './types.js';
+export * from '../../protocol/lightning-store.js';

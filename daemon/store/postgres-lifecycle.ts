@@ -7,7 +7,7 @@
  */
 import type pg from 'pg';
 import { TERMINAL_ROLLOUT_STATUSES, type Attempt, type AttemptStatus, type Rollout, type RolloutStatus, type Span, type SpanInput } from '../../protocol/store.js';
-import { ConflictError, NotFoundError, type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult } from './types.js';
+import { ConflictError, NotFoundError, type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult } from '../../protocol/lightning-store.js';
 import {
   CANCELLED_ATTEMPT_ERROR, CLAIMABLE_STATUSES, LIVE_ATTEMPT_STATUSES, RESUMABLE_ROLLOUT_STATUSES, UNENDED_ATTEMPT_STATUSES,
   WAITING_ROLLOUT_STATUSES, attemptVerdict, cancelConflict, emptyHealthResult, finishConflict, isCurrentAttempt, isLiveAttempt,

@@ -14,7 +14,7 @@ import {
   ConflictError, NotFoundError,
   type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult, type LightningStore, type Page,
   type RolloutQuery, type SpanQuery, type TransitionQuery,
-} from './types.js';
+} from '../../protocol/lightning-store.js';
 import {
   RolloutEndHub, checkFinishInput, checkSpanInput, decodeCursor, encodeCursor, isTerminalRollout, newId, pageLimit, parseRolloutInput,
   rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,

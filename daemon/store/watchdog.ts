@@ -3,7 +3,7 @@
  * even when nobody writes to the store (agent-lightning v0 only checked on writes and lost rollouts, #218).
  * Safe with several daemons on one PostgreSQL database: the health check itself is concurrency-safe.
  */
-import type { HealthCheckResult, LightningStore } from './types.js';
+import type { HealthCheckResult, LightningStore } from '../../protocol/lightning-store.js';
 
 export interface WatchdogOptions {
   /** Milliseconds between checks (default 1000). */

@@ -77,7 +77,7 @@ const refreshes: number[] = [];
 async function addRollout(client: AglClient, agent: string, reward: number): Promise<void> {
   const { rollout, attempt } = await client.startRollout({ input: { q: 'x' }, agent, mode: 'train' });
   await client.addSpans([{ rolloutId: rollout.id, attemptId: attempt.id, name: SPAN.reward, startTime: Date.now(), endTime: Date.now(), attributes: { [AGL.rewardValue]: reward } }]);
-  await client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
+  await client.finishAttempt(attempt.id, { status: 'succeeded' });
 }
 
 async function lensTitles(uri: string): Promise<string[]> {
@@ -166,7 +166,7 @@ test('stats: a read that started earlier but answers later does not replace a ne
   const early = source.fetch(agent); // reads "1 running", answers late
   while (heldReads < 2) await new Promise((r) => setTimeout(r, 10));
   hold = null;
-  await daemon.client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
+  await daemon.client.finishAttempt(attempt.id, { status: 'succeeded' });
   const fresh = await source.fetch(agent);
   assert.equal(fresh.active, 0);
   assert.equal(fresh.rollouts, 1);

@@ -37,7 +37,7 @@ describe('gateway, local policy backend', () => {
   after(async () => { await daemon.close(); policy.dispose(); });
 
   async function attempt() {
-    const claim = await daemon.client.startRollout({ input: {}, workerId: 'test' });
+    const claim = await daemon.client.startRollout({ input: {} }, 'test');
     const openai = new OpenAI({ baseURL: attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id), apiKey: 'agl', maxRetries: 0 });
     const spans = async () => (await daemon.client.querySpans({ rolloutId: claim.rollout.id })).filter((s) => s.name === SPAN.llmCall);
     return { openai, spans };

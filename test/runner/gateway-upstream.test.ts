@@ -27,7 +27,7 @@ describe('gateway, upstream backend', () => {
   after(async () => { await daemon.close(); await upstream.close(); });
 
   async function attempt() {
-    const claim = await daemon.client.startRollout({ input: { q: 'x' }, workerId: 'test' });
+    const claim = await daemon.client.startRollout({ input: { q: 'x' } }, 'test');
     const openai = new OpenAI({ baseURL: attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id), apiKey: 'unused', maxRetries: 0 });
     const spans = async () => (await daemon.client.querySpans({ rolloutId: claim.rollout.id })).filter((s) => s.name === SPAN.llmCall);
     return { claim, openai, spans };
@@ -159,7 +159,7 @@ describe('gateway, upstream backend', () => {
     // The bare route, tied to an attempt by header: an unknown attempt id is refused too.
     const bare = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: daemon.token, maxRetries: 0, defaultHeaders: { 'x-agl-attempt-id': 'at-nope' } });
     await assert.rejects(ask(bare), refused(404, /attempt 'at-nope' not found/));
-    await daemon.client.finishAttempt(one.claim.rollout.id, one.claim.attempt.id, { status: 'succeeded' });
+    await daemon.client.finishAttempt(one.claim.attempt.id, { status: 'succeeded' });
     await assert.rejects(ask(one.openai), refused(409, /already ended \(status 'succeeded'\).*not forwarded/));
     assert.equal(upstream.requests.length, forwarded, 'nothing reached the upstream');
     assert.deepEqual(await one.spans(), [], 'and nothing was recorded against the wrong attempt');

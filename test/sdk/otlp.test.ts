@@ -37,7 +37,7 @@ describe('OTLP/HTTP receiver with the OpenTelemetry SDK', () => {
 
   for (const kind of ['proto', 'json'] as const) {
     it(`stores ${kind} exports with parentage, attributes, events and v0 rewards`, async () => {
-      const claim = await daemon.client.startRollout({ input: {}, workerId: 'otel' });
+      const claim = await daemon.client.startRollout({ input: {} }, 'otel');
       const { traceId, parentId } = await exportTrace(kind, { [AGL.rolloutId]: claim.rollout.id, [AGL.attemptId]: claim.attempt.id });
       const spans = await daemon.client.querySpans({ rolloutId: claim.rollout.id });
       assert.equal(spans.length, 3);
@@ -64,7 +64,7 @@ describe('OTLP/HTTP receiver with the OpenTelemetry SDK', () => {
   }
 
   it('takes rollout and attempt from headers when the resource names none', async () => {
-    const claim = await daemon.client.startRollout({ input: {}, workerId: 'otel' });
+    const claim = await daemon.client.startRollout({ input: {} }, 'otel');
     await exportTrace('proto', {}, { 'x-agl-rollout-id': claim.rollout.id, 'x-agl-attempt-id': claim.attempt.id });
     assert.equal((await daemon.client.querySpans({ rolloutId: claim.rollout.id })).length, 3);
   });
@@ -121,10 +121,10 @@ describe('OTLP/HTTP receiver with the OpenTelemetry SDK', () => {
   });
 
   it('stores the good spans of a partly bad export and reports the others through partialSuccess', async () => {
-    const claim = await daemon.client.startRollout({ input: {}, workerId: 'otel' });
+    const claim = await daemon.client.startRollout({ input: {} }, 'otel');
     const ids = [{ key: 'agl.rollout_id', value: { stringValue: claim.rollout.id } }, { key: 'agl.attempt_id', value: { stringValue: claim.attempt.id } }];
     const span = (name: string, extra: Record<string, unknown> = {}) => ({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', name, startTimeUnixNano: '1700000000000000000', ...extra });
-    const other = await daemon.client.startRollout({ input: {}, workerId: 'otel' });
+    const other = await daemon.client.startRollout({ input: {} }, 'otel');
     const res = await post(JSON.stringify({ resourceSpans: [
       { resource: { attributes: ids }, scopeSpans: [{ spans: [span('good'), span('bad-time', { startTimeUnixNano: 'yesterday' }), span('bad-attrs', { attributes: 5 }), span('bad-kind', { kind: 9 }), 7] }] },
       // A known rollout with an attempt that is not its own: rejected, not a 500.

@@ -55,41 +55,44 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
     assert.equal(attempt.workerId, 'w1');
     assert.deepEqual(await d.client.dequeueRollouts({ workerId: 'w2', agent: 'queue#agent' }), [], 'claimed exactly once');
 
-    const beat = await d.client.heartbeatAttempt(r.id, attempt.id);
+    const beat = await d.client.heartbeatAttempt(attempt.id);
     assert.ok(beat.lastHeartbeat >= attempt.lastHeartbeat);
+    const nested = await d.client.request<typeof beat>('POST', `/rollouts/${r.id}/attempts/${attempt.id}/heartbeat`);
+    assert.ok(nested.lastHeartbeat >= beat.lastHeartbeat, 'an attempt is also addressed within its rollout');
 
     const ack = await d.client.addSpans([
       { rolloutId: r.id, attemptId: attempt.id, name: 'agent0', startTime: 1, endTime: 2, attributes: { task: 'queue' } },
       { rolloutId: r.id, attemptId: attempt.id, name: 'agentlightning.reward', startTime: 3, attributes: { 'agl.reward.value': 1.5 } },
     ]);
-    assert.equal(ack.count, 2);
-    assert.ok(ack.spans[1].sequenceId > ack.spans[0].sequenceId, 'sequence ids increase in request order');
+    assert.equal(ack.length, 2);
+    assert.ok(ack[1]!.sequenceId > ack[0]!.sequenceId, 'sequence ids increase in request order');
     const single = await d.client.addSpan({ rolloutId: r.id, attemptId: attempt.id, name: 'final', startTime: 4 });
-    assert.equal(single.count, 1);
+    assert.equal(single.sequenceId, ack[1]!.sequenceId + 1);
 
     assert.equal((await d.client.getLatestAttempt(r.id))?.status, 'running', 'the first span flips the attempt to running');
     const all = await d.client.querySpans({ rolloutId: r.id, attemptId: 'latest' });
     assert.deepEqual(all.map((s) => s.name), ['agent0', 'agentlightning.reward', 'final']);
-    const tail = await d.client.querySpans({ rolloutId: r.id, afterSequenceId: ack.spans[1].sequenceId });
+    const tail = await d.client.querySpans({ rolloutId: r.id, afterSequenceId: ack[1]!.sequenceId });
     assert.deepEqual(tail.map((s) => s.name), ['final'], 'afterSequenceId tails');
     const viaGet = await d.client.request<{ items: { name: string }[] }>('GET', '/spans', undefined, { rolloutId: r.id, name: 'agent0' });
     assert.deepEqual(viaGet.items.map((s) => s.name), ['agent0']);
 
     const waiting = d.client.waitForRollouts([r.id], 20_000);
-    const finished = await d.client.finishAttempt(r.id, attempt.id, { status: 'succeeded' });
+    const finished = await d.client.finishAttempt(attempt.id, { status: 'succeeded' });
     assert.equal(finished.rollout.status, 'succeeded');
     assert.deepEqual((await waiting).map((x) => x.id), [r.id], 'the long-poll returns when the rollout ends');
     assert.equal((await d.client.getRollout(r.id))?.status, 'succeeded');
     assert.deepEqual((await d.client.getAttempts(r.id)).map((a) => a.status), ['succeeded']);
 
-    await assert.rejects(d.client.finishAttempt(r.id, attempt.id, { status: 'failed' }),
+    await assert.rejects(d.client.finishAttempt(attempt.id, { status: 'failed' }),
       (e: unknown) => e instanceof AglHttpError && e.status === 409 && /already ended/.test(e.detail), 'finishing twice is a 409');
   });
 
   it('starts a direct rollout, cancels another, updates metadata', async () => {
-    const claim = await d.client.startRollout({ input: 'direct', workerId: 'runner-1' });
+    const claim = await d.client.startRollout({ input: 'direct' }, 'runner-1');
     assert.equal(claim.attempt.rolloutId, claim.rollout.id);
-    assert.equal((await d.client.getAttempt(claim.rollout.id, claim.attempt.id))?.id, claim.attempt.id);
+    assert.equal((await d.client.getAttempt(claim.attempt.id))?.id, claim.attempt.id);
+    assert.equal((await d.client.request<{ id: string }>('GET', `/rollouts/${claim.rollout.id}/attempts/${claim.attempt.id}`)).id, claim.attempt.id);
     const updated = await d.client.updateRolloutMetadata(claim.rollout.id, { note: 'hi' });
     assert.equal(updated.metadata.note, 'hi');
 
@@ -99,7 +102,7 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
   });
 
   it('times out a silent attempt on the daemon\'s watchdog timer, with no request touching the rollout', async () => {
-    const { rollout } = await d.client.startRollout({ input: 'hangs', workerId: 'w', config: { timeoutSeconds: 0.5, maxAttempts: 1 } });
+    const { rollout } = await d.client.startRollout({ input: 'hangs', config: { timeoutSeconds: 0.5, maxAttempts: 1 } }, 'w');
     const ended = await d.client.waitForRollouts([rollout.id], 30_000);
     assert.deepEqual(ended.map((r) => [r.id, r.status]), [[rollout.id, 'failed']]);
     assert.equal((await d.client.getLatestAttempt(rollout.id))?.status, 'timeout');
@@ -127,7 +130,7 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
     assert.equal(run.status, 'running');
     const moved = await d.client.updateTrainingRun(run.id, { step: 1, summary: { best: 0.5 } });
     assert.equal(moved.step, 1);
-    await d.client.addMetrics(run.id, [{ step: 0, name: 'reward/mean', value: 0.25 }, { step: 1, name: 'reward/mean', value: 0.5 }]);
+    await d.client.addMetrics([{ runId: run.id, step: 0, name: 'reward/mean', value: 0.25 }, { runId: run.id, step: 1, name: 'reward/mean', value: 0.5 }]);
     const after0 = await d.client.queryMetrics(run.id, 0);
     assert.deepEqual(after0.map((m) => [m.step, m.value]), [[1, 0.5]]);
     assert.deepEqual((await d.client.listTrainingRuns('calc#agent')).map((r) => r.id), [run.id]);

@@ -77,12 +77,12 @@ describe('agl CLI', () => {
     const token = readFileSync(tokenFile, 'utf8').trim();
     assert.ok(token.length >= 32);
 
-    const claim = await d.client.startRollout({ input: { q: '1+1' }, agent: 'calc#agent', workerId: 'w' });
+    const claim = await d.client.startRollout({ input: { q: '1+1' }, agent: 'calc#agent' }, 'w');
     await d.client.addSpans([
       { rolloutId: claim.rollout.id, attemptId: claim.attempt.id, name: 'gen_ai.chat', startTime: 1 },
       { rolloutId: claim.rollout.id, attemptId: claim.attempt.id, name: 'agentlightning.reward', startTime: 2, attributes: { 'agl.reward.value': 0.75 } },
     ]);
-    await d.client.finishAttempt(claim.rollout.id, claim.attempt.id, { status: 'succeeded' });
+    await d.client.finishAttempt(claim.attempt.id, { status: 'succeeded' });
     await d.client.enqueueRollouts([{ input: 'a', mode: 'val' }, { input: 'b' }]);
 
     const second = await runCli(['serve', '--port', '0', '--data-dir', dataDir]);

@@ -12,7 +12,7 @@ import { runCli, startDaemonProcess, tempDataDir, type DaemonProcess } from './d
  * every span the daemon acknowledged (spanId -> sequenceId).
  */
 async function streamUntilStopped(d: DaemonProcess, stopWith: NodeJS.Signals) {
-  const { rollout, attempt } = await d.client.startRollout({ input: { task: 'stream' }, workerId: 'w' });
+  const { rollout, attempt } = await d.client.startRollout({ input: { task: 'stream' } }, 'w');
   const acked = new Map<string, number>();
   let batchesAcked = 0;
   let stopping = false;
@@ -25,7 +25,7 @@ async function streamUntilStopped(d: DaemonProcess, stopWith: NodeJS.Signals) {
       }));
       try {
         const res = await d.client.addSpans(spans);
-        for (const s of res.spans) acked.set(s.spanId, s.sequenceId);
+        for (const s of res) acked.set(s.spanId, s.sequenceId);
         batchesAcked++;
       } catch {
         failedWrites++;
@@ -86,7 +86,7 @@ describe('durability across SIGTERM and SIGKILL', () => {
       const seqs = await assertAllAcknowledgedStored(second, rollout.id, acked);
       // The store goes on issuing sequence ids after the highest one it kept.
       const more = await second.client.addSpan({ rolloutId: rollout.id, attemptId: attempt.id, name: 'after-restart', startTime: Date.now() });
-      assert.ok(more.spans[0].sequenceId > Math.max(...seqs));
+      assert.ok(more.sequenceId > Math.max(...seqs));
     } finally {
       await second.stop('SIGTERM');
     }

@@ -53,6 +53,9 @@ const BODY_ROUTES: BodyRoute[] = [
   { path: (id) => API(`/rollouts/${id}/cancel`), template: {}, strict: false },
   { path: (id, aid) => API(`/rollouts/${id}/attempts/${aid}/heartbeat`), template: {}, strict: false },
   { path: (id, aid) => API(`/rollouts/${id}/attempts/${aid}/finish`), template: { status: 'succeeded' }, strict: true },
+  { path: (_id, aid) => API(`/attempts/${aid}/heartbeat`), template: {}, strict: false },
+  { path: (_id, aid) => API(`/attempts/${aid}/finish`), template: { status: 'succeeded' }, strict: true },
+  { path: () => API('/health-checks'), template: {}, strict: true },
   { path: () => API('/waits/rollouts'), template: { ids: ['x'], timeoutMs: 0 }, strict: true },
   { path: () => API('/spans'), template: SPAN, strict: true },
   { path: () => API('/spans'), template: { spans: [SPAN] }, strict: true },
@@ -131,7 +134,7 @@ const badQuery: fc.Arbitrary<{ path: string; why: string }> = fc.oneof(
     const v = values[i % values.length]!;
     return { path: API(`${base}${base.includes('?') ? '&' : '?'}${key}=${v}`), why: `${key}=${v}` };
   }),
-  fc.tuple(fc.constantFrom('/rollouts/@', '/rollouts/@/attempts', '/rollouts/@/attempts/latest', '/rollouts/@/attempts/@', '/resources/@', '/workers/@',
+  fc.tuple(fc.constantFrom('/rollouts/@', '/rollouts/@/attempts', '/rollouts/@/attempts/latest', '/rollouts/@/attempts/@', '/attempts/@', '/resources/@', '/workers/@',
     '/training-runs/@', '/training-runs/@/metrics'), anyId).map(([p, id]) => ({ path: API(p.replaceAll('@', id)), why: `unknown id ${id}` })),
   anyId.map((id) => ({ path: `/rollout/${id}/attempt/${id}/v1/models`, why: `gateway models, unknown attempt ${id}` })),
 );
@@ -173,12 +176,12 @@ describe(`fuzzing every route with bad input (fast-check, seed ${SEED}, ${RUNS} 
     // Data accepted before the fuzzing: it must read back unchanged after it.
     const c = d.client;
     const queued = await c.enqueueRollout({ input: { q: 'keep me', deep: [[[1]]] }, metadata: { tag: 'seed' } });
-    const claim = await c.startRollout({ input: { q: 'running' }, workerId: 'seed-worker' });
+    const claim = await c.startRollout({ input: { q: 'running' } }, 'seed-worker');
     ids = { rolloutId: claim.rollout.id, attemptId: claim.attempt.id };
     await c.addSpans([{ ...ids, name: 'seed-span', startTime: 1, attributes: { k: 'v' } }]);
     const res = await c.addResources({ resources: { llm: { type: 'llm', endpoint: `${d.url}/v1`, model: 'm', backend: 'upstream', upstreamUrl: 'http://127.0.0.1:9/v1' } } });
     const run = await c.createTrainingRun({ agent: 'seed', totalSteps: 2, config: { lr: 1 } });
-    await c.addMetrics(run.id, [{ step: 0, name: 'reward/mean', value: 0.5 }]);
+    await c.addMetrics([{ runId: run.id, step: 0, name: 'reward/mean', value: 0.5 }]);
     await c.addTransitions([{ ...TRANSITION, ...ids, runId: run.id }]);
     await c.heartbeatWorker('seed-worker', { status: 'busy' });
     seeded = async () => ({

@@ -136,12 +136,14 @@ describe('hot path beside express', () => {
   it('serves the routes the one route table marks hot, and only those, matched in the table\'s order', () => {
     const routes = storeRoutes(createServerContext({ store: d.store, token: d.token, dataDir: d.dataDir }));
     assert.deepEqual(routes.filter((r) => r.hot).map((r) => `${r.method} ${r.path}`).sort(), [
-      'POST /queues/rollouts/dequeue', 'POST /rollouts/:id/attempts/:aid/finish', 'POST /spans', 'POST /spans/search', 'POST /waits/rollouts',
+      'POST /attempts/:aid/finish', 'POST /queues/rollouts/dequeue', 'POST /rollouts/:id/attempts/:aid/finish', 'POST /spans', 'POST /spans/search',
+      'POST /waits/rollouts',
     ]);
     const match = hotRouteMatcher(routes);
     const hit = (path: string) => { const m = match(path); return m && { path: m.route.path, params: m.params }; };
     assert.deepEqual(hit('/spans'), { path: '/spans', params: {} });
     assert.deepEqual(hit('/rollouts/ro%2D1/attempts/at-2/finish'), { path: '/rollouts/:id/attempts/:aid/finish', params: { id: 'ro-1', aid: 'at-2' } });
+    assert.deepEqual(hit('/attempts/at-2/finish'), { path: '/attempts/:aid/finish', params: { aid: 'at-2' } });
     assert.equal(hit('/rollouts/ro-1/attempts/at-2/heartbeat'), null, 'a route express alone serves');
     assert.equal(hit('/rollouts/%E0%A4%A/attempts/at-2/finish'), null, 'a path that does not decode goes to express');
     assert.equal(hit('/spans/'), null);

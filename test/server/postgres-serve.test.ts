@@ -22,11 +22,11 @@ describe('agl serve on PostgreSQL', () => {
     let rolloutId: string;
     try {
       assert.equal((await d.client.health()).store, 'postgres');
-      const claim = await d.client.startRollout({ input: { q: 'pg' }, workerId: 'w' });
+      const claim = await d.client.startRollout({ input: { q: 'pg' } }, 'w');
       rolloutId = claim.rollout.id;
       const ack = await d.client.addSpans([{ rolloutId, attemptId: claim.attempt.id, name: 'a', startTime: 1 }]);
-      assert.equal(ack.count, 1);
-      await d.client.finishAttempt(rolloutId, claim.attempt.id, { status: 'succeeded' });
+      assert.equal(ack.length, 1);
+      await d.client.finishAttempt(claim.attempt.id, { status: 'succeeded' });
 
       const status = await runCli(['status', '--data-dir', dataDir]);
       assert.equal(status.code, 0, status.stderr);

@@ -1,19 +1,24 @@
 /**
  * Conformance, part two: attempt lifecycle (finish, retries, timeouts, unresponsiveness and revival via
- * runHealthCheck with an injected `now`), waits, resources, workers, statistics, training runs, metrics and
+ * runHealthCheck with an injected `now`, where the store takes one), waits, resources, workers, statistics, training runs, metrics and
  * transitions. Called from storeConformance with its per-test store.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LightningStore } from '../../daemon/store/types.js';
-import { ConflictError, NotFoundError } from '../../daemon/store/types.js';
+import type { Claim, LightningStore } from '../../protocol/lightning-store.js';
+import { ConflictError, NotFoundError } from '../../protocol/lightning-store.js';
 import type { Transition } from '../../protocol/store.js';
 
 const llm = (model: string) => ({ llm: { type: 'llm' as const, endpoint: 'http://127.0.0.1:1/v1', model } });
 const span = (rolloutId: string, attemptId: string, name = 'step') => ({ rolloutId, attemptId, name, startTime: Date.now() });
 const later = (seconds: number) => Date.now() + seconds * 1000;
 
-export function lifecycleConformance(ctx: { readonly store: LightningStore }): void {
+/**
+ * `injectableClock` false (a store over HTTP, where the daemon's clock decides): the tests that move time by
+ * passing `now` to runHealthCheck are not registered; the watchdog test covers timeouts on the real clock.
+ */
+export function lifecycleConformance(ctx: { readonly store: LightningStore }, injectableClock = true): void {
+  const timed = (name: string, fn: () => Promise<void>) => { if (injectableClock) it(name, fn); };
   describe('attempt lifecycle', () => {
     it('succeeds a rollout when its attempt succeeds; a second finish conflicts', async () => {
       const r = await ctx.store.enqueueRollout({ input: 1 });
@@ -48,7 +53,7 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }): v
       await assert.rejects(ctx.store.getAttempts('ro-missing'), NotFoundError);
     });
 
-    it('times out, requeues and lets the rollout be claimed and finished again (agent-lightning #218)', async () => {
+    timed('times out, requeues and lets the rollout be claimed and finished again (agent-lightning #218)', async () => {
       const r = await ctx.store.enqueueRollout({ input: 1, config: { timeoutSeconds: 5, maxAttempts: 2, retryOn: ['timeout'] } });
       const c1 = (await ctx.store.claimNextRollout('w1'))!;
       assert.deepEqual(await ctx.store.runHealthCheck(later(4)), { timedOut: [], unresponsive: [], requeued: [], failed: [] });
@@ -64,7 +69,7 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }): v
       assert.deepEqual(h2, { timedOut: [], unresponsive: [], requeued: [], failed: [] });
     });
 
-    it('fails a timed-out rollout with no retries left', async () => {
+    timed('fails a timed-out rollout with no retries left', async () => {
       const r = await ctx.store.enqueueRollout({ input: 1, config: { timeoutSeconds: 1 } });
       await ctx.store.claimNextRollout('w');
       assert.deepEqual((await ctx.store.runHealthCheck(later(2))).failed, [r.id]);
@@ -72,7 +77,7 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }): v
       assert.equal(ended?.status, 'failed');
     });
 
-    it('marks an attempt unresponsive without heartbeats; heartbeats and spans keep it alive', async () => {
+    timed('marks an attempt unresponsive without heartbeats; heartbeats and spans keep it alive', async () => {
       const cfg = { unresponsiveSeconds: 10, maxAttempts: 3, retryOn: ['unresponsive' as const] };
       const [quiet, beating, spanning] = await ctx.store.enqueueRollouts([{ input: 'q', config: cfg }, { input: 'b', config: cfg }, { input: 's', config: cfg }]);
       const cq = (await ctx.store.claimNextRollout('w'))!;
@@ -92,7 +97,7 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }): v
       await assert.rejects(ctx.store.heartbeatAttempt('at-missing'), NotFoundError);
     });
 
-    it('revives an unresponsive attempt while its rollout has not moved on, not after', async () => {
+    timed('revives an unresponsive attempt while its rollout has not moved on, not after', async () => {
       const cfg = { unresponsiveSeconds: 1, maxAttempts: 2, retryOn: ['unresponsive' as const] };
       const r = await ctx.store.enqueueRollout({ input: 1, config: cfg });
       const c1 = (await ctx.store.claimNextRollout('w'))!;
@@ -114,7 +119,7 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }): v
       assert.equal((await ctx.store.finishAttempt(c2.attempt.id, { status: 'succeeded' })).rollout.status, 'succeeded');
     });
 
-    it('lets the current unresponsive attempt finish (a slow worker that comes back)', async () => {
+    timed('lets the current unresponsive attempt finish (a slow worker that comes back)', async () => {
       const r = await ctx.store.enqueueRollout({ input: 1, config: { unresponsiveSeconds: 1, maxAttempts: 2, retryOn: ['unresponsive'] } });
       const c = (await ctx.store.claimNextRollout('w'))!;
       await ctx.store.runHealthCheck(later(5));
@@ -216,6 +221,7 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }): v
     });
 
     it('stores metrics and reads them after a step', async () => {
+      for (const id of ['r1', 'r2']) await ctx.store.createTrainingRun({ id, agent: 'a', config: {}, totalSteps: 2 });
       await ctx.store.addMetrics([{ runId: 'r1', step: 0, name: 'reward/mean', value: 0.1 }, { runId: 'r1', step: 1, name: 'reward/mean', value: 0.4 }]);
       await ctx.store.addMetrics([{ runId: 'r2', step: 0, name: 'loss', value: 2 }]);
       const all = await ctx.store.queryMetrics('r1');
@@ -225,13 +231,16 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }): v
     });
 
     it('stores transitions and queries them by run, rollout and step', async () => {
-      const t = (step: number, rolloutId: string, index: number): Transition => ({
-        runId: 'run-1', step, rolloutId, attemptId: 'at-1', spanId: `s${index}`, groupId: 'task-1', index, agentName: null,
+      // What they name exists (the HTTP API checks that; a local store does not need to).
+      await ctx.store.createTrainingRun({ id: 'run-1', agent: 'a', config: {}, totalSteps: 2 });
+      const [a, b] = [await ctx.store.startRollout({ input: 'a' }), await ctx.store.startRollout({ input: 'b' })];
+      const t = (step: number, { rollout, attempt }: Claim, index: number): Transition => ({
+        runId: 'run-1', step, rolloutId: rollout.id, attemptId: attempt.id, spanId: `s${index}`, groupId: 'task-1', index, agentName: null,
         reward: index === 1 ? 1 : null, credit: 0.5, advantage: -0.25, promptTokens: 10, completionTokens: 5,
       });
-      await ctx.store.addTransitions([t(0, 'ro-a', 0), t(0, 'ro-a', 1), t(1, 'ro-b', 0)]);
-      assert.deepEqual(await ctx.store.queryTransitions({ rolloutId: 'ro-a' }), [t(0, 'ro-a', 0), t(0, 'ro-a', 1)]);
-      assert.deepEqual((await ctx.store.queryTransitions({ runId: 'run-1', step: 1 })).map((x) => x.rolloutId), ['ro-b']);
+      await ctx.store.addTransitions([t(0, a, 0), t(0, a, 1), t(1, b, 0)]);
+      assert.deepEqual(await ctx.store.queryTransitions({ rolloutId: a.rollout.id }), [t(0, a, 0), t(0, a, 1)]);
+      assert.deepEqual((await ctx.store.queryTransitions({ runId: 'run-1', step: 1 })).map((x) => x.rolloutId), [b.rollout.id]);
       assert.equal((await ctx.store.queryTransitions({ runId: 'run-1', limit: 2 })).length, 2);
     });
   });

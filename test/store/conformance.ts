@@ -1,13 +1,14 @@
 /**
  * The LightningStore conformance suite: the specification every backend must pass unchanged.
  * test/store/sqlite.test.ts and test/store/postgres.test.ts call `storeConformance` with a factory that
- * returns a fresh, empty store. Time-dependent rules (timeouts, unresponsiveness) are driven through
+ * returns a fresh, empty store; test/sdk/client-conformance.test.ts runs it through the HTTP client (AglClient)
+ * against a real daemon. Time-dependent rules (timeouts, unresponsiveness) are driven through
  * runHealthCheck with an injected `now`; one test lets the Watchdog timer do it on its own.
  */
 import { describe, it, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LightningStore } from '../../daemon/store/types.js';
-import { ConflictError, NotFoundError } from '../../daemon/store/types.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
+import { ConflictError, NotFoundError } from '../../protocol/lightning-store.js';
 import { Watchdog } from '../../daemon/store/watchdog.js';
 import type { SpanInput } from '../../protocol/store.js';
 import { lifecycleConformance } from './conformance-lifecycle.js';
@@ -27,7 +28,8 @@ export const llm = (model = 'm') => ({ llm: { type: 'llm' as const, endpoint: 'h
 export const span = (rolloutId: string, attemptId: string, name = 'step', extra: Partial<SpanInput> = {}): SpanInput =>
   ({ rolloutId, attemptId, name, startTime: Date.now(), ...extra });
 
-export function storeConformance(backend: string, factory: StoreFactory): void {
+/** `opts.injectableClock` false: a store whose runHealthCheck takes no `now` (over HTTP); see lifecycleConformance. */
+export function storeConformance(backend: string, factory: StoreFactory, opts: { injectableClock?: boolean } = {}): void {
   describe(`LightningStore conformance: ${backend}`, () => {
     const ctx = useStore(factory);
 
@@ -257,7 +259,7 @@ export function storeConformance(backend: string, factory: StoreFactory): void {
       });
     });
 
-    lifecycleConformance(ctx);
+    lifecycleConformance(ctx, opts.injectableClock ?? true);
 
     describe('watchdog', () => {
       it('times out an attempt on its own timer, with nobody writing', async () => {

@@ -26,11 +26,11 @@ async function seedFinishedRun(client: AglClient): Promise<void> {
     id: RUN_B, agent: AGENT, totalSteps: 20,
     config: { model: { name: 'builtin:0.8m', init: 'samples/calc/warmup' }, training: { learningRate: 1e-3, batchSize: 16, groupSize: 8, maxMinutes: 6, grpo: { variant: 'dr_grpo', beta: 0 } } },
   });
-  await client.addMetrics(RUN_B, RUN_B_REWARDS.flatMap((reward, step) => [
+  await client.addMetrics(RUN_B_REWARDS.flatMap((reward, step) => [
     { step, name: 'reward/mean', value: reward }, { step, name: 'grpo/kl', value: 0 }, { step, name: 'grpo/clip_ratio', value: 0 },
     { step, name: 'grpo/lr', value: 1e-3 }, { step, name: 'grpo/loss', value: 0.02 * Math.cos(step) }, { step, name: 'grpo/grad_norm', value: 3 - 0.2 * step },
     ...(step % 4 === 0 ? [{ step, name: 'val/reward', value: [0.29, 0.55, 0.7][step / 4] }] : []),
-  ]));
+  ]).map((p) => ({ ...p, runId: RUN_B })));
   await client.updateTrainingRun(RUN_B, {
     status: 'succeeded', step: 9,
     summary: { stopReason: 'max-minutes', elapsedMs: 360_000, epochSteps: 20, best: { step: 8, reward: 0.7, path: 'runs/run-calc-budget/best' } },
@@ -55,7 +55,7 @@ describe('training dashboard webview', () => {
     await new Promise((r) => setTimeout(r, 5));
     await seedCalcTraining(daemon.client);
     // A learning-rate warm-up over 4 steps (the issue's axis read "0.001, 0, 0, 0" for such values).
-    await daemon.client.addMetrics(RUN_ID, Array.from({ length: 12 }, (_, step) => ({ step, name: 'grpo/lr', value: 1e-5 * Math.min(1, (step + 1) / 4) })));
+    await daemon.client.addMetrics(Array.from({ length: 12 }, (_, step) => ({ runId: RUN_ID, step, name: 'grpo/lr', value: 1e-5 * Math.min(1, (step + 1) / 4) })));
     view = await openWebview('dashboard', dashboardHandlers(daemon.client), {
       // What the panel does on "watchRun": poll the daemon and push new points to the webview.
       onCommand: (method, params, session) => {
@@ -89,10 +89,10 @@ describe('training dashboard webview', () => {
   });
 
   it('moves live: points the trainer writes appear without a reload', async () => {
-    await daemon.client.addMetrics(RUN_ID, [
+    await daemon.client.addMetrics([
       { step: 12, name: 'reward/mean', value: 0.81 }, { step: 12, name: 'grpo/kl', value: 0.03 }, { step: 12, name: 'val/reward', value: 0.66 },
       { step: 13, name: 'reward/mean', value: 0.84 }, { step: 13, name: 'grpo/kl', value: 0.031 },
-    ]);
+    ].map((p) => ({ ...p, runId: RUN_ID })));
     await daemon.client.updateTrainingRun(RUN_ID, { step: 14 });
     await view.page.waitForFunction(() => document.querySelector('.chart-value[data-metric="reward/mean"] b')?.textContent === '0.840', undefined, { timeout: 10_000 });
     assert.equal(await latest('val/reward'), '0.660');
@@ -224,7 +224,7 @@ describe('training dashboard webview', () => {
     assert.deepEqual(await page.evaluate(() => (JSON.parse(sessionStorage.getItem('vscode-state') ?? '{}') as { compare?: string[] }).compare), [RUN_ID]);
     await view.screenshot('dashboard-overlay');
     // The compared run goes on training: its new points reach the overlay without a reload.
-    await daemon.client.addMetrics(RUN_ID, [{ step: 14, name: 'reward/mean', value: 0.88 }]);
+    await daemon.client.addMetrics([{ runId: RUN_ID, step: 14, name: 'reward/mean', value: 0.88 }]);
     await page.waitForFunction((id) => document.querySelector(`.chart-card[data-chart="reward"] .chart-value[data-metric="reward/mean"][data-run="${id}"] b`)?.textContent === '0.880',
       RUN_ID, { timeout: 10_000 });
   });
@@ -251,7 +251,7 @@ describe('training dashboard webview before any training run', () => {
       await view.page.waitForSelector('.empty-state');
       assert.match(await view.page.locator('.empty-state').innerText(), /No training run yet/);
       const run = await daemon.client.createTrainingRun({ agent: 'samples/calc/agent.ts#calcAgent', totalSteps: 4 });
-      await daemon.client.addMetrics(run.id, [{ step: 0, name: 'reward/mean', value: 0.25 }]);
+      await daemon.client.addMetrics([{ runId: run.id, step: 0, name: 'reward/mean', value: 0.25 }]);
       await view.page.waitForSelector('.chart-card[data-chart="reward"] canvas', { timeout: 15_000 });
       assert.deepEqual([...view.problems], []);
     } finally { await view.close(); await daemon.close(); }

@@ -137,12 +137,12 @@ describe('panel data handlers against a real daemon', () => {
   it('groups the samples of a task the algorithm has not trained on yet by their metadata', async () => {
     const ids: string[] = [];
     for (let k = 0; k < 3; k++) {
-      const { rollout, attempt } = await daemon.client.startRollout({ input: { q: 'x' }, agent: 'a.ts#agent', metadata: { runId: 'r9', step: 0, taskId: 't1', sample: k }, workerId: 'w' });
+      const { rollout, attempt } = await daemon.client.startRollout({ input: { q: 'x' }, agent: 'a.ts#agent', metadata: { runId: 'r9', step: 0, taskId: 't1', sample: k } }, 'w');
       await daemon.client.addSpans([{ rolloutId: rollout.id, attemptId: attempt.id, name: SPAN.reward, startTime: 1, attributes: { [AGL.rewardValue]: k } }]);
-      await daemon.client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
+      await daemon.client.finishAttempt(attempt.id, { status: 'succeeded' });
       ids.push(rollout.id);
     }
-    await daemon.client.startRollout({ input: { q: 'y' }, agent: 'a.ts#agent', metadata: { runId: 'r9', step: 0, taskId: 't2' }, workerId: 'w' });
+    await daemon.client.startRollout({ input: { q: 'y' }, agent: 'a.ts#agent', metadata: { runId: 'r9', step: 0, taskId: 't2' } }, 'w');
     const handlers = trajectoryHandlers(daemon.client);
     const page = await handlers.get('trajectory/getGroups')!({ rolloutId: ids[1] }) as GroupPage;
     assert.equal(page.groups.length, 1);

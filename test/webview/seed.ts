@@ -29,7 +29,7 @@ const TASKS = [
 ];
 
 export async function recordRollout(client: AglClient, t: Trajectory, metadata: Record<string, unknown>, startAt: number): Promise<{ rolloutId: string; attemptId: string; llmSpanIds: string[] }> {
-  const { rollout, attempt } = await client.startRollout({ input: { question: t.question, answer: t.expected }, mode: 'train', agent: AGENT, metadata, workerId: 'worker-1' });
+  const { rollout, attempt } = await client.startRollout({ input: { question: t.question, answer: t.expected }, mode: 'train', agent: AGENT, metadata }, 'worker-1');
   const ids = { rolloutId: rollout.id, attemptId: attempt.id };
   const traceId = `trace${rollout.id.replace(/[^a-z0-9]/gi, '')}`.padEnd(32, '0').slice(0, 32);
   const root = `root${rollout.id}`.slice(0, 16);
@@ -70,7 +70,7 @@ export async function recordRollout(client: AglClient, t: Trajectory, metadata: 
     spans.splice(1, 3, llm(call1, s + 20, s + 640, [system, user], [{ role: 'assistant', content: t.answer }], 58, 4, 31));
   }
   await client.addSpans(spans);
-  await client.finishAttempt(rollout.id, attempt.id, t.toolError ? { status: 'failed', error: { message: t.toolError } } : { status: 'succeeded' });
+  await client.finishAttempt(attempt.id, t.toolError ? { status: 'failed', error: { message: t.toolError } } : { status: 'succeeded' });
   return { ...ids, llmSpanIds: t.direct ? [call1] : [call1, call2] };
 }
 
@@ -105,10 +105,10 @@ export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
   }
   await client.addTransitions(transitions);
   // A failed validation rollout with an exception, to show errors.
-  const failed = await client.startRollout({ input: { question: 'Divide 1 by 0' }, mode: 'val', agent: AGENT, resourcesId: resources.id, workerId: 'worker-1' });
+  const failed = await client.startRollout({ input: { question: 'Divide 1 by 0' }, mode: 'val', agent: AGENT, resourcesId: resources.id }, 'worker-1');
   await client.addSpans([{ rolloutId: failed.rollout.id, attemptId: failed.attempt.id, name: SPAN.exception, startTime: base, endTime: base,
     attributes: { [AGL.exceptionType]: 'ZeroDivisionError', [AGL.exceptionMessage]: 'division by zero' }, status: { code: 'error', message: 'division by zero' } }]);
-  await client.finishAttempt(failed.rollout.id, failed.attempt.id, { status: 'failed', error: { message: 'ZeroDivisionError: division by zero' } });
+  await client.finishAttempt(failed.attempt.id, { status: 'failed', error: { message: 'ZeroDivisionError: division by zero' } });
 
   const points: { step: number; name: string; value: number }[] = [];
   for (let step = 0; step < 12; step++) {
@@ -124,7 +124,7 @@ export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
     );
     if (step % 4 === 0) points.push({ step, name: 'val/reward', value: 0.2 + 0.45 * progress });
   }
-  await client.addMetrics(run.id, points);
+  await client.addMetrics(points.map((p) => ({ ...p, runId: run.id })));
   await client.updateTrainingRun(run.id, { step: 12 });
   return { rolloutIds, groupRolloutIds, runId: run.id, failedRolloutId: failed.rollout.id };
 }

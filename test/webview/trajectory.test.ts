@@ -138,7 +138,7 @@ describe('trajectory viewer webview', () => {
   });
 
   it('follows a running rollout live: new spans and its end appear without a reload', async () => {
-    const { rollout, attempt } = await daemon.client.startRollout({ input: { question: 'live?' }, agent: 'samples/calc/agent.ts#calcAgent', workerId: 'w-live' });
+    const { rollout, attempt } = await daemon.client.startRollout({ input: { question: 'live?' }, agent: 'samples/calc/agent.ts#calcAgent' }, 'w-live');
     const context = 'A long retrieved document. '.repeat(80); // folded in the chat until asked for
     const llm = (spanId: string, start: number) => ({ rolloutId: rollout.id, attemptId: attempt.id, spanId, name: 'gen_ai.chat', startTime: start, endTime: start + 5,
       attributes: { 'gen_ai.input.messages': JSON.stringify([{ role: 'system', content: context }, { role: 'user', content: 'live?' }]), 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: `answer ${spanId}` }]) } });
@@ -151,7 +151,7 @@ describe('trajectory viewer webview', () => {
     await system.locator('.fold-toggle').click();
     assert.equal((await system.locator('.chat-text').innerText()).trim(), context.trim());
     await daemon.client.addSpans([llm('live2', Date.now() + 10)]);
-    await daemon.client.finishAttempt(rollout.id, attempt.id, { status: 'succeeded' });
+    await daemon.client.finishAttempt(attempt.id, { status: 'succeeded' });
     await view.page.waitForFunction(() => document.querySelectorAll('.span-row[data-kind="llm"]').length === 2, undefined, { timeout: 10_000 });
     await view.page.waitForFunction(() => document.querySelector('.view-header .pill')?.textContent === 'succeeded', undefined, { timeout: 10_000 });
   });

@@ -1,12 +1,17 @@
 /**
- * The LightningStore interface: everything the daemon keeps durably. Backends (SQLite, PostgreSQL)
- * implement it and must pass the shared conformance suite unchanged (test/store/conformance.ts).
- * The HTTP API (daemon/server) is a thin, validating skin over this interface.
+ * The LightningStore interface: everything the daemon keeps durably, and the one contract of the store API.
+ * Implemented by the local backends (daemon/store/: SQLite, PostgreSQL) and over HTTP by the client
+ * (sdk/client.ts AglClient), as agent-lightning's LightningStoreClient implements its LightningStore; all of
+ * them pass one conformance suite (test/store/conformance.ts; test/store/client.test.ts runs it through
+ * AglClient against a real daemon). The HTTP API (daemon/server) is a thin, validating skin over it.
+ * Its errors are part of the contract: NotFoundError (unknown id) and ConflictError (a transition not
+ * allowed), thrown by a local backend or, for the matching problem answers, by the HTTP client.
  */
 import type {
   Attempt, AttemptStatus, MetricPoint, Resources, ResourcesInput, Rollout, RolloutInput, RolloutMode,
   RolloutStatus, Span, SpanInput, Statistics, TrainingRun, Transition, Worker,
-} from '../../protocol/store.js';
+} from './store.js';
+import type { Claim, HealthCheckResult } from './api.js';
 
 export interface RolloutQuery {
   status?: RolloutStatus[];
@@ -41,24 +46,20 @@ export interface ClaimOptions {
 }
 
 /** A claimed rollout: the rollout (now `preparing`) and its new attempt (`preparing`). */
-export interface Claim { rollout: Rollout; attempt: Attempt }
+export type { Claim };
 
 export interface FinishAttemptInput {
   status: Extract<AttemptStatus, 'succeeded' | 'failed'>;
   error?: { message: string; stack?: string };
 }
 
-export interface HealthCheckResult {
-  timedOut: string[];
-  unresponsive: string[];
-  requeued: string[];
-  failed: string[];
-}
+/** What a health check did: ids of the attempts timed out / marked unresponsive, rollouts requeued / failed. */
+export type { HealthCheckResult };
 
 export interface TransitionQuery { runId?: string; rolloutId?: string; step?: number; limit?: number }
 
 export interface LightningStore {
-  /** 'sqlite' | 'postgres' */
+  /** 'sqlite' | 'postgres' | 'http' (AglClient: a daemon's store over its HTTP API) */
   readonly kind: string;
   close(): Promise<void>;
 
@@ -124,9 +125,26 @@ export interface LightningStore {
   statistics(): Promise<Statistics>;
 }
 
-/** Thrown by stores for unknown ids; the HTTP layer maps it to 404. */
+/** Marks an error as one of the store contract's kinds, whichever side threw it (see StoreError below). */
+export const STORE_ERROR = Symbol.for('agl.storeError');
+type StoreErrorKind = 'not-found' | 'conflict';
+const hasKind = (value: unknown, kind: StoreErrorKind): boolean =>
+  typeof value === 'object' && value !== null && (value as { [STORE_ERROR]?: unknown })[STORE_ERROR] === kind;
+
+/**
+ * Thrown by stores for unknown ids; the HTTP layer maps it to 404. `instanceof NotFoundError` also holds for
+ * the HTTP client's error for a 404 `not-found` problem (AglHttpError carries the same mark), so callers and
+ * the conformance suite treat a local and a remote store alike.
+ */
 export class NotFoundError extends Error {
+  readonly [STORE_ERROR] = 'not-found' as const;
+  override readonly name = 'NotFoundError';
   constructor(public readonly entity: string, public readonly id: string) { super(`${entity} '${id}' not found`); }
+  static override [Symbol.hasInstance](value: unknown): boolean { return hasKind(value, 'not-found'); }
 }
-/** Thrown for a transition that is not allowed (e.g. finishing an ended attempt); HTTP 409. */
-export class ConflictError extends Error {}
+/** Thrown for a transition that is not allowed (e.g. finishing an ended attempt); HTTP 409. Recognised like NotFoundError. */
+export class ConflictError extends Error {
+  readonly [STORE_ERROR] = 'conflict' as const;
+  override readonly name = 'ConflictError';
+  static override [Symbol.hasInstance](value: unknown): boolean { return hasKind(value, 'conflict'); }
+}
