@@ -3,10 +3,10 @@
  * sequential calls vs 16 concurrent ones. Dynamic batching should turn concurrency into larger generate()
  * batches and more completion tokens per second: reports both and the mean batch size.
  */
-import type { GenerateOptions, Generation, PolicyModel } from '../daemon/model/api.js';
+import type { GenerateOptions, Generation, PolicyModel } from '../daemon/model/policy-contract.js';
 import { createPolicy } from '../daemon/model/policy.js';
 import { attemptBaseUrl } from '../sdk/ids.js';
-import { startDaemon } from '../test/runner/daemon-harness.js';
+import { startDaemon } from '../test/helpers/daemon.js';
 
 export async function benchLocalBatching(quick: boolean): Promise<Record<string, number>> {
   const real = await createPolicy({ size: '0.8m', contextLength: 256, seed: 1, name: 'bench-local' });

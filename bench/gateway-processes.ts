@@ -1,6 +1,6 @@
 /**
  * Processes the gateway and ingest benchmarks run against: a real `agl serve` daemon (SQLite in a temp
- * data dir) and the fake OpenAI-protocol upstream (test/runner/fake-upstream.ts) in its own process,
+ * data dir) and the fake OpenAI-protocol upstream (test/helpers/fake-upstream.ts) in its own process,
  * so the load generator does not share an event loop with what it measures. Plus small stats helpers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

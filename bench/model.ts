@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import type { LossInputs, SequencePair } from '../daemon/model/api.js';
+import type { LossInputs, SequencePair } from '../daemon/model/policy-contract.js';
 
 interface Run { train_tok_s: number; sample_tok_s: number; params: number; backend: string }
 const BATCH = 16, SEQ = 128;

@@ -4,7 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
-import type { LossInputs, SequencePair } from '../daemon/model/api.js';
+import type { LossInputs, SequencePair } from '../daemon/model/policy-contract.js';
 import { createPolicy } from '../daemon/model/policy.js';
 
 const { values } = parseArgs({ options: { size: { type: 'string', default: '0.8m' }, backend: { type: 'string', default: 'wasm' } } });

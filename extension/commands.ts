@@ -8,8 +8,8 @@ import { COMMANDS } from '../protocol/commands.js';
 import { markAsAgent } from '../protocol/lsp.js';
 import type { Ctx } from './ctx.js';
 import { cursorEditor } from './pickers.js';
-import { runRolloutCommand } from './rollout.js';
-import { trainCommand } from './train.js';
+import { runRolloutCommand } from './rollout-command.js';
+import { trainCommand } from './train-command.js';
 import { showTrainingDashboard, showTrajectoryViewer } from './views.js';
 
 /** Runs a command body, turning an unexpected error into a message that points at the log. */

@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PolicyModel } from '../model/api.js';
+import type { PolicyModel } from '../model/policy-contract.js';
 import type { TrainerState } from './trainer.js';
 
 export const STATE_FILE = 'state.json';

@@ -17,7 +17,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import type { LossInputs } from '../model/api.js';
+import type { LossInputs } from '../model/policy-contract.js';
 import { STD_EPS, advantageDivisor, isZeroVariance, meanOf, stdUnbiased } from '../../protocol/grpo-advantage.js';
 
 /** The settings each named variant stands for; every key a variant leaves out takes GRPO_DEFAULTS. */

@@ -9,7 +9,7 @@
  */
 import { METRICS, type StopReason } from '../../protocol/metrics.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
-import type { PolicyModel, SequencePair } from '../model/api.js';
+import type { PolicyModel, SequencePair } from '../model/policy-contract.js';
 import { makeRng } from '../model/sampling.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { TrajectoryStep } from './adapter.js';
@@ -115,14 +115,14 @@ export class Trainer {
   /** Training steps in a row in which every rollout failed (the agent is broken, not unlucky). */
   private failedSteps = 0;
 
-  constructor(private readonly d: TrainerDeps, public state: TrainerState) {}
+  constructor(private readonly deps: TrainerDeps, public state: TrainerState) {}
 
-  private log(m: string): void { this.d.log?.(m); }
+  private log(m: string): void { this.deps.log?.(m); }
 
   async publish(purpose: 'train' | 'val'): Promise<string> {
-    const m = this.d.config.model;
-    const res = await publishPolicy(this.d.store, {
-      endpoint: this.d.endpoint, model: this.d.policy.name, maxTokens: m.maxTokens,
+    const m = this.deps.config.model;
+    const res = await publishPolicy(this.deps.store, {
+      endpoint: this.deps.endpoint, model: this.deps.policy.name, maxTokens: m.maxTokens,
       temperature: purpose === 'val' ? m.valTemperature : m.temperature, topP: purpose === 'val' ? undefined : m.topP,
       metadata: { runId: this.state.runId, step: this.state.step, purpose },
     });
@@ -131,49 +131,49 @@ export class Trainer {
 
   /** Mean final reward on the validation tasks (greedy by default). */
   async validate(): Promise<number> {
-    const t = this.d.config.training;
-    const tasks = t.valSize > 0 ? this.d.val.slice(0, t.valSize) : this.d.val;
+    const t = this.deps.config.training;
+    const tasks = t.valSize > 0 ? this.deps.val.slice(0, t.valSize) : this.deps.val;
     const resourcesId = await this.publish('val');
-    const groups = await runGroups(this.d.store, tasks, {
-      agent: this.d.agent, mode: 'val', resourcesId, groupSize: 1, timeoutSeconds: this.d.config.runtime.rolloutTimeoutSeconds,
-      metadata: { runId: this.state.runId, step: this.state.step }, signal: this.d.signal,
-      onProgress: (done, total) => this.d.onProgress?.('validate', done, total, this.state),
+    const groups = await runGroups(this.deps.store, tasks, {
+      agent: this.deps.agent, mode: 'val', resourcesId, groupSize: 1, timeoutSeconds: this.deps.config.runtime.rolloutTimeoutSeconds,
+      metadata: { runId: this.state.runId, step: this.state.step }, signal: this.deps.signal,
+      onProgress: (done, total) => this.deps.onProgress?.('validate', done, total, this.state),
     });
     const failed = everyRolloutFailed(groups);
     if (failed && this.state.val.length === 0) {
-      throw new Error(`every validation rollout failed before training (${failed.count} of ${failed.count}), e.g.: ${failed.error}. Fix the agent (try it once: agl rollout ${this.d.agent} --task '<one task>') and run again`);
+      throw new Error(`every validation rollout failed before training (${failed.count} of ${failed.count}), e.g.: ${failed.error}. Fix the agent (try it once: agl rollout ${this.deps.agent} --task '<one task>') and run again`);
     }
     if (failed) this.log(`validation: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
     const rewards = finalRewards(groups);
     const mean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     this.state.val.push({ step: this.state.step, reward: mean });
-    await this.d.store.addMetrics([{ runId: this.state.runId, step: this.state.step, name: METRICS.valReward, value: mean }]);
+    await this.deps.store.addMetrics([{ runId: this.state.runId, step: this.state.step, name: METRICS.valReward, value: mean }]);
     if (!this.state.best || mean > this.state.best.reward) {
       this.state.best = { step: this.state.step, reward: mean };
-      await this.d.saveBest?.(this.state);
+      await this.deps.saveBest?.(this.state);
     }
     return mean;
   }
 
   /** One GRPO step. Returns the metrics it stored. */
   async step(): Promise<Record<string, number>> {
-    const { config: cfg, store, policy } = this.d;
+    const { config: cfg, store, policy } = this.deps;
     const t = cfg.training;
     const started = Date.now();
     const step = this.state.step;
-    const tasks = tasksForStep(this.d.train, t.batchSize, t.seed, step);
+    const tasks = tasksForStep(this.deps.train, t.batchSize, t.seed, step);
     const resourcesId = await this.publish('train');
     const rollOut = (ts: Task[], round: number) => runGroups(store, ts, {
-      agent: this.d.agent, mode: 'train', resourcesId, groupSize: t.groupSize, timeoutSeconds: cfg.runtime.rolloutTimeoutSeconds,
-      metadata: { runId: this.state.runId, step, ...(round > 0 ? { samplingRound: round } : {}) }, adapter: { agentMatch: t.agentMatch }, signal: this.d.signal,
-      onProgress: (done, total) => this.d.onProgress?.(round > 0 ? `rollouts (refill ${round})` : 'rollouts', done, total, this.state),
+      agent: this.deps.agent, mode: 'train', resourcesId, groupSize: t.groupSize, timeoutSeconds: cfg.runtime.rolloutTimeoutSeconds,
+      metadata: { runId: this.state.runId, step, ...(round > 0 ? { samplingRound: round } : {}) }, adapter: { agentMatch: t.agentMatch }, signal: this.deps.signal,
+      onProgress: (done, total) => this.deps.onProgress?.(round > 0 ? `rollouts (refill ${round})` : 'rollouts', done, total, this.state),
     });
     const scheduled = await rollOut(tasks, 0);
     // DAPO dynamic sampling: groups without reward spread dropped, the batch refilled from fresh tasks (bounded).
     const sampled = t.grpo.dynamicSampling
       ? await dynamicSampling(scheduled, {
         batchSize: t.batchSize, maxRounds: t.grpo.dynamicSamplingRounds, rollOut,
-        freshTasks: (round, used, n) => freshTasks(this.d.train, t.seed, step, round, used, n),
+        freshTasks: (round, used, n) => freshTasks(this.deps.train, t.seed, step, round, used, n),
       })
       : null;
     const groups = sampled ? sampled.groups : scheduled;
@@ -209,12 +209,12 @@ export class Trainer {
     }
     let ref: number[][] | null = null;
     if (t.grpo.beta > 0) {
-      if (!this.d.reference) throw new Error('training.grpo.beta > 0 needs a reference policy');
-      ref = kept.length ? await this.d.reference.scoreLogprobs(pairs) : [];
+      if (!this.deps.reference) throw new Error('training.grpo.beta > 0 needs a reference policy');
+      ref = kept.length ? await this.deps.reference.scoreLogprobs(pairs) : [];
     }
 
     const lr = t.warmupSteps > 0 ? t.learningRate * Math.min(1, (step + 1) / t.warmupSteps) : t.learningRate;
-    this.d.setLearningRate?.(lr);
+    this.deps.setLearningRate?.(lr);
     const stats = new GrpoStats();
     let update = { loss: 0, gradNorm: 0, tokens: 0, seconds: 0 };
     if (kept.length > 0 && kept.some((k) => k.advantage !== 0)) {
@@ -263,23 +263,23 @@ export class Trainer {
 
   /** Runs to the end (or the time budget), validating and checkpointing on schedule. */
   async run(): Promise<TrainerState> {
-    const { store, config: cfg } = this.d;
+    const { store, config: cfg } = this.deps;
     const t = cfg.training;
     const began = Date.now() - this.state.elapsedMs;
     const outOfTime = () => t.maxMinutes > 0 && Date.now() - began >= t.maxMinutes * 60_000;
     if (this.state.val.length === 0) await this.validate();
     while (this.state.step < this.state.totalSteps && !outOfTime()) {
-      if (this.d.signal?.aborted) throw new Error('interrupted');
+      if (this.deps.signal?.aborted) throw new Error('interrupted');
       await this.step();
       this.state.elapsedMs = Date.now() - began;
       const last = this.state.step === this.state.totalSteps || outOfTime();
       if (!last && t.valEvery > 0 && this.state.step % t.valEvery === 0) await this.validate();
       await store.updateTrainingRun(this.state.runId, { step: this.state.step, totalSteps: this.state.totalSteps });
-      if (this.state.step % t.checkpointEvery === 0 && !last) await this.d.checkpoint(this.state);
+      if (this.state.step % t.checkpointEvery === 0 && !last) await this.deps.checkpoint(this.state);
     }
     if (this.state.val.at(-1)?.step !== this.state.step) await this.validate();
     this.state.elapsedMs = Date.now() - began;
-    await this.d.checkpoint(this.state);
+    await this.deps.checkpoint(this.state);
     return this.state;
   }
 }

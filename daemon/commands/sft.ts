@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openPolicy } from '../algorithm/open-policy.js';
 import { Progress } from './progress.js';
-import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft.js';
+import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft-trainer.js';
 import { resolveDataDir } from '../../sdk/daemon-state.js';
 
 const HELP = `usage: agl sft --data demos.jsonl [options]

@@ -7,10 +7,10 @@
  */
 import type { Server } from 'node:http';
 import { AglClient } from '../../sdk/client.js';
-import type { PolicyModel } from '../model/api.js';
+import type { PolicyModel } from '../model/policy-contract.js';
 import { Runner } from '../runner/runner.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';
-import { createServerContext } from '../server/context.js';
+import { createServerContext } from '../server/server-context.js';
 import { Watchdog } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 

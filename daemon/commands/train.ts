@@ -11,7 +11,7 @@ import { type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../
 import { readCheckpoint, saveBestPolicy, saveCheckpoint } from '../algorithm/checkpoint.js';
 import { openPolicy } from '../algorithm/open-policy.js';
 import type { Task } from '../algorithm/rollouts.js';
-import { readJsonl } from '../algorithm/sft.js';
+import { readJsonl } from '../algorithm/sft-trainer.js';
 import { Trainer, type TrainerState, epochSteps, newTrainerState, plannedSteps, stopReason } from '../algorithm/trainer.js';
 import type { TrainingRunSummary } from '../../protocol/metrics.js';
 import { loadOrCreateToken } from '../server/auth.js';

@@ -8,7 +8,7 @@
  * Tool calls use the same <tool_call>JSON</tool_call> text as Qwen models, so one parser
  * (parseAssistantText) serves both. Special-token strings in text encode to their single ids.
  */
-import type { ChatMessage, Tokenizer, ToolSpec } from './api.js';
+import type { ChatMessage, Tokenizer, ToolSpec } from './policy-contract.js';
 
 export const BYTE_SPECIALS = ['<|endoftext|>', '<|system|>', '<|user|>', '<|assistant|>', '<|tool|>', '<|end|>', '<tool_call>', '</tool_call>'] as const;
 const SPECIAL_RE = new RegExp(BYTE_SPECIALS.map((s) => s.replace(/[|/<>]/g, (c) => `\\${c}`)).join('|'), 'g');

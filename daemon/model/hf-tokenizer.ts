@@ -8,7 +8,7 @@ import { Tokenizer as HfTokenizerImpl } from '@huggingface/tokenizers';
 import { Template } from '@huggingface/jinja';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ChatMessage, Tokenizer, ToolSpec } from './api.js';
+import type { ChatMessage, Tokenizer, ToolSpec } from './policy-contract.js';
 
 type TokenizerConfig = Record<string, unknown> & { chat_template?: string | { name: string; template: string }[] };
 

@@ -1,16 +1,16 @@
 /**
- * PolicyModel (api.ts) on TF.js: createPolicy() makes a new built-in GPT with the byte tokenizer,
+ * PolicyModel (policy-contract.ts) on TF.js: createPolicy() makes a new built-in GPT with the byte tokenizer,
  * loadPolicy(dir) opens a model folder (our checkpoints or a Hugging Face Llama/Qwen2 folder).
  */
 import * as tf from '@tensorflow/tfjs';
 import { basename, resolve } from 'node:path';
-import type { GenerateOptions, Generation, LossInputs, PolicyModel, SequencePair, Tokenizer, TrainStepResult } from './api.js';
+import type { GenerateOptions, Generation, LossInputs, PolicyModel, SequencePair, Tokenizer, TrainStepResult } from './policy-contract.js';
 import { selectBackend } from './backend.js';
 import { ByteTokenizer } from './byte-tokenizer.js';
-import { configFromHf, hfConfigFor, loadOptimizerState, loadWeights, readHfConfig, saveFolder, type HfConfig } from './checkpoint.js';
+import { configFromHf, hfConfigFor, loadOptimizerState, loadWeights, readHfConfig, saveFolder, type HfConfig } from './model-folder.js';
 import { HfTokenizer } from './hf-tokenizer.js';
 import { generate } from './sampling.js';
-import { AdamW, DEFAULT_OPTIMIZER, scoreLogprobs, trainStep, type OptimizerConfig } from './train.js';
+import { AdamW, DEFAULT_OPTIMIZER, scoreLogprobs, trainStep, type OptimizerConfig } from './train-step.js';
 import { countParams, gptConfig, GPT_PRESETS, initParams, type Params, type TransformerConfig } from './transformer.js';
 
 export interface CreatePolicyOptions {

@@ -4,7 +4,7 @@
  * logits with a per-row seeded PRNG, so a row samples the same tokens alone or in any batch.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { GenerateOptions, Generation, Tokenizer } from './api.js';
+import type { GenerateOptions, Generation, Tokenizer } from './policy-contract.js';
 import { forward, lmHead, type LayerCache, type Params, type TransformerConfig } from './transformer.js';
 
 /** mulberry32: small, fast, good enough for sampling; seeded per (seed, row). */

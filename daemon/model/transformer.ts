@@ -4,7 +4,7 @@
  * - 'llama': RoPE, RMSNorm, grouped-query attention, SwiGLU, optional qkv bias (Qwen2), tied or untied head
  *            (Hugging Face Llama/Qwen2 tensor names).
  * Linear weights are held as [in, out] so every projection is one plain 2-D matmul (fast on wasm); HF
- * Llama checkpoints store [out, in] and are transposed when loaded and saved (checkpoint.ts).
+ * Llama checkpoints store [out, in] and are transposed when loaded and saved (model-folder.ts).
  * Sequences in a batch are left-padded: `leftPad[b]` pad slots come first, positions start after them and
  * an additive mask hides them, so generation, scoring and training all share one layout.
  */

@@ -1,5 +1,5 @@
 /**
- * The daemon's express app, built from a ServerContext (context.ts): the store API under /v1/agl (the route
+ * The daemon's express app, built from a ServerContext (server-context.ts): the store API under /v1/agl (the route
  * table of store-api.ts: token + JSON body limit + validation), /health and /metrics, and the mount points where other parts of the daemon
  * attach their routers (the OpenAI-compatible gateway, the OTLP receiver). Errors from every router are
  * answered as application/problem+json by one handler (errors.ts).
@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { API_PREFIX } from '../../protocol/api.js';
-import type { ServerContext } from './context.js';
+import type { ServerContext } from './server-context.js';
 import { answerClientErrors, edgeListener, HostAllowList } from './edge.js';
 import { gatewayRouter } from './gateway.js';
 import { withHotPath } from './hot-path.js';

@@ -8,7 +8,7 @@
  * asking again), and the first of a wave should not run alone. Each request keeps its own max_tokens:
  * the batch generates up to the largest and each result is cut back to its own limit.
  */
-import type { GenerateOptions, Generation, PolicyModel } from '../model/api.js';
+import type { GenerateOptions, Generation, PolicyModel } from '../model/policy-contract.js';
 
 export type BatchOptions = Omit<GenerateOptions, 'onToken'>;
 

@@ -5,7 +5,7 @@
  * completion token ids and log-probs are returned for the span.
  */
 import { randomBytes } from 'node:crypto';
-import type { ChatMessage, Generation, PolicyModel, ToolSpec } from '../model/api.js';
+import type { ChatMessage, Generation, PolicyModel, ToolSpec } from '../model/policy-contract.js';
 import { type Backend, type CallRequest, type CallResult, GatewayError, type OpenAiBody } from './gateway-backend.js';
 import { type BatchOptions, GenerateBatcher } from './gateway-batching.js';
 import { TOOL_CALL_OPEN, parseToolCalls, safeStreamLength } from './gateway-toolcalls.js';

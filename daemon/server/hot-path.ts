@@ -21,7 +21,7 @@ import bytes from 'bytes';
 import { API_PREFIX } from '../../protocol/api.js';
 import { AUTHENTICATE_HEADER, bearerCheck } from './auth.js';
 import { parseJsonBytes } from './body.js';
-import type { ServerContext } from './context.js';
+import type { ServerContext } from './server-context.js';
 import { settle, toProblem } from './errors.js';
 import type { StoreRoute } from './route.js';
 import { storeRoutes } from './store-api.js';

@@ -7,7 +7,7 @@
 import { Router } from 'express';
 import type { Health } from '../../protocol/api.js';
 import { requireToken } from './auth.js';
-import type { ServerContext } from './context.js';
+import type { ServerContext } from './server-context.js';
 
 /** Store counts as gauges, read from store.statistics() at scrape time. */
 export function storeCollector(ctx: ServerContext): () => Promise<string> {

@@ -6,7 +6,7 @@
  * Declared once for the route table (store-api.ts).
  */
 import { AddResourcesRequest, ResourcesListQuery, WorkerHeartbeatRequest } from '../../protocol/api.js';
-import type { ServerContext } from './context.js';
+import type { ServerContext } from './server-context.js';
 import { HttpProblem, notFound, parseOr400 } from './errors.js';
 import { DEFAULT_KEY_ENVS } from './gateway-upstream.js';
 import { json, type StoreRoute } from './route.js';

@@ -17,7 +17,7 @@ import {
 } from '../../protocol/api.js';
 import type { Attempt } from '../../protocol/store.js';
 import type { RolloutQuery } from '../../protocol/lightning-store.js';
-import type { ServerContext } from './context.js';
+import type { ServerContext } from './server-context.js';
 import { HttpProblem, notFound, parseOr400 } from './errors.js';
 import { json, type StoreRoute } from './route.js';
 

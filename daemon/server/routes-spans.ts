@@ -9,7 +9,7 @@
 import { AddSpansManyRequest, MAX_BATCH, SpanInputRequest, SpanListQuery, SpanSearchRequest } from '../../protocol/api.js';
 import type { Span } from '../../protocol/store.js';
 import type { SpanQuery } from '../../protocol/lightning-store.js';
-import type { ServerContext } from './context.js';
+import type { ServerContext } from './server-context.js';
 import { parseOr400 } from './errors.js';
 import type { Reply, StoreRoute } from './route.js';
 import { parseSpanInputsFast } from './span-input-fast.js';

@@ -9,7 +9,7 @@ import {
   AddMetricsRequest, AddTransitionsRequest, CreateTrainingRunRequest, MetricsQuery, TrainingRunListQuery,
   TransitionListQuery, UpdateTrainingRunRequest,
 } from '../../protocol/api.js';
-import type { ServerContext } from './context.js';
+import type { ServerContext } from './server-context.js';
 import { HttpProblem, notFound, parseOr400 } from './errors.js';
 import { json, type StoreRoute } from './route.js';
 

@@ -7,7 +7,7 @@
 import { Router, type RequestHandler } from 'express';
 import { requireToken } from './auth.js';
 import { jsonBody } from './body.js';
-import type { ServerContext } from './context.js';
+import type { ServerContext } from './server-context.js';
 import type { Reply, StoreRoute } from './route.js';
 import { resourceRoutes } from './routes-resources.js';
 import { rolloutRoutes } from './routes-rollouts.js';

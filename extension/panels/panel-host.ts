@@ -28,24 +28,24 @@ export class PanelHost {
   private readonly held = new Map<string, unknown>();
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(context: vscode.ExtensionContext, private readonly o: PanelHostOptions, existing?: vscode.WebviewPanel, column = vscode.ViewColumn.Active) {
+  constructor(context: vscode.ExtensionContext, private readonly options: PanelHostOptions, existing?: vscode.WebviewPanel, column = vscode.ViewColumn.Active) {
     const root = vscode.Uri.joinPath(context.extensionUri, 'dist', 'webview');
-    this.panel = existing ?? vscode.window.createWebviewPanel(o.viewType, o.title, column, {
+    this.panel = existing ?? vscode.window.createWebviewPanel(options.viewType, options.title, column, {
       enableScripts: true, retainContextWhenHidden: false, localResourceRoots: [root],
     });
     this.panel.webview.options = { enableScripts: true, localResourceRoots: [root] };
     const webview = this.panel.webview;
     webview.html = webviewHtml({
-      title: o.title, cspSource: webview.cspSource, nonce: makeNonce(),
-      scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(root, `${o.bundle}.js`)).toString(),
-      styleUri: webview.asWebviewUri(vscode.Uri.joinPath(root, `${o.bundle}.css`)).toString(),
+      title: options.title, cspSource: webview.cspSource, nonce: makeNonce(),
+      scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(root, `${options.bundle}.js`)).toString(),
+      styleUri: webview.asWebviewUri(vscode.Uri.joinPath(root, `${options.bundle}.css`)).toString(),
     });
     this.disposables.push(
       webview.onDidReceiveMessage((m: unknown) => void this.receive(m)),
       this.panel.onDidChangeViewState(() => {
         // A hidden webview (retainContextWhenHidden off) is torn down and reloads from its saved state.
         if (!this.panel.visible) this.ready = false;
-        o.onVisibility?.(this.panel.visible);
+        options.onVisibility?.(this.panel.visible);
       }),
       this.panel.onDidDispose(() => this.dispose()),
     );
@@ -60,9 +60,9 @@ export class PanelHost {
 
   private receive(message: unknown): Promise<void> {
     return routeWebviewMessage(message, {
-      handlers: this.o.handlers,
+      handlers: this.options.handlers,
       post: (m) => void this.panel.webview.postMessage(m),
-      onCommand: this.o.onCommand,
+      onCommand: this.options.onCommand,
       onReady: () => {
         this.ready = true;
         for (const [method, params] of this.held) void this.panel.webview.postMessage({ method, params });
@@ -74,6 +74,6 @@ export class PanelHost {
 
   private dispose(): void {
     for (const d of this.disposables) d.dispose();
-    this.o.onDispose?.();
+    this.options.onDispose?.();
   }
 }

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { PolicyModel } from '../../daemon/model/api.js';
+import type { PolicyModel } from '../../daemon/model/policy-contract.js';
 import { openPolicy } from '../../daemon/algorithm/open-policy.js';
 import { solveCalc } from './solve.js';
 import { type CalcTask, demonstrations, parseToolCall } from './task.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { DaemonStartError, findRunningDaemon, healthy, spawnDaemon, stopDaemon } from '../../extension/daemon.js';
 import { readDaemonState } from '../../sdk/daemon-state.js';
-import { tempDataDir } from '../server/daemon-process.js';
+import { tempDataDir } from '../helpers/daemon-process.js';
 
 const AGL = join(process.cwd(), 'bin', 'agl.mjs'); // runs the TypeScript sources through tsx
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
 import { join } from 'node:path';
 import { selectBackend } from '../../daemon/model/backend.js';
-import { configFromHf, loadWeights, readHfConfig } from '../../daemon/model/checkpoint.js';
+import { configFromHf, loadWeights, readHfConfig } from '../../daemon/model/model-folder.js';
 import { readSafetensors } from '../../daemon/model/safetensors.js';
 import { forward, lmHead } from '../../daemon/model/transformer.js';
 

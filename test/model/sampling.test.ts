@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadPolicy } from '../../daemon/model/policy.js';
 import { naiveGenerate, tinyGpt, writeTinyQwen2 } from './tiny.js';
-import type { GenerateOptions } from '../../daemon/model/api.js';
+import type { GenerateOptions } from '../../daemon/model/policy-contract.js';
 
 function assertSame(batched: { tokenIds: number[]; logprobs: number[] }[], naive: { tokenIds: number[]; logprobs: number[] }[]): void {
   assert.equal(batched.length, naive.length);

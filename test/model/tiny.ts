@@ -8,7 +8,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { GenerateOptions } from '../../daemon/model/api.js';
+import type { GenerateOptions } from '../../daemon/model/policy-contract.js';
 import { createPolicy, type TfPolicyModel } from '../../daemon/model/policy.js';
 import { writeSafetensors, type NamedArray } from '../../daemon/model/safetensors.js';
 import { makeRng, rowSeed, sampleToken } from '../../daemon/model/sampling.js';

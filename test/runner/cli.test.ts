@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { SPAN } from '../../protocol/spans.js';
-import { type DaemonProcess, runCli, startDaemonProcess } from '../server/daemon-process.js';
-import { type FakeUpstream, startFakeUpstream } from './fake-upstream.js';
+import { type DaemonProcess, runCli, startDaemonProcess } from '../helpers/daemon-process.js';
+import { type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 
 const agents = 'test/runner/fixtures/agents.ts';
 

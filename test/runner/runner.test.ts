@@ -10,8 +10,8 @@ import { AGL, SPAN } from '../../protocol/spans.js';
 import type { Rollout, RolloutInput } from '../../protocol/store.js';
 import { Runner } from '../../daemon/runner/runner.js';
 import { rootSpanIdForAttempt } from '../../sdk/ids.js';
-import type { FakeUpstream } from './fake-upstream.js';
-import { type Harness, type RunnerStack, startRunnerStack } from './daemon-harness.js';
+import type { FakeUpstream } from '../helpers/fake-upstream.js';
+import { type Harness, type RunnerStack, startRunnerStack } from '../helpers/daemon.js';
 
 const agents = resolve('test/runner/fixtures/agents.ts'); // tests run from the repo root
 

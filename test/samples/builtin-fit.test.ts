@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { ByteTokenizer } from '../../daemon/model/byte-tokenizer.js';
-import { type Demonstration, demoToPair, readJsonl } from '../../daemon/algorithm/sft.js';
+import { type Demonstration, demoToPair, readJsonl } from '../../daemon/algorithm/sft-trainer.js';
 
 /** The built-in models' context length (daemon/model/policy.ts default). */
 const BUILTIN_CONTEXT = 256;

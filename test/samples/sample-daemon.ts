@@ -4,7 +4,7 @@
  */
 import type { Rollout } from '../../protocol/store.js';
 import { Runner } from '../../daemon/runner/runner.js';
-import { type Harness, startDaemon } from '../runner/daemon-harness.js';
+import { type Harness, startDaemon } from '../helpers/daemon.js';
 import { type ChatBody, type ScriptedLlm, startScriptedLlm } from './scripted-llm.js';
 
 export interface SampleDaemon {

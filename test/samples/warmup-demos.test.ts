@@ -7,7 +7,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { type Demonstration, readJsonl } from '../../daemon/algorithm/sft.js';
+import { type Demonstration, readJsonl } from '../../daemon/algorithm/sft-trainer.js';
 import { makeRagSplits, makeWorld } from '../../samples/rag/corpus.js';
 import { ANSWER_INSTRUCTIONS, QUERY_INSTRUCTIONS } from '../../samples/rag/prompts.js';
 import { warmupDemonstrations as ragDemos } from '../../samples/rag/warmup-demos.js';

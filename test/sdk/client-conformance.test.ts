@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { storeConformance } from '../store/conformance.js';
-import { startDaemon } from '../runner/daemon-harness.js';
+import { startDaemon } from '../helpers/daemon.js';
 
 storeConformance('http (AglClient)', async () => {
   const daemon = await startDaemon();

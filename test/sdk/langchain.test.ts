@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Rollout } from '../../protocol/store.js';
-import { type Harness, type RunnerStack, startRunnerStack } from '../runner/daemon-harness.js';
+import { type Harness, type RunnerStack, startRunnerStack } from '../helpers/daemon.js';
 
 const agent = `${resolve('test/sdk/fixtures/langchain-agent.ts')}#langchainCalcAgent`; // tests run from the repo root
 

@@ -11,7 +11,7 @@ import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AGL } from '../../protocol/spans.js';
-import { type Harness, startDaemon } from '../runner/daemon-harness.js';
+import { type Harness, startDaemon } from '../helpers/daemon.js';
 
 describe('OTLP/HTTP receiver with the OpenTelemetry SDK', () => {
   let daemon: Harness;

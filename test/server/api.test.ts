@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AglHttpError } from '../../sdk/client.js';
-import { startDaemonProcess, type DaemonProcess } from './daemon-process.js';
+import { startDaemonProcess, type DaemonProcess } from '../helpers/daemon-process.js';
 
 describe('store API over HTTP (agl serve + AglClient)', () => {
   let d: DaemonProcess;

@@ -8,7 +8,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { runCli, startDaemonProcess, tempDataDir } from './daemon-process.js';
+import { runCli, startDaemonProcess, tempDataDir } from '../helpers/daemon-process.js';
 
 describe('agl CLI', () => {
   it('prints help for the CLI and for each of its commands', async () => {

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { SpanInput } from '../../protocol/store.js';
-import { runCli, startDaemonProcess, tempDataDir, type DaemonProcess } from './daemon-process.js';
+import { runCli, startDaemonProcess, tempDataDir, type DaemonProcess } from '../helpers/daemon-process.js';
 
 /**
  * Streams span batches from 4 concurrent writers into the daemon until `stopWith` ends it, and returns

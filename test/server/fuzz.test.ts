@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { startDaemonProcess, type DaemonProcess } from './daemon-process.js';
+import { startDaemonProcess, type DaemonProcess } from '../helpers/daemon-process.js';
 
 const RUNS = Number(process.env.AGL_FUZZ_RUNS ?? 1000);
 const SEED = Number(process.env.AGL_FUZZ_SEED ?? 20261125);

@@ -8,11 +8,11 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { createServerContext } from '../../daemon/server/context.js';
+import { createServerContext } from '../../daemon/server/server-context.js';
 import { hotRouteMatcher, parseByteSize } from '../../daemon/server/hot-path.js';
 import type { StoreRoute } from '../../daemon/server/route.js';
 import { storeRoutes } from '../../daemon/server/store-api.js';
-import { startDaemon, type Harness } from '../runner/daemon-harness.js';
+import { startDaemon, type Harness } from '../helpers/daemon.js';
 
 interface Answer { status: number; type: string; authenticate: string | undefined; body: any }
 

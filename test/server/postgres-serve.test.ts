@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startPostgres, type PostgresServer } from '../helpers/postgres.js';
-import { runCli, startDaemonProcess, tempDataDir } from './daemon-process.js';
+import { runCli, startDaemonProcess, tempDataDir } from '../helpers/daemon-process.js';
 
 describe('agl serve on PostgreSQL', () => {
   let pgServer: PostgresServer;

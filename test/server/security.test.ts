@@ -9,7 +9,7 @@ import { chmodSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startDaemonProcess, tempDataDir, type DaemonProcess } from './daemon-process.js';
+import { startDaemonProcess, tempDataDir, type DaemonProcess } from '../helpers/daemon-process.js';
 
 interface Answer { status: number; type: string; body: any }
 

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { extname, join, normalize } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { closeGracefully, createApp, listen } from '../../daemon/server/app.js';
-import { createServerContext } from '../../daemon/server/context.js';
+import { createServerContext } from '../../daemon/server/server-context.js';
 import { SqliteStore } from '../../daemon/store/index.js';
 import { launchChromium } from '../helpers/browser.js';
 import { makeNonce, webviewHtml } from '../../extension/panels/html.js';

@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { trajectoryHandlers } from '../../extension/panels/data.js';
-import { startRunnerStack, type Harness, type RunnerStack } from '../runner/daemon-harness.js';
-import { FAKE_ANSWER } from '../runner/fake-upstream.js';
+import { startRunnerStack, type Harness, type RunnerStack } from '../helpers/daemon.js';
+import { FAKE_ANSWER } from '../helpers/fake-upstream.js';
 import { openWebview, type WebviewSession } from './harness.js';
 
 const agentFile = resolve('test/runner/fixtures/agents.ts'); // tests run from the repo root

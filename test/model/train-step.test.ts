@@ -6,9 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import type { LossInputs, SequencePair } from '../../daemon/model/api.js';
+import type { LossInputs, SequencePair } from '../../daemon/model/policy-contract.js';
 import { loadPolicy, type TfPolicyModel } from '../../daemon/model/policy.js';
-import { fittingChunks } from '../../daemon/model/train.js';
+import { fittingChunks } from '../../daemon/model/train-step.js';
 import { tempDir, tinyGpt } from './tiny.js';
 
 const pairs: SequencePair[] = Array.from({ length: 6 }, (_, i) => ({

@@ -9,8 +9,8 @@ import OpenAI from 'openai';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import { AglHttpError } from '../../sdk/client.js';
 import { attemptBaseUrl, rootSpanIdForAttempt, traceIdForAttempt } from '../../sdk/ids.js';
-import { FAKE_ANSWER, FAKE_PROMPT_IDS, FAKE_TOKEN_IDS, type FakeUpstream, startFakeUpstream } from './fake-upstream.js';
-import { type Harness, startDaemon } from './daemon-harness.js';
+import { FAKE_ANSWER, FAKE_PROMPT_IDS, FAKE_TOKEN_IDS, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
+import { type Harness, startDaemon } from '../helpers/daemon.js';
 
 const tools = [{ type: 'function' as const, function: { name: 'calculator', description: 'evaluates arithmetic', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } } }];
 

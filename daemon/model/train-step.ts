@@ -5,7 +5,7 @@
  * log-probs are one plain slice (no gather, whose gradient wasm lacks).
  */
 import * as tf from '@tensorflow/tfjs';
-import type { LossInputs, SequencePair, TrainStepResult } from './api.js';
+import type { LossInputs, SequencePair, TrainStepResult } from './policy-contract.js';
 import { stopGradient } from './ops.js';
 import { forward, lmHead, type Params, type TransformerConfig } from './transformer.js';
 
@@ -101,15 +101,15 @@ export async function scoreLogprobs(c: TransformerConfig, P: Params, pairs: Sequ
   return result;
 }
 
-/** AdamW moments per parameter and the step count; saved with checkpoints. */
+/** AdamW moments per parameter (Adam's m and v) and the step count; saved with checkpoints. */
 export class AdamW {
   step = 0;
-  readonly m = new Map<string, tf.Variable>();
-  readonly v = new Map<string, tf.Variable>();
+  readonly firstMoments = new Map<string, tf.Variable>();
+  readonly secondMoments = new Map<string, tf.Variable>();
   constructor(public cfg: OptimizerConfig, params: Params) {
     for (const [name, p] of params) {
-      this.m.set(name, tf.variable(tf.zerosLike(p), false));
-      this.v.set(name, tf.variable(tf.zerosLike(p), false));
+      this.firstMoments.set(name, tf.variable(tf.zerosLike(p), false));
+      this.secondMoments.set(name, tf.variable(tf.zerosLike(p), false));
     }
   }
 
@@ -127,7 +127,7 @@ export class AdamW {
       if (!g0) continue;
       tf.tidy(() => {
         const g = scale === 1 ? g0 : g0.mul(scale);
-        const m = this.m.get(name)!, v = this.v.get(name)!;
+        const m = this.firstMoments.get(name)!, v = this.secondMoments.get(name)!;
         m.assign(m.mul(beta1).add(g.mul(1 - beta1)));
         v.assign(v.mul(beta2).add(g.square().mul(1 - beta2)));
         const update = m.div(bc1).div(v.div(bc2).sqrt().add(eps));
@@ -140,7 +140,7 @@ export class AdamW {
   }
 
   dispose(): void {
-    for (const t of [...this.m.values(), ...this.v.values()]) t.dispose();
+    for (const t of [...this.firstMoments.values(), ...this.secondMoments.values()]) t.dispose();
   }
 }
 

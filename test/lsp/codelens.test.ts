@@ -19,7 +19,7 @@ import { AgentStatsSource, summarizeRewards, type StoreReader } from '../../daem
 import { agentAt, daemonChanged, listAgents, markAsAgent, type AgentInfo } from '../../protocol/lsp.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import type { AglClient } from '../../sdk/client.js';
-import { startDaemonProcess, tempDataDir, type DaemonProcess } from '../server/daemon-process.js';
+import { startDaemonProcess, tempDataDir, type DaemonProcess } from '../helpers/daemon-process.js';
 
 test('stats: latest window mean and trend against the window before', () => {
   assert.deepEqual(summarizeRewards([]), { latestReward: null, trend: null });

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { closeGracefully, createApp, listen } from '../../daemon/server/app.js';
-import { createServerContext } from '../../daemon/server/context.js';
+import { createServerContext } from '../../daemon/server/server-context.js';
 import type { PolicyProvider } from '../../daemon/server/gateway-local.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { AglClient } from '../../sdk/client.js';

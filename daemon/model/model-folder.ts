@@ -12,7 +12,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { join, resolve } from 'node:path';
 import { readModelFolder, readSafetensors, writeSafetensors, type NamedArray } from './safetensors.js';
 import { makeVariable, newVariableScope, paramShapes, type Params, type TransformerConfig } from './transformer.js';
-import type { AdamW, OptimizerConfig } from './train.js';
+import type { AdamW, OptimizerConfig } from './train-step.js';
 
 export type HfConfig = Record<string, unknown>;
 const HF_SIDE_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'generation_config.json', 'special_tokens_map.json'];
@@ -114,8 +114,8 @@ export async function saveFolder(dir: string, c: TransformerConfig, params: Para
   }
   if (opt) {
     const state = new Map<string, NamedArray>();
-    for (const [name, m] of opt.m) state.set(`m.${name}`, { shape: m.shape, data: (await m.data()) as Float32Array });
-    for (const [name, v] of opt.v) state.set(`v.${name}`, { shape: v.shape, data: (await v.data()) as Float32Array });
+    for (const [name, m] of opt.firstMoments) state.set(`m.${name}`, { shape: m.shape, data: (await m.data()) as Float32Array });
+    for (const [name, v] of opt.secondMoments) state.set(`v.${name}`, { shape: v.shape, data: (await v.data()) as Float32Array });
     writeSafetensors(join(dir, 'optimizer.safetensors'), state, { step: String(opt.step), config: JSON.stringify(opt.cfg) });
   }
 }
@@ -125,7 +125,7 @@ export function loadOptimizerState(dir: string, opt: AdamW): { loaded: boolean; 
   const p = join(dir, 'optimizer.safetensors');
   if (!existsSync(p)) return { loaded: false };
   const { tensors, metadata } = readSafetensors(p);
-  for (const [kind, map] of [['m', opt.m], ['v', opt.v]] as const) {
+  for (const [kind, map] of [['m', opt.firstMoments], ['v', opt.secondMoments]] as const) {
     for (const [name, variable] of map) {
       const t = tensors.get(`${kind}.${name}`);
       if (!t) throw new Error(`${p}: optimizer state "${kind}.${name}" is missing`);

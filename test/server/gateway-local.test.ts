@@ -7,11 +7,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import type { GenerateOptions, Generation, PolicyModel } from '../../daemon/model/api.js';
+import type { GenerateOptions, Generation, PolicyModel } from '../../daemon/model/policy-contract.js';
 import { createPolicy } from '../../daemon/model/policy.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import { attemptBaseUrl } from '../../sdk/ids.js';
-import { type Harness, startDaemon } from './daemon-harness.js';
+import { type Harness, startDaemon } from '../helpers/daemon.js';
 
 /** Observes the real model's generate() calls (batch sizes) and delegates everything to it. */
 function observed(model: PolicyModel, batches: number[]): PolicyModel {

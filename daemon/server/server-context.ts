@@ -4,7 +4,7 @@
  * (store-api.ts, routes-*.ts) and the hot path (hot-path.ts) all import it from below, never from each other.
  */
 import type { KnownAgent } from '../../protocol/api.js';
-import type { PolicyModel } from '../model/api.js';
+import type { PolicyModel } from '../model/policy-contract.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { RequestMetrics } from './request-metrics.js';
 

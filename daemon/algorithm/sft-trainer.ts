@@ -6,7 +6,7 @@
  * The completion is followed by the tokenizer's end-of-sequence token, so the model learns to stop.
  */
 import { readFileSync } from 'node:fs';
-import type { ChatMessage, PolicyModel, SequencePair, Tokenizer } from '../model/api.js';
+import type { ChatMessage, PolicyModel, SequencePair, Tokenizer } from '../model/policy-contract.js';
 import { nllLossFn } from './grpo.js';
 import { makeRng } from '../model/sampling.js';
 
