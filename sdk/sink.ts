@@ -2,6 +2,8 @@
  * A span sink that batches: spans are collected and sent together after a short delay or when the
  * batch is full, so an agent emitting thousands of spans makes few requests. Delivery failures are
  * kept and thrown from flush(), so the runner can fail the attempt instead of losing data silently.
+ * Spans are batched once on their way to the store: in the agent's process (the runner's JS worker, or
+ * an agent using the SDK directly); the runner forwards each of those batches as it is (`forward`).
  */
 import type { SpanInput } from '../protocol/store.js';
 import type { SpanSink } from './context.js';
@@ -18,6 +20,12 @@ export class BatchingSink implements SpanSink {
     this.buffer.push(span);
     if (this.buffer.length >= (this.opts.maxBatch ?? 500)) this.ship();
     else if (!this.timer) { this.timer = setTimeout(() => this.ship(), this.opts.delayMs ?? 20); this.timer.unref?.(); }
+  }
+
+  /** Sends a batch made upstream now, in order after what was sent before (no second wait for more spans). */
+  forward(spans: SpanInput[]): void {
+    this.buffer.push(...spans);
+    this.ship();
   }
 
   private ship(): void {

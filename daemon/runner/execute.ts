@@ -42,7 +42,8 @@ export async function executeClaim(claim: Claim, workerFor: (kind: WorkerKind) =
   const { rollout, attempt } = claim;
   const log = opts.log ?? (() => {});
   let outcome: JobOutcome;
-  const sink = new BatchingSink(async (spans: SpanInput[]) => { await opts.client.addSpans(spans); }, { delayMs: 25, maxBatch: 1000 });
+  // The worker process batched the agent's spans already: each of its batches is one store request.
+  const sink = new BatchingSink(async (spans: SpanInput[]) => { await opts.client.addSpans(spans); });
   const heartbeat = setInterval(() => {
     opts.client.heartbeatAttempt(attempt.id).catch((e: Error) => log(`heartbeat of attempt ${attempt.id} failed: ${e.message}`));
   }, opts.heartbeatMs ?? 10_000);
@@ -59,7 +60,7 @@ export async function executeClaim(claim: Claim, workerFor: (kind: WorkerKind) =
       llm: { baseUrl: attemptBaseUrl(`${opts.daemonUrl}/v1`, rollout.id, attempt.id), model: llmResource?.model ?? 'default', samplingParams: llmResource?.samplingParams ?? {}, apiKey: 'agl' },
     };
     const timeoutSeconds = rollout.config.timeoutSeconds ?? opts.defaultTimeoutSeconds ?? null;
-    outcome = await workerFor(ref.kind).run(job, (spans) => { for (const s of spans) sink.add(s); }, timeoutSeconds === null ? null : timeoutSeconds * 1000);
+    outcome = await workerFor(ref.kind).run(job, (spans) => sink.forward(spans), timeoutSeconds === null ? null : timeoutSeconds * 1000);
   } catch (err) {
     outcome = { status: 'failed', reward: null, error: { message: (err as Error).message, stack: (err as Error).stack } };
   } finally {

@@ -55,7 +55,14 @@ export class WorkerProcess {
     });
     const onMessage = (msg: FromWorker) => {
       if (msg.type === 'spans') {
-        for (const span of msg.spans) this.pending.get(span.attemptId)?.onSpans([span]);
+        // The worker batched them (one batch per attempt, sdk/sink.ts): hand each attempt its spans as one batch.
+        const byAttempt = new Map<string, SpanInput[]>();
+        for (const span of msg.spans) {
+          let batch = byAttempt.get(span.attemptId);
+          if (!batch) byAttempt.set(span.attemptId, (batch = []));
+          batch.push(span);
+        }
+        for (const [attemptId, batch] of byAttempt) this.pending.get(attemptId)?.onSpans(batch);
       } else if (msg.type === 'done') {
         this.settle(msg.attemptId, msg.outcome);
         this.jobsRun++;

@@ -6,15 +6,14 @@
  * This is the hottest write path (benchmarks push thousands of spans/s): validate, write, acknowledge, nothing else.
  * Declared once for the route table (store-api.ts); POST /spans and /spans/search are marked hot (hot-path.ts).
  */
-import { AddSpansManyRequest, MAX_BATCH, SpanInputRequest, SpanListQuery, SpanSearchRequest } from '../../protocol/api.js';
+import { SpanListQuery, SpanSearchRequest } from '../../protocol/api.js';
 import type { Span } from '../../protocol/store.js';
 import type { SpanQuery } from '../../protocol/lightning-store.js';
 import type { ServerContext } from './server-context.js';
 import { parseOr400 } from './errors.js';
 import type { Reply, StoreRoute } from './route.js';
-import { parseSpanInputsFast } from './span-input-fast.js';
+import { parseSpanBody } from './span-input.js';
 
-const spanCount = (spans: unknown) => Array.isArray(spans) && spans.length >= 1 && spans.length <= MAX_BATCH;
 const ack = (s: Span) => ({ rolloutId: s.rolloutId, attemptId: s.attemptId, spanId: s.spanId, traceId: s.traceId, sequenceId: s.sequenceId });
 
 export function spanRoutes(ctx: ServerContext): StoreRoute[] {
@@ -27,12 +26,7 @@ export function spanRoutes(ctx: ServerContext): StoreRoute[] {
   });
   return [
     { method: 'POST', path: '/spans', hot: true, async handle({ body }) {
-      const b = body as Record<string, unknown> | undefined;
-      const many = b !== null && typeof b === 'object' && !Array.isArray(b) && 'spans' in b && !('rolloutId' in b);
-      // Plainly valid batches skip zod (span-input-fast.ts); anything else gets zod's verdict and field errors.
-      const fast = many ? (Object.keys(b).length === 1 && spanCount(b.spans) ? parseSpanInputsFast(b.spans) : null) : parseSpanInputsFast([b]);
-      const inputs = fast ?? (many ? parseOr400(AddSpansManyRequest, b).spans : [parseOr400(SpanInputRequest, b)]);
-      const spans = await store.addSpans(inputs);
+      const spans = await store.addSpans(parseSpanBody(body)); // the one check of a span's shape (span-input.ts)
       return { status: 201, body: JSON.stringify({ count: spans.length, spans: spans.map(ack) }) };
     } },
     { method: 'GET', path: '/spans', handle: ({ query }) => spansReply(parseOr400(SpanListQuery, query, 'query')) },

@@ -136,6 +136,10 @@ export function materializeSpan(input: SpanInput, sequenceId: number): Span {
   return { ...withSpanDefaults(input), sequenceId, traceId: input.traceId ?? newTraceId(), spanId: input.spanId ?? newSpanId() };
 }
 
+/**
+ * A guard against untyped callers (a span without its keys would otherwise reach SQL), not a check of the
+ * span's shape: that is done once, at the edge (daemon/server/span-input.ts); in-process writers are typed.
+ */
 export function checkSpanInput(s: SpanInput): void {
   if (!s || typeof s.rolloutId !== 'string' || typeof s.attemptId !== 'string') throw new TypeError('span needs rolloutId and attemptId');
   if (typeof s.name !== 'string' || typeof s.startTime !== 'number') throw new TypeError(`span of rollout '${s.rolloutId}' needs name and startTime`);

@@ -1,11 +1,11 @@
 /**
- * The fast accept-path for spans (daemon/server/span-input-fast.ts) must never accept what zod rejects, and must
+ * The fast accept-path for spans (daemon/server/span-input.ts) must never accept what zod rejects, and must
  * return exactly zod's output when it accepts. Random spans, valid and broken in every field, both ways.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SpanInputRequest } from '../../protocol/api.js';
-import { parseSpanInputFast, parseSpanInputsFast } from '../../daemon/server/span-input-fast.js';
+import { parseSpanInputFast, parseSpanInputsFast } from '../../daemon/server/span-input.js';
 
 let seed = 12345;
 const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);

@@ -1,12 +1,17 @@
 /**
- * A fast accept-path for SpanInputRequest (protocol/api.ts; protocol/store.ts SpanInput, strict), used by POST /v1/agl/spans (routes-spans.ts): span batches are the daemon's
- * biggest request bodies, and zod's per-key union checks of their attribute maps cost more than parsing the
- * JSON (bench:store, spans of ~50 attributes). This checks the common shape directly and returns what zod
- * would return, or null whenever anything is unusual (unknown key, wrong type, events, extra status
- * fields...): the caller then runs the zod schema, which decides and names the problem.
- * test/server/span-input-fast.test.ts holds it to zod's answer on random valid and broken spans.
+ * The one check of a span's shape on the way in (POST /v1/agl/spans, routes-spans.ts): parseSpanBody takes
+ * one span or `{ spans: [...] }` and returns the spans as the zod schema (protocol/api.ts SpanInputRequest)
+ * parses them, or throws its 400 naming the field. Span batches are the daemon's biggest request bodies, and
+ * zod's per-key union checks of their attribute maps cost more than parsing the JSON (bench:store, spans of
+ * ~50 attributes), so a fast accept-path checks the common shape directly and returns what zod would return,
+ * or null whenever anything is unusual (unknown key, wrong type, events, extra status fields...): zod then
+ * decides and names the problem. test/server/span-input.test.ts holds the fast path to zod's answer on random
+ * valid and broken spans. (OTLP spans are checked against OTLP's own shape: otlp-validate.ts; the stores keep
+ * only a guard against untyped callers: daemon/store/common.ts checkSpanInput.)
  */
+import { AddSpansManyRequest, MAX_BATCH, SpanInputRequest } from '../../protocol/api.js';
 import { withSpanDefaults, type AttributeValue, type SpanInput, type SpanInputParsed } from '../../protocol/store.js';
+import { parseOr400 } from './errors.js';
 
 const KEYS = new Set(['rolloutId', 'attemptId', 'traceId', 'spanId', 'parentSpanId', 'name', 'kind', 'startTime', 'endTime', 'attributes', 'events', 'status', 'resource']);
 const KINDS = new Set(['internal', 'server', 'client', 'producer', 'consumer']);
@@ -65,4 +70,14 @@ export function parseSpanInputsFast(values: unknown): SpanInputParsed[] | null {
     out[i] = s;
   }
   return out;
+}
+
+const spanCount = (spans: unknown) => Array.isArray(spans) && spans.length >= 1 && spans.length <= MAX_BATCH;
+
+/** POST /spans' body, one span or `{ spans: [...] }`, as validated spans: plainly valid batches skip zod. */
+export function parseSpanBody(body: unknown): SpanInputParsed[] {
+  const b = body as Record<string, unknown> | undefined;
+  const many = b !== null && typeof b === 'object' && !Array.isArray(b) && 'spans' in b && !('rolloutId' in b);
+  const fast = many ? (Object.keys(b).length === 1 && spanCount(b.spans) ? parseSpanInputsFast(b.spans) : null) : parseSpanInputsFast([b]);
+  return fast ?? (many ? parseOr400(AddSpansManyRequest, b).spans : [parseOr400(SpanInputRequest, b)]);
 }
