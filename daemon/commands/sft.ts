@@ -1,5 +1,5 @@
 /**
- * `agl sft --data demos.jsonl`: supervised warm-up from demonstrations (see daemon/algorithm/sft.ts for
+ * `agl sft --data demos.jsonl`: supervised warm-up from demonstrations (see daemon/algorithm/sft-trainer.ts for
  * the line format), writing a checkpoint folder that `agl train --model <folder>` starts from.
  */
 import { mkdirSync, rmSync } from 'node:fs';
