@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import type { Rollout, RolloutInput } from '../../protocol/store.js';
+import { finalRewards, runGroups } from '../../daemon/algorithm/rollouts.js';
 import { Runner } from '../../daemon/runner/runner.js';
 import { rootSpanIdForAttempt } from '../../sdk/ids.js';
 import type { FakeUpstream } from '../helpers/fake-upstream.js';
@@ -109,5 +110,17 @@ describe('runner', () => {
     const [attempt] = await daemon.client.getAttempts(r.id);
     assert.equal(r.status, 'failed');
     assert.match(attempt.error?.message ?? '', /no exported function 'nope'.*askAgent/);
+  });
+
+  it('the trainer\'s store side drives the daemon\'s store remotely: runGroups through AglClient, a LightningStore', async () => {
+    const resources = (await daemon.client.getLatestResources())!;
+    const tasks = [{ id: 't1', input: { question: 'what is 6*7?' } }, { id: 't2', input: { question: 'and 40+2?' } }];
+    const groups = await runGroups(daemon.client, tasks, {
+      agent: `${agents}#askAgent`, mode: 'train', resourcesId: resources.id, groupSize: 2, timeoutSeconds: 30, metadata: { runId: 'remote' },
+    });
+    assert.deepEqual(groups.map((g) => [g.task.id, g.rollout.status, g.error]), [['t1', 'succeeded', null], ['t1', 'succeeded', null], ['t2', 'succeeded', null], ['t2', 'succeeded', null]]);
+    // One LLM call per rollout, read back through the client (kept as a step only with token ids, which this upstream does not send).
+    assert.deepEqual(groups.map((g) => [...g.trajectory!.steps.map(() => 'step'), ...g.trajectory!.skipped.map((x) => x.reason)]), Array(4).fill(['no-token-ids']));
+    assert.deepEqual(finalRewards(groups), [1, 1, 1, 1], 'the fake upstream answers 42: every final reward is 1');
   });
 });
