@@ -5,11 +5,14 @@
 import type { RolloutStatus } from '../../protocol/store.js';
 import type { RolloutFilter, RolloutPage, RolloutRow } from '../../protocol/webview-trajectory.js';
 import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, preview, shortId, signClass } from '../shared/dom.js';
+import { errorState } from '../shared/recovery.js';
 
 export interface RolloutsViewActions {
   load(filter: RolloutFilter): Promise<RolloutPage>;
   setFilter(filter: RolloutFilter): void;
   openRollout(rolloutId: string): void;
+  /** The error state's "Start Daemon" (shared/recovery.ts). */
+  startDaemon(): void;
 }
 
 function select(label: string, name: string, current: string, options: [string, string][], onChange: (v: string) => void): HTMLElement {
@@ -60,14 +63,17 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
   const tableBox = h('div', { class: 'table-box' });
   const items: RolloutRow[] = [];
   let narrow = false;
+  let builtAtWidth = -1;
   const drawTable = (): void => {
     narrow = root.clientWidth > 0 && root.clientWidth < NARROW_BELOW_PX;
+    builtAtWidth = items.length ? root.clientWidth : -1;
     mount(tableBox, items.length ? table(items, narrow, actions.openRollout) : null);
   };
   // The panel is often put beside the editor: rebuild the table when it crosses the narrow width.
   const resize = new ResizeObserver(() => {
     if (!tableBox.isConnected) { resize.disconnect(); return; } // another view replaced this one
-    if ((root.clientWidth > 0 && root.clientWidth < NARROW_BELOW_PX) !== narrow) drawTable();
+    // ...and when it was built with no width at all (a panel restored before layout), which leaves it empty.
+    if ((root.clientWidth > 0 && root.clientWidth < NARROW_BELOW_PX) !== narrow || (builtAtWidth === 0 && root.clientWidth > 0)) drawTable();
   });
   resize.observe(root);
   const count = h('vscode-badge', { variant: 'counter', class: 'count' }, '0');
@@ -112,7 +118,7 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
       }
     } catch (err) {
       status.hidden = false;
-      mount(status, icon('error'), h('p', {}, `Could not load rollouts: ${(err as Error).message}`));
+      mount(status, errorState(`Could not load rollouts: ${(err as Error).message}`, { retry: () => void load(false), startDaemon: actions.startDaemon }));
     }
   };
   more.addEventListener('click', () => void load(true));
