@@ -92,6 +92,28 @@ describe('webview recovery: Start Daemon, Retry, reload when the daemon is back,
     assert.deepEqual(view.problems, []);
   });
 
+  it('restored at startup: the daemon comes up while the first requests are still out; the view loads anyway', async () => {
+    // What a window reload does: the restored panel asks before the extension has attached its daemon; the
+    // answer (an error) is on its way when the news that the daemon is up arrives.
+    up = false;
+    let slowDown = true;
+    const slowSource: () => ClientSource = () => async () => {
+      const upWhenAsked = up;
+      if (slowDown) await new Promise((r) => setTimeout(r, 1500));
+      return upWhenAsked ? daemon.client : undefined;
+    };
+    const view = await openWebview('trajectory', lazyHandlers(slowSource, trajectoryHandlers, TrajectoryProtocol));
+    sessions.push(view);
+    await view.page.waitForSelector('.view-header'); // the list is asking
+    up = true;
+    slowDown = false;
+    await view.notify(DaemonMessages.state.method, { up: true });
+    await view.page.waitForSelector('.rollout-row', { timeout: 10_000 });
+    await new Promise((r) => setTimeout(r, 2000)); // the first, failed answer has come back by now: it must not win
+    assert.equal(await view.page.locator('.error-state').count(), 0);
+    assert.equal(await view.page.locator('.rollout-row').count(), 13);
+  });
+
   it('a panel restored with a state of another shape (or none) renders the rollouts list, never a blank page', async () => {
     up = true;
     const view = await open('trajectory');

@@ -16,7 +16,7 @@ import { HostConnection } from '../shared/host.js';
 import { h, icon, mount, shortId } from '../shared/dom.js';
 import { type ChartRun, MetricCharts, runColor } from './charts.js';
 import { drawRunHeader, runLabel } from './run-header.js';
-import { errorState, showsError } from '../shared/recovery.js';
+import { errorState, shouldReload } from '../shared/recovery.js';
 
 const host = new HostConnection<DashboardState>();
 const WAIT_FOR_RUN_MS = 3000;
@@ -199,6 +199,6 @@ host.onNotification(P.show, ({ runId }) => {
   else void showRun(runId);
 });
 // The daemon is back (started, restarted, attached): an error on screen reloads by itself.
-host.onNotification(P.state, ({ up }) => { if (up && showsError(chartsRoot)) void (state.runId && showing ? showRun(state.runId) : start()); });
+host.onNotification(P.state, ({ up }) => { if (up && shouldReload(chartsRoot, host.waiting)) void (state.runId && showing ? showRun(state.runId) : start()); });
 void start();
 host.ready();

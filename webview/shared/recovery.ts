@@ -2,8 +2,7 @@
  * The error state every webview shows when the host could not answer (the daemon is down, restarting, or
  * answered with an error): what failed, then "Start Daemon" (the extension's command, through the typed
  * protocol: DaemonMessages.startDaemon) and "Retry", plus any view-specific way out. When the daemon comes
- * back the host says so (DaemonMessages.state) and the view reloads by itself: `showsError` tells it whether
- * there is anything to reload.
+ * back the host says so (DaemonMessages.state) and the view reloads by itself when `shouldReload`.
  */
 import { h, icon } from './dom.js';
 
@@ -30,7 +29,11 @@ export function errorState(message: string, actions: RecoveryActions): HTMLEleme
       ...(actions.more ?? []).map((m) => button(m.label, m.label.toLowerCase().replace(/\W+/g, '-'), m.run, true))));
 }
 
-/** Does `root` show an error state (so a daemon coming back should reload it)? */
-export function showsError(root: Element): boolean {
-  return root.querySelector('.error-state') !== null;
+/**
+ * Should a view reload now that the daemon is back? When it shows an error, or when a request is still out:
+ * sent before the daemon was up, its error answer may arrive just after this news (the host flushes what it
+ * held back the moment the webview is ready, as a restored panel's first requests are being answered).
+ */
+export function shouldReload(root: Element, requestsWaiting: number): boolean {
+  return requestsWaiting > 0 || root.querySelector('.error-state') !== null;
 }

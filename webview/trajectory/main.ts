@@ -12,7 +12,7 @@ import {
 } from '../../protocol/webview-trajectory.js';
 import { HostConnection } from '../shared/host.js';
 import { h, mount } from '../shared/dom.js';
-import { errorState, showsError } from '../shared/recovery.js';
+import { errorState, shouldReload } from '../shared/recovery.js';
 import { renderGroupView } from './group-view.js';
 import { renderRolloutView } from './rollout-view.js';
 import { renderRolloutsView } from './rollouts-view.js';
@@ -119,6 +119,6 @@ host.onNotification(P.changed, ({ rolloutIds }) => {
   if (v.kind === 'rollouts' || (v.kind === 'rollout' && rolloutIds.includes(v.rolloutId))) void render(true);
 });
 // The daemon is back (started, restarted, attached): a view showing an error reloads by itself.
-host.onNotification(P.state, ({ up }) => { if (up && showsError(root)) void render(); });
+host.onNotification(P.state, ({ up }) => { if (up && shouldReload(root, host.waiting)) void render(); });
 void render();
 host.ready();
