@@ -63,17 +63,14 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
   const tableBox = h('div', { class: 'table-box' });
   const items: RolloutRow[] = [];
   let narrow = false;
-  let builtAtWidth = -1;
   const drawTable = (): void => {
     narrow = root.clientWidth > 0 && root.clientWidth < NARROW_BELOW_PX;
-    builtAtWidth = items.length ? root.clientWidth : -1;
     mount(tableBox, items.length ? table(items, narrow, actions.openRollout) : null);
   };
   // The panel is often put beside the editor: rebuild the table when it crosses the narrow width.
   const resize = new ResizeObserver(() => {
     if (!tableBox.isConnected) { resize.disconnect(); return; } // another view replaced this one
-    // ...and when it was built with no width at all (a panel restored before layout), which leaves it empty.
-    if ((root.clientWidth > 0 && root.clientWidth < NARROW_BELOW_PX) !== narrow || (builtAtWidth === 0 && root.clientWidth > 0)) drawTable();
+    if ((root.clientWidth > 0 && root.clientWidth < NARROW_BELOW_PX) !== narrow) drawTable();
   });
   resize.observe(root);
   const count = h('vscode-badge', { variant: 'counter', class: 'count' }, '0');
