@@ -128,7 +128,7 @@ async function toggleCompare(runId: string, on: boolean): Promise<void> {
       runs = runs.map((r) => (r.id === runId ? data.run : r));
       charts?.add(runId, data.points);
     } catch (err) {
-      mount(constants, h('span', { class: 'error' }, icon('error'), ` Could not load run ${runId}: ${(err as Error).message}`));
+      mount(constants, errorState(`Could not load run ${runId} to compare: ${(err as Error).message}`, { retry: () => void toggleCompare(runId, true), startDaemon }));
     }
   }
   charts?.setRuns(chartRuns());
@@ -199,6 +199,6 @@ host.onNotification(P.show, ({ runId }) => {
   else void showRun(runId);
 });
 // The daemon is back (started, restarted, attached): an error on screen reloads by itself.
-host.onNotification(P.state, ({ up }) => { if (up && shouldReload(chartsRoot, host.waiting)) void (state.runId && showing ? showRun(state.runId) : start()); });
+host.onNotification(P.state, ({ up }) => { if (up && shouldReload(root, host.waiting)) void (state.runId && showing ? showRun(state.runId) : start()); });
 void start();
 host.ready();
