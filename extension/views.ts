@@ -9,7 +9,7 @@ import * as vscode from 'vscode';
 import { AglClient } from '../sdk/client.js';
 import type { Ctx } from './ctx.js';
 import {
-  type DashboardTarget, type TrajectoryTarget, openTrainingDashboard, openTrajectoryViewer, registerPanelSerializers,
+  type DashboardTarget, type TrajectoryTarget, notifyDaemonState, openTrainingDashboard, openTrajectoryViewer, registerPanelSerializers,
 } from './panels/index.js';
 
 /** The current daemon's client, or undefined while it is down (the panels then say so). */
@@ -22,6 +22,8 @@ function clientOf(ctx: Ctx): () => AglClient | undefined {
 
 export function registerViews(ctx: Ctx): void {
   registerPanelSerializers(ctx.extension, clientOf(ctx));
+  // Open panels learn when the daemon comes back (or goes), so an error on screen recovers by itself.
+  ctx.extension.subscriptions.push(ctx.onDidChangeDaemon((handle) => notifyDaemonState(handle !== null)));
 }
 
 export async function showTrajectoryViewer(ctx: Ctx, target: TrajectoryTarget): Promise<void> {

@@ -4,6 +4,7 @@
  * Standard LSP covers the rest: CodeLens (textDocument/codeLens) and their refresh (workspace/codeLens/refresh).
  */
 import { NotificationType, RequestType } from 'vscode-languageserver-protocol';
+import type { AgentHeadline } from './agent-headline.js';
 
 /** Where the daemon is; null when it is down. Sent in initializationOptions and on every change. */
 export interface DaemonEndpoint {
@@ -25,7 +26,7 @@ export type AgentLanguage = 'typescript' | 'javascript' | 'python';
 
 /** An agent function found in a source file. Lines and characters are 0-based (LSP). */
 export interface AgentInfo {
-  /** What the store and runner call it: `relative/path.ts#exportName` or `relative/path.py:function`. */
+  /** What the store and runner call it: the stable id (agent-id.ts), `path/from/project/root.ts#exportName` or `...py:function`. */
   id: string;
   /** The exported (TS/JS) or function (Python) name. */
   name: string;
@@ -35,17 +36,15 @@ export interface AgentInfo {
   range: { start: { line: number; character: number }; end: { line: number; character: number } };
 }
 
-/** Recent reward statistics of one agent, from the daemon's store. */
+/** One agent's numbers from the daemon's store, for its CodeLens. */
 export interface AgentStats {
   agent: string;
   /** Ended rollouts of this agent (succeeded or failed), up to the query limit. */
   rollouts: number;
   /** True when more rollouts exist than were counted (shown as "500+"). */
   rolloutsCapped: boolean;
-  /** Mean reward of the most recent window of rewarded rollouts; null when none has a reward. */
-  latestReward: number | null;
-  /** latestReward minus the mean of the window before it; null without an earlier window. */
-  trend: number | null;
+  /** The headline number, its words and tooltip (protocol/agent-headline.ts; the dashboard shows the same). */
+  headline: AgentHeadline;
   /** Rollouts queued or running right now. */
   active: number;
 }

@@ -3,9 +3,10 @@
  * host (extension/panels/dashboard-panel.ts), and which metrics (metrics.ts, written by the trainer) go on
  * which chart, with the title of its value axis.
  */
+import type { AgentHeadline } from './agent-headline.js';
 import { METRICS } from './metrics.js';
 import type { MetricPoint, TrainingRun } from './store.js';
-import { commandType, notificationType, requestType } from './webview-ipc.js';
+import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
 
 export const DASHBOARD_VIEW_TYPE = 'agl.trainingDashboard';
 
@@ -48,6 +49,8 @@ export const DASHBOARD_CHARTS: DashboardChart[] = [
 export const DashboardProtocol = {
   listRuns: requestType<Record<string, never>, TrainingRun[]>('dashboard/listRuns'),
   getRunMetrics: requestType<{ runId: string }, RunMetrics>('dashboard/getRunMetrics'),
+  /** The agent's headline number, as its CodeLens shows it (agent-headline.ts). */
+  getHeadline: requestType<{ agent: string }, AgentHeadline>('dashboard/getHeadline'),
   /** Poll this run and push its new points while it is running. */
   watchRun: commandType<{ runId: string }>('dashboard/watchRun'),
   /** A click on a step: open that step's GRPO groups in the trajectory viewer. */
@@ -56,4 +59,5 @@ export const DashboardProtocol = {
   metrics: notificationType<RunMetrics>('dashboard/metrics'),
   /** Host -> webview: show this run (the panel was opened for it). */
   show: notificationType<{ runId: string }>('dashboard/show'),
+  ...DaemonMessages,
 } as const;

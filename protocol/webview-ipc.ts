@@ -32,3 +32,13 @@ export const IPC_READY = 'ipc/ready';
 export function isIpcMessage(value: unknown): value is IpcMessage {
   return typeof value === 'object' && value !== null && typeof (value as IpcMessage).method === 'string';
 }
+
+/**
+ * What every webview shares for recovery (each webview's protocol includes these): the host pushes the
+ * daemon's state when it changes (a webview in an error state then reloads by itself), and an error
+ * state's "Start Daemon" button asks the host to run the extension's Start Daemon command.
+ */
+export const DaemonMessages = {
+  startDaemon: commandType<Record<string, never>>('daemon/startDaemon'),
+  state: notificationType<{ up: boolean }>('daemon/state'),
+} as const;

@@ -5,7 +5,7 @@
  */
 import type { Attempt, Rollout, RolloutMode, RolloutStatus, Span, Transition } from './store.js';
 import type { ScaleRewards } from './grpo-advantage.js';
-import { commandType, notificationType, requestType } from './webview-ipc.js';
+import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
 
 export const TRAJECTORY_VIEW_TYPE = 'agl.trajectoryViewer';
 
@@ -135,4 +135,5 @@ export const TrajectoryProtocol = {
   /** Host -> webview: new rollouts or spans landed (the panel watches the store while visible); reload what is
    *  on screen. `rolloutIds`: the rollouts known to have changed; empty when only the store's counts moved. */
   changed: notificationType<{ rolloutIds: string[] }>('trajectory/changed'),
+  ...DaemonMessages,
 } as const;

@@ -3,10 +3,9 @@
  * the running daemon (the current policy / published LLM resource), then prints its spans as a tree and
  * its reward. The same worker code as `agl runner`, with one worker.
  */
-import { relative, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROLLOUT_MODES, type RolloutMode } from '../../protocol/store.js';
-import { parseAgentRef } from '../runner/agent-ref.js';
+import { storedAgentId } from '../runner/agent-ref.js';
 import { connect } from '../runner/connect.js';
 import { executeClaim } from '../runner/execute.js';
 import { formatSpanTree } from '../runner/print.js';
@@ -19,13 +18,6 @@ const HELP = `usage: agl rollout <agent> --task '<json>' [--mode train|val|test]
   --json    print {rollout, attempts, spans, reward} as JSON instead of the tree
 Connects to the local daemon (--data-dir DIR, default ~/.agent-lightning) or --url URL --token T.
 `;
-
-/** Stored agent names are relative to the working directory, with forward slashes (what the CodeLens matches). */
-function storedAgentName(spec: string): string {
-  const ref = parseAgentRef(spec);
-  if (ref.kind !== 'js') return spec;
-  return `${relative(process.cwd(), ref.file).split(sep).join('/')}${ref.exportName ? `#${ref.exportName}` : ''}`;
-}
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -44,7 +36,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const timeoutSeconds = values.timeout === undefined ? null : Number(values.timeout);
   if (timeoutSeconds !== null && !(timeoutSeconds > 0)) { process.stderr.write(`agl rollout: --timeout must be a positive number of seconds, got '${values.timeout}'\n`); return 2; }
-  const agent = storedAgentName(positionals[0]);
+  const agent = storedAgentId(positionals[0]); // the stable id, whatever the working directory (protocol/agent-id.ts)
   const conn = connect(values);
   const claim = await conn.client.startRollout({ input: task, agent, mode: values.mode as RolloutMode, config: timeoutSeconds ? { timeoutSeconds } : {} }, `agl-rollout-${process.pid}`);
   const workers = new Map<string, WorkerProcess>();

@@ -5,6 +5,7 @@
  * rollouts finish (a second Ctrl-C kills them; their attempts fail and are requeued per config).
  */
 import { parseArgs } from 'node:util';
+import { storedAgentId } from '../runner/agent-ref.js';
 import { connect } from '../runner/connect.js';
 import { Runner } from '../runner/runner.js';
 
@@ -35,11 +36,13 @@ export async function run(argv: string[]): Promise<number> {
   const grace = Number(values.grace);
   const perProcess = Number(values['per-process']);
   if (!Number.isInteger(perProcess) || perProcess < 1) { process.stderr.write(`agl runner: --per-process must be a positive integer, got '${values['per-process']}'\n`); return 2; }
+  // Claims match stored ids, which are stable ids (protocol/agent-id.ts): name the agent the same way.
+  const agent = values.agent === undefined ? undefined : storedAgentId(values.agent);
   const conn = connect(values);
   await conn.client.health(); // fail fast, with the client's message, when the daemon is unreachable
-  const runner = new Runner({ client: conn.client, daemonUrl: conn.url, token: conn.token, workers, agent: values.agent, defaultTimeoutSeconds: timeout, python: values.python, jobsPerProcess: perProcess });
+  const runner = new Runner({ client: conn.client, daemonUrl: conn.url, token: conn.token, workers, agent, defaultTimeoutSeconds: timeout, python: values.python, jobsPerProcess: perProcess });
   runner.start();
-  process.stderr.write(`agl runner: ${workers} worker(s) claiming rollouts from ${conn.url}${values.agent ? ` (agent ${values.agent})` : ''}; Ctrl-C to stop\n`);
+  process.stderr.write(`agl runner: ${workers} worker(s) claiming rollouts from ${conn.url}${agent ? ` (agent ${agent})` : ''}; Ctrl-C to stop\n`);
   const report = setInterval(() => process.stderr.write(`agl runner: ${runner.completed} succeeded, ${runner.failed} failed\n`), 60_000);
   report.unref();
   await new Promise<void>((resolve) => {

@@ -21,6 +21,8 @@ import { ensureWritableDataDir } from '../state.js';
 import { openStore } from '../store/index.js';
 import { Progress } from './progress.js';
 import { startTrainingHost } from './train-host.js';
+import { resolveAgentFile } from '../../sdk/agent-id.js';
+import { storedAgentId } from '../runner/agent-ref.js';
 import { writeReport } from './train-report.js';
 
 const HELP = `usage: agl train <agent file>#<export> --train train.jsonl --val val.jsonl [options]
@@ -74,14 +76,15 @@ export async function run(argv: string[]): Promise<number> {
   const agent = a.positionals[0];
   if (!agent || !f.train || !f.val) { process.stderr.write(`agl train: the agent, --train and --val are required\n\n${HELP}`); return 2; }
   const agentFile = agent.split('#')[0];
-  if (/\.(ts|mts|js|mjs|py)$/.test(agentFile) && !existsSync(agentFile)) { process.stderr.write(`agl train: agent file ${agentFile} not found\n`); return 2; }
+  if (/\.(ts|mts|js|mjs|py)$/.test(agentFile) && !existsSync(resolveAgentFile(agentFile))) { process.stderr.write(`agl train: agent file ${agentFile} not found\n`); return 2; }
   const outcome = await trainAgent({ ...f, agent, train: f.train, val: f.val });
   return outcome ? 0 : 130;
 }
 
 /** Trains per the flags; null when interrupted (SIGINT/SIGTERM: the last checkpoint is kept). */
 export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
-  const agent = f.agent;
+  // The run, its rollouts and its runner's claims use the agent's stable id (protocol/agent-id.ts), whatever the cwd.
+  const agent = storedAgentId(f.agent);
 
   const num = (v: string | undefined, name: string) => {
     if (v === undefined) return undefined;

@@ -1,11 +1,11 @@
 /**
  * The agent finder: which functions of a source file are agents, and the ids the store and runner use
- * for them (`relative/path.ts#exportName`, `relative/path.py:function`, relative to the workspace folder).
+ * for them (`path/from/project/root.ts#exportName`, `...py:function`: protocol/agent-id.ts says why).
  * TS/JS goes through the TypeScript compiler API, Python through tree-sitter.
  */
-import { relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AgentInfo, AgentLanguage } from '../../protocol/lsp.js';
+import { agentIdentity } from '../../sdk/agent-id.js';
 import { findPyAgents } from './agents-py.js';
 import { findTsAgents, type FoundAgent } from './agents-ts.js';
 
@@ -18,20 +18,7 @@ export function languageOf(fileName: string): AgentLanguage | null {
   return null;
 }
 
-/** The agent id for an agent found in `filePath`, relative to `root` with forward slashes. */
-export function agentId(root: string, filePath: string, name: string, language: AgentLanguage): string {
-  const rel = relative(root, filePath).split(sep).join('/');
-  return language === 'python' ? `${rel}:${name}` : `${rel}#${name}`;
-}
-
-/** Splits an agent id into its file (relative) and function/export name. */
-export function parseAgentId(id: string): { file: string; name: string } {
-  const hash = id.lastIndexOf('#');
-  if (hash > 0) return { file: id.slice(0, hash), name: id.slice(hash + 1) };
-  const colon = id.lastIndexOf(':');
-  if (colon > 0 && /\.py$/.test(id.slice(0, colon))) return { file: id.slice(0, colon), name: id.slice(colon + 1) };
-  return { file: id, name: 'default' };
-}
+export { parseAgentId } from '../../protocol/agent-id.js';
 
 export async function findAgentsInText(fileName: string, text: string): Promise<FoundAgent[]> {
   const language = languageOf(fileName);
@@ -43,26 +30,19 @@ export async function findAgentsInText(fileName: string, text: string): Promise<
 }
 
 /**
- * Agents of one document. `roots` are the workspace folder paths; the deepest one containing the file
- * makes the id relative (a file outside every root is named relative to its own folder's parent chain: the first root).
+ * Agents of one document, each named by its stable id (sdk/agent-id.ts agentIdentity: relative to the file's
+ * project root, so the same whichever folder the editor opened).
  */
-export async function findAgents(uri: string, text: string, roots: string[]): Promise<AgentInfo[]> {
+export async function findAgents(uri: string, text: string): Promise<AgentInfo[]> {
   const filePath = uri.startsWith('file:') ? fileURLToPath(uri) : uri;
   const language = languageOf(filePath);
   if (!language) return [];
-  const root = rootFor(filePath, roots);
   const found = await findAgentsInText(filePath, text);
   return found.map((f) => ({
-    id: agentId(root, filePath, f.name, language),
+    id: agentIdentity(filePath, f.name, language),
     name: f.name,
     language,
     uri: uri.startsWith('file:') ? uri : pathToFileURL(filePath).href,
     range: { start: f.start, end: f.end },
   }));
-}
-
-export function rootFor(filePath: string, roots: string[]): string {
-  const containing = roots.filter((r) => filePath === r || filePath.startsWith(r.endsWith(sep) ? r : r + sep));
-  if (containing.length > 0) return containing.sort((a, b) => b.length - a.length)[0]!;
-  return roots[0] ?? process.cwd();
 }

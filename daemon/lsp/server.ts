@@ -56,13 +56,13 @@ export function startLspServer(connection: Connection, options: LspServerOptions
   async function agentsOf(uri: string): Promise<AgentInfo[]> {
     const doc = documents.get(uri);
     if (doc) {
-      const agents = await findAgents(uri, doc.getText(), roots);
+      const agents = await findAgents(uri, doc.getText());
       agentsByUri.set(uri, agents);
       return agents;
     }
     if (!uri.startsWith('file:')) return [];
     const text = await readFile(fileURLToPath(uri), 'utf8');
-    return findAgents(uri, text, roots);
+    return findAgents(uri, text);
   }
 
   function setDaemon(endpoint: DaemonEndpoint | null): void {
@@ -228,7 +228,7 @@ export function startLspServer(connection: Connection, options: LspServerOptions
           if (!open && (await stat(path)).size > MAX_FILE_BYTES) continue;
           const text = open?.getText() ?? await readFile(path, 'utf8');
           if (!text.includes('rollout')) continue;
-          found.push(...await findAgents(uri, text, roots));
+          found.push(...await findAgents(uri, text));
         } catch (e) {
           log(`scan ${path}: ${(e as Error).message}`);
         }

@@ -279,3 +279,16 @@ export async function waitLoop(
   }
   return unique.filter((id) => done.has(id)).map((id) => done.get(id)!);
 }
+
+/**
+ * Every distinct agent name of the rollouts table with one index probe per name (a loose index scan over
+ * rollouts_agent): what a query by agent expands into that agent's stored forms (protocol/agent-id.ts).
+ */
+export const DISTINCT_AGENTS_SQL = {
+  sqlite: 'SELECT MIN(agent) AS agent FROM rollouts WHERE agent > ?',
+  postgres: `WITH RECURSIVE t(agent) AS (
+      SELECT MIN(agent) FROM rollouts
+      UNION ALL SELECT (SELECT MIN(agent) FROM rollouts WHERE agent > t.agent) FROM t WHERE t.agent IS NOT NULL)
+    SELECT agent FROM t WHERE agent IS NOT NULL`,
+};
+

@@ -18,8 +18,9 @@ import {
 import {
   RolloutEndHub, checkFinishInput, checkSpanInput, decodeCursor, encodeCursor, isTerminalRollout, newId, pageLimit, parseRolloutInput,
   rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
-  waitLoop,
+  DISTINCT_AGENTS_SQL, waitLoop,
 } from './common.js';
+import { agentAliasesIn, sameAgent } from '../../protocol/agent-id.js';
 import { migratePostgres } from './postgres-schema.js';
 import { PostgresLifecycle } from './postgres-lifecycle.js';
 
@@ -115,7 +116,7 @@ export class PostgresStore implements LightningStore {
     if (q.mode !== undefined) add('mode = ?', q.mode);
     if (q.resourcesId !== undefined) add('resources_id = ?', q.resourcesId);
     if (q.resourcesVersion !== undefined) add('resources_version = ?', q.resourcesVersion);
-    if (q.agent !== undefined) add('agent = ?', q.agent);
+    if (q.agent !== undefined) add('agent = ANY(?)', agentAliasesIn((await this.q(DISTINCT_AGENTS_SQL.postgres)).rows.map((r) => r.agent as string), q.agent));
     const asc = q.order === 'asc';
     if (q.cursor) add(asc ? 'seq > ?' : 'seq < ?', decodeCursor(q.cursor));
     params.push(limit + 1);
@@ -301,10 +302,9 @@ export class PostgresStore implements LightningStore {
     return r ? rowToTrainingRun(r) : null;
   }
   async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
-    const { rows } = agent === undefined
-      ? await this.q('SELECT * FROM training_runs ORDER BY created_at DESC, seq DESC')
-      : await this.q('SELECT * FROM training_runs WHERE agent = $1 ORDER BY created_at DESC, seq DESC', [agent]);
-    return rows.map(rowToTrainingRun);
+    // Runs are few: filtered here, so an agent's runs recorded under an older form of its id count (protocol/agent-id.ts).
+    const runs = (await this.q('SELECT * FROM training_runs ORDER BY created_at DESC, seq DESC')).rows.map(rowToTrainingRun);
+    return agent === undefined ? runs : runs.filter((r) => sameAgent(r.agent, agent));
   }
   async addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void> {
     if (points.length === 0) return;

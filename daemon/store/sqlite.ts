@@ -21,8 +21,9 @@ import {
 import {
   RolloutEndHub, checkFinishInput, checkSpanInput, decodeCursor, emptyHealthResult, encodeCursor, newId, pageLimit, parseRolloutInput,
   rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
-  sqlList, waitLoop,
+  DISTINCT_AGENTS_SQL, sqlList, waitLoop,
 } from './common.js';
+import { agentAliasesIn, sameAgent } from '../../protocol/agent-id.js';
 import { prepareDatabase } from './sqlite-schema.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { WalCheckpointer } from './sqlite-checkpointer.js';
@@ -157,7 +158,7 @@ export class SqliteStore implements LightningStore {
     if (q.mode !== undefined) { where.push('mode = ?'); params.push(q.mode); }
     if (q.resourcesId !== undefined) { where.push('resources_id = ?'); params.push(q.resourcesId); }
     if (q.resourcesVersion !== undefined) { where.push('resources_version = ?'); params.push(q.resourcesVersion); }
-    if (q.agent !== undefined) { where.push('agent = ?'); params.push(q.agent); }
+    if (q.agent !== undefined) inList('agent', this.read(() => agentAliasesIn(this.agentNames(), q.agent!)));
     const asc = q.order === 'asc';
     if (q.cursor) { where.push(asc ? 'seq > ?' : 'seq < ?'); params.push(decodeCursor(q.cursor)); }
     const sql = `SELECT * FROM rollouts ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY seq ${asc ? 'ASC' : 'DESC'} LIMIT ?`;
@@ -168,6 +169,17 @@ export class SqliteStore implements LightningStore {
       const page = more ? rows.slice(0, limit) : rows;
       return { items: page.map(rowToRollout), nextCursor: more ? encodeCursor(page[page.length - 1].seq) : null };
     });
+  }
+
+  /** Distinct agent names of the rollouts (one index probe each): ids written in every form (protocol/agent-id.ts). */
+  private agentNames(): string[] {
+    const names: string[] = [];
+    for (let last = ''; ;) {
+      const next = (this.st(DISTINCT_AGENTS_SQL.sqlite).get(last) as { agent: string | null }).agent;
+      if (next === null) return names;
+      names.push(next);
+      last = next;
+    }
   }
 
   async cancelRollout(id: string): Promise<Rollout> {
@@ -327,9 +339,9 @@ export class SqliteStore implements LightningStore {
     return this.read(() => { const r = this.st('SELECT * FROM training_runs WHERE id = ?').get(id); return r ? rowToTrainingRun(r) : null; });
   }
   async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
-    return this.read(() => (agent === undefined
-      ? this.st('SELECT * FROM training_runs ORDER BY created_at DESC, rowid DESC').all()
-      : this.st('SELECT * FROM training_runs WHERE agent = ? ORDER BY created_at DESC, rowid DESC').all(agent)) as any[]).map(rowToTrainingRun);
+    // Runs are few: filtered here, so an agent's runs recorded under an older form of its id count (protocol/agent-id.ts).
+    const runs = this.read(() => this.st('SELECT * FROM training_runs ORDER BY created_at DESC, rowid DESC').all() as any[]).map(rowToTrainingRun);
+    return agent === undefined ? runs : runs.filter((r) => sameAgent(r.agent, agent));
   }
   async addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void> {
     const now = Date.now();

@@ -12,6 +12,7 @@ import type { IpcRequestType } from '../../protocol/webview-ipc.js';
 import {
   TrajectoryProtocol, type GroupAdvantage, type GroupData, type GroupPage, type GroupQuery, type RolloutDetail, type RolloutFilter, type RolloutPage,
 } from '../../protocol/webview-trajectory.js';
+import { agentHeadline } from '../../sdk/agent-headline.js';
 import type { AglClient } from '../../sdk/client.js';
 
 export type RequestHandlers = Map<string, (params: unknown) => Promise<unknown>>;
@@ -46,7 +47,10 @@ async function listRollouts(client: AglClient, filter: RolloutFilter): Promise<R
     const rewards = rollout.attemptCount > 0 ? await client.querySpans({ rolloutId: rollout.id, attemptId: 'latest', name: SPAN.reward }) : [];
     return { rollout, reward: finalReward(rewards), resourcesVersion: rollout.resourcesId ? versions.get(rollout.resourcesId) ?? null : null };
   });
-  const agents = [...new Set([...known.map((a) => a.agent), ...page.items.map((r) => r.agent).filter((a): a is string => !!a)])].sort();
+  // The agent filtered on is always a choice, so the filter shows it and can be cleared (from the CodeLens, it
+  // may match rollouts stored under older forms of its id only, or none yet).
+  const agents = [...new Set([...known.map((a) => a.agent), ...page.items.map((r) => r.agent).filter((a): a is string => !!a),
+    ...(filter.agent ? [filter.agent] : [])])].sort();
   return {
     items, nextCursor: page.nextCursor, statuses: [...ROLLOUT_STATUSES], modes: [...ROLLOUT_MODES], agents,
     resourcesVersions: [...versions.values()].sort((a, b) => b - a),
@@ -179,6 +183,7 @@ export function dashboardHandlers(client: AglClient): RequestHandlers {
     if (!run) throw new Error(`training run '${runId}' does not exist in this daemon's store`);
     return { run, points: await client.queryMetrics(runId) };
   });
+  on(handlers, DashboardProtocol.getHeadline, ({ agent }) => agentHeadline(client, agent));
   return handlers;
 }
 

@@ -3,9 +3,12 @@
  * with local resources limited to dist/webview, serves the CSP'd HTML, answers the webview's typed
  * requests from a handler table, hands its commands to the panel, and holds back notifications while the
  * panel is hidden or its script not yet ready (the last of each method wins), sending them when it shows.
+ * What every panel shares for recovery is here too: an error state's "Start Daemon" runs the extension's
+ * command, and `notifyDaemonState` tells every open panel when the daemon comes or goes.
  */
 import * as vscode from 'vscode';
-import type { IpcNotificationType } from '../../protocol/webview-ipc.js';
+import { COMMANDS } from '../../protocol/commands.js';
+import { DaemonMessages, type IpcNotificationType } from '../../protocol/webview-ipc.js';
 import type { RequestHandlers } from './data.js';
 import { makeNonce, webviewHtml } from './html.js';
 import { routeWebviewMessage } from './router.js';
@@ -20,6 +23,14 @@ export interface PanelHostOptions {
   onDispose?: () => void;
   /** Called when the panel is shown or hidden (e.g. to pause polling while nobody looks). */
   onVisibility?: (visible: boolean) => void;
+}
+
+/** Every live panel, for what all of them are told (the daemon's state). */
+const livePanels = new Set<PanelHost>();
+
+/** Tells every open panel that the daemon came up or went down (a webview showing an error then reloads). */
+export function notifyDaemonState(up: boolean): void {
+  for (const host of livePanels) host.notify(DaemonMessages.state, { up });
 }
 
 export class PanelHost {
@@ -49,6 +60,7 @@ export class PanelHost {
       }),
       this.panel.onDidDispose(() => this.dispose()),
     );
+    livePanels.add(this);
   }
 
   notify<P>(type: IpcNotificationType<P>, params: P): void {
@@ -62,7 +74,10 @@ export class PanelHost {
     return routeWebviewMessage(message, {
       handlers: this.options.handlers,
       post: (m) => void this.panel.webview.postMessage(m),
-      onCommand: this.options.onCommand,
+      onCommand: async (method, params) => {
+        if (method === DaemonMessages.startDaemon.method) await vscode.commands.executeCommand(COMMANDS.startDaemon);
+        else await this.options.onCommand(method, params);
+      },
       onReady: () => {
         this.ready = true;
         for (const [method, params] of this.held) void this.panel.webview.postMessage({ method, params });
@@ -73,6 +88,7 @@ export class PanelHost {
   }
 
   private dispose(): void {
+    livePanels.delete(this);
     for (const d of this.disposables) d.dispose();
     this.options.onDispose?.();
   }

@@ -1,12 +1,14 @@
 /**
- * Finding the agent code behind a call, for "jump to code": the file (absolute, or relative to one of the
- * workspace folders, as agent specs and code.filepath usually are) and the line that defines a symbol.
+ * Finding the agent code behind a call, for "jump to code": the file (absolute, or relative to the project
+ * root of a workspace folder, as agent ids are (protocol/agent-id.ts), or to a workspace folder itself, as
+ * older ids and code.filepath may be) and the line that defines a symbol.
  */
 import { existsSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
+import { projectRoot } from '../../sdk/agent-id.js';
 
 export function findSourceFile(filepath: string, workspaceFolders: string[]): string {
-  const candidates = isAbsolute(filepath) ? [filepath] : workspaceFolders.map((f) => join(f, filepath));
+  const candidates = isAbsolute(filepath) ? [filepath] : workspaceFolders.flatMap((f) => [join(projectRoot(f), filepath), join(f, filepath)]);
   const found = candidates.find((p) => existsSync(p));
   if (!found) throw new Error(`cannot open ${filepath}: not found${isAbsolute(filepath) ? '' : ' in the workspace folders'}`);
   return found;

@@ -23,10 +23,10 @@ export function tempDataDir(label = 'server'): string {
 
 export interface CliResult { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
 
-/** Runs `agl <args>` to completion. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+/** Runs `agl <args>` to completion (in `cwd`, by default the test's). */
+export function runCli(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => { stdout += d; });

@@ -3,10 +3,12 @@
  * Python), where their CodeLens goes, and the ids the store and runner use for them.
  */
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { agentId, findAgents, parseAgentId } from '../../daemon/lsp/agents.js';
+import { findAgents, parseAgentId } from '../../daemon/lsp/agents.js';
 import { findPyAgents } from '../../daemon/lsp/agents-py.js';
 import { findTsAgents, isSdkModule } from '../../daemon/lsp/agents-ts.js';
 
@@ -102,17 +104,24 @@ test('Python: a file that does not parse cleanly still yields the agents tree-si
   assert.deepEqual((await findPyAgents(broken)).map((a) => a.name), ['ok']);
 });
 
-test('ids: relative to the workspace folder, # for TS exports and : for Python functions; round-trip', async () => {
-  const root = join('/', 'ws');
-  const tsFile = join(root, 'samples', 'calc', 'agent.ts');
-  const ts = await findAgents(pathToFileURL(tsFile).href, TS_AGENT, [root]);
-  assert.equal(ts[0]!.id, 'samples/calc/agent.ts#calcAgent');
-  assert.equal(ts[0]!.language, 'typescript');
-  const pyFile = join(root, 'samples', 'calc-py', 'agent.py');
-  const py = await findAgents(pathToFileURL(pyFile).href, PY_AGENT, [root, join(root, 'samples')]);
-  assert.equal(py[0]!.id, 'calc-py/agent.py:calc_agent', 'the deepest workspace folder containing the file wins');
-  assert.deepEqual(parseAgentId('samples/calc/agent.ts#calcAgent'), { file: 'samples/calc/agent.ts', name: 'calcAgent' });
-  assert.deepEqual(parseAgentId('a/b.py:fn'), { file: 'a/b.py', name: 'fn' });
-  assert.equal(agentId(root, join(root, 'x.mjs'), 'default', 'javascript'), 'x.mjs#default');
-  assert.deepEqual(await findAgents(pathToFileURL(join(root, 'README.md')).href, 'rollout', [root]), []);
+test('ids: relative to the project root (whatever folders are open), # for TS exports and : for Python functions; round-trip', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'agl-finder-ids-'));
+  try {
+    mkdirSync(join(root, '.git'));
+    for (const dir of ['samples/calc', 'samples/calc-py']) mkdirSync(join(root, dir), { recursive: true });
+    const tsFile = join(root, 'samples', 'calc', 'agent.ts');
+    const pyFile = join(root, 'samples', 'calc-py', 'agent.py');
+    writeFileSync(tsFile, TS_AGENT);
+    writeFileSync(pyFile, PY_AGENT);
+    const ts = await findAgents(pathToFileURL(tsFile).href, TS_AGENT);
+    assert.equal(ts[0]!.id, 'samples/calc/agent.ts#calcAgent');
+    assert.equal(ts[0]!.language, 'typescript');
+    const py = await findAgents(pathToFileURL(pyFile).href, PY_AGENT);
+    assert.equal(py[0]!.id, 'samples/calc-py/agent.py:calc_agent', 'the git root names it, not the deepest open folder');
+    assert.deepEqual(parseAgentId('samples/calc/agent.ts#calcAgent'), { file: 'samples/calc/agent.ts', name: 'calcAgent' });
+    assert.deepEqual(parseAgentId('a/b.py:fn'), { file: 'a/b.py', name: 'fn' });
+    assert.deepEqual(await findAgents(pathToFileURL(join(root, 'README.md')).href, 'rollout'), []);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });

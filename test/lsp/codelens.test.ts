@@ -15,30 +15,46 @@ import {
   InitializeRequest, StreamMessageReader, StreamMessageWriter, type CodeLens, type ProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
 import { formatStats, lensesFor } from '../../daemon/lsp/codelens.js';
-import { AgentStatsSource, summarizeRewards, type StoreReader } from '../../daemon/lsp/stats.js';
+import { AgentStatsSource, type StoreReader } from '../../daemon/lsp/stats.js';
+import { describeHeadline, type HeadlineFacts } from '../../protocol/agent-headline.js';
 import { agentAt, daemonChanged, listAgents, markAsAgent, type AgentInfo } from '../../protocol/lsp.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import type { AglClient } from '../../sdk/client.js';
 import { startDaemonProcess, tempDataDir, type DaemonProcess } from '../helpers/daemon-process.js';
 
-test('stats: latest window mean and trend against the window before', () => {
-  assert.deepEqual(summarizeRewards([]), { latestReward: null, trend: null });
-  assert.deepEqual(summarizeRewards([0.5]), { latestReward: 0.5, trend: null });
-  const r = summarizeRewards([1, 1, 0, 0]); // newest first: windows of 2
-  assert.equal(r.latestReward, 1);
-  assert.equal(r.trend, 1);
-  const many = summarizeRewards([...Array(16).fill(0.75), ...Array(16).fill(0.25), ...Array(40).fill(0)]);
-  assert.equal(many.latestReward, 0.75, 'windows are at most 16 rollouts');
-  assert.equal(many.trend, 0.5);
+const NO_FACTS: HeadlineFacts = { rollouts: 0, rolloutsCapped: false, heldOut: null, recent: null };
+
+test('headline: the held-out score of the newest validated run, else the train rollouts\' mean, else any rollouts\'; tooltip says which', () => {
+  const held = describeHeadline({ ...NO_FACTS, rollouts: 500, rolloutsCapped: true,
+    heldOut: { runId: 'run_1', step: 85, value: 0.95, first: { step: 0, value: 0.29 } }, recent: { mode: 'train', count: 16, mean: 1 } });
+  assert.equal(held.value, 0.95);
+  assert.equal(held.text, 'held-out reward 0.95 (from 0.29)');
+  assert.equal(held.tooltip, 'Held-out reward 0.95: mean final reward on the validation tasks at step 85 of training run run_1 (0.29 at step 0), '
+    + 'the agent\'s newest run with a validation; 500+ rollouts ended.');
+  const once = describeHeadline({ ...NO_FACTS, rollouts: 3, heldOut: { runId: 'r', step: 0, value: 0.5, first: { step: 0, value: 0.5 } } });
+  assert.equal(once.text, 'held-out reward 0.50');
+  const train = describeHeadline({ ...NO_FACTS, rollouts: 10460, recent: { mode: 'train', count: 16, mean: 0.781 } });
+  assert.equal(train.text, 'train reward 0.78');
+  assert.equal(train.tooltip, 'Train reward 0.78: mean final reward of the agent\'s 16 latest train rollouts (no training run of it has a validation yet); 10,460 rollouts ended.');
+  const any = describeHeadline({ ...NO_FACTS, rollouts: 1, recent: { mode: 'any', count: 1, mean: 1 } });
+  assert.equal(any.text, 'reward 1.00');
+  assert.match(any.tooltip, /of the agent's latest rollout \(/);
+  assert.equal(describeHeadline(NO_FACTS).text, 'no rollouts yet');
+  assert.equal(describeHeadline({ ...NO_FACTS, rollouts: 2 }).text, 'no reward yet');
 });
 
-test('lens titles: no rollouts yet, reward with trend and count, running, daemon down', () => {
-  const base = { agent: 'a.ts#x', rollouts: 0, rolloutsCapped: false, latestReward: null, trend: null, active: 0 };
+test('lens titles: no rollouts yet, the headline with the count, running, daemon down; the tooltip explains the number', () => {
+  const stats = (facts: Partial<HeadlineFacts>, active = 0) => {
+    const headline = describeHeadline({ ...NO_FACTS, ...facts });
+    return { agent: 'a.ts#x', rollouts: headline.rollouts, rolloutsCapped: headline.rolloutsCapped, headline, active };
+  };
+  const base = stats({});
   assert.equal(formatStats(base, true), 'no rollouts yet');
-  assert.equal(formatStats({ ...base, rollouts: 128, latestReward: 0.62, trend: 0.31 }, true), 'reward 0.62 ▲0.31 · 128 rollouts');
-  assert.equal(formatStats({ ...base, rollouts: 9, latestReward: 0.2, trend: -0.1, active: 3 }, true), 'reward 0.20 ▼0.10 · 9 rollouts · 3 running');
-  assert.equal(formatStats({ ...base, rollouts: 500, rolloutsCapped: true, latestReward: 1, trend: 0 }, true), 'reward 1.00 ±0.00 · 500+ rollouts');
-  assert.equal(formatStats({ ...base, rollouts: 2 }, true), 'no reward yet · 2 rollouts');
+  assert.equal(formatStats(stats({ rollouts: 128, recent: { mode: 'train', count: 16, mean: 0.62 } }), true), 'train reward 0.62 · 128 rollouts');
+  assert.equal(formatStats(stats({ rollouts: 9, recent: { mode: 'any', count: 9, mean: 0.2 } }, 3), true), 'reward 0.20 · 9 rollouts · 3 running');
+  const trained = stats({ rollouts: 500, rolloutsCapped: true, heldOut: { runId: 'run_9', step: 12, value: 1, first: { step: 0, value: 0.25 } } });
+  assert.equal(formatStats(trained, true), 'held-out reward 1.00 (from 0.25) · 500+ rollouts');
+  assert.equal(formatStats(stats({ rollouts: 2 }), true), 'no reward yet · 2 rollouts');
   assert.equal(formatStats(undefined, false), 'Agent Lightning daemon not running');
   assert.equal(formatStats(undefined, false, true), 'Agent Lightning daemon starting…');
   const agent: AgentInfo = { id: 'a.ts#x', name: 'x', language: 'typescript', uri: 'file:///w/a.ts', range: { start: { line: 3, character: 0 }, end: { line: 9, character: 2 } } };
@@ -47,6 +63,7 @@ test('lens titles: no rollouts yet, reward with trend and count, running, daemon
   assert.deepEqual(lenses.map((l) => l.command?.command), ['agentLightning.openTrajectoryViewer', 'agentLightning.runRollout', 'agentLightning.train', 'agentLightning.openTrajectoryViewer']);
   assert.deepEqual(lenses[1]!.command?.arguments, ['a.ts#x', 'file:///w/a.ts']);
   assert.equal(lenses[0]!.range.start.line, 3);
+  assert.equal(lensesFor(agent, trained, true)[0]!.command?.tooltip, `${trained.headline.tooltip} Click to list this agent's rollouts.`);
   assert.equal(lensesFor(agent, undefined, false)[0]!.command?.command, 'agentLightning.startDaemon');
 });
 
@@ -88,6 +105,7 @@ async function lensTitles(uri: string): Promise<string[]> {
 before(async () => {
   workspace = tempDataDir('lsp-ws');
   mkdirSync(join(workspace, 'agents'), { recursive: true });
+  writeFileSync(join(workspace, 'package.json'), '{"name":"lsp-ws","private":true}'); // the project root: ids are relative to it
   writeFileSync(join(workspace, 'agents', 'calc.ts'), AGENT_TS);
   writeFileSync(join(workspace, 'agents', 'agent.py'), AGENT_PY);
   mkdirSync(join(workspace, 'node_modules', 'x'), { recursive: true });
@@ -119,7 +137,7 @@ after(async () => {
 
 test('agl lsp: lenses carry the store\'s reward stats; Python agents get lenses too', async () => {
   const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
-  assert.deepEqual(await lensTitles(tsUri), ['reward 1.00 ▲1.00 · 4 rollouts', '▶ Run', '⚡ Train', 'Trajectories']);
+  assert.deepEqual(await lensTitles(tsUri), ['train reward 0.50 · 4 rollouts', '▶ Run', '⚡ Train', 'Trajectories']);
   const pyUri = pathToFileURL(join(workspace, 'agents', 'agent.py')).href;
   assert.deepEqual(await lensTitles(pyUri), ['no rollouts yet', '▶ Run', '⚡ Train', 'Trajectories']);
 });
@@ -128,10 +146,10 @@ test('agl lsp: new results make the server ask for a lens refresh, and the lens 
   const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
   await lensTitles(tsUri);
   let seen = refreshes.length;
-  for (const r of [0.5, 0.5]) await addRollout(daemon.client, 'agents/calc.ts#calcAgent', r);
-  // newest first: 0.5 0.5 1 | 1 0 0 -> windows of 3: mean 2/3 vs 1/3. The server may refresh on the way
+  for (const r of [1, 1]) await addRollout(daemon.client, 'agents/calc.ts#calcAgent', r);
+  // The mean of the 6 train rollouts' rewards (0 0 1 1 1 1) is 4/6. The server may refresh on the way
   // (a rollout running); each refresh is followed by a lens request, as the editor does, until the last state.
-  const expected = 'reward 0.67 ▲0.33 · 6 rollouts';
+  const expected = 'train reward 0.67 · 6 rollouts';
   const deadline = Date.now() + 20_000;
   let title = '';
   while (title !== expected && Date.now() < deadline) {
@@ -159,6 +177,8 @@ test('stats: a read that started earlier but answers later does not replace a ne
       return page;
     },
     querySpans: (q) => daemon.client.querySpans(q),
+    listTrainingRuns: (a) => daemon.client.listTrainingRuns(a),
+    queryMetrics: (runId, after) => daemon.client.queryMetrics(runId, after),
     statistics: () => daemon.client.statistics(),
   };
   const source = new AgentStatsSource(reader);
@@ -182,7 +202,7 @@ test('agl lsp: daemon down and back: the lens says so, then shows stats again', 
   await lsp.sendNotification(daemonChanged, { daemon: null, starting: true });
   assert.equal((await lensTitles(tsUri))[0], 'Agent Lightning daemon starting…');
   await lsp.sendNotification(daemonChanged, { daemon: { url: daemon.url, token: daemon.token } });
-  assert.match((await lensTitles(tsUri))[0]!, /^reward 0\.67/);
+  assert.match((await lensTitles(tsUri))[0]!, /^train reward 0\.67/);
 });
 
 test('agl lsp: lists the workspace\'s agents (skipping node_modules), finds the one at a position, marks a function', async () => {

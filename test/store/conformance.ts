@@ -150,6 +150,21 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
         assert.equal((await ctx.store.getRollout(rs[0]!.id))?.resourcesId, res1.id);
       });
 
+      it('an agent query matches every stored form of its id (protocol/agent-id.ts), and only those', async () => {
+        await ctx.store.enqueueRollouts([
+          { input: 0, agent: 'samples/calc/agent.ts#calcAgent' }, { input: 1, agent: 'calc/agent.ts#calcAgent' },
+          { input: 2, agent: 'main/samples/calc/agent.ts#calcAgent' }, { input: 3, agent: 'other/calc/agent.ts#calcAgent' },
+          { input: 4, agent: 'samples/calc/agent.ts#otherAgent' }, { input: 5, agent: 'pkg.calc:agent' }, { input: 6 },
+        ]);
+        await ctx.store.createTrainingRun({ id: 'run-old-form', agent: 'calc/agent.ts#calcAgent', config: {}, totalSteps: 1 });
+        await ctx.store.createTrainingRun({ id: 'run-other', agent: 'other/calc/agent.ts#calcAgent', config: {}, totalSteps: 1 });
+        const inputs = async (agent: string) => (await ctx.store.queryRollouts({ agent, order: 'asc' })).items.map((r) => r.input);
+        assert.deepEqual(await inputs('samples/calc/agent.ts#calcAgent'), [0, 1, 2]);
+        assert.deepEqual(await inputs('pkg.calc:agent'), [5]);
+        assert.deepEqual(await inputs('nobody.ts#x'), []);
+        assert.deepEqual((await ctx.store.listTrainingRuns('samples/calc/agent.ts#calcAgent')).map((r) => r.id), ['run-old-form']);
+      });
+
       it('pages with a cursor, newest first by default, each rollout exactly once', async () => {
         await ctx.store.enqueueRollouts(Array.from({ length: 25 }, (_, i) => ({ input: i })));
         for (const order of ['desc', 'asc'] as const) {

@@ -16,9 +16,11 @@ import { HostConnection } from '../shared/host.js';
 import { h, icon, mount, shortId } from '../shared/dom.js';
 import { type ChartRun, MetricCharts, runColor } from './charts.js';
 import { drawRunHeader, runLabel } from './run-header.js';
+import { errorState, shouldReload } from '../shared/recovery.js';
 
 const host = new HostConnection<DashboardState>();
 const WAIT_FOR_RUN_MS = 3000;
+const startDaemon = (): void => host.command(P.startDaemon, {});
 /** How often compared runs that are still running are read again (the panel itself watches only the shown run). */
 const COMPARE_POLL_MS = 3000;
 let comparePoll: ReturnType<typeof setTimeout> | undefined;
@@ -49,11 +51,22 @@ function chartRuns(): ChartRun[] {
   return [state.runId!, ...compared()].map((id, i) => ({ id, tag: shortId(id), colorIndex: i }));
 }
 
+/** The run's agent's headline number, in the words and with the tooltip of its CodeLens (protocol/agent-headline.ts). */
+const headline = h('span', { class: 'kpi headline' });
+async function drawHeadline(run: TrainingRun): Promise<void> {
+  try {
+    const line = await host.request(P.getHeadline, { agent: run.agent });
+    if (state.runId !== run.id) return;
+    headline.textContent = line.text;
+    headline.title = line.tooltip;
+  } catch { /* the daemon went away: the charts say so */ }
+}
+
 function drawHeader(): void {
   const select = h('vscode-single-select', { class: 'run-select', 'aria-label': 'Training run' },
     ...runs.map((r) => h('vscode-option', { value: r.id, selected: r.id === state.runId }, `${runLabel(r)} · ${r.status}`)));
   select.addEventListener('change', () => void showRun((select as unknown as { value: string }).value));
-  mount(header, h('h1', {}, icon('graph-line'), ' Training'), h('div', { class: 'spacer' }), runs.length ? select : null);
+  mount(header, h('h1', {}, icon('graph-line'), ' Training'), h('div', { class: 'spacer' }), headline, runs.length ? select : null);
 }
 
 /** Smoothing slider, the runs to compare (checkboxes) and, when overlaid, the legend of run colours. */
@@ -115,7 +128,7 @@ async function toggleCompare(runId: string, on: boolean): Promise<void> {
       runs = runs.map((r) => (r.id === runId ? data.run : r));
       charts?.add(runId, data.points);
     } catch (err) {
-      mount(constants, h('span', { class: 'error' }, icon('error'), ` Could not load run ${runId}: ${(err as Error).message}`));
+      mount(constants, errorState(`Could not load run ${runId} to compare: ${(err as Error).message}`, { retry: () => void toggleCompare(runId, true), startDaemon }));
     }
   }
   charts?.setRuns(chartRuns());
@@ -125,6 +138,7 @@ async function toggleCompare(runId: string, on: boolean): Promise<void> {
 
 function apply(data: RunMetrics, replace: boolean): void {
   if (!charts || replace) {
+    headline.textContent = '';
     charts?.destroy();
     charts = new MetricCharts({
       root: chartsRoot, constants,
@@ -138,6 +152,7 @@ function apply(data: RunMetrics, replace: boolean): void {
   const before = runs.find((r) => r.id === data.run.id);
   runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
   redrawRun(data.run);
+  if (replace || data.points.some((p) => p.name === METRICS.valReward)) void drawHeadline(data.run);
   if (before && before.status !== data.run.status) { drawHeader(); drawToolbar(); }
 }
 
@@ -157,13 +172,13 @@ async function showRun(runId: string): Promise<void> {
     }
     pollCompared();
   } catch (err) {
-    mount(chartsRoot, h('div', { class: 'empty-state error' }, icon('error'), h('p', {}, `Could not load run ${runId}: ${(err as Error).message}`)));
+    mount(chartsRoot, errorState(`Could not load run ${runId}: ${(err as Error).message}`, { retry: () => void showRun(runId), startDaemon }));
   }
 }
 
 async function start(): Promise<void> {
   try { runs = await host.request(P.listRuns, {}); } catch (err) {
-    mount(chartsRoot, h('div', { class: 'empty-state error' }, icon('error'), h('p', {}, `Could not list training runs: ${(err as Error).message}`)));
+    mount(chartsRoot, errorState(`Could not list training runs: ${(err as Error).message}`, { retry: () => void start(), startDaemon }));
     setTimeout(() => { if (!showing) void start(); }, WAIT_FOR_RUN_MS); // the daemon may be starting
     return;
   }
@@ -183,5 +198,7 @@ host.onNotification(P.show, ({ runId }) => {
   if (!runs.some((r) => r.id === runId)) void host.request(P.listRuns, {}).then((all) => { runs = all; void showRun(runId); });
   else void showRun(runId);
 });
+// The daemon is back (started, restarted, attached): an error on screen reloads by itself.
+host.onNotification(P.state, ({ up }) => { if (up && shouldReload(root, host.waiting)) void (state.runId && showing ? showRun(state.runId) : start()); });
 void start();
 host.ready();

@@ -41,6 +41,9 @@ export class HostConnection<S> {
     this.handlers.set(type.method, handler as (params: unknown) => void);
   }
 
+  /** Requests sent and not answered yet. */
+  get waiting(): number { return this.pending.size; }
+
   get state(): S | undefined { return (this.api.getState() as S | undefined) ?? undefined; }
   set state(value: S) { this.api.setState(value); }
 

@@ -11,14 +11,26 @@ import {
   TrajectoryProtocol as P, type RolloutFilter, type TrajectoryState, type TrajectoryView,
 } from '../../protocol/webview-trajectory.js';
 import { HostConnection } from '../shared/host.js';
-import { h, icon, mount } from '../shared/dom.js';
+import { h, mount } from '../shared/dom.js';
+import { errorState, shouldReload } from '../shared/recovery.js';
 import { renderGroupView } from './group-view.js';
 import { renderRolloutView } from './rollout-view.js';
 import { renderRolloutsView } from './rollouts-view.js';
 
 const host = new HostConnection<TrajectoryState>();
 const root = document.getElementById('app') ?? document.body.appendChild(h('div', { id: 'app' }));
-let state: TrajectoryState = host.state ?? { view: { kind: 'rollouts' }, filter: {} };
+/**
+ * The state a restored panel reopens on. Whatever VS Code hands back (an older version's shape, nothing at
+ * all) gives a view to draw: a panel restored after a window reload must never stay blank.
+ */
+function restoredState(saved: unknown): TrajectoryState {
+  const s = (typeof saved === 'object' && saved !== null ? saved : {}) as Partial<TrajectoryState>;
+  const v = (typeof s.view === 'object' && s.view !== null ? s.view : {}) as Partial<TrajectoryView> & { rolloutId?: unknown };
+  const view: TrajectoryView = v.kind === 'rollout' && typeof v.rolloutId === 'string' ? v as TrajectoryView
+    : v.kind === 'group' ? v as TrajectoryView : { kind: 'rollouts' };
+  return { view, filter: typeof s.filter === 'object' && s.filter !== null ? s.filter : {} };
+}
+let state: TrajectoryState = restoredState(host.state);
 let renderToken = 0;
 /** What the rollout view last drew, to skip live redraws that would change nothing. */
 let shownSignature = '';
@@ -26,9 +38,10 @@ let shownSignature = '';
 const openCode = (filepath: string, lineno: number | null, symbol?: string): void => host.command(P.openCode, { filepath, lineno, symbol });
 
 function loading(): void { mount(root, h('div', { class: 'loading' }, h('vscode-progress-ring', {}), 'Loading…')); }
+const startDaemon = (): void => host.command(P.startDaemon, {});
 function failed(what: string, err: unknown): void {
-  mount(root, h('div', { class: 'empty-state error' }, icon('error'), h('p', {}, `Could not load ${what}: ${(err as Error).message}`),
-    (() => { const b = h('vscode-button', {}, 'Back to rollouts'); b.addEventListener('click', () => go({ kind: 'rollouts' })); return b; })()));
+  mount(root, errorState(`Could not load ${what}: ${(err as Error).message}`,
+    { retry: () => void render(), startDaemon, more: [{ label: 'Back to rollouts', run: () => go({ kind: 'rollouts' }) }] }));
 }
 
 function go(view: TrajectoryView): void {
@@ -41,8 +54,13 @@ function go(view: TrajectoryView): void {
 const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
 const LIVE_REFRESH_MS = 1500;
 
+/** Draws the current view; whatever goes wrong shows the error state (with Start Daemon and Retry), never a blank page. */
+function render(quiet = false): Promise<void> {
+  return draw(quiet).catch((err: unknown) => failed('this view', err));
+}
+
 /** Draws the current view; `quiet` redraws in place (no loading screen, same scroll) for live updates. */
-async function render(quiet = false): Promise<void> {
+async function draw(quiet: boolean): Promise<void> {
   const token = ++renderToken;
   const view = state.view;
   document.body.dataset.view = view.kind;
@@ -51,6 +69,7 @@ async function render(quiet = false): Promise<void> {
       load: (filter: RolloutFilter) => host.request(P.listRollouts, filter),
       setFilter: (filter) => { state = { ...state, filter }; host.state = state; void render(); },
       openRollout: (rolloutId) => go({ kind: 'rollout', rolloutId }),
+      startDaemon,
     });
     return;
   }
@@ -99,5 +118,7 @@ host.onNotification(P.changed, ({ rolloutIds }) => {
   const v = state.view;
   if (v.kind === 'rollouts' || (v.kind === 'rollout' && rolloutIds.includes(v.rolloutId))) void render(true);
 });
+// The daemon is back (started, restarted, attached): a view showing an error reloads by itself.
+host.onNotification(P.state, ({ up }) => { if (up && shouldReload(root, host.waiting)) void render(); });
 void render();
 host.ready();

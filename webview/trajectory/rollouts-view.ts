@@ -5,11 +5,14 @@
 import type { RolloutStatus } from '../../protocol/store.js';
 import type { RolloutFilter, RolloutPage, RolloutRow } from '../../protocol/webview-trajectory.js';
 import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, preview, shortId, signClass } from '../shared/dom.js';
+import { errorState } from '../shared/recovery.js';
 
 export interface RolloutsViewActions {
   load(filter: RolloutFilter): Promise<RolloutPage>;
   setFilter(filter: RolloutFilter): void;
   openRollout(rolloutId: string): void;
+  /** The error state's "Start Daemon" (shared/recovery.ts). */
+  startDaemon(): void;
 }
 
 function select(label: string, name: string, current: string, options: [string, string][], onChange: (v: string) => void): HTMLElement {
@@ -112,7 +115,7 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
       }
     } catch (err) {
       status.hidden = false;
-      mount(status, icon('error'), h('p', {}, `Could not load rollouts: ${(err as Error).message}`));
+      mount(status, errorState(`Could not load rollouts: ${(err as Error).message}`, { retry: () => void load(false), startDaemon: actions.startDaemon }));
     }
   };
   more.addEventListener('click', () => void load(true));
