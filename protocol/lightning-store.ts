@@ -9,7 +9,7 @@
  */
 import type {
   Attempt, AttemptStatus, MetricPoint, Resources, ResourcesInput, Rollout, RolloutInput, RolloutMode,
-  RolloutStatus, Span, SpanInput, Statistics, TrainingRun, Transition, Worker,
+  RolloutSort, RolloutStatus, RolloutSummary, Span, SpanInput, Statistics, TrainingRun, Transition, Worker,
 } from './store.js';
 import type { Claim, HealthCheckResult } from './api.js';
 
@@ -21,13 +21,38 @@ export interface RolloutQuery {
   resourcesVersion?: number;
   agent?: string;
   ids?: string[];
-  /** Newest first by default. */
+  /** Words to find in the task input or the outputs (LLM replies, messages); every word must match, each as a prefix. */
+  search?: string;
+  /** The latest attempt's final reward within [rewardMin, rewardMax]; rollouts without one are left out. */
+  rewardMin?: number;
+  rewardMax?: number;
+  /** The training run and step that enqueued the rollout (its metadata's runId and step). */
+  runId?: string;
+  step?: number;
+  /** true: the latest attempt recorded an error or has spans with an error status; false: neither. */
+  hasError?: boolean;
+  /** createdAt (default), duration (of the latest attempt), reward (final), status; ties by creation. */
+  sort?: RolloutSort;
+  /** Newest (or largest) first by default. */
   order?: 'asc' | 'desc';
   limit?: number;
-  /** Opaque cursor from a previous page's nextCursor. */
+  /** Opaque cursor from a previous page's nextCursor (sort createdAt only). */
   cursor?: string;
+  /** Rows to skip (any sort; the virtual list asks for the rows it shows). */
+  offset?: number;
+  /** Also count every rollout that matches (Page.total). */
+  withTotal?: boolean;
+  /** Also give each rollout's RolloutSummary (Page.summaries). */
+  withSummaries?: boolean;
 }
 export interface Page<T> { items: T[]; nextCursor: string | null }
+/** A rollouts page, with what RolloutQuery asked for beside the items. */
+export interface RolloutPage extends Page<Rollout> {
+  /** How many rollouts match the query (withTotal). */
+  total?: number;
+  /** One per item, in the same order (withSummaries). */
+  summaries?: RolloutSummary[];
+}
 
 export interface SpanQuery {
   rolloutId: string;
@@ -72,7 +97,7 @@ export interface LightningStore {
   claimNextRollout(workerId: string, opts?: ClaimOptions): Promise<Claim | null>;
   claimRollouts(workerId: string, limit: number, opts?: ClaimOptions): Promise<Claim[]>;
   getRollout(id: string): Promise<Rollout | null>;
-  queryRollouts(query?: RolloutQuery): Promise<Page<Rollout>>;
+  queryRollouts(query?: RolloutQuery): Promise<RolloutPage>;
   /** Cancel a rollout that has not ended; its running attempt (if any) is marked failed. */
   cancelRollout(id: string): Promise<Rollout>;
   updateRolloutMetadata(id: string, metadata: Record<string, unknown>): Promise<Rollout>;

@@ -87,6 +87,30 @@ export const Rollout = z.object({
 });
 export type Rollout = z.infer<typeof Rollout>;
 
+/** How the rollouts list can be sorted: creation (the default), the latest attempt's duration, final reward, status. */
+export const ROLLOUT_SORTS = ['createdAt', 'duration', 'reward', 'status'] as const;
+export const RolloutSort = z.enum(ROLLOUT_SORTS);
+export type RolloutSort = z.infer<typeof RolloutSort>;
+
+/**
+ * What the rollouts list shows beside a rollout, kept by the store so a page needs no span reads.
+ * Duration is the latest attempt's run time (its start to its end), the same number the detail view shows
+ * for that attempt: time spent queued before it is `startedAt - createdAt`, not part of it.
+ */
+export const RolloutSummary = z.object({
+  /** The latest attempt's final reward (span-reading.ts's rule); null when it emitted none. */
+  finalReward: z.number().nullable(),
+  /** When the latest attempt started; null before the first claim. */
+  startedAt: z.number().nullable(),
+  /** The latest attempt's end minus its start; null while it runs or before it starts. */
+  durationMs: z.number().nullable(),
+  /** The latest attempt's error message, if it recorded one. */
+  error: z.string().nullable(),
+  /** Spans of the latest attempt with an error status (a tool that raised, say). */
+  errorSpans: z.number().int().min(0),
+});
+export type RolloutSummary = z.infer<typeof RolloutSummary>;
+
 /** What a client sends to enqueue (or start) a rollout. */
 export const RolloutInput = z.object({
   input: ClientJson,

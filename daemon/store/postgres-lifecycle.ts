@@ -14,6 +14,8 @@ import {
   livenessChange, materializeSpan, newId, type parseRolloutInput, rolloutStatusAfter, rolloutStatusColumns, rowToAttempt, rowToRollout,
   sqlList, tallyHealthChange, verdictError,
 } from './common.js';
+import { digestSpans } from './search.js';
+import { INSERT_TEXT_SQL, RESET_SUMMARY_SQL, applySpanDigests, inputBodies } from './postgres-search.js';
 
 type Row = Record<string, any>;
 type Client = pg.PoolClient;
@@ -67,13 +69,15 @@ export class PostgresLifecycle {
     }));
     for (let i = 0; i < rollouts.length; i += 2000) {
       const chunk = rollouts.slice(i, i + 2000);
-      await this.query(`INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata, queued_at, created_at, updated_at)
+      // One statement: the rollouts and their search text commit together.
+      await this.query(`WITH ins AS (INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata, queued_at, created_at, updated_at)
         SELECT id, input, mode, 'queuing', agent, rid, rv, config, metadata, $8, $8, $8
         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $9::text[])
-          WITH ORDINALITY AS t(id, input, mode, agent, rid, rv, config, metadata, ord) ORDER BY ord`, [
+          WITH ORDINALITY AS t(id, input, mode, agent, rid, rv, config, metadata, ord) ORDER BY ord)
+        ${INSERT_TEXT_SQL('$1', '$10')}`, [
         chunk.map((r) => r.id), chunk.map((r) => JSON.stringify(r.input)), chunk.map((r) => r.mode), chunk.map((r) => r.agent),
         chunk.map((r) => r.resourcesId), chunk.map((r) => (r.resourcesId ? versions.get(r.resourcesId)! : null)),
-        chunk.map((r) => JSON.stringify(r.config)), now, chunk.map((r) => JSON.stringify(r.metadata)),
+        chunk.map((r) => JSON.stringify(r.config)), now, chunk.map((r) => JSON.stringify(r.metadata)), inputBodies(chunk.map((r) => r.input)),
       ]);
     }
     return rollouts;
@@ -100,6 +104,7 @@ export class PostgresLifecycle {
         JSON.stringify(p.config), JSON.stringify(p.metadata), attempt.id, now, rollout.status]);
       await c.query(`INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, last_heartbeat)
         VALUES ($1, $2, 1, $3, $5, $4, $4)`, [attempt.id, rollout.id, attempt.workerId, now, attempt.status]);
+      await c.query(INSERT_TEXT_SQL('$1', '$2'), [[rollout.id], inputBodies([rollout.input])]);
       return { rollout, attempt };
     });
   }
@@ -116,7 +121,7 @@ export class PostgresLifecycle {
         ORDER BY queued_at, seq LIMIT $1 FOR UPDATE SKIP LOCKED
       ), latest AS (SELECT id, version FROM resources ORDER BY version DESC LIMIT 1),
       upd AS (
-        UPDATE rollouts r SET status = 'preparing', attempt_count = r.attempt_count + 1, updated_at = $2,
+        UPDATE rollouts r SET status = 'preparing', attempt_count = r.attempt_count + 1, updated_at = $2, ${RESET_SUMMARY_SQL},
           latest_attempt_id = 'at-' || substr(md5(random()::text || clock_timestamp()::text || r.id), 1, 16),
           resources_id = COALESCE(r.resources_id, (SELECT id FROM latest)),
           resources_version = CASE WHEN r.resources_id IS NULL THEN (SELECT version FROM latest) ELSE r.resources_version END
@@ -270,5 +275,6 @@ async function insertSpanBatches(c: Client, batches: SpanInput[][], now: number)
   });
   await c.query(`INSERT INTO spans (rollout_id, sequence_id, attempt_id, name, data)
     SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[])`, cols);
+  await applySpanDigests(c, [...digestSpans(outcome.flatMap((o) => (o instanceof Error ? [] : o))).values()]);
   return outcome;
 }

@@ -4,8 +4,10 @@
  * database apply each exactly once. Column names match the SQLite schema, so the row mapping is shared.
  */
 import type pg from 'pg';
+import { SEARCH_MIGRATION_SQL, backfillSearch } from './postgres-search.js';
 
-const MIGRATIONS: string[] = [
+/** SQL, or a function for a migration that also computes data (run in the migration's transaction). */
+const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
   `
   CREATE TABLE rollouts (
     seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -106,6 +108,8 @@ const MIGRATIONS: string[] = [
   CREATE INDEX transitions_run ON transitions(run_id, step);
   CREATE INDEX transitions_rollout ON transitions(rollout_id);
   `,
+  // 2: the rollouts list's search (full text) and summary columns, built for the rollouts already stored
+  async (c) => { await c.query(SEARCH_MIGRATION_SQL); await backfillSearch(c); },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
@@ -121,7 +125,10 @@ export async function migratePostgres(pool: pg.Pool): Promise<void> {
     if (current > MIGRATIONS.length) {
       throw new Error(`store schema version ${current} is newer than this agl supports (${MIGRATIONS.length}); upgrade agl`);
     }
-    for (let v = current; v < MIGRATIONS.length; v++) await client.query(MIGRATIONS[v]!);
+    for (let v = current; v < MIGRATIONS.length; v++) {
+      const migration = MIGRATIONS[v]!;
+      if (typeof migration === 'string') await client.query(migration); else await migration(client);
+    }
     await client.query(`INSERT INTO agl_meta (key, value) VALUES ('schema_version', $1)
       ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [String(MIGRATIONS.length)]);
     await client.query('COMMIT');

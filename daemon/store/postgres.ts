@@ -13,6 +13,7 @@ import {
 import {
   ConflictError, NotFoundError,
   type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult, type LightningStore, type Page,
+  type RolloutPage,
   type RolloutQuery, type SpanQuery, type TransitionQuery,
 } from '../../protocol/lightning-store.js';
 import {
@@ -22,6 +23,8 @@ import {
 } from './common.js';
 import { agentAliasesIn, sameAgent } from '../../protocol/agent-id.js';
 import { migratePostgres } from './postgres-schema.js';
+import { postgresDialect } from './postgres-search.js';
+import { rolloutPage, rolloutStatements } from './rollout-query.js';
 import { PostgresLifecycle } from './postgres-lifecycle.js';
 
 export interface PostgresStoreOptions { poolSize?: number; waitPollMs?: number }
@@ -106,25 +109,15 @@ export class PostgresStore implements LightningStore {
     return r ? rowToRollout(r) : null;
   }
 
-  async queryRollouts(q: RolloutQuery = {}): Promise<Page<Rollout>> {
-    const limit = pageLimit(q.limit);
-    const where: string[] = [];
-    const params: unknown[] = [];
-    const add = (sql: string, v: unknown) => { params.push(v); where.push(sql.replace('?', `$${params.length}`)); };
-    if (q.status) add('status = ANY(?)', q.status);
-    if (q.ids) add('id = ANY(?)', q.ids);
-    if (q.mode !== undefined) add('mode = ?', q.mode);
-    if (q.resourcesId !== undefined) add('resources_id = ?', q.resourcesId);
-    if (q.resourcesVersion !== undefined) add('resources_version = ?', q.resourcesVersion);
-    if (q.agent !== undefined) add('agent = ANY(?)', agentAliasesIn((await this.q(DISTINCT_AGENTS_SQL.postgres)).rows.map((r) => r.agent as string), q.agent));
-    const asc = q.order === 'asc';
-    if (q.cursor) add(asc ? 'seq > ?' : 'seq < ?', decodeCursor(q.cursor));
-    params.push(limit + 1);
-    const { rows } = await this.q(`SELECT * FROM rollouts ${where.length ? 'WHERE ' + where.join(' AND ') : ''}
-      ORDER BY seq ${asc ? 'ASC' : 'DESC'} LIMIT $${params.length}`, params);
-    const more = rows.length > limit;
-    const page = more ? rows.slice(0, limit) : rows;
-    return { items: page.map(rowToRollout), nextCursor: more ? encodeCursor(Number(page[page.length - 1]!.seq)) : null };
+  async queryRollouts(q: RolloutQuery = {}): Promise<RolloutPage> {
+    const aliases = q.agent === undefined ? [] : agentAliasesIn((await this.q(DISTINCT_AGENTS_SQL.postgres)).rows.map((r) => r.agent as string), q.agent);
+    const d = postgresDialect();
+    const sql = rolloutStatements(q, d, aliases);
+    const [{ rows }, count] = await Promise.all([
+      this.q(sql.page, d.params),
+      sql.count === null ? null : this.q(sql.count, d.params.slice(0, sql.countParams)),
+    ]);
+    return rolloutPage(q, rows, sql.limit, count === null ? null : Number(count.rows[0]!.n));
   }
 
   async cancelRollout(id: string): Promise<Rollout> {

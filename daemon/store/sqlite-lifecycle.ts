@@ -13,6 +13,8 @@ import {
   materializeSpan, newId, type parseRolloutInput, rolloutStatusAfter, rolloutStatusColumns, rowToAttempt, rowToRollout, sqlList,
   tallyHealthChange, verdictError,
 } from './common.js';
+import { digestSpans } from './search.js';
+import { RESET_SUMMARY_SQL, applySpanDigests, indexRolloutInput } from './sqlite-search.js';
 
 type Row = Record<string, any>;
 type ParsedRollout = ReturnType<typeof parseRolloutInput>;
@@ -54,6 +56,7 @@ export class SqliteLifecycle {
       VALUES (@id, @input, @mode, @status, @agent, @resources_id, @resources_version, @config, @metadata,
       @attempt_count, @latest_attempt_id, @queued_at, @created_at, @updated_at, @ended_at)`).run(row);
     row.seq = Number(info.lastInsertRowid);
+    indexRolloutInput(this.st, row.seq, p.input ?? null);
     const rollout: Rollout = {
       id, input: p.input ?? null, mode: p.mode, status, agent: p.agent, resourcesId: p.resourcesId, config: p.config,
       metadata: p.metadata, attemptCount: 0, createdAt: now, updatedAt: now, endedAt: null,
@@ -96,7 +99,7 @@ export class SqliteLifecycle {
     this.st(`INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, ended_at, last_heartbeat, error)
       VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL)`).run(attempt.id, row.id, attempt.sequence, workerId, attempt.status, now, now);
     this.st(`UPDATE rollouts SET status = ?, attempt_count = ?, latest_attempt_id = ?, resources_id = ?,
-      resources_version = ?, updated_at = ? WHERE id = ?`).run(attempt.status, attempt.sequence, attempt.id, resourcesId, version, now, row.id);
+      resources_version = ?, updated_at = ?, ${RESET_SUMMARY_SQL} WHERE id = ?`).run(attempt.status, attempt.sequence, attempt.id, resourcesId, version, now, row.id);
     const rollout = rowToRollout({ ...row, status: attempt.status, attempt_count: attempt.sequence, resources_id: resourcesId, updated_at: now });
     return { rollout, attempt };
   }
@@ -180,13 +183,15 @@ export class SqliteLifecycle {
       if (!touched.has(s.attemptId)) { touched.add(s.attemptId); this.touch(s.attemptId, s.rolloutId, now, true); }
     }
     const ins = this.st('INSERT INTO spans (rollout_id, sequence_id, attempt_id, name, data) VALUES (?, ?, ?, ?, ?)');
-    return inputs.map((s) => {
+    const spans = inputs.map((s) => {
       const seq = next.get(s.rolloutId)!;
       next.set(s.rolloutId, seq + 1);
       const span = materializeSpan(s, seq);
       ins.run(span.rolloutId, seq, span.attemptId, span.name, JSON.stringify(span));
       return span;
     });
+    applySpanDigests(this.st, digestSpans(spans).values());
+    return spans;
   }
 
   /** A read-only look: would healthCheck(now) change anything? (Spares the write lock on quiet ticks.) */

@@ -6,8 +6,10 @@
  * (one JSON.parse per span on read) next to the columns used for lookups.
  */
 import type Database from 'better-sqlite3';
+import { SEARCH_MIGRATION_SQL, backfillSearch } from './sqlite-search.js';
 
-const MIGRATIONS: string[] = [
+/** SQL, or a function for a migration that also computes data. */
+const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
   // 1: initial schema
   `
   CREATE TABLE rollouts (
@@ -104,6 +106,8 @@ const MIGRATIONS: string[] = [
   CREATE INDEX transitions_run ON transitions(run_id, step);
   CREATE INDEX transitions_rollout ON transitions(rollout_id);
   `,
+  // 2: the rollouts list's search (FTS5) and summary columns, built for the rollouts already stored
+  (db) => { db.exec(SEARCH_MIGRATION_SQL); backfillSearch(db); },
 ];
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;
@@ -124,7 +128,8 @@ export function prepareDatabase(db: Database.Database): void {
       throw new Error(`store schema version ${current} is newer than this agl supports (${MIGRATIONS.length}); upgrade agl`);
     }
     for (let v = current; v < MIGRATIONS.length; v++) {
-      db.exec(MIGRATIONS[v]!);
+      const migration = MIGRATIONS[v]!;
+      if (typeof migration === 'string') db.exec(migration); else migration(db);
       db.pragma(`user_version = ${v + 1}`);
     }
   });

@@ -15,8 +15,8 @@ import {
 } from '../../protocol/store.js';
 import {
   ConflictError, NotFoundError,
-  type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult, type LightningStore, type Page,
-  type RolloutQuery, type SpanQuery, type TransitionQuery,
+  type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult, type LightningStore,
+  type RolloutPage, type RolloutQuery, type SpanQuery, type TransitionQuery,
 } from '../../protocol/lightning-store.js';
 import {
   RolloutEndHub, checkFinishInput, checkSpanInput, decodeCursor, emptyHealthResult, encodeCursor, newId, pageLimit, parseRolloutInput,
@@ -25,6 +25,8 @@ import {
 } from './common.js';
 import { agentAliasesIn, sameAgent } from '../../protocol/agent-id.js';
 import { prepareDatabase } from './sqlite-schema.js';
+import { rolloutPage, rolloutStatements } from './rollout-query.js';
+import { sqliteDialect } from './sqlite-search.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { WalCheckpointer } from './sqlite-checkpointer.js';
 
@@ -145,29 +147,13 @@ export class SqliteStore implements LightningStore {
     return this.read(() => { const r = this.life.rolloutRow(id); return r ? rowToRollout(r) : null; });
   }
 
-  async queryRollouts(q: RolloutQuery = {}): Promise<Page<Rollout>> {
-    const limit = pageLimit(q.limit);
-    const where: string[] = [];
-    const params: unknown[] = [];
-    const inList = (col: string, values: readonly unknown[]) => {
-      where.push(values.length ? `${col} IN (${values.map(() => '?').join(',')})` : '0');
-      params.push(...values);
-    };
-    if (q.status) inList('status', q.status);
-    if (q.ids) { where.push('id IN (SELECT value FROM json_each(?))'); params.push(JSON.stringify(q.ids)); }
-    if (q.mode !== undefined) { where.push('mode = ?'); params.push(q.mode); }
-    if (q.resourcesId !== undefined) { where.push('resources_id = ?'); params.push(q.resourcesId); }
-    if (q.resourcesVersion !== undefined) { where.push('resources_version = ?'); params.push(q.resourcesVersion); }
-    if (q.agent !== undefined) inList('agent', this.read(() => agentAliasesIn(this.agentNames(), q.agent!)));
-    const asc = q.order === 'asc';
-    if (q.cursor) { where.push(asc ? 'seq > ?' : 'seq < ?'); params.push(decodeCursor(q.cursor)); }
-    const sql = `SELECT * FROM rollouts ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY seq ${asc ? 'ASC' : 'DESC'} LIMIT ?`;
-    params.push(limit + 1);
+  async queryRollouts(q: RolloutQuery = {}): Promise<RolloutPage> {
+    const d = sqliteDialect();
+    const sql = rolloutStatements(q, d, q.agent === undefined ? [] : this.read(() => agentAliasesIn(this.agentNames(), q.agent!)));
     return this.read(() => {
-      const rows = this.st(sql).all(...params) as any[];
-      const more = rows.length > limit;
-      const page = more ? rows.slice(0, limit) : rows;
-      return { items: page.map(rowToRollout), nextCursor: more ? encodeCursor(page[page.length - 1].seq) : null };
+      const rows = this.st(sql.page).all(...d.params) as any[];
+      const total = sql.count === null ? null : (this.st(sql.count).get(...d.params.slice(0, sql.countParams)) as { n: number }).n;
+      return rolloutPage(q, rows, sql.limit, total);
     });
   }
 

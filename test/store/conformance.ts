@@ -12,6 +12,7 @@ import { ConflictError, NotFoundError } from '../../protocol/lightning-store.js'
 import { Watchdog } from '../../daemon/store/watchdog.js';
 import type { SpanInput } from '../../protocol/store.js';
 import { lifecycleConformance } from './conformance-lifecycle.js';
+import { searchConformance } from './conformance-search.js';
 
 export interface StoreHandle { store: LightningStore; cleanup: () => Promise<void> }
 export type StoreFactory = () => Promise<StoreHandle>;
@@ -275,6 +276,7 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
     });
 
     lifecycleConformance(ctx, opts.injectableClock ?? true);
+    searchConformance(ctx);
 
     describe('watchdog', () => {
       it('times out an attempt on its own timer, with nobody writing', async () => {

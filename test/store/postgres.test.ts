@@ -4,10 +4,12 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import pg from 'pg';
 import { PostgresStore } from '../../daemon/store/postgres.js';
 import { openStore } from '../../daemon/store/index.js';
 import { startPostgres, type PostgresServer } from '../helpers/postgres.js';
 import { storeConformance } from './conformance.js';
+import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 
 let server: PostgresServer;
 before(async () => { server = await startPostgres(); });
@@ -27,6 +29,22 @@ describe('PostgresStore with several daemons', () => {
       const r = await stores[0]!.enqueueRollout({ input: 1 });
       assert.equal((await stores[2]!.getRollout(r.id))?.id, r.id);
     } finally { await Promise.all(stores.map((s) => s.close())); }
+  });
+
+  it('builds the search index and summaries on opening a store written before they existed (schema 1)', async () => {
+    const url = await server.createDatabase();
+    const store = await PostgresStore.connect(url);
+    const seeded = await seedBeforeSearch(store);
+    await store.close();
+    const raw = new pg.Client({ connectionString: url });
+    await raw.connect();
+    try {
+      await raw.query(`DROP TABLE rollout_text; DROP INDEX rollouts_reward; DROP INDEX rollouts_run_step;
+        ALTER TABLE rollouts DROP COLUMN final_reward, DROP COLUMN reward_final, DROP COLUMN reward_time, DROP COLUMN error_spans;
+        UPDATE agl_meta SET value = '1' WHERE key = 'schema_version'`);
+    } finally { await raw.end(); }
+    const reopened = await PostgresStore.connect(url);
+    try { await checkSearchBuilt(reopened, seeded); } finally { await reopened.close(); }
   });
 
   it('applies each timeout exactly once when daemons run the health check concurrently', async () => {

@@ -12,6 +12,7 @@ import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { openStore } from '../../daemon/store/index.js';
 import { SQLITE_SCHEMA_VERSION } from '../../daemon/store/sqlite-schema.js';
 import { storeConformance } from './conformance.js';
+import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 
 function tempDir(): string { return mkdtempSync(join(tmpdir(), 'agl-sqlite-')); }
 
@@ -70,6 +71,24 @@ describe('SqliteStore on disk', () => {
       db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION + 1}`);
       db.close();
       assert.throws(() => new SqliteStore(file), /newer than this agl supports/);
+    } finally { rmSync(dir, { recursive: true, force: true }); }
+  });
+
+  it('builds the search index and summaries on opening a store written before they existed (schema 1)', async () => {
+    const dir = tempDir();
+    try {
+      const file = join(dir, 'store.sqlite');
+      const store = new SqliteStore(file);
+      const seeded = await seedBeforeSearch(store);
+      await store.close();
+      const db = new Database(file);
+      db.exec(`DROP TABLE rollout_search; DROP INDEX rollouts_reward; DROP INDEX rollouts_run_step;
+        ALTER TABLE rollouts DROP COLUMN final_reward; ALTER TABLE rollouts DROP COLUMN reward_final;
+        ALTER TABLE rollouts DROP COLUMN reward_time; ALTER TABLE rollouts DROP COLUMN error_spans;`);
+      db.pragma('user_version = 1');
+      db.close();
+      const reopened = new SqliteStore(file);
+      try { await checkSearchBuilt(reopened, seeded); } finally { await reopened.close(); }
     } finally { rmSync(dir, { recursive: true, force: true }); }
   });
 

@@ -1,0 +1,109 @@
+/**
+ * What both backends keep beside each rollout so that the rollouts list can search, filter and sort at store
+ * scale without reading spans: the text to search (the task input, then the outputs of its calls and
+ * messages), the latest attempt's final reward (protocol/span-reading.ts's rule, kept incrementally) and its
+ * count of spans with an error status. Also the one translation of a user's search box into terms: only
+ * letters and digits survive, so nothing a user types reaches FTS5 or tsquery syntax (no escaping to get
+ * wrong), and both backends match the same words (each term is a prefix: search as you type).
+ */
+import { AGL, GENAI } from '../../protocol/spans.js';
+import { isFinalRewardSpan, isLlmCallSpan, rewardOfSpan } from '../../protocol/span-reading.js';
+import { ROLLOUT_STATUSES, type Span } from '../../protocol/store.js';
+
+/** Most characters of input text, and of input + outputs together, indexed per rollout. */
+export const MAX_INPUT_TEXT = 16_384;
+export const MAX_SEARCH_TEXT = 65_536;
+/** Most terms one search uses (the rest of a pasted paragraph adds nothing but cost). */
+export const MAX_SEARCH_TERMS = 16;
+
+const WORD = /[\p{L}\p{N}]+/gu;
+
+/** The words of a search box, lower-cased, deduplicated, at most MAX_SEARCH_TERMS; [] when it holds none. */
+export function searchTerms(query: string): string[] {
+  return [...new Set((query.normalize('NFKC').match(WORD) ?? []).map((w) => w.toLowerCase()))].slice(0, MAX_SEARCH_TERMS);
+}
+
+/** The searchable text of a JSON value: its strings and numbers (not its keys), in order, space separated, capped. */
+export function searchTextOf(value: unknown, max = MAX_INPUT_TEXT): string {
+  const parts: string[] = [];
+  let length = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0 && length < max) {
+    const v = stack.pop();
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') { const s = String(v); parts.push(s); length += s.length + 1; }
+    else if (Array.isArray(v)) for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]);
+    else if (v !== null && typeof v === 'object') { const vals = Object.values(v); for (let i = vals.length - 1; i >= 0; i--) stack.push(vals[i]); }
+  }
+  return parts.join(' ').slice(0, max);
+}
+
+/** The text a span adds to its rollout's search: an LLM call's returned messages, a message span's text. */
+function outputTextOf(span: Span): string {
+  if (isLlmCallSpan(span)) {
+    const out = span.attributes[GENAI.outputMessages];
+    if (typeof out !== 'string') return '';
+    try { return searchTextOf(JSON.parse(out), MAX_SEARCH_TEXT); } catch { return out.slice(0, MAX_SEARCH_TEXT); }
+  }
+  const message = span.attributes[AGL.message];
+  return typeof message === 'string' ? message.slice(0, MAX_SEARCH_TEXT) : '';
+}
+
+/** A reward as the final-reward rule ranks them: a final-marked one beats any other, then the later in time. */
+export interface RankedReward { value: number; final: boolean; time: number }
+/** Whether `candidate` (written later, so it wins ties) replaces `current` as the final reward. */
+export function replacesReward(candidate: RankedReward, current: RankedReward | null): boolean {
+  if (current === null) return true;
+  if (candidate.final !== current.final) return candidate.final;
+  return candidate.time >= current.time;
+}
+
+/** What a batch of spans changes for one rollout: text to append, its best reward and error count per attempt. */
+export interface SpanDigest {
+  rolloutId: string;
+  output: string;
+  /** Per attempt: the reward that ranks first among these spans, and how many had an error status. */
+  attempts: Map<string, { reward: RankedReward | null; errors: number }>;
+}
+
+/** Digests spans in the order they were stored (later ones win reward ties, as their sequence ids are larger). */
+export function digestSpans(spans: Iterable<Span>): Map<string, SpanDigest> {
+  const out = new Map<string, SpanDigest>();
+  for (const span of spans) {
+    let d = out.get(span.rolloutId);
+    if (!d) out.set(span.rolloutId, (d = { rolloutId: span.rolloutId, output: '', attempts: new Map() }));
+    const text = outputTextOf(span);
+    if (text && d.output.length < MAX_SEARCH_TEXT) d.output += (d.output ? ' ' : '') + text;
+    const reward = rewardOfSpan(span);
+    const isError = span.status?.code === 'error';
+    if (!reward && !isError) continue;
+    let a = d.attempts.get(span.attemptId);
+    if (!a) d.attempts.set(span.attemptId, (a = { reward: null, errors: 0 }));
+    if (isError) a.errors++;
+    if (reward) {
+      const ranked = { value: reward.value, final: isFinalRewardSpan(span), time: span.endTime ?? span.startTime };
+      if (replacesReward(ranked, a.reward)) a.reward = ranked;
+    }
+  }
+  for (const d of out.values()) d.output = d.output.slice(0, MAX_SEARCH_TEXT);
+  return out;
+}
+
+/** A rollout's summary columns as stored (reward_final is 1/0 on SQLite, a boolean on PostgreSQL). */
+export interface SummaryRow { latest_attempt_id: string | null; final_reward: number | null; reward_final: unknown; reward_time: number | null }
+
+/** What a digest changes on its rollout: text to append, errors to add, and the new final reward (null: keep). */
+export function digestChange(d: SpanDigest, r: SummaryRow): { output: string; errors: number; reward: RankedReward | null } {
+  const latest = r.latest_attempt_id === null ? undefined : d.attempts.get(r.latest_attempt_id);
+  const current = r.final_reward === null ? null
+    : { value: Number(r.final_reward), final: r.reward_final === 1 || r.reward_final === true, time: Number(r.reward_time ?? 0) };
+  const reward = latest?.reward && replacesReward(latest.reward, current) ? latest.reward : null;
+  return { output: d.output, errors: latest?.errors ?? 0, reward };
+}
+
+/** The words of a text as both backends index them: PostgreSQL gets them pre-split, so its parser and FTS5 agree. */
+export function indexedWords(text: string): string {
+  return (text.normalize('NFKC').match(WORD) ?? []).join(' ').toLowerCase();
+}
+
+/** `CASE status WHEN 'queuing' THEN 0 ... END`: sorts statuses in the data model's order (our constants, never input). */
+export const STATUS_RANK_SQL = `CASE r.status ${ROLLOUT_STATUSES.map((s, i) => `WHEN '${s}' THEN ${i}`).join(' ')} END`;
