@@ -8,7 +8,8 @@
  *   POST /queues/rollouts/enqueue    RolloutInput | {rollouts}  -> 201 EnqueueResponse
  *   POST /queues/rollouts/dequeue    DequeueRequest             -> DequeueResponse ({claims: []} when empty)
  *   POST /rollouts                   StartRolloutRequest        -> 201 Claim
- *   GET  /rollouts?status=a,b&mode&agent&resourcesId&resourcesVersion&ids&order&limit&cursor -> RolloutPage
+ *   GET  /rollouts?status=a,b&mode&agent&resourcesId&resourcesVersion&ids&search&rewardMin&rewardMax&runId&step&hasError
+ *        &sort&order&limit&cursor|offset&withTotal&withSummaries -> RolloutPage (+ total, summaries when asked)
  *   POST /rollouts/search            RolloutSearchRequest       -> RolloutPage
  *   GET  /rollouts/:id -> Rollout     POST /rollouts/:id {metadata} -> Rollout     POST /rollouts/:id/cancel -> Rollout
  *   GET  /rollouts/:id/attempts -> AttemptList      GET /rollouts/:id/attempts/latest | /:aid -> Attempt
@@ -32,7 +33,7 @@
 import { z } from 'zod';
 import {
   Attempt, AttemptStatus, ClientJsonObject, MetricPoint, Resources, ResourcesInput, Rollout, RolloutInput, RolloutMode,
-  RolloutStatus, Span, SpanInput, Statistics, TrainingRun, TrainingRunStatus, Transition, Worker, WorkerStatus,
+  RolloutSort, RolloutStatus, RolloutSummary, Span, SpanInput, Statistics, TrainingRun, TrainingRunStatus, Transition, Worker, WorkerStatus,
 } from './store.js';
 
 export const API_PREFIX = '/v1/agl';
@@ -91,6 +92,8 @@ export type DequeueRequest = z.input<typeof DequeueRequest>;
 export const DequeueResponse = z.object({ claims: z.array(Claim) });
 export type DequeueResponse = z.infer<typeof DequeueResponse>;
 
+/** Longest search text accepted (the store uses its first 16 words). */
+export const MAX_SEARCH_LENGTH = 1000;
 const rolloutQueryFields = {
   status: z.array(RolloutStatus).optional(),
   mode: RolloutMode.optional(),
@@ -98,13 +101,45 @@ const rolloutQueryFields = {
   resourcesVersion: z.number().int().min(1).optional(),
   agent: z.string().optional(),
   ids: z.array(z.string()).max(MAX_PAGE).optional(),
+  /** Words to find in the task input or outputs; each a prefix, all must match. Any text is safe. */
+  search: z.string().max(MAX_SEARCH_LENGTH).optional(),
+  /** Final reward (latest attempt) at least / at most; rollouts without one are left out. */
+  rewardMin: z.number().finite().optional(),
+  rewardMax: z.number().finite().optional(),
+  /** Training run and step that enqueued the rollout (its metadata's runId and step). */
+  runId: z.string().min(1).optional(),
+  step: z.number().int().min(0).optional(),
+  hasError: z.boolean().optional(),
+  sort: RolloutSort.optional(),
   order: z.enum(['asc', 'desc']).optional(),
   limit: z.number().int().min(1).max(MAX_PAGE).optional(),
+  /** From a previous page's nextCursor; sort=createdAt only. */
   cursor: z.string().optional(),
+  /** Rows to skip: pages any sort. */
+  offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  /** Count every match (`total`). */
+  withTotal: z.boolean().optional(),
+  /** Each item's RolloutSummary (`summaries`): final reward, duration, error. */
+  withSummaries: z.boolean().optional(),
 };
+type RolloutQueryShape = { rewardMin?: number; rewardMax?: number; cursor?: string; offset?: number; sort?: string };
+/** What no single field can say: a reward range upside down, a cursor with another sort or with an offset. */
+function checkRolloutQuery(q: RolloutQueryShape, ctx: z.RefinementCtx): void {
+  if (q.rewardMin !== undefined && q.rewardMax !== undefined && q.rewardMin > q.rewardMax) {
+    ctx.addIssue({ code: 'custom', path: ['rewardMax'], message: `rewardMax (${q.rewardMax}) is below rewardMin (${q.rewardMin})` });
+  }
+  if (q.cursor !== undefined && q.sort !== undefined && q.sort !== 'createdAt') {
+    ctx.addIssue({ code: 'custom', path: ['cursor'], message: `a cursor pages sort=createdAt only; page sort=${q.sort} with offset` });
+  }
+  if (q.cursor !== undefined && q.offset !== undefined) ctx.addIssue({ code: 'custom', path: ['offset'], message: 'give a cursor or an offset, not both' });
+}
 /** POST /rollouts/search body. */
-export const RolloutSearchRequest = z.object(rolloutQueryFields).strict();
+export const RolloutSearchRequest = z.object(rolloutQueryFields).strict().superRefine(checkRolloutQuery);
 export type RolloutSearchRequest = z.input<typeof RolloutSearchRequest>;
+/** `true`/`false` in a query string (anything else is refused, naming the parameter). */
+const queryBool = z.enum(['true', 'false']).transform((v) => v === 'true').optional();
+/** A finite number in a query string. */
+const queryNumber = z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().finite().optional());
 /** GET /rollouts query string: the same filters, lists as `status=running,failed`. */
 export const RolloutListQuery = z.object({
   ...rolloutQueryFields,
@@ -112,8 +147,22 @@ export const RolloutListQuery = z.object({
   ids: queryList(z.string()),
   resourcesVersion: queryInt(1, Number.MAX_SAFE_INTEGER),
   limit: queryInt(1, MAX_PAGE),
+  rewardMin: queryNumber,
+  rewardMax: queryNumber,
+  step: queryInt(0, Number.MAX_SAFE_INTEGER),
+  offset: queryInt(0, Number.MAX_SAFE_INTEGER),
+  hasError: queryBool,
+  withTotal: queryBool,
+  withSummaries: queryBool,
+}).superRefine(checkRolloutQuery);
+export const RolloutPage = z.object({
+  items: z.array(Rollout),
+  nextCursor: z.string().nullable(),
+  /** Every rollout the filters match (withTotal). */
+  total: z.number().int().min(0).optional(),
+  /** One per item, same order (withSummaries). */
+  summaries: z.array(RolloutSummary).optional(),
 });
-export const RolloutPage = z.object({ items: z.array(Rollout), nextCursor: z.string().nullable() });
 export type RolloutPage = z.infer<typeof RolloutPage>;
 
 /** POST /rollouts/:id: merge keys into the rollout's metadata. */
