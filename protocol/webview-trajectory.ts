@@ -3,19 +3,35 @@
  * host (extension/panels/trajectory-panel.ts). The host fetches from the daemon; the webview derives
  * and draws (span tree, waterfall, chat, credit, GRPO groups, states).
  */
-import type { Attempt, Rollout, RolloutMode, RolloutStatus, Span, Transition } from './store.js';
+import type { Attempt, Rollout, RolloutMode, RolloutSort, RolloutStatus, Span, Transition } from './store.js';
 import type { ScaleRewards } from './grpo-advantage.js';
 import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
 
 export const TRAJECTORY_VIEW_TYPE = 'agl.trajectoryViewer';
 
+/** What the rollouts list shows: filters, search and sort (kept with setState, shown as chips). */
 export interface RolloutFilter {
   status?: RolloutStatus[];
   mode?: RolloutMode;
   agent?: string;
   resourcesVersion?: number;
-  /** Page cursor from the previous page's nextCursor. */
-  cursor?: string;
+  /** Words to find in the task input or its outputs (every word, as a prefix). */
+  search?: string;
+  /** The final reward at least / at most. */
+  rewardMin?: number;
+  rewardMax?: number;
+  /** The training run and step that enqueued the rollouts. */
+  runId?: string;
+  step?: number;
+  /** Only rollouts with (true) or without (false) an error. */
+  hasError?: boolean;
+  sort?: RolloutSort;
+  order?: 'asc' | 'desc';
+}
+
+/** One page of the list: `limit` rows from `offset` (the virtual list asks for the rows coming into view). */
+export interface RolloutPageRequest extends RolloutFilter {
+  offset?: number;
   limit?: number;
 }
 
@@ -26,16 +42,33 @@ export interface RolloutRow {
   reward: number | null;
   /** Resources version the rollout ran with, when known. */
   resourcesVersion: number | null;
+  /** The latest attempt's run time (start to end), as the detail view shows it; null while it runs. */
+  durationMs: number | null;
+  /** When the latest attempt started (the time before it was spent queued); null before a claim. */
+  startedAt: number | null;
+  /** The latest attempt's error message, if any. */
+  error: string | null;
+  /** Spans of the latest attempt with an error status. */
+  errorSpans: number;
 }
+
+/** A training run to filter by. */
+export interface RunChoice { id: string; agent: string; createdAt: number }
 
 export interface RolloutPage {
   items: RolloutRow[];
-  nextCursor: string | null;
+  /** Where `items` start among all the rollouts that match. */
+  offset: number;
+  /** Every rollout that matches the filter (exact). */
+  total: number;
+  /** Every rollout in the store: `storeTotal - total` are hidden by the filters. */
+  storeTotal: number;
   /** Choices for the filters (sent by the host so the webview bundle need not carry zod). */
   statuses: RolloutStatus[];
   modes: RolloutMode[];
   agents: string[];
   resourcesVersions: number[];
+  runs: RunChoice[];
 }
 
 /** Everything about one rollout that the viewer draws. */
@@ -121,7 +154,7 @@ export interface TrajectoryState {
 }
 
 export const TrajectoryProtocol = {
-  listRollouts: requestType<RolloutFilter, RolloutPage>('trajectory/listRollouts'),
+  listRollouts: requestType<RolloutPageRequest, RolloutPage>('trajectory/listRollouts'),
   getRollout: requestType<{ rolloutId: string; attemptId?: string }, RolloutDetail>('trajectory/getRollout'),
   getGroups: requestType<GroupQuery, GroupPage>('trajectory/getGroups'),
   /**

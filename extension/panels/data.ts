@@ -5,12 +5,11 @@
  */
 import { advantageDivisor, isZeroVariance, meanOf, stdUnbiased, type ScaleRewards } from '../../protocol/grpo-advantage.js';
 import { finalReward } from '../../protocol/span-reading.js';
-import { SPAN } from '../../protocol/spans.js';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type MetricPoint, type Rollout, type TrainingRun, type Transition } from '../../protocol/store.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import type { IpcRequestType } from '../../protocol/webview-ipc.js';
 import {
-  TrajectoryProtocol, type GroupAdvantage, type GroupData, type GroupPage, type GroupQuery, type RolloutDetail, type RolloutFilter, type RolloutPage,
+  TrajectoryProtocol, type GroupAdvantage, type GroupData, type GroupPage, type GroupQuery, type RolloutDetail, type RolloutPage, type RolloutPageRequest,
 } from '../../protocol/webview-trajectory.js';
 import { agentHeadline } from '../../sdk/agent-headline.js';
 import type { AglClient } from '../../sdk/client.js';
@@ -34,26 +33,38 @@ async function resourceVersions(client: AglClient): Promise<Map<string, number>>
   return new Map((await client.listResources(1000)).map((r) => [r.id, r.version]));
 }
 
-async function listRollouts(client: AglClient, filter: RolloutFilter): Promise<RolloutPage> {
-  const [page, versions, known] = await Promise.all([
+/** Rows per request at most (the virtual list asks for about a screen at a time). */
+const MAX_LIST_PAGE = 200;
+
+/** One page of the rollouts list: the store filters, searches, sorts, counts and summarises (no span reads). */
+async function listRollouts(client: AglClient, req: RolloutPageRequest): Promise<RolloutPage> {
+  const offset = Math.max(0, Math.floor(req.offset ?? 0));
+  const [page, versions, known, stats, runs] = await Promise.all([
     client.queryRollouts({
-      status: filter.status, mode: filter.mode, agent: filter.agent, resourcesVersion: filter.resourcesVersion,
-      cursor: filter.cursor, limit: Math.min(filter.limit ?? 50, 200),
+      status: req.status, mode: req.mode, agent: req.agent, resourcesVersion: req.resourcesVersion, search: req.search || undefined,
+      rewardMin: req.rewardMin, rewardMax: req.rewardMax, runId: req.runId, step: req.step, hasError: req.hasError,
+      sort: req.sort, order: req.order, offset, limit: Math.min(req.limit ?? 50, MAX_LIST_PAGE), withTotal: true, withSummaries: true,
     }),
     resourceVersions(client),
     client.agents(),
+    client.statistics(),
+    client.listTrainingRuns(),
   ]);
-  const items = await mapLimit(page.items, 8, async (rollout) => {
-    const rewards = rollout.attemptCount > 0 ? await client.querySpans({ rolloutId: rollout.id, attemptId: 'latest', name: SPAN.reward }) : [];
-    return { rollout, reward: finalReward(rewards), resourcesVersion: rollout.resourcesId ? versions.get(rollout.resourcesId) ?? null : null };
+  const items = page.items.map((rollout, i) => {
+    const s = page.summaries![i]!;
+    return {
+      rollout, reward: s.finalReward, resourcesVersion: rollout.resourcesId ? versions.get(rollout.resourcesId) ?? null : null,
+      durationMs: s.durationMs, startedAt: s.startedAt, error: s.error, errorSpans: s.errorSpans,
+    };
   });
   // The agent filtered on is always a choice, so the filter shows it and can be cleared (from the CodeLens, it
   // may match rollouts stored under older forms of its id only, or none yet).
-  const agents = [...new Set([...known.map((a) => a.agent), ...page.items.map((r) => r.agent).filter((a): a is string => !!a),
-    ...(filter.agent ? [filter.agent] : [])])].sort();
+  const agents = [...new Set([...known.map((a) => a.agent), ...page.items.map((r) => r.agent), req.agent].filter((a): a is string => !!a))].sort();
   return {
-    items, nextCursor: page.nextCursor, statuses: [...ROLLOUT_STATUSES], modes: [...ROLLOUT_MODES], agents,
+    items, offset, total: page.total!, storeTotal: Object.values(stats.rollouts).reduce((a, b) => a + b, 0),
+    statuses: [...ROLLOUT_STATUSES], modes: [...ROLLOUT_MODES], agents,
     resourcesVersions: [...versions.values()].sort((a, b) => b - a),
+    runs: runs.map((r) => ({ id: r.id, agent: r.agent, createdAt: r.createdAt })).sort((a, b) => b.createdAt - a.createdAt),
   };
 }
 

@@ -1,7 +1,7 @@
 /**
  * The trajectory viewer, built (dist/webview/trajectory.js) and loaded in Debian chromium under the
  * panel's real CSP, answered by the panel's real host-side code from a real daemon filled with a calc
- * agent's training step: the rollouts table and its filters, one rollout's span tree, waterfall, chat,
+ * agent's training step: the rollouts list and its filters, one rollout's span tree, waterfall, chat,
  * credit and advantage, jump-to-code, the STATES view, the GRPO group view, and state restored after the
  * webview is torn down. Screenshots land in test-results/webview/.
  */
@@ -156,15 +156,15 @@ describe('trajectory viewer webview', () => {
     await view.page.waitForFunction(() => document.querySelector('.view-header .pill')?.textContent === 'succeeded', undefined, { timeout: 10_000 });
   });
 
-  it('pages through many rollouts with "Load more"', async () => {
+  it('counts every rollout and scrolls through all of them, drawing only the rows in view', async () => {
     await daemon.client.enqueueRollouts(Array.from({ length: 60 }, (_, i) => ({ input: { question: `queued ${i}` }, agent: 'samples/calc/agent.ts#calcAgent' })));
     await view.notify('trajectory/show', { view: { kind: 'rollouts' } });
-    await view.page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 50);
-    assert.equal(await text('.view-header .count'), '50+');
-    await view.page.click('.load-more');
-    await view.page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 74, undefined, { timeout: 10_000 });
-    assert.equal(await text('.view-header .count'), '74', '13 seeded + 1 live + 60 queued');
-    assert.equal(await view.page.locator('.load-more').isHidden(), true);
+    await view.page.waitForFunction(() => document.querySelector('.view-header .count')?.textContent === '74 rollouts', undefined, { timeout: 10_000 });
+    assert.ok(await view.page.locator('.rollout-row').count() < 74, 'rows out of view are not in the DOM');
+    const oldest = (await daemon.client.queryRollouts({ order: 'asc', limit: 1 })).items[0]!.id;
+    await view.page.locator('.vlist').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+    await view.page.waitForSelector(`.rollout-row[data-rollout-id="${oldest}"]`, { timeout: 10_000 });
+    assert.equal(await text('.view-header .count'), '74 rollouts', '13 seeded + 1 live + 60 queued');
   });
 
   it('ran under the strict CSP without a violation or an error, and that CSP does block inline script', async () => {

@@ -99,7 +99,9 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Agent'), h('span', {}, rollout.agent ?? 'default')),
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Reward'), h('span', { class: `reward ${signClass(reward)} big` }, fmtNumber(reward))),
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'LLM calls'), h('span', {}, String(llmCount))),
-      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Duration'), h('span', {}, fmtDuration(range.end - range.start))),
+      // The attempt's run time, as the rollouts list shows it (the waterfall spans only what was traced).
+      h('div', { class: 'summary-item duration', title: `attempt ran from its start to its end; its spans cover ${fmtDuration(range.end - range.start)}` },
+        h('span', { class: 'muted' }, 'Duration'), h('span', {}, fmtDuration(attempt && attempt.endedAt !== null ? attempt.endedAt - attempt.startedAt : null))),
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Mode'), h('span', {}, rollout.mode)),
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Resources'), h('span', {}, detail.resourcesVersion ? `v${detail.resourcesVersion}` : '—')),
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Started'), h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),

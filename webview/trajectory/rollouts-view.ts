@@ -1,18 +1,73 @@
 /**
- * The rollouts table: filters (status, mode, agent, resources version) above a vscode-table of rollouts,
- * newest first, paged with "Load more". A click on a row opens that rollout.
+ * The rollouts list at store scale: a search box and filter controls, the active filters as removable chips
+ * with how many rollouts they hide, the exact number that match, column headers that sort (click; again to
+ * reverse), and a virtualised list (virtual-list.ts) that fetches pages as the user scrolls through all of
+ * them. A click (or Enter) on a row opens that rollout. Searching, filtering, sorting and counting happen in
+ * the store; this view draws. Rendering again with the same filter refreshes in place (live updates keep the
+ * scroll position); with another filter it starts from the top, keeping the focus in the control in use.
  */
-import type { RolloutStatus } from '../../protocol/store.js';
-import type { RolloutFilter, RolloutPage, RolloutRow } from '../../protocol/webview-trajectory.js';
-import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, preview, shortId, signClass } from '../shared/dom.js';
+import type { RolloutSort, RolloutStatus } from '../../protocol/store.js';
+import type { RolloutFilter, RolloutPage, RolloutPageRequest, RolloutRow } from '../../protocol/webview-trajectory.js';
+import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, shortId, signClass } from '../shared/dom.js';
 import { errorState } from '../shared/recovery.js';
+import { activeFilterChips } from './filter-chips.js';
+import { taskSummary } from './task-summary.js';
+import { VirtualList } from './virtual-list.js';
 
 export interface RolloutsViewActions {
-  load(filter: RolloutFilter): Promise<RolloutPage>;
+  load(request: RolloutPageRequest): Promise<RolloutPage>;
   setFilter(filter: RolloutFilter): void;
   openRollout(rolloutId: string): void;
   /** The error state's "Start Daemon" (shared/recovery.ts). */
   startDaemon(): void;
+}
+
+export function statusPill(status: string): HTMLElement {
+  return h('span', { class: `pill status-${status}` }, status);
+}
+
+const ROW_HEIGHT = 30;
+const SEARCH_DEBOUNCE_MS = 300;
+
+/** Columns: a CSS class (widths and which hide when narrow live in trajectory.css) and, when sortable, the sort key. */
+interface Column { title: string; key: string; sort?: RolloutSort; num?: boolean; cell: (item: RolloutRow) => HTMLElement }
+const cell = (cls: string, title: string | null, ...children: (Node | string)[]) => h('div', { class: `cell ${cls}`, role: 'gridcell', title }, ...children);
+
+function durationTitle(item: RolloutRow): string | null {
+  const r = item.rollout;
+  if (item.startedAt === null) return 'not started yet';
+  const queued = `queued ${fmtDuration(item.startedAt - r.createdAt)} before it`;
+  return item.durationMs === null ? `attempt ${r.attemptCount} running; ${queued}` : `attempt ${r.attemptCount} ran ${fmtDuration(item.durationMs)}; ${queued}`;
+}
+function errorMark(item: RolloutRow): HTMLElement | null {
+  if (!item.error && item.errorSpans === 0) return null;
+  const text = [item.error, item.errorSpans ? `${item.errorSpans} span${item.errorSpans > 1 ? 's' : ''} with an error` : null].filter(Boolean).join('; ');
+  return h('span', { class: 'error-mark', title: text, 'aria-label': text }, icon('error'));
+}
+
+const COLUMNS: Column[] = [
+  { title: 'Rollout', key: 'id', cell: ({ rollout: r }) => cell('col-id mono', r.id, shortId(r.id)) },
+  { title: 'Status', key: 'status', sort: 'status', cell: (i) => cell('col-status', null, statusPill(i.rollout.status), errorMark(i) ?? '') },
+  { title: 'Mode', key: 'mode', cell: ({ rollout: r }) => cell('col-mode', null, r.mode) },
+  { title: 'Agent', key: 'agent', cell: ({ rollout: r }) => cell('col-agent', r.agent ?? '', r.agent ? r.agent.split(/[\\/]/).pop()! : '—') },
+  { title: 'Res.', key: 'res', cell: (i) => cell('col-res mono', null, i.resourcesVersion === null ? '—' : `v${i.resourcesVersion}`) },
+  { title: 'Reward', key: 'reward', sort: 'reward', num: true, cell: (i) => cell(`col-reward num reward ${signClass(i.reward)}`, null, fmtNumber(i.reward)) },
+  { title: 'Att.', key: 'attempts', num: true, cell: ({ rollout: r }) => cell('col-attempts num', null, String(r.attemptCount)) },
+  { title: 'Duration', key: 'duration', sort: 'duration', num: true, cell: (i) => cell('col-duration num', durationTitle(i), fmtDuration(i.durationMs)) },
+  { title: 'Input', key: 'input', cell: ({ rollout: r }) => { const s = taskSummary(r.input); return cell('col-input', s.full, s.text); } },
+  { title: 'Created', key: 'created', sort: 'createdAt', cell: ({ rollout: r }) => cell('col-created muted', null, fmtTime(r.createdAt)) },
+];
+
+function rowOf(item: RolloutRow, index: number, open: (id: string) => void): HTMLElement {
+  const id = item.rollout.id;
+  const row = h('div', { class: `rollout-row grid-row${index % 2 ? ' odd' : ''}`, role: 'row', 'data-rollout-id': id, tabindex: 0 },
+    ...COLUMNS.map((c) => c.cell(item)));
+  row.addEventListener('click', () => open(id));
+  row.addEventListener('keydown', (e) => { if ((e as KeyboardEvent).key === 'Enter') open(id); });
+  return row;
+}
+function placeholderRow(index: number): HTMLElement {
+  return h('div', { class: `placeholder-row grid-row${index % 2 ? ' odd' : ''}`, role: 'row' }, h('div', { class: 'cell muted' }, '…'));
 }
 
 function select(label: string, name: string, current: string, options: [string, string][], onChange: (v: string) => void): HTMLElement {
@@ -21,117 +76,117 @@ function select(label: string, name: string, current: string, options: [string, 
   sel.addEventListener('change', () => onChange((sel as unknown as { value: string }).value));
   return h('label', { class: 'filter' }, h('span', { class: 'filter-label' }, label), sel);
 }
-
-export function statusPill(status: string): HTMLElement {
-  return h('span', { class: `pill status-${status}` }, status);
+function textField(label: string, name: string, current: string, attrs: Record<string, string>, onChange: (v: string) => void, debounceMs = 0): HTMLElement {
+  const field = h('vscode-textfield', { 'data-filter': name, 'aria-label': label, value: current, ...attrs });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const fire = () => { clearTimeout(timer); onChange((field as unknown as { value: string }).value.trim()); };
+  field.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(fire, debounceMs); });
+  field.addEventListener('keydown', (e) => { if ((e as KeyboardEvent).key === 'Enter') fire(); });
+  return h('label', { class: `filter filter-${name}` }, h('span', { class: 'filter-label' }, label), field);
 }
 
-/** Table columns: width in % when the panel is wide, and when narrow (a panel beside the editor) or hidden. */
-interface Column { title: string; wide: number; narrow?: number; num?: boolean; cell: (item: RolloutRow) => HTMLElement }
-const NARROW_BELOW_PX = 820;
-const COLUMNS: Column[] = [
-  { title: 'Rollout', wide: 11, narrow: 22, cell: ({ rollout: r }) => h('vscode-table-cell', { class: 'mono', title: r.id }, shortId(r.id)) },
-  { title: 'Status', wide: 9, narrow: 20, cell: ({ rollout: r }) => h('vscode-table-cell', {}, statusPill(r.status)) },
-  { title: 'Mode', wide: 6, cell: ({ rollout: r }) => h('vscode-table-cell', {}, r.mode) },
-  { title: 'Agent', wide: 15, cell: ({ rollout: r }) => h('vscode-table-cell', { title: r.agent ?? '' }, r.agent ? r.agent.split(/[\\/]/).pop()! : '—') },
-  { title: 'Res.', wide: 5, cell: (i) => h('vscode-table-cell', { class: 'mono' }, i.resourcesVersion === null ? '—' : `v${i.resourcesVersion}`) },
-  { title: 'Reward', wide: 7, narrow: 13, num: true, cell: (i) => h('vscode-table-cell', { class: `num reward ${signClass(i.reward)}` }, fmtNumber(i.reward)) },
-  { title: 'Att.', wide: 5, num: true, cell: ({ rollout: r }) => h('vscode-table-cell', { class: 'num' }, String(r.attemptCount)) },
-  { title: 'Duration', wide: 7, narrow: 15, num: true,
-    cell: ({ rollout: r }) => h('vscode-table-cell', { class: 'num' }, fmtDuration(r.endedAt !== null ? r.endedAt - r.createdAt : null)) },
-  { title: 'Input', wide: 21, narrow: 30, cell: ({ rollout: r }) => h('vscode-table-cell', { title: JSON.stringify(r.input) }, preview(r.input, 60)) },
-  { title: 'Created', wide: 14, cell: ({ rollout: r }) => h('vscode-table-cell', { class: 'muted' }, fmtTime(r.createdAt)) },
-];
-
-function row(item: RolloutRow, columns: Column[], open: (id: string) => void): HTMLElement {
-  const id = item.rollout.id;
-  const tr = h('vscode-table-row', { class: 'rollout-row', 'data-rollout-id': id, tabindex: 0 }, ...columns.map((c) => c.cell(item)));
-  tr.addEventListener('click', () => open(id));
-  tr.addEventListener('keydown', (e) => { if ((e as KeyboardEvent).key === 'Enter') open(id); });
-  return tr;
-}
-
-function table(items: RolloutRow[], narrow: boolean, open: (id: string) => void): HTMLElement {
-  const columns = narrow ? COLUMNS.filter((c) => c.narrow) : COLUMNS;
-  return h('vscode-table', { zebra: true, 'bordered-rows': true, resizable: true, class: `rollouts-table${narrow ? ' narrow' : ''}`,
-    columns: JSON.stringify(columns.map((c) => `${narrow ? c.narrow : c.wide}%`)) },
-  h('vscode-table-header', { slot: 'header' }, ...columns.map((c) => h('vscode-table-header-cell', { class: c.num ? 'num' : null }, c.title))),
-  h('vscode-table-body', { slot: 'body' }, ...items.map((item) => row(item, columns, open))));
-}
+/** The view drawn into a root, kept so that rendering again can refresh in place. */
+interface Shown { filter: string; list: VirtualList<RolloutRow>; element: HTMLElement }
+const shown = new WeakMap<HTMLElement, Shown>();
 
 export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, actions: RolloutsViewActions): void {
-  const tableBox = h('div', { class: 'table-box' });
-  const items: RolloutRow[] = [];
-  let narrow = false;
-  const drawTable = (): void => {
-    narrow = root.clientWidth > 0 && root.clientWidth < NARROW_BELOW_PX;
-    mount(tableBox, items.length ? table(items, narrow, actions.openRollout) : null);
-  };
-  // The panel is often put beside the editor: rebuild the table when it crosses the narrow width.
-  const resize = new ResizeObserver(() => {
-    if (!tableBox.isConnected) { resize.disconnect(); return; } // another view replaced this one
-    if ((root.clientWidth > 0 && root.clientWidth < NARROW_BELOW_PX) !== narrow) drawTable();
-  });
-  resize.observe(root);
-  const count = h('vscode-badge', { variant: 'counter', class: 'count' }, '0');
-  const more = h('vscode-button', { secondary: true, class: 'load-more', hidden: true }, 'Load more');
-  const status = h('div', { class: 'empty-state', hidden: true });
-  let cursor: string | null = null;
+  const key = JSON.stringify(filter);
+  const previous = shown.get(root);
+  if (previous && previous.element.isConnected && previous.filter === key) { previous.list.refresh(); return; }
+  // Keep the focus in the control the user is typing in (the search box) across the redraw.
+  const focused = (document.activeElement as HTMLElement | null)?.getAttribute('data-filter') ?? null;
 
-  const choose = (key: keyof RolloutFilter, value: string): void => {
-    const next: RolloutFilter = { ...filter };
-    if (value === '') delete next[key];
-    else if (key === 'status') next.status = [value as RolloutStatus];
-    else if (key === 'resourcesVersion') next.resourcesVersion = Number(value);
-    else (next as Record<string, unknown>)[key] = value;
-    actions.setFilter(next);
+  const set = (patch: Partial<RolloutFilter>): void => {
+    const next: Record<string, unknown> = { ...filter, ...patch };
+    for (const k of Object.keys(next)) if (next[k] === undefined || next[k] === '') delete next[k];
+    actions.setFilter(next as RolloutFilter);
   };
+  const num = (v: string): number | undefined => (v === '' || !Number.isFinite(Number(v)) ? undefined : Number(v));
+  const sort = filter.sort ?? 'createdAt';
+  const order = filter.order ?? 'desc';
+
+  const count = h('span', { class: 'count', 'aria-live': 'polite' }, '…');
   const filters = h('div', { class: 'filters' });
+  const chips = h('div', { class: 'chips' });
+  const status = h('div', { class: 'empty-state', hidden: true });
+  let choicesDrawn = false;
 
-  const load = async (append: boolean): Promise<void> => {
-    status.hidden = true;
-    try {
-      const page = await actions.load({ ...filter, cursor: append && cursor ? cursor : undefined });
-      if (!append) {
-        items.length = 0;
-        mount(filters,
-          select('Status', 'status', filter.status?.[0] ?? '', [['', 'All'], ...page.statuses.map((s): [string, string] => [s, s])], (v) => choose('status', v)),
-          select('Mode', 'mode', filter.mode ?? '', [['', 'All'], ...page.modes.map((m): [string, string] => [m, m])], (v) => choose('mode', v)),
-          select('Agent', 'agent', filter.agent ?? '', [['', 'All'], ...page.agents.map((a): [string, string] => [a, a])], (v) => choose('agent', v)),
-          select('Resources', 'resourcesVersion', filter.resourcesVersion === undefined ? '' : String(filter.resourcesVersion),
-            [['', 'All'], ...page.resourcesVersions.map((v): [string, string] => [String(v), `v${v}`])], (v) => choose('resourcesVersion', v)),
-        );
-      }
-      items.push(...page.items);
-      // vscode-table sizes its body cells when it is built: build it with its rows, not before.
-      drawTable();
-      cursor = page.nextCursor;
-      count.textContent = `${items.length}${cursor ? '+' : ''}`;
-      more.hidden = !cursor;
-      if (items.length === 0) {
-        status.hidden = false;
-        mount(status, icon('inbox'), h('p', {}, 'No rollouts match these filters.'),
-          h('p', { class: 'muted' }, 'Run one with "Agent Lightning: Run Rollout", or `agl rollout <agent> --task ...` in a terminal.'));
-      }
-    } catch (err) {
-      status.hidden = false;
-      mount(status, errorState(`Could not load rollouts: ${(err as Error).message}`, { retry: () => void load(false), startDaemon: actions.startDaemon }));
+  const header = h('div', { class: 'grid-header grid-row', role: 'row', 'aria-rowindex': 1 }, ...COLUMNS.map((c) => {
+    if (!c.sort) return h('div', { class: `cell col-${c.key}${c.num ? ' num' : ''}`, role: 'columnheader' }, c.title);
+    const active = c.sort === sort;
+    const button = h('button', { class: `cell sort-header col-${c.key}${c.num ? ' num' : ''}${active ? ' sorted' : ''}`, role: 'columnheader',
+      'data-sort': c.sort, 'aria-sort': active ? (order === 'asc' ? 'ascending' : 'descending') : 'none',
+      title: active ? `Sorted by ${c.title.toLowerCase()}, ${order === 'asc' ? 'ascending' : 'descending'}: click to reverse` : `Sort by ${c.title.toLowerCase()}` },
+    c.title, active ? icon(order === 'asc' ? 'arrow-up' : 'arrow-down', 'sort-indicator') : '');
+    button.addEventListener('click', () => set({ sort: c.sort, order: active && order === 'desc' ? 'asc' : 'desc' }));
+    return button;
+  }));
+
+  const drawChoices = (page: RolloutPage): void => {
+    const run = page.runs.find((r) => r.id === filter.runId);
+    mount(filters,
+      textField('Search', 'search', filter.search ?? '', { placeholder: 'Words in the task or its outputs', type: 'search' }, (v) => { if (v !== (filter.search ?? '')) set({ search: v || undefined }); }, SEARCH_DEBOUNCE_MS),
+      select('Status', 'status', filter.status?.[0] ?? '', [['', 'All'], ...page.statuses.map((s): [string, string] => [s, s])], (v) => set({ status: v ? [v as RolloutStatus] : undefined })),
+      select('Mode', 'mode', filter.mode ?? '', [['', 'All'], ...page.modes.map((m): [string, string] => [m, m])], (v) => set({ mode: (v || undefined) as RolloutFilter['mode'] })),
+      select('Agent', 'agent', filter.agent ?? '', [['', 'All'], ...page.agents.map((a): [string, string] => [a, a])], (v) => set({ agent: v || undefined })),
+      select('Run', 'runId', filter.runId ?? '', [['', 'All'], ...(run || !filter.runId ? [] : [[filter.runId, filter.runId] as [string, string]]),
+        ...page.runs.map((r): [string, string] => [r.id, `${r.id} · ${r.agent.split(/[\\/]/).pop()}`])], (v) => set({ runId: v || undefined })),
+      textField('Step', 'step', filter.step === undefined ? '' : String(filter.step), { type: 'number', min: '0', placeholder: 'any' }, (v) => set({ step: num(v) })),
+      textField('Reward ≥', 'rewardMin', filter.rewardMin === undefined ? '' : String(filter.rewardMin), { type: 'number', step: '0.1', placeholder: 'min' }, (v) => set({ rewardMin: num(v) })),
+      textField('≤', 'rewardMax', filter.rewardMax === undefined ? '' : String(filter.rewardMax), { type: 'number', step: '0.1', placeholder: 'max' }, (v) => set({ rewardMax: num(v) })),
+      select('Errors', 'hasError', filter.hasError === undefined ? '' : String(filter.hasError), [['', 'All'], ['true', 'With errors'], ['false', 'Without errors']],
+        (v) => set({ hasError: v === '' ? undefined : v === 'true' })),
+      select('Resources', 'resourcesVersion', filter.resourcesVersion === undefined ? '' : String(filter.resourcesVersion),
+        [['', 'All'], ...page.resourcesVersions.map((v): [string, string] => [String(v), `v${v}`])], (v) => set({ resourcesVersion: num(v) })),
+    );
+    if (focused) {
+      const again = filters.querySelector<HTMLElement>(`[data-filter="${focused}"]`);
+      again?.focus();
     }
   };
-  more.addEventListener('click', () => void load(true));
+
+  const drawSummary = (page: RolloutPage): void => {
+    count.textContent = `${page.total.toLocaleString('en-US')} rollout${page.total === 1 ? '' : 's'}`;
+    const hidden = page.storeTotal - page.total;
+    mount(chips, ...activeFilterChips(filter, page, (keys) => set(Object.fromEntries(keys.map((k) => [k, undefined])))),
+      hidden > 0 ? h('span', { class: 'hidden-count muted' }, `${hidden.toLocaleString('en-US')} hidden by filters`) : null);
+    chips.hidden = chips.childElementCount === 0;
+    status.hidden = page.total > 0;
+    if (page.total === 0) {
+      mount(status, icon('inbox'), h('p', {}, page.storeTotal > 0 ? 'No rollouts match these filters.' : 'No rollouts yet.'),
+        h('p', { class: 'muted' }, page.storeTotal > 0 ? 'Remove a filter above to see more.'
+          : 'Run one with "Agent Lightning: Run Rollout", or `agl rollout <agent> --task ...` in a terminal.'));
+    }
+  };
+
+  let last: RolloutPage | null = null;
+  const list = new VirtualList<RolloutRow>({
+    fetch: async (offset, limit) => {
+      const page = await actions.load({ ...filter, offset, limit });
+      if (!choicesDrawn) { choicesDrawn = true; drawChoices(page); }
+      last = page;
+      drawSummary(page);
+      return { items: page.items, total: page.total };
+    },
+    row: (item, index) => rowOf(item, index, actions.openRollout),
+    placeholder: placeholderRow,
+    onTotal: () => { if (last) drawSummary(last); },
+    onError: (err) => {
+      status.hidden = false;
+      mount(status, errorState(`Could not load rollouts: ${err.message}`, { retry: () => list.reset(), startDaemon: actions.startDaemon }));
+    },
+  }, ROW_HEIGHT, header);
 
   const refresh = h('vscode-toolbar-button', { icon: 'refresh', label: 'Refresh', title: 'Refresh', class: 'refresh' });
-  refresh.addEventListener('click', () => void load(false));
-
-  mount(root,
-    h('header', { class: 'view-header' },
-      h('h1', {}, icon('list-tree'), ' Rollouts ', count),
-      h('div', { class: 'spacer' }),
-      refresh),
+  refresh.addEventListener('click', () => list.refresh());
+  const element = h('div', { class: 'rollouts-view' },
+    h('header', { class: 'view-header' }, h('h1', {}, icon('list-tree'), ' Rollouts ', count), h('div', { class: 'spacer' }), refresh),
     filters,
-    tableBox,
+    chips,
+    h('div', { class: 'rollouts-grid', role: 'grid', 'aria-label': 'Rollouts' }, list.element),
     status,
-    h('div', { class: 'footer' }, more),
   );
-  void load(false);
+  mount(root, element);
+  shown.set(root, { filter: key, list, element });
+  list.reset();
 }
