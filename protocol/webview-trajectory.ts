@@ -3,37 +3,22 @@
  * host (extension/panels/trajectory-panel.ts). The host fetches from the daemon; the webview derives
  * and draws (span tree, waterfall, chat, credit, GRPO groups, states).
  */
-import type { Attempt, Rollout, RolloutMode, RolloutSort, RolloutStatus, Span, Transition } from './store.js';
+import type { RolloutSearchRequest } from './api.js';
+import type { Attempt, Rollout, RolloutMode, RolloutStatus, Span, Transition } from './store.js';
 import type { ScaleRewards } from './grpo-advantage.js';
 import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
 
 export const TRAJECTORY_VIEW_TYPE = 'agl.trajectoryViewer';
 
-/** What the rollouts list shows: filters, search and sort (kept with setState, shown as chips). */
-export interface RolloutFilter {
-  status?: RolloutStatus[];
-  mode?: RolloutMode;
-  agent?: string;
-  resourcesVersion?: number;
-  /** Words to find in the task input or its outputs (every word, as a prefix). */
-  search?: string;
-  /** The final reward at least / at most. */
-  rewardMin?: number;
-  rewardMax?: number;
-  /** The training run and step that enqueued the rollouts. */
-  runId?: string;
-  step?: number;
-  /** Only rollouts with (true) or without (false) an error. */
-  hasError?: boolean;
-  sort?: RolloutSort;
-  order?: 'asc' | 'desc';
-}
+/**
+ * What the rollouts list shows: the store API's filters, search and sort (protocol/api.ts documents each),
+ * kept with setState and shown as chips.
+ */
+export type RolloutFilter = Pick<RolloutSearchRequest,
+  'status' | 'mode' | 'agent' | 'resourcesVersion' | 'search' | 'rewardMin' | 'rewardMax' | 'runId' | 'step' | 'hasError' | 'sort' | 'order'>;
 
 /** One page of the list: `limit` rows from `offset` (the virtual list asks for the rows coming into view). */
-export interface RolloutPageRequest extends RolloutFilter {
-  offset?: number;
-  limit?: number;
-}
+export type RolloutPageRequest = RolloutFilter & { offset?: number; limit?: number };
 
 /** One line of the rollouts table. */
 export interface RolloutRow {
