@@ -230,6 +230,11 @@ export class AglClient implements LightningStore {
     return this.request('POST', '/rollouts', workerId === undefined ? input : { ...input, workerId });
   }
   getRollout(id: string): Promise<Rollout | null> { return this.getOrNull(`/rollouts/${encodeURIComponent(id)}`); }
+  /**
+   * Rollouts matching filters and a text search (task input and outputs), sorted by creation, duration, reward or
+   * status; `offset` pages any sort, `withTotal` counts every match, `withSummaries` adds each row's final reward,
+   * duration and error (protocol/api.ts RolloutSearchRequest).
+   */
   queryRollouts(q: RolloutQuery = {}): Promise<RolloutPage> { return this.request('POST', '/rollouts/search', q satisfies RolloutSearchRequest); }
   /** GET /rollouts with query-string filters (same result as queryRollouts). */
   listRollouts(q: RolloutSearchRequest = {}): Promise<RolloutPage> {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Problem } from '../../protocol/api.js';
-import { startDaemonProcess, type DaemonProcess } from './daemon-process.js';
+import { startDaemonProcess, type DaemonProcess } from '../helpers/daemon-process.js';
 
 describe('rollouts list over HTTP: search, filters, sorts, totals', () => {
   let d: DaemonProcess;
@@ -27,7 +27,7 @@ describe('rollouts list over HTTP: search, filters, sorts, totals', () => {
           attributes: { 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: `answer about ${key}` }]) } },
         ...(reward === null ? [] : [{ rolloutId: rollout.id, attemptId: attempt.id, name: 'agentlightning.reward', startTime: now + 6, attributes: { 'agl.reward.value': reward } }]),
       ]);
-      await d.client.finishAttempt(rollout.id, attempt.id, reward === null ? { status: 'failed', error: { message: 'ValueError: no' } } : { status: 'succeeded' });
+      await d.client.finishAttempt(attempt.id, reward === null ? { status: 'failed', error: { message: 'ValueError: no' } } : { status: 'succeeded' });
       made[key] = rollout.id;
     }
   });

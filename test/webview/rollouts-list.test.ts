@@ -33,7 +33,7 @@ async function seed(daemon: Daemon): Promise<void> {
   }
   const toFinish = claims.filter(({ rollout }) => index(rollout.input) % 25 === 5);
   for (let i = 0; i < toFinish.length; i += 16) {
-    await Promise.all(toFinish.slice(i, i + 16).map(({ rollout, attempt }) => c.finishAttempt(rollout.id, attempt.id,
+    await Promise.all(toFinish.slice(i, i + 16).map(({ rollout, attempt }) => c.finishAttempt(attempt.id,
       index(rollout.input) % 100 === 5 ? { status: 'failed', error: { message: 'ZeroDivisionError' } } : { status: 'succeeded' })));
   }
 }
@@ -74,6 +74,7 @@ describe('rollouts list at store scale (10,000 rollouts)', () => {
     const apples = await total({ search: 'apples' });
     assert.ok(apples > 1000 && apples < N, `apples: ${apples}`);
     await waitCount(apples);
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-filter')), 'search', 'the search box keeps the focus');
     assert.match(await page.locator('.filter-chip[data-chip="search"]').innerText(), /Search: "apples"/);
     assert.equal(await page.locator('.hidden-count').innerText(), `${(N - apples).toLocaleString('en-US')} hidden by filters`);
 
