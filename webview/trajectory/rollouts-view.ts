@@ -76,18 +76,32 @@ function select(label: string, name: string, current: string, options: [string, 
   sel.addEventListener('change', () => onChange((sel as unknown as { value: string }).value));
   return h('label', { class: 'filter' }, h('span', { class: 'filter-label' }, label), sel);
 }
-function textField(label: string, name: string, current: string, attrs: Record<string, string>, onChange: (v: string) => void, debounceMs = 0): HTMLElement {
+/** A text input that reports its trimmed value `debounceMs` after typing stops, or at once on Enter. */
+function textInput(label: string, name: string, current: string, attrs: Record<string, string>, onChange: (v: string) => void, debounceMs = 0): HTMLElement {
   const field = h('vscode-textfield', { 'data-filter': name, 'aria-label': label, value: current, ...attrs });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const fire = () => { clearTimeout(timer); onChange((field as unknown as { value: string }).value.trim()); };
   field.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(fire, debounceMs); });
   field.addEventListener('keydown', (e) => { if ((e as KeyboardEvent).key === 'Enter') fire(); });
-  return h('label', { class: `filter filter-${name}` }, h('span', { class: 'filter-label' }, label), field);
+  return field;
+}
+function textField(label: string, name: string, current: string, attrs: Record<string, string>, onChange: (v: string) => void, debounceMs = 0): HTMLElement {
+  return h('label', { class: `filter filter-${name}` }, h('span', { class: 'filter-label' }, label), textInput(label, name, current, attrs, onChange, debounceMs));
 }
 
 /** The view drawn into a root, kept so that rendering again can refresh in place. */
 interface Shown { filter: string; list: VirtualList<RolloutRow>; element: HTMLElement }
 const shown = new WeakMap<HTMLElement, Shown>();
+/** The filters' choices from the last page: a redraw shows its controls at once (the focus stays in the one in use). */
+type Choices = Pick<RolloutPage, 'statuses' | 'modes' | 'agents' | 'resourcesVersions' | 'runs'>;
+let lastChoices: Choices | null = null;
+const choicesOf = (p: RolloutPage): Choices => ({ statuses: p.statuses, modes: p.modes, agents: p.agents, resourcesVersions: p.resourcesVersions, runs: p.runs });
+
+/** Focuses a filter control once it has rendered (vscode-elements draw their inner input asynchronously). */
+function focusControl(container: HTMLElement, name: string): void {
+  const el = container.querySelector<HTMLElement>(`[data-filter="${name}"]`);
+  if (el) void Promise.resolve((el as unknown as { updateComplete?: Promise<unknown> }).updateComplete).then(() => el.focus());
+}
 
 export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, actions: RolloutsViewActions): void {
   const key = JSON.stringify(filter);
@@ -109,7 +123,6 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
   const filters = h('div', { class: 'filters' });
   const chips = h('div', { class: 'chips' });
   const status = h('div', { class: 'empty-state', hidden: true });
-  let choicesDrawn = false;
 
   const header = h('div', { class: 'grid-header grid-row', role: 'row', 'aria-rowindex': 1 }, ...COLUMNS.map((c) => {
     if (!c.sort) return h('div', { class: `cell col-${c.key}${c.num ? ' num' : ''}`, role: 'columnheader' }, c.title);
@@ -122,7 +135,7 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
     return button;
   }));
 
-  const drawChoices = (page: RolloutPage): void => {
+  const drawChoices = (page: Choices): void => {
     const run = page.runs.find((r) => r.id === filter.runId);
     mount(filters,
       textField('Search', 'search', filter.search ?? '', { placeholder: 'Words in the task or its outputs', type: 'search' }, (v) => { if (v !== (filter.search ?? '')) set({ search: v || undefined }); }, SEARCH_DEBOUNCE_MS),
@@ -132,17 +145,17 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
       select('Run', 'runId', filter.runId ?? '', [['', 'All'], ...(run || !filter.runId ? [] : [[filter.runId, filter.runId] as [string, string]]),
         ...page.runs.map((r): [string, string] => [r.id, `${r.id} · ${r.agent.split(/[\\/]/).pop()}`])], (v) => set({ runId: v || undefined })),
       textField('Step', 'step', filter.step === undefined ? '' : String(filter.step), { type: 'number', min: '0', placeholder: 'any' }, (v) => set({ step: num(v) })),
-      textField('Reward ≥', 'rewardMin', filter.rewardMin === undefined ? '' : String(filter.rewardMin), { type: 'number', step: '0.1', placeholder: 'min' }, (v) => set({ rewardMin: num(v) })),
-      textField('≤', 'rewardMax', filter.rewardMax === undefined ? '' : String(filter.rewardMax), { type: 'number', step: '0.1', placeholder: 'max' }, (v) => set({ rewardMax: num(v) })),
+      h('div', { class: 'filter filter-reward' }, h('span', { class: 'filter-label' }, 'Reward'),
+        textInput('Reward at least', 'rewardMin', filter.rewardMin === undefined ? '' : String(filter.rewardMin), { type: 'number', step: '0.1', placeholder: 'min' }, (v) => set({ rewardMin: num(v) })),
+        h('span', { class: 'filter-label' }, 'to'),
+        textInput('Reward at most', 'rewardMax', filter.rewardMax === undefined ? '' : String(filter.rewardMax), { type: 'number', step: '0.1', placeholder: 'max' }, (v) => set({ rewardMax: num(v) }))),
       select('Errors', 'hasError', filter.hasError === undefined ? '' : String(filter.hasError), [['', 'All'], ['true', 'With errors'], ['false', 'Without errors']],
         (v) => set({ hasError: v === '' ? undefined : v === 'true' })),
       select('Resources', 'resourcesVersion', filter.resourcesVersion === undefined ? '' : String(filter.resourcesVersion),
         [['', 'All'], ...page.resourcesVersions.map((v): [string, string] => [String(v), `v${v}`])], (v) => set({ resourcesVersion: num(v) })),
     );
-    if (focused) {
-      const again = filters.querySelector<HTMLElement>(`[data-filter="${focused}"]`);
-      again?.focus();
-    }
+    const inUse = filters.isConnected ? (document.activeElement as HTMLElement | null)?.getAttribute('data-filter') ?? focused : focused;
+    if (inUse) focusControl(filters, inUse);
   };
 
   const drawSummary = (page: RolloutPage): void => {
@@ -163,7 +176,8 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
   const list = new VirtualList<RolloutRow>({
     fetch: async (offset, limit) => {
       const page = await actions.load({ ...filter, offset, limit });
-      if (!choicesDrawn) { choicesDrawn = true; drawChoices(page); }
+      const choices = choicesOf(page);
+      if (JSON.stringify(choices) !== JSON.stringify(lastChoices)) { lastChoices = choices; drawChoices(choices); }
       last = page;
       drawSummary(page);
       return { items: page.items, total: page.total };
@@ -187,6 +201,7 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
     status,
   );
   mount(root, element);
+  if (lastChoices) drawChoices(lastChoices);
   shown.set(root, { filter: key, list, element });
   list.reset();
 }
