@@ -77,7 +77,9 @@ export function rolloutStatements(q: RolloutQuery, d: SqlDialect, agentAliases: 
   if (q.offset !== undefined && (!Number.isInteger(q.offset) || q.offset < 0)) throw new TypeError(`offset must be a non-negative integer, got ${q.offset}`);
   const where = filterSql(q, d, agentAliases);
   const whereSql = (w: string[]) => (w.length ? ' WHERE ' + w.join(' AND ') : '');
-  const count = q.withTotal ? `SELECT COUNT(*) AS n FROM ${ROLLOUTS_FROM}${whereSql(where)}` : null;
+  // Only the error filter reads the latest attempt: without it, counting skips the join.
+  const countFrom = q.hasError === undefined ? 'rollouts r' : ROLLOUTS_FROM;
+  const count = q.withTotal ? `SELECT COUNT(*) AS n FROM ${countFrom}${whereSql(where)}` : null;
   const countParams = d.params.length;
   const asc = q.order === 'asc';
   const dir = asc ? 'ASC' : 'DESC';
