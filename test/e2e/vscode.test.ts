@@ -140,7 +140,7 @@ test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progres
     const rows = viewer.locator('.rollout-row');
     await rows.first().waitFor({ state: 'visible', timeout: 60_000 });
     assert.ok(await rows.count() >= 4, `the viewer lists the training rollouts (saw ${await rows.count()})`);
-    assert.match(await rows.first().innerText(), /(succeeded|failed)[\s\S]*"question"/, 'a row shows the status and the task');
+    assert.match(await rows.first().innerText(), /(succeeded|failed)[\s\S]*How many/, 'a row shows the status and the task (its question, as text)');
     await shot('05-trajectory-viewer');
     await rows.first().click();
     await viewer.locator('.span-tree').waitFor({ state: 'visible', timeout: 30_000 });
