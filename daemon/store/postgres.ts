@@ -12,12 +12,12 @@ import {
 } from '../../protocol/store.js';
 import {
   ConflictError, NotFoundError,
-  type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult, type LightningStore, type Page,
+  type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult, type LightningStore,
   type RolloutPage,
   type RolloutQuery, type SpanQuery, type TransitionQuery,
 } from '../../protocol/lightning-store.js';
 import {
-  RolloutEndHub, checkFinishInput, checkSpanInput, decodeCursor, encodeCursor, isTerminalRollout, newId, pageLimit, parseRolloutInput,
+  RolloutEndHub, checkFinishInput, checkSpanInput, isTerminalRollout, newId, pageLimit, parseRolloutInput,
   rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
   DISTINCT_AGENTS_SQL, waitLoop,
 } from './common.js';

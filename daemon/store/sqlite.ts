@@ -19,7 +19,7 @@ import {
   type RolloutPage, type RolloutQuery, type SpanQuery, type TransitionQuery,
 } from '../../protocol/lightning-store.js';
 import {
-  RolloutEndHub, checkFinishInput, checkSpanInput, decodeCursor, emptyHealthResult, encodeCursor, newId, pageLimit, parseRolloutInput,
+  RolloutEndHub, checkFinishInput, checkSpanInput, emptyHealthResult, newId, pageLimit, parseRolloutInput,
   rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
   DISTINCT_AGENTS_SQL, sqlList, waitLoop,
 } from './common.js';
