@@ -11,6 +11,7 @@ import type { RolloutFilter, RolloutPage, RolloutPageRequest, RolloutRow } from 
 import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, shortId, signClass } from '../shared/dom.js';
 import { errorState } from '../shared/recovery.js';
 import { activeFilterChips } from './filter-chips.js';
+import { runStatusPill } from './outcome.js';
 import { taskSummary } from './task-summary.js';
 import { VirtualList } from './virtual-list.js';
 
@@ -20,10 +21,6 @@ export interface RolloutsViewActions {
   openRollout(rolloutId: string): void;
   /** The error state's "Start Daemon" (shared/recovery.ts). */
   startDaemon(): void;
-}
-
-export function statusPill(status: string): HTMLElement {
-  return h('span', { class: `pill status-${status}` }, status);
 }
 
 const ROW_HEIGHT = 30;
@@ -47,7 +44,7 @@ function errorMark(item: RolloutRow): HTMLElement | null {
 
 const COLUMNS: Column[] = [
   { title: 'Rollout', key: 'id', cell: ({ rollout: r }) => cell('col-id mono', r.id, shortId(r.id)) },
-  { title: 'Status', key: 'status', sort: 'status', cell: (i) => cell('col-status', null, statusPill(i.rollout.status), errorMark(i) ?? '') },
+  { title: 'Status', key: 'status', sort: 'status', cell: (i) => cell('col-status', null, runStatusPill(i.rollout.status), errorMark(i) ?? '') },
   { title: 'Mode', key: 'mode', cell: ({ rollout: r }) => cell('col-mode', null, r.mode) },
   { title: 'Agent', key: 'agent', cell: ({ rollout: r }) => cell('col-agent', r.agent ?? '', r.agent ? r.agent.split(/[\\/]/).pop()! : '—') },
   { title: 'Res.', key: 'res', cell: (i) => cell('col-res mono', null, i.resourcesVersion === null ? '—' : `v${i.resourcesVersion}`) },
