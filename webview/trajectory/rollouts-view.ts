@@ -162,6 +162,7 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
       hidden > 0 ? h('span', { class: 'hidden-count muted' }, `${hidden.toLocaleString('en-US')} hidden by filters`) : null);
     chips.hidden = chips.childElementCount === 0;
     status.hidden = page.total > 0;
+    if (page.total > 0) mount(status); // an error shown before (the daemon was down) goes with the rows
     if (page.total === 0) {
       mount(status, icon('inbox'), h('p', {}, page.storeTotal > 0 ? 'No rollouts match these filters.' : 'No rollouts yet.'),
         h('p', { class: 'muted' }, page.storeTotal > 0 ? 'Remove a filter above to see more.'
