@@ -84,6 +84,18 @@ export function pickFinalReward<R extends { final: boolean }>(rewards: readonly 
   return rewards.at(-1) ?? null;
 }
 
+/** A reward as the final-reward rule ranks them: a final-marked one beats any other, then the later in time. */
+export interface RankedReward { value: number; final: boolean; time: number }
+/**
+ * pickFinalReward's rule kept incrementally (the stores' rollouts-list summary, as spans arrive): whether
+ * `candidate` (written later, so it wins ties) replaces `current` as the final reward.
+ */
+export function replacesReward(candidate: RankedReward, current: RankedReward | null): boolean {
+  if (current === null) return true;
+  if (candidate.final !== current.final) return candidate.final;
+  return candidate.time >= current.time;
+}
+
 /** An attempt's final reward (give the spans of one attempt), or null when it emitted none. */
 export function finalReward(spans: Span[]): number | null {
   return pickFinalReward(rewardsInOrder(spans))?.value ?? null;

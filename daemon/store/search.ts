@@ -7,7 +7,7 @@
  * wrong), and both backends match the same words (each term is a prefix: search as you type).
  */
 import { AGL, GENAI } from '../../protocol/spans.js';
-import { isFinalRewardSpan, isLlmCallSpan, rewardOfSpan } from '../../protocol/span-reading.js';
+import { type RankedReward, isFinalRewardSpan, isLlmCallSpan, replacesReward, rewardOfSpan } from '../../protocol/span-reading.js';
 import { ROLLOUT_STATUSES, type Span } from '../../protocol/store.js';
 
 /** Most characters of input text, and of input + outputs together, indexed per rollout. */
@@ -46,15 +46,6 @@ function outputTextOf(span: Span): string {
   }
   const message = span.attributes[AGL.message];
   return typeof message === 'string' ? message.slice(0, MAX_SEARCH_TEXT) : '';
-}
-
-/** A reward as the final-reward rule ranks them: a final-marked one beats any other, then the later in time. */
-export interface RankedReward { value: number; final: boolean; time: number }
-/** Whether `candidate` (written later, so it wins ties) replaces `current` as the final reward. */
-export function replacesReward(candidate: RankedReward, current: RankedReward | null): boolean {
-  if (current === null) return true;
-  if (candidate.final !== current.final) return candidate.final;
-  return candidate.time >= current.time;
 }
 
 /** What a batch of spans changes for one rollout: text to append, its best reward and error count per attempt. */
