@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 
-export interface LearningResult { before: number; after: number; minutes: number; warmupMinutes?: number }
+export interface LearningResult { before: number; after: number; minutes: number; warmupMinutes?: number; testBefore?: number; testAfter?: number }
 export interface LearningSample { describe: string; run(o: { quick: boolean }): Promise<LearningResult> }
 
 export const SAMPLES: Record<string, LearningSample> = {
@@ -18,13 +18,15 @@ export const SAMPLES: Record<string, LearningSample> = {
     describe: 'calc (tool use): SFT warm-up checkpoint, then GRPO; greedy exact-answer accuracy on 100 held-out problems',
     async run({ quick }) {
       const { runCalcDemo } = await import('../samples/calc/demo.js');
+      const { calcScore } = await import('../samples/calc/inspect.js');
       const r = await runCalcDemo({ minutes: quick ? 1.5 : undefined, quiet: true });
-      return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes };
+      const test = 'samples/calc/data/test.jsonl';
+      return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes, testBefore: await calcScore(r.warmup, test), testAfter: await calcScore(r.checkpoint, test) };
     },
   },
   // The samples engineer's entries: SFT warm-up from the sample's demonstrations, then agl train (samples/*/learn.ts).
-  sql: learnedSample('sql (three LangChain.js agents, writer+rewriter trained): greedy execution accuracy on 40 held-out questions', 'sql', 'SQL_LEARNING', 10),
-  rag: learnedSample('rag (OpenAI Agents SDK, two-hop retrieval): greedy token F1 on 40 held-out questions', 'rag', 'RAG_LEARNING', 10),
+  sql: learnedSample('sql (three LangChain.js agents, writer+rewriter trained): greedy execution accuracy on 40 held-out questions', 'sql', 'SQL_LEARNING', 20),
+  rag: learnedSample('rag (OpenAI Agents SDK, two-hop retrieval): greedy token F1 on 40 held-out questions', 'rag', 'RAG_LEARNING', 20),
   'calc-py': learnedSample('calc-py (standard-library Python agent via the Python runner): greedy exact-answer accuracy on 100 held-out problems', 'calc-py', 'CALC_PY_LEARNING', 6),
 };
 
@@ -36,7 +38,7 @@ function learnedSample(describe: string, dir: string, entry: string, minutes: nu
       const mod = await import(`../samples/${dir}/learn.js`) as Record<string, unknown>;
       const { learnSample } = await import('../samples/sql/learn.js');
       const r = await learnSample(mod[entry] as Parameters<typeof learnSample>[0], { minutes: quick ? 1.5 : minutes, sftSteps: quick ? 30 : undefined, quiet: true });
-      return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes };
+      return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes, testBefore: r.testBefore, testAfter: r.testAfter };
     },
   };
 }
@@ -78,11 +80,14 @@ async function main(): Promise<void> {
     metrics[`${n}.after`] = round(r.after);
     metrics[`${n}.minutes`] = round(r.minutes, 2);
     if (r.warmupMinutes) metrics[`${n}.warmup_minutes`] = round(r.warmupMinutes, 2);
+    if (r.testBefore !== undefined) metrics[`${n}.test_before`] = round(r.testBefore);
+    if (r.testAfter !== undefined) metrics[`${n}.test_after`] = round(r.testAfter);
   }
   const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
   mkdirSync('bench/results', { recursive: true });
   writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), machine, quick: values.quick ?? false, metrics }, null, 2)}\n`);
-  process.stdout.write(`\nsample   before  after  minutes\n${names.map((n) => `${n.padEnd(8)} ${metrics[`${n}.before`].toFixed(2).padStart(6)} ${metrics[`${n}.after`].toFixed(2).padStart(6)} ${metrics[`${n}.minutes`].toFixed(1).padStart(8)}`).join('\n')}\nwritten ${file}\n`);
+  const f = (k: string) => (metrics[k] === undefined ? '-' : metrics[k].toFixed(2)).padStart(6);
+  process.stdout.write(`\nsample   before  after  test before  test after  minutes\n${names.map((n) => `${n.padEnd(8)} ${f(`${n}.before`)} ${f(`${n}.after`)} ${f(`${n}.test_before`).padStart(11)} ${f(`${n}.test_after`).padStart(11)} ${metrics[`${n}.minutes`].toFixed(1).padStart(8)}`).join('\n')}\nwritten ${file}\n`);
 }
 
 function round(x: number, d = 3): number { return Math.round(x * 10 ** d) / 10 ** d; }

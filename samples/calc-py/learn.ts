@@ -17,6 +17,8 @@ export const CALC_PY_LEARNING: SampleLearning = {
   config: join('samples', 'calc', 'train.yaml'),
   sftArgs: WARMUP_SFT_ARGS,
   warmup: WARMUP_DIR, // the calc sample's shipped warm-up (same prompts, same demonstrations)
+  // Scored by calc's TypeScript solver: the Python agent sends the same prompts (samples/calc-py/README.md).
+  test: { file: join('samples', 'calc', 'data', 'test.jsonl'), score: async (c, f) => (await import('../calc/inspect.js')).calcScore(c, f) },
 };
 
 if (/calc-py[\\/]learn\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) learnMain(CALC_PY_LEARNING);

@@ -21,7 +21,8 @@ export const WARMUP_SFT_ARGS = ['--model', 'builtin:0.8m', '--steps', '1200', '-
 
 export interface CalcRunOptions { minutes?: number; dataDir?: string; freshWarmup?: boolean; quiet?: boolean; workers?: number }
 
-export async function runCalcDemo(o: CalcRunOptions = {}): Promise<TrainOutcome & { warmupMinutes: number }> {
+/** Warm-up (shipped, or made) then GRPO; returns agl train's outcome, the warm-up used and its minutes. */
+export async function runCalcDemo(o: CalcRunOptions = {}): Promise<TrainOutcome & { warmup: string; warmupMinutes: number }> {
   if (!existsSync(join(DATA_DIR, 'train.jsonl'))) writeCalcData(DATA_DIR, 1);
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), 'agl-calc-demo-'));
   let warmup = WARMUP_DIR;
@@ -40,7 +41,7 @@ export async function runCalcDemo(o: CalcRunOptions = {}): Promise<TrainOutcome 
     quiet: o.quiet, ...(o.workers ? { workers: String(o.workers) } : {}),
   });
   if (!outcome) throw new Error('training was interrupted');
-  return { ...outcome, warmupMinutes };
+  return { ...outcome, warmup, warmupMinutes };
 }
 
 if (/demo\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {

@@ -46,7 +46,18 @@ export async function inspectCalc(policy: PolicyModel, tasks: CalcTask[], temper
   return { n, accuracy: outcomes.filter((o) => o.reward === 1).length / n, toolRate: tool / n, rightCallRate: right / n, copyRate: tool ? copied / tool : 0 };
 }
 
-if (/inspect\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
+/** Greedy exact-answer accuracy of a checkpoint on a calc tasks file (the test split's score in bench:learning). */
+export async function calcScore(checkpoint: string, file: string): Promise<number> {
+  const tasks = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as CalcTask);
+  const policy = await openPolicy(checkpoint, { backend: 'wasm' });
+  try {
+    return (await inspectCalc(policy, tasks)).accuracy;
+  } finally {
+    policy.dispose();
+  }
+}
+
+if (/calc[\\/]inspect\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
   const { values, positionals } = parseArgs({ allowPositionals: true, options: { data: { type: 'string' }, temperature: { type: 'string' }, backend: { type: 'string' } } });
   const tasks = readFileSync(values.data ?? 'samples/calc/data/val.jsonl', 'utf8').trim().split('\n').map((l) => JSON.parse(l) as CalcTask);
   void (async () => {

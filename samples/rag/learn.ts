@@ -4,7 +4,9 @@
  *   npx tsx samples/rag/learn.ts [--minutes M] [--sft-steps N] [--data-dir DIR]
  */
 import { join } from 'node:path';
+import { readJsonl } from '../../daemon/algorithm/sft-trainer.js';
 import { learnMain, type SampleLearning } from '../sql/learn.js';
+import type { RagTask } from './corpus.js';
 
 export const RAG_LEARNING: SampleLearning = {
   name: 'rag',
@@ -15,6 +17,14 @@ export const RAG_LEARNING: SampleLearning = {
   config: join('samples', 'rag', 'train.yaml'),
   sftArgs: ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
   warmup: join('samples', 'rag', 'warmup'),
+  test: {
+    file: join('samples', 'rag', 'data', 'test.jsonl'),
+    async score(checkpoint, file) {
+      const { inspectRag } = await import('./inspect.js');
+      const eps = await inspectRag(checkpoint, readJsonl<RagTask>(file));
+      return eps.reduce((a, e) => a + e.f1, 0) / eps.length;
+    },
+  },
 };
 
 if (/rag[\\/]learn\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) learnMain(RAG_LEARNING);

@@ -1,9 +1,10 @@
 /**
  * The rag warm-up's demonstrations, from problems of their own (as calc's): the same two-hop question
- * templates asked about another invented world (DEMO_WORLD_SEED: other people, towns, works and guilds,
- * with their own corpus), so no demonstration question is one of train/val/test and no held-out answer
- * is ever shown. The warm-up learns the format: copy the entity of the question into the first query,
- * the bridge entity of the found document into the second, and answer from the documents.
+ * templates asked about DEMO_WORLDS other invented worlds (seeds DEMO_WORLD_SEED, +1, ...: other people,
+ * towns, works and guilds, each world with its own corpus), so no demonstration question is one of
+ * train/val/test and no held-out answer is ever shown. Names are new in every world, so the warm-up has
+ * to learn to copy rather than memorise: the entity of the question into the first query, the bridge
+ * entity of the found document into the second, and the answer from the documents.
  *
  * The demonstrator is imperfect on purpose, so RL has something to learn from the F1 reward alone (calc's
  * demonstrator answered 70% of problems in its head):
@@ -13,23 +14,26 @@
  *     over the demo corpus, leaving out what was found) returns some other document;
  *   - the answerer answers from what was found: the gold answer when the second document holds it,
  *     else "unknown".
- * A model imitating this follows the bridge on about half of the questions of every template: groups at
- * temperature 1 hold both second queries, and only the bridge pays, which GRPO can learn per hop.
+ * A model imitating this mostly repeats the first query (greedy: a low start) and follows the bridge on
+ * about a third of the questions at temperature 1: groups hold both second queries, and only the bridge
+ * pays, which GRPO can learn per hop.
  */
 import { type Doc, makeCorpus, makeRagSplits, makeWorld, type RagTask } from './corpus.js';
 import { answerInput, ANSWER_INSTRUCTIONS, type Msg, QUERY_INSTRUCTIONS, queryFor, queryInput } from './prompts.js';
 import { CorpusSearch } from './search.js';
 import { rng } from '../calc/task.js';
 
-/** The demo world's seed (the sample's world is makeWorld()'s default, 5). */
+/** The demo worlds' seeds: DEMO_WORLD_SEED, +1, ... (the sample's world is makeWorld()'s default, 5). */
 export const DEMO_WORLD_SEED = 105;
+/** How many invented worlds the demonstrations ask about: names new in each, so copying is what is learned. */
+export const DEMO_WORLDS = 5;
 /** Share of the demonstrations whose second query follows the bridge entity. */
-export const BRIDGE_SHARE = 0.5;
+export const BRIDGE_SHARE = 0.3;
 
-/** Two-hop problems about the demo world, with that world's corpus. */
+/** Two-hop problems about one demo world, with that world's corpus. */
 export function demoProblems(n = 300, seed = DEMO_WORLD_SEED): { tasks: RagTask[]; docs: Doc[] } {
   const world = makeWorld(seed);
-  const tasks = makeRagSplits(world, seed + 1, { train: n, val: 0, test: 0 }).train.map((t, i) => ({ ...t, id: `demo-${i}` }));
+  const tasks = makeRagSplits(world, seed + 1, { train: n, val: 0, test: 0 }).train.map((t, i) => ({ ...t, id: `demo-${seed}-${i}` }));
   return { tasks, docs: makeCorpus(world) };
 }
 
@@ -37,25 +41,30 @@ const chat = (system: string, user: string, reply: string) => ({ messages: [
   { role: 'system', content: system } as Msg, { role: 'user', content: user } as Msg, { role: 'assistant', content: reply } as Msg,
 ] });
 
-/** The demonstrations for every demo problem whose question is in none of `heldApart` (train/val/test). */
-export function warmupDemonstrations(heldApart: RagTask[], n = 300, seed = DEMO_WORLD_SEED): { messages: Msg[] }[] {
+/**
+ * The demonstrations for every problem of every demo world (n per world) whose question is in none of
+ * `heldApart` (train/val/test); each world searched over its own corpus.
+ */
+export function warmupDemonstrations(heldApart: RagTask[], n = 300, seed = DEMO_WORLD_SEED, worlds = DEMO_WORLDS): { messages: Msg[] }[] {
   const taken = new Set(heldApart.map((t) => t.question));
-  const { tasks, docs } = demoProblems(n, seed);
-  const search = new CorpusSearch(docs);
-  const byTitle = new Map(docs.map((d) => [d.title, d]));
   const r = rng(seed ^ 0x5eed);
   const demos: { messages: Msg[] }[] = [];
-  for (const t of tasks) {
-    if (taken.has(t.question)) continue;
-    const [first, bridge] = t.hops.map((h) => byTitle.get(h)!);
-    const q1 = queryFor(first);
-    const found = search.search(q1, 1);
-    const q2 = r() < BRIDGE_SHARE ? queryFor(bridge) : q1;
-    demos.push(chat(QUERY_INSTRUCTIONS, queryInput(t.question, []), q1));
-    demos.push(chat(QUERY_INSTRUCTIONS, queryInput(t.question, found), q2));
-    found.push(...search.search(q2, 1, new Set(found.map((d) => d.id))));
-    const answered = found.some((d) => d.title === bridge.title);
-    demos.push(chat(ANSWER_INSTRUCTIONS, answerInput(t.question, found), answered ? t.answer : 'unknown'));
+  for (let w = 0; w < worlds; w++) {
+    const { tasks, docs } = demoProblems(n, seed + w);
+    const search = new CorpusSearch(docs);
+    const byTitle = new Map(docs.map((d) => [d.title, d]));
+    for (const t of tasks) {
+      if (taken.has(t.question)) continue;
+      const [first, bridge] = t.hops.map((h) => byTitle.get(h)!);
+      const q1 = queryFor(first);
+      const found = search.search(q1, 1);
+      const q2 = r() < BRIDGE_SHARE ? queryFor(bridge) : q1;
+      demos.push(chat(QUERY_INSTRUCTIONS, queryInput(t.question, []), q1));
+      demos.push(chat(QUERY_INSTRUCTIONS, queryInput(t.question, found), q2));
+      found.push(...search.search(q2, 1, new Set(found.map((d) => d.id))));
+      const answered = found.some((d) => d.title === bridge.title);
+      demos.push(chat(ANSWER_INSTRUCTIONS, answerInput(t.question, found), answered ? t.answer : 'unknown'));
+    }
   }
   return demos;
 }

@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { run as sft } from '../../daemon/commands/sft.js';
 import { type TrainOutcome, trainAgent } from '../../daemon/commands/train.js';
+import { readJsonl } from '../../daemon/algorithm/sft-trainer.js';
+import type { SqlTask } from './task.js';
 
 /** What a sample needs to learn: its agent, data, warm-up demonstrations and GRPO config. */
 export interface SampleLearning {
@@ -24,6 +26,8 @@ export interface SampleLearning {
   sftArgs: string[];
   /** A shipped warm-up checkpoint made with sftArgs: used instead of running the SFT again. */
   warmup?: string;
+  /** The test split (never used in training or selection) and how a checkpoint is scored on it (greedy). */
+  test?: { file: string; score(checkpoint: string, file: string): Promise<number> };
 }
 
 export const SQL_LEARNING: SampleLearning = {
@@ -35,12 +39,25 @@ export const SQL_LEARNING: SampleLearning = {
   config: join('samples', 'sql', 'train.yaml'),
   sftArgs: ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
   warmup: join('samples', 'sql', 'warmup'),
+  test: {
+    file: join('samples', 'sql', 'data', 'test.jsonl'),
+    async score(checkpoint, file) {
+      const { inspectSql } = await import('./inspect.js');
+      const eps = await inspectSql(checkpoint, readJsonl<SqlTask>(file));
+      return eps.reduce((a, e) => a + e.reward, 0) / eps.length;
+    },
+  },
 };
 
-export interface LearnOptions { minutes?: number; sftSteps?: number; dataDir?: string; quiet?: boolean; workers?: number }
+export interface LearnOptions { minutes?: number; sftSteps?: number; dataDir?: string; quiet?: boolean; workers?: number; test?: boolean }
 
-/** Warm-up then GRPO; returns agl train's outcome (before/after on val) and the warm-up's minutes. */
-export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Promise<TrainOutcome & { warmupMinutes: number }> {
+export type LearnOutcome = TrainOutcome & { warmupMinutes: number; testBefore?: number; testAfter?: number };
+
+/**
+ * Warm-up then GRPO; returns agl train's outcome (before/after on val), the warm-up's minutes and, unless
+ * `test: false`, the test split's score of the warm-up and of the final checkpoint (not the best on val).
+ */
+export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Promise<LearnOutcome> {
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), `agl-${s.name}-learn-`));
   const shipped = s.warmup !== undefined && o.sftSteps === undefined && existsSync(join(s.warmup, 'config.json'));
   const warmup = shipped ? s.warmup! : join(dataDir, 'warmup');
@@ -59,7 +76,10 @@ export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Prom
     ...(o.workers ? { workers: String(o.workers) } : {}),
   });
   if (!outcome) throw new Error('training was interrupted');
-  return { ...outcome, warmupMinutes };
+  if (!s.test || o.test === false) return { ...outcome, warmupMinutes };
+  const testBefore = await s.test.score(warmup, s.test.file);
+  const testAfter = await s.test.score(outcome.checkpoint, s.test.file);
+  return { ...outcome, warmupMinutes, testBefore, testAfter };
 }
 
 /** Command-line entry shared by the samples' learn.ts files. */
@@ -70,7 +90,8 @@ export function learnMain(s: SampleLearning): void {
     dataDir: values['data-dir'], workers: values.workers ? Number(values.workers) : undefined,
   }).then((r) => {
     const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
-    process.stdout.write(`\n${s.name}: held-out score ${pct(r.before)} -> ${pct(r.after)} in ${r.minutes.toFixed(1)} min of GRPO (+${r.warmupMinutes.toFixed(1)} min SFT warm-up)\nreport: ${r.report}\n`);
+    const test = r.testBefore !== undefined ? `; test split ${pct(r.testBefore)} -> ${pct(r.testAfter ?? null)}` : '';
+    process.stdout.write(`\n${s.name}: held-out (val) score ${pct(r.before)} -> ${pct(r.after)} in ${r.minutes.toFixed(1)} min of GRPO (+${r.warmupMinutes.toFixed(1)} min SFT warm-up)${test}\ncheckpoint: ${r.checkpoint}\nreport: ${r.report}\n`);
     process.exit(0);
   }, (e) => { process.stderr.write(`${s.name} learning failed: ${(e as Error).message}\n`); process.exit(1); });
 }

@@ -1,9 +1,12 @@
 /**
  * The sql warm-up's demonstrations, from problems of their own (as calc's): the same question templates
- * asked about another company (DEMO_COMPANY: other departments, cities, people and projects, hiring
- * years 2003-2012 and pay levels ending in 500, none of which the sample's company has), so no
- * demonstration question or gold query is one of train/val/test. The warm-up learns the format and how
- * each template maps to SQL, copying names from the question, never a held-out answer.
+ * asked about DEMO_COMPANIES invented companies (demoRoster: made-up names for departments, cities, people
+ * and projects, new in every company; hiring years before 2015 and pay levels ending in 100-900, none of
+ * which the sample's company has), so no demonstration question or gold query is one of train/val/test.
+ * The names change from company to company so the warm-up cannot memorise them: it learns how each
+ * template maps to SQL and to copy the value in the question into the query, never a held-out answer.
+ * (With one fixed demo company, 300 SFT steps learned the templates but wrote that company's names:
+ * 0 of 40 held-out questions right.)
  *
  * The demonstrator is imperfect on purpose, so RL has something to learn from the execution reward alone
  * (calc's demonstrator answered 70% of problems in its head; here the writer takes shortcuts):
@@ -13,38 +16,56 @@
  *   - the checker says yes to any query that runs and returns rows, no otherwise (it cannot tell a
  *     shortcut from the gold query, so a shortcut ends the episode with reward 0);
  *   - after a no, the rewriter writes the gold query and the checker accepts it.
- * A model imitating this writes the filter on about half of the questions of every template, so groups at
- * temperature 1 hold both behaviours and GRPO (writer and rewriter trained) can learn that the filter pays.
+ * A model imitating this drops the filter more often than it writes it (greedy, it mostly takes the
+ * shortcut: a low start), while groups at temperature 1 hold both behaviours, so GRPO (writer and
+ * rewriter trained) can learn that the filter pays.
  */
 import Database from 'better-sqlite3';
 import { rng } from '../calc/task.js';
-import { type Roster, companyRows, fillCompanyDb } from './db.js';
+import { COMPANY, type Roster, companyRows, fillCompanyDb } from './db.js';
 import { formatResult, runQuery } from './execute.js';
 import { checkerMessages, type Msg, rewriterMessages, TEMPLATES, writerMessages, type SqlTask } from './task.js';
 
-const DEMO_DEPARTMENTS = [
-  { name: 'Audit', city: 'Bergen' }, { name: 'Quality', city: 'Ghent' }, { name: 'Travel', city: 'Bergen' },
-  { name: 'Payroll', city: 'Malmo' }, { name: 'Training', city: 'Ghent' }, { name: 'Security', city: 'Split' },
-  { name: 'Logistics', city: 'Malmo' }, { name: 'Events', city: 'Tartu' }, { name: 'Hiring', city: 'Split' },
-  { name: 'Data', city: 'Bilbao' },
-];
-const DEMO_PEOPLE = [
-  'Abel', 'Bea', 'Cyd', 'Dora', 'Emil', 'Flo', 'Gil', 'Hedy', 'Ines', 'Joel', 'Kurt', 'Lina', 'Mats', 'Noor',
-  'Oda', 'Per', 'Rhea', 'Saul', 'Tove', 'Ulf', 'Vida', 'Wim', 'Xena', 'Yngve', 'Zara', 'Arvo', 'Bodil', 'Carl',
-  'Dina', 'Egon', 'Frida', 'Gorm', 'Hilde', 'Isak', 'Juna', 'Knut', 'Liv', 'Mogens', 'Nadia', 'Oskar', 'Petra',
-  'Ragna', 'Stig', 'Tilde', 'Uwe', 'Valo', 'Willa', 'Yusuf', 'Zelda', 'Aksel', 'Britt', 'Conny', 'Dirk', 'Elin',
-  'Folke', 'Greta', 'Harald', 'Idun', 'Jorun', 'Kalle',
-];
-const DEMO_PROJECTS = [
-  'Atlas', 'Borealis', 'Cinder', 'Dynamo', 'Echo', 'Fjord', 'Glacier', 'Helix', 'Icarus', 'Jasper', 'Krypton',
-  'Lotus', 'Mistral', 'Nova', 'Onyx', 'Prism', 'Quasar', 'Riptide', 'Sirocco', 'Tempest', 'Umbra', 'Vortex',
-];
+/** Syllables the demo companies' names are made of (none of the sample company's names can come out: see demoRoster). */
+const ONSETS = ['b', 'd', 'f', 'g', 'h', 'k', 'l', 'm', 'n', 'p', 'r', 's', 't', 'v', 'z', 'br', 'dr', 'kl', 'st', 'tr'];
+const VOWELS = ['a', 'e', 'i', 'o', 'u', 'ai', 'ea', 'io'];
 
-/** The company the demonstrations ask about: nothing in it is the sample company's (see the file comment). */
-export const DEMO_COMPANY: Roster = { depts: DEMO_DEPARTMENTS, people: DEMO_PEOPLE, projects: DEMO_PROJECTS, years: [2003, 2012], payOffset: 500 };
+/** How many demo companies the demonstrations ask about, and how big each is. */
+export const DEMO_COMPANIES = 5;
+const SIZES = { depts: 9, people: 56, projects: 20 };
+
+/**
+ * A demo company from a seed: invented names (two or three syllables) for its departments, cities, people
+ * and projects, hiring years in a nine-year window before 2015 and pay levels ending in 100-900 (the
+ * sample's company hires 2015-2024 and pays whole thousands). Names are new in every company, so the
+ * warm-up cannot memorise them: it has to learn to copy the name in the question into the query.
+ */
+export function demoRoster(seed: number): Roster {
+  const r = rng(seed);
+  const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)];
+  const banned = new Set([...COMPANY.people, ...COMPANY.projects, ...COMPANY.depts.flatMap((d) => [d.name, d.city])].map((n) => n.toLowerCase()));
+  const used = new Set<string>();
+  const name = (): string => {
+    for (;;) {
+      const n = Array.from({ length: r() < 0.6 ? 2 : 3 }, () => pick(ONSETS) + pick(VOWELS)).join('');
+      const cap = n[0].toUpperCase() + n.slice(1);
+      if (!banned.has(n) && !used.has(n)) { used.add(n); return cap; }
+    }
+  };
+  const cities = Array.from({ length: 5 }, name);
+  const depts = Array.from({ length: SIZES.depts }, () => ({ name: name(), city: pick(cities) }));
+  const first = 1985 + Math.floor(r() * 21);
+  return {
+    depts,
+    people: Array.from({ length: SIZES.people }, name),
+    projects: Array.from({ length: SIZES.projects }, name),
+    years: [first, first + 9],
+    payOffset: 100 * (1 + Math.floor(r() * 9)),
+  };
+}
 
 /** How the demonstrator's writer answers: shares of the problems (see the file comment). */
-export const WRITER_SHARES = { gold: 0.5, shortcut: 0.3, typo: 0.2 };
+export const WRITER_SHARES = { gold: 0.35, shortcut: 0.45, typo: 0.2 };
 
 /** The writer's shortcut: the gold query without its filter (ORDER BY / LIMIT kept). */
 export function dropFilter(gold: string): string {
@@ -55,10 +76,15 @@ export function pluralTable(gold: string): string {
   return gold.replace(/ FROM (\w+)/, ' FROM $1s');
 }
 
-/** Every (template, value) question about the demo company. */
-export function demoProblems(seed = 3): SqlTask[] {
-  const rows = companyRows(seed, DEMO_COMPANY);
-  return TEMPLATES.flatMap((t) => t.values(rows).map((v) => t.make(v))).map((x, i) => ({ id: `demo-${i}`, ...x }));
+/** A demo problem with the company it is asked about (index into the demo companies). */
+export interface DemoProblem extends SqlTask { company: number }
+
+/** Every (template, value) question about each demo company. */
+export function demoProblems(seed = 3): DemoProblem[] {
+  return Array.from({ length: DEMO_COMPANIES }, (_, c) => {
+    const rows = companyRows(seed + c, demoRoster(seed * 1000 + c));
+    return TEMPLATES.flatMap((t) => t.values(rows).map((v) => ({ ...t.make(v), company: c })));
+  }).flat().map((x, i) => ({ id: `demo-${i}`, ...x }));
 }
 
 /**
@@ -67,14 +93,17 @@ export function demoProblems(seed = 3): SqlTask[] {
  */
 export function warmupDemonstrations(heldApart: SqlTask[], seed = 3): { messages: Msg[] }[] {
   const taken = new Set(heldApart.flatMap((t) => [t.question, t.gold]));
-  const db = new Database(':memory:');
+  const dbs = Array.from({ length: DEMO_COMPANIES }, (_, c) => {
+    const db = new Database(':memory:');
+    fillCompanyDb(db, companyRows(seed + c, demoRoster(seed * 1000 + c)));
+    return db;
+  });
   try {
-    fillCompanyDb(db, companyRows(seed, DEMO_COMPANY));
-    const run = (sql: string) => { const r = runQuery(db, sql); return { text: formatResult(r), accepted: r.error === null && r.rows.length > 0 }; };
     const r = rng(seed ^ 0x5eed);
     const demos: { messages: Msg[] }[] = [];
     for (const p of demoProblems(seed)) {
       if (taken.has(p.question) || taken.has(p.gold)) continue;
+      const run = (sql: string) => { const q = runQuery(dbs[p.company], sql); return { text: formatResult(q), accepted: q.error === null && q.rows.length > 0 }; };
       const u = r();
       const first = u < WRITER_SHARES.gold ? p.gold : u < WRITER_SHARES.gold + WRITER_SHARES.shortcut ? dropFilter(p.gold) : pluralTable(p.gold);
       const seen = run(first);
@@ -87,6 +116,6 @@ export function warmupDemonstrations(heldApart: SqlTask[], seed = 3): { messages
     }
     return demos;
   } finally {
-    db.close();
+    for (const db of dbs) db.close();
   }
 }

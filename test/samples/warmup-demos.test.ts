@@ -40,7 +40,8 @@ describe('sql warm-up demonstrations', () => {
     const rows = companyRows();
     const names = [...rows.emps.map((e) => e.name), ...rows.depts.map((d) => d.name), ...rows.depts.map((d) => d.city), ...rows.projs.map((p) => p.name)];
     const text = demos.map((d) => JSON.stringify(d)).join('\n');
-    assert.deepEqual(names.filter((n) => new RegExp(`\\b${n}\\b`).test(text)), []);
+    // (A longer invented name cut by the result's `…` is not one of them.)
+    assert.deepEqual(names.filter((n) => new RegExp(`\\b${n}\\b(?!…)`).test(text)), []);
   });
 
   it('hold both writer behaviours, checker verdicts and repairs', () => {
@@ -48,10 +49,10 @@ describe('sql warm-up demonstrations', () => {
     assert.ok(writer.length >= 300, `${writer.length} problems`);
     const shortcuts = writer.filter((d) => !/ WHERE /.test(reply(d as Chat))).length;
     const share = shortcuts / writer.length;
-    assert.ok(share > 0.2 && share < 0.4, `shortcut share ${share.toFixed(2)} (designed 0.3)`);
+    assert.ok(share > 0.38 && share < 0.52, `shortcut share ${share.toFixed(2)} (designed 0.45)`);
     assert.ok(writer.every((d) => !/ WHERE /.test(reply(d as Chat)) || dropFilter(reply(d as Chat)) !== reply(d as Chat)));
     const gold = writer.filter((d) => / WHERE /.test(reply(d as Chat)) && !/ FROM (emps|depts|projs)\b/.test(reply(d as Chat))).length / writer.length;
-    assert.ok(gold > 0.4 && gold < 0.6, `gold share ${gold.toFixed(2)} (designed 0.5)`);
+    assert.ok(gold > 0.28 && gold < 0.42, `gold share ${gold.toFixed(2)} (designed 0.35)`);
     const verdicts = demos.filter((d) => system(d as Chat) === CHECKER_SYSTEM).map((d) => reply(d as Chat));
     assert.ok(verdicts.includes('yes') && verdicts.includes('no'));
     assert.ok(demos.some((d) => user(d as Chat).endsWith('Better SQL:')));
@@ -74,15 +75,15 @@ describe('rag warm-up demonstrations', () => {
     assert.equal(asked.filter((q) => questions.has(q)).length, 0);
   });
 
-  it('follow the bridge on about half of the second hops; only then is the answer shown', () => {
+  it('follow the bridge on about a third of the second hops; only then is the answer shown', () => {
     const queries = demos.filter((d) => system(d as Chat) === QUERY_INSTRUCTIONS);
     const second = queries.filter((d) => user(d as Chat).includes('\nKnown: '));
     assert.equal(second.length * 2, queries.length);
     const firstOf = new Map(queries.filter((d) => !user(d as Chat).includes('\nKnown: ')).map((d) => [user(d as Chat), reply(d as Chat)]));
     const lazy = second.filter((d) => reply(d as Chat) === firstOf.get(user(d as Chat).split('\n')[0])).length / second.length;
-    assert.ok(lazy > 0.35 && lazy < 0.65, `repeated second queries ${lazy.toFixed(2)} (designed 0.5)`);
+    assert.ok(lazy > 0.62 && lazy < 0.78, `repeated second queries ${lazy.toFixed(2)} (designed 0.7)`);
     const answers = demos.filter((d) => system(d as Chat) === ANSWER_INSTRUCTIONS).map((d) => reply(d as Chat));
     const unknown = answers.filter((a) => a === 'unknown').length / answers.length;
-    assert.ok(unknown > 0.35 && unknown < 0.7, `unknown answers ${unknown.toFixed(2)}`);
+    assert.ok(unknown > 0.55 && unknown < 0.85, `unknown answers ${unknown.toFixed(2)}`);
   });
 });
