@@ -2,7 +2,7 @@
  * `agl sft --data demos.jsonl`: supervised warm-up from demonstrations (see daemon/algorithm/sft-trainer.ts for
  * the line format), writing a checkpoint folder that `agl train --model <folder>` starts from.
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { openPolicy } from '../algorithm/open-policy.js';
@@ -59,7 +59,32 @@ export async function run(argv: string[]): Promise<number> {
   mkdirSync(out, { recursive: true });
   await policy.save(out);
   if (a['weights-only']) rmSync(join(out, 'optimizer.safetensors'), { force: true });
+  // How the checkpoint was made, beside it (agl-sft.json): continued runs keep their base's record in `base`.
+  const baseRecord = join(model, SFT_RECORD);
+  const record: SftRecord = {
+    data: a.data, model: model.startsWith('builtin:') ? model : undefined, steps: res.steps, batchSize, lr, seed: num(a.seed, 'seed', 1),
+    seconds: Math.round((Date.now() - started) / 1000), finalLoss: Number(res.lastLoss.toFixed(4)), date: new Date().toISOString(),
+    base: existsSync(baseRecord) ? JSON.parse(readFileSync(baseRecord, 'utf8')) as SftRecord : undefined,
+  };
+  writeFileSync(join(out, SFT_RECORD), `${JSON.stringify(record, null, 2)}\n`);
   process.stdout.write(`agl sft: ${res.steps} steps in ${((Date.now() - started) / 1000).toFixed(0)} s, final loss ${res.lastLoss.toFixed(3)}\ncheckpoint: ${out}\n`);
   policy.dispose();
   return 0;
+}
+
+/** The file `agl sft` writes beside a checkpoint: what made it (and, for a continued run, its base's record). */
+export const SFT_RECORD = 'agl-sft.json';
+export interface SftRecord {
+  data: string; model?: string; steps: number; batchSize: number; lr: number; seed: number;
+  seconds: number; finalLoss: number; date: string; base?: SftRecord;
+}
+
+/** Minutes of SFT that made a checkpoint (its record and its bases'), or undefined without a record. */
+export function sftMinutes(checkpoint: string): number | undefined {
+  const f = join(checkpoint, SFT_RECORD);
+  if (!existsSync(f)) return undefined;
+  let r: SftRecord | undefined = JSON.parse(readFileSync(f, 'utf8')) as SftRecord;
+  let s = 0;
+  for (; r; r = r.base) s += r.seconds;
+  return s / 60;
 }

@@ -20,7 +20,7 @@ import { type SqlTask, TEMPLATES } from './task.js';
 export const WRITER_OUTCOMES = ['gold rows', 'no filter', 'plural table', 'wrong value', 'other error'] as const;
 export type WriterOutcome = typeof WRITER_OUTCOMES[number];
 
-export interface SqlEpisode { template: number; writer: WriterOutcome; rewrites: number; reward: number }
+export interface SqlEpisode { template: number; writer: WriterOutcome; rewrites: number; reward: number; question: string; query: string }
 
 /** The template a question was made from (its text around the value), or -1. */
 export function templateOf(question: string): number {
@@ -49,7 +49,8 @@ export async function inspectSql(checkpoint: string, tasks: SqlTask[], temperatu
       for (let i = next++; i < tasks.length; i = next++) {
         const t = tasks[i];
         const final = await graph.invoke(t.question);
-        out[i] = { template: templateOf(t.question), writer: writerOutcome(db, final.history[0]?.sql ?? '', t.gold), rewrites: final.history.length - 1, reward: executionReward(db, final.sql, t.gold) };
+        const query = final.history[0]?.sql ?? '';
+        out[i] = { template: templateOf(t.question), writer: writerOutcome(db, query, t.gold), rewrites: final.history.length - 1, reward: executionReward(db, final.sql, t.gold), question: t.question, query };
       }
     }));
     return out;
@@ -81,13 +82,21 @@ export function sqlTable(tasks: SqlTask[], runs: { name: string; episodes: SqlEp
 }
 
 if (/sql[\\/]inspect\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { data: { type: 'string' }, temperature: { type: 'string', default: '0' } } });
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { data: { type: 'string' }, temperature: { type: 'string', default: '0' }, examples: { type: 'string', default: '0' } } });
   const tasks = readFileSync(values.data ?? 'samples/sql/data/val.jsonl', 'utf8').trim().split('\n').map((l) => JSON.parse(l) as SqlTask);
   const checkpoints = positionals.length ? positionals : ['samples/sql/warmup'];
   void (async () => {
     const runs: { name: string; episodes: SqlEpisode[] }[] = [];
-    for (const [i, c] of checkpoints.entries()) runs.push({ name: checkpoints.length > 1 ? (i === 0 ? 'before' : 'after') : 'greedy', episodes: await inspectSql(c, tasks, Number(values.temperature)) });
+    for (const [i, c] of checkpoints.entries()) runs.push({ name: checkpoints.length > 1 ? (i === 0 ? 'before' : 'after') : Number(values.temperature) > 0 ? `T=${values.temperature}` : 'greedy', episodes: await inspectSql(c, tasks, Number(values.temperature)) });
     process.stdout.write(`${checkpoints.map((c, i) => `${runs[i].name}: ${c}`).join('\n')}\nwriter's first query: ${WRITER_OUTCOMES.join(', ')}; rewrites: episodes where the checker said no\n\n${sqlTable(tasks, runs)}\n`);
+    const k = Number(values.examples);
+    // --examples K: K writer queries per outcome, per checkpoint (what "wrong value" or "other error" looks like)
+    for (const r of k > 0 ? runs : []) {
+      for (const o of WRITER_OUTCOMES) {
+        const eps = r.episodes.filter((e) => e.writer === o).slice(0, k);
+        if (eps.length) process.stdout.write(`\n${r.name}, ${o}:\n${eps.map((e) => `  ${e.question}\n    ${e.query}`).join('\n')}\n`);
+      }
+    }
     process.exit(0);
   })().catch((e) => { process.stderr.write(`${(e as Error).message}\n`); process.exit(1); });
 }

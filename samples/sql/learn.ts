@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { run as sft } from '../../daemon/commands/sft.js';
+import { run as sft, sftMinutes } from '../../daemon/commands/sft.js';
 import { type TrainOutcome, trainAgent } from '../../daemon/commands/train.js';
 import { readJsonl } from '../../daemon/algorithm/sft-trainer.js';
 import type { SqlTask } from './task.js';
@@ -61,7 +61,8 @@ export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Prom
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), `agl-${s.name}-learn-`));
   const shipped = s.warmup !== undefined && o.sftSteps === undefined && existsSync(join(s.warmup, 'config.json'));
   const warmup = shipped ? s.warmup! : join(dataDir, 'warmup');
-  let warmupMinutes = 0;
+  // A shipped warm-up's minutes come from the record agl sft wrote beside it (agl-sft.json).
+  let warmupMinutes = shipped ? sftMinutes(warmup) ?? 0 : 0;
   if (!shipped) {
     const args = [...s.sftArgs];
     if (o.sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(o.sftSteps));
