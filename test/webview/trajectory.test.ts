@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { trajectoryHandlers } from '../../extension/panels/data.js';
+import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
 import { openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
 import { CODE_FILE, GROUP_STEP, seedCalcTraining, type SeededData } from './seed.js';
 
@@ -165,6 +166,31 @@ describe('trajectory viewer webview', () => {
     await view.page.locator('.vlist').evaluate((el) => { el.scrollTop = el.scrollHeight; });
     await view.page.waitForSelector(`.rollout-row[data-rollout-id="${oldest}"]`, { timeout: 10_000 });
     assert.equal(await text('.view-header .count'), '74 rollouts', '13 seeded + 1 live + 60 queued');
+  });
+
+  it('draws the filter controls of the list shown last when the page of the list shown before arrives first', async () => {
+    // The lens opens the list on its agent while the webview's first list (no filter) is still loading: that first
+    // page is answered only once the agent's list has asked for its own, and before it.
+    const handlers = trajectoryHandlers(daemon.client);
+    const list = handlers.get(TrajectoryProtocol.listRollouts.method)!;
+    let secondAsked!: () => void, firstAnswered!: () => void;
+    const asked = new Promise<void>((r) => { secondAsked = r; }), answered = new Promise<void>((r) => { firstAnswered = r; });
+    let calls = 0;
+    handlers.set(TrajectoryProtocol.listRollouts.method, async (params) => {
+      const call = ++calls;
+      if (call === 1) { await asked; try { return await list(params); } finally { setTimeout(firstAnswered, 50); } }
+      if (call === 2) { secondAsked(); await answered; }
+      return list(params);
+    });
+    const fresh = await openWebview('trajectory', handlers, { width: 1000 });
+    try {
+      await fresh.page.waitForFunction(() => document.querySelector('.view-header .count') !== null);
+      await fresh.notify(TrajectoryProtocol.show.method, { view: { kind: 'rollouts' }, filter: { agent: 'samples/calc/agent.ts#calcAgent' } });
+      await fresh.page.waitForSelector('.filter-chip[data-chip="agent"]', { timeout: 10_000 });
+      await fresh.page.waitForSelector('vscode-textfield[data-filter="search"]', { timeout: 10_000 });
+      assert.ok(calls >= 2, `both lists asked for a page (${calls})`);
+      assert.deepEqual([...fresh.problems], []);
+    } finally { await fresh.close(); }
   });
 
   it('ran under the strict CSP without a violation or an error, and that CSP does block inline script', async () => {

@@ -132,7 +132,10 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
     return button;
   }));
 
+  /** The choices this view's controls show: another view's fetch may have set lastChoices while these were not drawn. */
+  let drawnChoices: string | null = null;
   const drawChoices = (page: Choices): void => {
+    drawnChoices = JSON.stringify(page);
     const run = page.runs.find((r) => r.id === filter.runId);
     mount(filters,
       textField('Search', 'search', filter.search ?? '', { placeholder: 'Words in the task or its outputs', type: 'search' }, (v) => { if (v !== (filter.search ?? '')) set({ search: v || undefined }); }, SEARCH_DEBOUNCE_MS),
@@ -175,7 +178,8 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
     fetch: async (offset, limit) => {
       const page = await actions.load({ ...filter, offset, limit });
       const choices = choicesOf(page);
-      if (JSON.stringify(choices) !== JSON.stringify(lastChoices)) { lastChoices = choices; drawChoices(choices); }
+      lastChoices = choices;
+      if (JSON.stringify(choices) !== drawnChoices) drawChoices(choices);
       last = page;
       drawSummary(page);
       return { items: page.items, total: page.total };
