@@ -9,15 +9,14 @@
  * settings (a temporary config file), starting from the shipped warm-up (`samples/<name>/warmup/`) when there
  * is one, else from one SFT made first and shared by every run (--sft-steps to shorten it).
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 import { deepMerge, readConfigFile } from '../daemon/algorithm/config.js';
-import { run as sft } from '../daemon/commands/sft.js';
 import { trainAgent } from '../daemon/commands/train.js';
 import { RAG_LEARNING } from '../samples/rag/learn.js';
-import { SQL_LEARNING, type SampleLearning } from '../samples/sql/learn.js';
+import { makeWarmup, SQL_LEARNING, warmupCommands, type SampleLearning } from '../samples/sql/learn.js';
 
 export const STRATEGIES = ['identical', 'last', 'discounted', 'combined'] as const;
 /** AIR when on: a call whose tool failed (sql: SQLite rejected the query; rag: the search found nothing) gets -0.2. */
@@ -50,14 +49,7 @@ export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
   const work = mkdtempSync(join(tmpdir(), `agl-credit-${o.sample}-`));
   // Checkpoints and stores of every run (~100 MB each sweep) are scratch: only the table is kept.
   try {
-    const shipped = s.warmup !== undefined && o.sftSteps === undefined && existsSync(join(s.warmup, 'config.json'));
-    const warmup = shipped ? s.warmup! : join(work, 'warmup');
-    if (!shipped) {
-      const args = [...s.sftArgs];
-      if (o.sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(o.sftSteps));
-      process.stderr.write(`credit sweep: no shipped warm-up, making one (agl sft ${args.join(' ')})\n`);
-      if (await sft(['--data', s.demos, '--out', warmup, '--data-dir', work, ...args]) !== 0) throw new Error('agl sft failed');
-    }
+    const { warmup, shipped } = await makeWarmup(s, work, o.sftSteps);
     const base = readConfigFile(s.config) as Record<string, unknown>;
     const rows: SweepRow[] = [];
     let k = 0;
@@ -91,7 +83,7 @@ export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
     const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
     writeFileSync(o.out, `${JSON.stringify({
       date: new Date().toISOString(), machine, sample: o.sample, seeds: o.seeds, budget: { minutes: o.minutes ?? null, maxSteps: o.maxSteps ?? null, valSize: o.valSize ?? null, batchSize: o.batchSize ?? null, groupSize: o.groupSize ?? null },
-      warmup: shipped ? warmup : `agl sft ${s.sftArgs.join(' ')}${o.sftSteps !== undefined ? ` (--steps ${o.sftSteps})` : ''}`, airRules: AIR_RULES,
+      warmup: shipped ? warmup : o.sftSteps !== undefined ? `agl sft ${s.sftArgs.join(' ')} (--steps ${o.sftSteps})` : warmupCommands(s).join(' && '), airRules: AIR_RULES,
       score: 'held-out (val split, greedy) score after training', rows,
     }, null, 2)}\n`);
     return rows;

@@ -15,7 +15,11 @@ export const RAG_LEARNING: SampleLearning = {
   val: join('samples', 'rag', 'data', 'val.jsonl'),
   demos: join('samples', 'rag', 'data', 'demos.jsonl'),
   config: join('samples', 'rag', 'train.yaml'),
-  sftArgs: ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
+  // The shipped warm-up was extended stage by stage, inspecting after each (samples/rag/README.md).
+  sftArgs: ['--model', 'builtin:0.8m', '--steps', '900', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
+  sftThen: [
+    ['--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '2'],
+  ],
   warmup: join('samples', 'rag', 'warmup'),
   test: {
     file: join('samples', 'rag', 'data', 'test.jsonl'),

@@ -24,7 +24,12 @@ export interface SampleLearning {
   config: string;
   /** `agl sft` flags for the warm-up (the context must hold the sample's longest chat). */
   sftArgs: string[];
-  /** A shipped warm-up checkpoint made with sftArgs: used instead of running the SFT again. */
+  /**
+   * Further `agl sft` runs, each continuing from the checkpoint before it (`--model <it>` added): how a
+   * shipped warm-up that was extended stage by stage is remade exactly (same seeds, same steps per stage).
+   */
+  sftThen?: string[][];
+  /** A shipped warm-up checkpoint made with sftArgs (then sftThen): used instead of running the SFT again. */
   warmup?: string;
   /** The test split (never used in training or selection) and how a checkpoint is scored on it (greedy). */
   test?: { file: string; score(checkpoint: string, file: string): Promise<number> };
@@ -37,7 +42,13 @@ export const SQL_LEARNING: SampleLearning = {
   val: join('samples', 'sql', 'data', 'val.jsonl'),
   demos: join('samples', 'sql', 'data', 'demos.jsonl'),
   config: join('samples', 'sql', 'train.yaml'),
+  // The shipped warm-up was extended stage by stage, inspecting after each (samples/sql/README.md): 2,700 steps in all.
   sftArgs: ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
+  sftThen: [
+    ['--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '2'],
+    ['--steps', '900', '--batch-size', '32', '--lr', '1e-3', '--seed', '3'],
+    ['--steps', '900', '--batch-size', '32', '--lr', '1e-3', '--seed', '4'],
+  ],
   warmup: join('samples', 'sql', 'warmup'),
   test: {
     file: join('samples', 'sql', 'data', 'test.jsonl'),
@@ -59,18 +70,7 @@ export type LearnOutcome = TrainOutcome & { warmupMinutes: number; testBefore?: 
  */
 export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Promise<LearnOutcome> {
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), `agl-${s.name}-learn-`));
-  const shipped = s.warmup !== undefined && o.sftSteps === undefined && existsSync(join(s.warmup, 'config.json'));
-  const warmup = shipped ? s.warmup! : join(dataDir, 'warmup');
-  // A shipped warm-up's minutes come from the record agl sft wrote beside it (agl-sft.json).
-  let warmupMinutes = shipped ? sftMinutes(warmup) ?? 0 : 0;
-  if (!shipped) {
-    const args = [...s.sftArgs];
-    if (o.sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(o.sftSteps));
-    const t0 = Date.now();
-    const code = await sft(['--data', s.demos, '--out', warmup, '--data-dir', dataDir, ...args]);
-    if (code !== 0) throw new Error(`agl sft failed with exit code ${code}`);
-    warmupMinutes = (Date.now() - t0) / 60000;
-  }
+  const { warmup, minutes: warmupMinutes } = await makeWarmup(s, dataDir, o.sftSteps);
   const outcome = await trainAgent({
     agent: s.agent, train: s.train, val: s.val, model: warmup, config: s.config, 'data-dir': dataDir, quiet: o.quiet,
     ...(o.minutes !== undefined ? { 'max-minutes': String(o.minutes) } : {}),
@@ -81,6 +81,35 @@ export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Prom
   const testBefore = await s.test.score(warmup, s.test.file);
   const testAfter = await s.test.score(outcome.checkpoint, s.test.file);
   return { ...outcome, warmupMinutes, testBefore, testAfter };
+}
+
+/** The `agl sft` command lines that make a sample's warm-up (the first from a built-in model, each next from the one before). */
+export function warmupCommands(s: SampleLearning, out = 'DIR'): string[] {
+  const stages = [s.sftArgs, ...(s.sftThen ?? [])];
+  return stages.map((a, i) => `agl sft --data ${s.demos} --out ${out}${i < stages.length - 1 ? `-${i + 1}` : ''} ${i ? `--model ${out}-${i} ` : ''}${a.join(' ')}`);
+}
+
+/**
+ * The sample's warm-up checkpoint: the shipped one (its minutes from the agl-sft.json record beside it), or
+ * made here by sftArgs then sftThen. `sftSteps` (a quick run) replaces the first stage's steps and skips the rest.
+ */
+export async function makeWarmup(s: SampleLearning, dataDir: string, sftSteps?: number): Promise<{ warmup: string; minutes: number; shipped: boolean }> {
+  if (s.warmup !== undefined && sftSteps === undefined && existsSync(join(s.warmup, 'config.json'))) {
+    return { warmup: s.warmup, minutes: sftMinutes(s.warmup) ?? 0, shipped: true };
+  }
+  const stages = sftSteps !== undefined ? [s.sftArgs] : [s.sftArgs, ...(s.sftThen ?? [])];
+  const t0 = Date.now();
+  let prev: string | undefined;
+  for (const [i, stage] of stages.entries()) {
+    const args = [...stage];
+    if (sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(sftSteps));
+    const out = join(dataDir, i === stages.length - 1 ? 'warmup' : `warmup-${i + 1}`);
+    process.stderr.write(`${s.name}: warm-up stage ${i + 1}/${stages.length}: agl sft ${[...(prev ? ['--model', prev] : []), ...args].join(' ')}\n`);
+    const code = await sft(['--data', s.demos, '--out', out, '--data-dir', dataDir, ...(prev ? ['--model', prev] : []), ...args]);
+    if (code !== 0) throw new Error(`agl sft failed with exit code ${code}`);
+    prev = out;
+  }
+  return { warmup: prev!, minutes: (Date.now() - t0) / 60000, shipped: false };
 }
 
 /** Command-line entry shared by the samples' learn.ts files. */
