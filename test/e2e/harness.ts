@@ -6,6 +6,7 @@
  * dir); code-server runs in its own process group, so stopping it also stops the extension host, the
  * language server and the daemon the extension started. See ../shared/guides/VSCODE-E2E.md.
  */
+import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -56,6 +57,19 @@ export function extensionLogs(scratch: string): string {
   return out.join('\n');
 }
 
+/**
+ * The start of an e2e test: fails naming what is missing when run without `npm test`'s set-up, makes the
+ * screenshot folder, and returns a clock: `mark(name)` records the seconds since start under that name.
+ */
+export function beginE2e(): { timings: Record<string, number>; mark: (name: string) => void } {
+  const missing = missingTools();
+  assert.equal(missing, null, missing ?? '');
+  mkdirSync(SHOTS, { recursive: true });
+  const timings: Record<string, number> = {};
+  const t0 = Date.now();
+  return { timings, mark: (name) => { timings[name] = Math.round((Date.now() - t0) / 100) / 10; } };
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -96,9 +110,10 @@ export async function startCodeServer(vsix: string, settings: Record<string, unk
     'git.openRepositoryInParentFolders': 'never',
     ...settings,
   }, null, 2));
+  const dataDir = opts.dataDir ?? dirs['agl-data']!;
   const env: NodeJS.ProcessEnv = {
     ...process.env, TMPDIR: dirs.tmp, XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'],
-    AGL_DATA_DIR: opts.dataDir ?? dirs['agl-data'],
+    AGL_DATA_DIR: dataDir,
   };
   delete env.NODE_OPTIONS; // the test runner's tsx loader must not leak into VS Code's processes
   const common = ['--user-data-dir', dirs.user!, '--extensions-dir', dirs.extensions!];
@@ -123,10 +138,10 @@ export async function startCodeServer(vsix: string, settings: Record<string, unk
     await new Promise((r) => setTimeout(r, 250));
   }
   return {
-    url, scratch, dataDir: opts.dataDir ?? dirs['agl-data']!, log: () => output,
+    url, scratch, dataDir, log: () => output,
     stop: async () => {
       // The daemon the extension started is in code-server's process group, but stop it by pid too.
-      const daemonPid = readDaemonPid(opts.dataDir ?? dirs['agl-data']!);
+      const daemonPid = readDaemonPid(dataDir);
       try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* already gone */ }
       await new Promise((r) => setTimeout(r, 1500));
       try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }

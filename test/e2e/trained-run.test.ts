@@ -15,7 +15,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
@@ -23,7 +23,7 @@ import { openStore } from '../../daemon/store/index.js';
 import { finalReward, spanKind } from '../../protocol/span-reading.js';
 import type { Rollout, Span, TrainingRun, Transition } from '../../protocol/store.js';
 import {
-  extensionLogs, launchBrowser, missingTools, openFile, packagedVsix, ROOT, runCommand, SHOTS, startCodeServer, webview, webviewWith,
+  beginE2e, extensionLogs, launchBrowser, openFile, packagedVsix, ROOT, runCommand, SHOTS, startCodeServer, webview, webviewWith,
   type Browser, type FrameLocator, type Page,
 } from './harness.js';
 
@@ -126,12 +126,7 @@ const fmt3 = (x: number) => (Number.isInteger(x) ? String(x) : x.toFixed(3));
 const signed3 = (x: number) => `${x > 0 ? '+' : ''}${x.toFixed(3)}`;
 
 test('VS Code on a store with two real training runs: CodeLens stats, dashboard and overlay, GRPO groups, rollouts search and filters, a tool step', { timeout: 10 * 60_000 }, async () => {
-  const missing = missingTools();
-  assert.equal(missing, null, missing ?? '');
-  mkdirSync(SHOTS, { recursive: true });
-  const timings: Record<string, number> = {};
-  const t0 = Date.now();
-  const mark = (name: string) => { timings[name] = Math.round((Date.now() - t0) / 100) / 10; };
+  const { timings, mark } = beginE2e();
 
   const scratch = mkdtempSync(join(tmpdir(), 'agl-e2e-trained-'));
   const dataDir = join(scratch, 'agl-data');

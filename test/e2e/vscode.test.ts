@@ -7,21 +7,15 @@
  * `npm test` installs code-server and finds or unpacks chromium first; without them it fails saying so.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { extensionLogs, launchBrowser, missingTools, openFile, packagedVsix, pickItem, ROOT, runCommand, SHOTS, startCodeServer, webview, type Browser, type Page } from './harness.js';
+import { beginE2e, extensionLogs, launchBrowser, openFile, packagedVsix, pickItem, ROOT, runCommand, SHOTS, startCodeServer, webview, type Browser, type Page } from './harness.js';
 
 const shots = SHOTS;
 const samples = join(ROOT, 'samples');
 
 test('VS Code: daemon starts, CodeLens shows, Train This Agent runs with progress, trajectory viewer shows the rollouts', { timeout: 15 * 60_000 }, async () => {
-  const missing = missingTools();
-  assert.equal(missing, null, missing ?? '');
-  mkdirSync(shots, { recursive: true });
-  const timings: Record<string, number> = {};
-  const t0 = Date.now();
-  const mark = (name: string) => { timings[name] = Math.round((Date.now() - t0) / 100) / 10; };
+  const { timings, mark } = beginE2e();
 
   const vsix = packagedVsix();
   mark('packaged');
