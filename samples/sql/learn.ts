@@ -27,6 +27,7 @@ export interface SampleLearning {
   /**
    * Further `agl sft` runs, each continuing from the checkpoint before it (`--model <it>` added): how a
    * shipped warm-up that was extended stage by stage is remade exactly (same seeds, same steps per stage).
+   * A stage trains on `demos` unless it names its own `--data`.
    */
   sftThen?: string[][];
   /** A shipped warm-up checkpoint made with sftArgs (then sftThen): used instead of running the SFT again. */
@@ -42,12 +43,15 @@ export const SQL_LEARNING: SampleLearning = {
   val: join('samples', 'sql', 'data', 'val.jsonl'),
   demos: join('samples', 'sql', 'data', 'demos.jsonl'),
   config: join('samples', 'sql', 'train.yaml'),
-  // The shipped warm-up was extended stage by stage, inspecting after each (samples/sql/README.md): 2,700 steps in all.
+  // The shipped warm-up was extended stage by stage, inspecting after each (samples/sql/README.md): 2,700 steps on
+  // the demonstrations, then 1,200 on the copy drills (names of random letters), 3,900 in all.
   sftArgs: ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
   sftThen: [
     ['--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '2'],
     ['--steps', '900', '--batch-size', '32', '--lr', '1e-3', '--seed', '3'],
     ['--steps', '900', '--batch-size', '32', '--lr', '1e-3', '--seed', '4'],
+    ['--data', join('samples', 'sql', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '5'],
+    ['--data', join('samples', 'sql', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '5e-4', '--seed', '6'],
   ],
   warmup: join('samples', 'sql', 'warmup'),
   test: {
@@ -86,7 +90,7 @@ export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Prom
 /** The `agl sft` command lines that make a sample's warm-up (the first from a built-in model, each next from the one before). */
 export function warmupCommands(s: SampleLearning, out = 'DIR'): string[] {
   const stages = [s.sftArgs, ...(s.sftThen ?? [])];
-  return stages.map((a, i) => `agl sft --data ${s.demos} --out ${out}${i < stages.length - 1 ? `-${i + 1}` : ''} ${i ? `--model ${out}-${i} ` : ''}${a.join(' ')}`);
+  return stages.map((a, i) => `agl sft ${a.includes('--data') ? '' : `--data ${s.demos} `}--out ${out}${i < stages.length - 1 ? `-${i + 1}` : ''} ${i ? `--model ${out}-${i} ` : ''}${a.join(' ')}`);
 }
 
 /**
@@ -105,7 +109,7 @@ export async function makeWarmup(s: SampleLearning, dataDir: string, sftSteps?: 
     if (sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(sftSteps));
     const out = join(dataDir, i === stages.length - 1 ? 'warmup' : `warmup-${i + 1}`);
     process.stderr.write(`${s.name}: warm-up stage ${i + 1}/${stages.length}: agl sft ${[...(prev ? ['--model', prev] : []), ...args].join(' ')}\n`);
-    const code = await sft(['--data', s.demos, '--out', out, '--data-dir', dataDir, ...(prev ? ['--model', prev] : []), ...args]);
+    const code = await sft([...(args.includes('--data') ? [] : ['--data', s.demos]), '--out', out, '--data-dir', dataDir, ...(prev ? ['--model', prev] : []), ...args]);
     if (code !== 0) throw new Error(`agl sft failed with exit code ${code}`);
     prev = out;
   }

@@ -30,6 +30,15 @@ import { checkerMessages, type Msg, rewriterMessages, TEMPLATES, writerMessages,
 const ONSETS = ['b', 'd', 'f', 'g', 'h', 'k', 'l', 'm', 'n', 'p', 'r', 's', 't', 'v', 'z', 'br', 'dr', 'kl', 'st', 'tr'];
 const VOWELS = ['a', 'e', 'i', 'o', 'u', 'ai', 'ea', 'io'];
 
+/** Any lowercase letter: the copy drills' names (see COPY_DRILLS). */
+const LETTERS = [...'abcdefghijklmnopqrstuvwxyz'];
+
+/**
+ * How a demo company's names are made: `syllables` (pronounceable, two or three consonant-vowel pairs) or
+ * `letters` (three to seven letters drawn uniformly, e.g. `Qxevt`), which no language prior can guess.
+ */
+export type NameStyle = 'syllables' | 'letters';
+
 /** How many demo companies the demonstrations ask about, and how big each is. */
 export const DEMO_COMPANIES = 5;
 const SIZES = { depts: 9, people: 56, projects: 20 };
@@ -40,14 +49,16 @@ const SIZES = { depts: 9, people: 56, projects: 20 };
  * sample's company hires 2015-2024 and pays whole thousands). Names are new in every company, so the
  * warm-up cannot memorise them: it has to learn to copy the name in the question into the query.
  */
-export function demoRoster(seed: number): Roster {
+export function demoRoster(seed: number, style: NameStyle = 'syllables'): Roster {
   const r = rng(seed);
   const pick = <T>(xs: T[]) => xs[Math.floor(r() * xs.length)];
   const banned = new Set([...COMPANY.people, ...COMPANY.projects, ...COMPANY.depts.flatMap((d) => [d.name, d.city])].map((n) => n.toLowerCase()));
   const used = new Set<string>();
   const name = (): string => {
     for (;;) {
-      const n = Array.from({ length: r() < 0.6 ? 2 : 3 }, () => pick(ONSETS) + pick(VOWELS)).join('');
+      const n = style === 'letters'
+        ? Array.from({ length: 3 + Math.floor(r() * 5) }, () => pick(LETTERS)).join('')
+        : Array.from({ length: r() < 0.6 ? 2 : 3 }, () => pick(ONSETS) + pick(VOWELS)).join('');
       const cap = n[0].toUpperCase() + n.slice(1);
       if (!banned.has(n) && !used.has(n)) { used.add(n); return cap; }
     }
@@ -79,29 +90,52 @@ export function pluralTable(gold: string): string {
 /** A demo problem with the company it is asked about (index into the demo companies). */
 export interface DemoProblem extends SqlTask { company: number }
 
-/** Every (template, value) question about each demo company. */
-export function demoProblems(seed = 3): DemoProblem[] {
-  return Array.from({ length: DEMO_COMPANIES }, (_, c) => {
-    const rows = companyRows(seed + c, demoRoster(seed * 1000 + c));
-    return TEMPLATES.flatMap((t) => t.values(rows).map((v) => ({ ...t.make(v), company: c })));
-  }).flat().map((x, i) => ({ id: `demo-${i}`, ...x }));
+/** Which demo companies the demonstrations ask about, and how many of each company's questions. */
+export interface DemoSet { seed: number; companies: number; style: NameStyle; /** Questions kept per company (a seeded sample), all when absent. */ perCompany?: number }
+
+/** The warm-up's first demonstrations (data/demos.jsonl): five companies with pronounceable names, every question. */
+export const DEMOS: DemoSet = { seed: 3, companies: DEMO_COMPANIES, style: 'syllables' };
+
+/**
+ * The copy drills (data/demos-copy.jsonl): the same templates and the same imperfect demonstrator, asked about
+ * forty companies whose names are random letters, a sample of each company's questions. Measured reason: after
+ * 2,700 steps on DEMOS the writer started a held-out name with the question's first letters, then went on in
+ * the demo companies' syllable style (`Walt` -> `name='Habe'`): it had learned those names' look, not to
+ * copy. Names no prior can predict leave copying as the only way to lower the loss.
+ */
+export const COPY_DRILLS: DemoSet = { seed: 11, companies: 40, style: 'letters', perCompany: 110 };
+
+/** The rows of each company of a demo set (as its databases are filled). */
+function demoCompanies(set: DemoSet) {
+  return Array.from({ length: set.companies }, (_, c) => companyRows(set.seed + c, demoRoster(set.seed * 1000 + c, set.style)));
+}
+
+/** Every (template, value) question about each demo company (or a seeded sample of perCompany of them). */
+export function demoProblems(set: DemoSet = DEMOS): DemoProblem[] {
+  const r = rng(set.seed ^ 0xc0de);
+  return demoCompanies(set).flatMap((rows, c) => {
+    const all = TEMPLATES.flatMap((t) => t.values(rows).map((v) => ({ ...t.make(v), company: c })));
+    if (set.perCompany === undefined || all.length <= set.perCompany) return all;
+    for (let i = all.length - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); [all[i], all[j]] = [all[j], all[i]]; }
+    return all.slice(0, set.perCompany);
+  }).map((x, i) => ({ id: `demo-${i}`, ...x }));
 }
 
 /**
  * The demonstrations, in the exact chat form the agent sends, for every demo problem whose question and
  * gold query are in none of `heldApart` (train/val/test: never a shared question, even by coincidence).
  */
-export function warmupDemonstrations(heldApart: SqlTask[], seed = 3): { messages: Msg[] }[] {
+export function warmupDemonstrations(heldApart: SqlTask[], set: DemoSet = DEMOS): { messages: Msg[] }[] {
   const taken = new Set(heldApart.flatMap((t) => [t.question, t.gold]));
-  const dbs = Array.from({ length: DEMO_COMPANIES }, (_, c) => {
+  const dbs = demoCompanies(set).map((rows) => {
     const db = new Database(':memory:');
-    fillCompanyDb(db, companyRows(seed + c, demoRoster(seed * 1000 + c)));
+    fillCompanyDb(db, rows);
     return db;
   });
   try {
-    const r = rng(seed ^ 0x5eed);
+    const r = rng(set.seed ^ 0x5eed);
     const demos: { messages: Msg[] }[] = [];
-    for (const p of demoProblems(seed)) {
+    for (const p of demoProblems(set)) {
       if (taken.has(p.question) || taken.has(p.gold)) continue;
       const run = (sql: string) => { const q = runQuery(dbs[p.company], sql); return { text: formatResult(q), accepted: q.error === null && q.rows.length > 0 }; };
       const u = r();

@@ -11,27 +11,31 @@ import { join } from 'node:path';
 import { SFT_RECORD, type SftRecord } from '../../daemon/commands/sft.js';
 import { makeWarmup, type SampleLearning, warmupCommands } from '../../samples/sql/learn.js';
 
-test('makeWarmup runs sftArgs then each sftThen stage from the checkpoint before it; --sft-steps runs the first stage only', async () => {
+test('makeWarmup runs sftArgs then each sftThen stage from the checkpoint before it (on its own --data where it names one); --sft-steps runs the first stage only', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-warmup-stages-'));
   try {
     const demos = join(dir, 'demos.jsonl');
     writeFileSync(demos, '{"prompt":"1+1=","completion":"2"}\n{"prompt":"2+2=","completion":"4"}\n');
+    const drills = join(dir, 'drills.jsonl');
+    writeFileSync(drills, '{"prompt":"3+3=","completion":"6"}\n{"prompt":"4+4=","completion":"8"}\n');
     const s: SampleLearning = {
       name: 'tiny', agent: 'x.ts#x', train: '', val: '', demos, config: '',
       sftArgs: ['--model', 'builtin:0.8m', '--steps', '2', '--batch-size', '2', '--context', '32', '--seed', '1'],
-      sftThen: [['--steps', '1', '--batch-size', '2', '--lr', '1e-3', '--seed', '2'], ['--steps', '1', '--batch-size', '2', '--seed', '3']],
+      sftThen: [['--steps', '1', '--batch-size', '2', '--lr', '1e-3', '--seed', '2'], ['--data', drills, '--steps', '1', '--batch-size', '2', '--seed', '3']],
     };
     assert.deepEqual(warmupCommands(s, 'W'), [
       `agl sft --data ${demos} --out W-1 --model builtin:0.8m --steps 2 --batch-size 2 --context 32 --seed 1`,
       `agl sft --data ${demos} --out W-2 --model W-1 --steps 1 --batch-size 2 --lr 1e-3 --seed 2`,
-      `agl sft --data ${demos} --out W --model W-2 --steps 1 --batch-size 2 --seed 3`,
+      `agl sft --out W --model W-2 --data ${drills} --steps 1 --batch-size 2 --seed 3`,
     ]);
     const made = await makeWarmup(s, join(dir, 'full'));
     assert.equal(made.shipped, false);
     const r = JSON.parse(readFileSync(join(made.warmup, SFT_RECORD), 'utf8')) as SftRecord;
     const chain: SftRecord[] = [];
     for (let x: SftRecord | undefined = r; x; x = x.base) chain.push(x);
-    assert.deepEqual(chain.map((x) => [x.steps, x.seed, x.lr, x.model]), [[1, 3, 1e-4, undefined], [1, 2, 1e-3, undefined], [2, 1, 1e-3, 'builtin:0.8m']]);
+    assert.deepEqual(chain.map((x) => [x.data, x.steps, x.seed, x.lr, x.model]), [
+      [drills, 1, 3, 1e-4, undefined], [demos, 1, 2, 1e-3, undefined], [demos, 2, 1, 1e-3, 'builtin:0.8m'],
+    ]);
 
     const quick = await makeWarmup(s, join(dir, 'quick'), 1);
     const q = JSON.parse(readFileSync(join(quick.warmup, SFT_RECORD), 'utf8')) as SftRecord;

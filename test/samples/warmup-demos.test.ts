@@ -13,20 +13,20 @@ import { ANSWER_INSTRUCTIONS, QUERY_INSTRUCTIONS } from '../../samples/rag/promp
 import { warmupDemonstrations as ragDemos } from '../../samples/rag/warmup-demos.js';
 import { companyRows, SCHEMA_LINE } from '../../samples/sql/db.js';
 import { CHECKER_SYSTEM, makeSqlSplits } from '../../samples/sql/task.js';
-import { dropFilter, warmupDemonstrations as sqlDemos } from '../../samples/sql/warmup-demos.js';
+import { COPY_DRILLS, DEMOS, dropFilter, warmupDemonstrations as sqlDemos } from '../../samples/sql/warmup-demos.js';
 
 type Chat = { messages: { role: string; content: string }[] };
 const user = (d: Chat) => d.messages.find((m) => m.role === 'user')!.content;
 const reply = (d: Chat) => d.messages.at(-1)!.content;
 const system = (d: Chat) => d.messages[0].content;
 
-describe('sql warm-up demonstrations', () => {
+for (const [file, set] of [['demos.jsonl', DEMOS], ['demos-copy.jsonl', COPY_DRILLS]] as const) describe(`sql warm-up demonstrations (${file})`, () => {
   const splits = makeSqlSplits(companyRows());
   const held = [...splits.train, ...splits.val, ...splits.test];
-  const demos = sqlDemos(held);
+  const demos = sqlDemos(held, set);
 
-  it('are the shipped data/demos.jsonl', () => {
-    assert.deepEqual(readJsonl<Demonstration>(join('samples', 'sql', 'data', 'demos.jsonl')), demos);
+  it(`are the shipped data/${file}`, () => {
+    assert.deepEqual(readJsonl<Demonstration>(join('samples', 'sql', 'data', file)), demos);
   });
 
   it('share no question and no gold query with train, val or test', () => {
@@ -56,6 +56,16 @@ describe('sql warm-up demonstrations', () => {
     const verdicts = demos.filter((d) => system(d as Chat) === CHECKER_SYSTEM).map((d) => reply(d as Chat));
     assert.ok(verdicts.includes('yes') && verdicts.includes('no'));
     assert.ok(demos.some((d) => user(d as Chat).endsWith('Better SQL:')));
+  });
+
+  it(`ask about ${set.companies} companies whose names are ${set.style}`, () => {
+    const writer = demos.filter((d) => system(d as Chat) === SCHEMA_LINE);
+    const named = writer.map((d) => /name='([^']+)'/.exec(reply(d as Chat))?.[1]).filter((n): n is string => n !== undefined);
+    assert.ok(named.length > 50);
+    const syllabic = named.filter((n) => /^([bdfghklmnprstvz]|br|dr|kl|st|tr)(a|e|i|o|u|ai|ea|io)(([bdfghklmnprstvz]|br|dr|kl|st|tr)(a|e|i|o|u|ai|ea|io)){1,2}$/i.test(n)).length / named.length;
+    if (set.style === 'syllables') assert.equal(syllabic, 1);
+    else assert.ok(syllabic < 0.05, `${(syllabic * 100).toFixed(0)}% of the drills' names look like syllables`);
+    if (set.perCompany !== undefined) assert.ok(writer.length <= set.companies * set.perCompany && writer.length > set.companies * set.perCompany * 0.95);
   });
 });
 
