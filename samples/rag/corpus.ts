@@ -22,22 +22,30 @@ export interface World {
   guilds: { name: string; hall: string; founder: string }[];
 }
 
-/** Invented names, unique across the world (capitalised syllables). */
-function namer(r: () => number) {
+/**
+ * How a world's names are made: `syllables` (the sample's worlds: capitalised syllables from SYL) or `letters`
+ * (the warm-up's copy drills: two or three letters drawn uniformly per syllable asked for, which no prior can guess).
+ */
+export type NameStyle = 'syllables' | 'letters';
+
+/** Invented names, unique across the world. */
+function namer(r: () => number, style: NameStyle = 'syllables') {
   const used = new Set<string>();
   return (syllables: number): string => {
     for (;;) {
       let s = '';
-      for (let i = 0; i < syllables; i++) s += SYL[Math.floor(r() * SYL.length)];
+      if (style === 'letters') {
+        for (let i = 0, n = syllables * 2 + Math.floor(r() * (syllables + 1)); i < n; i++) s += String.fromCharCode(97 + Math.floor(r() * 26));
+      } else for (let i = 0; i < syllables; i++) s += SYL[Math.floor(r() * SYL.length)];
       const name = s[0].toUpperCase() + s.slice(1);
       if (!used.has(name)) { used.add(name); return name; }
     }
   };
 }
 
-export function makeWorld(seed = 5, sizes = { towns: 30, people: 70, guilds: 25 }): World {
+export function makeWorld(seed = 5, sizes = { towns: 30, people: 70, guilds: 25 }, style: NameStyle = 'syllables'): World {
   const r = rng(seed);
-  const name = namer(r);
+  const name = namer(r, style);
   const pick = <T>(xs: T[]): T => xs[Math.floor(r() * xs.length)];
   const rivers = Array.from({ length: 12 }, () => name(2));
   const towns = Array.from({ length: sizes.towns }, () => ({ name: name(3), river: pick(rivers), region: pick(REGIONS) }));

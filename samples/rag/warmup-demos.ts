@@ -18,7 +18,7 @@
  * about a third of the questions at temperature 1: groups hold both second queries, and only the bridge
  * pays, which GRPO can learn per hop.
  */
-import { type Doc, makeCorpus, makeRagSplits, makeWorld, type RagTask } from './corpus.js';
+import { type Doc, makeCorpus, makeRagSplits, makeWorld, type NameStyle, type RagTask } from './corpus.js';
 import { answerInput, ANSWER_INSTRUCTIONS, type Msg, QUERY_INSTRUCTIONS, queryFor, queryInput } from './prompts.js';
 import { CorpusSearch } from './search.js';
 import { rng } from '../calc/task.js';
@@ -30,9 +30,18 @@ export const DEMO_WORLDS = 5;
 /** Share of the demonstrations whose second query follows the bridge entity. */
 export const BRIDGE_SHARE = 0.3;
 
+/**
+ * The copy drills (data/demos-copy.jsonl): the same templates and the same imperfect demonstrator, asked about
+ * twenty more worlds whose names are random letters (150 problems each). As the sql sample measured, names drawn
+ * from the same syllables as the sample's let the warm-up lower its loss by the syllables' look rather than by
+ * copying; random letters leave copying (the question's entity, the bridge out of the found document, the
+ * answer) as the only way.
+ */
+export const COPY_DRILLS = { n: 150, seed: 205, worlds: 20, style: 'letters' as NameStyle };
+
 /** Two-hop problems about one demo world, with that world's corpus. */
-export function demoProblems(n = 300, seed = DEMO_WORLD_SEED): { tasks: RagTask[]; docs: Doc[] } {
-  const world = makeWorld(seed);
+export function demoProblems(n = 300, seed = DEMO_WORLD_SEED, style: NameStyle = 'syllables'): { tasks: RagTask[]; docs: Doc[] } {
+  const world = makeWorld(seed, undefined, style);
   const tasks = makeRagSplits(world, seed + 1, { train: n, val: 0, test: 0 }).train.map((t, i) => ({ ...t, id: `demo-${seed}-${i}` }));
   return { tasks, docs: makeCorpus(world) };
 }
@@ -45,12 +54,12 @@ const chat = (system: string, user: string, reply: string) => ({ messages: [
  * The demonstrations for every problem of every demo world (n per world) whose question is in none of
  * `heldApart` (train/val/test); each world searched over its own corpus.
  */
-export function warmupDemonstrations(heldApart: RagTask[], n = 300, seed = DEMO_WORLD_SEED, worlds = DEMO_WORLDS): { messages: Msg[] }[] {
+export function warmupDemonstrations(heldApart: RagTask[], n = 300, seed = DEMO_WORLD_SEED, worlds = DEMO_WORLDS, style: NameStyle = 'syllables'): { messages: Msg[] }[] {
   const taken = new Set(heldApart.map((t) => t.question));
   const r = rng(seed ^ 0x5eed);
   const demos: { messages: Msg[] }[] = [];
   for (let w = 0; w < worlds; w++) {
-    const { tasks, docs } = demoProblems(n, seed + w);
+    const { tasks, docs } = demoProblems(n, seed + w, style);
     const search = new CorpusSearch(docs);
     const byTitle = new Map(docs.map((d) => [d.title, d]));
     for (const t of tasks) {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { type Demonstration, readJsonl } from '../../daemon/algorithm/sft-trainer.js';
 import { makeRagSplits, makeWorld } from '../../samples/rag/corpus.js';
 import { ANSWER_INSTRUCTIONS, QUERY_INSTRUCTIONS } from '../../samples/rag/prompts.js';
-import { warmupDemonstrations as ragDemos } from '../../samples/rag/warmup-demos.js';
+import { COPY_DRILLS as RAG_DRILLS, warmupDemonstrations as ragDemos } from '../../samples/rag/warmup-demos.js';
 import { companyRows, SCHEMA_LINE } from '../../samples/sql/db.js';
 import { CHECKER_SYSTEM, makeSqlSplits } from '../../samples/sql/task.js';
 import { COPY_DRILLS, DEMOS, dropFilter, warmupDemonstrations as sqlDemos } from '../../samples/sql/warmup-demos.js';
@@ -69,13 +69,21 @@ for (const [file, set] of [['demos.jsonl', DEMOS], ['demos-copy.jsonl', COPY_DRI
   });
 });
 
-describe('rag warm-up demonstrations', () => {
+for (const file of ['demos.jsonl', 'demos-copy.jsonl']) describe(`rag warm-up demonstrations (${file})`, () => {
   const splits = makeRagSplits(makeWorld());
   const held = [...splits.train, ...splits.val, ...splits.test];
-  const demos = ragDemos(held);
+  const drills = file === 'demos-copy.jsonl';
+  const demos = drills ? ragDemos(held, RAG_DRILLS.n, RAG_DRILLS.seed, RAG_DRILLS.worlds, RAG_DRILLS.style) : ragDemos(held);
 
-  it('are the shipped data/demos.jsonl', () => {
-    assert.deepEqual(readJsonl<Demonstration>(join('samples', 'rag', 'data', 'demos.jsonl')), demos);
+  it(`are the shipped data/${file}`, () => {
+    assert.deepEqual(readJsonl<Demonstration>(join('samples', 'rag', 'data', file)), demos);
+  });
+
+  it(drills ? 'name their entities in random letters, none in the sample world\'s syllables' : 'name their entities in the sample world\'s syllables', () => {
+    const firstQueries = demos.filter((d) => system(d as Chat) === QUERY_INSTRUCTIONS && !user(d as Chat).includes('\nKnown: ')).map((d) => reply(d as Chat));
+    const syllabic = firstQueries.filter((q) => /^(the )?(ka|lo|mir|ven|tor|sa|bel|du|rin|os|fa|gel|ith|mo|zan|pe|quor|ul|ny|drea)+( (ka|lo|mir|ven|tor|sa|bel|du|rin|os|fa|gel|ith|mo|zan|pe|quor|ul|ny|drea)+)?( guild)?$/i.test(q)).length / firstQueries.length;
+    if (drills) assert.ok(syllabic < 0.02, `${(syllabic * 100).toFixed(0)}% syllable names`);
+    else assert.equal(syllabic, 1);
   });
 
   it('share no question with train, val or test', () => {
