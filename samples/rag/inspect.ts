@@ -6,7 +6,8 @@
  * repeated hop 1, or wrote something else; whether the second document found is the one holding the
  * answer; the answer's token F1. Given two checkpoints (before and after training) it prints them side by
  * side, per question template: what RL changed.
- *   npx tsx samples/rag/inspect.ts samples/rag/warmup [<after-checkpoint>] [--data samples/rag/data/val.jsonl] [--temperature 1]
+ *   npx tsx samples/rag/inspect.ts samples/rag/warmup [<after-checkpoint>] [--data samples/rag/data/val.jsonl] [--temperature 1] [--examples K]
+ * (--examples K: K episodes per second-hop outcome, with the queries and the answer written.)
  */
 import { readFileSync } from 'node:fs';
 import { OpenAIChatCompletionsModel } from '@openai/agents';
@@ -27,7 +28,11 @@ export const RAG_TEMPLATES: [string, RegExp][] = [
   ['guild of the maker of a work', /^Which guild does the maker of /],
 ];
 
-export interface RagEpisode { template: number; hop1Expert: boolean; hop2: 'bridge' | 'repeat' | 'other'; bridgeFound: boolean; f1: number }
+export interface RagEpisode {
+  template: number; hop1Expert: boolean; hop2: 'bridge' | 'repeat' | 'other'; bridgeFound: boolean; f1: number;
+  /** What the calls wrote: the two queries and the answer. */
+  queries: string[]; answer: string;
+}
 
 export async function inspectRag(checkpoint: string, tasks: RagTask[], temperature = 0, concurrency = 4): Promise<RagEpisode[]> {
   const served = await serveCheckpoint(checkpoint, { temperature });
@@ -47,6 +52,7 @@ export async function inspectRag(checkpoint: string, tasks: RagTask[], temperatu
           hop2: q2 === bridge ? 'bridge' : q2 === q1 ? 'repeat' : 'other',
           bridgeFound: o.docs.some((d) => d.title === t.hops[1]),
           f1: o.reward,
+          queries: o.queries, answer: o.answer,
         };
       }
     }));
@@ -76,14 +82,31 @@ export function ragTable(tasks: RagTask[], runs: { name: string; episodes: RagEp
   return lines.join('\n');
 }
 
+/** Up to k episodes per second-hop outcome: the question, what each call wrote, and the expected entities and answer. */
+export function ragExamples(tasks: RagTask[], run: { name: string; episodes: RagEpisode[] }, k: number): string {
+  const out: string[] = [];
+  for (const hop2 of ['bridge', 'repeat', 'other'] as const) {
+    const eps = run.episodes.map((e, i) => ({ e, t: tasks[i] })).filter(({ e }) => e.hop2 === hop2).slice(0, k);
+    if (!eps.length) continue;
+    out.push(`${run.name}, hop 2 ${hop2}:`);
+    for (const { e, t } of eps) {
+      out.push(`  ${t.question}`, `    queries ${e.queries.map((q) => JSON.stringify(q)).join(' -> ')}  (expected ${JSON.stringify(queryFor({ title: t.hops[0] }))} -> ${JSON.stringify(queryFor({ title: t.hops[1] }))})`);
+      out.push(`    answer ${JSON.stringify(e.answer)}  (gold ${JSON.stringify(t.answer)}, F1 ${e.f1.toFixed(2)})`);
+    }
+  }
+  return out.join('\n');
+}
+
 if (/rag[\\/]inspect\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { data: { type: 'string' }, temperature: { type: 'string', default: '0' } } });
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { data: { type: 'string' }, temperature: { type: 'string', default: '0' }, examples: { type: 'string', default: '0' } } });
   const tasks = readFileSync(values.data ?? 'samples/rag/data/val.jsonl', 'utf8').trim().split('\n').map((l) => JSON.parse(l) as RagTask);
   const checkpoints = positionals.length ? positionals : ['samples/rag/warmup'];
   void (async () => {
     const runs: { name: string; episodes: RagEpisode[] }[] = [];
-    for (const [i, c] of checkpoints.entries()) runs.push({ name: checkpoints.length > 1 ? (i === 0 ? 'before' : 'after') : 'greedy', episodes: await inspectRag(c, tasks, Number(values.temperature)) });
+    for (const [i, c] of checkpoints.entries()) runs.push({ name: checkpoints.length > 1 ? (i === 0 ? 'before' : 'after') : Number(values.temperature) > 0 ? `T=${values.temperature}` : 'greedy', episodes: await inspectRag(c, tasks, Number(values.temperature)) });
     process.stdout.write(`${checkpoints.map((c, i) => `${runs[i].name}: ${c}`).join('\n')}\nhop1 ok: the first query names the question's entity; hop2 bridge: the second names the entity the first document gave (repeat: hop 1's query again); found: the answer's document was retrieved\n\n${ragTable(tasks, runs)}\n`);
+    const k = Number(values.examples);
+    if (k > 0) process.stdout.write(`\n${ragExamples(tasks, runs.at(-1)!, k)}\n`);
     process.exit(0);
   })().catch((e) => { process.stderr.write(`${(e as Error).message}\n`); process.exit(1); });
 }

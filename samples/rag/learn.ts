@@ -19,6 +19,8 @@ export const RAG_LEARNING: SampleLearning = {
   sftArgs: ['--model', 'builtin:0.8m', '--steps', '900', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
   sftThen: [
     ['--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '2'],
+    ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '3'],
+    ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '4'],
   ],
   warmup: join('samples', 'rag', 'warmup'),
   test: {
