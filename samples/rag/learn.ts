@@ -21,6 +21,7 @@ export const RAG_LEARNING: SampleLearning = {
     ['--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '2'],
     ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '3'],
     ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '4'],
+    ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '5'],
   ],
   warmup: join('samples', 'rag', 'warmup'),
   test: {
