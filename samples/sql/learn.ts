@@ -87,10 +87,13 @@ export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Prom
   return { ...outcome, warmupMinutes, testBefore, testAfter };
 }
 
+/** A warm-up stage's data flag: the sample's demonstrations unless the stage names its own `--data`. */
+const stageData = (s: SampleLearning, stage: string[]): string[] => (stage.includes('--data') ? [] : ['--data', s.demos]);
+
 /** The `agl sft` command lines that make a sample's warm-up (the first from a built-in model, each next from the one before). */
 export function warmupCommands(s: SampleLearning, out = 'DIR'): string[] {
   const stages = [s.sftArgs, ...(s.sftThen ?? [])];
-  return stages.map((a, i) => `agl sft ${a.includes('--data') ? '' : `--data ${s.demos} `}--out ${out}${i < stages.length - 1 ? `-${i + 1}` : ''} ${i ? `--model ${out}-${i} ` : ''}${a.join(' ')}`);
+  return stages.map((a, i) => `agl sft ${[...stageData(s, a), ''].join(' ')}--out ${out}${i < stages.length - 1 ? `-${i + 1}` : ''} ${i ? `--model ${out}-${i} ` : ''}${a.join(' ')}`);
 }
 
 /**
@@ -109,7 +112,7 @@ export async function makeWarmup(s: SampleLearning, dataDir: string, sftSteps?: 
     if (sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(sftSteps));
     const out = join(dataDir, i === stages.length - 1 ? 'warmup' : `warmup-${i + 1}`);
     process.stderr.write(`${s.name}: warm-up stage ${i + 1}/${stages.length}: agl sft ${[...(prev ? ['--model', prev] : []), ...args].join(' ')}\n`);
-    const code = await sft([...(args.includes('--data') ? [] : ['--data', s.demos]), '--out', out, '--data-dir', dataDir, ...(prev ? ['--model', prev] : []), ...args]);
+    const code = await sft([...stageData(s, args), '--out', out, '--data-dir', dataDir, ...(prev ? ['--model', prev] : []), ...args]);
     if (code !== 0) throw new Error(`agl sft failed with exit code ${code}`);
     prev = out;
   }

@@ -111,9 +111,9 @@ function demoCompanies(set: DemoSet) {
 }
 
 /** Every (template, value) question about each demo company (or a seeded sample of perCompany of them). */
-export function demoProblems(set: DemoSet = DEMOS): DemoProblem[] {
+export function demoProblems(set: DemoSet = DEMOS, companies = demoCompanies(set)): DemoProblem[] {
   const r = rng(set.seed ^ 0xc0de);
-  return demoCompanies(set).flatMap((rows, c) => {
+  return companies.flatMap((rows, c) => {
     const all = TEMPLATES.flatMap((t) => t.values(rows).map((v) => ({ ...t.make(v), company: c })));
     if (set.perCompany === undefined || all.length <= set.perCompany) return all;
     for (let i = all.length - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); [all[i], all[j]] = [all[j], all[i]]; }
@@ -127,7 +127,8 @@ export function demoProblems(set: DemoSet = DEMOS): DemoProblem[] {
  */
 export function warmupDemonstrations(heldApart: SqlTask[], set: DemoSet = DEMOS): { messages: Msg[] }[] {
   const taken = new Set(heldApart.flatMap((t) => [t.question, t.gold]));
-  const dbs = demoCompanies(set).map((rows) => {
+  const companies = demoCompanies(set);
+  const dbs = companies.map((rows) => {
     const db = new Database(':memory:');
     fillCompanyDb(db, rows);
     return db;
@@ -135,7 +136,7 @@ export function warmupDemonstrations(heldApart: SqlTask[], set: DemoSet = DEMOS)
   try {
     const r = rng(set.seed ^ 0x5eed);
     const demos: { messages: Msg[] }[] = [];
-    for (const p of demoProblems(set)) {
+    for (const p of demoProblems(set, companies)) {
       if (taken.has(p.question) || taken.has(p.gold)) continue;
       const run = (sql: string) => { const q = runQuery(dbs[p.company], sql); return { text: formatResult(q), accepted: q.error === null && q.rows.length > 0 }; };
       const u = r();
