@@ -22,6 +22,9 @@ export const RAG_LEARNING: SampleLearning = {
     ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '3'],
     ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '4'],
     ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '5'],
+    ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '6'],
+    ['--data', join('samples', 'rag', 'data', 'demos-doc.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '7'],
+    ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '8'],
   ],
   warmup: join('samples', 'rag', 'warmup'),
   test: {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { type Demonstration, readJsonl } from '../../daemon/algorithm/sft-trainer.js';
 import { makeRagSplits, makeWorld } from '../../samples/rag/corpus.js';
 import { ANSWER_INSTRUCTIONS, QUERY_INSTRUCTIONS } from '../../samples/rag/prompts.js';
-import { COPY_DRILLS as RAG_DRILLS, warmupDemonstrations as ragDemos } from '../../samples/rag/warmup-demos.js';
+import { COPY_DRILLS as RAG_DRILLS, DOC_DRILLS as RAG_DOC_DRILLS, warmupDemonstrations as ragDemos } from '../../samples/rag/warmup-demos.js';
 import { companyRows, SCHEMA_LINE } from '../../samples/sql/db.js';
 import { CHECKER_SYSTEM, makeSqlSplits } from '../../samples/sql/task.js';
 import { COPY_DRILLS, DEMOS, dropFilter, warmupDemonstrations as sqlDemos } from '../../samples/sql/warmup-demos.js';
@@ -69,18 +69,25 @@ for (const [file, set] of [['demos.jsonl', DEMOS], ['demos-copy.jsonl', COPY_DRI
   });
 });
 
-for (const file of ['demos.jsonl', 'demos-copy.jsonl']) describe(`rag warm-up demonstrations (${file})`, () => {
+for (const file of ['demos.jsonl', 'demos-copy.jsonl', 'demos-doc.jsonl']) describe(`rag warm-up demonstrations (${file})`, () => {
   const splits = makeRagSplits(makeWorld());
   const held = [...splits.train, ...splits.val, ...splits.test];
-  const drills = file === 'demos-copy.jsonl';
-  const demos = drills ? ragDemos(held, RAG_DRILLS.n, RAG_DRILLS.seed, RAG_DRILLS.worlds, RAG_DRILLS.style) : ragDemos(held);
+  const drills = file !== 'demos.jsonl';
+  const docOnly = file === 'demos-doc.jsonl';
+  const demos = file === 'demos-copy.jsonl' ? ragDemos(held, RAG_DRILLS.n, RAG_DRILLS.seed, RAG_DRILLS.worlds, RAG_DRILLS.style)
+    : docOnly ? ragDemos(held, RAG_DOC_DRILLS.n, RAG_DOC_DRILLS.seed, RAG_DOC_DRILLS.worlds, RAG_DOC_DRILLS.style, RAG_DOC_DRILLS)
+      : ragDemos(held);
 
   it(`are the shipped data/${file}`, () => {
     assert.deepEqual(readJsonl<Demonstration>(join('samples', 'rag', 'data', file)), demos);
   });
 
   it(drills ? 'name their entities in random letters, none in the sample world\'s syllables' : 'name their entities in the sample world\'s syllables', () => {
-    const firstQueries = demos.filter((d) => system(d as Chat) === QUERY_INSTRUCTIONS && !user(d as Chat).includes('\nKnown: ')).map((d) => reply(d as Chat));
+    // The question's entity: hop 1's reply, or for the document drills (no hop 1) the title the first found document starts with.
+    const firstQueries = docOnly
+      ? demos.filter((d) => system(d as Chat) === QUERY_INSTRUCTIONS).map((d) => /\nKnown: (?:The )?([A-Z][a-z]+(?: [A-Z][a-z]+)?)/.exec(user(d as Chat))![1])
+      : demos.filter((d) => system(d as Chat) === QUERY_INSTRUCTIONS && !user(d as Chat).includes('\nKnown: ')).map((d) => reply(d as Chat));
+    assert.ok(firstQueries.length > 100);
     const syllabic = firstQueries.filter((q) => /^(the )?(ka|lo|mir|ven|tor|sa|bel|du|rin|os|fa|gel|ith|mo|zan|pe|quor|ul|ny|drea)+( (ka|lo|mir|ven|tor|sa|bel|du|rin|os|fa|gel|ith|mo|zan|pe|quor|ul|ny|drea)+)?( guild)?$/i.test(q)).length / firstQueries.length;
     if (drills) assert.ok(syllabic < 0.02, `${(syllabic * 100).toFixed(0)}% syllable names`);
     else assert.equal(syllabic, 1);
@@ -93,15 +100,20 @@ for (const file of ['demos.jsonl', 'demos-copy.jsonl']) describe(`rag warm-up de
     assert.equal(asked.filter((q) => questions.has(q)).length, 0);
   });
 
-  it('follow the bridge on about a third of the second hops; only then is the answer shown', () => {
+  const share = docOnly ? RAG_DOC_DRILLS.bridgeShare : 0.3;
+  it(`follow the bridge on ${share * 100}% of the second hops; only then is the answer shown${docOnly ? '; no first hops' : ''}`, () => {
     const queries = demos.filter((d) => system(d as Chat) === QUERY_INSTRUCTIONS);
     const second = queries.filter((d) => user(d as Chat).includes('\nKnown: '));
-    assert.equal(second.length * 2, queries.length);
-    const firstOf = new Map(queries.filter((d) => !user(d as Chat).includes('\nKnown: ')).map((d) => [user(d as Chat), reply(d as Chat)]));
-    const lazy = second.filter((d) => reply(d as Chat) === firstOf.get(user(d as Chat).split('\n')[0])).length / second.length;
-    assert.ok(lazy > 0.62 && lazy < 0.78, `repeated second queries ${lazy.toFixed(2)} (designed 0.7)`);
+    assert.equal(second.length * (docOnly ? 1 : 2), queries.length);
+    // A second query repeats hop 1 when it names the entity of the question's first document: hop 1's reply, which the document begins with.
+    const repeated = (d: Chat) => docOnly
+      ? new RegExp(`^Known: (The )?${reply(d).replace(/^The /, '')}\\b`).test(user(d).split('\n')[1]!)
+      : reply(d) === new Map(queries.filter((q) => !user(q as Chat).includes('\nKnown: ')).map((q) => [user(q as Chat), reply(q as Chat)])).get(user(d).split('\n')[0]);
+    const lazy = second.filter((d) => repeated(d as Chat)).length / second.length;
+    assert.ok(Math.abs(lazy - (1 - share)) < 0.08, `repeated second queries ${lazy.toFixed(2)} (designed ${1 - share})`);
     const answers = demos.filter((d) => system(d as Chat) === ANSWER_INSTRUCTIONS).map((d) => reply(d as Chat));
+    assert.equal(answers.length, second.length);
     const unknown = answers.filter((a) => a === 'unknown').length / answers.length;
-    assert.ok(unknown > 0.55 && unknown < 0.85, `unknown answers ${unknown.toFixed(2)}`);
+    assert.ok(Math.abs(unknown - (1 - share)) < 0.15, `unknown answers ${unknown.toFixed(2)}`);
   });
 });
