@@ -25,6 +25,7 @@ export const RAG_LEARNING: SampleLearning = {
     ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '6'],
     ['--data', join('samples', 'rag', 'data', 'demos-doc.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '7'],
     ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '8'],
+    ['--data', join('samples', 'rag', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '9'],
   ],
   warmup: join('samples', 'rag', 'warmup'),
   test: {
