@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeCorpus, makeRagSplits, makeWorld } from './corpus.js';
 import { DATA_DIR } from './data.js';
-import { COPY_DRILLS, DOC_DRILLS, warmupDemonstrations } from './warmup-demos.js';
+import { COPY_DRILLS, DEMOS, DOC_DRILLS, warmupDemonstrations } from './warmup-demos.js';
 
 export function makeRagData(dir = DATA_DIR): { docs: number; train: number; val: number; test: number; demos: number; drills: number; docDrills: number } {
   mkdirSync(dir, { recursive: true });
@@ -19,11 +19,11 @@ export function makeRagData(dir = DATA_DIR): { docs: number; train: number; val:
   writeFileSync(join(dir, 'corpus.jsonl'), jsonl(docs));
   for (const [name, tasks] of Object.entries(splits)) writeFileSync(join(dir, `${name}.jsonl`), jsonl(tasks));
   const held = [...splits.train, ...splits.val, ...splits.test];
-  const demos = warmupDemonstrations(held);
+  const demos = warmupDemonstrations(held, DEMOS);
   writeFileSync(join(dir, 'demos.jsonl'), jsonl(demos));
-  const drills = warmupDemonstrations(held, COPY_DRILLS.n, COPY_DRILLS.seed, COPY_DRILLS.worlds, COPY_DRILLS.style);
+  const drills = warmupDemonstrations(held, COPY_DRILLS);
   writeFileSync(join(dir, 'demos-copy.jsonl'), jsonl(drills));
-  const docDrills = warmupDemonstrations(held, DOC_DRILLS.n, DOC_DRILLS.seed, DOC_DRILLS.worlds, DOC_DRILLS.style, DOC_DRILLS);
+  const docDrills = warmupDemonstrations(held, DOC_DRILLS);
   writeFileSync(join(dir, 'demos-doc.jsonl'), jsonl(docDrills));
   return { docs: docs.length, train: splits.train.length, val: splits.val.length, test: splits.test.length, demos: demos.length, drills: drills.length, docDrills: docDrills.length };
 }

@@ -31,13 +31,23 @@ export const DEMO_WORLDS = 5;
 export const BRIDGE_SHARE = 0.3;
 
 /**
+ * One demonstration set: `n` problems per world about `worlds` invented worlds (seeds `seed`, +1, ...), names in
+ * `style`; the demonstrator's second query follows the bridge on `bridgeShare` of the problems; with
+ * `documentCallsOnly` only the calls that copy out of a found document are kept (the second query and the answer).
+ */
+export interface DemoSet { n: number; seed: number; worlds: number; style: NameStyle; bridgeShare: number; documentCallsOnly: boolean }
+
+/** The first demonstrations (data/demos.jsonl). */
+export const DEMOS: DemoSet = { n: 300, seed: DEMO_WORLD_SEED, worlds: DEMO_WORLDS, style: 'syllables', bridgeShare: BRIDGE_SHARE, documentCallsOnly: false };
+
+/**
  * The copy drills (data/demos-copy.jsonl): the same templates and the same imperfect demonstrator, asked about
  * twenty more worlds whose names are random letters (150 problems each). As the sql sample measured, names drawn
  * from the same syllables as the sample's let the warm-up lower its loss by the syllables' look rather than by
  * copying; random letters leave copying (the question's entity, the bridge out of the found document, the
  * answer) as the only way.
  */
-export const COPY_DRILLS = { n: 150, seed: 205, worlds: 20, style: 'letters' as NameStyle };
+export const COPY_DRILLS: DemoSet = { ...DEMOS, n: 150, seed: 205, worlds: 20, style: 'letters' };
 
 /**
  * The document drills (data/demos-doc.jsonl): twenty more random-letter worlds, only the two calls that copy out
@@ -47,10 +57,7 @@ export const COPY_DRILLS = { n: 150, seed: 205, worlds: 20, style: 'letters' as 
  * 1% and the answerer ran past the name's end (`"Belpeithththth"`): in the copy drills only a fifth of the
  * lines copy from a document. Half the second hops still repeat hop 1, so groups at temperature 1 hold both.
  */
-export const DOC_DRILLS = { n: 150, seed: 305, worlds: 20, style: 'letters' as NameStyle, bridgeShare: 0.5, documentCallsOnly: true };
-
-/** What a demonstration set varies beyond its worlds (the defaults are the warm-up's first set). */
-export interface DemoOptions { bridgeShare?: number; documentCallsOnly?: boolean }
+export const DOC_DRILLS: DemoSet = { ...COPY_DRILLS, seed: 305, bridgeShare: 0.5, documentCallsOnly: true };
 
 /** Two-hop problems about one demo world, with that world's corpus. */
 export function demoProblems(n = 300, seed = DEMO_WORLD_SEED, style: NameStyle = 'syllables'): { tasks: RagTask[]; docs: Doc[] } {
@@ -64,11 +71,11 @@ const chat = (system: string, user: string, reply: string) => ({ messages: [
 ] });
 
 /**
- * The demonstrations for every problem of every demo world (n per world) whose question is in none of
+ * The demonstrations of one set (`set.n` problems per world) whose question is in none of
  * `heldApart` (train/val/test); each world searched over its own corpus.
  */
-export function warmupDemonstrations(heldApart: RagTask[], n = 300, seed = DEMO_WORLD_SEED, worlds = DEMO_WORLDS, style: NameStyle = 'syllables', opts: DemoOptions = {}): { messages: Msg[] }[] {
-  const { bridgeShare = BRIDGE_SHARE, documentCallsOnly = false } = opts;
+export function warmupDemonstrations(heldApart: RagTask[], set: DemoSet = DEMOS): { messages: Msg[] }[] {
+  const { n, seed, worlds, style, bridgeShare, documentCallsOnly } = set;
   const taken = new Set(heldApart.map((t) => t.question));
   const r = rng(seed ^ 0x5eed);
   const demos: { messages: Msg[] }[] = [];

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { type Demonstration, readJsonl } from '../../daemon/algorithm/sft-trainer.js';
 import { makeRagSplits, makeWorld } from '../../samples/rag/corpus.js';
 import { ANSWER_INSTRUCTIONS, QUERY_INSTRUCTIONS } from '../../samples/rag/prompts.js';
-import { COPY_DRILLS as RAG_DRILLS, DOC_DRILLS as RAG_DOC_DRILLS, warmupDemonstrations as ragDemos } from '../../samples/rag/warmup-demos.js';
+import { COPY_DRILLS as RAG_DRILLS, DEMOS as RAG_DEMOS, DOC_DRILLS as RAG_DOC_DRILLS, warmupDemonstrations as ragDemos } from '../../samples/rag/warmup-demos.js';
 import { companyRows, SCHEMA_LINE } from '../../samples/sql/db.js';
 import { CHECKER_SYSTEM, makeSqlSplits } from '../../samples/sql/task.js';
 import { COPY_DRILLS, DEMOS, dropFilter, warmupDemonstrations as sqlDemos } from '../../samples/sql/warmup-demos.js';
@@ -69,14 +69,12 @@ for (const [file, set] of [['demos.jsonl', DEMOS], ['demos-copy.jsonl', COPY_DRI
   });
 });
 
-for (const file of ['demos.jsonl', 'demos-copy.jsonl', 'demos-doc.jsonl']) describe(`rag warm-up demonstrations (${file})`, () => {
+for (const [file, set] of [['demos.jsonl', RAG_DEMOS], ['demos-copy.jsonl', RAG_DRILLS], ['demos-doc.jsonl', RAG_DOC_DRILLS]] as const) describe(`rag warm-up demonstrations (${file})`, () => {
   const splits = makeRagSplits(makeWorld());
   const held = [...splits.train, ...splits.val, ...splits.test];
-  const drills = file !== 'demos.jsonl';
-  const docOnly = file === 'demos-doc.jsonl';
-  const demos = file === 'demos-copy.jsonl' ? ragDemos(held, RAG_DRILLS.n, RAG_DRILLS.seed, RAG_DRILLS.worlds, RAG_DRILLS.style)
-    : docOnly ? ragDemos(held, RAG_DOC_DRILLS.n, RAG_DOC_DRILLS.seed, RAG_DOC_DRILLS.worlds, RAG_DOC_DRILLS.style, RAG_DOC_DRILLS)
-      : ragDemos(held);
+  const drills = set.style === 'letters';
+  const docOnly = set.documentCallsOnly;
+  const demos = ragDemos(held, set);
 
   it(`are the shipped data/${file}`, () => {
     assert.deepEqual(readJsonl<Demonstration>(join('samples', 'rag', 'data', file)), demos);
@@ -100,15 +98,16 @@ for (const file of ['demos.jsonl', 'demos-copy.jsonl', 'demos-doc.jsonl']) descr
     assert.equal(asked.filter((q) => questions.has(q)).length, 0);
   });
 
-  const share = docOnly ? RAG_DOC_DRILLS.bridgeShare : 0.3;
+  const share = set.bridgeShare;
   it(`follow the bridge on ${share * 100}% of the second hops; only then is the answer shown${docOnly ? '; no first hops' : ''}`, () => {
     const queries = demos.filter((d) => system(d as Chat) === QUERY_INSTRUCTIONS);
     const second = queries.filter((d) => user(d as Chat).includes('\nKnown: '));
     assert.equal(second.length * (docOnly ? 1 : 2), queries.length);
     // A second query repeats hop 1 when it names the entity of the question's first document: hop 1's reply, which the document begins with.
+    const firstOf = new Map(queries.filter((q) => !user(q as Chat).includes('\nKnown: ')).map((q) => [user(q as Chat), reply(q as Chat)]));
     const repeated = (d: Chat) => docOnly
       ? new RegExp(`^Known: (The )?${reply(d).replace(/^The /, '')}\\b`).test(user(d).split('\n')[1]!)
-      : reply(d) === new Map(queries.filter((q) => !user(q as Chat).includes('\nKnown: ')).map((q) => [user(q as Chat), reply(q as Chat)])).get(user(d).split('\n')[0]);
+      : reply(d) === firstOf.get(user(d).split('\n')[0]);
     const lazy = second.filter((d) => repeated(d as Chat)).length / second.length;
     assert.ok(Math.abs(lazy - (1 - share)) < 0.08, `repeated second queries ${lazy.toFixed(2)} (designed ${1 - share})`);
     const answers = demos.filter((d) => system(d as Chat) === ANSWER_INSTRUCTIONS).map((d) => reply(d as Chat));
