@@ -13,7 +13,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, Frame, FrameLocator, Page } from 'playwright-core';
+import type { Browser, Frame, FrameLocator, Locator, Page } from 'playwright-core';
 import { findChromium, launchChromium, NO_CHROMIUM } from '../helpers/browser.js';
 import { CODE_SERVER, codeServerReady } from '../helpers/code-server.js';
 
@@ -222,4 +222,24 @@ export async function webviewWith(page: Page, selector: string, timeout = 30_000
   }
 }
 
-export type { Browser, Frame, FrameLocator, Page };
+type Box = { x: number; y: number; width: number; height: number };
+
+/**
+ * The boxes of `locators`, read together once every one is visible and none moved since the previous read
+ * (250 ms apart). An editor that is still being analysed re-renders its lines: a line can be detached or hidden
+ * for a moment (boundingBox() is then null), and CodeLenses arriving push lines down.
+ */
+export async function settledBoxes(page: Page, locators: Locator[], timeout = 30_000): Promise<Box[]> {
+  const deadline = Date.now() + timeout;
+  let previous: (Box | null)[] = [];
+  for (;;) {
+    const boxes = await Promise.all(locators.map((l) => l.boundingBox({ timeout: 1_000 }).catch(() => null)));
+    const settled = boxes.every((b, i) => b && previous[i] && b.x === previous[i]!.x && b.y === previous[i]!.y && b.height === previous[i]!.height);
+    if (settled) return boxes as Box[];
+    if (Date.now() > deadline) throw new Error(`elements did not settle within ${timeout / 1000} s: ${JSON.stringify(boxes)}`);
+    previous = boxes;
+    await page.waitForTimeout(250);
+  }
+}
+
+export type { Browser, Frame, FrameLocator, Locator, Page };

@@ -23,7 +23,7 @@ import { openStore } from '../../daemon/store/index.js';
 import { finalReward, spanKind } from '../../protocol/span-reading.js';
 import type { Rollout, Span, TrainingRun, Transition } from '../../protocol/store.js';
 import {
-  beginE2e, extensionLogs, launchBrowser, openFile, packagedVsix, ROOT, runCommand, SHOTS, startCodeServer, webview, webviewWith,
+  beginE2e, extensionLogs, launchBrowser, openFile, packagedVsix, ROOT, runCommand, settledBoxes, SHOTS, startCodeServer, webview, webviewWith,
   type Browser, type FrameLocator, type Page,
 } from './harness.js';
 
@@ -159,10 +159,12 @@ test('VS Code on a store with two real training runs: CodeLens stats, dashboard 
       await lens.waitFor({ state: 'visible', timeout: 60_000 });
       assert.equal(await lens.innerText(), lensTitle);
       assert.equal(await lens.getAttribute('title'), `${headlineTooltip} Click to list this agent's rollouts.`);
-      // The lens belongs to calcAgent: it stands right above its declaration.
-      const lensTop = (await lens.boundingBox())!.y;
+      // The lens belongs to calcAgent: it stands right above its declaration. Measured once both have stopped moving:
+      // while TypeScript still analyses a freshly opened file, Monaco re-renders its lines (a line can be briefly
+      // detached or hidden, and lenses shift it down as they arrive).
       const decl = page!.locator('.monaco-editor .view-line', { hasText: 'export const calcAgent = rollout(' });
-      const declTop = (await decl.boundingBox())!.y;
+      const [lensBox, declBox] = await settledBoxes(page!, [lens, decl]);
+      const lensTop = lensBox.y, declTop = declBox.y;
       assert.ok(declTop > lensTop && declTop - lensTop < 40, `the lens (y ${lensTop}) sits above calcAgent (y ${declTop})`);
       await shot(name); // (the tooltip is the link's title attribute: the browser draws it outside the page, not in a screenshot)
     };
