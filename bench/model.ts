@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import type { LossInputs, SequencePair } from '../daemon/model/policy-contract.js';
+import type { SequencePair, TrainLoss } from '../daemon/model/policy-contract.js';
 
 interface Run { train_tok_s: number; sample_tok_s: number; params: number; backend: string }
 const BATCH = 16, SEQ = 128;
@@ -19,7 +19,7 @@ async function worker(backend: string, size: string, steps: number, newTokens: n
   let seed = 7;
   const rnd = () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % 256; };
   const pairs: SequencePair[] = Array.from({ length: BATCH }, () => ({ promptIds: [rnd()], completionIds: Array.from({ length: SEQ - 1 }, rnd) }));
-  const loss = ({ logprobs, mask }: LossInputs) => logprobs.mul(mask).sum().neg().div(BATCH * (SEQ - 1)) as never;
+  const loss: TrainLoss = { kind: 'nll' }; // token-mean NLL, the same definition in every engine
   await model.trainStep(pairs, loss); // warm-up: kernel setup, XNNPACK operator creation
   let tokens = 0, seconds = 0;
   for (let s = 0; s < steps; s++) { const r = await model.trainStep(pairs, loss); tokens += r.tokens; seconds += r.seconds; }

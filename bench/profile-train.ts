@@ -4,7 +4,8 @@
  */
 import { parseArgs } from 'node:util';
 import * as tf from '@tensorflow/tfjs';
-import type { LossInputs, SequencePair } from '../daemon/model/policy-contract.js';
+import type { LossInputs } from '../daemon/model/loss.js';
+import type { SequencePair } from '../daemon/model/policy-contract.js';
 import { createPolicy } from '../daemon/model/policy.js';
 
 const { values } = parseArgs({ options: { size: { type: 'string', default: '0.8m' }, backend: { type: 'string', default: 'wasm' } } });
@@ -15,9 +16,9 @@ void (async () => {
   const rnd = () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % 256; };
   const pairs: SequencePair[] = Array.from({ length: BATCH }, () => ({ promptIds: [rnd()], completionIds: Array.from({ length: SEQ - 1 }, rnd) }));
   const loss = ({ logprobs, mask }: LossInputs) => logprobs.mul(mask).sum().neg().div(BATCH * (SEQ - 1)) as never;
-  await model.trainStep(pairs, loss);
+  await model.trainStepWith(pairs, loss);
   const t0 = performance.now();
-  const info = await tf.profile(async () => { await model.trainStep(pairs, loss); });
+  const info = await tf.profile(async () => { await model.trainStepWith(pairs, loss); });
   const wall = performance.now() - t0;
   const by = new Map<string, { ms: number; n: number }>();
   for (const k of info.kernels) {

@@ -15,9 +15,9 @@
  * Groups whose credits are all equal carry no signal: counted (fracRewardZeroStd) and optionally skipped.
  * `variant` names a paper's settings (GRPO_VARIANTS); keys given explicitly win over the variant's.
  */
-import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import type { LossInputs } from '../model/policy-contract.js';
+import type { GrpoSample, TrainLoss } from '../../protocol/engine.js';
+import { GrpoStats, nllLossFn, tfLossFn } from '../model/loss.js';
 import { STD_EPS, advantageDivisor, isZeroVariance, meanOf, stdUnbiased } from '../../protocol/grpo-advantage.js';
 
 /** The settings each named variant stands for; every key a variant leaves out takes GRPO_DEFAULTS. */
@@ -109,88 +109,26 @@ export function computeAdvantages(items: { groupId: string; credit: number }[], 
 }
 
 /** One training sequence of the batch, with what the loss needs beyond the current log-probs. */
-export interface GrpoSample { advantage: number; oldLogprobs: number[]; refLogprobs?: number[] | null }
-
-/** Running sums the loss function fills in while the engine walks the micro-batches. */
-export class GrpoStats {
-  tokens = 0; clipped = 0; klSum = 0; entropySum = 0; ratioSum = 0; lossSum = 0; sequences = 0;
-  summary(): { clipRatio: number; kl: number; entropy: number; ratioMean: number; loss: number } {
-    const n = Math.max(1, this.tokens);
-    return { clipRatio: this.clipped / n, kl: this.klSum / n, entropy: this.entropySum / n, ratioMean: this.ratioSum / n, loss: this.lossSum };
-  }
-}
-
-function padRows(rows: number[][], width: number): number[][] {
-  return rows.map((r) => { const out = r.slice(0, width); while (out.length < width) out.push(0); return out; });
-}
-
-/** Per-token log-ratio logp - old, or GSPO's per-sequence mean of it broadcast to every token ([B, T]). */
-function logRatio(logp: tf.Tensor2D, old: tf.Tensor2D, mask: tf.Tensor2D, level: 'token' | 'sequence'): tf.Tensor2D {
-  const d = tf.sub(logp, old) as tf.Tensor2D;
-  if (level === 'token') return d;
-  const perSeq = tf.div(tf.sum(tf.mul(d, mask), 1, true), tf.maximum(tf.sum(mask, 1, true), 1));
-  return tf.mul(perSeq, tf.onesLike(d)) as tf.Tensor2D;
-}
+export type { GrpoSample };
 
 /**
- * The loss callback for PolicyModel.trainStep. `samples[i]` belongs to the i-th pair given to trainStep.
- * Returns each micro-batch's share of the batch loss so that the summed gradients are those of the batch loss.
+ * The GRPO loss of `samples` (one per pair given to trainStep) under `config`, as data every engine implements
+ * (protocol/engine.ts): the variant's settings resolved into the clip range, aggregation and ratio level.
  */
-export function grpoLossFn(samples: GrpoSample[], config: GrpoConfigInput, stats: GrpoStats = new GrpoStats()) {
+export function grpoLoss(samples: GrpoSample[], config: GrpoConfigInput): TrainLoss {
   const cfg = GrpoConfig.parse(config);
   if (cfg.lossAggregation === 'token-sum-norm' && cfg.lossNormTokens === null) throw new Error('lossAggregation token-sum-norm needs lossNormTokens (the trainer passes model.maxTokens)');
-  const totalTokens = samples.reduce((a, s) => a + s.oldLogprobs.length, 0);
-  const totalSeqs = samples.length;
-  const [low, high] = cfg.importanceSampling === 'sequence' ? [cfg.sequenceEpsilon, cfg.sequenceEpsilonHigh] : [cfg.epsilon, cfg.epsilonHigh];
-  return (inputs: LossInputs): tf.Scalar => {
-    const [B, T] = inputs.logprobs.shape;
-    const mb = inputs.indices.map((i) => samples[i]);
-    const old = tf.tensor2d(padRows(mb.map((s) => s.oldLogprobs), T), [B, T]);
-    const adv = tf.tensor2d(mb.map((s) => [s.advantage]), [B, 1]);
-    const logp = inputs.logprobs;
-    const mask = inputs.mask;
-    const ratio = tf.exp(logRatio(logp, old, mask, cfg.importanceSampling));
-    const clippedRatio = tf.clipByValue(ratio, 1 - low, 1 + high);
-    const pg1 = tf.neg(tf.mul(adv, ratio));
-    const pg2 = tf.neg(tf.mul(adv, clippedRatio));
-    let perToken: tf.Tensor2D = tf.maximum(pg1, pg2);
-    let kl: tf.Tensor2D | null = null;
-    if (cfg.beta > 0) {
-      if (mb.some((s) => !s.refLogprobs)) throw new Error('GRPO with beta > 0 needs reference log-probs for every sequence');
-      const ref = tf.tensor2d(padRows(mb.map((s) => s.refLogprobs as number[]), T), [B, T]);
-      const d = tf.sub(ref, logp);
-      kl = tf.sub(tf.sub(tf.exp(d), d), 1) as tf.Tensor2D;
-      perToken = tf.add(perToken, tf.mul(cfg.beta, kl));
-    }
-    const masked = tf.mul(perToken, mask);
-    let loss: tf.Scalar;
-    if (cfg.lossAggregation === 'token-mean') {
-      loss = tf.div(tf.sum(masked), Math.max(1, totalTokens));
-    } else if (cfg.lossAggregation === 'token-sum-norm') {
-      loss = tf.div(tf.sum(masked), Math.max(1, totalSeqs) * (cfg.lossNormTokens as number));
-    } else {
-      const perSeq = tf.div(tf.sum(masked, 1), tf.maximum(tf.sum(mask, 1), 1));
-      loss = tf.div(tf.sum(perSeq), Math.max(1, totalSeqs));
-    }
-    // Statistics: read values now (the tensors are disposed with the engine's scope).
-    const maskV = mask.dataSync();
-    const pg1V = pg1.dataSync(), pg2V = pg2.dataSync(), ratioV = ratio.dataSync(), entV = inputs.entropy.dataSync();
-    const klV = kl ? kl.dataSync() : null;
-    for (let k = 0; k < maskV.length; k++) {
-      if (maskV[k] === 0) continue;
-      stats.tokens++;
-      if (pg2V[k] > pg1V[k]) stats.clipped++;
-      stats.ratioSum += ratioV[k];
-      stats.entropySum += entV[k];
-      if (klV) stats.klSum += klV[k];
-    }
-    stats.sequences += B;
-    stats.lossSum += loss.dataSync()[0];
-    return loss;
+  if (cfg.beta > 0 && samples.some((s) => !s.refLogprobs)) throw new Error('GRPO with beta > 0 needs reference log-probs for every sequence');
+  const [clipLow, clipHigh] = cfg.importanceSampling === 'sequence' ? [cfg.sequenceEpsilon, cfg.sequenceEpsilonHigh] : [cfg.epsilon, cfg.epsilonHigh];
+  return {
+    kind: 'grpo', clipLow, clipHigh, beta: cfg.beta, aggregation: cfg.lossAggregation, normTokens: cfg.lossNormTokens,
+    importanceSampling: cfg.importanceSampling, samples,
   };
 }
 
-/** Negative log-likelihood loss (SFT), token-mean over the whole batch. */
-export function nllLossFn(totalTokens: number) {
-  return (inputs: LossInputs): tf.Scalar => tf.div(tf.neg(tf.sum(tf.mul(inputs.logprobs, inputs.mask))), Math.max(1, totalTokens));
+/** The TF.js loss callback of `grpoLoss(samples, config)` (daemon/model/loss.ts), filling `stats`. */
+export function grpoLossFn(samples: GrpoSample[], config: GrpoConfigInput, stats: GrpoStats = new GrpoStats()) {
+  return tfLossFn(grpoLoss(samples, config), stats);
 }
+
+export { GrpoStats, nllLossFn };

@@ -7,7 +7,6 @@
  */
 import { readFileSync } from 'node:fs';
 import type { ChatMessage, PolicyModel, SequencePair, Tokenizer } from '../model/policy-contract.js';
-import { nllLossFn } from './grpo.js';
 import { makeRng } from '../model/sampling.js';
 
 export interface Demonstration { prompt?: string; completion?: string; messages?: ChatMessage[] }
@@ -65,8 +64,7 @@ export async function runSft(policy: PolicyModel, pairs: SequencePair[], o: SftO
       }
       batch.push(pairs[order.pop()!]);
     }
-    const tokens = batch.reduce((a, p) => a + p.completionIds.length, 0);
-    const res = await policy.trainStep(batch, nllLossFn(tokens));
+    const res = await policy.trainStep(batch, { kind: 'nll' });
     lastLoss = res.loss;
     if (await o.onStep?.(step + 1, res.loss, res.seconds > 0 ? res.tokens / res.seconds : 0)) return { steps: step + 1, lastLoss };
   }

@@ -7,6 +7,7 @@
  * in place, so the next published version samples from the new weights) and a checkpoint writer.
  * Task order is a pure function of (seed, step), so a resumed run continues with exactly the next tasks.
  */
+import { emptyLossStats, summarizeLossStats } from '../../protocol/engine.js';
 import { METRICS, type StopReason } from '../../protocol/metrics.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
 import type { PolicyModel, SequencePair } from '../model/policy-contract.js';
@@ -15,7 +16,7 @@ import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { TrajectoryStep } from './adapter.js';
 import { assignCredit } from './credit.js';
 import type { TrainConfig } from './config.js';
-import { GrpoStats, computeAdvantages, grpoLossFn, stdUnbiased } from './grpo.js';
+import { computeAdvantages, grpoLoss, stdUnbiased } from './grpo.js';
 import { type GroupRollout, type Task, dynamicSampling, everyRolloutFailed, finalRewards, publishPolicy, runGroups } from './rollouts.js';
 
 export interface TrainerState {
@@ -215,13 +216,12 @@ export class Trainer {
 
     const lr = t.warmupSteps > 0 ? t.learningRate * Math.min(1, (step + 1) / t.warmupSteps) : t.learningRate;
     this.deps.setLearningRate?.(lr);
-    const stats = new GrpoStats();
-    let update = { loss: 0, gradNorm: 0, tokens: 0, seconds: 0 };
+    let update = { loss: 0, gradNorm: 0, tokens: 0, seconds: 0, stats: emptyLossStats() };
     if (kept.length > 0 && kept.some((k) => k.advantage !== 0)) {
       const samples = kept.map((k, i) => ({ advantage: k.advantage, oldLogprobs: old[i] as number[], refLogprobs: ref ? ref[i] : null }));
-      update = await policy.trainStep(pairs, grpoLossFn(samples, { ...t.grpo, lossNormTokens: t.grpo.lossNormTokens ?? cfg.model.maxTokens }, stats));
+      update = await policy.trainStep(pairs, grpoLoss(samples, { ...t.grpo, lossNormTokens: t.grpo.lossNormTokens ?? cfg.model.maxTokens }));
     }
-    const s = stats.summary();
+    const s = summarizeLossStats(update.stats);
     // reward/mean and reward/std describe the step's scheduled tasks, comparable across variants; refills are counted apart.
     const rewards = finalRewards(scheduled);
     const rMean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);

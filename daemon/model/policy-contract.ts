@@ -1,9 +1,10 @@
 /**
- * The contract between the policy model engine (daemon/model) and its users: the gateway (serving),
- * the algorithm (GRPO / SFT training) and the CLI. Everything TF.js-specific stays behind it, except
- * the training loss callback, which builds its loss from per-token log-prob tensors.
+ * The contract between a policy model engine and its users: the gateway (serving), the algorithm (GRPO / SFT
+ * training) and the CLI. Two engines implement it: TF.js in this process (policy.ts) and PyTorch in a child
+ * process (torch-engine.ts, engines/torch/). Nothing engine-specific crosses it: token ids, log-probs, and the
+ * training loss described as data (protocol/engine.ts `TrainLoss`), which each engine implements.
  */
-import type * as tf from '@tensorflow/tfjs';
+import type { LossStats, OptimizerSettings, TrainLoss } from '../../protocol/engine.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -44,18 +45,18 @@ export interface Generation {
 
 export interface SequencePair { promptIds: number[]; completionIds: number[] }
 
-/** What the loss callback of a training step gets, for one micro-batch of B sequences, T completion positions. */
-export interface LossInputs {
-  /** [B, T] log-prob of each completion token under the current weights (differentiable). */
-  logprobs: tf.Tensor2D;
-  /** [B, T] 1 for real completion tokens, 0 for padding. */
-  mask: tf.Tensor2D;
-  /** [B, T] entropy of the next-token distribution at each completion position (not differentiated). */
-  entropy: tf.Tensor2D;
-  /** Indices of these B sequences in the batch given to trainStep. */
-  indices: number[];
+export interface TrainStepResult {
+  loss: number;
+  /** Global gradient norm before clipping. */
+  gradNorm: number;
+  /** Prompt + completion tokens of the batch. */
+  tokens: number;
+  seconds: number;
+  /** The loss's running statistics over the whole batch (clip, KL, entropy, ratio sums). */
+  stats: LossStats;
 }
-export interface TrainStepResult { loss: number; gradNorm: number; tokens: number; seconds: number }
+
+export type { TrainLoss };
 
 export interface PolicyModel {
   readonly name: string;
@@ -66,10 +67,14 @@ export interface PolicyModel {
   /** Per-token log-probs of each completion given its prompt, under the current weights (no gradient). */
   scoreLogprobs(pairs: SequencePair[]): Promise<number[][]>;
   /**
-   * One optimizer update over `pairs`, split into micro-batches; `lossFn` is called per micro-batch
-   * and must return that micro-batch's share of the batch loss (gradients are summed across them).
+   * One optimizer update (AdamW, global-norm clipping) of the loss `loss` over `pairs`, split into micro-batches
+   * whose gradients are summed (and, for a data-parallel engine, spread over its ranks).
    */
-  trainStep(pairs: SequencePair[], lossFn: (inputs: LossInputs) => tf.Scalar): Promise<TrainStepResult>;
+  trainStep(pairs: SequencePair[], loss: TrainLoss): Promise<TrainStepResult>;
+  /** The optimizer's settings; change lr etc. between steps (the next trainStep uses them). */
+  readonly optimizerConfig: OptimizerSettings;
+  /** Writes the model folder (config.json, model.safetensors, optimizer.safetensors, tokenizer files). */
   save(dir: string): Promise<void>;
+  /** Frees the model (an engine process is stopped). */
   dispose(): void;
 }

@@ -4,7 +4,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { basename, resolve } from 'node:path';
-import type { GenerateOptions, Generation, LossInputs, PolicyModel, SequencePair, Tokenizer, TrainStepResult } from './policy-contract.js';
+import type { GenerateOptions, Generation, PolicyModel, SequencePair, Tokenizer, TrainLoss, TrainStepResult } from './policy-contract.js';
+import { GrpoStats, tfLossFn, type LossInputs } from './loss.js';
 import { selectBackend } from './backend.js';
 import { ByteTokenizer } from './byte-tokenizer.js';
 import { configFromHf, hfConfigFor, loadOptimizerState, loadWeights, readHfConfig, saveFolder, type HfConfig } from './model-folder.js';
@@ -72,7 +73,14 @@ export class TfPolicyModel implements PolicyModel {
     return scoreLogprobs(this.config, this.params, pairs, this.optimizer.cfg.microBatchSize);
   }
 
-  async trainStep(pairs: SequencePair[], lossFn: (inputs: LossInputs) => tf.Scalar): Promise<TrainStepResult> {
+  async trainStep(pairs: SequencePair[], loss: TrainLoss): Promise<TrainStepResult> {
+    const stats = new GrpoStats();
+    const r = await this.trainStepWith(pairs, tfLossFn(loss, stats, pairs.map((p) => p.completionIds.length)));
+    return { ...r, stats: stats.toJSON() };
+  }
+
+  /** trainStep with a loss callback of one's own (TF.js only): called per micro-batch, returns its share of the batch loss. */
+  async trainStepWith(pairs: SequencePair[], lossFn: (inputs: LossInputs) => tf.Scalar): Promise<Omit<TrainStepResult, 'stats'>> {
     this.check();
     return trainStep(this.config, this.params, this.optimizer, pairs, lossFn);
   }
@@ -103,14 +111,19 @@ export async function createPolicy(opts: CreatePolicyOptions = {}): Promise<TfPo
     { ...DEFAULT_OPTIMIZER, ...opts.optimizer });
 }
 
+/** The tokenizer of a model folder: the byte tokenizer of built-in models, else its tokenizer.json and chat template. */
+export function tokenizerFor(dir: string, hf: HfConfig = readHfConfig(dir)): Tokenizer {
+  return hf.agl_tokenizer === 'bytes'
+    ? new ByteTokenizer(Boolean(hf.agl_tool_descriptions))
+    : HfTokenizer.fromFolder(dir, typeof hf.eos_token_id === 'number' ? [hf.eos_token_id] : Array.isArray(hf.eos_token_id) ? hf.eos_token_id as number[] : []);
+}
+
 /** Opens a model folder; restores the optimizer state when the folder has one (our checkpoints). */
 export async function loadPolicy(dir: string, opts: LoadPolicyOptions = {}): Promise<TfPolicyModel> {
   await selectBackend(opts.backend);
   const hf = readHfConfig(dir);
   const config = configFromHf(hf);
-  const tokenizer: Tokenizer = hf.agl_tokenizer === 'bytes'
-    ? new ByteTokenizer(Boolean(hf.agl_tool_descriptions))
-    : HfTokenizer.fromFolder(dir, typeof hf.eos_token_id === 'number' ? [hf.eos_token_id] : Array.isArray(hf.eos_token_id) ? hf.eos_token_id as number[] : []);
+  const tokenizer = tokenizerFor(dir, hf);
   if (tokenizer.vocabSize > config.vocabSize) {
     throw new Error(`${dir}: tokenizer has ${tokenizer.vocabSize} tokens but the model's vocab_size is ${config.vocabSize}`);
   }

@@ -5,7 +5,8 @@
  * log-probs are one plain slice (no gather, whose gradient wasm lacks).
  */
 import * as tf from '@tensorflow/tfjs';
-import type { LossInputs, SequencePair, TrainStepResult } from './policy-contract.js';
+import type { LossInputs } from './loss.js';
+import type { SequencePair, TrainStepResult } from './policy-contract.js';
 import { stopGradient } from './ops.js';
 import { forward, lmHead, type Params, type TransformerConfig } from './transformer.js';
 
@@ -146,7 +147,7 @@ export class AdamW {
 
 export async function trainStep(
   c: TransformerConfig, P: Params, opt: AdamW, pairs: SequencePair[], lossFn: (inputs: LossInputs) => tf.Scalar,
-): Promise<TrainStepResult> {
+): Promise<Omit<TrainStepResult, 'stats'>> {
   if (pairs.length === 0) throw new Error('trainStep: no sequences given');
   const started = performance.now();
   const vars = [...P.values()];

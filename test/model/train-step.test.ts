@@ -6,7 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as tf from '@tensorflow/tfjs';
-import type { LossInputs, SequencePair } from '../../daemon/model/policy-contract.js';
+import type { LossInputs } from '../../daemon/model/loss.js';
+import type { SequencePair } from '../../daemon/model/policy-contract.js';
 import { loadPolicy, type TfPolicyModel } from '../../daemon/model/policy.js';
 import { fittingChunks } from '../../daemon/model/train-step.js';
 import { tempDir, tinyGpt } from './tiny.js';
@@ -32,10 +33,10 @@ function maxDiff(a: Map<string, Float32Array>, b: Map<string, Float32Array>): nu
 test('supervised steps lower the loss and leave no tensors behind', async () => {
   const model = await tinyGpt(11);
   model.optimizerConfig.lr = 3e-3;
-  const first = await model.trainStep(pairs, nll);
+  const first = await model.trainStepWith(pairs, nll);
   const counts: number[] = [];
   let last = first;
-  for (let s = 0; s < 8; s++) { last = await model.trainStep(pairs, nll); counts.push(tf.memory().numTensors); }
+  for (let s = 0; s < 8; s++) { last = await model.trainStepWith(pairs, nll); counts.push(tf.memory().numTensors); }
   assert.ok(last.loss < first.loss * 0.8, `loss ${first.loss} -> ${last.loss}`);
   assert.ok(first.gradNorm > 0 && Number.isFinite(first.gradNorm));
   assert.equal(first.tokens, pairs.reduce((n, p) => n + p.promptIds.length + p.completionIds.length, 0));
@@ -47,7 +48,7 @@ test('micro-batches accumulate to the same update as one batch', async () => {
   const a = await tinyGpt(4), b = await tinyGpt(4);
   a.optimizerConfig.microBatchSize = 2;
   b.optimizerConfig.microBatchSize = 6;
-  const ra = await a.trainStep(pairs, nll), rb = await b.trainStep(pairs, nll);
+  const ra = await a.trainStepWith(pairs, nll), rb = await b.trainStepWith(pairs, nll);
   assert.ok(Math.abs(ra.loss - rb.loss) < 1e-5);
   assert.ok(Math.abs(ra.gradNorm - rb.gradNorm) < 1e-4);
   assert.ok(maxDiff(await weights(a), await weights(b)) < 1e-6);
@@ -58,7 +59,7 @@ test('lossFn gets [B, T] logprobs, mask, entropy and batch indices', async () =>
   const model = await tinyGpt(6);
   model.optimizerConfig.microBatchSize = 4;
   const seen: number[][] = [];
-  await model.trainStep(pairs, (inp) => {
+  await model.trainStepWith(pairs, (inp) => {
     const T = Math.max(...inp.indices.map((i) => pairs[i].completionIds.length));
     assert.deepEqual(inp.logprobs.shape, [inp.indices.length, T]);
     assert.deepEqual(inp.mask.shape, inp.logprobs.shape);
@@ -81,7 +82,7 @@ test('a long prompt and another pair\'s long completion go to separate micro-bat
   assert.deepEqual(fittingChunks(mixed, 4, 32).map((g) => g.map((p) => mixed.indexOf(p))), [[0], [1, 2]]);
   assert.deepEqual(fittingChunks(mixed, 4, 64).map((g) => g.length), [3], 'one micro-batch when the context holds them');
   const seen: number[][] = [];
-  const r = await model.trainStep(mixed, (inp) => { seen.push(inp.indices); return inp.logprobs.mul(inp.mask).sum().neg() as tf.Scalar; });
+  const r = await model.trainStepWith(mixed, (inp) => { seen.push(inp.indices); return inp.logprobs.mul(inp.mask).sum().neg() as tf.Scalar; });
   assert.deepEqual(seen, [[0], [1, 2]]);
   assert.ok(Number.isFinite(r.loss) && r.loss > 0);
   assert.equal((await model.scoreLogprobs(mixed)).map((x) => x.length).join(','), '2,20,1');
@@ -90,10 +91,10 @@ test('a long prompt and another pair\'s long completion go to separate micro-bat
 
 test('save + load restores weights and optimizer; resuming equals not stopping', async () => {
   const straight = await tinyGpt(8);
-  for (let s = 0; s < 4; s++) await straight.trainStep(pairs, nll);
+  for (let s = 0; s < 4; s++) await straight.trainStepWith(pairs, nll);
 
   const stopped = await tinyGpt(8);
-  for (let s = 0; s < 2; s++) await stopped.trainStep(pairs, nll);
+  for (let s = 0; s < 2; s++) await stopped.trainStepWith(pairs, nll);
   const dir = tempDir('ckpt');
   await stopped.save(dir);
   const before = await weights(stopped);
@@ -102,7 +103,7 @@ test('save + load restores weights and optimizer; resuming equals not stopping',
   const resumed = await loadPolicy(dir);
   assert.equal(maxDiff(before, await weights(resumed)), 0, 'weights round-trip exactly');
   assert.equal(resumed.optimizer.step, 2);
-  for (let s = 0; s < 2; s++) await resumed.trainStep(pairs, nll);
+  for (let s = 0; s < 2; s++) await resumed.trainStepWith(pairs, nll);
   assert.ok(maxDiff(await weights(straight), await weights(resumed)) < 1e-6, 'resumed run matches the uninterrupted one');
   const p = [1, 2, 3];
   const [g1] = await straight.generate([p], { maxTokens: 8, temperature: 0, seed: 1 });
@@ -113,8 +114,8 @@ test('save + load restores weights and optimizer; resuming equals not stopping',
 
 test('bad input is rejected with a clear error', async () => {
   const model = await tinyGpt(1, 16);
-  await assert.rejects(model.trainStep([{ promptIds: [], completionIds: [1] }], nll), /promptIds is empty/);
-  await assert.rejects(model.trainStep([{ promptIds: Array(10).fill(1), completionIds: Array(10).fill(1) }], nll), /exceed the context/);
+  await assert.rejects(model.trainStepWith([{ promptIds: [], completionIds: [1] }], nll), /promptIds is empty/);
+  await assert.rejects(model.trainStepWith([{ promptIds: Array(10).fill(1), completionIds: Array(10).fill(1) }], nll), /exceed the context/);
   await assert.rejects(loadPolicy(tempDir('empty')), /no config\.json/);
   model.dispose();
 });
@@ -124,9 +125,9 @@ test('a loaded Qwen2 folder trains, saves with its tokenizer, and reloads to the
   const model = await loadPolicy(writeTinyQwen2({ tie: true }));
   const batch: SequencePair[] = [{ promptIds: [1, 2, 3], completionIds: [4, 5] }, { promptIds: [9], completionIds: [8, 7, 6] }];
   const loss = ({ logprobs, mask }: LossInputs) => logprobs.mul(mask).sum().neg() as tf.Scalar;
-  const r1 = await model.trainStep(batch, loss);
+  const r1 = await model.trainStepWith(batch, loss);
   const n = tf.memory().numTensors;
-  const r2 = await model.trainStep(batch, loss);
+  const r2 = await model.trainStepWith(batch, loss);
   assert.equal(tf.memory().numTensors, n);
   assert.ok(r2.loss < r1.loss, `loss ${r1.loss} -> ${r2.loss}`);
   const dir = tempDir('qwen-ckpt');

@@ -16,7 +16,7 @@ import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { openPolicy } from '../../daemon/algorithm/open-policy.js';
 import { Trainer, newTrainerState } from '../../daemon/algorithm/trainer.js';
 import { startTrainingHost, type TrainingHost } from '../../daemon/commands/train-host.js';
-import type { TfPolicyModel } from '../../daemon/model/policy.js';
+import type { PolicyModel } from '../../daemon/model/policy-contract.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { trajectoryHandlers } from '../../extension/panels/data.js';
 import { isToolSpan } from '../../protocol/span-reading.js';
@@ -30,7 +30,7 @@ const TOKEN = 'group-training-token-0123456789';
 describe('GRPO group view on a real calc training step', () => {
   let dir: string;
   let store: SqliteStore;
-  let policy: TfPolicyModel;
+  let policy: PolicyModel;
   let host: TrainingHost;
   let view: WebviewSession;
   let runId: string;

@@ -1,0 +1,111 @@
+/**
+ * The training losses of protocol/engine.ts (`TrainLoss`, data) as TF.js loss callbacks for `trainStep`. The
+ * PyTorch engine implements the same definition (engines/torch/agl_torch/loss.py); test/engine checks the two
+ * give the same loss and the same update on the same weights and batch.
+ * A callback gets one micro-batch and returns its share of the batch loss, so the gradients summed across
+ * micro-batches are the batch loss's; it fills running statistics (`GrpoStats`) as it goes.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { emptyLossStats, summarizeLossStats, type LossStats, type TrainLoss } from '../../protocol/engine.js';
+
+/** What a TF.js loss callback gets, for one micro-batch of B sequences, T completion positions. */
+export interface LossInputs {
+  /** [B, T] log-prob of each completion token under the current weights (differentiable). */
+  logprobs: tf.Tensor2D;
+  /** [B, T] 1 for real completion tokens, 0 for padding. */
+  mask: tf.Tensor2D;
+  /** [B, T] entropy of the next-token distribution at each completion position (not differentiated). */
+  entropy: tf.Tensor2D;
+  /** Indices of these B sequences in the batch given to trainStep. */
+  indices: number[];
+}
+
+/** Running sums a loss fills in while the engine walks the micro-batches (protocol/engine.ts LossStats). */
+export class GrpoStats implements LossStats {
+  tokens = 0; clipped = 0; klSum = 0; entropySum = 0; ratioSum = 0; lossSum = 0; sequences = 0;
+  summary(): { clipRatio: number; kl: number; entropy: number; ratioMean: number; loss: number } { return summarizeLossStats(this); }
+  toJSON(): LossStats { return { ...emptyLossStats(), ...Object.fromEntries(Object.entries(this)) } as LossStats; }
+}
+
+function padRows(rows: number[][], width: number): number[][] {
+  return rows.map((r) => { const out = r.slice(0, width); while (out.length < width) out.push(0); return out; });
+}
+
+/** Per-token log-ratio logp - old, or GSPO's per-sequence mean of it broadcast to every token ([B, T]). */
+function logRatio(logp: tf.Tensor2D, old: tf.Tensor2D, mask: tf.Tensor2D, level: 'token' | 'sequence'): tf.Tensor2D {
+  const d = tf.sub(logp, old) as tf.Tensor2D;
+  if (level === 'token') return d;
+  const perSeq = tf.div(tf.sum(tf.mul(d, mask), 1, true), tf.maximum(tf.sum(mask, 1, true), 1));
+  return tf.mul(perSeq, tf.onesLike(d)) as tf.Tensor2D;
+}
+
+/** Negative log-likelihood loss (SFT), token-mean over the whole batch of `totalTokens` completion tokens. */
+export function nllLossFn(totalTokens: number, stats?: GrpoStats) {
+  return (inputs: LossInputs): tf.Scalar => {
+    const loss = tf.div(tf.neg(tf.sum(tf.mul(inputs.logprobs, inputs.mask))), Math.max(1, totalTokens)) as tf.Scalar;
+    if (stats) {
+      stats.tokens += tf.sum(inputs.mask).dataSync()[0];
+      stats.sequences += inputs.indices.length;
+      stats.lossSum += loss.dataSync()[0];
+    }
+    return loss;
+  };
+}
+
+/**
+ * The loss callback of `loss` for a batch whose pairs have `completionLengths` tokens each (nll counts them;
+ * GRPO counts its samples' old log-probs, one per completion token).
+ */
+export function tfLossFn(loss: TrainLoss, stats: GrpoStats = new GrpoStats(), completionLengths: number[] = []): (inputs: LossInputs) => tf.Scalar {
+  if (loss.kind === 'nll') return nllLossFn(completionLengths.reduce((a, n) => a + n, 0), stats);
+  const samples = loss.samples;
+  if (loss.aggregation === 'token-sum-norm' && !loss.normTokens) throw new Error('lossAggregation token-sum-norm needs lossNormTokens (the trainer passes model.maxTokens)');
+  const totalTokens = samples.reduce((a, s) => a + s.oldLogprobs.length, 0);
+  const totalSeqs = samples.length;
+  return (inputs: LossInputs): tf.Scalar => {
+    const [B, T] = inputs.logprobs.shape;
+    const mb = inputs.indices.map((i) => samples[i]);
+    const old = tf.tensor2d(padRows(mb.map((s) => s.oldLogprobs), T), [B, T]);
+    const adv = tf.tensor2d(mb.map((s) => [s.advantage]), [B, 1]);
+    const logp = inputs.logprobs;
+    const mask = inputs.mask;
+    const ratio = tf.exp(logRatio(logp, old, mask, loss.importanceSampling));
+    const clippedRatio = tf.clipByValue(ratio, 1 - loss.clipLow, 1 + loss.clipHigh);
+    const pg1 = tf.neg(tf.mul(adv, ratio));
+    const pg2 = tf.neg(tf.mul(adv, clippedRatio));
+    let perToken: tf.Tensor2D = tf.maximum(pg1, pg2);
+    let kl: tf.Tensor2D | null = null;
+    if (loss.beta > 0) {
+      if (mb.some((s) => !s.refLogprobs)) throw new Error('GRPO with beta > 0 needs reference log-probs for every sequence');
+      const ref = tf.tensor2d(padRows(mb.map((s) => s.refLogprobs as number[]), T), [B, T]);
+      const d = tf.sub(ref, logp);
+      kl = tf.sub(tf.sub(tf.exp(d), d), 1) as tf.Tensor2D;
+      perToken = tf.add(perToken, tf.mul(loss.beta, kl));
+    }
+    const masked = tf.mul(perToken, mask);
+    let value: tf.Scalar;
+    if (loss.aggregation === 'token-mean') {
+      value = tf.div(tf.sum(masked), Math.max(1, totalTokens));
+    } else if (loss.aggregation === 'token-sum-norm') {
+      value = tf.div(tf.sum(masked), Math.max(1, totalSeqs) * (loss.normTokens as number));
+    } else {
+      const perSeq = tf.div(tf.sum(masked, 1), tf.maximum(tf.sum(mask, 1), 1));
+      value = tf.div(tf.sum(perSeq), Math.max(1, totalSeqs));
+    }
+    // Statistics: read values now (the tensors are disposed with the engine's scope).
+    const maskV = mask.dataSync();
+    const pg1V = pg1.dataSync(), pg2V = pg2.dataSync(), ratioV = ratio.dataSync(), entV = inputs.entropy.dataSync();
+    const klV = kl ? kl.dataSync() : null;
+    for (let k = 0; k < maskV.length; k++) {
+      if (maskV[k] === 0) continue;
+      stats.tokens++;
+      if (pg2V[k] > pg1V[k]) stats.clipped++;
+      stats.ratioSum += ratioV[k];
+      stats.entropySum += entV[k];
+      if (klV) stats.klSum += klV[k];
+    }
+    stats.sequences += B;
+    stats.lossSum += value.dataSync()[0];
+    return value;
+  };
+}

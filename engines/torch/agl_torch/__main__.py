@@ -1,0 +1,60 @@
+"""python -m agl_torch serve|doctor: the engine process the daemon starts, and a report of what this Python has."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def doctor() -> int:
+    """What the daemon's `agl doctor` shows for the torch engine: versions, devices, distributed backends."""
+    out: dict = {'python': sys.version.split()[0], 'executable': sys.executable}
+    missing = []
+    for mod in ('torch', 'transformers', 'safetensors', 'tokenizers', 'trl', 'peft'):
+        try:
+            out[mod] = __import__(mod).__version__
+        except ImportError:
+            out[mod] = None
+            missing.append(mod)
+    if out.get('torch'):
+        import torch
+        import torch.distributed as dist
+        out['cuda'] = torch.version.cuda
+        out['cudaAvailable'] = torch.cuda.is_available()
+        out['gpus'] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+        out['threads'] = torch.get_num_threads()
+        out['backends'] = [b for b in ('gloo', 'nccl') if getattr(dist, f'is_{b}_available')()]
+    out['missing'] = missing
+    print(json.dumps(out))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog='python -m agl_torch')
+    sub = ap.add_subparsers(dest='cmd', required=True)
+    s = sub.add_parser('serve', help='load a model folder and answer the daemon on --connect')
+    s.add_argument('--connect', required=True, help="the daemon's Unix socket")
+    s.add_argument('--model', required=True, help='a model folder (ours or Hugging Face layout)')
+    s.add_argument('--device', default='cpu', help='cpu, cuda or auto')
+    s.add_argument('--dtype', default='float32', help='float32, bfloat16 or float16')
+    s.add_argument('--attn', default='sdpa', help="transformers' attn_implementation: sdpa or eager")
+    s.add_argument('--optimizer', default=None, help='JSON: AdamW settings over the folder\'s saved ones')
+    s.add_argument('--name', default=None)
+    s.add_argument('--seed', type=int, default=1)
+    s.add_argument('--threads', type=int, default=0, help='torch threads per rank (0: torch decides; torchrun sets 1)')
+    sub.add_parser('doctor', help='print versions, devices and distributed backends as JSON')
+    args = ap.parse_args(argv)
+    if args.cmd == 'doctor':
+        return doctor()
+    try:
+        from .server import serve
+    except ImportError as e:
+        print(f'[agl-torch] this Python ({sys.executable}) lacks a package the torch engine needs: {e}. '
+              'Install them with `agl engine install torch`, or `pip install -r engines/torch/requirements.txt` in this Python.',
+              file=sys.stderr, flush=True)
+        return 3
+    return serve(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
