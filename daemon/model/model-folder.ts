@@ -31,6 +31,8 @@ export function configFromHf(hf: HfConfig): TransformerConfig {
   };
   if (type === 'gpt2') {
     const d = num('n_embd');
+    const act = String(hf.activation_function ?? 'gelu_new');
+    if (!['gelu_new', 'gelu_pytorch_tanh'].includes(act)) throw new Error(`config.json: activation_function "${act}" is not supported (GPT-2's gelu_new is)`);
     return {
       family: 'gpt', vocabSize: num('vocab_size'), contextLength: num('n_positions'), dModel: d, nLayers: num('n_layer'),
       nHeads: num('n_head'), nKvHeads: num('n_head'), dFF: (hf.n_inner as number | null) ?? 4 * d,
@@ -38,12 +40,19 @@ export function configFromHf(hf: HfConfig): TransformerConfig {
     };
   }
   if (type === 'llama' || type === 'qwen2' || type === 'mistral') {
-    if (hf.rope_scaling) throw new Error('config.json: rope_scaling is not supported yet');
+    // transformers 5 keeps RoPE settings in rope_parameters ({rope_type, rope_theta}); older configs have rope_theta.
+    const rope = (hf.rope_parameters ?? null) as { rope_type?: string; rope_theta?: number } | null;
+    if (hf.rope_scaling || (rope?.rope_type && rope.rope_type !== 'default')) {
+      throw new Error(`config.json: RoPE scaling (${JSON.stringify(hf.rope_scaling ?? rope)}) is not supported by the tfjs engine yet: use --engine torch`);
+    }
     const heads = num('num_attention_heads');
+    if (typeof hf.head_dim === 'number' && hf.head_dim * heads !== num('hidden_size')) {
+      throw new Error(`config.json: head_dim ${hf.head_dim} x ${heads} heads is not hidden_size ${num('hidden_size')}: not supported by the tfjs engine (use --engine torch)`);
+    }
     return {
       family: 'llama', vocabSize: num('vocab_size'), contextLength: Math.min(num('max_position_embeddings'), 32768),
       dModel: num('hidden_size'), nLayers: num('num_hidden_layers'), nHeads: heads, nKvHeads: num('num_key_value_heads', heads),
-      dFF: num('intermediate_size'), normEps: num('rms_norm_eps', 1e-6), ropeTheta: num('rope_theta', 10000),
+      dFF: num('intermediate_size'), normEps: num('rms_norm_eps', 1e-6), ropeTheta: typeof rope?.rope_theta === 'number' ? rope.rope_theta : num('rope_theta', 10000),
       tieEmbeddings: Boolean(hf.tie_word_embeddings ?? false), qkvBias: type === 'qwen2' ? true : Boolean(hf.attention_bias ?? false),
     };
   }
