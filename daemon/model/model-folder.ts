@@ -3,7 +3,8 @@
  *   config.json                 HF config (built-in models: a GPT-2 config + "agl_tokenizer": "bytes")
  *   model.safetensors           weights (or shards + model.safetensors.index.json when loading)
  *   tokenizer.json, tokenizer_config.json   HF models only (copied through on save)
- *   optimizer.safetensors       AdamW moments "m.<name>", "v.<name>"; metadata: step and optimizer config
+ *   optimizer.safetensors       AdamW moments "m.<name>", "v.<name>" in their weights' on-disk layout; metadata: step,
+ *                               optimizer config, "layout": "disk" (files without it hold Llama moments as in memory)
  * Built-in GPT weights use GPT-2 names and [in, out] layout (as GPT-2's Conv1D); Llama/Qwen2 linears are
  * [out, in] on disk and transposed to [in, out] in memory.
  */
@@ -104,7 +105,7 @@ export function loadWeights(c: TransformerConfig, dir: string): Params {
   return params;
 }
 
-async function toArrays(c: TransformerConfig, params: Params): Promise<Map<string, NamedArray>> {
+async function toArrays(c: TransformerConfig, params: Map<string, tf.Tensor>): Promise<Map<string, NamedArray>> {
   const out = new Map<string, NamedArray>();
   for (const [name, v] of params) {
     const t = storedTransposed(c, name) ? v.transpose() : v;
@@ -122,23 +123,30 @@ export async function saveFolder(dir: string, c: TransformerConfig, params: Para
     for (const f of HF_SIDE_FILES) if (existsSync(join(sourceDir, f))) copyFileSync(join(sourceDir, f), join(dir, f));
   }
   if (opt) {
+    // Moments in their weights' on-disk layout ("layout": "disk"), so the torch engine reads them as they are.
+    const m = await toArrays(c, opt.firstMoments), v = await toArrays(c, opt.secondMoments);
     const state = new Map<string, NamedArray>();
-    for (const [name, m] of opt.firstMoments) state.set(`m.${name}`, { shape: m.shape, data: (await m.data()) as Float32Array });
-    for (const [name, v] of opt.secondMoments) state.set(`v.${name}`, { shape: v.shape, data: (await v.data()) as Float32Array });
-    writeSafetensors(join(dir, 'optimizer.safetensors'), state, { step: String(opt.step), config: JSON.stringify(opt.cfg) });
+    for (const [name, a] of m) state.set(`m.${name}`, a);
+    for (const [name, a] of v) state.set(`v.${name}`, a);
+    writeSafetensors(join(dir, 'optimizer.safetensors'), state, { step: String(opt.step), config: JSON.stringify(opt.cfg), layout: 'disk' });
   }
 }
 
 /** Restores AdamW moments and step from optimizer.safetensors if the folder has one; returns whether it did. */
-export function loadOptimizerState(dir: string, opt: AdamW): { loaded: boolean; config?: OptimizerConfig } {
+export function loadOptimizerState(dir: string, opt: AdamW, c: TransformerConfig): { loaded: boolean; config?: OptimizerConfig } {
   const p = join(dir, 'optimizer.safetensors');
   if (!existsSync(p)) return { loaded: false };
   const { tensors, metadata } = readSafetensors(p);
+  // "layout": "disk": moments stored as their weights are (Llama linears [out, in]); older files: as held in memory.
+  const onDisk = metadata.layout === 'disk';
   for (const [kind, map] of [['m', opt.firstMoments], ['v', opt.secondMoments]] as const) {
     for (const [name, variable] of map) {
       const t = tensors.get(`${kind}.${name}`);
       if (!t) throw new Error(`${p}: optimizer state "${kind}.${name}" is missing`);
-      const x = tf.tensor(t.data as Float32Array, t.shape, 'float32');
+      const turn = onDisk && storedTransposed(c, name);
+      const want = turn ? [variable.shape[1], variable.shape[0]] : variable.shape;
+      if (JSON.stringify(t.shape) !== JSON.stringify(want)) throw new Error(`${p}: optimizer state "${kind}.${name}" has shape ${JSON.stringify(t.shape)}, the weight needs ${JSON.stringify(want)}`);
+      const x = tf.tidy(() => { const y = tf.tensor(t.data as Float32Array, t.shape, 'float32'); return turn ? y.transpose() : y; });
       variable.assign(x);
       x.dispose();
     }

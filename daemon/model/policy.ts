@@ -129,7 +129,7 @@ export async function loadPolicy(dir: string, opts: LoadPolicyOptions = {}): Pro
   }
   const params = loadWeights(config, dir);
   const model = new TfPolicyModel(opts.name ?? basename(resolve(dir)), config, params, tokenizer, hf, dir, { ...DEFAULT_OPTIMIZER, ...opts.optimizer });
-  const restored = loadOptimizerState(dir, model.optimizer);
+  const restored = loadOptimizerState(dir, model.optimizer, config);
   if (restored.config) Object.assign(model.optimizer.cfg, restored.config, opts.optimizer ?? {});
   return model;
 }
