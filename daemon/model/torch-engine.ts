@@ -133,7 +133,11 @@ export class TorchPolicyModel implements PolicyModel {
       this.socket = s;
       s.setEncoding('utf8');
       s.on('data', (chunk: string) => this.onData(chunk));
-      s.on('close', () => { if (!this.disposed) this.fail(new EngineError(`the torch engine closed its connection. Its last output:\n${this.lastOutput()}`, true)); });
+      // A dying engine closes the socket just before the process is reaped: wait briefly so the error can say how it died.
+      s.on('close', () => {
+        if (this.disposed) return;
+        setTimeout(() => this.fail(new EngineError(`the torch engine closed its connection. Its last output:\n${this.lastOutput()}`, true)), 2_000).unref();
+      });
       s.on('error', () => { /* the close handler reports it */ });
     });
   }

@@ -1,0 +1,207 @@
+/**
+ * The PyTorch engine behind the policy contract, as the daemon uses it: a real Python child process on the shipped
+ * calc warm-up. Sampling (seeds, rows independent of batching, EOS, stop strings, max tokens, top-p, streaming),
+ * micro-batching, save / load (weights, Adam state: two steps straight = one, save, reload, one), and what goes
+ * wrong: bad pairs (the TF.js engine's messages; the engine keeps serving), a folder that is no model, one that
+ * transformers cannot open, a missing Python, one without torch, and a kill -9 in the middle of a training step.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SequencePair } from '../../daemon/model/policy-contract.js';
+import { readSafetensors } from '../../daemon/model/safetensors.js';
+import { EngineError, startTorchEngine, type TorchPolicyModel } from '../../daemon/model/torch-engine.js';
+import { torchPython } from '../helpers/torch.js';
+import { maxParamDiff } from './compare.js';
+
+const WARMUP = join('samples', 'calc', 'warmup');
+const opts = () => ({ python: torchPython(), optimizer: { microBatchSize: 16 } });
+
+function prompt(engine: TorchPolicyModel, q: string): number[] {
+  const t = engine.tokenizer;
+  return t.encode(t.applyChatTemplate([{ role: 'user', content: q }]));
+}
+
+const D = 128; // the warm-up's width
+
+describe('torch engine: sampling', () => {
+  let e: TorchPolicyModel;
+  before(async () => { e = await startTorchEngine(WARMUP, opts()); });
+  after(async () => { await e.close(); });
+
+  it('says what it runs: torch and transformers versions, device, ranks, the model', () => {
+    assert.ok(e.hello);
+    assert.match(e.hello.torch, /^2\.13\.0/);
+    assert.match(e.hello.transformers, /^5\./);
+    assert.equal(e.hello.device, 'cpu');
+    assert.equal(e.hello.ranks, 1);
+    assert.equal(e.hello.model.family, 'gpt');
+    assert.equal(e.hello.model.parameters, 843520);
+    assert.equal(e.contextLength, 128);
+    assert.equal(e.backend, 'torch cpu');
+    assert.equal(e.hello.model.step, 1200, 'the warm-up\'s Adam step count');
+  });
+
+  it('a seed gives the same tokens, alone or beside other prompts; another seed other tokens', async () => {
+    const a = prompt(e, 'Ann has 23 pens, gets 15 more. How many?'), b = prompt(e, 'What is 42*17?');
+    const alone = await e.generate([a], { maxTokens: 24, temperature: 1, seed: 9 });
+    const batched = await e.generate([a, b, b], { maxTokens: 24, temperature: 1, seed: 9 });
+    assert.deepEqual(batched[0].tokenIds, alone[0].tokenIds);
+    assert.deepEqual((await e.generate([a], { maxTokens: 24, temperature: 1, seed: 9 }))[0].tokenIds, alone[0].tokenIds);
+    const others = await Promise.all([10, 11, 12, 13].map((seed) => e.generate([a], { maxTokens: 24, temperature: 1.5, seed })));
+    assert.ok(new Set(others.map((g) => g[0].tokenIds.join(','))).size > 1, 'different seeds sample differently');
+    const lp = alone[0].logprobs;
+    assert.equal(lp.length, alone[0].tokenIds.length);
+    assert.ok(lp.every((x) => x <= 0 && Number.isFinite(x)));
+  });
+
+  it('log-probs are the untempered model\'s: what scoreLogprobs gives the same tokens', async () => {
+    const p = prompt(e, 'Q:Bo had 9 apples and ate 4.');
+    const [g] = await e.generate([p], { maxTokens: 20, temperature: 1.7, seed: 3 });
+    const [scored] = await e.scoreLogprobs([{ promptIds: p, completionIds: g.tokenIds }]);
+    scored.forEach((x, i) => assert.ok(Math.abs(x - g.logprobs[i]) < 1e-4, `token ${i}: ${x} vs ${g.logprobs[i]}`));
+  });
+
+  it('stops at EOS (kept as the last token, not in the text), at a stop string (cut from the text), or at max tokens', async () => {
+    const p = prompt(e, 'Ann has 23 pens, gets 15 more. How many?');
+    const [greedy] = await e.generate([p], { maxTokens: 40, temperature: 0 });
+    assert.equal(greedy.finishReason, 'stop');
+    assert.ok(e.tokenizer.eosTokenIds.includes(greedy.tokenIds.at(-1)!));
+    assert.equal(greedy.text, e.tokenizer.decode(greedy.tokenIds.slice(0, -1)));
+    const [short] = await e.generate([p], { maxTokens: 2, temperature: 0 });
+    assert.deepEqual(short.tokenIds, greedy.tokenIds.slice(0, 2));
+    assert.equal(short.finishReason, 'length');
+    const stopAt = greedy.text.slice(1, 2);
+    assert.ok(stopAt, `the greedy answer has two characters: ${greedy.text}`);
+    const [stopped] = await e.generate([p], { maxTokens: 40, temperature: 0, stop: [stopAt] });
+    assert.equal(stopped.finishReason, 'stop');
+    assert.equal(stopped.text, greedy.text.slice(0, greedy.text.indexOf(stopAt)));
+    const [nucleus] = await e.generate([p], { maxTokens: 40, temperature: 1, topP: 1e-6, seed: 4 });
+    assert.deepEqual(nucleus.tokenIds, greedy.tokenIds, 'top-p that keeps one token is greedy');
+    const [topK] = await e.generate([p], { maxTokens: 40, temperature: 1, topK: 1, seed: 4 });
+    assert.deepEqual(topK.tokenIds, greedy.tokenIds, 'top-k 1 is greedy');
+  });
+
+  it('streams each token as it is sampled', async () => {
+    const p = prompt(e, 'What is 42*17?');
+    const seen: [number, number][] = [];
+    const [g] = await e.generate([p, p], { maxTokens: 16, temperature: 1, seed: 5, onToken: (i, t) => { if (i === 1) seen.push([t, i]); } });
+    const [again] = (await e.generate([p, p], { maxTokens: 16, temperature: 1, seed: 5 })).slice(1);
+    assert.deepEqual(seen.map(([t]) => t), again.tokenIds);
+    assert.ok(g.tokenIds.length > 0);
+  });
+
+  it('bad pairs get the TF.js engine\'s errors, and the engine keeps serving', async () => {
+    await assert.rejects(e.trainStep([{ promptIds: [], completionIds: [1] }], { kind: 'nll' }), /pair 0: promptIds is empty/);
+    await assert.rejects(e.trainStep([{ promptIds: Array(100).fill(1), completionIds: Array(40).fill(1) }], { kind: 'nll' }), /100\+40 tokens exceed the context of 128/);
+    await assert.rejects(e.generate([[]], { maxTokens: 4 }), /prompt 0 is empty/);
+    await assert.rejects(e.scoreLogprobs([{ promptIds: [], completionIds: [1] }]), /promptIds is empty/);
+    await assert.rejects(e.trainStep([{ promptIds: [1, 2], completionIds: [3] }], { kind: 'grpo', clipLow: 0.2, clipHigh: 0.2, beta: 0, aggregation: 'token-mean', normTokens: null, importanceSampling: 'token', samples: [] }), /one entry per pair/);
+    const [g] = await e.generate([prompt(e, 'Still there?')], { maxTokens: 4, temperature: 0 });
+    assert.ok(g.tokenIds.length > 0);
+  });
+});
+
+describe('torch engine: training, save and load', () => {
+  let scratch: string;
+  let pairs: SequencePair[];
+  before(async () => {
+    scratch = mkdtempSync(join(tmpdir(), 'agl-torch-engine-'));
+    const e = await startTorchEngine(WARMUP, opts());
+    const prompts = ['Ann has 23 pens, gets 15 more. How many?', 'What is 42*17?', 'Sum 7 and 8.'].map((q) => prompt(e, q));
+    const gens = await e.generate([...prompts, ...prompts, ...prompts], { maxTokens: 16, temperature: 1, seed: 1 });
+    pairs = gens.map((g, i) => ({ promptIds: prompts[i % 3], completionIds: g.tokenIds }));
+    await e.close();
+  });
+  after(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('micro-batching does not change the update (2 per micro-batch vs all in one)', async () => {
+    const small = await startTorchEngine(WARMUP, { ...opts(), optimizer: { microBatchSize: 2 } });
+    const big = await startTorchEngine(WARMUP, { ...opts(), optimizer: { microBatchSize: 64 } });
+    const [a, b] = [await small.trainStep(pairs, { kind: 'nll' }), await big.trainStep(pairs, { kind: 'nll' })];
+    assert.ok(Math.abs(a.loss - b.loss) < 1e-6 * Math.abs(a.loss), `loss ${a.loss} vs ${b.loss}`);
+    await small.save(join(scratch, 'small'));
+    await big.save(join(scratch, 'big'));
+    await small.close(); await big.close();
+    assert.ok(maxParamDiff(join(scratch, 'small'), join(scratch, 'big'), D) < 1e-6);
+    assert.ok(maxParamDiff(WARMUP, join(scratch, 'big'), D) > 1e-4, 'the step moved the weights');
+  });
+
+  it('save then load restores weights and Adam state: two steps straight = one, save, reload, one', async () => {
+    const straight = await startTorchEngine(WARMUP, opts());
+    for (let s = 0; s < 2; s++) await straight.trainStep(pairs, { kind: 'nll' });
+    await straight.save(join(scratch, 'straight'));
+    await straight.close();
+    const first = await startTorchEngine(WARMUP, opts());
+    await first.trainStep(pairs, { kind: 'nll' });
+    await first.save(join(scratch, 'half'));
+    await first.close();
+    const resumed = await startTorchEngine(join(scratch, 'half'), opts());
+    assert.equal(resumed.hello!.model.step, 1201);
+    await resumed.trainStep(pairs, { kind: 'nll' });
+    await resumed.save(join(scratch, 'resumed'));
+    await resumed.close();
+    assert.ok(maxParamDiff(join(scratch, 'straight'), join(scratch, 'resumed'), D) < 1e-6);
+    const meta = readSafetensors(join(scratch, 'resumed', 'optimizer.safetensors')).metadata;
+    assert.equal(meta.step, '1202');
+    assert.equal(meta.layout, 'disk');
+    assert.equal(JSON.parse(meta.config).microBatchSize, 16);
+  });
+
+  it('the learning rate set between steps is the one used', async () => {
+    const e = await startTorchEngine(WARMUP, opts());
+    e.optimizerConfig.lr = 0;
+    const r = await e.trainStep(pairs, { kind: 'nll' });
+    assert.ok(r.gradNorm > 0);
+    await e.save(join(scratch, 'lr0'));
+    await e.close();
+    assert.ok(maxParamDiff(WARMUP, join(scratch, 'lr0'), D) < 1e-9, 'lr 0: nothing moved (weight decay is scaled by lr too)');
+  });
+});
+
+describe('torch engine: what goes wrong', () => {
+  let scratch: string;
+  before(() => { scratch = mkdtempSync(join(tmpdir(), 'agl-torch-bad-')); });
+  after(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it('a folder that is no model folder, and one transformers cannot open, are named with the reason', async () => {
+    await assert.rejects(startTorchEngine(scratch, opts()), /has no config\.json: is it a model folder/);
+    const broken = join(scratch, 'broken');
+    mkdirSync(broken);
+    copyFileSync(join(WARMUP, 'config.json'), join(broken, 'config.json'));
+    writeFileSync(join(broken, 'model.safetensors'), 'not a safetensors file');
+    await assert.rejects(startTorchEngine(broken, opts()), (e: Error) => {
+      assert.ok(e instanceof EngineError);
+      assert.match(e.message, /could not load the model: transformers 5\.\S+ cannot open the model folder .*broken/);
+      return true;
+    });
+  });
+
+  it('a missing Python and a Python without torch say what to install', async () => {
+    await assert.rejects(startTorchEngine(WARMUP, { python: join(scratch, 'no-such-python') }), /Python was not found .*agl engine install torch/);
+    const bare = join(scratch, 'bare-venv');
+    const { spawnSync } = await import('node:child_process');
+    const made = spawnSync('python3', ['-m', 'venv', '--without-pip', bare]);
+    assert.equal(made.status, 0, String(made.stderr));
+    await assert.rejects(startTorchEngine(WARMUP, { python: join(bare, 'bin', 'python') }), /lacks a package the torch engine needs.*agl engine install torch/s);
+  });
+
+  it('kill -9 in the middle of a training step: that call and every later one fail, naming what happened', async () => {
+    const e = await startTorchEngine(WARMUP, opts());
+    const p = prompt(e, 'Ann has 23 pens, gets 15 more. How many?');
+    // ~30k tokens: a few seconds of work, so the kill lands while the step runs.
+    const many: SequencePair[] = Array.from({ length: 256 }, (_, i) => ({ promptIds: p, completionIds: Array.from({ length: 80 }, (_, t) => 48 + ((i + t) % 10)) }));
+    const step = e.trainStep(many, { kind: 'nll' });
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(e.hello!.pid, 'SIGKILL');
+    await assert.rejects(step, (err: Error) => {
+      assert.ok(err instanceof EngineError);
+      assert.match(err.message, new RegExp(`the torch engine \\(pid ${e.pid}\\) was killed by SIGKILL during train_step`));
+      return true;
+    });
+    await assert.rejects(e.generate([p], { maxTokens: 2 }), /was killed by SIGKILL/);
+    await e.close();
+  });
+});
