@@ -2,7 +2,7 @@
 // (ESM, native and heavy modules external), the webviews (browser IIFE) and the SDK (ESM, for agents).
 // Entries that do not exist yet are skipped with a notice, so the build works while areas are young.
 import { build, context } from 'esbuild';
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 
 const watch = process.argv.includes('--watch');
 const production = process.argv.includes('--production');
@@ -34,4 +34,10 @@ for (const { name, ...options } of targets) {
 if (existsSync('sdk/python/agl_runner.py')) {
   mkdirSync('dist/python', { recursive: true });
   copyFileSync('sdk/python/agl_runner.py', 'dist/python/agl_runner.py');
+}
+// The torch engine's Python package and pins, which the daemon starts by path (daemon/model/torch-env.ts: dist/engines/torch).
+if (existsSync('engines/torch/agl_torch')) {
+  mkdirSync('dist/engines/torch/agl_torch', { recursive: true });
+  for (const f of readdirSync('engines/torch/agl_torch')) if (f.endsWith('.py')) copyFileSync(`engines/torch/agl_torch/${f}`, `dist/engines/torch/agl_torch/${f}`);
+  for (const f of ['requirements.txt', 'pyproject.toml', 'README.md']) if (existsSync(`engines/torch/${f}`)) copyFileSync(`engines/torch/${f}`, `dist/engines/torch/${f}`);
 }

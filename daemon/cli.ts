@@ -19,7 +19,8 @@ const COMMANDS: Record<string, CommandEntry> = {
   export: { summary: 'write a training run\'s transitions (credit, advantages, token ids) as JSONL for TRL/verl', load: () => import('./commands/export.js') },
   rollout: { summary: 'run one rollout of an agent (file.ts#export or module:function) and print its spans and reward', load: () => import('./commands/rollout.js') },
   runner: { summary: 'add N workers that claim rollouts and run agents in warm child processes', load: () => import('./commands/runner.js') },
-  doctor: { summary: 'which TF.js backend the policy engine loads, why each faster one did not, matmul speed', load: () => import('./commands/doctor.js') },
+  doctor: { summary: 'the engines: which TF.js backend loads and why the faster ones did not; the torch engine\'s Python, CUDA, ranks', load: () => import('./commands/doctor.js') },
+  engine: { summary: 'install the torch engine\'s Python environment (agl engine install torch), or show it (agl engine status)', load: () => import('./commands/engine.js') },
 };
 // ---------------------------------------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ const run = (cmd, args, cwd = root) => {
 
 if (!process.argv.includes('--no-build')) run(process.execPath, ['esbuild.mjs', '--production']);
 // What the extension runs: itself, the daemon CLI, and what the runner starts by path (JS worker, Python helper).
-const REQUIRED = ['dist/extension.js', 'dist/agl.mjs', 'dist/worker-js.mjs', 'dist/python/agl_runner.py', 'dist/webview/trajectory.js', 'dist/webview/dashboard.js'];
+const REQUIRED = ['dist/extension.js', 'dist/agl.mjs', 'dist/worker-js.mjs', 'dist/python/agl_runner.py', 'dist/engines/torch/agl_torch/server.py', 'dist/webview/trajectory.js', 'dist/webview/dashboard.js'];
 for (const f of REQUIRED) {
   if (!existsSync(join(root, f))) { console.error(`package: ${f} is missing after the build`); process.exit(1); }
 }

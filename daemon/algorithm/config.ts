@@ -1,7 +1,7 @@
 /**
  * Training settings: one schema for `agl train` flags and the `--config train.yaml` file, whose sections
- * are `model` (which policy), `training` (GRPO, credit, schedule) and `runtime` (workers, timeouts, where
- * checkpoints go). Flags override the file; the file overrides the defaults. Unknown keys are errors that
+ * are `model` (which policy), `training` (GRPO, credit, schedule), `runtime` (workers, timeouts, where
+ * checkpoints go) and `engine` (TF.js here, or PyTorch in a child process with its ranks and device). Flags override the file; the file overrides the defaults. Unknown keys are errors that
  * name the key, so a typo never silently trains with a default.
  */
 import { readFileSync } from 'node:fs';
@@ -9,6 +9,9 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { CreditConfig } from './credit.js';
 import { GrpoConfig } from './grpo.js';
+import { EngineSection } from './engine-config.js';
+
+export { EngineSection, engineOptions, type EngineConfig } from './engine-config.js';
 
 export const ModelSection = z.object({
   /** `builtin:0.8m`, `builtin:5m`, a Hugging Face model folder, or a checkpoint folder of ours. */
@@ -62,10 +65,10 @@ export const TrainConfig = z.object({
   model: ModelSection.default(ModelSection.parse({})),
   training: TrainingSection.default(TrainingSection.parse({})),
   runtime: RuntimeSection.default(RuntimeSection.parse({})),
+  engine: EngineSection.default(EngineSection.parse({})),
 }).strict();
 export type TrainConfig = z.infer<typeof TrainConfig>;
 export type TrainConfigInput = z.input<typeof TrainConfig>;
-
 /** Deep merge of plain objects (arrays and scalars replace). */
 export function deepMerge<T>(base: T, over: unknown): T {
   if (over === undefined) return base;

@@ -1,13 +1,19 @@
 /**
- * `agl doctor`: checks the machine for the policy engine: which TF.js backend loads (and why each one
- * before it did not), a quick matmul speed probe on it, and the tokenizer/template packages.
+ * `agl doctor`: checks the machine for both policy engines: which TF.js backend loads (and why each one
+ * before it did not) with a quick matmul speed probe, and the torch engine's Python (torch, transformers,
+ * CUDA and GPUs, distributed backends for --procs).
  */
 import * as tf from '@tensorflow/tfjs';
+import { resolveDataDir } from '../../sdk/daemon-state.js';
 import { BACKEND_ORDER, selectBackend } from '../model/backend.js';
+import { resolveTorchPython, torchDoctor } from '../model/torch-env.js';
+import { torchReport } from './engine.js';
 
-const HELP = `usage: agl doctor [--backend auto|${BACKEND_ORDER.join('|')}] [--json]
+const HELP = `usage: agl doctor [--backend auto|${BACKEND_ORDER.join('|')}] [--python P] [--json]
 
-Loads the TF.js backend the daemon would use and reports why each faster one was not available.`;
+Loads the TF.js backend the daemon would use and reports why each faster one was not available; then
+reports the torch engine: which Python it runs (--python, AGL_PYTHON, the venv of agl engine install torch,
+python3) and that Python's torch, transformers, CUDA devices and distributed backends.`;
 
 function matmulGflops(): number {
   const n = 512;
@@ -34,8 +40,11 @@ export async function run(argv: string[]): Promise<number> {
     return 1;
   }
   const gflops = matmulGflops();
+  const p = argv.indexOf('--python');
+  const { python, source } = resolveTorchPython(p >= 0 ? argv[p + 1] : null, resolveDataDir(undefined));
+  const torch = torchDoctor(python);
   if (argv.includes('--json')) {
-    console.log(JSON.stringify({ ...report, matmulGflops: gflops, node: process.version, tfjs: tf.version.tfjs }, null, 2));
+    console.log(JSON.stringify({ ...report, matmulGflops: gflops, node: process.version, tfjs: tf.version.tfjs, torch: { python, source, ...torch } }, null, 2));
     return 0;
   }
   console.log(`policy engine backend: ${report.chosen} (tfjs ${tf.version.tfjs}, node ${process.version})`);
@@ -43,5 +52,6 @@ export async function run(argv: string[]): Promise<number> {
   const untried = BACKEND_ORDER.filter((n) => !report.attempts.some((a) => a.name === n));
   if (untried.length) console.log(`  (not tried: ${untried.join(', ')}${requested ? ' — backend was forced' : ''})`);
   console.log(`  512x512 float32 matmul: ${gflops.toFixed(1)} GFLOP/s`);
+  for (const line of torchReport(python, source, torch)) console.log(line);
   return 0;
 }

@@ -12,6 +12,8 @@ import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../sto
 import { closeGracefully, createApp, listen } from '../server/app.js';
 import { createServerContext, type ServerContext } from '../server/server-context.js';
 import type { PolicyModel } from '../model/policy-contract.js';
+import { engineOptions, type EngineConfig } from '../algorithm/engine-config.js';
+import { ENGINE_OPTIONS, engineFromFlags } from './engine-flags.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { FileModeError, makeDataPrivate } from '../server/file-modes.js';
@@ -39,6 +41,8 @@ Starts the Agent Lightning daemon (store API, gateway, OTLP receiver) in the for
   --upstream-model M  the model to ask it for (or AGL_MODEL): published as the latest LLM resource on start
                   (API key read from OPENAI_API_KEY at call time, never stored)
   --backend B     TF.js backend for that policy (default: the fastest that loads; see agl doctor)
+  --engine E      the engine that serves --model: tfjs (default) or torch (with --device, --dtype, --python as
+                  for agl train; a torch engine is a child process, stopped with the daemon)
   --allowed-host NAME  a host name clients may call the daemon by, besides localhost, IP addresses and --host
                   (repeatable; '.example.org' allows its subdomains; or AGL_ALLOWED_HOSTS=a,b): other Host
                   headers get 403, so web pages cannot reach the daemon through DNS names they control
@@ -77,10 +81,11 @@ function portTakenMessage(host: string, port: number): string {
  * The gateway's local policy, opened on first use (loading TF.js and weights takes seconds, and most
  * daemons only record upstream calls). A failed load is reported to the caller and retried next call.
  */
-function lazyPolicy(spec: string, backend: string | undefined, log: (m: string) => void): NonNullable<ServerContext['getPolicy']> {
+function lazyPolicy(spec: string, backend: string | undefined, engine: EngineConfig, dataDir: string, log: (m: string) => void): NonNullable<ServerContext['getPolicy']> {
   let loading: Promise<PolicyModel> | null = null;
   return () => {
-    loading ??= import('../algorithm/open-policy.js').then(({ openPolicy }) => openPolicy(spec, { backend }))
+    const opts = engineOptions(engine, { dataDir, log: (line) => log(`engine: ${line}`) });
+    loading ??= import('../algorithm/open-policy.js').then(({ openPolicy }) => openPolicy(spec, { backend, ...opts }))
       .then((p) => { log(`policy ${spec} loaded (${p.backend})`); return p; })
       .catch((err) => { loading = null; throw new Error(`cannot load the policy --model ${spec}: ${(err as Error).message}`); });
     return loading;
@@ -104,7 +109,7 @@ export async function run(argv: string[]): Promise<number> {
       options: {
         port: { type: 'string' }, host: { type: 'string' }, 'data-dir': { type: 'string' },
         store: { type: 'string' }, 'body-limit': { type: 'string' }, help: { type: 'boolean', short: 'h' },
-        model: { type: 'string' }, backend: { type: 'string' },
+        model: { type: 'string' }, backend: { type: 'string' }, ...ENGINE_OPTIONS,
         upstream: { type: 'string' }, 'upstream-model': { type: 'string' },
         'allowed-host': { type: 'string', multiple: true }, 'upstream-key-env': { type: 'string', multiple: true },
       },
@@ -180,7 +185,10 @@ export async function run(argv: string[]): Promise<number> {
   });
   installLastResortGuard(ctx.log);
   const modelSpec = args.model ?? process.env.AGL_POLICY;
-  if (modelSpec) ctx.getPolicy = lazyPolicy(modelSpec, args.backend, ctx.log);
+  let engine: EngineConfig;
+  try { engine = engineFromFlags(args); } catch (err) { await store.close(); process.stderr.write(`agl serve: ${(err as Error).message}\n`); return 2; }
+  if (engine.procs > 1) { await store.close(); process.stderr.write('agl serve: --procs is for training (agl train); serving uses one rank\n'); return 2; }
+  if (modelSpec) ctx.getPolicy = lazyPolicy(modelSpec, args.backend, engine, dataDir, ctx.log);
   const app = createApp(ctx);
   let server;
   try {

@@ -5,7 +5,9 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { engineOptions } from '../algorithm/config.js';
 import { openPolicy } from '../algorithm/open-policy.js';
+import { ENGINE_HELP, ENGINE_OPTIONS, engineFromFlags } from './engine-flags.js';
 import { Progress } from './progress.js';
 import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft-trainer.js';
 import { resolveDataDir } from '../../sdk/daemon-state.js';
@@ -25,7 +27,7 @@ Supervised fine-tuning from demonstrations: {"prompt","completion"} or {"message
   --init-seed N      initialisation seed of a new built-in model (default 1234)
   --weights-only     leave the optimizer state out of the checkpoint (a third of the size; to ship it)
   --data-dir DIR     default ~/.agent-lightning (AGL_DATA_DIR)
-`;
+${ENGINE_HELP}`;
 
 export async function run(argv: string[]): Promise<number> {
   let a;
@@ -34,6 +36,7 @@ export async function run(argv: string[]): Promise<number> {
       data: { type: 'string' }, model: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string' },
       'batch-size': { type: 'string' }, lr: { type: 'string' }, context: { type: 'string' }, backend: { type: 'string' },
       seed: { type: 'string' }, 'init-seed': { type: 'string' }, 'weights-only': { type: 'boolean' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      ...ENGINE_OPTIONS,
     } }).values;
   } catch (e) { process.stderr.write(`agl sft: ${(e as Error).message}\n\n${HELP}`); return 2; }
   if (a.help) { process.stdout.write(HELP); return 0; }
@@ -49,27 +52,31 @@ export async function run(argv: string[]): Promise<number> {
   const lr = num(a.lr, 'lr', model.startsWith('builtin:') ? 1e-3 : 1e-4);
   const out = resolve(a.out ?? join(resolveDataDir(a['data-dir']), 'sft', new Date().toISOString().replace(/[:.]/g, '-')));
   const demos = readJsonl<Demonstration>(a.data);
-  const policy = await openPolicy(model, { backend: a.backend, learningRate: lr, contextLength: num(a.context, 'context', 128), seed: num(a['init-seed'], 'init-seed', 1234) });
-  const pairs = demos.map((d, i) => demoToPair(d, policy.tokenizer, `${a.data}:${i + 1}`));
-  process.stderr.write(`agl sft: ${pairs.length} demonstrations, model ${policy.name} (${policy.backend}), ${steps} steps of ${batchSize}\n`);
-  const bar = new Progress('sft', steps);
-  const started = Date.now();
-  const res = await runSft(policy, pairs, { steps, batchSize, seed: num(a.seed, 'seed', 1), onStep: (step, loss, tps) => bar.update(step, `loss ${loss.toFixed(3)} ${Math.round(tps)} tok/s`) });
-  bar.done();
-  mkdirSync(out, { recursive: true });
-  await policy.save(out);
-  if (a['weights-only']) rmSync(join(out, 'optimizer.safetensors'), { force: true });
-  // How the checkpoint was made, beside it (agl-sft.json): continued runs keep their base's record in `base`.
-  const baseRecord = join(model, SFT_RECORD);
-  const record: SftRecord = {
-    data: a.data, model: model.startsWith('builtin:') ? model : undefined, steps: res.steps, batchSize, lr, seed: num(a.seed, 'seed', 1),
-    seconds: Math.round((Date.now() - started) / 1000), finalLoss: Number(res.lastLoss.toFixed(4)), date: new Date().toISOString(),
-    base: existsSync(baseRecord) ? JSON.parse(readFileSync(baseRecord, 'utf8')) as SftRecord : undefined,
-  };
-  writeFileSync(join(out, SFT_RECORD), `${JSON.stringify(record, null, 2)}\n`);
-  process.stdout.write(`agl sft: ${res.steps} steps in ${((Date.now() - started) / 1000).toFixed(0)} s, final loss ${res.lastLoss.toFixed(3)}\ncheckpoint: ${out}\n`);
-  policy.dispose();
-  return 0;
+  const engine = engineOptions(engineFromFlags(a), { dataDir: resolveDataDir(a['data-dir']) });
+  const policy = await openPolicy(model, { backend: a.backend, learningRate: lr, contextLength: num(a.context, 'context', 128), seed: num(a['init-seed'], 'init-seed', 1234), ...engine });
+  try {
+    const pairs = demos.map((d, i) => demoToPair(d, policy.tokenizer, `${a.data}:${i + 1}`));
+    process.stderr.write(`agl sft: ${pairs.length} demonstrations, model ${policy.name} (${policy.backend}), ${steps} steps of ${batchSize}\n`);
+    const bar = new Progress('sft', steps);
+    const started = Date.now();
+    const res = await runSft(policy, pairs, { steps, batchSize, seed: num(a.seed, 'seed', 1), onStep: (step, loss, tps) => bar.update(step, `loss ${loss.toFixed(3)} ${Math.round(tps)} tok/s`) });
+    bar.done();
+    mkdirSync(out, { recursive: true });
+    await policy.save(out);
+    if (a['weights-only']) rmSync(join(out, 'optimizer.safetensors'), { force: true });
+    // How the checkpoint was made, beside it (agl-sft.json): continued runs keep their base's record in `base`.
+    const baseRecord = join(model, SFT_RECORD);
+    const record: SftRecord = {
+      data: a.data, model: model.startsWith('builtin:') ? model : undefined, steps: res.steps, batchSize, lr, seed: num(a.seed, 'seed', 1),
+      seconds: Math.round((Date.now() - started) / 1000), finalLoss: Number(res.lastLoss.toFixed(4)), date: new Date().toISOString(),
+      base: existsSync(baseRecord) ? JSON.parse(readFileSync(baseRecord, 'utf8')) as SftRecord : undefined,
+    };
+    writeFileSync(join(out, SFT_RECORD), `${JSON.stringify(record, null, 2)}\n`);
+    process.stdout.write(`agl sft: ${res.steps} steps in ${((Date.now() - started) / 1000).toFixed(0)} s, final loss ${res.lastLoss.toFixed(3)}\ncheckpoint: ${out}\n`);
+    return 0;
+  } finally {
+    policy.dispose();
+  }
 }
 
 /** The file `agl sft` writes beside a checkpoint: what made it (and, for a continued run, its base's record). */

@@ -4,10 +4,13 @@
  * TrainingRun, metrics and transitions in the store (the dashboard plots them live), checkpoints after
  * every step, resumes a killed run with `--resume <run id | checkpoint dir>`, and writes a report.
  */
-import { existsSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
+import { engineOptions, type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
+import type { PolicyModel } from '../model/policy-contract.js';
+import { EngineError } from '../model/torch-engine.js';
+import { ENGINE_HELP, ENGINE_OPTIONS, engineOverrides, type EngineFlags } from './engine-flags.js';
 import { readCheckpoint, saveBestPolicy, saveCheckpoint } from '../algorithm/checkpoint.js';
 import { openPolicy } from '../algorithm/open-policy.js';
 import type { Task } from '../algorithm/rollouts.js';
@@ -40,7 +43,12 @@ Trains the LLM inside the agent with GRPO: rollouts through the gateway, credit 
   --config FILE       YAML with sections model / training / runtime (flags override it)
   --resume RUN|DIR    continue a killed run from its last checkpoint
   --checkpoint-dir D  default <data-dir>/runs/<run id>
-  --backend B         auto, wasm, cpu, webgpu, node
+  --backend B         auto, wasm, cpu, webgpu, node (the tfjs engine's TF.js backend)
+  --engine E          tfjs (default: in this process) or torch (PyTorch + transformers in a child process)
+  --procs N           torch: data-parallel ranks (torchrun + DDP; gloo on CPU, NCCL on CUDA), default 1
+  --device D          torch: cpu (default), cuda (rank r on GPU r) or auto
+  --dtype T           torch: float32 (default), bfloat16 or float16 weights
+  --python P          torch: the Python to run (default: AGL_PYTHON, else the venv of agl engine install torch)
   --data-dir DIR / --store SPEC   which store (default ~/.agent-lightning)
   --quiet             no progress bar
 `;
@@ -53,7 +61,7 @@ function loadTasks(path: string, what: string): Task[] {
   });
 }
 
-export interface TrainFlags {
+export interface TrainFlags extends EngineFlags {
   agent: string; train: string; val: string; model?: string; 'group-size'?: string; 'batch-size'?: string; lr?: string;
   'max-steps'?: string; 'max-minutes'?: string; epochs?: string; 'val-every'?: string; workers?: string; config?: string;
   resume?: string; 'checkpoint-dir'?: string; backend?: string; 'data-dir'?: string; store?: string; quiet?: boolean;
@@ -69,6 +77,7 @@ export async function run(argv: string[]): Promise<number> {
       epochs: { type: 'string' }, 'val-every': { type: 'string' }, workers: { type: 'string' }, config: { type: 'string' },
       resume: { type: 'string' }, 'checkpoint-dir': { type: 'string' }, backend: { type: 'string' }, 'data-dir': { type: 'string' },
       store: { type: 'string' }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      ...ENGINE_OPTIONS,
     } });
   } catch (e) { process.stderr.write(`agl train: ${(e as Error).message}\n\n${HELP}`); return 2; }
   const f = a.values;
@@ -100,11 +109,13 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
       valEvery: num(f['val-every'], 'val-every'),
     }).filter(([, v]) => v !== undefined)),
     runtime: Object.fromEntries(Object.entries({ workers: num(f.workers, 'workers'), checkpointDir: f['checkpoint-dir'], backend: f.backend }).filter(([, v]) => v !== undefined)),
+    engine: engineOverrides(f),
   };
   const dataDir = resolveDataDir(f['data-dir']);
   ensureWritableDataDir(dataDir);
   const store = await openStore(f.store ?? process.env.AGL_STORE ?? { dataDir });
   const controller = new AbortController();
+  const opened: PolicyModel[] = []; // engines to stop however the run ends (a torch engine is a child process)
   const onSignal = () => { process.stderr.write('\nagl train: stopping (the last checkpoint is kept; continue with --resume)\n'); controller.abort(); };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
@@ -122,10 +133,18 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
     if (train.length === 0 || val.length === 0) throw new Error('--train and --val need at least one task each');
 
     const modelSpec = ckpt ? ckpt.policyPath : (config.model.init ?? config.model.name);
-    const policy = await openPolicy(modelSpec, { backend: config.runtime.backend, learningRate: config.training.learningRate, seed: config.training.seed });
+    // A resumed run keeps its engine unless the flags name one (e.g. resuming a tfjs run on torch, or on more ranks).
+    if (ckpt) config.engine = resolveTrainConfig(null, { engine: { ...config.engine, ...overrides.engine } }).engine;
+    const engineLog = config.engine.kind === 'torch' ? openEngineLog(dataDir) : null;
+    const engine = engineOptions(config.engine, { dataDir, log: engineLog?.write });
+    const policy = await openPolicy(modelSpec, { backend: config.runtime.backend, learningRate: config.training.learningRate, seed: config.training.seed, ...engine });
+    opened.push(policy);
     // The KL reference is the run's starting point: the same weights the policy started from (for a
     // built-in model that means the same seeded initialisation, not a fresh random one).
-    const reference = config.training.grpo.beta > 0 ? await openPolicy(config.model.init ?? config.model.name, { backend: config.runtime.backend, seed: config.training.seed }) : null;
+    const reference = config.training.grpo.beta > 0
+      ? await openPolicy(config.model.init ?? config.model.name, { backend: config.runtime.backend, seed: config.training.seed, ...engine, torch: { ...engine.torch, procs: 1 } })
+      : null;
+    if (reference) opened.push(reference);
 
     let state: TrainerState;
     let checkpointDir: string;
@@ -150,6 +169,7 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
     // throw escape is logged, as in `agl serve`, rather than ending a long run.
     installLastResortGuard((m) => log(`  ${m}`));
     const host = await startTrainingHost({ store, policy, token, dataDir, workers: config.runtime.workers, agent, log: (m) => log(`  ${m}`) });
+    if (engineLog) log(`agl train: the torch engine's output goes to ${engineLog.path}`);
     log(`agl train: run ${state.runId}${ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${train.length} train / ${val.length} val tasks, ` +
       `${state.totalSteps} steps of ${config.training.batchSize} tasks x ${config.training.groupSize}; gateway ${host.endpoint}`);
     const trainer = new Trainer({
@@ -170,6 +190,12 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
       const ended = { ...summary, elapsedMs: trainer.state.elapsedMs };
       if (controller.signal.aborted) { await store.updateTrainingRun(state.runId, { status: 'cancelled', summary: { ...ended, stopReason: 'cancelled' } }); return null; }
       await store.updateTrainingRun(state.runId, { status: 'failed', summary: { ...ended, stopReason: 'failed', error: (e as Error).message } });
+      if (e instanceof EngineError) {
+        const saved = readCheckpoint(checkpointDir)?.trainer.step;
+        throw new Error(`${e.message}${engineLog ? `\n(the engine's whole output: ${engineLog.path})` : ''}\n`
+          + `Nothing acknowledged is lost: the store holds every rollout, and the last checkpoint ${saved === undefined ? 'has not been written yet' : `is step ${saved}`}. `
+          + `Continue with: agl train ${f.agent} --train ${f.train} --val ${f.val} --resume ${state.runId}`);
+      }
       throw e;
     }
     bar?.done();
@@ -184,12 +210,19 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
     process.stdout.write(`agl train: held-out reward ${before?.toFixed(3)} -> ${after?.toFixed(3)} in ${(trainer.state.elapsedMs / 60000).toFixed(1)} min\n` +
       `checkpoint: ${join(checkpointDir, `policy-${trainer.state.step}`)}\nreport: ${report.html}\nreward curve: ${report.png}\n` +
       `transitions: agl export --format jsonl --run ${state.runId}\n`);
-    policy.dispose();
-    reference?.dispose();
     return { runId: state.runId, before, after, minutes: trainer.state.elapsedMs / 60000, steps: trainer.state.step, report: report.html, checkpoint: join(checkpointDir, `policy-${trainer.state.step}`) };
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    for (const p of opened) p.dispose();
     await store.close();
   }
+}
+
+/** The torch engine's own output (transformers' and torch's messages) goes to a log file, not over the progress bar. */
+function openEngineLog(dataDir: string): { path: string; write: (line: string) => void } {
+  const dir = join(dataDir, 'logs');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
+  return { path, write: (line: string) => { try { appendFileSync(path, `${line}\n`); } catch { /* a full disk must not stop training */ } } };
 }

@@ -59,7 +59,7 @@ class Engine:
         self.ddp = None
         if world > 1:
             from torch.nn.parallel import DistributedDataParallel as DDP
-            self.ddp = DDP(self.model, device_ids=[device.index] if device.type == 'cuda' else None, broadcast_buffers=False)
+            self.ddp = DDP(self.model, device_ids=[device.index] if device.type == 'cuda' else None)
 
     # -- information ---------------------------------------------------------------------------------------
     def describe(self) -> dict:
