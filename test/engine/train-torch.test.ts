@@ -1,0 +1,99 @@
+/**
+ * `agl train --engine torch` end to end through the real CLI, gateway, runner workers and store:
+ *   - calc from its shipped warm-up on 2 data-parallel ranks (torchrun + DDP, gloo) learns: held-out accuracy
+ *     rises in a few steps, and the checkpoint it writes opens in the TF.js engine too;
+ *   - kill -9 of the engine in the middle of the run: agl train stops with an error that names what happened and
+ *     how to continue, the store keeps every rollout it had, and --resume finishes the run from the checkpoint.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadPolicy } from '../../daemon/model/policy.js';
+import { SqliteStore } from '../../daemon/store/sqlite.js';
+import { runAgl, startAgl } from '../algorithm/cli-helpers.js';
+import { torchPython } from '../helpers/torch.js';
+
+const AGENT = 'samples/calc/agent.ts#calcAgent';
+const DATA = ['--train', 'samples/calc/data/train.jsonl', '--val', 'samples/calc/data/val.jsonl', '--model', 'samples/calc/warmup'];
+
+/** samples/calc/train.yaml's settings with a fixed number of steps. */
+function config(dir: string, steps: number, valSize: number): string {
+  const file = join(dir, 'train.yaml');
+  writeFileSync(file, readFileSync('samples/calc/train.yaml', 'utf8')
+    .replace(/maxMinutes: \d+/, `maxMinutes: 0\n  maxSteps: ${steps}`).replace(/valEvery: \d+/, 'valEvery: 0').replace(/valSize: \d+/, `valSize: ${valSize}`));
+  return file;
+}
+
+async function runsOf(data: string) {
+  const store = new SqliteStore(join(data, 'store.sqlite'));
+  try {
+    const runs = await store.listTrainingRuns();
+    const rollouts = (await store.queryRollouts({ limit: 10_000 })).items;
+    return { runs, rollouts };
+  } finally { await store.close(); }
+}
+
+test('calc on 2 data-parallel ranks learns, and its checkpoint opens in both engines', { timeout: 600_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agl-train-torch-'));
+  try {
+    const data = join(dir, 'data'), ckpt = join(dir, 'ckpt');
+    const { code, out } = await runAgl(['train', AGENT, ...DATA, '--config', config(dir, 6, 100), '--engine', 'torch', '--procs', '2',
+      '--python', torchPython(), '--checkpoint-dir', ckpt, '--quiet'], data);
+    assert.equal(code, 0, out);
+    assert.match(out, /warmup on torch cpu x2 \(gloo\)/);
+    const m = /held-out reward (\d\.\d+) -> (\d\.\d+)/.exec(out);
+    assert.ok(m, out);
+    const [before, after] = [Number(m[1]), Number(m[2])];
+    console.log(`calc, torch engine on 2 ranks, 6 steps: held-out ${before} -> ${after}`);
+    assert.ok(after >= before + 0.05, `held-out accuracy rose: ${before} -> ${after}`);
+    const { runs } = await runsOf(data);
+    assert.equal(runs[0].status, 'succeeded');
+    assert.equal((runs[0].config as { engine: { kind: string; procs: number } }).engine.kind, 'torch');
+    const tf = await loadPolicy(join(ckpt, 'policy-6'));
+    assert.equal(tf.parameterCount, 843520, 'the torch engine\'s checkpoint opens in the TF.js engine');
+    tf.dispose();
+    assert.ok(readdirSync(join(data, 'logs')).some((f) => f.startsWith('engine-')), 'the engine\'s output went to its log file');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('kill -9 of the torch engine mid-run: a named error, nothing lost, --resume finishes the run', { timeout: 600_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agl-train-torch-kill-'));
+  try {
+    const data = join(dir, 'data'), ckpt = join(dir, 'ckpt');
+    const args = ['train', AGENT, ...DATA, '--config', config(dir, 6, 20), '--engine', 'torch', '--python', torchPython(), '--checkpoint-dir', ckpt, '--quiet'];
+    const first = startAgl(args, data);
+    // Wait for the first checkpoint, then kill the engine (the Python child of agl train) while it works.
+    const deadline = Date.now() + 300_000;
+    while (!existsSync(join(ckpt, 'state.json'))) {
+      assert.ok(Date.now() < deadline, `no checkpoint yet:\n${first.output()}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const kids = readFileSync(`/proc/${first.child.pid}/task/${first.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
+    const engine = kids.find((pid) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('agl_torch'); } catch { return false; } });
+    assert.ok(engine, `agl train runs the engine as a child: ${kids}`);
+    process.kill(engine, 'SIGKILL');
+    const code = await first.exited;
+    const out = first.output();
+    assert.equal(code, 1, out);
+    assert.match(out, new RegExp(`the torch engine \\(pid ${engine}\\) was killed by SIGKILL`));
+    assert.match(out, /Nothing acknowledged is lost: the store holds every rollout, and the last checkpoint is step \d+/);
+    const runId = /--resume (run-\w+)/.exec(out)?.[1];
+    assert.ok(runId, out);
+    const killed = await runsOf(data);
+    assert.equal(killed.runs[0].status, 'failed');
+    const savedStep = JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8')).trainer.step as number;
+    assert.ok(savedStep >= 1 && savedStep < 6);
+
+    const second = await runAgl(['train', AGENT, ...DATA, '--engine', 'torch', '--python', torchPython(), '--resume', runId, '--quiet'], data);
+    assert.equal(second.code, 0, second.out);
+    assert.match(second.out, new RegExp(`resumed at step ${savedStep}`));
+    const done = await runsOf(data);
+    assert.equal(done.runs[0].status, 'succeeded');
+    assert.equal(done.runs[0].step, 6);
+    const ids = new Set(done.rollouts.map((r) => r.rolloutId));
+    for (const r of killed.rollouts) assert.ok(ids.has(r.rolloutId), `rollout ${r.rolloutId} from before the kill is still in the store`);
+    assert.ok(done.rollouts.length > killed.rollouts.length, 'the resumed run added its own rollouts');
+  } finally { rmSync(dir, { recursive: true, force: true }); }
+});
