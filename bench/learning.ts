@@ -24,6 +24,16 @@ export const SAMPLES: Record<string, LearningSample> = {
       return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes, testBefore: await calcScore(r.warmup, test), testAfter: await calcScore(r.checkpoint, test) };
     },
   },
+  'calc-torch': {
+    describe: 'calc on the torch engine (engines/torch: transformers GPT-2, one process): the same shipped warm-up, train.yaml and budget as calc',
+    async run({ quick }) {
+      const { runCalcDemo } = await import('../samples/calc/demo.js');
+      const { calcScore } = await import('../samples/calc/inspect.js');
+      const r = await runCalcDemo({ minutes: quick ? 1.5 : undefined, quiet: true, engine: 'torch' });
+      const test = 'samples/calc/data/test.jsonl';
+      return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes, testBefore: await calcScore(r.warmup, test), testAfter: await calcScore(r.checkpoint, test) };
+    },
+  },
   // The samples engineer's entries: SFT warm-up from the sample's demonstrations, then agl train (samples/*/learn.ts).
   sql: learnedSample('sql (three LangChain.js agents, writer+rewriter trained): greedy execution accuracy on 40 held-out questions', 'sql', 'SQL_LEARNING', 20),
   rag: learnedSample('rag (OpenAI Agents SDK, two-hop retrieval): greedy token F1 on 40 held-out questions', 'rag', 'RAG_LEARNING', 20),

@@ -28,6 +28,7 @@
  *   GET  /training-runs/:id -> TrainingRun;  POST /training-runs/:id UpdateTrainingRunRequest -> TrainingRun
  *   POST /training-runs/:id/metrics AddMetricsRequest -> 201 CountResponse;  GET .../metrics?afterStep -> MetricList
  *   POST /transitions AddTransitionsRequest -> 201 CountResponse;  GET /transitions?runId&rolloutId&step&limit -> TransitionList
+ *   GET  /policy -> PolicyInfo;  POST /policy/load PolicyLoadRequest -> PolicyInfo   (agl serve --model: the served policy)
  * Outside the prefix: GET /health (no token) -> Health;  GET /metrics (token) -> Prometheus text.
  */
 import { z } from 'zod';
@@ -304,3 +305,22 @@ export const Health = z.object({
   uptimeSeconds: z.number(),
 });
 export type Health = z.infer<typeof Health>;
+
+/** `POST /v1/agl/policy/load`: serve the model folder `dir` from the next call on (a trainer pushing new weights). */
+export const PolicyLoadRequest = z.object({ dir: z.string().min(1) }).strict();
+export type PolicyLoadRequest = z.infer<typeof PolicyLoadRequest>;
+
+/** `GET /v1/agl/policy`: what an `agl serve --model` daemon serves. */
+export const PolicyInfo = z.object({
+  /** The folder or builtin:<size> being served. */
+  spec: z.string(),
+  engine: z.enum(['tfjs', 'torch']),
+  /** The model name the policy answers to (null until the first load finished). */
+  name: z.string().nullable(),
+  backend: z.string().nullable(),
+  /** When the current weights were loaded (ms since the epoch; null: not loaded yet, it loads on the first call). */
+  loadedAt: z.number().nullable(),
+  /** Loads through /policy/load so far. */
+  reloads: z.number().int(),
+});
+export type PolicyInfo = z.infer<typeof PolicyInfo>;

@@ -11,7 +11,7 @@ import { CreditConfig } from './credit.js';
 import { GrpoConfig } from './grpo.js';
 import { EngineSection } from './engine-config.js';
 
-export { EngineSection, engineOptions, type EngineConfig } from './engine-config.js';
+export { EngineSection, engineOptions, type EngineConfig, type SamplerConfig } from './engine-config.js';
 
 export const ModelSection = z.object({
   /** `builtin:0.8m`, `builtin:5m`, a Hugging Face model folder, or a checkpoint folder of ours. */

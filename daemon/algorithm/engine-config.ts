@@ -6,6 +6,32 @@
 import { z } from 'zod';
 
 /** Which engine holds, samples and trains the policy (policy-contract.ts); the daemon's side is the same for both. */
+/**
+ * Sampling from another server (a vLLM on GPUs, or another `agl serve --model`): the gateway forwards the agents'
+ * calls there and records the token ids and log-probs it returns; after each update the engine's weights are saved
+ * where that server can read them and it is told to load them.
+ */
+export const SamplerSection = z.object({
+  /** OpenAI-compatible base URL (ending in /v1) of a server that returns token ids (vLLM: return_token_ids). */
+  url: z.string().url(),
+  /** The model name it serves the policy under. */
+  model: z.string().min(1),
+  /** Environment variable with its API key (sent as a bearer token); allowed for this run's gateway. */
+  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).nullable().default(null),
+  /** How each update reaches it; null: it keeps the weights it started with (a frozen sampler). */
+  push: z.object({
+    /** A folder both can read: each update is saved as <dir>/step-<n> (the last two are kept). */
+    dir: z.string().min(1),
+    /** POSTed after each save, with `body`'s {dir} and {step} filled in (JSON-escaped). */
+    url: z.string().url(),
+    /** agl serve: {"dir": "{dir}"} (the default). vLLM LoRA: {"lora_name": "policy", "lora_path": "{dir}", "load_inplace": true}. */
+    body: z.string().default('{"dir": "{dir}"}'),
+    /** Environment variable with a bearer token for `url` (agl serve: its token file's content). */
+    tokenEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).nullable().default(null),
+  }).strict().nullable().default(null),
+}).strict();
+export type SamplerConfig = z.infer<typeof SamplerSection>;
+
 export const EngineSection = z.object({
   /** `tfjs`: in this process (the built-in models, a laptop); `torch`: PyTorch + transformers in a child process (real models, GPUs, ranks). */
   kind: z.enum(['tfjs', 'torch']).default('tfjs'),
@@ -21,6 +47,8 @@ export const EngineSection = z.object({
   python: z.string().nullable().default(null),
   /** torch: threads per rank (0: torch's default; torchrun sets 1 per rank). */
   threads: z.number().int().min(0).default(0),
+  /** Sample from another server instead of the engine (either engine): see SamplerSection. */
+  sampler: SamplerSection.nullable().default(null),
 }).strict();
 
 export type EngineConfig = z.infer<typeof EngineSection>;

@@ -17,12 +17,19 @@ export interface PublishOptions {
   topP?: number;
   maxTokens: number;
   metadata: Record<string, unknown>;
+  /** Sample from this OpenAI-compatible server (its token ids and log-probs recorded) instead of the local policy. */
+  upstream?: { url: string; model: string; apiKeyEnv: string | null } | null;
 }
 
 export function publishPolicy(store: LightningStore, o: PublishOptions): Promise<Resources> {
   return store.addResources({
     resources: {
-      llm: { type: 'llm', endpoint: o.endpoint, model: o.model, backend: 'local', samplingParams: { temperature: o.temperature, topP: o.topP, maxTokens: o.maxTokens } },
+      llm: o.upstream
+        ? {
+          type: 'llm', endpoint: o.endpoint, model: o.upstream.model, backend: 'upstream', upstreamUrl: o.upstream.url, requestTokenIds: true,
+          ...(o.upstream.apiKeyEnv ? { apiKeyEnv: o.upstream.apiKeyEnv } : {}), samplingParams: { temperature: o.temperature, topP: o.topP, maxTokens: o.maxTokens },
+        }
+        : { type: 'llm', endpoint: o.endpoint, model: o.model, backend: 'local', samplingParams: { temperature: o.temperature, topP: o.topP, maxTokens: o.maxTokens } },
     },
     metadata: o.metadata,
   });

@@ -43,6 +43,10 @@ export interface TrainerDeps {
   config: TrainConfig;
   train: Task[];
   val: Task[];
+  /** Sample from another server (engine.sampler) instead of the policy the gateway serves. */
+  sampler?: { url: string; model: string; apiKeyEnv: string | null } | null;
+  /** Called after each update that changed the weights (pushes them to the sampler). */
+  afterUpdate?: (state: TrainerState) => Promise<void>;
   /** Sets the optimizer's learning rate (for the warm-up schedule); absent = the model's own stays. */
   setLearningRate?: (lr: number) => void;
   /** Writes a checkpoint of the policy and this state (called every `checkpointEvery` steps). */
@@ -125,7 +129,7 @@ export class Trainer {
     const res = await publishPolicy(this.deps.store, {
       endpoint: this.deps.endpoint, model: this.deps.policy.name, maxTokens: m.maxTokens,
       temperature: purpose === 'val' ? m.valTemperature : m.temperature, topP: purpose === 'val' ? undefined : m.topP,
-      metadata: { runId: this.state.runId, step: this.state.step, purpose },
+      metadata: { runId: this.state.runId, step: this.state.step, purpose }, upstream: this.deps.sampler,
     });
     return res.id;
   }
@@ -220,6 +224,7 @@ export class Trainer {
     if (kept.length > 0 && kept.some((k) => k.advantage !== 0)) {
       const samples = kept.map((k, i) => ({ advantage: k.advantage, oldLogprobs: old[i] as number[], refLogprobs: ref ? ref[i] : null }));
       update = await policy.trainStep(pairs, grpoLoss(samples, { ...t.grpo, lossNormTokens: t.grpo.lossNormTokens ?? cfg.model.maxTokens }));
+      await this.deps.afterUpdate?.({ ...this.state, step: step + 1 });
     }
     const s = summarizeLossStats(update.stats);
     // reward/mean and reward/std describe the step's scheduled tasks, comparable across variants; refills are counted apart.

@@ -4,7 +4,7 @@
  * itself in daemon.json, and shuts down cleanly on SIGINT/SIGTERM (stop accepting, finish requests in
  * flight, close the store, mark daemon.json stopped).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AglClient } from '../../sdk/client.js';
@@ -12,6 +12,7 @@ import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../sto
 import { closeGracefully, createApp, listen } from '../server/app.js';
 import { createServerContext, type ServerContext } from '../server/server-context.js';
 import type { PolicyModel } from '../model/policy-contract.js';
+import type { PolicyInfo } from '../../protocol/api.js';
 import { engineOptions, type EngineConfig } from '../algorithm/engine-config.js';
 import { ENGINE_OPTIONS, engineFromFlags } from './engine-flags.js';
 import { loadOrCreateToken } from '../server/auth.js';
@@ -78,18 +79,49 @@ function portTakenMessage(host: string, port: number): string {
 }
 
 /**
- * The gateway's local policy, opened on first use (loading TF.js and weights takes seconds, and most
- * daemons only record upstream calls). A failed load is reported to the caller and retried next call.
+ * The gateway's local policy, opened on first use (loading TF.js and weights takes seconds, and most daemons only
+ * record upstream calls); a failed load is reported to the caller and retried next call. POST /v1/agl/policy/load
+ * swaps in another folder's weights (a trainer pushing each update): the new policy serves every call made after
+ * the swap, and the old one is freed a minute later, once the calls it was serving have ended.
  */
-function lazyPolicy(spec: string, backend: string | undefined, engine: EngineConfig, dataDir: string, log: (m: string) => void): NonNullable<ServerContext['getPolicy']> {
-  let loading: Promise<PolicyModel> | null = null;
-  return () => {
-    const opts = engineOptions(engine, { dataDir, log: (line) => log(`engine: ${line}`) });
-    loading ??= import('../algorithm/open-policy.js').then(({ openPolicy }) => openPolicy(spec, { backend, ...opts }))
-      .then((p) => { log(`policy ${spec} loaded (${p.backend})`); return p; })
-      .catch((err) => { loading = null; throw new Error(`cannot load the policy --model ${spec}: ${(err as Error).message}`); });
-    return loading;
-  };
+class ServedPolicy {
+  private loading: Promise<PolicyModel> | null = null;
+  private loaded: PolicyModel | null = null;
+  private loadedAt: number | null = null;
+  private reloads = 0;
+
+  constructor(private spec: string, private readonly backend: string | undefined, private readonly engine: EngineConfig,
+    private readonly dataDir: string, private readonly log: (m: string) => void) {}
+
+  private open(spec: string): Promise<PolicyModel> {
+    const opts = engineOptions(this.engine, { dataDir: this.dataDir, log: (line) => this.log(`engine: ${line}`) });
+    return import('../algorithm/open-policy.js').then(({ openPolicy }) => openPolicy(spec, { backend: this.backend, ...opts }));
+  }
+
+  get(): Promise<PolicyModel> {
+    this.loading ??= this.open(this.spec)
+      .then((p) => { this.log(`policy ${this.spec} loaded (${p.backend})`); this.loaded = p; this.loadedAt = Date.now(); return p; })
+      .catch((err) => { this.loading = null; throw new Error(`cannot load the policy --model ${this.spec}: ${(err as Error).message}`); });
+    return this.loading;
+  }
+
+  describe(): PolicyInfo {
+    return { spec: this.spec, engine: this.engine.kind, name: this.loaded?.name ?? null, backend: this.loaded?.backend ?? null, loadedAt: this.loadedAt, reloads: this.reloads };
+  }
+
+  async load(dir: string): Promise<PolicyInfo> {
+    if (!existsSync(join(dir, 'config.json'))) throw new Error(`${dir} holds no model (config.json missing)`);
+    const next = await this.open(dir);
+    const old = this.loaded;
+    this.loaded = next;
+    this.loading = Promise.resolve(next);
+    this.spec = dir;
+    this.loadedAt = Date.now();
+    this.reloads++;
+    this.log(`policy ${dir} loaded (${next.backend}), reload ${this.reloads}`);
+    if (old) setTimeout(() => old.dispose(), 60_000).unref();
+    return this.describe();
+  }
 }
 
 /** Publishes an upstream LLM resource as the latest resources, unless the latest already is exactly that. */
@@ -188,7 +220,11 @@ export async function run(argv: string[]): Promise<number> {
   let engine: EngineConfig;
   try { engine = engineFromFlags(args); } catch (err) { await store.close(); process.stderr.write(`agl serve: ${(err as Error).message}\n`); return 2; }
   if (engine.procs > 1) { await store.close(); process.stderr.write('agl serve: --procs is for training (agl train); serving uses one rank\n'); return 2; }
-  if (modelSpec) ctx.getPolicy = lazyPolicy(modelSpec, args.backend, engine, dataDir, ctx.log);
+  if (modelSpec) {
+    const served = new ServedPolicy(modelSpec, args.backend, engine, dataDir, ctx.log);
+    ctx.getPolicy = () => served.get();
+    ctx.policyControl = served;
+  }
   const app = createApp(ctx);
   let server;
   try {

@@ -26,11 +26,13 @@ export interface HostOptions {
   agent: string;
   port?: number;
   log?: (m: string) => void;
+  /** Environment variables an upstream LLM resource of this run may name for its key (engine.sampler.apiKeyEnv). */
+  allowedKeyEnvs?: string[];
 }
 
 export async function startTrainingHost(o: HostOptions): Promise<TrainingHost> {
   const log = o.log ?? (() => {});
-  const ctx = createServerContext({ store: o.store, token: o.token, dataDir: o.dataDir, log });
+  const ctx = createServerContext({ store: o.store, token: o.token, dataDir: o.dataDir, log, allowedKeyEnvs: o.allowedKeyEnvs });
   ctx.getPolicy = () => o.policy;
   const server: Server = await listen(createApp(ctx), ctx, '127.0.0.1', o.port ?? 0);
   const watchdog = new Watchdog(o.store, { onError: (e) => log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();

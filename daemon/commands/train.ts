@@ -4,10 +4,11 @@
  * TrainingRun, metrics and transitions in the store (the dashboard plots them live), checkpoints after
  * every step, resumes a killed run with `--resume <run id | checkpoint dir>`, and writes a report.
  */
-import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { engineOptions, type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
+import { engineOptions, type SamplerConfig, type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
+import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import { EngineError } from '../model/torch-engine.js';
 import { ENGINE_HELP, ENGINE_OPTIONS, engineOverrides, type EngineFlags } from './engine-flags.js';
@@ -168,13 +169,24 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
     // The training host serves the gateway and the store to the runner's workers: a bug that lets a request's
     // throw escape is logged, as in `agl serve`, rather than ending a long run.
     installLastResortGuard((m) => log(`  ${m}`));
-    const host = await startTrainingHost({ store, policy, token, dataDir, workers: config.runtime.workers, agent, log: (m) => log(`  ${m}`) });
+    const sampler = config.engine.sampler;
+    const host = await startTrainingHost({
+      store, policy, token, dataDir, workers: config.runtime.workers, agent, log: (m) => log(`  ${m}`),
+      allowedKeyEnvs: sampler?.apiKeyEnv ? [...DEFAULT_KEY_ENVS, sampler.apiKeyEnv] : undefined,
+    });
+    if (sampler) {
+      log(`agl train: sampling from ${sampler.url} (model ${sampler.model})${sampler.push ? `; each update is pushed to it through ${sampler.push.url}` : ', which keeps its weights (no push)'}`);
+      // The sampler starts from this run's weights, whatever it was started with.
+      if (sampler.push) await pushWeights(policy, sampler.push, state.step);
+    }
     if (engineLog) log(`agl train: the torch engine's output goes to ${engineLog.path}`);
     log(`agl train: run ${state.runId}${ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${train.length} train / ${val.length} val tasks, ` +
       `${state.totalSteps} steps of ${config.training.batchSize} tasks x ${config.training.groupSize}; gateway ${host.endpoint}`);
     const trainer = new Trainer({
       store, policy, reference, endpoint: host.endpoint, agent, config, train, val, signal: controller.signal,
       setLearningRate: (lr) => { policy.optimizerConfig.lr = lr; },
+      sampler: sampler ? { url: sampler.url, model: sampler.model, apiKeyEnv: sampler.apiKeyEnv } : null,
+      afterUpdate: sampler?.push ? async (s) => { await pushWeights(policy, sampler.push!, s.step); } : undefined,
       checkpoint: async (s) => { await saveCheckpoint(checkpointDir, policy, s, { agent, config }); },
       saveBest: async (s) => {
         const path = await saveBestPolicy(checkpointDir, policy, s.best!);
@@ -216,6 +228,35 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
     process.off('SIGTERM', onSignal);
     for (const p of opened) p.dispose();
     await store.close();
+  }
+}
+
+/**
+ * Saves the policy where the sampler can read it (<push.dir>/step-<n>) and tells the sampler to load it (POST
+ * push.url with push.body's {dir} / {step} filled in); keeps the newest two step folders.
+ */
+async function pushWeights(policy: PolicyModel, push: NonNullable<SamplerConfig['push']>, step: number): Promise<void> {
+  const root = resolve(push.dir);
+  const dir = join(root, `step-${step}`);
+  rmSync(dir, { recursive: true, force: true });
+  await policy.save(dir);
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (push.tokenEnv) {
+    const token = process.env[push.tokenEnv];
+    if (!token) throw new Error(`engine.sampler.push.tokenEnv names ${push.tokenEnv}, which is not set`);
+    headers.authorization = `Bearer ${token}`;
+  }
+  const body = push.body.replaceAll('{dir}', JSON.stringify(dir).slice(1, -1)).replaceAll('{step}', String(step));
+  let res: Response;
+  try {
+    res = await fetch(push.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(600_000) });
+  } catch (e) {
+    throw new Error(`engine.sampler.push: cannot reach ${push.url} to load step ${step}: ${(e as Error).message}`);
+  }
+  if (!res.ok) throw new Error(`engine.sampler.push: ${push.url} answered ${res.status} to loading ${dir}: ${(await res.text()).slice(0, 500)}`);
+  for (const name of readdirSync(root)) {
+    const n = /^step-(\d+)$/.exec(name);
+    if (n && Number(n[1]) < step - 1) rmSync(join(root, name), { recursive: true, force: true });
   }
 }
 

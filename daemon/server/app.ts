@@ -17,6 +17,7 @@ import { withHotPath } from './hot-path.js';
 import { otlpRouter } from './otlp.js';
 import { problemHandler, unknownRoute } from './errors.js';
 import { healthRouter, storeCollector } from './routes-health.js';
+import { policyRouter } from './routes-policy.js';
 import { storeApiRouter } from './store-api.js';
 
 export function createApp(ctx: ServerContext): express.Express {
@@ -29,6 +30,7 @@ export function createApp(ctx: ServerContext): express.Express {
 
   app.use(healthRouter(ctx)); // GET /health (no token), GET /metrics
 
+  app.use(API_PREFIX, policyRouter(ctx)); // GET /policy, POST /policy/load: agl serve --model's served policy (routes-policy.ts)
   app.use(API_PREFIX, storeApiRouter(ctx)); // the store API: one route table (store-api.ts)
 
   // ---- Mount points for other owners' routers: add ONE line each, e.g. -------------------------------

@@ -22,10 +22,20 @@ function tokenData(response: Record<string, unknown>): Pick<CallResult, 'promptT
   };
 }
 
-/** The request body, plus vLLM's token-id and log-prob fields when the resource asks for them. */
+/**
+ * The request body, plus vLLM's token-id and log-prob fields when the resource asks for them. A resource that asks
+ * for token ids is a training run's sampler: its sampling parameters fill in what the agent's call leaves out (as
+ * the local policy does), so rollouts sample at the training temperature.
+ */
 function withTokenIds(req: CallRequest): Record<string, unknown> {
   if (!req.resource.requestTokenIds) return req.body;
-  return { ...req.body, return_token_ids: true, logprobs: req.kind === 'chat' ? true : (req.body.logprobs ?? 1) };
+  const sp = req.resource.samplingParams ?? {};
+  const fill: Record<string, unknown> = {};
+  if (req.body.temperature === undefined && sp.temperature !== undefined) fill.temperature = sp.temperature;
+  if (req.body.top_p === undefined && sp.topP !== undefined) fill.top_p = sp.topP;
+  if (req.body.top_k === undefined && sp.topK !== undefined) fill.top_k = sp.topK;
+  if (req.body.max_tokens === undefined && req.body.max_completion_tokens === undefined && sp.maxTokens !== undefined) fill.max_tokens = sp.maxTokens;
+  return { ...fill, ...req.body, return_token_ids: true, logprobs: req.kind === 'chat' ? true : (req.body.logprobs ?? 1) };
 }
 
 function toGatewayError(err: unknown): unknown {

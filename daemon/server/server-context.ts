@@ -4,6 +4,7 @@
  * (store-api.ts, routes-*.ts) and the hot path (hot-path.ts) all import it from below, never from each other.
  */
 import type { KnownAgent } from '../../protocol/api.js';
+import type { PolicyInfo } from '../../protocol/api.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { RequestMetrics } from './request-metrics.js';
@@ -32,6 +33,8 @@ export interface ServerContext {
    * daemon process assigns it (ctx is shared by reference, so it may be set after the app is built).
    */
   getPolicy?: (model: string) => PolicyModel | null | undefined | Promise<PolicyModel | null | undefined>;
+  /** The served policy's description and swap (agl serve --model): GET /v1/agl/policy, POST /v1/agl/policy/load. */
+  policyControl?: { describe(): PolicyInfo; load(dir: string): Promise<PolicyInfo> };
   /** Host names answered besides loopback, IP literals and the bound host (`agl serve --allowed-host`; edge.ts). */
   allowedHosts?: string[];
   /**

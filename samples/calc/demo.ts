@@ -5,7 +5,8 @@
  *     made now with `agl sft` when it is missing (--fresh-warmup forces it);
  *  3. GRPO with `agl train` through the real gateway and runner workers, held-out accuracy before/after;
  *  4. the report (HTML + PNG reward curve) path printed at the end.
- * Options: --minutes M (GRPO budget, default train.yaml's maxMinutes), --data-dir DIR (default: a fresh temp dir), --fresh-warmup.
+ * Options: --minutes M (GRPO budget, default train.yaml's maxMinutes), --data-dir DIR (default: a fresh temp dir), --fresh-warmup,
+ * --engine torch (train on the PyTorch engine; `agl engine install torch` first) and --procs N (its data-parallel ranks).
  */
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +20,7 @@ export const WARMUP_DIR = join('samples', 'calc', 'warmup');
 /** How samples/calc/warmup was made (`agl sft --data samples/calc/data/demos.jsonl --out samples/calc/warmup` + these). */
 export const WARMUP_SFT_ARGS = ['--model', 'builtin:0.8m', '--steps', '1200', '--batch-size', '32', '--lr', '1e-3', '--context', '128', '--seed', '1', '--init-seed', '1234', '--backend', 'wasm'];
 
-export interface CalcRunOptions { minutes?: number; dataDir?: string; freshWarmup?: boolean; quiet?: boolean; workers?: number }
+export interface CalcRunOptions { minutes?: number; dataDir?: string; freshWarmup?: boolean; quiet?: boolean; workers?: number; engine?: 'tfjs' | 'torch'; procs?: number }
 
 /** Warm-up (shipped, or made) then GRPO; returns agl train's outcome, the warm-up used and its minutes. */
 export async function runCalcDemo(o: CalcRunOptions = {}): Promise<TrainOutcome & { warmup: string; warmupMinutes: number }> {
@@ -38,15 +39,21 @@ export async function runCalcDemo(o: CalcRunOptions = {}): Promise<TrainOutcome 
   const outcome = await trainAgent({
     agent: 'samples/calc/agent.ts#calcAgent', train: join(DATA_DIR, 'train.jsonl'), val: join(DATA_DIR, 'val.jsonl'),
     model: warmup, config: join('samples', 'calc', 'train.yaml'), ...(o.minutes ? { 'max-minutes': String(o.minutes) } : {}), 'data-dir': dataDir,
-    quiet: o.quiet, ...(o.workers ? { workers: String(o.workers) } : {}),
+    quiet: o.quiet, ...(o.workers ? { workers: String(o.workers) } : {}), ...(o.engine ? { engine: o.engine } : {}), ...(o.procs ? { procs: String(o.procs) } : {}),
   });
   if (!outcome) throw new Error('training was interrupted');
   return { ...outcome, warmup, warmupMinutes };
 }
 
 if (/demo\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
-  const { values } = parseArgs({ options: { minutes: { type: 'string' }, 'data-dir': { type: 'string' }, 'fresh-warmup': { type: 'boolean' } } });
-  runCalcDemo({ minutes: values.minutes ? Number(values.minutes) : undefined, dataDir: values['data-dir'], freshWarmup: values['fresh-warmup'] }).then((r) => {
+  const { values } = parseArgs({ options: {
+    minutes: { type: 'string' }, 'data-dir': { type: 'string' }, 'fresh-warmup': { type: 'boolean' }, engine: { type: 'string' }, procs: { type: 'string' },
+  } });
+  if (values.engine && !['tfjs', 'torch'].includes(values.engine)) { process.stderr.write(`calc demo: --engine must be tfjs or torch, got '${values.engine}'\n`); process.exit(2); }
+  runCalcDemo({
+    minutes: values.minutes ? Number(values.minutes) : undefined, dataDir: values['data-dir'], freshWarmup: values['fresh-warmup'],
+    engine: values.engine as 'tfjs' | 'torch' | undefined, procs: values.procs ? Number(values.procs) : undefined,
+  }).then((r) => {
     const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
     process.stdout.write(`\ncalc demo: held-out accuracy ${pct(r.before)} -> ${pct(r.after)} in ${r.minutes.toFixed(1)} min of GRPO` +
       `${r.warmupMinutes ? ` (+${r.warmupMinutes.toFixed(1)} min SFT warm-up)` : ''}\nreport: ${r.report}\n`);
