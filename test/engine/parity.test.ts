@@ -132,3 +132,26 @@ for (const folder of ['calc-warmup', 'llama', 'qwen2'] as const) {
     }
   });
 }
+
+describe('every shipped warm-up runs on both engines', () => {
+  for (const sample of ['calc', 'sql', 'rag']) {
+    it(`samples/${sample}/warmup: the same log-probs and greedy answer on tfjs and torch`, async () => {
+      const dir = join('samples', sample, 'warmup');
+      const tfm = await loadPolicy(dir);
+      const th = await startTorchEngine(dir, { python: torchPython() });
+      try {
+        const tok = tfm.tokenizer;
+        const prompt = tok.encode(tok.applyChatTemplate([{ role: 'user', content: QUESTIONS[0] }]));
+        const [greedyTf] = await tfm.generate([prompt], { maxTokens: 24, temperature: 0 });
+        const [greedyTorch] = await th.generate([prompt], { maxTokens: 24, temperature: 0 });
+        assert.deepEqual(greedyTorch.tokenIds, greedyTf.tokenIds);
+        const sampled = await tfm.generate([prompt, prompt, prompt], { maxTokens: 24, temperature: 1, seed: 3 });
+        const pairs = sampled.map((g) => ({ promptIds: prompt, completionIds: g.tokenIds }));
+        const [a, b] = [await tfm.scoreLogprobs(pairs), await th.scoreLogprobs(pairs)];
+        const worst = Math.max(...a.map((r, i) => maxDiff(r, b[i])));
+        assert.ok(worst < 1e-4, `max |tfjs - torch| = ${worst}`);
+        assert.equal(th.hello!.model.step, JSON.parse(readSafetensors(join(dir, 'optimizer.safetensors')).metadata.step ?? '0'), 'its Adam state came along');
+      } finally { tfm.dispose(); await th.close(); }
+    });
+  }
+});
