@@ -4,6 +4,7 @@
  * folder: a `train.yaml` next to the agent is offered as a budget ("the agent's settings"), and model
  * folders next to it (e.g. a sample's shipped SFT warm-up) are offered before the built-in models.
  */
+import { trainCommandLine, type TrainFlags } from '../protocol/train-options.js';
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -31,16 +32,17 @@ export function budgetOf(choice: TrainChoice): Budget { return BUDGETS.find((b) 
  */
 export function trainArgs(agent: string, choice: TrainChoice, settings: { groupSize: number; storeUrl: string }, configFile: string | null): string[] {
   const config = choice.config ?? configFile;
-  const args = ['train', agent, '--train', choice.train, '--val', choice.val, '--model', choice.model, ...(config ? ['--config', config] : [])];
+  const flags: TrainFlags = { train: choice.train, val: choice.val, model: choice.model, ...(config ? { config } : {}) };
   if (!choice.config) {
     // A preset budget; the agent's own settings stay unchanged (group size, batch, budget and validation included).
     const budget = budgetOf(choice);
-    args.push('--group-size', String(settings.groupSize), '--batch-size', String(budget.batchSize), '--val-every', String(budget.valEvery));
-    if (budget.maxSteps > 0) args.push('--max-steps', String(budget.maxSteps));
+    Object.assign(flags, { 'group-size': String(settings.groupSize), 'batch-size': String(budget.batchSize), 'val-every': String(budget.valEvery) });
+    if (budget.maxSteps > 0) flags['max-steps'] = String(budget.maxSteps);
   }
   // `agl train` opens the store itself: the daemon's SQLite file in the data dir (AGL_DATA_DIR), or this URL.
-  if (settings.storeUrl) args.push('--store', settings.storeUrl);
-  return args;
+  if (settings.storeUrl) flags.store = settings.storeUrl;
+  // The command line comes from agl train's one option table (protocol/train-options.ts): a flag it lacks does not compile.
+  return trainCommandLine(agent, flags);
 }
 
 /** `train.yaml` (or `.yml`) in the agent's folder, or null. */

@@ -5,6 +5,7 @@
  * its reward metric), shown in a cancellable notification and the status bar; the dashboard opens on the
  * run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
  */
+import type { TrainConfigInput } from '../protocol/train-config.js';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
@@ -28,7 +29,8 @@ async function writeBudgetConfig(ctx: Ctx, budget: Budget): Promise<string> {
   const dir = ctx.extension.globalStorageUri.fsPath;
   await mkdir(dir, { recursive: true });
   const file = join(dir, `train-${budget.id}.yaml`);
-  await writeFile(file, JSON.stringify({ training: { valSize: budget.valSize } }, null, 2) + '\n');
+  const config: TrainConfigInput = { training: { valSize: budget.valSize } }; // agl train's own schema (protocol/train-config.ts)
+  await writeFile(file, JSON.stringify(config, null, 2) + '\n');
   return file;
 }
 

@@ -28,6 +28,7 @@
  *   GET  /training-runs/:id -> TrainingRun;  POST /training-runs/:id UpdateTrainingRunRequest -> TrainingRun
  *   POST /training-runs/:id/metrics AddMetricsRequest -> 201 CountResponse;  GET .../metrics?afterStep -> MetricList
  *   POST /transitions AddTransitionsRequest -> 201 CountResponse;  GET /transitions?runId&rolloutId&step&limit -> TransitionList
+ *   GET  /views/headline?agent -> AgentHeadline;  POST /views/groups GroupQueryRequest -> GroupPage   (what the editor's views show)
  *   GET  /policy -> PolicyInfo;  POST /policy/load PolicyLoadRequest -> PolicyInfo   (agl serve --model: the served policy)
  * Outside the prefix: GET /health (no token) -> Health;  GET /metrics (token) -> Prometheus text.
  */
@@ -324,3 +325,15 @@ export const PolicyInfo = z.object({
   reloads: z.number().int(),
 });
 export type PolicyInfo = z.infer<typeof PolicyInfo>;
+
+/** `POST /v1/agl/views/groups`: a training step's GRPO groups, or the group of one rollout (protocol/webview-trajectory.ts GroupPage). */
+export const GroupQueryRequest = z.object({
+  runId: z.string().min(1).optional(),
+  step: z.number().int().min(0).optional(),
+  /** The group this rollout belongs to. */
+  rolloutId: z.string().min(1).optional(),
+}).strict();
+export type GroupQueryRequest = z.infer<typeof GroupQueryRequest>;
+
+/** `GET /v1/agl/views/headline?agent=`: the agent's headline (protocol/agent-headline.ts AgentHeadline). */
+export const HeadlineQuery = z.object({ agent: z.string().min(1) }).strict();

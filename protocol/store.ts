@@ -325,3 +325,32 @@ export const Statistics = z.object({
   trainingRuns: z.number().int(),
 });
 export type Statistics = z.infer<typeof Statistics>;
+
+/**
+ * What a training run writes into each of its rollouts' metadata (daemon/algorithm/trainer.ts, rollouts.ts), what
+ * the stores index and filter by (`RolloutQuery.runId` / `.step`), and what the viewer reads to find a rollout's
+ * GRPO group: the keys are named here once. Other keys a user sets are kept as they are.
+ */
+export const ROLLOUT_METADATA_KEYS = { runId: 'runId', step: 'step', taskId: 'taskId', sample: 'sample', samplingRound: 'samplingRound' } as const;
+export const RolloutMetadata = z.object({
+  /** The training run that enqueued the rollout. */
+  runId: z.string().optional(),
+  /** The run's step (training rollouts), or the step it was validated at (validation rollouts). */
+  step: z.number().int().optional(),
+  /** The task's id: the GRPO group is the run's rollouts of one task at one step. */
+  taskId: z.string().optional(),
+  /** Which of the group's samples (0..groupSize-1). */
+  sample: z.number().int().optional(),
+  /** DAPO dynamic sampling: the extra round that rolled it out (absent for the step's scheduled tasks). */
+  samplingRound: z.number().int().optional(),
+}).passthrough();
+export type RolloutMetadata = z.infer<typeof RolloutMetadata>;
+
+/** A rollout's training metadata, read safely: keys with the wrong type are left out, other keys kept. */
+export function readRolloutMetadata(metadata: Record<string, unknown>): RolloutMetadata {
+  const out: Record<string, unknown> = { ...metadata };
+  for (const [key, schema] of Object.entries(RolloutMetadata.shape)) {
+    if (key in out && !schema.safeParse(out[key]).success) delete out[key];
+  }
+  return out as RolloutMetadata;
+}

@@ -18,11 +18,13 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { API_PREFIX, MAX_BATCH } from '../protocol/api.js';
 import type {
-  AddSpansResponse, Claim, CreateTrainingRunRequest, DequeueRequest, FinishAttemptRequest, FinishAttemptResponse, Health,
+  AddSpansResponse, Claim, CreateTrainingRunRequest, DequeueRequest, FinishAttemptRequest, FinishAttemptResponse, GroupQueryRequest, Health,
   HealthCheckResult, KnownAgent, Problem, ProblemFieldError, RolloutPage, RolloutSearchRequest, SpanSearchRequest,
   TransitionListQuery, UpdateTrainingRunRequest, WorkerHeartbeatRequest,
 } from '../protocol/api.js';
+import type { AgentHeadline } from '../protocol/agent-headline.js';
 import { DAEMON_STATE_FILE, TOKEN_FILE } from '../protocol/daemon-state.js';
+import type { GroupPage } from '../protocol/webview-trajectory.js';
 import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../protocol/lightning-store.js';
 import {
   withSpanDefaults, type Attempt, type MetricPoint, type Resources, type ResourcesInput, type Rollout, type RolloutInput, type Span,
@@ -230,6 +232,12 @@ export class AglClient implements LightningStore {
     return this.request('POST', '/rollouts', workerId === undefined ? input : { ...input, workerId });
   }
   getRollout(id: string): Promise<Rollout | null> { return this.getOrNull(`/rollouts/${encodeURIComponent(id)}`); }
+
+  // --- what the editor's views show, assembled by the daemon (one request each) -----------------------
+  /** The agent's headline number and its words (CodeLens, dashboard). */
+  agentHeadline(agent: string): Promise<AgentHeadline> { return this.request('GET', '/views/headline', undefined, { agent }); }
+  /** A training step's GRPO groups, or the group of one rollout: samples, rewards, credits, stored advantages. */
+  getGroups(q: GroupQueryRequest): Promise<GroupPage> { return this.request('POST', '/views/groups', q); }
   /**
    * Rollouts matching filters and a text search (task input and outputs), sorted by creation, duration, reward or
    * status; `offset` pages any sort, `withTotal` counts every match, `withSummaries` adds each row's final reward,

@@ -1,74 +1,18 @@
 /**
- * Training settings: one schema for `agl train` flags and the `--config train.yaml` file, whose sections
- * are `model` (which policy), `training` (GRPO, credit, schedule), `runtime` (workers, timeouts, where
- * checkpoints go) and `engine` (TF.js here, or PyTorch in a child process with its ranks and device). Flags override the file; the file overrides the defaults. Unknown keys are errors that
- * name the key, so a typo never silently trains with a default.
+ * Reading training settings: the `--config train.yaml` file under the flags' overrides, parsed with the one schema
+ * (protocol/train-config.ts: sections model, training, runtime, engine). Flags override the file; the file
+ * overrides the defaults. Unknown keys are errors that name the key, so a typo never silently trains with a default.
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
-import { CreditConfig } from './credit.js';
-import { GrpoConfig } from './grpo.js';
-import { EngineSection } from './engine-config.js';
+import { TrainConfig, type TrainConfigInput } from '../../protocol/train-config.js';
 
-export { EngineSection, engineOptions, type EngineConfig, type SamplerConfig } from './engine-config.js';
+export { engineOptions } from './engine-config.js';
+export {
+  EngineSection, ModelSection, RuntimeSection, SamplerSection, TrainConfig, TrainingSection,
+  type EngineConfig, type SamplerConfig, type TrainConfigInput,
+} from '../../protocol/train-config.js';
 
-export const ModelSection = z.object({
-  /** `builtin:0.8m`, `builtin:5m`, a Hugging Face model folder, or a checkpoint folder of ours. */
-  name: z.string().default('builtin:0.8m'),
-  /** Start from these weights (an `agl sft` or `agl train` checkpoint folder) instead of `name`'s. */
-  init: z.string().nullable().default(null),
-  temperature: z.number().min(0).max(5).default(1),
-  topP: z.number().gt(0).max(1).optional(),
-  maxTokens: z.number().int().min(1).default(32),
-  /** Sampling for validation rollouts (0 = greedy). */
-  valTemperature: z.number().min(0).max(5).default(0),
-}).strict();
-
-export const TrainingSection = z.object({
-  learningRate: z.number().positive().default(1e-4),
-  /** Linear learning-rate warm-up over the first steps: a fresh Adam state's first updates are full-size in every weight. */
-  warmupSteps: z.number().int().min(0).default(0),
-  /** Tasks per step; each task is rolled out `groupSize` times. */
-  batchSize: z.number().int().min(1).default(16),
-  groupSize: z.number().int().min(1).default(8),
-  epochs: z.number().positive().default(1),
-  /** Hard cap on steps (0 = epochs decide). */
-  maxSteps: z.number().int().min(0).default(0),
-  /** Stop after this many minutes of training (0 = no limit); a final validation still runs. */
-  maxMinutes: z.number().min(0).default(0),
-  /** Validate every K steps (0 = only at the start and the end). */
-  valEvery: z.number().int().min(0).default(5),
-  /** Validation tasks used (0 = all). */
-  valSize: z.number().int().min(0).default(0),
-  checkpointEvery: z.number().int().min(1).default(1),
-  /** Agent names to train (selective optimization), a regular expression; null = all. */
-  agentMatch: z.string().nullable().default(null),
-  grpo: GrpoConfig.default(GrpoConfig.parse({})),
-  credit: CreditConfig.default(CreditConfig.parse({})),
-  /** AIR on/off: when false, `credit.air` rules are ignored. */
-  air: z.boolean().default(true),
-  seed: z.number().int().default(1),
-}).strict();
-
-export const RuntimeSection = z.object({
-  workers: z.number().int().min(1).default(8),
-  /** Seconds one rollout may run before it counts as failed (timeout). */
-  rolloutTimeoutSeconds: z.number().positive().default(120),
-  /** Where checkpoints go; default `<data dir>/runs/<run id>`. */
-  checkpointDir: z.string().nullable().default(null),
-  /** Model backend (`auto`, `wasm`, `cpu`, ...). */
-  backend: z.string().default('auto'),
-}).strict();
-
-export const TrainConfig = z.object({
-  model: ModelSection.default(ModelSection.parse({})),
-  training: TrainingSection.default(TrainingSection.parse({})),
-  runtime: RuntimeSection.default(RuntimeSection.parse({})),
-  engine: EngineSection.default(EngineSection.parse({})),
-}).strict();
-export type TrainConfig = z.infer<typeof TrainConfig>;
-export type TrainConfigInput = z.input<typeof TrainConfig>;
 /** Deep merge of plain objects (arrays and scalars replace). */
 export function deepMerge<T>(base: T, over: unknown): T {
   if (over === undefined) return base;

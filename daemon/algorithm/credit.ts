@@ -12,26 +12,11 @@
  * optionally for one tool name) that add to the call that requested the tool, without touching the agent.
  * They apply under every strategy (they reward the call that caused the tool outcome).
  */
-import { z } from 'zod';
+import { AirRule, CreditConfig } from '../../protocol/train-config.js';
 import { pickFinalReward } from '../../protocol/span-reading.js';
 import type { Trajectory, TrajectoryStep } from './adapter.js';
 
-export const AirRule = z.object({
-  when: z.enum(['tool_succeeded', 'tool_failed']),
-  reward: z.number(),
-  /** Regular expression on the tool name; omitted = any tool. */
-  tool: z.string().optional(),
-});
-export type AirRule = z.infer<typeof AirRule>;
-
-export const CreditConfig = z.object({
-  strategy: z.enum(['identical', 'discounted', 'last', 'combined']).default('identical'),
-  gamma: z.number().min(0).max(1).default(0.9),
-  intermediateWeight: z.number().default(1),
-  air: z.array(AirRule).default([]),
-});
-export type CreditConfig = z.infer<typeof CreditConfig>;
-export type CreditStrategy = CreditConfig['strategy'];
+export { AirRule, CreditConfig, type CreditStrategy } from '../../protocol/train-config.js';
 
 export interface CreditedStep { step: TrajectoryStep; credit: number; finalReward: number }
 

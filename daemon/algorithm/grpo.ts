@@ -15,64 +15,13 @@
  * Groups whose credits are all equal carry no signal: counted (fracRewardZeroStd) and optionally skipped.
  * `variant` names a paper's settings (GRPO_VARIANTS); keys given explicitly win over the variant's.
  */
-import { z } from 'zod';
+import { GrpoConfig, type GrpoConfigInput } from '../../protocol/train-config.js';
 import type { GrpoSample, TrainLoss } from '../../protocol/engine.js';
 import { GrpoStats, nllLossFn, tfLossFn } from '../model/loss.js';
 import { STD_EPS, advantageDivisor, isZeroVariance, meanOf, stdUnbiased } from '../../protocol/grpo-advantage.js';
 
-/** The settings each named variant stands for; every key a variant leaves out takes GRPO_DEFAULTS. */
-export const GRPO_VARIANTS = {
-  /** DeepSeekMath's GRPO as verl/TRL run it (with DAPO's token-mean and clip-higher, this project's long-time default). */
-  grpo: {},
-  /** Liu et al. 2025, "Understanding R1-Zero-like training": no std scaling, a constant-normalised token sum. */
-  dr_grpo: { scaleRewards: 'none', lossAggregation: 'token-sum-norm' },
-  /** Yu et al. 2025: clip-higher (0.2 / 0.28), token-level loss, dynamic sampling of groups with reward spread. */
-  dapo: { epsilon: 0.2, epsilonHigh: 0.28, lossAggregation: 'token-mean', dynamicSampling: true },
-  /** Zheng et al. 2025 (Qwen): sequence-level importance ratio and clipping, sequence-mean loss. */
-  gspo: { importanceSampling: 'sequence', lossAggregation: 'seq-mean' },
-} as const;
-export type GrpoVariant = keyof typeof GRPO_VARIANTS;
-
-const GRPO_DEFAULTS = {
-  scaleRewards: 'group', epsilon: 0.2, epsilonHigh: 0.3, beta: 0, lossAggregation: 'token-mean', skipZeroStdGroups: false,
-  importanceSampling: 'token', sequenceEpsilon: 3e-4, sequenceEpsilonHigh: 4e-4, lossNormTokens: null,
-  dynamicSampling: false, dynamicSamplingRounds: 3,
-} as const;
-
-const GrpoInput = z.object({
-  variant: z.enum(Object.keys(GRPO_VARIANTS) as [GrpoVariant, ...GrpoVariant[]]).optional(),
-  scaleRewards: z.enum(['group', 'batch', 'none']).optional(),
-  epsilon: z.number().min(0).optional(),
-  epsilonHigh: z.number().min(0).optional(),
-  /** KL coefficient to the frozen reference policy; 0 = no reference model at all. */
-  beta: z.number().min(0).optional(),
-  lossAggregation: z.enum(['token-mean', 'seq-mean', 'token-sum-norm']).optional(),
-  /** token-sum-norm's constant per sequence (Dr.GRPO's MAX_TOKENS); null = the trainer's model.maxTokens. */
-  lossNormTokens: z.number().int().min(1).nullable().optional(),
-  skipZeroStdGroups: z.boolean().optional(),
-  /** 'token': a ratio per token (PPO/GRPO); 'sequence': GSPO's length-normalised ratio per sequence (TRL importance_sampling_level). */
-  importanceSampling: z.enum(['token', 'sequence']).optional(),
-  /** GSPO's clip range around a sequence ratio: much tighter than the token one (the paper: 3e-4 / 4e-4). */
-  sequenceEpsilon: z.number().min(0).optional(),
-  sequenceEpsilonHigh: z.number().min(0).optional(),
-  /** DAPO dynamic sampling: drop groups whose rollouts' final rewards are all equal and refill the batch with fresh tasks. */
-  dynamicSampling: z.boolean().optional(),
-  /** At most this many extra rounds of fresh tasks per step (verl's max_num_gen_batches - 1). */
-  dynamicSamplingRounds: z.number().int().min(0).optional(),
-}).strict();
-
-export const GrpoConfig = GrpoInput.transform((given) => {
-  const variant = given.variant ?? 'grpo';
-  const explicit = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
-  return { ...GRPO_DEFAULTS, ...GRPO_VARIANTS[variant], ...explicit, variant } as {
-    variant: GrpoVariant; scaleRewards: 'group' | 'batch' | 'none'; epsilon: number; epsilonHigh: number; beta: number;
-    lossAggregation: 'token-mean' | 'seq-mean' | 'token-sum-norm'; lossNormTokens: number | null; skipZeroStdGroups: boolean;
-    importanceSampling: 'token' | 'sequence'; sequenceEpsilon: number; sequenceEpsilonHigh: number;
-    dynamicSampling: boolean; dynamicSamplingRounds: number;
-  };
-});
-export type GrpoConfig = z.output<typeof GrpoConfig>;
-export type GrpoConfigInput = z.input<typeof GrpoConfig>;
+/** The schema (variants, defaults) is protocol/train-config.ts's, with the rest of the training config. */
+export { GRPO_VARIANTS, GrpoConfig, type GrpoConfigInput, type GrpoVariant } from '../../protocol/train-config.js';
 
 /** The formula's pieces live in protocol/grpo-advantage.ts, shared with the viewer that shows them. */
 export { STD_EPS, stdUnbiased };

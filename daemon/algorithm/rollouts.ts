@@ -3,7 +3,7 @@
  * times (one GRPO group per task), wait for the runner to finish them, and read back each rollout's
  * trajectory (spans of its latest attempt, through the adapter). Nothing here runs agents: workers do.
  */
-import type { Resources, Rollout, RolloutMode } from '../../protocol/store.js';
+import { readRolloutMetadata, type Resources, type Rollout, type RolloutMetadata, type RolloutMode } from '../../protocol/store.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { type AdapterOptions, type Trajectory, spansToTrajectory } from './adapter.js';
 import { finalReward } from './credit.js';
@@ -44,7 +44,8 @@ export interface RunGroupsOptions {
   resourcesId: string;
   groupSize: number;
   timeoutSeconds: number;
-  metadata: Record<string, unknown>;
+  /** The run's keys (protocol/store.ts RolloutMetadata); each rollout adds its task and sample. */
+  metadata: RolloutMetadata;
   adapter?: AdapterOptions;
   /** Called as rollouts finish (done, total), for the progress bar. */
   onProgress?: (done: number, total: number) => void;
@@ -57,7 +58,7 @@ export async function runGroups(store: LightningStore, tasks: Task[], o: RunGrou
   const inputs = tasks.flatMap((task) => Array.from({ length: o.groupSize }, (_, k) => ({
     input: task.input, mode: o.mode, agent: o.agent, resourcesId: o.resourcesId,
     config: { timeoutSeconds: o.timeoutSeconds, unresponsiveSeconds: Math.max(30, o.timeoutSeconds), maxAttempts: 1 },
-    metadata: { ...o.metadata, taskId: task.id, sample: k },
+    metadata: { ...o.metadata, taskId: task.id, sample: k } satisfies RolloutMetadata,
   })));
   const rollouts = await store.enqueueRollouts(inputs);
   const ids = rollouts.map((r) => r.id);
@@ -75,7 +76,7 @@ export async function runGroups(store: LightningStore, tasks: Task[], o: RunGrou
   const out: GroupRollout[] = [];
   for (const id of ids) {
     const rollout = ended.get(id)!;
-    const task = taskOf.get(String(rollout.metadata.taskId))!;
+    const task = taskOf.get(String(readRolloutMetadata(rollout.metadata).taskId))!;
     let trajectory: Trajectory | null = null;
     let error: string | null = null;
     if (rollout.status === 'succeeded') {

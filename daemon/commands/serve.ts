@@ -14,7 +14,7 @@ import { createServerContext, type ServerContext } from '../server/server-contex
 import type { PolicyModel } from '../model/policy-contract.js';
 import type { PolicyInfo } from '../../protocol/api.js';
 import { engineOptions, type EngineConfig } from '../algorithm/engine-config.js';
-import { ENGINE_OPTIONS, engineFromFlags } from './engine-flags.js';
+import { ENGINE_PARSE_OPTIONS, engineFromFlags } from './engine-flags.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { FileModeError, makeDataPrivate } from '../server/file-modes.js';
@@ -141,7 +141,7 @@ export async function run(argv: string[]): Promise<number> {
       options: {
         port: { type: 'string' }, host: { type: 'string' }, 'data-dir': { type: 'string' },
         store: { type: 'string' }, 'body-limit': { type: 'string' }, help: { type: 'boolean', short: 'h' },
-        model: { type: 'string' }, backend: { type: 'string' }, ...ENGINE_OPTIONS,
+        model: { type: 'string' }, backend: { type: 'string' }, ...ENGINE_PARSE_OPTIONS,
         upstream: { type: 'string' }, 'upstream-model': { type: 'string' },
         'allowed-host': { type: 'string', multiple: true }, 'upstream-key-env': { type: 'string', multiple: true },
       },

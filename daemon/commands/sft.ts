@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { engineOptions } from '../algorithm/config.js';
 import { openPolicy } from '../algorithm/open-policy.js';
-import { ENGINE_HELP, ENGINE_OPTIONS, engineFromFlags } from './engine-flags.js';
+import { ENGINE_HELP, ENGINE_PARSE_OPTIONS, engineFromFlags } from './engine-flags.js';
 import { Progress } from './progress.js';
 import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft-trainer.js';
 import { resolveDataDir } from '../../sdk/daemon-state.js';
@@ -36,7 +36,7 @@ export async function run(argv: string[]): Promise<number> {
       data: { type: 'string' }, model: { type: 'string' }, out: { type: 'string' }, steps: { type: 'string' },
       'batch-size': { type: 'string' }, lr: { type: 'string' }, context: { type: 'string' }, backend: { type: 'string' },
       seed: { type: 'string' }, 'init-seed': { type: 'string' }, 'weights-only': { type: 'boolean' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
-      ...ENGINE_OPTIONS,
+      ...ENGINE_PARSE_OPTIONS,
     } }).values;
   } catch (e) { process.stderr.write(`agl sft: ${(e as Error).message}\n\n${HELP}`); return 2; }
   if (a.help) { process.stdout.write(HELP); return 0; }

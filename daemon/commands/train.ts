@@ -11,7 +11,7 @@ import { engineOptions, type SamplerConfig, type TrainConfig, type TrainConfigIn
 import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import { EngineError } from '../model/torch-engine.js';
-import { ENGINE_HELP, ENGINE_OPTIONS, engineOverrides, type EngineFlags } from './engine-flags.js';
+import { configOverrides, parseArgsOptions, TRAIN_OPTIONS, trainHelp, type TrainFlags as ProtocolTrainFlags } from '../../protocol/train-options.js';
 import { readCheckpoint, saveBestPolicy, saveCheckpoint } from '../algorithm/checkpoint.js';
 import { openPolicy } from '../algorithm/open-policy.js';
 import type { Task } from '../algorithm/rollouts.js';
@@ -29,30 +29,7 @@ import { resolveAgentFile } from '../../sdk/agent-id.js';
 import { storedAgentId } from '../runner/agent-ref.js';
 import { writeReport } from './train-report.js';
 
-const HELP = `usage: agl train <agent file>#<export> --train train.jsonl --val val.jsonl [options]
-
-Trains the LLM inside the agent with GRPO: rollouts through the gateway, credit per LLM call, updates.
-  --train FILE        training tasks, one JSON object per line (its "id" groups GRPO samples)   (required)
-  --val FILE          validation tasks (held out), evaluated every --val-every steps             (required)
-  --model M           builtin:0.8m (default), builtin:5m, or a model/checkpoint folder (e.g. from agl sft)
-  --group-size N      rollouts per task (GRPO group), default 8
-  --batch-size N      tasks per step, default 16
-  --lr X              learning rate, default 1e-4
-  --max-steps N       stop after N steps;  --max-minutes M  stop after M minutes;  --epochs E
-  --val-every K       validate every K steps (default 5)
-  --workers N         runner workers in this process (default 8; 0 = external \`agl runner\` only)
-  --config FILE       YAML with sections model / training / runtime (flags override it)
-  --resume RUN|DIR    continue a killed run from its last checkpoint
-  --checkpoint-dir D  default <data-dir>/runs/<run id>
-  --backend B         auto, wasm, cpu, webgpu, node (the tfjs engine's TF.js backend)
-  --engine E          tfjs (default: in this process) or torch (PyTorch + transformers in a child process)
-  --procs N           torch: data-parallel ranks (torchrun + DDP; gloo on CPU, NCCL on CUDA), default 1
-  --device D          torch: cpu (default), cuda (rank r on GPU r) or auto
-  --dtype T           torch: float32 (default), bfloat16 or float16 weights
-  --python P          torch: the Python to run (default: AGL_PYTHON, else the venv of agl engine install torch)
-  --data-dir DIR / --store SPEC   which store (default ~/.agent-lightning)
-  --quiet             no progress bar
-`;
+const HELP = trainHelp();
 
 function loadTasks(path: string, what: string): Task[] {
   if (!existsSync(path)) throw new Error(`--${what} ${path}: no such file`);
@@ -62,24 +39,14 @@ function loadTasks(path: string, what: string): Task[] {
   });
 }
 
-export interface TrainFlags extends EngineFlags {
-  agent: string; train: string; val: string; model?: string; 'group-size'?: string; 'batch-size'?: string; lr?: string;
-  'max-steps'?: string; 'max-minutes'?: string; epochs?: string; 'val-every'?: string; workers?: string; config?: string;
-  resume?: string; 'checkpoint-dir'?: string; backend?: string; 'data-dir'?: string; store?: string; quiet?: boolean;
-}
+/** agl train's flags (protocol/train-options.ts) with the agent; trainAgent takes the same whether from the CLI or code. */
+export type TrainFlags = ProtocolTrainFlags & { agent: string; train: string; val: string };
 export interface TrainOutcome { runId: string; before: number | null; after: number | null; minutes: number; steps: number; report: string; checkpoint: string }
 
 export async function run(argv: string[]): Promise<number> {
   let a;
   try {
-    a = parseArgs({ args: argv, allowPositionals: true, strict: true, options: {
-      train: { type: 'string' }, val: { type: 'string' }, model: { type: 'string' }, 'group-size': { type: 'string' },
-      'batch-size': { type: 'string' }, lr: { type: 'string' }, 'max-steps': { type: 'string' }, 'max-minutes': { type: 'string' },
-      epochs: { type: 'string' }, 'val-every': { type: 'string' }, workers: { type: 'string' }, config: { type: 'string' },
-      resume: { type: 'string' }, 'checkpoint-dir': { type: 'string' }, backend: { type: 'string' }, 'data-dir': { type: 'string' },
-      store: { type: 'string' }, quiet: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-      ...ENGINE_OPTIONS,
-    } });
+    a = parseArgs({ args: argv, allowPositionals: true, strict: true, options: parseArgsOptions(TRAIN_OPTIONS) });
   } catch (e) { process.stderr.write(`agl train: ${(e as Error).message}\n\n${HELP}`); return 2; }
   const f = a.values;
   if (f.help) { process.stdout.write(HELP); return 0; }
@@ -96,22 +63,7 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
   // The run, its rollouts and its runner's claims use the agent's stable id (protocol/agent-id.ts), whatever the cwd.
   const agent = storedAgentId(f.agent);
 
-  const num = (v: string | undefined, name: string) => {
-    if (v === undefined) return undefined;
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got '${v}'`);
-    return n;
-  };
-  const overrides: TrainConfigInput = {
-    model: { ...(f.model ? { name: f.model } : {}) },
-    training: Object.fromEntries(Object.entries({
-      groupSize: num(f['group-size'], 'group-size'), batchSize: num(f['batch-size'], 'batch-size'), learningRate: num(f.lr, 'lr'),
-      maxSteps: num(f['max-steps'], 'max-steps'), maxMinutes: num(f['max-minutes'], 'max-minutes'), epochs: num(f.epochs, 'epochs'),
-      valEvery: num(f['val-every'], 'val-every'),
-    }).filter(([, v]) => v !== undefined)),
-    runtime: Object.fromEntries(Object.entries({ workers: num(f.workers, 'workers'), checkpointDir: f['checkpoint-dir'], backend: f.backend }).filter(([, v]) => v !== undefined)),
-    engine: engineOverrides(f),
-  };
+  const overrides = configOverrides(TRAIN_OPTIONS, f);
   const dataDir = resolveDataDir(f['data-dir']);
   ensureWritableDataDir(dataDir);
   const store = await openStore(f.store ?? process.env.AGL_STORE ?? { dataDir });

@@ -1,15 +1,18 @@
 /**
  * The numbers of each agent's CodeLens, read from the daemon's store API: the headline number with its
- * words and tooltip (sdk/agent-headline.ts, the definition the dashboard shares), how many rollouts ended,
- * and how many are queued or running. Rewards of ended rollouts and validations of ended runs never change,
- * so they are cached.
+ * words and tooltip (assembled by the daemon: daemon/store/views.ts, what the dashboard shows too), how many rollouts ended,
+ * and how many are queued or running: two requests per agent.
  */
+import type { AgentHeadline } from '../../protocol/agent-headline.js';
 import type { AgentStats } from '../../protocol/lsp.js';
-import type { RolloutStatus, Statistics } from '../../protocol/store.js';
-import { COUNT_LIMIT, HeadlineCache, agentHeadline, type HeadlineStore } from '../../sdk/agent-headline.js';
+import type { Rollout, RolloutStatus, Statistics } from '../../protocol/store.js';
+import { COUNT_LIMIT } from '../store/views.js';
 
 /** The part of the store client (sdk/client.ts AglClient, which the language server uses) the stats need. */
-export interface StoreReader extends HeadlineStore {
+export interface StoreReader {
+  /** The headline, assembled by the daemon (GET /v1/agl/views/headline). */
+  agentHeadline(agent: string): Promise<AgentHeadline>;
+  queryRollouts(query: { agent?: string; status?: RolloutStatus[]; order?: 'asc' | 'desc'; limit?: number }): Promise<{ items: Rollout[]; nextCursor: string | null }>;
   statistics(): Promise<Statistics>;
 }
 
@@ -17,16 +20,13 @@ export { COUNT_LIMIT };
 const ACTIVE: RolloutStatus[] = ['queuing', 'preparing', 'running', 'requeuing'];
 
 export class AgentStatsSource {
-  private readonly cache: HeadlineCache;
   private readonly statsCache = new Map<string, AgentStats>();
   private lastSignature = '';
   /** Fetches are numbered as they start; only a newer one than the stats cached may replace them. */
   private fetchSeq = 0;
   private readonly cachedSeq = new Map<string, number>();
 
-  constructor(private readonly store: StoreReader) {
-    this.cache = new HeadlineCache(store);
-  }
+  constructor(private readonly store: StoreReader) {}
 
   cached(agent: string): AgentStats | undefined { return this.statsCache.get(agent); }
 
@@ -48,7 +48,7 @@ export class AgentStatsSource {
   async fetch(agent: string): Promise<AgentStats> {
     const seq = ++this.fetchSeq;
     const [headline, active] = await Promise.all([
-      agentHeadline(this.store, agent, this.cache),
+      this.store.agentHeadline(agent),
       this.store.queryRollouts({ agent, status: ACTIVE, order: 'desc', limit: COUNT_LIMIT }),
     ]);
     const stats: AgentStats = { agent, rollouts: headline.rollouts, rolloutsCapped: headline.rolloutsCapped, headline, active: active.items.length };

@@ -13,10 +13,11 @@ import { resourceRoutes } from './routes-resources.js';
 import { rolloutRoutes } from './routes-rollouts.js';
 import { spanRoutes } from './routes-spans.js';
 import { trainingRoutes } from './routes-training.js';
+import { viewRoutes } from './routes-views.js';
 
 /** Every store API route, in the order express tries them (hottest first). */
 export function storeRoutes(ctx: ServerContext): StoreRoute[] {
-  return [...spanRoutes(ctx), ...rolloutRoutes(ctx), ...resourceRoutes(ctx), ...trainingRoutes(ctx)];
+  return [...spanRoutes(ctx), ...rolloutRoutes(ctx), ...resourceRoutes(ctx), ...trainingRoutes(ctx), ...viewRoutes(ctx)];
 }
 
 export function sendReply(res: Parameters<RequestHandler>[1], reply: Reply): void {

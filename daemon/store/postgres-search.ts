@@ -5,6 +5,7 @@
  * `rollouts` kept in step with the spans, the migration that builds both for an existing store, and the SQL
  * dialect rollout-query.ts builds queries with.
  */
+import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 import type pg from 'pg';
 import { SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
@@ -18,7 +19,7 @@ export const SEARCH_MIGRATION_SQL = `
   ALTER TABLE rollouts ADD COLUMN final_reward DOUBLE PRECISION, ADD COLUMN reward_final BOOLEAN,
     ADD COLUMN reward_time DOUBLE PRECISION, ADD COLUMN error_spans INTEGER NOT NULL DEFAULT 0;
   CREATE INDEX rollouts_reward ON rollouts(final_reward, seq);
-  CREATE INDEX rollouts_run_step ON rollouts(((metadata::jsonb) ->> 'runId'), seq);
+  CREATE INDEX rollouts_run_step ON rollouts(((metadata::jsonb) ->> '${ROLLOUT_METADATA_KEYS.runId}'), seq);
   CREATE TABLE rollout_text (rollout_id TEXT PRIMARY KEY, body TEXT NOT NULL);
   CREATE INDEX rollout_text_words ON rollout_text USING GIN (to_tsvector('simple', body));
 `;

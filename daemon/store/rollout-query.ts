@@ -4,6 +4,7 @@
  * runs the statements. Every value a caller sends travels as a bound parameter; the SQL text is built only
  * from our constants. Rows carry the latest attempt's columns (a_*) for RolloutSummary.
  */
+import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 import type { RolloutSummary } from '../../protocol/store.js';
 import { decodeCursor, encodeCursor, pageLimit, rowToRollout } from './common.js';
 import { STATUS_RANK_SQL, searchTerms } from './search.js';
@@ -48,8 +49,8 @@ function filterSql(q: RolloutQuery, d: SqlDialect, agentAliases: readonly string
   if (q.agent !== undefined) where.push(d.anyOf('r.agent', agentAliases.length ? agentAliases : [q.agent]));
   if (q.rewardMin !== undefined) where.push(`r.final_reward >= ${d.param(q.rewardMin)}`);
   if (q.rewardMax !== undefined) where.push(`r.final_reward <= ${d.param(q.rewardMax)}`);
-  if (q.runId !== undefined) where.push(`${d.metadataText('runId')} = ${d.param(q.runId)}`);
-  if (q.step !== undefined) where.push(`${d.metadataNumber('step')} = ${d.param(q.step)}`);
+  if (q.runId !== undefined) where.push(`${d.metadataText(ROLLOUT_METADATA_KEYS.runId)} = ${d.param(q.runId)}`);
+  if (q.step !== undefined) where.push(`${d.metadataNumber(ROLLOUT_METADATA_KEYS.step)} = ${d.param(q.step)}`);
   if (q.hasError === true) where.push('(a.error IS NOT NULL OR r.error_spans > 0)');
   if (q.hasError === false) where.push('(a.error IS NULL AND r.error_spans = 0)');
   if (q.search !== undefined) {

@@ -4,6 +4,7 @@
  * spans (search.ts digests them), the migration that builds both for a store written before they existed,
  * and the SQL dialect rollout-query.ts builds queries with.
  */
+import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 import type Database from 'better-sqlite3';
 import { SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
@@ -19,7 +20,7 @@ export const SEARCH_MIGRATION_SQL = `
   ALTER TABLE rollouts ADD COLUMN reward_time REAL;
   ALTER TABLE rollouts ADD COLUMN error_spans INTEGER NOT NULL DEFAULT 0;
   CREATE INDEX rollouts_reward ON rollouts(final_reward, seq);
-  CREATE INDEX rollouts_run_step ON rollouts(json_extract(metadata, '$.runId'), json_extract(metadata, '$.step'), seq);
+  CREATE INDEX rollouts_run_step ON rollouts(json_extract(metadata, '$.${ROLLOUT_METADATA_KEYS.runId}'), json_extract(metadata, '$.${ROLLOUT_METADATA_KEYS.step}'), seq);
   CREATE VIRTUAL TABLE rollout_search USING fts5(input, output, tokenize = 'unicode61 remove_diacritics 0');
 `;
 

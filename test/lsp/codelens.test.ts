@@ -176,9 +176,12 @@ test('stats: a read that started earlier but answers later does not replace a ne
       if (held) { heldReads++; await held; }
       return page;
     },
-    querySpans: (q) => daemon.client.querySpans(q),
-    listTrainingRuns: (a) => daemon.client.listTrainingRuns(a),
-    queryMetrics: (runId, after) => daemon.client.queryMetrics(runId, after),
+    agentHeadline: async (a) => {
+      const held = hold;
+      const headline = await daemon.client.agentHeadline(a);
+      if (held) { heldReads++; await held; }
+      return headline;
+    },
     statistics: () => daemon.client.statistics(),
   };
   const source = new AgentStatsSource(reader);

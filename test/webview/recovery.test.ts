@@ -13,7 +13,6 @@ import { dashboardHandlers, trajectoryHandlers } from '../../extension/panels/da
 import { DaemonMessages } from '../../protocol/webview-ipc.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
-import { agentHeadline } from '../../sdk/agent-headline.js';
 import { openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
 import { AGENT, RUN_ID, seedCalcTraining, type SeededData } from './seed.js';
 
@@ -144,7 +143,7 @@ describe('webview recovery: Start Daemon, Retry, reload when the daemon is back,
     await page.click('.error-state vscode-button[data-action="start-daemon"]');
     await view.nextCommand(DaemonMessages.startDaemon.method);
     await page.waitForSelector('.headline:not(:empty)', { timeout: 10_000 });
-    const expected = await agentHeadline(daemon.client, AGENT);
+    const expected = await daemon.client.agentHeadline(AGENT);
     assert.equal(expected.text, 'held-out reward 0.95 (from 0.20)');
     assert.match(expected.tooltip, new RegExp(`^Held-out reward 0\\.95: mean final reward on the validation tasks at step 12 of training run ${RUN_ID} \\(0\\.20 at step 0\\)`));
     assert.equal(await page.locator('.headline').innerText(), expected.text);

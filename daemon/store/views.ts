@@ -1,0 +1,180 @@
+/**
+ * What the editor's views need, assembled from the store on the daemon's side and served in one request each
+ * (GET /v1/agl/views/headline, POST /v1/agl/views/groups): the views compute nothing the trainer stored.
+ *   groupPage      a training step's GRPO groups, or one rollout's: samples, rewards, credits, stored advantages, and
+ *                  the numbers those advantages came from (read from the stored transitions and the run's recorded
+ *                  config, checked against them, never recomputed for display)
+ *   agentHeadline  an agent's one number and its words (protocol/agent-headline.ts), for the CodeLens and dashboard
+ */
+import { HEADLINE_WINDOW, describeHeadline, type AgentHeadline, type HeadlineFacts } from '../../protocol/agent-headline.js';
+import { METRICS } from '../../protocol/metrics.js';
+import { advantageDivisor, isZeroVariance, meanOf, stdUnbiased, type ScaleRewards } from '../../protocol/grpo-advantage.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
+import { finalReward } from '../../protocol/span-reading.js';
+import { readRolloutMetadata, type MetricPoint, type Rollout, type RolloutStatus, type RolloutSummary, type TrainingRun, type Transition } from '../../protocol/store.js';
+import { recordedTrainConfig } from '../../protocol/train-config.js';
+import type { GroupAdvantage, GroupData, GroupPage, GroupQuery } from '../../protocol/webview-trajectory.js';
+
+/** Runs `fn` over `items` with at most `limit` at once. */
+async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => { while (next < items.length) { const i = next++; out[i] = await fn(items[i]); } };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/** Why an attempt that did not succeed failed (its error message), or null. */
+async function attemptError(store: LightningStore, rollout: Rollout, attemptId: string | null): Promise<string | null> {
+  if (rollout.status === 'succeeded' || rollout.attemptCount === 0) return null;
+  const attempts = await store.getAttempts(rollout.id);
+  const attempt = attempts.find((a) => a.id === attemptId) ?? attempts[attempts.length - 1];
+  return attempt?.error?.message ?? null;
+}
+
+/** The run's advantage scaling and variant as it recorded them in its config (`agl train` stores the parsed one). */
+function runGrpoSettings(run: TrainingRun | null): { scaleRewards: ScaleRewards | null; variant: string | null } {
+  const grpo = run ? recordedTrainConfig(run.config)?.training.grpo : null;
+  return { scaleRewards: grpo?.scaleRewards ?? null, variant: grpo?.variant ?? null };
+}
+
+/** The numbers the group's stored advantages came from (protocol/grpo-advantage.ts), checked against them. */
+function groupAdvantage(group: Transition[], step: Transition[], run: TrainingRun | null): GroupAdvantage {
+  const credits = group.map((t) => t.credit);
+  const mean = meanOf(credits), std = stdUnbiased(credits), batchStd = stdUnbiased(step.map((t) => t.credit));
+  const { scaleRewards, variant } = runGrpoSettings(run);
+  const divisor = scaleRewards ? advantageDivisor(scaleRewards, std, batchStd) : null;
+  const matchesStored = divisor === null ? null
+    : group.every((t) => Math.abs(t.advantage - (t.credit - mean) / divisor) <= 1e-6 * Math.max(1, Math.abs(t.advantage)));
+  return { calls: group.length, mean, std, batchStd, scaleRewards, variant, divisor, matchesStored, zeroVariance: isZeroVariance(credits) };
+}
+
+async function groupFromTransitions(store: LightningStore, groupId: string, transitions: Transition[], step: Transition[], run: TrainingRun | null): Promise<GroupData> {
+  const byRollout = new Map<string, Transition[]>();
+  for (const t of transitions) byRollout.set(t.rolloutId, [...(byRollout.get(t.rolloutId) ?? []), t]);
+  const samples = await mapLimit([...byRollout.entries()], 8, async ([rolloutId, ts]) => {
+    const [rollout, spans] = await Promise.all([
+      store.getRollout(rolloutId),
+      store.querySpans({ rolloutId, attemptId: ts[0].attemptId }),
+    ]);
+    const fromTransitions = ts.find((t) => t.reward !== null)?.reward ?? null;
+    const error = rollout ? await attemptError(store, rollout, ts[0].attemptId) : null;
+    return { rollout: rollout!, reward: finalReward(spans) ?? fromTransitions, spans, transitions: ts.sort((a, b) => a.index - b.index), error };
+  });
+  const present = samples.filter((s) => s.rollout);
+  return { groupId, input: present[0]?.rollout.input ?? null, samples: present, advantage: groupAdvantage(transitions, step, run) };
+}
+
+/** A rollout the algorithm has not trained on yet: its group is the rollouts of the same task and step. */
+async function groupFromMetadata(store: LightningStore, rollout: Rollout): Promise<GroupData> {
+  const { taskId, runId, step } = readRolloutMetadata(rollout.metadata);
+  // The store filters by run and step (indexed); the task is the group within them.
+  const siblings = taskId === undefined ? [rollout]
+    : (await store.queryRollouts({ agent: rollout.agent ?? undefined, ...(runId !== undefined ? { runId } : {}), ...(step !== undefined ? { step } : {}), limit: 500 })).items
+      .filter((r) => { const m = readRolloutMetadata(r.metadata); return m.taskId === taskId && m.runId === runId && m.step === step; });
+  const samples = await mapLimit(siblings, 8, async (r) => {
+    const spans = r.attemptCount > 0 ? await store.querySpans({ rolloutId: r.id, attemptId: 'latest' }) : [];
+    return { rollout: r, reward: finalReward(spans), spans, transitions: [], error: await attemptError(store, r, null) };
+  });
+  return { groupId: String(taskId ?? rollout.id), input: rollout.input, samples, advantage: null };
+}
+
+/**
+ * The GRPO groups the viewer's group view shows: a step's groups (or the group of one rollout), each sample with its
+ * reward, spans and transitions, and the numbers its stored advantages came from, assembled in one request.
+ */
+export async function groupPage(store: LightningStore, q: GroupQuery): Promise<GroupPage> {
+  let { runId, step } = q;
+  if (q.rolloutId) {
+    const own = await store.queryTransitions({ rolloutId: q.rolloutId });
+    if (own.length === 0) {
+      const rollout = await store.getRollout(q.rolloutId);
+      if (!rollout) throw new Error(`rollout '${q.rolloutId}' does not exist in this daemon's store`);
+      return { runId: null, step: null, steps: [], groups: [await groupFromMetadata(store, rollout)] };
+    }
+    const latest = own.reduce((a, b) => (b.step > a.step ? b : a));
+    runId = latest.runId;
+    step = latest.step;
+    const [all, run] = await Promise.all([store.queryTransitions({ runId, step, limit: 10_000 }), store.getTrainingRun(runId)]);
+    const group = await groupFromTransitions(store, latest.groupId, all.filter((t) => t.groupId === latest.groupId), all, run);
+    return { runId, step, steps: await trainedSteps(store, runId), groups: [group] };
+  }
+  if (!runId) runId = (await store.listTrainingRuns())[0]?.id;
+  if (!runId) return { runId: null, step: null, steps: [], groups: [] };
+  const steps = await trainedSteps(store, runId);
+  if (step === undefined) step = steps[steps.length - 1];
+  if (step === undefined) return { runId, step: null, steps, groups: [] };
+  const [transitions, run] = await Promise.all([store.queryTransitions({ runId, step, limit: 10_000 }), store.getTrainingRun(runId)]);
+  const byGroup = new Map<string, Transition[]>();
+  for (const t of transitions) byGroup.set(t.groupId, [...(byGroup.get(t.groupId) ?? []), t]);
+  const groups = await mapLimit([...byGroup.entries()], 4, ([groupId, ts]) => groupFromTransitions(store, groupId, ts, transitions, run));
+  return { runId, step, steps, groups };
+}
+
+/** Steps of a run that can have transitions: 0 .. the run's current step. */
+async function trainedSteps(store: LightningStore, runId: string): Promise<number[]> {
+  const run = await store.getTrainingRun(runId);
+  const last = Math.max(0, (run?.step ?? 1) - 1);
+  return Array.from({ length: last + 1 }, (_, i) => i);
+}
+
+// ---- the agent's headline ---------------------------------------------------------------------------------
+
+/** Ended rollouts counted per agent at most (then "500+"). */
+export const COUNT_LIMIT = 500;
+/** Newest runs looked at for a validation. */
+const RUNS_LOOKED_AT = 10;
+const ENDED: RolloutStatus[] = ['succeeded', 'failed'];
+
+/** What the headline reads that cannot change any more: validations of ended runs. */
+export class HeadlineCache {
+  private readonly validations = new Map<string, MetricPoint[]>();
+
+  constructor(private readonly store: LightningStore) {}
+
+  /** The run's validation points, by step. */
+  async validationsOf(run: TrainingRun): Promise<MetricPoint[]> {
+    const cached = this.validations.get(run.id);
+    if (cached) return cached;
+    const points = (await this.store.queryMetrics(run.id)).filter((p) => p.name === METRICS.valReward).sort((a, b) => a.step - b.step);
+    if (run.status !== 'running') this.validations.set(run.id, points);
+    return points;
+  }
+}
+
+async function heldOut(runs: TrainingRun[], cache: HeadlineCache): Promise<HeadlineFacts['heldOut']> {
+  const newestFirst = [...runs].sort((a, b) => b.createdAt - a.createdAt).slice(0, RUNS_LOOKED_AT);
+  for (const run of newestFirst) {
+    const points = await cache.validationsOf(run);
+    const last = points[points.length - 1];
+    if (last) return { runId: run.id, step: last.step, value: last.value, first: { step: points[0]!.step, value: points[0]!.value } };
+  }
+  return null;
+}
+
+function recent(endedNewestFirst: Rollout[], summaries: (RolloutSummary | undefined)[]): HeadlineFacts['recent'] {
+  for (const mode of ['train', 'any'] as const) {
+    const rewards: number[] = [];
+    for (const [i, rollout] of endedNewestFirst.entries()) {
+      if (rewards.length >= HEADLINE_WINDOW) break;
+      if (mode === 'train' && rollout.mode !== 'train') continue;
+      const r = summaries[i]?.finalReward ?? null;
+      if (r !== null) rewards.push(r);
+    }
+    if (rewards.length) return { mode, count: rewards.length, mean: rewards.reduce((s, x) => s + x, 0) / rewards.length };
+  }
+  return null;
+}
+
+/** The agent's headline number and its words (protocol/agent-headline.ts), read from the store now. */
+export async function agentHeadline(store: LightningStore, agent: string, cache = new HeadlineCache(store)): Promise<AgentHeadline> {
+  const [ended, runs] = await Promise.all([
+    store.queryRollouts({ agent, status: ENDED, order: 'desc', limit: COUNT_LIMIT, withSummaries: true }),
+    store.listTrainingRuns(agent),
+  ]);
+  const validated = await heldOut(runs, cache);
+  return describeHeadline({
+    rollouts: ended.items.length, rolloutsCapped: ended.nextCursor !== null,
+    heldOut: validated, recent: validated ? null : recent(ended.items, ended.summaries ?? []),
+  });
+}
