@@ -1,5 +1,5 @@
 /**
- * `npm run bench:gateway [-- --quick]` (BENCHMARKS.md §2): what the gateway adds to a chat completion.
+ * `npm run bench:gateway [-- --quick]` (bench/README.md): what the gateway adds to a chat completion.
  * A fake upstream (own process) answers immediately; a real `agl serve` forwards to it (upstream LLM
  * resource) and records a span per call under a rollout attempt. The same requests go directly to the
  * upstream and through the gateway, at concurrency 1 and 64, streaming and not; latencies are measured

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:ingest [-- --quick]` (BENCHMARKS.md §3): OTLP/HTTP trace ingest into a real `agl serve`.
+ * `npm run bench:ingest [-- --quick]` (bench/README.md): OTLP/HTTP trace ingest into a real `agl serve`.
  * Spans are made with the OpenTelemetry JS SDK (nested, with attributes and events, tied to rollout
  * attempts by resource attributes), then exported with the SDK's own OTLP exporters, protobuf and JSON,
  * in batches of 512 with several exports in flight. spans/s counts spans acknowledged (durable: the

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:learning [-- --sample calc] [-- --quick]` (BENCHMARKS.md §5): does training make each
+ * `npm run bench:learning [-- --sample calc] [-- --quick]` (bench/README.md): does training make each
  * sample agent better? For each sample: held-out score of the starting policy and after training, and the
  * wall-clock minutes, through the real gateway and runner. Writes bench/results/learning.json with
  * `<sample>.before`, `<sample>.after`, `<sample>.minutes` (+ `<sample>.warmup_minutes` when a warm-up ran).

@@ -1,7 +1,7 @@
 /**
  * Runner process for bench/store.ts: N concurrent async runner loops, each claiming rollouts from the daemon
  * over HTTP (sdk/client.ts) and running the synthetic agent of agent-lightning's store benchmark
- * (BENCHMARKS.md §1) on it: rounds of `agent{i}` spans with children `round{i}_1/_2` carrying random flattened
+ * (bench/README.md) on it: rounds of `agent{i}` spans with children `round{i}_1/_2` carrying random flattened
  * attributes, intermediate rewards with probability 0.5, a `final` span and a final reward in [1, 2].
  * Spans go through one process-wide batching exporter (like OpenTelemetry's BatchSpanProcessor or the SDK's
  * BatchingSink): batches of every runner's spans, one request in flight at a time, so each rollout's spans

@@ -3,7 +3,7 @@
  * (--bounds-only: print what each scenario's workload allows a zero-cost store, and stop)
  * (--postgres: a throwaway local PostgreSQL cluster, as the tests use, one fresh database per scenario;
  * --out FILE: write the results there instead of bench/results/store.json)
- * agent-lightning v0.3's store benchmark (BENCHMARKS.md §1) against a real `agl serve` daemon over HTTP:
+ * agent-lightning v0.3's store benchmark (bench/README.md) against a real `agl serve` daemon over HTTP:
  * per scenario a fresh daemon (SQLite in a temp data dir unless --store), a runner process with N concurrent
  * runner loops running the synthetic agent (bench/store-runner.ts), and the algorithm side here, batch or
  * queue pattern, checking every finished rollout (succeeded, `task` attribute among its spans, final reward
@@ -41,7 +41,7 @@ const SCENARIOS: Scenario[] = [
   { name: 'heavy', pattern: 'queue', tasks: 10000, quickTasks: 2048, batch: 1024, threshold: 256, runners: 512, maxRounds: 20, sleep: 1.0, aglMongo: 29.41 },
 ];
 
-/** BENCHMARKS.md's limit: runners / the mean sleep of a rollout. */
+/** The agents' limit (bench/README.md): runners / the mean sleep of a rollout. */
 const limitOf = (sc: Scenario) => sc.runners / (sc.sleep * (sc.maxRounds + 1) / 2 + sc.sleep / 2);
 
 /** Run from the repository root (npm run bench:store does). */

@@ -1,5 +1,5 @@
 /**
- * Differentiable ops with gradients that every backend can run fast (see TFJS-NOTES.md):
+ * Differentiable ops with gradients that every backend can run fast (daemon/model/README.md, "Backends"):
  * - matmul: tf.matMul's gradient uses transposed operands, which the wasm backend runs 10-20x slower than
  *   plain ones, so the gradient here transposes explicitly and multiplies plainly.
  * - embed: tf.gather's gradient needs UnsortedSegmentSum, which wasm lacks; ours scatters with ScatterNd.

@@ -4,7 +4,7 @@
  * playwright-core by the Chromium test/helpers/browser.ts finds (Debian's, or the npm build).
  * Everything lands in one scratch folder (user data, extensions, TMPDIR, XDG dirs, the daemon's data
  * dir); code-server runs in its own process group, so stopping it also stops the extension host, the
- * language server and the daemon the extension started. See ../shared/guides/VSCODE-E2E.md.
+ * language server and the daemon the extension started. See README.md here.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';

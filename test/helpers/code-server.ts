@@ -7,7 +7,7 @@
  * kerberos (proxy authentication only; builds against the system's Kerberos headers) and @vscode/ripgrep
  * (downloads rg from GitHub). So the install runs without scripts, then builds exactly the native modules VS Code
  * needs on this platform, and hands @vscode/ripgrep the rg that the npm package @vscode/ripgrep-<platform>
- * ships inside its tarball. See ../shared/guides/VSCODE-E2E.md.
+ * ships inside its tarball. See test/e2e/README.md.
  */
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
