@@ -81,7 +81,7 @@ export async function readJsonl(path: string): Promise<unknown[]> {
   text.split(/\r?\n/).forEach((line, i) => {
     if (!line.trim()) return;
     try { tasks.push(JSON.parse(line)); } catch (err) {
-      throw new Error(`${vscode.workspace.asRelativePath(path)} line ${i + 1} is not valid JSON (${(err as Error).message}): fix or remove that line`);
+      throw new Error(`${vscode.workspace.asRelativePath(path)} line ${i + 1} is not valid JSON (${(err as Error).message}): fix or remove that line`, { cause: err });
     }
   });
   return tasks;

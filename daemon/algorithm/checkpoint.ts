@@ -32,7 +32,7 @@ export function readCheckpoint(dir: string): (CheckpointState & { policyPath: st
   const p = join(dir, STATE_FILE);
   if (!existsSync(p)) return null;
   let state: CheckpointState;
-  try { state = JSON.parse(readFileSync(p, 'utf8')) as CheckpointState; } catch (e) { throw new Error(`${p} is not a readable checkpoint state: ${(e as Error).message}`); }
+  try { state = JSON.parse(readFileSync(p, 'utf8')) as CheckpointState; } catch (e) { throw new Error(`${p} is not a readable checkpoint state: ${(e as Error).message}`, { cause: e }); }
   const policyPath = join(dir, state.policyDir);
   if (!existsSync(join(policyPath, 'config.json'))) throw new Error(`${p} points at ${policyPath}, which holds no model (config.json missing)`);
   return { ...state, policyPath };

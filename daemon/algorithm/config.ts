@@ -32,8 +32,8 @@ export function parseTrainConfig(input: unknown, where = 'config'): TrainConfig 
 
 export function readConfigFile(path: string): unknown {
   let text: string;
-  try { text = readFileSync(path, 'utf8'); } catch (e) { throw new Error(`cannot read the config file ${path}: ${(e as Error).message}`); }
-  try { return parseYaml(text) ?? {}; } catch (e) { throw new Error(`the config file ${path} is not valid YAML: ${(e as Error).message}`); }
+  try { text = readFileSync(path, 'utf8'); } catch (e) { throw new Error(`cannot read the config file ${path}: ${(e as Error).message}`, { cause: e }); }
+  try { return parseYaml(text) ?? {}; } catch (e) { throw new Error(`the config file ${path} is not valid YAML: ${(e as Error).message}`, { cause: e }); }
 }
 
 /** Defaults <- file <- overrides (from flags). */

@@ -14,11 +14,11 @@ export interface Demonstration { prompt?: string; completion?: string; messages?
 /** Reads a JSONL file of demonstrations; a bad line is an error naming the file and line. */
 export function readJsonl<T = unknown>(path: string): T[] {
   let text: string;
-  try { text = readFileSync(path, 'utf8'); } catch (e) { throw new Error(`cannot read ${path}: ${(e as Error).message}`); }
+  try { text = readFileSync(path, 'utf8'); } catch (e) { throw new Error(`cannot read ${path}: ${(e as Error).message}`, { cause: e }); }
   const out: T[] = [];
   text.split('\n').forEach((line, i) => {
     if (!line.trim()) return;
-    try { out.push(JSON.parse(line) as T); } catch (e) { throw new Error(`${path}:${i + 1}: not valid JSON (${(e as Error).message})`); }
+    try { out.push(JSON.parse(line) as T); } catch (e) { throw new Error(`${path}:${i + 1}: not valid JSON (${(e as Error).message})`, { cause: e }); }
   });
   return out;
 }

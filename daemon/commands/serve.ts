@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { AglClient } from '../../sdk/client.js';
 import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../store/index.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';
-import { createServerContext, type ServerContext } from '../server/server-context.js';
+import { createServerContext } from '../server/server-context.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import type { PolicyInfo } from '../../protocol/api.js';
 import { engineOptions, type EngineConfig } from '../algorithm/engine-config.js';

@@ -158,7 +158,7 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
         const saved = readCheckpoint(checkpointDir)?.trainer.step;
         throw new Error(`${e.message}${engineLog ? `\n(the engine's whole output: ${engineLog.path})` : ''}\n`
           + `Nothing acknowledged is lost: the store holds every rollout, and the last checkpoint ${saved === undefined ? 'has not been written yet' : `is step ${saved}`}. `
-          + `Continue with: agl train ${f.agent} --train ${f.train} --val ${f.val} --resume ${state.runId}`);
+          + `Continue with: agl train ${f.agent} --train ${f.train} --val ${f.val} --resume ${state.runId}`, { cause: e });
       }
       throw e;
     }
@@ -203,7 +203,7 @@ async function pushWeights(policy: PolicyModel, push: NonNullable<SamplerConfig[
   try {
     res = await fetch(push.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(600_000) });
   } catch (e) {
-    throw new Error(`engine.sampler.push: cannot reach ${push.url} to load step ${step}: ${(e as Error).message}`);
+    throw new Error(`engine.sampler.push: cannot reach ${push.url} to load step ${step}: ${(e as Error).message}`, { cause: e });
   }
   if (!res.ok) throw new Error(`engine.sampler.push: ${push.url} answered ${res.status} to loading ${dir}: ${(await res.text()).slice(0, 500)}`);
   for (const name of readdirSync(root)) {

@@ -17,6 +17,7 @@ let current: BackendReport | null = null;
 
 /** require() where this file runs as CommonJS (tsx, tests), import() in ESM bundles. */
 async function load(pkg: string): Promise<unknown> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional package, loaded the way this module itself was
   return typeof require === 'function' ? require(pkg) : import(pkg);
 }
 

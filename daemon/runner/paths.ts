@@ -8,7 +8,6 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 function moduleDir(): string {
   if (typeof __dirname === 'string') return __dirname;
-  // @ts-ignore -- import.meta exists whenever this file runs as ESM (bundle, or package "type": "module")
   return dirname(fileURLToPath(import.meta.url));
 }
 

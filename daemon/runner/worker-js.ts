@@ -23,7 +23,7 @@ async function loadAgent(spec: string): Promise<{ fn: AgentFunction; name: strin
   let mod = modules.get(file);
   if (!mod) { mod = import(pathToFileURL(file).href) as Promise<Record<string, unknown>>; modules.set(file, mod); }
   let exports: Record<string, unknown>;
-  try { exports = await mod; } catch (err) { modules.delete(file); throw new Error(`could not load agent module ${file}: ${(err as Error).message}`); }
+  try { exports = await mod; } catch (err) { modules.delete(file); throw new Error(`could not load agent module ${file}: ${(err as Error).message}`, { cause: err }); }
   if (wanted) {
     const fn = exports[wanted] ?? (wanted === 'default' ? undefined : (exports.default as Record<string, unknown> | undefined)?.[wanted]);
     if (typeof fn !== 'function') throw new Error(`${file} has no exported function '${wanted}' (exports: ${Object.keys(exports).join(', ') || 'none'})`);

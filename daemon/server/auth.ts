@@ -38,7 +38,7 @@ export function readToken(dataDir: string): string {
     return readFileSync(tokenPath(dataDir), 'utf8').trim();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new Error(`no token at ${tokenPath(dataDir)}: start the daemon first (agl serve --data-dir ${dataDir})`);
+      throw new Error(`no token at ${tokenPath(dataDir)}: start the daemon first (agl serve --data-dir ${dataDir})`, { cause: err });
     }
     throw err;
   }

@@ -59,6 +59,7 @@ export function parseJsonBytes(buf: Uint8Array): unknown {
   let text = decodeUtf8(buf);
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (text.length === 0) return {};
+  // eslint-disable-next-line no-control-regex -- JSON's whitespace is exactly these four characters
   const first = /^[\x20\x09\x0a\x0d]*(.)/s.exec(text)?.[1];
   try {
     if (first === '{' || first === '[') return JSON.parse(text);
@@ -66,7 +67,7 @@ export function parseJsonBytes(buf: Uint8Array): unknown {
     const at = first === undefined ? -1 : text.indexOf(first);
     const masked = at === -1 ? '' : text.slice(0, at) + '#'.repeat(text.length - at);
     try { JSON.parse(masked); } catch (err) {
-      throw new SyntaxError((err as Error).message.replace(/#+/g, (m) => text.substring(at, at + m.length)));
+      throw new SyntaxError((err as Error).message.replace(/#+/g, (m) => text.substring(at, at + m.length)), { cause: err });
     }
     throw new SyntaxError('the body must be a JSON object');
   } catch (err) {

@@ -15,7 +15,7 @@ const LOOPBACK_NAME = /^(?:localhost|[a-z0-9.-]+\.localhost|127(?:\.\d{1,3}){3}|
 
 /** The host name of a Host header value or URL authority (`[::1]:80` -> `::1`), lower-cased; null when malformed. */
 export function hostName(authority: string): string | null {
-  const m = /^(?:\[([0-9a-f:.]+)\]|([^\s:\[\]/@?#]+))(?::(\d{1,5}))?$/i.exec(authority.trim());
+  const m = /^(?:\[([0-9a-f:.]+)\]|([^\s:[\]/@?#]+))(?::(\d{1,5}))?$/i.exec(authority.trim());
   if (!m) return null;
   return (m[1] ?? m[2]!).toLowerCase().replace(/\.$/, '');
 }

@@ -119,7 +119,6 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
     if (!body || typeof body !== 'object' || Array.isArray(body)) return sendOpenAiError(res, 400, 'the request body must be a JSON object (Content-Type: application/json)');
     const deep = tooDeepAt(body);
     if (deep) return sendOpenAiError(res, 400, `the request body nests deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${deep.slice(0, 3).map(String).join('.')}...`, 'invalid_request_error', String(deep[0]));
-    let callReq: CallRequest | null = null;
     let span: ((result: CallResult | null, err: Error | null) => Promise<void>) | null = null;
     let sse = false;
     const abort = new AbortController();
@@ -129,7 +128,7 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
       const resources = await resourcesCache.forRollout(ids.rollout);
       const resource = pickLlmResource(resources, body.model)
         ?? LlmResource.parse({ type: 'llm', endpoint: '', model: body.model ?? 'default', backend: 'local' });
-      callReq = { kind, body, resource };
+      const callReq: CallRequest = { kind, body, resource };
       if (ids.rolloutId && ids.attemptId) {
         const call = { rolloutId: ids.rolloutId, attemptId: ids.attemptId, traceparent: req.get('traceparent'), resourcesId: resources?.id ?? null, resourcesVersion: resources?.version ?? null, startTime, streamed: body.stream === true };
         const r = callReq;

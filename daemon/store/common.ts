@@ -147,7 +147,9 @@ export function checkSpanInput(s: SpanInput): void {
 
 // --- rows ------------------------------------------------------------------------------------------
 // Both backends store JSON as text and times as float milliseconds, so one mapping serves both.
-type Row = Record<string, any>;
+/** A row as the database driver returns it: column values are typed by the schema (common.ts maps them), not by TypeScript. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the one untyped boundary, mapped to typed records right here
+export type Row = Record<string, any>;
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
 

@@ -12,12 +12,10 @@ import {
   CANCELLED_ATTEMPT_ERROR, CLAIMABLE_STATUSES, LIVE_ATTEMPT_STATUSES, RESUMABLE_ROLLOUT_STATUSES, UNENDED_ATTEMPT_STATUSES,
   WAITING_ROLLOUT_STATUSES, attemptVerdict, cancelConflict, emptyHealthResult, finishConflict, isCurrentAttempt, isLiveAttempt,
   livenessChange, materializeSpan, newId, type parseRolloutInput, rolloutStatusAfter, rolloutStatusColumns, rowToAttempt, rowToRollout,
-  sqlList, tallyHealthChange, verdictError,
-} from './common.js';
+  sqlList, tallyHealthChange, verdictError, type Row } from './common.js';
 import { digestSpans } from './search.js';
 import { INSERT_TEXT_SQL, RESET_SUMMARY_SQL, applySpanDigests, inputBodies } from './postgres-search.js';
 
-type Row = Record<string, any>;
 type Client = pg.PoolClient;
 type ParsedRollout = ReturnType<typeof parseRolloutInput>;
 type Query = (sql: string, params?: unknown[]) => Promise<pg.QueryResult<Row>>;

@@ -19,8 +19,7 @@ import {
 import {
   RolloutEndHub, checkFinishInput, checkSpanInput, isTerminalRollout, newId, pageLimit, parseRolloutInput,
   rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
-  DISTINCT_AGENTS_SQL, waitLoop,
-} from './common.js';
+  DISTINCT_AGENTS_SQL, waitLoop, type Row } from './common.js';
 import { agentAliasesIn, sameAgent } from '../../protocol/agent-id.js';
 import { migratePostgres } from './postgres-schema.js';
 import { postgresDialect } from './postgres-search.js';
@@ -29,7 +28,6 @@ import { PostgresLifecycle } from './postgres-lifecycle.js';
 
 export interface PostgresStoreOptions { poolSize?: number; waitPollMs?: number }
 interface PendingSpans { spans: SpanInput[]; resolve: (s: Span[]) => void; reject: (e: unknown) => void }
-type Row = Record<string, any>;
 
 const RETRYABLE = new Set(['40001', '40P01']); // serialization failure, deadlock detected
 const TERMINAL = [...TERMINAL_ROLLOUT_STATUSES];

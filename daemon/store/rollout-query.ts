@@ -6,7 +6,7 @@
  */
 import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 import type { RolloutSummary } from '../../protocol/store.js';
-import { decodeCursor, encodeCursor, pageLimit, rowToRollout } from './common.js';
+import { decodeCursor, encodeCursor, pageLimit, rowToRollout, type Row } from './common.js';
 import { STATUS_RANK_SQL, searchTerms } from './search.js';
 import type { RolloutPage, RolloutQuery } from '../../protocol/lightning-store.js';
 
@@ -92,7 +92,7 @@ export function rolloutStatements(q: RolloutQuery, d: SqlDialect, agentAliases: 
 }
 
 /** A RolloutSummary from a row of ROLLOUT_COLUMNS. */
-export function rowToSummary(r: Record<string, any>): RolloutSummary {
+export function rowToSummary(r: Row): RolloutSummary {
   const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
   const startedAt = num(r.a_started_at);
   const endedAt = num(r.a_ended_at);
@@ -106,7 +106,7 @@ export function rowToSummary(r: Record<string, any>): RolloutSummary {
 }
 
 /** The page from its rows (limit + 1 asked, to know whether more follow) and the count's row. */
-export function rolloutPage(q: RolloutQuery, rows: Array<Record<string, any>>, limit: number, total: number | null): RolloutPage {
+export function rolloutPage(q: RolloutQuery, rows: Row[], limit: number, total: number | null): RolloutPage {
   const more = rows.length > limit;
   const page = more ? rows.slice(0, limit) : rows;
   const sortsByCreation = (q.sort ?? 'createdAt') === 'createdAt';

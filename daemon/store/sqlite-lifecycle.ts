@@ -11,12 +11,10 @@ import {
   CANCELLED_ATTEMPT_ERROR, CLAIMABLE_STATUSES, LIVE_ATTEMPT_STATUSES, RESUMABLE_ROLLOUT_STATUSES, UNENDED_ATTEMPT_STATUSES,
   WAITING_ROLLOUT_STATUSES, attemptVerdict, cancelConflict, emptyHealthResult, finishConflict, isCurrentAttempt, livenessChange,
   materializeSpan, newId, type parseRolloutInput, rolloutStatusAfter, rolloutStatusColumns, rowToAttempt, rowToRollout, sqlList,
-  tallyHealthChange, verdictError,
-} from './common.js';
+  tallyHealthChange, verdictError, type Row } from './common.js';
 import { digestSpans } from './search.js';
 import { RESET_SUMMARY_SQL, applySpanDigests, indexRolloutInput } from './sqlite-search.js';
 
-type Row = Record<string, any>;
 type ParsedRollout = ReturnType<typeof parseRolloutInput>;
 
 const LIVE = sqlList(LIVE_ATTEMPT_STATUSES);

@@ -21,8 +21,7 @@ import {
 import {
   RolloutEndHub, checkFinishInput, checkSpanInput, emptyHealthResult, newId, pageLimit, parseRolloutInput,
   rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
-  DISTINCT_AGENTS_SQL, sqlList, waitLoop,
-} from './common.js';
+  DISTINCT_AGENTS_SQL, sqlList, waitLoop, type Row } from './common.js';
 import { agentAliasesIn, sameAgent } from '../../protocol/agent-id.js';
 import { prepareDatabase } from './sqlite-schema.js';
 import { rolloutPage, rolloutStatements } from './rollout-query.js';
@@ -37,7 +36,7 @@ export interface SqliteStoreOptions {
   waitPollMs?: number;
 }
 
-interface PendingWrite { run: () => unknown; resolve: (v: any) => void; reject: (e: unknown) => void }
+interface PendingWrite { run: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }
 
 const TERMINAL_SQL = sqlList(TERMINAL_ROLLOUT_STATUSES);
 
@@ -80,7 +79,7 @@ export class SqliteStore implements LightningStore {
   private write<T>(fn: () => T): Promise<T> {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ run: fn, resolve, reject });
+      this.queue.push({ run: fn, resolve: resolve as (v: unknown) => void, reject });
       if (this.queue.length === 1) setImmediate(() => this.commitQueued());
     });
   }
@@ -151,7 +150,7 @@ export class SqliteStore implements LightningStore {
     const d = sqliteDialect();
     const sql = rolloutStatements(q, d, q.agent === undefined ? [] : this.read(() => agentAliasesIn(this.agentNames(), q.agent!)));
     return this.read(() => {
-      const rows = this.st(sql.page).all(...d.params) as any[];
+      const rows = this.st(sql.page).all(...d.params) as Row[];
       const total = sql.count === null ? null : (this.st(sql.count).get(...d.params.slice(0, sql.countParams)) as { n: number }).n;
       return rolloutPage(q, rows, sql.limit, total);
     });
@@ -189,14 +188,14 @@ export class SqliteStore implements LightningStore {
     // scan every ended rollout: 124 ms instead of 3.6 ms for 4096 ids among 46k ended ones).
     const sql = `SELECT r.* FROM json_each(?) j JOIN rollouts r ON r.id = j.value WHERE +r.status IN (${TERMINAL_SQL})`;
     return waitLoop(this.hub, ids, timeoutMs, async (pending) => this.read(() =>
-      (this.st(sql).all(JSON.stringify(pending)) as any[]).map(rowToRollout)), this.waitPollMs);
+      (this.st(sql).all(JSON.stringify(pending)) as Row[]).map(rowToRollout)), this.waitPollMs);
   }
 
   // --- attempts ----------------------------------------------------------------------------------
   async getAttempts(rolloutId: string): Promise<Attempt[]> {
     return this.read(() => {
       if (!this.life.rolloutRow(rolloutId)) throw new NotFoundError('rollout', rolloutId);
-      return (this.st('SELECT * FROM attempts WHERE rollout_id = ? ORDER BY sequence').all(rolloutId) as any[]).map(rowToAttempt);
+      return (this.st('SELECT * FROM attempts WHERE rollout_id = ? ORDER BY sequence').all(rolloutId) as Row[]).map(rowToAttempt);
     });
   }
   async getLatestAttempt(rolloutId: string): Promise<Attempt | null> {
@@ -268,7 +267,7 @@ export class SqliteStore implements LightningStore {
     return this.read(() => { const r = this.st('SELECT * FROM resources WHERE id = ?').get(id); return r ? rowToResources(r) : null; });
   }
   async listResources(limit?: number): Promise<Resources[]> {
-    return this.read(() => (this.st('SELECT * FROM resources ORDER BY version DESC LIMIT ?').all(pageLimit(limit)) as any[]).map(rowToResources));
+    return this.read(() => (this.st('SELECT * FROM resources ORDER BY version DESC LIMIT ?').all(pageLimit(limit)) as Row[]).map(rowToResources));
   }
 
   // --- workers -----------------------------------------------------------------------------------
@@ -294,7 +293,7 @@ export class SqliteStore implements LightningStore {
     return this.read(() => { const r = this.st('SELECT * FROM workers WHERE id = ?').get(id); return r ? rowToWorker(r) : null; });
   }
   async listWorkers(): Promise<Worker[]> {
-    return this.read(() => (this.st('SELECT * FROM workers ORDER BY id').all() as any[]).map(rowToWorker));
+    return this.read(() => (this.st('SELECT * FROM workers ORDER BY id').all() as Row[]).map(rowToWorker));
   }
 
   // --- training runs, metrics, transitions --------------------------------------------------------
@@ -326,7 +325,7 @@ export class SqliteStore implements LightningStore {
   }
   async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
     // Runs are few: filtered here, so an agent's runs recorded under an older form of its id count (protocol/agent-id.ts).
-    const runs = this.read(() => this.st('SELECT * FROM training_runs ORDER BY created_at DESC, rowid DESC').all() as any[]).map(rowToTrainingRun);
+    const runs = this.read(() => this.st('SELECT * FROM training_runs ORDER BY created_at DESC, rowid DESC').all() as Row[]).map(rowToTrainingRun);
     return agent === undefined ? runs : runs.filter((r) => sameAgent(r.agent, agent));
   }
   async addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void> {
@@ -338,7 +337,7 @@ export class SqliteStore implements LightningStore {
   }
   async queryMetrics(runId: string, afterStep?: number): Promise<MetricPoint[]> {
     return this.read(() => (this.st('SELECT * FROM metrics WHERE run_id = ? AND step > ? ORDER BY step, rowid')
-      .all(runId, afterStep ?? -1) as any[]).map(rowToMetric));
+      .all(runId, afterStep ?? -1) as Row[]).map(rowToMetric));
   }
   async addTransitions(transitions: Transition[]): Promise<void> {
     await this.write(() => {
@@ -354,7 +353,7 @@ export class SqliteStore implements LightningStore {
     if (q.step !== undefined) { where.push('step = ?'); params.push(q.step); }
     const sql = `SELECT data FROM transitions ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY step, rowid LIMIT ?`;
     params.push(q.limit === undefined ? -1 : pageLimit(q.limit));
-    return this.read(() => (this.st(sql).all(...params) as any[]).map(rowToTransition));
+    return this.read(() => (this.st(sql).all(...params) as Row[]).map(rowToTransition));
   }
 
   // --- health ------------------------------------------------------------------------------------
@@ -368,9 +367,9 @@ export class SqliteStore implements LightningStore {
   async statistics(): Promise<Statistics> {
     return this.read(() => {
       const rollouts = Object.fromEntries(ROLLOUT_STATUSES.map((s) => [s, 0])) as Statistics['rollouts'];
-      for (const r of this.st('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as any[]) rollouts[r.status as keyof typeof rollouts] = r.n;
+      for (const r of this.st('SELECT status, COUNT(*) AS n FROM rollouts GROUP BY status').all() as Row[]) rollouts[r.status as keyof typeof rollouts] = r.n;
       const attempts = Object.fromEntries(ATTEMPT_STATUSES.map((s) => [s, 0])) as Statistics['attempts'];
-      for (const r of this.st('SELECT status, COUNT(*) AS n FROM attempts GROUP BY status').all() as any[]) attempts[r.status as keyof typeof attempts] = r.n;
+      for (const r of this.st('SELECT status, COUNT(*) AS n FROM attempts GROUP BY status').all() as Row[]) attempts[r.status as keyof typeof attempts] = r.n;
       const count = (table: string) => (this.st(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
       return { rollouts, attempts, spans: count('spans'), resources: count('resources'), workers: count('workers'), trainingRuns: count('training_runs') };
     });

@@ -7,7 +7,6 @@ import { type Doc, makeCorpus, makeWorld } from './corpus.js';
 /** This sample's folder, whether tsx loads it as CommonJS (the package has no "type": "module") or as ESM. */
 function sampleDir(): string {
   if (typeof __dirname === 'string') return __dirname;
-  // @ts-ignore -- import.meta exists whenever this file runs as ESM
   return dirname(fileURLToPath(import.meta.url));
 }
 

@@ -16,7 +16,6 @@ export const SCHEMA_LINE = 'emp(name,dept,pay,year) dept(name,city) proj(name,de
 /** This sample's folder, whether tsx loads it as CommonJS (the package has no "type": "module") or as ESM. */
 function sampleDir(): string {
   if (typeof __dirname === 'string') return __dirname;
-  // @ts-ignore -- import.meta exists whenever this file runs as ESM
   return dirname(fileURLToPath(import.meta.url));
 }
 

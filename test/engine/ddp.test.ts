@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SequencePair } from '../../daemon/model/policy-contract.js';
-import { EngineError, startTorchEngine, type TorchPolicyModel } from '../../daemon/model/torch-engine.js';
+import { EngineError, startTorchEngine } from '../../daemon/model/torch-engine.js';
 import { torchPython } from '../helpers/torch.js';
 import { compareFiles } from './compare.js';
 

@@ -65,7 +65,7 @@ export const NO_CHROMIUM = 'the browser tests need Chromium: none found (AGL_CHR
 /** Removes `<dir>.tmp-<pid>` staging folders of installs whose process is gone (an interrupted run). */
 export function clearStaleStages(dir: string): void {
   const prefix = `${basename(dir)}.tmp-`;
-  let names: string[] = [];
+  let names: string[];
   try { names = readdirSync(dirname(dir)); } catch { return; }
   for (const name of names.filter((n) => n.startsWith(prefix))) {
     const pid = Number(name.slice(prefix.length));

@@ -170,7 +170,7 @@ async function runCluster(bin: string, source: 'system' | 'npm', dir: string, id
       if (Date.now() > deadline) {
         killSync();
         process.removeListener('exit', killSync);
-        throw new Error(`postgres (${source}) did not accept connections within 60 s: ${(e as Error).message}\n${log}`);
+        throw new Error(`postgres (${source}) did not accept connections within 60 s: ${(e as Error).message}\n${log}`, { cause: e });
       }
       await new Promise((r) => setTimeout(r, 100));
     }

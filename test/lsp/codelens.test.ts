@@ -165,7 +165,7 @@ test('stats: a read that started earlier but answers later does not replace a ne
   // The lens said "25 rollouts · 1 running" for good once: a poll's read from while the rollout ran came
   // back after the read that saw it end, and nothing in the store changed afterwards to read again.
   const agent = 'agents/late.ts#lateAgent';
-  const { rollout, attempt } = await daemon.client.startRollout({ input: { q: 'x' }, agent, mode: 'train' });
+  const { attempt } = await daemon.client.startRollout({ input: { q: 'x' }, agent, mode: 'train' });
   let hold: Promise<void> | null = null;
   let release = () => {};
   let heldReads = 0;

@@ -11,7 +11,6 @@ import type { Rollout, RolloutInput } from '../../protocol/store.js';
 import { finalRewards, runGroups } from '../../daemon/algorithm/rollouts.js';
 import { Runner } from '../../daemon/runner/runner.js';
 import { rootSpanIdForAttempt } from '../../sdk/ids.js';
-import type { FakeUpstream } from '../helpers/fake-upstream.js';
 import { type Harness, type RunnerStack, startRunnerStack } from '../helpers/daemon.js';
 
 const agents = resolve('test/runner/fixtures/agents.ts'); // tests run from the repo root
@@ -19,9 +18,8 @@ const agents = resolve('test/runner/fixtures/agents.ts'); // tests run from the 
 describe('runner', () => {
   let stack: RunnerStack;
   let daemon: Harness;
-  let upstream: FakeUpstream;
   let runner: Runner;
-  before(async () => { stack = await startRunnerStack(2); ({ daemon, upstream, runner } = stack); });
+  before(async () => { stack = await startRunnerStack(2); ({ daemon, runner } = stack); });
   after(() => stack.close());
 
   const runToEnd = (input: RolloutInput): Promise<Rollout> => stack.runToEnd(input);

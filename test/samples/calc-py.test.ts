@@ -19,7 +19,7 @@ const tasks = readFileSync('samples/calc/data/val.jsonl', 'utf8').split('\n').fi
 describe('calc-py: same protocol as the TypeScript calc sample', () => {
   it('builds the same prompts, parses the same tool calls, computes and scores the same on the val split', () => {
     const cases = tasks.map((t) => {
-      const [call1, call2] = demonstrations(t);
+      const [call1] = demonstrations(t);
       const expression = parseToolCall(call1.completion)!;
       return { question: t.question, answer: t.answer, completion: call1.completion, expression, bad: `${expression}/0` };
     });

@@ -1,0 +1,21 @@
+// ESLint for the whole repository (npm run lint, and test/lint.test.ts in npm test): eslint's recommended rules and
+// typescript-eslint's recommended rules, configured once. Formatting is Prettier's (.prettierrc.json), not ESLint's.
+import js from '@eslint/js';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'dist/', 'out/', 'test-results/', '**/*.vsix', 'engines/torch/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { ecmaVersion: 2023, sourceType: 'module', globals: { ...globals.node } },
+    rules: {
+      // `_name`: deliberately unused (an express error handler's next, a destructured field left out).
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true }],
+    },
+  },
+  { files: ['webview/**'], languageOptions: { globals: { ...globals.browser } } },
+  // Tests read arbitrary JSON answers (problem bodies, fuzzed inputs): `any` is what they are.
+  { files: ['test/**'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
+);
