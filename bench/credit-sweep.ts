@@ -23,11 +23,27 @@ export const STRATEGIES = ['identical', 'last', 'discounted', 'combined'] as con
 export const AIR_RULES = [{ when: 'tool_failed', reward: -0.2 }];
 const SAMPLES: Record<string, SampleLearning> = { rag: RAG_LEARNING, sql: SQL_LEARNING };
 
-export interface SweepRow { strategy: string; air: boolean; agents: 'match' | 'all'; scores: number[]; mean: number; spread: number; minutes: number[] }
+export interface SweepRow {
+  strategy: string;
+  air: boolean;
+  agents: 'match' | 'all';
+  scores: number[];
+  mean: number;
+  spread: number;
+  minutes: number[];
+}
 export interface SweepOptions {
-  sample: string; seeds: number; minutes?: number; maxSteps?: number; sftSteps?: number; out: string; workers?: number;
+  sample: string;
+  seeds: number;
+  minutes?: number;
+  maxSteps?: number;
+  sftSteps?: number;
+  out: string;
+  workers?: number;
   /** Smaller than train.yaml's for a smoke run only: a sweep's table must use the sample's own. */
-  valSize?: number; batchSize?: number; groupSize?: number;
+  valSize?: number;
+  batchSize?: number;
+  groupSize?: number;
 }
 
 /** The settings of each row: every strategy x AIR on/off; for sql also all three agents trained. */
@@ -54,13 +70,16 @@ export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
     const rows: SweepRow[] = [];
     let k = 0;
     for (const row of sweepRows(o.sample)) {
-      const scores: number[] = [], minutes: number[] = [];
+      const scores: number[] = [],
+        minutes: number[] = [];
       for (let seed = 1; seed <= o.seeds; seed++) {
         const dir = join(work, `run-${++k}`);
         mkdirSync(dir, { recursive: true });
         const config = deepMerge(base, {
           training: {
-            seed, air: row.air, credit: { strategy: row.strategy, air: AIR_RULES },
+            seed,
+            air: row.air,
+            credit: { strategy: row.strategy, air: AIR_RULES },
             ...(row.agents === 'all' ? { agentMatch: null } : {}),
             ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
             ...(o.minutes !== undefined ? { maxMinutes: o.minutes } : {}),
@@ -72,7 +91,15 @@ export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
         });
         writeFileSync(join(dir, 'train.yaml'), stringify(config));
         process.stderr.write(`credit sweep: ${o.sample} ${row.strategy} air ${row.air ? 'on' : 'off'} agents ${row.agents} seed ${seed}\n`);
-        const r = await trainAgent({ agent: s.agent, train: s.train, val: s.val, model: warmup, config: join(dir, 'train.yaml'), 'data-dir': dir, quiet: true });
+        const r = await trainAgent({
+          agent: s.agent,
+          train: s.train,
+          val: s.val,
+          model: warmup,
+          config: join(dir, 'train.yaml'),
+          'data-dir': dir,
+          quiet: true,
+        });
         if (!r) throw new Error('training was interrupted');
         scores.push(r.after ?? 0);
         minutes.push(r.minutes);
@@ -81,11 +108,30 @@ export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
     }
     mkdirSync(dirname(o.out), { recursive: true });
     const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
-    writeFileSync(o.out, `${JSON.stringify({
-      date: new Date().toISOString(), machine, sample: o.sample, seeds: o.seeds, budget: { minutes: o.minutes ?? null, maxSteps: o.maxSteps ?? null, valSize: o.valSize ?? null, batchSize: o.batchSize ?? null, groupSize: o.groupSize ?? null },
-      warmup: shipped ? warmup : o.sftSteps !== undefined ? `agl sft ${s.sftArgs.join(' ')} (--steps ${o.sftSteps})` : warmupCommands(s).join(' && '), airRules: AIR_RULES,
-      score: 'held-out (val split, greedy) score after training', rows,
-    }, null, 2)}\n`);
+    writeFileSync(
+      o.out,
+      `${JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          machine,
+          sample: o.sample,
+          seeds: o.seeds,
+          budget: {
+            minutes: o.minutes ?? null,
+            maxSteps: o.maxSteps ?? null,
+            valSize: o.valSize ?? null,
+            batchSize: o.batchSize ?? null,
+            groupSize: o.groupSize ?? null,
+          },
+          warmup: shipped ? warmup : o.sftSteps !== undefined ? `agl sft ${s.sftArgs.join(' ')} (--steps ${o.sftSteps})` : warmupCommands(s).join(' && '),
+          airRules: AIR_RULES,
+          score: 'held-out (val split, greedy) score after training',
+          rows,
+        },
+        null,
+        2,
+      )}\n`,
+    );
     return rows;
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -94,5 +140,11 @@ export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
 
 export function formatSweep(rows: SweepRow[]): string {
   const head = 'strategy    AIR  agents  mean   spread  scores';
-  return [head, ...rows.map((r) => `${r.strategy.padEnd(11)} ${(r.air ? 'on' : 'off').padEnd(4)} ${r.agents.padEnd(7)} ${r.mean.toFixed(3)}  ${r.spread.toFixed(3)}   ${r.scores.map((x) => x.toFixed(3)).join(' ')}`)].join('\n');
+  return [
+    head,
+    ...rows.map(
+      (r) =>
+        `${r.strategy.padEnd(11)} ${(r.air ? 'on' : 'off').padEnd(4)} ${r.agents.padEnd(7)} ${r.mean.toFixed(3)}  ${r.spread.toFixed(3)}   ${r.scores.map((x) => x.toFixed(3)).join(' ')}`,
+    ),
+  ].join('\n');
 }

@@ -13,19 +13,34 @@ export async function benchLocalBatching(quick: boolean): Promise<Record<string,
   const batches: number[] = [];
   const policy = new Proxy(real, {
     get(target, prop, receiver) {
-      if (prop === 'generate') return async (p: number[][], o: GenerateOptions): Promise<Generation[]> => { batches.push(p.length); const t0 = performance.now(); const g = await target.generate(p, o); if (process.env.AGL_BENCH_DEBUG) console.error(`generate B=${p.length} max=${o.maxTokens} ${(performance.now() - t0).toFixed(0)} ms`); return g; };
+      if (prop === 'generate')
+        return async (p: number[][], o: GenerateOptions): Promise<Generation[]> => {
+          batches.push(p.length);
+          const t0 = performance.now();
+          const g = await target.generate(p, o);
+          if (process.env.AGL_BENCH_DEBUG) console.error(`generate B=${p.length} max=${o.maxTokens} ${(performance.now() - t0).toFixed(0)} ms`);
+          return g;
+        };
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;
     },
   }) as PolicyModel;
   const daemon = await startDaemon({ getPolicy: () => policy });
   try {
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'bench-local', backend: 'local', samplingParams: { temperature: 1, maxTokens: 32 } } } });
+    await daemon.client.addResources({
+      resources: {
+        llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'bench-local', backend: 'local', samplingParams: { temperature: 1, maxTokens: 32 } },
+      },
+    });
     const claim = await daemon.client.startRollout({ input: {} }, 'bench');
     const url = `${attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id)}/chat/completions`;
     const call = async (i: number) => {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'bench-local', messages: [{ role: 'user', content: `What is ${i}+${i}?` }], max_tokens: 32, seed: 1 }) });
-      const body = await res.json() as { usage: { completion_tokens: number } };
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'bench-local', messages: [{ role: 'user', content: `What is ${i}+${i}?` }], max_tokens: 32, seed: 1 }),
+      });
+      const body = (await res.json()) as { usage: { completion_tokens: number } };
       return body.usage.completion_tokens;
     };
     const n = quick ? 32 : 128;
@@ -39,10 +54,22 @@ export async function benchLocalBatching(quick: boolean): Promise<Record<string,
     tokens = 0;
     let next = 0;
     // (not `tokens += await ...`: that reads `tokens` before the await and loses concurrent updates)
-    await Promise.all(Array.from({ length: 16 }, async () => { while (next < n) { const got = await call(next++); tokens += got; } }));
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < n) {
+          const got = await call(next++);
+          tokens += got;
+        }
+      }),
+    );
     const concTokS = tokens / ((performance.now() - t0) / 1000);
     const meanBatch = batches.reduce((a, b) => a + b, 0) / Math.max(1, batches.length);
-    return { 'local.c1_completion_tok_s': Math.round(seqTokS), 'local.c16_completion_tok_s': Math.round(concTokS), 'local.batching_speedup': Math.round((concTokS / seqTokS) * 100) / 100, 'local.c16_mean_batch_size': Math.round(meanBatch * 10) / 10 };
+    return {
+      'local.c1_completion_tok_s': Math.round(seqTokS),
+      'local.c16_completion_tok_s': Math.round(concTokS),
+      'local.batching_speedup': Math.round((concTokS / seqTokS) * 100) / 100,
+      'local.c16_mean_batch_size': Math.round(meanBatch * 10) / 10,
+    };
   } finally {
     await daemon.close();
     real.dispose();

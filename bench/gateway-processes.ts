@@ -9,7 +9,11 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { AglClient } from '../sdk/client.js';
 
-export interface Proc { proc: ChildProcess; url: string; stop(): Promise<void> }
+export interface Proc {
+  proc: ChildProcess;
+  url: string;
+  stop(): Promise<void>;
+}
 
 function waitForLine(proc: ChildProcess, pattern: RegExp, what: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -17,7 +21,11 @@ function waitForLine(proc: ChildProcess, pattern: RegExp, what: string): Promise
     const onData = (d: Buffer) => {
       out += d.toString();
       const m = pattern.exec(out);
-      if (m) { proc.stdout?.off('data', onData); proc.stderr?.off('data', onData); resolve(m[1]); }
+      if (m) {
+        proc.stdout?.off('data', onData);
+        proc.stderr?.off('data', onData);
+        resolve(m[1]);
+      }
     };
     proc.stdout?.on('data', onData);
     proc.stderr?.on('data', onData);
@@ -26,23 +34,41 @@ function waitForLine(proc: ChildProcess, pattern: RegExp, what: string): Promise
 }
 
 function stopper(proc: ChildProcess): () => Promise<void> {
-  return () => new Promise((resolve) => {
-    if (proc.exitCode !== null) { resolve(); return; }
-    proc.once('exit', () => resolve());
-    proc.kill('SIGTERM');
-    setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
-  });
+  return () =>
+    new Promise((resolve) => {
+      if (proc.exitCode !== null) {
+        resolve();
+        return;
+      }
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+      setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
+    });
 }
 
 export async function startDaemonProcess(): Promise<Proc & { client: AglClient; token: string; pid: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'agl-bench-'));
   // AGL_BENCH_PROFILE=<dir> writes a CPU profile of the daemon there (to see where its time goes).
   const profile = process.env.AGL_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.AGL_BENCH_PROFILE] : [];
-  const proc = spawn(process.execPath, [...profile, '--import', 'tsx', join(process.cwd(), 'daemon', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(
+    process.execPath,
+    [...profile, '--import', 'tsx', join(process.cwd(), 'daemon', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const url = await waitForLine(proc, /listening on (http:\/\/\S+)/, 'agl serve');
   const token = readFileSync(join(dataDir, 'token'), 'utf8').trim();
   const stop = stopper(proc);
-  return { proc, url, token, pid: proc.pid!, client: new AglClient({ url, token }), stop: async () => { await stop(); rmSync(dataDir, { recursive: true, force: true }); } };
+  return {
+    proc,
+    url,
+    token,
+    pid: proc.pid!,
+    client: new AglClient({ url, token }),
+    stop: async () => {
+      await stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
 
 export async function startUpstreamProcess(): Promise<Proc> {
@@ -56,7 +82,9 @@ export function peakRssMb(pid: number): number | null {
   try {
     const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Math.round(Number(m[1]) / 1024) : null;
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 /** CPU time (user + system) a process has used so far, in ms, from /proc (Linux); null elsewhere. */
@@ -64,7 +92,9 @@ export function cpuMs(pid: number): number | null {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime in clock ticks (USER_HZ = 100)
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 export function percentile(sorted: number[], p: number): number {

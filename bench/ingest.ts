@@ -30,13 +30,28 @@ async function makeSpans(claims: { rolloutId: string; attemptId: string }[]): Pr
   const out: ReadableSpan[][] = [];
   for (const c of claims) {
     const memory = new InMemorySpanExporter();
-    const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'bench-agent', [AGL.rolloutId]: c.rolloutId, [AGL.attemptId]: c.attemptId }), spanProcessors: [new SimpleSpanProcessor(memory)] });
+    const provider = new BasicTracerProvider({
+      resource: resourceFromAttributes({ 'service.name': 'bench-agent', [AGL.rolloutId]: c.rolloutId, [AGL.attemptId]: c.attemptId }),
+      spanProcessors: [new SimpleSpanProcessor(memory)],
+    });
     const tracer = provider.getTracer('bench');
     for (let made = 0; made < perAttempt;) {
       const parent = tracer.startSpan(`agent${made}`, { attributes: { round: made, 'gen_ai.agent.name': 'bench' } });
       const ctx = trace.setSpan(context.active(), parent);
       for (let k = 0; k < 2 && made + 1 + k < perAttempt; k++) {
-        const child = tracer.startSpan(`round${made}_${k}`, { attributes: { 'payload.text': 'x'.repeat(120), 'payload.n': k, 'payload.ok': true, 'payload.tags': ['a', 'b', 'c'], 'payload.score': Math.random() } }, ctx);
+        const child = tracer.startSpan(
+          `round${made}_${k}`,
+          {
+            attributes: {
+              'payload.text': 'x'.repeat(120),
+              'payload.n': k,
+              'payload.ok': true,
+              'payload.tags': ['a', 'b', 'c'],
+              'payload.score': Math.random(),
+            },
+          },
+          ctx,
+        );
         child.addEvent('step', { detail: 'done' });
         child.end();
       }
@@ -57,18 +72,27 @@ async function ingest(kind: 'proto' | 'json', url: string, token: string, spans:
   const latencies: number[] = [];
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    while (next < batches.length) {
-      const batch = batches[next++];
-      const s = performance.now();
-      await new Promise<void>((resolve, reject) => exporter.export(batch, (r) => (r.code === ExportResultCode.SUCCESS ? resolve() : reject(r.error ?? new Error('export failed')))));
-      latencies.push(performance.now() - s);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < batches.length) {
+        const batch = batches[next++];
+        const s = performance.now();
+        await new Promise<void>((resolve, reject) =>
+          exporter.export(batch, (r) => (r.code === ExportResultCode.SUCCESS ? resolve() : reject(r.error ?? new Error('export failed')))),
+        );
+        latencies.push(performance.now() - s);
+      }
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
   await exporter.shutdown();
   latencies.sort((a, b) => a - b);
-  return { spansPerS: batches.reduce((n, b) => n + b.length, 0) / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), total: batches.reduce((n, b) => n + b.length, 0) };
+  return {
+    spansPerS: batches.reduce((n, b) => n + b.length, 0) / seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    total: batches.reduce((n, b) => n + b.length, 0),
+  };
 }
 
 async function main(): Promise<void> {
@@ -92,16 +116,24 @@ async function main(): Promise<void> {
       metrics[`otlp_${kind}_daemon_cpu_us_per_span`] = round(cpuUsPerSpan, 1);
       metrics[`otlp_${kind}_spans_per_daemon_cpu_s`] = Math.round(1e6 / cpuUsPerSpan);
       worstP99 = Math.max(worstP99, r.p99);
-      console.log(`${kind.padEnd(5)}  ${r.total} spans  ${Math.round(r.spansPerS).toLocaleString('en-US')} spans/s  request p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  daemon CPU ${cpuUsPerSpan.toFixed(1)} us/span (= ${Math.round(1e6 / cpuUsPerSpan).toLocaleString('en-US')} spans per CPU-second)  (batches of ${BATCH}, ${IN_FLIGHT} in flight; all stored)`);
+      console.log(
+        `${kind.padEnd(5)}  ${r.total} spans  ${Math.round(r.spansPerS).toLocaleString('en-US')} spans/s  request p50 ${r.p50.toFixed(1)} ms  p99 ${r.p99.toFixed(1)} ms  daemon CPU ${cpuUsPerSpan.toFixed(1)} us/span (= ${Math.round(1e6 / cpuUsPerSpan).toLocaleString('en-US')} spans per CPU-second)  (batches of ${BATCH}, ${IN_FLIGHT} in flight; all stored)`,
+      );
     }
     metrics.request_p99_ms = round(worstP99);
     metrics.peak_rss_mb = peakRssMb(daemon.pid) ?? -1;
     console.log(`daemon peak RSS ${metrics.peak_rss_mb} MB`);
     mkdirSync(join(process.cwd(), 'bench', 'results'), { recursive: true });
-    writeFileSync(join(process.cwd(), 'bench', 'results', 'ingest.json'), JSON.stringify({ date: new Date().toISOString(), machine: machine(), quick, metrics }, null, 2) + '\n');
+    writeFileSync(
+      join(process.cwd(), 'bench', 'results', 'ingest.json'),
+      JSON.stringify({ date: new Date().toISOString(), machine: machine(), quick, metrics }, null, 2) + '\n',
+    );
   } finally {
     await daemon.stop();
   }
 }
 
-main().catch((err) => { console.error(err); process.exit(1); });
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -10,8 +10,18 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 
-export interface LearningResult { before: number; after: number; minutes: number; warmupMinutes?: number; testBefore?: number; testAfter?: number }
-export interface LearningSample { describe: string; run(o: { quick: boolean }): Promise<LearningResult> }
+export interface LearningResult {
+  before: number;
+  after: number;
+  minutes: number;
+  warmupMinutes?: number;
+  testBefore?: number;
+  testAfter?: number;
+}
+export interface LearningSample {
+  describe: string;
+  run(o: { quick: boolean }): Promise<LearningResult>;
+}
 
 export const SAMPLES: Record<string, LearningSample> = {
   calc: {
@@ -21,7 +31,14 @@ export const SAMPLES: Record<string, LearningSample> = {
       const { calcScore } = await import('../samples/calc/inspect.js');
       const r = await runCalcDemo({ minutes: quick ? 1.5 : undefined, quiet: true });
       const test = 'samples/calc/data/test.jsonl';
-      return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes, testBefore: await calcScore(r.warmup, test), testAfter: await calcScore(r.checkpoint, test) };
+      return {
+        before: r.before ?? 0,
+        after: r.after ?? 0,
+        minutes: r.minutes,
+        warmupMinutes: r.warmupMinutes,
+        testBefore: await calcScore(r.warmup, test),
+        testAfter: await calcScore(r.checkpoint, test),
+      };
     },
   },
   'calc-torch': {
@@ -31,13 +48,25 @@ export const SAMPLES: Record<string, LearningSample> = {
       const { calcScore } = await import('../samples/calc/inspect.js');
       const r = await runCalcDemo({ minutes: quick ? 1.5 : undefined, quiet: true, engine: 'torch' });
       const test = 'samples/calc/data/test.jsonl';
-      return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes, testBefore: await calcScore(r.warmup, test), testAfter: await calcScore(r.checkpoint, test) };
+      return {
+        before: r.before ?? 0,
+        after: r.after ?? 0,
+        minutes: r.minutes,
+        warmupMinutes: r.warmupMinutes,
+        testBefore: await calcScore(r.warmup, test),
+        testAfter: await calcScore(r.checkpoint, test),
+      };
     },
   },
   // The samples engineer's entries: SFT warm-up from the sample's demonstrations, then agl train (samples/*/learn.ts).
   sql: learnedSample('sql (three LangChain.js agents, writer+rewriter trained): greedy execution accuracy on 40 held-out questions', 'sql', 'SQL_LEARNING', 20),
   rag: learnedSample('rag (OpenAI Agents SDK, two-hop retrieval): greedy token F1 on 40 held-out questions', 'rag', 'RAG_LEARNING', 20),
-  'calc-py': learnedSample('calc-py (standard-library Python agent via the Python runner): greedy exact-answer accuracy on 100 held-out problems', 'calc-py', 'CALC_PY_LEARNING', 6),
+  'calc-py': learnedSample(
+    'calc-py (standard-library Python agent via the Python runner): greedy exact-answer accuracy on 100 held-out problems',
+    'calc-py',
+    'CALC_PY_LEARNING',
+    6,
+  ),
 };
 
 /** A sample trained by its samples/<dir>/learn.ts entry (SFT warm-up, then GRPO). */
@@ -45,22 +74,43 @@ function learnedSample(describe: string, dir: string, entry: string, minutes: nu
   return {
     describe,
     async run({ quick }) {
-      const mod = await import(`../samples/${dir}/learn.js`) as Record<string, unknown>;
+      const mod = (await import(`../samples/${dir}/learn.js`)) as Record<string, unknown>;
       const { learnSample } = await import('../samples/sql/learn.js');
-      const r = await learnSample(mod[entry] as Parameters<typeof learnSample>[0], { minutes: quick ? 1.5 : minutes, sftSteps: quick ? 30 : undefined, quiet: true });
-      return { before: r.before ?? 0, after: r.after ?? 0, minutes: r.minutes, warmupMinutes: r.warmupMinutes, testBefore: r.testBefore, testAfter: r.testAfter };
+      const r = await learnSample(mod[entry] as Parameters<typeof learnSample>[0], {
+        minutes: quick ? 1.5 : minutes,
+        sftSteps: quick ? 30 : undefined,
+        quiet: true,
+      });
+      return {
+        before: r.before ?? 0,
+        after: r.after ?? 0,
+        minutes: r.minutes,
+        warmupMinutes: r.warmupMinutes,
+        testBefore: r.testBefore,
+        testAfter: r.testAfter,
+      };
     },
   };
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: {
-    sample: { type: 'string', multiple: true }, quick: { type: 'boolean', default: false },
-    // --credit-sweep (bench/credit-sweep.ts) and its budget
-    'credit-sweep': { type: 'boolean', default: false }, seeds: { type: 'string', default: '2' }, minutes: { type: 'string' },
-    'max-steps': { type: 'string' }, 'sft-steps': { type: 'string' }, out: { type: 'string', default: 'bench/results/credit.json' }, workers: { type: 'string' },
-    'val-size': { type: 'string' }, 'batch-size': { type: 'string' }, 'group-size': { type: 'string' },
-  } });
+  const { values } = parseArgs({
+    options: {
+      sample: { type: 'string', multiple: true },
+      quick: { type: 'boolean', default: false },
+      // --credit-sweep (bench/credit-sweep.ts) and its budget
+      'credit-sweep': { type: 'boolean', default: false },
+      seeds: { type: 'string', default: '2' },
+      minutes: { type: 'string' },
+      'max-steps': { type: 'string' },
+      'sft-steps': { type: 'string' },
+      out: { type: 'string', default: 'bench/results/credit.json' },
+      workers: { type: 'string' },
+      'val-size': { type: 'string' },
+      'batch-size': { type: 'string' },
+      'group-size': { type: 'string' },
+    },
+  });
   if (values['credit-sweep']) {
     const { creditSweep, formatSweep } = await import('./credit-sweep.js');
     const num = (v: string | undefined, name: string) => {
@@ -70,9 +120,16 @@ async function main(): Promise<void> {
       return n;
     };
     const rows = await creditSweep({
-      sample: values.sample?.[0] ?? 'rag', seeds: num(values.seeds, 'seeds')!, minutes: num(values.minutes, 'minutes'), maxSteps: num(values['max-steps'], 'max-steps'),
-      sftSteps: num(values['sft-steps'], 'sft-steps'), out: values.out!, workers: num(values.workers, 'workers'),
-      valSize: num(values['val-size'], 'val-size'), batchSize: num(values['batch-size'], 'batch-size'), groupSize: num(values['group-size'], 'group-size'),
+      sample: values.sample?.[0] ?? 'rag',
+      seeds: num(values.seeds, 'seeds')!,
+      minutes: num(values.minutes, 'minutes'),
+      maxSteps: num(values['max-steps'], 'max-steps'),
+      sftSteps: num(values['sft-steps'], 'sft-steps'),
+      out: values.out!,
+      workers: num(values.workers, 'workers'),
+      valSize: num(values['val-size'], 'val-size'),
+      batchSize: num(values['batch-size'], 'batch-size'),
+      groupSize: num(values['group-size'], 'group-size'),
     });
     process.stdout.write(`\n${formatSweep(rows)}\nwritten ${values.out}\n`);
     return;
@@ -81,7 +138,7 @@ async function main(): Promise<void> {
   for (const n of names) if (!SAMPLES[n]) throw new Error(`unknown sample '${n}': one of ${Object.keys(SAMPLES).join(', ')}`);
   const file = 'bench/results/learning.json';
   // Keep other samples' figures from earlier runs: one sample at a time is the common case.
-  const previous = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { metrics?: Record<string, number> }).metrics ?? {} : {};
+  const previous = existsSync(file) ? ((JSON.parse(readFileSync(file, 'utf8')) as { metrics?: Record<string, number> }).metrics ?? {}) : {};
   const metrics: Record<string, number> = { ...previous };
   for (const n of names) {
     process.stderr.write(`bench:learning: ${n}: ${SAMPLES[n].describe}\n`);
@@ -97,9 +154,19 @@ async function main(): Promise<void> {
   mkdirSync('bench/results', { recursive: true });
   writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), machine, quick: values.quick ?? false, metrics }, null, 2)}\n`);
   const f = (k: string) => (metrics[k] === undefined ? '-' : metrics[k].toFixed(2)).padStart(6);
-  process.stdout.write(`\nsample   before  after  test before  test after  minutes\n${names.map((n) => `${n.padEnd(8)} ${f(`${n}.before`)} ${f(`${n}.after`)} ${f(`${n}.test_before`).padStart(11)} ${f(`${n}.test_after`).padStart(11)} ${metrics[`${n}.minutes`].toFixed(1).padStart(8)}`).join('\n')}\nwritten ${file}\n`);
+  process.stdout.write(
+    `\nsample   before  after  test before  test after  minutes\n${names.map((n) => `${n.padEnd(8)} ${f(`${n}.before`)} ${f(`${n}.after`)} ${f(`${n}.test_before`).padStart(11)} ${f(`${n}.test_after`).padStart(11)} ${metrics[`${n}.minutes`].toFixed(1).padStart(8)}`).join('\n')}\nwritten ${file}\n`,
+  );
 }
 
-function round(x: number, d = 3): number { return Math.round(x * 10 ** d) / 10 ** d; }
+function round(x: number, d = 3): number {
+  return Math.round(x * 10 ** d) / 10 ** d;
+}
 
-main().then(() => process.exit(0), (e) => { process.stderr.write(`bench:learning failed: ${(e as Error).message}\n`); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (e) => {
+    process.stderr.write(`bench:learning failed: ${(e as Error).message}\n`);
+    process.exit(1);
+  },
+);

@@ -15,19 +15,33 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { SequencePair, TrainLoss } from '../daemon/model/policy-contract.js';
 
-interface Run { train_tok_s: number; sample_tok_s: number; params: number; backend: string }
-const BATCH = 16, SEQ = 128;
+interface Run {
+  train_tok_s: number;
+  sample_tok_s: number;
+  params: number;
+  backend: string;
+}
+const BATCH = 16,
+  SEQ = 128;
 
 async function worker(backend: string, size: string, steps: number, newTokens: number): Promise<void> {
   const { createPolicy } = await import('../daemon/model/policy.js');
   const model = await createPolicy({ backend, size, contextLength: SEQ, seed: 1, optimizer: { microBatchSize: size === '5m' ? 8 : 16 } });
   let seed = 7;
-  const rnd = () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % 256; };
+  const rnd = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed % 256;
+  };
   const pairs: SequencePair[] = Array.from({ length: BATCH }, () => ({ promptIds: [rnd()], completionIds: Array.from({ length: SEQ - 1 }, rnd) }));
   const loss: TrainLoss = { kind: 'nll' }; // token-mean NLL, the same definition in every engine
   await model.trainStep(pairs, loss); // warm-up: kernel setup, XNNPACK operator creation
-  let tokens = 0, seconds = 0;
-  for (let s = 0; s < steps; s++) { const r = await model.trainStep(pairs, loss); tokens += r.tokens; seconds += r.seconds; }
+  let tokens = 0,
+    seconds = 0;
+  for (let s = 0; s < steps; s++) {
+    const r = await model.trainStep(pairs, loss);
+    tokens += r.tokens;
+    seconds += r.seconds;
+  }
   const prompts = pairs.map((p) => p.completionIds.slice(0, 8));
   await model.generate(prompts, { maxTokens: 4, temperature: 1, seed: 1 });
   const t0 = performance.now();
@@ -42,10 +56,19 @@ async function worker(backend: string, size: string, steps: number, newTokens: n
 /** The torch engine's rows: the contract's trainStep / generate timed around the call (wall clock, this process). */
 async function torchEngineRun(size: string, steps: number, newTokens: number, threads: number): Promise<Run> {
   const { openPolicy } = await import('../daemon/algorithm/open-policy.js');
-  const model = await openPolicy(`builtin:${size}`, { engine: 'torch', contextLength: SEQ, seed: 1, microBatchSize: size === '5m' ? 8 : 16, torch: { threads } });
+  const model = await openPolicy(`builtin:${size}`, {
+    engine: 'torch',
+    contextLength: SEQ,
+    seed: 1,
+    microBatchSize: size === '5m' ? 8 : 16,
+    torch: { threads },
+  });
   try {
     let seed = 7;
-    const rnd = () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % 256; };
+    const rnd = () => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % 256;
+    };
     const pairs: SequencePair[] = Array.from({ length: BATCH }, () => ({ promptIds: [rnd()], completionIds: Array.from({ length: SEQ - 1 }, rnd) }));
     await model.trainStep(pairs, { kind: 'nll' }); // warm-up
     let tokens = 0;
@@ -59,23 +82,33 @@ async function torchEngineRun(size: string, steps: number, newTokens: number, th
     const sampleS = (performance.now() - t1) / 1000;
     const params = (model as { parameterCount?: number }).parameterCount ?? 0;
     return { train_tok_s: tokens / trainS, sample_tok_s: gens.reduce((n, g) => n + g.tokenIds.length, 0) / sampleS, params, backend: model.backend };
-  } finally { model.dispose(); }
+  } finally {
+    model.dispose();
+  }
 }
 
 function lastJson<T>(stdout: string): T | null {
-  const line = stdout.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  const line = stdout
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((l) => l.startsWith('{'));
   return line ? (JSON.parse(line) as T) : null;
 }
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const opt = (name: string) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
+  const opt = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
   if (args.includes('--worker')) return worker(opt('--backend')!, opt('--size')!, Number(opt('--steps')), Number(opt('--new-tokens')));
   const quick = args.includes('--quick');
   const sizes = (opt('--sizes') ?? '0.8m,5m').split(',');
   const backends = (opt('--backends') ?? 'node-gpu,node,webgpu,wasm,cpu').split(',');
   const engineFilter = opt('--engines')?.split(','); // e.g. --engines torch: only the torch engine's rows (with the peer)
-  const steps = quick ? 2 : 5, newTokens = quick ? 32 : 64;
+  const steps = quick ? 2 : 5,
+    newTokens = quick ? 32 : 64;
   const metrics: Record<string, number> = {};
   const rows: string[][] = [];
   const { resolveTorchPython, torchDoctor } = await import('../daemon/model/torch-env.js');
@@ -90,16 +123,40 @@ async function main(): Promise<void> {
     const torchRuns: TorchRun[] = [];
     let torchError = '';
     for (const threads of ['1', '2']) {
-      const run = spawnSync(peerPython, ['bench/model_torch.py', '--size', size, '--batch', String(BATCH), '--seq', String(SEQ),
-        '--steps', String(steps), '--new-tokens', String(newTokens), '--threads', threads], { encoding: 'utf8' });
+      const run = spawnSync(
+        peerPython,
+        [
+          'bench/model_torch.py',
+          '--size',
+          size,
+          '--batch',
+          String(BATCH),
+          '--seq',
+          String(SEQ),
+          '--steps',
+          String(steps),
+          '--new-tokens',
+          String(newTokens),
+          '--threads',
+          threads,
+        ],
+        { encoding: 'utf8' },
+      );
       const r = lastJson<TorchRun>(run.stdout ?? '');
-      if (r) { torchRuns.push(r); metrics[`${size}.torch_${threads}thread.train_tok_s`] = r.train_tok_s; metrics[`${size}.torch_${threads}thread.sample_tok_s`] = r.sample_tok_s; }
-      else torchError = (run.stderr ?? String(run.error ?? '')).trim().split('\n').pop() ?? '';
+      if (r) {
+        torchRuns.push(r);
+        metrics[`${size}.torch_${threads}thread.train_tok_s`] = r.train_tok_s;
+        metrics[`${size}.torch_${threads}thread.sample_tok_s`] = r.sample_tok_s;
+      } else torchError = (run.stderr ?? String(run.error ?? '')).trim().split('\n').pop() ?? '';
     }
-    const torch: TorchRun | null = torchRuns.length ? {
-      train_tok_s: Math.max(...torchRuns.map((r) => r.train_tok_s)), sample_tok_s: Math.max(...torchRuns.map((r) => r.sample_tok_s)),
-      matmul_gflops: Math.max(...torchRuns.map((r) => r.matmul_gflops)), params: torchRuns[0].params,
-    } : null;
+    const torch: TorchRun | null = torchRuns.length
+      ? {
+          train_tok_s: Math.max(...torchRuns.map((r) => r.train_tok_s)),
+          sample_tok_s: Math.max(...torchRuns.map((r) => r.sample_tok_s)),
+          matmul_gflops: Math.max(...torchRuns.map((r) => r.matmul_gflops)),
+          params: torchRuns[0].params,
+        }
+      : null;
     if (torch) {
       metrics[`${size}.torch.train_tok_s`] = torch.train_tok_s;
       metrics[`${size}.torch.sample_tok_s`] = torch.sample_tok_s;
@@ -112,8 +169,24 @@ async function main(): Promise<void> {
     for (const backend of backends) {
       // The pure-JS cpu backend is ~20x slower than wasm: one step at 0.8m only, skipped at 5m.
       if (backend === 'cpu' && size !== '0.8m') continue;
-      const child = spawnSync(process.execPath, ['--import', 'tsx', 'bench/model.ts', '--worker', '--backend', backend, '--size', size,
-        '--steps', String(backend === 'cpu' ? 1 : steps), '--new-tokens', String(backend === 'cpu' ? 16 : newTokens)], { encoding: 'utf8', env: { ...process.env, AGL_BACKEND: backend } });
+      const child = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          'bench/model.ts',
+          '--worker',
+          '--backend',
+          backend,
+          '--size',
+          size,
+          '--steps',
+          String(backend === 'cpu' ? 1 : steps),
+          '--new-tokens',
+          String(backend === 'cpu' ? 16 : newTokens),
+        ],
+        { encoding: 'utf8', env: { ...process.env, AGL_BACKEND: backend } },
+      );
       const r = lastJson<Run>(child.stdout ?? '');
       if (!r) {
         const lines = (child.stderr ?? '').trim().split('\n');
@@ -124,7 +197,14 @@ async function main(): Promise<void> {
       metrics[`${size}.${backend}.train_tok_s`] = r.train_tok_s;
       metrics[`${size}.${backend}.sample_tok_s`] = r.sample_tok_s;
       const ratio = (x: number, y?: number) => (y ? (x / y).toFixed(2) : '-');
-      rows.push([size, backend, r.train_tok_s.toFixed(0), r.sample_tok_s.toFixed(0), ratio(r.train_tok_s, torch?.train_tok_s), ratio(r.sample_tok_s, torch?.sample_tok_s)]);
+      rows.push([
+        size,
+        backend,
+        r.train_tok_s.toFixed(0),
+        r.sample_tok_s.toFixed(0),
+        ratio(r.train_tok_s, torch?.train_tok_s),
+        ratio(r.sample_tok_s, torch?.sample_tok_s),
+      ]);
       if (!best || r.train_tok_s > best.train_tok_s) best = r;
       if (torch && backend !== 'cpu') {
         // ~6 FLOPs per parameter per trained token (forward + backward), attention excluded.
@@ -143,14 +223,23 @@ async function main(): Promise<void> {
           runs.push(r);
           metrics[`${size}.engine_torch_${threads}thread.train_tok_s`] = r.train_tok_s;
           metrics[`${size}.engine_torch_${threads}thread.sample_tok_s`] = r.sample_tok_s;
-        } catch (e) { console.error(`${size} torch engine (${threads} thread): ${(e as Error).message}`); }
+        } catch (e) {
+          console.error(`${size} torch engine (${threads} thread): ${(e as Error).message}`);
+        }
       }
       if (runs.length) {
         const e = { train_tok_s: Math.max(...runs.map((r) => r.train_tok_s)), sample_tok_s: Math.max(...runs.map((r) => r.sample_tok_s)) };
         metrics[`${size}.engine_torch.train_tok_s`] = e.train_tok_s;
         metrics[`${size}.engine_torch.sample_tok_s`] = e.sample_tok_s;
         const ratio = (x: number, y?: number) => (y ? (x / y).toFixed(2) : '-');
-        rows.push([size, 'engine torch', e.train_tok_s.toFixed(0), e.sample_tok_s.toFixed(0), ratio(e.train_tok_s, torch?.train_tok_s), ratio(e.sample_tok_s, torch?.sample_tok_s)]);
+        rows.push([
+          size,
+          'engine torch',
+          e.train_tok_s.toFixed(0),
+          e.sample_tok_s.toFixed(0),
+          ratio(e.train_tok_s, torch?.train_tok_s),
+          ratio(e.sample_tok_s, torch?.sample_tok_s),
+        ]);
         const wasm = metrics[`${size}.wasm.train_tok_s`];
         if (wasm) {
           metrics[`${size}.engine_torch.train_ratio_vs_wasm`] = e.train_tok_s / wasm;
@@ -164,7 +253,10 @@ async function main(): Promise<void> {
   for (const r of rows) console.log(r.join('\t'));
   for (const size of sizes) {
     const t = metrics[`${size}.engine_torch.train_ratio_vs_wasm`];
-    if (t) console.log(`${size}: torch engine / tfjs wasm: training ${t.toFixed(2)}x, sampling ${metrics[`${size}.engine_torch.sample_ratio_vs_wasm`].toFixed(2)}x (goal: training >= 3x)`);
+    if (t)
+      console.log(
+        `${size}: torch engine / tfjs wasm: training ${t.toFixed(2)}x, sampling ${metrics[`${size}.engine_torch.sample_ratio_vs_wasm`].toFixed(2)}x (goal: training >= 3x)`,
+      );
   }
   const machine = `${cpus().length}x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
   mkdirSync(join('bench', 'results'), { recursive: true });
@@ -172,4 +264,7 @@ async function main(): Promise<void> {
   console.log('wrote bench/results/model.json');
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

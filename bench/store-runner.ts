@@ -28,7 +28,10 @@ const randInt = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi 
 // Random text is cut from one pre-generated pool (character-by-character building cost more CPU and GC
 // than everything else the runner does); every cut starts at a random offset.
 const POOL = randomBytes(3 << 20).toString('base64');
-const randString = (n: number) => { const at = Math.floor(Math.random() * (POOL.length - n)); return POOL.slice(at, at + n); };
+const randString = (n: number) => {
+  const at = Math.floor(Math.random() * (POOL.length - n));
+  return POOL.slice(at, at + n);
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Random nested dict (depth 1-3, breadth 2-6, keys 3-20 chars, values 5-300 chars), flattened with dots. */
@@ -64,15 +67,26 @@ class SpanExporter {
     return acked;
   }
   private ship(): void {
-    if (this.timer) { clearTimeout(this.timer); this.timer = null; }
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     if (this.sending || this.buffer.length === 0) return;
-    const spans = this.buffer, acks = this.acks;
-    this.buffer = []; this.acks = [];
+    const spans = this.buffer,
+      acks = this.acks;
+    this.buffer = [];
+    this.acks = [];
     this.sending = true;
-    client.addSpans(spans).then(() => acks.forEach((a) => a.resolve()), (e) => acks.forEach((a) => a.reject(e))).finally(() => {
-      this.sending = false;
-      if (this.buffer.length) this.ship();
-    });
+    client
+      .addSpans(spans)
+      .then(
+        () => acks.forEach((a) => a.resolve()),
+        (e) => acks.forEach((a) => a.reject(e)),
+      )
+      .finally(() => {
+        this.sending = false;
+        if (this.buffer.length) this.ship();
+      });
   }
 }
 const exporter = new SpanExporter();
@@ -134,13 +148,18 @@ let stopping = false;
 
 function releaseIdle(): void {
   const wake = wakeIdle;
-  idle = null; wakeIdle = null; proberId = null;
+  idle = null;
+  wakeIdle = null;
+  proberId = null;
   wake?.();
 }
 
 async function runnerLoop(workerId: string): Promise<void> {
   while (!stopping) {
-    if (idle && proberId !== workerId) { await idle; continue; }
+    if (idle && proberId !== workerId) {
+      await idle;
+      continue;
+    }
     const t0 = performance.now();
     let claim: Claim | null;
     try {
@@ -153,10 +172,17 @@ async function runnerLoop(workerId: string): Promise<void> {
     if (claim) {
       stats.claimLatenciesMs.push(performance.now() - t0);
       if (idle) releaseIdle();
-      try { await runAgent(claim); } catch (e) { stats.errors.push(`rollout ${claim.rollout.id}: ${(e as Error).message}`); }
+      try {
+        await runAgent(claim);
+      } catch (e) {
+        stats.errors.push(`rollout ${claim.rollout.id}: ${(e as Error).message}`);
+      }
       continue;
     }
-    if (!idle) { idle = new Promise((r) => (wakeIdle = r)); proberId = workerId; }
+    if (!idle) {
+      idle = new Promise((r) => (wakeIdle = r));
+      proberId = workerId;
+    }
     if (proberId === workerId) await sleep(10);
   }
 }
@@ -174,4 +200,7 @@ async function main(): Promise<void> {
   process.stdout.write(JSON.stringify(stats) + '\n');
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -7,21 +7,34 @@ export type Pattern = 'batch' | 'queue';
 
 class MinHeap {
   private a: number[] = [];
-  get size(): number { return this.a.length; }
+  get size(): number {
+    return this.a.length;
+  }
   push(v: number): void {
-    const a = this.a; a.push(v);
-    for (let i = a.length - 1; i > 0;) { const p = (i - 1) >> 1; if (a[p]! <= a[i]!) break; [a[p], a[i]] = [a[i]!, a[p]!]; i = p; }
+    const a = this.a;
+    a.push(v);
+    for (let i = a.length - 1; i > 0;) {
+      const p = (i - 1) >> 1;
+      if (a[p]! <= a[i]!) break;
+      [a[p], a[i]] = [a[i]!, a[p]!];
+      i = p;
+    }
   }
   pop(): number {
-    const a = this.a; const top = a[0]!; const last = a.pop()!;
+    const a = this.a;
+    const top = a[0]!;
+    const last = a.pop()!;
     if (a.length) {
       a[0] = last;
       for (let i = 0; ;) {
-        const l = 2 * i + 1, r = l + 1; let m = i;
+        const l = 2 * i + 1,
+          r = l + 1;
+        let m = i;
         if (l < a.length && a[l]! < a[m]!) m = l;
         if (r < a.length && a[r]! < a[m]!) m = r;
         if (m === i) break;
-        [a[m], a[i]] = [a[i]!, a[m]!]; i = m;
+        [a[m], a[i]] = [a[i]!, a[m]!];
+        i = m;
       }
     }
     return top;
@@ -29,7 +42,10 @@ class MinHeap {
 }
 
 export function patternBound(
-  sc: { pattern: Pattern; batch: number; threshold?: number; runners: number }, total: number, sleeps: number[], limit: number,
+  sc: { pattern: Pattern; batch: number; threshold?: number; runners: number },
+  total: number,
+  sleeps: number[],
+  limit: number,
 ): number {
   if (sleeps.length === 0) return Number.NaN;
   let k = 0;
@@ -40,17 +56,35 @@ export function patternBound(
       const free = new MinHeap();
       for (let i = 0; i < sc.runners; i++) free.push(now);
       let end = now;
-      for (let i = 0; i < Math.min(sc.batch, total - done); i++) { const t = free.pop() + duration(); end = Math.max(end, t); free.push(t); }
+      for (let i = 0; i < Math.min(sc.batch, total - done); i++) {
+        const t = free.pop() + duration();
+        end = Math.max(end, t);
+        free.push(t);
+      }
       now = end;
     }
   } else {
     const busy = new MinHeap();
-    let free = sc.runners, available = 0, active = 0, submitted = 0;
+    let free = sc.runners,
+      available = 0,
+      active = 0,
+      submitted = 0;
     for (;;) {
-      while (submitted < total && active < sc.threshold!) { const n = Math.min(sc.batch, total - submitted); available += n; active += n; submitted += n; }
-      while (available > 0 && free > 0) { busy.push(now + duration()); free--; available--; }
+      while (submitted < total && active < sc.threshold!) {
+        const n = Math.min(sc.batch, total - submitted);
+        available += n;
+        active += n;
+        submitted += n;
+      }
+      while (available > 0 && free > 0) {
+        busy.push(now + duration());
+        free--;
+        available--;
+      }
       if (busy.size === 0) break;
-      now = busy.pop(); free++; active--;
+      now = busy.pop();
+      free++;
+      active--;
     }
   }
   return total / now / limit;
@@ -71,11 +105,20 @@ export function drawRolloutSleep(sc: { maxRounds: number; sleep: number }, rando
  */
 export function patternOdds(
   sc: { pattern: Pattern; batch: number; threshold?: number; runners: number; maxRounds: number; sleep: number },
-  total: number, limit: number, target = 0.9, reps = 200,
+  total: number,
+  limit: number,
+  target = 0.9,
+  reps = 200,
 ): { mean: number; shareAtTarget: number } {
-  let sum = 0, hits = 0;
+  let sum = 0,
+    hits = 0;
   for (let r = 0; r < reps; r++) {
-    const e = patternBound(sc, total, Array.from({ length: total }, () => drawRolloutSleep(sc)), limit);
+    const e = patternBound(
+      sc,
+      total,
+      Array.from({ length: total }, () => drawRolloutSleep(sc)),
+      limit,
+    );
     sum += e;
     if (e >= target) hits++;
   }

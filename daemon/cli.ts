@@ -5,8 +5,13 @@
  */
 import { AglConnectionError, AglHttpError } from '../sdk/client.js';
 
-interface CommandModule { run(argv: string[]): Promise<number> }
-interface CommandEntry { summary: string; load: () => Promise<CommandModule> }
+interface CommandModule {
+  run(argv: string[]): Promise<number>;
+}
+interface CommandEntry {
+  summary: string;
+  load: () => Promise<CommandModule>;
+}
 
 // ---- The command table: ONE line per command. To add yours: create daemon/commands/<name>.ts and add its line. ----
 const COMMANDS: Record<string, CommandEntry> = {
@@ -14,13 +19,25 @@ const COMMANDS: Record<string, CommandEntry> = {
   status: { summary: 'is the daemon running? where, with which store, holding what', load: () => import('./commands/status.js') },
   rollouts: { summary: 'list rollouts (filters) or show one with its attempts and spans', load: () => import('./commands/rollouts.js') },
   lsp: { summary: 'language server (stdio) serving CodeLens with reward stats above agent functions', load: () => import('./commands/lsp.js') },
-  train: { summary: 'train the LLM inside an agent with GRPO (rollouts through the gateway and runner), checkpoints, report', load: () => import('./commands/train.js') },
+  train: {
+    summary: 'train the LLM inside an agent with GRPO (rollouts through the gateway and runner), checkpoints, report',
+    load: () => import('./commands/train.js'),
+  },
   sft: { summary: 'supervised warm-up from demonstrations (JSONL), writes a checkpoint for agl train --model', load: () => import('./commands/sft.js') },
-  export: { summary: 'write a training run\'s transitions (credit, advantages, token ids) as JSONL for TRL/verl', load: () => import('./commands/export.js') },
-  rollout: { summary: 'run one rollout of an agent (file.ts#export or module:function) and print its spans and reward', load: () => import('./commands/rollout.js') },
+  export: { summary: "write a training run's transitions (credit, advantages, token ids) as JSONL for TRL/verl", load: () => import('./commands/export.js') },
+  rollout: {
+    summary: 'run one rollout of an agent (file.ts#export or module:function) and print its spans and reward',
+    load: () => import('./commands/rollout.js'),
+  },
   runner: { summary: 'add N workers that claim rollouts and run agents in warm child processes', load: () => import('./commands/runner.js') },
-  doctor: { summary: 'the engines: which TF.js backend loads and why the faster ones did not; the torch engine\'s Python, CUDA, ranks', load: () => import('./commands/doctor.js') },
-  engine: { summary: 'install the torch engine\'s Python environment (agl engine install torch), or show it (agl engine status)', load: () => import('./commands/engine.js') },
+  doctor: {
+    summary: "the engines: which TF.js backend loads and why the faster ones did not; the torch engine's Python, CUDA, ranks",
+    load: () => import('./commands/doctor.js'),
+  },
+  engine: {
+    summary: "install the torch engine's Python environment (agl engine install torch), or show it (agl engine status)",
+    load: () => import('./commands/engine.js'),
+  },
 };
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -59,7 +76,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     // Expected failures get their message only; anything else its stack (it is a bug to report).
     if (err instanceof AglConnectionError || err instanceof AglHttpError) process.stderr.write(`agl ${name}: ${err.message}\n`);
-    else process.stderr.write(`agl ${name}: ${process.env.AGL_DEBUG ? (err as Error)?.stack : (err as Error)?.message ?? err}\n`);
+    else process.stderr.write(`agl ${name}: ${process.env.AGL_DEBUG ? (err as Error)?.stack : ((err as Error)?.message ?? err)}\n`);
     return 1;
   }
 }

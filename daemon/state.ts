@@ -26,7 +26,7 @@ export function ensureWritableDataDir(dataDir: string): void {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new DataDirError(
       `data dir ${dataDir} is not writable (${code}: ${(err as Error).message}).\n` +
-      `  Choose another with --data-dir <dir> (or the AGL_DATA_DIR environment variable), or fix its permissions.`,
+        `  Choose another with --data-dir <dir> (or the AGL_DATA_DIR environment variable), or fix its permissions.`,
     );
   }
 }
@@ -46,7 +46,10 @@ export class DaemonStateFile {
   private flushTimer: NodeJS.Timeout | null = null;
   private readonly file: string;
 
-  constructor(readonly dataDir: string, defaults: Pick<DaemonState, 'tokenPath' | 'store' | 'version'>) {
+  constructor(
+    readonly dataDir: string,
+    defaults: Pick<DaemonState, 'tokenPath' | 'store' | 'version'>,
+  ) {
     this.file = join(dataDir, DAEMON_STATE_FILE);
     const empty: DaemonState = { pid: null, url: null, host: null, port: null, startedAt: null, stoppedAt: null, agents: [], ...defaults };
     this.db = new LowSync<DaemonState>(new JSONFileSync(this.file), empty);
@@ -59,7 +62,9 @@ export class DaemonStateFile {
     for (const a of this.db.data.agents ?? []) this.agents.set(a.agent, a);
   }
 
-  get data(): DaemonState { return this.db.data; }
+  get data(): DaemonState {
+    return this.db.data;
+  }
 
   markRunning(info: { pid: number; url: string; host: string; port: number; startedAt: number }): void {
     Object.assign(this.db.data, info, { stoppedAt: null });
@@ -80,7 +85,10 @@ export class DaemonStateFile {
       known.lastSeen = now;
       this.dirty = true;
       if (!this.flushTimer) {
-        this.flushTimer = setTimeout(() => { this.flushTimer = null; if (this.dirty) this.write(); }, AGENT_FLUSH_MS);
+        this.flushTimer = setTimeout(() => {
+          this.flushTimer = null;
+          if (this.dirty) this.write();
+        }, AGENT_FLUSH_MS);
         this.flushTimer.unref();
       }
       return;
@@ -99,6 +107,10 @@ export class DaemonStateFile {
     this.db.write();
     // lowdb writes a new file and renames it over the old one, with the process's umask: keep it owner-only
     // like every other file in the data dir (it names the agents of this workspace).
-    try { chmodSync(this.file, 0o600); } catch { /* a read-only or foreign file system: the 0700 dir still guards it */ }
+    try {
+      chmodSync(this.file, 0o600);
+    } catch {
+      /* a read-only or foreign file system: the 0700 dir still guards it */
+    }
   }
 }

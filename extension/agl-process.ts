@@ -21,7 +21,10 @@ export function runAgl(ctx: Ctx, args: string[], onLine?: (line: string, stream:
   ctx.log(`$ agl ${args.map((a) => (/[\s"'{}]/.test(a) ? JSON.stringify(a) : a)).join(' ')}`);
   const env: NodeJS.ProcessEnv = { ...process.env, ...node.env, AGL_DATA_DIR: resolveDataDir(settings.dataDir || undefined) };
   // Commands that talk to the daemon over HTTP (agl rollout, agl runner) use the very daemon this window uses.
-  if (ctx.daemon) { env.AGL_URL = ctx.daemon.endpoint.url; env.AGL_TOKEN = ctx.daemon.endpoint.token; }
+  if (ctx.daemon) {
+    env.AGL_URL = ctx.daemon.endpoint.url;
+    env.AGL_TOKEN = ctx.daemon.endpoint.token;
+  }
   // Progress bars are for terminals; ask for plain lines.
   env.NO_COLOR = '1';
   env.AGL_PROGRESS = 'lines';
@@ -35,7 +38,10 @@ export function runAgl(ctx: Ctx, args: string[], onLine?: (line: string, stream:
       partial = parts.pop() ?? '';
       for (const line of parts) emit(line);
     });
-    child[stream]!.on('end', () => { if (partial) emit(partial); partial = ''; });
+    child[stream]!.on('end', () => {
+      if (partial) emit(partial);
+      partial = '';
+    });
     function emit(line: string) {
       sink.push(line);
       ctx.log(line);
@@ -45,7 +51,10 @@ export function runAgl(ctx: Ctx, args: string[], onLine?: (line: string, stream:
   pump('stdout', stdout);
   pump('stderr', stderr);
   const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string[]; stderr: string[] }>((resolve) => {
-    child.once('error', (err) => { stderr.push(`could not run ${node.command}: ${err.message}`); resolve({ code: null, signal: null, stdout, stderr }); });
+    child.once('error', (err) => {
+      stderr.push(`could not run ${node.command}: ${err.message}`);
+      resolve({ code: null, signal: null, stdout, stderr });
+    });
     child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
   return { child, done };

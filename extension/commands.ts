@@ -43,11 +43,16 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       if (await ctx.start()) void vscode.window.showInformationMessage(`Agent Lightning: daemon ready at ${ctx.daemon?.endpoint.url}.`);
     }),
     reg(COMMANDS.stopDaemon, 'Stop Daemon', async () => {
-      if (!ctx.daemon) { void vscode.window.showInformationMessage('Agent Lightning: the daemon is not running.'); return; }
+      if (!ctx.daemon) {
+        void vscode.window.showInformationMessage('Agent Lightning: the daemon is not running.');
+        return;
+      }
       if (!ctx.daemon.child) {
         const ok = await vscode.window.showWarningMessage(
           `The daemon at ${ctx.daemon.endpoint.url} was not started by this window (pid ${ctx.daemon.pid}); other clients may be using it. Stop it anyway?`,
-          { modal: true }, 'Stop');
+          { modal: true },
+          'Stop',
+        );
         if (ok !== 'Stop') return;
       }
       await ctx.stop();
@@ -60,11 +65,20 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
 
 async function markFunctionAsAgent(ctx: Ctx): Promise<void> {
   const editor = cursorEditor();
-  if (!editor) { void vscode.window.showWarningMessage('Agent Lightning: open the file with the function and put the cursor inside it first.'); return; }
-  if (!ctx.lsp) { void vscode.window.showErrorMessage('Agent Lightning: the language server is not running; see the "Agent Lightning" output.'); return; }
+  if (!editor) {
+    void vscode.window.showWarningMessage('Agent Lightning: open the file with the function and put the cursor inside it first.');
+    return;
+  }
+  if (!ctx.lsp) {
+    void vscode.window.showErrorMessage('Agent Lightning: the language server is not running; see the "Agent Lightning" output.');
+    return;
+  }
   const pos = editor.selection.active;
   const result = await ctx.lsp.sendRequest(markAsAgent, { uri: editor.document.uri.toString(), position: { line: pos.line, character: pos.character } });
-  if ('error' in result) { void vscode.window.showWarningMessage(`Agent Lightning: ${result.error}`); return; }
+  if ('error' in result) {
+    void vscode.window.showWarningMessage(`Agent Lightning: ${result.error}`);
+    return;
+  }
   const edit = new vscode.WorkspaceEdit();
   for (const e of result.edits) {
     edit.replace(editor.document.uri, new vscode.Range(e.range.start.line, e.range.start.character, e.range.end.line, e.range.end.character), e.newText);
@@ -88,4 +102,3 @@ async function showActions(ctx: Ctx): Promise<void> {
   });
   if (picked) await vscode.commands.executeCommand(picked.command);
 }
-

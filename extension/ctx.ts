@@ -30,11 +30,19 @@ export class Ctx implements vscode.Disposable {
 
   constructor(readonly extension: vscode.ExtensionContext) {}
 
-  get daemon(): DaemonHandle | null { return this.handle; }
-  get lsp(): LanguageClient | null { return this.languageClient; }
-  get extensionPath(): string { return this.extension.extensionPath; }
+  get daemon(): DaemonHandle | null {
+    return this.handle;
+  }
+  get lsp(): LanguageClient | null {
+    return this.languageClient;
+  }
+  get extensionPath(): string {
+    return this.extension.extensionPath;
+  }
 
-  log(line: string): void { this.output.appendLine(line); }
+  log(line: string): void {
+    this.output.appendLine(line);
+  }
 
   /** The policy a daemon started here serves (Run Rollout's "current policy"): the last served checkpoint, else the default model. */
   get servedModel(): string {
@@ -60,9 +68,18 @@ export class Ctx implements vscode.Disposable {
   }
 
   /** Attach to the running daemon of the data dir, or start one. Resolves true when it is up. */
-  start(): Promise<boolean> { return this.serialize(() => this.doStart()); }
-  stop(): Promise<void> { return this.serialize(() => this.doStop(true)); }
-  restart(): Promise<boolean> { return this.serialize(async () => { await this.doStop(false); return this.doStart(); }); }
+  start(): Promise<boolean> {
+    return this.serialize(() => this.doStart());
+  }
+  stop(): Promise<void> {
+    return this.serialize(() => this.doStop(true));
+  }
+  restart(): Promise<boolean> {
+    return this.serialize(async () => {
+      await this.doStop(false);
+      return this.doStart();
+    });
+  }
 
   private async doStart(): Promise<boolean> {
     if (this.handle && (await healthy(this.handle.endpoint.url))) return true;
@@ -73,13 +90,22 @@ export class Ctx implements vscode.Disposable {
     try {
       let handle = await findRunningDaemon(settings.dataDir);
       if (handle) {
-        this.log(`Attached to the running daemon at ${handle.endpoint.url} (pid ${handle.pid}, data dir ${handle.dataDir}). Its log is wherever it was started.`);
+        this.log(
+          `Attached to the running daemon at ${handle.endpoint.url} (pid ${handle.pid}, data dir ${handle.dataDir}). Its log is wherever it was started.`,
+        );
       } else {
         const node = nodeCommand(settings);
-        const spawnWith = (port: number) => spawnDaemon({
-          node: node.command, agl: aglEntry(this.extensionPath), port, dataDir: settings.dataDir, storeUrl: settings.storeUrl, model: this.servedModel,
-          cwd: workspaceRoot(), onOutput: (l) => this.log(l),
-        });
+        const spawnWith = (port: number) =>
+          spawnDaemon({
+            node: node.command,
+            agl: aglEntry(this.extensionPath),
+            port,
+            dataDir: settings.dataDir,
+            storeUrl: settings.storeUrl,
+            model: this.servedModel,
+            cwd: workspaceRoot(),
+            onOutput: (l) => this.log(l),
+          });
         try {
           handle = await spawnWith(settings.port);
         } catch (err) {
@@ -94,8 +120,10 @@ export class Ctx implements vscode.Disposable {
       return true;
     } catch (err) {
       this.markDown((err as Error).message);
-      void vscode.window.showErrorMessage(`Agent Lightning: the daemon did not start: ${(err as Error).message}`, 'Show Log', 'Retry')
-        .then((choice) => { if (choice === 'Show Log') this.output.show(); if (choice === 'Retry') void this.start(); });
+      void vscode.window.showErrorMessage(`Agent Lightning: the daemon did not start: ${(err as Error).message}`, 'Show Log', 'Retry').then((choice) => {
+        if (choice === 'Show Log') this.output.show();
+        if (choice === 'Retry') void this.start();
+      });
       return false;
     }
   }
@@ -115,8 +143,10 @@ export class Ctx implements vscode.Disposable {
     handle.child?.once('exit', (code, signal) => {
       if (this.handle !== handle) return; // stopped on purpose, or replaced
       this.markDown(`the daemon exited (${signal ?? `code ${code}`}); see the log`);
-      void vscode.window.showErrorMessage('Agent Lightning: the daemon stopped unexpectedly.', 'Restart', 'Show Log')
-        .then((c) => { if (c === 'Restart') void this.restart(); if (c === 'Show Log') this.output.show(); });
+      void vscode.window.showErrorMessage('Agent Lightning: the daemon stopped unexpectedly.', 'Restart', 'Show Log').then((c) => {
+        if (c === 'Restart') void this.restart();
+        if (c === 'Show Log') this.output.show();
+      });
     });
   }
 
@@ -151,8 +181,7 @@ export class Ctx implements vscode.Disposable {
   async requireDaemon(what: string): Promise<AglClient | undefined> {
     if (this.handle) return new AglClient({ url: this.handle.endpoint.url, token: this.handle.endpoint.token });
     const why = this.stoppedByUser ? 'it was stopped' : this.downReason;
-    const choice = await vscode.window.showWarningMessage(
-      `Agent Lightning: cannot ${what}: the daemon is not running (${why}).`, 'Start Daemon', 'Show Log');
+    const choice = await vscode.window.showWarningMessage(`Agent Lightning: cannot ${what}: the daemon is not running (${why}).`, 'Start Daemon', 'Show Log');
     if (choice === 'Show Log') this.output.show();
     if (choice !== 'Start Daemon' || !(await this.start()) || !this.handle) return undefined;
     const h = this.handle as DaemonHandle;
@@ -167,10 +196,19 @@ export class Ctx implements vscode.Disposable {
   async startLanguageClient(): Promise<void> {
     const settings = readSettings();
     const node = nodeCommand(settings);
-    const run = { command: node.command, args: [aglEntry(this.extensionPath), 'lsp'], transport: TransportKind.stdio, options: { cwd: workspaceRoot(), env: { ...process.env, ...node.env } } };
+    const run = {
+      command: node.command,
+      args: [aglEntry(this.extensionPath), 'lsp'],
+      transport: TransportKind.stdio,
+      options: { cwd: workspaceRoot(), env: { ...process.env, ...node.env } },
+    };
     const serverOptions: ServerOptions = { run, debug: run };
     // Activation starts the daemon right after the language server: until it is up, lenses say "starting…".
-    const init: LspInitializationOptions = { daemon: this.handle?.endpoint ?? null, starting: this.handle === null && !this.stoppedByUser, pollIntervalMs: 3000 };
+    const init: LspInitializationOptions = {
+      daemon: this.handle?.endpoint ?? null,
+      starting: this.handle === null && !this.stoppedByUser,
+      pollIntervalMs: 3000,
+    };
     const clientOptions: LanguageClientOptions = {
       documentSelector: ['typescript', 'typescriptreact', 'javascript', 'javascriptreact', 'python'].map((language) => ({ scheme: 'file', language })),
       initializationOptions: init,

@@ -52,7 +52,13 @@ export async function findRunningDaemon(dataDirSetting: string): Promise<DaemonH
 
 /** Why a spawned daemon did not come up: its exit code and last output lines. */
 export class DaemonStartError extends Error {
-  constructor(message: string, readonly output: string, readonly portTaken: boolean) { super(message); }
+  constructor(
+    message: string,
+    readonly output: string,
+    readonly portTaken: boolean,
+  ) {
+    super(message);
+  }
 }
 
 /** Spawns `agl serve` and resolves once daemon.json names its pid and /health answers. */
@@ -75,8 +81,12 @@ export async function spawnDaemon(opts: SpawnOptions, timeoutMs = 60_000): Promi
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
   const ended: { exit: { code: number | null; signal: string | null; error?: Error } | null } = { exit: null };
-  child.once('exit', (code, signal) => { ended.exit ??= { code, signal }; });
-  child.once('error', (error) => { ended.exit ??= { code: null, signal: null, error }; });
+  child.once('exit', (code, signal) => {
+    ended.exit ??= { code, signal };
+  });
+  child.once('error', (error) => {
+    ended.exit ??= { code: null, signal: null, error };
+  });
 
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -101,7 +111,14 @@ export async function spawnDaemon(opts: SpawnOptions, timeoutMs = 60_000): Promi
 
 /** Stops a daemon: SIGTERM (graceful: it finishes requests and closes the store), SIGKILL after `graceMs`. */
 export async function stopDaemon(handle: DaemonHandle, graceMs = 8000): Promise<void> {
-  const alive = () => { try { process.kill(handle.pid, 0); return true; } catch { return false; } };
+  const alive = () => {
+    try {
+      process.kill(handle.pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   if (handle.child && handle.child.exitCode === null && handle.child.signalCode === null) {
     const exited = new Promise<void>((r) => handle.child!.once('exit', () => r()));
     handle.child.kill('SIGTERM');

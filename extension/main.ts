@@ -21,8 +21,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await current.startLanguageClient();
   } catch (err) {
     current.log(`The language server did not start: ${(err as Error).message}`);
-    void vscode.window.showErrorMessage(`Agent Lightning: the language server did not start (no CodeLens): ${(err as Error).message}`, 'Show Log')
-      .then((c) => { if (c) current.output.show(); });
+    void vscode.window.showErrorMessage(`Agent Lightning: the language server did not start (no CodeLens): ${(err as Error).message}`, 'Show Log').then((c) => {
+      if (c) current.output.show();
+    });
   }
   // Not awaited: activation finishes while the daemon starts (the status bar says "starting…").
   void current.start();

@@ -18,7 +18,9 @@ let lastTextEditor: vscode.TextEditor | undefined;
  */
 export function trackLastTextEditor(): vscode.Disposable {
   lastTextEditor = vscode.window.activeTextEditor;
-  return vscode.window.onDidChangeActiveTextEditor((e) => { if (e) lastTextEditor = e; });
+  return vscode.window.onDidChangeActiveTextEditor((e) => {
+    if (e) lastTextEditor = e;
+  });
 }
 
 /** The focused text editor, else the last focused one while it is still visible. */
@@ -36,7 +38,16 @@ export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Pro
     return undefined;
   }
   const all = (await lsp.sendRequest(listAgents, {})).agents;
-  if (typeof arg === 'string' && arg) return all.find((a) => a.id === arg) ?? { id: arg, name: arg.split(/[#:]/).pop() ?? arg, language: /\.py:/.test(arg) ? 'python' : 'typescript', uri: '', range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } } };
+  if (typeof arg === 'string' && arg)
+    return (
+      all.find((a) => a.id === arg) ?? {
+        id: arg,
+        name: arg.split(/[#:]/).pop() ?? arg,
+        language: /\.py:/.test(arg) ? 'python' : 'typescript',
+        uri: '',
+        range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
+      }
+    );
   const editor = cursorEditor();
   if (editor) {
     const pos = editor.selection.active;
@@ -46,7 +57,8 @@ export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Pro
   if (all.length === 0) {
     const choice = await vscode.window.showWarningMessage(
       'Agent Lightning: no agent functions in this workspace. An agent is a function wrapped in rollout(...) (TypeScript/JavaScript) or decorated with @rollout (Python).',
-      'Mark Function as Agent');
+      'Mark Function as Agent',
+    );
     if (choice) void vscode.commands.executeCommand(COMMANDS.markAsAgent);
     return undefined;
   }
@@ -67,7 +79,12 @@ export async function pickJsonlFile(title: string, remembered: string | undefine
   if (remembered) items.push({ label: rel(remembered), description: rememberedWhy, path: remembered });
   for (const f of files.map((u) => u.fsPath).sort()) if (f !== remembered) items.push({ label: rel(f), path: f });
   items.push({ label: '$(folder-opened) Browse…', path: 'browse' });
-  const picked = await vscode.window.showQuickPick(items, { title, placeHolder: 'A JSONL file: one task (a JSON object) per line', ignoreFocusOut: true, matchOnDescription: true });
+  const picked = await vscode.window.showQuickPick(items, {
+    title,
+    placeHolder: 'A JSONL file: one task (a JSON object) per line',
+    ignoreFocusOut: true,
+    matchOnDescription: true,
+  });
   if (!picked) return undefined;
   if (picked.path !== 'browse') return picked.path;
   const uris = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'JSON Lines': ['jsonl'] }, title });
@@ -80,8 +97,12 @@ export async function readJsonl(path: string): Promise<unknown[]> {
   const tasks: unknown[] = [];
   text.split(/\r?\n/).forEach((line, i) => {
     if (!line.trim()) return;
-    try { tasks.push(JSON.parse(line)); } catch (err) {
-      throw new Error(`${vscode.workspace.asRelativePath(path)} line ${i + 1} is not valid JSON (${(err as Error).message}): fix or remove that line`, { cause: err });
+    try {
+      tasks.push(JSON.parse(line));
+    } catch (err) {
+      throw new Error(`${vscode.workspace.asRelativePath(path)} line ${i + 1} is not valid JSON (${(err as Error).message}): fix or remove that line`, {
+        cause: err,
+      });
     }
   });
   return tasks;

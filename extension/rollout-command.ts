@@ -33,8 +33,18 @@ async function askTask(ctx: Ctx, agentId: string, agentName: string): Promise<un
     if (task === undefined) return undefined;
   } else {
     const text = await vscode.window.showInputBox({
-      title: `Run ${agentName}: task`, prompt: 'The task as JSON, passed to the agent as its first argument', value: last ?? '{}', ignoreFocusOut: true,
-      validateInput: (v) => { try { JSON.parse(v); return null; } catch (err) { return `Not valid JSON: ${(err as Error).message}`; } },
+      title: `Run ${agentName}: task`,
+      prompt: 'The task as JSON, passed to the agent as its first argument',
+      value: last ?? '{}',
+      ignoreFocusOut: true,
+      validateInput: (v) => {
+        try {
+          JSON.parse(v);
+          return null;
+        } catch (err) {
+          return `Not valid JSON: ${(err as Error).message}`;
+        }
+      },
     });
     if (text === undefined) return undefined;
     task = JSON.parse(text);
@@ -69,7 +79,10 @@ export async function runRolloutCommand(ctx: Ctx, arg?: unknown): Promise<void> 
   const page = await client.queryRollouts({ agent: agent.id, order: 'desc', limit: 5 }).catch(() => ({ items: [] as Rollout[] }));
   const rollout = page.items.find((r) => r.createdAt >= started - 2000);
   if (end.code !== 0 && !rollout) {
-    const choice = await vscode.window.showErrorMessage(`Agent Lightning: the rollout of ${agent.name} failed: ${lastError(end.stderr.length ? end.stderr : end.stdout)}`, 'Show Log');
+    const choice = await vscode.window.showErrorMessage(
+      `Agent Lightning: the rollout of ${agent.name} failed: ${lastError(end.stderr.length ? end.stderr : end.stdout)}`,
+      'Show Log',
+    );
     if (choice) ctx.output.show();
     return;
   }

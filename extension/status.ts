@@ -6,12 +6,14 @@ import * as vscode from 'vscode';
 import { COMMANDS } from '../protocol/commands.js';
 
 export type DaemonStatus =
-  | { kind: 'starting' }
-  | { kind: 'ready'; url: string; attached: boolean; model: string | null }
-  | { kind: 'down'; reason: string }
-  | { kind: 'stopped' };
+  { kind: 'starting' } | { kind: 'ready'; url: string; attached: boolean; model: string | null } | { kind: 'down'; reason: string } | { kind: 'stopped' };
 
-export interface TrainingStatus { agent: string; step: number; totalSteps: number; reward: number | null }
+export interface TrainingStatus {
+  agent: string;
+  step: number;
+  totalSteps: number;
+  reward: number | null;
+}
 
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('agentLightning.status', vscode.StatusBarAlignment.Left, 10);
@@ -25,8 +27,14 @@ export class StatusBar implements vscode.Disposable {
     this.item.show();
   }
 
-  setDaemon(status: DaemonStatus): void { this.daemon = status; this.render(); }
-  setTraining(status: TrainingStatus | null): void { this.training = status; this.render(); }
+  setDaemon(status: DaemonStatus): void {
+    this.daemon = status;
+    this.render();
+  }
+  setTraining(status: TrainingStatus | null): void {
+    this.training = status;
+    this.render();
+  }
 
   private render(): void {
     const d = this.daemon;
@@ -59,5 +67,7 @@ export class StatusBar implements vscode.Disposable {
     }
   }
 
-  dispose(): void { this.item.dispose(); }
+  dispose(): void {
+    this.item.dispose();
+  }
 }

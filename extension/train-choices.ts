@@ -9,21 +9,53 @@ import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** A training budget: steps, tasks per step, validation tasks (0 = all) and how often to validate (0 = before and after only). */
-export interface Budget { id: string; label: string; detail: string; maxSteps: number; batchSize: number; valSize: number; valEvery: number }
+export interface Budget {
+  id: string;
+  label: string;
+  detail: string;
+  maxSteps: number;
+  batchSize: number;
+  valSize: number;
+  valEvery: number;
+}
 export const BUDGETS: Budget[] = [
-  { id: 'smoke', label: 'Smoke test', detail: '2 steps of 2 tasks, 8 validation tasks: checks that everything runs', maxSteps: 2, batchSize: 2, valSize: 8, valEvery: 0 },
+  {
+    id: 'smoke',
+    label: 'Smoke test',
+    detail: '2 steps of 2 tasks, 8 validation tasks: checks that everything runs',
+    maxSteps: 2,
+    batchSize: 2,
+    valSize: 8,
+    valEvery: 0,
+  },
   { id: 'short', label: 'Short', detail: '10 steps of 8 tasks, 32 validation tasks every 5 steps', maxSteps: 10, batchSize: 8, valSize: 32, valEvery: 5 },
-  { id: 'standard', label: 'Standard', detail: '1 epoch of the training data, 16 tasks per step, all validation tasks every 5 steps', maxSteps: 0, batchSize: 16, valSize: 0, valEvery: 5 },
+  {
+    id: 'standard',
+    label: 'Standard',
+    detail: '1 epoch of the training data, 16 tasks per step, all validation tasks every 5 steps',
+    maxSteps: 0,
+    batchSize: 16,
+    valSize: 0,
+    valEvery: 5,
+  },
 ];
 
 /** The budget that runs the agent's own train.yaml unchanged. */
 export const AGENT_CONFIG_BUDGET = 'agent-config';
 
 /** `config`: the agent's train.yaml when budget is AGENT_CONFIG_BUDGET. */
-export interface TrainChoice { train: string; val: string; budget: string; model: string; config?: string }
+export interface TrainChoice {
+  train: string;
+  val: string;
+  budget: string;
+  model: string;
+  config?: string;
+}
 
 /** The preset budget of a choice (the smoke test when unknown). */
-export function budgetOf(choice: TrainChoice): Budget { return BUDGETS.find((b) => b.id === choice.budget) ?? BUDGETS[0]!; }
+export function budgetOf(choice: TrainChoice): Budget {
+  return BUDGETS.find((b) => b.id === choice.budget) ?? BUDGETS[0]!;
+}
 
 /**
  * The `agl train` arguments for a choice: the agent's own train.yaml (`choice.config`) unchanged, or a preset
@@ -59,9 +91,16 @@ export function nearbyCheckpoints(agentFile: string): string[] {
   const out: string[] = [];
   const visit = (dir: string, depth: number) => {
     let entries: import('node:fs').Dirent[];
-    try { entries = readdirSync(dir, { withFileTypes: true }); } catch { return; }
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
     const names = new Set(entries.map((e) => e.name));
-    if (names.has('config.json') && entries.some((e) => /\.safetensors(\.index\.json)?$/.test(e.name))) { out.push(dir); return; }
+    if (names.has('config.json') && entries.some((e) => /\.safetensors(\.index\.json)?$/.test(e.name))) {
+      out.push(dir);
+      return;
+    }
     if (depth === 0) return;
     for (const e of entries) if (e.isDirectory() && !e.name.startsWith('.') && e.name !== 'node_modules') visit(join(dir, e.name), depth - 1);
   };

@@ -39,17 +39,30 @@ async function askChoice(ctx: Ctx, agent: AgentInfo): Promise<TrainChoice | unde
   const last = ctx.extension.workspaceState.get<TrainChoice>(stateKey(agent.id));
   const train = await pickJsonlFile(`Train ${agent.name}: training data (1/4)`, last?.train);
   if (!train) return undefined;
-  const val = await pickJsonlFile(`Train ${agent.name}: validation data, held out (2/4)`, last?.val ?? guessValFile(train), last?.val ? 'last used' : 'next to the training data');
+  const val = await pickJsonlFile(
+    `Train ${agent.name}: validation data, held out (2/4)`,
+    last?.val ?? guessValFile(train),
+    last?.val ? 'last used' : 'next to the training data',
+  );
   if (!val) return undefined;
   const agentFile = vscode.Uri.parse(agent.uri).fsPath;
   const agentConfig = agentTrainConfig(agentFile);
   const budgets = BUDGETS.map((b) => ({ label: b.label, detail: b.detail, description: b.id === last?.budget ? 'last used' : '', id: b.id }));
   if (agentConfig) {
     // A sample (or the user) ships its tuned settings next to the agent: the sensible default.
-    budgets.unshift({ label: `The agent's ${basename(agentConfig)}`, detail: `settings shipped next to the agent: ${vscode.workspace.asRelativePath(agentConfig)}`, description: last?.budget === AGENT_CONFIG_BUDGET ? 'last used' : 'recommended', id: AGENT_CONFIG_BUDGET });
+    budgets.unshift({
+      label: `The agent's ${basename(agentConfig)}`,
+      detail: `settings shipped next to the agent: ${vscode.workspace.asRelativePath(agentConfig)}`,
+      description: last?.budget === AGENT_CONFIG_BUDGET ? 'last used' : 'recommended',
+      id: AGENT_CONFIG_BUDGET,
+    });
   }
   if (last?.budget) budgets.sort((a, b) => Number(b.id === last.budget) - Number(a.id === last.budget));
-  const budget = await vscode.window.showQuickPick(budgets, { title: `Train ${agent.name}: budget (3/4) · GRPO, group size ${settings.groupSize}`, ignoreFocusOut: true, matchOnDescription: true });
+  const budget = await vscode.window.showQuickPick(budgets, {
+    title: `Train ${agent.name}: budget (3/4) · GRPO, group size ${settings.groupSize}`,
+    ignoreFocusOut: true,
+    matchOnDescription: true,
+  });
   if (!budget) return undefined;
   const model = await pickModel(agent, settings.defaultModel, last?.model, nearbyCheckpoints(agentFile));
   if (!model) return undefined;
@@ -76,7 +89,11 @@ async function pickModel(agent: AgentInfo, defaultModel: string, remembered: str
   const picked = await vscode.window.showQuickPick(items, { title: `Train ${agent.name}: model (4/4)`, ignoreFocusOut: true, matchOnDescription: true });
   if (!picked) return undefined;
   if (picked.model !== 'folder') return picked.model;
-  const uris = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, title: 'A folder with config.json, tokenizer.json and *.safetensors' });
+  const uris = await vscode.window.showOpenDialog({
+    canSelectFolders: true,
+    canSelectFiles: false,
+    title: 'A folder with config.json, tokenizer.json and *.safetensors',
+  });
   return uris?.[0]?.fsPath;
 }
 
@@ -110,7 +127,10 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   const result = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lightning: training ${agent.name}`, cancellable: true },
     async (progress, token) => {
-      token.onCancellationRequested(() => { ctx.log('Cancelling training (SIGINT)…'); proc.child.kill('SIGINT'); });
+      token.onCancellationRequested(() => {
+        ctx.log('Cancelling training (SIGINT)…');
+        proc.child.kill('SIGINT');
+      });
       progress.report({ message: 'starting…' });
       let reported = 0;
       const poll = async () => {
@@ -118,7 +138,10 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
         try {
           run = (await findRun(client, agent.id, started)) ?? run;
           if (!run) return;
-          if (!dashboardOpened) { dashboardOpened = true; void showTrainingDashboard(ctx, { runId: run.id }); }
+          if (!dashboardOpened) {
+            dashboardOpened = true;
+            void showTrainingDashboard(ctx, { runId: run.id });
+          }
           const reward = await latestReward(client, run.id);
           const total = run.totalSteps || 0;
           const pct = total > 0 ? (run.step / total) * 100 : 0;
@@ -149,13 +172,19 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
     return;
   }
   if (result.code !== 0) {
-    const choice = await vscode.window.showErrorMessage(`Agent Lightning: training ${agent.name} failed: ${lastError(result.stderr.length ? result.stderr : result.stdout)}`, 'Show Log');
+    const choice = await vscode.window.showErrorMessage(
+      `Agent Lightning: training ${agent.name} failed: ${lastError(result.stderr.length ? result.stderr : result.stdout)}`,
+      'Show Log',
+    );
     if (choice) ctx.output.show();
     return;
   }
   const summary = finalRun ? summarize(finalRun) : 'done';
   // `agl train` prints the final policy's folder: "checkpoint: <dir>/policy-<step>".
-  const checkpoint = [...result.stdout].reverse().map((l) => /^checkpoint: (.+)$/.exec(l.trim())?.[1]).find(Boolean);
+  const checkpoint = [...result.stdout]
+    .reverse()
+    .map((l) => /^checkpoint: (.+)$/.exec(l.trim())?.[1])
+    .find(Boolean);
   const actions = [...(checkpoint ? ['Serve Checkpoint'] : []), ...(finalRun ? ['Open Dashboard', 'Open Trajectories'] : [])];
   const picked = await vscode.window.showInformationMessage(`Agent Lightning: trained ${agent.name}: ${summary}`, ...actions);
   if (picked === 'Open Dashboard' && finalRun) void showTrainingDashboard(ctx, { runId: finalRun.id });
@@ -166,9 +195,13 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
 /** Makes the daemon serve the trained policy: Run Rollout and any agent pointed at the gateway then use it. */
 async function serveCheckpoint(ctx: Ctx, checkpoint: string): Promise<void> {
   if (await ctx.serveModel(checkpoint)) {
-    void vscode.window.showInformationMessage(`Agent Lightning: the daemon at ${ctx.daemon?.endpoint.url} now serves ${checkpoint} (OpenAI-compatible: ${ctx.daemon?.endpoint.url}/v1).`);
+    void vscode.window.showInformationMessage(
+      `Agent Lightning: the daemon at ${ctx.daemon?.endpoint.url} now serves ${checkpoint} (OpenAI-compatible: ${ctx.daemon?.endpoint.url}/v1).`,
+    );
   } else if (ctx.daemon && !ctx.daemon.child) {
-    void vscode.window.showWarningMessage(`Agent Lightning: the daemon at ${ctx.daemon.endpoint.url} was started outside VS Code; serve the checkpoint with \`agl serve --model ${checkpoint}\`.`);
+    void vscode.window.showWarningMessage(
+      `Agent Lightning: the daemon at ${ctx.daemon.endpoint.url} was started outside VS Code; serve the checkpoint with \`agl serve --model ${checkpoint}\`.`,
+    );
   }
 }
 

@@ -9,7 +9,12 @@ import * as vscode from 'vscode';
 import { AglClient } from '../sdk/client.js';
 import type { Ctx } from './ctx.js';
 import {
-  type DashboardTarget, type TrajectoryTarget, notifyDaemonState, openTrainingDashboard, openTrajectoryViewer, registerPanelSerializers,
+  type DashboardTarget,
+  type TrajectoryTarget,
+  notifyDaemonState,
+  openTrainingDashboard,
+  openTrajectoryViewer,
+  registerPanelSerializers,
 } from './panels/index.js';
 
 /** The current daemon's client, or undefined while it is down (the panels then say so). */

@@ -45,24 +45,32 @@ export function describeHeadline(f: HeadlineFacts): AgentHeadline {
     const h = f.heldOut;
     const moved = h.first.step < h.step;
     return {
-      ...f, source: 'held-out', value: h.value,
+      ...f,
+      source: 'held-out',
+      value: h.value,
       text: `held-out reward ${fixed(h.value)}${moved ? ` (from ${fixed(h.first.value)})` : ''}`,
-      tooltip: `Held-out reward ${fixed(h.value)}: mean final reward on the validation tasks at step ${h.step} of training run ${h.runId}`
-        + `${moved ? ` (${fixed(h.first.value)} at step ${h.first.step})` : ''}, the agent's newest run with a validation; ${count}.`,
+      tooltip:
+        `Held-out reward ${fixed(h.value)}: mean final reward on the validation tasks at step ${h.step} of training run ${h.runId}` +
+        `${moved ? ` (${fixed(h.first.value)} at step ${h.first.step})` : ''}, the agent's newest run with a validation; ${count}.`,
     };
   }
   if (f.recent) {
     const r = f.recent;
     const which = `${r.count === 1 ? 'latest' : `${r.count} latest`} ${r.mode === 'train' ? 'train ' : ''}rollout${r.count === 1 ? '' : 's'}`;
     return {
-      ...f, source: r.mode === 'train' ? 'train' : 'recent', value: r.mean,
+      ...f,
+      source: r.mode === 'train' ? 'train' : 'recent',
+      value: r.mean,
       text: `${r.mode === 'train' ? 'train reward' : 'reward'} ${fixed(r.mean)}`,
-      tooltip: `${r.mode === 'train' ? 'Train reward' : 'Reward'} ${fixed(r.mean)}: mean final reward of the agent's ${which}`
-        + ` (no training run of it has a validation yet); ${count}.`,
+      tooltip:
+        `${r.mode === 'train' ? 'Train reward' : 'Reward'} ${fixed(r.mean)}: mean final reward of the agent's ${which}` +
+        ` (no training run of it has a validation yet); ${count}.`,
     };
   }
   return {
-    ...f, source: 'none', value: null,
+    ...f,
+    source: 'none',
+    value: null,
     text: f.rollouts === 0 ? 'no rollouts yet' : 'no reward yet',
     tooltip: f.rollouts === 0 ? 'No rollout of this agent in the store yet.' : `None of the agent's recent rollouts has a reward; ${count}.`,
   };

@@ -61,9 +61,11 @@ function namesFile(id: string): boolean {
 export function sameAgent(a: string, b: string): boolean {
   if (a === b) return true;
   if (!namesFile(a) || !namesFile(b)) return false;
-  const pa = parseAgentId(a), pb = parseAgentId(b);
-  if (pa.name !== pb.name || (a.includes('#') !== b.includes('#'))) return false;
-  const sa = segments(pa.file), sb = segments(pb.file);
+  const pa = parseAgentId(a),
+    pb = parseAgentId(b);
+  if (pa.name !== pb.name || a.includes('#') !== b.includes('#')) return false;
+  const sa = segments(pa.file),
+    sb = segments(pb.file);
   const [short, long] = sa.length <= sb.length ? [sa, sb] : [sb, sa];
   if (short.length === 0) return false;
   const tail = long.slice(long.length - short.length);

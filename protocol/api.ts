@@ -34,8 +34,26 @@
  */
 import { z } from 'zod';
 import {
-  Attempt, AttemptStatus, ClientJsonObject, MetricPoint, Resources, ResourcesInput, Rollout, RolloutInput, RolloutMode,
-  RolloutSort, RolloutStatus, RolloutSummary, Span, SpanInput, Statistics, TrainingRun, TrainingRunStatus, Transition, Worker, WorkerStatus,
+  Attempt,
+  AttemptStatus,
+  ClientJsonObject,
+  MetricPoint,
+  Resources,
+  ResourcesInput,
+  Rollout,
+  RolloutInput,
+  RolloutMode,
+  RolloutSort,
+  RolloutStatus,
+  RolloutSummary,
+  Span,
+  SpanInput,
+  Statistics,
+  TrainingRun,
+  TrainingRunStatus,
+  Transition,
+  Worker,
+  WorkerStatus,
 } from './store.js';
 
 export const API_PREFIX = '/v1/agl';
@@ -47,10 +65,11 @@ export const MAX_WAIT_MS = 120_000;
 export const MAX_BATCH = 10_000;
 
 // --- helpers for query strings (everything arrives as strings; lists as `a,b` or repeated keys) ---
-const queryList = <T extends z.ZodType>(item: T) => z.preprocess(
-  (v) => (v === undefined || v === '' ? undefined : (Array.isArray(v) ? v : [v]).flatMap((s) => String(s).split(',')).filter((s) => s !== '')),
-  z.array(item).optional(),
-);
+const queryList = <T extends z.ZodType>(item: T) =>
+  z.preprocess(
+    (v) => (v === undefined || v === '' ? undefined : (Array.isArray(v) ? v : [v]).flatMap((s) => String(s).split(',')).filter((s) => s !== '')),
+    z.array(item).optional(),
+  );
 const queryInt = (min: number, max: number) => z.coerce.number().int().min(min).max(max).optional();
 
 // --- problem details (RFC 9457), the body of every error response ---
@@ -82,13 +101,15 @@ export type StartRolloutRequest = z.input<typeof StartRolloutRequest>;
 export const Claim = z.object({ rollout: Rollout, attempt: Attempt });
 export type Claim = z.infer<typeof Claim>;
 
-export const DequeueRequest = z.object({
-  workerId: z.string().min(1),
-  /** How many rollouts to claim at most (default 1). */
-  limit: z.number().int().min(1).max(1000).default(1),
-  agent: z.string().min(1).optional(),
-  mode: RolloutMode.optional(),
-}).strict();
+export const DequeueRequest = z
+  .object({
+    workerId: z.string().min(1),
+    /** How many rollouts to claim at most (default 1). */
+    limit: z.number().int().min(1).max(1000).default(1),
+    agent: z.string().min(1).optional(),
+    mode: RolloutMode.optional(),
+  })
+  .strict();
 export type DequeueRequest = z.input<typeof DequeueRequest>;
 /** Empty `claims` when nothing is queued. */
 export const DequeueResponse = z.object({ claims: z.array(Claim) });
@@ -139,24 +160,29 @@ function checkRolloutQuery(q: RolloutQueryShape, ctx: z.RefinementCtx): void {
 export const RolloutSearchRequest = z.object(rolloutQueryFields).strict().superRefine(checkRolloutQuery);
 export type RolloutSearchRequest = z.input<typeof RolloutSearchRequest>;
 /** `true`/`false` in a query string (anything else is refused, naming the parameter). */
-const queryBool = z.enum(['true', 'false']).transform((v) => v === 'true').optional();
+const queryBool = z
+  .enum(['true', 'false'])
+  .transform((v) => v === 'true')
+  .optional();
 /** A finite number in a query string. */
 const queryNumber = z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().finite().optional());
 /** GET /rollouts query string: the same filters, lists as `status=running,failed`. */
-export const RolloutListQuery = z.object({
-  ...rolloutQueryFields,
-  status: queryList(RolloutStatus),
-  ids: queryList(z.string()),
-  resourcesVersion: queryInt(1, Number.MAX_SAFE_INTEGER),
-  limit: queryInt(1, MAX_PAGE),
-  rewardMin: queryNumber,
-  rewardMax: queryNumber,
-  step: queryInt(0, Number.MAX_SAFE_INTEGER),
-  offset: queryInt(0, Number.MAX_SAFE_INTEGER),
-  hasError: queryBool,
-  withTotal: queryBool,
-  withSummaries: queryBool,
-}).superRefine(checkRolloutQuery);
+export const RolloutListQuery = z
+  .object({
+    ...rolloutQueryFields,
+    status: queryList(RolloutStatus),
+    ids: queryList(z.string()),
+    resourcesVersion: queryInt(1, Number.MAX_SAFE_INTEGER),
+    limit: queryInt(1, MAX_PAGE),
+    rewardMin: queryNumber,
+    rewardMax: queryNumber,
+    step: queryInt(0, Number.MAX_SAFE_INTEGER),
+    offset: queryInt(0, Number.MAX_SAFE_INTEGER),
+    hasError: queryBool,
+    withTotal: queryBool,
+    withSummaries: queryBool,
+  })
+  .superRefine(checkRolloutQuery);
 export const RolloutPage = z.object({
   items: z.array(Rollout),
   nextCursor: z.string().nullable(),
@@ -172,10 +198,12 @@ export const UpdateRolloutRequest = z.object({ metadata: ClientJsonObject }).str
 export type UpdateRolloutRequest = z.input<typeof UpdateRolloutRequest>;
 
 /** POST /waits/rollouts: resolves with the rollouts among `ids` that have ended, when all have or at the timeout. */
-export const WaitRolloutsRequest = z.object({
-  ids: z.array(z.string().min(1)).min(1).max(MAX_PAGE),
-  timeoutMs: z.number().int().min(0).max(MAX_WAIT_MS).default(30_000),
-}).strict();
+export const WaitRolloutsRequest = z
+  .object({
+    ids: z.array(z.string().min(1)).min(1).max(MAX_PAGE),
+    timeoutMs: z.number().int().min(0).max(MAX_WAIT_MS).default(30_000),
+  })
+  .strict();
 export type WaitRolloutsRequest = z.input<typeof WaitRolloutsRequest>;
 export const RolloutList = z.object({ items: z.array(Rollout) });
 export type RolloutList = z.infer<typeof RolloutList>;
@@ -183,16 +211,23 @@ export type RolloutList = z.infer<typeof RolloutList>;
 // --- attempts ---
 export const AttemptList = z.object({ items: z.array(Attempt) });
 export type AttemptList = z.infer<typeof AttemptList>;
-export const FinishAttemptRequest = z.object({
-  status: AttemptStatus.extract(['succeeded', 'failed']),
-  error: z.object({ message: z.string(), stack: z.string().optional() }).strict().optional(),
-}).strict();
+export const FinishAttemptRequest = z
+  .object({
+    status: AttemptStatus.extract(['succeeded', 'failed']),
+    error: z.object({ message: z.string(), stack: z.string().optional() }).strict().optional(),
+  })
+  .strict();
 export type FinishAttemptRequest = z.input<typeof FinishAttemptRequest>;
 export const FinishAttemptResponse = z.object({ attempt: Attempt, rollout: Rollout });
 export type FinishAttemptResponse = z.infer<typeof FinishAttemptResponse>;
 /** POST /health-checks takes no fields: the check runs on the daemon's clock, never a client's. */
 export const HealthCheckRequest = z.object({}).strict();
-export const HealthCheckResult = z.object({ timedOut: z.array(z.string()), unresponsive: z.array(z.string()), requeued: z.array(z.string()), failed: z.array(z.string()) });
+export const HealthCheckResult = z.object({
+  timedOut: z.array(z.string()),
+  unresponsive: z.array(z.string()),
+  requeued: z.array(z.string()),
+  failed: z.array(z.string()),
+});
 export type HealthCheckResult = z.infer<typeof HealthCheckResult>;
 
 // --- spans ---
@@ -233,12 +268,14 @@ export const ResourcesList = z.object({ items: z.array(Resources) });
 export type ResourcesList = z.infer<typeof ResourcesList>;
 
 // --- workers ---
-export const WorkerHeartbeatRequest = z.object({
-  status: WorkerStatus.optional(),
-  currentRolloutId: z.string().nullable().optional(),
-  currentAttemptId: z.string().nullable().optional(),
-  metadata: ClientJsonObject.optional(),
-}).strict();
+export const WorkerHeartbeatRequest = z
+  .object({
+    status: WorkerStatus.optional(),
+    currentRolloutId: z.string().nullable().optional(),
+    currentAttemptId: z.string().nullable().optional(),
+    metadata: ClientJsonObject.optional(),
+  })
+  .strict();
 export type WorkerHeartbeatRequest = z.input<typeof WorkerHeartbeatRequest>;
 export const WorkerList = z.object({ items: z.array(Worker) });
 export type WorkerList = z.infer<typeof WorkerList>;
@@ -250,28 +287,37 @@ export const AgentList = z.object({ items: z.array(KnownAgent) });
 export type AgentList = z.infer<typeof AgentList>;
 
 // --- training runs, metrics, transitions ---
-export const CreateTrainingRunRequest = z.object({
-  id: z.string().min(1).optional(),
-  agent: z.string().min(1),
-  config: ClientJsonObject.default({}),
-  totalSteps: z.number().int().min(0),
-}).strict();
+export const CreateTrainingRunRequest = z
+  .object({
+    id: z.string().min(1).optional(),
+    agent: z.string().min(1),
+    config: ClientJsonObject.default({}),
+    totalSteps: z.number().int().min(0),
+  })
+  .strict();
 export type CreateTrainingRunRequest = z.input<typeof CreateTrainingRunRequest>;
-export const UpdateTrainingRunRequest = z.object({
-  status: TrainingRunStatus.optional(),
-  step: z.number().int().min(0).optional(),
-  totalSteps: z.number().int().min(0).optional(),
-  checkpointDir: z.string().nullable().optional(),
-  summary: ClientJsonObject.optional(),
-}).strict();
+export const UpdateTrainingRunRequest = z
+  .object({
+    status: TrainingRunStatus.optional(),
+    step: z.number().int().min(0).optional(),
+    totalSteps: z.number().int().min(0).optional(),
+    checkpointDir: z.string().nullable().optional(),
+    summary: ClientJsonObject.optional(),
+  })
+  .strict();
 export type UpdateTrainingRunRequest = z.input<typeof UpdateTrainingRunRequest>;
 export const TrainingRunListQuery = z.object({ agent: z.string().optional() });
 export const TrainingRunList = z.object({ items: z.array(TrainingRun) });
 export type TrainingRunList = z.infer<typeof TrainingRunList>;
 
-export const AddMetricsRequest = z.object({
-  points: z.array(z.object({ step: z.number().int().min(0), name: z.string().min(1), value: z.number() }).strict()).min(1).max(MAX_BATCH),
-}).strict();
+export const AddMetricsRequest = z
+  .object({
+    points: z
+      .array(z.object({ step: z.number().int().min(0), name: z.string().min(1), value: z.number() }).strict())
+      .min(1)
+      .max(MAX_BATCH),
+  })
+  .strict();
 export type AddMetricsRequest = z.input<typeof AddMetricsRequest>;
 export const MetricsQuery = z.object({ afterStep: z.coerce.number().int().optional() });
 export const MetricList = z.object({ items: z.array(MetricPoint) });
@@ -327,12 +373,14 @@ export const PolicyInfo = z.object({
 export type PolicyInfo = z.infer<typeof PolicyInfo>;
 
 /** `POST /v1/agl/views/groups`: a training step's GRPO groups, or the group of one rollout (protocol/webview-trajectory.ts GroupPage). */
-export const GroupQueryRequest = z.object({
-  runId: z.string().min(1).optional(),
-  step: z.number().int().min(0).optional(),
-  /** The group this rollout belongs to. */
-  rolloutId: z.string().min(1).optional(),
-}).strict();
+export const GroupQueryRequest = z
+  .object({
+    runId: z.string().min(1).optional(),
+    step: z.number().int().min(0).optional(),
+    /** The group this rollout belongs to. */
+    rolloutId: z.string().min(1).optional(),
+  })
+  .strict();
 export type GroupQueryRequest = z.infer<typeof GroupQueryRequest>;
 
 /** `GET /v1/agl/views/headline?agent=`: the agent's headline (protocol/agent-headline.ts AgentHeadline). */

@@ -15,32 +15,36 @@
  */
 import { z } from 'zod';
 
-export const GrpoSampleSchema = z.object({
-  advantage: z.number(),
-  /** Log-probs of the completion's tokens under the policy that sampled it (the gateway's record). */
-  oldLogprobs: z.array(z.number()),
-  /** Under the frozen reference policy (needed when beta > 0). */
-  refLogprobs: z.array(z.number()).nullable().optional(),
-}).strict();
+export const GrpoSampleSchema = z
+  .object({
+    advantage: z.number(),
+    /** Log-probs of the completion's tokens under the policy that sampled it (the gateway's record). */
+    oldLogprobs: z.array(z.number()),
+    /** Under the frozen reference policy (needed when beta > 0). */
+    refLogprobs: z.array(z.number()).nullable().optional(),
+  })
+  .strict();
 export type GrpoSample = z.infer<typeof GrpoSampleSchema>;
 
 export const LossAggregation = z.enum(['token-mean', 'seq-mean', 'token-sum-norm']);
 
 export const TrainLossSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('nll') }).strict(),
-  z.object({
-    kind: z.literal('grpo'),
-    /** The clip range around the ratio (for sequence ratios: GSPO's much tighter one). */
-    clipLow: z.number().min(0),
-    clipHigh: z.number().min(0),
-    beta: z.number().min(0),
-    aggregation: LossAggregation,
-    /** token-sum-norm's constant per sequence (the generation budget per call); null otherwise. */
-    normTokens: z.number().int().min(1).nullable(),
-    importanceSampling: z.enum(['token', 'sequence']),
-    /** One per pair given to trainStep, in the same order. */
-    samples: z.array(GrpoSampleSchema),
-  }).strict(),
+  z
+    .object({
+      kind: z.literal('grpo'),
+      /** The clip range around the ratio (for sequence ratios: GSPO's much tighter one). */
+      clipLow: z.number().min(0),
+      clipHigh: z.number().min(0),
+      beta: z.number().min(0),
+      aggregation: LossAggregation,
+      /** token-sum-norm's constant per sequence (the generation budget per call); null otherwise. */
+      normTokens: z.number().int().min(1).nullable(),
+      importanceSampling: z.enum(['token', 'sequence']),
+      /** One per pair given to trainStep, in the same order. */
+      samples: z.array(GrpoSampleSchema),
+    })
+    .strict(),
 ]);
 export type TrainLoss = z.infer<typeof TrainLossSchema>;
 
@@ -69,10 +73,17 @@ export function summarizeLossStats(s: LossStats): { clipRatio: number; kl: numbe
 // ---- the engine process protocol -------------------------------------------------------------------------------
 
 /** AdamW settings every engine shares (saved in optimizer.safetensors' metadata as "config"). */
-export const OptimizerSettingsSchema = z.object({
-  lr: z.number().positive(), beta1: z.number().min(0).lt(1), beta2: z.number().min(0).lt(1), eps: z.number().positive(),
-  weightDecay: z.number().min(0), gradClip: z.number().min(0), microBatchSize: z.number().int().min(1),
-}).strict();
+export const OptimizerSettingsSchema = z
+  .object({
+    lr: z.number().positive(),
+    beta1: z.number().min(0).lt(1),
+    beta2: z.number().min(0).lt(1),
+    eps: z.number().positive(),
+    weightDecay: z.number().min(0),
+    gradClip: z.number().min(0),
+    microBatchSize: z.number().int().min(1),
+  })
+  .strict();
 export type OptimizerSettings = z.infer<typeof OptimizerSettingsSchema>;
 
 /** What an engine process says once its model is loaded (the first line it sends). */
@@ -92,9 +103,15 @@ export const EngineHelloSchema = z.object({
   cudaAvailable: z.boolean(),
   gpus: z.array(z.string()),
   model: z.object({
-    name: z.string(), family: z.string(), modelType: z.string().nullable().optional(), parameters: z.number().int(),
-    contextLength: z.number().int().min(1), vocabSize: z.number().int(), dtype: z.string(),
-    optimizer: OptimizerSettingsSchema, step: z.number().int(),
+    name: z.string(),
+    family: z.string(),
+    modelType: z.string().nullable().optional(),
+    parameters: z.number().int(),
+    contextLength: z.number().int().min(1),
+    vocabSize: z.number().int(),
+    dtype: z.string(),
+    optimizer: OptimizerSettingsSchema,
+    step: z.number().int(),
   }),
 });
 export type EngineHello = z.infer<typeof EngineHelloSchema>;
@@ -112,14 +129,27 @@ export interface EngineGenerateParams {
   /** Send a `tokens` event per decoding step. */
   stream: boolean;
 }
-export interface EngineGeneration { tokenIds: number[]; logprobs: number[]; finishReason: 'stop' | 'length' }
-export interface EngineTrainResult { loss: number; gradNorm: number; tokens: number; seconds: number; stats: LossStats }
+export interface EngineGeneration {
+  tokenIds: number[];
+  logprobs: number[];
+  finishReason: 'stop' | 'length';
+}
+export interface EngineTrainResult {
+  loss: number;
+  gradNorm: number;
+  tokens: number;
+  seconds: number;
+  stats: LossStats;
+}
 
 /** Request methods, their parameters and results. */
 export interface EngineMethods {
   generate: { params: EngineGenerateParams; result: EngineGeneration[] };
   score: { params: { pairs: { promptIds: number[]; completionIds: number[] }[] }; result: number[][] };
-  train_step: { params: { pairs: { promptIds: number[]; completionIds: number[] }[]; loss: TrainLoss; optimizer: OptimizerSettings }; result: EngineTrainResult };
+  train_step: {
+    params: { pairs: { promptIds: number[]; completionIds: number[] }[]; loss: TrainLoss; optimizer: OptimizerSettings };
+    result: EngineTrainResult;
+  };
   save: { params: { dir: string }; result: { dir: string } };
   set_optimizer: { params: Partial<OptimizerSettings>; result: OptimizerSettings };
   describe: { params: Record<string, never>; result: EngineHello['model'] };

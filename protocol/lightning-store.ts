@@ -8,8 +8,23 @@
  * allowed), thrown by a local backend or, for the matching problem answers, by the HTTP client.
  */
 import type {
-  Attempt, AttemptStatus, MetricPoint, Resources, ResourcesInput, Rollout, RolloutInput, RolloutMode,
-  RolloutSort, RolloutStatus, RolloutSummary, Span, SpanInput, Statistics, TrainingRun, Transition, Worker,
+  Attempt,
+  AttemptStatus,
+  MetricPoint,
+  Resources,
+  ResourcesInput,
+  Rollout,
+  RolloutInput,
+  RolloutMode,
+  RolloutSort,
+  RolloutStatus,
+  RolloutSummary,
+  Span,
+  SpanInput,
+  Statistics,
+  TrainingRun,
+  Transition,
+  Worker,
 } from './store.js';
 import type { Claim, HealthCheckResult } from './api.js';
 
@@ -45,7 +60,10 @@ export interface RolloutQuery {
   /** Also give each rollout's RolloutSummary (Page.summaries). */
   withSummaries?: boolean;
 }
-export interface Page<T> { items: T[]; nextCursor: string | null }
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
 /** A rollouts page, with what RolloutQuery asked for beside the items. */
 export interface RolloutPage extends Page<Rollout> {
   /** How many rollouts match the query (withTotal). */
@@ -81,7 +99,12 @@ export interface FinishAttemptInput {
 /** What a health check did: ids of the attempts timed out / marked unresponsive, rollouts requeued / failed. */
 export type { HealthCheckResult };
 
-export interface TransitionQuery { runId?: string; rolloutId?: string; step?: number; limit?: number }
+export interface TransitionQuery {
+  runId?: string;
+  rolloutId?: string;
+  step?: number;
+  limit?: number;
+}
 
 export interface LightningStore {
   /** 'sqlite' | 'postgres' | 'http' (AglClient: a daemon's store over its HTTP API) */
@@ -164,12 +187,21 @@ const hasKind = (value: unknown, kind: StoreErrorKind): boolean =>
 export class NotFoundError extends Error {
   readonly [STORE_ERROR] = 'not-found' as const;
   override readonly name = 'NotFoundError';
-  constructor(public readonly entity: string, public readonly id: string) { super(`${entity} '${id}' not found`); }
-  static override [Symbol.hasInstance](value: unknown): boolean { return hasKind(value, 'not-found'); }
+  constructor(
+    public readonly entity: string,
+    public readonly id: string,
+  ) {
+    super(`${entity} '${id}' not found`);
+  }
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return hasKind(value, 'not-found');
+  }
 }
 /** Thrown for a transition that is not allowed (e.g. finishing an ended attempt); HTTP 409. Recognised like NotFoundError. */
 export class ConflictError extends Error {
   readonly [STORE_ERROR] = 'conflict' as const;
   override readonly name = 'ConflictError';
-  static override [Symbol.hasInstance](value: unknown): boolean { return hasKind(value, 'conflict'); }
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return hasKind(value, 'conflict');
+  }
 }

@@ -56,7 +56,9 @@ export const refreshStats = new NotificationType<{ agent?: string }>('agentLight
 /** Every agent function in the workspace folders (scans files on disk and open documents). */
 export const listAgents = new RequestType<Record<string, never>, { agents: AgentInfo[] }, void>('agentLightning/listAgents');
 /** The agent function whose declaration contains the position, if any. */
-export const agentAt = new RequestType<{ uri: string; position: { line: number; character: number } }, { agent: AgentInfo | null }, void>('agentLightning/agentAt');
+export const agentAt = new RequestType<{ uri: string; position: { line: number; character: number } }, { agent: AgentInfo | null }, void>(
+  'agentLightning/agentAt',
+);
 /** Stats of agents by id (from the server's cache, fetched when missing). */
 export const agentStats = new RequestType<{ agents: string[] }, { stats: AgentStats[] }, void>('agentLightning/agentStats');
 

@@ -33,7 +33,10 @@ export const METRICS = {
 export type MetricName = (typeof METRICS)[keyof typeof METRICS];
 
 /** How a metric is shown: a readable label and the unit of its values ('' for plain numbers such as rewards). */
-export interface MetricLabel { label: string; unit: string }
+export interface MetricLabel {
+  label: string;
+  unit: string;
+}
 
 export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
   [METRICS.rewardMean]: { label: 'training reward', unit: '' },

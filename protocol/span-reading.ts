@@ -55,7 +55,8 @@ const finite = (v: AttributeValue | undefined): v is number => typeof v === 'num
 export function rewardOfSpan(span: SpanLike): { value: number; name: string | null } | null {
   if (!isRewardSpan(span)) return null;
   const a = span.attributes;
-  const [value, name] = finite(a[AGL.rewardValue]) ? [a[AGL.rewardValue], a[AGL.rewardName]]
+  const [value, name] = finite(a[AGL.rewardValue])
+    ? [a[AGL.rewardValue], a[AGL.rewardName]]
     : [a[`${AGL_V0_REWARD_PREFIX}.0.value`], a[`${AGL_V0_REWARD_PREFIX}.0.name`]];
   return finite(value) ? { value, name: typeof name === 'string' ? name : null } : null;
 }
@@ -66,7 +67,14 @@ export function isFinalRewardSpan(span: SpanLike): boolean {
 }
 
 /** A reward as the readers order it: `time` is the span's end (its start while open). */
-export interface RewardReading { value: number; name: string | null; final: boolean; spanId: string; time: number; sequenceId: number }
+export interface RewardReading {
+  value: number;
+  name: string | null;
+  final: boolean;
+  spanId: string;
+  time: number;
+  sequenceId: number;
+}
 
 /** Every reward of the spans, in time order (ties by sequence id). */
 export function rewardsInOrder(spans: Span[]): RewardReading[] {
@@ -85,7 +93,11 @@ export function pickFinalReward<R extends { final: boolean }>(rewards: readonly 
 }
 
 /** A reward as the final-reward rule ranks them: a final-marked one beats any other, then the later in time. */
-export interface RankedReward { value: number; final: boolean; time: number }
+export interface RankedReward {
+  value: number;
+  final: boolean;
+  time: number;
+}
 /**
  * pickFinalReward's rule kept incrementally (the stores' rollouts-list summary, as spans arrive): whether
  * `candidate` (written later, so it wins ties) replaces `current` as the final reward.
@@ -105,7 +117,11 @@ export function finalReward(spans: Span[]): number | null {
 export function numberArrayAttr(value: AttributeValue | undefined): number[] | null {
   let v: unknown = value;
   if (typeof v === 'string') {
-    try { v = JSON.parse(v); } catch { return null; }
+    try {
+      v = JSON.parse(v);
+    } catch {
+      return null;
+    }
   }
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'number' && Number.isFinite(x))) return null;
   return v as number[];
@@ -142,7 +158,10 @@ export function repairedParents(spans: Span[]): Map<string, string | null> {
     let cur = parent.get(s.spanId) ?? null;
     let depth = 0;
     while (cur !== null && depth++ < MAX_TREE_DEPTH) {
-      if (seen.has(cur)) { parent.set(s.spanId, fallback(s)); break; }
+      if (seen.has(cur)) {
+        parent.set(s.spanId, fallback(s));
+        break;
+      }
       seen.add(cur);
       cur = parent.get(cur) ?? null;
     }
@@ -158,7 +177,10 @@ export function agentNames(spans: Span[], parents: Map<string, string | null> = 
     let cur: Span | undefined = span;
     for (let depth = 0; cur && depth < MAX_TREE_DEPTH; depth++) {
       const name = ownAgentName(cur);
-      if (name) { out.set(span.spanId, name); break; }
+      if (name) {
+        out.set(span.spanId, name);
+        break;
+      }
       const p: string | null = parents.get(cur.spanId) ?? null;
       cur = p === null ? undefined : byId.get(p);
     }

@@ -37,8 +37,13 @@ export function tooDeepAt(value: unknown, max = MAX_JSON_DEPTH): PropertyKey[] |
     const { v, path } = stack.pop()!;
     if (v === null || typeof v !== 'object') continue;
     if (path.length >= max) return path;
-    if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) if (v[i] !== null && typeof v[i] === 'object') stack.push({ v: v[i], path: [...path, i] }); }
-    else for (const k in v) { const x = (v as Record<string, unknown>)[k]; if (x !== null && typeof x === 'object') stack.push({ v: x, path: [...path, k] }); }
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) if (v[i] !== null && typeof v[i] === 'object') stack.push({ v: v[i], path: [...path, i] });
+    } else
+      for (const k in v) {
+        const x = (v as Record<string, unknown>)[k];
+        if (x !== null && typeof x === 'object') stack.push({ v: x, path: [...path, k] });
+      }
   }
   return null;
 }
@@ -47,7 +52,11 @@ export function tooDeepAt(value: unknown, max = MAX_JSON_DEPTH): PropertyKey[] |
 export function depthLimited<T extends z.ZodType>(schema: T): T {
   return schema.superRefine((v, ctx) => {
     const at = tooDeepAt(v);
-    if (at) ctx.addIssue({ code: 'custom', message: `nested deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${at.slice(0, 3).map(String).join('.')}...` });
+    if (at)
+      ctx.addIssue({
+        code: 'custom',
+        message: `nested deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${at.slice(0, 3).map(String).join('.')}...`,
+      });
   }) as T;
 }
 /** Free-form JSON a client sends: any value up to MAX_JSON_DEPTH levels deep. */
@@ -137,10 +146,7 @@ export const Attempt = z.object({
 });
 export type Attempt = z.infer<typeof Attempt>;
 
-export const AttributeValue = z.union([
-  z.string(), z.number(), z.boolean(), z.null(),
-  z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])),
-]);
+export const AttributeValue = z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(z.union([z.string(), z.number(), z.boolean(), z.null()]))]);
 export type AttributeValue = z.infer<typeof AttributeValue>;
 export const Attributes = z.record(z.string(), AttributeValue);
 export type Attributes = z.infer<typeof Attributes>;
@@ -332,18 +338,20 @@ export type Statistics = z.infer<typeof Statistics>;
  * GRPO group: the keys are named here once. Other keys a user sets are kept as they are.
  */
 export const ROLLOUT_METADATA_KEYS = { runId: 'runId', step: 'step', taskId: 'taskId', sample: 'sample', samplingRound: 'samplingRound' } as const;
-export const RolloutMetadata = z.object({
-  /** The training run that enqueued the rollout. */
-  runId: z.string().optional(),
-  /** The run's step (training rollouts), or the step it was validated at (validation rollouts). */
-  step: z.number().int().optional(),
-  /** The task's id: the GRPO group is the run's rollouts of one task at one step. */
-  taskId: z.string().optional(),
-  /** Which of the group's samples (0..groupSize-1). */
-  sample: z.number().int().optional(),
-  /** DAPO dynamic sampling: the extra round that rolled it out (absent for the step's scheduled tasks). */
-  samplingRound: z.number().int().optional(),
-}).passthrough();
+export const RolloutMetadata = z
+  .object({
+    /** The training run that enqueued the rollout. */
+    runId: z.string().optional(),
+    /** The run's step (training rollouts), or the step it was validated at (validation rollouts). */
+    step: z.number().int().optional(),
+    /** The task's id: the GRPO group is the run's rollouts of one task at one step. */
+    taskId: z.string().optional(),
+    /** Which of the group's samples (0..groupSize-1). */
+    sample: z.number().int().optional(),
+    /** DAPO dynamic sampling: the extra round that rolled it out (absent for the step's scheduled tasks). */
+    samplingRound: z.number().int().optional(),
+  })
+  .passthrough();
 export type RolloutMetadata = z.infer<typeof RolloutMetadata>;
 
 /** A rollout's training metadata, read safely: keys with the wrong type are left out, other keys kept. */

@@ -24,41 +24,61 @@ export const GRPO_VARIANTS = {
 export type GrpoVariant = keyof typeof GRPO_VARIANTS;
 
 const GRPO_DEFAULTS = {
-  scaleRewards: 'group', epsilon: 0.2, epsilonHigh: 0.3, beta: 0, lossAggregation: 'token-mean', skipZeroStdGroups: false,
-  importanceSampling: 'token', sequenceEpsilon: 3e-4, sequenceEpsilonHigh: 4e-4, lossNormTokens: null,
-  dynamicSampling: false, dynamicSamplingRounds: 3,
+  scaleRewards: 'group',
+  epsilon: 0.2,
+  epsilonHigh: 0.3,
+  beta: 0,
+  lossAggregation: 'token-mean',
+  skipZeroStdGroups: false,
+  importanceSampling: 'token',
+  sequenceEpsilon: 3e-4,
+  sequenceEpsilonHigh: 4e-4,
+  lossNormTokens: null,
+  dynamicSampling: false,
+  dynamicSamplingRounds: 3,
 } as const;
 
-const GrpoInput = z.object({
-  variant: z.enum(Object.keys(GRPO_VARIANTS) as [GrpoVariant, ...GrpoVariant[]]).optional(),
-  scaleRewards: z.enum(['group', 'batch', 'none']).optional(),
-  epsilon: z.number().min(0).optional(),
-  epsilonHigh: z.number().min(0).optional(),
-  /** KL coefficient to the frozen reference policy; 0 = no reference model at all. */
-  beta: z.number().min(0).optional(),
-  lossAggregation: z.enum(['token-mean', 'seq-mean', 'token-sum-norm']).optional(),
-  /** token-sum-norm's constant per sequence (Dr.GRPO's MAX_TOKENS); null = the trainer's model.maxTokens. */
-  lossNormTokens: z.number().int().min(1).nullable().optional(),
-  skipZeroStdGroups: z.boolean().optional(),
-  /** 'token': a ratio per token (PPO/GRPO); 'sequence': GSPO's length-normalised ratio per sequence (TRL importance_sampling_level). */
-  importanceSampling: z.enum(['token', 'sequence']).optional(),
-  /** GSPO's clip range around a sequence ratio: much tighter than the token one (the paper: 3e-4 / 4e-4). */
-  sequenceEpsilon: z.number().min(0).optional(),
-  sequenceEpsilonHigh: z.number().min(0).optional(),
-  /** DAPO dynamic sampling: drop groups whose rollouts' final rewards are all equal and refill the batch with fresh tasks. */
-  dynamicSampling: z.boolean().optional(),
-  /** At most this many extra rounds of fresh tasks per step (verl's max_num_gen_batches - 1). */
-  dynamicSamplingRounds: z.number().int().min(0).optional(),
-}).strict();
+const GrpoInput = z
+  .object({
+    variant: z.enum(Object.keys(GRPO_VARIANTS) as [GrpoVariant, ...GrpoVariant[]]).optional(),
+    scaleRewards: z.enum(['group', 'batch', 'none']).optional(),
+    epsilon: z.number().min(0).optional(),
+    epsilonHigh: z.number().min(0).optional(),
+    /** KL coefficient to the frozen reference policy; 0 = no reference model at all. */
+    beta: z.number().min(0).optional(),
+    lossAggregation: z.enum(['token-mean', 'seq-mean', 'token-sum-norm']).optional(),
+    /** token-sum-norm's constant per sequence (Dr.GRPO's MAX_TOKENS); null = the trainer's model.maxTokens. */
+    lossNormTokens: z.number().int().min(1).nullable().optional(),
+    skipZeroStdGroups: z.boolean().optional(),
+    /** 'token': a ratio per token (PPO/GRPO); 'sequence': GSPO's length-normalised ratio per sequence (TRL importance_sampling_level). */
+    importanceSampling: z.enum(['token', 'sequence']).optional(),
+    /** GSPO's clip range around a sequence ratio: much tighter than the token one (the paper: 3e-4 / 4e-4). */
+    sequenceEpsilon: z.number().min(0).optional(),
+    sequenceEpsilonHigh: z.number().min(0).optional(),
+    /** DAPO dynamic sampling: drop groups whose rollouts' final rewards are all equal and refill the batch with fresh tasks. */
+    dynamicSampling: z.boolean().optional(),
+    /** At most this many extra rounds of fresh tasks per step (verl's max_num_gen_batches - 1). */
+    dynamicSamplingRounds: z.number().int().min(0).optional(),
+  })
+  .strict();
 
 export const GrpoConfig = GrpoInput.transform((given) => {
   const variant = given.variant ?? 'grpo';
   const explicit = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
   return { ...GRPO_DEFAULTS, ...GRPO_VARIANTS[variant], ...explicit, variant } as {
-    variant: GrpoVariant; scaleRewards: 'group' | 'batch' | 'none'; epsilon: number; epsilonHigh: number; beta: number;
-    lossAggregation: 'token-mean' | 'seq-mean' | 'token-sum-norm'; lossNormTokens: number | null; skipZeroStdGroups: boolean;
-    importanceSampling: 'token' | 'sequence'; sequenceEpsilon: number; sequenceEpsilonHigh: number;
-    dynamicSampling: boolean; dynamicSamplingRounds: number;
+    variant: GrpoVariant;
+    scaleRewards: 'group' | 'batch' | 'none';
+    epsilon: number;
+    epsilonHigh: number;
+    beta: number;
+    lossAggregation: 'token-mean' | 'seq-mean' | 'token-sum-norm';
+    lossNormTokens: number | null;
+    skipZeroStdGroups: boolean;
+    importanceSampling: 'token' | 'sequence';
+    sequenceEpsilon: number;
+    sequenceEpsilonHigh: number;
+    dynamicSampling: boolean;
+    dynamicSamplingRounds: number;
   };
 });
 export type GrpoConfig = z.output<typeof GrpoConfig>;
@@ -90,105 +110,129 @@ export type CreditStrategy = CreditConfig['strategy'];
  * calls there and records the token ids and log-probs it returns; after each update the engine's weights are saved
  * where that server can read them and it is told to load them.
  */
-export const SamplerSection = z.object({
-  /** OpenAI-compatible base URL (ending in /v1) of a server that returns token ids (vLLM: return_token_ids). */
-  url: z.string().url(),
-  /** The model name it serves the policy under. */
-  model: z.string().min(1),
-  /** Environment variable with its API key (sent as a bearer token); allowed for this run's gateway. */
-  apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).nullable().default(null),
-  /** How each update reaches it; null: it keeps the weights it started with (a frozen sampler). */
-  push: z.object({
-    /** A folder both can read: each update is saved as <dir>/step-<n> (the last two are kept). */
-    dir: z.string().min(1),
-    /** POSTed after each save, with `body`'s {dir} and {step} filled in (JSON-escaped). */
+export const SamplerSection = z
+  .object({
+    /** OpenAI-compatible base URL (ending in /v1) of a server that returns token ids (vLLM: return_token_ids). */
     url: z.string().url(),
-    /** agl serve: {"dir": "{dir}"} (the default). vLLM LoRA: {"lora_name": "policy", "lora_path": "{dir}", "load_inplace": true}. */
-    body: z.string().default('{"dir": "{dir}"}'),
-    /** Environment variable with a bearer token for `url` (agl serve: its token file's content). */
-    tokenEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).nullable().default(null),
-  }).strict().nullable().default(null),
-}).strict();
+    /** The model name it serves the policy under. */
+    model: z.string().min(1),
+    /** Environment variable with its API key (sent as a bearer token); allowed for this run's gateway. */
+    apiKeyEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+      .nullable()
+      .default(null),
+    /** How each update reaches it; null: it keeps the weights it started with (a frozen sampler). */
+    push: z
+      .object({
+        /** A folder both can read: each update is saved as <dir>/step-<n> (the last two are kept). */
+        dir: z.string().min(1),
+        /** POSTed after each save, with `body`'s {dir} and {step} filled in (JSON-escaped). */
+        url: z.string().url(),
+        /** agl serve: {"dir": "{dir}"} (the default). vLLM LoRA: {"lora_name": "policy", "lora_path": "{dir}", "load_inplace": true}. */
+        body: z.string().default('{"dir": "{dir}"}'),
+        /** Environment variable with a bearer token for `url` (agl serve: its token file's content). */
+        tokenEnv: z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+          .nullable()
+          .default(null),
+      })
+      .strict()
+      .nullable()
+      .default(null),
+  })
+  .strict();
 export type SamplerConfig = z.infer<typeof SamplerSection>;
 
 /** Which engine holds, samples and trains the policy (daemon/model/policy-contract.ts); the daemon's side is the same for both. */
-export const EngineSection = z.object({
-  /** `tfjs`: in this process (the built-in models, a laptop); `torch`: PyTorch + transformers in a child process (real models, GPUs, ranks). */
-  kind: z.enum(['tfjs', 'torch']).default('tfjs'),
-  /** torch: data-parallel ranks (torchrun + DDP: gloo on CPU, NCCL on CUDA). */
-  procs: z.number().int().min(1).max(1024).default(1),
-  /** torch: `cpu`, `cuda` (rank r on GPU r) or `auto` (CUDA when torch sees a GPU). */
-  device: z.enum(['cpu', 'cuda', 'auto']).default('cpu'),
-  /** torch: the weights' dtype (AdamW moments stay float32). */
-  dtype: z.enum(['float32', 'bfloat16', 'float16']).default('float32'),
-  /** torch: transformers' attention implementation. */
-  attention: z.enum(['sdpa', 'eager']).default('sdpa'),
-  /** torch: the Python to run (default: AGL_PYTHON, else the venv of `agl engine install torch`, else python3). */
-  python: z.string().nullable().default(null),
-  /** torch: threads per rank (0: torch's default; torchrun sets 1 per rank). */
-  threads: z.number().int().min(0).default(0),
-  /** Sample from another server instead of the engine (either engine): see SamplerSection. */
-  sampler: SamplerSection.nullable().default(null),
-}).strict();
+export const EngineSection = z
+  .object({
+    /** `tfjs`: in this process (the built-in models, a laptop); `torch`: PyTorch + transformers in a child process (real models, GPUs, ranks). */
+    kind: z.enum(['tfjs', 'torch']).default('tfjs'),
+    /** torch: data-parallel ranks (torchrun + DDP: gloo on CPU, NCCL on CUDA). */
+    procs: z.number().int().min(1).max(1024).default(1),
+    /** torch: `cpu`, `cuda` (rank r on GPU r) or `auto` (CUDA when torch sees a GPU). */
+    device: z.enum(['cpu', 'cuda', 'auto']).default('cpu'),
+    /** torch: the weights' dtype (AdamW moments stay float32). */
+    dtype: z.enum(['float32', 'bfloat16', 'float16']).default('float32'),
+    /** torch: transformers' attention implementation. */
+    attention: z.enum(['sdpa', 'eager']).default('sdpa'),
+    /** torch: the Python to run (default: AGL_PYTHON, else the venv of `agl engine install torch`, else python3). */
+    python: z.string().nullable().default(null),
+    /** torch: threads per rank (0: torch's default; torchrun sets 1 per rank). */
+    threads: z.number().int().min(0).default(0),
+    /** Sample from another server instead of the engine (either engine): see SamplerSection. */
+    sampler: SamplerSection.nullable().default(null),
+  })
+  .strict();
 
 export type EngineConfig = z.infer<typeof EngineSection>;
 
 // ---- the sections and the whole config ---------------------------------------------------------------------
 
-export const ModelSection = z.object({
-  /** `builtin:0.8m`, `builtin:5m`, a Hugging Face model folder, or a checkpoint folder of ours. */
-  name: z.string().default('builtin:0.8m'),
-  /** Start from these weights (an `agl sft` or `agl train` checkpoint folder) instead of `name`'s. */
-  init: z.string().nullable().default(null),
-  temperature: z.number().min(0).max(5).default(1),
-  topP: z.number().gt(0).max(1).optional(),
-  maxTokens: z.number().int().min(1).default(32),
-  /** Sampling for validation rollouts (0 = greedy). */
-  valTemperature: z.number().min(0).max(5).default(0),
-}).strict();
+export const ModelSection = z
+  .object({
+    /** `builtin:0.8m`, `builtin:5m`, a Hugging Face model folder, or a checkpoint folder of ours. */
+    name: z.string().default('builtin:0.8m'),
+    /** Start from these weights (an `agl sft` or `agl train` checkpoint folder) instead of `name`'s. */
+    init: z.string().nullable().default(null),
+    temperature: z.number().min(0).max(5).default(1),
+    topP: z.number().gt(0).max(1).optional(),
+    maxTokens: z.number().int().min(1).default(32),
+    /** Sampling for validation rollouts (0 = greedy). */
+    valTemperature: z.number().min(0).max(5).default(0),
+  })
+  .strict();
 
-export const TrainingSection = z.object({
-  learningRate: z.number().positive().default(1e-4),
-  /** Linear learning-rate warm-up over the first steps: a fresh Adam state's first updates are full-size in every weight. */
-  warmupSteps: z.number().int().min(0).default(0),
-  /** Tasks per step; each task is rolled out `groupSize` times. */
-  batchSize: z.number().int().min(1).default(16),
-  groupSize: z.number().int().min(1).default(8),
-  epochs: z.number().positive().default(1),
-  /** Hard cap on steps (0 = epochs decide). */
-  maxSteps: z.number().int().min(0).default(0),
-  /** Stop after this many minutes of training (0 = no limit); a final validation still runs. */
-  maxMinutes: z.number().min(0).default(0),
-  /** Validate every K steps (0 = only at the start and the end). */
-  valEvery: z.number().int().min(0).default(5),
-  /** Validation tasks used (0 = all). */
-  valSize: z.number().int().min(0).default(0),
-  checkpointEvery: z.number().int().min(1).default(1),
-  /** Agent names to train (selective optimization), a regular expression; null = all. */
-  agentMatch: z.string().nullable().default(null),
-  grpo: GrpoConfig.default(GrpoConfig.parse({})),
-  credit: CreditConfig.default(CreditConfig.parse({})),
-  /** AIR on/off: when false, `credit.air` rules are ignored. */
-  air: z.boolean().default(true),
-  seed: z.number().int().default(1),
-}).strict();
+export const TrainingSection = z
+  .object({
+    learningRate: z.number().positive().default(1e-4),
+    /** Linear learning-rate warm-up over the first steps: a fresh Adam state's first updates are full-size in every weight. */
+    warmupSteps: z.number().int().min(0).default(0),
+    /** Tasks per step; each task is rolled out `groupSize` times. */
+    batchSize: z.number().int().min(1).default(16),
+    groupSize: z.number().int().min(1).default(8),
+    epochs: z.number().positive().default(1),
+    /** Hard cap on steps (0 = epochs decide). */
+    maxSteps: z.number().int().min(0).default(0),
+    /** Stop after this many minutes of training (0 = no limit); a final validation still runs. */
+    maxMinutes: z.number().min(0).default(0),
+    /** Validate every K steps (0 = only at the start and the end). */
+    valEvery: z.number().int().min(0).default(5),
+    /** Validation tasks used (0 = all). */
+    valSize: z.number().int().min(0).default(0),
+    checkpointEvery: z.number().int().min(1).default(1),
+    /** Agent names to train (selective optimization), a regular expression; null = all. */
+    agentMatch: z.string().nullable().default(null),
+    grpo: GrpoConfig.default(GrpoConfig.parse({})),
+    credit: CreditConfig.default(CreditConfig.parse({})),
+    /** AIR on/off: when false, `credit.air` rules are ignored. */
+    air: z.boolean().default(true),
+    seed: z.number().int().default(1),
+  })
+  .strict();
 
-export const RuntimeSection = z.object({
-  workers: z.number().int().min(1).default(8),
-  /** Seconds one rollout may run before it counts as failed (timeout). */
-  rolloutTimeoutSeconds: z.number().positive().default(120),
-  /** Where checkpoints go; default `<data dir>/runs/<run id>`. */
-  checkpointDir: z.string().nullable().default(null),
-  /** Model backend (`auto`, `wasm`, `cpu`, ...). */
-  backend: z.string().default('auto'),
-}).strict();
+export const RuntimeSection = z
+  .object({
+    workers: z.number().int().min(1).default(8),
+    /** Seconds one rollout may run before it counts as failed (timeout). */
+    rolloutTimeoutSeconds: z.number().positive().default(120),
+    /** Where checkpoints go; default `<data dir>/runs/<run id>`. */
+    checkpointDir: z.string().nullable().default(null),
+    /** Model backend (`auto`, `wasm`, `cpu`, ...). */
+    backend: z.string().default('auto'),
+  })
+  .strict();
 
-export const TrainConfig = z.object({
-  model: ModelSection.default(ModelSection.parse({})),
-  training: TrainingSection.default(TrainingSection.parse({})),
-  runtime: RuntimeSection.default(RuntimeSection.parse({})),
-  engine: EngineSection.default(EngineSection.parse({})),
-}).strict();
+export const TrainConfig = z
+  .object({
+    model: ModelSection.default(ModelSection.parse({})),
+    training: TrainingSection.default(TrainingSection.parse({})),
+    runtime: RuntimeSection.default(RuntimeSection.parse({})),
+    engine: EngineSection.default(EngineSection.parse({})),
+  })
+  .strict();
 export type TrainConfig = z.infer<typeof TrainConfig>;
 export type TrainConfigInput = z.input<typeof TrainConfig>;
 

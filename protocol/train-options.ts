@@ -19,10 +19,21 @@ export interface CliOption {
 /** The engine's options (agl train, agl sft, agl serve). */
 export const ENGINE_OPTIONS = {
   engine: { type: 'string', arg: 'E', help: 'tfjs (default: in this process) or torch (PyTorch + transformers in a child process)', config: 'engine.kind' },
-  procs: { type: 'string', arg: 'N', help: 'torch: data-parallel ranks (torchrun + DDP; gloo on CPU, NCCL on CUDA), default 1', config: 'engine.procs', parse: 'number' },
+  procs: {
+    type: 'string',
+    arg: 'N',
+    help: 'torch: data-parallel ranks (torchrun + DDP; gloo on CPU, NCCL on CUDA), default 1',
+    config: 'engine.procs',
+    parse: 'number',
+  },
   device: { type: 'string', arg: 'D', help: 'torch: cpu (default), cuda (rank r on GPU r) or auto', config: 'engine.device' },
   dtype: { type: 'string', arg: 'T', help: 'torch: float32 (default), bfloat16 or float16 weights', config: 'engine.dtype' },
-  python: { type: 'string', arg: 'P', help: 'torch: the Python to run (default: AGL_PYTHON, else the venv of agl engine install torch)', config: 'engine.python' },
+  python: {
+    type: 'string',
+    arg: 'P',
+    help: 'torch: the Python to run (default: AGL_PYTHON, else the venv of agl engine install torch)',
+    config: 'engine.python',
+  },
 } as const satisfies Record<string, CliOption>;
 
 export const TRAIN_OPTIONS = {
@@ -36,11 +47,17 @@ export const TRAIN_OPTIONS = {
   'max-minutes': { type: 'string', arg: 'M', help: 'stop after M minutes (a final validation still runs)', config: 'training.maxMinutes', parse: 'number' },
   epochs: { type: 'string', arg: 'E', help: 'passes over the training tasks (default 1)', config: 'training.epochs', parse: 'number' },
   'val-every': { type: 'string', arg: 'K', help: 'validate every K steps (default 5)', config: 'training.valEvery', parse: 'number' },
-  workers: { type: 'string', arg: 'N', help: 'runner workers in this process (default 8; 0 = external `agl runner` only)', config: 'runtime.workers', parse: 'number' },
+  workers: {
+    type: 'string',
+    arg: 'N',
+    help: 'runner workers in this process (default 8; 0 = external `agl runner` only)',
+    config: 'runtime.workers',
+    parse: 'number',
+  },
   config: { type: 'string', arg: 'FILE', help: 'YAML with sections model / training / runtime / engine (flags override it)' },
   resume: { type: 'string', arg: 'RUN|DIR', help: 'continue a killed run from its last checkpoint' },
   'checkpoint-dir': { type: 'string', arg: 'D', help: 'default <data-dir>/runs/<run id>', config: 'runtime.checkpointDir' },
-  backend: { type: 'string', arg: 'B', help: 'auto, wasm, cpu, webgpu, node (the tfjs engine\'s TF.js backend)', config: 'runtime.backend' },
+  backend: { type: 'string', arg: 'B', help: "auto, wasm, cpu, webgpu, node (the tfjs engine's TF.js backend)", config: 'runtime.backend' },
   ...ENGINE_OPTIONS,
   'data-dir': { type: 'string', arg: 'DIR', help: 'where the store and token are (default ~/.agent-lightning, or AGL_DATA_DIR)' },
   store: { type: 'string', arg: 'SPEC', help: 'postgres://... or a SQLite file (default <data-dir>/store.sqlite, or AGL_STORE)' },
@@ -55,10 +72,12 @@ export type EngineFlags = { [K in keyof typeof ENGINE_OPTIONS]?: string };
 
 /** `--name ARG   help` lines of a table, aligned. */
 export function optionLines(table: Record<string, CliOption>): string {
-  return Object.entries(table).map(([name, o]) => {
-    const left = `  --${name}${o.arg ? ` ${o.arg}` : ''}`;
-    return `${left.padEnd(22)}${o.help}`;
-  }).join('\n');
+  return Object.entries(table)
+    .map(([name, o]) => {
+      const left = `  --${name}${o.arg ? ` ${o.arg}` : ''}`;
+      return `${left.padEnd(22)}${o.help}`;
+    })
+    .join('\n');
 }
 
 export function trainHelp(): string {
@@ -75,7 +94,9 @@ export function optionTypes<T extends Record<string, CliOption>>(table: T): { [K
 }
 
 /** The same, plus --help / -h. */
-export function parseArgsOptions<T extends Record<string, CliOption>>(table: T): { [K in keyof T]: { type: T[K]['type'] } } & { help: { type: 'boolean'; short: 'h' } } {
+export function parseArgsOptions<T extends Record<string, CliOption>>(
+  table: T,
+): { [K in keyof T]: { type: T[K]['type'] } } & { help: { type: 'boolean'; short: 'h' } } {
   return { ...optionTypes(table), help: { type: 'boolean', short: 'h' } } as never;
 }
 
@@ -91,7 +112,8 @@ export function configOverrides(table: Record<string, CliOption>, flags: Record<
     let value: unknown = v;
     if (o.parse === 'number') {
       const n = Number(v);
-      if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got '${String(v)}'`);
+      if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n) || n < 0)
+        throw new Error(`--${name} must be a non-negative number, got '${String(v)}'`);
       value = n;
     }
     const [section, key] = o.config.split('.') as [string, string];

@@ -10,7 +10,10 @@ import { DaemonMessages, commandType, notificationType, requestType } from './we
 
 export const DASHBOARD_VIEW_TYPE = 'agl.trainingDashboard';
 
-export interface RunMetrics { run: TrainingRun; points: MetricPoint[] }
+export interface RunMetrics {
+  run: TrainingRun;
+  points: MetricPoint[];
+}
 
 export interface DashboardState {
   runId: string | null;

@@ -7,24 +7,52 @@
  */
 
 /** A request: the webview asks, the host answers once with `R` (or an error message). */
-export interface IpcRequestType<P, R> { readonly kind: 'request'; readonly method: string; readonly _p?: P; readonly _r?: R }
+export interface IpcRequestType<P, R> {
+  readonly kind: 'request';
+  readonly method: string;
+  readonly _p?: P;
+  readonly _r?: R;
+}
 /** A command: the webview tells the host to do something (open a file, open another panel). */
-export interface IpcCommandType<P> { readonly kind: 'command'; readonly method: string; readonly _p?: P }
+export interface IpcCommandType<P> {
+  readonly kind: 'command';
+  readonly method: string;
+  readonly _p?: P;
+}
 /** A notification: the host pushes something (new data, "show this rollout"). */
-export interface IpcNotificationType<P> { readonly kind: 'notification'; readonly method: string; readonly _p?: P }
+export interface IpcNotificationType<P> {
+  readonly kind: 'notification';
+  readonly method: string;
+  readonly _p?: P;
+}
 
-export function requestType<P, R>(method: string): IpcRequestType<P, R> { return { kind: 'request', method }; }
-export function commandType<P>(method: string): IpcCommandType<P> { return { kind: 'command', method }; }
-export function notificationType<P>(method: string): IpcNotificationType<P> { return { kind: 'notification', method }; }
+export function requestType<P, R>(method: string): IpcRequestType<P, R> {
+  return { kind: 'request', method };
+}
+export function commandType<P>(method: string): IpcCommandType<P> {
+  return { kind: 'command', method };
+}
+export function notificationType<P>(method: string): IpcNotificationType<P> {
+  return { kind: 'notification', method };
+}
 
-export type ParamsOf<T> = T extends IpcRequestType<infer P, unknown> ? P
-  : T extends IpcCommandType<infer P> ? P : T extends IpcNotificationType<infer P> ? P : never;
+export type ParamsOf<T> =
+  T extends IpcRequestType<infer P, unknown> ? P : T extends IpcCommandType<infer P> ? P : T extends IpcNotificationType<infer P> ? P : never;
 export type ResultOf<T> = T extends IpcRequestType<unknown, infer R> ? R : never;
 
 /** Webview -> host. `id` is set for requests (the reply carries it back), absent for commands. */
-export interface IpcMessage { method: string; params: unknown; id?: number }
+export interface IpcMessage {
+  method: string;
+  params: unknown;
+  id?: number;
+}
 /** Host -> webview reply to a request. */
-export interface IpcResponse { method: typeof IPC_RESPONSE; id: number; result?: unknown; error?: string }
+export interface IpcResponse {
+  method: typeof IPC_RESPONSE;
+  id: number;
+  result?: unknown;
+  error?: string;
+}
 export const IPC_RESPONSE = 'ipc/response';
 /** Webview -> host once its script has run: the host flushes what it buffered before then. */
 export const IPC_READY = 'ipc/ready';

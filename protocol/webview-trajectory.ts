@@ -14,8 +14,10 @@ export const TRAJECTORY_VIEW_TYPE = 'agl.trajectoryViewer';
  * What the rollouts list shows: the store API's filters, search and sort (protocol/api.ts documents each),
  * kept with setState and shown as chips.
  */
-export type RolloutFilter = Pick<RolloutSearchRequest,
-  'status' | 'mode' | 'agent' | 'resourcesVersion' | 'search' | 'rewardMin' | 'rewardMax' | 'runId' | 'step' | 'hasError' | 'sort' | 'order'>;
+export type RolloutFilter = Pick<
+  RolloutSearchRequest,
+  'status' | 'mode' | 'agent' | 'resourcesVersion' | 'search' | 'rewardMin' | 'rewardMax' | 'runId' | 'step' | 'hasError' | 'sort' | 'order'
+>;
 
 /** One page of the list: `limit` rows from `offset` (the virtual list asks for the rows coming into view). */
 export type RolloutPageRequest = RolloutFilter & { offset?: number; limit?: number };
@@ -38,7 +40,11 @@ export interface RolloutRow {
 }
 
 /** A training run to filter by. */
-export interface RunChoice { id: string; agent: string; createdAt: number }
+export interface RunChoice {
+  id: string;
+  agent: string;
+  createdAt: number;
+}
 
 export interface RolloutPage {
   items: RolloutRow[];

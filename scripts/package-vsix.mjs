@@ -17,14 +17,28 @@ const stage = join(root, 'out', 'vsix');
 const require = createRequire(join(root, 'package.json'));
 const run = (cmd, args, cwd = root) => {
   const r = spawnSync(cmd, args, { cwd, stdio: 'inherit' });
-  if (r.status !== 0) { console.error(`package: ${cmd} ${args.join(' ')} failed (${r.status ?? r.signal})`); process.exit(1); }
+  if (r.status !== 0) {
+    console.error(`package: ${cmd} ${args.join(' ')} failed (${r.status ?? r.signal})`);
+    process.exit(1);
+  }
 };
 
 if (!process.argv.includes('--no-build')) run(process.execPath, ['esbuild.mjs', '--production']);
 // What the extension runs: itself, the daemon CLI, and what the runner starts by path (JS worker, Python helper).
-const REQUIRED = ['dist/extension.js', 'dist/agl.mjs', 'dist/worker-js.mjs', 'dist/python/agl_runner.py', 'dist/engines/torch/agl_torch/server.py', 'dist/webview/trajectory.js', 'dist/webview/dashboard.js'];
+const REQUIRED = [
+  'dist/extension.js',
+  'dist/agl.mjs',
+  'dist/worker-js.mjs',
+  'dist/python/agl_runner.py',
+  'dist/engines/torch/agl_torch/server.py',
+  'dist/webview/trajectory.js',
+  'dist/webview/dashboard.js',
+];
 for (const f of REQUIRED) {
-  if (!existsSync(join(root, f))) { console.error(`package: ${f} is missing after the build`); process.exit(1); }
+  if (!existsSync(join(root, f))) {
+    console.error(`package: ${f} is missing after the build`);
+    process.exit(1);
+  }
 }
 
 // Modules named by the bundles that are not Node built-ins: `require("x")`, `import("x")`, `from "x"`, `require.resolve("x/...")`.
@@ -56,11 +70,27 @@ const RUNTIME_DEPS = { 'better-sqlite3': ['bindings'], 'tree-sitter-python': [],
 const DROP = /(^|\/)(test|tests|__tests__|docs?|example|examples|\.github)(\/|$)|\.(map|md|markdown|ts\.map)$|(^|\/)(CHANGELOG|HISTORY)/i;
 
 function glob(pattern) {
-  const re = new RegExp('^' + pattern.split('**').map((p) => p.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')).join('.*') + '$');
+  const re = new RegExp(
+    '^' +
+      pattern
+        .split('**')
+        .map((p) =>
+          p
+            .split('*')
+            .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+            .join('[^/]*'),
+        )
+        .join('.*') +
+      '$',
+  );
   return (p) => re.test(p);
 }
 function packageDir(name, from) {
-  try { return dirname(createRequire(join(from, 'package.json')).resolve(`${name}/package.json`)); } catch { /* exports may hide package.json */ }
+  try {
+    return dirname(createRequire(join(from, 'package.json')).resolve(`${name}/package.json`));
+  } catch {
+    /* exports may hide package.json */
+  }
   for (let dir = from; ; dir = dirname(dir)) {
     const candidate = join(dir, 'node_modules', name);
     if (existsSync(join(candidate, 'package.json'))) return candidate;
@@ -86,7 +116,10 @@ const queue = [...referenced].map((name) => ({ name, from: root, optional: false
 while (queue.length) {
   const { name, from, optional } = queue.shift();
   const dir = packageDir(name, from);
-  if (!dir) { if (!optional) missing.push(name); continue; }
+  if (!dir) {
+    if (!optional) missing.push(name);
+    continue;
+  }
   if (shipped.has(name)) continue;
   shipped.set(name, dir);
   const keep = KEEP[name]?.map(glob);
@@ -115,9 +148,14 @@ for (const f of files(join(root, 'dist'))) {
 }
 for (const f of ['README.md', 'LICENSE', 'LICENSE.md', 'CHANGELOG.md']) if (existsSync(join(root, f))) cpSync(join(root, f), join(stage, f));
 // Images the README shows by relative path travel with it (and links stay relative: no repository URL to prepend).
-const readmeImages = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/!\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]).filter((p) => !/^[a-z]+:/i.test(p));
+const readmeImages = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/!\[[^\]]*\]\(([^)\s]+)\)/g)]
+  .map((m) => m[1])
+  .filter((p) => !/^[a-z]+:/i.test(p));
 for (const img of readmeImages) {
-  if (!existsSync(join(root, img))) { console.error(`package: README.md shows ${img}, which does not exist`); process.exit(1); }
+  if (!existsSync(join(root, img))) {
+    console.error(`package: README.md shows ${img}, which does not exist`);
+    process.exit(1);
+  }
   mkdirSync(dirname(join(stage, img)), { recursive: true });
   cpSync(join(root, img), join(stage, img));
 }
@@ -132,5 +170,9 @@ writeFileSync(join(stage, '.vscodeignore'), '**/*.map\n');
 const target = `${process.platform === 'win32' ? 'win32' : process.platform}-${process.arch}`;
 const out = join(root, `${pkg.name}-${pkg.version}.vsix`);
 const vsce = require.resolve('@vscode/vsce/vsce');
-run(process.execPath, [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--no-rewrite-relative-links', '--skip-license', '--target', target, '--out', out], stage);
+run(
+  process.execPath,
+  [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--no-rewrite-relative-links', '--skip-license', '--target', target, '--out', out],
+  stage,
+);
 console.log(`package: ${relative(root, out)} (${(statSync(out).size / 1e6).toFixed(1)} MB, target ${target})`);

@@ -30,7 +30,13 @@ function walk(dir) {
     else if (/\.test\.(ts|mts|js|mjs)$/.test(name)) files.push(relative(root, p));
   }
 }
-for (const r of roots) { try { walk(join(root, r)); } catch { /* folder may not exist yet */ } }
+for (const r of roots) {
+  try {
+    walk(join(root, r));
+  } catch {
+    /* folder may not exist yet */
+  }
+}
 const filters = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const selected = files.sort().filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
 if (selected.length === 0) {
@@ -86,18 +92,36 @@ try {
 // spec for people; TAP into a file for the counts checked below.
 const tapDir = mkdtempSync(join(tmpdir(), 'agl-tests-'));
 const tap = join(tapDir, 'results.tap');
-const child = spawn(process.execPath, ['--import', 'tsx', '--test',
-  '--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tap}`,
-  ...extra, ...selected], { cwd: root, stdio: 'inherit', env });
+const child = spawn(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    '--test-reporter=tap',
+    `--test-reporter-destination=${tap}`,
+    ...extra,
+    ...selected,
+  ],
+  { cwd: root, stdio: 'inherit', env },
+);
 let interrupted = null;
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { interrupted = sig; child.kill(sig); });
+for (const sig of ['SIGINT', 'SIGTERM'])
+  process.on(sig, () => {
+    interrupted = sig;
+    child.kill(sig);
+  });
 const status = await new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 await pg?.stop().catch((e) => console.error(`stopping PostgreSQL: ${e.message}`));
 
 const summary = {};
 try {
   for (const m of readFileSync(tap, 'utf8').matchAll(/^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$/gm)) summary[m[1]] = Number(m[2]);
-} catch { /* no TAP: the runner died before reporting */ }
+} catch {
+  /* no TAP: the runner died before reporting */
+}
 rmSync(tapDir, { recursive: true, force: true });
 const filtered = extra.some((a) => a.startsWith('--test-name-pattern') || a.startsWith('--test-skip-pattern') || a === '--test-only');
 const problems = [];

@@ -61,17 +61,23 @@ export function canonicalAgentSpec(spec: string, cwd = process.cwd(), onlyAgentO
   const colon = s.lastIndexOf(':');
   let file: string, name: string | null, language: AgentIdLanguage;
   if (hash > 0 && (JS_FILE.test(s.slice(0, hash)) || /\.py$/.test(s.slice(0, hash)))) {
-    file = s.slice(0, hash); name = s.slice(hash + 1) || null; language = /\.py$/.test(file) ? 'python' : 'typescript';
+    file = s.slice(0, hash);
+    name = s.slice(hash + 1) || null;
+    language = /\.py$/.test(file) ? 'python' : 'typescript';
   } else if (colon > 0 && /\.py$/.test(s.slice(0, colon)) && !/^[A-Za-z]:[\\/][^:]*$/.test(s)) {
-    file = s.slice(0, colon); name = s.slice(colon + 1) || null; language = 'python';
+    file = s.slice(0, colon);
+    name = s.slice(colon + 1) || null;
+    language = 'python';
   } else if (JS_FILE.test(s)) {
-    file = s; name = null; language = 'typescript';
+    file = s;
+    name = null;
+    language = 'typescript';
   } else {
     return s;
   }
   const path = resolveAgentFile(file, cwd);
   if (!existsSync(path)) return s;
-  name ??= language === 'python' ? 'main' : onlyAgentOf?.(path) ?? null;
+  name ??= language === 'python' ? 'main' : (onlyAgentOf?.(path) ?? null);
   if (name === null) return relative(projectRoot(path), path).split(sep).join('/');
   return agentIdentity(path, name, language);
 }

@@ -18,17 +18,43 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { API_PREFIX, MAX_BATCH } from '../protocol/api.js';
 import type {
-  AddSpansResponse, Claim, CreateTrainingRunRequest, DequeueRequest, FinishAttemptRequest, FinishAttemptResponse, GroupQueryRequest, Health,
-  HealthCheckResult, KnownAgent, Problem, ProblemFieldError, RolloutPage, RolloutSearchRequest, SpanSearchRequest,
-  TransitionListQuery, UpdateTrainingRunRequest, WorkerHeartbeatRequest,
+  AddSpansResponse,
+  Claim,
+  CreateTrainingRunRequest,
+  DequeueRequest,
+  FinishAttemptRequest,
+  FinishAttemptResponse,
+  GroupQueryRequest,
+  Health,
+  HealthCheckResult,
+  KnownAgent,
+  Problem,
+  ProblemFieldError,
+  RolloutPage,
+  RolloutSearchRequest,
+  SpanSearchRequest,
+  TransitionListQuery,
+  UpdateTrainingRunRequest,
+  WorkerHeartbeatRequest,
 } from '../protocol/api.js';
 import type { AgentHeadline } from '../protocol/agent-headline.js';
 import { DAEMON_STATE_FILE, TOKEN_FILE } from '../protocol/daemon-state.js';
 import type { GroupPage } from '../protocol/webview-trajectory.js';
 import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../protocol/lightning-store.js';
 import {
-  withSpanDefaults, type Attempt, type MetricPoint, type Resources, type ResourcesInput, type Rollout, type RolloutInput, type Span,
-  type SpanInput, type Statistics, type TrainingRun, type Transition, type Worker,
+  withSpanDefaults,
+  type Attempt,
+  type MetricPoint,
+  type Resources,
+  type ResourcesInput,
+  type Rollout,
+  type RolloutInput,
+  type Span,
+  type SpanInput,
+  type Statistics,
+  type TrainingRun,
+  type Transition,
+  type Worker,
 } from '../protocol/store.js';
 import { readDaemonState, resolveDataDir } from './daemon-state.js';
 
@@ -43,7 +69,13 @@ export class AglHttpError extends Error {
   readonly errors: ProblemFieldError[];
   /** Set for the store contract's errors, so `instanceof NotFoundError` / `ConflictError` hold (protocol/lightning-store.ts). */
   readonly [STORE_ERROR]?: 'not-found' | 'conflict';
-  constructor(readonly method: string, readonly url: string, status: number, problem: Partial<Problem> | null, text: string) {
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    status: number,
+    problem: Partial<Problem> | null,
+    text: string,
+  ) {
     const detail = problem?.detail ?? (text.slice(0, 500) || `HTTP ${status}`);
     super(`${method} ${url} -> ${status}: ${detail}`);
     this.name = 'AglHttpError';
@@ -67,7 +99,10 @@ function batches<T>(items: T[]): T[][] {
 /** The daemon did not answer at all (not running, wrong port, crashed). */
 export class AglConnectionError extends Error {
   readonly code: string;
-  constructor(readonly url: string, cause: unknown) {
+  constructor(
+    readonly url: string,
+    cause: unknown,
+  ) {
     const code = (cause as NodeJS.ErrnoException)?.code ?? (cause as Error)?.message ?? String(cause);
     super(`cannot reach the agl daemon at ${url} (${code}): is \`agl serve\` running? \`agl status\` tells where it is`);
     this.name = 'AglConnectionError';
@@ -78,7 +113,10 @@ export class AglConnectionError extends Error {
 
 /** No daemon runs for a data dir (found from daemon.json without any network call). */
 export class AglNotRunningError extends Error {
-  constructor(readonly dataDir: string, reason: string) {
+  constructor(
+    readonly dataDir: string,
+    reason: string,
+  ) {
     super(`the agl daemon of ${dataDir} is not running (${reason}): start it with \`agl serve --data-dir ${dataDir}\``);
     this.name = 'AglNotRunningError';
   }
@@ -121,7 +159,9 @@ export class AglClient implements LightningStore {
   }
 
   /** Closes the client's idle keep-alive connections (the daemon and its store keep running). */
-  async close(): Promise<void> { this.agent.destroy(); }
+  async close(): Promise<void> {
+    this.agent.destroy();
+  }
 
   /** A client for the daemon recorded in `<dataDir>/daemon.json`, with the token from `<dataDir>/token`. */
   static fromDataDir(dataDir = defaultDataDir(), opts: Partial<AglClientOptions> = {}): AglClient {
@@ -152,7 +192,11 @@ export class AglClient implements LightningStore {
     const { status, text } = await this.send(method, url, payload, this.timeoutMs + extraWaitMs, retryable);
     if (status >= 400) {
       let problem: Partial<Problem> | null = null;
-      try { problem = JSON.parse(text); } catch { /* not JSON: keep the text */ }
+      try {
+        problem = JSON.parse(text);
+      } catch {
+        /* not JSON: keep the text */
+      }
       throw new AglHttpError(method, url, status, problem, text);
     }
     return (text ? JSON.parse(text) : undefined) as T;
@@ -161,7 +205,10 @@ export class AglClient implements LightningStore {
   private send(method: string, url: string, payload: string | undefined, timeoutMs: number, retryable: boolean): Promise<{ status: number; text: string }> {
     return new Promise((resolve, reject) => {
       const headers: Record<string, string | number> = { authorization: this.auth, accept: 'application/json' };
-      if (payload !== undefined) { headers['content-type'] = 'application/json'; headers['content-length'] = Buffer.byteLength(payload); }
+      if (payload !== undefined) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = Buffer.byteLength(payload);
+      }
       const req = this.transport.request(url, { method, headers, agent: this.agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -193,20 +240,30 @@ export class AglClient implements LightningStore {
   }
 
   // --- daemon ----------------------------------------------------------------------------------------
-  health(): Promise<Health> { return this.request('GET', '//health'); }
+  health(): Promise<Health> {
+    return this.request('GET', '//health');
+  }
   /** Prometheus text. */
   async metrics(): Promise<string> {
     const url = `${this.url}/metrics`;
     const { status, text } = await this.send('GET', url, undefined, this.timeoutMs, true);
     if (status >= 400) {
       let problem: Partial<Problem> | null = null;
-      try { problem = JSON.parse(text); } catch { /* not JSON */ }
+      try {
+        problem = JSON.parse(text);
+      } catch {
+        /* not JSON */
+      }
       throw new AglHttpError('GET', url, status, problem, text);
     }
     return text;
   }
-  statistics(): Promise<Statistics> { return this.request('GET', '/statistics'); }
-  async agents(): Promise<KnownAgent[]> { return (await this.request<{ items: KnownAgent[] }>('GET', '/agents')).items; }
+  statistics(): Promise<Statistics> {
+    return this.request('GET', '/statistics');
+  }
+  async agents(): Promise<KnownAgent[]> {
+    return (await this.request<{ items: KnownAgent[] }>('GET', '/agents')).items;
+  }
 
   // --- rollouts and the queue ------------------------------------------------------------------------
   async enqueueRollout(input: RolloutInput): Promise<Rollout> {
@@ -214,7 +271,8 @@ export class AglClient implements LightningStore {
   }
   async enqueueRollouts(inputs: RolloutInput[]): Promise<Rollout[]> {
     const out: Rollout[] = [];
-    for (const rollouts of batches(inputs)) out.push(...(await this.request<{ rollouts: Rollout[] }>('POST', '/queues/rollouts/enqueue', { rollouts })).rollouts);
+    for (const rollouts of batches(inputs))
+      out.push(...(await this.request<{ rollouts: Rollout[] }>('POST', '/queues/rollouts/enqueue', { rollouts })).rollouts);
     return out;
   }
   /** Claims up to `limit` (default 1) rollouts for a worker; [] when none are queued. */
@@ -231,19 +289,27 @@ export class AglClient implements LightningStore {
   startRollout(input: RolloutInput, workerId?: string): Promise<Claim> {
     return this.request('POST', '/rollouts', workerId === undefined ? input : { ...input, workerId });
   }
-  getRollout(id: string): Promise<Rollout | null> { return this.getOrNull(`/rollouts/${encodeURIComponent(id)}`); }
+  getRollout(id: string): Promise<Rollout | null> {
+    return this.getOrNull(`/rollouts/${encodeURIComponent(id)}`);
+  }
 
   // --- what the editor's views show, assembled by the daemon (one request each) -----------------------
   /** The agent's headline number and its words (CodeLens, dashboard). */
-  agentHeadline(agent: string): Promise<AgentHeadline> { return this.request('GET', '/views/headline', undefined, { agent }); }
+  agentHeadline(agent: string): Promise<AgentHeadline> {
+    return this.request('GET', '/views/headline', undefined, { agent });
+  }
   /** A training step's GRPO groups, or the group of one rollout: samples, rewards, credits, stored advantages. */
-  getGroups(q: GroupQueryRequest): Promise<GroupPage> { return this.request('POST', '/views/groups', q); }
+  getGroups(q: GroupQueryRequest): Promise<GroupPage> {
+    return this.request('POST', '/views/groups', q);
+  }
   /**
    * Rollouts matching filters and a text search (task input and outputs), sorted by creation, duration, reward or
    * status; `offset` pages any sort, `withTotal` counts every match, `withSummaries` adds each row's final reward,
    * duration and error (protocol/api.ts RolloutSearchRequest).
    */
-  queryRollouts(q: RolloutQuery = {}): Promise<RolloutPage> { return this.request('POST', '/rollouts/search', q satisfies RolloutSearchRequest); }
+  queryRollouts(q: RolloutQuery = {}): Promise<RolloutPage> {
+    return this.request('POST', '/rollouts/search', q satisfies RolloutSearchRequest);
+  }
   /** GET /rollouts with query-string filters (same result as queryRollouts). */
   listRollouts(q: RolloutSearchRequest = {}): Promise<RolloutPage> {
     return this.request('GET', '/rollouts', undefined, q as Query);
@@ -251,7 +317,9 @@ export class AglClient implements LightningStore {
   updateRolloutMetadata(id: string, metadata: Record<string, unknown>): Promise<Rollout> {
     return this.request('POST', `/rollouts/${encodeURIComponent(id)}`, { metadata });
   }
-  cancelRollout(id: string): Promise<Rollout> { return this.request('POST', `/rollouts/${encodeURIComponent(id)}/cancel`); }
+  cancelRollout(id: string): Promise<Rollout> {
+    return this.request('POST', `/rollouts/${encodeURIComponent(id)}/cancel`);
+  }
   /** Resolves with those of `ids` that have ended, once all have or after timeoutMs (max 120 s per call). */
   async waitForRollouts(ids: string[], timeoutMs: number): Promise<Rollout[]> {
     return (await this.request<{ items: Rollout[] }>('POST', '/waits/rollouts', { ids, timeoutMs }, undefined, timeoutMs)).items;
@@ -264,7 +332,9 @@ export class AglClient implements LightningStore {
   getLatestAttempt(rolloutId: string): Promise<Attempt | null> {
     return this.getOrNull(`/rollouts/${encodeURIComponent(rolloutId)}/attempts/latest`);
   }
-  getAttempt(attemptId: string): Promise<Attempt | null> { return this.getOrNull(`/attempts/${encodeURIComponent(attemptId)}`); }
+  getAttempt(attemptId: string): Promise<Attempt | null> {
+    return this.getOrNull(`/attempts/${encodeURIComponent(attemptId)}`);
+  }
   heartbeatAttempt(attemptId: string): Promise<Attempt> {
     return this.request('POST', `/attempts/${encodeURIComponent(attemptId)}/heartbeat`);
   }
@@ -285,18 +355,28 @@ export class AglClient implements LightningStore {
     }
     return out;
   }
-  async addSpan(span: SpanInput): Promise<Span> { return (await this.addSpans([span]))[0]!; }
+  async addSpan(span: SpanInput): Promise<Span> {
+    return (await this.addSpans([span]))[0]!;
+  }
   /** attemptId: an id, 'latest', or omitted for all attempts; afterSequenceId tails. */
   async querySpans(q: SpanQuery): Promise<Span[]> {
     return (await this.request<{ items: Span[] }>('POST', '/spans/search', q satisfies SpanSearchRequest)).items;
   }
   /** querySpans' result as JSON text (the store interface's serialised form). */
-  async querySpansJson(q: SpanQuery): Promise<string> { return JSON.stringify(await this.querySpans(q)); }
+  async querySpansJson(q: SpanQuery): Promise<string> {
+    return JSON.stringify(await this.querySpans(q));
+  }
 
   // --- resources -------------------------------------------------------------------------------------
-  addResources(input: ResourcesInput): Promise<Resources> { return this.request('POST', '/resources', input); }
-  getLatestResources(): Promise<Resources | null> { return this.getOrNull('/resources/latest'); }
-  getResources(id: string): Promise<Resources | null> { return this.getOrNull(`/resources/${encodeURIComponent(id)}`); }
+  addResources(input: ResourcesInput): Promise<Resources> {
+    return this.request('POST', '/resources', input);
+  }
+  getLatestResources(): Promise<Resources | null> {
+    return this.getOrNull('/resources/latest');
+  }
+  getResources(id: string): Promise<Resources | null> {
+    return this.getOrNull(`/resources/${encodeURIComponent(id)}`);
+  }
   async listResources(limit?: number): Promise<Resources[]> {
     return (await this.request<{ items: Resources[] }>('GET', '/resources', undefined, { limit })).items;
   }
@@ -305,15 +385,23 @@ export class AglClient implements LightningStore {
   heartbeatWorker(id: string, patch: WorkerHeartbeatRequest = {}): Promise<Worker> {
     return this.request('POST', `/workers/${encodeURIComponent(id)}/heartbeat`, patch);
   }
-  getWorker(id: string): Promise<Worker | null> { return this.getOrNull(`/workers/${encodeURIComponent(id)}`); }
-  async listWorkers(): Promise<Worker[]> { return (await this.request<{ items: Worker[] }>('GET', '/workers')).items; }
+  getWorker(id: string): Promise<Worker | null> {
+    return this.getOrNull(`/workers/${encodeURIComponent(id)}`);
+  }
+  async listWorkers(): Promise<Worker[]> {
+    return (await this.request<{ items: Worker[] }>('GET', '/workers')).items;
+  }
 
   // --- training runs, metrics, transitions -----------------------------------------------------------
-  createTrainingRun(req: CreateTrainingRunRequest): Promise<TrainingRun> { return this.request('POST', '/training-runs', req); }
+  createTrainingRun(req: CreateTrainingRunRequest): Promise<TrainingRun> {
+    return this.request('POST', '/training-runs', req);
+  }
   updateTrainingRun(id: string, patch: UpdateTrainingRunRequest): Promise<TrainingRun> {
     return this.request('POST', `/training-runs/${encodeURIComponent(id)}`, patch);
   }
-  getTrainingRun(id: string): Promise<TrainingRun | null> { return this.getOrNull(`/training-runs/${encodeURIComponent(id)}`); }
+  getTrainingRun(id: string): Promise<TrainingRun | null> {
+    return this.getOrNull(`/training-runs/${encodeURIComponent(id)}`);
+  }
   async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
     return (await this.request<{ items: TrainingRun[] }>('GET', '/training-runs', undefined, { agent })).items;
   }
@@ -343,7 +431,9 @@ export class AglClient implements LightningStore {
   /** Runs the store's health check in the daemon, on the daemon's clock: an injected `now` cannot be remote. */
   runHealthCheck(now?: number): Promise<HealthCheckResult> {
     if (now !== undefined) {
-      return Promise.reject(new TypeError('runHealthCheck(now): the daemon\'s clock decides over HTTP; call it without `now` (only a local store takes an injected time)'));
+      return Promise.reject(
+        new TypeError("runHealthCheck(now): the daemon's clock decides over HTTP; call it without `now` (only a local store takes an injected time)"),
+      );
     }
     return this.request('POST', '/health-checks', {});
   }

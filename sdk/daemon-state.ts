@@ -26,7 +26,11 @@ export function isPidAlive(pid: number): boolean {
 /** Reads daemon.json without locking (the daemon rewrites it atomically with a rename). */
 export function readDaemonState(dataDir: string): DaemonStateReading {
   let text: string;
-  try { text = readFileSync(join(dataDir, DAEMON_STATE_FILE), 'utf8'); } catch { return { state: null, running: false, stale: false }; }
+  try {
+    text = readFileSync(join(dataDir, DAEMON_STATE_FILE), 'utf8');
+  } catch {
+    return { state: null, running: false, stale: false };
+  }
   const state = parseDaemonState(text);
   if (state?.pid == null) return { state, running: false, stale: false };
   const alive = state.pid === process.pid || isPidAlive(state.pid);

@@ -11,18 +11,41 @@ function toAttr(v: unknown): AttributeValue {
   if (v === null || v === undefined) return null;
   if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') return v;
   if (Array.isArray(v) && v.every((x) => x === null || ['string', 'number', 'boolean'].includes(typeof x))) return v as AttributeValue;
-  try { return JSON.stringify(v); } catch { return String(v); }
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return String(v);
+  }
 }
 
-function record(ctx: RolloutContext, name: string, attributes: Attributes, extra: { spanId?: string; startTime?: number; endTime?: number; status?: { code: 'unset' | 'ok' | 'error'; message?: string }; parentSpanId?: string | null } = {}): string {
+function record(
+  ctx: RolloutContext,
+  name: string,
+  attributes: Attributes,
+  extra: {
+    spanId?: string;
+    startTime?: number;
+    endTime?: number;
+    status?: { code: 'unset' | 'ok' | 'error'; message?: string };
+    parentSpanId?: string | null;
+  } = {},
+): string {
   const now = Date.now();
   const spanId = extra.spanId ?? newSpanId();
   ctx.sink.add({
-    rolloutId: ctx.rolloutId, attemptId: ctx.attemptId, traceId: ctx.traceId, spanId,
-    parentSpanId: extra.parentSpanId !== undefined ? extra.parentSpanId : ctx.parentSpanId, name, kind: 'internal',
-    startTime: extra.startTime ?? now, endTime: extra.endTime ?? now,
+    rolloutId: ctx.rolloutId,
+    attemptId: ctx.attemptId,
+    traceId: ctx.traceId,
+    spanId,
+    parentSpanId: extra.parentSpanId !== undefined ? extra.parentSpanId : ctx.parentSpanId,
+    name,
+    kind: 'internal',
+    startTime: extra.startTime ?? now,
+    endTime: extra.endTime ?? now,
     attributes: { [AGL.rolloutId]: ctx.rolloutId, [AGL.attemptId]: ctx.attemptId, ...(ctx.agentName ? { [AGL.agentName]: ctx.agentName } : {}), ...attributes },
-    events: [], status: extra.status ?? { code: 'ok' }, resource: { 'service.name': 'agl-sdk' },
+    events: [],
+    status: extra.status ?? { code: 'ok' },
+    resource: { 'service.name': 'agl-sdk' },
   });
   return spanId;
 }
@@ -37,7 +60,8 @@ export function emitReward(reward: number | Record<string, number>, opts: { prim
   if (!ctx) return;
   const entries: [string, number][] = typeof reward === 'number' ? [['reward', reward]] : Object.entries(reward);
   if (entries.length === 0) throw new TypeError('emitReward: give a number or a non-empty object of named numbers');
-  for (const [k, v] of entries) if (typeof v !== 'number' || !Number.isFinite(v)) throw new TypeError(`emitReward: reward '${k}' is ${String(v)}, not a finite number`);
+  for (const [k, v] of entries)
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw new TypeError(`emitReward: reward '${k}' is ${String(v)}, not a finite number`);
   if (opts.primaryKey) {
     const i = entries.findIndex(([k]) => k === opts.primaryKey);
     if (i < 0) throw new TypeError(`emitReward: primaryKey '${opts.primaryKey}' is not among ${entries.map(([k]) => k).join(', ')}`);
@@ -45,7 +69,10 @@ export function emitReward(reward: number | Record<string, number>, opts: { prim
   }
   const attrs: Attributes = { [AGL.rewardValue]: entries[0][1], [AGL.rewardName]: entries[0][0] };
   if (entries.length > 1) attrs[AGL.rewardComponents] = JSON.stringify(Object.fromEntries(entries));
-  entries.forEach(([k, v], i) => { attrs[`${AGL_V0_REWARD_PREFIX}.${i}.name`] = k; attrs[`${AGL_V0_REWARD_PREFIX}.${i}.value`] = v; });
+  entries.forEach(([k, v], i) => {
+    attrs[`${AGL_V0_REWARD_PREFIX}.${i}.name`] = k;
+    attrs[`${AGL_V0_REWARD_PREFIX}.${i}.value`] = v;
+  });
   for (const [k, v] of Object.entries(opts.attributes ?? {})) attrs[k] = toAttr(v);
   record(ctx, SPAN.reward, attrs);
 }
@@ -59,17 +86,27 @@ export function emitMessage(message: string, attributes: Record<string, unknown>
 export function emitObject(object: unknown, attributes: Record<string, unknown> = {}): void {
   const ctx = currentRollout();
   if (!ctx) return;
-  record(ctx, SPAN.object, { [AGL.objectJson]: JSON.stringify(object) ?? 'null', ...Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, toAttr(v)])) });
+  record(ctx, SPAN.object, {
+    [AGL.objectJson]: JSON.stringify(object) ?? 'null',
+    ...Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, toAttr(v)])),
+  });
 }
 
 export function emitException(error: unknown, attributes: Record<string, unknown> = {}): void {
   const ctx = currentRollout();
   if (!ctx) return;
   const e = error instanceof Error ? error : new Error(String(error));
-  record(ctx, SPAN.exception, {
-    [AGL.exceptionType]: e.name, [AGL.exceptionMessage]: e.message, [AGL.exceptionStacktrace]: e.stack ?? '',
-    ...Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, toAttr(v)])),
-  }, { status: { code: 'error', message: e.message } });
+  record(
+    ctx,
+    SPAN.exception,
+    {
+      [AGL.exceptionType]: e.name,
+      [AGL.exceptionMessage]: e.message,
+      [AGL.exceptionStacktrace]: e.stack ?? '',
+      ...Object.fromEntries(Object.entries(attributes).map(([k, v]) => [k, toAttr(v)])),
+    },
+    { status: { code: 'error', message: e.message } },
+  );
 }
 
 export interface OperationOptions {
@@ -84,7 +121,16 @@ export interface OperationOptions {
 
 /** A tool's input or output as an attribute: strings as they are, anything else as JSON, cut at 16k characters. */
 function toolPayload(v: unknown): string {
-  const text = typeof v === 'string' ? v : (() => { try { return JSON.stringify(v) ?? String(v); } catch { return String(v); } })();
+  const text =
+    typeof v === 'string'
+      ? v
+      : (() => {
+          try {
+            return JSON.stringify(v) ?? String(v);
+          } catch {
+            return String(v);
+          }
+        })();
   return text.length > 16_000 ? `${text.slice(0, 16_000)}…` : text;
 }
 
@@ -100,18 +146,27 @@ export async function operation<T>(name: string, fn: () => T | Promise<T>, opts:
   const inner: RolloutContext = { ...ctx, parentSpanId: spanId, agentName: opts.agentName ?? ctx.agentName };
   const attrs: Attributes = { 'agl.operation.name': name, ...Object.fromEntries(Object.entries(opts.attributes ?? {}).map(([k, v]) => [k, toAttr(v)])) };
   if (opts.tool) {
-    attrs[GENAI.operationName] = 'execute_tool'; attrs[GENAI.toolName] = name;
+    attrs[GENAI.operationName] = 'execute_tool';
+    attrs[GENAI.toolName] = name;
     if (opts.input !== undefined) attrs[GENAI.toolCallArguments] = toolPayload(opts.input);
   }
   if (opts.agentName) attrs[AGL.agentName] = opts.agentName;
   try {
     const result = await rolloutStorage.run(inner, fn);
-    if (opts.tool) { attrs[AGL.toolSucceeded] = true; if (result !== undefined) attrs[GENAI.toolCallResult] = toolPayload(result); }
+    if (opts.tool) {
+      attrs[AGL.toolSucceeded] = true;
+      if (result !== undefined) attrs[GENAI.toolCallResult] = toolPayload(result);
+    }
     record(ctx, opts.tool ? SPAN.tool : name, attrs, { spanId, startTime, endTime: Date.now() });
     return result;
   } catch (err) {
     if (opts.tool) attrs[AGL.toolSucceeded] = false;
-    record(ctx, opts.tool ? SPAN.tool : name, attrs, { spanId, startTime, endTime: Date.now(), status: { code: 'error', message: (err as Error)?.message ?? String(err) } });
+    record(ctx, opts.tool ? SPAN.tool : name, attrs, {
+      spanId,
+      startTime,
+      endTime: Date.now(),
+      status: { code: 'error', message: (err as Error)?.message ?? String(err) },
+    });
     throw err;
   }
 }

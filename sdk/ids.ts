@@ -24,15 +24,22 @@ const POOL = Buffer.allocUnsafe(4096);
 let poolAt = POOL.length;
 /** `bytes` random bytes as hex, from the pool. */
 export function randomHex(bytes: number): string {
-  if (poolAt + bytes > POOL.length) { randomFillSync(POOL); poolAt = 0; }
+  if (poolAt + bytes > POOL.length) {
+    randomFillSync(POOL);
+    poolAt = 0;
+  }
   const hex = POOL.toString('hex', poolAt, poolAt + bytes);
   poolAt += bytes;
   return hex;
 }
 
-export function newSpanId(): string { return randomHex(8); }
+export function newSpanId(): string {
+  return randomHex(8);
+}
 
-export function newTraceId(): string { return randomHex(16); }
+export function newTraceId(): string {
+  return randomHex(16);
+}
 
 /** Parses a W3C `traceparent` header ("00-<trace>-<span>-<flags>"); null when malformed. */
 export function parseTraceparent(header: string | undefined): { traceId: string; spanId: string } | null {

@@ -7,7 +7,12 @@
  */
 import type { SamplingParams } from '../protocol/store.js';
 
-export interface LLMInit { baseUrl: string; model: string; samplingParams?: SamplingParams; apiKey?: string }
+export interface LLMInit {
+  baseUrl: string;
+  model: string;
+  samplingParams?: SamplingParams;
+  apiKey?: string;
+}
 
 export class LLM {
   /** Per-attempt OpenAI base URL (ends with /v1). */
@@ -25,7 +30,9 @@ export class LLM {
   }
 
   /** Python-style alias (`llm.base_url`), so agents ported from agent-lightning read naturally. */
-  get base_url(): string { return this.baseUrl; }
+  get base_url(): string {
+    return this.baseUrl;
+  }
 
   /** The sampling params as OpenAI request fields, to spread into a request. */
   get openaiParams(): Record<string, unknown> {
@@ -39,5 +46,7 @@ export class LLM {
     };
   }
 
-  toJSON(): LLMInit { return { baseUrl: this.baseUrl, model: this.model, samplingParams: this.samplingParams, apiKey: this.apiKey }; }
+  toJSON(): LLMInit {
+    return { baseUrl: this.baseUrl, model: this.model, samplingParams: this.samplingParams, apiKey: this.apiKey };
+  }
 }

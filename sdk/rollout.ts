@@ -8,7 +8,11 @@ import type { LLM } from './llm.js';
 
 export const ROLLOUT_MARK = Symbol.for('agent-lightning.rollout');
 
-export interface RolloutInfo { rolloutId: string; attemptId: string; mode: 'train' | 'val' | 'test' }
+export interface RolloutInfo {
+  rolloutId: string;
+  attemptId: string;
+  mode: 'train' | 'val' | 'test';
+}
 
 export type AgentFunction<Task = unknown, Result = unknown> = (task: Task, llm: LLM, info: RolloutInfo) => Result | Promise<Result>;
 

@@ -31,17 +31,31 @@ export interface AttemptOutcome {
 }
 
 function jsonSafe(v: unknown): unknown {
-  try { return v === undefined ? undefined : JSON.parse(JSON.stringify(v)); } catch { return String(v); }
+  try {
+    return v === undefined ? undefined : JSON.parse(JSON.stringify(v));
+  } catch {
+    return String(v);
+  }
 }
 
 export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: SpanSink): Promise<AttemptOutcome> {
   const traceId = traceIdForAttempt(spec.attemptId);
   const rootId = rootSpanIdForAttempt(spec.attemptId);
-  const ctx: RolloutContext = { rolloutId: spec.rolloutId, attemptId: spec.attemptId, traceId, parentSpanId: rootId, sink, llm: spec.llm, agentName: spec.agentName };
+  const ctx: RolloutContext = {
+    rolloutId: spec.rolloutId,
+    attemptId: spec.attemptId,
+    traceId,
+    parentSpanId: rootId,
+    sink,
+    llm: spec.llm,
+    agentName: spec.agentName,
+  };
   const startTime = Date.now();
   let outcome: AttemptOutcome;
   try {
-    const value = await rolloutStorage.run(ctx, () => agent(spec.task, spec.llm, { rolloutId: spec.rolloutId, attemptId: spec.attemptId, mode: spec.mode ?? 'train' }));
+    const value = await rolloutStorage.run(ctx, () =>
+      agent(spec.task, spec.llm, { rolloutId: spec.rolloutId, attemptId: spec.attemptId, mode: spec.mode ?? 'train' }),
+    );
     if (typeof value === 'number' && Number.isFinite(value)) {
       rolloutStorage.run(ctx, () => emitReward(value, { attributes: { [AGL.rewardFinal]: true } }));
       outcome = { status: 'succeeded', reward: value };
@@ -53,10 +67,21 @@ export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: 
     const e = err instanceof Error ? err : new Error(String(err));
     outcome = { status: 'failed', reward: null, error: { message: e.message, stack: e.stack } };
   }
-  recordSpan(ctx, SPAN.agentRun, {
-    ...(spec.agentName ? { [AGL.agentName]: spec.agentName, 'gen_ai.agent.name': spec.agentName } : {}),
-    'agl.task': JSON.stringify(spec.task) ?? 'null',
-  }, { spanId: rootId, parentSpanId: null, startTime, endTime: Date.now(), status: outcome.status === 'succeeded' ? { code: 'ok' } : { code: 'error', message: outcome.error?.message } });
+  recordSpan(
+    ctx,
+    SPAN.agentRun,
+    {
+      ...(spec.agentName ? { [AGL.agentName]: spec.agentName, 'gen_ai.agent.name': spec.agentName } : {}),
+      'agl.task': JSON.stringify(spec.task) ?? 'null',
+    },
+    {
+      spanId: rootId,
+      parentSpanId: null,
+      startTime,
+      endTime: Date.now(),
+      status: outcome.status === 'succeeded' ? { code: 'ok' } : { code: 'error', message: outcome.error?.message },
+    },
+  );
   await sink.flush();
   return outcome;
 }

@@ -14,12 +14,18 @@ export class BatchingSink implements SpanSink {
   private inFlight: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
 
-  constructor(private readonly send: (spans: SpanInput[]) => Promise<void>, private readonly opts: { maxBatch?: number; delayMs?: number } = {}) {}
+  constructor(
+    private readonly send: (spans: SpanInput[]) => Promise<void>,
+    private readonly opts: { maxBatch?: number; delayMs?: number } = {},
+  ) {}
 
   add(span: SpanInput): void {
     this.buffer.push(span);
     if (this.buffer.length >= (this.opts.maxBatch ?? 500)) this.ship();
-    else if (!this.timer) { this.timer = setTimeout(() => this.ship(), this.opts.delayMs ?? 20); this.timer.unref?.(); }
+    else if (!this.timer) {
+      this.timer = setTimeout(() => this.ship(), this.opts.delayMs ?? 20);
+      this.timer.unref?.();
+    }
   }
 
   /** Sends a batch made upstream now, in order after what was sent before (no second wait for more spans). */
@@ -29,16 +35,27 @@ export class BatchingSink implements SpanSink {
   }
 
   private ship(): void {
-    if (this.timer) { clearTimeout(this.timer); this.timer = null; }
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     if (this.buffer.length === 0) return;
     const batch = this.buffer;
     this.buffer = [];
-    this.inFlight = this.inFlight.then(() => this.send(batch)).catch((err: Error) => { this.failure ??= err; });
+    this.inFlight = this.inFlight
+      .then(() => this.send(batch))
+      .catch((err: Error) => {
+        this.failure ??= err;
+      });
   }
 
   async flush(): Promise<void> {
     this.ship();
     await this.inFlight;
-    if (this.failure) { const f = this.failure; this.failure = null; throw f; }
+    if (this.failure) {
+      const f = this.failure;
+      this.failure = null;
+      throw f;
+    }
   }
 }

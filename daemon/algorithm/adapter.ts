@@ -7,15 +7,24 @@
  */
 import type { Span } from '../../protocol/store.js';
 import { AGL, GENAI } from '../../protocol/spans.js';
-import {
-  agentNames, isFinalRewardSpan, isLlmCallSpan, isToolSpan, numberArrayAttr, repairedParents, rewardOfSpan,
-} from '../../protocol/span-reading.js';
+import { agentNames, isFinalRewardSpan, isLlmCallSpan, isToolSpan, numberArrayAttr, repairedParents, rewardOfSpan } from '../../protocol/span-reading.js';
 
 /** A reward emitted during the trajectory, attached to the LLM call that preceded it. `final`: the
  *  span holds the value the agent function returned (protocol/span-reading.ts). */
-export interface RewardSeen { value: number; name: string | null; final: boolean; spanId: string; time: number }
+export interface RewardSeen {
+  value: number;
+  name: string | null;
+  final: boolean;
+  spanId: string;
+  time: number;
+}
 /** A tool execution seen after an LLM call (input to automatic intermediate rewards). */
-export interface ToolOutcome { toolName: string; succeeded: boolean; spanId: string; time: number }
+export interface ToolOutcome {
+  toolName: string;
+  succeeded: boolean;
+  spanId: string;
+  time: number;
+}
 
 /** One LLM call as the algorithm trains on it. */
 export interface TrajectoryStep {
@@ -86,9 +95,17 @@ export function spansToTrajectory(spans: Span[], opts: AdapterOptions = {}): Tra
       } else {
         const lp = numberArrayAttr(span.attributes[AGL.completionLogprobs]);
         step = {
-          rolloutId: span.rolloutId, attemptId: span.attemptId, spanId: span.spanId, index: 0, agentName,
-          promptIds, completionIds, logprobs: lp && lp.length === completionIds.length ? lp : null,
-          rewards: [], tools: [], startTime: span.startTime,
+          rolloutId: span.rolloutId,
+          attemptId: span.attemptId,
+          spanId: span.spanId,
+          index: 0,
+          agentName,
+          promptIds,
+          completionIds,
+          logprobs: lp && lp.length === completionIds.length ? lp : null,
+          rewards: [],
+          tools: [],
+          startTime: span.startTime,
         };
       }
       calls.push({ span, step });
@@ -115,10 +132,15 @@ export function spansToTrajectory(spans: Span[], opts: AdapterOptions = {}): Tra
   // A call of a filtered-out agent still owns what follows it: that reward is not the kept agent's doing.
   for (const ev of events.sort((a, b) => a.time - b.time || a.seq - b.seq)) {
     let owner: { step: TrajectoryStep | null } | undefined;
-    for (const c of calls) { if (c.span.startTime <= ev.time) owner = c; else break; }
+    for (const c of calls) {
+      if (c.span.startTime <= ev.time) owner = c;
+      else break;
+    }
     ev.apply((owner ?? calls[0])?.step ?? null);
   }
   const steps = calls.map((c) => c.step).filter((s): s is TrajectoryStep => s !== null);
-  steps.forEach((s, i) => { s.index = i; });
+  steps.forEach((s, i) => {
+    s.index = i;
+  });
   return { rolloutId, attemptId, steps, rewards, skipped };
 }

@@ -11,7 +11,13 @@ import type { TrainerState } from './trainer.js';
 
 export const STATE_FILE = 'state.json';
 
-export interface CheckpointState { trainer: TrainerState; policyDir: string; agent: string; config: unknown; savedAt: number }
+export interface CheckpointState {
+  trainer: TrainerState;
+  policyDir: string;
+  agent: string;
+  config: unknown;
+  savedAt: number;
+}
 
 export async function saveCheckpoint(dir: string, policy: PolicyModel, trainer: TrainerState, extra: { agent: string; config: unknown }): Promise<string> {
   mkdirSync(dir, { recursive: true });
@@ -32,7 +38,11 @@ export function readCheckpoint(dir: string): (CheckpointState & { policyPath: st
   const p = join(dir, STATE_FILE);
   if (!existsSync(p)) return null;
   let state: CheckpointState;
-  try { state = JSON.parse(readFileSync(p, 'utf8')) as CheckpointState; } catch (e) { throw new Error(`${p} is not a readable checkpoint state: ${(e as Error).message}`, { cause: e }); }
+  try {
+    state = JSON.parse(readFileSync(p, 'utf8')) as CheckpointState;
+  } catch (e) {
+    throw new Error(`${p} is not a readable checkpoint state: ${(e as Error).message}`, { cause: e });
+  }
   const policyPath = join(dir, state.policyDir);
   if (!existsSync(join(policyPath, 'config.json'))) throw new Error(`${p} points at ${policyPath}, which holds no model (config.json missing)`);
   return { ...state, policyPath };
@@ -43,7 +53,9 @@ export const BEST_DIR = 'best';
 /** Keeps the policy as the best so far in `<dir>/best` (written beside, then swapped in); returns that folder. */
 export async function saveBestPolicy(dir: string, policy: PolicyModel, best: { step: number; reward: number }): Promise<string> {
   mkdirSync(dir, { recursive: true });
-  const tmp = join(dir, `${BEST_DIR}.tmp`), old = join(dir, `${BEST_DIR}.old`), target = join(dir, BEST_DIR);
+  const tmp = join(dir, `${BEST_DIR}.tmp`),
+    old = join(dir, `${BEST_DIR}.old`),
+    target = join(dir, BEST_DIR);
   rmSync(tmp, { recursive: true, force: true });
   await policy.save(tmp);
   writeFileSync(join(tmp, 'best.json'), JSON.stringify({ ...best, savedAt: Date.now() }, null, 2));

@@ -9,8 +9,15 @@ import { TrainConfig, type TrainConfigInput } from '../../protocol/train-config.
 
 export { engineOptions } from './engine-config.js';
 export {
-  EngineSection, ModelSection, RuntimeSection, SamplerSection, TrainConfig, TrainingSection,
-  type EngineConfig, type SamplerConfig, type TrainConfigInput,
+  EngineSection,
+  ModelSection,
+  RuntimeSection,
+  SamplerSection,
+  TrainConfig,
+  TrainingSection,
+  type EngineConfig,
+  type SamplerConfig,
+  type TrainConfigInput,
 } from '../../protocol/train-config.js';
 
 /** Deep merge of plain objects (arrays and scalars replace). */
@@ -32,8 +39,16 @@ export function parseTrainConfig(input: unknown, where = 'config'): TrainConfig 
 
 export function readConfigFile(path: string): unknown {
   let text: string;
-  try { text = readFileSync(path, 'utf8'); } catch (e) { throw new Error(`cannot read the config file ${path}: ${(e as Error).message}`, { cause: e }); }
-  try { return parseYaml(text) ?? {}; } catch (e) { throw new Error(`the config file ${path} is not valid YAML: ${(e as Error).message}`, { cause: e }); }
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read the config file ${path}: ${(e as Error).message}`, { cause: e });
+  }
+  try {
+    return parseYaml(text) ?? {};
+  } catch (e) {
+    throw new Error(`the config file ${path} is not valid YAML: ${(e as Error).message}`, { cause: e });
+  }
 }
 
 /** Defaults <- file <- overrides (from flags). */

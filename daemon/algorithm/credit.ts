@@ -18,7 +18,11 @@ import type { Trajectory, TrajectoryStep } from './adapter.js';
 
 export { AirRule, CreditConfig, type CreditStrategy } from '../../protocol/train-config.js';
 
-export interface CreditedStep { step: TrajectoryStep; credit: number; finalReward: number }
+export interface CreditedStep {
+  step: TrajectoryStep;
+  credit: number;
+  finalReward: number;
+}
 
 /** The episode's final reward: the returned one, else the last reward emitted; 0 when none. */
 export function finalReward(traj: Trajectory): number {
@@ -47,9 +51,15 @@ export function assignCredit(traj: Trajectory, config: Partial<CreditConfig> = {
   return traj.steps.map((step, i) => {
     let credit: number;
     switch (cfg.strategy) {
-      case 'identical': credit = R; break;
-      case 'discounted': credit = Math.pow(cfg.gamma, T - 1 - i) * R; break;
-      case 'last': credit = i === T - 1 ? R : 0; break;
+      case 'identical':
+        credit = R;
+        break;
+      case 'discounted':
+        credit = Math.pow(cfg.gamma, T - 1 - i) * R;
+        break;
+      case 'last':
+        credit = i === T - 1 ? R : 0;
+        break;
       case 'combined': {
         const intermediate = step.rewards.filter((r) => r.spanId !== finalSpanId).reduce((a, r) => a + r.value, 0);
         credit = R + cfg.intermediateWeight * intermediate;

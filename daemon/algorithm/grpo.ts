@@ -38,7 +38,11 @@ export interface AdvantageResult {
 export function computeAdvantages(items: { groupId: string; credit: number }[], config: GrpoConfigInput = {}): AdvantageResult {
   const cfg = GrpoConfig.parse(config);
   const byGroup = new Map<string, number[]>();
-  items.forEach((it, i) => { const g = byGroup.get(it.groupId); if (g) g.push(i); else byGroup.set(it.groupId, [i]); });
+  items.forEach((it, i) => {
+    const g = byGroup.get(it.groupId);
+    if (g) g.push(i);
+    else byGroup.set(it.groupId, [i]);
+  });
   const batchStd = stdUnbiased(items.map((it) => it.credit));
   const advantages = new Array<number>(items.length).fill(0);
   const keep = new Array<boolean>(items.length).fill(true);
@@ -66,12 +70,19 @@ export type { GrpoSample };
  */
 export function grpoLoss(samples: GrpoSample[], config: GrpoConfigInput): TrainLoss {
   const cfg = GrpoConfig.parse(config);
-  if (cfg.lossAggregation === 'token-sum-norm' && cfg.lossNormTokens === null) throw new Error('lossAggregation token-sum-norm needs lossNormTokens (the trainer passes model.maxTokens)');
+  if (cfg.lossAggregation === 'token-sum-norm' && cfg.lossNormTokens === null)
+    throw new Error('lossAggregation token-sum-norm needs lossNormTokens (the trainer passes model.maxTokens)');
   if (cfg.beta > 0 && samples.some((s) => !s.refLogprobs)) throw new Error('GRPO with beta > 0 needs reference log-probs for every sequence');
   const [clipLow, clipHigh] = cfg.importanceSampling === 'sequence' ? [cfg.sequenceEpsilon, cfg.sequenceEpsilonHigh] : [cfg.epsilon, cfg.epsilonHigh];
   return {
-    kind: 'grpo', clipLow, clipHigh, beta: cfg.beta, aggregation: cfg.lossAggregation, normTokens: cfg.lossNormTokens,
-    importanceSampling: cfg.importanceSampling, samples,
+    kind: 'grpo',
+    clipLow,
+    clipHigh,
+    beta: cfg.beta,
+    aggregation: cfg.lossAggregation,
+    normTokens: cfg.lossNormTokens,
+    importanceSampling: cfg.importanceSampling,
+    samples,
   };
 }
 

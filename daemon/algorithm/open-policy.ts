@@ -30,10 +30,19 @@ async function openTf(spec: string, o: OpenPolicyOptions) {
   const optimizer = { ...(o.learningRate ? { lr: o.learningRate } : {}), ...(o.microBatchSize ? { microBatchSize: o.microBatchSize } : {}) };
   const builtin = /^builtin:(.+)$/.exec(spec);
   if (builtin) {
-    return createPolicy({ size: builtin[1] as '0.8m', contextLength: o.contextLength ?? 128, seed: o.seed, backend: o.backend, optimizer, name: `builtin-${builtin[1]}` });
+    return createPolicy({
+      size: builtin[1] as '0.8m',
+      contextLength: o.contextLength ?? 128,
+      seed: o.seed,
+      backend: o.backend,
+      optimizer,
+      name: `builtin-${builtin[1]}`,
+    });
   }
   if (!existsSync(join(spec, 'config.json'))) {
-    throw new Error(`--model ${spec}: not a model folder (no config.json there). Use builtin:0.8m, builtin:5m, a checkpoint folder or a Hugging Face model folder`);
+    throw new Error(
+      `--model ${spec}: not a model folder (no config.json there). Use builtin:0.8m, builtin:5m, a checkpoint folder or a Hugging Face model folder`,
+    );
   }
   const model = await loadPolicy(spec, { backend: o.backend, optimizer });
   // The checkpoint's saved optimizer settings must not override the learning rate asked for now.
@@ -52,7 +61,13 @@ export async function openPolicy(spec: string, o: OpenPolicyOptions = {}): Promi
     // The same seeded initial weights as the tfjs engine: made there, saved, loaded by torch (then the copy goes).
     const tmp = mkdtempSync(join(tmpdir(), 'agl-builtin-'));
     try {
-      const made = await createPolicy({ size: builtin[1] as '0.8m', contextLength: o.contextLength ?? 128, seed: o.seed, backend: o.backend, name: `builtin-${builtin[1]}` });
+      const made = await createPolicy({
+        size: builtin[1] as '0.8m',
+        contextLength: o.contextLength ?? 128,
+        seed: o.seed,
+        backend: o.backend,
+        name: `builtin-${builtin[1]}`,
+      });
       await made.save(tmp);
       made.dispose();
       return await startTorchEngine(tmp, { ...torch, name: torch.name ?? `builtin-${builtin[1]}` });
@@ -61,7 +76,9 @@ export async function openPolicy(spec: string, o: OpenPolicyOptions = {}): Promi
     }
   }
   if (!existsSync(join(spec, 'config.json'))) {
-    throw new Error(`--model ${spec}: not a model folder (no config.json there). Use builtin:0.8m, builtin:5m, a checkpoint folder or a Hugging Face model folder`);
+    throw new Error(
+      `--model ${spec}: not a model folder (no config.json there). Use builtin:0.8m, builtin:5m, a checkpoint folder or a Hugging Face model folder`,
+    );
   }
   return startTorchEngine(spec, torch);
 }

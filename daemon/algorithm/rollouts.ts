@@ -8,7 +8,10 @@ import type { LightningStore } from '../../protocol/lightning-store.js';
 import { type AdapterOptions, type Trajectory, spansToTrajectory } from './adapter.js';
 import { finalReward } from './credit.js';
 
-export interface Task { id: string; input: unknown }
+export interface Task {
+  id: string;
+  input: unknown;
+}
 
 export interface PublishOptions {
   endpoint: string;
@@ -26,17 +29,34 @@ export function publishPolicy(store: LightningStore, o: PublishOptions): Promise
     resources: {
       llm: o.upstream
         ? {
-          type: 'llm', endpoint: o.endpoint, model: o.upstream.model, backend: 'upstream', upstreamUrl: o.upstream.url, requestTokenIds: true,
-          ...(o.upstream.apiKeyEnv ? { apiKeyEnv: o.upstream.apiKeyEnv } : {}), samplingParams: { temperature: o.temperature, topP: o.topP, maxTokens: o.maxTokens },
-        }
-        : { type: 'llm', endpoint: o.endpoint, model: o.model, backend: 'local', samplingParams: { temperature: o.temperature, topP: o.topP, maxTokens: o.maxTokens } },
+            type: 'llm',
+            endpoint: o.endpoint,
+            model: o.upstream.model,
+            backend: 'upstream',
+            upstreamUrl: o.upstream.url,
+            requestTokenIds: true,
+            ...(o.upstream.apiKeyEnv ? { apiKeyEnv: o.upstream.apiKeyEnv } : {}),
+            samplingParams: { temperature: o.temperature, topP: o.topP, maxTokens: o.maxTokens },
+          }
+        : {
+            type: 'llm',
+            endpoint: o.endpoint,
+            model: o.model,
+            backend: 'local',
+            samplingParams: { temperature: o.temperature, topP: o.topP, maxTokens: o.maxTokens },
+          },
     },
     metadata: o.metadata,
   });
 }
 
 /** `error`: why the rollout did not succeed (its latest attempt's error), null when it did. */
-export interface GroupRollout { rollout: Rollout; task: Task; trajectory: Trajectory | null; error: string | null }
+export interface GroupRollout {
+  rollout: Rollout;
+  task: Task;
+  trajectory: Trajectory | null;
+  error: string | null;
+}
 
 export interface RunGroupsOptions {
   agent: string;
@@ -55,11 +75,16 @@ export interface RunGroupsOptions {
 
 /** Enqueues tasks x groupSize, waits for all, returns them with their trajectories (null when the rollout failed). */
 export async function runGroups(store: LightningStore, tasks: Task[], o: RunGroupsOptions): Promise<GroupRollout[]> {
-  const inputs = tasks.flatMap((task) => Array.from({ length: o.groupSize }, (_, k) => ({
-    input: task.input, mode: o.mode, agent: o.agent, resourcesId: o.resourcesId,
-    config: { timeoutSeconds: o.timeoutSeconds, unresponsiveSeconds: Math.max(30, o.timeoutSeconds), maxAttempts: 1 },
-    metadata: { ...o.metadata, taskId: task.id, sample: k } satisfies RolloutMetadata,
-  })));
+  const inputs = tasks.flatMap((task) =>
+    Array.from({ length: o.groupSize }, (_, k) => ({
+      input: task.input,
+      mode: o.mode,
+      agent: o.agent,
+      resourcesId: o.resourcesId,
+      config: { timeoutSeconds: o.timeoutSeconds, unresponsiveSeconds: Math.max(30, o.timeoutSeconds), maxAttempts: 1 },
+      metadata: { ...o.metadata, taskId: task.id, sample: k } satisfies RolloutMetadata,
+    })),
+  );
   const rollouts = await store.enqueueRollouts(inputs);
   const ids = rollouts.map((r) => r.id);
   const ended = new Map<string, Rollout>();
@@ -67,7 +92,8 @@ export async function runGroups(store: LightningStore, tasks: Task[], o: RunGrou
   const deadline = Date.now() + (o.timeoutSeconds + 120) * 1000 * Math.max(1, Math.ceil(ids.length / 64));
   while (ended.size < ids.length) {
     if (o.signal?.aborted) throw new Error('interrupted');
-    if (Date.now() > deadline) throw new Error(`${ids.length - ended.size} of ${ids.length} rollouts did not finish in time: are runner workers running for agent ${o.agent}?`);
+    if (Date.now() > deadline)
+      throw new Error(`${ids.length - ended.size} of ${ids.length} rollouts did not finish in time: are runner workers running for agent ${o.agent}?`);
     const pending = ids.filter((id) => !ended.has(id));
     for (const r of await store.waitForRollouts(pending, 2_000)) ended.set(r.id, r);
     o.onProgress?.(ended.size, ids.length);
@@ -108,7 +134,8 @@ export function groupsWithSpread(groups: GroupRollout[]): Set<string> {
   for (const g of groups) {
     const r = finalRewards([g])[0];
     const xs = byTask.get(g.task.id);
-    if (xs) xs.push(r); else byTask.set(g.task.id, [r]);
+    if (xs) xs.push(r);
+    else byTask.set(g.task.id, [r]);
   }
   return new Set([...byTask].filter(([, rs]) => rs.some((r) => r !== rs[0])).map(([id]) => id));
 }
@@ -150,7 +177,7 @@ export async function dynamicSampling(first: GroupRollout[], o: DynamicSamplingO
     if (fresh.length === 0) break;
     rounds++;
     for (const t of fresh) used.add(t.id);
-    groups.push(...await o.rollOut(fresh, rounds));
+    groups.push(...(await o.rollOut(fresh, rounds)));
     spread = groupsWithSpread(groups);
   }
   const order = [...new Set(groups.map((g) => g.task.id))].filter((id) => spread.has(id));

@@ -9,16 +9,28 @@ import { readFileSync } from 'node:fs';
 import type { ChatMessage, PolicyModel, SequencePair, Tokenizer } from '../model/policy-contract.js';
 import { makeRng } from '../model/sampling.js';
 
-export interface Demonstration { prompt?: string; completion?: string; messages?: ChatMessage[] }
+export interface Demonstration {
+  prompt?: string;
+  completion?: string;
+  messages?: ChatMessage[];
+}
 
 /** Reads a JSONL file of demonstrations; a bad line is an error naming the file and line. */
 export function readJsonl<T = unknown>(path: string): T[] {
   let text: string;
-  try { text = readFileSync(path, 'utf8'); } catch (e) { throw new Error(`cannot read ${path}: ${(e as Error).message}`, { cause: e }); }
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read ${path}: ${(e as Error).message}`, { cause: e });
+  }
   const out: T[] = [];
   text.split('\n').forEach((line, i) => {
     if (!line.trim()) return;
-    try { out.push(JSON.parse(line) as T); } catch (e) { throw new Error(`${path}:${i + 1}: not valid JSON (${(e as Error).message})`, { cause: e }); }
+    try {
+      out.push(JSON.parse(line) as T);
+    } catch (e) {
+      throw new Error(`${path}:${i + 1}: not valid JSON (${(e as Error).message})`, { cause: e });
+    }
   });
   return out;
 }
@@ -51,7 +63,10 @@ export interface SftOptions {
 export async function runSft(policy: PolicyModel, pairs: SequencePair[], o: SftOptions): Promise<{ steps: number; lastLoss: number }> {
   if (pairs.length === 0) throw new Error('no demonstrations to train on');
   const tooLong = pairs.findIndex((p) => p.promptIds.length + p.completionIds.length > policy.contextLength);
-  if (tooLong >= 0) throw new Error(`demonstration ${tooLong + 1} has ${pairs[tooLong].promptIds.length + pairs[tooLong].completionIds.length} tokens; the model's context is ${policy.contextLength}`);
+  if (tooLong >= 0)
+    throw new Error(
+      `demonstration ${tooLong + 1} has ${pairs[tooLong].promptIds.length + pairs[tooLong].completionIds.length} tokens; the model's context is ${policy.contextLength}`,
+    );
   const r = makeRng(o.seed ?? 1);
   let order: number[] = [];
   let lastLoss = NaN;
@@ -60,7 +75,10 @@ export async function runSft(policy: PolicyModel, pairs: SequencePair[], o: SftO
     while (batch.length < o.batchSize) {
       if (order.length === 0) {
         order = pairs.map((_, i) => i);
-        for (let i = order.length - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); [order[i], order[j]] = [order[j], order[i]]; }
+        for (let i = order.length - 1; i > 0; i--) {
+          const j = Math.floor(r() * (i + 1));
+          [order[i], order[j]] = [order[j], order[i]];
+        }
       }
       batch.push(pairs[order.pop()!]);
     }

@@ -107,7 +107,10 @@ function shuffledIndices(n: number, seed: number): number[] {
   if (!order) {
     const r = makeRng(seed);
     order = Array.from({ length: n }, (_, i) => i);
-    for (let i = n - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); [order[i], order[j]] = [order[j], order[i]]; }
+    for (let i = n - 1; i > 0; i--) {
+      const j = Math.floor(r() * (i + 1));
+      [order[i], order[j]] = [order[j], order[i]];
+    }
     orderCache.set(key, order);
   }
   return order;
@@ -120,16 +123,25 @@ export class Trainer {
   /** Training steps in a row in which every rollout failed (the agent is broken, not unlucky). */
   private failedSteps = 0;
 
-  constructor(private readonly deps: TrainerDeps, public state: TrainerState) {}
+  constructor(
+    private readonly deps: TrainerDeps,
+    public state: TrainerState,
+  ) {}
 
-  private log(m: string): void { this.deps.log?.(m); }
+  private log(m: string): void {
+    this.deps.log?.(m);
+  }
 
   async publish(purpose: 'train' | 'val'): Promise<string> {
     const m = this.deps.config.model;
     const res = await publishPolicy(this.deps.store, {
-      endpoint: this.deps.endpoint, model: this.deps.policy.name, maxTokens: m.maxTokens,
-      temperature: purpose === 'val' ? m.valTemperature : m.temperature, topP: purpose === 'val' ? undefined : m.topP,
-      metadata: { runId: this.state.runId, step: this.state.step, purpose }, upstream: this.deps.sampler,
+      endpoint: this.deps.endpoint,
+      model: this.deps.policy.name,
+      maxTokens: m.maxTokens,
+      temperature: purpose === 'val' ? m.valTemperature : m.temperature,
+      topP: purpose === 'val' ? undefined : m.topP,
+      metadata: { runId: this.state.runId, step: this.state.step, purpose },
+      upstream: this.deps.sampler,
     });
     return res.id;
   }
@@ -140,13 +152,20 @@ export class Trainer {
     const tasks = t.valSize > 0 ? this.deps.val.slice(0, t.valSize) : this.deps.val;
     const resourcesId = await this.publish('val');
     const groups = await runGroups(this.deps.store, tasks, {
-      agent: this.deps.agent, mode: 'val', resourcesId, groupSize: 1, timeoutSeconds: this.deps.config.runtime.rolloutTimeoutSeconds,
-      metadata: { runId: this.state.runId, step: this.state.step }, signal: this.deps.signal,
+      agent: this.deps.agent,
+      mode: 'val',
+      resourcesId,
+      groupSize: 1,
+      timeoutSeconds: this.deps.config.runtime.rolloutTimeoutSeconds,
+      metadata: { runId: this.state.runId, step: this.state.step },
+      signal: this.deps.signal,
       onProgress: (done, total) => this.deps.onProgress?.('validate', done, total, this.state),
     });
     const failed = everyRolloutFailed(groups);
     if (failed && this.state.val.length === 0) {
-      throw new Error(`every validation rollout failed before training (${failed.count} of ${failed.count}), e.g.: ${failed.error}. Fix the agent (try it once: agl rollout ${this.deps.agent} --task '<one task>') and run again`);
+      throw new Error(
+        `every validation rollout failed before training (${failed.count} of ${failed.count}), e.g.: ${failed.error}. Fix the agent (try it once: agl rollout ${this.deps.agent} --task '<one task>') and run again`,
+      );
     }
     if (failed) this.log(`validation: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
     const rewards = finalRewards(groups);
@@ -168,18 +187,27 @@ export class Trainer {
     const step = this.state.step;
     const tasks = tasksForStep(this.deps.train, t.batchSize, t.seed, step);
     const resourcesId = await this.publish('train');
-    const rollOut = (ts: Task[], round: number) => runGroups(store, ts, {
-      agent: this.deps.agent, mode: 'train', resourcesId, groupSize: t.groupSize, timeoutSeconds: cfg.runtime.rolloutTimeoutSeconds,
-      metadata: { runId: this.state.runId, step, ...(round > 0 ? { samplingRound: round } : {}) }, adapter: { agentMatch: t.agentMatch }, signal: this.deps.signal,
-      onProgress: (done, total) => this.deps.onProgress?.(round > 0 ? `rollouts (refill ${round})` : 'rollouts', done, total, this.state),
-    });
+    const rollOut = (ts: Task[], round: number) =>
+      runGroups(store, ts, {
+        agent: this.deps.agent,
+        mode: 'train',
+        resourcesId,
+        groupSize: t.groupSize,
+        timeoutSeconds: cfg.runtime.rolloutTimeoutSeconds,
+        metadata: { runId: this.state.runId, step, ...(round > 0 ? { samplingRound: round } : {}) },
+        adapter: { agentMatch: t.agentMatch },
+        signal: this.deps.signal,
+        onProgress: (done, total) => this.deps.onProgress?.(round > 0 ? `rollouts (refill ${round})` : 'rollouts', done, total, this.state),
+      });
     const scheduled = await rollOut(tasks, 0);
     // DAPO dynamic sampling: groups without reward spread dropped, the batch refilled from fresh tasks (bounded).
     const sampled = t.grpo.dynamicSampling
       ? await dynamicSampling(scheduled, {
-        batchSize: t.batchSize, maxRounds: t.grpo.dynamicSamplingRounds, rollOut,
-        freshTasks: (round, used, n) => freshTasks(this.deps.train, t.seed, step, round, used, n),
-      })
+          batchSize: t.batchSize,
+          maxRounds: t.grpo.dynamicSamplingRounds,
+          rollOut,
+          freshTasks: (round, used, n) => freshTasks(this.deps.train, t.seed, step, round, used, n),
+        })
       : null;
     const groups = sampled ? sampled.groups : scheduled;
     const rolloutSeconds = (Date.now() - started) / 1000;
@@ -188,7 +216,9 @@ export class Trainer {
     if (failed) {
       this.log(`step ${step + 1}: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
       if (this.failedSteps >= MAX_FAILED_STEPS) {
-        throw new Error(`every rollout of the last ${MAX_FAILED_STEPS} steps failed, e.g.: ${failed.error}. Fix the agent, then continue from the last checkpoint with agl train --resume`);
+        throw new Error(
+          `every rollout of the last ${MAX_FAILED_STEPS} steps failed, e.g.: ${failed.error}. Fix the agent, then continue from the last checkpoint with agl train --resume`,
+        );
       }
     }
 
@@ -199,9 +229,18 @@ export class Trainer {
       if (!g.trajectory) continue;
       for (const c of assignCredit(g.trajectory, creditCfg)) items.push({ g, s: c.step, credit: c.credit, groupId: g.task.id });
     }
-    const adv = computeAdvantages(items.map((i) => ({ groupId: i.groupId, credit: i.credit })), t.grpo);
+    const adv = computeAdvantages(
+      items.map((i) => ({ groupId: i.groupId, credit: i.credit })),
+      t.grpo,
+    );
     // A group dynamic sampling dropped trains nothing: its advantage is 0 in the loss and in the store.
-    if (sampled) items.forEach((it, k) => { if (!sampled.kept.has(it.groupId)) { adv.keep[k] = false; adv.advantages[k] = 0; } });
+    if (sampled)
+      items.forEach((it, k) => {
+        if (!sampled.kept.has(it.groupId)) {
+          adv.keep[k] = false;
+          adv.advantages[k] = 0;
+        }
+      });
     const kept = items.map((it, k) => ({ ...it, advantage: adv.advantages[k] })).filter((_, k) => adv.keep[k]);
 
     // Log-probs of the sampling policy: from the gateway's spans, else recomputed (before the update, so they match).
@@ -210,7 +249,9 @@ export class Trainer {
     const old = kept.map((k) => k.s.logprobs);
     if (missing.length) {
       const scored = await policy.scoreLogprobs(missing.map((i) => pairs[i]));
-      missing.forEach((i, j) => { old[i] = scored[j]; });
+      missing.forEach((i, j) => {
+        old[i] = scored[j];
+      });
     }
     let ref: number[][] | null = null;
     if (t.grpo.beta > 0) {
@@ -252,17 +293,27 @@ export class Trainer {
     };
     await store.addMetrics(Object.entries(metrics).map(([name, value]) => ({ runId: this.state.runId, step, name, value })));
     const transitions: Transition[] = items.map((it, k) => ({
-      runId: this.state.runId, step, rolloutId: it.s.rolloutId, attemptId: it.s.attemptId, spanId: it.s.spanId,
-      groupId: it.groupId, index: it.s.index, agentName: it.s.agentName,
+      runId: this.state.runId,
+      step,
+      rolloutId: it.s.rolloutId,
+      attemptId: it.s.attemptId,
+      spanId: it.s.spanId,
+      groupId: it.groupId,
+      index: it.s.index,
+      agentName: it.s.agentName,
       reward: it.s.rewards.length ? it.s.rewards.reduce((a, r) => a + r.value, 0) : null,
-      credit: it.credit, advantage: adv.advantages[k],
-      promptTokens: it.s.promptIds.length, completionTokens: it.s.completionIds.length,
+      credit: it.credit,
+      advantage: adv.advantages[k],
+      promptTokens: it.s.promptIds.length,
+      completionTokens: it.s.completionIds.length,
     }));
     if (transitions.length) await store.addTransitions(transitions);
 
     this.state.step = step + 1;
     this.state.train.push({ step, reward: rMean });
-    this.log(`step ${step + 1}/${this.state.totalSteps} reward ${rMean.toFixed(3)} zero-std ${adv.fracRewardZeroStd.toFixed(2)} clip ${s.clipRatio.toFixed(3)} ${stepSeconds.toFixed(1)}s`);
+    this.log(
+      `step ${step + 1}/${this.state.totalSteps} reward ${rMean.toFixed(3)} zero-std ${adv.fracRewardZeroStd.toFixed(2)} clip ${s.clipRatio.toFixed(3)} ${stepSeconds.toFixed(1)}s`,
+    );
     return metrics;
   }
 

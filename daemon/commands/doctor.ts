@@ -17,21 +17,34 @@ python3) and that Python's torch, transformers, CUDA devices and distributed bac
 
 function matmulGflops(): number {
   const n = 512;
-  const a = tf.randomNormal([n, n]), b = tf.randomNormal([n, n]);
+  const a = tf.randomNormal([n, n]),
+    b = tf.randomNormal([n, n]);
   tf.tidy(() => tf.matMul(a, b).dataSync());
-  const reps = 10, t0 = performance.now();
+  const reps = 10,
+    t0 = performance.now();
   // Queue the products, then wait once (GPU backends run asynchronously).
-  tf.tidy(() => { let last = tf.matMul(a, b); for (let i = 1; i < reps; i++) last = tf.matMul(a, b); last.dataSync(); });
+  tf.tidy(() => {
+    let last = tf.matMul(a, b);
+    for (let i = 1; i < reps; i++) last = tf.matMul(a, b);
+    last.dataSync();
+  });
   const s = (performance.now() - t0) / 1000;
-  a.dispose(); b.dispose();
+  a.dispose();
+  b.dispose();
   return (2 * n ** 3 * reps) / s / 1e9;
 }
 
 export async function run(argv: string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) { console.log(HELP); return 0; }
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(HELP);
+    return 0;
+  }
   const i = argv.indexOf('--backend');
   const requested = i >= 0 ? argv[i + 1] : undefined;
-  if (i >= 0 && !requested) { console.error('agl doctor: --backend needs a value'); return 2; }
+  if (i >= 0 && !requested) {
+    console.error('agl doctor: --backend needs a value');
+    return 2;
+  }
   let report;
   try {
     report = await selectBackend(requested);
@@ -44,7 +57,9 @@ export async function run(argv: string[]): Promise<number> {
   const { python, source } = resolveTorchPython(p >= 0 ? argv[p + 1] : null, resolveDataDir(undefined));
   const torch = torchDoctor(python);
   if (argv.includes('--json')) {
-    console.log(JSON.stringify({ ...report, matmulGflops: gflops, node: process.version, tfjs: tf.version.tfjs, torch: { python, source, ...torch } }, null, 2));
+    console.log(
+      JSON.stringify({ ...report, matmulGflops: gflops, node: process.version, tfjs: tf.version.tfjs, torch: { python, source, ...torch } }, null, 2),
+    );
     return 0;
   }
   console.log(`policy engine backend: ${report.chosen} (tfjs ${tf.version.tfjs}, node ${process.version})`);

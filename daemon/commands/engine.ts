@@ -23,29 +23,52 @@ const HELP = `usage: agl engine install torch [--venv DIR] [--python P] [--force
 export async function run(argv: string[]): Promise<number> {
   let a;
   try {
-    a = parseArgs({ args: argv, allowPositionals: true, strict: true, options: {
-      venv: { type: 'string' }, python: { type: 'string' }, force: { type: 'boolean' }, json: { type: 'boolean' },
-      'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
-    } });
-  } catch (e) { process.stderr.write(`agl engine: ${(e as Error).message}\n\n${HELP}`); return 2; }
+    a = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        venv: { type: 'string' },
+        python: { type: 'string' },
+        force: { type: 'boolean' },
+        json: { type: 'boolean' },
+        'data-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (e) {
+    process.stderr.write(`agl engine: ${(e as Error).message}\n\n${HELP}`);
+    return 2;
+  }
   const [cmd, what] = a.positionals;
-  if (a.values.help || !cmd) { process.stdout.write(HELP); return a.values.help ? 0 : 2; }
+  if (a.values.help || !cmd) {
+    process.stdout.write(HELP);
+    return a.values.help ? 0 : 2;
+  }
   const dataDir = resolveDataDir(a.values['data-dir']);
   if (cmd === 'install') {
-    if (what !== 'torch') { process.stderr.write(`agl engine install: the engine to install is 'torch' (the tfjs engine comes with agl)\n`); return 2; }
+    if (what !== 'torch') {
+      process.stderr.write(`agl engine install: the engine to install is 'torch' (the tfjs engine comes with agl)\n`);
+      return 2;
+    }
     const venv = a.values.venv ?? defaultTorchVenv(dataDir);
     process.stderr.write(`agl engine: installing ${TORCH_REQUIREMENTS} into ${venv}\n`);
     const py = await installTorchEnv(venv, { python: a.values.python, force: a.values.force, log: (l) => process.stderr.write(`  ${l}\n`) });
     const d = torchDoctor(py);
     if (d.error) throw new Error(`the new venv does not run the engine: ${d.error}`);
-    process.stdout.write(`agl engine: torch ${d.torch}, transformers ${d.transformers} in ${venv}\n`
-      + `${a.values.venv ? `use it with --python ${py} (or AGL_PYTHON=${py})` : 'agl train --engine torch uses it from now on'}\n`);
+    process.stdout.write(
+      `agl engine: torch ${d.torch}, transformers ${d.transformers} in ${venv}\n` +
+        `${a.values.venv ? `use it with --python ${py} (or AGL_PYTHON=${py})` : 'agl train --engine torch uses it from now on'}\n`,
+    );
     return 0;
   }
   if (cmd === 'status') {
     const { python, source } = resolveTorchPython(a.values.python, dataDir);
     const d = torchDoctor(python);
-    if (a.values.json) { process.stdout.write(`${JSON.stringify({ python, source, ...d }, null, 2)}\n`); return d.error || (d.missing as string[])?.length ? 1 : 0; }
+    if (a.values.json) {
+      process.stdout.write(`${JSON.stringify({ python, source, ...d }, null, 2)}\n`);
+      return d.error || (d.missing as string[])?.length ? 1 : 0;
+    }
     process.stdout.write(`${torchReport(python, source, d).join('\n')}\n`);
     return d.error || (d.missing as string[])?.length ? 1 : 0;
   }
@@ -61,9 +84,11 @@ export function torchReport(python: string, source: string, d: Record<string, un
   lines.push(`  python ${d.python}, torch ${d.torch ?? 'MISSING'}, transformers ${d.transformers ?? 'MISSING'}, trl ${d.trl ?? '-'}, peft ${d.peft ?? '-'}`);
   if (d.torch) {
     const gpus = (d.gpus as string[]) ?? [];
-    lines.push(d.cudaAvailable
-      ? `  device: cuda (CUDA ${d.cuda}): ${gpus.length} GPU${gpus.length === 1 ? '' : 's'}: ${gpus.join(', ')}; --device cuda --procs up to ${gpus.length}`
-      : `  device: cpu (${d.cuda ? `CUDA ${d.cuda} build, but no GPU is visible` : 'a CPU-only build of torch'}), ${d.threads} threads; --procs N runs N ranks on the CPU`);
+    lines.push(
+      d.cudaAvailable
+        ? `  device: cuda (CUDA ${d.cuda}): ${gpus.length} GPU${gpus.length === 1 ? '' : 's'}: ${gpus.join(', ')}; --device cuda --procs up to ${gpus.length}`
+        : `  device: cpu (${d.cuda ? `CUDA ${d.cuda} build, but no GPU is visible` : 'a CPU-only build of torch'}), ${d.threads} threads; --procs N runs N ranks on the CPU`,
+    );
     lines.push(`  ranks: torchrun + DDP over ${((d.backends as string[]) ?? []).join(', ') || 'no distributed backend'}`);
   }
   if (missing.length) lines.push(`  missing: ${missing.join(', ')}: ${INSTALL_HINT}`);

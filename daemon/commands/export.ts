@@ -26,7 +26,11 @@ Writes the transitions of a training run (default: the latest) as JSON lines:
 function text(span: Span | undefined, key: string): unknown {
   const v = span?.attributes[key];
   if (typeof v !== 'string') return null;
-  try { return JSON.parse(v); } catch { return v; }
+  try {
+    return JSON.parse(v);
+  } catch {
+    return v;
+  }
 }
 
 export async function exportTransitions(store: LightningStore, runId: string, write: (line: string) => void): Promise<number> {
@@ -41,14 +45,16 @@ export async function exportTransitions(store: LightningStore, runId: string, wr
       spansByRollout.set(t.rolloutId, spans);
     }
     const s = spans.get(t.spanId);
-    write(`${JSON.stringify({
-      ...t,
-      promptTokenIds: numberArrayAttr(s?.attributes[AGL.promptTokenIds]),
-      completionTokenIds: numberArrayAttr(s?.attributes[AGL.completionTokenIds]),
-      completionLogprobs: numberArrayAttr(s?.attributes[AGL.completionLogprobs]),
-      prompt: text(s, GENAI.inputMessages),
-      completion: text(s, GENAI.outputMessages),
-    })}\n`);
+    write(
+      `${JSON.stringify({
+        ...t,
+        promptTokenIds: numberArrayAttr(s?.attributes[AGL.promptTokenIds]),
+        completionTokenIds: numberArrayAttr(s?.attributes[AGL.completionTokenIds]),
+        completionLogprobs: numberArrayAttr(s?.attributes[AGL.completionLogprobs]),
+        prompt: text(s, GENAI.inputMessages),
+        completion: text(s, GENAI.outputMessages),
+      })}\n`,
+    );
     n++;
   }
   return n;
@@ -57,28 +63,51 @@ export async function exportTransitions(store: LightningStore, runId: string, wr
 export async function run(argv: string[]): Promise<number> {
   let a;
   try {
-    a = parseArgs({ args: argv, strict: true, options: {
-      format: { type: 'string', default: 'jsonl' }, run: { type: 'string' }, out: { type: 'string' },
-      'data-dir': { type: 'string' }, store: { type: 'string' }, help: { type: 'boolean', short: 'h' },
-    } }).values;
-  } catch (e) { process.stderr.write(`agl export: ${(e as Error).message}\n\n${HELP}`); return 2; }
-  if (a.help) { process.stdout.write(HELP); return 0; }
-  if (a.format !== 'jsonl') { process.stderr.write(`agl export: --format ${a.format} is not supported; use --format jsonl\n`); return 2; }
+    a = parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        format: { type: 'string', default: 'jsonl' },
+        run: { type: 'string' },
+        out: { type: 'string' },
+        'data-dir': { type: 'string' },
+        store: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }).values;
+  } catch (e) {
+    process.stderr.write(`agl export: ${(e as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  if (a.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (a.format !== 'jsonl') {
+    process.stderr.write(`agl export: --format ${a.format} is not supported; use --format jsonl\n`);
+    return 2;
+  }
   const store = await openStore(a.store ?? process.env.AGL_STORE ?? { dataDir: resolveDataDir(a['data-dir']) });
   try {
     let runId = a.run;
     if (!runId) {
       const runs = await store.listTrainingRuns();
       const latest = runs.sort((x, y) => y.createdAt - x.createdAt)[0];
-      if (!latest) { process.stderr.write('agl export: this store has no training runs yet (run `agl train` first)\n'); return 1; }
+      if (!latest) {
+        process.stderr.write('agl export: this store has no training runs yet (run `agl train` first)\n');
+        return 1;
+      }
       runId = latest.id;
     } else if (!(await store.getTrainingRun(runId))) {
-      process.stderr.write(`agl export: no training run '${runId}' in this store\n`); return 1;
+      process.stderr.write(`agl export: no training run '${runId}' in this store\n`);
+      return 1;
     }
     const out = a.out ? createWriteStream(a.out) : process.stdout;
     const n = await exportTransitions(store, runId, (line) => out.write(line));
     if (a.out) await new Promise<void>((res, rej) => (out as ReturnType<typeof createWriteStream>).end((e?: Error | null) => (e ? rej(e) : res())));
     process.stderr.write(`agl export: ${n} transitions of run ${runId}${a.out ? ` -> ${a.out}` : ''}\n`);
     return 0;
-  } finally { await store.close(); }
+  } finally {
+    await store.close();
+  }
 }

@@ -10,7 +10,9 @@ export const summary = 'language server (stdio) serving CodeLens with reward sta
 
 export async function run(argv: string[]): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stderr.write('usage: agl lsp [--stdio]\n  Language server over stdin/stdout. The daemon endpoint comes from the client (initializationOptions.daemon).\n');
+    process.stderr.write(
+      'usage: agl lsp [--stdio]\n  Language server over stdin/stdout. The daemon endpoint comes from the client (initializationOptions.daemon).\n',
+    );
     return 0;
   }
   const unknown = argv.filter((a) => a !== '--stdio' && !a.startsWith('--clientProcessId'));

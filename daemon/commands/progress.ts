@@ -4,16 +4,22 @@ export class Progress {
   private readonly tty = Boolean(process.stderr.isTTY);
   private readonly started = Date.now();
 
-  constructor(private readonly label: string, private total: number) {}
+  constructor(
+    private readonly label: string,
+    private total: number,
+  ) {}
 
-  setTotal(total: number): void { this.total = total; }
+  setTotal(total: number): void {
+    this.total = total;
+  }
 
   update(done: number, note = ''): void {
     const now = Date.now();
     if (!this.tty && now - this.lastDraw < 10_000 && done < this.total) return;
     if (this.tty && now - this.lastDraw < 100 && done < this.total) return;
     this.lastDraw = now;
-    const width = 24, frac = this.total > 0 ? Math.min(1, done / this.total) : 0;
+    const width = 24,
+      frac = this.total > 0 ? Math.min(1, done / this.total) : 0;
     const bar = '#'.repeat(Math.round(frac * width)).padEnd(width, '-');
     const secs = (now - this.started) / 1000;
     const eta = done > 0 && done < this.total ? ` eta ${fmt((secs / done) * (this.total - done))}` : '';
@@ -22,12 +28,18 @@ export class Progress {
   }
 
   /** Prints a message above the bar. */
-  log(message: string): void { process.stderr.write(this.tty ? `\r\x1b[K${message}\n` : `${message}\n`); this.lastDraw = 0; }
+  log(message: string): void {
+    process.stderr.write(this.tty ? `\r\x1b[K${message}\n` : `${message}\n`);
+    this.lastDraw = 0;
+  }
 
-  done(): void { if (this.tty) process.stderr.write('\n'); }
+  done(): void {
+    if (this.tty) process.stderr.write('\n');
+  }
 }
 
 function fmt(s: number): string {
-  const m = Math.floor(s / 60), r = Math.round(s % 60);
+  const m = Math.floor(s / 60),
+    r = Math.round(s % 60);
   return m > 0 ? `${m}m${String(r).padStart(2, '0')}s` : `${r}s`;
 }

@@ -49,13 +49,29 @@ export function rewardCurveOption(curve: RewardCurve): echarts.EChartsCoreOption
     legend: { top: 6, itemWidth: 22, itemGap: 40, textStyle: { fontSize: 12, color: '#333' }, data: [TRAIN_SERIES, VAL_SERIES] },
     grid: { left: 70, right: 28, top: 44, bottom: 58 },
     xAxis: {
-      type: 'value', name: 'training step (policy updates)', nameLocation: 'middle', nameGap: 32, nameTextStyle: axisName,
-      min: 0, max: Math.max(1, ...steps), minInterval: 1, axisLine, splitLine: { show: false }, axisLabel: { color: '#444', fontSize: 12 },
+      type: 'value',
+      name: 'training step (policy updates)',
+      nameLocation: 'middle',
+      nameGap: 32,
+      nameTextStyle: axisName,
+      min: 0,
+      max: Math.max(1, ...steps),
+      minInterval: 1,
+      axisLine,
+      splitLine: { show: false },
+      axisLabel: { color: '#444', fontSize: 12 },
     },
     yAxis: {
-      type: 'value', name: 'mean final reward per rollout', nameLocation: 'middle', nameGap: 46, nameTextStyle: axisName,
-      min: Math.min(0, ...rewards), max: Math.max(1, ...rewards), axisLine: { show: true, ...axisLine },
-      splitLine: { lineStyle: { color: '#e8e8e8' } }, axisLabel: { color: '#444', fontSize: 12, formatter: (v: number) => v.toFixed(1) },
+      type: 'value',
+      name: 'mean final reward per rollout',
+      nameLocation: 'middle',
+      nameGap: 46,
+      nameTextStyle: axisName,
+      min: Math.min(0, ...rewards),
+      max: Math.max(1, ...rewards),
+      axisLine: { show: true, ...axisLine },
+      splitLine: { lineStyle: { color: '#e8e8e8' } },
+      axisLabel: { color: '#444', fontSize: 12, formatter: (v: number) => v.toFixed(1) },
     },
     series: [
       { name: TRAIN_SERIES, type: 'line', data: train, color: TRAIN_COLOR, symbol: 'circle', symbolSize: 4, lineStyle: { width: 2 } },
@@ -70,7 +86,9 @@ export function optionToSvg(option: echarts.EChartsCoreOption, size: ChartSize):
   try {
     chart.setOption(option);
     return chart.renderToSVGString();
-  } finally { chart.dispose(); }
+  } finally {
+    chart.dispose();
+  }
 }
 
 function fontFile(): string {

@@ -21,32 +21,67 @@ Connects to the local daemon (--data-dir DIR, default ~/.agent-lightning) or --u
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
-    args: argv, strict: true, allowPositionals: true,
+    args: argv,
+    strict: true,
+    allowPositionals: true,
     options: {
-      task: { type: 'string' }, mode: { type: 'string', default: 'test' }, timeout: { type: 'string' }, json: { type: 'boolean' },
-      url: { type: 'string' }, token: { type: 'string' }, 'data-dir': { type: 'string' }, python: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      task: { type: 'string' },
+      mode: { type: 'string', default: 'test' },
+      timeout: { type: 'string' },
+      json: { type: 'boolean' },
+      url: { type: 'string' },
+      token: { type: 'string' },
+      'data-dir': { type: 'string' },
+      python: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
-  if (values.help) { process.stdout.write(HELP); return 0; }
-  if (positionals.length !== 1) { process.stderr.write(`agl rollout: give exactly one agent\n${HELP}`); return 2; }
-  if (!(ROLLOUT_MODES as readonly string[]).includes(values.mode!)) { process.stderr.write(`agl rollout: --mode must be one of ${ROLLOUT_MODES.join(', ')}\n`); return 2; }
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (positionals.length !== 1) {
+    process.stderr.write(`agl rollout: give exactly one agent\n${HELP}`);
+    return 2;
+  }
+  if (!(ROLLOUT_MODES as readonly string[]).includes(values.mode!)) {
+    process.stderr.write(`agl rollout: --mode must be one of ${ROLLOUT_MODES.join(', ')}\n`);
+    return 2;
+  }
   let task: unknown = null;
   if (values.task !== undefined) {
-    try { task = JSON.parse(values.task); } catch { task = values.task; }
+    try {
+      task = JSON.parse(values.task);
+    } catch {
+      task = values.task;
+    }
   }
   const timeoutSeconds = values.timeout === undefined ? null : Number(values.timeout);
-  if (timeoutSeconds !== null && !(timeoutSeconds > 0)) { process.stderr.write(`agl rollout: --timeout must be a positive number of seconds, got '${values.timeout}'\n`); return 2; }
+  if (timeoutSeconds !== null && !(timeoutSeconds > 0)) {
+    process.stderr.write(`agl rollout: --timeout must be a positive number of seconds, got '${values.timeout}'\n`);
+    return 2;
+  }
   const agent = storedAgentId(positionals[0]); // the stable id, whatever the working directory (protocol/agent-id.ts)
   const conn = connect(values);
-  const claim = await conn.client.startRollout({ input: task, agent, mode: values.mode as RolloutMode, config: timeoutSeconds ? { timeoutSeconds } : {} }, `agl-rollout-${process.pid}`);
+  const claim = await conn.client.startRollout(
+    { input: task, agent, mode: values.mode as RolloutMode, config: timeoutSeconds ? { timeoutSeconds } : {} },
+    `agl-rollout-${process.pid}`,
+  );
   const workers = new Map<string, WorkerProcess>();
   let result;
   try {
-    result = await executeClaim(claim, (kind) => {
-      let w = workers.get(kind);
-      if (!w) { w = new WorkerProcess(kind, { daemonUrl: conn.url, token: conn.token, cwd: process.cwd(), python: values.python }); workers.set(kind, w); }
-      return w;
-    }, { client: conn.client, daemonUrl: conn.url, cwd: process.cwd(), log: (m) => process.stderr.write(`${m}\n`) });
+    result = await executeClaim(
+      claim,
+      (kind) => {
+        let w = workers.get(kind);
+        if (!w) {
+          w = new WorkerProcess(kind, { daemonUrl: conn.url, token: conn.token, cwd: process.cwd(), python: values.python });
+          workers.set(kind, w);
+        }
+        return w;
+      },
+      { client: conn.client, daemonUrl: conn.url, cwd: process.cwd(), log: (m) => process.stderr.write(`${m}\n`) },
+    );
   } finally {
     await Promise.all([...workers.values()].map((w) => w.stop()));
   }
@@ -54,7 +89,9 @@ export async function run(argv: string[]): Promise<number> {
   const attempts = await conn.client.getAttempts(claim.rollout.id);
   const status = result.rollout?.status ?? 'unknown';
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ rollout: result.rollout, attempts, spans, reward: result.outcome.reward, result: result.outcome.result ?? null })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ rollout: result.rollout, attempts, spans, reward: result.outcome.reward, result: result.outcome.result ?? null })}\n`,
+    );
   } else {
     process.stdout.write(`rollout ${claim.rollout.id}  attempt ${claim.attempt.id}  agent ${agent}\n\n`);
     process.stdout.write(`${formatSpanTree(spans)}\n\n`);

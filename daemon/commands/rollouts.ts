@@ -24,34 +24,75 @@ const SHOW_SPAN_LIMIT = 10_000;
 const ago = (t: number | null) => {
   if (t == null) return '-';
   const s = Math.max(0, (Date.now() - t) / 1000);
-  return s < 60 ? `${s.toFixed(0)}s ago` : s < 3600 ? `${(s / 60).toFixed(0)}m ago` : s < 86400 ? `${(s / 3600).toFixed(1)}h ago` : `${(s / 86400).toFixed(1)}d ago`;
+  return s < 60
+    ? `${s.toFixed(0)}s ago`
+    : s < 3600
+      ? `${(s / 60).toFixed(0)}m ago`
+      : s < 86400
+        ? `${(s / 3600).toFixed(1)}h ago`
+        : `${(s / 86400).toFixed(1)}d ago`;
 };
 const clip = (s: string, n: number) => (s.length > n ? s.slice(0, n - 1) + '…' : s);
 
 function table(rows: string[][]): string {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(widths[i]))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 async function list(argv: string[]): Promise<number> {
   const { values } = parseArgs({
-    args: argv, strict: true,
-    options: { status: { type: 'string' }, mode: { type: 'string' }, agent: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, json: { type: 'boolean' }, 'data-dir': { type: 'string' } },
+    args: argv,
+    strict: true,
+    options: {
+      status: { type: 'string' },
+      mode: { type: 'string' },
+      agent: { type: 'string' },
+      limit: { type: 'string' },
+      cursor: { type: 'string' },
+      json: { type: 'boolean' },
+      'data-dir': { type: 'string' },
+    },
   });
   const client = AglClient.fromDataDir(resolveDataDir(values['data-dir']));
   const status = values.status?.split(',').filter(Boolean);
   const badStatus = status?.find((s) => !(ROLLOUT_STATUSES as readonly string[]).includes(s));
-  if (badStatus) { process.stderr.write(`agl rollouts list: unknown --status '${badStatus}' (one of ${ROLLOUT_STATUSES.join(', ')})\n`); return 2; }
+  if (badStatus) {
+    process.stderr.write(`agl rollouts list: unknown --status '${badStatus}' (one of ${ROLLOUT_STATUSES.join(', ')})\n`);
+    return 2;
+  }
   if (values.mode && !(ROLLOUT_MODES as readonly string[]).includes(values.mode)) {
-    process.stderr.write(`agl rollouts list: unknown --mode '${values.mode}' (one of ${ROLLOUT_MODES.join(', ')})\n`); return 2;
+    process.stderr.write(`agl rollouts list: unknown --mode '${values.mode}' (one of ${ROLLOUT_MODES.join(', ')})\n`);
+    return 2;
   }
   const limit = values.limit === undefined ? 20 : Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1) { process.stderr.write(`agl rollouts list: --limit must be a positive integer, got '${values.limit}'\n`); return 2; }
+  if (!Number.isInteger(limit) || limit < 1) {
+    process.stderr.write(`agl rollouts list: --limit must be a positive integer, got '${values.limit}'\n`);
+    return 2;
+  }
   const page = await client.queryRollouts({
-    status: status as RolloutStatus[] | undefined, mode: values.mode as RolloutMode | undefined, agent: values.agent, limit, cursor: values.cursor,
+    status: status as RolloutStatus[] | undefined,
+    mode: values.mode as RolloutMode | undefined,
+    agent: values.agent,
+    limit,
+    cursor: values.cursor,
   });
-  if (values.json) { process.stdout.write(JSON.stringify(page) + '\n'); return 0; }
-  if (page.items.length === 0) { process.stdout.write('no rollouts match\n'); return 0; }
+  if (values.json) {
+    process.stdout.write(JSON.stringify(page) + '\n');
+    return 0;
+  }
+  if (page.items.length === 0) {
+    process.stdout.write('no rollouts match\n');
+    return 0;
+  }
   const rows = [['ID', 'STATUS', 'MODE', 'AGENT', 'ATTEMPTS', 'CREATED', 'INPUT']];
   for (const r of page.items) {
     rows.push([r.id, r.status, r.mode, clip(r.agent ?? '-', 40), String(r.attemptCount), ago(r.createdAt), clip(JSON.stringify(r.input) ?? '', 50)]);
@@ -75,7 +116,9 @@ function showText(rollout: Rollout, attempts: Attempt[], spans: Span[]): string 
   for (const a of attempts) {
     const n = spans.filter((s) => s.attemptId === a.id).length;
     const took = a.endedAt ? `${((a.endedAt - a.startedAt) / 1000).toFixed(2)}s` : `running ${ago(a.startedAt)}`;
-    lines.push(`  #${a.sequence} ${a.id}  ${a.status.padEnd(12)} worker ${a.workerId ?? '-'}  ${took}  ${n} spans${a.error ? `  error: ${clip(a.error.message, 120)}` : ''}`);
+    lines.push(
+      `  #${a.sequence} ${a.id}  ${a.status.padEnd(12)} worker ${a.workerId ?? '-'}  ${took}  ${n} spans${a.error ? `  error: ${clip(a.error.message, 120)}` : ''}`,
+    );
   }
   const byName = new Map<string, number>();
   for (const s of spans) byName.set(s.name, (byName.get(s.name) ?? 0) + 1);
@@ -91,14 +134,28 @@ function showText(rollout: Rollout, attempts: Attempt[], spans: Span[]): string 
 }
 
 async function show(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, strict: true, allowPositionals: true, options: { json: { type: 'boolean' }, 'data-dir': { type: 'string' } } });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: true,
+    options: { json: { type: 'boolean' }, 'data-dir': { type: 'string' } },
+  });
   const id = positionals[0];
-  if (!id) { process.stderr.write('agl rollouts show: give a rollout id (agl rollouts list shows them)\n'); return 2; }
+  if (!id) {
+    process.stderr.write('agl rollouts show: give a rollout id (agl rollouts list shows them)\n');
+    return 2;
+  }
   const client = AglClient.fromDataDir(resolveDataDir(values['data-dir']));
   const rollout = await client.getRollout(id);
-  if (!rollout) { process.stderr.write(`agl rollouts show: no rollout '${id}' (agl rollouts list shows the ids)\n`); return 1; }
+  if (!rollout) {
+    process.stderr.write(`agl rollouts show: no rollout '${id}' (agl rollouts list shows the ids)\n`);
+    return 1;
+  }
   const [attempts, spans] = await Promise.all([client.getAttempts(id), client.querySpans({ rolloutId: id, limit: SHOW_SPAN_LIMIT })]);
-  if (values.json) { process.stdout.write(JSON.stringify({ rollout, attempts, spans }) + '\n'); return 0; }
+  if (values.json) {
+    process.stdout.write(JSON.stringify({ rollout, attempts, spans }) + '\n');
+    return 0;
+  }
   process.stdout.write(showText(rollout, attempts, spans));
   return 0;
 }
@@ -109,11 +166,17 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(HELP);
     return sub ? 0 : 2;
   }
-  if (sub !== 'list' && sub !== 'show') { process.stderr.write(`agl rollouts: unknown subcommand '${sub}' (list or show)\n\n${HELP}`); return 2; }
+  if (sub !== 'list' && sub !== 'show') {
+    process.stderr.write(`agl rollouts: unknown subcommand '${sub}' (list or show)\n\n${HELP}`);
+    return 2;
+  }
   try {
     return sub === 'list' ? await list(rest) : await show(rest);
   } catch (err) {
-    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) { process.stderr.write(`agl rollouts ${sub}: ${(err as Error).message}\n`); return 2; }
+    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`agl rollouts ${sub}: ${(err as Error).message}\n`);
+      return 2;
+    }
     throw err;
   }
 }

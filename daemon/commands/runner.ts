@@ -22,25 +22,55 @@ Connects to the local daemon (--data-dir DIR) or to --url URL --token T (AGL_URL
 
 export async function run(argv: string[]): Promise<number> {
   const { values } = parseArgs({
-    args: argv, strict: true,
+    args: argv,
+    strict: true,
     options: {
-      workers: { type: 'string', default: '4' }, agent: { type: 'string' }, timeout: { type: 'string' }, grace: { type: 'string', default: '30' },
-      'per-process': { type: 'string', default: '1' }, python: { type: 'string' }, url: { type: 'string' }, token: { type: 'string' }, 'data-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      workers: { type: 'string', default: '4' },
+      agent: { type: 'string' },
+      timeout: { type: 'string' },
+      grace: { type: 'string', default: '30' },
+      'per-process': { type: 'string', default: '1' },
+      python: { type: 'string' },
+      url: { type: 'string' },
+      token: { type: 'string' },
+      'data-dir': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
-  if (values.help) { process.stdout.write(HELP); return 0; }
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
   const workers = Number(values.workers);
-  if (!Number.isInteger(workers) || workers < 1 || workers > 4096) { process.stderr.write(`agl runner: --workers must be an integer from 1 to 4096, got '${values.workers}'\n`); return 2; }
+  if (!Number.isInteger(workers) || workers < 1 || workers > 4096) {
+    process.stderr.write(`agl runner: --workers must be an integer from 1 to 4096, got '${values.workers}'\n`);
+    return 2;
+  }
   const timeout = values.timeout === undefined ? null : Number(values.timeout);
-  if (timeout !== null && !(timeout > 0)) { process.stderr.write(`agl runner: --timeout must be a positive number of seconds\n`); return 2; }
+  if (timeout !== null && !(timeout > 0)) {
+    process.stderr.write(`agl runner: --timeout must be a positive number of seconds\n`);
+    return 2;
+  }
   const grace = Number(values.grace);
   const perProcess = Number(values['per-process']);
-  if (!Number.isInteger(perProcess) || perProcess < 1) { process.stderr.write(`agl runner: --per-process must be a positive integer, got '${values['per-process']}'\n`); return 2; }
+  if (!Number.isInteger(perProcess) || perProcess < 1) {
+    process.stderr.write(`agl runner: --per-process must be a positive integer, got '${values['per-process']}'\n`);
+    return 2;
+  }
   // Claims match stored ids, which are stable ids (protocol/agent-id.ts): name the agent the same way.
   const agent = values.agent === undefined ? undefined : storedAgentId(values.agent);
   const conn = connect(values);
   await conn.client.health(); // fail fast, with the client's message, when the daemon is unreachable
-  const runner = new Runner({ client: conn.client, daemonUrl: conn.url, token: conn.token, workers, agent, defaultTimeoutSeconds: timeout, python: values.python, jobsPerProcess: perProcess });
+  const runner = new Runner({
+    client: conn.client,
+    daemonUrl: conn.url,
+    token: conn.token,
+    workers,
+    agent,
+    defaultTimeoutSeconds: timeout,
+    python: values.python,
+    jobsPerProcess: perProcess,
+  });
   runner.start();
   process.stderr.write(`agl runner: ${workers} worker(s) claiming rollouts from ${conn.url}${agent ? ` (agent ${agent})` : ''}; Ctrl-C to stop\n`);
   const report = setInterval(() => process.stderr.write(`agl runner: ${runner.completed} succeeded, ${runner.failed} failed\n`), 60_000);
@@ -48,7 +78,11 @@ export async function run(argv: string[]): Promise<number> {
   await new Promise<void>((resolve) => {
     let stopping = false;
     const onSignal = (sig: string) => {
-      if (stopping) { process.stderr.write(`agl runner: ${sig} again, killing running rollouts\n`); void runner.stop(0); return; }
+      if (stopping) {
+        process.stderr.write(`agl runner: ${sig} again, killing running rollouts\n`);
+        void runner.stop(0);
+        return;
+      }
       stopping = true;
       process.stderr.write(`agl runner: ${sig}: no new rollouts; waiting up to ${grace}s for running ones\n`);
       void runner.stop(grace * 1000).then(resolve);

@@ -59,7 +59,9 @@ export function packageVersion(): string {
     try {
       const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
       if (pkg.name === 'agent-lightning-vscode') return String(pkg.version);
-    } catch { /* keep looking upward */ }
+    } catch {
+      /* keep looking upward */
+    }
     if (dirname(dir) === dir) return '0.0.0';
   }
 }
@@ -73,9 +75,11 @@ async function answersAs(url: string, pid: number): Promise<boolean> {
 }
 
 function portTakenMessage(host: string, port: number): string {
-  return `agl serve: port ${port} on ${host} is already in use.\n` +
+  return (
+    `agl serve: port ${port} on ${host} is already in use.\n` +
     `  Another agl daemon? \`agl status\` tells. Otherwise pick a free port: \`agl serve --port 0\` (any free port)\n` +
-    `  or \`agl serve --port ${port === DEFAULT_PORT ? DEFAULT_PORT + 1 : port + 1}\`.\n`;
+    `  or \`agl serve --port ${port === DEFAULT_PORT ? DEFAULT_PORT + 1 : port + 1}\`.\n`
+  );
 }
 
 /**
@@ -90,8 +94,13 @@ class ServedPolicy {
   private loadedAt: number | null = null;
   private reloads = 0;
 
-  constructor(private spec: string, private readonly backend: string | undefined, private readonly engine: EngineConfig,
-    private readonly dataDir: string, private readonly log: (m: string) => void) {}
+  constructor(
+    private spec: string,
+    private readonly backend: string | undefined,
+    private readonly engine: EngineConfig,
+    private readonly dataDir: string,
+    private readonly log: (m: string) => void,
+  ) {}
 
   private open(spec: string): Promise<PolicyModel> {
     const opts = engineOptions(this.engine, { dataDir: this.dataDir, log: (line) => this.log(`engine: ${line}`) });
@@ -100,13 +109,28 @@ class ServedPolicy {
 
   get(): Promise<PolicyModel> {
     this.loading ??= this.open(this.spec)
-      .then((p) => { this.log(`policy ${this.spec} loaded (${p.backend})`); this.loaded = p; this.loadedAt = Date.now(); return p; })
-      .catch((err) => { this.loading = null; throw new Error(`cannot load the policy --model ${this.spec}: ${(err as Error).message}`); });
+      .then((p) => {
+        this.log(`policy ${this.spec} loaded (${p.backend})`);
+        this.loaded = p;
+        this.loadedAt = Date.now();
+        return p;
+      })
+      .catch((err) => {
+        this.loading = null;
+        throw new Error(`cannot load the policy --model ${this.spec}: ${(err as Error).message}`);
+      });
     return this.loading;
   }
 
   describe(): PolicyInfo {
-    return { spec: this.spec, engine: this.engine.kind, name: this.loaded?.name ?? null, backend: this.loaded?.backend ?? null, loadedAt: this.loadedAt, reloads: this.reloads };
+    return {
+      spec: this.spec,
+      engine: this.engine.kind,
+      name: this.loaded?.name ?? null,
+      backend: this.loaded?.backend ?? null,
+      loadedAt: this.loadedAt,
+      reloads: this.reloads,
+    };
   }
 
   async load(dir: string): Promise<PolicyInfo> {
@@ -126,10 +150,26 @@ class ServedPolicy {
 
 /** Publishes an upstream LLM resource as the latest resources, unless the latest already is exactly that. */
 async function publishUpstream(store: LightningStore, daemonUrl: string, upstreamUrl: string, model: string) {
-  const llm = { type: 'llm' as const, endpoint: `${daemonUrl}/v1`, model, backend: 'upstream' as const, upstreamUrl, apiKeyEnv: 'OPENAI_API_KEY', samplingParams: {} };
+  const llm = {
+    type: 'llm' as const,
+    endpoint: `${daemonUrl}/v1`,
+    model,
+    backend: 'upstream' as const,
+    upstreamUrl,
+    apiKeyEnv: 'OPENAI_API_KEY',
+    samplingParams: {},
+  };
   const latest = await store.getLatestResources();
   const same = latest?.resources.llm;
-  if (latest && same?.type === 'llm' && same.backend === 'upstream' && same.upstreamUrl === upstreamUrl && same.model === model && same.endpoint === llm.endpoint) return latest;
+  if (
+    latest &&
+    same?.type === 'llm' &&
+    same.backend === 'upstream' &&
+    same.upstreamUrl === upstreamUrl &&
+    same.model === model &&
+    same.endpoint === llm.endpoint
+  )
+    return latest;
   return store.addResources({ resources: { llm }, metadata: { publishedBy: 'agl serve --upstream' } });
 }
 
@@ -137,20 +177,33 @@ export async function run(argv: string[]): Promise<number> {
   let args;
   try {
     args = parseArgs({
-      args: argv, allowPositionals: false, strict: true,
+      args: argv,
+      allowPositionals: false,
+      strict: true,
       options: {
-        port: { type: 'string' }, host: { type: 'string' }, 'data-dir': { type: 'string' },
-        store: { type: 'string' }, 'body-limit': { type: 'string' }, help: { type: 'boolean', short: 'h' },
-        model: { type: 'string' }, backend: { type: 'string' }, ...ENGINE_PARSE_OPTIONS,
-        upstream: { type: 'string' }, 'upstream-model': { type: 'string' },
-        'allowed-host': { type: 'string', multiple: true }, 'upstream-key-env': { type: 'string', multiple: true },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'data-dir': { type: 'string' },
+        store: { type: 'string' },
+        'body-limit': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        model: { type: 'string' },
+        backend: { type: 'string' },
+        ...ENGINE_PARSE_OPTIONS,
+        upstream: { type: 'string' },
+        'upstream-model': { type: 'string' },
+        'allowed-host': { type: 'string', multiple: true },
+        'upstream-key-env': { type: 'string', multiple: true },
       },
     }).values;
   } catch (err) {
     process.stderr.write(`agl serve: ${(err as Error).message}\n\n${HELP}`);
     return 2;
   }
-  if (args.help) { process.stdout.write(HELP); return 0; }
+  if (args.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
 
   const portText = args.port ?? process.env.AGL_PORT ?? String(DEFAULT_PORT);
   const port = Number(portText);
@@ -160,14 +213,24 @@ export async function run(argv: string[]): Promise<number> {
   }
   const host = args.host ?? DEFAULT_HOST;
   const dataDir = resolveDataDir(args['data-dir']);
-  const list = (flag: string[] | undefined, env: string | undefined) => flag ?? (env ? env.split(',').map((x) => x.trim()).filter(Boolean) : undefined);
+  const list = (flag: string[] | undefined, env: string | undefined) =>
+    flag ??
+    (env
+      ? env
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : undefined);
   const allowedHosts = list(args['allowed-host'], process.env.AGL_ALLOWED_HOSTS) ?? [];
   const allowedKeyEnvs = list(args['upstream-key-env'], process.env.AGL_UPSTREAM_KEY_ENV) ?? DEFAULT_KEY_ENVS;
   try {
     ensureWritableDataDir(dataDir);
     makeDataPrivate(dataDir);
   } catch (err) {
-    if (err instanceof DataDirError || err instanceof FileModeError) { process.stderr.write(`agl serve: ${err.message}\n`); return 1; }
+    if (err instanceof DataDirError || err instanceof FileModeError) {
+      process.stderr.write(`agl serve: ${err.message}\n`);
+      return 1;
+    }
     throw err;
   }
 
@@ -178,8 +241,10 @@ export async function run(argv: string[]): Promise<number> {
     previous.stale = true;
   }
   if (previous.running && previous.state?.pid !== process.pid) {
-    process.stderr.write(`agl serve: a daemon is already running for ${dataDir} at ${previous.state?.url} (pid ${previous.state?.pid}).\n` +
-      `  Use it (\`agl status\`), stop it (kill ${previous.state?.pid}), or start another with a different --data-dir.\n`);
+    process.stderr.write(
+      `agl serve: a daemon is already running for ${dataDir} at ${previous.state?.url} (pid ${previous.state?.pid}).\n` +
+        `  Use it (\`agl status\`), stop it (kill ${previous.state?.pid}), or start another with a different --data-dir.\n`,
+    );
     return 1;
   }
   if (previous.stale) {
@@ -187,8 +252,9 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   const storeArg = args.store ?? process.env.AGL_STORE;
-  const spec: StoreSpec = !storeArg || storeArg === 'sqlite' ? { dataDir } : (/^postgres(ql)?:\/\//i.test(storeArg) ? storeArg : resolve(storeArg));
-  const storeLabel = typeof spec === 'string' ? (/^postgres/i.test(spec) ? redactStoreSpec(spec) : `sqlite:${spec}`) : `sqlite:${resolve(dataDir, 'store.sqlite')}`;
+  const spec: StoreSpec = !storeArg || storeArg === 'sqlite' ? { dataDir } : /^postgres(ql)?:\/\//i.test(storeArg) ? storeArg : resolve(storeArg);
+  const storeLabel =
+    typeof spec === 'string' ? (/^postgres/i.test(spec) ? redactStoreSpec(spec) : `sqlite:${spec}`) : `sqlite:${resolve(dataDir, 'store.sqlite')}`;
 
   const { token, path: tokenFile } = loadOrCreateToken(dataDir);
   let store: LightningStore;
@@ -203,14 +269,23 @@ export async function run(argv: string[]): Promise<number> {
     makeDataPrivate(dataDir, storeLabel.startsWith('sqlite:') ? storeLabel.slice('sqlite:'.length) : undefined);
   } catch (err) {
     await store.close();
-    if (err instanceof FileModeError) { process.stderr.write(`agl serve: ${err.message}\n`); return 1; }
+    if (err instanceof FileModeError) {
+      process.stderr.write(`agl serve: ${err.message}\n`);
+      return 1;
+    }
     throw err;
   }
 
   const version = packageVersion();
   const state = new DaemonStateFile(dataDir, { tokenPath: tokenFile, store: storeLabel, version });
   const ctx = createServerContext({
-    store, token, dataDir, version, bodyLimit: args['body-limit'] ?? '16mb', allowedHosts, allowedKeyEnvs,
+    store,
+    token,
+    dataDir,
+    version,
+    bodyLimit: args['body-limit'] ?? '16mb',
+    allowedHosts,
+    allowedKeyEnvs,
     log: (m) => process.stderr.write(`agl: ${m}\n`),
     onAgentSeen: (agent) => state.noteAgent(agent),
     knownAgents: () => state.knownAgents(),
@@ -218,8 +293,18 @@ export async function run(argv: string[]): Promise<number> {
   installLastResortGuard(ctx.log);
   const modelSpec = args.model ?? process.env.AGL_POLICY;
   let engine: EngineConfig;
-  try { engine = engineFromFlags(args); } catch (err) { await store.close(); process.stderr.write(`agl serve: ${(err as Error).message}\n`); return 2; }
-  if (engine.procs > 1) { await store.close(); process.stderr.write('agl serve: --procs is for training (agl train); serving uses one rank\n'); return 2; }
+  try {
+    engine = engineFromFlags(args);
+  } catch (err) {
+    await store.close();
+    process.stderr.write(`agl serve: ${(err as Error).message}\n`);
+    return 2;
+  }
+  if (engine.procs > 1) {
+    await store.close();
+    process.stderr.write('agl serve: --procs is for training (agl train); serving uses one rank\n');
+    return 2;
+  }
   if (modelSpec) {
     const served = new ServedPolicy(modelSpec, args.backend, engine, dataDir, ctx.log);
     ctx.getPolicy = () => served.get();
@@ -233,7 +318,8 @@ export async function run(argv: string[]): Promise<number> {
     await store.close();
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') process.stderr.write(portTakenMessage(host, port));
-    else if (code === 'EACCES') process.stderr.write(`agl serve: not allowed to listen on ${host}:${port} (EACCES); ports below 1024 need privileges: use --port ${DEFAULT_PORT}\n`);
+    else if (code === 'EACCES')
+      process.stderr.write(`agl serve: not allowed to listen on ${host}:${port} (EACCES); ports below 1024 need privileges: use --port ${DEFAULT_PORT}\n`);
     else if (code === 'EADDRNOTAVAIL') process.stderr.write(`agl serve: ${host} is not an address of this machine (EADDRNOTAVAIL); use --host 127.0.0.1\n`);
     else process.stderr.write(`agl serve: cannot listen on ${host}:${port}: ${(err as Error).message}\n`);
     return 1;
@@ -253,13 +339,18 @@ export async function run(argv: string[]): Promise<number> {
   state.markRunning({ pid: process.pid, url: ctx.url, host, port: boundPort, startedAt: ctx.startedAt });
   process.stdout.write(`agl: listening on ${ctx.url} (store ${storeLabel}; data dir ${dataDir}; token ${tokenFile})\n`);
   if (!/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(host)) {
-    process.stderr.write(`agl serve: listening on ${host}, reachable from other machines: every request still needs the token, but traffic is not encrypted.\n`);
+    process.stderr.write(
+      `agl serve: listening on ${host}, reachable from other machines: every request still needs the token, but traffic is not encrypted.\n`,
+    );
   }
 
   return new Promise<number>((resolveExit) => {
     let stopping = false;
     const stop = async (signal: NodeJS.Signals) => {
-      if (stopping) { process.stderr.write(`agl: ${signal} again: exiting now\n`); process.exit(1); }
+      if (stopping) {
+        process.stderr.write(`agl: ${signal} again: exiting now\n`);
+        process.exit(1);
+      }
       stopping = true;
       process.stderr.write(`agl: ${signal}: stopping (finishing requests in flight)\n`);
       let code = 0;

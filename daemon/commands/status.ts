@@ -24,29 +24,44 @@ function duration(seconds: number): string {
 
 const counts = (byStatus: Record<string, number>) => {
   const total = Object.values(byStatus).reduce((a, b) => a + b, 0);
-  const parts = Object.entries(byStatus).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`);
+  const parts = Object.entries(byStatus)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${k} ${n}`);
   return parts.length ? `${total} (${parts.join(', ')})` : '0';
 };
 
 export async function run(argv: string[]): Promise<number> {
   let args;
   try {
-    args = parseArgs({ args: argv, strict: true, options: { 'data-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } }).values;
+    args = parseArgs({
+      args: argv,
+      strict: true,
+      options: { 'data-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    }).values;
   } catch (err) {
     process.stderr.write(`agl status: ${(err as Error).message}\n\n${HELP}`);
     return 2;
   }
-  if (args.help) { process.stdout.write(HELP); return 0; }
+  if (args.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
   const dataDir = resolveDataDir(args['data-dir']);
   const { state, running, stale } = readDaemonState(dataDir);
-  const out = (o: Record<string, unknown>, text: string) => { process.stdout.write(args.json ? JSON.stringify(o) + '\n' : text); };
+  const out = (o: Record<string, unknown>, text: string) => {
+    process.stdout.write(args.json ? JSON.stringify(o) + '\n' : text);
+  };
 
   if (!state || !running || !state.url) {
-    const why = !state ? 'no daemon has run with this data dir'
-      : stale ? `its process (pid ${state.pid}) is gone: it was killed or crashed; its data is intact`
+    const why = !state
+      ? 'no daemon has run with this data dir'
+      : stale
+        ? `its process (pid ${state.pid}) is gone: it was killed or crashed; its data is intact`
         : 'it was stopped';
-    out({ running: false, dataDir, reason: why, stale },
-      `Agent Lightning daemon: not running (${why})\n  data dir:  ${dataDir}\n  start it:  agl serve${args['data-dir'] ? ` --data-dir ${dataDir}` : ''}\n`);
+    out(
+      { running: false, dataDir, reason: why, stale },
+      `Agent Lightning daemon: not running (${why})\n  data dir:  ${dataDir}\n  start it:  agl serve${args['data-dir'] ? ` --data-dir ${dataDir}` : ''}\n`,
+    );
     return 1;
   }
 
@@ -55,27 +70,43 @@ export async function run(argv: string[]): Promise<number> {
   try {
     health = await client.health();
   } catch (err) {
-    out({ running: false, dataDir, pid: state.pid, url: state.url, reason: (err as Error).message },
+    out(
+      { running: false, dataDir, pid: state.pid, url: state.url, reason: (err as Error).message },
       `Agent Lightning daemon: pid ${state.pid} is alive but ${state.url} does not answer (${(err as Error).message})\n` +
-      `  It may be starting or hung; if it is not agl, remove ${dataDir}/daemon.json.\n`);
+        `  It may be starting or hung; if it is not agl, remove ${dataDir}/daemon.json.\n`,
+    );
     return 1;
   }
   const authed = AglClient.fromDataDir(dataDir, { timeoutMs: 10_000 });
   const stats = await authed.statistics();
-  const info = { running: true, dataDir, url: state.url, pid: health.pid, version: health.version, tokenPath: state.tokenPath, store: state.store, uptimeSeconds: health.uptimeSeconds, statistics: stats, agents: state.agents };
-  out(info, [
-    'Agent Lightning daemon: running',
-    `  url:            ${state.url}`,
-    `  pid:            ${health.pid} (up ${duration(health.uptimeSeconds)}, version ${health.version})`,
-    `  data dir:       ${dataDir}`,
-    `  token file:     ${state.tokenPath}`,
-    `  store:          ${state.store}`,
-    `  rollouts:       ${counts(stats.rollouts)}`,
-    `  attempts:       ${counts(stats.attempts)}`,
-    `  spans:          ${stats.spans}`,
-    `  resources:      ${stats.resources}   workers: ${stats.workers}   training runs: ${stats.trainingRuns}`,
-    `  agents seen:    ${state.agents.length ? state.agents.map((a) => a.agent).join(', ') : 'none yet'}`,
-    '',
-  ].join('\n'));
+  const info = {
+    running: true,
+    dataDir,
+    url: state.url,
+    pid: health.pid,
+    version: health.version,
+    tokenPath: state.tokenPath,
+    store: state.store,
+    uptimeSeconds: health.uptimeSeconds,
+    statistics: stats,
+    agents: state.agents,
+  };
+  out(
+    info,
+    [
+      'Agent Lightning daemon: running',
+      `  url:            ${state.url}`,
+      `  pid:            ${health.pid} (up ${duration(health.uptimeSeconds)}, version ${health.version})`,
+      `  data dir:       ${dataDir}`,
+      `  token file:     ${state.tokenPath}`,
+      `  store:          ${state.store}`,
+      `  rollouts:       ${counts(stats.rollouts)}`,
+      `  attempts:       ${counts(stats.attempts)}`,
+      `  spans:          ${stats.spans}`,
+      `  resources:      ${stats.resources}   workers: ${stats.workers}   training runs: ${stats.trainingRuns}`,
+      `  agents seen:    ${state.agents.length ? state.agents.map((a) => a.agent).join(', ') : 'none yet'}`,
+      '',
+    ].join('\n'),
+  );
   return 0;
 }

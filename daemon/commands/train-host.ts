@@ -14,7 +14,12 @@ import { createServerContext } from '../server/server-context.js';
 import { Watchdog } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 
-export interface TrainingHost { url: string; endpoint: string; runner: Runner | null; close(): Promise<void> }
+export interface TrainingHost {
+  url: string;
+  endpoint: string;
+  runner: Runner | null;
+  close(): Promise<void>;
+}
 
 export interface HostOptions {
   store: LightningStore;
@@ -39,13 +44,20 @@ export async function startTrainingHost(o: HostOptions): Promise<TrainingHost> {
   let runner: Runner | null = null;
   if (o.workers > 0) {
     runner = new Runner({
-      client: new AglClient({ url: ctx.url, token: o.token }), daemonUrl: ctx.url, token: o.token, workers: o.workers,
-      agent: o.agent, pollMs: { min: 20, max: 250 }, log: o.log,
+      client: new AglClient({ url: ctx.url, token: o.token }),
+      daemonUrl: ctx.url,
+      token: o.token,
+      workers: o.workers,
+      agent: o.agent,
+      pollMs: { min: 20, max: 250 },
+      log: o.log,
     });
     runner.start();
   }
   return {
-    url: ctx.url, endpoint: `${ctx.url}/v1`, runner,
+    url: ctx.url,
+    endpoint: `${ctx.url}/v1`,
+    runner,
     async close() {
       if (runner) await runner.stop(5_000);
       await watchdog.stop();

@@ -23,7 +23,8 @@ export function writeReport(dir: string, r: ReportInput): { html: string; png: s
   mkdirSync(dir, { recursive: true });
   const png = join(dir, 'reward-curve.png');
   writeFileSync(png, rewardCurvePng({ train: r.state.train, val: r.state.val }));
-  const before = r.state.val[0]?.reward, after = r.state.val.at(-1)?.reward;
+  const before = r.state.val[0]?.reward,
+    after = r.state.val.at(-1)?.reward;
   const best = r.state.best;
   const rows: [string, string | number][] = [
     ['agent', r.agent],

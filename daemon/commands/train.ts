@@ -41,19 +41,39 @@ function loadTasks(path: string, what: string): Task[] {
 
 /** agl train's flags (protocol/train-options.ts) with the agent; trainAgent takes the same whether from the CLI or code. */
 export type TrainFlags = ProtocolTrainFlags & { agent: string; train: string; val: string };
-export interface TrainOutcome { runId: string; before: number | null; after: number | null; minutes: number; steps: number; report: string; checkpoint: string }
+export interface TrainOutcome {
+  runId: string;
+  before: number | null;
+  after: number | null;
+  minutes: number;
+  steps: number;
+  report: string;
+  checkpoint: string;
+}
 
 export async function run(argv: string[]): Promise<number> {
   let a;
   try {
     a = parseArgs({ args: argv, allowPositionals: true, strict: true, options: parseArgsOptions(TRAIN_OPTIONS) });
-  } catch (e) { process.stderr.write(`agl train: ${(e as Error).message}\n\n${HELP}`); return 2; }
+  } catch (e) {
+    process.stderr.write(`agl train: ${(e as Error).message}\n\n${HELP}`);
+    return 2;
+  }
   const f = a.values;
-  if (f.help) { process.stdout.write(HELP); return 0; }
+  if (f.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
   const agent = a.positionals[0];
-  if (!agent || !f.train || !f.val) { process.stderr.write(`agl train: the agent, --train and --val are required\n\n${HELP}`); return 2; }
+  if (!agent || !f.train || !f.val) {
+    process.stderr.write(`agl train: the agent, --train and --val are required\n\n${HELP}`);
+    return 2;
+  }
   const agentFile = agent.split('#')[0];
-  if (/\.(ts|mts|js|mjs|py)$/.test(agentFile) && !existsSync(resolveAgentFile(agentFile))) { process.stderr.write(`agl train: agent file ${agentFile} not found\n`); return 2; }
+  if (/\.(ts|mts|js|mjs|py)$/.test(agentFile) && !existsSync(resolveAgentFile(agentFile))) {
+    process.stderr.write(`agl train: agent file ${agentFile} not found\n`);
+    return 2;
+  }
   const outcome = await trainAgent({ ...f, agent, train: f.train, val: f.val });
   return outcome ? 0 : 130;
 }
@@ -69,7 +89,10 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
   const store = await openStore(f.store ?? process.env.AGL_STORE ?? { dataDir });
   const controller = new AbortController();
   const opened: PolicyModel[] = []; // engines to stop however the run ends (a torch engine is a child process)
-  const onSignal = () => { process.stderr.write('\nagl train: stopping (the last checkpoint is kept; continue with --resume)\n'); controller.abort(); };
+  const onSignal = () => {
+    process.stderr.write('\nagl train: stopping (the last checkpoint is kept; continue with --resume)\n');
+    controller.abort();
+  };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
@@ -82,7 +105,8 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
     }
     const ckpt = resumeDir ? readCheckpoint(resumeDir) : null;
     const config: TrainConfig = ckpt ? resolveTrainConfig(null, ckpt.config as TrainConfigInput) : resolveTrainConfig(f.config ?? null, overrides);
-    const train = loadTasks(f.train, 'train'), val = loadTasks(f.val, 'val');
+    const train = loadTasks(f.train, 'train'),
+      val = loadTasks(f.val, 'val');
     if (train.length === 0 || val.length === 0) throw new Error('--train and --val need at least one task each');
 
     const modelSpec = ckpt ? ckpt.policyPath : (config.model.init ?? config.model.name);
@@ -90,13 +114,24 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
     if (ckpt) config.engine = resolveTrainConfig(null, { engine: { ...config.engine, ...overrides.engine } }).engine;
     const engineLog = config.engine.kind === 'torch' ? openEngineLog(dataDir) : null;
     const engine = engineOptions(config.engine, { dataDir, log: engineLog?.write });
-    const policy = await openPolicy(modelSpec, { backend: config.runtime.backend, learningRate: config.training.learningRate, seed: config.training.seed, ...engine });
+    const policy = await openPolicy(modelSpec, {
+      backend: config.runtime.backend,
+      learningRate: config.training.learningRate,
+      seed: config.training.seed,
+      ...engine,
+    });
     opened.push(policy);
     // The KL reference is the run's starting point: the same weights the policy started from (for a
     // built-in model that means the same seeded initialisation, not a fresh random one).
-    const reference = config.training.grpo.beta > 0
-      ? await openPolicy(config.model.init ?? config.model.name, { backend: config.runtime.backend, seed: config.training.seed, ...engine, torch: { ...engine.torch, procs: 1 } })
-      : null;
+    const reference =
+      config.training.grpo.beta > 0
+        ? await openPolicy(config.model.init ?? config.model.name, {
+            backend: config.runtime.backend,
+            seed: config.training.seed,
+            ...engine,
+            torch: { ...engine.torch, procs: 1 },
+          })
+        : null;
     if (reference) opened.push(reference);
 
     let state: TrainerState;
@@ -110,7 +145,11 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
       summary = { ...earlier, ...summary };
       await store.updateTrainingRun(state.runId, { status: 'running', summary: { ...summary } });
     } else {
-      const runRec = await store.createTrainingRun({ agent, config: config as unknown as Record<string, unknown>, totalSteps: plannedSteps(config, train.length) });
+      const runRec = await store.createTrainingRun({
+        agent,
+        config: config as unknown as Record<string, unknown>,
+        totalSteps: plannedSteps(config, train.length),
+      });
       checkpointDir = resolve(config.runtime.checkpointDir ?? join(dataDir, 'runs', runRec.id));
       await store.updateTrainingRun(runRec.id, { checkpointDir });
       state = newTrainerState(runRec);
@@ -123,58 +162,111 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
     installLastResortGuard((m) => log(`  ${m}`));
     const sampler = config.engine.sampler;
     const host = await startTrainingHost({
-      store, policy, token, dataDir, workers: config.runtime.workers, agent, log: (m) => log(`  ${m}`),
+      store,
+      policy,
+      token,
+      dataDir,
+      workers: config.runtime.workers,
+      agent,
+      log: (m) => log(`  ${m}`),
       allowedKeyEnvs: sampler?.apiKeyEnv ? [...DEFAULT_KEY_ENVS, sampler.apiKeyEnv] : undefined,
     });
     if (sampler) {
-      log(`agl train: sampling from ${sampler.url} (model ${sampler.model})${sampler.push ? `; each update is pushed to it through ${sampler.push.url}` : ', which keeps its weights (no push)'}`);
+      log(
+        `agl train: sampling from ${sampler.url} (model ${sampler.model})${sampler.push ? `; each update is pushed to it through ${sampler.push.url}` : ', which keeps its weights (no push)'}`,
+      );
       // The sampler starts from this run's weights, whatever it was started with.
       if (sampler.push) await pushWeights(policy, sampler.push, state.step);
     }
     if (engineLog) log(`agl train: the torch engine's output goes to ${engineLog.path}`);
-    log(`agl train: run ${state.runId}${ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${train.length} train / ${val.length} val tasks, ` +
-      `${state.totalSteps} steps of ${config.training.batchSize} tasks x ${config.training.groupSize}; gateway ${host.endpoint}`);
-    const trainer = new Trainer({
-      store, policy, reference, endpoint: host.endpoint, agent, config, train, val, signal: controller.signal,
-      setLearningRate: (lr) => { policy.optimizerConfig.lr = lr; },
-      sampler: sampler ? { url: sampler.url, model: sampler.model, apiKeyEnv: sampler.apiKeyEnv } : null,
-      afterUpdate: sampler?.push ? async (s) => { await pushWeights(policy, sampler.push!, s.step); } : undefined,
-      checkpoint: async (s) => { await saveCheckpoint(checkpointDir, policy, s, { agent, config }); },
-      saveBest: async (s) => {
-        const path = await saveBestPolicy(checkpointDir, policy, s.best!);
-        summary = { ...summary, best: { ...s.best!, path }, elapsedMs: s.elapsedMs };
-        await store.updateTrainingRun(s.runId, { summary: { ...summary } });
+    log(
+      `agl train: run ${state.runId}${ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${train.length} train / ${val.length} val tasks, ` +
+        `${state.totalSteps} steps of ${config.training.batchSize} tasks x ${config.training.groupSize}; gateway ${host.endpoint}`,
+    );
+    const trainer = new Trainer(
+      {
+        store,
+        policy,
+        reference,
+        endpoint: host.endpoint,
+        agent,
+        config,
+        train,
+        val,
+        signal: controller.signal,
+        setLearningRate: (lr) => {
+          policy.optimizerConfig.lr = lr;
+        },
+        sampler: sampler ? { url: sampler.url, model: sampler.model, apiKeyEnv: sampler.apiKeyEnv } : null,
+        afterUpdate: sampler?.push
+          ? async (s) => {
+              await pushWeights(policy, sampler.push!, s.step);
+            }
+          : undefined,
+        checkpoint: async (s) => {
+          await saveCheckpoint(checkpointDir, policy, s, { agent, config });
+        },
+        saveBest: async (s) => {
+          const path = await saveBestPolicy(checkpointDir, policy, s.best!);
+          summary = { ...summary, best: { ...s.best!, path }, elapsedMs: s.elapsedMs };
+          await store.updateTrainingRun(s.runId, { summary: { ...summary } });
+        },
+        log,
+        onProgress: (phase, done, total, s) =>
+          bar?.update(s.step, `${phase} ${done}/${total} val ${s.val.at(-1)?.reward.toFixed(2) ?? '-'} reward ${s.train.at(-1)?.reward.toFixed(2) ?? '-'}`),
       },
-      log, onProgress: (phase, done, total, s) => bar?.update(s.step, `${phase} ${done}/${total} val ${s.val.at(-1)?.reward.toFixed(2) ?? '-'} reward ${s.train.at(-1)?.reward.toFixed(2) ?? '-'}`),
-    }, state);
+      state,
+    );
     try {
       await trainer.run();
     } catch (e) {
       await host.close();
       const ended = { ...summary, elapsedMs: trainer.state.elapsedMs };
-      if (controller.signal.aborted) { await store.updateTrainingRun(state.runId, { status: 'cancelled', summary: { ...ended, stopReason: 'cancelled' } }); return null; }
+      if (controller.signal.aborted) {
+        await store.updateTrainingRun(state.runId, { status: 'cancelled', summary: { ...ended, stopReason: 'cancelled' } });
+        return null;
+      }
       await store.updateTrainingRun(state.runId, { status: 'failed', summary: { ...ended, stopReason: 'failed', error: (e as Error).message } });
       if (e instanceof EngineError) {
         const saved = readCheckpoint(checkpointDir)?.trainer.step;
-        throw new Error(`${e.message}${engineLog ? `\n(the engine's whole output: ${engineLog.path})` : ''}\n`
-          + `Nothing acknowledged is lost: the store holds every rollout, and the last checkpoint ${saved === undefined ? 'has not been written yet' : `is step ${saved}`}. `
-          + `Continue with: agl train ${f.agent} --train ${f.train} --val ${f.val} --resume ${state.runId}`, { cause: e });
+        throw new Error(
+          `${e.message}${engineLog ? `\n(the engine's whole output: ${engineLog.path})` : ''}\n` +
+            `Nothing acknowledged is lost: the store holds every rollout, and the last checkpoint ${saved === undefined ? 'has not been written yet' : `is step ${saved}`}. ` +
+            `Continue with: agl train ${f.agent} --train ${f.train} --val ${f.val} --resume ${state.runId}`,
+          { cause: e },
+        );
       }
       throw e;
     }
     bar?.done();
     await host.close();
-    const before = trainer.state.val[0]?.reward ?? null, after = trainer.state.val.at(-1)?.reward ?? null;
+    const before = trainer.state.val[0]?.reward ?? null,
+      after = trainer.state.val.at(-1)?.reward ?? null;
     const report = writeReport(join(checkpointDir, 'report'), { title: `Training report: ${agent}`, state: trainer.state, agent, config });
     summary = {
-      ...summary, stopReason: stopReason(trainer.state, config, train.length), elapsedMs: trainer.state.elapsedMs,
-      valBefore: before, valAfter: after, minutes: trainer.state.elapsedMs / 60000, report: report.html,
+      ...summary,
+      stopReason: stopReason(trainer.state, config, train.length),
+      elapsedMs: trainer.state.elapsedMs,
+      valBefore: before,
+      valAfter: after,
+      minutes: trainer.state.elapsedMs / 60000,
+      report: report.html,
     };
     await store.updateTrainingRun(state.runId, { status: 'succeeded', step: trainer.state.step, summary: { ...summary } });
-    process.stdout.write(`agl train: held-out reward ${before?.toFixed(3)} -> ${after?.toFixed(3)} in ${(trainer.state.elapsedMs / 60000).toFixed(1)} min\n` +
-      `checkpoint: ${join(checkpointDir, `policy-${trainer.state.step}`)}\nreport: ${report.html}\nreward curve: ${report.png}\n` +
-      `transitions: agl export --format jsonl --run ${state.runId}\n`);
-    return { runId: state.runId, before, after, minutes: trainer.state.elapsedMs / 60000, steps: trainer.state.step, report: report.html, checkpoint: join(checkpointDir, `policy-${trainer.state.step}`) };
+    process.stdout.write(
+      `agl train: held-out reward ${before?.toFixed(3)} -> ${after?.toFixed(3)} in ${(trainer.state.elapsedMs / 60000).toFixed(1)} min\n` +
+        `checkpoint: ${join(checkpointDir, `policy-${trainer.state.step}`)}\nreport: ${report.html}\nreward curve: ${report.png}\n` +
+        `transitions: agl export --format jsonl --run ${state.runId}\n`,
+    );
+    return {
+      runId: state.runId,
+      before,
+      after,
+      minutes: trainer.state.elapsedMs / 60000,
+      steps: trainer.state.step,
+      report: report.html,
+      checkpoint: join(checkpointDir, `policy-${trainer.state.step}`),
+    };
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -217,5 +309,14 @@ function openEngineLog(dataDir: string): { path: string; write: (line: string) =
   const dir = join(dataDir, 'logs');
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `engine-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
-  return { path, write: (line: string) => { try { appendFileSync(path, `${line}\n`); } catch { /* a full disk must not stop training */ } } };
+  return {
+    path,
+    write: (line: string) => {
+      try {
+        appendFileSync(path, `${line}\n`);
+      } catch {
+        /* a full disk must not stop training */
+      }
+    },
+  };
 }

@@ -57,7 +57,7 @@ function sdkBindings(sf: ts.SourceFile): { rolloutNames: Set<string>; namespaces
         if (ts.isIdentifier(d.name)) namespaces.add(d.name.text);
         if (ts.isObjectBindingPattern(d.name)) {
           for (const el of d.name.elements) {
-            const prop = el.propertyName && ts.isIdentifier(el.propertyName) ? el.propertyName.text : (ts.isIdentifier(el.name) ? el.name.text : '');
+            const prop = el.propertyName && ts.isIdentifier(el.propertyName) ? el.propertyName.text : ts.isIdentifier(el.name) ? el.name.text : '';
             if (prop === 'rollout' && ts.isIdentifier(el.name)) rolloutNames.add(el.name.text);
           }
         }
@@ -73,8 +73,9 @@ function isRolloutCall(expr: ts.Expression | undefined, b: ReturnType<typeof sdk
   if (!expr || !ts.isCallExpression(expr)) return false;
   const callee = expr.expression;
   if (ts.isIdentifier(callee)) return b.rolloutNames.has(callee.text);
-  return ts.isPropertyAccessExpression(callee) && callee.name.text === 'rollout'
-    && ts.isIdentifier(callee.expression) && b.namespaces.has(callee.expression.text);
+  return (
+    ts.isPropertyAccessExpression(callee) && callee.name.text === 'rollout' && ts.isIdentifier(callee.expression) && b.namespaces.has(callee.expression.text)
+  );
 }
 
 function hasModifier(node: ts.Node, kind: ts.SyntaxKind): boolean {
@@ -109,8 +110,7 @@ export function findTsAgents(fileName: string, text: string): FoundAgent[] {
       exportedLater.push({ local: st.expression.text, exported: 'default' });
     } else if (ts.isExportDeclaration(st) && !st.moduleSpecifier && st.exportClause && ts.isNamedExports(st.exportClause)) {
       for (const el of st.exportClause.elements) exportedLater.push({ local: (el.propertyName ?? el.name).getText(sf), exported: el.name.getText(sf) });
-    } else if (ts.isExpressionStatement(st) && ts.isBinaryExpression(st.expression)
-      && st.expression.operatorToken.kind === ts.SyntaxKind.EqualsToken) {
+    } else if (ts.isExpressionStatement(st) && ts.isBinaryExpression(st.expression) && st.expression.operatorToken.kind === ts.SyntaxKind.EqualsToken) {
       // CommonJS: exports.x = rollout(...), module.exports.x = rollout(...), module.exports = rollout(...)
       const target = st.expression.left.getText(sf);
       const m = /^(?:module\.)?exports\.([A-Za-z_$][\w$]*)$/.exec(target);

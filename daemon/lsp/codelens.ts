@@ -22,7 +22,7 @@ export function formatStats(stats: AgentStats | undefined, daemonUp: boolean, st
 /** The summary lens tooltip: what the number is, and what a click does. */
 export function statsTooltip(stats: AgentStats | undefined, daemonUp: boolean): string {
   if (!daemonUp) return 'Start the Agent Lightning daemon';
-  if (!stats) return 'Reading this agent\'s results from the store…';
+  if (!stats) return "Reading this agent's results from the store…";
   return `${stats.headline.tooltip}${stats.active > 0 ? ` ${stats.active} queued or running.` : ''} Click to list this agent's rollouts.`;
 }
 
@@ -36,6 +36,9 @@ export function lensesFor(agent: AgentInfo, stats: AgentStats | undefined, daemo
     { range, command: summary },
     { range, command: { title: '▶ Run', command: COMMANDS.run, arguments: args } },
     { range, command: { title: '⚡ Train', command: COMMANDS.train, arguments: args } },
-    { range, command: { title: 'Trajectories', tooltip: `List the rollouts of ${agent.id}, filtered on this agent`, command: COMMANDS.trajectories, arguments: args } },
+    {
+      range,
+      command: { title: 'Trajectories', tooltip: `List the rollouts of ${agent.id}, filtered on this agent`, command: COMMANDS.trajectories, arguments: args },
+    },
   ];
 }

@@ -30,9 +30,12 @@ export function pythonRolloutImport(module: string): string {
   return `try:\n    from ${module} import rollout  # marks Agent Lightning agents\nexcept ImportError:  # not run by Agent Lightning's runner\n    def rollout(fn):\n        return fn\n`;
 }
 
-const NOT_A_FUNCTION = 'Put the cursor inside a top-level function (a function declaration, or a const assigned an arrow or function expression), then run "Mark Function as Agent" again.';
+const NOT_A_FUNCTION =
+  'Put the cursor inside a top-level function (a function declaration, or a const assigned an arrow or function expression), then run "Mark Function as Agent" again.';
 
-function insert(pos: Pos, newText: string): TextEditLike { return { range: { start: pos, end: pos }, newText }; }
+function insert(pos: Pos, newText: string): TextEditLike {
+  return { range: { start: pos, end: pos }, newText };
+}
 
 export function markTsAgent(fileName: string, text: string, position: Pos, opts: MarkOptions = DEFAULT_MARK_OPTIONS): MarkResult {
   const sf = parseTs(fileName, text);
@@ -42,7 +45,7 @@ export function markTsAgent(fileName: string, text: string, position: Pos, opts:
   if (existing) return { error: `'${existing.name}' is already an agent (it is built by rollout(...)).` };
   const st = sf.statements.find((s) => s.getStart(sf) <= offset && offset <= s.getEnd());
   if (!st) return { error: NOT_A_FUNCTION };
-  const mods = ts.canHaveModifiers(st) ? ts.getModifiers(st) ?? [] : [];
+  const mods = ts.canHaveModifiers(st) ? (ts.getModifiers(st) ?? []) : [];
   const isExported = mods.some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
   const isDefault = mods.some((m) => m.kind === ts.SyntaxKind.DefaultKeyword);
   const edits: TextEditLike[] = [];
@@ -76,7 +79,9 @@ export function markTsAgent(fileName: string, text: string, position: Pos, opts:
   return { edits, name };
 }
 
-function lineLength(text: string, line: number): number { return (text.split('\n')[line] ?? '').length; }
+function lineLength(text: string, line: number): number {
+  return (text.split('\n')[line] ?? '').length;
+}
 
 function skipModifiers(st: ts.FunctionDeclaration, sf: ts.SourceFile): number {
   const mods = ts.getModifiers(st) ?? [];
@@ -116,8 +121,14 @@ function firstCodeLine(text: string): Pos {
   let inBlock = false;
   for (; i < lines.length; i++) {
     const l = lines[i]!.trim();
-    if (inBlock) { if (l.includes('*/')) inBlock = false; continue; }
-    if (l.startsWith('/*')) { inBlock = !l.includes('*/'); continue; }
+    if (inBlock) {
+      if (l.includes('*/')) inBlock = false;
+      continue;
+    }
+    if (l.startsWith('/*')) {
+      inBlock = !l.includes('*/');
+      continue;
+    }
     if (l.startsWith('//') || l === '' || l.startsWith('#') || /^("""|''')/.test(l)) continue;
     break;
   }
@@ -139,11 +150,19 @@ export async function markPyAgent(text: string, position: Pos, opts: MarkOptions
     if (top.type === 'decorated_definition' && top.namedChildren.some((c) => c?.type === 'decorator' && /^@\s*([\w.]+\.)?rollout\b/.test(c.text))) {
       return { error: `'${name}' is already an agent (it has @rollout).` };
     }
-    const edits: TextEditLike[] = [insert({ line: def.startPosition.row, character: def.startPosition.column }, `@rollout\n${' '.repeat(def.startPosition.column)}`)];
-    const imported = root.namedChildren.some((n) => (n?.type === 'import_from_statement' && /\bimport\b[\s\S]*\brollout\b/.test(n.text))
-      || (n?.type === 'try_statement' && /\bimport\b[^\n]*\brollout\b/.test(n.text)) || (n?.type === 'function_definition' && n.childForFieldName('name')?.text === 'rollout'));
+    const edits: TextEditLike[] = [
+      insert({ line: def.startPosition.row, character: def.startPosition.column }, `@rollout\n${' '.repeat(def.startPosition.column)}`),
+    ];
+    const imported = root.namedChildren.some(
+      (n) =>
+        (n?.type === 'import_from_statement' && /\bimport\b[\s\S]*\brollout\b/.test(n.text)) ||
+        (n?.type === 'try_statement' && /\bimport\b[^\n]*\brollout\b/.test(n.text)) ||
+        (n?.type === 'function_definition' && n.childForFieldName('name')?.text === 'rollout'),
+    );
     if (!imported) {
-      const imports = root.namedChildren.filter((n): n is Node => !!n && (n.type === 'import_statement' || n.type === 'import_from_statement' || n.type === 'future_import_statement'));
+      const imports = root.namedChildren.filter(
+        (n): n is Node => !!n && (n.type === 'import_statement' || n.type === 'import_from_statement' || n.type === 'future_import_statement'),
+      );
       const at = imports.length > 0 ? { line: imports[imports.length - 1]!.endPosition.row + 1, character: 0 } : afterPyPreamble(root);
       edits.unshift(insert(at, pythonRolloutImport(opts.pythonSdkModule)));
     }

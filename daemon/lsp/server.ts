@@ -8,13 +8,19 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { clearInterval, setInterval, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import {
-  CodeLensRefreshRequest, TextDocumentSyncKind, TextDocuments, type CodeLens, type Connection, type InitializeResult,
-} from 'vscode-languageserver';
+import { CodeLensRefreshRequest, TextDocumentSyncKind, TextDocuments, type CodeLens, type Connection, type InitializeResult } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import {
-  agentAt, agentStats, daemonChanged, listAgents, markAsAgent, refreshStats,
-  type AgentInfo, type AgentStats, type DaemonEndpoint, type LspInitializationOptions,
+  agentAt,
+  agentStats,
+  daemonChanged,
+  listAgents,
+  markAsAgent,
+  refreshStats,
+  type AgentInfo,
+  type AgentStats,
+  type DaemonEndpoint,
+  type LspInitializationOptions,
 } from '../../protocol/lsp.js';
 import { AglClient } from '../../sdk/client.js';
 import { AGENT_FILE_PATTERN, findAgents, languageOf } from './agents.js';
@@ -82,8 +88,16 @@ export function startLspServer(connection: Connection, options: LspServerOptions
     const cached = stats.cached(agent);
     if (cached) return cached;
     const source = stats;
-    const fetched = source.fetch(agent).catch((e: Error) => { log(`stats for ${agent}: ${e.message}`); return undefined; });
-    return Promise.race([fetched, new Promise<undefined>((r) => { setTimeout(() => r(undefined), waitMs).unref(); })]);
+    const fetched = source.fetch(agent).catch((e: Error) => {
+      log(`stats for ${agent}: ${e.message}`);
+      return undefined;
+    });
+    return Promise.race([
+      fetched,
+      new Promise<undefined>((r) => {
+        setTimeout(() => r(undefined), waitMs).unref();
+      }),
+    ]);
   }
 
   /**
@@ -120,7 +134,10 @@ export function startLspServer(connection: Connection, options: LspServerOptions
     let changed = force;
     for (const id of agents) {
       const before = JSON.stringify(source.cached(id) ?? null);
-      const after = await source.fetch(id).catch((e: Error) => { log(`stats for ${id}: ${e.message}`); return null; });
+      const after = await source.fetch(id).catch((e: Error) => {
+        log(`stats for ${id}: ${e.message}`);
+        return null;
+      });
       if (after && JSON.stringify(after) !== before) changed = true;
     }
     if (changed) await refreshLenses();
@@ -214,21 +231,28 @@ export function startLspServer(connection: Connection, options: LspServerOptions
     let budget = MAX_SCAN_FILES;
     async function walk(dir: string): Promise<void> {
       let entries;
-      try { entries = await readdir(dir, { withFileTypes: true }); } catch { return; }
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch {
+        return;
+      }
       for (const entry of entries) {
         if (budget <= 0) return;
         if (entry.name.startsWith('.')) continue;
         const path = join(dir, entry.name);
-        if (entry.isDirectory()) { if (!SKIP_DIRS.has(entry.name)) await walk(path); continue; }
+        if (entry.isDirectory()) {
+          if (!SKIP_DIRS.has(entry.name)) await walk(path);
+          continue;
+        }
         if (!entry.isFile() || !AGENT_FILE_PATTERN.test(entry.name) || /\.d\.[mc]?ts$/.test(entry.name)) continue;
         budget--;
         const uri = pathToFileURL(path).href;
         try {
           const open = documents.get(uri);
           if (!open && (await stat(path)).size > MAX_FILE_BYTES) continue;
-          const text = open?.getText() ?? await readFile(path, 'utf8');
+          const text = open?.getText() ?? (await readFile(path, 'utf8'));
           if (!text.includes('rollout')) continue;
-          found.push(...await findAgents(uri, text));
+          found.push(...(await findAgents(uri, text)));
         } catch (e) {
           log(`scan ${path}: ${(e as Error).message}`);
         }

@@ -12,7 +12,12 @@ import { COUNT_LIMIT } from '../store/views.js';
 export interface StoreReader {
   /** The headline, assembled by the daemon (GET /v1/agl/views/headline). */
   agentHeadline(agent: string): Promise<AgentHeadline>;
-  queryRollouts(query: { agent?: string; status?: RolloutStatus[]; order?: 'asc' | 'desc'; limit?: number }): Promise<{ items: Rollout[]; nextCursor: string | null }>;
+  queryRollouts(query: {
+    agent?: string;
+    status?: RolloutStatus[];
+    order?: 'asc' | 'desc';
+    limit?: number;
+  }): Promise<{ items: Rollout[]; nextCursor: string | null }>;
   statistics(): Promise<Statistics>;
 }
 
@@ -28,7 +33,9 @@ export class AgentStatsSource {
 
   constructor(private readonly store: StoreReader) {}
 
-  cached(agent: string): AgentStats | undefined { return this.statsCache.get(agent); }
+  cached(agent: string): AgentStats | undefined {
+    return this.statsCache.get(agent);
+  }
 
   /** Cheap check (one request): has anything in the store changed since the last call? */
   async storeChanged(): Promise<boolean> {

@@ -10,8 +10,16 @@ import { withNodeWasmThreads } from './wasm-threads.js';
 
 export type BackendName = 'node-gpu' | 'node' | 'webgpu' | 'wasm' | 'cpu';
 export const BACKEND_ORDER: BackendName[] = ['node-gpu', 'node', 'webgpu', 'wasm', 'cpu'];
-export interface BackendAttempt { name: BackendName; ok: boolean; reason: string }
-export interface BackendReport { chosen: BackendName; tfBackend: string; attempts: BackendAttempt[] }
+export interface BackendAttempt {
+  name: BackendName;
+  ok: boolean;
+  reason: string;
+}
+export interface BackendReport {
+  chosen: BackendName;
+  tfBackend: string;
+  attempts: BackendAttempt[];
+}
 
 let current: BackendReport | null = null;
 
@@ -34,7 +42,13 @@ async function tryNode(pkg: string): Promise<void> {
 /** Linux: a GPU the Vulkan driver could drive shows up as a device node; without one Dawn only finds a
  *  software adapter (slower than wasm) after printing driver warnings, so auto selection skips it. */
 function linuxHasGpuDevice(): boolean {
-  const has = (dir: string, re: RegExp) => { try { return readdirSync(dir).some((f) => re.test(f)); } catch { return false; } };
+  const has = (dir: string, re: RegExp) => {
+    try {
+      return readdirSync(dir).some((f) => re.test(f));
+    } catch {
+      return false;
+    }
+  };
   return has('/dev/dri', /^renderD\d+$/) || has('/dev', /^(nvidia\d+|dxg)$/);
 }
 
@@ -62,7 +76,9 @@ async function tryWebgpu(allowSoftware: boolean): Promise<string> {
 
 async function tryWasm(): Promise<string> {
   const wasm = (await load('@tensorflow/tfjs-backend-wasm')) as { setThreadsCount?: (n: number) => void; getThreadsCount?: () => number };
-  const init = async () => { if (!(await tf.setBackend('wasm'))) throw new Error('the tfjs wasm backend did not initialise'); };
+  const init = async () => {
+    if (!(await tf.setBackend('wasm'))) throw new Error('the tfjs wasm backend did not initialise');
+  };
   const threads = Number(process.env.AGL_WASM_THREADS ?? 1);
   let reason = 'WebAssembly SIMD, 1 thread (AGL_WASM_THREADS=2 tries the experimental threaded build)';
   if (threads > 1) {
@@ -79,11 +95,19 @@ async function tryWasm(): Promise<string> {
 
 async function tryOne(name: BackendName, forced: boolean): Promise<string> {
   switch (name) {
-    case 'node-gpu': await tryNode('@tensorflow/tfjs-node-gpu'); return 'libtensorflow with CUDA';
-    case 'node': await tryNode('@tensorflow/tfjs-node'); return 'libtensorflow on the CPU';
-    case 'webgpu': return `WebGPU via Dawn: ${await tryWebgpu(forced)}`;
-    case 'wasm': return tryWasm();
-    case 'cpu': if (!(await tf.setBackend('cpu'))) throw new Error('cpu backend failed'); return 'pure JavaScript (slow)';
+    case 'node-gpu':
+      await tryNode('@tensorflow/tfjs-node-gpu');
+      return 'libtensorflow with CUDA';
+    case 'node':
+      await tryNode('@tensorflow/tfjs-node');
+      return 'libtensorflow on the CPU';
+    case 'webgpu':
+      return `WebGPU via Dawn: ${await tryWebgpu(forced)}`;
+    case 'wasm':
+      return tryWasm();
+    case 'cpu':
+      if (!(await tf.setBackend('cpu'))) throw new Error('cpu backend failed');
+      return 'pure JavaScript (slow)';
   }
 }
 
@@ -119,4 +143,6 @@ export async function selectBackend(requested: string = process.env.AGL_BACKEND 
   throw new Error(`no TF.js backend could be loaded: ${attempts.map((a) => `${a.name}: ${a.reason}`).join('; ')}`);
 }
 
-export function activeBackend(): BackendReport | null { return current; }
+export function activeBackend(): BackendReport | null {
+  return current;
+}

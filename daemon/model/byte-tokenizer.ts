@@ -22,7 +22,11 @@ function renderTool(t: ToolSpec, withDescriptions: boolean): string {
 
 export function renderToolCall(call: { function: { name: string; arguments: string } }): string {
   let args: unknown = call.function.arguments;
-  try { args = JSON.parse(call.function.arguments); } catch { /* keep the raw string */ }
+  try {
+    args = JSON.parse(call.function.arguments);
+  } catch {
+    /* keep the raw string */
+  }
   return `<tool_call>${JSON.stringify({ name: call.function.name, arguments: args })}</tool_call>`;
 }
 
@@ -36,7 +40,9 @@ export class ByteTokenizer implements Tokenizer {
     this.eosTokenIds = [this.specialId('<|end|>'), this.specialId('<|endoftext|>')];
   }
 
-  specialId(s: (typeof BYTE_SPECIALS)[number]): number { return 256 + BYTE_SPECIALS.indexOf(s); }
+  specialId(s: (typeof BYTE_SPECIALS)[number]): number {
+    return 256 + BYTE_SPECIALS.indexOf(s);
+  }
 
   encode(text: string): number[] {
     const ids: number[] = [];
@@ -53,10 +59,18 @@ export class ByteTokenizer implements Tokenizer {
   decode(ids: number[]): string {
     let out = '';
     let bytes: number[] = [];
-    const flush = () => { if (bytes.length) { out += this.dec.decode(new Uint8Array(bytes)); bytes = []; } };
+    const flush = () => {
+      if (bytes.length) {
+        out += this.dec.decode(new Uint8Array(bytes));
+        bytes = [];
+      }
+    };
     for (const id of ids) {
       if (id < 256) bytes.push(id);
-      else { flush(); out += BYTE_SPECIALS[id - 256] ?? ''; }
+      else {
+        flush();
+        out += BYTE_SPECIALS[id - 256] ?? '';
+      }
     }
     flush();
     return out;
@@ -89,14 +103,18 @@ export interface ParsedAssistant {
  */
 export function parseAssistantText(text: string, idPrefix = 'call_'): ParsedAssistant {
   const tool_calls: ParsedAssistant['tool_calls'] = [];
-  const content = text.replace(/<tool_call>([\s\S]*?)(?:<\/tool_call>|$)/g, (whole, inner: string) => {
-    try {
-      const obj = JSON.parse(inner.trim()) as { name?: unknown; arguments?: unknown };
-      if (typeof obj.name !== 'string') return whole;
-      const args = typeof obj.arguments === 'string' ? obj.arguments : JSON.stringify(obj.arguments ?? {});
-      tool_calls.push({ id: `${idPrefix}${tool_calls.length}`, type: 'function', function: { name: obj.name, arguments: args } });
-      return '';
-    } catch { return whole; }
-  }).trim();
+  const content = text
+    .replace(/<tool_call>([\s\S]*?)(?:<\/tool_call>|$)/g, (whole, inner: string) => {
+      try {
+        const obj = JSON.parse(inner.trim()) as { name?: unknown; arguments?: unknown };
+        if (typeof obj.name !== 'string') return whole;
+        const args = typeof obj.arguments === 'string' ? obj.arguments : JSON.stringify(obj.arguments ?? {});
+        tool_calls.push({ id: `${idPrefix}${tool_calls.length}`, type: 'function', function: { name: obj.name, arguments: args } });
+        return '';
+      } catch {
+        return whole;
+      }
+    })
+    .trim();
   return { content: content.length ? content : null, tool_calls };
 }

@@ -24,7 +24,12 @@ export class HfTokenizer implements Tokenizer {
   private readonly template: Template | null;
   private readonly specials: Record<string, string | undefined>;
 
-  constructor(private readonly impl: HfTokenizerImpl, config: TokenizerConfig, templateText: string | null, extraEos: number[] = []) {
+  constructor(
+    private readonly impl: HfTokenizerImpl,
+    config: TokenizerConfig,
+    templateText: string | null,
+    extraEos: number[] = [],
+  ) {
     const vocab = impl.get_vocab(true);
     let maxId = 0;
     for (const id of vocab.values()) if (id > maxId) maxId = id;
@@ -69,13 +74,19 @@ export class HfTokenizer implements Tokenizer {
       ...m,
       tool_calls: m.tool_calls?.map((c) => {
         let args: unknown = c.function.arguments;
-        try { args = JSON.parse(c.function.arguments); } catch { /* keep the string */ }
+        try {
+          args = JSON.parse(c.function.arguments);
+        } catch {
+          /* keep the string */
+        }
         return { ...c, function: { name: c.function.name, arguments: args } };
       }),
     }));
     return this.template.render({
-      messages: msgs, tools: opts.tools?.length ? opts.tools : undefined,
-      add_generation_prompt: opts.addGenerationPrompt ?? true, ...this.specials,
+      messages: msgs,
+      tools: opts.tools?.length ? opts.tools : undefined,
+      add_generation_prompt: opts.addGenerationPrompt ?? true,
+      ...this.specials,
     });
   }
 }

@@ -22,13 +22,27 @@ export interface LossInputs {
 
 /** Running sums a loss fills in while the engine walks the micro-batches (protocol/engine.ts LossStats). */
 export class GrpoStats implements LossStats {
-  tokens = 0; clipped = 0; klSum = 0; entropySum = 0; ratioSum = 0; lossSum = 0; sequences = 0;
-  summary(): { clipRatio: number; kl: number; entropy: number; ratioMean: number; loss: number } { return summarizeLossStats(this); }
-  toJSON(): LossStats { return { ...emptyLossStats(), ...Object.fromEntries(Object.entries(this)) } as LossStats; }
+  tokens = 0;
+  clipped = 0;
+  klSum = 0;
+  entropySum = 0;
+  ratioSum = 0;
+  lossSum = 0;
+  sequences = 0;
+  summary(): { clipRatio: number; kl: number; entropy: number; ratioMean: number; loss: number } {
+    return summarizeLossStats(this);
+  }
+  toJSON(): LossStats {
+    return { ...emptyLossStats(), ...Object.fromEntries(Object.entries(this)) } as LossStats;
+  }
 }
 
 function padRows(rows: number[][], width: number): number[][] {
-  return rows.map((r) => { const out = r.slice(0, width); while (out.length < width) out.push(0); return out; });
+  return rows.map((r) => {
+    const out = r.slice(0, width);
+    while (out.length < width) out.push(0);
+    return out;
+  });
 }
 
 /** Per-token log-ratio logp - old, or GSPO's per-sequence mean of it broadcast to every token ([B, T]). */
@@ -57,16 +71,30 @@ export function nllLossFn(totalTokens: number, stats?: GrpoStats) {
  * GRPO counts its samples' old log-probs, one per completion token).
  */
 export function tfLossFn(loss: TrainLoss, stats: GrpoStats = new GrpoStats(), completionLengths: number[] = []): (inputs: LossInputs) => tf.Scalar {
-  if (loss.kind === 'nll') return nllLossFn(completionLengths.reduce((a, n) => a + n, 0), stats);
+  if (loss.kind === 'nll')
+    return nllLossFn(
+      completionLengths.reduce((a, n) => a + n, 0),
+      stats,
+    );
   const samples = loss.samples;
-  if (loss.aggregation === 'token-sum-norm' && !loss.normTokens) throw new Error('lossAggregation token-sum-norm needs lossNormTokens (the trainer passes model.maxTokens)');
+  if (loss.aggregation === 'token-sum-norm' && !loss.normTokens)
+    throw new Error('lossAggregation token-sum-norm needs lossNormTokens (the trainer passes model.maxTokens)');
   const totalTokens = samples.reduce((a, s) => a + s.oldLogprobs.length, 0);
   const totalSeqs = samples.length;
   return (inputs: LossInputs): tf.Scalar => {
     const [B, T] = inputs.logprobs.shape;
     const mb = inputs.indices.map((i) => samples[i]);
-    const old = tf.tensor2d(padRows(mb.map((s) => s.oldLogprobs), T), [B, T]);
-    const adv = tf.tensor2d(mb.map((s) => [s.advantage]), [B, 1]);
+    const old = tf.tensor2d(
+      padRows(
+        mb.map((s) => s.oldLogprobs),
+        T,
+      ),
+      [B, T],
+    );
+    const adv = tf.tensor2d(
+      mb.map((s) => [s.advantage]),
+      [B, 1],
+    );
     const logp = inputs.logprobs;
     const mask = inputs.mask;
     const ratio = tf.exp(logRatio(logp, old, mask, loss.importanceSampling));
@@ -77,7 +105,13 @@ export function tfLossFn(loss: TrainLoss, stats: GrpoStats = new GrpoStats(), co
     let kl: tf.Tensor2D | null = null;
     if (loss.beta > 0) {
       if (mb.some((s) => !s.refLogprobs)) throw new Error('GRPO with beta > 0 needs reference log-probs for every sequence');
-      const ref = tf.tensor2d(padRows(mb.map((s) => s.refLogprobs as number[]), T), [B, T]);
+      const ref = tf.tensor2d(
+        padRows(
+          mb.map((s) => s.refLogprobs as number[]),
+          T,
+        ),
+        [B, T],
+      );
       const d = tf.sub(ref, logp);
       kl = tf.sub(tf.sub(tf.exp(d), d), 1) as tf.Tensor2D;
       perToken = tf.add(perToken, tf.mul(loss.beta, kl));
@@ -94,7 +128,10 @@ export function tfLossFn(loss: TrainLoss, stats: GrpoStats = new GrpoStats(), co
     }
     // Statistics: read values now (the tensors are disposed with the engine's scope).
     const maskV = mask.dataSync();
-    const pg1V = pg1.dataSync(), pg2V = pg2.dataSync(), ratioV = ratio.dataSync(), entV = inputs.entropy.dataSync();
+    const pg1V = pg1.dataSync(),
+      pg2V = pg2.dataSync(),
+      ratioV = ratio.dataSync(),
+      entV = inputs.entropy.dataSync();
     const klV = kl ? kl.dataSync() : null;
     for (let k = 0; k < maskV.length; k++) {
       if (maskV[k] === 0) continue;

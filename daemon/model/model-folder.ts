@@ -35,9 +35,18 @@ export function configFromHf(hf: HfConfig): TransformerConfig {
     const act = String(hf.activation_function ?? 'gelu_new');
     if (!['gelu_new', 'gelu_pytorch_tanh'].includes(act)) throw new Error(`config.json: activation_function "${act}" is not supported (GPT-2's gelu_new is)`);
     return {
-      family: 'gpt', vocabSize: num('vocab_size'), contextLength: num('n_positions'), dModel: d, nLayers: num('n_layer'),
-      nHeads: num('n_head'), nKvHeads: num('n_head'), dFF: (hf.n_inner as number | null) ?? 4 * d,
-      normEps: num('layer_norm_epsilon', 1e-5), ropeTheta: 0, tieEmbeddings: true, qkvBias: true,
+      family: 'gpt',
+      vocabSize: num('vocab_size'),
+      contextLength: num('n_positions'),
+      dModel: d,
+      nLayers: num('n_layer'),
+      nHeads: num('n_head'),
+      nKvHeads: num('n_head'),
+      dFF: (hf.n_inner as number | null) ?? 4 * d,
+      normEps: num('layer_norm_epsilon', 1e-5),
+      ropeTheta: 0,
+      tieEmbeddings: true,
+      qkvBias: true,
     };
   }
   if (type === 'llama' || type === 'qwen2' || type === 'mistral') {
@@ -48,13 +57,23 @@ export function configFromHf(hf: HfConfig): TransformerConfig {
     }
     const heads = num('num_attention_heads');
     if (typeof hf.head_dim === 'number' && hf.head_dim * heads !== num('hidden_size')) {
-      throw new Error(`config.json: head_dim ${hf.head_dim} x ${heads} heads is not hidden_size ${num('hidden_size')}: not supported by the tfjs engine (use --engine torch)`);
+      throw new Error(
+        `config.json: head_dim ${hf.head_dim} x ${heads} heads is not hidden_size ${num('hidden_size')}: not supported by the tfjs engine (use --engine torch)`,
+      );
     }
     return {
-      family: 'llama', vocabSize: num('vocab_size'), contextLength: Math.min(num('max_position_embeddings'), 32768),
-      dModel: num('hidden_size'), nLayers: num('num_hidden_layers'), nHeads: heads, nKvHeads: num('num_key_value_heads', heads),
-      dFF: num('intermediate_size'), normEps: num('rms_norm_eps', 1e-6), ropeTheta: typeof rope?.rope_theta === 'number' ? rope.rope_theta : num('rope_theta', 10000),
-      tieEmbeddings: Boolean(hf.tie_word_embeddings ?? false), qkvBias: type === 'qwen2' ? true : Boolean(hf.attention_bias ?? false),
+      family: 'llama',
+      vocabSize: num('vocab_size'),
+      contextLength: Math.min(num('max_position_embeddings'), 32768),
+      dModel: num('hidden_size'),
+      nLayers: num('num_hidden_layers'),
+      nHeads: heads,
+      nKvHeads: num('num_key_value_heads', heads),
+      dFF: num('intermediate_size'),
+      normEps: num('rms_norm_eps', 1e-6),
+      ropeTheta: typeof rope?.rope_theta === 'number' ? rope.rope_theta : num('rope_theta', 10000),
+      tieEmbeddings: Boolean(hf.tie_word_embeddings ?? false),
+      qkvBias: type === 'qwen2' ? true : Boolean(hf.attention_bias ?? false),
     };
   }
   throw new Error(`config.json: model_type "${type}" is not supported (use llama, qwen2, mistral or gpt2)`);
@@ -63,16 +82,41 @@ export function configFromHf(hf: HfConfig): TransformerConfig {
 export function hfConfigFor(c: TransformerConfig, extra: HfConfig = {}): HfConfig {
   if (c.family === 'gpt') {
     return {
-      model_type: 'gpt2', architectures: ['GPT2LMHeadModel'], vocab_size: c.vocabSize, n_positions: c.contextLength, n_ctx: c.contextLength,
-      n_embd: c.dModel, n_layer: c.nLayers, n_head: c.nHeads, n_inner: c.dFF, activation_function: 'gelu_new',
-      layer_norm_epsilon: c.normEps, tie_word_embeddings: true, resid_pdrop: 0, embd_pdrop: 0, attn_pdrop: 0, ...extra,
+      model_type: 'gpt2',
+      architectures: ['GPT2LMHeadModel'],
+      vocab_size: c.vocabSize,
+      n_positions: c.contextLength,
+      n_ctx: c.contextLength,
+      n_embd: c.dModel,
+      n_layer: c.nLayers,
+      n_head: c.nHeads,
+      n_inner: c.dFF,
+      activation_function: 'gelu_new',
+      layer_norm_epsilon: c.normEps,
+      tie_word_embeddings: true,
+      resid_pdrop: 0,
+      embd_pdrop: 0,
+      attn_pdrop: 0,
+      ...extra,
     };
   }
   return {
-    model_type: 'llama', architectures: ['LlamaForCausalLM'], vocab_size: c.vocabSize, max_position_embeddings: c.contextLength,
-    hidden_size: c.dModel, num_hidden_layers: c.nLayers, num_attention_heads: c.nHeads, num_key_value_heads: c.nKvHeads,
-    intermediate_size: c.dFF, rms_norm_eps: c.normEps, rope_theta: c.ropeTheta, tie_word_embeddings: c.tieEmbeddings,
-    attention_bias: c.qkvBias, hidden_act: 'silu', torch_dtype: 'float32', ...extra,
+    model_type: 'llama',
+    architectures: ['LlamaForCausalLM'],
+    vocab_size: c.vocabSize,
+    max_position_embeddings: c.contextLength,
+    hidden_size: c.dModel,
+    num_hidden_layers: c.nLayers,
+    num_attention_heads: c.nHeads,
+    num_key_value_heads: c.nKvHeads,
+    intermediate_size: c.dFF,
+    rms_norm_eps: c.normEps,
+    rope_theta: c.ropeTheta,
+    tie_word_embeddings: c.tieEmbeddings,
+    attention_bias: c.qkvBias,
+    hidden_act: 'silu',
+    torch_dtype: 'float32',
+    ...extra,
   };
 }
 
@@ -115,7 +159,14 @@ async function toArrays(c: TransformerConfig, params: Map<string, tf.Tensor>): P
   return out;
 }
 
-export async function saveFolder(dir: string, c: TransformerConfig, params: Params, hfConfig: HfConfig, sourceDir: string | null, opt: AdamW | null): Promise<void> {
+export async function saveFolder(
+  dir: string,
+  c: TransformerConfig,
+  params: Params,
+  hfConfig: HfConfig,
+  sourceDir: string | null,
+  opt: AdamW | null,
+): Promise<void> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'config.json'), JSON.stringify(hfConfig, null, 2));
   writeSafetensors(join(dir, 'model.safetensors'), await toArrays(c, params), { format: 'pt' });
@@ -124,7 +175,8 @@ export async function saveFolder(dir: string, c: TransformerConfig, params: Para
   }
   if (opt) {
     // Moments in their weights' on-disk layout ("layout": "disk"), so the torch engine reads them as they are.
-    const m = await toArrays(c, opt.firstMoments), v = await toArrays(c, opt.secondMoments);
+    const m = await toArrays(c, opt.firstMoments),
+      v = await toArrays(c, opt.secondMoments);
     const state = new Map<string, NamedArray>();
     for (const [name, a] of m) state.set(`m.${name}`, a);
     for (const [name, a] of v) state.set(`v.${name}`, a);
@@ -139,14 +191,21 @@ export function loadOptimizerState(dir: string, opt: AdamW, c: TransformerConfig
   const { tensors, metadata } = readSafetensors(p);
   // "layout": "disk": moments stored as their weights are (Llama linears [out, in]); older files: as held in memory.
   const onDisk = metadata.layout === 'disk';
-  for (const [kind, map] of [['m', opt.firstMoments], ['v', opt.secondMoments]] as const) {
+  for (const [kind, map] of [
+    ['m', opt.firstMoments],
+    ['v', opt.secondMoments],
+  ] as const) {
     for (const [name, variable] of map) {
       const t = tensors.get(`${kind}.${name}`);
       if (!t) throw new Error(`${p}: optimizer state "${kind}.${name}" is missing`);
       const turn = onDisk && storedTransposed(c, name);
       const want = turn ? [variable.shape[1], variable.shape[0]] : variable.shape;
-      if (JSON.stringify(t.shape) !== JSON.stringify(want)) throw new Error(`${p}: optimizer state "${kind}.${name}" has shape ${JSON.stringify(t.shape)}, the weight needs ${JSON.stringify(want)}`);
-      const x = tf.tidy(() => { const y = tf.tensor(t.data as Float32Array, t.shape, 'float32'); return turn ? y.transpose() : y; });
+      if (JSON.stringify(t.shape) !== JSON.stringify(want))
+        throw new Error(`${p}: optimizer state "${kind}.${name}" has shape ${JSON.stringify(t.shape)}, the weight needs ${JSON.stringify(want)}`);
+      const x = tf.tidy(() => {
+        const y = tf.tensor(t.data as Float32Array, t.shape, 'float32');
+        return turn ? y.transpose() : y;
+      });
       variable.assign(x);
       x.dispose();
     }

@@ -63,13 +63,18 @@ export function gelu(x: tf.Tensor): tf.Tensor {
   return x.mul(tf.sigmoid(z2));
 }
 
-export function silu(x: tf.Tensor): tf.Tensor { return x.mul(tf.sigmoid(x)); }
+export function silu(x: tf.Tensor): tf.Tensor {
+  return x.mul(tf.sigmoid(x));
+}
 
 export function layerNorm(x: tf.Tensor, w: tf.Tensor, b: tf.Tensor, eps: number): tf.Tensor {
   const mean = x.mean(-1, true);
   const c = x.sub(mean);
   const variance = c.square().mean(-1, true);
-  return c.mul(tf.rsqrt(variance.add(eps))).mul(w).add(b);
+  return c
+    .mul(tf.rsqrt(variance.add(eps)))
+    .mul(w)
+    .add(b);
 }
 
 export function rmsNorm(x: tf.Tensor, w: tf.Tensor, eps: number): tf.Tensor {

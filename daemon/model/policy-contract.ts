@@ -13,7 +13,10 @@ export interface ChatMessage {
   tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
   tool_call_id?: string;
 }
-export interface ToolSpec { type: 'function'; function: { name: string; description?: string; parameters?: unknown } }
+export interface ToolSpec {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: unknown };
+}
 
 export interface Tokenizer {
   readonly vocabSize: number;
@@ -43,7 +46,10 @@ export interface Generation {
   finishReason: 'stop' | 'length';
 }
 
-export interface SequencePair { promptIds: number[]; completionIds: number[] }
+export interface SequencePair {
+  promptIds: number[];
+  completionIds: number[];
+}
 
 export interface TrainStepResult {
   loss: number;

@@ -26,7 +26,11 @@ export interface CreatePolicyOptions {
   /** Put tool descriptions into the byte chat template (costs context); default: names and parameters only. */
   toolDescriptions?: boolean;
 }
-export interface LoadPolicyOptions { backend?: string; optimizer?: Partial<OptimizerConfig>; name?: string }
+export interface LoadPolicyOptions {
+  backend?: string;
+  optimizer?: Partial<OptimizerConfig>;
+  name?: string;
+}
 
 export class TfPolicyModel implements PolicyModel {
   readonly optimizer: AdamW;
@@ -44,13 +48,23 @@ export class TfPolicyModel implements PolicyModel {
     this.optimizer = new AdamW(optimizer, params);
   }
 
-  get backend(): string { return tf.getBackend(); }
-  get contextLength(): number { return this.config.contextLength; }
-  get parameterCount(): number { return countParams(this.params); }
+  get backend(): string {
+    return tf.getBackend();
+  }
+  get contextLength(): number {
+    return this.config.contextLength;
+  }
+  get parameterCount(): number {
+    return countParams(this.params);
+  }
   /** The optimizer's settings; change lr etc. between steps. */
-  get optimizerConfig(): OptimizerConfig { return this.optimizer.cfg; }
+  get optimizerConfig(): OptimizerConfig {
+    return this.optimizer.cfg;
+  }
 
-  private check(): void { if (this.disposed) throw new Error(`policy ${this.name} was disposed`); }
+  private check(): void {
+    if (this.disposed) throw new Error(`policy ${this.name} was disposed`);
+  }
 
   async generate(prompts: number[][], opts: GenerateOptions): Promise<Generation[]> {
     this.check();
@@ -61,9 +75,20 @@ export class TfPolicyModel implements PolicyModel {
     for (let i = 0; i < prompts.length; i += perBatch) {
       const onToken = opts.onToken;
       const offset = i;
-      out.push(...await generate(this.config, this.params, this.tokenizer, prompts.slice(i, i + perBatch), {
-        ...opts, seed, onToken: onToken ? (b, t, lp) => onToken(b + offset, t, lp) : undefined,
-      }, offset));
+      out.push(
+        ...(await generate(
+          this.config,
+          this.params,
+          this.tokenizer,
+          prompts.slice(i, i + perBatch),
+          {
+            ...opts,
+            seed,
+            onToken: onToken ? (b, t, lp) => onToken(b + offset, t, lp) : undefined,
+          },
+          offset,
+        )),
+      );
     }
     return out;
   }
@@ -75,7 +100,14 @@ export class TfPolicyModel implements PolicyModel {
 
   async trainStep(pairs: SequencePair[], loss: TrainLoss): Promise<TrainStepResult> {
     const stats = new GrpoStats();
-    const r = await this.trainStepWith(pairs, tfLossFn(loss, stats, pairs.map((p) => p.completionIds.length)));
+    const r = await this.trainStepWith(
+      pairs,
+      tfLossFn(
+        loss,
+        stats,
+        pairs.map((p) => p.completionIds.length),
+      ),
+    );
     return { ...r, stats: stats.toJSON() };
   }
 
@@ -107,15 +139,20 @@ export async function createPolicy(opts: CreatePolicyOptions = {}): Promise<TfPo
   if (config.dModel % config.nHeads) throw new Error(`dModel ${config.dModel} is not divisible by nHeads ${config.nHeads}`);
   const params = initParams(config, opts.seed ?? 1234);
   const hf = hfConfigFor(config, { agl_tokenizer: 'bytes', agl_tool_descriptions: opts.toolDescriptions ?? false });
-  return new TfPolicyModel(opts.name ?? `gpt-${typeof opts.size === 'string' ? opts.size : 'custom'}`, config, params, tokenizer, hf, null,
-    { ...DEFAULT_OPTIMIZER, ...opts.optimizer });
+  return new TfPolicyModel(opts.name ?? `gpt-${typeof opts.size === 'string' ? opts.size : 'custom'}`, config, params, tokenizer, hf, null, {
+    ...DEFAULT_OPTIMIZER,
+    ...opts.optimizer,
+  });
 }
 
 /** The tokenizer of a model folder: the byte tokenizer of built-in models, else its tokenizer.json and chat template. */
 export function tokenizerFor(dir: string, hf: HfConfig = readHfConfig(dir)): Tokenizer {
   return hf.agl_tokenizer === 'bytes'
     ? new ByteTokenizer(Boolean(hf.agl_tool_descriptions))
-    : HfTokenizer.fromFolder(dir, typeof hf.eos_token_id === 'number' ? [hf.eos_token_id] : Array.isArray(hf.eos_token_id) ? hf.eos_token_id as number[] : []);
+    : HfTokenizer.fromFolder(
+        dir,
+        typeof hf.eos_token_id === 'number' ? [hf.eos_token_id] : Array.isArray(hf.eos_token_id) ? (hf.eos_token_id as number[]) : [],
+      );
 }
 
 /** Opens a model folder; restores the optimizer state when the folder has one (our checkpoints). */

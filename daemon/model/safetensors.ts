@@ -7,8 +7,14 @@ import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 export type DType = 'F32' | 'F16' | 'BF16' | 'F64' | 'I32' | 'I64' | 'U8' | 'BOOL';
-export interface NamedArray { shape: number[]; data: Float32Array | Int32Array }
-export interface SafetensorsFile { tensors: Map<string, NamedArray>; metadata: Record<string, string> }
+export interface NamedArray {
+  shape: number[];
+  data: Float32Array | Int32Array;
+}
+export interface SafetensorsFile {
+  tensors: Map<string, NamedArray>;
+  metadata: Record<string, string>;
+}
 
 const BYTES: Record<DType, number> = { F32: 4, F16: 2, BF16: 2, F64: 8, I32: 4, I64: 8, U8: 1, BOOL: 1 };
 
@@ -26,22 +32,31 @@ function decode(dtype: DType, bytes: Buffer, name: string): Float32Array | Int32
   // Copy into an aligned buffer: offsets inside the file need not be multiples of the element size.
   const aligned = new Uint8Array(bytes).buffer;
   switch (dtype) {
-    case 'F32': return new Float32Array(aligned);
-    case 'F64': return Float32Array.from(new Float64Array(aligned));
-    case 'I32': return new Int32Array(aligned);
-    case 'I64': return Int32Array.from(new BigInt64Array(aligned), (v) => Number(v));
-    case 'U8': case 'BOOL': return Int32Array.from(new Uint8Array(aligned));
+    case 'F32':
+      return new Float32Array(aligned);
+    case 'F64':
+      return Float32Array.from(new Float64Array(aligned));
+    case 'I32':
+      return new Int32Array(aligned);
+    case 'I64':
+      return Int32Array.from(new BigInt64Array(aligned), (v) => Number(v));
+    case 'U8':
+    case 'BOOL':
+      return Int32Array.from(new Uint8Array(aligned));
     case 'F16': {
-      const h = new Uint16Array(aligned), out = new Float32Array(n);
+      const h = new Uint16Array(aligned),
+        out = new Float32Array(n);
       for (let i = 0; i < n; i++) out[i] = f16ToF32(h[i]);
       return out;
     }
     case 'BF16': {
-      const h = new Uint16Array(aligned), bits = new Uint32Array(n);
+      const h = new Uint16Array(aligned),
+        bits = new Uint32Array(n);
       for (let i = 0; i < n; i++) bits[i] = h[i] << 16;
       return new Float32Array(bits.buffer);
     }
-    default: throw new Error(`safetensors: tensor "${name}" has unsupported dtype ${dtype as string}`);
+    default:
+      throw new Error(`safetensors: tensor "${name}" has unsupported dtype ${dtype as string}`);
   }
 }
 
@@ -54,8 +69,15 @@ export function parseSafetensors(buf: Buffer, what = 'buffer'): SafetensorsFile 
   const tensors = new Map<string, NamedArray>();
   let metadata: Record<string, string> = {};
   for (const [name, info] of Object.entries(header)) {
-    if (name === '__metadata__') { metadata = info as Record<string, string>; continue; }
-    const { dtype, shape, data_offsets: [start, end] } = info as { dtype: DType; shape: number[]; data_offsets: [number, number] };
+    if (name === '__metadata__') {
+      metadata = info as Record<string, string>;
+      continue;
+    }
+    const {
+      dtype,
+      shape,
+      data_offsets: [start, end],
+    } = info as { dtype: DType; shape: number[]; data_offsets: [number, number] };
     if (!(dtype in BYTES)) throw new Error(`safetensors: ${what}: tensor "${name}" has unsupported dtype ${dtype}`);
     const count = shape.reduce((a, b) => a * b, 1);
     if (end - start !== count * BYTES[dtype] || base + end > buf.length) {

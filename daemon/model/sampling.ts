@@ -18,7 +18,9 @@ export function makeRng(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-export function rowSeed(seed: number, row: number): number { return (Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) + Math.imul(row + 1, 0xc2b2ae35)) >>> 0; }
+export function rowSeed(seed: number, row: number): number {
+  return (Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) + Math.imul(row + 1, 0xc2b2ae35)) >>> 0;
+}
 
 function logSoftmax(logits: Float32Array | number[]): Float64Array {
   let max = -Infinity;
@@ -30,7 +32,11 @@ function logSoftmax(logits: Float32Array | number[]): Float64Array {
 }
 
 /** Picks the next token from one row of logits; returns it with its log-prob under the untempered model. */
-export function sampleToken(logits: Float32Array, opts: Pick<GenerateOptions, 'temperature' | 'topK' | 'topP'>, rng: () => number): { token: number; logprob: number } {
+export function sampleToken(
+  logits: Float32Array,
+  opts: Pick<GenerateOptions, 'temperature' | 'topK' | 'topP'>,
+  rng: () => number,
+): { token: number; logprob: number } {
   const logp = logSoftmax(logits);
   const temperature = opts.temperature ?? 1;
   let token = 0;
@@ -48,7 +54,8 @@ export function sampleToken(logits: Float32Array, opts: Pick<GenerateOptions, 't
   const scaled = logSoftmax(order.map((i) => logits[i] / temperature));
   let probs = Array.from(scaled, Math.exp);
   if (topP < 1) {
-    let cum = 0, keep = 0;
+    let cum = 0,
+      keep = 0;
     while (keep < probs.length && cum < topP) cum += probs[keep++];
     probs = probs.slice(0, Math.max(1, keep));
     order = order.slice(0, probs.length);
@@ -56,7 +63,13 @@ export function sampleToken(logits: Float32Array, opts: Pick<GenerateOptions, 't
   const total = probs.reduce((a, b) => a + b, 0);
   let r = rng() * total;
   let pick = probs.length - 1;
-  for (let i = 0; i < probs.length; i++) { r -= probs[i]; if (r <= 0) { pick = i; break; } }
+  for (let i = 0; i < probs.length; i++) {
+    r -= probs[i];
+    if (r <= 0) {
+      pick = i;
+      break;
+    }
+  }
   token = order[pick];
   return { token, logprob: logp[token] };
 }
@@ -68,7 +81,10 @@ function topIndices(logits: Float32Array, k: number): number[] {
     if (idx.length === k && logits[i] <= logits[idx[k - 1]]) continue;
     let at = idx.length === k ? k - 1 : idx.length;
     if (idx.length < k) idx.push(i);
-    while (at > 0 && logits[idx[at - 1]] < logits[i]) { idx[at] = idx[at - 1]; at--; }
+    while (at > 0 && logits[idx[at - 1]] < logits[i]) {
+      idx[at] = idx[at - 1];
+      at--;
+    }
     idx[at] = i;
   }
   return idx;
@@ -80,12 +96,24 @@ export function leftPadBatch(prompts: number[][], padId = 0): { ids: number[][];
 }
 
 function disposeCache(cache: LayerCache[] | null): void {
-  for (const l of cache ?? []) { l.k.dispose(); l.v.dispose(); }
+  for (const l of cache ?? []) {
+    l.k.dispose();
+    l.v.dispose();
+  }
 }
 
-export async function generate(c: TransformerConfig, P: Params, tok: Tokenizer, prompts: number[][], opts: GenerateOptions, rowOffset = 0): Promise<Generation[]> {
+export async function generate(
+  c: TransformerConfig,
+  P: Params,
+  tok: Tokenizer,
+  prompts: number[][],
+  opts: GenerateOptions,
+  rowOffset = 0,
+): Promise<Generation[]> {
   if (prompts.length === 0) return [];
-  prompts.forEach((p, i) => { if (p.length === 0) throw new Error(`prompt ${i} is empty: give at least one token`); });
+  prompts.forEach((p, i) => {
+    if (p.length === 0) throw new Error(`prompt ${i} is empty: give at least one token`);
+  });
   const longest = Math.max(...prompts.map((p) => p.length));
   if (longest >= c.contextLength) throw new Error(`prompt of ${longest} tokens does not fit the context of ${c.contextLength}`);
   const maxNew = Math.min(opts.maxTokens, c.contextLength - longest);
@@ -108,7 +136,10 @@ export async function generate(c: TransformerConfig, P: Params, tok: Tokenizer, 
         const r = forward(c, P, input as tf.Tensor2D, leftPad, prev);
         const T = r.hidden.shape[1];
         const last = r.hidden.slice([0, T - 1, 0], [-1, 1, -1]).reshape([rows.length, c.dModel]);
-        for (const l of r.cache) { tf.keep(l.k); tf.keep(l.v); }
+        for (const l of r.cache) {
+          tf.keep(l.k);
+          tf.keep(l.v);
+        }
         return { logits: lmHead(c, P, last), next: r.cache };
       });
       disposeCache(prev);
@@ -119,22 +150,36 @@ export async function generate(c: TransformerConfig, P: Params, tok: Tokenizer, 
       const nextIds: number[] = [];
       for (const [i, b] of rows.entries()) {
         const o = out[b];
-        if (o.done) { nextIds.push(0); continue; }
+        if (o.done) {
+          nextIds.push(0);
+          continue;
+        }
         const { token, logprob } = sampleToken(data.subarray(i * V, (i + 1) * V), opts, rngs[b]);
-        o.tokenIds.push(token); o.logprobs.push(logprob);
+        o.tokenIds.push(token);
+        o.logprobs.push(logprob);
         opts.onToken?.(b, token, logprob);
         nextIds.push(token);
-        if (eos.has(token)) { o.done = true; o.finishReason = 'stop'; continue; }
+        if (eos.has(token)) {
+          o.done = true;
+          o.finishReason = 'stop';
+          continue;
+        }
         if (opts.stop?.length) {
           const text = tok.decode(o.tokenIds);
-          if (opts.stop.some((s) => s && text.includes(s))) { o.done = true; o.finishReason = 'stop'; }
+          if (opts.stop.some((s) => s && text.includes(s))) {
+            o.done = true;
+            o.finishReason = 'stop';
+          }
         }
       }
       const keep = rows.map((b, i) => [b, i] as const).filter(([b]) => !out[b].done);
       if (keep.length === 0) break;
       let ids = nextIds;
       if (keep.length <= rows.length * 0.75) {
-        const idx = tf.tensor1d(keep.map(([, i]) => i), 'int32');
+        const idx = tf.tensor1d(
+          keep.map(([, i]) => i),
+          'int32',
+        );
         const old: LayerCache[] = cache;
         cache = old.map((l) => ({ k: tf.gather(l.k, idx), v: tf.gather(l.v, idx) }));
         disposeCache(old);
@@ -155,7 +200,10 @@ export async function generate(c: TransformerConfig, P: Params, tok: Tokenizer, 
   return out.map((o) => {
     const ids = o.tokenIds.filter((t, i) => !(i === o.tokenIds.length - 1 && eos.has(t)));
     let text = tok.decode(ids);
-    for (const s of opts.stop ?? []) { const at = s ? text.indexOf(s) : -1; if (at >= 0) text = text.slice(0, at); }
+    for (const s of opts.stop ?? []) {
+      const at = s ? text.indexOf(s) : -1;
+      if (at >= 0) text = text.slice(0, at);
+    }
     return { tokenIds: o.tokenIds, logprobs: o.logprobs, text, finishReason: o.finishReason };
   });
 }

@@ -13,7 +13,12 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
-  EngineHelloSchema, type EngineHello, type EngineMessage, type EngineMethod, type EngineMethods, type OptimizerSettings,
+  EngineHelloSchema,
+  type EngineHello,
+  type EngineMessage,
+  type EngineMethod,
+  type EngineMethods,
+  type OptimizerSettings,
 } from '../../protocol/engine.js';
 import type { GenerateOptions, Generation, PolicyModel, SequencePair, Tokenizer, TrainLoss, TrainStepResult } from './policy-contract.js';
 import { readHfConfig } from './model-folder.js';
@@ -44,10 +49,21 @@ export interface TorchEngineOptions {
 }
 
 export class EngineError extends Error {
-  constructor(message: string, readonly fatal = false) { super(message); this.name = 'EngineError'; }
+  constructor(
+    message: string,
+    readonly fatal = false,
+  ) {
+    super(message);
+    this.name = 'EngineError';
+  }
 }
 
-interface Pending { method: string; resolve: (v: unknown) => void; reject: (e: Error) => void; onTokens?: (events: [number, number, number][]) => void }
+interface Pending {
+  method: string;
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  onTokens?: (events: [number, number, number][]) => void;
+}
 
 /** Starts the engine on a model folder; resolves once the model is loaded (and every rank is up). */
 export async function startTorchEngine(dir: string, o: TorchEngineOptions = {}): Promise<TorchPolicyModel> {
@@ -60,9 +76,27 @@ export async function startTorchEngine(dir: string, o: TorchEngineOptions = {}):
   const sockDir = mkdtempSync(join(tmpdir(), 'agl-torch-'));
   const sockPath = join(sockDir, 'engine.sock');
   const server = createServer();
-  await new Promise<void>((res, rej) => { server.once('error', rej); server.listen(sockPath, () => res()); });
-  const serve = ['-m', 'agl_torch', 'serve', '--connect', sockPath, '--model', folder, '--device', o.device ?? 'cpu',
-    '--dtype', o.dtype ?? 'float32', '--attn', o.attn ?? 'sdpa', '--seed', String(o.seed ?? 1)];
+  await new Promise<void>((res, rej) => {
+    server.once('error', rej);
+    server.listen(sockPath, () => res());
+  });
+  const serve = [
+    '-m',
+    'agl_torch',
+    'serve',
+    '--connect',
+    sockPath,
+    '--model',
+    folder,
+    '--device',
+    o.device ?? 'cpu',
+    '--dtype',
+    o.dtype ?? 'float32',
+    '--attn',
+    o.attn ?? 'sdpa',
+    '--seed',
+    String(o.seed ?? 1),
+  ];
   if (o.threads) serve.push('--threads', String(o.threads));
   if (o.name) serve.push('--name', o.name);
   if (o.optimizer && Object.keys(o.optimizer).length) serve.push('--optimizer', JSON.stringify(o.optimizer));
@@ -92,10 +126,23 @@ export class TorchPolicyModel implements PolicyModel {
   private readonly exited: Promise<void>;
   private ready: { resolve: () => void; reject: (e: Error) => void } | null = null;
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly killOnExit = () => { try { this.child.kill('SIGKILL'); } catch { /* gone */ } };
+  private readonly killOnExit = () => {
+    try {
+      this.child.kill('SIGKILL');
+    } catch {
+      /* gone */
+    }
+  };
 
-  constructor(private readonly child: ChildProcess, private readonly server: Server, private readonly sockDir: string,
-    tokenizer: Tokenizer, readonly procs: number, readonly python: string, private readonly o: TorchEngineOptions) {
+  constructor(
+    private readonly child: ChildProcess,
+    private readonly server: Server,
+    private readonly sockDir: string,
+    tokenizer: Tokenizer,
+    readonly procs: number,
+    readonly python: string,
+    private readonly o: TorchEngineOptions,
+  ) {
     this.tokenizer = tokenizer;
     process.on('exit', this.killOnExit);
     child.stderr!.setEncoding('utf8');
@@ -114,9 +161,12 @@ export class TorchPolicyModel implements PolicyModel {
     this.exited = new Promise((res) => child.once('exit', () => res()));
     child.once('error', (e) => {
       const code = (e as NodeJS.ErrnoException).code;
-      this.fail(new EngineError(code === 'ENOENT'
-        ? `Python was not found (\`${python}\`): ${INSTALL_HINT}`
-        : `cannot start the torch engine with \`${python}\`: ${e.message}`, true));
+      this.fail(
+        new EngineError(
+          code === 'ENOENT' ? `Python was not found (\`${python}\`): ${INSTALL_HINT}` : `cannot start the torch engine with \`${python}\`: ${e.message}`,
+          true,
+        ),
+      );
     });
     child.once('exit', (code, signal) => {
       if (this.disposed && !this.pending.size) return;
@@ -124,12 +174,20 @@ export class TorchPolicyModel implements PolicyModel {
       const during = [...this.pending.values()].map((p) => p.method);
       const missing = this.stderrTail.some((l) => /lacks a package|No module named/.test(l)) ? ` (${INSTALL_HINT})` : '';
       const rank = this.stderrTail.find((l) => /ChildFailedError|rank \d+ .*fail|Root Cause/i.test(l));
-      this.fail(new EngineError(`the torch engine (pid ${child.pid}${procs > 1 ? `, ${procs} ranks` : ''}) ${what}`
-        + `${during.length ? ` during ${during.join(', ')}` : this.hello ? '' : ' while loading the model'}${missing}`
-        + `${rank ? `; ${rank.trim()}` : ''}. Its last output:\n${this.lastOutput()}`, true));
+      this.fail(
+        new EngineError(
+          `the torch engine (pid ${child.pid}${procs > 1 ? `, ${procs} ranks` : ''}) ${what}` +
+            `${during.length ? ` during ${during.join(', ')}` : this.hello ? '' : ' while loading the model'}${missing}` +
+            `${rank ? `; ${rank.trim()}` : ''}. Its last output:\n${this.lastOutput()}`,
+          true,
+        ),
+      );
     });
     server.on('connection', (s) => {
-      if (this.socket) { s.destroy(); return; } // one engine per socket: anything else connecting is refused
+      if (this.socket) {
+        s.destroy();
+        return;
+      } // one engine per socket: anything else connecting is refused
       this.socket = s;
       s.setEncoding('utf8');
       s.on('data', (chunk: string) => this.onData(chunk));
@@ -138,25 +196,55 @@ export class TorchPolicyModel implements PolicyModel {
         if (this.disposed) return;
         setTimeout(() => this.fail(new EngineError(`the torch engine closed its connection. Its last output:\n${this.lastOutput()}`, true)), 2_000).unref();
       });
-      s.on('error', () => { /* the close handler reports it */ });
+      s.on('error', () => {
+        /* the close handler reports it */
+      });
     });
   }
 
-  get name(): string { return this.hello?.model.name ?? 'torch'; }
-  get backend(): string { return this.hello ? `torch ${this.hello.device}${this.procs > 1 ? ` x${this.procs} (${this.hello.backend})` : ''}` : 'torch'; }
-  get contextLength(): number { return this.hello?.model.contextLength ?? 0; }
-  get parameterCount(): number { return this.hello?.model.parameters ?? 0; }
-  get pid(): number | undefined { return this.child.pid; }
+  get name(): string {
+    return this.hello?.model.name ?? 'torch';
+  }
+  get backend(): string {
+    return this.hello ? `torch ${this.hello.device}${this.procs > 1 ? ` x${this.procs} (${this.hello.backend})` : ''}` : 'torch';
+  }
+  get contextLength(): number {
+    return this.hello?.model.contextLength ?? 0;
+  }
+  get parameterCount(): number {
+    return this.hello?.model.parameters ?? 0;
+  }
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
 
   private lastOutput(): string {
-    return this.stderrTail.filter((l) => !/^\s*(Loading weights|warnings\.warn)/.test(l)).slice(-12).map((l) => `  ${l}`).join('\n') || '  (nothing)';
+    return (
+      this.stderrTail
+        .filter((l) => !/^\s*(Loading weights|warnings\.warn)/.test(l))
+        .slice(-12)
+        .map((l) => `  ${l}`)
+        .join('\n') || '  (nothing)'
+    );
   }
 
   /** Resolves when the engine said it is ready (model loaded); rejects with its load error. */
   started(timeoutMs: number): Promise<void> {
     return new Promise((res, rej) => {
-      const timer = setTimeout(() => rej(new EngineError(`the torch engine did not load its model within ${timeoutMs / 1000} s. Its last output:\n${this.lastOutput()}`, true)), timeoutMs);
-      this.ready = { resolve: () => { clearTimeout(timer); res(); }, reject: (e) => { clearTimeout(timer); rej(e); } };
+      const timer = setTimeout(
+        () => rej(new EngineError(`the torch engine did not load its model within ${timeoutMs / 1000} s. Its last output:\n${this.lastOutput()}`, true)),
+        timeoutMs,
+      );
+      this.ready = {
+        resolve: () => {
+          clearTimeout(timer);
+          res();
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          rej(e);
+        },
+      };
       if (this.dead) this.ready.reject(this.dead);
     });
   }
@@ -177,7 +265,12 @@ export class TorchPolicyModel implements PolicyModel {
       this.buffer = this.buffer.slice(nl + 1);
       if (!line.trim()) continue;
       let msg: EngineMessage;
-      try { msg = JSON.parse(line) as EngineMessage; } catch { this.o.log?.(`engine sent a line that is not JSON: ${line.slice(0, 200)}`); continue; }
+      try {
+        msg = JSON.parse(line) as EngineMessage;
+      } catch {
+        this.o.log?.(`engine sent a line that is not JSON: ${line.slice(0, 200)}`);
+        continue;
+      }
       this.onMessage(msg);
     }
   }
@@ -195,7 +288,10 @@ export class TorchPolicyModel implements PolicyModel {
     }
     const p = this.pending.get(msg.id);
     if (!p) return;
-    if ('event' in msg) { p.onTokens?.(msg.data); return; }
+    if ('event' in msg) {
+      p.onTokens?.(msg.data);
+      return;
+    }
     this.pending.delete(msg.id);
     if ('error' in msg) {
       const e = new EngineError(`torch engine, ${p.method}: ${msg.error.message}`, Boolean(msg.error.fatal));
@@ -206,13 +302,20 @@ export class TorchPolicyModel implements PolicyModel {
 
   /** One request; requests run one at a time, in order (the engine is single-threaded). */
   private call<M extends EngineMethod>(method: M, params: EngineMethods[M]['params'], onTokens?: Pending['onTokens']): Promise<EngineMethods[M]['result']> {
-    const run = () => new Promise<EngineMethods[M]['result']>((res, rej) => {
-      if (this.dead) { rej(this.dead); return; }
-      if (this.disposed || !this.socket) { rej(new EngineError(`the torch engine ${this.disposed ? 'was stopped' : 'is not connected'}`)); return; }
-      const id = this.nextId++;
-      this.pending.set(id, { method, resolve: res as (v: unknown) => void, reject: rej, onTokens });
-      this.socket.write(`${JSON.stringify({ id, method, params })}\n`);
-    });
+    const run = () =>
+      new Promise<EngineMethods[M]['result']>((res, rej) => {
+        if (this.dead) {
+          rej(this.dead);
+          return;
+        }
+        if (this.disposed || !this.socket) {
+          rej(new EngineError(`the torch engine ${this.disposed ? 'was stopped' : 'is not connected'}`));
+          return;
+        }
+        const id = this.nextId++;
+        this.pending.set(id, { method, resolve: res as (v: unknown) => void, reject: rej, onTokens });
+        this.socket.write(`${JSON.stringify({ id, method, params })}\n`);
+      });
     const next = this.queue.then(run, run);
     this.queue = next.catch(() => {});
     return next;
@@ -222,15 +325,33 @@ export class TorchPolicyModel implements PolicyModel {
     if (prompts.length === 0) return [];
     const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
     const onToken = opts.onToken;
-    const gens = await this.call('generate', {
-      prompts, maxTokens: opts.maxTokens, temperature: opts.temperature ?? 1, topP: opts.topP, topK: opts.topK, stop: opts.stop,
-      seed, eos: this.tokenizer.eosTokenIds, stream: Boolean(onToken),
-    }, onToken ? (events) => { for (const [b, t, lp] of events) onToken(b, t, lp); } : undefined);
+    const gens = await this.call(
+      'generate',
+      {
+        prompts,
+        maxTokens: opts.maxTokens,
+        temperature: opts.temperature ?? 1,
+        topP: opts.topP,
+        topK: opts.topK,
+        stop: opts.stop,
+        seed,
+        eos: this.tokenizer.eosTokenIds,
+        stream: Boolean(onToken),
+      },
+      onToken
+        ? (events) => {
+            for (const [b, t, lp] of events) onToken(b, t, lp);
+          }
+        : undefined,
+    );
     const eos = new Set(this.tokenizer.eosTokenIds);
     return gens.map((g) => {
       const ids = g.tokenIds.filter((t, i) => !(i === g.tokenIds.length - 1 && eos.has(t)));
       let text = this.tokenizer.decode(ids);
-      for (const s of opts.stop ?? []) { const at = s ? text.indexOf(s) : -1; if (at >= 0) text = text.slice(0, at); }
+      for (const s of opts.stop ?? []) {
+        const at = s ? text.indexOf(s) : -1;
+        if (at >= 0) text = text.slice(0, at);
+      }
       return { tokenIds: g.tokenIds, logprobs: g.logprobs, text, finishReason: g.finishReason };
     });
   }
@@ -259,13 +380,17 @@ export class TorchPolicyModel implements PolicyModel {
     }
     const term = setTimeout(() => this.child.kill('SIGTERM'), 5_000);
     const kill = setTimeout(() => this.child.kill('SIGKILL'), 15_000);
-    term.unref(); kill.unref();
+    term.unref();
+    kill.unref();
     if (this.child.pid !== undefined && this.child.exitCode === null && this.child.signalCode === null) await this.exited;
-    clearTimeout(term); clearTimeout(kill);
+    clearTimeout(term);
+    clearTimeout(kill);
     this.socket?.destroy();
     this.server.close();
     rmSync(this.sockDir, { recursive: true, force: true });
   }
 
-  dispose(): void { void this.close(); }
+  dispose(): void {
+    void this.close();
+  }
 }

@@ -42,19 +42,24 @@ export function resolveTorchPython(explicit?: string | null, dataDir?: string): 
   return { python: 'python3', source: 'python3 on the PATH' };
 }
 
-export const INSTALL_HINT = 'run `agl engine install torch` (a venv with engines/torch/requirements.txt, ~1.5 GB on a CPU machine), '
-  + 'or point AGL_PYTHON (or --python) at a Python 3.10+ where `pip install -r engines/torch/requirements.txt` was run';
+export const INSTALL_HINT =
+  'run `agl engine install torch` (a venv with engines/torch/requirements.txt, ~1.5 GB on a CPU machine), ' +
+  'or point AGL_PYTHON (or --python) at a Python 3.10+ where `pip install -r engines/torch/requirements.txt` was run';
 
 /** The Python version of `python`, or an error that says what to install. */
 export function checkPython(python: string): { version: string } {
   const r = spawnSync(python, ['-c', 'import sys, venv; print("%d.%d.%d" % sys.version_info[:3])'], { encoding: 'utf8' });
   if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') {
-    throw new Error(`Python was not found (\`${python}\`): install Python ${MIN_PYTHON.join('.')}+ with its venv module `
-      + '(Debian/Ubuntu: apt-get install python3 python3-venv; macOS: brew install python) or name one with --python');
+    throw new Error(
+      `Python was not found (\`${python}\`): install Python ${MIN_PYTHON.join('.')}+ with its venv module ` +
+        '(Debian/Ubuntu: apt-get install python3 python3-venv; macOS: brew install python) or name one with --python',
+    );
   }
   if (r.status !== 0) {
-    throw new Error(`\`${python}\` cannot make virtual environments (${(r.stderr || String(r.error ?? '')).trim().split('\n').pop()}): `
-      + 'install its venv module (Debian/Ubuntu: apt-get install python3-venv) or name another Python with --python');
+    throw new Error(
+      `\`${python}\` cannot make virtual environments (${(r.stderr || String(r.error ?? '')).trim().split('\n').pop()}): ` +
+        'install its venv module (Debian/Ubuntu: apt-get install python3-venv) or name another Python with --python',
+    );
   }
   const version = r.stdout.trim();
   const [maj, min] = version.split('.').map(Number);
@@ -72,7 +77,11 @@ export function requirementsHash(): string {
 const READY = '.agl-ready';
 
 export function torchEnvReady(venv: string): boolean {
-  try { return readFileSync(join(venv, READY), 'utf8').trim() === requirementsHash() && existsSync(venvPython(venv)); } catch { return false; }
+  try {
+    return readFileSync(join(venv, READY), 'utf8').trim() === requirementsHash() && existsSync(venvPython(venv));
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -107,7 +116,8 @@ function runLogged(cmd: string, args: string[], log: (line: string) => void): Pr
     const onData = (buf: Buffer) => {
       for (const line of buf.toString('utf8').split('\n')) {
         if (!line.trim() || /is ignored: it is neither a file nor a directory/.test(line)) continue;
-        tail.push(line); if (tail.length > 30) tail.shift();
+        tail.push(line);
+        if (tail.length > 30) tail.shift();
         log(line);
       }
     };
@@ -123,14 +133,23 @@ export function torchDoctor(python: string): Record<string, unknown> & { error?:
   const r = spawnSync(python, ['-m', 'agl_torch', 'doctor'], { encoding: 'utf8', env: engineEnv(), timeout: 120_000 });
   if (r.error) return { error: (r.error as NodeJS.ErrnoException).code === 'ENOENT' ? `Python not found (\`${python}\`)` : r.error.message };
   const line = r.stdout.trim().split('\n').pop() ?? '';
-  try { return JSON.parse(line) as Record<string, unknown>; } catch { return { error: (r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ') || `exit ${r.status}` }; }
+  try {
+    return JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return { error: (r.stderr || r.stdout).trim().split('\n').slice(-3).join(' ') || `exit ${r.status}` };
+  }
 }
 
 /** The environment an engine process runs in: our package on PYTHONPATH, transformers quiet about the hub. */
 export function engineEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const path = [TORCH_ENGINE_DIR, process.env.PYTHONPATH].filter(Boolean).join(process.platform === 'win32' ? ';' : ':');
   return {
-    ...process.env, PYTHONPATH: path, PYTHONUNBUFFERED: '1', HF_HUB_OFFLINE: process.env.HF_HUB_OFFLINE ?? '1',
-    TRANSFORMERS_NO_ADVISORY_WARNINGS: '1', TOKENIZERS_PARALLELISM: 'false', ...extra,
+    ...process.env,
+    PYTHONPATH: path,
+    PYTHONUNBUFFERED: '1',
+    HF_HUB_OFFLINE: process.env.HF_HUB_OFFLINE ?? '1',
+    TRANSFORMERS_NO_ADVISORY_WARNINGS: '1',
+    TOKENIZERS_PARALLELISM: 'false',
+    ...extra,
   };
 }

@@ -11,13 +11,25 @@ import { stopGradient } from './ops.js';
 import { forward, lmHead, type Params, type TransformerConfig } from './transformer.js';
 
 export interface OptimizerConfig {
-  lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; gradClip: number;
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weightDecay: number;
+  gradClip: number;
   /** Sequences per micro-batch (bounded memory; gradients accumulate across micro-batches). */
   microBatchSize: number;
 }
 export const DEFAULT_OPTIMIZER: OptimizerConfig = { lr: 3e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, gradClip: 1.0, microBatchSize: 16 };
 
-interface Batch { ids: tf.Tensor2D; leftPad: number[]; promptEnd: number; T: number; mask: tf.Tensor2D; targets: tf.Tensor2D }
+interface Batch {
+  ids: tf.Tensor2D;
+  leftPad: number[];
+  promptEnd: number;
+  T: number;
+  mask: tf.Tensor2D;
+  targets: tf.Tensor2D;
+}
 
 function buildBatch(c: TransformerConfig, pairs: SequencePair[]): Batch {
   const P = Math.max(...pairs.map((p) => p.promptIds.length));
@@ -30,31 +42,49 @@ function buildBatch(c: TransformerConfig, pairs: SequencePair[]): Batch {
   });
   // Right pads continue the positions after the completion; keep them inside the context.
   if (P + T - 1 > c.contextLength) {
-    throw new Error(`batch needs ${P + T - 1} slots (longest prompt ${P} + longest completion ${T}) > context ${c.contextLength}; group sequences of similar length`);
+    throw new Error(
+      `batch needs ${P + T - 1} slots (longest prompt ${P} + longest completion ${T}) > context ${c.contextLength}; group sequences of similar length`,
+    );
   }
   const L = P + T - 1;
-  const ids = new Int32Array(pairs.length * L), mask = new Float32Array(pairs.length * T), targets = new Int32Array(pairs.length * T);
+  const ids = new Int32Array(pairs.length * L),
+    mask = new Float32Array(pairs.length * T),
+    targets = new Int32Array(pairs.length * T);
   const leftPad: number[] = [];
   pairs.forEach((p, b) => {
     const pad = P - p.promptIds.length;
     leftPad.push(pad);
     const seq = [...p.promptIds, ...p.completionIds];
     for (let j = 0; j < Math.min(seq.length, L - pad); j++) ids[b * L + pad + j] = seq[j];
-    p.completionIds.forEach((t, j) => { targets[b * T + j] = t; mask[b * T + j] = 1; });
+    p.completionIds.forEach((t, j) => {
+      targets[b * T + j] = t;
+      mask[b * T + j] = 1;
+    });
   });
   return {
-    ids: tf.tensor2d(ids, [pairs.length, L], 'int32'), leftPad, promptEnd: P, T,
-    mask: tf.tensor2d(mask, [pairs.length, T]), targets: tf.tensor2d(targets, [pairs.length, T], 'int32'),
+    ids: tf.tensor2d(ids, [pairs.length, L], 'int32'),
+    leftPad,
+    promptEnd: P,
+    T,
+    mask: tf.tensor2d(mask, [pairs.length, T]),
+    targets: tf.tensor2d(targets, [pairs.length, T], 'int32'),
   };
 }
 
-function disposeBatch(b: Batch): void { b.ids.dispose(); b.mask.dispose(); b.targets.dispose(); }
+function disposeBatch(b: Batch): void {
+  b.ids.dispose();
+  b.mask.dispose();
+  b.targets.dispose();
+}
 
 /** Differentiable [B, T] log-probs of the completion tokens, and the (non-differentiated) entropy. */
 function completionLogprobs(c: TransformerConfig, P: Params, b: Batch, withEntropy: boolean): { logprobs: tf.Tensor2D; entropy: tf.Tensor2D | null } {
   const B = b.leftPad.length;
   const { hidden, cache } = forward(c, P, b.ids, b.leftPad, null);
-  for (const l of cache) { l.k.dispose(); l.v.dispose(); }
+  for (const l of cache) {
+    l.k.dispose();
+    l.v.dispose();
+  }
   const h = hidden.slice([0, b.promptEnd - 1, 0], [B, b.T, c.dModel]).reshape([B * b.T, c.dModel]);
   const logits = lmHead(c, P, h);
   const logp = tf.logSoftmax(logits, -1);
@@ -77,13 +107,21 @@ export function chunk<T>(xs: T[], n: number): T[][] {
  */
 export function fittingChunks(pairs: SequencePair[], n: number, contextLength: number): SequencePair[][] {
   const out: SequencePair[][] = [];
-  let cur: SequencePair[] = [], P = 0, T = 1;
+  let cur: SequencePair[] = [],
+    P = 0,
+    T = 1;
   for (const p of pairs) {
-    const nextP = Math.max(P, p.promptIds.length), nextT = Math.max(T, p.completionIds.length);
+    const nextP = Math.max(P, p.promptIds.length),
+      nextT = Math.max(T, p.completionIds.length);
     if (cur.length > 0 && (cur.length >= n || nextP + nextT - 1 > contextLength)) {
       out.push(cur);
-      cur = []; P = p.promptIds.length; T = Math.max(1, p.completionIds.length);
-    } else { P = nextP; T = nextT; }
+      cur = [];
+      P = p.promptIds.length;
+      T = Math.max(1, p.completionIds.length);
+    } else {
+      P = nextP;
+      T = nextT;
+    }
     cur.push(p);
   }
   if (cur.length) out.push(cur);
@@ -96,7 +134,8 @@ export async function scoreLogprobs(c: TransformerConfig, P: Params, pairs: Sequ
     const b = buildBatch(c, group);
     const lp = tf.tidy(() => completionLogprobs(c, P, b, false).logprobs);
     const data = await lp.data();
-    lp.dispose(); disposeBatch(b);
+    lp.dispose();
+    disposeBatch(b);
     group.forEach((p, i) => result.push(Array.from(data.subarray(i * b.T, i * b.T + p.completionIds.length))));
   }
   return result;
@@ -107,7 +146,10 @@ export class AdamW {
   step = 0;
   readonly firstMoments = new Map<string, tf.Variable>();
   readonly secondMoments = new Map<string, tf.Variable>();
-  constructor(public cfg: OptimizerConfig, params: Params) {
+  constructor(
+    public cfg: OptimizerConfig,
+    params: Params,
+  ) {
     for (const [name, p] of params) {
       this.firstMoments.set(name, tf.variable(tf.zerosLike(p), false));
       this.secondMoments.set(name, tf.variable(tf.zerosLike(p), false));
@@ -122,13 +164,15 @@ export class AdamW {
     sq.dispose();
     const scale = gradClip > 0 && norm > gradClip ? gradClip / norm : 1;
     this.step++;
-    const bc1 = 1 - beta1 ** this.step, bc2 = 1 - beta2 ** this.step;
+    const bc1 = 1 - beta1 ** this.step,
+      bc2 = 1 - beta2 ** this.step;
     for (const [name, p] of params) {
       const g0 = grads.get(name);
       if (!g0) continue;
       tf.tidy(() => {
         const g = scale === 1 ? g0 : g0.mul(scale);
-        const m = this.firstMoments.get(name)!, v = this.secondMoments.get(name)!;
+        const m = this.firstMoments.get(name)!,
+          v = this.secondMoments.get(name)!;
         m.assign(m.mul(beta1).add(g.mul(1 - beta1)));
         v.assign(v.mul(beta2).add(g.square().mul(1 - beta2)));
         const update = m.div(bc1).div(v.div(bc2).sqrt().add(eps));
@@ -146,14 +190,20 @@ export class AdamW {
 }
 
 export async function trainStep(
-  c: TransformerConfig, P: Params, opt: AdamW, pairs: SequencePair[], lossFn: (inputs: LossInputs) => tf.Scalar,
+  c: TransformerConfig,
+  P: Params,
+  opt: AdamW,
+  pairs: SequencePair[],
+  lossFn: (inputs: LossInputs) => tf.Scalar,
 ): Promise<Omit<TrainStepResult, 'stats'>> {
   if (pairs.length === 0) throw new Error('trainStep: no sequences given');
   const started = performance.now();
   const vars = [...P.values()];
   const byVarName = new Map([...P].map(([name, v]) => [v.name, name]));
   const acc = new Map<string, tf.Tensor>();
-  let loss = 0, tokens = 0, offset = 0;
+  let loss = 0,
+    tokens = 0,
+    offset = 0;
   try {
     for (const group of fittingChunks(pairs, opt.cfg.microBatchSize, c.contextLength)) {
       const b = buildBatch(c, group);
@@ -170,9 +220,15 @@ export async function trainStep(
         for (const [varName, g] of Object.entries(grads)) {
           const name = byVarName.get(varName)!;
           const prev = acc.get(name);
-          if (prev) { acc.set(name, prev.add(g)); prev.dispose(); g.dispose(); } else acc.set(name, g);
+          if (prev) {
+            acc.set(name, prev.add(g));
+            prev.dispose();
+            g.dispose();
+          } else acc.set(name, g);
         }
-      } finally { disposeBatch(b); }
+      } finally {
+        disposeBatch(b);
+      }
     }
     const gradNorm = opt.apply(P, acc);
     return { loss, gradNorm, tokens, seconds: (performance.now() - started) / 1000 };

@@ -27,7 +27,10 @@ export interface TransformerConfig {
 }
 
 export type Params = Map<string, tf.Variable>;
-export interface LayerCache { k: tf.Tensor; v: tf.Tensor } // [B, nKvHeads, Tpast, headDim]
+export interface LayerCache {
+  k: tf.Tensor;
+  v: tf.Tensor;
+} // [B, nKvHeads, Tpast, headDim]
 
 /** Built-in GPT sizes used by the calc demo and the benchmark. */
 export const GPT_PRESETS: Record<string, Partial<TransformerConfig>> = {
@@ -38,28 +41,47 @@ export const GPT_PRESETS: Record<string, Partial<TransformerConfig>> = {
 export function gptConfig(vocabSize: number, contextLength: number, size: Partial<TransformerConfig>): TransformerConfig {
   const d = size.dModel ?? 128;
   return {
-    family: 'gpt', vocabSize, contextLength, dModel: d, nLayers: size.nLayers ?? 4, nHeads: size.nHeads ?? 4,
-    nKvHeads: size.nHeads ?? 4, dFF: size.dFF ?? 4 * d, normEps: 1e-5, ropeTheta: 0, tieEmbeddings: true, qkvBias: true,
+    family: 'gpt',
+    vocabSize,
+    contextLength,
+    dModel: d,
+    nLayers: size.nLayers ?? 4,
+    nHeads: size.nHeads ?? 4,
+    nKvHeads: size.nHeads ?? 4,
+    dFF: size.dFF ?? 4 * d,
+    normEps: 1e-5,
+    ropeTheta: 0,
+    tieEmbeddings: true,
+    qkvBias: true,
   };
 }
 
 /** Tensor names and shapes of a config (internal [in, out] layout for linears). */
 export function paramShapes(c: TransformerConfig): Map<string, number[]> {
   const s = new Map<string, number[]>();
-  const d = c.dModel, hd = d / c.nHeads, kv = c.nKvHeads * hd;
+  const d = c.dModel,
+    hd = d / c.nHeads,
+    kv = c.nKvHeads * hd;
   if (c.family === 'gpt') {
     s.set('transformer.wte.weight', [c.vocabSize, d]);
     s.set('transformer.wpe.weight', [c.contextLength, d]);
     for (let i = 0; i < c.nLayers; i++) {
       const p = `transformer.h.${i}.`;
-      s.set(`${p}ln_1.weight`, [d]); s.set(`${p}ln_1.bias`, [d]);
-      s.set(`${p}attn.c_attn.weight`, [d, 3 * d]); s.set(`${p}attn.c_attn.bias`, [3 * d]);
-      s.set(`${p}attn.c_proj.weight`, [d, d]); s.set(`${p}attn.c_proj.bias`, [d]);
-      s.set(`${p}ln_2.weight`, [d]); s.set(`${p}ln_2.bias`, [d]);
-      s.set(`${p}mlp.c_fc.weight`, [d, c.dFF]); s.set(`${p}mlp.c_fc.bias`, [c.dFF]);
-      s.set(`${p}mlp.c_proj.weight`, [c.dFF, d]); s.set(`${p}mlp.c_proj.bias`, [d]);
+      s.set(`${p}ln_1.weight`, [d]);
+      s.set(`${p}ln_1.bias`, [d]);
+      s.set(`${p}attn.c_attn.weight`, [d, 3 * d]);
+      s.set(`${p}attn.c_attn.bias`, [3 * d]);
+      s.set(`${p}attn.c_proj.weight`, [d, d]);
+      s.set(`${p}attn.c_proj.bias`, [d]);
+      s.set(`${p}ln_2.weight`, [d]);
+      s.set(`${p}ln_2.bias`, [d]);
+      s.set(`${p}mlp.c_fc.weight`, [d, c.dFF]);
+      s.set(`${p}mlp.c_fc.bias`, [c.dFF]);
+      s.set(`${p}mlp.c_proj.weight`, [c.dFF, d]);
+      s.set(`${p}mlp.c_proj.bias`, [d]);
     }
-    s.set('transformer.ln_f.weight', [d]); s.set('transformer.ln_f.bias', [d]);
+    s.set('transformer.ln_f.weight', [d]);
+    s.set('transformer.ln_f.bias', [d]);
     return s;
   }
   s.set('model.embed_tokens.weight', [c.vocabSize, d]);
@@ -69,7 +91,11 @@ export function paramShapes(c: TransformerConfig): Map<string, number[]> {
     s.set(`${p}self_attn.q_proj.weight`, [d, d]);
     s.set(`${p}self_attn.k_proj.weight`, [d, kv]);
     s.set(`${p}self_attn.v_proj.weight`, [d, kv]);
-    if (c.qkvBias) { s.set(`${p}self_attn.q_proj.bias`, [d]); s.set(`${p}self_attn.k_proj.bias`, [kv]); s.set(`${p}self_attn.v_proj.bias`, [kv]); }
+    if (c.qkvBias) {
+      s.set(`${p}self_attn.q_proj.bias`, [d]);
+      s.set(`${p}self_attn.k_proj.bias`, [kv]);
+      s.set(`${p}self_attn.v_proj.bias`, [kv]);
+    }
     s.set(`${p}self_attn.o_proj.weight`, [d, d]);
     s.set(`${p}post_attention_layernorm.weight`, [d]);
     s.set(`${p}mlp.gate_proj.weight`, [d, c.dFF]);
@@ -84,7 +110,9 @@ export function paramShapes(c: TransformerConfig): Map<string, number[]> {
 let modelCounter = 0;
 let currentPrefix = 'm0/';
 /** Starts a new model's variable namespace (TF.js variable names are global to the process). */
-export function newVariableScope(): void { currentPrefix = `m${++modelCounter}/`; }
+export function newVariableScope(): void {
+  currentPrefix = `m${++modelCounter}/`;
+}
 /** A trainable variable holding a copy of `t`, named uniquely for this process. */
 export function makeVariable(name: string, t: tf.Tensor): tf.Variable {
   return tf.variable(t, true, `${currentPrefix}${name}`);
@@ -111,7 +139,8 @@ export function initParams(c: TransformerConfig, seed = 1234): Params {
 
 /** Additive attention mask [B, 1, T, past+T]: 0 where query t may see key j (causal, not a pad), else -1e9. */
 function attentionBias(leftPad: number[], past: number, T: number): tf.Tensor4D {
-  const B = leftPad.length, Tk = past + T;
+  const B = leftPad.length,
+    Tk = past + T;
   const m = new Float32Array(B * T * Tk).fill(-1e9);
   for (let b = 0; b < B; b++) {
     for (let t = 0; t < T; t++) {
@@ -129,8 +158,11 @@ export function positionsFor(leftPad: number[], past: number, T: number): number
 
 /** cos/sin [B, 1, T, headDim] for HF's rotate_half RoPE. */
 function ropeTables(positions: number[][], headDim: number, theta: number): [tf.Tensor, tf.Tensor] {
-  const B = positions.length, T = positions[0].length, half = headDim / 2;
-  const cos = new Float32Array(B * T * headDim), sin = new Float32Array(B * T * headDim);
+  const B = positions.length,
+    T = positions[0].length,
+    half = headDim / 2;
+  const cos = new Float32Array(B * T * headDim),
+    sin = new Float32Array(B * T * headDim);
   for (let b = 0; b < B; b++) {
     for (let t = 0; t < T; t++) {
       for (let i = 0; i < half; i++) {
@@ -151,7 +183,10 @@ function applyRope(x: tf.Tensor, cos: tf.Tensor, sin: tf.Tensor): tf.Tensor {
   return x.mul(cos).add(tf.concat([x2.neg(), x1], 3).mul(sin));
 }
 
-export interface ForwardResult { hidden: tf.Tensor3D; cache: LayerCache[] }
+export interface ForwardResult {
+  hidden: tf.Tensor3D;
+  cache: LayerCache[];
+}
 
 /**
  * Runs the blocks on `ids` [B, T] (int32) after `cache` (past keys/values, or none) and returns the final
@@ -160,17 +195,23 @@ export interface ForwardResult { hidden: tf.Tensor3D; cache: LayerCache[] }
 export function forward(c: TransformerConfig, P: Params, ids: tf.Tensor2D, leftPad: number[], cache: LayerCache[] | null): ForwardResult {
   const [B, T] = ids.shape;
   const past = cache ? cache[0].k.shape[2]! : 0;
-  const H = c.nHeads, Hkv = c.nKvHeads, hd = c.dModel / H, rep = H / Hkv;
-  const w = (n: string) => { const v = P.get(n); if (!v) throw new Error(`missing weight ${n}`); return v; };
+  const H = c.nHeads,
+    Hkv = c.nKvHeads,
+    hd = c.dModel / H,
+    rep = H / Hkv;
+  const w = (n: string) => {
+    const v = P.get(n);
+    if (!v) throw new Error(`missing weight ${n}`);
+    return v;
+  };
   const bias = attentionBias(leftPad, past, T);
   const positions = positionsFor(leftPad, past, T);
   const posIds = tf.tensor2d(positions.flat(), [B, T], 'int32');
   const rope = c.family === 'llama' ? ropeTables(positions, hd, c.ropeTheta) : null;
   const newCache: LayerCache[] = [];
 
-  let x = c.family === 'gpt'
-    ? embed(w('transformer.wte.weight'), ids).add(embed(w('transformer.wpe.weight'), posIds))
-    : embed(w('model.embed_tokens.weight'), ids);
+  let x =
+    c.family === 'gpt' ? embed(w('transformer.wte.weight'), ids).add(embed(w('transformer.wpe.weight'), posIds)) : embed(w('model.embed_tokens.weight'), ids);
 
   for (let i = 0; i < c.nLayers; i++) {
     let q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, h: tf.Tensor;
@@ -178,7 +219,9 @@ export function forward(c: TransformerConfig, P: Params, ids: tf.Tensor2D, leftP
       const p = `transformer.h.${i}.`;
       h = layerNorm(x, w(`${p}ln_1.weight`), w(`${p}ln_1.bias`), c.normEps);
       // [B*T, 3, d] -> [3, B*T, d], then contiguous slices: splitting the last axis, and 5-D transposes, are slow on wasm.
-      const qkv = linear(h, w(`${p}attn.c_attn.weight`), w(`${p}attn.c_attn.bias`)).reshape([B * T, 3, c.dModel]).transpose([1, 0, 2]);
+      const qkv = linear(h, w(`${p}attn.c_attn.weight`), w(`${p}attn.c_attn.bias`))
+        .reshape([B * T, 3, c.dModel])
+        .transpose([1, 0, 2]);
       // One new token per row (decoding): [B, 1, H, hd] -> [B, H, 1, hd] is a plain reshape.
       [q, k, v] = [0, 1, 2].map((j) => {
         const part = qkv.slice([j, 0, 0], [1, B * T, c.dModel]);
@@ -193,10 +236,18 @@ export function forward(c: TransformerConfig, P: Params, ids: tf.Tensor2D, leftP
     }
     if (c.family === 'llama') {
       const heads = (t: tf.Tensor, n: number) => (T === 1 ? t.reshape([B, n, 1, hd]) : t.reshape([B, T, n, hd]).transpose([0, 2, 1, 3]));
-      q = heads(q, H); k = heads(k, Hkv); v = heads(v, Hkv);
+      q = heads(q, H);
+      k = heads(k, Hkv);
+      v = heads(v, Hkv);
     }
-    if (rope) { q = applyRope(q, rope[0], rope[1]); k = applyRope(k, rope[0], rope[1]); }
-    if (cache) { k = tf.concat([cache[i].k, k], 2); v = tf.concat([cache[i].v, v], 2); }
+    if (rope) {
+      q = applyRope(q, rope[0], rope[1]);
+      k = applyRope(k, rope[0], rope[1]);
+    }
+    if (cache) {
+      k = tf.concat([cache[i].k, k], 2);
+      v = tf.concat([cache[i].v, v], 2);
+    }
     newCache.push({ k, v });
     const Tk = past + T;
     // Grouped-query attention without copying k/v: the rep query heads sharing a kv head are stacked along time.
@@ -221,9 +272,9 @@ export function forward(c: TransformerConfig, P: Params, ids: tf.Tensor2D, leftP
       x = x.add(linear(ff, w(`${p}mlp.down_proj.weight`)));
     }
   }
-  const hidden = (c.family === 'gpt'
-    ? layerNorm(x, w('transformer.ln_f.weight'), w('transformer.ln_f.bias'), c.normEps)
-    : rmsNorm(x, w('model.norm.weight'), c.normEps)) as tf.Tensor3D;
+  const hidden = (
+    c.family === 'gpt' ? layerNorm(x, w('transformer.ln_f.weight'), w('transformer.ln_f.bias'), c.normEps) : rmsNorm(x, w('model.norm.weight'), c.normEps)
+  ) as tf.Tensor3D;
   return { hidden, cache: newCache };
 }
 

@@ -11,7 +11,12 @@
  */
 import * as tf from '@tensorflow/tfjs';
 
-interface WasmData { id: number; memoryOffset: number; shape: number[]; dtype: string }
+interface WasmData {
+  id: number;
+  memoryOffset: number;
+  shape: number[];
+  dtype: string;
+}
 interface WasmBackend {
   wasm: {
     HEAPU8: Uint8Array;
@@ -43,10 +48,13 @@ export function installFastWasmKernels(): void {
   replaceKernel('BatchMatMul', (original) => (args) => {
     const { a, b } = args.inputs;
     const { transposeA, transposeB } = args.attrs as { transposeA: boolean; transposeB: boolean };
-    const ra = a.shape.length, rb = b.shape.length;
+    const ra = a.shape.length,
+      rb = b.shape.length;
     const batch = a.shape.slice(0, -2).reduce((x, y) => x * y, 1);
     const sameBatch = ra === rb && a.shape.slice(0, -2).every((d, i) => d === b.shape[i]);
-    const M = a.shape[ra - 2], K = a.shape[ra - 1], P = b.shape[rb - 1];
+    const M = a.shape[ra - 2],
+      K = a.shape[ra - 1],
+      P = b.shape[rb - 1];
     // Small products (decoding steps: M = 1) are cheaper in the generic loop than one XNNPACK operator each.
     const small = M < 8 || M * K * P < 16 * 16 * 16;
     if (transposeA || transposeB || batch <= 1 || small || !sameBatch || a.dtype !== 'float32' || b.dtype !== 'float32') return original(args);
@@ -56,16 +64,21 @@ export function installFastWasmKernels(): void {
     const aOff = backend.dataIdMap.get(a.dataId).memoryOffset;
     const bOff = backend.dataIdMap.get(b.dataId).memoryOffset;
     const oOff = backend.dataIdMap.get(out.dataId).memoryOffset;
-    const aShape = new Uint8Array(new Int32Array([1, M, K]).buffer), bShape = new Uint8Array(new Int32Array([1, K, P]).buffer);
+    const aShape = new Uint8Array(new Int32Array([1, M, K]).buffer),
+      bShape = new Uint8Array(new Int32Array([1, K, P]).buffer);
     const { tfjs } = backend.wasm;
     for (let i = 0; i < batch; i++) {
-      const ia = backend.dataIdNextNumber++, ib = backend.dataIdNextNumber++, io = backend.dataIdNextNumber++;
+      const ia = backend.dataIdNextNumber++,
+        ib = backend.dataIdNextNumber++,
+        io = backend.dataIdNextNumber++;
       tfjs.registerTensor(ia, M * K, aOff + i * M * K * 4);
       tfjs.registerTensor(ib, K * P, bOff + i * K * P * 4);
       tfjs.registerTensor(io, M * P, oOff + i * M * P * 4);
       matmul2d(ia, aShape, 3, ib, bShape, 3, false, false, io);
       // Forget the views on the C++ side only (and any XNNPACK operator cached for them); memory stays owned by the parents.
-      tfjs.disposeData(ia); tfjs.disposeData(ib); tfjs.disposeData(io);
+      tfjs.disposeData(ia);
+      tfjs.disposeData(ib);
+      tfjs.disposeData(io);
     }
     return out as tf.TensorInfo;
   });

@@ -18,10 +18,15 @@ import * as os from 'node:os';
 import { join } from 'node:path';
 
 const FACTORY_PREFIX = 'var WasmBackendModuleThreadedSimd';
-const BUNDLE_BINDINGS = "var require$$0=require('fs'),require$$1=require('path'),require$$3=require('perf_hooks'),require$$4=require('os'),commonjsGlobal=globalThis;";
+const BUNDLE_BINDINGS =
+  "var require$$0=require('fs'),require$$1=require('path'),require$$3=require('perf_hooks'),require$$4=require('os'),commonjsGlobal=globalThis;";
 
 /** Runs `init` (which must call tf.setBackend('wasm')) with the patches above; returns the thread count. */
-export async function withNodeWasmThreads(threads: number, wasm: { setThreadsCount?: (n: number) => void; getThreadsCount?: () => number }, init: () => Promise<void>): Promise<number> {
+export async function withNodeWasmThreads(
+  threads: number,
+  wasm: { setThreadsCount?: (n: number) => void; getThreadsCount?: () => number },
+  init: () => Promise<void>,
+): Promise<number> {
   tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', true);
   wasm.setThreadsCount?.(threads);
   const dir = mkdtempSync(join(os.tmpdir(), 'agl-wasm-threads-'));
@@ -48,13 +53,18 @@ export async function withNodeWasmThreads(threads: number, wasm: { setThreadsCou
     const source = (blob as FileBackedBlob).source;
     if (source === undefined) return realCreate(blob);
     // The worker imports the factory by path instead of through an object URL of the posted Blob.
-    const worker = source.replace('if(typeof e.data.urlOrBlob=="string"){importScripts(e.data.urlOrBlob)}',
-      `if(true){importScripts(${JSON.stringify(factoryPath)})}`);
+    const worker = source.replace(
+      'if(typeof e.data.urlOrBlob=="string"){importScripts(e.data.urlOrBlob)}',
+      `if(true){importScripts(${JSON.stringify(factoryPath)})}`,
+    );
     const path = join(dir, 'worker.js');
     writeFileSync(path, worker);
     return path;
   };
-  osModule.cpus = () => { const c = realCpus(); return Array.from({ length: threads * 2 }, (_, i) => c[i % c.length]); };
+  osModule.cpus = () => {
+    const c = realCpus();
+    return Array.from({ length: threads * 2 }, (_, i) => c[i % c.length]);
+  };
   try {
     await init();
   } finally {
@@ -63,7 +73,8 @@ export async function withNodeWasmThreads(threads: number, wasm: { setThreadsCou
     osModule.cpus = realCpus;
   }
   // Pool workers must not keep the process alive (a CLI command would never exit).
-  const pthread = (tf.backend() as unknown as { wasm?: { PThread?: { unusedWorkers: { unref(): void }[]; runningWorkers: { unref(): void }[] } } }).wasm?.PThread;
+  const pthread = (tf.backend() as unknown as { wasm?: { PThread?: { unusedWorkers: { unref(): void }[]; runningWorkers: { unref(): void }[] } } }).wasm
+    ?.PThread;
   for (const w of [...(pthread?.unusedWorkers ?? []), ...(pthread?.runningWorkers ?? [])]) w.unref();
   return wasm.getThreadsCount?.() ?? 1;
 }

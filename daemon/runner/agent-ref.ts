@@ -10,9 +10,7 @@ import { isAbsolute } from 'node:path';
 import { canonicalAgentSpec, resolveAgentFile } from '../../sdk/agent-id.js';
 import { findTsAgents } from '../lsp/agents-ts.js';
 
-export type AgentRef =
-  | { kind: 'js'; file: string; exportName: string | null; spec: string }
-  | { kind: 'python'; target: string; spec: string };
+export type AgentRef = { kind: 'js'; file: string; exportName: string | null; spec: string } | { kind: 'python'; target: string; spec: string };
 
 export function parseAgentRef(spec: string, cwd = process.cwd()): AgentRef {
   const s = spec.trim();

@@ -8,13 +8,17 @@ import { TOKEN_FILE } from '../../protocol/daemon-state.js';
 import { AglClient } from '../../sdk/client.js';
 import { resolveDataDir } from '../../sdk/daemon-state.js';
 
-export interface Connection { client: AglClient; url: string; token: string }
+export interface Connection {
+  client: AglClient;
+  url: string;
+  token: string;
+}
 
 export function connect(flags: { url?: string; token?: string; 'data-dir'?: string }): Connection {
   const url = flags.url ?? process.env.AGL_URL;
   if (url) {
     const token = flags.token ?? process.env.AGL_TOKEN;
-    if (!token) throw new Error('--url needs --token (or AGL_TOKEN): the daemon\'s token is in its data dir, file `token`');
+    if (!token) throw new Error("--url needs --token (or AGL_TOKEN): the daemon's token is in its data dir, file `token`");
     return { client: new AglClient({ url, token }), url: url.replace(/\/+$/, ''), token };
   }
   const dataDir = resolveDataDir(flags['data-dir']);

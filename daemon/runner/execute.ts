@@ -36,14 +36,19 @@ export function runnerResourcesCache(client: AglClient): ResourcesCache {
   return new ResourcesCache(client, LATEST_TTL_MS);
 }
 
-export interface ExecuteResult { rollout: Rollout | null; outcome: JobOutcome }
+export interface ExecuteResult {
+  rollout: Rollout | null;
+  outcome: JobOutcome;
+}
 
 export async function executeClaim(claim: Claim, workerFor: (kind: WorkerKind) => WorkerProcess, opts: ExecuteOptions): Promise<ExecuteResult> {
   const { rollout, attempt } = claim;
   const log = opts.log ?? (() => {});
   let outcome: JobOutcome;
   // The worker process batched the agent's spans already: each of its batches is one store request.
-  const sink = new BatchingSink(async (spans: SpanInput[]) => { await opts.client.addSpans(spans); });
+  const sink = new BatchingSink(async (spans: SpanInput[]) => {
+    await opts.client.addSpans(spans);
+  });
   const heartbeat = setInterval(() => {
     opts.client.heartbeatAttempt(attempt.id).catch((e: Error) => log(`heartbeat of attempt ${attempt.id} failed: ${e.message}`));
   }, opts.heartbeatMs ?? 10_000);
@@ -55,9 +60,17 @@ export async function executeClaim(claim: Claim, workerFor: (kind: WorkerKind) =
     const resources = await (opts.resources ?? runnerResourcesCache(opts.client)).forRollout(rollout);
     const llmResource = pickLlmResource(resources, undefined);
     const job: RunJob = {
-      rolloutId: rollout.id, attemptId: attempt.id, mode: rollout.mode, task: rollout.input,
+      rolloutId: rollout.id,
+      attemptId: attempt.id,
+      mode: rollout.mode,
+      task: rollout.input,
       agent: ref.kind === 'js' ? `${ref.file}${ref.exportName ? `#${ref.exportName}` : ''}` : ref.target,
-      llm: { baseUrl: attemptBaseUrl(`${opts.daemonUrl}/v1`, rollout.id, attempt.id), model: llmResource?.model ?? 'default', samplingParams: llmResource?.samplingParams ?? {}, apiKey: 'agl' },
+      llm: {
+        baseUrl: attemptBaseUrl(`${opts.daemonUrl}/v1`, rollout.id, attempt.id),
+        model: llmResource?.model ?? 'default',
+        samplingParams: llmResource?.samplingParams ?? {},
+        apiKey: 'agl',
+      },
     };
     const timeoutSeconds = rollout.config.timeoutSeconds ?? opts.defaultTimeoutSeconds ?? null;
     outcome = await workerFor(ref.kind).run(job, (spans) => sink.forward(spans), timeoutSeconds === null ? null : timeoutSeconds * 1000);

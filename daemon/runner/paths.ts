@@ -21,5 +21,9 @@ export const PY_RUNNER = fromSources ? join(here, '..', '..', 'sdk', 'python', '
 
 /** file:// URL of tsx's loader, for `node --import` (agents in TypeScript). */
 export function tsxLoaderUrl(): string {
-  return pathToFileURL(createRequire(join(here, 'noop.js')).resolve('tsx').replace(/loader\.cjs$/, 'loader.mjs')).href;
+  return pathToFileURL(
+    createRequire(join(here, 'noop.js'))
+      .resolve('tsx')
+      .replace(/loader\.cjs$/, 'loader.mjs'),
+  ).href;
 }

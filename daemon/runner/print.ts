@@ -13,15 +13,23 @@ function describe(s: Span): string {
   const ms = s.endTime !== null ? `${Math.round(s.endTime - s.startTime)} ms` : 'open';
   const parts = [s.name, `(${ms})`];
   if (isLlmCallSpan(s)) {
-    parts.push(`model=${String(a[GENAI.requestModel] ?? '?')}`, `tokens=${String(a[GENAI.usageInputTokens] ?? '?')}+${String(a[GENAI.usageOutputTokens] ?? '?')}`);
+    parts.push(
+      `model=${String(a[GENAI.requestModel] ?? '?')}`,
+      `tokens=${String(a[GENAI.usageInputTokens] ?? '?')}+${String(a[GENAI.usageOutputTokens] ?? '?')}`,
+    );
     const finish = a[GENAI.responseFinishReasons];
     if (Array.isArray(finish)) parts.push(`finish=${finish.join(',')}`);
     try {
-      const out = JSON.parse(String(a[GENAI.outputMessages] ?? '[]')) as { content?: string | null; tool_calls?: { function: { name: string; arguments: string } }[] }[];
+      const out = JSON.parse(String(a[GENAI.outputMessages] ?? '[]')) as {
+        content?: string | null;
+        tool_calls?: { function: { name: string; arguments: string } }[];
+      }[];
       const m = out[0];
       if (m?.tool_calls?.length) parts.push(`-> ${m.tool_calls.map((t) => `${t.function.name}(${clip(t.function.arguments, 60)})`).join(', ')}`);
       else if (m?.content) parts.push(`-> ${JSON.stringify(clip(m.content, 100))}`);
-    } catch { /* not JSON: skip the preview */ }
+    } catch {
+      /* not JSON: skip the preview */
+    }
   }
   const reward = rewardOfSpan(s);
   if (reward) parts.push(`${reward.name ?? 'reward'}=${String(reward.value)}`);
@@ -40,7 +48,10 @@ export function formatSpanTree(spans: Span[]): string {
   }
   const lines: string[] = [];
   const walk = (parent: string | null, depth: number) => {
-    for (const s of children.get(parent) ?? []) { lines.push(`${'  '.repeat(depth)}${describe(s)}`); if (depth < 50) walk(s.spanId, depth + 1); }
+    for (const s of children.get(parent) ?? []) {
+      lines.push(`${'  '.repeat(depth)}${describe(s)}`);
+      if (depth < 50) walk(s.spanId, depth + 1);
+    }
   };
   walk(null, 0);
   return lines.join('\n');

@@ -23,7 +23,4 @@ export interface JobOutcome {
 }
 
 export type ToWorker = { type: 'run'; job: RunJob } | { type: 'shutdown' };
-export type FromWorker =
-  | { type: 'ready' }
-  | { type: 'spans'; spans: SpanInput[] }
-  | { type: 'done'; attemptId: string; outcome: JobOutcome };
+export type FromWorker = { type: 'ready' } | { type: 'spans'; spans: SpanInput[] } | { type: 'done'; attemptId: string; outcome: JobOutcome };

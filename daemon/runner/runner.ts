@@ -55,19 +55,30 @@ export class Runner {
   }
 
   /** Worker processes started so far (warm ones are reused). */
-  get processCount(): number { return this.pool.size; }
+  get processCount(): number {
+    return this.pool.size;
+  }
 
-  get workerIds(): string[] { return this.slots.map((s) => s.id); }
+  get workerIds(): string[] {
+    return this.slots.map((s) => s.id);
+  }
 
   start(): void {
     this.loops = this.slots.map((slot) => this.loop(slot));
   }
 
-  private log(m: string): void { (this.opts.log ?? ((x) => console.error(x)))(m); }
+  private log(m: string): void {
+    (this.opts.log ?? ((x) => console.error(x)))(m);
+  }
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const done = () => { clearTimeout(t); const i = this.wake.indexOf(done); if (i >= 0) this.wake.splice(i, 1); resolve(); };
+      const done = () => {
+        clearTimeout(t);
+        const i = this.wake.indexOf(done);
+        if (i >= 0) this.wake.splice(i, 1);
+        resolve();
+      };
       const t = setTimeout(done, ms);
       this.wake.push(done);
     });
@@ -79,18 +90,34 @@ export class Runner {
     let lastBeat = 0;
     while (!this.stopping) {
       try {
-        if (Date.now() - lastBeat > 5_000) { lastBeat = Date.now(); await this.opts.client.heartbeatWorker(slot.id, { status: 'idle', currentRolloutId: null, currentAttemptId: null }); }
+        if (Date.now() - lastBeat > 5_000) {
+          lastBeat = Date.now();
+          await this.opts.client.heartbeatWorker(slot.id, { status: 'idle', currentRolloutId: null, currentAttemptId: null });
+        }
         const claim = await this.opts.client.claimNextRollout(slot.id, this.opts.agent ? { agent: this.opts.agent } : {});
-        if (!claim) { await this.sleep(idle + Math.random() * idle * 0.5); idle = Math.min(max, idle * 2); continue; }
+        if (!claim) {
+          await this.sleep(idle + Math.random() * idle * 0.5);
+          idle = Math.min(max, idle * 2);
+          continue;
+        }
         idle = min;
         slot.busy = true;
-        void this.opts.client.heartbeatWorker(slot.id, { status: 'busy', currentRolloutId: claim.rollout.id, currentAttemptId: claim.attempt.id }).catch(() => {});
+        void this.opts.client
+          .heartbeatWorker(slot.id, { status: 'busy', currentRolloutId: claim.rollout.id, currentAttemptId: claim.attempt.id })
+          .catch(() => {});
         const result = await executeClaim(claim, (kind) => this.pool.acquire(kind), {
-          client: this.opts.client, daemonUrl: this.opts.daemonUrl, cwd: this.opts.cwd ?? process.cwd(), defaultAgent: this.opts.agent,
-          defaultTimeoutSeconds: this.opts.defaultTimeoutSeconds, log: (m) => this.log(m), resources: this.resources,
+          client: this.opts.client,
+          daemonUrl: this.opts.daemonUrl,
+          cwd: this.opts.cwd ?? process.cwd(),
+          defaultAgent: this.opts.agent,
+          defaultTimeoutSeconds: this.opts.defaultTimeoutSeconds,
+          log: (m) => this.log(m),
+          resources: this.resources,
         });
-        if (result.outcome.status === 'succeeded') this.completed++; else this.failed++;
-        if (result.outcome.status === 'failed') this.log(`rollout ${claim.rollout.id} attempt ${claim.attempt.sequence} failed: ${result.outcome.error?.message.split('\n')[0]}`);
+        if (result.outcome.status === 'succeeded') this.completed++;
+        else this.failed++;
+        if (result.outcome.status === 'failed')
+          this.log(`rollout ${claim.rollout.id} attempt ${claim.attempt.sequence} failed: ${result.outcome.error?.message.split('\n')[0]}`);
         this.opts.onResult?.(result);
       } catch (err) {
         this.log(`worker ${slot.id}: ${(err as Error).message}`);
@@ -110,6 +137,8 @@ export class Runner {
     await all;
     clearTimeout(timer);
     await this.pool.stopAll();
-    await Promise.all(this.slots.map((s) => this.opts.client.heartbeatWorker(s.id, { status: 'offline', currentRolloutId: null, currentAttemptId: null }).catch(() => {})));
+    await Promise.all(
+      this.slots.map((s) => this.opts.client.heartbeatWorker(s.id, { status: 'offline', currentRolloutId: null, currentAttemptId: null }).catch(() => {})),
+    );
   }
 }

@@ -21,7 +21,11 @@ export interface WorkerEnv {
   python?: string;
 }
 
-interface Pending { resolve: (o: JobOutcome) => void; onSpans: (spans: SpanInput[]) => void; timer: NodeJS.Timeout | null }
+interface Pending {
+  resolve: (o: JobOutcome) => void;
+  onSpans: (spans: SpanInput[]) => void;
+  timer: NodeJS.Timeout | null;
+}
 
 export class WorkerProcess {
   private child: ChildProcess | null = null;
@@ -34,21 +38,34 @@ export class WorkerProcess {
   spawned = 0;
   readonly capacity: number;
 
-  constructor(readonly kind: WorkerKind, private readonly env: WorkerEnv, capacity = 1) {
+  constructor(
+    readonly kind: WorkerKind,
+    private readonly env: WorkerEnv,
+    capacity = 1,
+  ) {
     this.capacity = kind === 'python' ? 1 : Math.max(1, capacity);
   }
 
-  get active(): number { return this.pending.size; }
-  get hasRoom(): boolean { return this.pending.size < this.capacity; }
+  get active(): number {
+    return this.pending.size;
+  }
+  get hasRoom(): boolean {
+    return this.pending.size < this.capacity;
+  }
 
   private start(): ChildProcess {
     this.spawned++;
     this.tainted = false;
     this.stderrTail = '';
     const env = { ...process.env, AGL_DAEMON_URL: this.env.daemonUrl, AGL_TOKEN: this.env.token, AGL_WORKER: '1' };
-    const child = this.kind === 'js'
-      ? fork(JS_WORKER_ENTRY, [], { cwd: this.env.cwd, env, execArgv: ['--import', tsxLoaderUrl()], stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
-      : spawn(this.env.python ?? 'python3', [PY_RUNNER, '--serve'], { cwd: this.env.cwd, env: { ...env, PYTHONPATH: [this.env.cwd, process.env.PYTHONPATH].filter(Boolean).join(':'), PYTHONUNBUFFERED: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child =
+      this.kind === 'js'
+        ? fork(JS_WORKER_ENTRY, [], { cwd: this.env.cwd, env, execArgv: ['--import', tsxLoaderUrl()], stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
+        : spawn(this.env.python ?? 'python3', [PY_RUNNER, '--serve'], {
+            cwd: this.env.cwd,
+            env: { ...env, PYTHONPATH: [this.env.cwd, process.env.PYTHONPATH].filter(Boolean).join(':'), PYTHONUNBUFFERED: '1' },
+            stdio: ['pipe', 'pipe', 'pipe'],
+          });
     child.stderr?.on('data', (d: Buffer) => {
       process.stderr.write(d);
       this.stderrTail = (this.stderrTail + d.toString()).slice(-4000);
@@ -71,19 +88,31 @@ export class WorkerProcess {
     if (this.kind === 'js') child.on('message', onMessage);
     else {
       createInterface({ input: child.stdout! }).on('line', (line) => {
-        if (!line.startsWith('{')) { process.stdout.write(line + '\n'); return; }
-        try { onMessage(JSON.parse(line) as FromWorker); } catch { process.stdout.write(line + '\n'); }
+        if (!line.startsWith('{')) {
+          process.stdout.write(line + '\n');
+          return;
+        }
+        try {
+          onMessage(JSON.parse(line) as FromWorker);
+        } catch {
+          process.stdout.write(line + '\n');
+        }
       });
     }
     child.on('exit', (code, signal) => {
       if (this.child === child) this.child = null;
       const tail = this.stderrTail.trim().split('\n').slice(-8).join('\n');
       for (const id of [...this.pending.keys()]) {
-        this.settle(id, { status: 'failed', reward: null, error: { message: `agent process exited (${signal ?? `code ${code}`}) during the rollout${tail ? `:\n${tail}` : ''}` } });
+        this.settle(id, {
+          status: 'failed',
+          reward: null,
+          error: { message: `agent process exited (${signal ?? `code ${code}`}) during the rollout${tail ? `:\n${tail}` : ''}` },
+        });
       }
     });
     child.on('error', (err) => {
-      for (const id of [...this.pending.keys()]) this.settle(id, { status: 'failed', reward: null, error: { message: `could not start the ${this.kind} worker: ${err.message}` } });
+      for (const id of [...this.pending.keys()])
+        this.settle(id, { status: 'failed', reward: null, error: { message: `could not start the ${this.kind} worker: ${err.message}` } });
     });
     return child;
   }
@@ -103,12 +132,20 @@ export class WorkerProcess {
     if (!this.child || this.child.exitCode !== null) this.child = this.start();
     const child = this.child;
     return new Promise<JobOutcome>((resolve) => {
-      const timer = timeoutMs === null ? null : setTimeout(() => {
-        if (!this.pending.has(job.attemptId)) return;
-        // Alone in the process: kill it now. Otherwise kill it once the others are done.
-        if (this.pending.size === 1) this.kill(); else this.tainted = true;
-        this.settle(job.attemptId, { status: 'failed', reward: null, error: { message: `rollout timed out after ${Math.round(timeoutMs / 1000)} s: the agent process was killed` } });
-      }, timeoutMs);
+      const timer =
+        timeoutMs === null
+          ? null
+          : setTimeout(() => {
+              if (!this.pending.has(job.attemptId)) return;
+              // Alone in the process: kill it now. Otherwise kill it once the others are done.
+              if (this.pending.size === 1) this.kill();
+              else this.tainted = true;
+              this.settle(job.attemptId, {
+                status: 'failed',
+                reward: null,
+                error: { message: `rollout timed out after ${Math.round(timeoutMs / 1000)} s: the agent process was killed` },
+              });
+            }, timeoutMs);
       this.pending.set(job.attemptId, { onSpans, resolve, timer });
       const msg = { type: 'run', job };
       if (this.kind === 'js') child.send(msg);
@@ -127,7 +164,12 @@ export class WorkerProcess {
     const c = this.child;
     if (!c || c.exitCode !== null) return;
     const exited = new Promise<void>((r) => c.once('exit', () => r()));
-    try { if (this.kind === 'js') c.send({ type: 'shutdown' }); else c.stdin!.end(); } catch { /* already gone */ }
+    try {
+      if (this.kind === 'js') c.send({ type: 'shutdown' });
+      else c.stdin!.end();
+    } catch {
+      /* already gone */
+    }
     const timer = setTimeout(() => c.kill('SIGKILL'), graceMs);
     await exited;
     clearTimeout(timer);
@@ -139,7 +181,10 @@ export class WorkerProcess {
 export class WorkerPool {
   private readonly processes: WorkerProcess[] = [];
 
-  constructor(private readonly env: WorkerEnv, private readonly jobsPerProcess = 1) {}
+  constructor(
+    private readonly env: WorkerEnv,
+    private readonly jobsPerProcess = 1,
+  ) {}
 
   acquire(kind: WorkerKind): WorkerProcess {
     const free = this.processes.find((p) => p.kind === kind && p.hasRoom);
@@ -149,9 +194,15 @@ export class WorkerPool {
     return p;
   }
 
-  get size(): number { return this.processes.length; }
+  get size(): number {
+    return this.processes.length;
+  }
 
-  killAll(): void { for (const p of this.processes) p.kill(); }
+  killAll(): void {
+    for (const p of this.processes) p.kill();
+  }
 
-  async stopAll(): Promise<void> { await Promise.all(this.processes.map((p) => p.stop())); }
+  async stopAll(): Promise<void> {
+    await Promise.all(this.processes.map((p) => p.stop()));
+  }
 }

@@ -77,12 +77,18 @@ export function listen(app: express.Express, ctx: ServerContext, host: string, p
 export function closeGracefully(server: Server, graceMs = 5_000): Promise<void> {
   return new Promise((resolve) => {
     // Requests that still arrive on open keep-alive sockets are answered, then their socket is closed.
-    server.prependListener('request', (_req, res) => { res.setHeader('connection', 'close'); });
+    server.prependListener('request', (_req, res) => {
+      res.setHeader('connection', 'close');
+    });
     const timer = setTimeout(() => server.closeAllConnections(), graceMs);
     timer.unref();
     // Sockets busy at close() go idle once answered and would wait out the grace time: sweep them.
     const sweep = setInterval(() => server.closeIdleConnections(), 25);
-    server.close(() => { clearTimeout(timer); clearInterval(sweep); resolve(); });
+    server.close(() => {
+      clearTimeout(timer);
+      clearInterval(sweep);
+      resolve();
+    });
     server.closeIdleConnections();
   });
 }

@@ -49,9 +49,10 @@ export function bearerCheck(token: string): (header: string | undefined, instanc
   const expected = Buffer.from(`Bearer ${token}`);
   return (got, instance) => {
     if (got !== undefined && got.length === expected.length && timingSafeEqual(Buffer.from(got), expected)) return null;
-    const detail = got === undefined
-      ? 'missing Authorization header: send `Authorization: Bearer <token>` (the token is in the daemon data dir, file `token`)'
-      : 'wrong bearer token: read the current one from the daemon data dir (file `token`)';
+    const detail =
+      got === undefined
+        ? 'missing Authorization header: send `Authorization: Bearer <token>` (the token is in the daemon data dir, file `token`)'
+        : 'wrong bearer token: read the current one from the daemon data dir (file `token`)';
     return problemBody(401, 'unauthorized', detail, [{ path: 'headers.authorization', message: got === undefined ? 'missing' : 'does not match' }], instance);
   };
 }
@@ -64,7 +65,10 @@ export function requireToken(token: string): RequestHandler {
   const check = bearerCheck(token);
   return (req, res, next) => {
     const problem = check(req.headers.authorization, req.originalUrl);
-    if (!problem) { next(); return; }
+    if (!problem) {
+      next();
+      return;
+    }
     res.setHeader('WWW-Authenticate', AUTHENTICATE_HEADER);
     sendProblem(res, problem);
   };

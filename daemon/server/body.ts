@@ -13,16 +13,17 @@ import { HttpProblem } from './errors.js';
 export function requireJsonType(contentType: string | undefined): void {
   const [media = '', ...params] = (contentType ?? '').split(';');
   if (media.trim().toLowerCase() !== 'application/json') {
-    throw new HttpProblem(415, 'unsupported-media-type',
-      `unsupported Content-Type '${contentType ?? ''}': send the body as application/json`,
-      [{ path: 'headers.content-type', message: contentType === undefined ? 'missing' : `expected application/json, received ${media.trim() || '(empty)'}` }]);
+    throw new HttpProblem(415, 'unsupported-media-type', `unsupported Content-Type '${contentType ?? ''}': send the body as application/json`, [
+      { path: 'headers.content-type', message: contentType === undefined ? 'missing' : `expected application/json, received ${media.trim() || '(empty)'}` },
+    ]);
   }
   for (const param of params) {
     const [name = '', value = ''] = param.split('=');
     const charset = value.trim().replace(/^"|"$/g, '').toLowerCase();
     if (name.trim().toLowerCase() === 'charset' && charset !== 'utf-8' && charset !== 'utf8') {
-      throw new HttpProblem(415, 'unsupported-charset', `unsupported charset '${charset}': JSON bodies are UTF-8 (send charset=utf-8 or none)`,
-        [{ path: 'headers.content-type', message: `charset ${charset} is not supported` }]);
+      throw new HttpProblem(415, 'unsupported-charset', `unsupported charset '${charset}': JSON bodies are UTF-8 (send charset=utf-8 or none)`, [
+        { path: 'headers.content-type', message: `charset ${charset} is not supported` },
+      ]);
     }
   }
 }
@@ -50,8 +51,12 @@ export function decodeUtf8(buf: Uint8Array, what = '(body)'): string {
   // node's validator (simdutf) then a plain decode: as fast as the lenient decode alone on span batches.
   if (isUtf8(buf)) return Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString('utf8');
   const at = firstInvalidUtf8(buf);
-  throw new HttpProblem(400, 'invalid-utf8', `${what === '(body)' ? 'request body' : what} is not valid UTF-8 (first bad byte at offset ${at}): send UTF-8 text`,
-    [{ path: what, message: `not valid UTF-8 at byte ${at}` }]);
+  throw new HttpProblem(
+    400,
+    'invalid-utf8',
+    `${what === '(body)' ? 'request body' : what} is not valid UTF-8 (first bad byte at offset ${at}): send UTF-8 text`,
+    [{ path: what, message: `not valid UTF-8 at byte ${at}` }],
+  );
 }
 
 /** A JSON body's bytes -> its value: strict UTF-8, BOM dropped, an object or array only (worded as body-parser words its errors). */
@@ -66,8 +71,13 @@ export function parseJsonBytes(buf: Uint8Array): unknown {
     // V8's message for the text with everything from that character on masked, as body-parser does.
     const at = first === undefined ? -1 : text.indexOf(first);
     const masked = at === -1 ? '' : text.slice(0, at) + '#'.repeat(text.length - at);
-    try { JSON.parse(masked); } catch (err) {
-      throw new SyntaxError((err as Error).message.replace(/#+/g, (m) => text.substring(at, at + m.length)), { cause: err });
+    try {
+      JSON.parse(masked);
+    } catch (err) {
+      throw new SyntaxError(
+        (err as Error).message.replace(/#+/g, (m) => text.substring(at, at + m.length)),
+        { cause: err },
+      );
     }
     throw new SyntaxError('the body must be a JSON object');
   } catch (err) {
@@ -86,7 +96,11 @@ export function jsonBody(limit: string): RequestHandler[] {
     (req, _res, next) => {
       const raw = req.body as Buffer | undefined;
       const type = req.headers['content-type'];
-      if (!Buffer.isBuffer(raw) || (raw.length === 0 && type === undefined)) { req.body = undefined; next(); return; }
+      if (!Buffer.isBuffer(raw) || (raw.length === 0 && type === undefined)) {
+        req.body = undefined;
+        next();
+        return;
+      }
       requireJsonType(type);
       req.body = parseJsonBytes(raw);
       next();

@@ -32,9 +32,13 @@ export class HostAllowList {
 
   constructor(boundHost: string, allowed: readonly string[] = []) {
     for (const raw of [boundHost, ...allowed]) {
-      const name = raw.trim().toLowerCase().replace(/^\[|\]$/g, '');
+      const name = raw
+        .trim()
+        .toLowerCase()
+        .replace(/^\[|\]$/g, '');
       if (!name) continue;
-      if (name.startsWith('.')) this.suffixes.push(name); else this.names.add(name);
+      if (name.startsWith('.')) this.suffixes.push(name);
+      else this.names.add(name);
     }
   }
 
@@ -49,7 +53,11 @@ export class HostAllowList {
     if (!isIP(name) && !this.named(name)) return { path: 'headers.host', message: `'${name}' is not an allowed host name` };
     if (origin === undefined) return null;
     let url: URL | null = null;
-    try { url = new URL(origin); } catch { /* 'null' and other opaque origins */ }
+    try {
+      url = new URL(origin);
+    } catch {
+      /* 'null' and other opaque origins */
+    }
     const originName = url && /^https?:$/.test(url.protocol) ? hostName(url.host) : null;
     if (originName !== null && (this.named(originName) || url!.host.toLowerCase() === host!.trim().toLowerCase())) return null;
     return { path: 'headers.origin', message: `requests from the web origin '${origin}' are not allowed` };
@@ -71,9 +79,10 @@ export function edgeListener(allow: HostAllowList, inner: RequestListener, log: 
     const refused = allow.check(req.headers.host, req.headers.origin);
     if (refused) {
       req.resume();
-      const detail = refused.path === 'headers.host'
-        ? `Host ${refused.message}: call the daemon by a loopback name (127.0.0.1, localhost) or start it with --allowed-host <name>`
-        : `Origin: ${refused.message}; the daemon answers pages only from loopback or allowed hosts (agl serve --allowed-host)`;
+      const detail =
+        refused.path === 'headers.host'
+          ? `Host ${refused.message}: call the daemon by a loopback name (127.0.0.1, localhost) or start it with --allowed-host <name>`
+          : `Origin: ${refused.message}; the daemon answers pages only from loopback or allowed hosts (agl serve --allowed-host)`;
       sendJsonProblem(res, 403, problemBody(403, 'forbidden-host', detail, [refused], req.url));
       return;
     }
@@ -81,7 +90,10 @@ export function edgeListener(allow: HostAllowList, inner: RequestListener, log: 
       inner(req, res);
     } catch (err) {
       log(`${req.method} ${req.url} threw: ${(err as Error)?.stack ?? err}`);
-      if (res.headersSent) { res.destroy(); return; }
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
       const problem = toProblem(err, req.url);
       sendJsonProblem(res, problem.status, problem);
     }
@@ -98,14 +110,22 @@ function clientErrorStatus(code: string | undefined): number {
 /** Answers the requests node's parser refuses with a problem body (node's default is a bare status line). */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) { socket.destroy(); return; }
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
     const status = clientErrorStatus(err.code);
-    const detail = status === 431
-      ? 'request line and headers exceed the server limit (16 KB): send a shorter URL and fewer or smaller headers'
-      : status === 408 ? 'the request was not received in time' : `malformed HTTP request (${err.code ?? err.message})`;
+    const detail =
+      status === 431
+        ? 'request line and headers exceed the server limit (16 KB): send a shorter URL and fewer or smaller headers'
+        : status === 408
+          ? 'the request was not received in time'
+          : `malformed HTTP request (${err.code ?? err.message})`;
     const body = JSON.stringify(problemBody(status, status === 431 ? 'headers-too-large' : status === 408 ? 'timeout' : 'malformed-request', detail));
     const reason = status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request';
-    socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   });
 }
 

@@ -11,9 +11,17 @@ import { ConflictError, NotFoundError } from '../../protocol/lightning-store.js'
 
 const TYPE_BASE = 'urn:agl:problem:';
 const TITLES: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed',
-  409: 'Conflict', 413: 'Content Too Large', 415: 'Unsupported Media Type', 422: 'Unprocessable Content',
-  500: 'Internal Server Error', 503: 'Service Unavailable',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
 };
 
 export class HttpProblem extends Error {
@@ -23,7 +31,9 @@ export class HttpProblem extends Error {
     public readonly kind: string,
     public readonly detail: string,
     public readonly errors?: ProblemFieldError[],
-  ) { super(detail); }
+  ) {
+    super(detail);
+  }
 }
 
 export const notFound = (entity: string, id: string) => new HttpProblem(404, 'not-found', `${entity} '${id}' not found`);
@@ -31,7 +41,7 @@ export const notFound = (entity: string, id: string) => new HttpProblem(404, 'no
 /** Readable field path: `rollouts[2].config.maxAttempts`; `(body)` for the whole body. */
 function formatPath(path: PropertyKey[]): string {
   let out = '';
-  for (const p of path) out += typeof p === 'number' ? `[${p}]` : (out ? `.${String(p)}` : String(p));
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
   return out || '(body)';
 }
 
@@ -68,8 +78,9 @@ export function zodIssues(error: z.ZodError, where: 'body' | 'query' = 'body'): 
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'query' = 'body'): z.output<S> {
   if (where === 'body' && (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value))) {
     const got = value === undefined ? 'missing or not JSON' : `expected object, received ${typeName(value)}`;
-    throw new HttpProblem(400, 'validation', `request body must be a JSON object (send Content-Type: application/json): ${got}`,
-      [{ path: '(body)', message: got }]);
+    throw new HttpProblem(400, 'validation', `request body must be a JSON object (send Content-Type: application/json): ${got}`, [
+      { path: '(body)', message: got },
+    ]);
   }
   // reportInput: type errors can then say what was received (zod 4 leaves the value out otherwise).
   const result = schema.safeParse(value, { reportInput: true });
@@ -102,8 +113,10 @@ export function sendProblem(res: Parameters<RequestHandler>[1], problem: Problem
 /** Maps anything thrown in a route to a problem. Unknown errors are 500 and logged (their message is kept: the daemon is local). */
 export function toProblem(err: unknown, instance?: string): Problem {
   if (err instanceof HttpProblem) return problemBody(err.status, err.kind, err.detail, err.errors, instance);
-  if (err instanceof NotFoundError || (err as Error)?.name === 'NotFoundError') return problemBody(404, 'not-found', (err as Error).message, undefined, instance);
-  if (err instanceof ConflictError || (err as Error)?.name === 'ConflictError') return problemBody(409, 'conflict', (err as Error).message, undefined, instance);
+  if (err instanceof NotFoundError || (err as Error)?.name === 'NotFoundError')
+    return problemBody(404, 'not-found', (err as Error).message, undefined, instance);
+  if (err instanceof ConflictError || (err as Error)?.name === 'ConflictError')
+    return problemBody(409, 'conflict', (err as Error).message, undefined, instance);
   if (err instanceof z.ZodError) {
     const errors = zodIssues(err);
     return problemBody(400, 'validation', `invalid request: ${errors[0]?.path}: ${errors[0]?.message}`, errors, instance);
@@ -114,9 +127,16 @@ export function toProblem(err: unknown, instance?: string): Problem {
     return problemBody(400, 'malformed-json', `request body is not valid JSON: ${e.message}`, [{ path: '(body)', message: 'malformed JSON' }], instance);
   }
   if (e?.type === 'entity.too.large') {
-    return problemBody(413, 'too-large', `request body of ${e.length} bytes exceeds the limit of ${e.limit} bytes; send smaller batches`, [{ path: '(body)', message: 'too large' }], instance);
+    return problemBody(
+      413,
+      'too-large',
+      `request body of ${e.length} bytes exceeds the limit of ${e.limit} bytes; send smaller batches`,
+      [{ path: '(body)', message: 'too large' }],
+      instance,
+    );
   }
-  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return problemBody(415, 'unsupported-encoding', e.message ?? 'unsupported encoding', undefined, instance);
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
+    return problemBody(415, 'unsupported-encoding', e.message ?? 'unsupported encoding', undefined, instance);
   const status = e?.status ?? e?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) return problemBody(status, 'client-error', e.message ?? 'bad request', undefined, instance);
   return problemBody(500, 'internal', `internal error: ${(err as Error)?.message ?? String(err)}`, undefined, instance);
@@ -126,7 +146,10 @@ export function problemHandler(log: (msg: string) => void): ErrorRequestHandler 
   return (err, req, res, _next) => {
     const problem = toProblem(err, req.originalUrl);
     if (problem.status >= 500) log(`${req.method} ${req.originalUrl} failed: ${(err as Error)?.stack ?? err}`);
-    if (res.headersSent) { res.destroy(); return; }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
     sendProblem(res, problem);
   };
 }

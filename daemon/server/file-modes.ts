@@ -14,14 +14,20 @@ export class FileModeError extends Error {}
 
 function tighten(path: string, mode: number): boolean {
   let st;
-  try { st = statSync(path); } catch { return false; } // gone (a -wal after a checkpoint): nothing to protect
+  try {
+    st = statSync(path);
+  } catch {
+    return false;
+  } // gone (a -wal after a checkpoint): nothing to protect
   if ((st.mode & 0o777) === mode) return false;
   try {
     chmodSync(path, mode);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new FileModeError(`${path} is mode ${(st.mode & 0o777).toString(8)} and could not be made private (${code}): ` +
-      `run \`chmod ${mode.toString(8)} ${path}\` (as its owner), or choose another --data-dir`);
+    throw new FileModeError(
+      `${path} is mode ${(st.mode & 0o777).toString(8)} and could not be made private (${code}): ` +
+        `run \`chmod ${mode.toString(8)} ${path}\` (as its owner), or choose another --data-dir`,
+    );
   }
   return true;
 }
@@ -33,7 +39,9 @@ function tighten(path: string, mode: number): boolean {
 export function makeDataPrivate(dataDir: string, storeFile?: string): string[] {
   const changed: string[] = [];
   if (tighten(dataDir, 0o700)) changed.push(dataDir);
-  const files = readdirSync(dataDir, { withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(dataDir, e.name));
+  const files = readdirSync(dataDir, { withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(dataDir, e.name));
   if (storeFile) files.push(storeFile, `${storeFile}-wal`, `${storeFile}-shm`);
   for (const file of new Set(files)) if (tighten(file, 0o600)) changed.push(file);
   return changed;

@@ -32,12 +32,22 @@ export interface Backend {
 
 /** An error to return to the client with this HTTP status, in OpenAI's error shape. */
 export class GatewayError extends Error {
-  constructor(public readonly status: number, message: string, public readonly code: string = 'invalid_request_error', public readonly param: string | null = null) {
+  constructor(
+    public readonly status: number,
+    message: string,
+    public readonly code: string = 'invalid_request_error',
+    public readonly param: string | null = null,
+  ) {
     super(message);
   }
 }
 
-interface ToolCallDelta { index: number; id?: string; type?: string; function?: { name?: string; arguments?: string } }
+interface ToolCallDelta {
+  index: number;
+  id?: string;
+  type?: string;
+  function?: { name?: string; arguments?: string };
+}
 
 /**
  * Folds streamed chat/completion chunks into the equivalent non-streaming response, so a streamed
@@ -49,7 +59,18 @@ export class StreamAssembler {
   private created = 0;
   private usage: unknown = undefined;
   private promptTokenIds: number[] | undefined;
-  private readonly choices = new Map<number, { content: string; text: string; role: string; finish: string | null; toolCalls: Map<number, { id: string; type: string; name: string; arguments: string }>; tokenIds: number[]; logprobs: number[] }>();
+  private readonly choices = new Map<
+    number,
+    {
+      content: string;
+      text: string;
+      role: string;
+      finish: string | null;
+      toolCalls: Map<number, { id: string; type: string; name: string; arguments: string }>;
+      tokenIds: number[];
+      logprobs: number[];
+    }
+  >();
 
   constructor(private readonly kind: 'chat' | 'completion') {}
 
@@ -62,13 +83,19 @@ export class StreamAssembler {
     for (const raw of (chunk.choices as Record<string, unknown>[] | undefined) ?? []) {
       const index = (raw.index as number) ?? 0;
       let c = this.choices.get(index);
-      if (!c) { c = { content: '', text: '', role: 'assistant', finish: null, toolCalls: new Map(), tokenIds: [], logprobs: [] }; this.choices.set(index, c); }
+      if (!c) {
+        c = { content: '', text: '', role: 'assistant', finish: null, toolCalls: new Map(), tokenIds: [], logprobs: [] };
+        this.choices.set(index, c);
+      }
       const delta = (raw.delta ?? {}) as Record<string, unknown>;
       if (typeof delta.content === 'string') c.content += delta.content;
       if (typeof raw.text === 'string') c.text += raw.text;
       for (const tc of (delta.tool_calls as ToolCallDelta[] | undefined) ?? []) {
         let t = c.toolCalls.get(tc.index);
-        if (!t) { t = { id: '', type: 'function', name: '', arguments: '' }; c.toolCalls.set(tc.index, t); }
+        if (!t) {
+          t = { id: '', type: 'function', name: '', arguments: '' };
+          c.toolCalls.set(tc.index, t);
+        }
         if (tc.id) t.id = tc.id;
         if (tc.function?.name) t.name += tc.function.name;
         if (tc.function?.arguments) t.arguments += tc.function.arguments;
@@ -85,13 +112,26 @@ export class StreamAssembler {
     const ordered = [...this.choices.entries()].sort((a, b) => a[0] - b[0]);
     const choices = ordered.map(([index, c]) => {
       if (this.kind === 'completion') return { index, text: c.text, finish_reason: c.finish, logprobs: null };
-      const toolCalls = [...c.toolCalls.entries()].sort((a, b) => a[0] - b[0]).map(([, t]) => ({ id: t.id, type: t.type, function: { name: t.name, arguments: t.arguments } }));
-      return { index, message: { role: c.role, content: c.content || (toolCalls.length ? null : ''), ...(toolCalls.length ? { tool_calls: toolCalls } : {}) }, finish_reason: c.finish };
+      const toolCalls = [...c.toolCalls.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([, t]) => ({ id: t.id, type: t.type, function: { name: t.name, arguments: t.arguments } }));
+      return {
+        index,
+        message: { role: c.role, content: c.content || (toolCalls.length ? null : ''), ...(toolCalls.length ? { tool_calls: toolCalls } : {}) },
+        finish_reason: c.finish,
+      };
     });
     const anyTokens = ordered.some(([, c]) => c.tokenIds.length > 0);
     const anyLogprobs = ordered.some(([, c]) => c.logprobs.length > 0);
     return {
-      response: { id: this.id, object: this.kind === 'chat' ? 'chat.completion' : 'text_completion', created: this.created, model: this.model, choices, ...(this.usage ? { usage: this.usage } : {}) },
+      response: {
+        id: this.id,
+        object: this.kind === 'chat' ? 'chat.completion' : 'text_completion',
+        created: this.created,
+        model: this.model,
+        choices,
+        ...(this.usage ? { usage: this.usage } : {}),
+      },
       promptTokenIds: this.promptTokenIds,
       completionTokenIds: anyTokens ? ordered.map(([, c]) => c.tokenIds) : undefined,
       completionLogprobs: anyLogprobs ? ordered.map(([, c]) => c.logprobs) : undefined,

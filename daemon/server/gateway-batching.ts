@@ -32,7 +32,12 @@ export class GenerateBatcher {
 
   private lastBatchSize = 1;
 
-  constructor(private readonly model: PolicyModel, private readonly maxBatch = 64, private readonly windowMs = 3, private readonly waveWaitMs = 50) {}
+  constructor(
+    private readonly model: PolicyModel,
+    private readonly maxBatch = 64,
+    private readonly windowMs = 3,
+    private readonly waveWaitMs = 50,
+  ) {}
 
   submit(promptIds: number[], opts: BatchOptions, onToken?: (tokenId: number, logprob: number) => void): Promise<Generation> {
     return new Promise((resolve, reject) => {
@@ -72,14 +77,20 @@ export class GenerateBatcher {
     const maxTokens = Math.max(...batch.map((j) => j.opts.maxTokens));
     const emitted = batch.map(() => 0);
     try {
-      const gens = await this.model.generate(batch.map((j) => j.promptIds), {
-        ...batch[0].opts,
-        maxTokens,
-        onToken: (i, tokenId, logprob) => {
-          const job = batch[i];
-          if (job?.onToken && emitted[i] < job.opts.maxTokens) { emitted[i]++; job.onToken(tokenId, logprob); }
+      const gens = await this.model.generate(
+        batch.map((j) => j.promptIds),
+        {
+          ...batch[0].opts,
+          maxTokens,
+          onToken: (i, tokenId, logprob) => {
+            const job = batch[i];
+            if (job?.onToken && emitted[i] < job.opts.maxTokens) {
+              emitted[i]++;
+              job.onToken(tokenId, logprob);
+            }
+          },
         },
-      });
+      );
       gens.forEach((g, i) => batch[i].resolve(this.cut(g, batch[i].opts.maxTokens)));
     } catch (err) {
       for (const j of batch) j.reject(err);

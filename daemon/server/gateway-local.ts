@@ -22,10 +22,17 @@ function textOf(content: unknown): string | null {
 }
 
 function chatMessages(body: OpenAiBody): ChatMessage[] {
-  if (!Array.isArray(body.messages) || body.messages.length === 0) throw new GatewayError(400, "'messages' must be a non-empty array of chat messages", 'invalid_request_error', 'messages');
+  if (!Array.isArray(body.messages) || body.messages.length === 0)
+    throw new GatewayError(400, "'messages' must be a non-empty array of chat messages", 'invalid_request_error', 'messages');
   return (body.messages as Record<string, unknown>[]).map((m, i) => {
     const role = m.role === 'developer' ? 'system' : m.role;
-    if (!['system', 'user', 'assistant', 'tool'].includes(role as string)) throw new GatewayError(400, `messages[${i}].role '${String(m.role)}' is not one of system, developer, user, assistant, tool`, 'invalid_request_error', `messages[${i}].role`);
+    if (!['system', 'user', 'assistant', 'tool'].includes(role as string))
+      throw new GatewayError(
+        400,
+        `messages[${i}].role '${String(m.role)}' is not one of system, developer, user, assistant, tool`,
+        'invalid_request_error',
+        `messages[${i}].role`,
+      );
     return { role, content: textOf(m.content), name: m.name, tool_calls: m.tool_calls, tool_call_id: m.tool_call_id } as ChatMessage;
   });
 }
@@ -36,7 +43,9 @@ function stopList(stop: unknown): string[] | undefined {
   return undefined;
 }
 
-function num(v: unknown): number | undefined { return typeof v === 'number' && Number.isFinite(v) ? v : undefined; }
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
 
 export class LocalBackend implements Backend {
   private readonly batchers = new WeakMap<PolicyModel, GenerateBatcher>();
@@ -46,13 +55,21 @@ export class LocalBackend implements Backend {
   /** The batcher of a loaded model (exposed for benchmarks and tests that check batching happened). */
   batcherFor(model: PolicyModel): GenerateBatcher {
     let b = this.batchers.get(model);
-    if (!b) { b = new GenerateBatcher(model); this.batchers.set(model, b); }
+    if (!b) {
+      b = new GenerateBatcher(model);
+      this.batchers.set(model, b);
+    }
     return b;
   }
 
   private async policy(req: CallRequest): Promise<PolicyModel> {
     const model = await this.getPolicy(req.resource.model);
-    if (!model) throw new GatewayError(503, `no local policy model '${req.resource.model}' is loaded in the daemon (start it with a model, or publish an upstream LLM resource)`, 'model_not_loaded');
+    if (!model)
+      throw new GatewayError(
+        503,
+        `no local policy model '${req.resource.model}' is loaded in the daemon (start it with a model, or publish an upstream LLM resource)`,
+        'model_not_loaded',
+      );
     return model;
   }
 
@@ -63,7 +80,7 @@ export class LocalBackend implements Backend {
     let prompts: number[][];
     let tools: ToolSpec[] | undefined;
     if (req.kind === 'chat') {
-      tools = Array.isArray(body.tools) && body.tools.length && body.tool_choice !== 'none' ? body.tools as ToolSpec[] : undefined;
+      tools = Array.isArray(body.tools) && body.tools.length && body.tool_choice !== 'none' ? (body.tools as ToolSpec[]) : undefined;
       prompts = [tok.encode(tok.applyChatTemplate(chatMessages(body), { addGenerationPrompt: true, tools }))];
     } else {
       const p = body.prompt;
@@ -77,7 +94,13 @@ export class LocalBackend implements Backend {
     if (!Number.isInteger(n) || n < 1 || n > 64) throw new GatewayError(400, "'n' must be an integer from 1 to 64", 'invalid_request_error', 'n');
     const longest = Math.max(...prompts.map((p) => p.length));
     const room = model.contextLength - longest;
-    if (room < 1) throw new GatewayError(400, `the prompt has ${longest} tokens; the model's context is ${model.contextLength} tokens`, 'context_length_exceeded', 'messages');
+    if (room < 1)
+      throw new GatewayError(
+        400,
+        `the prompt has ${longest} tokens; the model's context is ${model.contextLength} tokens`,
+        'context_length_exceeded',
+        'messages',
+      );
     const maxTokens = Math.min(num(body.max_completion_tokens) ?? num(body.max_tokens) ?? sp.maxTokens ?? 256, room);
     const stop = stopList(body.stop) ?? sp.stop;
     const opts: BatchOptions = {
@@ -93,13 +116,31 @@ export class LocalBackend implements Backend {
     return { jobs, opts, tools, prompts, stop: stop ?? [] };
   }
 
-  private finish(req: CallRequest, model: PolicyModel, prompts: number[][], jobs: number[][], gens: Generation[], id: string, created: number, toolsOn: boolean): CallResult {
+  private finish(
+    req: CallRequest,
+    model: PolicyModel,
+    prompts: number[][],
+    jobs: number[][],
+    gens: Generation[],
+    id: string,
+    created: number,
+    toolsOn: boolean,
+  ): CallResult {
     const { body } = req;
     const tok = model.tokenizer;
     const choices = gens.map((g, index) => {
-      const logprobs = body.logprobs ? { content: g.tokenIds.map((t, i) => ({ token: tok.decode([t]), logprob: g.logprobs[i], bytes: null, top_logprobs: [] })) } : null;
+      const logprobs = body.logprobs
+        ? { content: g.tokenIds.map((t, i) => ({ token: tok.decode([t]), logprob: g.logprobs[i], bytes: null, top_logprobs: [] })) }
+        : null;
       const extra = body.return_token_ids ? { token_ids: g.tokenIds } : {};
-      if (req.kind === 'completion') return { index, text: g.text, finish_reason: g.finishReason, logprobs: body.logprobs ? { tokens: g.tokenIds.map((t) => tok.decode([t])), token_logprobs: g.logprobs } : null, ...extra };
+      if (req.kind === 'completion')
+        return {
+          index,
+          text: g.text,
+          finish_reason: g.finishReason,
+          logprobs: body.logprobs ? { tokens: g.tokenIds.map((t) => tok.decode([t])), token_logprobs: g.logprobs } : null,
+          ...extra,
+        };
       const parsed = toolsOn ? parseToolCalls(g.text) : { content: g.text, toolCalls: [] };
       const message = { role: 'assistant', content: parsed.content, ...(parsed.toolCalls.length ? { tool_calls: parsed.toolCalls } : {}) };
       return { index, message, finish_reason: parsed.toolCalls.length ? 'tool_calls' : g.finishReason, logprobs, ...extra };
@@ -107,11 +148,21 @@ export class LocalBackend implements Backend {
     const promptTokens = jobs.reduce((s, p, i) => s + (i % (jobs.length / prompts.length) === 0 ? p.length : 0), 0);
     const completionTokens = gens.reduce((s, g) => s + g.tokenIds.length, 0);
     const response = {
-      id, object: req.kind === 'chat' ? 'chat.completion' : 'text_completion', created, model: req.resource.model, choices,
+      id,
+      object: req.kind === 'chat' ? 'chat.completion' : 'text_completion',
+      created,
+      model: req.resource.model,
+      choices,
       usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
       ...(body.return_token_ids ? { prompt_token_ids: prompts[0] } : {}),
     };
-    return { response, promptTokenIds: prompts[0], completionTokenIds: gens.map((g) => g.tokenIds), completionLogprobs: gens.map((g) => g.logprobs), local: true };
+    return {
+      response,
+      promptTokenIds: prompts[0],
+      completionTokenIds: gens.map((g) => g.tokenIds),
+      completionLogprobs: gens.map((g) => g.logprobs),
+      local: true,
+    };
   }
 
   async call(req: CallRequest): Promise<CallResult> {
@@ -136,24 +187,44 @@ export class LocalBackend implements Backend {
     const ids: number[][] = jobs.map(() => []);
     const emitText = (index: number, text: string) => {
       if (!text) return;
-      onChunk({ ...base, choices: [chat ? { index, delta: { content: text }, finish_reason: null, logprobs: null } : { index, text, finish_reason: null, logprobs: null }] });
+      onChunk({
+        ...base,
+        choices: [chat ? { index, delta: { content: text }, finish_reason: null, logprobs: null } : { index, text, finish_reason: null, logprobs: null }],
+      });
     };
-    if (chat) jobs.forEach((_, index) => onChunk({ ...base, choices: [{ index, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }] }));
+    if (chat)
+      jobs.forEach((_, index) => onChunk({ ...base, choices: [{ index, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }] }));
     const batcher = this.batcherFor(model);
-    const gens = await Promise.all(jobs.map((promptIds, index) => batcher.submit(promptIds, opts, (tokenId) => {
-      ids[index].push(tokenId);
-      const text = tok.decode(ids[index]);
-      const safe = safeStreamLength(text, holdBack);
-      if (safe > sent[index]) { emitText(index, text.slice(sent[index], safe)); sent[index] = safe; }
-    })));
+    const gens = await Promise.all(
+      jobs.map((promptIds, index) =>
+        batcher.submit(promptIds, opts, (tokenId) => {
+          ids[index].push(tokenId);
+          const text = tok.decode(ids[index]);
+          const safe = safeStreamLength(text, holdBack);
+          if (safe > sent[index]) {
+            emitText(index, text.slice(sent[index], safe));
+            sent[index] = safe;
+          }
+        }),
+      ),
+    );
     const result = this.finish(req, model, prompts, jobs, gens, id, created, !!tools);
     const choices = result.response.choices as Record<string, unknown>[];
     choices.forEach((c, index) => {
       const finalText = chat ? ((c.message as { content: string | null }).content ?? '') : (c.text as string);
       emitText(index, finalText.slice(sent[index]));
       const toolCalls = chat ? (c.message as { tool_calls?: unknown[] }).tool_calls : undefined;
-      if (toolCalls?.length) onChunk({ ...base, choices: [{ index, delta: { tool_calls: toolCalls.map((t, i) => ({ index: i, ...(t as object) })) }, finish_reason: null, logprobs: null }] });
-      onChunk({ ...base, choices: [chat ? { index, delta: {}, finish_reason: c.finish_reason, logprobs: null } : { index, text: '', finish_reason: c.finish_reason, logprobs: null }] });
+      if (toolCalls?.length)
+        onChunk({
+          ...base,
+          choices: [{ index, delta: { tool_calls: toolCalls.map((t, i) => ({ index: i, ...(t as object) })) }, finish_reason: null, logprobs: null }],
+        });
+      onChunk({
+        ...base,
+        choices: [
+          chat ? { index, delta: {}, finish_reason: c.finish_reason, logprobs: null } : { index, text: '', finish_reason: c.finish_reason, logprobs: null },
+        ],
+      });
     });
     if ((req.body.stream_options as { include_usage?: boolean } | undefined)?.include_usage) onChunk({ ...base, choices: [], usage: result.response.usage });
     return result;

@@ -29,7 +29,7 @@ export function buildCallSpan(req: CallRequest, call: CallContext, result: CallR
   const { body } = req;
   const attrs: Attributes = {};
   set(attrs, GENAI.operationName, req.kind === 'chat' ? 'chat' : 'text_completion');
-  set(attrs, GENAI.system, result?.local ?? req.resource.backend === 'local' ? 'agl' : 'openai');
+  set(attrs, GENAI.system, (result?.local ?? req.resource.backend === 'local') ? 'agl' : 'openai');
   set(attrs, GENAI.requestModel, body.model ?? req.resource.model);
   set(attrs, GENAI.requestTemperature, body.temperature ?? req.resource.samplingParams?.temperature);
   set(attrs, GENAI.requestTopP, body.top_p ?? req.resource.samplingParams?.topP);
@@ -50,7 +50,11 @@ export function buildCallSpan(req: CallRequest, call: CallContext, result: CallR
     const choices = (r.choices as Record<string, unknown>[] | undefined) ?? [];
     set(attrs, GENAI.responseModel, r.model);
     set(attrs, GENAI.responseId, r.id);
-    set(attrs, GENAI.responseFinishReasons, choices.map((c) => String(c.finish_reason ?? '')));
+    set(
+      attrs,
+      GENAI.responseFinishReasons,
+      choices.map((c) => String(c.finish_reason ?? '')),
+    );
     const usage = r.usage as { prompt_tokens?: number; completion_tokens?: number } | undefined;
     set(attrs, GENAI.usageInputTokens, usage?.prompt_tokens ?? result.promptTokenIds?.length);
     set(attrs, GENAI.usageOutputTokens, usage?.completion_tokens ?? result.completionTokenIds?.reduce((s, ids) => s + ids.length, 0));

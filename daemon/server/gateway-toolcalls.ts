@@ -8,7 +8,11 @@ import { randomBytes } from 'node:crypto';
 export const TOOL_CALL_OPEN = '<tool_call>';
 const TOOL_CALL_BLOCK = /<tool_call>\s*([\s\S]*?)\s*(?:<\/tool_call>|$)/g;
 
-export interface ParsedToolCall { id: string; type: 'function'; function: { name: string; arguments: string } }
+export interface ParsedToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
 
 export function parseToolCalls(text: string): { content: string | null; toolCalls: ParsedToolCall[] } {
   const start = text.indexOf(TOOL_CALL_OPEN);
@@ -19,8 +23,14 @@ export function parseToolCalls(text: string): { content: string | null; toolCall
       const call = JSON.parse(m[1]) as { name?: unknown; arguments?: unknown; parameters?: unknown };
       if (typeof call.name !== 'string') continue;
       const args = call.arguments ?? call.parameters ?? {};
-      toolCalls.push({ id: `call_${randomBytes(12).toString('hex')}`, type: 'function', function: { name: call.name, arguments: typeof args === 'string' ? args : JSON.stringify(args) } });
-    } catch { /* malformed JSON: the text stays content, as the model wrote it */ }
+      toolCalls.push({
+        id: `call_${randomBytes(12).toString('hex')}`,
+        type: 'function',
+        function: { name: call.name, arguments: typeof args === 'string' ? args : JSON.stringify(args) },
+      });
+    } catch {
+      /* malformed JSON: the text stays content, as the model wrote it */
+    }
   }
   if (toolCalls.length === 0) return { content: text, toolCalls: [] };
   const content = text.slice(0, start).trimEnd();
@@ -41,7 +51,10 @@ export function safeStreamLength(text: string, holdBack: string[]): number {
   }
   for (const marker of holdBack) {
     for (let k = Math.min(marker.length - 1, limit); k > 0; k--) {
-      if (text.slice(limit - k, limit) === marker.slice(0, k)) { limit -= k; break; }
+      if (text.slice(limit - k, limit) === marker.slice(0, k)) {
+        limit -= k;
+        break;
+      }
     }
   }
   while (limit > 0 && text.charCodeAt(limit - 1) === 0xfffd) limit--;

@@ -16,9 +16,9 @@ function tokenData(response: Record<string, unknown>): Pick<CallResult, 'promptT
     return lp?.content ? lp.content.map((x) => x.logprob) : lp?.token_logprobs;
   });
   return {
-    promptTokenIds: Array.isArray(response.prompt_token_ids) ? response.prompt_token_ids as number[] : undefined,
-    completionTokenIds: ids.every(Array.isArray) && ids.length ? ids as number[][] : undefined,
-    completionLogprobs: lps.every(Array.isArray) && lps.length ? lps as number[][] : undefined,
+    promptTokenIds: Array.isArray(response.prompt_token_ids) ? (response.prompt_token_ids as number[]) : undefined,
+    completionTokenIds: ids.every(Array.isArray) && ids.length ? (ids as number[][]) : undefined,
+    completionLogprobs: lps.every(Array.isArray) && lps.length ? (lps as number[][]) : undefined,
   };
 }
 
@@ -43,7 +43,8 @@ function toGatewayError(err: unknown): unknown {
     const body = err.error as { message?: string; code?: string; param?: string } | undefined;
     return new GatewayError(err.status, `upstream: ${body?.message ?? err.message}`, body?.code ?? 'upstream_error', body?.param ?? null);
   }
-  if (err instanceof OpenAI.APIConnectionError) return new GatewayError(502, `upstream unreachable: ${err.message} (check the LLM resource's upstreamUrl)`, 'upstream_unreachable');
+  if (err instanceof OpenAI.APIConnectionError)
+    return new GatewayError(502, `upstream unreachable: ${err.message} (check the LLM resource's upstreamUrl)`, 'upstream_unreachable');
   return err;
 }
 
@@ -55,13 +56,21 @@ export class UpstreamBackend implements Backend {
   private readonly keyEnvs: ReadonlySet<string>;
 
   /** `allowedKeyEnvs`: the only environment variables sent as an API key (whoever publishes resources names one). */
-  constructor(allowedKeyEnvs: readonly string[] = DEFAULT_KEY_ENVS) { this.keyEnvs = new Set(allowedKeyEnvs); }
+  constructor(allowedKeyEnvs: readonly string[] = DEFAULT_KEY_ENVS) {
+    this.keyEnvs = new Set(allowedKeyEnvs);
+  }
 
   private client(resource: LlmResource): OpenAI {
     const baseURL = resource.upstreamUrl;
-    if (!baseURL) throw new GatewayError(500, `the LLM resource for model '${resource.model}' has backend 'upstream' but no upstreamUrl`, 'misconfigured_resource');
+    if (!baseURL)
+      throw new GatewayError(500, `the LLM resource for model '${resource.model}' has backend 'upstream' but no upstreamUrl`, 'misconfigured_resource');
     if (resource.apiKeyEnv && !this.keyEnvs.has(resource.apiKeyEnv)) {
-      throw new GatewayError(403, `the LLM resource for model '${resource.model}' names apiKeyEnv '${resource.apiKeyEnv}', which the daemon was not started to allow (agl serve --upstream-key-env ${resource.apiKeyEnv}); the call was not forwarded`, 'api_key_env_not_allowed', 'apiKeyEnv');
+      throw new GatewayError(
+        403,
+        `the LLM resource for model '${resource.model}' names apiKeyEnv '${resource.apiKeyEnv}', which the daemon was not started to allow (agl serve --upstream-key-env ${resource.apiKeyEnv}); the call was not forwarded`,
+        'api_key_env_not_allowed',
+        'apiKeyEnv',
+      );
     }
     const apiKey = (resource.apiKeyEnv ? process.env[resource.apiKeyEnv] : undefined) ?? 'none';
     const key = `${baseURL}\n${apiKey}`;
@@ -82,7 +91,9 @@ export class UpstreamBackend implements Backend {
         ? await client.chat.completions.create(body, { signal })
         : await client.completions.create(body, { signal })) as unknown as Record<string, unknown>;
       return { response, ...tokenData(response), local: false };
-    } catch (err) { throw toGatewayError(err); }
+    } catch (err) {
+      throw toGatewayError(err);
+    }
   }
 
   async stream(req: CallRequest, signal: AbortSignal, onChunk: (chunk: Record<string, unknown>) => void): Promise<CallResult> {
@@ -92,16 +103,19 @@ export class UpstreamBackend implements Backend {
     const body = { ...withTokenIds(req), stream: true, stream_options: { ...(req.body.stream_options as object | undefined), include_usage: true } } as never;
     const assembler = new StreamAssembler(req.kind);
     try {
-      const stream = req.kind === 'chat'
-        ? await client.chat.completions.create(body, { signal })
-        : await client.completions.create(body, { signal });
+      const stream = req.kind === 'chat' ? await client.chat.completions.create(body, { signal }) : await client.completions.create(body, { signal });
       for await (const chunk of stream as unknown as AsyncIterable<Record<string, unknown>>) {
         assembler.add(chunk);
         const usageOnly = Array.isArray(chunk.choices) && chunk.choices.length === 0 && chunk.usage;
         if (usageOnly && !wantsUsage) continue;
-        if (!wantsUsage && chunk.usage) { const { usage: _drop, ...rest } = chunk; onChunk(rest); } else onChunk(chunk);
+        if (!wantsUsage && chunk.usage) {
+          const { usage: _drop, ...rest } = chunk;
+          onChunk(rest);
+        } else onChunk(chunk);
       }
-    } catch (err) { throw toGatewayError(err); }
+    } catch (err) {
+      throw toGatewayError(err);
+    }
     return assembler.result(false);
   }
 }

@@ -45,10 +45,18 @@ const ROLLOUT_TTL_MS = 5_000;
 
 export function sendOpenAiError(res: Response, status: number, message: string, code = 'invalid_request_error', param: string | null = null): void {
   if (res.headersSent) return;
-  res.status(status).type('application/problem+json').send(JSON.stringify({
-    type: `https://agent-lightning.dev/problems/${code}`, title: code.replace(/_/g, ' '), status, detail: message,
-    error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param, code },
-  }));
+  res
+    .status(status)
+    .type('application/problem+json')
+    .send(
+      JSON.stringify({
+        type: `https://agent-lightning.dev/problems/${code}`,
+        title: code.replace(/_/g, ' '),
+        status,
+        detail: message,
+        error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param, code },
+      }),
+    );
 }
 
 function errorOf(err: unknown): { status: number; message: string; code: string; param: string | null } {
@@ -64,7 +72,11 @@ async function recorded(span: ((result: CallResult | null, err: Error | null) =>
   try {
     await span?.(result, null);
   } catch (err) {
-    throw new SpanNotRecorded(503, `the call's span could not be recorded (${(err as Error).message}); its result was withheld: retry the call`, 'span_not_recorded');
+    throw new SpanNotRecorded(
+      503,
+      `the call's span could not be recorded (${(err as Error).message}); its result was withheld: retry the call`,
+      'span_not_recorded',
+    );
   }
 }
 
@@ -100,15 +112,36 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
     const rolloutId = (req.params.rolloutId as string | undefined) ?? req.get(HEADERS.rolloutId);
     const attemptId = (req.params.attemptId as string | undefined) ?? req.get(HEADERS.attemptId);
     if (!rolloutId && !attemptId) return { rollout: null };
-    if (!attemptId) throw new GatewayError(400, `rollout '${rolloutId}' given without an attempt id (header ${HEADERS.attemptId}); the call was not forwarded`, 'attempt_missing');
+    if (!attemptId)
+      throw new GatewayError(
+        400,
+        `rollout '${rolloutId}' given without an attempt id (header ${HEADERS.attemptId}); the call was not forwarded`,
+        'attempt_missing',
+      );
     const attempt = await ctx.store.getAttempt(attemptId);
     if (!attempt || (rolloutId && attempt.rolloutId !== rolloutId)) {
-      if (rolloutId && !(await rollouts.get(rolloutId))) throw new GatewayError(404, `rollout '${rolloutId}' not found: use the base URL the runner gave this attempt; the call was not forwarded`, 'rollout_not_found', 'rolloutId');
+      if (rolloutId && !(await rollouts.get(rolloutId)))
+        throw new GatewayError(
+          404,
+          `rollout '${rolloutId}' not found: use the base URL the runner gave this attempt; the call was not forwarded`,
+          'rollout_not_found',
+          'rolloutId',
+        );
       const where = rolloutId ? ` of rollout '${rolloutId}'` : '';
-      throw new GatewayError(404, `attempt '${attemptId}'${where} not found: use the base URL the runner gave this attempt; the call was not forwarded`, 'attempt_not_found', 'attemptId');
+      throw new GatewayError(
+        404,
+        `attempt '${attemptId}'${where} not found: use the base URL the runner gave this attempt; the call was not forwarded`,
+        'attempt_not_found',
+        'attemptId',
+      );
     }
     if (ENDED_ATTEMPT.has(attempt.status)) {
-      throw new GatewayError(409, `attempt '${attemptId}' already ended (status '${attempt.status}'): its calls can no longer be recorded, so the call was not forwarded`, 'attempt_ended', 'attemptId');
+      throw new GatewayError(
+        409,
+        `attempt '${attemptId}' already ended (status '${attempt.status}'): its calls can no longer be recorded, so the call was not forwarded`,
+        'attempt_ended',
+        'attemptId',
+      );
     }
     return { rolloutId: attempt.rolloutId, attemptId, rollout: await rollouts.get(attempt.rolloutId) };
   }
@@ -116,31 +149,57 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
   async function handle(kind: CallRequest['kind'], req: Request, res: Response): Promise<void> {
     const startTime = Date.now();
     const body = req.body as OpenAiBody | undefined;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) return sendOpenAiError(res, 400, 'the request body must be a JSON object (Content-Type: application/json)');
+    if (!body || typeof body !== 'object' || Array.isArray(body))
+      return sendOpenAiError(res, 400, 'the request body must be a JSON object (Content-Type: application/json)');
     const deep = tooDeepAt(body);
-    if (deep) return sendOpenAiError(res, 400, `the request body nests deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${deep.slice(0, 3).map(String).join('.')}...`, 'invalid_request_error', String(deep[0]));
+    if (deep)
+      return sendOpenAiError(
+        res,
+        400,
+        `the request body nests deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${deep.slice(0, 3).map(String).join('.')}...`,
+        'invalid_request_error',
+        String(deep[0]),
+      );
     let span: ((result: CallResult | null, err: Error | null) => Promise<void>) | null = null;
     let sse = false;
     const abort = new AbortController();
-    res.on('close', () => { if (!res.writableFinished) abort.abort(); });
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
     try {
       const ids = await callIds(req);
       const resources = await resourcesCache.forRollout(ids.rollout);
-      const resource = pickLlmResource(resources, body.model)
-        ?? LlmResource.parse({ type: 'llm', endpoint: '', model: body.model ?? 'default', backend: 'local' });
+      const resource =
+        pickLlmResource(resources, body.model) ?? LlmResource.parse({ type: 'llm', endpoint: '', model: body.model ?? 'default', backend: 'local' });
       const callReq: CallRequest = { kind, body, resource };
       if (ids.rolloutId && ids.attemptId) {
-        const call = { rolloutId: ids.rolloutId, attemptId: ids.attemptId, traceparent: req.get('traceparent'), resourcesId: resources?.id ?? null, resourcesVersion: resources?.version ?? null, startTime, streamed: body.stream === true };
+        const call = {
+          rolloutId: ids.rolloutId,
+          attemptId: ids.attemptId,
+          traceparent: req.get('traceparent'),
+          resourcesId: resources?.id ?? null,
+          resourcesVersion: resources?.version ?? null,
+          startTime,
+          streamed: body.stream === true,
+        };
         const r = callReq;
         // A span that cannot be written fails the call: its result is not served unrecorded (see recorded below).
-        span = async (result, err) => { await ctx.store.addSpans([buildCallSpan(r, call, result, err)]); };
+        span = async (result, err) => {
+          await ctx.store.addSpans([buildCallSpan(r, call, result, err)]);
+        };
       }
       const backend: Backend = resource.backend === 'upstream' ? upstream : local;
       if (body.stream === true) {
         const result = await backend.stream(callReq, abort.signal, (chunk) => {
-          if (!sse) { res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' }); sse = true; }
+          if (!sse) {
+            res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+            sse = true;
+          }
           // Chunks that arrive together leave in one socket write (one syscall, not one per chunk).
-          if (!res.writableCorked) { res.cork(); process.nextTick(() => res.uncork()); }
+          if (!res.writableCorked) {
+            res.cork();
+            process.nextTick(() => res.uncork());
+          }
           res.write(`data: ${JSON.stringify(chunk)}\n\n`);
         });
         await recorded(span, result);
@@ -186,8 +245,14 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
     if (!/\/v1\/(chat\/completions|completions|models)$/.test(req.path)) return next(err);
     const e = err as { status?: number; message?: string };
     const status = err instanceof HttpProblem ? err.status : typeof e.status === 'number' && e.status >= 400 && e.status < 500 ? e.status : 400;
-    const param = err instanceof HttpProblem ? err.errors?.[0]?.path ?? null : null;
-    sendOpenAiError(res, status, `invalid request body: ${e.message ?? String(err)}`, status === 415 ? 'unsupported_media_type' : 'invalid_request_error', param);
+    const param = err instanceof HttpProblem ? (err.errors?.[0]?.path ?? null) : null;
+    sendOpenAiError(
+      res,
+      status,
+      `invalid request body: ${e.message ?? String(err)}`,
+      status === 415 ? 'unsupported_media_type' : 'invalid_request_error',
+      param,
+    );
   });
   return router;
 }

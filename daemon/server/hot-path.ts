@@ -35,7 +35,10 @@ export function parseByteSize(size: string | number): number {
 
 const JSON_TYPE = /^application\/json\s*(?:;\s*charset="?utf-8"?\s*)?$/i;
 
-interface Match { route: StoreRoute; params: Record<string, string> }
+interface Match {
+  route: StoreRoute;
+  params: Record<string, string>;
+}
 
 /**
  * A matcher of POST paths (under API_PREFIX) over the route table, tried in the table's order as express tries
@@ -43,16 +46,22 @@ interface Match { route: StoreRoute; params: Record<string, string> }
  * for a path that does not decode as express decodes params: express then answers).
  */
 export function hotRouteMatcher(routes: StoreRoute[]): (path: string) => Match | null {
-  for (const r of routes) if (r.hot && r.method !== 'POST') throw new Error(`${r.method} ${r.path}: only POST routes can be hot (the hot path reads a JSON body, never a query)`);
-  const compiled = routes.filter((r) => r.method === 'POST').map((route) => {
-    const names: string[] = [];
-    const source = route.path.split('/').map((seg) => {
-      if (!seg.startsWith(':')) return seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      names.push(seg.slice(1));
-      return '([^/]+)';
-    }).join('/');
-    return { route, re: new RegExp(`^${source}$`), names };
-  });
+  for (const r of routes)
+    if (r.hot && r.method !== 'POST') throw new Error(`${r.method} ${r.path}: only POST routes can be hot (the hot path reads a JSON body, never a query)`);
+  const compiled = routes
+    .filter((r) => r.method === 'POST')
+    .map((route) => {
+      const names: string[] = [];
+      const source = route.path
+        .split('/')
+        .map((seg) => {
+          if (!seg.startsWith(':')) return seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+          names.push(seg.slice(1));
+          return '([^/]+)';
+        })
+        .join('/');
+      return { route, re: new RegExp(`^${source}$`), names };
+    });
   return (path) => {
     for (const { route, re, names } of compiled) {
       const m = re.exec(path);
@@ -60,7 +69,9 @@ export function hotRouteMatcher(routes: StoreRoute[]): (path: string) => Match |
       if (!route.hot) return null;
       try {
         return { route, params: Object.fromEntries(names.map((name, i) => [name, decodeURIComponent(m[i + 1]!)])) };
-      } catch { return null; }
+      } catch {
+        return null;
+      }
     }
     return null;
   };
@@ -86,8 +97,14 @@ export function withHotPath(ctx: ServerContext, app: RequestListener): RequestLi
     const found = route(req);
     const type = req.headers['content-type'];
     const length = Number(req.headers['content-length']);
-    if (!found || type === undefined || !JSON_TYPE.test(type) || req.headers['content-encoding'] !== undefined
-      || req.headers['content-length'] === undefined || !(length <= limit)) {
+    if (
+      !found ||
+      type === undefined ||
+      !JSON_TYPE.test(type) ||
+      req.headers['content-encoding'] !== undefined ||
+      req.headers['content-length'] === undefined ||
+      !(length <= limit)
+    ) {
       app(req, res);
       return;
     }
@@ -101,7 +118,10 @@ export function withHotPath(ctx: ServerContext, app: RequestListener): RequestLi
     const fail = (err: unknown) => {
       const problem = toProblem(err, req.url);
       if (problem.status >= 500) ctx.log(`POST ${req.url} failed: ${(err as Error)?.stack ?? err}`);
-      if (res.headersSent) { res.destroy(); return; }
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
       send(problem.status, JSON.stringify(problem), 'application/problem+json; charset=utf-8');
     };
 
@@ -113,13 +133,18 @@ export function withHotPath(ctx: ServerContext, app: RequestListener): RequestLi
     }
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('error', () => { /* the client went away mid-body: nothing was accepted, nothing to answer */ });
+    req.on('error', () => {
+      /* the client went away mid-body: nothing was accepted, nothing to answer */
+    });
     req.on('end', () => {
       // The error boundary: a throw anywhere in reading, validating or handling (sync or async) is answered.
       settle(() => found.route.handle({ body: parseJsonBytes(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)), params: found.params, query: {} }))
         .then((reply) => send(reply.status, reply.body, 'application/json; charset=utf-8'))
         .catch(fail)
-        .catch((err: unknown) => { ctx.log(`POST ${req.url}: could not answer: ${(err as Error)?.stack ?? err}`); res.destroy(); });
+        .catch((err: unknown) => {
+          ctx.log(`POST ${req.url}: could not answer: ${(err as Error)?.stack ?? err}`);
+          res.destroy();
+        });
     });
   };
 }

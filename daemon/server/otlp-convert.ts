@@ -21,8 +21,12 @@ function idHex(v: unknown): string {
   return Buffer.from(v as Uint8Array).toString('hex');
 }
 
-interface LongLike { low: number; high: number }
-const isLong = (v: unknown): v is LongLike => typeof v === 'object' && v !== null && typeof (v as LongLike).low === 'number' && typeof (v as LongLike).high === 'number';
+interface LongLike {
+  low: number;
+  high: number;
+}
+const isLong = (v: unknown): v is LongLike =>
+  typeof v === 'object' && v !== null && typeof (v as LongLike).low === 'number' && typeof (v as LongLike).high === 'number';
 /** protobufjs' 64-bit integers (Long) as a double: exact below 2^53, ~256 ns granularity for epoch nanos. */
 const longToNumber = (v: LongLike) => (v.high >>> 0) * 4294967296 + (v.low >>> 0);
 const signedLongToNumber = (v: LongLike) => v.high * 4294967296 + (v.low >>> 0);
@@ -30,7 +34,10 @@ const signedLongToNumber = (v: LongLike) => v.high * 4294967296 + (v.low >>> 0);
 /** Nanoseconds (Long, decimal string or number) -> epoch milliseconds, keeping sub-ms precision. */
 function nanosToMs(v: unknown): number | null {
   if (v === undefined || v === null) return null;
-  if (isLong(v)) { const ns = longToNumber(v); return ns === 0 ? null : ns / 1e6; }
+  if (isLong(v)) {
+    const ns = longToNumber(v);
+    return ns === 0 ? null : ns / 1e6;
+  }
   const n = typeof v === 'number' ? BigInt(Math.round(v)) : BigInt(String(v));
   if (n === 0n) return null;
   return Number(n / 1000n) / 1000;
@@ -43,11 +50,20 @@ function anyValue(v: unknown): unknown {
   if (!key) return null;
   const x = o[key];
   switch (key) {
-    case 'intValue': case 'int_value': return isLong(x) ? signedLongToNumber(x) : Number(x);
-    case 'arrayValue': case 'array_value': return ((x as Obj)?.values as unknown[] ?? []).map(anyValue);
-    case 'kvlistValue': case 'kvlist_value': return Object.fromEntries(((x as Obj)?.values as Obj[] ?? []).map((kv) => [kv.key, anyValue(kv.value)]));
-    case 'bytesValue': case 'bytes_value': return typeof x === 'string' ? x : Buffer.from(x as Uint8Array).toString('base64');
-    default: return x;
+    case 'intValue':
+    case 'int_value':
+      return isLong(x) ? signedLongToNumber(x) : Number(x);
+    case 'arrayValue':
+    case 'array_value':
+      return (((x as Obj)?.values as unknown[]) ?? []).map(anyValue);
+    case 'kvlistValue':
+    case 'kvlist_value':
+      return Object.fromEntries((((x as Obj)?.values as Obj[]) ?? []).map((kv) => [kv.key, anyValue(kv.value)]));
+    case 'bytesValue':
+    case 'bytes_value':
+      return typeof x === 'string' ? x : Buffer.from(x as Uint8Array).toString('base64');
+    default:
+      return x;
   }
 }
 
@@ -64,7 +80,10 @@ export function attributesOf(kvs: unknown): Attributes {
 }
 
 function firstString(attrs: Attributes, keys: string[]): string | undefined {
-  for (const k of keys) { const v = attrs[k]; if (typeof v === 'string' && v) return v; }
+  for (const k of keys) {
+    const v = attrs[k];
+    if (typeof v === 'string' && v) return v;
+  }
   return undefined;
 }
 
@@ -77,7 +96,10 @@ export function normalizeV0Reward(attrs: Attributes): void {
     const value = attrs[`${AGL_V0_REWARD_PREFIX}.${i}.value`];
     if (value === undefined) break;
     const name = String(attrs[`${AGL_V0_REWARD_PREFIX}.${i}.name`] ?? (i === 0 ? 'reward' : `reward_${i}`));
-    if (typeof value === 'number') { components[name] = value; primary ??= { name, value }; }
+    if (typeof value === 'number') {
+      components[name] = value;
+      primary ??= { name, value };
+    }
   }
   if (!primary && typeof attrs.reward === 'number') primary = { name: 'reward', value: attrs.reward };
   if (!primary) return;
@@ -86,7 +108,11 @@ export function normalizeV0Reward(attrs: Attributes): void {
   if (Object.keys(components).length > 1) attrs[AGL.rewardComponents] = JSON.stringify(components);
 }
 
-export interface ConvertResult { spans: SpanInput[]; rejected: number; reasons: string[] }
+export interface ConvertResult {
+  spans: SpanInput[];
+  rejected: number;
+  reasons: string[];
+}
 
 /**
  * Converts an ExportTraceServiceRequest (protobuf-decoded or OTLP/JSON; its envelope checked by
@@ -105,13 +131,19 @@ export function convertOtlp(request: unknown, fallback: { rolloutId?: string; at
       const scopeName = (ss.scope as Obj | undefined)?.name;
       for (const [k, s] of ((ss.spans ?? []) as Obj[]).entries()) {
         const bad = spanProblem(s, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]`);
-        if (bad) { rejected++; reasons.add(bad); continue; }
+        if (bad) {
+          rejected++;
+          reasons.add(bad);
+          continue;
+        }
         const attributes = attributesOf(s.attributes);
         const rolloutId = firstString(attributes, ROLLOUT_KEYS) ?? resRollout;
         const attemptId = firstString(attributes, ATTEMPT_KEYS) ?? resAttempt;
         if (!rolloutId || !attemptId) {
           rejected++;
-          reasons.add(`span '${String(s.name)}' names no rollout/attempt: set resource attributes ${AGL.rolloutId} and ${AGL.attemptId}, or headers x-agl-rollout-id / x-agl-attempt-id`);
+          reasons.add(
+            `span '${String(s.name)}' names no rollout/attempt: set resource attributes ${AGL.rolloutId} and ${AGL.attemptId}, or headers x-agl-rollout-id / x-agl-attempt-id`,
+          );
           continue;
         }
         if (s.name === AGL_V0_REWARD_PREFIX || attributes[`${AGL_V0_REWARD_PREFIX}.0.value`] !== undefined) normalizeV0Reward(attributes);
@@ -121,7 +153,8 @@ export function convertOtlp(request: unknown, fallback: { rolloutId?: string; at
         const code = Number(status.code ?? 0);
         const start = nanosToMs(s.startTimeUnixNano ?? s.start_time_unix_nano) ?? Date.now();
         spans.push({
-          rolloutId, attemptId,
+          rolloutId,
+          attemptId,
           traceId: idHex(s.traceId ?? s.trace_id) || undefined,
           spanId: idHex(s.spanId ?? s.span_id) || undefined,
           parentSpanId: idHex(s.parentSpanId ?? s.parent_span_id) || null,
@@ -130,7 +163,11 @@ export function convertOtlp(request: unknown, fallback: { rolloutId?: string; at
           startTime: start,
           endTime: nanosToMs(s.endTimeUnixNano ?? s.end_time_unix_nano),
           attributes,
-          events: ((s.events ?? []) as Obj[]).map((e) => ({ name: String(e.name ?? ''), time: nanosToMs(e.timeUnixNano ?? e.time_unix_nano) ?? start, attributes: attributesOf(e.attributes) })),
+          events: ((s.events ?? []) as Obj[]).map((e) => ({
+            name: String(e.name ?? ''),
+            time: nanosToMs(e.timeUnixNano ?? e.time_unix_nano) ?? start,
+            attributes: attributesOf(e.attributes),
+          })),
           status: { code: STATUS[code] ?? 'unset', ...(status.message ? { message: String(status.message) } : {}) },
           resource,
         });

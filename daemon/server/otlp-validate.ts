@@ -20,8 +20,8 @@ const isLong = (v: unknown) => isObj(v) && typeof v.low === 'number' && typeof v
 const isUint = (v: unknown) => isLong(v) || (typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'string' && /^\d{1,20}$/.test(v));
 const isInt = (v: unknown) => isLong(v) || (typeof v === 'number' && Number.isInteger(v)) || (typeof v === 'string' && /^-?\d{1,20}$/.test(v));
 /** Ids: hex (OTLP/JSON), base64, or bytes (protobuf; an unset field decodes as an empty array). */
-const isId = (v: unknown) => v === undefined || v === null || v instanceof Uint8Array || (Array.isArray(v) && v.length === 0)
-  || (typeof v === 'string' && /^[A-Za-z0-9+/=]*$/.test(v));
+const isId = (v: unknown) =>
+  v === undefined || v === null || v instanceof Uint8Array || (Array.isArray(v) && v.length === 0) || (typeof v === 'string' && /^[A-Za-z0-9+/=]*$/.test(v));
 
 /** Why an AnyValue is not one, or null. Nesting (arrays, kvlists) is bounded like all free-form JSON. */
 function anyValueProblem(v: unknown, path: string, depth: number): string | null {
@@ -35,18 +35,25 @@ function anyValueProblem(v: unknown, path: string, depth: number): string | null
   const i = field(v, 'intValue', 'int_value');
   if (i !== undefined) return isInt(i) ? null : `${path}.intValue: expected a 64-bit integer, received ${typeOf(i)}`;
   const d = field(v, 'doubleValue', 'double_value');
-  if (d !== undefined) return typeof d === 'number' || (typeof d === 'string' && /^(NaN|-?Infinity)$/.test(d)) ? null : `${path}.doubleValue: expected number, received ${typeOf(d)}`;
+  if (d !== undefined)
+    return typeof d === 'number' || (typeof d === 'string' && /^(NaN|-?Infinity)$/.test(d))
+      ? null
+      : `${path}.doubleValue: expected number, received ${typeOf(d)}`;
   const by = field(v, 'bytesValue', 'bytes_value');
   if (by !== undefined) return isId(by) ? null : `${path}.bytesValue: expected base64 bytes, received ${typeOf(by)}`;
   const arr = field(v, 'arrayValue', 'array_value');
   if (arr !== undefined) {
-    const values = isObj(arr) ? arr.values ?? [] : null;
+    const values = isObj(arr) ? (arr.values ?? []) : null;
     if (!Array.isArray(values)) return `${path}.arrayValue.values: expected array, received ${typeOf(values)}`;
-    for (const [k, x] of values.entries()) { const p = anyValueProblem(x, `${path}.arrayValue.values[${k}]`, depth + 1); if (p) return p; }
+    for (const [k, x] of values.entries()) {
+      const p = anyValueProblem(x, `${path}.arrayValue.values[${k}]`, depth + 1);
+      if (p) return p;
+    }
     return null;
   }
   const kv = field(v, 'kvlistValue', 'kvlist_value');
-  if (kv !== undefined) return isObj(kv) ? attributesProblem(kv.values, `${path}.kvlistValue.values`, depth + 1) : `${path}.kvlistValue: expected object, received ${typeOf(kv)}`;
+  if (kv !== undefined)
+    return isObj(kv) ? attributesProblem(kv.values, `${path}.kvlistValue.values`, depth + 1) : `${path}.kvlistValue: expected object, received ${typeOf(kv)}`;
   return null; // an empty AnyValue is OTLP's "no value"
 }
 
@@ -67,13 +74,22 @@ function attributesProblem(kvs: unknown, path: string, depth = 0): string | null
 export function spanProblem(s: unknown, path: string): string | null {
   if (!isObj(s)) return `${path}: expected a span object, received ${typeOf(s)}`;
   if (s.name !== undefined && typeof s.name !== 'string') return `${path}.name: expected string, received ${typeOf(s.name)}`;
-  for (const [camel, snake] of [['traceId', 'trace_id'], ['spanId', 'span_id'], ['parentSpanId', 'parent_span_id']]) {
+  for (const [camel, snake] of [
+    ['traceId', 'trace_id'],
+    ['spanId', 'span_id'],
+    ['parentSpanId', 'parent_span_id'],
+  ]) {
     if (!isId(field(s, camel!, snake!))) return `${path}.${camel}: expected a hex id, received ${typeOf(field(s, camel!, snake!))}`;
   }
-  if (s.kind !== undefined && !(Number.isInteger(s.kind) && (s.kind as number) >= 0 && (s.kind as number) <= 5)) return `${path}.kind: expected an integer from 0 to 5, received ${JSON.stringify(s.kind) ?? typeOf(s.kind)}`;
-  for (const [camel, snake] of [['startTimeUnixNano', 'start_time_unix_nano'], ['endTimeUnixNano', 'end_time_unix_nano']]) {
+  if (s.kind !== undefined && !(Number.isInteger(s.kind) && (s.kind as number) >= 0 && (s.kind as number) <= 5))
+    return `${path}.kind: expected an integer from 0 to 5, received ${JSON.stringify(s.kind) ?? typeOf(s.kind)}`;
+  for (const [camel, snake] of [
+    ['startTimeUnixNano', 'start_time_unix_nano'],
+    ['endTimeUnixNano', 'end_time_unix_nano'],
+  ]) {
     const t = field(s, camel!, snake!);
-    if (t !== undefined && t !== null && !isUint(t)) return `${path}.${camel}: expected unsigned nanoseconds (integer or decimal string), received ${typeOf(t)}`;
+    if (t !== undefined && t !== null && !isUint(t))
+      return `${path}.${camel}: expected unsigned nanoseconds (integer or decimal string), received ${typeOf(t)}`;
   }
   const attrs = attributesProblem(s.attributes, `${path}.attributes`);
   if (attrs) return attrs;
@@ -92,7 +108,8 @@ export function spanProblem(s: unknown, path: string): string | null {
   if (s.status !== undefined && s.status !== null) {
     if (!isObj(s.status)) return `${path}.status: expected object, received ${typeOf(s.status)}`;
     const { code, message } = s.status;
-    if (code !== undefined && !(Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 2)) return `${path}.status.code: expected 0, 1 or 2, received ${JSON.stringify(code) ?? typeOf(code)}`;
+    if (code !== undefined && !(Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 2))
+      return `${path}.status.code: expected 0, 1 or 2, received ${JSON.stringify(code) ?? typeOf(code)}`;
     if (message !== undefined && typeof message !== 'string') return `${path}.status.message: expected string, received ${typeOf(message)}`;
   }
   return null;
@@ -103,7 +120,8 @@ function list(o: Obj, camel: string, snake: string, path: string): Obj[] {
   const v = field(o, camel, snake);
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v)) throw new OtlpShapeError(`${path}.${camel}: expected array, received ${typeOf(v)}`);
-  if (camel !== 'spans') for (const [k, x] of v.entries()) if (!isObj(x)) throw new OtlpShapeError(`${path}.${camel}[${k}]: expected object, received ${typeOf(x)}`);
+  if (camel !== 'spans')
+    for (const [k, x] of v.entries()) if (!isObj(x)) throw new OtlpShapeError(`${path}.${camel}[${k}]: expected object, received ${typeOf(x)}`);
   return v as Obj[];
 }
 
@@ -118,7 +136,8 @@ export function checkEnvelope(request: unknown): void {
       if (p) throw new OtlpShapeError(p);
     }
     for (const [j, ss] of list(rs, 'scopeSpans', 'scope_spans', at).entries()) {
-      if (ss.scope !== undefined && ss.scope !== null && !isObj(ss.scope)) throw new OtlpShapeError(`${at}.scopeSpans[${j}].scope: expected object, received ${typeOf(ss.scope)}`);
+      if (ss.scope !== undefined && ss.scope !== null && !isObj(ss.scope))
+        throw new OtlpShapeError(`${at}.scopeSpans[${j}].scope: expected object, received ${typeOf(ss.scope)}`);
       list(ss, 'spans', 'spans', `${at}.scopeSpans[${j}]`);
     }
   }

@@ -30,7 +30,9 @@ const STORE_BATCH = 5_000;
 
 /** A protobuf reader whose string fields must be UTF-8 (protobufjs' own reader turns bad bytes into U+FFFD). */
 class StrictUtf8Reader extends protobuf.Reader {
-  override string(): string { return decodeUtf8(this.bytes(), 'a protobuf string field'); }
+  override string(): string {
+    return decodeUtf8(this.bytes(), 'a protobuf string field');
+  }
 }
 
 function isProtobuf(req: Request): boolean {
@@ -39,16 +41,22 @@ function isProtobuf(req: Request): boolean {
 
 function reply(req: Request, res: Response, status: number, rejected: number, message: string): void {
   if (isProtobuf(req)) {
-    const body = status === 200
-      ? ExportTraceServiceResponse.encode(ExportTraceServiceResponse.create(rejected ? { partialSuccess: { rejectedSpans: rejected, errorMessage: message } } : {})).finish()
-      : RpcStatus.encode(RpcStatus.create({ code: status === 400 ? 3 : 13, message })).finish();
+    const body =
+      status === 200
+        ? ExportTraceServiceResponse.encode(
+            ExportTraceServiceResponse.create(rejected ? { partialSuccess: { rejectedSpans: rejected, errorMessage: message } } : {}),
+          ).finish()
+        : RpcStatus.encode(RpcStatus.create({ code: status === 400 ? 3 : 13, message })).finish();
     res.status(status).type('application/x-protobuf').send(Buffer.from(body));
   } else if (status === 200) {
     res.status(200).json(rejected ? { partialSuccess: { rejectedSpans: rejected, errorMessage: message } } : {});
   } else {
     // A problem (errors.ts) that also carries google.rpc.Status' code and message, as OTLP/JSON clients read them.
     const kind = status === 415 ? 'unsupported-media-type' : status === 413 ? 'too-large' : status < 500 ? 'invalid-otlp' : 'internal';
-    res.status(status).type('application/problem+json').send(JSON.stringify({ ...problemBody(status, kind, message, [{ path: '(body)', message }], req.originalUrl), code: status < 500 ? 3 : 13, message }));
+    res
+      .status(status)
+      .type('application/problem+json')
+      .send(JSON.stringify({ ...problemBody(status, kind, message, [{ path: '(body)', message }], req.originalUrl), code: status < 500 ? 3 : 13, message }));
   }
 }
 
@@ -69,7 +77,10 @@ async function store(ctx: OtlpContext, spans: SpanInput[]): Promise<{ rejected: 
     const attempt = await ctx.store.getAttempt(s.attemptId);
     const ok = attempt?.rolloutId === s.rolloutId;
     known.set(key, ok);
-    if (!ok) reasons.add((await ctx.store.getRollout(s.rolloutId)) ? `unknown attempt '${s.attemptId}' of rollout '${s.rolloutId}'` : `unknown rollout '${s.rolloutId}'`);
+    if (!ok)
+      reasons.add(
+        (await ctx.store.getRollout(s.rolloutId)) ? `unknown attempt '${s.attemptId}' of rollout '${s.rolloutId}'` : `unknown rollout '${s.rolloutId}'`,
+      );
   }
   const kept = spans.filter((s) => known.get(`${s.rolloutId}\n${s.attemptId}`));
   for (let i = 0; i < kept.length; i += STORE_BATCH) await ctx.store.addSpans(kept.slice(i, i + STORE_BATCH));

@@ -7,7 +7,12 @@ import type { RequestHandler } from 'express';
 
 const BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60];
 
-interface RouteStats { count: Map<number, number>; buckets: number[]; sum: number; n: number }
+interface RouteStats {
+  count: Map<number, number>;
+  buckets: number[];
+  sum: number;
+  n: number;
+}
 
 /** Request counters kept in memory; a Map lookup and a few adds per request. */
 export class RequestMetrics {
@@ -27,22 +32,28 @@ export class RequestMetrics {
 
   observe(key: string, status: number, seconds: number): void {
     let s = this.routes.get(key);
-    if (!s) { s = { count: new Map(), buckets: new Array(BUCKETS_S.length).fill(0), sum: 0, n: 0 }; this.routes.set(key, s); }
+    if (!s) {
+      s = { count: new Map(), buckets: new Array(BUCKETS_S.length).fill(0), sum: 0, n: 0 };
+      this.routes.set(key, s);
+    }
     s.count.set(status, (s.count.get(status) ?? 0) + 1);
-    for (let i = 0; i < BUCKETS_S.length; i++) if (seconds <= BUCKETS_S[i]) { s.buckets[i]++; break; }
+    for (let i = 0; i < BUCKETS_S.length; i++)
+      if (seconds <= BUCKETS_S[i]) {
+        s.buckets[i]++;
+        break;
+      }
     s.sum += seconds;
     s.n++;
   }
 
   /** Adds lines (complete Prometheus text, with # HELP/# TYPE) to every scrape. */
-  addCollector(collect: () => string | Promise<string>): void { this.collectors.push(collect); }
+  addCollector(collect: () => string | Promise<string>): void {
+    this.collectors.push(collect);
+  }
 
   async render(): Promise<string> {
     const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-    const lines = [
-      '# HELP agl_http_requests_total HTTP requests answered, by method, route and status.',
-      '# TYPE agl_http_requests_total counter',
-    ];
+    const lines = ['# HELP agl_http_requests_total HTTP requests answered, by method, route and status.', '# TYPE agl_http_requests_total counter'];
     for (const [key, s] of this.routes) {
       const [method, route] = key.split(' ');
       for (const [status, n] of s.count) lines.push(`agl_http_requests_total{method="${method}",route="${esc(route)}",status="${status}"} ${n}`);
@@ -52,12 +63,19 @@ export class RequestMetrics {
       const [method, route] = key.split(' ');
       const labels = `method="${method}",route="${esc(route)}"`;
       let cumulative = 0;
-      BUCKETS_S.forEach((le, i) => { cumulative += s.buckets[i]; lines.push(`agl_http_request_duration_seconds_bucket{${labels},le="${le}"} ${cumulative}`); });
+      BUCKETS_S.forEach((le, i) => {
+        cumulative += s.buckets[i];
+        lines.push(`agl_http_request_duration_seconds_bucket{${labels},le="${le}"} ${cumulative}`);
+      });
       lines.push(`agl_http_request_duration_seconds_bucket{${labels},le="+Inf"} ${s.n}`);
       lines.push(`agl_http_request_duration_seconds_sum{${labels}} ${s.sum}`, `agl_http_request_duration_seconds_count{${labels}} ${s.n}`);
     }
     for (const collect of this.collectors) {
-      try { lines.push((await collect()).trimEnd()); } catch (err) { lines.push(`# collector failed: ${esc(String((err as Error).message))}`); }
+      try {
+        lines.push((await collect()).trimEnd());
+      } catch (err) {
+        lines.push(`# collector failed: ${esc(String((err as Error).message))}`);
+      }
     }
     return lines.join('\n') + '\n';
   }

@@ -6,10 +6,17 @@
  */
 
 /** A route's answer as a status and a serialised JSON body (what both express and the hot path send). */
-export interface Reply { status: number; body: string }
+export interface Reply {
+  status: number;
+  body: string;
+}
 
 /** The parsed request a route's work sees: the JSON body (undefined when none was sent), path params, query. */
-export interface RouteRequest { body: unknown; params: Record<string, string>; query: unknown }
+export interface RouteRequest {
+  body: unknown;
+  params: Record<string, string>;
+  query: unknown;
+}
 
 export interface StoreRoute {
   method: 'GET' | 'POST';

@@ -17,11 +17,19 @@ export function storeCollector(ctx: ServerContext): () => Promise<string> {
     for (const [status, n] of Object.entries(st.rollouts)) out.push(`agl_store_rollouts{status="${status}"} ${n}`);
     out.push('# HELP agl_store_attempts Attempts in the store, by status.', '# TYPE agl_store_attempts gauge');
     for (const [status, n] of Object.entries(st.attempts)) out.push(`agl_store_attempts{status="${status}"} ${n}`);
-    for (const [name, n] of [['spans', st.spans], ['resources', st.resources], ['workers', st.workers], ['training_runs', st.trainingRuns]] as const) {
+    for (const [name, n] of [
+      ['spans', st.spans],
+      ['resources', st.resources],
+      ['workers', st.workers],
+      ['training_runs', st.trainingRuns],
+    ] as const) {
       out.push(`# HELP agl_store_${name} ${name.replace('_', ' ')} in the store.`, `# TYPE agl_store_${name} gauge`, `agl_store_${name} ${n}`);
     }
-    out.push('# HELP agl_process_resident_memory_bytes Resident memory of the daemon.', '# TYPE agl_process_resident_memory_bytes gauge',
-      `agl_process_resident_memory_bytes ${process.memoryUsage.rss()}`);
+    out.push(
+      '# HELP agl_process_resident_memory_bytes Resident memory of the daemon.',
+      '# TYPE agl_process_resident_memory_bytes gauge',
+      `agl_process_resident_memory_bytes ${process.memoryUsage.rss()}`,
+    );
     return out.join('\n');
   };
 }
@@ -30,8 +38,12 @@ export function healthRouter(ctx: ServerContext): Router {
   const r = Router();
   r.get('/health', (_req, res) => {
     const body: Health = {
-      status: 'ok', version: ctx.version, pid: process.pid, store: ctx.store.kind,
-      startedAt: ctx.startedAt, uptimeSeconds: (Date.now() - ctx.startedAt) / 1000,
+      status: 'ok',
+      version: ctx.version,
+      pid: process.pid,
+      store: ctx.store.kind,
+      startedAt: ctx.startedAt,
+      uptimeSeconds: (Date.now() - ctx.startedAt) / 1000,
     };
     res.json(body);
   });

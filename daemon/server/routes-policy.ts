@@ -19,7 +19,9 @@ export function policyRouter(ctx: ServerContext): Router {
     if (!ctx.policyControl) throw new HttpProblem(404, 'not-found', 'this daemon serves no policy of its own (start it with agl serve --model)');
     return ctx.policyControl;
   };
-  r.get('/policy', requireToken(ctx.token), (_req, res) => { res.json(control().describe()); });
+  r.get('/policy', requireToken(ctx.token), (_req, res) => {
+    res.json(control().describe());
+  });
   r.post('/policy/load', requireToken(ctx.token), ...jsonBody(ctx.bodyLimit), async (req, res) => {
     const { dir } = parseOr400(PolicyLoadRequest, req.body);
     try {

@@ -25,10 +25,15 @@ export function spanRoutes(ctx: ServerContext): StoreRoute[] {
     body: store.querySpansJson ? `{"items":${await store.querySpansJson(query)}}` : JSON.stringify({ items: await store.querySpans(query) }),
   });
   return [
-    { method: 'POST', path: '/spans', hot: true, async handle({ body }) {
-      const spans = await store.addSpans(parseSpanBody(body)); // the one check of a span's shape (span-input.ts)
-      return { status: 201, body: JSON.stringify({ count: spans.length, spans: spans.map(ack) }) };
-    } },
+    {
+      method: 'POST',
+      path: '/spans',
+      hot: true,
+      async handle({ body }) {
+        const spans = await store.addSpans(parseSpanBody(body)); // the one check of a span's shape (span-input.ts)
+        return { status: 201, body: JSON.stringify({ count: spans.length, spans: spans.map(ack) }) };
+      },
+    },
     { method: 'GET', path: '/spans', handle: ({ query }) => spansReply(parseOr400(SpanListQuery, query, 'query')) },
     { method: 'POST', path: '/spans/search', hot: true, handle: ({ body }) => spansReply(parseOr400(SpanSearchRequest, body)) },
   ];

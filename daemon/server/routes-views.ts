@@ -13,15 +13,23 @@ import type { ServerContext } from './server-context.js';
 export function viewRoutes(ctx: ServerContext): StoreRoute[] {
   const { store } = ctx;
   return [
-    { method: 'GET', path: '/views/headline', handle: async ({ query }) => json(200, await agentHeadline(store, parseOr400(HeadlineQuery, query, 'query').agent)) },
-    { method: 'POST', path: '/views/groups', async handle({ body }) {
-      try {
-        return json(200, await groupPage(store, parseOr400(GroupQueryRequest, body ?? {})));
-      } catch (e) {
-        // The one error groupPage throws itself: an unknown rollout.
-        if (e instanceof Error && /does not exist in this daemon's store/.test(e.message)) throw new HttpProblem(404, 'not-found', e.message);
-        throw e;
-      }
-    } },
+    {
+      method: 'GET',
+      path: '/views/headline',
+      handle: async ({ query }) => json(200, await agentHeadline(store, parseOr400(HeadlineQuery, query, 'query').agent)),
+    },
+    {
+      method: 'POST',
+      path: '/views/groups',
+      async handle({ body }) {
+        try {
+          return json(200, await groupPage(store, parseOr400(GroupQueryRequest, body ?? {})));
+        } catch (e) {
+          // The one error groupPage throws itself: an unknown rollout.
+          if (e instanceof Error && /does not exist in this daemon's store/.test(e.message)) throw new HttpProblem(404, 'not-found', e.message);
+          throw e;
+        }
+      },
+    },
   ];
 }

@@ -48,7 +48,12 @@ export type ServerContextInit = Pick<ServerContext, 'store' | 'token' | 'dataDir
 
 export function createServerContext(init: ServerContextInit): ServerContext {
   return {
-    version: '0.0.0', startedAt: Date.now(), url: '', bodyLimit: '16mb', metrics: new RequestMetrics(),
-    log: (m) => console.error(m), ...init,
+    version: '0.0.0',
+    startedAt: Date.now(),
+    url: '',
+    bodyLimit: '16mb',
+    metrics: new RequestMetrics(),
+    log: (m) => console.error(m),
+    ...init,
   };
 }

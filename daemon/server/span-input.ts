@@ -13,7 +13,21 @@ import { AddSpansManyRequest, MAX_BATCH, SpanInputRequest } from '../../protocol
 import { withSpanDefaults, type AttributeValue, type SpanInput, type SpanInputParsed } from '../../protocol/store.js';
 import { parseOr400 } from './errors.js';
 
-const KEYS = new Set(['rolloutId', 'attemptId', 'traceId', 'spanId', 'parentSpanId', 'name', 'kind', 'startTime', 'endTime', 'attributes', 'events', 'status', 'resource']);
+const KEYS = new Set([
+  'rolloutId',
+  'attemptId',
+  'traceId',
+  'spanId',
+  'parentSpanId',
+  'name',
+  'kind',
+  'startTime',
+  'endTime',
+  'attributes',
+  'events',
+  'status',
+  'resource',
+]);
 const KINDS = new Set(['internal', 'server', 'client', 'producer', 'consumer']);
 const CODES = new Set(['unset', 'ok', 'error']);
 

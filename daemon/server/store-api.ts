@@ -27,12 +27,20 @@ export function sendReply(res: Parameters<RequestHandler>[1], reply: Reply): voi
 /** The store API as an express router (mounted at API_PREFIX by app.ts): token first (a 401 costs nothing), then the size-limited JSON parser, then the table. */
 export function storeApiRouter(ctx: ServerContext): Router {
   const api = Router();
-  api.use((req, res, next) => { res.locals.routeBase = req.baseUrl; next(); }, requireToken(ctx.token), ...jsonBody(ctx.bodyLimit));
+  api.use(
+    (req, res, next) => {
+      res.locals.routeBase = req.baseUrl;
+      next();
+    },
+    requireToken(ctx.token),
+    ...jsonBody(ctx.bodyLimit),
+  );
   for (const route of storeRoutes(ctx)) {
     const handler: RequestHandler = async (req, res) => {
       sendReply(res, await route.handle({ body: req.body, params: req.params as Record<string, string>, query: req.query }));
     };
-    if (route.method === 'GET') api.get(route.path, handler); else api.post(route.path, handler);
+    if (route.method === 'GET') api.get(route.path, handler);
+    else api.post(route.path, handler);
   }
   return api;
 }

@@ -6,9 +6,21 @@
  * wakeups behind waitForRollouts.
  */
 import {
-  RolloutConfig, RolloutInput, TERMINAL_ROLLOUT_STATUSES, withSpanDefaults,
-  type Attempt, type AttemptStatus, type MetricPoint, type Resources, type Rollout, type RolloutStatus, type Span,
-  type SpanInput, type TrainingRun, type Transition, type Worker,
+  RolloutConfig,
+  RolloutInput,
+  TERMINAL_ROLLOUT_STATUSES,
+  withSpanDefaults,
+  type Attempt,
+  type AttemptStatus,
+  type MetricPoint,
+  type Resources,
+  type Rollout,
+  type RolloutStatus,
+  type Span,
+  type SpanInput,
+  type TrainingRun,
+  type Transition,
+  type Worker,
 } from '../../protocol/store.js';
 import { newSpanId, newTraceId, randomHex } from '../../sdk/ids.js';
 import type { HealthCheckResult } from '../../protocol/lightning-store.js';
@@ -23,7 +35,9 @@ export function newId(prefix: string): string {
 }
 
 const TERMINAL = new Set<string>(TERMINAL_ROLLOUT_STATUSES);
-export function isTerminalRollout(status: string): boolean { return TERMINAL.has(status); }
+export function isTerminalRollout(status: string): boolean {
+  return TERMINAL.has(status);
+}
 
 // --- the state machine's rules ---------------------------------------------------------------------
 // Both lifecycles (sqlite-lifecycle.ts, postgres-lifecycle.ts) decide with these; only their SQL differs.
@@ -46,15 +60,24 @@ export function sqlList(statuses: readonly string[]): string {
   return statuses.map((s) => `'${s}'`).join(', ');
 }
 
-export function isLiveAttempt(status: string): boolean { return (LIVE_ATTEMPT_STATUSES as readonly string[]).includes(status); }
+export function isLiveAttempt(status: string): boolean {
+  return (LIVE_ATTEMPT_STATUSES as readonly string[]).includes(status);
+}
 
 /** The attempt is still the one its rollout waits on: its latest, and the rollout has not ended. */
 export function isCurrentAttempt(attemptId: string, rollout: { latestAttemptId: string | null; status: string }): boolean {
   return rollout.latestAttemptId === attemptId && !isTerminalRollout(rollout.status);
 }
 
-export interface AttemptTimes { status: string; startedAt: number; lastHeartbeat: number }
-export interface AttemptLimits { timeoutSeconds: number | null; unresponsiveSeconds: number | null }
+export interface AttemptTimes {
+  status: string;
+  startedAt: number;
+  lastHeartbeat: number;
+}
+export interface AttemptLimits {
+  timeoutSeconds: number | null;
+  unresponsiveSeconds: number | null;
+}
 
 /** The health check's verdict on an attempt at `now`: `timeout` before `unresponsive`; null when neither. */
 export function attemptVerdict(a: AttemptTimes, limits: AttemptLimits, now: number): 'timeout' | 'unresponsive' | null {
@@ -67,9 +90,10 @@ export function attemptVerdict(a: AttemptTimes, limits: AttemptLimits, now: numb
 /** The error an attempt ended by the health check records. */
 export function verdictError(verdict: 'timeout' | 'unresponsive', limits: AttemptLimits): { message: string } {
   return {
-    message: verdict === 'timeout'
-      ? `attempt exceeded timeoutSeconds=${limits.timeoutSeconds}`
-      : `no heartbeat or span for unresponsiveSeconds=${limits.unresponsiveSeconds}`,
+    message:
+      verdict === 'timeout'
+        ? `attempt exceeded timeoutSeconds=${limits.timeoutSeconds}`
+        : `no heartbeat or span for unresponsiveSeconds=${limits.unresponsiveSeconds}`,
   };
 }
 
@@ -78,7 +102,11 @@ export function verdictError(verdict: 'timeout' | 'unresponsive', limits: Attemp
  * it is unresponsive and its rollout has moved on), else its status afterwards, whether that revived it, and
  * whether its rollout moves to `running` (first span, or revival).
  */
-export function livenessChange(status: AttemptStatus, current: boolean, fromSpan: boolean): { status: AttemptStatus; revived: boolean; rolloutRuns: boolean } | null {
+export function livenessChange(
+  status: AttemptStatus,
+  current: boolean,
+  fromSpan: boolean,
+): { status: AttemptStatus; revived: boolean; rolloutRuns: boolean } | null {
   if (status === 'unresponsive') return current ? { status: 'running', revived: true, rolloutRuns: true } : null;
   if (!isLiveAttempt(status)) return null; // ended: spans are still kept, nothing else changes
   if (status === 'preparing' && fromSpan) return { status: 'running', revived: false, rolloutRuns: true };
@@ -105,18 +133,26 @@ export function cancelConflict(rolloutId: string, status: string): string | null
 export const CANCELLED_ATTEMPT_ERROR = { message: 'rollout cancelled' } as const;
 
 /** The columns a rollout status change sets: ended rollouts get their end time, a requeued one goes to the back. */
-export function rolloutStatusColumns(status: RolloutStatus, now: number): { status: RolloutStatus; updatedAt: number; endedAt: number | null; queuedAt: number | null } {
+export function rolloutStatusColumns(
+  status: RolloutStatus,
+  now: number,
+): { status: RolloutStatus; updatedAt: number; endedAt: number | null; queuedAt: number | null } {
   return { status, updatedAt: now, endedAt: isTerminalRollout(status) ? now : null, queuedAt: status === 'requeuing' ? now : null };
 }
 
 /** Adds one change the health check made to its result. */
-export function tallyHealthChange(result: HealthCheckResult, change: { attemptId?: string; verdict?: 'timeout' | 'unresponsive'; rolloutId: string; next: RolloutStatus | null }): void {
+export function tallyHealthChange(
+  result: HealthCheckResult,
+  change: { attemptId?: string; verdict?: 'timeout' | 'unresponsive'; rolloutId: string; next: RolloutStatus | null },
+): void {
   if (change.verdict && change.attemptId) (change.verdict === 'timeout' ? result.timedOut : result.unresponsive).push(change.attemptId);
   if (change.next === 'requeuing') result.requeued.push(change.rolloutId);
   if (change.next === 'failed') result.failed.push(change.rolloutId);
 }
 
-export function emptyHealthResult(): HealthCheckResult { return { timedOut: [], unresponsive: [], requeued: [], failed: [] }; }
+export function emptyHealthResult(): HealthCheckResult {
+  return { timedOut: [], unresponsive: [], requeued: [], failed: [] };
+}
 
 /** What becomes of a rollout when its latest attempt ends with `status`. */
 export function rolloutStatusAfter(rollout: Pick<Rollout, 'config' | 'attemptCount'>, status: AttemptStatus): RolloutStatus {
@@ -155,42 +191,74 @@ const numOrNull = (v: unknown): number | null => (v === null || v === undefined 
 
 export function rowToRollout(r: Row): Rollout {
   return {
-    id: r.id, input: JSON.parse(r.input), mode: r.mode, status: r.status, agent: r.agent ?? null,
-    resourcesId: r.resources_id ?? null, config: JSON.parse(r.config), metadata: JSON.parse(r.metadata),
-    attemptCount: num(r.attempt_count), createdAt: num(r.created_at), updatedAt: num(r.updated_at),
+    id: r.id,
+    input: JSON.parse(r.input),
+    mode: r.mode,
+    status: r.status,
+    agent: r.agent ?? null,
+    resourcesId: r.resources_id ?? null,
+    config: JSON.parse(r.config),
+    metadata: JSON.parse(r.metadata),
+    attemptCount: num(r.attempt_count),
+    createdAt: num(r.created_at),
+    updatedAt: num(r.updated_at),
     endedAt: numOrNull(r.ended_at),
   };
 }
 export function rowToAttempt(r: Row): Attempt {
   return {
-    id: r.id, rolloutId: r.rollout_id, sequence: num(r.sequence), workerId: r.worker_id ?? null, status: r.status,
-    startedAt: num(r.started_at), endedAt: numOrNull(r.ended_at), lastHeartbeat: num(r.last_heartbeat),
+    id: r.id,
+    rolloutId: r.rollout_id,
+    sequence: num(r.sequence),
+    workerId: r.worker_id ?? null,
+    status: r.status,
+    startedAt: num(r.started_at),
+    endedAt: numOrNull(r.ended_at),
+    lastHeartbeat: num(r.last_heartbeat),
     error: r.error ? JSON.parse(r.error) : null,
   };
 }
-export function rowToSpan(r: Row): Span { return JSON.parse(r.data); }
+export function rowToSpan(r: Row): Span {
+  return JSON.parse(r.data);
+}
 export function rowToResources(r: Row): Resources {
   return { id: r.id, version: num(r.version), createdAt: num(r.created_at), resources: JSON.parse(r.resources), metadata: JSON.parse(r.metadata) };
 }
 export function rowToWorker(r: Row): Worker {
   return {
-    id: r.id, status: r.status, lastHeartbeat: num(r.last_heartbeat), currentRolloutId: r.current_rollout_id ?? null,
-    currentAttemptId: r.current_attempt_id ?? null, metadata: JSON.parse(r.metadata),
+    id: r.id,
+    status: r.status,
+    lastHeartbeat: num(r.last_heartbeat),
+    currentRolloutId: r.current_rollout_id ?? null,
+    currentAttemptId: r.current_attempt_id ?? null,
+    metadata: JSON.parse(r.metadata),
   };
 }
 export function rowToTrainingRun(r: Row): TrainingRun {
   return {
-    id: r.id, agent: r.agent, status: r.status, config: JSON.parse(r.config), step: num(r.step), totalSteps: num(r.total_steps),
-    checkpointDir: r.checkpoint_dir ?? null, summary: JSON.parse(r.summary), createdAt: num(r.created_at), updatedAt: num(r.updated_at),
+    id: r.id,
+    agent: r.agent,
+    status: r.status,
+    config: JSON.parse(r.config),
+    step: num(r.step),
+    totalSteps: num(r.total_steps),
+    checkpointDir: r.checkpoint_dir ?? null,
+    summary: JSON.parse(r.summary),
+    createdAt: num(r.created_at),
+    updatedAt: num(r.updated_at),
   };
 }
 export function rowToMetric(r: Row): MetricPoint {
   return { runId: r.run_id, step: num(r.step), name: r.name, value: num(r.value), time: num(r.time) };
 }
-export function rowToTransition(r: Row): Transition { return JSON.parse(r.data); }
+export function rowToTransition(r: Row): Transition {
+  return JSON.parse(r.data);
+}
 
 // --- paging ----------------------------------------------------------------------------------------
-export function encodeCursor(seq: number): string { return Buffer.from(`s${seq}`).toString('base64url'); }
+export function encodeCursor(seq: number): string {
+  return Buffer.from(`s${seq}`).toString('base64url');
+}
 export function decodeCursor(cursor: string): number {
   const text = Buffer.from(cursor, 'base64url').toString();
   const seq = Number(text.slice(1));
@@ -210,13 +278,27 @@ export function pageLimit(limit: number | undefined): number {
 class EndWaiter {
   readonly endedIds: string[] = [];
   private wake: (() => void) | null = null;
-  notify(id: string): void { this.endedIds.push(id); const w = this.wake; this.wake = null; w?.(); }
+  notify(id: string): void {
+    this.endedIds.push(id);
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
   /** Resolves when an id is announced or after `ms`. */
   wait(ms: number): Promise<void> {
     if (this.endedIds.length) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(() => { this.wake = null; resolve(); }, Math.max(0, ms));
-      this.wake = () => { clearTimeout(timer); resolve(); };
+      const timer = setTimeout(
+        () => {
+          this.wake = null;
+          resolve();
+        },
+        Math.max(0, ms),
+      );
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
     });
   }
 }
@@ -252,7 +334,11 @@ export class RolloutEndHub {
 
 /** The waitForRollouts loop shared by both backends; `endedAmong` returns those of `ids` that have ended. */
 export async function waitLoop(
-  hub: RolloutEndHub, ids: string[], timeoutMs: number, endedAmong: (ids: string[]) => Promise<Rollout[]>, pollMs: number,
+  hub: RolloutEndHub,
+  ids: string[],
+  timeoutMs: number,
+  endedAmong: (ids: string[]) => Promise<Rollout[]>,
+  pollMs: number,
 ): Promise<Rollout[]> {
   const unique = [...new Set(ids)];
   const deadline = Date.now() + Math.max(0, timeoutMs);
@@ -260,7 +346,12 @@ export async function waitLoop(
   const waiter = hub.subscribe(unique);
   try {
     const pending = new Set(unique);
-    const absorb = (rollouts: Rollout[]) => { for (const r of rollouts) { done.set(r.id, r); pending.delete(r.id); } };
+    const absorb = (rollouts: Rollout[]) => {
+      for (const r of rollouts) {
+        done.set(r.id, r);
+        pending.delete(r.id);
+      }
+    };
     absorb(await endedAmong(unique));
     let nextPoll = Date.now() + pollMs;
     while (pending.size > 0) {
@@ -293,4 +384,3 @@ export const DISTINCT_AGENTS_SQL = {
       UNION ALL SELECT (SELECT MIN(agent) FROM rollouts WHERE agent > t.agent) FROM t WHERE t.agent IS NOT NULL)
     SELECT agent FROM t WHERE agent IS NOT NULL`,
 };
-

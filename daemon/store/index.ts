@@ -11,7 +11,9 @@ export type StoreSpec = string | { dataDir: string };
 
 export const SQLITE_FILE_NAME = 'store.sqlite';
 
-export function isPostgresUrl(spec: string): boolean { return /^postgres(ql)?:\/\//i.test(spec); }
+export function isPostgresUrl(spec: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(spec);
+}
 
 export async function openStore(spec: StoreSpec): Promise<LightningStore> {
   if (typeof spec !== 'string') return new SqliteStore(join(spec.dataDir, SQLITE_FILE_NAME));

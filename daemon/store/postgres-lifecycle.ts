@@ -6,13 +6,49 @@
  * rollouts sorted by id). Claims pick with SELECT ... FOR UPDATE SKIP LOCKED in one statement.
  */
 import type pg from 'pg';
-import { TERMINAL_ROLLOUT_STATUSES, type Attempt, type AttemptStatus, type Rollout, type RolloutStatus, type Span, type SpanInput } from '../../protocol/store.js';
-import { ConflictError, NotFoundError, type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult } from '../../protocol/lightning-store.js';
 import {
-  CANCELLED_ATTEMPT_ERROR, CLAIMABLE_STATUSES, LIVE_ATTEMPT_STATUSES, RESUMABLE_ROLLOUT_STATUSES, UNENDED_ATTEMPT_STATUSES,
-  WAITING_ROLLOUT_STATUSES, attemptVerdict, cancelConflict, emptyHealthResult, finishConflict, isCurrentAttempt, isLiveAttempt,
-  livenessChange, materializeSpan, newId, type parseRolloutInput, rolloutStatusAfter, rolloutStatusColumns, rowToAttempt, rowToRollout,
-  sqlList, tallyHealthChange, verdictError, type Row } from './common.js';
+  TERMINAL_ROLLOUT_STATUSES,
+  type Attempt,
+  type AttemptStatus,
+  type Rollout,
+  type RolloutStatus,
+  type Span,
+  type SpanInput,
+} from '../../protocol/store.js';
+import {
+  ConflictError,
+  NotFoundError,
+  type Claim,
+  type ClaimOptions,
+  type FinishAttemptInput,
+  type HealthCheckResult,
+} from '../../protocol/lightning-store.js';
+import {
+  CANCELLED_ATTEMPT_ERROR,
+  CLAIMABLE_STATUSES,
+  LIVE_ATTEMPT_STATUSES,
+  RESUMABLE_ROLLOUT_STATUSES,
+  UNENDED_ATTEMPT_STATUSES,
+  WAITING_ROLLOUT_STATUSES,
+  attemptVerdict,
+  cancelConflict,
+  emptyHealthResult,
+  finishConflict,
+  isCurrentAttempt,
+  isLiveAttempt,
+  livenessChange,
+  materializeSpan,
+  newId,
+  type parseRolloutInput,
+  rolloutStatusAfter,
+  rolloutStatusColumns,
+  rowToAttempt,
+  rowToRollout,
+  sqlList,
+  tallyHealthChange,
+  verdictError,
+  type Row,
+} from './common.js';
 import { digestSpans } from './search.js';
 import { INSERT_TEXT_SQL, RESET_SUMMARY_SQL, applySpanDigests, inputBodies } from './postgres-search.js';
 
@@ -24,7 +60,9 @@ export type Tx = <T>(fn: (c: Client) => Promise<T>) => Promise<T>;
 
 const LIVE = sqlList(LIVE_ATTEMPT_STATUSES);
 
-async function one(c: Client, sql: string, params: unknown[]): Promise<Row | undefined> { return (await c.query(sql, params)).rows[0]; }
+async function one(c: Client, sql: string, params: unknown[]): Promise<Row | undefined> {
+  return (await c.query(sql, params)).rows[0];
+}
 
 const current = (a: Row, r: Row) => isCurrentAttempt(a.id, { latestAttemptId: r.latest_attempt_id, status: r.status });
 const times = (a: Row) => ({ status: a.status, startedAt: Number(a.started_at), lastHeartbeat: Number(a.last_heartbeat) });
@@ -40,8 +78,13 @@ async function lockAttempt(c: Client, attemptId: string): Promise<{ a: Row; r: R
 
 async function setRolloutStatus(c: Client, id: string, status: RolloutStatus, now: number): Promise<void> {
   const s = rolloutStatusColumns(status, now);
-  await c.query('UPDATE rollouts SET status = $1, updated_at = $2, ended_at = $3, queued_at = COALESCE($4, queued_at) WHERE id = $5',
-    [s.status, s.updatedAt, s.endedAt, s.queuedAt, id]);
+  await c.query('UPDATE rollouts SET status = $1, updated_at = $2, ended_at = $3, queued_at = COALESCE($4, queued_at) WHERE id = $5', [
+    s.status,
+    s.updatedAt,
+    s.endedAt,
+    s.queuedAt,
+    id,
+  ]);
 }
 
 /** Ends an attempt with `status` and moves its rollout on (when it is the attempt the rollout waits on). */
@@ -54,7 +97,10 @@ async function endAttempt(c: Client, a: Row, r: Row, status: AttemptStatus, erro
 }
 
 export class PostgresLifecycle {
-  constructor(private readonly query: Query, private readonly tx: Tx) {}
+  constructor(
+    private readonly query: Query,
+    private readonly tx: Tx,
+  ) {}
 
   async enqueue(parsed: ParsedRollout[], now: number): Promise<Rollout[]> {
     const wanted = [...new Set(parsed.map((p) => p.resourcesId).filter((x): x is string => x !== null))];
@@ -62,21 +108,41 @@ export class PostgresLifecycle {
     if (wanted.length) for (const r of (await this.query('SELECT id, version FROM resources WHERE id = ANY($1)', [wanted])).rows) versions.set(r.id, r.version);
     for (const id of wanted) if (!versions.has(id)) throw new NotFoundError('resources', id);
     const rollouts: Rollout[] = parsed.map((p) => ({
-      id: newId('ro'), input: p.input ?? null, mode: p.mode, status: 'queuing', agent: p.agent, resourcesId: p.resourcesId,
-      config: p.config, metadata: p.metadata, attemptCount: 0, createdAt: now, updatedAt: now, endedAt: null,
+      id: newId('ro'),
+      input: p.input ?? null,
+      mode: p.mode,
+      status: 'queuing',
+      agent: p.agent,
+      resourcesId: p.resourcesId,
+      config: p.config,
+      metadata: p.metadata,
+      attemptCount: 0,
+      createdAt: now,
+      updatedAt: now,
+      endedAt: null,
     }));
     for (let i = 0; i < rollouts.length; i += 2000) {
       const chunk = rollouts.slice(i, i + 2000);
       // One statement: the rollouts and their search text commit together.
-      await this.query(`WITH ins AS (INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata, queued_at, created_at, updated_at)
+      await this.query(
+        `WITH ins AS (INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata, queued_at, created_at, updated_at)
         SELECT id, input, mode, 'queuing', agent, rid, rv, config, metadata, $8, $8, $8
         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $9::text[])
           WITH ORDINALITY AS t(id, input, mode, agent, rid, rv, config, metadata, ord) ORDER BY ord)
-        ${INSERT_TEXT_SQL('$1', '$10')}`, [
-        chunk.map((r) => r.id), chunk.map((r) => JSON.stringify(r.input)), chunk.map((r) => r.mode), chunk.map((r) => r.agent),
-        chunk.map((r) => r.resourcesId), chunk.map((r) => (r.resourcesId ? versions.get(r.resourcesId)! : null)),
-        chunk.map((r) => JSON.stringify(r.config)), now, chunk.map((r) => JSON.stringify(r.metadata)), inputBodies(chunk.map((r) => r.input)),
-      ]);
+        ${INSERT_TEXT_SQL('$1', '$10')}`,
+        [
+          chunk.map((r) => r.id),
+          chunk.map((r) => JSON.stringify(r.input)),
+          chunk.map((r) => r.mode),
+          chunk.map((r) => r.agent),
+          chunk.map((r) => r.resourcesId),
+          chunk.map((r) => (r.resourcesId ? versions.get(r.resourcesId)! : null)),
+          chunk.map((r) => JSON.stringify(r.config)),
+          now,
+          chunk.map((r) => JSON.stringify(r.metadata)),
+          inputBodies(chunk.map((r) => r.input)),
+        ],
+      );
     }
     return rollouts;
   }
@@ -84,24 +150,58 @@ export class PostgresLifecycle {
   /** Inserts a rollout and claims it at once (its first attempt starts `preparing`). */
   start(p: ParsedRollout, workerId: string | null, now: number): Promise<Claim> {
     return this.tx(async (c) => {
-      const res = p.resourcesId === null
-        ? await one(c, 'SELECT id, version FROM resources ORDER BY version DESC LIMIT 1', [])
-        : await one(c, 'SELECT id, version FROM resources WHERE id = $1', [p.resourcesId]);
+      const res =
+        p.resourcesId === null
+          ? await one(c, 'SELECT id, version FROM resources ORDER BY version DESC LIMIT 1', [])
+          : await one(c, 'SELECT id, version FROM resources WHERE id = $1', [p.resourcesId]);
       if (p.resourcesId !== null && !res) throw new NotFoundError('resources', p.resourcesId);
       const rollout: Rollout = {
-        id: newId('ro'), input: p.input ?? null, mode: p.mode, status: 'preparing', agent: p.agent, resourcesId: res?.id ?? null,
-        config: p.config, metadata: p.metadata, attemptCount: 1, createdAt: now, updatedAt: now, endedAt: null,
+        id: newId('ro'),
+        input: p.input ?? null,
+        mode: p.mode,
+        status: 'preparing',
+        agent: p.agent,
+        resourcesId: res?.id ?? null,
+        config: p.config,
+        metadata: p.metadata,
+        attemptCount: 1,
+        createdAt: now,
+        updatedAt: now,
+        endedAt: null,
       };
       const attempt: Attempt = {
-        id: newId('at'), rolloutId: rollout.id, sequence: 1, workerId, status: 'preparing',
-        startedAt: now, endedAt: null, lastHeartbeat: now, error: null,
+        id: newId('at'),
+        rolloutId: rollout.id,
+        sequence: 1,
+        workerId,
+        status: 'preparing',
+        startedAt: now,
+        endedAt: null,
+        lastHeartbeat: now,
+        error: null,
       };
-      await c.query(`INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata,
+      await c.query(
+        `INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata,
         attempt_count, latest_attempt_id, queued_at, created_at, updated_at) VALUES ($1, $2, $3, $11, $4, $5, $6, $7, $8, 1, $9, $10, $10, $10)`,
-      [rollout.id, JSON.stringify(rollout.input), p.mode, p.agent, rollout.resourcesId, res?.version ?? null,
-        JSON.stringify(p.config), JSON.stringify(p.metadata), attempt.id, now, rollout.status]);
-      await c.query(`INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, last_heartbeat)
-        VALUES ($1, $2, 1, $3, $5, $4, $4)`, [attempt.id, rollout.id, attempt.workerId, now, attempt.status]);
+        [
+          rollout.id,
+          JSON.stringify(rollout.input),
+          p.mode,
+          p.agent,
+          rollout.resourcesId,
+          res?.version ?? null,
+          JSON.stringify(p.config),
+          JSON.stringify(p.metadata),
+          attempt.id,
+          now,
+          rollout.status,
+        ],
+      );
+      await c.query(
+        `INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, last_heartbeat)
+        VALUES ($1, $2, 1, $3, $5, $4, $4)`,
+        [attempt.id, rollout.id, attempt.workerId, now, attempt.status],
+      );
       await c.query(INSERT_TEXT_SQL('$1', '$2'), [[rollout.id], inputBodies([rollout.input])]);
       return { rollout, attempt };
     });
@@ -111,9 +211,16 @@ export class PostgresLifecycle {
   async claim(workerId: string, limit: number, opts: ClaimOptions, now: number): Promise<Claim[]> {
     const params: unknown[] = [limit, now, workerId];
     let filter = '';
-    if (opts.agent !== undefined) { params.push(opts.agent); filter += ` AND (agent IS NULL OR agent = $${params.length})`; }
-    if (opts.mode !== undefined) { params.push(opts.mode); filter += ` AND mode = $${params.length}`; }
-    const { rows } = await this.query(`
+    if (opts.agent !== undefined) {
+      params.push(opts.agent);
+      filter += ` AND (agent IS NULL OR agent = $${params.length})`;
+    }
+    if (opts.mode !== undefined) {
+      params.push(opts.mode);
+      filter += ` AND mode = $${params.length}`;
+    }
+    const { rows } = await this.query(
+      `
       WITH picked AS (
         SELECT seq FROM rollouts WHERE status IN (${sqlList(CLAIMABLE_STATUSES)})${filter}
         ORDER BY queued_at, seq LIMIT $1 FOR UPDATE SKIP LOCKED
@@ -128,10 +235,22 @@ export class PostgresLifecycle {
         INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, ended_at, last_heartbeat, error)
         SELECT latest_attempt_id, id, attempt_count, $3, 'preparing', $2, NULL, $2, NULL FROM upd
       )
-      SELECT * FROM upd ORDER BY queued_at, seq`, params);
+      SELECT * FROM upd ORDER BY queued_at, seq`,
+      params,
+    );
     return rows.map((r) => ({
       rollout: rowToRollout(r),
-      attempt: { id: r.latest_attempt_id, rolloutId: r.id, sequence: r.attempt_count, workerId, status: 'preparing', startedAt: now, endedAt: null, lastHeartbeat: now, error: null },
+      attempt: {
+        id: r.latest_attempt_id,
+        rolloutId: r.id,
+        sequence: r.attempt_count,
+        workerId,
+        status: 'preparing',
+        startedAt: now,
+        endedAt: null,
+        lastHeartbeat: now,
+        error: null,
+      },
     }));
   }
 
@@ -141,8 +260,12 @@ export class PostgresLifecycle {
       const { a, r } = await lockAttempt(c, attemptId);
       const change = livenessChange(a.status, current(a, r), false);
       if (!change) return rowToAttempt(a);
-      await c.query('UPDATE attempts SET status = $1, last_heartbeat = $2, ended_at = CASE WHEN $3 THEN NULL ELSE ended_at END WHERE id = $4',
-        [change.status, now, change.revived, a.id]);
+      await c.query('UPDATE attempts SET status = $1, last_heartbeat = $2, ended_at = CASE WHEN $3 THEN NULL ELSE ended_at END WHERE id = $4', [
+        change.status,
+        now,
+        change.revived,
+        a.id,
+      ]);
       if (change.rolloutRuns) await c.query(`UPDATE rollouts SET status = 'running', updated_at = $1, ended_at = NULL WHERE id = $2`, [now, r.id]);
       return rowToAttempt({ ...a, status: change.status, last_heartbeat: now, ended_at: change.revived ? null : a.ended_at });
     });
@@ -167,8 +290,11 @@ export class PostgresLifecycle {
       const conflict = cancelConflict(id, r.status);
       if (conflict) throw new ConflictError(conflict);
       if (r.latest_attempt_id) {
-        await c.query(`UPDATE attempts SET status = 'failed', ended_at = $1, error = $2 WHERE id = $3 AND status IN (${sqlList(UNENDED_ATTEMPT_STATUSES)})`,
-          [now, JSON.stringify(CANCELLED_ATTEMPT_ERROR), r.latest_attempt_id]);
+        await c.query(`UPDATE attempts SET status = 'failed', ended_at = $1, error = $2 WHERE id = $3 AND status IN (${sqlList(UNENDED_ATTEMPT_STATUSES)})`, [
+          now,
+          JSON.stringify(CANCELLED_ATTEMPT_ERROR),
+          r.latest_attempt_id,
+        ]);
       }
       await setRolloutStatus(c, id, 'cancelled', now);
       return rowToRollout((await one(c, 'SELECT * FROM rollouts WHERE id = $1', [id]))!);
@@ -188,8 +314,10 @@ export class PostgresLifecycle {
   /** Timeouts, unresponsiveness and the stuck-rollout safety net; each change in its own short transaction. */
   async healthCheck(now: number): Promise<HealthCheckResult> {
     const result = emptyHealthResult();
-    const live = (await this.query(`SELECT a.*, r.config AS r_config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id
-      WHERE a.status IN (${LIVE})`)).rows;
+    const live = (
+      await this.query(`SELECT a.*, r.config AS r_config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id
+      WHERE a.status IN (${LIVE})`)
+    ).rows;
     for (const cand of live.filter((a) => attemptVerdict(times(a), JSON.parse(a.r_config), now) !== null)) {
       await this.tx(async (c) => {
         // SKIP LOCKED: another daemon (or a writer) holds this rollout right now; the next check will see it.
@@ -203,8 +331,10 @@ export class PostgresLifecycle {
         tallyHealthChange(result, { attemptId: a.id, verdict, rolloutId: r.id, next });
       });
     }
-    const stuck = (await this.query(`SELECT r.id FROM rollouts r JOIN attempts a ON a.id = r.latest_attempt_id
-      WHERE r.status IN (${sqlList(WAITING_ROLLOUT_STATUSES)}) AND a.status NOT IN (${LIVE})`)).rows;
+    const stuck = (
+      await this.query(`SELECT r.id FROM rollouts r JOIN attempts a ON a.id = r.latest_attempt_id
+      WHERE r.status IN (${sqlList(WAITING_ROLLOUT_STATUSES)}) AND a.status NOT IN (${LIVE})`)
+    ).rows;
     for (const { id } of stuck) {
       await this.tx(async (c) => {
         const r = await one(c, 'SELECT * FROM rollouts WHERE id = $1 FOR UPDATE SKIP LOCKED', [id]);
@@ -240,8 +370,11 @@ async function insertSpanBatches(c: Client, batches: SpanInput[][], now: number)
   for (const s of valid.flat()) counts.set(s.rolloutId, (counts.get(s.rolloutId) ?? 0) + 1);
   const ids = [...counts.keys()];
   const next = new Map<string, number>();
-  const allocated = await c.query(`UPDATE rollouts r SET span_seq = r.span_seq + v.n FROM unnest($1::text[], $2::int[]) AS v(id, n)
-    WHERE r.id = v.id RETURNING r.id, r.span_seq`, [ids, ids.map((id) => counts.get(id)!)]);
+  const allocated = await c.query(
+    `UPDATE rollouts r SET span_seq = r.span_seq + v.n FROM unnest($1::text[], $2::int[]) AS v(id, n)
+    WHERE r.id = v.id RETURNING r.id, r.span_seq`,
+    [ids, ids.map((id) => counts.get(id)!)],
+  );
   for (const row of allocated.rows) next.set(row.id, row.span_seq - counts.get(row.id)! + 1);
 
   // livenessChange(status, current, fromSpan = true) for every touched attempt, one statement per case.
@@ -251,13 +384,19 @@ async function insertSpanBatches(c: Client, batches: SpanInput[][], now: number)
     await c.query(`UPDATE attempts SET last_heartbeat = $2, status = 'running' WHERE id = ANY($1) AND status IN (${LIVE})`, [touched, now]);
   }
   if (statuses.has('unresponsive')) {
-    await c.query(`UPDATE attempts a SET status = 'running', last_heartbeat = $2, ended_at = NULL FROM rollouts r
+    await c.query(
+      `UPDATE attempts a SET status = 'running', last_heartbeat = $2, ended_at = NULL FROM rollouts r
       WHERE a.id = ANY($1) AND a.status = 'unresponsive' AND r.id = a.rollout_id AND r.latest_attempt_id = a.id
-      AND r.status NOT IN (${sqlList(TERMINAL_ROLLOUT_STATUSES)})`, [touched, now]);
+      AND r.status NOT IN (${sqlList(TERMINAL_ROLLOUT_STATUSES)})`,
+      [touched, now],
+    );
   }
   if (statuses.has('preparing') || statuses.has('unresponsive')) {
-    await c.query(`UPDATE rollouts r SET status = 'running', updated_at = $2, ended_at = NULL FROM attempts a
-      WHERE a.id = r.latest_attempt_id AND a.id = ANY($1) AND a.status = 'running' AND r.status IN (${sqlList(RESUMABLE_ROLLOUT_STATUSES)})`, [touched, now]);
+    await c.query(
+      `UPDATE rollouts r SET status = 'running', updated_at = $2, ended_at = NULL FROM attempts a
+      WHERE a.id = r.latest_attempt_id AND a.id = ANY($1) AND a.status = 'running' AND r.status IN (${sqlList(RESUMABLE_ROLLOUT_STATUSES)})`,
+      [touched, now],
+    );
   }
 
   const cols: [string[], number[], string[], string[], string[]] = [[], [], [], [], []];
@@ -267,12 +406,19 @@ async function insertSpanBatches(c: Client, batches: SpanInput[][], now: number)
       const seq = next.get(s.rolloutId)!;
       next.set(s.rolloutId, seq + 1);
       const span = materializeSpan(s, seq);
-      cols[0].push(span.rolloutId); cols[1].push(seq); cols[2].push(span.attemptId); cols[3].push(span.name); cols[4].push(JSON.stringify(span));
+      cols[0].push(span.rolloutId);
+      cols[1].push(seq);
+      cols[2].push(span.attemptId);
+      cols[3].push(span.name);
+      cols[4].push(JSON.stringify(span));
       return span;
     });
   });
-  await c.query(`INSERT INTO spans (rollout_id, sequence_id, attempt_id, name, data)
-    SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[])`, cols);
+  await c.query(
+    `INSERT INTO spans (rollout_id, sequence_id, attempt_id, name, data)
+    SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[])`,
+    cols,
+  );
   await applySpanDigests(c, [...digestSpans(outcome.flatMap((o) => (o instanceof Error ? [] : o))).values()]);
   return outcome;
 }

@@ -109,7 +109,10 @@ const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
   CREATE INDEX transitions_rollout ON transitions(rollout_id);
   `,
   // 2: the rollouts list's search (full text) and summary columns, built for the rollouts already stored
-  async (c) => { await c.query(SEARCH_MIGRATION_SQL); await backfillSearch(c); },
+  async (c) => {
+    await c.query(SEARCH_MIGRATION_SQL);
+    await backfillSearch(c);
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
@@ -127,10 +130,14 @@ export async function migratePostgres(pool: pg.Pool): Promise<void> {
     }
     for (let v = current; v < MIGRATIONS.length; v++) {
       const migration = MIGRATIONS[v]!;
-      if (typeof migration === 'string') await client.query(migration); else await migration(client);
+      if (typeof migration === 'string') await client.query(migration);
+      else await migration(client);
     }
-    await client.query(`INSERT INTO agl_meta (key, value) VALUES ('schema_version', $1)
-      ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [String(MIGRATIONS.length)]);
+    await client.query(
+      `INSERT INTO agl_meta (key, value) VALUES ('schema_version', $1)
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [String(MIGRATIONS.length)],
+    );
     await client.query('COMMIT');
   } catch (e) {
     await client.query('ROLLBACK').catch(() => {});

@@ -27,13 +27,17 @@ export const SEARCH_MIGRATION_SQL = `
 /** The dialect of rollout-query.ts over PostgreSQL (`$n` placeholders). */
 export function postgresDialect(): SqlDialect {
   const params: unknown[] = [];
-  const param = (v: unknown) => { params.push(v); return `$${params.length}`; };
+  const param = (v: unknown) => {
+    params.push(v);
+    return `$${params.length}`;
+  };
   return {
     params,
     param,
     anyOf: (column, values) => `${column} = ANY(${param([...values])})`,
     // Terms are letters and digits only (searchTerms), so `term:*` is always a valid prefix query.
-    matchesAll: (terms) => `r.id IN (SELECT rollout_id FROM rollout_text WHERE to_tsvector('simple', body) @@ to_tsquery('simple', ${param(terms.map((t) => `${t}:*`).join(' & '))}))`,
+    matchesAll: (terms) =>
+      `r.id IN (SELECT rollout_id FROM rollout_text WHERE to_tsvector('simple', body) @@ to_tsquery('simple', ${param(terms.map((t) => `${t}:*`).join(' & '))}))`,
     metadataText: (key) => `((r.metadata::jsonb) ->> '${key}')`,
     metadataNumber: (key) => `(CASE WHEN jsonb_typeof((r.metadata::jsonb) -> '${key}') = 'number' THEN ((r.metadata::jsonb) ->> '${key}')::float8 END)`,
   };
@@ -53,8 +57,9 @@ export const RESET_SUMMARY_SQL = 'final_reward = NULL, reward_final = NULL, rewa
 /** Applies what stored spans change (the rollouts are locked by the caller's transaction). */
 export async function applySpanDigests(c: Queryable, digests: SpanDigest[]): Promise<void> {
   if (digests.length === 0) return;
-  const rows = (await c.query('SELECT id, latest_attempt_id, final_reward, reward_final, reward_time FROM rollouts WHERE id = ANY($1)',
-    [digests.map((d) => d.rolloutId)])).rows as Array<SummaryRow & { id: string }>;
+  const rows = (
+    await c.query('SELECT id, latest_attempt_id, final_reward, reward_final, reward_time FROM rollouts WHERE id = ANY($1)', [digests.map((d) => d.rolloutId)])
+  ).rows as Array<SummaryRow & { id: string }>;
   const byId = new Map(rows.map((r) => [r.id, r]));
   const text: [string[], string[]] = [[], []];
   const summary: [string[], number[], boolean[], Array<number | null>, Array<boolean | null>, Array<number | null>] = [[], [], [], [], [], []];
@@ -62,23 +67,36 @@ export async function applySpanDigests(c: Queryable, digests: SpanDigest[]): Pro
     const r = byId.get(d.rolloutId);
     if (!r) continue;
     const change = digestChange(d, r);
-    if (change.output) { text[0].push(d.rolloutId); text[1].push(indexedWords(change.output)); }
+    if (change.output) {
+      text[0].push(d.rolloutId);
+      text[1].push(indexedWords(change.output));
+    }
     if (change.errors || change.reward) {
-      summary[0].push(d.rolloutId); summary[1].push(change.errors); summary[2].push(change.reward !== null);
-      summary[3].push(change.reward?.value ?? null); summary[4].push(change.reward?.final ?? null); summary[5].push(change.reward?.time ?? null);
+      summary[0].push(d.rolloutId);
+      summary[1].push(change.errors);
+      summary[2].push(change.reward !== null);
+      summary[3].push(change.reward?.value ?? null);
+      summary[4].push(change.reward?.final ?? null);
+      summary[5].push(change.reward?.time ?? null);
     }
   }
   if (text[0].length) {
-    await c.query(`UPDATE rollout_text t SET body = left(t.body || ' ' || v.body, ${MAX_SEARCH_TEXT})
-      FROM unnest($1::text[], $2::text[]) AS v(id, body) WHERE t.rollout_id = v.id`, text);
+    await c.query(
+      `UPDATE rollout_text t SET body = left(t.body || ' ' || v.body, ${MAX_SEARCH_TEXT})
+      FROM unnest($1::text[], $2::text[]) AS v(id, body) WHERE t.rollout_id = v.id`,
+      text,
+    );
   }
   if (summary[0].length) {
-    await c.query(`UPDATE rollouts r SET error_spans = r.error_spans + v.errors,
+    await c.query(
+      `UPDATE rollouts r SET error_spans = r.error_spans + v.errors,
         final_reward = CASE WHEN v.set THEN v.value ELSE r.final_reward END,
         reward_final = CASE WHEN v.set THEN v.final ELSE r.reward_final END,
         reward_time = CASE WHEN v.set THEN v.time ELSE r.reward_time END
       FROM unnest($1::text[], $2::int[], $3::bool[], $4::float8[], $5::bool[], $6::float8[]) AS v(id, errors, set, value, final, time)
-      WHERE r.id = v.id`, summary);
+      WHERE r.id = v.id`,
+      summary,
+    );
   }
 }
 
@@ -91,8 +109,11 @@ const DIGESTED_SPANS_SQL = `SELECT data FROM spans WHERE rollout_id = ANY($1) AN
 export async function backfillSearch(c: Queryable): Promise<void> {
   let after = -1;
   for (;;) {
-    const rollouts = (await c.query('SELECT seq, id, input FROM rollouts WHERE seq > $1 ORDER BY seq LIMIT 500', [after])).rows as
-      Array<{ seq: string; id: string; input: string }>;
+    const rollouts = (await c.query('SELECT seq, id, input FROM rollouts WHERE seq > $1 ORDER BY seq LIMIT 500', [after])).rows as Array<{
+      seq: string;
+      id: string;
+      input: string;
+    }>;
     if (rollouts.length === 0) return;
     after = Number(rollouts[rollouts.length - 1]!.seq);
     const ids = rollouts.map((r) => r.id);

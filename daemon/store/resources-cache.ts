@@ -15,7 +15,10 @@ export class ResourcesCache {
   private latest: { at: number; value: Resources | null } | null = null;
   private readonly byId = new Map<string, Resources>();
 
-  constructor(private readonly store: Pick<LightningStore, 'getResources' | 'getLatestResources'>, private readonly latestTtlMs: number) {}
+  constructor(
+    private readonly store: Pick<LightningStore, 'getResources' | 'getLatestResources'>,
+    private readonly latestTtlMs: number,
+  ) {}
 
   /** The resources `rollout` pins (when they exist), else the latest published; null when none is. */
   async forRollout(rollout: Pick<Rollout, 'resourcesId'> | null): Promise<Resources | null> {

@@ -30,9 +30,15 @@ export function searchTextOf(value: unknown, max = MAX_INPUT_TEXT): string {
   const stack: unknown[] = [value];
   while (stack.length > 0 && length < max) {
     const v = stack.pop();
-    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') { const s = String(v); parts.push(s); length += s.length + 1; }
-    else if (Array.isArray(v)) for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]);
-    else if (v !== null && typeof v === 'object') { const vals = Object.values(v); for (let i = vals.length - 1; i >= 0; i--) stack.push(vals[i]); }
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') {
+      const s = String(v);
+      parts.push(s);
+      length += s.length + 1;
+    } else if (Array.isArray(v)) for (let i = v.length - 1; i >= 0; i--) stack.push(v[i]);
+    else if (v !== null && typeof v === 'object') {
+      const vals = Object.values(v);
+      for (let i = vals.length - 1; i >= 0; i--) stack.push(vals[i]);
+    }
   }
   return parts.join(' ').slice(0, max);
 }
@@ -42,7 +48,11 @@ function outputTextOf(span: Span): string {
   if (isLlmCallSpan(span)) {
     const out = span.attributes[GENAI.outputMessages];
     if (typeof out !== 'string') return '';
-    try { return searchTextOf(JSON.parse(out), MAX_SEARCH_TEXT); } catch { return out.slice(0, MAX_SEARCH_TEXT); }
+    try {
+      return searchTextOf(JSON.parse(out), MAX_SEARCH_TEXT);
+    } catch {
+      return out.slice(0, MAX_SEARCH_TEXT);
+    }
   }
   const message = span.attributes[AGL.message];
   return typeof message === 'string' ? message.slice(0, MAX_SEARCH_TEXT) : '';
@@ -80,13 +90,20 @@ export function digestSpans(spans: Iterable<Span>): Map<string, SpanDigest> {
 }
 
 /** A rollout's summary columns as stored (reward_final is 1/0 on SQLite, a boolean on PostgreSQL). */
-export interface SummaryRow { latest_attempt_id: string | null; final_reward: number | null; reward_final: unknown; reward_time: number | null }
+export interface SummaryRow {
+  latest_attempt_id: string | null;
+  final_reward: number | null;
+  reward_final: unknown;
+  reward_time: number | null;
+}
 
 /** What a digest changes on its rollout: text to append, errors to add, and the new final reward (null: keep). */
 export function digestChange(d: SpanDigest, r: SummaryRow): { output: string; errors: number; reward: RankedReward | null } {
   const latest = r.latest_attempt_id === null ? undefined : d.attempts.get(r.latest_attempt_id);
-  const current = r.final_reward === null ? null
-    : { value: Number(r.final_reward), final: r.reward_final === 1 || r.reward_final === true, time: Number(r.reward_time ?? 0) };
+  const current =
+    r.final_reward === null
+      ? null
+      : { value: Number(r.final_reward), final: r.reward_final === 1 || r.reward_final === true, time: Number(r.reward_time ?? 0) };
   const reward = latest?.reward && replacesReward(latest.reward, current) ? latest.reward : null;
   return { output: d.output, errors: latest?.errors ?? 0, reward };
 }

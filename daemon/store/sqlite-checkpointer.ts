@@ -27,14 +27,25 @@ parentPort.on('message', (m) => {
 });
 `;
 
-export interface CheckpointStatus { busy: number; log: number; checkpointed: number }
+export interface CheckpointStatus {
+  busy: number;
+  log: number;
+  checkpointed: number;
+}
 
 /** Where better-sqlite3 lives, resolved the way this process loaded it (tsx, bundle or plain node). */
 function betterSqlitePath(): string | null {
-  const bases = [typeof require === 'function' ? require : null, createRequire(process.argv[1] ?? join(process.cwd(), 'index.js')),
-    createRequire(join(process.cwd(), 'index.js'))];
+  const bases = [
+    typeof require === 'function' ? require : null,
+    createRequire(process.argv[1] ?? join(process.cwd(), 'index.js')),
+    createRequire(join(process.cwd(), 'index.js')),
+  ];
   for (const r of bases) {
-    try { if (r) return r.resolve('better-sqlite3'); } catch { /* try the next */ }
+    try {
+      if (r) return r.resolve('better-sqlite3');
+    } catch {
+      /* try the next */
+    }
   }
   return null;
 }
@@ -48,18 +59,29 @@ export class WalCheckpointer {
   /** `onError` hears about the first failure of a run of failures (not every tick). */
   constructor(path: string, intervalMs = 500, onError: (message: string) => void = () => {}) {
     const modulePath = betterSqlitePath();
-    if (!modulePath) { this.worker = null; return; }
+    if (!modulePath) {
+      this.worker = null;
+      return;
+    }
     this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, modulePath, intervalMs } });
     this.worker.unref();
     this.worker.on('message', (m: { type: string; message?: string } & CheckpointStatus) => {
-      if (m.type === 'checkpoint') { this.last = { busy: m.busy, log: m.log, checkpointed: m.checkpointed }; this.checkpoints++; this.failing = false; }
-      else if (!this.failing) { this.failing = true; onError(m.message ?? 'checkpoint failed'); }
+      if (m.type === 'checkpoint') {
+        this.last = { busy: m.busy, log: m.log, checkpointed: m.checkpointed };
+        this.checkpoints++;
+        this.failing = false;
+      } else if (!this.failing) {
+        this.failing = true;
+        onError(m.message ?? 'checkpoint failed');
+      }
     });
     this.worker.on('error', (e) => onError(e.message));
   }
 
   /** True when checkpoints run in the worker (false: the main connection's automatic checkpoints do it). */
-  get active(): boolean { return this.worker !== null; }
+  get active(): boolean {
+    return this.worker !== null;
+  }
 
   async stop(): Promise<void> {
     if (!this.worker) return;

@@ -6,12 +6,39 @@
  */
 import type Database from 'better-sqlite3';
 import type { Attempt, AttemptStatus, Rollout, RolloutStatus, Span, SpanInput } from '../../protocol/store.js';
-import { ConflictError, NotFoundError, type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult } from '../../protocol/lightning-store.js';
 import {
-  CANCELLED_ATTEMPT_ERROR, CLAIMABLE_STATUSES, LIVE_ATTEMPT_STATUSES, RESUMABLE_ROLLOUT_STATUSES, UNENDED_ATTEMPT_STATUSES,
-  WAITING_ROLLOUT_STATUSES, attemptVerdict, cancelConflict, emptyHealthResult, finishConflict, isCurrentAttempt, livenessChange,
-  materializeSpan, newId, type parseRolloutInput, rolloutStatusAfter, rolloutStatusColumns, rowToAttempt, rowToRollout, sqlList,
-  tallyHealthChange, verdictError, type Row } from './common.js';
+  ConflictError,
+  NotFoundError,
+  type Claim,
+  type ClaimOptions,
+  type FinishAttemptInput,
+  type HealthCheckResult,
+} from '../../protocol/lightning-store.js';
+import {
+  CANCELLED_ATTEMPT_ERROR,
+  CLAIMABLE_STATUSES,
+  LIVE_ATTEMPT_STATUSES,
+  RESUMABLE_ROLLOUT_STATUSES,
+  UNENDED_ATTEMPT_STATUSES,
+  WAITING_ROLLOUT_STATUSES,
+  attemptVerdict,
+  cancelConflict,
+  emptyHealthResult,
+  finishConflict,
+  isCurrentAttempt,
+  livenessChange,
+  materializeSpan,
+  newId,
+  type parseRolloutInput,
+  rolloutStatusAfter,
+  rolloutStatusColumns,
+  rowToAttempt,
+  rowToRollout,
+  sqlList,
+  tallyHealthChange,
+  verdictError,
+  type Row,
+} from './common.js';
 import { digestSpans } from './search.js';
 import { RESET_SUMMARY_SQL, applySpanDigests, indexRolloutInput } from './sqlite-search.js';
 
@@ -29,10 +56,17 @@ const current = (a: Row, r: Row) => isCurrentAttempt(a.id, { latestAttemptId: r.
 const times = (a: Row) => ({ status: a.status, startedAt: a.started_at, lastHeartbeat: a.last_heartbeat });
 
 export class SqliteLifecycle {
-  constructor(private readonly db: Database.Database, private readonly st: (sql: string) => Database.Statement) {}
+  constructor(
+    private readonly db: Database.Database,
+    private readonly st: (sql: string) => Database.Statement,
+  ) {}
 
-  rolloutRow(id: string): Row | undefined { return this.st('SELECT * FROM rollouts WHERE id = ?').get(id) as Row | undefined; }
-  attemptRow(id: string): Row | undefined { return this.st('SELECT * FROM attempts WHERE id = ?').get(id) as Row | undefined; }
+  rolloutRow(id: string): Row | undefined {
+    return this.st('SELECT * FROM rollouts WHERE id = ?').get(id) as Row | undefined;
+  }
+  attemptRow(id: string): Row | undefined {
+    return this.st('SELECT * FROM attempts WHERE id = ?').get(id) as Row | undefined;
+  }
 
   private resourcesVersion(id: string): number {
     const r = this.st('SELECT version FROM resources WHERE id = ?').get(id) as { version: number } | undefined;
@@ -45,19 +79,43 @@ export class SqliteLifecycle {
     const status: RolloutStatus = 'queuing';
     const version = p.resourcesId === null ? null : this.resourcesVersion(p.resourcesId);
     const row: Row = {
-      id, input: JSON.stringify(p.input ?? null), mode: p.mode, status, agent: p.agent, resources_id: p.resourcesId,
-      resources_version: version, config: JSON.stringify(p.config), metadata: JSON.stringify(p.metadata), attempt_count: 0,
-      latest_attempt_id: null, queued_at: now, created_at: now, updated_at: now, ended_at: null,
+      id,
+      input: JSON.stringify(p.input ?? null),
+      mode: p.mode,
+      status,
+      agent: p.agent,
+      resources_id: p.resourcesId,
+      resources_version: version,
+      config: JSON.stringify(p.config),
+      metadata: JSON.stringify(p.metadata),
+      attempt_count: 0,
+      latest_attempt_id: null,
+      queued_at: now,
+      created_at: now,
+      updated_at: now,
+      ended_at: null,
     };
-    const info = this.st(`INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata,
+    const info = this.st(
+      `INSERT INTO rollouts (id, input, mode, status, agent, resources_id, resources_version, config, metadata,
       attempt_count, latest_attempt_id, queued_at, created_at, updated_at, ended_at)
       VALUES (@id, @input, @mode, @status, @agent, @resources_id, @resources_version, @config, @metadata,
-      @attempt_count, @latest_attempt_id, @queued_at, @created_at, @updated_at, @ended_at)`).run(row);
+      @attempt_count, @latest_attempt_id, @queued_at, @created_at, @updated_at, @ended_at)`,
+    ).run(row);
     row.seq = Number(info.lastInsertRowid);
     indexRolloutInput(this.st, row.seq, p.input ?? null);
     const rollout: Rollout = {
-      id, input: p.input ?? null, mode: p.mode, status, agent: p.agent, resourcesId: p.resourcesId, config: p.config,
-      metadata: p.metadata, attemptCount: 0, createdAt: now, updatedAt: now, endedAt: null,
+      id,
+      input: p.input ?? null,
+      mode: p.mode,
+      status,
+      agent: p.agent,
+      resourcesId: p.resourcesId,
+      config: p.config,
+      metadata: p.metadata,
+      attemptCount: 0,
+      createdAt: now,
+      updatedAt: now,
+      endedAt: null,
     };
     return { row, rollout };
   }
@@ -75,8 +133,14 @@ export class SqliteLifecycle {
   claim(workerId: string, limit: number, opts: ClaimOptions, now: number): Claim[] {
     let sql = `SELECT * FROM rollouts INDEXED BY rollouts_queue WHERE status IN (${sqlList(CLAIMABLE_STATUSES)})`;
     const params: unknown[] = [];
-    if (opts.agent !== undefined) { sql += ' AND (agent IS NULL OR agent = ?)'; params.push(opts.agent); }
-    if (opts.mode !== undefined) { sql += ' AND mode = ?'; params.push(opts.mode); }
+    if (opts.agent !== undefined) {
+      sql += ' AND (agent IS NULL OR agent = ?)';
+      params.push(opts.agent);
+    }
+    if (opts.mode !== undefined) {
+      sql += ' AND mode = ?';
+      params.push(opts.mode);
+    }
     sql += ' ORDER BY queued_at, seq LIMIT ?';
     params.push(limit);
     return (this.st(sql).all(...params) as Row[]).map((row) => this.claimRow(row, workerId, now));
@@ -88,24 +152,43 @@ export class SqliteLifecycle {
     let version = row.resources_version as number | null;
     if (resourcesId === null) {
       const latest = this.st('SELECT id, version FROM resources ORDER BY version DESC LIMIT 1').get() as { id: string; version: number } | undefined;
-      if (latest) { resourcesId = latest.id; version = latest.version; }
+      if (latest) {
+        resourcesId = latest.id;
+        version = latest.version;
+      }
     }
     const attempt: Attempt = {
-      id: newId('at'), rolloutId: row.id, sequence: row.attempt_count + 1, workerId, status: 'preparing',
-      startedAt: now, endedAt: null, lastHeartbeat: now, error: null,
+      id: newId('at'),
+      rolloutId: row.id,
+      sequence: row.attempt_count + 1,
+      workerId,
+      status: 'preparing',
+      startedAt: now,
+      endedAt: null,
+      lastHeartbeat: now,
+      error: null,
     };
-    this.st(`INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, ended_at, last_heartbeat, error)
-      VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL)`).run(attempt.id, row.id, attempt.sequence, workerId, attempt.status, now, now);
-    this.st(`UPDATE rollouts SET status = ?, attempt_count = ?, latest_attempt_id = ?, resources_id = ?,
-      resources_version = ?, updated_at = ?, ${RESET_SUMMARY_SQL} WHERE id = ?`).run(attempt.status, attempt.sequence, attempt.id, resourcesId, version, now, row.id);
+    this.st(
+      `INSERT INTO attempts (id, rollout_id, sequence, worker_id, status, started_at, ended_at, last_heartbeat, error)
+      VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL)`,
+    ).run(attempt.id, row.id, attempt.sequence, workerId, attempt.status, now, now);
+    this.st(
+      `UPDATE rollouts SET status = ?, attempt_count = ?, latest_attempt_id = ?, resources_id = ?,
+      resources_version = ?, updated_at = ?, ${RESET_SUMMARY_SQL} WHERE id = ?`,
+    ).run(attempt.status, attempt.sequence, attempt.id, resourcesId, version, now, row.id);
     const rollout = rowToRollout({ ...row, status: attempt.status, attempt_count: attempt.sequence, resources_id: resourcesId, updated_at: now });
     return { rollout, attempt };
   }
 
   private setRolloutStatus(id: string, status: RolloutStatus, now: number): void {
     const c = rolloutStatusColumns(status, now);
-    this.st('UPDATE rollouts SET status = ?, updated_at = ?, ended_at = ?, queued_at = COALESCE(?, queued_at) WHERE id = ?')
-      .run(c.status, c.updatedAt, c.endedAt, c.queuedAt, id);
+    this.st('UPDATE rollouts SET status = ?, updated_at = ?, ended_at = ?, queued_at = COALESCE(?, queued_at) WHERE id = ?').run(
+      c.status,
+      c.updatedAt,
+      c.endedAt,
+      c.queuedAt,
+      id,
+    );
   }
 
   /** Liveness from a heartbeat or (`fromSpan`) a span: common.ts livenessChange. */
@@ -116,11 +199,17 @@ export class SqliteLifecycle {
     }
     const change = livenessChange(a.status, a.status === 'unresponsive' && current(a, this.rolloutRow(a.rollout_id)!), fromSpan);
     if (!change) return rowToAttempt(a);
-    this.st('UPDATE attempts SET status = ?, last_heartbeat = ?, ended_at = CASE WHEN ? THEN NULL ELSE ended_at END WHERE id = ?')
-      .run(change.status, now, change.revived ? 1 : 0, attemptId);
+    this.st('UPDATE attempts SET status = ?, last_heartbeat = ?, ended_at = CASE WHEN ? THEN NULL ELSE ended_at END WHERE id = ?').run(
+      change.status,
+      now,
+      change.revived ? 1 : 0,
+      attemptId,
+    );
     if (change.rolloutRuns) {
-      this.st(`UPDATE rollouts SET status = 'running', updated_at = ?, ended_at = NULL
-        WHERE id = ? AND latest_attempt_id = ? AND status IN (${sqlList(RESUMABLE_ROLLOUT_STATUSES)})`).run(now, a.rollout_id, attemptId);
+      this.st(
+        `UPDATE rollouts SET status = 'running', updated_at = ?, ended_at = NULL
+        WHERE id = ? AND latest_attempt_id = ? AND status IN (${sqlList(RESUMABLE_ROLLOUT_STATUSES)})`,
+      ).run(now, a.rollout_id, attemptId);
     }
     return rowToAttempt({ ...a, status: change.status, last_heartbeat: now, ended_at: change.revived ? null : a.ended_at });
   }
@@ -131,8 +220,7 @@ export class SqliteLifecycle {
 
   /** Ends an attempt with `status` and moves its rollout on (when it is the attempt the rollout waits on). */
   private endAttempt(a: Row, r: Row, status: AttemptStatus, error: unknown, now: number): RolloutStatus | null {
-    this.st('UPDATE attempts SET status = ?, ended_at = ?, error = ? WHERE id = ?')
-      .run(status, now, error ? JSON.stringify(error) : null, a.id);
+    this.st('UPDATE attempts SET status = ?, ended_at = ?, error = ? WHERE id = ?').run(status, now, error ? JSON.stringify(error) : null, a.id);
     if (!current(a, r)) return null;
     const next = rolloutStatusAfter({ config: JSON.parse(r.config), attemptCount: r.attempt_count }, status);
     this.setRolloutStatus(r.id, next, now);
@@ -155,8 +243,11 @@ export class SqliteLifecycle {
     const conflict = cancelConflict(id, r.status);
     if (conflict) throw new ConflictError(conflict);
     if (r.latest_attempt_id) {
-      this.st(`UPDATE attempts SET status = 'failed', ended_at = ?, error = ? WHERE id = ? AND status IN (${sqlList(UNENDED_ATTEMPT_STATUSES)})`)
-        .run(now, JSON.stringify(CANCELLED_ATTEMPT_ERROR), r.latest_attempt_id);
+      this.st(`UPDATE attempts SET status = 'failed', ended_at = ?, error = ? WHERE id = ? AND status IN (${sqlList(UNENDED_ATTEMPT_STATUSES)})`).run(
+        now,
+        JSON.stringify(CANCELLED_ATTEMPT_ERROR),
+        r.latest_attempt_id,
+      );
     }
     this.setRolloutStatus(id, 'cancelled', now);
     return rowToRollout(this.rolloutRow(id)!);
@@ -178,7 +269,10 @@ export class SqliteLifecycle {
     }
     const touched = new Set<string>();
     for (const s of inputs) {
-      if (!touched.has(s.attemptId)) { touched.add(s.attemptId); this.touch(s.attemptId, s.rolloutId, now, true); }
+      if (!touched.has(s.attemptId)) {
+        touched.add(s.attemptId);
+        this.touch(s.attemptId, s.rolloutId, now, true);
+      }
     }
     const ins = this.st('INSERT INTO spans (rollout_id, sequence_id, attempt_id, name, data) VALUES (?, ?, ?, ?, ?)');
     const spans = inputs.map((s) => {

@@ -107,7 +107,10 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
   CREATE INDEX transitions_rollout ON transitions(rollout_id);
   `,
   // 2: the rollouts list's search (FTS5) and summary columns, built for the rollouts already stored
-  (db) => { db.exec(SEARCH_MIGRATION_SQL); backfillSearch(db); },
+  (db) => {
+    db.exec(SEARCH_MIGRATION_SQL);
+    backfillSearch(db);
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;
@@ -129,7 +132,8 @@ export function prepareDatabase(db: Database.Database): void {
     }
     for (let v = current; v < MIGRATIONS.length; v++) {
       const migration = MIGRATIONS[v]!;
-      if (typeof migration === 'string') db.exec(migration); else migration(db);
+      if (typeof migration === 'string') db.exec(migration);
+      else migration(db);
       db.pragma(`user_version = ${v + 1}`);
     }
   });

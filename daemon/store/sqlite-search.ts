@@ -29,12 +29,25 @@ export function sqliteDialect(): SqlDialect {
   const params: unknown[] = [];
   return {
     params,
-    param(v) { params.push(typeof v === 'boolean' ? Number(v) : v); return '?'; },
-    anyOf(column, values) { params.push(JSON.stringify(values)); return `${column} IN (SELECT value FROM json_each(?))`; },
+    param(v) {
+      params.push(typeof v === 'boolean' ? Number(v) : v);
+      return '?';
+    },
+    anyOf(column, values) {
+      params.push(JSON.stringify(values));
+      return `${column} IN (SELECT value FROM json_each(?))`;
+    },
     // Terms are letters and digits only (searchTerms); quoting them makes each a plain FTS5 string, `*` a prefix.
-    matchesAll(terms) { params.push(terms.map((t) => `"${t}"*`).join(' ')); return 'r.seq IN (SELECT rowid FROM rollout_search WHERE rollout_search MATCH ?)'; },
-    metadataText(key) { return `json_extract(r.metadata, '$.${key}')`; },
-    metadataNumber(key) { return `json_extract(r.metadata, '$.${key}')`; },
+    matchesAll(terms) {
+      params.push(terms.map((t) => `"${t}"*`).join(' '));
+      return 'r.seq IN (SELECT rowid FROM rollout_search WHERE rollout_search MATCH ?)';
+    },
+    metadataText(key) {
+      return `json_extract(r.metadata, '$.${key}')`;
+    },
+    metadataNumber(key) {
+      return `json_extract(r.metadata, '$.${key}')`;
+    },
   };
 }
 
@@ -50,11 +63,15 @@ export function applySpanDigests(st: Statement, digests: Iterable<SpanDigest>): 
       (SummaryRow & { seq: number }) | undefined;
     if (!r) continue;
     const change = digestChange(d, r);
-    if (change.output) st('UPDATE rollout_search SET output = substr(output || \' \' || ?, 1, ?) WHERE rowid = ?').run(change.output, MAX_SEARCH_TEXT, r.seq);
+    if (change.output) st("UPDATE rollout_search SET output = substr(output || ' ' || ?, 1, ?) WHERE rowid = ?").run(change.output, MAX_SEARCH_TEXT, r.seq);
     if (change.errors) st('UPDATE rollouts SET error_spans = error_spans + ? WHERE seq = ?').run(change.errors, r.seq);
     if (change.reward) {
-      st('UPDATE rollouts SET final_reward = ?, reward_final = ?, reward_time = ? WHERE seq = ?')
-        .run(change.reward.value, change.reward.final ? 1 : 0, change.reward.time, r.seq);
+      st('UPDATE rollouts SET final_reward = ?, reward_final = ?, reward_time = ? WHERE seq = ?').run(
+        change.reward.value,
+        change.reward.final ? 1 : 0,
+        change.reward.time,
+        r.seq,
+      );
     }
   }
 }
@@ -68,7 +85,11 @@ export const RESET_SUMMARY_SQL = 'final_reward = NULL, reward_final = NULL, rewa
  */
 export function backfillSearch(db: Database.Database): void {
   const cache = new Map<string, Database.Statement>();
-  const st: Statement = (sql) => { let s = cache.get(sql); if (!s) cache.set(sql, (s = db.prepare(sql))); return s; };
+  const st: Statement = (sql) => {
+    let s = cache.get(sql);
+    if (!s) cache.set(sql, (s = db.prepare(sql)));
+    return s;
+  };
   // better-sqlite3 runs nothing else while an iterator is open: read the ids first, then one rollout at a time.
   const rollouts = db.prepare('SELECT seq, id, input FROM rollouts').all() as Array<{ seq: number; id: string; input: string }>;
   const insert = db.prepare('INSERT INTO rollout_search (rowid, input, output) VALUES (?, ?, ?)');

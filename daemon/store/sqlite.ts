@@ -9,19 +9,56 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import {
-  ATTEMPT_STATUSES, ROLLOUT_STATUSES, ResourcesInput, TERMINAL_ROLLOUT_STATUSES,
-  type Attempt, type MetricPoint, type Resources, type Rollout, type RolloutInput, type Span, type SpanInput,
-  type Statistics, type TrainingRun, type Transition, type Worker,
+  ATTEMPT_STATUSES,
+  ROLLOUT_STATUSES,
+  ResourcesInput,
+  TERMINAL_ROLLOUT_STATUSES,
+  type Attempt,
+  type MetricPoint,
+  type Resources,
+  type Rollout,
+  type RolloutInput,
+  type Span,
+  type SpanInput,
+  type Statistics,
+  type TrainingRun,
+  type Transition,
+  type Worker,
 } from '../../protocol/store.js';
 import {
-  ConflictError, NotFoundError,
-  type Claim, type ClaimOptions, type FinishAttemptInput, type HealthCheckResult, type LightningStore,
-  type RolloutPage, type RolloutQuery, type SpanQuery, type TransitionQuery,
+  ConflictError,
+  NotFoundError,
+  type Claim,
+  type ClaimOptions,
+  type FinishAttemptInput,
+  type HealthCheckResult,
+  type LightningStore,
+  type RolloutPage,
+  type RolloutQuery,
+  type SpanQuery,
+  type TransitionQuery,
 } from '../../protocol/lightning-store.js';
 import {
-  RolloutEndHub, checkFinishInput, checkSpanInput, emptyHealthResult, newId, pageLimit, parseRolloutInput,
-  rowToAttempt, rowToMetric, rowToResources, rowToRollout, rowToSpan, rowToTrainingRun, rowToTransition, rowToWorker,
-  DISTINCT_AGENTS_SQL, sqlList, waitLoop, type Row } from './common.js';
+  RolloutEndHub,
+  checkFinishInput,
+  checkSpanInput,
+  emptyHealthResult,
+  newId,
+  pageLimit,
+  parseRolloutInput,
+  rowToAttempt,
+  rowToMetric,
+  rowToResources,
+  rowToRollout,
+  rowToSpan,
+  rowToTrainingRun,
+  rowToTransition,
+  rowToWorker,
+  DISTINCT_AGENTS_SQL,
+  sqlList,
+  waitLoop,
+  type Row,
+} from './common.js';
 import { agentAliasesIn, sameAgent } from '../../protocol/agent-id.js';
 import { prepareDatabase } from './sqlite-schema.js';
 import { rolloutPage, rolloutStatements } from './rollout-query.js';
@@ -36,7 +73,11 @@ export interface SqliteStoreOptions {
   waitPollMs?: number;
 }
 
-interface PendingWrite { run: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void }
+interface PendingWrite {
+  run: () => unknown;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
 
 const TERMINAL_SQL = sqlList(TERMINAL_ROLLOUT_STATUSES);
 
@@ -52,7 +93,10 @@ export class SqliteStore implements LightningStore {
   /** The background WAL checkpointer, when one runs. */
   readonly checkpointer: WalCheckpointer | null = null;
 
-  constructor(readonly path: string, options: SqliteStoreOptions = {}) {
+  constructor(
+    readonly path: string,
+    options: SqliteStoreOptions = {},
+  ) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     prepareDatabase(this.db);
@@ -88,20 +132,36 @@ export class SqliteStore implements LightningStore {
   private commitQueued(): void {
     const ops = this.queue;
     this.queue = [];
-    if (ops.length === 0 || this.closed && !this.db.open) { for (const op of ops) op.reject(new Error('store is closed')); return; }
+    if (ops.length === 0 || (this.closed && !this.db.open)) {
+      for (const op of ops) op.reject(new Error('store is closed'));
+      return;
+    }
     const outcomes: Array<{ ok: boolean; value: unknown }> = [];
     try {
-      this.db.transaction(() => {
-        if (ops.length === 1) { outcomes.push({ ok: true, value: ops[0]!.run() }); return; }
-        for (const op of ops) {
-          try { outcomes.push({ ok: true, value: this.db.transaction(op.run)() }); } catch (error) { outcomes.push({ ok: false, value: error }); }
-        }
-      }).immediate();
+      this.db
+        .transaction(() => {
+          if (ops.length === 1) {
+            outcomes.push({ ok: true, value: ops[0]!.run() });
+            return;
+          }
+          for (const op of ops) {
+            try {
+              outcomes.push({ ok: true, value: this.db.transaction(op.run)() });
+            } catch (error) {
+              outcomes.push({ ok: false, value: error });
+            }
+          }
+        })
+        .immediate();
     } catch (error) {
       for (const op of ops) op.reject(error);
       return;
     }
-    ops.forEach((op, i) => { const o = outcomes[i]!; if (o.ok) op.resolve(o.value); else op.reject(o.value); });
+    ops.forEach((op, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) op.resolve(o.value);
+      else op.reject(o.value);
+    });
   }
 
   private read<T>(fn: () => T): T {
@@ -121,7 +181,9 @@ export class SqliteStore implements LightningStore {
   }
 
   // --- rollouts ----------------------------------------------------------------------------------
-  async enqueueRollout(input: RolloutInput): Promise<Rollout> { return (await this.enqueueRollouts([input]))[0]!; }
+  async enqueueRollout(input: RolloutInput): Promise<Rollout> {
+    return (await this.enqueueRollouts([input]))[0]!;
+  }
 
   async enqueueRollouts(inputs: RolloutInput[]): Promise<Rollout[]> {
     const parsed = inputs.map(parseRolloutInput);
@@ -143,7 +205,10 @@ export class SqliteStore implements LightningStore {
   }
 
   async getRollout(id: string): Promise<Rollout | null> {
-    return this.read(() => { const r = this.life.rolloutRow(id); return r ? rowToRollout(r) : null; });
+    return this.read(() => {
+      const r = this.life.rolloutRow(id);
+      return r ? rowToRollout(r) : null;
+    });
   }
 
   async queryRollouts(q: RolloutQuery = {}): Promise<RolloutPage> {
@@ -187,8 +252,13 @@ export class SqliteStore implements LightningStore {
     // Driven by the ids (one index probe each; `+status` keeps the planner off the status index, which would
     // scan every ended rollout: 124 ms instead of 3.6 ms for 4096 ids among 46k ended ones).
     const sql = `SELECT r.* FROM json_each(?) j JOIN rollouts r ON r.id = j.value WHERE +r.status IN (${TERMINAL_SQL})`;
-    return waitLoop(this.hub, ids, timeoutMs, async (pending) => this.read(() =>
-      (this.st(sql).all(JSON.stringify(pending)) as Row[]).map(rowToRollout)), this.waitPollMs);
+    return waitLoop(
+      this.hub,
+      ids,
+      timeoutMs,
+      async (pending) => this.read(() => (this.st(sql).all(JSON.stringify(pending)) as Row[]).map(rowToRollout)),
+      this.waitPollMs,
+    );
   }
 
   // --- attempts ----------------------------------------------------------------------------------
@@ -206,7 +276,10 @@ export class SqliteStore implements LightningStore {
     });
   }
   async getAttempt(attemptId: string): Promise<Attempt | null> {
-    return this.read(() => { const a = this.life.attemptRow(attemptId); return a ? rowToAttempt(a) : null; });
+    return this.read(() => {
+      const a = this.life.attemptRow(attemptId);
+      return a ? rowToAttempt(a) : null;
+    });
   }
   async heartbeatAttempt(attemptId: string): Promise<Attempt> {
     return this.write(() => this.life.heartbeat(attemptId, Date.now()));
@@ -230,7 +303,12 @@ export class SqliteStore implements LightningStore {
     return this.read(() => this.spanRows(q).map(rowToSpan));
   }
   async querySpansJson(q: SpanQuery): Promise<string> {
-    return this.read(() => `[${this.spanRows(q).map((r) => r.data).join(',')}]`);
+    return this.read(
+      () =>
+        `[${this.spanRows(q)
+          .map((r) => r.data)
+          .join(',')}]`,
+    );
   }
   private spanRows(q: SpanQuery): Array<{ data: string }> {
     const r = this.life.rolloutRow(q.rolloutId);
@@ -240,10 +318,17 @@ export class SqliteStore implements LightningStore {
     if (q.attemptId !== undefined) {
       const attemptId = q.attemptId === 'latest' ? r.latest_attempt_id : q.attemptId;
       if (!attemptId) return [];
-      sql += ' AND attempt_id = ?'; params.push(attemptId);
+      sql += ' AND attempt_id = ?';
+      params.push(attemptId);
     }
-    if (q.name !== undefined) { sql += ' AND name = ?'; params.push(q.name); }
-    if (q.afterSequenceId !== undefined) { sql += ' AND sequence_id > ?'; params.push(q.afterSequenceId); }
+    if (q.name !== undefined) {
+      sql += ' AND name = ?';
+      params.push(q.name);
+    }
+    if (q.afterSequenceId !== undefined) {
+      sql += ' AND sequence_id > ?';
+      params.push(q.afterSequenceId);
+    }
     sql += ' ORDER BY sequence_id LIMIT ?';
     params.push(q.limit === undefined ? -1 : pageLimit(q.limit));
     return this.st(sql).all(...params) as Array<{ data: string }>;
@@ -255,16 +340,27 @@ export class SqliteStore implements LightningStore {
     return this.write(() => {
       const { v } = this.st('SELECT COALESCE(MAX(version), 0) + 1 AS v FROM resources').get() as { v: number };
       const res: Resources = { id: newId('rs'), version: v, createdAt: Date.now(), resources: parsed.resources, metadata: parsed.metadata };
-      this.st('INSERT INTO resources (id, version, created_at, resources, metadata) VALUES (?, ?, ?, ?, ?)')
-        .run(res.id, res.version, res.createdAt, JSON.stringify(res.resources), JSON.stringify(res.metadata));
+      this.st('INSERT INTO resources (id, version, created_at, resources, metadata) VALUES (?, ?, ?, ?, ?)').run(
+        res.id,
+        res.version,
+        res.createdAt,
+        JSON.stringify(res.resources),
+        JSON.stringify(res.metadata),
+      );
       return res;
     });
   }
   async getLatestResources(): Promise<Resources | null> {
-    return this.read(() => { const r = this.st('SELECT * FROM resources ORDER BY version DESC LIMIT 1').get(); return r ? rowToResources(r) : null; });
+    return this.read(() => {
+      const r = this.st('SELECT * FROM resources ORDER BY version DESC LIMIT 1').get();
+      return r ? rowToResources(r) : null;
+    });
   }
   async getResources(id: string): Promise<Resources | null> {
-    return this.read(() => { const r = this.st('SELECT * FROM resources WHERE id = ?').get(id); return r ? rowToResources(r) : null; });
+    return this.read(() => {
+      const r = this.st('SELECT * FROM resources WHERE id = ?').get(id);
+      return r ? rowToResources(r) : null;
+    });
   }
   async listResources(limit?: number): Promise<Resources[]> {
     return this.read(() => (this.st('SELECT * FROM resources ORDER BY version DESC LIMIT ?').all(pageLimit(limit)) as Row[]).map(rowToResources));
@@ -277,20 +373,26 @@ export class SqliteStore implements LightningStore {
       const row = this.st('SELECT * FROM workers WHERE id = ?').get(id);
       const prev: Worker = row ? rowToWorker(row) : { id, status: 'idle', lastHeartbeat: 0, currentRolloutId: null, currentAttemptId: null, metadata: {} };
       const w: Worker = {
-        id, lastHeartbeat: Date.now(), status: patch.status ?? prev.status,
+        id,
+        lastHeartbeat: Date.now(),
+        status: patch.status ?? prev.status,
         currentRolloutId: patch.currentRolloutId !== undefined ? patch.currentRolloutId : prev.currentRolloutId,
         currentAttemptId: patch.currentAttemptId !== undefined ? patch.currentAttemptId : prev.currentAttemptId,
         metadata: patch.metadata ? { ...prev.metadata, ...patch.metadata } : prev.metadata,
       };
-      this.st(`INSERT INTO workers (id, status, last_heartbeat, current_rollout_id, current_attempt_id, metadata) VALUES (?, ?, ?, ?, ?, ?)
+      this.st(
+        `INSERT INTO workers (id, status, last_heartbeat, current_rollout_id, current_attempt_id, metadata) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT(id) DO UPDATE SET status = excluded.status, last_heartbeat = excluded.last_heartbeat,
-        current_rollout_id = excluded.current_rollout_id, current_attempt_id = excluded.current_attempt_id, metadata = excluded.metadata`)
-        .run(w.id, w.status, w.lastHeartbeat, w.currentRolloutId, w.currentAttemptId, JSON.stringify(w.metadata));
+        current_rollout_id = excluded.current_rollout_id, current_attempt_id = excluded.current_attempt_id, metadata = excluded.metadata`,
+      ).run(w.id, w.status, w.lastHeartbeat, w.currentRolloutId, w.currentAttemptId, JSON.stringify(w.metadata));
       return w;
     });
   }
   async getWorker(id: string): Promise<Worker | null> {
-    return this.read(() => { const r = this.st('SELECT * FROM workers WHERE id = ?').get(id); return r ? rowToWorker(r) : null; });
+    return this.read(() => {
+      const r = this.st('SELECT * FROM workers WHERE id = ?').get(id);
+      return r ? rowToWorker(r) : null;
+    });
   }
   async listWorkers(): Promise<Worker[]> {
     return this.read(() => (this.st('SELECT * FROM workers ORDER BY id').all() as Row[]).map(rowToWorker));
@@ -300,13 +402,23 @@ export class SqliteStore implements LightningStore {
   async createTrainingRun(run: Pick<TrainingRun, 'agent' | 'config' | 'totalSteps'> & { id?: string }): Promise<TrainingRun> {
     const now = Date.now();
     const t: TrainingRun = {
-      id: run.id ?? newId('run'), agent: run.agent, status: 'running', config: run.config ?? {}, step: 0,
-      totalSteps: run.totalSteps, checkpointDir: null, summary: {}, createdAt: now, updatedAt: now,
+      id: run.id ?? newId('run'),
+      agent: run.agent,
+      status: 'running',
+      config: run.config ?? {},
+      step: 0,
+      totalSteps: run.totalSteps,
+      checkpointDir: null,
+      summary: {},
+      createdAt: now,
+      updatedAt: now,
     };
     await this.write(() => {
       if (this.st('SELECT 1 FROM training_runs WHERE id = ?').get(t.id)) throw new ConflictError(`training run '${t.id}' already exists`);
-      this.st(`INSERT INTO training_runs (id, agent, status, config, step, total_steps, checkpoint_dir, summary, created_at, updated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(t.id, t.agent, t.status, JSON.stringify(t.config), t.step, t.totalSteps, null, '{}', now, now);
+      this.st(
+        `INSERT INTO training_runs (id, agent, status, config, step, total_steps, checkpoint_dir, summary, created_at, updated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(t.id, t.agent, t.status, JSON.stringify(t.config), t.step, t.totalSteps, null, '{}', now, now);
     });
     return t;
   }
@@ -314,14 +426,28 @@ export class SqliteStore implements LightningStore {
     return this.write(() => {
       const row = this.st('SELECT * FROM training_runs WHERE id = ?').get(id);
       if (!row) throw new NotFoundError('training run', id);
-      const t = { ...rowToTrainingRun(row), ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)), updatedAt: Date.now() } as TrainingRun;
-      this.st(`UPDATE training_runs SET status = ?, step = ?, total_steps = ?, checkpoint_dir = ?, summary = ?, updated_at = ? WHERE id = ?`)
-        .run(t.status, t.step, t.totalSteps, t.checkpointDir, JSON.stringify(t.summary), t.updatedAt, id);
+      const t = {
+        ...rowToTrainingRun(row),
+        ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)),
+        updatedAt: Date.now(),
+      } as TrainingRun;
+      this.st(`UPDATE training_runs SET status = ?, step = ?, total_steps = ?, checkpoint_dir = ?, summary = ?, updated_at = ? WHERE id = ?`).run(
+        t.status,
+        t.step,
+        t.totalSteps,
+        t.checkpointDir,
+        JSON.stringify(t.summary),
+        t.updatedAt,
+        id,
+      );
       return t;
     });
   }
   async getTrainingRun(id: string): Promise<TrainingRun | null> {
-    return this.read(() => { const r = this.st('SELECT * FROM training_runs WHERE id = ?').get(id); return r ? rowToTrainingRun(r) : null; });
+    return this.read(() => {
+      const r = this.st('SELECT * FROM training_runs WHERE id = ?').get(id);
+      return r ? rowToTrainingRun(r) : null;
+    });
   }
   async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
     // Runs are few: filtered here, so an agent's runs recorded under an older form of its id count (protocol/agent-id.ts).
@@ -336,8 +462,9 @@ export class SqliteStore implements LightningStore {
     });
   }
   async queryMetrics(runId: string, afterStep?: number): Promise<MetricPoint[]> {
-    return this.read(() => (this.st('SELECT * FROM metrics WHERE run_id = ? AND step > ? ORDER BY step, rowid')
-      .all(runId, afterStep ?? -1) as Row[]).map(rowToMetric));
+    return this.read(() =>
+      (this.st('SELECT * FROM metrics WHERE run_id = ? AND step > ? ORDER BY step, rowid').all(runId, afterStep ?? -1) as Row[]).map(rowToMetric),
+    );
   }
   async addTransitions(transitions: Transition[]): Promise<void> {
     await this.write(() => {
@@ -348,9 +475,18 @@ export class SqliteStore implements LightningStore {
   async queryTransitions(q: TransitionQuery): Promise<Transition[]> {
     const where: string[] = [];
     const params: unknown[] = [];
-    if (q.runId !== undefined) { where.push('run_id = ?'); params.push(q.runId); }
-    if (q.rolloutId !== undefined) { where.push('rollout_id = ?'); params.push(q.rolloutId); }
-    if (q.step !== undefined) { where.push('step = ?'); params.push(q.step); }
+    if (q.runId !== undefined) {
+      where.push('run_id = ?');
+      params.push(q.runId);
+    }
+    if (q.rolloutId !== undefined) {
+      where.push('rollout_id = ?');
+      params.push(q.rolloutId);
+    }
+    if (q.step !== undefined) {
+      where.push('step = ?');
+      params.push(q.step);
+    }
     const sql = `SELECT data FROM transitions ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY step, rowid LIMIT ?`;
     params.push(q.limit === undefined ? -1 : pageLimit(q.limit));
     return this.read(() => (this.st(sql).all(...params) as Row[]).map(rowToTransition));

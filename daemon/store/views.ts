@@ -11,7 +11,15 @@ import { METRICS } from '../../protocol/metrics.js';
 import { advantageDivisor, isZeroVariance, meanOf, stdUnbiased, type ScaleRewards } from '../../protocol/grpo-advantage.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { finalReward } from '../../protocol/span-reading.js';
-import { readRolloutMetadata, type MetricPoint, type Rollout, type RolloutStatus, type RolloutSummary, type TrainingRun, type Transition } from '../../protocol/store.js';
+import {
+  readRolloutMetadata,
+  type MetricPoint,
+  type Rollout,
+  type RolloutStatus,
+  type RolloutSummary,
+  type TrainingRun,
+  type Transition,
+} from '../../protocol/store.js';
 import { recordedTrainConfig } from '../../protocol/train-config.js';
 import type { GroupAdvantage, GroupData, GroupPage, GroupQuery } from '../../protocol/webview-trajectory.js';
 
@@ -19,7 +27,12 @@ import type { GroupAdvantage, GroupData, GroupPage, GroupQuery } from '../../pro
 async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
-  const worker = async (): Promise<void> => { while (next < items.length) { const i = next++; out[i] = await fn(items[i]); } };
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
 }
@@ -41,22 +54,27 @@ function runGrpoSettings(run: TrainingRun | null): { scaleRewards: ScaleRewards 
 /** The numbers the group's stored advantages came from (protocol/grpo-advantage.ts), checked against them. */
 function groupAdvantage(group: Transition[], step: Transition[], run: TrainingRun | null): GroupAdvantage {
   const credits = group.map((t) => t.credit);
-  const mean = meanOf(credits), std = stdUnbiased(credits), batchStd = stdUnbiased(step.map((t) => t.credit));
+  const mean = meanOf(credits),
+    std = stdUnbiased(credits),
+    batchStd = stdUnbiased(step.map((t) => t.credit));
   const { scaleRewards, variant } = runGrpoSettings(run);
   const divisor = scaleRewards ? advantageDivisor(scaleRewards, std, batchStd) : null;
-  const matchesStored = divisor === null ? null
-    : group.every((t) => Math.abs(t.advantage - (t.credit - mean) / divisor) <= 1e-6 * Math.max(1, Math.abs(t.advantage)));
+  const matchesStored =
+    divisor === null ? null : group.every((t) => Math.abs(t.advantage - (t.credit - mean) / divisor) <= 1e-6 * Math.max(1, Math.abs(t.advantage)));
   return { calls: group.length, mean, std, batchStd, scaleRewards, variant, divisor, matchesStored, zeroVariance: isZeroVariance(credits) };
 }
 
-async function groupFromTransitions(store: LightningStore, groupId: string, transitions: Transition[], step: Transition[], run: TrainingRun | null): Promise<GroupData> {
+async function groupFromTransitions(
+  store: LightningStore,
+  groupId: string,
+  transitions: Transition[],
+  step: Transition[],
+  run: TrainingRun | null,
+): Promise<GroupData> {
   const byRollout = new Map<string, Transition[]>();
   for (const t of transitions) byRollout.set(t.rolloutId, [...(byRollout.get(t.rolloutId) ?? []), t]);
   const samples = await mapLimit([...byRollout.entries()], 8, async ([rolloutId, ts]) => {
-    const [rollout, spans] = await Promise.all([
-      store.getRollout(rolloutId),
-      store.querySpans({ rolloutId, attemptId: ts[0].attemptId }),
-    ]);
+    const [rollout, spans] = await Promise.all([store.getRollout(rolloutId), store.querySpans({ rolloutId, attemptId: ts[0].attemptId })]);
     const fromTransitions = ts.find((t) => t.reward !== null)?.reward ?? null;
     const error = rollout ? await attemptError(store, rollout, ts[0].attemptId) : null;
     return { rollout: rollout!, reward: finalReward(spans) ?? fromTransitions, spans, transitions: ts.sort((a, b) => a.index - b.index), error };
@@ -69,9 +87,20 @@ async function groupFromTransitions(store: LightningStore, groupId: string, tran
 async function groupFromMetadata(store: LightningStore, rollout: Rollout): Promise<GroupData> {
   const { taskId, runId, step } = readRolloutMetadata(rollout.metadata);
   // The store filters by run and step (indexed); the task is the group within them.
-  const siblings = taskId === undefined ? [rollout]
-    : (await store.queryRollouts({ agent: rollout.agent ?? undefined, ...(runId !== undefined ? { runId } : {}), ...(step !== undefined ? { step } : {}), limit: 500 })).items
-      .filter((r) => { const m = readRolloutMetadata(r.metadata); return m.taskId === taskId && m.runId === runId && m.step === step; });
+  const siblings =
+    taskId === undefined
+      ? [rollout]
+      : (
+          await store.queryRollouts({
+            agent: rollout.agent ?? undefined,
+            ...(runId !== undefined ? { runId } : {}),
+            ...(step !== undefined ? { step } : {}),
+            limit: 500,
+          })
+        ).items.filter((r) => {
+          const m = readRolloutMetadata(r.metadata);
+          return m.taskId === taskId && m.runId === runId && m.step === step;
+        });
   const samples = await mapLimit(siblings, 8, async (r) => {
     const spans = r.attemptCount > 0 ? await store.querySpans({ rolloutId: r.id, attemptId: 'latest' }) : [];
     return { rollout: r, reward: finalReward(spans), spans, transitions: [], error: await attemptError(store, r, null) };
@@ -96,7 +125,13 @@ export async function groupPage(store: LightningStore, q: GroupQuery): Promise<G
     runId = latest.runId;
     step = latest.step;
     const [all, run] = await Promise.all([store.queryTransitions({ runId, step, limit: 10_000 }), store.getTrainingRun(runId)]);
-    const group = await groupFromTransitions(store, latest.groupId, all.filter((t) => t.groupId === latest.groupId), all, run);
+    const group = await groupFromTransitions(
+      store,
+      latest.groupId,
+      all.filter((t) => t.groupId === latest.groupId),
+      all,
+      run,
+    );
     return { runId, step, steps: await trainedSteps(store, runId), groups: [group] };
   }
   if (!runId) runId = (await store.listTrainingRuns())[0]?.id;
@@ -174,7 +209,9 @@ export async function agentHeadline(store: LightningStore, agent: string, cache 
   ]);
   const validated = await heldOut(runs, cache);
   return describeHeadline({
-    rollouts: ended.items.length, rolloutsCapped: ended.nextCursor !== null,
-    heldOut: validated, recent: validated ? null : recent(ended.items, ended.summaries ?? []),
+    rollouts: ended.items.length,
+    rolloutsCapped: ended.nextCursor !== null,
+    heldOut: validated,
+    recent: validated ? null : recent(ended.items, ended.summaries ?? []),
   });
 }

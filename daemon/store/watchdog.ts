@@ -20,12 +20,20 @@ export class Watchdog {
   /** Number of checks completed (for status and tests). */
   checks = 0;
 
-  constructor(private readonly store: LightningStore, private readonly options: WatchdogOptions = {}) {}
+  constructor(
+    private readonly store: LightningStore,
+    private readonly options: WatchdogOptions = {},
+  ) {}
 
   start(): this {
     if (this.timer) return this;
     const interval = this.options.intervalMs ?? 1000;
-    this.timer = setInterval(() => { if (!this.running) this.running = this.tick().finally(() => { this.running = null; }); }, interval);
+    this.timer = setInterval(() => {
+      if (!this.running)
+        this.running = this.tick().finally(() => {
+          this.running = null;
+        });
+    }, interval);
     this.timer.unref();
     return this;
   }

@@ -18,7 +18,13 @@ export async function resolveClient(source: ClientSource): Promise<AglClient> {
  * Handlers for a webview protocol's requests that look the client up on every request, so a restarted
  * daemon is picked up.
  */
-export function lazyHandlers(source: () => ClientSource, build: (c: AglClient) => RequestHandlers, protocol: Record<string, { kind: string; method: string }>): RequestHandlers {
-  const methods = Object.values(protocol).filter((t) => t.kind === 'request').map((t) => t.method);
+export function lazyHandlers(
+  source: () => ClientSource,
+  build: (c: AglClient) => RequestHandlers,
+  protocol: Record<string, { kind: string; method: string }>,
+): RequestHandlers {
+  const methods = Object.values(protocol)
+    .filter((t) => t.kind === 'request')
+    .map((t) => t.method);
   return new Map(methods.map((m) => [m, async (params: unknown) => build(await resolveClient(source())).get(m)!(params)]));
 }

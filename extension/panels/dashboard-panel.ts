@@ -10,12 +10,21 @@ import { PanelHost } from './panel-host.js';
 import { lazyHandlers, resolveClient, type ClientSource } from './client-source.js';
 
 /** What the dashboard opens on: a run (else the newest). */
-export interface DashboardTarget { runId?: string }
+export interface DashboardTarget {
+  runId?: string;
+}
 
 /** Where the dashboard's links lead outside it (wired by index.ts, so the panels do not import each other). */
-export interface DashboardLinks { openGroups(client: ClientSource, target: { runId: string; step: number }): void }
+export interface DashboardLinks {
+  openGroups(client: ClientSource, target: { runId: string; step: number }): void;
+}
 
-interface DashboardPanel { host: PanelHost; client: ClientSource; watchedRunId: string | null; watcher: { stop(): void } | null }
+interface DashboardPanel {
+  host: PanelHost;
+  client: ClientSource;
+  watchedRunId: string | null;
+  watcher: { stop(): void } | null;
+}
 let current: DashboardPanel | undefined;
 
 async function watch(panel: DashboardPanel, runId: string | null): Promise<void> {
@@ -29,28 +38,48 @@ async function watch(panel: DashboardPanel, runId: string | null): Promise<void>
 
 function create(context: vscode.ExtensionContext, client: ClientSource, links: DashboardLinks, existing?: vscode.WebviewPanel): PanelHost {
   const panel: DashboardPanel = { host: undefined as unknown as PanelHost, client, watchedRunId: null, watcher: null };
-  panel.host = new PanelHost(context, {
-    viewType: DASHBOARD_VIEW_TYPE,
-    title: 'Agent Lightning: Training',
-    bundle: 'dashboard',
-    handlers: lazyHandlers(() => panel.client, dashboardHandlers, DashboardProtocol),
-    onCommand: async (method, params) => {
-      if (method === DashboardProtocol.watchRun.method) await watch(panel, (params as { runId: string }).runId);
-      else if (method === DashboardProtocol.openGroups.method) {
-        const { runId, step } = params as { runId: string; step: number };
-        links.openGroups(panel.client, { runId, step });
-      }
+  panel.host = new PanelHost(
+    context,
+    {
+      viewType: DASHBOARD_VIEW_TYPE,
+      title: 'Agent Lightning: Training',
+      bundle: 'dashboard',
+      handlers: lazyHandlers(() => panel.client, dashboardHandlers, DashboardProtocol),
+      onCommand: async (method, params) => {
+        if (method === DashboardProtocol.watchRun.method) await watch(panel, (params as { runId: string }).runId);
+        else if (method === DashboardProtocol.openGroups.method) {
+          const { runId, step } = params as { runId: string; step: number };
+          links.openGroups(panel.client, { runId, step });
+        }
+      },
+      onVisibility: (visible) => {
+        if (!visible) {
+          panel.watcher?.stop();
+          panel.watcher = null;
+        }
+      },
+      onDispose: () => {
+        panel.watcher?.stop();
+        if (current === panel) current = undefined;
+      },
     },
-    onVisibility: (visible) => { if (!visible) { panel.watcher?.stop(); panel.watcher = null; } },
-    onDispose: () => { panel.watcher?.stop(); if (current === panel) current = undefined; },
-  }, existing);
+    existing,
+  );
   current = panel;
   return panel.host;
 }
 
 /** Opens (or reveals) the training dashboard, on `opts.runId` or the newest run. */
-export function openTrainingDashboard(context: vscode.ExtensionContext, client: ClientSource, opts: DashboardTarget, links: DashboardLinks): vscode.WebviewPanel {
-  if (current) { current.client = client; current.host.reveal(); } else create(context, client, links);
+export function openTrainingDashboard(
+  context: vscode.ExtensionContext,
+  client: ClientSource,
+  opts: DashboardTarget,
+  links: DashboardLinks,
+): vscode.WebviewPanel {
+  if (current) {
+    current.client = client;
+    current.host.reveal();
+  } else create(context, client, links);
   if (opts.runId) current!.host.notify(DashboardProtocol.show, { runId: opts.runId });
   return current!.host.panel;
 }

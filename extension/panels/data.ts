@@ -6,9 +6,7 @@
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type MetricPoint, type TrainingRun } from '../../protocol/store.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import type { IpcRequestType } from '../../protocol/webview-ipc.js';
-import {
-  TrajectoryProtocol, type RolloutDetail, type RolloutPage, type RolloutPageRequest,
-} from '../../protocol/webview-trajectory.js';
+import { TrajectoryProtocol, type RolloutDetail, type RolloutPage, type RolloutPageRequest } from '../../protocol/webview-trajectory.js';
 import type { AglClient } from '../../sdk/client.js';
 
 export type RequestHandlers = Map<string, (params: unknown) => Promise<unknown>>;
@@ -29,9 +27,22 @@ async function listRollouts(client: AglClient, req: RolloutPageRequest): Promise
   const offset = Math.max(0, Math.floor(req.offset ?? 0));
   const [page, versions, known, stats, runs] = await Promise.all([
     client.queryRollouts({
-      status: req.status, mode: req.mode, agent: req.agent, resourcesVersion: req.resourcesVersion, search: req.search || undefined,
-      rewardMin: req.rewardMin, rewardMax: req.rewardMax, runId: req.runId, step: req.step, hasError: req.hasError,
-      sort: req.sort, order: req.order, offset, limit: Math.min(req.limit ?? 50, MAX_LIST_PAGE), withTotal: true, withSummaries: true,
+      status: req.status,
+      mode: req.mode,
+      agent: req.agent,
+      resourcesVersion: req.resourcesVersion,
+      search: req.search || undefined,
+      rewardMin: req.rewardMin,
+      rewardMax: req.rewardMax,
+      runId: req.runId,
+      step: req.step,
+      hasError: req.hasError,
+      sort: req.sort,
+      order: req.order,
+      offset,
+      limit: Math.min(req.limit ?? 50, MAX_LIST_PAGE),
+      withTotal: true,
+      withSummaries: true,
     }),
     resourceVersions(client),
     client.agents(),
@@ -41,16 +52,26 @@ async function listRollouts(client: AglClient, req: RolloutPageRequest): Promise
   const items = page.items.map((rollout, i) => {
     const s = page.summaries![i]!;
     return {
-      rollout, reward: s.finalReward, resourcesVersion: rollout.resourcesId ? versions.get(rollout.resourcesId) ?? null : null,
-      durationMs: s.durationMs, startedAt: s.startedAt, error: s.error, errorSpans: s.errorSpans,
+      rollout,
+      reward: s.finalReward,
+      resourcesVersion: rollout.resourcesId ? (versions.get(rollout.resourcesId) ?? null) : null,
+      durationMs: s.durationMs,
+      startedAt: s.startedAt,
+      error: s.error,
+      errorSpans: s.errorSpans,
     };
   });
   // The agent filtered on is always a choice, so the filter shows it and can be cleared (from the CodeLens, it
   // may match rollouts stored under older forms of its id only, or none yet).
   const agents = [...new Set([...known.map((a) => a.agent), ...page.items.map((r) => r.agent), req.agent].filter((a): a is string => !!a))].sort();
   return {
-    items, offset, total: page.total!, storeTotal: Object.values(stats.rollouts).reduce((a, b) => a + b, 0),
-    statuses: [...ROLLOUT_STATUSES], modes: [...ROLLOUT_MODES], agents,
+    items,
+    offset,
+    total: page.total!,
+    storeTotal: Object.values(stats.rollouts).reduce((a, b) => a + b, 0),
+    statuses: [...ROLLOUT_STATUSES],
+    modes: [...ROLLOUT_MODES],
+    agents,
     resourcesVersions: [...versions.values()].sort((a, b) => b - a),
     runs: runs.map((r) => ({ id: r.id, agent: r.agent, createdAt: r.createdAt })).sort((a, b) => b.createdAt - a.createdAt),
   };
@@ -67,7 +88,10 @@ async function getRollout(client: AglClient, rolloutId: string, attemptId?: stri
     rollout.resourcesId ? client.getResources(rollout.resourcesId) : Promise.resolve(null),
   ]);
   return {
-    rollout, attempts, attemptId: attempt?.id ?? null, spans,
+    rollout,
+    attempts,
+    attemptId: attempt?.id ?? null,
+    spans,
     transitions: transitions.filter((t) => !attempt || t.attemptId === attempt.id).sort((a, b) => b.step - a.step),
     resourcesVersion: resources?.version ?? null,
   };
@@ -97,7 +121,12 @@ export function dashboardHandlers(client: AglClient): RequestHandlers {
  * Polls a running training run and hands on the metric points after the ones already sent, and the
  * run's new state, until the run ends or `stop()` is called.
  */
-export function watchRunMetrics(client: AglClient, runId: string, send: (run: TrainingRun, points: MetricPoint[]) => void, intervalMs = 2000): { stop(): void } {
+export function watchRunMetrics(
+  client: AglClient,
+  runId: string,
+  send: (run: TrainingRun, points: MetricPoint[]) => void,
+  intervalMs = 2000,
+): { stop(): void } {
   let lastStep = -1;
   let lastUpdated = 0;
   let stopped = false;
@@ -112,11 +141,18 @@ export function watchRunMetrics(client: AglClient, runId: string, send: (run: Tr
       lastUpdated = run.updatedAt;
       for (const p of points) lastStep = Math.max(lastStep, p.step);
       if (run.status !== 'running') return;
-    } catch { /* daemon restarting: try again next tick */ }
+    } catch {
+      /* daemon restarting: try again next tick */
+    }
     if (!stopped) timer = setTimeout(() => void tick(), intervalMs);
   };
   void tick();
-  return { stop() { stopped = true; if (timer) clearTimeout(timer); } };
+  return {
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
 }
 
 /**
@@ -135,9 +171,16 @@ export function watchStore(client: () => Promise<AglClient>, onChange: () => voi
       const signature = JSON.stringify([s.rollouts, s.spans]);
       if (!stopped && last !== null && signature !== last) onChange();
       last = signature;
-    } catch { /* daemon down or restarting: try again next tick */ }
+    } catch {
+      /* daemon down or restarting: try again next tick */
+    }
     if (!stopped) timer = setTimeout(() => void tick(), intervalMs);
   };
   void tick();
-  return { stop() { stopped = true; if (timer) clearTimeout(timer); } };
+  return {
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
 }

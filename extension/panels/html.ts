@@ -15,7 +15,9 @@ export interface WebviewHtmlOptions {
   styleUri: string;
 }
 
-export function makeNonce(): string { return randomBytes(18).toString('base64url'); }
+export function makeNonce(): string {
+  return randomBytes(18).toString('base64url');
+}
 
 export function contentSecurityPolicy(cspSource: string, nonce: string): string {
   return [

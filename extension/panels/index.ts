@@ -28,8 +28,12 @@ function dashboardLinks(context: vscode.ExtensionContext): dashboard.DashboardLi
 }
 
 /** Opens (or reveals) the trajectory viewer on a rollout, an agent's rollouts, or a training step's groups. */
-export function openTrajectoryViewer(context: vscode.ExtensionContext, client: ClientSource, opts: trajectory.TrajectoryTarget = {},
-  column: vscode.ViewColumn = vscode.ViewColumn.Active): vscode.WebviewPanel {
+export function openTrajectoryViewer(
+  context: vscode.ExtensionContext,
+  client: ClientSource,
+  opts: trajectory.TrajectoryTarget = {},
+  column: vscode.ViewColumn = vscode.ViewColumn.Active,
+): vscode.WebviewPanel {
   return trajectory.openTrajectoryViewer(context, client, opts, column, trajectoryLinks(context));
 }
 

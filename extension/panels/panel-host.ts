@@ -39,15 +39,26 @@ export class PanelHost {
   private readonly held = new Map<string, unknown>();
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(context: vscode.ExtensionContext, private readonly options: PanelHostOptions, existing?: vscode.WebviewPanel, column = vscode.ViewColumn.Active) {
+  constructor(
+    context: vscode.ExtensionContext,
+    private readonly options: PanelHostOptions,
+    existing?: vscode.WebviewPanel,
+    column = vscode.ViewColumn.Active,
+  ) {
     const root = vscode.Uri.joinPath(context.extensionUri, 'dist', 'webview');
-    this.panel = existing ?? vscode.window.createWebviewPanel(options.viewType, options.title, column, {
-      enableScripts: true, retainContextWhenHidden: false, localResourceRoots: [root],
-    });
+    this.panel =
+      existing ??
+      vscode.window.createWebviewPanel(options.viewType, options.title, column, {
+        enableScripts: true,
+        retainContextWhenHidden: false,
+        localResourceRoots: [root],
+      });
     this.panel.webview.options = { enableScripts: true, localResourceRoots: [root] };
     const webview = this.panel.webview;
     webview.html = webviewHtml({
-      title: options.title, cspSource: webview.cspSource, nonce: makeNonce(),
+      title: options.title,
+      cspSource: webview.cspSource,
+      nonce: makeNonce(),
       scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(root, `${options.bundle}.js`)).toString(),
       styleUri: webview.asWebviewUri(vscode.Uri.joinPath(root, `${options.bundle}.css`)).toString(),
     });
@@ -68,7 +79,9 @@ export class PanelHost {
     else this.held.set(type.method, params);
   }
 
-  reveal(): void { this.panel.reveal(undefined, false); }
+  reveal(): void {
+    this.panel.reveal(undefined, false);
+  }
 
   private receive(message: unknown): Promise<void> {
     return routeWebviewMessage(message, {

@@ -16,9 +16,16 @@ export interface RouterOptions {
 
 export async function routeWebviewMessage(message: unknown, o: RouterOptions): Promise<void> {
   if (!isIpcMessage(message)) return;
-  if (message.method === IPC_READY) { o.onReady(); return; }
+  if (message.method === IPC_READY) {
+    o.onReady();
+    return;
+  }
   if (message.id === undefined) {
-    try { await o.onCommand(message.method, message.params); } catch (err) { o.onCommandError?.(err as Error); }
+    try {
+      await o.onCommand(message.method, message.params);
+    } catch (err) {
+      o.onCommandError?.(err as Error);
+    }
     return;
   }
   const reply: IpcResponse = { method: IPC_RESPONSE, id: message.id };

@@ -22,4 +22,3 @@ export function definitionLine(text: string, symbol: string): number {
   const i = lines.findIndex((l) => re.test(l));
   return i < 0 ? 0 : i;
 }
-

@@ -12,16 +12,26 @@ import { PanelHost } from './panel-host.js';
 import { definitionLine, findSourceFile } from './source.js';
 
 /** What the viewer opens on: a rollout, an agent's rollouts, or a training step's GRPO groups. */
-export interface TrajectoryTarget { rolloutId?: string; agent?: string; runId?: string; step?: number }
+export interface TrajectoryTarget {
+  rolloutId?: string;
+  agent?: string;
+  runId?: string;
+  step?: number;
+}
 
 /** Where the viewer's links lead outside it (wired by index.ts, so the panels do not import each other). */
-export interface TrajectoryLinks { openDashboard(client: ClientSource, runId: string): void }
+export interface TrajectoryLinks {
+  openDashboard(client: ClientSource, runId: string): void;
+}
 
 let current: { host: PanelHost; client: ClientSource; watcher: { stop(): void } | null } | undefined;
 
 /** Opens `filepath` (absolute, or relative to a workspace folder) at `lineno` (1-based), or at `symbol`'s definition. */
 async function openCode(filepath: string, lineno: number | null, symbol?: string): Promise<void> {
-  const found = findSourceFile(filepath, (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath));
+  const found = findSourceFile(
+    filepath,
+    (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath),
+  );
   const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(found));
   const line = lineno !== null ? Math.max(0, lineno - 1) : symbol ? definitionLine(doc.getText(), symbol) : 0;
   await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(line, 0, line, 0) });
@@ -31,28 +41,45 @@ async function openCode(filepath: string, lineno: number | null, symbol?: string
 function watch(panel: NonNullable<typeof current>, visible: boolean): void {
   panel.watcher?.stop();
   panel.watcher = visible
-    ? watchStore(() => resolveClient(panel.client), () => panel.host.notify(TrajectoryProtocol.changed, { rolloutIds: [] }))
+    ? watchStore(
+        () => resolveClient(panel.client),
+        () => panel.host.notify(TrajectoryProtocol.changed, { rolloutIds: [] }),
+      )
     : null;
 }
 
-function create(context: vscode.ExtensionContext, client: ClientSource, links: TrajectoryLinks, existing?: vscode.WebviewPanel, column?: vscode.ViewColumn): PanelHost {
+function create(
+  context: vscode.ExtensionContext,
+  client: ClientSource,
+  links: TrajectoryLinks,
+  existing?: vscode.WebviewPanel,
+  column?: vscode.ViewColumn,
+): PanelHost {
   const panel: NonNullable<typeof current> = { host: undefined as unknown as PanelHost, client, watcher: null };
-  panel.host = new PanelHost(context, {
-    viewType: TRAJECTORY_VIEW_TYPE,
-    title: 'Agent Lightning: Trajectories',
-    bundle: 'trajectory',
-    handlers: lazyHandlers(() => panel.client, trajectoryHandlers, TrajectoryProtocol),
-    onCommand: async (method, params) => {
-      if (method === TrajectoryProtocol.openCode.method) {
-        const p = params as { filepath: string; lineno: number | null; symbol?: string };
-        await openCode(p.filepath, p.lineno, p.symbol);
-      } else if (method === TrajectoryProtocol.openDashboard.method) {
-        links.openDashboard(panel.client, (params as { runId: string }).runId);
-      }
+  panel.host = new PanelHost(
+    context,
+    {
+      viewType: TRAJECTORY_VIEW_TYPE,
+      title: 'Agent Lightning: Trajectories',
+      bundle: 'trajectory',
+      handlers: lazyHandlers(() => panel.client, trajectoryHandlers, TrajectoryProtocol),
+      onCommand: async (method, params) => {
+        if (method === TrajectoryProtocol.openCode.method) {
+          const p = params as { filepath: string; lineno: number | null; symbol?: string };
+          await openCode(p.filepath, p.lineno, p.symbol);
+        } else if (method === TrajectoryProtocol.openDashboard.method) {
+          links.openDashboard(panel.client, (params as { runId: string }).runId);
+        }
+      },
+      onVisibility: (visible) => watch(panel, visible),
+      onDispose: () => {
+        panel.watcher?.stop();
+        if (current === panel) current = undefined;
+      },
     },
-    onVisibility: (visible) => watch(panel, visible),
-    onDispose: () => { panel.watcher?.stop(); if (current === panel) current = undefined; },
-  }, existing, column);
+    existing,
+    column,
+  );
   current = panel;
   watch(panel, panel.host.panel.visible);
   return panel.host;
@@ -66,10 +93,19 @@ function viewFor(target: TrajectoryTarget): TrajectoryView | null {
 }
 
 /** Opens (or reveals) the trajectory viewer, showing `opts`' rollout, agent's rollouts, or step's groups. */
-export function openTrajectoryViewer(context: vscode.ExtensionContext, client: ClientSource, opts: TrajectoryTarget, column: vscode.ViewColumn,
-  links: TrajectoryLinks): vscode.WebviewPanel {
+export function openTrajectoryViewer(
+  context: vscode.ExtensionContext,
+  client: ClientSource,
+  opts: TrajectoryTarget,
+  column: vscode.ViewColumn,
+  links: TrajectoryLinks,
+): vscode.WebviewPanel {
   let host: PanelHost;
-  if (current) { host = current.host; current.client = client; host.reveal(); } else host = create(context, client, links, undefined, column);
+  if (current) {
+    host = current.host;
+    current.client = client;
+    host.reveal();
+  } else host = create(context, client, links, undefined, column);
   const view = viewFor(opts);
   if (view) host.notify(TrajectoryProtocol.show, { view, filter: opts.agent ? { agent: opts.agent } : undefined });
   return host.panel;

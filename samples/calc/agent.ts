@@ -11,15 +11,24 @@ import { LLM, operation, rollout } from '../../sdk/index.js';
 import { solveCalc } from './solve.js';
 import type { CalcTask } from './task.js';
 
-export const calcAgent = rollout(async (task: CalcTask, llm: LLM) => {
-  const openai = new OpenAI({ baseURL: llm.baseUrl, apiKey: llm.apiKey, maxRetries: 1 });
-  const complete = async (prompt: string) => {
-    const res = await openai.completions.create({ model: llm.model, prompt, max_tokens: 16, ...llm.openaiParams });
-    return res.choices[0]?.text ?? '';
-  };
-  const outcome = await solveCalc(task, complete, (e) => operation('calc', () => {
-    if (e.result === null) throw new Error(`calc could not evaluate '${e.expression}'`);
-    return e.result;
-  }, { tool: true, input: e.expression, attributes: { 'calc.expression': e.expression } }).catch(() => undefined));
-  return outcome.reward;
-}, { name: 'calc' });
+export const calcAgent = rollout(
+  async (task: CalcTask, llm: LLM) => {
+    const openai = new OpenAI({ baseURL: llm.baseUrl, apiKey: llm.apiKey, maxRetries: 1 });
+    const complete = async (prompt: string) => {
+      const res = await openai.completions.create({ model: llm.model, prompt, max_tokens: 16, ...llm.openaiParams });
+      return res.choices[0]?.text ?? '';
+    };
+    const outcome = await solveCalc(task, complete, (e) =>
+      operation(
+        'calc',
+        () => {
+          if (e.result === null) throw new Error(`calc could not evaluate '${e.expression}'`);
+          return e.result;
+        },
+        { tool: true, input: e.expression, attributes: { 'calc.expression': e.expression } },
+      ).catch(() => undefined),
+    );
+    return outcome.reward;
+  },
+  { name: 'calc' },
+);

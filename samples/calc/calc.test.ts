@@ -12,10 +12,15 @@ import { calculate, type CalcTask, demonstrations, firstPrompt, makeSplits, pars
 import { inspectCalc } from './inspect.js';
 import { solveCalc } from './solve.js';
 
-const jsonl = <T>(path: string): T[] => readFileSync(path, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as T);
+const jsonl = <T>(path: string): T[] =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as T);
 
-test('splits are deterministic and share no question (the demonstrations\' problems included)', () => {
-  const a = makeSplits(1, { train: 300, val: 50, test: 50, demo: 300 }), b = makeSplits(1, { train: 300, val: 50, test: 50, demo: 300 });
+test("splits are deterministic and share no question (the demonstrations' problems included)", () => {
+  const a = makeSplits(1, { train: 300, val: 50, test: 50, demo: 300 }),
+    b = makeSplits(1, { train: 300, val: 50, test: 50, demo: 300 });
   assert.deepEqual(a, b);
   const all = [...a.train, ...a.val, ...a.test, ...a.demo].map((x) => x.question);
   assert.equal(new Set(all).size, all.length);
@@ -37,7 +42,10 @@ test('warm-up demonstrations: the calculator on about 30% of problems, the right
     const first = byPrompt.get(firstPrompt(t))!;
     if (parseToolCall(first) !== null) {
       tool++;
-      assert.deepEqual(demos.filter((d) => d.prompt.startsWith(firstPrompt(t))), demonstrations(t));
+      assert.deepEqual(
+        demos.filter((d) => d.prompt.startsWith(firstPrompt(t))),
+        demonstrations(t),
+      );
     } else assert.equal(first, String(t.answer));
   }
   assert.ok(Math.abs(tool / tasks.length - 0.3) < 0.03, `tool share ${tool / tasks.length}`);
@@ -50,7 +58,9 @@ test('the shipped warm-up starts at most 35% on the held-out problems and rarely
     assert.ok(r.accuracy <= 0.35, `greedy held-out accuracy ${r.accuracy}`);
     assert.ok(r.toolRate < 0.5, `calls the calculator on ${r.toolRate} of the problems`);
     assert.ok(r.rightCallRate > 0.1 && r.copyRate > 0.8, `but knows how to use it when it does: ${JSON.stringify(r)}`);
-  } finally { policy.dispose(); }
+  } finally {
+    policy.dispose();
+  }
 });
 
 test('calculator: integer a op b only', () => {

@@ -18,9 +18,34 @@ import { DATA_DIR, writeCalcData } from './make-data.js';
 
 export const WARMUP_DIR = join('samples', 'calc', 'warmup');
 /** How samples/calc/warmup was made (`agl sft --data samples/calc/data/demos.jsonl --out samples/calc/warmup` + these). */
-export const WARMUP_SFT_ARGS = ['--model', 'builtin:0.8m', '--steps', '1200', '--batch-size', '32', '--lr', '1e-3', '--context', '128', '--seed', '1', '--init-seed', '1234', '--backend', 'wasm'];
+export const WARMUP_SFT_ARGS = [
+  '--model',
+  'builtin:0.8m',
+  '--steps',
+  '1200',
+  '--batch-size',
+  '32',
+  '--lr',
+  '1e-3',
+  '--context',
+  '128',
+  '--seed',
+  '1',
+  '--init-seed',
+  '1234',
+  '--backend',
+  'wasm',
+];
 
-export interface CalcRunOptions { minutes?: number; dataDir?: string; freshWarmup?: boolean; quiet?: boolean; workers?: number; engine?: 'tfjs' | 'torch'; procs?: number }
+export interface CalcRunOptions {
+  minutes?: number;
+  dataDir?: string;
+  freshWarmup?: boolean;
+  quiet?: boolean;
+  workers?: number;
+  engine?: 'tfjs' | 'torch';
+  procs?: number;
+}
 
 /** Warm-up (shipped, or made) then GRPO; returns agl train's outcome, the warm-up used and its minutes. */
 export async function runCalcDemo(o: CalcRunOptions = {}): Promise<TrainOutcome & { warmup: string; warmupMinutes: number }> {
@@ -37,26 +62,54 @@ export async function runCalcDemo(o: CalcRunOptions = {}): Promise<TrainOutcome 
     warmupMinutes = (Date.now() - t0) / 60000;
   }
   const outcome = await trainAgent({
-    agent: 'samples/calc/agent.ts#calcAgent', train: join(DATA_DIR, 'train.jsonl'), val: join(DATA_DIR, 'val.jsonl'),
-    model: warmup, config: join('samples', 'calc', 'train.yaml'), ...(o.minutes ? { 'max-minutes': String(o.minutes) } : {}), 'data-dir': dataDir,
-    quiet: o.quiet, ...(o.workers ? { workers: String(o.workers) } : {}), ...(o.engine ? { engine: o.engine } : {}), ...(o.procs ? { procs: String(o.procs) } : {}),
+    agent: 'samples/calc/agent.ts#calcAgent',
+    train: join(DATA_DIR, 'train.jsonl'),
+    val: join(DATA_DIR, 'val.jsonl'),
+    model: warmup,
+    config: join('samples', 'calc', 'train.yaml'),
+    ...(o.minutes ? { 'max-minutes': String(o.minutes) } : {}),
+    'data-dir': dataDir,
+    quiet: o.quiet,
+    ...(o.workers ? { workers: String(o.workers) } : {}),
+    ...(o.engine ? { engine: o.engine } : {}),
+    ...(o.procs ? { procs: String(o.procs) } : {}),
   });
   if (!outcome) throw new Error('training was interrupted');
   return { ...outcome, warmup, warmupMinutes };
 }
 
 if (/demo\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
-  const { values } = parseArgs({ options: {
-    minutes: { type: 'string' }, 'data-dir': { type: 'string' }, 'fresh-warmup': { type: 'boolean' }, engine: { type: 'string' }, procs: { type: 'string' },
-  } });
-  if (values.engine && !['tfjs', 'torch'].includes(values.engine)) { process.stderr.write(`calc demo: --engine must be tfjs or torch, got '${values.engine}'\n`); process.exit(2); }
+  const { values } = parseArgs({
+    options: {
+      minutes: { type: 'string' },
+      'data-dir': { type: 'string' },
+      'fresh-warmup': { type: 'boolean' },
+      engine: { type: 'string' },
+      procs: { type: 'string' },
+    },
+  });
+  if (values.engine && !['tfjs', 'torch'].includes(values.engine)) {
+    process.stderr.write(`calc demo: --engine must be tfjs or torch, got '${values.engine}'\n`);
+    process.exit(2);
+  }
   runCalcDemo({
-    minutes: values.minutes ? Number(values.minutes) : undefined, dataDir: values['data-dir'], freshWarmup: values['fresh-warmup'],
-    engine: values.engine as 'tfjs' | 'torch' | undefined, procs: values.procs ? Number(values.procs) : undefined,
-  }).then((r) => {
-    const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
-    process.stdout.write(`\ncalc demo: held-out accuracy ${pct(r.before)} -> ${pct(r.after)} in ${r.minutes.toFixed(1)} min of GRPO` +
-      `${r.warmupMinutes ? ` (+${r.warmupMinutes.toFixed(1)} min SFT warm-up)` : ''}\nreport: ${r.report}\n`);
-    process.exit(0);
-  }, (e) => { process.stderr.write(`calc demo failed: ${(e as Error).message}\n`); process.exit(1); });
+    minutes: values.minutes ? Number(values.minutes) : undefined,
+    dataDir: values['data-dir'],
+    freshWarmup: values['fresh-warmup'],
+    engine: values.engine as 'tfjs' | 'torch' | undefined,
+    procs: values.procs ? Number(values.procs) : undefined,
+  }).then(
+    (r) => {
+      const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
+      process.stdout.write(
+        `\ncalc demo: held-out accuracy ${pct(r.before)} -> ${pct(r.after)} in ${r.minutes.toFixed(1)} min of GRPO` +
+          `${r.warmupMinutes ? ` (+${r.warmupMinutes.toFixed(1)} min SFT warm-up)` : ''}\nreport: ${r.report}\n`,
+      );
+      process.exit(0);
+    },
+    (e) => {
+      process.stderr.write(`calc demo failed: ${(e as Error).message}\n`);
+      process.exit(1);
+    },
+  );
 }

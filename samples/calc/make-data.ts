@@ -30,5 +30,9 @@ export function writeCalcData(outDir = DATA_DIR, seed = 1): Record<string, numbe
 if (/make-data\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
   const { values } = parseArgs({ options: { seed: { type: 'string', default: '1' }, out: { type: 'string' } } });
   const counts = writeCalcData(values.out ?? DATA_DIR, Number(values.seed));
-  console.log(`calc data written (${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')})`);
+  console.log(
+    `calc data written (${Object.entries(counts)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')})`,
+  );
 }

@@ -7,9 +7,17 @@
 import { type CalcTask, calculate, firstPrompt, parseToolCall, reward, secondPrompt } from './task.js';
 
 export type Complete = (prompt: string) => Promise<string>;
-export interface ToolEvent { expression: string; result: number | null }
+export interface ToolEvent {
+  expression: string;
+  result: number | null;
+}
 
-export interface CalcOutcome { answer: string; reward: number; toolCall: string | null; toolResult: number | null }
+export interface CalcOutcome {
+  answer: string;
+  reward: number;
+  toolCall: string | null;
+  toolResult: number | null;
+}
 
 export async function solveCalc(task: CalcTask, complete: Complete, onTool?: (e: ToolEvent) => unknown): Promise<CalcOutcome> {
   const first = await complete(firstPrompt(task));

@@ -12,7 +12,11 @@
  * This file is pure (no I/O): the dataset generator, the tool, the prompts and the reward.
  */
 
-export interface CalcTask { id: string; question: string; answer: number }
+export interface CalcTask {
+  id: string;
+  question: string;
+  answer: number;
+}
 
 /** Deterministic PRNG (mulberry32) so a seed always yields the same dataset. */
 export function rng(seed: number): () => number {
@@ -38,22 +42,42 @@ const TEMPLATES: Record<Op, (n: string, it: string, a: number, b: number) => str
   '/': (n, it, a, b) => `${n} splits ${a} ${it} into ${b} piles. How many each?`,
 };
 
-function int(r: () => number, lo: number, hi: number): number { return lo + Math.floor(r() * (hi - lo + 1)); }
+function int(r: () => number, lo: number, hi: number): number {
+  return lo + Math.floor(r() * (hi - lo + 1));
+}
 
 export function makeTask(r: () => number, id: string): CalcTask {
   const op = (['+', '-', '*', '/'] as const)[int(r, 0, 3)];
-  const name = NAMES[int(r, 0, NAMES.length - 1)], item = ITEMS[int(r, 0, ITEMS.length - 1)];
+  const name = NAMES[int(r, 0, NAMES.length - 1)],
+    item = ITEMS[int(r, 0, ITEMS.length - 1)];
   let a: number, b: number;
   switch (op) {
-    case '+': a = int(r, 10, 99); b = int(r, 10, 99); break;
-    case '-': a = int(r, 30, 99); b = int(r, 10, a - 5); break;
-    case '*': a = int(r, 3, 19); b = int(r, 6, 49); break;
-    case '/': b = int(r, 2, 9); a = b * int(r, 6, 19); break;
+    case '+':
+      a = int(r, 10, 99);
+      b = int(r, 10, 99);
+      break;
+    case '-':
+      a = int(r, 30, 99);
+      b = int(r, 10, a - 5);
+      break;
+    case '*':
+      a = int(r, 3, 19);
+      b = int(r, 6, 49);
+      break;
+    case '/':
+      b = int(r, 2, 9);
+      a = b * int(r, 6, 19);
+      break;
   }
   return { id, question: TEMPLATES[op](name, item, a, b), answer: calculate(`${a}${op}${b}`) as number };
 }
 
-export interface CalcSplits { train: CalcTask[]; val: CalcTask[]; test: CalcTask[]; demo: CalcTask[] }
+export interface CalcSplits {
+  train: CalcTask[];
+  val: CalcTask[];
+  test: CalcTask[];
+  demo: CalcTask[];
+}
 
 /**
  * Train / val / test splits plus the problems the SFT demonstrations are made from (`demo`), with no
@@ -73,7 +97,9 @@ export function makeSplits(seed: number, sizesIn: Partial<Record<keyof CalcSplit
     }
     return out;
   };
-  const train = take('train', sizes.train), val = take('val', sizes.val), test = take('test', sizes.test);
+  const train = take('train', sizes.train),
+    val = take('val', sizes.val),
+    test = take('test', sizes.test);
   return { train, val, test, demo: take('demo', sizes.demo) };
 }
 
@@ -81,14 +107,17 @@ export function makeSplits(seed: number, sizesIn: Partial<Record<keyof CalcSplit
 export function calculate(expression: string): number | null {
   const m = /^\s*(-?\d{1,6})\s*([-+*/])\s*(-?\d{1,6})\s*$/.exec(expression);
   if (!m) return null;
-  const a = Number(m[1]), b = Number(m[3]);
+  const a = Number(m[1]),
+    b = Number(m[3]);
   const v = m[2] === '+' ? a + b : m[2] === '-' ? a - b : m[2] === '*' ? a * b : b === 0 ? NaN : a / b;
   return Number.isInteger(v) ? v : null;
 }
 
 export const TOOL_PREFIX = 'calc ';
 
-export function firstPrompt(task: Pick<CalcTask, 'question'>): string { return `Q:${task.question}\n`; }
+export function firstPrompt(task: Pick<CalcTask, 'question'>): string {
+  return `Q:${task.question}\n`;
+}
 
 /** The tool call in a first completion, or null when the model answered directly. */
 export function parseToolCall(completion: string): string | null {

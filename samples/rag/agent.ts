@@ -33,7 +33,12 @@ function checkTask(task: unknown): RagTask {
   return t as RagTask;
 }
 
-export interface RagOutcome { answer: string; queries: string[]; docs: Doc[]; reward: number }
+export interface RagOutcome {
+  answer: string;
+  queries: string[];
+  docs: Doc[];
+  reward: number;
+}
 
 /** The agent's work on one question, given a chat-completions model for the Agents SDK. */
 export async function answerQuestion(task: RagTask, model: OpenAIChatCompletionsModel, settings: Agent['modelSettings']): Promise<RagOutcome> {
@@ -48,11 +53,15 @@ export async function answerQuestion(task: RagTask, model: OpenAIChatCompletions
     const query = cleanQuery(String(reply.finalOutput ?? ''));
     queries.push(query);
     // A search that finds nothing is a failed tool call (what AIR's tool_failed rules see); the episode goes on.
-    const hits = await operation('search', () => {
-      const h = searchIndex().search(query, 1, new Set(found.map((d) => d.id)));
-      if (h.length === 0) throw new Error(`no document matches '${query}'`);
-      return h;
-    }, { tool: true, input: query, attributes: { 'search.query': query } }).catch(() => [] as Doc[]);
+    const hits = await operation(
+      'search',
+      () => {
+        const h = searchIndex().search(query, 1, new Set(found.map((d) => d.id)));
+        if (h.length === 0) throw new Error(`no document matches '${query}'`);
+        return h;
+      },
+      { tool: true, input: query, attributes: { 'search.query': query } },
+    ).catch(() => [] as Doc[]);
     found.push(...hits);
   }
   const reply = await operation(AGENTS.answer, () => runner.run(answerer, answerInput(task.question, found)), { agentName: AGENTS.answer });
@@ -60,16 +69,19 @@ export async function answerQuestion(task: RagTask, model: OpenAIChatCompletions
   return { answer, queries, docs: found, reward: tokenF1(answer, task.answer) };
 }
 
-export const ragAgent = rollout(async (task: RagTask, llm: LLM) => {
-  const t = checkTask(task);
-  const client = new OpenAI({ baseURL: llm.baseUrl, apiKey: llm.apiKey, maxRetries: 0 });
-  const model = new OpenAIChatCompletionsModel(client, llm.model);
-  const p = llm.samplingParams;
-  const outcome = await answerQuestion(t, model, {
-    maxTokens: p.maxTokens ?? DEFAULT_MAX_TOKENS,
-    ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
-    ...(p.topP !== undefined ? { topP: p.topP } : {}),
-  });
-  emitObject({ answer: outcome.answer, queries: outcome.queries, docs: outcome.docs.map((d) => d.title) }, { 'agl.object.kind': 'rag.final' });
-  return outcome.reward;
-}, { name: 'ragAgent' });
+export const ragAgent = rollout(
+  async (task: RagTask, llm: LLM) => {
+    const t = checkTask(task);
+    const client = new OpenAI({ baseURL: llm.baseUrl, apiKey: llm.apiKey, maxRetries: 0 });
+    const model = new OpenAIChatCompletionsModel(client, llm.model);
+    const p = llm.samplingParams;
+    const outcome = await answerQuestion(t, model, {
+      maxTokens: p.maxTokens ?? DEFAULT_MAX_TOKENS,
+      ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
+      ...(p.topP !== undefined ? { topP: p.topP } : {}),
+    });
+    emitObject({ answer: outcome.answer, queries: outcome.queries, docs: outcome.docs.map((d) => d.title) }, { 'agl.object.kind': 'rag.final' });
+    return outcome.reward;
+  },
+  { name: 'ragAgent' },
+);

@@ -7,8 +7,17 @@
  */
 import { rng } from '../calc/task.js';
 
-export interface Doc { id: string; title: string; text: string }
-export interface RagTask { id: string; question: string; answer: string; /** Titles of the two documents needed. */ hops: [string, string] }
+export interface Doc {
+  id: string;
+  title: string;
+  text: string;
+}
+export interface RagTask {
+  id: string;
+  question: string;
+  answer: string;
+  /** Titles of the two documents needed. */ hops: [string, string];
+}
 
 const SYL = ['ka', 'lo', 'mir', 'ven', 'tor', 'sa', 'bel', 'du', 'rin', 'os', 'fa', 'gel', 'ith', 'mo', 'zan', 'pe', 'quor', 'ul', 'ny', 'drea'];
 const PROFESSIONS = ['painter', 'poet', 'sculptor', 'weaver', 'clockmaker', 'cartographer', 'composer', 'glassblower'];
@@ -38,7 +47,10 @@ function namer(r: () => number, style: NameStyle = 'syllables') {
         for (let i = 0, n = syllables * 2 + Math.floor(r() * (syllables + 1)); i < n; i++) s += String.fromCharCode(97 + Math.floor(r() * 26));
       } else for (let i = 0; i < syllables; i++) s += SYL[Math.floor(r() * SYL.length)];
       const name = s[0].toUpperCase() + s.slice(1);
-      if (!used.has(name)) { used.add(name); return name; }
+      if (!used.has(name)) {
+        used.add(name);
+        return name;
+      }
     }
   };
 }
@@ -50,8 +62,18 @@ export function makeWorld(seed = 5, sizes = { towns: 30, people: 70, guilds: 25 
   const rivers = Array.from({ length: 12 }, () => name(2));
   const towns = Array.from({ length: sizes.towns }, () => ({ name: name(3), river: pick(rivers), region: pick(REGIONS) }));
   const guildNames = Array.from({ length: sizes.guilds }, () => `${name(2)} Guild`);
-  const people = Array.from({ length: sizes.people }, () => ({ name: `${name(2)} ${name(2)}`, profession: pick(PROFESSIONS), town: pick(towns).name, guild: pick(guildNames) }));
-  const works = people.map((p) => ({ name: `The ${name(3)}`, kind: WORK_KINDS[PROFESSIONS.indexOf(p.profession)], maker: p.name, year: 1500 + Math.floor(r() * 300) }));
+  const people = Array.from({ length: sizes.people }, () => ({
+    name: `${name(2)} ${name(2)}`,
+    profession: pick(PROFESSIONS),
+    town: pick(towns).name,
+    guild: pick(guildNames),
+  }));
+  const works = people.map((p) => ({
+    name: `The ${name(3)}`,
+    kind: WORK_KINDS[PROFESSIONS.indexOf(p.profession)],
+    maker: p.name,
+    year: 1500 + Math.floor(r() * 300),
+  }));
   // Each guild has a founder (one of the people) and its hall in one of the towns.
   const guilds = guildNames.map((g) => ({ name: g, hall: pick(towns).name, founder: pick(people).name }));
   return { people, towns, works, guilds };
@@ -75,15 +97,43 @@ type Maker = (w: World, pick: <T>(xs: T[]) => T) => Omit<RagTask, 'id'>;
 
 /** Two-hop question templates: the first document names the bridge entity the second is about. */
 export const QUESTION_TEMPLATES: Maker[] = [
-  (w, pick) => { const k = pick(w.works); const p = w.people.find((x) => x.name === k.maker)!; return { question: `In which town was the maker of ${k.name} born?`, answer: p.town, hops: [k.name, p.name] }; },
-  (w, pick) => { const p = pick(w.people); const t = w.towns.find((x) => x.name === p.town)!; return { question: `Which river flows through the birthplace of ${p.name}?`, answer: t.river, hops: [p.name, t.name] }; },
-  (w, pick) => { const p = pick(w.people); const t = w.towns.find((x) => x.name === p.town)!; return { question: `In which region was ${p.name} born?`, answer: t.region, hops: [p.name, t.name] }; },
-  (w, pick) => { const g = pick(w.guilds); const p = w.people.find((x) => x.name === g.founder)!; return { question: `What was the profession of the founder of the ${g.name}?`, answer: p.profession, hops: [g.name, p.name] }; },
-  (w, pick) => { const g = pick(w.guilds); const t = w.towns.find((x) => x.name === g.hall)!; return { question: `On which river is the hall of the ${g.name}?`, answer: t.river, hops: [g.name, t.name] }; },
-  (w, pick) => { const k = pick(w.works); const p = w.people.find((x) => x.name === k.maker)!; return { question: `Which guild does the maker of ${k.name} belong to?`, answer: p.guild, hops: [k.name, `${p.name} (guild)`] }; },
+  (w, pick) => {
+    const k = pick(w.works);
+    const p = w.people.find((x) => x.name === k.maker)!;
+    return { question: `In which town was the maker of ${k.name} born?`, answer: p.town, hops: [k.name, p.name] };
+  },
+  (w, pick) => {
+    const p = pick(w.people);
+    const t = w.towns.find((x) => x.name === p.town)!;
+    return { question: `Which river flows through the birthplace of ${p.name}?`, answer: t.river, hops: [p.name, t.name] };
+  },
+  (w, pick) => {
+    const p = pick(w.people);
+    const t = w.towns.find((x) => x.name === p.town)!;
+    return { question: `In which region was ${p.name} born?`, answer: t.region, hops: [p.name, t.name] };
+  },
+  (w, pick) => {
+    const g = pick(w.guilds);
+    const p = w.people.find((x) => x.name === g.founder)!;
+    return { question: `What was the profession of the founder of the ${g.name}?`, answer: p.profession, hops: [g.name, p.name] };
+  },
+  (w, pick) => {
+    const g = pick(w.guilds);
+    const t = w.towns.find((x) => x.name === g.hall)!;
+    return { question: `On which river is the hall of the ${g.name}?`, answer: t.river, hops: [g.name, t.name] };
+  },
+  (w, pick) => {
+    const k = pick(w.works);
+    const p = w.people.find((x) => x.name === k.maker)!;
+    return { question: `Which guild does the maker of ${k.name} belong to?`, answer: p.guild, hops: [k.name, `${p.name} (guild)`] };
+  },
 ];
 
-export interface RagSplits { train: RagTask[]; val: RagTask[]; test: RagTask[] }
+export interface RagSplits {
+  train: RagTask[];
+  val: RagTask[];
+  test: RagTask[];
+}
 
 export function makeRagSplits(w: World, seed = 9, sizes = { train: 180, val: 40, test: 60 }): RagSplits {
   const r = rng(seed);
@@ -104,18 +154,30 @@ export function makeRagSplits(w: World, seed = 9, sizes = { train: 180, val: 40,
 }
 
 function tokens(s: string): string[] {
-  return s.toLowerCase().replace(/[^a-z0-9 ]+/g, ' ').split(/\s+/).filter((x) => x && !['the', 'a', 'an'].includes(x));
+  return s
+    .toLowerCase()
+    .replace(/[^a-z0-9 ]+/g, ' ')
+    .split(/\s+/)
+    .filter((x) => x && !['the', 'a', 'an'].includes(x));
 }
 
 /** Token F1 between a predicted and a gold answer (SQuAD/MuSiQue style: lower-cased, articles and punctuation dropped). */
 export function tokenF1(predicted: string, gold: string): number {
-  const p = tokens(predicted), g = tokens(gold);
+  const p = tokens(predicted),
+    g = tokens(gold);
   if (p.length === 0 || g.length === 0) return p.length === g.length ? 1 : 0;
   const counts = new Map<string, number>();
   for (const t of g) counts.set(t, (counts.get(t) ?? 0) + 1);
   let same = 0;
-  for (const t of p) { const n = counts.get(t) ?? 0; if (n > 0) { same++; counts.set(t, n - 1); } }
+  for (const t of p) {
+    const n = counts.get(t) ?? 0;
+    if (n > 0) {
+      same++;
+      counts.set(t, n - 1);
+    }
+  }
   if (same === 0) return 0;
-  const precision = same / p.length, recall = same / g.length;
+  const precision = same / p.length,
+    recall = same / g.length;
   return (2 * precision * recall) / (precision + recall);
 }

@@ -15,9 +15,13 @@ export const DATA_DIR = join(sampleDir(), 'data');
 /** The corpus from data/corpus.jsonl (a user may edit it), or made from the seed when the file is missing. */
 export function loadCorpus(path = join(DATA_DIR, 'corpus.jsonl')): Doc[] {
   if (!existsSync(path)) return makeCorpus(makeWorld());
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l.trim()).map((l, i) => {
-    const d = JSON.parse(l) as Doc;
-    if (typeof d.id !== 'string' || typeof d.title !== 'string' || typeof d.text !== 'string') throw new Error(`${path}:${i + 1}: expected {"id","title","text"} strings`);
-    return d;
-  });
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l, i) => {
+      const d = JSON.parse(l) as Doc;
+      if (typeof d.id !== 'string' || typeof d.title !== 'string' || typeof d.text !== 'string')
+        throw new Error(`${path}:${i + 1}: expected {"id","title","text"} strings`);
+      return d;
+    });
 }

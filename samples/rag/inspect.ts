@@ -29,9 +29,14 @@ export const RAG_TEMPLATES: [string, RegExp][] = [
 ];
 
 export interface RagEpisode {
-  template: number; hop1Expert: boolean; hop2: 'bridge' | 'repeat' | 'other'; bridgeFound: boolean; f1: number;
+  template: number;
+  hop1Expert: boolean;
+  hop2: 'bridge' | 'repeat' | 'other';
+  bridgeFound: boolean;
+  f1: number;
   /** What the calls wrote: the two queries and the answer. */
-  queries: string[]; answer: string;
+  queries: string[];
+  answer: string;
 }
 
 export async function inspectRag(checkpoint: string, tasks: RagTask[], temperature = 0, concurrency = 4): Promise<RagEpisode[]> {
@@ -40,22 +45,25 @@ export async function inspectRag(checkpoint: string, tasks: RagTask[], temperatu
     const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL: served.llm.baseUrl, apiKey: served.llm.apiKey, maxRetries: 0 }), served.llm.model);
     const out: RagEpisode[] = new Array(tasks.length);
     let next = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      for (let i = next++; i < tasks.length; i = next++) {
-        const t = tasks[i];
-        const o = await answerQuestion(t, model, { temperature, maxTokens: 32 });
-        const [q1, q2] = o.queries;
-        const bridge = queryFor({ title: t.hops[1] });
-        out[i] = {
-          template: RAG_TEMPLATES.findIndex(([, re]) => re.test(t.question)),
-          hop1Expert: q1 === queryFor({ title: t.hops[0] }),
-          hop2: q2 === bridge ? 'bridge' : q2 === q1 ? 'repeat' : 'other',
-          bridgeFound: o.docs.some((d) => d.title === t.hops[1]),
-          f1: o.reward,
-          queries: o.queries, answer: o.answer,
-        };
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        for (let i = next++; i < tasks.length; i = next++) {
+          const t = tasks[i];
+          const o = await answerQuestion(t, model, { temperature, maxTokens: 32 });
+          const [q1, q2] = o.queries;
+          const bridge = queryFor({ title: t.hops[1] });
+          out[i] = {
+            template: RAG_TEMPLATES.findIndex(([, re]) => re.test(t.question)),
+            hop1Expert: q1 === queryFor({ title: t.hops[0] }),
+            hop2: q2 === bridge ? 'bridge' : q2 === q1 ? 'repeat' : 'other',
+            bridgeFound: o.docs.some((d) => d.title === t.hops[1]),
+            f1: o.reward,
+            queries: o.queries,
+            answer: o.answer,
+          };
+        }
+      }),
+    );
     return out;
   } finally {
     await served.stop();
@@ -67,13 +75,24 @@ const pct = (x: number) => `${Math.round(x * 100)}%`.padStart(5);
 export function ragTable(tasks: RagTask[], runs: { name: string; episodes: RagEpisode[] }[]): string {
   const cols = ['F1', 'hop1 ok', 'hop2 bridge', 'repeat', 'found', 'answer=gold'];
   const head = ['template'.padEnd(34), ...runs.map((r) => `${r.name}: ${cols.join(' ')}`)].join(' | ');
-  const row = (label: string, keep: (i: number) => boolean) => [label.padEnd(34), ...runs.map((r) => {
-    const eps = r.episodes.filter((_, i) => keep(i));
-    const share = (f: (e: RagEpisode) => boolean) => (eps.length ? eps.filter(f).length / eps.length : 0);
-    const f1 = eps.length ? eps.reduce((a, e) => a + e.f1, 0) / eps.length : 0;
-    const cells = [f1.toFixed(2), pct(share((e) => e.hop1Expert)), pct(share((e) => e.hop2 === 'bridge')), pct(share((e) => e.hop2 === 'repeat')), pct(share((e) => e.bridgeFound)), pct(share((e) => e.f1 === 1))];
-    return `${' '.repeat(r.name.length + 2)}${cells.map((c, k) => c.padStart(cols[k].length)).join(' ')}`;
-  })].join(' | ');
+  const row = (label: string, keep: (i: number) => boolean) =>
+    [
+      label.padEnd(34),
+      ...runs.map((r) => {
+        const eps = r.episodes.filter((_, i) => keep(i));
+        const share = (f: (e: RagEpisode) => boolean) => (eps.length ? eps.filter(f).length / eps.length : 0);
+        const f1 = eps.length ? eps.reduce((a, e) => a + e.f1, 0) / eps.length : 0;
+        const cells = [
+          f1.toFixed(2),
+          pct(share((e) => e.hop1Expert)),
+          pct(share((e) => e.hop2 === 'bridge')),
+          pct(share((e) => e.hop2 === 'repeat')),
+          pct(share((e) => e.bridgeFound)),
+          pct(share((e) => e.f1 === 1)),
+        ];
+        return `${' '.repeat(r.name.length + 2)}${cells.map((c, k) => c.padStart(cols[k].length)).join(' ')}`;
+      }),
+    ].join(' | ');
   const lines = [head, row(`all (${tasks.length})`, () => true)];
   RAG_TEMPLATES.forEach(([label], k) => {
     const n = runs[0].episodes.filter((e) => e.template === k).length;
@@ -86,11 +105,17 @@ export function ragTable(tasks: RagTask[], runs: { name: string; episodes: RagEp
 export function ragExamples(tasks: RagTask[], run: { name: string; episodes: RagEpisode[] }, k: number): string {
   const out: string[] = [];
   for (const hop2 of ['bridge', 'repeat', 'other'] as const) {
-    const eps = run.episodes.map((e, i) => ({ e, t: tasks[i] })).filter(({ e }) => e.hop2 === hop2).slice(0, k);
+    const eps = run.episodes
+      .map((e, i) => ({ e, t: tasks[i] }))
+      .filter(({ e }) => e.hop2 === hop2)
+      .slice(0, k);
     if (!eps.length) continue;
     out.push(`${run.name}, hop 2 ${hop2}:`);
     for (const { e, t } of eps) {
-      out.push(`  ${t.question}`, `    queries ${e.queries.map((q) => JSON.stringify(q)).join(' -> ')}  (expected ${JSON.stringify(queryFor({ title: t.hops[0] }))} -> ${JSON.stringify(queryFor({ title: t.hops[1] }))})`);
+      out.push(
+        `  ${t.question}`,
+        `    queries ${e.queries.map((q) => JSON.stringify(q)).join(' -> ')}  (expected ${JSON.stringify(queryFor({ title: t.hops[0] }))} -> ${JSON.stringify(queryFor({ title: t.hops[1] }))})`,
+      );
       out.push(`    answer ${JSON.stringify(e.answer)}  (gold ${JSON.stringify(t.answer)}, F1 ${e.f1.toFixed(2)})`);
     }
   }
@@ -98,15 +123,30 @@ export function ragExamples(tasks: RagTask[], run: { name: string; episodes: Rag
 }
 
 if (/rag[\\/]inspect\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { data: { type: 'string' }, temperature: { type: 'string', default: '0' }, examples: { type: 'string', default: '0' } } });
-  const tasks = readFileSync(values.data ?? 'samples/rag/data/val.jsonl', 'utf8').trim().split('\n').map((l) => JSON.parse(l) as RagTask);
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { data: { type: 'string' }, temperature: { type: 'string', default: '0' }, examples: { type: 'string', default: '0' } },
+  });
+  const tasks = readFileSync(values.data ?? 'samples/rag/data/val.jsonl', 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as RagTask);
   const checkpoints = positionals.length ? positionals : ['samples/rag/warmup'];
   void (async () => {
     const runs: { name: string; episodes: RagEpisode[] }[] = [];
-    for (const [i, c] of checkpoints.entries()) runs.push({ name: checkpoints.length > 1 ? (i === 0 ? 'before' : 'after') : Number(values.temperature) > 0 ? `T=${values.temperature}` : 'greedy', episodes: await inspectRag(c, tasks, Number(values.temperature)) });
-    process.stdout.write(`${checkpoints.map((c, i) => `${runs[i].name}: ${c}`).join('\n')}\nhop1 ok: the first query names the question's entity; hop2 bridge: the second names the entity the first document gave (repeat: hop 1's query again); found: the answer's document was retrieved\n\n${ragTable(tasks, runs)}\n`);
+    for (const [i, c] of checkpoints.entries())
+      runs.push({
+        name: checkpoints.length > 1 ? (i === 0 ? 'before' : 'after') : Number(values.temperature) > 0 ? `T=${values.temperature}` : 'greedy',
+        episodes: await inspectRag(c, tasks, Number(values.temperature)),
+      });
+    process.stdout.write(
+      `${checkpoints.map((c, i) => `${runs[i].name}: ${c}`).join('\n')}\nhop1 ok: the first query names the question's entity; hop2 bridge: the second names the entity the first document gave (repeat: hop 1's query again); found: the answer's document was retrieved\n\n${ragTable(tasks, runs)}\n`,
+    );
     const k = Number(values.examples);
     if (k > 0) process.stdout.write(`\n${ragExamples(tasks, runs.at(-1)!, k)}\n`);
     process.exit(0);
-  })().catch((e) => { process.stderr.write(`${(e as Error).message}\n`); process.exit(1); });
+  })().catch((e) => {
+    process.stderr.write(`${(e as Error).message}\n`);
+    process.exit(1);
+  });
 }

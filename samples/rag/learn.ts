@@ -19,8 +19,28 @@ export const RAG_LEARNING: SampleLearning = {
   sftArgs: ['--model', 'builtin:0.8m', '--steps', '900', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
   sftThen: [
     ['--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '2'],
-    ...([['copy', 3], ['copy', 4], ['copy', 5], ['copy', 6], ['doc', 7], ['copy', 8], ['copy', 9]] as const).map(([drills, seed]) =>
-      ['--data', join('samples', 'rag', 'data', `demos-${drills}.jsonl`), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', String(seed)]),
+    ...(
+      [
+        ['copy', 3],
+        ['copy', 4],
+        ['copy', 5],
+        ['copy', 6],
+        ['doc', 7],
+        ['copy', 8],
+        ['copy', 9],
+      ] as const
+    ).map(([drills, seed]) => [
+      '--data',
+      join('samples', 'rag', 'data', `demos-${drills}.jsonl`),
+      '--steps',
+      '600',
+      '--batch-size',
+      '32',
+      '--lr',
+      '1e-3',
+      '--seed',
+      String(seed),
+    ]),
   ],
   warmup: join('samples', 'rag', 'warmup'),
   test: {

@@ -25,10 +25,20 @@ export function makeRagData(dir = DATA_DIR): { docs: number; train: number; val:
   writeFileSync(join(dir, 'demos-copy.jsonl'), jsonl(drills));
   const docDrills = warmupDemonstrations(held, DOC_DRILLS);
   writeFileSync(join(dir, 'demos-doc.jsonl'), jsonl(docDrills));
-  return { docs: docs.length, train: splits.train.length, val: splits.val.length, test: splits.test.length, demos: demos.length, drills: drills.length, docDrills: docDrills.length };
+  return {
+    docs: docs.length,
+    train: splits.train.length,
+    val: splits.val.length,
+    test: splits.test.length,
+    demos: demos.length,
+    drills: drills.length,
+    docDrills: docDrills.length,
+  };
 }
 
 if (/make-data\.[cm]?[tj]s$/.test(process.argv[1] ?? '')) {
   const n = makeRagData();
-  console.log(`wrote ${n.docs} documents, ${n.train}/${n.val}/${n.test} train/val/test questions, ${n.demos} demonstrations, ${n.drills} copy drills, ${n.docDrills} document drills to ${DATA_DIR}`);
+  console.log(
+    `wrote ${n.docs} documents, ${n.train}/${n.val}/${n.test} train/val/test questions, ${n.demos} demonstrations, ${n.drills} copy drills, ${n.docDrills} document drills to ${DATA_DIR}`,
+  );
 }

@@ -4,7 +4,10 @@
  */
 import type { Doc } from './corpus.js';
 
-export interface Msg { role: 'system' | 'user' | 'assistant'; content: string }
+export interface Msg {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
 
 export const QUERY_INSTRUCTIONS = 'Write a search query.';
 export const ANSWER_INSTRUCTIONS = 'Answer in a few words.';
@@ -23,7 +26,10 @@ export function answerInput(question: string, docs: Doc[]): string {
 /** The query writer's reply as a search query: its first line, quotes and a "Query:" label dropped. */
 export function cleanQuery(reply: string): string {
   const line = reply.trim().split('\n')[0] ?? '';
-  return line.replace(/^(search query|query|search)\s*:\s*/i, '').replace(/^["'`]+|["'`]+$/g, '').trim();
+  return line
+    .replace(/^(search query|query|search)\s*:\s*/i, '')
+    .replace(/^["'`]+|["'`]+$/g, '')
+    .trim();
 }
 
 /** The query an expert writes for a document: its title (a name, "(guild)" spelled as a word). */

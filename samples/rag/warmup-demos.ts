@@ -35,7 +35,14 @@ export const BRIDGE_SHARE = 0.3;
  * `style`; the demonstrator's second query follows the bridge on `bridgeShare` of the problems; with
  * `documentCallsOnly` only the calls that copy out of a found document are kept (the second query and the answer).
  */
-export interface DemoSet { n: number; seed: number; worlds: number; style: NameStyle; bridgeShare: number; documentCallsOnly: boolean }
+export interface DemoSet {
+  n: number;
+  seed: number;
+  worlds: number;
+  style: NameStyle;
+  bridgeShare: number;
+  documentCallsOnly: boolean;
+}
 
 /** The first demonstrations (data/demos.jsonl). */
 export const DEMOS: DemoSet = { n: 300, seed: DEMO_WORLD_SEED, worlds: DEMO_WORLDS, style: 'syllables', bridgeShare: BRIDGE_SHARE, documentCallsOnly: false };
@@ -66,9 +73,9 @@ export function demoProblems(n = 300, seed = DEMO_WORLD_SEED, style: NameStyle =
   return { tasks, docs: makeCorpus(world) };
 }
 
-const chat = (system: string, user: string, reply: string) => ({ messages: [
-  { role: 'system', content: system } as Msg, { role: 'user', content: user } as Msg, { role: 'assistant', content: reply } as Msg,
-] });
+const chat = (system: string, user: string, reply: string) => ({
+  messages: [{ role: 'system', content: system } as Msg, { role: 'user', content: user } as Msg, { role: 'assistant', content: reply } as Msg],
+});
 
 /**
  * The demonstrations of one set (`set.n` problems per world) whose question is in none of

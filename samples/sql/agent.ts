@@ -37,15 +37,18 @@ function checkTask(task: unknown): SqlTask {
   return t as SqlTask;
 }
 
-export const sqlAgent = rollout(async (task: SqlTask, llm: LLM) => {
-  const t = checkTask(task);
-  const db = openCompanyDb();
-  try {
-    const final = await buildSqlGraph(chatModelFor(llm), db).invoke(t.question);
-    const reward = executionReward(db, final.sql, t.gold);
-    emitObject({ sql: final.sql, result: final.result, accepted: final.accepted, turns: final.history.length }, { 'agl.object.kind': 'sql.final' });
-    return reward;
-  } finally {
-    db.close();
-  }
-}, { name: 'sqlAgent' });
+export const sqlAgent = rollout(
+  async (task: SqlTask, llm: LLM) => {
+    const t = checkTask(task);
+    const db = openCompanyDb();
+    try {
+      const final = await buildSqlGraph(chatModelFor(llm), db).invoke(t.question);
+      const reward = executionReward(db, final.sql, t.gold);
+      emitObject({ sql: final.sql, result: final.result, accepted: final.accepted, turns: final.history.length }, { 'agl.object.kind': 'sql.final' });
+      return reward;
+    } finally {
+      db.close();
+    }
+  },
+  { name: 'sqlAgent' },
+);

@@ -23,29 +23,117 @@ export const DATA_DIR = join(sampleDir(), 'data');
 export const DEFAULT_DB_PATH = join(DATA_DIR, 'company.db');
 
 export const DEPARTMENTS: { name: string; city: string }[] = [
-  { name: 'Sales', city: 'Oslo' }, { name: 'Research', city: 'Lyon' }, { name: 'Support', city: 'Oslo' },
-  { name: 'Legal', city: 'Porto' }, { name: 'Design', city: 'Lyon' }, { name: 'Finance', city: 'Graz' },
-  { name: 'Ops', city: 'Porto' }, { name: 'Media', city: 'Turku' },
+  { name: 'Sales', city: 'Oslo' },
+  { name: 'Research', city: 'Lyon' },
+  { name: 'Support', city: 'Oslo' },
+  { name: 'Legal', city: 'Porto' },
+  { name: 'Design', city: 'Lyon' },
+  { name: 'Finance', city: 'Graz' },
+  { name: 'Ops', city: 'Porto' },
+  { name: 'Media', city: 'Turku' },
 ];
 
 const FIRST_NAMES = [
-  'Ada', 'Ben', 'Cleo', 'Dan', 'Eli', 'Fay', 'Gus', 'Hana', 'Ivo', 'Jude', 'Kai', 'Lea', 'Max', 'Nia', 'Otto',
-  'Pia', 'Quin', 'Rui', 'Sara', 'Theo', 'Uma', 'Vik', 'Wren', 'Xia', 'Yara', 'Zed', 'Alba', 'Bram', 'Cora', 'Dag',
-  'Edda', 'Finn', 'Gia', 'Hugo', 'Iris', 'Jon', 'Kira', 'Lars', 'Mila', 'Nils', 'Olga', 'Paul', 'Rosa', 'Sven',
-  'Tara', 'Ugo', 'Vera', 'Walt', 'Ylva', 'Zoe',
+  'Ada',
+  'Ben',
+  'Cleo',
+  'Dan',
+  'Eli',
+  'Fay',
+  'Gus',
+  'Hana',
+  'Ivo',
+  'Jude',
+  'Kai',
+  'Lea',
+  'Max',
+  'Nia',
+  'Otto',
+  'Pia',
+  'Quin',
+  'Rui',
+  'Sara',
+  'Theo',
+  'Uma',
+  'Vik',
+  'Wren',
+  'Xia',
+  'Yara',
+  'Zed',
+  'Alba',
+  'Bram',
+  'Cora',
+  'Dag',
+  'Edda',
+  'Finn',
+  'Gia',
+  'Hugo',
+  'Iris',
+  'Jon',
+  'Kira',
+  'Lars',
+  'Mila',
+  'Nils',
+  'Olga',
+  'Paul',
+  'Rosa',
+  'Sven',
+  'Tara',
+  'Ugo',
+  'Vera',
+  'Walt',
+  'Ylva',
+  'Zoe',
 ];
 
 const PROJECT_NAMES = [
-  'Apollo', 'Beacon', 'Comet', 'Delta', 'Ember', 'Falcon', 'Garnet', 'Harbor', 'Indigo', 'Juniper', 'Kestrel',
-  'Lumen', 'Meteor', 'Nimbus', 'Orbit', 'Pulsar', 'Quartz', 'Raven', 'Summit', 'Tundra',
+  'Apollo',
+  'Beacon',
+  'Comet',
+  'Delta',
+  'Ember',
+  'Falcon',
+  'Garnet',
+  'Harbor',
+  'Indigo',
+  'Juniper',
+  'Kestrel',
+  'Lumen',
+  'Meteor',
+  'Nimbus',
+  'Orbit',
+  'Pulsar',
+  'Quartz',
+  'Raven',
+  'Summit',
+  'Tundra',
 ];
 
-export interface Employee { name: string; dept: string; pay: number; year: number }
-export interface Project { name: string; dept: string; cost: number }
-export interface CompanyRows { depts: typeof DEPARTMENTS; emps: Employee[]; projs: Project[] }
+export interface Employee {
+  name: string;
+  dept: string;
+  pay: number;
+  year: number;
+}
+export interface Project {
+  name: string;
+  dept: string;
+  cost: number;
+}
+export interface CompanyRows {
+  depts: typeof DEPARTMENTS;
+  emps: Employee[];
+  projs: Project[];
+}
 
 /** Who and what a company is made of, and the ranges its hiring years and pay levels are drawn from. */
-export interface Roster { depts: typeof DEPARTMENTS; people: string[]; projects: string[]; years: [number, number]; payOffset: number }
+export interface Roster {
+  depts: typeof DEPARTMENTS;
+  people: string[];
+  projects: string[];
+  years: [number, number];
+  payOffset: number;
+}
 /** The sample's company: the database every split's questions are asked about. */
 export const COMPANY: Roster = { depts: DEPARTMENTS, people: FIRST_NAMES, projects: PROJECT_NAMES, years: [2015, 2024], payOffset: 0 };
 

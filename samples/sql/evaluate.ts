@@ -21,13 +21,24 @@ export function llmFromEnv(env: NodeJS.ProcessEnv = process.env): LLM {
   return new LLM({ baseUrl, model, apiKey: env.OPENAI_API_KEY ?? 'none', samplingParams: { temperature: 0 } });
 }
 
-export async function evaluateWithEnv(agentRef: string, tasksFile: string, limit: number, log = (line: string) => { process.stdout.write(`${line}\n`); }): Promise<number> {
+export async function evaluateWithEnv(
+  agentRef: string,
+  tasksFile: string,
+  limit: number,
+  log = (line: string) => {
+    process.stdout.write(`${line}\n`);
+  },
+): Promise<number> {
   const [file, exportName] = agentRef.split('#');
-  const mod = await import(pathToFileURL(resolve(file)).href) as Record<string, unknown>;
+  const mod = (await import(pathToFileURL(resolve(file)).href)) as Record<string, unknown>;
   const agent = mod[exportName ?? 'default'];
   if (!isRolloutAgent(agent)) throw new Error(`${agentRef}: no agent marked with rollout() under that export`);
   const llm = llmFromEnv();
-  const tasks = readFileSync(tasksFile, 'utf8').split('\n').filter((l) => l.trim()).slice(0, limit).map((l) => JSON.parse(l) as { id?: string });
+  const tasks = readFileSync(tasksFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .slice(0, limit)
+    .map((l) => JSON.parse(l) as { id?: string });
   let total = 0;
   for (const [i, task] of tasks.entries()) {
     const reward = Number(await agent(task, llm, { rolloutId: `local-${i}`, attemptId: `local-${i}`, mode: 'test' }));
@@ -43,8 +54,14 @@ if (/evaluate\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
     process.stderr.write('usage: evaluate.ts <agent file>#<export> <tasks.jsonl> [--limit N]\n');
     process.exit(2);
   }
-  evaluateWithEnv(positionals[0], positionals[1], Number(values.limit)).then((mean) => {
-    process.stdout.write(`mean reward ${mean.toFixed(3)}\n`);
-    process.exit(0);
-  }, (e) => { process.stderr.write(`${(e as Error).message}\n`); process.exit(1); });
+  evaluateWithEnv(positionals[0], positionals[1], Number(values.limit)).then(
+    (mean) => {
+      process.stdout.write(`mean reward ${mean.toFixed(3)}\n`);
+      process.exit(0);
+    },
+    (e) => {
+      process.stderr.write(`${(e as Error).message}\n`);
+      process.exit(1);
+    },
+  );
 }

@@ -5,7 +5,10 @@
  */
 import type Database from 'better-sqlite3';
 
-export interface QueryResult { rows: unknown[][]; error: string | null }
+export interface QueryResult {
+  rows: unknown[][];
+  error: string | null;
+}
 
 /** Rows read at most from one predicted query: a runaway cross join must not stall a rollout. */
 export const MAX_ROWS = 500;
@@ -46,7 +49,10 @@ function cellKey(v: unknown): string {
 export function sameRows(a: unknown[][], b: unknown[][]): boolean {
   if (a.length !== b.length) return false;
   const count = new Map<string, number>();
-  for (const row of a) { const k = row.map(cellKey).join('\u0001'); count.set(k, (count.get(k) ?? 0) + 1); }
+  for (const row of a) {
+    const k = row.map(cellKey).join('\u0001');
+    count.set(k, (count.get(k) ?? 0) + 1);
+  }
   for (const row of b) {
     const k = row.map(cellKey).join('\u0001');
     const n = count.get(k) ?? 0;

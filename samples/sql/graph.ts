@@ -37,7 +37,9 @@ function toLangChain(messages: Msg[]): BaseMessage[] {
 
 /** A chat agent: its messages -> the model -> the reply text, run under its agent name. */
 function chatAgent(name: string, model: BaseChatModel, build: (s: SqlState) => Msg[]): Runnable<SqlState, string> {
-  const chain = RunnableLambda.from((s: SqlState) => toLangChain(build(s))).pipe(model).pipe(new StringOutputParser());
+  const chain = RunnableLambda.from((s: SqlState) => toLangChain(build(s)))
+    .pipe(model)
+    .pipe(new StringOutputParser());
   return RunnableLambda.from((s: SqlState) => operation(name, () => chain.invoke(s), { agentName: name }));
 }
 
@@ -63,11 +65,16 @@ export function buildSqlGraph(model: BaseChatModel, db: Database.Database, o: Sq
   const writer = chatAgent(AGENTS.writer, model, (s) => writerMessages(s.question));
   const checker = chatAgent(AGENTS.checker, model, (s) => checkerMessages(s.question, s.sql, s.result));
   const rewriter = chatAgent(AGENTS.rewriter, model, (s) => rewriterMessages(s.question, s.sql, s.result));
-  const execute = (sql: string) => operation('execute_sql', () => {
-    const r = runQuery(db, sql);
-    if (r.error !== null) throw new Error(r.error); // recorded as a failed tool span (AIR rules can see it)
-    return formatResult(r);
-  }, { tool: true, input: sql, attributes: { 'sql.query': sql } }).catch((e: Error) => `error: ${e.message}`);
+  const execute = (sql: string) =>
+    operation(
+      'execute_sql',
+      () => {
+        const r = runQuery(db, sql);
+        if (r.error !== null) throw new Error(r.error); // recorded as a failed tool span (AIR rules can see it)
+        return formatResult(r);
+      },
+      { tool: true, input: sql, attributes: { 'sql.query': sql } },
+    ).catch((e: Error) => `error: ${e.message}`);
 
   type S = typeof SqlStateAnnotation.State;
   const graph = new StateGraph(SqlStateAnnotation)

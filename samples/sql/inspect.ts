@@ -18,9 +18,16 @@ import { type SqlTask, TEMPLATES } from './task.js';
 
 /** What the writer's first query did. */
 export const WRITER_OUTCOMES = ['gold rows', 'no filter', 'plural table', 'wrong value', 'other error'] as const;
-export type WriterOutcome = typeof WRITER_OUTCOMES[number];
+export type WriterOutcome = (typeof WRITER_OUTCOMES)[number];
 
-export interface SqlEpisode { template: number; writer: WriterOutcome; rewrites: number; reward: number; question: string; query: string }
+export interface SqlEpisode {
+  template: number;
+  writer: WriterOutcome;
+  rewrites: number;
+  reward: number;
+  question: string;
+  query: string;
+}
 
 /** The template a question was made from (its text around the value), or -1. */
 export function templateOf(question: string): number {
@@ -45,14 +52,23 @@ export async function inspectSql(checkpoint: string, tasks: SqlTask[], temperatu
     const graph = buildSqlGraph(chatModelFor(served.llm), db);
     const out: SqlEpisode[] = new Array(tasks.length);
     let next = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      for (let i = next++; i < tasks.length; i = next++) {
-        const t = tasks[i];
-        const final = await graph.invoke(t.question);
-        const query = final.history[0]?.sql ?? '';
-        out[i] = { template: templateOf(t.question), writer: writerOutcome(db, query, t.gold), rewrites: final.history.length - 1, reward: executionReward(db, final.sql, t.gold), question: t.question, query };
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        for (let i = next++; i < tasks.length; i = next++) {
+          const t = tasks[i];
+          const final = await graph.invoke(t.question);
+          const query = final.history[0]?.sql ?? '';
+          out[i] = {
+            template: templateOf(t.question),
+            writer: writerOutcome(db, query, t.gold),
+            rewrites: final.history.length - 1,
+            reward: executionReward(db, final.sql, t.gold),
+            question: t.question,
+            query,
+          };
+        }
+      }),
+    );
     return out;
   } finally {
     db.close();
@@ -64,7 +80,10 @@ const pct = (x: number) => `${Math.round(x * 100)}%`.padStart(4);
 
 /** One line per template (and all): accuracy and the writer's first-query outcomes, for each checkpoint. */
 export function sqlTable(tasks: SqlTask[], runs: { name: string; episodes: SqlEpisode[] }[]): string {
-  const head = ['template'.padEnd(44), ...runs.map((r) => `${r.name}: acc  ${WRITER_OUTCOMES.map((o) => o.split(' ')[0].slice(0, 6).padStart(6)).join(' ')} rewrites`)].join(' | ');
+  const head = [
+    'template'.padEnd(44),
+    ...runs.map((r) => `${r.name}: acc  ${WRITER_OUTCOMES.map((o) => o.split(' ')[0].slice(0, 6).padStart(6)).join(' ')} rewrites`),
+  ].join(' | ');
   const row = (label: string, keep: (i: number) => boolean) => {
     const cells = runs.map((r) => {
       const eps = r.episodes.filter((_, i) => keep(i));
@@ -82,13 +101,25 @@ export function sqlTable(tasks: SqlTask[], runs: { name: string; episodes: SqlEp
 }
 
 if (/sql[\\/]inspect\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { data: { type: 'string' }, temperature: { type: 'string', default: '0' }, examples: { type: 'string', default: '0' } } });
-  const tasks = readFileSync(values.data ?? 'samples/sql/data/val.jsonl', 'utf8').trim().split('\n').map((l) => JSON.parse(l) as SqlTask);
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { data: { type: 'string' }, temperature: { type: 'string', default: '0' }, examples: { type: 'string', default: '0' } },
+  });
+  const tasks = readFileSync(values.data ?? 'samples/sql/data/val.jsonl', 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as SqlTask);
   const checkpoints = positionals.length ? positionals : ['samples/sql/warmup'];
   void (async () => {
     const runs: { name: string; episodes: SqlEpisode[] }[] = [];
-    for (const [i, c] of checkpoints.entries()) runs.push({ name: checkpoints.length > 1 ? (i === 0 ? 'before' : 'after') : Number(values.temperature) > 0 ? `T=${values.temperature}` : 'greedy', episodes: await inspectSql(c, tasks, Number(values.temperature)) });
-    process.stdout.write(`${checkpoints.map((c, i) => `${runs[i].name}: ${c}`).join('\n')}\nwriter's first query: ${WRITER_OUTCOMES.join(', ')}; rewrites: episodes where the checker said no\n\n${sqlTable(tasks, runs)}\n`);
+    for (const [i, c] of checkpoints.entries())
+      runs.push({
+        name: checkpoints.length > 1 ? (i === 0 ? 'before' : 'after') : Number(values.temperature) > 0 ? `T=${values.temperature}` : 'greedy',
+        episodes: await inspectSql(c, tasks, Number(values.temperature)),
+      });
+    process.stdout.write(
+      `${checkpoints.map((c, i) => `${runs[i].name}: ${c}`).join('\n')}\nwriter's first query: ${WRITER_OUTCOMES.join(', ')}; rewrites: episodes where the checker said no\n\n${sqlTable(tasks, runs)}\n`,
+    );
     const k = Number(values.examples);
     // --examples K: K writer queries per outcome, per checkpoint (what "wrong value" or "other error" looks like)
     for (const r of k > 0 ? runs : []) {
@@ -98,5 +129,8 @@ if (/sql[\\/]inspect\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) {
       }
     }
     process.exit(0);
-  })().catch((e) => { process.stderr.write(`${(e as Error).message}\n`); process.exit(1); });
+  })().catch((e) => {
+    process.stderr.write(`${(e as Error).message}\n`);
+    process.exit(1);
+  });
 }

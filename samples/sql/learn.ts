@@ -64,7 +64,14 @@ export const SQL_LEARNING: SampleLearning = {
   },
 };
 
-export interface LearnOptions { minutes?: number; sftSteps?: number; dataDir?: string; quiet?: boolean; workers?: number; test?: boolean }
+export interface LearnOptions {
+  minutes?: number;
+  sftSteps?: number;
+  dataDir?: string;
+  quiet?: boolean;
+  workers?: number;
+  test?: boolean;
+}
 
 export type LearnOutcome = TrainOutcome & { warmupMinutes: number; testBefore?: number; testAfter?: number };
 
@@ -76,7 +83,13 @@ export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Prom
   const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), `agl-${s.name}-learn-`));
   const { warmup, minutes: warmupMinutes } = await makeWarmup(s, dataDir, o.sftSteps);
   const outcome = await trainAgent({
-    agent: s.agent, train: s.train, val: s.val, model: warmup, config: s.config, 'data-dir': dataDir, quiet: o.quiet,
+    agent: s.agent,
+    train: s.train,
+    val: s.val,
+    model: warmup,
+    config: s.config,
+    'data-dir': dataDir,
+    quiet: o.quiet,
     ...(o.minutes !== undefined ? { 'max-minutes': String(o.minutes) } : {}),
     ...(o.workers ? { workers: String(o.workers) } : {}),
   });
@@ -93,7 +106,10 @@ const stageData = (s: SampleLearning, stage: string[]): string[] => (stage.inclu
 /** The `agl sft` command lines that make a sample's warm-up (the first from a built-in model, each next from the one before). */
 export function warmupCommands(s: SampleLearning, out = 'DIR'): string[] {
   const stages = [s.sftArgs, ...(s.sftThen ?? [])];
-  return stages.map((a, i) => `agl sft ${[...stageData(s, a), ''].join(' ')}--out ${out}${i < stages.length - 1 ? `-${i + 1}` : ''} ${i ? `--model ${out}-${i} ` : ''}${a.join(' ')}`);
+  return stages.map(
+    (a, i) =>
+      `agl sft ${[...stageData(s, a), ''].join(' ')}--out ${out}${i < stages.length - 1 ? `-${i + 1}` : ''} ${i ? `--model ${out}-${i} ` : ''}${a.join(' ')}`,
+  );
 }
 
 /**
@@ -121,16 +137,28 @@ export async function makeWarmup(s: SampleLearning, dataDir: string, sftSteps?: 
 
 /** Command-line entry shared by the samples' learn.ts files. */
 export function learnMain(s: SampleLearning): void {
-  const { values } = parseArgs({ options: { minutes: { type: 'string' }, 'sft-steps': { type: 'string' }, 'data-dir': { type: 'string' }, workers: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { minutes: { type: 'string' }, 'sft-steps': { type: 'string' }, 'data-dir': { type: 'string' }, workers: { type: 'string' } },
+  });
   learnSample(s, {
-    minutes: values.minutes ? Number(values.minutes) : undefined, sftSteps: values['sft-steps'] ? Number(values['sft-steps']) : undefined,
-    dataDir: values['data-dir'], workers: values.workers ? Number(values.workers) : undefined,
-  }).then((r) => {
-    const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
-    const test = r.testBefore !== undefined ? `; test split ${pct(r.testBefore)} -> ${pct(r.testAfter ?? null)}` : '';
-    process.stdout.write(`\n${s.name}: held-out (val) score ${pct(r.before)} -> ${pct(r.after)} in ${r.minutes.toFixed(1)} min of GRPO (+${r.warmupMinutes.toFixed(1)} min SFT warm-up)${test}\ncheckpoint: ${r.checkpoint}\nreport: ${r.report}\n`);
-    process.exit(0);
-  }, (e) => { process.stderr.write(`${s.name} learning failed: ${(e as Error).message}\n`); process.exit(1); });
+    minutes: values.minutes ? Number(values.minutes) : undefined,
+    sftSteps: values['sft-steps'] ? Number(values['sft-steps']) : undefined,
+    dataDir: values['data-dir'],
+    workers: values.workers ? Number(values.workers) : undefined,
+  }).then(
+    (r) => {
+      const pct = (x: number | null) => (x === null ? '-' : `${Math.round(x * 100)}%`);
+      const test = r.testBefore !== undefined ? `; test split ${pct(r.testBefore)} -> ${pct(r.testAfter ?? null)}` : '';
+      process.stdout.write(
+        `\n${s.name}: held-out (val) score ${pct(r.before)} -> ${pct(r.after)} in ${r.minutes.toFixed(1)} min of GRPO (+${r.warmupMinutes.toFixed(1)} min SFT warm-up)${test}\ncheckpoint: ${r.checkpoint}\nreport: ${r.report}\n`,
+      );
+      process.exit(0);
+    },
+    (e) => {
+      process.stderr.write(`${s.name} learning failed: ${(e as Error).message}\n`);
+      process.exit(1);
+    },
+  );
 }
 
 if (/sql[\\/]learn\.[mc]?[tj]s$/.test(process.argv[1] ?? '')) learnMain(SQL_LEARNING);

@@ -12,7 +12,10 @@ import { readDaemonState } from '../../sdk/daemon-state.js';
 import { readToken } from '../../daemon/server/auth.js';
 import { LLM } from '../../sdk/index.js';
 
-export interface ServedCheckpoint { llm: LLM; stop(): Promise<void> }
+export interface ServedCheckpoint {
+  llm: LLM;
+  stop(): Promise<void>;
+}
 
 const AGL = resolve('bin', 'agl.mjs');
 
@@ -20,7 +23,9 @@ export async function serveCheckpoint(dir: string, samplingParams: LLM['sampling
   const dataDir = mkdtempSync(join(tmpdir(), 'agl-inspect-'));
   const child = spawn(process.execPath, [AGL, 'serve', '--model', resolve(dir), '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr.on('data', (b: Buffer) => { stderr += b.toString(); });
+  child.stderr.on('data', (b: Buffer) => {
+    stderr += b.toString();
+  });
   const stop = async () => {
     if (child.exitCode === null) {
       const exited = new Promise((r) => child.once('exit', r));
@@ -36,13 +41,18 @@ export async function serveCheckpoint(dir: string, samplingParams: LLM['sampling
       await new Promise((r) => setTimeout(r, 100));
       const s = readDaemonState(dataDir);
       if (s.running && s.state?.url) {
-        try { if ((await fetch(`${s.state.url}/health`)).ok) url = s.state.url; } catch { /* not listening yet */ }
+        try {
+          if ((await fetch(`${s.state.url}/health`)).ok) url = s.state.url;
+        } catch {
+          /* not listening yet */
+        }
       }
     }
     if (!url) throw new Error(`agl serve --model ${dir} did not start within 60 s: ${stderr.slice(-2000)}`);
     const token = readToken(dataDir);
     const res = await fetch(`${url}/v1/agl/resources`, {
-      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ resources: { llm: { type: 'llm', endpoint: `${url}/v1`, model: 'checkpoint', backend: 'local', samplingParams } } }),
     });
     if (!res.ok) throw new Error(`setting the LLM resource failed: ${res.status} ${await res.text()}`);

@@ -7,10 +7,17 @@
 import { rng } from '../calc/task.js';
 import { type CompanyRows, SCHEMA_LINE } from './db.js';
 
-export interface SqlTask { id: string; question: string; gold: string }
+export interface SqlTask {
+  id: string;
+  question: string;
+  gold: string;
+}
 
 /** A question template: the values it can be filled with (read from the rows) and the filled question. */
-interface Template { values(rows: CompanyRows): (string | number)[]; make(v: string | number): { question: string; gold: string } }
+interface Template {
+  values(rows: CompanyRows): (string | number)[];
+  make(v: string | number): { question: string; gold: string };
+}
 
 const uniq = <T extends string | number>(xs: T[]) => [...new Set(xs)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 const depts = (r: CompanyRows) => r.depts.map((d) => d.name);
@@ -30,16 +37,26 @@ export const TEMPLATES: Template[] = [
   { values: cities, make: (c) => ({ question: `Which departments are in ${c}?`, gold: `SELECT name FROM dept WHERE city='${c}'` }) },
   { values: people, make: (e) => ({ question: `What is the pay of ${e}?`, gold: `SELECT pay FROM emp WHERE name='${e}'` }) },
   { values: depts, make: (d) => ({ question: `Who is paid most in ${d}?`, gold: `SELECT name FROM emp WHERE dept='${d}' ORDER BY pay DESC LIMIT 1` }) },
-  { values: cities, make: (c) => ({ question: `How many employees work in ${c}?`, gold: `SELECT COUNT(*) FROM emp JOIN dept ON emp.dept=dept.name WHERE city='${c}'` }) },
+  {
+    values: cities,
+    make: (c) => ({ question: `How many employees work in ${c}?`, gold: `SELECT COUNT(*) FROM emp JOIN dept ON emp.dept=dept.name WHERE city='${c}'` }),
+  },
   { values: pays, make: (p) => ({ question: `Who is paid more than ${p}?`, gold: `SELECT name FROM emp WHERE pay>${p}` }) },
   { values: depts, make: (d) => ({ question: `List the projects of ${d}.`, gold: `SELECT name FROM proj WHERE dept='${d}'` }) },
   { values: depts, make: (d) => ({ question: `What do the projects of ${d} cost in total?`, gold: `SELECT SUM(cost) FROM proj WHERE dept='${d}'` }) },
   { values: people, make: (e) => ({ question: `Which department is ${e} in?`, gold: `SELECT dept FROM emp WHERE name='${e}'` }) },
-  { values: people, make: (e) => ({ question: `In which city does ${e} work?`, gold: `SELECT city FROM dept JOIN emp ON emp.dept=dept.name WHERE emp.name='${e}'` }) },
+  {
+    values: people,
+    make: (e) => ({ question: `In which city does ${e} work?`, gold: `SELECT city FROM dept JOIN emp ON emp.dept=dept.name WHERE emp.name='${e}'` }),
+  },
   { values: years, make: (y) => ({ question: `How many were hired after ${y}?`, gold: `SELECT COUNT(*) FROM emp WHERE year>${y}` }) },
 ];
 
-export interface SqlSplits { train: SqlTask[]; val: SqlTask[]; test: SqlTask[] }
+export interface SqlSplits {
+  train: SqlTask[];
+  val: SqlTask[];
+  test: SqlTask[];
+}
 
 /**
  * Every (template, value) question, shuffled by the seed and cut into train / val / test, so no question
@@ -48,7 +65,10 @@ export interface SqlSplits { train: SqlTask[]; val: SqlTask[]; test: SqlTask[] }
 export function makeSqlSplits(rows: CompanyRows, seed = 11, sizes = { val: 40, test: 60 }): SqlSplits {
   const all = TEMPLATES.flatMap((t) => t.values(rows).map((v) => t.make(v)));
   const r = rng(seed);
-  for (let i = all.length - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); [all[i], all[j]] = [all[j], all[i]]; }
+  for (let i = all.length - 1; i > 0; i--) {
+    const j = Math.floor(r() * (i + 1));
+    [all[i], all[j]] = [all[j], all[i]];
+  }
   if (all.length < sizes.val + sizes.test + 20) throw new Error(`only ${all.length} questions: too few for val ${sizes.val} + test ${sizes.test}`);
   const tag = (prefix: string, xs: typeof all): SqlTask[] => xs.map((x, i) => ({ id: `${prefix}-${i}`, ...x }));
   return {
@@ -59,7 +79,10 @@ export function makeSqlSplits(rows: CompanyRows, seed = 11, sizes = { val: 40, t
 }
 
 /** Chat messages as each agent sends them (LangChain builds the same list from its templates). */
-export interface Msg { role: 'system' | 'user' | 'assistant'; content: string }
+export interface Msg {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
 
 /** Longest query result shown to the checker and rewriter, in characters. */
 export const RESULT_CHARS = 28;
@@ -68,7 +91,10 @@ export const WRITER_SYSTEM = SCHEMA_LINE;
 export const CHECKER_SYSTEM = 'Reply yes or no.';
 
 export function writerMessages(question: string): Msg[] {
-  return [{ role: 'system', content: WRITER_SYSTEM }, { role: 'user', content: question }];
+  return [
+    { role: 'system', content: WRITER_SYSTEM },
+    { role: 'user', content: question },
+  ];
 }
 
 /**
@@ -86,7 +112,10 @@ export function reviewText(question: string, sql: string, result: string): strin
 }
 
 export function checkerMessages(question: string, sql: string, result: string): Msg[] {
-  return [{ role: 'system', content: CHECKER_SYSTEM }, { role: 'user', content: `${reviewText(question, sql, result)}\nCorrect?` }];
+  return [
+    { role: 'system', content: CHECKER_SYSTEM },
+    { role: 'user', content: `${reviewText(question, sql, result)}\nCorrect?` },
+  ];
 }
 
 export function rewriterMessages(question: string, sql: string, result: string): Msg[] {

@@ -56,11 +56,15 @@ export function demoRoster(seed: number, style: NameStyle = 'syllables'): Roster
   const used = new Set<string>();
   const name = (): string => {
     for (;;) {
-      const n = style === 'letters'
-        ? Array.from({ length: 3 + Math.floor(r() * 5) }, () => pick(LETTERS)).join('')
-        : Array.from({ length: r() < 0.6 ? 2 : 3 }, () => pick(ONSETS) + pick(VOWELS)).join('');
+      const n =
+        style === 'letters'
+          ? Array.from({ length: 3 + Math.floor(r() * 5) }, () => pick(LETTERS)).join('')
+          : Array.from({ length: r() < 0.6 ? 2 : 3 }, () => pick(ONSETS) + pick(VOWELS)).join('');
       const cap = n[0].toUpperCase() + n.slice(1);
-      if (!banned.has(n) && !used.has(n)) { used.add(n); return cap; }
+      if (!banned.has(n) && !used.has(n)) {
+        used.add(n);
+        return cap;
+      }
     }
   };
   const cities = Array.from({ length: 5 }, name);
@@ -88,10 +92,17 @@ export function pluralTable(gold: string): string {
 }
 
 /** A demo problem with the company it is asked about (index into the demo companies). */
-export interface DemoProblem extends SqlTask { company: number }
+export interface DemoProblem extends SqlTask {
+  company: number;
+}
 
 /** Which demo companies the demonstrations ask about, and how many of each company's questions. */
-export interface DemoSet { seed: number; companies: number; style: NameStyle; /** Questions kept per company (a seeded sample), all when absent. */ perCompany?: number }
+export interface DemoSet {
+  seed: number;
+  companies: number;
+  style: NameStyle;
+  /** Questions kept per company (a seeded sample), all when absent. */ perCompany?: number;
+}
 
 /** The warm-up's first demonstrations (data/demos.jsonl): five companies with pronounceable names, every question. */
 export const DEMOS: DemoSet = { seed: 3, companies: DEMO_COMPANIES, style: 'syllables' };
@@ -113,12 +124,17 @@ function demoCompanies(set: DemoSet) {
 /** Every (template, value) question about each demo company (or a seeded sample of perCompany of them). */
 export function demoProblems(set: DemoSet = DEMOS, companies = demoCompanies(set)): DemoProblem[] {
   const r = rng(set.seed ^ 0xc0de);
-  return companies.flatMap((rows, c) => {
-    const all = TEMPLATES.flatMap((t) => t.values(rows).map((v) => ({ ...t.make(v), company: c })));
-    if (set.perCompany === undefined || all.length <= set.perCompany) return all;
-    for (let i = all.length - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); [all[i], all[j]] = [all[j], all[i]]; }
-    return all.slice(0, set.perCompany);
-  }).map((x, i) => ({ id: `demo-${i}`, ...x }));
+  return companies
+    .flatMap((rows, c) => {
+      const all = TEMPLATES.flatMap((t) => t.values(rows).map((v) => ({ ...t.make(v), company: c })));
+      if (set.perCompany === undefined || all.length <= set.perCompany) return all;
+      for (let i = all.length - 1; i > 0; i--) {
+        const j = Math.floor(r() * (i + 1));
+        [all[i], all[j]] = [all[j], all[i]];
+      }
+      return all.slice(0, set.perCompany);
+    })
+    .map((x, i) => ({ id: `demo-${i}`, ...x }));
 }
 
 /**
@@ -138,7 +154,10 @@ export function warmupDemonstrations(heldApart: SqlTask[], set: DemoSet = DEMOS)
     const demos: { messages: Msg[] }[] = [];
     for (const p of demoProblems(set, companies)) {
       if (taken.has(p.question) || taken.has(p.gold)) continue;
-      const run = (sql: string) => { const q = runQuery(dbs[p.company], sql); return { text: formatResult(q), accepted: q.error === null && q.rows.length > 0 }; };
+      const run = (sql: string) => {
+        const q = runQuery(dbs[p.company], sql);
+        return { text: formatResult(q), accepted: q.error === null && q.rows.length > 0 };
+      };
       const u = r();
       const first = u < WRITER_SHARES.gold ? p.gold : u < WRITER_SHARES.gold + WRITER_SHARES.shortcut ? dropFilter(p.gold) : pluralTable(p.gold);
       const seen = run(first);

@@ -23,7 +23,10 @@ test('agl train stops on an agent whose rollouts all fail, naming its error', { 
     const tasks = writeToyTasks(join(dir, 'tasks.jsonl'), 4);
     const config = (valEvery: number) => {
       const f = join(dir, `train-${valEvery}.yaml`);
-      writeFileSync(f, `model:\n  maxTokens: 4\ntraining:\n  batchSize: 2\n  groupSize: 2\n  maxSteps: 10\n  epochs: 5\n  valEvery: ${valEvery}\n  valSize: 2\nruntime:\n  workers: 2\n  backend: cpu\n`);
+      writeFileSync(
+        f,
+        `model:\n  maxTokens: 4\ntraining:\n  batchSize: 2\n  groupSize: 2\n  maxSteps: 10\n  epochs: 5\n  valEvery: ${valEvery}\n  valSize: 2\nruntime:\n  workers: 2\n  backend: cpu\n`,
+      );
       return f;
     };
     const base = [AGENT, '--train', tasks, '--val', tasks, '--model', model, '--quiet'];
@@ -40,12 +43,28 @@ test('agl train stops on an agent whose rollouts all fail, naming its error', { 
       const summary = run.summary as TrainingRunSummary;
       assert.equal(summary.stopReason, 'failed');
       assert.match(summary.error ?? '', /toy agent bug: undefined is not a function/);
-    } finally { await store.close(); }
+    } finally {
+      await store.close();
+    }
 
     // Validation passes, then every training rollout fails: stop after MAX_FAILED_STEPS such steps.
     const marked = writeToyTasks(join(dir, 'marked.jsonl'), 4, 'm', { breaks: true });
-    const midRun = await runAgl(['train', 'test/algorithm/fixtures/toy-agent.ts#breaksOnMarkedTasks', '--train', marked, '--val', tasks,
-      '--model', model, '--quiet', '--config', config(0)], join(dir, 'data2'));
+    const midRun = await runAgl(
+      [
+        'train',
+        'test/algorithm/fixtures/toy-agent.ts#breaksOnMarkedTasks',
+        '--train',
+        marked,
+        '--val',
+        tasks,
+        '--model',
+        model,
+        '--quiet',
+        '--config',
+        config(0),
+      ],
+      join(dir, 'data2'),
+    );
     assert.equal(midRun.code, 1, midRun.out);
     assert.match(midRun.out, new RegExp(`every rollout of the last ${MAX_FAILED_STEPS} steps failed`));
     assert.match(midRun.out, /the search service is down/);

@@ -6,10 +6,17 @@ import { createPolicy } from '../../daemon/model/policy.js';
 
 /** Starts `agl <args>` (daemon/cli.ts through tsx) with its own data dir; output is collected. */
 export function startAgl(args: string[], dataDir: string): { child: ChildProcess; exited: Promise<number | null>; output: () => string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', join('daemon', 'cli.ts'), ...args], { env: { ...process.env, AGL_DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', join('daemon', 'cli.ts'), ...args], {
+    env: { ...process.env, AGL_DATA_DIR: dataDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
+  child.stdout!.on('data', (d) => {
+    out += d;
+  });
+  child.stderr!.on('data', (d) => {
+    out += d;
+  });
   const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
   return { child, exited, output: () => out };
 }

@@ -23,11 +23,13 @@ function inputs(logp: number[][], mask: number[][], indices: number[]) {
 /** d loss / d logprobs at `logp` (one micro-batch holding every sequence). */
 function gradient(fn: ReturnType<typeof grpoLossFn>, logp: number[][], mask: number[][]): number[] {
   const m = tf.tensor2d(mask);
-  const g = tf.grad((v: tf.Tensor) => fn({ logprobs: v as tf.Tensor2D, mask: m, entropy: tf.zerosLike(m) as tf.Tensor2D, indices: logp.map((_, i) => i) }))(tf.tensor2d(logp));
+  const g = tf.grad((v: tf.Tensor) => fn({ logprobs: v as tf.Tensor2D, mask: m, entropy: tf.zerosLike(m) as tf.Tensor2D, indices: logp.map((_, i) => i) }))(
+    tf.tensor2d(logp),
+  );
   return Array.from(g.dataSync());
 }
 
-test('variants fill in their papers\' settings; keys given explicitly win', () => {
+test("variants fill in their papers' settings; keys given explicitly win", () => {
   const dr = GrpoConfig.parse({ variant: 'dr_grpo' });
   assert.equal(dr.scaleRewards, 'none');
   assert.equal(dr.lossAggregation, 'token-sum-norm');
@@ -43,7 +45,14 @@ test('variants fill in their papers\' settings; keys given explicitly win', () =
 });
 
 test('an unknown variant, value or key under training.grpo is a config error naming the key', () => {
-  const err = (grpo: unknown) => { try { parseTrainConfig({ training: { grpo } }); } catch (e) { return (e as Error).message; } return 'no error'; };
+  const err = (grpo: unknown) => {
+    try {
+      parseTrainConfig({ training: { grpo } });
+    } catch (e) {
+      return (e as Error).message;
+    }
+    return 'no error';
+  };
   assert.match(err({ variant: 'drgrpo' }), /training\.grpo\.variant:/);
   assert.match(err({ importanceSampling: 'seq' }), /training\.grpo\.importanceSampling:/);
   assert.match(err({ lossAggregation: 'sum' }), /training\.grpo\.lossAggregation:/);
@@ -64,8 +73,18 @@ test('Dr.GRPO: advantages centred, not divided by the std', () => {
 test('Dr.GRPO: the token sum over a constant, so every token weighs the same whatever its sequence length', () => {
   // Sequence 0: A = +0.5, two tokens; sequence 1: A = -0.5, one token; ratios 1 (logp = old).
   // Per-token surrogate -A r: -0.5, -0.5 | +0.5. Sum -0.5.
-  const samples = [{ advantage: 0.5, oldLogprobs: [-1, -1] }, { advantage: -0.5, oldLogprobs: [-1] }];
-  const logp = [[-1, -1], [-1, 0]], mask = [[1, 1], [1, 0]];
+  const samples = [
+    { advantage: 0.5, oldLogprobs: [-1, -1] },
+    { advantage: -0.5, oldLogprobs: [-1] },
+  ];
+  const logp = [
+      [-1, -1],
+      [-1, 0],
+    ],
+    mask = [
+      [1, 1],
+      [1, 0],
+    ];
   // token-sum-norm, 4 tokens per sequence x 2 sequences: -0.5 / 8 = -0.0625.
   const dr = grpoLossFn(samples, { variant: 'dr_grpo', lossNormTokens: 4 });
   near(dr(inputs(logp, mask, [0, 1])).dataSync()[0], -0.0625);
@@ -87,26 +106,80 @@ test('GSPO: one length-normalised ratio per sequence, clipped with its own small
   //   above 1 + 4e-4 -> clipped: both tokens get max(-1.2214, -1.0004) = -1.0004.
   // Sequence 1: A = -1, old [-1], new [-1.0001]: s = e^-0.0001 = 0.9999, inside [0.9997, 1.0004]: +0.9999.
   // seq-mean: (-1.0004 + 0.9999) / 2.
-  const samples = [{ advantage: 1, oldLogprobs: [-1, -1] }, { advantage: -1, oldLogprobs: [-1] }];
+  const samples = [
+    { advantage: 1, oldLogprobs: [-1, -1] },
+    { advantage: -1, oldLogprobs: [-1] },
+  ];
   const stats = new GrpoStats();
   const fn = grpoLossFn(samples, { variant: 'gspo' }, stats);
-  near(fn(inputs([[-0.5, -1.1], [-1.0001, 0]], [[1, 1], [1, 0]], [0, 1])).dataSync()[0], (-1.0004 + Math.exp(-0.0001)) / 2, 1e-6);
+  near(
+    fn(
+      inputs(
+        [
+          [-0.5, -1.1],
+          [-1.0001, 0],
+        ],
+        [
+          [1, 1],
+          [1, 0],
+        ],
+        [0, 1],
+      ),
+    ).dataSync()[0],
+    (-1.0004 + Math.exp(-0.0001)) / 2,
+    1e-6,
+  );
   // Statistics per token: sequence 0's two tokens were clipped, sequence 1's was not; mean ratio (2 x 1.2214 + 0.9999) / 3.
   near(stats.summary().clipRatio, 2 / 3);
   near(stats.summary().ratioMean, (2 * Math.exp(0.2) + Math.exp(-0.0001)) / 3, 1e-4);
   // Token-level ratios would clip only the first token of sequence 0 (e^0.5 > 1.3; e^-0.1 = 0.905 is not clipped):
-  near(grpoLossFn(samples, { lossAggregation: 'seq-mean' })(inputs([[-0.5, -1.1], [-1.0001, 0]], [[1, 1], [1, 0]], [0, 1])).dataSync()[0],
-    ((-1.3 - Math.exp(-0.1)) / 2 + Math.exp(-0.0001)) / 2, 1e-5);
+  near(
+    grpoLossFn(samples, { lossAggregation: 'seq-mean' })(
+      inputs(
+        [
+          [-0.5, -1.1],
+          [-1.0001, 0],
+        ],
+        [
+          [1, 1],
+          [1, 0],
+        ],
+        [0, 1],
+      ),
+    ).dataSync()[0],
+    ((-1.3 - Math.exp(-0.1)) / 2 + Math.exp(-0.0001)) / 2,
+    1e-5,
+  );
 });
 
 test('GSPO gradients: shared by the tokens of a sequence, zero once the sequence ratio is clipped', () => {
-  const samples = [{ advantage: 1, oldLogprobs: [-1, -1] }, { advantage: -1, oldLogprobs: [-1] }];
-  const mask = [[1, 1], [1, 0]];
+  const samples = [
+    { advantage: 1, oldLogprobs: [-1, -1] },
+    { advantage: -1, oldLogprobs: [-1] },
+  ];
+  const mask = [
+    [1, 1],
+    [1, 0],
+  ];
   // At logp = old, s = 1: loss = (-A0 s0 - A1 s1) / 2 with s = exp(mean log-ratio), so
   // d/dlogp of a token of sequence 0 = -1 x 1 x (1/2 tokens) / 2 = -0.25; of sequence 1's token = +1 x 1 x 1 / 2 = +0.5.
-  gradient(grpoLossFn(samples, { variant: 'gspo' }), [[-1, -1], [-1, 0]], mask).forEach((g, i) => near(g, [-0.25, -0.25, 0.5, 0][i]));
+  gradient(
+    grpoLossFn(samples, { variant: 'gspo' }),
+    [
+      [-1, -1],
+      [-1, 0],
+    ],
+    mask,
+  ).forEach((g, i) => near(g, [-0.25, -0.25, 0.5, 0][i]));
   // Sequence 0 moved outside the clip range (s = e^0.2): its tokens get no gradient; sequence 1's is unchanged.
-  gradient(grpoLossFn(samples, { variant: 'gspo' }), [[-0.5, -1.1], [-1, 0]], mask).forEach((g, i) => near(g, [0, 0, 0.5, 0][i]));
+  gradient(
+    grpoLossFn(samples, { variant: 'gspo' }),
+    [
+      [-0.5, -1.1],
+      [-1, 0],
+    ],
+    mask,
+  ).forEach((g, i) => near(g, [0, 0, 0.5, 0][i]));
 });
 
 /** A rollout of `task` whose final reward is `r` (spans read by the real adapter). */
@@ -124,7 +197,10 @@ test('DAPO dynamic sampling: groups without reward spread dropped, refilled with
   const asked: { round: number; used: string[]; n: number }[] = [];
   const fresh = (round: number, used: Set<string>, n: number) => {
     asked.push({ round, used: [...used].sort(), n });
-    return ['C', 'D', 'E'].filter((id) => !used.has(id)).slice(0, n).map((id) => ({ id, input: {} }));
+    return ['C', 'D', 'E']
+      .filter((id) => !used.has(id))
+      .slice(0, n)
+      .map((id) => ({ id, input: {} }));
   };
   const rollOut = async (tasks: Task[]) => tasks.flatMap((t) => group(t.id, later[t.id]));
   const first = [...group('A', [1, 1]), ...group('B', [0, 1])];
@@ -132,20 +208,34 @@ test('DAPO dynamic sampling: groups without reward spread dropped, refilled with
   const r = await dynamicSampling(first, { batchSize: 2, maxRounds: 3, freshTasks: fresh, rollOut });
   assert.equal(r.rounds, 2);
   assert.deepEqual([...r.kept], ['B', 'D']);
-  assert.deepEqual(r.groups.map((g) => g.task.id), ['A', 'A', 'B', 'B', 'C', 'C', 'D', 'D']);
-  assert.deepEqual(asked, [{ round: 1, used: ['A', 'B'], n: 1 }, { round: 2, used: ['A', 'B', 'C'], n: 1 }]);
+  assert.deepEqual(
+    r.groups.map((g) => g.task.id),
+    ['A', 'A', 'B', 'B', 'C', 'C', 'D', 'D'],
+  );
+  assert.deepEqual(asked, [
+    { round: 1, used: ['A', 'B'], n: 1 },
+    { round: 2, used: ['A', 'B', 'C'], n: 1 },
+  ]);
 
   // Bounded: one extra round at most, then the step trains on the one group it has.
   const bounded = await dynamicSampling(first, { batchSize: 2, maxRounds: 1, freshTasks: (round, used, n) => fresh(round, used, n), rollOut });
   assert.deepEqual([bounded.rounds, [...bounded.kept]], [1, ['B']]);
   // A full first round needs no refill; more groups with spread than the batch holds: the first ones are kept.
-  const full = await dynamicSampling([...group('B', [0, 1]), ...group('E', [1, 0]), ...group('D', [1, 0])], { batchSize: 2, maxRounds: 3, freshTasks: fresh, rollOut });
+  const full = await dynamicSampling([...group('B', [0, 1]), ...group('E', [1, 0]), ...group('D', [1, 0])], {
+    batchSize: 2,
+    maxRounds: 3,
+    freshTasks: fresh,
+    rollOut,
+  });
   assert.deepEqual([full.rounds, [...full.kept]], [0, ['B', 'E']]);
   // No fresh task left: it stops instead of looping.
   const dry = await dynamicSampling(first, { batchSize: 2, maxRounds: 5, freshTasks: () => [], rollOut });
   assert.deepEqual([dry.rounds, [...dry.kept]], [0, ['B']]);
   // A failed rollout (no trajectory) scores 0 like everywhere else: 0 and a failure have no spread.
-  assert.deepEqual([...groupsWithSpread([rolledOut({ id: 'F', input: {} }, 0, 0), { ...rolledOut({ id: 'F', input: {} }, 1, 1), trajectory: null, error: 'boom' }])], []);
+  assert.deepEqual(
+    [...groupsWithSpread([rolledOut({ id: 'F', input: {} }, 0, 0), { ...rolledOut({ id: 'F', input: {} }, 1, 1), trajectory: null, error: 'boom' }])],
+    [],
+  );
 });
 
 test('fresh tasks for a refill round: deterministic in (seed, step, round), none the step already used', () => {

@@ -8,8 +8,12 @@ const near = (a: number, b: number, tol = 1e-5) => assert.ok(Math.abs(a - b) < t
 
 test('advantages: group-normalised with the unbiased std; zero-std groups counted and optionally skipped', () => {
   const items = [
-    { groupId: 'A', credit: 1 }, { groupId: 'A', credit: 0 }, { groupId: 'A', credit: 0 }, { groupId: 'A', credit: 1 },
-    { groupId: 'B', credit: 1 }, { groupId: 'B', credit: 1 },
+    { groupId: 'A', credit: 1 },
+    { groupId: 'A', credit: 0 },
+    { groupId: 'A', credit: 0 },
+    { groupId: 'A', credit: 1 },
+    { groupId: 'B', credit: 1 },
+    { groupId: 'B', credit: 1 },
   ];
   // Group A: mean 0.5, unbiased std sqrt(1/3) = 0.57735 -> +-0.866025
   const g = computeAdvantages(items, { scaleRewards: 'group' });
@@ -33,10 +37,29 @@ function lossInputs(logp: number[][], mask: number[][], entropy: number[][], ind
 
 test('clipped surrogate, token-mean, asymmetric clip; clip ratio and entropy statistics', () => {
   // Seq 0: A=+1, ratios e^0.5=1.6487 (clipped at 1.3) and e^0=1. Seq 1: A=-1, ratio e^-0.5=0.6065 (clipped at 0.8), padding.
-  const samples = [{ advantage: 1, oldLogprobs: [-1, -1] }, { advantage: -1, oldLogprobs: [-1] }];
+  const samples = [
+    { advantage: 1, oldLogprobs: [-1, -1] },
+    { advantage: -1, oldLogprobs: [-1] },
+  ];
   const stats = new GrpoStats();
   const fn = grpoLossFn(samples, { epsilon: 0.2, epsilonHigh: 0.3 }, stats);
-  const loss = fn(lossInputs([[-0.5, -1], [-1.5, 0]], [[1, 1], [1, 0]], [[1, 2], [3, 9]], [0, 1]));
+  const loss = fn(
+    lossInputs(
+      [
+        [-0.5, -1],
+        [-1.5, 0],
+      ],
+      [
+        [1, 1],
+        [1, 0],
+      ],
+      [
+        [1, 2],
+        [3, 9],
+      ],
+      [0, 1],
+    ),
+  );
   // per-token: max(-1.6487, -1.3) = -1.3 ; max(-1, -1) = -1 ; max(0.6065, 0.8) = 0.8 -> sum -1.5 / 3 tokens
   near(loss.dataSync()[0], -1.5 / 3);
   const s = stats.summary();
@@ -45,28 +68,53 @@ test('clipped surrogate, token-mean, asymmetric clip; clip ratio and entropy sta
 });
 
 test('seq-mean aggregation and the k3 KL term; micro-batches sum to the batch loss', () => {
-  const samples = [{ advantage: 0, oldLogprobs: [-1, -1], refLogprobs: [-2, -1] }, { advantage: 0, oldLogprobs: [-1], refLogprobs: [-1] }];
+  const samples = [
+    { advantage: 0, oldLogprobs: [-1, -1], refLogprobs: [-2, -1] },
+    { advantage: 0, oldLogprobs: [-1], refLogprobs: [-1] },
+  ];
   const k3 = (d: number) => Math.exp(d) - d - 1; // d = ref - logp
   const beta = 0.5;
   const fn = grpoLossFn(samples, { beta, lossAggregation: 'seq-mean' });
   // micro-batch 0 = seq 0, micro-batch 1 = seq 1 (as the engine calls it)
   const l0 = fn(lossInputs([[-1, -1]], [[1, 1]], [[0, 0]], [0])).dataSync()[0];
   const l1 = fn(lossInputs([[-1.5]], [[1]], [[0]], [1])).dataSync()[0];
-  const seq0 = beta * (k3(-1) + k3(0)) / 2, seq1 = beta * k3(0.5);
+  const seq0 = (beta * (k3(-1) + k3(0))) / 2,
+    seq1 = beta * k3(0.5);
   near(l0 + l1, (seq0 + seq1) / 2);
 });
 
 test('the surrogate gradient pushes logprobs up for positive advantage and down for negative', () => {
-  const samples = [{ advantage: 2, oldLogprobs: [-1] }, { advantage: -1, oldLogprobs: [-1] }];
+  const samples = [
+    { advantage: 2, oldLogprobs: [-1] },
+    { advantage: -1, oldLogprobs: [-1] },
+  ];
   const fn = grpoLossFn(samples, {});
-  const mask = tf.tensor2d([[1], [1]]), entropy = tf.zeros([2, 1]) as tf.Tensor2D;
+  const mask = tf.tensor2d([[1], [1]]),
+    entropy = tf.zeros([2, 1]) as tf.Tensor2D;
   const g = tf.grad((v: tf.Tensor) => fn({ logprobs: v as tf.Tensor2D, mask, entropy, indices: [0, 1] }))(tf.tensor2d([[-1], [-1]]));
   // d/dlogp of -A * exp(logp - old) / 2 at ratio 1 = -A / 2
   const gv = g.dataSync();
-  near(gv[0], -1); near(gv[1], 0.5);
+  near(gv[0], -1);
+  near(gv[1], 0.5);
 });
 
 test('SFT loss is the token-mean negative log-likelihood', () => {
-  const l = nllLossFn(3)(lossInputs([[-1, -2], [-3, -7]], [[1, 1], [1, 0]], [[0, 0], [0, 0]], [0, 1]));
+  const l = nllLossFn(3)(
+    lossInputs(
+      [
+        [-1, -2],
+        [-3, -7],
+      ],
+      [
+        [1, 1],
+        [1, 0],
+      ],
+      [
+        [0, 0],
+        [0, 0],
+      ],
+      [0, 1],
+    ),
+  );
   near(l.dataSync()[0], 2);
 });

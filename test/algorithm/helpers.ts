@@ -5,19 +5,34 @@ import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 let seq = 0;
 export function span(p: Partial<Span> & { spanId: string; name: string; startTime: number }): Span {
   return {
-    rolloutId: 'r1', attemptId: 'a1', sequenceId: ++seq, traceId: 't1', parentSpanId: null, kind: 'internal',
-    endTime: p.startTime + 1, attributes: {}, events: [], status: { code: 'unset' }, resource: {}, ...p,
+    rolloutId: 'r1',
+    attemptId: 'a1',
+    sequenceId: ++seq,
+    traceId: 't1',
+    parentSpanId: null,
+    kind: 'internal',
+    endTime: p.startTime + 1,
+    attributes: {},
+    events: [],
+    status: { code: 'unset' },
+    resource: {},
+    ...p,
   };
 }
 export function llmCall(spanId: string, startTime: number, extra: Partial<Span> & { agent?: string; prompt?: number[]; completion?: number[] } = {}): Span {
   const { agent, prompt = [1, 2], completion = [3, 4], ...rest } = extra;
   return span({
-    spanId, name: SPAN.llmCall, startTime, ...rest,
+    spanId,
+    name: SPAN.llmCall,
+    startTime,
+    ...rest,
     attributes: {
       [GENAI.operationName]: 'chat',
-      [AGL.promptTokenIds]: prompt, [AGL.completionTokenIds]: JSON.stringify(completion),
+      [AGL.promptTokenIds]: prompt,
+      [AGL.completionTokenIds]: JSON.stringify(completion),
       [AGL.completionLogprobs]: completion.map(() => -0.5),
-      ...(agent ? { [AGL.agentName]: agent } : {}), ...(rest.attributes ?? {}),
+      ...(agent ? { [AGL.agentName]: agent } : {}),
+      ...(rest.attributes ?? {}),
     },
   });
 }

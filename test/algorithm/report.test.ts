@@ -30,7 +30,12 @@ test('report: the reward curve PNG is drawn by ECharts + resvg at its size, with
   const dir = mkdtempSync(join(tmpdir(), 'agl-report-'));
   try {
     const state = trainedState();
-    const out = writeReport(dir, { title: 'Training report: calc', state, agent: 'samples/calc/agent.ts#calcAgent', config: { training: { learningRate: 1e-4 } } });
+    const out = writeReport(dir, {
+      title: 'Training report: calc',
+      state,
+      agent: 'samples/calc/agent.ts#calcAgent',
+      config: { training: { learningRate: 1e-4 } },
+    });
     const png = readPng(readFileSync(out.png));
     const { width, height, scale } = REWARD_CURVE_SIZE;
     assert.deepEqual([png.width, png.height], [width * scale, height * scale]);
@@ -53,7 +58,9 @@ test('report: the reward curve PNG is drawn by ECharts + resvg at its size, with
     mkdirSync(keep, { recursive: true });
     copyFileSync(out.png, join(keep, 'reward-curve.png'));
     copyFileSync(out.html, join(keep, 'report.html'));
-  } finally { rmSync(dir, { recursive: true, force: true }); }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('task order is a pure function of (seed, step) and covers the set once per epoch', () => {
@@ -61,7 +68,10 @@ test('task order is a pure function of (seed, step) and covers the set once per 
   const epoch = [0, 1, 2, 3, 4].flatMap((s) => tasksForStep(train, 2, 7, s).map((t) => t.id));
   assert.deepEqual([...epoch].sort(), train.map((t) => t.id).sort());
   assert.deepEqual(tasksForStep(train, 2, 7, 3), tasksForStep(train, 2, 7, 3));
-  assert.notDeepEqual(epoch, train.map((t) => t.id));
+  assert.notDeepEqual(
+    epoch,
+    train.map((t) => t.id),
+  );
 });
 
 test('config: sections with defaults, unknown keys named, deep merge of file and flags', () => {

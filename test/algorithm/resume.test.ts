@@ -20,12 +20,15 @@ test('a killed training resumes from its last checkpoint and completes the plan'
   try {
     const model = await saveTinyPolicy(dir);
     const tasks = writeToyTasks(join(dir, 'tasks.jsonl'), 6);
-    writeFileSync(join(dir, 'train.yaml'), 'model:\n  maxTokens: 6\ntraining:\n  batchSize: 2\n  groupSize: 4\n  maxSteps: 6\n  epochs: 3\n  valEvery: 0\n  learningRate: 0.01\nruntime:\n  workers: 2\n  backend: cpu\n');
+    writeFileSync(
+      join(dir, 'train.yaml'),
+      'model:\n  maxTokens: 6\ntraining:\n  batchSize: 2\n  groupSize: 4\n  maxSteps: 6\n  epochs: 3\n  valEvery: 0\n  learningRate: 0.01\nruntime:\n  workers: 2\n  backend: cpu\n',
+    );
     const ckpt = join(dir, 'ckpt');
     const args = [AGENT, '--train', tasks, '--val', tasks, '--model', model, '--config', join(dir, 'train.yaml'), '--checkpoint-dir', ckpt, '--quiet'];
 
     const first = startAgl(['train', ...args], join(dir, 'data'));
-    const stepOf = () => existsSync(join(ckpt, 'state.json')) ? JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8')).trainer.step as number : 0;
+    const stepOf = () => (existsSync(join(ckpt, 'state.json')) ? (JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8')).trainer.step as number) : 0);
     while (stepOf() < 2) {
       const code = await Promise.race([first.exited, new Promise((r) => setTimeout(() => r('waiting'), 200))]);
       assert.equal(code, 'waiting', `agl train ended before it could be killed:\n${first.output()}`);
@@ -58,7 +61,14 @@ test('a killed training resumes from its last checkpoint and completes the plan'
       assert.deepEqual(JSON.parse(readFileSync(join(summary.best!.path!, 'best.json'), 'utf8')).step, bestVal.step);
       const steps = (await store.queryMetrics(run.id)).filter((m) => m.name === 'reward/mean').map((m) => m.step);
       // A step interrupted after its metrics but before its checkpoint is redone: each step is present, once or twice, none missing.
-      assert.deepEqual([...new Set(steps)].sort((a, b) => a - b), [0, 1, 2, 3, 4, 5]);
-    } finally { await store.close(); }
-  } finally { rmSync(dir, { recursive: true, force: true }); }
+      assert.deepEqual(
+        [...new Set(steps)].sort((a, b) => a - b),
+        [0, 1, 2, 3, 4, 5],
+      );
+    } finally {
+      await store.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -15,7 +15,8 @@ test('agl sft records how its checkpoint was made, and a continued run chains it
   try {
     const data = join(dir, 'demos.jsonl');
     writeFileSync(data, ['{"prompt":"2+3=","completion":"5"}', '{"prompt":"4+4=","completion":"8"}'].join('\n') + '\n');
-    const first = join(dir, 'first'), second = join(dir, 'second');
+    const first = join(dir, 'first'),
+      second = join(dir, 'second');
     assert.equal(await sft(['--data', data, '--out', first, '--steps', '2', '--batch-size', '2', '--context', '32', '--seed', '3', '--data-dir', dir]), 0);
     const r1 = JSON.parse(readFileSync(join(first, SFT_RECORD), 'utf8')) as SftRecord;
     assert.equal(r1.model, 'builtin:0.8m');

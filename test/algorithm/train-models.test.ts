@@ -19,12 +19,14 @@ const AGENT = 'test/algorithm/fixtures/toy-agent.ts#toyAgent';
 
 /** Largest absolute difference between two checkpoints' tensors of the same name. */
 function maxWeightChange(a: string, b: string): number {
-  const x = readSafetensors(a).tensors, y = readSafetensors(b).tensors;
+  const x = readSafetensors(a).tensors,
+    y = readSafetensors(b).tensors;
   let max = 0;
   for (const [name, t] of x) {
     const u = y.get(name) ?? y.get(name.replace(/^model\./, ''));
     assert.ok(u, `tensor ${name} is in the trained checkpoint`);
-    const p = t.data as Float32Array, q = u.data as Float32Array;
+    const p = t.data as Float32Array,
+      q = u.data as Float32Array;
     for (let i = 0; i < p.length; i++) max = Math.max(max, Math.abs(p[i] - q[i]));
   }
   return max;
@@ -48,10 +50,16 @@ for (const kind of ['hf-qwen2', 'builtin:5m'] as const) {
       }
       const tasks = writeToyTasks(join(dir, 'tasks.jsonl'), 4);
       // beta > 0: the KL term to a frozen copy of the starting policy runs end to end too.
-      writeFileSync(join(dir, 'train.yaml'), 'model:\n  maxTokens: 4\n  temperature: 1\ntraining:\n  batchSize: 2\n  groupSize: 4\n  maxSteps: 2\n  valEvery: 0\n  learningRate: 0.01\n  seed: 5\n  grpo:\n    beta: 0.05\nruntime:\n  workers: 2\n');
+      writeFileSync(
+        join(dir, 'train.yaml'),
+        'model:\n  maxTokens: 4\n  temperature: 1\ntraining:\n  batchSize: 2\n  groupSize: 4\n  maxSteps: 2\n  valEvery: 0\n  learningRate: 0.01\n  seed: 5\n  grpo:\n    beta: 0.05\nruntime:\n  workers: 2\n',
+      );
       const ckpt = join(dir, 'ckpt');
       const data = join(dir, 'data');
-      const { code, out } = await runAgl(['train', AGENT, '--train', tasks, '--val', tasks, '--model', model, '--config', join(dir, 'train.yaml'), '--checkpoint-dir', ckpt, '--quiet'], data);
+      const { code, out } = await runAgl(
+        ['train', AGENT, '--train', tasks, '--val', tasks, '--model', model, '--config', join(dir, 'train.yaml'), '--checkpoint-dir', ckpt, '--quiet'],
+        data,
+      );
       assert.equal(code, 0, out);
       assert.equal(JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8')).trainer.step, 2, 'both steps trained');
       const policyDir = join(ckpt, 'policy-2');
@@ -64,16 +72,26 @@ for (const kind of ['hf-qwen2', 'builtin:5m'] as const) {
       try {
         const [run] = await store.listTrainingRuns();
         const metrics = await store.queryMetrics(run.id);
-        const byStep = (name: string) => metrics.filter((m) => m.name === name).sort((a, b) => a.step - b.step).map((m) => m.value);
-        const kl = byStep('grpo/kl'), gradNorm = byStep('grpo/grad_norm');
+        const byStep = (name: string) =>
+          metrics
+            .filter((m) => m.name === name)
+            .sort((a, b) => a.step - b.step)
+            .map((m) => m.value);
+        const kl = byStep('grpo/kl'),
+          gradNorm = byStep('grpo/grad_norm');
         assert.equal(kl.length, 2, 'kl recorded every step');
-        assert.ok(kl.every((v) => Number.isFinite(v) && v >= 0), `kl by step ${kl}`);
+        assert.ok(
+          kl.every((v) => Number.isFinite(v) && v >= 0),
+          `kl by step ${kl}`,
+        );
         // The reference is the starting policy itself: before any update the two agree.
         assert.ok(kl[0] < 1e-4, `at step 0 the policy is the reference (kl ${kl[0]})`);
         // A step that updates after a step that updated measures a policy that has moved away. (A step
         // whose groups all lack reward spread updates nothing and records kl 0: nothing was measured.)
         if (gradNorm[0] > 0 && gradNorm[1] > 0) assert.ok(kl[1] > 0, `after one update the policy has moved away from the reference (kl ${kl[1]})`);
-      } finally { await store.close(); }
+      } finally {
+        await store.close();
+      }
       const again = await openPolicy(policyDir);
       again.dispose();
     } finally {

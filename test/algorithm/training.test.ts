@@ -20,7 +20,13 @@ const AGENT = 'test/algorithm/fixtures/toy-agent.ts#toyAgent';
 test('GRPO through gateway + runner raises the toy reward clearly', { timeout: 600_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-train-test-'));
   const store = new SqliteStore(join(dir, 'store.sqlite'));
-  const policy = await createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed: 7, backend: process.env.AGL_BACKEND ?? 'auto', optimizer: { lr: 2e-2 } });
+  const policy = await createPolicy({
+    size: { dModel: 32, nLayers: 1, nHeads: 2 },
+    contextLength: 32,
+    seed: 7,
+    backend: process.env.AGL_BACKEND ?? 'auto',
+    optimizer: { lr: 2e-2 },
+  });
   const config = parseTrainConfig({
     model: { temperature: 1, maxTokens: 6, valTemperature: 1 },
     training: { batchSize: 4, groupSize: 8, maxSteps: 16, valEvery: 0, seed: 3, grpo: { scaleRewards: 'group' } },
@@ -32,19 +38,40 @@ test('GRPO through gateway + runner raises the toy reward clearly', { timeout: 6
   const host = await startTrainingHost({ store, policy, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent: AGENT });
   try {
     const run = await store.createTrainingRun({ agent: AGENT, config: {}, totalSteps: 16 });
-    const trainer = new Trainer({
-      store, policy, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val,
-      checkpoint: async () => {},
-    }, newTrainerState(run));
+    const trainer = new Trainer(
+      {
+        store,
+        policy,
+        endpoint: host.endpoint,
+        agent: AGENT,
+        config,
+        train: tasks,
+        val,
+        checkpoint: async () => {},
+      },
+      newTrainerState(run),
+    );
     const state = await trainer.run();
-    const before = state.val[0].reward, after = state.val.at(-1)!.reward;
+    const before = state.val[0].reward,
+      after = state.val.at(-1)!.reward;
     t.diagnostic(`toy held-out reward ${before.toFixed(3)} -> ${after.toFixed(3)}`);
     assert.equal(state.step, 16);
     assert.ok(after > before + 0.3, `held-out toy reward should rise clearly: ${before.toFixed(3)} -> ${after.toFixed(3)}`);
 
     const metrics = await store.queryMetrics(run.id);
     const names = new Set(metrics.map((m) => m.name));
-    for (const n of ['reward/mean', 'reward/std', 'grpo/frac_reward_zero_std', 'grpo/kl', 'grpo/clip_ratio', 'policy/entropy', 'response/length_mean', 'perf/tokens_per_s', 'perf/step_s', 'val/reward']) {
+    for (const n of [
+      'reward/mean',
+      'reward/std',
+      'grpo/frac_reward_zero_std',
+      'grpo/kl',
+      'grpo/clip_ratio',
+      'policy/entropy',
+      'response/length_mean',
+      'perf/tokens_per_s',
+      'perf/step_s',
+      'val/reward',
+    ]) {
       assert.ok(names.has(n), `metric ${n} recorded`);
     }
     assert.equal(metrics.filter((m) => m.name === 'reward/mean').length, 16);

@@ -24,7 +24,13 @@ const PROBE = [{ promptIds: [10, 20, 30], completionIds: [40, 50, 60, 70] }];
 test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills groups without spread', { timeout: 300_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-variants-test-'));
   const store = new SqliteStore(join(dir, 'store.sqlite'));
-  const policy = await createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed: 7, backend: process.env.AGL_BACKEND ?? 'auto', optimizer: { lr: 2e-2 } });
+  const policy = await createPolicy({
+    size: { dModel: 32, nLayers: 1, nHeads: 2 },
+    contextLength: 32,
+    seed: 7,
+    backend: process.env.AGL_BACKEND ?? 'auto',
+    optimizer: { lr: 2e-2 },
+  });
   // Six tasks whose every rollout earns 0.5 (no spread, ever) and four scored by the completion.
   const train = Array.from({ length: 10 }, (_, i) => ({ id: `p${i}`, input: i < 6 ? { prompt: `p${i}:`, reward: 0.5 } : { prompt: `p${i}:` } }));
   const val = Array.from({ length: 4 }, (_, i) => ({ id: `v${i}`, input: { prompt: `v${i}:` } }));
@@ -39,19 +45,31 @@ test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills g
       });
       const [before] = await policy.scoreLogprobs(PROBE);
       const run = await store.createTrainingRun({ agent: AGENT, config: {}, totalSteps: 2 });
-      const trainer = new Trainer({ store, policy, endpoint: host.endpoint, agent: AGENT, config, train, val, checkpoint: async () => {} }, newTrainerState(run));
+      const trainer = new Trainer(
+        { store, policy, endpoint: host.endpoint, agent: AGENT, config, train, val, checkpoint: async () => {} },
+        newTrainerState(run),
+      );
       const state = await trainer.run();
       assert.equal(state.step, 2, variant);
       const [after] = await policy.scoreLogprobs(PROBE);
-      assert.ok(after.some((x, i) => Math.abs(x - before[i]) > 1e-6), `${variant}: the update moved the weights`);
+      assert.ok(
+        after.some((x, i) => Math.abs(x - before[i]) > 1e-6),
+        `${variant}: the update moved the weights`,
+      );
       const metrics = await store.queryMetrics(run.id);
       const loss = metrics.filter((m) => m.name === METRICS.loss);
       assert.equal(loss.length, 2);
-      assert.ok(loss.every((m) => Number.isFinite(m.value)), `${variant}: finite loss`);
+      assert.ok(
+        loss.every((m) => Number.isFinite(m.value)),
+        `${variant}: finite loss`,
+      );
 
       t.diagnostic(`${variant}: clip ratio by step ${metrics.filter((m) => m.name === METRICS.clipRatio).map((m) => m.value.toFixed(3))}`);
       const rounds = metrics.filter((m) => m.name === METRICS.samplingRounds);
-      if (variant !== 'dapo') { assert.equal(rounds.length, 0, `${variant} samples no extra rounds`); continue; }
+      if (variant !== 'dapo') {
+        assert.equal(rounds.length, 0, `${variant} samples no extra rounds`);
+        continue;
+      }
       // With seed 4, step 0 schedules at least one fixed-reward task: its group has no spread, so a refill must run.
       const scheduled = tasksForStep(train, 2, seed, 0);
       const fixed = scheduled.filter((x) => (x.input as { reward?: number }).reward !== undefined);
@@ -62,11 +80,17 @@ test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills g
       assert.ok(kept >= 1 && kept <= 2);
       const transitions = await store.queryTransitions({ runId: run.id, step: 0 });
       const groups = new Set(transitions.map((x) => x.groupId));
-      assert.ok([...groups].some((g) => !scheduled.some((s) => s.id === g)), 'transitions of fresh tasks are stored');
+      assert.ok(
+        [...groups].some((g) => !scheduled.some((s) => s.id === g)),
+        'transitions of fresh tasks are stored',
+      );
       for (const g of fixed) {
         const own = transitions.filter((x) => x.groupId === g.id);
         assert.equal(own.length, GROUP, `the fixed task ${g.id} was rolled out`);
-        assert.ok(own.every((x) => x.advantage === 0 && x.credit === 0.5), `the dropped group ${g.id} trains nothing`);
+        assert.ok(
+          own.every((x) => x.advantage === 0 && x.credit === 0.5),
+          `the dropped group ${g.id} trains nothing`,
+        );
       }
       const trained = [...groups].filter((g) => transitions.some((x) => x.groupId === g && x.advantage !== 0));
       assert.equal(trained.length, kept, 'the kept groups are the ones with non-zero advantages');

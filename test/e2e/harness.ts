@@ -53,7 +53,11 @@ export function extensionLogs(scratch: string): string {
       else if (/Agent Lightning|exthost\.log/.test(n)) out.push(`--- ${n}\n${readFileSync(p, 'utf8').slice(-6000)}`);
     }
   };
-  try { walk(join(scratch, 'user', 'logs')); } catch { /* none yet */ }
+  try {
+    walk(join(scratch, 'user', 'logs'));
+  } catch {
+    /* none yet */
+  }
   return out.join('\n');
 }
 
@@ -67,7 +71,12 @@ export function beginE2e(): { timings: Record<string, number>; mark: (name: stri
   mkdirSync(SHOTS, { recursive: true });
   const timings: Record<string, number> = {};
   const t0 = Date.now();
-  return { timings, mark: (name) => { timings[name] = Math.round((Date.now() - t0) / 100) / 10; } };
+  return {
+    timings,
+    mark: (name) => {
+      timings[name] = Math.round((Date.now() - t0) / 100) / 10;
+    },
+  };
 }
 
 export function freePort(): Promise<number> {
@@ -93,26 +102,38 @@ export interface CodeServer {
  * daemon's data dir (a store made beforehand, e.g. by `agl train`; the caller removes it), else a fresh one in the scratch folder. */
 export async function startCodeServer(vsix: string, settings: Record<string, unknown>, opts: { dataDir?: string } = {}): Promise<CodeServer> {
   const scratch = mkdtempSync(join(tmpdir(), 'agl-e2e-'));
-  const dirs = Object.fromEntries(['user', 'extensions', 'tmp', 'xdg-config', 'xdg-data', 'agl-data'].map((d) => {
-    const p = join(scratch, d);
-    mkdirSync(p, { recursive: true });
-    return [d, p];
-  }));
+  const dirs = Object.fromEntries(
+    ['user', 'extensions', 'tmp', 'xdg-config', 'xdg-data', 'agl-data'].map((d) => {
+      const p = join(scratch, d);
+      mkdirSync(p, { recursive: true });
+      return [d, p];
+    }),
+  );
   mkdirSync(join(dirs.user!, 'User'), { recursive: true });
-  writeFileSync(join(dirs.user!, 'User', 'settings.json'), JSON.stringify({
-    'workbench.startupEditor': 'none',
-    'security.workspace.trust.enabled': false,
-    'telemetry.telemetryLevel': 'off',
-    'extensions.autoCheckUpdates': false,
-    'extensions.autoUpdate': false,
-    'workbench.tips.enabled': false,
-    'editor.codeLens': true,
-    'git.openRepositoryInParentFolders': 'never',
-    ...settings,
-  }, null, 2));
+  writeFileSync(
+    join(dirs.user!, 'User', 'settings.json'),
+    JSON.stringify(
+      {
+        'workbench.startupEditor': 'none',
+        'security.workspace.trust.enabled': false,
+        'telemetry.telemetryLevel': 'off',
+        'extensions.autoCheckUpdates': false,
+        'extensions.autoUpdate': false,
+        'workbench.tips.enabled': false,
+        'editor.codeLens': true,
+        'git.openRepositoryInParentFolders': 'never',
+        ...settings,
+      },
+      null,
+      2,
+    ),
+  );
   const dataDir = opts.dataDir ?? dirs['agl-data']!;
   const env: NodeJS.ProcessEnv = {
-    ...process.env, TMPDIR: dirs.tmp, XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'],
+    ...process.env,
+    TMPDIR: dirs.tmp,
+    XDG_CONFIG_HOME: dirs['xdg-config'],
+    XDG_DATA_HOME: dirs['xdg-data'],
     AGL_DATA_DIR: dataDir,
   };
   delete env.NODE_OPTIONS; // the test runner's tsx loader must not leak into VS Code's processes
@@ -123,31 +144,74 @@ export async function startCodeServer(vsix: string, settings: Record<string, unk
   }
   const port = await freePort();
   let output = '';
-  const child: ChildProcess = spawn(CODE_SERVER, [
-    '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
-    '--disable-workspace-trust', '--disable-getting-started-override', ...common,
-  ], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] }); // detached = setsid: its own process group
-  child.stdout!.on('data', (c) => { output += c; });
-  child.stderr!.on('data', (c) => { output += c; });
+  const child: ChildProcess = spawn(
+    CODE_SERVER,
+    [
+      '--bind-addr',
+      `127.0.0.1:${port}`,
+      '--auth',
+      'none',
+      '--disable-telemetry',
+      '--disable-update-check',
+      '--disable-workspace-trust',
+      '--disable-getting-started-override',
+      ...common,
+    ],
+    { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  ); // detached = setsid: its own process group
+  child.stdout!.on('data', (c) => {
+    output += c;
+  });
+  child.stderr!.on('data', (c) => {
+    output += c;
+  });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`code-server exited (${child.exitCode}): ${output}`);
-    try { if ((await fetch(`${url}/healthz`)).ok) break; } catch { /* not yet */ }
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {
+      /* not yet */
+    }
     if (Date.now() > deadline) throw new Error(`code-server did not answer /healthz within 60 s: ${output}`);
     await new Promise((r) => setTimeout(r, 250));
   }
   return {
-    url, scratch, dataDir, log: () => output,
+    url,
+    scratch,
+    dataDir,
+    log: () => output,
     stop: async () => {
       // The daemon the extension started is in code-server's process group, but stop it by pid too.
       const daemonPid = readDaemonPid(dataDir);
-      try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* already gone */ }
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        /* already gone */
+      }
       await new Promise((r) => setTimeout(r, 1500));
-      try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }
-      if (daemonPid) { try { process.kill(daemonPid, 'SIGKILL'); } catch { /* already gone */ } }
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+      if (daemonPid) {
+        try {
+          process.kill(daemonPid, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
+      }
       // Wait until the whole group is gone: a process still exiting could write into the folder we remove.
-      const gone = () => { try { process.kill(-child.pid!, 0); return false; } catch { return true; } };
+      const gone = () => {
+        try {
+          process.kill(-child.pid!, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      };
       for (let i = 0; i < 50 && !gone(); i++) await new Promise((r) => setTimeout(r, 100));
       // The logs worth keeping were printed on failure; the rest (user data, extension copy, store) goes.
       rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
@@ -156,7 +220,11 @@ export async function startCodeServer(vsix: string, settings: Record<string, unk
 }
 
 function readDaemonPid(dataDir: string): number | null {
-  try { return (JSON.parse(readFileSync(join(dataDir, 'daemon.json'), 'utf8')) as { pid: number | null }).pid; } catch { return null; }
+  try {
+    return (JSON.parse(readFileSync(join(dataDir, 'daemon.json'), 'utf8')) as { pid: number | null }).pid;
+  } catch {
+    return null;
+  }
 }
 
 /** Headless chromium; playwright gives it a fresh temporary profile (it refuses --user-data-dir with launch). */
@@ -215,7 +283,7 @@ export async function webviewWith(page: Page, selector: string, timeout = 30_000
     const n = await page.locator('iframe.webview.ready').count();
     for (let i = 0; i < n; i++) {
       const content = frames.nth(i).frameLocator('#active-frame');
-      if (await content.locator(selector).count() > 0) return content;
+      if ((await content.locator(selector).count()) > 0) return content;
     }
     if (Date.now() > deadline) throw new Error(`no webview shows ${selector} within ${timeout / 1000} s (${n} open)`);
     await page.waitForTimeout(200);

@@ -23,8 +23,21 @@ import { openStore } from '../../daemon/store/index.js';
 import { finalReward, spanKind } from '../../protocol/span-reading.js';
 import type { Rollout, Span, TrainingRun, Transition } from '../../protocol/store.js';
 import {
-  beginE2e, extensionLogs, launchBrowser, openFile, packagedVsix, ROOT, runCommand, settledBoxes, SHOTS, startCodeServer, webview, webviewWith,
-  type Browser, type FrameLocator, type Page,
+  beginE2e,
+  extensionLogs,
+  launchBrowser,
+  openFile,
+  packagedVsix,
+  ROOT,
+  runCommand,
+  settledBoxes,
+  SHOTS,
+  startCodeServer,
+  webview,
+  webviewWith,
+  type Browser,
+  type FrameLocator,
+  type Page,
 } from './harness.js';
 
 const AGENT = 'samples/calc/agent.ts#calcAgent';
@@ -35,12 +48,45 @@ const MAX_FOUND = 10;
 /** Two short real training runs of the calc agent from its warm-up; the second with another learning rate. */
 function trainTwice(dataDir: string, scratch: string): void {
   const val = join(scratch, 'val.jsonl');
-  writeFileSync(val, readFileSync(join(ROOT, 'samples', 'calc', 'data', 'val.jsonl'), 'utf8').split('\n').slice(0, 16).join('\n') + '\n');
+  writeFileSync(
+    val,
+    readFileSync(join(ROOT, 'samples', 'calc', 'data', 'val.jsonl'), 'utf8')
+      .split('\n')
+      .slice(0, 16)
+      .join('\n') + '\n',
+  );
   for (const lr of [[], ['--lr', '0.001']]) {
-    const r = spawnSync(process.execPath, [join(ROOT, 'bin', 'agl.mjs'), 'train', AGENT,
-      '--train', 'samples/calc/data/train.jsonl', '--val', val, '--model', 'samples/calc/warmup', '--config', 'samples/calc/train.yaml',
-      '--batch-size', '6', '--group-size', '4', '--max-steps', String(STEPS), '--val-every', '2', '--workers', '4', ...lr,
-      '--data-dir', dataDir, '--quiet'], { cwd: ROOT, encoding: 'utf8', timeout: 240_000 });
+    const r = spawnSync(
+      process.execPath,
+      [
+        join(ROOT, 'bin', 'agl.mjs'),
+        'train',
+        AGENT,
+        '--train',
+        'samples/calc/data/train.jsonl',
+        '--val',
+        val,
+        '--model',
+        'samples/calc/warmup',
+        '--config',
+        'samples/calc/train.yaml',
+        '--batch-size',
+        '6',
+        '--group-size',
+        '4',
+        '--max-steps',
+        String(STEPS),
+        '--val-every',
+        '2',
+        '--workers',
+        '4',
+        ...lr,
+        '--data-dir',
+        dataDir,
+        '--quiet',
+      ],
+      { cwd: ROOT, encoding: 'utf8', timeout: 240_000 },
+    );
     assert.equal(r.status, 0, `agl train failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`);
   }
 }
@@ -62,14 +108,27 @@ async function readExpected(dataDir: string): Promise<Expected> {
   try {
     const runs = await store.listTrainingRuns(AGENT);
     assert.equal(runs.length, 2, 'two training runs');
-    assert.ok(runs.every((r) => r.status === 'succeeded' && r.step === STEPS), JSON.stringify(runs.map((r) => [r.status, r.step])));
+    assert.ok(
+      runs.every((r) => r.status === 'succeeded' && r.step === STEPS),
+      JSON.stringify(runs.map((r) => [r.status, r.step])),
+    );
     const newest = runs[0]!;
     const metrics = await store.queryMetrics(newest.id);
     const vals = metrics.filter((m) => m.name === 'val/reward').sort((a, b) => a.step - b.step);
     assert.ok(vals.length >= 2, 'the newest run validated before and after training');
     const rewards = new Map<string, number[]>();
-    for (const run of runs) rewards.set(run.id, (await store.queryMetrics(run.id)).filter((m) => m.name === 'reward/mean').sort((a, b) => a.step - b.step).map((m) => m.value));
-    assert.ok([...rewards.values()].every((r) => r.length === STEPS), 'a training reward per step');
+    for (const run of runs)
+      rewards.set(
+        run.id,
+        (await store.queryMetrics(run.id))
+          .filter((m) => m.name === 'reward/mean')
+          .sort((a, b) => a.step - b.step)
+          .map((m) => m.value),
+      );
+    assert.ok(
+      [...rewards.values()].every((r) => r.length === STEPS),
+      'a training reward per step',
+    );
     const ended = (await store.queryRollouts({ agent: AGENT, status: ['succeeded', 'failed'], limit: 1, withTotal: true })).total!;
 
     // A train rollout of the newest run that used the calculator and got the answer right, whose question a search
@@ -81,12 +140,18 @@ async function readExpected(dataDir: string): Promise<Expected> {
       const span = spans.find((s) => spanKind(s) === 'tool' && s.status.code === 'ok' && s.attributes['gen_ai.tool.call.result'] !== undefined);
       if (!span || finalReward(spans) !== 1) continue;
       const question = (rollout.input as { question: string }).question;
-      const found = async (q: Record<string, unknown>) => (await store.queryRollouts({ agent: AGENT, search: question, limit: MAX_FOUND + 1, ...q })).items.map((r) => r.id);
+      const found = async (q: Record<string, unknown>) =>
+        (await store.queryRollouts({ agent: AGENT, search: question, limit: MAX_FOUND + 1, ...q })).items.map((r) => r.id);
       const searchIds = await found({});
       if (searchIds.length > MAX_FOUND) continue;
       tool = {
-        rollout, span, question, input: String(span.attributes['gen_ai.tool.call.arguments']), output: String(span.attributes['gen_ai.tool.call.result']),
-        searchIds, rewardIds: await found({ rewardMin: 1 }),
+        rollout,
+        span,
+        question,
+        input: String(span.attributes['gen_ai.tool.call.arguments']),
+        output: String(span.attributes['gen_ai.tool.call.result']),
+        searchIds,
+        rewardIds: await found({ rewardMin: 1 }),
       };
       break;
     }
@@ -100,24 +165,37 @@ async function readExpected(dataDir: string): Promise<Expected> {
       for (const t of ts) byGroup.set(t.groupId, [...(byGroup.get(t.groupId) ?? []), t]);
       for (const [groupId, g] of byGroup) {
         const credits = g.map((t) => t.credit);
-        if (credits.some((c) => c !== credits[0])) { group = { step, groupId, credits, advantages: g.map((t) => t.advantage) }; break; }
+        if (credits.some((c) => c !== credits[0])) {
+          group = { step, groupId, credits, advantages: g.map((t) => t.advantage) };
+          break;
+        }
       }
     }
     assert.ok(group, `no step of ${newest.id} has a group with spread`);
     return {
-      runs, ended, rewards, tool, group,
+      runs,
+      ended,
+      rewards,
+      tool,
+      group,
       val: { runId: newest.id, first: { step: vals[0]!.step, value: vals[0]!.value }, last: { step: vals.at(-1)!.step, value: vals.at(-1)!.value } },
     };
-  } finally { await store.close(); }
+  } finally {
+    await store.close();
+  }
 }
 
 /** What in `selector` sticks out past the right edge of its webview (cut off), as "tag.class" names. */
 function cutOff(frame: FrameLocator, selector: string): Promise<string[]> {
-  return frame.locator(selector).first().evaluate((root) => {
-    const right = document.documentElement.clientWidth;
-    return [root, ...root.querySelectorAll('*')].filter((e) => e.getBoundingClientRect().right > right + 1)
-      .map((e) => `${e.tagName.toLowerCase()}${[...e.classList].map((c) => `.${c}`).join('')}`);
-  });
+  return frame
+    .locator(selector)
+    .first()
+    .evaluate((root) => {
+      const right = document.documentElement.clientWidth;
+      return [root, ...root.querySelectorAll('*')]
+        .filter((e) => e.getBoundingClientRect().right > right + 1)
+        .map((e) => `${e.tagName.toLowerCase()}${[...e.classList].map((c) => `.${c}`).join('')}`);
+    });
 }
 
 const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
@@ -125,213 +203,253 @@ const stdUnbiased = (xs: number[]) => Math.sqrt(xs.reduce((a, x) => a + (x - mea
 const fmt3 = (x: number) => (Number.isInteger(x) ? String(x) : x.toFixed(3));
 const signed3 = (x: number) => `${x > 0 ? '+' : ''}${x.toFixed(3)}`;
 
-test('VS Code on a store with two real training runs: CodeLens stats, dashboard and overlay, GRPO groups, rollouts search and filters, a tool step', { timeout: 10 * 60_000 }, async () => {
-  const { timings, mark } = beginE2e();
+test(
+  'VS Code on a store with two real training runs: CodeLens stats, dashboard and overlay, GRPO groups, rollouts search and filters, a tool step',
+  { timeout: 10 * 60_000 },
+  async () => {
+    const { timings, mark } = beginE2e();
 
-  const scratch = mkdtempSync(join(tmpdir(), 'agl-e2e-trained-'));
-  const dataDir = join(scratch, 'agl-data');
-  let server: Awaited<ReturnType<typeof startCodeServer>> | null = null;
-  let browser: Browser | null = null;
-  let page: Page | null = null;
-  const shot = async (name: string) => { await page?.screenshot({ path: join(SHOTS, `trained-${name}.png`) }); };
-  try {
-    trainTwice(dataDir, scratch);
-    mark('trained twice');
-    const want = await readExpected(dataDir);
-    const [newest, older] = want.runs as [TrainingRun, TrainingRun];
-    const moved = want.val.first.step < want.val.last.step;
-    const headline = `held-out reward ${want.val.last.value.toFixed(2)}${moved ? ` (from ${want.val.first.value.toFixed(2)})` : ''}`;
-    const lensTitle = `${headline} · ${want.ended} rollouts`;
-    const headlineTooltip = `Held-out reward ${want.val.last.value.toFixed(2)}: mean final reward on the validation tasks at step ${want.val.last.step} of training run ${newest.id}`
-      + `${moved ? ` (${want.val.first.value.toFixed(2)} at step ${want.val.first.step})` : ''}, the agent's newest run with a validation; ${want.ended} rollouts ended.`;
-
-    server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0 }, { dataDir });
-    browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-
-    /** Opens `folder`, waits for the daemon, opens the calc agent and checks its lens (title and tooltip). */
-    const checkLens = async (folder: string, file: string, name: string) => {
-      await page!.goto(`${server!.url}/?folder=${encodeURIComponent(folder)}`);
-      await page!.locator('.explorer-folders-view .monaco-list-row').first().waitFor({ state: 'visible', timeout: 60_000 });
-      await page!.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 90_000 });
-      await openFile(page!, file);
-      const lens = page!.locator('.monaco-editor .codelens-decoration a', { hasText: 'held-out reward' }).first();
-      await lens.waitFor({ state: 'visible', timeout: 60_000 });
-      assert.equal(await lens.innerText(), lensTitle);
-      assert.equal(await lens.getAttribute('title'), `${headlineTooltip} Click to list this agent's rollouts.`);
-      // The lens belongs to calcAgent: it stands right above its declaration. Measured once both have stopped moving:
-      // while TypeScript still analyses a freshly opened file, Monaco re-renders its lines (a line can be briefly
-      // detached or hidden, and lenses shift it down as they arrive).
-      const decl = page!.locator('.monaco-editor .view-line', { hasText: 'export const calcAgent = rollout(' });
-      const [lensBox, declBox] = await settledBoxes(page!, [lens, decl]);
-      const lensTop = lensBox.y, declTop = declBox.y;
-      assert.ok(declTop > lensTop && declTop - lensTop < 40, `the lens (y ${lensTop}) sits above calcAgent (y ${declTop})`);
-      await shot(name); // (the tooltip is the link's title attribute: the browser draws it outside the page, not in a screenshot)
+    const scratch = mkdtempSync(join(tmpdir(), 'agl-e2e-trained-'));
+    const dataDir = join(scratch, 'agl-data');
+    let server: Awaited<ReturnType<typeof startCodeServer>> | null = null;
+    let browser: Browser | null = null;
+    let page: Page | null = null;
+    const shot = async (name: string) => {
+      await page?.screenshot({ path: join(SHOTS, `trained-${name}.png`) });
     };
+    try {
+      trainTwice(dataDir, scratch);
+      mark('trained twice');
+      const want = await readExpected(dataDir);
+      const [newest, older] = want.runs as [TrainingRun, TrainingRun];
+      const moved = want.val.first.step < want.val.last.step;
+      const headline = `held-out reward ${want.val.last.value.toFixed(2)}${moved ? ` (from ${want.val.first.value.toFixed(2)})` : ''}`;
+      const lensTitle = `${headline} · ${want.ended} rollouts`;
+      const headlineTooltip =
+        `Held-out reward ${want.val.last.value.toFixed(2)}: mean final reward on the validation tasks at step ${want.val.last.step} of training run ${newest.id}` +
+        `${moved ? ` (${want.val.first.value.toFixed(2)} at step ${want.val.first.step})` : ''}, the agent's newest run with a validation; ${want.ended} rollouts ended.`;
 
-    // 1. The CodeLens with samples/ open.
-    await checkLens(join(ROOT, 'samples'), 'calc/agent.ts', '01-codelens-samples');
-    mark('codelens (samples/)');
+      server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0 }, { dataDir });
+      browser = await launchBrowser();
+      page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
 
-    // 2. The dashboard on the newest run: the same headline, curves with titled axes, the run's latest values.
-    await runCommand(page, 'Agent Lightning: Open Training Dashboard');
-    const dash: FrameLocator = webview(page);
-    await dash.locator('.chart-card[data-chart="reward"] canvas').first().waitFor({ state: 'visible', timeout: 60_000 });
-    await dash.locator('.kpi.headline', { hasText: 'held-out' }).waitFor({ state: 'visible', timeout: 30_000 });
-    assert.equal(await dash.locator('.kpi.headline').innerText(), headline, 'the dashboard says what the lens says');
-    assert.equal(await dash.locator('.kpi.headline').getAttribute('title'), headlineTooltip);
-    assert.match(await dash.locator('.progress-line').innerText(), new RegExp(`succeeded[\\s\\S]*step ${STEPS} / ${STEPS}`));
-    const reward = dash.locator('.chart-card[data-chart="reward"]');
-    const box = (await reward.locator('canvas').first().boundingBox())!;
-    assert.ok(box.width > 300 && box.height > 100, `reward chart drawn: ${JSON.stringify(box)}`);
-    assert.equal(await reward.locator('.y-title').innerText(), 'mean reward');
-    assert.equal(await reward.locator('.x-title').innerText(), 'training step');
-    const latest = async (metric: string, run?: string) => Number(await reward.locator(`.chart-value[data-metric="${metric}"]${run ? `[data-run="${run}"]` : ''} b`).innerText());
-    assert.ok(Math.abs(await latest('val/reward') - want.val.last.value) < 5e-4, 'the latest held-out point is the lens number');
-    const rewardsOf = (run: TrainingRun) => want.rewards.get(run.id)!;
-    assert.ok(Math.abs(await latest('reward/mean') - rewardsOf(newest).at(-1)!) < 5e-4);
-    // The curve holds every step: with the cursor over step k the legend reads that step's reward.
-    const over = reward.locator('.u-over');
-    const lastStep = Math.max(STEPS - 1, want.val.last.step); // the x axis: training steps 0..5, the last validation after step 5 (at 6)
-    /** Puts the cursor over `step` of the reward chart; returns where it is. */
-    const hover = async (step: number) => {
-      const ob = (await over.boundingBox())!;
-      const at = { x: ob.x + 2 + (ob.width - 4) * (step / lastStep), y: ob.y + ob.height / 2 };
-      await page!.mouse.move(at.x, at.y);
-      await over.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))); // uPlot moves its cursor on a frame
-      return at;
-    };
-    for (const step of [0, Math.floor(STEPS / 2)]) {
-      await hover(step);
-      const shown = await latest('reward/mean');
-      assert.ok(Math.abs(shown - rewardsOf(newest)[step]!) < 5e-4, `step ${step}: the legend reads ${shown}, the store ${rewardsOf(newest)[step]}`);
+      /** Opens `folder`, waits for the daemon, opens the calc agent and checks its lens (title and tooltip). */
+      const checkLens = async (folder: string, file: string, name: string) => {
+        await page!.goto(`${server!.url}/?folder=${encodeURIComponent(folder)}`);
+        await page!.locator('.explorer-folders-view .monaco-list-row').first().waitFor({ state: 'visible', timeout: 60_000 });
+        await page!.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 90_000 });
+        await openFile(page!, file);
+        const lens = page!.locator('.monaco-editor .codelens-decoration a', { hasText: 'held-out reward' }).first();
+        await lens.waitFor({ state: 'visible', timeout: 60_000 });
+        assert.equal(await lens.innerText(), lensTitle);
+        assert.equal(await lens.getAttribute('title'), `${headlineTooltip} Click to list this agent's rollouts.`);
+        // The lens belongs to calcAgent: it stands right above its declaration. Measured once both have stopped moving:
+        // while TypeScript still analyses a freshly opened file, Monaco re-renders its lines (a line can be briefly
+        // detached or hidden, and lenses shift it down as they arrive).
+        const decl = page!.locator('.monaco-editor .view-line', { hasText: 'export const calcAgent = rollout(' });
+        const [lensBox, declBox] = await settledBoxes(page!, [lens, decl]);
+        const lensTop = lensBox.y,
+          declTop = declBox.y;
+        assert.ok(declTop > lensTop && declTop - lensTop < 40, `the lens (y ${lensTop}) sits above calcAgent (y ${declTop})`);
+        await shot(name); // (the tooltip is the link's title attribute: the browser draws it outside the page, not in a screenshot)
+      };
+
+      // 1. The CodeLens with samples/ open.
+      await checkLens(join(ROOT, 'samples'), 'calc/agent.ts', '01-codelens-samples');
+      mark('codelens (samples/)');
+
+      // 2. The dashboard on the newest run: the same headline, curves with titled axes, the run's latest values.
+      await runCommand(page, 'Agent Lightning: Open Training Dashboard');
+      const dash: FrameLocator = webview(page);
+      await dash.locator('.chart-card[data-chart="reward"] canvas').first().waitFor({ state: 'visible', timeout: 60_000 });
+      await dash.locator('.kpi.headline', { hasText: 'held-out' }).waitFor({ state: 'visible', timeout: 30_000 });
+      assert.equal(await dash.locator('.kpi.headline').innerText(), headline, 'the dashboard says what the lens says');
+      assert.equal(await dash.locator('.kpi.headline').getAttribute('title'), headlineTooltip);
+      assert.match(await dash.locator('.progress-line').innerText(), new RegExp(`succeeded[\\s\\S]*step ${STEPS} / ${STEPS}`));
+      const reward = dash.locator('.chart-card[data-chart="reward"]');
+      const box = (await reward.locator('canvas').first().boundingBox())!;
+      assert.ok(box.width > 300 && box.height > 100, `reward chart drawn: ${JSON.stringify(box)}`);
+      assert.equal(await reward.locator('.y-title').innerText(), 'mean reward');
+      assert.equal(await reward.locator('.x-title').innerText(), 'training step');
+      const latest = async (metric: string, run?: string) =>
+        Number(await reward.locator(`.chart-value[data-metric="${metric}"]${run ? `[data-run="${run}"]` : ''} b`).innerText());
+      assert.ok(Math.abs((await latest('val/reward')) - want.val.last.value) < 5e-4, 'the latest held-out point is the lens number');
+      const rewardsOf = (run: TrainingRun) => want.rewards.get(run.id)!;
+      assert.ok(Math.abs((await latest('reward/mean')) - rewardsOf(newest).at(-1)!) < 5e-4);
+      // The curve holds every step: with the cursor over step k the legend reads that step's reward.
+      const over = reward.locator('.u-over');
+      const lastStep = Math.max(STEPS - 1, want.val.last.step); // the x axis: training steps 0..5, the last validation after step 5 (at 6)
+      /** Puts the cursor over `step` of the reward chart; returns where it is. */
+      const hover = async (step: number) => {
+        const ob = (await over.boundingBox())!;
+        const at = { x: ob.x + 2 + (ob.width - 4) * (step / lastStep), y: ob.y + ob.height / 2 };
+        await page!.mouse.move(at.x, at.y);
+        await over.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))); // uPlot moves its cursor on a frame
+        return at;
+      };
+      for (const step of [0, Math.floor(STEPS / 2)]) {
+        await hover(step);
+        const shown = await latest('reward/mean');
+        assert.ok(Math.abs(shown - rewardsOf(newest)[step]!) < 5e-4, `step ${step}: the legend reads ${shown}, the store ${rewardsOf(newest)[step]}`);
+      }
+      await page.mouse.move(0, 0);
+      await shot('02-dashboard');
+      mark('dashboard');
+
+      // ... then the older run overlaid: one legend entry and one colour per run, both runs' values on the reward chart.
+      await dash.locator('.compare summary').click();
+      await dash.locator(`vscode-checkbox[data-run="${older.id}"]`).click();
+      await dash.locator('.run-legend-item').nth(1).waitFor({ state: 'visible', timeout: 15_000 });
+      const legend = await dash
+        .locator('.run-legend-item')
+        .evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.run, getComputedStyle(e.querySelector('.swatch')!).color]));
+      assert.deepEqual(
+        legend.map(([run]) => run),
+        [newest.id, older.id],
+      );
+      assert.notEqual(legend[0]![1], legend[1]![1], 'each run has its own colour');
+      await reward.locator(`.chart-value[data-metric="reward/mean"][data-run="${older.id}"]`).waitFor({ state: 'visible', timeout: 15_000 });
+      assert.ok(Math.abs((await latest('reward/mean', older.id)) - rewardsOf(older).at(-1)!) < 5e-4, 'the overlaid run shows its own last reward');
+      assert.ok(Math.abs((await latest('reward/mean', newest.id)) - rewardsOf(newest).at(-1)!) < 5e-4);
+      await dash.locator('.compare summary').click(); // fold the run picker again: the charts are what the shot is for
+      await shot('03-dashboard-overlay');
+      mark('overlay');
+
+      // 3. A point on the reward curve opens that step's GRPO groups beside the dashboard.
+      const at = await hover(want.group.step);
+      await page.mouse.click(at.x, at.y);
+      const groups = await webviewWith(page, '.group');
+      const header = groups.locator('.view-header');
+      await header.locator('h1', { hasText: `step ${want.group.step}` }).waitFor({ state: 'visible', timeout: 30_000 });
+      assert.equal(await header.locator('.run-id').innerText(), newest.id);
+      const group = groups.locator(`.group[data-group-id="${want.group.groupId}"]`);
+      await group.locator('.sample-card').first().waitFor({ state: 'visible', timeout: 30_000 });
+      const m = mean(want.group.credits),
+        s = stdUnbiased(want.group.credits);
+      assert.equal(await group.locator('.chip.group-mean').innerText(), `mean ${fmt3(m)}`);
+      assert.equal(await group.locator('.chip.group-std').innerText(), `std ${fmt3(s)}`);
+      assert.equal((await group.locator('.formula').innerText()).trim(), `A = (credit − ${fmt3(m)}) / (${fmt3(s)} + ε)`);
+      assert.match(
+        (await group.locator('.chip.group-mean').getAttribute('title'))!,
+        new RegExp(
+          `A = \\(credit − mean\\) / \\(std \\+ ε\\) = \\(credit − ${fmt3(m).replace('.', '\\.')}\\) / \\(${fmt3(s).replace('.', '\\.')} \\+ 0\\.000001\\)`,
+        ),
+      );
+      const cards = await group.locator('.sample-card').evaluateAll((els) =>
+        els.map((e) => ({
+          reward: e.querySelector('.metric-value.reward')?.textContent ?? '',
+          advantage: e.querySelector('.metric-value.advantage')?.textContent ?? '',
+          count: Number((e as HTMLElement).dataset.count),
+        })),
+      );
+      assert.equal(
+        cards.reduce((a, c) => a + c.count, 0),
+        4,
+        "the group's 4 samples are on its cards",
+      );
+      const stored = want.group.advantages.map(signed3);
+      for (const c of cards) {
+        assert.match(c.reward, /^(0|1)$/, `a card's reward: ${JSON.stringify(c)}`);
+        for (const a of c.advantage.split(' / '))
+          assert.ok(stored.includes(a), `advantage ${a} shown on a card is one the trainer stored (${stored.join(', ')})`);
+      }
+      // Both panels at half width: nothing in their headers is cut off at the right.
+      const dashBeside = await webviewWith(page, '.chart-card');
+      assert.deepEqual(await cutOff(dashBeside, '.view-header'), [], 'the dashboard header fits beside the group view');
+      assert.deepEqual(await cutOff(dashBeside, '.run-progress'), []);
+      assert.deepEqual(await cutOff(groups, '.view-header'), []);
+      await group.scrollIntoViewIfNeeded();
+      await shot('04-group-view');
+      mark('group view');
+
+      // 4. The rollouts list from the lens: filtered on the agent, exact count, search, a reward filter as a chip.
+      await runCommand(page, 'View: Close All Editors');
+      await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+      await openFile(page, 'calc/agent.ts');
+      await page.locator('.monaco-editor .codelens-decoration a', { hasText: 'held-out reward' }).first().click();
+      const viewer = webview(page);
+      const count = viewer.locator('.view-header .count');
+      const waitCount = (n: number) =>
+        viewer
+          .locator('.view-header .count', { hasText: new RegExp(`^${n.toLocaleString('en-US')} rollouts?$`) })
+          .waitFor({ state: 'visible', timeout: 30_000 });
+      await waitCount(want.ended);
+      assert.match(await viewer.locator('.filter-chip[data-chip="agent"]').innerText(), new RegExp(`Agent: ${AGENT}`));
+      assert.equal(await viewer.locator('.hidden-count').count(), 0, "every rollout of the store is the agent's");
+      await viewer.locator('vscode-textfield[data-filter="search"] input').fill(want.tool.question);
+      const rowIds = () => viewer.locator('.rollout-row').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.rolloutId));
+      const searchCount = want.tool.searchIds.length,
+        rewardCount = want.tool.rewardIds.length;
+      await waitCount(searchCount);
+      assert.ok(searchCount < want.ended, `the search narrows the list (${searchCount} of ${want.ended})`);
+      assert.equal(await viewer.locator('.filter-chip[data-chip="search"]').innerText(), `Search: "${want.tool.question}"`);
+      assert.equal(await viewer.locator('.hidden-count').innerText(), `${(want.ended - searchCount).toLocaleString('en-US')} hidden by filters`);
+      assert.deepEqual(await rowIds(), want.tool.searchIds, 'the rows are the rollouts the store finds, newest first');
+      assert.equal(await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-input`).getAttribute('title'), want.tool.question);
+      await viewer.locator('vscode-textfield[data-filter="rewardMin"] input').fill('1');
+      await viewer.locator('vscode-textfield[data-filter="rewardMin"] input').press('Enter');
+      await viewer.locator('.filter-chip[data-chip="reward"]').waitFor({ state: 'visible', timeout: 30_000 });
+      await waitCount(rewardCount);
+      assert.equal(await viewer.locator('.filter-chip[data-chip="reward"]').innerText(), 'Reward ≥ 1');
+      assert.equal(await viewer.locator('.hidden-count').innerText(), `${(want.ended - rewardCount).toLocaleString('en-US')} hidden by filters`);
+      assert.deepEqual(await rowIds(), want.tool.rewardIds);
+      assert.ok(want.tool.rewardIds.includes(want.tool.rollout.id));
+      const rewards = await viewer.locator('.rollout-row .col-reward').allInnerTexts();
+      assert.ok(
+        rewards.every((r) => r === '1'),
+        `rewards shown: ${rewards.join(', ')}`,
+      );
+      assert.deepEqual(await cutOff(viewer, '.rollouts-view'), [], 'the list fits its half of the window');
+      const ids = await viewer
+        .locator('.rollout-row .col-id')
+        .evaluateAll((els) => els.map((e) => ({ text: e.textContent, cut: e.scrollWidth > e.clientWidth })));
+      assert.deepEqual(
+        ids.filter((c) => c.cut),
+        [],
+        `rollout ids shown whole: ${JSON.stringify(ids)}`,
+      );
+      await shot('05-rollouts-search-filter');
+      mark('rollouts list');
+
+      // 5. The rollout that used the calculator: its tool step reads calc(input) → output, in the tree and in the detail.
+      await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"]`).click();
+      const toolRow = viewer.locator(`.span-row[data-span-id="${want.tool.span.spanId}"]`);
+      await toolRow.waitFor({ state: 'visible', timeout: 30_000 });
+      const line = `calc(${want.tool.input}) → ${want.tool.output}`;
+      assert.equal(await toolRow.locator('.label').innerText(), line);
+      await toolRow.click();
+      await viewer.locator('.tool-io').waitFor({ state: 'visible', timeout: 10_000 });
+      assert.equal((await viewer.locator('.tool-io .tool-line').innerText()).trim(), line);
+      assert.equal(await viewer.locator('.tool-io .tool-input').innerText(), want.tool.input);
+      assert.equal(await viewer.locator('.tool-io .tool-output').innerText(), want.tool.output);
+      assert.deepEqual(await cutOff(viewer, '.view-header'), [], 'the rollout header fits its half of the window');
+      await shot('06-tool-step');
+      mark('tool step');
+
+      // Back to the list: the filters are still there; removing them with their chips restores the count.
+      await viewer.locator('.back').click();
+      await waitCount(rewardCount);
+      await viewer.locator('.filter-chip[data-chip="reward"] .chip-remove').click();
+      await waitCount(searchCount);
+      await viewer.locator('.filter-chip[data-chip="search"] .chip-remove').click();
+      await waitCount(want.ended);
+      assert.equal(await viewer.locator('.hidden-count').count(), 0);
+      assert.equal(await viewer.locator('.filter-chip[data-chip="reward"]').count(), 0);
+      assert.equal(await count.innerText(), `${want.ended.toLocaleString('en-US')} rollouts`);
+      mark('filters removed');
+
+      // 6. The same lens with the repository root open (the agent's id does not depend on the folder).
+      await checkLens(resolve(ROOT), 'samples/calc/agent.ts', '07-codelens-repo-root'); // resolve: no trailing slash on the folder
+      mark('codelens (repo root)');
+    } catch (err) {
+      await shot('failure').catch(() => undefined);
+      if (server) console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
+      throw err;
+    } finally {
+      await browser?.close().catch(() => undefined);
+      await server?.stop();
+      rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
+      console.log(`e2e (trained run) timings (s since start): ${JSON.stringify(timings)}`);
     }
-    await page.mouse.move(0, 0);
-    await shot('02-dashboard');
-    mark('dashboard');
-
-    // ... then the older run overlaid: one legend entry and one colour per run, both runs' values on the reward chart.
-    await dash.locator('.compare summary').click();
-    await dash.locator(`vscode-checkbox[data-run="${older.id}"]`).click();
-    await dash.locator('.run-legend-item').nth(1).waitFor({ state: 'visible', timeout: 15_000 });
-    const legend = await dash.locator('.run-legend-item').evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.run, getComputedStyle(e.querySelector('.swatch')!).color]));
-    assert.deepEqual(legend.map(([run]) => run), [newest.id, older.id]);
-    assert.notEqual(legend[0]![1], legend[1]![1], 'each run has its own colour');
-    await reward.locator(`.chart-value[data-metric="reward/mean"][data-run="${older.id}"]`).waitFor({ state: 'visible', timeout: 15_000 });
-    assert.ok(Math.abs(await latest('reward/mean', older.id) - rewardsOf(older).at(-1)!) < 5e-4, 'the overlaid run shows its own last reward');
-    assert.ok(Math.abs(await latest('reward/mean', newest.id) - rewardsOf(newest).at(-1)!) < 5e-4);
-    await dash.locator('.compare summary').click(); // fold the run picker again: the charts are what the shot is for
-    await shot('03-dashboard-overlay');
-    mark('overlay');
-
-    // 3. A point on the reward curve opens that step's GRPO groups beside the dashboard.
-    const at = await hover(want.group.step);
-    await page.mouse.click(at.x, at.y);
-    const groups = await webviewWith(page, '.group');
-    const header = groups.locator('.view-header');
-    await header.locator('h1', { hasText: `step ${want.group.step}` }).waitFor({ state: 'visible', timeout: 30_000 });
-    assert.equal(await header.locator('.run-id').innerText(), newest.id);
-    const group = groups.locator(`.group[data-group-id="${want.group.groupId}"]`);
-    await group.locator('.sample-card').first().waitFor({ state: 'visible', timeout: 30_000 });
-    const m = mean(want.group.credits), s = stdUnbiased(want.group.credits);
-    assert.equal(await group.locator('.chip.group-mean').innerText(), `mean ${fmt3(m)}`);
-    assert.equal(await group.locator('.chip.group-std').innerText(), `std ${fmt3(s)}`);
-    assert.equal((await group.locator('.formula').innerText()).trim(), `A = (credit − ${fmt3(m)}) / (${fmt3(s)} + ε)`);
-    assert.match((await group.locator('.chip.group-mean').getAttribute('title'))!,
-      new RegExp(`A = \\(credit − mean\\) / \\(std \\+ ε\\) = \\(credit − ${fmt3(m).replace('.', '\\.')}\\) / \\(${fmt3(s).replace('.', '\\.')} \\+ 0\\.000001\\)`));
-    const cards = await group.locator('.sample-card').evaluateAll((els) => els.map((e) => ({
-      reward: e.querySelector('.metric-value.reward')?.textContent ?? '', advantage: e.querySelector('.metric-value.advantage')?.textContent ?? '',
-      count: Number((e as HTMLElement).dataset.count),
-    })));
-    assert.equal(cards.reduce((a, c) => a + c.count, 0), 4, 'the group\'s 4 samples are on its cards');
-    const stored = want.group.advantages.map(signed3);
-    for (const c of cards) {
-      assert.match(c.reward, /^(0|1)$/, `a card's reward: ${JSON.stringify(c)}`);
-      for (const a of c.advantage.split(' / ')) assert.ok(stored.includes(a), `advantage ${a} shown on a card is one the trainer stored (${stored.join(', ')})`);
-    }
-    // Both panels at half width: nothing in their headers is cut off at the right.
-    const dashBeside = await webviewWith(page, '.chart-card');
-    assert.deepEqual(await cutOff(dashBeside, '.view-header'), [], 'the dashboard header fits beside the group view');
-    assert.deepEqual(await cutOff(dashBeside, '.run-progress'), []);
-    assert.deepEqual(await cutOff(groups, '.view-header'), []);
-    await group.scrollIntoViewIfNeeded();
-    await shot('04-group-view');
-    mark('group view');
-
-    // 4. The rollouts list from the lens: filtered on the agent, exact count, search, a reward filter as a chip.
-    await runCommand(page, 'View: Close All Editors');
-    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
-    await openFile(page, 'calc/agent.ts');
-    await page.locator('.monaco-editor .codelens-decoration a', { hasText: 'held-out reward' }).first().click();
-    const viewer = webview(page);
-    const count = viewer.locator('.view-header .count');
-    const waitCount = (n: number) => viewer.locator('.view-header .count', { hasText: new RegExp(`^${n.toLocaleString('en-US')} rollouts?$`) }).waitFor({ state: 'visible', timeout: 30_000 });
-    await waitCount(want.ended);
-    assert.match(await viewer.locator('.filter-chip[data-chip="agent"]').innerText(), new RegExp(`Agent: ${AGENT}`));
-    assert.equal(await viewer.locator('.hidden-count').count(), 0, 'every rollout of the store is the agent\'s');
-    await viewer.locator('vscode-textfield[data-filter="search"] input').fill(want.tool.question);
-    const rowIds = () => viewer.locator('.rollout-row').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.rolloutId));
-    const searchCount = want.tool.searchIds.length, rewardCount = want.tool.rewardIds.length;
-    await waitCount(searchCount);
-    assert.ok(searchCount < want.ended, `the search narrows the list (${searchCount} of ${want.ended})`);
-    assert.equal(await viewer.locator('.filter-chip[data-chip="search"]').innerText(), `Search: "${want.tool.question}"`);
-    assert.equal(await viewer.locator('.hidden-count').innerText(), `${(want.ended - searchCount).toLocaleString('en-US')} hidden by filters`);
-    assert.deepEqual(await rowIds(), want.tool.searchIds, 'the rows are the rollouts the store finds, newest first');
-    assert.equal(await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-input`).getAttribute('title'), want.tool.question);
-    await viewer.locator('vscode-textfield[data-filter="rewardMin"] input').fill('1');
-    await viewer.locator('vscode-textfield[data-filter="rewardMin"] input').press('Enter');
-    await viewer.locator('.filter-chip[data-chip="reward"]').waitFor({ state: 'visible', timeout: 30_000 });
-    await waitCount(rewardCount);
-    assert.equal(await viewer.locator('.filter-chip[data-chip="reward"]').innerText(), 'Reward ≥ 1');
-    assert.equal(await viewer.locator('.hidden-count').innerText(), `${(want.ended - rewardCount).toLocaleString('en-US')} hidden by filters`);
-    assert.deepEqual(await rowIds(), want.tool.rewardIds);
-    assert.ok(want.tool.rewardIds.includes(want.tool.rollout.id));
-    const rewards = await viewer.locator('.rollout-row .col-reward').allInnerTexts();
-    assert.ok(rewards.every((r) => r === '1'), `rewards shown: ${rewards.join(', ')}`);
-    assert.deepEqual(await cutOff(viewer, '.rollouts-view'), [], 'the list fits its half of the window');
-    const ids = await viewer.locator('.rollout-row .col-id').evaluateAll((els) => els.map((e) => ({ text: e.textContent, cut: e.scrollWidth > e.clientWidth })));
-    assert.deepEqual(ids.filter((c) => c.cut), [], `rollout ids shown whole: ${JSON.stringify(ids)}`);
-    await shot('05-rollouts-search-filter');
-    mark('rollouts list');
-
-    // 5. The rollout that used the calculator: its tool step reads calc(input) → output, in the tree and in the detail.
-    await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"]`).click();
-    const toolRow = viewer.locator(`.span-row[data-span-id="${want.tool.span.spanId}"]`);
-    await toolRow.waitFor({ state: 'visible', timeout: 30_000 });
-    const line = `calc(${want.tool.input}) → ${want.tool.output}`;
-    assert.equal(await toolRow.locator('.label').innerText(), line);
-    await toolRow.click();
-    await viewer.locator('.tool-io').waitFor({ state: 'visible', timeout: 10_000 });
-    assert.equal((await viewer.locator('.tool-io .tool-line').innerText()).trim(), line);
-    assert.equal(await viewer.locator('.tool-io .tool-input').innerText(), want.tool.input);
-    assert.equal(await viewer.locator('.tool-io .tool-output').innerText(), want.tool.output);
-    assert.deepEqual(await cutOff(viewer, '.view-header'), [], 'the rollout header fits its half of the window');
-    await shot('06-tool-step');
-    mark('tool step');
-
-    // Back to the list: the filters are still there; removing them with their chips restores the count.
-    await viewer.locator('.back').click();
-    await waitCount(rewardCount);
-    await viewer.locator('.filter-chip[data-chip="reward"] .chip-remove').click();
-    await waitCount(searchCount);
-    await viewer.locator('.filter-chip[data-chip="search"] .chip-remove').click();
-    await waitCount(want.ended);
-    assert.equal(await viewer.locator('.hidden-count').count(), 0);
-    assert.equal(await viewer.locator('.filter-chip[data-chip="reward"]').count(), 0);
-    assert.equal(await count.innerText(), `${want.ended.toLocaleString('en-US')} rollouts`);
-    mark('filters removed');
-
-    // 6. The same lens with the repository root open (the agent's id does not depend on the folder).
-    await checkLens(resolve(ROOT), 'samples/calc/agent.ts', '07-codelens-repo-root'); // resolve: no trailing slash on the folder
-    mark('codelens (repo root)');
-  } catch (err) {
-    await shot('failure').catch(() => undefined);
-    if (server) console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
-    throw err;
-  } finally {
-    await browser?.close().catch(() => undefined);
-    await server?.stop();
-    rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
-    console.log(`e2e (trained run) timings (s since start): ${JSON.stringify(timings)}`);
-  }
-});
+  },
+);

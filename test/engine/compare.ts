@@ -15,18 +15,24 @@ function noiseOnly(name: string, d: number): ((i: number) => boolean) | null {
 
 /** Max |a - b| over every tensor of two safetensors files, matched by name (`d`: the model width, for noiseOnly). */
 export function compareFiles(a: string, b: string, d: number): { worst: number; name: string; count: number } {
-  const x = readSafetensors(a).tensors, y = readSafetensors(b).tensors;
+  const x = readSafetensors(a).tensors,
+    y = readSafetensors(b).tensors;
   assert.deepEqual([...x.keys()].sort(), [...y.keys()].sort(), `${a} and ${b} hold the same tensors`);
-  let worst = 0, name = '';
+  let worst = 0,
+    name = '';
   for (const [k, t] of x) {
     const u = y.get(k)!;
     assert.deepEqual(t.shape, u.shape, `${k}: shape`);
     const skip = noiseOnly(k.replace(/^[mv]\./, ''), d);
-    const p = t.data as Float32Array, q = u.data as Float32Array;
+    const p = t.data as Float32Array,
+      q = u.data as Float32Array;
     for (let i = 0; i < p.length; i++) {
       if (skip?.(i)) continue;
       const e = Math.abs(p[i] - q[i]);
-      if (e > worst) { worst = e; name = `${k}[${i}]`; }
+      if (e > worst) {
+        worst = e;
+        name = `${k}[${i}]`;
+      }
     }
   }
   return { worst, name, count: x.size };

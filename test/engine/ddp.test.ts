@@ -23,8 +23,9 @@ describe('torch engine on 2 ranks', () => {
     scratch = mkdtempSync(join(tmpdir(), 'agl-ddp-'));
     const e = await startTorchEngine(WARMUP, { python: torchPython() });
     const t = e.tokenizer;
-    const prompts = ['Ann has 23 pens, gets 15 more. How many?', 'What is 42*17?', 'Sum 7 and 8.', 'Q:Bo had 9 apples and ate 4.']
-      .map((q) => t.encode(t.applyChatTemplate([{ role: 'user', content: q }])));
+    const prompts = ['Ann has 23 pens, gets 15 more. How many?', 'What is 42*17?', 'Sum 7 and 8.', 'Q:Bo had 9 apples and ate 4.'].map((q) =>
+      t.encode(t.applyChatTemplate([{ role: 'user', content: q }])),
+    );
     const gens = await e.generate([...prompts, ...prompts, ...prompts], { maxTokens: 20, temperature: 1, seed: 2 });
     pairs = gens.map((g, i) => ({ promptIds: prompts[i % 4], completionIds: g.tokenIds }));
     await e.close();
@@ -39,18 +40,30 @@ describe('torch engine on 2 ranks', () => {
       for (let s = 0; s < 2; s++) {
         const old = await e.scoreLogprobs(pairs);
         const samples = old.map((row, i) => ({ advantage: [1, -0.5, 0.25, -0.75][i % 4], oldLogprobs: row.map((x, t) => x + 0.2 * Math.sin(i + t)) }));
-        const r = await e.trainStep(pairs, { kind: 'grpo', clipLow: 0.2, clipHigh: 0.28, beta: 0, aggregation: 'token-mean', normTokens: null, importanceSampling: 'token', samples });
+        const r = await e.trainStep(pairs, {
+          kind: 'grpo',
+          clipLow: 0.2,
+          clipHigh: 0.28,
+          beta: 0,
+          aggregation: 'token-mean',
+          normTokens: null,
+          importanceSampling: 'token',
+          samples,
+        });
         losses.push(r.loss);
         assert.equal(r.stats.sequences, pairs.length, 'every sequence counted once over the ranks');
       }
       const dir = join(scratch, label);
       await e.save(dir);
       return { dir, engine: e.backend, losses };
-    } finally { await e.close(); }
+    } finally {
+      await e.close();
+    }
   }
 
-  it('2 ranks give 1 rank\'s parameters: even, uneven and fewer micro-batches than ranks', async () => {
-    for (const micro of [2, 5, 64]) { // 12 pairs: 6 micro-batches (3 per rank), 3 (2 + 1), 1 (rank 1 contributes zeros)
+  it("2 ranks give 1 rank's parameters: even, uneven and fewer micro-batches than ranks", async () => {
+    for (const micro of [2, 5, 64]) {
+      // 12 pairs: 6 micro-batches (3 per rank), 3 (2 + 1), 1 (rank 1 contributes zeros)
       const one = await twoSteps(1, micro, `one-${micro}`);
       const two = await twoSteps(2, micro, `two-${micro}`);
       assert.equal(two.engine, 'torch cpu x2 (gloo)');
@@ -58,7 +71,9 @@ describe('torch engine on 2 ranks', () => {
       const w = compareFiles(join(one.dir, 'model.safetensors'), join(two.dir, 'model.safetensors'), 128);
       const m = compareFiles(join(one.dir, 'optimizer.safetensors'), join(two.dir, 'optimizer.safetensors'), 128);
       const moved = compareFiles(join(WARMUP, 'model.safetensors'), join(one.dir, 'model.safetensors'), 128);
-      console.log(`micro-batches of ${micro}: max |1 rank - 2 ranks| parameters ${w.worst.toExponential(2)}, moments ${m.worst.toExponential(2)}; the updates moved weights by up to ${moved.worst.toExponential(2)}`);
+      console.log(
+        `micro-batches of ${micro}: max |1 rank - 2 ranks| parameters ${w.worst.toExponential(2)}, moments ${m.worst.toExponential(2)}; the updates moved weights by up to ${moved.worst.toExponential(2)}`,
+      );
       assert.ok(w.worst < 1e-5, `parameter ${w.name} differs by ${w.worst}`);
       assert.ok(m.worst < 1e-5, `moment ${m.name} differs by ${m.worst}`);
       assert.ok(moved.worst > 1e-4);
@@ -74,12 +89,22 @@ describe('torch engine on 2 ranks', () => {
       assert.equal(ranks.length, 2, `torchrun runs 2 ranks: ${ranks}`);
       const other = ranks.find((p) => p !== e.hello!.pid)!;
       process.kill(other, 'SIGKILL');
-      await assert.rejects(async () => { for (;;) { await e.scoreLogprobs(pairs.slice(0, 1)); await new Promise((r) => setTimeout(r, 200)); } }, (err: Error) => {
-        assert.ok(err instanceof EngineError, String(err));
-        assert.match(err.message, /the torch engine \(pid \d+, 2 ranks\) (exited with code \d+|was killed by \w+)/);
-        assert.match(err.message, /Its last output/);
-        return true;
-      });
-    } finally { await e.close(); }
+      await assert.rejects(
+        async () => {
+          for (;;) {
+            await e.scoreLogprobs(pairs.slice(0, 1));
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        },
+        (err: Error) => {
+          assert.ok(err instanceof EngineError, String(err));
+          assert.match(err.message, /the torch engine \(pid \d+, 2 ranks\) (exited with code \d+|was killed by \w+)/);
+          assert.match(err.message, /Its last output/);
+          return true;
+        },
+      );
+    } finally {
+      await e.close();
+    }
   });
 });

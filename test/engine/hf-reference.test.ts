@@ -24,8 +24,20 @@ import { attemptBaseUrl } from '../../sdk/ids.js';
 import { type Harness, startDaemon } from '../helpers/daemon.js';
 import { runPython } from '../helpers/torch.js';
 
-interface Reference { inputIds: number[][]; logits: number[]; shape: [number, number, number]; greedyFrom: number; greedy: number[][]; transformers: string }
-interface Chat { messages: (ChatMessage & { tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: unknown } }[] })[]; tools?: ToolSpec[]; ids: number[]; idsNoGenerationPrompt: number[] }
+interface Reference {
+  inputIds: number[][];
+  logits: number[];
+  shape: [number, number, number];
+  greedyFrom: number;
+  greedy: number[][];
+  transformers: string;
+}
+interface Chat {
+  messages: (ChatMessage & { tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: unknown } }[] })[];
+  tools?: ToolSpec[];
+  ids: number[];
+  idsNoGenerationPrompt: number[];
+}
 
 const FAMILIES = ['llama', 'qwen2', 'gpt2'] as const;
 let dir = '';
@@ -52,7 +64,7 @@ for (const family of FAMILIES) {
     });
     after(() => model.dispose());
 
-    it('loads with transformers\' logits within 1e-4 (also left-padded in a batch)', async () => {
+    it("loads with transformers' logits within 1e-4 (also left-padded in a batch)", async () => {
       const [B, T, V] = ref.shape;
       const c = model.config;
       assert.equal(c.vocabSize, V);
@@ -65,7 +77,8 @@ for (const family of FAMILIES) {
       const worst = maxAbsDiff(got, ref.logits);
       assert.ok(worst < 1e-4, `max |ours - transformers ${ref.transformers}| = ${worst}`);
       // Row 1's first 8 tokens left-padded by 5 beside row 0's first 13: the same logits as transformers' row 1.
-      const P = 8, pad = 5;
+      const P = 8,
+        pad = 5;
       const padded = [...ref.inputIds[0].slice(0, P + pad), ...Array(pad).fill(0), ...ref.inputIds[1].slice(0, P)];
       const l2 = tf.tidy(() => {
         const { hidden } = forward(c, model.params, tf.tensor2d(padded, [2, P + pad], 'int32'), [0, pad], null);
@@ -78,7 +91,7 @@ for (const family of FAMILIES) {
       assert.ok(Math.max(...ref.logits) - Math.min(...ref.logits) > 1, 'the reference logits spread (the comparison means something)');
     });
 
-    it('generates transformers\' greedy tokens', async () => {
+    it("generates transformers' greedy tokens", async () => {
       const prompts = ref.inputIds.map((row) => row.slice(0, ref.greedyFrom));
       const gens = await model.generate(prompts, { maxTokens: ref.greedy[0].length, temperature: 0 });
       const eos = new Set(model.tokenizer.eosTokenIds);
@@ -87,24 +100,32 @@ for (const family of FAMILIES) {
         assert.deepEqual(g.tokenIds, ref.greedy[i].slice(0, g.tokenIds.length), `row ${i}`);
         if (g.tokenIds.length < ref.greedy[i].length) assert.ok(eos.has(g.tokenIds.at(-1)!), `row ${i} stopped early without an EOS`);
       });
-      assert.ok(gens.some((g) => g.tokenIds.length >= 6), 'at least one row compares several tokens');
+      assert.ok(
+        gens.some((g) => g.tokenIds.length >= 6),
+        'at least one row compares several tokens',
+      );
     });
   });
 }
 
 describe('tokenizer.json and chat template made by transformers', () => {
-  it('give transformers\' ids: chats with a system turn, unicode, tools and a tool call', () => {
+  it("give transformers' ids: chats with a system turn, unicode, tools and a tool call", () => {
     const tok = HfTokenizer.fromFolder(join(dir, 'qwen2'));
     const chats = JSON.parse(readFileSync(join(dir, 'chats.json'), 'utf8')) as Chat[];
     assert.equal(chats.length, 3);
     for (const [i, chat] of chats.entries()) {
       // Our gateway hands the template tool-call arguments as the JSON string the OpenAI API carries.
       const messages = chat.messages.map((m) => ({
-        ...m, tool_calls: m.tool_calls?.map((c) => ({ ...c, function: { name: c.function.name, arguments: JSON.stringify(c.function.arguments) } })),
+        ...m,
+        tool_calls: m.tool_calls?.map((c) => ({ ...c, function: { name: c.function.name, arguments: JSON.stringify(c.function.arguments) } })),
       })) as ChatMessage[];
       const withPrompt = tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: true, tools: chat.tools }));
       assert.deepEqual(withPrompt, chat.ids, `chat ${i}: ${tok.applyChatTemplate(messages, { addGenerationPrompt: true, tools: chat.tools })}`);
-      assert.deepEqual(tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: false, tools: chat.tools })), chat.idsNoGenerationPrompt, `chat ${i} without the generation prompt`);
+      assert.deepEqual(
+        tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: false, tools: chat.tools })),
+        chat.idsNoGenerationPrompt,
+        `chat ${i} without the generation prompt`,
+      );
     }
   });
 });
@@ -115,19 +136,37 @@ describe('gateway on a transformers Qwen2', () => {
   before(async () => {
     policy = await loadPolicy(join(dir, 'qwen2'), { name: 'qwen2-tiny' });
     daemon = await startDaemon({ getPolicy: (name) => (name === 'qwen2-tiny' ? policy : null) });
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'qwen2-tiny', backend: 'local', samplingParams: { temperature: 1, maxTokens: 16 } } } });
+    await daemon.client.addResources({
+      resources: {
+        llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'qwen2-tiny', backend: 'local', samplingParams: { temperature: 1, maxTokens: 16 } },
+      },
+    });
   });
-  after(async () => { await daemon.close(); policy.dispose(); });
+  after(async () => {
+    await daemon.close();
+    policy.dispose();
+  });
 
   it('records the log-probs transformers gives the same tokens', async () => {
     const claim = await daemon.client.startRollout({ input: {} }, 'test');
     const openai = new OpenAI({ baseURL: attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id), apiKey: 'agl', maxRetries: 0 });
     for (const content of ['What is 23+15?', 'Which department is Otto in?']) {
-      await openai.chat.completions.create({ model: 'qwen2-tiny', messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content }], logprobs: true, seed: 11 });
+      await openai.chat.completions.create({
+        model: 'qwen2-tiny',
+        messages: [
+          { role: 'system', content: 'You are terse.' },
+          { role: 'user', content },
+        ],
+        logprobs: true,
+        seed: 11,
+      });
     }
     const spans = (await daemon.client.querySpans({ rolloutId: claim.rollout.id })).filter((s) => s.name === SPAN.llmCall);
     assert.equal(spans.length, 2);
-    const pairs = spans.map((s) => ({ promptIds: s.attributes[AGL.promptTokenIds] as number[], completionIds: s.attributes[AGL.completionTokenIds] as number[] }));
+    const pairs = spans.map((s) => ({
+      promptIds: s.attributes[AGL.promptTokenIds] as number[],
+      completionIds: s.attributes[AGL.completionTokenIds] as number[],
+    }));
     const recorded = spans.map((s) => s.attributes[AGL.completionLogprobs] as number[]);
     assert.ok(pairs.every((p) => p.completionIds.length >= 1));
     const { logprobs } = runPython<{ logprobs: number[][] }>(['test/engine/hf_models.py', 'logprobs', '--model', join(dir, 'qwen2')], { pairs });

@@ -64,10 +64,24 @@ for (const folder of ['calc-warmup', 'llama', 'qwen2'] as const) {
       start = folder === 'calc-warmup' ? join('samples', 'calc', 'warmup') : join(scratch, 'start');
       const tfm = await loadPolicy(folder === 'calc-warmup' ? start : join(fixtures, folder), { optimizer });
       const tok = tfm.tokenizer;
-      const prompts = QUESTIONS.map((q, i) => tok.encode(tok.applyChatTemplate(i % 2 ? [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: q }] : [{ role: 'user', content: q }])));
+      const prompts = QUESTIONS.map((q, i) =>
+        tok.encode(
+          tok.applyChatTemplate(
+            i % 2
+              ? [
+                  { role: 'system', content: 'Be brief.' },
+                  { role: 'user', content: q },
+                ]
+              : [{ role: 'user', content: q }],
+          ),
+        ),
+      );
       const sampled = await tfm.generate([...prompts, ...prompts], { maxTokens: 16, temperature: 1, seed: 5 });
       pairs = sampled.map((g, i) => ({ promptIds: prompts[i % prompts.length], completionIds: g.tokenIds.length ? g.tokenIds : [tok.eosTokenIds[0]] }));
-      if (folder !== 'calc-warmup') { await tfm.trainStep(pairs, { kind: 'nll' }); await tfm.save(start); }
+      if (folder !== 'calc-warmup') {
+        await tfm.trainStep(pairs, { kind: 'nll' });
+        await tfm.save(start);
+      }
       reference = await tfm.scoreLogprobs(pairs);
       tfm.dispose();
     });
@@ -86,9 +100,18 @@ for (const folder of ['calc-warmup', 'llama', 'qwen2'] as const) {
         assert.ok(worst < 1e-4, `max |tfjs - torch| log-prob = ${worst}`);
         const prompts = pairs.slice(0, 4).map((p) => p.promptIds);
         const [a, b] = [await tfm.generate(prompts, { maxTokens: 12, temperature: 0 }), await th.generate(prompts, { maxTokens: 12, temperature: 0 })];
-        assert.deepEqual(b.map((g) => g.tokenIds), a.map((g) => g.tokenIds));
-        assert.deepEqual(b.map((g) => g.text), a.map((g) => g.text));
-      } finally { tfm.dispose(); await th.close(); }
+        assert.deepEqual(
+          b.map((g) => g.tokenIds),
+          a.map((g) => g.tokenIds),
+        );
+        assert.deepEqual(
+          b.map((g) => g.text),
+          a.map((g) => g.text),
+        );
+      } finally {
+        tfm.dispose();
+        await th.close();
+      }
     });
 
     for (const [label, cfg] of VARIANTS) {
@@ -126,8 +149,13 @@ for (const folder of ['calc-warmup', 'llama', 'qwen2'] as const) {
           assert.equal(readSafetensors(join(tb, 'optimizer.safetensors')).metadata.step, readSafetensors(join(ta, 'optimizer.safetensors')).metadata.step);
           const moved = compareFiles(join(start, 'model.safetensors'), join(ta, 'model.safetensors'), tfm.config.dModel);
           assert.ok(moved.worst > 1e-4, `the update moved the weights (by up to ${moved.worst})`);
-          console.log(`  max |tfjs - torch|: parameters ${w.worst.toExponential(2)} (${w.name}), moments ${m.worst.toExponential(2)}; the update itself ${moved.worst.toExponential(2)}`);
-        } finally { tfm.dispose(); await th.close(); }
+          console.log(
+            `  max |tfjs - torch|: parameters ${w.worst.toExponential(2)} (${w.name}), moments ${m.worst.toExponential(2)}; the update itself ${moved.worst.toExponential(2)}`,
+          );
+        } finally {
+          tfm.dispose();
+          await th.close();
+        }
       });
     }
   });
@@ -151,7 +179,10 @@ describe('every shipped warm-up runs on both engines', () => {
         const worst = Math.max(...a.map((r, i) => maxDiff(r, b[i])));
         assert.ok(worst < 1e-4, `max |tfjs - torch| = ${worst}`);
         assert.equal(th.hello!.model.step, JSON.parse(readSafetensors(join(dir, 'optimizer.safetensors')).metadata.step ?? '0'), 'its Adam state came along');
-      } finally { tfm.dispose(); await th.close(); }
+      } finally {
+        tfm.dispose();
+        await th.close();
+      }
     });
   }
 });

@@ -23,7 +23,10 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'agl-sampler-'));
   sampler = await startDaemonProcess(join(dir, 'sampler-data'), ['--model', 'samples/calc/warmup']);
 });
-after(async () => { await sampler?.stop(); rmSync(dir, { recursive: true, force: true }); });
+after(async () => {
+  await sampler?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 const policyInfo = async () => {
   const res = await fetch(`${sampler.url}/v1/agl/policy`, { headers: { authorization: `Bearer ${sampler.token}` } });
@@ -32,34 +35,63 @@ const policyInfo = async () => {
 };
 
 test('the policy routes refuse bad input with a problem naming it, and keep serving', async () => {
-  const post = (body: string, auth = true) => fetch(`${sampler.url}/v1/agl/policy/load`, {
-    method: 'POST', body, headers: { 'content-type': 'application/json', ...(auth ? { authorization: `Bearer ${sampler.token}` } : {}) },
-  });
+  const post = (body: string, auth = true) =>
+    fetch(`${sampler.url}/v1/agl/policy/load`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', ...(auth ? { authorization: `Bearer ${sampler.token}` } : {}) },
+    });
   assert.equal((await post('{"dir":"x"}', false)).status, 401);
-  for (const [body, field] of [['{}', 'dir'], ['{"dir": 3}', 'dir'], ['{"dir":"a","extra":1}', 'extra']] as const) {
+  for (const [body, field] of [
+    ['{}', 'dir'],
+    ['{"dir": 3}', 'dir'],
+    ['{"dir":"a","extra":1}', 'extra'],
+  ] as const) {
     const res = await post(body);
     assert.equal(res.status, 400, body);
     assert.match(res.headers.get('content-type') ?? '', /application\/problem\+json/);
-    assert.ok(JSON.stringify((await res.json() as { errors: unknown[] }).errors).includes(field), body);
+    assert.ok(JSON.stringify(((await res.json()) as { errors: unknown[] }).errors).includes(field), body);
   }
   const missing = await post(JSON.stringify({ dir: join(dir, 'nothing-here') }));
   assert.equal(missing.status, 400);
-  assert.match((await missing.json() as { detail: string }).detail, /holds no model \(config\.json missing\)/);
+  assert.match(((await missing.json()) as { detail: string }).detail, /holds no model \(config\.json missing\)/);
   const info = await policyInfo();
   assert.equal(info.reloads, 0);
   assert.equal(info.spec, 'samples/calc/warmup');
 });
 
 test('agl train --engine torch samples from another server and pushes each update to it', { timeout: 600_000 }, async () => {
-  const data = join(dir, 'train-data'), push = join(dir, 'push');
+  const data = join(dir, 'train-data'),
+    push = join(dir, 'push');
   const cfg = join(dir, 'train.yaml');
-  writeFileSync(cfg, readFileSync('samples/calc/train.yaml', 'utf8')
-    .replace(/maxMinutes: \d+/, 'maxMinutes: 0\n  maxSteps: 5').replace(/valEvery: \d+/, 'valEvery: 0').replace(/valSize: \d+/, 'valSize: 100')
-    + `engine:\n  kind: torch\n  sampler:\n    url: ${sampler.url}/v1\n    model: warmup\n    apiKeyEnv: AGL_SAMPLER_TOKEN\n`
-    + `    push:\n      dir: ${push}\n      url: ${sampler.url}/v1/agl/policy/load\n      tokenEnv: AGL_SAMPLER_TOKEN\n`);
+  writeFileSync(
+    cfg,
+    readFileSync('samples/calc/train.yaml', 'utf8')
+      .replace(/maxMinutes: \d+/, 'maxMinutes: 0\n  maxSteps: 5')
+      .replace(/valEvery: \d+/, 'valEvery: 0')
+      .replace(/valSize: \d+/, 'valSize: 100') +
+      `engine:\n  kind: torch\n  sampler:\n    url: ${sampler.url}/v1\n    model: warmup\n    apiKeyEnv: AGL_SAMPLER_TOKEN\n` +
+      `    push:\n      dir: ${push}\n      url: ${sampler.url}/v1/agl/policy/load\n      tokenEnv: AGL_SAMPLER_TOKEN\n`,
+  );
   process.env.AGL_SAMPLER_TOKEN = sampler.token;
-  const { code, out } = await runAgl(['train', 'samples/calc/agent.ts#calcAgent', '--train', 'samples/calc/data/train.jsonl', '--val', 'samples/calc/data/val.jsonl',
-    '--model', 'samples/calc/warmup', '--config', cfg, '--python', torchPython(), '--quiet'], data);
+  const { code, out } = await runAgl(
+    [
+      'train',
+      'samples/calc/agent.ts#calcAgent',
+      '--train',
+      'samples/calc/data/train.jsonl',
+      '--val',
+      'samples/calc/data/val.jsonl',
+      '--model',
+      'samples/calc/warmup',
+      '--config',
+      cfg,
+      '--python',
+      torchPython(),
+      '--quiet',
+    ],
+    data,
+  );
   delete process.env.AGL_SAMPLER_TOKEN;
   assert.equal(code, 0, out);
   assert.match(out, /sampling from http:\/\/127\.0\.0\.1:\d+\/v1 \(model warmup\); each update is pushed to it/);
@@ -85,11 +117,14 @@ test('agl train --engine torch samples from another server and pushes each updat
     assert.ok(spans.length >= 1);
     for (const s of spans) {
       assert.equal(s.attributes[AGL.localPolicy], false, 'served upstream');
-      const ids = s.attributes[AGL.completionTokenIds] as number[], lps = s.attributes[AGL.completionLogprobs] as number[];
+      const ids = s.attributes[AGL.completionTokenIds] as number[],
+        lps = s.attributes[AGL.completionLogprobs] as number[];
       assert.ok(ids.length >= 1 && lps.length === ids.length, 'token ids and log-probs recorded from the sampler');
       assert.ok((s.attributes[AGL.promptTokenIds] as number[]).length > 5);
     }
     const transitions = await store.queryTransitions({ runId: run.id, limit: 10 });
-    assert.ok(transitions.length > 0, 'the trainer built transitions from the sampler\'s tokens');
-  } finally { await store.close(); }
+    assert.ok(transitions.length > 0, "the trainer built transitions from the sampler's tokens");
+  } finally {
+    await store.close();
+  }
 });

@@ -28,8 +28,12 @@ const D = 128; // the warm-up's width
 
 describe('torch engine: sampling', () => {
   let e: TorchPolicyModel;
-  before(async () => { e = await startTorchEngine(WARMUP, opts()); });
-  after(async () => { await e.close(); });
+  before(async () => {
+    e = await startTorchEngine(WARMUP, opts());
+  });
+  after(async () => {
+    await e.close();
+  });
 
   it('says what it runs: torch and transformers versions, device, ranks, the model', () => {
     assert.ok(e.hello);
@@ -41,11 +45,12 @@ describe('torch engine: sampling', () => {
     assert.equal(e.hello.model.parameters, 843520);
     assert.equal(e.contextLength, 128);
     assert.equal(e.backend, 'torch cpu');
-    assert.equal(e.hello.model.step, 1200, 'the warm-up\'s Adam step count');
+    assert.equal(e.hello.model.step, 1200, "the warm-up's Adam step count");
   });
 
   it('a seed gives the same tokens, alone or beside other prompts; another seed other tokens', async () => {
-    const a = prompt(e, 'Ann has 23 pens, gets 15 more. How many?'), b = prompt(e, 'What is 42*17?');
+    const a = prompt(e, 'Ann has 23 pens, gets 15 more. How many?'),
+      b = prompt(e, 'What is 42*17?');
     const alone = await e.generate([a], { maxTokens: 24, temperature: 1, seed: 9 });
     const batched = await e.generate([a, b, b], { maxTokens: 24, temperature: 1, seed: 9 });
     assert.deepEqual(batched[0].tokenIds, alone[0].tokenIds);
@@ -57,7 +62,7 @@ describe('torch engine: sampling', () => {
     assert.ok(lp.every((x) => x <= 0 && Number.isFinite(x)));
   });
 
-  it('log-probs are the untempered model\'s: what scoreLogprobs gives the same tokens', async () => {
+  it("log-probs are the untempered model's: what scoreLogprobs gives the same tokens", async () => {
     const p = prompt(e, 'Q:Bo had 9 apples and ate 4.');
     const [g] = await e.generate([p], { maxTokens: 20, temperature: 1.7, seed: 3 });
     const [scored] = await e.scoreLogprobs([{ promptIds: p, completionIds: g.tokenIds }]);
@@ -87,18 +92,43 @@ describe('torch engine: sampling', () => {
   it('streams each token as it is sampled', async () => {
     const p = prompt(e, 'What is 42*17?');
     const seen: [number, number][] = [];
-    const [g] = await e.generate([p, p], { maxTokens: 16, temperature: 1, seed: 5, onToken: (i, t) => { if (i === 1) seen.push([t, i]); } });
+    const [g] = await e.generate([p, p], {
+      maxTokens: 16,
+      temperature: 1,
+      seed: 5,
+      onToken: (i, t) => {
+        if (i === 1) seen.push([t, i]);
+      },
+    });
     const [again] = (await e.generate([p, p], { maxTokens: 16, temperature: 1, seed: 5 })).slice(1);
-    assert.deepEqual(seen.map(([t]) => t), again.tokenIds);
+    assert.deepEqual(
+      seen.map(([t]) => t),
+      again.tokenIds,
+    );
     assert.ok(g.tokenIds.length > 0);
   });
 
-  it('bad pairs get the TF.js engine\'s errors, and the engine keeps serving', async () => {
+  it("bad pairs get the TF.js engine's errors, and the engine keeps serving", async () => {
     await assert.rejects(e.trainStep([{ promptIds: [], completionIds: [1] }], { kind: 'nll' }), /pair 0: promptIds is empty/);
-    await assert.rejects(e.trainStep([{ promptIds: Array(100).fill(1), completionIds: Array(40).fill(1) }], { kind: 'nll' }), /100\+40 tokens exceed the context of 128/);
+    await assert.rejects(
+      e.trainStep([{ promptIds: Array(100).fill(1), completionIds: Array(40).fill(1) }], { kind: 'nll' }),
+      /100\+40 tokens exceed the context of 128/,
+    );
     await assert.rejects(e.generate([[]], { maxTokens: 4 }), /prompt 0 is empty/);
     await assert.rejects(e.scoreLogprobs([{ promptIds: [], completionIds: [1] }]), /promptIds is empty/);
-    await assert.rejects(e.trainStep([{ promptIds: [1, 2], completionIds: [3] }], { kind: 'grpo', clipLow: 0.2, clipHigh: 0.2, beta: 0, aggregation: 'token-mean', normTokens: null, importanceSampling: 'token', samples: [] }), /one entry per pair/);
+    await assert.rejects(
+      e.trainStep([{ promptIds: [1, 2], completionIds: [3] }], {
+        kind: 'grpo',
+        clipLow: 0.2,
+        clipHigh: 0.2,
+        beta: 0,
+        aggregation: 'token-mean',
+        normTokens: null,
+        importanceSampling: 'token',
+        samples: [],
+      }),
+      /one entry per pair/,
+    );
     const [g] = await e.generate([prompt(e, 'Still there?')], { maxTokens: 4, temperature: 0 });
     assert.ok(g.tokenIds.length > 0);
   });
@@ -124,7 +154,8 @@ describe('torch engine: training, save and load', () => {
     assert.ok(Math.abs(a.loss - b.loss) < 1e-6 * Math.abs(a.loss), `loss ${a.loss} vs ${b.loss}`);
     await small.save(join(scratch, 'small'));
     await big.save(join(scratch, 'big'));
-    await small.close(); await big.close();
+    await small.close();
+    await big.close();
     assert.ok(maxParamDiff(join(scratch, 'small'), join(scratch, 'big'), D) < 1e-6);
     assert.ok(maxParamDiff(WARMUP, join(scratch, 'big'), D) > 1e-4, 'the step moved the weights');
   });
@@ -163,7 +194,9 @@ describe('torch engine: training, save and load', () => {
 
 describe('torch engine: what goes wrong', () => {
   let scratch: string;
-  before(() => { scratch = mkdtempSync(join(tmpdir(), 'agl-torch-bad-')); });
+  before(() => {
+    scratch = mkdtempSync(join(tmpdir(), 'agl-torch-bad-'));
+  });
   after(() => rmSync(scratch, { recursive: true, force: true }));
 
   it('a folder that is no model folder, and one transformers cannot open, are named with the reason', async () => {
@@ -185,14 +218,20 @@ describe('torch engine: what goes wrong', () => {
     const { spawnSync } = await import('node:child_process');
     const made = spawnSync('python3', ['-m', 'venv', '--without-pip', bare]);
     assert.equal(made.status, 0, String(made.stderr));
-    await assert.rejects(startTorchEngine(WARMUP, { python: join(bare, 'bin', 'python') }), /lacks a package the torch engine needs.*agl engine install torch/s);
+    await assert.rejects(
+      startTorchEngine(WARMUP, { python: join(bare, 'bin', 'python') }),
+      /lacks a package the torch engine needs.*agl engine install torch/s,
+    );
   });
 
   it('kill -9 in the middle of a training step: that call and every later one fail, naming what happened', async () => {
     const e = await startTorchEngine(WARMUP, opts());
     const p = prompt(e, 'Ann has 23 pens, gets 15 more. How many?');
     // ~30k tokens: a few seconds of work, so the kill lands while the step runs.
-    const many: SequencePair[] = Array.from({ length: 256 }, (_, i) => ({ promptIds: p, completionIds: Array.from({ length: 80 }, (_, t) => 48 + ((i + t) % 10)) }));
+    const many: SequencePair[] = Array.from({ length: 256 }, (_, i) => ({
+      promptIds: p,
+      completionIds: Array.from({ length: 80 }, (_, t) => 48 + ((i + t) % 10)),
+    }));
     const step = e.trainStep(many, { kind: 'nll' });
     await new Promise((r) => setTimeout(r, 300));
     process.kill(e.hello!.pid, 'SIGKILL');

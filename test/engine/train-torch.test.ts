@@ -21,8 +21,13 @@ const DATA = ['--train', 'samples/calc/data/train.jsonl', '--val', 'samples/calc
 /** samples/calc/train.yaml's settings with a fixed number of steps. */
 function config(dir: string, steps: number, valSize: number): string {
   const file = join(dir, 'train.yaml');
-  writeFileSync(file, readFileSync('samples/calc/train.yaml', 'utf8')
-    .replace(/maxMinutes: \d+/, `maxMinutes: 0\n  maxSteps: ${steps}`).replace(/valEvery: \d+/, 'valEvery: 0').replace(/valSize: \d+/, `valSize: ${valSize}`));
+  writeFileSync(
+    file,
+    readFileSync('samples/calc/train.yaml', 'utf8')
+      .replace(/maxMinutes: \d+/, `maxMinutes: 0\n  maxSteps: ${steps}`)
+      .replace(/valEvery: \d+/, 'valEvery: 0')
+      .replace(/valSize: \d+/, `valSize: ${valSize}`),
+  );
   return file;
 }
 
@@ -32,15 +37,35 @@ async function runsOf(data: string) {
     const runs = await store.listTrainingRuns();
     const rollouts = (await store.queryRollouts({ limit: 10_000 })).items;
     return { runs, rollouts };
-  } finally { await store.close(); }
+  } finally {
+    await store.close();
+  }
 }
 
 test('calc on 2 data-parallel ranks learns, and its checkpoint opens in both engines', { timeout: 600_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-train-torch-'));
   try {
-    const data = join(dir, 'data'), ckpt = join(dir, 'ckpt');
-    const { code, out } = await runAgl(['train', AGENT, ...DATA, '--config', config(dir, 6, 100), '--engine', 'torch', '--procs', '2',
-      '--python', torchPython(), '--checkpoint-dir', ckpt, '--quiet'], data);
+    const data = join(dir, 'data'),
+      ckpt = join(dir, 'ckpt');
+    const { code, out } = await runAgl(
+      [
+        'train',
+        AGENT,
+        ...DATA,
+        '--config',
+        config(dir, 6, 100),
+        '--engine',
+        'torch',
+        '--procs',
+        '2',
+        '--python',
+        torchPython(),
+        '--checkpoint-dir',
+        ckpt,
+        '--quiet',
+      ],
+      data,
+    );
     assert.equal(code, 0, out);
     assert.match(out, /warmup on torch cpu x2 \(gloo\)/);
     const m = /held-out reward (\d\.\d+) -> (\d\.\d+)/.exec(out);
@@ -52,16 +77,22 @@ test('calc on 2 data-parallel ranks learns, and its checkpoint opens in both eng
     assert.equal(runs[0].status, 'succeeded');
     assert.equal((runs[0].config as { engine: { kind: string; procs: number } }).engine.kind, 'torch');
     const tf = await loadPolicy(join(ckpt, 'policy-6'));
-    assert.equal(tf.parameterCount, 843520, 'the torch engine\'s checkpoint opens in the TF.js engine');
+    assert.equal(tf.parameterCount, 843520, "the torch engine's checkpoint opens in the TF.js engine");
     tf.dispose();
-    assert.ok(readdirSync(join(data, 'logs')).some((f) => f.startsWith('engine-')), 'the engine\'s output went to its log file');
-  } finally { rmSync(dir, { recursive: true, force: true }); }
+    assert.ok(
+      readdirSync(join(data, 'logs')).some((f) => f.startsWith('engine-')),
+      "the engine's output went to its log file",
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('kill -9 of the torch engine mid-run: a named error, nothing lost, --resume finishes the run', { timeout: 600_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-train-torch-kill-'));
   try {
-    const data = join(dir, 'data'), ckpt = join(dir, 'ckpt');
+    const data = join(dir, 'data'),
+      ckpt = join(dir, 'ckpt');
     const args = ['train', AGENT, ...DATA, '--config', config(dir, 6, 20), '--engine', 'torch', '--python', torchPython(), '--checkpoint-dir', ckpt, '--quiet'];
     const first = startAgl(args, data);
     // Wait for the first checkpoint, then kill the engine (the Python child of agl train) while it works.
@@ -71,7 +102,13 @@ test('kill -9 of the torch engine mid-run: a named error, nothing lost, --resume
       await new Promise((r) => setTimeout(r, 200));
     }
     const kids = readFileSync(`/proc/${first.child.pid}/task/${first.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
-    const engine = kids.find((pid) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('agl_torch'); } catch { return false; } });
+    const engine = kids.find((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('agl_torch');
+      } catch {
+        return false;
+      }
+    });
     assert.ok(engine, `agl train runs the engine as a child: ${kids}`);
     process.kill(engine, 'SIGKILL');
     const code = await first.exited;
@@ -96,5 +133,7 @@ test('kill -9 of the torch engine mid-run: a named error, nothing lost, --resume
     assert.ok(killed.rollouts.length >= 96, `the steps before the kill rolled out (${killed.rollouts.length})`);
     for (const r of killed.rollouts) assert.ok(ids.has(r.id), `rollout ${r.id} from before the kill is still in the store`);
     assert.ok(done.rollouts.length > killed.rollouts.length, 'the resumed run added its own rollouts');
-  } finally { rmSync(dir, { recursive: true, force: true }); }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

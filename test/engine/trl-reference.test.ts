@@ -13,7 +13,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runPython } from '../helpers/torch.js';
 
-interface Case { name: string; trl: number; ours: number; gradMaxDiff: number; gradMaxAbs: number; clipped: number; tokens: number }
+interface Case {
+  name: string;
+  trl: number;
+  ours: number;
+  gradMaxDiff: number;
+  gradMaxAbs: number;
+  clipped: number;
+  tokens: number;
+}
 
 let dir = '';
 before(() => {
@@ -22,11 +30,16 @@ before(() => {
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-test('our loss equals TRL\'s compute_loss for grpo, dr_grpo, dapo, GSPO and the KL term, gradients included', () => {
+test("our loss equals TRL's compute_loss for grpo, dr_grpo, dapo, GSPO and the KL term, gradients included", () => {
   const r = runPython<{ trl: string; cases: Case[] }>(['test/engine/trl_reference.py', '--model', join(dir, 'qwen2')]);
-  assert.deepEqual(r.cases.map((c) => c.name), ['grpo', 'dr_grpo', 'dapo', 'gspo', 'grpo+kl', 'dapo+kl']);
+  assert.deepEqual(
+    r.cases.map((c) => c.name),
+    ['grpo', 'dr_grpo', 'dapo', 'gspo', 'grpo+kl', 'dapo+kl'],
+  );
   for (const c of r.cases) {
-    console.log(`${c.name}: TRL ${r.trl} ${c.trl}, ours ${c.ours}; gradients differ by at most ${c.gradMaxDiff.toExponential(1)} (largest ${c.gradMaxAbs.toFixed(3)}); ${c.clipped}/${c.tokens} tokens clipped`);
+    console.log(
+      `${c.name}: TRL ${r.trl} ${c.trl}, ours ${c.ours}; gradients differ by at most ${c.gradMaxDiff.toExponential(1)} (largest ${c.gradMaxAbs.toFixed(3)}); ${c.clipped}/${c.tokens} tokens clipped`,
+    );
     assert.ok(Math.abs(c.trl - c.ours) <= 1e-5 * Math.abs(c.trl) + 1e-7, `${c.name}: TRL ${c.trl} vs ours ${c.ours}`);
     assert.ok(Math.abs(c.trl) > 1e-3, `${c.name}: a loss that means something`);
     assert.ok(c.gradMaxDiff <= 1e-5 * Math.max(1, c.gradMaxAbs), `${c.name}: gradients differ by ${c.gradMaxDiff}`);

@@ -17,12 +17,24 @@ test('spawn, attach, stop: one daemon per data dir, found again through daemon.j
   const dataDir = tempDataDir('ext-daemon');
   assert.equal(await findRunningDaemon(dataDir), null, 'nothing runs yet');
   const lines: string[] = [];
-  const spawned = await spawnDaemon({ node: process.execPath, agl: AGL, port: 0, dataDir, storeUrl: '', model: 'builtin:0.8m', cwd: process.cwd(), onOutput: (l) => lines.push(l) });
+  const spawned = await spawnDaemon({
+    node: process.execPath,
+    agl: AGL,
+    port: 0,
+    dataDir,
+    storeUrl: '',
+    model: 'builtin:0.8m',
+    cwd: process.cwd(),
+    onOutput: (l) => lines.push(l),
+  });
   try {
     assert.ok(spawned.child, 'spawned by us');
     assert.ok(await healthy(spawned.endpoint.url));
     assert.ok(spawned.endpoint.token.length >= 16);
-    assert.ok(lines.some((l) => /listening on/.test(l)), `the daemon's output reaches the log: ${lines.join('\n')}`);
+    assert.ok(
+      lines.some((l) => /listening on/.test(l)),
+      `the daemon's output reaches the log: ${lines.join('\n')}`,
+    );
 
     const attached = await findRunningDaemon(dataDir);
     assert.ok(attached, 'a second window attaches');
@@ -44,14 +56,32 @@ test('a taken port is reported as such (Ctx then starts on a free port); a bad n
   const port = (blocker.address() as { port: number }).port;
   try {
     await assert.rejects(
-      spawnDaemon({ node: process.execPath, agl: AGL, port, dataDir: tempDataDir('ext-port'), storeUrl: '', model: 'builtin:0.8m', cwd: process.cwd(), onOutput: () => undefined }),
+      spawnDaemon({
+        node: process.execPath,
+        agl: AGL,
+        port,
+        dataDir: tempDataDir('ext-port'),
+        storeUrl: '',
+        model: 'builtin:0.8m',
+        cwd: process.cwd(),
+        onOutput: () => undefined,
+      }),
       (err: unknown) => err instanceof DaemonStartError && err.portTaken && /already in use/.test(err.output),
     );
   } finally {
     blocker.close();
   }
   await assert.rejects(
-    spawnDaemon({ node: join(tempDataDir('ext-node'), 'no-such-node'), agl: AGL, port: 0, dataDir: tempDataDir('ext-node2'), storeUrl: '', model: 'builtin:0.8m', cwd: process.cwd(), onOutput: () => undefined }),
+    spawnDaemon({
+      node: join(tempDataDir('ext-node'), 'no-such-node'),
+      agl: AGL,
+      port: 0,
+      dataDir: tempDataDir('ext-node2'),
+      storeUrl: '',
+      model: 'builtin:0.8m',
+      cwd: process.cwd(),
+      onOutput: () => undefined,
+    }),
     (err: unknown) => err instanceof DaemonStartError && /could not run .*no-such-node/.test(err.message),
   );
 });

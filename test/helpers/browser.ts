@@ -22,8 +22,12 @@ export const NPM_CHROMIUM_VERSION = '143.0.4';
 const NPM_DIR = join(E2E_HOME, `chromium-${NPM_CHROMIUM_VERSION}`);
 
 const SYSTEM_CANDIDATES = [
-  '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable',
-  '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome', '/Applications/Chromium.app/Contents/MacOS/Chromium',
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+  '/usr/bin/google-chrome',
+  '/usr/bin/google-chrome-stable',
+  '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome',
+  '/Applications/Chromium.app/Contents/MacOS/Chromium',
 ];
 
 export interface FoundChromium {
@@ -58,19 +62,29 @@ export function findChromium(): FoundChromium | null {
   return npmChromium();
 }
 
-export const NO_CHROMIUM = 'the browser tests need Chromium: none found (AGL_CHROMIUM, /usr/bin/chromium, Chrome), and the npm '
-  + `build (@sparticuz/chromium) exists only for Linux x64. Install one (Debian/Ubuntu: \`apt-get install chromium\`; `
-  + 'macOS: Google Chrome) or point AGL_CHROMIUM at it.';
+export const NO_CHROMIUM =
+  'the browser tests need Chromium: none found (AGL_CHROMIUM, /usr/bin/chromium, Chrome), and the npm ' +
+  `build (@sparticuz/chromium) exists only for Linux x64. Install one (Debian/Ubuntu: \`apt-get install chromium\`; ` +
+  'macOS: Google Chrome) or point AGL_CHROMIUM at it.';
 
 /** Removes `<dir>.tmp-<pid>` staging folders of installs whose process is gone (an interrupted run). */
 export function clearStaleStages(dir: string): void {
   const prefix = `${basename(dir)}.tmp-`;
   let names: string[];
-  try { names = readdirSync(dirname(dir)); } catch { return; }
+  try {
+    names = readdirSync(dirname(dir));
+  } catch {
+    return;
+  }
   for (const name of names.filter((n) => n.startsWith(prefix))) {
     const pid = Number(name.slice(prefix.length));
     let alive = false;
-    try { process.kill(pid, 0); alive = true; } catch { /* gone */ }
+    try {
+      process.kill(pid, 0);
+      alive = true;
+    } catch {
+      /* gone */
+    }
     if (!alive) rmSync(join(dirname(dir), name), { recursive: true, force: true });
   }
 }
@@ -86,8 +100,10 @@ export function ensureChromium(log: (line: string) => void = () => {}): FoundChr
   rmSync(stage, { recursive: true, force: true });
   mkdirSync(join(stage, 'pkg'), { recursive: true });
   writeFileSync(join(stage, 'pkg', 'package.json'), '{"name":"agl-test-chromium","private":true}\n');
-  const npm = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--ignore-scripts', `@sparticuz/chromium@${NPM_CHROMIUM_VERSION}`],
-    { cwd: join(stage, 'pkg'), encoding: 'utf8' });
+  const npm = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--no-save', '--ignore-scripts', `@sparticuz/chromium@${NPM_CHROMIUM_VERSION}`], {
+    cwd: join(stage, 'pkg'),
+    encoding: 'utf8',
+  });
   if (npm.status !== 0) throw new Error(`npm install @sparticuz/chromium failed (${npm.status}): ${npm.stderr || npm.error}\n${NO_CHROMIUM}`);
   const bin = join(stage, 'pkg', 'node_modules', '@sparticuz', 'chromium', 'bin');
   writeFileSync(join(stage, 'chromium'), brotliDecompressSync(readFileSync(join(bin, 'chromium.br'))), { mode: 0o755 });
@@ -103,15 +119,25 @@ export function ensureChromium(log: (line: string) => void = () => {}): FoundChr
 }
 
 /** Flags for a headless Chromium on a machine whose network is closed (no background connections). */
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Launches the found Chromium headless; playwright gives it a fresh temporary profile. */
 export async function launchChromium(options: LaunchOptions = {}): Promise<Browser> {
   const found = findChromium();
   if (!found) throw new Error(`${NO_CHROMIUM} (\`npm test\` unpacks the npm build before the browser tests)`);
   return chromium.launch({
-    ...options, executablePath: found.path, headless: true, args: [...ARGS, ...(options.args ?? [])],
+    ...options,
+    executablePath: found.path,
+    headless: true,
+    args: [...ARGS, ...(options.args ?? [])],
     env: { ...process.env, ...found.env, ...options.env } as Record<string, string>,
   });
 }

@@ -30,7 +30,9 @@ export function codeServerReady(): boolean {
 function run(cmd: string, args: string[], opts: SpawnSyncOptions & { cwd: string }): void {
   const r = spawnSync(cmd, args, { ...opts, encoding: 'utf8' });
   if (r.status !== 0) {
-    throw new Error(`test setup: \`${cmd} ${args.join(' ')}\` in ${opts.cwd} failed (${r.status ?? r.signal}):\n${String(r.stdout).slice(-3000)}\n${String(r.stderr).slice(-3000)}`);
+    throw new Error(
+      `test setup: \`${cmd} ${args.join(' ')}\` in ${opts.cwd} failed (${r.status ?? r.signal}):\n${String(r.stdout).slice(-3000)}\n${String(r.stderr).slice(-3000)}`,
+    );
   }
 }
 
@@ -61,7 +63,8 @@ function install(stage: string): void {
     ...process.env,
     TMPDIR: join(stage, 'tmp'),
     npm_config_yes: 'true', // node-pty's build runs `npx node-gyp`
-    npm_config_audit: 'false', npm_config_fund: 'false',
+    npm_config_audit: 'false',
+    npm_config_fund: 'false',
     // code-server's postinstall checks Node's major version from npm's user agent; 4.100 is built for Node 20.
     npm_config_user_agent: `npm node/v${process.versions.node} ${process.platform} ${process.arch}`,
     ...(major !== '20' ? { FORCE_NODE_VERSION: major } : {}),

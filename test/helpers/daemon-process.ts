@@ -12,7 +12,9 @@ import { AglClient } from '../../sdk/client.js';
 const CLI = join(process.cwd(), 'daemon', 'cli.ts');
 
 const created: string[] = [];
-process.once('exit', () => { for (const dir of created) rmSync(dir, { recursive: true, force: true }); });
+process.once('exit', () => {
+  for (const dir of created) rmSync(dir, { recursive: true, force: true });
+});
 
 /** A fresh temp dir, removed when the test process exits. */
 export function tempDataDir(label = 'server'): string {
@@ -21,7 +23,12 @@ export function tempDataDir(label = 'server'): string {
   return dir;
 }
 
-export interface CliResult { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** Runs `agl <args>` to completion (in `cwd`, by default the test's). */
 export function runCli(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<CliResult> {
@@ -29,8 +36,12 @@ export function runCli(args: string[], env: Record<string, string> = {}, cwd?: s
     const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     child.once('error', reject);
     child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
@@ -58,7 +69,9 @@ export function startDaemonProcess(dataDir = tempDataDir(), extra: string[] = []
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
     const onEarlyExit = (code: number | null) => reject(new Error(`agl serve exited (${code}) before listening:\n${stdout}\n${stderr}`));
     child.once('exit', onEarlyExit);
-    child.stderr!.on('data', (d) => { stderr += d; });
+    child.stderr!.on('data', (d) => {
+      stderr += d;
+    });
     child.stdout!.on('data', (d) => {
       stdout += d;
       const m = /listening on (http:\/\/\S+)/.exec(stdout);
@@ -68,7 +81,11 @@ export function startDaemonProcess(dataDir = tempDataDir(), extra: string[] = []
       const url = m[1];
       const token = readFileSync(join(dataDir, 'token'), 'utf8').trim();
       resolve({
-        child, url, token, dataDir, client: new AglClient({ url, token }),
+        child,
+        url,
+        token,
+        dataDir,
+        client: new AglClient({ url, token }),
         output: () => ({ stdout, stderr }),
         async stop(signal = 'SIGTERM') {
           if (child.exitCode === null && child.signalCode === null) child.kill(signal);

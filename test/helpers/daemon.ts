@@ -14,7 +14,14 @@ import type { Rollout, RolloutInput } from '../../protocol/store.js';
 import { Runner } from '../../daemon/runner/runner.js';
 import { type FakeUpstream, startFakeUpstream } from './fake-upstream.js';
 
-export interface Harness { url: string; token: string; store: SqliteStore; client: AglClient; dataDir: string; close(): Promise<void> }
+export interface Harness {
+  url: string;
+  token: string;
+  store: SqliteStore;
+  client: AglClient;
+  dataDir: string;
+  close(): Promise<void>;
+}
 
 export async function startDaemon(opts: { getPolicy?: PolicyProvider } = {}): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'agl-runner-test-'));
@@ -25,8 +32,16 @@ export async function startDaemon(opts: { getPolicy?: PolicyProvider } = {}): Pr
   const server = await listen(createApp(ctx), ctx, '127.0.0.1', 0);
   const client = new AglClient({ url: ctx.url, token });
   return {
-    url: ctx.url, token, store, client, dataDir,
-    async close() { await closeGracefully(server, 1000); await store.close(); rmSync(dataDir, { recursive: true, force: true }); },
+    url: ctx.url,
+    token,
+    store,
+    client,
+    dataDir,
+    async close() {
+      await closeGracefully(server, 1000);
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -47,11 +62,15 @@ export interface RunnerStack {
 export async function startRunnerStack(workers = 1): Promise<RunnerStack> {
   const upstream = await startFakeUpstream();
   const daemon = await startDaemon();
-  await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } } });
+  await daemon.client.addResources({
+    resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } },
+  });
   const runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers, pollMs: { min: 20, max: 200 }, log: () => {} });
   runner.start();
   const stack: RunnerStack = {
-    daemon, upstream, runner,
+    daemon,
+    upstream,
+    runner,
     async runToEnd(input) {
       const r = await daemon.client.enqueueRollout(input);
       for (let i = 0; i < 100; i++) {
@@ -61,7 +80,11 @@ export async function startRunnerStack(workers = 1): Promise<RunnerStack> {
       throw new Error(`rollout ${r.id} did not end`);
     },
     // Stops the runner the stack holds now (a test may have replaced it).
-    async close() { await stack.runner.stop(5000); await daemon.close(); await upstream.close(); },
+    async close() {
+      await stack.runner.stop(5000);
+      await daemon.close();
+      await upstream.close();
+    },
   };
   return stack;
 }

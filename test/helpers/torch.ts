@@ -20,25 +20,37 @@ export async function ensureTorchPython(log: (line: string) => void = () => {}):
   let last = 0;
   return installTorchEnv(TORCH_VENV, {
     python: process.env.AGL_PYTHON_BASE,
-    log: (line) => { if (/^(Successfully|creating|installing)/.test(line) || Date.now() - last > 30_000) { last = Date.now(); log(`  ${line}`); } },
+    log: (line) => {
+      if (/^(Successfully|creating|installing)/.test(line) || Date.now() - last > 30_000) {
+        last = Date.now();
+        log(`  ${line}`);
+      }
+    },
   });
 }
 
 /** The Python the tests run the engine with (set by npm test). */
 export function torchPython(): string {
   const p = process.env.AGL_PYTHON;
-  if (!p) throw new Error('AGL_PYTHON is not set: run the tests through `npm test`, which makes the torch engine\'s Python environment');
+  if (!p) throw new Error("AGL_PYTHON is not set: run the tests through `npm test`, which makes the torch engine's Python environment");
   return p;
 }
 
 /** Runs `python <args>` with the engine's Python (stdin optional); returns stdout's last JSON line, or throws with stderr. */
 export function runPython<T = unknown>(args: string[], input?: unknown, timeoutMs = 300_000): T {
   const r = spawnSync(torchPython(), args, {
-    encoding: 'utf8', input: input === undefined ? undefined : JSON.stringify(input), timeout: timeoutMs, maxBuffer: 256 * 2 ** 20,
+    encoding: 'utf8',
+    input: input === undefined ? undefined : JSON.stringify(input),
+    timeout: timeoutMs,
+    maxBuffer: 256 * 2 ** 20,
     env: { ...process.env, HF_HUB_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false', PYTHONPATH: join(process.cwd(), 'engines', 'torch') },
   });
   if (r.status !== 0) throw new Error(`python ${args.join(' ')} failed (${r.status ?? r.signal}):\n${(r.stderr ?? '').slice(-4000)}`);
-  const line = r.stdout.trim().split('\n').reverse().find((l) => l.startsWith('{'));
+  const line = r.stdout
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((l) => l.startsWith('{'));
   if (!line) throw new Error(`python ${args.join(' ')} printed no JSON:\n${r.stdout.slice(-2000)}\n${r.stderr.slice(-2000)}`);
   return JSON.parse(line) as T;
 }

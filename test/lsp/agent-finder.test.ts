@@ -26,7 +26,10 @@ const helper = (x: number) => x + 1;
 
 test('TS: an exported const built by rollout() from the SDK is an agent, with its lens on the export line', () => {
   const found = findTsAgents('agent.ts', TS_AGENT);
-  assert.deepEqual(found.map((a) => a.name), ['calcAgent']);
+  assert.deepEqual(
+    found.map((a) => a.name),
+    ['calcAgent'],
+  );
   assert.equal(found[0]!.start.line, 4);
   assert.equal(found[0]!.start.character, 0);
   assert.equal(found[0]!.end.line, 7);
@@ -41,12 +44,18 @@ const c = agent((t) => t) satisfies unknown;
 export { b, c as renamedC };
 export default agl.rollout(async () => 3);
 `;
-  assert.deepEqual(findTsAgents('x.ts', src).map((f) => f.name), ['a', 'b', 'renamedC', 'default']);
+  assert.deepEqual(
+    findTsAgents('x.ts', src).map((f) => f.name),
+    ['a', 'b', 'renamedC', 'default'],
+  );
   const cjs = `const { rollout } = require('agent-lightning');
 exports.one = rollout(async () => 1);
 module.exports.two = rollout(async () => 2);
 `;
-  assert.deepEqual(findTsAgents('x.cjs', cjs).map((f) => f.name), ['one', 'two']);
+  assert.deepEqual(
+    findTsAgents('x.cjs', cjs).map((f) => f.name),
+    ['one', 'two'],
+  );
 });
 
 test('TS: a rollout() that is not the SDK one, an unexported agent, and mentions in strings are not agents', () => {
@@ -58,11 +67,15 @@ const s = "rollout(async () => 1)";
   const unexported = `import { rollout } from '../sdk/index.js';\nconst hidden = rollout(async () => 1);\n`;
   assert.deepEqual(findTsAgents('x.ts', unexported), []);
   const tsx = `import { rollout } from 'agent-lightning';\nexport const ui = rollout(async () => <div>{1}</div>);\n`;
-  assert.deepEqual(findTsAgents('x.tsx', tsx).map((f) => f.name), ['ui']);
+  assert.deepEqual(
+    findTsAgents('x.tsx', tsx).map((f) => f.name),
+    ['ui'],
+  );
 });
 
 test('TS: SDK module specifiers are recognised, other packages are not', () => {
-  for (const s of ['agent-lightning', 'agent-lightning/sdk', '@agent-lightning/sdk', '../../sdk/index.js', './sdk', '../dist/sdk.mjs']) assert.ok(isSdkModule(s), s);
+  for (const s of ['agent-lightning', 'agent-lightning/sdk', '@agent-lightning/sdk', '../../sdk/index.js', './sdk', '../dist/sdk.mjs'])
+    assert.ok(isSdkModule(s), s);
   for (const s of ['@anthropic-ai/sdk', 'openai', './sdkish.js', 'lodash']) assert.ok(!isSdkModule(s), s);
 });
 
@@ -94,14 +107,20 @@ class Holder:
 
 test('Python: module-level @rollout / @agl.rollout(...) functions, sync and async, are agents; methods are not', async () => {
   const found = await findPyAgents(PY_AGENT);
-  assert.deepEqual(found.map((a) => a.name), ['calc_agent', 'async_agent']);
+  assert.deepEqual(
+    found.map((a) => a.name),
+    ['calc_agent', 'async_agent'],
+  );
   assert.equal(found[0]!.start.line, 8, 'the lens sits on the decorator line');
   assert.equal(found[1]!.start.line, 12);
 });
 
 test('Python: a file that does not parse cleanly still yields the agents tree-sitter recovers', async () => {
   const broken = `@rollout\ndef ok(task, llm):\n    return 1\n\ndef broken(:\n`;
-  assert.deepEqual((await findPyAgents(broken)).map((a) => a.name), ['ok']);
+  assert.deepEqual(
+    (await findPyAgents(broken)).map((a) => a.name),
+    ['ok'],
+  );
 });
 
 test('ids: relative to the project root (whatever folders are open), # for TS exports and : for Python functions; round-trip', async () => {

@@ -13,8 +13,15 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import {
-  CodeLensRequest, createProtocolConnection, DidOpenTextDocumentNotification, InitializedNotification, InitializeRequest,
-  StreamMessageReader, StreamMessageWriter, type CodeLens, type ProtocolConnection,
+  CodeLensRequest,
+  createProtocolConnection,
+  DidOpenTextDocumentNotification,
+  InitializedNotification,
+  InitializeRequest,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type CodeLens,
+  type ProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
 import { agentAt } from '../../protocol/lsp.js';
 import { METRICS } from '../../protocol/metrics.js';
@@ -30,11 +37,16 @@ const OLD_FORM = 'calc/agent.ts#calcAgent';
 /** A finished train rollout of `agent` with one reward span. */
 async function addRollout(client: AglClient, agent: string, reward: number): Promise<void> {
   const { rollout, attempt } = await client.startRollout({ input: { question: 'x' }, agent, mode: 'train' });
-  await client.addSpans([{ rolloutId: rollout.id, attemptId: attempt.id, name: SPAN.reward, startTime: Date.now(), endTime: Date.now(), attributes: { [AGL.rewardValue]: reward } }]);
+  await client.addSpans([
+    { rolloutId: rollout.id, attemptId: attempt.id, name: SPAN.reward, startTime: Date.now(), endTime: Date.now(), attributes: { [AGL.rewardValue]: reward } },
+  ]);
   await client.finishAttempt(attempt.id, { status: 'succeeded' });
 }
 
-interface Lsp { conn: ProtocolConnection; stop(): void }
+interface Lsp {
+  conn: ProtocolConnection;
+  stop(): void;
+}
 
 /** `agl lsp` opened on `folder`, told where the daemon is, with the calc agent's file open. */
 async function startLsp(folder: string, daemon: DaemonProcess): Promise<Lsp> {
@@ -43,14 +55,23 @@ async function startLsp(folder: string, daemon: DaemonProcess): Promise<Lsp> {
   conn.listen();
   const uri = pathToFileURL(folder).href;
   await conn.sendRequest(InitializeRequest.type, {
-    processId: process.pid, rootUri: uri, workspaceFolders: [{ uri, name: 'ws' }], capabilities: {},
+    processId: process.pid,
+    rootUri: uri,
+    workspaceFolders: [{ uri, name: 'ws' }],
+    capabilities: {},
     initializationOptions: { daemon: { url: daemon.url, token: daemon.token }, pollIntervalMs: 60_000 },
   });
   await conn.sendNotification(InitializedNotification.type, {});
   await conn.sendNotification(DidOpenTextDocumentNotification.type, {
     textDocument: { uri: pathToFileURL(AGENT_FILE).href, languageId: 'typescript', version: 1, text: readFileSync(AGENT_FILE, 'utf8') },
   });
-  return { conn, stop: () => { conn.dispose(); child.kill(); } };
+  return {
+    conn,
+    stop: () => {
+      conn.dispose();
+      child.kill();
+    },
+  };
 }
 
 /** The summary lens once its stats are read (the first answer may still say "reward …"). */
@@ -73,14 +94,21 @@ describe('agl lsp: the same agent and the same number with samples/ or the repos
     for (const r of [1, 1]) await addRollout(daemon.client, OLD_FORM, r); // a store written from inside samples/
     const run = await daemon.client.createTrainingRun({ agent: OLD_FORM, totalSteps: 167, config: {} });
     runId = run.id;
-    await daemon.client.addMetrics([
-      { step: 0, name: METRICS.valReward, value: 0.29 }, { step: 40, name: METRICS.valReward, value: 0.8 },
-      { step: 85, name: METRICS.valReward, value: 0.95 }, { step: 85, name: METRICS.rewardMean, value: 0.781 },
-    ].map((m) => ({ runId: run.id, ...m })));
+    await daemon.client.addMetrics(
+      [
+        { step: 0, name: METRICS.valReward, value: 0.29 },
+        { step: 40, name: METRICS.valReward, value: 0.8 },
+        { step: 85, name: METRICS.valReward, value: 0.95 },
+        { step: 85, name: METRICS.rewardMean, value: 0.781 },
+      ].map((m) => ({ runId: run.id, ...m })),
+    );
   });
-  after(async () => { for (const s of servers) s.stop(); await daemon?.stop(); });
+  after(async () => {
+    for (const s of servers) s.stop();
+    await daemon?.stop();
+  });
 
-  it('finds the agent under one id, and shows the same lens title and tooltip: the run\'s held-out score', async () => {
+  it("finds the agent under one id, and shows the same lens title and tooltip: the run's held-out score", async () => {
     const seen: Array<{ id: string | undefined; title: string | undefined; tooltip: string | undefined; args: unknown }> = [];
     for (const folder of [join(ROOT, 'samples'), ROOT]) {
       const lsp = await startLsp(folder, daemon);
@@ -91,8 +119,11 @@ describe('agl lsp: the same agent and the same number with samples/ or the repos
     }
     assert.equal(seen[0]!.id, STABLE);
     assert.equal(seen[0]!.title, 'held-out reward 0.95 (from 0.29) · 5 rollouts', 'rollouts and the run under the older form of the id count');
-    assert.equal(seen[0]!.tooltip, `Held-out reward 0.95: mean final reward on the validation tasks at step 85 of training run ${runId} (0.29 at step 0), `
-      + 'the agent\'s newest run with a validation; 5 rollouts ended. Click to list this agent\'s rollouts.');
+    assert.equal(
+      seen[0]!.tooltip,
+      `Held-out reward 0.95: mean final reward on the validation tasks at step 85 of training run ${runId} (0.29 at step 0), ` +
+        "the agent's newest run with a validation; 5 rollouts ended. Click to list this agent's rollouts.",
+    );
     assert.deepEqual(seen[1], seen[0], 'the repository root open: the same id, title, tooltip and Trajectories filter');
   });
 });

@@ -11,8 +11,16 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import {
-  CodeLensRefreshRequest, CodeLensRequest, createProtocolConnection, DidOpenTextDocumentNotification, InitializedNotification,
-  InitializeRequest, StreamMessageReader, StreamMessageWriter, type CodeLens, type ProtocolConnection,
+  CodeLensRefreshRequest,
+  CodeLensRequest,
+  createProtocolConnection,
+  DidOpenTextDocumentNotification,
+  InitializedNotification,
+  InitializeRequest,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type CodeLens,
+  type ProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
 import { formatStats, lensesFor } from '../../daemon/lsp/codelens.js';
 import { AgentStatsSource, type StoreReader } from '../../daemon/lsp/stats.js';
@@ -24,18 +32,29 @@ import { startDaemonProcess, tempDataDir, type DaemonProcess } from '../helpers/
 
 const NO_FACTS: HeadlineFacts = { rollouts: 0, rolloutsCapped: false, heldOut: null, recent: null };
 
-test('headline: the held-out score of the newest validated run, else the train rollouts\' mean, else any rollouts\'; tooltip says which', () => {
-  const held = describeHeadline({ ...NO_FACTS, rollouts: 500, rolloutsCapped: true,
-    heldOut: { runId: 'run_1', step: 85, value: 0.95, first: { step: 0, value: 0.29 } }, recent: { mode: 'train', count: 16, mean: 1 } });
+test("headline: the held-out score of the newest validated run, else the train rollouts' mean, else any rollouts'; tooltip says which", () => {
+  const held = describeHeadline({
+    ...NO_FACTS,
+    rollouts: 500,
+    rolloutsCapped: true,
+    heldOut: { runId: 'run_1', step: 85, value: 0.95, first: { step: 0, value: 0.29 } },
+    recent: { mode: 'train', count: 16, mean: 1 },
+  });
   assert.equal(held.value, 0.95);
   assert.equal(held.text, 'held-out reward 0.95 (from 0.29)');
-  assert.equal(held.tooltip, 'Held-out reward 0.95: mean final reward on the validation tasks at step 85 of training run run_1 (0.29 at step 0), '
-    + 'the agent\'s newest run with a validation; 500+ rollouts ended.');
+  assert.equal(
+    held.tooltip,
+    'Held-out reward 0.95: mean final reward on the validation tasks at step 85 of training run run_1 (0.29 at step 0), ' +
+      "the agent's newest run with a validation; 500+ rollouts ended.",
+  );
   const once = describeHeadline({ ...NO_FACTS, rollouts: 3, heldOut: { runId: 'r', step: 0, value: 0.5, first: { step: 0, value: 0.5 } } });
   assert.equal(once.text, 'held-out reward 0.50');
   const train = describeHeadline({ ...NO_FACTS, rollouts: 10460, recent: { mode: 'train', count: 16, mean: 0.781 } });
   assert.equal(train.text, 'train reward 0.78');
-  assert.equal(train.tooltip, 'Train reward 0.78: mean final reward of the agent\'s 16 latest train rollouts (no training run of it has a validation yet); 10,460 rollouts ended.');
+  assert.equal(
+    train.tooltip,
+    "Train reward 0.78: mean final reward of the agent's 16 latest train rollouts (no training run of it has a validation yet); 10,460 rollouts ended.",
+  );
   const any = describeHeadline({ ...NO_FACTS, rollouts: 1, recent: { mode: 'any', count: 1, mean: 1 } });
   assert.equal(any.text, 'reward 1.00');
   assert.match(any.tooltip, /of the agent's latest rollout \(/);
@@ -57,10 +76,22 @@ test('lens titles: no rollouts yet, the headline with the count, running, daemon
   assert.equal(formatStats(stats({ rollouts: 2 }), true), 'no reward yet · 2 rollouts');
   assert.equal(formatStats(undefined, false), 'Agent Lightning daemon not running');
   assert.equal(formatStats(undefined, false, true), 'Agent Lightning daemon starting…');
-  const agent: AgentInfo = { id: 'a.ts#x', name: 'x', language: 'typescript', uri: 'file:///w/a.ts', range: { start: { line: 3, character: 0 }, end: { line: 9, character: 2 } } };
+  const agent: AgentInfo = {
+    id: 'a.ts#x',
+    name: 'x',
+    language: 'typescript',
+    uri: 'file:///w/a.ts',
+    range: { start: { line: 3, character: 0 }, end: { line: 9, character: 2 } },
+  };
   const lenses = lensesFor(agent, base, true);
-  assert.deepEqual(lenses.map((l) => l.command?.title), ['no rollouts yet', '▶ Run', '⚡ Train', 'Trajectories']);
-  assert.deepEqual(lenses.map((l) => l.command?.command), ['agentLightning.openTrajectoryViewer', 'agentLightning.runRollout', 'agentLightning.train', 'agentLightning.openTrajectoryViewer']);
+  assert.deepEqual(
+    lenses.map((l) => l.command?.title),
+    ['no rollouts yet', '▶ Run', '⚡ Train', 'Trajectories'],
+  );
+  assert.deepEqual(
+    lenses.map((l) => l.command?.command),
+    ['agentLightning.openTrajectoryViewer', 'agentLightning.runRollout', 'agentLightning.train', 'agentLightning.openTrajectoryViewer'],
+  );
   assert.deepEqual(lenses[1]!.command?.arguments, ['a.ts#x', 'file:///w/a.ts']);
   assert.equal(lenses[0]!.range.start.line, 3);
   assert.equal(lensesFor(agent, trained, true)[0]!.command?.tooltip, `${trained.headline.tooltip} Click to list this agent's rollouts.`);
@@ -93,7 +124,9 @@ const refreshes: number[] = [];
 /** A finished rollout of `agent` with one reward span. */
 async function addRollout(client: AglClient, agent: string, reward: number): Promise<void> {
   const { rollout, attempt } = await client.startRollout({ input: { q: 'x' }, agent, mode: 'train' });
-  await client.addSpans([{ rolloutId: rollout.id, attemptId: attempt.id, name: SPAN.reward, startTime: Date.now(), endTime: Date.now(), attributes: { [AGL.rewardValue]: reward } }]);
+  await client.addSpans([
+    { rolloutId: rollout.id, attemptId: attempt.id, name: SPAN.reward, startTime: Date.now(), endTime: Date.now(), attributes: { [AGL.rewardValue]: reward } },
+  ]);
   await client.finishAttempt(attempt.id, { status: 'succeeded' });
 }
 
@@ -116,16 +149,25 @@ before(async () => {
   const child = spawn(process.execPath, ['--import', 'tsx', join(process.cwd(), 'daemon', 'cli.ts'), 'lsp', '--stdio'], { stdio: ['pipe', 'pipe', 'inherit'] });
   stopLsp = () => child.kill();
   lsp = createProtocolConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
-  lsp.onRequest(CodeLensRefreshRequest.type, () => { refreshes.push(Date.now()); });
+  lsp.onRequest(CodeLensRefreshRequest.type, () => {
+    refreshes.push(Date.now());
+  });
   lsp.listen();
   await lsp.sendRequest(InitializeRequest.type, {
-    processId: process.pid, rootUri: pathToFileURL(workspace).href, workspaceFolders: [{ uri: pathToFileURL(workspace).href, name: 'ws' }],
+    processId: process.pid,
+    rootUri: pathToFileURL(workspace).href,
+    workspaceFolders: [{ uri: pathToFileURL(workspace).href, name: 'ws' }],
     capabilities: { workspace: { codeLens: { refreshSupport: true } } },
     initializationOptions: { daemon: { url: daemon.url, token: daemon.token }, pollIntervalMs: 200 },
   });
   await lsp.sendNotification(InitializedNotification.type, {});
-  for (const [file, languageId, text] of [['agents/calc.ts', 'typescript', AGENT_TS], ['agents/agent.py', 'python', AGENT_PY]] as const) {
-    await lsp.sendNotification(DidOpenTextDocumentNotification.type, { textDocument: { uri: pathToFileURL(join(workspace, file)).href, languageId, version: 1, text } });
+  for (const [file, languageId, text] of [
+    ['agents/calc.ts', 'typescript', AGENT_TS],
+    ['agents/agent.py', 'python', AGENT_PY],
+  ] as const) {
+    await lsp.sendNotification(DidOpenTextDocumentNotification.type, {
+      textDocument: { uri: pathToFileURL(join(workspace, file)).href, languageId, version: 1, text },
+    });
   }
 });
 
@@ -135,7 +177,7 @@ after(async () => {
   await daemon?.stop();
 });
 
-test('agl lsp: lenses carry the store\'s reward stats; Python agents get lenses too', async () => {
+test("agl lsp: lenses carry the store's reward stats; Python agents get lenses too", async () => {
   const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
   assert.deepEqual(await lensTitles(tsUri), ['train reward 0.50 · 4 rollouts', '▶ Run', '⚡ Train', 'Trajectories']);
   const pyUri = pathToFileURL(join(workspace, 'agents', 'agent.py')).href;
@@ -173,19 +215,27 @@ test('stats: a read that started earlier but answers later does not replace a ne
     queryRollouts: async (q) => {
       const held = hold;
       const page = await daemon.client.queryRollouts(q);
-      if (held) { heldReads++; await held; }
+      if (held) {
+        heldReads++;
+        await held;
+      }
       return page;
     },
     agentHeadline: async (a) => {
       const held = hold;
       const headline = await daemon.client.agentHeadline(a);
-      if (held) { heldReads++; await held; }
+      if (held) {
+        heldReads++;
+        await held;
+      }
       return headline;
     },
     statistics: () => daemon.client.statistics(),
   };
   const source = new AgentStatsSource(reader);
-  hold = new Promise((r) => { release = r; });
+  hold = new Promise((r) => {
+    release = r;
+  });
   const early = source.fetch(agent); // reads "1 running", answers late
   while (heldReads < 2) await new Promise((r) => setTimeout(r, 10));
   hold = null;
@@ -208,7 +258,7 @@ test('agl lsp: daemon down and back: the lens says so, then shows stats again', 
   assert.match((await lensTitles(tsUri))[0]!, /^train reward 0\.67/);
 });
 
-test('agl lsp: lists the workspace\'s agents (skipping node_modules), finds the one at a position, marks a function', async () => {
+test("agl lsp: lists the workspace's agents (skipping node_modules), finds the one at a position, marks a function", async () => {
   const { agents } = await lsp.sendRequest(listAgents, {});
   assert.deepEqual(agents.map((a) => a.id).sort(), ['agents/agent.py:py_agent', 'agents/calc.ts#calcAgent']);
   const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
@@ -217,7 +267,10 @@ test('agl lsp: lists the workspace\'s agents (skipping node_modules), finds the 
   const marked = await lsp.sendRequest(markAsAgent, { uri: tsUri, position: { line: 5, character: 2 } });
   assert.ok('edits' in marked, JSON.stringify(marked));
   assert.equal(marked.name, 'helper');
-  assert.deepEqual(marked.edits.map((e) => e.newText), ['export const helper = rollout(async function helper(task: unknown) {\n  return 2;\n});']);
+  assert.deepEqual(
+    marked.edits.map((e) => e.newText),
+    ['export const helper = rollout(async function helper(task: unknown) {\n  return 2;\n});'],
+  );
   const again = await lsp.sendRequest(markAsAgent, { uri: tsUri, position: { line: 2, character: 3 } });
   assert.ok('error' in again && /already an agent/.test(again.error));
 });

@@ -31,15 +31,21 @@ async function solve(task: { q: string }, llm: { baseUrl: string }) {
   const r = markTsAgent('agent.ts', src, { line: 4, character: 4 });
   assert.ok('edits' in r, JSON.stringify(r));
   const out = apply(src, r.edits);
-  assert.equal(out, `/** My agent. */
+  assert.equal(
+    out,
+    `/** My agent. */
 import OpenAI from 'openai';
 import { rollout } from 'agent-lightning-vscode/sdk';
 
 export const solve = rollout(async function solve(task: { q: string }, llm: { baseUrl: string }) {
   return 1;
 });
-`);
-  assert.deepEqual(findTsAgents('agent.ts', out).map((a) => a.name), ['solve']);
+`,
+  );
+  assert.deepEqual(
+    findTsAgents('agent.ts', out).map((a) => a.name),
+    ['solve'],
+  );
 });
 
 test('TS: an arrow-function const is wrapped and exported; an existing SDK import gains rollout', () => {
@@ -51,12 +57,18 @@ const agent = async (task, llm) => {
   const r = markTsAgent('agent.js', src, { line: 2, character: 2 });
   assert.ok('edits' in r, JSON.stringify(r));
   const out = apply(src, r.edits);
-  assert.equal(out, `import { rollout, emitReward } from '../sdk/index.js';
+  assert.equal(
+    out,
+    `import { rollout, emitReward } from '../sdk/index.js';
 export const agent = rollout(async (task, llm) => {
   emitReward(1);
 });
-`);
-  assert.deepEqual(findTsAgents('agent.js', out).map((a) => a.name), ['agent']);
+`,
+  );
+  assert.deepEqual(
+    findTsAgents('agent.js', out).map((a) => a.name),
+    ['agent'],
+  );
 });
 
 test('TS: export default function keeps being the default export; outside a function is an error that says what to do', () => {
@@ -65,7 +77,10 @@ test('TS: export default function keeps being the default export; outside a func
   assert.ok('edits' in r);
   const out = apply(src, r.edits);
   assert.match(out, /export default rollout\(async function \(task, llm\) \{ return 0; \}\);/);
-  assert.deepEqual(findTsAgents('a.ts', out).map((a) => a.name), ['default']);
+  assert.deepEqual(
+    findTsAgents('a.ts', out).map((a) => a.name),
+    ['default'],
+  );
   const bad = markTsAgent('a.ts', `const x = 1;\n`, { line: 0, character: 3 });
   assert.ok('error' in bad && /top-level function/.test(bad.error));
 });
@@ -81,15 +96,21 @@ async def my_agent(task, llm):
   const r = await markPyAgent(src, { line: 5, character: 4 });
   assert.ok('edits' in r, JSON.stringify(r));
   const out = apply(src, r.edits);
-  assert.equal(out, `"""Doc."""
+  assert.equal(
+    out,
+    `"""Doc."""
 import json
 ${PY_IMPORT}
 @functools.cache
 @rollout
 async def my_agent(task, llm):
     return 1
-`);
-  assert.deepEqual((await findPyAgents(out)).map((a) => a.name), ['my_agent']);
+`,
+  );
+  assert.deepEqual(
+    (await findPyAgents(out)).map((a) => a.name),
+    ['my_agent'],
+  );
   const again = await markPyAgent(out, { line: 10, character: 4 });
   assert.ok('error' in again && /already an agent/.test(again.error));
 });
@@ -103,11 +124,14 @@ def agent(task, llm):
 `;
   const r = await markPyAgent(src, { line: 3, character: 0 });
   assert.ok('edits' in r);
-  assert.equal(apply(src, r.edits), `"""A module
+  assert.equal(
+    apply(src, r.edits),
+    `"""A module
 with a long docstring."""
 ${PY_IMPORT}
 @rollout
 def agent(task, llm):
     return 0
-`);
+`,
+  );
 });

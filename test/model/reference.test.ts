@@ -38,7 +38,8 @@ for (const name of ['qwen2-tiny', 'qwen2-tiny-tied']) {
     assert.ok(worst < 1e-4, `max |ours - reference| = ${worst} (reference: ${ref.metadata.reference})`);
 
     // Row 1's first 8 tokens, left-padded by 4 next to a full row: same logits as the reference prefix.
-    const P = 8, pad = 4;
+    const P = 8,
+      pad = 4;
     const padded = [...ids.slice(0, P + pad), ...Array(pad).fill(0), ...ids.slice(T, T + P)];
     const l2 = tf.tidy(() => {
       const { hidden } = forward(c, params, tf.tensor2d(padded, [2, P + pad], 'int32'), [0, pad], null);

@@ -28,7 +28,10 @@ test('built-in GPT: KV-cache batched sampling equals naive recomputation', async
   const prompts = [tok.encode('<|user|>hello there<|end|><|assistant|>'), tok.encode('ab'), tok.encode('The quick brown fox')];
   for (const [name, opts] of settings) {
     const got = await model.generate(prompts, opts);
-    assert.ok(got.every((g) => g.tokenIds.length > 0), name);
+    assert.ok(
+      got.every((g) => g.tokenIds.length > 0),
+      name,
+    );
     assertSame(got, await naiveGenerate(model, prompts, opts));
   }
   // Rows that stop early (any of many one-byte stop strings) leave the batch and its KV cache mid-way.
@@ -43,7 +46,10 @@ test('built-in GPT: KV-cache batched sampling equals naive recomputation', async
 
 test('Qwen2 (RoPE, GQA, qkv bias, untied head): KV-cache sampling equals naive recomputation', async () => {
   const model = await loadPolicy(writeTinyQwen2());
-  const prompts = [[1, 2, 3, 4, 5, 6, 7], [100, 200]];
+  const prompts = [
+    [1, 2, 3, 4, 5, 6, 7],
+    [100, 200],
+  ];
   for (const [, opts] of settings.slice(0, 2)) assertSame(await model.generate(prompts, opts), await naiveGenerate(model, prompts, opts));
   model.dispose();
 });

@@ -26,7 +26,10 @@ async function weights(m: TfPolicyModel): Promise<Map<string, Float32Array>> {
 }
 function maxDiff(a: Map<string, Float32Array>, b: Map<string, Float32Array>): number {
   let d = 0;
-  for (const [k, x] of a) { const y = b.get(k)!; for (let i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i] - y[i])); }
+  for (const [k, x] of a) {
+    const y = b.get(k)!;
+    for (let i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i] - y[i]));
+  }
   return d;
 }
 
@@ -36,23 +39,32 @@ test('supervised steps lower the loss and leave no tensors behind', async () => 
   const first = await model.trainStepWith(pairs, nll);
   const counts: number[] = [];
   let last = first;
-  for (let s = 0; s < 8; s++) { last = await model.trainStepWith(pairs, nll); counts.push(tf.memory().numTensors); }
+  for (let s = 0; s < 8; s++) {
+    last = await model.trainStepWith(pairs, nll);
+    counts.push(tf.memory().numTensors);
+  }
   assert.ok(last.loss < first.loss * 0.8, `loss ${first.loss} -> ${last.loss}`);
   assert.ok(first.gradNorm > 0 && Number.isFinite(first.gradNorm));
-  assert.equal(first.tokens, pairs.reduce((n, p) => n + p.promptIds.length + p.completionIds.length, 0));
+  assert.equal(
+    first.tokens,
+    pairs.reduce((n, p) => n + p.promptIds.length + p.completionIds.length, 0),
+  );
   assert.deepEqual(new Set(counts).size, 1, `tensor counts changed across steps: ${counts.join(',')}`);
   model.dispose();
 });
 
 test('micro-batches accumulate to the same update as one batch', async () => {
-  const a = await tinyGpt(4), b = await tinyGpt(4);
+  const a = await tinyGpt(4),
+    b = await tinyGpt(4);
   a.optimizerConfig.microBatchSize = 2;
   b.optimizerConfig.microBatchSize = 6;
-  const ra = await a.trainStepWith(pairs, nll), rb = await b.trainStepWith(pairs, nll);
+  const ra = await a.trainStepWith(pairs, nll),
+    rb = await b.trainStepWith(pairs, nll);
   assert.ok(Math.abs(ra.loss - rb.loss) < 1e-5);
   assert.ok(Math.abs(ra.gradNorm - rb.gradNorm) < 1e-4);
   assert.ok(maxDiff(await weights(a), await weights(b)) < 1e-6);
-  a.dispose(); b.dispose();
+  a.dispose();
+  b.dispose();
 });
 
 test('lossFn gets [B, T] logprobs, mask, entropy and batch indices', async () => {
@@ -67,11 +79,14 @@ test('lossFn gets [B, T] logprobs, mask, entropy and batch indices', async () =>
     seen.push(inp.indices);
     return inp.logprobs.mul(inp.mask).sum().neg().add(inp.entropy.sum().mul(0.01)) as tf.Scalar;
   });
-  assert.deepEqual(seen, [[0, 1, 2, 3], [4, 5]]);
+  assert.deepEqual(seen, [
+    [0, 1, 2, 3],
+    [4, 5],
+  ]);
   model.dispose();
 });
 
-test('a long prompt and another pair\'s long completion go to separate micro-batches (each pair fits, together they would not)', async () => {
+test("a long prompt and another pair's long completion go to separate micro-batches (each pair fits, together they would not)", async () => {
   const model = await tinyGpt(6, 32);
   // Prompt 20 + completion 2 and prompt 4 + completion 20 fit 32 alone; padded together they need 20 + 20 - 1 = 39 slots.
   const mixed: SequencePair[] = [
@@ -79,10 +94,20 @@ test('a long prompt and another pair\'s long completion go to separate micro-bat
     { promptIds: [65, 66, 67, 68], completionIds: Array.from({ length: 20 }, (_, j) => 97 + (j % 7)) },
     { promptIds: [70, 71], completionIds: [99] },
   ];
-  assert.deepEqual(fittingChunks(mixed, 4, 32).map((g) => g.map((p) => mixed.indexOf(p))), [[0], [1, 2]]);
-  assert.deepEqual(fittingChunks(mixed, 4, 64).map((g) => g.length), [3], 'one micro-batch when the context holds them');
+  assert.deepEqual(
+    fittingChunks(mixed, 4, 32).map((g) => g.map((p) => mixed.indexOf(p))),
+    [[0], [1, 2]],
+  );
+  assert.deepEqual(
+    fittingChunks(mixed, 4, 64).map((g) => g.length),
+    [3],
+    'one micro-batch when the context holds them',
+  );
   const seen: number[][] = [];
-  const r = await model.trainStepWith(mixed, (inp) => { seen.push(inp.indices); return inp.logprobs.mul(inp.mask).sum().neg() as tf.Scalar; });
+  const r = await model.trainStepWith(mixed, (inp) => {
+    seen.push(inp.indices);
+    return inp.logprobs.mul(inp.mask).sum().neg() as tf.Scalar;
+  });
   assert.deepEqual(seen, [[0], [1, 2]]);
   assert.ok(Number.isFinite(r.loss) && r.loss > 0);
   assert.equal((await model.scoreLogprobs(mixed)).map((x) => x.length).join(','), '2,20,1');
@@ -109,7 +134,8 @@ test('save + load restores weights and optimizer; resuming equals not stopping',
   const [g1] = await straight.generate([p], { maxTokens: 8, temperature: 0, seed: 1 });
   const [g2] = await resumed.generate([p], { maxTokens: 8, temperature: 0, seed: 1 });
   assert.deepEqual(g1.tokenIds, g2.tokenIds);
-  straight.dispose(); resumed.dispose();
+  straight.dispose();
+  resumed.dispose();
 });
 
 test('bad input is rejected with a clear error', async () => {
@@ -123,7 +149,10 @@ test('bad input is rejected with a clear error', async () => {
 test('a loaded Qwen2 folder trains, saves with its tokenizer, and reloads to the same outputs', async () => {
   const { writeTinyQwen2 } = await import('./tiny.js');
   const model = await loadPolicy(writeTinyQwen2({ tie: true }));
-  const batch: SequencePair[] = [{ promptIds: [1, 2, 3], completionIds: [4, 5] }, { promptIds: [9], completionIds: [8, 7, 6] }];
+  const batch: SequencePair[] = [
+    { promptIds: [1, 2, 3], completionIds: [4, 5] },
+    { promptIds: [9], completionIds: [8, 7, 6] },
+  ];
   const loss = ({ logprobs, mask }: LossInputs) => logprobs.mul(mask).sum().neg() as tf.Scalar;
   const r1 = await model.trainStepWith(batch, loss);
   const n = tf.memory().numTensors;
@@ -134,7 +163,9 @@ test('a loaded Qwen2 folder trains, saves with its tokenizer, and reloads to the
   await model.save(dir);
   const again = await loadPolicy(dir);
   assert.equal(again.tokenizer.encode('héllo 世界').length, model.tokenizer.encode('héllo 世界').length);
-  const [a] = await model.scoreLogprobs([batch[1]]), [b] = await again.scoreLogprobs([batch[1]]);
+  const [a] = await model.scoreLogprobs([batch[1]]),
+    [b] = await again.scoreLogprobs([batch[1]]);
   a.forEach((x, i) => assert.ok(Math.abs(x - b[i]) < 1e-5));
-  model.dispose(); again.dispose();
+  model.dispose();
+  again.dispose();
 });

@@ -21,7 +21,7 @@ function write(path: string, text = ''): string {
   return full;
 }
 
-test('the project root: the git root, else the outermost manifest, else the file\'s folder', () => {
+test("the project root: the git root, else the outermost manifest, else the file's folder", () => {
   write('repo/.git/HEAD', 'ref: refs/heads/main');
   write('repo/package.json', '{}');
   const inRepo = write('repo/samples/calc/agent.ts');
@@ -46,19 +46,35 @@ test('a spec typed anywhere in the project names the same id; ids find their fil
   assert.equal(canonicalAgentSpec('./agent.ts#calcAgent', join(repo, 'samples', 'calc')), expected);
   assert.equal(canonicalAgentSpec(`${join(repo, 'samples', 'calc', 'agent.ts')}#calcAgent`, tmpdir()), expected);
   assert.equal(canonicalAgentSpec('samples/calc/agent.ts#calcAgent', join(repo, 'samples')), expected, 'an id as stored, from a sub-folder');
-  assert.equal(canonicalAgentSpec('calc/agent.ts', join(repo, 'samples'), () => 'calcAgent'), expected, 'no export named: the file\'s only agent');
+  assert.equal(
+    canonicalAgentSpec('calc/agent.ts', join(repo, 'samples'), () => 'calcAgent'),
+    expected,
+    "no export named: the file's only agent",
+  );
   assert.equal(canonicalAgentSpec('pkg.module:fn', repo), 'pkg.module:fn', 'a Python module is already stable');
   assert.equal(canonicalAgentSpec('missing.ts#x', repo), 'missing.ts#x', 'a spec naming no file here stays as typed');
   assert.equal(resolveAgentFile('samples/calc/agent.ts', join(repo, 'samples', 'calc')), join(repo, 'samples', 'calc', 'agent.ts'));
   assert.equal(resolveAgentFile('agent.ts', join(repo, 'samples', 'calc')), join(repo, 'samples', 'calc', 'agent.ts'), 'an older cwd-relative id still runs');
 });
 
-test('older forms of an id: the same function, one path the other\'s tail on a folder boundary', () => {
+test("older forms of an id: the same function, one path the other's tail on a folder boundary", () => {
   const id = 'samples/calc/agent.ts#calcAgent';
-  for (const older of ['calc/agent.ts#calcAgent', 'agent.ts#calcAgent', 'main/samples/calc/agent.ts#calcAgent', '../main/samples/calc/agent.ts#calcAgent', '/home/u/main/samples/calc/agent.ts#calcAgent']) {
+  for (const older of [
+    'calc/agent.ts#calcAgent',
+    'agent.ts#calcAgent',
+    'main/samples/calc/agent.ts#calcAgent',
+    '../main/samples/calc/agent.ts#calcAgent',
+    '/home/u/main/samples/calc/agent.ts#calcAgent',
+  ]) {
     assert.ok(sameAgent(older, id) && sameAgent(id, older), older);
   }
-  for (const other of ['other/calc/agent.ts#calcAgent', 'samples/calc/agent.ts#other', 'samples/calc/xagent.ts#calcAgent', 'samples/calc/agent.py:calcAgent', 'calcAgent']) {
+  for (const other of [
+    'other/calc/agent.ts#calcAgent',
+    'samples/calc/agent.ts#other',
+    'samples/calc/xagent.ts#calcAgent',
+    'samples/calc/agent.py:calcAgent',
+    'calcAgent',
+  ]) {
     assert.ok(!sameAgent(other, id), other);
   }
   assert.ok(!sameAgent('pkg.a:f', 'b/pkg.a:f'));

@@ -15,12 +15,24 @@ import { COMMANDS } from '../../protocol/commands.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-interface Rule { folders: string[]; packages: RegExp; packagesSaid: string }
+interface Rule {
+  folders: string[];
+  packages: RegExp;
+  packagesSaid: string;
+}
 const RULES: Record<string, Rule> = {
   protocol: { folders: ['protocol'], packages: /^(zod|vscode-languageserver-protocol)$/, packagesSaid: 'zod, vscode-languageserver-protocol' },
   sdk: { folders: ['sdk', 'protocol'], packages: /^node:/, packagesSaid: 'node: built-ins' },
-  webview: { folders: ['webview', 'protocol'], packages: /^(@vscode-elements\/elements|@vscode\/codicons|uplot)(\/|$)/, packagesSaid: '@vscode-elements/elements, @vscode/codicons, uplot' },
-  extension: { folders: ['extension', 'protocol', 'sdk'], packages: /^(node:|vscode$|vscode-languageclient(\/|$))/, packagesSaid: 'vscode, vscode-languageclient, node: built-ins' },
+  webview: {
+    folders: ['webview', 'protocol'],
+    packages: /^(@vscode-elements\/elements|@vscode\/codicons|uplot)(\/|$)/,
+    packagesSaid: '@vscode-elements/elements, @vscode/codicons, uplot',
+  },
+  extension: {
+    folders: ['extension', 'protocol', 'sdk'],
+    packages: /^(node:|vscode$|vscode-languageclient(\/|$))/,
+    packagesSaid: 'vscode, vscode-languageclient, node: built-ins',
+  },
 };
 
 /** Every module specifier a file imports or re-exports, static or dynamic. */
@@ -34,9 +46,13 @@ export function violation(file: string, spec: string): string | null {
   const rule = RULES[top];
   if (!rule) return null;
   if (spec.startsWith('.')) {
-    const target = relative(ROOT, resolve(ROOT, dirname(file), spec)).split(sep).join('/');
+    const target = relative(ROOT, resolve(ROOT, dirname(file), spec))
+      .split(sep)
+      .join('/');
     const folder = target.split('/')[0]!;
-    return rule.folders.includes(folder) ? null : `${file} imports '${spec}' (${folder}/): ${top}/ may import only ${rule.folders.map((f) => `${f}/`).join(', ')}`;
+    return rule.folders.includes(folder)
+      ? null
+      : `${file} imports '${spec}' (${folder}/): ${top}/ may import only ${rule.folders.map((f) => `${f}/`).join(', ')}`;
   }
   return rule.packages.test(spec) ? null : `${file} imports package '${spec}': ${top}/ may import only ${rule.packagesSaid}`;
 }
@@ -95,22 +111,42 @@ describe('boundaries', () => {
     assert.match(violation('extension/daemon.ts', 'lowdb')!, /package 'lowdb'/);
     assert.equal(violation('extension/commands.ts', '../protocol/commands.js'), null);
     assert.equal(violation('extension/daemon.ts', '../sdk/daemon-state.js'), null);
-    const sample = "import { a } from '../daemon/x.js';\nexport { b } from './y.js';\nconst c = await import('../webview/z.js');\nimport type { D } from 'zod';\n";
+    const sample =
+      "import { a } from '../daemon/x.js';\nexport { b } from './y.js';\nconst c = await import('../webview/z.js');\nimport type { D } from 'zod';\n";
     assert.deepEqual(importsOf(sample), ['../daemon/x.js', './y.js', '../webview/z.js', 'zod']);
   });
 
-  it('no import cycles among their files or daemon/\'s (static or dynamic imports)', () => {
+  it("no import cycles among their files or daemon/'s (static or dynamic imports)", () => {
     const graph = new Map<string, string[]>();
     for (const top of [...Object.keys(RULES), 'daemon']) {
       for (const file of sourceFiles(top)) {
-        graph.set(file, importsOf(readFileSync(join(ROOT, file), 'utf8')).filter((spec) => spec.startsWith('.'))
-          .map((spec) => relative(ROOT, resolve(ROOT, dirname(file), spec.replace(/\.js$/, '.ts'))).split(sep).join('/'))
-          .filter((target) => existsSync(join(ROOT, target))));
+        graph.set(
+          file,
+          importsOf(readFileSync(join(ROOT, file), 'utf8'))
+            .filter((spec) => spec.startsWith('.'))
+            .map((spec) =>
+              relative(ROOT, resolve(ROOT, dirname(file), spec.replace(/\.js$/, '.ts')))
+                .split(sep)
+                .join('/'),
+            )
+            .filter((target) => existsSync(join(ROOT, target))),
+        );
       }
     }
-    assert.ok([...graph.values()].some((deps) => deps.length > 0), 'no relative imports resolved: the scan is not reading the sources');
+    assert.ok(
+      [...graph.values()].some((deps) => deps.length > 0),
+      'no relative imports resolved: the scan is not reading the sources',
+    );
     assert.deepEqual(findCycles(graph), []);
-    assert.deepEqual(findCycles(new Map([['a.ts', ['b.ts']], ['b.ts', ['a.ts']]])), ['a.ts -> b.ts -> a.ts']);
+    assert.deepEqual(
+      findCycles(
+        new Map([
+          ['a.ts', ['b.ts']],
+          ['b.ts', ['a.ts']],
+        ]),
+      ),
+      ['a.ts -> b.ts -> a.ts'],
+    );
   });
 
   it('the command ids are exactly the commands package.json contributes', () => {

@@ -17,7 +17,8 @@ function files(dir: string, out: string[] = []): string[] {
   for (const name of readdirSync(dir)) {
     if (SKIP.has(name) || name.startsWith('.')) continue;
     const p = join(dir, name);
-    if (statSync(p).isDirectory()) files(p, out); else out.push(p);
+    if (statSync(p).isDirectory()) files(p, out);
+    else out.push(p);
   }
   return out;
 }

@@ -8,7 +8,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  agentNames, finalReward, isFinalRewardSpan, numberArrayAttr, pickFinalReward, repairedParents, rewardOfSpan, rewardsInOrder, spanKind,
+  agentNames,
+  finalReward,
+  isFinalRewardSpan,
+  numberArrayAttr,
+  pickFinalReward,
+  repairedParents,
+  rewardOfSpan,
+  rewardsInOrder,
+  spanKind,
 } from '../../protocol/span-reading.js';
 import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
@@ -16,8 +24,18 @@ import type { Span } from '../../protocol/store.js';
 let seq = 0;
 function span(p: Partial<Span> & { spanId: string; name: string; startTime: number }): Span {
   return {
-    rolloutId: 'ro-1', attemptId: 'at-1', sequenceId: ++seq, traceId: 't', parentSpanId: null, kind: 'internal', endTime: p.startTime + 1,
-    attributes: {}, events: [], status: { code: 'ok' }, resource: {}, ...p,
+    rolloutId: 'ro-1',
+    attemptId: 'at-1',
+    sequenceId: ++seq,
+    traceId: 't',
+    parentSpanId: null,
+    kind: 'internal',
+    endTime: p.startTime + 1,
+    attributes: {},
+    events: [],
+    status: { code: 'ok' },
+    resource: {},
+    ...p,
   };
 }
 const reward = (spanId: string, startTime: number, attributes: Span['attributes']) => span({ spanId, name: SPAN.reward, startTime, attributes });
@@ -44,25 +62,31 @@ describe('span kind', () => {
 });
 
 describe('rewards', () => {
-  it('reads our shape and agent-lightning v0\'s on reward spans (adapter, stats and CLI cases; the viewer now reads v0 too)', () => {
+  it("reads our shape and agent-lightning v0's on reward spans (adapter, stats and CLI cases; the viewer now reads v0 too)", () => {
     assert.deepEqual(rewardOfSpan(reward('r', 0, { [AGL.rewardValue]: 0.75, [AGL.rewardName]: 'exact' })), { value: 0.75, name: 'exact' });
     assert.deepEqual(rewardOfSpan(reward('r', 0, v0(0.75))), { value: 0.75, name: 'acc' });
     assert.deepEqual(rewardOfSpan(reward('r', 0, { [AGL.rewardValue]: 1, ...v0(0.25) })), { value: 1, name: null }, 'ours first');
     assert.equal(rewardOfSpan(reward('r', 0, { [AGL.rewardValue]: 'high' })), null);
     assert.equal(rewardOfSpan(reward('r', 0, v0(Number.NaN))), null);
-    assert.equal(rewardOfSpan(span({ spanId: 'o', name: 'judge', startTime: 0, attributes: { [AGL.rewardValue]: 1 } })), null,
-      'only agentlightning.reward spans carry rewards: what readers that query by name (CodeLens, list) see too');
+    assert.equal(
+      rewardOfSpan(span({ spanId: 'o', name: 'judge', startTime: 0, attributes: { [AGL.rewardValue]: 1 } })),
+      null,
+      'only agentlightning.reward spans carry rewards: what readers that query by name (CodeLens, list) see too',
+    );
   });
 
   it('the final reward is the last in time order when none is marked (algorithm, stats and CLI: "the last reward wins")', () => {
     const spans = [reward('late', 50, { [AGL.rewardValue]: 1 }), reward('mid', 25, { [AGL.rewardValue]: 0.2 })];
-    assert.deepEqual(rewardsInOrder(spans).map((r) => r.spanId), ['mid', 'late']);
+    assert.deepEqual(
+      rewardsInOrder(spans).map((r) => r.spanId),
+      ['mid', 'late'],
+    );
     assert.equal(finalReward(spans), 1);
     assert.equal(finalReward([]), null, 'no reward at all: none (credit.ts counts it 0)');
     assert.equal(finalReward([span({ spanId: 'c', name: SPAN.llmCall, startTime: 1 })]), null);
   });
 
-  it('ties in end time go to the store\'s sequence id; an open span counts at its start', () => {
+  it("ties in end time go to the store's sequence id; an open span counts at its start", () => {
     const first = reward('first', 10, { [AGL.rewardValue]: 1 });
     const second = reward('second', 10, { [AGL.rewardValue]: 2 });
     assert.equal(finalReward([second, first]), 2);
@@ -70,11 +94,8 @@ describe('rewards', () => {
     assert.equal(finalReward([open, reward('early', 5, { [AGL.rewardValue]: 4 })]), 3);
   });
 
-  it('the reward the agent returned (agl.reward.final) is final even when another arrives after it (the viewer\'s rule, now everyone\'s)', () => {
-    const spans = [
-      reward('returned', 30, { [AGL.rewardValue]: 1, [AGL.rewardFinal]: true }),
-      reward('later', 40, { [AGL.rewardValue]: 0 }),
-    ];
+  it("the reward the agent returned (agl.reward.final) is final even when another arrives after it (the viewer's rule, now everyone's)", () => {
+    const spans = [reward('returned', 30, { [AGL.rewardValue]: 1, [AGL.rewardFinal]: true }), reward('later', 40, { [AGL.rewardValue]: 0 })];
     assert.equal(isFinalRewardSpan(spans[0]), true);
     assert.equal(finalReward(spans), 1);
     assert.equal(pickFinalReward(rewardsInOrder(spans))?.spanId, 'returned');
@@ -95,7 +116,8 @@ describe('parents and agents', () => {
     assert.equal(parent.get('orphan'), 'root');
     assert.equal(parent.get('root'), null);
     assert.equal(parent.get('self'), null);
-    const a = parent.get('a'), b = parent.get('b');
+    const a = parent.get('a'),
+      b = parent.get('b');
     assert.ok((a === 'root' && b === 'a') || (b === 'root' && a === 'b'), `a->${a}, b->${b}`);
   });
 
@@ -104,7 +126,7 @@ describe('parents and agents', () => {
     assert.equal(parent.get('orphan'), null);
   });
 
-  it('names each span\'s agent: its own attribute (ours, then GenAI\'s), else the nearest ancestor\'s, across repaired parents', () => {
+  it("names each span's agent: its own attribute (ours, then GenAI's), else the nearest ancestor's, across repaired parents", () => {
     const spans = [
       span({ spanId: 'root', name: SPAN.agentRun, startTime: 0, attributes: { [AGL.agentName]: 'sql' } }),
       span({ spanId: 'w', name: SPAN.operation, startTime: 1, parentSpanId: 'root', attributes: { [AGL.agentName]: 'writer' } }),
@@ -114,7 +136,10 @@ describe('parents and agents', () => {
       span({ spanId: 'c4', name: SPAN.llmCall, startTime: 5, parentSpanId: 'root', attributes: { [AGL.agentName]: '', [GENAI.agentName]: 'rewriter' } }),
     ];
     const names = agentNames(spans);
-    assert.deepEqual(['c1', 'c2', 'c3', 'c4'].map((id) => names.get(id)), ['writer', 'checker', 'sql', 'rewriter']);
+    assert.deepEqual(
+      ['c1', 'c2', 'c3', 'c4'].map((id) => names.get(id)),
+      ['writer', 'checker', 'sql', 'rewriter'],
+    );
     assert.equal(agentNames([span({ spanId: 'x', name: SPAN.llmCall, startTime: 0 })]).get('x'), undefined);
   });
 });

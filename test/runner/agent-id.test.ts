@@ -19,8 +19,12 @@ const THROWING = 'test/runner/fixtures/agents.ts#throwingAgent';
 
 describe('stable agent ids recorded by the CLI', () => {
   let daemon: DaemonProcess;
-  before(async () => { daemon = await startDaemonProcess(); });
-  after(async () => { await daemon?.stop(); });
+  before(async () => {
+    daemon = await startDaemonProcess();
+  });
+  after(async () => {
+    await daemon?.stop();
+  });
 
   it('agl rollout records the same id from the repository root, a sub-folder, with ./ and with an absolute path', async () => {
     const runs: Array<[string, string]> = [
@@ -39,10 +43,15 @@ describe('stable agent ids recorded by the CLI', () => {
   });
 
   it('agl runner --agent, started in a sub-folder, claims rollouts of the stable id and finds their file', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'daemon', 'cli.ts'), 'runner', '--workers', '1', '--agent', 'agents.ts#throwingAgent', '--data-dir', daemon.dataDir],
-      { cwd: FIXTURES, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'daemon', 'cli.ts'), 'runner', '--workers', '1', '--agent', 'agents.ts#throwingAgent', '--data-dir', daemon.dataDir],
+      { cwd: FIXTURES, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {
       const [queued] = await daemon.client.enqueueRollouts([{ input: { question: 'q' }, agent: THROWING }]);
@@ -58,20 +67,45 @@ describe('stable agent ids recorded by the CLI', () => {
     }
   });
 
-  it('agl train, started in the agent\'s folder, records the run and its rollouts under the stable id', { timeout: 300_000 }, async () => {
+  it("agl train, started in the agent's folder, records the run and its rollouts under the stable id", { timeout: 300_000 }, async () => {
     const dir = tempDataDir('train-ids');
     const model = await saveTinyPolicy(dir);
     const tasks = writeToyTasks(join(dir, 'tasks.jsonl'), 2);
     const config = join(dir, 'train.yaml');
-    writeFileSync(config, 'model:\n  maxTokens: 4\ntraining:\n  batchSize: 1\n  groupSize: 2\n  maxSteps: 1\n  valEvery: 0\n  valSize: 1\nruntime:\n  workers: 1\n  backend: cpu\n');
+    writeFileSync(
+      config,
+      'model:\n  maxTokens: 4\ntraining:\n  batchSize: 1\n  groupSize: 2\n  maxSteps: 1\n  valEvery: 0\n  valSize: 1\nruntime:\n  workers: 1\n  backend: cpu\n',
+    );
     const dataDir = join(dir, 'data');
-    const res = await runCli(['train', 'toy-agent.ts#toyAgent', '--train', tasks, '--val', tasks, '--model', model, '--config', config,
-      '--checkpoint-dir', join(dir, 'ckpt'), '--quiet', '--data-dir', dataDir], {}, join(ROOT, 'test', 'algorithm', 'fixtures'));
+    const res = await runCli(
+      [
+        'train',
+        'toy-agent.ts#toyAgent',
+        '--train',
+        tasks,
+        '--val',
+        tasks,
+        '--model',
+        model,
+        '--config',
+        config,
+        '--checkpoint-dir',
+        join(dir, 'ckpt'),
+        '--quiet',
+        '--data-dir',
+        dataDir,
+      ],
+      {},
+      join(ROOT, 'test', 'algorithm', 'fixtures'),
+    );
     assert.equal(res.code, 0, `${res.stdout}\n${res.stderr}`);
     const store = new SqliteStore(resolve(dataDir, 'store.sqlite'));
     try {
       const runs = await store.listTrainingRuns();
-      assert.deepEqual(runs.map((r) => r.agent), ['test/algorithm/fixtures/toy-agent.ts#toyAgent']);
+      assert.deepEqual(
+        runs.map((r) => r.agent),
+        ['test/algorithm/fixtures/toy-agent.ts#toyAgent'],
+      );
       const rollouts = (await store.queryRollouts({ limit: 100 })).items;
       assert.ok(rollouts.length >= 2, `rollouts: ${rollouts.length}`);
       assert.deepEqual([...new Set(rollouts.map((r) => r.agent))], ['test/algorithm/fixtures/toy-agent.ts#toyAgent']);

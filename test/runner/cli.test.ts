@@ -18,9 +18,14 @@ describe('agl rollout / agl runner', () => {
   before(async () => {
     upstream = await startFakeUpstream();
     daemon = await startDaemonProcess();
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } } });
+    await daemon.client.addResources({
+      resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url } },
+    });
   });
-  after(async () => { await daemon.stop(); await upstream.close(); });
+  after(async () => {
+    await daemon.stop();
+    await upstream.close();
+  });
 
   it('agl rollout runs one rollout and prints its span tree and reward', async () => {
     const res = await runCli(['rollout', `${agents}#askAgent`, '--task', '{"question":"what is 6*7?"}', '--data-dir', daemon.dataDir]);
@@ -37,15 +42,24 @@ describe('agl rollout / agl runner', () => {
   });
 
   it('agl runner works the queue and stops gracefully on SIGTERM', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(process.cwd(), 'daemon', 'cli.ts'), 'runner', '--workers', '2', '--data-dir', daemon.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(process.cwd(), 'daemon', 'cli.ts'), 'runner', '--workers', '2', '--data-dir', daemon.dataDir],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     const rollouts = await daemon.client.enqueueRollouts([1, 2, 3].map((i) => ({ input: { question: `q${i} 6*7` }, agent: `${agents}#askAgent` })));
     const ids = rollouts.map((r) => r.id);
     let done: { status: string }[] = [];
     for (let i = 0; i < 60 && done.length < ids.length; i++) done = await daemon.client.waitForRollouts(ids, 2000);
-    assert.deepEqual(done.map((r) => r.status), ['succeeded', 'succeeded', 'succeeded']);
+    assert.deepEqual(
+      done.map((r) => r.status),
+      ['succeeded', 'succeeded', 'succeeded'],
+    );
     child.kill('SIGTERM');
     assert.equal(await exited, 0, stderr);
     assert.match(stderr, /stopped; 3 succeeded, 0 failed/);

@@ -16,7 +16,10 @@ const agentFile = resolve('test/runner/fixtures/py_agent.py'); // tests run from
 describe('Python agents through the runner', () => {
   let stack: RunnerStack;
   let daemon: Harness;
-  before(async () => { stack = await startRunnerStack(1); ({ daemon } = stack); });
+  before(async () => {
+    stack = await startRunnerStack(1);
+    ({ daemon } = stack);
+  });
   after(() => stack.close());
 
   const runToEnd = (agent: string): Promise<Rollout> => stack.runToEnd({ input: { question: 'what is 6*7?' }, agent });

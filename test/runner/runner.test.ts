@@ -19,7 +19,10 @@ describe('runner', () => {
   let stack: RunnerStack;
   let daemon: Harness;
   let runner: Runner;
-  before(async () => { stack = await startRunnerStack(2); ({ daemon, runner } = stack); });
+  before(async () => {
+    stack = await startRunnerStack(2);
+    ({ daemon, runner } = stack);
+  });
   after(() => stack.close());
 
   const runToEnd = (input: RolloutInput): Promise<Rollout> => stack.runToEnd(input);
@@ -82,23 +85,51 @@ describe('runner', () => {
   });
 
   it('runs concurrent rollouts in one shared process with jobsPerProcess, and a timeout there spares the others', async () => {
-    const shared = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 4, jobsPerProcess: 4, agent: `${agents}#slowPidAgent`, pollMs: { min: 20, max: 100 }, log: () => {} });
+    const shared = new Runner({
+      client: daemon.client,
+      daemonUrl: daemon.url,
+      token: daemon.token,
+      workers: 4,
+      jobsPerProcess: 4,
+      agent: `${agents}#slowPidAgent`,
+      pollMs: { min: 20, max: 100 },
+      log: () => {},
+    });
     await runner.stop(5000); // only the shared runner claims now
     shared.start();
     try {
-      const inputs = [{ ms: 2500 }, { ms: 2500 }, { ms: 2500 }, { ms: 60_000 }].map((input, i) => ({ input, agent: `${agents}#slowPidAgent`, config: i === 3 ? { timeoutSeconds: 1 } : {} })); // the timeout hits while the others run
+      const inputs = [{ ms: 2500 }, { ms: 2500 }, { ms: 2500 }, { ms: 60_000 }].map((input, i) => ({
+        input,
+        agent: `${agents}#slowPidAgent`,
+        config: i === 3 ? { timeoutSeconds: 1 } : {},
+      })); // the timeout hits while the others run
       const rollouts = await daemon.client.enqueueRollouts(inputs);
       let done: Rollout[] = [];
-      for (let i = 0; i < 30 && done.length < 4; i++) done = await daemon.client.waitForRollouts(rollouts.map((r) => r.id), 2000);
+      for (let i = 0; i < 30 && done.length < 4; i++)
+        done = await daemon.client.waitForRollouts(
+          rollouts.map((r) => r.id),
+          2000,
+        );
       const byId = new Map(done.map((r) => [r.id, r]));
-      assert.deepEqual(rollouts.map((r) => byId.get(r.id)?.status), ['succeeded', 'succeeded', 'succeeded', 'failed']);
+      assert.deepEqual(
+        rollouts.map((r) => byId.get(r.id)?.status),
+        ['succeeded', 'succeeded', 'succeeded', 'failed'],
+      );
       const pids = new Set<string>();
-      for (const r of rollouts.slice(0, 3)) pids.add(String((await daemon.client.querySpans({ rolloutId: r.id, name: SPAN.message }))[0].attributes[AGL.message]));
+      for (const r of rollouts.slice(0, 3))
+        pids.add(String((await daemon.client.querySpans({ rolloutId: r.id, name: SPAN.message }))[0].attributes[AGL.message]));
       assert.equal(pids.size, 1, 'the three rollouts ran in one process');
       assert.equal(shared.processCount, 1);
     } finally {
       await shared.stop(5000);
-      runner = stack.runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 2, pollMs: { min: 20, max: 200 }, log: () => {} });
+      runner = stack.runner = new Runner({
+        client: daemon.client,
+        daemonUrl: daemon.url,
+        token: daemon.token,
+        workers: 2,
+        pollMs: { min: 20, max: 200 },
+        log: () => {},
+      });
       runner.start();
     }
   });
@@ -110,15 +141,34 @@ describe('runner', () => {
     assert.match(attempt.error?.message ?? '', /no exported function 'nope'.*askAgent/);
   });
 
-  it('the trainer\'s store side drives the daemon\'s store remotely: runGroups through AglClient, a LightningStore', async () => {
+  it("the trainer's store side drives the daemon's store remotely: runGroups through AglClient, a LightningStore", async () => {
     const resources = (await daemon.client.getLatestResources())!;
-    const tasks = [{ id: 't1', input: { question: 'what is 6*7?' } }, { id: 't2', input: { question: 'and 40+2?' } }];
+    const tasks = [
+      { id: 't1', input: { question: 'what is 6*7?' } },
+      { id: 't2', input: { question: 'and 40+2?' } },
+    ];
     const groups = await runGroups(daemon.client, tasks, {
-      agent: `${agents}#askAgent`, mode: 'train', resourcesId: resources.id, groupSize: 2, timeoutSeconds: 30, metadata: { runId: 'remote' },
+      agent: `${agents}#askAgent`,
+      mode: 'train',
+      resourcesId: resources.id,
+      groupSize: 2,
+      timeoutSeconds: 30,
+      metadata: { runId: 'remote' },
     });
-    assert.deepEqual(groups.map((g) => [g.task.id, g.rollout.status, g.error]), [['t1', 'succeeded', null], ['t1', 'succeeded', null], ['t2', 'succeeded', null], ['t2', 'succeeded', null]]);
+    assert.deepEqual(
+      groups.map((g) => [g.task.id, g.rollout.status, g.error]),
+      [
+        ['t1', 'succeeded', null],
+        ['t1', 'succeeded', null],
+        ['t2', 'succeeded', null],
+        ['t2', 'succeeded', null],
+      ],
+    );
     // One LLM call per rollout, read back through the client (kept as a step only with token ids, which this upstream does not send).
-    assert.deepEqual(groups.map((g) => [...g.trajectory!.steps.map(() => 'step'), ...g.trajectory!.skipped.map((x) => x.reason)]), Array(4).fill(['no-token-ids']));
+    assert.deepEqual(
+      groups.map((g) => [...g.trajectory!.steps.map(() => 'step'), ...g.trajectory!.skipped.map((x) => x.reason)]),
+      Array(4).fill(['no-token-ids']),
+    );
     assert.deepEqual(finalRewards(groups), [1, 1, 1, 1], 'the fake upstream answers 42: every final reward is 1');
   });
 });

@@ -18,7 +18,10 @@ describe('sample demonstrations fit the built-in model', () => {
     it(`${sample}: every demonstration fits ${BUILTIN_CONTEXT} tokens`, () => {
       const demos = readJsonl<Demonstration>(join('samples', sample, 'data', 'demos.jsonl'));
       assert.ok(demos.length > 100);
-      const lengths = demos.map((d, i) => { const p = demoToPair(d, tok, `demo ${i + 1}`); return p.promptIds.length + p.completionIds.length; });
+      const lengths = demos.map((d, i) => {
+        const p = demoToPair(d, tok, `demo ${i + 1}`);
+        return p.promptIds.length + p.completionIds.length;
+      });
       const longest = Math.max(...lengths);
       assert.ok(longest <= BUILTIN_CONTEXT, `longest ${sample} demonstration is ${longest} tokens (demo ${lengths.indexOf(longest) + 1})`);
     });

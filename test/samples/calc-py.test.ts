@@ -14,7 +14,10 @@ import { type CalcTask, calculate, demonstrations, firstPrompt, parseToolCall, r
 import { type SampleDaemon, startSampleDaemon } from './sample-daemon.js';
 
 const agent = `${resolve('samples/calc-py/calc_agent.py')}:solve`; // tests run from the repo root
-const tasks = readFileSync('samples/calc/data/val.jsonl', 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as CalcTask);
+const tasks = readFileSync('samples/calc/data/val.jsonl', 'utf8')
+  .split('\n')
+  .filter(Boolean)
+  .map((l) => JSON.parse(l) as CalcTask);
 
 describe('calc-py: same protocol as the TypeScript calc sample', () => {
   it('builds the same prompts, parses the same tool calls, computes and scores the same on the val split', () => {
@@ -71,7 +74,10 @@ describe('calc-py: one rollout through the daemon and the Python runner', () => 
     assert.equal(tool?.attributes['calc.expression'], parseToolCall(demonstrations(task)[0].completion));
     const final = spans.find((s) => s.name === SPAN.reward && s.attributes['agl.reward.final'] === true);
     assert.equal(final?.attributes[AGL.rewardValue], 1);
-    assert.deepEqual(env.llm.requests.map((b) => b.prompt), demonstrations(task).map((d) => d.prompt));
+    assert.deepEqual(
+      env.llm.requests.map((b) => b.prompt),
+      demonstrations(task).map((d) => d.prompt),
+    );
   });
 
   it('a task without an integer answer fails the attempt with a message', async () => {

@@ -19,9 +19,17 @@ test('makeWarmup runs sftArgs then each sftThen stage from the checkpoint before
     const drills = join(dir, 'drills.jsonl');
     writeFileSync(drills, '{"prompt":"3+3=","completion":"6"}\n{"prompt":"4+4=","completion":"8"}\n');
     const s: SampleLearning = {
-      name: 'tiny', agent: 'x.ts#x', train: '', val: '', demos, config: '',
+      name: 'tiny',
+      agent: 'x.ts#x',
+      train: '',
+      val: '',
+      demos,
+      config: '',
       sftArgs: ['--model', 'builtin:0.8m', '--steps', '2', '--batch-size', '2', '--context', '32', '--seed', '1'],
-      sftThen: [['--steps', '1', '--batch-size', '2', '--lr', '1e-3', '--seed', '2'], ['--data', drills, '--steps', '1', '--batch-size', '2', '--seed', '3']],
+      sftThen: [
+        ['--steps', '1', '--batch-size', '2', '--lr', '1e-3', '--seed', '2'],
+        ['--data', drills, '--steps', '1', '--batch-size', '2', '--seed', '3'],
+      ],
     };
     assert.deepEqual(warmupCommands(s, 'W'), [
       `agl sft --data ${demos} --out W-1 --model builtin:0.8m --steps 2 --batch-size 2 --context 32 --seed 1`,
@@ -33,9 +41,14 @@ test('makeWarmup runs sftArgs then each sftThen stage from the checkpoint before
     const r = JSON.parse(readFileSync(join(made.warmup, SFT_RECORD), 'utf8')) as SftRecord;
     const chain: SftRecord[] = [];
     for (let x: SftRecord | undefined = r; x; x = x.base) chain.push(x);
-    assert.deepEqual(chain.map((x) => [x.data, x.steps, x.seed, x.lr, x.model]), [
-      [drills, 1, 3, 1e-4, undefined], [demos, 1, 2, 1e-3, undefined], [demos, 2, 1, 1e-3, 'builtin:0.8m'],
-    ]);
+    assert.deepEqual(
+      chain.map((x) => [x.data, x.steps, x.seed, x.lr, x.model]),
+      [
+        [drills, 1, 3, 1e-4, undefined],
+        [demos, 1, 2, 1e-3, undefined],
+        [demos, 2, 1, 1e-3, 'builtin:0.8m'],
+      ],
+    );
 
     const quick = await makeWarmup(s, join(dir, 'quick'), 1);
     const q = JSON.parse(readFileSync(join(quick.warmup, SFT_RECORD), 'utf8')) as SftRecord;

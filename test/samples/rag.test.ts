@@ -78,15 +78,27 @@ describe('rag sample: one rollout through the daemon', () => {
     const spans = await env.daemon.client.querySpans({ rolloutId: r.id });
     const byId = new Map(spans.map((s) => [s.spanId, s]));
     const calls = spans.filter((s) => s.name === SPAN.llmCall).sort((a, b) => a.startTime - b.startTime);
-    assert.deepEqual(calls.map((s) => byId.get(s.parentSpanId ?? '')?.attributes[AGL.agentName]), ['query_writer', 'query_writer', 'answerer']);
-    assert.ok(calls.every((s) => Array.isArray(s.attributes[AGL.completionTokenIds])), 'token ids recorded for training');
+    assert.deepEqual(
+      calls.map((s) => byId.get(s.parentSpanId ?? '')?.attributes[AGL.agentName]),
+      ['query_writer', 'query_writer', 'answerer'],
+    );
+    assert.ok(
+      calls.every((s) => Array.isArray(s.attributes[AGL.completionTokenIds])),
+      'token ids recorded for training',
+    );
     const searches = spans.filter((s) => s.name === SPAN.tool).sort((a, b) => a.startTime - b.startTime);
-    assert.deepEqual(searches.map((s) => s.attributes['search.query']), task.hops.map((h) => queryFor({ title: h })));
+    assert.deepEqual(
+      searches.map((s) => s.attributes['search.query']),
+      task.hops.map((h) => queryFor({ title: h })),
+    );
     const final = spans.find((s) => s.name === SPAN.reward && s.attributes['agl.reward.final'] === true);
     assert.equal(final?.attributes[AGL.rewardValue], tokenF1(`${task.answer} town`, task.answer));
     assert.ok(Number(final?.attributes[AGL.rewardValue]) > 0 && Number(final?.attributes[AGL.rewardValue]) < 1, 'a partly right answer gets partial credit');
     const sent = env.llm.requests.map((b) => b.model);
-    assert.ok(sent.every((m) => m === 'scripted'), 'the Agents SDK sent the resource model');
+    assert.ok(
+      sent.every((m) => m === 'scripted'),
+      'the Agents SDK sent the resource model',
+    );
   });
 
   it('a malformed task fails the attempt with a message naming the fields', async () => {

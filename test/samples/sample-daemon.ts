@@ -18,11 +18,14 @@ export interface SampleDaemon {
 export async function startSampleDaemon(reply: (body: ChatBody) => string): Promise<SampleDaemon> {
   const llm = await startScriptedLlm(reply);
   const daemon = await startDaemon();
-  await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'scripted', backend: 'upstream', upstreamUrl: llm.url } } });
+  await daemon.client.addResources({
+    resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'scripted', backend: 'upstream', upstreamUrl: llm.url } },
+  });
   const runner = new Runner({ client: daemon.client, daemonUrl: daemon.url, token: daemon.token, workers: 1, pollMs: { min: 20, max: 200 }, log: () => {} });
   runner.start();
   return {
-    daemon, llm,
+    daemon,
+    llm,
     async runToEnd(input, agent) {
       const r = await daemon.client.enqueueRollout({ input, agent });
       for (let i = 0; i < 60; i++) {
@@ -31,6 +34,10 @@ export async function startSampleDaemon(reply: (body: ChatBody) => string): Prom
       }
       throw new Error(`rollout ${r.id} did not end`);
     },
-    async close() { await runner.stop(5000); await daemon.close(); await llm.close(); },
+    async close() {
+      await runner.stop(5000);
+      await daemon.close();
+      await llm.close();
+    },
   };
 }

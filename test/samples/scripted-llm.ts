@@ -8,15 +8,25 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export interface ChatBody { model?: string; messages?: { role: string; content: unknown }[]; prompt?: string; stream?: boolean; [k: string]: unknown }
-export interface ScriptedLlm { url: string; requests: ChatBody[]; close(): Promise<void> }
+export interface ChatBody {
+  model?: string;
+  messages?: { role: string; content: unknown }[];
+  prompt?: string;
+  stream?: boolean;
+  [k: string]: unknown;
+}
+export interface ScriptedLlm {
+  url: string;
+  requests: ChatBody[];
+  close(): Promise<void>;
+}
 
 const ids = (s: string) => [...s].map((c) => c.charCodeAt(0));
 
 /** Text of a message's content (a string, or OpenAI content parts). */
 export function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (typeof p === 'string' ? p : (p as { text?: string }).text ?? '')).join('');
+  if (Array.isArray(content)) return content.map((p) => (typeof p === 'string' ? p : ((p as { text?: string }).text ?? ''))).join('');
   return '';
 }
 
@@ -39,7 +49,12 @@ function respond(body: ChatBody, text: string, path: string, res: ServerResponse
   const send = (o: unknown) => res.write(`data: ${JSON.stringify(o)}\n\n`);
   const object = chat ? 'chat.completion.chunk' : 'text_completion';
   const delta = (t: string) => (chat ? { delta: { content: t } } : { text: t });
-  send({ ...base, object, choices: [{ index: 0, ...(chat ? { delta: { role: 'assistant', content: '' } } : { text: '' }), finish_reason: null }], ...promptIds });
+  send({
+    ...base,
+    object,
+    choices: [{ index: 0, ...(chat ? { delta: { role: 'assistant', content: '' } } : { text: '' }), finish_reason: null }],
+    ...promptIds,
+  });
   send({ ...base, object, choices: [{ index: 0, ...delta(text), finish_reason: null, ...tokenIds }] });
   send({ ...base, object, choices: [{ index: 0, ...(chat ? { delta: {} } : { text: '' }), finish_reason: 'stop' }] });
   if ((body.stream_options as { include_usage?: boolean } | undefined)?.include_usage) send({ ...base, object, choices: [], usage });
@@ -58,7 +73,9 @@ export async function startScriptedLlm(reply: (body: ChatBody) => string): Promi
         return;
       }
       let body: ChatBody;
-      try { body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatBody; } catch {
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as ChatBody;
+      } catch {
         res.writeHead(400, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: 'request body is not JSON', type: 'invalid_request_error' } }));
         return;
@@ -69,5 +86,13 @@ export async function startScriptedLlm(reply: (body: ChatBody) => string): Promi
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/v1`, requests, close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }

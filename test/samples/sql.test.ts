@@ -39,7 +39,8 @@ describe('sql sample: data and reward', () => {
   });
 
   it('makes the same splits from the same seed, with no question shared and every gold query non-empty', () => {
-    const a = makeSqlSplits(companyRows()), b = makeSqlSplits(companyRows());
+    const a = makeSqlSplits(companyRows()),
+      b = makeSqlSplits(companyRows());
     assert.deepEqual(a, b);
     const qs = [...a.train, ...a.val, ...a.test].map((t) => t.question);
     assert.equal(new Set(qs).size, qs.length);
@@ -87,16 +88,23 @@ describe('sql sample: one rollout through the daemon', () => {
     const calls = spans.filter((s) => s.name === SPAN.llmCall).sort((a, b) => a.startTime - b.startTime);
     assert.equal(calls.length, 4, 'writer, checker (no), rewriter, checker (yes)');
     const byId = new Map(spans.map((s) => [s.spanId, s]));
-    const agentOf = (s: typeof calls[number]) => byId.get(s.parentSpanId ?? '')?.attributes[AGL.agentName];
+    const agentOf = (s: (typeof calls)[number]) => byId.get(s.parentSpanId ?? '')?.attributes[AGL.agentName];
     assert.deepEqual(calls.map(agentOf), ['writer', 'checker', 'rewriter', 'checker']);
     const tools = spans.filter((s) => s.name === SPAN.tool);
-    assert.deepEqual(tools.map((s) => s.attributes['sql.query']), ['SELECT COUNT(*) FROM emp', task.gold]);
+    assert.deepEqual(
+      tools.map((s) => s.attributes['sql.query']),
+      ['SELECT COUNT(*) FROM emp', task.gold],
+    );
     const final = spans.find((s) => s.name === SPAN.reward && s.attributes['agl.reward.final'] === true);
     assert.equal(final?.attributes[AGL.rewardValue], 1);
     assert.equal(env.llm.requests.length, 4);
 
     const trajectory = spansToTrajectory(spans, { agentMatch: '^(writer|rewriter)$' });
-    assert.deepEqual(trajectory.steps.map((s) => s.agentName), ['writer', 'rewriter'], 'selective optimization keeps writer and rewriter');
+    assert.deepEqual(
+      trajectory.steps.map((s) => s.agentName),
+      ['writer', 'rewriter'],
+      'selective optimization keeps writer and rewriter',
+    );
     assert.equal(trajectory.skipped.filter((s) => s.reason === 'agent-filtered').length, 2, 'the checker calls are left out');
   });
 
@@ -113,7 +121,11 @@ describe('sql sample: one rollout through the daemon', () => {
 
 describe('sql sample: pointed at an upstream model with environment variables only', () => {
   it('evaluates the agent on a split against OPENAI_BASE_URL / OPENAI_API_KEY / AGL_MODEL, no daemon', async () => {
-    const tasks = readFileSync('samples/sql/data/test.jsonl', 'utf8').split('\n').filter(Boolean).slice(0, 3).map((l) => JSON.parse(l) as { question: string; gold: string });
+    const tasks = readFileSync('samples/sql/data/test.jsonl', 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .slice(0, 3)
+      .map((l) => JSON.parse(l) as { question: string; gold: string });
     // A perfect writer for the first two questions, a wrong one for the third; the checker accepts anything.
     const llm = await startScriptedLlm((body) => {
       const last = contentText(body.messages?.at(-1)?.content);
@@ -130,7 +142,10 @@ describe('sql sample: pointed at an upstream model with environment variables on
       assert.equal(lines.length, 3);
       assert.ok(llm.requests.every((b) => b.model === 'upstream-model'));
     } finally {
-      for (const k of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'AGL_MODEL']) { if (saved[k] === undefined) delete process.env[k]; else process.env[k] = saved[k]; }
+      for (const k of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'AGL_MODEL']) {
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+      }
       await llm.close();
     }
   });

@@ -29,13 +29,25 @@ import { formatResult, runQuery } from '../../samples/sql/execute.js';
 import { checkerMessages, makeSqlSplits, writerMessages } from '../../samples/sql/task.js';
 import { dropFilter } from '../../samples/sql/warmup-demos.js';
 
-interface Smoke { transitions: Transition[]; llmCalls: { agent: string | undefined; rolloutId: string }[]; rollouts: number; moved: number; zeroStd: number[] }
+interface Smoke {
+  transitions: Transition[];
+  llmCalls: { agent: string | undefined; rolloutId: string }[];
+  rollouts: number;
+  moved: number;
+  zeroStd: number[];
+}
 
 /** SFT on `chats`, then `steps` GRPO steps of the sample agent on `task`; what the store holds afterwards. */
 async function trainSmoke(agent: string, task: { id: string; input: unknown }, chats: ChatMessage[][], training: TrainConfigInput['training']): Promise<Smoke> {
   const dir = mkdtempSync(join(tmpdir(), 'agl-smoke-'));
   const store = new SqliteStore(join(dir, 'store.sqlite'));
-  const policy = await createPolicy({ size: { dModel: 48, nLayers: 1, nHeads: 2 }, contextLength: 256, seed: 3, backend: process.env.AGL_BACKEND ?? 'auto', optimizer: { lr: 1e-2 } });
+  const policy = await createPolicy({
+    size: { dModel: 48, nLayers: 1, nHeads: 2 },
+    contextLength: 256,
+    seed: 3,
+    backend: process.env.AGL_BACKEND ?? 'auto',
+    optimizer: { lr: 1e-2 },
+  });
   const host = await startTrainingHost({ store, policy, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent });
   try {
     const pairs = chats.map((messages) => demoToPair({ messages }, policy.tokenizer));
@@ -47,10 +59,22 @@ async function trainSmoke(agent: string, task: { id: string; input: unknown }, c
       runtime: { workers: 2, rolloutTimeoutSeconds: 60 },
     });
     const run = await store.createTrainingRun({ agent, config: {}, totalSteps: 2 });
-    const trainer = new Trainer({
-      store, policy, endpoint: host.endpoint, agent, config, train: [task], val: [task], checkpoint: async () => {},
-      setLearningRate: (lr) => { policy.optimizerConfig.lr = lr; },
-    }, newTrainerState(run));
+    const trainer = new Trainer(
+      {
+        store,
+        policy,
+        endpoint: host.endpoint,
+        agent,
+        config,
+        train: [task],
+        val: [task],
+        checkpoint: async () => {},
+        setLearningRate: (lr) => {
+          policy.optimizerConfig.lr = lr;
+        },
+      },
+      newTrainerState(run),
+    );
     await trainer.run();
     const after = (await policy.scoreLogprobs(pairs)).flat();
     const transitions = await store.queryTransitions({ runId: run.id });
@@ -59,7 +83,8 @@ async function trainSmoke(agent: string, task: { id: string; input: unknown }, c
     for (const r of trainRollouts) {
       const spans = await store.querySpans({ rolloutId: r.id, attemptId: 'latest' });
       const byId = new Map(spans.map((s) => [s.spanId, s]));
-      for (const s of spans.filter((x) => x.name === SPAN.llmCall)) llmCalls.push({ agent: byId.get(s.parentSpanId ?? '')?.attributes['agl.agent.name'] as string | undefined, rolloutId: r.id });
+      for (const s of spans.filter((x) => x.name === SPAN.llmCall))
+        llmCalls.push({ agent: byId.get(s.parentSpanId ?? '')?.attributes['agl.agent.name'] as string | undefined, rolloutId: r.id });
     }
     const zeroStd = (await store.queryMetrics(run.id)).filter((m) => m.name === 'grpo/frac_reward_zero_std').map((m) => m.value);
     return { transitions, llmCalls, rollouts: trainRollouts.length, moved: after.reduce((a, x, i) => Math.max(a, Math.abs(x - before[i])), 0), zeroStd };
@@ -84,17 +109,38 @@ test('sql pipeline: GRPO updates the weights and stores credit per writer/rewrit
     [...checkerMessages(task.question, shortcut, result(shortcut)), { role: 'assistant', content: 'yes' }],
   ];
   db.close();
-  const s = await trainSmoke(`${resolve('samples/sql/agent.ts')}#sqlAgent`, { id: task.id, input: task }, chats, { agentMatch: '^(writer|rewriter)$', groupSize: 8, learningRate: 1e-3 });
+  const s = await trainSmoke(`${resolve('samples/sql/agent.ts')}#sqlAgent`, { id: task.id, input: task }, chats, {
+    agentMatch: '^(writer|rewriter)$',
+    groupSize: 8,
+    learningRate: 1e-3,
+  });
   // The warm-up writes the gold query ~70% of the time: 8 per group and a small GRPO step keep both steps' groups mixed.
-  t.diagnostic(`sql rewards by step: ${[0, 1].map((k) => s.transitions.filter((x) => x.step === k && x.agentName === 'writer').map((x) => x.credit).join(' '))}`);
-  t.diagnostic(`sql: ${s.rollouts} rollouts, ${s.llmCalls.length} LLM calls, ${s.transitions.length} transitions, zero-std ${s.zeroStd}, max logprob change ${s.moved.toFixed(4)}`);
+  t.diagnostic(
+    `sql rewards by step: ${[0, 1].map((k) =>
+      s.transitions
+        .filter((x) => x.step === k && x.agentName === 'writer')
+        .map((x) => x.credit)
+        .join(' '),
+    )}`,
+  );
+  t.diagnostic(
+    `sql: ${s.rollouts} rollouts, ${s.llmCalls.length} LLM calls, ${s.transitions.length} transitions, zero-std ${s.zeroStd}, max logprob change ${s.moved.toFixed(4)}`,
+  );
   assert.equal(s.rollouts, 16, 'two steps of one task x 8');
   assert.ok(s.moved > 1e-4, 'the GRPO updates changed the weights');
   const trained = s.llmCalls.filter((c) => c.agent === 'writer' || c.agent === 'rewriter');
-  assert.ok(s.llmCalls.some((c) => c.agent === 'checker'), 'the checker ran');
+  assert.ok(
+    s.llmCalls.some((c) => c.agent === 'checker'),
+    'the checker ran',
+  );
   assert.equal(s.transitions.length, trained.length, 'one transition per writer/rewriter call, none for the checker');
-  assert.ok(s.transitions.every((x) => (x.agentName === 'writer' || x.agentName === 'rewriter') && typeof x.credit === 'number' && typeof x.advantage === 'number'));
-  assert.ok(s.transitions.some((x) => x.advantage !== 0), 'some call had a non-zero advantage');
+  assert.ok(
+    s.transitions.every((x) => (x.agentName === 'writer' || x.agentName === 'rewriter') && typeof x.credit === 'number' && typeof x.advantage === 'number'),
+  );
+  assert.ok(
+    s.transitions.some((x) => x.advantage !== 0),
+    'some call had a non-zero advantage',
+  );
 });
 
 test('rag pipeline: GRPO updates the weights and stores a credit for each of the three calls of a rollout', { timeout: 120_000 }, async (t) => {
@@ -103,22 +149,46 @@ test('rag pipeline: GRPO updates the weights and stores a credit for each of the
   const [first, bridge] = task.hops.map((h) => byTitle.get(h)!);
   // Second query: the bridge (the answer doc is found) or the first entity again (it is not): F1 spread.
   const chats: ChatMessage[][] = [
-    [{ role: 'system', content: QUERY_INSTRUCTIONS }, { role: 'user', content: queryInput(task.question, []) }, { role: 'assistant', content: queryFor(first) }],
-    [{ role: 'system', content: QUERY_INSTRUCTIONS }, { role: 'user', content: queryInput(task.question, [first]) }, { role: 'assistant', content: queryFor(bridge) }],
-    [{ role: 'system', content: QUERY_INSTRUCTIONS }, { role: 'user', content: queryInput(task.question, [first]) }, { role: 'assistant', content: queryFor(first) }],
-    [{ role: 'system', content: ANSWER_INSTRUCTIONS }, { role: 'user', content: answerInput(task.question, [first, bridge]) }, { role: 'assistant', content: task.answer }],
+    [
+      { role: 'system', content: QUERY_INSTRUCTIONS },
+      { role: 'user', content: queryInput(task.question, []) },
+      { role: 'assistant', content: queryFor(first) },
+    ],
+    [
+      { role: 'system', content: QUERY_INSTRUCTIONS },
+      { role: 'user', content: queryInput(task.question, [first]) },
+      { role: 'assistant', content: queryFor(bridge) },
+    ],
+    [
+      { role: 'system', content: QUERY_INSTRUCTIONS },
+      { role: 'user', content: queryInput(task.question, [first]) },
+      { role: 'assistant', content: queryFor(first) },
+    ],
+    [
+      { role: 'system', content: ANSWER_INSTRUCTIONS },
+      { role: 'user', content: answerInput(task.question, [first, bridge]) },
+      { role: 'assistant', content: task.answer },
+    ],
   ];
-  const s = await trainSmoke(`${resolve('samples/rag/agent.ts')}#ragAgent`, { id: task.id, input: task }, chats, { credit: { strategy: 'discounted', gamma: 0.5 } });
+  const s = await trainSmoke(`${resolve('samples/rag/agent.ts')}#ragAgent`, { id: task.id, input: task }, chats, {
+    credit: { strategy: 'discounted', gamma: 0.5 },
+  });
   t.diagnostic(`rag: ${s.rollouts} rollouts, ${s.transitions.length} transitions, zero-std ${s.zeroStd}, max logprob change ${s.moved.toFixed(4)}`);
   assert.equal(s.rollouts, 8);
   assert.ok(s.moved > 1e-4, 'the GRPO updates changed the weights');
   assert.equal(s.transitions.length, 8 * 3, 'three transitions per rollout');
   for (const id of new Set(s.transitions.map((x) => x.rolloutId))) {
     const calls = s.transitions.filter((x) => x.rolloutId === id).sort((a, b) => a.index - b.index);
-    assert.deepEqual(calls.map((x) => x.agentName), ['query_writer', 'query_writer', 'answerer']);
+    assert.deepEqual(
+      calls.map((x) => x.agentName),
+      ['query_writer', 'query_writer', 'answerer'],
+    );
     // discounted, gamma 0.5: the answer's F1 R reaches the hops as R/4, R/2, R.
     const r = calls[2].credit;
     assert.ok(Math.abs(calls[0].credit - r / 4) < 1e-9 && Math.abs(calls[1].credit - r / 2) < 1e-9, `credits ${calls.map((x) => x.credit)}`);
   }
-  assert.ok(s.transitions.some((x) => x.credit > 0) && s.transitions.some((x) => x.advantage !== 0), 'some rollout earned F1 and some call had a non-zero advantage');
+  assert.ok(
+    s.transitions.some((x) => x.credit > 0) && s.transitions.some((x) => x.advantage !== 0),
+    'some rollout earned F1 and some call had a non-zero advantage',
+  );
 });

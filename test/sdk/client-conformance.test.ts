@@ -9,10 +9,20 @@ import { describe, it } from 'node:test';
 import { storeConformance } from '../store/conformance.js';
 import { startDaemon } from '../helpers/daemon.js';
 
-storeConformance('http (AglClient)', async () => {
-  const daemon = await startDaemon();
-  return { store: daemon.client, cleanup: async () => { await daemon.client.close(); await daemon.close(); } };
-}, { injectableClock: false });
+storeConformance(
+  'http (AglClient)',
+  async () => {
+    const daemon = await startDaemon();
+    return {
+      store: daemon.client,
+      cleanup: async () => {
+        await daemon.client.close();
+        await daemon.close();
+      },
+    };
+  },
+  { injectableClock: false },
+);
 
 describe('AglClient as a store: what stays local', () => {
   it('refuses an injected clock, and says why', async () => {
@@ -21,6 +31,8 @@ describe('AglClient as a store: what stays local', () => {
       await assert.rejects(daemon.client.runHealthCheck(Date.now() + 60_000), /the daemon's clock decides over HTTP/);
       assert.deepEqual(await daemon.client.runHealthCheck(), { timedOut: [], unresponsive: [], requeued: [], failed: [] });
       assert.equal(daemon.client.kind, 'http');
-    } finally { await daemon.close(); }
+    } finally {
+      await daemon.close();
+    }
   });
 });

@@ -9,8 +9,12 @@ import { startDaemonProcess, type DaemonProcess } from '../helpers/daemon-proces
 
 describe('store API over HTTP (agl serve + AglClient)', () => {
   let d: DaemonProcess;
-  before(async () => { d = await startDaemonProcess(); });
-  after(async () => { await d?.stop('SIGTERM'); });
+  before(async () => {
+    d = await startDaemonProcess();
+  });
+  after(async () => {
+    await d?.stop('SIGTERM');
+  });
 
   it('answers /health without a token and names the store', async () => {
     const h = await d.client.health();
@@ -26,7 +30,10 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
     assert.deepEqual(one.input, { q: 'one' });
     const many = await d.client.enqueueRollouts(Array.from({ length: 5 }, (_, i) => ({ input: { i }, agent: 'paging#agent', metadata: { i } })));
     assert.equal(many.length, 5);
-    assert.deepEqual(many.map((r) => (r.input as { i: number }).i), [0, 1, 2, 3, 4]);
+    assert.deepEqual(
+      many.map((r) => (r.input as { i: number }).i),
+      [0, 1, 2, 3, 4],
+    );
 
     const seen: string[] = [];
     let cursor: string | undefined;
@@ -40,7 +47,11 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
     assert.deepEqual([...seen].sort(), many.map((r) => r.id).sort(), 'cursor paging returns every rollout once');
 
     const viaGet = await d.client.listRollouts({ status: ['queuing'], mode: 'val', limit: 50 });
-    assert.deepEqual(viaGet.items.map((r) => r.id), [one.id], 'GET /rollouts applies status and mode from the query string');
+    assert.deepEqual(
+      viaGet.items.map((r) => r.id),
+      [one.id],
+      'GET /rollouts applies status and mode from the query string',
+    );
     assert.deepEqual((await d.client.agents()).map((a) => a.agent).sort(), ['paging#agent', 'samples/calc/agent.ts#calc']);
   });
 
@@ -71,21 +82,41 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
 
     assert.equal((await d.client.getLatestAttempt(r.id))?.status, 'running', 'the first span flips the attempt to running');
     const all = await d.client.querySpans({ rolloutId: r.id, attemptId: 'latest' });
-    assert.deepEqual(all.map((s) => s.name), ['agent0', 'agentlightning.reward', 'final']);
+    assert.deepEqual(
+      all.map((s) => s.name),
+      ['agent0', 'agentlightning.reward', 'final'],
+    );
     const tail = await d.client.querySpans({ rolloutId: r.id, afterSequenceId: ack[1]!.sequenceId });
-    assert.deepEqual(tail.map((s) => s.name), ['final'], 'afterSequenceId tails');
+    assert.deepEqual(
+      tail.map((s) => s.name),
+      ['final'],
+      'afterSequenceId tails',
+    );
     const viaGet = await d.client.request<{ items: { name: string }[] }>('GET', '/spans', undefined, { rolloutId: r.id, name: 'agent0' });
-    assert.deepEqual(viaGet.items.map((s) => s.name), ['agent0']);
+    assert.deepEqual(
+      viaGet.items.map((s) => s.name),
+      ['agent0'],
+    );
 
     const waiting = d.client.waitForRollouts([r.id], 20_000);
     const finished = await d.client.finishAttempt(attempt.id, { status: 'succeeded' });
     assert.equal(finished.rollout.status, 'succeeded');
-    assert.deepEqual((await waiting).map((x) => x.id), [r.id], 'the long-poll returns when the rollout ends');
+    assert.deepEqual(
+      (await waiting).map((x) => x.id),
+      [r.id],
+      'the long-poll returns when the rollout ends',
+    );
     assert.equal((await d.client.getRollout(r.id))?.status, 'succeeded');
-    assert.deepEqual((await d.client.getAttempts(r.id)).map((a) => a.status), ['succeeded']);
+    assert.deepEqual(
+      (await d.client.getAttempts(r.id)).map((a) => a.status),
+      ['succeeded'],
+    );
 
-    await assert.rejects(d.client.finishAttempt(attempt.id, { status: 'failed' }),
-      (e: unknown) => e instanceof AglHttpError && e.status === 409 && /already ended/.test(e.detail), 'finishing twice is a 409');
+    await assert.rejects(
+      d.client.finishAttempt(attempt.id, { status: 'failed' }),
+      (e: unknown) => e instanceof AglHttpError && e.status === 409 && /already ended/.test(e.detail),
+      'finishing twice is a 409',
+    );
   });
 
   it('starts a direct rollout, cancels another, updates metadata', async () => {
@@ -101,10 +132,13 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
     await assert.rejects(d.client.cancelRollout(q.id), (e: unknown) => e instanceof AglHttpError && e.status === 409);
   });
 
-  it('times out a silent attempt on the daemon\'s watchdog timer, with no request touching the rollout', async () => {
+  it("times out a silent attempt on the daemon's watchdog timer, with no request touching the rollout", async () => {
     const { rollout } = await d.client.startRollout({ input: 'hangs', config: { timeoutSeconds: 0.5, maxAttempts: 1 } }, 'w');
     const ended = await d.client.waitForRollouts([rollout.id], 30_000);
-    assert.deepEqual(ended.map((r) => [r.id, r.status]), [[rollout.id, 'failed']]);
+    assert.deepEqual(
+      ended.map((r) => [r.id, r.status]),
+      [[rollout.id, 'failed']],
+    );
     assert.equal((await d.client.getLatestAttempt(rollout.id))?.status, 'timeout');
   });
 
@@ -130,17 +164,44 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
     assert.equal(run.status, 'running');
     const moved = await d.client.updateTrainingRun(run.id, { step: 1, summary: { best: 0.5 } });
     assert.equal(moved.step, 1);
-    await d.client.addMetrics([{ runId: run.id, step: 0, name: 'reward/mean', value: 0.25 }, { runId: run.id, step: 1, name: 'reward/mean', value: 0.5 }]);
+    await d.client.addMetrics([
+      { runId: run.id, step: 0, name: 'reward/mean', value: 0.25 },
+      { runId: run.id, step: 1, name: 'reward/mean', value: 0.5 },
+    ]);
     const after0 = await d.client.queryMetrics(run.id, 0);
-    assert.deepEqual(after0.map((m) => [m.step, m.value]), [[1, 0.5]]);
-    assert.deepEqual((await d.client.listTrainingRuns('calc#agent')).map((r) => r.id), [run.id]);
+    assert.deepEqual(
+      after0.map((m) => [m.step, m.value]),
+      [[1, 0.5]],
+    );
+    assert.deepEqual(
+      (await d.client.listTrainingRuns('calc#agent')).map((r) => r.id),
+      [run.id],
+    );
 
     const { rollout, attempt } = await d.client.startRollout({ input: null });
-    const t = { runId: run.id, step: 1, rolloutId: rollout.id, attemptId: attempt.id, spanId: 's1', groupId: 'g', index: 0, agentName: null, reward: 1, credit: 1, advantage: 0.5, promptTokens: 10, completionTokens: 4 };
+    const t = {
+      runId: run.id,
+      step: 1,
+      rolloutId: rollout.id,
+      attemptId: attempt.id,
+      spanId: 's1',
+      groupId: 'g',
+      index: 0,
+      agentName: null,
+      reward: 1,
+      credit: 1,
+      advantage: 0.5,
+      promptTokens: 10,
+      completionTokens: 4,
+    };
     await d.client.addTransitions([t]);
     assert.deepEqual(await d.client.queryTransitions({ runId: run.id }), [t]);
     // A transition must name a run, a rollout and an attempt of that rollout that exist: 404 naming the first that does not.
-    for (const [patch, path, id] of [[{ runId: 'run-nope' }, 'runId', 'run-nope'], [{ rolloutId: 'ro-nope' }, 'rolloutId', 'ro-nope'], [{ attemptId: 'at-nope' }, 'attemptId', 'at-nope']] as const) {
+    for (const [patch, path, id] of [
+      [{ runId: 'run-nope' }, 'runId', 'run-nope'],
+      [{ rolloutId: 'ro-nope' }, 'rolloutId', 'ro-nope'],
+      [{ attemptId: 'at-nope' }, 'attemptId', 'at-nope'],
+    ] as const) {
       await assert.rejects(d.client.addTransitions([t, { ...t, ...patch }]), (e: unknown) => {
         assert.ok(e instanceof AglHttpError && e.status === 404, String(e));
         assert.match(e.message, new RegExp(id));

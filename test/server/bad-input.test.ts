@@ -12,11 +12,20 @@ import { startDaemonProcess, type DaemonProcess } from '../helpers/daemon-proces
 
 describe('bad input gets a 4xx problem+json and the daemon keeps serving', () => {
   let d: DaemonProcess;
-  before(async () => { d = await startDaemonProcess(undefined, ['--body-limit', '64kb']); });
-  after(async () => { await d?.stop('SIGTERM'); });
+  before(async () => {
+    d = await startDaemonProcess(undefined, ['--body-limit', '64kb']);
+  });
+  after(async () => {
+    await d?.stop('SIGTERM');
+  });
 
   /** Raw request (so the body can be anything), expecting a problem of `status`. */
-  async function problem(method: string, path: string, init: { body?: string | Uint8Array; token?: string | null; contentType?: string } = {}, status: number): Promise<Problem> {
+  async function problem(
+    method: string,
+    path: string,
+    init: { body?: string | Uint8Array; token?: string | null; contentType?: string } = {},
+    status: number,
+  ): Promise<Problem> {
     const headers: Record<string, string> = { 'content-type': init.contentType ?? 'application/json' };
     const token = init.token === undefined ? d.token : init.token;
     if (token !== null) headers.authorization = `Bearer ${token}`;
@@ -37,7 +46,12 @@ describe('bad input gets a 4xx problem+json and the daemon keeps serving', () =>
   });
 
   it('wrong types and unknown fields -> 400 naming each field', async () => {
-    const p = await problem('POST', '/v1/agl/queues/rollouts/enqueue', { body: JSON.stringify({ input: 1, mode: 'training', config: { maxAttempts: 'three' }, imput: 2 }) }, 400);
+    const p = await problem(
+      'POST',
+      '/v1/agl/queues/rollouts/enqueue',
+      { body: JSON.stringify({ input: 1, mode: 'training', config: { maxAttempts: 'three' }, imput: 2 }) },
+      400,
+    );
     const paths = p.errors!.map((e) => e.path).sort();
     assert.deepEqual(paths, ['config.maxAttempts', 'imput', 'mode']);
     assert.match(p.errors!.find((e) => e.path === 'imput')!.message, /unknown field/);
@@ -49,7 +63,12 @@ describe('bad input gets a 4xx problem+json and the daemon keeps serving', () =>
     assert.deepEqual(missing.errors, [{ path: 'workerId', message: 'is required' }]);
     assert.match(missing.detail, /workerId: is required/);
 
-    const span = await problem('POST', '/v1/agl/spans', { body: JSON.stringify({ spans: [{ rolloutId: 'r', attemptId: 'a', name: 'x', startTime: 'yesterday' }] }) }, 400);
+    const span = await problem(
+      'POST',
+      '/v1/agl/spans',
+      { body: JSON.stringify({ spans: [{ rolloutId: 'r', attemptId: 'a', name: 'x', startTime: 'yesterday' }] }) },
+      400,
+    );
     assert.equal(span.errors?.[0]?.path, 'spans[0].startTime');
   });
 
@@ -77,7 +96,10 @@ describe('bad input gets a 4xx problem+json and the daemon keeps serving', () =>
     assert.match((await problem('GET', '/v1/agl/training-runs/run-nope', {}, 404)).detail, /run-nope/);
     assert.match((await problem('GET', '/v1/agl/no/such/route', {}, 404)).detail, /no route GET \/v1\/agl\/no\/such\/route/);
     const r = await d.client.enqueueRollout({ input: null });
-    assert.match((await problem('POST', '/v1/agl/spans', { body: JSON.stringify({ rolloutId: r.id, attemptId: 'at-nope', name: 'x', startTime: 1 }) }, 404)).detail, /at-nope/);
+    assert.match(
+      (await problem('POST', '/v1/agl/spans', { body: JSON.stringify({ rolloutId: r.id, attemptId: 'at-nope', name: 'x', startTime: 1 }) }, 404)).detail,
+      /at-nope/,
+    );
     // An attempt id of another rollout is not found under this one.
     const other = await d.client.startRollout({ input: null });
     await problem('GET', `/v1/agl/rollouts/${r.id}/attempts/${other.attempt.id}`, {}, 404);
@@ -145,9 +167,13 @@ describe('bad input gets a 4xx problem+json and the daemon keeps serving', () =>
   it('bytes that are not UTF-8 -> 400 naming the offset, on the hot path and through express, never stored as U+FFFD', async () => {
     const bad = (prefix: string, suffix: string) => Buffer.concat([Buffer.from(prefix), Buffer.from([0xc3, 0x28]), Buffer.from(suffix)]);
     for (const path of ['/v1/agl/queues/rollouts/enqueue', '/v1/agl/spans', '/v1/agl/training-runs', '/v1/agl/queues/rollouts/dequeue']) {
-      const res = await fetch(d.url + path, { method: 'POST', headers: { authorization: `Bearer ${d.token}`, 'content-type': 'application/json' }, body: bad('{"input":"caf', '"}') });
+      const res = await fetch(d.url + path, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${d.token}`, 'content-type': 'application/json' },
+        body: bad('{"input":"caf', '"}'),
+      });
       assert.equal(res.status, 400, path);
-      const body = await res.json() as Problem;
+      const body = (await res.json()) as Problem;
       assert.equal(body.type, 'urn:agl:problem:invalid-utf8');
       assert.deepEqual(body.errors, [{ path: '(body)', message: 'not valid UTF-8 at byte 13' }]);
     }
@@ -158,8 +184,14 @@ describe('bad input gets a 4xx problem+json and the daemon keeps serving', () =>
     const enqueue = await problem('POST', '/v1/agl/queues/rollouts/enqueue', { body: `{"input":${deep(5000)}}` }, 400);
     assert.equal(enqueue.errors?.[0]?.path, 'input');
     assert.match(enqueue.errors![0]!.message, /nested deeper than 64 levels/);
-    assert.equal((await problem('POST', '/v1/agl/queues/rollouts/enqueue', { body: `{"input":null,"metadata":{"a":${deep(5000)}}}` }, 400)).errors?.[0]?.path, 'metadata');
-    assert.equal((await problem('POST', '/v1/agl/training-runs', { body: `{"agent":"a","totalSteps":1,"config":{"a":${deep(5000)}}}` }, 400)).errors?.[0]?.path, 'config');
+    assert.equal(
+      (await problem('POST', '/v1/agl/queues/rollouts/enqueue', { body: `{"input":null,"metadata":{"a":${deep(5000)}}}` }, 400)).errors?.[0]?.path,
+      'metadata',
+    );
+    assert.equal(
+      (await problem('POST', '/v1/agl/training-runs', { body: `{"agent":"a","totalSteps":1,"config":{"a":${deep(5000)}}}` }, 400)).errors?.[0]?.path,
+      'config',
+    );
     const r = await d.client.enqueueRollout({ input: null });
     assert.equal((await problem('POST', `/v1/agl/rollouts/${r.id}`, { body: `{"metadata":{"a":${deep(64)}}}` }, 400)).errors?.[0]?.path, 'metadata');
     // 63 levels inside the field is within the limit, and reads back unchanged.
@@ -171,7 +203,7 @@ describe('bad input gets a 4xx problem+json and the daemon keeps serving', () =>
     const res = await fetch(`${d.url}/v1/agl/rollouts/${'x'.repeat(20_000)}`, { headers: { authorization: `Bearer ${d.token}` } });
     assert.equal(res.status, 431);
     assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
-    const body = await res.json() as Problem;
+    const body = (await res.json()) as Problem;
     assert.equal(body.status, 431);
     assert.match(body.detail, /exceed the server limit/);
   });

@@ -105,7 +105,10 @@ describe('agl CLI', () => {
     assert.equal(list.code, 0, list.stderr);
     assert.equal(list.stdout.trim().split('\n').length, 4, 'a header and three rollouts');
     const vals = await runCli(['rollouts', 'list', '--mode', 'val', '--status', 'queuing', '--json', '--data-dir', dataDir]);
-    assert.deepEqual(JSON.parse(vals.stdout).items.map((r: { input: string }) => r.input), ['a']);
+    assert.deepEqual(
+      JSON.parse(vals.stdout).items.map((r: { input: string }) => r.input),
+      ['a'],
+    );
     const limited = await runCli(['rollouts', 'list', '--limit', '1', '--data-dir', dataDir]);
     assert.match(limited.stdout, /more: agl rollouts list --cursor \S+/);
     const badStatus = await runCli(['rollouts', 'list', '--status', 'done', '--data-dir', dataDir]);
@@ -128,7 +131,10 @@ describe('agl CLI', () => {
     const state = JSON.parse(readFileSync(join(dataDir, 'daemon.json'), 'utf8'));
     assert.equal(state.pid, null);
     assert.equal(state.url, null);
-    assert.deepEqual(state.agents.map((a: { agent: string }) => a.agent), ['calc#agent']);
+    assert.deepEqual(
+      state.agents.map((a: { agent: string }) => a.agent),
+      ['calc#agent'],
+    );
     const after = await runCli(['status', '--data-dir', dataDir]);
     assert.match(after.stdout, /not running \(it was stopped\)/);
     const notRunning = await runCli(['rollouts', 'list', '--data-dir', dataDir]);

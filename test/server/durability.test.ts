@@ -20,7 +20,11 @@ async function streamUntilStopped(d: DaemonProcess, stopWith: NodeJS.Signals) {
   const writers = Array.from({ length: 4 }, async (_, w) => {
     for (let b = 0; !stopping || stopWith === 'SIGTERM'; b++) {
       const spans: SpanInput[] = Array.from({ length: 25 }, (_, i) => ({
-        rolloutId: rollout.id, attemptId: attempt.id, spanId: `w${w}-b${b}-s${i}`, name: `round${i}`, startTime: Date.now(),
+        rolloutId: rollout.id,
+        attemptId: attempt.id,
+        spanId: `w${w}-b${b}-s${i}`,
+        name: `round${i}`,
+        startTime: Date.now(),
         attributes: { payload: 'x'.repeat(200), writer: w },
       }));
       try {

@@ -19,7 +19,18 @@ describe('daemon edge', () => {
 
   it('answers loopback, IP addresses, the bound host and allowed names; refuses the rest', () => {
     const allow = new HostAllowList('gpu-box', ['agl.test', '.lab.test']);
-    for (const host of ['localhost:1', '127.0.0.1', '127.8.9.10:2', '[::1]:3', 'x.localhost', '192.168.1.5:4747', '[fe80::1]', 'gpu-box:4747', 'agl.test', 'a.b.lab.test']) {
+    for (const host of [
+      'localhost:1',
+      '127.0.0.1',
+      '127.8.9.10:2',
+      '[::1]:3',
+      'x.localhost',
+      '192.168.1.5:4747',
+      '[fe80::1]',
+      'gpu-box:4747',
+      'agl.test',
+      'a.b.lab.test',
+    ]) {
       assert.equal(allow.check(host, undefined), null, host);
     }
     for (const host of ['evil.example', 'localhost.evil.example', 'agl.test.evil', 'xlab.test', '']) {

@@ -18,8 +18,19 @@ const SEED = Number(process.env.AGL_FUZZ_SEED ?? 20261125);
 const ANSWER_WITHIN_MS = 5_000;
 const BODY_LIMIT = 64 * 1024;
 
-interface Req { method: string; path: string; headers: Record<string, string>; body?: Buffer; why: string }
-interface Answer { status: number; type: string; text: string; ms: number }
+interface Req {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: Buffer;
+  why: string;
+}
+interface Answer {
+  status: number;
+  type: string;
+  text: string;
+  ms: number;
+}
 
 /** One raw request (node:http, so Host and any header can be anything), failing past the time bound. */
 function send(url: string, r: Req): Promise<Answer> {
@@ -30,7 +41,14 @@ function send(url: string, r: Req): Promise<Answer> {
     const req = request({ hostname, port, path: r.path, method: r.method, headers: r.headers, timeout: ANSWER_WITHIN_MS }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, type: String(res.headers['content-type'] ?? ''), text: Buffer.concat(chunks).toString('utf8'), ms: Date.now() - start }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          type: String(res.headers['content-type'] ?? ''),
+          text: Buffer.concat(chunks).toString('utf8'),
+          ms: Date.now() - start,
+        }),
+      );
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${ANSWER_WITHIN_MS} ms`)));
     req.on('error', reject);
@@ -40,9 +58,28 @@ function send(url: string, r: Req): Promise<Answer> {
 
 // ---- the routes and a valid body for each (a defect is applied to it) ---------------------------------
 type Body = Record<string, unknown>;
-interface BodyRoute { path: (id: string, aid: string) => string; template: Body; strict: boolean; gateway?: boolean }
+interface BodyRoute {
+  path: (id: string, aid: string) => string;
+  template: Body;
+  strict: boolean;
+  gateway?: boolean;
+}
 const SPAN = { rolloutId: 'r', attemptId: 'a', name: 'n', startTime: 1 };
-const TRANSITION = { runId: 'x', step: 0, rolloutId: 'r', attemptId: 'a', spanId: 's', groupId: 'g', index: 0, agentName: null, reward: null, credit: 0, advantage: 0, promptTokens: 0, completionTokens: 0 };
+const TRANSITION = {
+  runId: 'x',
+  step: 0,
+  rolloutId: 'r',
+  attemptId: 'a',
+  spanId: 's',
+  groupId: 'g',
+  index: 0,
+  agentName: null,
+  reward: null,
+  credit: 0,
+  advantage: 0,
+  promptTokens: 0,
+  completionTokens: 0,
+};
 const API = (p: string) => `/v1/agl${p}`;
 const BODY_ROUTES: BodyRoute[] = [
   { path: () => API('/queues/rollouts/enqueue'), template: { input: null, mode: 'train', agent: 'a', metadata: {} }, strict: true },
@@ -82,42 +119,74 @@ const anyId = fc.oneof(
   fc.string({ minLength: 1, maxLength: 24, unit: 'binary' }).map((s) => encodeURIComponent(`zz${s}`)),
   fc.constantFrom('%', '%zz', '%E0%A4%A', '%C0%AF', '%FF', 'zz%00', '..', '%2e%2e', 'zz;x=1'), // malformed or odd escapes
 );
-const notJsonTypes = fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/xml', 'multipart/form-data; boundary=x',
-  'application/json; charset=latin1', 'application/json; charset=utf-16', 'text/json', 'application/jsonx', ' ');
+const notJsonTypes = fc.constantFrom(
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'application/xml',
+  'multipart/form-data; boundary=x',
+  'application/json; charset=latin1',
+  'application/json; charset=utf-16',
+  'text/json',
+  'application/jsonx',
+  ' ',
+);
 
 /** A body route's body with exactly one defect, as raw bytes and headers. */
 function defectiveBody(route: BodyRoute): fc.Arbitrary<{ body: Buffer; headers: Record<string, string>; why: string }> {
   const fields = Object.keys(route.template);
   const json = { 'content-type': 'application/json' };
   const arbs: fc.Arbitrary<{ body: Buffer; headers: Record<string, string>; why: string }>[] = [
-    fc.oneof(fc.jsonValue().filter((v) => typeName(v) !== 'object'), fc.constant([])).map((v) => ({ body: text(v), headers: json, why: `not an object: ${JSON.stringify(v).slice(0, 60)}` })),
+    fc
+      .oneof(
+        fc.jsonValue().filter((v) => typeName(v) !== 'object'),
+        fc.constant([]),
+      )
+      .map((v) => ({ body: text(v), headers: json, why: `not an object: ${JSON.stringify(v).slice(0, 60)}` })),
     // A proper prefix of an object's text never closes it; none of these tails closes it either.
-    fc.integer({ min: 1, max: 200 }).chain((cut) => fc.constantFrom('', ',', 'x', '\u0000', ']').map((tail) => {
-      const full = JSON.stringify(route.template);
-      return { body: Buffer.from(full.slice(0, Math.min(cut, full.length - 1)) + tail), headers: json, why: 'malformed JSON' };
-    })),
+    fc.integer({ min: 1, max: 200 }).chain((cut) =>
+      fc.constantFrom('', ',', 'x', '\u0000', ']').map((tail) => {
+        const full = JSON.stringify(route.template);
+        return { body: Buffer.from(full.slice(0, Math.min(cut, full.length - 1)) + tail), headers: json, why: 'malformed JSON' };
+      }),
+    ),
     fc.tuple(fc.constantFrom(...NOT_UTF8), fc.nat()).map(([bad, at]) => {
       const full = Buffer.from(JSON.stringify({ ...route.template, note: 'xxxx' }));
       const i = full.indexOf('xxxx') + (at % 4);
       return { body: Buffer.concat([full.subarray(0, i), Buffer.from(bad), full.subarray(i)]), headers: json, why: `not UTF-8: ${bad}` };
     }),
     notJsonTypes.map((type) => ({ body: text(route.template), headers: { 'content-type': type }, why: `content type ${type}` })),
-    fc.constantFrom('br', 'compress', 'x-bogus', 'gzip', 'deflate').map((enc) => ({ body: text(route.template), headers: { ...json, 'content-encoding': enc }, why: `content-encoding ${enc} (body not encoded)` })),
+    fc
+      .constantFrom('br', 'compress', 'x-bogus', 'gzip', 'deflate')
+      .map((enc) => ({ body: text(route.template), headers: { ...json, 'content-encoding': enc }, why: `content-encoding ${enc} (body not encoded)` })),
   ];
-  if (!route.gateway) arbs.push(fc.constant({ body: Buffer.from(JSON.stringify({ ...route.template, pad: 'x'.repeat(BODY_LIMIT) })), headers: json, why: 'too large' }));
+  if (!route.gateway)
+    arbs.push(fc.constant({ body: Buffer.from(JSON.stringify({ ...route.template, pad: 'x'.repeat(BODY_LIMIT) })), headers: json, why: 'too large' }));
   if (route.strict) {
-    arbs.push(fc.string({ minLength: 1, maxLength: 12 }).filter((k) => !fields.includes(k) && k !== '__proto__').map((k) => ({ body: text({ ...route.template, [k]: 1 }), headers: json, why: `unknown field ${k}` })));
+    arbs.push(
+      fc
+        .string({ minLength: 1, maxLength: 12 })
+        .filter((k) => !fields.includes(k) && k !== '__proto__')
+        .map((k) => ({ body: text({ ...route.template, [k]: 1 }), headers: json, why: `unknown field ${k}` })),
+    );
   }
   const typed = fields.filter((f) => route.template[f] !== null); // null marks free-form JSON: any type is right there
   if (typed.length > 0 && !route.gateway) {
-    arbs.push(fc.constantFrom(...typed).chain((f) => fc.jsonValue({ maxDepth: 3 }).filter((v) => typeName(v) !== typeName(route.template[f]))
-      .map((v) => ({ body: text({ ...route.template, [f]: v }), headers: json, why: `${f} of the wrong type: ${JSON.stringify(v).slice(0, 60)}` }))));
+    arbs.push(
+      fc.constantFrom(...typed).chain((f) =>
+        fc
+          .jsonValue({ maxDepth: 3 })
+          .filter((v) => typeName(v) !== typeName(route.template[f]))
+          .map((v) => ({ body: text({ ...route.template, [f]: v }), headers: json, why: `${f} of the wrong type: ${JSON.stringify(v).slice(0, 60)}` })),
+      ),
+    );
   }
   if (fields.length > 0) {
-    arbs.push(fc.tuple(fc.constantFrom(...fields), fc.integer({ min: 66, max: 3000 })).map(([f, depth]) => {
-      const body = JSON.stringify({ ...route.template, [f]: '@@' }).replace('"@@"', nested(depth));
-      return { body: Buffer.from(body), headers: json, why: `${f} nested ${depth} levels` };
-    }));
+    arbs.push(
+      fc.tuple(fc.constantFrom(...fields), fc.integer({ min: 66, max: 3000 })).map(([f, depth]) => {
+        const body = JSON.stringify({ ...route.template, [f]: '@@' }).replace('"@@"', nested(depth));
+        return { body: Buffer.from(body), headers: json, why: `${f} nested ${depth} levels` };
+      }),
+    );
   }
   return fc.oneof(...arbs);
 }
@@ -125,43 +194,111 @@ function defectiveBody(route: BodyRoute): fc.Arbitrary<{ body: Buffer; headers: 
 /** GET routes with a bad query value, or an id that does not exist. */
 const badInt = ['abc', '1.5', 'NaN', '1e999', '%00'];
 const badQuery: fc.Arbitrary<{ path: string; why: string }> = fc.oneof(
-  fc.tuple(fc.constantFrom(
-    ['/rollouts', 'limit', ['0', '-1', '10001', ...badInt]], ['/rollouts', 'status', ['runing', 'queuing,nope', 'x']], ['/rollouts', 'mode', ['training', 'x']],
-    ['/rollouts', 'order', ['up']], ['/rollouts', 'resourcesVersion', ['0', '-3', ...badInt]], ['/rollouts', 'cursor', ['garbage', '!!']],
-    ['/spans?rolloutId=r', 'limit', ['0', ...badInt]], ['/spans?rolloutId=r', 'afterSequenceId', badInt], ['/spans', 'name', ['x']],
-    ['/resources', 'limit', ['0', ...badInt]], ['/transitions', 'step', ['-1', ...badInt]], ['/transitions', 'limit', ['0', ...badInt]],
-  ) as fc.Arbitrary<[string, string, string[]]>, fc.nat()).map(([[base, key, values], i]) => {
-    const v = values[i % values.length]!;
-    return { path: API(`${base}${base.includes('?') ? '&' : '?'}${key}=${v}`), why: `${key}=${v}` };
-  }),
-  fc.tuple(fc.constantFrom('/rollouts/@', '/rollouts/@/attempts', '/rollouts/@/attempts/latest', '/rollouts/@/attempts/@', '/attempts/@', '/resources/@', '/workers/@',
-    '/training-runs/@', '/training-runs/@/metrics'), anyId).map(([p, id]) => ({ path: API(p.replaceAll('@', id)), why: `unknown id ${id}` })),
+  fc
+    .tuple(
+      fc.constantFrom(
+        ['/rollouts', 'limit', ['0', '-1', '10001', ...badInt]],
+        ['/rollouts', 'status', ['runing', 'queuing,nope', 'x']],
+        ['/rollouts', 'mode', ['training', 'x']],
+        ['/rollouts', 'order', ['up']],
+        ['/rollouts', 'resourcesVersion', ['0', '-3', ...badInt]],
+        ['/rollouts', 'cursor', ['garbage', '!!']],
+        ['/spans?rolloutId=r', 'limit', ['0', ...badInt]],
+        ['/spans?rolloutId=r', 'afterSequenceId', badInt],
+        ['/spans', 'name', ['x']],
+        ['/resources', 'limit', ['0', ...badInt]],
+        ['/transitions', 'step', ['-1', ...badInt]],
+        ['/transitions', 'limit', ['0', ...badInt]],
+      ) as fc.Arbitrary<[string, string, string[]]>,
+      fc.nat(),
+    )
+    .map(([[base, key, values], i]) => {
+      const v = values[i % values.length]!;
+      return { path: API(`${base}${base.includes('?') ? '&' : '?'}${key}=${v}`), why: `${key}=${v}` };
+    }),
+  fc
+    .tuple(
+      fc.constantFrom(
+        '/rollouts/@',
+        '/rollouts/@/attempts',
+        '/rollouts/@/attempts/latest',
+        '/rollouts/@/attempts/@',
+        '/attempts/@',
+        '/resources/@',
+        '/workers/@',
+        '/training-runs/@',
+        '/training-runs/@/metrics',
+      ),
+      anyId,
+    )
+    .map(([p, id]) => ({ path: API(p.replaceAll('@', id)), why: `unknown id ${id}` })),
   anyId.map((id) => ({ path: `/rollout/${id}/attempt/${id}/v1/models`, why: `gateway models, unknown attempt ${id}` })),
 );
 
 /** OTLP/JSON exports whose envelope is wrong (400), or with one span that is not an OTLP span (rejected via partialSuccess). */
-function otlpCases(ids: { rolloutId: string; attemptId: string }): fc.Arbitrary<{ body: Buffer; headers: Record<string, string>; why: string; rejected?: number }> {
+function otlpCases(ids: {
+  rolloutId: string;
+  attemptId: string;
+}): fc.Arbitrary<{ body: Buffer; headers: Record<string, string>; why: string; rejected?: number }> {
   const json = { 'content-type': 'application/json' };
-  const resource = { attributes: [{ key: 'agl.rollout_id', value: { stringValue: ids.rolloutId } }, { key: 'agl.attempt_id', value: { stringValue: ids.attemptId } }] };
+  const resource = {
+    attributes: [
+      { key: 'agl.rollout_id', value: { stringValue: ids.rolloutId } },
+      { key: 'agl.attempt_id', value: { stringValue: ids.attemptId } },
+    ],
+  };
   const span = { name: 'fuzz', startTimeUnixNano: '1700000000000000000', kind: 1, attributes: [], events: [], status: { code: 0 } };
   const notArray = fc.jsonValue({ maxDepth: 2 }).filter((v) => v !== null && !Array.isArray(v));
-  const badSpanField: fc.Arbitrary<[string, unknown]> = fc.oneof(
-    fc.tuple(fc.constant('name'), fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== 'string' && v !== null)),
-    fc.tuple(fc.constantFrom('startTimeUnixNano', 'endTimeUnixNano'), fc.constantFrom('yesterday', -1, 1.5, true, {}, [], '-5', '1e9')),
-    fc.tuple(fc.constantFrom('attributes', 'events'), notArray),
-    fc.tuple(fc.constant('attributes'), fc.constantFrom([5], [{ key: 5 }], [{ key: 'k', value: 5 }], [{ key: 'k', value: { intValue: 'x' } }], [{ key: 'k', value: { arrayValue: { values: 3 } } }])),
-    fc.tuple(fc.constant('kind'), fc.constantFrom(6, -1, 1.5, 'SPAN_KIND_CLIENT', null, {})),
-    fc.tuple(fc.constant('status'), fc.constantFrom(5, 'ok', [], { code: 7 }, { code: 'x' }, { message: 5 })),
-    fc.tuple(fc.constantFrom('traceId', 'spanId'), fc.constantFrom(5, true, {}, 'not hex!')),
-  ).filter(([, v]) => v !== null);
+  const badSpanField: fc.Arbitrary<[string, unknown]> = fc
+    .oneof(
+      fc.tuple(
+        fc.constant('name'),
+        fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== 'string' && v !== null),
+      ),
+      fc.tuple(fc.constantFrom('startTimeUnixNano', 'endTimeUnixNano'), fc.constantFrom('yesterday', -1, 1.5, true, {}, [], '-5', '1e9')),
+      fc.tuple(fc.constantFrom('attributes', 'events'), notArray),
+      fc.tuple(
+        fc.constant('attributes'),
+        fc.constantFrom(
+          [5],
+          [{ key: 5 }],
+          [{ key: 'k', value: 5 }],
+          [{ key: 'k', value: { intValue: 'x' } }],
+          [{ key: 'k', value: { arrayValue: { values: 3 } } }],
+        ),
+      ),
+      fc.tuple(fc.constant('kind'), fc.constantFrom(6, -1, 1.5, 'SPAN_KIND_CLIENT', null, {})),
+      fc.tuple(fc.constant('status'), fc.constantFrom(5, 'ok', [], { code: 7 }, { code: 'x' }, { message: 5 })),
+      fc.tuple(fc.constantFrom('traceId', 'spanId'), fc.constantFrom(5, true, {}, 'not hex!')),
+    )
+    .filter(([, v]) => v !== null);
   return fc.oneof(
     notArray.map((v) => ({ body: text({ resourceSpans: v }), headers: json, why: `resourceSpans ${JSON.stringify(v).slice(0, 40)}` })),
-    fc.jsonValue({ maxDepth: 2 }).filter((v) => typeName(v) !== 'object').map((v) => ({ body: text({ resourceSpans: [v] }), headers: json, why: 'resourceSpans[0] not an object' })),
+    fc
+      .jsonValue({ maxDepth: 2 })
+      .filter((v) => typeName(v) !== 'object')
+      .map((v) => ({ body: text({ resourceSpans: [v] }), headers: json, why: 'resourceSpans[0] not an object' })),
     notArray.map((v) => ({ body: text({ resourceSpans: [{ resource, scopeSpans: v }] }), headers: json, why: 'scopeSpans not an array' })),
-    fc.jsonValue({ maxDepth: 2 }).filter((v) => typeName(v) !== 'object').map((v) => ({ body: text(v), headers: json, why: `export ${JSON.stringify(v).slice(0, 40)}` })),
-    badSpanField.map(([f, v]) => ({ body: text({ resourceSpans: [{ resource, scopeSpans: [{ spans: [{ ...span, [f]: v }] }] }] }), headers: json, why: `span ${f}=${JSON.stringify(v)}`, rejected: 1 })),
-    fc.constantFrom(...NOT_UTF8).map((bad) => ({ body: Buffer.concat([Buffer.from('{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"a'), Buffer.from(bad), Buffer.from('"}]}]}]}')]), headers: json, why: 'not UTF-8' })),
-    notJsonTypes.filter((t) => !t.startsWith('application/json')).map((type) => ({ body: text({}), headers: { 'content-type': type }, why: `content type ${type}` })),
+    fc
+      .jsonValue({ maxDepth: 2 })
+      .filter((v) => typeName(v) !== 'object')
+      .map((v) => ({ body: text(v), headers: json, why: `export ${JSON.stringify(v).slice(0, 40)}` })),
+    badSpanField.map(([f, v]) => ({
+      body: text({ resourceSpans: [{ resource, scopeSpans: [{ spans: [{ ...span, [f]: v }] }] }] }),
+      headers: json,
+      why: `span ${f}=${JSON.stringify(v)}`,
+      rejected: 1,
+    })),
+    fc
+      .constantFrom(...NOT_UTF8)
+      .map((bad) => ({
+        body: Buffer.concat([Buffer.from('{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"a'), Buffer.from(bad), Buffer.from('"}]}]}]}')]),
+        headers: json,
+        why: 'not UTF-8',
+      })),
+    notJsonTypes
+      .filter((t) => !t.startsWith('application/json'))
+      .map((type) => ({ body: text({}), headers: { 'content-type': type }, why: `content type ${type}` })),
   );
 }
 
@@ -179,21 +316,31 @@ describe(`fuzzing every route with bad input (fast-check, seed ${SEED}, ${RUNS} 
     const claim = await c.startRollout({ input: { q: 'running' } }, 'seed-worker');
     ids = { rolloutId: claim.rollout.id, attemptId: claim.attempt.id };
     await c.addSpans([{ ...ids, name: 'seed-span', startTime: 1, attributes: { k: 'v' } }]);
-    const res = await c.addResources({ resources: { llm: { type: 'llm', endpoint: `${d.url}/v1`, model: 'm', backend: 'upstream', upstreamUrl: 'http://127.0.0.1:9/v1' } } });
+    const res = await c.addResources({
+      resources: { llm: { type: 'llm', endpoint: `${d.url}/v1`, model: 'm', backend: 'upstream', upstreamUrl: 'http://127.0.0.1:9/v1' } },
+    });
     const run = await c.createTrainingRun({ agent: 'seed', totalSteps: 2, config: { lr: 1 } });
     await c.addMetrics([{ runId: run.id, step: 0, name: 'reward/mean', value: 0.5 }]);
     await c.addTransitions([{ ...TRANSITION, ...ids, runId: run.id }]);
     await c.heartbeatWorker('seed-worker', { status: 'busy' });
     seeded = async () => ({
-      queued: await c.getRollout(queued.id), rollout: await c.getRollout(ids.rolloutId), attempts: await c.getAttempts(ids.rolloutId),
-      spans: await c.querySpans({ rolloutId: ids.rolloutId }), resources: await c.getResources(res.id), latest: await c.getLatestResources(),
-      run: await c.getTrainingRun(run.id), metrics: await c.queryMetrics(run.id), transitions: await c.queryTransitions({ runId: run.id }),
+      queued: await c.getRollout(queued.id),
+      rollout: await c.getRollout(ids.rolloutId),
+      attempts: await c.getAttempts(ids.rolloutId),
+      spans: await c.querySpans({ rolloutId: ids.rolloutId }),
+      resources: await c.getResources(res.id),
+      latest: await c.getLatestResources(),
+      run: await c.getTrainingRun(run.id),
+      metrics: await c.queryMetrics(run.id),
+      transitions: await c.queryTransitions({ runId: run.id }),
       rollouts: (await c.queryRollouts({ limit: 100 })).items.map((r) => r.id).sort(),
       worker: await c.getWorker('seed-worker').then((w) => w && { ...w, lastHeartbeat: 0 }),
     });
     snapshot = await seeded();
   });
-  after(async () => { await d?.stop('SIGTERM'); });
+  after(async () => {
+    await d?.stop('SIGTERM');
+  });
 
   /** The answer must be a 4xx problem within the bound; `rejected`: an OTLP 200 must reject exactly that many spans. */
   async function expectRefused(r: Req, rejected?: number): Promise<void> {
@@ -202,7 +349,9 @@ describe(`fuzzing every route with bad input (fast-check, seed ${SEED}, ${RUNS} 
       a = await send(d.url, r);
     } catch (err) {
       const exit = d.child.exitCode ?? d.child.signalCode;
-      assert.fail(`${r.method} ${r.path} (${r.why}): ${(err as Error).message}${exit !== null ? `; the daemon exited (${exit})` : ''}\n${d.output().stderr.slice(-2000)}`);
+      assert.fail(
+        `${r.method} ${r.path} (${r.why}): ${(err as Error).message}${exit !== null ? `; the daemon exited (${exit})` : ''}\n${d.output().stderr.slice(-2000)}`,
+      );
     }
     const what = `${r.method} ${r.path.slice(0, 120)} (${r.why}) -> ${a.status} ${a.text.slice(0, 300)}`;
     if (rejected !== undefined && a.status === 200) {
@@ -210,7 +359,10 @@ describe(`fuzzing every route with bad input (fast-check, seed ${SEED}, ${RUNS} 
       return;
     }
     assert.ok(a.status >= 400 && a.status < 500, what);
-    if (/x-protobuf/.test(r.headers['content-type'] ?? '')) { assert.match(a.type, /^application\/x-protobuf/, what); return; }
+    if (/x-protobuf/.test(r.headers['content-type'] ?? '')) {
+      assert.match(a.type, /^application\/x-protobuf/, what);
+      return;
+    }
     assert.match(a.type, /^application\/problem\+json/, what);
     const p = JSON.parse(a.text) as { status: number; type: string; title: string; detail: string };
     assert.equal(p.status, a.status, what);
@@ -221,8 +373,13 @@ describe(`fuzzing every route with bad input (fast-check, seed ${SEED}, ${RUNS} 
   const check = (prop: fc.IAsyncProperty<any>) => fc.assert(prop, { seed: SEED, numRuns: Math.ceil(RUNS / 4), endOnFailure: true });
 
   it('store API and gateway bodies with one defect each get a 4xx problem', async () => {
-    await check(fc.asyncProperty(fc.constantFrom(...BODY_ROUTES).chain((route) => fc.tuple(fc.constant(route), defectiveBody(route), anyId, anyId)),
-      async ([route, bad, id, aid]) => expectRefused({ method: 'POST', path: route.path(id, aid), headers: withAuth(bad.headers), body: bad.body, why: bad.why })));
+    await check(
+      fc.asyncProperty(
+        fc.constantFrom(...BODY_ROUTES).chain((route) => fc.tuple(fc.constant(route), defectiveBody(route), anyId, anyId)),
+        async ([route, bad, id, aid]) =>
+          expectRefused({ method: 'POST', path: route.path(id, aid), headers: withAuth(bad.headers), body: bad.body, why: bad.why }),
+      ),
+    );
   });
 
   it('bad query values and unknown ids get a 4xx problem', async () => {
@@ -232,30 +389,48 @@ describe(`fuzzing every route with bad input (fast-check, seed ${SEED}, ${RUNS} 
   it('requests without the token, with a foreign Host or Origin, or naming an unknown attempt get a 4xx problem', async () => {
     // Every route: the store API's POSTs (with a valid body) and GETs, /health, /metrics, the gateway, OTLP.
     const posts = BODY_ROUTES.map((r) => ({ method: 'POST', path: r.path('zz-id', 'zz-aid'), body: text(r.template) }));
-    const gets = ['/health', '/metrics', '/v1/models', ...['/statistics', '/agents', '/workers', '/resources', '/resources/latest', '/training-runs', '/rollouts', '/spans?rolloutId=r', '/transitions'].map(API)]
-      .map((path) => ({ method: 'GET', path, body: undefined as Buffer | undefined }));
+    const gets = [
+      '/health',
+      '/metrics',
+      '/v1/models',
+      ...['/statistics', '/agents', '/workers', '/resources', '/resources/latest', '/training-runs', '/rollouts', '/spans?rolloutId=r', '/transitions'].map(
+        API,
+      ),
+    ].map((path) => ({ method: 'GET', path, body: undefined as Buffer | undefined }));
     const routes = fc.constantFrom(...posts, ...gets, { method: 'POST', path: '/v1/traces', body: text({}) });
     const tokenFree = (path: string) => path === '/health' || path.startsWith('/rollout/');
     const header = fc.oneof(
       fc.constant({ authorization: '' }).map((h) => ({ h, why: 'no token' })),
       fc.string({ maxLength: 40 }).map((t) => ({ h: { authorization: `Bearer ${t}` }, why: 'wrong token' })),
-      fc.domain().filter((h) => !/(^|\.)localhost$/.test(h)).map((host) => ({ h: { host }, why: `Host ${host}` })),
-      fc.webUrl().filter((u) => !/^https?:\/\/([^/]*\.)?localhost([:/]|$)/.test(u)).map((origin) => ({ h: { origin }, why: `Origin ${origin}` })),
+      fc
+        .domain()
+        .filter((h) => !/(^|\.)localhost$/.test(h))
+        .map((host) => ({ h: { host }, why: `Host ${host}` })),
+      fc
+        .webUrl()
+        .filter((u) => !/^https?:\/\/([^/]*\.)?localhost([:/]|$)/.test(u))
+        .map((origin) => ({ h: { origin }, why: `Origin ${origin}` })),
       anyId.map((aid) => ({ h: { 'x-agl-attempt-id': aid }, why: `unknown attempt header ${aid}` })),
     );
-    await check(fc.asyncProperty(routes, header, async (route, { h, why }) => {
-      const headers: Record<string, string> = withAuth({ 'content-type': 'application/json', ...h });
-      const isGatewayCall = /^\/v1\/(chat\/)?completions$/.test(route.path);
-      // A token defect on a route that needs none, or an attempt header where none is read: make the request bad another way.
-      if ((why.endsWith('token') && tokenFree(route.path)) || (why.startsWith('unknown attempt') && !isGatewayCall)) headers.host = 'not-allowed.example';
-      if (headers.authorization === '') delete headers.authorization;
-      await expectRefused({ method: route.method, path: route.path, headers, body: route.body, why });
-    }));
+    await check(
+      fc.asyncProperty(routes, header, async (route, { h, why }) => {
+        const headers: Record<string, string> = withAuth({ 'content-type': 'application/json', ...h });
+        const isGatewayCall = /^\/v1\/(chat\/)?completions$/.test(route.path);
+        // A token defect on a route that needs none, or an attempt header where none is read: make the request bad another way.
+        if ((why.endsWith('token') && tokenFree(route.path)) || (why.startsWith('unknown attempt') && !isGatewayCall)) headers.host = 'not-allowed.example';
+        if (headers.authorization === '') delete headers.authorization;
+        await expectRefused({ method: route.method, path: route.path, headers, body: route.body, why });
+      }),
+    );
   });
 
   it('OTLP exports that are not OTLP get 400, bad spans are rejected through partialSuccess, none stored', async () => {
-    await check(fc.asyncProperty(fc.constant(null).chain(() => otlpCases(ids)), async (c) =>
-      expectRefused({ method: 'POST', path: '/v1/traces', headers: withAuth(c.headers), body: c.body, why: c.why }, c.rejected)));
+    await check(
+      fc.asyncProperty(
+        fc.constant(null).chain(() => otlpCases(ids)),
+        async (c) => expectRefused({ method: 'POST', path: '/v1/traces', headers: withAuth(c.headers), body: c.body, why: c.why }, c.rejected),
+      ),
+    );
   });
 
   it('afterwards the daemon answers /health and the data stored before reads back unchanged', async () => {

@@ -17,7 +17,11 @@ import { type Harness, startDaemon } from '../helpers/daemon.js';
 function observed(model: PolicyModel, batches: number[]): PolicyModel {
   return new Proxy(model, {
     get(target, prop, receiver) {
-      if (prop === 'generate') return (prompts: number[][], opts: GenerateOptions): Promise<Generation[]> => { batches.push(prompts.length); return target.generate(prompts, opts); };
+      if (prop === 'generate')
+        return (prompts: number[][], opts: GenerateOptions): Promise<Generation[]> => {
+          batches.push(prompts.length);
+          return target.generate(prompts, opts);
+        };
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;
     },
@@ -32,9 +36,14 @@ describe('gateway, local policy backend', () => {
     const real = await createPolicy({ size: '0.8m', contextLength: 256, seed: 1, name: 'tiny' });
     policy = observed(real, batches);
     daemon = await startDaemon({ getPolicy: (name) => (name === 'tiny' ? policy : null) });
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'tiny', backend: 'local', samplingParams: { temperature: 0, maxTokens: 12 } } } });
+    await daemon.client.addResources({
+      resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'tiny', backend: 'local', samplingParams: { temperature: 0, maxTokens: 12 } } },
+    });
   });
-  after(async () => { await daemon.close(); policy.dispose(); });
+  after(async () => {
+    await daemon.close();
+    policy.dispose();
+  });
 
   async function attempt() {
     const claim = await daemon.client.startRollout({ input: {} }, 'test');
@@ -42,7 +51,10 @@ describe('gateway, local policy backend', () => {
     const spans = async () => (await daemon.client.querySpans({ rolloutId: claim.rollout.id })).filter((s) => s.name === SPAN.llmCall);
     return { openai, spans };
   }
-  const messages = [{ role: 'system' as const, content: 'You are terse.' }, { role: 'user' as const, content: 'What is 2+3?' }];
+  const messages = [
+    { role: 'system' as const, content: 'You are terse.' },
+    { role: 'user' as const, content: 'What is 2+3?' },
+  ];
 
   it('answers a chat and records exact token ids and logprobs', async () => {
     const { openai, spans } = await attempt();
@@ -70,12 +82,18 @@ describe('gateway, local policy backend', () => {
     const stream = await openai.chat.completions.create({ model: 'tiny', messages, max_tokens: 10, stream: true, stream_options: { include_usage: true } });
     let text = '';
     let usage = -1;
-    for await (const chunk of stream) { text += chunk.choices[0]?.delta?.content ?? ''; if (chunk.usage) usage = chunk.usage.completion_tokens; }
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.usage) usage = chunk.usage.completion_tokens;
+    }
     assert.equal(text, plain.choices[0].message.content ?? '');
     const recorded = await spans();
     const streamed = recorded.find((s) => s.attributes[AGL.streamed] === true)!;
     assert.equal((streamed.attributes[AGL.completionTokenIds] as number[]).length, usage);
-    assert.deepEqual(streamed.attributes[AGL.completionTokenIds], recorded.find((s) => s.attributes[AGL.streamed] === false)!.attributes[AGL.completionTokenIds]);
+    assert.deepEqual(
+      streamed.attributes[AGL.completionTokenIds],
+      recorded.find((s) => s.attributes[AGL.streamed] === false)!.attributes[AGL.completionTokenIds],
+    );
   });
 
   it('records every choice of an n > 1 call (the first one also under the single-choice names)', async () => {
@@ -91,14 +109,19 @@ describe('gateway, local policy backend', () => {
       assert.equal(lps[i].length, ids.length);
     });
     assert.deepEqual(span.attributes[AGL.completionTokenIds], all[0]);
-    assert.equal(span.attributes[GENAI.usageOutputTokens], all.reduce((s, ids) => s + ids.length, 0));
+    assert.equal(
+      span.attributes[GENAI.usageOutputTokens],
+      all.reduce((s, ids) => s + ids.length, 0),
+    );
   });
 
   it('batches concurrent calls into one generate(), each with its own max_tokens', async () => {
     const { openai, spans } = await attempt();
     batches.length = 0;
     const limits = [2, 4, 6, 8, 3, 5, 7, 9];
-    const results = await Promise.all(limits.map((max_tokens, i) => openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: `question ${i}` }], max_tokens })));
+    const results = await Promise.all(
+      limits.map((max_tokens, i) => openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: `question ${i}` }], max_tokens })),
+    );
     results.forEach((r, i) => assert.ok((r.usage?.completion_tokens ?? 99) <= limits[i]));
     assert.ok(Math.max(...batches) > 1, `calls were batched (batch sizes ${batches.join(',')})`);
     assert.ok(batches.length < limits.length);
@@ -111,6 +134,9 @@ describe('gateway, local policy backend', () => {
     assert.ok(res.choices[0].text.length >= 0 && (res.usage?.completion_tokens ?? 0) <= 5);
     await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'not-loaded', backend: 'local' } } });
     const { openai: other } = await attempt();
-    await assert.rejects(other.chat.completions.create({ model: 'not-loaded', messages }), (err: unknown) => err instanceof OpenAI.APIError && err.status === 503 && /no local policy model 'not-loaded'/.test(err.message));
+    await assert.rejects(
+      other.chat.completions.create({ model: 'not-loaded', messages }),
+      (err: unknown) => err instanceof OpenAI.APIError && err.status === 503 && /no local policy model 'not-loaded'/.test(err.message),
+    );
   });
 });

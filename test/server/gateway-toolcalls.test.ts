@@ -8,9 +8,17 @@ import { parseToolCalls, safeStreamLength } from '../../daemon/server/gateway-to
 
 describe('tool calls in generated text', () => {
   it('parses one or more calls, arguments as JSON strings, content before them kept', () => {
-    const r = parseToolCalls('Let me compute.\n<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}</tool_call><tool_call>{"name":"lookup","arguments":"{\\"q\\":1}"}</tool_call>');
+    const r = parseToolCalls(
+      'Let me compute.\n<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}</tool_call><tool_call>{"name":"lookup","arguments":"{\\"q\\":1}"}</tool_call>',
+    );
     assert.equal(r.content, 'Let me compute.');
-    assert.deepEqual(r.toolCalls.map((t) => [t.function.name, t.function.arguments]), [['calculator', '{"expression":"6*7"}'], ['lookup', '{"q":1}']]);
+    assert.deepEqual(
+      r.toolCalls.map((t) => [t.function.name, t.function.arguments]),
+      [
+        ['calculator', '{"expression":"6*7"}'],
+        ['lookup', '{"q":1}'],
+      ],
+    );
     assert.match(r.toolCalls[0].id, /^call_[0-9a-f]{24}$/);
     assert.notEqual(r.toolCalls[0].id, r.toolCalls[1].id);
   });

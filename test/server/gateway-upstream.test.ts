@@ -12,7 +12,16 @@ import { attemptBaseUrl, rootSpanIdForAttempt, traceIdForAttempt } from '../../s
 import { FAKE_ANSWER, FAKE_PROMPT_IDS, FAKE_TOKEN_IDS, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { type Harness, startDaemon } from '../helpers/daemon.js';
 
-const tools = [{ type: 'function' as const, function: { name: 'calculator', description: 'evaluates arithmetic', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } } }];
+const tools = [
+  {
+    type: 'function' as const,
+    function: {
+      name: 'calculator',
+      description: 'evaluates arithmetic',
+      parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] },
+    },
+  },
+];
 
 describe('gateway, upstream backend', () => {
   let daemon: Harness;
@@ -21,10 +30,24 @@ describe('gateway, upstream backend', () => {
   before(async () => {
     upstream = await startFakeUpstream();
     daemon = await startDaemon();
-    const r = await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url, samplingParams: { temperature: 0.7 } } } });
+    const r = await daemon.client.addResources({
+      resources: {
+        llm: {
+          type: 'llm',
+          endpoint: `${daemon.url}/v1`,
+          model: 'fake-model',
+          backend: 'upstream',
+          upstreamUrl: upstream.url,
+          samplingParams: { temperature: 0.7 },
+        },
+      },
+    });
     resourcesId = r.id;
   });
-  after(async () => { await daemon.close(); await upstream.close(); });
+  after(async () => {
+    await daemon.close();
+    await upstream.close();
+  });
 
   async function attempt() {
     const claim = await daemon.client.startRollout({ input: { q: 'x' } }, 'test');
@@ -61,7 +84,13 @@ describe('gateway, upstream backend', () => {
 
   it('streams a chat and keeps the token ids and usage the upstream returned', async () => {
     const { openai, spans } = await attempt();
-    const stream = await openai.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'hi' }], stream: true, return_token_ids: true, logprobs: true } as never) as unknown as AsyncIterable<OpenAI.Chat.ChatCompletionChunk>;
+    const stream = (await openai.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      return_token_ids: true,
+      logprobs: true,
+    } as never)) as unknown as AsyncIterable<OpenAI.Chat.ChatCompletionChunk>;
     let text = '';
     let usageSeen = false;
     for await (const chunk of stream) {
@@ -79,7 +108,11 @@ describe('gateway, upstream backend', () => {
   });
 
   it('asks a vLLM-style upstream for token ids and logprobs when the resource says so', async () => {
-    await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url, requestTokenIds: true } } });
+    await daemon.client.addResources({
+      resources: {
+        llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url, requestTokenIds: true },
+      },
+    });
     try {
       const { openai, spans } = await attempt();
       await openai.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] });
@@ -87,15 +120,35 @@ describe('gateway, upstream backend', () => {
       const [span] = await spans();
       assert.deepEqual(span.attributes[AGL.promptTokenIds], FAKE_PROMPT_IDS);
       assert.deepEqual(span.attributes[AGL.completionTokenIds], FAKE_TOKEN_IDS);
-      assert.deepEqual(span.attributes[AGL.completionLogprobs], FAKE_TOKEN_IDS.map(() => -0.5));
+      assert.deepEqual(
+        span.attributes[AGL.completionLogprobs],
+        FAKE_TOKEN_IDS.map(() => -0.5),
+      );
     } finally {
-      await daemon.client.addResources({ resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'fake-model', backend: 'upstream', upstreamUrl: upstream.url, samplingParams: { temperature: 0.7 } } } });
+      await daemon.client.addResources({
+        resources: {
+          llm: {
+            type: 'llm',
+            endpoint: `${daemon.url}/v1`,
+            model: 'fake-model',
+            backend: 'upstream',
+            upstreamUrl: upstream.url,
+            samplingParams: { temperature: 0.7 },
+          },
+        },
+      });
     }
   });
 
   it('streams tool calls through', async () => {
     const { openai, spans } = await attempt();
-    const stream = await openai.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: '6*7' }], tools, stream: true, stream_options: { include_usage: true } });
+    const stream = await openai.chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: '6*7' }],
+      tools,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const names: string[] = [];
     let usage = 0;
     for await (const chunk of stream) {
@@ -115,7 +168,10 @@ describe('gateway, upstream backend', () => {
     const [span] = await spans();
     assert.equal(span.attributes[GENAI.operationName], 'text_completion');
     const models = await openai.models.list();
-    assert.deepEqual(models.data.map((m) => m.id), ['fake-model']);
+    assert.deepEqual(
+      models.data.map((m) => m.id),
+      ['fake-model'],
+    );
   });
 
   it('passes upstream errors on in the OpenAI error shape, and records the failed call', async () => {
@@ -133,16 +189,23 @@ describe('gateway, upstream backend', () => {
     const stray = new OpenAI({ baseURL: attemptBaseUrl(`${daemon.url}/v1`, 'ro-nope', 'at-nope'), apiKey: 'x', maxRetries: 0 });
     await assert.rejects(stray.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] }), /rollout 'ro-nope' not found/);
     const bare = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: 'wrong', maxRetries: 0 });
-    await assert.rejects(bare.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] }), (err: unknown) => err instanceof OpenAI.AuthenticationError);
+    await assert.rejects(
+      bare.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] }),
+      (err: unknown) => err instanceof OpenAI.AuthenticationError,
+    );
     const authed = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: daemon.token, maxRetries: 0 });
     const res = await authed.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] });
     assert.equal(res.choices[0].message.content, FAKE_ANSWER);
-    const bad = await fetch(`${daemon.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${daemon.token}`, 'content-type': 'application/json' }, body: '{not json' });
+    const bad = await fetch(`${daemon.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${daemon.token}`, 'content-type': 'application/json' },
+      body: '{not json',
+    });
     assert.equal(bad.status, 400);
-    assert.match((await bad.json() as { error: { message: string } }).error.message, /invalid request body/);
+    assert.match(((await bad.json()) as { error: { message: string } }).error.message, /invalid request body/);
   });
 
-  it('refuses, before forwarding anything, a call it could not record: unknown attempt, another rollout\'s, an ended one', async () => {
+  it("refuses, before forwarding anything, a call it could not record: unknown attempt, another rollout's, an ended one", async () => {
     const one = await attempt();
     const other = await attempt();
     const forwarded = upstream.requests.length;
@@ -164,7 +227,12 @@ describe('gateway, upstream backend', () => {
     assert.equal(upstream.requests.length, forwarded, 'nothing reached the upstream');
     assert.deepEqual(await one.spans(), [], 'and nothing was recorded against the wrong attempt');
     // A header naming only a live attempt ties the bare call to it (its rollout is the attempt's).
-    const byHeader = new OpenAI({ baseURL: `${daemon.url}/v1`, apiKey: daemon.token, maxRetries: 0, defaultHeaders: { 'x-agl-attempt-id': other.claim.attempt.id } });
+    const byHeader = new OpenAI({
+      baseURL: `${daemon.url}/v1`,
+      apiKey: daemon.token,
+      maxRetries: 0,
+      defaultHeaders: { 'x-agl-attempt-id': other.claim.attempt.id },
+    });
     assert.equal((await ask(byHeader)).choices[0].message.content, FAKE_ANSWER);
     assert.equal((await other.spans()).length, 1);
   });
@@ -176,7 +244,7 @@ describe('gateway, upstream backend', () => {
     const post = async (body: string | Uint8Array, contentType = 'application/json') => {
       const res = await fetch(url, { method: 'POST', headers: { 'content-type': contentType }, body: body as BodyInit });
       assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
-      return { status: res.status, error: (await res.json() as { error: { message: string; param: string | null } }).error };
+      return { status: res.status, error: ((await res.json()) as { error: { message: string; param: string | null } }).error };
     };
     const text = await post('{"model":"fake-model","messages":[]}', 'text/plain');
     assert.equal(text.status, 415);
@@ -195,7 +263,18 @@ describe('gateway, upstream backend', () => {
 
   it('sends an upstream key only from a variable the daemon was started to allow', async () => {
     process.env.AGL_TEST_SECRET = 'must-not-leak';
-    const leaky = { resources: { llm: { type: 'llm' as const, endpoint: `${daemon.url}/v1`, model: 'leaky', backend: 'upstream' as const, upstreamUrl: upstream.url, apiKeyEnv: 'AGL_TEST_SECRET' } } };
+    const leaky = {
+      resources: {
+        llm: {
+          type: 'llm' as const,
+          endpoint: `${daemon.url}/v1`,
+          model: 'leaky',
+          backend: 'upstream' as const,
+          upstreamUrl: upstream.url,
+          apiKeyEnv: 'AGL_TEST_SECRET',
+        },
+      },
+    };
     await assert.rejects(daemon.client.addResources(leaky), (err: unknown) => {
       assert.ok(err instanceof AglHttpError && err.status === 403, String(err));
       assert.deepEqual(err.errors, [{ path: 'resources.llm.apiKeyEnv', message: "'AGL_TEST_SECRET' is not allowed" }]);

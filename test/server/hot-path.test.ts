@@ -14,12 +14,21 @@ import type { StoreRoute } from '../../daemon/server/route.js';
 import { storeRoutes } from '../../daemon/server/store-api.js';
 import { startDaemon, type Harness } from '../helpers/daemon.js';
 
-interface Answer { status: number; type: string; authenticate: string | undefined; body: any }
+interface Answer {
+  status: number;
+  type: string;
+  authenticate: string | undefined;
+  body: any;
+}
 
 describe('hot path beside express', () => {
   let d: Harness;
-  before(async () => { d = await startDaemon(); });
-  after(async () => { await d?.close(); });
+  before(async () => {
+    d = await startDaemon();
+  });
+  after(async () => {
+    await d?.close();
+  });
 
   /** POST `body` (a string, sent as is); chunked = without Content-Length, which the hot path leaves to express. */
   function post(path: string, body: string | Buffer, opts: { chunked?: boolean; token?: string | null; contentType?: string } = {}): Promise<Answer> {
@@ -33,13 +42,20 @@ describe('hot path beside express', () => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c) => (text += c));
-        res.on('end', () => resolve({
-          status: res.statusCode!, type: String(res.headers['content-type']), authenticate: res.headers['www-authenticate'] as string | undefined,
-          body: JSON.parse(text),
-        }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            type: String(res.headers['content-type']),
+            authenticate: res.headers['www-authenticate'] as string | undefined,
+            body: JSON.parse(text),
+          }),
+        );
       });
       req.on('error', reject);
-      if (opts.chunked) { req.write(body.subarray(0, 1)); req.end(body.subarray(1)); } else req.end(body);
+      if (opts.chunked) {
+        req.write(body.subarray(0, 1));
+        req.end(body.subarray(1));
+      } else req.end(body);
     });
   }
 
@@ -62,10 +78,19 @@ describe('hot path beside express', () => {
     const expressAdd = await post('/v1/agl/spans', span, { chunked: true });
     assert.equal(hotAdd.status, 201);
     assert.equal(hotAdd.type, expressAdd.type);
-    assert.deepEqual(hotAdd.body.spans.map((s: any) => s.sequenceId), [1]);
-    assert.deepEqual(expressAdd.body.spans.map((s: any) => s.sequenceId), [2]);
+    assert.deepEqual(
+      hotAdd.body.spans.map((s: any) => s.sequenceId),
+      [1],
+    );
+    assert.deepEqual(
+      expressAdd.body.spans.map((s: any) => s.sequenceId),
+      [2],
+    );
     const found = await same('/v1/agl/spans/search', JSON.stringify({ rolloutId: r.id }));
-    assert.deepEqual(found.body.items.map((s: any) => s.sequenceId), [1, 2]);
+    assert.deepEqual(
+      found.body.items.map((s: any) => s.sequenceId),
+      [1, 2],
+    );
     assert.equal(found.type, 'application/json; charset=utf-8');
     const done = await post(`/v1/agl/rollouts/${r.id}/attempts/${claim.attempt.id}/finish`, '{"status":"succeeded"}');
     assert.equal(done.status, 200);
@@ -73,7 +98,10 @@ describe('hot path beside express', () => {
     // A second finish conflicts, the same way through both paths.
     const again = await same(`/v1/agl/rollouts/${r.id}/attempts/${claim.attempt.id}/finish`, '{"status":"succeeded"}');
     assert.equal(again.status, 409);
-    assert.deepEqual((await same('/v1/agl/waits/rollouts', JSON.stringify({ ids: [r.id], timeoutMs: 0 }))).body.items.map((x: any) => x.status), ['succeeded']);
+    assert.deepEqual(
+      (await same('/v1/agl/waits/rollouts', JSON.stringify({ ids: [r.id], timeoutMs: 0 }))).body.items.map((x: any) => x.status),
+      ['succeeded'],
+    );
   });
 
   it('answers the hot routes as express does: every kind of bad input', async () => {
@@ -107,7 +135,10 @@ describe('hot path beside express', () => {
     const latin = await same('/v1/agl/queues/rollouts/dequeue', Buffer.concat([Buffer.from('{"workerId":"caf'), Buffer.from([0xe9]), Buffer.from('"}')]));
     assert.equal(latin.status, 400);
     assert.deepEqual(latin.body.errors, [{ path: '(body)', message: 'not valid UTF-8 at byte 16' }]);
-    const deep = await same('/v1/agl/spans', `{"rolloutId":"r","attemptId":"a","name":"x","startTime":1,"attributes":{"k":${'['.repeat(3000)}${']'.repeat(3000)}}}`);
+    const deep = await same(
+      '/v1/agl/spans',
+      `{"rolloutId":"r","attemptId":"a","name":"x","startTime":1,"attributes":{"k":${'['.repeat(3000)}${']'.repeat(3000)}}}`,
+    );
     assert.equal(deep.status, 400);
   });
 
@@ -133,14 +164,27 @@ describe('hot path beside express', () => {
     assert.doesNotMatch(text, /route="\/rollouts\//, 'express keeps the mount path after an error too');
   });
 
-  it('serves the routes the one route table marks hot, and only those, matched in the table\'s order', () => {
+  it("serves the routes the one route table marks hot, and only those, matched in the table's order", () => {
     const routes = storeRoutes(createServerContext({ store: d.store, token: d.token, dataDir: d.dataDir }));
-    assert.deepEqual(routes.filter((r) => r.hot).map((r) => `${r.method} ${r.path}`).sort(), [
-      'POST /attempts/:aid/finish', 'POST /queues/rollouts/dequeue', 'POST /rollouts/:id/attempts/:aid/finish', 'POST /spans', 'POST /spans/search',
-      'POST /waits/rollouts',
-    ]);
+    assert.deepEqual(
+      routes
+        .filter((r) => r.hot)
+        .map((r) => `${r.method} ${r.path}`)
+        .sort(),
+      [
+        'POST /attempts/:aid/finish',
+        'POST /queues/rollouts/dequeue',
+        'POST /rollouts/:id/attempts/:aid/finish',
+        'POST /spans',
+        'POST /spans/search',
+        'POST /waits/rollouts',
+      ],
+    );
     const match = hotRouteMatcher(routes);
-    const hit = (path: string) => { const m = match(path); return m && { path: m.route.path, params: m.params }; };
+    const hit = (path: string) => {
+      const m = match(path);
+      return m && { path: m.route.path, params: m.params };
+    };
     assert.deepEqual(hit('/spans'), { path: '/spans', params: {} });
     assert.deepEqual(hit('/rollouts/ro%2D1/attempts/at-2/finish'), { path: '/rollouts/:id/attempts/:aid/finish', params: { id: 'ro-1', aid: 'at-2' } });
     assert.deepEqual(hit('/attempts/at-2/finish'), { path: '/attempts/:aid/finish', params: { aid: 'at-2' } });
@@ -149,7 +193,10 @@ describe('hot path beside express', () => {
     assert.equal(hit('/spans/'), null);
     // The first route that matches decides, as in express: a hot route behind a plain one is left to express.
     const handle = () => ({ status: 200, body: '{}' });
-    const shadowed: StoreRoute[] = [{ method: 'POST', path: '/rollouts/:id', handle }, { method: 'POST', path: '/rollouts/search', hot: true, handle }];
+    const shadowed: StoreRoute[] = [
+      { method: 'POST', path: '/rollouts/:id', handle },
+      { method: 'POST', path: '/rollouts/search', hot: true, handle },
+    ];
     assert.equal(hotRouteMatcher(shadowed)('/rollouts/search'), null);
     assert.throws(() => hotRouteMatcher([{ method: 'GET', path: '/spans', hot: true, handle }]), /GET \/spans: only POST routes can be hot/);
   });

@@ -11,8 +11,12 @@ import { runCli, startDaemonProcess, tempDataDir } from '../helpers/daemon-proce
 
 describe('agl serve on PostgreSQL', () => {
   let pgServer: PostgresServer;
-  before(async () => { pgServer = await startPostgres(); });
-  after(async () => { await pgServer?.stop(); });
+  before(async () => {
+    pgServer = await startPostgres();
+  });
+  after(async () => {
+    await pgServer?.stop();
+  });
 
   it('serves the store API from PostgreSQL and never writes the password down', async () => {
     // The throwaway cluster trusts local connections, so any password works: it is here to be hidden.

@@ -23,34 +23,64 @@ describe('rollouts list over HTTP: search, filters, sorts, totals', () => {
       const { rollout, attempt } = await d.client.startRollout({ input: { question, answer: 'x' }, metadata, agent: 'list#agent' });
       const now = Date.now();
       await d.client.addSpans([
-        { rolloutId: rollout.id, attemptId: attempt.id, name: 'gen_ai.chat', startTime: now, endTime: now + 5,
-          attributes: { 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: `answer about ${key}` }]) } },
-        ...(reward === null ? [] : [{ rolloutId: rollout.id, attemptId: attempt.id, name: 'agentlightning.reward', startTime: now + 6, attributes: { 'agl.reward.value': reward } }]),
+        {
+          rolloutId: rollout.id,
+          attemptId: attempt.id,
+          name: 'gen_ai.chat',
+          startTime: now,
+          endTime: now + 5,
+          attributes: { 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: `answer about ${key}` }]) },
+        },
+        ...(reward === null
+          ? []
+          : [{ rolloutId: rollout.id, attemptId: attempt.id, name: 'agentlightning.reward', startTime: now + 6, attributes: { 'agl.reward.value': reward } }]),
       ]);
       await d.client.finishAttempt(attempt.id, reward === null ? { status: 'failed', error: { message: 'ValueError: no' } } : { status: 'succeeded' });
       made[key] = rollout.id;
     }
   });
-  after(async () => { await d?.stop('SIGTERM'); });
+  after(async () => {
+    await d?.stop('SIGTERM');
+  });
 
   it('searches inputs and outputs, filters, sorts and counts, the same through GET and POST', async () => {
     const q = { search: 'answer', rewardMin: 0.25, sort: 'reward' as const, order: 'asc' as const, withTotal: true, withSummaries: true };
     for (const page of [await d.client.listRollouts(q), await d.client.queryRollouts(q)]) {
-      assert.deepEqual(page.items.map((r) => r.id), [made.cars, made.pens]);
+      assert.deepEqual(
+        page.items.map((r) => r.id),
+        [made.cars, made.pens],
+      );
       assert.equal(page.total, 2);
-      assert.deepEqual(page.summaries!.map((s) => s.finalReward), [0.5, 1]);
+      assert.deepEqual(
+        page.summaries!.map((s) => s.finalReward),
+        [0.5, 1],
+      );
       assert.ok(page.summaries!.every((s) => s.durationMs !== null && s.durationMs >= 0));
     }
     const cars = await d.client.listRollouts({ search: '"5" * (2', withTotal: true });
-    assert.deepEqual(cars.items.map((r) => r.id), [made.cars], 'quotes, stars and brackets are not syntax');
+    assert.deepEqual(
+      cars.items.map((r) => r.id),
+      [made.cars],
+      'quotes, stars and brackets are not syntax',
+    );
     const errored = await d.client.listRollouts({ hasError: true, withSummaries: true });
-    assert.deepEqual(errored.items.map((r) => r.id), [made.failing]);
+    assert.deepEqual(
+      errored.items.map((r) => r.id),
+      [made.failing],
+    );
     assert.equal(errored.summaries![0]!.error, 'ValueError: no');
     const run1 = await d.client.listRollouts({ runId: 'run-1', step: 1, withTotal: true });
-    assert.deepEqual(run1.items.map((r) => r.id), [made.apples]);
+    assert.deepEqual(
+      run1.items.map((r) => r.id),
+      [made.apples],
+    );
     const second = await d.client.listRollouts({ sort: 'status', order: 'asc', offset: 3, limit: 2, withTotal: true });
     assert.equal(second.total, 4);
-    assert.deepEqual(second.items.map((r) => r.status), ['failed'], 'offset 3 of 4 leaves the last one');
+    assert.deepEqual(
+      second.items.map((r) => r.status),
+      ['failed'],
+      'offset 3 of 4 leaves the last one',
+    );
   });
 
   /** GET /v1/agl/rollouts?<query>, expecting a 400 problem that names `param`. */
@@ -60,7 +90,10 @@ describe('rollouts list over HTTP: search, filters, sorts, totals', () => {
     assert.equal(res.status, 400, `${query}: ${text}`);
     assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
     const problem = JSON.parse(text) as Problem;
-    assert.ok(problem.errors?.some((e) => e.path === param), `${query}: the problem names ${param}: ${text}`);
+    assert.ok(
+      problem.errors?.some((e) => e.path === param),
+      `${query}: the problem names ${param}: ${text}`,
+    );
     return problem;
   }
 
@@ -79,10 +112,11 @@ describe('rollouts list over HTTP: search, filters, sorts, totals', () => {
     await badQuery('sort=reward&cursor=czE', 'cursor');
     await badQuery('cursor=czE&offset=10', 'offset');
     const body = await fetch(`${d.url}/v1/agl/rollouts/search`, {
-      method: 'POST', headers: { authorization: `Bearer ${d.token}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${d.token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ rewardMin: '0.5', hasError: 'true', sort: 'fast' }),
     });
-    const problem = await body.json() as Problem;
+    const problem = (await body.json()) as Problem;
     assert.equal(body.status, 400);
     assert.deepEqual(problem.errors!.map((e) => e.path).sort(), ['hasError', 'rewardMin', 'sort']);
     assert.equal((await d.client.listRollouts({ withTotal: true })).total, 4, 'the daemon keeps serving');

@@ -11,7 +11,11 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startDaemonProcess, tempDataDir, type DaemonProcess } from '../helpers/daemon-process.js';
 
-interface Answer { status: number; type: string; body: any }
+interface Answer {
+  status: number;
+  type: string;
+  body: any;
+}
 
 /** A raw request with the Host / Origin headers given (fetch does not let a caller set Host). */
 function send(url: string, path: string, headers: Record<string, string>, method = 'GET', body?: string): Promise<Answer> {
@@ -20,7 +24,13 @@ function send(url: string, path: string, headers: Record<string, string>, method
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, type: String(res.headers['content-type']), body: /json/.test(String(res.headers['content-type'])) ? JSON.parse(text) : text }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode!,
+          type: String(res.headers['content-type']),
+          body: /json/.test(String(res.headers['content-type'])) ? JSON.parse(text) : text,
+        }),
+      );
     });
     req.on('error', reject);
     req.end(body);
@@ -40,7 +50,9 @@ describe('security model of agl serve', () => {
     writeFileSync(join(dataDir, 'notes.log'), 'x', { mode: 0o644 });
     d = await startDaemonProcess(dataDir, ['--allowed-host', 'agl.test', '--allowed-host', '.lab.test', '--upstream-key-env', 'AGL_TEST_KEY']);
   });
-  after(async () => { await d?.stop('SIGTERM'); });
+  after(async () => {
+    await d?.stop('SIGTERM');
+  });
 
   it('answers loopback names and IP addresses, with any port, on every route', async () => {
     const port = new URL(d.url).port;
@@ -74,20 +86,41 @@ describe('security model of agl serve', () => {
     assert.equal(evil.body.errors[0].path, 'headers.origin');
     assert.equal((await send(d.url, '/health', { host, origin: 'null' })).status, 403);
     assert.equal((await send(d.url, '/health', { host, origin: 'http://10.9.9.9:80' })).status, 403, 'an IP origin is another site');
-    for (const origin of [`http://${host}`, 'http://localhost:3000', 'http://agl.test']) assert.equal((await send(d.url, '/health', { host, origin })).status, 200, origin);
+    for (const origin of [`http://${host}`, 'http://localhost:3000', 'http://agl.test'])
+      assert.equal((await send(d.url, '/health', { host, origin })).status, 200, origin);
   });
 
   it('takes upstream API keys only from variables allowed at start, and upstreams only as http(s) URLs', async () => {
-    const llm = (apiKeyEnv: string) => ({ resources: { llm: { type: 'llm' as const, endpoint: `${d.url}/v1`, model: 'm', backend: 'upstream' as const, upstreamUrl: 'http://127.0.0.1:9/v1', apiKeyEnv } } });
-    const refused = await send(d.url, '/v1/agl/resources', { host: new URL(d.url).host, authorization: `Bearer ${d.token}`, 'content-type': 'application/json' }, 'POST', JSON.stringify(llm('HOME')));
+    const llm = (apiKeyEnv: string) => ({
+      resources: {
+        llm: { type: 'llm' as const, endpoint: `${d.url}/v1`, model: 'm', backend: 'upstream' as const, upstreamUrl: 'http://127.0.0.1:9/v1', apiKeyEnv },
+      },
+    });
+    const refused = await send(
+      d.url,
+      '/v1/agl/resources',
+      { host: new URL(d.url).host, authorization: `Bearer ${d.token}`, 'content-type': 'application/json' },
+      'POST',
+      JSON.stringify(llm('HOME')),
+    );
     assert.equal(refused.status, 403);
     assert.deepEqual(refused.body.errors, [{ path: 'resources.llm.apiKeyEnv', message: "'HOME' is not allowed" }]);
     assert.match(refused.body.detail, /--upstream-key-env HOME/);
     assert.equal((await d.client.addResources(llm('AGL_TEST_KEY'))).version >= 1, true, 'the variable named at start is accepted');
     // An upstream the gateway could not call is refused when published, not answered 500 at every call.
-    for (const [upstreamUrl, message] of [[undefined, "is required when backend is 'upstream'"], ['not a url', "'not a url' is not an http(s) URL"], ['file:///etc/passwd', "'file:///etc/passwd' is not an http(s) URL"]] as const) {
+    for (const [upstreamUrl, message] of [
+      [undefined, "is required when backend is 'upstream'"],
+      ['not a url', "'not a url' is not an http(s) URL"],
+      ['file:///etc/passwd', "'file:///etc/passwd' is not an http(s) URL"],
+    ] as const) {
       const bad = { resources: { llm: { type: 'llm', endpoint: `${d.url}/v1`, model: 'm', backend: 'upstream', ...(upstreamUrl ? { upstreamUrl } : {}) } } };
-      const res = await send(d.url, '/v1/agl/resources', { host: new URL(d.url).host, authorization: `Bearer ${d.token}`, 'content-type': 'application/json' }, 'POST', JSON.stringify(bad));
+      const res = await send(
+        d.url,
+        '/v1/agl/resources',
+        { host: new URL(d.url).host, authorization: `Bearer ${d.token}`, 'content-type': 'application/json' },
+        'POST',
+        JSON.stringify(bad),
+      );
       assert.equal(res.status, 400);
       assert.deepEqual(res.body.errors, [{ path: 'resources.llm.upstreamUrl', message }]);
     }

@@ -8,7 +8,7 @@ import { SpanInputRequest } from '../../protocol/api.js';
 import { parseSpanInputFast, parseSpanInputsFast } from '../../daemon/server/span-input.js';
 
 let seed = 12345;
-const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
 const maybe = (p = 0.5) => rand() < p;
 
@@ -16,12 +16,18 @@ const scalar = () => pick<unknown>(['text', '', 0, -1.5, 1e12, true, false, null
 function attributes(): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const n = Math.floor(rand() * 8);
-  for (let i = 0; i < n; i++) out[`k${i}.${pick(['a', 'b', 'gen_ai.prompt'])}`] = maybe(0.8) ? scalar() : Array.from({ length: Math.floor(rand() * 4) }, scalar);
+  for (let i = 0; i < n; i++)
+    out[`k${i}.${pick(['a', 'b', 'gen_ai.prompt'])}`] = maybe(0.8) ? scalar() : Array.from({ length: Math.floor(rand() * 4) }, scalar);
   return out;
 }
 
 function validSpan(): Record<string, unknown> {
-  const s: Record<string, unknown> = { rolloutId: 'ro-1', attemptId: 'at-1', name: pick(['agent0', 'round0_1', 'agl.reward', '']), startTime: pick([0, 1.5, Date.now()]) };
+  const s: Record<string, unknown> = {
+    rolloutId: 'ro-1',
+    attemptId: 'at-1',
+    name: pick(['agent0', 'round0_1', 'agl.reward', '']),
+    startTime: pick([0, 1.5, Date.now()]),
+  };
   if (maybe()) s.traceId = 'f'.repeat(32);
   if (maybe()) s.spanId = 'e'.repeat(16);
   if (maybe()) s.parentSpanId = pick([null, 'd'.repeat(16)]);
@@ -35,31 +41,74 @@ function validSpan(): Record<string, unknown> {
 }
 
 const BREAKS: Array<(s: Record<string, unknown>) => void> = [
-  (s) => { s.extra = 1; },
-  (s) => { delete s.rolloutId; },
-  (s) => { s.attemptId = 7; },
-  (s) => { s.name = null; },
-  (s) => { s.startTime = 'yesterday'; },
-  (s) => { s.traceId = ''; },
-  (s) => { s.spanId = 5; },
-  (s) => { s.parentSpanId = 3; },
-  (s) => { s.kind = 'INTERNAL'; },
-  (s) => { s.endTime = '1'; },
-  (s) => { s.attributes = { a: { nested: true } }; },
-  (s) => { s.attributes = { a: [1, [2]] }; },
-  (s) => { s.attributes = [1, 2]; },
-  (s) => { s.attributes = null; },
-  (s) => { s.resource = 'r'; },
-  (s) => { s.status = { code: 'fine' }; },
-  (s) => { s.status = { code: 'ok', message: 3 }; },
-  (s) => { s.status = { code: 'ok', extra: true }; },
-  (s) => { s.status = null; },
-  (s) => { s.events = [{ name: 'e' }]; },
-  (s) => { s.events = {}; },
+  (s) => {
+    s.extra = 1;
+  },
+  (s) => {
+    delete s.rolloutId;
+  },
+  (s) => {
+    s.attemptId = 7;
+  },
+  (s) => {
+    s.name = null;
+  },
+  (s) => {
+    s.startTime = 'yesterday';
+  },
+  (s) => {
+    s.traceId = '';
+  },
+  (s) => {
+    s.spanId = 5;
+  },
+  (s) => {
+    s.parentSpanId = 3;
+  },
+  (s) => {
+    s.kind = 'INTERNAL';
+  },
+  (s) => {
+    s.endTime = '1';
+  },
+  (s) => {
+    s.attributes = { a: { nested: true } };
+  },
+  (s) => {
+    s.attributes = { a: [1, [2]] };
+  },
+  (s) => {
+    s.attributes = [1, 2];
+  },
+  (s) => {
+    s.attributes = null;
+  },
+  (s) => {
+    s.resource = 'r';
+  },
+  (s) => {
+    s.status = { code: 'fine' };
+  },
+  (s) => {
+    s.status = { code: 'ok', message: 3 };
+  },
+  (s) => {
+    s.status = { code: 'ok', extra: true };
+  },
+  (s) => {
+    s.status = null;
+  },
+  (s) => {
+    s.events = [{ name: 'e' }];
+  },
+  (s) => {
+    s.events = {};
+  },
 ];
 
 test('accepts only what zod accepts, and returns what zod returns', () => {
-  let fastAccepted = 0, zodAccepted = 0;
+  let fastAccepted = 0,
+    zodAccepted = 0;
   for (let i = 0; i < 4000; i++) {
     const span = validSpan();
     if (i % 2 === 1) pick(BREAKS)(span);
@@ -82,7 +131,10 @@ test('leaves odd keys and odd objects to zod', () => {
   assert.equal(parseSpanInputFast(JSON.parse('{"rolloutId":"r","attemptId":"a","name":"x","startTime":1,"attributes":{"__proto__":{"x":1}}}')), null);
   assert.equal(parseSpanInputFast(Object.assign(Object.create({ inherited: 1 }), base)), null);
   assert.equal(parseSpanInputFast([base]), null);
-  assert.deepEqual(parseSpanInputsFast([base, base])?.map((s) => s.kind), ['internal', 'internal']);
+  assert.deepEqual(
+    parseSpanInputsFast([base, base])?.map((s) => s.kind),
+    ['internal', 'internal'],
+  );
   assert.equal(parseSpanInputsFast([base, { ...base, startTime: 'x' }]), null, 'one odd span sends the whole batch to zod');
   assert.equal(parseSpanInputsFast('spans'), null);
 });

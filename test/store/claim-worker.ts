@@ -20,4 +20,7 @@ async function main(): Promise<void> {
   process.stdout.write(JSON.stringify(claimed) + '\n');
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

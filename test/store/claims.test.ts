@@ -22,12 +22,19 @@ function startWorker(spec: string, id: string) {
   let err = '';
   let markReady!: () => void;
   const ready = new Promise<void>((r) => (markReady = r));
-  child.stdout.on('data', (d) => { out += d; if (out.startsWith('ready\n')) markReady(); });
-  child.stderr.on('data', (d) => { err += d; });
-  const result = new Promise<string[]>((resolve, reject) => child.on('exit', (code) => {
-    if (code !== 0) return reject(new Error(`worker ${id} exited with ${code}: ${err}`));
-    resolve(JSON.parse(out.slice('ready\n'.length)));
-  }));
+  child.stdout.on('data', (d) => {
+    out += d;
+    if (out.startsWith('ready\n')) markReady();
+  });
+  child.stderr.on('data', (d) => {
+    err += d;
+  });
+  const result = new Promise<string[]>((resolve, reject) =>
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`worker ${id} exited with ${code}: ${err}`));
+      resolve(JSON.parse(out.slice('ready\n'.length)));
+    }),
+  );
   result.catch(() => markReady());
   return { ready, result, go: () => child.stdin.end('go\n') };
 }
@@ -59,12 +66,20 @@ async function raceClaims(spec: string): Promise<void> {
 
 describe(`${PROCESSES} processes claiming ${ROLLOUTS} rollouts`, () => {
   let pg: PostgresServer;
-  before(async () => { pg = await startPostgres(); });
-  after(async () => { await pg?.stop(); });
+  before(async () => {
+    pg = await startPostgres();
+  });
+  after(async () => {
+    await pg?.stop();
+  });
 
   it('SQLite: each rollout claimed exactly once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'agl-claims-'));
-    try { await raceClaims(join(dir, 'store.sqlite')); } finally { rmSync(dir, { recursive: true, force: true }); }
+    try {
+      await raceClaims(join(dir, 'store.sqlite'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('PostgreSQL: each rollout claimed exactly once', async () => {

@@ -18,7 +18,9 @@ const later = (seconds: number) => Date.now() + seconds * 1000;
  * passing `now` to runHealthCheck are not registered; the watchdog test covers timeouts on the real clock.
  */
 export function lifecycleConformance(ctx: { readonly store: LightningStore }, injectableClock = true): void {
-  const timed = (name: string, fn: () => Promise<void>) => { if (injectableClock) it(name, fn); };
+  const timed = (name: string, fn: () => Promise<void>) => {
+    if (injectableClock) it(name, fn);
+  };
   describe('attempt lifecycle', () => {
     it('succeeds a rollout when its attempt succeeds; a second finish conflicts', async () => {
       const r = await ctx.store.enqueueRollout({ input: 1 });
@@ -45,7 +47,13 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }, in
       assert.equal(c2.rollout.attemptCount, 2);
       const f2 = await ctx.store.finishAttempt(c2.attempt.id, { status: 'failed' });
       assert.equal(f2.rollout.status, 'failed');
-      assert.deepEqual((await ctx.store.getAttempts(r.id)).map((a) => [a.sequence, a.status]), [[1, 'failed'], [2, 'failed']]);
+      assert.deepEqual(
+        (await ctx.store.getAttempts(r.id)).map((a) => [a.sequence, a.status]),
+        [
+          [1, 'failed'],
+          [2, 'failed'],
+        ],
+      );
       const noRetry = await ctx.store.enqueueRollout({ input: 2, config: { maxAttempts: 3, retryOn: ['timeout'] } });
       const c3 = (await ctx.store.claimNextRollout('w'))!;
       assert.equal((await ctx.store.finishAttempt(c3.attempt.id, { status: 'failed' })).rollout.status, 'failed');
@@ -79,7 +87,11 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }, in
 
     timed('marks an attempt unresponsive without heartbeats; heartbeats and spans keep it alive', async () => {
       const cfg = { unresponsiveSeconds: 10, maxAttempts: 3, retryOn: ['unresponsive' as const] };
-      const [quiet, beating, spanning] = await ctx.store.enqueueRollouts([{ input: 'q', config: cfg }, { input: 'b', config: cfg }, { input: 's', config: cfg }]);
+      const [quiet, beating, spanning] = await ctx.store.enqueueRollouts([
+        { input: 'q', config: cfg },
+        { input: 'b', config: cfg },
+        { input: 's', config: cfg },
+      ]);
       const cq = (await ctx.store.claimNextRollout('w'))!;
       const cb = (await ctx.store.claimNextRollout('w'))!;
       const cs = (await ctx.store.claimNextRollout('w'))!;
@@ -134,14 +146,26 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }, in
       const [a, b, c] = await ctx.store.enqueueRollouts([{ input: 'a' }, { input: 'b' }, { input: 'c' }]);
       const ca = (await ctx.store.claimNextRollout('w'))!;
       await ctx.store.finishAttempt(ca.attempt.id, { status: 'succeeded' });
-      assert.deepEqual((await ctx.store.waitForRollouts([a!.id, 'ro-missing'], 0)).map((r) => r.id), [a!.id]);
+      assert.deepEqual(
+        (await ctx.store.waitForRollouts([a!.id, 'ro-missing'], 0)).map((r) => r.id),
+        [a!.id],
+      );
       const cb = (await ctx.store.claimNextRollout('w'))!;
       const waiting = ctx.store.waitForRollouts([a!.id, b!.id], 30_000);
       setTimeout(() => void ctx.store.finishAttempt(cb.attempt.id, { status: 'failed' }), 50);
       const done = await waiting;
-      assert.deepEqual(done.map((r) => [r.id, r.status]), [[a!.id, 'succeeded'], [b!.id, 'failed']]);
+      assert.deepEqual(
+        done.map((r) => [r.id, r.status]),
+        [
+          [a!.id, 'succeeded'],
+          [b!.id, 'failed'],
+        ],
+      );
       const partial = await ctx.store.waitForRollouts([a!.id, c!.id], 100);
-      assert.deepEqual(partial.map((r) => r.id), [a!.id]);
+      assert.deepEqual(
+        partial.map((r) => r.id),
+        [a!.id],
+      );
       const cancelWait = ctx.store.waitForRollouts([c!.id], 30_000);
       await ctx.store.cancelRollout(c!.id);
       assert.equal((await cancelWait)[0]?.status, 'cancelled');
@@ -160,12 +184,21 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }, in
       assert.deepEqual(await ctx.store.getLatestResources(), v2);
       assert.deepEqual(await ctx.store.getResources(v1.id), v1);
       assert.equal(await ctx.store.getResources('rs-missing'), null);
-      assert.deepEqual((await ctx.store.listResources()).map((r) => r.version), [2, 1]);
-      assert.deepEqual((await ctx.store.listResources(1)).map((r) => r.version), [2]);
+      assert.deepEqual(
+        (await ctx.store.listResources()).map((r) => r.version),
+        [2, 1],
+      );
+      assert.deepEqual(
+        (await ctx.store.listResources(1)).map((r) => r.version),
+        [2],
+      );
       assert.equal((v2.resources.llm as { samplingParams: unknown }).samplingParams !== undefined, true);
       await assert.rejects(ctx.store.addResources({ resources: { x: { type: 'nope' } as never } }));
       const versions = await Promise.all(Array.from({ length: 10 }, () => ctx.store.addResources({ resources: llm('c') })));
-      assert.deepEqual(versions.map((r) => r.version).sort((x, y) => x - y), [3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+      assert.deepEqual(
+        versions.map((r) => r.version).sort((x, y) => x - y),
+        [3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+      );
     });
   });
 
@@ -173,7 +206,10 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }, in
     it('registers on first heartbeat, applies patches, lists', async () => {
       assert.equal(await ctx.store.getWorker('w1'), null);
       const w = await ctx.store.heartbeatWorker('w1');
-      assert.deepEqual({ ...w, lastHeartbeat: 0 }, { id: 'w1', status: 'idle', lastHeartbeat: 0, currentRolloutId: null, currentAttemptId: null, metadata: {} });
+      assert.deepEqual(
+        { ...w, lastHeartbeat: 0 },
+        { id: 'w1', status: 'idle', lastHeartbeat: 0, currentRolloutId: null, currentAttemptId: null, metadata: {} },
+      );
       await ctx.store.heartbeatWorker('w1', { status: 'busy', currentRolloutId: 'ro-1', currentAttemptId: 'at-1', metadata: { pid: 1 } });
       const w2 = await ctx.store.heartbeatWorker('w1', { metadata: { host: 'h' } });
       assert.equal(w2.status, 'busy');
@@ -181,7 +217,13 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }, in
       assert.deepEqual(w2.metadata, { pid: 1, host: 'h' });
       assert.ok(w2.lastHeartbeat >= w.lastHeartbeat);
       await ctx.store.heartbeatWorker('w0', { status: 'offline' });
-      assert.deepEqual((await ctx.store.listWorkers()).map((x) => [x.id, x.status]), [['w0', 'offline'], ['w1', 'busy']]);
+      assert.deepEqual(
+        (await ctx.store.listWorkers()).map((x) => [x.id, x.status]),
+        [
+          ['w0', 'offline'],
+          ['w1', 'busy'],
+        ],
+      );
       assert.deepEqual(await ctx.store.getWorker('w1'), w2);
     });
   });
@@ -216,18 +258,33 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }, in
       assert.deepEqual(await ctx.store.getTrainingRun(run.id), u);
       assert.equal(await ctx.store.getTrainingRun('run-missing'), null);
       await assert.rejects(ctx.store.updateTrainingRun('run-missing', { step: 1 }), NotFoundError);
-      assert.deepEqual((await ctx.store.listTrainingRuns('calc.ts#agent')).map((r) => r.id), [run.id]);
+      assert.deepEqual(
+        (await ctx.store.listTrainingRuns('calc.ts#agent')).map((r) => r.id),
+        [run.id],
+      );
       assert.equal((await ctx.store.listTrainingRuns()).length, 2);
     });
 
     it('stores metrics and reads them after a step', async () => {
       for (const id of ['r1', 'r2']) await ctx.store.createTrainingRun({ id, agent: 'a', config: {}, totalSteps: 2 });
-      await ctx.store.addMetrics([{ runId: 'r1', step: 0, name: 'reward/mean', value: 0.1 }, { runId: 'r1', step: 1, name: 'reward/mean', value: 0.4 }]);
+      await ctx.store.addMetrics([
+        { runId: 'r1', step: 0, name: 'reward/mean', value: 0.1 },
+        { runId: 'r1', step: 1, name: 'reward/mean', value: 0.4 },
+      ]);
       await ctx.store.addMetrics([{ runId: 'r2', step: 0, name: 'loss', value: 2 }]);
       const all = await ctx.store.queryMetrics('r1');
-      assert.deepEqual(all.map((m) => [m.step, m.name, m.value]), [[0, 'reward/mean', 0.1], [1, 'reward/mean', 0.4]]);
+      assert.deepEqual(
+        all.map((m) => [m.step, m.name, m.value]),
+        [
+          [0, 'reward/mean', 0.1],
+          [1, 'reward/mean', 0.4],
+        ],
+      );
       assert.ok(all.every((m) => typeof m.time === 'number' && m.runId === 'r1'));
-      assert.deepEqual((await ctx.store.queryMetrics('r1', 0)).map((m) => m.step), [1]);
+      assert.deepEqual(
+        (await ctx.store.queryMetrics('r1', 0)).map((m) => m.step),
+        [1],
+      );
     });
 
     it('stores transitions and queries them by run, rollout and step', async () => {
@@ -235,12 +292,26 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }, in
       await ctx.store.createTrainingRun({ id: 'run-1', agent: 'a', config: {}, totalSteps: 2 });
       const [a, b] = [await ctx.store.startRollout({ input: 'a' }), await ctx.store.startRollout({ input: 'b' })];
       const t = (step: number, { rollout, attempt }: Claim, index: number): Transition => ({
-        runId: 'run-1', step, rolloutId: rollout.id, attemptId: attempt.id, spanId: `s${index}`, groupId: 'task-1', index, agentName: null,
-        reward: index === 1 ? 1 : null, credit: 0.5, advantage: -0.25, promptTokens: 10, completionTokens: 5,
+        runId: 'run-1',
+        step,
+        rolloutId: rollout.id,
+        attemptId: attempt.id,
+        spanId: `s${index}`,
+        groupId: 'task-1',
+        index,
+        agentName: null,
+        reward: index === 1 ? 1 : null,
+        credit: 0.5,
+        advantage: -0.25,
+        promptTokens: 10,
+        completionTokens: 5,
       });
       await ctx.store.addTransitions([t(0, a, 0), t(0, a, 1), t(1, b, 0)]);
       assert.deepEqual(await ctx.store.queryTransitions({ rolloutId: a.rollout.id }), [t(0, a, 0), t(0, a, 1)]);
-      assert.deepEqual((await ctx.store.queryTransitions({ runId: 'run-1', step: 1 })).map((x) => x.rolloutId), [b.rollout.id]);
+      assert.deepEqual(
+        (await ctx.store.queryTransitions({ runId: 'run-1', step: 1 })).map((x) => x.rolloutId),
+        [b.rollout.id],
+      );
       assert.equal((await ctx.store.queryTransitions({ runId: 'run-1', limit: 2 })).length, 2);
     });
   });

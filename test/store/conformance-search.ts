@@ -13,12 +13,24 @@ import type { SpanInput } from '../../protocol/store.js';
 const reward = (value: number, extra: Record<string, boolean> = {}) => ({ name: 'agentlightning.reward', attributes: { 'agl.reward.value': value, ...extra } });
 const reply = (text: string) => ({ name: 'gen_ai.chat', attributes: { 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: text }]) } });
 
-interface Made { id: string; attemptId: string }
+interface Made {
+  id: string;
+  attemptId: string;
+}
 
 /** Starts a rollout directly and records `spans` for its attempt; `finish` ends it. */
-async function run(store: LightningStore, input: unknown, spans: Array<Partial<SpanInput>>, opts: {
-  mode?: 'train' | 'val'; agent?: string; metadata?: Record<string, unknown>; finish?: 'succeeded' | 'failed'; error?: string;
-} = {}): Promise<Made> {
+async function run(
+  store: LightningStore,
+  input: unknown,
+  spans: Array<Partial<SpanInput>>,
+  opts: {
+    mode?: 'train' | 'val';
+    agent?: string;
+    metadata?: Record<string, unknown>;
+    finish?: 'succeeded' | 'failed';
+    error?: string;
+  } = {},
+): Promise<Made> {
   const { rollout, attempt } = await store.startRollout({ input, mode: opts.mode, agent: opts.agent ?? null, metadata: opts.metadata ?? {} }, 'w');
   let t = Date.now();
   if (spans.length) {
@@ -51,8 +63,31 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
       const a = await run(ctx.store, { prompt: 'say "hello" OR NEAR(x) now' }, []);
       const b = await run(ctx.store, { prompt: "it's 3:* & !done | (maybe)" }, []);
       const hostile = [
-        '"', '""', '"hello', 'hello*', '*', 'OR', 'AND NOT', 'NEAR(x y)', 'input:hello', '^hello', '-hello', '(', ')',
-        "'; DROP TABLE rollouts; --", "' OR 1=1 --", '3:*', '!done', 'a & | b', '\\', '%', '_', '\u0000', '🙂', ' ', '',
+        '"',
+        '""',
+        '"hello',
+        'hello*',
+        '*',
+        'OR',
+        'AND NOT',
+        'NEAR(x y)',
+        'input:hello',
+        '^hello',
+        '-hello',
+        '(',
+        ')',
+        "'; DROP TABLE rollouts; --",
+        "' OR 1=1 --",
+        '3:*',
+        '!done',
+        'a & | b',
+        '\\',
+        '%',
+        '_',
+        '\u0000',
+        '🙂',
+        ' ',
+        '',
       ];
       for (const search of hostile) {
         const page = await ctx.store.queryRollouts({ search, withTotal: true });
@@ -84,7 +119,10 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
       const f = await fixture();
       const check = async (q: RolloutQuery, want: string[]) => {
         const page = await ctx.store.queryRollouts({ ...q, withTotal: true, limit: 1000 });
-        sameSet(page.items.map((r) => r.id), want);
+        sameSet(
+          page.items.map((r) => r.id),
+          want,
+        );
         assert.equal(page.total, want.length, JSON.stringify(q));
       };
       await check({}, Object.values(f));
@@ -96,7 +134,7 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
       await check({ rewardMin: 0.25, rewardMax: 0.75 }, [f.r2]);
       await check({ rewardMin: 0, rewardMax: 0 }, [f.r3]);
       await check({ runId: 'run-a' }, [f.r1, f.r2, f.r6]);
-      await check({ runId: 'run-a', step: 1 }, [f.r1], /* step '1' as a string is not step 1 */);
+      await check({ runId: 'run-a', step: 1 }, [f.r1] /* step '1' as a string is not step 1 */);
       await check({ step: 2 }, [f.r2, f.r4]);
       await check({ hasError: true }, [f.r4, f.r5]);
       await check({ hasError: false }, [f.r1, f.r2, f.r3, f.r6]);
@@ -116,12 +154,18 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
       assert.deepEqual(await order({}), [f.r6, f.r5, f.r4, f.r3, f.r2, f.r1]);
       assert.deepEqual(await order({ order: 'asc' }), [f.r1, f.r2, f.r3, f.r4, f.r5, f.r6]);
       const byStatus = await ctx.store.queryRollouts({ sort: 'status', order: 'asc', limit: 100 });
-      assert.deepEqual(byStatus.items.map((r) => r.status), ['queuing', 'running', 'succeeded', 'succeeded', 'succeeded', 'failed']);
+      assert.deepEqual(
+        byStatus.items.map((r) => r.status),
+        ['queuing', 'running', 'succeeded', 'succeeded', 'succeeded', 'failed'],
+      );
       const byDuration = await ctx.store.queryRollouts({ sort: 'duration', order: 'asc', limit: 100, withSummaries: true });
       const durations = byDuration.summaries!.map((s) => s.durationMs);
       const ended = durations.filter((d): d is number => d !== null);
       assert.equal(ended.length, 4, 'four rollouts ended');
-      assert.deepEqual(ended, [...ended].sort((a, b) => a - b));
+      assert.deepEqual(
+        ended,
+        [...ended].sort((a, b) => a - b),
+      );
       assert.deepEqual(durations.slice(4), [null, null], 'running and queued have no duration yet, and come last');
       // Offset paging walks every rollout exactly once, in the sort's order.
       const all = await order({ sort: 'reward' });
@@ -136,16 +180,19 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
       await assert.rejects(ctx.store.queryRollouts({ offset: -1 }), /offset/);
     });
 
-    it('summarises each row: final reward, the latest attempt\'s run time and error', async () => {
+    it("summarises each row: final reward, the latest attempt's run time and error", async () => {
       const f = await fixture();
       const page = await ctx.store.queryRollouts({ withSummaries: true, limit: 100, order: 'asc' });
       const by = new Map(page.items.map((r, i) => [r.id, { rollout: r, summary: page.summaries![i]! }]));
       assert.equal(page.summaries!.length, page.items.length);
-      assert.deepEqual(page.items.map((r) => by.get(r.id)!.summary.finalReward), [1, 0.5, 0, null, null, null]);
+      assert.deepEqual(
+        page.items.map((r) => by.get(r.id)!.summary.finalReward),
+        [1, 0.5, 0, null, null, null],
+      );
       const attempts = await ctx.store.getAttempts(f.r1);
       const s1 = by.get(f.r1)!.summary;
       assert.equal(s1.startedAt, attempts[0]!.startedAt);
-      assert.equal(s1.durationMs, attempts[0]!.endedAt! - attempts[0]!.startedAt, 'duration is the attempt\'s run time, not time since enqueue');
+      assert.equal(s1.durationMs, attempts[0]!.endedAt! - attempts[0]!.startedAt, "duration is the attempt's run time, not time since enqueue");
       assert.equal(by.get(f.r4)!.summary.error, 'agent raised TypeError');
       assert.equal(by.get(f.r5)!.summary.errorSpans, 1);
       assert.deepEqual(by.get(f.r6)!.summary, { finalReward: null, startedAt: null, durationMs: null, error: null, errorSpans: 0 });
@@ -154,7 +201,9 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
 
     it('keeps the final reward by the span-reading rule: a final-marked reward wins, a retry starts over', async () => {
       const { id, attemptId } = await run(ctx.store, 'retry me', [reward(0.9, { 'agl.reward.final': true })]);
-      await ctx.store.addSpans([{ rolloutId: id, attemptId, name: 'agentlightning.reward', startTime: Date.now() + 10, attributes: { 'agl.reward.value': 0.1 } }]);
+      await ctx.store.addSpans([
+        { rolloutId: id, attemptId, name: 'agentlightning.reward', startTime: Date.now() + 10, attributes: { 'agl.reward.value': 0.1 } },
+      ]);
       const rewardOf = async () => (await ctx.store.queryRollouts({ ids: [id], withSummaries: true })).summaries![0]!.finalReward;
       assert.equal(await rewardOf(), 0.9, 'the final-marked reward, though a later one came');
       const later = await run(ctx.store, 'later wins', [reward(0.2), reward(0.7)]);
@@ -162,16 +211,22 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
 
       const r = await ctx.store.enqueueRollout({ input: 'flaky', config: { maxAttempts: 2, retryOn: ['failed'] } });
       const first = (await ctx.store.claimNextRollout('w'))!;
-      await ctx.store.addSpans([{ rolloutId: r.id, attemptId: first.attempt.id, name: 'agentlightning.reward', startTime: Date.now(), attributes: { 'agl.reward.value': 0.3 } }]);
+      await ctx.store.addSpans([
+        { rolloutId: r.id, attemptId: first.attempt.id, name: 'agentlightning.reward', startTime: Date.now(), attributes: { 'agl.reward.value': 0.3 } },
+      ]);
       await ctx.store.finishAttempt(first.attempt.id, { status: 'failed', error: { message: 'boom' } });
       const second = (await ctx.store.claimNextRollout('w'))!;
       assert.equal(second.rollout.id, r.id);
       const summary = async () => (await ctx.store.queryRollouts({ ids: [r.id], withSummaries: true })).summaries![0]!;
       assert.deepEqual(await summary(), { finalReward: null, startedAt: second.attempt.startedAt, durationMs: null, error: null, errorSpans: 0 });
       // A late span of the first attempt does not count for the second.
-      await ctx.store.addSpans([{ rolloutId: r.id, attemptId: first.attempt.id, name: 'agentlightning.reward', startTime: Date.now(), attributes: { 'agl.reward.value': 0.8 } }]);
+      await ctx.store.addSpans([
+        { rolloutId: r.id, attemptId: first.attempt.id, name: 'agentlightning.reward', startTime: Date.now(), attributes: { 'agl.reward.value': 0.8 } },
+      ]);
       assert.equal((await summary()).finalReward, null);
-      await ctx.store.addSpans([{ rolloutId: r.id, attemptId: second.attempt.id, name: 'agentlightning.reward', startTime: Date.now(), attributes: { 'agl.reward.value': 0.6 } }]);
+      await ctx.store.addSpans([
+        { rolloutId: r.id, attemptId: second.attempt.id, name: 'agentlightning.reward', startTime: Date.now(), attributes: { 'agl.reward.value': 0.6 } },
+      ]);
       assert.equal((await summary()).finalReward, 0.6);
       sameSet(await ids(ctx.store, { rewardMin: 0.55, rewardMax: 0.65 }), [r.id]);
     });
@@ -184,7 +239,9 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
  * opening the store built the index and the summaries from what was stored.
  */
 export async function seedBeforeSearch(store: LightningStore): Promise<{ pens: string; apples: string; errored: string }> {
-  const pens = await run(store, { question: 'Ann has 23 pens' }, [reply('thirty-eight'), reward(0.2), reward(1, { 'agl.reward.final': true }), reward(0.4)], { finish: 'succeeded' });
+  const pens = await run(store, { question: 'Ann has 23 pens' }, [reply('thirty-eight'), reward(0.2), reward(1, { 'agl.reward.final': true }), reward(0.4)], {
+    finish: 'succeeded',
+  });
   const apples = await run(store, { question: 'Bob eats apples' }, [reward(0)], { finish: 'succeeded' });
   const errored = await run(store, 'tool task', [{ name: 'gen_ai.execute_tool', status: { code: 'error' } }]);
   return { pens: pens.id, apples: apples.id, errored: errored.id };
@@ -196,8 +253,14 @@ export async function checkSearchBuilt(store: LightningStore, seeded: { pens: st
   sameSet(await ids(store, { hasError: true }), [seeded.errored]);
   const page = await store.queryRollouts({ sort: 'reward', withSummaries: true, withTotal: true });
   assert.equal(page.total, 3);
-  assert.deepEqual(page.items.map((r) => r.id), [seeded.pens, seeded.apples, seeded.errored]);
-  assert.deepEqual(page.summaries!.map((s) => s.finalReward), [1, 0, null]);
+  assert.deepEqual(
+    page.items.map((r) => r.id),
+    [seeded.pens, seeded.apples, seeded.errored],
+  );
+  assert.deepEqual(
+    page.summaries!.map((s) => s.finalReward),
+    [1, 0, null],
+  );
   // And the index keeps up with what comes after the migration.
   const more = await run(store, { question: 'Cleo has pens too' }, [reward(0.5)]);
   sameSet(await ids(store, { search: 'pens', rewardMin: 0.4, rewardMax: 0.6 }), [more.id]);

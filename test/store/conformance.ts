@@ -14,20 +14,38 @@ import type { SpanInput } from '../../protocol/store.js';
 import { lifecycleConformance } from './conformance-lifecycle.js';
 import { searchConformance } from './conformance-search.js';
 
-export interface StoreHandle { store: LightningStore; cleanup: () => Promise<void> }
+export interface StoreHandle {
+  store: LightningStore;
+  cleanup: () => Promise<void>;
+}
 export type StoreFactory = () => Promise<StoreHandle>;
 
 /** A test-scoped store: `ctx.store` is fresh for every test. */
 export function useStore(factory: StoreFactory): { readonly store: LightningStore } {
-  const ctx = { handle: null as StoreHandle | null, get store() { return this.handle!.store; } };
-  beforeEach(async () => { ctx.handle = await factory(); });
-  afterEach(async () => { await ctx.handle?.cleanup(); ctx.handle = null; });
+  const ctx = {
+    handle: null as StoreHandle | null,
+    get store() {
+      return this.handle!.store;
+    },
+  };
+  beforeEach(async () => {
+    ctx.handle = await factory();
+  });
+  afterEach(async () => {
+    await ctx.handle?.cleanup();
+    ctx.handle = null;
+  });
   return ctx;
 }
 
 export const llm = (model = 'm') => ({ llm: { type: 'llm' as const, endpoint: 'http://127.0.0.1:1/v1', model } });
-export const span = (rolloutId: string, attemptId: string, name = 'step', extra: Partial<SpanInput> = {}): SpanInput =>
-  ({ rolloutId, attemptId, name, startTime: Date.now(), ...extra });
+export const span = (rolloutId: string, attemptId: string, name = 'step', extra: Partial<SpanInput> = {}): SpanInput => ({
+  rolloutId,
+  attemptId,
+  name,
+  startTime: Date.now(),
+  ...extra,
+});
 
 /** `opts.injectableClock` false: a store whose runHealthCheck takes no `now` (over HTTP); see lifecycleConformance. */
 export function storeConformance(backend: string, factory: StoreFactory, opts: { injectableClock?: boolean } = {}): void {
@@ -50,7 +68,10 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
 
       it('enqueues many in order and rejects bad input', async () => {
         const rs = await ctx.store.enqueueRollouts([1, 2, 3].map((i) => ({ input: i, mode: 'val' as const, agent: 'a.ts#agent' })));
-        assert.deepEqual(rs.map((r) => r.input), [1, 2, 3]);
+        assert.deepEqual(
+          rs.map((r) => r.input),
+          [1, 2, 3],
+        );
         assert.ok(rs.every((r) => r.mode === 'val' && r.agent === 'a.ts#agent'));
         await assert.rejects(ctx.store.enqueueRollout({ input: 1, mode: 'bogus' as never }));
         await assert.rejects(ctx.store.enqueueRollout({ input: 1, config: { maxAttempts: 0 } }));
@@ -78,7 +99,10 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
       it('claims many at once and never the same rollout twice under concurrency', async () => {
         await ctx.store.enqueueRollouts(Array.from({ length: 40 }, (_, i) => ({ input: i })));
         const batch = await ctx.store.claimRollouts('w0', 5);
-        assert.deepEqual(batch.map((c) => c.rollout.input), [0, 1, 2, 3, 4]);
+        assert.deepEqual(
+          batch.map((c) => c.rollout.input),
+          [0, 1, 2, 3, 4],
+        );
         const claims = await Promise.all(Array.from({ length: 50 }, (_, i) => ctx.store.claimNextRollout(`w${i}`)));
         const ids = claims.filter((c) => c !== null).map((c) => c!.rollout.id);
         assert.equal(ids.length, 35);
@@ -88,12 +112,24 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
 
       it('filters claims by agent (own or agent-less rollouts) and mode', async () => {
         await ctx.store.enqueueRollouts([
-          { input: 'x', agent: 'x.ts#a' }, { input: 'y', agent: 'y.ts#a' }, { input: 'any' }, { input: 'v', agent: 'x.ts#a', mode: 'val' },
+          { input: 'x', agent: 'x.ts#a' },
+          { input: 'y', agent: 'y.ts#a' },
+          { input: 'any' },
+          { input: 'v', agent: 'x.ts#a', mode: 'val' },
         ]);
         const got = await ctx.store.claimRollouts('wx', 10, { agent: 'x.ts#a', mode: 'train' });
-        assert.deepEqual(got.map((c) => c.rollout.input), ['x', 'any']);
-        assert.deepEqual((await ctx.store.claimRollouts('wv', 10, { mode: 'val' })).map((c) => c.rollout.input), ['v']);
-        assert.deepEqual((await ctx.store.claimRollouts('wy', 10)).map((c) => c.rollout.input), ['y']);
+        assert.deepEqual(
+          got.map((c) => c.rollout.input),
+          ['x', 'any'],
+        );
+        assert.deepEqual(
+          (await ctx.store.claimRollouts('wv', 10, { mode: 'val' })).map((c) => c.rollout.input),
+          ['v'],
+        );
+        assert.deepEqual(
+          (await ctx.store.claimRollouts('wy', 10)).map((c) => c.rollout.input),
+          ['y'],
+        );
       });
 
       it('startRollout creates a rollout already claimed by the worker', async () => {
@@ -132,7 +168,9 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
       it('filters by status, mode, agent, ids, resources id and version', async () => {
         const res1 = await ctx.store.addResources({ resources: llm('v1') });
         const rs = await ctx.store.enqueueRollouts([
-          { input: 0, mode: 'train', agent: 'a' }, { input: 1, mode: 'val', agent: 'b' }, { input: 2, mode: 'train', agent: 'b' },
+          { input: 0, mode: 'train', agent: 'a' },
+          { input: 1, mode: 'val', agent: 'b' },
+          { input: 2, mode: 'train', agent: 'b' },
         ]);
         await ctx.store.claimNextRollout('w'); // rs[0] runs with res1 (latest at claim time)
         const res2 = await ctx.store.addResources({ resources: llm('v2') });
@@ -153,9 +191,13 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
 
       it('an agent query matches every stored form of its id (protocol/agent-id.ts), and only those', async () => {
         await ctx.store.enqueueRollouts([
-          { input: 0, agent: 'samples/calc/agent.ts#calcAgent' }, { input: 1, agent: 'calc/agent.ts#calcAgent' },
-          { input: 2, agent: 'main/samples/calc/agent.ts#calcAgent' }, { input: 3, agent: 'other/calc/agent.ts#calcAgent' },
-          { input: 4, agent: 'samples/calc/agent.ts#otherAgent' }, { input: 5, agent: 'pkg.calc:agent' }, { input: 6 },
+          { input: 0, agent: 'samples/calc/agent.ts#calcAgent' },
+          { input: 1, agent: 'calc/agent.ts#calcAgent' },
+          { input: 2, agent: 'main/samples/calc/agent.ts#calcAgent' },
+          { input: 3, agent: 'other/calc/agent.ts#calcAgent' },
+          { input: 4, agent: 'samples/calc/agent.ts#otherAgent' },
+          { input: 5, agent: 'pkg.calc:agent' },
+          { input: 6 },
         ]);
         await ctx.store.createTrainingRun({ id: 'run-old-form', agent: 'calc/agent.ts#calcAgent', config: {}, totalSteps: 1 });
         await ctx.store.createTrainingRun({ id: 'run-other', agent: 'other/calc/agent.ts#calcAgent', config: {}, totalSteps: 1 });
@@ -163,7 +205,10 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
         assert.deepEqual(await inputs('samples/calc/agent.ts#calcAgent'), [0, 1, 2]);
         assert.deepEqual(await inputs('pkg.calc:agent'), [5]);
         assert.deepEqual(await inputs('nobody.ts#x'), []);
-        assert.deepEqual((await ctx.store.listTrainingRuns('samples/calc/agent.ts#calcAgent')).map((r) => r.id), ['run-old-form']);
+        assert.deepEqual(
+          (await ctx.store.listTrainingRuns('samples/calc/agent.ts#calcAgent')).map((r) => r.id),
+          ['run-old-form'],
+        );
       });
 
       it('pages with a cursor, newest first by default, each rollout exactly once', async () => {
@@ -192,7 +237,10 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
         const r = await ctx.store.enqueueRollout({ input: 1 });
         const c = (await ctx.store.claimNextRollout('w'))!;
         const first = await ctx.store.addSpans([span(r.id, c.attempt.id, 'a'), span(r.id, c.attempt.id, 'b')]);
-        assert.deepEqual(first.map((s) => s.sequenceId), [1, 2]);
+        assert.deepEqual(
+          first.map((s) => s.sequenceId),
+          [1, 2],
+        );
         assert.equal(first[0]!.kind, 'internal');
         assert.deepEqual(first[0]!.status, { code: 'unset' });
         assert.match(first[0]!.traceId, /^[0-9a-f]{32}$/);
@@ -201,19 +249,34 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
         assert.equal((await ctx.store.getRollout(r.id))?.status, 'running');
         const concurrent = await Promise.all(Array.from({ length: 30 }, (_, i) => ctx.store.addSpans([span(r.id, c.attempt.id, `c${i}`)])));
         const seqs = concurrent.map((s) => s[0]!.sequenceId).sort((x, y) => x - y);
-        assert.deepEqual(seqs, Array.from({ length: 30 }, (_, i) => i + 3));
+        assert.deepEqual(
+          seqs,
+          Array.from({ length: 30 }, (_, i) => i + 3),
+        );
         const other = await ctx.store.enqueueRollout({ input: 2 });
         const c2 = (await ctx.store.claimNextRollout('w'))!;
-        assert.deepEqual((await ctx.store.addSpans([span(other.id, c2.attempt.id)])).map((s) => s.sequenceId), [1]);
+        assert.deepEqual(
+          (await ctx.store.addSpans([span(other.id, c2.attempt.id)])).map((s) => s.sequenceId),
+          [1],
+        );
       });
 
       it('round-trips every span field', async () => {
         const { rollout, attempt } = await ctx.store.startRollout({ input: 1 });
         const input: SpanInput = {
-          rolloutId: rollout.id, attemptId: attempt.id, traceId: 't'.repeat(32), spanId: 's'.repeat(16), parentSpanId: 'p'.repeat(16),
-          name: 'gen_ai.chat', kind: 'client', startTime: 1000.25, endTime: 1002.5,
+          rolloutId: rollout.id,
+          attemptId: attempt.id,
+          traceId: 't'.repeat(32),
+          spanId: 's'.repeat(16),
+          parentSpanId: 'p'.repeat(16),
+          name: 'gen_ai.chat',
+          kind: 'client',
+          startTime: 1000.25,
+          endTime: 1002.5,
           attributes: { 'agl.prompt.token_ids': [1, 2, 3], 'gen_ai.request.model': 'm', ok: true, none: null },
-          events: [{ name: 'e', time: 1001, attributes: { k: 'v' } }], status: { code: 'error', message: 'boom' }, resource: { 'service.name': 'x' },
+          events: [{ name: 'e', time: 1001, attributes: { k: 'v' } }],
+          status: { code: 'error', message: 'boom' },
+          resource: { 'service.name': 'x' },
         };
         const [stored] = await ctx.store.addSpans([input]);
         assert.deepEqual(stored, { ...input, sequenceId: 1 });
@@ -288,7 +351,9 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
           assert.equal(ended?.status, 'failed');
           assert.equal((await ctx.store.getAttempt(c.attempt.id))?.status, 'timeout');
           assert.ok(dog.checks > 0);
-        } finally { await dog.stop(); }
+        } finally {
+          await dog.stop();
+        }
       });
     });
   });

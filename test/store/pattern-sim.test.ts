@@ -25,16 +25,16 @@ test('the queue pattern idles runners once fewer than the threshold are in fligh
 test('the agent draws its sleeps with the mean the limit assumes', () => {
   const sc = { maxRounds: 6, sleep: 0.5 };
   let x = 1;
-  const random = () => ((x = (x * 16807) % 2147483647) / 2147483647);
+  const random = () => (x = (x * 16807) % 2147483647) / 2147483647;
   const n = 20000;
   let sum = 0;
   for (let i = 0; i < n; i++) sum += drawRolloutSleep(sc, random);
-  assert.ok(Math.abs(sum / n - (0.5 * 7 / 2 + 0.25)) < 0.03, `mean ${sum / n}`);
+  assert.ok(Math.abs(sum / n - ((0.5 * 7) / 2 + 0.25)) < 0.03, `mean ${sum / n}`);
 });
 
 test('heavy cannot reliably reach 90% of its limit with a zero-cost store; a full queue can', () => {
   const heavy = { pattern: 'queue' as const, batch: 1024, threshold: 256, runners: 512, maxRounds: 20, sleep: 1 };
-  const limit = 512 / (1 * 21 / 2 + 0.5);
+  const limit = 512 / ((1 * 21) / 2 + 0.5);
   const odds = patternOdds(heavy, 10000, limit, 0.9, 20);
   assert.ok(odds.mean < 0.9 && odds.shareAtTarget < 0.25, JSON.stringify(odds));
   // The same runners and sleeps kept busy (refill before the queue runs dry) reach 90%.

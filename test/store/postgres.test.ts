@@ -12,8 +12,12 @@ import { storeConformance } from './conformance.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 
 let server: PostgresServer;
-before(async () => { server = await startPostgres(); });
-after(async () => { await server?.stop(); });
+before(async () => {
+  server = await startPostgres();
+});
+after(async () => {
+  await server?.stop();
+});
 
 storeConformance('postgres', async () => {
   const store = await PostgresStore.connect(await server.createDatabase(), { waitPollMs: 50 });
@@ -28,7 +32,9 @@ describe('PostgresStore with several daemons', () => {
       assert.ok(stores.every((s) => s.kind === 'postgres'));
       const r = await stores[0]!.enqueueRollout({ input: 1 });
       assert.equal((await stores[2]!.getRollout(r.id))?.id, r.id);
-    } finally { await Promise.all(stores.map((s) => s.close())); }
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
   });
 
   it('builds the search index and summaries on opening a store written before they existed (schema 1)', async () => {
@@ -42,9 +48,15 @@ describe('PostgresStore with several daemons', () => {
       await raw.query(`DROP TABLE rollout_text; DROP INDEX rollouts_reward; DROP INDEX rollouts_run_step;
         ALTER TABLE rollouts DROP COLUMN final_reward, DROP COLUMN reward_final, DROP COLUMN reward_time, DROP COLUMN error_spans;
         UPDATE agl_meta SET value = '1' WHERE key = 'schema_version'`);
-    } finally { await raw.end(); }
+    } finally {
+      await raw.end();
+    }
     const reopened = await PostgresStore.connect(url);
-    try { await checkSearchBuilt(reopened, seeded); } finally { await reopened.close(); }
+    try {
+      await checkSearchBuilt(reopened, seeded);
+    } finally {
+      await reopened.close();
+    }
   });
 
   it('applies each timeout exactly once when daemons run the health check concurrently', async () => {
@@ -60,7 +72,10 @@ describe('PostgresStore with several daemons', () => {
       const requeued: string[] = [];
       for (let round = 0; round < 10; round++) {
         const results = await Promise.all(stores.map((s) => s.runHealthCheck(now)));
-        for (const r of results) { timedOut.push(...r.timedOut); requeued.push(...r.requeued); }
+        for (const r of results) {
+          timedOut.push(...r.timedOut);
+          requeued.push(...r.requeued);
+        }
         if (results.every((r) => r.timedOut.length === 0) && timedOut.length === 30) break;
       }
       assert.equal(timedOut.length, 30);
@@ -70,6 +85,8 @@ describe('PostgresStore with several daemons', () => {
       const stats = await stores[2]!.statistics();
       assert.equal(stats.rollouts.requeuing, 30);
       assert.equal(stats.attempts.timeout, 30);
-    } finally { await Promise.all(stores.map((s) => s.close())); }
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
   });
 });

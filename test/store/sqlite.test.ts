@@ -14,12 +14,20 @@ import { SQLITE_SCHEMA_VERSION } from '../../daemon/store/sqlite-schema.js';
 import { storeConformance } from './conformance.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 
-function tempDir(): string { return mkdtempSync(join(tmpdir(), 'agl-sqlite-')); }
+function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'agl-sqlite-'));
+}
 
 storeConformance('sqlite', async () => {
   const dir = tempDir();
   const store = new SqliteStore(join(dir, 'store.sqlite'), { waitPollMs: 50 });
-  return { store, cleanup: async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); } };
+  return {
+    store,
+    cleanup: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 });
 
 describe('SqliteStore on disk', () => {
@@ -40,7 +48,9 @@ describe('SqliteStore on disk', () => {
       assert.equal((await again.getRollout(rollout.id))?.status, 'running');
       assert.equal((await again.querySpans({ rolloutId: rollout.id })).length, 1);
       await again.close();
-    } finally { rmSync(dir, { recursive: true, force: true }); }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('checkpoints the WAL in a background worker, off the event loop', async () => {
@@ -51,7 +61,9 @@ describe('SqliteStore on disk', () => {
       const { rollout, attempt } = await store.startRollout({ input: 1 });
       const big = 'x'.repeat(2000);
       for (let i = 0; i < 20; i++) {
-        await store.addSpans(Array.from({ length: 50 }, () => ({ rolloutId: rollout.id, attemptId: attempt.id, name: 's', startTime: 1, attributes: { big } })));
+        await store.addSpans(
+          Array.from({ length: 50 }, () => ({ rolloutId: rollout.id, attemptId: attempt.id, name: 's', startTime: 1, attributes: { big } })),
+        );
       }
       const deadline = Date.now() + 30_000;
       while (!(store.checkpointer!.last && store.checkpointer!.last.log > 0 && store.checkpointer!.last.checkpointed === store.checkpointer!.last.log)) {
@@ -59,7 +71,10 @@ describe('SqliteStore on disk', () => {
         await new Promise((r) => setTimeout(r, 100));
       }
       assert.equal((await store.querySpans({ rolloutId: rollout.id })).length, 1000);
-    } finally { await store.close(); rmSync(dir, { recursive: true, force: true }); }
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses a database written by a newer schema version', async () => {
@@ -71,7 +86,9 @@ describe('SqliteStore on disk', () => {
       db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION + 1}`);
       db.close();
       assert.throws(() => new SqliteStore(file), /newer than this agl supports/);
-    } finally { rmSync(dir, { recursive: true, force: true }); }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('builds the search index and summaries on opening a store written before they existed (schema 1)', async () => {
@@ -88,8 +105,14 @@ describe('SqliteStore on disk', () => {
       db.pragma('user_version = 1');
       db.close();
       const reopened = new SqliteStore(file);
-      try { await checkSearchBuilt(reopened, seeded); } finally { await reopened.close(); }
-    } finally { rmSync(dir, { recursive: true, force: true }); }
+      try {
+        await checkSearchBuilt(reopened, seeded);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('wakes a waiter when another connection (as another process would) ends the rollout', async () => {
@@ -103,6 +126,10 @@ describe('SqliteStore on disk', () => {
       const c = (await b.claimNextRollout('w'))!;
       await b.finishAttempt(c.attempt.id, { status: 'succeeded' });
       assert.equal((await waiting)[0]?.status, 'succeeded');
-    } finally { await a.close(); await b.close(); rmSync(dir, { recursive: true, force: true }); }
+    } finally {
+      await a.close();
+      await b.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -23,16 +23,28 @@ const RUN_B = 'run-calc-budget';
 const RUN_B_REWARDS = Array.from({ length: 9 }, (_, step) => 0.3 + 0.05 * step);
 async function seedFinishedRun(client: AglClient): Promise<void> {
   await client.createTrainingRun({
-    id: RUN_B, agent: AGENT, totalSteps: 20,
-    config: { model: { name: 'builtin:0.8m', init: 'samples/calc/warmup' }, training: { learningRate: 1e-3, batchSize: 16, groupSize: 8, maxMinutes: 6, grpo: { variant: 'dr_grpo', beta: 0 } } },
+    id: RUN_B,
+    agent: AGENT,
+    totalSteps: 20,
+    config: {
+      model: { name: 'builtin:0.8m', init: 'samples/calc/warmup' },
+      training: { learningRate: 1e-3, batchSize: 16, groupSize: 8, maxMinutes: 6, grpo: { variant: 'dr_grpo', beta: 0 } },
+    },
   });
-  await client.addMetrics(RUN_B_REWARDS.flatMap((reward, step) => [
-    { step, name: 'reward/mean', value: reward }, { step, name: 'grpo/kl', value: 0 }, { step, name: 'grpo/clip_ratio', value: 0 },
-    { step, name: 'grpo/lr', value: 1e-3 }, { step, name: 'grpo/loss', value: 0.02 * Math.cos(step) }, { step, name: 'grpo/grad_norm', value: 3 - 0.2 * step },
-    ...(step % 4 === 0 ? [{ step, name: 'val/reward', value: [0.29, 0.55, 0.7][step / 4] }] : []),
-  ]).map((p) => ({ ...p, runId: RUN_B })));
+  await client.addMetrics(
+    RUN_B_REWARDS.flatMap((reward, step) => [
+      { step, name: 'reward/mean', value: reward },
+      { step, name: 'grpo/kl', value: 0 },
+      { step, name: 'grpo/clip_ratio', value: 0 },
+      { step, name: 'grpo/lr', value: 1e-3 },
+      { step, name: 'grpo/loss', value: 0.02 * Math.cos(step) },
+      { step, name: 'grpo/grad_norm', value: 3 - 0.2 * step },
+      ...(step % 4 === 0 ? [{ step, name: 'val/reward', value: [0.29, 0.55, 0.7][step / 4] }] : []),
+    ]).map((p) => ({ ...p, runId: RUN_B })),
+  );
   await client.updateTrainingRun(RUN_B, {
-    status: 'succeeded', step: 9,
+    status: 'succeeded',
+    step: 9,
     summary: { stopReason: 'max-minutes', elapsedMs: 360_000, epochSteps: 20, best: { step: 8, reward: 0.7, path: 'runs/run-calc-budget/best' } },
   });
 }
@@ -40,7 +52,9 @@ async function seedFinishedRun(client: AglClient): Promise<void> {
 /** TensorBoard's debiased EMA, the smoothing the dashboard promises. */
 function ema(values: number[], weight: number): number {
   let last = 0;
-  values.forEach((v) => { last = last * weight + (1 - weight) * v; });
+  values.forEach((v) => {
+    last = last * weight + (1 - weight) * v;
+  });
   return last / (1 - weight ** values.length);
 }
 
@@ -55,18 +69,28 @@ describe('training dashboard webview', () => {
     await new Promise((r) => setTimeout(r, 5));
     await seedCalcTraining(daemon.client);
     // A learning-rate warm-up over 4 steps (the issue's axis read "0.001, 0, 0, 0" for such values).
-    await daemon.client.addMetrics(Array.from({ length: 12 }, (_, step) => ({ runId: RUN_ID, step, name: 'grpo/lr', value: 1e-5 * Math.min(1, (step + 1) / 4) })));
+    await daemon.client.addMetrics(
+      Array.from({ length: 12 }, (_, step) => ({ runId: RUN_ID, step, name: 'grpo/lr', value: 1e-5 * Math.min(1, (step + 1) / 4) })),
+    );
     view = await openWebview('dashboard', dashboardHandlers(daemon.client), {
       // What the panel does on "watchRun": poll the daemon and push new points to the webview.
       onCommand: (method, params, session) => {
         if (method !== DashboardProtocol.watchRun.method) return;
         watcher?.stop();
-        watcher = watchRunMetrics(daemon.client, (params as { runId: string }).runId,
-          (run, points) => void session.notify(DashboardProtocol.metrics.method, { run, points }), 200);
+        watcher = watchRunMetrics(
+          daemon.client,
+          (params as { runId: string }).runId,
+          (run, points) => void session.notify(DashboardProtocol.metrics.method, { run, points }),
+          200,
+        );
       },
     });
   });
-  after(async () => { watcher?.stop(); await view?.close(); await daemon?.close(); });
+  after(async () => {
+    watcher?.stop();
+    await view?.close();
+    await daemon?.close();
+  });
 
   const latest = (metric: string) => view.page.locator(`.chart-value[data-metric="${metric}"] b`).innerText();
 
@@ -89,12 +113,19 @@ describe('training dashboard webview', () => {
   });
 
   it('moves live: points the trainer writes appear without a reload', async () => {
-    await daemon.client.addMetrics([
-      { step: 12, name: 'reward/mean', value: 0.81 }, { step: 12, name: 'grpo/kl', value: 0.03 }, { step: 12, name: 'val/reward', value: 0.66 },
-      { step: 13, name: 'reward/mean', value: 0.84 }, { step: 13, name: 'grpo/kl', value: 0.031 },
-    ].map((p) => ({ ...p, runId: RUN_ID })));
+    await daemon.client.addMetrics(
+      [
+        { step: 12, name: 'reward/mean', value: 0.81 },
+        { step: 12, name: 'grpo/kl', value: 0.03 },
+        { step: 12, name: 'val/reward', value: 0.66 },
+        { step: 13, name: 'reward/mean', value: 0.84 },
+        { step: 13, name: 'grpo/kl', value: 0.031 },
+      ].map((p) => ({ ...p, runId: RUN_ID })),
+    );
     await daemon.client.updateTrainingRun(RUN_ID, { step: 14 });
-    await view.page.waitForFunction(() => document.querySelector('.chart-value[data-metric="reward/mean"] b')?.textContent === '0.840', undefined, { timeout: 10_000 });
+    await view.page.waitForFunction(() => document.querySelector('.chart-value[data-metric="reward/mean"] b')?.textContent === '0.840', undefined, {
+      timeout: 10_000,
+    });
     assert.equal(await latest('val/reward'), '0.660');
     await view.page.waitForFunction(() => /step 14 \/ 20/.test(document.querySelector('.progress-line')?.textContent ?? ''), undefined, { timeout: 10_000 });
     await daemon.client.updateTrainingRun(RUN_ID, { status: 'succeeded' });
@@ -115,7 +146,10 @@ describe('training dashboard webview', () => {
     };
     await clickAt(box.x + 2, 1);
     await clickAt(box.x + box.width - 2, 2);
-    assert.deepEqual(opened(), [{ runId: RUN_ID, step: 0 }, { runId: RUN_ID, step: 13 }]);
+    assert.deepEqual(opened(), [
+      { runId: RUN_ID, step: 0 },
+      { runId: RUN_ID, step: 13 },
+    ]);
   });
 
   it('names metrics readably (raw keys in tooltips) and titles both axes with their units', async () => {
@@ -127,7 +161,10 @@ describe('training dashboard webview', () => {
     assert.match(await train.innerText(), /^training reward 0\.840$/);
     assert.equal(await train.getAttribute('title'), 'reward/mean');
     assert.match(await reward.locator('.chart-value[data-metric="val/reward"]').innerText(), /^held-out reward 0\.660$/);
-    const titles = async (id: string) => [await page.locator(`.chart-card[data-chart="${id}"] .y-title`).innerText(), await page.locator(`.chart-card[data-chart="${id}"] .x-title`).innerText()];
+    const titles = async (id: string) => [
+      await page.locator(`.chart-card[data-chart="${id}"] .y-title`).innerText(),
+      await page.locator(`.chart-card[data-chart="${id}"] .x-title`).innerText(),
+    ];
     assert.deepEqual(await titles('reward'), ['mean reward', 'training step']);
     assert.deepEqual(await titles('kl'), ['nats/token', 'training step']);
     assert.deepEqual(await titles('response'), ['tokens', 'training step']);
@@ -189,10 +226,11 @@ describe('training dashboard webview', () => {
 
   it('smooths the curves with an EMA slider, keeping the raw value beside the smoothed one', async () => {
     const page = view.page;
-    const setSmoothing = (w: number) => page.locator('.smoothing').evaluate((el, v) => {
-      (el as HTMLInputElement).value = String(v);
-      el.dispatchEvent(new Event('input', { bubbles: true }));
-    }, w);
+    const setSmoothing = (w: number) =>
+      page.locator('.smoothing').evaluate((el, v) => {
+        (el as HTMLInputElement).value = String(v);
+        el.dispatchEvent(new Event('input', { bubbles: true }));
+      }, w);
     await setSmoothing(0.6);
     const train = page.locator('.chart-card[data-chart="reward"] .chart-value[data-metric="reward/mean"]');
     await page.waitForSelector('.chart-card[data-chart="reward"] .chart-value[data-metric="reward/mean"] .smoothed');
@@ -210,8 +248,13 @@ describe('training dashboard webview', () => {
     await page.locator('.compare summary').click();
     await page.locator(`vscode-checkbox[data-run="${RUN_ID}"]`).click();
     await page.waitForFunction(() => document.querySelectorAll('.run-legend-item').length === 2, undefined, { timeout: 10_000 });
-    const legend = await page.locator('.run-legend-item').evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.run, e.textContent, getComputedStyle(e.querySelector('.swatch')!).color]));
-    assert.deepEqual(legend.map(([run]) => run), [RUN_B, RUN_ID]);
+    const legend = await page
+      .locator('.run-legend-item')
+      .evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.run, e.textContent, getComputedStyle(e.querySelector('.swatch')!).color]));
+    assert.deepEqual(
+      legend.map(([run]) => run),
+      [RUN_B, RUN_ID],
+    );
     assert.notEqual(legend[0][2], legend[1][2], 'each run has its own colour');
     const reward = page.locator('.chart-card[data-chart="reward"]');
     const runsOnReward = await reward.locator('.chart-value[data-metric="reward/mean"]').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.run));
@@ -225,8 +268,11 @@ describe('training dashboard webview', () => {
     await view.screenshot('dashboard-overlay');
     // The compared run goes on training: its new points reach the overlay without a reload.
     await daemon.client.addMetrics([{ runId: RUN_ID, step: 14, name: 'reward/mean', value: 0.88 }]);
-    await page.waitForFunction((id) => document.querySelector(`.chart-card[data-chart="reward"] .chart-value[data-metric="reward/mean"][data-run="${id}"] b`)?.textContent === '0.880',
-      RUN_ID, { timeout: 10_000 });
+    await page.waitForFunction(
+      (id) => document.querySelector(`.chart-card[data-chart="reward"] .chart-value[data-metric="reward/mean"][data-run="${id}"] b`)?.textContent === '0.880',
+      RUN_ID,
+      { timeout: 10_000 },
+    );
   });
 
   it('ran under the strict CSP without a violation or an error', () => {
@@ -254,6 +300,9 @@ describe('training dashboard webview before any training run', () => {
       await daemon.client.addMetrics([{ runId: run.id, step: 0, name: 'reward/mean', value: 0.25 }]);
       await view.page.waitForSelector('.chart-card[data-chart="reward"] canvas', { timeout: 15_000 });
       assert.deepEqual([...view.problems], []);
-    } finally { await view.close(); await daemon.close(); }
+    } finally {
+      await view.close();
+      await daemon.close();
+    }
   });
 });

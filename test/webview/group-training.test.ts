@@ -49,13 +49,22 @@ describe('GRPO group view on a real calc training step', () => {
       training: { batchSize: 6, groupSize: 8, maxSteps: 3, valEvery: 0, seed: 5, learningRate: 5e-4, grpo: { scaleRewards: 'group', skipZeroStdGroups: true } },
       runtime: { workers: 2, rolloutTimeoutSeconds: 60 },
     });
-    const tasks = readFileSync(join('samples', 'calc', 'data', 'train.jsonl'), 'utf8').split('\n').filter(Boolean).slice(0, 40)
-      .map((l) => { const input = JSON.parse(l) as { id: string }; return { id: input.id, input }; });
+    const tasks = readFileSync(join('samples', 'calc', 'data', 'train.jsonl'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .slice(0, 40)
+      .map((l) => {
+        const input = JSON.parse(l) as { id: string };
+        return { id: input.id, input };
+      });
     host = await startTrainingHost({ store, policy, token: TOKEN, dataDir: dir, workers: 2, agent: AGENT });
     // As `agl train` does: the run records its parsed config (the viewer reads the advantage scaling there).
     const run = await store.createTrainingRun({ agent: AGENT, config: config as unknown as Record<string, unknown>, totalSteps: 3 });
     runId = run.id;
-    const trainer = new Trainer({ store, policy, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val: tasks.slice(0, 1), checkpoint: async () => {} }, newTrainerState(run));
+    const trainer = new Trainer(
+      { store, policy, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val: tasks.slice(0, 1), checkpoint: async () => {} },
+      newTrainerState(run),
+    );
     for (shownStep = 0; ; shownStep++) {
       await trainer.step();
       await store.updateTrainingRun(run.id, { step: shownStep + 1 });
@@ -81,10 +90,14 @@ describe('GRPO group view on a real calc training step', () => {
     await page.waitForSelector('.group');
     // Unfold every group and unmerge, so each stored transition has its own row.
     await page.click('vscode-checkbox.merge-toggle');
-    while (await page.locator('.group.folded').count() > 0) await page.locator('.group.folded .group-toggle').first().click();
-    const rows = await page.locator('.call-row').evaluateAll((els) => els.map((e) => ({
-      spanId: (e as HTMLElement).dataset.spanId!, shown: e.querySelector('.chip.advantage')!.textContent, raw: (e.querySelector('.chip.advantage') as HTMLElement).dataset.advantage,
-    })));
+    while ((await page.locator('.group.folded').count()) > 0) await page.locator('.group.folded .group-toggle').first().click();
+    const rows = await page.locator('.call-row').evaluateAll((els) =>
+      els.map((e) => ({
+        spanId: (e as HTMLElement).dataset.spanId!,
+        shown: e.querySelector('.chip.advantage')!.textContent,
+        raw: (e.querySelector('.chip.advantage') as HTMLElement).dataset.advantage,
+      })),
+    );
     const bySpan = new Map(stored.map((s) => [s.spanId, s]));
     assert.equal(rows.length, stored.length, 'a row per stored transition');
     for (const r of rows) {
@@ -94,7 +107,8 @@ describe('GRPO group view on a real calc training step', () => {
       assert.equal(r.shown, `A ${tr.advantage > 0 ? '+' : ''}${tr.advantage.toFixed(3)}`);
     }
     // The tooltip's mean and std, read as the user sees them, give each stored advantage (to display precision).
-    let checked = 0, spread = 0;
+    let checked = 0,
+      spread = 0;
     for (const group of await page.locator('.group').all()) {
       const title = (await group.locator('.chip.group-mean').getAttribute('title'))!;
       const m = /= \(credit − (-?[\d.]+)\) \/ \(([\d.]+) \+ 0\.000001\)/.exec(title);
@@ -106,7 +120,10 @@ describe('GRPO group view on a real calc training step', () => {
       if (std > 0) spread++;
       for (const s of own) {
         const expected = std === 0 ? 0 : (s.credit - mean) / (std + 1e-6);
-        assert.ok(Math.abs(expected - s.advantage) <= 0.01 * Math.max(1, Math.abs(s.advantage)), `group ${groupId}: (${s.credit} - ${mean}) / ${std} = ${expected} vs stored ${s.advantage}`);
+        assert.ok(
+          Math.abs(expected - s.advantage) <= 0.01 * Math.max(1, Math.abs(s.advantage)),
+          `group ${groupId}: (${s.credit} - ${mean}) / ${std} = ${expected} vs stored ${s.advantage}`,
+        );
         checked++;
       }
       assert.match(title, /The stored advantages follow from these numbers\./);

@@ -34,7 +34,10 @@ const FORMULA_GROUPS: Record<string, Trajectory[]> = {
 const AIR_GROUPS: Record<string, Trajectory[]> = {
   'task-c': [right({ direct: true }), right(), wrong('0', { toolError: "calc could not evaluate '12*7+'" }), wrong('86', { direct: true })],
 };
-const AIR = [{ when: 'tool_succeeded' as const, reward: 0.1 }, { when: 'tool_failed' as const, reward: -0.2 }];
+const AIR = [
+  { when: 'tool_succeeded' as const, reward: 0.1 },
+  { when: 'tool_failed' as const, reward: -0.2 },
+];
 
 /** Records the groups as one training step and stores the transitions the trainer's own adapter, credit and GRPO code give. */
 async function seedRun(client: AglClient, runId: string, groups: Record<string, Trajectory[]>, air: typeof AIR = []): Promise<void> {
@@ -44,13 +47,24 @@ async function seedRun(client: AglClient, runId: string, groups: Record<string, 
   let at = Date.now() - 600_000;
   for (const [groupId, trajectories] of Object.entries(groups)) {
     for (const [k, t] of trajectories.entries()) {
-      const rec = await recordRollout(client, t, { runId, step: 0, taskId: groupId, sample: k }, at += 2000);
+      const rec = await recordRollout(client, t, { runId, step: 0, taskId: groupId, sample: k }, (at += 2000));
       // What the trainer does with an attempt: its spans -> transitions (adapter) -> credit (identical + AIR).
       const trajectory = spansToTrajectory(await client.querySpans({ rolloutId: rec.rolloutId, attemptId: rec.attemptId }));
-      for (const c of assignCredit(trajectory, config.training.credit)) items.push({
-        runId, step: 0, rolloutId: rec.rolloutId, attemptId: rec.attemptId, spanId: c.step.spanId, groupId, index: c.step.index,
-        agentName: c.step.agentName, reward: t.reward, credit: c.credit, promptTokens: c.step.promptIds.length, completionTokens: c.step.completionIds.length,
-      });
+      for (const c of assignCredit(trajectory, config.training.credit))
+        items.push({
+          runId,
+          step: 0,
+          rolloutId: rec.rolloutId,
+          attemptId: rec.attemptId,
+          spanId: c.step.spanId,
+          groupId,
+          index: c.step.index,
+          agentName: c.step.agentName,
+          reward: t.reward,
+          credit: c.credit,
+          promptTokens: c.step.promptIds.length,
+          completionTokens: c.step.completionIds.length,
+        });
     }
   }
   const adv = computeAdvantages(items, config.training.grpo);
@@ -69,16 +83,31 @@ describe('GRPO group view', () => {
     await seedRun(daemon.client, AIR_RUN, AIR_GROUPS, AIR);
     view = await openWebview('trajectory', trajectoryHandlers(daemon.client), { width: 1300 });
   });
-  after(async () => { await view?.close(); await daemon?.close(); });
+  after(async () => {
+    await view?.close();
+    await daemon?.close();
+  });
 
   const show = async (runId: string, step: number): Promise<void> => {
     await view.notify('trajectory/show', { view: { kind: 'group', runId, step } });
-    await view.page.waitForFunction((id) => document.body.dataset.view === 'group' && !!document.querySelector('.view-header .run-id') && document.querySelector('.view-header .run-id')!.textContent === id, runId);
+    await view.page.waitForFunction(
+      (id) =>
+        document.body.dataset.view === 'group' &&
+        !!document.querySelector('.view-header .run-id') &&
+        document.querySelector('.view-header .run-id')!.textContent === id,
+      runId,
+    );
   };
-  const cardsOf = (groupId: string) => view.page.locator(`.group[data-group-id="${groupId}"] .sample-card`).evaluateAll((els) => els.map((e) => ({
-    count: Number((e as HTMLElement).dataset.count), reward: e.querySelector('.metric-value.reward')!.textContent, advantage: e.querySelector('.metric-value.advantage')!.textContent,
-    answer: e.querySelector('.final-answer .chat-text')?.textContent ?? null, rollouts: [...e.querySelectorAll('a.open-rollout')].map((a) => (a as HTMLElement).dataset.rolloutId),
-  })));
+  const cardsOf = (groupId: string) =>
+    view.page.locator(`.group[data-group-id="${groupId}"] .sample-card`).evaluateAll((els) =>
+      els.map((e) => ({
+        count: Number((e as HTMLElement).dataset.count),
+        reward: e.querySelector('.metric-value.reward')!.textContent,
+        advantage: e.querySelector('.metric-value.advantage')!.textContent,
+        answer: e.querySelector('.final-answer .chat-text')?.textContent ?? null,
+        rollouts: [...e.querySelectorAll('a.open-rollout')].map((a) => (a as HTMLElement).dataset.rolloutId),
+      })),
+    );
 
   it('shows the whole task with its expected answer, and merges identical answers into one card with a count', async () => {
     await show(RUN_ID, GROUP_STEP);
@@ -87,7 +116,14 @@ describe('GRPO group view', () => {
     assert.equal(await group.locator('dd[data-key="answer"]').innerText(), '87');
     assert.match(await group.locator('dt.expected').innerText(), /answer \(expected\)/);
     const cards = await cardsOf('task-12x7');
-    assert.deepEqual(cards.map((c) => [c.answer, c.count, c.reward]), [['87', 2, '1'], ['84', 1, '0'], ['90', 1, '0']]);
+    assert.deepEqual(
+      cards.map((c) => [c.answer, c.count, c.reward]),
+      [
+        ['87', 2, '1'],
+        ['84', 1, '0'],
+        ['90', 1, '0'],
+      ],
+    );
     assert.equal(cards[0].rollouts.length, 2, 'both rollouts that answered 87 are linked from the merged card');
     assert.equal(await group.locator('.sample-card').first().locator('.merged-count').innerText(), '×2');
     // Unmerged: one card per sample.
@@ -106,24 +142,40 @@ describe('GRPO group view', () => {
     assert.equal(await view.page.locator('.group[data-group-id="task-sq"].folded').count(), 0, 'a group with spread is open');
     await pow.locator('.group-toggle').click();
     await view.page.waitForFunction(() => document.querySelectorAll('.group[data-group-id="task-pow"] .sample-card').length === 2);
-    assert.deepEqual((await cardsOf('task-pow')).map((c) => [c.answer, c.count]), [['1024', 3], ['1000', 1]]);
+    assert.deepEqual(
+      (await cardsOf('task-pow')).map((c) => [c.answer, c.count]),
+      [
+        ['1024', 3],
+        ['1000', 1],
+      ],
+    );
     await view.page.locator('.group[data-group-id="task-pow"] .group-toggle').click();
     await view.page.waitForFunction(() => document.querySelectorAll('.group[data-group-id="task-pow"] .sample-card').length === 0);
   });
 
   it('explains +0.750 and +0.526 from the same reward mean 0.625 / std 0.484: the group is the calls, and the tooltip gives its numbers', async () => {
     await show(FORMULA_RUN, 0);
-    const a = await cardsOf('task-a'), b = await cardsOf('task-b');
+    const a = await cardsOf('task-a'),
+      b = await cardsOf('task-b');
     // The rollouts' rewards are the same in both groups: 5 of 8 right (mean 0.625, population std 0.484).
-    for (const cards of [a, b]) assert.deepEqual(cards.map((c) => [c.reward, c.count]).filter(([r]) => r === '1'), [['1', 5]]);
+    for (const cards of [a, b])
+      assert.deepEqual(
+        cards.map((c) => [c.reward, c.count]).filter(([r]) => r === '1'),
+        [['1', 5]],
+      );
     assert.equal(a[0].advantage, '+0.750');
     assert.equal(b[0].advantage, '+0.526');
     const numbers = async (groupId: string) => {
       const g = view.page.locator(`.group[data-group-id="${groupId}"]`);
-      return { mean: await g.locator('.chip.group-mean').innerText(), std: await g.locator('.chip.group-std').innerText(),
-        formula: (await g.locator('.formula').innerText()).trim(), tooltip: (await g.locator('.chip.group-mean').getAttribute('title'))! };
+      return {
+        mean: await g.locator('.chip.group-mean').innerText(),
+        std: await g.locator('.chip.group-std').innerText(),
+        formula: (await g.locator('.formula').innerText()).trim(),
+        tooltip: (await g.locator('.chip.group-mean').getAttribute('title'))!,
+      };
     };
-    const na = await numbers('task-a'), nb = await numbers('task-b');
+    const na = await numbers('task-a'),
+      nb = await numbers('task-b');
     assert.deepEqual([na.mean, na.std, na.formula], ['mean 0.625', 'std 0.500', 'A = (credit − 0.625) / (0.500 + ε)']);
     assert.deepEqual([nb.mean, nb.std, nb.formula], ['mean 0.769', 'std 0.439', 'A = (credit − 0.769) / (0.439 + ε)']);
     assert.match(na.tooltip, /A = \(credit − mean\) \/ \(std \+ ε\) = \(credit − 0\.625\) \/ \(0\.500 \+ 0\.000001\)/);
@@ -144,12 +196,28 @@ describe('GRPO group view', () => {
     assert.deepEqual(await order(), ['87', '87', '0', '86'], 'by reward: the two right answers (direct, then with the calculator), then the wrong ones');
     await view.page.click('vscode-single-select.sort-select');
     await view.page.locator('vscode-single-select.sort-select').getByRole('option', { name: 'by advantage' }).click();
-    await view.page.waitForFunction(() => document.querySelector('.group[data-group-id="task-c"] .sample-card .tool-row') !== null
-      && document.querySelector('.group[data-group-id="task-c"] .sample-card')!.querySelector('.tool-row') !== null);
+    await view.page.waitForFunction(
+      () =>
+        document.querySelector('.group[data-group-id="task-c"] .sample-card .tool-row') !== null &&
+        document.querySelector('.group[data-group-id="task-c"] .sample-card')!.querySelector('.tool-row') !== null,
+    );
     const cards = await cardsOf('task-c');
-    assert.deepEqual(cards.map((c) => c.answer), ['87', '87', '86', '0'], 'by advantage: the calculator\'s AIR bonus first, the failed tool\'s penalty last');
-    const advantages = cards.map((c) => c.advantage!.split(' / ').map(Number).reduce((x, y) => x + y, 0) / c.advantage!.split(' / ').length);
-    assert.deepEqual(advantages, [...advantages].sort((x, y) => y - x));
+    assert.deepEqual(
+      cards.map((c) => c.answer),
+      ['87', '87', '86', '0'],
+      "by advantage: the calculator's AIR bonus first, the failed tool's penalty last",
+    );
+    const advantages = cards.map(
+      (c) =>
+        c
+          .advantage!.split(' / ')
+          .map(Number)
+          .reduce((x, y) => x + y, 0) / c.advantage!.split(' / ').length,
+    );
+    assert.deepEqual(
+      advantages,
+      [...advantages].sort((x, y) => y - x),
+    );
     const first = view.page.locator('.group[data-group-id="task-c"] .sample-card').first();
     assert.equal(await first.locator('.tool-row .tool-text').innerText(), 'calculator(12*7+3) → 87');
     assert.equal(await first.locator('.call-name').first().innerText(), 'calc #1', 'the call name whole');
@@ -159,8 +227,11 @@ describe('GRPO group view', () => {
     assert.equal(await failed.locator('.run-status').innerText(), 'failed');
     await view.page.click('vscode-single-select.sort-select');
     await view.page.locator('vscode-single-select.sort-select').getByRole('option', { name: 'by reward' }).click();
-    await view.page.waitForFunction(() => document.querySelector('.group[data-group-id="task-c"] .sample-card .final-answer .chat-text')?.textContent === '87'
-      && document.querySelectorAll('.group[data-group-id="task-c"] .sample-card')[2]?.querySelector('.final-answer .chat-text')?.textContent === '0');
+    await view.page.waitForFunction(
+      () =>
+        document.querySelector('.group[data-group-id="task-c"] .sample-card .final-answer .chat-text')?.textContent === '87' &&
+        document.querySelectorAll('.group[data-group-id="task-c"] .sample-card')[2]?.querySelector('.final-answer .chat-text')?.textContent === '0',
+    );
     await view.page.click('vscode-checkbox.merge-toggle');
     await view.screenshot('group-sort-errors');
   });
@@ -171,7 +242,7 @@ describe('GRPO group view', () => {
       await narrow.notify('trajectory/show', { view: { kind: 'group', runId: AIR_RUN, step: 0 } });
       await narrow.page.waitForSelector('.group[data-group-id="task-c"] .sample-card');
       // A string: the test runner's transpiler would wrap named functions in a helper the page lacks.
-      const layout = await narrow.page.evaluate(`(() => {
+      const layout = (await narrow.page.evaluate(`(() => {
         const rect = (e) => e.getBoundingClientRect();
         const header = [...document.querySelectorAll('.view-header > *, .header-controls > *')].filter((e) => !e.classList.contains('spacer') && !e.classList.contains('header-controls')).map(rect);
         const overlaps = header.flatMap((r, i) => header.slice(i + 1).filter((q) => r.left < q.right - 1 && q.left < r.right - 1 && r.top < q.bottom - 1 && q.top < r.bottom - 1).map(() => i));
@@ -184,7 +255,17 @@ describe('GRPO group view', () => {
           overflowing: [...document.querySelectorAll('.sample-card *')].filter((e) => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible' && e.clientWidth > 0).map((e) => e.className),
           columns: new Set(cards.map((r) => Math.round(r.left))).size,
         };
-      })()`) as { scrollWidth: number; width: number; overlaps: number[]; headerRight: number; cardsRight: number; cardsLeft: number; h1Lines: number; overflowing: string[]; columns: number };
+      })()`)) as {
+        scrollWidth: number;
+        width: number;
+        overlaps: number[];
+        headerRight: number;
+        cardsRight: number;
+        cardsLeft: number;
+        h1Lines: number;
+        overflowing: string[];
+        columns: number;
+      };
       assert.ok(layout.scrollWidth <= layout.width, `no horizontal scroll: ${layout.scrollWidth} > ${layout.width}`);
       assert.deepEqual(layout.overlaps, [], 'no header item overlaps another');
       assert.ok(layout.headerRight <= layout.width && layout.cardsRight <= layout.width && layout.cardsLeft >= 0, JSON.stringify(layout));
@@ -193,7 +274,9 @@ describe('GRPO group view', () => {
       assert.ok(layout.columns >= 1);
       await narrow.screenshot('group-half-width');
       assert.deepEqual([...narrow.problems], []);
-    } finally { await narrow.close(); }
+    } finally {
+      await narrow.close();
+    }
   });
 
   it('ran without a CSP violation or an error', () => {

@@ -27,7 +27,10 @@ export const ROOT = process.cwd();
 export const SCREENSHOTS = join(ROOT, 'test-results', 'webview');
 const DIST = join(ROOT, 'dist', 'webview');
 
-export interface Daemon { client: AglClient; close(): Promise<void> }
+export interface Daemon {
+  client: AglClient;
+  close(): Promise<void>;
+}
 
 export async function startDaemon(): Promise<Daemon> {
   const dir = mkdtempSync(join(tmpdir(), 'agl-webview-'));
@@ -36,7 +39,11 @@ export async function startDaemon(): Promise<Daemon> {
   const server = await listen(createApp(ctx), ctx, '127.0.0.1', 0);
   return {
     client: new AglClient({ url: ctx.url, token: 'webview-test-token' }),
-    async close() { await closeGracefully(server, 500); await store.close(); rmSync(dir, { recursive: true, force: true }); },
+    async close() {
+      await closeGracefully(server, 500);
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 
@@ -50,12 +57,20 @@ async function serveWebviews(): Promise<{ origin: string; server: Server }> {
     const page = /^\/(\w+)\.html$/.exec(url.pathname);
     if (page) {
       res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(webviewHtml({ title: page[1], cspSource: origin, nonce: makeNonce(), scriptUri: `${origin}/${page[1]}.js`, styleUri: `${origin}/${page[1]}.css` }));
+      res.end(
+        webviewHtml({ title: page[1], cspSource: origin, nonce: makeNonce(), scriptUri: `${origin}/${page[1]}.js`, styleUri: `${origin}/${page[1]}.css` }),
+      );
       return;
     }
-    if (url.pathname === '/favicon.ico') { res.writeHead(204).end(); return; }
+    if (url.pathname === '/favicon.ico') {
+      res.writeHead(204).end();
+      return;
+    }
     const file = normalize(join(DIST, url.pathname));
-    if (!file.startsWith(DIST) || !existsSync(file)) { res.writeHead(404).end(); return; }
+    if (!file.startsWith(DIST) || !existsSync(file)) {
+      res.writeHead(404).end();
+      return;
+    }
     res.writeHead(200, { 'content-type': MIME[extname(file)] ?? 'application/octet-stream' });
     res.end(readFileSync(file));
   });
@@ -92,7 +107,10 @@ function hostShim(theme: Record<string, string>, themeClass: string): string {
 })();`;
 }
 
-export interface HostMessage { method: string; params: unknown }
+export interface HostMessage {
+  method: string;
+  params: unknown;
+}
 
 export interface WebviewSession {
   page: Page;
@@ -108,8 +126,11 @@ export interface WebviewSession {
   close(): Promise<void>;
 }
 
-export async function openWebview(bundle: 'trajectory' | 'dashboard', handlers: RequestHandlers,
-  opts: { width?: number; height?: number; theme?: 'dark' | 'light'; onCommand?: (method: string, params: unknown, session: WebviewSession) => void } = {}): Promise<WebviewSession> {
+export async function openWebview(
+  bundle: 'trajectory' | 'dashboard',
+  handlers: RequestHandlers,
+  opts: { width?: number; height?: number; theme?: 'dark' | 'light'; onCommand?: (method: string, params: unknown, session: WebviewSession) => void } = {},
+): Promise<WebviewSession> {
   if (!existsSync(join(DIST, `${bundle}.js`))) throw new Error(`dist/webview/${bundle}.js is missing: run \`npm run build\` first`);
   const { origin, server } = await serveWebviews();
   const browser: Browser = await launchChromium(); // headless, a fresh profile dir
@@ -117,14 +138,24 @@ export async function openWebview(bundle: 'trajectory' | 'dashboard', handlers: 
   const problems: string[] = [];
   const commands: HostMessage[] = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
-  const post = (message: unknown): void => { void page.evaluate(`window.postMessage(${JSON.stringify(message)}, '*')`).catch(() => {}); };
-  await page.exposeBinding('__aglCspViolation', (_src, text: string) => { problems.push(`CSP violation: ${text}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+  });
+  const post = (message: unknown): void => {
+    void page.evaluate(`window.postMessage(${JSON.stringify(message)}, '*')`).catch(() => {});
+  };
+  await page.exposeBinding('__aglCspViolation', (_src, text: string) => {
+    problems.push(`CSP violation: ${text}`);
+  });
   await page.exposeBinding('__aglToHost', async (_src, json: string) => {
     const message = JSON.parse(json) as HostMessage & { id?: number };
     await routeWebviewMessage(message, {
-      handlers, post,
-      onCommand: (method, params) => { commands.push({ method, params }); opts.onCommand?.(method, params, session); },
+      handlers,
+      post,
+      onCommand: (method, params) => {
+        commands.push({ method, params });
+        opts.onCommand?.(method, params, session);
+      },
       onReady: () => {},
     });
   });
@@ -132,7 +163,9 @@ export async function openWebview(bundle: 'trajectory' | 'dashboard', handlers: 
   await page.goto(`${origin}/${bundle}.html`);
   mkdirSync(SCREENSHOTS, { recursive: true });
   const session: WebviewSession = {
-    page, problems, commands,
+    page,
+    problems,
+    commands,
     async nextCommand(method, timeoutMs = 5000) {
       for (const until = Date.now() + timeoutMs; Date.now() < until; await new Promise((r) => setTimeout(r, 20))) {
         const found = commands.find((c) => c.method === method);
@@ -140,7 +173,9 @@ export async function openWebview(bundle: 'trajectory' | 'dashboard', handlers: 
       }
       throw new Error(`the webview sent no '${method}' command within ${timeoutMs} ms (sent: ${commands.map((c) => c.method).join(', ') || 'none'})`);
     },
-    notify: async (method, params) => { await page.evaluate(`window.postMessage(${JSON.stringify({ method, params })}, '*')`); },
+    notify: async (method, params) => {
+      await page.evaluate(`window.postMessage(${JSON.stringify({ method, params })}, '*')`);
+    },
     async screenshot(name) {
       const path = join(SCREENSHOTS, `${name}.png`);
       await page.screenshot({ path, fullPage: true });

@@ -29,7 +29,10 @@ describe('trajectory viewer on a rollout run by the runner through the gateway',
     await stack.runner.stop(5000); // the viewer reads a finished rollout; nothing else runs
     view = await openWebview('trajectory', trajectoryHandlers(daemon.client));
   });
-  after(async () => { await view?.close(); await stack?.close(); });
+  after(async () => {
+    await view?.close();
+    await stack?.close();
+  });
 
   it('draws the recorded spans: agent, operation, LLM call as chat with tokens, message and rewards', async () => {
     const page = view.page;
@@ -41,12 +44,13 @@ describe('trajectory viewer on a rollout run by the runner through the gateway',
     for (const kind of ['operation', 'llm', 'message', 'reward']) assert.ok(kinds.includes(kind), `${kind} span in ${kinds.join(', ')}`);
     assert.match(await page.locator('.detail-llm .chat-msg.role-user').innerText(), /what is 6\*7\?/);
     assert.match(await page.locator('.detail-llm .chat-msg.response').innerText(), new RegExp(FAKE_ANSWER.replace('.', '\\.')));
-    const metrics = await page.locator('.detail-llm .metric').evaluateAll((els) =>
-      Object.fromEntries(els.map((e) => [e.querySelector('.metric-label')!.textContent, e.querySelector('.metric-value')!.textContent])));
+    const metrics = await page
+      .locator('.detail-llm .metric')
+      .evaluateAll((els) => Object.fromEntries(els.map((e) => [e.querySelector('.metric-label')!.textContent, e.querySelector('.metric-value')!.textContent])));
     assert.equal(metrics['Prompt tokens'], '4');
     assert.equal(metrics['Completion tokens'], '6');
     assert.equal(metrics['Credit'], '—', 'not trained on: no credit yet');
-    assert.equal(await page.locator('.summary .reward').innerText(), '1', 'the final reward (the agent\'s return value)');
+    assert.equal(await page.locator('.summary .reward').innerText(), '1', "the final reward (the agent's return value)");
     await view.screenshot('trajectory-real-rollout');
   });
 

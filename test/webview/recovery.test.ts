@@ -26,9 +26,8 @@ describe('webview recovery: Start Daemon, Retry, reload when the daemon is back,
 
   /** Opens a webview whose "Start Daemon" does what the extension does: the daemon comes up, every panel is told. */
   async function open(bundle: 'trajectory' | 'dashboard'): Promise<WebviewSession> {
-    const handlers = bundle === 'trajectory'
-      ? lazyHandlers(source, trajectoryHandlers, TrajectoryProtocol)
-      : lazyHandlers(source, dashboardHandlers, DashboardProtocol);
+    const handlers =
+      bundle === 'trajectory' ? lazyHandlers(source, trajectoryHandlers, TrajectoryProtocol) : lazyHandlers(source, dashboardHandlers, DashboardProtocol);
     const view = await openWebview(bundle, handlers, {
       onCommand: (method, _params, session) => {
         if (method !== DaemonMessages.startDaemon.method) return;
@@ -44,7 +43,10 @@ describe('webview recovery: Start Daemon, Retry, reload when the daemon is back,
     daemon = await startDaemon();
     data = await seedCalcTraining(daemon.client);
   });
-  after(async () => { for (const s of sessions) await s.close(); await daemon?.close(); });
+  after(async () => {
+    for (const s of sessions) await s.close();
+    await daemon?.close();
+  });
 
   it('rollouts list: the daemon down gives an error with Start Daemon and Retry; Start Daemon brings the list', async () => {
     up = false;
@@ -126,12 +128,14 @@ describe('webview recovery: Start Daemon, Retry, reload when the daemon is back,
     }
     // The CodeLens's "Trajectories" opens the list filtered on its agent: the filter shows that agent and clears.
     await view.notify(TrajectoryProtocol.show.method, { view: { kind: 'rollouts' }, filter: { agent: 'calc/agent.ts#calcAgent' } });
-    await page.waitForFunction(() => (document.querySelector('vscode-single-select[data-filter="agent"]') as unknown as { value?: string } | null)?.value === 'calc/agent.ts#calcAgent');
+    await page.waitForFunction(
+      () => (document.querySelector('vscode-single-select[data-filter="agent"]') as unknown as { value?: string } | null)?.value === 'calc/agent.ts#calcAgent',
+    );
     await page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 13); // an older form of the same agent's id matches
     assert.deepEqual(view.problems, []);
   });
 
-  it('dashboard: error with Start Daemon and Retry, reload when the daemon is back, and the CodeLens\'s headline number', async () => {
+  it("dashboard: error with Start Daemon and Retry, reload when the daemon is back, and the CodeLens's headline number", async () => {
     // The seeded run validated at steps 0, 4, 8 (0.20 first); one more validation at step 12.
     await daemon.client.addMetrics([{ runId: RUN_ID, step: 12, name: 'val/reward', value: 0.95 }]);
     up = false;
@@ -145,7 +149,10 @@ describe('webview recovery: Start Daemon, Retry, reload when the daemon is back,
     await page.waitForSelector('.headline:not(:empty)', { timeout: 10_000 });
     const expected = await daemon.client.agentHeadline(AGENT);
     assert.equal(expected.text, 'held-out reward 0.95 (from 0.20)');
-    assert.match(expected.tooltip, new RegExp(`^Held-out reward 0\\.95: mean final reward on the validation tasks at step 12 of training run ${RUN_ID} \\(0\\.20 at step 0\\)`));
+    assert.match(
+      expected.tooltip,
+      new RegExp(`^Held-out reward 0\\.95: mean final reward on the validation tasks at step 12 of training run ${RUN_ID} \\(0\\.20 at step 0\\)`),
+    );
     assert.equal(await page.locator('.headline').innerText(), expected.text);
     assert.equal(await page.locator('.headline').getAttribute('title'), expected.tooltip);
     await view.screenshot('recovery-dashboard-headline');

@@ -19,13 +19,21 @@ describe('trajectory viewer refresh', () => {
     await daemon.client.enqueueRollout({ input: { q: 'first' }, agent: 'a.ts#agent' });
     view = await openWebview('trajectory', trajectoryHandlers(daemon.client));
   });
-  after(async () => { watcher?.stop(); await view?.close(); await daemon?.close(); });
+  after(async () => {
+    watcher?.stop();
+    await view?.close();
+    await daemon?.close();
+  });
 
   it('shows a rollout enqueued while the viewer is open, without a reload', async () => {
     const page = view.page;
     await page.waitForSelector('.rollout-row');
     assert.equal(await page.locator('.rollout-row').count(), 1);
-    watcher = watchStore(async () => daemon.client, () => void view.notify(TrajectoryProtocol.changed.method, { rolloutIds: [] }), 100);
+    watcher = watchStore(
+      async () => daemon.client,
+      () => void view.notify(TrajectoryProtocol.changed.method, { rolloutIds: [] }),
+      100,
+    );
     await new Promise((r) => setTimeout(r, 300)); // the watcher's baseline reading
     const added = await daemon.client.enqueueRollout({ input: { q: 'second' }, agent: 'a.ts#agent' });
     await page.waitForSelector(`.rollout-row[data-rollout-id="${added.id}"]`, { timeout: 10_000 });

@@ -18,23 +18,39 @@ const FRUITS = ['apples', 'pears', 'plums', 'figs', 'limes', 'dates', 'kiwis'];
 /** 10,000 calc tasks: all claimed, each with a final reward (i % 10) / 10; those with i % 25 = 5 finished, i % 100 = 5 failed. */
 async function seed(daemon: Daemon): Promise<void> {
   const c = daemon.client;
-  await c.enqueueRollouts(Array.from({ length: N }, (_, i) => ({
-    input: { question: `Q${i}: Ann has ${i} ${FRUITS[i % FRUITS.length]} and gives away ${i % 5}. How many are left?`, answer: String(i - (i % 5)) },
-    agent: 'samples/calc/agent.ts#calcAgent', metadata: { runId: 'run-big', step: Math.floor(i / 100), taskId: `t${i}` },
-  })));
+  await c.enqueueRollouts(
+    Array.from({ length: N }, (_, i) => ({
+      input: { question: `Q${i}: Ann has ${i} ${FRUITS[i % FRUITS.length]} and gives away ${i % 5}. How many are left?`, answer: String(i - (i % 5)) },
+      agent: 'samples/calc/agent.ts#calcAgent',
+      metadata: { runId: 'run-big', step: Math.floor(i / 100), taskId: `t${i}` },
+    })),
+  );
   const claims = [];
   while (claims.length < N) claims.push(...(await c.dequeueRollouts({ workerId: 'w', limit: 1000 })));
   const index = (input: unknown) => Number(/^Q(\d+):/.exec((input as { question: string }).question)![1]);
   for (let i = 0; i < claims.length; i += 2500) {
-    await c.addSpans(claims.slice(i, i + 2500).map(({ rollout, attempt }): SpanInput => ({
-      rolloutId: rollout.id, attemptId: attempt.id, name: 'agentlightning.reward', startTime: Date.now(),
-      attributes: { 'agl.reward.value': (index(rollout.input) % 10) / 10, 'agl.reward.final': true },
-    })));
+    await c.addSpans(
+      claims.slice(i, i + 2500).map(({ rollout, attempt }): SpanInput => ({
+        rolloutId: rollout.id,
+        attemptId: attempt.id,
+        name: 'agentlightning.reward',
+        startTime: Date.now(),
+        attributes: { 'agl.reward.value': (index(rollout.input) % 10) / 10, 'agl.reward.final': true },
+      })),
+    );
   }
   const toFinish = claims.filter(({ rollout }) => index(rollout.input) % 25 === 5);
   for (let i = 0; i < toFinish.length; i += 16) {
-    await Promise.all(toFinish.slice(i, i + 16).map(({ rollout, attempt }) => c.finishAttempt(attempt.id,
-      index(rollout.input) % 100 === 5 ? { status: 'failed', error: { message: 'ZeroDivisionError' } } : { status: 'succeeded' })));
+    await Promise.all(
+      toFinish
+        .slice(i, i + 16)
+        .map(({ rollout, attempt }) =>
+          c.finishAttempt(
+            attempt.id,
+            index(rollout.input) % 100 === 5 ? { status: 'failed', error: { message: 'ZeroDivisionError' } } : { status: 'succeeded' },
+          ),
+        ),
+    );
   }
 }
 
@@ -46,11 +62,16 @@ describe('rollouts list at store scale (10,000 rollouts)', () => {
     await seed(daemon);
     view = await openWebview('trajectory', trajectoryHandlers(daemon.client));
   });
-  after(async () => { await view?.close(); await daemon?.close(); });
+  after(async () => {
+    await view?.close();
+    await daemon?.close();
+  });
 
   const countText = () => view.page.locator('.view-header .count').innerText();
-  const waitCount = (n: number) => view.page.waitForFunction((want) => document.querySelector('.view-header .count')?.textContent === want,
-    `${n.toLocaleString('en-US')} rollouts`, { timeout: 15_000 });
+  const waitCount = (n: number) =>
+    view.page.waitForFunction((want) => document.querySelector('.view-header .count')?.textContent === want, `${n.toLocaleString('en-US')} rollouts`, {
+      timeout: 15_000,
+    });
   const total = async (q: RolloutSearchRequest) => (await daemon.client.queryRollouts({ ...q, limit: 1, withTotal: true })).total!;
   const firstRowId = () => view.page.locator('.rollout-row').first().getAttribute('data-rollout-id');
 
@@ -65,7 +86,7 @@ describe('rollouts list at store scale (10,000 rollouts)', () => {
     const shown = await input.innerText();
     assert.ok(question.startsWith(shown.replace(/…$/, '')), `the cell shows the question's start: ${shown}`);
     assert.doesNotMatch(shown, /[{"]/, 'no raw JSON');
-    assert.ok(await view.page.locator('.rollout-row').count() < 100, 'only the rows in view are drawn');
+    assert.ok((await view.page.locator('.rollout-row').count()) < 100, 'only the rows in view are drawn');
   });
 
   it('searches the task text, filters by reward, sorts by a header and scrolls to the end of the list', async () => {
@@ -94,10 +115,13 @@ describe('rollouts list at store scale (10,000 rollouts)', () => {
     await page.waitForFunction(() => document.querySelector('.rollout-row .col-reward')?.textContent === '0.500');
 
     // To the end: the last row is the one the store puts last for this filter and sort.
-    const last = (await daemon.client.queryRollouts({ search: 'apples', rewardMin: 0.5, sort: 'reward', order: 'asc', offset: filtered - 1, limit: 1 })).items[0]!.id;
-    await page.locator('.vlist').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+    const last = (await daemon.client.queryRollouts({ search: 'apples', rewardMin: 0.5, sort: 'reward', order: 'asc', offset: filtered - 1, limit: 1 }))
+      .items[0]!.id;
+    await page.locator('.vlist').evaluate((el) => {
+      el.scrollTop = el.scrollHeight;
+    });
     await page.waitForSelector(`.rollout-row[data-rollout-id="${last}"]`, { timeout: 15_000 });
-    assert.ok(await page.locator('.rollout-row').count() < 100);
+    assert.ok((await page.locator('.rollout-row').count()) < 100);
     await view.screenshot('rollouts-list-filtered');
   });
 

@@ -11,9 +11,20 @@ import { STALE_RUN_MS, configSummary, describeStop } from '../../webview/dashboa
 const NOW = 1_800_000_000_000;
 function run(patch: Partial<TrainingRun>): TrainingRun {
   return {
-    id: 'run-1', agent: 'samples/calc/agent.ts#calcAgent', status: 'succeeded', step: 20, totalSteps: 20, checkpointDir: null,
-    config: { model: { name: 'builtin:0.8m', init: null }, training: { learningRate: 1e-4, batchSize: 16, groupSize: 8, maxMinutes: 6, grpo: { variant: 'grpo', beta: 0.04 } } },
-    summary: {}, createdAt: NOW - 3_600_000, updatedAt: NOW - 1000, ...patch,
+    id: 'run-1',
+    agent: 'samples/calc/agent.ts#calcAgent',
+    status: 'succeeded',
+    step: 20,
+    totalSteps: 20,
+    checkpointDir: null,
+    config: {
+      model: { name: 'builtin:0.8m', init: null },
+      training: { learningRate: 1e-4, batchSize: 16, groupSize: 8, maxMinutes: 6, grpo: { variant: 'grpo', beta: 0.04 } },
+    },
+    summary: {},
+    createdAt: NOW - 3_600_000,
+    updatedAt: NOW - 1000,
+    ...patch,
   };
 }
 
@@ -22,8 +33,10 @@ test('the stop reason of each way a run ends', () => {
   assert.equal(describeStop(run({ summary: { stopReason: 'max-steps', epochSteps: 167 } }), NOW), 'stopped at maxSteps: 20 steps (the epochs planned 167)');
   assert.equal(describeStop(run({ step: 85, totalSteps: 167, summary: { stopReason: 'max-minutes' } }), NOW), 'stopped at maxMinutes (6 min): step 85 of 167');
   assert.equal(describeStop(run({ status: 'cancelled', step: 3, summary: { stopReason: 'cancelled' } }), NOW), 'cancelled at step 3 of 20');
-  assert.equal(describeStop(run({ status: 'failed', step: 3, summary: { stopReason: 'failed', error: 'every rollout of the last 3 steps failed' } }), NOW),
-    'failed at step 3 of 20: every rollout of the last 3 steps failed');
+  assert.equal(
+    describeStop(run({ status: 'failed', step: 3, summary: { stopReason: 'failed', error: 'every rollout of the last 3 steps failed' } }), NOW),
+    'failed at step 3 of 20: every rollout of the last 3 steps failed',
+  );
 });
 
 test('records without a stop reason (older runs) are read from status and steps', () => {
@@ -35,13 +48,23 @@ test('records without a stop reason (older runs) are read from status and steps'
 
 test('a running run says so, and says when its record stopped moving', () => {
   assert.equal(describeStop(run({ status: 'running', step: 4 }), NOW), 'running: step 4 of 20');
-  assert.equal(describeStop(run({ status: 'running', step: 4, updatedAt: NOW - STALE_RUN_MS - 60_000 * 5 }), NOW),
-    'no progress for 35 min at step 4 of 20: if its agl train was stopped, continue with agl train --resume run-1');
+  assert.equal(
+    describeStop(run({ status: 'running', step: 4, updatedAt: NOW - STALE_RUN_MS - 60_000 * 5 }), NOW),
+    'no progress for 35 min at step 4 of 20: if its agl train was stopped, continue with agl train --resume run-1',
+  );
 });
 
 test('the config worth comparing: model, lr in exponent notation, batch, group size, variant, KL coefficient', () => {
-  assert.deepEqual(configSummary(run({})).map(([field, , value]) => [field, value]), [
-    ['model', 'builtin:0.8m'], ['lr', '1e-4'], ['batch', '16'], ['group', '8'], ['variant', 'grpo'], ['beta', '0.04'],
-  ]);
+  assert.deepEqual(
+    configSummary(run({})).map(([field, , value]) => [field, value]),
+    [
+      ['model', 'builtin:0.8m'],
+      ['lr', '1e-4'],
+      ['batch', '16'],
+      ['group', '8'],
+      ['variant', 'grpo'],
+      ['beta', '0.04'],
+    ],
+  );
   assert.deepEqual(configSummary(run({ config: {} })), []);
 });

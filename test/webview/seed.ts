@@ -14,7 +14,12 @@ export const RUN_ID = 'run-calc-demo';
 export const GROUP_STEP = 7;
 
 export interface Trajectory {
-  question: string; expected: string; toolExpr: string; toolResult: string; answer: string; reward: number;
+  question: string;
+  expected: string;
+  toolExpr: string;
+  toolResult: string;
+  answer: string;
+  reward: number;
   /** Answer at once: one LLM call, no tool. */
   direct?: boolean;
   /** The calculator fails with this message (and the attempt fails with it). */
@@ -23,13 +28,48 @@ export interface Trajectory {
 
 /** Each task's four sampled answers; the last task is one no sample gets right (a zero-variance group). */
 const TASKS = [
-  { id: 'task-12x7', question: 'What is 12*7+3?', right: '87', answers: ['87', '84', '90', '87'], tool: [['12*7+3', '87'], ['12*7', '84']] },
-  { id: 'task-sq', question: 'What is the square of 15 minus 25?', right: '200', answers: ['200', '225', '200', '215'], tool: [['15**2-25', '200'], ['15**2', '225']] },
-  { id: 'task-pow', question: 'What is 2 to the 10th, minus 1?', right: '1023', answers: ['1024', '1024', '1000', '1024'], tool: [['2**10', '1024'], ['2**10', '1024']] },
+  {
+    id: 'task-12x7',
+    question: 'What is 12*7+3?',
+    right: '87',
+    answers: ['87', '84', '90', '87'],
+    tool: [
+      ['12*7+3', '87'],
+      ['12*7', '84'],
+    ],
+  },
+  {
+    id: 'task-sq',
+    question: 'What is the square of 15 minus 25?',
+    right: '200',
+    answers: ['200', '225', '200', '215'],
+    tool: [
+      ['15**2-25', '200'],
+      ['15**2', '225'],
+    ],
+  },
+  {
+    id: 'task-pow',
+    question: 'What is 2 to the 10th, minus 1?',
+    right: '1023',
+    answers: ['1024', '1024', '1000', '1024'],
+    tool: [
+      ['2**10', '1024'],
+      ['2**10', '1024'],
+    ],
+  },
 ];
 
-export async function recordRollout(client: AglClient, t: Trajectory, metadata: Record<string, unknown>, startAt: number): Promise<{ rolloutId: string; attemptId: string; llmSpanIds: string[] }> {
-  const { rollout, attempt } = await client.startRollout({ input: { question: t.question, answer: t.expected }, mode: 'train', agent: AGENT, metadata }, 'worker-1');
+export async function recordRollout(
+  client: AglClient,
+  t: Trajectory,
+  metadata: Record<string, unknown>,
+  startAt: number,
+): Promise<{ rolloutId: string; attemptId: string; llmSpanIds: string[] }> {
+  const { rollout, attempt } = await client.startRollout(
+    { input: { question: t.question, answer: t.expected }, mode: 'train', agent: AGENT, metadata },
+    'worker-1',
+  );
   const ids = { rolloutId: rollout.id, attemptId: attempt.id };
   const traceId = `trace${rollout.id.replace(/[^a-z0-9]/gi, '')}`.padEnd(32, '0').slice(0, 32);
   const root = `root${rollout.id}`.slice(0, 16);
@@ -38,32 +78,103 @@ export async function recordRollout(client: AglClient, t: Trajectory, metadata: 
   const call2 = `llm2${rollout.id}`.slice(0, 16);
   const system = { role: 'system', content: 'You are a calculator agent. Use the calculator tool, then answer with the number only.' };
   const user = { role: 'user', content: t.question };
-  const toolCall = { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'calculator', arguments: JSON.stringify({ expression: t.toolExpr }) } }] };
+  const toolCall = {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'calculator', arguments: JSON.stringify({ expression: t.toolExpr }) } }],
+  };
   const llm = (spanId: string, start: number, end: number, input: unknown[], output: unknown[], inTok: number, outTok: number, line: number): SpanInput => ({
-    ...ids, traceId, spanId, parentSpanId: root, name: SPAN.llmCall, kind: 'client', startTime: start, endTime: end, status: { code: 'ok' },
+    ...ids,
+    traceId,
+    spanId,
+    parentSpanId: root,
+    name: SPAN.llmCall,
+    kind: 'client',
+    startTime: start,
+    endTime: end,
+    status: { code: 'ok' },
     attributes: {
-      [GENAI.operationName]: 'chat', [GENAI.system]: 'agl', [GENAI.requestModel]: 'qwen3-0.6b', [GENAI.responseModel]: 'qwen3-0.6b',
-      [GENAI.inputMessages]: JSON.stringify(input), [GENAI.outputMessages]: JSON.stringify(output),
-      [GENAI.usageInputTokens]: inTok, [GENAI.usageOutputTokens]: outTok, [GENAI.responseFinishReasons]: ['stop'],
-      [AGL.latencyMs]: end - start, [AGL.localPolicy]: true, [AGL.agentName]: 'calc',
-      [AGL.codeFilepath]: CODE_FILE, [AGL.codeLineno]: line,
+      [GENAI.operationName]: 'chat',
+      [GENAI.system]: 'agl',
+      [GENAI.requestModel]: 'qwen3-0.6b',
+      [GENAI.responseModel]: 'qwen3-0.6b',
+      [GENAI.inputMessages]: JSON.stringify(input),
+      [GENAI.outputMessages]: JSON.stringify(output),
+      [GENAI.usageInputTokens]: inTok,
+      [GENAI.usageOutputTokens]: outTok,
+      [GENAI.responseFinishReasons]: ['stop'],
+      [AGL.latencyMs]: end - start,
+      [AGL.localPolicy]: true,
+      [AGL.agentName]: 'calc',
+      [AGL.codeFilepath]: CODE_FILE,
+      [AGL.codeLineno]: line,
       [AGL.promptTokenIds]: JSON.stringify(Array.from({ length: inTok }, (_, i) => 100 + i)),
       [AGL.completionTokenIds]: JSON.stringify(Array.from({ length: outTok }, (_, i) => 200 + i)),
       [AGL.completionLogprobs]: JSON.stringify(Array.from({ length: outTok }, () => -0.25)),
     },
-    events: [], resource: {},
+    events: [],
+    resource: {},
   });
   const s = startAt;
   const spans: SpanInput[] = [
-    { ...ids, traceId, spanId: root, parentSpanId: null, name: SPAN.agentRun, kind: 'internal', startTime: s, endTime: s + 1450, status: { code: 'ok' },
-      attributes: { [AGL.agentName]: 'calc', 'agl.task': JSON.stringify({ question: t.question }) }, events: [], resource: { 'service.name': 'calc-agent' } },
+    {
+      ...ids,
+      traceId,
+      spanId: root,
+      parentSpanId: null,
+      name: SPAN.agentRun,
+      kind: 'internal',
+      startTime: s,
+      endTime: s + 1450,
+      status: { code: 'ok' },
+      attributes: { [AGL.agentName]: 'calc', 'agl.task': JSON.stringify({ question: t.question }) },
+      events: [],
+      resource: { 'service.name': 'calc-agent' },
+    },
     llm(call1, s + 20, s + 640, [system, user], [toolCall], 58, 21, 31),
-    { ...ids, traceId, spanId: tool, parentSpanId: root, name: SPAN.tool, kind: 'internal', startTime: s + 660, endTime: s + 690,
+    {
+      ...ids,
+      traceId,
+      spanId: tool,
+      parentSpanId: root,
+      name: SPAN.tool,
+      kind: 'internal',
+      startTime: s + 660,
+      endTime: s + 690,
       status: t.toolError ? { code: 'error', message: t.toolError } : { code: 'ok' },
-      attributes: { [GENAI.operationName]: 'execute_tool', [GENAI.toolName]: 'calculator', 'agl.operation.name': 'calculator', [AGL.toolSucceeded]: !t.toolError }, events: [], resource: {} },
-    llm(call2, s + 700, s + 1380, [system, user, toolCall, { role: 'tool', tool_call_id: 'call_1', content: t.toolResult }], [{ role: 'assistant', content: t.answer }], 86, 4, 38),
-    { ...ids, traceId, spanId: `rew${rollout.id}`.slice(0, 16), parentSpanId: root, name: SPAN.reward, kind: 'internal', startTime: s + 1400, endTime: s + 1400, status: { code: 'unset' },
-      attributes: { [AGL.rewardValue]: t.reward, [AGL.rewardName]: 'exact_match', [AGL.rewardFinal]: true }, events: [], resource: {} },
+      attributes: {
+        [GENAI.operationName]: 'execute_tool',
+        [GENAI.toolName]: 'calculator',
+        'agl.operation.name': 'calculator',
+        [AGL.toolSucceeded]: !t.toolError,
+      },
+      events: [],
+      resource: {},
+    },
+    llm(
+      call2,
+      s + 700,
+      s + 1380,
+      [system, user, toolCall, { role: 'tool', tool_call_id: 'call_1', content: t.toolResult }],
+      [{ role: 'assistant', content: t.answer }],
+      86,
+      4,
+      38,
+    ),
+    {
+      ...ids,
+      traceId,
+      spanId: `rew${rollout.id}`.slice(0, 16),
+      parentSpanId: root,
+      name: SPAN.reward,
+      kind: 'internal',
+      startTime: s + 1400,
+      endTime: s + 1400,
+      status: { code: 'unset' },
+      attributes: { [AGL.rewardValue]: t.reward, [AGL.rewardName]: 'exact_match', [AGL.rewardFinal]: true },
+      events: [],
+      resource: {},
+    },
   ];
   if (t.direct) {
     // One call that answers at once: no tool call, no tool span, no second call.
@@ -74,12 +185,21 @@ export async function recordRollout(client: AglClient, t: Trajectory, metadata: 
   return { ...ids, llmSpanIds: t.direct ? [call1] : [call1, call2] };
 }
 
-export interface SeededData { rolloutIds: string[]; groupRolloutIds: Record<string, string[]>; runId: string; failedRolloutId: string }
+export interface SeededData {
+  rolloutIds: string[];
+  groupRolloutIds: Record<string, string[]>;
+  runId: string;
+  failedRolloutId: string;
+}
 
 export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
   const resources = await client.addResources({ resources: { main_llm: { type: 'llm', endpoint: 'http://127.0.0.1:4747/v1', model: 'qwen3-0.6b' } } });
-  const run = await client.createTrainingRun({ id: RUN_ID, agent: AGENT, totalSteps: 20,
-    config: { model: { name: 'qwen3-0.6b' }, training: { learningRate: 1e-5, batchSize: 2, groupSize: 4, grpo: { variant: 'grpo' } } } });
+  const run = await client.createTrainingRun({
+    id: RUN_ID,
+    agent: AGENT,
+    totalSteps: 20,
+    config: { model: { name: 'qwen3-0.6b' }, training: { learningRate: 1e-5, batchSize: 2, groupSize: 4, grpo: { variant: 'grpo' } } },
+  });
   const base = Date.now() - 60_000;
   const transitions: Transition[] = [];
   const groupRolloutIds: Record<string, string[]> = {};
@@ -92,22 +212,47 @@ export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
     groupRolloutIds[task.id] = [];
     for (const [k, answer] of answers.entries()) {
       const [expr, toolResult] = task.tool[k === 1 ? 1 : 0];
-      const rec = await recordRollout(client, { question: task.question, expected: task.right, toolExpr: expr, toolResult, answer, reward: rewards[k] },
-        { runId: run.id, step: GROUP_STEP, taskId: task.id, sample: k }, base + (ti * 4 + k) * 2000);
+      const rec = await recordRollout(
+        client,
+        { question: task.question, expected: task.right, toolExpr: expr, toolResult, answer, reward: rewards[k] },
+        { runId: run.id, step: GROUP_STEP, taskId: task.id, sample: k },
+        base + (ti * 4 + k) * 2000,
+      );
       rolloutIds.push(rec.rolloutId);
       groupRolloutIds[task.id].push(rec.rolloutId);
-      rec.llmSpanIds.forEach((spanId, index) => transitions.push({
-        runId: run.id, step: GROUP_STEP, rolloutId: rec.rolloutId, attemptId: rec.attemptId, spanId, groupId: task.id, index,
-        agentName: 'calc', reward: rewards[k], credit: rewards[k], advantage: (rewards[k] - mean) / std,
-        promptTokens: index === 0 ? 58 : 86, completionTokens: index === 0 ? 21 : 4,
-      }));
+      rec.llmSpanIds.forEach((spanId, index) =>
+        transitions.push({
+          runId: run.id,
+          step: GROUP_STEP,
+          rolloutId: rec.rolloutId,
+          attemptId: rec.attemptId,
+          spanId,
+          groupId: task.id,
+          index,
+          agentName: 'calc',
+          reward: rewards[k],
+          credit: rewards[k],
+          advantage: (rewards[k] - mean) / std,
+          promptTokens: index === 0 ? 58 : 86,
+          completionTokens: index === 0 ? 21 : 4,
+        }),
+      );
     }
   }
   await client.addTransitions(transitions);
   // A failed validation rollout with an exception, to show errors.
   const failed = await client.startRollout({ input: { question: 'Divide 1 by 0' }, mode: 'val', agent: AGENT, resourcesId: resources.id }, 'worker-1');
-  await client.addSpans([{ rolloutId: failed.rollout.id, attemptId: failed.attempt.id, name: SPAN.exception, startTime: base, endTime: base,
-    attributes: { [AGL.exceptionType]: 'ZeroDivisionError', [AGL.exceptionMessage]: 'division by zero' }, status: { code: 'error', message: 'division by zero' } }]);
+  await client.addSpans([
+    {
+      rolloutId: failed.rollout.id,
+      attemptId: failed.attempt.id,
+      name: SPAN.exception,
+      startTime: base,
+      endTime: base,
+      attributes: { [AGL.exceptionType]: 'ZeroDivisionError', [AGL.exceptionMessage]: 'division by zero' },
+      status: { code: 'error', message: 'division by zero' },
+    },
+  ]);
   await client.finishAttempt(failed.attempt.id, { status: 'failed', error: { message: 'ZeroDivisionError: division by zero' } });
 
   const points: { step: number; name: string; value: number }[] = [];
@@ -118,7 +263,8 @@ export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
       { step, name: 'grpo/kl', value: 0.002 * step + 0.0005 * Math.cos(step) },
       { step, name: 'grpo/clip_ratio', value: 0.04 + 0.03 * Math.sin(step) ** 2 },
       { step, name: 'grpo/frac_reward_zero_std', value: Math.max(0, 0.6 - 0.4 * progress + 0.05 * Math.sin(step * 2.1)) },
-      { step, name: 'grpo/loss', value: 0.3 - 0.2 * progress }, { step, name: 'grpo/grad_norm', value: 1.2 - 0.5 * progress },
+      { step, name: 'grpo/loss', value: 0.3 - 0.2 * progress },
+      { step, name: 'grpo/grad_norm', value: 1.2 - 0.5 * progress },
       { step, name: 'response/length_mean', value: 40 - 12 * progress },
       { step, name: 'perf/step_s', value: 9 + Math.sin(step) },
     );

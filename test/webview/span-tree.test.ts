@@ -20,14 +20,24 @@ describe('span tree, tool steps and states of one rollout', () => {
     data = await seedCalcTraining(daemon.client);
     view = await openWebview('trajectory', trajectoryHandlers(daemon.client), { width: 1300 });
   });
-  after(async () => { await view?.close(); await daemon?.close(); });
+  after(async () => {
+    await view?.close();
+    await daemon?.close();
+  });
 
   const open = async (rolloutId: string): Promise<void> => {
     await view.notify('trajectory/show', { view: { kind: 'rollout', rolloutId } });
-    await view.page.waitForFunction((id) => document.querySelector('.view-header h1')?.textContent?.includes(id) && document.querySelector('.span-row[data-kind="tool"]'), rolloutId);
+    await view.page.waitForFunction(
+      (id) => document.querySelector('.view-header h1')?.textContent?.includes(id) && document.querySelector('.span-row[data-kind="tool"]'),
+      rolloutId,
+    );
   };
   const focused = () => view.page.evaluate('document.activeElement?.dataset?.spanId ? document.activeElement.dataset.kind : null') as Promise<string | null>;
-  const color = (selector: string) => view.page.locator(selector).first().evaluate((e) => getComputedStyle(e).color);
+  const color = (selector: string) =>
+    view.page
+      .locator(selector)
+      .first()
+      .evaluate((e) => getComputedStyle(e).color);
 
   it('shows the tool step as name(input) → output in the span tree and opens it with its input and output', async () => {
     // Sample 2 of the 12*7+3 task: it asked the calculator for 12*7 (84) and answered 84 (reward 0).
@@ -95,7 +105,11 @@ describe('span tree, tool steps and states of one rollout', () => {
 
   it('resizes the span-name column by dragging its handle or with the arrow keys', async () => {
     const page = view.page;
-    const nameWidth = () => page.locator('.span-row[data-kind="llm"] .span-name').first().evaluate((e) => e.getBoundingClientRect().width);
+    const nameWidth = () =>
+      page
+        .locator('.span-row[data-kind="llm"] .span-name')
+        .first()
+        .evaluate((e) => e.getBoundingClientRect().width);
     const before = await nameWidth();
     const handle = (await page.locator('.col-resizer').boundingBox())!;
     await page.mouse.move(handle.x + handle.width / 2, handle.y + handle.height / 2);
@@ -112,18 +126,30 @@ describe('span tree, tool steps and states of one rollout', () => {
     assert.ok(Math.abs((await nameWidth()) - (dragged + 16)) <= 2);
   });
 
-  it('labels the waterfall\'s time axis with evenly spaced ticks that fit its width, also once the column is narrowed', async () => {
-    const read = () => view.page.locator('.waterfall.axis .tick').evaluateAll((els) => els.map((e) => ({
-      ms: Number((e as HTMLElement).dataset.ms), label: e.textContent, left: e.getBoundingClientRect().left, labelBox: e.querySelector('.tick-label')!.getBoundingClientRect(),
-    })));
+  it("labels the waterfall's time axis with evenly spaced ticks that fit its width, also once the column is narrowed", async () => {
+    const read = () =>
+      view.page.locator('.waterfall.axis .tick').evaluateAll((els) =>
+        els.map((e) => ({
+          ms: Number((e as HTMLElement).dataset.ms),
+          label: e.textContent,
+          left: e.getBoundingClientRect().left,
+          labelBox: e.querySelector('.tick-label')!.getBoundingClientRect(),
+        })),
+      );
     const check = (ticks: Awaited<ReturnType<typeof read>>, min: number) => {
       assert.ok(ticks.length >= min, `ticks: ${JSON.stringify(ticks.map((t) => t.label))}`);
       assert.equal(ticks[0].label, '0');
       const steps = ticks.slice(1).map((t, i) => t.ms - ticks[i].ms);
-      assert.ok(steps.every((s) => Math.abs(s - steps[0]) < 1e-6) && [1, 2, 5].includes(Math.round(steps[0] / 10 ** Math.floor(Math.log10(steps[0])))), `a 1/2/5 step: ${steps}`);
+      assert.ok(
+        steps.every((s) => Math.abs(s - steps[0]) < 1e-6) && [1, 2, 5].includes(Math.round(steps[0] / 10 ** Math.floor(Math.log10(steps[0])))),
+        `a 1/2/5 step: ${steps}`,
+      );
       assert.ok(ticks.every((t, i) => i === 0 || t.left > ticks[i - 1].left));
-      assert.ok(ticks.every((t, i) => i === 0 || t.labelBox.left >= ticks[i - 1].labelBox.right), `labels do not overlap: ${JSON.stringify(ticks.map((t) => [t.label, Math.round(t.labelBox.left), Math.round(t.labelBox.right)]))}`);
-      assert.ok(ticks.at(-1)!.ms <= 1450, 'within the rollout\'s 1.45 s');
+      assert.ok(
+        ticks.every((t, i) => i === 0 || t.labelBox.left >= ticks[i - 1].labelBox.right),
+        `labels do not overlap: ${JSON.stringify(ticks.map((t) => [t.label, Math.round(t.labelBox.left), Math.round(t.labelBox.right)]))}`,
+      );
+      assert.ok(ticks.at(-1)!.ms <= 1450, "within the rollout's 1.45 s");
     };
     const wide = await read();
     check(wide, 3);

@@ -4,10 +4,20 @@ import { test } from 'node:test';
 import { clipAtWord, taskSummary } from '../../webview/trajectory/task-summary.js';
 
 test('a task shows its question (or prompt, or last user message), not its JSON', () => {
-  assert.deepEqual(taskSummary({ id: 't1', answer: 38, question: 'Ann has 23 pens, gets 15 more. How many?' }),
-    { text: 'Ann has 23 pens, gets 15 more. How many?', full: 'Ann has 23 pens, gets 15 more. How many?' });
+  assert.deepEqual(taskSummary({ id: 't1', answer: 38, question: 'Ann has 23 pens, gets 15 more. How many?' }), {
+    text: 'Ann has 23 pens, gets 15 more. How many?',
+    full: 'Ann has 23 pens, gets 15 more. How many?',
+  });
   assert.equal(taskSummary({ Prompt: 'Write a haiku', temperature: 0.2 }).text, 'Write a haiku');
-  assert.equal(taskSummary({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Capital of France?' }] }).text, 'Capital of France?');
+  assert.equal(
+    taskSummary({
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Capital of France?' },
+      ],
+    }).text,
+    'Capital of France?',
+  );
   assert.equal(taskSummary({ db: 'shop', nl: { text: 'How many orders in May?' } }).text, 'shop', 'else its first text');
   assert.equal(taskSummary('plain task').text, 'plain task');
   assert.deepEqual(taskSummary(42), { text: '42', full: '42' });

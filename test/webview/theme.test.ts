@@ -13,14 +13,20 @@ import { seedCalcTraining, type SeededData } from './seed.js';
 describe('webview theming and layout', () => {
   let daemon: Daemon;
   let data: SeededData;
-  before(async () => { daemon = await startDaemon(); data = await seedCalcTraining(daemon.client); });
-  after(async () => { await daemon?.close(); });
+  before(async () => {
+    daemon = await startDaemon();
+    data = await seedCalcTraining(daemon.client);
+  });
+  after(async () => {
+    await daemon?.close();
+  });
 
   for (const theme of ['light', 'dark'] as const) {
     it(`paints the trajectory viewer and the dashboard with the ${theme} theme's colours`, async () => {
-      const expected = theme === 'light'
-        ? { background: 'rgb(255, 255, 255)', foreground: 'rgb(59, 59, 59)', passed: 'rgb(56, 138, 52)' }
-        : { background: 'rgb(31, 31, 31)', foreground: 'rgb(204, 204, 204)', passed: 'rgb(115, 201, 145)' };
+      const expected =
+        theme === 'light'
+          ? { background: 'rgb(255, 255, 255)', foreground: 'rgb(59, 59, 59)', passed: 'rgb(56, 138, 52)' }
+          : { background: 'rgb(31, 31, 31)', foreground: 'rgb(204, 204, 204)', passed: 'rgb(115, 201, 145)' };
       const viewer = await openWebview('trajectory', trajectoryHandlers(daemon.client), { theme });
       try {
         await viewer.notify('trajectory/show', { view: { kind: 'group', rolloutId: data.groupRolloutIds['task-sq'][0] } });
@@ -33,7 +39,9 @@ describe('webview theming and layout', () => {
         assert.deepEqual(colours, expected);
         await viewer.screenshot(`theme-${theme}-group`);
         assert.deepEqual([...viewer.problems], []);
-      } finally { await viewer.close(); }
+      } finally {
+        await viewer.close();
+      }
 
       const dashboard = await openWebview('dashboard', dashboardHandlers(daemon.client), { theme });
       try {
@@ -41,7 +49,9 @@ describe('webview theming and layout', () => {
         assert.equal(await dashboard.page.evaluate(() => getComputedStyle(document.body).backgroundColor), expected.background);
         await dashboard.screenshot(`theme-${theme}-dashboard`);
         assert.deepEqual([...dashboard.problems], []);
-      } finally { await dashboard.close(); }
+      } finally {
+        await dashboard.close();
+      }
     });
   }
 
@@ -49,8 +59,10 @@ describe('webview theming and layout', () => {
     const viewer = await openWebview('trajectory', trajectoryHandlers(daemon.client), { width: 560, height: 900 });
     try {
       await viewer.page.waitForSelector('.rollout-row');
-      const shownHeaders = () => viewer.page.locator('.grid-header [role="columnheader"]').evaluateAll((els) =>
-        els.filter((e) => getComputedStyle(e).display !== 'none').map((e) => e.textContent));
+      const shownHeaders = () =>
+        viewer.page
+          .locator('.grid-header [role="columnheader"]')
+          .evaluateAll((els) => els.filter((e) => getComputedStyle(e).display !== 'none').map((e) => e.textContent));
       assert.deepEqual(await shownHeaders(), ['Rollout', 'Status', 'Reward', 'Duration', 'Input']);
       await viewer.screenshot('narrow-rollouts');
       await viewer.page.click(`.rollout-row[data-rollout-id="${data.groupRolloutIds['task-12x7'][0]}"]`);
@@ -64,6 +76,8 @@ describe('webview theming and layout', () => {
       await viewer.page.waitForSelector('.rollout-row');
       assert.equal((await shownHeaders()).length, 10, 'all columns when wide again');
       assert.deepEqual([...viewer.problems], []);
-    } finally { await viewer.close(); }
+    } finally {
+      await viewer.close();
+    }
   });
 });

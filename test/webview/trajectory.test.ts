@@ -22,7 +22,10 @@ describe('trajectory viewer webview', () => {
     data = await seedCalcTraining(daemon.client);
     view = await openWebview('trajectory', trajectoryHandlers(daemon.client));
   });
-  after(async () => { await view?.close(); await daemon?.close(); });
+  after(async () => {
+    await view?.close();
+    await daemon?.close();
+  });
 
   const text = (selector: string) => view.page.locator(selector).first().innerText();
 
@@ -62,8 +65,9 @@ describe('trajectory viewer webview', () => {
     assert.deepEqual(roles, ['role-system', 'role-user', 'role-assistant', 'role-tool', 'role-assistant']);
     assert.match(await text('.detail-llm .chat-msg.role-tool'), /87/);
     assert.match(await text('.detail-llm .chat-msg.response'), /87/);
-    const metrics = await page.locator('.detail-llm .metric').evaluateAll((els) =>
-      Object.fromEntries(els.map((e) => [e.querySelector('.metric-label')!.textContent, e.querySelector('.metric-value')!.textContent])));
+    const metrics = await page
+      .locator('.detail-llm .metric')
+      .evaluateAll((els) => Object.fromEntries(els.map((e) => [e.querySelector('.metric-label')!.textContent, e.querySelector('.metric-value')!.textContent])));
     assert.equal(metrics['Prompt tokens'], '86');
     assert.equal(metrics['Completion tokens'], '4');
     assert.equal(metrics['Latency'], '680 ms');
@@ -87,7 +91,8 @@ describe('trajectory viewer webview', () => {
     await page.waitForSelector('.states-table');
     const labels = await page.locator('.states-table tbody .var-label').allInnerTexts();
     assert.deepEqual(labels, ['task input', 'calc output #1', 'tool result calculator', 'calc output #2', 'exact_match']);
-    const stateOf = (variable: string) => page.locator(`tr[data-variable="${variable}"] td`).evaluateAll((tds) => tds.map((td) => (td as HTMLElement).dataset.state));
+    const stateOf = (variable: string) =>
+      page.locator(`tr[data-variable="${variable}"] td`).evaluateAll((tds) => tds.map((td) => (td as HTMLElement).dataset.state));
     assert.deepEqual(await stateOf('task'), ['filled', 'filled', 'filled', 'filled']);
     assert.deepEqual(await stateOf('tool-1'), ['empty', 'written', 'filled', 'filled']);
     assert.deepEqual(await stateOf('llm-1'), ['empty', 'empty', 'written', 'filled']);
@@ -112,25 +117,46 @@ describe('trajectory viewer webview', () => {
     await page.waitForFunction(() => document.querySelectorAll('.sample-card').length === 4);
     assert.equal(await page.locator('.group').count(), 1);
     assert.equal(await page.locator('.sample-card').count(), 4);
-    const cards = await page.locator('.sample-card').evaluateAll((els) => els.map((e) => ({
-      id: (e as HTMLElement).dataset.rolloutId,
-      reward: e.querySelector('.metric-value.reward')!.textContent,
-      advantage: e.querySelector('.metric-value.advantage')!.textContent,
-      answer: e.querySelector('.final-answer .chat-text')!.textContent,
-    })));
-    assert.deepEqual(cards.map((c) => [c.reward, c.advantage]), [['1', '+1.000'], ['1', '+1.000'], ['0', '-1.000'], ['0', '-1.000']]);
+    const cards = await page.locator('.sample-card').evaluateAll((els) =>
+      els.map((e) => ({
+        id: (e as HTMLElement).dataset.rolloutId,
+        reward: e.querySelector('.metric-value.reward')!.textContent,
+        advantage: e.querySelector('.metric-value.advantage')!.textContent,
+        answer: e.querySelector('.final-answer .chat-text')!.textContent,
+      })),
+    );
+    assert.deepEqual(
+      cards.map((c) => [c.reward, c.advantage]),
+      [
+        ['1', '+1.000'],
+        ['1', '+1.000'],
+        ['0', '-1.000'],
+        ['0', '-1.000'],
+      ],
+    );
     assert.deepEqual(new Set(cards.map((c) => c.id)), new Set(data.groupRolloutIds['task-12x7']));
-    assert.deepEqual(cards.map((c) => c.answer), ['87', '87', '84', '90']);
+    assert.deepEqual(
+      cards.map((c) => c.answer),
+      ['87', '87', '84', '90'],
+    );
     assert.equal(await page.locator('.sample-card .call-row').count(), 8);
     assert.match(await text('.sample-card .call-row .chip.credit'), /credit 1/);
     await view.screenshot('trajectory-group');
   });
 
-  it('opens a training step\'s groups when the extension asks (dashboard click)', async () => {
+  it("opens a training step's groups when the extension asks (dashboard click)", async () => {
     await view.notify('trajectory/show', { view: { kind: 'group', runId: data.runId, step: GROUP_STEP } });
     await view.page.waitForSelector('.group[data-group-id="task-sq"]');
-    assert.deepEqual(await view.page.locator('.group').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.groupId)), ['task-12x7', 'task-sq', 'task-pow']);
-    assert.equal(await view.page.locator('.group[data-group-id="task-pow"] .chip.warning').innerText(), 'zero variance', 'no sample right: GRPO learns nothing from it');
+    assert.deepEqual(await view.page.locator('.group').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.groupId)), [
+      'task-12x7',
+      'task-sq',
+      'task-pow',
+    ]);
+    assert.equal(
+      await view.page.locator('.group[data-group-id="task-pow"] .chip.warning').innerText(),
+      'zero variance',
+      'no sample right: GRPO learns nothing from it',
+    );
     assert.equal(await view.page.locator('.group[data-group-id="task-sq"] .chip.warning').count(), 0);
     assert.match(await text('.view-header h1'), new RegExp(`step ${GROUP_STEP}`));
     await view.screenshot('trajectory-groups-step');
@@ -141,8 +167,21 @@ describe('trajectory viewer webview', () => {
   it('follows a running rollout live: new spans and its end appear without a reload', async () => {
     const { rollout, attempt } = await daemon.client.startRollout({ input: { question: 'live?' }, agent: 'samples/calc/agent.ts#calcAgent' }, 'w-live');
     const context = 'A long retrieved document. '.repeat(80); // folded in the chat until asked for
-    const llm = (spanId: string, start: number) => ({ rolloutId: rollout.id, attemptId: attempt.id, spanId, name: 'gen_ai.chat', startTime: start, endTime: start + 5,
-      attributes: { 'gen_ai.input.messages': JSON.stringify([{ role: 'system', content: context }, { role: 'user', content: 'live?' }]), 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: `answer ${spanId}` }]) } });
+    const llm = (spanId: string, start: number) => ({
+      rolloutId: rollout.id,
+      attemptId: attempt.id,
+      spanId,
+      name: 'gen_ai.chat',
+      startTime: start,
+      endTime: start + 5,
+      attributes: {
+        'gen_ai.input.messages': JSON.stringify([
+          { role: 'system', content: context },
+          { role: 'user', content: 'live?' },
+        ]),
+        'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: `answer ${spanId}` }]),
+      },
+    });
     await daemon.client.addSpans([llm('live1', Date.now())]);
     await view.notify('trajectory/show', { view: { kind: 'rollout', rolloutId: rollout.id } });
     await view.page.waitForFunction(() => document.querySelectorAll('.span-row[data-kind="llm"]').length === 1);
@@ -158,12 +197,16 @@ describe('trajectory viewer webview', () => {
   });
 
   it('counts every rollout and scrolls through all of them, drawing only the rows in view', async () => {
-    await daemon.client.enqueueRollouts(Array.from({ length: 60 }, (_, i) => ({ input: { question: `queued ${i}` }, agent: 'samples/calc/agent.ts#calcAgent' })));
+    await daemon.client.enqueueRollouts(
+      Array.from({ length: 60 }, (_, i) => ({ input: { question: `queued ${i}` }, agent: 'samples/calc/agent.ts#calcAgent' })),
+    );
     await view.notify('trajectory/show', { view: { kind: 'rollouts' } });
     await view.page.waitForFunction(() => document.querySelector('.view-header .count')?.textContent === '74 rollouts', undefined, { timeout: 10_000 });
-    assert.ok(await view.page.locator('.rollout-row').count() < 74, 'rows out of view are not in the DOM');
+    assert.ok((await view.page.locator('.rollout-row').count()) < 74, 'rows out of view are not in the DOM');
     const oldest = (await daemon.client.queryRollouts({ order: 'asc', limit: 1 })).items[0]!.id;
-    await view.page.locator('.vlist').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+    await view.page.locator('.vlist').evaluate((el) => {
+      el.scrollTop = el.scrollHeight;
+    });
     await view.page.waitForSelector(`.rollout-row[data-rollout-id="${oldest}"]`, { timeout: 10_000 });
     assert.equal(await text('.view-header .count'), '74 rollouts', '13 seeded + 1 live + 60 queued');
   });
@@ -174,12 +217,27 @@ describe('trajectory viewer webview', () => {
     const handlers = trajectoryHandlers(daemon.client);
     const list = handlers.get(TrajectoryProtocol.listRollouts.method)!;
     let secondAsked!: () => void, firstAnswered!: () => void;
-    const asked = new Promise<void>((r) => { secondAsked = r; }), answered = new Promise<void>((r) => { firstAnswered = r; });
+    const asked = new Promise<void>((r) => {
+        secondAsked = r;
+      }),
+      answered = new Promise<void>((r) => {
+        firstAnswered = r;
+      });
     let calls = 0;
     handlers.set(TrajectoryProtocol.listRollouts.method, async (params) => {
       const call = ++calls;
-      if (call === 1) { await asked; try { return await list(params); } finally { setTimeout(firstAnswered, 50); } }
-      if (call === 2) { secondAsked(); await answered; }
+      if (call === 1) {
+        await asked;
+        try {
+          return await list(params);
+        } finally {
+          setTimeout(firstAnswered, 50);
+        }
+      }
+      if (call === 2) {
+        secondAsked();
+        await answered;
+      }
       return list(params);
     });
     const fresh = await openWebview('trajectory', handlers, { width: 1000 });
@@ -190,7 +248,9 @@ describe('trajectory viewer webview', () => {
       await fresh.page.waitForSelector('vscode-textfield[data-filter="search"]', { timeout: 10_000 });
       assert.ok(calls >= 2, `both lists asked for a page (${calls})`);
       assert.deepEqual([...fresh.problems], []);
-    } finally { await fresh.close(); }
+    } finally {
+      await fresh.close();
+    }
   });
 
   it('ran under the strict CSP without a violation or an error, and that CSP does block inline script', async () => {
@@ -198,9 +258,14 @@ describe('trajectory viewer webview', () => {
     const csp = await view.page.locator('meta[http-equiv="Content-Security-Policy"]').getAttribute('content');
     assert.match(csp ?? '', /script-src 'nonce-[\w-]+'(;|$)/);
     assert.doesNotMatch(csp ?? '', /unsafe-inline|unsafe-eval|\*/);
-    await view.page.evaluate(`(() => { const s = document.createElement('script'); s.textContent = 'window.__inlineRan = true'; document.head.appendChild(s); })()`);
+    await view.page.evaluate(
+      `(() => { const s = document.createElement('script'); s.textContent = 'window.__inlineRan = true'; document.head.appendChild(s); })()`,
+    );
     await view.page.waitForTimeout(100);
     assert.equal(await view.page.evaluate('window.__inlineRan === true'), false, 'an inline script without the nonce must not run');
-    assert.ok(view.problems.some((p) => p.startsWith('CSP violation: script-src')), `violations seen: ${view.problems.join('; ')}`);
+    assert.ok(
+      view.problems.some((p) => p.startsWith('CSP violation: script-src')),
+      `violations seen: ${view.problems.join('; ')}`,
+    );
   });
 });

@@ -14,7 +14,14 @@ import type { MetricPoint } from '../../protocol/store.js';
 import { h } from '../shared/dom.js';
 import { fmtMetric, isConstant, smoothEma, tickLabels } from './format.js';
 
-const PALETTE = ['--vscode-charts-blue', '--vscode-charts-orange', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-red', '--vscode-charts-yellow'];
+const PALETTE = [
+  '--vscode-charts-blue',
+  '--vscode-charts-orange',
+  '--vscode-charts-green',
+  '--vscode-charts-purple',
+  '--vscode-charts-red',
+  '--vscode-charts-yellow',
+];
 const FALLBACK = ['#3794ff', '#d18616', '#89d185', '#b180d7', '#f14c4c', '#cca700'];
 /** Line styles of a chart's 1st, 2nd, 3rd metric when colours tell runs apart. */
 const DASHES: (number[] | undefined)[] = [undefined, [6, 4], [2, 3]];
@@ -31,12 +38,32 @@ export function runColor(index: number): string {
 }
 
 /** A run on the charts: its id, its short name in chart legends, and its colour slot. */
-export interface ChartRun { id: string; tag: string; colorIndex: number }
+export interface ChartRun {
+  id: string;
+  tag: string;
+  colorIndex: number;
+}
 
 /** One line of a chart: a run's metric, raw or smoothed. */
-interface Line { run: ChartRun; metric: string; smoothed: boolean; faint: boolean; color: string; dash?: number[] }
+interface Line {
+  run: ChartRun;
+  metric: string;
+  smoothed: boolean;
+  faint: boolean;
+  color: string;
+  dash?: number[];
+}
 
-interface Chart { def: DashboardChart; card: HTMLElement; plotBox: HTMLElement; plot: uPlot | null; legend: HTMLElement; signature: string; lines: Line[]; data: uPlot.AlignedData }
+interface Chart {
+  def: DashboardChart;
+  card: HTMLElement;
+  plotBox: HTMLElement;
+  plot: uPlot | null;
+  legend: HTMLElement;
+  signature: string;
+  lines: Line[];
+  data: uPlot.AlignedData;
+}
 
 export interface ChartsOptions {
   /** Where the chart cards go. */
@@ -66,8 +93,13 @@ export class MetricCharts {
     this.root = o.root;
     this.constants = o.constants;
     const root = o.root;
-    root.replaceChildren(h('p', { class: 'hint muted' },
-      'Drag across a chart to zoom (every chart follows), double-click to reset; click a point to open that step’s GRPO groups.'));
+    root.replaceChildren(
+      h(
+        'p',
+        { class: 'hint muted' },
+        'Drag across a chart to zoom (every chart follows), double-click to reset; click a point to open that step’s GRPO groups.',
+      ),
+    );
     this.resize.observe(root);
   }
 
@@ -114,9 +146,13 @@ export class MetricCharts {
     this.constants.replaceChildren();
   }
 
-  private shownRuns(): ChartRun[] { return this.runs.filter((r) => this.values.has(r.id)); }
+  private shownRuns(): ChartRun[] {
+    return this.runs.filter((r) => this.values.has(r.id));
+  }
 
-  private present(metric: string): boolean { return this.shownRuns().some((r) => this.values.get(r.id)!.has(metric)); }
+  private present(metric: string): boolean {
+    return this.shownRuns().some((r) => this.values.get(r.id)!.has(metric));
+  }
 
   /** Every value of a metric across the runs shown. */
   private allValues(metric: string): number[] {
@@ -127,10 +163,13 @@ export class MetricCharts {
   private chartDefs(): DashboardChart[] {
     const known = new Set(DASHBOARD_CHARTS.flatMap((c) => c.metrics));
     const names = new Set(this.shownRuns().flatMap((r) => [...this.values.get(r.id)!.keys()]));
-    const others = [...names].filter((m) => !known.has(m)).sort().map((m): DashboardChart => {
-      const { label, unit } = metricLabel(m);
-      return { id: `metric-${m}`, title: label[0].toUpperCase() + label.slice(1), metrics: [m], yTitle: unit || label };
-    });
+    const others = [...names]
+      .filter((m) => !known.has(m))
+      .sort()
+      .map((m): DashboardChart => {
+        const { label, unit } = metricLabel(m);
+        return { id: `metric-${m}`, title: label[0].toUpperCase() + label.slice(1), metrics: [m], yTitle: unit || label };
+      });
     return [...DASHBOARD_CHARTS.filter((c) => c.metrics.some((m) => this.present(m))), ...others];
   }
 
@@ -146,23 +185,42 @@ export class MetricCharts {
     }
     for (const def of drawn) {
       let chart = this.charts.get(def.id);
-      if (!chart) { chart = this.createCard(def); this.charts.set(def.id, chart); }
+      if (!chart) {
+        chart = this.createCard(def);
+        this.charts.set(def.id, chart);
+      }
       this.draw(chart);
     }
     const collapsed = defs.filter((d) => !drawn.includes(d)).flatMap((d) => d.metrics.filter((m) => constant.has(m)));
-    this.constants.replaceChildren(...(collapsed.length ? [h('span', { class: 'muted' }, 'constant: '),
-      ...collapsed.map((m, i) => h('span', { class: 'constant-item', 'data-metric': m, title: `${m}: the same value at every step${this.shownRuns().length > 1 ? ' of every run' : ''}` },
-        `${metricLabel(m).label} = `, h('b', {}, fmtMetric(this.allValues(m)[0])), i < collapsed.length - 1 ? ', ' : ''))] : []));
+    this.constants.replaceChildren(
+      ...(collapsed.length
+        ? [
+            h('span', { class: 'muted' }, 'constant: '),
+            ...collapsed.map((m, i) =>
+              h(
+                'span',
+                { class: 'constant-item', 'data-metric': m, title: `${m}: the same value at every step${this.shownRuns().length > 1 ? ' of every run' : ''}` },
+                `${metricLabel(m).label} = `,
+                h('b', {}, fmtMetric(this.allValues(m)[0])),
+                i < collapsed.length - 1 ? ', ' : '',
+              ),
+            ),
+          ]
+        : []),
+    );
   }
 
   private createCard(def: DashboardChart): Chart {
     const plotBox = h('div', { class: 'plot' });
     const legend = h('div', { class: 'chart-values' });
     // Axis titles are text beside the canvas (selectable, read by screen readers), not pixels in it.
-    const card = h('section', { class: 'chart-card', 'data-chart': def.id },
+    const card = h(
+      'section',
+      { class: 'chart-card', 'data-chart': def.id },
       h('div', { class: 'chart-head' }, h('h2', { title: def.metrics.join(', ') }, def.title), legend),
       h('div', { class: 'plot-row' }, h('div', { class: 'axis-title y-title' }, def.yTitle), plotBox),
-      h('div', { class: 'axis-title x-title' }, 'training step'));
+      h('div', { class: 'axis-title x-title' }, 'training step'),
+    );
     // Configured charts keep their order ahead of the per-metric ones.
     const order = DASHBOARD_CHARTS.findIndex((c) => c.id === def.id);
     card.dataset.order = String(order < 0 ? 1000 : order);
@@ -190,10 +248,13 @@ export class MetricCharts {
 
   private dataOf(lines: Line[]): uPlot.AlignedData {
     const steps = [...new Set(lines.flatMap((l) => [...this.values.get(l.run.id)!.get(l.metric)!.keys()]))].sort((a, b) => a - b);
-    return [steps, ...lines.map((l) => {
-      const raw = steps.map((s) => this.values.get(l.run.id)!.get(l.metric)!.get(s) ?? null);
-      return l.smoothed ? smoothEma(raw, this.smoothing) : raw;
-    })] as uPlot.AlignedData;
+    return [
+      steps,
+      ...lines.map((l) => {
+        const raw = steps.map((s) => this.values.get(l.run.id)!.get(l.metric)!.get(s) ?? null);
+        return l.smoothed ? smoothEma(raw, this.smoothing) : raw;
+      }),
+    ] as uPlot.AlignedData;
   }
 
   /** The legend beside the title: each run's metrics with the value at the step under the cursor, else the latest. */
@@ -201,18 +262,36 @@ export class MetricCharts {
     const overlay = this.shownRuns().length > 1;
     const steps = chart.data[0] as number[];
     const label = step !== null ? [h('span', { class: 'chart-step' }, `step ${step}`)] : [];
-    chart.legend.replaceChildren(...label, ...chart.lines.map((line, k) => ({ line, k })).filter(({ line }) => !line.smoothed).map(({ line, k }) => {
-      const series = this.values.get(line.run.id)!.get(line.metric)!;
-      const at = step ?? (series.size ? Math.max(...series.keys()) : null);
-      const smoothedLine = chart.lines[k + 1]?.smoothed ? (chart.data[k + 2] as (number | null)[]) : null;
-      const smoothed = smoothedLine && at !== null ? smoothedLine[steps.indexOf(at)] : null;
-      const swatch = h('span', { class: `swatch${line.dash ? ' dashed' : ''}` });
-      swatch.style.color = line.color;
-      const { label: name, unit } = metricLabel(line.metric);
-      return h('span', { class: 'chart-value', 'data-metric': line.metric, 'data-run': line.run.id, title: `${line.metric}${unit ? ` (${unit})` : ''}${overlay ? ` · run ${line.run.id}` : ''}` },
-        swatch, overlay ? `${line.run.tag} · ${name} ` : `${name} `, h('b', {}, fmtMetric(at === null ? null : series.get(at))),
-        smoothed !== null && smoothed !== undefined ? [' ', h('i', { class: 'smoothed', title: `EMA smoothing ${this.smoothing}` }, `smoothed ${fmtMetric(smoothed)}`)] : null);
-    }));
+    chart.legend.replaceChildren(
+      ...label,
+      ...chart.lines
+        .map((line, k) => ({ line, k }))
+        .filter(({ line }) => !line.smoothed)
+        .map(({ line, k }) => {
+          const series = this.values.get(line.run.id)!.get(line.metric)!;
+          const at = step ?? (series.size ? Math.max(...series.keys()) : null);
+          const smoothedLine = chart.lines[k + 1]?.smoothed ? (chart.data[k + 2] as (number | null)[]) : null;
+          const smoothed = smoothedLine && at !== null ? smoothedLine[steps.indexOf(at)] : null;
+          const swatch = h('span', { class: `swatch${line.dash ? ' dashed' : ''}` });
+          swatch.style.color = line.color;
+          const { label: name, unit } = metricLabel(line.metric);
+          return h(
+            'span',
+            {
+              class: 'chart-value',
+              'data-metric': line.metric,
+              'data-run': line.run.id,
+              title: `${line.metric}${unit ? ` (${unit})` : ''}${overlay ? ` · run ${line.run.id}` : ''}`,
+            },
+            swatch,
+            overlay ? `${line.run.tag} · ${name} ` : `${name} `,
+            h('b', {}, fmtMetric(at === null ? null : series.get(at))),
+            smoothed !== null && smoothed !== undefined
+              ? [' ', h('i', { class: 'smoothed', title: `EMA smoothing ${this.smoothing}` }, `smoothed ${fmtMetric(smoothed)}`)]
+              : null,
+          );
+        }),
+    );
   }
 
   private draw(chart: Chart): void {
@@ -233,7 +312,10 @@ export class MetricCharts {
     if (this.zoom) plot.setScale('x', this.zoom);
     // A click opens the step unless it turns out to be half of a double-click (which resets the zoom).
     let pending: ReturnType<typeof setTimeout> | undefined;
-    plot.over.addEventListener('dblclick', () => { clearTimeout(pending); this.resetZoom(); });
+    plot.over.addEventListener('dblclick', () => {
+      clearTimeout(pending);
+      this.resetZoom();
+    });
     plot.over.addEventListener('click', () => {
       clearTimeout(pending);
       const idx = plot.cursor.idx;
@@ -267,14 +349,18 @@ export class MetricCharts {
     const family = themeColor('--vscode-font-family', 'sans-serif');
     const axis = { stroke: fg, grid: { stroke: grid, width: 0.5 }, ticks: { stroke: grid, width: 0.5 }, font: `11px ${family}` };
     return {
-      width, height: PLOT_HEIGHT,
+      width,
+      height: PLOT_HEIGHT,
       legend: { show: false },
       // uPlot draws the selection; zoomToSelection applies it to every chart (uPlot alone would zoom just this one).
       cursor: { drag: { x: true, y: false, setScale: false }, points: { size: 7 } },
       scales: {
         x: { time: false },
         // A flat series (e.g. all-zero rewards at the start) gets a readable range instead of uPlot's 0-100.
-        y: { range: (_u, min, max) => (min !== max ? uPlot.rangeNum(min, max, 0.1, true) : min === 0 ? [0, 1] : [min - Math.abs(min) * 0.1, max + Math.abs(max) * 0.1]) },
+        y: {
+          range: (_u, min, max) =>
+            min !== max ? uPlot.rangeNum(min, max, 0.1, true) : min === 0 ? [0, 1] : [min - Math.abs(min) * 0.1, max + Math.abs(max) * 0.1],
+        },
       },
       axes: [
         { ...axis, size: 26, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: (_u, splits) => splits.map((v) => String(v)) },
@@ -294,10 +380,12 @@ export class MetricCharts {
         })),
       ],
       hooks: {
-        setCursor: [(u) => {
-          const idx = u.cursor.idx;
-          this.showLegend(chart, idx === null || idx === undefined ? null : (u.data[0] as number[])[idx]);
-        }],
+        setCursor: [
+          (u) => {
+            const idx = u.cursor.idx;
+            this.showLegend(chart, idx === null || idx === undefined ? null : (u.data[0] as number[])[idx]);
+          },
+        ],
         setSelect: [(u) => this.zoomToSelection(u)],
       },
     };

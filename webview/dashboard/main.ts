@@ -59,19 +59,32 @@ async function drawHeadline(run: TrainingRun): Promise<void> {
     if (state.runId !== run.id) return;
     headline.textContent = line.text;
     headline.title = line.tooltip;
-  } catch { /* the daemon went away: the charts say so */ }
+  } catch {
+    /* the daemon went away: the charts say so */
+  }
 }
 
 function drawHeader(): void {
-  const select = h('vscode-single-select', { class: 'run-select', 'aria-label': 'Training run' },
-    ...runs.map((r) => h('vscode-option', { value: r.id, selected: r.id === state.runId }, `${runLabel(r)} · ${r.status}`)));
+  const select = h(
+    'vscode-single-select',
+    { class: 'run-select', 'aria-label': 'Training run' },
+    ...runs.map((r) => h('vscode-option', { value: r.id, selected: r.id === state.runId }, `${runLabel(r)} · ${r.status}`)),
+  );
   select.addEventListener('change', () => void showRun((select as unknown as { value: string }).value));
   mount(header, h('h1', {}, icon('graph-line'), ' Training'), h('div', { class: 'spacer' }), headline, runs.length ? select : null);
 }
 
 /** Smoothing slider, the runs to compare (checkboxes) and, when overlaid, the legend of run colours. */
 function drawToolbar(): void {
-  const slider = h('input', { type: 'range', min: 0, max: 0.99, step: 0.01, value: state.smoothing ?? 0, class: 'smoothing', 'aria-label': 'Smoothing (EMA weight)' }) as HTMLInputElement;
+  const slider = h('input', {
+    type: 'range',
+    min: 0,
+    max: 0.99,
+    step: 0.01,
+    value: state.smoothing ?? 0,
+    class: 'smoothing',
+    'aria-label': 'Smoothing (EMA weight)',
+  }) as HTMLInputElement;
   const shown = h('span', { class: 'smoothing-value' }, (state.smoothing ?? 0).toFixed(2));
   slider.addEventListener('input', () => {
     const weight = Number(slider.value);
@@ -86,16 +99,38 @@ function drawToolbar(): void {
     box.addEventListener('change', () => void toggleCompare(r.id, (box as unknown as { checked: boolean }).checked));
     return box;
   });
-  const legend = picked.size ? h('div', { class: 'run-legend' }, ...chartRuns().map((r) => {
-    const swatch = h('span', { class: 'swatch' });
-    swatch.style.color = runColor(r.colorIndex);
-    return h('span', { class: 'run-legend-item', 'data-run': r.id, title: r.id }, swatch, `${r.tag} · ${runLabel(runs.find((run) => run.id === r.id)!)}`);
-  }), h('span', { class: 'muted' }, 'second metric of a chart dashed')) : null;
-  mount(toolbar,
-    h('label', { class: 'smoothing-label', title: 'Exponential moving average, as TensorBoard draws it: the raw values stay faint behind' }, 'Smoothing ', slider, shown),
-    others.length ? h('details', { class: 'compare', open: picked.size > 0 },
-      h('summary', {}, icon('git-compare'), ` Compare runs${picked.size ? ` (${picked.size})` : ''}`), h('div', { class: 'compare-list' }, ...boxes)) : null,
-    legend, zoomState);
+  const legend = picked.size
+    ? h(
+        'div',
+        { class: 'run-legend' },
+        ...chartRuns().map((r) => {
+          const swatch = h('span', { class: 'swatch' });
+          swatch.style.color = runColor(r.colorIndex);
+          return h('span', { class: 'run-legend-item', 'data-run': r.id, title: r.id }, swatch, `${r.tag} · ${runLabel(runs.find((run) => run.id === r.id)!)}`);
+        }),
+        h('span', { class: 'muted' }, 'second metric of a chart dashed'),
+      )
+    : null;
+  mount(
+    toolbar,
+    h(
+      'label',
+      { class: 'smoothing-label', title: 'Exponential moving average, as TensorBoard draws it: the raw values stay faint behind' },
+      'Smoothing ',
+      slider,
+      shown,
+    ),
+    others.length
+      ? h(
+          'details',
+          { class: 'compare', open: picked.size > 0 },
+          h('summary', {}, icon('git-compare'), ` Compare runs${picked.size ? ` (${picked.size})` : ''}`),
+          h('div', { class: 'compare-list' }, ...boxes),
+        )
+      : null,
+    legend,
+    zoomState,
+  );
 }
 
 function redrawRun(run: TrainingRun): void {
@@ -107,17 +142,21 @@ function pollCompared(): void {
   clearTimeout(comparePoll);
   const live = compared().filter((id) => runs.find((r) => r.id === id)?.status === 'running');
   if (!live.length) return;
-  comparePoll = setTimeout(() => void (async () => {
-    for (const id of live) {
-      const data = await host.request(P.getRunMetrics, { runId: id }).catch(() => null); // the daemon may be restarting
-      if (!data || !compared().includes(id)) continue;
-      const before = runs.find((r) => r.id === id);
-      runs = runs.map((r) => (r.id === id ? data.run : r));
-      charts?.add(id, data.points);
-      if (before?.status !== data.run.status) drawToolbar();
-    }
-    pollCompared();
-  })(), COMPARE_POLL_MS);
+  comparePoll = setTimeout(
+    () =>
+      void (async () => {
+        for (const id of live) {
+          const data = await host.request(P.getRunMetrics, { runId: id }).catch(() => null); // the daemon may be restarting
+          if (!data || !compared().includes(id)) continue;
+          const before = runs.find((r) => r.id === id);
+          runs = runs.map((r) => (r.id === id ? data.run : r));
+          charts?.add(id, data.points);
+          if (before?.status !== data.run.status) drawToolbar();
+        }
+        pollCompared();
+      })(),
+    COMPARE_POLL_MS,
+  );
 }
 
 async function toggleCompare(runId: string, on: boolean): Promise<void> {
@@ -128,7 +167,10 @@ async function toggleCompare(runId: string, on: boolean): Promise<void> {
       runs = runs.map((r) => (r.id === runId ? data.run : r));
       charts?.add(runId, data.points);
     } catch (err) {
-      mount(constants, errorState(`Could not load run ${runId} to compare: ${(err as Error).message}`, { retry: () => void toggleCompare(runId, true), startDaemon }));
+      mount(
+        constants,
+        errorState(`Could not load run ${runId} to compare: ${(err as Error).message}`, { retry: () => void toggleCompare(runId, true), startDaemon }),
+      );
     }
   }
   charts?.setRuns(chartRuns());
@@ -141,9 +183,11 @@ function apply(data: RunMetrics, replace: boolean): void {
     headline.textContent = '';
     charts?.destroy();
     charts = new MetricCharts({
-      root: chartsRoot, constants,
+      root: chartsRoot,
+      constants,
       onStepClick: (step) => host.command(P.openGroups, { runId: data.run.id, step }),
-      onZoom: (zoom) => mount(zoomState, zoom ? [icon('zoom-in'), ` steps ${Math.ceil(zoom.min)}–${Math.floor(zoom.max)} · double-click a chart to reset`] : null),
+      onZoom: (zoom) =>
+        mount(zoomState, zoom ? [icon('zoom-in'), ` steps ${Math.ceil(zoom.min)}–${Math.floor(zoom.max)} · double-click a chart to reset`] : null),
     });
     charts.setSmoothing(state.smoothing ?? 0);
     charts.setRuns(chartRuns());
@@ -153,7 +197,10 @@ function apply(data: RunMetrics, replace: boolean): void {
   runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
   redrawRun(data.run);
   if (replace || data.points.some((p) => p.name === METRICS.valReward)) void drawHeadline(data.run);
-  if (before && before.status !== data.run.status) { drawHeader(); drawToolbar(); }
+  if (before && before.status !== data.run.status) {
+    drawHeader();
+    drawToolbar();
+  }
 }
 
 async function showRun(runId: string): Promise<void> {
@@ -177,28 +224,50 @@ async function showRun(runId: string): Promise<void> {
 }
 
 async function start(): Promise<void> {
-  try { runs = await host.request(P.listRuns, {}); } catch (err) {
+  try {
+    runs = await host.request(P.listRuns, {});
+  } catch (err) {
     mount(chartsRoot, errorState(`Could not list training runs: ${(err as Error).message}`, { retry: () => void start(), startDaemon }));
-    setTimeout(() => { if (!showing) void start(); }, WAIT_FOR_RUN_MS); // the daemon may be starting
+    setTimeout(() => {
+      if (!showing) void start();
+    }, WAIT_FOR_RUN_MS); // the daemon may be starting
     return;
   }
   const runId = state.runId && runs.some((r) => r.id === state.runId) ? state.runId : runs[0]?.id;
   if (!runId) {
     drawHeader();
-    mount(chartsRoot, h('div', { class: 'empty-state' }, icon('graph-line'), h('p', {}, 'No training run yet.'),
-      h('p', { class: 'muted' }, 'Start one with "Agent Lightning: Train This Agent"; its curves appear here live.')));
-    setTimeout(() => { if (!showing) void start(); }, WAIT_FOR_RUN_MS); // show the first run as soon as it starts
+    mount(
+      chartsRoot,
+      h(
+        'div',
+        { class: 'empty-state' },
+        icon('graph-line'),
+        h('p', {}, 'No training run yet.'),
+        h('p', { class: 'muted' }, 'Start one with "Agent Lightning: Train This Agent"; its curves appear here live.'),
+      ),
+    );
+    setTimeout(() => {
+      if (!showing) void start();
+    }, WAIT_FOR_RUN_MS); // show the first run as soon as it starts
     return;
   }
   await showRun(runId);
 }
 
-host.onNotification(P.metrics, (data) => { if (data.run.id === state.runId) apply(data, false); });
+host.onNotification(P.metrics, (data) => {
+  if (data.run.id === state.runId) apply(data, false);
+});
 host.onNotification(P.show, ({ runId }) => {
-  if (!runs.some((r) => r.id === runId)) void host.request(P.listRuns, {}).then((all) => { runs = all; void showRun(runId); });
+  if (!runs.some((r) => r.id === runId))
+    void host.request(P.listRuns, {}).then((all) => {
+      runs = all;
+      void showRun(runId);
+    });
   else void showRun(runId);
 });
 // The daemon is back (started, restarted, attached): an error on screen reloads by itself.
-host.onNotification(P.state, ({ up }) => { if (up && shouldReload(root, host.waiting)) void (state.runId && showing ? showRun(state.runId) : start()); });
+host.onNotification(P.state, ({ up }) => {
+  if (up && shouldReload(root, host.waiting)) void (state.runId && showing ? showRun(state.runId) : start());
+});
 void start();
 host.ready();

@@ -37,16 +37,24 @@ export function describeStop(run: TrainingRun, now = Date.now()): string {
   const at = `step ${run.step} of ${run.totalSteps}`;
   const reason = s.stopReason ?? (run.status === 'succeeded' ? (run.step >= run.totalSteps ? 'completed' : 'max-minutes') : run.status);
   switch (reason) {
-    case 'running': return now - run.updatedAt > STALE_RUN_MS
-      ? `no progress for ${Math.round((now - run.updatedAt) / 60_000)} min at ${at}: if its agl train was stopped, continue with agl train --resume ${run.id}`
-      : `running: ${at}`;
-    case 'completed': return `completed the plan: ${run.step} / ${run.totalSteps} steps`;
-    case 'max-steps': return `stopped at maxSteps: ${run.step} steps${s.epochSteps ? ` (the epochs planned ${s.epochSteps})` : ''}`;
-    case 'max-minutes': return typeof training.maxMinutes === 'number' && training.maxMinutes > 0
-      ? `stopped at maxMinutes (${training.maxMinutes} min): ${at}` : `stopped early: ${at}`;
-    case 'cancelled': return `cancelled at ${at}`;
-    case 'failed': return `failed at ${at}: ${s.error ?? 'no error recorded'}`;
-    default: return at;
+    case 'running':
+      return now - run.updatedAt > STALE_RUN_MS
+        ? `no progress for ${Math.round((now - run.updatedAt) / 60_000)} min at ${at}: if its agl train was stopped, continue with agl train --resume ${run.id}`
+        : `running: ${at}`;
+    case 'completed':
+      return `completed the plan: ${run.step} / ${run.totalSteps} steps`;
+    case 'max-steps':
+      return `stopped at maxSteps: ${run.step} steps${s.epochSteps ? ` (the epochs planned ${s.epochSteps})` : ''}`;
+    case 'max-minutes':
+      return typeof training.maxMinutes === 'number' && training.maxMinutes > 0
+        ? `stopped at maxMinutes (${training.maxMinutes} min): ${at}`
+        : `stopped early: ${at}`;
+    case 'cancelled':
+      return `cancelled at ${at}`;
+    case 'failed':
+      return `failed at ${at}: ${s.error ?? 'no error recorded'}`;
+    default:
+      return at;
   }
 }
 
@@ -80,32 +88,59 @@ export type Latest = (metric: string) => number | undefined;
 function bestLine(run: TrainingRun, bestValidation: { step: number; reward: number } | null): HTMLElement | null {
   const best = (run.summary as TrainingRunSummary).best;
   if (best) {
-    return h('span', { class: 'kpi best', title: best.path ? `weights: ${best.path}` : 'weights not kept' },
-      icon('star-full'), ' best checkpoint: step ', h('b', {}, String(best.step)), ' · held-out ', h('b', {}, fmtMetric(best.reward)));
+    return h(
+      'span',
+      { class: 'kpi best', title: best.path ? `weights: ${best.path}` : 'weights not kept' },
+      icon('star-full'),
+      ' best checkpoint: step ',
+      h('b', {}, String(best.step)),
+      ' · held-out ',
+      h('b', {}, fmtMetric(best.reward)),
+    );
   }
   if (!bestValidation) return null;
-  return h('span', { class: 'kpi best', title: 'this run recorded no best checkpoint; the best validation point is shown' },
-    icon('star-empty'), ' best held-out: ', h('b', {}, fmtMetric(bestValidation.reward)), ` at step ${bestValidation.step}`);
+  return h(
+    'span',
+    { class: 'kpi best', title: 'this run recorded no best checkpoint; the best validation point is shown' },
+    icon('star-empty'),
+    ' best held-out: ',
+    h('b', {}, fmtMetric(bestValidation.reward)),
+    ` at step ${bestValidation.step}`,
+  );
 }
 
 export function drawRunHeader(el: HTMLElement, run: TrainingRun, latest: Latest, bestValidation: { step: number; reward: number } | null): void {
   const bar = h('vscode-progress-bar', { value: run.step, max: Math.max(1, run.totalSteps) });
   const last = latest(METRICS.rewardMean);
   const val = latest(METRICS.valReward);
-  mount(el,
-    h('div', { class: 'progress-line' },
+  mount(
+    el,
+    h(
+      'div',
+      { class: 'progress-line' },
       h('span', { class: `pill status-${run.status}` }, run.status),
       h('span', { class: 'stop-reason' }, describeStop(run)),
       h('span', { class: 'muted' }, `step ${run.step} / ${run.totalSteps}`),
       h('div', { class: 'spacer' }),
       last !== undefined ? h('span', { class: 'kpi', title: METRICS.rewardMean }, 'training reward ', h('b', {}, fmtMetric(last))) : null,
       val !== undefined ? h('span', { class: 'kpi', title: METRICS.valReward }, 'held-out ', h('b', {}, fmtMetric(val))) : null,
-      run.status === 'running' ? h('span', { class: 'live' }, h('span', { class: 'live-dot' }), 'live') : null),
-    h('div', { class: 'run-facts' },
+      run.status === 'running' ? h('span', { class: 'live' }, h('span', { class: 'live-dot' }), 'live') : null,
+    ),
+    h(
+      'div',
+      { class: 'run-facts' },
       h('span', { class: 'muted', title: run.id }, run.agent),
       ...configSummary(run).map(([field, label, value, key]) => h('span', { class: 'cfg', 'data-field': field, title: key }, `${label} `, h('b', {}, value))),
-      h('span', { class: 'cfg', 'data-field': 'elapsed', title: `started ${fmtTime(run.createdAt)}` }, icon('clock'), ' ', h('b', {}, fmtElapsed(elapsedMs(run)))),
-      bestLine(run, bestValidation)),
+      h(
+        'span',
+        { class: 'cfg', 'data-field': 'elapsed', title: `started ${fmtTime(run.createdAt)}` },
+        icon('clock'),
+        ' ',
+        h('b', {}, fmtElapsed(elapsedMs(run))),
+      ),
+      bestLine(run, bestValidation),
+    ),
     run.totalSteps > 0 && run.status === 'running' ? bar : null,
-    run.checkpointDir ? h('div', { class: 'muted' }, icon('save'), ` checkpoint: ${run.checkpointDir}`) : null);
+    run.checkpointDir ? h('div', { class: 'muted' }, icon('save'), ` checkpoint: ${run.checkpointDir}`) : null,
+  );
 }

@@ -71,7 +71,7 @@ export function shortId(id: string): string {
 
 /** Compact one-line preview of any JSON value. */
 export function preview(value: unknown, max = 80): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? '';
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > max ? flat.slice(0, max - 1) + '…' : flat;
 }

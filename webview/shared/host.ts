@@ -3,9 +3,7 @@
  * extension host through acquireVsCodeApi(), matches replies to requests by id, dispatches notifications,
  * and keeps the view state with getState/setState so a restored panel reopens where it was.
  */
-import {
-  IPC_READY, IPC_RESPONSE, type IpcCommandType, type IpcNotificationType, type IpcRequestType, type IpcResponse,
-} from '../../protocol/webview-ipc.js';
+import { IPC_READY, IPC_RESPONSE, type IpcCommandType, type IpcNotificationType, type IpcRequestType, type IpcResponse } from '../../protocol/webview-ipc.js';
 
 interface VsCodeApi {
   postMessage(message: unknown): void;
@@ -25,7 +23,9 @@ export class HostConnection<S> {
   }
 
   /** Tell the host the listeners are in place (it flushes messages it held back until now). */
-  ready(): void { this.api.postMessage({ method: IPC_READY, params: {} }); }
+  ready(): void {
+    this.api.postMessage({ method: IPC_READY, params: {} });
+  }
 
   request<P, R>(type: IpcRequestType<P, R>, params: P): Promise<R> {
     const id = this.nextId++;
@@ -35,17 +35,25 @@ export class HostConnection<S> {
     });
   }
 
-  command<P>(type: IpcCommandType<P>, params: P): void { this.api.postMessage({ method: type.method, params }); }
+  command<P>(type: IpcCommandType<P>, params: P): void {
+    this.api.postMessage({ method: type.method, params });
+  }
 
   onNotification<P>(type: IpcNotificationType<P>, handler: (params: P) => void): void {
     this.handlers.set(type.method, handler as (params: unknown) => void);
   }
 
   /** Requests sent and not answered yet. */
-  get waiting(): number { return this.pending.size; }
+  get waiting(): number {
+    return this.pending.size;
+  }
 
-  get state(): S | undefined { return (this.api.getState() as S | undefined) ?? undefined; }
-  set state(value: S) { this.api.setState(value); }
+  get state(): S | undefined {
+    return (this.api.getState() as S | undefined) ?? undefined;
+  }
+  set state(value: S) {
+    this.api.setState(value);
+  }
 
   private receive(data: unknown): void {
     if (typeof data !== 'object' || data === null) return;

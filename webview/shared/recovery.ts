@@ -20,13 +20,19 @@ function button(label: string, action: string, run: () => void, secondary: boole
 }
 
 export function errorState(message: string, actions: RecoveryActions): HTMLElement {
-  return h('div', { class: 'empty-state error error-state', role: 'alert' },
+  return h(
+    'div',
+    { class: 'empty-state error error-state', role: 'alert' },
     icon('error'),
     h('p', {}, message),
-    h('div', { class: 'error-actions' },
+    h(
+      'div',
+      { class: 'error-actions' },
       button('Start Daemon', 'start-daemon', actions.startDaemon, false),
       button('Retry', 'retry', actions.retry, true),
-      ...(actions.more ?? []).map((m) => button(m.label, m.label.toLowerCase().replace(/\W+/g, '-'), m.run, true))));
+      ...(actions.more ?? []).map((m) => button(m.label, m.label.toLowerCase().replace(/\W+/g, '-'), m.run, true)),
+    ),
+  );
 }
 
 /**

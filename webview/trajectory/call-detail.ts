@@ -33,32 +33,53 @@ function chatText(text: string): HTMLElement {
 }
 
 export function chatBubble(m: ChatMessage, extraClass = ''): HTMLElement {
-  return h('div', { class: `chat-msg role-${m.role} ${extraClass}`.trim() },
-    h('div', { class: 'chat-role' }, icon(ROLE_ICON[m.role] ?? 'comment'), ` ${m.role}${m.name ? ` · ${m.name}` : ''}${m.toolCallId ? ` · ${m.toolCallId}` : ''}`),
+  return h(
+    'div',
+    { class: `chat-msg role-${m.role} ${extraClass}`.trim() },
+    h(
+      'div',
+      { class: 'chat-role' },
+      icon(ROLE_ICON[m.role] ?? 'comment'),
+      ` ${m.role}${m.name ? ` · ${m.name}` : ''}${m.toolCallId ? ` · ${m.toolCallId}` : ''}`,
+    ),
     m.text ? chatText(m.text) : null,
     ...m.toolCalls.map((c) => h('div', { class: 'chat-tool-call' }, icon('symbol-method'), h('span', { class: 'mono' }, ` ${c.name}(${c.args})`))),
   );
 }
 
 function metric(label: string, value: string, cls = '', title = ''): HTMLElement {
-  return h('div', { class: `metric ${cls}`.trim(), title: title || null },
-    h('div', { class: 'metric-label' }, label), h('div', { class: 'metric-value' }, value));
+  return h(
+    'div',
+    { class: `metric ${cls}`.trim(), title: title || null },
+    h('div', { class: 'metric-label' }, label),
+    h('div', { class: 'metric-value' }, value),
+  );
 }
 
 /** A link that asks the extension to open the agent code at the line that made the call (`compact`: line only). */
 export function codeLink(code: { filepath: string; lineno: number | null }, actions: DetailActions, compact = false): HTMLElement {
-  const name = compact ? '' : code.filepath.split(/[\\/]/).pop() ?? code.filepath;
+  const name = compact ? '' : (code.filepath.split(/[\\/]/).pop() ?? code.filepath);
   const line = code.lineno ? `${compact ? 'L' : ':'}${code.lineno}` : '';
-  const link = h('a', { href: '#', class: 'code-link', title: `Open ${code.filepath}${code.lineno ? `:${code.lineno}` : ''}` },
-    icon('go-to-file'), ` ${name}${line}`);
-  link.addEventListener('click', (e) => { e.preventDefault(); actions.openCode(code.filepath, code.lineno); });
+  const link = h(
+    'a',
+    { href: '#', class: 'code-link', title: `Open ${code.filepath}${code.lineno ? `:${code.lineno}` : ''}` },
+    icon('go-to-file'),
+    ` ${name}${line}`,
+  );
+  link.addEventListener('click', (e) => {
+    e.preventDefault();
+    actions.openCode(code.filepath, code.lineno);
+  });
   return link;
 }
 
 function attributesTable(span: Span): HTMLElement {
   const entries = Object.entries(span.attributes);
-  return h('table', { class: 'attrs' },
-    h('tbody', {}, ...entries.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { class: 'mono' }, typeof v === 'string' ? v : JSON.stringify(v))))));
+  return h(
+    'table',
+    { class: 'attrs' },
+    h('tbody', {}, ...entries.map(([k, v]) => h('tr', {}, h('th', {}, k), h('td', { class: 'mono' }, typeof v === 'string' ? v : JSON.stringify(v))))),
+  );
 }
 
 /** "Open the agent function" when a call carries no code location of its own. */
@@ -66,71 +87,129 @@ export function agentLink(agent: string | null, actions: DetailActions): HTMLEle
   const src = agentSource(agent);
   if (!src) return h('span', { class: 'muted', title: 'The span has no code.filepath attribute' }, 'no source location');
   const name = src.filepath.split(/[\\/]/).pop() ?? src.filepath;
-  const link = h('a', { href: '#', class: 'code-link agent-link', title: `The call has no code.filepath: open the agent ${src.symbol || name} in ${src.filepath}` },
-    icon('go-to-file'), ` ${name}${src.symbol ? `#${src.symbol}` : ''}`);
-  link.addEventListener('click', (e) => { e.preventDefault(); actions.openCode(src.filepath, null, src.symbol || undefined); });
+  const link = h(
+    'a',
+    { href: '#', class: 'code-link agent-link', title: `The call has no code.filepath: open the agent ${src.symbol || name} in ${src.filepath}` },
+    icon('go-to-file'),
+    ` ${name}${src.symbol ? `#${src.symbol}` : ''}`,
+  );
+  link.addEventListener('click', (e) => {
+    e.preventDefault();
+    actions.openCode(src.filepath, null, src.symbol || undefined);
+  });
   return link;
 }
 
 /** A tool step's input and output (or error), each whole and wrapped, above the span's attributes. */
 function toolIo(tool: ToolStep): HTMLElement {
-  return h('div', { class: 'tool-io' },
+  return h(
+    'div',
+    { class: 'tool-io' },
     h('div', { class: 'tool-line mono' }, icon('tools'), ` ${toolStepLine(tool)}`),
-    h('h3', {}, 'Input'), h('div', { class: 'chat-text mono tool-input' }, tool.input ?? '(none recorded)'),
+    h('h3', {}, 'Input'),
+    h('div', { class: 'chat-text mono tool-input' }, tool.input ?? '(none recorded)'),
     h('h3', {}, tool.ok ? 'Output' : 'Error'),
-    h('div', { class: `chat-text mono tool-output${tool.ok ? '' : ' negative'}` }, tool.ok ? (tool.output ?? '(none recorded)') : (tool.error ?? tool.output ?? 'failed')));
+    h(
+      'div',
+      { class: `chat-text mono tool-output${tool.ok ? '' : ' negative'}` },
+      tool.ok ? (tool.output ?? '(none recorded)') : (tool.error ?? tool.output ?? 'failed'),
+    ),
+  );
 }
 
-export function renderSpanDetail(span: Span, transition: Transition | undefined, rolloutReward: number | null, actions: DetailActions, agent: string | null = null, agentName: string | null = null, tool?: ToolStep): HTMLElement {
+export function renderSpanDetail(
+  span: Span,
+  transition: Transition | undefined,
+  rolloutReward: number | null,
+  actions: DetailActions,
+  agent: string | null = null,
+  agentName: string | null = null,
+  tool?: ToolStep,
+): HTMLElement {
   const kind = spanKind(span);
   const duration = span.endTime !== null ? span.endTime - span.startTime : null;
   if (kind !== 'llm') {
     const reward = rewardValue(span);
-    return h('section', { class: `detail detail-${kind}` },
+    return h(
+      'section',
+      { class: `detail detail-${kind}` },
       h('h2', {}, span.name),
-      h('div', { class: 'metrics' },
+      h(
+        'div',
+        { class: 'metrics' },
         metric('Kind', kind),
         metric('Duration', fmtDuration(duration)),
         metric('Status', span.status.code + (span.status.message ? `: ${span.status.message}` : ''), span.status.code === 'error' ? 'negative' : ''),
-        reward !== null ? metric('Reward', fmtNumber(reward), signClass(reward)) : null),
+        reward !== null ? metric('Reward', fmtNumber(reward), signClass(reward)) : null,
+      ),
       tool ? toolIo(tool) : null,
       typeof span.attributes[AGL.codeFilepath] === 'string'
-        ? codeLink({ filepath: span.attributes[AGL.codeFilepath] as string, lineno: (span.attributes[AGL.codeLineno] as number) ?? null }, actions) : null,
-      h('h3', {}, 'Attributes'), attributesTable(span),
+        ? codeLink({ filepath: span.attributes[AGL.codeFilepath] as string, lineno: (span.attributes[AGL.codeLineno] as number) ?? null }, actions)
+        : null,
+      h('h3', {}, 'Attributes'),
+      attributesTable(span),
       span.events.length ? h('h3', {}, 'Events') : null,
-      ...span.events.map((e) => h('div', { class: 'event mono' }, `${e.name} ${JSON.stringify(e.attributes)}`)));
+      ...span.events.map((e) => h('div', { class: 'event mono' }, `${e.name} ${JSON.stringify(e.attributes)}`)),
+    );
   }
   const call = llmCall(span, agentName);
   const reward = transition?.reward ?? rolloutReward;
-  return h('section', { class: 'detail detail-llm' },
-    h('div', { class: 'detail-title' },
+  return h(
+    'section',
+    { class: 'detail detail-llm' },
+    h(
+      'div',
+      { class: 'detail-title' },
       h('h2', {}, icon('sparkle'), ` ${call.agentName ?? 'LLM call'}`, transition ? h('span', { class: 'muted' }, ` · call #${transition.index + 1}`) : null),
       h('div', { class: 'spacer' }),
       call.code ? codeLink(call.code, actions) : agentLink(agent, actions),
-      transition && actions.openGroup ? (() => {
-        const b = h('vscode-button', { secondary: true, class: 'open-group', icon: 'organization' }, 'GRPO group');
-        b.addEventListener('click', () => actions.openGroup!(span.rolloutId));
-        return b;
-      })() : null),
-    h('div', { class: 'metrics' },
+      transition && actions.openGroup
+        ? (() => {
+            const b = h('vscode-button', { secondary: true, class: 'open-group', icon: 'organization' }, 'GRPO group');
+            b.addEventListener('click', () => actions.openGroup!(span.rolloutId));
+            return b;
+          })()
+        : null,
+    ),
+    h(
+      'div',
+      { class: 'metrics' },
       metric('Model', call.model ?? '—'),
       metric('Prompt tokens', fmtNumber(call.inputTokens ?? transition?.promptTokens ?? null)),
       metric('Completion tokens', fmtNumber(call.outputTokens ?? transition?.completionTokens ?? null)),
       metric('Latency', fmtDuration(call.latencyMs)),
       metric('Reward', fmtNumber(reward ?? null), `reward ${signClass(reward)}`),
-      metric('Credit', transition ? fmtNumber(transition.credit) : '—', `credit ${signClass(transition?.credit)}`,
-        'Reward the credit assignment gave this call'),
-      metric('Advantage', transition ? fmtSigned(transition.advantage) : '—', `advantage ${signClass(transition?.advantage)}`,
-        transition ? `GRPO advantage at training step ${transition.step} (group ${transition.groupId})` : 'Not used for training yet'),
+      metric(
+        'Credit',
+        transition ? fmtNumber(transition.credit) : '—',
+        `credit ${signClass(transition?.credit)}`,
+        'Reward the credit assignment gave this call',
+      ),
+      metric(
+        'Advantage',
+        transition ? fmtSigned(transition.advantage) : '—',
+        `advantage ${signClass(transition?.advantage)}`,
+        transition ? `GRPO advantage at training step ${transition.step} (group ${transition.groupId})` : 'Not used for training yet',
+      ),
       call.finishReasons.length ? metric('Finish', call.finishReasons.join(', ')) : null,
-      metric('Token ids', call.completionTokenIds !== null ? `${call.promptTokenIds ?? 0} + ${call.completionTokenIds}` : 'none',
-        call.completionTokenIds !== null ? '' : 'warning-metric', call.completionTokenIds !== null
+      metric(
+        'Token ids',
+        call.completionTokenIds !== null ? `${call.promptTokenIds ?? 0} + ${call.completionTokenIds}` : 'none',
+        call.completionTokenIds !== null ? '' : 'warning-metric',
+        call.completionTokenIds !== null
           ? 'Prompt + completion token ids recorded: this call can be trained on'
-          : 'No token ids recorded (e.g. an upstream server that does not return them): the trainer re-tokenizes or skips this call'),
-      call.meanLogprob !== null ? metric('Mean logprob', fmtNumber(call.meanLogprob), '', 'Mean log-probability of the completion under the sampling policy') : null),
-    h('div', { class: 'chat' },
+          : 'No token ids recorded (e.g. an upstream server that does not return them): the trainer re-tokenizes or skips this call',
+      ),
+      call.meanLogprob !== null
+        ? metric('Mean logprob', fmtNumber(call.meanLogprob), '', 'Mean log-probability of the completion under the sampling policy')
+        : null,
+    ),
+    h(
+      'div',
+      { class: 'chat' },
       ...call.prompt.map((m) => chatBubble(m)),
       h('div', { class: 'chat-divider' }, h('span', {}, 'response')),
-      ...(call.response.length ? call.response.map((m) => chatBubble(m, 'response')) : [h('div', { class: 'muted' }, 'No response recorded.')])),
+      ...(call.response.length ? call.response.map((m) => chatBubble(m, 'response')) : [h('div', { class: 'muted' }, 'No response recorded.')]),
+    ),
   );
 }

@@ -8,7 +8,11 @@ import type { RolloutFilter, RolloutPage } from '../../protocol/webview-trajecto
 import { h, icon } from '../shared/dom.js';
 
 type FilterKey = keyof RolloutFilter;
-interface Chip { id: string; label: string; keys: FilterKey[] }
+interface Chip {
+  id: string;
+  label: string;
+  keys: FilterKey[];
+}
 
 function chipsOf(f: RolloutFilter, page: RolloutPage): Chip[] {
   const chips: Chip[] = [];
@@ -22,8 +26,12 @@ function chipsOf(f: RolloutFilter, page: RolloutPage): Chip[] {
   }
   if (f.step !== undefined) chips.push({ id: 'step', label: `Step: ${f.step}`, keys: ['step'] });
   if (f.rewardMin !== undefined || f.rewardMax !== undefined) {
-    const label = f.rewardMin !== undefined && f.rewardMax !== undefined ? `Reward: ${f.rewardMin} – ${f.rewardMax}`
-      : f.rewardMin !== undefined ? `Reward ≥ ${f.rewardMin}` : `Reward ≤ ${f.rewardMax}`;
+    const label =
+      f.rewardMin !== undefined && f.rewardMax !== undefined
+        ? `Reward: ${f.rewardMin} – ${f.rewardMax}`
+        : f.rewardMin !== undefined
+          ? `Reward ≥ ${f.rewardMin}`
+          : `Reward ≤ ${f.rewardMax}`;
     chips.push({ id: 'reward', label, keys: ['rewardMin', 'rewardMax'] });
   }
   if (f.hasError !== undefined) chips.push({ id: 'hasError', label: f.hasError ? 'With errors' : 'Without errors', keys: ['hasError'] });

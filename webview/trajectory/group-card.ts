@@ -17,10 +17,17 @@ export interface CardActions extends DetailActions {
 }
 
 /** Samples that gave the same final answer with the same reward. */
-export interface AnswerCard { answer: string; reward: number | null; samples: GroupSample[] }
+export interface AnswerCard {
+  answer: string;
+  reward: number | null;
+  samples: GroupSample[];
+}
 
 function lastCall(sample: GroupSample): Span | undefined {
-  return sample.spans.filter((s) => spanKind(s) === 'llm').sort((a, b) => a.startTime - b.startTime).at(-1);
+  return sample.spans
+    .filter((s) => spanKind(s) === 'llm')
+    .sort((a, b) => a.startTime - b.startTime)
+    .at(-1);
 }
 
 /** The sample's final answer as text: its last LLM call's response (empty when it made none). */
@@ -37,7 +44,10 @@ export function answerCards(samples: GroupSample[], merge: boolean): AnswerCard[
     const answer = finalAnswer(sample);
     const key = JSON.stringify([answer, sample.reward, sample.error]);
     const same = merge ? byKey.get(key) : undefined;
-    if (same) { same.samples.push(sample); continue; }
+    if (same) {
+      same.samples.push(sample);
+      continue;
+    }
     const card = { answer, reward: sample.reward, samples: [sample] };
     byKey.set(key, card);
     cards.push(card);
@@ -72,33 +82,68 @@ function steps(sample: GroupSample, actions: CardActions): HTMLElement[] {
   const names = agentNames(sample.spans);
   const tools = toolSteps(sample.spans);
   let callIndex = 0;
-  return [...sample.spans].sort((a, b) => a.startTime - b.startTime || a.sequenceId - b.sequenceId).flatMap((span) => {
-    const kind = spanKind(span);
-    if (kind === 'tool') {
-      const tool = tools.get(span.spanId)!;
-      const row = h('div', { class: `tool-row${tool.ok ? '' : ' failed'}`, 'data-span-id': span.spanId, title: 'Tool step: open it in the rollout' },
-        icon(tool.ok ? 'tools' : 'error'), h('span', { class: 'mono tool-text' }, toolStepLine(tool)));
-      row.addEventListener('click', () => actions.openRollout(sample.rollout.id, span.spanId));
+  return [...sample.spans]
+    .sort((a, b) => a.startTime - b.startTime || a.sequenceId - b.sequenceId)
+    .flatMap((span) => {
+      const kind = spanKind(span);
+      if (kind === 'tool') {
+        const tool = tools.get(span.spanId)!;
+        const row = h(
+          'div',
+          { class: `tool-row${tool.ok ? '' : ' failed'}`, 'data-span-id': span.spanId, title: 'Tool step: open it in the rollout' },
+          icon(tool.ok ? 'tools' : 'error'),
+          h('span', { class: 'mono tool-text' }, toolStepLine(tool)),
+        );
+        row.addEventListener('click', () => actions.openRollout(sample.rollout.id, span.spanId));
+        return [row];
+      }
+      if (kind !== 'llm') return [];
+      const call = llmCall(span, names.get(span.spanId) ?? null);
+      const t = bySpan.get(span.spanId);
+      const row = h(
+        'div',
+        { class: 'call-row', 'data-span-id': span.spanId },
+        icon('sparkle'),
+        h('span', { class: 'call-name', title: call.agentName ?? 'LLM call' }, `${call.agentName ?? 'call'} #${++callIndex}`),
+        call.code ? codeLink(call.code, actions, true) : null,
+        // The two numbers stay together: in a narrow card they move to the next line as a pair.
+        h(
+          'span',
+          { class: 'call-chips' },
+          h(
+            'span',
+            { class: `chip credit ${signClass(t?.credit)}`, title: 'Credit: the reward the credit assignment gave this call' },
+            `credit ${t ? fmtNumber(t.credit, 2) : '—'}`,
+          ),
+          h(
+            'span',
+            {
+              class: `chip advantage ${signClass(t?.advantage)}`,
+              'data-advantage': t ? String(t.advantage) : null,
+              title: 'GRPO advantage, as the trainer stored it',
+            },
+            `A ${t ? fmtSigned(t.advantage) : '—'}`,
+          ),
+        ),
+      );
+      row.addEventListener('click', (e) => {
+        if (!(e.target as HTMLElement).closest('a')) actions.openRollout(sample.rollout.id, span.spanId);
+      });
       return [row];
-    }
-    if (kind !== 'llm') return [];
-    const call = llmCall(span, names.get(span.spanId) ?? null);
-    const t = bySpan.get(span.spanId);
-    const row = h('div', { class: 'call-row', 'data-span-id': span.spanId },
-      icon('sparkle'), h('span', { class: 'call-name', title: call.agentName ?? 'LLM call' }, `${call.agentName ?? 'call'} #${++callIndex}`),
-      call.code ? codeLink(call.code, actions, true) : null,
-      // The two numbers stay together: in a narrow card they move to the next line as a pair.
-      h('span', { class: 'call-chips' },
-        h('span', { class: `chip credit ${signClass(t?.credit)}`, title: 'Credit: the reward the credit assignment gave this call' }, `credit ${t ? fmtNumber(t.credit, 2) : '—'}`),
-        h('span', { class: `chip advantage ${signClass(t?.advantage)}`, 'data-advantage': t ? String(t.advantage) : null, title: 'GRPO advantage, as the trainer stored it' }, `A ${t ? fmtSigned(t.advantage) : '—'}`)));
-    row.addEventListener('click', (e) => { if (!(e.target as HTMLElement).closest('a')) actions.openRollout(sample.rollout.id, span.spanId); });
-    return [row];
-  });
+    });
 }
 
 function rolloutLink(sample: GroupSample, actions: CardActions): HTMLElement {
-  const link = h('a', { href: '#', class: 'open-rollout', 'data-rollout-id': sample.rollout.id, title: `Open rollout ${sample.rollout.id}` }, icon('link-external'), ` ${shortId(sample.rollout.id)}`);
-  link.addEventListener('click', (e) => { e.preventDefault(); actions.openRollout(sample.rollout.id); });
+  const link = h(
+    'a',
+    { href: '#', class: 'open-rollout', 'data-rollout-id': sample.rollout.id, title: `Open rollout ${sample.rollout.id}` },
+    icon('link-external'),
+    ` ${shortId(sample.rollout.id)}`,
+  );
+  link.addEventListener('click', (e) => {
+    e.preventDefault();
+    actions.openRollout(sample.rollout.id);
+  });
   return link;
 }
 
@@ -114,19 +159,47 @@ export function answerCard(card: AnswerCard, index: number, maxAbsAdvantage: num
   const statuses = [...new Set(card.samples.map((s) => s.rollout.status))];
   const count = card.samples.length;
   const last = lastCall(first);
-  return h('div', { class: 'sample-card', 'data-rollout-id': first.rollout.id, 'data-count': count },
-    h('div', { class: 'sample-head' }, h('span', { class: 'sample-index' }, `#${index + 1}`),
+  return h(
+    'div',
+    { class: 'sample-card', 'data-rollout-id': first.rollout.id, 'data-count': count },
+    h(
+      'div',
+      { class: 'sample-head' },
+      h('span', { class: 'sample-index' }, `#${index + 1}`),
       count > 1 ? h('span', { class: 'chip merged-count', title: `${count} samples gave this answer with this reward` }, `×${count}`) : null,
-      rolloutLink(first, actions), h('div', { class: 'spacer' }), ...statuses.map(runStatusPill)),
-    h('div', { class: 'sample-numbers' },
-      h('div', { class: 'metric' }, h('div', { class: 'metric-label' }, 'Reward'), h('div', { class: `metric-value reward ${signClass(card.reward)}` }, fmtNumber(card.reward))),
-      h('div', { class: 'metric', title: advantages.length > 1 ? 'Its calls got different advantages (their credits differ)' : 'GRPO advantage, as the trainer stored it' },
+      rolloutLink(first, actions),
+      h('div', { class: 'spacer' }),
+      ...statuses.map(runStatusPill),
+    ),
+    h(
+      'div',
+      { class: 'sample-numbers' },
+      h(
+        'div',
+        { class: 'metric' },
+        h('div', { class: 'metric-label' }, 'Reward'),
+        h('div', { class: `metric-value reward ${signClass(card.reward)}` }, fmtNumber(card.reward)),
+      ),
+      h(
+        'div',
+        {
+          class: 'metric',
+          title: advantages.length > 1 ? 'Its calls got different advantages (their credits differ)' : 'GRPO advantage, as the trainer stored it',
+        },
         h('div', { class: 'metric-label' }, 'Advantage'),
-        h('div', { class: `metric-value advantage ${signClass(mean)}` }, advantages.length ? advantages.map((a) => fmtSigned(a)).join(' / ') : '—'))),
+        h('div', { class: `metric-value advantage ${signClass(mean)}` }, advantages.length ? advantages.map((a) => fmtSigned(a)).join(' / ') : '—'),
+      ),
+    ),
     h('div', { class: 'adv-track', title: 'Advantage relative to the group' }, h('div', { class: 'adv-zero' }), bar),
     h('div', { class: 'sample-calls' }, ...steps(first, actions)),
     errors.length ? h('div', { class: 'sample-errors' }, ...errors.map((e) => h('div', { class: 'error-line' }, icon('error'), h('span', {}, ` ${e}`)))) : null,
-    last ? h('div', { class: 'final-answer' }, h('div', { class: 'metric-label' }, 'Final answer'), ...llmCall(last).response.map((m) => chatBubble(m, 'response compact')))
+    last
+      ? h(
+          'div',
+          { class: 'final-answer' },
+          h('div', { class: 'metric-label' }, 'Final answer'),
+          ...llmCall(last).response.map((m) => chatBubble(m, 'response compact')),
+        )
       : h('div', { class: 'muted' }, 'No LLM call.'),
     count > 1 ? h('div', { class: 'merged-samples muted' }, 'Same answer: ', ...card.samples.slice(1).map((s) => rolloutLink(s, actions))) : null,
   );

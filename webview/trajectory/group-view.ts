@@ -26,40 +26,65 @@ const prefs = { sort: 'reward' as SortKey, merge: true, folded: new Map<string, 
 const EXPECTED_KEYS = /^(answer|expected(_answer|_output)?|gold|ground_truth|target|label|solution|reference)$/i;
 
 function valueText(v: unknown): string {
-  return typeof v === 'string' ? v : JSON.stringify(v, null, 1) ?? String(v);
+  return typeof v === 'string' ? v : (JSON.stringify(v, null, 1) ?? String(v));
 }
 
 /** The task whole, one line per field, wrapped; the expected answer marked. */
 function taskBlock(input: unknown): HTMLElement {
   const entries = input && typeof input === 'object' && !Array.isArray(input) ? Object.entries(input) : [['task', input] as [string, unknown]];
-  return h('dl', { class: 'task-full' }, ...entries.flatMap(([k, v]) => {
-    const expected = EXPECTED_KEYS.test(k);
-    return [h('dt', { class: expected ? 'expected' : '' }, expected ? `${k} (expected)` : k), h('dd', { class: `mono${expected ? ' expected' : ''}`, 'data-key': k }, valueText(v))];
-  }));
+  return h(
+    'dl',
+    { class: 'task-full' },
+    ...entries.flatMap(([k, v]) => {
+      const expected = EXPECTED_KEYS.test(k);
+      return [
+        h('dt', { class: expected ? 'expected' : '' }, expected ? `${k} (expected)` : k),
+        h('dd', { class: `mono${expected ? ' expected' : ''}`, 'data-key': k }, valueText(v)),
+      ];
+    }),
+  );
 }
 
 /** The formula with this group's numbers, as a tooltip text, and its short visible form. */
 export function formulaText(adv: GroupAdvantage, group: GroupData): { short: string; full: string } {
-  const m = fmtNumber(adv.mean), s = fmtNumber(adv.std), b = fmtNumber(adv.batchStd);
+  const m = fmtNumber(adv.mean),
+    s = fmtNumber(adv.std),
+    b = fmtNumber(adv.batchStd);
   const rollouts = group.samples.length;
-  const short = adv.scaleRewards === 'group' ? `A = (credit − ${m}) / (${s} + ε)`
-    : adv.scaleRewards === 'batch' ? `A = (credit − ${m}) / (${b} + ε)`
-      : adv.scaleRewards === 'none' ? `A = credit − ${m}` : `mean ${m} · std ${s}`;
-  const scaling = adv.scaleRewards === 'group' ? 'divided by the group\'s std (GRPO)'
-    : adv.scaleRewards === 'batch' ? `divided by the std of the whole step's calls (${b})`
-      : adv.scaleRewards === 'none' ? 'not divided by any std (Dr.GRPO)' : 'scaled as the run did; it did not record how (no training.grpo.scaleRewards in its config)';
+  const short =
+    adv.scaleRewards === 'group'
+      ? `A = (credit − ${m}) / (${s} + ε)`
+      : adv.scaleRewards === 'batch'
+        ? `A = (credit − ${m}) / (${b} + ε)`
+        : adv.scaleRewards === 'none'
+          ? `A = credit − ${m}`
+          : `mean ${m} · std ${s}`;
+  const scaling =
+    adv.scaleRewards === 'group'
+      ? "divided by the group's std (GRPO)"
+      : adv.scaleRewards === 'batch'
+        ? `divided by the std of the whole step's calls (${b})`
+        : adv.scaleRewards === 'none'
+          ? 'not divided by any std (Dr.GRPO)'
+          : 'scaled as the run did; it did not record how (no training.grpo.scaleRewards in its config)';
   const seen = new Map<number, number>();
   for (const t of group.samples.flatMap((x) => x.transitions)) if (!seen.has(t.credit)) seen.set(t.credit, t.advantage);
   const examples = [...seen.entries()].sort((a, b2) => b2[0] - a[0]).map(([c, a]) => `  credit ${fmtNumber(c)} → stored A ${fmtSigned(a)}`);
   const full = [
     `GRPO advantage of each call in this group${adv.variant ? ` (variant ${adv.variant})` : ''}: its credit minus the group mean, ${scaling}.`,
-    adv.scaleRewards === 'group' ? `A = (credit − mean) / (std + ε) = (credit − ${m}) / (${s} + ${STD_EPS})`
-      : adv.scaleRewards === 'batch' ? `A = (credit − mean) / (batch std + ε) = (credit − ${m}) / (${b} + ${STD_EPS})`
-        : adv.scaleRewards === 'none' ? `A = credit − mean = credit − ${m}` : `mean ${m}, std ${s}`,
+    adv.scaleRewards === 'group'
+      ? `A = (credit − mean) / (std + ε) = (credit − ${m}) / (${s} + ${STD_EPS})`
+      : adv.scaleRewards === 'batch'
+        ? `A = (credit − mean) / (batch std + ε) = (credit − ${m}) / (${b} + ${STD_EPS})`
+        : adv.scaleRewards === 'none'
+          ? `A = credit − mean = credit − ${m}`
+          : `mean ${m}, std ${s}`,
     `mean ${m} and std ${s} (unbiased) are over the ${adv.calls} calls of the ${rollouts} rollouts, each call's credit: a rollout with more calls counts more, so they differ from the rollouts' reward mean and std.`,
     ...examples,
-    adv.matchesStored === true ? 'The stored advantages follow from these numbers.'
-      : adv.matchesStored === false ? 'The stored advantages do NOT follow from these numbers (e.g. dynamic sampling dropped this group: its advantages were set to 0).'
+    adv.matchesStored === true
+      ? 'The stored advantages follow from these numbers.'
+      : adv.matchesStored === false
+        ? 'The stored advantages do NOT follow from these numbers (e.g. dynamic sampling dropped this group: its advantages were set to 0).'
         : 'The advantages shown are the ones the trainer stored.',
   ].join('\n');
   return { short, full };
@@ -76,21 +101,38 @@ function groupSection(group: GroupData, step: number | null, actions: GroupViewA
   cards.sort((a, b) => by(b) - by(a));
   const maxAbs = Math.max(0, ...group.samples.flatMap((s) => s.transitions.map((t) => Math.abs(t.advantage))));
   const formula = adv ? formulaText(adv, group) : null;
-  const toggle = h('a', { href: '#', class: 'group-toggle', 'aria-expanded': String(!folded), title: folded ? 'Show the samples' : 'Fold the samples' },
-    icon(folded ? 'chevron-right' : 'chevron-down'), h('h2', {}, `Task ${group.groupId}`));
-  toggle.addEventListener('click', (e) => { e.preventDefault(); prefs.folded.set(key, !folded); redraw(); });
-  return h('section', { class: `group${folded ? ' folded' : ''}`, 'data-group-id': group.groupId },
-    h('div', { class: 'group-head' }, toggle,
+  const toggle = h(
+    'a',
+    { href: '#', class: 'group-toggle', 'aria-expanded': String(!folded), title: folded ? 'Show the samples' : 'Fold the samples' },
+    icon(folded ? 'chevron-right' : 'chevron-down'),
+    h('h2', {}, `Task ${group.groupId}`),
+  );
+  toggle.addEventListener('click', (e) => {
+    e.preventDefault();
+    prefs.folded.set(key, !folded);
+    redraw();
+  });
+  return h(
+    'section',
+    { class: `group${folded ? ' folded' : ''}`, 'data-group-id': group.groupId },
+    h(
+      'div',
+      { class: 'group-head' },
+      toggle,
       h('span', { class: 'chip', title: adv ? `${adv.calls} LLM calls in the group` : '' }, `n = ${group.samples.length}`),
       adv ? h('span', { class: 'chip calls' }, `${adv.calls} calls`) : null,
       formula ? h('span', { class: 'chip group-mean', title: formula.full }, `mean ${fmtNumber(adv!.mean)}`) : null,
       formula ? h('span', { class: 'chip group-std', title: formula.full }, `std ${fmtNumber(adv!.std)}`) : null,
-      zeroVariance ? h('span', { class: 'chip warning', title: 'Every call got the same credit: GRPO advantages are zero, this group teaches nothing' }, 'zero variance') : null,
+      zeroVariance
+        ? h('span', { class: 'chip warning', title: 'Every call got the same credit: GRPO advantages are zero, this group teaches nothing' }, 'zero variance')
+        : null,
       adv?.matchesStored === false ? h('span', { class: 'chip negative', title: formula!.full }, 'advantages ≠ formula') : null,
-      folded ? h('span', { class: 'muted folded-note' }, `${cards.length} answer${cards.length === 1 ? '' : 's'} folded`) : null),
+      folded ? h('span', { class: 'muted folded-note' }, `${cards.length} answer${cards.length === 1 ? '' : 's'} folded`) : null,
+    ),
     taskBlock(group.input),
     formula && adv!.scaleRewards && !folded ? h('div', { class: 'formula mono', title: formula.full }, icon('info'), ` ${formula.short}`) : null,
-    folded ? null : h('div', { class: 'samples' }, ...cards.map((c, i) => answerCard(c, i, maxAbs, actions))));
+    folded ? null : h('div', { class: 'samples' }, ...cards.map((c, i) => answerCard(c, i, maxAbs, actions))),
+  );
 }
 
 function control<T extends HTMLElement>(el: T, event: string, fn: (el: T) => void): T {
@@ -99,32 +141,78 @@ function control<T extends HTMLElement>(el: T, event: string, fn: (el: T) => voi
 }
 
 export function renderGroupView(root: HTMLElement, page: GroupPage, actions: GroupViewActions): void {
-  const redraw = (): void => { const y = window.scrollY; renderGroupView(root, page, actions); window.scrollTo(0, y); };
+  const redraw = (): void => {
+    const y = window.scrollY;
+    renderGroupView(root, page, actions);
+    window.scrollTo(0, y);
+  };
   const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: 'Back', title: 'Back to rollouts', class: 'back' });
   back.addEventListener('click', actions.back);
-  const stepSelect = control(h('vscode-single-select', { class: 'step-select', 'aria-label': 'Training step' },
-    ...page.steps.map((s) => h('vscode-option', { value: String(s), selected: s === page.step }, `step ${s}`))),
-  'change', (el) => actions.selectStep(Number((el as unknown as { value: string }).value)));
-  const sortSelect = control(h('vscode-single-select', { class: 'sort-select', 'aria-label': 'Sort the answers by' },
-    h('vscode-option', { value: 'reward', selected: prefs.sort === 'reward' }, 'by reward'),
-    h('vscode-option', { value: 'advantage', selected: prefs.sort === 'advantage' }, 'by advantage')),
-  'change', (el) => { prefs.sort = (el as unknown as { value: SortKey }).value; redraw(); });
-  const merge = control(h('vscode-checkbox', { class: 'merge-toggle', checked: prefs.merge, label: 'Merge same answers', title: 'One card per distinct final answer and reward, with a count' }),
-    'change', (el) => { prefs.merge = (el as unknown as { checked: boolean }).checked; redraw(); });
-  const curves = page.runId ? control(h('a', { href: '#', class: 'open-dashboard', title: 'Open this run in the training dashboard' }, icon('graph-line'), ' Curves'),
-    'click', () => actions.openDashboard(page.runId!)) : null;
+  const stepSelect = control(
+    h(
+      'vscode-single-select',
+      { class: 'step-select', 'aria-label': 'Training step' },
+      ...page.steps.map((s) => h('vscode-option', { value: String(s), selected: s === page.step }, `step ${s}`)),
+    ),
+    'change',
+    (el) => actions.selectStep(Number((el as unknown as { value: string }).value)),
+  );
+  const sortSelect = control(
+    h(
+      'vscode-single-select',
+      { class: 'sort-select', 'aria-label': 'Sort the answers by' },
+      h('vscode-option', { value: 'reward', selected: prefs.sort === 'reward' }, 'by reward'),
+      h('vscode-option', { value: 'advantage', selected: prefs.sort === 'advantage' }, 'by advantage'),
+    ),
+    'change',
+    (el) => {
+      prefs.sort = (el as unknown as { value: SortKey }).value;
+      redraw();
+    },
+  );
+  const merge = control(
+    h('vscode-checkbox', {
+      class: 'merge-toggle',
+      checked: prefs.merge,
+      label: 'Merge same answers',
+      title: 'One card per distinct final answer and reward, with a count',
+    }),
+    'change',
+    (el) => {
+      prefs.merge = (el as unknown as { checked: boolean }).checked;
+      redraw();
+    },
+  );
+  const curves = page.runId
+    ? control(h('a', { href: '#', class: 'open-dashboard', title: 'Open this run in the training dashboard' }, icon('graph-line'), ' Curves'), 'click', () =>
+        actions.openDashboard(page.runId!),
+      )
+    : null;
   curves?.addEventListener('click', (e) => e.preventDefault());
   const zero = page.groups.filter((g) => g.advantage?.zeroVariance).length;
-  mount(root,
-    h('header', { class: 'view-header group-header' }, back,
+  mount(
+    root,
+    h(
+      'header',
+      { class: 'view-header group-header' },
+      back,
       h('h1', {}, 'GRPO groups', page.step !== null ? h('span', { class: 'muted' }, ` · step ${page.step}`) : null),
       page.runId ? h('span', { class: 'muted mono run-id', title: page.runId }, page.runId) : null,
       h('div', { class: 'spacer' }),
-      h('div', { class: 'header-controls' }, curves, page.steps.length > 1 ? stepSelect : null, sortSelect, merge)),
+      h('div', { class: 'header-controls' }, curves, page.steps.length > 1 ? stepSelect : null, sortSelect, merge),
+    ),
     page.groups.length === 0
       ? h('div', { class: 'empty-state' }, icon('info'), h('p', {}, 'No GRPO groups here yet: the algorithm writes them when it trains on these rollouts.'))
-      : h('div', { class: 'groups' },
-        h('div', { class: 'muted groups-summary' }, `${page.groups.length} group${page.groups.length === 1 ? '' : 's'}`,
-          zero ? ` · ${zero} with zero variance (folded: every call got the same credit, so GRPO learns nothing from them)` : ''),
-        ...page.groups.map((g) => groupSection(g, page.step, actions, redraw))));
+      : h(
+          'div',
+          { class: 'groups' },
+          h(
+            'div',
+            { class: 'muted groups-summary' },
+            `${page.groups.length} group${page.groups.length === 1 ? '' : 's'}`,
+            zero ? ` · ${zero} with zero variance (folded: every call got the same credit, so GRPO learns nothing from them)` : '',
+          ),
+          ...page.groups.map((g) => groupSection(g, page.step, actions, redraw)),
+        ),
+  );
 }

@@ -7,9 +7,7 @@ import '@vscode-elements/elements/dist/main.js';
 import '@vscode/codicons/dist/codicon.css';
 import '../shared/theme.css';
 import './trajectory.css';
-import {
-  TrajectoryProtocol as P, type RolloutFilter, type TrajectoryState, type TrajectoryView,
-} from '../../protocol/webview-trajectory.js';
+import { TrajectoryProtocol as P, type RolloutFilter, type TrajectoryState, type TrajectoryView } from '../../protocol/webview-trajectory.js';
 import { HostConnection } from '../shared/host.js';
 import { h, mount } from '../shared/dom.js';
 import { errorState, shouldReload } from '../shared/recovery.js';
@@ -26,8 +24,8 @@ const root = document.getElementById('app') ?? document.body.appendChild(h('div'
 function restoredState(saved: unknown): TrajectoryState {
   const s = (typeof saved === 'object' && saved !== null ? saved : {}) as Partial<TrajectoryState>;
   const v = (typeof s.view === 'object' && s.view !== null ? s.view : {}) as Partial<TrajectoryView> & { rolloutId?: unknown };
-  const view: TrajectoryView = v.kind === 'rollout' && typeof v.rolloutId === 'string' ? v as TrajectoryView
-    : v.kind === 'group' ? v as TrajectoryView : { kind: 'rollouts' };
+  const view: TrajectoryView =
+    v.kind === 'rollout' && typeof v.rolloutId === 'string' ? (v as TrajectoryView) : v.kind === 'group' ? (v as TrajectoryView) : { kind: 'rollouts' };
   return { view, filter: typeof s.filter === 'object' && s.filter !== null ? s.filter : {} };
 }
 let state: TrajectoryState = restoredState(host.state);
@@ -37,11 +35,19 @@ let shownSignature = '';
 
 const openCode = (filepath: string, lineno: number | null, symbol?: string): void => host.command(P.openCode, { filepath, lineno, symbol });
 
-function loading(): void { mount(root, h('div', { class: 'loading' }, h('vscode-progress-ring', {}), 'Loading…')); }
+function loading(): void {
+  mount(root, h('div', { class: 'loading' }, h('vscode-progress-ring', {}), 'Loading…'));
+}
 const startDaemon = (): void => host.command(P.startDaemon, {});
 function failed(what: string, err: unknown): void {
-  mount(root, errorState(`Could not load ${what}: ${(err as Error).message}`,
-    { retry: () => void render(), startDaemon, more: [{ label: 'Back to rollouts', run: () => go({ kind: 'rollouts' }) }] }));
+  mount(
+    root,
+    errorState(`Could not load ${what}: ${(err as Error).message}`, {
+      retry: () => void render(),
+      startDaemon,
+      more: [{ label: 'Back to rollouts', run: () => go({ kind: 'rollouts' }) }],
+    }),
+  );
 }
 
 function go(view: TrajectoryView): void {
@@ -67,7 +73,11 @@ async function draw(quiet: boolean): Promise<void> {
   if (view.kind === 'rollouts') {
     renderRolloutsView(root, state.filter, {
       load: (filter: RolloutFilter) => host.request(P.listRollouts, filter),
-      setFilter: (filter) => { state = { ...state, filter }; host.state = state; void render(); },
+      setFilter: (filter) => {
+        state = { ...state, filter };
+        host.state = state;
+        void render();
+      },
       openRollout: (rolloutId) => go({ kind: 'rollout', rolloutId }),
       startDaemon,
     });
@@ -83,20 +93,35 @@ async function draw(quiet: boolean): Promise<void> {
       const signature = [detail.rollout.status, detail.attemptId, detail.spans.length, detail.transitions.length].join('|');
       const unchanged = quiet && signature === shownSignature;
       shownSignature = signature;
-      if (!unchanged) renderRolloutView(root, detail, { tab: view.tab ?? 'timeline', selectedSpanId: view.selectedSpanId }, {
-        back: () => go({ kind: 'rollouts' }),
-        selectAttempt: (attemptId) => go({ ...view, attemptId, selectedSpanId: undefined }),
-        saveViewState: (s) => { state = { ...state, view: { ...view, ...s } }; host.state = state; },
-        openCode,
-        openGroup: (rolloutId) => go({ kind: 'group', rolloutId }),
-      });
+      if (!unchanged)
+        renderRolloutView(
+          root,
+          detail,
+          { tab: view.tab ?? 'timeline', selectedSpanId: view.selectedSpanId },
+          {
+            back: () => go({ kind: 'rollouts' }),
+            selectAttempt: (attemptId) => go({ ...view, attemptId, selectedSpanId: undefined }),
+            saveViewState: (s) => {
+              state = { ...state, view: { ...view, ...s } };
+              host.state = state;
+            },
+            openCode,
+            openGroup: (rolloutId) => go({ kind: 'group', rolloutId }),
+          },
+        );
       if (quiet && !unchanged) window.scrollTo(0, scroll);
       // A rollout still running grows span by span: follow it until it ends.
-      if (!ENDED.has(detail.rollout.status)) setTimeout(() => { if (token === renderToken) void render(true); }, LIVE_REFRESH_MS);
+      if (!ENDED.has(detail.rollout.status))
+        setTimeout(() => {
+          if (token === renderToken) void render(true);
+        }, LIVE_REFRESH_MS);
     } catch (err) {
       if (token !== renderToken) return;
       if (!quiet) failed(`rollout ${view.rolloutId}`, err);
-      else setTimeout(() => { if (token === renderToken) void render(true); }, LIVE_REFRESH_MS * 2); // daemon restarting: keep following
+      else
+        setTimeout(() => {
+          if (token === renderToken) void render(true);
+        }, LIVE_REFRESH_MS * 2); // daemon restarting: keep following
     }
     return;
   }
@@ -110,15 +135,22 @@ async function draw(quiet: boolean): Promise<void> {
       openDashboard: (runId) => host.command(P.openDashboard, { runId }),
       openCode,
     });
-  } catch (err) { if (token === renderToken) failed('the GRPO groups', err); }
+  } catch (err) {
+    if (token === renderToken) failed('the GRPO groups', err);
+  }
 }
 
-host.onNotification(P.show, ({ view, filter }) => { if (filter) state = { ...state, filter }; go(view); });
+host.onNotification(P.show, ({ view, filter }) => {
+  if (filter) state = { ...state, filter };
+  go(view);
+});
 host.onNotification(P.changed, ({ rolloutIds }) => {
   const v = state.view;
   if (v.kind === 'rollouts' || (v.kind === 'rollout' && rolloutIds.includes(v.rolloutId))) void render(true);
 });
 // The daemon is back (started, restarted, attached): a view showing an error reloads by itself.
-host.onNotification(P.state, ({ up }) => { if (up && shouldReload(root, host.waiting)) void render(); });
+host.onNotification(P.state, ({ up }) => {
+  if (up && shouldReload(root, host.waiting)) void render();
+});
 void render();
 host.ready();

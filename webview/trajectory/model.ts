@@ -8,7 +8,11 @@ import { agentNames, isFinalRewardSpan, numberArrayAttr, ownAgentName, repairedP
 import { AGL, GENAI } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
 
-export interface SpanNode { span: Span; depth: number; children: SpanNode[] }
+export interface SpanNode {
+  span: Span;
+  depth: number;
+  children: SpanNode[];
+}
 
 /**
  * Roots and children ordered by start time, parents repaired as every reader repairs them
@@ -23,7 +27,8 @@ export function buildSpanTree(spans: Span[]): SpanNode[] {
   for (const node of byId.values()) {
     const parentId = parents.get(node.span.spanId);
     const parent = parentId ? byId.get(parentId) : undefined;
-    if (parent) parent.children.push(node); else roots.push(node);
+    if (parent) parent.children.push(node);
+    else roots.push(node);
   }
   const setDepth = (node: SpanNode, depth: number): void => {
     node.depth = depth;
@@ -56,7 +61,13 @@ export function rewardValue(span: Span): number | null {
   return rewardOfSpan(span)?.value ?? null;
 }
 
-export interface ChatMessage { role: string; text: string; name?: string; toolCalls: { id?: string; name: string; args: string }[]; toolCallId?: string }
+export interface ChatMessage {
+  role: string;
+  text: string;
+  name?: string;
+  toolCalls: { id?: string; name: string; args: string }[];
+  toolCallId?: string;
+}
 
 function partText(part: unknown): string {
   if (typeof part === 'string') return part;
@@ -91,7 +102,11 @@ export function toChatMessage(raw: unknown, defaultRole = 'assistant'): ChatMess
 
 function parseJson(value: unknown): unknown {
   if (typeof value !== 'string') return value;
-  try { return JSON.parse(value); } catch { return value; }
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
 }
 
 function asMessages(value: unknown, defaultRole: string): ChatMessage[] {
@@ -172,7 +187,15 @@ export function messageText(m: ChatMessage): string {
 // --- tool steps -------------------------------------------------------------------------------------
 
 /** A tool execution as `name(input) → output`, with its status kept apart from its output. */
-export interface ToolStep { span: Span; name: string; input: string | null; output: string | null; ok: boolean; error: string | null; callId: string | null }
+export interface ToolStep {
+  span: Span;
+  name: string;
+  input: string | null;
+  output: string | null;
+  ok: boolean;
+  error: string | null;
+  callId: string | null;
+}
 
 /** Attribute namespaces of the conventions: anything else on a tool span is the agent's own (e.g. `calc.expression`). */
 const CONVENTION_PREFIXES = ['gen_ai.', 'agl.', 'agentlightning.', 'code.', 'exception.', 'service.'];
@@ -211,10 +234,15 @@ export function toolSteps(spans: Span[]): Map<string, ToolStep> {
     const name = String(a[GENAI.toolName] ?? a['agl.operation.name'] ?? span.name);
     let callId = typeof a[GENAI.toolCallId] === 'string' ? (a[GENAI.toolCallId] as string) : null;
     let input = a[GENAI.toolCallArguments] !== undefined ? compactPayload(a[GENAI.toolCallArguments]) : null;
-    let output = a[GENAI.toolCallResult] !== undefined ? compactPayload(a[GENAI.toolCallResult])
-      : a['agl.tool.result'] !== undefined ? compactPayload(a['agl.tool.result']) : null;
+    let output =
+      a[GENAI.toolCallResult] !== undefined
+        ? compactPayload(a[GENAI.toolCallResult])
+        : a['agl.tool.result'] !== undefined
+          ? compactPayload(a['agl.tool.result'])
+          : null;
     const before = calls.filter((c) => (c.span.endTime ?? c.span.startTime) <= span.startTime).at(-1);
-    const requested = before?.call.response.flatMap((m) => m.toolCalls)
+    const requested = before?.call.response
+      .flatMap((m) => m.toolCalls)
       .find((c) => (callId ? c.id === callId : c.name === name && !(c.id && usedCallIds.has(c.id))));
     if (requested) {
       callId = callId ?? requested.id ?? null;
@@ -222,8 +250,10 @@ export function toolSteps(spans: Span[]): Map<string, ToolStep> {
     }
     if (callId) usedCallIds.add(callId);
     if (output === null && callId) {
-      const answer = calls.filter((c) => c.span.startTime >= (span.endTime ?? span.startTime))
-        .flatMap((c) => c.call.prompt).find((m) => m.role === 'tool' && m.toolCallId === callId);
+      const answer = calls
+        .filter((c) => c.span.startTime >= (span.endTime ?? span.startTime))
+        .flatMap((c) => c.call.prompt)
+        .find((m) => m.role === 'tool' && m.toolCallId === callId);
       if (answer) output = answer.text;
     }
     if (input === null) {
@@ -239,9 +269,23 @@ export function toolSteps(spans: Span[]): Map<string, ToolStep> {
 // --- states (Figure 1) -------------------------------------------------------------------------------
 
 export type VariableKind = 'input' | 'llm' | 'tool' | 'object' | 'reward';
-export interface StateVariable { id: string; label: string; kind: VariableKind; value: string }
-export interface StateStep { label: string; kind: VariableKind; span: Span | null; writes: string[]; reads: string[] }
-export interface StatesTable { variables: StateVariable[]; steps: StateStep[] }
+export interface StateVariable {
+  id: string;
+  label: string;
+  kind: VariableKind;
+  value: string;
+}
+export interface StateStep {
+  label: string;
+  kind: VariableKind;
+  span: Span | null;
+  writes: string[];
+  reads: string[];
+}
+export interface StatesTable {
+  variables: StateVariable[];
+  steps: StateStep[];
+}
 
 /** The rollout's task: the root span's `agl.task`, else the rollout input given by the caller. */
 function taskText(spans: Span[], input: unknown): string {
@@ -278,8 +322,7 @@ export function deriveStates(spans: Span[], input: unknown): StatesTable {
   let llmIndex = 0;
   let toolIndex = 0;
   const names = agentNames(spans);
-  const readsOf = (promptText: string): string[] =>
-    variables.filter((v) => fingerprints(v.value).some((f) => promptText.includes(f))).map((v) => v.id);
+  const readsOf = (promptText: string): string[] => variables.filter((v) => fingerprints(v.value).some((f) => promptText.includes(f))).map((v) => v.id);
   const addTool = (label: string, name: string, value: string, span: Span | null): void => {
     const id = `tool-${++toolIndex}`;
     variables.push({ id, label: `tool result ${name}`.trim(), kind: 'tool', value });
@@ -291,7 +334,12 @@ export function deriveStates(spans: Span[], input: unknown): StatesTable {
     if (kind === 'llm') {
       const call = llmCall(span, names.get(span.spanId) ?? null);
       // Tool results the agent fed back (role "tool") without a tool span of their own: steps before this call.
-      const toolNames = new Map(call.prompt.flatMap((p) => p.toolCalls).filter((c) => c.id).map((c) => [c.id!, c]));
+      const toolNames = new Map(
+        call.prompt
+          .flatMap((p) => p.toolCalls)
+          .filter((c) => c.id)
+          .map((c) => [c.id!, c]),
+      );
       for (const m of call.prompt.filter((p) => p.role === 'tool')) {
         const key = m.toolCallId ?? m.text;
         if (toolResultsSeen.has(key)) continue;
@@ -312,7 +360,12 @@ export function deriveStates(spans: Span[], input: unknown): StatesTable {
       addTool(toolStepLine(tool), tool.name, tool.ok ? (tool.output ?? '') : `error: ${tool.error ?? 'failed'}`, span);
     } else if (kind === 'object') {
       const id = `object-${span.spanId}`;
-      variables.push({ id, label: `object ${variables.filter((v) => v.kind === 'object').length + 1}`, kind: 'object', value: String(span.attributes[AGL.objectJson] ?? '') });
+      variables.push({
+        id,
+        label: `object ${variables.filter((v) => v.kind === 'object').length + 1}`,
+        kind: 'object',
+        value: String(span.attributes[AGL.objectJson] ?? ''),
+      });
       steps.push({ label: 'emit object', kind: 'object', span, writes: [id], reads: [] });
     } else if (kind === 'reward') {
       const id = `reward-${span.spanId}`;

@@ -24,7 +24,13 @@ export function runStatusPill(status: string): HTMLElement {
 /** The reward as its own indicator: green above 0, red at or below 0, muted when there is none. */
 export function rewardPill(reward: number | null): HTMLElement {
   const cls = reward === null ? 'none' : reward > 0 ? 'good' : 'bad';
-  return h('span', { class: `pill reward-pill ${cls} ${signClass(reward)}`, 'data-reward': reward === null ? 'none' : String(reward),
-    title: reward === null ? 'No reward recorded' : 'Final reward (the value the agent returned, else its last reward)' },
-  reward === null ? 'no reward' : `reward ${fmtNumber(reward)}`);
+  return h(
+    'span',
+    {
+      class: `pill reward-pill ${cls} ${signClass(reward)}`,
+      'data-reward': reward === null ? 'none' : String(reward),
+      title: reward === null ? 'No reward recorded' : 'Final reward (the value the agent returned, else its last reward)',
+    },
+    reward === null ? 'no reward' : `reward ${fmtNumber(reward)}`,
+  );
 }

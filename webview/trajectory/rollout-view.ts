@@ -13,7 +13,10 @@ import { rewardPill, runStatusPill } from './outcome.js';
 import { renderSpanTree } from './span-tree.js';
 import { renderStatesView } from './states-view.js';
 
-export interface RolloutViewState { tab: 'timeline' | 'states'; selectedSpanId?: string }
+export interface RolloutViewState {
+  tab: 'timeline' | 'states';
+  selectedSpanId?: string;
+}
 export interface RolloutViewActions extends DetailActions {
   back(): void;
   selectAttempt(attemptId: string): void;
@@ -45,10 +48,15 @@ function spanChips(span: Span, advantage: number | undefined): HTMLElement[] {
   const out: HTMLElement[] = [];
   if (kind === 'llm') {
     const call = llmCall(span);
-    if (call.inputTokens !== null || call.outputTokens !== null) out.push(h('span', { class: 'chip', title: 'prompt → completion tokens' }, `${call.inputTokens ?? '?'}→${call.outputTokens ?? '?'} tok`));
-    if (advantage !== undefined) out.push(h('span', { class: `chip advantage ${signClass(advantage)}`, title: 'GRPO advantage' }, `A ${fmtSigned(advantage, 2)}`));
+    if (call.inputTokens !== null || call.outputTokens !== null)
+      out.push(h('span', { class: 'chip', title: 'prompt → completion tokens' }, `${call.inputTokens ?? '?'}→${call.outputTokens ?? '?'} tok`));
+    if (advantage !== undefined)
+      out.push(h('span', { class: `chip advantage ${signClass(advantage)}`, title: 'GRPO advantage' }, `A ${fmtSigned(advantage, 2)}`));
   }
-  if (kind === 'reward') { const r = rewardValue(span); out.push(h('span', { class: `chip reward ${signClass(r)}` }, fmtNumber(r))); }
+  if (kind === 'reward') {
+    const r = rewardValue(span);
+    out.push(h('span', { class: `chip reward ${signClass(r)}` }, fmtNumber(r)));
+  }
   if (span.status.code === 'error') out.push(h('span', { class: 'chip negative' }, 'error'));
   return out;
 }
@@ -66,53 +74,103 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
   const detailPane = h('div', { class: 'detail-pane' });
 
   const drawDetail = (): void => {
-    if (!selected) { mount(detailPane, h('div', { class: 'empty-state' }, 'This attempt recorded no spans.')); return; }
-    mount(detailPane, renderSpanDetail(selected, byTransition.get(selected.spanId), reward, actions, rollout.agent, names.get(selected.spanId) ?? null, tools.get(selected.spanId)));
+    if (!selected) {
+      mount(detailPane, h('div', { class: 'empty-state' }, 'This attempt recorded no spans.'));
+      return;
+    }
+    mount(
+      detailPane,
+      renderSpanDetail(
+        selected,
+        byTransition.get(selected.spanId),
+        reward,
+        actions,
+        rollout.agent,
+        names.get(selected.spanId) ?? null,
+        tools.get(selected.spanId),
+      ),
+    );
   };
 
   const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: 'Back to rollouts', title: 'Back to rollouts', class: 'back' });
   back.addEventListener('click', actions.back);
-  const attemptSelect = h('vscode-single-select', { class: 'attempt-select', 'aria-label': 'Attempt' },
-    ...detail.attempts.map((a) => h('vscode-option', { value: a.id, selected: a.id === detail.attemptId }, `attempt ${a.sequence} · ${a.status}`)));
+  const attemptSelect = h(
+    'vscode-single-select',
+    { class: 'attempt-select', 'aria-label': 'Attempt' },
+    ...detail.attempts.map((a) => h('vscode-option', { value: a.id, selected: a.id === detail.attemptId }, `attempt ${a.sequence} · ${a.status}`)),
+  );
   attemptSelect.addEventListener('change', () => actions.selectAttempt((attemptSelect as unknown as { value: string }).value));
   const attempt = detail.attempts.find((a) => a.id === detail.attemptId);
 
   const timeline = h('div', { class: 'timeline-layout' }, treePane, detailPane);
   const statesPanel = h('div', { class: 'states-panel' });
-  const tabs = h('vscode-tabs', { 'selected-index': state.tab === 'states' ? 1 : 0, class: 'rollout-tabs' },
+  const tabs = h(
+    'vscode-tabs',
+    { 'selected-index': state.tab === 'states' ? 1 : 0, class: 'rollout-tabs' },
     h('vscode-tab-header', { slot: 'header', class: 'tab-timeline' }, 'Timeline'),
     h('vscode-tab-panel', {}, timeline),
     h('vscode-tab-header', { slot: 'header', class: 'tab-states' }, 'States'),
-    h('vscode-tab-panel', {}, statesPanel));
+    h('vscode-tab-panel', {}, statesPanel),
+  );
   tabs.addEventListener('vsc-tabs-select', (e) => {
     const tab = (e as CustomEvent<{ selectedIndex: number }>).detail.selectedIndex === 1 ? 'states' : 'timeline';
     actions.saveViewState({ tab, selectedSpanId: selected?.spanId });
   });
 
   const llmCount = spans.filter((s) => spanKind(s) === 'llm').length;
-  mount(root,
-    h('header', { class: 'view-header' }, back,
-      h('h1', {}, 'Rollout ', h('span', { class: 'mono' }, rollout.id)), runStatusPill(rollout.status), rewardPill(reward),
+  mount(
+    root,
+    h(
+      'header',
+      { class: 'view-header' },
+      back,
+      h('h1', {}, 'Rollout ', h('span', { class: 'mono' }, rollout.id)),
+      runStatusPill(rollout.status),
+      rewardPill(reward),
       h('div', { class: 'spacer' }),
-      detail.attempts.length > 1 ? attemptSelect : null),
-    h('div', { class: 'summary' },
+      detail.attempts.length > 1 ? attemptSelect : null,
+    ),
+    h(
+      'div',
+      { class: 'summary' },
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Agent'), h('span', {}, rollout.agent ?? 'default')),
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Reward'), h('span', { class: `reward ${signClass(reward)} big` }, fmtNumber(reward))),
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'LLM calls'), h('span', {}, String(llmCount))),
       // The attempt's run time, as the rollouts list shows it (the waterfall spans only what was traced).
-      h('div', { class: 'summary-item duration', title: `attempt ran from its start to its end; its spans cover ${fmtDuration(range.end - range.start)}` },
-        h('span', { class: 'muted' }, 'Duration'), h('span', {}, fmtDuration(attempt && attempt.endedAt !== null ? attempt.endedAt - attempt.startedAt : null))),
+      h(
+        'div',
+        { class: 'summary-item duration', title: `attempt ran from its start to its end; its spans cover ${fmtDuration(range.end - range.start)}` },
+        h('span', { class: 'muted' }, 'Duration'),
+        h('span', {}, fmtDuration(attempt && attempt.endedAt !== null ? attempt.endedAt - attempt.startedAt : null)),
+      ),
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Mode'), h('span', {}, rollout.mode)),
-      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Resources'), h('span', {}, detail.resourcesVersion ? `v${detail.resourcesVersion}` : '—')),
+      h(
+        'div',
+        { class: 'summary-item' },
+        h('span', { class: 'muted' }, 'Resources'),
+        h('span', {}, detail.resourcesVersion ? `v${detail.resourcesVersion}` : '—'),
+      ),
       h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Started'), h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
-      h('div', { class: 'summary-item wide' }, h('span', { class: 'muted' }, 'Task'), h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)))),
+      h(
+        'div',
+        { class: 'summary-item wide' },
+        h('span', { class: 'muted' }, 'Task'),
+        h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)),
+      ),
+    ),
     attempt?.error ? h('div', { class: 'error-banner' }, icon('error'), ` ${attempt.error.message}`) : null,
-    tabs);
+    tabs,
+  );
   const tree = renderSpanTree(treePane, {
-    spans, selectedId: selected?.spanId,
+    spans,
+    selectedId: selected?.spanId,
     label: (s) => spanLabel(s, names.get(s.spanId) ?? null, tools.get(s.spanId)),
     chips: (s) => spanChips(s, byTransition.get(s.spanId)?.advantage),
-    open: (s) => { selected = s; actions.saveViewState({ tab: 'timeline', selectedSpanId: s.spanId }); drawDetail(); },
+    open: (s) => {
+      selected = s;
+      actions.saveViewState({ tab: 'timeline', selectedSpanId: s.spanId });
+      drawDetail();
+    },
   });
   drawDetail();
   renderStatesView(statesPanel, spans, rollout.input, (spanId) => {

@@ -27,7 +27,13 @@ const ROW_HEIGHT = 30;
 const SEARCH_DEBOUNCE_MS = 300;
 
 /** Columns: a CSS class (widths and which hide when narrow live in trajectory.css) and, when sortable, the sort key. */
-interface Column { title: string; key: string; sort?: RolloutSort; num?: boolean; cell: (item: RolloutRow) => HTMLElement }
+interface Column {
+  title: string;
+  key: string;
+  sort?: RolloutSort;
+  num?: boolean;
+  cell: (item: RolloutRow) => HTMLElement;
+}
 const cell = (cls: string, title: string | null, ...children: (Node | string)[]) => h('div', { class: `cell ${cls}`, role: 'gridcell', title }, ...children);
 
 function durationTitle(item: RolloutRow): string | null {
@@ -51,16 +57,28 @@ const COLUMNS: Column[] = [
   { title: 'Reward', key: 'reward', sort: 'reward', num: true, cell: (i) => cell(`col-reward num reward ${signClass(i.reward)}`, null, fmtNumber(i.reward)) },
   { title: 'Att.', key: 'attempts', num: true, cell: ({ rollout: r }) => cell('col-attempts num', null, String(r.attemptCount)) },
   { title: 'Duration', key: 'duration', sort: 'duration', num: true, cell: (i) => cell('col-duration num', durationTitle(i), fmtDuration(i.durationMs)) },
-  { title: 'Input', key: 'input', cell: ({ rollout: r }) => { const s = taskSummary(r.input); return cell('col-input', s.full, s.text); } },
+  {
+    title: 'Input',
+    key: 'input',
+    cell: ({ rollout: r }) => {
+      const s = taskSummary(r.input);
+      return cell('col-input', s.full, s.text);
+    },
+  },
   { title: 'Created', key: 'created', sort: 'createdAt', cell: ({ rollout: r }) => cell('col-created muted', null, fmtTime(r.createdAt)) },
 ];
 
 function rowOf(item: RolloutRow, index: number, open: (id: string) => void): HTMLElement {
   const id = item.rollout.id;
-  const row = h('div', { class: `rollout-row grid-row${index % 2 ? ' odd' : ''}`, role: 'row', 'data-rollout-id': id, tabindex: 0 },
-    ...COLUMNS.map((c) => c.cell(item)));
+  const row = h(
+    'div',
+    { class: `rollout-row grid-row${index % 2 ? ' odd' : ''}`, role: 'row', 'data-rollout-id': id, tabindex: 0 },
+    ...COLUMNS.map((c) => c.cell(item)),
+  );
   row.addEventListener('click', () => open(id));
-  row.addEventListener('keydown', (e) => { if ((e as KeyboardEvent).key === 'Enter') open(id); });
+  row.addEventListener('keydown', (e) => {
+    if ((e as KeyboardEvent).key === 'Enter') open(id);
+  });
   return row;
 }
 function placeholderRow(index: number): HTMLElement {
@@ -68,8 +86,11 @@ function placeholderRow(index: number): HTMLElement {
 }
 
 function select(label: string, name: string, current: string, options: [string, string][], onChange: (v: string) => void): HTMLElement {
-  const sel = h('vscode-single-select', { 'data-filter': name, 'aria-label': label },
-    ...options.map(([value, text]) => h('vscode-option', { value, selected: value === current }, text)));
+  const sel = h(
+    'vscode-single-select',
+    { 'data-filter': name, 'aria-label': label },
+    ...options.map(([value, text]) => h('vscode-option', { value, selected: value === current }, text)),
+  );
   sel.addEventListener('change', () => onChange((sel as unknown as { value: string }).value));
   return h('label', { class: 'filter' }, h('span', { class: 'filter-label' }, label), sel);
 }
@@ -77,22 +98,45 @@ function select(label: string, name: string, current: string, options: [string, 
 function textInput(label: string, name: string, current: string, attrs: Record<string, string>, onChange: (v: string) => void, debounceMs = 0): HTMLElement {
   const field = h('vscode-textfield', { 'data-filter': name, 'aria-label': label, value: current, ...attrs });
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const fire = () => { clearTimeout(timer); onChange((field as unknown as { value: string }).value.trim()); };
-  field.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(fire, debounceMs); });
-  field.addEventListener('keydown', (e) => { if ((e as KeyboardEvent).key === 'Enter') fire(); });
+  const fire = () => {
+    clearTimeout(timer);
+    onChange((field as unknown as { value: string }).value.trim());
+  };
+  field.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(fire, debounceMs);
+  });
+  field.addEventListener('keydown', (e) => {
+    if ((e as KeyboardEvent).key === 'Enter') fire();
+  });
   return field;
 }
 function textField(label: string, name: string, current: string, attrs: Record<string, string>, onChange: (v: string) => void, debounceMs = 0): HTMLElement {
-  return h('label', { class: `filter filter-${name}` }, h('span', { class: 'filter-label' }, label), textInput(label, name, current, attrs, onChange, debounceMs));
+  return h(
+    'label',
+    { class: `filter filter-${name}` },
+    h('span', { class: 'filter-label' }, label),
+    textInput(label, name, current, attrs, onChange, debounceMs),
+  );
 }
 
 /** The view drawn into a root, kept so that rendering again can refresh in place. */
-interface Shown { filter: string; list: VirtualList<RolloutRow>; element: HTMLElement }
+interface Shown {
+  filter: string;
+  list: VirtualList<RolloutRow>;
+  element: HTMLElement;
+}
 const shown = new WeakMap<HTMLElement, Shown>();
 /** The filters' choices from the last page: a redraw shows its controls at once (the focus stays in the one in use). */
 type Choices = Pick<RolloutPage, 'statuses' | 'modes' | 'agents' | 'resourcesVersions' | 'runs'>;
 let lastChoices: Choices | null = null;
-const choicesOf = (p: RolloutPage): Choices => ({ statuses: p.statuses, modes: p.modes, agents: p.agents, resourcesVersions: p.resourcesVersions, runs: p.runs });
+const choicesOf = (p: RolloutPage): Choices => ({
+  statuses: p.statuses,
+  modes: p.modes,
+  agents: p.agents,
+  resourcesVersions: p.resourcesVersions,
+  runs: p.runs,
+});
 
 /** Focuses a filter control once it has rendered (vscode-elements draw their inner input asynchronously). */
 function focusControl(container: HTMLElement, name: string): void {
@@ -103,7 +147,10 @@ function focusControl(container: HTMLElement, name: string): void {
 export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, actions: RolloutsViewActions): void {
   const key = JSON.stringify(filter);
   const previous = shown.get(root);
-  if (previous && previous.element.isConnected && previous.filter === key) { previous.list.refresh(); return; }
+  if (previous && previous.element.isConnected && previous.filter === key) {
+    previous.list.refresh();
+    return;
+  }
   // Keep the focus in the control the user is typing in (the search box) across the redraw.
   const focused = (document.activeElement as HTMLElement | null)?.getAttribute('data-filter') ?? null;
 
@@ -121,81 +168,170 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
   const chips = h('div', { class: 'chips' });
   const status = h('div', { class: 'empty-state', hidden: true });
 
-  const header = h('div', { class: 'grid-header grid-row', role: 'row', 'aria-rowindex': 1 }, ...COLUMNS.map((c) => {
-    if (!c.sort) return h('div', { class: `cell col-${c.key}${c.num ? ' num' : ''}`, role: 'columnheader' }, c.title);
-    const active = c.sort === sort;
-    const button = h('button', { class: `cell sort-header col-${c.key}${c.num ? ' num' : ''}${active ? ' sorted' : ''}`, role: 'columnheader',
-      'data-sort': c.sort, 'aria-sort': active ? (order === 'asc' ? 'ascending' : 'descending') : 'none',
-      title: active ? `Sorted by ${c.title.toLowerCase()}, ${order === 'asc' ? 'ascending' : 'descending'}: click to reverse` : `Sort by ${c.title.toLowerCase()}` },
-    c.title, active ? icon(order === 'asc' ? 'arrow-up' : 'arrow-down', 'sort-indicator') : '');
-    button.addEventListener('click', () => set({ sort: c.sort, order: active && order === 'desc' ? 'asc' : 'desc' }));
-    return button;
-  }));
+  const header = h(
+    'div',
+    { class: 'grid-header grid-row', role: 'row', 'aria-rowindex': 1 },
+    ...COLUMNS.map((c) => {
+      if (!c.sort) return h('div', { class: `cell col-${c.key}${c.num ? ' num' : ''}`, role: 'columnheader' }, c.title);
+      const active = c.sort === sort;
+      const button = h(
+        'button',
+        {
+          class: `cell sort-header col-${c.key}${c.num ? ' num' : ''}${active ? ' sorted' : ''}`,
+          role: 'columnheader',
+          'data-sort': c.sort,
+          'aria-sort': active ? (order === 'asc' ? 'ascending' : 'descending') : 'none',
+          title: active
+            ? `Sorted by ${c.title.toLowerCase()}, ${order === 'asc' ? 'ascending' : 'descending'}: click to reverse`
+            : `Sort by ${c.title.toLowerCase()}`,
+        },
+        c.title,
+        active ? icon(order === 'asc' ? 'arrow-up' : 'arrow-down', 'sort-indicator') : '',
+      );
+      button.addEventListener('click', () => set({ sort: c.sort, order: active && order === 'desc' ? 'asc' : 'desc' }));
+      return button;
+    }),
+  );
 
   /** The choices this view's controls show: another view's fetch may have set lastChoices while these were not drawn. */
   let drawnChoices: string | null = null;
   const drawChoices = (page: Choices): void => {
     drawnChoices = JSON.stringify(page);
     const run = page.runs.find((r) => r.id === filter.runId);
-    mount(filters,
-      textField('Search', 'search', filter.search ?? '', { placeholder: 'Words in the task or its outputs', type: 'search' }, (v) => { if (v !== (filter.search ?? '')) set({ search: v || undefined }); }, SEARCH_DEBOUNCE_MS),
-      select('Status', 'status', filter.status?.[0] ?? '', [['', 'All'], ...page.statuses.map((s): [string, string] => [s, s])], (v) => set({ status: v ? [v as RolloutStatus] : undefined })),
-      select('Mode', 'mode', filter.mode ?? '', [['', 'All'], ...page.modes.map((m): [string, string] => [m, m])], (v) => set({ mode: (v || undefined) as RolloutFilter['mode'] })),
+    mount(
+      filters,
+      textField(
+        'Search',
+        'search',
+        filter.search ?? '',
+        { placeholder: 'Words in the task or its outputs', type: 'search' },
+        (v) => {
+          if (v !== (filter.search ?? '')) set({ search: v || undefined });
+        },
+        SEARCH_DEBOUNCE_MS,
+      ),
+      select('Status', 'status', filter.status?.[0] ?? '', [['', 'All'], ...page.statuses.map((s): [string, string] => [s, s])], (v) =>
+        set({ status: v ? [v as RolloutStatus] : undefined }),
+      ),
+      select('Mode', 'mode', filter.mode ?? '', [['', 'All'], ...page.modes.map((m): [string, string] => [m, m])], (v) =>
+        set({ mode: (v || undefined) as RolloutFilter['mode'] }),
+      ),
       select('Agent', 'agent', filter.agent ?? '', [['', 'All'], ...page.agents.map((a): [string, string] => [a, a])], (v) => set({ agent: v || undefined })),
-      select('Run', 'runId', filter.runId ?? '', [['', 'All'], ...(run || !filter.runId ? [] : [[filter.runId, filter.runId] as [string, string]]),
-        ...page.runs.map((r): [string, string] => [r.id, `${r.id} · ${r.agent.split(/[\\/]/).pop()}`])], (v) => set({ runId: v || undefined })),
-      textField('Step', 'step', filter.step === undefined ? '' : String(filter.step), { type: 'number', min: '0', placeholder: 'any' }, (v) => set({ step: num(v) })),
-      h('div', { class: 'filter filter-reward' }, h('span', { class: 'filter-label' }, 'Reward'),
-        textInput('Reward at least', 'rewardMin', filter.rewardMin === undefined ? '' : String(filter.rewardMin), { type: 'number', step: '0.1', placeholder: 'min' }, (v) => set({ rewardMin: num(v) })),
+      select(
+        'Run',
+        'runId',
+        filter.runId ?? '',
+        [
+          ['', 'All'],
+          ...(run || !filter.runId ? [] : [[filter.runId, filter.runId] as [string, string]]),
+          ...page.runs.map((r): [string, string] => [r.id, `${r.id} · ${r.agent.split(/[\\/]/).pop()}`]),
+        ],
+        (v) => set({ runId: v || undefined }),
+      ),
+      textField('Step', 'step', filter.step === undefined ? '' : String(filter.step), { type: 'number', min: '0', placeholder: 'any' }, (v) =>
+        set({ step: num(v) }),
+      ),
+      h(
+        'div',
+        { class: 'filter filter-reward' },
+        h('span', { class: 'filter-label' }, 'Reward'),
+        textInput(
+          'Reward at least',
+          'rewardMin',
+          filter.rewardMin === undefined ? '' : String(filter.rewardMin),
+          { type: 'number', step: '0.1', placeholder: 'min' },
+          (v) => set({ rewardMin: num(v) }),
+        ),
         h('span', { class: 'filter-label' }, 'to'),
-        textInput('Reward at most', 'rewardMax', filter.rewardMax === undefined ? '' : String(filter.rewardMax), { type: 'number', step: '0.1', placeholder: 'max' }, (v) => set({ rewardMax: num(v) }))),
-      select('Errors', 'hasError', filter.hasError === undefined ? '' : String(filter.hasError), [['', 'All'], ['true', 'With errors'], ['false', 'Without errors']],
-        (v) => set({ hasError: v === '' ? undefined : v === 'true' })),
-      select('Resources', 'resourcesVersion', filter.resourcesVersion === undefined ? '' : String(filter.resourcesVersion),
-        [['', 'All'], ...page.resourcesVersions.map((v): [string, string] => [String(v), `v${v}`])], (v) => set({ resourcesVersion: num(v) })),
+        textInput(
+          'Reward at most',
+          'rewardMax',
+          filter.rewardMax === undefined ? '' : String(filter.rewardMax),
+          { type: 'number', step: '0.1', placeholder: 'max' },
+          (v) => set({ rewardMax: num(v) }),
+        ),
+      ),
+      select(
+        'Errors',
+        'hasError',
+        filter.hasError === undefined ? '' : String(filter.hasError),
+        [
+          ['', 'All'],
+          ['true', 'With errors'],
+          ['false', 'Without errors'],
+        ],
+        (v) => set({ hasError: v === '' ? undefined : v === 'true' }),
+      ),
+      select(
+        'Resources',
+        'resourcesVersion',
+        filter.resourcesVersion === undefined ? '' : String(filter.resourcesVersion),
+        [['', 'All'], ...page.resourcesVersions.map((v): [string, string] => [String(v), `v${v}`])],
+        (v) => set({ resourcesVersion: num(v) }),
+      ),
     );
-    const inUse = filters.isConnected ? (document.activeElement as HTMLElement | null)?.getAttribute('data-filter') ?? focused : focused;
+    const inUse = filters.isConnected ? ((document.activeElement as HTMLElement | null)?.getAttribute('data-filter') ?? focused) : focused;
     if (inUse) focusControl(filters, inUse);
   };
 
   const drawSummary = (page: RolloutPage): void => {
     count.textContent = `${page.total.toLocaleString('en-US')} rollout${page.total === 1 ? '' : 's'}`;
     const hidden = page.storeTotal - page.total;
-    mount(chips, ...activeFilterChips(filter, page, (keys) => set(Object.fromEntries(keys.map((k) => [k, undefined])))),
-      hidden > 0 ? h('span', { class: 'hidden-count muted' }, `${hidden.toLocaleString('en-US')} hidden by filters`) : null);
+    mount(
+      chips,
+      ...activeFilterChips(filter, page, (keys) => set(Object.fromEntries(keys.map((k) => [k, undefined])))),
+      hidden > 0 ? h('span', { class: 'hidden-count muted' }, `${hidden.toLocaleString('en-US')} hidden by filters`) : null,
+    );
     chips.hidden = chips.childElementCount === 0;
     status.hidden = page.total > 0;
     if (page.total > 0) mount(status); // an error shown before (the daemon was down) goes with the rows
     if (page.total === 0) {
-      mount(status, icon('inbox'), h('p', {}, page.storeTotal > 0 ? 'No rollouts match these filters.' : 'No rollouts yet.'),
-        h('p', { class: 'muted' }, page.storeTotal > 0 ? 'Remove a filter above to see more.'
-          : 'Run one with "Agent Lightning: Run Rollout", or `agl rollout <agent> --task ...` in a terminal.'));
+      mount(
+        status,
+        icon('inbox'),
+        h('p', {}, page.storeTotal > 0 ? 'No rollouts match these filters.' : 'No rollouts yet.'),
+        h(
+          'p',
+          { class: 'muted' },
+          page.storeTotal > 0
+            ? 'Remove a filter above to see more.'
+            : 'Run one with "Agent Lightning: Run Rollout", or `agl rollout <agent> --task ...` in a terminal.',
+        ),
+      );
     }
   };
 
   let last: RolloutPage | null = null;
-  const list = new VirtualList<RolloutRow>({
-    fetch: async (offset, limit) => {
-      const page = await actions.load({ ...filter, offset, limit });
-      const choices = choicesOf(page);
-      lastChoices = choices;
-      if (JSON.stringify(choices) !== drawnChoices) drawChoices(choices);
-      last = page;
-      drawSummary(page);
-      return { items: page.items, total: page.total };
+  const list = new VirtualList<RolloutRow>(
+    {
+      fetch: async (offset, limit) => {
+        const page = await actions.load({ ...filter, offset, limit });
+        const choices = choicesOf(page);
+        lastChoices = choices;
+        if (JSON.stringify(choices) !== drawnChoices) drawChoices(choices);
+        last = page;
+        drawSummary(page);
+        return { items: page.items, total: page.total };
+      },
+      row: (item, index) => rowOf(item, index, actions.openRollout),
+      placeholder: placeholderRow,
+      onTotal: () => {
+        if (last) drawSummary(last);
+      },
+      onError: (err) => {
+        status.hidden = false;
+        mount(status, errorState(`Could not load rollouts: ${err.message}`, { retry: () => list.reset(), startDaemon: actions.startDaemon }));
+      },
     },
-    row: (item, index) => rowOf(item, index, actions.openRollout),
-    placeholder: placeholderRow,
-    onTotal: () => { if (last) drawSummary(last); },
-    onError: (err) => {
-      status.hidden = false;
-      mount(status, errorState(`Could not load rollouts: ${err.message}`, { retry: () => list.reset(), startDaemon: actions.startDaemon }));
-    },
-  }, ROW_HEIGHT, header);
+    ROW_HEIGHT,
+    header,
+  );
 
   const refresh = h('vscode-toolbar-button', { icon: 'refresh', label: 'Refresh', title: 'Refresh', class: 'refresh' });
   refresh.addEventListener('click', () => list.refresh());
-  const element = h('div', { class: 'rollouts-view' },
+  const element = h(
+    'div',
+    { class: 'rollouts-view' },
     h('header', { class: 'view-header' }, h('h1', {}, icon('list-tree'), ' Rollouts ', count), h('div', { class: 'spacer' }), refresh),
     filters,
     chips,

@@ -11,7 +11,14 @@ import { fmtDuration, h, icon, mount } from '../shared/dom.js';
 import { buildSpanTree, flattenTree, timeRange, type SpanNode } from './model.js';
 
 export const KIND_ICON: Record<ReturnType<typeof spanKind>, string> = {
-  agent: 'robot', llm: 'sparkle', tool: 'tools', reward: 'star-full', object: 'json', message: 'comment', exception: 'error', operation: 'symbol-event',
+  agent: 'robot',
+  llm: 'sparkle',
+  tool: 'tools',
+  reward: 'star-full',
+  object: 'json',
+  message: 'comment',
+  exception: 'error',
+  operation: 'symbol-event',
 };
 
 export interface SpanTreeOptions {
@@ -73,19 +80,33 @@ function axis(range: { start: number; end: number }): { el: HTMLElement; fill(wi
     const { step, ticks } = axisTicks(duration, target, widthPx, PX_PER_TICK);
     if (step === shown) return;
     shown = step;
-    mount(el, ...ticks.map((t) => {
-      const at = (t / duration) * 100;
-      const tick = h('span', { class: `tick${at > 88 ? ' end' : t === 0 ? ' start' : ''}`, 'data-ms': t }, h('span', { class: 'tick-label' }, tickLabel(t, step)));
-      tick.style.left = `${at}%`;
-      return tick;
-    }));
+    mount(
+      el,
+      ...ticks.map((t) => {
+        const at = (t / duration) * 100;
+        const tick = h(
+          'span',
+          { class: `tick${at > 88 ? ' end' : t === 0 ? ' start' : ''}`, 'data-ms': t },
+          h('span', { class: 'tick-label' }, tickLabel(t, step)),
+        );
+        tick.style.left = `${at}%`;
+        return tick;
+      }),
+    );
   };
   return { el, fill };
 }
 
 /** The handle between the name column and the waterfall. */
 function columnResizer(pane: HTMLElement): HTMLElement {
-  const handle = h('div', { class: 'col-resizer', role: 'separator', 'aria-orientation': 'vertical', 'aria-label': 'Resize the span name column', tabindex: 0, title: 'Drag (or focus and press ←/→) to resize' });
+  const handle = h('div', {
+    class: 'col-resizer',
+    role: 'separator',
+    'aria-orientation': 'vertical',
+    'aria-label': 'Resize the span name column',
+    tabindex: 0,
+    title: 'Drag (or focus and press ←/→) to resize',
+  });
   const setWidth = (px: number): void => {
     const max = pane.clientWidth - MIN_WATERFALL_PX;
     nameColumnPx = Math.round(Math.max(MIN_NAME_PX, Math.min(px, max)));
@@ -98,13 +119,20 @@ function columnResizer(pane: HTMLElement): HTMLElement {
     handle.setPointerCapture(e.pointerId);
     const left = pane.getBoundingClientRect().left;
     const move = (ev: PointerEvent): void => setWidth(ev.clientX - left);
-    const up = (): void => { handle.removeEventListener('pointermove', move); handle.removeEventListener('pointerup', up); };
+    const up = (): void => {
+      handle.removeEventListener('pointermove', move);
+      handle.removeEventListener('pointerup', up);
+    };
     handle.addEventListener('pointermove', move);
     handle.addEventListener('pointerup', up);
   });
   handle.addEventListener('click', (e) => e.stopPropagation());
   handle.addEventListener('keydown', (e) => {
-    if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') { e.preventDefault(); e.stopPropagation(); setWidth(current() + (e.key === 'ArrowRight' ? 16 : -16)); }
+    if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') {
+      e.preventDefault();
+      e.stopPropagation();
+      setWidth(current() + (e.key === 'ArrowRight' ? 16 : -16));
+    }
   });
   return handle;
 }
@@ -114,7 +142,10 @@ export function renderSpanTree(pane: HTMLElement, opts: SpanTreeOptions): { sele
   const tree = buildSpanTree(opts.spans);
   const range = timeRange(opts.spans);
   const parentOf = new Map<string, SpanNode | null>();
-  const index = (node: SpanNode, parent: SpanNode | null): void => { parentOf.set(node.span.spanId, parent); node.children.forEach((c) => index(c, node)); };
+  const index = (node: SpanNode, parent: SpanNode | null): void => {
+    parentOf.set(node.span.spanId, parent);
+    node.children.forEach((c) => index(c, node));
+  };
   tree.forEach((r) => index(r, null));
   const collapsed = new Set<string>();
   // The axis follows the waterfall column's width (window resized, name column dragged).
@@ -128,7 +159,8 @@ export function renderSpanTree(pane: HTMLElement, opts: SpanTreeOptions): { sele
   const toggle = (node: SpanNode, open?: boolean): void => {
     const id = node.span.spanId;
     const willOpen = open ?? collapsed.has(id);
-    if (willOpen) collapsed.delete(id); else collapsed.add(id);
+    if (willOpen) collapsed.delete(id);
+    else collapsed.add(id);
     draw(true);
   };
 
@@ -146,17 +178,38 @@ export function renderSpanTree(pane: HTMLElement, opts: SpanTreeOptions): { sele
       bar.style.width = `${Math.min(width, 100 - left)}%`;
       const hasChildren = node.children.length > 0;
       const twisty = hasChildren ? icon(collapsed.has(s.spanId) ? 'chevron-right' : 'chevron-down', 'twisty') : h('span', { class: 'twisty' });
-      twisty.addEventListener('click', (e) => { e.stopPropagation(); toggle(node); });
-      const name = h('div', { class: 'span-name' }, twisty, icon(KIND_ICON[kind], `kind-icon kind-${kind}`),
-        h('span', { class: 'label', title: label }, label), ...opts.chips(s));
+      twisty.addEventListener('click', (e) => {
+        e.stopPropagation();
+        toggle(node);
+      });
+      const name = h(
+        'div',
+        { class: 'span-name' },
+        twisty,
+        icon(KIND_ICON[kind], `kind-icon kind-${kind}`),
+        h('span', { class: 'label', title: label }, label),
+        ...opts.chips(s),
+      );
       name.style.paddingLeft = `${node.depth * 14 + 4}px`;
-      const row = h('div', {
-        class: `span-row kind-${kind}${s.spanId === selectedId ? ' selected' : ''}${s.spanId === focusedId ? ' focused' : ''}`,
-        role: 'treeitem', 'data-span-id': s.spanId, 'data-kind': kind, tabindex: s.spanId === focusedId ? 0 : -1,
-        'aria-level': node.depth + 1, 'aria-selected': s.spanId === selectedId ? 'true' : 'false',
-        'aria-expanded': hasChildren ? String(!collapsed.has(s.spanId)) : null,
-      }, name, h('div', { class: 'waterfall' }, bar));
-      row.addEventListener('click', () => { focusedId = s.spanId; openSpan(s); });
+      const row = h(
+        'div',
+        {
+          class: `span-row kind-${kind}${s.spanId === selectedId ? ' selected' : ''}${s.spanId === focusedId ? ' focused' : ''}`,
+          role: 'treeitem',
+          'data-span-id': s.spanId,
+          'data-kind': kind,
+          tabindex: s.spanId === focusedId ? 0 : -1,
+          'aria-level': node.depth + 1,
+          'aria-selected': s.spanId === selectedId ? 'true' : 'false',
+          'aria-expanded': hasChildren ? String(!collapsed.has(s.spanId)) : null,
+        },
+        name,
+        h('div', { class: 'waterfall' }, bar),
+      );
+      row.addEventListener('click', () => {
+        focusedId = s.spanId;
+        openSpan(s);
+      });
       return row;
     });
     const timeAxis = axis(range);
@@ -168,7 +221,11 @@ export function renderSpanTree(pane: HTMLElement, opts: SpanTreeOptions): { sele
     if (keepFocus) (pane.querySelector(`.span-row[tabindex="0"]`) as HTMLElement | null)?.focus();
   };
 
-  const openSpan = (s: Span): void => { selectedId = s.spanId; draw(true); opts.open(s); };
+  const openSpan = (s: Span): void => {
+    selectedId = s.spanId;
+    draw(true);
+    opts.open(s);
+  };
 
   pane.addEventListener('keydown', (e) => {
     if ((e.target as HTMLElement).closest('.col-resizer')) return;
@@ -176,20 +233,49 @@ export function renderSpanTree(pane: HTMLElement, opts: SpanTreeOptions): { sele
     const at = visible.findIndex((n) => n.span.spanId === focusedId);
     const node = visible[at];
     if (!node) return;
-    const moveTo = (n: SpanNode | null | undefined): void => { if (n) { focusedId = n.span.spanId; draw(true); } };
+    const moveTo = (n: SpanNode | null | undefined): void => {
+      if (n) {
+        focusedId = n.span.spanId;
+        draw(true);
+      }
+    };
     const open = node.children.length > 0 && !collapsed.has(node.span.spanId);
     switch (e.key) {
-      case 'ArrowDown': moveTo(visible[at + 1]); break;
-      case 'ArrowUp': moveTo(visible[at - 1]); break;
-      case 'Home': moveTo(visible[0]); break;
-      case 'End': moveTo(visible[visible.length - 1]); break;
-      case 'ArrowRight': if (node.children.length && !open) toggle(node, true); else if (open) moveTo(node.children[0]); break;
-      case 'ArrowLeft': if (open) toggle(node, false); else moveTo(parentOf.get(node.span.spanId)); break;
-      case 'Enter': case ' ': openSpan(node.span); break;
-      default: return;
+      case 'ArrowDown':
+        moveTo(visible[at + 1]);
+        break;
+      case 'ArrowUp':
+        moveTo(visible[at - 1]);
+        break;
+      case 'Home':
+        moveTo(visible[0]);
+        break;
+      case 'End':
+        moveTo(visible[visible.length - 1]);
+        break;
+      case 'ArrowRight':
+        if (node.children.length && !open) toggle(node, true);
+        else if (open) moveTo(node.children[0]);
+        break;
+      case 'ArrowLeft':
+        if (open) toggle(node, false);
+        else moveTo(parentOf.get(node.span.spanId));
+        break;
+      case 'Enter':
+      case ' ':
+        openSpan(node.span);
+        break;
+      default:
+        return;
     }
     e.preventDefault();
   });
   draw(false);
-  return { select(spanId) { selectedId = spanId; focusedId = spanId; draw(false); } };
+  return {
+    select(spanId) {
+      selectedId = spanId;
+      focusedId = spanId;
+      draw(false);
+    },
+  };
 }

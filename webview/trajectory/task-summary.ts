@@ -15,17 +15,29 @@ function firstText(value: unknown, depth = 0): string | null {
     // A chat: the last user message says what is asked.
     const user = [...value].reverse().find((m) => m && typeof m === 'object' && (m as { role?: unknown }).role === 'user');
     if (user) return firstText((user as { content?: unknown }).content, depth + 1);
-    for (const v of value) { const t = firstText(v, depth + 1); if (t) return t; }
+    for (const v of value) {
+      const t = firstText(v, depth + 1);
+      if (t) return t;
+    }
     return null;
   }
   const obj = value as Record<string, unknown>;
   const lower = new Map(Object.keys(obj).map((k) => [k.toLowerCase(), k]));
   for (const key of PROMPT_KEYS) {
     const k = lower.get(key);
-    if (k !== undefined) { const t = firstText(obj[k], depth + 1); if (t) return t; }
+    if (k !== undefined) {
+      const t = firstText(obj[k], depth + 1);
+      if (t) return t;
+    }
   }
-  if (Array.isArray(obj.messages)) { const t = firstText(obj.messages, depth + 1); if (t) return t; }
-  for (const v of Object.values(obj)) { const t = firstText(v, depth + 1); if (t) return t; }
+  if (Array.isArray(obj.messages)) {
+    const t = firstText(obj.messages, depth + 1);
+    if (t) return t;
+  }
+  for (const v of Object.values(obj)) {
+    const t = firstText(v, depth + 1);
+    if (t) return t;
+  }
   return null;
 }
 

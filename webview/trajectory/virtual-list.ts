@@ -29,8 +29,13 @@ export class VirtualList<T> {
   private frame = 0;
 
   /** `header` stays on top of the scrolled rows (position: sticky in the stylesheet). */
-  constructor(private readonly source: VirtualListSource<T>, private readonly rowHeight: number, header: HTMLElement | null = null,
-    private readonly pageSize = 100, private readonly overscan = 8) {
+  constructor(
+    private readonly source: VirtualListSource<T>,
+    private readonly rowHeight: number,
+    header: HTMLElement | null = null,
+    private readonly pageSize = 100,
+    private readonly overscan = 8,
+  ) {
     this.window = h('div', { class: 'vlist-window', role: 'rowgroup' });
     this.spacer = h('div', { class: 'vlist-spacer' }, this.window);
     this.element = h('div', { class: 'vlist', tabindex: -1 }, header, this.spacer);
@@ -38,7 +43,9 @@ export class VirtualList<T> {
     new ResizeObserver(() => this.schedule()).observe(this.element);
   }
 
-  get size(): number | null { return this.total; }
+  get size(): number | null {
+    return this.total;
+  }
 
   /** Forget everything and start again from the top (the filter or sort changed). */
   reset(): void {
@@ -75,7 +82,10 @@ export class VirtualList<T> {
 
   private schedule(): void {
     if (this.frame) return;
-    this.frame = requestAnimationFrame(() => { this.frame = 0; this.draw(); });
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.draw();
+    });
   }
 
   /** [first, last) rows to have in the DOM. */
