@@ -289,13 +289,11 @@ function otlpCases(ids: {
       why: `span ${f}=${JSON.stringify(v)}`,
       rejected: 1,
     })),
-    fc
-      .constantFrom(...NOT_UTF8)
-      .map((bad) => ({
-        body: Buffer.concat([Buffer.from('{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"a'), Buffer.from(bad), Buffer.from('"}]}]}]}')]),
-        headers: json,
-        why: 'not UTF-8',
-      })),
+    fc.constantFrom(...NOT_UTF8).map((bad) => ({
+      body: Buffer.concat([Buffer.from('{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"a'), Buffer.from(bad), Buffer.from('"}]}]}]}')]),
+      headers: json,
+      why: 'not UTF-8',
+    })),
     notJsonTypes
       .filter((t) => !t.startsWith('application/json'))
       .map((type) => ({ body: text({}), headers: { 'content-type': type }, why: `content type ${type}` })),

@@ -1,0 +1,24 @@
+/**
+ * The code is formatted by Prettier and lint-free by ESLint (+ typescript-eslint), with the configuration in the
+ * repository (.prettierrc.json, .prettierignore, eslint.config.mjs): `npm run format` fixes the first,
+ * `npm run lint` shows both.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+
+const req = createRequire(join(process.cwd(), 'package.json'));
+
+test('prettier --check: every file is formatted', { timeout: 300_000 }, () => {
+  const r = spawnSync(process.execPath, [req.resolve('prettier/bin/prettier.cjs'), '--check', '.'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `not formatted (npm run format fixes it):\n${(r.stdout + r.stderr).slice(0, 4000)}`);
+});
+
+test('eslint: no findings', { timeout: 300_000 }, () => {
+  // eslint's package exports hide its bin; its folder is found from the package's main entry.
+  const bin = join(dirname(req.resolve('eslint')), '..', 'bin', 'eslint.js');
+  const r = spawnSync(process.execPath, [bin, '.'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `eslint found problems:\n${(r.stdout + r.stderr).slice(0, 4000)}`);
+});
