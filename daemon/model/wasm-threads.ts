@@ -39,7 +39,7 @@ export async function withNodeWasmThreads(
   let factoryPath = '';
   class FileBackedBlob extends RealBlob {
     readonly source: string;
-    constructor(parts: BlobPart[], options?: BlobPropertyBag) {
+    constructor(parts: ConstructorParameters<typeof RealBlob>[0] & unknown[], options?: ConstructorParameters<typeof RealBlob>[1]) {
       super(parts, options);
       this.source = parts.map(String).join('');
       if (this.source.startsWith(FACTORY_PREFIX)) {
