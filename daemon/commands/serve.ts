@@ -5,16 +5,17 @@
  * flight, close the store, mark daemon.json stopped).
  */
 import { existsSync, readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AglClient } from '../../sdk/client.js';
 import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../store/index.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';
-import { createServerContext } from '../server/server-context.js';
+import { createServerContext, type ServerContext } from '../server/server-context.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import type { PolicyInfo } from '../../protocol/api.js';
 import { engineOptions, type EngineConfig } from '../algorithm/engine-config.js';
-import { ENGINE_PARSE_OPTIONS, engineFromFlags } from './engine-flags.js';
+import { ENGINE_PARSE_OPTIONS, engineFromFlags, type EngineFlags } from './engine-flags.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { FileModeError, makeDataPrivate } from '../server/file-modes.js';
@@ -173,7 +174,65 @@ async function publishUpstream(store: LightningStore, daemonUrl: string, upstrea
   return store.addResources({ resources: { llm }, metadata: { publishedBy: 'agl serve --upstream' } });
 }
 
+/** What `agl serve` was asked for: the flags over their environment variables and defaults. */
+interface ServeFlags {
+  port: number;
+  host: string;
+  dataDir: string;
+  store: StoreSpec;
+  /** The store as daemon.json and the messages name it (a postgres password redacted). */
+  storeLabel: string;
+  bodyLimit: string;
+  allowedHosts: string[];
+  allowedKeyEnvs: string[];
+  model?: string;
+  backend?: string;
+  engine: EngineFlags;
+  upstreamUrl?: string;
+  upstreamModel?: string;
+  /** --upstream or --upstream-model on the command line (not only in the environment). */
+  upstreamFlagged: boolean;
+}
+
+/** Thrown by a step of `agl serve` once it has said why: the command exits with `code`. */
+class ServeExit extends Error {
+  constructor(readonly code: number) {
+    super(`agl serve: exit ${code}`);
+  }
+}
+
+/** Writes `text` to stderr and ends `agl serve` with `code`. */
+function fail(code: number, text: string): never {
+  process.stderr.write(text);
+  throw new ServeExit(code);
+}
+
+/** `agl serve`: the steps below in order; one that cannot go on says why and throws ServeExit with the exit code. */
 export async function run(argv: string[]): Promise<number> {
+  try {
+    const flags = serveFlags(argv);
+    prepareDataDir(flags.dataDir);
+    await checkPreviousDaemon(flags.dataDir);
+    const { token, path: tokenFile } = loadOrCreateToken(flags.dataDir);
+    const store = await openPrivateStore(flags);
+    const version = packageVersion();
+    const state = new DaemonStateFile(flags.dataDir, { tokenPath: tokenFile, store: flags.storeLabel, version });
+    const ctx = serverContext(flags, store, token, version, state);
+    installLastResortGuard(ctx.log);
+    await attachPolicy(ctx, flags, store);
+    const server = await listenOrExplain(ctx, flags, store);
+    await publishUpstreamFlags(store, ctx, flags);
+    const watchdog = new Watchdog(store, { onError: (e) => ctx.log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();
+    recordRunning(state, ctx, flags, tokenFile);
+    return await stopOnSignal(server, watchdog, store, state);
+  } catch (err) {
+    if (err instanceof ServeExit) return err.code;
+    throw err;
+  }
+}
+
+/** The command line parsed; a bad flag exits 2 with the usage, --help prints it and exits 0. */
+function parseServeArgs(argv: string[]) {
   let args;
   try {
     args = parseArgs({
@@ -197,43 +256,69 @@ export async function run(argv: string[]): Promise<number> {
       },
     }).values;
   } catch (err) {
-    process.stderr.write(`agl serve: ${(err as Error).message}\n\n${HELP}`);
-    return 2;
+    fail(2, `agl serve: ${(err as Error).message}\n\n${HELP}`);
   }
   if (args.help) {
     process.stdout.write(HELP);
-    return 0;
+    throw new ServeExit(0);
   }
+  return args;
+}
 
+/** The flags checked and resolved against the environment and defaults; a bad --port exits 2. */
+function serveFlags(argv: string[]): ServeFlags {
+  const args = parseServeArgs(argv);
   const portText = args.port ?? process.env.AGL_PORT ?? String(DEFAULT_PORT);
   const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535) {
-    process.stderr.write(`agl serve: --port must be a number from 0 to 65535, got '${portText}'\n`);
-    return 2;
-  }
-  const host = args.host ?? DEFAULT_HOST;
+  if (!/^\d+$/.test(portText) || port > 65535) fail(2, `agl serve: --port must be a number from 0 to 65535, got '${portText}'\n`);
   const dataDir = resolveDataDir(args['data-dir']);
-  const list = (flag: string[] | undefined, env: string | undefined) =>
+  const storeArg = args.store ?? process.env.AGL_STORE;
+  const store: StoreSpec = !storeArg || storeArg === 'sqlite' ? { dataDir } : /^postgres(ql)?:\/\//i.test(storeArg) ? storeArg : resolve(storeArg);
+  return {
+    port,
+    host: args.host ?? DEFAULT_HOST,
+    dataDir,
+    store,
+    storeLabel:
+      typeof store === 'string' ? (/^postgres/i.test(store) ? redactStoreSpec(store) : `sqlite:${store}`) : `sqlite:${resolve(dataDir, 'store.sqlite')}`,
+    bodyLimit: args['body-limit'] ?? '16mb',
+    allowedHosts: listFlag(args['allowed-host'], process.env.AGL_ALLOWED_HOSTS) ?? [],
+    allowedKeyEnvs: listFlag(args['upstream-key-env'], process.env.AGL_UPSTREAM_KEY_ENV) ?? DEFAULT_KEY_ENVS,
+    model: args.model ?? process.env.AGL_POLICY,
+    backend: args.backend,
+    engine: args,
+    upstreamUrl: args.upstream ?? process.env.OPENAI_BASE_URL,
+    upstreamModel: args['upstream-model'] ?? process.env.AGL_MODEL,
+    upstreamFlagged: Boolean(args.upstream || args['upstream-model']),
+  };
+}
+
+/** A repeatable flag's values, else its environment variable's comma-separated ones. */
+function listFlag(flag: string[] | undefined, env: string | undefined): string[] | undefined {
+  return (
     flag ??
     (env
       ? env
           .split(',')
           .map((x) => x.trim())
           .filter(Boolean)
-      : undefined);
-  const allowedHosts = list(args['allowed-host'], process.env.AGL_ALLOWED_HOSTS) ?? [];
-  const allowedKeyEnvs = list(args['upstream-key-env'], process.env.AGL_UPSTREAM_KEY_ENV) ?? DEFAULT_KEY_ENVS;
+      : undefined)
+  );
+}
+
+/** Makes sure the data dir exists, is writable and private (0700, files 0600); exits 1 when it cannot be. */
+function prepareDataDir(dataDir: string): void {
   try {
     ensureWritableDataDir(dataDir);
     makeDataPrivate(dataDir);
   } catch (err) {
-    if (err instanceof DataDirError || err instanceof FileModeError) {
-      process.stderr.write(`agl serve: ${err.message}\n`);
-      return 1;
-    }
+    if (err instanceof DataDirError || err instanceof FileModeError) fail(1, `agl serve: ${err.message}\n`);
     throw err;
   }
+}
 
+/** Exits 1 when another daemon is running for this data dir; says so when the last one did not stop cleanly. */
+async function checkPreviousDaemon(dataDir: string): Promise<void> {
   const previous = readDaemonState(dataDir);
   // A live pid is ours only if the daemon answers as that pid (after a reboot the pid may be another program's).
   if (previous.running && previous.state?.url && !(await answersAs(previous.state.url, previous.state.pid!))) {
@@ -241,109 +326,120 @@ export async function run(argv: string[]): Promise<number> {
     previous.stale = true;
   }
   if (previous.running && previous.state?.pid !== process.pid) {
-    process.stderr.write(
+    fail(
+      1,
       `agl serve: a daemon is already running for ${dataDir} at ${previous.state?.url} (pid ${previous.state?.pid}).\n` +
         `  Use it (\`agl status\`), stop it (kill ${previous.state?.pid}), or start another with a different --data-dir.\n`,
     );
-    return 1;
   }
   if (previous.stale) {
     process.stderr.write(`agl serve: the previous daemon (pid ${previous.state?.pid}) did not shut down cleanly; recovering its store.\n`);
   }
+}
 
-  const storeArg = args.store ?? process.env.AGL_STORE;
-  const spec: StoreSpec = !storeArg || storeArg === 'sqlite' ? { dataDir } : /^postgres(ql)?:\/\//i.test(storeArg) ? storeArg : resolve(storeArg);
-  const storeLabel =
-    typeof spec === 'string' ? (/^postgres/i.test(spec) ? redactStoreSpec(spec) : `sqlite:${spec}`) : `sqlite:${resolve(dataDir, 'store.sqlite')}`;
-
-  const { token, path: tokenFile } = loadOrCreateToken(dataDir);
+/** Opens the store and makes the files it created private; exits 1 when either fails. */
+async function openPrivateStore(flags: ServeFlags): Promise<LightningStore> {
   let store: LightningStore;
   try {
-    store = await openStore(spec);
+    store = await openStore(flags.store);
   } catch (err) {
-    process.stderr.write(`agl serve: cannot open the store ${storeLabel}: ${(err as Error).message}\n`);
-    return 1;
+    fail(1, `agl serve: cannot open the store ${flags.storeLabel}: ${(err as Error).message}\n`);
   }
   try {
     // Files the store just created (SQLite's -wal/-shm follow the main file's mode from now on).
-    makeDataPrivate(dataDir, storeLabel.startsWith('sqlite:') ? storeLabel.slice('sqlite:'.length) : undefined);
+    makeDataPrivate(flags.dataDir, flags.storeLabel.startsWith('sqlite:') ? flags.storeLabel.slice('sqlite:'.length) : undefined);
   } catch (err) {
     await store.close();
-    if (err instanceof FileModeError) {
-      process.stderr.write(`agl serve: ${err.message}\n`);
-      return 1;
-    }
+    if (err instanceof FileModeError) fail(1, `agl serve: ${err.message}\n`);
     throw err;
   }
+  return store;
+}
 
-  const version = packageVersion();
-  const state = new DaemonStateFile(dataDir, { tokenPath: tokenFile, store: storeLabel, version });
-  const ctx = createServerContext({
+/** What every router shares: logging to stderr, and noting the agents it sees in daemon.json. */
+function serverContext(flags: ServeFlags, store: LightningStore, token: string, version: string, state: DaemonStateFile): ServerContext {
+  return createServerContext({
     store,
     token,
-    dataDir,
+    dataDir: flags.dataDir,
     version,
-    bodyLimit: args['body-limit'] ?? '16mb',
-    allowedHosts,
-    allowedKeyEnvs,
+    bodyLimit: flags.bodyLimit,
+    allowedHosts: flags.allowedHosts,
+    allowedKeyEnvs: flags.allowedKeyEnvs,
     log: (m) => process.stderr.write(`agl: ${m}\n`),
     onAgentSeen: (agent) => state.noteAgent(agent),
     knownAgents: () => state.knownAgents(),
   });
-  installLastResortGuard(ctx.log);
-  const modelSpec = args.model ?? process.env.AGL_POLICY;
+}
+
+/** Checks the engine flags (exit 2) and, with --model, gives the gateway that policy (loaded on first use). */
+async function attachPolicy(ctx: ServerContext, flags: ServeFlags, store: LightningStore): Promise<void> {
   let engine: EngineConfig;
   try {
-    engine = engineFromFlags(args);
+    engine = engineFromFlags(flags.engine);
   } catch (err) {
     await store.close();
-    process.stderr.write(`agl serve: ${(err as Error).message}\n`);
-    return 2;
+    fail(2, `agl serve: ${(err as Error).message}\n`);
   }
   if (engine.procs > 1) {
     await store.close();
-    process.stderr.write('agl serve: --procs is for training (agl train); serving uses one rank\n');
-    return 2;
+    fail(2, 'agl serve: --procs is for training (agl train); serving uses one rank\n');
   }
-  if (modelSpec) {
-    const served = new ServedPolicy(modelSpec, args.backend, engine, dataDir, ctx.log);
+  if (flags.model) {
+    const served = new ServedPolicy(flags.model, flags.backend, engine, flags.dataDir, ctx.log);
     ctx.getPolicy = () => served.get();
     ctx.policyControl = served;
   }
+}
+
+/** Serves the HTTP app on --host:--port; when it cannot, closes the store and says why (exit 1). */
+async function listenOrExplain(ctx: ServerContext, flags: ServeFlags, store: LightningStore): Promise<Server> {
   const app = createApp(ctx);
-  let server;
   try {
-    server = await listen(app, ctx, host, port);
+    return await listen(app, ctx, flags.host, flags.port);
   } catch (err) {
     await store.close();
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') process.stderr.write(portTakenMessage(host, port));
-    else if (code === 'EACCES')
-      process.stderr.write(`agl serve: not allowed to listen on ${host}:${port} (EACCES); ports below 1024 need privileges: use --port ${DEFAULT_PORT}\n`);
-    else if (code === 'EADDRNOTAVAIL') process.stderr.write(`agl serve: ${host} is not an address of this machine (EADDRNOTAVAIL); use --host 127.0.0.1\n`);
-    else process.stderr.write(`agl serve: cannot listen on ${host}:${port}: ${(err as Error).message}\n`);
-    return 1;
+    fail(1, listenFailure(err as NodeJS.ErrnoException, flags.host, flags.port));
   }
+}
 
-  const upstreamUrl = args.upstream ?? process.env.OPENAI_BASE_URL;
-  const upstreamModel = args['upstream-model'] ?? process.env.AGL_MODEL;
+/** Why listening failed, in words that say what to do about it. */
+function listenFailure(err: NodeJS.ErrnoException, host: string, port: number): string {
+  if (err.code === 'EADDRINUSE') return portTakenMessage(host, port);
+  if (err.code === 'EACCES')
+    return `agl serve: not allowed to listen on ${host}:${port} (EACCES); ports below 1024 need privileges: use --port ${DEFAULT_PORT}\n`;
+  if (err.code === 'EADDRNOTAVAIL') return `agl serve: ${host} is not an address of this machine (EADDRNOTAVAIL); use --host 127.0.0.1\n`;
+  return `agl serve: cannot listen on ${host}:${port}: ${err.message}\n`;
+}
+
+/** With --upstream and --upstream-model (or their environment variables), publishes that LLM as the latest resources. */
+async function publishUpstreamFlags(store: LightningStore, ctx: ServerContext, flags: ServeFlags): Promise<void> {
+  const { upstreamUrl, upstreamModel } = flags;
   if (upstreamUrl && upstreamModel) {
     const published = await publishUpstream(store, ctx.url, upstreamUrl, upstreamModel);
     process.stdout.write(`agl: agents' LLM calls go to ${upstreamUrl} (model ${upstreamModel}; resources v${published.version})\n`);
-  } else if (args.upstream || args['upstream-model']) {
+  } else if (flags.upstreamFlagged) {
     process.stderr.write(`agl serve: --upstream needs --upstream-model (or AGL_MODEL) and vice versa; no upstream LLM published\n`);
   }
+}
 
-  const watchdog = new Watchdog(store, { onError: (e) => ctx.log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();
+/** Marks daemon.json running at the bound address and says where the daemon listens (warning when beyond this machine). */
+function recordRunning(state: DaemonStateFile, ctx: ServerContext, flags: ServeFlags, tokenFile: string): void {
   const boundPort = Number(new URL(ctx.url).port);
-  state.markRunning({ pid: process.pid, url: ctx.url, host, port: boundPort, startedAt: ctx.startedAt });
-  process.stdout.write(`agl: listening on ${ctx.url} (store ${storeLabel}; data dir ${dataDir}; token ${tokenFile})\n`);
-  if (!/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(host)) {
+  state.markRunning({ pid: process.pid, url: ctx.url, host: flags.host, port: boundPort, startedAt: ctx.startedAt });
+  process.stdout.write(`agl: listening on ${ctx.url} (store ${flags.storeLabel}; data dir ${flags.dataDir}; token ${tokenFile})\n`);
+  if (!/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(flags.host)) {
     process.stderr.write(
-      `agl serve: listening on ${host}, reachable from other machines: every request still needs the token, but traffic is not encrypted.\n`,
+      `agl serve: listening on ${flags.host}, reachable from other machines: every request still needs the token, but traffic is not encrypted.\n`,
     );
   }
+}
 
+/**
+ * The exit code, once SIGINT or SIGTERM has stopped the daemon: stop accepting, finish requests in flight, stop the
+ * watchdog, close the store, mark daemon.json stopped. A second signal exits at once.
+ */
+function stopOnSignal(server: Server, watchdog: Watchdog, store: LightningStore, state: DaemonStateFile): Promise<number> {
   return new Promise<number>((resolveExit) => {
     let stopping = false;
     const stop = async (signal: NodeJS.Signals) => {

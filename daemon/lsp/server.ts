@@ -8,7 +8,17 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { clearInterval, setInterval, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { CodeLensRefreshRequest, TextDocumentSyncKind, TextDocuments, type CodeLens, type Connection, type InitializeResult } from 'vscode-languageserver';
+import {
+  CodeLensRefreshRequest,
+  TextDocumentSyncKind,
+  TextDocuments,
+  type CodeLens,
+  type Connection,
+  type InitializeParams,
+  type InitializeResult,
+  type Position,
+  type WorkspaceFoldersChangeEvent,
+} from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import {
   agentAt,
@@ -25,7 +35,7 @@ import {
 import { AglClient } from '../../sdk/client.js';
 import { AGENT_FILE_PATTERN, findAgents, languageOf } from './agents.js';
 import { lensesFor } from './codelens.js';
-import { DEFAULT_MARK_OPTIONS, markPyAgent, markTsAgent, type MarkOptions } from './mark.js';
+import { DEFAULT_MARK_OPTIONS, markPyAgent, markTsAgent, type MarkOptions, type MarkResult } from './mark.js';
 import { AgentStatsSource, type StoreReader } from './stats.js';
 
 const SKIP_DIRS = new Set(['node_modules', 'dist', 'out', 'build', '__pycache__', 'venv', '.venv', 'site-packages', 'test-results']);
@@ -41,55 +51,71 @@ export interface LspServerOptions {
   mark?: MarkOptions;
 }
 
+/** Answers the LSP client on `connection` (the handlers are LspServer's methods). */
 export function startLspServer(connection: Connection, options: LspServerOptions = {}): void {
-  const documents = new TextDocuments(TextDocument);
-  const makeReader = options.storeReader ?? ((e: DaemonEndpoint) => new AglClient({ url: e.url, token: e.token ?? '', timeoutMs: READ_TIMEOUT_MS }));
-  let reader: (StoreReader & { close?(): void }) | null = null;
-  let roots: string[] = [];
-  let daemon: DaemonEndpoint | null = null;
-  let starting = false;
-  let stats: AgentStatsSource | null = null;
-  let pollMs = 3000;
-  let pollTimer: ReturnType<typeof setInterval> | null = null;
+  new LspServer(connection, options).listen();
+}
+
+type ClosableReader = StoreReader & { close?(): void };
+
+/**
+ * The daemon the lenses read from: its store reader and stats cache, and the timer that polls the store's
+ * statistics for changes. Switching daemons replaces all three.
+ */
+class DaemonLink {
+  endpoint: DaemonEndpoint | null = null;
+  /** No daemon yet, but the client is starting one (the lenses say so). */
+  starting = false;
+  stats: AgentStatsSource | null = null;
+  pollMs = 3000;
+  private reader: ClosableReader | null = null;
+  private pollTimer: ReturnType<typeof setInterval> | null = null;
   // A poll of a daemon that has since been replaced must not hold back polls of the new one.
-  let polling = false;
-  let pollGeneration = 0;
-  let refreshSupported = false;
-  const agentsByUri = new Map<string, AgentInfo[]>();
+  private polling = false;
+  private pollGeneration = 0;
 
-  const log = (msg: string) => connection.console.log(msg);
+  constructor(
+    private readonly makeReader: (endpoint: DaemonEndpoint) => ClosableReader,
+    /** Called when a poll finds the store changed. */
+    private readonly onStoreChanged: () => Promise<void>,
+    private readonly log: (msg: string) => void,
+  ) {}
 
-  async function agentsOf(uri: string): Promise<AgentInfo[]> {
-    const doc = documents.get(uri);
-    if (doc) {
-      const agents = await findAgents(uri, doc.getText());
-      agentsByUri.set(uri, agents);
-      return agents;
+  /** Reads from `endpoint` from now on (null: no daemon; `starting`: the client is starting one). */
+  switchTo(endpoint: DaemonEndpoint | null, starting: boolean | undefined): void {
+    this.starting = !endpoint && starting === true;
+    this.endpoint = endpoint;
+    this.reader?.close?.();
+    this.reader = endpoint ? this.makeReader(endpoint) : null;
+    this.stats = this.reader ? new AgentStatsSource(this.reader) : null;
+    this.pollGeneration++;
+    this.polling = false;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = endpoint ? setInterval(() => void this.poll(), this.pollMs) : null;
+    this.pollTimer?.unref();
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling || !this.stats) return;
+    this.polling = true;
+    const generation = this.pollGeneration;
+    try {
+      if (await this.stats.storeChanged()) await this.onStoreChanged();
+    } catch (e) {
+      this.log(`poll: ${(e as Error).message}`);
+    } finally {
+      if (generation === this.pollGeneration) this.polling = false;
     }
-    if (!uri.startsWith('file:')) return [];
-    const text = await readFile(fileURLToPath(uri), 'utf8');
-    return findAgents(uri, text);
   }
 
-  function setDaemon(endpoint: DaemonEndpoint | null): void {
-    daemon = endpoint;
-    reader?.close?.();
-    reader = endpoint ? makeReader(endpoint) : null;
-    stats = reader ? new AgentStatsSource(reader) : null;
-    pollGeneration++;
-    polling = false;
-    if (pollTimer) clearInterval(pollTimer);
-    pollTimer = endpoint ? setInterval(() => void poll(), pollMs) : null;
-    pollTimer?.unref();
-  }
-
-  async function statsFor(agent: string, waitMs: number): Promise<AgentStats | undefined> {
-    if (!stats) return undefined;
-    const cached = stats.cached(agent);
+  /** An agent's stats: cached, or fetched if that takes at most `waitMs` (undefined otherwise, or on error). */
+  async statsFor(agent: string, waitMs: number): Promise<AgentStats | undefined> {
+    if (!this.stats) return undefined;
+    const cached = this.stats.cached(agent);
     if (cached) return cached;
-    const source = stats;
+    const source = this.stats;
     const fetched = source.fetch(agent).catch((e: Error) => {
-      log(`stats for ${agent}: ${e.message}`);
+      this.log(`stats for ${agent}: ${e.message}`);
       return undefined;
     });
     return Promise.race([
@@ -99,75 +125,55 @@ export function startLspServer(connection: Connection, options: LspServerOptions
       }),
     ]);
   }
+}
 
-  /**
-   * Re-reads stats of every agent with a lens on screen; refreshes the lenses when any changed. Calls
-   * never overlap: one asked for while another runs runs once after it (several such coalesce), so the
-   * last read always starts after the last change anyone reported.
-   */
-  let refetching: Promise<void> | null = null;
-  let refetchAgain: { force: boolean } | null = null;
-  function refetchAll(force: boolean): Promise<void> {
-    if (refetching) {
-      refetchAgain = { force: force || (refetchAgain?.force ?? false) };
-      return refetching;
-    }
-    refetching = (async () => {
-      try {
-        await refetchOnce(force);
-        while (refetchAgain) {
-          const again = refetchAgain;
-          refetchAgain = null;
-          await refetchOnce(again.force);
-        }
-      } finally {
-        refetching = null;
-      }
-    })();
-    return refetching;
+/** One language server on one connection: its documents, workspace folders and daemon, and the handlers that answer the client. */
+class LspServer {
+  private readonly documents = new TextDocuments(TextDocument);
+  private readonly daemon: DaemonLink;
+  private roots: string[] = [];
+  private refreshSupported = false;
+  /** The agents of each open document, as last found for its lenses. */
+  private readonly agentsByUri = new Map<string, AgentInfo[]>();
+  /** The refetch running, and whether another was asked for meanwhile (see refetchAll). */
+  private refetching: Promise<void> | null = null;
+  private refetchAgain: { force: boolean } | null = null;
+  private readonly log = (msg: string) => this.connection.console.log(msg);
+
+  constructor(
+    private readonly connection: Connection,
+    private readonly options: LspServerOptions,
+  ) {
+    const makeReader = options.storeReader ?? ((e: DaemonEndpoint) => new AglClient({ url: e.url, token: e.token ?? '', timeoutMs: READ_TIMEOUT_MS }));
+    this.daemon = new DaemonLink(makeReader, () => this.refetchAll(false), this.log);
   }
 
-  async function refetchOnce(force: boolean): Promise<void> {
-    if (!stats) return;
-    const source = stats;
-    const agents = [...new Set([...agentsByUri.values()].flat().map((a) => a.id))];
-    let changed = force;
-    for (const id of agents) {
-      const before = JSON.stringify(source.cached(id) ?? null);
-      const after = await source.fetch(id).catch((e: Error) => {
-        log(`stats for ${id}: ${e.message}`);
-        return null;
-      });
-      if (after && JSON.stringify(after) !== before) changed = true;
-    }
-    if (changed) await refreshLenses();
+  /** Registers every handler, then starts reading the connection. */
+  listen(): void {
+    const { connection } = this;
+    connection.onInitialize((params) => this.initialize(params));
+    connection.onInitialized(() => {
+      connection.workspace.onDidChangeWorkspaceFolders((e) => this.workspaceFoldersChanged(e));
+    });
+    connection.onCodeLens(({ textDocument }) => this.codeLenses(textDocument.uri));
+    connection.onNotification(daemonChanged, ({ daemon, starting }) => this.daemonChanged(daemon, starting));
+    connection.onNotification(refreshStats, () => void this.refetchAll(false));
+    connection.onRequest(listAgents, async () => ({ agents: await scanWorkspace(this.roots, this.documents, this.log) }));
+    connection.onRequest(agentAt, ({ uri, position }) => this.agentAt(uri, position));
+    connection.onRequest(agentStats, ({ agents }) => this.agentStats(agents));
+    connection.onRequest(markAsAgent, ({ uri, position }) => this.markAsAgent(uri, position));
+    this.documents.onDidClose((e) => this.agentsByUri.delete(e.document.uri));
+    this.documents.listen(connection);
+    connection.listen();
   }
 
-  async function refreshLenses(): Promise<void> {
-    if (refreshSupported) await connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
-  }
-
-  async function poll(): Promise<void> {
-    if (polling || !stats) return;
-    polling = true;
-    const generation = pollGeneration;
-    try {
-      if (await stats.storeChanged()) await refetchAll(false);
-    } catch (e) {
-      log(`poll: ${(e as Error).message}`);
-    } finally {
-      if (generation === pollGeneration) polling = false;
-    }
-  }
-
-  connection.onInitialize((params): InitializeResult => {
+  private initialize(params: InitializeParams): InitializeResult {
     const folders = params.workspaceFolders?.map((f) => f.uri) ?? (params.rootUri ? [params.rootUri] : []);
-    roots = folders.filter((u) => u.startsWith('file:')).map((u) => fileURLToPath(u));
-    refreshSupported = params.capabilities.workspace?.codeLens?.refreshSupport === true;
+    this.roots = folders.filter((u) => u.startsWith('file:')).map((u) => fileURLToPath(u));
+    this.refreshSupported = params.capabilities.workspace?.codeLens?.refreshSupport === true;
     const init = (params.initializationOptions ?? {}) as LspInitializationOptions;
-    if (init.pollIntervalMs) pollMs = init.pollIntervalMs;
-    setDaemon(init.daemon ?? null);
-    starting = init.starting === true && !init.daemon;
+    if (init.pollIntervalMs) this.daemon.pollMs = init.pollIntervalMs;
+    this.daemon.switchTo(init.daemon ?? null, init.starting);
     return {
       capabilities: {
         textDocumentSync: TextDocumentSyncKind.Incremental,
@@ -176,92 +182,143 @@ export function startLspServer(connection: Connection, options: LspServerOptions
       },
       serverInfo: { name: 'agl lsp' },
     };
-  });
+  }
 
-  connection.onInitialized(() => {
-    connection.workspace.onDidChangeWorkspaceFolders((e) => {
-      const removed = new Set(e.removed.map((f) => fileURLToPath(f.uri)));
-      roots = [...roots.filter((r) => !removed.has(r)), ...e.added.map((f) => fileURLToPath(f.uri))];
-    });
-  });
+  private workspaceFoldersChanged(e: WorkspaceFoldersChangeEvent): void {
+    const removed = new Set(e.removed.map((f) => fileURLToPath(f.uri)));
+    this.roots = [...this.roots.filter((r) => !removed.has(r)), ...e.added.map((f) => fileURLToPath(f.uri))];
+  }
 
-  connection.onCodeLens(async ({ textDocument }): Promise<CodeLens[]> => {
-    const agents = await agentsOf(textDocument.uri);
+  private daemonChanged(endpoint: DaemonEndpoint | null, starting: boolean | undefined): void {
+    this.log(endpoint ? `daemon at ${endpoint.url}` : starting ? 'daemon starting' : 'daemon down');
+    this.daemon.switchTo(endpoint, starting);
+    void this.refetchAll(true);
+  }
+
+  private async codeLenses(uri: string): Promise<CodeLens[]> {
+    const agents = await this.agentsOf(uri);
     const lenses: CodeLens[] = [];
-    for (const agent of agents) lenses.push(...lensesFor(agent, await statsFor(agent.id, 1500), daemon !== null, starting));
+    for (const agent of agents)
+      lenses.push(...lensesFor(agent, await this.daemon.statsFor(agent.id, 1500), this.daemon.endpoint !== null, this.daemon.starting));
     return lenses;
-  });
+  }
 
-  connection.onNotification(daemonChanged, ({ daemon: endpoint, starting: isStarting }) => {
-    log(endpoint ? `daemon at ${endpoint.url}` : isStarting ? 'daemon starting' : 'daemon down');
-    starting = !endpoint && isStarting === true;
-    setDaemon(endpoint);
-    void refetchAll(true);
-  });
-  connection.onNotification(refreshStats, () => void refetchAll(false));
+  /** The agents in a document: its open text (remembered for the lenses), or the file on disk. */
+  private async agentsOf(uri: string): Promise<AgentInfo[]> {
+    const doc = this.documents.get(uri);
+    if (doc) {
+      const agents = await findAgents(uri, doc.getText());
+      this.agentsByUri.set(uri, agents);
+      return agents;
+    }
+    if (!uri.startsWith('file:')) return [];
+    const text = await readFile(fileURLToPath(uri), 'utf8');
+    return findAgents(uri, text);
+  }
 
-  connection.onRequest(listAgents, async () => ({ agents: await scanWorkspace() }));
-  connection.onRequest(agentAt, async ({ uri, position }) => {
-    const agents = await agentsOf(uri);
+  private async agentAt(uri: string, position: Position): Promise<{ agent: AgentInfo | null }> {
+    const agents = await this.agentsOf(uri);
     return { agent: agents.find((a) => a.range.start.line <= position.line && position.line <= a.range.end.line) ?? null };
-  });
-  connection.onRequest(agentStats, async ({ agents }) => {
+  }
+
+  private async agentStats(agents: string[]): Promise<{ stats: AgentStats[] }> {
     const out: AgentStats[] = [];
     for (const id of agents) {
-      const s = stats ? await stats.fetch(id).catch(() => undefined) : undefined;
+      const s = this.daemon.stats ? await this.daemon.stats.fetch(id).catch(() => undefined) : undefined;
       if (s) out.push(s);
     }
     return { stats: out };
-  });
-  connection.onRequest(markAsAgent, async ({ uri, position }) => {
-    const doc = documents.get(uri);
+  }
+
+  private async markAsAgent(uri: string, position: Position): Promise<MarkResult> {
+    const doc = this.documents.get(uri);
     const text = doc?.getText() ?? (uri.startsWith('file:') ? await readFile(fileURLToPath(uri), 'utf8') : '');
     const path = uri.startsWith('file:') ? fileURLToPath(uri) : uri;
     const language = languageOf(path);
     if (!language) return { error: 'Agent Lightning finds agents in TypeScript, JavaScript and Python files; this file is none of those.' };
-    const mark = options.mark ?? DEFAULT_MARK_OPTIONS;
+    const mark = this.options.mark ?? DEFAULT_MARK_OPTIONS;
     return language === 'python' ? markPyAgent(text, position, mark) : markTsAgent(path, text, position, mark);
-  });
-
-  documents.onDidClose((e) => agentsByUri.delete(e.document.uri));
-
-  /** Every agent in the workspace folders: files on disk, with open documents' unsaved text preferred. */
-  async function scanWorkspace(): Promise<AgentInfo[]> {
-    const found: AgentInfo[] = [];
-    let budget = MAX_SCAN_FILES;
-    async function walk(dir: string): Promise<void> {
-      let entries;
-      try {
-        entries = await readdir(dir, { withFileTypes: true });
-      } catch {
-        return;
-      }
-      for (const entry of entries) {
-        if (budget <= 0) return;
-        if (entry.name.startsWith('.')) continue;
-        const path = join(dir, entry.name);
-        if (entry.isDirectory()) {
-          if (!SKIP_DIRS.has(entry.name)) await walk(path);
-          continue;
-        }
-        if (!entry.isFile() || !AGENT_FILE_PATTERN.test(entry.name) || /\.d\.[mc]?ts$/.test(entry.name)) continue;
-        budget--;
-        const uri = pathToFileURL(path).href;
-        try {
-          const open = documents.get(uri);
-          if (!open && (await stat(path)).size > MAX_FILE_BYTES) continue;
-          const text = open?.getText() ?? (await readFile(path, 'utf8'));
-          if (!text.includes('rollout')) continue;
-          found.push(...(await findAgents(uri, text)));
-        } catch (e) {
-          log(`scan ${path}: ${(e as Error).message}`);
-        }
-      }
-    }
-    for (const root of roots) await walk(root);
-    return found;
   }
 
-  documents.listen(connection);
-  connection.listen();
+  /**
+   * Re-reads stats of every agent with a lens on screen; refreshes the lenses when any changed. Calls
+   * never overlap: one asked for while another runs runs once after it (several such coalesce), so the
+   * last read always starts after the last change anyone reported.
+   */
+  private refetchAll(force: boolean): Promise<void> {
+    if (this.refetching) {
+      this.refetchAgain = { force: force || (this.refetchAgain?.force ?? false) };
+      return this.refetching;
+    }
+    this.refetching = (async () => {
+      try {
+        await this.refetchOnce(force);
+        while (this.refetchAgain) {
+          const again = this.refetchAgain;
+          this.refetchAgain = null;
+          await this.refetchOnce(again.force);
+        }
+      } finally {
+        this.refetching = null;
+      }
+    })();
+    return this.refetching;
+  }
+
+  private async refetchOnce(force: boolean): Promise<void> {
+    if (!this.daemon.stats) return;
+    const source = this.daemon.stats;
+    const agents = [...new Set([...this.agentsByUri.values()].flat().map((a) => a.id))];
+    let changed = force;
+    for (const id of agents) {
+      const before = JSON.stringify(source.cached(id) ?? null);
+      const after = await source.fetch(id).catch((e: Error) => {
+        this.log(`stats for ${id}: ${e.message}`);
+        return null;
+      });
+      if (after && JSON.stringify(after) !== before) changed = true;
+    }
+    if (changed) await this.refreshLenses();
+  }
+
+  private async refreshLenses(): Promise<void> {
+    if (this.refreshSupported) await this.connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
+  }
+}
+
+/** Every agent in the workspace folders: files on disk, with open documents' unsaved text preferred. */
+async function scanWorkspace(roots: string[], documents: TextDocuments<TextDocument>, log: (msg: string) => void): Promise<AgentInfo[]> {
+  const found: AgentInfo[] = [];
+  let budget = MAX_SCAN_FILES;
+  async function walk(dir: string): Promise<void> {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      if (budget <= 0) return;
+      if (entry.name.startsWith('.')) continue;
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (!SKIP_DIRS.has(entry.name)) await walk(path);
+        continue;
+      }
+      if (!entry.isFile() || !AGENT_FILE_PATTERN.test(entry.name) || /\.d\.[mc]?ts$/.test(entry.name)) continue;
+      budget--;
+      const uri = pathToFileURL(path).href;
+      try {
+        const open = documents.get(uri);
+        if (!open && (await stat(path)).size > MAX_FILE_BYTES) continue;
+        const text = open?.getText() ?? (await readFile(path, 'utf8'));
+        if (!text.includes('rollout')) continue;
+        found.push(...(await findAgents(uri, text)));
+      } catch (e) {
+        log(`scan ${path}: ${(e as Error).message}`);
+      }
+    }
+  }
+  for (const root of roots) await walk(root);
+  return found;
 }
