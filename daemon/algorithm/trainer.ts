@@ -10,13 +10,13 @@
 import { emptyLossStats, summarizeLossStats } from '../../protocol/engine.js';
 import { METRICS, type StopReason } from '../../protocol/metrics.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
-import type { PolicyModel, SequencePair } from '../model/policy-contract.js';
+import type { PolicyModel, SequencePair, TrainStepResult } from '../model/policy-contract.js';
 import { makeRng } from '../model/sampling.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { TrajectoryStep } from './adapter.js';
 import { assignCredit } from './credit.js';
 import type { TrainConfig } from './config.js';
-import { computeAdvantages, grpoLoss, stdUnbiased } from './grpo.js';
+import { type AdvantageResult, computeAdvantages, grpoLoss, stdUnbiased } from './grpo.js';
 import { type GroupRollout, type Task, dynamicSampling, everyRolloutFailed, finalRewards, publishPolicy, runGroups } from './rollouts.js';
 
 export interface TrainerState {
@@ -116,6 +116,20 @@ function shuffledIndices(n: number, seed: number): number[] {
   return order;
 }
 
+/** A step's rollouts: the scheduled groups, and with dynamic sampling what it kept (groups = the ones trained on). */
+interface RolledOut {
+  scheduled: GroupRollout[];
+  sampled: Awaited<ReturnType<typeof dynamicSampling>> | null;
+  groups: GroupRollout[];
+}
+/** One LLM call of the step with its credit and its GRPO group. */
+interface CreditedItem {
+  g: GroupRollout;
+  s: TrajectoryStep;
+  credit: number;
+  groupId: string;
+}
+
 /** Steps in a row with every rollout failed before training stops with the agent's error. */
 export const MAX_FAILED_STEPS = 3;
 
@@ -179,12 +193,31 @@ export class Trainer {
     return mean;
   }
 
-  /** One GRPO step. Returns the metrics it stored. */
+  /** One GRPO step: roll out, credit, advantages, update, record. Returns the metrics it stored. */
   async step(): Promise<Record<string, number>> {
-    const { config: cfg, store, policy } = this.deps;
-    const t = cfg.training;
     const started = Date.now();
     const step = this.state.step;
+    const rolled = await this.rollOut(step);
+    const rolloutSeconds = (Date.now() - started) / 1000;
+    this.checkFailures(step, rolled.scheduled);
+    const { items, adv, kept } = this.creditAndAdvantages(rolled);
+    const lr = this.learningRate(step);
+    const update = await this.update(step, kept, lr);
+    const metrics = this.stepMetrics(rolled, items, adv, update, lr, rolloutSeconds, (Date.now() - started) / 1000);
+    await this.record(step, metrics, items, adv);
+    this.state.step = step + 1;
+    const rMean = metrics[METRICS.rewardMean]!;
+    this.state.train.push({ step, reward: rMean });
+    this.log(
+      `step ${step + 1}/${this.state.totalSteps} reward ${rMean.toFixed(3)} zero-std ${adv.fracRewardZeroStd.toFixed(2)} clip ${metrics[METRICS.clipRatio]!.toFixed(3)} ${metrics[METRICS.stepS]!.toFixed(1)}s`,
+    );
+    return metrics;
+  }
+
+  /** The step's tasks rolled out n times each (and, with DAPO dynamic sampling, refills for groups without spread). */
+  private async rollOut(step: number): Promise<RolledOut> {
+    const { config: cfg, store } = this.deps;
+    const t = cfg.training;
     const tasks = tasksForStep(this.deps.train, t.batchSize, t.seed, step);
     const resourcesId = await this.publish('train');
     const rollOut = (ts: Task[], round: number) =>
@@ -209,23 +242,28 @@ export class Trainer {
           freshTasks: (round, used, n) => freshTasks(this.deps.train, t.seed, step, round, used, n),
         })
       : null;
-    const groups = sampled ? sampled.groups : scheduled;
-    const rolloutSeconds = (Date.now() - started) / 1000;
+    return { scheduled, sampled, groups: sampled ? sampled.groups : scheduled };
+  }
+
+  /** A step whose every rollout failed is logged; MAX_FAILED_STEPS of them in a row stop training with the agent's error. */
+  private checkFailures(step: number, scheduled: GroupRollout[]): void {
     const failed = everyRolloutFailed(scheduled);
     this.failedSteps = failed ? this.failedSteps + 1 : 0;
-    if (failed) {
-      this.log(`step ${step + 1}: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
-      if (this.failedSteps >= MAX_FAILED_STEPS) {
-        throw new Error(
-          `every rollout of the last ${MAX_FAILED_STEPS} steps failed, e.g.: ${failed.error}. Fix the agent, then continue from the last checkpoint with agl train --resume`,
-        );
-      }
+    if (!failed) return;
+    this.log(`step ${step + 1}: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
+    if (this.failedSteps >= MAX_FAILED_STEPS) {
+      throw new Error(
+        `every rollout of the last ${MAX_FAILED_STEPS} steps failed, e.g.: ${failed.error}. Fix the agent, then continue from the last checkpoint with agl train --resume`,
+      );
     }
+  }
 
-    // Adapt + credit: one item per kept LLM call.
+  /** Adapt + credit (one item per kept LLM call), then GRPO advantages; the items the update trains on. */
+  private creditAndAdvantages(rolled: RolledOut): { items: CreditedItem[]; adv: AdvantageResult; kept: (CreditedItem & { advantage: number })[] } {
+    const t = this.deps.config.training;
     const creditCfg = { ...t.credit, air: t.air ? t.credit.air : [] };
-    const items: { g: GroupRollout; s: TrajectoryStep; credit: number; groupId: string }[] = [];
-    for (const g of groups) {
+    const items: CreditedItem[] = [];
+    for (const g of rolled.groups) {
       if (!g.trajectory) continue;
       for (const c of assignCredit(g.trajectory, creditCfg)) items.push({ g, s: c.step, credit: c.credit, groupId: g.task.id });
     }
@@ -234,6 +272,7 @@ export class Trainer {
       t.grpo,
     );
     // A group dynamic sampling dropped trains nothing: its advantage is 0 in the loss and in the store.
+    const { sampled } = rolled;
     if (sampled)
       items.forEach((it, k) => {
         if (!sampled.kept.has(it.groupId)) {
@@ -241,14 +280,29 @@ export class Trainer {
           adv.advantages[k] = 0;
         }
       });
-    const kept = items.map((it, k) => ({ ...it, advantage: adv.advantages[k] })).filter((_, k) => adv.keep[k]);
+    const kept = items.map((it, k) => ({ ...it, advantage: adv.advantages[k]! })).filter((_, k) => adv.keep[k]);
+    return { items, adv, kept };
+  }
 
-    // Log-probs of the sampling policy: from the gateway's spans, else recomputed (before the update, so they match).
+  /** The learning rate of `step`: the configured one after a linear warm-up over the first warmupSteps. */
+  private learningRate(step: number): number {
+    const t = this.deps.config.training;
+    return t.warmupSteps > 0 ? t.learningRate * Math.min(1, (step + 1) / t.warmupSteps) : t.learningRate;
+  }
+
+  /**
+   * One optimizer update on the kept items, with the sampling policy's log-probs (from the gateway's spans, else
+   * recomputed before the update, so they match) and the reference's when the KL term is on; none when no item
+   * has an advantage.
+   */
+  private async update(step: number, kept: (CreditedItem & { advantage: number })[], lr: number): Promise<TrainStepResult> {
+    const { config: cfg, policy } = this.deps;
+    const t = cfg.training;
     const pairs: SequencePair[] = kept.map((k) => ({ promptIds: k.s.promptIds, completionIds: k.s.completionIds }));
     const missing = kept.map((k, i) => (k.s.logprobs ? -1 : i)).filter((i) => i >= 0);
     const old = kept.map((k) => k.s.logprobs);
     if (missing.length) {
-      const scored = await policy.scoreLogprobs(missing.map((i) => pairs[i]));
+      const scored = await policy.scoreLogprobs(missing.map((i) => pairs[i]!));
       missing.forEach((i, j) => {
         old[i] = scored[j];
       });
@@ -258,22 +312,31 @@ export class Trainer {
       if (!this.deps.reference) throw new Error('training.grpo.beta > 0 needs a reference policy');
       ref = kept.length ? await this.deps.reference.scoreLogprobs(pairs) : [];
     }
-
-    const lr = t.warmupSteps > 0 ? t.learningRate * Math.min(1, (step + 1) / t.warmupSteps) : t.learningRate;
     this.deps.setLearningRate?.(lr);
-    let update = { loss: 0, gradNorm: 0, tokens: 0, seconds: 0, stats: emptyLossStats() };
-    if (kept.length > 0 && kept.some((k) => k.advantage !== 0)) {
-      const samples = kept.map((k, i) => ({ advantage: k.advantage, oldLogprobs: old[i] as number[], refLogprobs: ref ? ref[i] : null }));
-      update = await policy.trainStep(pairs, grpoLoss(samples, { ...t.grpo, lossNormTokens: t.grpo.lossNormTokens ?? cfg.model.maxTokens }));
-      await this.deps.afterUpdate?.({ ...this.state, step: step + 1 });
-    }
+    if (kept.length === 0 || !kept.some((k) => k.advantage !== 0)) return { loss: 0, gradNorm: 0, tokens: 0, seconds: 0, stats: emptyLossStats() };
+    const samples = kept.map((k, i) => ({ advantage: k.advantage, oldLogprobs: old[i] as number[], refLogprobs: ref ? ref[i] : null }));
+    const update = await policy.trainStep(pairs, grpoLoss(samples, { ...t.grpo, lossNormTokens: t.grpo.lossNormTokens ?? cfg.model.maxTokens }));
+    await this.deps.afterUpdate?.({ ...this.state, step: step + 1 });
+    return update;
+  }
+
+  /** What the step measured (names in protocol/metrics.ts). */
+  private stepMetrics(
+    rolled: RolledOut,
+    items: CreditedItem[],
+    adv: AdvantageResult,
+    update: TrainStepResult,
+    lr: number,
+    rolloutSeconds: number,
+    stepSeconds: number,
+  ): Record<string, number> {
     const s = summarizeLossStats(update.stats);
     // reward/mean and reward/std describe the step's scheduled tasks, comparable across variants; refills are counted apart.
-    const rewards = finalRewards(scheduled);
+    const rewards = finalRewards(rolled.scheduled);
     const rMean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     const completionTokens = items.reduce((a, i) => a + i.s.completionIds.length, 0);
-    const stepSeconds = (Date.now() - started) / 1000;
-    const metrics: Record<string, number> = {
+    const { sampled } = rolled;
+    return {
       [METRICS.rewardMean]: rMean,
       [METRICS.rewardStd]: stdUnbiased(rewards),
       [METRICS.fracRewardZeroStd]: adv.fracRewardZeroStd,
@@ -285,12 +348,17 @@ export class Trainer {
       [METRICS.lr]: lr,
       [METRICS.entropy]: s.entropy,
       [METRICS.responseLengthMean]: items.length ? completionTokens / items.length : 0,
-      [METRICS.rolloutFailed]: groups.filter((g) => !g.trajectory).length,
+      [METRICS.rolloutFailed]: rolled.groups.filter((g) => !g.trajectory).length,
       [METRICS.rolloutTransitions]: items.length,
       [METRICS.tokensPerS]: update.seconds > 0 ? update.tokens / update.seconds : 0,
       [METRICS.rolloutS]: rolloutSeconds,
       [METRICS.stepS]: stepSeconds,
     };
+  }
+
+  /** The step's metrics and every call's transition (credit, advantage) into the store, where the viewer reads them. */
+  private async record(step: number, metrics: Record<string, number>, items: CreditedItem[], adv: AdvantageResult): Promise<void> {
+    const { store } = this.deps;
     await store.addMetrics(Object.entries(metrics).map(([name, value]) => ({ runId: this.state.runId, step, name, value })));
     const transitions: Transition[] = items.map((it, k) => ({
       runId: this.state.runId,
@@ -303,18 +371,11 @@ export class Trainer {
       agentName: it.s.agentName,
       reward: it.s.rewards.length ? it.s.rewards.reduce((a, r) => a + r.value, 0) : null,
       credit: it.credit,
-      advantage: adv.advantages[k],
+      advantage: adv.advantages[k]!,
       promptTokens: it.s.promptIds.length,
       completionTokens: it.s.completionIds.length,
     }));
     if (transitions.length) await store.addTransitions(transitions);
-
-    this.state.step = step + 1;
-    this.state.train.push({ step, reward: rMean });
-    this.log(
-      `step ${step + 1}/${this.state.totalSteps} reward ${rMean.toFixed(3)} zero-std ${adv.fracRewardZeroStd.toFixed(2)} clip ${s.clipRatio.toFixed(3)} ${stepSeconds.toFixed(1)}s`,
-    );
-    return metrics;
   }
 
   /** Runs to the end (or the time budget), validating and checkpointing on schedule. */

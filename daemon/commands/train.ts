@@ -23,6 +23,7 @@ import { installLastResortGuard } from '../server/edge.js';
 import { resolveDataDir } from '../../sdk/daemon-state.js';
 import { ensureWritableDataDir } from '../state.js';
 import { openStore } from '../store/index.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
 import { Progress } from './progress.js';
 import { startTrainingHost } from './train-host.js';
 import { resolveAgentFile } from '../../sdk/agent-id.js';
@@ -80,47 +81,117 @@ export async function run(argv: string[]): Promise<number> {
 
 /** Trains per the flags; null when interrupted (SIGINT/SIGTERM: the last checkpoint is kept). */
 export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
-  // The run, its rollouts and its runner's claims use the agent's stable id (protocol/agent-id.ts), whatever the cwd.
-  const agent = storedAgentId(f.agent);
-
-  const overrides = configOverrides(TRAIN_OPTIONS, f);
   const dataDir = resolveDataDir(f['data-dir']);
   ensureWritableDataDir(dataDir);
   const store = await openStore(f.store ?? process.env.AGL_STORE ?? { dataDir });
-  const controller = new AbortController();
-  const opened: PolicyModel[] = []; // engines to stop however the run ends (a torch engine is a child process)
+  const session = new TrainingSession(f, store, dataDir);
   const onSignal = () => {
     process.stderr.write('\nagl train: stopping (the last checkpoint is kept; continue with --resume)\n');
-    controller.abort();
+    session.controller.abort();
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    // Resume: a run id (its checkpoint dir from the store) or a checkpoint folder.
+    return await session.run();
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    session.close();
+    await store.close();
+  }
+}
+
+/** What a run resumes from, or starts with: the checkpoint (if any), the config and the tasks. */
+interface RunPlan {
+  ckpt: ReturnType<typeof readCheckpoint>;
+  resumeDir: string | null;
+  config: TrainConfig;
+  train: Task[];
+  val: Task[];
+}
+
+/**
+ * One `agl train` run, phase by phase: plan it (resume or fresh config, tasks), open its engines, start or resume
+ * its record, host the gateway and runner (and the sampler), train, then finish (report, summary) or fail (with
+ * what survives and how to continue).
+ */
+class TrainingSession {
+  readonly controller = new AbortController();
+  /** The run, its rollouts and its runner's claims use the agent's stable id (protocol/agent-id.ts), whatever the cwd. */
+  private readonly agent: string;
+  /** Engines to stop however the run ends (a torch engine is a child process). */
+  private readonly opened: PolicyModel[] = [];
+  private engineLog: { path: string; write: (line: string) => void } | null = null;
+  /** What the run record says about the run beyond its step (the dashboard's header): kept whole, as updates replace it. */
+  private summary: TrainingRunSummary = {};
+
+  constructor(
+    private readonly f: TrainFlags,
+    private readonly store: LightningStore,
+    private readonly dataDir: string,
+  ) {
+    this.agent = storedAgentId(f.agent);
+  }
+
+  async run(): Promise<TrainOutcome | null> {
+    const overrides = configOverrides(TRAIN_OPTIONS, this.f);
+    const plan = await this.plan(overrides);
+    const { policy, reference } = await this.openEngines(plan);
+    const { state, checkpointDir } = await this.startRecord(plan);
+    const { token } = loadOrCreateToken(this.dataDir);
+    const bar = this.f.quiet ? null : new Progress('train', state.totalSteps);
+    const log = (m: string) => (bar ? bar.log(m) : process.stderr.write(`${m}\n`));
+    // The training host serves the gateway and the store to the runner's workers: a bug that lets a request's
+    // throw escape is logged, as in `agl serve`, rather than ending a long run.
+    installLastResortGuard((m) => log(`  ${m}`));
+    const host = await this.startHost(plan.config, policy, token, state, log);
+    log(
+      `agl train: run ${state.runId}${plan.ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${plan.train.length} train / ${plan.val.length} val tasks, ` +
+        `${state.totalSteps} steps of ${plan.config.training.batchSize} tasks x ${plan.config.training.groupSize}; gateway ${host.endpoint}`,
+    );
+    const trainer = this.trainer(plan, policy, reference, host.endpoint, state, checkpointDir, bar, log);
+    try {
+      await trainer.run();
+    } catch (e) {
+      await host.close();
+      return this.fail(e, trainer.state, checkpointDir);
+    }
+    bar?.done();
+    await host.close();
+    return this.finish(plan, trainer.state, checkpointDir);
+  }
+
+  /** Resume (a run id, whose checkpoint dir the store knows, or a checkpoint folder) or a fresh config; the tasks. */
+  private async plan(overrides: TrainConfigInput): Promise<RunPlan> {
+    const f = this.f;
     let resumeDir: string | null = null;
     if (f.resume) {
-      const byRun = await store.getTrainingRun(f.resume);
+      const byRun = await this.store.getTrainingRun(f.resume);
       resumeDir = byRun?.checkpointDir ?? resolve(f.resume);
       if (!existsSync(join(resumeDir, 'state.json'))) throw new Error(`--resume ${f.resume}: no checkpoint found (looked in ${resumeDir})`);
     }
     const ckpt = resumeDir ? readCheckpoint(resumeDir) : null;
     const config: TrainConfig = ckpt ? resolveTrainConfig(null, ckpt.config as TrainConfigInput) : resolveTrainConfig(f.config ?? null, overrides);
+    // A resumed run keeps its engine unless the flags name one (e.g. resuming a tfjs run on torch, or on more ranks).
+    if (ckpt) config.engine = resolveTrainConfig(null, { engine: { ...config.engine, ...overrides.engine } }).engine;
     const train = loadTasks(f.train, 'train'),
       val = loadTasks(f.val, 'val');
     if (train.length === 0 || val.length === 0) throw new Error('--train and --val need at least one task each');
+    return { ckpt, resumeDir, config, train, val };
+  }
 
+  /** The policy on its engine, and the frozen KL reference when beta > 0. */
+  private async openEngines({ ckpt, config }: RunPlan): Promise<{ policy: PolicyModel; reference: PolicyModel | null }> {
     const modelSpec = ckpt ? ckpt.policyPath : (config.model.init ?? config.model.name);
-    // A resumed run keeps its engine unless the flags name one (e.g. resuming a tfjs run on torch, or on more ranks).
-    if (ckpt) config.engine = resolveTrainConfig(null, { engine: { ...config.engine, ...overrides.engine } }).engine;
-    const engineLog = config.engine.kind === 'torch' ? openEngineLog(dataDir) : null;
-    const engine = engineOptions(config.engine, { dataDir, log: engineLog?.write });
+    this.engineLog = config.engine.kind === 'torch' ? openEngineLog(this.dataDir) : null;
+    const engine = engineOptions(config.engine, { dataDir: this.dataDir, log: this.engineLog?.write });
     const policy = await openPolicy(modelSpec, {
       backend: config.runtime.backend,
       learningRate: config.training.learningRate,
       seed: config.training.seed,
       ...engine,
     });
-    opened.push(policy);
+    this.opened.push(policy);
     // The KL reference is the run's starting point: the same weights the policy started from (for a
     // built-in model that means the same seeded initialisation, not a fresh random one).
     const reference =
@@ -132,42 +203,40 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
             torch: { ...engine.torch, procs: 1 },
           })
         : null;
-    if (reference) opened.push(reference);
+    if (reference) this.opened.push(reference);
+    return { policy, reference };
+  }
 
-    let state: TrainerState;
-    let checkpointDir: string;
-    // What the run record says about the run beyond its step (the dashboard's header): kept whole, as updates replace it.
-    let summary: TrainingRunSummary = { epochSteps: epochSteps(config, train.length) };
+  /** The run's record: resumed (status back to running, its summary kept but why it stopped) or created. */
+  private async startRecord({ ckpt, resumeDir, config, train }: RunPlan): Promise<{ state: TrainerState; checkpointDir: string }> {
+    this.summary = { epochSteps: epochSteps(config, train.length) };
     if (ckpt && resumeDir) {
-      state = ckpt.trainer;
-      checkpointDir = resumeDir;
-      const { stopReason: _, error: __, ...earlier } = ((await store.getTrainingRun(state.runId))?.summary ?? {}) as TrainingRunSummary;
-      summary = { ...earlier, ...summary };
-      await store.updateTrainingRun(state.runId, { status: 'running', summary: { ...summary } });
-    } else {
-      const runRec = await store.createTrainingRun({
-        agent,
-        config: config as unknown as Record<string, unknown>,
-        totalSteps: plannedSteps(config, train.length),
-      });
-      checkpointDir = resolve(config.runtime.checkpointDir ?? join(dataDir, 'runs', runRec.id));
-      await store.updateTrainingRun(runRec.id, { checkpointDir });
-      state = newTrainerState(runRec);
+      const state = ckpt.trainer;
+      const { stopReason: _, error: __, ...earlier } = ((await this.store.getTrainingRun(state.runId))?.summary ?? {}) as TrainingRunSummary;
+      this.summary = { ...earlier, ...this.summary };
+      await this.store.updateTrainingRun(state.runId, { status: 'running', summary: { ...this.summary } });
+      return { state, checkpointDir: resumeDir };
     }
-    const { token } = loadOrCreateToken(dataDir);
-    const bar = f.quiet ? null : new Progress('train', state.totalSteps);
-    const log = (m: string) => (bar ? bar.log(m) : process.stderr.write(`${m}\n`));
-    // The training host serves the gateway and the store to the runner's workers: a bug that lets a request's
-    // throw escape is logged, as in `agl serve`, rather than ending a long run.
-    installLastResortGuard((m) => log(`  ${m}`));
+    const runRec = await this.store.createTrainingRun({
+      agent: this.agent,
+      config: config as unknown as Record<string, unknown>,
+      totalSteps: plannedSteps(config, train.length),
+    });
+    const checkpointDir = resolve(config.runtime.checkpointDir ?? join(this.dataDir, 'runs', runRec.id));
+    await this.store.updateTrainingRun(runRec.id, { checkpointDir });
+    return { state: newTrainerState(runRec), checkpointDir };
+  }
+
+  /** This process's store API, gateway and runner workers; the sampler (engine.sampler) brought to the run's weights. */
+  private async startHost(config: TrainConfig, policy: PolicyModel, token: string, state: TrainerState, log: (m: string) => void) {
     const sampler = config.engine.sampler;
     const host = await startTrainingHost({
-      store,
+      store: this.store,
       policy,
       token,
-      dataDir,
+      dataDir: this.dataDir,
       workers: config.runtime.workers,
-      agent,
+      agent: this.agent,
       log: (m) => log(`  ${m}`),
       allowedKeyEnvs: sampler?.apiKeyEnv ? [...DEFAULT_KEY_ENVS, sampler.apiKeyEnv] : undefined,
     });
@@ -178,22 +247,32 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
       // The sampler starts from this run's weights, whatever it was started with.
       if (sampler.push) await pushWeights(policy, sampler.push, state.step);
     }
-    if (engineLog) log(`agl train: the torch engine's output goes to ${engineLog.path}`);
-    log(
-      `agl train: run ${state.runId}${ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${train.length} train / ${val.length} val tasks, ` +
-        `${state.totalSteps} steps of ${config.training.batchSize} tasks x ${config.training.groupSize}; gateway ${host.endpoint}`,
-    );
-    const trainer = new Trainer(
+    if (this.engineLog) log(`agl train: the torch engine's output goes to ${this.engineLog.path}`);
+    return host;
+  }
+
+  private trainer(
+    { config, train, val }: RunPlan,
+    policy: PolicyModel,
+    reference: PolicyModel | null,
+    endpoint: string,
+    state: TrainerState,
+    checkpointDir: string,
+    bar: Progress | null,
+    log: (m: string) => void,
+  ): Trainer {
+    const sampler = config.engine.sampler;
+    return new Trainer(
       {
-        store,
+        store: this.store,
         policy,
         reference,
-        endpoint: host.endpoint,
-        agent,
+        endpoint,
+        agent: this.agent,
         config,
         train,
         val,
-        signal: controller.signal,
+        signal: this.controller.signal,
         setLearningRate: (lr) => {
           policy.optimizerConfig.lr = lr;
         },
@@ -204,12 +283,12 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
             }
           : undefined,
         checkpoint: async (s) => {
-          await saveCheckpoint(checkpointDir, policy, s, { agent, config });
+          await saveCheckpoint(checkpointDir, policy, s, { agent: this.agent, config });
         },
         saveBest: async (s) => {
           const path = await saveBestPolicy(checkpointDir, policy, s.best!);
-          summary = { ...summary, best: { ...s.best!, path }, elapsedMs: s.elapsedMs };
-          await store.updateTrainingRun(s.runId, { summary: { ...summary } });
+          this.summary = { ...this.summary, best: { ...s.best!, path }, elapsedMs: s.elapsedMs };
+          await this.store.updateTrainingRun(s.runId, { summary: { ...this.summary } });
         },
         log,
         onProgress: (phase, done, total, s) =>
@@ -217,61 +296,56 @@ export async function trainAgent(f: TrainFlags): Promise<TrainOutcome | null> {
       },
       state,
     );
-    try {
-      await trainer.run();
-    } catch (e) {
-      await host.close();
-      const ended = { ...summary, elapsedMs: trainer.state.elapsedMs };
-      if (controller.signal.aborted) {
-        await store.updateTrainingRun(state.runId, { status: 'cancelled', summary: { ...ended, stopReason: 'cancelled' } });
-        return null;
-      }
-      await store.updateTrainingRun(state.runId, { status: 'failed', summary: { ...ended, stopReason: 'failed', error: (e as Error).message } });
-      if (e instanceof EngineError) {
-        const saved = readCheckpoint(checkpointDir)?.trainer.step;
-        throw new Error(
-          `${e.message}${engineLog ? `\n(the engine's whole output: ${engineLog.path})` : ''}\n` +
-            `Nothing acknowledged is lost: the store holds every rollout, and the last checkpoint ${saved === undefined ? 'has not been written yet' : `is step ${saved}`}. ` +
-            `Continue with: agl train ${f.agent} --train ${f.train} --val ${f.val} --resume ${state.runId}`,
-          { cause: e },
-        );
-      }
-      throw e;
+  }
+
+  /** A run that ended early: cancelled (null), or failed with its error (a dead engine's says what survives and how to continue). */
+  private async fail(e: unknown, state: TrainerState, checkpointDir: string): Promise<null> {
+    const ended = { ...this.summary, elapsedMs: state.elapsedMs };
+    if (this.controller.signal.aborted) {
+      await this.store.updateTrainingRun(state.runId, { status: 'cancelled', summary: { ...ended, stopReason: 'cancelled' } });
+      return null;
     }
-    bar?.done();
-    await host.close();
-    const before = trainer.state.val[0]?.reward ?? null,
-      after = trainer.state.val.at(-1)?.reward ?? null;
-    const report = writeReport(join(checkpointDir, 'report'), { title: `Training report: ${agent}`, state: trainer.state, agent, config });
-    summary = {
-      ...summary,
-      stopReason: stopReason(trainer.state, config, train.length),
-      elapsedMs: trainer.state.elapsedMs,
+    await this.store.updateTrainingRun(state.runId, { status: 'failed', summary: { ...ended, stopReason: 'failed', error: (e as Error).message } });
+    if (e instanceof EngineError) {
+      const f = this.f;
+      const saved = readCheckpoint(checkpointDir)?.trainer.step;
+      throw new Error(
+        `${e.message}${this.engineLog ? `\n(the engine's whole output: ${this.engineLog.path})` : ''}\n` +
+          `Nothing acknowledged is lost: the store holds every rollout, and the last checkpoint ${saved === undefined ? 'has not been written yet' : `is step ${saved}`}. ` +
+          `Continue with: agl train ${f.agent} --train ${f.train} --val ${f.val} --resume ${state.runId}`,
+        { cause: e },
+      );
+    }
+    throw e;
+  }
+
+  /** The report, the run's summary and status, and what to do next. */
+  private async finish({ config, train }: RunPlan, state: TrainerState, checkpointDir: string): Promise<TrainOutcome> {
+    const before = state.val[0]?.reward ?? null,
+      after = state.val.at(-1)?.reward ?? null;
+    const report = writeReport(join(checkpointDir, 'report'), { title: `Training report: ${this.agent}`, state, agent: this.agent, config });
+    this.summary = {
+      ...this.summary,
+      stopReason: stopReason(state, config, train.length),
+      elapsedMs: state.elapsedMs,
       valBefore: before,
       valAfter: after,
-      minutes: trainer.state.elapsedMs / 60000,
+      minutes: state.elapsedMs / 60000,
       report: report.html,
     };
-    await store.updateTrainingRun(state.runId, { status: 'succeeded', step: trainer.state.step, summary: { ...summary } });
+    await this.store.updateTrainingRun(state.runId, { status: 'succeeded', step: state.step, summary: { ...this.summary } });
+    const checkpoint = join(checkpointDir, `policy-${state.step}`);
     process.stdout.write(
-      `agl train: held-out reward ${before?.toFixed(3)} -> ${after?.toFixed(3)} in ${(trainer.state.elapsedMs / 60000).toFixed(1)} min\n` +
-        `checkpoint: ${join(checkpointDir, `policy-${trainer.state.step}`)}\nreport: ${report.html}\nreward curve: ${report.png}\n` +
+      `agl train: held-out reward ${before?.toFixed(3)} -> ${after?.toFixed(3)} in ${(state.elapsedMs / 60000).toFixed(1)} min\n` +
+        `checkpoint: ${checkpoint}\nreport: ${report.html}\nreward curve: ${report.png}\n` +
         `transitions: agl export --format jsonl --run ${state.runId}\n`,
     );
-    return {
-      runId: state.runId,
-      before,
-      after,
-      minutes: trainer.state.elapsedMs / 60000,
-      steps: trainer.state.step,
-      report: report.html,
-      checkpoint: join(checkpointDir, `policy-${trainer.state.step}`),
-    };
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    for (const p of opened) p.dispose();
-    await store.close();
+    return { runId: state.runId, before, after, minutes: state.elapsedMs / 60000, steps: state.step, report: report.html, checkpoint };
+  }
+
+  /** Stops the engines (a torch engine is a child process). */
+  close(): void {
+    for (const p of this.opened) p.dispose();
   }
 }
 
