@@ -16,7 +16,8 @@ import { stringify } from 'yaml';
 import { deepMerge, readConfigFile } from '../daemon/algorithm/config.js';
 import { trainAgent } from '../daemon/commands/train.js';
 import { RAG_LEARNING } from '../samples/rag/learn.js';
-import { makeWarmup, SQL_LEARNING, warmupCommands, type SampleLearning } from '../samples/sql/learn.js';
+import { makeWarmup, warmupCommands, type SampleLearning } from './harness/learning.js';
+import { SQL_LEARNING } from '../samples/sql/learn.js';
 
 export const STRATEGIES = ['identical', 'last', 'discounted', 'combined'] as const;
 /** AIR when on: a call whose tool failed (sql: SQLite rejected the query; rag: the search found nothing) gets -0.2. */

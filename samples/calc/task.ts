@@ -12,22 +12,14 @@
  * This file is pure (no I/O): the dataset generator, the tool, the prompts and the reward.
  */
 
+import { rng } from '../shared/rng.js';
+
+export { rng };
+
 export interface CalcTask {
   id: string;
   question: string;
   answer: number;
-}
-
-/** Deterministic PRNG (mulberry32) so a seed always yields the same dataset. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const NAMES = ['Ann', 'Bob', 'Eva', 'Tom', 'Mia', 'Sam'];

@@ -5,7 +5,7 @@
  * answers out of any model's pretraining: the agent must retrieve. Documents are one short sentence
  * so two of them and the question fit the built-in model's 256-byte context. Pure: no I/O.
  */
-import { rng } from '../calc/task.js';
+import { rng } from '../shared/rng.js';
 
 export interface Doc {
   id: string;

@@ -21,7 +21,7 @@
 import { type Doc, makeCorpus, makeRagSplits, makeWorld, type NameStyle, type RagTask } from './corpus.js';
 import { answerInput, ANSWER_INSTRUCTIONS, type Msg, QUERY_INSTRUCTIONS, queryFor, queryInput } from './prompts.js';
 import { CorpusSearch } from './search.js';
-import { rng } from '../calc/task.js';
+import { rng } from '../shared/rng.js';
 
 /** The demo worlds' seeds: DEMO_WORLD_SEED, +1, ... (the sample's world is makeWorld()'s default, 5). */
 export const DEMO_WORLD_SEED = 105;

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rng } from '../calc/task.js';
+import { rng } from '../shared/rng.js';
 
 /** The schema as the agent shows it to the model (one line). */
 export const SCHEMA_LINE = 'emp(name,dept,pay,year) dept(name,city) proj(name,dept,cost)';

@@ -4,7 +4,7 @@
  * non-empty. Also the three agents' prompts (short enough for the built-in model's 256-byte context).
  * The warm-up's demonstrations are made from problems of their own: warmup-demos.ts. Pure: no I/O.
  */
-import { rng } from '../calc/task.js';
+import { rng } from '../shared/rng.js';
 import { type CompanyRows, SCHEMA_LINE } from './db.js';
 
 export interface SqlTask {

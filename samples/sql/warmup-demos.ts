@@ -21,7 +21,7 @@
  * rewriter trained) can learn that the filter pays.
  */
 import Database from 'better-sqlite3';
-import { rng } from '../calc/task.js';
+import { rng } from '../shared/rng.js';
 import { COMPANY, type Roster, companyRows, fillCompanyDb } from './db.js';
 import { formatResult, runQuery } from './execute.js';
 import { checkerMessages, type Msg, rewriterMessages, TEMPLATES, writerMessages, type SqlTask } from './task.js';

@@ -16,9 +16,12 @@ import { COMMANDS } from '../../protocol/commands.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 interface Rule {
+  /** Folders (or subfolders, e.g. bench/harness) its files may import. */
   folders: string[];
   packages: RegExp;
   packagesSaid: string;
+  /** Files that are scripts rather than agents and data (a sample's learn, demo, inspect, make-* and tests) may also import these. */
+  scripts?: { files: RegExp; folders: string[] };
 }
 const RULES: Record<string, Rule> = {
   protocol: { folders: ['protocol'], packages: /^(zod|vscode-languageserver-protocol)$/, packagesSaid: 'zod, vscode-languageserver-protocol' },
@@ -33,6 +36,15 @@ const RULES: Record<string, Rule> = {
     packages: /^(node:|vscode$|vscode-languageclient(\/|$))/,
     packagesSaid: 'vscode, vscode-languageclient, node: built-ins',
   },
+  // samples/ holds agents and their data, written against the SDK like a user's; their scripts drive the daemon's
+  // commands through the learning harness (bench/harness).
+  samples: {
+    folders: ['samples', 'sdk', 'protocol'],
+    packages: /^(?!vscode$)/,
+    packagesSaid: 'any package but vscode',
+    scripts: { files: /\/(learn|demo|inspect|make-[\w-]+)\.ts$|\.test\.ts$/, folders: ['daemon', 'bench/harness'] },
+  },
+  bench: { folders: ['bench', 'daemon', 'sdk', 'protocol', 'samples', 'test/helpers'], packages: /^(?!vscode$)/, packagesSaid: 'any package but vscode' },
 };
 
 /** Every module specifier a file imports or re-exports, static or dynamic. */
@@ -50,9 +62,11 @@ export function violation(file: string, spec: string): string | null {
       .split(sep)
       .join('/');
     const folder = target.split('/')[0]!;
-    return rule.folders.includes(folder)
-      ? null
-      : `${file} imports '${spec}' (${folder}/): ${top}/ may import only ${rule.folders.map((f) => `${f}/`).join(', ')}`;
+    const allowed = [...rule.folders, ...(rule.scripts?.files.test(file) ? rule.scripts.folders : [])];
+    if (allowed.some((f) => target === f || target.startsWith(`${f}/`))) return null;
+    const said =
+      rule.folders.map((f) => `${f}/`).join(', ') + (rule.scripts ? ` (its scripts also ${rule.scripts.folders.map((f) => `${f}/`).join(', ')})` : '');
+    return `${file} imports '${spec}' (${folder}/): ${top}/ may import only ${said}`;
   }
   return rule.packages.test(spec) ? null : `${file} imports package '${spec}': ${top}/ may import only ${rule.packagesSaid}`;
 }
@@ -87,7 +101,7 @@ function findCycles(graph: Map<string, string[]>): string[] {
 }
 
 describe('boundaries', () => {
-  it('extension/, webview/, sdk/ and protocol/ import only what the floor plan allows', () => {
+  it('extension/, webview/, sdk/, protocol/, samples/ and bench/ import only what the floor plan allows', () => {
     const problems: string[] = [];
     let checked = 0;
     for (const top of Object.keys(RULES)) {
@@ -111,6 +125,10 @@ describe('boundaries', () => {
     assert.match(violation('extension/daemon.ts', 'lowdb')!, /package 'lowdb'/);
     assert.equal(violation('extension/commands.ts', '../protocol/commands.js'), null);
     assert.equal(violation('extension/daemon.ts', '../sdk/daemon-state.js'), null);
+    assert.match(violation('samples/sql/agent.ts', '../../daemon/server/auth.js')!, /samples\/ may import only samples\/, sdk\/, protocol\//);
+    assert.equal(violation('samples/sql/learn.ts', '../../bench/harness/learning.js'), null);
+    assert.match(violation('samples/sql/learn.ts', '../../bench/learning.js')!, /\(bench\/\)/);
+    assert.match(violation('bench/model.ts', '../extension/daemon.js')!, /bench\/ may import only/);
     const sample =
       "import { a } from '../daemon/x.js';\nexport { b } from './y.js';\nconst c = await import('../webview/z.js');\nimport type { D } from 'zod';\n";
     assert.deepEqual(importsOf(sample), ['../daemon/x.js', './y.js', '../webview/z.js', 'zod']);
