@@ -5,7 +5,7 @@
  */
 import type { GenerateOptions, Generation, PolicyModel } from '../daemon/model/policy-contract.js';
 import { createPolicy } from '../daemon/model/policy.js';
-import { attemptBaseUrl } from '../sdk/ids.js';
+import { attemptBaseUrl } from '../protocol/ids.js';
 import { startDaemon } from '../test/helpers/daemon.js';
 
 export async function benchLocalBatching(quick: boolean): Promise<Record<string, number>> {

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { AglClient } from '../sdk/client.js';
+import { AglClient } from '../sdk/tools/client.js';
 
 export interface Proc {
   proc: ChildProcess;

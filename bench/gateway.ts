@@ -9,7 +9,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { attemptBaseUrl } from '../sdk/ids.js';
+import { attemptBaseUrl } from '../protocol/ids.js';
 import { benchLocalBatching } from './gateway-local.js';
 import { cpuMs, machine, percentile, round, startDaemonProcess, startUpstreamProcess } from './gateway-processes.js';
 

@@ -24,7 +24,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AglClient } from '../sdk/client.js';
+import { AglClient } from '../sdk/tools/client.js';
 import { AGL, SPAN } from '../protocol/spans.js';
 import type { Rollout } from '../protocol/store.js';
 import { patternBound, patternOdds, percentile, type Pattern } from './store-sim.js';

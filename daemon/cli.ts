@@ -3,7 +3,7 @@
  * exporting `run(argv: string[]): Promise<number>` (the exit code) and handling its own --help.
  * Commands load lazily, so `agl status` never pays for TF.js or the language server.
  */
-import { AglConnectionError, AglHttpError } from '../sdk/client.js';
+import { AglConnectionError, AglHttpError } from '../sdk/tools/client.js';
 
 interface CommandModule {
   run(argv: string[]): Promise<number>;

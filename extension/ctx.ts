@@ -7,7 +7,7 @@
 import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import { daemonChanged, refreshStats, type LspInitializationOptions } from '../protocol/lsp.js';
-import { AglClient } from '../sdk/client.js';
+import { AglClient } from '../sdk/tools/client.js';
 import { aglEntry, nodeCommand, readSettings, workspaceRoot } from './config.js';
 import { DaemonStartError, findRunningDaemon, healthy, spawnDaemon, stopDaemon, type DaemonHandle } from './daemon.js';
 import { StatusBar } from './status.js';

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { readDaemonState, resolveDataDir } from '../sdk/daemon-state.js';
+import { readDaemonState, resolveDataDir } from '../sdk/tools/daemon-state.js';
 import type { DaemonEndpoint } from '../protocol/lsp.js';
 
 export interface DaemonHandle {

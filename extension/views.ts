@@ -6,7 +6,7 @@
  * new rollouts itself, by watching the store while it is visible: trajectory-panel.ts.)
  */
 import * as vscode from 'vscode';
-import { AglClient } from '../sdk/client.js';
+import { AglClient } from '../sdk/tools/client.js';
 import type { Ctx } from './ctx.js';
 import {
   type DashboardTarget,

@@ -1,6 +1,6 @@
 /**
  * The daemon's HTTP store API (`/v1/agl/...`): request and response schemas for every route.
- * The server validates every request with these; the client (sdk/client.ts) types its calls with the
+ * The server validates every request with these; the client (sdk/tools/client.ts) types its calls with the
  * inferred types. Route shapes follow agent-lightning v0's store API where it has one.
  * Request bodies are strict: an unknown key is reported by name instead of being silently dropped.
  *

@@ -5,7 +5,7 @@
 import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from '../protocol/spans.js';
 import type { Attributes, AttributeValue } from '../protocol/store.js';
 import { type RolloutContext, currentRollout, rolloutStorage } from './context.js';
-import { newSpanId } from './ids.js';
+import { newSpanId } from '../protocol/ids.js';
 
 function toAttr(v: unknown): AttributeValue {
   if (v === null || v === undefined) return null;

@@ -1,5 +1,6 @@
 /**
- * The Agent Lightning SDK for TypeScript/JavaScript agents.
+ * The Agent Lightning SDK for TypeScript/JavaScript agents: everything an agent imports, and nothing else (the
+ * runner's side lives in sdk/runner/, the tools' client in sdk/tools/).
  *   import { rollout, emitReward, operation } from 'agent-lightning-vscode/sdk';
  *   export const calcAgent = rollout(async (task: { question: string }, llm) => {
  *     const openai = new OpenAI({ baseURL: llm.baseUrl, apiKey: llm.apiKey });
@@ -15,8 +16,4 @@ export type { OperationOptions } from './emit.js';
 export { LLM } from './llm.js';
 export type { LLMInit } from './llm.js';
 export { currentRollout } from './context.js';
-export type { RolloutContext, SpanSink } from './context.js';
-export { BatchingSink } from './sink.js';
-export { runAttempt, installTraceparentFetch } from './run.js';
-export type { AttemptSpec, AttemptOutcome } from './run.js';
-export { attemptBaseUrl, traceIdForAttempt, rootSpanIdForAttempt } from './ids.js';
+export type { RolloutContext } from './context.js';

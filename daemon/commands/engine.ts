@@ -3,7 +3,7 @@
  * requirements); `agl engine status` says which Python the engine would run and what that Python has.
  */
 import { parseArgs } from 'node:util';
-import { resolveDataDir } from '../../sdk/daemon-state.js';
+import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
 import { defaultTorchVenv, INSTALL_HINT, installTorchEnv, resolveTorchPython, torchDoctor, TORCH_REQUIREMENTS } from '../model/torch-env.js';
 
 const HELP = `usage: agl engine install torch [--venv DIR] [--python P] [--force]

@@ -10,7 +10,7 @@ import { numberArrayAttr } from '../../protocol/span-reading.js';
 import type { Span } from '../../protocol/store.js';
 import { openStore } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
-import { resolveDataDir } from '../../sdk/daemon-state.js';
+import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
 
 const HELP = `usage: agl export --format jsonl [--run ID] [--out FILE]
 

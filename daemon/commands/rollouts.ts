@@ -7,8 +7,8 @@
 import { parseArgs } from 'node:util';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type Attempt, type Rollout, type RolloutMode, type RolloutStatus, type Span } from '../../protocol/store.js';
 import { isLlmCallSpan, pickFinalReward, rewardsInOrder } from '../../protocol/span-reading.js';
-import { AglClient } from '../../sdk/client.js';
-import { resolveDataDir } from '../../sdk/daemon-state.js';
+import { AglClient } from '../../sdk/tools/client.js';
+import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
 
 const HELP = `usage: agl rollouts list [--status S[,S]] [--mode M] [--agent A] [--limit N] [--cursor C] [--json]
        agl rollouts show <id> [--json]

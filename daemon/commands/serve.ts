@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AglClient } from '../../sdk/client.js';
+import { AglClient } from '../../sdk/tools/client.js';
 import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../store/index.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';
 import { createServerContext, type ServerContext } from '../server/server-context.js';
@@ -20,7 +20,7 @@ import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { FileModeError, makeDataPrivate } from '../server/file-modes.js';
 import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
-import { readDaemonState, resolveDataDir } from '../../sdk/daemon-state.js';
+import { readDaemonState, resolveDataDir } from '../../sdk/tools/daemon-state.js';
 import { DaemonStateFile, DataDirError, ensureWritableDataDir, redactStoreSpec } from '../state.js';
 
 export const DEFAULT_PORT = 4747;

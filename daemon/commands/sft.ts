@@ -10,7 +10,7 @@ import { openPolicy } from '../algorithm/open-policy.js';
 import { ENGINE_HELP, ENGINE_PARSE_OPTIONS, engineFromFlags } from './engine-flags.js';
 import { Progress } from './progress.js';
 import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft-trainer.js';
-import { resolveDataDir } from '../../sdk/daemon-state.js';
+import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
 
 const HELP = `usage: agl sft --data demos.jsonl [options]
 

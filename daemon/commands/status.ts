@@ -4,8 +4,8 @@
  * Exit code 0 when running, 1 when not (scripts can test it).
  */
 import { parseArgs } from 'node:util';
-import { AglClient } from '../../sdk/client.js';
-import { readDaemonState, resolveDataDir } from '../../sdk/daemon-state.js';
+import { AglClient } from '../../sdk/tools/client.js';
+import { readDaemonState, resolveDataDir } from '../../sdk/tools/daemon-state.js';
 
 const HELP = `usage: agl status [--data-dir DIR] [--json]
 

@@ -20,13 +20,13 @@ import { Trainer, type TrainerState, epochSteps, newTrainerState, plannedSteps, 
 import type { TrainingRunSummary } from '../../protocol/metrics.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
-import { resolveDataDir } from '../../sdk/daemon-state.js';
+import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
 import { ensureWritableDataDir } from '../state.js';
 import { openStore } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { Progress } from './progress.js';
 import { startTrainingHost } from './train-host.js';
-import { resolveAgentFile } from '../../sdk/agent-id.js';
+import { resolveAgentFile } from '../../sdk/tools/agent-id.js';
 import { storedAgentId } from '../runner/agent-ref.js';
 import { writeReport } from './train-report.js';
 

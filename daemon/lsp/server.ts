@@ -32,7 +32,7 @@ import {
   type DaemonEndpoint,
   type LspInitializationOptions,
 } from '../../protocol/lsp.js';
-import { AglClient } from '../../sdk/client.js';
+import { AglClient } from '../../sdk/tools/client.js';
 import { AGENT_FILE_PATTERN, findAgents, languageOf } from './agents.js';
 import { lensesFor } from './codelens.js';
 import { DEFAULT_MARK_OPTIONS, markPyAgent, markTsAgent, type MarkOptions, type MarkResult } from './mark.js';

@@ -6,9 +6,9 @@
  */
 import type { Claim } from '../../protocol/api.js';
 import type { Rollout, SpanInput } from '../../protocol/store.js';
-import { AglHttpError, type AglClient } from '../../sdk/client.js';
-import { attemptBaseUrl } from '../../sdk/ids.js';
-import { BatchingSink } from '../../sdk/sink.js';
+import { AglHttpError, type AglClient } from '../../sdk/tools/client.js';
+import { attemptBaseUrl } from '../../protocol/ids.js';
+import { BatchingSink } from '../../sdk/runner/index.js';
 import { pickLlmResource, ResourcesCache } from '../store/resources-cache.js';
 import { parseAgentRef } from './agent-ref.js';
 import type { JobOutcome, RunJob } from './protocol.js';

@@ -3,7 +3,7 @@
  * node's IPC channel; Python workers (sdk/python/agl_runner.py) over JSON lines on stdin/stdout.
  */
 import type { SpanInput } from '../../protocol/store.js';
-import type { LLMInit } from '../../sdk/llm.js';
+import type { LLMInit } from '../../sdk/index.js';
 
 export interface RunJob {
   rolloutId: string;

@@ -5,10 +5,8 @@
  */
 import { pathToFileURL } from 'node:url';
 import type { SpanInput } from '../../protocol/store.js';
-import { LLM } from '../../sdk/llm.js';
-import { isRolloutAgent, type AgentFunction } from '../../sdk/rollout.js';
-import { installTraceparentFetch, runAttempt } from '../../sdk/run.js';
-import { BatchingSink } from '../../sdk/sink.js';
+import { isRolloutAgent, LLM, type AgentFunction } from '../../sdk/index.js';
+import { BatchingSink, installTraceparentFetch, runAttempt } from '../../sdk/runner/index.js';
 import type { FromWorker, RunJob, ToWorker } from './protocol.js';
 
 installTraceparentFetch();

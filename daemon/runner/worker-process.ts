@@ -72,7 +72,7 @@ export class WorkerProcess {
     });
     const onMessage = (msg: FromWorker) => {
       if (msg.type === 'spans') {
-        // The worker batched them (one batch per attempt, sdk/sink.ts): hand each attempt its spans as one batch.
+        // The worker batched them (one batch per attempt, sdk/runner/sink.ts): hand each attempt its spans as one batch.
         const byAttempt = new Map<string, SpanInput[]>();
         for (const span of msg.spans) {
           let batch = byAttempt.get(span.attemptId);

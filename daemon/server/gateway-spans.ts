@@ -6,7 +6,7 @@
 import type { Attributes, AttributeValue, SpanInput } from '../../protocol/store.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { CallRequest, CallResult } from './gateway-backend.js';
-import { newSpanId, parseTraceparent, rootSpanIdForAttempt, traceIdForAttempt } from '../../sdk/ids.js';
+import { newSpanId, parseTraceparent, rootSpanIdForAttempt, traceIdForAttempt } from '../../protocol/ids.js';
 
 export interface CallContext {
   rolloutId: string;

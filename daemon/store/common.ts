@@ -22,7 +22,7 @@ import {
   type Transition,
   type Worker,
 } from '../../protocol/store.js';
-import { newSpanId, newTraceId, randomHex } from '../../sdk/ids.js';
+import { newSpanId, newTraceId, randomHex } from '../../protocol/ids.js';
 import type { HealthCheckResult } from '../../protocol/lightning-store.js';
 
 /**

@@ -1,13 +1,13 @@
 /**
  * What the panels answer to their webviews' requests, fetched from the daemon through the typed client
- * (sdk/client.ts). Free of the vscode API, so the webview tests drive exactly this code against a real
+ * (sdk/tools/client.ts). Free of the vscode API, so the webview tests drive exactly this code against a real
  * daemon. One handler table per webview, keyed by the protocol's method names.
  */
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type MetricPoint, type TrainingRun } from '../../protocol/store.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import type { IpcRequestType } from '../../protocol/webview-ipc.js';
 import { TrajectoryProtocol, type RolloutDetail, type RolloutPage, type RolloutPageRequest } from '../../protocol/webview-trajectory.js';
-import type { AglClient } from '../../sdk/client.js';
+import type { AglClient } from '../../sdk/tools/client.js';
 
 export type RequestHandlers = Map<string, (params: unknown) => Promise<unknown>>;
 

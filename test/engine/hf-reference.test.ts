@@ -20,7 +20,7 @@ import { loadPolicy, type TfPolicyModel } from '../../daemon/model/policy.js';
 import { forward, lmHead } from '../../daemon/model/transformer.js';
 import type { ChatMessage, ToolSpec } from '../../daemon/model/policy-contract.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
-import { attemptBaseUrl } from '../../sdk/ids.js';
+import { attemptBaseUrl } from '../../protocol/ids.js';
 import { type Harness, startDaemon } from '../helpers/daemon.js';
 import { runPython } from '../helpers/torch.js';
 

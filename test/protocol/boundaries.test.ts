@@ -134,6 +134,39 @@ describe('boundaries', () => {
     assert.deepEqual(importsOf(sample), ['../daemon/x.js', './y.js', '../webview/z.js', 'zod']);
   });
 
+  it('sdk/ by audience: agents see the agent API, the daemon its entry points and sdk/tools/, the extension sdk/tools/', () => {
+    // sdk/index.ts (agent API) | sdk/runner/ (inside an agent's process, for the runner) | sdk/tools/ (extension, CLI)
+    const sdkTarget = (file: string, spec: string) =>
+      relative(ROOT, resolve(ROOT, dirname(file), spec))
+        .split(sep)
+        .join('/');
+    const problems: string[] = [];
+    let checked = 0;
+    const check = (top: string, allowed: RegExp, said: string) => {
+      for (const file of sourceFiles(top)) {
+        for (const spec of importsOf(readFileSync(join(ROOT, file), 'utf8'))) {
+          if (!spec.startsWith('.')) continue;
+          const target = sdkTarget(file, spec);
+          if (!target.startsWith('sdk/')) continue;
+          checked++;
+          if (!allowed.test(target)) problems.push(`${file} imports '${spec}': ${top}/ may use only ${said}`);
+        }
+      }
+    };
+    check('daemon', /^sdk\/(index|runner\/index)\.js$|^sdk\/tools\//, 'sdk/index.ts, sdk/runner/index.ts and sdk/tools/');
+    check('extension', /^sdk\/tools\//, 'sdk/tools/');
+    check('samples', /^sdk\/index\.js$/, 'sdk/index.ts, the agent API');
+    // The agent API does not reach into the runner's or the tools' files.
+    for (const file of sourceFiles('sdk').filter((f) => !f.startsWith('sdk/runner/') && !f.startsWith('sdk/tools/'))) {
+      for (const spec of importsOf(readFileSync(join(ROOT, file), 'utf8'))) {
+        const target = spec.startsWith('.') ? sdkTarget(file, spec) : '';
+        if (/^sdk\/(runner|tools)\//.test(target)) problems.push(`${file} (agent API) imports '${spec}'`);
+      }
+    }
+    assert.ok(checked > 20, `only ${checked} sdk imports found`);
+    assert.deepEqual(problems, []);
+  });
+
   it("no import cycles among their files or daemon/'s (static or dynamic imports)", () => {
     const graph = new Map<string, string[]>();
     for (const top of [...Object.keys(RULES), 'daemon']) {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import type { Rollout } from '../../protocol/store.js';
-import { rootSpanIdForAttempt } from '../../sdk/ids.js';
+import { rootSpanIdForAttempt } from '../../protocol/ids.js';
 import { type Harness, type RunnerStack, startRunnerStack } from '../helpers/daemon.js';
 
 const agentFile = resolve('test/runner/fixtures/py_agent.py'); // tests run from the repo root

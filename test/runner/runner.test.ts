@@ -10,7 +10,7 @@ import { AGL, SPAN } from '../../protocol/spans.js';
 import type { Rollout, RolloutInput } from '../../protocol/store.js';
 import { finalRewards, runGroups } from '../../daemon/algorithm/rollouts.js';
 import { Runner } from '../../daemon/runner/runner.js';
-import { rootSpanIdForAttempt } from '../../sdk/ids.js';
+import { rootSpanIdForAttempt } from '../../protocol/ids.js';
 import { type Harness, type RunnerStack, startRunnerStack } from '../helpers/daemon.js';
 
 const agents = resolve('test/runner/fixtures/agents.ts'); // tests run from the repo root

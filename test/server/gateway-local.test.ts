@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import type { GenerateOptions, Generation, PolicyModel } from '../../daemon/model/policy-contract.js';
 import { createPolicy } from '../../daemon/model/policy.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
-import { attemptBaseUrl } from '../../sdk/ids.js';
+import { attemptBaseUrl } from '../../protocol/ids.js';
 import { type Harness, startDaemon } from '../helpers/daemon.js';
 
 /** Observes the real model's generate() calls (batch sizes) and delegates everything to it. */

@@ -16,7 +16,7 @@ import { dashboardHandlers, watchRunMetrics } from '../../extension/panels/data.
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import { ROOT, openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
 import { AGENT, RUN_ID, seedCalcTraining } from './seed.js';
-import type { AglClient } from '../../sdk/client.js';
+import type { AglClient } from '../../sdk/tools/client.js';
 
 /** A finished run to compare with: stopped by its time budget, KL and clip ratio 0 and the learning rate fixed throughout. */
 const RUN_B = 'run-calc-budget';

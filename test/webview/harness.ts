@@ -19,7 +19,7 @@ import { launchChromium } from '../helpers/browser.js';
 import { makeNonce, webviewHtml } from '../../extension/panels/html.js';
 import type { RequestHandlers } from '../../extension/panels/data.js';
 import { routeWebviewMessage } from '../../extension/panels/router.js';
-import { AglClient } from '../../sdk/client.js';
+import { AglClient } from '../../sdk/tools/client.js';
 import { DARK_MODERN, LIGHT_MODERN } from './theme.js';
 
 /** The repository root: the test runner (scripts/run-tests.mjs) runs tests from there. */

@@ -4,13 +4,13 @@
  * a numeric return value into the final reward, and flushes every span before reporting the outcome.
  * Used by the runner's worker processes and by tests.
  */
-import { AGL, SPAN } from '../protocol/spans.js';
-import type { RolloutContext, SpanSink } from './context.js';
-import { rolloutStorage } from './context.js';
-import { emitException, emitReward, recordSpan } from './emit.js';
-import { formatTraceparent, rootSpanIdForAttempt, traceIdForAttempt } from './ids.js';
-import type { LLM } from './llm.js';
-import type { AgentFunction, RolloutInfo } from './rollout.js';
+import { AGL, SPAN } from '../../protocol/spans.js';
+import type { RolloutContext, SpanSink } from '../context.js';
+import { rolloutStorage } from '../context.js';
+import { emitException, emitReward, recordSpan } from '../emit.js';
+import { formatTraceparent, rootSpanIdForAttempt, traceIdForAttempt } from '../../protocol/ids.js';
+import type { LLM } from '../llm.js';
+import type { AgentFunction, RolloutInfo } from '../rollout.js';
 
 export interface AttemptSpec {
   rolloutId: string;

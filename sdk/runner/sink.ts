@@ -5,8 +5,8 @@
  * Spans are batched once on their way to the store: in the agent's process (the runner's JS worker, or
  * an agent using the SDK directly); the runner forwards each of those batches as it is (`forward`).
  */
-import type { SpanInput } from '../protocol/store.js';
-import type { SpanSink } from './context.js';
+import type { SpanInput } from '../../protocol/store.js';
+import type { SpanSink } from '../context.js';
 
 export class BatchingSink implements SpanSink {
   private buffer: SpanInput[] = [];

@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
-import { API_PREFIX, MAX_BATCH } from '../protocol/api.js';
+import { API_PREFIX, MAX_BATCH } from '../../protocol/api.js';
 import type {
   AddSpansResponse,
   Claim,
@@ -36,11 +36,11 @@ import type {
   TransitionListQuery,
   UpdateTrainingRunRequest,
   WorkerHeartbeatRequest,
-} from '../protocol/api.js';
-import type { AgentHeadline } from '../protocol/agent-headline.js';
-import { DAEMON_STATE_FILE, TOKEN_FILE } from '../protocol/daemon-state.js';
-import type { GroupPage } from '../protocol/webview-trajectory.js';
-import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../protocol/lightning-store.js';
+} from '../../protocol/api.js';
+import type { AgentHeadline } from '../../protocol/agent-headline.js';
+import { DAEMON_STATE_FILE, TOKEN_FILE } from '../../protocol/daemon-state.js';
+import type { GroupPage } from '../../protocol/webview-trajectory.js';
+import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../../protocol/lightning-store.js';
 import {
   withSpanDefaults,
   type Attempt,
@@ -55,7 +55,7 @@ import {
   type TrainingRun,
   type Transition,
   type Worker,
-} from '../protocol/store.js';
+} from '../../protocol/store.js';
 import { readDaemonState, resolveDataDir } from './daemon-state.js';
 
 export { API_PREFIX };
