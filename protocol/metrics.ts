@@ -30,6 +30,21 @@ export const METRICS = {
   valReward: 'val/reward',
 } as const;
 
+/**
+ * One policy per role: each trained policy's own curves, `policy/<name>/<metric>` with metric one of reward (the mean
+ * credit of its calls), transitions, loss, kl, clip_ratio, grad_norm, lr, updates.
+ */
+export const POLICY_METRICS = ['reward', 'transitions', 'loss', 'kl', 'clip_ratio', 'grad_norm', 'lr', 'updates'] as const;
+export type PolicyMetricName = (typeof POLICY_METRICS)[number];
+export function policyMetric(policy: string, metric: PolicyMetricName | string): string {
+  return `policy/${policy}/${metric}`;
+}
+/** The policy and metric of a `policy/<name>/<metric>` name, or null. */
+export function parsePolicyMetric(name: string): { policy: string; metric: string } | null {
+  const m = /^policy\/(.+)\/([a-z_]+)$/.exec(name);
+  return m ? { policy: m[1]!, metric: m[2]! } : null;
+}
+
 export type MetricName = (typeof METRICS)[keyof typeof METRICS];
 
 /** How a metric is shown: a readable label and the unit of its values ('' for plain numbers such as rewards). */

@@ -89,6 +89,10 @@ export const AGL = {
   codeLineno: 'code.lineno',
   /** Name of the agent (sub-agent) that made the call, for selective optimization. */
   agentName: 'agl.agent.name',
+  /** The policy that served an LLM call (one policy per role: the role's own, a shared one, or the default). */
+  policyName: 'agl.policy.name',
+  /** That policy's version: its training updates so far. */
+  policyVersion: 'agl.policy.version',
   toolSucceeded: 'agl.tool.succeeded',
 } as const;
 
@@ -100,4 +104,6 @@ export const AGL_V0_REWARD_PREFIX = 'agentlightning.reward';
 export const HEADERS = {
   rolloutId: 'x-agl-rollout-id',
   attemptId: 'x-agl-attempt-id',
+  /** The agent (role) making the call: the SDK sets it from the current operation's agent name; the gateway routes by it. */
+  agent: 'x-agl-agent',
 } as const;

@@ -240,6 +240,13 @@ export const LlmResource = z.object({
    * calls are recorded with them. Only for servers that accept those fields (OpenAI itself rejects them).
    */
   requestTokenIds: z.boolean().optional(),
+  /**
+   * One policy per role: the model that serves each role's calls (the role is the call's `x-agl-agent` header, set by
+   * the SDK from the current operation's agent name). Roles not listed get `model`.
+   */
+  roleModels: z.record(z.string(), z.string()).optional(),
+  /** With roleModels: a call that names no role is refused (400 naming the header), or served by `model`. */
+  unassignedRole: z.enum(['refuse', 'default']).optional(),
 });
 export const PromptTemplateResource = z.object({
   type: z.literal('prompt_template'),

@@ -38,7 +38,7 @@ const GRPO_DEFAULTS = {
   dynamicSamplingRounds: 3,
 } as const;
 
-const GrpoInput = z
+export const GrpoInput = z
   .object({
     variant: z.enum(Object.keys(GRPO_VARIANTS) as [GrpoVariant, ...GrpoVariant[]]).optional(),
     scaleRewards: z.enum(['group', 'batch', 'none']).optional(),
@@ -225,14 +225,77 @@ export const RuntimeSection = z
   })
   .strict();
 
+/**
+ * One policy per agent role (`policies:`): each entry names a role (an agent name, as `agentMatch` and the SDK's
+ * `operation(..., { agentName })` name it) trained with weights of its own, or sharing another role's. Roles not listed
+ * are served, untrained, by the default policy (`model.init` / `model.name`).
+ */
+export const PolicyEntry = z.union([
+  z
+    .object({
+      /** Starting weights of this role's policy (a checkpoint or model folder); default: the run's model. */
+      init: z.string().nullable().default(null),
+      /** Its own learning rate; default training.learningRate. */
+      learningRate: z.number().positive().nullable().default(null),
+      /** GRPO settings over training.grpo's (the clip range, aggregation, KL...): its update only. */
+      grpo: GrpoInput.partial().default({}),
+    })
+    .strict(),
+  z
+    .object({
+      /** Served and trained by this other role's policy: the shared policy learns from both roles' calls, once each. */
+      shared: z.string().min(1),
+    })
+    .strict(),
+]);
+export type PolicyEntry = z.infer<typeof PolicyEntry>;
+
 export const TrainConfig = z
   .object({
     model: ModelSection.default(ModelSection.parse({})),
     training: TrainingSection.default(TrainingSection.parse({})),
     runtime: RuntimeSection.default(RuntimeSection.parse({})),
     engine: EngineSection.default(EngineSection.parse({})),
+    /** Role -> its policy (own weights, or `shared: <role>`); empty: one policy serves and trains every role. */
+    policies: z.record(z.string().min(1), PolicyEntry).default({}),
+    /**
+     * A call whose role cannot be decided (no agent name reached the gateway): `refuse` it with an error naming the
+     * problem, or serve it with the `default` policy. Only with policies.
+     */
+    unassignedCalls: z.enum(['refuse', 'default']).default('refuse'),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    const roles = Object.keys(c.policies);
+    for (const [role, entry] of Object.entries(c.policies)) {
+      if (!('shared' in entry)) continue;
+      const owner = c.policies[entry.shared];
+      if (!owner)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['policies', role, 'shared'],
+          message: `names '${entry.shared}', which is not a role under policies (roles: ${roles.join(', ')})`,
+        });
+      else if ('shared' in owner)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['policies', role, 'shared'],
+          message: `names '${entry.shared}', which itself shares '${owner.shared}': share the policy's own role`,
+        });
+    }
+    const trained = c.training.agentMatch;
+    if (roles.length && trained !== null) {
+      const re = new RegExp(trained);
+      for (const role of roles) {
+        if (!re.test(role))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['policies', role],
+            message: `training.agentMatch ${trained} leaves role '${role}' out: its policy would never train (drop agentMatch: with policies, the roles listed are the ones trained)`,
+          });
+      }
+    }
+  });
 export type TrainConfig = z.infer<typeof TrainConfig>;
 export type TrainConfigInput = z.input<typeof TrainConfig>;
 

@@ -3,6 +3,8 @@
  * `state.json` (trainer state + which folder) is replaced atomically (write + rename), then older policy
  * folders are removed. A kill at any moment leaves a state.json that points at a complete policy folder.
  * The best policy so far (highest held-out reward) is kept apart in `best/`, written the same way.
+ * One policy per role: the folder holds each trained policy in `<name>/` (with `agl-policy.json`: which policy, which
+ * roles, how many updates), and the untrained default policy is not saved (it is the run's starting model).
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,17 +16,78 @@ export const STATE_FILE = 'state.json';
 export interface CheckpointState {
   trainer: TrainerState;
   policyDir: string;
+  /** One policy per role: each trained policy's folder (relative to the checkpoint dir) and its roles. */
+  rolePolicies?: Record<string, { dir: string; roles: string[] }>;
   agent: string;
   config: unknown;
   savedAt: number;
 }
 
-export async function saveCheckpoint(dir: string, policy: PolicyModel, trainer: TrainerState, extra: { agent: string; config: unknown }): Promise<string> {
+/** A trained role policy to save with a checkpoint. */
+export interface SavedRolePolicy {
+  name: string;
+  roles: string[];
+  model: PolicyModel;
+}
+
+/** What a role policy's folder says about itself: loading it for another policy is a swapped assignment (policyFolderCheck). */
+export const POLICY_RECORD = 'agl-policy.json';
+export interface PolicyRecord {
+  policy: string;
+  roles: string[];
+  updates: number;
+}
+
+/** Saves a role policy's weights and its record. */
+async function saveRolePolicy(folder: string, p: SavedRolePolicy, trainer: TrainerState): Promise<void> {
+  await p.model.save(folder);
+  const record: PolicyRecord = { policy: p.name, roles: p.roles, updates: trainer.policies?.[p.name]?.updates ?? 0 };
+  writeFileSync(join(folder, POLICY_RECORD), `${JSON.stringify(record, null, 2)}\n`);
+}
+
+/**
+ * Before a folder is loaded as policy `name`: if it is a saved role policy of another name, the assignment of trained
+ * policies to roles is swapped (a writer checkpoint given to the rewriter): an error naming both, instead of a run
+ * that silently trains the wrong weights.
+ */
+export function policyFolderCheck(folder: string, name: string, roles: string[], where: string): void {
+  const f = join(folder, POLICY_RECORD);
+  if (!existsSync(f)) return;
+  const rec = JSON.parse(readFileSync(f, 'utf8')) as PolicyRecord;
+  if (rec.policy !== name) {
+    throw new Error(
+      `${where}: ${folder} holds policy '${rec.policy}' (trained on ${rec.roles.join(', ')}), not '${name}' (${roles.join(', ')}): a swapped assignment of policies to roles? ` +
+        `Give each role its own policy's folder (to start ${name} from that one on purpose, copy it without ${POLICY_RECORD})`,
+    );
+  }
+}
+
+export async function saveCheckpoint(
+  dir: string,
+  policy: PolicyModel,
+  trainer: TrainerState,
+  extra: { agent: string; config: unknown },
+  rolePolicies: SavedRolePolicy[] = [],
+): Promise<string> {
   mkdirSync(dir, { recursive: true });
   const policyDir = `policy-${trainer.step}`;
   rmSync(join(dir, policyDir), { recursive: true, force: true });
-  await policy.save(join(dir, policyDir));
-  const state: CheckpointState = { trainer: structuredClone(trainer), policyDir, agent: extra.agent, config: extra.config, savedAt: Date.now() };
+  let roles: CheckpointState['rolePolicies'];
+  if (rolePolicies.length) {
+    roles = {};
+    for (const p of rolePolicies) {
+      await saveRolePolicy(join(dir, policyDir, p.name), p, trainer);
+      roles[p.name] = { dir: join(policyDir, p.name), roles: p.roles };
+    }
+  } else await policy.save(join(dir, policyDir));
+  const state: CheckpointState = {
+    trainer: structuredClone(trainer),
+    policyDir,
+    ...(roles ? { rolePolicies: roles } : {}),
+    agent: extra.agent,
+    config: extra.config,
+    savedAt: Date.now(),
+  };
   writeFileSync(join(dir, `${STATE_FILE}.tmp`), JSON.stringify(state, null, 2));
   renameSync(join(dir, `${STATE_FILE}.tmp`), join(dir, STATE_FILE));
   for (const name of readdirSync(dir)) {
@@ -44,20 +107,30 @@ export function readCheckpoint(dir: string): (CheckpointState & { policyPath: st
     throw new Error(`${p} is not a readable checkpoint state: ${(e as Error).message}`, { cause: e });
   }
   const policyPath = join(dir, state.policyDir);
-  if (!existsSync(join(policyPath, 'config.json'))) throw new Error(`${p} points at ${policyPath}, which holds no model (config.json missing)`);
+  const models = state.rolePolicies ? Object.values(state.rolePolicies).map((r) => join(dir, r.dir)) : [policyPath];
+  for (const m of models) if (!existsSync(join(m, 'config.json'))) throw new Error(`${p} points at ${m}, which holds no model (config.json missing)`);
   return { ...state, policyPath };
 }
 
 export const BEST_DIR = 'best';
 
 /** Keeps the policy as the best so far in `<dir>/best` (written beside, then swapped in); returns that folder. */
-export async function saveBestPolicy(dir: string, policy: PolicyModel, best: { step: number; reward: number }): Promise<string> {
+export async function saveBestPolicy(
+  dir: string,
+  policy: PolicyModel,
+  best: { step: number; reward: number },
+  rolePolicies: SavedRolePolicy[] = [],
+  trainer?: TrainerState,
+): Promise<string> {
   mkdirSync(dir, { recursive: true });
   const tmp = join(dir, `${BEST_DIR}.tmp`),
     old = join(dir, `${BEST_DIR}.old`),
     target = join(dir, BEST_DIR);
   rmSync(tmp, { recursive: true, force: true });
-  await policy.save(tmp);
+  if (rolePolicies.length) {
+    mkdirSync(tmp, { recursive: true });
+    for (const p of rolePolicies) await saveRolePolicy(join(tmp, p.name), p, trainer ?? ({} as TrainerState));
+  } else await policy.save(tmp);
   writeFileSync(join(tmp, 'best.json'), JSON.stringify({ ...best, savedAt: Date.now() }, null, 2));
   rmSync(old, { recursive: true, force: true });
   if (existsSync(target)) renameSync(target, old);

@@ -24,6 +24,8 @@ export interface OpenPolicyOptions {
   engine?: 'tfjs' | 'torch';
   /** The torch engine's settings (procs, device, python, ...). */
   torch?: TorchEngineOptions;
+  /** The name the policy answers to (the gateway serves it by this name); default: the folder's or the size's. */
+  name?: string;
 }
 
 async function openTf(spec: string, o: OpenPolicyOptions) {
@@ -36,7 +38,7 @@ async function openTf(spec: string, o: OpenPolicyOptions) {
       seed: o.seed,
       backend: o.backend,
       optimizer,
-      name: `builtin-${builtin[1]}`,
+      name: o.name ?? `builtin-${builtin[1]}`,
     });
   }
   if (!existsSync(join(spec, 'config.json'))) {
@@ -44,7 +46,7 @@ async function openTf(spec: string, o: OpenPolicyOptions) {
       `--model ${spec}: not a model folder (no config.json there). Use builtin:0.8m, builtin:5m, a checkpoint folder or a Hugging Face model folder`,
     );
   }
-  const model = await loadPolicy(spec, { backend: o.backend, optimizer });
+  const model = await loadPolicy(spec, { backend: o.backend, optimizer, name: o.name });
   // The checkpoint's saved optimizer settings must not override the learning rate asked for now.
   if (o.learningRate) model.optimizerConfig.lr = o.learningRate;
   return model;
@@ -70,7 +72,7 @@ export async function openPolicy(spec: string, o: OpenPolicyOptions = {}): Promi
       });
       await made.save(tmp);
       made.dispose();
-      return await startTorchEngine(tmp, { ...torch, name: torch.name ?? `builtin-${builtin[1]}` });
+      return await startTorchEngine(tmp, { ...torch, name: o.name ?? torch.name ?? `builtin-${builtin[1]}` });
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
@@ -80,5 +82,5 @@ export async function openPolicy(spec: string, o: OpenPolicyOptions = {}): Promi
       `--model ${spec}: not a model folder (no config.json there). Use builtin:0.8m, builtin:5m, a checkpoint folder or a Hugging Face model folder`,
     );
   }
-  return startTorchEngine(spec, torch);
+  return startTorchEngine(spec, { ...torch, ...(o.name ? { name: o.name } : {}) });
 }

@@ -22,6 +22,9 @@ export interface PublishOptions {
   metadata: Record<string, unknown>;
   /** Sample from this OpenAI-compatible server (its token ids and log-probs recorded) instead of the local policy. */
   upstream?: { url: string; model: string; apiKeyEnv: string | null } | null;
+  /** One policy per role: the model serving each role's calls (others get `model`), and what a call naming no role gets. */
+  roleModels?: Record<string, string>;
+  unassignedRole?: 'refuse' | 'default';
 }
 
 export function publishPolicy(store: LightningStore, o: PublishOptions): Promise<Resources> {
@@ -44,6 +47,7 @@ export function publishPolicy(store: LightningStore, o: PublishOptions): Promise
             model: o.model,
             backend: 'local',
             samplingParams: { temperature: o.temperature, topP: o.topP, maxTokens: o.maxTokens },
+            ...(o.roleModels ? { roleModels: o.roleModels, unassignedRole: o.unassignedRole ?? 'refuse' } : {}),
           },
     },
     metadata: o.metadata,

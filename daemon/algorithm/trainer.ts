@@ -7,8 +7,8 @@
  * in place, so the next published version samples from the new weights) and a checkpoint writer.
  * Task order is a pure function of (seed, step), so a resumed run continues with exactly the next tasks.
  */
-import { emptyLossStats, summarizeLossStats } from '../../protocol/engine.js';
-import { METRICS, type StopReason } from '../../protocol/metrics.js';
+import { emptyLossStats, summarizeLossStats, type LossStats } from '../../protocol/engine.js';
+import { METRICS, policyMetric, type StopReason } from '../../protocol/metrics.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
 import type { PolicyModel, SequencePair, TrainStepResult } from '../model/policy-contract.js';
 import { makeRng } from '../model/sampling.js';
@@ -16,7 +16,7 @@ import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { TrajectoryStep } from './adapter.js';
 import { assignCredit } from './credit.js';
 import type { TrainConfig } from './config.js';
-import { type AdvantageResult, computeAdvantages, grpoLoss, stdUnbiased } from './grpo.js';
+import { type AdvantageResult, computeAdvantages, type GrpoConfig, grpoLoss, stdUnbiased } from './grpo.js';
 import { type GroupRollout, type Task, dynamicSampling, everyRolloutFailed, finalRewards, publishPolicy, runGroups } from './rollouts.js';
 
 export interface TrainerState {
@@ -30,6 +30,42 @@ export interface TrainerState {
   train: { step: number; reward: number }[];
   /** The best held-out reward so far and its step (absent in checkpoints written before it was kept). */
   best?: { step: number; reward: number } | null;
+  /** One policy per role: each trained policy's updates so far (its version, and its own schedule's step count). */
+  policies?: Record<string, { updates: number }>;
+}
+
+/**
+ * A policy trained on its roles' calls (config.policies): its own weights, optimizer state (inside `model`), learning
+ * rate and schedule, GRPO settings and reference. The policy serves `roles`; its name is its owning role's.
+ */
+export interface RolePolicy {
+  name: string;
+  roles: string[];
+  model: PolicyModel;
+  learningRate: number;
+  grpo: GrpoConfig;
+  /** Frozen copy of its starting weights, for its KL term (grpo.beta > 0). */
+  reference: PolicyModel | null;
+}
+
+/** What an update step works with: one per trained policy (all roles, with the run's settings, when there are no role policies). */
+interface Updater {
+  name: string;
+  /** Roles whose calls it trains on; null: every call the adapter kept. */
+  roles: Set<string> | null;
+  model: PolicyModel;
+  reference: PolicyModel | null;
+  learningRate: number;
+  grpo: GrpoConfig;
+  setLearningRate: (lr: number) => void;
+}
+
+/** One policy's update in a step, for its metrics. */
+interface PolicyUpdate {
+  updater: Updater;
+  result: TrainStepResult;
+  lr: number;
+  items: (CreditedItem & { advantage: number })[];
 }
 
 export interface TrainerDeps {
@@ -43,6 +79,11 @@ export interface TrainerDeps {
   config: TrainConfig;
   train: Task[];
   val: Task[];
+  /**
+   * One policy per role (config.policies): the trained policies, each with the roles it serves. `policy` is then the
+   * default one, serving, untrained, every role not listed.
+   */
+  policies?: RolePolicy[];
   /** Sample from another server (engine.sampler) instead of the policy the gateway serves. */
   sampler?: { url: string; model: string; apiKeyEnv: string | null } | null;
   /** Called after each update that changed the weights (pushes them to the sampler). */
@@ -156,6 +197,12 @@ export class Trainer {
       topP: purpose === 'val' ? undefined : m.topP,
       metadata: { runId: this.state.runId, step: this.state.step, purpose },
       upstream: this.deps.sampler,
+      ...(this.deps.policies?.length
+        ? {
+            roleModels: Object.fromEntries(this.deps.policies.flatMap((p) => p.roles.map((r) => [r, p.name]))),
+            unassignedRole: this.deps.config.unassignedCalls,
+          }
+        : {}),
     });
     return res.id;
   }
@@ -182,6 +229,7 @@ export class Trainer {
       );
     }
     if (failed) this.log(`validation: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
+    if (this.state.val.length === 0 && this.deps.policies?.length) this.checkRolesCall(groups);
     const rewards = finalRewards(groups);
     const mean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     this.state.val.push({ step: this.state.step, reward: mean });
@@ -201,9 +249,8 @@ export class Trainer {
     const rolloutSeconds = (Date.now() - started) / 1000;
     this.checkFailures(step, rolled.scheduled);
     const { items, adv, kept } = this.creditAndAdvantages(rolled);
-    const lr = this.learningRate(step);
-    const update = await this.update(step, kept, lr);
-    const metrics = this.stepMetrics(rolled, items, adv, update, lr, rolloutSeconds, (Date.now() - started) / 1000);
+    const updates = await this.update(step, kept);
+    const metrics = this.stepMetrics(rolled, items, adv, updates, rolloutSeconds, (Date.now() - started) / 1000);
     await this.record(step, metrics, items, adv);
     this.state.step = step + 1;
     const rMean = metrics[METRICS.rewardMean]!;
@@ -228,7 +275,7 @@ export class Trainer {
         groupSize: t.groupSize,
         timeoutSeconds: cfg.runtime.rolloutTimeoutSeconds,
         metadata: { runId: this.state.runId, step, ...(round > 0 ? { samplingRound: round } : {}) },
-        adapter: { agentMatch: t.agentMatch },
+        adapter: { agentMatch: this.trainedRolesMatch() ?? t.agentMatch },
         signal: this.deps.signal,
         onProgress: (done, total) => this.deps.onProgress?.(round > 0 ? `rollouts (refill ${round})` : 'rollouts', done, total, this.state),
       });
@@ -284,38 +331,114 @@ export class Trainer {
     return { items, adv, kept };
   }
 
-  /** The learning rate of `step`: the configured one after a linear warm-up over the first warmupSteps. */
-  private learningRate(step: number): number {
+  /** A learning rate at its schedule's step (0-based): the configured one after a linear warm-up over the first warmupSteps. */
+  private learningRate(base: number, step: number): number {
     const t = this.deps.config.training;
-    return t.warmupSteps > 0 ? t.learningRate * Math.min(1, (step + 1) / t.warmupSteps) : t.learningRate;
+    return t.warmupSteps > 0 ? base * Math.min(1, (step + 1) / t.warmupSteps) : base;
+  }
+
+  /** With role policies: a regular expression matching exactly their roles (the adapter keeps only their calls). */
+  private trainedRolesMatch(): string | null {
+    const roles = this.deps.policies?.flatMap((p) => p.roles);
+    if (!roles?.length) return null;
+    return `^(${roles.map((r) => r.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})$`;
+  }
+
+  /** The policies an update step trains: the role policies, or the one policy with the run's settings. */
+  private updaters(): Updater[] {
+    const { config: cfg, policies } = this.deps;
+    if (policies?.length) {
+      return policies.map((p) => ({
+        name: p.name,
+        roles: new Set(p.roles),
+        model: p.model,
+        reference: p.reference,
+        learningRate: p.learningRate,
+        grpo: p.grpo,
+        setLearningRate: (lr: number) => {
+          p.model.optimizerConfig.lr = lr;
+        },
+      }));
+    }
+    return [
+      {
+        name: this.deps.policy.name,
+        roles: null,
+        model: this.deps.policy,
+        reference: this.deps.reference ?? null,
+        learningRate: cfg.training.learningRate,
+        grpo: cfg.training.grpo,
+        setLearningRate: (lr: number) => this.deps.setLearningRate?.(lr),
+      },
+    ];
+  }
+
+  /** A policy's updates so far (its version): role policies count their own; the one policy counts the run's steps. */
+  policyVersion(name: string): number | null {
+    if (!this.deps.policies?.length) return this.state.step;
+    if (!this.deps.policies.some((p) => p.name === name)) return null; // the default policy: never trained
+    return this.state.policies?.[name]?.updates ?? 0;
   }
 
   /**
-   * One optimizer update on the kept items, with the sampling policy's log-probs (from the gateway's spans, else
-   * recomputed before the update, so they match) and the reference's when the KL term is on; none when no item
-   * has an advantage.
+   * Before training: every role given a policy must have made LLM calls in the first validation, else its policy
+   * would never train (a misspelt role, or one that calls no LLM): an error naming it and the roles that did call.
    */
-  private async update(step: number, kept: (CreditedItem & { advantage: number })[], lr: number): Promise<TrainStepResult> {
-    const { config: cfg, policy } = this.deps;
-    const t = cfg.training;
+  private checkRolesCall(groups: GroupRollout[]): void {
+    const seen = new Set<string>();
+    for (const g of groups) for (const s of g.trajectory?.steps ?? []) if (s.agentName) seen.add(s.agentName);
+    for (const p of this.deps.policies ?? []) {
+      for (const role of p.roles) {
+        if (!seen.has(role)) {
+          throw new Error(
+            `policies: role '${role}' made no LLM call in the ${groups.length} validation rollouts before training, so its policy would never train. ` +
+              `The agent's calls came from ${seen.size ? [...seen].map((r) => `'${r}'`).join(', ') : 'no named role (name roles with operation(name, fn, { agentName }))'}.`,
+          );
+        }
+      }
+    }
+  }
+
+  /**
+   * One optimizer update per trained policy on its own roles' kept items (a shared policy gets every call of its roles,
+   * once), with the sampling policy's log-probs (from the gateway's spans, else recomputed before the update, so they
+   * match) and its reference's when its KL term is on. A policy none of whose items has an advantage does not update.
+   */
+  private async update(step: number, kept: (CreditedItem & { advantage: number })[]): Promise<PolicyUpdate[]> {
+    const out: PolicyUpdate[] = [];
+    for (const u of this.updaters()) {
+      const mine = u.roles ? kept.filter((k) => u.roles!.has(k.s.agentName ?? '')) : kept;
+      const own = this.state.policies?.[u.name];
+      const lr = this.learningRate(u.learningRate, own ? own.updates : step);
+      out.push({ updater: u, lr, items: mine, result: await this.updateOne(u, step, mine, lr) });
+    }
+    return out;
+  }
+
+  private async updateOne(u: Updater, step: number, kept: (CreditedItem & { advantage: number })[], lr: number): Promise<TrainStepResult> {
+    const { config: cfg } = this.deps;
     const pairs: SequencePair[] = kept.map((k) => ({ promptIds: k.s.promptIds, completionIds: k.s.completionIds }));
     const missing = kept.map((k, i) => (k.s.logprobs ? -1 : i)).filter((i) => i >= 0);
     const old = kept.map((k) => k.s.logprobs);
     if (missing.length) {
-      const scored = await policy.scoreLogprobs(missing.map((i) => pairs[i]!));
+      const scored = await u.model.scoreLogprobs(missing.map((i) => pairs[i]!));
       missing.forEach((i, j) => {
         old[i] = scored[j];
       });
     }
     let ref: number[][] | null = null;
-    if (t.grpo.beta > 0) {
-      if (!this.deps.reference) throw new Error('training.grpo.beta > 0 needs a reference policy');
-      ref = kept.length ? await this.deps.reference.scoreLogprobs(pairs) : [];
+    if (u.grpo.beta > 0) {
+      if (!u.reference) throw new Error(`the KL term (grpo.beta > 0) of policy ${u.name} needs a reference policy`);
+      ref = kept.length ? await u.reference.scoreLogprobs(pairs) : [];
     }
-    this.deps.setLearningRate?.(lr);
+    u.setLearningRate(lr);
     if (kept.length === 0 || !kept.some((k) => k.advantage !== 0)) return { loss: 0, gradNorm: 0, tokens: 0, seconds: 0, stats: emptyLossStats() };
     const samples = kept.map((k, i) => ({ advantage: k.advantage, oldLogprobs: old[i] as number[], refLogprobs: ref ? ref[i] : null }));
-    const update = await policy.trainStep(pairs, grpoLoss(samples, { ...t.grpo, lossNormTokens: t.grpo.lossNormTokens ?? cfg.model.maxTokens }));
+    const update = await u.model.trainStep(pairs, grpoLoss(samples, { ...u.grpo, lossNormTokens: u.grpo.lossNormTokens ?? cfg.model.maxTokens }));
+    if (this.deps.policies?.length) {
+      this.state.policies ??= {};
+      this.state.policies[u.name] = { updates: (this.state.policies[u.name]?.updates ?? 0) + 1 };
+    }
     await this.deps.afterUpdate?.({ ...this.state, step: step + 1 });
     return update;
   }
@@ -325,12 +448,21 @@ export class Trainer {
     rolled: RolledOut,
     items: CreditedItem[],
     adv: AdvantageResult,
-    update: TrainStepResult,
-    lr: number,
+    updates: PolicyUpdate[],
     rolloutSeconds: number,
     stepSeconds: number,
   ): Record<string, number> {
-    const s = summarizeLossStats(update.stats);
+    // The step's update over every policy: loss summed, statistics pooled by token, the gradient norm of all of them.
+    const pooled = emptyLossStats();
+    for (const u of updates) for (const k of Object.keys(pooled) as (keyof LossStats)[]) pooled[k] += u.result.stats[k];
+    const update = {
+      loss: updates.reduce((a, u) => a + u.result.loss, 0),
+      gradNorm: Math.sqrt(updates.reduce((a, u) => a + u.result.gradNorm ** 2, 0)),
+      tokens: updates.reduce((a, u) => a + u.result.tokens, 0),
+      seconds: updates.reduce((a, u) => a + u.result.seconds, 0),
+    };
+    const lr = updates[0]?.lr ?? 0;
+    const s = summarizeLossStats(pooled);
     // reward/mean and reward/std describe the step's scheduled tasks, comparable across variants; refills are counted apart.
     const rewards = finalRewards(rolled.scheduled);
     const rMean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
@@ -353,7 +485,28 @@ export class Trainer {
       [METRICS.tokensPerS]: update.seconds > 0 ? update.tokens / update.seconds : 0,
       [METRICS.rolloutS]: rolloutSeconds,
       [METRICS.stepS]: stepSeconds,
+      ...(this.deps.policies?.length ? this.policyMetrics(updates) : {}),
     };
+  }
+
+  /** Each role policy's own curves: the reward of its calls (mean credit), loss, KL, clip ratio, gradient norm, learning rate. */
+  private policyMetrics(updates: PolicyUpdate[]): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const u of updates) {
+      const s = summarizeLossStats(u.result.stats);
+      const m = (name: string, value: number) => {
+        out[policyMetric(u.updater.name, name)] = value;
+      };
+      m('reward', u.items.length ? u.items.reduce((a, k) => a + k.credit, 0) / u.items.length : 0);
+      m('transitions', u.items.length);
+      m('loss', u.result.loss);
+      m('kl', s.kl);
+      m('clip_ratio', s.clipRatio);
+      m('grad_norm', u.result.gradNorm);
+      m('lr', u.lr);
+      m('updates', this.state.policies?.[u.updater.name]?.updates ?? 0);
+    }
+    return out;
   }
 
   /** The step's metrics and every call's transition (credit, advantage) into the store, where the viewer reads them. */

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { AGL, GENAI } from '../../protocol/spans.js';
 import { numberArrayAttr } from '../../protocol/span-reading.js';
 import type { Span } from '../../protocol/store.js';
+import { recordedTrainConfig } from '../../protocol/train-config.js';
 import { openStore } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
@@ -15,8 +16,10 @@ import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
 const HELP = `usage: agl export --format jsonl [--run ID] [--out FILE]
 
 Writes the transitions of a training run (default: the latest) as JSON lines:
-  {runId, step, groupId, rolloutId, attemptId, spanId, index, agentName, reward, credit, advantage,
-   promptTokenIds, completionTokenIds, completionLogprobs, prompt, completion}
+  {runId, step, groupId, rolloutId, attemptId, spanId, index, agentName, policy, policyVersion, reward, credit,
+   advantage, promptTokenIds, completionTokenIds, completionLogprobs, prompt, completion}
+  policy: the policy that served the call and was trained on it (one policy per role: the role's own or the one it
+  shares; else the run's one policy), policyVersion: that policy's updates when it served the call
   --format jsonl   the only format for now
   --run ID         training run id (agl status lists them); default the latest run
   --out FILE       default stdout
@@ -35,6 +38,13 @@ function text(span: Span | undefined, key: string): unknown {
 
 export async function exportTransitions(store: LightningStore, runId: string, write: (line: string) => void): Promise<number> {
   const transitions = await store.queryTransitions({ runId });
+  // The policy of each call: the run's role -> policy map (config.policies), else the run's one policy.
+  const config = recordedTrainConfig((await store.getTrainingRun(runId))?.config);
+  const policyOf = (role: string | null | undefined): string => {
+    const entry = role ? config?.policies[role] : undefined;
+    if (entry) return 'shared' in entry ? entry.shared : role!;
+    return config && Object.keys(config.policies).length ? 'default' : 'policy';
+  };
   const spansByRollout = new Map<string, Map<string, Span>>();
   let n = 0;
   for (const t of transitions) {
@@ -48,6 +58,8 @@ export async function exportTransitions(store: LightningStore, runId: string, wr
     write(
       `${JSON.stringify({
         ...t,
+        policy: typeof s?.attributes[AGL.policyName] === 'string' ? s.attributes[AGL.policyName] : policyOf(t.agentName),
+        policyVersion: typeof s?.attributes[AGL.policyVersion] === 'number' ? s.attributes[AGL.policyVersion] : null,
         promptTokenIds: numberArrayAttr(s?.attributes[AGL.promptTokenIds]),
         completionTokenIds: numberArrayAttr(s?.attributes[AGL.completionTokenIds]),
         completionLogprobs: numberArrayAttr(s?.attributes[AGL.completionLogprobs]),

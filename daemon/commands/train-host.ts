@@ -33,12 +33,18 @@ export interface HostOptions {
   log?: (m: string) => void;
   /** Environment variables an upstream LLM resource of this run may name for its key (engine.sampler.apiKeyEnv). */
   allowedKeyEnvs?: string[];
+  /** One policy per role: the role policies the gateway serves by name (`policy` serves every other name). */
+  policies?: PolicyModel[];
+  /** A served policy's version, recorded with each call (the trainer's count of its updates). */
+  policyVersion?: (model: string) => number | null;
 }
 
 export async function startTrainingHost(o: HostOptions): Promise<TrainingHost> {
   const log = o.log ?? (() => {});
   const ctx = createServerContext({ store: o.store, token: o.token, dataDir: o.dataDir, log, allowedKeyEnvs: o.allowedKeyEnvs });
-  ctx.getPolicy = () => o.policy;
+  const byName = new Map((o.policies ?? []).map((p) => [p.name, p]));
+  ctx.getPolicy = (name) => byName.get(name) ?? o.policy;
+  if (o.policyVersion) ctx.policyVersion = o.policyVersion;
   const server: Server = await listen(createApp(ctx), ctx, '127.0.0.1', o.port ?? 0);
   const watchdog = new Watchdog(o.store, { onError: (e) => log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();
   let runner: Runner | null = null;

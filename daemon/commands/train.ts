@@ -12,12 +12,13 @@ import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import { EngineError } from '../model/torch-engine.js';
 import { configOverrides, parseArgsOptions, TRAIN_OPTIONS, trainHelp, type TrainFlags as ProtocolTrainFlags } from '../../protocol/train-options.js';
-import { readCheckpoint, saveBestPolicy, saveCheckpoint } from '../algorithm/checkpoint.js';
+import { policyFolderCheck, readCheckpoint, saveBestPolicy, saveCheckpoint } from '../algorithm/checkpoint.js';
 import { openPolicy } from '../algorithm/open-policy.js';
 import type { Task } from '../algorithm/rollouts.js';
 import { readJsonl } from '../algorithm/sft-trainer.js';
-import { Trainer, type TrainerState, epochSteps, newTrainerState, plannedSteps, stopReason } from '../algorithm/trainer.js';
+import { type RolePolicy, Trainer, type TrainerState, epochSteps, newTrainerState, plannedSteps, stopReason } from '../algorithm/trainer.js';
 import type { TrainingRunSummary } from '../../protocol/metrics.js';
+import { GrpoConfig, type PolicyEntry } from '../../protocol/train-config.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
@@ -137,6 +138,7 @@ class TrainingSession {
     const overrides = configOverrides(TRAIN_OPTIONS, this.f);
     const plan = await this.plan(overrides);
     const { policy, reference } = await this.openEngines(plan);
+    const rolePolicies = await this.openRolePolicies(plan);
     const { state, checkpointDir } = await this.startRecord(plan);
     const { token } = loadOrCreateToken(this.dataDir);
     const bar = this.f.quiet ? null : new Progress('train', state.totalSteps);
@@ -144,12 +146,16 @@ class TrainingSession {
     // The training host serves the gateway and the store to the runner's workers: a bug that lets a request's
     // throw escape is logged, as in `agl serve`, rather than ending a long run.
     installLastResortGuard((m) => log(`  ${m}`));
-    const host = await this.startHost(plan.config, policy, token, state, log);
+    let trainerRef: Trainer | null = null;
+    const host = await this.startHost(plan.config, policy, token, state, log, rolePolicies, (name) => trainerRef?.policyVersion(name) ?? null);
     log(
       `agl train: run ${state.runId}${plan.ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${plan.train.length} train / ${plan.val.length} val tasks, ` +
         `${state.totalSteps} steps of ${plan.config.training.batchSize} tasks x ${plan.config.training.groupSize}; gateway ${host.endpoint}`,
     );
-    const trainer = this.trainer(plan, policy, reference, host.endpoint, state, checkpointDir, bar, log);
+    const trainer = this.trainer(plan, policy, reference, host.endpoint, state, checkpointDir, bar, log, rolePolicies);
+    trainerRef = trainer;
+    if (rolePolicies.length)
+      log(`agl train: one policy per role: ${rolePolicies.map((p) => `${p.name} (${p.roles.join(', ')})`).join('; ')}; other roles: ${policy.name}, untrained`);
     try {
       await trainer.run();
     } catch (e) {
@@ -182,7 +188,9 @@ class TrainingSession {
 
   /** The policy on its engine, and the frozen KL reference when beta > 0. */
   private async openEngines({ ckpt, config }: RunPlan): Promise<{ policy: PolicyModel; reference: PolicyModel | null }> {
-    const modelSpec = ckpt ? ckpt.policyPath : (config.model.init ?? config.model.name);
+    // With one policy per role the default policy is never trained (nor saved): it is always the run's starting model.
+    const roles = Object.keys(config.policies).length > 0;
+    const modelSpec = ckpt && !roles ? ckpt.policyPath : (config.model.init ?? config.model.name);
     this.engineLog = config.engine.kind === 'torch' ? openEngineLog(this.dataDir) : null;
     const engine = engineOptions(config.engine, { dataDir: this.dataDir, log: this.engineLog?.write });
     const policy = await openPolicy(modelSpec, {
@@ -195,7 +203,7 @@ class TrainingSession {
     // The KL reference is the run's starting point: the same weights the policy started from (for a
     // built-in model that means the same seeded initialisation, not a fresh random one).
     const reference =
-      config.training.grpo.beta > 0
+      config.training.grpo.beta > 0 && !roles
         ? await openPolicy(config.model.init ?? config.model.name, {
             backend: config.runtime.backend,
             seed: config.training.seed,
@@ -205,6 +213,54 @@ class TrainingSession {
         : null;
     if (reference) this.opened.push(reference);
     return { policy, reference };
+  }
+
+  /**
+   * One policy per role (config.policies): each owning role's policy opened from its checkpoint (resume), else its
+   * `init`, else the run's model, under the role's name, with its own learning rate, GRPO settings and reference.
+   * A folder that is another policy's is refused (a swapped assignment); a checkpoint whose policies serve other roles
+   * than the config's is refused too.
+   */
+  private async openRolePolicies({ ckpt, resumeDir, config }: RunPlan): Promise<RolePolicy[]> {
+    const entries = Object.entries(config.policies);
+    if (entries.length === 0) return [];
+    if (config.engine.sampler)
+      throw new Error('policies: one policy per role cannot sample from engine.sampler yet (the sampler serves one model): drop one of them');
+    const owners = entries.filter(([, e]) => !('shared' in e)) as [string, Extract<PolicyEntry, { init: string | null }>][];
+    const rolesOf = (owner: string) => [owner, ...entries.filter(([, e]) => 'shared' in e && e.shared === owner).map(([r]) => r)];
+    if (ckpt && resumeDir) {
+      const saved = ckpt.rolePolicies ?? {};
+      const want = Object.fromEntries(owners.map(([o]) => [o, rolesOf(o).sort().join(',')]));
+      const have = Object.fromEntries(Object.entries(saved).map(([o, r]) => [o, [...r.roles].sort().join(',')]));
+      if (JSON.stringify(want, Object.keys(want).sort()) !== JSON.stringify(have, Object.keys(have).sort())) {
+        throw new Error(
+          `--resume: the checkpoint's policies serve ${JSON.stringify(have)}, the run's config ${JSON.stringify(want)}: resume with the config it was made with`,
+        );
+      }
+    }
+    const engine = engineOptions(config.engine, { dataDir: this.dataDir, log: this.engineLog?.write });
+    const out: RolePolicy[] = [];
+    for (const [name, entry] of owners) {
+      const roles = rolesOf(name);
+      const start = entry.init ?? config.model.init ?? config.model.name;
+      const spec = ckpt?.rolePolicies?.[name] && resumeDir ? join(resumeDir, ckpt.rolePolicies[name].dir) : start;
+      const lr = entry.learningRate ?? config.training.learningRate;
+      const grpo = GrpoConfig.parse({ ...config.training.grpo, ...entry.grpo });
+      const open = async (what: string, folder: string, opts: { learningRate?: number; name: string }) => {
+        if (!folder.startsWith('builtin:')) policyFolderCheck(folder, name, roles, what);
+        try {
+          return await openPolicy(folder, { backend: config.runtime.backend, seed: config.training.seed, ...engine, ...opts });
+        } catch (e) {
+          throw new Error(`${what}: cannot open ${folder} for role${roles.length > 1 ? 's' : ''} ${roles.join(', ')}: ${(e as Error).message}`, { cause: e });
+        }
+      };
+      const model = await open(ckpt ? `the checkpoint of policy ${name}` : `policies.${name}.init`, spec, { learningRate: lr, name });
+      this.opened.push(model);
+      const reference = grpo.beta > 0 ? await open(`policies.${name} (its KL reference)`, start, { name: `${name}-reference` }) : null;
+      if (reference) this.opened.push(reference);
+      out.push({ name, roles, model, learningRate: lr, grpo, reference });
+    }
+    return out;
   }
 
   /** The run's record: resumed (status back to running, its summary kept but why it stopped) or created. */
@@ -228,11 +284,21 @@ class TrainingSession {
   }
 
   /** This process's store API, gateway and runner workers; the sampler (engine.sampler) brought to the run's weights. */
-  private async startHost(config: TrainConfig, policy: PolicyModel, token: string, state: TrainerState, log: (m: string) => void) {
+  private async startHost(
+    config: TrainConfig,
+    policy: PolicyModel,
+    token: string,
+    state: TrainerState,
+    log: (m: string) => void,
+    rolePolicies: RolePolicy[] = [],
+    policyVersion?: (name: string) => number | null,
+  ) {
     const sampler = config.engine.sampler;
     const host = await startTrainingHost({
       store: this.store,
       policy,
+      policies: rolePolicies.map((p) => p.model),
+      policyVersion,
       token,
       dataDir: this.dataDir,
       workers: config.runtime.workers,
@@ -260,8 +326,10 @@ class TrainingSession {
     checkpointDir: string,
     bar: Progress | null,
     log: (m: string) => void,
+    rolePolicies: RolePolicy[] = [],
   ): Trainer {
     const sampler = config.engine.sampler;
+    const saved = rolePolicies.map((p) => ({ name: p.name, roles: p.roles, model: p.model }));
     return new Trainer(
       {
         store: this.store,
@@ -277,16 +345,17 @@ class TrainingSession {
           policy.optimizerConfig.lr = lr;
         },
         sampler: sampler ? { url: sampler.url, model: sampler.model, apiKeyEnv: sampler.apiKeyEnv } : null,
+        policies: rolePolicies,
         afterUpdate: sampler?.push
           ? async (s) => {
               await pushWeights(policy, sampler.push!, s.step);
             }
           : undefined,
         checkpoint: async (s) => {
-          await saveCheckpoint(checkpointDir, policy, s, { agent: this.agent, config });
+          await saveCheckpoint(checkpointDir, policy, s, { agent: this.agent, config }, saved);
         },
         saveBest: async (s) => {
-          const path = await saveBestPolicy(checkpointDir, policy, s.best!);
+          const path = await saveBestPolicy(checkpointDir, policy, s.best!, saved, s);
           this.summary = { ...this.summary, best: { ...s.best!, path }, elapsedMs: s.elapsedMs };
           await this.store.updateTrainingRun(s.runId, { summary: { ...this.summary } });
         },

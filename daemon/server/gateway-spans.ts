@@ -16,6 +16,10 @@ export interface CallContext {
   resourcesVersion: number | null;
   startTime: number;
   streamed: boolean;
+  /** The role the call named (x-agl-agent), if any. */
+  role?: string | null;
+  /** The policy that served it and its version, when the run serves roles from their own policies. */
+  policy?: { name: string; version: number | null } | null;
 }
 
 function set(attrs: Attributes, key: string, value: unknown): void {
@@ -45,6 +49,11 @@ export function buildCallSpan(req: CallRequest, call: CallContext, result: CallR
   set(attrs, AGL.resourcesVersion, call.resourcesVersion);
   set(attrs, AGL.streamed, call.streamed);
   set(attrs, AGL.latencyMs, Date.now() - call.startTime);
+  if (call.role) set(attrs, AGL.agentName, call.role);
+  if (call.policy) {
+    set(attrs, AGL.policyName, call.policy.name);
+    set(attrs, AGL.policyVersion, call.policy.version);
+  }
   if (result) {
     const r = result.response;
     const choices = (r.choices as Record<string, unknown>[] | undefined) ?? [];

@@ -20,6 +20,7 @@ import { jsonBody } from './body.js';
 import { HttpProblem } from './errors.js';
 import { type Backend, type CallRequest, type CallResult, GatewayError, type OpenAiBody } from './gateway-backend.js';
 import { LocalBackend, type PolicyProvider } from './gateway-local.js';
+import { routeByRole } from './gateway-roles.js';
 import { buildCallSpan } from './gateway-spans.js';
 import { UpstreamBackend } from './gateway-upstream.js';
 
@@ -34,6 +35,8 @@ export interface GatewayContext {
   token?: string;
   /** Environment variables an upstream resource's `apiKeyEnv` may name (default: OPENAI_API_KEY only). */
   allowedKeyEnvs?: readonly string[];
+  /** A served policy's version (its training updates so far), recorded with each call it serves; absent = not tracked. */
+  policyVersion?: (model: string) => number | null;
 }
 
 /** Attempt statuses no call can be recorded into any more (`unresponsive` is revived by its next span). */
@@ -169,8 +172,10 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
     try {
       const ids = await callIds(req);
       const resources = await resourcesCache.forRollout(ids.rollout);
-      const resource =
+      const picked =
         pickLlmResource(resources, body.model) ?? LlmResource.parse({ type: 'llm', endpoint: '', model: body.model ?? 'default', backend: 'local' });
+      // One policy per role: the call's role decides which model serves it (gateway-roles.ts).
+      const { resource, role } = routeByRole(picked, req.get(HEADERS.agent));
       const callReq: CallRequest = { kind, body, resource };
       if (ids.rolloutId && ids.attemptId) {
         const call = {
@@ -181,6 +186,8 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
           resourcesVersion: resources?.version ?? null,
           startTime,
           streamed: body.stream === true,
+          role,
+          policy: resource.roleModels ? { name: resource.model, version: ctx.policyVersion?.(resource.model) ?? null } : null,
         };
         const r = callReq;
         // A span that cannot be written fails the call: its result is not served unrecorded (see recorded below).

@@ -33,6 +33,8 @@ export interface ServerContext {
    * daemon process assigns it (ctx is shared by reference, so it may be set after the app is built).
    */
   getPolicy?: (model: string) => PolicyModel | null | undefined | Promise<PolicyModel | null | undefined>;
+  /** A served policy's version (training updates so far), recorded with each call (agl train with policies:). */
+  policyVersion?: (model: string) => number | null;
   /** The served policy's description and swap (agl serve --model): GET /v1/agl/policy, POST /v1/agl/policy/load. */
   policyControl?: { describe(): PolicyInfo; load(dir: string): Promise<PolicyInfo> };
   /** Host names answered besides loopback, IP literals and the bound host (`agl serve --allowed-host`; edge.ts). */

@@ -4,7 +4,7 @@
  * a numeric return value into the final reward, and flushes every span before reporting the outcome.
  * Used by the runner's worker processes and by tests.
  */
-import { AGL, SPAN } from '../../protocol/spans.js';
+import { AGL, HEADERS, SPAN } from '../../protocol/spans.js';
 import type { RolloutContext, SpanSink } from '../context.js';
 import { rolloutStorage } from '../context.js';
 import { emitException, emitReward, recordSpan } from '../emit.js';
@@ -105,6 +105,8 @@ export function installTraceparentFetch(): void {
       if (url.startsWith(base)) {
         const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
         if (!headers.has('traceparent')) headers.set('traceparent', formatTraceparent(ctx.traceId, ctx.parentSpanId));
+        // The role making the call, so the gateway can serve it from that role's policy.
+        if (ctx.agentName && !headers.has(HEADERS.agent)) headers.set(HEADERS.agent, ctx.agentName);
         return original(input, { ...init, headers });
       }
     }

@@ -1,0 +1,317 @@
+/**
+ * One policy per agent role (`policies:` in train.yaml), through the real CLI, gateway, runner and store:
+ *   - the config's errors before anything starts (a shared role that is not a role, sharing a sharer, agentMatch
+ *     leaving a role out), and at start (a role that makes no LLM call, a policy folder that does not load);
+ *   - the gateway serves each call from its role's policy (the SDK names the role in x-agl-agent) and records which
+ *     policy and version served it; a call naming no role is refused, or served by the default when the config says so;
+ *   - training: each policy learns from its own roles' calls (a shared policy from both roles', once each), with its
+ *     own optimizer state and update count; roles not listed are served, untrained, by the default policy; the
+ *     checkpoint holds every policy, `--resume` restores them, `agl export` names each transition's policy;
+ *   - the failure modes others hit: an update never touches another policy's weights or Adam moments, and a swapped
+ *     assignment of trained policies to roles is refused at load.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseTrainConfig } from '../../daemon/algorithm/config.js';
+import { startTrainingHost } from '../../daemon/commands/train-host.js';
+import { type RolePolicy, Trainer, newTrainerState } from '../../daemon/algorithm/trainer.js';
+import { GrpoConfig } from '../../protocol/train-config.js';
+import { createPolicy, loadPolicy } from '../../daemon/model/policy.js';
+import { readSafetensors } from '../../daemon/model/safetensors.js';
+import { SqliteStore } from '../../daemon/store/sqlite.js';
+import { routeByRole } from '../../daemon/server/gateway-roles.js';
+import { LlmResource } from '../../protocol/store.js';
+import { AGL, SPAN } from '../../protocol/spans.js';
+import { runAgl, saveTinyPolicy, writeToyTasks } from './cli-helpers.js';
+import { startDaemon } from '../helpers/daemon.js';
+import { attemptBaseUrl } from '../../protocol/ids.js';
+
+const AGENT = 'test/algorithm/fixtures/roles-agent.ts#rolesAgent';
+
+function maxDiff(a: string, b: string): number {
+  const x = readSafetensors(a).tensors,
+    y = readSafetensors(b).tensors;
+  let w = 0;
+  for (const [k, t] of x) {
+    const u = y.get(k)!.data as Float32Array;
+    (t.data as Float32Array).forEach((v, i) => {
+      w = Math.max(w, Math.abs(v - u[i]!));
+    });
+  }
+  return w;
+}
+
+describe('policies: the config', () => {
+  it('names what is wrong before anything starts', () => {
+    assert.throws(
+      () => parseTrainConfig({ policies: { rewriter: { shared: 'writr' } } }),
+      /policies\.rewriter\.shared: names 'writr', which is not a role under policies/,
+    );
+    assert.throws(
+      () => parseTrainConfig({ policies: { writer: {}, checker: { shared: 'writer' }, rewriter: { shared: 'checker' } } }),
+      /policies\.rewriter\.shared: names 'checker', which itself shares 'writer'/,
+    );
+    assert.throws(
+      () => parseTrainConfig({ training: { agentMatch: '^writer$' }, policies: { writer: {}, checker: {} } }),
+      /training\.agentMatch \^writer\$ leaves role 'checker' out/,
+    );
+    assert.throws(() => parseTrainConfig({ policies: { writer: { lr: 1 } } }), /policies\.writer/);
+    const ok = parseTrainConfig({ policies: { writer: { learningRate: 3e-4, grpo: { epsilonHigh: 0.28 } }, rewriter: { shared: 'writer' } } });
+    assert.equal(ok.unassignedCalls, 'refuse');
+  });
+});
+
+describe('policies: the gateway routes by role', () => {
+  it('serves a listed role with its model, another role with the default, and refuses a call naming no role', () => {
+    const r = LlmResource.parse({
+      type: 'llm',
+      endpoint: 'x',
+      model: 'default-model',
+      roleModels: { writer: 'writer', rewriter: 'writer', checker: 'checker' },
+    });
+    assert.equal(routeByRole(r, 'rewriter').resource.model, 'writer');
+    assert.equal(routeByRole(r, 'checker').resource.model, 'checker');
+    assert.equal(routeByRole(r, 'narrator').resource.model, 'default-model');
+    assert.throws(() => routeByRole(r, undefined), /names no agent role \(header x-agl-agent\).*unassignedCalls: default/);
+    assert.equal(routeByRole({ ...r, unassignedRole: 'default' }, undefined).resource.model, 'default-model');
+    assert.equal(routeByRole({ ...r, roleModels: undefined }, undefined).resource.model, 'default-model', 'without role policies nothing changes');
+  });
+});
+
+describe('policies: the gateway serves and records by role', () => {
+  it("serves a call from its role's policy with the policy and version on its span; refuses one naming no role", { timeout: 120_000 }, async () => {
+    const mk = (name: string) => createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed: 2, backend: 'cpu', name });
+    const [fallback, writer] = [await mk('base'), await mk('writer')];
+    const daemon = await startDaemon({ getPolicy: (name) => (name === 'writer' ? writer : fallback) });
+    try {
+      await daemon.client.addResources({
+        resources: {
+          llm: {
+            type: 'llm',
+            endpoint: `${daemon.url}/v1`,
+            model: 'base',
+            backend: 'local',
+            roleModels: { writer: 'writer' },
+            samplingParams: { maxTokens: 4 },
+          },
+        },
+      });
+      const claim = await daemon.client.startRollout({ input: {} }, 'test');
+      const url = `${attemptBaseUrl(`${daemon.url}/v1`, claim.rollout.id, claim.attempt.id)}/completions`;
+      const post = (headers: Record<string, string>) =>
+        fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ model: 'base', prompt: 'hi' }) });
+      const refused = await post({});
+      assert.equal(refused.status, 400);
+      const body = (await refused.json()) as { error: { code: string; param: string; message: string } };
+      assert.deepEqual([body.error.code, body.error.param], ['role_missing', 'x-agl-agent']);
+      assert.equal((await post({ 'x-agl-agent': 'writer' })).status, 200);
+      assert.equal((await post({ 'x-agl-agent': 'narrator' })).status, 200);
+      const spans = (await daemon.client.querySpans({ rolloutId: claim.rollout.id })).filter((s) => s.name === SPAN.llmCall);
+      const served = spans.filter((s) => s.attributes[AGL.completionTokenIds]);
+      assert.deepEqual(
+        served.map((s) => [s.attributes[AGL.agentName], s.attributes[AGL.policyName]]),
+        [
+          ['writer', 'writer'],
+          ['narrator', 'base'],
+        ],
+      );
+      assert.ok(!spans.some((s) => s.attributes[AGL.agentName] === undefined && s.attributes[AGL.completionTokenIds]), 'the refused call was not served');
+    } finally {
+      await daemon.close();
+      fallback.dispose();
+      writer.dispose();
+    }
+  });
+});
+
+describe('policies: agl train', () => {
+  let dir: string;
+  let model: string;
+  let tasks: string;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'agl-roles-'));
+    model = await saveTinyPolicy(dir, 5);
+    tasks = writeToyTasks(join(dir, 'tasks.jsonl'), 4);
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const config = (name: string, policies: string, steps = 2, extra = '') => {
+    const f = join(dir, `${name}.yaml`);
+    writeFileSync(
+      f,
+      `model:\n  maxTokens: 6\n  temperature: 1\ntraining:\n  batchSize: 2\n  groupSize: 4\n  maxSteps: ${steps}\n  valEvery: 0\n  learningRate: 0.02\n  seed: 5\nruntime:\n  workers: 2\n${extra}policies:\n${policies}`,
+    );
+    return f;
+  };
+  const train = (cfg: string, data: string, ckpt: string, extra: string[] = []) =>
+    runAgl(['train', AGENT, '--train', tasks, '--val', tasks, '--model', model, '--config', cfg, '--checkpoint-dir', ckpt, '--quiet', ...extra], data);
+
+  it(
+    'trains each policy on its own roles (a shared one on both, once), serves the rest with the untouched default, records and exports the policy',
+    { timeout: 600_000 },
+    async () => {
+      const data = join(dir, 'd1'),
+        ckpt = join(dir, 'c1');
+      const { code, out } = await train(config('shared', '  writer: {}\n  checker:\n    shared: writer\n'), data, ckpt);
+      assert.equal(code, 0, out);
+      assert.match(out, /one policy per role: writer \(writer, checker\); other roles: tiny, untrained/);
+      const state = JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8'));
+      assert.deepEqual(state.rolePolicies, { writer: { dir: 'policy-2/writer', roles: ['writer', 'checker'] } });
+      const rec = JSON.parse(readFileSync(join(ckpt, 'policy-2', 'writer', 'agl-policy.json'), 'utf8'));
+      assert.deepEqual([rec.policy, rec.roles, rec.updates], ['writer', ['writer', 'checker'], state.trainer.policies.writer.updates]);
+      assert.ok(rec.updates >= 1, 'the writer policy was updated');
+      assert.ok(!existsSync(join(ckpt, 'policy-2', 'model.safetensors')), 'the untrained default is not saved');
+      assert.ok(maxDiff(join(model, 'model.safetensors'), join(ckpt, 'policy-2', 'writer', 'model.safetensors')) > 1e-4, 'the writer policy moved');
+
+      const store = new SqliteStore(join(data, 'store.sqlite'));
+      try {
+        const [run] = await store.listTrainingRuns();
+        const metrics = await store.queryMetrics(run.id);
+        const at = (name: string, step: number) => metrics.find((m) => m.name === name && m.step === step)?.value;
+        for (const step of [0, 1]) {
+          const ts = await store.queryTransitions({ runId: run.id, step });
+          const byRole = (r: string) => ts.filter((t) => t.agentName === r).length;
+          assert.equal(byRole('narrator'), 0, 'the untrained role is not trained on');
+          assert.ok(byRole('writer') > 0 && byRole('checker') > 0);
+          assert.equal(at('policy/writer/transitions', step), byRole('writer') + byRole('checker'), "the shared policy got both roles' calls, once each");
+        }
+        // Each call says which policy served it, at which version.
+        const rollouts = (await store.queryRollouts({ limit: 100, mode: 'train' })).items;
+        const calls = (await Promise.all(rollouts.map((r) => store.querySpans({ rolloutId: r.id, attemptId: 'latest', name: SPAN.llmCall })))).flat();
+        const policyOf = (role: string) => new Set(calls.filter((s) => s.attributes[AGL.agentName] === role).map((s) => s.attributes[AGL.policyName]));
+        assert.deepEqual([...policyOf('writer')], ['writer']);
+        assert.deepEqual([...policyOf('checker')], ['writer']);
+        assert.deepEqual([...policyOf('narrator')], ['tiny']);
+        const versions = new Set(calls.filter((s) => s.attributes[AGL.policyName] === 'writer').map((s) => s.attributes[AGL.policyVersion]));
+        assert.ok(versions.has(0) && versions.size >= 2, `writer's calls carry its version as it trained: ${[...versions]}`);
+      } finally {
+        await store.close();
+      }
+      const exported = await runAgl(['export', '--format', 'jsonl'], data);
+      assert.equal(exported.code, 0, exported.out);
+      const lines = exported.out
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { agentName: string; policy: string; policyVersion: number | null });
+      assert.ok(lines.length > 0);
+      assert.ok(
+        lines.every((l) => l.policy === 'writer' && typeof l.policyVersion === 'number'),
+        'every exported transition names its policy',
+      );
+    },
+  );
+
+  it('two policies keep their own optimizer state; --resume restores both; a swapped assignment is refused at load', { timeout: 600_000 }, async () => {
+    const data = join(dir, 'd2'),
+      ckpt = join(dir, 'c2');
+    const cfg = config('two', '  writer: {}\n  checker:\n    learningRate: 0.01\n', 2);
+    const first = await train(cfg, data, ckpt);
+    assert.equal(first.code, 0, first.out);
+    const state = JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8'));
+    const [w, c] = [join(ckpt, 'policy-2', 'writer'), join(ckpt, 'policy-2', 'checker')];
+    assert.ok(maxDiff(join(w, 'model.safetensors'), join(c, 'model.safetensors')) > 1e-4, 'the two policies diverged from one start');
+    for (const [name, folder] of [
+      ['writer', w],
+      ['checker', c],
+    ] as const) {
+      const meta = readSafetensors(join(folder, 'optimizer.safetensors')).metadata;
+      assert.equal(Number(meta.step), state.trainer.policies[name].updates, `${name}'s Adam step count is its own updates`);
+    }
+    assert.equal(JSON.parse(readSafetensors(join(c, 'optimizer.safetensors')).metadata.config).lr, 0.01, "the checker's own learning rate");
+
+    // Resume: the run's policies come back from the checkpoint (with the steps the flags add).
+    const resumed = await runAgl(['train', AGENT, '--train', tasks, '--val', tasks, '--resume', ckpt, '--quiet'], data);
+    assert.equal(resumed.code, 0, resumed.out);
+    assert.match(resumed.out, /resumed at step 2/);
+    assert.match(resumed.out, /one policy per role: writer \(writer\); checker \(checker\)/);
+
+    // Swapped: the writer role given the checker's trained folder.
+    const swapped = await train(config('swapped', `  writer:\n    init: ${c}\n  checker:\n    init: ${w}\n`), join(dir, 'd3'), join(dir, 'c3'));
+    assert.equal(swapped.code, 1);
+    assert.match(swapped.out, /policies\.writer\.init: .* holds policy 'checker' \(trained on checker\), not 'writer' \(writer\): a swapped assignment/);
+  });
+
+  it('a role that makes no LLM call, and a policy folder that does not load, stop the run naming the role and the file', { timeout: 600_000 }, async () => {
+    const none = await train(config('typo', '  writr: {}\n'), join(dir, 'd4'), join(dir, 'c4'));
+    assert.equal(none.code, 1);
+    assert.match(none.out, /policies: role 'writr' made no LLM call in the 4 validation rollouts before training.*'writer', 'checker', 'narrator'/s);
+    const missing = await train(config('missing', `  writer:\n    init: ${join(dir, 'no-such-folder')}\n`), join(dir, 'd5'), join(dir, 'c5'));
+    assert.equal(missing.code, 1);
+    assert.match(missing.out, /policies\.writer\.init: cannot open .*no-such-folder for role writer/);
+  });
+});
+
+describe('policies: an update never touches another policy', () => {
+  it(
+    "the default policy's weights and Adam moments are the same bytes after training; each role policy counts its own updates",
+    { timeout: 600_000 },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'agl-roles-trainer-'));
+      const store = new SqliteStore(join(dir, 'store.sqlite'));
+      const mk = (seed: number, name: string) =>
+        createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed, backend: 'cpu', name, optimizer: { lr: 2e-2 } });
+      const fallback = await mk(1, 'default');
+      const writer = await mk(1, 'writer');
+      const checker = await mk(1, 'checker');
+      await fallback.save(join(dir, 'default-before'));
+      const config = parseTrainConfig({
+        model: { temperature: 1, maxTokens: 6 },
+        training: { batchSize: 2, groupSize: 4, maxSteps: 2, valEvery: 0, seed: 3 },
+        runtime: { workers: 2 },
+        policies: { writer: {}, checker: {} },
+      });
+      const grpo = GrpoConfig.parse({});
+      const policies: RolePolicy[] = [
+        { name: 'writer', roles: ['writer'], model: writer, learningRate: 2e-2, grpo, reference: null },
+        { name: 'checker', roles: ['checker'], model: checker, learningRate: 2e-2, grpo, reference: null },
+      ];
+      const host = await startTrainingHost({
+        store,
+        policy: fallback,
+        policies: [writer, checker],
+        token: 'test-token-abcdef0123456789',
+        dataDir: dir,
+        workers: 2,
+        agent: AGENT,
+      });
+      try {
+        const tasks = Array.from({ length: 4 }, (_, i) => ({ id: `p${i}`, input: { prompt: `p${i}:` } }));
+        const run = await store.createTrainingRun({ agent: AGENT, config: {}, totalSteps: 2 });
+        const trainer = new Trainer(
+          { store, policy: fallback, policies, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val: tasks, checkpoint: async () => {} },
+          newTrainerState(run),
+        );
+        const state = await trainer.run();
+        await fallback.save(join(dir, 'default-after'));
+        for (const f of ['model.safetensors', 'optimizer.safetensors']) {
+          assert.ok(
+            readFileSync(join(dir, 'default-before', f)).equals(readFileSync(join(dir, 'default-after', f))),
+            `the default policy's ${f} is byte for byte unchanged`,
+          );
+        }
+        for (const p of [writer, checker]) {
+          assert.equal(p.optimizer.step, state.policies![p.name]!.updates, `${p.name}: its optimizer stepped exactly on its own updates`);
+          assert.ok(p.optimizer.step >= 1);
+        }
+        await writer.save(join(dir, 'writer'));
+        await checker.save(join(dir, 'checker'));
+        assert.ok(
+          maxDiff(join(dir, 'writer', 'model.safetensors'), join(dir, 'checker', 'model.safetensors')) > 1e-4,
+          'same start, own updates: they diverged',
+        );
+        const reloaded = await loadPolicy(join(dir, 'writer'));
+        assert.equal(reloaded.optimizer.step, writer.optimizer.step);
+        reloaded.dispose();
+      } finally {
+        await host.close();
+        await store.close();
+        for (const p of [fallback, writer, checker]) p.dispose();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+});
