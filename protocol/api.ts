@@ -1,36 +1,11 @@
 /**
  * The daemon's HTTP store API (`/v1/agl/...`): request and response schemas for every route.
- * The server validates every request with these; the client (sdk/tools/client.ts) types its calls with the
- * inferred types. Route shapes follow agent-lightning v0's store API where it has one.
+ * Each route is declared once in routes.ts (method, path, which of these schemas its body or query takes, what it
+ * answers); the server validates every request with these, the client (sdk/tools/client.ts) types its calls
+ * with the inferred types. Route shapes follow agent-lightning v0's store API where it has one.
  * Request bodies are strict: an unknown key is reported by name instead of being silently dropped.
- *
- * Routes (all under /v1/agl, all need `Authorization: Bearer <token>`; errors are application/problem+json):
- *   POST /queues/rollouts/enqueue    RolloutInput | {rollouts}  -> 201 EnqueueResponse
- *   POST /queues/rollouts/dequeue    DequeueRequest             -> DequeueResponse ({claims: []} when empty)
- *   POST /rollouts                   StartRolloutRequest        -> 201 Claim
- *   GET  /rollouts?status=a,b&mode&agent&resourcesId&resourcesVersion&ids&search&rewardMin&rewardMax&runId&step&hasError
- *        &sort&order&limit&cursor|offset&withTotal&withSummaries -> RolloutPage (+ total, summaries when asked)
- *   POST /rollouts/search            RolloutSearchRequest       -> RolloutPage
- *   GET  /rollouts/:id -> Rollout     POST /rollouts/:id {metadata} -> Rollout     POST /rollouts/:id/cancel -> Rollout
- *   GET  /rollouts/:id/attempts -> AttemptList      GET /rollouts/:id/attempts/latest | /:aid -> Attempt
- *   POST /rollouts/:id/attempts/:aid/heartbeat -> Attempt
- *   POST /rollouts/:id/attempts/:aid/finish  FinishAttemptRequest -> FinishAttemptResponse
- *   GET  /attempts/:aid -> Attempt;  POST /attempts/:aid/heartbeat -> Attempt;  POST /attempts/:aid/finish (as above)
- *   POST /health-checks              HealthCheckRequest ({} or none) -> HealthCheckResult (the daemon's clock)
- *   POST /waits/rollouts             WaitRolloutsRequest        -> RolloutList (those ended)
- *   POST /spans                      SpanInput | {spans}        -> 201 AddSpansResponse (durable)
- *   GET  /spans?rolloutId&attemptId(|latest)&name&afterSequenceId&limit -> SpanList;  POST /spans/search (same, JSON)
- *   POST /resources AddResourcesRequest -> 201 Resources;  GET /resources?limit -> ResourcesList
- *   GET  /resources/latest | /resources/:id -> Resources
- *   GET  /workers -> WorkerList;  GET /workers/:id -> Worker;  POST /workers/:id/heartbeat WorkerHeartbeatRequest -> Worker
- *   GET  /agents -> AgentList;  GET /statistics -> Statistics
- *   POST /training-runs CreateTrainingRunRequest -> 201 TrainingRun;  GET /training-runs?agent -> TrainingRunList
- *   GET  /training-runs/:id -> TrainingRun;  POST /training-runs/:id UpdateTrainingRunRequest -> TrainingRun
- *   POST /training-runs/:id/metrics AddMetricsRequest -> 201 CountResponse;  GET .../metrics?afterStep -> MetricList
- *   POST /transitions AddTransitionsRequest -> 201 CountResponse;  GET /transitions?runId&rolloutId&step&limit -> TransitionList
- *   GET  /views/headline?agent -> AgentHeadline;  POST /views/groups GroupQueryRequest -> GroupPage   (what the editor's views show)
- *   GET  /policy -> PolicyInfo;  POST /policy/load PolicyLoadRequest -> PolicyInfo   (agl serve --model: the served policy)
- * Outside the prefix: GET /health (no token) -> Health;  GET /metrics (token) -> Prometheus text.
+ * Also here, outside the store API: GET /health (no token) -> Health, and the served policy of `agl serve --model`
+ * (GET /v1/agl/policy -> PolicyInfo, POST /v1/agl/policy/load PolicyLoadRequest -> PolicyInfo).
  */
 import { z } from 'zod';
 import {

@@ -1,0 +1,179 @@
+/**
+ * Every route of the daemon's store API (`/v1/agl/...`), declared once and imported by both sides: its method,
+ * its path (express syntax, relative to API_PREFIX), the zod schema of its JSON body (POST) or query string (GET)
+ * from api.ts, and the type it answers with (a phantom: nothing is checked at run time). The server
+ * (daemon/server/store-api.ts) registers exactly these routes and validates each request with its schema before
+ * the route's handler runs; the client (sdk/tools/client.ts) builds each call from the same declaration. A route
+ * declared here without a server handler or a client method does not compile, nor does a handler for a route
+ * not declared here.
+ *
+ * Every route needs `Authorization: Bearer <token>`; errors are application/problem+json (api.ts Problem).
+ * Routes that create something answer 201 (enqueue, start, spans, resources, training runs, metrics, transitions),
+ * the others 200. The order is the order the server tries them in: a literal path comes before a `:param` path
+ * that would match it (`/rollouts/search` before `/rollouts/:id`; test/server/routes.test.ts checks).
+ * Not store routes: `GET /health` (no token) and `GET /metrics` outside the prefix, and the served policy's
+ * `/policy` routes (daemon/server/routes-policy.ts, mounted by `agl serve --model` only).
+ */
+import type { z } from 'zod';
+import type { AgentHeadline } from './agent-headline.js';
+import {
+  AddMetricsRequest,
+  AddResourcesRequest,
+  AddSpansRequest,
+  AddTransitionsRequest,
+  CreateTrainingRunRequest,
+  DequeueRequest,
+  EnqueueRequest,
+  FinishAttemptRequest,
+  GroupQueryRequest,
+  HeadlineQuery,
+  HealthCheckRequest,
+  MetricsQuery,
+  ResourcesListQuery,
+  RolloutListQuery,
+  RolloutSearchRequest,
+  SpanListQuery,
+  SpanSearchRequest,
+  StartRolloutRequest,
+  TrainingRunListQuery,
+  TransitionListQuery,
+  UpdateRolloutRequest,
+  UpdateTrainingRunRequest,
+  WaitRolloutsRequest,
+  WorkerHeartbeatRequest,
+  type AddSpansResponse,
+  type AgentList,
+  type AttemptList,
+  type Claim,
+  type CountResponse,
+  type DequeueResponse,
+  type EnqueueResponse,
+  type FinishAttemptResponse,
+  type HealthCheckResult,
+  type MetricList,
+  type ResourcesList,
+  type RolloutList,
+  type RolloutPage,
+  type SpanList,
+  type TrainingRunList,
+  type TransitionList,
+  type WorkerList,
+} from './api.js';
+import type { Attempt, Resources, Rollout, Statistics, TrainingRun, Worker } from './store.js';
+import type { GroupPage } from './webview-trajectory.js';
+
+/** The type a route answers with, carried by the declaration's type alone (its value is an empty marker). */
+export interface Returns<T> {
+  readonly _r?: T;
+}
+const MARKER: Returns<never> = Object.freeze({});
+const returns = <T>(): Returns<T> => MARKER;
+
+/** A GET route: path params and a query string, no body. */
+export interface GetRoute {
+  readonly method: 'GET';
+  readonly path: string;
+  /** The query string's schema (strings in, typed values out); none: the query is ignored. */
+  readonly query?: z.ZodType;
+  readonly response: Returns<unknown>;
+}
+/** A POST route: path params and a JSON body, no query. */
+export interface PostRoute {
+  readonly method: 'POST';
+  readonly path: string;
+  /** The body's schema; none: the body is ignored. */
+  readonly body?: z.ZodType;
+  /** A request without any body counts as `{}` (the body stays checked when one is sent). */
+  readonly optionalBody?: true;
+  readonly response: Returns<unknown>;
+}
+export type RouteDecl = GetRoute | PostRoute;
+
+export const routes = {
+  // --- spans (the hottest writes and reads) ---
+  /** One span or `{spans}` (one durable commit): 201, each span's ids and sequence id. */
+  addSpans: { method: 'POST', path: '/spans', body: AddSpansRequest, response: returns<AddSpansResponse>() },
+  /** `?rolloutId&attemptId(|latest)&name&afterSequenceId&limit` (tail with afterSequenceId). */
+  listSpans: { method: 'GET', path: '/spans', query: SpanListQuery, response: returns<SpanList>() },
+  searchSpans: { method: 'POST', path: '/spans/search', body: SpanSearchRequest, response: returns<SpanList>() },
+
+  // --- rollouts, the queue, attempts, waits ---
+  /** One rollout or `{rollouts}`: 201. */
+  enqueueRollouts: { method: 'POST', path: '/queues/rollouts/enqueue', body: EnqueueRequest, response: returns<EnqueueResponse>() },
+  /** Claims for a worker (`{claims: []}` when none are queued). */
+  dequeueRollouts: { method: 'POST', path: '/queues/rollouts/dequeue', body: DequeueRequest, response: returns<DequeueResponse>() },
+  /** A rollout and its first attempt at once (a direct run, not through the queue): 201. */
+  startRollout: { method: 'POST', path: '/rollouts', body: StartRolloutRequest, response: returns<Claim>() },
+  /** Filters, sort and paging as a query string (lists as `status=a,b`). */
+  listRollouts: { method: 'GET', path: '/rollouts', query: RolloutListQuery, response: returns<RolloutPage>() },
+  searchRollouts: { method: 'POST', path: '/rollouts/search', body: RolloutSearchRequest, response: returns<RolloutPage>() },
+  getRollout: { method: 'GET', path: '/rollouts/:id', response: returns<Rollout>() },
+  /** Merges keys into the rollout's metadata. */
+  updateRollout: { method: 'POST', path: '/rollouts/:id', body: UpdateRolloutRequest, response: returns<Rollout>() },
+  cancelRollout: { method: 'POST', path: '/rollouts/:id/cancel', response: returns<Rollout>() },
+  listAttempts: { method: 'GET', path: '/rollouts/:id/attempts', response: returns<AttemptList>() },
+  getLatestAttempt: { method: 'GET', path: '/rollouts/:id/attempts/latest', response: returns<Attempt>() },
+  // An attempt within its rollout (checked to belong to it), or by its id alone (the store's own signatures).
+  getRolloutAttempt: { method: 'GET', path: '/rollouts/:id/attempts/:aid', response: returns<Attempt>() },
+  heartbeatRolloutAttempt: { method: 'POST', path: '/rollouts/:id/attempts/:aid/heartbeat', response: returns<Attempt>() },
+  finishRolloutAttempt: { method: 'POST', path: '/rollouts/:id/attempts/:aid/finish', body: FinishAttemptRequest, response: returns<FinishAttemptResponse>() },
+  getAttempt: { method: 'GET', path: '/attempts/:aid', response: returns<Attempt>() },
+  heartbeatAttempt: { method: 'POST', path: '/attempts/:aid/heartbeat', response: returns<Attempt>() },
+  finishAttempt: { method: 'POST', path: '/attempts/:aid/finish', body: FinishAttemptRequest, response: returns<FinishAttemptResponse>() },
+  /** Long-polls until the rollouts have ended or the timeout: those ended. */
+  waitRollouts: { method: 'POST', path: '/waits/rollouts', body: WaitRolloutsRequest, response: returns<RolloutList>() },
+  /** The store's health check now, on the daemon's clock (timeouts, unresponsive attempts, retries). */
+  runHealthCheck: { method: 'POST', path: '/health-checks', body: HealthCheckRequest, optionalBody: true, response: returns<HealthCheckResult>() },
+
+  // --- resources, workers, agents, statistics ---
+  /** 201. */
+  addResources: { method: 'POST', path: '/resources', body: AddResourcesRequest, response: returns<Resources>() },
+  listResources: { method: 'GET', path: '/resources', query: ResourcesListQuery, response: returns<ResourcesList>() },
+  getLatestResources: { method: 'GET', path: '/resources/latest', response: returns<Resources>() },
+  getResources: { method: 'GET', path: '/resources/:id', response: returns<Resources>() },
+  listWorkers: { method: 'GET', path: '/workers', response: returns<WorkerList>() },
+  getWorker: { method: 'GET', path: '/workers/:id', response: returns<Worker>() },
+  heartbeatWorker: { method: 'POST', path: '/workers/:id/heartbeat', body: WorkerHeartbeatRequest, optionalBody: true, response: returns<Worker>() },
+  /** Agents seen in enqueued rollouts. */
+  listAgents: { method: 'GET', path: '/agents', response: returns<AgentList>() },
+  getStatistics: { method: 'GET', path: '/statistics', response: returns<Statistics>() },
+
+  // --- training runs, their metrics, the transitions the algorithm used ---
+  /** 201. */
+  createTrainingRun: { method: 'POST', path: '/training-runs', body: CreateTrainingRunRequest, response: returns<TrainingRun>() },
+  listTrainingRuns: { method: 'GET', path: '/training-runs', query: TrainingRunListQuery, response: returns<TrainingRunList>() },
+  getTrainingRun: { method: 'GET', path: '/training-runs/:id', response: returns<TrainingRun>() },
+  updateTrainingRun: { method: 'POST', path: '/training-runs/:id', body: UpdateTrainingRunRequest, response: returns<TrainingRun>() },
+  /** 201. */
+  addMetrics: { method: 'POST', path: '/training-runs/:id/metrics', body: AddMetricsRequest, response: returns<CountResponse>() },
+  listMetrics: { method: 'GET', path: '/training-runs/:id/metrics', query: MetricsQuery, response: returns<MetricList>() },
+  /** 201. */
+  addTransitions: { method: 'POST', path: '/transitions', body: AddTransitionsRequest, response: returns<CountResponse>() },
+  listTransitions: { method: 'GET', path: '/transitions', query: TransitionListQuery, response: returns<TransitionList>() },
+
+  // --- what the editor's views show (daemon/store/views.ts) ---
+  /** An agent's headline number and its words (CodeLens, dashboard). */
+  viewHeadline: { method: 'GET', path: '/views/headline', query: HeadlineQuery, response: returns<AgentHeadline>() },
+  /** A training step's GRPO groups, or one rollout's group (the viewer's group view). */
+  viewGroups: { method: 'POST', path: '/views/groups', body: GroupQueryRequest, optionalBody: true, response: returns<GroupPage>() },
+} as const satisfies Record<string, RouteDecl>;
+
+export type Routes = typeof routes;
+export type RouteName = keyof Routes;
+
+/** The names of a path's `:params`: `'/rollouts/:id/attempts/:aid'` -> `'id' | 'aid'`. */
+export type PathParamNames<P extends string> = P extends `${string}:${infer N}/${infer Rest}`
+  ? N | PathParamNames<`/${Rest}`>
+  : P extends `${string}:${infer N}`
+    ? N
+    : never;
+/** A route's path params, as strings (decoded). */
+export type ParamsOf<K extends RouteName> = { [N in PathParamNames<Routes[K]['path']>]: string };
+/** A route's body as its handler sees it (parsed: defaults filled in); undefined for a route without a body. */
+export type BodyOf<K extends RouteName> = Routes[K] extends { body: infer B extends z.ZodType } ? z.output<B> : undefined;
+/** A route's body as a client sends it (before defaults). */
+export type BodyInputOf<K extends RouteName> = Routes[K] extends { body: infer B extends z.ZodType } ? z.input<B> : undefined;
+/** A route's query as its handler sees it (parsed from the query string); undefined for a route without one. */
+export type QueryOf<K extends RouteName> = Routes[K] extends { query: infer Q extends z.ZodType } ? z.output<Q> : undefined;
+/** What a route answers with (its success body). */
+export type ResponseOf<K extends RouteName> = Routes[K]['response'] extends Returns<infer R> ? R : never;
