@@ -1,15 +1,13 @@
 /**
- * Store API routes for resources, workers, known agents and statistics (mounted under /v1/agl):
- *   POST /resources   GET /resources?limit=   GET /resources/latest   GET /resources/:id
- *   GET  /workers     GET /workers/:id        POST /workers/:id/heartbeat
- *   GET  /agents (agents seen in enqueued rollouts)   GET /statistics
- * Declared once for the route table (store-api.ts).
+ * Store API handlers for resources, workers, known agents and statistics (routes declared in protocol/routes.ts):
+ *   addResources   listResources (?limit=)   getLatestResources   getResources
+ *   listWorkers    getWorker                 heartbeatWorker
+ *   listAgents (agents seen in enqueued rollouts)   getStatistics
  */
-import { AddResourcesRequest, ResourcesListQuery, WorkerHeartbeatRequest } from '../../protocol/api.js';
 import type { ServerContext } from './server-context.js';
-import { HttpProblem, notFound, parseOr400 } from './errors.js';
+import { HttpProblem, notFound } from './errors.js';
 import { DEFAULT_KEY_ENVS } from './gateway-upstream.js';
-import { json, type StoreRoute } from './route.js';
+import { json, type RouteHandlers } from './route.js';
 
 function isHttpUrl(text: string): boolean {
   try {
@@ -19,15 +17,12 @@ function isHttpUrl(text: string): boolean {
   }
 }
 
-export function resourceRoutes(ctx: ServerContext): StoreRoute[] {
+export function resourceRoutes(ctx: ServerContext) {
   const { store } = ctx;
   const keyEnvs = new Set(ctx.allowedKeyEnvs ?? DEFAULT_KEY_ENVS);
-  return [
-    {
-      method: 'POST',
-      path: '/resources',
-      async handle({ body }) {
-        const input = parseOr400(AddResourcesRequest, body);
+  return {
+    addResources: {
+      async handle({ body: input }) {
         // The gateway refuses such a resource at call time too; saying so now names the field and the fix.
         for (const [name, resource] of Object.entries(input.resources)) {
           if (resource.type !== 'llm') continue;
@@ -50,55 +45,35 @@ export function resourceRoutes(ctx: ServerContext): StoreRoute[] {
         return json(201, await store.addResources(input));
       },
     },
-    {
-      method: 'GET',
-      path: '/resources',
-      async handle({ query }) {
-        const { limit } = parseOr400(ResourcesListQuery, query, 'query');
-        return json(200, { items: await store.listResources(limit) });
-      },
-    },
-    {
-      method: 'GET',
-      path: '/resources/latest',
+    listResources: { handle: async ({ query: { limit } }) => json(200, { items: await store.listResources(limit) }) },
+    getLatestResources: {
       async handle() {
         const latest = await store.getLatestResources();
         if (!latest) throw new HttpProblem(404, 'not-found', 'no resources published yet: POST /v1/agl/resources first');
         return json(200, latest);
       },
     },
-    {
-      method: 'GET',
-      path: '/resources/:id',
+    getResources: {
       async handle({ params }) {
-        const found = await store.getResources(params.id!);
-        if (!found) throw notFound('resources', params.id!);
+        const found = await store.getResources(params.id);
+        if (!found) throw notFound('resources', params.id);
         return json(200, found);
       },
     },
 
-    { method: 'GET', path: '/workers', handle: async () => json(200, { items: await store.listWorkers() }) },
-    {
-      method: 'GET',
-      path: '/workers/:id',
+    listWorkers: { handle: async () => json(200, { items: await store.listWorkers() }) },
+    getWorker: {
       async handle({ params }) {
-        const worker = await store.getWorker(params.id!);
-        if (!worker) throw notFound('worker', params.id!);
+        const worker = await store.getWorker(params.id);
+        if (!worker) throw notFound('worker', params.id);
         return json(200, worker);
       },
     },
-    {
-      method: 'POST',
-      path: '/workers/:id/heartbeat',
-      async handle({ body, params }) {
-        // An empty body is a plain heartbeat.
-        const patch = body === undefined ? {} : parseOr400(WorkerHeartbeatRequest, body);
-        return json(200, await store.heartbeatWorker(params.id!, patch));
-      },
-    },
+    // No body is a plain heartbeat.
+    heartbeatWorker: { handle: async ({ body, params }) => json(200, await store.heartbeatWorker(params.id, body)) },
 
-    { method: 'GET', path: '/agents', handle: () => json(200, { items: ctx.knownAgents?.() ?? [] }) },
+    listAgents: { handle: () => json(200, { items: ctx.knownAgents?.() ?? [] }) },
 
-    { method: 'GET', path: '/statistics', handle: async () => json(200, await store.statistics()) },
-  ];
+    getStatistics: { handle: async () => json(200, await store.statistics()) },
+  } satisfies Partial<RouteHandlers>;
 }

@@ -1,33 +1,18 @@
 /**
- * Store API routes for rollouts, the queue, attempts and waits (mounted under /v1/agl):
- *   POST /rollouts (start a direct run)          GET  /rollouts (list: filters + cursor)
- *   POST /rollouts/search                        GET  /rollouts/:id        POST /rollouts/:id (metadata)
- *   POST /rollouts/:id/cancel                    GET  /rollouts/:id/attempts
- *   GET  /rollouts/:id/attempts/latest           GET  /rollouts/:id/attempts/:aid
- *   POST /rollouts/:id/attempts/:aid/heartbeat   POST /rollouts/:id/attempts/:aid/finish
- *   POST /queues/rollouts/enqueue (one or many)  POST /queues/rollouts/dequeue (claim for a worker)
- *   GET  /attempts/:aid    POST /attempts/:aid/heartbeat    POST /attempts/:aid/finish   (by attempt id alone)
- *   POST /waits/rollouts (long-poll until the rollouts end or the timeout)
- *   POST /health-checks (run the store's health check now: timeouts, unresponsive attempts, retries)
- * Declared once for the route table (store-api.ts); dequeue, both finishes and waits are marked hot (hot-path.ts).
+ * Store API handlers for rollouts, the queue, attempts and waits (routes declared in protocol/routes.ts):
+ *   enqueueRollouts (one or many)   dequeueRollouts (claim for a worker)   startRollout (a direct run)
+ *   listRollouts, searchRollouts (filters + cursor)   getRollout   updateRollout (metadata)   cancelRollout
+ *   listAttempts   getLatestAttempt   get/heartbeat/finishRolloutAttempt   get/heartbeat/finishAttempt (by attempt id alone)
+ *   waitRollouts (long-poll until the rollouts end or the timeout)
+ *   runHealthCheck (the store's health check now: timeouts, unresponsive attempts, retries)
+ * Dequeue, both finishes and waits are marked hot (hot-path.ts).
  */
-import {
-  DequeueRequest,
-  EnqueueManyRequest,
-  FinishAttemptRequest,
-  HealthCheckRequest,
-  RolloutInputRequest,
-  RolloutListQuery,
-  RolloutSearchRequest,
-  StartRolloutRequest,
-  UpdateRolloutRequest,
-  WaitRolloutsRequest,
-} from '../../protocol/api.js';
 import type { Attempt } from '../../protocol/store.js';
 import type { RolloutQuery } from '../../protocol/lightning-store.js';
+import { routes } from '../../protocol/routes.js';
 import type { ServerContext } from './server-context.js';
 import { HttpProblem, notFound, parseOr400 } from './errors.js';
-import { json, type StoreRoute } from './route.js';
+import { json, type RouteHandlers } from './route.js';
 
 /** The attempt with this id (404 otherwise). */
 async function attemptById(ctx: ServerContext, aid: string): Promise<Attempt> {
@@ -46,7 +31,7 @@ async function attemptOf(ctx: ServerContext, id: string, aid: string): Promise<A
   return attempt;
 }
 
-export function rolloutRoutes(ctx: ServerContext): StoreRoute[] {
+export function rolloutRoutes(ctx: ServerContext) {
   const { store } = ctx;
   // Everything but the cursor is validated by schema; a cursor the store cannot read is the caller's error.
   const queryWithCursor = async (q: RolloutQuery) => {
@@ -64,50 +49,27 @@ export function rolloutRoutes(ctx: ServerContext): StoreRoute[] {
   const seen = (agent: string | null | undefined) => {
     if (agent) ctx.onAgentSeen?.(agent);
   };
-  /** GET, heartbeat and finish of the attempt `find` reads from the path (404 when it finds none). */
-  const attemptRoutes = (base: string, find: (params: Record<string, string>) => Promise<Attempt>): StoreRoute[] => [
-    { method: 'GET', path: base, handle: async ({ params }) => json(200, await find(params)) },
-    {
-      method: 'POST',
-      path: `${base}/heartbeat`,
-      async handle({ params }) {
-        await find(params);
-        return json(200, await store.heartbeatAttempt(params.aid!));
-      },
-    },
-    {
-      method: 'POST',
-      path: `${base}/finish`,
-      hot: true,
-      async handle({ body, params }) {
-        const input = parseOr400(FinishAttemptRequest, body);
-        await find(params);
-        return json(200, await store.finishAttempt(params.aid!, input));
-      },
-    },
-  ];
+  // One rollout, or { rollouts: [...] }: chosen by shape so errors name the field, not "no union member matched".
+  const [EnqueueMany, EnqueueOne] = routes.enqueueRollouts.body.options;
 
-  return [
-    {
-      method: 'POST',
-      path: '/queues/rollouts/enqueue',
-      async handle({ body }) {
+  return {
+    enqueueRollouts: {
+      parseBody(body) {
         const b = body as Record<string, unknown> | undefined;
-        // One rollout, or { rollouts: [...] }: chosen by shape so errors name the field, not "no union member matched".
         const many = b !== null && typeof b === 'object' && !Array.isArray(b) && 'rollouts' in b && !('input' in b);
-        const inputs = many ? parseOr400(EnqueueManyRequest, b).rollouts : [parseOr400(RolloutInputRequest, b)];
-        const rollouts = inputs.length === 1 ? [await store.enqueueRollout(inputs[0])] : await store.enqueueRollouts(inputs);
+        return many ? parseOr400(EnqueueMany, b) : parseOr400(EnqueueOne, b);
+      },
+      async handle({ body }) {
+        const inputs = 'rollouts' in body ? body.rollouts : [body];
+        const rollouts = inputs.length === 1 ? [await store.enqueueRollout(inputs[0]!)] : await store.enqueueRollouts(inputs);
         for (const x of inputs) seen(x.agent);
         return json(201, { rollouts });
       },
     },
 
-    {
-      method: 'POST',
-      path: '/queues/rollouts/dequeue',
+    dequeueRollouts: {
       hot: true,
-      async handle({ body }) {
-        const { workerId, limit, agent, mode } = parseOr400(DequeueRequest, body);
+      async handle({ body: { workerId, limit, agent, mode } }) {
         const opts = { agent, mode };
         const claims =
           limit === 1 ? await store.claimNextRollout(workerId, opts).then((c) => (c ? [c] : [])) : await store.claimRollouts(workerId, limit, opts);
@@ -115,64 +77,44 @@ export function rolloutRoutes(ctx: ServerContext): StoreRoute[] {
       },
     },
 
-    {
-      method: 'POST',
-      path: '/rollouts',
-      async handle({ body }) {
-        const { workerId, ...input } = parseOr400(StartRolloutRequest, body);
+    startRollout: {
+      async handle({ body: { workerId, ...input } }) {
         const claim = await store.startRollout(input, workerId);
         seen(input.agent);
         return json(201, claim);
       },
     },
 
-    {
-      method: 'GET',
-      path: '/rollouts',
-      handle: async ({ query }) => json(200, await queryWithCursor(parseOr400(RolloutListQuery, query, 'query') as RolloutQuery)),
-    },
+    listRollouts: { handle: async ({ query }) => json(200, await queryWithCursor(query as RolloutQuery)) },
 
-    { method: 'POST', path: '/rollouts/search', handle: async ({ body }) => json(200, await queryWithCursor(parseOr400(RolloutSearchRequest, body))) },
+    searchRollouts: { handle: async ({ body }) => json(200, await queryWithCursor(body)) },
 
-    {
-      method: 'GET',
-      path: '/rollouts/:id',
+    getRollout: {
       async handle({ params }) {
-        const rollout = await store.getRollout(params.id!);
-        if (!rollout) throw notFound('rollout', params.id!);
+        const rollout = await store.getRollout(params.id);
+        if (!rollout) throw notFound('rollout', params.id);
         return json(200, rollout);
       },
     },
 
-    {
-      method: 'POST',
-      path: '/rollouts/:id',
-      async handle({ body, params }) {
-        const { metadata } = parseOr400(UpdateRolloutRequest, body);
-        return json(200, await store.updateRolloutMetadata(params.id!, metadata));
-      },
-    },
+    updateRollout: { handle: async ({ body, params }) => json(200, await store.updateRolloutMetadata(params.id, body.metadata)) },
 
-    { method: 'POST', path: '/rollouts/:id/cancel', handle: async ({ params }) => json(200, await store.cancelRollout(params.id!)) },
+    cancelRollout: { handle: async ({ params }) => json(200, await store.cancelRollout(params.id)) },
 
-    {
-      method: 'GET',
-      path: '/rollouts/:id/attempts',
+    listAttempts: {
       async handle({ params }) {
-        const items = await store.getAttempts(params.id!);
-        if (items.length === 0 && !(await store.getRollout(params.id!))) throw notFound('rollout', params.id!);
+        const items = await store.getAttempts(params.id);
+        if (items.length === 0 && !(await store.getRollout(params.id))) throw notFound('rollout', params.id);
         return json(200, { items });
       },
     },
 
-    {
-      method: 'GET',
-      path: '/rollouts/:id/attempts/latest',
+    getLatestAttempt: {
       async handle({ params }) {
-        const attempt = await store.getLatestAttempt(params.id!);
+        const attempt = await store.getLatestAttempt(params.id);
         if (!attempt) {
-          if (!(await store.getRollout(params.id!))) throw notFound('rollout', params.id!);
-          throw notFound('attempt of rollout', params.id!);
+          if (!(await store.getRollout(params.id))) throw notFound('rollout', params.id);
+          throw notFound('attempt of rollout', params.id);
         }
         return json(200, attempt);
       },
@@ -180,27 +122,41 @@ export function rolloutRoutes(ctx: ServerContext): StoreRoute[] {
 
     // An attempt is addressed within its rollout (checked to belong to it) or by its id alone (the store's
     // own signatures, which the HTTP client implements): the same three routes under both paths.
-    ...attemptRoutes('/rollouts/:id/attempts/:aid', (p) => attemptOf(ctx, p.id!, p.aid!)),
-    ...attemptRoutes('/attempts/:aid', (p) => attemptById(ctx, p.aid!)),
-
-    {
-      method: 'POST',
-      path: '/waits/rollouts',
+    getRolloutAttempt: { handle: async ({ params }) => json(200, await attemptOf(ctx, params.id, params.aid)) },
+    heartbeatRolloutAttempt: {
+      async handle({ params }) {
+        await attemptOf(ctx, params.id, params.aid);
+        return json(200, await store.heartbeatAttempt(params.aid));
+      },
+    },
+    finishRolloutAttempt: {
       hot: true,
-      async handle({ body }) {
-        const { ids, timeoutMs } = parseOr400(WaitRolloutsRequest, body);
-        return json(200, { items: await store.waitForRollouts(ids, timeoutMs) });
+      async handle({ body, params }) {
+        await attemptOf(ctx, params.id, params.aid);
+        return json(200, await store.finishAttempt(params.aid, body));
+      },
+    },
+    getAttempt: { handle: async ({ params }) => json(200, await attemptById(ctx, params.aid)) },
+    heartbeatAttempt: {
+      async handle({ params }) {
+        await attemptById(ctx, params.aid);
+        return json(200, await store.heartbeatAttempt(params.aid));
+      },
+    },
+    finishAttempt: {
+      hot: true,
+      async handle({ body, params }) {
+        await attemptById(ctx, params.aid);
+        return json(200, await store.finishAttempt(params.aid, body));
       },
     },
 
-    {
-      method: 'POST',
-      path: '/health-checks',
-      async handle({ body }) {
-        // An empty body is a plain check; the daemon's clock decides (no `now` from a client).
-        if (body !== undefined) parseOr400(HealthCheckRequest, body);
-        return json(200, await store.runHealthCheck());
-      },
+    waitRollouts: {
+      hot: true,
+      handle: async ({ body: { ids, timeoutMs } }) => json(200, { items: await store.waitForRollouts(ids, timeoutMs) }),
     },
-  ];
+
+    // No body is a plain check; the daemon's clock decides (no `now` from a client).
+    runHealthCheck: { handle: async () => json(200, await store.runHealthCheck()) },
+  } satisfies Partial<RouteHandlers>;
 }

@@ -1,24 +1,15 @@
 /**
- * Store API routes for training runs, their metrics and the transitions the algorithm used (under /v1/agl):
- *   POST /training-runs   GET /training-runs?agent=   GET /training-runs/:id   POST /training-runs/:id (patch)
- *   POST /training-runs/:id/metrics   GET /training-runs/:id/metrics?afterStep=
- *   POST /transitions     GET /transitions?runId=&rolloutId=&step=&limit=
- * Declared once for the route table (store-api.ts).
+ * Store API handlers for training runs, their metrics and the transitions the algorithm used (routes declared
+ * in protocol/routes.ts):
+ *   createTrainingRun   listTrainingRuns (?agent=)   getTrainingRun   updateTrainingRun (patch)
+ *   addMetrics          listMetrics (?afterStep=)
+ *   addTransitions      listTransitions (?runId=&rolloutId=&step=&limit=)
  */
-import {
-  AddMetricsRequest,
-  AddTransitionsRequest,
-  CreateTrainingRunRequest,
-  MetricsQuery,
-  TrainingRunListQuery,
-  TransitionListQuery,
-  UpdateTrainingRunRequest,
-} from '../../protocol/api.js';
 import type { ServerContext } from './server-context.js';
-import { HttpProblem, notFound, parseOr400 } from './errors.js';
-import { json, type StoreRoute } from './route.js';
+import { HttpProblem, notFound } from './errors.js';
+import { json, type RouteHandlers } from './route.js';
 
-export function trainingRoutes(ctx: ServerContext): StoreRoute[] {
+export function trainingRoutes(ctx: ServerContext) {
   const { store } = ctx;
   const mustExist = async (id: string) => {
     const run = await store.getTrainingRun(id);
@@ -44,65 +35,38 @@ export function trainingRoutes(ctx: ServerContext): StoreRoute[] {
     }
   };
 
-  return [
-    {
-      method: 'POST',
-      path: '/training-runs',
-      handle: async ({ body }) => json(201, await store.createTrainingRun(parseOr400(CreateTrainingRunRequest, body))),
-    },
-    {
-      method: 'GET',
-      path: '/training-runs',
-      async handle({ query }) {
-        const { agent } = parseOr400(TrainingRunListQuery, query, 'query');
-        return json(200, { items: await store.listTrainingRuns(agent) });
-      },
-    },
-    { method: 'GET', path: '/training-runs/:id', handle: async ({ params }) => json(200, await mustExist(params.id!)) },
-    {
-      method: 'POST',
-      path: '/training-runs/:id',
-      async handle({ body, params }) {
-        const patch = parseOr400(UpdateTrainingRunRequest, body);
-        await mustExist(params.id!);
-        return json(200, await store.updateTrainingRun(params.id!, patch));
+  return {
+    createTrainingRun: { handle: async ({ body }) => json(201, await store.createTrainingRun(body)) },
+    listTrainingRuns: { handle: async ({ query: { agent } }) => json(200, { items: await store.listTrainingRuns(agent) }) },
+    getTrainingRun: { handle: async ({ params }) => json(200, await mustExist(params.id)) },
+    updateTrainingRun: {
+      async handle({ body: patch, params }) {
+        await mustExist(params.id);
+        return json(200, await store.updateTrainingRun(params.id, patch));
       },
     },
 
-    {
-      method: 'POST',
-      path: '/training-runs/:id/metrics',
-      async handle({ body, params }) {
-        const { points } = parseOr400(AddMetricsRequest, body);
-        await mustExist(params.id!);
-        await store.addMetrics(points.map((p) => ({ ...p, runId: params.id! })));
+    addMetrics: {
+      async handle({ body: { points }, params }) {
+        await mustExist(params.id);
+        await store.addMetrics(points.map((p) => ({ ...p, runId: params.id })));
         return json(201, { count: points.length });
       },
     },
-    {
-      method: 'GET',
-      path: '/training-runs/:id/metrics',
-      async handle({ query, params }) {
-        const { afterStep } = parseOr400(MetricsQuery, query, 'query');
-        await mustExist(params.id!);
-        return json(200, { items: await store.queryMetrics(params.id!, afterStep) });
+    listMetrics: {
+      async handle({ query: { afterStep }, params }) {
+        await mustExist(params.id);
+        return json(200, { items: await store.queryMetrics(params.id, afterStep) });
       },
     },
 
-    {
-      method: 'POST',
-      path: '/transitions',
-      async handle({ body }) {
-        const { transitions } = parseOr400(AddTransitionsRequest, body);
+    addTransitions: {
+      async handle({ body: { transitions } }) {
         await mustAllExist(transitions);
         await store.addTransitions(transitions);
         return json(201, { count: transitions.length });
       },
     },
-    {
-      method: 'GET',
-      path: '/transitions',
-      handle: async ({ query }) => json(200, { items: await store.queryTransitions(parseOr400(TransitionListQuery, query, 'query')) }),
-    },
-  ];
+    listTransitions: { handle: async ({ query }) => json(200, { items: await store.queryTransitions(query) }) },
+  } satisfies Partial<RouteHandlers>;
 }

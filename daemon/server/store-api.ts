@@ -1,23 +1,58 @@
 /**
- * The store API under /v1/agl: the one route table (each routes-*.ts declares its routes once, route.ts)
- * and the express router that registers all of it behind the token and the JSON body reader. The hot path
- * (hot-path.ts) serves the routes marked `hot` from this same table, so a route is declared in one place
- * and both answer it with the same work.
+ * The store API under /v1/agl: every route declared in protocol/routes.ts joined with its handler from the
+ * routes-*.ts files into the one route table (route.ts), and the express router that registers all of it behind
+ * the token and the JSON body reader. Each request's body or query is parsed with the route's declared schema
+ * (parseOr400) before its handler runs. The hot path (hot-path.ts) serves the routes marked `hot` from this same
+ * table, so a route is declared in one place and both answer it with the same work.
  */
 import { Router, type RequestHandler } from 'express';
+import { routes, type RouteDecl, type RouteName } from '../../protocol/routes.js';
 import { requireToken } from './auth.js';
 import { jsonBody } from './body.js';
+import { parseOr400 } from './errors.js';
 import type { ServerContext } from './server-context.js';
-import type { Reply, StoreRoute } from './route.js';
+import type { ParsedRequest, Reply, RouteHandler, RouteHandlers, StoreRoute } from './route.js';
 import { resourceRoutes } from './routes-resources.js';
 import { rolloutRoutes } from './routes-rollouts.js';
 import { spanRoutes } from './routes-spans.js';
 import { trainingRoutes } from './routes-training.js';
 import { viewRoutes } from './routes-views.js';
 
-/** Every store API route, in the order express tries them (hottest first). */
+/** `T`, with any key that names no declared route typed `never` (so a handler for an undeclared route does not compile). */
+type OnlyDeclared<T> = T & { [K in Exclude<keyof T, RouteName>]: never };
+/** Exactly one handler per declared route: a missing one fails `T extends RouteHandlers`, an extra one OnlyDeclared. */
+const allHandlers = <T extends RouteHandlers>(handlers: OnlyDeclared<T>): RouteHandlers => handlers;
+
+/** Every declared route's handler, keyed by route name. */
+export function storeHandlers(ctx: ServerContext): { [K in RouteName]: RouteHandler<K> } {
+  return allHandlers({ ...spanRoutes(ctx), ...rolloutRoutes(ctx), ...resourceRoutes(ctx), ...trainingRoutes(ctx), ...viewRoutes(ctx) });
+}
+
+/** The declared route `name` with its handler as a table entry: the body or query parsed with the declared schema, then the handler. */
+function storeRoute<K extends RouteName>(name: K, handler: RouteHandler<K>): StoreRoute {
+  const decl: RouteDecl = routes[name];
+  const schema = decl.method === 'POST' ? decl.body : undefined;
+  const noBody = decl.method === 'POST' && decl.optionalBody ? {} : undefined;
+  const parseBody = handler.parseBody ?? (schema && ((body: unknown) => parseOr400(schema, body === undefined && noBody ? noBody : body)));
+  const querySchema = decl.method === 'GET' ? decl.query : undefined;
+  return {
+    name,
+    method: decl.method,
+    path: decl.path,
+    ...(handler.hot && { hot: true }),
+    handle: ({ body, params, query }) =>
+      handler.handle({
+        body: parseBody ? parseBody(body) : undefined,
+        params,
+        query: querySchema ? parseOr400(querySchema, query, 'query') : undefined,
+      } as ParsedRequest<K>),
+  };
+}
+
+/** Every store API route, in the order express tries them: the declarations' order (hottest first). */
 export function storeRoutes(ctx: ServerContext): StoreRoute[] {
-  return [...spanRoutes(ctx), ...rolloutRoutes(ctx), ...resourceRoutes(ctx), ...trainingRoutes(ctx), ...viewRoutes(ctx)];
+  const handlers = storeHandlers(ctx);
+  return (Object.keys(routes) as RouteName[]).map(<K extends RouteName>(name: K) => storeRoute(name, handlers[name] as RouteHandler<K>));
 }
 
 export function sendReply(res: Parameters<RequestHandler>[1], reply: Reply): void {
