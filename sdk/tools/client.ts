@@ -1,11 +1,15 @@
 /**
  * Typed client for the daemon's store API (/v1/agl/...), used by the runner, the CLI, the language server
- * and the benchmarks. It implements the LightningStore interface (protocol/lightning-store.ts) with the same
- * signatures as the local backends, so code written against a store (the trainer, the watchdog) can drive a
- * daemon's store remotely; test/store/client.test.ts runs the store conformance suite through it.
+ * and the benchmarks. Every call is built from the route's declaration in protocol/routes.ts (method, path,
+ * body or query, response type), the same declarations the daemon registers, through one private `call`;
+ * `clientMethods` below names the method that calls each declared route, so a route the client does not
+ * call does not compile. It implements the LightningStore interface (protocol/lightning-store.ts) with the
+ * same signatures as the local backends, so code written against a store (the trainer, the watchdog) can drive
+ * a daemon's store remotely; test/sdk/client-conformance.test.ts runs the store conformance suite through it.
  * What cannot be remote: runHealthCheck(now) with an injected `now` (the daemon's clock decides, so one
  * client cannot time out another's attempts by claiming a later time; without `now` it runs remotely). Transport: node:http with a keep-alive agent (measured here at 4-5x less client CPU per
  * request than the global fetch, which matters to runners and benchmarks making thousands of calls/s).
+ * Responses are typed by the declarations, not parsed (the hot calls stay cheap).
  * Errors: a problem+json answer throws AglHttpError (status, detail, field errors; a `not-found` or `conflict`
  * problem is also `instanceof` the store's NotFoundError / ConflictError); a daemon that cannot be reached
  * throws AglConnectionError saying so.
@@ -18,7 +22,6 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { API_PREFIX, MAX_BATCH } from '../../protocol/api.js';
 import type {
-  AddSpansResponse,
   Claim,
   CreateTrainingRunRequest,
   DequeueRequest,
@@ -41,6 +44,7 @@ import type { AgentHeadline } from '../../protocol/agent-headline.js';
 import { DAEMON_STATE_FILE, TOKEN_FILE } from '../../protocol/daemon-state.js';
 import type { GroupPage } from '../../protocol/webview-trajectory.js';
 import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../../protocol/lightning-store.js';
+import { routes, type BodyInputOf, type ParamsOf, type QueryOf, type ResponseOf, type RouteName } from '../../protocol/routes.js';
 import {
   withSpanDefaults,
   type Attempt,
@@ -139,6 +143,29 @@ export function defaultDataDir(): string {
 
 type Query = Record<string, string | number | boolean | string[] | undefined | null>;
 
+/** What one call of a declared route takes: its path params, its body (POST) or query (GET), and how much longer than the usual timeout a long-poll may take. */
+type CallArgs<K extends RouteName> = ([keyof ParamsOf<K>] extends [never] ? { params?: undefined } : { params: ParamsOf<K> }) &
+  (BodyInputOf<K> extends undefined ? { body?: undefined } : { body: BodyInputOf<K> }) &
+  (QueryOf<K> extends undefined ? { query?: undefined } : { query?: { [F in keyof QueryOf<K>]?: QueryOf<K>[F] | null } }) & { extraWaitMs?: number };
+/** `call(name)` alone for a route that takes nothing. */
+type CallRest<K extends RouteName> = object extends CallArgs<K> ? [args?: CallArgs<K>] : [args: CallArgs<K>];
+
+/** A declared path as a function of its params, each encodeURIComponent'd: `/rollouts/:id` -> `(p) => '/rollouts/' + enc(p.id)`. */
+function pathBuilder(path: string): (params: Record<string, string> | undefined) => string {
+  const parts = path.split(/:([A-Za-z_$][\w$]*)/); // literal, param name, literal, ...
+  if (parts.length === 1) return () => path;
+  return (params) => {
+    let out = parts[0]!;
+    for (let i = 1; i < parts.length; i += 2) out += encodeURIComponent(params![parts[i]!]!) + parts[i + 1]!;
+    return out;
+  };
+}
+/** Every declared route's path builder, made once. */
+const PATHS = Object.fromEntries(Object.entries(routes).map(([name, route]) => [name, pathBuilder(route.path)])) as Record<
+  RouteName,
+  ReturnType<typeof pathBuilder>
+>;
+
 export class AglClient implements LightningStore {
   readonly kind = 'http';
   readonly url: string;
@@ -229,10 +256,16 @@ export class AglClient implements LightningStore {
     });
   }
 
-  /** GET that maps 404 to null (for "get by id" calls). */
-  private async getOrNull<T>(path: string): Promise<T | null> {
+  /** One call of the declared route `name` (protocol/routes.ts): its method, its path with `params` filled in, `body` or `query`. */
+  private call<K extends RouteName>(name: K, ...[args]: CallRest<K>): Promise<ResponseOf<K>> {
+    const { params, body, query, extraWaitMs } = (args ?? {}) as { params?: Record<string, string>; body?: unknown; query?: Query; extraWaitMs?: number };
+    return this.request<ResponseOf<K>>(routes[name].method, PATHS[name](params), body, query, extraWaitMs);
+  }
+
+  /** A call that maps 404 to null (for "get by id" calls). */
+  private async callOrNull<K extends RouteName>(name: K, ...args: CallRest<K>): Promise<ResponseOf<K> | null> {
     try {
-      return await this.request<T>('GET', path);
+      return await this.call(name, ...args);
     } catch (err) {
       if (err instanceof AglHttpError && err.status === 404) return null;
       throw err;
@@ -259,25 +292,24 @@ export class AglClient implements LightningStore {
     return text;
   }
   statistics(): Promise<Statistics> {
-    return this.request('GET', '/statistics');
+    return this.call('getStatistics');
   }
   async agents(): Promise<KnownAgent[]> {
-    return (await this.request<{ items: KnownAgent[] }>('GET', '/agents')).items;
+    return (await this.call('listAgents')).items;
   }
 
   // --- rollouts and the queue ------------------------------------------------------------------------
   async enqueueRollout(input: RolloutInput): Promise<Rollout> {
-    return (await this.request<{ rollouts: Rollout[] }>('POST', '/queues/rollouts/enqueue', input)).rollouts[0]!;
+    return (await this.call('enqueueRollouts', { body: input })).rollouts[0]!;
   }
   async enqueueRollouts(inputs: RolloutInput[]): Promise<Rollout[]> {
     const out: Rollout[] = [];
-    for (const rollouts of batches(inputs))
-      out.push(...(await this.request<{ rollouts: Rollout[] }>('POST', '/queues/rollouts/enqueue', { rollouts })).rollouts);
+    for (const rollouts of batches(inputs)) out.push(...(await this.call('enqueueRollouts', { body: { rollouts } })).rollouts);
     return out;
   }
   /** Claims up to `limit` (default 1) rollouts for a worker; [] when none are queued. */
   async dequeueRollouts(req: DequeueRequest): Promise<Claim[]> {
-    return (await this.request<{ claims: Claim[] }>('POST', '/queues/rollouts/dequeue', req)).claims;
+    return (await this.call('dequeueRollouts', { body: req })).claims;
   }
   async claimNextRollout(workerId: string, opts: ClaimOptions = {}): Promise<Claim | null> {
     return (await this.dequeueRollouts({ workerId, limit: 1, ...opts }))[0] ?? null;
@@ -287,20 +319,20 @@ export class AglClient implements LightningStore {
   }
   /** Creates a rollout with its first attempt already claimed by `workerId` (a direct run). */
   startRollout(input: RolloutInput, workerId?: string): Promise<Claim> {
-    return this.request('POST', '/rollouts', workerId === undefined ? input : { ...input, workerId });
+    return this.call('startRollout', { body: workerId === undefined ? input : { ...input, workerId } });
   }
   getRollout(id: string): Promise<Rollout | null> {
-    return this.getOrNull(`/rollouts/${encodeURIComponent(id)}`);
+    return this.callOrNull('getRollout', { params: { id } });
   }
 
   // --- what the editor's views show, assembled by the daemon (one request each) -----------------------
   /** The agent's headline number and its words (CodeLens, dashboard). */
   agentHeadline(agent: string): Promise<AgentHeadline> {
-    return this.request('GET', '/views/headline', undefined, { agent });
+    return this.call('viewHeadline', { query: { agent } });
   }
   /** A training step's GRPO groups, or the group of one rollout: samples, rewards, credits, stored advantages. */
   getGroups(q: GroupQueryRequest): Promise<GroupPage> {
-    return this.request('POST', '/views/groups', q);
+    return this.call('viewGroups', { body: q });
   }
   /**
    * Rollouts matching filters and a text search (task input and outputs), sorted by creation, duration, reward or
@@ -308,38 +340,49 @@ export class AglClient implements LightningStore {
    * duration and error (protocol/api.ts RolloutSearchRequest).
    */
   queryRollouts(q: RolloutQuery = {}): Promise<RolloutPage> {
-    return this.request('POST', '/rollouts/search', q satisfies RolloutSearchRequest);
+    return this.call('searchRollouts', { body: q });
   }
   /** GET /rollouts with query-string filters (same result as queryRollouts). */
   listRollouts(q: RolloutSearchRequest = {}): Promise<RolloutPage> {
-    return this.request('GET', '/rollouts', undefined, q as Query);
+    return this.call('listRollouts', { query: q });
   }
   updateRolloutMetadata(id: string, metadata: Record<string, unknown>): Promise<Rollout> {
-    return this.request('POST', `/rollouts/${encodeURIComponent(id)}`, { metadata });
+    return this.call('updateRollout', { params: { id }, body: { metadata } });
   }
   cancelRollout(id: string): Promise<Rollout> {
-    return this.request('POST', `/rollouts/${encodeURIComponent(id)}/cancel`);
+    return this.call('cancelRollout', { params: { id } });
   }
   /** Resolves with those of `ids` that have ended, once all have or after timeoutMs (max 120 s per call). */
   async waitForRollouts(ids: string[], timeoutMs: number): Promise<Rollout[]> {
-    return (await this.request<{ items: Rollout[] }>('POST', '/waits/rollouts', { ids, timeoutMs }, undefined, timeoutMs)).items;
+    return (await this.call('waitRollouts', { body: { ids, timeoutMs }, extraWaitMs: timeoutMs })).items;
   }
 
   // --- attempts (by attempt id, as the store addresses them: /attempts/:aid) ---------------------------
   async getAttempts(rolloutId: string): Promise<Attempt[]> {
-    return (await this.request<{ items: Attempt[] }>('GET', `/rollouts/${encodeURIComponent(rolloutId)}/attempts`)).items;
+    return (await this.call('listAttempts', { params: { id: rolloutId } })).items;
   }
   getLatestAttempt(rolloutId: string): Promise<Attempt | null> {
-    return this.getOrNull(`/rollouts/${encodeURIComponent(rolloutId)}/attempts/latest`);
+    return this.callOrNull('getLatestAttempt', { params: { id: rolloutId } });
   }
   getAttempt(attemptId: string): Promise<Attempt | null> {
-    return this.getOrNull(`/attempts/${encodeURIComponent(attemptId)}`);
+    return this.callOrNull('getAttempt', { params: { aid: attemptId } });
   }
   heartbeatAttempt(attemptId: string): Promise<Attempt> {
-    return this.request('POST', `/attempts/${encodeURIComponent(attemptId)}/heartbeat`);
+    return this.call('heartbeatAttempt', { params: { aid: attemptId } });
   }
   finishAttempt(attemptId: string, req: FinishAttemptRequest): Promise<FinishAttemptResponse> {
-    return this.request('POST', `/attempts/${encodeURIComponent(attemptId)}/finish`, req);
+    return this.call('finishAttempt', { params: { aid: attemptId }, body: req });
+  }
+  // The same three within the attempt's rollout (/rollouts/:id/attempts/:aid): the daemon checks that the attempt belongs to it.
+  /** The attempt, if it is one of the rollout's (null otherwise). */
+  getRolloutAttempt(rolloutId: string, attemptId: string): Promise<Attempt | null> {
+    return this.callOrNull('getRolloutAttempt', { params: { id: rolloutId, aid: attemptId } });
+  }
+  heartbeatRolloutAttempt(rolloutId: string, attemptId: string): Promise<Attempt> {
+    return this.call('heartbeatRolloutAttempt', { params: { id: rolloutId, aid: attemptId } });
+  }
+  finishRolloutAttempt(rolloutId: string, attemptId: string, req: FinishAttemptRequest): Promise<FinishAttemptResponse> {
+    return this.call('finishRolloutAttempt', { params: { id: rolloutId, aid: attemptId }, body: req });
   }
 
   // --- spans -----------------------------------------------------------------------------------------
@@ -350,7 +393,7 @@ export class AglClient implements LightningStore {
   async addSpans(spans: SpanInput[]): Promise<Span[]> {
     const out: Span[] = [];
     for (const batch of batches(spans)) {
-      const { spans: acks } = await this.request<AddSpansResponse>('POST', '/spans', { spans: batch });
+      const { spans: acks } = await this.call('addSpans', { body: { spans: batch } });
       acks.forEach((ack, i) => out.push({ ...withSpanDefaults(batch[i]!), traceId: ack.traceId, spanId: ack.spanId, sequenceId: ack.sequenceId }));
     }
     return out;
@@ -360,7 +403,11 @@ export class AglClient implements LightningStore {
   }
   /** attemptId: an id, 'latest', or omitted for all attempts; afterSequenceId tails. */
   async querySpans(q: SpanQuery): Promise<Span[]> {
-    return (await this.request<{ items: Span[] }>('POST', '/spans/search', q satisfies SpanSearchRequest)).items;
+    return (await this.call('searchSpans', { body: q satisfies SpanSearchRequest })).items;
+  }
+  /** querySpans through GET /spans (query-string filters; same result). */
+  async listSpans(q: SpanSearchRequest): Promise<Span[]> {
+    return (await this.call('listSpans', { query: q })).items;
   }
   /** querySpans' result as JSON text (the store interface's serialised form). */
   async querySpansJson(q: SpanQuery): Promise<string> {
@@ -369,41 +416,41 @@ export class AglClient implements LightningStore {
 
   // --- resources -------------------------------------------------------------------------------------
   addResources(input: ResourcesInput): Promise<Resources> {
-    return this.request('POST', '/resources', input);
+    return this.call('addResources', { body: input });
   }
   getLatestResources(): Promise<Resources | null> {
-    return this.getOrNull('/resources/latest');
+    return this.callOrNull('getLatestResources');
   }
   getResources(id: string): Promise<Resources | null> {
-    return this.getOrNull(`/resources/${encodeURIComponent(id)}`);
+    return this.callOrNull('getResources', { params: { id } });
   }
   async listResources(limit?: number): Promise<Resources[]> {
-    return (await this.request<{ items: Resources[] }>('GET', '/resources', undefined, { limit })).items;
+    return (await this.call('listResources', { query: { limit } })).items;
   }
 
   // --- workers ---------------------------------------------------------------------------------------
   heartbeatWorker(id: string, patch: WorkerHeartbeatRequest = {}): Promise<Worker> {
-    return this.request('POST', `/workers/${encodeURIComponent(id)}/heartbeat`, patch);
+    return this.call('heartbeatWorker', { params: { id }, body: patch });
   }
   getWorker(id: string): Promise<Worker | null> {
-    return this.getOrNull(`/workers/${encodeURIComponent(id)}`);
+    return this.callOrNull('getWorker', { params: { id } });
   }
   async listWorkers(): Promise<Worker[]> {
-    return (await this.request<{ items: Worker[] }>('GET', '/workers')).items;
+    return (await this.call('listWorkers')).items;
   }
 
   // --- training runs, metrics, transitions -----------------------------------------------------------
   createTrainingRun(req: CreateTrainingRunRequest): Promise<TrainingRun> {
-    return this.request('POST', '/training-runs', req);
+    return this.call('createTrainingRun', { body: req });
   }
   updateTrainingRun(id: string, patch: UpdateTrainingRunRequest): Promise<TrainingRun> {
-    return this.request('POST', `/training-runs/${encodeURIComponent(id)}`, patch);
+    return this.call('updateTrainingRun', { params: { id }, body: patch });
   }
   getTrainingRun(id: string): Promise<TrainingRun | null> {
-    return this.getOrNull(`/training-runs/${encodeURIComponent(id)}`);
+    return this.callOrNull('getTrainingRun', { params: { id } });
   }
   async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
-    return (await this.request<{ items: TrainingRun[] }>('GET', '/training-runs', undefined, { agent })).items;
+    return (await this.call('listTrainingRuns', { query: { agent } })).items;
   }
   /** Points of any runs (each names its runId): one request per run and slice, in order. */
   async addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void> {
@@ -414,17 +461,18 @@ export class AglClient implements LightningStore {
       list.push({ step, name, value });
     }
     for (const [runId, list] of byRun) {
-      for (const batch of batches(list)) await this.request('POST', `/training-runs/${encodeURIComponent(runId)}/metrics`, { points: batch });
+      for (const batch of batches(list)) await this.call('addMetrics', { params: { id: runId }, body: { points: batch } });
     }
   }
   async queryMetrics(runId: string, afterStep?: number): Promise<MetricPoint[]> {
-    return (await this.request<{ items: MetricPoint[] }>('GET', `/training-runs/${encodeURIComponent(runId)}/metrics`, undefined, { afterStep })).items;
+    return (await this.call('listMetrics', { params: { id: runId }, query: { afterStep } })).items;
   }
   async addTransitions(transitions: Transition[]): Promise<void> {
-    for (const batch of batches(transitions)) await this.request('POST', '/transitions', { transitions: batch });
+    for (const batch of batches(transitions)) await this.call('addTransitions', { body: { transitions: batch } });
   }
   async queryTransitions(q: TransitionListQuery = {}): Promise<Transition[]> {
-    return (await this.request<{ items: Transition[] }>('GET', '/transitions', undefined, q as Query)).items;
+    // The schema's input type leaves coerced fields (step, limit) unknown; the parsed type is what is sent.
+    return (await this.call('listTransitions', { query: q as QueryOf<'listTransitions'> })).items;
   }
 
   // --- health ----------------------------------------------------------------------------------------
@@ -435,6 +483,56 @@ export class AglClient implements LightningStore {
         new TypeError("runHealthCheck(now): the daemon's clock decides over HTTP; call it without `now` (only a local store takes an injected time)"),
       );
     }
-    return this.request('POST', '/health-checks', {});
+    return this.call('runHealthCheck', { body: {} });
   }
 }
+
+/** A public method of AglClient. */
+type ClientMethod = { [M in keyof AglClient]: AglClient[M] extends (...args: never[]) => Promise<unknown> ? M : never }[keyof AglClient];
+
+/**
+ * For each declared route (protocol/routes.ts), the client method that calls it: a declared route missing here,
+ * or a name that is no route, does not compile. test/server/routes.test.ts checks that each method calls its route.
+ */
+export const clientMethods = {
+  addSpans: 'addSpans',
+  listSpans: 'listSpans',
+  searchSpans: 'querySpans',
+  enqueueRollouts: 'enqueueRollouts',
+  dequeueRollouts: 'dequeueRollouts',
+  startRollout: 'startRollout',
+  listRollouts: 'listRollouts',
+  searchRollouts: 'queryRollouts',
+  getRollout: 'getRollout',
+  updateRollout: 'updateRolloutMetadata',
+  cancelRollout: 'cancelRollout',
+  listAttempts: 'getAttempts',
+  getLatestAttempt: 'getLatestAttempt',
+  getRolloutAttempt: 'getRolloutAttempt',
+  heartbeatRolloutAttempt: 'heartbeatRolloutAttempt',
+  finishRolloutAttempt: 'finishRolloutAttempt',
+  getAttempt: 'getAttempt',
+  heartbeatAttempt: 'heartbeatAttempt',
+  finishAttempt: 'finishAttempt',
+  waitRollouts: 'waitForRollouts',
+  runHealthCheck: 'runHealthCheck',
+  addResources: 'addResources',
+  listResources: 'listResources',
+  getLatestResources: 'getLatestResources',
+  getResources: 'getResources',
+  listWorkers: 'listWorkers',
+  getWorker: 'getWorker',
+  heartbeatWorker: 'heartbeatWorker',
+  listAgents: 'agents',
+  getStatistics: 'statistics',
+  createTrainingRun: 'createTrainingRun',
+  listTrainingRuns: 'listTrainingRuns',
+  getTrainingRun: 'getTrainingRun',
+  updateTrainingRun: 'updateTrainingRun',
+  addMetrics: 'addMetrics',
+  listMetrics: 'queryMetrics',
+  addTransitions: 'addTransitions',
+  listTransitions: 'queryTransitions',
+  viewHeadline: 'agentHeadline',
+  viewGroups: 'getGroups',
+} as const satisfies Record<RouteName, ClientMethod>;
