@@ -13,7 +13,9 @@ export interface CliOption {
   /** Where the value goes in the training config (a dotted path), when it overrides the config. */
   config?: string;
   /** How the string is read before it goes into the config (zod then checks the range). */
-  parse?: 'number';
+  parse?: 'number' | 'policy';
+  /** Given more than once (each value kept, in order). */
+  multiple?: true;
 }
 
 /** The engine's options (agl train, agl sft, agl serve). */
@@ -54,7 +56,21 @@ export const TRAIN_OPTIONS = {
     config: 'runtime.workers',
     parse: 'number',
   },
-  config: { type: 'string', arg: 'FILE', help: 'YAML with sections model / training / runtime / engine (flags override it)' },
+  policy: {
+    type: 'string',
+    arg: 'R[=DIR|=shared:R2]',
+    help: "one policy per role: role R (an agent name) trains its own weights, from DIR (default: --model), or R2's (repeat per role; policies: in the config)",
+    config: 'policies',
+    parse: 'policy',
+    multiple: true,
+  },
+  'unassigned-calls': {
+    type: 'string',
+    arg: 'A',
+    help: 'with --policy: refuse (default) a call naming no role, or serve it with the default policy',
+    config: 'unassignedCalls',
+  },
+  config: { type: 'string', arg: 'FILE', help: 'YAML with sections model / training / runtime / engine / policies (flags override it)' },
   resume: { type: 'string', arg: 'RUN|DIR', help: 'continue a killed run from its last checkpoint' },
   'checkpoint-dir': { type: 'string', arg: 'D', help: 'default <data-dir>/runs/<run id>', config: 'runtime.checkpointDir' },
   backend: { type: 'string', arg: 'B', help: "auto, wasm, cpu, webgpu, node (the tfjs engine's TF.js backend)", config: 'runtime.backend' },
@@ -65,7 +81,7 @@ export const TRAIN_OPTIONS = {
 } as const satisfies Record<string, CliOption>;
 
 export type TrainOptionName = keyof typeof TRAIN_OPTIONS;
-type ValueOf<O extends CliOption> = O['type'] extends 'boolean' ? boolean : string;
+type ValueOf<O extends CliOption> = O['type'] extends 'boolean' ? boolean : O extends { multiple: true } ? string[] : string;
 /** Parsed `agl train` flags (as node:util parseArgs gives them), by option name. */
 export type TrainFlags = { [K in TrainOptionName]?: ValueOf<(typeof TRAIN_OPTIONS)[K]> };
 export type EngineFlags = { [K in keyof typeof ENGINE_OPTIONS]?: string };
@@ -75,7 +91,7 @@ export function optionLines(table: Record<string, CliOption>): string {
   return Object.entries(table)
     .map(([name, o]) => {
       const left = `  --${name}${o.arg ? ` ${o.arg}` : ''}`;
-      return `${left.padEnd(22)}${o.help}`;
+      return left.length < 22 ? `${left.padEnd(22)}${o.help}` : `${left}\n${' '.repeat(22)}${o.help}`;
     })
     .join('\n');
 }
@@ -89,14 +105,32 @@ ${optionLines(TRAIN_OPTIONS)}
 }
 
 /** The options object node:util parseArgs takes for a table's options. */
-export function optionTypes<T extends Record<string, CliOption>>(table: T): { [K in keyof T]: { type: T[K]['type'] } } {
-  return Object.fromEntries(Object.entries(table).map(([name, o]) => [name, { type: o.type }])) as never;
+export function optionTypes<T extends Record<string, CliOption>>(
+  table: T,
+): { [K in keyof T]: T[K] extends { multiple: true } ? { type: T[K]['type']; multiple: true } : { type: T[K]['type'] } } {
+  return Object.fromEntries(Object.entries(table).map(([name, o]) => [name, o.multiple ? { type: o.type, multiple: true } : { type: o.type }])) as never;
+}
+
+/**
+ * `--policy` values into a `policies:` section: `writer` (its own policy from the run's model), `writer=DIR` (from
+ * DIR), `rewriter=shared:writer` (served and trained by writer's policy). The config's own checks (unknown shared
+ * roles, agentMatch) run on the result.
+ */
+export function policyFlags(values: readonly string[]): Record<string, { init?: string } | { shared: string }> {
+  const out: Record<string, { init?: string } | { shared: string }> = {};
+  for (const v of values) {
+    const eq = v.indexOf('=');
+    const role = (eq < 0 ? v : v.slice(0, eq)).trim();
+    const rest = eq < 0 ? '' : v.slice(eq + 1).trim();
+    if (!role || (eq >= 0 && !rest)) throw new Error(`--policy takes ROLE, ROLE=DIR or ROLE=shared:OTHER (a role is an agent name), got '${v}'`);
+    if (role in out) throw new Error(`--policy names role '${role}' twice`);
+    out[role] = rest.startsWith('shared:') ? { shared: rest.slice('shared:'.length).trim() } : rest ? { init: rest } : {};
+  }
+  return out;
 }
 
 /** The same, plus --help / -h. */
-export function parseArgsOptions<T extends Record<string, CliOption>>(
-  table: T,
-): { [K in keyof T]: { type: T[K]['type'] } } & { help: { type: 'boolean'; short: 'h' } } {
+export function parseArgsOptions<T extends Record<string, CliOption>>(table: T): ReturnType<typeof optionTypes<T>> & { help: { type: 'boolean'; short: 'h' } } {
   return { ...optionTypes(table), help: { type: 'boolean', short: 'h' } } as never;
 }
 
@@ -104,20 +138,22 @@ export function parseArgsOptions<T extends Record<string, CliOption>>(
  * The config overrides the given flags make (only those given), with numbers read: `--group-size abc` is an
  * error naming the flag. Ranges are zod's to check, with the config's own messages.
  */
-export function configOverrides(table: Record<string, CliOption>, flags: Record<string, string | boolean | undefined>): TrainConfigInput {
-  const out: Record<string, Record<string, unknown>> = {};
+export function configOverrides(table: Record<string, CliOption>, flags: Record<string, string | string[] | boolean | undefined>): TrainConfigInput {
+  const out: Record<string, unknown> = {};
   for (const [name, o] of Object.entries(table)) {
     const v = flags[name];
     if (v === undefined || !o.config) continue;
     let value: unknown = v;
-    if (o.parse === 'number') {
+    if (o.parse === 'policy') value = policyFlags(Array.isArray(v) ? v : [String(v)]);
+    else if (o.parse === 'number') {
       const n = Number(v);
       if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n) || n < 0)
         throw new Error(`--${name} must be a non-negative number, got '${String(v)}'`);
       value = n;
     }
-    const [section, key] = o.config.split('.') as [string, string];
-    (out[section] ??= {})[key] = value;
+    const [section, key] = o.config.split('.') as [string, string | undefined];
+    if (key === undefined) out[section] = value;
+    else ((out[section] ??= {}) as Record<string, unknown>)[key] = value;
   }
   return out as TrainConfigInput;
 }
@@ -125,11 +161,13 @@ export function configOverrides(table: Record<string, CliOption>, flags: Record<
 /** `agl train <agent> --flag value ...` for the given flags, in the order they were given (what the extension runs). */
 export function trainCommandLine(agent: string, flags: TrainFlags): string[] {
   const args = ['train', agent];
-  for (const [name, v] of Object.entries(flags) as [TrainOptionName, string | boolean | undefined][]) {
+  for (const [name, v] of Object.entries(flags) as [TrainOptionName, string | string[] | boolean | undefined][]) {
     if (!(name in TRAIN_OPTIONS)) throw new Error(`agl train has no option --${name}`);
     if (v === undefined || v === false) continue;
-    args.push(`--${name}`);
-    if (v !== true) args.push(v);
+    for (const one of Array.isArray(v) ? v : [v]) {
+      args.push(`--${name}`);
+      if (one !== true) args.push(one);
+    }
   }
   return args;
 }

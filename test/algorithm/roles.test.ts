@@ -19,6 +19,7 @@ import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { startTrainingHost } from '../../daemon/commands/train-host.js';
 import { type RolePolicy, Trainer, newTrainerState } from '../../daemon/algorithm/trainer.js';
 import { GrpoConfig } from '../../protocol/train-config.js';
+import { configOverrides, TRAIN_OPTIONS, trainCommandLine } from '../../protocol/train-options.js';
 import { createPolicy, loadPolicy } from '../../daemon/model/policy.js';
 import { readSafetensors } from '../../daemon/model/safetensors.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
@@ -61,6 +62,29 @@ describe('policies: the config', () => {
     assert.throws(() => parseTrainConfig({ policies: { writer: { lr: 1 } } }), /policies\.writer/);
     const ok = parseTrainConfig({ policies: { writer: { learningRate: 3e-4, grpo: { epsilonHigh: 0.28 } }, rewriter: { shared: 'writer' } } });
     assert.equal(ok.unassignedCalls, 'refuse');
+  });
+});
+
+describe('policies: agl train --policy', () => {
+  it('builds the policies section from the flags, errors naming the flag, and the command line the extension runs', () => {
+    const flags = { policy: ['writer', 'rewriter=shared:writer', 'checker=ckpt/checker'], 'unassigned-calls': 'default' };
+    const over = configOverrides(TRAIN_OPTIONS, flags);
+    assert.deepEqual(over, { policies: { writer: {}, rewriter: { shared: 'writer' }, checker: { init: 'ckpt/checker' } }, unassignedCalls: 'default' });
+    const c = parseTrainConfig(over);
+    assert.deepEqual(Object.keys(c.policies), ['writer', 'rewriter', 'checker']);
+    assert.equal(c.unassignedCalls, 'default');
+    assert.throws(() => configOverrides(TRAIN_OPTIONS, { policy: ['writer='] }), /--policy takes ROLE, ROLE=DIR or ROLE=shared:OTHER.*got 'writer='/);
+    assert.throws(() => configOverrides(TRAIN_OPTIONS, { policy: ['writer', 'writer=x'] }), /--policy names role 'writer' twice/);
+    assert.throws(() => parseTrainConfig(configOverrides(TRAIN_OPTIONS, { policy: ['rewriter=shared:writr'] })), /names 'writr', which is not a role/);
+    assert.deepEqual(trainCommandLine('a.ts#x', { policy: ['writer', 'rewriter=shared:writer'], quiet: true }), [
+      'train',
+      'a.ts#x',
+      '--policy',
+      'writer',
+      '--policy',
+      'rewriter=shared:writer',
+      '--quiet',
+    ]);
   });
 });
 
@@ -142,7 +166,7 @@ describe('policies: agl train', () => {
     const f = join(dir, `${name}.yaml`);
     writeFileSync(
       f,
-      `model:\n  maxTokens: 6\n  temperature: 1\ntraining:\n  batchSize: 2\n  groupSize: 4\n  maxSteps: ${steps}\n  valEvery: 0\n  learningRate: 0.02\n  seed: 5\nruntime:\n  workers: 2\n${extra}policies:\n${policies}`,
+      `model:\n  maxTokens: 6\n  temperature: 1\ntraining:\n  batchSize: 2\n  groupSize: 4\n  maxSteps: ${steps}\n  valEvery: 0\n  learningRate: 0.02\n  seed: 5\nruntime:\n  workers: 2\n${extra}${policies ? `policies:\n${policies}` : ''}`,
     );
     return f;
   };
@@ -155,7 +179,8 @@ describe('policies: agl train', () => {
     async () => {
       const data = join(dir, 'd1'),
         ckpt = join(dir, 'c1');
-      const { code, out } = await train(config('shared', '  writer: {}\n  checker:\n    shared: writer\n'), data, ckpt);
+      // The policies from the flags (as --policy writes them into the config's policies: section).
+      const { code, out } = await train(config('shared', ''), data, ckpt, ['--policy', 'writer', '--policy', 'checker=shared:writer']);
       assert.equal(code, 0, out);
       assert.match(out, /one policy per role: writer \(writer, checker\); other roles: tiny, untrained/);
       const state = JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8'));
