@@ -173,10 +173,20 @@ interface CreditedItem {
 
 /** Steps in a row with every rollout failed before training stops with the agent's error. */
 export const MAX_FAILED_STEPS = 3;
+/**
+ * A role given a policy must make an LLM call by the end of this many training steps (with the validation before
+ * them), else the run stops: its policy would never train. Not at the first validation alone: a role the agent
+ * calls only sometimes (sql's rewriter, when the checker rejects) may make no call in a greedy validation.
+ */
+export const ROLE_CHECK_STEPS = 3;
 
 export class Trainer {
   /** Training steps in a row in which every rollout failed (the agent is broken, not unlucky). */
   private failedSteps = 0;
+  /** Roles seen making LLM calls (validation and training rollouts), until every role with a policy was seen. */
+  private readonly rolesSeen = new Set<string>();
+  private rolesChecked = false;
+  private rolesSeenIn = { val: 0, train: 0 };
 
   constructor(
     private readonly deps: TrainerDeps,
@@ -229,7 +239,7 @@ export class Trainer {
       );
     }
     if (failed) this.log(`validation: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
-    if (this.state.val.length === 0 && this.deps.policies?.length) this.checkRolesCall(groups);
+    if (this.state.val.length === 0 && this.deps.policies?.length) this.noteRoles(groups, 'val');
     const rewards = finalRewards(groups);
     const mean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     this.state.val.push({ step: this.state.step, reward: mean });
@@ -246,6 +256,7 @@ export class Trainer {
     const started = Date.now();
     const step = this.state.step;
     const rolled = await this.rollOut(step);
+    if (this.deps.policies?.length && !this.rolesChecked) this.noteRoles(rolled.groups, 'train', step);
     const rolloutSeconds = (Date.now() - started) / 1000;
     this.checkFailures(step, rolled.scheduled);
     const { items, adv, kept } = this.creditAndAdvantages(rolled);
@@ -381,21 +392,39 @@ export class Trainer {
   }
 
   /**
-   * Before training: every role given a policy must have made LLM calls in the first validation, else its policy
-   * would never train (a misspelt role, or one that calls no LLM): an error naming it and the roles that did call.
+   * Every role given a policy must make LLM calls, else its policy would never train (a misspelt role, or one that
+   * calls no LLM). The roles seen in the validation before training and in the first ROLE_CHECK_STEPS training steps
+   * are collected; a role still unseen after the validation is a warning, after those steps an error naming it and
+   * the roles that did call. A resumed run past those steps was checked when it started.
    */
-  private checkRolesCall(groups: GroupRollout[]): void {
-    const seen = new Set<string>();
-    for (const g of groups) for (const s of g.trajectory?.steps ?? []) if (s.agentName) seen.add(s.agentName);
-    for (const p of this.deps.policies ?? []) {
-      for (const role of p.roles) {
-        if (!seen.has(role)) {
-          throw new Error(
-            `policies: role '${role}' made no LLM call in the ${groups.length} validation rollouts before training, so its policy would never train. ` +
-              `The agent's calls came from ${seen.size ? [...seen].map((r) => `'${r}'`).join(', ') : 'no named role (name roles with operation(name, fn, { agentName }))'}.`,
-          );
-        }
-      }
+  private noteRoles(groups: GroupRollout[], mode: 'val' | 'train', step = 0): void {
+    if (mode === 'train' && step >= ROLE_CHECK_STEPS) {
+      this.rolesChecked = true;
+      return;
+    }
+    for (const g of groups) for (const s of g.trajectory?.steps ?? []) if (s.agentName) this.rolesSeen.add(s.agentName);
+    this.rolesSeenIn[mode] += groups.length;
+    const unseen = (this.deps.policies ?? []).flatMap((p) => p.roles.filter((r) => !this.rolesSeen.has(r)));
+    if (!unseen.length) {
+      this.rolesChecked = true;
+      return;
+    }
+    const came = this.rolesSeen.size
+      ? `The agent's calls came from ${[...this.rolesSeen].map((r) => `'${r}'`).join(', ')}.`
+      : 'No call named its role (name roles with operation(name, fn, { agentName })).';
+    const roles = unseen.map((r) => `'${r}'`).join(', ');
+    const last = Math.min(ROLE_CHECK_STEPS, this.state.totalSteps);
+    if (mode === 'val') {
+      this.log(
+        `policies: role${unseen.length > 1 ? 's' : ''} ${roles} made no LLM call in the ${groups.length} validation rollouts before training; ` +
+          `training stops if ${unseen.length > 1 ? 'they make' : 'it makes'} none in the first ${last} steps. ${came}`,
+      );
+    } else if (step + 1 >= last) {
+      this.rolesChecked = true;
+      throw new Error(
+        `policies: role${unseen.length > 1 ? 's' : ''} ${roles} made no LLM call in the ${this.rolesSeenIn.val} validation rollouts before training nor in the ` +
+          `${this.rolesSeenIn.train} rollouts of the first ${last} training steps, so ${unseen.length > 1 ? 'their policies' : 'its policy'} would never train. ${came}`,
+      );
     }
   }
 
