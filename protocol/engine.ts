@@ -86,6 +86,23 @@ export const OptimizerSettingsSchema = z
   .strict();
 export type OptimizerSettings = z.infer<typeof OptimizerSettingsSchema>;
 
+/**
+ * A LoRA adapter's shape (peft's LoraConfig): with `engine.lora` and `policies:`, every role policy is one adapter on
+ * the one frozen base model, served and trained by naming it (the torch engine).
+ */
+export const LoraSettingsSchema = z
+  .object({
+    /** The adapter matrices' rank r. */
+    rank: z.number().int().min(1).max(1024).default(8),
+    /** The scale numerator: the update is (alpha / r) B A. */
+    alpha: z.number().positive().default(16),
+    dropout: z.number().min(0).lt(1).default(0),
+    /** Module names to adapt (e.g. [q_proj, v_proj]); null: peft's default for the model's family (GPT-2: c_attn; Llama, Qwen2: q_proj, v_proj). */
+    targetModules: z.array(z.string().min(1)).min(1).nullable().default(null),
+  })
+  .strict();
+export type LoraSettings = z.infer<typeof LoraSettingsSchema>;
+
 /** What an engine process says once its model is loaded (the first line it sends). */
 export const EngineHelloSchema = z.object({
   engine: z.string(),
@@ -112,6 +129,8 @@ export const EngineHelloSchema = z.object({
     dtype: z.string(),
     optimizer: OptimizerSettingsSchema,
     step: z.number().int(),
+    /** LoRA adapters added so far (describe): their update counts and sizes. */
+    adapters: z.record(z.string(), z.object({ step: z.number().int(), parameters: z.number().int() })).optional(),
   }),
 });
 export type EngineHello = z.infer<typeof EngineHelloSchema>;
@@ -128,6 +147,18 @@ export interface EngineGenerateParams {
   eos: number[];
   /** Send a `tokens` event per decoding step. */
   stream: boolean;
+  /** Sample with this LoRA adapter (none: the model itself, every adapter off). */
+  adapter?: string;
+}
+export interface EngineAdapterInfo {
+  name: string;
+  /** Trainable (LoRA) parameters. */
+  parameters: number;
+  /** Its update count (from a saved adapter: where it left off). */
+  step: number;
+  rank: number;
+  targetModules: string[];
+  optimizer: OptimizerSettings;
 }
 export interface EngineGeneration {
   tokenIds: number[];
@@ -145,12 +176,14 @@ export interface EngineTrainResult {
 /** Request methods, their parameters and results. */
 export interface EngineMethods {
   generate: { params: EngineGenerateParams; result: EngineGeneration[] };
-  score: { params: { pairs: { promptIds: number[]; completionIds: number[] }[] }; result: number[][] };
+  score: { params: { pairs: { promptIds: number[]; completionIds: number[] }[]; adapter?: string }; result: number[][] };
   train_step: {
-    params: { pairs: { promptIds: number[]; completionIds: number[] }[]; loss: TrainLoss; optimizer: OptimizerSettings };
+    params: { pairs: { promptIds: number[]; completionIds: number[] }[]; loss: TrainLoss; optimizer: OptimizerSettings; adapter?: string };
     result: EngineTrainResult;
   };
-  save: { params: { dir: string }; result: { dir: string } };
+  save: { params: { dir: string; adapter?: string }; result: { dir: string } };
+  /** A LoRA adapter on the model (which is frozen from then on): new (`lora`'s shape) or from a saved adapter folder (`init`). */
+  add_adapter: { params: { name: string; init: string | null; lora: LoraSettings; optimizer: Partial<OptimizerSettings> }; result: EngineAdapterInfo };
   set_optimizer: { params: Partial<OptimizerSettings>; result: OptimizerSettings };
   describe: { params: Record<string, never>; result: EngineHello['model'] };
   shutdown: { params: Record<string, never>; result: null };

@@ -7,6 +7,7 @@
  * The GRPO variants and credit strategies are described in daemon/algorithm/README.md.
  */
 import { z } from 'zod';
+import { LoraSettingsSchema } from './engine.js';
 
 // ---- GRPO (daemon/algorithm/grpo.ts) -------------------------------------------------------------------------
 
@@ -164,6 +165,11 @@ export const EngineSection = z
     threads: z.number().int().min(0).default(0),
     /** Sample from another server instead of the engine (either engine): see SamplerSection. */
     sampler: SamplerSection.nullable().default(null),
+    /**
+     * torch, with `policies:`: every role policy is a LoRA adapter of this shape on one frozen copy of the base model
+     * (peft), instead of a full copy of the weights each; untrained roles are served by the base. One rank.
+     */
+    lora: LoraSettingsSchema.nullable().default(null),
   })
   .strict();
 
@@ -282,6 +288,19 @@ export const TrainConfig = z
           path: ['policies', role, 'shared'],
           message: `names '${entry.shared}', which itself shares '${owner.shared}': share the policy's own role`,
         });
+    }
+    if (c.engine.lora) {
+      const why =
+        c.engine.kind !== 'torch'
+          ? 'needs engine.kind: torch (peft adapters; the tfjs engine trains full weights)'
+          : !roles.length
+            ? 'trains one adapter per role policy: list the roles under policies: (or --policy ROLE)'
+            : c.engine.procs > 1
+              ? 'runs on one rank for now: set engine.procs to 1'
+              : c.engine.sampler
+                ? 'cannot sample from engine.sampler (the sampler serves one model): drop one of them'
+                : null;
+      if (why) ctx.addIssue({ code: 'custom', path: ['engine', 'lora'], message: why });
     }
     const trained = c.training.agentMatch;
     if (roles.length && trained !== null) {

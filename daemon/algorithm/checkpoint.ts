@@ -108,7 +108,9 @@ export function readCheckpoint(dir: string): (CheckpointState & { policyPath: st
   }
   const policyPath = join(dir, state.policyDir);
   const models = state.rolePolicies ? Object.values(state.rolePolicies).map((r) => join(dir, r.dir)) : [policyPath];
-  for (const m of models) if (!existsSync(join(m, 'config.json'))) throw new Error(`${p} points at ${m}, which holds no model (config.json missing)`);
+  for (const m of models)
+    if (!existsSync(join(m, 'config.json')) && !existsSync(join(m, 'adapter_config.json')))
+      throw new Error(`${p} points at ${m}, which holds no model (config.json missing) nor LoRA adapter (adapter_config.json)`);
   return { ...state, policyPath };
 }
 

@@ -27,6 +27,7 @@ import { openStore } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { Progress } from './progress.js';
 import { startTrainingHost } from './train-host.js';
+import { openAdapterPolicies } from './train-adapters.js';
 import { resolveAgentFile } from '../../sdk/tools/agent-id.js';
 import { storedAgentId } from '../runner/agent-ref.js';
 import { writeReport } from './train-report.js';
@@ -138,7 +139,7 @@ class TrainingSession {
     const overrides = configOverrides(TRAIN_OPTIONS, this.f);
     const plan = await this.plan(overrides);
     const { policy, reference } = await this.openEngines(plan);
-    const rolePolicies = await this.openRolePolicies(plan);
+    const rolePolicies = await this.openRolePolicies(plan, policy);
     const { state, checkpointDir } = await this.startRecord(plan);
     const { token } = loadOrCreateToken(this.dataDir);
     const bar = this.f.quiet ? null : new Progress('train', state.totalSteps);
@@ -179,7 +180,7 @@ class TrainingSession {
     const ckpt = resumeDir ? readCheckpoint(resumeDir) : null;
     const config: TrainConfig = ckpt ? resolveTrainConfig(null, ckpt.config as TrainConfigInput) : resolveTrainConfig(f.config ?? null, overrides);
     // A resumed run keeps its engine unless the flags name one (e.g. resuming a tfjs run on torch, or on more ranks).
-    if (ckpt) config.engine = resolveTrainConfig(null, { engine: { ...config.engine, ...overrides.engine } }).engine;
+    if (ckpt) config.engine = resolveTrainConfig(null, { ...(ckpt.config as TrainConfigInput), engine: { ...config.engine, ...overrides.engine } }).engine;
     const train = loadTasks(f.train, 'train'),
       val = loadTasks(f.val, 'val');
     if (train.length === 0 || val.length === 0) throw new Error('--train and --val need at least one task each');
@@ -221,7 +222,7 @@ class TrainingSession {
    * A folder that is another policy's is refused (a swapped assignment); a checkpoint whose policies serve other roles
    * than the config's is refused too.
    */
-  private async openRolePolicies({ ckpt, resumeDir, config }: RunPlan): Promise<RolePolicy[]> {
+  private async openRolePolicies({ ckpt, resumeDir, config }: RunPlan, base: PolicyModel): Promise<RolePolicy[]> {
     const entries = Object.entries(config.policies);
     if (entries.length === 0) return [];
     if (config.engine.sampler)
@@ -238,6 +239,7 @@ class TrainingSession {
         );
       }
     }
+    if (config.engine.lora) return openAdapterPolicies(config, base, owners, rolesOf, ckpt && resumeDir ? { ckpt, dir: resumeDir } : null);
     const engine = engineOptions(config.engine, { dataDir: this.dataDir, log: this.engineLog?.write });
     const out: RolePolicy[] = [];
     for (const [name, entry] of owners) {

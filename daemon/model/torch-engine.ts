@@ -18,6 +18,8 @@ import {
   type EngineMessage,
   type EngineMethod,
   type EngineMethods,
+  type EngineAdapterInfo,
+  type LoraSettings,
   type OptimizerSettings,
 } from '../../protocol/engine.js';
 import type { GenerateOptions, Generation, PolicyModel, SequencePair, Tokenizer, TrainLoss, TrainStepResult } from './policy-contract.js';
@@ -300,8 +302,8 @@ export class TorchPolicyModel implements PolicyModel {
     } else p.resolve(msg.result);
   }
 
-  /** One request; requests run one at a time, in order (the engine is single-threaded). */
-  private call<M extends EngineMethod>(method: M, params: EngineMethods[M]['params'], onTokens?: Pending['onTokens']): Promise<EngineMethods[M]['result']> {
+  /** One request; requests run one at a time, in order (the engine is single-threaded). For this file's classes. */
+  call<M extends EngineMethod>(method: M, params: EngineMethods[M]['params'], onTokens?: Pending['onTokens']): Promise<EngineMethods[M]['result']> {
     const run = () =>
       new Promise<EngineMethods[M]['result']>((res, rej) => {
         if (this.dead) {
@@ -322,6 +324,11 @@ export class TorchPolicyModel implements PolicyModel {
   }
 
   async generate(prompts: number[][], opts: GenerateOptions): Promise<Generation[]> {
+    return this.generateWith(undefined, prompts, opts);
+  }
+
+  /** Sampling with a LoRA adapter (undefined: the model itself, every adapter off). */
+  async generateWith(adapter: string | undefined, prompts: number[][], opts: GenerateOptions): Promise<Generation[]> {
     if (prompts.length === 0) return [];
     const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
     const onToken = opts.onToken;
@@ -337,6 +344,7 @@ export class TorchPolicyModel implements PolicyModel {
         seed,
         eos: this.tokenizer.eosTokenIds,
         stream: Boolean(onToken),
+        ...(adapter ? { adapter } : {}),
       },
       onToken
         ? (events) => {
@@ -369,6 +377,15 @@ export class TorchPolicyModel implements PolicyModel {
     await this.call('save', { dir: resolve(dir) });
   }
 
+  /**
+   * A LoRA adapter on this engine's model, served and trained as a policy of its own (the model itself is frozen from
+   * then on, and serves what names no adapter): new, of `lora`'s shape, or from an adapter folder a LoRA run saved.
+   */
+  async addAdapter(name: string, o: { init?: string | null; lora: LoraSettings; optimizer?: Partial<OptimizerSettings> }): Promise<TorchAdapterModel> {
+    const info = await this.call('add_adapter', { name, init: o.init ? resolve(o.init) : null, lora: o.lora, optimizer: o.optimizer ?? {} });
+    return new TorchAdapterModel(this, info);
+  }
+
   /** Stops the engine: asks it to shut down, then terminates it if it has not within a few seconds. */
   async close(): Promise<void> {
     if (this.disposed) return;
@@ -392,5 +409,51 @@ export class TorchPolicyModel implements PolicyModel {
 
   dispose(): void {
     void this.close();
+  }
+}
+
+/**
+ * One LoRA adapter of a torch engine as a PolicyModel: its own weights (the adapter), optimizer settings, AdamW state
+ * and update count, on the engine's frozen base. Closing it frees nothing: the engine's owner stops the engine.
+ */
+export class TorchAdapterModel implements PolicyModel {
+  readonly optimizerConfig: OptimizerSettings;
+  constructor(
+    readonly engine: TorchPolicyModel,
+    readonly info: EngineAdapterInfo,
+  ) {
+    this.optimizerConfig = { ...info.optimizer };
+  }
+  get name(): string {
+    return this.info.name;
+  }
+  get backend(): string {
+    return `${this.engine.backend}, LoRA r${this.info.rank} on ${this.engine.name}`;
+  }
+  get tokenizer(): Tokenizer {
+    return this.engine.tokenizer;
+  }
+  get contextLength(): number {
+    return this.engine.contextLength;
+  }
+  /** Its trainable (LoRA) parameters. */
+  get parameterCount(): number {
+    return this.info.parameters;
+  }
+  generate(prompts: number[][], opts: GenerateOptions): Promise<Generation[]> {
+    return this.engine.generateWith(this.info.name, prompts, opts);
+  }
+  async scoreLogprobs(pairs: SequencePair[]): Promise<number[][]> {
+    if (pairs.length === 0) return [];
+    return this.engine.call('score', { pairs, adapter: this.info.name });
+  }
+  trainStep(pairs: SequencePair[], loss: TrainLoss): Promise<TrainStepResult> {
+    return this.engine.call('train_step', { pairs, loss, optimizer: this.optimizerConfig, adapter: this.info.name });
+  }
+  async save(dir: string): Promise<void> {
+    await this.engine.call('save', { dir: resolve(dir), adapter: this.info.name });
+  }
+  dispose(): void {
+    /* the engine's owner stops the engine */
   }
 }

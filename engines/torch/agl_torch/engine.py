@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 
 from . import folder as fold
+from .adapters import Adapters
 from .batch import Batch, build_batch, check_pairs, completion_logprobs, fitting_chunks
 from .generate import generate
 from .loss import LossFn, check_loss
@@ -56,6 +57,7 @@ class Engine:
             for n, p in self.params:
                 m, v = saved['moments'][n]
                 self.opt.state[p] = {'step': torch.tensor(float(self.step)), 'exp_avg': m.to(device), 'exp_avg_sq': v.to(device)}
+        self.adapters = Adapters(self.model, os.path.abspath(model_dir), self.config)
         self.ddp = None
         if world > 1:
             from torch.nn.parallel import DistributedDataParallel as DDP
@@ -67,7 +69,19 @@ class Engine:
             'name': self.name, 'family': self.family, 'modelType': self.hf.get('model_type'),
             'parameters': sum(p.numel() for _, p in self.params), 'contextLength': self.context_length,
             'vocabSize': int(self.hf.get('vocab_size', 0)), 'dtype': self.dtype_name, 'optimizer': self.config, 'step': self.step,
+            'adapters': {n: {'step': a.step, 'parameters': sum(q.numel() for _, q in a.params)} for n, a in self.adapters.by_name.items()},
         }
+
+    def add_adapter(self, p: dict) -> dict:
+        """A LoRA adapter on the (then frozen) base: a policy of its own, served and trained by naming it."""
+        if self.world > 1:
+            raise ValueError('LoRA adapters run on one rank for now (engine.procs 1): several ranks train full weights')
+        try:
+            return self.adapters.add(p)
+        except ValueError:
+            raise
+        except Exception as e:  # noqa: BLE001 - peft's own failures (a target module it cannot wrap...) as an answer
+            raise ValueError(f'add_adapter: {type(e).__name__}: {e}') from e
 
     def set_optimizer(self, cfg: dict) -> dict:
         for k, v in (cfg or {}).items():
@@ -85,13 +99,23 @@ class Engine:
 
     # -- sampling and scoring (rank 0) ---------------------------------------------------------------------
     def generate(self, p: dict, on_step=None) -> list[dict]:
+        self.adapters.check_name(p.get('adapter'))
+        with self.adapters.using(p.get('adapter')):
+            return self._generate(p, on_step)
+
+    def _generate(self, p: dict, on_step=None) -> list[dict]:
         return generate(self.model, p['prompts'], max_tokens=int(p['maxTokens']), context_length=self.context_length,
                         eos=list(p.get('eos') or []), device=self.device, temperature=float(p.get('temperature', 1.0)),
                         top_p=float(p.get('topP') or 1.0), top_k=int(p.get('topK') or 0), stop=p.get('stop'), seed=p.get('seed'),
                         decode=self.decode, on_step=on_step)
 
+    def score(self, pairs: list[dict], adapter: str | None = None) -> list[list[float]]:
+        self.adapters.check_name(adapter)
+        with self.adapters.using(adapter):
+            return self._score(pairs)
+
     @torch.inference_mode()
-    def score(self, pairs: list[dict]) -> list[list[float]]:
+    def _score(self, pairs: list[dict]) -> list[list[float]]:
         for i, p in enumerate(pairs):
             if not p.get('promptIds'):
                 raise ValueError(f'pair {i}: promptIds is empty (need at least one token to predict from)')
@@ -112,6 +136,9 @@ class Engine:
         """Everything that can be wrong with a train_step request, checked on rank 0 before any rank starts it."""
         check_pairs(p.get('pairs') or [], self.context_length)
         check_loss(p.get('loss') or {}, p['pairs'])
+        self.adapters.check_name(p.get('adapter'))
+        if self.adapters and p.get('adapter') is None:
+            raise ValueError('the base model is frozen under LoRA adapters: name the adapter to train')
         if p.get('optimizer'):
             probe = dict(self.config)
             for k, v in p['optimizer'].items():
@@ -119,16 +146,25 @@ class Engine:
                     raise ValueError(f'unknown optimizer setting "{k}" (known: {", ".join(probe)})')
 
     def train_step(self, p: dict) -> dict:
+        adapter = p.get('adapter')
+        if adapter is None:
+            return self._train_step(p, self.params, self.opt, self.config, self.set_optimizer, 'step', self)
+        a = self.adapters.get(adapter)
+        with self.adapters.using(adapter):
+            return self._train_step(p, a.params, a.opt, a.config, a.set_optimizer, 'step', a)
+
+    def _train_step(self, p: dict, params, opt, config: dict, set_optimizer, counter: str, owner) -> dict:
+        """One clipped AdamW update of `params` (the model's, or an adapter's) with `opt`; `owner.<counter>` counts it."""
         started = time.perf_counter()
         pairs = p['pairs']
         if p.get('optimizer'):
-            self.set_optimizer(p['optimizer'])
+            set_optimizer(p['optimizer'])
         loss_fn = LossFn(p['loss'], pairs)
-        chunks = fitting_chunks(pairs, int(self.config['microBatchSize']), self.context_length)
+        chunks = fitting_chunks(pairs, int(config['microBatchSize']), self.context_length)
         mine = chunks[self.rank::self.world]
         net = self.ddp or self.model
         scale = float(self.world)  # DDP averages over ranks; the batch loss's gradient is the sum over micro-batches
-        self.opt.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=True)
         for k, chunk in enumerate(mine):
             last = k == len(mine) - 1
             sync = contextlib.nullcontext() if (self.ddp is None or last) else self.ddp.no_sync()
@@ -142,13 +178,13 @@ class Engine:
             b = build_batch([{'promptIds': [0], 'completionIds': [0]}], self.device)
             logp, _ = completion_logprobs(net, b, False)
             (logp.sum() * 0.0).backward()
-        grads = [p_.grad for _, p_ in self.params if p_.grad is not None]
+        grads = [p_.grad for _, p_ in params if p_.grad is not None]
         norm = float(torch.sqrt(sum((g.float() ** 2).sum() for g in grads))) if grads else 0.0
-        clip = float(self.config['gradClip'])
+        clip = float(config['gradClip'])
         if clip > 0 and norm > clip:
             torch._foreach_mul_(grads, clip / norm)
-        self.opt.step()
-        self.step += 1
+        opt.step()
+        setattr(owner, counter, getattr(owner, counter) + 1)
         stats = loss_fn.stats
         if self.world > 1:
             keys = sorted(stats)
@@ -158,9 +194,14 @@ class Engine:
         tokens = sum(len(x['promptIds']) + len(x['completionIds']) for x in pairs)
         return {'loss': stats['lossSum'], 'gradNorm': norm, 'tokens': tokens, 'seconds': time.perf_counter() - started, 'stats': stats}
 
-    def save(self, target: str) -> None:
+    def save(self, target: str, adapter: str | None = None) -> None:
         if self.rank != 0:
             return
+        if adapter is not None:
+            self.adapters.save(adapter, target)
+            return
+        if self.adapters:
+            raise ValueError('the base model is frozen under LoRA adapters: save an adapter (name it)')
         moments = {}
         for n, p in self.params:
             st = self.opt.state.get(p) or {}

@@ -3,7 +3,8 @@ JSON object per line (protocol/engine.ts describes every message):
 
   engine -> daemon   {"event": "ready", "data": {engine, versions, device, ranks, model}}      once, after loading
                      {"event": "fatal", "data": {"message": ...}}                               loading failed
-  daemon -> engine   {"id": 7, "method": "generate" | "score" | "train_step" | "save" | "set_optimizer" | "shutdown", "params": {...}}
+  daemon -> engine   {"id": 7, "method": "generate" | "score" | "train_step" | "save" | "set_optimizer" | "add_adapter" | "shutdown", "params": {...}}
+                     (generate, score, train_step and save take "adapter": a LoRA adapter's name, or none for the model itself)
   engine -> daemon   {"id": 7, "event": "tokens", "data": [[sequence, token, logprob], ...]}   streaming, per decoding step
                      {"id": 7, "result": ...}  or  {"id": 7, "error": {"message": ..., "type": ...}}
 
@@ -26,7 +27,7 @@ import torch.distributed as dist
 
 from .engine import Engine
 
-COLLECTIVE = {'train_step', 'save', 'set_optimizer', 'shutdown'}
+COLLECTIVE = {'train_step', 'save', 'set_optimizer', 'shutdown'}  # add_adapter: one rank only (refused under torchrun)
 
 
 def log(msg: str) -> None:
@@ -105,7 +106,7 @@ def run_collective(engine: Engine, method: str, params: dict):
     if method == 'train_step':
         return engine.train_step(params)
     if method == 'save':
-        engine.save(params['dir'])
+        engine.save(params['dir'], params.get('adapter'))
         if engine.world > 1:
             dist.barrier()
         return {'dir': params['dir']}
@@ -132,6 +133,10 @@ def lead(engine: Engine, channel: Channel, world: int) -> int:
                     engine.validate_train(params)
                 elif method == 'save' and not isinstance(params.get('dir'), str):
                     raise ValueError('save needs {"dir": "<folder>"}')
+                elif method == 'save':
+                    engine.adapters.check_name(params.get('adapter'))
+                    if engine.adapters and params.get('adapter') is None:
+                        raise ValueError('the base model is frozen under LoRA adapters: save an adapter (name it)')
                 elif method == 'set_optimizer':
                     engine.set_optimizer({**engine.config, **params})
             except (ValueError, KeyError, TypeError) as e:
@@ -156,7 +161,9 @@ def lead(engine: Engine, channel: Channel, world: int) -> int:
                     channel.send({'id': rid, 'event': 'tokens', 'data': events})
                 result = engine.generate(params, on_step if params.get('stream') else None)
             elif method == 'score':
-                result = engine.score(params['pairs'])
+                result = engine.score(params['pairs'], params.get('adapter'))
+            elif method == 'add_adapter':
+                result = engine.add_adapter(params)
             elif method == 'describe':
                 result = engine.describe()
             else:
