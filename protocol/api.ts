@@ -277,7 +277,10 @@ export const UpdateTrainingRunRequest = z
     step: z.number().int().min(0).optional(),
     totalSteps: z.number().int().min(0).optional(),
     checkpointDir: z.string().nullable().optional(),
+    /** Replaces the summary, keeping the run's label (summary.label) unless `label` is given. */
     summary: ClientJsonObject.optional(),
+    /** The user's name for the run (the dashboard's run picker and legends); null or '' clears it. */
+    label: z.string().max(200).nullable().optional(),
   })
   .strict();
 export type UpdateTrainingRunRequest = z.input<typeof UpdateTrainingRunRequest>;

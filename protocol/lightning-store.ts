@@ -106,6 +106,13 @@ export interface TransitionQuery {
   limit?: number;
 }
 
+/**
+ * What an update of a training run may change. `summary` replaces the stored summary (`agl train` keeps its own
+ * copy whole), but never drops the run's label: the label is the user's (the dashboard edits it), so it is kept
+ * unless `label` sets it (a string) or clears it (null or '').
+ */
+export type TrainingRunPatch = Partial<Pick<TrainingRun, 'status' | 'step' | 'totalSteps' | 'checkpointDir' | 'summary'>> & { label?: string | null };
+
 export interface LightningStore {
   /** 'sqlite' | 'postgres' | 'http' (AglClient: a daemon's store over its HTTP API) */
   readonly kind: string;
@@ -159,7 +166,8 @@ export interface LightningStore {
 
   // --- training runs, metrics, transitions -----------------------------------------------------
   createTrainingRun(run: Pick<TrainingRun, 'agent' | 'config' | 'totalSteps'> & { id?: string }): Promise<TrainingRun>;
-  updateTrainingRun(id: string, patch: Partial<Pick<TrainingRun, 'status' | 'step' | 'totalSteps' | 'checkpointDir' | 'summary'>>): Promise<TrainingRun>;
+  /** A patch's `summary` replaces the stored one, except for the user's label (`summary.label`), which only `label` sets or clears (null). */
+  updateTrainingRun(id: string, patch: TrainingRunPatch): Promise<TrainingRun>;
   getTrainingRun(id: string): Promise<TrainingRun | null>;
   listTrainingRuns(agent?: string): Promise<TrainingRun[]>;
   addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void>;

@@ -23,7 +23,7 @@ import {
   type Worker,
 } from '../../protocol/store.js';
 import { newSpanId, newTraceId, randomHex } from '../../protocol/ids.js';
-import type { HealthCheckResult } from '../../protocol/lightning-store.js';
+import type { HealthCheckResult, TrainingRunPatch } from '../../protocol/lightning-store.js';
 
 /**
  * Store ids: the creation time (ms, 12 hex digits) then 64 random bits. Time first makes ids made together
@@ -247,6 +247,21 @@ export function rowToTrainingRun(r: Row): TrainingRun {
     createdAt: num(r.created_at),
     updatedAt: num(r.updated_at),
   };
+}
+/** Longest run label kept (a legend name, not a note). */
+export const MAX_RUN_LABEL = 120;
+
+/**
+ * A training run after `patch` (protocol/lightning-store.ts TrainingRunPatch): fields given replace the stored ones;
+ * a new summary keeps the stored label (`summary.label`, the user's) unless `label` sets or clears it.
+ */
+export function patchTrainingRun(current: TrainingRun, patch: TrainingRunPatch, now = Date.now()): TrainingRun {
+  const { label, ...fields } = patch;
+  const next = { ...current, ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)), updatedAt: now } as TrainingRun;
+  const kept = label === undefined ? current.summary.label : label === null ? undefined : label.trim().slice(0, MAX_RUN_LABEL) || undefined;
+  const { label: _dropped, ...rest } = next.summary;
+  next.summary = typeof kept === 'string' ? { ...rest, label: kept } : rest;
+  return next;
 }
 export function rowToMetric(r: Row): MetricPoint {
   return { runId: r.run_id, step: num(r.step), name: r.name, value: num(r.value), time: num(r.time) };

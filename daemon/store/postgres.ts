@@ -33,6 +33,7 @@ import {
   type RolloutPage,
   type RolloutQuery,
   type SpanQuery,
+  type TrainingRunPatch,
   type TransitionQuery,
 } from '../../protocol/lightning-store.js';
 import {
@@ -48,6 +49,7 @@ import {
   rowToResources,
   rowToRollout,
   rowToSpan,
+  patchTrainingRun,
   rowToTrainingRun,
   rowToTransition,
   rowToWorker,
@@ -387,15 +389,11 @@ export class PostgresStore implements LightningStore {
     if (rowCount === 0) throw new ConflictError(`training run '${t.id}' already exists`);
     return t;
   }
-  async updateTrainingRun(id: string, patch: Partial<Pick<TrainingRun, 'status' | 'step' | 'totalSteps' | 'checkpointDir' | 'summary'>>): Promise<TrainingRun> {
+  async updateTrainingRun(id: string, patch: TrainingRunPatch): Promise<TrainingRun> {
     return this.tx(async (c) => {
       const row = (await c.query('SELECT * FROM training_runs WHERE id = $1 FOR UPDATE', [id])).rows[0];
       if (!row) throw new NotFoundError('training run', id);
-      const t = {
-        ...rowToTrainingRun(row),
-        ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)),
-        updatedAt: Date.now(),
-      } as TrainingRun;
+      const t = patchTrainingRun(rowToTrainingRun(row), patch);
       await c.query('UPDATE training_runs SET status = $1, step = $2, total_steps = $3, checkpoint_dir = $4, summary = $5, updated_at = $6 WHERE id = $7', [
         t.status,
         t.step,

@@ -36,6 +36,7 @@ import {
   type RolloutPage,
   type RolloutQuery,
   type SpanQuery,
+  type TrainingRunPatch,
   type TransitionQuery,
 } from '../../protocol/lightning-store.js';
 import {
@@ -51,6 +52,7 @@ import {
   rowToResources,
   rowToRollout,
   rowToSpan,
+  patchTrainingRun,
   rowToTrainingRun,
   rowToTransition,
   rowToWorker,
@@ -422,15 +424,11 @@ export class SqliteStore implements LightningStore {
     });
     return t;
   }
-  async updateTrainingRun(id: string, patch: Partial<Pick<TrainingRun, 'status' | 'step' | 'totalSteps' | 'checkpointDir' | 'summary'>>): Promise<TrainingRun> {
+  async updateTrainingRun(id: string, patch: TrainingRunPatch): Promise<TrainingRun> {
     return this.write(() => {
       const row = this.st('SELECT * FROM training_runs WHERE id = ?').get(id);
       if (!row) throw new NotFoundError('training run', id);
-      const t = {
-        ...rowToTrainingRun(row),
-        ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)),
-        updatedAt: Date.now(),
-      } as TrainingRun;
+      const t = patchTrainingRun(rowToTrainingRun(row), patch);
       this.st(`UPDATE training_runs SET status = ?, step = ?, total_steps = ?, checkpoint_dir = ?, summary = ?, updated_at = ? WHERE id = ?`).run(
         t.status,
         t.step,

@@ -164,6 +164,10 @@ describe('store API over HTTP (agl serve + AglClient)', () => {
     assert.equal(run.status, 'running');
     const moved = await d.client.updateTrainingRun(run.id, { step: 1, summary: { best: 0.5 } });
     assert.equal(moved.step, 1);
+    // The user's label, through the declared route: kept by a later summary update, refused when too long.
+    assert.equal((await d.client.updateTrainingRun(run.id, { label: 'baseline' })).summary.label, 'baseline');
+    assert.deepEqual((await d.client.updateTrainingRun(run.id, { summary: { best: 0.75 } })).summary, { best: 0.75, label: 'baseline' });
+    await assert.rejects(d.client.updateTrainingRun(run.id, { label: 'x'.repeat(201) }), /label/);
     await d.client.addMetrics([
       { runId: run.id, step: 0, name: 'reward/mean', value: 0.25 },
       { runId: run.id, step: 1, name: 'reward/mean', value: 0.5 },

@@ -265,6 +265,28 @@ export function lifecycleConformance(ctx: { readonly store: LightningStore }, in
       assert.equal((await ctx.store.listTrainingRuns()).length, 2);
     });
 
+    it("keeps a run's label across summary updates; only `label` sets or clears it", async () => {
+      const run = await ctx.store.createTrainingRun({ agent: 'a', config: {}, totalSteps: 4 });
+      const labelled = await ctx.store.updateTrainingRun(run.id, { label: '  lr 3e-4, two policies  ' });
+      assert.equal(labelled.summary.label, 'lr 3e-4, two policies', 'trimmed');
+      // What agl train does after each validation: its own summary, whole, without the label.
+      const trained = await ctx.store.updateTrainingRun(run.id, { step: 2, summary: { elapsedMs: 10, best: { step: 2, reward: 0.5, path: null } } });
+      assert.deepEqual(trained.summary, { elapsedMs: 10, best: { step: 2, reward: 0.5, path: null }, label: 'lr 3e-4, two policies' });
+      assert.deepEqual((await ctx.store.getTrainingRun(run.id))!.summary, trained.summary);
+      const renamed = await ctx.store.updateTrainingRun(run.id, { label: 'baseline', summary: { elapsedMs: 20 } });
+      assert.deepEqual(renamed.summary, { elapsedMs: 20, label: 'baseline' });
+      // A summary that names a label itself does not set it: only `label` does.
+      const own = await ctx.store.updateTrainingRun(run.id, { summary: { label: 'not this', elapsedMs: 30 } });
+      assert.deepEqual(own.summary, { elapsedMs: 30, label: 'baseline' });
+      assert.equal((await ctx.store.updateTrainingRun(run.id, { label: 'x'.repeat(500) })).summary.label, 'x'.repeat(120), 'at most 120 characters');
+      for (const clear of [null, '', '   ']) {
+        await ctx.store.updateTrainingRun(run.id, { label: 'again' });
+        const cleared = await ctx.store.updateTrainingRun(run.id, { label: clear });
+        assert.equal('label' in cleared.summary, false, `label ${JSON.stringify(clear)} clears it`);
+        assert.deepEqual((await ctx.store.getTrainingRun(run.id))!.summary, { elapsedMs: 30 });
+      }
+    });
+
     it('stores metrics and reads them after a step', async () => {
       for (const id of ['r1', 'r2']) await ctx.store.createTrainingRun({ id, agent: 'a', config: {}, totalSteps: 2 });
       await ctx.store.addMetrics([
