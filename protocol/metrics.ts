@@ -28,6 +28,8 @@ export const METRICS = {
   stepS: 'perf/step_s',
   /** Mean final reward on the validation tasks, at each validation. */
   valReward: 'val/reward',
+  /** Completion tokens the step's update trained on (calls with a nonzero advantage, every policy): 0 = no update. */
+  trainedTokens: 'grpo/trained_tokens',
 } as const;
 
 /**
@@ -43,6 +45,23 @@ export function policyMetric(policy: string, metric: PolicyMetricName | string):
 export function parsePolicyMetric(name: string): { policy: string; metric: string } | null {
   const m = /^policy\/(.+)\/([a-z_]+)$/.exec(name);
   return m ? { policy: m[1]!, metric: m[2]! } : null;
+}
+
+/**
+ * Each role's (agent name's) share of a step, `role/<name>/<metric>`, for every role that made an LLM call, trained or
+ * not: calls (its LLM calls in the step's rollouts), reward (the mean final reward of the rollouts it took part in),
+ * credit (the mean credit of its trained calls; absent for a role not trained) and token_share (its share of the
+ * step's trained tokens, grpo/trained_tokens; 0 for a role not trained).
+ */
+export const ROLE_METRICS = ['calls', 'reward', 'credit', 'token_share'] as const;
+export type RoleMetricName = (typeof ROLE_METRICS)[number];
+export function roleMetric(role: string, metric: RoleMetricName): string {
+  return `role/${role}/${metric}`;
+}
+/** The role and metric of a `role/<name>/<metric>` name, or null. */
+export function parseRoleMetric(name: string): { role: string; metric: string } | null {
+  const m = /^role\/(.+)\/([a-z_]+)$/.exec(name);
+  return m ? { role: m[1]!, metric: m[2]! } : null;
 }
 
 export type MetricName = (typeof METRICS)[keyof typeof METRICS];
@@ -72,11 +91,47 @@ export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
   [METRICS.rolloutS]: { label: 'rollout time', unit: 'seconds' },
   [METRICS.stepS]: { label: 'step time', unit: 'seconds' },
   [METRICS.valReward]: { label: 'held-out reward', unit: '' },
+  [METRICS.trainedTokens]: { label: 'trained tokens', unit: 'tokens' },
 };
 
-/** A metric's label; a name the table does not know is shown as it is. */
+/** How a policy's and a role's own metrics read (after its name). */
+const POLICY_LABELS: Record<string, MetricLabel> = {
+  reward: { label: 'reward of its calls (mean credit)', unit: '' },
+  transitions: { label: 'calls trained on', unit: 'LLM calls' },
+  loss: { label: 'loss', unit: '' },
+  kl: { label: 'KL to reference', unit: 'nats/token' },
+  clip_ratio: { label: 'clip ratio', unit: 'share of tokens' },
+  grad_norm: { label: 'gradient norm', unit: 'L2 norm' },
+  lr: { label: 'learning rate', unit: '' },
+  updates: { label: 'updates', unit: 'updates' },
+};
+const ROLE_LABELS: Record<string, MetricLabel> = {
+  calls: { label: 'calls', unit: 'LLM calls' },
+  reward: { label: 'reward of its rollouts', unit: '' },
+  credit: { label: 'mean credit of its calls', unit: '' },
+  token_share: { label: 'share of trained tokens', unit: 'share of tokens' },
+};
+
+/** A metric's label; a policy's or a role's reads "policy writer loss", "role checker calls"; a name nothing knows is shown as it is. */
 export function metricLabel(name: string): MetricLabel {
-  return (METRIC_LABELS as Record<string, MetricLabel | undefined>)[name] ?? { label: name, unit: '' };
+  const known = (METRIC_LABELS as Record<string, MetricLabel | undefined>)[name];
+  if (known) return known;
+  const policy = parsePolicyMetric(name);
+  if (policy) {
+    const l = POLICY_LABELS[policy.metric] ?? { label: policy.metric, unit: '' };
+    return { label: `policy ${policy.policy} ${l.label}`, unit: l.unit };
+  }
+  const role = parseRoleMetric(name);
+  if (role) {
+    const l = ROLE_LABELS[role.metric] ?? { label: role.metric, unit: '' };
+    return { label: `role ${role.role} ${l.label}`, unit: l.unit };
+  }
+  return { label: name, unit: '' };
+}
+
+/** What a policy or role metric (`reward`, `loss`, `token_share`, ...) reads as, without the policy's or role's name. */
+export function ownMetricLabel(kind: 'policy' | 'role', metric: string): MetricLabel {
+  return (kind === 'policy' ? POLICY_LABELS : ROLE_LABELS)[metric] ?? { label: metric, unit: '' };
 }
 
 /**
@@ -101,4 +156,8 @@ export interface TrainingRunSummary {
   valAfter?: number | null;
   minutes?: number;
   report?: string;
+  /** The user's name for the run (set from the dashboard; `agl train` never drops it: protocol/lightning-store.ts TrainingRunPatch). */
+  label?: string;
+  /** The task files the run trained and validated on, absolute (what Train This Agent offers first for the agent next time). */
+  data?: { train: string; val: string };
 }

@@ -256,9 +256,23 @@ export const PolicyEntry = z.union([
 ]);
 export type PolicyEntry = z.infer<typeof PolicyEntry>;
 
+/**
+ * The agent's own task files (`data:`), relative to the config file: what `agl train` uses when --train / --val are
+ * not given, and what "Train This Agent" offers first for the agent whose train.yaml names them.
+ */
+export const DataSection = z
+  .object({
+    /** Training tasks (JSONL). */
+    train: z.string().min(1).nullable().default(null),
+    /** Validation tasks, held out (JSONL). */
+    val: z.string().min(1).nullable().default(null),
+  })
+  .strict();
+
 export const TrainConfig = z
   .object({
     model: ModelSection.default(ModelSection.parse({})),
+    data: DataSection.default(DataSection.parse({})),
     training: TrainingSection.default(TrainingSection.parse({})),
     runtime: RuntimeSection.default(RuntimeSection.parse({})),
     engine: EngineSection.default(EngineSection.parse({})),

@@ -39,8 +39,16 @@ export const ENGINE_OPTIONS = {
 } as const satisfies Record<string, CliOption>;
 
 export const TRAIN_OPTIONS = {
-  train: { type: 'string', arg: 'FILE', help: 'training tasks, one JSON object per line (its "id" groups GRPO samples)   (required)' },
-  val: { type: 'string', arg: 'FILE', help: 'validation tasks (held out), evaluated every --val-every steps             (required)' },
+  train: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'training tasks, one JSON object per line (its "id" groups GRPO samples)   (required unless --config names data.train)',
+  },
+  val: {
+    type: 'string',
+    arg: 'FILE',
+    help: 'validation tasks (held out), evaluated every --val-every steps             (required unless --config names data.val)',
+  },
   model: { type: 'string', arg: 'M', help: 'builtin:0.8m (default), builtin:5m, or a model/checkpoint folder (e.g. from agl sft)', config: 'model.name' },
   'group-size': { type: 'string', arg: 'N', help: 'rollouts per task (GRPO group), default 8', config: 'training.groupSize', parse: 'number' },
   'batch-size': { type: 'string', arg: 'N', help: 'tasks per step, default 16', config: 'training.batchSize', parse: 'number' },

@@ -50,8 +50,8 @@ export interface Trajectory {
   steps: TrajectoryStep[];
   /** Every reward of the attempt in time order; the final one is picked by credit.ts `finalReward`. */
   rewards: RewardSeen[];
-  /** LLM calls dropped: no token ids (e.g. an upstream that returned none) or filtered out by agent. */
-  skipped: { spanId: string; reason: 'no-token-ids' | 'agent-filtered' }[];
+  /** LLM calls dropped: no token ids (e.g. an upstream that returned none) or filtered out by agent; with the call's agent name. */
+  skipped: { spanId: string; reason: 'no-token-ids' | 'agent-filtered'; agentName: string | null }[];
 }
 
 export interface AdapterOptions {
@@ -89,9 +89,9 @@ export function spansToTrajectory(spans: Span[], opts: AdapterOptions = {}): Tra
       const agentName = agents.get(span.spanId) ?? null;
       let step: TrajectoryStep | null = null;
       if (!promptIds || !completionIds || completionIds.length === 0) {
-        skipped.push({ spanId: span.spanId, reason: 'no-token-ids' });
+        skipped.push({ spanId: span.spanId, reason: 'no-token-ids', agentName });
       } else if (match && !(agentName !== null && match.test(agentName))) {
-        skipped.push({ spanId: span.spanId, reason: 'agent-filtered' });
+        skipped.push({ spanId: span.spanId, reason: 'agent-filtered', agentName });
       } else {
         const lp = numberArrayAttr(span.attributes[AGL.completionLogprobs]);
         step = {

@@ -4,8 +4,9 @@
  * overrides the defaults. Unknown keys are errors that name the key, so a typo never silently trains with a default.
  */
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { TrainConfig, type TrainConfigInput } from '../../protocol/train-config.js';
+import { DataSection, TrainConfig, type TrainConfigInput } from '../../protocol/train-config.js';
 
 export { engineOptions } from './engine-config.js';
 export {
@@ -55,4 +56,13 @@ export function readConfigFile(path: string): unknown {
 export function resolveTrainConfig(file: string | null, overrides: TrainConfigInput = {}): TrainConfig {
   const fromFile = file ? readConfigFile(file) : {};
   return parseTrainConfig(deepMerge(deepMerge({}, fromFile), overrides), file ?? 'config');
+}
+
+/** The task files a config file names (its `data:` section), resolved from the file's folder; a missing one is undefined. */
+export function configData(file: string): { train?: string; val?: string } {
+  const raw = readConfigFile(file) as { data?: unknown };
+  const r = DataSection.safeParse(raw?.data ?? {});
+  if (!r.success) throw new Error(`invalid training config ${file}: data: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const at = (p: string | null) => (p === null ? undefined : resolve(dirname(file), p));
+  return { train: at(r.data.train), val: at(r.data.val) };
 }

@@ -8,7 +8,8 @@
  * Task order is a pure function of (seed, step), so a resumed run continues with exactly the next tasks.
  */
 import { emptyLossStats, summarizeLossStats, type LossStats } from '../../protocol/engine.js';
-import { METRICS, policyMetric, type StopReason } from '../../protocol/metrics.js';
+import { METRICS, policyMetric, roleMetric, type StopReason } from '../../protocol/metrics.js';
+import { LEARNING_CHECK_STEPS, describeDiagnosis, diagnoseLearning, type LearningDiagnosis, type PointLike } from '../../protocol/training-health.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
 import type { PolicyModel, SequencePair, TrainStepResult } from '../model/policy-contract.js';
 import { makeRng } from '../model/sampling.js';
@@ -95,6 +96,8 @@ export interface TrainerDeps {
   /** Keeps the policy as the best so far (called when a validation beats every earlier one; `state.best` is set). */
   saveBest?: (state: TrainerState) => Promise<void>;
   log?: (message: string) => void;
+  /** Called once when the first LEARNING_CHECK_STEPS steps show the run cannot learn (protocol/training-health.ts). */
+  onDiagnosis?: (d: LearningDiagnosis) => void;
   onProgress?: (phase: string, done: number, total: number, state: TrainerState) => void;
   signal?: AbortSignal;
 }
@@ -164,7 +167,7 @@ interface RolledOut {
   groups: GroupRollout[];
 }
 /** One LLM call of the step with its credit and its GRPO group. */
-interface CreditedItem {
+export interface CreditedItem {
   g: GroupRollout;
   s: TrajectoryStep;
   credit: number;
@@ -187,6 +190,10 @@ export class Trainer {
   private readonly rolesSeen = new Set<string>();
   private rolesChecked = false;
   private rolesSeenIn = { val: 0, train: 0 };
+  /** The metrics of the steps this process ran, until the learning check (LEARNING_CHECK_STEPS) is done. */
+  private firstSteps: PointLike[] = [];
+  /** Why this run cannot learn, when its first steps showed it. */
+  diagnosis: LearningDiagnosis | null = null;
 
   constructor(
     private readonly deps: TrainerDeps,
@@ -258,11 +265,13 @@ export class Trainer {
     const rolled = await this.rollOut(step);
     if (this.deps.policies?.length && !this.rolesChecked) this.noteRoles(rolled.groups, 'train', step);
     const rolloutSeconds = (Date.now() - started) / 1000;
-    this.checkFailures(step, rolled.scheduled);
     const { items, adv, kept } = this.creditAndAdvantages(rolled);
     const updates = await this.update(step, kept);
-    const metrics = this.stepMetrics(rolled, items, adv, updates, rolloutSeconds, (Date.now() - started) / 1000);
+    const metrics = this.stepMetrics(rolled, items, adv, kept, updates, rolloutSeconds, (Date.now() - started) / 1000);
     await this.record(step, metrics, items, adv);
+    // After recording: a step whose every rollout failed is on the dashboard too, also the one that stops the run.
+    this.checkFailures(step, rolled.scheduled);
+    this.checkLearning(step, metrics);
     this.state.step = step + 1;
     const rMean = metrics[METRICS.rewardMean]!;
     this.state.train.push({ step, reward: rMean });
@@ -314,6 +323,27 @@ export class Trainer {
         `every rollout of the last ${MAX_FAILED_STEPS} steps failed, e.g.: ${failed.error}. Fix the agent, then continue from the last checkpoint with agl train --resume`,
       );
     }
+  }
+
+  /**
+   * After the first LEARNING_CHECK_STEPS steps of a fresh run: when none of them could teach the policy anything (every
+   * group without reward spread, or every rollout failed), say so with the likely cause and what to do next, once.
+   */
+  private checkLearning(step: number, metrics: Record<string, number>): void {
+    if (step >= LEARNING_CHECK_STEPS || this.state.step !== step) return;
+    this.firstSteps.push(...Object.entries(metrics).map(([name, value]) => ({ step, name, value })));
+    if (step + 1 < LEARNING_CHECK_STEPS) return;
+    this.judgeLearning(LEARNING_CHECK_STEPS);
+  }
+
+  /** Diagnoses the first steps this process ran (a resumed run that did not run them here has nothing to look at). */
+  private judgeLearning(steps: number): void {
+    const d = diagnoseLearning(this.firstSteps, steps);
+    this.firstSteps = [];
+    if (!d) return;
+    this.diagnosis = d;
+    for (const line of describeDiagnosis(d)) this.log(`agl train: ${line}`);
+    this.deps.onDiagnosis?.(d);
   }
 
   /** Adapt + credit (one item per kept LLM call), then GRPO advantages; the items the update trains on. */
@@ -477,6 +507,7 @@ export class Trainer {
     rolled: RolledOut,
     items: CreditedItem[],
     adv: AdvantageResult,
+    kept: (CreditedItem & { advantage: number })[],
     updates: PolicyUpdate[],
     rolloutSeconds: number,
     stepSeconds: number,
@@ -496,6 +527,9 @@ export class Trainer {
     const rewards = finalRewards(rolled.scheduled);
     const rMean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     const completionTokens = items.reduce((a, i) => a + i.s.completionIds.length, 0);
+    // The tokens the update trained on: kept calls with an advantage (a call with advantage 0 moves no weight).
+    const trained = kept.filter((k) => k.advantage !== 0);
+    const trainedTokens = trained.reduce((a, k) => a + k.s.completionIds.length, 0);
     const { sampled } = rolled;
     return {
       [METRICS.rewardMean]: rMean,
@@ -514,7 +548,9 @@ export class Trainer {
       [METRICS.tokensPerS]: update.seconds > 0 ? update.tokens / update.seconds : 0,
       [METRICS.rolloutS]: rolloutSeconds,
       [METRICS.stepS]: stepSeconds,
+      [METRICS.trainedTokens]: trainedTokens,
       ...(this.deps.policies?.length ? this.policyMetrics(updates) : {}),
+      ...roleMetrics(rolled.groups, items, trained, trainedTokens),
     };
   }
 
@@ -576,11 +612,53 @@ export class Trainer {
       await store.updateTrainingRun(this.state.runId, { step: this.state.step, totalSteps: this.state.totalSteps });
       if (this.state.step % t.checkpointEvery === 0 && !last) await this.deps.checkpoint(this.state);
     }
+    // A run that ended before the learning check's steps were in: judge the steps it ran.
+    if (this.firstSteps.length) this.judgeLearning(new Set(this.firstSteps.map((p) => p.step)).size);
     if (this.state.val.at(-1)?.step !== this.state.step) await this.validate();
     this.state.elapsedMs = Date.now() - began;
     await this.deps.checkpoint(this.state);
     return this.state;
   }
+}
+
+/**
+ * Each named role's part of a step (protocol/metrics.ts ROLE_METRICS): its LLM calls in the step's rollouts (trained
+ * or left out by the run's selection), the mean final reward of the rollouts it took part in, the mean credit of its
+ * trained calls, and its share of the tokens the update trained on. Calls naming no role are not counted.
+ */
+export function roleMetrics(
+  groups: GroupRollout[],
+  items: CreditedItem[],
+  trained: (CreditedItem & { advantage: number })[],
+  trainedTokens: number,
+): Record<string, number> {
+  const calls = new Map<string, number>();
+  const rewards = new Map<string, number[]>();
+  for (const g of groups) {
+    if (!g.trajectory) continue;
+    const reward = finalRewards([g])[0]!;
+    const here = new Set<string>();
+    for (const name of [...g.trajectory.steps.map((s) => s.agentName), ...g.trajectory.skipped.map((s) => s.agentName)]) {
+      if (name === null) continue;
+      calls.set(name, (calls.get(name) ?? 0) + 1);
+      here.add(name);
+    }
+    for (const name of here) rewards.set(name, [...(rewards.get(name) ?? []), reward]);
+  }
+  const credits = new Map<string, number[]>();
+  for (const it of items) if (it.s.agentName !== null) credits.set(it.s.agentName, [...(credits.get(it.s.agentName) ?? []), it.credit]);
+  const tokens = new Map<string, number>();
+  for (const k of trained) if (k.s.agentName !== null) tokens.set(k.s.agentName, (tokens.get(k.s.agentName) ?? 0) + k.s.completionIds.length);
+  const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+  const out: Record<string, number> = {};
+  for (const [role, n] of [...calls].sort(([a], [b]) => a.localeCompare(b))) {
+    out[roleMetric(role, 'calls')] = n;
+    out[roleMetric(role, 'reward')] = mean(rewards.get(role)!);
+    const c = credits.get(role);
+    if (c) out[roleMetric(role, 'credit')] = mean(c);
+    out[roleMetric(role, 'token_share')] = trainedTokens > 0 ? (tokens.get(role) ?? 0) / trainedTokens : 0;
+  }
+  return out;
 }
 
 export function newTrainerState(run: TrainingRun): TrainerState {

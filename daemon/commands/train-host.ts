@@ -28,7 +28,10 @@ export interface HostOptions {
   dataDir: string;
   /** Runner workers started in this process (0 = rely on external `agl runner` processes). */
   workers: number;
+  /** The agent's stable id (what its rollouts name). */
   agent: string;
+  /** The agent as the user named it, resolved (an absolute file): what the workers run, from any working directory. */
+  agentSpec?: string;
   port?: number;
   log?: (m: string) => void;
   /** Environment variables an upstream LLM resource of this run may name for its key (engine.sampler.apiKeyEnv). */
@@ -55,6 +58,7 @@ export async function startTrainingHost(o: HostOptions): Promise<TrainingHost> {
       token: o.token,
       workers: o.workers,
       agent: o.agent,
+      ...(o.agentSpec ? { agentSpecs: { [o.agent]: o.agentSpec } } : {}),
       pollMs: { min: 20, max: 250 },
       log: o.log,
     });

@@ -7,7 +7,7 @@
 import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { engineOptions, type SamplerConfig, type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
+import { configData, engineOptions, type SamplerConfig, type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
 import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import { EngineError } from '../model/torch-engine.js';
@@ -18,6 +18,7 @@ import type { Task } from '../algorithm/rollouts.js';
 import { readJsonl } from '../algorithm/sft-trainer.js';
 import { type RolePolicy, Trainer, type TrainerState, epochSteps, newTrainerState, plannedSteps, stopReason } from '../algorithm/trainer.js';
 import type { TrainingRunSummary } from '../../protocol/metrics.js';
+import { describeDiagnosis, type LearningDiagnosis } from '../../protocol/training-health.js';
 import { GrpoConfig, type PolicyEntry } from '../../protocol/train-config.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
@@ -29,7 +30,7 @@ import { Progress } from './progress.js';
 import { startTrainingHost } from './train-host.js';
 import { openAdapterPolicies } from './train-adapters.js';
 import { resolveAgentFile } from '../../sdk/tools/agent-id.js';
-import { storedAgentId } from '../runner/agent-ref.js';
+import { runnableAgentSpec, storedAgentId } from '../runner/agent-ref.js';
 import { writeReport } from './train-report.js';
 
 const HELP = trainHelp();
@@ -68,8 +69,20 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const agent = a.positionals[0];
-  if (!agent || !f.train || !f.val) {
-    process.stderr.write(`agl train: the agent, --train and --val are required\n\n${HELP}`);
+  // The task files: the flags, else the config's data: section (the agent's own train.yaml naming its data).
+  let named: { train?: string; val?: string } = {};
+  if (f.config && (!f.train || !f.val)) {
+    try {
+      named = configData(f.config);
+    } catch (e) {
+      process.stderr.write(`agl train: ${(e as Error).message}\n`);
+      return 2;
+    }
+  }
+  const train = f.train ?? named.train,
+    val = f.val ?? named.val;
+  if (!agent || !train || !val) {
+    process.stderr.write(`agl train: the agent, --train and --val are required (or a --config whose data: names train and val)\n\n${HELP}`);
     return 2;
   }
   const agentFile = agent.split('#')[0];
@@ -77,7 +90,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`agl train: agent file ${agentFile} not found\n`);
     return 2;
   }
-  const outcome = await trainAgent({ ...f, agent, train: f.train, val: f.val });
+  const outcome = await trainAgent({ ...f, agent, train, val });
   return outcome ? 0 : 130;
 }
 
@@ -121,6 +134,13 @@ class TrainingSession {
   readonly controller = new AbortController();
   /** The run, its rollouts and its runner's claims use the agent's stable id (protocol/agent-id.ts), whatever the cwd. */
   private readonly agent: string;
+  /**
+   * What the workers run: the agent as named, its file absolute. The stable id alone cannot find a file outside any
+   * project from another folder (`agl train /abs/agent.ts#a` from elsewhere records `agent.ts#a`).
+   */
+  private readonly agentSpec: string | undefined;
+  /** Why the run cannot learn, when its first steps showed it (protocol/training-health.ts): repeated at the end. */
+  private diagnosis: LearningDiagnosis | null = null;
   /** Engines to stop however the run ends (a torch engine is a child process). */
   private readonly opened: PolicyModel[] = [];
   private engineLog: { path: string; write: (line: string) => void } | null = null;
@@ -133,6 +153,11 @@ class TrainingSession {
     private readonly dataDir: string,
   ) {
     this.agent = storedAgentId(f.agent);
+    try {
+      this.agentSpec = runnableAgentSpec(f.agent);
+    } catch {
+      this.agentSpec = undefined; // not a reference the runner understands: its own error comes with the first rollout
+    }
   }
 
   async run(): Promise<TrainOutcome | null> {
@@ -267,7 +292,7 @@ class TrainingSession {
 
   /** The run's record: resumed (status back to running, its summary kept but why it stopped) or created. */
   private async startRecord({ ckpt, resumeDir, config, train }: RunPlan): Promise<{ state: TrainerState; checkpointDir: string }> {
-    this.summary = { epochSteps: epochSteps(config, train.length) };
+    this.summary = { epochSteps: epochSteps(config, train.length), data: { train: resolve(this.f.train), val: resolve(this.f.val) } };
     if (ckpt && resumeDir) {
       const state = ckpt.trainer;
       const { stopReason: _, error: __, ...earlier } = ((await this.store.getTrainingRun(state.runId))?.summary ?? {}) as TrainingRunSummary;
@@ -305,6 +330,7 @@ class TrainingSession {
       dataDir: this.dataDir,
       workers: config.runtime.workers,
       agent: this.agent,
+      agentSpec: this.agentSpec,
       log: (m) => log(`  ${m}`),
       allowedKeyEnvs: sampler?.apiKeyEnv ? [...DEFAULT_KEY_ENVS, sampler.apiKeyEnv] : undefined,
     });
@@ -362,6 +388,9 @@ class TrainingSession {
           await this.store.updateTrainingRun(s.runId, { summary: { ...this.summary } });
         },
         log,
+        onDiagnosis: (d) => {
+          this.diagnosis = d;
+        },
         onProgress: (phase, done, total, s) =>
           bar?.update(s.step, `${phase} ${done}/${total} val ${s.val.at(-1)?.reward.toFixed(2) ?? '-'} reward ${s.train.at(-1)?.reward.toFixed(2) ?? '-'}`),
       },
@@ -408,6 +437,11 @@ class TrainingSession {
     const checkpoint = join(checkpointDir, `policy-${state.step}`);
     process.stdout.write(
       `agl train: held-out reward ${before?.toFixed(3)} -> ${after?.toFixed(3)} in ${(state.elapsedMs / 60000).toFixed(1)} min\n` +
+        (this.diagnosis
+          ? describeDiagnosis(this.diagnosis)
+              .map((l) => `agl train: ${l}\n`)
+              .join('')
+          : '') +
         `checkpoint: ${checkpoint}\nreport: ${report.html}\nreward curve: ${report.png}\n` +
         `transitions: agl export --format jsonl --run ${state.runId}\n`,
     );

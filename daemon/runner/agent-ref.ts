@@ -40,3 +40,12 @@ function onlyTsAgent(file: string): string | null {
 export function storedAgentId(spec: string, cwd = process.cwd()): string {
   return canonicalAgentSpec(spec, cwd, onlyTsAgent);
 }
+
+/**
+ * The agent reference as typed in `cwd`, with its file made absolute: what a runner started anywhere runs for it (the
+ * stored id, relative to the file's project root, names no folder when the file is outside any project).
+ */
+export function runnableAgentSpec(spec: string, cwd = process.cwd()): string {
+  const ref = parseAgentRef(spec, cwd);
+  return ref.kind === 'js' ? `${ref.file}${ref.exportName ? `#${ref.exportName}` : ''}` : ref.target;
+}

@@ -21,6 +21,11 @@ export interface ExecuteOptions {
   cwd: string;
   /** Agent for rollouts that name none. */
   defaultAgent?: string;
+  /**
+   * What to run for a stored agent id, when the id alone may not find its file from `cwd`: `agl train /abs/agent.ts#a`
+   * run from another folder records `agent.ts#a` (the path from the file's project root) and runs the file it named.
+   */
+  agentSpecs?: Record<string, string>;
   /** Applied when the rollout's config sets no timeout. */
   defaultTimeoutSeconds?: number | null;
   heartbeatMs?: number;
@@ -54,7 +59,8 @@ export async function executeClaim(claim: Claim, workerFor: (kind: WorkerKind) =
   }, opts.heartbeatMs ?? 10_000);
   heartbeat.unref();
   try {
-    const agentSpec = rollout.agent ?? opts.defaultAgent;
+    const given = rollout.agent !== null && opts.agentSpecs && Object.hasOwn(opts.agentSpecs, rollout.agent) ? opts.agentSpecs[rollout.agent] : undefined;
+    const agentSpec = given ?? rollout.agent ?? opts.defaultAgent;
     if (!agentSpec) throw new Error('the rollout names no agent and this runner has no default (agl runner --agent file.ts#export)');
     const ref = parseAgentRef(agentSpec, opts.cwd);
     const resources = await (opts.resources ?? runnerResourcesCache(opts.client)).forRollout(rollout);

@@ -18,6 +18,8 @@ export interface RunnerOptions {
   cwd?: string;
   /** Claim only rollouts of this agent (and those naming none, which it runs). */
   agent?: string;
+  /** What to run for a stored agent id whose file its id alone may not find from `cwd` (execute.ts ExecuteOptions.agentSpecs). */
+  agentSpecs?: Record<string, string>;
   defaultTimeoutSeconds?: number | null;
   /** Idle polling interval bounds (ms). */
   pollMs?: { min: number; max: number };
@@ -110,6 +112,7 @@ export class Runner {
           daemonUrl: this.opts.daemonUrl,
           cwd: this.opts.cwd ?? process.cwd(),
           defaultAgent: this.opts.agent,
+          agentSpecs: this.opts.agentSpecs,
           defaultTimeoutSeconds: this.opts.defaultTimeoutSeconds,
           log: (m) => this.log(m),
           resources: this.resources,

@@ -51,7 +51,7 @@ test('calls without token ids are skipped and reported, not crashed on (agent-li
     traj.steps.map((s) => s.spanId),
     ['c1'],
   );
-  assert.deepEqual(traj.skipped, [{ spanId: 'c0', reason: 'no-token-ids' }]);
+  assert.deepEqual(traj.skipped, [{ spanId: 'c0', reason: 'no-token-ids', agentName: null }]);
 });
 
 test('agent filter keeps only matching agents; names inherited from ancestors', () => {
@@ -76,7 +76,7 @@ test('agent filter keeps only matching agents; names inherited from ancestors', 
       ['c3', 1],
     ],
   );
-  assert.deepEqual(sel.skipped, [{ spanId: 'c2', reason: 'agent-filtered' }]);
+  assert.deepEqual(sel.skipped, [{ spanId: 'c2', reason: 'agent-filtered', agentName: 'checker' }], 'a call left out names its role');
   assert.equal(sel.rewards.at(-1)?.value, 1);
 });
 
