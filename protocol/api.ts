@@ -361,5 +361,15 @@ export const GroupQueryRequest = z
   .strict();
 export type GroupQueryRequest = z.infer<typeof GroupQueryRequest>;
 
+/** `POST /v1/agl/views/rollout`: one rollout as the viewer shows it (protocol/webview-trajectory.ts RolloutDetail). */
+export const RolloutViewRequest = z
+  .object({
+    rolloutId: z.string().min(1),
+    /** The attempt to show; default the latest. */
+    attemptId: z.string().min(1).optional(),
+  })
+  .strict();
+export type RolloutViewRequest = z.infer<typeof RolloutViewRequest>;
+
 /** `GET /v1/agl/views/headline?agent=`: the agent's headline (protocol/agent-headline.ts AgentHeadline). */
 export const HeadlineQuery = z.object({ agent: z.string().min(1) }).strict();

@@ -32,6 +32,7 @@ import {
   ResourcesListQuery,
   RolloutListQuery,
   RolloutSearchRequest,
+  RolloutViewRequest,
   SpanListQuery,
   SpanSearchRequest,
   StartRolloutRequest,
@@ -60,7 +61,7 @@ import {
   type WorkerList,
 } from './api.js';
 import type { Attempt, Resources, Rollout, Statistics, TrainingRun, Worker } from './store.js';
-import type { GroupPage } from './webview-trajectory.js';
+import type { GroupPage, RolloutDetail } from './webview-trajectory.js';
 
 /** The type a route answers with, carried by the declaration's type alone (its value is an empty marker). */
 export interface Returns<T> {
@@ -156,6 +157,8 @@ export const routes = {
   viewHeadline: { method: 'GET', path: '/views/headline', query: HeadlineQuery, response: returns<AgentHeadline>() },
   /** A training step's GRPO groups, or one rollout's group (the viewer's group view). */
   viewGroups: { method: 'POST', path: '/views/groups', body: GroupQueryRequest, optionalBody: true, response: returns<GroupPage>() },
+  /** One rollout with its calls (number, role, policy, trained or not and why) and answer (the viewer's rollout view). */
+  viewRollout: { method: 'POST', path: '/views/rollout', body: RolloutViewRequest, response: returns<RolloutDetail>() },
 } as const satisfies Record<string, RouteDecl>;
 
 export type Routes = typeof routes;

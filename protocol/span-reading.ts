@@ -12,7 +12,14 @@
  *    else the last reward in time order (end time, ties by the store's sequence id); none: no final reward;
  *  - a span whose parent never arrived, or that sits in a parent cycle, hangs under the attempt's root
  *    (the runner's `agentlightning.rollout` span) or, without one, is a root itself;
- *  - a span's agent is its own `agl.agent.name` / `gen_ai.agent.name`, else its nearest ancestor's.
+ *  - a span's agent is its own `agl.agent.name` / `gen_ai.agent.name`, else its nearest ancestor's;
+ *  - an attempt's LLM calls are numbered 1, 2, ... in the order they started (ties by sequence id), whatever
+ *    role made them or whether they were trained: "call #3" is the same call in every view (llmCallNumbers);
+ *  - an episode's answer is what the agent gave as its result, never an LLM reply (episodeAnswer): what the agent
+ *    function returned when not a number (`agl.rollout.result` on the root span), else the last object it emitted
+ *    with `agl.object.kind` `final` or `<name>.final`, else the last object the agent function itself emitted (not
+ *    inside a sub-agent's operation, not an expected output); else it recorded none. The output it was scored
+ *    against is the last object emitted with kind `expected` or `<name>.expected` (expectedOutput).
  */
 import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from './spans.js';
 import type { AttributeValue, Span } from './store.js';
@@ -186,4 +193,124 @@ export function agentNames(spans: Span[], parents: Map<string, string | null> = 
     }
   }
   return out;
+}
+
+// ---- the numbering of LLM calls ---------------------------------------------------------------------------
+
+/** Start order, ties by the store's sequence id (clocks can tie, sequence ids cannot). */
+function byStart(a: Span, b: Span): number {
+  return a.startTime - b.startTime || a.sequenceId - b.sequenceId;
+}
+
+/**
+ * Each LLM call's number in its attempt (give the spans of one attempt): 1, 2, ... in the order the calls started,
+ * counting every call whatever its role and whether it was trained. Every view says "call #n" from this.
+ */
+export function llmCallNumbers(spans: Span[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of spans.filter(isLlmCallSpan).sort(byStart)) out.set(s.spanId, out.size + 1);
+  return out;
+}
+
+// ---- the episode's answer -----------------------------------------------------------------------------------
+
+/** An episode's answer (episodeAnswer) or the output it was scored against (expectedOutput). */
+export interface EpisodeAnswer {
+  /** `returned`: the agent function's return value; `emitted`: an object it emitted; `none`: it recorded no answer. */
+  source: 'returned' | 'emitted' | 'none';
+  /** The value (parsed JSON; a string that is not JSON stays a string); null for none. */
+  value: unknown;
+  /** The value as canonical JSON (object keys sorted): two answers are the same when their keys are. '' for none. */
+  key: string;
+  /** The emitted object's `agl.object.kind`. */
+  kind: string | null;
+  /** The span it was read from. */
+  spanId: string | null;
+}
+
+const NO_ANSWER: EpisodeAnswer = { source: 'none', value: null, key: '', kind: null, spanId: null };
+
+function parseJsonText(v: AttributeValue | undefined): unknown {
+  if (typeof v !== 'string') return v ?? null;
+  try {
+    return JSON.parse(v);
+  } catch {
+    return v;
+  }
+}
+
+/** JSON with every object's keys sorted, so equal values give equal text. */
+export function canonicalJson(value: unknown): string {
+  const sort = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(sort)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return JSON.stringify(sort(value)) ?? 'null';
+}
+
+const kindOf = (span: SpanLike): string | null => {
+  const k = span.attributes[AGL.objectKind];
+  return typeof k === 'string' && k.length > 0 ? k : null;
+};
+const isKind = (kind: string | null, what: 'final' | 'expected'): boolean => kind === what || (kind?.endsWith(`.${what}`) ?? false);
+
+/** Emitted objects in the order they were written (end time, ties by sequence id). */
+function objectsInOrder(spans: Span[]): Span[] {
+  return spans.filter((s) => spanKind(s) === 'object').sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId);
+}
+
+function fromObject(span: Span | undefined): EpisodeAnswer {
+  if (!span) return NO_ANSWER;
+  const value = parseJsonText(span.attributes[AGL.objectJson]);
+  return { source: 'emitted', value, key: canonicalJson(value), kind: kindOf(span), spanId: span.spanId };
+}
+
+/** The attempt's root span: the runner's `agentlightning.rollout` span. */
+function rootSpan(spans: Span[]): Span | undefined {
+  return spans.find((s) => s.name === SPAN.agentRun);
+}
+
+/**
+ * The episode's answer (give the spans of one attempt), by the rule in this file's header: the returned value, else
+ * the last object emitted as `final` / `<name>.final`, else the last object the agent function itself emitted;
+ * `source: 'none'` when it recorded none (it returned only a reward and emitted nothing): never an LLM reply.
+ */
+export function episodeAnswer(spans: Span[]): EpisodeAnswer {
+  const root = rootSpan(spans);
+  const returned = root?.attributes[AGL.rolloutResult];
+  if (returned !== undefined && returned !== null) {
+    const value = parseJsonText(returned);
+    return { source: 'returned', value, key: canonicalJson(value), kind: null, spanId: root!.spanId };
+  }
+  const objects = objectsInOrder(spans);
+  const final = objects.filter((s) => isKind(kindOf(s), 'final')).at(-1);
+  if (final) return fromObject(final);
+  const names = agentNames(spans);
+  const rootName = root ? (names.get(root.spanId) ?? null) : null;
+  return fromObject(objects.filter((s) => !isKind(kindOf(s), 'expected') && (names.get(s.spanId) ?? null) === rootName).at(-1));
+}
+
+/** The output the agent scored the episode against, when it emitted one (`expected` / `<name>.expected`), else null. */
+export function expectedOutput(spans: Span[]): EpisodeAnswer | null {
+  const span = objectsInOrder(spans)
+    .filter((s) => isKind(kindOf(s), 'expected'))
+    .at(-1);
+  return span ? fromObject(span) : null;
+}
+
+/** Keys of a task input that hold its expected output (shown beside the samples, apart from the question). */
+export const EXPECTED_TASK_KEYS = /^(answer|expected(_answer|_output)?|gold|ground_truth|target|label|solution|reference)$/i;
+
+/** The task's fields that hold its expected output, in the task's order. */
+export function expectedTaskFields(input: unknown): { key: string; value: unknown }[] {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return [];
+  return Object.entries(input)
+    .filter(([k]) => EXPECTED_TASK_KEYS.test(k))
+    .map(([key, value]) => ({ key, value }));
 }

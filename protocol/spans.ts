@@ -81,6 +81,12 @@ export const AGL = {
   /** Message / object payloads. */
   message: 'agl.message',
   objectJson: 'agl.object.json',
+  /** What an emitted object is, named by the agent. `final` or `<name>.final` (`sql.final`): the episode's answer;
+   *  `expected` or `<name>.expected`: the output the agent scored it against (protocol/span-reading.ts episodeAnswer). */
+  objectKind: 'agl.object.kind',
+  /** On the rollout's root span: the JSON of what the agent function returned when that was not a number (a
+   *  number is the final reward instead); the episode's answer before any emitted object. */
+  rolloutResult: 'agl.rollout.result',
   exceptionType: 'exception.type',
   exceptionMessage: 'exception.message',
   exceptionStacktrace: 'exception.stacktrace',

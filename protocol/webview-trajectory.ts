@@ -4,6 +4,8 @@
  * and draws (span tree, waterfall, chat, credit, GRPO groups, states).
  */
 import type { RolloutSearchRequest } from './api.js';
+import type { CallInfo, RunRoles } from './call-roles.js';
+import type { EpisodeAnswer } from './span-reading.js';
 import type { Attempt, Rollout, RolloutMode, RolloutStatus, Span, Transition } from './store.js';
 import type { ScaleRewards } from './grpo-advantage.js';
 import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
@@ -62,7 +64,10 @@ export interface RolloutPage {
   runs: RunChoice[];
 }
 
-/** Everything about one rollout that the viewer draws. */
+/**
+ * Everything about one rollout that the viewer draws, assembled by the daemon in one request (POST /v1/agl/views/rollout,
+ * daemon/store/views.ts rolloutView).
+ */
 export interface RolloutDetail {
   rollout: Rollout;
   attempts: Attempt[];
@@ -72,6 +77,20 @@ export interface RolloutDetail {
   /** The algorithm's transitions for these spans (credit, advantage), newest training step first. */
   transitions: Transition[];
   resourcesVersion: number | null;
+  /** Each LLM call of the attempt in call-number order: its number, role, policy and version, trained or not and why. */
+  calls: CallInfo[];
+  /** The selection rule of the training run that made the rollout (or trained on it); null when none did. */
+  roles: RunRoles | null;
+  /** The episode's answer (protocol/span-reading.ts episodeAnswer). */
+  answer: EpisodeAnswer;
+}
+
+/** The task's expected output, shown beside a group's samples. */
+export interface ExpectedAnswer {
+  /** The task's fields holding its expected output (span-reading.ts EXPECTED_TASK_KEYS: answer, gold, ...), as given. */
+  fields: { key: string; value: unknown }[];
+  /** What the agent emitted as the output it scored against (kind `expected` / `<name>.expected`): sql's gold query and rows. */
+  emitted: EpisodeAnswer | null;
 }
 
 /** One sample of a GRPO group: a rollout of the group's task. */
@@ -83,6 +102,10 @@ export interface GroupSample {
   transitions: Transition[];
   /** Why the attempt failed, when it did (the attempt's error message). */
   error: string | null;
+  /** The episode's answer (protocol/span-reading.ts episodeAnswer): what the group view shows and merges by. */
+  answer: EpisodeAnswer;
+  /** Each LLM call in call-number order, with its role, policy, version and training (protocol/call-roles.ts). */
+  calls: CallInfo[];
 }
 
 /**
@@ -116,6 +139,10 @@ export interface GroupData {
   samples: GroupSample[];
   /** Null for a group not trained on yet (no transitions). */
   advantage: GroupAdvantage | null;
+  /** How many different answers the samples gave (samples that recorded none are not counted). */
+  distinctAnswers: number;
+  /** The task's expected output, when the task or the agent gives one. */
+  expected: ExpectedAnswer | null;
 }
 
 export interface GroupQuery {
@@ -131,6 +158,8 @@ export interface GroupPage {
   /** Steps of the run that have transitions, to move between them. */
   steps: number[];
   groups: GroupData[];
+  /** The run's selection rule (which roles it trains, by which policy); null without a run. */
+  roles: RunRoles | null;
 }
 
 /** Which screen the viewer shows; persisted with setState so a restored panel reopens there. */

@@ -3,26 +3,28 @@
  * declared in protocol/routes.ts):
  *   viewHeadline   GET /views/headline?agent=   an agent's headline number and its words (CodeLens, dashboard)
  *   viewGroups     POST /views/groups           a training step's GRPO groups, or one rollout's group (the viewer's group view)
+ *   viewRollout    POST /views/rollout          one rollout with its calls and answer (the viewer's rollout view)
  */
-import { agentHeadline, groupPage } from '../store/views.js';
+import { agentHeadline, groupPage, rolloutView } from '../store/views.js';
 import { HttpProblem } from './errors.js';
 import { json, type RouteHandlers } from './route.js';
 import type { ServerContext } from './server-context.js';
+
+/** The one error the views throw themselves, an unknown rollout, as a 404. */
+async function orNotFound<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof Error && /does not exist in this daemon's store/.test(e.message)) throw new HttpProblem(404, 'not-found', e.message);
+    throw e;
+  }
+}
 
 export function viewRoutes(ctx: ServerContext) {
   const { store } = ctx;
   return {
     viewHeadline: { handle: async ({ query }) => json(200, await agentHeadline(store, query.agent)) },
-    viewGroups: {
-      async handle({ body }) {
-        try {
-          return json(200, await groupPage(store, body));
-        } catch (e) {
-          // The one error groupPage throws itself: an unknown rollout.
-          if (e instanceof Error && /does not exist in this daemon's store/.test(e.message)) throw new HttpProblem(404, 'not-found', e.message);
-          throw e;
-        }
-      },
-    },
+    viewGroups: { handle: async ({ body }) => json(200, await orNotFound(() => groupPage(store, body))) },
+    viewRollout: { handle: async ({ body }) => json(200, await orNotFound(() => rolloutView(store, body))) },
   } satisfies Partial<RouteHandlers>;
 }

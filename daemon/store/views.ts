@@ -3,25 +3,31 @@
  * (GET /v1/agl/views/headline, POST /v1/agl/views/groups): the views compute nothing the trainer stored.
  *   groupPage      a training step's GRPO groups, or one rollout's: samples, rewards, credits, stored advantages, and
  *                  the numbers those advantages came from (read from the stored transitions and the run's recorded
- *                  config, checked against them, never recomputed for display)
+ *                  config, checked against them, never recomputed for display); each sample's answer (what the agent
+ *                  returned or emitted, protocol/span-reading.ts) and calls (number, role, policy, trained or not and
+ *                  why: protocol/call-roles.ts), the group's distinct answers and the task's expected output
+ *   rolloutView    one rollout: its attempts, the chosen attempt's spans and transitions, its calls and answer, and the
+ *                  selection rule of the run that made it
  *   agentHeadline  an agent's one number and its words (protocol/agent-headline.ts), for the CodeLens and dashboard
  */
 import { HEADLINE_WINDOW, describeHeadline, type AgentHeadline, type HeadlineFacts } from '../../protocol/agent-headline.js';
 import { METRICS } from '../../protocol/metrics.js';
 import { advantageDivisor, isZeroVariance, meanOf, stdUnbiased, type ScaleRewards } from '../../protocol/grpo-advantage.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
-import { finalReward } from '../../protocol/span-reading.js';
+import { describeCalls, runRoles, type RunRoles } from '../../protocol/call-roles.js';
+import { episodeAnswer, expectedOutput, expectedTaskFields, finalReward } from '../../protocol/span-reading.js';
 import {
   readRolloutMetadata,
   type MetricPoint,
   type Rollout,
   type RolloutStatus,
   type RolloutSummary,
+  type Span,
   type TrainingRun,
   type Transition,
 } from '../../protocol/store.js';
 import { recordedTrainConfig } from '../../protocol/train-config.js';
-import type { GroupAdvantage, GroupData, GroupPage, GroupQuery } from '../../protocol/webview-trajectory.js';
+import type { GroupAdvantage, GroupData, GroupPage, GroupQuery, GroupSample, RolloutDetail } from '../../protocol/webview-trajectory.js';
 
 /** Runs `fn` over `items` with at most `limit` at once. */
 async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -64,6 +70,26 @@ function groupAdvantage(group: Transition[], step: Transition[], run: TrainingRu
   return { calls: group.length, mean, std, batchStd, scaleRewards, variant, divisor, matchesStored, zeroVariance: isZeroVariance(credits) };
 }
 
+/** The run's selection rule from its recorded config (null without a run). */
+function rolesOf(run: TrainingRun | null): RunRoles | null {
+  return run ? runRoles(run.id, recordedTrainConfig(run.config)) : null;
+}
+
+/** A sample of a group: its answer and its calls described under the run's rule. */
+function sample(rollout: Rollout, reward: number | null, spans: Span[], transitions: Transition[], error: string | null, roles: RunRoles | null): GroupSample {
+  return { rollout, reward, spans, transitions, error, answer: episodeAnswer(spans), calls: describeCalls(spans, transitions, { mode: rollout.mode, roles }) };
+}
+
+/** A group from its samples: how many different answers they gave, and the task's expected output beside them. */
+function group(groupId: string, samples: GroupSample[], advantage: GroupAdvantage | null): GroupData {
+  const input = samples[0]?.rollout.input ?? null;
+  const distinctAnswers = new Set(samples.filter((s) => s.answer.source !== 'none').map((s) => s.answer.key)).size;
+  const fields = expectedTaskFields(input);
+  const emitted = samples.map((s) => expectedOutput(s.spans)).find((e) => e !== null) ?? null;
+  const expected = fields.length || emitted ? { fields, emitted } : null;
+  return { groupId, input, samples, advantage, distinctAnswers, expected };
+}
+
 async function groupFromTransitions(
   store: LightningStore,
   groupId: string,
@@ -73,18 +99,30 @@ async function groupFromTransitions(
 ): Promise<GroupData> {
   const byRollout = new Map<string, Transition[]>();
   for (const t of transitions) byRollout.set(t.rolloutId, [...(byRollout.get(t.rolloutId) ?? []), t]);
+  const roles = rolesOf(run);
   const samples = await mapLimit([...byRollout.entries()], 8, async ([rolloutId, ts]) => {
     const [rollout, spans] = await Promise.all([store.getRollout(rolloutId), store.querySpans({ rolloutId, attemptId: ts[0].attemptId })]);
+    if (!rollout) return null;
     const fromTransitions = ts.find((t) => t.reward !== null)?.reward ?? null;
-    const error = rollout ? await attemptError(store, rollout, ts[0].attemptId) : null;
-    return { rollout: rollout!, reward: finalReward(spans) ?? fromTransitions, spans, transitions: ts.sort((a, b) => a.index - b.index), error };
+    const error = await attemptError(store, rollout, ts[0].attemptId);
+    return sample(
+      rollout,
+      finalReward(spans) ?? fromTransitions,
+      spans,
+      ts.sort((a, b) => a.index - b.index),
+      error,
+      roles,
+    );
   });
-  const present = samples.filter((s) => s.rollout);
-  return { groupId, input: present[0]?.rollout.input ?? null, samples: present, advantage: groupAdvantage(transitions, step, run) };
+  return group(
+    groupId,
+    samples.filter((s): s is GroupSample => s !== null),
+    groupAdvantage(transitions, step, run),
+  );
 }
 
 /** A rollout the algorithm has not trained on yet: its group is the rollouts of the same task and step. */
-async function groupFromMetadata(store: LightningStore, rollout: Rollout): Promise<GroupData> {
+async function groupFromMetadata(store: LightningStore, rollout: Rollout, roles: RunRoles | null): Promise<GroupData> {
   const { taskId, runId, step } = readRolloutMetadata(rollout.metadata);
   // The store filters by run and step (indexed); the task is the group within them.
   const siblings =
@@ -103,9 +141,9 @@ async function groupFromMetadata(store: LightningStore, rollout: Rollout): Promi
         });
   const samples = await mapLimit(siblings, 8, async (r) => {
     const spans = r.attemptCount > 0 ? await store.querySpans({ rolloutId: r.id, attemptId: 'latest' }) : [];
-    return { rollout: r, reward: finalReward(spans), spans, transitions: [], error: await attemptError(store, r, null) };
+    return sample(r, finalReward(spans), spans, [], await attemptError(store, r, null), roles);
   });
-  return { groupId: String(taskId ?? rollout.id), input: rollout.input, samples, advantage: null };
+  return group(String(taskId ?? rollout.id), samples, null);
 }
 
 /**
@@ -119,7 +157,16 @@ export async function groupPage(store: LightningStore, q: GroupQuery): Promise<G
     if (own.length === 0) {
       const rollout = await store.getRollout(q.rolloutId);
       if (!rollout) throw new Error(`rollout '${q.rolloutId}' does not exist in this daemon's store`);
-      return { runId: null, step: null, steps: [], groups: [await groupFromMetadata(store, rollout)] };
+      const { runId: madeBy, step: itsStep } = readRolloutMetadata(rollout.metadata);
+      const run = madeBy ? await store.getTrainingRun(madeBy) : null;
+      const roles = rolesOf(run);
+      return {
+        runId: run?.id ?? null,
+        step: run ? (itsStep ?? null) : null,
+        steps: [],
+        groups: [await groupFromMetadata(store, rollout, roles)],
+        roles,
+      };
     }
     const latest = own.reduce((a, b) => (b.step > a.step ? b : a));
     runId = latest.runId;
@@ -132,18 +179,50 @@ export async function groupPage(store: LightningStore, q: GroupQuery): Promise<G
       all,
       run,
     );
-    return { runId, step, steps: await trainedSteps(store, runId), groups: [group] };
+    return { runId, step, steps: await trainedSteps(store, runId), groups: [group], roles: rolesOf(run) };
   }
   if (!runId) runId = (await store.listTrainingRuns())[0]?.id;
-  if (!runId) return { runId: null, step: null, steps: [], groups: [] };
-  const steps = await trainedSteps(store, runId);
+  if (!runId) return { runId: null, step: null, steps: [], groups: [], roles: null };
+  const [steps, run] = await Promise.all([trainedSteps(store, runId), store.getTrainingRun(runId)]);
   if (step === undefined) step = steps[steps.length - 1];
-  if (step === undefined) return { runId, step: null, steps, groups: [] };
-  const [transitions, run] = await Promise.all([store.queryTransitions({ runId, step, limit: 10_000 }), store.getTrainingRun(runId)]);
+  if (step === undefined) return { runId, step: null, steps, groups: [], roles: rolesOf(run) };
+  const transitions = await store.queryTransitions({ runId, step, limit: 10_000 });
   const byGroup = new Map<string, Transition[]>();
   for (const t of transitions) byGroup.set(t.groupId, [...(byGroup.get(t.groupId) ?? []), t]);
   const groups = await mapLimit([...byGroup.entries()], 4, ([groupId, ts]) => groupFromTransitions(store, groupId, ts, transitions, run));
-  return { runId, step, steps, groups };
+  return { runId, step, steps, groups, roles: rolesOf(run) };
+}
+
+/**
+ * One rollout as the viewer shows it: its attempts, the chosen attempt's (else the latest's) spans and transitions
+ * (newest step first), the resources version it ran with, its answer, and its calls described under the rule of the
+ * run that made it (its metadata's runId) or trained on it.
+ */
+export async function rolloutView(store: LightningStore, q: { rolloutId: string; attemptId?: string }): Promise<RolloutDetail> {
+  const rollout = await store.getRollout(q.rolloutId);
+  if (!rollout) throw new Error(`rollout '${q.rolloutId}' does not exist in this daemon's store`);
+  const attempts = await store.getAttempts(rollout.id);
+  const attempt = attempts.find((a) => a.id === q.attemptId) ?? attempts[attempts.length - 1] ?? null;
+  const [spans, allTransitions, resources] = await Promise.all([
+    attempt ? store.querySpans({ rolloutId: rollout.id, attemptId: attempt.id }) : Promise.resolve([]),
+    store.queryTransitions({ rolloutId: rollout.id }),
+    rollout.resourcesId ? store.getResources(rollout.resourcesId) : Promise.resolve(null),
+  ]);
+  const transitions = allTransitions.filter((t) => !attempt || t.attemptId === attempt.id).sort((a, b) => b.step - a.step);
+  const madeBy = readRolloutMetadata(rollout.metadata).runId ?? transitions[0]?.runId;
+  const run = madeBy ? await store.getTrainingRun(madeBy) : null;
+  const roles = rolesOf(run);
+  return {
+    rollout,
+    attempts,
+    attemptId: attempt?.id ?? null,
+    spans,
+    transitions,
+    resourcesVersion: resources?.version ?? null,
+    calls: describeCalls(spans, transitions, { mode: rollout.mode, roles, missingRunId: run ? null : (madeBy ?? null) }),
+    roles,
+    answer: episodeAnswer(spans),
+  };
 }
 
 /** Steps of a run that can have transitions: 0 .. the run's current step. */

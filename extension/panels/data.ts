@@ -6,7 +6,7 @@
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type MetricPoint, type TrainingRun } from '../../protocol/store.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import type { IpcRequestType } from '../../protocol/webview-ipc.js';
-import { TrajectoryProtocol, type RolloutDetail, type RolloutPage, type RolloutPageRequest } from '../../protocol/webview-trajectory.js';
+import { TrajectoryProtocol, type RolloutPage, type RolloutPageRequest } from '../../protocol/webview-trajectory.js';
 import type { AglClient } from '../../sdk/tools/client.js';
 
 export type RequestHandlers = Map<string, (params: unknown) => Promise<unknown>>;
@@ -77,30 +77,11 @@ async function listRollouts(client: AglClient, req: RolloutPageRequest): Promise
   };
 }
 
-async function getRollout(client: AglClient, rolloutId: string, attemptId?: string): Promise<RolloutDetail> {
-  const rollout = await client.getRollout(rolloutId);
-  if (!rollout) throw new Error(`rollout '${rolloutId}' does not exist in this daemon's store`);
-  const attempts = await client.getAttempts(rolloutId);
-  const attempt = attempts.find((a) => a.id === attemptId) ?? attempts[attempts.length - 1] ?? null;
-  const [spans, transitions, resources] = await Promise.all([
-    attempt ? client.querySpans({ rolloutId, attemptId: attempt.id }) : Promise.resolve([]),
-    client.queryTransitions({ rolloutId }),
-    rollout.resourcesId ? client.getResources(rollout.resourcesId) : Promise.resolve(null),
-  ]);
-  return {
-    rollout,
-    attempts,
-    attemptId: attempt?.id ?? null,
-    spans,
-    transitions: transitions.filter((t) => !attempt || t.attemptId === attempt.id).sort((a, b) => b.step - a.step),
-    resourcesVersion: resources?.version ?? null,
-  };
-}
-
 export function trajectoryHandlers(client: AglClient): RequestHandlers {
   const handlers: RequestHandlers = new Map();
   on(handlers, TrajectoryProtocol.listRollouts, (f) => listRollouts(client, f));
-  on(handlers, TrajectoryProtocol.getRollout, (p) => getRollout(client, p.rolloutId, p.attemptId));
+  // One rollout, its calls and answer: assembled by the daemon (daemon/store/views.ts rolloutView).
+  on(handlers, TrajectoryProtocol.getRollout, (p) => client.getRolloutView({ rolloutId: p.rolloutId, ...(p.attemptId ? { attemptId: p.attemptId } : {}) }));
   on(handlers, TrajectoryProtocol.getGroups, (q) => client.getGroups(q));
   return handlers;
 }

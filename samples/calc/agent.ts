@@ -2,12 +2,12 @@
  * The calc agent: an ordinary OpenAI-client agent marked with rollout(). It asks the model (text
  * completions, a short format a tiny model can learn: see task.ts), runs the calculator when the model
  * asks for it (recorded as a tool span, so AIR rules can reward tool use), asks again for the answer,
- * and returns the exact-answer reward.
+ * emits its answer (`calc.final`) and returns the exact-answer reward.
  *   agl rollout samples/calc/agent.ts#calcAgent --task '{"id":"x","question":"Ann has 23 pens, gets 15 more. How many?","answer":38}'
  *   agl train samples/calc/agent.ts#calcAgent --train samples/calc/data/train.jsonl --val samples/calc/data/val.jsonl
  */
 import OpenAI from 'openai';
-import { LLM, operation, rollout } from '../../sdk/index.js';
+import { LLM, emitObject, operation, rollout } from '../../sdk/index.js';
 import { solveCalc } from './solve.js';
 import type { CalcTask } from './task.js';
 
@@ -28,6 +28,8 @@ export const calcAgent = rollout(
         { tool: true, input: e.expression, attributes: { 'calc.expression': e.expression } },
       ).catch(() => undefined),
     );
+    // The episode's answer, as the reward reads it (the first line), for the viewer's group view.
+    emitObject({ answer: outcome.answer.split('\n')[0]!.trim() }, { 'agl.object.kind': 'calc.final' });
     return outcome.reward;
   },
   { name: 'calc' },

@@ -80,7 +80,8 @@ export const ragAgent = rollout(
       ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
       ...(p.topP !== undefined ? { topP: p.topP } : {}),
     });
-    emitObject({ answer: outcome.answer, queries: outcome.queries, docs: outcome.docs.map((d) => d.title) }, { 'agl.object.kind': 'rag.final' });
+    // The episode's answer for the viewer; the queries and documents that led to it ride along as attributes.
+    emitObject({ answer: outcome.answer }, { 'agl.object.kind': 'rag.final', 'rag.queries': outcome.queries, 'rag.docs': outcome.docs.map((d) => d.title) });
     return outcome.reward;
   },
   { name: 'ragAgent' },

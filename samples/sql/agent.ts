@@ -8,7 +8,7 @@
 import { ChatOpenAI } from '@langchain/openai';
 import { type LLM, emitObject, rollout } from '../../sdk/index.js';
 import { openCompanyDb } from './db.js';
-import { executionReward } from './execute.js';
+import { executionReward, formatResult, runQuery } from './execute.js';
 import { buildSqlGraph } from './graph.js';
 import type { SqlTask } from './task.js';
 
@@ -44,7 +44,13 @@ export const sqlAgent = rollout(
     try {
       const final = await buildSqlGraph(chatModelFor(llm), db).invoke(t.question);
       const reward = executionReward(db, final.sql, t.gold);
-      emitObject({ sql: final.sql, result: final.result, accepted: final.accepted, turns: final.history.length }, { 'agl.object.kind': 'sql.final' });
+      // The episode's answer (the final query and what it gave) and the gold it is scored against, for the viewer;
+      // how it got there (accepted by the checker, turns) rides along as attributes.
+      emitObject(
+        { sql: final.sql, result: final.result },
+        { 'agl.object.kind': 'sql.final', 'sql.accepted': final.accepted, 'sql.turns': final.history.length },
+      );
+      emitObject({ sql: t.gold, result: formatResult(runQuery(db, t.gold)) }, { 'agl.object.kind': 'sql.expected' });
       return reward;
     } finally {
       db.close();

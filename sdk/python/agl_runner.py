@@ -151,10 +151,14 @@ def emit_message(message):
         ctx.add_span("agentlightning.message", {"agl.message": str(message)})
 
 
-def emit_object(obj):
+def emit_object(obj, kind=None):
+    """Records an object; kind "final" (or "<name>.final") marks the episode's answer, "expected" what it is scored against."""
     ctx = _current.get()
     if ctx is not None:
-        ctx.add_span("agentlightning.object", {"agl.object.json": json.dumps(obj, default=str)})
+        attrs = {"agl.object.json": json.dumps(obj, default=str)}
+        if kind is not None:
+            attrs["agl.object.kind"] = str(kind)
+        ctx.add_span("agentlightning.object", attrs)
 
 
 def emit_exception(exc):
@@ -223,7 +227,10 @@ def run_job(job, daemon_url, token):
         outcome = {"status": "failed", "reward": None, "error": {"message": f"{type(exc).__name__}: {exc}", "stack": traceback.format_exc()}}
     finally:
         _current.reset(token_var)
-    ctx.add_span("agentlightning.rollout", {"agl.task": json.dumps(job.get("task"), default=str), "agl.agent.name": job["agent"].rpartition(":")[2]},
+    root_attrs = {"agl.task": json.dumps(job.get("task"), default=str), "agl.agent.name": job["agent"].rpartition(":")[2]}
+    if outcome.get("result") is not None:
+        root_attrs["agl.rollout.result"] = json.dumps(outcome["result"])  # the episode's answer (protocol/span-reading.ts)
+    ctx.add_span("agentlightning.rollout", root_attrs,
                  start=start, span_id=ctx.root_span_id, parent=False, error=(outcome.get("error") or {}).get("message"))
     try:
         ctx.flush()

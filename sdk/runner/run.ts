@@ -1,7 +1,8 @@
 /**
  * Runs one attempt of an agent function in this process: sets the rollout context, records the root
  * span (`agentlightning.rollout`, with the deterministic id the gateway parents LLM calls under), turns
- * a numeric return value into the final reward, and flushes every span before reporting the outcome.
+ * a numeric return value into the final reward (any other value is recorded on the root span as the episode's
+ * answer, `agl.rollout.result`), and flushes every span before reporting the outcome.
  * Used by the runner's worker processes and by tests.
  */
 import { AGL, HEADERS, SPAN } from '../../protocol/spans.js';
@@ -73,6 +74,8 @@ export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: 
     {
       ...(spec.agentName ? { [AGL.agentName]: spec.agentName, 'gen_ai.agent.name': spec.agentName } : {}),
       'agl.task': JSON.stringify(spec.task) ?? 'null',
+      // What it returned, when not a number: the episode's answer (protocol/span-reading.ts episodeAnswer).
+      ...(outcome.result !== undefined && outcome.result !== null ? { [AGL.rolloutResult]: JSON.stringify(outcome.result) } : {}),
     },
     {
       spanId: rootId,

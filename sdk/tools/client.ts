@@ -35,6 +35,7 @@ import type {
   ProblemFieldError,
   RolloutPage,
   RolloutSearchRequest,
+  RolloutViewRequest,
   SpanSearchRequest,
   TransitionListQuery,
   UpdateTrainingRunRequest,
@@ -42,7 +43,7 @@ import type {
 } from '../../protocol/api.js';
 import type { AgentHeadline } from '../../protocol/agent-headline.js';
 import { DAEMON_STATE_FILE, TOKEN_FILE } from '../../protocol/daemon-state.js';
-import type { GroupPage } from '../../protocol/webview-trajectory.js';
+import type { GroupPage, RolloutDetail } from '../../protocol/webview-trajectory.js';
 import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../../protocol/lightning-store.js';
 import { routes, type BodyInputOf, type ParamsOf, type QueryOf, type ResponseOf, type RouteName } from '../../protocol/routes.js';
 import {
@@ -334,6 +335,10 @@ export class AglClient implements LightningStore {
   getGroups(q: GroupQueryRequest): Promise<GroupPage> {
     return this.call('viewGroups', { body: q });
   }
+  /** One rollout as the viewer shows it: attempts, spans, transitions, its calls (role, policy, training) and answer. */
+  getRolloutView(q: RolloutViewRequest): Promise<RolloutDetail> {
+    return this.call('viewRollout', { body: q });
+  }
   /**
    * Rollouts matching filters and a text search (task input and outputs), sorted by creation, duration, reward or
    * status; `offset` pages any sort, `withTotal` counts every match, `withSummaries` adds each row's final reward,
@@ -535,4 +540,5 @@ export const clientMethods = {
   listTransitions: 'queryTransitions',
   viewHeadline: 'agentHeadline',
   viewGroups: 'getGroups',
+  viewRollout: 'getRolloutView',
 } as const satisfies Record<RouteName, ClientMethod>;

@@ -178,6 +178,7 @@ describe('store API routes declared once (protocol/routes.ts)', () => {
       queryTransitions: (c) => c.queryTransitions({ runId: 'x', step: 1 }),
       agentHeadline: (c) => c.agentHeadline('a'),
       getGroups: (c) => c.getGroups({ runId: 'x', step: 0 }),
+      getRolloutView: (c) => c.getRolloutView({ rolloutId: ID, attemptId: AID }),
     };
     assert.deepEqual(Object.keys(clientMethods).sort(), [...NAMES].sort(), 'a client method for each route, and no other');
     for (const name of NAMES) {

@@ -104,7 +104,7 @@ describe('GRPO group view', () => {
         count: Number((e as HTMLElement).dataset.count),
         reward: e.querySelector('.metric-value.reward')!.textContent,
         advantage: e.querySelector('.metric-value.advantage')!.textContent,
-        answer: e.querySelector('.final-answer .chat-text')?.textContent ?? null,
+        answer: e.querySelector('.answer .answer-text')?.textContent ?? null,
         rollouts: [...e.querySelectorAll('a.open-rollout')].map((a) => (a as HTMLElement).dataset.rolloutId),
       })),
     );
@@ -229,8 +229,8 @@ describe('GRPO group view', () => {
     await view.page.locator('vscode-single-select.sort-select').getByRole('option', { name: 'by reward' }).click();
     await view.page.waitForFunction(
       () =>
-        document.querySelector('.group[data-group-id="task-c"] .sample-card .final-answer .chat-text')?.textContent === '87' &&
-        document.querySelectorAll('.group[data-group-id="task-c"] .sample-card')[2]?.querySelector('.final-answer .chat-text')?.textContent === '0',
+        document.querySelector('.group[data-group-id="task-c"] .sample-card .answer .answer-text')?.textContent === '87' &&
+        document.querySelectorAll('.group[data-group-id="task-c"] .sample-card')[2]?.querySelector('.answer .answer-text')?.textContent === '0',
     );
     await view.page.click('vscode-checkbox.merge-toggle');
     await view.screenshot('group-sort-errors');

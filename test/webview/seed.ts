@@ -127,7 +127,8 @@ export async function recordRollout(
       startTime: s,
       endTime: s + 1450,
       status: { code: 'ok' },
-      attributes: { [AGL.agentName]: 'calc', 'agl.task': JSON.stringify({ question: t.question }) },
+      // What the agent function returned: the episode's answer (the group view shows and merges by it).
+      attributes: { [AGL.agentName]: 'calc', 'agl.task': JSON.stringify({ question: t.question }), [AGL.rolloutResult]: JSON.stringify(t.answer) },
       events: [],
       resource: { 'service.name': 'calc-agent' },
     },

@@ -122,7 +122,7 @@ describe('trajectory viewer webview', () => {
         id: (e as HTMLElement).dataset.rolloutId,
         reward: e.querySelector('.metric-value.reward')!.textContent,
         advantage: e.querySelector('.metric-value.advantage')!.textContent,
-        answer: e.querySelector('.final-answer .chat-text')!.textContent,
+        answer: e.querySelector('.answer .answer-text')!.textContent,
       })),
     );
     assert.deepEqual(

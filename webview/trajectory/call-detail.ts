@@ -1,8 +1,10 @@
 /**
- * The detail of one span: for an LLM call the prompt and the response as a chat, its numbers (tokens,
- * latency, reward, credit, GRPO advantage) and a link to the agent code that made it; for any other span
- * its attributes and events.
+ * The detail of one span: for an LLM call its number, role, the policy and version that served it, whether its
+ * training run trained on it and why (protocol/call-roles.ts, served by the daemon), the prompt and the response as a
+ * chat, its numbers (tokens, latency, reward, credit, GRPO advantage) and a link to the agent code that made it; for
+ * any other span its attributes and events.
  */
+import type { CallInfo } from '../../protocol/call-roles.js';
 import { AGL } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, h, icon, signClass } from '../shared/dom.js';
@@ -45,6 +47,22 @@ export function chatBubble(m: ChatMessage, extraClass = ''): HTMLElement {
     m.text ? chatText(m.text) : null,
     ...m.toolCalls.map((c) => h('div', { class: 'chat-tool-call' }, icon('symbol-method'), h('span', { class: 'mono' }, ` ${c.name}(${c.args})`))),
   );
+}
+
+/** The policy and version that served a call ("writer v3"), when the gateway recorded them. */
+export function policyChip(info: CallInfo): HTMLElement | null {
+  if (!info.policy) return null;
+  const version = info.policyVersion === null ? '' : ` v${info.policyVersion}`;
+  const title =
+    `Served by policy ${info.policy}` +
+    (info.policyVersion === null ? ' (never trained: the default policy)' : ` at version ${info.policyVersion} (its updates so far when it answered)`);
+  return h('span', { class: 'chip policy', 'data-policy': info.policy, 'data-version': info.policyVersion ?? null, title }, `${info.policy}${version}`);
+}
+
+/** Trained or not, in one chip, with the reason as its tooltip. */
+export function trainingChip(info: CallInfo): HTMLElement {
+  const text = info.training === 'trained' ? `trained · step ${info.transition!.step}` : info.training === 'pending' ? 'not trained yet' : 'not trained';
+  return h('span', { class: `chip training training-${info.training}`, title: info.why }, text);
 }
 
 function metric(label: string, value: string, cls = '', title = ''): HTMLElement {
@@ -125,6 +143,7 @@ export function renderSpanDetail(
   agent: string | null = null,
   agentName: string | null = null,
   tool?: ToolStep,
+  info?: CallInfo,
 ): HTMLElement {
   const kind = spanKind(span);
   const duration = span.endTime !== null ? span.endTime - span.startTime : null;
@@ -152,15 +171,20 @@ export function renderSpanDetail(
       ...span.events.map((e) => h('div', { class: 'event mono' }, `${e.name} ${JSON.stringify(e.attributes)}`)),
     );
   }
-  const call = llmCall(span, agentName);
+  const call = llmCall(span, info?.role ?? agentName);
   const reward = transition?.reward ?? rolloutReward;
+  // Why the numbers are empty, when they are: the run's rule, never "can be trained" for a role it leaves out.
+  const untrained = info ? info.why : 'Not used for training: no training run stored a transition for this call';
+  const trained = !!transition && (!info || info.training === 'trained');
   return h(
     'section',
-    { class: 'detail detail-llm' },
+    { class: 'detail detail-llm', 'data-call': info?.number ?? null, 'data-role': info?.role ?? null, 'data-training': info?.training ?? null },
     h(
       'div',
       { class: 'detail-title' },
-      h('h2', {}, icon('sparkle'), ` ${call.agentName ?? 'LLM call'}`, transition ? h('span', { class: 'muted' }, ` · call #${transition.index + 1}`) : null),
+      h('h2', {}, icon('sparkle'), ` ${call.agentName ?? 'LLM call'}`, info ? h('span', { class: 'muted call-number' }, ` · call #${info.number}`) : null),
+      info ? policyChip(info) : null,
+      info ? trainingChip(info) : null,
       h('div', { class: 'spacer' }),
       call.code ? codeLink(call.code, actions) : agentLink(agent, actions),
       transition && actions.openGroup
@@ -171,6 +195,7 @@ export function renderSpanDetail(
           })()
         : null,
     ),
+    info ? h('div', { class: `training-note training-${info.training}` }, icon(trained ? 'pass' : 'info'), h('span', {}, ` ${info.why}`)) : null,
     h(
       'div',
       { class: 'metrics' },
@@ -183,22 +208,24 @@ export function renderSpanDetail(
         'Credit',
         transition ? fmtNumber(transition.credit) : '—',
         `credit ${signClass(transition?.credit)}`,
-        'Reward the credit assignment gave this call',
+        transition ? 'Reward the credit assignment gave this call' : untrained,
       ),
       metric(
         'Advantage',
         transition ? fmtSigned(transition.advantage) : '—',
         `advantage ${signClass(transition?.advantage)}`,
-        transition ? `GRPO advantage at training step ${transition.step} (group ${transition.groupId})` : 'Not used for training yet',
+        transition ? `GRPO advantage at training step ${transition.step} (group ${transition.groupId})` : untrained,
       ),
       call.finishReasons.length ? metric('Finish', call.finishReasons.join(', ')) : null,
       metric(
         'Token ids',
         call.completionTokenIds !== null ? `${call.promptTokenIds ?? 0} + ${call.completionTokenIds}` : 'none',
         call.completionTokenIds !== null ? '' : 'warning-metric',
-        call.completionTokenIds !== null
-          ? 'Prompt + completion token ids recorded: this call can be trained on'
-          : 'No token ids recorded (e.g. an upstream server that does not return them): the trainer re-tokenizes or skips this call',
+        call.completionTokenIds === null
+          ? 'No token ids recorded (e.g. an upstream server that does not return them): the trainer skips this call'
+          : trained
+            ? 'Prompt + completion token ids recorded: what the trainer trained on'
+            : `Prompt + completion token ids recorded. ${untrained}`,
       ),
       call.meanLogprob !== null
         ? metric('Mean logprob', fmtNumber(call.meanLogprob), '', 'Mean log-probability of the completion under the sampling policy')

@@ -1,47 +1,38 @@
 /**
- * One card of the GRPO group view: a final answer and the samples (rollouts) that gave it. Identical
- * answers with the same reward merge into one card with a count (the view can unmerge them). A card shows
- * the reward, the advantages exactly as the trainer stored them, the steps of its first sample in order
- * (LLM calls with their credit and advantage, tool steps as `name(input) → output`), errors, and the answer.
+ * One card of the GRPO group view: an answer and the samples (rollouts) that gave it. The answer is the episode's
+ * (what the agent returned or emitted as its result: protocol/span-reading.ts episodeAnswer, served by the daemon),
+ * never an LLM reply; identical answers with the same reward merge into one card with a count (the view can unmerge
+ * them). A card shows the reward, the advantages exactly as the trainer stored them, the steps of its first sample in
+ * order (LLM calls with their number, role, policy and version, credit and advantage or why they were not trained;
+ * tool steps as `name(input) → output`), errors, and the answer.
  */
+import type { CallInfo } from '../../protocol/call-roles.js';
 import type { GroupSample } from '../../protocol/webview-trajectory.js';
-import type { Span } from '../../protocol/store.js';
-import { agentNames, spanKind } from '../../protocol/span-reading.js';
+import { spanKind } from '../../protocol/span-reading.js';
 import { fmtNumber, fmtSigned, h, icon, shortId, signClass } from '../shared/dom.js';
-import { chatBubble, codeLink, type DetailActions } from './call-detail.js';
-import { llmCall, messageText, toolStepLine, toolSteps } from './model.js';
+import { answerBlock } from './answer.js';
+import { codeLink, policyChip, type DetailActions } from './call-detail.js';
+import { llmCall, toolStepLine, toolSteps } from './model.js';
 import { runStatusPill } from './outcome.js';
 
 export interface CardActions extends DetailActions {
   openRollout(rolloutId: string, spanId?: string): void;
 }
 
-/** Samples that gave the same final answer with the same reward. */
+/** Samples that gave the same answer with the same reward. */
 export interface AnswerCard {
+  /** The answer's canonical key ('' when the samples recorded none). */
   answer: string;
   reward: number | null;
   samples: GroupSample[];
 }
 
-function lastCall(sample: GroupSample): Span | undefined {
-  return sample.spans
-    .filter((s) => spanKind(s) === 'llm')
-    .sort((a, b) => a.startTime - b.startTime)
-    .at(-1);
-}
-
-/** The sample's final answer as text: its last LLM call's response (empty when it made none). */
-export function finalAnswer(sample: GroupSample): string {
-  const last = lastCall(sample);
-  return last ? llmCall(last).response.map(messageText).join('\n').trim() : '';
-}
-
-/** One card per sample, or (merge) one per distinct (answer, reward), in the samples' order. */
+/** One card per sample, or (merge) one per distinct (answer, reward, error), in the samples' order. */
 export function answerCards(samples: GroupSample[], merge: boolean): AnswerCard[] {
   const cards: AnswerCard[] = [];
   const byKey = new Map<string, AnswerCard>();
   for (const sample of samples) {
-    const answer = finalAnswer(sample);
+    const answer = sample.answer.key;
     const key = JSON.stringify([answer, sample.reward, sample.error]);
     const same = merge ? byKey.get(key) : undefined;
     if (same) {
@@ -76,12 +67,35 @@ function sampleErrors(sample: GroupSample): string[] {
   return [...new Set(out)];
 }
 
+/** The credit and advantage of a trained call, or why it was not trained (never "can be trained" for a role the run leaves out). */
+function trainingChips(info: CallInfo | undefined): HTMLElement {
+  const t = info?.transition ?? null;
+  if (info && !t && info.training !== 'pending')
+    return h('span', { class: 'call-chips' }, h('span', { class: `chip untrained training-${info.training}`, title: info.why }, 'not trained'));
+  return h(
+    'span',
+    { class: 'call-chips' },
+    h(
+      'span',
+      { class: `chip credit ${signClass(t?.credit)}`, title: t ? 'Credit: the reward the credit assignment gave this call' : (info?.why ?? '') },
+      `credit ${t ? fmtNumber(t.credit, 2) : '—'}`,
+    ),
+    h(
+      'span',
+      {
+        class: `chip advantage ${signClass(t?.advantage)}`,
+        'data-advantage': t ? String(t.advantage) : null,
+        title: t ? `GRPO advantage, as the trainer stored it. ${info?.why ?? ''}`.trim() : (info?.why ?? ''),
+      },
+      `A ${t ? fmtSigned(t.advantage) : '—'}`,
+    ),
+  );
+}
+
 /** The first sample's LLM calls and tool steps in the order they ran. */
 function steps(sample: GroupSample, actions: CardActions): HTMLElement[] {
-  const bySpan = new Map(sample.transitions.map((t) => [t.spanId, t]));
-  const names = agentNames(sample.spans);
+  const calls = new Map(sample.calls.map((c) => [c.spanId, c]));
   const tools = toolSteps(sample.spans);
-  let callIndex = 0;
   return [...sample.spans]
     .sort((a, b) => a.startTime - b.startTime || a.sequenceId - b.sequenceId)
     .flatMap((span) => {
@@ -98,33 +112,23 @@ function steps(sample: GroupSample, actions: CardActions): HTMLElement[] {
         return [row];
       }
       if (kind !== 'llm') return [];
-      const call = llmCall(span, names.get(span.spanId) ?? null);
-      const t = bySpan.get(span.spanId);
+      const info = calls.get(span.spanId);
+      const call = llmCall(span, info?.role ?? null);
       const row = h(
         'div',
-        { class: 'call-row', 'data-span-id': span.spanId },
+        {
+          class: `call-row${info && !info.transition && info.training !== 'pending' ? ' untrained' : ''}`,
+          'data-span-id': span.spanId,
+          'data-call': info?.number ?? null,
+          'data-role': info?.role ?? null,
+          'data-training': info?.training ?? null,
+        },
         icon('sparkle'),
-        h('span', { class: 'call-name', title: call.agentName ?? 'LLM call' }, `${call.agentName ?? 'call'} #${++callIndex}`),
+        h('span', { class: 'call-name', title: info?.why ?? call.agentName ?? 'LLM call' }, `${info?.role ?? 'call'} #${info?.number ?? '?'}`),
+        info ? policyChip(info) : null,
         call.code ? codeLink(call.code, actions, true) : null,
         // The two numbers stay together: in a narrow card they move to the next line as a pair.
-        h(
-          'span',
-          { class: 'call-chips' },
-          h(
-            'span',
-            { class: `chip credit ${signClass(t?.credit)}`, title: 'Credit: the reward the credit assignment gave this call' },
-            `credit ${t ? fmtNumber(t.credit, 2) : '—'}`,
-          ),
-          h(
-            'span',
-            {
-              class: `chip advantage ${signClass(t?.advantage)}`,
-              'data-advantage': t ? String(t.advantage) : null,
-              title: 'GRPO advantage, as the trainer stored it',
-            },
-            `A ${t ? fmtSigned(t.advantage) : '—'}`,
-          ),
-        ),
+        trainingChips(info),
       );
       row.addEventListener('click', (e) => {
         if (!(e.target as HTMLElement).closest('a')) actions.openRollout(sample.rollout.id, span.spanId);
@@ -158,7 +162,6 @@ export function answerCard(card: AnswerCard, index: number, maxAbsAdvantage: num
   const errors = sampleErrors(first);
   const statuses = [...new Set(card.samples.map((s) => s.rollout.status))];
   const count = card.samples.length;
-  const last = lastCall(first);
   return h(
     'div',
     { class: 'sample-card', 'data-rollout-id': first.rollout.id, 'data-count': count },
@@ -193,14 +196,7 @@ export function answerCard(card: AnswerCard, index: number, maxAbsAdvantage: num
     h('div', { class: 'adv-track', title: 'Advantage relative to the group' }, h('div', { class: 'adv-zero' }), bar),
     h('div', { class: 'sample-calls' }, ...steps(first, actions)),
     errors.length ? h('div', { class: 'sample-errors' }, ...errors.map((e) => h('div', { class: 'error-line' }, icon('error'), h('span', {}, ` ${e}`)))) : null,
-    last
-      ? h(
-          'div',
-          { class: 'final-answer' },
-          h('div', { class: 'metric-label' }, 'Final answer'),
-          ...llmCall(last).response.map((m) => chatBubble(m, 'response compact')),
-        )
-      : h('div', { class: 'muted' }, 'No LLM call.'),
+    answerBlock(first.answer),
     count > 1 ? h('div', { class: 'merged-samples muted' }, 'Same answer: ', ...card.samples.slice(1).map((s) => rolloutLink(s, actions))) : null,
   );
 }

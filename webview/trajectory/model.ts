@@ -4,7 +4,16 @@
  * variables after each step (the "states" of the Agent Lightning paper's Figure 1).
  * No DOM here, so it reads top to bottom and is easy to test.
  */
-import { agentNames, isFinalRewardSpan, numberArrayAttr, ownAgentName, repairedParents, rewardOfSpan, spanKind } from '../../protocol/span-reading.js';
+import {
+  agentNames,
+  isFinalRewardSpan,
+  llmCallNumbers,
+  numberArrayAttr,
+  ownAgentName,
+  repairedParents,
+  rewardOfSpan,
+  spanKind,
+} from '../../protocol/span-reading.js';
 import { AGL, GENAI } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
 
@@ -319,7 +328,8 @@ export function deriveStates(spans: Span[], input: unknown): StatesTable {
   const toolResultsSeen = new Set<string>();
   const tools = toolSteps(spans);
   const ordered = [...spans].sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId);
-  let llmIndex = 0;
+  // Columns go in the order steps ended; a call keeps its one number (started order) as every view names it.
+  const numbers = llmCallNumbers(spans);
   let toolIndex = 0;
   const names = agentNames(spans);
   const readsOf = (promptText: string): string[] => variables.filter((v) => fingerprints(v.value).some((f) => promptText.includes(f))).map((v) => v.id);
@@ -350,10 +360,11 @@ export function deriveStates(spans: Span[], input: unknown): StatesTable {
       }
       const promptText = call.prompt.map(messageText).join('\n');
       const reads = readsOf(promptText);
-      const id = `llm-${llmIndex++}`;
+      const n = numbers.get(span.spanId)!;
+      const id = `llm-${n - 1}`; // 0-based, as before: the label carries the number
       const who = call.agentName ?? 'LLM';
-      variables.push({ id, label: `${who} output #${llmIndex}`, kind: 'llm', value: call.response.map(messageText).join('\n') });
-      steps.push({ label: `${who} call #${llmIndex}`, kind: 'llm', span, writes: [id], reads });
+      variables.push({ id, label: `${who} output #${n}`, kind: 'llm', value: call.response.map(messageText).join('\n') });
+      steps.push({ label: `${who} call #${n}`, kind: 'llm', span, writes: [id], reads });
     } else if (kind === 'tool') {
       const tool = tools.get(span.spanId)!;
       toolResultsSeen.add(tool.callId ?? tool.output ?? span.spanId);

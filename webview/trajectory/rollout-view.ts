@@ -1,11 +1,14 @@
 /**
- * One rollout: a header (status, agent, reward, attempts), then two tabs. "Timeline": the span tree
- * beside a waterfall of when each span ran, and the selected span's detail (chat, credit, advantage).
- * "States": the semantic variables after each step (states-view.ts).
+ * One rollout: a header (status, agent, reward, attempts, its answer, the rule of the run that made it), then two
+ * tabs. "Timeline": the span tree beside a waterfall of when each span ran, and the selected span's detail (chat,
+ * role, policy, trained or not, credit, advantage). "States": the semantic variables after each step (states-view.ts).
+ * Calls are "role #n" everywhere, numbered by protocol/span-reading.ts llmCallNumbers (the daemon's CallInfo).
  */
+import type { CallInfo } from '../../protocol/call-roles.js';
 import type { Span } from '../../protocol/store.js';
 import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
 import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
+import { answerBlock } from './answer.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
 import { agentNames, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
 import { llmCall, rewardValue, timeRange, toolStepLine, toolSteps, transitionsBySpan, type ToolStep } from './model.js';
@@ -19,16 +22,19 @@ export interface RolloutViewState {
 }
 export interface RolloutViewActions extends DetailActions {
   back(): void;
+  /** What Back returns to, for its label ("Back to rollouts", "Back to the GRPO group"). */
+  backLabel?: string;
   selectAttempt(attemptId: string): void;
   saveViewState(state: RolloutViewState): void;
 }
 
-function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefined): string {
+function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefined, info: CallInfo | undefined): string {
   const kind = spanKind(span);
   if (kind === 'llm') {
-    const call = llmCall(span, agentName);
-    // GenAI's span name for a chat call is "chat {model}".
-    return `${call.agentName ? call.agentName + ' · ' : ''}chat ${call.model ?? ''}`.trim();
+    const call = llmCall(span, info?.role ?? agentName);
+    // "writer #1 · chat warmup" (GenAI's span name for a chat call is "chat {model}").
+    const who = `${call.agentName ?? 'call'}${info ? ` #${info.number}` : ''}`;
+    return `${who} · chat ${call.model ?? ''}`.trim();
   }
   if (kind === 'tool' && tool) return toolStepLine(tool);
   if (kind === 'reward') {
@@ -63,6 +69,7 @@ function spanChips(span: Span, advantage: number | undefined): HTMLElement[] {
 
 export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, state: RolloutViewState, actions: RolloutViewActions): void {
   const { rollout, spans } = detail;
+  const calls = new Map(detail.calls.map((c) => [c.spanId, c]));
   const byTransition = transitionsBySpan(detail.transitions);
   const names = agentNames(spans);
   const reward = finalReward(spans);
@@ -88,11 +95,13 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
         rollout.agent,
         names.get(selected.spanId) ?? null,
         tools.get(selected.spanId),
+        calls.get(selected.spanId),
       ),
     );
   };
 
-  const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: 'Back to rollouts', title: 'Back to rollouts', class: 'back' });
+  const backLabel = actions.backLabel ?? 'Back to rollouts';
+  const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: backLabel, title: `${backLabel} (Backspace, Alt+Left)`, class: 'back' });
   back.addEventListener('click', actions.back);
   const attemptSelect = h(
     'vscode-single-select',
@@ -157,6 +166,15 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
         h('span', { class: 'muted' }, 'Task'),
         h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)),
       ),
+      h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer)),
+      detail.roles
+        ? h(
+            'div',
+            { class: 'summary-item wide roles-rule', title: `The selection rule of training run ${detail.roles.runId}, from its recorded config` },
+            h('span', { class: 'muted' }, 'Training'),
+            h('span', {}, `run ${detail.roles.runId} ${detail.roles.rule}`),
+          )
+        : null,
     ),
     attempt?.error ? h('div', { class: 'error-banner' }, icon('error'), ` ${attempt.error.message}`) : null,
     tabs,
@@ -164,7 +182,7 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
   const tree = renderSpanTree(treePane, {
     spans,
     selectedId: selected?.spanId,
-    label: (s) => spanLabel(s, names.get(s.spanId) ?? null, tools.get(s.spanId)),
+    label: (s) => spanLabel(s, names.get(s.spanId) ?? null, tools.get(s.spanId), calls.get(s.spanId)),
     chips: (s) => spanChips(s, byTransition.get(s.spanId)?.advantage),
     open: (s) => {
       selected = s;
@@ -173,7 +191,7 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
     },
   });
   drawDetail();
-  renderStatesView(statesPanel, spans, rollout.input, (spanId) => {
+  renderStatesView(statesPanel, spans, rollout.input, detail.calls, (spanId) => {
     selected = spans.find((s) => s.spanId === spanId) ?? selected;
     (tabs as unknown as { selectedIndex: number }).selectedIndex = 0;
     actions.saveViewState({ tab: 'timeline', selectedSpanId: selected?.spanId });

@@ -3,27 +3,88 @@
  * (task input, each LLM output, tool results, emitted objects, rewards), columns the steps in time order.
  * A cell is filled once the variable has a value; the step that writes it is marked, and an LLM call
  * marks the variables its prompt read. Hovering a cell shows the value.
+ * Column headers stay short: a step whose text is long (a tool's whole result) shows its first characters and a
+ * button that puts the whole text in the panel under the table; a variable's name does the same for its value.
+ * An LLM call's header names its role and number (the one numbering, protocol/span-reading.ts), the policy that
+ * served it and whether it was trained (protocol/call-roles.ts).
  */
+import type { CallInfo } from '../../protocol/call-roles.js';
 import type { Span } from '../../protocol/store.js';
-import { h, mount, preview } from '../shared/dom.js';
+import { h, icon, mount, preview } from '../shared/dom.js';
 import { deriveStates, isFilled } from './model.js';
 
-export function renderStatesView(root: HTMLElement, spans: Span[], input: unknown, openSpan: (spanId: string) => void): void {
+/** Characters of a step's text shown in its column header. */
+export const STEP_LABEL_CHARS = 60;
+
+export function renderStatesView(root: HTMLElement, spans: Span[], input: unknown, calls: CallInfo[], openSpan: (spanId: string) => void): void {
   const table = deriveStates(spans, input);
   if (table.steps.length === 0) {
     mount(root, h('div', { class: 'empty-state' }, 'No steps recorded: the agent made no LLM call and emitted nothing.'));
     return;
   }
+  const byCall = new Map(calls.map((c) => [c.spanId, c]));
+  // The whole text of a step or a variable, on demand, under the table.
+  const full = h('div', { class: 'states-full', hidden: true, role: 'region', 'aria-label': 'Whole text' });
+  let shownKey: string | null = null;
+  const show = (key: string, title: string, text: string): void => {
+    if (shownKey === key) {
+      full.hidden = true;
+      shownKey = null;
+      return;
+    }
+    shownKey = key;
+    const close = h('vscode-toolbar-button', { icon: 'close', label: 'Close', title: 'Close', class: 'states-full-close' });
+    close.addEventListener('click', () => {
+      full.hidden = true;
+      shownKey = null;
+    });
+    mount(
+      full,
+      h('div', { class: 'states-full-head' }, h('span', { class: 'states-full-title' }, title), h('div', { class: 'spacer' }), close),
+      h('div', { class: 'states-full-text mono', 'data-full': key }, text),
+    );
+    full.hidden = false;
+    full.scrollIntoView({ block: 'nearest' });
+  };
+  const moreButton = (key: string, title: string, text: string, what: string): HTMLElement => {
+    const b = h(
+      'button',
+      { class: 'states-more', title: `Show ${what} whole (${text.length.toLocaleString('en-US')} characters)`, 'aria-label': `Show ${what} whole` },
+      icon('ellipsis'),
+    );
+    b.addEventListener('click', (e) => {
+      e.stopPropagation();
+      show(key, title, text);
+    });
+    return b;
+  };
+
   const head = h(
     'tr',
     {},
     h('th', { class: 'var-col' }, 'Variable'),
     ...table.steps.map((step, i) => {
+      const info = step.span ? byCall.get(step.span.spanId) : undefined;
+      const long = step.label.length > STEP_LABEL_CHARS;
+      const title = [
+        long ? preview(step.label, 300) : step.label,
+        info?.policy ? `policy ${info.policy}${info.policyVersion === null ? '' : ` v${info.policyVersion}`}` : null,
+        info?.why ?? null,
+      ]
+        .filter(Boolean)
+        .join('\n');
       const th = h(
         'th',
-        { class: `step-col kind-${step.kind}`, title: step.label },
+        {
+          class: `step-col kind-${step.kind}${info && !info.transition && info.training !== 'pending' ? ' untrained' : ''}`,
+          title,
+          'data-step': i + 1,
+          'data-call': info?.number ?? null,
+        },
         h('div', { class: 'step-num' }, `s${i + 1}`),
-        h('div', { class: 'step-label' }, step.label),
+        h('div', { class: 'step-label' }, long ? preview(step.label, STEP_LABEL_CHARS) : step.label),
+        info?.policy ? h('div', { class: 'step-policy muted' }, `${info.policy}${info.policyVersion === null ? '' : ` v${info.policyVersion}`}`) : null,
+        long ? moreButton(`step-${i + 1}`, `s${i + 1} · ${step.kind === 'tool' ? 'tool step' : step.kind}`, step.label, 'this step') : null,
       );
       if (step.span) {
         th.classList.add('clickable');
@@ -38,9 +99,9 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
       { 'data-variable': v.id },
       h(
         'th',
-        { class: `var-col kind-${v.kind}`, title: v.value },
+        { class: `var-col kind-${v.kind}`, title: preview(v.value, 300) },
         h('div', { class: 'var-label' }, v.label),
-        h('div', { class: 'var-value muted' }, preview(v.value, 48)),
+        h('div', { class: 'var-value muted' }, preview(v.value, 48), v.value.length > 48 ? moreButton(`var-${v.id}`, v.label, v.value, 'the value') : null),
       ),
       ...table.steps.map((step, i) => {
         const filled = isFilled(table, v.id, i);
@@ -53,7 +114,7 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
             class: `cell ${state}${read ? ' read' : ''} kind-${v.kind}`,
             'data-state': state,
             'data-read': read ? 'true' : null,
-            title: `${v.label} after ${step.label}: ${filled ? preview(v.value, 200) : '(empty)'}${read ? '\n(read by this call)' : ''}`,
+            title: `${v.label} after s${i + 1}: ${filled ? preview(v.value, 200) : '(empty)'}${read ? '\n(read by this call)' : ''}`,
           },
           h('span', { class: 'dot' }),
         );
@@ -71,5 +132,6 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
       h('span', {}, h('span', { class: 'cell-sample filled read' }), ' read by the LLM call'),
     ),
     h('div', { class: 'states-scroll' }, h('table', { class: 'states-table' }, h('thead', {}, head), h('tbody', {}, ...rows))),
+    full,
   );
 }

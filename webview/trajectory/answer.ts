@@ -1,0 +1,82 @@
+/**
+ * An episode's answer as the viewer shows it (protocol/span-reading.ts episodeAnswer: what the agent returned or
+ * emitted as its result, never an LLM reply): an object's fields one per line, anything else as text; an episode that
+ * recorded none says so. Also the task's expected output (its expected fields and what the agent emitted as the output
+ * it scored against), shown beside a group's samples.
+ */
+import type { EpisodeAnswer } from '../../protocol/span-reading.js';
+import type { ExpectedAnswer } from '../../protocol/webview-trajectory.js';
+import { h } from '../shared/dom.js';
+
+/** A value as text: strings as they are, anything else as JSON. */
+export function valueText(v: unknown): string {
+  return typeof v === 'string' ? v : (JSON.stringify(v, null, 1) ?? String(v));
+}
+
+/** An answer's value: an object as `key value` lines (each value whole, wrapped), anything else as one text. */
+export function answerValue(value: unknown): HTMLElement {
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    return h(
+      'dl',
+      { class: 'answer-fields' },
+      ...Object.entries(value).flatMap(([k, v]) => [h('dt', {}, k), h('dd', { class: 'mono', 'data-field': k }, valueText(v))]),
+    );
+  }
+  return h('div', { class: 'answer-text mono' }, valueText(value));
+}
+
+/** Where an answer came from, in words (a tooltip). */
+export function answerSource(a: EpisodeAnswer): string {
+  if (a.source === 'returned') return 'What the agent function returned';
+  if (a.source === 'emitted') return `The object the agent emitted as its result${a.kind ? ` (agl.object.kind ${a.kind})` : ''}`;
+  return 'The agent recorded no answer: it returned only its reward and emitted no result object';
+}
+
+/** The answer block: a label, and the value or a note that there is none. */
+export function answerBlock(a: EpisodeAnswer, label = 'Answer'): HTMLElement {
+  return h(
+    'div',
+    { class: `answer answer-${a.source}`, 'data-answer-key': a.key, title: answerSource(a) },
+    h('div', { class: 'metric-label' }, label, a.kind ? h('span', { class: 'answer-kind' }, ` · ${a.kind}`) : null),
+    a.source === 'none'
+      ? h(
+          'div',
+          { class: 'muted no-answer' },
+          'No answer recorded: the agent returned only its reward and emitted no result. ',
+          h('span', { class: 'hint' }, "Return it, or emitObject(answer, { 'agl.object.kind': 'final' }), to see it here."),
+        )
+      : answerValue(a.value),
+  );
+}
+
+/** The task's expected output: its expected fields, then what the agent emitted as the expected output. */
+export function expectedBlock(e: ExpectedAnswer): HTMLElement {
+  const emittedKeys = new Set(e.emitted && e.emitted.value && typeof e.emitted.value === 'object' ? Object.keys(e.emitted.value) : []);
+  return h(
+    'div',
+    { class: 'expected-output' },
+    e.fields.length
+      ? h(
+          'dl',
+          { class: 'task-full expected-fields' },
+          ...e.fields.flatMap(({ key, value }) => [
+            h('dt', { class: 'expected' }, `${key} (expected)`),
+            h('dd', { class: 'mono expected', 'data-key': key }, valueText(value)),
+          ]),
+        )
+      : null,
+    e.emitted
+      ? h(
+          'div',
+          { class: 'expected-emitted', title: `What the agent emitted as the output it scored against${e.emitted.kind ? ` (${e.emitted.kind})` : ''}` },
+          h(
+            'div',
+            { class: 'metric-label' },
+            emittedKeys.has('result') ? 'Expected result' : 'Expected output',
+            h('span', { class: 'answer-kind' }, ` · ${e.emitted.kind}`),
+          ),
+          answerValue(e.emitted.value),
+        )
+      : null,
+  );
+}
