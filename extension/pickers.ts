@@ -1,12 +1,13 @@
 /**
- * Quick picks shared by the commands: which agent (the one under the cursor, else a pick of every agent
- * the language server finds), which JSONL file, which line of it. Choices are remembered per agent in
+ * Quick picks shared by the commands: which agent (the one under the cursor, else a pick with the open file's
+ * agents first: agent-choice.ts), which JSONL file, which line of it. Choices are remembered per agent in
  * workspaceState by the callers.
  */
 import { readFile } from 'node:fs/promises';
 import * as vscode from 'vscode';
 import { COMMANDS } from '../protocol/commands.js';
 import { agentAt, listAgents, type AgentInfo } from '../protocol/lsp.js';
+import { chooseAgent } from './agent-choice.js';
 import type { Ctx } from './ctx.js';
 
 let lastTextEditor: vscode.TextEditor | undefined;
@@ -30,7 +31,14 @@ export function cursorEditor(): vscode.TextEditor | undefined {
   return lastTextEditor && vscode.window.visibleTextEditors.includes(lastTextEditor) ? lastTextEditor : undefined;
 }
 
-/** The agent for a command: the CodeLens argument, else the one under the cursor, else a quick pick. */
+/** The id of the agent last chosen in this workspace (by any command), listed first among the workspace's agents. */
+const LAST_AGENT_KEY = 'agentLightning.lastAgent';
+
+/**
+ * The agent for a command: the CodeLens argument, else the one under the cursor, else a quick pick of the open
+ * file's agents, then the rest of the workspace's (without tests and fixtures: agent-choice.ts says why and in
+ * which order). An agent that is the only one offered is taken without asking.
+ */
 export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Promise<AgentInfo | undefined> {
   const lsp = ctx.lsp;
   if (!lsp) {
@@ -38,57 +46,94 @@ export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Pro
     return undefined;
   }
   const all = (await lsp.sendRequest(listAgents, {})).agents;
-  if (typeof arg === 'string' && arg)
-    return (
-      all.find((a) => a.id === arg) ?? {
-        id: arg,
-        name: arg.split(/[#:]/).pop() ?? arg,
-        language: /\.py:/.test(arg) ? 'python' : 'typescript',
-        uri: '',
-        range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
-      }
-    );
+  const state = ctx.extension.workspaceState;
+  const remembered = state.get<string>(LAST_AGENT_KEY);
+  if (typeof arg === 'string' && arg) {
+    const named = all.find((a) => a.id === arg) ?? {
+      id: arg,
+      name: arg.split(/[#:]/).pop() ?? arg,
+      language: /\.py:/.test(arg) ? 'python' : 'typescript',
+      uri: '',
+      range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
+    };
+    await state.update(LAST_AGENT_KEY, named.id);
+    return named;
+  }
   const editor = cursorEditor();
+  let cursor: AgentInfo | null = null;
   if (editor) {
     const pos = editor.selection.active;
-    const { agent } = await lsp.sendRequest(agentAt, { uri: editor.document.uri.toString(), position: { line: pos.line, character: pos.character } });
-    if (agent) return agent;
+    cursor = (await lsp.sendRequest(agentAt, { uri: editor.document.uri.toString(), position: { line: pos.line, character: pos.character } })).agent;
   }
-  if (all.length === 0) {
-    const choice = await vscode.window.showWarningMessage(
-      'Agent Lightning: no agent functions in this workspace. An agent is a function wrapped in rollout(...) (TypeScript/JavaScript) or decorated with @rollout (Python).',
-      'Mark Function as Agent',
-    );
+  const decision = chooseAgent(all, {
+    cursor,
+    activeFile: editor?.document.uri.scheme === 'file' ? editor.document.uri.fsPath : null,
+    folders: (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath),
+    remembered,
+  });
+  if (decision.kind === 'none') {
+    const message = decision.hidden.length
+      ? `Agent Lightning: the ${decision.hidden.length} agent function(s) found are in tests, fixtures or outside the workspace folders, which are not offered: open the agent's file and put the cursor in it.`
+      : 'Agent Lightning: no agent functions in this workspace. An agent is a function wrapped in rollout(...) (TypeScript/JavaScript) or decorated with @rollout (Python).';
+    const choice = await vscode.window.showWarningMessage(message, 'Mark Function as Agent');
     if (choice) void vscode.commands.executeCommand(COMMANDS.markAsAgent);
     return undefined;
   }
-  if (all.length === 1) return all[0];
-  const picked = await vscode.window.showQuickPick(
-    all.map((a) => ({ label: a.name, description: a.id, agent: a })),
-    { title: `Agent Lightning: which agent to ${purpose}?`, placeHolder: 'Agent functions in this workspace', ignoreFocusOut: true },
-  );
-  return picked?.agent;
+  let agent: AgentInfo | undefined;
+  if (decision.kind === 'take') agent = decision.agent;
+  else {
+    type Item = vscode.QuickPickItem & { agent?: AgentInfo };
+    const item = (a: AgentInfo): Item => ({ label: a.name, description: a.id === remembered ? `${a.id} · last used` : a.id, agent: a });
+    const items: Item[] = [];
+    const openName = editor ? vscode.workspace.asRelativePath(editor.document.uri) : '';
+    if (decision.inFile.length) items.push({ label: `in ${openName}`, kind: vscode.QuickPickItemKind.Separator }, ...decision.inFile.map(item));
+    if (decision.workspace.length) items.push({ label: 'in the workspace', kind: vscode.QuickPickItemKind.Separator }, ...decision.workspace.map(item));
+    const picked = await vscode.window.showQuickPick(items, {
+      title: `Agent Lightning: which agent to ${purpose}?`,
+      placeHolder: decision.inFile.length
+        ? `The agents of ${openName} first, then the workspace's (tests and fixtures left out)`
+        : 'Agent functions in this workspace (tests and fixtures left out)',
+      ignoreFocusOut: true,
+      matchOnDescription: true,
+    });
+    agent = picked?.agent;
+  }
+  if (agent) await state.update(LAST_AGENT_KEY, agent.id);
+  return agent;
 }
 
-/** JSONL files of the workspace, the remembered (or suggested) one first. */
-export async function pickJsonlFile(title: string, remembered: string | undefined, rememberedWhy = 'last used'): Promise<string | undefined> {
+/** The JSONL files of the workspace (file paths, sorted; up to 500, without dependencies and build output). */
+export async function workspaceJsonlFiles(): Promise<string[]> {
   const files = await vscode.workspace.findFiles('**/*.jsonl', '{**/node_modules/**,**/.git/**,**/dist/**}', 500);
-  const rel = (p: string) => vscode.workspace.asRelativePath(p);
-  type Item = vscode.QuickPickItem & { path: string | 'browse' };
-  const items: Item[] = [];
-  if (remembered) items.push({ label: rel(remembered), description: rememberedWhy, path: remembered });
-  for (const f of files.map((u) => u.fsPath).sort()) if (f !== remembered) items.push({ label: rel(f), path: f });
-  items.push({ label: '$(folder-opened) Browse…', path: 'browse' });
-  const picked = await vscode.window.showQuickPick(items, {
-    title,
-    placeHolder: 'A JSONL file: one task (a JSON object) per line',
-    ignoreFocusOut: true,
-    matchOnDescription: true,
-  });
-  if (!picked) return undefined;
+  return files.map((u) => u.fsPath).sort();
+}
+
+/** A JSONL file picked from the workspace's or the file dialog ("Browse…"). */
+export type JsonlPickItem = vscode.QuickPickItem & { path?: string | 'browse' };
+
+export const BROWSE_ITEM: JsonlPickItem = { label: '$(folder-opened) Browse…', path: 'browse' };
+
+/** Shows `items` (see JsonlPickItem); the picked file, the file dialog's after "Browse…", or undefined when dismissed. */
+export async function showJsonlPick(
+  title: string,
+  items: JsonlPickItem[],
+  placeHolder = 'A JSONL file: one task (a JSON object) per line',
+): Promise<string | undefined> {
+  const picked = await vscode.window.showQuickPick(items, { title, placeHolder, ignoreFocusOut: true, matchOnDescription: true });
+  if (!picked?.path) return undefined;
   if (picked.path !== 'browse') return picked.path;
   const uris = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'JSON Lines': ['jsonl'] }, title });
   return uris?.[0]?.fsPath;
+}
+
+/** JSONL files of the workspace, the remembered one first. */
+export async function pickJsonlFile(title: string, remembered: string | undefined): Promise<string | undefined> {
+  const rel = (p: string) => vscode.workspace.asRelativePath(p);
+  const items: JsonlPickItem[] = [];
+  if (remembered) items.push({ label: rel(remembered), description: 'last used', path: remembered });
+  for (const f of await workspaceJsonlFiles()) if (f !== remembered) items.push({ label: rel(f), path: f });
+  items.push(BROWSE_ITEM);
+  return showJsonlPick(title, items);
 }
 
 /** Parses a JSONL file into tasks; a malformed line is an error naming the file and line. */

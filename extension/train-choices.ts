@@ -3,10 +3,15 @@
  * (unit-tested in test/extension/train-choices.test.ts). Sensible defaults come from the agent's own
  * folder: a `train.yaml` next to the agent is offered as a budget ("the agent's settings"), and model
  * folders next to it (e.g. a sample's shipped SFT warm-up) are offered before the built-in models.
+ * A task file is preselected only when it is the agent's (dataOptions): never a file that merely sorts first.
  */
 import { trainCommandLine, type TrainFlags } from '../protocol/train-options.js';
-import { existsSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { TrainingRunSummary } from '../protocol/metrics.js';
+import type { TrainingRun } from '../protocol/store.js';
+import { DataSection } from '../protocol/train-config.js';
 
 /** A training budget: steps, tasks per step, validation tasks (0 = all) and how often to validate (0 = before and after only). */
 export interface Budget {
@@ -106,4 +111,118 @@ export function nearbyCheckpoints(agentFile: string): string[] {
   };
   visit(dirname(agentFile), 2);
   return out.sort();
+}
+
+/** Task files (absolute paths): training tasks and held-out validation tasks. */
+export interface TaskFiles {
+  train?: string;
+  val?: string;
+}
+
+/**
+ * The task files a train.yaml names in its `data:` section, resolved from the file's folder: what `agl train` reads
+ * from it (daemon/algorithm/config.ts configData, which the extension's project cannot import). An unreadable
+ * or invalid file is an error naming it.
+ */
+export function configTaskFiles(configFile: string): TaskFiles {
+  const raw = parseYaml(readFileSync(configFile, 'utf8')) as { data?: unknown } | null;
+  const r = DataSection.safeParse(raw?.data ?? {});
+  if (!r.success) throw new Error(`${configFile}: data: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const at = (p: string | null) => (p === null ? undefined : resolve(dirname(configFile), p));
+  return { train: at(r.data.train), val: at(r.data.val) };
+}
+
+/** The task files of the newest of the agent's runs that recorded them (summary.data, written by `agl train`). */
+export function lastRunTaskFiles(runs: readonly TrainingRun[]): TaskFiles {
+  for (const run of [...runs].sort((a, b) => b.createdAt - a.createdAt)) {
+    const data = (run.summary as TrainingRunSummary).data;
+    if (data && typeof data.train === 'string' && typeof data.val === 'string') return { train: data.train, val: data.val };
+  }
+  return {};
+}
+
+/** SFT demonstrations (`demos.jsonl`, `demos-copy.jsonl`, `sft_demonstrations.jsonl`: what `agl sft` learns from), not tasks. */
+export function isDemonstrations(file: string): boolean {
+  return /(^|[-_.])(demos|demonstrations)([-_.]|$)/i.test(basename(file).replace(/\.jsonl$/i, ''));
+}
+
+/** samples/calc/data/train.jsonl -> samples/calc/data/val.jsonl when that exists. */
+export function siblingValFile(train: string, exists: (path: string) => boolean = existsSync): string | undefined {
+  const candidate = train.replace(/train(\.[^/\\]*)?\.jsonl$/, 'val$1.jsonl');
+  return candidate !== train && exists(candidate) ? candidate : undefined;
+}
+
+/** Where a task file known to be the agent's comes from, in the order they win. */
+export type DataOrigin = 'remembered' | 'config' | 'run';
+const ORIGIN_WORDS: Record<DataOrigin, string> = { remembered: 'last used', config: "the agent's train.yaml", run: 'its last training run' };
+const DEMOS_WORDS = 'SFT demonstrations (agl sft), not tasks';
+
+export interface DataOption {
+  path: string;
+  description: string;
+}
+
+/** A data quick pick: `owned` (the agent's files, the first preselected), then `others`, never preselected. */
+export interface DataOptions {
+  owned: DataOption[];
+  others: DataOption[];
+}
+
+/**
+ * The files a task-file pick (training or validation) offers. Only the agent's own are listed first, where the
+ * pick highlights them: the user's last choice for this agent, the `data:` of its train.yaml, the files of its
+ * last training run (`sources`, in that order). Every other JSONL file of the workspace follows (those in the
+ * agent's folder first), never first: with none of the agent's own, nothing is preselected, as a file that only
+ * sorts first (another sample's data, calc's demos.jsonl) is a guess that two Enters turn into a wrong run.
+ * Demonstrations are never preselected, whatever their origin. For `val`, the sources whose training file is the
+ * one just chosen (`train`) come first, so a train.yaml's pair stays a pair; the file next to it
+ * (`train.jsonl` -> `val.jsonl`) is offered first among the others.
+ */
+export function dataOptions(
+  role: 'train' | 'val',
+  input: {
+    agentFile: string;
+    sources: readonly { origin: DataOrigin; files: TaskFiles }[];
+    workspaceFiles: readonly string[];
+    train?: string;
+    exists?: (path: string) => boolean;
+  },
+): DataOptions {
+  const exists = input.exists ?? existsSync;
+  const reasons = new Map<string, string[]>();
+  const note = (path: string, why: string) => {
+    const list = reasons.get(path) ?? [];
+    if (!list.includes(why)) list.push(why);
+    reasons.set(path, list);
+  };
+  const pairsFirst = (s: { files: TaskFiles }) => Number(role === 'val' && input.train !== undefined && s.files.train === input.train);
+  const sources = [...input.sources].sort((a, b) => pairsFirst(b) - pairsFirst(a));
+  const owned: string[] = [];
+  for (const { origin, files } of sources) {
+    const path = files[role];
+    if (!path || !exists(path)) continue; // a moved file, or a run recorded on another machine
+    note(path, ORIGIN_WORDS[origin]);
+    if (!isDemonstrations(path) && !owned.includes(path)) owned.push(path);
+  }
+  const sibling = role === 'val' && input.train ? siblingValFile(input.train, exists) : undefined;
+  if (sibling) note(sibling, 'next to the training data');
+  const all = new Set([...reasons.keys(), ...input.workspaceFiles]);
+  for (const path of all) if (isDemonstrations(path)) note(path, DEMOS_WORDS);
+  const folder = input.agentFile ? dirname(input.agentFile) : null;
+  const inFolder = (path: string) => {
+    if (folder === null) return 0;
+    const rel = relative(folder, path);
+    return Number(rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+  };
+  const others = [...all]
+    .filter((p) => !owned.includes(p))
+    .sort(
+      (a, b) =>
+        Number(b === sibling) - Number(a === sibling) ||
+        inFolder(b) - inFolder(a) ||
+        Number(isDemonstrations(a)) - Number(isDemonstrations(b)) ||
+        a.localeCompare(b),
+    );
+  const option = (path: string): DataOption => ({ path, description: (reasons.get(path) ?? []).join(' · ') });
+  return { owned: owned.map(option), others: others.map(option) };
 }

@@ -1,12 +1,12 @@
 /**
  * "Agent Lightning: Train This Agent": picks the agent, the training and validation data, the budget and
- * the model (each remembered per agent in workspaceState), then runs `agl train` as a child process
- * against the extension's daemon. Progress is read from the store (the training run's step / total and
- * its reward metric), shown in a cancellable notification and the status bar; the dashboard opens on the
- * run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
+ * the model (each remembered per agent in workspaceState; a task file is preselected only when it is the
+ * agent's: its last choice, its train.yaml's data:, its last run's: train-choices.ts dataOptions), then runs
+ * `agl train` as a child process against the extension's daemon. Progress is read from the store (the
+ * training run's step / total and its reward metric), shown in a cancellable notification and the status
+ * bar; the dashboard opens on the run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
  */
 import type { TrainConfigInput } from '../protocol/train-config.js';
-import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
@@ -18,8 +18,24 @@ import type { AglClient } from '../sdk/tools/client.js';
 import { lastError, runAgl } from './agl-process.js';
 import { readSettings } from './config.js';
 import type { Ctx } from './ctx.js';
-import { pickJsonlFile, resolveAgent } from './pickers.js';
-import { AGENT_CONFIG_BUDGET, agentTrainConfig, BUDGETS, type Budget, budgetOf, nearbyCheckpoints, type TrainChoice, trainArgs } from './train-choices.js';
+import { BROWSE_ITEM, type JsonlPickItem, resolveAgent, showJsonlPick, workspaceJsonlFiles } from './pickers.js';
+import {
+  AGENT_CONFIG_BUDGET,
+  agentTrainConfig,
+  BUDGETS,
+  type Budget,
+  budgetOf,
+  configTaskFiles,
+  type DataOption,
+  type DataOptions,
+  type DataOrigin,
+  dataOptions,
+  lastRunTaskFiles,
+  nearbyCheckpoints,
+  type TaskFiles,
+  type TrainChoice,
+  trainArgs,
+} from './train-choices.js';
 import { showTrainingDashboard } from './views.js';
 
 const stateKey = (agent: string) => `agentLightning.train:${agent}`;
@@ -34,19 +50,63 @@ async function writeBudgetConfig(ctx: Ctx, budget: Budget): Promise<string> {
   return file;
 }
 
-async function askChoice(ctx: Ctx, agent: AgentInfo): Promise<TrainChoice | undefined> {
+/** Where the agent's own task files are named, in the order they win (dataOptions): its last choice here, its train.yaml's data:, its last run's. */
+async function taskSources(ctx: Ctx, client: AglClient, agent: AgentInfo, agentConfig: string | null, last: TrainChoice | undefined) {
+  const sources: { origin: DataOrigin; files: TaskFiles }[] = [];
+  if (last) sources.push({ origin: 'remembered', files: { train: last.train, val: last.val } });
+  if (agentConfig) {
+    try {
+      sources.push({ origin: 'config', files: configTaskFiles(agentConfig) });
+    } catch (err) {
+      // agl train reports the file's errors when it runs; here they only cost the preselection.
+      ctx.log(`Train ${agent.name}: the data: of ${agentConfig} is not offered: ${(err as Error).message}`);
+    }
+  }
+  try {
+    sources.push({ origin: 'run', files: lastRunTaskFiles(await client.listTrainingRuns(agent.id)) });
+  } catch (err) {
+    ctx.log(`Train ${agent.name}: its earlier runs could not be read: ${(err as Error).message}`);
+  }
+  return sources;
+}
+
+/** A task-file pick: the agent's own files first (the first preselected), else "Browse…" where the highlight is. */
+async function pickTaskFile(title: string, options: DataOptions, agent: AgentInfo, what: string): Promise<string | undefined> {
+  const item = (o: DataOption): JsonlPickItem => ({ label: vscode.workspace.asRelativePath(o.path), description: o.description, path: o.path });
+  const others: JsonlPickItem[] = options.others.length
+    ? [{ label: 'other JSONL files', kind: vscode.QuickPickItemKind.Separator }, ...options.others.map(item)]
+    : [];
+  if (options.owned.length) return showJsonlPick(title, [...options.owned.map(item), ...others, BROWSE_ITEM]);
+  // None is known to be the agent's: Enter on the highlighted first item opens the file dialog rather than
+  // training on whichever file sorts first.
+  return showJsonlPick(
+    title,
+    [BROWSE_ITEM, ...others],
+    `No ${what} file is known to be ${agent.name}'s (its train.yaml's data: section, or an earlier run): pick one`,
+  );
+}
+
+async function askChoice(ctx: Ctx, client: AglClient, agent: AgentInfo): Promise<TrainChoice | undefined> {
   const settings = readSettings();
   const last = ctx.extension.workspaceState.get<TrainChoice>(stateKey(agent.id));
-  const train = await pickJsonlFile(`Train ${agent.name}: training data (1/4)`, last?.train);
+  const agentFile = agent.uri ? vscode.Uri.parse(agent.uri).fsPath : '';
+  const agentConfig = agentFile ? agentTrainConfig(agentFile) : null;
+  const sources = await taskSources(ctx, client, agent, agentConfig, last);
+  const workspaceFiles = await workspaceJsonlFiles();
+  const train = await pickTaskFile(
+    `Train ${agent.name}: training data (1/4)`,
+    dataOptions('train', { agentFile, sources, workspaceFiles }),
+    agent,
+    'training tasks',
+  );
   if (!train) return undefined;
-  const val = await pickJsonlFile(
+  const val = await pickTaskFile(
     `Train ${agent.name}: validation data, held out (2/4)`,
-    last?.val ?? guessValFile(train),
-    last?.val ? 'last used' : 'next to the training data',
+    dataOptions('val', { agentFile, sources, workspaceFiles, train }),
+    agent,
+    'validation tasks',
   );
   if (!val) return undefined;
-  const agentFile = vscode.Uri.parse(agent.uri).fsPath;
-  const agentConfig = agentTrainConfig(agentFile);
   const budgets = BUDGETS.map((b) => ({ label: b.label, detail: b.detail, description: b.id === last?.budget ? 'last used' : '', id: b.id }));
   if (agentConfig) {
     // A sample (or the user) ships its tuned settings next to the agent: the sensible default.
@@ -64,7 +124,7 @@ async function askChoice(ctx: Ctx, agent: AgentInfo): Promise<TrainChoice | unde
     matchOnDescription: true,
   });
   if (!budget) return undefined;
-  const model = await pickModel(agent, settings.defaultModel, last?.model, nearbyCheckpoints(agentFile));
+  const model = await pickModel(agent, settings.defaultModel, last?.model, agentFile ? nearbyCheckpoints(agentFile) : []);
   if (!model) return undefined;
   const choice: TrainChoice = { train, val, budget: budget.id, model, ...(budget.id === AGENT_CONFIG_BUDGET && agentConfig ? { config: agentConfig } : {}) };
   await ctx.extension.workspaceState.update(stateKey(agent.id), choice);
@@ -114,7 +174,7 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   if (!client) return;
   const agent = await resolveAgent(ctx, arg, 'train');
   if (!agent) return;
-  const choice = await askChoice(ctx, agent);
+  const choice = await askChoice(ctx, client, agent);
   if (!choice) return;
   const settings = readSettings();
   const started = Date.now();
@@ -217,10 +277,4 @@ export function summarize(run: TrainingRun): string {
   parts.push(`${Math.floor(seconds / 60)}m ${seconds % 60}s`);
   if (run.checkpointDir) parts.push(`checkpoint in ${run.checkpointDir}`);
   return parts.join('; ');
-}
-
-/** samples/calc/data/train.jsonl -> samples/calc/data/val.jsonl when that exists. */
-function guessValFile(train: string): string | undefined {
-  const candidate = train.replace(/train(\.[^/\\]*)?\.jsonl$/, 'val$1.jsonl');
-  return candidate !== train && existsSync(candidate) ? candidate : undefined;
 }

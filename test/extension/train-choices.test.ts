@@ -1,13 +1,24 @@
 /**
  * "Train This Agent" choices without VS Code: the defaults found next to the agent (its train.yaml, model
- * folders such as a sample's SFT warm-up) and the `agl train` command line each choice becomes.
+ * folders such as a sample's SFT warm-up), the task files it preselects (only the agent's own) and the
+ * `agl train` command line each choice becomes.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { AGENT_CONFIG_BUDGET, agentTrainConfig, nearbyCheckpoints, trainArgs } from '../../extension/train-choices.js';
+import {
+  AGENT_CONFIG_BUDGET,
+  agentTrainConfig,
+  configTaskFiles,
+  dataOptions,
+  isDemonstrations,
+  lastRunTaskFiles,
+  nearbyCheckpoints,
+  trainArgs,
+} from '../../extension/train-choices.js';
+import type { TrainingRun } from '../../protocol/store.js';
 
 test('the calc sample offers its train.yaml and its shipped warm-up', () => {
   const agent = resolve('samples/calc/agent.ts');
@@ -76,4 +87,148 @@ test("the agent's train.yaml runs unchanged; a preset budget sets its flags over
     '--store',
     'postgres://x/y',
   ]);
+});
+
+// Task files (#27 item 4): a file is preselected (listed first, where the pick highlights it) only when it is the
+// agent's: its last choice here, its train.yaml's data:, its last run's. calc's demos.jsonl, which sorted first
+// with samples/ open and was preselected for the sql agent, is never.
+
+const calcData = (name: string) => resolve('samples/calc/data', name);
+const sqlData = (name: string) => resolve('samples/sql/data', name);
+const calcAgentFile = resolve('samples/calc/agent.ts');
+const sqlAgentFile = resolve('samples/sql/agent.ts');
+/** The JSONL files of the samples folder, as the extension lists them (sorted paths). */
+const sampleFiles = ['calc/data/demos.jsonl', 'calc/data/test.jsonl', 'calc/data/train.jsonl', 'calc/data/val.jsonl']
+  .map((p) => resolve('samples', p))
+  .concat(['demos.jsonl', 'test.jsonl', 'train.jsonl', 'val.jsonl'].map(sqlData));
+const paths = (list: { path: string }[]) => list.map((o) => o.path);
+function run(createdAt: number, data?: { train: string; val: string }): TrainingRun {
+  return {
+    id: `r${createdAt}`,
+    agent: 'a',
+    status: 'succeeded',
+    config: {},
+    step: 1,
+    totalSteps: 1,
+    checkpointDir: null,
+    summary: data ? { data } : {},
+    createdAt,
+    updatedAt: createdAt,
+  };
+}
+
+test("the samples' train.yaml name their task files: the agent's own are preselected, never calc's for sql", () => {
+  assert.deepEqual(configTaskFiles(resolve('samples/calc/train.yaml')), { train: calcData('train.jsonl'), val: calcData('val.jsonl') });
+  const sources = [{ origin: 'config' as const, files: configTaskFiles(resolve('samples/sql/train.yaml')) }];
+  const train = dataOptions('train', { agentFile: sqlAgentFile, sources, workspaceFiles: sampleFiles });
+  assert.deepEqual(train.owned, [{ path: sqlData('train.jsonl'), description: "the agent's train.yaml" }]);
+  // The others: the agent's folder first (its demonstrations last there, and said to be), then calc's.
+  assert.deepEqual(paths(train.others), [
+    sqlData('test.jsonl'),
+    sqlData('val.jsonl'),
+    sqlData('demos.jsonl'),
+    calcData('test.jsonl'),
+    calcData('train.jsonl'),
+    calcData('val.jsonl'),
+    calcData('demos.jsonl'),
+  ]);
+  assert.equal(train.others.find((o) => o.path === calcData('demos.jsonl'))?.description, 'SFT demonstrations (agl sft), not tasks');
+  const val = dataOptions('val', { agentFile: sqlAgentFile, sources, workspaceFiles: sampleFiles, train: sqlData('train.jsonl') });
+  assert.deepEqual(paths(val.owned), [sqlData('val.jsonl')]);
+  assert.ok(!paths(val.others).includes(sqlData('val.jsonl')));
+});
+
+test("no file known to be the agent's: nothing is preselected; the file next to the chosen training data is offered first", () => {
+  const train = dataOptions('train', { agentFile: sqlAgentFile, sources: [{ origin: 'run', files: {} }], workspaceFiles: sampleFiles });
+  assert.deepEqual(train.owned, []);
+  assert.equal(train.others[0]?.path, sqlData('test.jsonl'), 'its folder first, but not preselected');
+  const val = dataOptions('val', { agentFile: sqlAgentFile, sources: [], workspaceFiles: sampleFiles, train: calcData('train.jsonl') });
+  assert.deepEqual(val.owned, []);
+  assert.deepEqual(val.others[0], { path: calcData('val.jsonl'), description: 'next to the training data' });
+});
+
+test("the last training run's files (summary.data), the newest run that recorded them", () => {
+  const runs = [
+    run(1, { train: calcData('test.jsonl'), val: calcData('val.jsonl') }),
+    run(3),
+    run(2, { train: calcData('train.jsonl'), val: calcData('val.jsonl') }),
+  ];
+  const files = lastRunTaskFiles(runs);
+  assert.deepEqual(files, { train: calcData('train.jsonl'), val: calcData('val.jsonl') });
+  assert.deepEqual(lastRunTaskFiles([run(1)]), {});
+  const train = dataOptions('train', { agentFile: calcAgentFile, sources: [{ origin: 'run', files }], workspaceFiles: sampleFiles });
+  assert.deepEqual(train.owned, [{ path: calcData('train.jsonl'), description: 'its last training run' }]);
+  // A run recorded on another machine (or a file moved since) is not offered.
+  const gone = dataOptions('train', {
+    agentFile: calcAgentFile,
+    sources: [{ origin: 'run', files: { train: '/nowhere/train.jsonl' } }],
+    workspaceFiles: sampleFiles,
+  });
+  assert.deepEqual(gone.owned, []);
+  assert.ok(!paths(gone.others).includes('/nowhere/train.jsonl'));
+});
+
+test('demonstrations are never preselected as tasks, whatever names them', () => {
+  const demos = calcData('demos.jsonl');
+  const sources = [
+    { origin: 'remembered' as const, files: { train: demos, val: demos } },
+    { origin: 'config' as const, files: { train: demos } },
+    { origin: 'run' as const, files: { train: demos, val: demos } },
+  ];
+  for (const role of ['train', 'val'] as const) {
+    const o = dataOptions(role, { agentFile: calcAgentFile, sources, workspaceFiles: sampleFiles });
+    assert.deepEqual(o.owned, [], role);
+    const offered = o.others.find((x) => x.path === demos);
+    assert.ok(offered?.description.includes('SFT demonstrations'), `${role}: ${offered?.description}`);
+  }
+  for (const f of ['demos.jsonl', 'demos-copy.jsonl', 'demos-doc.jsonl', 'sft_demos.jsonl', 'x.demonstrations.jsonl'])
+    assert.ok(isDemonstrations(`/d/${f}`), f);
+  for (const f of ['train.jsonl', 'demo-tasks.jsonl', 'democracy.jsonl']) assert.ok(!isDemonstrations(`/d/${f}`), f);
+});
+
+test("the remembered choice wins over the train.yaml's and the last run's; a validation file pairs with the training file chosen", () => {
+  const sources = [
+    { origin: 'remembered' as const, files: { train: calcData('test.jsonl'), val: calcData('test.jsonl') } },
+    { origin: 'config' as const, files: { train: calcData('train.jsonl'), val: calcData('val.jsonl') } },
+    { origin: 'run' as const, files: { train: calcData('train.jsonl'), val: calcData('val.jsonl') } },
+  ];
+  const train = dataOptions('train', { agentFile: calcAgentFile, sources, workspaceFiles: sampleFiles });
+  assert.deepEqual(train.owned, [
+    { path: calcData('test.jsonl'), description: 'last used' },
+    { path: calcData('train.jsonl'), description: "the agent's train.yaml · its last training run" },
+  ]);
+  assert.deepEqual(paths(dataOptions('val', { agentFile: calcAgentFile, sources, workspaceFiles: sampleFiles, train: calcData('test.jsonl') }).owned), [
+    calcData('test.jsonl'),
+    calcData('val.jsonl'),
+  ]);
+  // The user took the train.yaml's training file this time: its validation file comes with it.
+  assert.deepEqual(paths(dataOptions('val', { agentFile: calcAgentFile, sources, workspaceFiles: sampleFiles, train: calcData('train.jsonl') }).owned), [
+    calcData('val.jsonl'),
+    calcData('test.jsonl'),
+  ]);
+  // What the e2e picks again by "last used": the remembered file is described so even when its train.yaml names it too.
+  const same = dataOptions('train', {
+    agentFile: calcAgentFile,
+    sources: [{ origin: 'remembered', files: { train: calcData('train.jsonl') } }, sources[1]!],
+    workspaceFiles: sampleFiles,
+  });
+  assert.deepEqual(same.owned, [{ path: calcData('train.jsonl'), description: "last used · the agent's train.yaml" }]);
+});
+
+test("a train.yaml's data: resolves from its folder; without one nothing; an invalid one is an error naming the file", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agl-data-'));
+  try {
+    const config = join(dir, 'train.yaml');
+    writeFileSync(config, 'data:\n  train: tasks/a.jsonl\n  val: /abs/b.jsonl\n');
+    assert.deepEqual(configTaskFiles(config), { train: join(dir, 'tasks', 'a.jsonl'), val: '/abs/b.jsonl' });
+    writeFileSync(config, 'training: {}\n');
+    assert.deepEqual(configTaskFiles(config), { train: undefined, val: undefined });
+    writeFileSync(config, 'data:\n  tasks: a.jsonl\n');
+    assert.throws(
+      () => configTaskFiles(config),
+      (err: Error) => err.message.startsWith(`${config}: data:`),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
