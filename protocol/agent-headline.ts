@@ -17,7 +17,16 @@ export interface HeadlineFacts {
   rollouts: number;
   rolloutsCapped: boolean;
   /** The newest validated run: its id, the step and value of its latest validation, and its first validation. */
-  heldOut: { runId: string; step: number; value: number; first: { step: number; value: number } } | null;
+  heldOut: {
+    runId: string;
+    step: number;
+    value: number;
+    first: { step: number; value: number };
+    /** The run's validation sampled greedily (model.valTemperature 0); null when its config does not say. */
+    greedy?: boolean | null;
+    /** The roles the run trained with their own policies (config `policies:`), empty without. */
+    policies?: string[];
+  } | null;
   /** The recent rollouts' mean final reward: train rollouts, or any mode when the agent has no rewarded train rollout. */
   recent: { mode: 'train' | 'any'; count: number; mean: number } | null;
 }
@@ -48,10 +57,14 @@ export function describeHeadline(f: HeadlineFacts): AgentHeadline {
       ...f,
       source: 'held-out',
       value: h.value,
-      text: `held-out reward ${fixed(h.value)}${moved ? ` (from ${fixed(h.first.value)})` : ''}`,
+      // "from" names what it was: the same held-out validation, at the step it was first taken (0: before training).
+      text: `held-out reward ${fixed(h.value)}${moved ? ` (from ${fixed(h.first.value)} at step ${h.first.step})` : ''}`,
       tooltip:
-        `Held-out reward ${fixed(h.value)}: mean final reward on the validation tasks at step ${h.step} of training run ${h.runId}` +
-        `${moved ? ` (${fixed(h.first.value)} at step ${h.first.step})` : ''}, the agent's newest run with a validation; ${count}.`,
+        `Held-out reward ${fixed(h.value)}: mean final reward on the validation tasks${h.greedy ? ', answered greedily (temperature 0),' : ''}` +
+        ` at step ${h.step} of training run ${h.runId}` +
+        `${moved ? ` (${fixed(h.first.value)} on the same tasks at step ${h.first.step}${h.first.step === 0 ? ', before training' : ''})` : ''}` +
+        `, the agent's newest run with a validation; ${count}.` +
+        (h.policies?.length ? ` The run trained one policy per role: ${h.policies.join(', ')}.` : ''),
     };
   }
   if (f.recent) {

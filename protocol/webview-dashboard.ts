@@ -54,6 +54,8 @@ export const DashboardProtocol = {
   getRunMetrics: requestType<{ runId: string }, RunMetrics>('dashboard/getRunMetrics'),
   /** The agent's headline number, as its CodeLens shows it (agent-headline.ts). */
   getHeadline: requestType<{ agent: string }, AgentHeadline>('dashboard/getHeadline'),
+  /** Names a run (the user's label, kept across agl train's summary updates); '' clears it. Answers the updated run. */
+  setRunLabel: requestType<{ runId: string; label: string }, TrainingRun>('dashboard/setRunLabel'),
   /** Poll this run and push its new points while it is running. */
   watchRun: commandType<{ runId: string }>('dashboard/watchRun'),
   /** A click on a step: open that step's GRPO groups in the trajectory viewer. */

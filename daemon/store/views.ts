@@ -261,7 +261,16 @@ async function heldOut(runs: TrainingRun[], cache: HeadlineCache): Promise<Headl
   for (const run of newestFirst) {
     const points = await cache.validationsOf(run);
     const last = points[points.length - 1];
-    if (last) return { runId: run.id, step: last.step, value: last.value, first: { step: points[0]!.step, value: points[0]!.value } };
+    if (!last) continue;
+    const config = recordedTrainConfig(run.config);
+    return {
+      runId: run.id,
+      step: last.step,
+      value: last.value,
+      first: { step: points[0]!.step, value: points[0]!.value },
+      greedy: config ? config.model.valTemperature === 0 : null,
+      policies: config ? Object.keys(config.policies ?? {}) : [],
+    };
   }
   return null;
 }
@@ -283,13 +292,14 @@ function recent(endedNewestFirst: Rollout[], summaries: (RolloutSummary | undefi
 /** The agent's headline number and its words (protocol/agent-headline.ts), read from the store now. */
 export async function agentHeadline(store: LightningStore, agent: string, cache = new HeadlineCache(store)): Promise<AgentHeadline> {
   const [ended, runs] = await Promise.all([
-    store.queryRollouts({ agent, status: ENDED, order: 'desc', limit: COUNT_LIMIT, withSummaries: true }),
+    store.queryRollouts({ agent, status: ENDED, order: 'desc', limit: COUNT_LIMIT, withSummaries: true, withTotal: true }),
     store.listTrainingRuns(agent),
   ]);
   const validated = await heldOut(runs, cache);
   return describeHeadline({
-    rollouts: ended.items.length,
-    rolloutsCapped: ended.nextCursor !== null,
+    // The exact count (the store counts them; the list says the same number), not "500+".
+    rollouts: ended.total ?? ended.items.length,
+    rolloutsCapped: ended.total === undefined && ended.nextCursor !== null,
     heldOut: validated,
     recent: validated ? null : recent(ended.items, ended.summaries ?? []),
   });

@@ -95,6 +95,7 @@ export function dashboardHandlers(client: AglClient): RequestHandlers {
     return { run, points: await client.queryMetrics(runId) };
   });
   on(handlers, DashboardProtocol.getHeadline, ({ agent }) => client.agentHeadline(agent));
+  on(handlers, DashboardProtocol.setRunLabel, ({ runId, label }) => client.updateTrainingRun(runId, { label: label.trim() === '' ? null : label }));
   return handlers;
 }
 

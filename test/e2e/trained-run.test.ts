@@ -223,11 +223,12 @@ test(
       const want = await readExpected(dataDir);
       const [newest, older] = want.runs as [TrainingRun, TrainingRun];
       const moved = want.val.first.step < want.val.last.step;
-      const headline = `held-out reward ${want.val.last.value.toFixed(2)}${moved ? ` (from ${want.val.first.value.toFixed(2)})` : ''}`;
-      const lensTitle = `${headline} · ${want.ended} rollouts`;
+      const headline = `held-out reward ${want.val.last.value.toFixed(2)}${moved ? ` (from ${want.val.first.value.toFixed(2)} at step ${want.val.first.step})` : ''}`;
+      const lensTitle = `${headline} · ${want.ended.toLocaleString('en-US')} rollouts`;
       const headlineTooltip =
-        `Held-out reward ${want.val.last.value.toFixed(2)}: mean final reward on the validation tasks at step ${want.val.last.step} of training run ${newest.id}` +
-        `${moved ? ` (${want.val.first.value.toFixed(2)} at step ${want.val.first.step})` : ''}, the agent's newest run with a validation; ${want.ended} rollouts ended.`;
+        `Held-out reward ${want.val.last.value.toFixed(2)}: mean final reward on the validation tasks, answered greedily (temperature 0), at step ${want.val.last.step} of training run ${newest.id}` +
+        `${moved ? ` (${want.val.first.value.toFixed(2)} on the same tasks at step ${want.val.first.step}${want.val.first.step === 0 ? ', before training' : ''})` : ''}` +
+        `, the agent's newest run with a validation; ${want.ended.toLocaleString('en-US')} rollouts ended.`;
 
       server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0 }, { dataDir });
       browser = await launchBrowser();

@@ -41,10 +41,10 @@ test("headline: the held-out score of the newest validated run, else the train r
     recent: { mode: 'train', count: 16, mean: 1 },
   });
   assert.equal(held.value, 0.95);
-  assert.equal(held.text, 'held-out reward 0.95 (from 0.29)');
+  assert.equal(held.text, 'held-out reward 0.95 (from 0.29 at step 0)');
   assert.equal(
     held.tooltip,
-    'Held-out reward 0.95: mean final reward on the validation tasks at step 85 of training run run_1 (0.29 at step 0), ' +
+    'Held-out reward 0.95: mean final reward on the validation tasks at step 85 of training run run_1 (0.29 on the same tasks at step 0, before training), ' +
       "the agent's newest run with a validation; 500+ rollouts ended.",
   );
   const once = describeHeadline({ ...NO_FACTS, rollouts: 3, heldOut: { runId: 'r', step: 0, value: 0.5, first: { step: 0, value: 0.5 } } });
@@ -72,7 +72,7 @@ test('lens titles: no rollouts yet, the headline with the count, running, daemon
   assert.equal(formatStats(stats({ rollouts: 128, recent: { mode: 'train', count: 16, mean: 0.62 } }), true), 'train reward 0.62 · 128 rollouts');
   assert.equal(formatStats(stats({ rollouts: 9, recent: { mode: 'any', count: 9, mean: 0.2 } }, 3), true), 'reward 0.20 · 9 rollouts · 3 running');
   const trained = stats({ rollouts: 500, rolloutsCapped: true, heldOut: { runId: 'run_9', step: 12, value: 1, first: { step: 0, value: 0.25 } } });
-  assert.equal(formatStats(trained, true), 'held-out reward 1.00 (from 0.25) · 500+ rollouts');
+  assert.equal(formatStats(trained, true), 'held-out reward 1.00 (from 0.25 at step 0) · 500+ rollouts');
   assert.equal(formatStats(stats({ rollouts: 2 }), true), 'no reward yet · 2 rollouts');
   assert.equal(formatStats(undefined, false), 'Agent Lightning daemon not running');
   assert.equal(formatStats(undefined, false, true), 'Agent Lightning daemon starting…');

@@ -306,3 +306,117 @@ describe('training dashboard webview before any training run', () => {
     }
   });
 });
+
+describe('training dashboard webview on a run with one policy per role', () => {
+  const RUN_P = 'run-sql-two-policies';
+  let daemon: Daemon;
+  let view: WebviewSession;
+
+  before(async () => {
+    daemon = await startDaemon();
+    await daemon.client.createTrainingRun({
+      id: RUN_P,
+      agent: 'samples/sql/agent.ts#sqlAgent',
+      totalSteps: 5,
+      config: {
+        model: { name: 'samples/sql/warmup', valTemperature: 0 },
+        training: { agentMatch: '^(writer|rewriter)$', learningRate: 1e-4, batchSize: 3, groupSize: 4 },
+        policies: { writer: {}, rewriter: {} },
+      },
+    });
+    // Step 1 teaches nothing (every group zero-variance: no update); at step 2 the rewriter has no call to train on;
+    // at step 3 three groups in four are zero-variance.
+    const zero = [0.25, 1, 0.5, 0.75, 0.25];
+    const trained = [120, 0, 80, 40, 100];
+    await daemon.client.addMetrics(
+      zero
+        .flatMap((z, step) => [
+          { step, name: 'reward/mean', value: 0.2 + 0.1 * step },
+          { step, name: 'grpo/frac_reward_zero_std', value: z },
+          { step, name: 'grpo/trained_tokens', value: trained[step]! },
+          { step, name: 'grpo/loss', value: trained[step] ? 0.05 - 0.01 * step : 0 },
+          { step, name: 'grpo/grad_norm', value: trained[step] ? 2 - 0.1 * step : 0 },
+          { step, name: 'policy/writer/loss', value: 0.04 - 0.005 * step },
+          { step, name: 'policy/writer/updates', value: [1, 1, 2, 3, 4][step]! },
+          { step, name: 'policy/writer/transitions', value: 12 },
+          { step, name: 'policy/rewriter/loss', value: 0.08 - 0.01 * step },
+          { step, name: 'policy/rewriter/updates', value: [1, 1, 1, 2, 3][step]! },
+          { step, name: 'policy/rewriter/transitions', value: step === 2 ? 0 : 4 },
+          { step, name: 'role/writer/calls', value: 12 },
+          { step, name: 'role/checker/calls', value: 16 },
+          { step, name: 'role/rewriter/calls', value: step === 2 ? 0 : 4 },
+        ])
+        .map((p) => ({ ...p, runId: RUN_P })),
+    );
+    await daemon.client.updateTrainingRun(RUN_P, { status: 'succeeded', step: 5, summary: { stopReason: 'completed', elapsedMs: 60_000 } });
+    view = await openWebview('dashboard', dashboardHandlers(daemon.client), { width: 1300 });
+  });
+  after(async () => {
+    await view?.close();
+    await daemon?.close();
+  });
+
+  it('draws one chart per policy metric with a line per policy, and one per role metric with a line per role', async () => {
+    const page = view.page;
+    await page.waitForSelector('.chart-card[data-chart="policy-loss"] canvas');
+    const metricsOf = (chart: string) =>
+      page.locator(`.chart-card[data-chart="${chart}"] .chart-value`).evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.metric));
+    assert.deepEqual(await metricsOf('policy-loss'), ['policy/rewriter/loss', 'policy/writer/loss']);
+    assert.deepEqual(await metricsOf('role-calls'), ['role/checker/calls', 'role/rewriter/calls', 'role/writer/calls']);
+    assert.equal(await page.locator('.chart-card[data-chart="policy-loss"] h2').innerText(), 'Per policy: loss');
+    assert.match(
+      await page.locator('.chart-card[data-chart="policy-loss"] .chart-value[data-metric="policy/writer/loss"]').innerText(),
+      /^policy writer loss 0\.0200$/,
+    );
+    assert.match(await page.locator('.cfg.roles').innerText(), /policies writer, rewriter/);
+    assert.match((await page.locator('.cfg.roles').getAttribute('title'))!, /every other role is served, untrained, by the default policy warmup/);
+  });
+
+  it('notes the steps that taught nothing or little, with what to try; a click opens the step', async () => {
+    const notes = await view.page
+      .locator('.step-note')
+      .evaluateAll((els) => els.map((e) => [Number((e as HTMLElement).dataset.step), (e as HTMLElement).dataset.kind, e.textContent]));
+    assert.deepEqual(
+      notes.map(([step, kind]) => [step, kind]),
+      [
+        [1, 'no-update'],
+        [2, 'policy-no-update'],
+        [3, 'zero-variance'],
+      ],
+    );
+    assert.match(String(notes[0]![2]), /step 1: no update: every group had zero variance/);
+    assert.match(String(notes[1]![2]), /policy rewriter: no update \(none of its calls to train on in this step\)/);
+    assert.match(String(notes[2]![2]), /75% of the groups had zero variance/);
+    assert.match(await view.page.locator('.what-to-try').innerText(), /partial credit/);
+    assert.equal(await view.page.locator('.learning-diagnosis').count(), 0, 'the run learned: no diagnosis');
+    await view.page.locator('.step-note[data-step="3"] a').click();
+    assert.deepEqual((await view.nextCommand(DashboardProtocol.openGroups.method)).params, { runId: RUN_P, step: 3 });
+  });
+
+  it('moves the cursor of every chart to the step hovered on one', async () => {
+    const page = view.page;
+    const box = (await page.locator('.chart-card[data-chart="reward"] .u-over').boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
+    await page.waitForFunction(() => !!document.querySelector('.chart-card[data-chart="role-calls"] .chart-step'), undefined, { timeout: 5000 });
+    const stepOf = (chart: string) => page.locator(`.chart-card[data-chart="${chart}"] .chart-step`).innerText();
+    const hovered = await stepOf('reward');
+    assert.match(hovered, /^step [0-4]$/);
+    for (const chart of ['policy-loss', 'role-calls', 'loss', 'zero-std']) assert.equal(await stepOf(chart), hovered, `${chart} follows the hovered step`);
+    await page.mouse.move(0, 0);
+  });
+
+  it('names a run with a label the user types, kept in the store and shown in the run picker', async () => {
+    const page = view.page;
+    await page.locator('.rename-run').click();
+    await page.locator('.label-input').fill('lr 1e-4, two policies');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => /lr 1e-4, two policies · sqlAgent/.test(document.querySelector('.run-select')?.textContent ?? ''), undefined, {
+      timeout: 5000,
+    });
+    const run = await daemon.client.getTrainingRun(RUN_P);
+    assert.equal((run!.summary as { label?: string }).label, 'lr 1e-4, two policies');
+    assert.equal((run!.summary as { stopReason?: string }).stopReason, 'completed', 'the rest of the summary kept');
+    await view.screenshot('dashboard-two-policies');
+    assert.deepEqual([...view.problems], []);
+  });
+});

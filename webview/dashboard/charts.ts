@@ -5,10 +5,12 @@
  * colour per run, the second metric of a chart dashed); an EMA smoothing draws the smoothed line over a
  * faint raw one; a drag zooms every chart to the same steps, a double-click resets. Metrics whose value
  * never changes (KL without a reference model, a fixed learning rate) are listed on one "constant:" line
- * instead of taking a chart. A click picks the step under the cursor.
+ * instead of taking a chart. A click picks the step under the cursor; hovering one chart moves the cursor and the
+ * values beside every chart's title to the same step. With one policy per role, each policy metric and each role
+ * metric gets one chart with a line per policy or role.
  */
 import uPlot from 'uplot';
-import { metricLabel } from '../../protocol/metrics.js';
+import { metricLabel, ownMetricLabel, parsePolicyMetric, parseRoleMetric } from '../../protocol/metrics.js';
 import { DASHBOARD_CHARTS, type DashboardChart } from '../../protocol/webview-dashboard.js';
 import type { MetricPoint } from '../../protocol/store.js';
 import { h } from '../shared/dom.js';
@@ -26,6 +28,8 @@ const FALLBACK = ['#3794ff', '#d18616', '#89d185', '#b180d7', '#f14c4c', '#cca70
 /** Line styles of a chart's 1st, 2nd, 3rd metric when colours tell runs apart. */
 const DASHES: (number[] | undefined)[] = [undefined, [6, 4], [2, 3]];
 const PLOT_HEIGHT = 200;
+/** Charts that share this key move their cursors together (uPlot.sync). */
+const CURSOR_SYNC_KEY = 'agl-dashboard-steps';
 /** How long a click waits for a second one before it opens the step. */
 const DOUBLE_CLICK_MS = 250;
 
@@ -159,18 +163,34 @@ export class MetricCharts {
     return this.shownRuns().flatMap((r) => [...(this.values.get(r.id)!.get(metric)?.values() ?? [])]);
   }
 
-  /** The configured charts that have data, then one chart per remaining metric. */
+  /**
+   * The configured charts that have data, then one chart per policy metric and per role metric with a line per
+   * policy or role (one policy per role: `policy/<name>/<metric>`, `role/<name>/<metric>`, overlaid so the roles
+   * compare at a glance), then one chart per remaining metric.
+   */
   private chartDefs(): DashboardChart[] {
     const known = new Set(DASHBOARD_CHARTS.flatMap((c) => c.metrics));
     const names = new Set(this.shownRuns().flatMap((r) => [...this.values.get(r.id)!.keys()]));
-    const others = [...names]
-      .filter((m) => !known.has(m))
-      .sort()
-      .map((m): DashboardChart => {
+    const grouped = new Map<string, DashboardChart>();
+    const others: DashboardChart[] = [];
+    for (const m of [...names].filter((n) => !known.has(n)).sort()) {
+      const policy = parsePolicyMetric(m);
+      const role = policy ? null : parseRoleMetric(m);
+      const own = policy ? { kind: 'policy' as const, metric: policy.metric } : role ? { kind: 'role' as const, metric: role.metric } : null;
+      if (!own) {
         const { label, unit } = metricLabel(m);
-        return { id: `metric-${m}`, title: label[0].toUpperCase() + label.slice(1), metrics: [m], yTitle: unit || label };
-      });
-    return [...DASHBOARD_CHARTS.filter((c) => c.metrics.some((m) => this.present(m))), ...others];
+        others.push({ id: `metric-${m}`, title: label[0].toUpperCase() + label.slice(1), metrics: [m], yTitle: unit || label });
+        continue;
+      }
+      const id = `${own.kind}-${own.metric}`;
+      const { label, unit } = ownMetricLabel(own.kind, own.metric);
+      const chart = grouped.get(id) ?? { id, title: `Per ${own.kind}: ${label}`, metrics: [], yTitle: unit || label };
+      chart.metrics.push(m);
+      grouped.set(id, chart);
+    }
+    // Policies before roles, each in the order of POLICY_METRICS / ROLE_METRICS' labels (alphabetical ids otherwise).
+    const perOwner = [...grouped.values()].sort((a, b) => (a.id.startsWith('policy') === b.id.startsWith('policy') ? 0 : a.id.startsWith('policy') ? -1 : 1));
+    return [...DASHBOARD_CHARTS.filter((c) => c.metrics.some((m) => this.present(m))), ...perOwner, ...others];
   }
 
   private redraw(): void {
@@ -353,7 +373,8 @@ export class MetricCharts {
       height: PLOT_HEIGHT,
       legend: { show: false },
       // uPlot draws the selection; zoomToSelection applies it to every chart (uPlot alone would zoom just this one).
-      cursor: { drag: { x: true, y: false, setScale: false }, points: { size: 7 } },
+      // The cursor moves on every chart at once (the same step), so a step reads across loss, KL, rewards, ...
+      cursor: { drag: { x: true, y: false, setScale: false }, points: { size: 7 }, sync: { key: CURSOR_SYNC_KEY, scales: ['x', null] } },
       scales: {
         x: { time: false },
         // A flat series (e.g. all-zero rewards at the start) gets a readable range instead of uPlot's 0-100.

@@ -10,6 +10,8 @@ import 'uplot/dist/uPlot.min.css';
 import '../shared/theme.css';
 import './dashboard.css';
 import { METRICS } from '../../protocol/metrics.js';
+import { WHAT_TO_TRY, diagnoseLearning, stepNotes } from '../../protocol/training-health.js';
+import type { MetricPoint } from '../../protocol/store.js';
 import { DashboardProtocol as P, type DashboardState, type RunMetrics } from '../../protocol/webview-dashboard.js';
 import type { TrainingRun } from '../../protocol/store.js';
 import { HostConnection } from '../shared/host.js';
@@ -37,7 +39,11 @@ const constants = h('div', { class: 'constants' });
 /** Which steps the charts show after a drag (empty when they show every step). */
 const zoomState = h('span', { class: 'zoom-state muted' });
 const chartsRoot = h('div', { class: 'charts' });
-mount(root, header, progress, toolbar, constants, chartsRoot);
+/** Why the run cannot learn (its first steps), and the steps that taught nothing, with what to try. */
+const notes = h('div', { class: 'run-notes' });
+mount(root, header, progress, notes, toolbar, constants, chartsRoot);
+/** Every point of the shown run so far (the notes read them). */
+let shownPoints: MetricPoint[] = [];
 
 const compared = (): string[] => (state.compare ?? []).filter((id) => id !== state.runId && runs.some((r) => r.id === id));
 
@@ -64,6 +70,84 @@ async function drawHeadline(run: TrainingRun): Promise<void> {
   }
 }
 
+/**
+ * The diagnosis of a run that cannot learn (protocol/training-health.ts, the same words agl train prints), then a
+ * note per step that taught nothing or little: no update, most groups zero-variance, a policy without an update.
+ * A note's step opens that step's groups.
+ */
+function drawNotes(runId: string): void {
+  const diagnosis = diagnoseLearning(shownPoints);
+  const list = stepNotes(shownPoints);
+  const stepLink = (step: number): HTMLElement => {
+    const a = h('a', { href: '#', class: 'note-step', 'data-step': step, title: `Open step ${step}'s GRPO groups` }, `step ${step}`);
+    a.addEventListener('click', (e) => {
+      e.preventDefault();
+      host.command(P.openGroups, { runId, step });
+    });
+    return a;
+  };
+  mount(
+    notes,
+    diagnosis
+      ? h(
+          'div',
+          { class: 'learning-diagnosis', role: 'alert', 'data-kind': diagnosis.kind },
+          h('div', { class: 'diagnosis-title' }, icon('warning'), ` ${diagnosis.message}`),
+          h('div', {}, h('span', { class: 'muted' }, 'Likely cause: '), diagnosis.cause),
+          h('div', { class: 'muted' }, 'What to try:'),
+          h('ul', {}, ...diagnosis.advice.map((a) => h('li', {}, a))),
+        )
+      : null,
+    list.length
+      ? h(
+          'details',
+          { class: 'step-notes', open: !diagnosis && list.length <= 3 },
+          h('summary', {}, icon('info'), ` Notes on ${new Set(list.map((n) => n.step)).size} step${list.length === 1 ? '' : 's'} that taught little`),
+          h(
+            'ul',
+            {},
+            ...list.map((n) => h('li', { class: `step-note note-${n.kind}`, 'data-step': n.step, 'data-kind': n.kind }, stepLink(n.step), `: ${n.text}`)),
+          ),
+          h('div', { class: 'muted what-to-try' }, WHAT_TO_TRY),
+        )
+      : null,
+  );
+}
+
+/** Renames the shown run: its label is the user's, kept across agl train's updates; '' clears it. */
+function editLabel(run: TrainingRun, anchor: HTMLElement): void {
+  const current = (run.summary as { label?: string }).label ?? '';
+  const input = h('input', {
+    type: 'text',
+    class: 'label-input',
+    value: current,
+    maxlength: 120,
+    placeholder: 'a name for this run (Enter saves, Escape cancels)',
+    'aria-label': 'Run label',
+  }) as HTMLInputElement;
+  const done = async (save: boolean): Promise<void> => {
+    if (save && input.value.trim() !== current) {
+      try {
+        const updated = await host.request(P.setRunLabel, { runId: run.id, label: input.value.trim() });
+        runs = runs.map((r) => (r.id === updated.id ? updated : r));
+      } catch (err) {
+        input.setCustomValidity((err as Error).message);
+        input.reportValidity();
+        return;
+      }
+    }
+    drawHeader();
+    drawToolbar();
+  };
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') void done(true);
+    else if (e.key === 'Escape') void done(false);
+  });
+  anchor.replaceWith(input);
+  input.focus();
+  input.select();
+}
+
 function drawHeader(): void {
   const select = h(
     'vscode-single-select',
@@ -71,7 +155,15 @@ function drawHeader(): void {
     ...runs.map((r) => h('vscode-option', { value: r.id, selected: r.id === state.runId }, `${runLabel(r)} · ${r.status}`)),
   );
   select.addEventListener('change', () => void showRun((select as unknown as { value: string }).value));
-  mount(header, h('h1', {}, icon('graph-line'), ' Training'), h('div', { class: 'spacer' }), headline, runs.length ? select : null);
+  const shown = runs.find((r) => r.id === state.runId);
+  const rename = h('vscode-toolbar-button', {
+    icon: 'edit',
+    label: 'Name this run',
+    title: 'Name this run (a label shown in the picker and legends)',
+    class: 'rename-run',
+  });
+  rename.addEventListener('click', () => shown && editLabel(shown, rename));
+  mount(header, h('h1', {}, icon('graph-line'), ' Training'), h('div', { class: 'spacer' }), headline, runs.length ? select : null, shown ? rename : null);
 }
 
 /** Smoothing slider, the runs to compare (checkboxes) and, when overlaid, the legend of run colours. */
@@ -180,6 +272,7 @@ async function toggleCompare(runId: string, on: boolean): Promise<void> {
 
 function apply(data: RunMetrics, replace: boolean): void {
   if (!charts || replace) {
+    replace = true;
     headline.textContent = '';
     charts?.destroy();
     charts = new MetricCharts({
@@ -193,6 +286,8 @@ function apply(data: RunMetrics, replace: boolean): void {
     charts.setRuns(chartRuns());
   }
   charts.add(data.run.id, data.points);
+  shownPoints = replace ? [...data.points] : [...shownPoints, ...data.points];
+  drawNotes(data.run.id);
   const before = runs.find((r) => r.id === data.run.id);
   runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
   redrawRun(data.run);

@@ -7,6 +7,7 @@
  */
 import { METRICS, type TrainingRunSummary } from '../../protocol/metrics.js';
 import type { TrainingRun } from '../../protocol/store.js';
+import { runRoles, type RolesConfig } from '../../protocol/call-roles.js';
 import { fmtTime, h, icon, mount } from '../shared/dom.js';
 import { fmtElapsed, fmtExponent, fmtMetric } from './format.js';
 
@@ -19,9 +20,25 @@ function configOf(run: TrainingRun): { model: Json; training: Json; grpo: Json }
   return { model: obj(run.config.model), training, grpo: obj(training.grpo) };
 }
 
-/** A run as legends and pickers name it: its agent's export and when it started. */
+/** A run as legends and pickers name it: the user's label when it has one, its agent's export and when it started. */
 export function runLabel(run: TrainingRun): string {
-  return `${run.agent.split('#').pop()!.split(/[\\/]/).pop()} · ${fmtTime(run.createdAt)}`;
+  const label = (run.summary as TrainingRunSummary).label;
+  return `${label ? `${label} · ` : ''}${run.agent.split('#').pop()!.split(/[\\/]/).pop()} · ${fmtTime(run.createdAt)}`;
+}
+
+/** Which roles the run trained and how (protocol/call-roles.ts's rule, from its recorded config), for the header. */
+export function rolesLine(run: TrainingRun): HTMLElement | null {
+  const roles = runRoles(run.id, run.config as RolesConfig); // the recorded config is the parsed TrainConfig (no zod in the webview);
+  const trained = Object.entries(roles.policies);
+  if (!trained.length && !roles.agentMatch) return null;
+  return h(
+    'span',
+    { class: 'cfg roles', 'data-field': 'roles', title: `Run ${run.id} ${roles.rule}` },
+    icon('organization'),
+    trained.length
+      ? [' policies ', ...trained.flatMap(([role, policy], i) => [i ? ', ' : '', h('b', {}, role), policy === role ? '' : ` (shares ${policy})`])]
+      : [' trains ', h('b', {}, roles.agentMatch!)],
+  );
 }
 
 /**
@@ -130,6 +147,7 @@ export function drawRunHeader(el: HTMLElement, run: TrainingRun, latest: Latest,
       'div',
       { class: 'run-facts' },
       h('span', { class: 'muted', title: run.id }, run.agent),
+      rolesLine(run),
       ...configSummary(run).map(([field, label, value, key]) => h('span', { class: 'cfg', 'data-field': field, title: key }, `${label} `, h('b', {}, value))),
       h(
         'span',
