@@ -6,6 +6,7 @@
  * training run's step / total and its reward metric), shown in a cancellable notification and the status
  * bar; the dashboard opens on the run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
  */
+import { LEARNING_CHECK_STEPS, describeDiagnosis, diagnoseLearning } from '../protocol/training-health.js';
 import type { TrainConfigInput } from '../protocol/train-config.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
@@ -193,7 +194,22 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
       });
       progress.report({ message: 'starting…' });
       let reported = 0;
-      const poll = async () => {
+      let judged = false;
+      /** Once the first steps are in: when they show the run cannot learn, say so now (agl train prints the same). */
+      const judge = async (r: TrainingRun, ended: boolean) => {
+        if (judged || (r.step < LEARNING_CHECK_STEPS && !ended)) return;
+        judged = true;
+        const d = diagnoseLearning(await client.queryMetrics(r.id), Math.min(LEARNING_CHECK_STEPS, Math.max(1, r.step)));
+        if (!d) return;
+        ctx.log(describeDiagnosis(d).join('\n'));
+        void vscode.window
+          .showWarningMessage(`Agent Lightning: ${d.message} Likely cause: ${d.cause}. Try: ${d.advice[0]}.`, 'Open Dashboard', 'Show Log')
+          .then((picked) => {
+            if (picked === 'Open Dashboard') void showTrainingDashboard(ctx, { runId: r.id });
+            if (picked === 'Show Log') ctx.output.show();
+          });
+      };
+      const poll = async (ended = false) => {
         if (token.isCancellationRequested) return;
         try {
           run = (await findRun(client, agent.id, started)) ?? run;
@@ -209,6 +225,7 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
           reported = pct;
           ctx.status.setTraining({ agent: agent.id, step: run.step, totalSteps: total, reward });
           ctx.refreshLenses(agent.id);
+          await judge(run, ended);
         } catch (err) {
           ctx.log(`training progress: ${(err as Error).message}`);
         }
@@ -216,7 +233,7 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
       const timer = setInterval(() => void poll(), 1500);
       try {
         const end = await proc.done;
-        await poll();
+        await poll(true);
         return { ...end, cancelled: token.isCancellationRequested };
       } finally {
         clearInterval(timer);
