@@ -100,6 +100,8 @@ async function main(): Promise<void> {
       quick: { type: 'boolean', default: false },
       // --credit-sweep (bench/credit-sweep.ts) and its budget
       'credit-sweep': { type: 'boolean', default: false },
+      // --roles (bench/roles.ts): one policy per role against one shared policy
+      roles: { type: 'boolean', default: false },
       seeds: { type: 'string', default: '2' },
       minutes: { type: 'string' },
       'max-steps': { type: 'string' },
@@ -111,6 +113,13 @@ async function main(): Promise<void> {
       'group-size': { type: 'string' },
     },
   });
+  if (values.roles) {
+    const { rolesBench, formatRoles } = await import('./roles.js');
+    const out = values.out === 'bench/results/credit.json' ? 'bench/results/roles.json' : values.out!;
+    const rows = await rolesBench({ sample: values.sample?.[0] ?? 'sql', seeds: Number(values.seeds), minutes: Number(values.minutes ?? 20), out });
+    process.stdout.write(`\n${formatRoles(rows)}\nwritten ${out}\n`);
+    return;
+  }
   if (values['credit-sweep']) {
     const { creditSweep, formatSweep } = await import('./credit-sweep.js');
     const num = (v: string | undefined, name: string) => {

@@ -1,0 +1,154 @@
+/**
+ * `npm run bench:learning -- --roles [--sample sql|rag] [--seeds 2] [--minutes M]` (issue #26 item 5): one policy per
+ * role against one shared policy, on a multi-agent sample, from the same shipped warm-up and the same time budget.
+ *  - shared: the sample's own train.yaml (sql: writer and rewriter trained, one set of weights; rag: every call);
+ *  - own: `policies:` with a policy per trained role (sql: writer, rewriter; rag: query_writer, answerer), each
+ *    starting from the warm-up; the other roles (sql's checker) served, untrained, by the default policy.
+ * Each row runs `agl train` once per seed (training.seed 1..n). Reports the held-out (val split, greedy) score before
+ * and after training, the steps it made in the budget, each role's calls at the last step, and the process's peak
+ * resident memory while it trained (sampled every 0.5 s), and writes bench/results/roles.json (or --out).
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { stringify } from 'yaml';
+import { deepMerge, readConfigFile } from '../daemon/algorithm/config.js';
+import { trainAgent } from '../daemon/commands/train.js';
+import { SqliteStore } from '../daemon/store/sqlite.js';
+import { parseRoleMetric } from '../protocol/metrics.js';
+import { RAG_LEARNING } from '../samples/rag/learn.js';
+import { SQL_LEARNING } from '../samples/sql/learn.js';
+import { makeWarmup, type SampleLearning } from './harness/learning.js';
+
+const SAMPLES: Record<string, { learning: SampleLearning; roles: string[] }> = {
+  sql: { learning: SQL_LEARNING, roles: ['writer', 'rewriter'] },
+  rag: { learning: RAG_LEARNING, roles: ['query_writer', 'answerer'] },
+};
+
+export interface RolesRun {
+  seed: number;
+  before: number;
+  after: number;
+  steps: number;
+  minutes: number;
+  peakRssMiB: number;
+  /** Each role's LLM calls in the last training step. */
+  calls: Record<string, number>;
+}
+export interface RolesRow {
+  policies: 'shared' | 'own';
+  runs: RolesRun[];
+  meanAfter: number;
+  meanGain: number;
+}
+export interface RolesOptions {
+  sample: string;
+  seeds: number;
+  minutes: number;
+  out: string;
+}
+
+const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
+
+async function lastStepCalls(dataDir: string): Promise<{ steps: number; calls: Record<string, number> }> {
+  const store = new SqliteStore(join(dataDir, 'store.sqlite'));
+  try {
+    const [run] = await store.listTrainingRuns();
+    if (!run) return { steps: 0, calls: {} };
+    const points = await store.queryMetrics(run.id);
+    const last = Math.max(-1, ...points.filter((p) => p.name === 'reward/mean').map((p) => p.step));
+    const calls: Record<string, number> = {};
+    for (const p of points) {
+      const m = parseRoleMetric(p.name);
+      if (m?.metric === 'calls' && p.step === last) calls[m.role] = p.value;
+    }
+    return { steps: run.step, calls };
+  } finally {
+    await store.close();
+  }
+}
+
+export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
+  const s = SAMPLES[o.sample];
+  if (!s) throw new Error(`--roles --sample ${o.sample}: one of ${Object.keys(SAMPLES).join(', ')}`);
+  const work = mkdtempSync(join(tmpdir(), `agl-roles-${o.sample}-`));
+  try {
+    const { warmup } = await makeWarmup(s.learning, work);
+    const base = readConfigFile(s.learning.config) as Record<string, unknown>;
+    const rows: RolesRow[] = [];
+    let k = 0;
+    for (const policies of ['shared', 'own'] as const) {
+      const runs: RolesRun[] = [];
+      for (let seed = 1; seed <= o.seeds; seed++) {
+        const dir = join(work, `run-${++k}`);
+        mkdirSync(dir, { recursive: true });
+        const config = deepMerge(base, {
+          training: { seed, maxMinutes: o.minutes },
+          runtime: { checkpointDir: join(dir, 'checkpoint') },
+          ...(policies === 'own' ? { policies: Object.fromEntries(s.roles.map((r) => [r, {}])) } : {}),
+        });
+        writeFileSync(join(dir, 'train.yaml'), stringify(config));
+        process.stderr.write(`roles bench: ${o.sample} ${policies} seed ${seed} (${o.minutes} min), load ${loadavg()[0]!.toFixed(2)}\n`);
+        let peak = process.memoryUsage().rss;
+        const sampler = setInterval(() => {
+          peak = Math.max(peak, process.memoryUsage().rss);
+        }, 500);
+        try {
+          const r = await trainAgent({
+            agent: s.learning.agent,
+            train: s.learning.train,
+            val: s.learning.val,
+            model: warmup,
+            config: join(dir, 'train.yaml'),
+            'data-dir': dir,
+            quiet: true,
+          });
+          if (!r) throw new Error('training was interrupted');
+          const { steps, calls } = await lastStepCalls(dir);
+          runs.push({ seed, before: r.before ?? 0, after: r.after ?? 0, steps, minutes: r.minutes, peakRssMiB: Math.round(peak / 2 ** 20), calls });
+          process.stderr.write(
+            `  -> val ${(r.before ?? 0).toFixed(3)} -> ${(r.after ?? 0).toFixed(3)} in ${steps} steps, peak RSS ${Math.round(peak / 2 ** 20)} MiB\n`,
+          );
+        } finally {
+          clearInterval(sampler);
+        }
+      }
+      rows.push({ policies, runs, meanAfter: mean(runs.map((r) => r.after)), meanGain: mean(runs.map((r) => r.after - r.before)) });
+    }
+    mkdirSync(dirname(o.out), { recursive: true });
+    const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
+    writeFileSync(
+      o.out,
+      `${JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          machine,
+          loadAverageAtEnd: loadavg()[0],
+          sample: o.sample,
+          seeds: o.seeds,
+          minutesPerRun: o.minutes,
+          warmup,
+          roles: s.roles,
+          score: 'held-out (val split, greedy) score before and after training; the same warm-up, config and budget per row',
+          rows,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    return rows;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+export function formatRoles(rows: RolesRow[]): string {
+  return [
+    'policies  mean after  mean gain  runs (seed: before -> after, steps, peak RSS)',
+    ...rows.map(
+      (r) =>
+        `${r.policies.padEnd(9)} ${r.meanAfter.toFixed(3).padStart(10)}  ${r.meanGain.toFixed(3).padStart(9)}  ` +
+        r.runs.map((x) => `${x.seed}: ${x.before.toFixed(3)} -> ${x.after.toFixed(3)}, ${x.steps} steps, ${x.peakRssMiB} MiB`).join('; '),
+    ),
+  ].join('\n');
+}
