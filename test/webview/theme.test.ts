@@ -2,7 +2,8 @@
  * The webviews take every colour from the VS Code theme: the same views under Light Modern and Dark
  * Modern paint with each theme's variables (editor background, foreground, the chart and status colours),
  * and a light screenshot is kept next to the dark ones in test-results/webview/. A panel beside the
- * editor (narrow) gets the essential table columns and the span tree above the detail.
+ * editor (narrow) gets the question first with status and reward, the other columns on a second line, and
+ * the span tree above the detail (narrow-keyboard.test.ts has the rest of the narrow list).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -55,15 +56,20 @@ describe('webview theming and layout', () => {
     });
   }
 
-  it('fits a panel beside the editor: essential columns, span tree above the call detail', async () => {
+  it('fits a panel beside the editor: the question first, the other columns on a second line, span tree above the call detail', async () => {
     const viewer = await openWebview('trajectory', trajectoryHandlers(daemon.client), { width: 560, height: 900 });
     try {
       await viewer.page.waitForSelector('.rollout-row');
+      // As the eye reads them: line by line, left to right.
       const shownHeaders = () =>
-        viewer.page
-          .locator('.grid-header [role="columnheader"]')
-          .evaluateAll((els) => els.filter((e) => getComputedStyle(e).display !== 'none').map((e) => e.textContent));
-      assert.deepEqual(await shownHeaders(), ['Rollout', 'Status', 'Reward', 'Duration', 'Input']);
+        viewer.page.locator('.grid-header [role="columnheader"]').evaluateAll((els) =>
+          els
+            .filter((e) => getComputedStyle(e).display !== 'none')
+            .map((e) => ({ r: e.getBoundingClientRect(), text: e.textContent }))
+            .sort((a, b) => Math.round(a.r.top) - Math.round(b.r.top) || a.r.left - b.r.left)
+            .map((e) => e.text),
+        );
+      assert.deepEqual(await shownHeaders(), ['Input', 'Status', 'Reward', 'Rollout · mode · agent · res. · attempts', 'Duration', 'Created']);
       await viewer.screenshot('narrow-rollouts');
       await viewer.page.click(`.rollout-row[data-rollout-id="${data.groupRolloutIds['task-12x7'][0]}"]`);
       await viewer.page.waitForSelector('.detail-llm');

@@ -14,7 +14,7 @@ interface Chip {
   keys: FilterKey[];
 }
 
-function chipsOf(f: RolloutFilter, page: RolloutPage): Chip[] {
+function chipsOf(f: RolloutFilter, page: Pick<RolloutPage, 'runs'>): Chip[] {
   const chips: Chip[] = [];
   if (f.search) chips.push({ id: 'search', label: `Search: "${f.search}"`, keys: ['search'] });
   if (f.status?.length) chips.push({ id: 'status', label: `Status: ${f.status.join(', ')}`, keys: ['status'] });
@@ -37,6 +37,11 @@ function chipsOf(f: RolloutFilter, page: RolloutPage): Chip[] {
   if (f.hasError !== undefined) chips.push({ id: 'hasError', label: f.hasError ? 'With errors' : 'Without errors', keys: ['hasError'] });
   if (f.resourcesVersion !== undefined) chips.push({ id: 'resourcesVersion', label: `Resources: v${f.resourcesVersion}`, keys: ['resourcesVersion'] });
   return chips;
+}
+
+/** How many filters are active, leaving out those on `except` (the search, which its box shows); the reward range counts once. */
+export function activeFilterCount(filter: RolloutFilter, except: FilterKey[] = []): number {
+  return chipsOf(filter, { runs: [] }).filter((c) => !c.keys.every((k) => except.includes(k))).length;
 }
 
 /** The chips of the active filters; `remove(keys)` clears those filter keys. */

@@ -14,6 +14,8 @@ import { answerCard, answerCards, cardAdvantage, type AnswerCard, type CardActio
 
 export interface GroupViewActions extends CardActions {
   back(): void;
+  /** What Back returns to, for its tooltip ("Back to rollouts", "Back to rollout …"). */
+  backLabel?: string;
   selectStep(step: number): void;
   openDashboard(runId: string): void;
 }
@@ -146,7 +148,8 @@ export function renderGroupView(root: HTMLElement, page: GroupPage, actions: Gro
     renderGroupView(root, page, actions);
     window.scrollTo(0, y);
   };
-  const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: 'Back', title: 'Back to rollouts', class: 'back' });
+  const backLabel = actions.backLabel ?? 'Back to rollouts';
+  const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: backLabel, title: `${backLabel} (Backspace, Alt+Left)`, class: 'back' });
   back.addEventListener('click', actions.back);
   const stepSelect = control(
     h(

@@ -5,25 +5,41 @@
  * them. A click (or Enter) on a row opens that rollout. Searching, filtering, sorting and counting happen in
  * the store; this view draws. Rendering again with the same filter refreshes in place (live updates keep the
  * scroll position); with another filter it starts from the top, keeping the focus in the control in use.
+ *
+ * In a panel beside the editor (the view narrower than NARROW_WIDTH) the question gets the row's width: each
+ * row is two lines, the question, status and reward on the first, the rest (id, mode, agent, resources,
+ * attempts, duration, created) on a muted second line and whole in its tooltip; the filters fold behind a
+ * "Filters (n)" button next to the search box, so the rows start near the top.
+ *
+ * By keyboard: Tab (or ArrowDown) from the search box goes straight to the rows, arrows, Page keys, Home and
+ * End move through them (virtual-list.ts), Enter opens one. Coming back from a rollout (`at`) draws the list
+ * at the same scroll with the opened row focused.
  */
 import type { RolloutSort, RolloutStatus } from '../../protocol/store.js';
 import type { RolloutFilter, RolloutPage, RolloutPageRequest, RolloutRow } from '../../protocol/webview-trajectory.js';
 import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, shortId, signClass } from '../shared/dom.js';
 import { errorState } from '../shared/recovery.js';
-import { activeFilterChips } from './filter-chips.js';
+import { activeFilterChips, activeFilterCount } from './filter-chips.js';
 import { runStatusPill } from './outcome.js';
 import { taskSummary } from './task-summary.js';
-import { VirtualList } from './virtual-list.js';
+import { VirtualList, type ListPosition } from './virtual-list.js';
+
+export type { ListPosition } from './virtual-list.js';
 
 export interface RolloutsViewActions {
   load(request: RolloutPageRequest): Promise<RolloutPage>;
   setFilter(filter: RolloutFilter): void;
-  openRollout(rolloutId: string): void;
+  /** `from`: where the list was (scroll, the opened row as the current one), for Back to come back to. */
+  openRollout(rolloutId: string, from: ListPosition): void;
   /** The error state's "Start Daemon" (shared/recovery.ts). */
   startDaemon(): void;
 }
 
+/** Row heights (trajectory.css): one line, and two in a narrow view. */
 const ROW_HEIGHT = 30;
+const ROW_HEIGHT_NARROW = 44;
+/** Below this width (px, the view's own: the panel less its padding) the list takes its narrow layout. */
+const NARROW_WIDTH = 600;
 const SEARCH_DEBOUNCE_MS = 300;
 
 /** Columns: a CSS class (widths and which hide when narrow live in trajectory.css) and, when sortable, the sort key. */
@@ -68,21 +84,42 @@ const COLUMNS: Column[] = [
   { title: 'Created', key: 'created', sort: 'createdAt', cell: ({ rollout: r }) => cell('col-created muted', null, fmtTime(r.createdAt)) },
 ];
 
-function rowOf(item: RolloutRow, index: number, open: (id: string) => void): HTMLElement {
+/**
+ * The second line of a row in a narrow view: what the hidden columns say, in their order, and all of it
+ * spelled out in the tooltip.
+ */
+function metaCell(item: RolloutRow): HTMLElement {
+  const { rollout: r, resourcesVersion, durationMs } = item;
+  const agent = r.agent ? r.agent.split(/[\\/]/).pop()! : '—';
+  const attempts = `${r.attemptCount} attempt${r.attemptCount === 1 ? '' : 's'}`;
+  const res = resourcesVersion === null ? '—' : `v${resourcesVersion}`;
+  const title = [
+    `rollout ${r.id}`,
+    `mode ${r.mode}`,
+    `agent ${r.agent ?? 'default'}`,
+    `resources ${resourcesVersion === null ? 'unknown' : `v${resourcesVersion}`}`,
+    durationTitle(item) ?? attempts,
+    `created ${fmtTime(r.createdAt)}`,
+  ].join('\n');
+  return cell('col-meta muted', title, [shortId(r.id), r.mode, agent, res, attempts, fmtDuration(durationMs), fmtTime(r.createdAt)].join(' · '));
+}
+
+function rowOf(item: RolloutRow, index: number, open: (id: string, index: number) => void): HTMLElement {
   const id = item.rollout.id;
   const row = h(
     'div',
-    { class: `rollout-row grid-row${index % 2 ? ' odd' : ''}`, role: 'row', 'data-rollout-id': id, tabindex: 0 },
+    { class: `rollout-row grid-row${index % 2 ? ' odd' : ''}`, role: 'row', 'data-rollout-id': id },
     ...COLUMNS.map((c) => c.cell(item)),
+    metaCell(item),
   );
-  row.addEventListener('click', () => open(id));
+  row.addEventListener('click', () => open(id, index));
   row.addEventListener('keydown', (e) => {
-    if ((e as KeyboardEvent).key === 'Enter') open(id);
+    if ((e as KeyboardEvent).key === 'Enter') open(id, index);
   });
   return row;
 }
 function placeholderRow(index: number): HTMLElement {
-  return h('div', { class: `placeholder-row grid-row${index % 2 ? ' odd' : ''}`, role: 'row' }, h('div', { class: 'cell muted' }, '…'));
+  return h('div', { class: `placeholder-row grid-row${index % 2 ? ' odd' : ''}`, role: 'row' }, h('div', { class: 'cell col-input muted' }, '…'));
 }
 
 function select(label: string, name: string, current: string, options: [string, string][], onChange: (v: string) => void): HTMLElement {
@@ -94,13 +131,26 @@ function select(label: string, name: string, current: string, options: [string, 
   sel.addEventListener('change', () => onChange((sel as unknown as { value: string }).value));
   return h('label', { class: 'filter' }, h('span', { class: 'filter-label' }, label), sel);
 }
+/**
+ * Other keys of a text input: `value` is its trimmed text, `commit` reports it now (not after the debounce).
+ */
+type TextKeys = (e: KeyboardEvent, value: string, commit: () => void) => void;
 /** A text input that reports its trimmed value `debounceMs` after typing stops, or at once on Enter. */
-function textInput(label: string, name: string, current: string, attrs: Record<string, string>, onChange: (v: string) => void, debounceMs = 0): HTMLElement {
+function textInput(
+  label: string,
+  name: string,
+  current: string,
+  attrs: Record<string, string>,
+  onChange: (v: string) => void,
+  debounceMs = 0,
+  keys?: TextKeys,
+): HTMLElement {
   const field = h('vscode-textfield', { 'data-filter': name, 'aria-label': label, value: current, ...attrs });
   let timer: ReturnType<typeof setTimeout> | undefined;
+  const value = (): string => (field as unknown as { value: string }).value.trim();
   const fire = () => {
     clearTimeout(timer);
-    onChange((field as unknown as { value: string }).value.trim());
+    onChange(value());
   };
   field.addEventListener('input', () => {
     clearTimeout(timer);
@@ -108,17 +158,31 @@ function textInput(label: string, name: string, current: string, attrs: Record<s
   });
   field.addEventListener('keydown', (e) => {
     if ((e as KeyboardEvent).key === 'Enter') fire();
+    else keys?.(e as KeyboardEvent, value(), fire);
   });
   return field;
 }
-function textField(label: string, name: string, current: string, attrs: Record<string, string>, onChange: (v: string) => void, debounceMs = 0): HTMLElement {
+function textField(
+  label: string,
+  name: string,
+  current: string,
+  attrs: Record<string, string>,
+  onChange: (v: string) => void,
+  debounceMs = 0,
+  keys?: TextKeys,
+): HTMLElement {
   return h(
     'label',
     { class: `filter filter-${name}` },
     h('span', { class: 'filter-label' }, label),
-    textInput(label, name, current, attrs, onChange, debounceMs),
+    textInput(label, name, current, attrs, onChange, debounceMs, keys),
   );
 }
+
+/** Whether the narrow view shows its filters, kept while the panel lives (a redraw for a new filter keeps them open). */
+let filtersOpen = false;
+/** Set when Tab leaves a search typed and not yet applied: the list drawn for it takes the focus when its rows arrive. */
+let focusRowsNext = false;
 
 /** The view drawn into a root, kept so that rendering again can refresh in place. */
 interface Shown {
@@ -144,7 +208,8 @@ function focusControl(container: HTMLElement, name: string): void {
   if (el) void Promise.resolve((el as unknown as { updateComplete?: Promise<unknown> }).updateComplete).then(() => el.focus());
 }
 
-export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, actions: RolloutsViewActions): void {
+/** `at`: where to draw the list from (coming back to it), the current row focused; otherwise its top. */
+export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, actions: RolloutsViewActions, at?: ListPosition): void {
   const key = JSON.stringify(filter);
   const previous = shown.get(root);
   if (previous && previous.element.isConnected && previous.filter === key) {
@@ -164,7 +229,45 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
   const order = filter.order ?? 'desc';
 
   const count = h('span', { class: 'count', 'aria-live': 'polite' }, '…');
-  const filters = h('div', { class: 'filters' });
+  const search = textField(
+    'Search',
+    'search',
+    filter.search ?? '',
+    { placeholder: 'Words in the task or its outputs', type: 'search' },
+    (v) => {
+      if (v !== (filter.search ?? '')) set({ search: v || undefined });
+    },
+    SEARCH_DEBOUNCE_MS,
+    // The rows are one key (Tab or ArrowDown) away from the search box: the filters between them are reached with Shift+Tab.
+    (e, typed, commit) => {
+      if ((e.key !== 'Tab' && e.key !== 'ArrowDown') || e.shiftKey || e.altKey || e.ctrlKey || e.metaKey) return;
+      if (typed !== (filter.search ?? '')) {
+        e.preventDefault();
+        focusRowsNext = true;
+        commit();
+      } else if (list.focusCurrent()) e.preventDefault();
+    },
+  );
+  const filters = h('div', { class: 'filters', id: 'rollout-filters' });
+  const hiddenFilters = activeFilterCount(filter, ['search']);
+  const toggle = h(
+    'button',
+    {
+      class: `filters-toggle${hiddenFilters ? ' active' : ''}`,
+      'aria-expanded': String(filtersOpen),
+      'aria-controls': 'rollout-filters',
+      title: filtersOpen ? 'Hide the filters' : 'Show the filters',
+      'data-filter': 'toggle',
+    },
+    icon('filter'),
+    hiddenFilters ? ` Filters (${hiddenFilters})` : ' Filters',
+  );
+  toggle.addEventListener('click', () => {
+    filtersOpen = !filtersOpen;
+    element.classList.toggle('filters-open', filtersOpen);
+    toggle.setAttribute('aria-expanded', String(filtersOpen));
+    toggle.title = filtersOpen ? 'Hide the filters' : 'Show the filters';
+  });
   const chips = h('div', { class: 'chips' });
   const status = h('div', { class: 'empty-state', hidden: true });
 
@@ -191,6 +294,8 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
       button.addEventListener('click', () => set({ sort: c.sort, order: active && order === 'desc' ? 'asc' : 'desc' }));
       return button;
     }),
+    // Narrow: the legend of the rows' second line, followed there by the Duration and Created sort buttons.
+    h('div', { class: 'cell col-meta', role: 'columnheader' }, 'Rollout · mode · agent · res. · attempts'),
   );
 
   /** The choices this view's controls show: another view's fetch may have set lastChoices while these were not drawn. */
@@ -198,18 +303,12 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
   const drawChoices = (page: Choices): void => {
     drawnChoices = JSON.stringify(page);
     const run = page.runs.find((r) => r.id === filter.runId);
+    // The control in use is drawn again: it keeps the focus (or takes it, when this view was drawn for its change).
+    const active = document.activeElement as HTMLElement | null;
+    const had = active && filters.contains(active) ? active.getAttribute('data-filter') : null;
+    const inUse = had ?? (!active || active === document.body ? focused : null);
     mount(
       filters,
-      textField(
-        'Search',
-        'search',
-        filter.search ?? '',
-        { placeholder: 'Words in the task or its outputs', type: 'search' },
-        (v) => {
-          if (v !== (filter.search ?? '')) set({ search: v || undefined });
-        },
-        SEARCH_DEBOUNCE_MS,
-      ),
       select('Status', 'status', filter.status?.[0] ?? '', [['', 'All'], ...page.statuses.map((s): [string, string] => [s, s])], (v) =>
         set({ status: v ? [v as RolloutStatus] : undefined }),
       ),
@@ -270,8 +369,7 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
         (v) => set({ resourcesVersion: num(v) }),
       ),
     );
-    const inUse = filters.isConnected ? ((document.activeElement as HTMLElement | null)?.getAttribute('data-filter') ?? focused) : focused;
-    if (inUse) focusControl(filters, inUse);
+    if (inUse && filters.isConnected) focusControl(filters, inUse);
   };
 
   const drawSummary = (page: RolloutPage): void => {
@@ -313,7 +411,7 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
         drawSummary(page);
         return { items: page.items, total: page.total };
       },
-      row: (item, index) => rowOf(item, index, actions.openRollout),
+      row: (item, index) => rowOf(item, index, (id, active) => actions.openRollout(id, { scrollTop: list.element.scrollTop, active })),
       placeholder: placeholderRow,
       onTotal: () => {
         if (last) drawSummary(last);
@@ -331,15 +429,27 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
   refresh.addEventListener('click', () => list.refresh());
   const element = h(
     'div',
-    { class: 'rollouts-view' },
+    { class: `rollouts-view${filtersOpen ? ' filters-open' : ''}` },
     h('header', { class: 'view-header' }, h('h1', {}, icon('list-tree'), ' Rollouts ', count), h('div', { class: 'spacer' }), refresh),
-    filters,
+    h('div', { class: 'filter-area' }, search, toggle, filters),
     chips,
     h('div', { class: 'rollouts-grid', role: 'grid', 'aria-label': 'Rollouts' }, list.element),
     status,
   );
   mount(root, element);
+  // Narrow or not from the first draw (no row drawn at the wrong height), then whenever the panel is resized.
+  const layout = (): void => {
+    const narrow = element.clientWidth > 0 && element.clientWidth < NARROW_WIDTH;
+    element.classList.toggle('narrow', narrow);
+    list.setRowHeight(narrow ? ROW_HEIGHT_NARROW : ROW_HEIGHT);
+  };
+  layout();
+  const resized = new ResizeObserver(() => (element.isConnected ? layout() : resized.disconnect()));
+  resized.observe(element);
+  if (focused === 'search' || focused === 'toggle') focusControl(element, focused);
   if (lastChoices) drawChoices(lastChoices);
   shown.set(root, { filter: key, list, element });
-  list.reset();
+  const intoRows = focusRowsNext;
+  focusRowsNext = false;
+  list.reset(at ? { ...at, focus: true } : intoRows ? { scrollTop: 0, active: 0, focus: true } : undefined);
 }

@@ -3,6 +3,11 @@
  * side) exist in the DOM, the pages they fall in are fetched as they come into view, and a spacer gives the
  * scrollbar the height of every row, so a list of 100,000 rollouts scrolls like one of 10. Positions are
  * set through CSSOM (element.style), which the webviews' strict CSP allows.
+ *
+ * The keyboard moves through it as through one list: the rows are a single Tab stop (the current row has
+ * tabindex 0, the others -1), ArrowUp/ArrowDown, PageUp/PageDown, Home and End move the focus row by row,
+ * scrolling it into view. Rows are redrawn as new elements whenever the window moves or a page arrives, so
+ * each draw hands the focus to the new element of the row that had it: the focus never drops to the page.
  */
 import { h, mount } from '../shared/dom.js';
 
@@ -17,6 +22,13 @@ export interface VirtualListSource<T> {
   onError(error: Error): void;
 }
 
+/** Where the user is in a list: its scroll offset and the current row, to come back to them later. */
+export interface ListPosition {
+  scrollTop: number;
+  /** The current row (the one the keyboard moves from, and Tab lands on). */
+  active: number;
+}
+
 export class VirtualList<T> {
   readonly element: HTMLElement;
   private readonly spacer: HTMLElement;
@@ -27,12 +39,15 @@ export class VirtualList<T> {
   /** Bumped by reset/refresh: answers to older requests are dropped. */
   private generation = 0;
   private frame = 0;
+  private active = 0;
+  /** A position to go back to once the first page says how many rows there are (reset(at)). */
+  private restore: (ListPosition & { focus: boolean }) | null = null;
 
   /** `header` stays on top of the scrolled rows (position: sticky in the stylesheet). */
   constructor(
     private readonly source: VirtualListSource<T>,
-    private readonly rowHeight: number,
-    header: HTMLElement | null = null,
+    private rowHeight: number,
+    private readonly header: HTMLElement | null = null,
     private readonly pageSize = 100,
     private readonly overscan = 8,
   ) {
@@ -40,6 +55,12 @@ export class VirtualList<T> {
     this.spacer = h('div', { class: 'vlist-spacer' }, this.window);
     this.element = h('div', { class: 'vlist', tabindex: -1 }, header, this.spacer);
     this.element.addEventListener('scroll', () => this.schedule());
+    this.element.addEventListener('keydown', (e) => this.onKey(e));
+    // A row focused by a click or by Tab becomes the current row.
+    this.window.addEventListener('focusin', (e) => {
+      const index = this.indexOf(e.target as Element);
+      if (index !== null) this.active = index;
+    });
     new ResizeObserver(() => this.schedule()).observe(this.element);
   }
 
@@ -47,16 +68,42 @@ export class VirtualList<T> {
     return this.total;
   }
 
-  /** Forget everything and start again from the top (the filter or sort changed). */
-  reset(): void {
+  /**
+   * Forget everything and start again from the top (the filter or sort changed), or from `at` (coming back
+   * to this list: the same scroll and current row, focused when `at.focus`).
+   */
+  reset(at?: ListPosition & { focus: boolean }): void {
     this.generation++;
     this.items.clear();
     this.loading.clear();
     this.total = null;
+    this.active = 0;
+    this.restore = at ?? null;
     this.element.scrollTop = 0;
     this.spacer.style.height = '0px';
     mount(this.window);
-    void this.load(0);
+    void this.load(at ? Math.floor(at.active / this.pageSize) : 0);
+  }
+
+  /** Rows are this tall from now on (the layout changed): the row at the top of the view stays there. */
+  setRowHeight(height: number): void {
+    if (height === this.rowHeight) return;
+    const top = this.element.scrollTop / this.rowHeight;
+    this.rowHeight = height;
+    if (this.total !== null) this.spacer.style.height = `${this.total * height}px`;
+    this.element.scrollTop = top * height;
+    this.schedule();
+  }
+
+  /**
+   * Focuses the current row (the first one in view when the current row is scrolled away); false when the
+   * list has no rows.
+   */
+  focusCurrent(): boolean {
+    if (!this.total) return false;
+    const [top, bottom] = this.inView();
+    this.moveTo(this.active >= top && this.active < bottom ? this.active : top);
+    return true;
   }
 
   /** Re-read the pages in view, keeping the scroll position (the store changed underneath). */
@@ -80,6 +127,65 @@ export class VirtualList<T> {
     this.schedule();
   }
 
+  private onKey(e: KeyboardEvent): void {
+    if (!this.total || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    // Keys typed in a control inside a row (none today) or in the header's buttons are theirs.
+    const target = e.target as Element;
+    if (target !== this.element && this.indexOf(target) === null) return;
+    const page = Math.max(1, Math.floor(this.viewHeight() / this.rowHeight) - 1);
+    const moves: Record<string, number> = {
+      ArrowDown: this.active + 1,
+      ArrowUp: this.active - 1,
+      PageDown: this.active + page,
+      PageUp: this.active - page,
+      Home: 0,
+      End: this.total - 1,
+    };
+    if (!(e.key in moves)) return;
+    e.preventDefault();
+    this.moveTo(moves[e.key]);
+  }
+
+  /** Makes row `index` the current one, scrolls it into view and focuses it (a placeholder until its page arrives). */
+  private moveTo(index: number): void {
+    const total = this.total ?? 0;
+    if (total === 0) return;
+    // Kept here: the draw below hands the focus back to the row that had it, which makes that one current again.
+    const target = Math.min(total - 1, Math.max(0, index));
+    this.active = target;
+    const top = target * this.rowHeight;
+    if (top < this.element.scrollTop) this.element.scrollTop = top;
+    else if (top + this.rowHeight > this.element.scrollTop + this.viewHeight()) this.element.scrollTop = top + this.rowHeight - this.viewHeight();
+    // Drawn now, not at the next frame: the row to focus must exist.
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.draw();
+    this.rowAt(target)?.focus({ preventScroll: true });
+    this.active = target;
+  }
+
+  /** The height rows are seen in: the list's, less the sticky header's on top of them. */
+  private viewHeight(): number {
+    return (this.element.clientHeight || this.rowHeight * 20) - (this.header?.offsetHeight ?? 0);
+  }
+
+  /** [first, last) rows fully or partly in view. */
+  private inView(): [number, number] {
+    const total = this.total ?? 0;
+    const first = Math.min(Math.max(0, total - 1), Math.ceil(this.element.scrollTop / this.rowHeight));
+    const last = Math.min(total, Math.floor((this.element.scrollTop + this.viewHeight()) / this.rowHeight));
+    return [first, Math.max(first + 1, last)];
+  }
+
+  private indexOf(el: Element | null): number | null {
+    const row = el?.closest<HTMLElement>('[data-index]');
+    return row && this.window.contains(row) ? Number(row.dataset.index) : null;
+  }
+
+  private rowAt(index: number): HTMLElement | null {
+    return this.window.querySelector<HTMLElement>(`:scope > [data-index="${index}"]`);
+  }
+
   private schedule(): void {
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
@@ -101,16 +207,23 @@ export class VirtualList<T> {
   private draw(): void {
     if (this.total === null) return;
     const [first, last] = this.range();
+    // The row that has the focus now: its new element takes it over once drawn.
+    const focused = this.window.contains(document.activeElement) ? this.indexOf(document.activeElement) : null;
+    // The single Tab stop: the current row, or the first one in view while it is scrolled away.
+    const stop = this.active >= first && this.active < last ? this.active : this.inView()[0];
     const rows: HTMLElement[] = [];
     for (let i = first; i < last; i++) {
       const item = this.items.get(i);
       if (item === undefined) void this.load(Math.floor(i / this.pageSize));
       const row = item === undefined ? this.source.placeholder(i) : this.source.row(item, i);
       row.setAttribute('aria-rowindex', String(i + 2)); // the header is row 1
+      row.dataset.index = String(i);
+      row.tabIndex = i === stop ? 0 : -1;
       rows.push(row);
     }
     this.window.style.transform = `translateY(${first * this.rowHeight}px)`;
     mount(this.window, rows);
+    if (focused !== null) (this.rowAt(focused) ?? this.element).focus({ preventScroll: true });
   }
 
   private async load(page: number, generation = this.generation): Promise<void> {
@@ -125,7 +238,16 @@ export class VirtualList<T> {
         this.total = total;
         for (const index of [...this.items.keys()]) if (index >= total) this.items.delete(index);
         this.spacer.style.height = `${total * this.rowHeight}px`;
+        if (this.active >= total) this.active = Math.max(0, total - 1);
         this.source.onTotal(total);
+      }
+      if (this.restore) {
+        // Back where the user left this list: its height is known now, so the scroll offset holds.
+        const { scrollTop, active, focus } = this.restore;
+        this.restore = null;
+        this.active = Math.min(Math.max(0, total - 1), active);
+        this.element.scrollTop = scrollTop;
+        if (focus && total > 0) this.moveTo(this.active);
       }
       // An empty answer inside the old total (rows removed meanwhile) must not start a fetch loop.
       if (items.length || resized) this.schedule();
