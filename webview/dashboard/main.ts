@@ -78,6 +78,7 @@ async function drawHeadline(run: TrainingRun): Promise<void> {
 function drawNotes(runId: string): void {
   const diagnosis = diagnoseLearning(shownPoints);
   const list = stepNotes(shownPoints);
+  const noted = new Set(list.map((n) => n.step)).size;
   const stepLink = (step: number): HTMLElement => {
     const a = h('a', { href: '#', class: 'note-step', 'data-step': step, title: `Open step ${step}'s GRPO groups` }, `step ${step}`);
     a.addEventListener('click', (e) => {
@@ -102,7 +103,7 @@ function drawNotes(runId: string): void {
       ? h(
           'details',
           { class: 'step-notes', open: !diagnosis && list.length <= 3 },
-          h('summary', {}, icon('info'), ` Notes on ${new Set(list.map((n) => n.step)).size} step${list.length === 1 ? '' : 's'} that taught little`),
+          h('summary', {}, icon('info'), ` Notes on ${noted} step${noted === 1 ? '' : 's'} that taught little`),
           h(
             'ul',
             {},

@@ -10,6 +10,7 @@
 import type { GroupAdvantage, GroupData, GroupPage } from '../../protocol/webview-trajectory.js';
 import { STD_EPS } from '../../protocol/grpo-advantage.js';
 import { fmtNumber, fmtSigned, h, icon, mount } from '../shared/dom.js';
+import { expectedBlock } from './answer.js';
 import { answerCard, answerCards, cardAdvantage, type AnswerCard, type CardActions } from './group-card.js';
 
 export interface GroupViewActions extends CardActions {
@@ -92,6 +93,17 @@ export function formulaText(adv: GroupAdvantage, group: GroupData): { short: str
   return { short, full };
 }
 
+/** How many different answers the samples gave (what the agent returned or emitted, never an LLM reply), and how the cards fold them. */
+function distinctChip(group: GroupData, cards: number): HTMLElement {
+  const none = group.samples.filter((x) => x.answer.source === 'none').length;
+  const n = group.distinctAnswers;
+  const title =
+    `${n} distinct answer${n === 1 ? '' : 's'} among the ${group.samples.length} samples` +
+    (none ? ` (${none} recorded none)` : '') +
+    (prefs.merge ? `; merged into ${cards} card${cards === 1 ? '' : 's'} by answer, reward and error` : '');
+  return h('span', { class: 'chip distinct-answers', 'data-distinct': n, title }, `${n} distinct answer${n === 1 ? '' : 's'}`);
+}
+
 function groupSection(group: GroupData, step: number | null, actions: GroupViewActions, redraw: () => void): HTMLElement {
   const adv = group.advantage;
   const rewards = group.samples.map((s) => s.reward).filter((r): r is number => r !== null);
@@ -129,9 +141,12 @@ function groupSection(group: GroupData, step: number | null, actions: GroupViewA
         ? h('span', { class: 'chip warning', title: 'Every call got the same credit: GRPO advantages are zero, this group teaches nothing' }, 'zero variance')
         : null,
       adv?.matchesStored === false ? h('span', { class: 'chip negative', title: formula!.full }, 'advantages ≠ formula') : null,
+      distinctChip(group, cards.length),
       folded ? h('span', { class: 'muted folded-note' }, `${cards.length} answer${cards.length === 1 ? '' : 's'} folded`) : null,
     ),
     taskBlock(group.input),
+    // What the agent scored the samples against, when it said (sql: the gold query and its rows).
+    group.expected?.emitted ? expectedBlock({ fields: [], emitted: group.expected.emitted }) : null,
     formula && adv!.scaleRewards && !folded ? h('div', { class: 'formula mono', title: formula.full }, icon('info'), ` ${formula.short}`) : null,
     folded ? null : h('div', { class: 'samples' }, ...cards.map((c, i) => answerCard(c, i, maxAbs, actions))),
   );
@@ -178,7 +193,7 @@ export function renderGroupView(root: HTMLElement, page: GroupPage, actions: Gro
       class: 'merge-toggle',
       checked: prefs.merge,
       label: 'Merge same answers',
-      title: 'One card per distinct final answer and reward, with a count',
+      title: 'One card per distinct answer (what the agent returned or emitted) and reward, with a count',
     }),
     'change',
     (el) => {
@@ -204,6 +219,15 @@ export function renderGroupView(root: HTMLElement, page: GroupPage, actions: Gro
       h('div', { class: 'spacer' }),
       h('div', { class: 'header-controls' }, curves, page.steps.length > 1 ? stepSelect : null, sortSelect, merge),
     ),
+    // Which roles the run trains and how: the rule every call's "trained or not" follows.
+    page.roles
+      ? h(
+          'div',
+          { class: 'muted roles-rule', title: `The selection rule of run ${page.roles.runId}, from its recorded config` },
+          icon('organization'),
+          ` Run ${page.roles.rule}.`,
+        )
+      : null,
     page.groups.length === 0
       ? h('div', { class: 'empty-state' }, icon('info'), h('p', {}, 'No GRPO groups here yet: the algorithm writes them when it trains on these rollouts.'))
       : h(
