@@ -8,7 +8,6 @@
 import { trainCommandLine, type TrainFlags } from '../protocol/train-options.js';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import type { TrainingRunSummary } from '../protocol/metrics.js';
 import type { TrainingRun } from '../protocol/store.js';
 import { DataSection } from '../protocol/train-config.js';
@@ -125,11 +124,48 @@ export interface TaskFiles {
  * or invalid file is an error naming it.
  */
 export function configTaskFiles(configFile: string): TaskFiles {
-  const raw = parseYaml(readFileSync(configFile, 'utf8')) as { data?: unknown } | null;
-  const r = DataSection.safeParse(raw?.data ?? {});
+  const r = DataSection.safeParse(readDataSection(readFileSync(configFile, 'utf8')));
   if (!r.success) throw new Error(`${configFile}: data: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   const at = (p: string | null) => (p === null ? undefined : resolve(dirname(configFile), p));
   return { train: at(r.data.train), val: at(r.data.val) };
+}
+
+/** A YAML scalar as written: quotes removed, a trailing comment dropped. */
+function yamlScalar(text: string): string {
+  const t = text.trim();
+  const quoted = /^(['"])(.*?)\1\s*(#.*)?$/.exec(t);
+  if (quoted) return quoted[2]!;
+  return t.replace(/\s+#.*$/, '').trim();
+}
+
+/**
+ * The `data:` mapping of a train.yaml, read without a YAML library (the extension's floor imports no packages but
+ * VS Code's): the block form (`data:` then indented `train: ...` / `val: ...` lines) or the flow form
+ * (`data: { train: ..., val: ... }`). Anything else under `data:` is kept as text, for DataSection to name.
+ */
+export function readDataSection(yaml: string): Record<string, string> {
+  const lines = yaml.split(/\r?\n/);
+  const at = lines.findIndex((l) => /^data\s*:/.test(l));
+  if (at < 0) return {};
+  const out: Record<string, string> = {};
+  const rest = lines[at]!.replace(/^data\s*:/, '')
+    .replace(/\s+#.*$/, '')
+    .trim();
+  const flow = /^\{(.*)\}$/.exec(rest);
+  if (flow) {
+    for (const part of flow[1]!.split(',')) {
+      const m = /^\s*([\w-]+)\s*:\s*(.*)$/.exec(part);
+      if (m) out[m[1]!] = yamlScalar(m[2]!);
+    }
+    return out;
+  }
+  for (const line of lines.slice(at + 1)) {
+    if (/^\s*(#.*)?$/.test(line)) continue;
+    const m = /^\s+([\w-]+)\s*:\s*(.*)$/.exec(line);
+    if (!m) break; // back at the top level
+    out[m[1]!] = yamlScalar(m[2]!);
+  }
+  return out;
 }
 
 /** The task files of the newest of the agent's runs that recorded them (summary.data, written by `agl train`). */

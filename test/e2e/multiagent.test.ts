@@ -203,6 +203,9 @@ test(
       await groups.locator('.view-header h1', { hasText: `step ${want.step}` }).waitFor({ state: 'visible', timeout: 30_000 });
       assert.match(await groups.locator('.roles-rule').first().innerText(), /trains writer \(own policy\), rewriter \(own policy\)/);
       const group = groups.locator(`.group[data-group-id="${want.groupId}"]`);
+      await group.waitFor({ state: 'visible', timeout: 30_000 });
+      // A zero-variance group starts folded (it teaches nothing): unfold it.
+      if ((await group.getAttribute('class'))!.split(' ').includes('folded')) await group.locator('.group-toggle').click();
       await group.locator('.sample-card').first().waitFor({ state: 'visible', timeout: 30_000 });
       // The gold query and its rows beside the samples; how many distinct answers the cards fold.
       assert.equal(await group.locator('.expected-emitted [data-field="sql"]').innerText(), want.gold.sql);

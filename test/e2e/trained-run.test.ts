@@ -387,6 +387,9 @@ test(
       assert.equal(await viewer.locator('.hidden-count').innerText(), `${(want.ended - searchCount).toLocaleString('en-US')} hidden by filters`);
       assert.deepEqual(await rowIds(), want.tool.searchIds, 'the rows are the rollouts the store finds, newest first');
       assert.equal(await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-input`).getAttribute('title'), want.tool.question);
+      // Beside the editor the list is narrow: its filters fold behind the "Filters" button beside the search box.
+      const filtersToggle = viewer.locator('.filters-toggle');
+      if ((await filtersToggle.isVisible()) && (await filtersToggle.getAttribute('aria-expanded')) === 'false') await filtersToggle.click();
       await viewer.locator('vscode-textfield[data-filter="rewardMin"] input').fill('1');
       await viewer.locator('vscode-textfield[data-filter="rewardMin"] input').press('Enter');
       await viewer.locator('.filter-chip[data-chip="reward"]').waitFor({ state: 'visible', timeout: 30_000 });

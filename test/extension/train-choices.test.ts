@@ -221,6 +221,11 @@ test("a train.yaml's data: resolves from its folder; without one nothing; an inv
     const config = join(dir, 'train.yaml');
     writeFileSync(config, 'data:\n  train: tasks/a.jsonl\n  val: /abs/b.jsonl\n');
     assert.deepEqual(configTaskFiles(config), { train: join(dir, 'tasks', 'a.jsonl'), val: '/abs/b.jsonl' });
+    // Comments, quotes, the flow form, and the next top-level key ending the section (read without a YAML library).
+    writeFileSync(config, '# settings\ndata: # the tasks\n  train: "tasks/a b.jsonl" # quoted\n\n  val: \'v.jsonl\'\nmodel:\n  train: no\n');
+    assert.deepEqual(configTaskFiles(config), { train: join(dir, 'tasks', 'a b.jsonl'), val: join(dir, 'v.jsonl') });
+    writeFileSync(config, 'data: { train: t.jsonl, val: v.jsonl }\n');
+    assert.deepEqual(configTaskFiles(config), { train: join(dir, 't.jsonl'), val: join(dir, 'v.jsonl') });
     writeFileSync(config, 'training: {}\n');
     assert.deepEqual(configTaskFiles(config), { train: undefined, val: undefined });
     writeFileSync(config, 'data:\n  tasks: a.jsonl\n');

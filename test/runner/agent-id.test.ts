@@ -5,8 +5,10 @@
  * finds the file such an id names. Real processes against a real daemon / store.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { pathToFileURL } from 'node:url';
 import { join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
@@ -111,6 +113,74 @@ describe('stable agent ids recorded by the CLI', () => {
       assert.deepEqual([...new Set(rollouts.map((r) => r.agent))], ['test/algorithm/fixtures/toy-agent.ts#toyAgent']);
     } finally {
       await store.close();
+    }
+  });
+
+  it('agl train of an agent outside any project, named by its absolute path from another folder, runs that file', { timeout: 300_000 }, async () => {
+    // A user's own agent in a folder of its own (no package.json above it), started from elsewhere: its stable id has
+    // no folder (`agent.ts#capitalAgent`); the workers must still run the file the user named, not <cwd>/agent.ts.
+    const dir = mkdtempSync(join(tmpdir(), 'agl-outside-'));
+    try {
+      mkdirSync(join(dir, 'mine'));
+      mkdirSync(join(dir, 'elsewhere'));
+      writeFileSync(
+        join(dir, 'mine', 'agent.ts'),
+        `import { rollout } from ${JSON.stringify(pathToFileURL(join(ROOT, 'sdk', 'index.ts')).href)};\n` +
+          'export const capitalAgent = rollout(async (task: { prompt: string }, llm) => {\n' +
+          "  const res = await fetch(`${llm.baseUrl}/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${llm.apiKey}` },\n" +
+          '    body: JSON.stringify({ model: llm.model, prompt: task.prompt, max_tokens: 4, ...llm.openaiParams }) });\n' +
+          '  const text = ((await res.json()) as { choices?: { text?: string }[] }).choices?.[0]?.text ?? "";\n' +
+          '  return /[a-z]/.test(text) ? 1 : 0;\n' +
+          '});\n',
+      );
+      // A decoy where the folder-less id would lead from the working directory.
+      writeFileSync(join(dir, 'elsewhere', 'agent.ts'), 'export const capitalAgent = () => { throw new Error("the wrong agent.ts ran"); };\n');
+      const model = await saveTinyPolicy(dir);
+      const tasks = writeToyTasks(join(dir, 'tasks.jsonl'), 2);
+      const config = join(dir, 'train.yaml');
+      writeFileSync(
+        config,
+        'model:\n  maxTokens: 4\ntraining:\n  batchSize: 1\n  groupSize: 2\n  maxSteps: 1\n  valEvery: 0\n  valSize: 1\nruntime:\n  workers: 1\n  backend: cpu\n',
+      );
+      const dataDir = join(dir, 'data');
+      const agent = `${join(dir, 'mine', 'agent.ts')}#capitalAgent`;
+      const res = spawnSync(
+        process.execPath,
+        [
+          join(ROOT, 'bin', 'agl.mjs'),
+          'train',
+          agent,
+          '--train',
+          tasks,
+          '--val',
+          tasks,
+          '--model',
+          model,
+          '--config',
+          config,
+          '--quiet',
+          '--data-dir',
+          dataDir,
+        ],
+        { cwd: join(dir, 'elsewhere'), encoding: 'utf8', timeout: 240_000 },
+      );
+      assert.equal(res.status, 0, `${res.stdout}\n${res.stderr}`);
+      const store = new SqliteStore(resolve(dataDir, 'store.sqlite'));
+      try {
+        const [run] = await store.listTrainingRuns();
+        assert.equal(run!.agent, 'agent.ts#capitalAgent', 'the stable id: the file from its own folder');
+        const rollouts = (await store.queryRollouts({ limit: 100 })).items;
+        assert.ok(rollouts.length >= 2, `rollouts: ${rollouts.length}`);
+        assert.deepEqual(
+          rollouts.filter((r) => r.status !== 'succeeded').map((r) => r.id),
+          [],
+          'every rollout ran the named file (the decoy throws)',
+        );
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

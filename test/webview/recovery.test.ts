@@ -151,7 +151,9 @@ describe('webview recovery: Start Daemon, Retry, reload when the daemon is back,
     assert.equal(expected.text, 'held-out reward 0.95 (from 0.20 at step 0)');
     assert.match(
       expected.tooltip,
-      new RegExp(`^Held-out reward 0\\.95: mean final reward on the validation tasks, answered greedily \\(temperature 0\\), at step 12 of training run ${RUN_ID} \\(0\\.20 on the same tasks at step 0, before training\\)`),
+      new RegExp(
+        `^Held-out reward 0\\.95: mean final reward on the validation tasks, answered greedily \\(temperature 0\\), at step 12 of training run ${RUN_ID} \\(0\\.20 on the same tasks at step 0, before training\\)`,
+      ),
     );
     assert.equal(await page.locator('.headline').innerText(), expected.text);
     assert.equal(await page.locator('.headline').getAttribute('title'), expected.tooltip);
