@@ -311,3 +311,16 @@ export async function settledBoxes(page: Page, locators: Locator[], timeout = 30
 }
 
 export type { Browser, Frame, FrameLocator, Locator, Page };
+
+/** What in `selector` sticks out past the right edge of its webview (cut off), as "tag.class" names. */
+export function cutOff(frame: FrameLocator, selector: string): Promise<string[]> {
+  return frame
+    .locator(selector)
+    .first()
+    .evaluate((root) => {
+      const right = document.documentElement.clientWidth;
+      return [root, ...root.querySelectorAll('*')]
+        .filter((e) => e.getBoundingClientRect().right > right + 1)
+        .map((e) => `${e.tagName.toLowerCase()}${[...e.classList].map((c) => `.${c}`).join('')}`);
+    });
+}

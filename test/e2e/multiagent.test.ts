@@ -24,6 +24,7 @@ import { spanKind } from '../../protocol/span-reading.js';
 import type { MetricPoint, Span, TrainingRun, Transition } from '../../protocol/store.js';
 import {
   beginE2e,
+  cutOff,
   extensionLogs,
   launchBrowser,
   openFile,
@@ -35,7 +36,6 @@ import {
   webview,
   webviewWith,
   type Browser,
-  type FrameLocator,
   type Page,
 } from './harness.js';
 import { SQL_POLICIES, SQL_UNTRAINED_ROLE, trainSqlTwoPolicies } from './multiagent-run.js';
@@ -112,19 +112,6 @@ async function readExpected(dataDir: string): Promise<Want> {
   } finally {
     await store.close();
   }
-}
-
-/** What in `selector` sticks out past the right edge of its webview (cut off). */
-function cutOff(frame: FrameLocator, selector: string): Promise<string[]> {
-  return frame
-    .locator(selector)
-    .first()
-    .evaluate((root) => {
-      const right = document.documentElement.clientWidth;
-      return [root, ...root.querySelectorAll('*')]
-        .filter((e) => e.getBoundingClientRect().right > right + 1)
-        .map((e) => `${e.tagName.toLowerCase()}${[...e.classList].map((c) => `.${c}`).join('')}`);
-    });
 }
 
 test(

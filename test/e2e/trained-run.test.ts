@@ -24,6 +24,7 @@ import { finalReward, spanKind } from '../../protocol/span-reading.js';
 import type { Rollout, Span, TrainingRun, Transition } from '../../protocol/store.js';
 import {
   beginE2e,
+  cutOff,
   extensionLogs,
   launchBrowser,
   openFile,
@@ -183,19 +184,6 @@ async function readExpected(dataDir: string): Promise<Expected> {
   } finally {
     await store.close();
   }
-}
-
-/** What in `selector` sticks out past the right edge of its webview (cut off), as "tag.class" names. */
-function cutOff(frame: FrameLocator, selector: string): Promise<string[]> {
-  return frame
-    .locator(selector)
-    .first()
-    .evaluate((root) => {
-      const right = document.documentElement.clientWidth;
-      return [root, ...root.querySelectorAll('*')]
-        .filter((e) => e.getBoundingClientRect().right > right + 1)
-        .map((e) => `${e.tagName.toLowerCase()}${[...e.classList].map((c) => `.${c}`).join('')}`);
-    });
 }
 
 const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
