@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 
 import torch
+
+from .optim import make_adamw, set_optimizer
 
 ADAPTER_CONFIG = 'adapter_config.json'
 ADAPTER_WEIGHTS = 'adapter_model.safetensors'
@@ -34,24 +35,10 @@ def is_adapter_folder(folder: str) -> bool:
 class Adapter:
     def __init__(self, name: str, params: list[tuple[str, torch.nn.Parameter]], config: dict, step: int):
         self.name, self.params, self.config, self.step = name, params, config, step
-        decay = [p for _, p in params if p.dim() >= 2]
-        plain = [p for _, p in params if p.dim() < 2]
-        self.opt = torch.optim.AdamW([{'params': decay, 'weight_decay': config['weightDecay']}, {'params': plain, 'weight_decay': 0.0}],
-                                     lr=config['lr'], betas=(config['beta1'], config['beta2']), eps=config['eps'])
+        self.opt = make_adamw(params, config)
 
     def set_optimizer(self, cfg: dict) -> dict:
-        for k, v in (cfg or {}).items():
-            if k not in self.config:
-                raise ValueError(f'unknown optimizer setting "{k}" (known: {", ".join(self.config)})')
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                raise ValueError(f'optimizer setting "{k}" must be a finite number, got {v!r}')
-            self.config[k] = v
-        for g in self.opt.param_groups:
-            g['lr'] = self.config['lr']
-            g['betas'] = (self.config['beta1'], self.config['beta2'])
-            g['eps'] = self.config['eps']
-        self.opt.param_groups[0]['weight_decay'] = self.config['weightDecay']
-        return self.config
+        return set_optimizer(self.opt, self.config, cfg)
 
 
 class Adapters:

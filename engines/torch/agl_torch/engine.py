@@ -11,7 +11,6 @@ run on rank 0 alone.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import time
 
@@ -23,6 +22,7 @@ from .adapters import Adapters
 from .batch import Batch, build_batch, check_pairs, completion_logprobs, fitting_chunks
 from .generate import generate
 from .loss import LossFn, check_loss
+from .optim import make_adamw, set_optimizer
 
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 
@@ -41,16 +41,13 @@ class Engine:
         self.model = model.to(device)
         self.decode = fold.decoder_for(model_dir, self.hf)
         self.params = fold.parameter_names(self.model)
-        # AdamW: decoupled weight decay on matrices only (not norms, biases), as the TF.js engine.
-        decay = [p for _, p in self.params if p.dim() >= 2]
-        plain = [p for _, p in self.params if p.dim() < 2]
         self.config = dict(fold.DEFAULT_OPTIMIZER)
         saved = fold.read_optimizer(model_dir, self.family, {n: p.shape for n, p in self.params})
         if saved and saved['config']:
             self.config.update({k: v for k, v in saved['config'].items() if k in self.config})
         self.config.update({k: v for k, v in (optimizer or {}).items() if k in self.config and v is not None})
-        self.opt = torch.optim.AdamW([{'params': decay, 'weight_decay': self.config['weightDecay']}, {'params': plain, 'weight_decay': 0.0}],
-                                     lr=self.config['lr'], betas=(self.config['beta1'], self.config['beta2']), eps=self.config['eps'])
+        # AdamW: decoupled weight decay on matrices only (not norms, biases), as the TF.js engine.
+        self.opt = make_adamw(self.params, self.config)
         self.step = 0
         if saved:
             self.step = saved['step']
@@ -84,18 +81,7 @@ class Engine:
             raise ValueError(f'add_adapter: {type(e).__name__}: {e}') from e
 
     def set_optimizer(self, cfg: dict) -> dict:
-        for k, v in (cfg or {}).items():
-            if k not in self.config:
-                raise ValueError(f'unknown optimizer setting "{k}" (known: {", ".join(self.config)})')
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                raise ValueError(f'optimizer setting "{k}" must be a finite number, got {v!r}')
-            self.config[k] = v
-        for g in self.opt.param_groups:
-            g['lr'] = self.config['lr']
-            g['betas'] = (self.config['beta1'], self.config['beta2'])
-            g['eps'] = self.config['eps']
-        self.opt.param_groups[0]['weight_decay'] = self.config['weightDecay']  # group 0: the matrices
-        return self.config
+        return set_optimizer(self.opt, self.config, cfg)
 
     # -- sampling and scoring (rank 0) ---------------------------------------------------------------------
     def generate(self, p: dict, on_step=None) -> list[dict]:
