@@ -1,11 +1,9 @@
 /**
  * An episode's answer as the viewer shows it (protocol/span-reading.ts episodeAnswer: what the agent returned or
  * emitted as its result, never an LLM reply): an object's fields one per line, anything else as text; an episode that
- * recorded none says so. Also the task's expected output (its expected fields and what the agent emitted as the output
- * it scored against), shown beside a group's samples.
+ * recorded none says so. Also the output the agent emitted as what it scored against, shown beside a group's samples.
  */
 import type { EpisodeAnswer } from '../../protocol/span-reading.js';
-import type { ExpectedAnswer } from '../../protocol/webview-trajectory.js';
 import { h } from '../shared/dom.js';
 
 /** A value as text: strings as they are, anything else as JSON. */
@@ -49,34 +47,25 @@ export function answerBlock(a: EpisodeAnswer, label = 'Answer'): HTMLElement {
   );
 }
 
-/** The task's expected output: its expected fields, then what the agent emitted as the expected output. */
-export function expectedBlock(e: ExpectedAnswer): HTMLElement {
-  const emittedKeys = new Set(e.emitted && e.emitted.value && typeof e.emitted.value === 'object' ? Object.keys(e.emitted.value) : []);
+/**
+ * What the agent emitted as the output it scored the samples against (kind `expected` / `<name>.expected`: sql's gold
+ * query and rows), shown under the task (whose expected fields the task block already marks).
+ */
+export function expectedBlock(emitted: EpisodeAnswer): HTMLElement {
+  const keys = emitted.value && typeof emitted.value === 'object' ? Object.keys(emitted.value) : [];
   return h(
     'div',
     { class: 'expected-output' },
-    e.fields.length
-      ? h(
-          'dl',
-          { class: 'task-full expected-fields' },
-          ...e.fields.flatMap(({ key, value }) => [
-            h('dt', { class: 'expected' }, `${key} (expected)`),
-            h('dd', { class: 'mono expected', 'data-key': key }, valueText(value)),
-          ]),
-        )
-      : null,
-    e.emitted
-      ? h(
-          'div',
-          { class: 'expected-emitted', title: `What the agent emitted as the output it scored against${e.emitted.kind ? ` (${e.emitted.kind})` : ''}` },
-          h(
-            'div',
-            { class: 'metric-label' },
-            emittedKeys.has('result') ? 'Expected result' : 'Expected output',
-            h('span', { class: 'answer-kind' }, ` · ${e.emitted.kind}`),
-          ),
-          answerValue(e.emitted.value),
-        )
-      : null,
+    h(
+      'div',
+      { class: 'expected-emitted', title: `What the agent emitted as the output it scored against${emitted.kind ? ` (${emitted.kind})` : ''}` },
+      h(
+        'div',
+        { class: 'metric-label' },
+        keys.includes('result') ? 'Expected result' : 'Expected output',
+        h('span', { class: 'answer-kind' }, ` · ${emitted.kind}`),
+      ),
+      answerValue(emitted.value),
+    ),
   );
 }

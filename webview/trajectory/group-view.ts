@@ -10,7 +10,8 @@
 import type { GroupAdvantage, GroupData, GroupPage } from '../../protocol/webview-trajectory.js';
 import { STD_EPS } from '../../protocol/grpo-advantage.js';
 import { fmtNumber, fmtSigned, h, icon, mount } from '../shared/dom.js';
-import { expectedBlock } from './answer.js';
+import { EXPECTED_TASK_KEYS } from '../../protocol/span-reading.js';
+import { expectedBlock, valueText } from './answer.js';
 import { answerCard, answerCards, cardAdvantage, type AnswerCard, type CardActions } from './group-card.js';
 
 export interface GroupViewActions extends CardActions {
@@ -25,13 +26,6 @@ type SortKey = 'reward' | 'advantage';
 /** What the user chose, kept while the panel lives (a redraw or another step keeps them). */
 const prefs = { sort: 'reward' as SortKey, merge: true, folded: new Map<string, boolean>() };
 
-/** Keys of a task input that hold its expected answer, shown apart from the question. */
-const EXPECTED_KEYS = /^(answer|expected(_answer|_output)?|gold|ground_truth|target|label|solution|reference)$/i;
-
-function valueText(v: unknown): string {
-  return typeof v === 'string' ? v : (JSON.stringify(v, null, 1) ?? String(v));
-}
-
 /** The task whole, one line per field, wrapped; the expected answer marked. */
 function taskBlock(input: unknown): HTMLElement {
   const entries = input && typeof input === 'object' && !Array.isArray(input) ? Object.entries(input) : [['task', input] as [string, unknown]];
@@ -39,7 +33,7 @@ function taskBlock(input: unknown): HTMLElement {
     'dl',
     { class: 'task-full' },
     ...entries.flatMap(([k, v]) => {
-      const expected = EXPECTED_KEYS.test(k);
+      const expected = EXPECTED_TASK_KEYS.test(k);
       return [
         h('dt', { class: expected ? 'expected' : '' }, expected ? `${k} (expected)` : k),
         h('dd', { class: `mono${expected ? ' expected' : ''}`, 'data-key': k }, valueText(v)),
@@ -146,7 +140,7 @@ function groupSection(group: GroupData, step: number | null, actions: GroupViewA
     ),
     taskBlock(group.input),
     // What the agent scored the samples against, when it said (sql: the gold query and its rows).
-    group.expected?.emitted ? expectedBlock({ fields: [], emitted: group.expected.emitted }) : null,
+    group.expected?.emitted ? expectedBlock(group.expected.emitted) : null,
     formula && adv!.scaleRewards && !folded ? h('div', { class: 'formula mono', title: formula.full }, icon('info'), ` ${formula.short}`) : null,
     folded ? null : h('div', { class: 'samples' }, ...cards.map((c, i) => answerCard(c, i, maxAbs, actions))),
   );
