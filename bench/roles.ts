@@ -6,9 +6,12 @@
  *    starting from the warm-up; the other roles (sql's checker) served, untrained, by the default policy.
  * Each row runs `agl train` once per seed (training.seed 1..n). Reports the held-out (val split, greedy) score before
  * and after training, the steps it made in the budget, each role's calls at the last step, and the process's peak
- * resident memory while it trained (sampled every 0.5 s), and writes bench/results/roles.json (or --out).
+ * resident memory while it trained (sampled every 0.5 s); then the test split (never used in training or selection),
+ * scored greedily by the sample's inspect script on the final checkpoint, served as the run served it (`agl serve
+ * --model <checkpoint>`: each role from its own policy), with what each role did there (`behaviour`). Writes the
+ * sample's entry of bench/results/roles.json (or --out), keeping the other samples' entries.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
@@ -18,11 +21,51 @@ import { SqliteStore } from '../daemon/store/sqlite.js';
 import { parseRoleMetric } from '../protocol/metrics.js';
 import { RAG_LEARNING } from '../samples/rag/learn.js';
 import { SQL_LEARNING } from '../samples/sql/learn.js';
+import { readJsonl } from '../daemon/algorithm/sft-trainer.js';
+import type { RagTask } from '../samples/rag/corpus.js';
+import type { SqlTask } from '../samples/sql/task.js';
 import { makeWarmup, type SampleLearning } from './harness/learning.js';
 
-const SAMPLES: Record<string, { learning: SampleLearning; roles: string[] }> = {
-  sql: { learning: SQL_LEARNING, roles: ['writer', 'rewriter'] },
-  rag: { learning: RAG_LEARNING, roles: ['query_writer', 'answerer'] },
+/** What each role did on the test split (shares of episodes, 0..1) and the split's score (sql: accuracy, rag: token F1). */
+export type Behaviour = { score: number } & Record<string, number>;
+
+const share = <T>(xs: T[], f: (x: T) => boolean) => (xs.length ? xs.filter(f).length / xs.length : 0);
+
+/** Scores a checkpoint greedily on the test split with the sample's inspect script, and sorts what each role did. */
+async function sqlBehaviour(checkpoint: string, file: string): Promise<Behaviour> {
+  const { inspectSql } = await import('../samples/sql/inspect.js');
+  const eps = await inspectSql(checkpoint, readJsonl<SqlTask>(file));
+  const rewritten = eps.filter((e) => e.rewrites > 0);
+  return {
+    score: mean(eps.map((e) => e.reward)),
+    // writer: its first query returns the gold rows
+    writerGold: share(eps, (e) => e.writer === 'gold rows'),
+    writerError: share(eps, (e) => e.writer === 'plural table' || e.writer === 'other error'),
+    // checker said no (the rewriter was called) and, of those, the final query was right (the rewriter repaired it)
+    rewritten: share(eps, (e) => e.rewrites > 0),
+    repaired: share(rewritten, (e) => e.reward === 1),
+  };
+}
+
+async function ragBehaviour(checkpoint: string, file: string): Promise<Behaviour> {
+  const { inspectRag } = await import('../samples/rag/inspect.js');
+  const eps = await inspectRag(checkpoint, readJsonl<RagTask>(file));
+  const found = eps.filter((e) => e.bridgeFound);
+  return {
+    score: mean(eps.map((e) => e.f1)),
+    // query_writer: hop 1 names the question's entity, hop 2 follows the bridge, the answer's document was found
+    hop1Expert: share(eps, (e) => e.hop1Expert),
+    hop2Bridge: share(eps, (e) => e.hop2 === 'bridge'),
+    found: share(eps, (e) => e.bridgeFound),
+    // answerer: given the answer's document, the answer's F1 and how often it is exactly the gold
+    answerF1GivenFound: mean(found.map((e) => e.f1)),
+    exactGivenFound: share(found, (e) => e.f1 === 1),
+  };
+}
+
+const SAMPLES: Record<string, { learning: SampleLearning; roles: string[]; behaviour: (checkpoint: string, file: string) => Promise<Behaviour> }> = {
+  sql: { learning: SQL_LEARNING, roles: ['writer', 'rewriter'], behaviour: sqlBehaviour },
+  rag: { learning: RAG_LEARNING, roles: ['query_writer', 'answerer'], behaviour: ragBehaviour },
 };
 
 export interface RolesRun {
@@ -34,12 +77,15 @@ export interface RolesRun {
   peakRssMiB: number;
   /** Each role's LLM calls in the last training step. */
   calls: Record<string, number>;
+  /** The test split on the final checkpoint (greedy), and what each role did there. */
+  test: Behaviour;
 }
 export interface RolesRow {
   policies: 'shared' | 'own';
   runs: RolesRun[];
   meanAfter: number;
   meanGain: number;
+  meanTestAfter: number;
 }
 export interface RolesOptions {
   sample: string;
@@ -75,6 +121,9 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
   try {
     const { warmup } = await makeWarmup(s.learning, work);
     const base = readConfigFile(s.learning.config) as Record<string, unknown>;
+    const testFile = s.learning.test!.file;
+    process.stderr.write(`roles bench: the warm-up on the test split\n`);
+    const testBefore = await s.behaviour(warmup, testFile);
     const rows: RolesRow[] = [];
     let k = 0;
     for (const policies of ['shared', 'own'] as const) {
@@ -104,38 +153,45 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
             quiet: true,
           });
           if (!r) throw new Error('training was interrupted');
+          clearInterval(sampler);
           const { steps, calls } = await lastStepCalls(dir);
-          runs.push({ seed, before: r.before ?? 0, after: r.after ?? 0, steps, minutes: r.minutes, peakRssMiB: Math.round(peak / 2 ** 20), calls });
+          const test = await s.behaviour(r.checkpoint, testFile);
+          runs.push({ seed, before: r.before ?? 0, after: r.after ?? 0, steps, minutes: r.minutes, peakRssMiB: Math.round(peak / 2 ** 20), calls, test });
           process.stderr.write(
-            `  -> val ${(r.before ?? 0).toFixed(3)} -> ${(r.after ?? 0).toFixed(3)} in ${steps} steps, peak RSS ${Math.round(peak / 2 ** 20)} MiB\n`,
+            `  -> val ${(r.before ?? 0).toFixed(3)} -> ${(r.after ?? 0).toFixed(3)} in ${steps} steps, peak RSS ${Math.round(peak / 2 ** 20)} MiB; ` +
+              `test ${testBefore.score.toFixed(3)} -> ${test.score.toFixed(3)} ${JSON.stringify(test)}\n`,
           );
         } finally {
           clearInterval(sampler);
         }
       }
-      rows.push({ policies, runs, meanAfter: mean(runs.map((r) => r.after)), meanGain: mean(runs.map((r) => r.after - r.before)) });
+      rows.push({
+        policies,
+        runs,
+        meanAfter: mean(runs.map((r) => r.after)),
+        meanGain: mean(runs.map((r) => r.after - r.before)),
+        meanTestAfter: mean(runs.map((r) => r.test.score)),
+      });
     }
     mkdirSync(dirname(o.out), { recursive: true });
     const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
-    writeFileSync(
-      o.out,
-      `${JSON.stringify(
-        {
-          date: new Date().toISOString(),
-          machine,
-          loadAverageAtEnd: loadavg()[0],
-          sample: o.sample,
-          seeds: o.seeds,
-          minutesPerRun: o.minutes,
-          warmup,
-          roles: s.roles,
-          score: 'held-out (val split, greedy) score before and after training; the same warm-up, config and budget per row',
-          rows,
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    // One entry per sample: this run's replaces its sample's, the others stay.
+    const prior = existsSync(o.out) ? (JSON.parse(readFileSync(o.out, 'utf8')) as { samples?: Record<string, unknown> }) : {};
+    const entry = {
+      date: new Date().toISOString(),
+      machine,
+      loadAverageAtEnd: loadavg()[0],
+      seeds: o.seeds,
+      minutesPerRun: o.minutes,
+      warmup,
+      roles: s.roles,
+      score:
+        'held-out val split (greedy) before and after training as agl train scores it; test split (greedy, never seen in training or selection) ' +
+        'on the final checkpoint served as the run served it, scored by the sample inspect script; the same warm-up, config and budget per row',
+      testBefore,
+      rows,
+    };
+    writeFileSync(o.out, `${JSON.stringify({ samples: { ...(prior.samples ?? {}), [o.sample]: entry } }, null, 2)}\n`);
     return rows;
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -144,11 +200,13 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
 
 export function formatRoles(rows: RolesRow[]): string {
   return [
-    'policies  mean after  mean gain  runs (seed: before -> after, steps, peak RSS)',
+    'policies  val after  val gain  test after  runs (seed: val before -> after, test, steps, peak RSS)',
     ...rows.map(
       (r) =>
-        `${r.policies.padEnd(9)} ${r.meanAfter.toFixed(3).padStart(10)}  ${r.meanGain.toFixed(3).padStart(9)}  ` +
-        r.runs.map((x) => `${x.seed}: ${x.before.toFixed(3)} -> ${x.after.toFixed(3)}, ${x.steps} steps, ${x.peakRssMiB} MiB`).join('; '),
+        `${r.policies.padEnd(9)} ${r.meanAfter.toFixed(3).padStart(9)}  ${r.meanGain.toFixed(3).padStart(8)}  ${r.meanTestAfter.toFixed(3).padStart(10)}  ` +
+        r.runs
+          .map((x) => `${x.seed}: ${x.before.toFixed(3)} -> ${x.after.toFixed(3)}, test ${x.test.score.toFixed(3)}, ${x.steps} steps, ${x.peakRssMiB} MiB`)
+          .join('; '),
     ),
   ].join('\n');
 }

@@ -37,3 +37,16 @@ export const rolloutStorage: AsyncLocalStorage<RolloutContext> = (globalSlot[STO
 export function currentRollout(): RolloutContext | undefined {
   return rolloutStorage.getStore();
 }
+
+/**
+ * The role (`operation(..., { agentName })`) outside any rollout: agent code run by a script of its own against a
+ * daemon serving one policy per role (`agl serve --model <checkpoint>`) still names each call's role (roleFetch).
+ */
+const ROLE_KEY = Symbol.for('agent-lightning.role-storage');
+const roleSlot = globalThis as unknown as Record<symbol, AsyncLocalStorage<string> | undefined>;
+export const roleStorage: AsyncLocalStorage<string> = (roleSlot[ROLE_KEY] ??= new AsyncLocalStorage<string>());
+
+/** The agent role of the innermost operation(), inside a rollout or not. */
+export function currentAgentName(): string | undefined {
+  return rolloutStorage.getStore()?.agentName ?? roleStorage.getStore();
+}

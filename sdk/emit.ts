@@ -4,7 +4,7 @@
  */
 import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from '../protocol/spans.js';
 import type { Attributes, AttributeValue } from '../protocol/store.js';
-import { type RolloutContext, currentRollout, rolloutStorage } from './context.js';
+import { type RolloutContext, currentRollout, roleStorage, rolloutStorage } from './context.js';
 import { newSpanId } from '../protocol/ids.js';
 
 function toAttr(v: unknown): AttributeValue {
@@ -140,7 +140,7 @@ function toolPayload(v: unknown): string {
  */
 export async function operation<T>(name: string, fn: () => T | Promise<T>, opts: OperationOptions = {}): Promise<T> {
   const ctx = currentRollout();
-  if (!ctx) return fn();
+  if (!ctx) return opts.agentName ? roleStorage.run(opts.agentName, fn) : fn();
   const spanId = newSpanId();
   const startTime = Date.now();
   const inner: RolloutContext = { ...ctx, parentSpanId: spanId, agentName: opts.agentName ?? ctx.agentName };

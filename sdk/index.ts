@@ -13,7 +13,7 @@ export { rollout, isRolloutAgent, ROLLOUT_MARK } from './rollout.js';
 export type { AgentFunction, RolloutAgent, RolloutInfo, RolloutOptions } from './rollout.js';
 export { emitReward, emitMessage, emitObject, emitException, operation } from './emit.js';
 export type { OperationOptions } from './emit.js';
-export { LLM } from './llm.js';
+export { LLM, roleFetch } from './llm.js';
 export type { LLMInit } from './llm.js';
 export { currentRollout } from './context.js';
 export type { RolloutContext } from './context.js';

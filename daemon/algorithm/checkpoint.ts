@@ -7,9 +7,10 @@
  * roles, how many updates), and the untrained default policy is not saved (it is the run's starting model).
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { PolicyModel } from '../model/policy-contract.js';
 import type { TrainerState } from './trainer.js';
+import type { LoraSettings } from '../../protocol/engine.js';
 
 export const STATE_FILE = 'state.json';
 
@@ -36,6 +37,67 @@ export interface PolicyRecord {
   policy: string;
   roles: string[];
   updates: number;
+}
+
+/**
+ * What a folder of role policies (a checkpoint's `policy-<step>/` or `best/`) needs to be served as the run served it
+ * (`agl serve --model <folder>`): the default policy that answers every other role (the run's starting model, never
+ * saved in the checkpoint), what a call naming no role gets, and each policy's roles.
+ */
+export const ROLES_RECORD = 'agl-policies.json';
+export interface RolesRecord {
+  /** The default policy: the run's starting model (a folder, made absolute, or builtin:<size> with `seed`). */
+  default: string;
+  seed?: number;
+  unassignedCalls: 'refuse' | 'default';
+  /** Set when each policy is a LoRA adapter on the default (torch engine): the adapters' settings. */
+  lora: LoraSettings | null;
+  /** Each trained policy: its folder (relative), its roles, its updates. */
+  policies: Record<string, { dir: string; roles: string[]; updates: number }>;
+}
+/** How the run serves roles it did not give a policy of their own (written with the role policies). */
+export interface RoleServing {
+  default: string;
+  seed?: number;
+  unassignedCalls: 'refuse' | 'default';
+  lora: LoraSettings | null;
+}
+
+function writeRolesRecord(folder: string, rolePolicies: SavedRolePolicy[], trainer: TrainerState, serving: RoleServing): void {
+  const def = serving.default.startsWith('builtin:') ? serving.default : resolve(serving.default);
+  const record: RolesRecord = {
+    default: def,
+    ...(serving.seed !== undefined ? { seed: serving.seed } : {}),
+    unassignedCalls: serving.unassignedCalls,
+    lora: serving.lora,
+    policies: Object.fromEntries(rolePolicies.map((p) => [p.name, { dir: p.name, roles: p.roles, updates: trainer.policies?.[p.name]?.updates ?? 0 }])),
+  };
+  writeFileSync(join(folder, ROLES_RECORD), `${JSON.stringify(record, null, 2)}\n`);
+}
+
+/**
+ * The folder of role policies `spec` names, with its record, or null when it names none: the folder itself (holding
+ * agl-policies.json), or a checkpoint folder (state.json) whose last step holds role policies.
+ */
+export function findRolePolicies(spec: string): { folder: string; record: RolesRecord } | null {
+  if (spec.startsWith('builtin:')) return null;
+  let folder = spec;
+  if (!existsSync(join(folder, ROLES_RECORD)) && existsSync(join(folder, STATE_FILE))) {
+    const ckpt = readCheckpoint(folder);
+    if (!ckpt?.rolePolicies) return null;
+    folder = ckpt.policyPath;
+  }
+  const f = join(folder, ROLES_RECORD);
+  if (!existsSync(f)) return null;
+  let record: RolesRecord;
+  try {
+    record = JSON.parse(readFileSync(f, 'utf8')) as RolesRecord;
+  } catch (e) {
+    throw new Error(`${f} is not readable: ${(e as Error).message}`, { cause: e });
+  }
+  if (typeof record?.default !== 'string' || !record.policies || typeof record.policies !== 'object')
+    throw new Error(`${f} is not a role-policy record (it needs "default" and "policies")`);
+  return { folder, record };
 }
 
 /** Saves a role policy's weights and its record. */
@@ -66,7 +128,7 @@ export async function saveCheckpoint(
   dir: string,
   policy: PolicyModel,
   trainer: TrainerState,
-  extra: { agent: string; config: unknown },
+  extra: { agent: string; config: unknown; serving?: RoleServing },
   rolePolicies: SavedRolePolicy[] = [],
 ): Promise<string> {
   mkdirSync(dir, { recursive: true });
@@ -79,6 +141,7 @@ export async function saveCheckpoint(
       await saveRolePolicy(join(dir, policyDir, p.name), p, trainer);
       roles[p.name] = { dir: join(policyDir, p.name), roles: p.roles };
     }
+    if (extra.serving) writeRolesRecord(join(dir, policyDir), rolePolicies, trainer, extra.serving);
   } else await policy.save(join(dir, policyDir));
   const state: CheckpointState = {
     trainer: structuredClone(trainer),
@@ -123,6 +186,7 @@ export async function saveBestPolicy(
   best: { step: number; reward: number },
   rolePolicies: SavedRolePolicy[] = [],
   trainer?: TrainerState,
+  serving?: RoleServing,
 ): Promise<string> {
   mkdirSync(dir, { recursive: true });
   const tmp = join(dir, `${BEST_DIR}.tmp`),
@@ -132,6 +196,7 @@ export async function saveBestPolicy(
   if (rolePolicies.length) {
     mkdirSync(tmp, { recursive: true });
     for (const p of rolePolicies) await saveRolePolicy(join(tmp, p.name), p, trainer ?? ({} as TrainerState));
+    if (serving) writeRolesRecord(tmp, rolePolicies, trainer ?? ({} as TrainerState), serving);
   } else await policy.save(tmp);
   writeFileSync(join(tmp, 'best.json'), JSON.stringify({ ...best, savedAt: Date.now() }, null, 2));
   rmSync(old, { recursive: true, force: true });

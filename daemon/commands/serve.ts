@@ -16,6 +16,7 @@ import type { PolicyModel } from '../model/policy-contract.js';
 import type { PolicyInfo } from '../../protocol/api.js';
 import { engineOptions, type EngineConfig } from '../algorithm/engine-config.js';
 import { ENGINE_PARSE_OPTIONS, engineFromFlags, type EngineFlags } from './engine-flags.js';
+import { checkRoleSet, ServedRolePolicies } from './serve-roles.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { FileModeError, makeDataPrivate } from '../server/file-modes.js';
@@ -37,7 +38,10 @@ Starts the Agent Lightning daemon (store API, gateway, OTLP receiver) in the for
   --body-limit S  largest JSON request body (default 16mb)
   --model SPEC    policy the gateway serves to agents whose resources name a local model: builtin:0.8m,
                   builtin:5m, a checkpoint folder (agl sft / agl train) or a Hugging Face model folder
-                  (or AGL_POLICY); loaded on the first local LLM call
+                  (or AGL_POLICY); loaded on the first local LLM call. A checkpoint of a run with one policy
+                  per role (policies: in train.yaml) serves each role from its policy, the others from the run's
+                  starting model, as the run did
+  --default-model SPEC  that starting model, when it is no longer where the checkpoint says
   --upstream URL  an OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp; base URL ending in /v1) the
                   gateway forwards agents' calls to, recording them (or OPENAI_BASE_URL); with
   --upstream-model M  the model to ask it for (or AGL_MODEL): published as the latest LLM resource on start
@@ -186,6 +190,7 @@ interface ServeFlags {
   allowedHosts: string[];
   allowedKeyEnvs: string[];
   model?: string;
+  defaultModel?: string;
   backend?: string;
   engine: EngineFlags;
   upstreamUrl?: string;
@@ -247,6 +252,7 @@ function parseServeArgs(argv: string[]) {
         'body-limit': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
         model: { type: 'string' },
+        'default-model': { type: 'string' },
         backend: { type: 'string' },
         ...ENGINE_PARSE_OPTIONS,
         upstream: { type: 'string' },
@@ -285,6 +291,7 @@ function serveFlags(argv: string[]): ServeFlags {
     allowedHosts: listFlag(args['allowed-host'], process.env.AGL_ALLOWED_HOSTS) ?? [],
     allowedKeyEnvs: listFlag(args['upstream-key-env'], process.env.AGL_UPSTREAM_KEY_ENV) ?? DEFAULT_KEY_ENVS,
     model: args.model ?? process.env.AGL_POLICY,
+    defaultModel: args['default-model'],
     backend: args.backend,
     engine: args,
     upstreamUrl: args.upstream ?? process.env.OPENAI_BASE_URL,
@@ -372,7 +379,13 @@ function serverContext(flags: ServeFlags, store: LightningStore, token: string, 
   });
 }
 
-/** Checks the engine flags (exit 2) and, with --model, gives the gateway that policy (loaded on first use). */
+/** A folder spec made absolute (builtin:<size> as it is). */
+const resolveSpec = (spec: string) => (spec.startsWith('builtin:') ? spec : resolve(spec));
+
+/**
+ * Checks the engine flags (exit 2) and, with --model, gives the gateway that policy (loaded on first use), or the
+ * policies of a checkpoint with one per role (serve-roles.ts; checked now, exit 2 naming the role and folder).
+ */
 async function attachPolicy(ctx: ServerContext, flags: ServeFlags, store: LightningStore): Promise<void> {
   let engine: EngineConfig;
   try {
@@ -384,6 +397,35 @@ async function attachPolicy(ctx: ServerContext, flags: ServeFlags, store: Lightn
   if (engine.procs > 1) {
     await store.close();
     fail(2, 'agl serve: --procs is for training (agl train); serving uses one rank\n');
+  }
+  if (flags.defaultModel && !flags.model) {
+    await store.close();
+    fail(2, 'agl serve: --default-model goes with --model <checkpoint of one policy per role>\n');
+  }
+  let roleSet;
+  try {
+    roleSet = flags.model ? checkRoleSet(flags.model, flags.defaultModel && resolveSpec(flags.defaultModel), engine) : null;
+  } catch (err) {
+    await store.close();
+    fail(2, `agl serve: --model ${flags.model}: ${(err as Error).message}\n`);
+  }
+  if (roleSet) {
+    const served = new ServedRolePolicies(roleSet, flags.backend, engine, flags.dataDir, ctx.log);
+    ctx.getPolicy = (model) => served.get(model);
+    ctx.policyVersion = (model) => served.version(model);
+    ctx.servedRoles = () => served.routing();
+    ctx.policyControl = served;
+    const r = served.routing();
+    ctx.log(
+      `serving one policy per role from ${roleSet.folder}: ${Object.entries(r.roleModels)
+        .map(([role, p]) => `${role} -> ${p}`)
+        .join(', ')}; other roles -> ${roleSet.defaultSpec}; calls naming no role: ${r.unassignedRole === 'default' ? 'the default policy' : 'refused'}`,
+    );
+    return;
+  }
+  if (flags.defaultModel) {
+    await store.close();
+    fail(2, `agl serve: --default-model: ${flags.model} is not a checkpoint of one policy per role (no agl-policies.json)\n`);
   }
   if (flags.model) {
     const served = new ServedPolicy(flags.model, flags.backend, engine, flags.dataDir, ctx.log);

@@ -12,7 +12,7 @@ import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import { EngineError } from '../model/torch-engine.js';
 import { configOverrides, parseArgsOptions, TRAIN_OPTIONS, trainHelp, type TrainFlags as ProtocolTrainFlags } from '../../protocol/train-options.js';
-import { policyFolderCheck, readCheckpoint, saveBestPolicy, saveCheckpoint } from '../algorithm/checkpoint.js';
+import { policyFolderCheck, readCheckpoint, saveBestPolicy, saveCheckpoint, type RoleServing } from '../algorithm/checkpoint.js';
 import { openPolicy } from '../algorithm/open-policy.js';
 import type { Task } from '../algorithm/rollouts.js';
 import { readJsonl } from '../algorithm/sft-trainer.js';
@@ -358,6 +358,13 @@ class TrainingSession {
   ): Trainer {
     const sampler = config.engine.sampler;
     const saved = rolePolicies.map((p) => ({ name: p.name, roles: p.roles, model: p.model }));
+    // How `agl serve --model <checkpoint>` serves the roles the way this run does (the default policy is not saved).
+    const serving: RoleServing = {
+      default: config.model.init ?? config.model.name,
+      seed: config.training.seed,
+      unassignedCalls: config.unassignedCalls,
+      lora: config.engine.lora ?? null,
+    };
     return new Trainer(
       {
         store: this.store,
@@ -380,10 +387,10 @@ class TrainingSession {
             }
           : undefined,
         checkpoint: async (s) => {
-          await saveCheckpoint(checkpointDir, policy, s, { agent: this.agent, config }, saved);
+          await saveCheckpoint(checkpointDir, policy, s, { agent: this.agent, config, serving }, saved);
         },
         saveBest: async (s) => {
-          const path = await saveBestPolicy(checkpointDir, policy, s.best!, saved, s);
+          const path = await saveBestPolicy(checkpointDir, policy, s.best!, saved, s, serving);
           this.summary = { ...this.summary, best: { ...s.best!, path }, elapsedMs: s.elapsedMs };
           await this.store.updateTrainingRun(s.runId, { summary: { ...this.summary } });
         },

@@ -37,6 +37,8 @@ export interface GatewayContext {
   allowedKeyEnvs?: readonly string[];
   /** A served policy's version (its training updates so far), recorded with each call it serves; absent = not tracked. */
   policyVersion?: (model: string) => number | null;
+  /** A checkpoint of one policy per role being served (agl serve --model): routing for local resources without their own. */
+  servedRoles?: () => { roleModels: Record<string, string>; unassignedRole: 'refuse' | 'default' };
 }
 
 /** Attempt statuses no call can be recorded into any more (`unresponsive` is revived by its next span). */
@@ -174,8 +176,10 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
       const resources = await resourcesCache.forRollout(ids.rollout);
       const picked =
         pickLlmResource(resources, body.model) ?? LlmResource.parse({ type: 'llm', endpoint: '', model: body.model ?? 'default', backend: 'local' });
-      // One policy per role: the call's role decides which model serves it (gateway-roles.ts).
-      const { resource, role } = routeByRole(picked, req.get(HEADERS.agent));
+      // One policy per role: the call's role decides which model serves it (gateway-roles.ts); a daemon serving a
+      // checkpoint of role policies gives its routing to local resources that bring none.
+      const routed = ctx.servedRoles && picked.backend === 'local' && !picked.roleModels ? { ...picked, ...ctx.servedRoles() } : picked;
+      const { resource, role } = routeByRole(routed, req.get(HEADERS.agent));
       const callReq: CallRequest = { kind, body, resource };
       if (ids.rolloutId && ids.attemptId) {
         const call = {

@@ -35,6 +35,11 @@ export interface ServerContext {
   getPolicy?: (model: string) => PolicyModel | null | undefined | Promise<PolicyModel | null | undefined>;
   /** A served policy's version (training updates so far), recorded with each call (agl train with policies:). */
   policyVersion?: (model: string) => number | null;
+  /**
+   * A checkpoint of one policy per role served by `agl serve --model` (serve-roles.ts): the routing given to local LLM
+   * resources that carry none of their own (each role to its policy's name; a call naming no role refused or not).
+   */
+  servedRoles?: () => { roleModels: Record<string, string>; unassignedRole: 'refuse' | 'default' };
   /** The served policy's description and swap (agl serve --model): GET /v1/agl/policy, POST /v1/agl/policy/load. */
   policyControl?: { describe(): PolicyInfo; load(dir: string): Promise<PolicyInfo> };
   /** Host names answered besides loopback, IP literals and the bound host (`agl serve --allowed-host`; edge.ts). */

@@ -14,6 +14,7 @@ import { OpenAIChatCompletionsModel } from '@openai/agents';
 import OpenAI from 'openai';
 import { parseArgs } from 'node:util';
 import { serveCheckpoint } from '../../bench/harness/serve-checkpoint.js';
+import { roleFetch } from '../../sdk/index.js';
 import { answerQuestion } from './agent.js';
 import type { RagTask } from './corpus.js';
 import { queryFor } from './prompts.js';
@@ -42,7 +43,10 @@ export interface RagEpisode {
 export async function inspectRag(checkpoint: string, tasks: RagTask[], temperature = 0, concurrency = 4): Promise<RagEpisode[]> {
   const served = await serveCheckpoint(checkpoint, { temperature });
   try {
-    const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL: served.llm.baseUrl, apiKey: served.llm.apiKey, maxRetries: 0 }), served.llm.model);
+    const model = new OpenAIChatCompletionsModel(
+      new OpenAI({ baseURL: served.llm.baseUrl, apiKey: served.llm.apiKey, maxRetries: 0, fetch: roleFetch() }),
+      served.llm.model,
+    );
     const out: RagEpisode[] = new Array(tasks.length);
     let next = 0;
     await Promise.all(

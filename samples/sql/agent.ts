@@ -6,7 +6,7 @@
  *   agl train samples/sql/agent.ts#sqlAgent --train samples/sql/data/train.jsonl --val samples/sql/data/val.jsonl --config samples/sql/train.yaml
  */
 import { ChatOpenAI } from '@langchain/openai';
-import { type LLM, emitObject, rollout } from '../../sdk/index.js';
+import { type LLM, emitObject, roleFetch, rollout } from '../../sdk/index.js';
 import { openCompanyDb } from './db.js';
 import { executionReward, formatResult, runQuery } from './execute.js';
 import { buildSqlGraph } from './graph.js';
@@ -20,7 +20,9 @@ export function chatModelFor(llm: LLM): ChatOpenAI {
   return new ChatOpenAI({
     model: llm.model,
     apiKey: llm.apiKey,
-    configuration: { baseURL: llm.baseUrl },
+    // roleFetch names each call's role (writer, checker, rewriter) also when the graph runs outside a rollout
+    // (inspect.ts against `agl serve --model <checkpoint>` of a run with one policy per role).
+    configuration: { baseURL: llm.baseUrl, fetch: roleFetch() },
     maxRetries: 0,
     maxTokens: p.maxTokens ?? DEFAULT_MAX_TOKENS,
     ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),

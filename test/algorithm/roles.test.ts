@@ -12,7 +12,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseTrainConfig } from '../../daemon/algorithm/config.js';
@@ -29,6 +29,9 @@ import { AGL, SPAN } from '../../protocol/spans.js';
 import { runAgl, saveTinyPolicy, writeToyTasks } from './cli-helpers.js';
 import { startDaemon } from '../helpers/daemon.js';
 import { attemptBaseUrl } from '../../protocol/ids.js';
+import { serveCheckpoint } from '../../bench/harness/serve-checkpoint.js';
+import { AglClient } from '../../sdk/tools/client.js';
+import type { PolicyInfo } from '../../protocol/api.js';
 
 const AGENT = 'test/algorithm/fixtures/roles-agent.ts#rolesAgent';
 
@@ -259,6 +262,91 @@ describe('policies: agl train', () => {
     assert.equal(swapped.code, 1);
     assert.match(swapped.out, /policies\.writer\.init: .* holds policy 'checker' \(trained on checker\), not 'writer' \(writer\): a swapped assignment/);
   });
+
+  it(
+    'agl serve --model <checkpoint> serves each role from its policy as the run did; a swapped or missing folder is refused',
+    { timeout: 300_000 },
+    async () => {
+      // The checkpoint of the previous case (writer and checker each own, narrator on the default, resumed to step 4).
+      const ckpt = join(dir, 'c2');
+      const state = JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8'));
+      const folder = join(ckpt, state.policyDir);
+      const record = JSON.parse(readFileSync(join(folder, 'agl-policies.json'), 'utf8'));
+      assert.equal(record.default, model, "the default policy is the run's starting model");
+      assert.equal(record.unassignedCalls, 'refuse');
+      assert.deepEqual(Object.keys(record.policies).sort(), ['checker', 'writer']);
+      assert.equal(record.policies.writer.updates, state.trainer.policies.writer.updates);
+      assert.ok(existsSync(join(ckpt, 'best', 'agl-policies.json')) || !existsSync(join(ckpt, 'best')), 'best/ is servable too');
+
+      const prompt = 'p1:';
+      const served = await serveCheckpoint(ckpt, { temperature: 0, maxTokens: 6 });
+      const single = await serveCheckpoint(join(folder, 'writer'), { temperature: 0, maxTokens: 6 });
+      try {
+        const url = served.llm.baseUrl.replace(/\/v1$/, '');
+        const client = new AglClient({ url, token: served.llm.apiKey });
+        const info = (await (await fetch(`${url}/v1/agl/policy`, { headers: { authorization: `Bearer ${served.llm.apiKey}` } })).json()) as PolicyInfo;
+        assert.equal(info.default, model);
+        assert.deepEqual(info.policies?.map((p) => [p.name, p.roles, p.updates]).sort(), [
+          ['checker', ['checker'], record.policies.checker.updates],
+          ['writer', ['writer'], record.policies.writer.updates],
+        ]);
+        const claim = await client.startRollout({ input: {} }, 'test');
+        const base = attemptBaseUrl(`${url}/v1`, claim.rollout.id, claim.attempt.id);
+        const complete = async (llmBase: string, headers: Record<string, string>) => {
+          const res = await fetch(`${llmBase}/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${served.llm.apiKey}`, ...headers },
+            body: JSON.stringify({ model: 'checkpoint', prompt, max_tokens: 6, temperature: 0 }),
+          });
+          return { status: res.status, body: (await res.json()) as { choices?: { text: string }[]; error?: { code: string } } };
+        };
+        const refused = await complete(base, {});
+        assert.equal(refused.status, 400);
+        assert.equal(refused.body.error?.code, 'role_missing');
+        const texts: Record<string, string> = {};
+        for (const role of ['writer', 'checker', 'narrator']) {
+          const r = await complete(base, { 'x-agl-agent': role });
+          assert.equal(r.status, 200, JSON.stringify(r.body));
+          texts[role] = r.body.choices![0]!.text;
+        }
+        // The writer role gets the writer folder's weights: the same greedy text as that folder served alone.
+        const alone = await fetch(`${single.llm.baseUrl}/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${single.llm.apiKey}` },
+          body: JSON.stringify({ model: 'checkpoint', prompt, max_tokens: 6, temperature: 0 }),
+        });
+        assert.equal(((await alone.json()) as { choices: { text: string }[] }).choices[0]!.text, texts.writer);
+        const spans = (await client.querySpans({ rolloutId: claim.rollout.id })).filter((s) => s.name === SPAN.llmCall && s.attributes[AGL.completionTokenIds]);
+        assert.deepEqual(
+          spans.map((s) => [s.attributes[AGL.agentName], s.attributes[AGL.policyName], s.attributes[AGL.policyVersion] ?? null]),
+          [
+            ['writer', 'writer', record.policies.writer.updates],
+            ['checker', 'checker', record.policies.checker.updates],
+            ['narrator', 'checkpoint', null],
+          ],
+        );
+      } finally {
+        await served.stop();
+        await single.stop();
+      }
+
+      // A swapped folder (the writer's weights where the checker's should be) and a default that moved: exit 2, named.
+      const broken = join(dir, 'broken');
+      cpSync(folder, broken, { recursive: true });
+      rmSync(join(broken, 'checker'), { recursive: true });
+      cpSync(join(folder, 'writer'), join(broken, 'checker'), { recursive: true });
+      const swapped = await runAgl(['serve', '--model', broken, '--port', '0'], join(dir, 'd6'));
+      assert.equal(swapped.code, 2, swapped.out);
+      assert.match(swapped.out, /policy checker: .*broken.checker holds policy 'writer' \(trained on writer\), not 'checker'/);
+      const moved = JSON.parse(readFileSync(join(folder, 'agl-policies.json'), 'utf8'));
+      const elsewhere = join(dir, 'moved');
+      cpSync(folder, elsewhere, { recursive: true });
+      writeFileSync(join(elsewhere, 'agl-policies.json'), JSON.stringify({ ...moved, default: join(dir, 'gone') }));
+      const gone = await runAgl(['serve', '--model', elsewhere, '--port', '0'], join(dir, 'd7'));
+      assert.equal(gone.code, 2, gone.out);
+      assert.match(gone.out, /the default policy .*gone \(the run's starting model.*\) holds no model: give its folder with --default-model DIR/);
+    },
+  );
 
   it('a role that makes no LLM call, and a policy folder that does not load, stop the run naming the role and the file', { timeout: 600_000 }, async () => {
     const none = await train(config('typo', '  writr: {}\n'), join(dir, 'd4'), join(dir, 'c4'));
