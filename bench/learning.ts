@@ -9,6 +9,7 @@
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
+import type { RoleRowName } from './roles.js';
 
 export interface LearningResult {
   before: number;
@@ -102,6 +103,8 @@ async function main(): Promise<void> {
       'credit-sweep': { type: 'boolean', default: false },
       // --roles (bench/roles.ts): one policy per role against one shared policy
       roles: { type: 'boolean', default: false },
+      // ... which rows: shared, own, own-task-role (comma-separated; default shared,own)
+      'roles-rows': { type: 'string' },
       seeds: { type: 'string', default: '2' },
       minutes: { type: 'string' },
       'max-steps': { type: 'string' },
@@ -114,9 +117,18 @@ async function main(): Promise<void> {
     },
   });
   if (values.roles) {
-    const { rolesBench, formatRoles } = await import('./roles.js');
+    const { rolesBench, formatRoles, ROLE_ROWS } = await import('./roles.js');
     const out = values.out === 'bench/results/credit.json' ? 'bench/results/roles.json' : values.out!;
-    const rows = await rolesBench({ sample: values.sample?.[0] ?? 'sql', seeds: Number(values.seeds), minutes: Number(values.minutes ?? 20), out });
+    const wanted = values['roles-rows']?.split(',').map((r) => r.trim());
+    const bad = wanted?.find((r) => !(ROLE_ROWS as readonly string[]).includes(r));
+    if (bad) throw new Error(`--roles-rows: '${bad}' is not one of ${ROLE_ROWS.join(', ')}`);
+    const rows = await rolesBench({
+      sample: values.sample?.[0] ?? 'sql',
+      rows: wanted as RoleRowName[] | undefined,
+      seeds: Number(values.seeds),
+      minutes: Number(values.minutes ?? 20),
+      out,
+    });
     process.stdout.write(`\n${formatRoles(rows)}\nwritten ${out}\n`);
     return;
   }

@@ -80,8 +80,14 @@ export interface RolesRun {
   /** The test split on the final checkpoint (greedy), and what each role did there. */
   test: Behaviour;
 }
+/** A row: one shared policy or one per role, GRPO groups per task or per task and role (training.groupBy). */
+export const ROLE_ROWS = ['shared', 'own', 'own-task-role'] as const;
+export type RoleRowName = (typeof ROLE_ROWS)[number];
 export interface RolesRow {
-  policies: 'shared' | 'own';
+  policies: RoleRowName;
+  /** When and under what load the row ran (rows of a sample may come from different runs of the bench). */
+  date?: string;
+  loadAverageAtEnd?: number;
   runs: RolesRun[];
   meanAfter: number;
   meanGain: number;
@@ -89,6 +95,8 @@ export interface RolesRow {
 }
 export interface RolesOptions {
   sample: string;
+  /** The rows to run (default shared and own); a row already in the results file for the sample is replaced. */
+  rows?: RoleRowName[];
   seeds: number;
   minutes: number;
   out: string;
@@ -126,7 +134,7 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
     const testBefore = await s.behaviour(warmup, testFile);
     const rows: RolesRow[] = [];
     let k = 0;
-    for (const policies of ['shared', 'own'] as const) {
+    for (const policies of o.rows ?? (['shared', 'own'] as const)) {
       const runs: RolesRun[] = [];
       for (let seed = 1; seed <= o.seeds; seed++) {
         const dir = join(work, `run-${++k}`);
@@ -134,7 +142,8 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
         const config = deepMerge(base, {
           training: { seed, maxMinutes: o.minutes },
           runtime: { checkpointDir: join(dir, 'checkpoint') },
-          ...(policies === 'own' ? { policies: Object.fromEntries(s.roles.map((r) => [r, {}])) } : {}),
+          ...(policies === 'shared' ? {} : { policies: Object.fromEntries(s.roles.map((r) => [r, {}])) }),
+          ...(policies === 'own-task-role' ? { training: { seed, maxMinutes: o.minutes, groupBy: 'task-role' } } : {}),
         });
         writeFileSync(join(dir, 'train.yaml'), stringify(config));
         process.stderr.write(`roles bench: ${o.sample} ${policies} seed ${seed} (${o.minutes} min), load ${loadavg()[0]!.toFixed(2)}\n`);
@@ -167,6 +176,8 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
       }
       rows.push({
         policies,
+        date: new Date().toISOString(),
+        loadAverageAtEnd: loadavg()[0],
         runs,
         meanAfter: mean(runs.map((r) => r.after)),
         meanGain: mean(runs.map((r) => r.after - r.before)),
@@ -175,9 +186,11 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
     }
     mkdirSync(dirname(o.out), { recursive: true });
     const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
-    // One entry per sample: this run's replaces its sample's, the others stay.
-    const prior = existsSync(o.out) ? (JSON.parse(readFileSync(o.out, 'utf8')) as { samples?: Record<string, unknown> }) : {};
+    // One entry per sample, one row per setting: this run's rows replace the same rows, the others stay.
+    const prior = existsSync(o.out) ? (JSON.parse(readFileSync(o.out, 'utf8')) as { samples?: Record<string, { rows?: RolesRow[] }> }) : {};
+    const kept = (prior.samples?.[o.sample]?.rows ?? []).filter((r) => !rows.some((n) => n.policies === r.policies));
     const entry = {
+      ...prior.samples?.[o.sample],
       date: new Date().toISOString(),
       machine,
       loadAverageAtEnd: loadavg()[0],
@@ -189,7 +202,7 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
         'held-out val split (greedy) before and after training as agl train scores it; test split (greedy, never seen in training or selection) ' +
         'on the final checkpoint served as the run served it, scored by the sample inspect script; the same warm-up, config and budget per row',
       testBefore,
-      rows,
+      rows: [...kept, ...rows].sort((a, b) => ROLE_ROWS.indexOf(a.policies) - ROLE_ROWS.indexOf(b.policies)),
     };
     writeFileSync(o.out, `${JSON.stringify({ samples: { ...(prior.samples ?? {}), [o.sample]: entry } }, null, 2)}\n`);
     return rows;
@@ -200,10 +213,10 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
 
 export function formatRoles(rows: RolesRow[]): string {
   return [
-    'policies  val after  val gain  test after  runs (seed: val before -> after, test, steps, peak RSS)',
+    'policies      val after  val gain  test after  runs (seed: val before -> after, test, steps, peak RSS)',
     ...rows.map(
       (r) =>
-        `${r.policies.padEnd(9)} ${r.meanAfter.toFixed(3).padStart(9)}  ${r.meanGain.toFixed(3).padStart(8)}  ${r.meanTestAfter.toFixed(3).padStart(10)}  ` +
+        `${r.policies.padEnd(13)} ${r.meanAfter.toFixed(3).padStart(9)}  ${r.meanGain.toFixed(3).padStart(8)}  ${r.meanTestAfter.toFixed(3).padStart(10)}  ` +
         r.runs
           .map((x) => `${x.seed}: ${x.before.toFixed(3)} -> ${x.after.toFixed(3)}, test ${x.test.score.toFixed(3)}, ${x.steps} steps, ${x.peakRssMiB} MiB`)
           .join('; '),

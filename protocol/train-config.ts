@@ -211,6 +211,12 @@ export const TrainingSection = z
     checkpointEvery: z.number().int().min(1).default(1),
     /** Agent names to train (selective optimization), a regular expression; null = all. */
     agentMatch: z.string().nullable().default(null),
+    /**
+     * What a GRPO group is: `task` (every trained call of a task's rollouts: each call's advantage against all the
+     * calls of its task's episodes) or `task-role` (those calls split by role: a call's advantage against the same
+     * role's calls of the same task, as AT-GRPO groups by agent). The same with one policy or several.
+     */
+    groupBy: z.enum(['task', 'task-role']).default('task'),
     grpo: GrpoConfig.default(GrpoConfig.parse({})),
     credit: CreditConfig.default(CreditConfig.parse({})),
     /** AIR on/off: when false, `credit.air` rules are ignored. */

@@ -130,6 +130,11 @@ export interface GroupAdvantage {
   matchesStored: boolean | null;
   /** Every credit equal: GRPO learns nothing from the group. */
   zeroVariance: boolean;
+  /**
+   * The run grouped by task and role (training.groupBy task-role): each role's calls are compared among themselves,
+   * so the numbers the stored advantages came from are these, one per role (`matchesStored` above covers them all).
+   */
+  byRole?: { role: string | null; calls: number; mean: number; std: number; divisor: number | null; matchesStored: boolean | null; zeroVariance: boolean }[];
 }
 
 export interface GroupData {

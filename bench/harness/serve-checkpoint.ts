@@ -19,9 +19,12 @@ export interface ServedCheckpoint {
 
 const AGL = resolve('bin', 'agl.mjs');
 
-export async function serveCheckpoint(dir: string, samplingParams: LLM['samplingParams'] = { temperature: 0 }): Promise<ServedCheckpoint> {
+/** `dir`: a model folder, or a checkpoint of one policy per role (each role served from its policy); `args`: more `agl serve` flags. */
+export async function serveCheckpoint(dir: string, samplingParams: LLM['samplingParams'] = { temperature: 0 }, args: string[] = []): Promise<ServedCheckpoint> {
   const dataDir = mkdtempSync(join(tmpdir(), 'agl-inspect-'));
-  const child = spawn(process.execPath, [AGL, 'serve', '--model', resolve(dir), '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [AGL, 'serve', '--model', resolve(dir), '--port', '0', '--data-dir', dataDir, ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => {
     stderr += b.toString();

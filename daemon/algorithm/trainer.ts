@@ -190,6 +190,8 @@ export class Trainer {
   private readonly rolesSeen = new Set<string>();
   private rolesChecked = false;
   private rolesSeenIn = { val: 0, train: 0 };
+  /** Per role, its LLM calls that failed (no completion recorded), while the role check runs. */
+  private readonly rolesFailed = new Map<string, number>();
   /** The metrics of the steps this process ran, until the learning check (LEARNING_CHECK_STEPS) is done. */
   private firstSteps: PointLike[] = [];
   /** Why this run cannot learn, when its first steps showed it. */
@@ -355,8 +357,11 @@ export class Trainer {
       if (!g.trajectory) continue;
       for (const c of assignCredit(g.trajectory, creditCfg)) items.push({ g, s: c.step, credit: c.credit, groupId: g.task.id });
     }
+    // training.groupBy task-role: a call is compared with its own role's calls of the task only (the store keeps the
+    // task as the group; the views split it by role again to show the numbers).
+    const advantageGroup = (i: CreditedItem) => (t.groupBy === 'task-role' ? `${i.groupId}\u0000${i.s.agentName ?? ''}` : i.groupId);
     const adv = computeAdvantages(
-      items.map((i) => ({ groupId: i.groupId, credit: i.credit })),
+      items.map((i) => ({ groupId: advantageGroup(i), credit: i.credit })),
       t.grpo,
     );
     // A group dynamic sampling dropped trains nothing: its advantage is 0 in the loss and in the store.
@@ -432,7 +437,11 @@ export class Trainer {
       this.rolesChecked = true;
       return;
     }
-    for (const g of groups) for (const s of g.trajectory?.steps ?? []) if (s.agentName) this.rolesSeen.add(s.agentName);
+    for (const g of groups) {
+      for (const s of g.trajectory?.steps ?? []) if (s.agentName) this.rolesSeen.add(s.agentName);
+      for (const k of g.trajectory?.skipped ?? [])
+        if (k.reason === 'no-token-ids' && k.agentName) this.rolesFailed.set(k.agentName, (this.rolesFailed.get(k.agentName) ?? 0) + 1);
+    }
     this.rolesSeenIn[mode] += groups.length;
     const unseen = (this.deps.policies ?? []).flatMap((p) => p.roles.filter((r) => !this.rolesSeen.has(r)));
     if (!unseen.length) {
@@ -442,18 +451,23 @@ export class Trainer {
     const came = this.rolesSeen.size
       ? `The agent's calls came from ${[...this.rolesSeen].map((r) => `'${r}'`).join(', ')}.`
       : 'No call named its role (name roles with operation(name, fn, { agentName })).';
+    const failed = unseen.filter((r) => this.rolesFailed.has(r));
+    const why = failed.length
+      ? ` ${failed.map((r) => `'${r}' made ${this.rolesFailed.get(r)} call${this.rolesFailed.get(r) === 1 ? '' : 's'}, and every one failed (no completion recorded: the calls' errors are in the trajectory viewer and agl rollouts)`).join('; ')}.`
+      : '';
     const roles = unseen.map((r) => `'${r}'`).join(', ');
+    const none = failed.length === unseen.length ? 'made no LLM call that succeeded' : 'made no LLM call';
     const last = Math.min(ROLE_CHECK_STEPS, this.state.totalSteps);
     if (mode === 'val') {
       this.log(
-        `policies: role${unseen.length > 1 ? 's' : ''} ${roles} made no LLM call in the ${groups.length} validation rollouts before training; ` +
-          `training stops if ${unseen.length > 1 ? 'they make' : 'it makes'} none in the first ${last} steps. ${came}`,
+        `policies: role${unseen.length > 1 ? 's' : ''} ${roles} ${none} in the ${groups.length} validation rollouts before training; ` +
+          `training stops if ${unseen.length > 1 ? 'they make' : 'it makes'} none in the first ${last} steps.${why} ${came}`,
       );
     } else if (step + 1 >= last) {
       this.rolesChecked = true;
       throw new Error(
-        `policies: role${unseen.length > 1 ? 's' : ''} ${roles} made no LLM call in the ${this.rolesSeenIn.val} validation rollouts before training nor in the ` +
-          `${this.rolesSeenIn.train} rollouts of the first ${last} training steps, so ${unseen.length > 1 ? 'their policies' : 'its policy'} would never train. ${came}`,
+        `policies: role${unseen.length > 1 ? 's' : ''} ${roles} ${none} in the ${this.rolesSeenIn.val} validation rollouts before training nor in the ` +
+          `${this.rolesSeenIn.train} rollouts of the first ${last} training steps, so ${unseen.length > 1 ? 'their policies' : 'its policy'} would never train.${why} ${came}`,
       );
     }
   }

@@ -17,6 +17,7 @@ import type { PolicyInfo } from '../../protocol/api.js';
 import { engineOptions, type EngineConfig } from '../algorithm/engine-config.js';
 import { ENGINE_PARSE_OPTIONS, engineFromFlags, type EngineFlags } from './engine-flags.js';
 import { checkRoleSet, ServedRolePolicies } from './serve-roles.js';
+import { readCheckpoint, STATE_FILE } from '../algorithm/checkpoint.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { FileModeError, makeDataPrivate } from '../server/file-modes.js';
@@ -428,7 +429,17 @@ async function attachPolicy(ctx: ServerContext, flags: ServeFlags, store: Lightn
     fail(2, `agl serve: --default-model: ${flags.model} is not a checkpoint of one policy per role (no agl-policies.json)\n`);
   }
   if (flags.model) {
-    const served = new ServedPolicy(flags.model, flags.backend, engine, flags.dataDir, ctx.log);
+    // A training run's checkpoint folder (state.json) serves its last step's policy.
+    let spec = flags.model;
+    if (!spec.startsWith('builtin:') && !existsSync(join(spec, 'config.json')) && existsSync(join(spec, STATE_FILE))) {
+      try {
+        spec = readCheckpoint(resolve(spec))!.policyPath;
+      } catch (err) {
+        await store.close();
+        fail(2, `agl serve: --model ${flags.model}: ${(err as Error).message}\n`);
+      }
+    }
+    const served = new ServedPolicy(spec, flags.backend, engine, flags.dataDir, ctx.log);
     ctx.getPolicy = () => served.get();
     ctx.policyControl = served;
   }

@@ -51,23 +51,37 @@ async function attemptError(store: LightningStore, rollout: Rollout, attemptId: 
   return attempt?.error?.message ?? null;
 }
 
-/** The run's advantage scaling and variant as it recorded them in its config (`agl train` stores the parsed one). */
-function runGrpoSettings(run: TrainingRun | null): { scaleRewards: ScaleRewards | null; variant: string | null } {
-  const grpo = run ? recordedTrainConfig(run.config)?.training.grpo : null;
-  return { scaleRewards: grpo?.scaleRewards ?? null, variant: grpo?.variant ?? null };
+/** The run's advantage scaling, variant and grouping as it recorded them in its config (`agl train` stores the parsed one). */
+function runGrpoSettings(run: TrainingRun | null): { scaleRewards: ScaleRewards | null; variant: string | null; byRole: boolean } {
+  const training = run ? recordedTrainConfig(run.config)?.training : null;
+  return { scaleRewards: training?.grpo.scaleRewards ?? null, variant: training?.grpo.variant ?? null, byRole: training?.groupBy === 'task-role' };
 }
 
-/** The numbers the group's stored advantages came from (protocol/grpo-advantage.ts), checked against them. */
-function groupAdvantage(group: Transition[], step: Transition[], run: TrainingRun | null): GroupAdvantage {
-  const credits = group.map((t) => t.credit);
+/** Mean, std and divisor of some calls' credits, and whether their stored advantages follow from them. */
+function advantageNumbers(calls: Transition[], batchStd: number, scaleRewards: ScaleRewards | null) {
+  const credits = calls.map((t) => t.credit);
   const mean = meanOf(credits),
-    std = stdUnbiased(credits),
-    batchStd = stdUnbiased(step.map((t) => t.credit));
-  const { scaleRewards, variant } = runGrpoSettings(run);
+    std = stdUnbiased(credits);
   const divisor = scaleRewards ? advantageDivisor(scaleRewards, std, batchStd) : null;
   const matchesStored =
-    divisor === null ? null : group.every((t) => Math.abs(t.advantage - (t.credit - mean) / divisor) <= 1e-6 * Math.max(1, Math.abs(t.advantage)));
-  return { calls: group.length, mean, std, batchStd, scaleRewards, variant, divisor, matchesStored, zeroVariance: isZeroVariance(credits) };
+    divisor === null ? null : calls.every((t) => Math.abs(t.advantage - (t.credit - mean) / divisor) <= 1e-6 * Math.max(1, Math.abs(t.advantage)));
+  return { calls: calls.length, mean, std, divisor, matchesStored, zeroVariance: isZeroVariance(credits) };
+}
+
+/**
+ * The numbers the group's stored advantages came from (protocol/grpo-advantage.ts), checked against them; with
+ * training.groupBy task-role, each role's calls are a group of their own, so the numbers come per role too.
+ */
+function groupAdvantage(group: Transition[], step: Transition[], run: TrainingRun | null): GroupAdvantage {
+  const batchStd = stdUnbiased(step.map((t) => t.credit));
+  const { scaleRewards, variant, byRole } = runGrpoSettings(run);
+  const all = advantageNumbers(group, batchStd, scaleRewards);
+  if (!byRole) return { ...all, batchStd, scaleRewards, variant };
+  const roles = new Map<string, Transition[]>();
+  for (const t of group) roles.set(t.agentName ?? '', [...(roles.get(t.agentName ?? '') ?? []), t]);
+  const perRole = [...roles.entries()].map(([role, calls]) => ({ role: role || null, ...advantageNumbers(calls, batchStd, scaleRewards) }));
+  const matchesStored = perRole.some((r) => r.matchesStored === null) ? null : perRole.every((r) => r.matchesStored);
+  return { ...all, batchStd, scaleRewards, variant, matchesStored, byRole: perRole };
 }
 
 /** The run's selection rule from its recorded config (null without a run). */

@@ -32,6 +32,9 @@ import { attemptBaseUrl } from '../../protocol/ids.js';
 import { serveCheckpoint } from '../../bench/harness/serve-checkpoint.js';
 import { AglClient } from '../../sdk/tools/client.js';
 import type { PolicyInfo } from '../../protocol/api.js';
+import { groupPage } from '../../daemon/store/views.js';
+import { STD_EPS } from '../../protocol/grpo-advantage.js';
+import { formulaText } from '../../webview/trajectory/group-view.js';
 
 const AGENT = 'test/algorithm/fixtures/roles-agent.ts#rolesAgent';
 
@@ -348,6 +351,65 @@ describe('policies: agl train', () => {
     },
   );
 
+  it(
+    'training.groupBy task-role: each call is compared with its own role of the task; the group view gives the numbers per role',
+    { timeout: 300_000 },
+    async () => {
+      const data = join(dir, 'd8');
+      const cfg = join(dir, 'groupby.yaml');
+      writeFileSync(
+        cfg,
+        `model:\n  maxTokens: 6\n  temperature: 1\ntraining:\n  batchSize: 2\n  groupSize: 4\n  maxSteps: 2\n  valEvery: 0\n  learningRate: 0.02\n  seed: 5\n  groupBy: task-role\n  agentMatch: ^(writer|checker)$\nruntime:\n  workers: 2\n`,
+      );
+      const run = await train(cfg, data, join(dir, 'c8'));
+      assert.equal(run.code, 0, run.out);
+      const store = new SqliteStore(join(data, 'store.sqlite'));
+      try {
+        const [rec] = await store.listTrainingRuns();
+        let splitMatters = 0;
+        for (const step of [0, 1]) {
+          const ts = await store.queryTransitions({ runId: rec.id, step });
+          const byKey = new Map<string, typeof ts>();
+          for (const t of ts) byKey.set(`${t.groupId} ${t.agentName}`, [...(byKey.get(`${t.groupId} ${t.agentName}`) ?? []), t]);
+          const eps = STD_EPS;
+          const stats = (xs: number[]) => {
+            const m = xs.reduce((a, x) => a + x, 0) / xs.length;
+            return { m, s: Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / Math.max(1, xs.length - 1)) };
+          };
+          for (const calls of byKey.values()) {
+            const { m, s } = stats(calls.map((t) => t.credit));
+            for (const t of calls)
+              assert.ok(Math.abs(t.advantage - (t.credit - m) / (s + eps)) < 1e-4, `advantage against its role's calls: ${JSON.stringify(t)}`);
+            const task = ts.filter((u) => u.groupId === calls[0]!.groupId);
+            const whole = stats(task.map((u) => u.credit));
+            if (calls.some((t) => Math.abs(t.advantage - (t.credit - whole.m) / (whole.s + eps)) > 1e-3)) splitMatters++;
+          }
+        }
+        assert.ok(splitMatters > 0, 'some calls got another advantage than against the whole task');
+        const page = await groupPage(store, { runId: rec.id, step: 0 });
+        const spread = page.groups.find((g) => g.advantage && !g.advantage.zeroVariance);
+        assert.ok(spread, 'a group with reward spread');
+        assert.deepEqual(spread.advantage!.byRole!.map((r) => r.role).sort(), ['checker', 'writer']);
+        assert.equal(spread.advantage!.matchesStored, true);
+        assert.match(formulaText(spread.advantage!, spread).full, /grouped by task and role .*\n {2}(writer|checker): 4 calls, mean/);
+      } finally {
+        await store.close();
+      }
+      // A one-policy run's checkpoint folder serves its last step's policy.
+      const served = await serveCheckpoint(join(dir, 'c8'), { temperature: 0, maxTokens: 4 });
+      try {
+        const res = await fetch(`${served.llm.baseUrl}/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${served.llm.apiKey}` },
+          body: JSON.stringify({ model: 'checkpoint', prompt: 'wp1:', max_tokens: 4 }),
+        });
+        assert.equal(res.status, 200, await res.text());
+      } finally {
+        await served.stop();
+      }
+    },
+  );
+
   it('a role that makes no LLM call, and a policy folder that does not load, stop the run naming the role and the file', { timeout: 600_000 }, async () => {
     const none = await train(config('typo', '  writr: {}\n'), join(dir, 'd4'), join(dir, 'c4'));
     assert.equal(none.code, 1);
@@ -359,6 +421,30 @@ describe('policies: agl train', () => {
     assert.match(
       none.out,
       /policies: role 'writr' made no LLM call in the 4 validation rollouts before training nor in the 16 rollouts of the first 2 training steps, so its policy would never train\. The agent's calls came from 'writer', 'checker', 'narrator'/,
+    );
+    // A role whose every call fails: said so, not "no call".
+    const failing = await runAgl(
+      [
+        'train',
+        'test/algorithm/fixtures/roles-agent.ts#failingRoleAgent',
+        '--train',
+        tasks,
+        '--val',
+        tasks,
+        '--model',
+        model,
+        '--config',
+        config('failing', '  writer: {}\n  critic: {}\n'),
+        '--checkpoint-dir',
+        join(dir, 'c9'),
+        '--quiet',
+      ],
+      join(dir, 'd9'),
+    );
+    assert.equal(failing.code, 1, failing.out);
+    assert.match(
+      failing.out,
+      /policies: role 'critic' made no LLM call that succeeded in the 4 validation rollouts before training nor in the 16 rollouts of the first 2 training steps, so its policy would never train\. 'critic' made \d+ calls, and every one failed/,
     );
     const missing = await train(config('missing', `  writer:\n    init: ${join(dir, 'no-such-folder')}\n`), join(dir, 'd5'), join(dir, 'c5'));
     assert.equal(missing.code, 1);

@@ -19,6 +19,9 @@ import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import { runAgl, saveTinyPolicy, writeToyTasks } from '../algorithm/cli-helpers.js';
 import { torchPython } from '../helpers/torch.js';
+import { serveCheckpoint } from '../../bench/harness/serve-checkpoint.js';
+import { AglClient } from '../../sdk/tools/client.js';
+import { attemptBaseUrl } from '../../protocol/ids.js';
 
 const WARMUP = join('samples', 'calc', 'warmup');
 const LORA = { rank: 4, alpha: 8, dropout: 0, targetModules: null };
@@ -212,6 +215,35 @@ describe('agl train --engine torch with engine.lora', () => {
       assert.deepEqual([...servedBy('narrator')], ['tiny'], 'the role without a policy is served by the base');
     } finally {
       await store.close();
+    }
+
+    // agl serve --model <checkpoint> --engine torch: the base once, each role from its adapter, as the run served them.
+    const served = await serveCheckpoint(ckpt, { temperature: 0, maxTokens: 4 }, ['--engine', 'torch', '--python', torchPython()]);
+    try {
+      const url = served.llm.baseUrl.replace(/\/v1$/, '');
+      const client = new AglClient({ url, token: served.llm.apiKey });
+      const claim = await client.startRollout({ input: {} }, 'test');
+      for (const role of ['writer', 'checker', 'narrator']) {
+        const res = await fetch(`${attemptBaseUrl(served.llm.baseUrl, claim.rollout.id, claim.attempt.id)}/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-agl-agent': role },
+          body: JSON.stringify({ model: 'checkpoint', prompt: 'wp1:', max_tokens: 4, temperature: 0 }),
+        });
+        assert.equal(res.status, 200, await res.text());
+      }
+      const spans = (await client.querySpans({ rolloutId: claim.rollout.id })).filter((s) => s.name === SPAN.llmCall);
+      assert.deepEqual(
+        spans.map((s) => [s.attributes[AGL.agentName], s.attributes[AGL.policyName], s.attributes[AGL.policyVersion] ?? null]),
+        [
+          ['writer', 'writer', state.trainer.policies.writer.updates],
+          ['checker', 'checker', state.trainer.policies.checker.updates],
+          ['narrator', 'checkpoint', null],
+        ],
+      );
+      const lp = spans.map((s) => JSON.stringify(s.attributes[AGL.completionLogprobs]));
+      assert.ok(lp[0] !== lp[2] && lp[1] !== lp[2] && lp[0] !== lp[1], `each adapter changes the base's log-probs of the same prompt: ${lp.join(' | ')}`);
+    } finally {
+      await served.stop();
     }
 
     // Resume: both adapters come back from the checkpoint's adapter folders (their policy records checked).

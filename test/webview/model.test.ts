@@ -217,6 +217,23 @@ describe('trajectory model', () => {
     assert.equal(formulaText({ ...adv, scaleRewards: 'batch' }, group).short, 'A = (credit − 0.500) / (0.600 + ε)');
     assert.match(formulaText({ ...adv, scaleRewards: null }, group).full, /did not record how/);
     assert.match(formulaText({ ...adv, scaleRewards: 'group', matchesStored: false }, group).full, /do NOT follow/);
+    // A run that grouped by task and role (training.groupBy task-role): the numbers per role.
+    const byRole = formulaText(
+      {
+        ...adv,
+        scaleRewards: 'group',
+        matchesStored: true,
+        byRole: [
+          { role: 'writer', calls: 2, mean: 0.5, std: 0.7071, divisor: 0.7072, matchesStored: true, zeroVariance: false },
+          { role: 'rewriter', calls: 1, mean: 1, std: 0, divisor: 1e-4, matchesStored: true, zeroVariance: true },
+        ],
+      },
+      group,
+    );
+    assert.equal(byRole.short, 'writer: A = (credit − 0.500) / (0.707 + ε) · rewriter: A = (credit − 1) / (0 + ε)');
+    assert.match(byRole.full, /grouped by task and role \(training\.groupBy: task-role\)/);
+    assert.match(byRole.full, / {2}rewriter: 1 call, mean 1, std 0: .* \(all equal: no signal\)/);
+    assert.match(byRole.full, /The stored advantages follow from these numbers/);
   });
 
   it("finds an agent's source from its spec and the line defining it", () => {

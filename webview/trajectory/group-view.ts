@@ -42,8 +42,41 @@ function taskBlock(input: unknown): HTMLElement {
   );
 }
 
+/** The formula with each role's numbers, when the run grouped by task and role (training.groupBy task-role). */
+function formulaByRole(adv: GroupAdvantage, roles: NonNullable<GroupAdvantage['byRole']>): { short: string; full: string } {
+  const b = fmtNumber(adv.batchStd);
+  const term = (r: (typeof roles)[number]) => {
+    const m = fmtNumber(r.mean),
+      s = fmtNumber(r.std);
+    return adv.scaleRewards === 'group'
+      ? `(credit − ${m}) / (${s} + ε)`
+      : adv.scaleRewards === 'batch'
+        ? `(credit − ${m}) / (${b} + ε)`
+        : adv.scaleRewards === 'none'
+          ? `credit − ${m}`
+          : `mean ${m} · std ${s}`;
+  };
+  const name = (r: (typeof roles)[number]) => r.role ?? '(no role)';
+  const short = roles.map((r) => `${name(r)}: A = ${term(r)}`).join(' · ');
+  const full = [
+    `GRPO advantage of each call in this group${adv.variant ? ` (variant ${adv.variant})` : ''}: the run grouped by task and role (training.groupBy: task-role), ` +
+      `so each call is compared with the same role's calls of this task only.`,
+    ...roles.map(
+      (r) =>
+        `  ${name(r)}: ${r.calls} call${r.calls === 1 ? '' : 's'}, mean ${fmtNumber(r.mean)}, std ${fmtNumber(r.std)}: A = ${term(r)}${r.zeroVariance ? ' (all equal: no signal)' : ''}`,
+    ),
+    adv.matchesStored === true
+      ? 'The stored advantages follow from these numbers.'
+      : adv.matchesStored === false
+        ? 'The stored advantages do NOT follow from these numbers (e.g. dynamic sampling dropped this group: its advantages were set to 0).'
+        : 'The advantages shown are the ones the trainer stored.',
+  ].join('\n');
+  return { short, full };
+}
+
 /** The formula with this group's numbers, as a tooltip text, and its short visible form. */
 export function formulaText(adv: GroupAdvantage, group: GroupData): { short: string; full: string } {
+  if (adv.byRole?.length) return formulaByRole(adv, adv.byRole);
   const m = fmtNumber(adv.mean),
     s = fmtNumber(adv.std),
     b = fmtNumber(adv.batchStd);
