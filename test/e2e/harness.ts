@@ -267,6 +267,16 @@ export async function openFile(page: Page, relPath: string): Promise<void> {
   await page.locator('.tab.active', { hasText: name }).waitFor({ state: 'visible' });
 }
 
+/** Scrolls the active editor to `line` (1-based) with Go to Line, so its CodeLens is rendered in view. */
+export async function gotoLine(page: Page, line: number): Promise<void> {
+  await page.keyboard.press('Control+G');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`:${line}`);
+  await page.keyboard.press('Enter');
+  await input.waitFor({ state: 'hidden' });
+}
+
 /** The content frame of the visible webview panel titled `title`. */
 export function webview(page: Page): FrameLocator {
   return page.frameLocator('iframe.webview.ready >> visible=true').frameLocator('#active-frame');

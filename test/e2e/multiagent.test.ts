@@ -15,7 +15,7 @@
  * Screenshots go to test-results/e2e/multiagent-*.png.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -27,6 +27,7 @@ import {
   cutOff,
   extensionLogs,
   launchBrowser,
+  gotoLine,
   openFile,
   packagedVsix,
   ROOT,
@@ -142,6 +143,12 @@ test(
       await page.goto(`${server.url}/?folder=${encodeURIComponent(join(ROOT, 'samples'))}`);
       await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 90_000 });
       await openFile(page, 'sql/agent.ts');
+      // sqlAgent's line, in view (a 900-pixel window does not show it from the top of the file).
+      const agentLine =
+        readFileSync(join(ROOT, 'samples', 'sql', 'agent.ts'), 'utf8')
+          .split('\n')
+          .findIndex((l) => l.includes('export const sqlAgent')) + 1;
+      await gotoLine(page, agentLine);
       const lens = page.locator('.monaco-editor .codelens-decoration a', { hasText: 'held-out reward' }).first();
       await lens.waitFor({ state: 'visible', timeout: 60_000 });
       assert.match((await lens.getAttribute('title'))!, new RegExp(`training run ${run.id}.*The run trained one policy per role: writer, rewriter\\.`));
