@@ -42,20 +42,30 @@ function taskBlock(input: unknown): HTMLElement {
   );
 }
 
+/** The advantage of one call as the run scaled it, with the numbers given (mean, std, batch std), ε for the small constant. */
+function advantageTerm(scaleRewards: GroupAdvantage['scaleRewards'], m: string, s: string, b: string): string {
+  return scaleRewards === 'group'
+    ? `(credit − ${m}) / (${s} + ε)`
+    : scaleRewards === 'batch'
+      ? `(credit − ${m}) / (${b} + ε)`
+      : scaleRewards === 'none'
+        ? `credit − ${m}`
+        : `mean ${m} · std ${s}`;
+}
+
+/** Whether the stored advantages follow from the numbers shown. */
+function storedLine(matches: boolean | null): string {
+  return matches === true
+    ? 'The stored advantages follow from these numbers.'
+    : matches === false
+      ? 'The stored advantages do NOT follow from these numbers (e.g. dynamic sampling dropped this group: its advantages were set to 0).'
+      : 'The advantages shown are the ones the trainer stored.';
+}
+
 /** The formula with each role's numbers, when the run grouped by task and role (training.groupBy task-role). */
 function formulaByRole(adv: GroupAdvantage, roles: NonNullable<GroupAdvantage['byRole']>): { short: string; full: string } {
   const b = fmtNumber(adv.batchStd);
-  const term = (r: (typeof roles)[number]) => {
-    const m = fmtNumber(r.mean),
-      s = fmtNumber(r.std);
-    return adv.scaleRewards === 'group'
-      ? `(credit − ${m}) / (${s} + ε)`
-      : adv.scaleRewards === 'batch'
-        ? `(credit − ${m}) / (${b} + ε)`
-        : adv.scaleRewards === 'none'
-          ? `credit − ${m}`
-          : `mean ${m} · std ${s}`;
-  };
+  const term = (r: (typeof roles)[number]) => advantageTerm(adv.scaleRewards, fmtNumber(r.mean), fmtNumber(r.std), b);
   const name = (r: (typeof roles)[number]) => r.role ?? '(no role)';
   const short = roles.map((r) => `${name(r)}: A = ${term(r)}`).join(' · ');
   const full = [
@@ -65,11 +75,7 @@ function formulaByRole(adv: GroupAdvantage, roles: NonNullable<GroupAdvantage['b
       (r) =>
         `  ${name(r)}: ${r.calls} call${r.calls === 1 ? '' : 's'}, mean ${fmtNumber(r.mean)}, std ${fmtNumber(r.std)}: A = ${term(r)}${r.zeroVariance ? ' (all equal: no signal)' : ''}`,
     ),
-    adv.matchesStored === true
-      ? 'The stored advantages follow from these numbers.'
-      : adv.matchesStored === false
-        ? 'The stored advantages do NOT follow from these numbers (e.g. dynamic sampling dropped this group: its advantages were set to 0).'
-        : 'The advantages shown are the ones the trainer stored.',
+    storedLine(adv.matchesStored),
   ].join('\n');
   return { short, full };
 }
@@ -81,14 +87,8 @@ export function formulaText(adv: GroupAdvantage, group: GroupData): { short: str
     s = fmtNumber(adv.std),
     b = fmtNumber(adv.batchStd);
   const rollouts = group.samples.length;
-  const short =
-    adv.scaleRewards === 'group'
-      ? `A = (credit − ${m}) / (${s} + ε)`
-      : adv.scaleRewards === 'batch'
-        ? `A = (credit − ${m}) / (${b} + ε)`
-        : adv.scaleRewards === 'none'
-          ? `A = credit − ${m}`
-          : `mean ${m} · std ${s}`;
+  const term = advantageTerm(adv.scaleRewards, m, s, b);
+  const short = adv.scaleRewards ? `A = ${term}` : term;
   const scaling =
     adv.scaleRewards === 'group'
       ? "divided by the group's std (GRPO)"
@@ -111,11 +111,7 @@ export function formulaText(adv: GroupAdvantage, group: GroupData): { short: str
           : `mean ${m}, std ${s}`,
     `mean ${m} and std ${s} (unbiased) are over the ${adv.calls} calls of the ${rollouts} rollouts, each call's credit: a rollout with more calls counts more, so they differ from the rollouts' reward mean and std.`,
     ...examples,
-    adv.matchesStored === true
-      ? 'The stored advantages follow from these numbers.'
-      : adv.matchesStored === false
-        ? 'The stored advantages do NOT follow from these numbers (e.g. dynamic sampling dropped this group: its advantages were set to 0).'
-        : 'The advantages shown are the ones the trainer stored.',
+    storedLine(adv.matchesStored),
   ].join('\n');
   return { short, full };
 }
