@@ -56,12 +56,7 @@ export interface RolesRecord {
   policies: Record<string, { dir: string; roles: string[]; updates: number }>;
 }
 /** How the run serves roles it did not give a policy of their own (written with the role policies). */
-export interface RoleServing {
-  default: string;
-  seed?: number;
-  unassignedCalls: 'refuse' | 'default';
-  lora: LoraSettings | null;
-}
+export type RoleServing = Omit<RolesRecord, 'policies'>;
 
 function writeRolesRecord(folder: string, rolePolicies: SavedRolePolicy[], trainer: TrainerState, serving: RoleServing): void {
   const def = serving.default.startsWith('builtin:') ? serving.default : resolve(serving.default);
@@ -81,12 +76,7 @@ function writeRolesRecord(folder: string, rolePolicies: SavedRolePolicy[], train
  */
 export function findRolePolicies(spec: string): { folder: string; record: RolesRecord } | null {
   if (spec.startsWith('builtin:')) return null;
-  let folder = spec;
-  if (!existsSync(join(folder, ROLES_RECORD)) && existsSync(join(folder, STATE_FILE))) {
-    const ckpt = readCheckpoint(folder);
-    if (!ckpt?.rolePolicies) return null;
-    folder = ckpt.policyPath;
-  }
+  const folder = lastStepFolder(spec);
   const f = join(folder, ROLES_RECORD);
   if (!existsSync(f)) return null;
   let record: RolesRecord;
@@ -98,6 +88,15 @@ export function findRolePolicies(spec: string): { folder: string; record: RolesR
   if (typeof record?.default !== 'string' || !record.policies || typeof record.policies !== 'object')
     throw new Error(`${f} is not a role-policy record (it needs "default" and "policies")`);
   return { folder, record };
+}
+
+/**
+ * The folder a `--model` spec serves: a training run's checkpoint folder (state.json, no model or role record of its
+ * own) stands for its last step's `policy-<step>/`; anything else is itself.
+ */
+export function lastStepFolder(spec: string): string {
+  if (spec.startsWith('builtin:') || existsSync(join(spec, 'config.json')) || existsSync(join(spec, ROLES_RECORD))) return spec;
+  return existsSync(join(spec, STATE_FILE)) ? readCheckpoint(spec)!.policyPath : spec;
 }
 
 /** Saves a role policy's weights and its record. */

@@ -47,8 +47,27 @@ export function checkRoleSet(spec: string, defaultOverride: string | undefined, 
   return { folder, record, defaultSpec };
 }
 
+/** Opens a folder or builtin for `agl serve` on its engine (loaded lazily: TF.js and the torch engine take seconds). */
+export function openForServing(
+  spec: string,
+  o: { backend: string | undefined; engine: EngineConfig; dataDir: string; log: (m: string) => void; seed?: number; name?: string },
+): Promise<PolicyModel> {
+  const opts = engineOptions(o.engine, { dataDir: o.dataDir, log: (line) => o.log(`engine: ${line}`) });
+  return import('../algorithm/open-policy.js').then(({ openPolicy }) =>
+    openPolicy(spec, { backend: o.backend, ...(o.seed !== undefined ? { seed: o.seed } : {}), ...opts, ...(o.name ? { name: o.name } : {}) }),
+  );
+}
+
+/** Each role to its policy's name, and what a call naming no role gets: the routing a set of role policies gives. */
+function routingOf(record: RolesRecord): { roleModels: Record<string, string>; unassignedRole: 'refuse' | 'default' } {
+  const roleModels: Record<string, string> = {};
+  for (const [name, p] of Object.entries(record.policies)) for (const r of p.roles) roleModels[r] = name;
+  return { roleModels, unassignedRole: record.unassignedCalls };
+}
+
 export class ServedRolePolicies {
   private set: RoleSet;
+  private route: ReturnType<typeof routingOf>;
   private opened = new Map<string, Promise<PolicyModel>>();
   private all: Promise<PolicyModel>[] = [];
   private loadedAt: number | null = null;
@@ -62,13 +81,12 @@ export class ServedRolePolicies {
     private readonly log: (m: string) => void,
   ) {
     this.set = set;
+    this.route = routingOf(set.record);
   }
 
-  /** The LLM resource's routing: each role to its policy; a call naming no role refused or served by the default. */
-  routing(): { roleModels: Record<string, string>; unassignedRole: 'refuse' | 'default' } {
-    const roleModels: Record<string, string> = {};
-    for (const [name, p] of Object.entries(this.set.record.policies)) for (const r of p.roles) roleModels[r] = name;
-    return { roleModels, unassignedRole: this.set.record.unassignedCalls };
+  /** The LLM resource's routing (asked on every call; made once per set of policies). */
+  routing(): ReturnType<typeof routingOf> {
+    return this.route;
   }
 
   /** The updates a policy had when saved; null for the default policy (never trained). */
@@ -77,10 +95,7 @@ export class ServedRolePolicies {
   }
 
   private openDefault(set: RoleSet): Promise<PolicyModel> {
-    const opts = engineOptions(this.engine, { dataDir: this.dataDir, log: (line) => this.log(`engine: ${line}`) });
-    return import('../algorithm/open-policy.js').then(({ openPolicy }) =>
-      openPolicy(set.defaultSpec, { backend: this.backend, seed: set.record.seed, ...opts, name: 'default' }),
-    );
+    return openForServing(set.defaultSpec, { ...this.how(), seed: set.record.seed, name: 'default' });
   }
 
   private openPolicy(set: RoleSet, name: string, base: () => Promise<PolicyModel>): Promise<PolicyModel> {
@@ -89,8 +104,11 @@ export class ServedRolePolicies {
       const lora = set.record.lora;
       return base().then((b) => (b as TorchPolicyModel).addAdapter(name, { init: dir, lora }));
     }
-    const opts = engineOptions(this.engine, { dataDir: this.dataDir, log: (line) => this.log(`engine: ${line}`) });
-    return import('../algorithm/open-policy.js').then(({ openPolicy }) => openPolicy(dir, { backend: this.backend, ...opts, name }));
+    return openForServing(dir, { ...this.how(), name });
+  }
+
+  private how() {
+    return { backend: this.backend, engine: this.engine, dataDir: this.dataDir, log: this.log };
   }
 
   /** The policy serving `model` (a policy's name, else the default), opened on its first call. */
@@ -146,6 +164,7 @@ export class ServedRolePolicies {
     if (want !== have) throw new Error(`${dir} holds policies ${have}, this daemon serves ${want}`);
     const old = this.all;
     this.set = next;
+    this.route = routingOf(next.record);
     this.opened = new Map();
     this.all = [];
     // Open them now, so the swap is complete when this answers.

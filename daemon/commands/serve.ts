@@ -14,10 +14,10 @@ import { closeGracefully, createApp, listen } from '../server/app.js';
 import { createServerContext, type ServerContext } from '../server/server-context.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import type { PolicyInfo } from '../../protocol/api.js';
-import { engineOptions, type EngineConfig } from '../algorithm/engine-config.js';
+import type { EngineConfig } from '../algorithm/engine-config.js';
 import { ENGINE_PARSE_OPTIONS, engineFromFlags, type EngineFlags } from './engine-flags.js';
-import { checkRoleSet, ServedRolePolicies } from './serve-roles.js';
-import { readCheckpoint, STATE_FILE } from '../algorithm/checkpoint.js';
+import { checkRoleSet, openForServing, ServedRolePolicies } from './serve-roles.js';
+import { lastStepFolder } from '../algorithm/checkpoint.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { FileModeError, makeDataPrivate } from '../server/file-modes.js';
@@ -109,8 +109,7 @@ class ServedPolicy {
   ) {}
 
   private open(spec: string): Promise<PolicyModel> {
-    const opts = engineOptions(this.engine, { dataDir: this.dataDir, log: (line) => this.log(`engine: ${line}`) });
-    return import('../algorithm/open-policy.js').then(({ openPolicy }) => openPolicy(spec, { backend: this.backend, ...opts }));
+    return openForServing(spec, { backend: this.backend, engine: this.engine, dataDir: this.dataDir, log: this.log });
   }
 
   get(): Promise<PolicyModel> {
@@ -403,9 +402,12 @@ async function attachPolicy(ctx: ServerContext, flags: ServeFlags, store: Lightn
     await store.close();
     fail(2, 'agl serve: --default-model goes with --model <checkpoint of one policy per role>\n');
   }
+  // A training run's checkpoint folder serves its last step: one policy, or a policy per role (serve-roles.ts).
+  let spec: string | undefined;
   let roleSet;
   try {
-    roleSet = flags.model ? checkRoleSet(flags.model, flags.defaultModel && resolveSpec(flags.defaultModel), engine) : null;
+    spec = flags.model && lastStepFolder(flags.model);
+    roleSet = spec ? checkRoleSet(spec, flags.defaultModel && resolveSpec(flags.defaultModel), engine) : null;
   } catch (err) {
     await store.close();
     fail(2, `agl serve: --model ${flags.model}: ${(err as Error).message}\n`);
@@ -428,17 +430,7 @@ async function attachPolicy(ctx: ServerContext, flags: ServeFlags, store: Lightn
     await store.close();
     fail(2, `agl serve: --default-model: ${flags.model} is not a checkpoint of one policy per role (no agl-policies.json)\n`);
   }
-  if (flags.model) {
-    // A training run's checkpoint folder (state.json) serves its last step's policy.
-    let spec = flags.model;
-    if (!spec.startsWith('builtin:') && !existsSync(join(spec, 'config.json')) && existsSync(join(spec, STATE_FILE))) {
-      try {
-        spec = readCheckpoint(resolve(spec))!.policyPath;
-      } catch (err) {
-        await store.close();
-        fail(2, `agl serve: --model ${flags.model}: ${(err as Error).message}\n`);
-      }
-    }
+  if (spec) {
     const served = new ServedPolicy(spec, flags.backend, engine, flags.dataDir, ctx.log);
     ctx.getPolicy = () => served.get();
     ctx.policyControl = served;

@@ -78,7 +78,11 @@ function groupAdvantage(group: Transition[], step: Transition[], run: TrainingRu
   const all = advantageNumbers(group, batchStd, scaleRewards);
   if (!byRole) return { ...all, batchStd, scaleRewards, variant };
   const roles = new Map<string, Transition[]>();
-  for (const t of group) roles.set(t.agentName ?? '', [...(roles.get(t.agentName ?? '') ?? []), t]);
+  for (const t of group) {
+    const calls = roles.get(t.agentName ?? '');
+    if (calls) calls.push(t);
+    else roles.set(t.agentName ?? '', [t]);
+  }
   const perRole = [...roles.entries()].map(([role, calls]) => ({ role: role || null, ...advantageNumbers(calls, batchStd, scaleRewards) }));
   const matchesStored = perRole.some((r) => r.matchesStored === null) ? null : perRole.every((r) => r.matchesStored);
   return { ...all, batchStd, scaleRewards, variant, matchesStored, byRole: perRole };
