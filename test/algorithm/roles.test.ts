@@ -176,8 +176,8 @@ describe('policies: agl train', () => {
     );
     return f;
   };
-  const train = (cfg: string, data: string, ckpt: string, extra: string[] = []) =>
-    runAgl(['train', AGENT, '--train', tasks, '--val', tasks, '--model', model, '--config', cfg, '--checkpoint-dir', ckpt, '--quiet', ...extra], data);
+  const train = (cfg: string, data: string, ckpt: string, extra: string[] = [], agent = AGENT) =>
+    runAgl(['train', agent, '--train', tasks, '--val', tasks, '--model', model, '--config', cfg, '--checkpoint-dir', ckpt, '--quiet', ...extra], data);
 
   it(
     'trains each policy on its own roles (a shared one on both, once), serves the rest with the untouched default, records and exports the policy',
@@ -423,23 +423,12 @@ describe('policies: agl train', () => {
       /policies: role 'writr' made no LLM call in the 4 validation rollouts before training nor in the 16 rollouts of the first 2 training steps, so its policy would never train\. The agent's calls came from 'writer', 'checker', 'narrator'/,
     );
     // A role whose every call fails: said so, not "no call".
-    const failing = await runAgl(
-      [
-        'train',
-        'test/algorithm/fixtures/roles-agent.ts#failingRoleAgent',
-        '--train',
-        tasks,
-        '--val',
-        tasks,
-        '--model',
-        model,
-        '--config',
-        config('failing', '  writer: {}\n  critic: {}\n'),
-        '--checkpoint-dir',
-        join(dir, 'c9'),
-        '--quiet',
-      ],
+    const failing = await train(
+      config('failing', '  writer: {}\n  critic: {}\n'),
       join(dir, 'd9'),
+      join(dir, 'c9'),
+      [],
+      'test/algorithm/fixtures/roles-agent.ts#failingRoleAgent',
     );
     assert.equal(failing.code, 1, failing.out);
     assert.match(
