@@ -105,6 +105,8 @@ async function main(): Promise<void> {
       roles: { type: 'boolean', default: false },
       // ... which rows: shared, own, own-task-role (comma-separated; default shared,own)
       'roles-rows': { type: 'string' },
+      // --roles-chart: only redraw samples/<sample>/results/roles-curves.png from the results file
+      'roles-chart': { type: 'boolean', default: false },
       seeds: { type: 'string', default: '2' },
       minutes: { type: 'string' },
       'max-steps': { type: 'string' },
@@ -116,20 +118,29 @@ async function main(): Promise<void> {
       'group-size': { type: 'string' },
     },
   });
-  if (values.roles) {
+  if (values.roles || values['roles-chart']) {
     const { rolesBench, formatRoles, ROLE_ROWS } = await import('./roles.js');
+    const { writeRolesChart } = await import('./roles-chart.js');
     const out = values.out === 'bench/results/credit.json' ? 'bench/results/roles.json' : values.out!;
+    const sample = values.sample?.[0] ?? 'sql';
+    const chart = `samples/${sample}/results/roles-curves.png`;
+    if (!values.roles) {
+      writeRolesChart(out, sample, chart);
+      process.stdout.write(`drawn ${chart} from ${out}\n`);
+      return;
+    }
     const wanted = values['roles-rows']?.split(',').map((r) => r.trim());
     const bad = wanted?.find((r) => !(ROLE_ROWS as readonly string[]).includes(r));
     if (bad) throw new Error(`--roles-rows: '${bad}' is not one of ${ROLE_ROWS.join(', ')}`);
     const rows = await rolesBench({
-      sample: values.sample?.[0] ?? 'sql',
+      sample,
       rows: wanted as RoleRowName[] | undefined,
       seeds: Number(values.seeds),
       minutes: Number(values.minutes ?? 20),
       out,
     });
-    process.stdout.write(`\n${formatRoles(rows)}\nwritten ${out}\n`);
+    writeRolesChart(out, sample, chart);
+    process.stdout.write(`\n${formatRoles(rows)}\nwritten ${out}, ${chart}\n`);
     return;
   }
   if (values['credit-sweep']) {

@@ -18,7 +18,7 @@ import { stringify } from 'yaml';
 import { deepMerge, readConfigFile } from '../daemon/algorithm/config.js';
 import { trainAgent } from '../daemon/commands/train.js';
 import { SqliteStore } from '../daemon/store/sqlite.js';
-import { parseRoleMetric } from '../protocol/metrics.js';
+import { METRICS, parseRoleMetric } from '../protocol/metrics.js';
 import { RAG_LEARNING } from '../samples/rag/learn.js';
 import { SQL_LEARNING } from '../samples/sql/learn.js';
 import { readJsonl } from '../daemon/algorithm/sft-trainer.js';
@@ -79,6 +79,8 @@ export interface RolesRun {
   calls: Record<string, number>;
   /** The test split on the final checkpoint (greedy), and what each role did there. */
   test: Behaviour;
+  /** Training reward (mean over the step's rollouts, 3 decimals) at each step, from the run's store; drawn by roles-chart.ts. */
+  curve?: number[];
 }
 /** A row: one shared policy or one per role, GRPO groups per task or per task and role (training.groupBy). */
 export const ROLE_ROWS = ['shared', 'own', 'own-task-role'] as const;
@@ -104,19 +106,21 @@ export interface RolesOptions {
 
 const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
 
-async function lastStepCalls(dataDir: string): Promise<{ steps: number; calls: Record<string, number> }> {
+/** The run's steps, each role's calls at its last step, and its training reward at each step. */
+async function runRecord(dataDir: string): Promise<{ steps: number; calls: Record<string, number>; curve: number[] }> {
   const store = new SqliteStore(join(dataDir, 'store.sqlite'));
   try {
     const [run] = await store.listTrainingRuns();
-    if (!run) return { steps: 0, calls: {} };
+    if (!run) return { steps: 0, calls: {}, curve: [] };
     const points = await store.queryMetrics(run.id);
-    const last = Math.max(-1, ...points.filter((p) => p.name === 'reward/mean').map((p) => p.step));
+    const rewards = points.filter((p) => p.name === METRICS.rewardMean).sort((a, b) => a.step - b.step);
+    const last = Math.max(-1, ...rewards.map((p) => p.step));
     const calls: Record<string, number> = {};
     for (const p of points) {
       const m = parseRoleMetric(p.name);
       if (m?.metric === 'calls' && p.step === last) calls[m.role] = p.value;
     }
-    return { steps: run.step, calls };
+    return { steps: run.step, calls, curve: rewards.map((p) => Math.round(p.value * 1000) / 1000) };
   } finally {
     await store.close();
   }
@@ -163,9 +167,19 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
           });
           if (!r) throw new Error('training was interrupted');
           clearInterval(sampler);
-          const { steps, calls } = await lastStepCalls(dir);
+          const { steps, calls, curve } = await runRecord(dir);
           const test = await s.behaviour(r.checkpoint, testFile);
-          runs.push({ seed, before: r.before ?? 0, after: r.after ?? 0, steps, minutes: r.minutes, peakRssMiB: Math.round(peak / 2 ** 20), calls, test });
+          runs.push({
+            seed,
+            before: r.before ?? 0,
+            after: r.after ?? 0,
+            steps,
+            minutes: r.minutes,
+            peakRssMiB: Math.round(peak / 2 ** 20),
+            calls,
+            test,
+            curve,
+          });
           process.stderr.write(
             `  -> val ${(r.before ?? 0).toFixed(3)} -> ${(r.after ?? 0).toFixed(3)} in ${steps} steps, peak RSS ${Math.round(peak / 2 ** 20)} MiB; ` +
               `test ${testBefore.score.toFixed(3)} -> ${test.score.toFixed(3)} ${JSON.stringify(test)}\n`,
