@@ -9,6 +9,7 @@
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
+import { dirname, join } from 'node:path';
 import type { RoleRowName } from './roles.js';
 
 export interface LearningResult {
@@ -105,7 +106,7 @@ async function main(): Promise<void> {
       roles: { type: 'boolean', default: false },
       // ... which rows: shared, own, own-task-role (comma-separated; default shared,own)
       'roles-rows': { type: 'string' },
-      // --roles-chart: only redraw samples/<sample>/results/roles-curves.png from the results file
+      // --roles-chart: only redraw samples/<sample>/results/roles-curves.png from the results file (--out: beside it)
       'roles-chart': { type: 'boolean', default: false },
       seeds: { type: 'string', default: '2' },
       minutes: { type: 'string' },
@@ -123,7 +124,8 @@ async function main(): Promise<void> {
     const { writeRolesChart } = await import('./roles-chart.js');
     const out = values.out === 'bench/results/credit.json' ? 'bench/results/roles.json' : values.out!;
     const sample = values.sample?.[0] ?? 'sql';
-    const chart = `samples/${sample}/results/roles-curves.png`;
+    // The samples' READMEs show the results file's curves; another --out gets its chart beside it.
+    const chart = out === 'bench/results/roles.json' ? `samples/${sample}/results/roles-curves.png` : join(dirname(out), `${sample}-roles-curves.png`);
     if (!values.roles) {
       writeRolesChart(out, sample, chart);
       process.stdout.write(`drawn ${chart} from ${out}\n`);
