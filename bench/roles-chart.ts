@@ -8,7 +8,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type * as echarts from 'echarts/core';
-import { REWARD_CURVE_SIZE, optionToSvg, svgToPng, type ChartSize } from '../daemon/commands/report-chart.js';
+import { REWARD_CURVE_SIZE, optionToSvg, stepRewardAxes, svgToPng, type ChartSize } from '../daemon/commands/report-chart.js';
 import type { RoleRowName, RolesRow } from './roles.js';
 
 /** Steps averaged into each point of a curve. */
@@ -64,8 +64,6 @@ export function rolesCurvesOption(sample: string, rows: RolesRow[]): echarts.ECh
     const mean = movingAverage(meanCurve(row.runs.map((r) => r.curve!)), ROLES_SMOOTHING).map((v, i) => [i + 1, v]);
     series.push({ name, type: 'line', data: mean, color, symbol: 'none', lineStyle: { width: 3 } });
   }
-  const axisName = { color: '#333', fontSize: 13 };
-  const axisLine = { lineStyle: { color: '#888' } };
   return {
     animation: false,
     backgroundColor: '#ffffff',
@@ -79,31 +77,10 @@ export function rolesCurvesOption(sample: string, rows: RolesRow[]): echarts.ECh
       data: drawn.map(rowLegend),
     },
     grid: { left: 70, right: 28, top: 24 + 20 * drawn.length, bottom: 58 },
-    xAxis: {
-      type: 'value',
-      name: `training step (${sample}, thin lines: each seed)`,
-      nameLocation: 'middle',
-      nameGap: 32,
-      nameTextStyle: axisName,
-      min: 0,
-      max: maxStep,
-      minInterval: 1,
-      axisLine,
-      splitLine: { show: false },
-      axisLabel: { color: '#444', fontSize: 12 },
-    },
-    yAxis: {
-      type: 'value',
-      name: `training reward (${ROLES_SMOOTHING}-step mean)`,
-      nameLocation: 'middle',
-      nameGap: 46,
-      nameTextStyle: axisName,
-      min: 0,
-      max: 1,
-      axisLine: { show: true, ...axisLine },
-      splitLine: { lineStyle: { color: '#e8e8e8' } },
-      axisLabel: { color: '#444', fontSize: 12, formatter: (v: number) => v.toFixed(1) },
-    },
+    ...stepRewardAxes(
+      { name: `training step (${sample}, thin lines: each seed)`, max: maxStep },
+      { name: `training reward (${ROLES_SMOOTHING}-step mean)`, min: 0, max: 1 },
+    ),
     series,
   };
 }

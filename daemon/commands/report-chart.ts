@@ -40,22 +40,39 @@ export function rewardCurveOption(curve: RewardCurve): echarts.EChartsCoreOption
   const val = curve.val.map((p) => [p.step, p.reward]);
   const rewards = [...train, ...val].map((p) => p[1]);
   const steps = [...train, ...val].map((p) => p[0]);
-  const axisName = { color: '#333', fontSize: 13 };
-  const axisLine = { lineStyle: { color: '#888' } };
   return {
     animation: false,
     backgroundColor: '#ffffff',
     textStyle: { fontFamily: FONT },
     legend: { top: 6, itemWidth: 22, itemGap: 40, textStyle: { fontSize: 12, color: '#333' }, data: [TRAIN_SERIES, VAL_SERIES] },
     grid: { left: 70, right: 28, top: 44, bottom: 58 },
+    ...stepRewardAxes(
+      { name: 'training step (policy updates)', max: Math.max(1, ...steps) },
+      { name: 'mean final reward per rollout', min: Math.min(0, ...rewards), max: Math.max(1, ...rewards) },
+    ),
+    series: [
+      { name: TRAIN_SERIES, type: 'line', data: train, color: TRAIN_COLOR, symbol: 'circle', symbolSize: 4, lineStyle: { width: 2 } },
+      { name: VAL_SERIES, type: 'line', data: val, color: VAL_COLOR, symbol: 'circle', symbolSize: 8, lineStyle: { width: 2.5 } },
+    ],
+  };
+}
+
+/** The axes of a reward-per-step chart (the report's and the roles bench's): step along x from 0, reward up y. */
+export function stepRewardAxes(
+  x: { name: string; max: number },
+  y: { name: string; min: number; max: number },
+): Pick<echarts.EChartsCoreOption, 'xAxis' | 'yAxis'> {
+  const axisName = { color: '#333', fontSize: 13 };
+  const axisLine = { lineStyle: { color: '#888' } };
+  return {
     xAxis: {
       type: 'value',
-      name: 'training step (policy updates)',
+      name: x.name,
       nameLocation: 'middle',
       nameGap: 32,
       nameTextStyle: axisName,
       min: 0,
-      max: Math.max(1, ...steps),
+      max: x.max,
       minInterval: 1,
       axisLine,
       splitLine: { show: false },
@@ -63,20 +80,16 @@ export function rewardCurveOption(curve: RewardCurve): echarts.EChartsCoreOption
     },
     yAxis: {
       type: 'value',
-      name: 'mean final reward per rollout',
+      name: y.name,
       nameLocation: 'middle',
       nameGap: 46,
       nameTextStyle: axisName,
-      min: Math.min(0, ...rewards),
-      max: Math.max(1, ...rewards),
+      min: y.min,
+      max: y.max,
       axisLine: { show: true, ...axisLine },
       splitLine: { lineStyle: { color: '#e8e8e8' } },
       axisLabel: { color: '#444', fontSize: 12, formatter: (v: number) => v.toFixed(1) },
     },
-    series: [
-      { name: TRAIN_SERIES, type: 'line', data: train, color: TRAIN_COLOR, symbol: 'circle', symbolSize: 4, lineStyle: { width: 2 } },
-      { name: VAL_SERIES, type: 'line', data: val, color: VAL_COLOR, symbol: 'circle', symbolSize: 8, lineStyle: { width: 2.5 } },
-    ],
   };
 }
 
