@@ -144,10 +144,9 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
         const dir = join(work, `run-${++k}`);
         mkdirSync(dir, { recursive: true });
         const config = deepMerge(base, {
-          training: { seed, maxMinutes: o.minutes },
+          training: { seed, maxMinutes: o.minutes, ...(policies === 'own-task-role' ? { groupBy: 'task-role' } : {}) },
           runtime: { checkpointDir: join(dir, 'checkpoint') },
           ...(policies === 'shared' ? {} : { policies: Object.fromEntries(s.roles.map((r) => [r, {}])) }),
-          ...(policies === 'own-task-role' ? { training: { seed, maxMinutes: o.minutes, groupBy: 'task-role' } } : {}),
         });
         writeFileSync(join(dir, 'train.yaml'), stringify(config));
         process.stderr.write(`roles bench: ${o.sample} ${policies} seed ${seed} (${o.minutes} min), load ${loadavg()[0]!.toFixed(2)}\n`);
