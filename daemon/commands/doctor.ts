@@ -58,7 +58,11 @@ export async function run(argv: string[]): Promise<number> {
   const torch = torchDoctor(python);
   if (argv.includes('--json')) {
     console.log(
-      JSON.stringify({ ...report, matmulGflops: gflops, node: process.version, tfjs: tf.version.tfjs, torch: { python, source, ...torch } }, null, 2),
+      JSON.stringify(
+        { ...report, matmulGflops: gflops, node: process.version, tfjs: tf.version.tfjs, torch: { ...torch, pythonVersion: torch.python, python, source } },
+        null,
+        2,
+      ),
     );
     return 0;
   }

@@ -9,15 +9,18 @@ import { defaultTorchVenv, INSTALL_HINT, installTorchEnv, resolveTorchPython, to
 const HELP = `usage: agl engine install torch [--venv DIR] [--python P] [--force]
        agl engine status [--python P] [--json]
 
-  install torch   create a Python venv (default <data-dir>/torch-venv) and install the torch engine's pinned
-                  requirements into it (torch 2.13.0, transformers, trl, peft: ~1.5 GB on a CPU machine, several GB
-                  with CUDA); agl train --engine torch then finds it by itself
-    --venv DIR    where the venv goes
+  install torch   create a Python venv (default: one per user, <user cache>/agent-lightning/torch-venv, the cache
+                  being XDG_CACHE_HOME or ~/.cache, ~/Library/Caches on macOS, %LOCALAPPDATA% on Windows) and
+                  install the torch engine's pinned requirements into it (torch 2.13.0, transformers, trl, peft:
+                  ~1.5 GB on a CPU machine, several GB with CUDA); agl train --engine torch, the benches and the
+                  editor's daemon then find it by themselves, whatever their data dir
+    --venv DIR    where the venv goes instead (then name it with --python or AGL_PYTHON)
     --python P    the Python 3.10+ to make it from (default python3)
     --force       make it again even when it is there with these pins
-  status          which Python the torch engine runs (--python, AGL_PYTHON, the venv, python3) and what it has:
+  status          which Python the torch engine of a daemon keeping --data-dir runs (--python, AGL_PYTHON, the
+                  venv of agl engine install, a venv an older agl made in a data dir, python3) and what it has:
                   torch and transformers versions, CUDA and GPUs, distributed backends
-  --data-dir DIR  default ~/.agent-lightning (AGL_DATA_DIR)
+  --data-dir DIR  the data dir asked about; default ~/.agent-lightning (AGL_DATA_DIR)
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -51,25 +54,26 @@ export async function run(argv: string[]): Promise<number> {
       process.stderr.write(`agl engine install: the engine to install is 'torch' (the tfjs engine comes with agl)\n`);
       return 2;
     }
-    const venv = a.values.venv ?? defaultTorchVenv(dataDir);
+    const venv = a.values.venv ?? defaultTorchVenv();
     process.stderr.write(`agl engine: installing ${TORCH_REQUIREMENTS} into ${venv}\n`);
     const py = await installTorchEnv(venv, { python: a.values.python, force: a.values.force, log: (l) => process.stderr.write(`  ${l}\n`) });
     const d = torchDoctor(py);
     if (d.error) throw new Error(`the new venv does not run the engine: ${d.error}`);
     process.stdout.write(
       `agl engine: torch ${d.torch}, transformers ${d.transformers} in ${venv}\n` +
-        `${a.values.venv ? `use it with --python ${py} (or AGL_PYTHON=${py})` : 'agl train --engine torch uses it from now on'}\n`,
+        `${a.values.venv ? `use it with --python ${py} (or AGL_PYTHON=${py})` : 'agl train --engine torch uses it from now on, from any data dir'}\n`,
     );
     return 0;
   }
   if (cmd === 'status') {
-    const { python, source } = resolveTorchPython(a.values.python, dataDir);
+    const { python, source, scope } = resolveTorchPython(a.values.python, dataDir);
     const d = torchDoctor(python);
     if (a.values.json) {
-      process.stdout.write(`${JSON.stringify({ python, source, ...d }, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify({ ...d, pythonVersion: d.python, dataDir, python, source, scope }, null, 2)}\n`);
       return d.error || (d.missing as string[])?.length ? 1 : 0;
     }
-    process.stdout.write(`${torchReport(python, source, d).join('\n')}\n`);
+    const [head, ...rest] = torchReport(python, source, d);
+    process.stdout.write(`${[head, `  used by data dir ${dataDir} (${scope})`, ...rest].join('\n')}\n`);
     return d.error || (d.missing as string[])?.length ? 1 : 0;
   }
   process.stderr.write(`agl engine: unknown command '${cmd}'\n\n${HELP}`);

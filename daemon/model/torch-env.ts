@@ -3,14 +3,17 @@
  * create a virtual environment and install engines/torch/requirements.txt (pinned) into it; the engine's own
  * package (engines/torch/agl_torch) is put on PYTHONPATH when the daemon starts it, never installed.
  * Which Python runs the engine: --python / `engine.python`, else AGL_PYTHON, else the venv that
- * `agl engine install torch` made (<data dir>/torch-venv), else `python3` on the PATH.
+ * `agl engine install torch` made, one per user in the user's cache (so every data dir, the editor's daemon and
+ * the benches find it), else a venv an older agl made beside a data dir (<data dir>/torch-venv, this one's or
+ * the default one's), else `python3` on the PATH.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DATA_DIR_ENV, DEFAULT_DATA_DIR_NAME } from '../../protocol/daemon-state.js';
 
 function moduleDir(): string {
   if (typeof __dirname === 'string') return __dirname;
@@ -24,22 +27,48 @@ export const TORCH_ENGINE_DIR = fromSources ? join(here, '..', '..', 'engines', 
 export const TORCH_REQUIREMENTS = join(TORCH_ENGINE_DIR, 'requirements.txt');
 export const MIN_PYTHON: [number, number] = [3, 10];
 
-/** The venv `agl engine install torch` makes by default: beside the daemon's data. */
-export function defaultTorchVenv(dataDir?: string): string {
-  return join(dataDir ?? process.env.AGL_DATA_DIR ?? join(homedir(), '.agent-lightning'), 'torch-venv');
+/** The user's cache folder: XDG_CACHE_HOME (else ~/.cache), ~/Library/Caches on macOS, %LOCALAPPDATA% on Windows. */
+export function userCacheDir(): string {
+  if (process.platform === 'win32') return process.env.LOCALAPPDATA || join(homedir(), 'AppData', 'Local');
+  if (process.platform === 'darwin') return join(homedir(), 'Library', 'Caches');
+  return process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+}
+
+/** The venv `agl engine install torch` makes by default: one per user, whatever data dir a daemon keeps. */
+export function defaultTorchVenv(): string {
+  return join(userCacheDir(), 'agent-lightning', 'torch-venv');
+}
+
+/** Where agl made the venv before it was per user: beside a data dir (this one's, then the default one's). */
+function olderTorchVenvs(dataDir?: string): string[] {
+  const dirs = [dataDir, process.env[DATA_DIR_ENV], join(homedir(), DEFAULT_DATA_DIR_NAME)].filter((d): d is string => !!d);
+  return [...new Set(dirs.map((d) => join(resolve(d), 'torch-venv')))];
 }
 
 export function venvPython(venv: string): string {
   return process.platform === 'win32' ? join(venv, 'Scripts', 'python.exe') : join(venv, 'bin', 'python');
 }
 
-/** The Python that runs the engine and why that one. */
-export function resolveTorchPython(explicit?: string | null, dataDir?: string): { python: string; source: string } {
-  if (explicit) return { python: explicit, source: '--python / engine.python' };
-  if (process.env.AGL_PYTHON) return { python: process.env.AGL_PYTHON, source: 'AGL_PYTHON' };
-  const venv = venvPython(defaultTorchVenv(dataDir));
-  if (existsSync(venv)) return { python: venv, source: `the venv of agl engine install (${dirname(dirname(venv))})` };
-  return { python: 'python3', source: 'python3 on the PATH' };
+export interface TorchPythonChoice {
+  python: string;
+  /** Why this one, in words. */
+  source: string;
+  /** Which data dirs this choice holds for (an older venv serves only the data dir it sits in). */
+  scope: 'every data dir' | 'this data dir only' | 'every data dir without a venv of its own';
+}
+
+/** The Python that runs the engine for a daemon keeping `dataDir`, and why that one. */
+export function resolveTorchPython(explicit?: string | null, dataDir?: string): TorchPythonChoice {
+  if (explicit) return { python: explicit, source: '--python / engine.python', scope: 'every data dir' };
+  if (process.env.AGL_PYTHON) return { python: process.env.AGL_PYTHON, source: 'AGL_PYTHON', scope: 'every data dir' };
+  const own = venvPython(defaultTorchVenv());
+  if (existsSync(own)) return { python: own, source: 'the venv of agl engine install', scope: 'every data dir' };
+  for (const venv of olderTorchVenvs(dataDir)) {
+    if (!existsSync(venvPython(venv))) continue;
+    const source = `a venv an older agl engine install made in ${dirname(venv)}; \`agl engine install torch\` makes one for every data dir`;
+    return { python: venvPython(venv), source, scope: 'this data dir only' };
+  }
+  return { python: 'python3', source: 'python3 on the PATH', scope: 'every data dir without a venv of its own' };
 }
 
 export const INSTALL_HINT =

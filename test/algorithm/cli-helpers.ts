@@ -4,10 +4,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPolicy } from '../../daemon/model/policy.js';
 
-/** Starts `agl <args>` (daemon/cli.ts through tsx) with its own data dir; output is collected. */
-export function startAgl(args: string[], dataDir: string): { child: ChildProcess; exited: Promise<number | null>; output: () => string } {
+/** Starts `agl <args>` (daemon/cli.ts through tsx) with its own data dir (and `env` over this one's); output is collected. */
+export function startAgl(
+  args: string[],
+  dataDir: string,
+  env: NodeJS.ProcessEnv = {},
+): { child: ChildProcess; exited: Promise<number | null>; output: () => string } {
   const child = spawn(process.execPath, ['--import', 'tsx', join('daemon', 'cli.ts'), ...args], {
-    env: { ...process.env, AGL_DATA_DIR: dataDir },
+    env: { ...process.env, AGL_DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -22,8 +26,8 @@ export function startAgl(args: string[], dataDir: string): { child: ChildProcess
 }
 
 /** Runs `agl <args>` to the end: exit code and everything it printed. */
-export async function runAgl(args: string[], dataDir: string): Promise<{ code: number | null; out: string }> {
-  const p = startAgl(args, dataDir);
+export async function runAgl(args: string[], dataDir: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; out: string }> {
+  const p = startAgl(args, dataDir, env);
   const code = await p.exited;
   return { code, out: p.output() };
 }
