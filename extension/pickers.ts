@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { COMMANDS } from '../protocol/commands.js';
 import { agentAt, listAgents, type AgentInfo } from '../protocol/lsp.js';
 import { chooseAgent } from './agent-choice.js';
+import { isCorpus } from './train-choices.js';
 import type { Ctx } from './ctx.js';
 
 let lastTextEditor: vscode.TextEditor | undefined;
@@ -34,10 +35,16 @@ export function cursorEditor(): vscode.TextEditor | undefined {
 /** The id of the agent last chosen in this workspace (by any command), listed first among the workspace's agents. */
 const LAST_AGENT_KEY = 'agentLightning.lastAgent';
 
+/** Marks `agent` as the one last used here: called once a command has all it asked for and runs (not on a cancelled pick). */
+export async function rememberAgent(ctx: Ctx, agent: AgentInfo): Promise<void> {
+  await ctx.extension.workspaceState.update(LAST_AGENT_KEY, agent.id);
+}
+
 /**
  * The agent for a command: the CodeLens argument, else the one under the cursor, else a quick pick of the open
  * file's agents, then the rest of the workspace's (without tests and fixtures: agent-choice.ts says why and in
- * which order). An agent that is the only one offered is taken without asking.
+ * which order). An agent that is the only one offered is taken without asking. Not remembered here: the command
+ * calls rememberAgent when it runs, so a command cancelled at a later pick leaves "last used" as it was.
  */
 export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Promise<AgentInfo | undefined> {
   const lsp = ctx.lsp;
@@ -46,8 +53,7 @@ export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Pro
     return undefined;
   }
   const all = (await lsp.sendRequest(listAgents, {})).agents;
-  const state = ctx.extension.workspaceState;
-  const remembered = state.get<string>(LAST_AGENT_KEY);
+  const remembered = ctx.extension.workspaceState.get<string>(LAST_AGENT_KEY);
   if (typeof arg === 'string' && arg) {
     const named = all.find((a) => a.id === arg) ?? {
       id: arg,
@@ -56,7 +62,6 @@ export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Pro
       uri: '',
       range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
     };
-    await state.update(LAST_AGENT_KEY, named.id);
     return named;
   }
   const editor = cursorEditor();
@@ -74,7 +79,7 @@ export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Pro
   if (decision.kind === 'none') {
     const message = decision.hidden.length
       ? `Agent Lightning: the ${decision.hidden.length} agent function(s) found are in tests, fixtures or outside the workspace folders, which are not offered: open the agent's file and put the cursor in it.`
-      : 'Agent Lightning: no agent functions in this workspace. An agent is a function wrapped in rollout(...) (TypeScript/JavaScript) or decorated with @rollout (Python).';
+      : 'Agent Lightning: no agent functions in this workspace. An agent is a function wrapped in rollout(...) (TypeScript/JavaScript), or in Python a module-level def name(task, llm) or a function decorated with @rollout.';
     const choice = await vscode.window.showWarningMessage(message, 'Mark Function as Agent');
     if (choice) void vscode.commands.executeCommand(COMMANDS.markAsAgent);
     return undefined;
@@ -98,14 +103,16 @@ export async function resolveAgent(ctx: Ctx, arg: unknown, purpose: string): Pro
     });
     agent = picked?.agent;
   }
-  if (agent) await state.update(LAST_AGENT_KEY, agent.id);
   return agent;
 }
 
-/** The JSONL files of the workspace (file paths, sorted; up to 500, without dependencies and build output). */
+/** The JSONL files of the workspace that may hold tasks (file paths, sorted; up to 500, without dependencies, build output and corpora). */
 export async function workspaceJsonlFiles(): Promise<string[]> {
   const files = await vscode.workspace.findFiles('**/*.jsonl', '{**/node_modules/**,**/.git/**,**/dist/**}', 500);
-  return files.map((u) => u.fsPath).sort();
+  return files
+    .map((u) => u.fsPath)
+    .filter((f) => !isCorpus(f))
+    .sort();
 }
 
 /** A JSONL file picked from the workspace's or the file dialog ("Browse…"). */

@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import type { Rollout } from '../protocol/store.js';
 import { lastError, runAgl } from './agl-process.js';
 import type { Ctx } from './ctx.js';
-import { pickJsonlFile, pickJsonlLine, resolveAgent } from './pickers.js';
+import { pickJsonlFile, pickJsonlLine, rememberAgent, resolveAgent } from './pickers.js';
 import { showTrajectoryViewer } from './views.js';
 
 const taskKey = (agent: string) => `agentLightning.task:${agent}`;
@@ -65,7 +65,8 @@ export async function runRolloutCommand(ctx: Ctx, arg?: unknown): Promise<void> 
     void vscode.window.showErrorMessage(`Agent Lightning: ${(err as Error).message}`);
     return;
   }
-  if (task === undefined) return;
+  if (task === undefined) return; // cancelled at a pick: the agent last used stays the one it was
+  await rememberAgent(ctx, agent);
   const started = Date.now();
   const proc = runAgl(ctx, ['rollout', agent.id, '--task', JSON.stringify(task)]);
   const end = await vscode.window.withProgress(

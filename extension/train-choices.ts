@@ -182,6 +182,14 @@ export function isDemonstrations(file: string): boolean {
   return /(^|[-_.])(demos|demonstrations)([-_.]|$)/i.test(basename(file).replace(/\.jsonl$/i, ''));
 }
 
+/**
+ * Documents an agent searches (`corpus.jsonl`, `documents.jsonl`, `docs-v2.jsonl`, `passages.jsonl`: e.g. the rag
+ * sample's), not tasks: never offered as a task file.
+ */
+export function isCorpus(file: string): boolean {
+  return /(^|[-_.])(corpus|corpora|documents|docs|passages)([-_.]|$)/i.test(basename(file).replace(/\.jsonl$/i, ''));
+}
+
 /** samples/calc/data/train.jsonl -> samples/calc/data/val.jsonl when that exists. */
 export function siblingValFile(train: string, exists: (path: string) => boolean = existsSync): string | undefined {
   const candidate = train.replace(/train(\.[^/\\]*)?\.jsonl$/, 'val$1.jsonl');

@@ -19,7 +19,7 @@ import type { AglClient } from '../sdk/tools/client.js';
 import { lastError, runAgl } from './agl-process.js';
 import { readSettings } from './config.js';
 import type { Ctx } from './ctx.js';
-import { BROWSE_ITEM, type JsonlPickItem, resolveAgent, showJsonlPick, workspaceJsonlFiles } from './pickers.js';
+import { BROWSE_ITEM, type JsonlPickItem, rememberAgent, resolveAgent, showJsonlPick, workspaceJsonlFiles } from './pickers.js';
 import {
   AGENT_CONFIG_BUDGET,
   agentTrainConfig,
@@ -176,7 +176,8 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   const agent = await resolveAgent(ctx, arg, 'train');
   if (!agent) return;
   const choice = await askChoice(ctx, client, agent);
-  if (!choice) return;
+  if (!choice) return; // cancelled at a pick: the agent last used stays the one it was
+  await rememberAgent(ctx, agent);
   const settings = readSettings();
   const started = Date.now();
   // The agent's own train.yaml runs unchanged; a preset budget writes what has no flag into a small config file.

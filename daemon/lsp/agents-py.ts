@@ -1,7 +1,9 @@
 /**
  * Finds agent functions in Python with tree-sitter (web-tree-sitter + the tree-sitter-python grammar as
- * wasm): module-level functions decorated with `@rollout`, `@rollout(...)`, `@agl.rollout` or
- * `@agl.rollout(...)`, sync or async. The runner calls them as `module:function(task, llm)`.
+ * wasm): module-level functions, sync or async, decorated with `@rollout`, `@rollout(...)`, `@agl.rollout` or
+ * `@agl.rollout(...)`, or undecorated with the runner's signature `def name(task, llm)` (the decorator is
+ * optional: the runner calls any `module:function(task, llm)`). A function under another decorator is not
+ * taken on its signature alone: that decorator may change how it is called.
  */
 import { createRequire } from 'node:module';
 import { Language, Parser, type Node } from 'web-tree-sitter';
@@ -36,15 +38,38 @@ function isRolloutDecorator(decorator: Node): boolean {
   return false;
 }
 
+/** A parameter's name (`task`, `task: dict`, `llm=None`, `llm: LLM = None`), or null for `*a`, `**kw`, `/`, `*`. */
+function parameterName(p: Node): string | null {
+  if (p.type === 'identifier') return p.text;
+  if (p.type === 'typed_parameter') return p.namedChildren[0]?.type === 'identifier' ? p.namedChildren[0].text : null;
+  if (p.type === 'default_parameter' || p.type === 'typed_default_parameter') return p.childForFieldName('name')?.text ?? null;
+  return null;
+}
+
+/** `def f(task, llm)`, maybe typed, any later parameter optional: what the runner calls with (task, llm). */
+function takesTaskAndLlm(def: Node): boolean {
+  const params = (def.childForFieldName('parameters')?.namedChildren ?? []).filter((p): p is Node => !!p);
+  if (params.length < 2 || parameterName(params[0]!) !== 'task' || parameterName(params[1]!) !== 'llm') return false;
+  return params.slice(2).every((p) => p.type !== 'identifier' && p.type !== 'typed_parameter');
+}
+
+/** The function a module-level statement defines as an agent, and the node its lens covers; or null. */
+function agentDefinition(node: Node): { def: Node; span: Node } | null {
+  if (node.type === 'function_definition') return takesTaskAndLlm(node) ? { def: node, span: node } : null;
+  if (node.type !== 'decorated_definition') return null;
+  const def = node.childForFieldName('definition');
+  if (def?.type !== 'function_definition') return null;
+  const decorators = node.namedChildren.filter((c): c is Node => c?.type === 'decorator');
+  return decorators.some(isRolloutDecorator) ? { def, span: node } : null;
+}
+
 /** Parses a tree once and walks module-level definitions. */
 export function findPyAgentsInTree(root: Node): FoundAgent[] {
   const agents: FoundAgent[] = [];
-  for (const node of root.namedChildren) {
-    if (!node || node.type !== 'decorated_definition') continue;
-    const def = node.childForFieldName('definition');
-    if (def?.type !== 'function_definition') continue;
-    const decorators = node.namedChildren.filter((c): c is Node => c?.type === 'decorator');
-    if (!decorators.some(isRolloutDecorator)) continue;
+  for (const statement of root.namedChildren) {
+    const found = statement && agentDefinition(statement);
+    if (!found) continue;
+    const { def, span: node } = found;
     const name = def.childForFieldName('name')?.text;
     if (!name) continue;
     agents.push({

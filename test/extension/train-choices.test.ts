@@ -13,6 +13,7 @@ import {
   agentTrainConfig,
   configTaskFiles,
   dataOptions,
+  isCorpus,
   isDemonstrations,
   lastRunTaskFiles,
   nearbyCheckpoints,
@@ -184,6 +185,11 @@ test('demonstrations are never preselected as tasks, whatever names them', () =>
   for (const f of ['demos.jsonl', 'demos-copy.jsonl', 'demos-doc.jsonl', 'sft_demos.jsonl', 'x.demonstrations.jsonl'])
     assert.ok(isDemonstrations(`/d/${f}`), f);
   for (const f of ['train.jsonl', 'demo-tasks.jsonl', 'democracy.jsonl']) assert.ok(!isDemonstrations(`/d/${f}`), f);
+});
+
+test("a corpus (documents an agent searches, as the rag sample's) is no task file: the pickers leave it out", () => {
+  for (const f of ['corpus.jsonl', 'wiki-corpus.jsonl', 'documents.jsonl', 'docs_v2.jsonl', 'passages.jsonl']) assert.ok(isCorpus(`/d/${f}`), f);
+  for (const f of ['train.jsonl', 'demos-doc.jsonl', 'doctor-tasks.jsonl', 'val.jsonl']) assert.ok(!isCorpus(`/d/${f}`), f);
 });
 
 test("the remembered choice wins over the train.yaml's and the last run's; a validation file pairs with the training file chosen", () => {

@@ -3,7 +3,7 @@
  * Python), where their CodeLens goes, and the ids the store and runner use for them.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -113,6 +113,56 @@ test('Python: module-level @rollout / @agl.rollout(...) functions, sync and asyn
   );
   assert.equal(found[0]!.start.line, 8, 'the lens sits on the decorator line');
   assert.equal(found[1]!.start.line, 12);
+});
+
+test('Python: the decorator is optional: a module-level def name(task, llm) is an agent, typed or async, later parameters optional', async () => {
+  const src = `def solve(task, llm):
+    return 1.0
+
+async def typed(task: dict, llm: "LLM", retries=2, *, verbose: bool = False) -> float:
+    return 0.5
+
+def helper(question, llm):
+    pass
+
+def swapped(llm, task):
+    pass
+
+def needs_more(task, llm, extra):
+    pass
+
+def keyword_only(task, llm, *, mode):
+    pass
+
+def one(task):
+    pass
+
+@functools.cache
+def wrapped(task, llm):
+    pass
+
+class Agent:
+    def run(self, task, llm):
+        pass
+
+    def solve(task, llm):
+        pass
+`;
+  const found = await findPyAgents(src);
+  assert.deepEqual(
+    found.map((a) => a.name),
+    ['solve', 'typed'],
+  );
+  assert.deepEqual([found[0]!.start.line, found[0]!.end.line], [0, 1], 'the lens sits on the def line');
+  assert.equal(found[1]!.start.line, 3);
+});
+
+test("Python: the calc-py sample's solve(task, llm), undecorated, is its agent", async () => {
+  const found = await findPyAgents(readFileSync(join('samples', 'calc-py', 'calc_agent.py'), 'utf8'));
+  assert.deepEqual(
+    found.map((a) => a.name),
+    ['solve'],
+  );
 });
 
 test('Python: a file that does not parse cleanly still yields the agents tree-sitter recovers', async () => {
