@@ -112,9 +112,10 @@ export interface RolloutTrainingContext {
 function whyNot(role: string | null, policy: string | null, roles: RunRoles): string {
   const who = role ? `role ${role}` : 'a call naming no role';
   if (Object.keys(roles.policies).length) {
-    const trained = Object.keys(roles.policies).join(', ');
+    const trained = Object.keys(roles.policies);
     const served = policy ?? roles.defaultPolicy;
-    return `Not trained: run ${roles.runId} trains only ${trained} (policies:); ${who} is served by the default policy${served ? ` ${served}` : ''}, untrained.`;
+    const given = `the role${trained.length === 1 ? '' : 's'} given a policy of ${trained.length === 1 ? 'its' : 'their'} own`;
+    return `Not trained: run ${roles.runId} trains only ${trained.join(', ')} (${given}); ${who} is served by the default policy${served ? ` ${served}` : ''}, untrained.`;
   }
   return `Not trained: ${who} does not match run ${roles.runId}'s training.agentMatch ${roles.agentMatch}.`;
 }

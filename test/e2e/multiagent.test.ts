@@ -247,7 +247,7 @@ test(
       assert.equal((await detail.locator('.call-number').innerText()).trim(), `· call #${checker + 1}`);
       assert.equal(
         (await detail.locator('.training-note').innerText()).trim(),
-        `Not trained: run ${run.id} trains only writer, rewriter (policies:); role checker is served by the default policy warmup, untrained.`,
+        `Not trained: run ${run.id} trains only writer, rewriter (the roles given a policy of their own); role checker is served by the default policy warmup, untrained.`,
       );
       assert.doesNotMatch(await detail.innerText(), /can be trained/);
       await detail.scrollIntoViewIfNeeded();

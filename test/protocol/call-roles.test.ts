@@ -157,7 +157,7 @@ describe('calls: one number, a role, trained or not and why', () => {
     assert.match(calls[0]!.why, /Trained in run run-1 at step 3 \(group g1\): role writer has its own policy/);
     assert.match(
       calls[1]!.why,
-      /Not trained: run run-1 trains only writer, rewriter \(policies:\); role checker is served by the default policy warmup, untrained/,
+      /Not trained: run run-1 trains only writer, rewriter \(the roles given a policy of their own\); role checker is served by the default policy warmup, untrained/,
     );
     assert.doesNotMatch(calls[1]!.why, /can be trained/);
     assert.match(calls[2]!.why, /Selected \(role rewriter shares policy writer\) but not trained yet/);
