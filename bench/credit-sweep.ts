@@ -16,7 +16,7 @@ import { stringify } from 'yaml';
 import { deepMerge, readConfigFile } from '../daemon/algorithm/config.js';
 import { trainAgent } from '../daemon/commands/train.js';
 import { RAG_LEARNING } from '../samples/rag/learn.js';
-import { makeWarmup, warmupCommands, type SampleLearning } from './harness/learning.js';
+import { makeWarmup, warmupCommands, type SampleLearning } from '../samples/harness/learning.js';
 import { SQL_LEARNING } from '../samples/sql/learn.js';
 
 export const STRATEGIES = ['identical', 'last', 'discounted', 'combined'] as const;

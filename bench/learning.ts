@@ -60,7 +60,7 @@ export const SAMPLES: Record<string, LearningSample> = {
       };
     },
   },
-  // The samples' entries: SFT warm-up from the sample's demonstrations, then agl train (bench/harness/learning.ts).
+  // The samples' entries: SFT warm-up from the sample's demonstrations, then agl train (samples/harness/learning.ts).
   sql: learnedSample('sql (three LangChain.js agents, writer+rewriter trained): greedy execution accuracy on 40 held-out questions', 'sql', 'SQL_LEARNING', 20),
   rag: learnedSample('rag (OpenAI Agents SDK, two-hop retrieval): greedy token F1 on 40 held-out questions', 'rag', 'RAG_LEARNING', 20),
   'calc-py': learnedSample(
@@ -77,7 +77,7 @@ function learnedSample(describe: string, dir: string, entry: string, minutes: nu
     describe,
     async run({ quick }) {
       const mod = (await import(`../samples/${dir}/learn.js`)) as Record<string, unknown>;
-      const { learnSample } = await import('./harness/learning.js');
+      const { learnSample } = await import('../samples/harness/learning.js');
       const r = await learnSample(mod[entry] as Parameters<typeof learnSample>[0], {
         minutes: quick ? 1.5 : minutes,
         sftSteps: quick ? 30 : undefined,

@@ -24,7 +24,7 @@ import { SQL_LEARNING } from '../samples/sql/learn.js';
 import { readJsonl } from '../daemon/algorithm/sft-trainer.js';
 import type { RagTask } from '../samples/rag/corpus.js';
 import type { SqlTask } from '../samples/sql/task.js';
-import { makeWarmup, type SampleLearning } from './harness/learning.js';
+import { makeWarmup, type SampleLearning } from '../samples/harness/learning.js';
 
 /** What each role did on the test split (shares of episodes, 0..1) and the split's score (sql: accuracy, rag: token F1). */
 export type Behaviour = { score: number } & Record<string, number>;

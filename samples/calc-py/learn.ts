@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { WARMUP_DIR, WARMUP_SFT_ARGS } from '../calc/demo.js';
-import { learnMain, type SampleLearning } from '../../bench/harness/learning.js';
+import { learnMain, type SampleLearning } from '../harness/learning.js';
 
 export const CALC_PY_LEARNING: SampleLearning = {
   name: 'calc-py',

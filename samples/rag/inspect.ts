@@ -1,7 +1,7 @@
 /**
  * What rag checkpoints do on held-out questions, per hop: the sample's own agent (the Agents SDK query
  * writer twice, the search, the answerer) runs greedily against each checkpoint (served by `agl serve
- * --model`, ../sql/bench/harness/serve-checkpoint.ts), and each episode is sorted by what each call did: hop 1 wrote the
+ * --model`, samples/harness/serve-checkpoint.ts), and each episode is sorted by what each call did: hop 1 wrote the
  * expert query (the question's entity), hop 2 followed the bridge (the entity the first document names),
  * repeated hop 1, or wrote something else; whether the second document found is the one holding the
  * answer; the answer's token F1. Given two checkpoints (before and after training) it prints them side by
@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { OpenAIChatCompletionsModel } from '@openai/agents';
 import OpenAI from 'openai';
 import { parseArgs } from 'node:util';
-import { serveCheckpoint } from '../../bench/harness/serve-checkpoint.js';
+import { serveCheckpoint } from '../harness/serve-checkpoint.js';
 import { roleFetch } from '../../sdk/index.js';
 import { answerQuestion } from './agent.js';
 import type { RagTask } from './corpus.js';

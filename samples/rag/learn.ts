@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { readJsonl } from '../../daemon/algorithm/sft-trainer.js';
-import { learnMain, type SampleLearning } from '../../bench/harness/learning.js';
+import { learnMain, type SampleLearning } from '../harness/learning.js';
 import type { RagTask } from './corpus.js';
 
 export const RAG_LEARNING: SampleLearning = {

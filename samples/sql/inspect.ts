@@ -1,7 +1,7 @@
 /**
  * What sql checkpoints do on held-out questions, per question template: the sample's own LangGraph.js
  * graph (writer, checker, rewriter) runs greedily against each checkpoint (served by `agl serve --model`,
- * bench/harness/serve-checkpoint.ts), and each episode is sorted by what the writer's first query did (the gold rows,
+ * samples/harness/serve-checkpoint.ts), and each episode is sorted by what the writer's first query did (the gold rows,
  * no filter, a pluralised table, a wrong value, another error) and whether the rewriter repaired it.
  * Given two checkpoints (before and after training) it prints them side by side: what RL changed.
  *   npx tsx samples/sql/inspect.ts samples/sql/warmup [<after-checkpoint>] [--data samples/sql/data/val.jsonl] [--temperature 1]
@@ -13,7 +13,7 @@ import { chatModelFor } from './agent.js';
 import { openCompanyDb } from './db.js';
 import { executionReward, runQuery } from './execute.js';
 import { buildSqlGraph } from './graph.js';
-import { serveCheckpoint } from '../../bench/harness/serve-checkpoint.js';
+import { serveCheckpoint } from '../harness/serve-checkpoint.js';
 import { type SqlTask, TEMPLATES } from './task.js';
 
 /** What the writer's first query did. */

@@ -6,7 +6,7 @@
  *   npx tsx samples/sql/learn.ts [--minutes M] [--sft-steps N] [--data-dir DIR]
  */
 import { join } from 'node:path';
-import { learnMain, type SampleLearning } from '../../bench/harness/learning.js';
+import { learnMain, type SampleLearning } from '../harness/learning.js';
 import { readJsonl } from '../../daemon/algorithm/sft-trainer.js';
 import type { SqlTask } from './task.js';
 

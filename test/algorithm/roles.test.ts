@@ -29,7 +29,7 @@ import { AGL, SPAN } from '../../protocol/spans.js';
 import { runAgl, saveTinyPolicy, writeToyTasks } from './cli-helpers.js';
 import { startDaemon } from '../helpers/daemon.js';
 import { attemptBaseUrl } from '../../protocol/ids.js';
-import { serveCheckpoint } from '../../bench/harness/serve-checkpoint.js';
+import { serveCheckpoint } from '../../samples/harness/serve-checkpoint.js';
 import { AglClient } from '../../sdk/tools/client.js';
 import type { PolicyInfo } from '../../protocol/api.js';
 import { groupPage } from '../../daemon/store/views.js';

@@ -19,7 +19,7 @@ import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import { runAgl, saveTinyPolicy, writeToyTasks } from '../algorithm/cli-helpers.js';
 import { torchPython } from '../helpers/torch.js';
-import { serveCheckpoint } from '../../bench/harness/serve-checkpoint.js';
+import { serveCheckpoint } from '../../samples/harness/serve-checkpoint.js';
 import { AglClient } from '../../sdk/tools/client.js';
 import { attemptBaseUrl } from '../../protocol/ids.js';
 

@@ -16,11 +16,14 @@ import { COMMANDS } from '../../protocol/commands.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 interface Rule {
-  /** Folders (or subfolders, e.g. bench/harness) its files may import. */
+  /** Folders its files may import. */
   folders: string[];
   packages: RegExp;
   packagesSaid: string;
-  /** Files that are scripts rather than agents and data (a sample's learn, demo, inspect, make-* and tests) may also import these. */
+  /**
+   * Files that are scripts rather than agents and data (a sample's learn, demo, inspect, make-* and tests, and the
+   * learning harness they share) may also import these; only they may, even where a folder is inside `folders`.
+   */
   scripts?: { files: RegExp; folders: string[] };
 }
 const RULES: Record<string, Rule> = {
@@ -37,12 +40,13 @@ const RULES: Record<string, Rule> = {
     packagesSaid: 'vscode, vscode-languageclient, node: built-ins',
   },
   // samples/ holds agents and their data, written against the SDK like a user's; their scripts drive the daemon's
-  // commands through the learning harness (bench/harness).
+  // commands through the learning harness (samples/harness). One direction: bench/ runs the samples (and their
+  // harness), never the other way round.
   samples: {
     folders: ['samples', 'sdk', 'protocol'],
     packages: /^(?!vscode$)/,
     packagesSaid: 'any package but vscode',
-    scripts: { files: /\/(learn|demo|inspect|make-[\w-]+)\.ts$|\.test\.ts$/, folders: ['daemon', 'bench/harness'] },
+    scripts: { files: /\/(learn|demo|inspect|make-[\w-]+)\.ts$|\.test\.ts$|^samples\/harness\//, folders: ['daemon', 'samples/harness'] },
   },
   bench: { folders: ['bench', 'daemon', 'sdk', 'protocol', 'samples', 'test/helpers'], packages: /^(?!vscode$)/, packagesSaid: 'any package but vscode' },
 };
@@ -62,8 +66,11 @@ export function violation(file: string, spec: string): string | null {
       .split(sep)
       .join('/');
     const folder = target.split('/')[0]!;
-    const allowed = [...rule.folders, ...(rule.scripts?.files.test(file) ? rule.scripts.folders : [])];
-    if (allowed.some((f) => target === f || target.startsWith(`${f}/`))) return null;
+    const under = (f: string) => target === f || target.startsWith(`${f}/`);
+    const script = rule.scripts?.files.test(file) ?? false;
+    const scriptsOnly = !script && (rule.scripts?.folders.some(under) ?? false);
+    const allowed = [...rule.folders, ...(script ? rule.scripts!.folders : [])];
+    if (!scriptsOnly && allowed.some(under)) return null;
     const said =
       rule.folders.map((f) => `${f}/`).join(', ') + (rule.scripts ? ` (its scripts also ${rule.scripts.folders.map((f) => `${f}/`).join(', ')})` : '');
     return `${file} imports '${spec}' (${folder}/): ${top}/ may import only ${said}`;
@@ -126,8 +133,13 @@ describe('boundaries', () => {
     assert.equal(violation('extension/commands.ts', '../protocol/commands.js'), null);
     assert.equal(violation('extension/daemon.ts', '../sdk/daemon-state.js'), null);
     assert.match(violation('samples/sql/agent.ts', '../../daemon/server/auth.js')!, /samples\/ may import only samples\/, sdk\/, protocol\//);
-    assert.equal(violation('samples/sql/learn.ts', '../../bench/harness/learning.js'), null);
-    assert.match(violation('samples/sql/learn.ts', '../../bench/learning.js')!, /\(bench\/\)/);
+    assert.equal(violation('samples/sql/learn.ts', '../harness/learning.js'), null);
+    assert.equal(violation('samples/harness/learning.ts', '../../daemon/commands/sft.js'), null);
+    assert.match(violation('samples/sql/agent.ts', '../harness/learning.js')!, /samples\/ may import only .*its scripts also daemon\/, samples\/harness\//);
+    // One direction: bench/ imports the samples and their harness; nothing in samples/ imports bench/.
+    assert.equal(violation('bench/roles.ts', '../samples/harness/learning.js'), null);
+    assert.match(violation('samples/sql/learn.ts', '../../bench/harness/learning.js')!, /\(bench\/\)/);
+    assert.match(violation('samples/harness/learning.ts', '../../bench/learning.js')!, /\(bench\/\)/);
     assert.match(violation('bench/model.ts', '../extension/daemon.js')!, /bench\/ may import only/);
     const sample =
       "import { a } from '../daemon/x.js';\nexport { b } from './y.js';\nconst c = await import('../webview/z.js');\nimport type { D } from 'zod';\n";
@@ -142,8 +154,8 @@ describe('boundaries', () => {
         .join('/');
     const problems: string[] = [];
     let checked = 0;
-    const check = (top: string, allowed: RegExp, said: string) => {
-      for (const file of sourceFiles(top)) {
+    const check = (top: string, allowed: RegExp, said: string, except?: string) => {
+      for (const file of sourceFiles(top).filter((f) => !except || !f.startsWith(`${except}/`))) {
         for (const spec of importsOf(readFileSync(join(ROOT, file), 'utf8'))) {
           if (!spec.startsWith('.')) continue;
           const target = sdkTarget(file, spec);
@@ -155,7 +167,9 @@ describe('boundaries', () => {
     };
     check('daemon', /^sdk\/(index|runner\/index)\.js$|^sdk\/tools\//, 'sdk/index.ts, sdk/runner/index.ts and sdk/tools/');
     check('extension', /^sdk\/tools\//, 'sdk/tools/');
-    check('samples', /^sdk\/index\.js$/, 'sdk/index.ts, the agent API');
+    check('samples', /^sdk\/index\.js$/, 'sdk/index.ts, the agent API', 'samples/harness');
+    // The samples' learning harness drives the CLI, as the CLI's tools do.
+    check('samples/harness', /^sdk\/index\.js$|^sdk\/tools\//, 'sdk/index.ts and sdk/tools/');
     // The agent API does not reach into the runner's or the tools' files.
     for (const file of sourceFiles('sdk').filter((f) => !f.startsWith('sdk/runner/') && !f.startsWith('sdk/tools/'))) {
       for (const spec of importsOf(readFileSync(join(ROOT, file), 'utf8'))) {

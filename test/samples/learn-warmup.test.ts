@@ -1,5 +1,5 @@
 /**
- * A sample's warm-up made in stages (bench/harness/learning.ts makeWarmup): sftArgs from a built-in model, then
+ * A sample's warm-up made in stages (samples/harness/learning.ts makeWarmup): sftArgs from a built-in model, then
  * each sftThen stage continuing from the checkpoint before it; the final checkpoint's agl-sft.json chains
  * every stage (as the shipped warm-ups' records do), and warmupCommands prints the same stages as command lines.
  */
@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SFT_RECORD, type SftRecord } from '../../daemon/commands/sft.js';
-import { makeWarmup, type SampleLearning, warmupCommands } from '../../bench/harness/learning.js';
+import { makeWarmup, type SampleLearning, warmupCommands } from '../../samples/harness/learning.js';
 
 test('makeWarmup runs sftArgs then each sftThen stage from the checkpoint before it (on its own --data where it names one); --sft-steps runs the first stage only', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-warmup-stages-'));
