@@ -18,6 +18,8 @@ import { trainAgent } from '../daemon/commands/train.js';
 import { RAG_LEARNING } from '../samples/rag/learn.js';
 import { makeWarmup, warmupCommands, type SampleLearning } from '../samples/harness/learning.js';
 import { SQL_LEARNING } from '../samples/sql/learn.js';
+import { SFT_COMMAND } from '../protocol/cli-commands.js';
+import { commandLine } from '../protocol/cli-options.js';
 
 export const STRATEGIES = ['identical', 'last', 'discounted', 'combined'] as const;
 /** AIR when on: a call whose tool failed (sql: SQLite rejected the query; rag: the search found nothing) gets -0.2. */
@@ -124,7 +126,11 @@ export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
             batchSize: o.batchSize ?? null,
             groupSize: o.groupSize ?? null,
           },
-          warmup: shipped ? warmup : o.sftSteps !== undefined ? `agl sft ${s.sftArgs.join(' ')} (--steps ${o.sftSteps})` : warmupCommands(s).join(' && '),
+          warmup: shipped
+            ? warmup
+            : o.sftSteps !== undefined
+              ? `agl ${commandLine(SFT_COMMAND, { ...s.sftFlags, steps: String(o.sftSteps) }).join(' ')}`
+              : warmupCommands(s).join(' && '),
           airRules: AIR_RULES,
           score: 'held-out (val split, greedy) score after training',
           rows,

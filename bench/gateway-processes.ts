@@ -8,6 +8,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { AglClient } from '../sdk/tools/client.js';
+import { SERVE_COMMAND } from '../protocol/cli-commands.js';
+import { commandLine } from '../protocol/cli-options.js';
 
 export interface Proc {
   proc: ChildProcess;
@@ -52,7 +54,7 @@ export async function startDaemonProcess(): Promise<Proc & { client: AglClient; 
   const profile = process.env.AGL_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.AGL_BENCH_PROFILE] : [];
   const proc = spawn(
     process.execPath,
-    [...profile, '--import', 'tsx', join(process.cwd(), 'daemon', 'cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir],
+    [...profile, '--import', 'tsx', join(process.cwd(), 'daemon', 'cli.ts'), ...commandLine(SERVE_COMMAND, { port: '0', 'data-dir': dataDir })],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const url = await waitForLine(proc, /listening on (http:\/\/\S+)/, 'agl serve');

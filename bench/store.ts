@@ -27,6 +27,8 @@ import { parseArgs } from 'node:util';
 import { AglClient } from '../sdk/tools/client.js';
 import { AGL, SPAN } from '../protocol/spans.js';
 import type { Rollout } from '../protocol/store.js';
+import { SERVE_COMMAND } from '../protocol/cli-commands.js';
+import { commandLine } from '../protocol/cli-options.js';
 import { patternBound, patternOdds, percentile, type Pattern } from './store-sim.js';
 import { startPostgres, type PostgresServer } from '../test/helpers/postgres.js';
 
@@ -73,18 +75,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function startDaemon(dataDir: string, store?: string): Promise<{ proc: ChildProcess; client: AglClient }> {
   // AGL_BENCH_PROFILE=<dir> writes CPU profiles of the daemon (and runners, in runner/) there.
   const profile = process.env.AGL_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.AGL_BENCH_PROFILE] : [];
-  const args = [
-    ...profile,
-    '--import',
-    'tsx',
-    join(root, 'daemon/cli.ts'),
-    'serve',
-    '--port',
-    '0',
-    '--data-dir',
-    dataDir,
-    ...(store ? ['--store', store] : []),
-  ];
+  const args = [...profile, '--import', 'tsx', join(root, 'daemon/cli.ts'), ...commandLine(SERVE_COMMAND, { port: '0', 'data-dir': dataDir, store })];
   const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   proc.stderr!.on('data', (d) => {

@@ -1,49 +1,38 @@
 /**
  * The `agl` command line: dispatches `agl <command> [args]` to daemon/commands/<command>.ts, each
- * exporting `run(argv: string[]): Promise<number>` (the exit code) and handling its own --help.
+ * exporting `run(argv: string[]): Promise<number>` (the exit code) and parsing its flags by its declaration in
+ * protocol/cli-commands.ts (daemon/commands/flags.ts), which also gives its --help and its line below.
  * Commands load lazily, so `agl status` never pays for TF.js or the language server.
  */
+import { AGL_COMMANDS, type AglCommandName, DEFAULT_PORT } from '../protocol/cli-commands.js';
 import { AglConnectionError, AglHttpError } from '../sdk/tools/client.js';
 
 interface CommandModule {
   run(argv: string[]): Promise<number>;
 }
-interface CommandEntry {
-  summary: string;
-  load: () => Promise<CommandModule>;
-}
 
-// ---- The command table: ONE line per command. To add yours: create daemon/commands/<name>.ts and add its line. ----
-const COMMANDS: Record<string, CommandEntry> = {
-  serve: { summary: 'start the daemon (store API, gateway, OTLP) in the foreground', load: () => import('./commands/serve.js') },
-  status: { summary: 'is the daemon running? where, with which store, holding what', load: () => import('./commands/status.js') },
-  rollouts: { summary: 'list rollouts (filters) or show one with its attempts and spans', load: () => import('./commands/rollouts.js') },
-  lsp: { summary: 'language server (stdio) serving CodeLens with reward stats above agent functions', load: () => import('./commands/lsp.js') },
-  train: {
-    summary: 'train the LLM inside an agent with GRPO (rollouts through the gateway and runner), checkpoints, report',
-    load: () => import('./commands/train.js'),
-  },
-  sft: { summary: 'supervised warm-up from demonstrations (JSONL), writes a checkpoint for agl train --model', load: () => import('./commands/sft.js') },
-  export: { summary: "write a training run's transitions (credit, advantages, token ids) as JSONL for TRL/verl", load: () => import('./commands/export.js') },
-  rollout: {
-    summary: 'run one rollout of an agent (file.ts#export or module:function) and print its spans and reward',
-    load: () => import('./commands/rollout.js'),
-  },
-  runner: { summary: 'add N workers that claim rollouts and run agents in warm child processes', load: () => import('./commands/runner.js') },
-  doctor: {
-    summary: "the engines: which TF.js backend loads and why the faster ones did not; the torch engine's Python, CUDA, ranks",
-    load: () => import('./commands/doctor.js'),
-  },
-  engine: {
-    summary: "install the torch engine's Python environment (agl engine install torch), or show it (agl engine status)",
-    load: () => import('./commands/engine.js'),
-  },
+// ---- The commands' modules: ONE line per command. To add yours: declare it in protocol/cli-commands.ts (its
+// summary and flags), create daemon/commands/<name>.ts and add its line here. ----
+const COMMANDS: Record<AglCommandName, () => Promise<CommandModule>> = {
+  serve: () => import('./commands/serve.js'),
+  status: () => import('./commands/status.js'),
+  rollouts: () => import('./commands/rollouts.js'),
+  lsp: () => import('./commands/lsp.js'),
+  train: () => import('./commands/train.js'),
+  sft: () => import('./commands/sft.js'),
+  export: () => import('./commands/export.js'),
+  rollout: () => import('./commands/rollout.js'),
+  runner: () => import('./commands/runner.js'),
+  doctor: () => import('./commands/doctor.js'),
+  engine: () => import('./commands/engine.js'),
 };
 // ---------------------------------------------------------------------------------------------------------------
 
+const isCommand = (name: string): name is AglCommandName => Object.hasOwn(AGL_COMMANDS, name);
+
 function help(): string {
-  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
-  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  const width = Math.max(...Object.keys(AGL_COMMANDS).map((c) => c.length));
+  const lines = Object.entries(AGL_COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
   return `usage: agl <command> [options]     (agl <command> --help for its options)
 
 Agent Lightning: train the LLM inside your agent with reinforcement learning.
@@ -51,14 +40,14 @@ Agent Lightning: train the LLM inside your agent with reinforcement learning.
 commands:
 ${lines.join('\n')}
 
-environment: AGL_DATA_DIR (default ~/.agent-lightning), AGL_PORT (default 4747), AGL_STORE
+environment: AGL_DATA_DIR (default ~/.agent-lightning), AGL_PORT (default ${DEFAULT_PORT}), AGL_STORE
 `;
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    if (name === 'help' && rest[0] && COMMANDS[rest[0]]) return (await COMMANDS[rest[0]].load()).run(['--help']);
+    if (name === 'help' && rest[0] && isCommand(rest[0])) return (await COMMANDS[rest[0]]()).run(['--help']);
     process.stdout.write(help());
     return name === undefined ? 2 : 0;
   }
@@ -66,13 +55,12 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${(await import('./commands/serve.js')).packageVersion()}\n`);
     return 0;
   }
-  const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!entry) {
+  if (!isCommand(name)) {
     process.stderr.write(`agl: unknown command '${name}'. Commands: ${Object.keys(COMMANDS).join(', ')} (agl --help)\n`);
     return 2;
   }
   try {
-    return await (await entry.load()).run(rest);
+    return await (await COMMANDS[name]()).run(rest);
   } catch (err) {
     // Expected failures get their message only; anything else its stack (it is a bug to report).
     if (err instanceof AglConnectionError || err instanceof AglHttpError) process.stderr.write(`agl ${name}: ${err.message}\n`);

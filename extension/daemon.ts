@@ -7,6 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { readDaemonState, resolveDataDir } from '../sdk/tools/daemon-state.js';
 import type { DaemonEndpoint } from '../protocol/lsp.js';
+import { SERVE_COMMAND } from '../protocol/cli-commands.js';
+import { commandLine } from '../protocol/cli-options.js';
 
 export interface DaemonHandle {
   endpoint: DaemonEndpoint & { token: string };
@@ -64,9 +66,10 @@ export class DaemonStartError extends Error {
 /** Spawns `agl serve` and resolves once daemon.json names its pid and /health answers. */
 export async function spawnDaemon(opts: SpawnOptions, timeoutMs = 60_000): Promise<DaemonHandle> {
   const dataDir = resolveDataDir(opts.dataDir || undefined);
-  const args = [opts.agl, 'serve', '--port', String(opts.port), '--data-dir', dataDir];
-  if (opts.storeUrl) args.push('--store', opts.storeUrl);
-  if (opts.model) args.push('--model', opts.model);
+  const args = [
+    opts.agl,
+    ...commandLine(SERVE_COMMAND, { port: String(opts.port), 'data-dir': dataDir, store: opts.storeUrl || undefined, model: opts.model || undefined }),
+  ];
   opts.onOutput(`$ ${opts.node} ${args.join(' ')}`);
   const child = spawn(opts.node, args, { cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, AGL_DATA_DIR: dataDir } });
   const recent: string[] = [];

@@ -6,6 +6,8 @@
  */
 import * as vscode from 'vscode';
 import type { Rollout } from '../protocol/store.js';
+import { ROLLOUT_COMMAND } from '../protocol/cli-commands.js';
+import { commandLine } from '../protocol/cli-options.js';
 import { lastError, runAgl } from './agl-process.js';
 import type { Ctx } from './ctx.js';
 import { pickJsonlFile, pickJsonlLine, rememberAgent, resolveAgent } from './pickers.js';
@@ -68,7 +70,7 @@ export async function runRolloutCommand(ctx: Ctx, arg?: unknown): Promise<void> 
   if (task === undefined) return; // cancelled at a pick: the agent last used stays the one it was
   await rememberAgent(ctx, agent);
   const started = Date.now();
-  const proc = runAgl(ctx, ['rollout', agent.id, '--task', JSON.stringify(task)]);
+  const proc = runAgl(ctx, commandLine(ROLLOUT_COMMAND, { task: JSON.stringify(task) }, [agent.id]));
   const end = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lightning: running ${agent.name}`, cancellable: true },
     async (_progress, token) => {

@@ -1,22 +1,11 @@
 /**
- * `agl train`'s command-line options, declared once: its --help, its argument parsing, the config overrides the
- * flags make, and the command line the extension builds (extension/train-choices.ts) all come from this table, so
- * an option named on one side only fails to compile. `ENGINE_OPTIONS` are shared with `agl sft` and `agl serve`.
+ * `agl train`'s command-line options, declared once (protocol/cli-options.ts): its --help, its argument parsing, the
+ * config overrides the flags make, and the command line the extension builds (extension/train-choices.ts) all come
+ * from this table, so an option named on one side only fails to compile. `ENGINE_OPTIONS` are shared with `agl sft`
+ * and `agl serve`. A new flag of agl train goes in TRAIN_OPTIONS (with `config:` when it sets a config field).
  */
+import { type CliCommand, type CliOption, type FlagsOf, commandHelp, commandLine } from './cli-options.js';
 import type { TrainConfigInput } from './train-config.js';
-
-export interface CliOption {
-  type: 'string' | 'boolean';
-  /** What the value is called in --help (FILE, N, X, ...); none for a boolean. */
-  arg?: string;
-  help: string;
-  /** Where the value goes in the training config (a dotted path), when it overrides the config. */
-  config?: string;
-  /** How the string is read before it goes into the config (zod then checks the range). */
-  parse?: 'number' | 'policy';
-  /** Given more than once (each value kept, in order). */
-  multiple?: true;
-}
 
 /** The engine's options (agl train, agl sft, agl serve). */
 export const ENGINE_OPTIONS = {
@@ -88,35 +77,22 @@ export const TRAIN_OPTIONS = {
   quiet: { type: 'boolean', help: 'no progress bar' },
 } as const satisfies Record<string, CliOption>;
 
-export type TrainOptionName = keyof typeof TRAIN_OPTIONS;
-type ValueOf<O extends CliOption> = O['type'] extends 'boolean' ? boolean : O extends { multiple: true } ? string[] : string;
-/** Parsed `agl train` flags (as node:util parseArgs gives them), by option name. */
-export type TrainFlags = { [K in TrainOptionName]?: ValueOf<(typeof TRAIN_OPTIONS)[K]> };
-export type EngineFlags = { [K in keyof typeof ENGINE_OPTIONS]?: string };
+export const TRAIN_COMMAND = {
+  name: 'train',
+  summary: 'train the LLM inside an agent with GRPO (rollouts through the gateway and runner), checkpoints, report',
+  usage: ['<agent file>#<export> --train train.jsonl --val val.jsonl [options]'],
+  about: 'Trains the LLM inside the agent with GRPO: rollouts through the gateway, credit per LLM call, updates.',
+  options: TRAIN_OPTIONS,
+  positionals: true,
+} as const satisfies CliCommand<typeof TRAIN_OPTIONS>;
 
-/** `--name ARG   help` lines of a table, aligned. */
-export function optionLines(table: Record<string, CliOption>): string {
-  return Object.entries(table)
-    .map(([name, o]) => {
-      const left = `  --${name}${o.arg ? ` ${o.arg}` : ''}`;
-      return left.length < 22 ? `${left.padEnd(22)}${o.help}` : `${left}\n${' '.repeat(22)}${o.help}`;
-    })
-    .join('\n');
-}
+export type TrainOptionName = keyof typeof TRAIN_OPTIONS;
+/** Parsed `agl train` flags (as node:util parseArgs gives them), by option name. */
+export type TrainFlags = FlagsOf<typeof TRAIN_OPTIONS>;
+export type EngineFlags = FlagsOf<typeof ENGINE_OPTIONS>;
 
 export function trainHelp(): string {
-  return `usage: agl train <agent file>#<export> --train train.jsonl --val val.jsonl [options]
-
-Trains the LLM inside the agent with GRPO: rollouts through the gateway, credit per LLM call, updates.
-${optionLines(TRAIN_OPTIONS)}
-`;
-}
-
-/** The options object node:util parseArgs takes for a table's options. */
-export function optionTypes<T extends Record<string, CliOption>>(
-  table: T,
-): { [K in keyof T]: T[K] extends { multiple: true } ? { type: T[K]['type']; multiple: true } : { type: T[K]['type'] } } {
-  return Object.fromEntries(Object.entries(table).map(([name, o]) => [name, o.multiple ? { type: o.type, multiple: true } : { type: o.type }])) as never;
+  return commandHelp(TRAIN_COMMAND);
 }
 
 /**
@@ -135,11 +111,6 @@ export function policyFlags(values: readonly string[]): Record<string, { init?: 
     out[role] = rest.startsWith('shared:') ? { shared: rest.slice('shared:'.length).trim() } : rest ? { init: rest } : {};
   }
   return out;
-}
-
-/** The same, plus --help / -h. */
-export function parseArgsOptions<T extends Record<string, CliOption>>(table: T): ReturnType<typeof optionTypes<T>> & { help: { type: 'boolean'; short: 'h' } } {
-  return { ...optionTypes(table), help: { type: 'boolean', short: 'h' } } as never;
 }
 
 /**
@@ -168,14 +139,5 @@ export function configOverrides(table: Record<string, CliOption>, flags: Record<
 
 /** `agl train <agent> --flag value ...` for the given flags, in the order they were given (what the extension runs). */
 export function trainCommandLine(agent: string, flags: TrainFlags): string[] {
-  const args = ['train', agent];
-  for (const [name, v] of Object.entries(flags) as [TrainOptionName, string | string[] | boolean | undefined][]) {
-    if (!(name in TRAIN_OPTIONS)) throw new Error(`agl train has no option --${name}`);
-    if (v === undefined || v === false) continue;
-    for (const one of Array.isArray(v) ? v : [v]) {
-      args.push(`--${name}`);
-      if (one !== true) args.push(one);
-    }
-  }
-  return args;
+  return commandLine(TRAIN_COMMAND, flags, [agent]);
 }

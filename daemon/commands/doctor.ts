@@ -7,13 +7,9 @@ import * as tf from '@tensorflow/tfjs';
 import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
 import { BACKEND_ORDER, selectBackend } from '../model/backend.js';
 import { resolveTorchPython, torchDoctor } from '../model/torch-env.js';
+import { DOCTOR_COMMAND } from '../../protocol/cli-commands.js';
 import { torchReport } from './engine.js';
-
-const HELP = `usage: agl doctor [--backend auto|${BACKEND_ORDER.join('|')}] [--python P] [--json]
-
-Loads the TF.js backend the daemon would use and reports why each faster one was not available; then
-reports the torch engine: which Python it runs (--python, AGL_PYTHON, the venv of agl engine install torch,
-python3) and that Python's torch, transformers, CUDA devices and distributed backends.`;
+import { parseCommand } from './flags.js';
 
 function matmulGflops(): number {
   const n = 512;
@@ -35,16 +31,9 @@ function matmulGflops(): number {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(HELP);
-    return 0;
-  }
-  const i = argv.indexOf('--backend');
-  const requested = i >= 0 ? argv[i + 1] : undefined;
-  if (i >= 0 && !requested) {
-    console.error('agl doctor: --backend needs a value');
-    return 2;
-  }
+  const parsed = parseCommand(DOCTOR_COMMAND, argv);
+  if ('exit' in parsed) return parsed.exit;
+  const { backend: requested, python: pythonFlag, json } = parsed.values;
   let report;
   try {
     report = await selectBackend(requested);
@@ -53,10 +42,9 @@ export async function run(argv: string[]): Promise<number> {
     return 1;
   }
   const gflops = matmulGflops();
-  const p = argv.indexOf('--python');
-  const { python, source } = resolveTorchPython(p >= 0 ? argv[p + 1] : null, resolveDataDir(undefined));
+  const { python, source } = resolveTorchPython(pythonFlag ?? null, resolveDataDir(undefined));
   const torch = torchDoctor(python);
-  if (argv.includes('--json')) {
+  if (json) {
     console.log(
       JSON.stringify(
         { ...report, matmulGflops: gflops, node: process.version, tfjs: tf.version.tfjs, torch: { ...torch, pythonVersion: torch.python, python, source } },

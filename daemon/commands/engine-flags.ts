@@ -2,13 +2,10 @@
  * The engine flags `agl sft` and `agl serve` share with `agl train` (declared once in protocol/train-options.ts
  * ENGINE_OPTIONS: help text, parsing, the config's `engine` section they fill in).
  */
-import { configOverrides, ENGINE_OPTIONS, optionLines, optionTypes, type EngineFlags } from '../../protocol/train-options.js';
+import { configOverrides, ENGINE_OPTIONS, type EngineFlags } from '../../protocol/train-options.js';
 import { EngineSection, type EngineConfig } from '../algorithm/engine-config.js';
 
 export { type EngineFlags };
-/** The engine flags for node:util parseArgs. */
-export const ENGINE_PARSE_OPTIONS = optionTypes(ENGINE_OPTIONS);
-export const ENGINE_HELP = `${optionLines(ENGINE_OPTIONS)}\n`;
 
 /** A full engine section: the flags over the defaults; a bad value is an error naming its flag. */
 export function engineFromFlags(f: EngineFlags): EngineConfig {

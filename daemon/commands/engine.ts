@@ -2,51 +2,21 @@
  * `agl engine install torch` makes the PyTorch engine's Python environment (a venv with engines/torch's pinned
  * requirements); `agl engine status` says which Python the engine would run and what that Python has.
  */
-import { parseArgs } from 'node:util';
+import { ENGINE_COMMAND } from '../../protocol/cli-commands.js';
+import { commandHelp } from '../../protocol/cli-options.js';
 import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { parseCommand } from './flags.js';
 import { defaultTorchVenv, INSTALL_HINT, installTorchEnv, resolveTorchPython, torchDoctor, TORCH_REQUIREMENTS } from '../model/torch-env.js';
 
-const HELP = `usage: agl engine install torch [--venv DIR] [--python P] [--force]
-       agl engine status [--python P] [--json]
-
-  install torch   create a Python venv (default: one per user, <user cache>/agent-lightning/torch-venv, the cache
-                  being XDG_CACHE_HOME or ~/.cache, ~/Library/Caches on macOS, %LOCALAPPDATA% on Windows) and
-                  install the torch engine's pinned requirements into it (torch 2.13.0, transformers, trl, peft:
-                  ~1.5 GB on a CPU machine, several GB with CUDA); agl train --engine torch, the benches and the
-                  editor's daemon then find it by themselves, whatever their data dir
-    --venv DIR    where the venv goes instead (then name it with --python or AGL_PYTHON)
-    --python P    the Python 3.10+ to make it from (default python3)
-    --force       make it again even when it is there with these pins
-  status          which Python the torch engine of a daemon keeping --data-dir runs (--python, AGL_PYTHON, the
-                  venv of agl engine install, a venv an older agl made in a data dir, python3) and what it has:
-                  torch and transformers versions, CUDA and GPUs, distributed backends
-  --data-dir DIR  the data dir asked about; default ~/.agent-lightning (AGL_DATA_DIR)
-`;
+const HELP = commandHelp(ENGINE_COMMAND);
 
 export async function run(argv: string[]): Promise<number> {
-  let a;
-  try {
-    a = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        venv: { type: 'string' },
-        python: { type: 'string' },
-        force: { type: 'boolean' },
-        json: { type: 'boolean' },
-        'data-dir': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (e) {
-    process.stderr.write(`agl engine: ${(e as Error).message}\n\n${HELP}`);
-    return 2;
-  }
+  const a = parseCommand(ENGINE_COMMAND, argv);
+  if ('exit' in a) return a.exit;
   const [cmd, what] = a.positionals;
-  if (a.values.help || !cmd) {
+  if (!cmd) {
     process.stdout.write(HELP);
-    return a.values.help ? 0 : 2;
+    return 2;
   }
   const dataDir = resolveDataDir(a.values['data-dir']);
   if (cmd === 'install') {

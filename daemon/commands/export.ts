@@ -4,7 +4,6 @@
  * token ids and text, log-probs), for people who train larger models elsewhere (TRL, verl).
  */
 import { createWriteStream } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { AGL, GENAI } from '../../protocol/spans.js';
 import { numberArrayAttr } from '../../protocol/span-reading.js';
 import type { Span } from '../../protocol/store.js';
@@ -12,19 +11,8 @@ import { recordedTrainConfig } from '../../protocol/train-config.js';
 import { openStore } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
-
-const HELP = `usage: agl export --format jsonl [--run ID] [--out FILE]
-
-Writes the transitions of a training run (default: the latest) as JSON lines:
-  {runId, step, groupId, rolloutId, attemptId, spanId, index, agentName, policy, policyVersion, reward, credit,
-   advantage, promptTokenIds, completionTokenIds, completionLogprobs, prompt, completion}
-  policy: the policy that served the call and was trained on it (one policy per role: the role's own or the one it
-  shares; else the run's one policy), policyVersion: that policy's updates when it served the call
-  --format jsonl   the only format for now
-  --run ID         training run id (agl status lists them); default the latest run
-  --out FILE       default stdout
-  --data-dir DIR / --store SPEC   which store (default ~/.agent-lightning, AGL_STORE)
-`;
+import { EXPORT_COMMAND } from '../../protocol/cli-commands.js';
+import { parseCommand } from './flags.js';
 
 function text(span: Span | undefined, key: string): unknown {
   const v = span?.attributes[key];
@@ -73,28 +61,9 @@ export async function exportTransitions(store: LightningStore, runId: string, wr
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let a;
-  try {
-    a = parseArgs({
-      args: argv,
-      strict: true,
-      options: {
-        format: { type: 'string', default: 'jsonl' },
-        run: { type: 'string' },
-        out: { type: 'string' },
-        'data-dir': { type: 'string' },
-        store: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }).values;
-  } catch (e) {
-    process.stderr.write(`agl export: ${(e as Error).message}\n\n${HELP}`);
-    return 2;
-  }
-  if (a.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommand(EXPORT_COMMAND, argv);
+  if ('exit' in parsed) return parsed.exit;
+  const a = parsed.values;
   if (a.format !== 'jsonl') {
     process.stderr.write(`agl export: --format ${a.format} is not supported; use --format jsonl\n`);
     return 2;

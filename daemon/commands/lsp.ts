@@ -4,22 +4,14 @@
  * The VS Code extension starts it with vscode-languageclient; any LSP client can.
  */
 import { createConnection, ProposedFeatures } from 'vscode-languageserver/node';
+import { LSP_COMMAND } from '../../protocol/cli-commands.js';
 import { startLspServer } from '../lsp/server.js';
-
-export const summary = 'language server (stdio) serving CodeLens with reward stats above agent functions';
+import { parseCommand } from './flags.js';
 
 export async function run(argv: string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stderr.write(
-      'usage: agl lsp [--stdio]\n  Language server over stdin/stdout. The daemon endpoint comes from the client (initializationOptions.daemon).\n',
-    );
-    return 0;
-  }
-  const unknown = argv.filter((a) => a !== '--stdio' && !a.startsWith('--clientProcessId'));
-  if (unknown.length > 0) {
-    process.stderr.write(`agl lsp: unknown argument ${unknown[0]} (only --stdio is supported)\n`);
-    return 2;
-  }
+  // Flags the client passes (--stdio, --clientProcessId=N) are declared; any other is refused before LSP starts.
+  const parsed = parseCommand(LSP_COMMAND, argv);
+  if ('exit' in parsed) return parsed.exit;
   // Anything printed to stdout would corrupt the protocol stream.
   console.log = (...args: unknown[]) => console.error(...args);
   console.info = console.log;

@@ -3,48 +3,25 @@
  * the running daemon (the current policy / published LLM resource), then prints its spans as a tree and
  * its reward. The same worker code as `agl runner`, with one worker.
  */
-import { parseArgs } from 'node:util';
+import { commandHelp } from '../../protocol/cli-options.js';
+import { ROLLOUT_COMMAND } from '../../protocol/cli-commands.js';
 import { ROLLOUT_MODES, type RolloutMode } from '../../protocol/store.js';
 import { storedAgentId } from '../runner/agent-ref.js';
 import { connect } from '../runner/connect.js';
 import { executeClaim } from '../runner/execute.js';
 import { formatSpanTree } from '../runner/print.js';
 import { WorkerProcess } from '../runner/worker-process.js';
-
-const HELP = `usage: agl rollout <agent> --task '<json>' [--mode train|val|test] [--timeout SECONDS] [--json]
-  <agent>   path/to/agent.ts#exportName (TypeScript/JavaScript, marked with rollout())
-            or module:function / path/to/agent.py:function (Python)
-  --task    the task input, as JSON (a bare string is taken as a JSON string)
-  --json    print {rollout, attempts, spans, reward} as JSON instead of the tree
-Connects to the local daemon (--data-dir DIR, default ~/.agent-lightning) or --url URL --token T.
-`;
+import { parseCommand } from './flags.js';
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: true,
-    options: {
-      task: { type: 'string' },
-      mode: { type: 'string', default: 'test' },
-      timeout: { type: 'string' },
-      json: { type: 'boolean' },
-      url: { type: 'string' },
-      token: { type: 'string' },
-      'data-dir': { type: 'string' },
-      python: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommand(ROLLOUT_COMMAND, argv);
+  if ('exit' in parsed) return parsed.exit;
+  const { values, positionals } = parsed;
   if (positionals.length !== 1) {
-    process.stderr.write(`agl rollout: give exactly one agent\n${HELP}`);
+    process.stderr.write(`agl rollout: give exactly one agent\n${commandHelp(ROLLOUT_COMMAND)}`);
     return 2;
   }
-  if (!(ROLLOUT_MODES as readonly string[]).includes(values.mode!)) {
+  if (!(ROLLOUT_MODES as readonly string[]).includes(values.mode)) {
     process.stderr.write(`agl rollout: --mode must be one of ${ROLLOUT_MODES.join(', ')}\n`);
     return 2;
   }

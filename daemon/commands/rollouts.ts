@@ -4,20 +4,16 @@
  * `show` prints the rollout, its attempts and a summary of its spans (counts by name, LLM calls, and the latest
  * attempt's rewards with its final one, read as every reader reads them: protocol/span-reading.ts).
  */
-import { parseArgs } from 'node:util';
+import { commandHelp } from '../../protocol/cli-options.js';
+import { ROLLOUTS_LIST_COMMAND, ROLLOUTS_SHOW_COMMAND } from '../../protocol/cli-commands.js';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type Attempt, type Rollout, type RolloutMode, type RolloutStatus, type Span } from '../../protocol/store.js';
 import { isLlmCallSpan, pickFinalReward, rewardsInOrder } from '../../protocol/span-reading.js';
 import { AglClient } from '../../sdk/tools/client.js';
 import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { parseCommand } from './flags.js';
 
-const HELP = `usage: agl rollouts list [--status S[,S]] [--mode M] [--agent A] [--limit N] [--cursor C] [--json]
-       agl rollouts show <id> [--json]
-
-list   newest first; --status one or more of ${ROLLOUT_STATUSES.join('|')}; --mode ${ROLLOUT_MODES.join('|')};
-       --limit N (default 20); --cursor C continues a previous page.
-show   the rollout, its attempts and a summary of its spans.
-Both take --data-dir DIR (default ~/.agent-lightning, or AGL_DATA_DIR) to pick the daemon.
-`;
+/** Both subcommands' flags (protocol/cli-commands.ts), as `agl rollouts --help` prints them. */
+const HELP = [ROLLOUTS_LIST_COMMAND, ROLLOUTS_SHOW_COMMAND].map(commandHelp).join('\n');
 
 const SHOW_SPAN_LIMIT = 10_000;
 
@@ -49,19 +45,9 @@ function table(rows: string[][]): string {
 }
 
 async function list(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      status: { type: 'string' },
-      mode: { type: 'string' },
-      agent: { type: 'string' },
-      limit: { type: 'string' },
-      cursor: { type: 'string' },
-      json: { type: 'boolean' },
-      'data-dir': { type: 'string' },
-    },
-  });
+  const parsed = parseCommand(ROLLOUTS_LIST_COMMAND, argv, HELP);
+  if ('exit' in parsed) return parsed.exit;
+  const { values } = parsed;
   const client = AglClient.fromDataDir(resolveDataDir(values['data-dir']));
   const status = values.status?.split(',').filter(Boolean);
   const badStatus = status?.find((s) => !(ROLLOUT_STATUSES as readonly string[]).includes(s));
@@ -73,7 +59,7 @@ async function list(argv: string[]): Promise<number> {
     process.stderr.write(`agl rollouts list: unknown --mode '${values.mode}' (one of ${ROLLOUT_MODES.join(', ')})\n`);
     return 2;
   }
-  const limit = values.limit === undefined ? 20 : Number(values.limit);
+  const limit = Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1) {
     process.stderr.write(`agl rollouts list: --limit must be a positive integer, got '${values.limit}'\n`);
     return 2;
@@ -98,7 +84,8 @@ async function list(argv: string[]): Promise<number> {
     rows.push([r.id, r.status, r.mode, clip(r.agent ?? '-', 40), String(r.attemptCount), ago(r.createdAt), clip(JSON.stringify(r.input) ?? '', 50)]);
   }
   process.stdout.write(table(rows));
-  if (page.nextCursor) process.stdout.write(`more: agl rollouts list --cursor ${page.nextCursor}${values.limit ? ` --limit ${limit}` : ''}\n`);
+  const limitFlag = values.limit === ROLLOUTS_LIST_COMMAND.options.limit.default ? '' : ` --limit ${limit}`;
+  if (page.nextCursor) process.stdout.write(`more: agl rollouts list --cursor ${page.nextCursor}${limitFlag}\n`);
   return 0;
 }
 
@@ -134,12 +121,9 @@ function showText(rollout: Rollout, attempts: Attempt[], spans: Span[]): string 
 }
 
 async function show(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: true,
-    options: { json: { type: 'boolean' }, 'data-dir': { type: 'string' } },
-  });
+  const parsed = parseCommand(ROLLOUTS_SHOW_COMMAND, argv, HELP);
+  if ('exit' in parsed) return parsed.exit;
+  const { values, positionals } = parsed;
   const id = positionals[0];
   if (!id) {
     process.stderr.write('agl rollouts show: give a rollout id (agl rollouts list shows them)\n');
@@ -162,7 +146,7 @@ async function show(argv: string[]): Promise<number> {
 
 export async function run(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
-  if (!sub || sub === '--help' || sub === '-h' || rest.includes('--help') || rest.includes('-h')) {
+  if (!sub || sub === '--help' || sub === '-h') {
     process.stdout.write(HELP);
     return sub ? 0 : 2;
   }
@@ -170,13 +154,5 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`agl rollouts: unknown subcommand '${sub}' (list or show)\n\n${HELP}`);
     return 2;
   }
-  try {
-    return sub === 'list' ? await list(rest) : await show(rest);
-  } catch (err) {
-    if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`agl rollouts ${sub}: ${(err as Error).message}\n`);
-      return 2;
-    }
-    throw err;
-  }
+  return sub === 'list' ? list(rest) : show(rest);
 }

@@ -4,43 +4,16 @@
  * agl_runner.py), with heartbeats and per-rollout timeouts. Ctrl-C stops claiming and lets running
  * rollouts finish (a second Ctrl-C kills them; their attempts fail and are requeued per config).
  */
-import { parseArgs } from 'node:util';
+import { RUNNER_COMMAND } from '../../protocol/cli-commands.js';
 import { storedAgentId } from '../runner/agent-ref.js';
 import { connect } from '../runner/connect.js';
 import { Runner } from '../runner/runner.js';
-
-const HELP = `usage: agl runner [--workers N] [--agent AGENT] [--timeout SECONDS] [--grace SECONDS]
-  --workers N      parallel rollouts (default 4)
-  --agent AGENT    only claim rollouts of this agent (and run it for rollouts naming none)
-  --timeout S      kill a rollout after S seconds when its config sets no timeout
-  --grace S        on Ctrl-C / SIGTERM, wait this long for running rollouts (default 30)
-  --per-process K  rollouts one TS/JS worker process runs at once (default 1; raise for many I/O-bound
-                   rollouts: --workers 256 --per-process 32 needs 8 node processes, not 256)
-  --python PATH    the Python interpreter for Python agents (default python3)
-Connects to the local daemon (--data-dir DIR) or to --url URL --token T (AGL_URL / AGL_TOKEN).
-`;
+import { parseCommand } from './flags.js';
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      workers: { type: 'string', default: '4' },
-      agent: { type: 'string' },
-      timeout: { type: 'string' },
-      grace: { type: 'string', default: '30' },
-      'per-process': { type: 'string', default: '1' },
-      python: { type: 'string' },
-      url: { type: 'string' },
-      token: { type: 'string' },
-      'data-dir': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommand(RUNNER_COMMAND, argv);
+  if ('exit' in parsed) return parsed.exit;
+  const { values } = parsed;
   const workers = Number(values.workers);
   if (!Number.isInteger(workers) || workers < 1 || workers > 4096) {
     process.stderr.write(`agl runner: --workers must be an integer from 1 to 4096, got '${values.workers}'\n`);

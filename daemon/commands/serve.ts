@@ -7,7 +7,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { AglClient } from '../../sdk/tools/client.js';
 import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../store/index.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';
@@ -15,7 +14,9 @@ import { createServerContext, type ServerContext } from '../server/server-contex
 import type { PolicyModel } from '../model/policy-contract.js';
 import type { PolicyInfo } from '../../protocol/api.js';
 import type { EngineConfig } from '../algorithm/engine-config.js';
-import { ENGINE_PARSE_OPTIONS, engineFromFlags, type EngineFlags } from './engine-flags.js';
+import { DEFAULT_PORT, SERVE_COMMAND } from '../../protocol/cli-commands.js';
+import { engineFromFlags, type EngineFlags } from './engine-flags.js';
+import { parseCommand } from './flags.js';
 import { checkRoleSet, openForServing, ServedRolePolicies } from './serve-roles.js';
 import { lastStepFolder } from '../algorithm/checkpoint.js';
 import { loadOrCreateToken } from '../server/auth.js';
@@ -24,40 +25,6 @@ import { FileModeError, makeDataPrivate } from '../server/file-modes.js';
 import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import { readDaemonState, resolveDataDir } from '../../sdk/tools/daemon-state.js';
 import { DaemonStateFile, DataDirError, ensureWritableDataDir, redactStoreSpec } from '../state.js';
-
-export const DEFAULT_PORT = 4747;
-export const DEFAULT_HOST = '127.0.0.1';
-
-const HELP = `usage: agl serve [--port N] [--host H] [--data-dir DIR] [--store SPEC]
-
-Starts the Agent Lightning daemon (store API, gateway, OTLP receiver) in the foreground.
-  --port N        port to listen on (default ${DEFAULT_PORT}, or AGL_PORT); 0 picks a free one
-  --host H        address to bind (default ${DEFAULT_HOST}: this machine only)
-  --data-dir DIR  where the store, token and daemon.json live (default ~/.agent-lightning, or AGL_DATA_DIR)
-  --store SPEC    postgres://user:pass@host:port/db, or a SQLite file path (default <data-dir>/store.sqlite;
-                  or AGL_STORE)
-  --body-limit S  largest JSON request body (default 16mb)
-  --model SPEC    policy the gateway serves to agents whose resources name a local model: builtin:0.8m,
-                  builtin:5m, a checkpoint folder (agl sft / agl train) or a Hugging Face model folder
-                  (or AGL_POLICY); loaded on the first local LLM call. A checkpoint of a run with one policy
-                  per role (policies: in train.yaml) serves each role from its policy, the others from the run's
-                  starting model, as the run did
-  --default-model SPEC  that starting model, when it is no longer where the checkpoint says
-  --upstream URL  an OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp; base URL ending in /v1) the
-                  gateway forwards agents' calls to, recording them (or OPENAI_BASE_URL); with
-  --upstream-model M  the model to ask it for (or AGL_MODEL): published as the latest LLM resource on start
-                  (API key read from OPENAI_API_KEY at call time, never stored)
-  --backend B     TF.js backend for that policy (default: the fastest that loads; see agl doctor)
-  --engine E      the engine that serves --model: tfjs (default) or torch (with --device, --dtype, --python as
-                  for agl train; a torch engine is a child process, stopped with the daemon)
-  --allowed-host NAME  a host name clients may call the daemon by, besides localhost, IP addresses and --host
-                  (repeatable; '.example.org' allows its subdomains; or AGL_ALLOWED_HOSTS=a,b): other Host
-                  headers get 403, so web pages cannot reach the daemon through DNS names they control
-  --upstream-key-env NAME  an environment variable an upstream LLM resource may name as its apiKeyEnv
-                  (repeatable, or AGL_UPSTREAM_KEY_ENV=A,B; default OPENAI_API_KEY); others are refused
-Clients authenticate with the token in <data-dir>/token. The data dir is kept 0700, its files 0600.
-Stop with Ctrl-C or SIGTERM.
-`;
 
 /** The version in our package.json, found upward from the `agl` entry script (bin/agl.mjs, or dist/ when bundled). */
 export function packageVersion(): string {
@@ -236,39 +203,11 @@ export async function run(argv: string[]): Promise<number> {
   }
 }
 
-/** The command line parsed; a bad flag exits 2 with the usage, --help prints it and exits 0. */
+/** The command line parsed by its declaration (protocol/cli-commands.ts); a bad flag exits 2 with the usage, --help exits 0. */
 function parseServeArgs(argv: string[]) {
-  let args;
-  try {
-    args = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      strict: true,
-      options: {
-        port: { type: 'string' },
-        host: { type: 'string' },
-        'data-dir': { type: 'string' },
-        store: { type: 'string' },
-        'body-limit': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        model: { type: 'string' },
-        'default-model': { type: 'string' },
-        backend: { type: 'string' },
-        ...ENGINE_PARSE_OPTIONS,
-        upstream: { type: 'string' },
-        'upstream-model': { type: 'string' },
-        'allowed-host': { type: 'string', multiple: true },
-        'upstream-key-env': { type: 'string', multiple: true },
-      },
-    }).values;
-  } catch (err) {
-    fail(2, `agl serve: ${(err as Error).message}\n\n${HELP}`);
-  }
-  if (args.help) {
-    process.stdout.write(HELP);
-    throw new ServeExit(0);
-  }
-  return args;
+  const parsed = parseCommand(SERVE_COMMAND, argv);
+  if ('exit' in parsed) throw new ServeExit(parsed.exit);
+  return parsed.values;
 }
 
 /** The flags checked and resolved against the environment and defaults; a bad --port exits 2. */
@@ -282,12 +221,12 @@ function serveFlags(argv: string[]): ServeFlags {
   const store: StoreSpec = !storeArg || storeArg === 'sqlite' ? { dataDir } : /^postgres(ql)?:\/\//i.test(storeArg) ? storeArg : resolve(storeArg);
   return {
     port,
-    host: args.host ?? DEFAULT_HOST,
+    host: args.host,
     dataDir,
     store,
     storeLabel:
       typeof store === 'string' ? (/^postgres/i.test(store) ? redactStoreSpec(store) : `sqlite:${store}`) : `sqlite:${resolve(dataDir, 'store.sqlite')}`,
-    bodyLimit: args['body-limit'] ?? '16mb',
+    bodyLimit: args['body-limit'],
     allowedHosts: listFlag(args['allowed-host'], process.env.AGL_ALLOWED_HOSTS) ?? [],
     allowedKeyEnvs: listFlag(args['upstream-key-env'], process.env.AGL_UPSTREAM_KEY_ENV) ?? DEFAULT_KEY_ENVS,
     model: args.model ?? process.env.AGL_POLICY,

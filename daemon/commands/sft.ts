@@ -4,84 +4,41 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { engineOptions } from '../algorithm/config.js';
 import { openPolicy } from '../algorithm/open-policy.js';
-import { ENGINE_HELP, ENGINE_PARSE_OPTIONS, engineFromFlags } from './engine-flags.js';
+import { SFT_COMMAND } from '../../protocol/cli-commands.js';
+import { commandHelp } from '../../protocol/cli-options.js';
+import { engineFromFlags } from './engine-flags.js';
+import { parseCommand } from './flags.js';
 import { Progress } from './progress.js';
 import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft-trainer.js';
 import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
 
-const HELP = `usage: agl sft --data demos.jsonl [options]
-
-Supervised fine-tuning from demonstrations: {"prompt","completion"} or {"messages":[...]} per line.
-  --data FILE        demonstrations (JSONL)                                   (required)
-  --model M          builtin:0.8m (default), builtin:5m, or a model/checkpoint folder
-  --out DIR          where the checkpoint goes (default <data-dir>/sft/<time>)
-  --steps N          optimizer updates (default 300)
-  --batch-size B     sequences per update (default 32)
-  --lr X             learning rate (default 1e-3 for a new built-in model, else 1e-4)
-  --context N        context length of a new built-in model (default 128)
-  --backend B        auto, wasm, cpu, webgpu, node (default auto)
-  --seed N           shuffling seed (default 1)
-  --init-seed N      initialisation seed of a new built-in model (default 1234)
-  --weights-only     leave the optimizer state out of the checkpoint (a third of the size; to ship it)
-  --data-dir DIR     default ~/.agent-lightning (AGL_DATA_DIR)
-${ENGINE_HELP}`;
-
 export async function run(argv: string[]): Promise<number> {
-  let a;
-  try {
-    a = parseArgs({
-      args: argv,
-      strict: true,
-      options: {
-        data: { type: 'string' },
-        model: { type: 'string' },
-        out: { type: 'string' },
-        steps: { type: 'string' },
-        'batch-size': { type: 'string' },
-        lr: { type: 'string' },
-        context: { type: 'string' },
-        backend: { type: 'string' },
-        seed: { type: 'string' },
-        'init-seed': { type: 'string' },
-        'weights-only': { type: 'boolean' },
-        'data-dir': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-        ...ENGINE_PARSE_OPTIONS,
-      },
-    }).values;
-  } catch (e) {
-    process.stderr.write(`agl sft: ${(e as Error).message}\n\n${HELP}`);
-    return 2;
-  }
-  if (a.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommand(SFT_COMMAND, argv);
+  if ('exit' in parsed) return parsed.exit;
+  const a = parsed.values;
   if (!a.data) {
-    process.stderr.write(`agl sft: --data is required\n\n${HELP}`);
+    process.stderr.write(`agl sft: --data is required\n\n${commandHelp(SFT_COMMAND)}`);
     return 2;
   }
-  const num = (v: string | undefined, name: string, dflt: number) => {
-    if (v === undefined) return dflt;
+  const num = (v: string, name: string) => {
     const n = Number(v);
     if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got '${v}'`);
     return n;
   };
-  const model = a.model ?? 'builtin:0.8m';
-  const steps = num(a.steps, 'steps', 300),
-    batchSize = num(a['batch-size'], 'batch-size', 32);
-  const lr = num(a.lr, 'lr', model.startsWith('builtin:') ? 1e-3 : 1e-4);
+  const model = a.model;
+  const steps = num(a.steps, 'steps'),
+    batchSize = num(a['batch-size'], 'batch-size');
+  const lr = a.lr === undefined ? (model.startsWith('builtin:') ? 1e-3 : 1e-4) : num(a.lr, 'lr');
   const out = resolve(a.out ?? join(resolveDataDir(a['data-dir']), 'sft', new Date().toISOString().replace(/[:.]/g, '-')));
   const demos = readJsonl<Demonstration>(a.data);
   const engine = engineOptions(engineFromFlags(a), { dataDir: resolveDataDir(a['data-dir']) });
   const policy = await openPolicy(model, {
     backend: a.backend,
     learningRate: lr,
-    contextLength: num(a.context, 'context', 128),
-    seed: num(a['init-seed'], 'init-seed', 1234),
+    contextLength: num(a.context, 'context'),
+    seed: num(a['init-seed'], 'init-seed'),
     ...engine,
   });
   try {
@@ -92,7 +49,7 @@ export async function run(argv: string[]): Promise<number> {
     const res = await runSft(policy, pairs, {
       steps,
       batchSize,
-      seed: num(a.seed, 'seed', 1),
+      seed: num(a.seed, 'seed'),
       onStep: (step, loss, tps) => bar.update(step, `loss ${loss.toFixed(3)} ${Math.round(tps)} tok/s`),
     });
     bar.done();
@@ -107,7 +64,7 @@ export async function run(argv: string[]): Promise<number> {
       steps: res.steps,
       batchSize,
       lr,
-      seed: num(a.seed, 'seed', 1),
+      seed: num(a.seed, 'seed'),
       seconds: Math.round((Date.now() - started) / 1000),
       finalLoss: Number(res.lastLoss.toFixed(4)),
       date: new Date().toISOString(),

@@ -3,17 +3,10 @@
  * Reads daemon.json (no network) to find it, then asks /health and /v1/agl/statistics.
  * Exit code 0 when running, 1 when not (scripts can test it).
  */
-import { parseArgs } from 'node:util';
+import { STATUS_COMMAND } from '../../protocol/cli-commands.js';
 import { AglClient } from '../../sdk/tools/client.js';
 import { readDaemonState, resolveDataDir } from '../../sdk/tools/daemon-state.js';
-
-const HELP = `usage: agl status [--data-dir DIR] [--json]
-
-Says whether the daemon for DIR (default ~/.agent-lightning, or AGL_DATA_DIR) is running, its URL, pid,
-token file and store, and the counts of rollouts, attempts, spans, resources, workers and training runs.
-  --json  print one JSON object instead
-Exit code: 0 running, 1 not running.
-`;
+import { parseCommand } from './flags.js';
 
 function duration(seconds: number): string {
   const s = Math.floor(seconds);
@@ -31,21 +24,9 @@ const counts = (byStatus: Record<string, number>) => {
 };
 
 export async function run(argv: string[]): Promise<number> {
-  let args;
-  try {
-    args = parseArgs({
-      args: argv,
-      strict: true,
-      options: { 'data-dir': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    }).values;
-  } catch (err) {
-    process.stderr.write(`agl status: ${(err as Error).message}\n\n${HELP}`);
-    return 2;
-  }
-  if (args.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
+  const parsed = parseCommand(STATUS_COMMAND, argv);
+  if ('exit' in parsed) return parsed.exit;
+  const args = parsed.values;
   const dataDir = resolveDataDir(args['data-dir']);
   const { state, running, stale } = readDaemonState(dataDir);
   const out = (o: Record<string, unknown>, text: string) => {

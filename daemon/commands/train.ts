@@ -6,12 +6,11 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { configData, engineOptions, type SamplerConfig, type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
 import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import { EngineError } from '../model/torch-engine.js';
-import { configOverrides, parseArgsOptions, TRAIN_OPTIONS, trainHelp, type TrainFlags as ProtocolTrainFlags } from '../../protocol/train-options.js';
+import { configOverrides, TRAIN_COMMAND, TRAIN_OPTIONS, trainHelp, type TrainFlags as ProtocolTrainFlags } from '../../protocol/train-options.js';
 import { policyFolderCheck, readCheckpoint, saveBestPolicy, saveCheckpoint, type RoleServing } from '../algorithm/checkpoint.js';
 import { openPolicy } from '../algorithm/open-policy.js';
 import type { Task } from '../algorithm/rollouts.js';
@@ -26,6 +25,7 @@ import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
 import { ensureWritableDataDir } from '../state.js';
 import { openStore } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
+import { parseCommand } from './flags.js';
 import { Progress } from './progress.js';
 import { startTrainingHost } from './train-host.js';
 import { openAdapterPolicies } from './train-adapters.js';
@@ -56,18 +56,9 @@ export interface TrainOutcome {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let a;
-  try {
-    a = parseArgs({ args: argv, allowPositionals: true, strict: true, options: parseArgsOptions(TRAIN_OPTIONS) });
-  } catch (e) {
-    process.stderr.write(`agl train: ${(e as Error).message}\n\n${HELP}`);
-    return 2;
-  }
+  const a = parseCommand(TRAIN_COMMAND, argv);
+  if ('exit' in a) return a.exit;
   const f = a.values;
-  if (f.help) {
-    process.stdout.write(HELP);
-    return 0;
-  }
   const agent = a.positionals[0];
   // The task files: the flags, else the config's data: section (the agent's own train.yaml naming its data).
   let named: { train?: string; val?: string } = {};

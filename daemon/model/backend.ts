@@ -5,11 +5,12 @@
  */
 import { readdirSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
+import { TFJS_BACKENDS } from '../../protocol/cli-commands.js';
 import { installFastWasmKernels } from './wasm-kernels.js';
 import { withNodeWasmThreads } from './wasm-threads.js';
 
-export type BackendName = 'node-gpu' | 'node' | 'webgpu' | 'wasm' | 'cpu';
-export const BACKEND_ORDER: BackendName[] = ['node-gpu', 'node', 'webgpu', 'wasm', 'cpu'];
+export type BackendName = (typeof TFJS_BACKENDS)[number];
+export const BACKEND_ORDER: BackendName[] = [...TFJS_BACKENDS];
 export interface BackendAttempt {
   name: BackendName;
   ok: boolean;

@@ -5,7 +5,7 @@
  *   npx tsx samples/calc-py/learn.ts [--minutes M] [--sft-steps N] [--data-dir DIR]
  */
 import { join } from 'node:path';
-import { WARMUP_DIR, WARMUP_SFT_ARGS } from '../calc/demo.js';
+import { WARMUP_DIR, WARMUP_SFT_FLAGS } from '../calc/demo.js';
 import { learnMain, type SampleLearning } from '../harness/learning.js';
 
 export const CALC_PY_LEARNING: SampleLearning = {
@@ -15,7 +15,7 @@ export const CALC_PY_LEARNING: SampleLearning = {
   val: join('samples', 'calc', 'data', 'val.jsonl'),
   demos: join('samples', 'calc', 'data', 'demos.jsonl'),
   config: join('samples', 'calc', 'train.yaml'),
-  sftArgs: WARMUP_SFT_ARGS,
+  sftFlags: WARMUP_SFT_FLAGS,
   warmup: WARMUP_DIR, // the calc sample's shipped warm-up (same prompts, same demonstrations)
   // Scored by calc's TypeScript solver: the Python agent sends the same prompts (samples/calc-py/README.md).
   test: { file: join('samples', 'calc', 'data', 'test.jsonl'), score: async (c, f) => (await import('../calc/inspect.js')).calcScore(c, f) },

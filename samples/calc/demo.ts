@@ -14,28 +14,22 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { run as sft } from '../../daemon/commands/sft.js';
 import { type TrainOutcome, trainAgent } from '../../daemon/commands/train.js';
+import { SFT_COMMAND, type SftFlags } from '../../protocol/cli-commands.js';
+import { commandLine, flagArgs } from '../../protocol/cli-options.js';
 import { DATA_DIR, writeCalcData } from './make-data.js';
 
 export const WARMUP_DIR = join('samples', 'calc', 'warmup');
 /** How samples/calc/warmup was made (`agl sft --data samples/calc/data/demos.jsonl --out samples/calc/warmup` + these). */
-export const WARMUP_SFT_ARGS = [
-  '--model',
-  'builtin:0.8m',
-  '--steps',
-  '1200',
-  '--batch-size',
-  '32',
-  '--lr',
-  '1e-3',
-  '--context',
-  '128',
-  '--seed',
-  '1',
-  '--init-seed',
-  '1234',
-  '--backend',
-  'wasm',
-];
+export const WARMUP_SFT_FLAGS: SftFlags = {
+  model: 'builtin:0.8m',
+  steps: '1200',
+  'batch-size': '32',
+  lr: '1e-3',
+  context: '128',
+  seed: '1',
+  'init-seed': '1234',
+  backend: 'wasm',
+};
 
 export interface CalcRunOptions {
   minutes?: number;
@@ -56,8 +50,9 @@ export async function runCalcDemo(o: CalcRunOptions = {}): Promise<TrainOutcome 
   if (o.freshWarmup || !existsSync(join(WARMUP_DIR, 'config.json'))) {
     warmup = join(dataDir, 'warmup');
     const t0 = Date.now();
-    process.stderr.write(`calc demo: no shipped warm-up checkpoint; making one with agl sft (${WARMUP_SFT_ARGS.join(' ')})\n`);
-    const code = await sft(['--data', join(DATA_DIR, 'demos.jsonl'), '--out', warmup, ...WARMUP_SFT_ARGS]);
+    const flags: SftFlags = { data: join(DATA_DIR, 'demos.jsonl'), out: warmup, ...WARMUP_SFT_FLAGS };
+    process.stderr.write(`calc demo: no shipped warm-up checkpoint; making one with agl ${commandLine(SFT_COMMAND, flags).join(' ')}\n`);
+    const code = await sft(flagArgs(SFT_COMMAND, flags));
     if (code !== 0) throw new Error(`agl sft failed with exit code ${code}`);
     warmupMinutes = (Date.now() - t0) / 60000;
   }

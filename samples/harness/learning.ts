@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { run as sft, sftMinutes } from '../../daemon/commands/sft.js';
 import { type TrainOutcome, trainAgent } from '../../daemon/commands/train.js';
+import { SFT_COMMAND, type SftFlags } from '../../protocol/cli-commands.js';
+import { commandLine, flagArgs } from '../../protocol/cli-options.js';
 
 /** What a sample needs to learn: its agent, data, warm-up demonstrations and GRPO config. */
 export interface SampleLearning {
@@ -20,14 +22,14 @@ export interface SampleLearning {
   demos: string;
   config: string;
   /** `agl sft` flags for the warm-up (the context must hold the sample's longest chat). */
-  sftArgs: string[];
+  sftFlags: SftFlags;
   /**
    * Further `agl sft` runs, each continuing from the checkpoint before it (`--model <it>` added): how a
    * shipped warm-up that was extended stage by stage is remade exactly (same seeds, same steps per stage).
-   * A stage trains on `demos` unless it names its own `--data`.
+   * A stage trains on `demos` unless it names its own `data`.
    */
-  sftThen?: string[][];
-  /** A shipped warm-up checkpoint made with sftArgs (then sftThen): used instead of running the SFT again. */
+  sftThen?: SftFlags[];
+  /** A shipped warm-up checkpoint made with sftFlags (then sftThen): used instead of running the SFT again. */
   warmup?: string;
   /** The test split (never used in training or selection) and how a checkpoint is scored on it (greedy). */
   test?: { file: string; score(checkpoint: string, file: string): Promise<number> };
@@ -69,35 +71,34 @@ export async function learnSample(s: SampleLearning, o: LearnOptions = {}): Prom
   return { ...outcome, warmupMinutes, testBefore, testAfter };
 }
 
-/** A warm-up stage's data flag: the sample's demonstrations unless the stage names its own `--data`. */
-const stageData = (s: SampleLearning, stage: string[]): string[] => (stage.includes('--data') ? [] : ['--data', s.demos]);
+/** A warm-up stage's data flag: the sample's demonstrations unless the stage names its own `data`. */
+const stageData = (s: SampleLearning, stage: SftFlags): SftFlags => (stage.data === undefined ? { data: s.demos } : {});
 
 /** The `agl sft` command lines that make a sample's warm-up (the first from a built-in model, each next from the one before). */
 export function warmupCommands(s: SampleLearning, out = 'DIR'): string[] {
-  const stages = [s.sftArgs, ...(s.sftThen ?? [])];
-  return stages.map(
-    (a, i) =>
-      `agl sft ${[...stageData(s, a), ''].join(' ')}--out ${out}${i < stages.length - 1 ? `-${i + 1}` : ''} ${i ? `--model ${out}-${i} ` : ''}${a.join(' ')}`,
-  );
+  const stages = [s.sftFlags, ...(s.sftThen ?? [])];
+  return stages.map((stage, i) => {
+    const flags: SftFlags = { ...stageData(s, stage), out: i < stages.length - 1 ? `${out}-${i + 1}` : out, ...(i ? { model: `${out}-${i}` } : {}), ...stage };
+    return `agl ${commandLine(SFT_COMMAND, flags).join(' ')}`;
+  });
 }
 
 /**
  * The sample's warm-up checkpoint: the shipped one (its minutes from the agl-sft.json record beside it), or
- * made here by sftArgs then sftThen. `sftSteps` (a quick run) replaces the first stage's steps and skips the rest.
+ * made here by sftFlags then sftThen. `sftSteps` (a quick run) replaces the first stage's steps and skips the rest.
  */
 export async function makeWarmup(s: SampleLearning, dataDir: string, sftSteps?: number): Promise<{ warmup: string; minutes: number; shipped: boolean }> {
   if (s.warmup !== undefined && sftSteps === undefined && existsSync(join(s.warmup, 'config.json'))) {
     return { warmup: s.warmup, minutes: sftMinutes(s.warmup) ?? 0, shipped: true };
   }
-  const stages = sftSteps !== undefined ? [s.sftArgs] : [s.sftArgs, ...(s.sftThen ?? [])];
+  const stages = sftSteps !== undefined ? [s.sftFlags] : [s.sftFlags, ...(s.sftThen ?? [])];
   const t0 = Date.now();
   let prev: string | undefined;
   for (const [i, stage] of stages.entries()) {
-    const args = [...stage];
-    if (sftSteps !== undefined) args.splice(args.indexOf('--steps'), 2, '--steps', String(sftSteps));
+    const flags: SftFlags = { ...(prev ? { model: prev } : {}), ...stage, ...(sftSteps !== undefined ? { steps: String(sftSteps) } : {}) };
     const out = join(dataDir, i === stages.length - 1 ? 'warmup' : `warmup-${i + 1}`);
-    process.stderr.write(`${s.name}: warm-up stage ${i + 1}/${stages.length}: agl sft ${[...(prev ? ['--model', prev] : []), ...args].join(' ')}\n`);
-    const code = await sft([...stageData(s, args), '--out', out, '--data-dir', dataDir, ...(prev ? ['--model', prev] : []), ...args]);
+    process.stderr.write(`${s.name}: warm-up stage ${i + 1}/${stages.length}: agl ${commandLine(SFT_COMMAND, flags).join(' ')}\n`);
+    const code = await sft(flagArgs(SFT_COMMAND, { ...stageData(s, stage), out, 'data-dir': dataDir, ...flags }));
     if (code !== 0) throw new Error(`agl sft failed with exit code ${code}`);
     prev = out;
   }

@@ -11,6 +11,8 @@ import { join, resolve } from 'node:path';
 import { readDaemonState } from '../../sdk/tools/daemon-state.js';
 import { readToken } from '../../daemon/server/auth.js';
 import { LLM } from '../../sdk/index.js';
+import { SERVE_COMMAND, type ServeFlags } from '../../protocol/cli-commands.js';
+import { commandLine } from '../../protocol/cli-options.js';
 
 export interface ServedCheckpoint {
   llm: LLM;
@@ -19,10 +21,14 @@ export interface ServedCheckpoint {
 
 const AGL = resolve('bin', 'agl.mjs');
 
-/** `dir`: a model folder, or a checkpoint of one policy per role (each role served from its policy); `args`: more `agl serve` flags. */
-export async function serveCheckpoint(dir: string, samplingParams: LLM['samplingParams'] = { temperature: 0 }, args: string[] = []): Promise<ServedCheckpoint> {
+/** `dir`: a model folder, or a checkpoint of one policy per role (each role served from its policy); `flags`: more `agl serve` flags. */
+export async function serveCheckpoint(
+  dir: string,
+  samplingParams: LLM['samplingParams'] = { temperature: 0 },
+  flags: ServeFlags = {},
+): Promise<ServedCheckpoint> {
   const dataDir = mkdtempSync(join(tmpdir(), 'agl-inspect-'));
-  const child = spawn(process.execPath, [AGL, 'serve', '--model', resolve(dir), '--port', '0', '--data-dir', dataDir, ...args], {
+  const child = spawn(process.execPath, [AGL, ...commandLine(SERVE_COMMAND, { model: resolve(dir), port: '0', 'data-dir': dataDir, ...flags })], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

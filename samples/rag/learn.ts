@@ -16,9 +16,9 @@ export const RAG_LEARNING: SampleLearning = {
   demos: join('samples', 'rag', 'data', 'demos.jsonl'),
   config: join('samples', 'rag', 'train.yaml'),
   // The shipped warm-up was extended stage by stage, inspecting after each (samples/rag/README.md).
-  sftArgs: ['--model', 'builtin:0.8m', '--steps', '900', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
+  sftFlags: { model: 'builtin:0.8m', steps: '900', 'batch-size': '32', lr: '1e-3', context: '256', seed: '1' },
   sftThen: [
-    ['--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '2'],
+    { steps: '600', 'batch-size': '32', lr: '1e-3', seed: '2' },
     ...(
       [
         ['copy', 3],
@@ -29,18 +29,13 @@ export const RAG_LEARNING: SampleLearning = {
         ['copy', 8],
         ['copy', 9],
       ] as const
-    ).map(([drills, seed]) => [
-      '--data',
-      join('samples', 'rag', 'data', `demos-${drills}.jsonl`),
-      '--steps',
-      '600',
-      '--batch-size',
-      '32',
-      '--lr',
-      '1e-3',
-      '--seed',
-      String(seed),
-    ]),
+    ).map(([drills, seed]) => ({
+      data: join('samples', 'rag', 'data', `demos-${drills}.jsonl`),
+      steps: '600',
+      'batch-size': '32',
+      lr: '1e-3',
+      seed: String(seed),
+    })),
   ],
   warmup: join('samples', 'rag', 'warmup'),
   test: {

@@ -19,13 +19,13 @@ export const SQL_LEARNING: SampleLearning = {
   config: join('samples', 'sql', 'train.yaml'),
   // The shipped warm-up was extended stage by stage, inspecting after each (samples/sql/README.md): 2,700 steps on
   // the demonstrations, then 1,200 on the copy drills (names of random letters), 3,900 in all.
-  sftArgs: ['--model', 'builtin:0.8m', '--steps', '300', '--batch-size', '32', '--lr', '1e-3', '--context', '256', '--seed', '1'],
+  sftFlags: { model: 'builtin:0.8m', steps: '300', 'batch-size': '32', lr: '1e-3', context: '256', seed: '1' },
   sftThen: [
-    ['--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '2'],
-    ['--steps', '900', '--batch-size', '32', '--lr', '1e-3', '--seed', '3'],
-    ['--steps', '900', '--batch-size', '32', '--lr', '1e-3', '--seed', '4'],
-    ['--data', join('samples', 'sql', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '1e-3', '--seed', '5'],
-    ['--data', join('samples', 'sql', 'data', 'demos-copy.jsonl'), '--steps', '600', '--batch-size', '32', '--lr', '5e-4', '--seed', '6'],
+    { steps: '600', 'batch-size': '32', lr: '1e-3', seed: '2' },
+    { steps: '900', 'batch-size': '32', lr: '1e-3', seed: '3' },
+    { steps: '900', 'batch-size': '32', lr: '1e-3', seed: '4' },
+    { data: join('samples', 'sql', 'data', 'demos-copy.jsonl'), steps: '600', 'batch-size': '32', lr: '1e-3', seed: '5' },
+    { data: join('samples', 'sql', 'data', 'demos-copy.jsonl'), steps: '600', 'batch-size': '32', lr: '5e-4', seed: '6' },
   ],
   warmup: join('samples', 'sql', 'warmup'),
   test: {

@@ -218,7 +218,7 @@ describe('agl train --engine torch with engine.lora', () => {
     }
 
     // agl serve --model <checkpoint> --engine torch: the base once, each role from its adapter, as the run served them.
-    const served = await serveCheckpoint(ckpt, { temperature: 0, maxTokens: 4 }, ['--engine', 'torch', '--python', torchPython()]);
+    const served = await serveCheckpoint(ckpt, { temperature: 0, maxTokens: 4 }, { engine: 'torch', python: torchPython() });
     try {
       const url = served.llm.baseUrl.replace(/\/v1$/, '');
       const client = new AglClient({ url, token: served.llm.apiKey });

@@ -1,5 +1,5 @@
 /**
- * A sample's warm-up made in stages (samples/harness/learning.ts makeWarmup): sftArgs from a built-in model, then
+ * A sample's warm-up made in stages (samples/harness/learning.ts makeWarmup): sftFlags from a built-in model, then
  * each sftThen stage continuing from the checkpoint before it; the final checkpoint's agl-sft.json chains
  * every stage (as the shipped warm-ups' records do), and warmupCommands prints the same stages as command lines.
  */
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { SFT_RECORD, type SftRecord } from '../../daemon/commands/sft.js';
 import { makeWarmup, type SampleLearning, warmupCommands } from '../../samples/harness/learning.js';
 
-test('makeWarmup runs sftArgs then each sftThen stage from the checkpoint before it (on its own --data where it names one); --sft-steps runs the first stage only', async () => {
+test('makeWarmup runs sftFlags then each sftThen stage from the checkpoint before it (on its own --data where it names one); --sft-steps runs the first stage only', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-warmup-stages-'));
   try {
     const demos = join(dir, 'demos.jsonl');
@@ -25,10 +25,10 @@ test('makeWarmup runs sftArgs then each sftThen stage from the checkpoint before
       val: '',
       demos,
       config: '',
-      sftArgs: ['--model', 'builtin:0.8m', '--steps', '2', '--batch-size', '2', '--context', '32', '--seed', '1'],
+      sftFlags: { model: 'builtin:0.8m', steps: '2', 'batch-size': '2', context: '32', seed: '1' },
       sftThen: [
-        ['--steps', '1', '--batch-size', '2', '--lr', '1e-3', '--seed', '2'],
-        ['--data', drills, '--steps', '1', '--batch-size', '2', '--seed', '3'],
+        { steps: '1', 'batch-size': '2', lr: '1e-3', seed: '2' },
+        { data: drills, steps: '1', 'batch-size': '2', seed: '3' },
       ],
     };
     assert.deepEqual(warmupCommands(s, 'W'), [
