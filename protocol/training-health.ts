@@ -8,7 +8,7 @@
  * same, every advantage in it is 0. A run whose first steps have only such groups, or whose every rollout fails, does
  * not move the policy at all, however long it runs: say so early, with the likely cause and what to do next.
  */
-import { METRICS, parsePolicyMetric } from './metrics.js';
+import { METRICS, parsePolicyMetric, policyMetric } from './metrics.js';
 
 /** Training steps looked at before a run is said not to learn. */
 export const LEARNING_CHECK_STEPS = 3;
@@ -184,41 +184,81 @@ export const WHAT_TO_TRY =
 
 const pct = (x: number) => `${Math.round(x * 100)}%`;
 
+/** Why a step did not update the policy, as far as its metrics tell. */
+function stepNoUpdateWhy(f: StepFacts): string {
+  if (allFailed(f)) return `every rollout failed (${f.failed})`;
+  if (allZeroVariance(f)) return 'every group had zero variance (all rollouts of each task scored the same), so every advantage was 0';
+  return f.transitions === 0 ? 'no LLM call of a trained role to train on' : 'no call had a nonzero advantage';
+}
+
+/** Why a role policy did not update in a step (its updates count did not move), or null when it did or nothing says. */
+function policyNoUpdateWhy(own: { updates: number | null; transitions: number | null }, before: number | null): string | null {
+  if (own.updates === null || before === null || own.updates > before) return null;
+  return own.transitions === 0 ? 'none of its calls to train on in this step' : 'none of its calls had a nonzero advantage';
+}
+
+/** The updates count of each policy before each step (0 before the first step; null where the step before is unknown). */
+function* withPolicyBefore(facts: StepFacts[]): Generator<{ f: StepFacts; before: (policy: string) => number | null }> {
+  let previous: StepFacts | null = null;
+  for (const f of facts) {
+    const prev: StepFacts | null = previous;
+    yield { f, before: (policy) => prev?.policies.get(policy)?.updates ?? (prev ? null : 0) };
+    previous = f;
+  }
+}
+
 /**
  * The steps worth a note: no update at all (and why, as far as the metrics tell), most groups with zero variance, and,
  * with one policy per role, a policy that did not update (none of its calls trained on, or none with an advantage).
  */
 export function stepNotes(points: Iterable<PointLike>): StepNote[] {
-  const facts = stepFacts(points);
   const notes: StepNote[] = [];
-  let previous: StepFacts | null = null;
-  for (const f of facts) {
+  for (const { f, before } of withPolicyBefore(stepFacts(points))) {
     const zero = f.zeroStd ?? 0;
     if (!stepUpdated(f)) {
-      const why = allFailed(f)
-        ? `every rollout failed (${f.failed})`
-        : allZeroVariance(f)
-          ? 'every group had zero variance (all rollouts of each task scored the same), so every advantage was 0'
-          : f.transitions === 0
-            ? 'no LLM call of a trained role to train on'
-            : 'no call had a nonzero advantage';
-      notes.push({ step: f.step, kind: 'no-update', text: `no update: ${why}` });
-    } else if (zero > MOST_GROUPS) {
+      notes.push({ step: f.step, kind: 'no-update', text: `no update: ${stepNoUpdateWhy(f)}` });
+      continue;
+    }
+    if (zero > MOST_GROUPS) {
       notes.push({
         step: f.step,
         kind: 'zero-variance',
         text: `${pct(zero)} of the groups had zero variance: only ${pct(1 - zero)} of the tasks taught anything`,
       });
     }
-    if (stepUpdated(f)) {
-      for (const [policy, own] of f.policies) {
-        const before = previous?.policies.get(policy)?.updates ?? (previous ? null : 0);
-        if (own.updates === null || before === null || own.updates > before) continue;
-        const why = own.transitions === 0 ? 'none of its calls to train on in this step' : 'none of its calls had a nonzero advantage';
-        notes.push({ step: f.step, kind: 'policy-no-update', policy, text: `policy ${policy}: no update (${why})` });
-      }
+    for (const [policy, own] of f.policies) {
+      const why = policyNoUpdateWhy(own, before(policy));
+      if (why) notes.push({ step: f.step, kind: 'policy-no-update', policy, text: `policy ${policy}: no update (${why})` });
     }
-    previous = f;
   }
   return notes;
+}
+
+/** What an update measures: at a step without one the trainer records 0 for them, a value never measured. */
+const UPDATE_METRICS: readonly string[] = [METRICS.loss, METRICS.gradNorm, METRICS.kl, METRICS.clipRatio, METRICS.entropy, METRICS.tokensPerS];
+const POLICY_UPDATE_METRICS: readonly string[] = ['loss', 'kl', 'clip_ratio', 'grad_norm'];
+
+/**
+ * The recorded values that nothing measured, and why ("no update this step: ..."), as `metric -> step -> why`: at a step
+ * without an update, the update's loss, gradient norm, KL, clip ratio, entropy and throughput; with one policy per
+ * role, those of a policy that did not update, and its reward (the mean credit of its calls) when it had no call. The
+ * charts draw a gap there, with the reason on hover.
+ */
+export function unmeasuredPoints(points: Iterable<PointLike>): Map<string, Map<number, string>> {
+  const out = new Map<string, Map<number, string>>();
+  const mark = (metric: string, step: number, why: string) => {
+    if (!out.has(metric)) out.set(metric, new Map());
+    out.get(metric)!.set(step, `no update this step: ${why}`);
+  };
+  for (const { f, before } of withPolicyBefore(stepFacts(points))) {
+    const stepWhy = stepUpdated(f) ? null : stepNoUpdateWhy(f);
+    if (stepWhy) for (const m of UPDATE_METRICS) mark(m, f.step, stepWhy);
+    for (const [policy, own] of f.policies) {
+      const why = stepWhy ?? policyNoUpdateWhy(own, before(policy));
+      if (!why) continue;
+      for (const m of POLICY_UPDATE_METRICS) mark(policyMetric(policy, m), f.step, why);
+      if (own.transitions === 0) mark(policyMetric(policy, 'reward'), f.step, why);
+    }
+  }
+  return out;
 }

@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import { dashboardHandlers, watchRunMetrics } from '../../extension/panels/data.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import { ROOT, openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
-import { AGENT, RUN_ID, seedCalcTraining } from './seed.js';
+import { AGENT, RUN_ID, seedCalcTraining, seedTwoPolicyRun } from './seed.js';
 import type { AglClient } from '../../sdk/tools/client.js';
 
 /** A finished run to compare with: stopped by its time budget, KL and clip ratio 0 and the learning rate fixed throughout. */
@@ -314,41 +314,7 @@ describe('training dashboard webview on a run with one policy per role', () => {
 
   before(async () => {
     daemon = await startDaemon();
-    await daemon.client.createTrainingRun({
-      id: RUN_P,
-      agent: 'samples/sql/agent.ts#sqlAgent',
-      totalSteps: 5,
-      config: {
-        model: { name: 'samples/sql/warmup', valTemperature: 0 },
-        training: { agentMatch: '^(writer|rewriter)$', learningRate: 1e-4, batchSize: 3, groupSize: 4 },
-        policies: { writer: {}, rewriter: {} },
-      },
-    });
-    // Step 1 teaches nothing (every group zero-variance: no update); at step 2 the rewriter has no call to train on;
-    // at step 3 three groups in four are zero-variance.
-    const zero = [0.25, 1, 0.5, 0.75, 0.25];
-    const trained = [120, 0, 80, 40, 100];
-    await daemon.client.addMetrics(
-      zero
-        .flatMap((z, step) => [
-          { step, name: 'reward/mean', value: 0.2 + 0.1 * step },
-          { step, name: 'grpo/frac_reward_zero_std', value: z },
-          { step, name: 'grpo/trained_tokens', value: trained[step]! },
-          { step, name: 'grpo/loss', value: trained[step] ? 0.05 - 0.01 * step : 0 },
-          { step, name: 'grpo/grad_norm', value: trained[step] ? 2 - 0.1 * step : 0 },
-          { step, name: 'policy/writer/loss', value: 0.04 - 0.005 * step },
-          { step, name: 'policy/writer/updates', value: [1, 1, 2, 3, 4][step]! },
-          { step, name: 'policy/writer/transitions', value: 12 },
-          { step, name: 'policy/rewriter/loss', value: 0.08 - 0.01 * step },
-          { step, name: 'policy/rewriter/updates', value: [1, 1, 1, 2, 3][step]! },
-          { step, name: 'policy/rewriter/transitions', value: step === 2 ? 0 : 4 },
-          { step, name: 'role/writer/calls', value: 12 },
-          { step, name: 'role/checker/calls', value: 16 },
-          { step, name: 'role/rewriter/calls', value: step === 2 ? 0 : 4 },
-        ])
-        .map((p) => ({ ...p, runId: RUN_P })),
-    );
-    await daemon.client.updateTrainingRun(RUN_P, { status: 'succeeded', step: 5, summary: { stopReason: 'completed', elapsedMs: 60_000 } });
+    await seedTwoPolicyRun(daemon.client, RUN_P);
     view = await openWebview('dashboard', dashboardHandlers(daemon.client), { width: 1300 });
   });
   after(async () => {

@@ -123,6 +123,8 @@ export interface WebviewSession {
   /** Push a notification to the webview, as the panel does. */
   notify(method: string, params: unknown): Promise<void>;
   screenshot(name: string): Promise<string>;
+  /** Switches the theme of the open page as VS Code does (its webview host's applyStyles): the --vscode-* variables on <html> replaced, the body's theme class and data-vscode-theme-kind set. */
+  setTheme(theme: 'dark' | 'light'): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -175,6 +177,21 @@ export async function openWebview(
     },
     notify: async (method, params) => {
       await page.evaluate(`window.postMessage(${JSON.stringify({ method, params })}, '*')`);
+    },
+    async setTheme(theme) {
+      const vars = theme === 'light' ? LIGHT_MODERN : DARK_MODERN;
+      const kind = theme === 'light' ? 'vscode-light' : 'vscode-dark';
+      await page.evaluate(
+        ({ vars, kind }) => {
+          const style = document.documentElement.style;
+          for (let i = style.length - 1; i >= 0; i--) if (style[i]!.startsWith('--vscode-')) style.removeProperty(style[i]!);
+          for (const [k, v] of Object.entries(vars)) style.setProperty(`--vscode-${k}`, v);
+          document.body.classList.remove('vscode-light', 'vscode-dark', 'vscode-high-contrast');
+          document.body.classList.add(kind);
+          document.body.dataset.vscodeThemeKind = kind;
+        },
+        { vars, kind },
+      );
     },
     async screenshot(name) {
       const path = join(SCREENSHOTS, `${name}.png`);

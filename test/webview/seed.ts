@@ -275,3 +275,55 @@ export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
   await client.updateTrainingRun(run.id, { step: 12 });
   return { rolloutIds, groupRolloutIds, runId: run.id, failedRolloutId: failed.rollout.id };
 }
+
+/**
+ * A finished two-policy sql run's metrics as the trainer writes them (daemon/algorithm/trainer.ts stepMetrics and
+ * policyMetrics): writer and rewriter each with their own policy, the checker served untrained. Step 1 teaches nothing
+ * (every group zero-variance: no update, so the loss and gradient norm recorded are 0, not measured); at step 2 the
+ * rewriter has no call to train on (its updates count stays, its loss, gradient norm and reward are recorded as 0);
+ * at step 3 three groups in four are zero-variance.
+ */
+export async function seedTwoPolicyRun(client: AglClient, runId: string): Promise<void> {
+  await client.createTrainingRun({
+    id: runId,
+    agent: 'samples/sql/agent.ts#sqlAgent',
+    totalSteps: 5,
+    config: {
+      model: { name: 'samples/sql/warmup', valTemperature: 0 },
+      training: { agentMatch: '^(writer|rewriter)$', learningRate: 1e-4, batchSize: 3, groupSize: 4 },
+      policies: { writer: {}, rewriter: {} },
+    },
+  });
+  const zero = [0.25, 1, 0.5, 0.75, 0.25];
+  const trained = [120, 0, 80, 40, 100];
+  const updates = { writer: [1, 1, 2, 3, 4], rewriter: [1, 1, 1, 2, 3] };
+  const transitions = { writer: [12, 12, 12, 12, 12], rewriter: [4, 4, 0, 4, 4] };
+  const policy = (name: 'writer' | 'rewriter', step: number, base: number) => {
+    const updated = updates[name][step]! > (updates[name][step - 1] ?? 0);
+    const calls = transitions[name][step]!;
+    return [
+      { step, name: `policy/${name}/loss`, value: updated ? base - 0.005 * step : 0 },
+      { step, name: `policy/${name}/grad_norm`, value: updated ? 10 * base + 0.1 * step : 0 },
+      { step, name: `policy/${name}/reward`, value: calls ? 5 * base + 0.05 * step : 0 },
+      { step, name: `policy/${name}/updates`, value: updates[name][step]! },
+      { step, name: `policy/${name}/transitions`, value: calls },
+    ];
+  };
+  await client.addMetrics(
+    zero
+      .flatMap((z, step) => [
+        { step, name: 'reward/mean', value: 0.2 + 0.1 * step },
+        { step, name: 'grpo/frac_reward_zero_std', value: z },
+        { step, name: 'grpo/trained_tokens', value: trained[step]! },
+        { step, name: 'grpo/loss', value: trained[step] ? 0.05 - 0.01 * step : 0 },
+        { step, name: 'grpo/grad_norm', value: trained[step] ? 2 - 0.1 * step : 0 },
+        ...policy('writer', step, 0.04),
+        ...policy('rewriter', step, 0.08),
+        { step, name: 'role/writer/calls', value: 12 },
+        { step, name: 'role/checker/calls', value: 12 + transitions.rewriter[step]! }, // it checks the writer's and the rewriter's queries
+        ...(transitions.rewriter[step] ? [{ step, name: 'role/rewriter/calls', value: transitions.rewriter[step]! }] : []), // a role with no call: no metric
+      ])
+      .map((p) => ({ ...p, runId })),
+  );
+  await client.updateTrainingRun(runId, { status: 'succeeded', step: 5, summary: { stopReason: 'completed', elapsedMs: 60_000 } });
+}

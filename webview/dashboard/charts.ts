@@ -7,61 +7,31 @@
  * never changes (KL without a reference model, a fixed learning rate) are listed on one "constant:" line
  * instead of taking a chart. A click picks the step under the cursor; hovering one chart moves the cursor and the
  * values beside every chart's title to the same step. With one policy per role, each policy metric and each role
- * metric gets one chart with a line per policy or role.
+ * metric gets one chart with a line per policy or role, each policy and role in one colour on every chart (a role and
+ * the policy named after it share it). A value nothing measured (the loss of a step without an update, a policy's
+ * reward in a step without its calls: protocol/training-health.ts unmeasuredPoints) is a gap in its line, and the
+ * values beside the title say why at that step. The charts redraw in the new colours when the VS Code theme changes.
  */
 import uPlot from 'uplot';
 import { metricLabel, ownMetricLabel, parsePolicyMetric, parseRoleMetric } from '../../protocol/metrics.js';
+import { unmeasuredPoints } from '../../protocol/training-health.js';
 import { DASHBOARD_CHARTS, type DashboardChart } from '../../protocol/webview-dashboard.js';
 import type { MetricPoint } from '../../protocol/store.js';
 import { h } from '../shared/dom.js';
-import { fmtMetric, isConstant, smoothEma, tickLabels } from './format.js';
+import { type ChartRun, DASHES, type Gap, type Line, PLOT_HEIGHT, plotOptions, runColor, showGapTip } from './chart-options.js';
+import { fmtMetric, isConstant, smoothEma } from './format.js';
 
-const PALETTE = [
-  '--vscode-charts-blue',
-  '--vscode-charts-orange',
-  '--vscode-charts-green',
-  '--vscode-charts-purple',
-  '--vscode-charts-red',
-  '--vscode-charts-yellow',
-];
-const FALLBACK = ['#3794ff', '#d18616', '#89d185', '#b180d7', '#f14c4c', '#cca700'];
-/** Line styles of a chart's 1st, 2nd, 3rd metric when colours tell runs apart. */
-const DASHES: (number[] | undefined)[] = [undefined, [6, 4], [2, 3]];
-const PLOT_HEIGHT = 200;
-/** Charts that share this key move their cursors together (uPlot.sync). */
-const CURSOR_SYNC_KEY = 'agl-dashboard-steps';
 /** How long a click waits for a second one before it opens the step. */
 const DOUBLE_CLICK_MS = 250;
 
-function themeColor(variable: string, fallback: string): string {
-  return getComputedStyle(document.body).getPropertyValue(variable).trim() || fallback;
-}
-
-export function runColor(index: number): string {
-  return themeColor(PALETTE[index % PALETTE.length], FALLBACK[index % FALLBACK.length]);
-}
-
-/** A run on the charts: its id, its short name in chart legends, and its colour slot. */
-export interface ChartRun {
-  id: string;
-  tag: string;
-  colorIndex: number;
-}
-
-/** One line of a chart: a run's metric, raw or smoothed. */
-interface Line {
-  run: ChartRun;
-  metric: string;
-  smoothed: boolean;
-  faint: boolean;
-  color: string;
-  dash?: number[];
-}
+export { runColor, type ChartRun } from './chart-options.js';
 
 interface Chart {
   def: DashboardChart;
   card: HTMLElement;
   plotBox: HTMLElement;
+  /** Why the hovered step is a gap, over the plot. */
+  gapTip: HTMLElement;
   plot: uPlot | null;
   legend: HTMLElement;
   signature: string;
@@ -83,6 +53,11 @@ export interface ChartsOptions {
 export class MetricCharts {
   /** run id -> metric -> step -> value */
   private readonly values = new Map<string, Map<string, Map<number, number>>>();
+  /** run id -> metric -> step -> why nothing measured the value recorded there (drawn as a gap). */
+  private readonly unmeasured = new Map<string, Map<string, Map<number, string>>>();
+  /** Policy and role name -> colour slot, given in name order as names appear, never taken back. */
+  private readonly ownerSlots = new Map<string, number>();
+  private readonly themeWatch = new MutationObserver(() => this.retheme());
   private readonly charts = new Map<string, Chart>();
   private readonly resize = new ResizeObserver(() => this.fit());
   private runs: ChartRun[] = [];
@@ -105,12 +80,25 @@ export class MetricCharts {
       ),
     );
     this.resize.observe(root);
+    // VS Code changes the theme by rewriting the variables on <html> and the theme class on <body>.
+    this.themeWatch.observe(document.documentElement, { attributes: true, attributeFilter: ['style', 'class'] });
+    this.themeWatch.observe(document.body, { attributes: true, attributeFilter: ['class', 'data-vscode-theme-kind'] });
+  }
+
+  /** The theme changed: every chart is drawn again with its colours (line colours and axes are baked into a plot). */
+  private retheme(): void {
+    for (const c of this.charts.values()) c.signature = '';
+    this.redraw();
   }
 
   /** Which runs are drawn, first = the run the header shows. */
   setRuns(runs: ChartRun[]): void {
     this.runs = runs;
-    for (const id of [...this.values.keys()]) if (!runs.some((r) => r.id === id)) this.values.delete(id);
+    for (const id of [...this.values.keys()]) {
+      if (runs.some((r) => r.id === id)) continue;
+      this.values.delete(id);
+      this.unmeasured.delete(id);
+    }
     this.redraw();
   }
 
@@ -139,11 +127,14 @@ export class MetricCharts {
       if (!run.has(p.name)) run.set(p.name, new Map());
       run.get(p.name)!.set(p.step, p.value);
     }
+    const all = [...run].flatMap(([name, steps]) => [...steps].map(([step, value]) => ({ name, step, value })));
+    this.unmeasured.set(runId, unmeasuredPoints(all));
     this.redraw();
   }
 
   destroy(): void {
     this.resize.disconnect();
+    this.themeWatch.disconnect();
     for (const c of this.charts.values()) c.plot?.destroy();
     this.charts.clear();
     this.root.replaceChildren();
@@ -158,9 +149,36 @@ export class MetricCharts {
     return this.shownRuns().some((r) => this.values.get(r.id)!.has(metric));
   }
 
-  /** Every value of a metric across the runs shown. */
+  /** Why nothing measured the value of a run's metric at a step, or undefined when it was measured. */
+  private whyUnmeasured(runId: string, metric: string, step: number): string | undefined {
+    return this.unmeasured.get(runId)?.get(metric)?.get(step);
+  }
+
+  /** A run's measured value of a metric at a step (null: none recorded, or nothing measured it). */
+  private measured(runId: string, metric: string, step: number): number | null {
+    if (this.whyUnmeasured(runId, metric, step) !== undefined) return null;
+    return this.values.get(runId)?.get(metric)?.get(step) ?? null;
+  }
+
+  /** Every measured value of a metric across the runs shown. */
   private allValues(metric: string): number[] {
-    return this.shownRuns().flatMap((r) => [...(this.values.get(r.id)!.get(metric)?.values() ?? [])]);
+    return this.shownRuns().flatMap((r) =>
+      [...(this.values.get(r.id)!.get(metric)?.keys() ?? [])].map((step) => this.measured(r.id, metric, step)).filter((v): v is number => v !== null),
+    );
+  }
+
+  /** The colour of a policy's or a role's line: one slot per name, the same on every chart. */
+  private ownerColor(metric: string): string | null {
+    const name = parsePolicyMetric(metric)?.policy ?? parseRoleMetric(metric)?.role;
+    if (name === undefined) return null;
+    if (!this.ownerSlots.has(name)) {
+      // New names take the next slots in name order, so the same run draws the same colours each time it opens.
+      const names = new Set(
+        this.shownRuns().flatMap((r) => [...this.values.get(r.id)!.keys()].map((m) => parsePolicyMetric(m)?.policy ?? parseRoleMetric(m)?.role)),
+      );
+      for (const n of [...names].filter((n): n is string => n !== undefined && !this.ownerSlots.has(n)).sort()) this.ownerSlots.set(n, this.ownerSlots.size);
+    }
+    return runColor(this.ownerSlots.get(name) ?? 0);
   }
 
   /**
@@ -231,7 +249,8 @@ export class MetricCharts {
   }
 
   private createCard(def: DashboardChart): Chart {
-    const plotBox = h('div', { class: 'plot' });
+    const gapTip = h('div', { class: 'gap-tip', hidden: true, role: 'status' });
+    const plotBox = h('div', { class: 'plot' }, gapTip);
     const legend = h('div', { class: 'chart-values' });
     // Axis titles are text beside the canvas (selectable, read by screen readers), not pixels in it.
     const card = h(
@@ -246,7 +265,7 @@ export class MetricCharts {
     card.dataset.order = String(order < 0 ? 1000 : order);
     const after = [...this.root.querySelectorAll<HTMLElement>('.chart-card')].find((c) => Number(c.dataset.order) > Number(card.dataset.order));
     this.root.insertBefore(card, after ?? null);
-    return { def, card, plotBox, plot: null, legend, signature: '', lines: [], data: [[]] };
+    return { def, card, plotBox, gapTip, plot: null, legend, signature: '', lines: [], data: [[]] };
   }
 
   /** The lines of a chart: per run, per metric, the raw values (faint under a smoothed line when smoothing). */
@@ -257,7 +276,7 @@ export class MetricCharts {
     for (const run of runs) {
       def.metrics.forEach((metric, mi) => {
         if (!this.values.get(run.id)!.has(metric)) return;
-        const color = runColor(overlay ? run.colorIndex : mi);
+        const color = overlay ? runColor(run.colorIndex) : (this.ownerColor(metric) ?? runColor(mi));
         const dash = overlay ? DASHES[mi % DASHES.length] : undefined;
         lines.push({ run, metric, smoothed: false, faint: this.smoothing > 0, color, dash });
         if (this.smoothing > 0) lines.push({ run, metric, smoothed: true, faint: false, color, dash });
@@ -271,7 +290,7 @@ export class MetricCharts {
     return [
       steps,
       ...lines.map((l) => {
-        const raw = steps.map((s) => this.values.get(l.run.id)!.get(l.metric)!.get(s) ?? null);
+        const raw = steps.map((s) => this.measured(l.run.id, l.metric, s));
         return l.smoothed ? smoothEma(raw, this.smoothing) : raw;
       }),
     ] as uPlot.AlignedData;
@@ -290,6 +309,7 @@ export class MetricCharts {
         .map(({ line, k }) => {
           const series = this.values.get(line.run.id)!.get(line.metric)!;
           const at = step ?? (series.size ? Math.max(...series.keys()) : null);
+          const why = at === null ? undefined : this.whyUnmeasured(line.run.id, line.metric, at);
           const smoothedLine = chart.lines[k + 1]?.smoothed ? (chart.data[k + 2] as (number | null)[]) : null;
           const smoothed = smoothedLine && at !== null ? smoothedLine[steps.indexOf(at)] : null;
           const swatch = h('span', { class: `swatch${line.dash ? ' dashed' : ''}` });
@@ -305,7 +325,7 @@ export class MetricCharts {
             },
             swatch,
             overlay ? `${line.run.tag} · ${name} ` : `${name} `,
-            h('b', {}, fmtMetric(at === null ? null : series.get(at))),
+            why !== undefined ? h('span', { class: 'unmeasured', title: why }, 'no update') : h('b', {}, fmtMetric(at === null ? null : series.get(at))),
             smoothed !== null && smoothed !== undefined
               ? [' ', h('i', { class: 'smoothed', title: `EMA smoothing ${this.smoothing}` }, `smoothed ${fmtMetric(smoothed)}`)]
               : null,
@@ -327,7 +347,11 @@ export class MetricCharts {
     }
     chart.plot?.destroy();
     chart.signature = signature;
-    const plot = new uPlot(this.options(chart, chart.plotBox.clientWidth || 400), chart.data, chart.plotBox);
+    const options = plotOptions(lines, chart.plotBox.clientWidth || 400, this.smoothing, {
+      onCursor: (step, left) => this.onCursor(chart, step, left),
+      onSelect: (u) => this.zoomToSelection(u),
+    });
+    const plot = new uPlot(options, chart.data, chart.plotBox);
     chart.plot = plot;
     if (this.zoom) plot.setScale('x', this.zoom);
     // A click opens the step unless it turns out to be half of a double-click (which resets the zoom).
@@ -363,53 +387,23 @@ export class MetricCharts {
     for (const c of this.charts.values()) c.plot?.setScale('x', zoom);
   }
 
-  private options(chart: Chart, width: number): uPlot.Options {
-    const fg = themeColor('--vscode-descriptionForeground', '#9d9d9d');
-    const grid = themeColor('--vscode-editorWidget-border', '#454545');
-    const family = themeColor('--vscode-font-family', 'sans-serif');
-    const axis = { stroke: fg, grid: { stroke: grid, width: 0.5 }, ticks: { stroke: grid, width: 0.5 }, font: `11px ${family}` };
-    return {
-      width,
-      height: PLOT_HEIGHT,
-      legend: { show: false },
-      // uPlot draws the selection; zoomToSelection applies it to every chart (uPlot alone would zoom just this one).
-      // The cursor moves on every chart at once (the same step), so a step reads across loss, KL, rewards, ...
-      cursor: { drag: { x: true, y: false, setScale: false }, points: { size: 7 }, sync: { key: CURSOR_SYNC_KEY, scales: ['x', null] } },
-      scales: {
-        x: { time: false },
-        // A flat series (e.g. all-zero rewards at the start) gets a readable range instead of uPlot's 0-100.
-        y: {
-          range: (_u, min, max) =>
-            min !== max ? uPlot.rangeNum(min, max, 0.1, true) : min === 0 ? [0, 1] : [min - Math.abs(min) * 0.1, max + Math.abs(max) * 0.1],
-        },
-      },
-      axes: [
-        { ...axis, size: 26, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: (_u, splits) => splits.map((v) => String(v)) },
-        { ...axis, values: (_u, splits) => tickLabels(splits), size: (_u, values) => 14 + 6.5 * Math.max(3, ...(values ?? []).map((v) => String(v).length)) },
-      ],
-      series: [
-        { label: 'step' },
-        ...chart.lines.map((l) => ({
-          label: `${l.run.id} ${l.metric}${l.smoothed ? ' (smoothed)' : ''}`,
-          stroke: l.color,
-          width: l.faint ? 1 : 2,
-          alpha: l.faint ? 0.3 : 1,
-          dash: l.dash,
-          spanGaps: true,
-          points: { show: !l.faint && this.smoothing === 0, size: 4 },
-          value: (_u: uPlot, v: number | null) => fmtMetric(v),
-        })),
-      ],
-      hooks: {
-        setCursor: [
-          (u) => {
-            const idx = u.cursor.idx;
-            this.showLegend(chart, idx === null || idx === undefined ? null : (u.data[0] as number[])[idx]);
-          },
-        ],
-        setSelect: [(u) => this.zoomToSelection(u)],
-      },
-    };
+  /** The cursor moved on a chart: the values beside its title at that step, and why a line has none there. */
+  private onCursor(chart: Chart, step: number | null, left: number): void {
+    this.showLegend(chart, step);
+    const gaps: Gap[] = [];
+    if (step !== null)
+      for (const line of chart.lines.filter((l) => !l.smoothed)) {
+        const why = this.whyUnmeasured(line.run.id, line.metric, step);
+        if (!why) continue;
+        const policy = parsePolicyMetric(line.metric)?.policy;
+        const role = parseRoleMetric(line.metric)?.role;
+        const who = policy !== undefined ? `policy ${policy}` : role !== undefined ? `role ${role}` : null;
+        gaps.push({ who: this.shownRuns().length > 1 ? [line.run.tag, who].filter(Boolean).join(' · ') : who, why });
+      }
+    const over = chart.plot?.over;
+    const box = chart.plotBox.getBoundingClientRect();
+    const at = over ? over.getBoundingClientRect() : box;
+    showGapTip(chart.gapTip, gaps, { left: at.left - box.left + left, top: at.top - box.top, width: box.width });
   }
 
   private fit(): void {
