@@ -167,7 +167,7 @@ class TrainingSession {
     const host = await this.startHost(plan.config, policy, token, state, log, rolePolicies, (name) => trainerRef?.policyVersion(name) ?? null);
     log(
       `agl train: run ${state.runId}${plan.ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${plan.train.length} train / ${plan.val.length} val tasks, ` +
-        `${state.totalSteps} steps of ${plan.config.training.batchSize} tasks x ${plan.config.training.groupSize}; gateway ${host.endpoint}`,
+        `${state.totalSteps} step${state.totalSteps === 1 ? '' : 's'} of ${plan.config.training.batchSize} tasks x ${plan.config.training.groupSize}; gateway ${host.endpoint}`,
     );
     const trainer = this.trainer(plan, policy, reference, host.endpoint, state, checkpointDir, bar, log, rolePolicies);
     trainerRef = trainer;

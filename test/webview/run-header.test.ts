@@ -30,7 +30,13 @@ function run(patch: Partial<TrainingRun>): TrainingRun {
 
 test('the stop reason of each way a run ends', () => {
   assert.equal(describeStop(run({ summary: { stopReason: 'completed' } }), NOW), 'completed the plan: 20 / 20 steps');
-  assert.equal(describeStop(run({ summary: { stopReason: 'max-steps', epochSteps: 167 } }), NOW), 'stopped at maxSteps: 20 steps (the epochs planned 167)');
+  assert.equal(
+    describeStop(run({ summary: { stopReason: 'max-steps', epochSteps: 167 } }), NOW),
+    'stopped at maxSteps after 20 steps of the 167 steps its epochs would take',
+  );
+  const oneStep = run({ step: 1, totalSteps: 1, config: { training: { epochs: 20 } }, summary: { stopReason: 'max-steps', epochSteps: 1094 } });
+  assert.equal(describeStop(oneStep, NOW), 'stopped at maxSteps after 1 step of the 1094 steps its 20 epochs would take', 'one step, never "1 steps"');
+  assert.equal(describeStop(run({ step: 1, totalSteps: 1, summary: { stopReason: 'completed' } }), NOW), 'completed the plan: 1 / 1 step');
   assert.equal(describeStop(run({ step: 85, totalSteps: 167, summary: { stopReason: 'max-minutes' } }), NOW), 'stopped at maxMinutes (6 min): step 85 of 167');
   assert.equal(describeStop(run({ status: 'cancelled', step: 3, summary: { stopReason: 'cancelled' } }), NOW), 'cancelled at step 3 of 20');
   assert.equal(

@@ -47,6 +47,8 @@ export function rolesLine(run: TrainingRun): HTMLElement | null {
  */
 export const STALE_RUN_MS = 30 * 60_000;
 
+const steps = (n: number): string => `${n} step${n === 1 ? '' : 's'}`;
+
 /** Why the run stopped, or where it is, in one sentence. */
 export function describeStop(run: TrainingRun, now = Date.now()): string {
   const s = run.summary as TrainingRunSummary;
@@ -59,9 +61,14 @@ export function describeStop(run: TrainingRun, now = Date.now()): string {
         ? `no progress for ${Math.round((now - run.updatedAt) / 60_000)} min at ${at}: if its agl train was stopped, continue with agl train --resume ${run.id}`
         : `running: ${at}`;
     case 'completed':
-      return `completed the plan: ${run.step} / ${run.totalSteps} steps`;
-    case 'max-steps':
-      return `stopped at maxSteps: ${run.step} steps${s.epochSteps ? ` (the epochs planned ${s.epochSteps})` : ''}`;
+      return `completed the plan: ${run.step} / ${steps(run.totalSteps)}`;
+    case 'max-steps': {
+      const epochs = typeof training.epochs === 'number' ? training.epochs : null;
+      const planned = s.epochSteps
+        ? ` of the ${steps(s.epochSteps)} ${epochs === null ? 'its epochs' : `its ${epochs} epoch${epochs === 1 ? '' : 's'}`} would take`
+        : '';
+      return `stopped at maxSteps after ${steps(run.step)}${planned}`;
+    }
     case 'max-minutes':
       return typeof training.maxMinutes === 'number' && training.maxMinutes > 0
         ? `stopped at maxMinutes (${training.maxMinutes} min): ${at}`
