@@ -8,7 +8,7 @@
 import { ChatOpenAI } from '@langchain/openai';
 import { type LLM, emitObject, roleFetch, rollout } from '../../sdk/index.js';
 import { openCompanyDb } from './db.js';
-import { executionReward, formatResult, runQuery } from './execute.js';
+import { executionReward, formatRows, runQuery } from './execute.js';
 import { buildSqlGraph } from './graph.js';
 import type { SqlTask } from './task.js';
 
@@ -46,13 +46,13 @@ export const sqlAgent = rollout(
     try {
       const final = await buildSqlGraph(chatModelFor(llm), db).invoke(t.question);
       const reward = executionReward(db, final.sql, t.gold);
-      // The episode's answer (the final query and what it gave) and the gold it is scored against, for the viewer;
-      // how it got there (accepted by the checker, turns) rides along as attributes.
+      // The episode's answer (the final query and what it gave, one row per line) and the gold it is scored against,
+      // for the viewer; how it got there (accepted by the checker, turns) rides along as attributes.
       emitObject(
-        { sql: final.sql, result: final.result },
+        { sql: final.sql, result: formatRows(runQuery(db, final.sql)) },
         { 'agl.object.kind': 'sql.final', 'sql.accepted': final.accepted, 'sql.turns': final.history.length },
       );
-      emitObject({ sql: t.gold, result: formatResult(runQuery(db, t.gold)) }, { 'agl.object.kind': 'sql.expected' });
+      emitObject({ sql: t.gold, result: formatRows(runQuery(db, t.gold)) }, { 'agl.object.kind': 'sql.expected' });
       return reward;
     } finally {
       db.close();

@@ -32,11 +32,16 @@ export function runQuery(db: Database.Database, sql: string): QueryResult {
   }
 }
 
-/** A short rendering of a result, as the checker and rewriter read it. */
-export function formatResult(r: QueryResult): string {
+/** A short rendering of a result, as the checker and rewriter read it: rows `a|b` joined by ', '. */
+export function formatResult(r: QueryResult, rowSeparator = ', '): string {
   if (r.error !== null) return `error: ${r.error}`;
   if (r.rows.length === 0) return 'no rows';
-  return r.rows.map((row) => row.map((v) => (typeof v === 'number' && !Number.isInteger(v) ? Number(v.toFixed(2)) : v)).join('|')).join(', ');
+  return r.rows.map((row) => row.map((v) => (typeof v === 'number' && !Number.isInteger(v) ? Number(v.toFixed(2)) : v)).join('|')).join(rowSeparator);
+}
+
+/** A result one row per line, as the viewer shows what the agent emitted (a long one folds after its first rows). */
+export function formatRows(r: QueryResult): string {
+  return formatResult(r, '\n');
 }
 
 function cellKey(v: unknown): string {

@@ -203,14 +203,14 @@ test(
       await group.locator('.sample-card').first().waitFor({ state: 'visible', timeout: 30_000 });
       // The gold query and its rows beside the samples; how many distinct answers the cards fold.
       assert.equal(await group.locator('.expected-emitted [data-field="sql"]').innerText(), want.gold.sql);
-      assert.equal(await group.locator('.expected-emitted [data-field="result"]').innerText(), want.gold.result);
+      assert.equal(await group.locator('.expected-emitted [data-field="result"] .fold-content').innerText(), want.gold.result);
       assert.equal(await group.locator('.distinct-answers').getAttribute('data-distinct'), String(want.distinct));
       // One card per sample: the picked rollout's card.
       await groups.locator('vscode-checkbox.merge-toggle').click();
       const card = group.locator(`.sample-card[data-rollout-id="${want.rolloutId}"]`);
       await card.waitFor({ state: 'visible', timeout: 15_000 });
       assert.equal(await card.locator('.answer [data-field="sql"]').innerText(), want.final.sql, "the answer is the agent's final query, not an LLM reply");
-      assert.equal(await card.locator('.answer [data-field="result"]').innerText(), want.final.result);
+      assert.equal(await card.locator('.answer [data-field="result"] .fold-content').innerText(), want.final.result);
       const rows = await card.locator('.call-row').evaluateAll((els) =>
         els.map((e) => ({
           role: (e as HTMLElement).dataset.role,

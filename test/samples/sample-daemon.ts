@@ -10,8 +10,8 @@ import { type ChatBody, type ScriptedLlm, startScriptedLlm } from './scripted-ll
 export interface SampleDaemon {
   daemon: Harness;
   llm: ScriptedLlm;
-  /** Enqueues one rollout of `agent` and waits until it ends. */
-  runToEnd(input: unknown, agent: string): Promise<Rollout>;
+  /** Enqueues one rollout of `agent` (with `metadata`, e.g. the training run and step it belongs to) and waits until it ends. */
+  runToEnd(input: unknown, agent: string, metadata?: Record<string, unknown>): Promise<Rollout>;
   close(): Promise<void>;
 }
 
@@ -26,8 +26,8 @@ export async function startSampleDaemon(reply: (body: ChatBody) => string): Prom
   return {
     daemon,
     llm,
-    async runToEnd(input, agent) {
-      const r = await daemon.client.enqueueRollout({ input, agent });
+    async runToEnd(input, agent, metadata = {}) {
+      const r = await daemon.client.enqueueRollout({ input, agent, metadata });
       for (let i = 0; i < 60; i++) {
         const [done] = await daemon.client.waitForRollouts([r.id], 2000);
         if (done) return done;

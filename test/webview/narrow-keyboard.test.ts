@@ -3,9 +3,11 @@
  * under the panel's strict CSP, answered by the panel's real host code from a real daemon (the calc training
  * step of seed.ts and 150 queued rollouts, so the list scrolls and its rows are recycled): the question gets
  * at least half the row and the other columns a second muted line, the filters fold into one row; Tab
- * reaches the rows, the arrows, End, Home and Page keys move the focus through them (kept while rows are
- * redrawn), Enter opens one, Backspace and Alt+Left come back to the list with its filter, scroll and row,
- * Tab after a search just typed lands on what it finds, and Back from a rollout opened from a group card returns to that group where it was scrolled. Every
+ * walks every control in order (search, Filters, the sort headers, the rows) and the focused row is outlined, the
+ * arrows, End, Home and Page keys move the focus through the rows (kept while rows are redrawn), Enter opens one,
+ * Backspace and Alt+Left come back to the list with its filter, scroll and row, ArrowDown after a search just typed
+ * lands on what it finds (Tab applies it and goes on), and Back from a rollout opened from a group card returns to
+ * that group where it was scrolled. Every
  * expected row is asked of the store, never hard-coded.
  */
 import assert from 'node:assert/strict';
@@ -44,6 +46,15 @@ describe('trajectory viewer at half width and by keyboard', () => {
     view.page.evaluate(() => {
       const el = document.activeElement as HTMLElement | null;
       return { id: el?.dataset.rolloutId ?? null, index: el?.dataset.index === undefined ? null : Number(el.dataset.index), cls: el?.className ?? '' };
+    });
+  /** The focused control, named by what it is: `filter search`, `filter toggle`, `sort reward`, `row <id>`. */
+  const tabStop = () =>
+    view.page.evaluate(() => {
+      const el = document.activeElement as HTMLElement | null;
+      if (el?.dataset.rolloutId) return `row ${el.dataset.rolloutId}`;
+      if (el?.dataset.filter) return `filter ${el.dataset.filter}`;
+      if (el?.dataset.sort) return `sort ${el.dataset.sort}`;
+      return `${el?.tagName.toLowerCase()}.${el?.className.split(' ')[0]}`;
     });
   const waitFocus = (id: string) =>
     view.page.waitForFunction((want) => (document.activeElement as HTMLElement | null)?.dataset.rolloutId === want, id, { timeout: 10_000 });
@@ -144,12 +155,34 @@ describe('trajectory viewer at half width and by keyboard', () => {
     await page.reload();
     await waitCount(train.total!);
     await page.waitForSelector(`.rollout-row[data-rollout-id="${train.items[0]!.id}"]`);
-    let tabs = 0;
-    while (tabs < 3 && !(await focused()).id) {
+    // Tab walks every control in order: Refresh, the search box, "Filters (1)", the sort headers, then the first row.
+    const walked: string[] = [];
+    while (walked.length < 12 && !(await focused()).id) {
       await page.keyboard.press('Tab');
-      tabs++;
+      walked.push(await tabStop());
     }
-    assert.equal((await focused()).id, train.items[0]!.id, `Tab reaches the first row within 3 presses (${tabs}): ${JSON.stringify(await focused())}`);
+    assert.equal((await focused()).id, train.items[0]!.id, `Tab reaches the first row: ${walked.join(' > ')}`);
+    const sorts = walked.filter((w) => w.startsWith('sort '));
+    assert.deepEqual(
+      walked.slice(0, 3),
+      ['vscode-toolbar-button.refresh', 'filter search', 'filter toggle'],
+      `Refresh, the search box, then Filters (1): ${walked.join(' > ')}`,
+    );
+    assert.deepEqual(
+      sorts,
+      await page
+        .locator('.grid-header .sort-header')
+        .evaluateAll((els) => els.filter((e) => getComputedStyle(e).display !== 'none').map((e) => `sort ${(e as HTMLElement).dataset.sort}`)),
+      'every sort header shown, in order',
+    );
+    assert.ok(sorts.length >= 2, `the sort headers are Tab stops: ${walked.join(' > ')}`);
+    assert.equal(walked.length, 3 + sorts.length + 1, `nothing else in between: ${walked.join(' > ')}`);
+    const outline = await page.evaluate(() => {
+      const s = getComputedStyle(document.activeElement!);
+      return { style: s.outlineStyle, color: s.outlineColor, width: s.outlineWidth };
+    });
+    assert.deepEqual(outline, { style: 'solid', color: 'rgb(0, 120, 212)', width: '1px' }, "the focused row is outlined in the theme's focus colour");
+    await view.screenshot('narrow-row-focused-dark');
 
     for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowDown');
     assert.equal((await focused()).id, train.items[3]!.id, 'ArrowDown x3: the 4th row has the focus');
@@ -224,16 +257,23 @@ describe('trajectory viewer at half width and by keyboard', () => {
     await view.screenshot('narrow-list-keyboard');
   });
 
-  it('Tab right after typing a search applies it and lands on the first row it finds', async () => {
+  it('ArrowDown right after typing a search applies it and lands on the first row it finds; Tab applies it and goes on to Filters', async () => {
     const page = view.page;
     await page.locator('vscode-textfield[data-filter="search"] input').fill('square');
-    await page.keyboard.press('Tab'); // before the search's debounce has run
+    await page.keyboard.press('ArrowDown'); // before the search's debounce has run
     const found = await daemon.client.queryRollouts({ mode: 'train', search: 'square', limit: 10, withTotal: true });
     assert.equal(found.total, 4, 'the four samples of the task-sq group');
     await waitFocus(found.items[0]!.id);
     assert.equal(await page.locator('.view-header .count').innerText(), '4 rollouts');
     await page.keyboard.press('ArrowDown');
     await waitFocus(found.items[1]!.id);
+
+    await page.locator('vscode-textfield[data-filter="search"] input').fill('apples');
+    await page.keyboard.press('Tab');
+    const apples = await daemon.client.queryRollouts({ mode: 'train', search: 'apples', limit: 1, withTotal: true });
+    await waitCount(apples.total!);
+    await page.waitForFunction(() => (document.activeElement as HTMLElement | null)?.dataset.filter === 'toggle', undefined, { timeout: 10_000 });
+    assert.equal((await page.locator('.filters-toggle').innerText()).trim(), 'Filters (1)', 'the search applied, the focus on the next control');
   });
 
   it('Back from a rollout opened from a group card returns to that group, scrolled where it was', async () => {

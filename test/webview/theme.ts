@@ -127,6 +127,7 @@ export const LIGHT_MODERN: Record<string, string> = {
   'list-hoverBackground': '#f2f2f2',
   'list-activeSelectionBackground': '#e8e8e8',
   'list-activeSelectionForeground': '#000000',
+  'list-focusOutline': '#005fb8',
   'textLink-foreground': '#005fb8',
   'textLink-activeForeground': '#005fb8',
   'icon-foreground': '#3b3b3b',

@@ -1,26 +1,27 @@
 /**
  * An episode's answer as the viewer shows it (protocol/span-reading.ts episodeAnswer: what the agent returned or
- * emitted as its result, never an LLM reply): an object's fields one per line, anything else as text; an episode that
- * recorded none says so. Also the output the agent emitted as what it scored against, shown beside a group's samples.
+ * emitted as its result, never an LLM reply): an object's fields one per line, anything else as text, a long one folded
+ * after 10 lines (shared/fold.ts); its kind as the agent wrote it (`sql.final`); an episode that recorded none says so. Also the output the agent emitted as what it scored against, shown beside a group's samples.
  */
 import type { EpisodeAnswer } from '../../protocol/span-reading.js';
 import { h } from '../shared/dom.js';
+import { foldable } from '../shared/fold.js';
 
 /** A value as text: strings as they are, anything else as JSON. */
 export function valueText(v: unknown): string {
   return typeof v === 'string' ? v : (JSON.stringify(v, null, 1) ?? String(v));
 }
 
-/** An answer's value: an object as `key value` lines (each value whole, wrapped), anything else as one text. */
+/** An answer's value: an object as `key value` lines (each value wrapped, folded after 10 lines), anything else as one text. */
 export function answerValue(value: unknown): HTMLElement {
   if (value && typeof value === 'object' && !Array.isArray(value)) {
     return h(
       'dl',
       { class: 'answer-fields' },
-      ...Object.entries(value).flatMap(([k, v]) => [h('dt', {}, k), h('dd', { class: 'mono', 'data-field': k }, valueText(v))]),
+      ...Object.entries(value).flatMap(([k, v]) => [h('dt', {}, k), h('dd', { class: 'mono', 'data-field': k }, foldable(h('div', {}, valueText(v))))]),
     );
   }
-  return h('div', { class: 'answer-text mono' }, valueText(value));
+  return foldable(h('div', { class: 'answer-text mono' }, valueText(value)));
 }
 
 /** Where an answer came from, in words (a tooltip). */

@@ -10,6 +10,7 @@ import type { CallInfo } from '../../protocol/call-roles.js';
 import type { GroupSample } from '../../protocol/webview-trajectory.js';
 import { spanKind } from '../../protocol/span-reading.js';
 import { fmtNumber, fmtSigned, h, icon, shortId, signClass } from '../shared/dom.js';
+import { foldable } from '../shared/fold.js';
 import { answerBlock } from './answer.js';
 import { codeLink, policyChip, type DetailActions } from './call-detail.js';
 import { llmCall, toolStepLine, toolSteps } from './model.js';
@@ -92,6 +93,9 @@ function trainingChips(info: CallInfo | undefined): HTMLElement {
   );
 }
 
+/** Lines of a tool step shown in a card before "show all" (its whole output is in the rollout, and often in the answer). */
+const TOOL_LINES = 3;
+
 /** The first sample's LLM calls and tool steps in the order they ran. */
 function steps(sample: GroupSample, actions: CardActions): HTMLElement[] {
   const calls = new Map(sample.calls.map((c) => [c.spanId, c]));
@@ -106,7 +110,7 @@ function steps(sample: GroupSample, actions: CardActions): HTMLElement[] {
           'div',
           { class: `tool-row${tool.ok ? '' : ' failed'}`, 'data-span-id': span.spanId, title: 'Tool step: open it in the rollout' },
           icon(tool.ok ? 'tools' : 'error'),
-          h('span', { class: 'mono tool-text' }, toolStepLine(tool)),
+          foldable(h('span', { class: 'mono tool-text' }, toolStepLine(tool)), TOOL_LINES),
         );
         row.addEventListener('click', () => actions.openRollout(sample.rollout.id, span.spanId));
         return [row];

@@ -1,7 +1,8 @@
 /**
  * One rollout: a header (status, agent, reward, attempts, its answer, the rule of the run that made it), then two
  * tabs. "Timeline": the span tree beside a waterfall of when each span ran, and the selected span's detail (chat,
- * role, policy, trained or not, credit, advantage). "States": the semantic variables after each step (states-view.ts).
+ * role, policy, trained or not, credit, advantage), scrolled into sight when a call is opened and it is out of sight (a
+ * panel beside the editor puts it under the tree). "States": the semantic variables after each step (states-view.ts).
  * Calls are "role #n" everywhere, numbered by protocol/span-reading.ts llmCallNumbers (the daemon's CallInfo).
  */
 import type { CallInfo } from '../../protocol/call-roles.js';
@@ -100,6 +101,15 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
     );
   };
 
+  /** A call opened (in the tree, a group card's call row, the states view) shows its detail: scrolled to when out of sight. */
+  const revealDetail = (): void => {
+    requestAnimationFrame(() => {
+      const top = detailPane.getBoundingClientRect().top;
+      const underTree = top >= treePane.getBoundingClientRect().bottom - 1; // beside the tree it is where the eye already is
+      if (underTree && (top < 0 || top > window.innerHeight / 2)) detailPane.scrollIntoView({ block: 'start' });
+    });
+  };
+
   const backLabel = actions.backLabel ?? 'Back to rollouts';
   const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: backLabel, title: `${backLabel} (Backspace, Alt+Left)`, class: 'back' });
   back.addEventListener('click', actions.back);
@@ -188,14 +198,17 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
       selected = s;
       actions.saveViewState({ tab: 'timeline', selectedSpanId: s.spanId });
       drawDetail();
+      revealDetail();
     },
   });
   drawDetail();
+  if (state.selectedSpanId && state.tab !== 'states') revealDetail();
   renderStatesView(statesPanel, spans, rollout.input, detail.calls, (spanId) => {
     selected = spans.find((s) => s.spanId === spanId) ?? selected;
     (tabs as unknown as { selectedIndex: number }).selectedIndex = 0;
     actions.saveViewState({ tab: 'timeline', selectedSpanId: selected?.spanId });
     if (selected) tree.select(selected.spanId);
     drawDetail();
+    revealDetail();
   });
 }

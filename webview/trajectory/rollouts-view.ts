@@ -11,8 +11,9 @@
  * attempts, duration, created) on a muted second line and whole in its tooltip; the filters fold behind a
  * "Filters (n)" button next to the search box, so the rows start near the top.
  *
- * By keyboard: Tab (or ArrowDown) from the search box goes straight to the rows, arrows, Page keys, Home and
- * End move through them (virtual-list.ts), Enter opens one. Coming back from a rollout (`at`) draws the list
+ * By keyboard: Tab walks every control in order (search, Filters, the filters when shown, the sort headers, the rows);
+ * ArrowDown from the search box goes straight to the rows; arrows, Page keys, Home and End move through them
+ * (virtual-list.ts), Enter opens one. Coming back from a rollout (`at`) draws the list
  * at the same scroll with the opened row focused.
  */
 import type { RolloutSort, RolloutStatus } from '../../protocol/store.js';
@@ -181,7 +182,7 @@ function textField(
 
 /** Whether the narrow view shows its filters, kept while the panel lives (a redraw for a new filter keeps them open). */
 let filtersOpen = false;
-/** Set when Tab leaves a search typed and not yet applied: the list drawn for it takes the focus when its rows arrive. */
+/** Set when ArrowDown leaves a search typed and not yet applied: the list drawn for it takes the focus when its rows arrive. */
 let focusRowsNext = false;
 
 /** The view drawn into a root, kept so that rendering again can refresh in place. */
@@ -238,10 +239,15 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
       if (v !== (filter.search ?? '')) set({ search: v || undefined });
     },
     SEARCH_DEBOUNCE_MS,
-    // The rows are one key (Tab or ArrowDown) away from the search box: the filters between them are reached with Shift+Tab.
+    // ArrowDown goes straight to the rows. Tab goes on to the next control, as everywhere (Filters, the sort headers,
+    // then the rows): a search typed and not yet applied is applied once the focus has moved, and the list drawn for
+    // it keeps the focus in that control.
     (e, typed, commit) => {
-      if ((e.key !== 'Tab' && e.key !== 'ArrowDown') || e.shiftKey || e.altKey || e.ctrlKey || e.metaKey) return;
-      if (typed !== (filter.search ?? '')) {
+      if (e.shiftKey || e.altKey || e.ctrlKey || e.metaKey) return;
+      const pending = typed !== (filter.search ?? '');
+      if (e.key === 'Tab' && pending) setTimeout(commit, 0);
+      if (e.key !== 'ArrowDown') return;
+      if (pending) {
         e.preventDefault();
         focusRowsNext = true;
         commit();

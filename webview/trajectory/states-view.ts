@@ -6,7 +6,8 @@
  * Column headers stay short: a step whose text is long (a tool's whole result) shows its first characters and a
  * button that puts the whole text in the panel under the table; a variable's name does the same for its value.
  * An LLM call's header names its role and number (the one numbering, protocol/span-reading.ts), the policy that
- * served it and whether it was trained (protocol/call-roles.ts).
+ * served it and whether it was trained (protocol/call-roles.ts). When the steps do not fit (a panel beside the
+ * editor), a line above the table says which steps are in sight and that it scrolls sideways, and its right edge fades.
  */
 import type { CallInfo } from '../../protocol/call-roles.js';
 import type { Span } from '../../protocol/store.js';
@@ -121,6 +122,13 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
       }),
     ),
   );
+  const tableEl = h('table', { class: 'states-table' }, h('thead', {}, head), h('tbody', {}, ...rows));
+  const scroller = h('div', { class: 'states-scroll', tabindex: 0, role: 'region', 'aria-label': 'Steps and variables' }, tableEl);
+  const cue = h('div', { class: 'states-cue muted', hidden: true, 'aria-live': 'polite' });
+  const updateCue = (): void => scrollCue(scroller, head, cue);
+  scroller.addEventListener('scroll', updateCue, { passive: true });
+  const resized = new ResizeObserver(() => (scroller.isConnected ? updateCue() : resized.disconnect()));
+  resized.observe(scroller);
   mount(
     root,
     h(
@@ -131,7 +139,26 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
       h('span', {}, h('span', { class: 'cell-sample empty' }), ' empty'),
       h('span', {}, h('span', { class: 'cell-sample filled read' }), ' read by the LLM call'),
     ),
-    h('div', { class: 'states-scroll' }, h('table', { class: 'states-table' }, h('thead', {}, head), h('tbody', {}, ...rows))),
+    cue,
+    scroller,
     full,
   );
+}
+
+/** Which steps are in sight when the table scrolls sideways, and which way the others are ("s1–s3 of 6 steps in sight"). */
+function scrollCue(scroller: HTMLElement, head: HTMLElement, cue: HTMLElement): void {
+  const more = { left: scroller.scrollLeft > 1, right: scroller.scrollLeft + scroller.clientWidth < scroller.scrollWidth - 1 };
+  scroller.classList.toggle('more-right', more.right);
+  cue.hidden = !more.left && !more.right;
+  if (cue.hidden) return;
+  const from = head.querySelector('th.var-col')!.getBoundingClientRect().right - 1;
+  const to = scroller.getBoundingClientRect().right + 1;
+  const steps = [...head.querySelectorAll<HTMLElement>('th.step-col')];
+  const inSight = steps.filter((th) => {
+    const r = th.getBoundingClientRect();
+    return r.left >= from && r.right <= to;
+  });
+  const range = inSight.length ? `s${inSight[0]!.dataset.step}–s${inSight.at(-1)!.dataset.step} of ${steps.length} steps in sight` : `${steps.length} steps`;
+  const way = more.left && more.right ? 'scroll sideways for the others' : more.right ? 'scroll right for the others →' : '← scroll left for the others';
+  mount(cue, icon('arrow-both'), ` ${range}: ${way}`);
 }
