@@ -172,3 +172,41 @@ for (const theme of ['light', 'dark'] as const) {
     });
   });
 }
+
+describe('dashboard charts on a run that never updated the policy', () => {
+  const NEVER = 'run-calc-zero';
+  let daemon: Daemon;
+  let view: WebviewSession;
+  before(async () => {
+    daemon = await startDaemon();
+    await daemon.client.createTrainingRun({ id: NEVER, agent: 'samples/calc/agent.ts#calcAgent', totalSteps: 3, config: {} });
+    // What the trainer writes for steps whose every group scored 0: no update, so 0 for what an update measures.
+    const zero = ['reward/mean', 'grpo/frac_reward_zero_std', 'grpo/trained_tokens', 'grpo/loss', 'grpo/grad_norm', 'grpo/kl', 'grpo/clip_ratio'];
+    await daemon.client.addMetrics(
+      [0, 1, 2].flatMap((step) => zero.map((name) => ({ runId: NEVER, step, name, value: name === 'grpo/frac_reward_zero_std' ? 1 : 0 }))),
+    );
+    await daemon.client.updateTrainingRun(NEVER, { status: 'succeeded', step: 3, summary: { stopReason: 'completed' } });
+    view = await openWebview('dashboard', dashboardHandlers(daemon.client), { width: 1300 });
+  });
+  after(async () => {
+    await view?.close();
+    await daemon?.close();
+  });
+
+  it('draws no chart of what was never measured, and names it on one line with the reason', async () => {
+    const page = view.page;
+    await page.waitForSelector('.chart-card[data-chart="reward"] canvas');
+    await page.waitForSelector('.constants .constant-item');
+    const charts = await page.locator('.chart-card').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.chart));
+    for (const chart of ['loss', 'grad-norm', 'kl', 'clip']) assert.ok(!charts.includes(chart), `no ${chart} chart: ${charts.join(', ')}`);
+    const line = await page.locator('.constants').innerText();
+    assert.match(line, /never measured: loss, gradient norm, KL to reference, clip ratio/);
+    assert.match(line, /^constant: zero-variance groups = 1, trained tokens = 0 · never measured/);
+    assert.equal(
+      await page.locator('.constants .constant-item[data-metric="grpo/loss"]').getAttribute('title'),
+      'grpo/loss: at every step, no update this step: every group had zero variance (all rollouts of each task scored the same), so every advantage was 0',
+    );
+    await view.screenshot('chart-never-measured');
+    assert.deepEqual([...view.problems], []);
+  });
+});

@@ -14,10 +14,10 @@
  */
 import uPlot from 'uplot';
 import { metricLabel, ownMetricLabel, parsePolicyMetric, parseRoleMetric } from '../../protocol/metrics.js';
-import { unmeasuredPoints } from '../../protocol/training-health.js';
+import { ChartData } from './chart-data.js';
 import { DASHBOARD_CHARTS, type DashboardChart } from '../../protocol/webview-dashboard.js';
 import type { MetricPoint } from '../../protocol/store.js';
-import { h } from '../shared/dom.js';
+import { h, mount } from '../shared/dom.js';
 import { type ChartRun, DASHES, type Gap, type Line, PLOT_HEIGHT, plotOptions, runColor, showGapTip } from './chart-options.js';
 import { fmtMetric, isConstant, smoothEma } from './format.js';
 
@@ -51,16 +51,10 @@ export interface ChartsOptions {
 }
 
 export class MetricCharts {
-  /** run id -> metric -> step -> value */
-  private readonly values = new Map<string, Map<string, Map<number, number>>>();
-  /** run id -> metric -> step -> why nothing measured the value recorded there (drawn as a gap). */
-  private readonly unmeasured = new Map<string, Map<string, Map<number, string>>>();
-  /** Policy and role name -> colour slot, given in name order as names appear, never taken back. */
-  private readonly ownerSlots = new Map<string, number>();
+  private readonly data = new ChartData();
   private readonly themeWatch = new MutationObserver(() => this.retheme());
   private readonly charts = new Map<string, Chart>();
   private readonly resize = new ResizeObserver(() => this.fit());
-  private runs: ChartRun[] = [];
   private smoothing = 0;
   /** The steps every chart shows after a drag, null = all. */
   private zoom: { min: number; max: number } | null = null;
@@ -93,12 +87,7 @@ export class MetricCharts {
 
   /** Which runs are drawn, first = the run the header shows. */
   setRuns(runs: ChartRun[]): void {
-    this.runs = runs;
-    for (const id of [...this.values.keys()]) {
-      if (runs.some((r) => r.id === id)) continue;
-      this.values.delete(id);
-      this.unmeasured.delete(id);
-    }
+    this.data.setRuns(runs);
     this.redraw();
   }
 
@@ -108,27 +97,16 @@ export class MetricCharts {
   }
 
   latest(runId: string, name: string): number | undefined {
-    const series = this.values.get(runId)?.get(name);
-    if (!series || series.size === 0) return undefined;
-    return series.get(Math.max(...series.keys()));
+    return this.data.latest(runId, name);
   }
 
   /** The step with the highest value of a metric in a run. */
   best(runId: string, name: string): { step: number; reward: number } | null {
-    let best: { step: number; reward: number } | null = null;
-    for (const [step, value] of this.values.get(runId)?.get(name) ?? []) if (!best || value > best.reward) best = { step, reward: value };
-    return best;
+    return this.data.best(runId, name);
   }
 
   add(runId: string, points: MetricPoint[]): void {
-    if (!this.values.has(runId)) this.values.set(runId, new Map());
-    const run = this.values.get(runId)!;
-    for (const p of points) {
-      if (!run.has(p.name)) run.set(p.name, new Map());
-      run.get(p.name)!.set(p.step, p.value);
-    }
-    const all = [...run].flatMap(([name, steps]) => [...steps].map(([step, value]) => ({ name, step, value })));
-    this.unmeasured.set(runId, unmeasuredPoints(all));
+    this.data.add(runId, points);
     this.redraw();
   }
 
@@ -141,46 +119,6 @@ export class MetricCharts {
     this.constants.replaceChildren();
   }
 
-  private shownRuns(): ChartRun[] {
-    return this.runs.filter((r) => this.values.has(r.id));
-  }
-
-  private present(metric: string): boolean {
-    return this.shownRuns().some((r) => this.values.get(r.id)!.has(metric));
-  }
-
-  /** Why nothing measured the value of a run's metric at a step, or undefined when it was measured. */
-  private whyUnmeasured(runId: string, metric: string, step: number): string | undefined {
-    return this.unmeasured.get(runId)?.get(metric)?.get(step);
-  }
-
-  /** A run's measured value of a metric at a step (null: none recorded, or nothing measured it). */
-  private measured(runId: string, metric: string, step: number): number | null {
-    if (this.whyUnmeasured(runId, metric, step) !== undefined) return null;
-    return this.values.get(runId)?.get(metric)?.get(step) ?? null;
-  }
-
-  /** Every measured value of a metric across the runs shown. */
-  private allValues(metric: string): number[] {
-    return this.shownRuns().flatMap((r) =>
-      [...(this.values.get(r.id)!.get(metric)?.keys() ?? [])].map((step) => this.measured(r.id, metric, step)).filter((v): v is number => v !== null),
-    );
-  }
-
-  /** The colour of a policy's or a role's line: one slot per name, the same on every chart. */
-  private ownerColor(metric: string): string | null {
-    const name = parsePolicyMetric(metric)?.policy ?? parseRoleMetric(metric)?.role;
-    if (name === undefined) return null;
-    if (!this.ownerSlots.has(name)) {
-      // New names take the next slots in name order, so the same run draws the same colours each time it opens.
-      const names = new Set(
-        this.shownRuns().flatMap((r) => [...this.values.get(r.id)!.keys()].map((m) => parsePolicyMetric(m)?.policy ?? parseRoleMetric(m)?.role)),
-      );
-      for (const n of [...names].filter((n): n is string => n !== undefined && !this.ownerSlots.has(n)).sort()) this.ownerSlots.set(n, this.ownerSlots.size);
-    }
-    return runColor(this.ownerSlots.get(name) ?? 0);
-  }
-
   /**
    * The configured charts that have data, then one chart per policy metric and per role metric with a line per
    * policy or role (one policy per role: `policy/<name>/<metric>`, `role/<name>/<metric>`, overlaid so the roles
@@ -188,7 +126,7 @@ export class MetricCharts {
    */
   private chartDefs(): DashboardChart[] {
     const known = new Set(DASHBOARD_CHARTS.flatMap((c) => c.metrics));
-    const names = new Set(this.shownRuns().flatMap((r) => [...this.values.get(r.id)!.keys()]));
+    const names = this.data.names();
     const grouped = new Map<string, DashboardChart>();
     const others: DashboardChart[] = [];
     for (const m of [...names].filter((n) => !known.has(n)).sort()) {
@@ -208,13 +146,16 @@ export class MetricCharts {
     }
     // Policies before roles, each in the order of POLICY_METRICS / ROLE_METRICS' labels (alphabetical ids otherwise).
     const perOwner = [...grouped.values()].sort((a, b) => (a.id.startsWith('policy') === b.id.startsWith('policy') ? 0 : a.id.startsWith('policy') ? -1 : 1));
-    return [...DASHBOARD_CHARTS.filter((c) => c.metrics.some((m) => this.present(m))), ...perOwner, ...others];
+    return [...DASHBOARD_CHARTS.filter((c) => c.metrics.some((m) => this.data.present(m))), ...perOwner, ...others];
   }
 
   private redraw(): void {
     const defs = this.chartDefs();
-    const constant = new Set(defs.flatMap((d) => d.metrics).filter((m) => this.present(m) && isConstant(this.allValues(m))));
-    const drawn = defs.filter((d) => d.pinned || d.metrics.some((m) => this.present(m) && !constant.has(m)));
+    const shown = defs.flatMap((d) => d.metrics).filter((m) => this.data.present(m));
+    // Never measured: recorded only at steps that measured nothing (every step without an update, say).
+    const never = new Set(shown.filter((m) => this.data.allValues(m).length === 0));
+    const constant = new Set(shown.filter((m) => isConstant(this.data.allValues(m))));
+    const drawn = defs.filter((d) => d.pinned || d.metrics.some((m) => this.data.present(m) && !constant.has(m) && !never.has(m)));
     for (const [id, chart] of this.charts) {
       if (drawn.some((d) => d.id === id)) continue;
       chart.plot?.destroy();
@@ -229,19 +170,38 @@ export class MetricCharts {
       }
       this.draw(chart);
     }
-    const collapsed = defs.filter((d) => !drawn.includes(d)).flatMap((d) => d.metrics.filter((m) => constant.has(m)));
-    this.constants.replaceChildren(
-      ...(collapsed.length
+    const folded = defs.filter((d) => !drawn.includes(d)).flatMap((d) => d.metrics);
+    this.drawFolded(
+      folded.filter((m) => constant.has(m)),
+      folded.filter((m) => never.has(m)),
+    );
+  }
+
+  /** One line for the metrics that take no chart: those that never change, and those nothing ever measured (and why). */
+  private drawFolded(constant: string[], never: string[]): void {
+    const every = this.data.shownRuns().length > 1 ? ' of every run' : '';
+    const list = (metrics: string[], item: (m: string) => (string | HTMLElement)[], title: (m: string) => string) =>
+      metrics.map((m, i) => h('span', { class: 'constant-item', 'data-metric': m, title: title(m) }, ...item(m), i < metrics.length - 1 ? ', ' : ''));
+    mount(
+      this.constants,
+      ...(constant.length
         ? [
             h('span', { class: 'muted' }, 'constant: '),
-            ...collapsed.map((m, i) =>
-              h(
-                'span',
-                { class: 'constant-item', 'data-metric': m, title: `${m}: the same value at every step${this.shownRuns().length > 1 ? ' of every run' : ''}` },
-                `${metricLabel(m).label} = `,
-                h('b', {}, fmtMetric(this.allValues(m)[0])),
-                i < collapsed.length - 1 ? ', ' : '',
-              ),
+            ...list(
+              constant,
+              (m) => [`${metricLabel(m).label} = `, h('b', {}, fmtMetric(this.data.allValues(m)[0]))],
+              (m) => `${m}: the same value at every step${every}`,
+            ),
+          ]
+        : []),
+      constant.length && never.length ? h('span', { class: 'muted' }, ' · ') : null,
+      ...(never.length
+        ? [
+            h('span', { class: 'muted' }, 'never measured: '),
+            ...list(
+              never,
+              (m) => [h('span', { class: 'unmeasured' }, metricLabel(m).label)],
+              (m) => `${m}: at every step${every}, ${this.data.firstWhy(m)}`,
             ),
           ]
         : []),
@@ -270,13 +230,13 @@ export class MetricCharts {
 
   /** The lines of a chart: per run, per metric, the raw values (faint under a smoothed line when smoothing). */
   private linesOf(def: DashboardChart): Line[] {
-    const runs = this.shownRuns();
+    const runs = this.data.shownRuns();
     const overlay = runs.length > 1;
     const lines: Line[] = [];
     for (const run of runs) {
       def.metrics.forEach((metric, mi) => {
-        if (!this.values.get(run.id)!.has(metric)) return;
-        const color = overlay ? runColor(run.colorIndex) : (this.ownerColor(metric) ?? runColor(mi));
+        if (!this.data.series(run.id, metric)) return;
+        const color = overlay ? runColor(run.colorIndex) : runColor(this.data.ownerSlot(metric) ?? mi);
         const dash = overlay ? DASHES[mi % DASHES.length] : undefined;
         lines.push({ run, metric, smoothed: false, faint: this.smoothing > 0, color, dash });
         if (this.smoothing > 0) lines.push({ run, metric, smoothed: true, faint: false, color, dash });
@@ -286,11 +246,11 @@ export class MetricCharts {
   }
 
   private dataOf(lines: Line[]): uPlot.AlignedData {
-    const steps = [...new Set(lines.flatMap((l) => [...this.values.get(l.run.id)!.get(l.metric)!.keys()]))].sort((a, b) => a - b);
+    const steps = [...new Set(lines.flatMap((l) => [...this.data.series(l.run.id, l.metric)!.keys()]))].sort((a, b) => a - b);
     return [
       steps,
       ...lines.map((l) => {
-        const raw = steps.map((s) => this.measured(l.run.id, l.metric, s));
+        const raw = steps.map((s) => this.data.measured(l.run.id, l.metric, s));
         return l.smoothed ? smoothEma(raw, this.smoothing) : raw;
       }),
     ] as uPlot.AlignedData;
@@ -298,7 +258,7 @@ export class MetricCharts {
 
   /** The legend beside the title: each run's metrics with the value at the step under the cursor, else the latest. */
   private showLegend(chart: Chart, step: number | null): void {
-    const overlay = this.shownRuns().length > 1;
+    const overlay = this.data.shownRuns().length > 1;
     const steps = chart.data[0] as number[];
     const label = step !== null ? [h('span', { class: 'chart-step' }, `step ${step}`)] : [];
     chart.legend.replaceChildren(
@@ -307,9 +267,9 @@ export class MetricCharts {
         .map((line, k) => ({ line, k }))
         .filter(({ line }) => !line.smoothed)
         .map(({ line, k }) => {
-          const series = this.values.get(line.run.id)!.get(line.metric)!;
+          const series = this.data.series(line.run.id, line.metric)!;
           const at = step ?? (series.size ? Math.max(...series.keys()) : null);
-          const why = at === null ? undefined : this.whyUnmeasured(line.run.id, line.metric, at);
+          const why = at === null ? undefined : this.data.whyUnmeasured(line.run.id, line.metric, at);
           const smoothedLine = chart.lines[k + 1]?.smoothed ? (chart.data[k + 2] as (number | null)[]) : null;
           const smoothed = smoothedLine && at !== null ? smoothedLine[steps.indexOf(at)] : null;
           const swatch = h('span', { class: `swatch${line.dash ? ' dashed' : ''}` });
@@ -393,12 +353,12 @@ export class MetricCharts {
     const gaps: Gap[] = [];
     if (step !== null)
       for (const line of chart.lines.filter((l) => !l.smoothed)) {
-        const why = this.whyUnmeasured(line.run.id, line.metric, step);
+        const why = this.data.whyUnmeasured(line.run.id, line.metric, step);
         if (!why) continue;
         const policy = parsePolicyMetric(line.metric)?.policy;
         const role = parseRoleMetric(line.metric)?.role;
         const who = policy !== undefined ? `policy ${policy}` : role !== undefined ? `role ${role}` : null;
-        gaps.push({ who: this.shownRuns().length > 1 ? [line.run.tag, who].filter(Boolean).join(' · ') : who, why });
+        gaps.push({ who: this.data.shownRuns().length > 1 ? [line.run.tag, who].filter(Boolean).join(' · ') : who, why });
       }
     const over = chart.plot?.over;
     const box = chart.plotBox.getBoundingClientRect();
