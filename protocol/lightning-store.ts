@@ -27,6 +27,7 @@ import type {
   Worker,
 } from './store.js';
 import type { Claim, HealthCheckResult } from './api.js';
+import type { StoreChange } from './events.js';
 
 export interface RolloutQuery {
   status?: RolloutStatus[];
@@ -179,6 +180,16 @@ export interface LightningStore {
   /** Applies timeouts / unresponsiveness and retries. Called on a timer by the Watchdog, safe to call concurrently from many processes. */
   runHealthCheck(now?: number): Promise<HealthCheckResult>;
   statistics(): Promise<Statistics>;
+
+  // --- changes --------------------------------------------------------------------------------
+  /**
+   * Calls `listener` with what the store committed, soon after each commit, whichever process wrote it (this one,
+   * `agl train` on the same file, another daemon on the same PostgreSQL), until the function it resolves with is
+   * called. It resolves once watching: every commit after that is reported. Notifications only: a listener re-reads
+   * what it shows. Changes the backend may have missed (its database connection dropped) are reported as `truncated`.
+   * Local backends have it; the daemon's event stream serves it.
+   */
+  watchChanges?(listener: (change: StoreChange) => void): Promise<() => void>;
 }
 
 /** Marks an error as one of the store contract's kinds, whichever side threw it (see StoreError below). */

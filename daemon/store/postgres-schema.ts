@@ -5,6 +5,7 @@
  */
 import type pg from 'pg';
 import { SEARCH_MIGRATION_SQL, backfillSearch } from './postgres-search.js';
+import { CHANGE_TRIGGERS_SQL } from './postgres-changes.js';
 
 /** SQL, or a function for a migration that also computes data (run in the migration's transaction). */
 const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
@@ -113,6 +114,8 @@ const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
     await c.query(SEARCH_MIGRATION_SQL);
     await backfillSearch(c);
   },
+  // 3: every write notifies what it changed, for the change feed (postgres-changes.ts) and the daemon's event stream
+  CHANGE_TRIGGERS_SQL,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;

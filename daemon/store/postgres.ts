@@ -62,6 +62,8 @@ import { migratePostgres } from './postgres-schema.js';
 import { postgresDialect } from './postgres-search.js';
 import { rolloutPage, rolloutStatements } from './rollout-query.js';
 import { PostgresLifecycle } from './postgres-lifecycle.js';
+import { PostgresChangeFeed } from './postgres-changes.js';
+import type { StoreChange } from '../../protocol/events.js';
 
 export interface PostgresStoreOptions {
   poolSize?: number;
@@ -83,12 +85,16 @@ export class PostgresStore implements LightningStore {
   private flushing: Promise<void> | null = null;
   private closed = false;
   private readonly life: PostgresLifecycle;
+  /** What was committed by anyone, for watchChanges (postgres-changes.ts). */
+  private readonly changes: PostgresChangeFeed;
 
   private constructor(
     readonly pool: pg.Pool,
     private readonly waitPollMs: number,
+    url: string,
   ) {
     this.life = new PostgresLifecycle((sql, params) => this.q(sql, params), this.tx);
+    this.changes = new PostgresChangeFeed(url, (m) => console.error(`[agl store] ${m}`));
   }
 
   static async connect(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
@@ -100,7 +106,7 @@ export class PostgresStore implements LightningStore {
       await pool.end();
       throw e;
     }
-    return new PostgresStore(pool, options.waitPollMs ?? 500);
+    return new PostgresStore(pool, options.waitPollMs ?? 500, url);
   }
 
   private q(sql: string, params: unknown[] = []): Promise<pg.QueryResult<Row>> {
@@ -130,7 +136,13 @@ export class PostgresStore implements LightningStore {
     if (this.closed) return;
     await this.flushSpans();
     this.closed = true;
+    this.changes.close();
     await this.pool.end();
+  }
+
+  async watchChanges(listener: (change: StoreChange) => void): Promise<() => void> {
+    if (this.closed) throw new Error('store is closed');
+    return this.changes.watch(listener);
   }
 
   // --- rollouts ----------------------------------------------------------------------------------

@@ -111,6 +111,8 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
     db.exec(SEARCH_MIGRATION_SQL);
     backfillSearch(db);
   },
+  // 3: what changed since a time, read by the change feed (sqlite-changes.ts) for the daemon's event stream
+  `CREATE INDEX IF NOT EXISTS rollouts_updated ON rollouts(updated_at);`,
 ];
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;

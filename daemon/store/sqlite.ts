@@ -67,6 +67,8 @@ import { rolloutPage, rolloutStatements } from './rollout-query.js';
 import { sqliteDialect } from './sqlite-search.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { WalCheckpointer } from './sqlite-checkpointer.js';
+import { SqliteChangeFeed } from './sqlite-changes.js';
+import type { StoreChange } from '../../protocol/events.js';
 
 export interface SqliteStoreOptions {
   /** Run WAL checkpoints in a worker thread instead of inside commits (default true for files). */
@@ -94,6 +96,8 @@ export class SqliteStore implements LightningStore {
   private readonly waitPollMs: number;
   /** The background WAL checkpointer, when one runs. */
   readonly checkpointer: WalCheckpointer | null = null;
+  /** What was committed, for watchChanges (sqlite-changes.ts). */
+  private readonly changes: SqliteChangeFeed;
 
   constructor(
     readonly path: string,
@@ -104,6 +108,11 @@ export class SqliteStore implements LightningStore {
     prepareDatabase(this.db);
     this.waitPollMs = options.waitPollMs ?? 1000;
     this.life = new SqliteLifecycle(this.db, (sql) => this.st(sql));
+    this.changes = new SqliteChangeFeed(
+      this.db,
+      (sql) => this.st(sql),
+      (m) => console.error(`[agl store] ${m}`),
+    );
     if (path !== ':memory:' && options.backgroundCheckpoints !== false) {
       const checkpointer = new WalCheckpointer(path, 500, (m) => console.error(`[agl store] background checkpoint: ${m}`));
       if (checkpointer.active) {
@@ -159,11 +168,17 @@ export class SqliteStore implements LightningStore {
       for (const op of ops) op.reject(error);
       return;
     }
+    this.changes.committed();
     ops.forEach((op, i) => {
       const o = outcomes[i]!;
       if (o.ok) op.resolve(o.value);
       else op.reject(o.value);
     });
+  }
+
+  async watchChanges(listener: (change: StoreChange) => void): Promise<() => void> {
+    if (this.closed) throw new Error('store is closed');
+    return this.changes.watch(listener);
   }
 
   private read<T>(fn: () => T): T {
@@ -178,6 +193,7 @@ export class SqliteStore implements LightningStore {
     if (this.closed) return;
     this.commitQueued();
     this.closed = true;
+    this.changes.stop();
     await this.checkpointer?.stop();
     this.db.close();
   }

@@ -9,6 +9,7 @@ import { PostgresStore } from '../../daemon/store/postgres.js';
 import { openStore } from '../../daemon/store/index.js';
 import { startPostgres, type PostgresServer } from '../helpers/postgres.js';
 import { storeConformance } from './conformance.js';
+import { changeFeedConformance } from './conformance-changes.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 
 let server: PostgresServer;
@@ -22,6 +23,21 @@ after(async () => {
 storeConformance('postgres', async () => {
   const store = await PostgresStore.connect(await server.createDatabase(), { waitPollMs: 50 });
   return { store, cleanup: () => store.close() };
+});
+
+// `other` is a second pool on the same database, as another daemon (or `agl train --store`) opens it.
+changeFeedConformance('postgres', async () => {
+  const url = await server.createDatabase();
+  const store = await PostgresStore.connect(url);
+  const other = await PostgresStore.connect(url);
+  return {
+    store,
+    other,
+    cleanup: async () => {
+      await other.close();
+      await store.close();
+    },
+  };
 });
 
 describe('PostgresStore with several daemons', () => {

@@ -12,6 +12,7 @@ import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { openStore } from '../../daemon/store/index.js';
 import { SQLITE_SCHEMA_VERSION } from '../../daemon/store/sqlite-schema.js';
 import { storeConformance } from './conformance.js';
+import { changeFeedConformance } from './conformance-changes.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 
 function tempDir(): string {
@@ -24,6 +25,22 @@ storeConformance('sqlite', async () => {
   return {
     store,
     cleanup: async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+// `other` is a second connection to the same file, as `agl train` (another process) opens it.
+changeFeedConformance('sqlite', async () => {
+  const dir = tempDir();
+  const store = new SqliteStore(join(dir, 'store.sqlite'));
+  const other = new SqliteStore(join(dir, 'store.sqlite'));
+  return {
+    store,
+    other,
+    cleanup: async () => {
+      await other.close();
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     },

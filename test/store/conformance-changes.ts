@@ -1,0 +1,138 @@
+/**
+ * The change feed's specification (LightningStore.watchChanges), which every local backend passes unchanged:
+ * test/store/sqlite.test.ts and test/store/postgres.test.ts call `changeFeedConformance` with a factory giving two
+ * stores on one database, `store` (the daemon's) and `other` (another process writing the same file or database:
+ * `agl train`, a second daemon). Whoever wrote it, each commit is reported: rollouts created and moved (claim,
+ * finish) with their agent and status, spans, training runs' progress, metrics, transitions, resources.
+ * The feed is a notification: the tests wait for the change they expect (never for a time).
+ */
+import { describe, it, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LightningStore } from '../../protocol/lightning-store.js';
+import type { StoreChange } from '../../protocol/events.js';
+
+export interface TwoStores {
+  store: LightningStore;
+  other: LightningStore;
+  cleanup: () => Promise<void>;
+}
+
+/** Everything the watched store reports, and a wait for a report that satisfies a predicate. */
+class Recorder {
+  readonly changes: StoreChange[] = [];
+  private readonly waiters: Array<() => void> = [];
+  readonly listener = (c: StoreChange): void => {
+    this.changes.push(c);
+    for (const w of this.waiters.splice(0)) w();
+  };
+
+  async until<T>(find: (changes: StoreChange[]) => T | undefined, what: string, timeoutMs = 20_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = find(this.changes);
+      if (found !== undefined && found !== false) return found;
+      const left = deadline - Date.now();
+      assert.ok(left > 0, `no change reported: ${what}; got ${JSON.stringify(this.changes)}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+}
+
+const rolloutIn = (id: string, status: string) => (cs: StoreChange[]) => cs.flatMap((c) => c.rollouts).find((r) => r.id === id && r.status === status);
+
+export function changeFeedConformance(backend: string, factory: () => Promise<TwoStores>): void {
+  describe(`LightningStore change feed: ${backend}`, () => {
+    let two: TwoStores;
+    let seen: Recorder;
+    let stop: () => void;
+    beforeEach(async () => {
+      two = await factory();
+      seen = new Recorder();
+      assert.ok(two.store.watchChanges, `${backend} has watchChanges`);
+      stop = await two.store.watchChanges(seen.listener);
+    });
+    afterEach(async () => {
+      stop();
+      await two.cleanup();
+    });
+
+    for (const writer of ['store', 'other'] as const) {
+      it(`reports a rollout enqueued, claimed and finished by ${writer === 'store' ? 'the store itself' : 'another connection'}, with its spans`, async () => {
+        const w = two[writer];
+        const r = await w.enqueueRollout({ input: { q: 1 }, agent: 'feed.ts#agent' });
+        const queued = await seen.until(rolloutIn(r.id, 'queuing'), 'the enqueued rollout');
+        assert.deepEqual(queued, { id: r.id, agent: 'feed.ts#agent', status: 'queuing', attemptId: null, attempts: 0 });
+        const [claim] = await w.claimRollouts('worker-1', 1);
+        assert.equal(claim!.rollout.id, r.id);
+        const preparing = await seen.until(rolloutIn(r.id, 'preparing'), 'the claimed rollout');
+        assert.equal(preparing.attemptId, claim!.attempt.id);
+        assert.equal(preparing.attempts, 1);
+        await w.addSpans([{ rolloutId: r.id, attemptId: claim!.attempt.id, name: 'llm', startTime: Date.now() }]);
+        await seen.until((cs) => cs.some((c) => c.spans.includes(r.id)), 'the spans of the rollout');
+        await w.finishAttempt(claim!.attempt.id, { status: 'succeeded' });
+        await seen.until(rolloutIn(r.id, 'succeeded'), 'the finished rollout');
+      });
+    }
+
+    it("reports a training run's progress, its metrics and transitions, and new resources, written by another connection", async () => {
+      const run = await two.other.createTrainingRun({ agent: 'feed.ts#agent', config: {}, totalSteps: 3 });
+      await seen.until((cs) => cs.flatMap((c) => c.runs).find((p) => p.id === run.id && p.step === 0 && p.status === 'running'), 'the new run');
+      await two.other.addMetrics([
+        { runId: run.id, step: 1, name: 'reward_mean', value: 0.5 },
+        { runId: run.id, step: 2, name: 'reward_mean', value: 0.6 },
+      ]);
+      await seen.until((cs) => cs.flatMap((c) => c.metrics).find((m) => m.runId === run.id && m.step === 2), 'the metric points up to step 2');
+      await two.other.updateTrainingRun(run.id, { step: 2 });
+      const moved = await seen.until((cs) => cs.flatMap((c) => c.runs).find((p) => p.id === run.id && p.step === 2), 'the run at step 2');
+      assert.deepEqual(moved, { id: run.id, agent: 'feed.ts#agent', status: 'running', step: 2, totalSteps: 3 });
+      const { rollout, attempt } = await two.other.startRollout({ input: 1 });
+      await two.other.addTransitions([
+        {
+          runId: run.id,
+          step: 2,
+          rolloutId: rollout.id,
+          attemptId: attempt.id,
+          spanId: 'sp-1',
+          groupId: 'task-1',
+          index: 0,
+          agentName: null,
+          reward: 1,
+          credit: 1,
+          advantage: 0.5,
+          promptTokens: 3,
+          completionTokens: 2,
+        },
+      ]);
+      await seen.until((cs) => cs.some((c) => c.transitions.includes(run.id)), 'the transitions of the run');
+      const res = await two.other.addResources({ resources: {} });
+      await seen.until((cs) => cs.flatMap((c) => c.resources).find((x) => x.id === res.id && x.version === res.version), 'the resources version');
+      await two.other.updateTrainingRun(run.id, { status: 'succeeded', step: 3 });
+      await seen.until((cs) => cs.flatMap((c) => c.runs).find((p) => p.id === run.id && p.status === 'succeeded'), 'the run ended');
+    });
+
+    it('reports many rollouts in one change at most MAX_LISTED_CHANGES ids, saying the rest were left out', async () => {
+      const rollouts = await two.other.enqueueRollouts(Array.from({ length: 250 }, (_, i) => ({ input: i, agent: 'bulk.ts#agent' })));
+      const last = rollouts[rollouts.length - 1]!.id;
+      // Every id is listed, or a change says some were left out.
+      await seen.until((cs) => cs.some((c) => c.truncated) || cs.some((c) => c.rollouts.some((r) => r.id === last)), 'the bulk enqueue');
+      assert.ok(seen.changes.every((c) => c.rollouts.length <= 200));
+    });
+
+    it('stops reporting once unwatched', async () => {
+      const second = new Recorder();
+      const unwatch = await two.store.watchChanges!(second.listener);
+      const a = await two.other.enqueueRollout({ input: 'a' });
+      await second.until(rolloutIn(a.id, 'queuing'), 'the first rollout');
+      unwatch();
+      const b = await two.other.enqueueRollout({ input: 'b' });
+      await seen.until(rolloutIn(b.id, 'queuing'), 'the second rollout, to the watcher still watching');
+      assert.equal(rolloutIn(b.id, 'queuing')(second.changes), undefined, 'nothing after unwatching');
+    });
+  });
+}
