@@ -376,5 +376,23 @@ export const RolloutViewRequest = z
   .strict();
 export type RolloutViewRequest = z.infer<typeof RolloutViewRequest>;
 
+/** Rows one page of the viewer's rollouts list answers at most (the virtual list asks for about a screen at a time). */
+export const MAX_LIST_ROWS = 200;
+const q = rolloutQueryFields;
+/**
+ * `POST /v1/agl/views/rollouts`: one page of the viewer's rollouts list (protocol/webview-trajectory.ts RolloutPage):
+ * the list's filters, search and sort as POST /rollouts/search takes them, and `limit` rows from `offset` (more than
+ * MAX_LIST_ROWS are answered as MAX_LIST_ROWS).
+ */
+export const RolloutsViewRequest = z
+  .object({
+    ...{ status: q.status, mode: q.mode, agent: q.agent, resourcesVersion: q.resourcesVersion, search: q.search },
+    ...{ rewardMin: q.rewardMin, rewardMax: q.rewardMax, runId: q.runId, step: q.step, hasError: q.hasError },
+    ...{ sort: q.sort, order: q.order, offset: q.offset, limit: q.limit },
+  })
+  .strict()
+  .superRefine(checkRolloutQuery);
+export type RolloutsViewRequest = z.input<typeof RolloutsViewRequest>;
+
 /** `GET /v1/agl/views/headline?agent=`: the agent's headline (protocol/agent-headline.ts AgentHeadline). */
 export const HeadlineQuery = z.object({ agent: z.string().min(1) }).strict();

@@ -11,8 +11,9 @@
  * Routes that create something answer 201 (enqueue, start, spans, resources, training runs, metrics, transitions),
  * the others 200. The order is the order the server tries them in: a literal path comes before a `:param` path
  * that would match it (`/rollouts/search` before `/rollouts/:id`; test/server/routes.test.ts checks).
- * Not store routes: `GET /health` (no token) and `GET /metrics` outside the prefix, and the served policy's
- * `/policy` routes (daemon/server/routes-policy.ts, mounted by `agl serve --model` only).
+ * Not store routes: `GET /health` (no token) and `GET /metrics` outside the prefix, the served policy's
+ * `/policy` routes (daemon/server/routes-policy.ts, mounted by `agl serve --model` only), and the event stream
+ * `GET /v1/agl/events` (server-sent events, not JSON: declared in protocol/events.ts, served by daemon/server/events.ts).
  */
 import type { z } from 'zod';
 import type { AgentHeadline } from './agent-headline.js';
@@ -33,6 +34,7 @@ import {
   RolloutListQuery,
   RolloutSearchRequest,
   RolloutViewRequest,
+  RolloutsViewRequest,
   SpanListQuery,
   SpanSearchRequest,
   StartRolloutRequest,
@@ -61,7 +63,7 @@ import {
   type WorkerList,
 } from './api.js';
 import type { Attempt, Resources, Rollout, Statistics, TrainingRun, Worker } from './store.js';
-import type { GroupPage, RolloutDetail } from './webview-trajectory.js';
+import type { GroupPage, RolloutDetail, RolloutPage as RolloutListPage } from './webview-trajectory.js';
 
 /** The type a route answers with, carried by the declaration's type alone (its value is an empty marker). */
 export interface Returns<T> {
@@ -159,6 +161,8 @@ export const routes = {
   viewGroups: { method: 'POST', path: '/views/groups', body: GroupQueryRequest, optionalBody: true, response: returns<GroupPage>() },
   /** One rollout with its calls (number, role, policy, trained or not and why) and answer (the viewer's rollout view). */
   viewRollout: { method: 'POST', path: '/views/rollout', body: RolloutViewRequest, response: returns<RolloutDetail>() },
+  /** One page of the rollouts list: its rows with reward, duration and error, the total, and the filters' choices (the viewer's list). */
+  viewRollouts: { method: 'POST', path: '/views/rollouts', body: RolloutsViewRequest, response: returns<RolloutListPage>() },
 } as const satisfies Record<string, RouteDecl>;
 
 export type Routes = typeof routes;

@@ -3,7 +3,7 @@
  * host (extension/panels/trajectory-panel.ts). The host fetches from the daemon; the webview derives
  * and draws (span tree, waterfall, chat, credit, GRPO groups, states).
  */
-import type { RolloutSearchRequest } from './api.js';
+import type { RolloutSearchRequest, RolloutsViewRequest } from './api.js';
 import type { CallInfo, RunRoles } from './call-roles.js';
 import type { EpisodeAnswer } from './span-reading.js';
 import type { Attempt, Rollout, RolloutMode, RolloutStatus, Span, Transition } from './store.js';
@@ -22,7 +22,7 @@ export type RolloutFilter = Pick<
 >;
 
 /** One page of the list: `limit` rows from `offset` (the virtual list asks for the rows coming into view). */
-export type RolloutPageRequest = RolloutFilter & { offset?: number; limit?: number };
+export type RolloutPageRequest = RolloutsViewRequest;
 
 /** One line of the rollouts table. */
 export interface RolloutRow {
@@ -48,6 +48,10 @@ export interface RunChoice {
   createdAt: number;
 }
 
+/**
+ * One page of the rollouts list, assembled by the daemon in one request (POST /v1/agl/views/rollouts, daemon/store/
+ * views-rollouts.ts rolloutsPage): the store filters, searches, sorts, counts and summarises, without reading spans.
+ */
 export interface RolloutPage {
   items: RolloutRow[];
   /** Where `items` start among all the rollouts that match. */

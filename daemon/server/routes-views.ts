@@ -4,8 +4,10 @@
  *   viewHeadline   GET /views/headline?agent=   an agent's headline number and its words (CodeLens, dashboard)
  *   viewGroups     POST /views/groups           a training step's GRPO groups, or one rollout's group (the viewer's group view)
  *   viewRollout    POST /views/rollout          one rollout with its calls and answer (the viewer's rollout view)
+ *   viewRollouts   POST /views/rollouts         one page of the rollouts list (the viewer's list; store/views-rollouts.ts)
  */
 import { agentHeadline, groupPage, rolloutView } from '../store/views.js';
+import { rolloutsPage } from '../store/views-rollouts.js';
 import { HttpProblem } from './errors.js';
 import { json, type RouteHandlers } from './route.js';
 import type { ServerContext } from './server-context.js';
@@ -26,5 +28,16 @@ export function viewRoutes(ctx: ServerContext) {
     viewHeadline: { handle: async ({ query }) => json(200, await agentHeadline(store, query.agent)) },
     viewGroups: { handle: async ({ body }) => json(200, await orNotFound(() => groupPage(store, body))) },
     viewRollout: { handle: async ({ body }) => json(200, await orNotFound(() => rolloutView(store, body))) },
+    viewRollouts: {
+      handle: async ({ body }) =>
+        json(
+          200,
+          await rolloutsPage(
+            store,
+            body,
+            ctx.knownAgents?.().map((a) => a.agent),
+          ),
+        ),
+    },
   } satisfies Partial<RouteHandlers>;
 }

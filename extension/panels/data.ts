@@ -3,10 +3,10 @@
  * (sdk/tools/client.ts). Free of the vscode API, so the webview tests drive exactly this code against a real
  * daemon. One handler table per webview, keyed by the protocol's method names.
  */
-import { ROLLOUT_MODES, ROLLOUT_STATUSES, type MetricPoint, type TrainingRun } from '../../protocol/store.js';
+import type { MetricPoint, TrainingRun } from '../../protocol/store.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import type { IpcRequestType } from '../../protocol/webview-ipc.js';
-import { TrajectoryProtocol, type RolloutPage, type RolloutPageRequest } from '../../protocol/webview-trajectory.js';
+import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
 import type { AglClient } from '../../sdk/tools/client.js';
 
 export type RequestHandlers = Map<string, (params: unknown) => Promise<unknown>>;
@@ -15,71 +15,10 @@ function on<P, R>(handlers: RequestHandlers, type: IpcRequestType<P, R>, fn: (pa
   handlers.set(type.method, fn as (params: unknown) => Promise<unknown>);
 }
 
-async function resourceVersions(client: AglClient): Promise<Map<string, number>> {
-  return new Map((await client.listResources(1000)).map((r) => [r.id, r.version]));
-}
-
-/** Rows per request at most (the virtual list asks for about a screen at a time). */
-const MAX_LIST_PAGE = 200;
-
-/** One page of the rollouts list: the store filters, searches, sorts, counts and summarises (no span reads). */
-async function listRollouts(client: AglClient, req: RolloutPageRequest): Promise<RolloutPage> {
-  const offset = Math.max(0, Math.floor(req.offset ?? 0));
-  const [page, versions, known, stats, runs] = await Promise.all([
-    client.queryRollouts({
-      status: req.status,
-      mode: req.mode,
-      agent: req.agent,
-      resourcesVersion: req.resourcesVersion,
-      search: req.search || undefined,
-      rewardMin: req.rewardMin,
-      rewardMax: req.rewardMax,
-      runId: req.runId,
-      step: req.step,
-      hasError: req.hasError,
-      sort: req.sort,
-      order: req.order,
-      offset,
-      limit: Math.min(req.limit ?? 50, MAX_LIST_PAGE),
-      withTotal: true,
-      withSummaries: true,
-    }),
-    resourceVersions(client),
-    client.agents(),
-    client.statistics(),
-    client.listTrainingRuns(),
-  ]);
-  const items = page.items.map((rollout, i) => {
-    const s = page.summaries![i]!;
-    return {
-      rollout,
-      reward: s.finalReward,
-      resourcesVersion: rollout.resourcesId ? (versions.get(rollout.resourcesId) ?? null) : null,
-      durationMs: s.durationMs,
-      startedAt: s.startedAt,
-      error: s.error,
-      errorSpans: s.errorSpans,
-    };
-  });
-  // The agent filtered on is always a choice, so the filter shows it and can be cleared (from the CodeLens, it
-  // may match rollouts stored under older forms of its id only, or none yet).
-  const agents = [...new Set([...known.map((a) => a.agent), ...page.items.map((r) => r.agent), req.agent].filter((a): a is string => !!a))].sort();
-  return {
-    items,
-    offset,
-    total: page.total!,
-    storeTotal: Object.values(stats.rollouts).reduce((a, b) => a + b, 0),
-    statuses: [...ROLLOUT_STATUSES],
-    modes: [...ROLLOUT_MODES],
-    agents,
-    resourcesVersions: [...versions.values()].sort((a, b) => b - a),
-    runs: runs.map((r) => ({ id: r.id, agent: r.agent, createdAt: r.createdAt })).sort((a, b) => b.createdAt - a.createdAt),
-  };
-}
-
 export function trajectoryHandlers(client: AglClient): RequestHandlers {
   const handlers: RequestHandlers = new Map();
-  on(handlers, TrajectoryProtocol.listRollouts, (f) => listRollouts(client, f));
+  // One page of the list: the store filters, searches, sorts, counts and summarises (daemon/store/views-rollouts.ts).
+  on(handlers, TrajectoryProtocol.listRollouts, (req) => client.getRolloutsView(req));
   // One rollout, its calls and answer: assembled by the daemon (daemon/store/views.ts rolloutView).
   on(handlers, TrajectoryProtocol.getRollout, (p) => client.getRolloutView({ rolloutId: p.rolloutId, ...(p.attemptId ? { attemptId: p.attemptId } : {}) }));
   on(handlers, TrajectoryProtocol.getGroups, (q) => client.getGroups(q));

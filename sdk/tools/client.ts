@@ -36,6 +36,7 @@ import type {
   RolloutPage,
   RolloutSearchRequest,
   RolloutViewRequest,
+  RolloutsViewRequest,
   SpanSearchRequest,
   TransitionListQuery,
   UpdateTrainingRunRequest,
@@ -43,7 +44,7 @@ import type {
 } from '../../protocol/api.js';
 import type { AgentHeadline } from '../../protocol/agent-headline.js';
 import { DAEMON_STATE_FILE, TOKEN_FILE } from '../../protocol/daemon-state.js';
-import type { GroupPage, RolloutDetail } from '../../protocol/webview-trajectory.js';
+import type { GroupPage, RolloutDetail, RolloutPage as RolloutListPage } from '../../protocol/webview-trajectory.js';
 import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../../protocol/lightning-store.js';
 import { routes, type BodyInputOf, type ParamsOf, type QueryOf, type ResponseOf, type RouteName } from '../../protocol/routes.js';
 import {
@@ -339,6 +340,10 @@ export class AglClient implements LightningStore {
   getRolloutView(q: RolloutViewRequest): Promise<RolloutDetail> {
     return this.call('viewRollout', { body: q });
   }
+  /** One page of the viewer's rollouts list: rows with reward, duration and error, the total, the filters' choices. */
+  getRolloutsView(q: RolloutsViewRequest): Promise<RolloutListPage> {
+    return this.call('viewRollouts', { body: q });
+  }
   /**
    * Rollouts matching filters and a text search (task input and outputs), sorted by creation, duration, reward or
    * status; `offset` pages any sort, `withTotal` counts every match, `withSummaries` adds each row's final reward,
@@ -541,4 +546,5 @@ export const clientMethods = {
   viewHeadline: 'agentHeadline',
   viewGroups: 'getGroups',
   viewRollout: 'getRolloutView',
+  viewRollouts: 'getRolloutsView',
 } as const satisfies Record<RouteName, ClientMethod>;

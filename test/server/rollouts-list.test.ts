@@ -121,4 +121,27 @@ describe('rollouts list over HTTP: search, filters, sorts, totals', () => {
     assert.deepEqual(problem.errors!.map((e) => e.path).sort(), ['hasError', 'rewardMin', 'sort']);
     assert.equal((await d.client.listRollouts({ withTotal: true })).total, 4, 'the daemon keeps serving');
   });
+
+  it("serves the viewer's list page in one request (POST /views/rollouts), and refuses a bad one naming the field", async () => {
+    const page = await d.client.getRolloutsView({ search: 'answer', rewardMin: 0.25, sort: 'reward', order: 'asc' });
+    assert.deepEqual(
+      page.items.map((i) => [i.rollout.id, i.reward]),
+      [
+        [made.cars, 0.5],
+        [made.pens, 1],
+      ],
+    );
+    assert.equal(page.total, 2);
+    assert.equal(page.storeTotal, 4);
+    assert.deepEqual(page.agents, ['list#agent'], 'the agent the daemon saw enqueued');
+    const res = await fetch(`${d.url}/v1/agl/views/rollouts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${d.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ offset: -1, withTotal: true, rewardMin: 1, rewardMax: 0 }),
+    });
+    assert.equal(res.status, 400);
+    assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    const problem = (await res.json()) as Problem;
+    assert.deepEqual(problem.errors!.map((e) => e.path).sort(), ['offset', 'rewardMax', 'withTotal']);
+  });
 });

@@ -179,6 +179,7 @@ describe('store API routes declared once (protocol/routes.ts)', () => {
       agentHeadline: (c) => c.agentHeadline('a'),
       getGroups: (c) => c.getGroups({ runId: 'x', step: 0 }),
       getRolloutView: (c) => c.getRolloutView({ rolloutId: ID, attemptId: AID }),
+      getRolloutsView: (c) => c.getRolloutsView({ status: ['running'], search: 'x', sort: 'reward', offset: 100, limit: 50 }),
     };
     assert.deepEqual(Object.keys(clientMethods).sort(), [...NAMES].sort(), 'a client method for each route, and no other');
     for (const name of NAMES) {

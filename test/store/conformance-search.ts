@@ -10,8 +10,14 @@ import assert from 'node:assert/strict';
 import type { LightningStore, RolloutQuery } from '../../protocol/lightning-store.js';
 import type { SpanInput } from '../../protocol/store.js';
 
-const reward = (value: number, extra: Record<string, boolean> = {}) => ({ name: 'agentlightning.reward', attributes: { 'agl.reward.value': value, ...extra } });
-const reply = (text: string) => ({ name: 'gen_ai.chat', attributes: { 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: text }]) } });
+export const reward = (value: number, extra: Record<string, boolean> = {}) => ({
+  name: 'agentlightning.reward',
+  attributes: { 'agl.reward.value': value, ...extra },
+});
+export const reply = (text: string) => ({
+  name: 'gen_ai.chat',
+  attributes: { 'gen_ai.output.messages': JSON.stringify([{ role: 'assistant', content: text }]) },
+});
 
 interface Made {
   id: string;
@@ -19,7 +25,7 @@ interface Made {
 }
 
 /** Starts a rollout directly and records `spans` for its attempt; `finish` ends it. */
-async function run(
+export async function run(
   store: LightningStore,
   input: unknown,
   spans: Array<Partial<SpanInput>>,

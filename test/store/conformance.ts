@@ -13,6 +13,7 @@ import { Watchdog } from '../../daemon/store/watchdog.js';
 import type { SpanInput } from '../../protocol/store.js';
 import { lifecycleConformance } from './conformance-lifecycle.js';
 import { searchConformance } from './conformance-search.js';
+import { rolloutsViewConformance } from './conformance-views.js';
 
 export interface StoreHandle {
   store: LightningStore;
@@ -340,6 +341,7 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
 
     lifecycleConformance(ctx, opts.injectableClock ?? true);
     searchConformance(ctx);
+    rolloutsViewConformance(ctx);
 
     describe('watchdog', () => {
       it('times out an attempt on its own timer, with nobody writing', async () => {
