@@ -347,11 +347,11 @@ export const PolicyInfo = z.object({
   loadedAt: z.number().nullable(),
   /** Loads through /policy/load so far. */
   reloads: z.number().int(),
-  /** A checkpoint of one policy per role: the default policy (serves every other role) and what a call naming no role gets. */
+  /** A checkpoint's policy set: the default policy (serves every role without its own; LoRA's base) and what a call naming no role gets. */
   default: z.string().optional(),
   unassignedCalls: z.enum(['refuse', 'default']).optional(),
-  /** ... and each role policy: its roles, folder and the training updates it had. */
-  policies: z.array(z.object({ name: z.string(), roles: z.array(z.string()), folder: z.string(), updates: z.number().int() })).optional(),
+  /** ... and each trained policy: its roles (null: every call, a run's one LoRA policy), folder and the training updates it had. */
+  policies: z.array(z.object({ name: z.string(), roles: z.array(z.string()).nullable(), folder: z.string(), updates: z.number().int() })).optional(),
 });
 export type PolicyInfo = z.infer<typeof PolicyInfo>;
 

@@ -12,6 +12,7 @@
  *  - a call without token ids is never trained; a validation rollout's calls are never trained;
  *  - a selected call of a training rollout is trained once the run stores its transition (its step was trained).
  */
+import { roleOwners, type PolicyEntryShape } from './policy-set.js';
 import { agentNames, isLlmCallSpan, llmCallNumbers, numberArrayAttr } from './span-reading.js';
 import { AGL } from './spans.js';
 import type { RolloutMode, Span, Transition } from './store.js';
@@ -33,7 +34,7 @@ export interface RunRoles {
 export interface RolesConfig {
   model?: { name?: string; init?: string | null };
   training?: { agentMatch?: string | null };
-  policies?: Record<string, { shared?: string } | object>;
+  policies?: Record<string, PolicyEntryShape>;
 }
 
 const lastPathPart = (p: string): string =>
@@ -45,9 +46,7 @@ const lastPathPart = (p: string): string =>
 /** The run's selection rule from its recorded config. */
 export function runRoles(runId: string, config: RolesConfig | null): RunRoles {
   const agentMatch = config?.training?.agentMatch ?? null;
-  const policies: Record<string, string> = {};
-  for (const [role, entry] of Object.entries(config?.policies ?? {}))
-    policies[role] = entry && 'shared' in entry && typeof entry.shared === 'string' ? entry.shared : role;
+  const policies = roleOwners(config?.policies); // the run's policy set: protocol/policy-set.ts
   const roles = Object.keys(policies);
   // The gateway names the default policy by the run's model (a folder by its last part: `samples/sql/warmup` -> `warmup`);
   // the call's own agl.policy.name, when recorded, is what the views show.

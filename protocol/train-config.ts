@@ -8,36 +8,11 @@
  */
 import { z } from 'zod';
 import { LoraSettingsSchema } from './engine.js';
+import { GRPO_VARIANTS, resolveGrpo, type GrpoSettings, type GrpoVariant } from './grpo-settings.js';
+
+export { GRPO_VARIANTS, type GrpoVariant } from './grpo-settings.js';
 
 // ---- GRPO (daemon/algorithm/grpo.ts) -------------------------------------------------------------------------
-
-/** The settings each named variant stands for; every key a variant leaves out takes GRPO_DEFAULTS. */
-export const GRPO_VARIANTS = {
-  /** DeepSeekMath's GRPO as verl/TRL run it (with DAPO's token-mean and clip-higher, this project's long-time default). */
-  grpo: {},
-  /** Liu et al. 2025, "Understanding R1-Zero-like training": no std scaling, a constant-normalised token sum. */
-  dr_grpo: { scaleRewards: 'none', lossAggregation: 'token-sum-norm' },
-  /** Yu et al. 2025: clip-higher (0.2 / 0.28), token-level loss, dynamic sampling of groups with reward spread. */
-  dapo: { epsilon: 0.2, epsilonHigh: 0.28, lossAggregation: 'token-mean', dynamicSampling: true },
-  /** Zheng et al. 2025 (Qwen): sequence-level importance ratio and clipping, sequence-mean loss. */
-  gspo: { importanceSampling: 'sequence', lossAggregation: 'seq-mean' },
-} as const;
-export type GrpoVariant = keyof typeof GRPO_VARIANTS;
-
-const GRPO_DEFAULTS = {
-  scaleRewards: 'group',
-  epsilon: 0.2,
-  epsilonHigh: 0.3,
-  beta: 0,
-  lossAggregation: 'token-mean',
-  skipZeroStdGroups: false,
-  importanceSampling: 'token',
-  sequenceEpsilon: 3e-4,
-  sequenceEpsilonHigh: 4e-4,
-  lossNormTokens: null,
-  dynamicSampling: false,
-  dynamicSamplingRounds: 3,
-} as const;
 
 export const GrpoInput = z
   .object({
@@ -63,25 +38,8 @@ export const GrpoInput = z
   })
   .strict();
 
-export const GrpoConfig = GrpoInput.transform((given) => {
-  const variant = given.variant ?? 'grpo';
-  const explicit = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
-  return { ...GRPO_DEFAULTS, ...GRPO_VARIANTS[variant], ...explicit, variant } as {
-    variant: GrpoVariant;
-    scaleRewards: 'group' | 'batch' | 'none';
-    epsilon: number;
-    epsilonHigh: number;
-    beta: number;
-    lossAggregation: 'token-mean' | 'seq-mean' | 'token-sum-norm';
-    lossNormTokens: number | null;
-    skipZeroStdGroups: boolean;
-    importanceSampling: 'token' | 'sequence';
-    sequenceEpsilon: number;
-    sequenceEpsilonHigh: number;
-    dynamicSampling: boolean;
-    dynamicSamplingRounds: number;
-  };
-});
+/** `training.grpo` (and a policy's own `grpo`) resolved: the defaults, the variant's settings, the keys given (grpo-settings.ts). */
+export const GrpoConfig = GrpoInput.transform((given): GrpoSettings => resolveGrpo(given));
 export type GrpoConfig = z.output<typeof GrpoConfig>;
 export type GrpoConfigInput = z.input<typeof GrpoConfig>;
 
@@ -166,8 +124,9 @@ export const EngineSection = z
     /** Sample from another server instead of the engine (either engine): see SamplerSection. */
     sampler: SamplerSection.nullable().default(null),
     /**
-     * torch, with `policies:`: every role policy is a LoRA adapter of this shape on one frozen copy of the base model
-     * (peft), instead of a full copy of the weights each; untrained roles are served by the base. One rank.
+     * torch: every trained policy is a LoRA adapter of this shape (peft) on one frozen copy of the run's model, instead of
+     * full weights: the run's one policy, or with `policies:` one adapter per role policy (untrained roles are served by
+     * the base). The base is every adapter's KL reference. One rank.
      */
     lora: LoraSettingsSchema.nullable().default(null),
   })
@@ -313,15 +272,19 @@ export const TrainConfig = z
       const why =
         c.engine.kind !== 'torch'
           ? 'needs engine.kind: torch (peft adapters; the tfjs engine trains full weights)'
-          : !roles.length
-            ? 'trains one adapter per role policy: list the roles under policies: (or --policy ROLE)'
-            : c.engine.procs > 1
-              ? 'runs on one rank for now: set engine.procs to 1'
-              : c.engine.sampler
-                ? 'cannot sample from engine.sampler (the sampler serves one model): drop one of them'
-                : null;
+          : c.engine.procs > 1
+            ? 'runs on one rank for now: set engine.procs to 1'
+            : c.engine.sampler
+              ? 'cannot sample from engine.sampler (the sampler serves one model): drop one of them'
+              : null;
       if (why) ctx.addIssue({ code: 'custom', path: ['engine', 'lora'], message: why });
     }
+    if (roles.length && c.engine.sampler)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['policies'],
+        message: 'one policy per role cannot sample from engine.sampler yet (the sampler serves one model): drop one of them',
+      });
     const trained = c.training.agentMatch;
     if (roles.length && trained !== null) {
       const re = new RegExp(trained);

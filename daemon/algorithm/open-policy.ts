@@ -46,10 +46,8 @@ async function openTf(spec: string, o: OpenPolicyOptions) {
       `--model ${spec}: not a model folder (no config.json there). Use builtin:0.8m, builtin:5m, a checkpoint folder or a Hugging Face model folder`,
     );
   }
-  const model = await loadPolicy(spec, { backend: o.backend, optimizer, name: o.name });
-  // The checkpoint's saved optimizer settings must not override the learning rate asked for now.
-  if (o.learningRate) model.optimizerConfig.lr = o.learningRate;
-  return model;
+  // The checkpoint's saved optimizer settings give way to those asked for now (loadPolicy applies `optimizer` last).
+  return loadPolicy(spec, { backend: o.backend, optimizer, name: o.name });
 }
 
 export async function openPolicy(spec: string, o: OpenPolicyOptions = {}): Promise<PolicyModel> {

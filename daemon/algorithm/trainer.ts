@@ -3,21 +3,25 @@
  *   publish the policy -> enqueue each task n times -> (runner workers execute through the gateway) -> wait
  *   -> adapt spans to transitions -> assign credit -> GRPO advantages -> one policy update -> metrics,
  *   transitions and run progress to the store -> validate every K steps -> checkpoint.
- * The trainer owns no process: the caller provides the store, the policy that the gateway serves (updated
- * in place, so the next published version samples from the new weights) and a checkpoint writer.
+ * The trainer owns no process: the caller provides the store, the policy set that the gateway serves (each policy
+ * updated in place, so the next published version samples from the new weights) and a checkpoint writer. A run's one
+ * policy is a set of one policy serving every call; with `policies:` each policy learns from its own roles' calls.
+ * Each update's settings travel with it: the policy's GRPO settings in its loss, its schedule's learning rate.
  * Task order is a pure function of (seed, step), so a resumed run continues with exactly the next tasks.
  */
 import { emptyLossStats, summarizeLossStats, type LossStats } from '../../protocol/engine.js';
 import { METRICS, policyMetric, roleMetric, type StopReason } from '../../protocol/metrics.js';
 import { LEARNING_CHECK_STEPS, describeDiagnosis, diagnoseLearning, type LearningDiagnosis, type PointLike } from '../../protocol/training-health.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
-import type { PolicyModel, SequencePair, TrainStepResult } from '../model/policy-contract.js';
+import type { SequencePair, TrainStepResult } from '../model/policy-contract.js';
 import { makeRng } from '../model/sampling.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { TrajectoryStep } from './adapter.js';
 import { assignCredit } from './credit.js';
 import type { TrainConfig } from './config.js';
-import { type AdvantageResult, computeAdvantages, type GrpoConfig, grpoLoss, stdUnbiased } from './grpo.js';
+import { computeAdvantages, grpoLoss, stdUnbiased } from './grpo.js';
+import { listedRoles } from '../../protocol/policy-set.js';
+import type { OpenPolicySet, TrainedPolicy } from './open-policy-set.js';
 import { type GroupRollout, type Task, dynamicSampling, everyRolloutFailed, finalRewards, publishPolicy, runGroups } from './rollouts.js';
 
 export interface TrainerState {
@@ -31,67 +35,54 @@ export interface TrainerState {
   train: { step: number; reward: number }[];
   /** The best held-out reward so far and its step (absent in checkpoints written before it was kept). */
   best?: { step: number; reward: number } | null;
-  /** One policy per role: each trained policy's updates so far (its version, and its own schedule's step count). */
+  /**
+   * Each policy trained on listed roles (`policies:`): its updates so far (its version, and its own schedule's step
+   * count). A run's one policy counts the run's steps.
+   */
   policies?: Record<string, { updates: number }>;
 }
 
-/**
- * A policy trained on its roles' calls (config.policies): its own weights, optimizer state (inside `model`), learning
- * rate and schedule, GRPO settings and reference. The policy serves `roles`; its name is its owning role's.
- */
-export interface RolePolicy {
-  name: string;
-  roles: string[];
-  model: PolicyModel;
-  learningRate: number;
-  grpo: GrpoConfig;
-  /** Frozen copy of its starting weights, for its KL term (grpo.beta > 0). */
-  reference: PolicyModel | null;
+/** A policy's updates so far (its version): a policy of listed roles counts its own; a run's one policy, the run's steps. */
+export function policyUpdates(state: TrainerState, p: { name: string; roles: string[] | null }): number {
+  return p.roles ? (state.policies?.[p.name]?.updates ?? 0) : state.step;
 }
 
-/** What an update step works with: one per trained policy (all roles, with the run's settings, when there are no role policies). */
-interface Updater {
-  name: string;
-  /** Roles whose calls it trains on; null: every call the adapter kept. */
-  roles: Set<string> | null;
-  model: PolicyModel;
-  reference: PolicyModel | null;
-  learningRate: number;
-  grpo: GrpoConfig;
-  setLearningRate: (lr: number) => void;
-}
+/** A trained call with the advantage its policy trains it with. */
+type KeptItem = CreditedItem & { advantage: number };
 
 /** One policy's update in a step, for its metrics. */
 interface PolicyUpdate {
-  updater: Updater;
+  policy: TrainedPolicy;
   result: TrainStepResult;
   lr: number;
-  items: (CreditedItem & { advantage: number })[];
+  items: KeptItem[];
+}
+
+/** A step's credited calls: what the store records of each, and what each policy trains on. */
+interface CreditedStep {
+  items: CreditedItem[];
+  /** Per item: the advantage its policy trained it with (0: not trained). */
+  advantages: number[];
+  fracRewardZeroStd: number;
+  /** Per trained policy (in the set's order): the calls it trains on. */
+  perPolicy: KeptItem[][];
 }
 
 export interface TrainerDeps {
   store: LightningStore;
-  policy: PolicyModel;
-  /** Frozen reference policy for the KL term (needed when training.grpo.beta > 0). */
-  reference?: PolicyModel | null;
-  /** The gateway's OpenAI-compatible base URL (…/v1) that serves `policy`. */
+  /** The run's policies (open-policy-set.ts): the trained ones, and the model serving every call none of them claims. */
+  policies: OpenPolicySet;
+  /** The gateway's OpenAI-compatible base URL (…/v1) that serves the policies. */
   endpoint: string;
   agent: string;
   config: TrainConfig;
   train: Task[];
   val: Task[];
-  /**
-   * One policy per role (config.policies): the trained policies, each with the roles it serves. `policy` is then the
-   * default one, serving, untrained, every role not listed.
-   */
-  policies?: RolePolicy[];
   /** Sample from another server (engine.sampler) instead of the policy the gateway serves. */
   sampler?: { url: string; model: string; apiKeyEnv: string | null } | null;
   /** Called after each update that changed the weights (pushes them to the sampler). */
   afterUpdate?: (state: TrainerState) => Promise<void>;
-  /** Sets the optimizer's learning rate (for the warm-up schedule); absent = the model's own stays. */
-  setLearningRate?: (lr: number) => void;
-  /** Writes a checkpoint of the policy and this state (called every `checkpointEvery` steps). */
+  /** Writes a checkpoint of the policies and this state (called every `checkpointEvery` steps). */
   checkpoint: (state: TrainerState) => Promise<void>;
   /** Keeps the policy as the best so far (called when a validation beats every earlier one; `state.best` is set). */
   saveBest?: (state: TrainerState) => Promise<void>;
@@ -160,7 +151,7 @@ function shuffledIndices(n: number, seed: number): number[] {
   return order;
 }
 
-/** A step's rollouts: the scheduled groups, and with dynamic sampling what it kept (groups = the ones trained on). */
+/** A step's rollouts: the scheduled groups, and with dynamic sampling what it kept (groups: every group rolled out). */
 interface RolledOut {
   scheduled: GroupRollout[];
   sampled: Awaited<ReturnType<typeof dynamicSampling>> | null;
@@ -208,20 +199,16 @@ export class Trainer {
 
   async publish(purpose: 'train' | 'val'): Promise<string> {
     const m = this.deps.config.model;
+    const routing = this.deps.policies.routing();
     const res = await publishPolicy(this.deps.store, {
       endpoint: this.deps.endpoint,
-      model: this.deps.policy.name,
+      model: this.deps.policies.fallback.name,
       maxTokens: m.maxTokens,
       temperature: purpose === 'val' ? m.valTemperature : m.temperature,
       topP: purpose === 'val' ? undefined : m.topP,
       metadata: { runId: this.state.runId, step: this.state.step, purpose },
       upstream: this.deps.sampler,
-      ...(this.deps.policies?.length
-        ? {
-            roleModels: Object.fromEntries(this.deps.policies.flatMap((p) => p.roles.map((r) => [r, p.name]))),
-            unassignedRole: this.deps.config.unassignedCalls,
-          }
-        : {}),
+      ...(routing ? { roleModels: routing.roleModels, unassignedRole: routing.unassignedRole } : {}),
     });
     return res.id;
   }
@@ -248,7 +235,7 @@ export class Trainer {
       );
     }
     if (failed) this.log(`validation: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
-    if (this.state.val.length === 0 && this.deps.policies?.length) this.noteRoles(groups, 'val');
+    if (this.state.val.length === 0 && !this.rolesChecked) this.noteRoles(groups, 'val');
     const rewards = finalRewards(groups);
     const mean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     this.state.val.push({ step: this.state.step, reward: mean });
@@ -265,12 +252,12 @@ export class Trainer {
     const started = Date.now();
     const step = this.state.step;
     const rolled = await this.rollOut(step);
-    if (this.deps.policies?.length && !this.rolesChecked) this.noteRoles(rolled.groups, 'train', step);
+    if (!this.rolesChecked) this.noteRoles(rolled.groups, 'train', step);
     const rolloutSeconds = (Date.now() - started) / 1000;
-    const { items, adv, kept } = this.creditAndAdvantages(rolled);
-    const updates = await this.update(step, kept);
-    const metrics = this.stepMetrics(rolled, items, adv, kept, updates, rolloutSeconds, (Date.now() - started) / 1000);
-    await this.record(step, metrics, items, adv);
+    const credited = this.creditAndAdvantages(rolled);
+    const updates = await this.update(step, credited.perPolicy);
+    const metrics = this.stepMetrics(rolled, credited, updates, rolloutSeconds, (Date.now() - started) / 1000);
+    await this.record(step, metrics, credited);
     // After recording: a step whose every rollout failed is on the dashboard too, also the one that stops the run.
     this.checkFailures(step, rolled.scheduled);
     this.checkLearning(step, metrics);
@@ -278,7 +265,7 @@ export class Trainer {
     const rMean = metrics[METRICS.rewardMean]!;
     this.state.train.push({ step, reward: rMean });
     this.log(
-      `step ${step + 1}/${this.state.totalSteps} reward ${rMean.toFixed(3)} zero-std ${adv.fracRewardZeroStd.toFixed(2)} clip ${metrics[METRICS.clipRatio]!.toFixed(3)} ${metrics[METRICS.stepS]!.toFixed(1)}s`,
+      `step ${step + 1}/${this.state.totalSteps} reward ${rMean.toFixed(3)} zero-std ${credited.fracRewardZeroStd.toFixed(2)} clip ${metrics[METRICS.clipRatio]!.toFixed(3)} ${metrics[METRICS.stepS]!.toFixed(1)}s`,
     );
     return metrics;
   }
@@ -302,11 +289,13 @@ export class Trainer {
         onProgress: (done, total) => this.deps.onProgress?.(round > 0 ? `rollouts (refill ${round})` : 'rollouts', done, total, this.state),
       });
     const scheduled = await rollOut(tasks, 0);
-    // DAPO dynamic sampling: groups without reward spread dropped, the batch refilled from fresh tasks (bounded).
-    const sampled = t.grpo.dynamicSampling
+    // DAPO dynamic sampling (for the policies whose settings ask for it): groups without reward spread dropped, the
+    // batch refilled from fresh tasks (bounded by the most rounds any of them allows).
+    const sampling = this.deps.policies.trained.filter((p) => p.grpo.dynamicSampling);
+    const sampled = sampling.length
       ? await dynamicSampling(scheduled, {
           batchSize: t.batchSize,
-          maxRounds: t.grpo.dynamicSamplingRounds,
+          maxRounds: Math.max(...sampling.map((p) => p.grpo.dynamicSamplingRounds)),
           rollOut,
           freshTasks: (round, used, n) => freshTasks(this.deps.train, t.seed, step, round, used, n),
         })
@@ -348,8 +337,13 @@ export class Trainer {
     this.deps.onDiagnosis?.(d);
   }
 
-  /** Adapt + credit (one item per kept LLM call), then GRPO advantages; the items the update trains on. */
-  private creditAndAdvantages(rolled: RolledOut): { items: CreditedItem[]; adv: AdvantageResult; kept: (CreditedItem & { advantage: number })[] } {
+  /**
+   * Adapt + credit (one item per kept LLM call), then each policy's GRPO advantages on its own roles' calls, with its
+   * own settings (scaling, zero-std skipping) over the step's groups, so a call's advantage comes from its own episode's
+   * group whatever policy served it. With dynamic sampling, a policy that asked for it trains on the groups it kept,
+   * the others on the scheduled groups (their batch as without it).
+   */
+  private creditAndAdvantages(rolled: RolledOut): CreditedStep {
     const t = this.deps.config.training;
     const creditCfg = { ...t.credit, air: t.air ? t.credit.air : [] };
     const items: CreditedItem[] = [];
@@ -360,21 +354,24 @@ export class Trainer {
     // training.groupBy task-role: a call is compared with its own role's calls of the task only (the store keeps the
     // task as the group; the views split it by role again to show the numbers).
     const advantageGroup = (i: CreditedItem) => (t.groupBy === 'task-role' ? `${i.groupId}\u0000${i.s.agentName ?? ''}` : i.groupId);
-    const adv = computeAdvantages(
-      items.map((i) => ({ groupId: advantageGroup(i), credit: i.credit })),
-      t.grpo,
-    );
-    // A group dynamic sampling dropped trains nothing: its advantage is 0 in the loss and in the store.
-    const { sampled } = rolled;
-    if (sampled)
+    const grouped = items.map((i) => ({ groupId: advantageGroup(i), credit: i.credit }));
+    const advantages = new Array<number>(items.length).fill(0);
+    let fracRewardZeroStd = 0;
+    const perPolicy = this.deps.policies.trained.map((p) => {
+      const adv = computeAdvantages(grouped, p.grpo);
+      fracRewardZeroStd = adv.fracRewardZeroStd; // groups without spread: the same under any policy's settings
+      // A group dynamic sampling dropped (or a refill, for a policy that did not ask for them) trains nothing.
+      const groups = rolled.sampled ? (p.grpo.dynamicSampling ? rolled.sampled.kept : new Set(rolled.scheduled.map((g) => g.task.id))) : null;
+      const mine: KeptItem[] = [];
       items.forEach((it, k) => {
-        if (!sampled.kept.has(it.groupId)) {
-          adv.keep[k] = false;
-          adv.advantages[k] = 0;
-        }
+        if (p.roles && !p.roles.includes(it.s.agentName ?? '')) return;
+        const inBatch = !groups || groups.has(it.groupId);
+        advantages[k] = inBatch ? adv.advantages[k]! : 0;
+        if (inBatch && adv.keep[k]) mine.push({ ...it, advantage: adv.advantages[k]! });
       });
-    const kept = items.map((it, k) => ({ ...it, advantage: adv.advantages[k]! })).filter((_, k) => adv.keep[k]);
-    return { items, adv, kept };
+      return mine;
+    });
+    return { items, advantages, fracRewardZeroStd, perPolicy };
   }
 
   /** A learning rate at its schedule's step (0-based): the configured one after a linear warm-up over the first warmupSteps. */
@@ -383,47 +380,22 @@ export class Trainer {
     return t.warmupSteps > 0 ? base * Math.min(1, (step + 1) / t.warmupSteps) : base;
   }
 
-  /** With role policies: a regular expression matching exactly their roles (the adapter keeps only their calls). */
+  /** With policies per role: a regular expression matching exactly their roles (the adapter keeps only their calls). */
   private trainedRolesMatch(): string | null {
-    const roles = this.deps.policies?.flatMap((p) => p.roles);
-    if (!roles?.length) return null;
+    const roles = listedRoles(this.deps.policies.trained);
+    if (!roles.length) return null;
     return `^(${roles.map((r) => r.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})$`;
   }
 
-  /** The policies an update step trains: the role policies, or the one policy with the run's settings. */
-  private updaters(): Updater[] {
-    const { config: cfg, policies } = this.deps;
-    if (policies?.length) {
-      return policies.map((p) => ({
-        name: p.name,
-        roles: new Set(p.roles),
-        model: p.model,
-        reference: p.reference,
-        learningRate: p.learningRate,
-        grpo: p.grpo,
-        setLearningRate: (lr: number) => {
-          p.model.optimizerConfig.lr = lr;
-        },
-      }));
-    }
-    return [
-      {
-        name: this.deps.policy.name,
-        roles: null,
-        model: this.deps.policy,
-        reference: this.deps.reference ?? null,
-        learningRate: cfg.training.learningRate,
-        grpo: cfg.training.grpo,
-        setLearningRate: (lr: number) => this.deps.setLearningRate?.(lr),
-      },
-    ];
+  /** A policy's updates so far (its schedule's step): a policy of listed roles counts its own; a run's one policy, the run's steps. */
+  private updatesOf(p: TrainedPolicy): number {
+    return this.state.policies?.[p.name]?.updates ?? this.state.step;
   }
 
-  /** A policy's updates so far (its version): role policies count their own; the one policy counts the run's steps. */
+  /** A policy's version (recorded with each call it serves): its updates so far; null for the default policy (never trained). */
   policyVersion(name: string): number | null {
-    if (!this.deps.policies?.length) return this.state.step;
-    if (!this.deps.policies.some((p) => p.name === name)) return null; // the default policy: never trained
-    return this.state.policies?.[name]?.updates ?? 0;
+    const p = this.deps.policies.trained.find((q) => q.name === name);
+    return p ? policyUpdates(this.state, p) : null;
   }
 
   /**
@@ -443,7 +415,7 @@ export class Trainer {
         if (k.reason === 'no-token-ids' && k.agentName) this.rolesFailed.set(k.agentName, (this.rolesFailed.get(k.agentName) ?? 0) + 1);
     }
     this.rolesSeenIn[mode] += groups.length;
-    const unseen = (this.deps.policies ?? []).flatMap((p) => p.roles.filter((r) => !this.rolesSeen.has(r)));
+    const unseen = listedRoles(this.deps.policies.trained).filter((r) => !this.rolesSeen.has(r));
     if (!unseen.length) {
       this.rolesChecked = true;
       return;
@@ -473,59 +445,53 @@ export class Trainer {
   }
 
   /**
-   * One optimizer update per trained policy on its own roles' kept items (a shared policy gets every call of its roles,
+   * One optimizer update per trained policy on the calls it trains on (a shared policy gets every call of its roles,
    * once), with the sampling policy's log-probs (from the gateway's spans, else recomputed before the update, so they
    * match) and its reference's when its KL term is on. A policy none of whose items has an advantage does not update.
    */
-  private async update(step: number, kept: (CreditedItem & { advantage: number })[]): Promise<PolicyUpdate[]> {
+  private async update(step: number, perPolicy: KeptItem[][]): Promise<PolicyUpdate[]> {
     const out: PolicyUpdate[] = [];
-    for (const u of this.updaters()) {
-      const mine = u.roles ? kept.filter((k) => u.roles!.has(k.s.agentName ?? '')) : kept;
-      const own = this.state.policies?.[u.name];
-      const lr = this.learningRate(u.learningRate, own ? own.updates : step);
-      out.push({ updater: u, lr, items: mine, result: await this.updateOne(u, step, mine, lr) });
+    for (const [n, p] of this.deps.policies.trained.entries()) {
+      const mine = perPolicy[n]!;
+      const lr = this.learningRate(p.learningRate, this.updatesOf(p));
+      out.push({ policy: p, lr, items: mine, result: await this.updateOne(p, step, mine, lr) });
     }
     return out;
   }
 
-  private async updateOne(u: Updater, step: number, kept: (CreditedItem & { advantage: number })[], lr: number): Promise<TrainStepResult> {
+  /** The request carries this update's settings: the policy's GRPO settings as its loss, its schedule's learning rate. */
+  private async updateOne(p: TrainedPolicy, step: number, kept: KeptItem[], lr: number): Promise<TrainStepResult> {
     const { config: cfg } = this.deps;
     const pairs: SequencePair[] = kept.map((k) => ({ promptIds: k.s.promptIds, completionIds: k.s.completionIds }));
     const missing = kept.map((k, i) => (k.s.logprobs ? -1 : i)).filter((i) => i >= 0);
     const old = kept.map((k) => k.s.logprobs);
     if (missing.length) {
-      const scored = await u.model.scoreLogprobs(missing.map((i) => pairs[i]!));
+      const scored = await p.model.scoreLogprobs(missing.map((i) => pairs[i]!));
       missing.forEach((i, j) => {
         old[i] = scored[j];
       });
     }
     let ref: number[][] | null = null;
-    if (u.grpo.beta > 0) {
-      if (!u.reference) throw new Error(`the KL term (grpo.beta > 0) of policy ${u.name} needs a reference policy`);
-      ref = kept.length ? await u.reference.scoreLogprobs(pairs) : [];
+    if (p.grpo.beta > 0) {
+      if (!p.reference) throw new Error(`the KL term (grpo.beta > 0) of policy ${p.name} needs a reference policy`);
+      ref = kept.length ? await p.reference.scoreLogprobs(pairs) : [];
     }
-    u.setLearningRate(lr);
     if (kept.length === 0 || !kept.some((k) => k.advantage !== 0)) return { loss: 0, gradNorm: 0, tokens: 0, seconds: 0, stats: emptyLossStats() };
     const samples = kept.map((k, i) => ({ advantage: k.advantage, oldLogprobs: old[i] as number[], refLogprobs: ref ? ref[i] : null }));
-    const update = await u.model.trainStep(pairs, grpoLoss(samples, { ...u.grpo, lossNormTokens: u.grpo.lossNormTokens ?? cfg.model.maxTokens }));
-    if (this.deps.policies?.length) {
+    const loss = grpoLoss(samples, { ...p.grpo, lossNormTokens: p.grpo.lossNormTokens ?? cfg.model.maxTokens });
+    const update = await p.model.trainStep(pairs, loss, { lr });
+    if (p.roles) {
       this.state.policies ??= {};
-      this.state.policies[u.name] = { updates: (this.state.policies[u.name]?.updates ?? 0) + 1 };
+      this.state.policies[p.name] = { updates: (this.state.policies[p.name]?.updates ?? 0) + 1 };
     }
     await this.deps.afterUpdate?.({ ...this.state, step: step + 1 });
     return update;
   }
 
   /** What the step measured (names in protocol/metrics.ts). */
-  private stepMetrics(
-    rolled: RolledOut,
-    items: CreditedItem[],
-    adv: AdvantageResult,
-    kept: (CreditedItem & { advantage: number })[],
-    updates: PolicyUpdate[],
-    rolloutSeconds: number,
-    stepSeconds: number,
-  ): Record<string, number> {
+  private stepMetrics(rolled: RolledOut, credited: CreditedStep, updates: PolicyUpdate[], rolloutSeconds: number, stepSeconds: number): Record<string, number> {
+    const { items } = credited;
+    const kept = credited.perPolicy.flat();
     // The step's update over every policy: loss summed, statistics pooled by token, the gradient norm of all of them.
     const pooled = emptyLossStats();
     for (const u of updates) for (const k of Object.keys(pooled) as (keyof LossStats)[]) pooled[k] += u.result.stats[k];
@@ -548,7 +514,7 @@ export class Trainer {
     return {
       [METRICS.rewardMean]: rMean,
       [METRICS.rewardStd]: stdUnbiased(rewards),
-      [METRICS.fracRewardZeroStd]: adv.fracRewardZeroStd,
+      [METRICS.fracRewardZeroStd]: credited.fracRewardZeroStd,
       ...(sampled ? { [METRICS.samplingRounds]: sampled.rounds, [METRICS.groupsKept]: sampled.kept.size } : {}),
       [METRICS.kl]: s.kl,
       [METRICS.clipRatio]: s.clipRatio,
@@ -563,18 +529,18 @@ export class Trainer {
       [METRICS.rolloutS]: rolloutSeconds,
       [METRICS.stepS]: stepSeconds,
       [METRICS.trainedTokens]: trainedTokens,
-      ...(this.deps.policies?.length ? this.policyMetrics(updates) : {}),
+      ...this.policyMetrics(updates.filter((u) => u.policy.roles)),
       ...roleMetrics(rolled.groups, items, trained, trainedTokens),
     };
   }
 
-  /** Each role policy's own curves: the reward of its calls (mean credit), loss, KL, clip ratio, gradient norm, learning rate. */
+  /** Each policy of listed roles: its own curves (the reward of its calls as mean credit, loss, KL, clip ratio, gradient norm, learning rate). */
   private policyMetrics(updates: PolicyUpdate[]): Record<string, number> {
     const out: Record<string, number> = {};
     for (const u of updates) {
       const s = summarizeLossStats(u.result.stats);
       const m = (name: string, value: number) => {
-        out[policyMetric(u.updater.name, name)] = value;
+        out[policyMetric(u.policy.name, name)] = value;
       };
       m('reward', u.items.length ? u.items.reduce((a, k) => a + k.credit, 0) / u.items.length : 0);
       m('transitions', u.items.length);
@@ -583,13 +549,13 @@ export class Trainer {
       m('clip_ratio', s.clipRatio);
       m('grad_norm', u.result.gradNorm);
       m('lr', u.lr);
-      m('updates', this.state.policies?.[u.updater.name]?.updates ?? 0);
+      m('updates', this.state.policies?.[u.policy.name]?.updates ?? 0);
     }
     return out;
   }
 
   /** The step's metrics and every call's transition (credit, advantage) into the store, where the viewer reads them. */
-  private async record(step: number, metrics: Record<string, number>, items: CreditedItem[], adv: AdvantageResult): Promise<void> {
+  private async record(step: number, metrics: Record<string, number>, { items, advantages }: CreditedStep): Promise<void> {
     const { store } = this.deps;
     await store.addMetrics(Object.entries(metrics).map(([name, value]) => ({ runId: this.state.runId, step, name, value })));
     const transitions: Transition[] = items.map((it, k) => ({
@@ -603,7 +569,7 @@ export class Trainer {
       agentName: it.s.agentName,
       reward: it.s.rewards.length ? it.s.rewards.reduce((a, r) => a + r.value, 0) : null,
       credit: it.credit,
-      advantage: adv.advantages[k]!,
+      advantage: advantages[k]!,
       promptTokens: it.s.promptIds.length,
       completionTokens: it.s.completionIds.length,
     }));
@@ -640,12 +606,7 @@ export class Trainer {
  * or left out by the run's selection), the mean final reward of the rollouts it took part in, the mean credit of its
  * trained calls, and its share of the tokens the update trained on. Calls naming no role are not counted.
  */
-export function roleMetrics(
-  groups: GroupRollout[],
-  items: CreditedItem[],
-  trained: (CreditedItem & { advantage: number })[],
-  trainedTokens: number,
-): Record<string, number> {
+export function roleMetrics(groups: GroupRollout[], items: CreditedItem[], trained: KeptItem[], trainedTokens: number): Record<string, number> {
   const calls = new Map<string, number>();
   const rewards = new Map<string, number[]>();
   for (const g of groups) {

@@ -7,6 +7,7 @@ import { createWriteStream } from 'node:fs';
 import { AGL, GENAI } from '../../protocol/spans.js';
 import { numberArrayAttr } from '../../protocol/span-reading.js';
 import type { Span } from '../../protocol/store.js';
+import { isOnePolicy, ONE_POLICY, policySet } from '../../protocol/policy-set.js';
 import { recordedTrainConfig } from '../../protocol/train-config.js';
 import { openStore } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
@@ -26,13 +27,10 @@ function text(span: Span | undefined, key: string): unknown {
 
 export async function exportTransitions(store: LightningStore, runId: string, write: (line: string) => void): Promise<number> {
   const transitions = await store.queryTransitions({ runId });
-  // The policy of each call: the run's role -> policy map (config.policies), else the run's one policy.
+  // The policy of each call, from the run's policy set: its role's, else the default policy (or the run's one policy).
   const config = recordedTrainConfig((await store.getTrainingRun(runId))?.config);
-  const policyOf = (role: string | null | undefined): string => {
-    const entry = role ? config?.policies[role] : undefined;
-    if (entry) return 'shared' in entry ? entry.shared : role!;
-    return config && Object.keys(config.policies).length ? 'default' : 'policy';
-  };
+  const set = config ? policySet(config) : null;
+  const policyOf = (role: string | null | undefined): string => (role && set?.owners[role]) || (!set || isOnePolicy(set) ? ONE_POLICY : 'default');
   const spansByRollout = new Map<string, Map<string, Span>>();
   let n = 0;
   for (const t of transitions) {

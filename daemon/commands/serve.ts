@@ -4,20 +4,18 @@
  * itself in daemon.json, and shuts down cleanly on SIGINT/SIGTERM (stop accepting, finish requests in
  * flight, close the store, mark daemon.json stopped).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { AglClient } from '../../sdk/tools/client.js';
 import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../store/index.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';
 import { createServerContext, type ServerContext } from '../server/server-context.js';
-import type { PolicyModel } from '../model/policy-contract.js';
-import type { PolicyInfo } from '../../protocol/api.js';
 import type { EngineConfig } from '../algorithm/engine-config.js';
 import { DEFAULT_PORT, SERVE_COMMAND } from '../../protocol/cli-commands.js';
 import { engineFromFlags, type EngineFlags } from './engine-flags.js';
 import { parseCommand } from './flags.js';
-import { checkRoleSet, openForServing, ServedRolePolicies } from './serve-roles.js';
+import { checkPolicySet, ServedPolicySet } from './serve-policies.js';
 import { lastStepFolder } from '../algorithm/checkpoint.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
@@ -53,71 +51,6 @@ function portTakenMessage(host: string, port: number): string {
     `  Another agl daemon? \`agl status\` tells. Otherwise pick a free port: \`agl serve --port 0\` (any free port)\n` +
     `  or \`agl serve --port ${port === DEFAULT_PORT ? DEFAULT_PORT + 1 : port + 1}\`.\n`
   );
-}
-
-/**
- * The gateway's local policy, opened on first use (loading TF.js and weights takes seconds, and most daemons only
- * record upstream calls); a failed load is reported to the caller and retried next call. POST /v1/agl/policy/load
- * swaps in another folder's weights (a trainer pushing each update): the new policy serves every call made after
- * the swap, and the old one is freed a minute later, once the calls it was serving have ended.
- */
-class ServedPolicy {
-  private loading: Promise<PolicyModel> | null = null;
-  private loaded: PolicyModel | null = null;
-  private loadedAt: number | null = null;
-  private reloads = 0;
-
-  constructor(
-    private spec: string,
-    private readonly backend: string | undefined,
-    private readonly engine: EngineConfig,
-    private readonly dataDir: string,
-    private readonly log: (m: string) => void,
-  ) {}
-
-  private open(spec: string): Promise<PolicyModel> {
-    return openForServing(spec, { backend: this.backend, engine: this.engine, dataDir: this.dataDir, log: this.log });
-  }
-
-  get(): Promise<PolicyModel> {
-    this.loading ??= this.open(this.spec)
-      .then((p) => {
-        this.log(`policy ${this.spec} loaded (${p.backend})`);
-        this.loaded = p;
-        this.loadedAt = Date.now();
-        return p;
-      })
-      .catch((err) => {
-        this.loading = null;
-        throw new Error(`cannot load the policy --model ${this.spec}: ${(err as Error).message}`);
-      });
-    return this.loading;
-  }
-
-  describe(): PolicyInfo {
-    return {
-      spec: this.spec,
-      engine: this.engine.kind,
-      name: this.loaded?.name ?? null,
-      backend: this.loaded?.backend ?? null,
-      loadedAt: this.loadedAt,
-      reloads: this.reloads,
-    };
-  }
-
-  async load(dir: string): Promise<PolicyInfo> {
-    if (!existsSync(join(dir, 'config.json'))) throw new Error(`${dir} holds no model (config.json missing)`);
-    const next = await this.open(dir);
-    const old = this.loaded;
-    this.loaded = next;
-    this.loading = Promise.resolve(next);
-    this.spec = dir;
-    this.loadedAt = Date.now();
-    this.reloads++;
-    this.log(`policy ${dir} loaded (${next.backend}), reload ${this.reloads}`);
-    if (old) setTimeout(() => old.dispose(), 60_000).unref();
-    return this.describe();
-  }
 }
 
 /** Publishes an upstream LLM resource as the latest resources, unless the latest already is exactly that. */
@@ -323,7 +256,7 @@ const resolveSpec = (spec: string) => (spec.startsWith('builtin:') ? spec : reso
 
 /**
  * Checks the engine flags (exit 2) and, with --model, gives the gateway that policy (loaded on first use), or the
- * policies of a checkpoint with one per role (serve-roles.ts; checked now, exit 2 naming the role and folder).
+ * policy set of a training checkpoint (serve-policies.ts; checked now, exit 2 naming the policy and folder).
  */
 async function attachPolicy(ctx: ServerContext, flags: ServeFlags, store: LightningStore): Promise<void> {
   let engine: EngineConfig;
@@ -339,41 +272,38 @@ async function attachPolicy(ctx: ServerContext, flags: ServeFlags, store: Lightn
   }
   if (flags.defaultModel && !flags.model) {
     await store.close();
-    fail(2, 'agl serve: --default-model goes with --model <checkpoint of one policy per role>\n');
+    fail(2, 'agl serve: --default-model goes with --model <checkpoint of a policy set>\n');
   }
-  // A training run's checkpoint folder serves its last step: one policy, or a policy per role (serve-roles.ts).
+  // A training run's checkpoint folder serves its last step: one model, or a policy set (serve-policies.ts).
   let spec: string | undefined;
-  let roleSet;
+  let set;
   try {
     spec = flags.model && lastStepFolder(flags.model);
-    roleSet = spec ? checkRoleSet(spec, flags.defaultModel && resolveSpec(flags.defaultModel), engine) : null;
+    set = spec ? checkPolicySet(spec, flags.defaultModel && resolveSpec(flags.defaultModel), engine) : null;
   } catch (err) {
     await store.close();
     fail(2, `agl serve: --model ${flags.model}: ${(err as Error).message}\n`);
   }
-  if (roleSet) {
-    const served = new ServedRolePolicies(roleSet, flags.backend, engine, flags.dataDir, ctx.log);
-    ctx.getPolicy = (model) => served.get(model);
-    ctx.policyVersion = (model) => served.version(model);
-    ctx.servedRoles = () => served.routing();
-    ctx.policyControl = served;
-    const r = served.routing();
-    ctx.log(
-      `serving one policy per role from ${roleSet.folder}: ${Object.entries(r.roleModels)
-        .map(([role, p]) => `${role} -> ${p}`)
-        .join(', ')}; other roles -> ${roleSet.defaultSpec}; calls naming no role: ${r.unassignedRole === 'default' ? 'the default policy' : 'refused'}`,
-    );
-    return;
-  }
-  if (flags.defaultModel) {
+  if (flags.defaultModel && !set) {
     await store.close();
-    fail(2, `agl serve: --default-model: ${flags.model} is not a checkpoint of one policy per role (no agl-policies.json)\n`);
+    fail(2, `agl serve: --default-model: ${flags.model} is not a checkpoint of a policy set (no agl-policies.json)\n`);
   }
-  if (spec) {
-    const served = new ServedPolicy(spec, flags.backend, engine, flags.dataDir, ctx.log);
-    ctx.getPolicy = () => served.get();
-    ctx.policyControl = served;
-  }
+  if (!spec) return;
+  const served = new ServedPolicySet(set ?? { folder: spec, record: null, defaultSpec: spec }, flags.backend, engine, flags.dataDir, ctx.log);
+  ctx.getPolicy = (model) => served.get(model);
+  ctx.policyControl = served;
+  const routing = served.routing();
+  if (!set) return;
+  ctx.policyVersion = (model) => served.version(model);
+  if (routing) ctx.servedRoles = () => served.routing() ?? routing;
+  const policies = Object.entries(set.record!.policies);
+  ctx.log(
+    routing
+      ? `serving one policy per role from ${set.folder}: ${Object.entries(routing.roleModels)
+          .map(([role, p]) => `${role} -> ${p}`)
+          .join(', ')}; other roles -> ${set.defaultSpec}; calls naming no role: ${routing.unassignedRole === 'default' ? 'the default policy' : 'refused'}`
+      : `serving ${set.folder}: policy ${policies.map(([name]) => name).join(', ')} (a LoRA adapter on ${set.defaultSpec}) for every call`,
+  );
 }
 
 /** Serves the HTTP app on --host:--port; when it cannot, closes the store and says why (exit 1). */

@@ -1,13 +1,13 @@
 /**
- * The training host: an `agl train` process serves the policy it trains. It binds the daemon's app (store
- * API, and the OpenAI-compatible gateway serving this very policy object through ctx.getPolicy, as
- * `agl serve --model` does, so every update is live for the next rollouts) on 127.0.0.1, runs the store's
+ * The training host: an `agl train` process serves the policies it trains. It binds the daemon's app (store
+ * API, and the OpenAI-compatible gateway serving these very policy objects through ctx.getPolicy, each call by the
+ * model its resource names, so every update is live for the next rollouts) on 127.0.0.1, runs the store's
  * watchdog (timeouts and retries on a timer), and starts runner workers that claim this run's rollouts and
  * execute the agent in worker processes. Remote `agl runner` processes can join through the same URL and token.
  */
 import type { Server } from 'node:http';
 import { AglClient } from '../../sdk/tools/client.js';
-import type { PolicyModel } from '../model/policy-contract.js';
+import type { OpenPolicySet } from '../algorithm/open-policy-set.js';
 import { Runner } from '../runner/runner.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';
 import { createServerContext } from '../server/server-context.js';
@@ -23,7 +23,8 @@ export interface TrainingHost {
 
 export interface HostOptions {
   store: LightningStore;
-  policy: PolicyModel;
+  /** The run's policies: the gateway serves each by its name, and every other name by the set's fallback. */
+  policies: OpenPolicySet;
   token: string;
   dataDir: string;
   /** Runner workers started in this process (0 = rely on external `agl runner` processes). */
@@ -36,8 +37,6 @@ export interface HostOptions {
   log?: (m: string) => void;
   /** Environment variables an upstream LLM resource of this run may name for its key (engine.sampler.apiKeyEnv). */
   allowedKeyEnvs?: string[];
-  /** One policy per role: the role policies the gateway serves by name (`policy` serves every other name). */
-  policies?: PolicyModel[];
   /** A served policy's version, recorded with each call (the trainer's count of its updates). */
   policyVersion?: (model: string) => number | null;
 }
@@ -45,8 +44,7 @@ export interface HostOptions {
 export async function startTrainingHost(o: HostOptions): Promise<TrainingHost> {
   const log = o.log ?? (() => {});
   const ctx = createServerContext({ store: o.store, token: o.token, dataDir: o.dataDir, log, allowedKeyEnvs: o.allowedKeyEnvs });
-  const byName = new Map((o.policies ?? []).map((p) => [p.name, p]));
-  ctx.getPolicy = (name) => byName.get(name) ?? o.policy;
+  ctx.getPolicy = (name) => o.policies.model(name);
   if (o.policyVersion) ctx.policyVersion = o.policyVersion;
   const server: Server = await listen(createApp(ctx), ctx, '127.0.0.1', o.port ?? 0);
   const watchdog = new Watchdog(o.store, { onError: (e) => log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();

@@ -11,14 +11,14 @@ import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import { EngineError } from '../model/torch-engine.js';
 import { configOverrides, TRAIN_COMMAND, TRAIN_OPTIONS, trainHelp, type TrainFlags as ProtocolTrainFlags } from '../../protocol/train-options.js';
-import { policyFolderCheck, readCheckpoint, saveBestPolicy, saveCheckpoint, type RoleServing } from '../algorithm/checkpoint.js';
-import { openPolicy } from '../algorithm/open-policy.js';
+import { readCheckpoint, saveBestPolicy, saveCheckpoint } from '../algorithm/checkpoint.js';
+import { type OpenPolicySet, openPolicySet } from '../algorithm/open-policy-set.js';
 import type { Task } from '../algorithm/rollouts.js';
 import { readJsonl } from '../algorithm/sft-trainer.js';
-import { type RolePolicy, Trainer, type TrainerState, epochSteps, newTrainerState, plannedSteps, stopReason } from '../algorithm/trainer.js';
+import { Trainer, type TrainerState, epochSteps, newTrainerState, plannedSteps, stopReason } from '../algorithm/trainer.js';
 import type { TrainingRunSummary } from '../../protocol/metrics.js';
 import { describeDiagnosis, type LearningDiagnosis } from '../../protocol/training-health.js';
-import { GrpoConfig, type PolicyEntry } from '../../protocol/train-config.js';
+import { policySet } from '../../protocol/policy-set.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
@@ -28,7 +28,6 @@ import type { LightningStore } from '../../protocol/lightning-store.js';
 import { parseCommand } from './flags.js';
 import { Progress } from './progress.js';
 import { startTrainingHost } from './train-host.js';
-import { openAdapterPolicies } from './train-adapters.js';
 import { resolveAgentFile } from '../../sdk/tools/agent-id.js';
 import { runnableAgentSpec, storedAgentId } from '../runner/agent-ref.js';
 import { writeReport } from './train-report.js';
@@ -132,8 +131,8 @@ class TrainingSession {
   private readonly agentSpec: string | undefined;
   /** Why the run cannot learn, when its first steps showed it (protocol/training-health.ts): repeated at the end. */
   private diagnosis: LearningDiagnosis | null = null;
-  /** Engines to stop however the run ends (a torch engine is a child process). */
-  private readonly opened: PolicyModel[] = [];
+  /** The run's policies, stopped however the run ends (a torch engine is a child process). */
+  private policies: OpenPolicySet | null = null;
   private engineLog: { path: string; write: (line: string) => void } | null = null;
   /** What the run record says about the run beyond its step (the dashboard's header): kept whole, as updates replace it. */
   private summary: TrainingRunSummary = {};
@@ -154,8 +153,7 @@ class TrainingSession {
   async run(): Promise<TrainOutcome | null> {
     const overrides = configOverrides(TRAIN_OPTIONS, this.f);
     const plan = await this.plan(overrides);
-    const { policy, reference } = await this.openEngines(plan);
-    const rolePolicies = await this.openRolePolicies(plan, policy);
+    const policies = await this.openPolicies(plan);
     const { state, checkpointDir } = await this.startRecord(plan);
     const { token } = loadOrCreateToken(this.dataDir);
     const bar = this.f.quiet ? null : new Progress('train', state.totalSteps);
@@ -164,15 +162,18 @@ class TrainingSession {
     // throw escape is logged, as in `agl serve`, rather than ending a long run.
     installLastResortGuard((m) => log(`  ${m}`));
     let trainerRef: Trainer | null = null;
-    const host = await this.startHost(plan.config, policy, token, state, log, rolePolicies, (name) => trainerRef?.policyVersion(name) ?? null);
+    const host = await this.startHost(plan.config, policies, token, state, log, (name) => trainerRef?.policyVersion(name) ?? null);
+    const served = policies.fallback;
     log(
-      `agl train: run ${state.runId}${plan.ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${policy.backend}, ${plan.train.length} train / ${plan.val.length} val tasks, ` +
+      `agl train: run ${state.runId}${plan.ckpt ? ` resumed at step ${state.step}` : ''}, ${served.name} on ${served.backend}, ${plan.train.length} train / ${plan.val.length} val tasks, ` +
         `${state.totalSteps} step${state.totalSteps === 1 ? '' : 's'} of ${plan.config.training.batchSize} tasks x ${plan.config.training.groupSize}; gateway ${host.endpoint}`,
     );
-    const trainer = this.trainer(plan, policy, reference, host.endpoint, state, checkpointDir, bar, log, rolePolicies);
+    const trainer = this.trainer(plan, policies, host.endpoint, state, checkpointDir, bar, log);
     trainerRef = trainer;
-    if (rolePolicies.length)
-      log(`agl train: one policy per role: ${rolePolicies.map((p) => `${p.name} (${p.roles.join(', ')})`).join('; ')}; other roles: ${policy.name}, untrained`);
+    const perRole = policies.trained.filter((p) => p.roles);
+    if (perRole.length)
+      log(`agl train: one policy per role: ${perRole.map((p) => `${p.name} (${p.roles!.join(', ')})`).join('; ')}; other roles: ${served.name}, untrained`);
+    else if (policies.plan.lora) log(`agl train: the policy is a LoRA adapter (${served.backend}); the base stays frozen`);
     try {
       await trainer.run();
     } catch (e) {
@@ -203,82 +204,18 @@ class TrainingSession {
     return { ckpt, resumeDir, config, train, val };
   }
 
-  /** The policy on its engine, and the frozen KL reference when beta > 0. */
-  private async openEngines({ ckpt, config }: RunPlan): Promise<{ policy: PolicyModel; reference: PolicyModel | null }> {
-    // With one policy per role the default policy is never trained (nor saved): it is always the run's starting model.
-    const roles = Object.keys(config.policies).length > 0;
-    const modelSpec = ckpt && !roles ? ckpt.policyPath : (config.model.init ?? config.model.name);
+  /**
+   * The run's policy set (protocol/policy-set.ts) on its engine: from the checkpoint when resuming (its policies must
+   * serve the roles the config gives them), else from each policy's starting weights.
+   */
+  private async openPolicies({ ckpt, resumeDir, config }: RunPlan): Promise<OpenPolicySet> {
     this.engineLog = config.engine.kind === 'torch' ? openEngineLog(this.dataDir) : null;
     const engine = engineOptions(config.engine, { dataDir: this.dataDir, log: this.engineLog?.write });
-    const policy = await openPolicy(modelSpec, {
-      backend: config.runtime.backend,
-      learningRate: config.training.learningRate,
-      seed: config.training.seed,
-      ...engine,
+    this.policies = await openPolicySet(policySet(config), {
+      open: { backend: config.runtime.backend, seed: config.training.seed, ...engine },
+      resume: ckpt && resumeDir ? { ckpt, dir: resumeDir } : null,
     });
-    this.opened.push(policy);
-    // The KL reference is the run's starting point: the same weights the policy started from (for a
-    // built-in model that means the same seeded initialisation, not a fresh random one).
-    const reference =
-      config.training.grpo.beta > 0 && !roles
-        ? await openPolicy(config.model.init ?? config.model.name, {
-            backend: config.runtime.backend,
-            seed: config.training.seed,
-            ...engine,
-            torch: { ...engine.torch, procs: 1 },
-          })
-        : null;
-    if (reference) this.opened.push(reference);
-    return { policy, reference };
-  }
-
-  /**
-   * One policy per role (config.policies): each owning role's policy opened from its checkpoint (resume), else its
-   * `init`, else the run's model, under the role's name, with its own learning rate, GRPO settings and reference.
-   * A folder that is another policy's is refused (a swapped assignment); a checkpoint whose policies serve other roles
-   * than the config's is refused too.
-   */
-  private async openRolePolicies({ ckpt, resumeDir, config }: RunPlan, base: PolicyModel): Promise<RolePolicy[]> {
-    const entries = Object.entries(config.policies);
-    if (entries.length === 0) return [];
-    if (config.engine.sampler)
-      throw new Error('policies: one policy per role cannot sample from engine.sampler yet (the sampler serves one model): drop one of them');
-    const owners = entries.filter(([, e]) => !('shared' in e)) as [string, Extract<PolicyEntry, { init: string | null }>][];
-    const rolesOf = (owner: string) => [owner, ...entries.filter(([, e]) => 'shared' in e && e.shared === owner).map(([r]) => r)];
-    if (ckpt && resumeDir) {
-      const saved = ckpt.rolePolicies ?? {};
-      const want = Object.fromEntries(owners.map(([o]) => [o, rolesOf(o).sort().join(',')]));
-      const have = Object.fromEntries(Object.entries(saved).map(([o, r]) => [o, [...r.roles].sort().join(',')]));
-      if (JSON.stringify(want, Object.keys(want).sort()) !== JSON.stringify(have, Object.keys(have).sort())) {
-        throw new Error(
-          `--resume: the checkpoint's policies serve ${JSON.stringify(have)}, the run's config ${JSON.stringify(want)}: resume with the config it was made with`,
-        );
-      }
-    }
-    if (config.engine.lora) return openAdapterPolicies(config, base, owners, rolesOf, ckpt && resumeDir ? { ckpt, dir: resumeDir } : null);
-    const engine = engineOptions(config.engine, { dataDir: this.dataDir, log: this.engineLog?.write });
-    const out: RolePolicy[] = [];
-    for (const [name, entry] of owners) {
-      const roles = rolesOf(name);
-      const start = entry.init ?? config.model.init ?? config.model.name;
-      const spec = ckpt?.rolePolicies?.[name] && resumeDir ? join(resumeDir, ckpt.rolePolicies[name].dir) : start;
-      const lr = entry.learningRate ?? config.training.learningRate;
-      const grpo = GrpoConfig.parse({ ...config.training.grpo, ...entry.grpo });
-      const open = async (what: string, folder: string, opts: { learningRate?: number; name: string }) => {
-        if (!folder.startsWith('builtin:')) policyFolderCheck(folder, name, roles, what);
-        try {
-          return await openPolicy(folder, { backend: config.runtime.backend, seed: config.training.seed, ...engine, ...opts });
-        } catch (e) {
-          throw new Error(`${what}: cannot open ${folder} for role${roles.length > 1 ? 's' : ''} ${roles.join(', ')}: ${(e as Error).message}`, { cause: e });
-        }
-      };
-      const model = await open(ckpt ? `the checkpoint of policy ${name}` : `policies.${name}.init`, spec, { learningRate: lr, name });
-      this.opened.push(model);
-      const reference = grpo.beta > 0 ? await open(`policies.${name} (its KL reference)`, start, { name: `${name}-reference` }) : null;
-      if (reference) this.opened.push(reference);
-      out.push({ name, roles, model, learningRate: lr, grpo, reference });
-    }
-    return out;
+    return this.policies;
   }
 
   /** The run's record: resumed (status back to running, its summary kept but why it stopped) or created. */
@@ -304,18 +241,16 @@ class TrainingSession {
   /** This process's store API, gateway and runner workers; the sampler (engine.sampler) brought to the run's weights. */
   private async startHost(
     config: TrainConfig,
-    policy: PolicyModel,
+    policies: OpenPolicySet,
     token: string,
     state: TrainerState,
     log: (m: string) => void,
-    rolePolicies: RolePolicy[] = [],
-    policyVersion?: (name: string) => number | null,
+    policyVersion: (name: string) => number | null,
   ) {
     const sampler = config.engine.sampler;
     const host = await startTrainingHost({
       store: this.store,
-      policy,
-      policies: rolePolicies.map((p) => p.model),
+      policies,
       policyVersion,
       token,
       dataDir: this.dataDir,
@@ -330,7 +265,7 @@ class TrainingSession {
         `agl train: sampling from ${sampler.url} (model ${sampler.model})${sampler.push ? `; each update is pushed to it through ${sampler.push.url}` : ', which keeps its weights (no push)'}`,
       );
       // The sampler starts from this run's weights, whatever it was started with.
-      if (sampler.push) await pushWeights(policy, sampler.push, state.step);
+      if (sampler.push) await pushWeights(policies.fallback, sampler.push, state.step);
     }
     if (this.engineLog) log(`agl train: the torch engine's output goes to ${this.engineLog.path}`);
     return host;
@@ -338,50 +273,36 @@ class TrainingSession {
 
   private trainer(
     { config, train, val }: RunPlan,
-    policy: PolicyModel,
-    reference: PolicyModel | null,
+    policies: OpenPolicySet,
     endpoint: string,
     state: TrainerState,
     checkpointDir: string,
     bar: Progress | null,
     log: (m: string) => void,
-    rolePolicies: RolePolicy[] = [],
   ): Trainer {
     const sampler = config.engine.sampler;
-    const saved = rolePolicies.map((p) => ({ name: p.name, roles: p.roles, model: p.model }));
-    // How `agl serve --model <checkpoint>` serves the roles the way this run does (the default policy is not saved).
-    const serving: RoleServing = {
-      default: config.model.init ?? config.model.name,
-      seed: config.training.seed,
-      unassignedCalls: config.unassignedCalls,
-      lora: config.engine.lora ?? null,
-    };
     return new Trainer(
       {
         store: this.store,
-        policy,
-        reference,
+        policies,
         endpoint,
         agent: this.agent,
         config,
         train,
         val,
         signal: this.controller.signal,
-        setLearningRate: (lr) => {
-          policy.optimizerConfig.lr = lr;
-        },
+        // The sampler serves one model: the run's one policy (a config with policies: or LoRA cannot name one).
         sampler: sampler ? { url: sampler.url, model: sampler.model, apiKeyEnv: sampler.apiKeyEnv } : null,
-        policies: rolePolicies,
         afterUpdate: sampler?.push
           ? async (s) => {
-              await pushWeights(policy, sampler.push!, s.step);
+              await pushWeights(policies.fallback, sampler.push!, s.step);
             }
           : undefined,
         checkpoint: async (s) => {
-          await saveCheckpoint(checkpointDir, policy, s, { agent: this.agent, config, serving }, saved);
+          await saveCheckpoint(checkpointDir, policies, s, { agent: this.agent, config });
         },
         saveBest: async (s) => {
-          const path = await saveBestPolicy(checkpointDir, policy, s.best!, saved, s, serving);
+          const path = await saveBestPolicy(checkpointDir, policies, s, config.training.seed);
           this.summary = { ...this.summary, best: { ...s.best!, path }, elapsedMs: s.elapsedMs };
           await this.store.updateTrainingRun(s.runId, { summary: { ...this.summary } });
         },
@@ -448,7 +369,7 @@ class TrainingSession {
 
   /** Stops the engines (a torch engine is a child process). */
   close(): void {
-    for (const p of this.opened) p.dispose();
+    this.policies?.dispose();
   }
 }
 

@@ -64,6 +64,9 @@ export interface TrainStepResult {
 
 export type { TrainLoss };
 
+/** Settings of one update, sent with it: nothing changes a policy's optimizer settings between updates. */
+export type UpdateSettings = Partial<OptimizerSettings>;
+
 export interface PolicyModel {
   readonly name: string;
   readonly backend: string;
@@ -74,11 +77,10 @@ export interface PolicyModel {
   scoreLogprobs(pairs: SequencePair[]): Promise<number[][]>;
   /**
    * One optimizer update (AdamW, global-norm clipping) of the loss `loss` over `pairs`, split into micro-batches
-   * whose gradients are summed (and, for a data-parallel engine, spread over its ranks).
+   * whose gradients are summed (and, for a data-parallel engine, spread over its ranks). `settings` are this update's
+   * own (the trainer's schedule sends each update's learning rate); the others are those the policy was opened with.
    */
-  trainStep(pairs: SequencePair[], loss: TrainLoss): Promise<TrainStepResult>;
-  /** The optimizer's settings; change lr etc. between steps (the next trainStep uses them). */
-  readonly optimizerConfig: OptimizerSettings;
+  trainStep(pairs: SequencePair[], loss: TrainLoss, settings?: UpdateSettings): Promise<TrainStepResult>;
   /** Writes the model folder (config.json, model.safetensors, optimizer.safetensors, tokenizer files). */
   save(dir: string): Promise<void>;
   /** Frees the model (an engine process is stopped). */

@@ -4,7 +4,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { basename, resolve } from 'node:path';
-import type { GenerateOptions, Generation, PolicyModel, SequencePair, Tokenizer, TrainLoss, TrainStepResult } from './policy-contract.js';
+import type { GenerateOptions, Generation, PolicyModel, SequencePair, Tokenizer, TrainLoss, TrainStepResult, UpdateSettings } from './policy-contract.js';
 import { GrpoStats, tfLossFn, type LossInputs } from './loss.js';
 import { selectBackend } from './backend.js';
 import { ByteTokenizer } from './byte-tokenizer.js';
@@ -57,7 +57,7 @@ export class TfPolicyModel implements PolicyModel {
   get parameterCount(): number {
     return countParams(this.params);
   }
-  /** The optimizer's settings; change lr etc. between steps. */
+  /** The optimizer's settings it was made or opened with (an update's own settings go with its trainStep). */
   get optimizerConfig(): OptimizerConfig {
     return this.optimizer.cfg;
   }
@@ -98,7 +98,7 @@ export class TfPolicyModel implements PolicyModel {
     return scoreLogprobs(this.config, this.params, pairs, this.optimizer.cfg.microBatchSize);
   }
 
-  async trainStep(pairs: SequencePair[], loss: TrainLoss): Promise<TrainStepResult> {
+  async trainStep(pairs: SequencePair[], loss: TrainLoss, settings: UpdateSettings = {}): Promise<TrainStepResult> {
     const stats = new GrpoStats();
     const r = await this.trainStepWith(
       pairs,
@@ -107,14 +107,19 @@ export class TfPolicyModel implements PolicyModel {
         stats,
         pairs.map((p) => p.completionIds.length),
       ),
+      settings,
     );
     return { ...r, stats: stats.toJSON() };
   }
 
   /** trainStep with a loss callback of one's own (TF.js only): called per micro-batch, returns its share of the batch loss. */
-  async trainStepWith(pairs: SequencePair[], lossFn: (inputs: LossInputs) => tf.Scalar): Promise<Omit<TrainStepResult, 'stats'>> {
+  async trainStepWith(
+    pairs: SequencePair[],
+    lossFn: (inputs: LossInputs) => tf.Scalar,
+    settings: UpdateSettings = {},
+  ): Promise<Omit<TrainStepResult, 'stats'>> {
     this.check();
-    return trainStep(this.config, this.params, this.optimizer, pairs, lossFn);
+    return trainStep(this.config, this.params, this.optimizer, pairs, lossFn, settings);
   }
 
   async save(dir: string): Promise<void> {

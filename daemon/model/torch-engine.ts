@@ -22,7 +22,7 @@ import {
   type LoraSettings,
   type OptimizerSettings,
 } from '../../protocol/engine.js';
-import type { GenerateOptions, Generation, PolicyModel, SequencePair, Tokenizer, TrainLoss, TrainStepResult } from './policy-contract.js';
+import type { GenerateOptions, Generation, PolicyModel, SequencePair, Tokenizer, TrainLoss, TrainStepResult, UpdateSettings } from './policy-contract.js';
 import { readHfConfig } from './model-folder.js';
 import { tokenizerFor } from './policy.js';
 import { checkPython, engineEnv, INSTALL_HINT, resolveTorchPython } from './torch-env.js';
@@ -369,8 +369,9 @@ export class TorchPolicyModel implements PolicyModel {
     return this.call('score', { pairs });
   }
 
-  async trainStep(pairs: SequencePair[], loss: TrainLoss): Promise<TrainStepResult> {
-    return this.call('train_step', { pairs, loss, optimizer: this.optimizerConfig });
+  /** The request carries every optimizer setting: the engine's, under this update's own (its learning rate). */
+  async trainStep(pairs: SequencePair[], loss: TrainLoss, settings: UpdateSettings = {}): Promise<TrainStepResult> {
+    return this.call('train_step', { pairs, loss, optimizer: { ...this.optimizerConfig, ...settings } });
   }
 
   async save(dir: string): Promise<void> {
@@ -447,8 +448,8 @@ export class TorchAdapterModel implements PolicyModel {
     if (pairs.length === 0) return [];
     return this.engine.call('score', { pairs, adapter: this.info.name });
   }
-  trainStep(pairs: SequencePair[], loss: TrainLoss): Promise<TrainStepResult> {
-    return this.engine.call('train_step', { pairs, loss, optimizer: this.optimizerConfig, adapter: this.info.name });
+  trainStep(pairs: SequencePair[], loss: TrainLoss, settings: UpdateSettings = {}): Promise<TrainStepResult> {
+    return this.engine.call('train_step', { pairs, loss, optimizer: { ...this.optimizerConfig, ...settings }, adapter: this.info.name });
   }
   async save(dir: string): Promise<void> {
     await this.engine.call('save', { dir: resolve(dir), adapter: this.info.name });

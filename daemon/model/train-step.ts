@@ -156,9 +156,9 @@ export class AdamW {
     }
   }
 
-  /** Clips `grads` to cfg.gradClip global norm, applies one update; returns the norm before clipping. */
-  apply(params: Params, grads: Map<string, tf.Tensor>): number {
-    const { lr, beta1, beta2, eps, weightDecay, gradClip } = this.cfg;
+  /** Clips `grads` to gradClip global norm, applies one update with `cfg` (this update's settings); returns the norm before clipping. */
+  apply(params: Params, grads: Map<string, tf.Tensor>, cfg: OptimizerConfig = this.cfg): number {
+    const { lr, beta1, beta2, eps, weightDecay, gradClip } = cfg;
     const sq = tf.tidy(() => tf.addN([...grads.values()].map((g) => g.square().sum())));
     const norm = Math.sqrt(sq.dataSync()[0]);
     sq.dispose();
@@ -195,8 +195,10 @@ export async function trainStep(
   opt: AdamW,
   pairs: SequencePair[],
   lossFn: (inputs: LossInputs) => tf.Scalar,
+  settings: Partial<OptimizerConfig> = {},
 ): Promise<Omit<TrainStepResult, 'stats'>> {
   if (pairs.length === 0) throw new Error('trainStep: no sequences given');
+  const cfg = { ...opt.cfg, ...settings };
   const started = performance.now();
   const vars = [...P.values()];
   const byVarName = new Map([...P].map(([name, v]) => [v.name, name]));
@@ -205,7 +207,7 @@ export async function trainStep(
     tokens = 0,
     offset = 0;
   try {
-    for (const group of fittingChunks(pairs, opt.cfg.microBatchSize, c.contextLength)) {
+    for (const group of fittingChunks(pairs, cfg.microBatchSize, c.contextLength)) {
       const b = buildBatch(c, group);
       const indices = group.map((_, i) => offset + i);
       offset += group.length;
@@ -230,7 +232,7 @@ export async function trainStep(
         disposeBatch(b);
       }
     }
-    const gradNorm = opt.apply(P, acc);
+    const gradNorm = opt.apply(P, acc, cfg);
     return { loss, gradNorm, tokens, seconds: (performance.now() - started) / 1000 };
   } finally {
     for (const g of acc.values()) g.dispose();

@@ -36,7 +36,7 @@ export interface ServerContext {
   /** A served policy's version (training updates so far), recorded with each call (agl train with policies:). */
   policyVersion?: (model: string) => number | null;
   /**
-   * A checkpoint of one policy per role served by `agl serve --model` (serve-roles.ts): the routing given to local LLM
+   * A checkpoint of one policy per role served by `agl serve --model` (serve-policies.ts): the routing given to local LLM
    * resources that carry none of their own (each role to its policy's name; a call naming no role refused or not).
    */
   servedRoles?: () => { roleModels: Record<string, string>; unassignedRole: 'refuse' | 'default' };

@@ -17,8 +17,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { startTrainingHost } from '../../daemon/commands/train-host.js';
-import { type RolePolicy, Trainer, newTrainerState } from '../../daemon/algorithm/trainer.js';
-import { GrpoConfig } from '../../protocol/train-config.js';
+import { Trainer, newTrainerState } from '../../daemon/algorithm/trainer.js';
+import { OpenPolicySet, trainedPolicy } from '../../daemon/algorithm/open-policy-set.js';
+import { policySet } from '../../protocol/policy-set.js';
 import { configOverrides, TRAIN_OPTIONS, trainCommandLine } from '../../protocol/train-options.js';
 import { createPolicy, loadPolicy } from '../../daemon/model/policy.js';
 import { readSafetensors } from '../../daemon/model/safetensors.js';
@@ -456,19 +457,15 @@ describe('policies: an update never touches another policy', () => {
       await fallback.save(join(dir, 'default-before'));
       const config = parseTrainConfig({
         model: { temperature: 1, maxTokens: 6 },
-        training: { batchSize: 2, groupSize: 4, maxSteps: 2, valEvery: 0, seed: 3 },
+        training: { batchSize: 2, groupSize: 4, maxSteps: 2, valEvery: 0, seed: 3, learningRate: 2e-2 },
         runtime: { workers: 2 },
         policies: { writer: {}, checker: {} },
       });
-      const grpo = GrpoConfig.parse({});
-      const policies: RolePolicy[] = [
-        { name: 'writer', roles: ['writer'], model: writer, learningRate: 2e-2, grpo, reference: null },
-        { name: 'checker', roles: ['checker'], model: checker, learningRate: 2e-2, grpo, reference: null },
-      ];
+      const [writerPlan, checkerPlan] = policySet(config).policies;
+      const policies = new OpenPolicySet(policySet(config), [trainedPolicy(writerPlan!, writer), trainedPolicy(checkerPlan!, checker)], fallback);
       const host = await startTrainingHost({
         store,
-        policy: fallback,
-        policies: [writer, checker],
+        policies,
         token: 'test-token-abcdef0123456789',
         dataDir: dir,
         workers: 2,
@@ -478,7 +475,7 @@ describe('policies: an update never touches another policy', () => {
         const tasks = Array.from({ length: 4 }, (_, i) => ({ id: `p${i}`, input: { prompt: `p${i}:` } }));
         const run = await store.createTrainingRun({ agent: AGENT, config: {}, totalSteps: 2 });
         const trainer = new Trainer(
-          { store, policy: fallback, policies, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val: tasks, checkpoint: async () => {} },
+          { store, policies, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val: tasks, checkpoint: async () => {} },
           newTrainerState(run),
         );
         const state = await trainer.run();

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { startTrainingHost } from '../../daemon/commands/train-host.js';
 import { Trainer, newTrainerState } from '../../daemon/algorithm/trainer.js';
+import { onePolicySet } from '../../daemon/algorithm/open-policy-set.js';
 import { createPolicy } from '../../daemon/model/policy.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 
@@ -29,19 +30,20 @@ test('GRPO through gateway + runner raises the toy reward clearly', { timeout: 6
   });
   const config = parseTrainConfig({
     model: { temperature: 1, maxTokens: 6, valTemperature: 1 },
-    training: { batchSize: 4, groupSize: 8, maxSteps: 16, valEvery: 0, seed: 3, grpo: { scaleRewards: 'group' } },
+    training: { batchSize: 4, groupSize: 8, maxSteps: 16, valEvery: 0, seed: 3, learningRate: 2e-2, grpo: { scaleRewards: 'group' } },
     runtime: { workers: 2, rolloutTimeoutSeconds: 60 },
   });
   const tasks = Array.from({ length: 8 }, (_, i) => ({ id: `p${i}`, input: { prompt: `p${i}:` } }));
   // 32 held-out prompts: one sample each at temperature 1, so the mean is steady enough to compare.
   const val = Array.from({ length: 32 }, (_, i) => ({ id: `v${i}`, input: { prompt: `v${i}:` } }));
-  const host = await startTrainingHost({ store, policy, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent: AGENT });
+  const policies = onePolicySet(policy, config);
+  const host = await startTrainingHost({ store, policies, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent: AGENT });
   try {
     const run = await store.createTrainingRun({ agent: AGENT, config: {}, totalSteps: 16 });
     const trainer = new Trainer(
       {
         store,
-        policy,
+        policies,
         endpoint: host.endpoint,
         agent: AGENT,
         config,

@@ -13,6 +13,7 @@ import { METRICS } from '../../protocol/metrics.js';
 import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { startTrainingHost } from '../../daemon/commands/train-host.js';
 import { Trainer, newTrainerState, tasksForStep } from '../../daemon/algorithm/trainer.js';
+import { onePolicySet } from '../../daemon/algorithm/open-policy-set.js';
 import { createPolicy } from '../../daemon/model/policy.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 
@@ -34,19 +35,27 @@ test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills g
   // Six tasks whose every rollout earns 0.5 (no spread, ever) and four scored by the completion.
   const train = Array.from({ length: 10 }, (_, i) => ({ id: `p${i}`, input: i < 6 ? { prompt: `p${i}:`, reward: 0.5 } : { prompt: `p${i}:` } }));
   const val = Array.from({ length: 4 }, (_, i) => ({ id: `v${i}`, input: { prompt: `v${i}:` } }));
-  const host = await startTrainingHost({ store, policy, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent: AGENT });
+  // The host serves the policy under any name; each variant's trainer gets the policy with its own settings.
+  const host = await startTrainingHost({
+    store,
+    policies: onePolicySet(policy, parseTrainConfig({})),
+    token: 'test-token-abcdef0123456789',
+    dataDir: dir,
+    workers: 2,
+    agent: AGENT,
+  });
   try {
     for (const variant of ['dr_grpo', 'gspo', 'dapo'] as const) {
       const seed = 4;
       const config = parseTrainConfig({
         model: { temperature: 1, maxTokens: 6, valTemperature: 1 },
-        training: { batchSize: 2, groupSize: GROUP, maxSteps: 2, valEvery: 0, seed, grpo: { variant, dynamicSamplingRounds: 3 } },
+        training: { batchSize: 2, groupSize: GROUP, maxSteps: 2, valEvery: 0, seed, learningRate: 2e-2, grpo: { variant, dynamicSamplingRounds: 3 } },
         runtime: { workers: 2, rolloutTimeoutSeconds: 60 },
       });
       const [before] = await policy.scoreLogprobs(PROBE);
       const run = await store.createTrainingRun({ agent: AGENT, config: {}, totalSteps: 2 });
       const trainer = new Trainer(
-        { store, policy, endpoint: host.endpoint, agent: AGENT, config, train, val, checkpoint: async () => {} },
+        { store, policies: onePolicySet(policy, config), endpoint: host.endpoint, agent: AGENT, config, train, val, checkpoint: async () => {} },
         newTrainerState(run),
       );
       const state = await trainer.run();

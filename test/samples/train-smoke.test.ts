@@ -17,6 +17,7 @@ import { SPAN } from '../../protocol/spans.js';
 import { parseTrainConfig, type TrainConfigInput } from '../../daemon/algorithm/config.js';
 import { demoToPair, runSft } from '../../daemon/algorithm/sft-trainer.js';
 import { Trainer, newTrainerState } from '../../daemon/algorithm/trainer.js';
+import { onePolicySet } from '../../daemon/algorithm/open-policy-set.js';
 import { startTrainingHost } from '../../daemon/commands/train-host.js';
 import type { ChatMessage } from '../../daemon/model/policy-contract.js';
 import { createPolicy } from '../../daemon/model/policy.js';
@@ -48,30 +49,28 @@ async function trainSmoke(agent: string, task: { id: string; input: unknown }, c
     backend: process.env.AGL_BACKEND ?? 'auto',
     optimizer: { lr: 1e-2 },
   });
-  const host = await startTrainingHost({ store, policy, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent });
+  const config = parseTrainConfig({
+    model: { temperature: 1, maxTokens: 48, valTemperature: 0 },
+    training: { batchSize: 1, groupSize: 4, maxSteps: 2, valEvery: 0, learningRate: 1e-2, seed: 1, ...training },
+    runtime: { workers: 2, rolloutTimeoutSeconds: 60 },
+  });
+  const policies = onePolicySet(policy, config);
+  const host = await startTrainingHost({ store, policies, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent });
   try {
     const pairs = chats.map((messages) => demoToPair({ messages }, policy.tokenizer));
     await runSft(policy, pairs, { steps: 60, batchSize: pairs.length, seed: 1 });
     const before = (await policy.scoreLogprobs(pairs)).flat();
-    const config = parseTrainConfig({
-      model: { temperature: 1, maxTokens: 48, valTemperature: 0 },
-      training: { batchSize: 1, groupSize: 4, maxSteps: 2, valEvery: 0, learningRate: 1e-2, seed: 1, ...training },
-      runtime: { workers: 2, rolloutTimeoutSeconds: 60 },
-    });
     const run = await store.createTrainingRun({ agent, config: {}, totalSteps: 2 });
     const trainer = new Trainer(
       {
         store,
-        policy,
+        policies,
         endpoint: host.endpoint,
         agent,
         config,
         train: [task],
         val: [task],
         checkpoint: async () => {},
-        setLearningRate: (lr) => {
-          policy.optimizerConfig.lr = lr;
-        },
       },
       newTrainerState(run),
     );

@@ -15,6 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { openPolicy } from '../../daemon/algorithm/open-policy.js';
 import { Trainer, newTrainerState } from '../../daemon/algorithm/trainer.js';
+import { onePolicySet } from '../../daemon/algorithm/open-policy-set.js';
 import { startTrainingHost, type TrainingHost } from '../../daemon/commands/train-host.js';
 import type { PolicyModel } from '../../daemon/model/policy-contract.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
@@ -57,12 +58,13 @@ describe('GRPO group view on a real calc training step', () => {
         const input = JSON.parse(l) as { id: string };
         return { id: input.id, input };
       });
-    host = await startTrainingHost({ store, policy, token: TOKEN, dataDir: dir, workers: 2, agent: AGENT });
+    const policies = onePolicySet(policy, config);
+    host = await startTrainingHost({ store, policies, token: TOKEN, dataDir: dir, workers: 2, agent: AGENT });
     // As `agl train` does: the run records its parsed config (the viewer reads the advantage scaling there).
     const run = await store.createTrainingRun({ agent: AGENT, config: config as unknown as Record<string, unknown>, totalSteps: 3 });
     runId = run.id;
     const trainer = new Trainer(
-      { store, policy, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val: tasks.slice(0, 1), checkpoint: async () => {} },
+      { store, policies, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val: tasks.slice(0, 1), checkpoint: async () => {} },
       newTrainerState(run),
     );
     for (shownStep = 0; ; shownStep++) {
