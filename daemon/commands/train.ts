@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { configData, engineOptions, type SamplerConfig, type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
 import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import type { PolicyModel } from '../model/policy-contract.js';
-import { EngineError } from '../model/torch-engine.js';
+import { EngineError, TorchAdapterModel } from '../model/torch-engine.js';
 import { configOverrides, TRAIN_COMMAND, TRAIN_OPTIONS, trainHelp, type TrainFlags as ProtocolTrainFlags } from '../../protocol/train-options.js';
 import { readCheckpoint, saveBestPolicy, saveCheckpoint } from '../algorithm/checkpoint.js';
 import { type OpenPolicySet, openPolicySet } from '../algorithm/open-policy-set.js';
@@ -173,7 +173,7 @@ class TrainingSession {
     const perRole = policies.trained.filter((p) => p.roles);
     if (perRole.length)
       log(`agl train: one policy per role: ${perRole.map((p) => `${p.name} (${p.roles!.join(', ')})`).join('; ')}; other roles: ${served.name}, untrained`);
-    else if (policies.plan.lora) log(`agl train: the policy is a LoRA adapter (${served.backend}); the base stays frozen`);
+    if (policies.plan.lora) log(`agl train: LoRA adapters on ${policies.plan.base}, which stays frozen: ${adapterStarts(policies)}`);
     try {
       await trainer.run();
     } catch (e) {
@@ -400,6 +400,16 @@ async function pushWeights(policy: PolicyModel, push: NonNullable<SamplerConfig[
     const n = /^step-(\d+)$/.exec(name);
     if (n && Number(n[1]) < step - 1) rmSync(join(root, name), { recursive: true, force: true });
   }
+}
+
+/** How each LoRA adapter of the set starts: fresh (the base's outputs), or continuing a saved adapter from its update count. */
+function adapterStarts(set: OpenPolicySet): string {
+  return set.trained
+    .map((p) => {
+      const info = p.model instanceof TorchAdapterModel ? p.model.info : null;
+      return `${p.name} (${info ? `${info.parameters} parameters, ${info.step ? `continuing from update ${info.step}` : 'fresh'}` : p.model.backend})`;
+    })
+    .join('; ');
 }
 
 /** The torch engine's own output (transformers' and torch's messages) goes to a log file, not over the progress bar. */

@@ -21,7 +21,7 @@ export interface ServedCheckpoint {
 
 const AGL = resolve('bin', 'agl.mjs');
 
-/** `dir`: a model folder, or a checkpoint of one policy per role (each role served from its policy); `flags`: more `agl serve` flags. */
+/** `dir`: a model folder, or a checkpoint of a policy set (each role served from its policy, a LoRA policy as base + adapter); `flags`: more `agl serve` flags. */
 export async function serveCheckpoint(
   dir: string,
   samplingParams: LLM['samplingParams'] = { temperature: 0 },

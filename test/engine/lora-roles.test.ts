@@ -163,9 +163,8 @@ describe('torch engine: one LoRA adapter per role', () => {
     assert.ok(g.tokenIds.length > 0, 'still serving');
   });
 
-  it('the config: engine.lora needs the torch engine, role policies and one rank', () => {
+  it('the config: engine.lora needs the torch engine and one rank', () => {
     assert.throws(() => parseTrainConfig({ engine: { lora: {} }, policies: { writer: {} } }), /engine\.lora: needs engine\.kind: torch/);
-    assert.throws(() => parseTrainConfig({ engine: { kind: 'torch', lora: {} } }), /engine\.lora: trains one adapter per role policy/);
     assert.throws(() => parseTrainConfig({ engine: { kind: 'torch', procs: 2, lora: {} }, policies: { writer: {} } }), /engine\.lora: runs on one rank/);
     const ok = parseTrainConfig({ engine: { kind: 'torch', lora: { rank: 16 } }, policies: { writer: {} } });
     assert.deepEqual(ok.engine.lora, { rank: 16, alpha: 16, dropout: 0, targetModules: null });
