@@ -50,7 +50,7 @@ export const SERVE_COMMAND = {
         'policy the gateway serves to agents whose resources name a local model: builtin:0.8m, builtin:5m, a checkpoint folder ' +
         '(agl sft / agl train) or a Hugging Face model folder (or AGL_POLICY); loaded on the first local LLM call. A checkpoint of a ' +
         "run with one policy per role (policies: in train.yaml) serves each role from its policy, the others from the run's " +
-        'starting model, as the run did',
+        'starting model, as the run did; one of a LoRA run (engine.lora) serves its adapters on that model (with --engine torch)',
     },
     'default-model': { type: 'string', arg: 'SPEC', help: 'that starting model, when it is no longer where the checkpoint says' },
     upstream: {
