@@ -207,7 +207,6 @@ export class Ctx implements vscode.Disposable {
     const init: LspInitializationOptions = {
       daemon: this.handle?.endpoint ?? null,
       starting: this.handle === null && !this.stoppedByUser,
-      pollIntervalMs: 3000,
     };
     const clientOptions: LanguageClientOptions = {
       documentSelector: ['typescript', 'typescriptreact', 'javascript', 'javascriptreact', 'python'].map((language) => ({ scheme: 'file', language })),

@@ -18,8 +18,6 @@ export interface LspInitializationOptions {
   daemon: DaemonEndpoint | null;
   /** The daemon is being started (the lenses say so instead of "not running"). */
   starting?: boolean;
-  /** How often the server polls the store for new results while a daemon is up (ms). */
-  pollIntervalMs?: number;
 }
 
 export type AgentLanguage = 'typescript' | 'javascript' | 'python';

@@ -1,12 +1,12 @@
 /**
  * The language server (`agl lsp`): finds agent functions in open documents and workspace files, serves
  * a CodeLens above each with reward stats from the daemon's store, and asks the client to refresh the
- * lenses when new results land (it polls the store's statistics; the extension can also nudge it with
+ * lenses when new results land (the daemon's event stream says so; the extension can also nudge it with
  * agentLightning/refreshStats). Custom messages are declared in protocol/lsp.ts.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { clearInterval, setInterval, setTimeout } from 'node:timers';
+import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   CodeLensRefreshRequest,
@@ -32,7 +32,9 @@ import {
   type DaemonEndpoint,
   type LspInitializationOptions,
 } from '../../protocol/lsp.js';
+import type { StoreChange } from '../../protocol/events.js';
 import { AglClient } from '../../sdk/tools/client.js';
+import { DaemonEventStream } from '../../sdk/tools/events.js';
 import { AGENT_FILE_PATTERN, findAgents, languageOf } from './agents.js';
 import { lensesFor } from './codelens.js';
 import { DEFAULT_MARK_OPTIONS, markPyAgent, markTsAgent, type MarkOptions, type MarkResult } from './mark.js';
@@ -58,25 +60,29 @@ export function startLspServer(connection: Connection, options: LspServerOptions
 
 type ClosableReader = StoreReader & { close?(): void };
 
+/** Refetches of the lenses' stats start at most this often (ms) while the store keeps changing (a training run). */
+const REFETCH_GAP_MS = 250;
+
+/** Whether a change can move a lens's numbers: rollouts (ended, active), training runs and their metrics (the headline). */
+const movesLenses = (c: StoreChange) => c.truncated || c.rollouts.length > 0 || c.runs.length > 0 || c.metrics.length > 0;
+
 /**
- * The daemon the lenses read from: its store reader and stats cache, and the timer that polls the store's
- * statistics for changes. Switching daemons replaces all three.
+ * The daemon the lenses read from: its store reader and stats cache, and its event stream (sdk/tools/events.ts), whose
+ * store changes (and whose `hello`, after any reconnection) make the lenses re-read. Switching daemons replaces all three.
  */
 class DaemonLink {
   endpoint: DaemonEndpoint | null = null;
   /** No daemon yet, but the client is starting one (the lenses say so). */
   starting = false;
   stats: AgentStatsSource | null = null;
-  pollMs = 3000;
   private reader: ClosableReader | null = null;
-  private pollTimer: ReturnType<typeof setInterval> | null = null;
-  // A poll of a daemon that has since been replaced must not hold back polls of the new one.
-  private polling = false;
-  private pollGeneration = 0;
+  private events: { close(): void } | null = null;
+  private lastRefetch = 0;
+  private refetchTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly makeReader: (endpoint: DaemonEndpoint) => ClosableReader,
-    /** Called when a poll finds the store changed. */
+    /** Called when the store changed in a way the lenses show. */
     private readonly onStoreChanged: () => Promise<void>,
     private readonly log: (msg: string) => void,
   ) {}
@@ -88,24 +94,33 @@ class DaemonLink {
     this.reader?.close?.();
     this.reader = endpoint ? this.makeReader(endpoint) : null;
     this.stats = this.reader ? new AgentStatsSource(this.reader) : null;
-    this.pollGeneration++;
-    this.polling = false;
-    if (this.pollTimer) clearInterval(this.pollTimer);
-    this.pollTimer = endpoint ? setInterval(() => void this.poll(), this.pollMs) : null;
-    this.pollTimer?.unref();
+    this.events?.close();
+    if (this.refetchTimer) clearTimeout(this.refetchTimer);
+    this.refetchTimer = null;
+    this.events = endpoint
+      ? new DaemonEventStream({
+          url: endpoint.url,
+          token: endpoint.token ?? '',
+          onEvent: (e) => {
+            if (e.type === 'hello' || (e.type === 'store' && movesLenses(e.change))) this.storeChanged();
+          },
+          onDrop: ({ reason }) => this.log(`event stream: ${reason}; reconnecting`),
+          log: this.log,
+        })
+      : null;
   }
 
-  private async poll(): Promise<void> {
-    if (this.polling || !this.stats) return;
-    this.polling = true;
-    const generation = this.pollGeneration;
-    try {
-      if (await this.stats.storeChanged()) await this.onStoreChanged();
-    } catch (e) {
-      this.log(`poll: ${(e as Error).message}`);
-    } finally {
-      if (generation === this.pollGeneration) this.polling = false;
-    }
+  /** Re-reads the lenses' stats now, or once REFETCH_GAP_MS after the last re-read. */
+  private storeChanged(): void {
+    if (this.refetchTimer) return;
+    this.refetchTimer = setTimeout(
+      () => {
+        this.refetchTimer = null;
+        this.lastRefetch = Date.now();
+        this.onStoreChanged().catch((e: Error) => this.log(`refetch: ${e.message}`));
+      },
+      Math.max(0, this.lastRefetch + REFETCH_GAP_MS - Date.now()),
+    );
   }
 
   /** An agent's stats: cached, or fetched if that takes at most `waitMs` (undefined otherwise, or on error). */
@@ -172,7 +187,6 @@ class LspServer {
     this.roots = folders.filter((u) => u.startsWith('file:')).map((u) => fileURLToPath(u));
     this.refreshSupported = params.capabilities.workspace?.codeLens?.refreshSupport === true;
     const init = (params.initializationOptions ?? {}) as LspInitializationOptions;
-    if (init.pollIntervalMs) this.daemon.pollMs = init.pollIntervalMs;
     this.daemon.switchTo(init.daemon ?? null, init.starting);
     return {
       capabilities: {

@@ -5,7 +5,7 @@
  */
 import type { AgentHeadline } from '../../protocol/agent-headline.js';
 import type { AgentStats } from '../../protocol/lsp.js';
-import type { Rollout, RolloutStatus, Statistics } from '../../protocol/store.js';
+import type { Rollout, RolloutStatus } from '../../protocol/store.js';
 import { COUNT_LIMIT } from '../store/views.js';
 
 /** The part of the store client (sdk/tools/client.ts AglClient, which the language server uses) the stats need. */
@@ -18,7 +18,6 @@ export interface StoreReader {
     order?: 'asc' | 'desc';
     limit?: number;
   }): Promise<{ items: Rollout[]; nextCursor: string | null }>;
-  statistics(): Promise<Statistics>;
 }
 
 export { COUNT_LIMIT };
@@ -26,7 +25,6 @@ const ACTIVE: RolloutStatus[] = ['queuing', 'preparing', 'running', 'requeuing']
 
 export class AgentStatsSource {
   private readonly statsCache = new Map<string, AgentStats>();
-  private lastSignature = '';
   /** Fetches are numbered as they start; only a newer one than the stats cached may replace them. */
   private fetchSeq = 0;
   private readonly cachedSeq = new Map<string, number>();
@@ -37,17 +35,8 @@ export class AgentStatsSource {
     return this.statsCache.get(agent);
   }
 
-  /** Cheap check (one request): has anything in the store changed since the last call? */
-  async storeChanged(): Promise<boolean> {
-    const s = await this.store.statistics();
-    const signature = JSON.stringify([s.rollouts, s.spans]);
-    const changed = signature !== this.lastSignature;
-    this.lastSignature = signature;
-    return changed;
-  }
-
   /**
-   * Fresh stats for one agent (and updates the cache). Fetches may overlap (the poll, the extension's
+   * Fresh stats for one agent (and updates the cache). Fetches may overlap (a store event, the extension's
    * nudge, a daemon change): one that started earlier but answers later must not put its older view
    * back in the cache, or the lens would keep saying "1 running" after the rollout ended, since nothing
    * in the store changes afterwards to trigger another read. Returns the newest stats known.

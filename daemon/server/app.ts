@@ -1,6 +1,6 @@
 /**
  * The daemon's express app, built from a ServerContext (server-context.ts): the store API under /v1/agl (the route
- * table of store-api.ts: token + JSON body limit + validation), /health and /metrics, and the mount points where other parts of the daemon
+ * table of store-api.ts: token + JSON body limit + validation), the event stream /v1/agl/events (events.ts), /health and /metrics, and the mount points where other parts of the daemon
  * attach their routers (the OpenAI-compatible gateway, the OTLP receiver). Errors from every router are
  * answered as application/problem+json by one handler (errors.ts).
  * `listen()` binds it (127.0.0.1 by default) behind the edge (edge.ts: Host/Origin allow-list, problem bodies
@@ -17,19 +17,27 @@ import { withHotPath } from './hot-path.js';
 import { otlpRouter } from './otlp.js';
 import { problemHandler, unknownRoute } from './errors.js';
 import { healthRouter, storeCollector } from './routes-health.js';
+import { EventHub, eventsRouter } from './events.js';
 import { policyRouter } from './routes-policy.js';
 import { storeApiRouter } from './store-api.js';
 
+/** Each app's event stream, closed with the server it is served by (closeGracefully). */
+const eventHubs = new WeakMap<express.Express | Server, EventHub>();
+
 export function createApp(ctx: ServerContext): express.Express {
   const app = express();
+  const events = new EventHub(ctx, ctx.events);
+  eventHubs.set(app, events);
   app.disable('x-powered-by');
   app.set('etag', false); // no hashing of every response body on the hot path
   app.set('query parser', 'simple');
   app.use(ctx.metrics.middleware);
   ctx.metrics.addCollector(storeCollector(ctx));
+  ctx.metrics.addCollector(() => events.metrics());
 
   app.use(healthRouter(ctx)); // GET /health (no token), GET /metrics
 
+  app.use(API_PREFIX, eventsRouter(ctx, events)); // GET /v1/agl/events: what changed, as server-sent events (events.ts)
   app.use(API_PREFIX, policyRouter(ctx)); // GET /policy, POST /policy/load: agl serve --model's served policy (routes-policy.ts)
   app.use(API_PREFIX, storeApiRouter(ctx)); // the store API: one route table (store-api.ts)
 
@@ -55,6 +63,8 @@ export function createApp(ctx: ServerContext): express.Express {
 export function listen(app: express.Express, ctx: ServerContext, host: string, port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = createServer(edgeListener(new HostAllowList(host, ctx.allowedHosts), withHotPath(ctx, app), ctx.log));
+    const events = eventHubs.get(app);
+    if (events) eventHubs.set(server, events);
     answerClientErrors(server);
     server.listen(port, host);
     server.once('error', reject);
@@ -71,10 +81,11 @@ export function listen(app: express.Express, ctx: ServerContext, host: string, p
 }
 
 /**
- * Stops accepting connections, lets requests in flight finish (idle keep-alive sockets close at once),
- * and cuts the rest after `graceMs` (long-polls end early; clients retry).
+ * Stops accepting connections, ends the event streams, lets requests in flight finish (idle keep-alive sockets
+ * close at once), and cuts the rest after `graceMs` (long-polls end early; clients retry).
  */
 export function closeGracefully(server: Server, graceMs = 5_000): Promise<void> {
+  eventHubs.get(server)?.close(); // event streams never finish on their own
   return new Promise((resolve) => {
     // Requests that still arrive on open keep-alive sockets are answered, then their socket is closed.
     server.prependListener('request', (_req, res) => {

@@ -34,18 +34,22 @@ export function storeCollector(ctx: ServerContext): () => Promise<string> {
   };
 }
 
+/** The daemon's /health answer (the event stream's `hello` and `health` events carry the same). */
+export function healthOf(ctx: ServerContext): Health {
+  return {
+    status: 'ok',
+    version: ctx.version,
+    pid: process.pid,
+    store: ctx.store.kind,
+    startedAt: ctx.startedAt,
+    uptimeSeconds: (Date.now() - ctx.startedAt) / 1000,
+  };
+}
+
 export function healthRouter(ctx: ServerContext): Router {
   const r = Router();
   r.get('/health', (_req, res) => {
-    const body: Health = {
-      status: 'ok',
-      version: ctx.version,
-      pid: process.pid,
-      store: ctx.store.kind,
-      startedAt: ctx.startedAt,
-      uptimeSeconds: (Date.now() - ctx.startedAt) / 1000,
-    };
-    res.json(body);
+    res.json(healthOf(ctx));
   });
   r.get('/metrics', requireToken(ctx.token), async (_req, res) => {
     res.type('text/plain; version=0.0.4; charset=utf-8').send(await ctx.metrics.render());

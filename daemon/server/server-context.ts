@@ -49,6 +49,8 @@ export interface ServerContext {
    * default: OPENAI_API_KEY only. Any other name is refused, so a token holder cannot read the daemon's environment.
    */
   allowedKeyEnvs?: string[];
+  /** The event stream's heartbeat and how much a subscriber may leave unread before it is dropped (events.ts). */
+  events?: { heartbeatMs?: number; maxBufferedBytes?: number };
 }
 
 export type ServerContextInit = Pick<ServerContext, 'store' | 'token' | 'dataDir'> & Partial<ServerContext>;

@@ -59,7 +59,7 @@ async function startLsp(folder: string, daemon: DaemonProcess): Promise<Lsp> {
     rootUri: uri,
     workspaceFolders: [{ uri, name: 'ws' }],
     capabilities: {},
-    initializationOptions: { daemon: { url: daemon.url, token: daemon.token }, pollIntervalMs: 60_000 },
+    initializationOptions: { daemon: { url: daemon.url, token: daemon.token } },
   });
   await conn.sendNotification(InitializedNotification.type, {});
   await conn.sendNotification(DidOpenTextDocumentNotification.type, {

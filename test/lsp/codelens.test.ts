@@ -158,7 +158,7 @@ before(async () => {
     rootUri: pathToFileURL(workspace).href,
     workspaceFolders: [{ uri: pathToFileURL(workspace).href, name: 'ws' }],
     capabilities: { workspace: { codeLens: { refreshSupport: true } } },
-    initializationOptions: { daemon: { url: daemon.url, token: daemon.token }, pollIntervalMs: 200 },
+    initializationOptions: { daemon: { url: daemon.url, token: daemon.token } },
   });
   await lsp.sendNotification(InitializedNotification.type, {});
   for (const [file, languageId, text] of [
@@ -230,7 +230,6 @@ test('stats: a read that started earlier but answers later does not replace a ne
       }
       return headline;
     },
-    statistics: () => daemon.client.statistics(),
   };
   const source = new AgentStatsSource(reader);
   hold = new Promise((r) => {
