@@ -162,6 +162,29 @@ describe('trajectory viewer at half width on real sql rollouts with 48-row resul
         assert.equal(await page.evaluate(() => document.body.dataset.view), 'group', 'the toggle opened nothing else');
       });
 
+      it("opens a card's call, by a click or by Enter on the focused row, scrolled to its detail", async () => {
+        const page = view.page;
+        const inSight = (role: string) =>
+          page.waitForFunction((role) => {
+            const detail = document.querySelector('.detail-pane');
+            if (document.body.dataset.view !== 'rollout' || !detail || !new RegExp(`${role} · call`).test(detail.textContent ?? '')) return false;
+            const top = detail.getBoundingClientRect().top;
+            return top >= 0 && top < window.innerHeight / 2;
+          }, role);
+        await view.notify('trajectory/show', { view: { kind: 'group', runId: RUN, step: STEP } });
+        const card = page.locator(`.sample-card[data-rollout-id="${rollouts[0]}"]`);
+        await card.waitFor();
+        const rewriter = card.locator('.call-row[data-role="rewriter"]');
+        assert.equal(await rewriter.getAttribute('tabindex'), '0', 'a Tab stop');
+        await rewriter.focus();
+        await page.keyboard.press('Enter');
+        await inSight('rewriter');
+        await page.keyboard.press('Backspace');
+        await card.waitFor();
+        await card.locator('.call-row[data-role="checker"]').first().click();
+        await inSight('checker');
+      });
+
       it('scrolls to the detail of a call opened in the span tree, under the tree at this width', async () => {
         const page = view.page;
         await view.notify('trajectory/show', { view: { kind: 'rollout', rolloutId: rollouts[0] } });

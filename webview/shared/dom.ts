@@ -81,3 +81,21 @@ export function signClass(value: number | null | undefined): string {
   if (value === null || value === undefined || value === 0) return 'zero';
   return value > 0 ? 'positive' : 'negative';
 }
+
+/**
+ * Makes an element that does something on a click a keyboard control too: a Tab stop, read as a button, Enter or Space
+ * does the same as the click. `action` gets the event (a click inside a link of the element is the link's, not this).
+ */
+export function activatable<E extends HTMLElement>(el: E, action: (e: Event) => void): E {
+  el.tabIndex = 0;
+  el.setAttribute('role', 'button');
+  el.addEventListener('click', (e) => {
+    if (!(e.target as HTMLElement).closest('a, button')) action(e);
+  });
+  el.addEventListener('keydown', (e) => {
+    if (e.target !== el || (e.key !== 'Enter' && e.key !== ' ')) return;
+    e.preventDefault();
+    action(e);
+  });
+  return el;
+}

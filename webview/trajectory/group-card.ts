@@ -9,7 +9,7 @@
 import type { CallInfo } from '../../protocol/call-roles.js';
 import type { GroupSample } from '../../protocol/webview-trajectory.js';
 import { spanKind } from '../../protocol/span-reading.js';
-import { fmtNumber, fmtSigned, h, icon, shortId, signClass } from '../shared/dom.js';
+import { activatable, fmtNumber, fmtSigned, h, icon, shortId, signClass } from '../shared/dom.js';
 import { foldable } from '../shared/fold.js';
 import { answerBlock } from './answer.js';
 import { codeLink, policyChip, type DetailActions } from './call-detail.js';
@@ -112,8 +112,7 @@ function steps(sample: GroupSample, actions: CardActions): HTMLElement[] {
           icon(tool.ok ? 'tools' : 'error'),
           foldable(h('span', { class: 'mono tool-text' }, toolStepLine(tool)), TOOL_LINES),
         );
-        row.addEventListener('click', () => actions.openRollout(sample.rollout.id, span.spanId));
-        return [row];
+        return [activatable(row, () => actions.openRollout(sample.rollout.id, span.spanId))];
       }
       if (kind !== 'llm') return [];
       const info = calls.get(span.spanId);
@@ -134,10 +133,7 @@ function steps(sample: GroupSample, actions: CardActions): HTMLElement[] {
         // The two numbers stay together: in a narrow card they move to the next line as a pair.
         trainingChips(info),
       );
-      row.addEventListener('click', (e) => {
-        if (!(e.target as HTMLElement).closest('a')) actions.openRollout(sample.rollout.id, span.spanId);
-      });
-      return [row];
+      return [activatable(row, () => actions.openRollout(sample.rollout.id, span.spanId))];
     });
 }
 

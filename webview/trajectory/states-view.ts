@@ -11,7 +11,7 @@
  */
 import type { CallInfo } from '../../protocol/call-roles.js';
 import type { Span } from '../../protocol/store.js';
-import { h, icon, mount, preview } from '../shared/dom.js';
+import { activatable, h, icon, mount, preview } from '../shared/dom.js';
 import { deriveStates, isFilled } from './model.js';
 
 /** Characters of a step's text shown in its column header. */
@@ -89,7 +89,7 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
       );
       if (step.span) {
         th.classList.add('clickable');
-        th.addEventListener('click', () => openSpan(step.span!.spanId));
+        activatable(th, () => openSpan(step.span!.spanId));
       }
       return th;
     }),
