@@ -18,6 +18,7 @@ export function foldable(content: HTMLElement, lines = FOLD_LINES): HTMLElement 
     const lineHeight = parseFloat(getComputedStyle(content).lineHeight) || 18;
     const total = Math.round(content.scrollHeight / lineHeight);
     toggle.hidden = total <= lines;
+    wrap.classList.toggle('overflows', !toggle.hidden);
     toggle.textContent = open ? 'show less' : `show all · ${total} lines`;
   };
   toggle.addEventListener('click', (e) => {
