@@ -1,18 +1,23 @@
 /**
  * Ctx: the one owner of the daemon's lifecycle (find/attach, start, restart, stop, watch its health), the
  * language client of `agl lsp`, the status bar and the "Agent Lightning" output channel with the daemon's
- * log. Start/stop/restart are serialized, so two clicks never spawn two daemons. Commands ask Ctx for a
+ * log. While a daemon is up Ctx holds the window's one subscription to its event stream (sdk/tools/events.ts):
+ * the panels get its events through `onDidReceiveEvent`, and a stream that drops is the sign to check the daemon's
+ * health (nothing polls it). Start/stop/restart are serialized, so two clicks never spawn two daemons. Commands ask Ctx for a
  * client with `requireDaemon`, which explains (and offers to start) when the daemon is down.
  */
 import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import { daemonChanged, refreshStats, type LspInitializationOptions } from '../protocol/lsp.js';
+import type { DaemonEvent } from '../protocol/events.js';
 import { AglClient } from '../sdk/tools/client.js';
+import { DaemonEventStream } from '../sdk/tools/events.js';
 import { aglEntry, nodeCommand, readSettings, workspaceRoot } from './config.js';
 import { DaemonStartError, findRunningDaemon, healthy, spawnDaemon, stopDaemon, type DaemonHandle } from './daemon.js';
 import { StatusBar } from './status.js';
 
-const HEALTH_INTERVAL_MS = 5000;
+/** A daemon whose stream dropped is down unless /health answers within this long. */
+const HEALTH_TIMEOUT_MS = 4000;
 const SERVED_MODEL_KEY = 'agentLightning.servedModel';
 
 export class Ctx implements vscode.Disposable {
@@ -21,12 +26,15 @@ export class Ctx implements vscode.Disposable {
   private handle: DaemonHandle | null = null;
   private downReason = 'not started yet';
   private lifecycle: Promise<unknown> = Promise.resolve();
-  private healthTimer: ReturnType<typeof setInterval> | null = null;
+  private events: DaemonEventStream | null = null;
   private stoppedByUser = false;
   private languageClient: LanguageClient | null = null;
   private readonly changed = new vscode.EventEmitter<DaemonHandle | null>();
   /** Fires when the daemon comes up, moves or goes down. */
   readonly onDidChangeDaemon = this.changed.event;
+  private readonly received = new vscode.EventEmitter<DaemonEvent>();
+  /** The daemon's events (protocol/events.ts): `hello` after every (re)connection, then what the store committed. */
+  readonly onDidReceiveEvent = this.received.event;
 
   constructor(readonly extension: vscode.ExtensionContext) {}
 
@@ -152,19 +160,33 @@ export class Ctx implements vscode.Disposable {
 
   private setHandle(handle: DaemonHandle | null): void {
     this.handle = handle;
-    if (this.healthTimer) clearInterval(this.healthTimer);
-    this.healthTimer = null;
+    this.events?.close();
+    this.events = null;
     if (handle) {
       this.status.setDaemon({ kind: 'ready', url: handle.endpoint.url, attached: handle.child === null, model: handle.child ? this.servedModel : null });
-      this.healthTimer = setInterval(() => void this.checkHealth(handle), HEALTH_INTERVAL_MS);
+      this.events = this.subscribe(handle);
     }
     void this.languageClient?.sendNotification(daemonChanged, { daemon: handle ? handle.endpoint : null }).catch(() => undefined);
     void vscode.commands.executeCommand('setContext', 'agentLightning.daemonRunning', handle !== null);
     this.changed.fire(handle);
   }
 
+  /** The daemon's event stream, for the panels; its dropping (it reconnects by itself) makes Ctx check the daemon. */
+  private subscribe(handle: DaemonHandle): DaemonEventStream {
+    return new DaemonEventStream({
+      url: handle.endpoint.url,
+      token: handle.endpoint.token,
+      onEvent: (e) => this.received.fire(e),
+      onDrop: ({ reason }) => {
+        this.log(`Event stream from ${handle.endpoint.url} dropped (${reason}); reconnecting.`);
+        void this.checkHealth(handle);
+      },
+      log: (m) => this.log(m),
+    });
+  }
+
   private async checkHealth(handle: DaemonHandle): Promise<void> {
-    if (this.handle !== handle || (await healthy(handle.endpoint.url, 4000))) return;
+    if (this.handle !== handle || (await healthy(handle.endpoint.url, HEALTH_TIMEOUT_MS))) return;
     if (this.handle !== handle) return;
     this.markDown(`the daemon at ${handle.endpoint.url} stopped answering`);
   }
@@ -217,7 +239,8 @@ export class Ctx implements vscode.Disposable {
   }
 
   async dispose(): Promise<void> {
-    if (this.healthTimer) clearInterval(this.healthTimer);
+    this.events?.close();
+    this.events = null;
     const client = this.languageClient;
     this.languageClient = null;
     await client?.stop().catch(() => undefined);
@@ -226,6 +249,7 @@ export class Ctx implements vscode.Disposable {
     this.handle = null;
     this.status.dispose();
     this.changed.dispose();
+    this.received.dispose();
     this.output.dispose();
   }
 }

@@ -3,8 +3,8 @@
  * the model (each remembered per agent in workspaceState; a task file is preselected only when it is the
  * agent's: its last choice, its train.yaml's data:, its last run's: train-choices.ts dataOptions), then runs
  * `agl train` as a child process against the extension's daemon. Progress is read from the store (the
- * training run's step / total and its reward metric), shown in a cancellable notification and the status
- * bar; the dashboard opens on the run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
+ * training run's step / total and its reward metric) whenever the daemon's events say the run moved, shown in a
+ * cancellable notification and the status bar; the dashboard opens on the run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
  */
 import { LEARNING_CHECK_STEPS, describeDiagnosis, diagnoseLearning } from '../protocol/training-health.js';
 import type { TrainConfigInput } from '../protocol/train-config.js';
@@ -170,6 +170,38 @@ async function latestReward(client: AglClient, runId: string): Promise<number | 
   return rewards.length ? rewards[rewards.length - 1]!.value : null;
 }
 
+/**
+ * Calls `read` whenever the daemon's events say a training run moved or its metrics landed, and after a reconnection
+ * (never on a timer): one call at a time, one more if an event came meanwhile. `stop` waits for the call under way.
+ */
+function onRunProgress(ctx: Ctx, read: () => Promise<void>): { stop(): Promise<void> } {
+  let reading: Promise<void> | null = null;
+  let again = false;
+  const update = (): void => {
+    if (reading) {
+      again = true;
+      return;
+    }
+    reading = read().finally(() => {
+      reading = null;
+      if (again) {
+        again = false;
+        update();
+      }
+    });
+  };
+  const events = ctx.onDidReceiveEvent((e) => {
+    if (e.type === 'hello' || (e.type === 'store' && (e.change.truncated || e.change.runs.length > 0 || e.change.metrics.length > 0))) update();
+  });
+  return {
+    async stop() {
+      events.dispose();
+      again = false;
+      while (reading) await reading;
+    },
+  };
+}
+
 export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   const client = await ctx.requireDaemon('train an agent');
   if (!client) return;
@@ -210,7 +242,7 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
             if (picked === 'Show Log') ctx.output.show();
           });
       };
-      const poll = async (ended = false) => {
+      const readProgress = async (ended = false) => {
         if (token.isCancellationRequested) return;
         try {
           run = (await findRun(client, agent.id, started)) ?? run;
@@ -231,13 +263,14 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
           ctx.log(`training progress: ${(err as Error).message}`);
         }
       };
-      const timer = setInterval(() => void poll(), 1500);
+      const events = onRunProgress(ctx, readProgress);
       try {
         const end = await proc.done;
-        await poll(true);
+        await events.stop();
+        await readProgress(true);
         return { ...end, cancelled: token.isCancellationRequested };
       } finally {
-        clearInterval(timer);
+        void events.stop();
         ctx.status.setTraining(null);
         ctx.refreshLenses(agent.id);
       }

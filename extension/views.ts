@@ -2,8 +2,8 @@
  * The extension's entry points into the webview panels (trajectory viewer, training dashboard), whose UI
  * lives in webview/ and extension/panels/ (the webview area). Commands call these, never the panels
  * directly, so the panels' API is used in one place. The panels get the store client through Ctx, so a
- * panel restored after a reload or a daemon restart talks to the current daemon. (An open viewer learns of
- * new rollouts itself, by watching the store while it is visible: trajectory-panel.ts.)
+ * panel restored after a reload or a daemon restart talks to the current daemon, and every open panel gets the
+ * daemon's events from Ctx's one stream (a new rollout appears in the open list, a metric on the open dashboard).
  */
 import * as vscode from 'vscode';
 import { AglClient } from '../sdk/tools/client.js';
@@ -11,6 +11,7 @@ import type { Ctx } from './ctx.js';
 import {
   type DashboardTarget,
   type TrajectoryTarget,
+  notifyDaemonEvent,
   notifyDaemonState,
   openTrainingDashboard,
   openTrajectoryViewer,
@@ -28,7 +29,10 @@ function clientOf(ctx: Ctx): () => AglClient | undefined {
 export function registerViews(ctx: Ctx): void {
   registerPanelSerializers(ctx.extension, clientOf(ctx));
   // Open panels learn when the daemon comes back (or goes), so an error on screen recovers by itself.
-  ctx.extension.subscriptions.push(ctx.onDidChangeDaemon((handle) => notifyDaemonState(handle !== null)));
+  ctx.extension.subscriptions.push(
+    ctx.onDidChangeDaemon((handle) => notifyDaemonState(handle !== null)),
+    ctx.onDidReceiveEvent((event) => notifyDaemonEvent(event)),
+  );
 }
 
 export async function showTrajectoryViewer(ctx: Ctx, target: TrajectoryTarget): Promise<void> {

@@ -56,12 +56,14 @@ export const DashboardProtocol = {
   getHeadline: requestType<{ agent: string }, AgentHeadline>('dashboard/getHeadline'),
   /** Names a run (the user's label, kept across agl train's summary updates); '' clears it. Answers the updated run. */
   setRunLabel: requestType<{ runId: string; label: string }, TrainingRun>('dashboard/setRunLabel'),
-  /** Poll this run and push its new points while it is running. */
-  watchRun: commandType<{ runId: string }>('dashboard/watchRun'),
+  /** Push the new points of this run (and of the compared runs) as they land. */
+  watchRun: commandType<{ runId: string; compare?: string[] }>('dashboard/watchRun'),
   /** A click on a step: open that step's GRPO groups in the trajectory viewer. */
   openGroups: commandType<{ runId: string; step: number }>('dashboard/openGroups'),
-  /** Host -> webview: points after the last ones sent, and the run's new status/step. */
+  /** Host -> webview: points of a watched run after the last ones sent, and the run's new status/step. */
   metrics: notificationType<RunMetrics>('dashboard/metrics'),
+  /** Host -> webview: a training run appeared (a dashboard waiting for one lists the runs again). */
+  runAppeared: notificationType<Record<string, never>>('dashboard/runAppeared'),
   /** Host -> webview: show this run (the panel was opened for it). */
   show: notificationType<{ runId: string }>('dashboard/show'),
   ...DaemonMessages,

@@ -194,8 +194,9 @@ export const TrajectoryProtocol = {
   openDashboard: commandType<{ runId: string }>('trajectory/openDashboard'),
   /** Host -> webview: switch to this view (the panel was opened or revealed for it). */
   show: notificationType<{ view: TrajectoryView; filter?: RolloutFilter }>('trajectory/show'),
-  /** Host -> webview: new rollouts or spans landed (the panel watches the store while visible); reload what is
-   *  on screen. `rolloutIds`: the rollouts known to have changed; empty when only the store's counts moved. */
-  changed: notificationType<{ rolloutIds: string[] }>('trajectory/changed'),
+  /** Host -> webview: rollouts changed or their spans landed (the daemon's events, while the panel is visible); the
+   *  list re-reads its page, a rollout on screen re-reads itself when it is among `rolloutIds` or `all` is set
+   *  (after a reconnection, or more changed than the event lists). */
+  changed: notificationType<{ rolloutIds: string[]; all?: boolean }>('trajectory/changed'),
   ...DaemonMessages,
 } as const;

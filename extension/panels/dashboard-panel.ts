@@ -1,11 +1,13 @@
 /**
- * The training dashboard panel (one per window): the webview asks for runs and metrics (data.ts), the
- * panel polls the watched run while it is visible and pushes new points; a click on a step opens that
- * step's GRPO groups in the trajectory viewer beside it.
+ * The training dashboard panel (one per window): the webview asks for runs and metrics (data.ts); while it is
+ * visible the panel pushes the new points of the shown run and the compared ones as the daemon's events say they
+ * land, and says when a run appears (live-updates.ts); a click on a step opens that step's GRPO groups in the
+ * trajectory viewer beside it.
  */
 import * as vscode from 'vscode';
 import { DASHBOARD_VIEW_TYPE, DashboardProtocol } from '../../protocol/webview-dashboard.js';
-import { dashboardHandlers, watchRunMetrics } from './data.js';
+import { dashboardHandlers } from './data.js';
+import { RunMetricsFeed } from './live-updates.js';
 import { PanelHost } from './panel-host.js';
 import { lazyHandlers, resolveClient, type ClientSource } from './client-source.js';
 
@@ -22,22 +24,20 @@ export interface DashboardLinks {
 interface DashboardPanel {
   host: PanelHost;
   client: ClientSource;
-  watchedRunId: string | null;
-  watcher: { stop(): void } | null;
+  feed: RunMetricsFeed;
 }
 let current: DashboardPanel | undefined;
 
-async function watch(panel: DashboardPanel, runId: string | null): Promise<void> {
-  panel.watcher?.stop();
-  panel.watcher = null;
-  panel.watchedRunId = runId;
-  if (!runId || !panel.host.panel.visible) return;
-  const client = await resolveClient(panel.client);
-  panel.watcher = watchRunMetrics(client, runId, (run, points) => panel.host.notify(DashboardProtocol.metrics, { run, points }));
-}
-
 function create(context: vscode.ExtensionContext, client: ClientSource, links: DashboardLinks, existing?: vscode.WebviewPanel): PanelHost {
-  const panel: DashboardPanel = { host: undefined as unknown as PanelHost, client, watchedRunId: null, watcher: null };
+  const panel: DashboardPanel = {
+    host: undefined as unknown as PanelHost,
+    client,
+    feed: new RunMetricsFeed(
+      () => resolveClient(panel.client),
+      (run, points) => panel.host.notify(DashboardProtocol.metrics, { run, points }),
+      () => panel.host.notify(DashboardProtocol.runAppeared, {}),
+    ),
+  };
   panel.host = new PanelHost(
     context,
     {
@@ -46,20 +46,19 @@ function create(context: vscode.ExtensionContext, client: ClientSource, links: D
       bundle: 'dashboard',
       handlers: lazyHandlers(() => panel.client, dashboardHandlers, DashboardProtocol),
       onCommand: async (method, params) => {
-        if (method === DashboardProtocol.watchRun.method) await watch(panel, (params as { runId: string }).runId);
-        else if (method === DashboardProtocol.openGroups.method) {
+        if (method === DashboardProtocol.watchRun.method) {
+          const { runId, compare = [] } = params as { runId: string; compare?: string[] };
+          if (panel.host.panel.visible) panel.feed.watch([runId, ...compare]);
+        } else if (method === DashboardProtocol.openGroups.method) {
           const { runId, step } = params as { runId: string; step: number };
           links.openGroups(panel.client, { runId, step });
         }
       },
-      onVisibility: (visible) => {
-        if (!visible) {
-          panel.watcher?.stop();
-          panel.watcher = null;
-        }
-      },
+      // A hidden dashboard is torn down, and asks again (watchRun) when it shows.
+      onVisibility: (visible) => visible || panel.feed.stop(),
+      onDaemonEvent: (event) => panel.host.panel.visible && panel.feed.onEvent(event),
       onDispose: () => {
-        panel.watcher?.stop();
+        panel.feed.stop();
         if (current === panel) current = undefined;
       },
     },

@@ -15,7 +15,7 @@ import * as dashboard from './dashboard-panel.js';
 import * as trajectory from './trajectory-panel.js';
 
 export type { ClientSource } from './client-source.js';
-export { notifyDaemonState } from './panel-host.js';
+export { notifyDaemonEvent, notifyDaemonState } from './panel-host.js';
 export type { DashboardTarget } from './dashboard-panel.js';
 export type { TrajectoryTarget } from './trajectory-panel.js';
 export { TRAJECTORY_VIEW_TYPE, DASHBOARD_VIEW_TYPE };

@@ -3,11 +3,13 @@
  * with local resources limited to dist/webview, serves the CSP'd HTML, answers the webview's typed
  * requests from a handler table, hands its commands to the panel, and holds back notifications while the
  * panel is hidden or its script not yet ready (the last of each method wins), sending them when it shows.
- * What every panel shares for recovery is here too: an error state's "Start Daemon" runs the extension's
- * command, and `notifyDaemonState` tells every open panel when the daemon comes or goes.
+ * What every panel shares is here too: an error state's "Start Daemon" runs the extension's command,
+ * `notifyDaemonState` tells every open panel when the daemon comes or goes, and `notifyDaemonEvent` hands each
+ * open panel the daemon's events (the one stream Ctx holds), which the panel turns into its webview's updates.
  */
 import * as vscode from 'vscode';
 import { COMMANDS } from '../../protocol/commands.js';
+import type { DaemonEvent } from '../../protocol/events.js';
 import { DaemonMessages, type IpcNotificationType } from '../../protocol/webview-ipc.js';
 import type { RequestHandlers } from './data.js';
 import { makeNonce, webviewHtml } from './html.js';
@@ -21,8 +23,10 @@ export interface PanelHostOptions {
   handlers: RequestHandlers;
   onCommand: (method: string, params: unknown) => void | Promise<void>;
   onDispose?: () => void;
-  /** Called when the panel is shown or hidden (e.g. to pause polling while nobody looks). */
+  /** Called when the panel is shown or hidden. */
   onVisibility?: (visible: boolean) => void;
+  /** Each event of the daemon's stream (protocol/events.ts), while the panel is open. */
+  onDaemonEvent?: (event: DaemonEvent) => void;
 }
 
 /** Every live panel, for what all of them are told (the daemon's state). */
@@ -31,6 +35,11 @@ const livePanels = new Set<PanelHost>();
 /** Tells every open panel that the daemon came up or went down (a webview showing an error then reloads). */
 export function notifyDaemonState(up: boolean): void {
   for (const host of livePanels) host.notify(DaemonMessages.state, { up });
+}
+
+/** Hands every open panel an event of the daemon's stream. */
+export function notifyDaemonEvent(event: DaemonEvent): void {
+  for (const host of livePanels) host.daemonEvent(event);
 }
 
 export class PanelHost {
@@ -77,6 +86,10 @@ export class PanelHost {
   notify<P>(type: IpcNotificationType<P>, params: P): void {
     if (this.ready && this.panel.visible) void this.panel.webview.postMessage({ method: type.method, params });
     else this.held.set(type.method, params);
+  }
+
+  daemonEvent(event: DaemonEvent): void {
+    this.options.onDaemonEvent?.(event);
   }
 
   reveal(): void {

@@ -1,13 +1,14 @@
 /**
  * The trajectory viewer panel (one per window): opened on a rollout, an agent's rollouts, or a training
- * step's GRPO groups; answers the webview from the daemon (data.ts); while visible, watches the store and
- * tells the webview when rollouts change, so new ones appear in the list; opens agent code at the line
- * that made an LLM call; restored after a reload by its serializer.
+ * step's GRPO groups; answers the webview from the daemon (data.ts); while visible, tells the webview which
+ * rollouts the daemon's events say changed (live-updates.ts), so new ones appear in the list and an open rollout
+ * shows its new spans; opens agent code at the line that made an LLM call; restored after a reload by its serializer.
  */
 import * as vscode from 'vscode';
 import { TRAJECTORY_VIEW_TYPE, TrajectoryProtocol, type TrajectoryView } from '../../protocol/webview-trajectory.js';
-import { lazyHandlers, resolveClient, type ClientSource } from './client-source.js';
-import { trajectoryHandlers, watchStore } from './data.js';
+import { lazyHandlers, type ClientSource } from './client-source.js';
+import { trajectoryHandlers } from './data.js';
+import { RolloutsRefresh } from './live-updates.js';
 import { PanelHost } from './panel-host.js';
 import { definitionLine, findSourceFile } from './source.js';
 
@@ -24,7 +25,7 @@ export interface TrajectoryLinks {
   openDashboard(client: ClientSource, runId: string): void;
 }
 
-let current: { host: PanelHost; client: ClientSource; watcher: { stop(): void } | null } | undefined;
+let current: { host: PanelHost; client: ClientSource; refresh: RolloutsRefresh } | undefined;
 
 /** Opens `filepath` (absolute, or relative to a workspace folder) at `lineno` (1-based), or at `symbol`'s definition. */
 async function openCode(filepath: string, lineno: number | null, symbol?: string): Promise<void> {
@@ -37,17 +38,6 @@ async function openCode(filepath: string, lineno: number | null, symbol?: string
   await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(line, 0, line, 0) });
 }
 
-/** While the viewer is visible, new rollouts and ended ones reload its list (TrajectoryProtocol.changed). */
-function watch(panel: NonNullable<typeof current>, visible: boolean): void {
-  panel.watcher?.stop();
-  panel.watcher = visible
-    ? watchStore(
-        () => resolveClient(panel.client),
-        () => panel.host.notify(TrajectoryProtocol.changed, { rolloutIds: [] }),
-      )
-    : null;
-}
-
 function create(
   context: vscode.ExtensionContext,
   client: ClientSource,
@@ -55,7 +45,11 @@ function create(
   existing?: vscode.WebviewPanel,
   column?: vscode.ViewColumn,
 ): PanelHost {
-  const panel: NonNullable<typeof current> = { host: undefined as unknown as PanelHost, client, watcher: null };
+  const panel: NonNullable<typeof current> = {
+    host: undefined as unknown as PanelHost,
+    client,
+    refresh: new RolloutsRefresh((changed) => panel.host.notify(TrajectoryProtocol.changed, changed)),
+  };
   panel.host = new PanelHost(
     context,
     {
@@ -71,9 +65,11 @@ function create(
           links.openDashboard(panel.client, (params as { runId: string }).runId);
         }
       },
-      onVisibility: (visible) => watch(panel, visible),
+      // A hidden viewer is torn down and reloads when shown: it needs no news meanwhile.
+      onVisibility: (visible) => visible || panel.refresh.stop(),
+      onDaemonEvent: (event) => panel.host.panel.visible && panel.refresh.onEvent(event),
       onDispose: () => {
-        panel.watcher?.stop();
+        panel.refresh.stop();
         if (current === panel) current = undefined;
       },
     },
@@ -81,7 +77,6 @@ function create(
     column,
   );
   current = panel;
-  watch(panel, panel.host.panel.visible);
   return panel.host;
 }
 

@@ -2,19 +2,20 @@
  * The training dashboard, built (dist/webview/dashboard.js) and loaded in Debian chromium under the
  * panel's real CSP, answered by the panel's real host-side code from a real daemon: the curves (reward
  * and validation, KL, clip ratio, zero-variance fraction, loss and gradient norm apart) drawn with uPlot
- * under readable names (raw keys in tooltips) and titled axes, new points arriving live through the same
- * polling the panel runs, a click on a point asking for that step's GRPO groups; a finished run's header
+ * under readable names (raw keys in tooltips) and titled axes, new points arriving live as the daemon's event stream
+ * tells the panel's own live updates (extension/panels/live-updates.ts) that they landed (nothing polls), a click on a point asking for that step's GRPO groups; a finished run's header
  * (why it stopped, config, elapsed time, best checkpoint), constant series collapsed into one line, EMA
- * smoothing, drag-to-zoom, and two runs overlaid with a legend (the compared one followed live). Also checks the built bundles use no eval
+ * smoothing, drag-to-zoom, and two runs overlaid with a legend (the compared one followed live); with no run yet,
+ * the first one shows as soon as it is created. Also checks the built bundles use no eval
  * and load only @vscode-elements (never the old toolkit).
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { dashboardHandlers, watchRunMetrics } from '../../extension/panels/data.js';
+import { dashboardHandlers } from '../../extension/panels/data.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
-import { ROOT, openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
+import { ROOT, liveDashboard, openWebview, startDaemon, type Daemon, type LiveUpdates, type WebviewSession } from './harness.js';
 import { AGENT, RUN_ID, seedCalcTraining, seedTwoPolicyRun } from './seed.js';
 import type { AglClient } from '../../sdk/tools/client.js';
 
@@ -61,7 +62,7 @@ function ema(values: number[], weight: number): number {
 describe('training dashboard webview', () => {
   let daemon: Daemon;
   let view: WebviewSession;
-  let watcher: { stop(): void } | null = null;
+  let live: LiveUpdates;
 
   before(async () => {
     daemon = await startDaemon();
@@ -72,22 +73,13 @@ describe('training dashboard webview', () => {
     await daemon.client.addMetrics(
       Array.from({ length: 12 }, (_, step) => ({ runId: RUN_ID, step, name: 'grpo/lr', value: 1e-5 * Math.min(1, (step + 1) / 4) })),
     );
-    view = await openWebview('dashboard', dashboardHandlers(daemon.client), {
-      // What the panel does on "watchRun": poll the daemon and push new points to the webview.
-      onCommand: (method, params, session) => {
-        if (method !== DashboardProtocol.watchRun.method) return;
-        watcher?.stop();
-        watcher = watchRunMetrics(
-          daemon.client,
-          (params as { runId: string }).runId,
-          (run, points) => void session.notify(DashboardProtocol.metrics.method, { run, points }),
-          200,
-        );
-      },
-    });
+    // What the panel does on "watchRun" and with the daemon's events: push the watched runs' new points to the webview.
+    live = liveDashboard(daemon);
+    view = await openWebview('dashboard', dashboardHandlers(daemon.client), { onCommand: (m, p, v) => live.onCommand(m, p, v) });
+    live.attach(view);
   });
   after(async () => {
-    watcher?.stop();
+    live?.close();
     await view?.close();
     await daemon?.close();
   });
@@ -108,7 +100,7 @@ describe('training dashboard webview', () => {
     assert.equal(await latest('reward/mean'), '0.713'); // 0.22 + 0.5 + 0.05 sin(18.7), the seed's step 11
     assert.equal(await latest('val/reward'), '0.527');
     assert.match(await page.locator('.progress-line').innerText(), /running[\s\S]*step 12 \/ 20/);
-    assert.deepEqual((await view.nextCommand(DashboardProtocol.watchRun.method)).params, { runId: RUN_ID });
+    assert.deepEqual((await view.nextCommand(DashboardProtocol.watchRun.method)).params, { runId: RUN_ID, compare: [] });
     await view.screenshot('dashboard');
   });
 
@@ -292,7 +284,9 @@ describe('training dashboard webview', () => {
 describe('training dashboard webview before any training run', () => {
   it('says there is no run yet, then shows the first run as soon as it starts', async () => {
     const daemon = await startDaemon();
-    const view = await openWebview('dashboard', dashboardHandlers(daemon.client));
+    const live = liveDashboard(daemon);
+    const view = await openWebview('dashboard', dashboardHandlers(daemon.client), { onCommand: (m, p, v) => live.onCommand(m, p, v) });
+    live.attach(view);
     try {
       await view.page.waitForSelector('.empty-state');
       assert.match(await view.page.locator('.empty-state').innerText(), /No training run yet/);
@@ -301,6 +295,7 @@ describe('training dashboard webview before any training run', () => {
       await view.page.waitForSelector('.chart-card[data-chart="reward"] canvas', { timeout: 15_000 });
       assert.deepEqual([...view.problems], []);
     } finally {
+      live.close();
       await view.close();
       await daemon.close();
     }

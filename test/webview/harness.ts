@@ -3,8 +3,8 @@
  * panels' own HTML shell (extension/panels/html.ts, strict CSP with a nonce) served over HTTP, the VS Code
  * theme variables on <html>, and an `acquireVsCodeApi` shim whose postMessage goes to the panels' real
  * host-side router and data handlers (extension/panels/router.ts, data.ts) talking to a real daemon
- * (SQLite store + HTTP API) through the typed client. getState/setState persist across reloads like
- * VS Code's. CSP violations, page errors and console errors are collected for the tests to assert on.
+ * (SQLite store + HTTP API) through the typed client, and the panels' live updates fed by the daemon's event
+ * stream (liveTrajectory, liveDashboard). getState/setState persist across reloads like VS Code's. CSP violations, page errors and console errors are collected for the tests to assert on.
  */
 import { mkdtempSync, readFileSync, rmSync, existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -20,6 +20,10 @@ import { makeNonce, webviewHtml } from '../../extension/panels/html.js';
 import type { RequestHandlers } from '../../extension/panels/data.js';
 import { routeWebviewMessage } from '../../extension/panels/router.js';
 import { AglClient } from '../../sdk/tools/client.js';
+import { DaemonEventStream } from '../../sdk/tools/events.js';
+import { RolloutsRefresh, RunMetricsFeed } from '../../extension/panels/live-updates.js';
+import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
+import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
 import { DARK_MODERN, LIGHT_MODERN } from './theme.js';
 
 /** The repository root: the test runner (scripts/run-tests.mjs) runs tests from there. */
@@ -29,6 +33,8 @@ const DIST = join(ROOT, 'dist', 'webview');
 
 export interface Daemon {
   client: AglClient;
+  url: string;
+  token: string;
   close(): Promise<void>;
 }
 
@@ -39,10 +45,62 @@ export async function startDaemon(): Promise<Daemon> {
   const server = await listen(createApp(ctx), ctx, '127.0.0.1', 0);
   return {
     client: new AglClient({ url: ctx.url, token: 'webview-test-token' }),
+    url: ctx.url,
+    token: 'webview-test-token',
     async close() {
       await closeGracefully(server, 500);
       await store.close();
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A panel's live updates as the extension wires them (extension/panels/*-panel.ts, live-updates.ts): the daemon's
+ * event stream (the subscription Ctx holds, sdk/tools/events.ts) handed to `onEvent`, and the webview's commands to
+ * `onCommand`; `attach` names the webview they notify.
+ */
+export interface LiveUpdates {
+  attach(view: WebviewSession): void;
+  onCommand(method: string, params: unknown, view: WebviewSession): void;
+  close(): void;
+}
+
+/** The trajectory panel's: the rollouts the daemon says changed, told to the webview (TrajectoryProtocol.changed). */
+export function liveTrajectory(daemon: Daemon): LiveUpdates {
+  let view: WebviewSession | undefined;
+  const refresh = new RolloutsRefresh((changed) => void view?.notify(TrajectoryProtocol.changed.method, changed));
+  const stream = new DaemonEventStream({ url: daemon.url, token: daemon.token, onEvent: (e) => refresh.onEvent(e) });
+  return {
+    attach: (v) => (view = v),
+    onCommand: (_method, _params, v) => (view = v),
+    close() {
+      stream.close();
+      refresh.stop();
+    },
+  };
+}
+
+/** The dashboard panel's: the watched runs' new points (watchRun) and new runs, as the daemon's events say they land. */
+export function liveDashboard(daemon: Daemon): LiveUpdates {
+  let view: WebviewSession | undefined;
+  const feed = new RunMetricsFeed(
+    async () => daemon.client,
+    (run, points) => void view?.notify(DashboardProtocol.metrics.method, { run, points }),
+    () => void view?.notify(DashboardProtocol.runAppeared.method, {}),
+  );
+  const stream = new DaemonEventStream({ url: daemon.url, token: daemon.token, onEvent: (e) => feed.onEvent(e) });
+  return {
+    attach: (v) => (view = v),
+    onCommand(method, params, v) {
+      view = v;
+      if (method !== DashboardProtocol.watchRun.method) return;
+      const { runId, compare = [] } = params as { runId: string; compare?: string[] };
+      feed.watch([runId, ...compare]);
+    },
+    close() {
+      stream.close();
+      feed.stop();
     },
   };
 }

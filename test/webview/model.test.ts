@@ -6,7 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { trajectoryHandlers, watchStore } from '../../extension/panels/data.js';
+import { trajectoryHandlers } from '../../extension/panels/data.js';
+import { RolloutsRefresh } from '../../extension/panels/live-updates.js';
+import { DaemonEventStream } from '../../sdk/tools/events.js';
 import { definitionLine } from '../../extension/panels/source.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
@@ -279,28 +281,21 @@ describe('panel data handlers against a real daemon', () => {
     assert.deepEqual(rows.agents, ['a.ts#agent']);
   });
 
-  it('tells an open viewer when a rollout lands (watchStore), and not while nothing changes', async () => {
-    let changes = 0;
-    const watcher = watchStore(
-      async () => daemon.client,
-      () => {
-        changes++;
-      },
-      50,
-    );
+  it('tells an open viewer which rollouts the daemon says changed (RolloutsRefresh), all of them on hello', async () => {
+    const told: Array<{ rolloutIds: string[]; all?: boolean }> = [];
+    const refresh = new RolloutsRefresh((changed) => told.push(changed));
+    const stream = new DaemonEventStream({ url: daemon.url, token: daemon.token, onEvent: (e) => refresh.onEvent(e) });
+    const until = async (what: string, found: () => boolean) => {
+      for (const deadline = Date.now() + 10_000; !found(); await new Promise((r) => setTimeout(r, 20))) assert.ok(Date.now() < deadline, what);
+    };
     try {
-      await new Promise((r) => setTimeout(r, 300));
-      assert.equal(changes, 0, 'the first reading is the baseline');
-      await daemon.client.enqueueRollout({ input: { q: 'new' }, agent: 'a.ts#agent' });
-      for (let waited = 0; changes === 0 && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-      assert.ok(changes >= 1, 'a new rollout is reported');
+      await until('hello: anything may have changed', () => told.some((t) => t.all));
+      const added = await daemon.client.enqueueRollout({ input: { q: 'new' }, agent: 'a.ts#agent' });
+      await until('the new rollout is told', () => told.some((t) => t.rolloutIds.includes(added.id)));
     } finally {
-      watcher.stop();
+      stream.close();
+      refresh.stop();
     }
-    const seen = changes;
-    await daemon.client.enqueueRollout({ input: { q: 'after stop' }, agent: 'a.ts#agent' });
-    await new Promise((r) => setTimeout(r, 300));
-    assert.equal(changes, seen, 'a stopped watcher stays quiet');
   });
 
   it('answers an unknown rollout or run with an error naming it', async () => {

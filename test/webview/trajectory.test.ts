@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { trajectoryHandlers } from '../../extension/panels/data.js';
 import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
-import { openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
+import { liveTrajectory, openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
 import { CODE_FILE, GROUP_STEP, seedCalcTraining, type SeededData } from './seed.js';
 
 describe('trajectory viewer webview', () => {
@@ -165,6 +165,17 @@ describe('trajectory viewer webview', () => {
   });
 
   it('follows a running rollout live: new spans and its end appear without a reload', async () => {
+    // As the panel does: the daemon's events say which rollouts changed, and the webview re-reads the one it shows.
+    const live = liveTrajectory(daemon);
+    live.attach(view);
+    try {
+      await followRunning();
+    } finally {
+      live.close();
+    }
+  });
+
+  async function followRunning(): Promise<void> {
     const { rollout, attempt } = await daemon.client.startRollout({ input: { question: 'live?' }, agent: 'samples/calc/agent.ts#calcAgent' }, 'w-live');
     const context = 'A long retrieved document. '.repeat(80); // folded in the chat until asked for
     const llm = (spanId: string, start: number) => ({
@@ -194,7 +205,7 @@ describe('trajectory viewer webview', () => {
     await daemon.client.finishAttempt(attempt.id, { status: 'succeeded' });
     await view.page.waitForFunction(() => document.querySelectorAll('.span-row[data-kind="llm"]').length === 2, undefined, { timeout: 10_000 });
     await view.page.waitForFunction(() => document.querySelector('.view-header .pill')?.textContent === 'succeeded', undefined, { timeout: 10_000 });
-  });
+  }
 
   it('counts every rollout and scrolls through all of them, drawing only the rows in view', async () => {
     await daemon.client.enqueueRollouts(

@@ -21,11 +21,7 @@ import { drawRunHeader, runLabel } from './run-header.js';
 import { errorState, shouldReload } from '../shared/recovery.js';
 
 const host = new HostConnection<DashboardState>();
-const WAIT_FOR_RUN_MS = 3000;
 const startDaemon = (): void => host.command(P.startDaemon, {});
-/** How often compared runs that are still running are read again (the panel itself watches only the shown run). */
-const COMPARE_POLL_MS = 3000;
-let comparePoll: ReturnType<typeof setTimeout> | undefined;
 /** Whether a run is on screen (until then the dashboard keeps looking for one). */
 let showing = false;
 const root = document.getElementById('app') ?? document.body.appendChild(h('div', { id: 'app' }));
@@ -230,26 +226,17 @@ function redrawRun(run: TrainingRun): void {
   drawRunHeader(progress, run, (m) => charts?.latest(run.id, m), charts?.best(run.id, METRICS.valReward) ?? null);
 }
 
-/** Keeps compared runs that are still running up to date. */
-function pollCompared(): void {
-  clearTimeout(comparePoll);
-  const live = compared().filter((id) => runs.find((r) => r.id === id)?.status === 'running');
-  if (!live.length) return;
-  comparePoll = setTimeout(
-    () =>
-      void (async () => {
-        for (const id of live) {
-          const data = await host.request(P.getRunMetrics, { runId: id }).catch(() => null); // the daemon may be restarting
-          if (!data || !compared().includes(id)) continue;
-          const before = runs.find((r) => r.id === id);
-          runs = runs.map((r) => (r.id === id ? data.run : r));
-          charts?.add(id, data.points);
-          if (before?.status !== data.run.status) drawToolbar();
-        }
-        pollCompared();
-      })(),
-    COMPARE_POLL_MS,
-  );
+/** The panel pushes the new points of the shown run and the compared ones (as the daemon says they land). */
+function watchRuns(): void {
+  if (state.runId) host.command(P.watchRun, { runId: state.runId, compare: compared() });
+}
+
+/** New points of a compared run, and its new status. */
+function applyCompared(data: RunMetrics): void {
+  const before = runs.find((r) => r.id === data.run.id);
+  runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
+  charts?.add(data.run.id, data.points);
+  if (before?.status !== data.run.status) drawToolbar();
 }
 
 async function toggleCompare(runId: string, on: boolean): Promise<void> {
@@ -268,7 +255,7 @@ async function toggleCompare(runId: string, on: boolean): Promise<void> {
   }
   charts?.setRuns(chartRuns());
   drawToolbar();
-  pollCompared();
+  watchRuns();
 }
 
 function apply(data: RunMetrics, replace: boolean): void {
@@ -306,14 +293,13 @@ async function showRun(runId: string): Promise<void> {
   drawToolbar();
   try {
     apply(await host.request(P.getRunMetrics, { runId }), true);
-    host.command(P.watchRun, { runId });
+    watchRuns();
     const extra = await Promise.all(compared().map((id) => host.request(P.getRunMetrics, { runId: id }).catch(() => null)));
     for (const data of extra) {
       if (!data) continue;
       runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
       charts?.add(data.run.id, data.points);
     }
-    pollCompared();
   } catch (err) {
     mount(chartsRoot, errorState(`Could not load run ${runId}: ${(err as Error).message}`, { retry: () => void showRun(runId), startDaemon }));
   }
@@ -323,10 +309,8 @@ async function start(): Promise<void> {
   try {
     runs = await host.request(P.listRuns, {});
   } catch (err) {
+    // The daemon may be starting: the host says when it is up (P.state), and this reloads.
     mount(chartsRoot, errorState(`Could not list training runs: ${(err as Error).message}`, { retry: () => void start(), startDaemon }));
-    setTimeout(() => {
-      if (!showing) void start();
-    }, WAIT_FOR_RUN_MS); // the daemon may be starting
     return;
   }
   const runId = state.runId && runs.some((r) => r.id === state.runId) ? state.runId : runs[0]?.id;
@@ -342,16 +326,17 @@ async function start(): Promise<void> {
         h('p', { class: 'muted' }, 'Start one with "Agent Lightning: Train This Agent"; its curves appear here live.'),
       ),
     );
-    setTimeout(() => {
-      if (!showing) void start();
-    }, WAIT_FOR_RUN_MS); // show the first run as soon as it starts
-    return;
+    return; // the host says when a run appears (P.runAppeared): the first one shows as soon as it starts
   }
   await showRun(runId);
 }
 
 host.onNotification(P.metrics, (data) => {
   if (data.run.id === state.runId) apply(data, false);
+  else if (compared().includes(data.run.id)) applyCompared(data);
+});
+host.onNotification(P.runAppeared, () => {
+  if (!showing) void start();
 });
 host.onNotification(P.show, ({ runId }) => {
   if (!runs.some((r) => r.id === runId))

@@ -136,10 +136,6 @@ function inTextField(e: Event): boolean {
     );
 }
 
-/** Statuses after which a rollout no longer changes (protocol/store.ts TERMINAL_ROLLOUT_STATUSES). */
-const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
-const LIVE_REFRESH_MS = 1500;
-
 /** Draws the current view; whatever goes wrong shows the error state (with Start Daemon and Retry), never a blank page. */
 function render(quiet = false): Promise<void> {
   return draw(quiet).catch((err: unknown) => failed('this view', err));
@@ -199,18 +195,11 @@ async function draw(quiet: boolean): Promise<void> {
         );
       if (quiet && !unchanged) window.scrollTo(0, scroll);
       if (to?.scrollY) void scrollOnceDrawn(to.scrollY, token);
-      // A rollout still running grows span by span: follow it until it ends.
-      if (!ENDED.has(detail.rollout.status))
-        setTimeout(() => {
-          if (token === renderToken) void render(true);
-        }, LIVE_REFRESH_MS);
+      // A rollout still running grows span by span: the host says when its spans land (P.changed), and it is read again.
     } catch (err) {
       if (token !== renderToken) return;
+      // Quietly following (the daemon restarting): its hello brings P.changed with `all`, and this reads again.
       if (!quiet) failed(`rollout ${view.rolloutId}`, err);
-      else
-        setTimeout(() => {
-          if (token === renderToken) void render(true);
-        }, LIVE_REFRESH_MS * 2); // daemon restarting: keep following
     }
     return;
   }
@@ -250,9 +239,9 @@ host.onNotification(P.show, ({ view, filter }) => {
   state = { ...state, back: [], ...(filter ? { filter } : {}) };
   go(view);
 });
-host.onNotification(P.changed, ({ rolloutIds }) => {
+host.onNotification(P.changed, ({ rolloutIds, all }) => {
   const v = state.view;
-  if (v.kind === 'rollouts' || (v.kind === 'rollout' && rolloutIds.includes(v.rolloutId))) void render(true);
+  if (v.kind === 'rollouts' || (v.kind === 'rollout' && (all || rolloutIds.includes(v.rolloutId)))) void render(true);
 });
 // The daemon is back (started, restarted, attached): a view showing an error reloads by itself.
 host.onNotification(P.state, ({ up }) => {

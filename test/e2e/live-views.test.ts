@@ -1,0 +1,108 @@
+/**
+ * End-to-end in real VS Code: the open views change when the daemon says the store changed. The extension holds one
+ * subscription to the daemon's event stream (GET /v1/agl/events) and hands its events to the panels; nothing in the
+ * extension, the panels or the webviews polls the store any more (the 2 s panel polls, the 5 s health poll and the
+ * language server's 3 s poll are gone), so a row or a point that shows up here without a click came through the
+ * stream. With the training dashboard and the trajectory viewer open side by side:
+ *   - a rollout added through the daemon's HTTP API appears in the open list, and a training run created through
+ *     it appears on the dashboard that was waiting for one, then its new metric points;
+ *   - the daemon is killed (SIGKILL); while it is down a metric point and a rollout are written straight into its
+ *     store file (as `agl train` would); "Restart" on the notification starts a new daemon (on a new port), the
+ *     extension's stream connects to it, and both views catch up with what was written meanwhile, then show what is
+ *     added after the restart.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { SqliteStore } from '../../daemon/store/sqlite.js';
+import { AglClient } from '../../sdk/tools/client.js';
+import { beginE2e, extensionLogs, launchBrowser, packagedVsix, runCommand, SHOTS, startCodeServer, webviewWith, type Browser, type Page } from './harness.js';
+
+const AGENT = 'live/agent.ts#liveAgent';
+const reward = (frame: Awaited<ReturnType<typeof webviewWith>>, value: string) =>
+  frame
+    .locator('.chart-card[data-chart="reward"] .chart-value[data-metric="reward/mean"] b', { hasText: value })
+    .waitFor({ state: 'visible', timeout: 30_000 });
+
+test(
+  'VS Code: open views follow the daemon event stream (no poll), and catch up after the daemon is killed and restarted',
+  { timeout: 10 * 60_000 },
+  async () => {
+    const { timings, mark } = beginE2e();
+    const server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0 });
+    const workspace = join(server.scratch, 'workspace');
+    mkdirSync(workspace, { recursive: true });
+    writeFileSync(join(workspace, 'README.md'), '# live views\n');
+    let browser: Browser | null = null;
+    let page: Page | null = null;
+    const shot = (name: string) => page?.screenshot({ path: join(SHOTS, `live-${name}.png`) });
+    try {
+      browser = await launchBrowser();
+      page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+      await page.goto(`${server.url}/?folder=${encodeURIComponent(workspace)}`);
+      await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 90_000 });
+      let client = AglClient.fromDataDir(server.dataDir);
+      const first = await client.enqueueRollout({ input: { question: 'there before the viewer opened' }, agent: AGENT });
+      mark('daemon ready');
+
+      // The dashboard (no run yet) and, beside it, the trajectory viewer.
+      await runCommand(page, 'Agent Lightning: Open Training Dashboard');
+      const dashboard = await webviewWith(page, '.empty-state');
+      await runCommand(page, 'Agent Lightning: Open Trajectory Viewer');
+      const viewer = await webviewWith(page, `.rollout-row[data-rollout-id="${first.id}"]`, 60_000);
+      mark('views open');
+
+      // 1. A rollout added through the HTTP API appears in the open list.
+      const added = await client.enqueueRollout({ input: { question: 'added while the viewer is open' }, agent: AGENT });
+      await viewer.locator(`.rollout-row[data-rollout-id="${added.id}"]`).waitFor({ state: 'visible', timeout: 30_000 });
+      // 2. A training run appears on the dashboard that waited for one, then each new metric point.
+      const run = await client.createTrainingRun({ agent: AGENT, totalSteps: 10 });
+      await client.addMetrics([{ runId: run.id, step: 0, name: 'reward/mean', value: 0.25 }]);
+      await reward(dashboard, '0.250');
+      await client.addMetrics([{ runId: run.id, step: 1, name: 'reward/mean', value: 0.5 }]);
+      await client.updateTrainingRun(run.id, { step: 2 });
+      await reward(dashboard, '0.500');
+      await dashboard.locator('.progress-line', { hasText: /step 2 \/ 10/ }).waitFor({ state: 'visible', timeout: 30_000 });
+      await shot('1-following');
+      mark('views follow');
+
+      // 3. The daemon dies. What is written to its store meanwhile is shown once a new daemon is up.
+      const { pid } = await client.health();
+      await client.close();
+      process.kill(pid, 'SIGKILL');
+      const toast = page.locator('.notification-toast', { hasText: 'the daemon stopped unexpectedly' });
+      await toast.waitFor({ state: 'visible', timeout: 30_000 });
+      await page.locator('.statusbar-item', { hasText: 'Agent Lightning: down' }).waitFor({ state: 'visible', timeout: 30_000 });
+      const offline = new SqliteStore(join(server.dataDir, 'store.sqlite'));
+      await offline.addMetrics([{ runId: run.id, step: 2, name: 'reward/mean', value: 0.75 }]);
+      const missed = await offline.enqueueRollout({ input: { question: 'written while the daemon was down' }, agent: AGENT });
+      await offline.close();
+      await shot('2-daemon-down');
+      await toast.locator('.monaco-button', { hasText: 'Restart' }).click();
+      await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 90_000 });
+      await reward(dashboard, '0.750');
+      await viewer.locator(`.rollout-row[data-rollout-id="${missed.id}"]`).waitFor({ state: 'visible', timeout: 30_000 });
+      mark('caught up');
+
+      // 4. The new daemon's stream carries on.
+      client = AglClient.fromDataDir(server.dataDir);
+      assert.notEqual((await client.health()).pid, pid, 'a new daemon');
+      const later = await client.enqueueRollout({ input: { question: 'added after the restart' }, agent: AGENT });
+      await client.addMetrics([{ runId: run.id, step: 3, name: 'reward/mean', value: 1 }]);
+      await viewer.locator(`.rollout-row[data-rollout-id="${later.id}"]`).waitFor({ state: 'visible', timeout: 30_000 });
+      await reward(dashboard, '1.000');
+      await client.close();
+      await shot('3-after-restart');
+      mark('after restart');
+    } catch (err) {
+      await shot('failure')?.catch(() => undefined);
+      console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
+      throw err;
+    } finally {
+      await browser?.close().catch(() => undefined);
+      await server.stop();
+      console.log(`e2e timings (s since start): ${JSON.stringify(timings)}`);
+    }
+  },
+);
