@@ -6,6 +6,7 @@
  * health (nothing polls it). Start/stop/restart are serialized, so two clicks never spawn two daemons. Commands ask Ctx for a
  * client with `requireDaemon`, which explains (and offers to start) when the daemon is down.
  */
+import type { ChildProcess } from 'node:child_process';
 import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import { daemonChanged, refreshStats, type LspInitializationOptions } from '../protocol/lsp.js';
@@ -19,6 +20,18 @@ import { StatusBar } from './status.js';
 /** A daemon whose stream dropped is down unless /health answers within this long. */
 const HEALTH_TIMEOUT_MS = 4000;
 const SERVED_MODEL_KEY = 'agentLightning.servedModel';
+
+/** Resolves once `child` has exited (at once if it has), or after `timeoutMs`. */
+function exitOf(child: ChildProcess, timeoutMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
 
 export class Ctx implements vscode.Disposable {
   readonly output = vscode.window.createOutputChannel('Agent Lightning');
@@ -187,6 +200,8 @@ export class Ctx implements vscode.Disposable {
 
   private async checkHealth(handle: DaemonHandle): Promise<void> {
     if (this.handle !== handle || (await healthy(handle.endpoint.url, HEALTH_TIMEOUT_MS))) return;
+    // A daemon this window started that died is told by its exit (watchChild: "stopped unexpectedly", Restart).
+    if (handle.child) await exitOf(handle.child, HEALTH_TIMEOUT_MS);
     if (this.handle !== handle) return;
     this.markDown(`the daemon at ${handle.endpoint.url} stopped answering`);
   }

@@ -32,8 +32,12 @@ test(
     const { timings, mark } = beginE2e();
     const server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0 });
     const workspace = join(server.scratch, 'workspace');
-    mkdirSync(workspace, { recursive: true });
-    writeFileSync(join(workspace, 'README.md'), '# live views\n');
+    mkdirSync(join(workspace, 'live'), { recursive: true });
+    // A TypeScript file activates the extension (workspaceContains); the rollouts below name this agent.
+    writeFileSync(
+      join(workspace, 'live', 'agent.ts'),
+      'export async function liveAgent(task: { question: string }): Promise<string> {\n  return task.question;\n}\n',
+    );
     let browser: Browser | null = null;
     let page: Page | null = null;
     const shot = (name: string) => page?.screenshot({ path: join(SHOTS, `live-${name}.png`) });
@@ -89,9 +93,9 @@ test(
       client = AglClient.fromDataDir(server.dataDir);
       assert.notEqual((await client.health()).pid, pid, 'a new daemon');
       const later = await client.enqueueRollout({ input: { question: 'added after the restart' }, agent: AGENT });
-      await client.addMetrics([{ runId: run.id, step: 3, name: 'reward/mean', value: 1 }]);
+      await client.addMetrics([{ runId: run.id, step: 3, name: 'reward/mean', value: 0.875 }]);
       await viewer.locator(`.rollout-row[data-rollout-id="${later.id}"]`).waitFor({ state: 'visible', timeout: 30_000 });
-      await reward(dashboard, '1.000');
+      await reward(dashboard, '0.875');
       await client.close();
       await shot('3-after-restart');
       mark('after restart');
