@@ -95,7 +95,7 @@ export class EventHub {
     this.stopWatching();
   }
 
-  /** Prometheus lines (routes-health.ts adds them to /metrics). */
+  /** Prometheus lines (app.ts adds them to /metrics). */
   metrics(): string {
     return [
       '# HELP agl_event_subscribers Clients subscribed to the event stream.',
@@ -112,14 +112,21 @@ export class EventHub {
 
   private watch(): Promise<void> {
     if (this.watching) return this.watching;
-    this.heartbeat = setInterval(() => this.broadcast({ type: 'health', health: healthOf(this.ctx) }), this.heartbeatMs);
-    this.heartbeat.unref();
+    if (!this.heartbeat) {
+      this.heartbeat = setInterval(() => this.broadcast({ type: 'health', health: healthOf(this.ctx) }), this.heartbeatMs);
+      this.heartbeat.unref();
+    }
     const generation = ++this.generation;
     this.watching = (async () => {
-      const unwatch = (await this.ctx.store.watchChanges?.((c) => this.changed(c))) ?? null;
-      // Everyone left (or the hub closed) while the store was being watched: stop at once.
-      if (generation !== this.generation) unwatch?.();
-      else this.unwatch = unwatch;
+      try {
+        const unwatch = (await this.ctx.store.watchChanges?.((c) => this.changed(c))) ?? null;
+        // Everyone left (or the hub closed) while the store was being watched: stop at once.
+        if (generation !== this.generation) unwatch?.();
+        else this.unwatch = unwatch;
+      } catch (e) {
+        if (generation === this.generation) this.watching = null; // the next subscriber tries again
+        throw e;
+      }
     })();
     return this.watching;
   }

@@ -239,6 +239,47 @@ describe('event stream (GET /v1/agl/events)', () => {
   });
 });
 
+describe('event stream: the subscription (sdk/tools/events.ts)', () => {
+  it('hands on only events the protocol declares, whatever a server sends', async () => {
+    const { createServer } = await import('node:http');
+    const health = { status: 'ok', version: '0', pid: 1, store: 'sqlite', startedAt: 0, uptimeSeconds: 0 };
+    const sent = [
+      `event: hello\ndata: ${JSON.stringify({ type: 'hello', health, heartbeatMs: 1000 })}\n\n`,
+      `event: store\ndata: ${JSON.stringify({ type: 'store', change: { rollouts: [{ id: 'r1', status: 'exploded' }] } })}\n\n`,
+      'event: store\ndata: {not json\n\n',
+      `event: gossip\ndata: ${JSON.stringify({ type: 'gossip' })}\n\n`,
+      `: a comment\nevent: store\ndata: ${JSON.stringify({ type: 'store', change: { spans: ['r2'] } })}\n\n`,
+    ];
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(sent.join(''));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const logged: string[] = [];
+    const events: DaemonEvent[] = [];
+    const stream = new DaemonEventStream({
+      url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+      token: TOKEN,
+      onEvent: (e) => events.push(e),
+      log: (m) => logged.push(m),
+    });
+    try {
+      for (const deadline = Date.now() + 10_000; events.length < 2; await new Promise((r) => setTimeout(r, 20)))
+        assert.ok(Date.now() < deadline, JSON.stringify(events));
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['hello', 'store'],
+      );
+      assert.deepEqual(events[1]!.type === 'store' && events[1]!.change.spans, ['r2']);
+      assert.equal(logged.length, 3, `three events refused: ${logged.join(' | ')}`);
+    } finally {
+      stream.close();
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});
+
 describe('event stream: slow consumers and restarts', () => {
   let dir: string;
   before(() => {
