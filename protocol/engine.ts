@@ -7,10 +7,14 @@
  * GRPO family, per completion token t of sequence i with advantage A_i:
  *   r_t  = exp(logp_t - old_t)                           importanceSampling 'token'
  *        = exp(mean over i's tokens of (logp - old))     importanceSampling 'sequence' (GSPO)
+ *   old_t = the sampler's log-prob (ratioBase 'sampler'), or the update's own before the weights change (ratioBase
+ *           'update': the update's numerics, so the ratio starts at exactly 1 whatever the sampler's precision)
  *   pg_t = max(-A r_t, -A clip(r_t, 1 - clipLow, 1 + clipHigh))
+ *   w_t  = min(exp(old_t - sampler_t), tisCap)           ratioBase 'update' with tisCap: truncated importance
+ *                                                        sampling (TRL's vLLM correction, token_truncate)
  *   kl_t = exp(ref_t - logp_t) - (ref_t - logp_t) - 1    (k3, only when beta > 0)
- *   loss = aggregate(pg_t + beta kl_t): token-mean (sum / tokens of the batch), seq-mean (mean per sequence, then
- *          over sequences), token-sum-norm (sum / (normTokens x sequences), Dr.GRPO)
+ *   loss = aggregate(w_t pg_t + beta kl_t): token-mean (sum / tokens of the batch), seq-mean (mean per sequence,
+ *          then over sequences), token-sum-norm (sum / (normTokens x sequences), Dr.GRPO)
  * nll: the token-mean negative log-likelihood of the completions over the whole batch (SFT).
  */
 import { z } from 'zod';
@@ -43,6 +47,10 @@ export const TrainLossSchema = z.discriminatedUnion('kind', [
       importanceSampling: z.enum(['token', 'sequence']),
       /** One per pair given to trainStep, in the same order. */
       samples: z.array(GrpoSampleSchema),
+      /** Where the ratio's old log-probs come from: the samples' (the sampler's, the default) or the update's own. */
+      ratioBase: z.enum(['sampler', 'update']).optional(),
+      /** With ratioBase 'update': the truncated importance weight's cap (null or absent: no weight). */
+      tisCap: z.number().min(1).nullable().optional(),
     })
     .strict(),
 ]);
@@ -60,14 +68,42 @@ export interface LossStats {
   sequences: number;
   /** The batch loss (sum of the micro-batches' shares). */
   lossSum: number;
+  /** Sum and largest |update's log-prob - sampler's log-prob| over the tokens: how far the sampler's numerics are. */
+  gapSum: number;
+  gapMax: number;
+  /** Tokens whose truncated importance weight hit tisCap. */
+  tisCapped: number;
 }
 export function emptyLossStats(): LossStats {
-  return { tokens: 0, clipped: 0, klSum: 0, entropySum: 0, ratioSum: 0, sequences: 0, lossSum: 0 };
+  return { tokens: 0, clipped: 0, klSum: 0, entropySum: 0, ratioSum: 0, sequences: 0, lossSum: 0, gapSum: 0, gapMax: 0, tisCapped: 0 };
+}
+/** Pools statistics of several updates (sums add, the largest gap is the largest). */
+export function addLossStats(into: LossStats, s: LossStats): LossStats {
+  for (const k of Object.keys(into) as (keyof LossStats)[]) into[k] = k === 'gapMax' ? Math.max(into[k], s[k] ?? 0) : into[k] + (s[k] ?? 0);
+  return into;
 }
 /** Per-token means of the statistics the trainer reports. */
-export function summarizeLossStats(s: LossStats): { clipRatio: number; kl: number; entropy: number; ratioMean: number; loss: number } {
+export function summarizeLossStats(s: LossStats): {
+  clipRatio: number;
+  kl: number;
+  entropy: number;
+  ratioMean: number;
+  loss: number;
+  logprobGap: number;
+  logprobGapMax: number;
+  tisCappedRatio: number;
+} {
   const n = Math.max(1, s.tokens);
-  return { clipRatio: s.clipped / n, kl: s.klSum / n, entropy: s.entropySum / n, ratioMean: s.ratioSum / n, loss: s.lossSum };
+  return {
+    clipRatio: s.clipped / n,
+    kl: s.klSum / n,
+    entropy: s.entropySum / n,
+    ratioMean: s.ratioSum / n,
+    loss: s.lossSum,
+    logprobGap: (s.gapSum ?? 0) / n,
+    logprobGapMax: s.gapMax ?? 0,
+    tisCappedRatio: (s.tisCapped ?? 0) / n,
+  };
 }
 
 // ---- the engine process protocol -------------------------------------------------------------------------------
@@ -129,27 +165,65 @@ export const EngineHelloSchema = z.object({
     dtype: z.string(),
     optimizer: OptimizerSettingsSchema,
     step: z.number().int(),
+    /** What it trains: full weights, LoRA adapters only (a frozen base), or nothing (serving). */
+    trainable: z.enum(['full', 'adapters', 'none']).optional(),
+    /** Float32 master weights (and moments) under lower-precision parameters. */
+    masterWeights: z.boolean().optional(),
+    gradientCheckpointing: z.boolean().optional(),
     /** LoRA adapters added so far (describe): their update counts and sizes. */
     adapters: z.record(z.string(), z.object({ step: z.number().int(), parameters: z.number().int() })).optional(),
   }),
 });
 export type EngineHello = z.infer<typeof EngineHelloSchema>;
 
-export interface EngineGenerateParams {
-  prompts: number[][];
-  maxTokens: number;
-  temperature: number;
-  topP?: number;
-  topK?: number;
-  stop?: string[];
-  seed: number;
-  /** End-of-sequence ids: generation stops after one (it is the last token returned). */
-  eos: number[];
-  /** Send a `tokens` event per decoding step. */
-  stream: boolean;
-  /** Sample with this LoRA adapter (none: the model itself, every adapter off). */
-  adapter?: string;
-}
+// Each request's parameters, declared once: the daemon's engine client sends them; the torch engine parses them into
+// the typed records of engines/torch/agl_torch/messages.py, and test/engine/messages.test.ts holds the two to the same
+// fields, types and required keys.
+
+const TokenIds = z.array(z.number().int());
+export const EnginePairSchema = z.object({ promptIds: TokenIds, completionIds: TokenIds }).strict();
+
+export const EngineGenerateParamsSchema = z
+  .object({
+    prompts: z.array(TokenIds),
+    maxTokens: z.number().int().min(1),
+    temperature: z.number().min(0),
+    topP: z.number().gt(0).max(1).optional(),
+    topK: z.number().int().min(0).optional(),
+    stop: z.array(z.string()).optional(),
+    seed: z.number().int(),
+    /** End-of-sequence ids: generation stops after one (it is the last token returned). */
+    eos: TokenIds,
+    /** Send a `tokens` event per decoding step. */
+    stream: z.boolean(),
+    /** Sample with this LoRA adapter (none: the model itself, every adapter off). */
+    adapter: z.string().optional(),
+  })
+  .strict();
+export type EngineGenerateParams = z.input<typeof EngineGenerateParamsSchema>;
+
+export const EngineParamsSchemas = {
+  generate: EngineGenerateParamsSchema,
+  score: z.object({ pairs: z.array(EnginePairSchema), adapter: z.string().optional() }).strict(),
+  train_step: z
+    .object({
+      pairs: z.array(EnginePairSchema).min(1),
+      loss: TrainLossSchema,
+      /** Settings for this update and the next (every engine keeps them); absent keys keep their values. */
+      optimizer: OptimizerSettingsSchema.partial().optional(),
+      adapter: z.string().optional(),
+    })
+    .strict(),
+  save: z.object({ dir: z.string().min(1), adapter: z.string().optional() }).strict(),
+  /** A LoRA adapter on the model (which is frozen from then on): new (`lora`'s shape) or from a saved adapter folder (`init`). */
+  add_adapter: z
+    .object({ name: z.string(), init: z.string().nullable(), lora: LoraSettingsSchema, optimizer: OptimizerSettingsSchema.partial().optional() })
+    .strict(),
+  set_optimizer: OptimizerSettingsSchema.partial(),
+  describe: z.object({}).strict(),
+  shutdown: z.object({}).strict(),
+} as const;
+
 export interface EngineAdapterInfo {
   name: string;
   /** Trainable (LoRA) parameters. */
@@ -171,23 +245,27 @@ export interface EngineTrainResult {
   tokens: number;
   seconds: number;
   stats: LossStats;
+  /** The request's peak memory. */
+  peakMemory?: EnginePeakMemory;
+}
+/** A request's peak memory: CUDA's allocator high-water mark, or the process's peak resident set on a CPU. */
+export interface EnginePeakMemory {
+  bytes: number;
+  kind: 'cuda' | 'rss';
 }
 
 /** Request methods, their parameters and results. */
-export interface EngineMethods {
-  generate: { params: EngineGenerateParams; result: EngineGeneration[] };
-  score: { params: { pairs: { promptIds: number[]; completionIds: number[] }[]; adapter?: string }; result: number[][] };
-  train_step: {
-    params: { pairs: { promptIds: number[]; completionIds: number[] }[]; loss: TrainLoss; optimizer: OptimizerSettings; adapter?: string };
-    result: EngineTrainResult;
-  };
-  save: { params: { dir: string; adapter?: string }; result: { dir: string } };
-  /** A LoRA adapter on the model (which is frozen from then on): new (`lora`'s shape) or from a saved adapter folder (`init`). */
-  add_adapter: { params: { name: string; init: string | null; lora: LoraSettings; optimizer: Partial<OptimizerSettings> }; result: EngineAdapterInfo };
-  set_optimizer: { params: Partial<OptimizerSettings>; result: OptimizerSettings };
-  describe: { params: Record<string, never>; result: EngineHello['model'] };
-  shutdown: { params: Record<string, never>; result: null };
+interface EngineResults {
+  generate: EngineGeneration[];
+  score: number[][];
+  train_step: EngineTrainResult;
+  save: { dir: string };
+  add_adapter: EngineAdapterInfo;
+  set_optimizer: OptimizerSettings;
+  describe: EngineHello['model'];
+  shutdown: null;
 }
+export type EngineMethods = { [M in keyof typeof EngineParamsSchemas]: { params: z.input<(typeof EngineParamsSchemas)[M]>; result: EngineResults[M] } };
 export type EngineMethod = keyof EngineMethods;
 
 /** Lines an engine sends: the hello, a fatal load error, a streamed step, a result or an error. */
@@ -195,5 +273,5 @@ export type EngineMessage =
   | { event: 'ready'; data: EngineHello }
   | { event: 'fatal'; data: { message: string; type?: string } }
   | { id: number; event: 'tokens'; data: [number, number, number][] }
-  | { id: number; result: unknown }
+  | { id: number; result: unknown; memory?: EnginePeakMemory }
   | { id: number; error: { message: string; type?: string; fatal?: boolean } };

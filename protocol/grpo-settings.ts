@@ -33,6 +33,13 @@ export interface GrpoSettings {
   sequenceEpsilonHigh: number;
   dynamicSampling: boolean;
   dynamicSamplingRounds: number;
+  /**
+   * The PPO ratio's old log-probs: 'update', the update's own forward pass before the weights change (the update's
+   * numerics; the sampler's enter through the truncated importance weight tisCap), or 'sampler', the gateway's.
+   */
+  ratioBase: 'sampler' | 'update';
+  /** With ratioBase 'update': each token's loss weighted by min(exp(update - sampler), tisCap); null: no weight. */
+  tisCap: number | null;
 }
 /** Settings as given (train.yaml's `grpo:` after validation): any of them, or none. */
 export type GrpoGiven = { [K in keyof GrpoSettings]?: GrpoSettings[K] | undefined };
@@ -50,6 +57,8 @@ export const GRPO_DEFAULTS: Omit<GrpoSettings, 'variant'> = {
   lossNormTokens: null,
   dynamicSampling: false,
   dynamicSamplingRounds: 3,
+  ratioBase: 'update',
+  tisCap: 3,
 };
 
 /** The keys of `given` that are set. */

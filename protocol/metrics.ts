@@ -30,6 +30,11 @@ export const METRICS = {
   valReward: 'val/reward',
   /** Completion tokens the step's update trained on (calls with a nonzero advantage, every policy): 0 = no update. */
   trainedTokens: 'grpo/trained_tokens',
+  /** Mean and largest |update's log-prob - sampler's log-prob| per trained token: how far the sampler's numerics are. */
+  logprobGap: 'sampling/logprob_gap',
+  logprobGapMax: 'sampling/logprob_gap_max',
+  /** Share of trained tokens whose truncated importance weight hit grpo.tisCap. */
+  tisCapped: 'sampling/tis_capped',
 } as const;
 
 /**
@@ -92,6 +97,9 @@ export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
   [METRICS.stepS]: { label: 'step time', unit: 'seconds' },
   [METRICS.valReward]: { label: 'held-out reward', unit: '' },
   [METRICS.trainedTokens]: { label: 'trained tokens', unit: 'tokens' },
+  [METRICS.logprobGap]: { label: 'sampler vs update log-prob gap', unit: 'nats/token' },
+  [METRICS.logprobGapMax]: { label: 'largest sampler vs update log-prob gap', unit: 'nats' },
+  [METRICS.tisCapped]: { label: 'importance weights at the cap', unit: 'share of tokens' },
 };
 
 /** How a policy's and a role's own metrics read (after its name). */

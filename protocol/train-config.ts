@@ -35,6 +35,14 @@ export const GrpoInput = z
     dynamicSampling: z.boolean().optional(),
     /** At most this many extra rounds of fresh tasks per step (verl's max_num_gen_batches - 1). */
     dynamicSamplingRounds: z.number().int().min(0).optional(),
+    /**
+     * The PPO ratio's old log-probs: 'update' (default): the update's own forward pass before the weights change, so
+     * they share the update's numerics (a bfloat16 sampler's log-probs differ from the update's by up to ~0.04) and the
+     * sampler's enter only through the truncated importance weight `tisCap`; 'sampler': the gateway's recorded ones.
+     */
+    ratioBase: z.enum(['sampler', 'update']).optional(),
+    /** With ratioBase 'update': each token's loss weighted by min(exp(update - sampler), tisCap) (TRL's vLLM correction, 3); null: none. */
+    tisCap: z.number().min(1).nullable().optional(),
   })
   .strict();
 
@@ -117,6 +125,8 @@ export const EngineSection = z
     dtype: z.enum(['float32', 'bfloat16', 'float16']).default('float32'),
     /** torch: transformers' attention implementation. */
     attention: z.enum(['sdpa', 'eager']).default('sdpa'),
+    /** torch: recompute each decoder layer's activations in the backward pass (memory of one layer instead of all, ~1/3 more compute). */
+    gradientCheckpointing: z.boolean().default(false),
     /** torch: the Python to run (default: AGL_PYTHON, else the venv of `agl engine install torch`, else python3). */
     python: z.string().nullable().default(null),
     /** torch: threads per rank (0: torch's default; torchrun sets 1 per rank). */

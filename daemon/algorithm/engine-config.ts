@@ -11,6 +11,17 @@ export { EngineSection, SamplerSection, type EngineConfig, type SamplerConfig } 
 export function engineOptions(e: EngineConfig, o: { dataDir?: string; log?: (line: string) => void } = {}) {
   return {
     engine: e.kind,
-    torch: { procs: e.procs, device: e.device, dtype: e.dtype, attn: e.attention, python: e.python, threads: e.threads, dataDir: o.dataDir, log: o.log },
+    torch: {
+      procs: e.procs,
+      device: e.device,
+      dtype: e.dtype,
+      attn: e.attention,
+      python: e.python,
+      threads: e.threads,
+      gradientCheckpointing: e.gradientCheckpointing,
+      trainable: e.lora ? ('adapters' as const) : ('full' as const),
+      dataDir: o.dataDir,
+      log: o.log,
+    },
   };
 }

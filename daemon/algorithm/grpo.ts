@@ -83,6 +83,8 @@ export function grpoLoss(samples: GrpoSample[], config: GrpoConfigInput): TrainL
     normTokens: cfg.lossNormTokens,
     importanceSampling: cfg.importanceSampling,
     samples,
+    ratioBase: cfg.ratioBase,
+    tisCap: cfg.ratioBase === 'update' ? cfg.tisCap : null,
   };
 }
 

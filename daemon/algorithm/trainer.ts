@@ -9,7 +9,7 @@
  * Each update's settings travel with it: the policy's GRPO settings in its loss, its schedule's learning rate.
  * Task order is a pure function of (seed, step), so a resumed run continues with exactly the next tasks.
  */
-import { emptyLossStats, summarizeLossStats, type LossStats } from '../../protocol/engine.js';
+import { addLossStats, emptyLossStats, summarizeLossStats } from '../../protocol/engine.js';
 import { METRICS, policyMetric, roleMetric, type StopReason } from '../../protocol/metrics.js';
 import { LEARNING_CHECK_STEPS, describeDiagnosis, diagnoseLearning, type LearningDiagnosis, type PointLike } from '../../protocol/training-health.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
@@ -494,7 +494,7 @@ export class Trainer {
     const kept = credited.perPolicy.flat();
     // The step's update over every policy: loss summed, statistics pooled by token, the gradient norm of all of them.
     const pooled = emptyLossStats();
-    for (const u of updates) for (const k of Object.keys(pooled) as (keyof LossStats)[]) pooled[k] += u.result.stats[k];
+    for (const u of updates) addLossStats(pooled, u.result.stats);
     const update = {
       loss: updates.reduce((a, u) => a + u.result.loss, 0),
       gradNorm: Math.sqrt(updates.reduce((a, u) => a + u.result.gradNorm ** 2, 0)),
@@ -529,6 +529,9 @@ export class Trainer {
       [METRICS.rolloutS]: rolloutSeconds,
       [METRICS.stepS]: stepSeconds,
       [METRICS.trainedTokens]: trainedTokens,
+      [METRICS.logprobGap]: s.logprobGap,
+      [METRICS.logprobGapMax]: s.logprobGapMax,
+      [METRICS.tisCapped]: s.tisCappedRatio,
       ...this.policyMetrics(updates.filter((u) => u.policy.roles)),
       ...roleMetrics(rolled.groups, items, trained, trainedTokens),
     };

@@ -29,7 +29,10 @@ export class GrpoStats implements LossStats {
   ratioSum = 0;
   lossSum = 0;
   sequences = 0;
-  summary(): { clipRatio: number; kl: number; entropy: number; ratioMean: number; loss: number } {
+  gapSum = 0;
+  gapMax = 0;
+  tisCapped = 0;
+  summary(): ReturnType<typeof summarizeLossStats> {
     return summarizeLossStats(this);
   }
   toJSON(): LossStats {
@@ -97,11 +100,21 @@ export function tfLossFn(loss: TrainLoss, stats: GrpoStats = new GrpoStats(), co
     );
     const logp = inputs.logprobs;
     const mask = inputs.mask;
-    const ratio = tf.exp(logRatio(logp, old, mask, loss.importanceSampling));
+    // ratioBase 'update': the update's own log-probs before the weights change, as a constant (no gradient).
+    const current = tf.tensor2d(logp.dataSync() as Float32Array, [B, T]);
+    const sampler = old;
+    const base = loss.ratioBase === 'update' ? current : sampler;
+    const ratio = tf.exp(logRatio(logp, base, mask, loss.importanceSampling));
     const clippedRatio = tf.clipByValue(ratio, 1 - loss.clipLow, 1 + loss.clipHigh);
     const pg1 = tf.neg(tf.mul(adv, ratio));
     const pg2 = tf.neg(tf.mul(adv, clippedRatio));
     let perToken: tf.Tensor2D = tf.maximum(pg1, pg2);
+    let tisRaw: Float32Array | null = null;
+    if (loss.ratioBase === 'update' && loss.tisCap != null) {
+      const w = tf.exp(tf.sub(current, sampler));
+      tisRaw = w.dataSync() as Float32Array;
+      perToken = tf.mul(perToken, tf.minimum(w, loss.tisCap));
+    }
     let kl: tf.Tensor2D | null = null;
     if (loss.beta > 0) {
       if (mb.some((s) => !s.refLogprobs)) throw new Error('GRPO with beta > 0 needs reference log-probs for every sequence');
@@ -133,6 +146,8 @@ export function tfLossFn(loss: TrainLoss, stats: GrpoStats = new GrpoStats(), co
       ratioV = ratio.dataSync(),
       entV = inputs.entropy.dataSync();
     const klV = kl ? kl.dataSync() : null;
+    const curV = current.dataSync(),
+      samplerV = sampler.dataSync();
     for (let k = 0; k < maskV.length; k++) {
       if (maskV[k] === 0) continue;
       stats.tokens++;
@@ -140,6 +155,10 @@ export function tfLossFn(loss: TrainLoss, stats: GrpoStats = new GrpoStats(), co
       stats.ratioSum += ratioV[k];
       stats.entropySum += entV[k];
       if (klV) stats.klSum += klV[k];
+      const gap = Math.abs(curV[k] - samplerV[k]);
+      stats.gapSum += gap;
+      stats.gapMax = Math.max(stats.gapMax, gap);
+      if (tisRaw && tisRaw[k] > (loss.tisCap as number)) stats.tisCapped++;
     }
     stats.sequences += B;
     stats.lossSum += value.dataSync()[0];

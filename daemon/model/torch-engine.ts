@@ -19,6 +19,7 @@ import {
   type EngineMethod,
   type EngineMethods,
   type EngineAdapterInfo,
+  type EnginePeakMemory,
   type LoraSettings,
   type OptimizerSettings,
 } from '../../protocol/engine.js';
@@ -39,6 +40,13 @@ export interface TorchEngineOptions {
   attn?: string;
   /** torch threads per rank (0: torch decides; torchrun sets 1 per rank). */
   threads?: number;
+  /**
+   * What the engine trains: `full` weights (below float32, with float32 master weights and moments), only LoRA
+   * `adapters` on a frozen base (no master copy, no moments for the base), or `none` (serving).
+   */
+  trainable?: 'full' | 'adapters' | 'none';
+  /** Recompute each decoder layer's activations in the backward pass (less memory, about a third more compute). */
+  gradientCheckpointing?: boolean;
   optimizer?: Partial<OptimizerSettings>;
   name?: string;
   seed?: number;
@@ -100,6 +108,8 @@ export async function startTorchEngine(dir: string, o: TorchEngineOptions = {}):
     String(o.seed ?? 1),
   ];
   if (o.threads) serve.push('--threads', String(o.threads));
+  if (o.trainable && o.trainable !== 'full') serve.push('--trainable', o.trainable);
+  if (o.gradientCheckpointing) serve.push('--gradient-checkpointing');
   if (o.name) serve.push('--name', o.name);
   if (o.optimizer && Object.keys(o.optimizer).length) serve.push('--optimizer', JSON.stringify(o.optimizer));
   const args = procs > 1 ? ['-m', 'torch.distributed.run', '--standalone', `--nproc-per-node=${procs}`, ...serve.slice(0)] : serve;
@@ -128,6 +138,8 @@ export class TorchPolicyModel implements PolicyModel {
   private readonly exited: Promise<void>;
   private ready: { resolve: () => void; reject: (e: Error) => void } | null = null;
   private queue: Promise<unknown> = Promise.resolve();
+  /** The peak memory of the last request the engine answered (CUDA's allocator on a GPU, the resident set on a CPU). */
+  lastPeakMemory: EnginePeakMemory | null = null;
   private readonly killOnExit = () => {
     try {
       this.child.kill('SIGKILL');
@@ -193,10 +205,11 @@ export class TorchPolicyModel implements PolicyModel {
       this.socket = s;
       s.setEncoding('utf8');
       s.on('data', (chunk: string) => this.onData(chunk));
-      // A dying engine closes the socket just before the process is reaped: wait briefly so the error can say how it died.
+      // A dying engine closes the socket before the process is reaped (torchrun first stops its other ranks, which takes
+      // seconds on a busy machine): wait for the exit, so the error says how it died; a process that lingers is reported.
       s.on('close', () => {
         if (this.disposed) return;
-        setTimeout(() => this.fail(new EngineError(`the torch engine closed its connection. Its last output:\n${this.lastOutput()}`, true)), 2_000).unref();
+        setTimeout(() => this.fail(new EngineError(`the torch engine closed its connection. Its last output:\n${this.lastOutput()}`, true)), 30_000).unref();
       });
       s.on('error', () => {
         /* the close handler reports it */
@@ -295,6 +308,7 @@ export class TorchPolicyModel implements PolicyModel {
       return;
     }
     this.pending.delete(msg.id);
+    if ('memory' in msg && msg.memory) this.lastPeakMemory = msg.memory;
     if ('error' in msg) {
       const e = new EngineError(`torch engine, ${p.method}: ${msg.error.message}`, Boolean(msg.error.fatal));
       if (msg.error.fatal) this.fail(e);

@@ -111,7 +111,7 @@ test('GSPO: one length-normalised ratio per sequence, clipped with its own small
     { advantage: -1, oldLogprobs: [-1] },
   ];
   const stats = new GrpoStats();
-  const fn = grpoLossFn(samples, { variant: 'gspo' }, stats);
+  const fn = grpoLossFn(samples, { variant: 'gspo', ratioBase: 'sampler' }, stats);
   near(
     fn(
       inputs(
@@ -134,7 +134,7 @@ test('GSPO: one length-normalised ratio per sequence, clipped with its own small
   near(stats.summary().ratioMean, (2 * Math.exp(0.2) + Math.exp(-0.0001)) / 3, 1e-4);
   // Token-level ratios would clip only the first token of sequence 0 (e^0.5 > 1.3; e^-0.1 = 0.905 is not clipped):
   near(
-    grpoLossFn(samples, { lossAggregation: 'seq-mean' })(
+    grpoLossFn(samples, { lossAggregation: 'seq-mean', ratioBase: 'sampler' })(
       inputs(
         [
           [-0.5, -1.1],
@@ -164,7 +164,7 @@ test('GSPO gradients: shared by the tokens of a sequence, zero once the sequence
   // At logp = old, s = 1: loss = (-A0 s0 - A1 s1) / 2 with s = exp(mean log-ratio), so
   // d/dlogp of a token of sequence 0 = -1 x 1 x (1/2 tokens) / 2 = -0.25; of sequence 1's token = +1 x 1 x 1 / 2 = +0.5.
   gradient(
-    grpoLossFn(samples, { variant: 'gspo' }),
+    grpoLossFn(samples, { variant: 'gspo', ratioBase: 'sampler' }),
     [
       [-1, -1],
       [-1, 0],
@@ -173,7 +173,7 @@ test('GSPO gradients: shared by the tokens of a sequence, zero once the sequence
   ).forEach((g, i) => near(g, [-0.25, -0.25, 0.5, 0][i]));
   // Sequence 0 moved outside the clip range (s = e^0.2): its tokens get no gradient; sequence 1's is unchanged.
   gradient(
-    grpoLossFn(samples, { variant: 'gspo' }),
+    grpoLossFn(samples, { variant: 'gspo', ratioBase: 'sampler' }),
     [
       [-0.5, -1.1],
       [-1, 0],

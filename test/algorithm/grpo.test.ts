@@ -42,7 +42,7 @@ test('clipped surrogate, token-mean, asymmetric clip; clip ratio and entropy sta
     { advantage: -1, oldLogprobs: [-1] },
   ];
   const stats = new GrpoStats();
-  const fn = grpoLossFn(samples, { epsilon: 0.2, epsilonHigh: 0.3 }, stats);
+  const fn = grpoLossFn(samples, { epsilon: 0.2, epsilonHigh: 0.3, ratioBase: 'sampler' }, stats);
   const loss = fn(
     lossInputs(
       [
@@ -117,4 +117,33 @@ test('SFT loss is the token-mean negative log-likelihood', () => {
     ),
   );
   near(l.dataSync()[0], 2);
+});
+
+test("the ratio against the update's own log-probs: 1 at the start, the sampler's in a truncated importance weight", () => {
+  // The update computes [-1, -2, -3] and [-0.5, -0.5]; the sampler (other numerics) recorded these: the weights
+  // exp(update - sampler) are 1, e^2 (capped at 3), 1/2, and 1, 1.
+  const samples = [
+    { advantage: 1, oldLogprobs: [-1, -4, -3 + Math.log(2)] },
+    { advantage: -0.5, oldLogprobs: [-0.5, -0.5] },
+  ];
+  const stats = new GrpoStats();
+  const fn = grpoLossFn(samples, { ratioBase: 'update', tisCap: 3 }, stats);
+  const mask = tf.tensor2d([
+      [1, 1, 1],
+      [1, 1, 0],
+    ]),
+    entropy = tf.zeros([2, 3]) as tf.Tensor2D;
+  const g = tf.grad((v: tf.Tensor) => fn({ logprobs: v as tf.Tensor2D, mask, entropy, indices: [0, 1] }))(
+    tf.tensor2d([
+      [-1, -2, -3],
+      [-0.5, -0.5, 0],
+    ]),
+  );
+  [-1 / 5, -3 / 5, -0.5 / 5, 0.5 / 5, 0.5 / 5, 0].forEach((want, i) => near(g.dataSync()[i], want));
+  const s = stats.summary();
+  near(s.clipRatio, 0);
+  near(s.ratioMean, 1);
+  near(s.tisCappedRatio, 1 / 5);
+  near(s.logprobGapMax, 2);
+  near(s.logprobGap, (2 + Math.log(2)) / 5);
 });

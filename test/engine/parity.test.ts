@@ -32,11 +32,14 @@ before(() => {
 after(() => rmSync(fixtures, { recursive: true, force: true }));
 
 const QUESTIONS = ['Ann has 23 pens, gets 15 more. How many?', 'What is 42*17?', 'Q:Bo had 9 apples and ate 4.', 'Sum 7 and 8.'];
+// The ratio against the sampler's (here off-policy) log-probs, so that clipping binds; and once against the update's
+// own, with the sampler's in a truncated importance weight whose cap binds.
 const VARIANTS: [string, GrpoConfigInput | 'nll'][] = [
-  ['grpo (token-mean, clip-higher)', {}],
-  ['dr_grpo (token-sum-norm, no std scaling)', { variant: 'dr_grpo', lossNormTokens: 16 }],
-  ['gspo (sequence ratio)', { variant: 'gspo', sequenceEpsilon: 0.02, sequenceEpsilonHigh: 0.03 }],
-  ['seq-mean with k3 KL to a reference (beta 0.05)', { lossAggregation: 'seq-mean', beta: 0.05 }],
+  ['grpo (token-mean, clip-higher)', { ratioBase: 'sampler' }],
+  ['dr_grpo (token-sum-norm, no std scaling)', { variant: 'dr_grpo', lossNormTokens: 16, ratioBase: 'sampler' }],
+  ['gspo (sequence ratio)', { variant: 'gspo', sequenceEpsilon: 0.02, sequenceEpsilonHigh: 0.03, ratioBase: 'sampler' }],
+  ['seq-mean with k3 KL to a reference (beta 0.05)', { lossAggregation: 'seq-mean', beta: 0.05, ratioBase: 'sampler' }],
+  ['ratio against the update, truncated importance weight (cap 1.2)', { ratioBase: 'update', tisCap: 1.2 }],
   ['nll (SFT)', 'nll'],
 ];
 
@@ -134,8 +137,12 @@ for (const folder of ['calc-warmup', 'llama', 'qwen2'] as const) {
           assert.equal(b.stats.tokens, a.stats.tokens);
           assert.equal(b.stats.sequences, a.stats.sequences);
           assert.equal(b.stats.clipped, a.stats.clipped, 'the same tokens clipped');
-          if (cfg !== 'nll') assert.ok(a.stats.clipped > 0, 'clipping binds on some tokens');
-          for (const k of ['klSum', 'entropySum', 'ratioSum'] as const) {
+          if (cfg !== 'nll' && cfg.ratioBase === 'update') {
+            assert.equal(a.stats.clipped, 0, 'a ratio of 1 never clips');
+            assert.ok(a.stats.tisCapped > 0, "the importance weight's cap binds on some tokens");
+            assert.equal(b.stats.tisCapped, a.stats.tisCapped, 'the same tokens at the cap');
+          } else if (cfg !== 'nll') assert.ok(a.stats.clipped > 0, 'clipping binds on some tokens');
+          for (const k of ['klSum', 'entropySum', 'ratioSum', 'gapSum'] as const) {
             assert.ok(Math.abs(a.stats[k] - b.stats[k]) <= 1e-4 * Math.max(1, Math.abs(a.stats[k])), `${k}: ${a.stats[k]} vs ${b.stats[k]}`);
           }
           if (cfg !== 'nll' && (cfg.beta ?? 0) > 0) assert.ok(a.stats.klSum > 0, 'the KL term is there');

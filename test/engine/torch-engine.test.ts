@@ -108,14 +108,18 @@ describe('torch engine: sampling', () => {
     assert.ok(g.tokenIds.length > 0);
   });
 
-  it("bad pairs get the TF.js engine's errors, and the engine keeps serving", async () => {
-    await assert.rejects(e.trainStep([{ promptIds: [], completionIds: [1] }], { kind: 'nll' }), /pair 0: promptIds is empty/);
+  it('bad pairs are refused with an error naming the field, and the engine keeps serving', async () => {
+    await assert.rejects(e.trainStep([{ promptIds: [], completionIds: [1] }], { kind: 'nll' }), /pairs\[0\]\.promptIds: empty/);
     await assert.rejects(
       e.trainStep([{ promptIds: Array(100).fill(1), completionIds: Array(40).fill(1) }], { kind: 'nll' }),
-      /100\+40 tokens exceed the context of 128/,
+      /pairs\[0\]: 100\+40 tokens exceed the context of 128/,
     );
-    await assert.rejects(e.generate([[]], { maxTokens: 4 }), /prompt 0 is empty/);
-    await assert.rejects(e.scoreLogprobs([{ promptIds: [], completionIds: [1] }]), /promptIds is empty/);
+    await assert.rejects(e.generate([[]], { maxTokens: 4 }), /prompts\[0\]: empty/);
+    await assert.rejects(e.scoreLogprobs([{ promptIds: [], completionIds: [1] }]), /promptIds: empty/);
+    await assert.rejects(
+      e.scoreLogprobs([{ promptIds: [1], completionIds: [5, 264] }]),
+      /pairs\[0\]\.completionIds\[1\]: token id 264 is outside the vocabulary \[0, 264\)/,
+    );
     await assert.rejects(
       e.trainStep([{ promptIds: [1, 2], completionIds: [3] }], {
         kind: 'grpo',
@@ -127,7 +131,7 @@ describe('torch engine: sampling', () => {
         importanceSampling: 'token',
         samples: [],
       }),
-      /one entry per pair/,
+      /loss\.samples: one per pair is needed/,
     );
     const [g] = await e.generate([prompt(e, 'Still there?')], { maxTokens: 4, temperature: 0 });
     assert.ok(g.tokenIds.length > 0);

@@ -21,6 +21,7 @@ interface Case {
   gradMaxAbs: number;
   clipped: number;
   tokens: number;
+  tisCapped: number;
 }
 
 let dir = '';
@@ -30,11 +31,11 @@ before(() => {
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-test("our loss equals TRL's compute_loss for grpo, dr_grpo, dapo, GSPO and the KL term, gradients included", () => {
+test("our loss equals TRL's compute_loss for grpo, dr_grpo, dapo, GSPO, the KL term and the truncated importance weight, gradients included", () => {
   const r = runPython<{ trl: string; cases: Case[] }>(['test/engine/trl_reference.py', '--model', join(dir, 'qwen2')]);
   assert.deepEqual(
     r.cases.map((c) => c.name),
-    ['grpo', 'dr_grpo', 'dapo', 'gspo', 'grpo+kl', 'dapo+kl'],
+    ['grpo', 'dr_grpo', 'dapo', 'gspo', 'grpo+kl', 'dapo+kl', 'dapo+tis', 'grpo+kl+tis'],
   );
   for (const c of r.cases) {
     console.log(
@@ -44,6 +45,10 @@ test("our loss equals TRL's compute_loss for grpo, dr_grpo, dapo, GSPO and the K
     assert.ok(Math.abs(c.trl) > 1e-3, `${c.name}: a loss that means something`);
     assert.ok(c.gradMaxDiff <= 1e-5 * Math.max(1, c.gradMaxAbs), `${c.name}: gradients differ by ${c.gradMaxDiff}`);
     assert.ok(c.gradMaxAbs > 1e-2, `${c.name}: there is a gradient`);
-    assert.ok(c.clipped > 0, `${c.name}: clipping binds on some tokens`);
+    if (c.name.endsWith('+tis')) {
+      // The ratio is against the update's own log-probs (exactly 1): the truncated importance weight does the work.
+      assert.equal(c.clipped, 0, `${c.name}: a ratio of 1 never clips`);
+      assert.ok(c.tisCapped > 0, `${c.name}: the importance weight's cap binds on some tokens`);
+    } else assert.ok(c.clipped > 0, `${c.name}: clipping binds on some tokens`);
   }
 });

@@ -9,6 +9,7 @@ different lengths (right-padded), per-sequence advantages, old log-probs moved o
 reference log-probs for the KL term. TRL's trainer runs with the model in eval mode (no dropout; the loss's
 normaliser is then the batch's, not divided by gradient-accumulation steps) and temperature 1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,24 +23,55 @@ import warnings
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'engines', 'torch'))
-from agl_torch.batch import build_batch, completion_logprobs  # noqa: E402
-from agl_torch.loss import LossFn  # noqa: E402
+from agl_torch.batch import PolicyForward, build_batch, completion_logprobs
+from agl_torch.loss import LossFn
+from agl_torch.messages import Pair, TrainStepParams, parse
 
 # (name, TRL GRPOConfig settings, our loss description without samples)
 CASES = [
-    ('grpo', dict(loss_type='grpo', epsilon=0.2, epsilon_high=0.3, beta=0.0),
-     dict(aggregation='seq-mean', clipLow=0.2, clipHigh=0.3, beta=0.0, importanceSampling='token', normTokens=None)),
-    ('dr_grpo', dict(loss_type='dr_grpo', epsilon=0.2, epsilon_high=0.2, beta=0.0),
-     dict(aggregation='token-sum-norm', clipLow=0.2, clipHigh=0.2, beta=0.0, importanceSampling='token', normTokens='max_completion_length')),
-    ('dapo', dict(loss_type='dapo', epsilon=0.2, epsilon_high=0.28, beta=0.0),
-     dict(aggregation='token-mean', clipLow=0.2, clipHigh=0.28, beta=0.0, importanceSampling='token', normTokens=None)),
-    ('gspo', dict(loss_type='grpo', importance_sampling_level='sequence', epsilon=3e-4, epsilon_high=4e-4, beta=0.0),
-     dict(aggregation='seq-mean', clipLow=3e-4, clipHigh=4e-4, beta=0.0, importanceSampling='sequence', normTokens=None)),
+    (
+        'grpo',
+        dict(loss_type='grpo', epsilon=0.2, epsilon_high=0.3, beta=0.0),
+        dict(aggregation='seq-mean', clipLow=0.2, clipHigh=0.3, beta=0.0, importanceSampling='token', normTokens=None),
+    ),
+    (
+        'dr_grpo',
+        dict(loss_type='dr_grpo', epsilon=0.2, epsilon_high=0.2, beta=0.0),
+        dict(aggregation='token-sum-norm', clipLow=0.2, clipHigh=0.2, beta=0.0, importanceSampling='token', normTokens='max_completion_length'),
+    ),
+    (
+        'dapo',
+        dict(loss_type='dapo', epsilon=0.2, epsilon_high=0.28, beta=0.0),
+        dict(aggregation='token-mean', clipLow=0.2, clipHigh=0.28, beta=0.0, importanceSampling='token', normTokens=None),
+    ),
+    (
+        'gspo',
+        dict(loss_type='grpo', importance_sampling_level='sequence', epsilon=3e-4, epsilon_high=4e-4, beta=0.0),
+        dict(aggregation='seq-mean', clipLow=3e-4, clipHigh=4e-4, beta=0.0, importanceSampling='sequence', normTokens=None),
+    ),
     # Our KL term is the plain k3 estimator; TRL 1.16 multiplies it by the importance ratio unless told not to.
-    ('grpo+kl', dict(loss_type='grpo', epsilon=0.2, epsilon_high=0.3, beta=0.04, use_bias_correction_kl=False),
-     dict(aggregation='seq-mean', clipLow=0.2, clipHigh=0.3, beta=0.04, importanceSampling='token', normTokens=None)),
-    ('dapo+kl', dict(loss_type='dapo', epsilon=0.2, epsilon_high=0.28, beta=0.04, use_bias_correction_kl=False),
-     dict(aggregation='token-mean', clipLow=0.2, clipHigh=0.28, beta=0.04, importanceSampling='token', normTokens=None)),
+    (
+        'grpo+kl',
+        dict(loss_type='grpo', epsilon=0.2, epsilon_high=0.3, beta=0.04, use_bias_correction_kl=False),
+        dict(aggregation='seq-mean', clipLow=0.2, clipHigh=0.3, beta=0.04, importanceSampling='token', normTokens=None),
+    ),
+    (
+        'dapo+kl',
+        dict(loss_type='dapo', epsilon=0.2, epsilon_high=0.28, beta=0.04, use_bias_correction_kl=False),
+        dict(aggregation='token-mean', clipLow=0.2, clipHigh=0.28, beta=0.04, importanceSampling='token', normTokens=None),
+    ),
+    # The ratio against the update's own log-probs, the sampler's entering through a truncated importance weight: TRL's
+    # vLLM correction (token_truncate, cap 3) with old_per_token_logps recomputed by the trainer.
+    (
+        'dapo+tis',
+        dict(loss_type='dapo', epsilon=0.2, epsilon_high=0.28, beta=0.0),
+        dict(aggregation='token-mean', clipLow=0.2, clipHigh=0.28, beta=0.0, importanceSampling='token', normTokens=None, ratioBase='update', tisCap=3.0),
+    ),
+    (
+        'grpo+kl+tis',
+        dict(loss_type='grpo', epsilon=0.2, epsilon_high=0.3, beta=0.04, use_bias_correction_kl=False),
+        dict(aggregation='seq-mean', clipLow=0.2, clipHigh=0.3, beta=0.04, importanceSampling='token', normTokens=None, ratioBase='update', tisCap=3.0),
+    ),
 ]
 MAX_COMPLETION = 12
 
@@ -49,7 +81,7 @@ def batch(vocab: int, eos: int):
     B, P = 6, 9
     prompts = torch.randint(3, vocab, (B, P), generator=g).tolist()
     lengths = [12, 7, 3, 10, 1, 5]
-    completions = [torch.randint(3, vocab, (n,), generator=g).tolist()[:-1] + [eos] for n in lengths]
+    completions = [[*torch.randint(3, vocab, (n,), generator=g).tolist()[:-1], eos] for n in lengths]
     return prompts, completions
 
 
@@ -66,41 +98,76 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(a.model)
     prompts, completions = batch(len(tok), tok.eos_token_id)
     B, T = len(prompts), max(len(c) for c in completions)
-    pairs = [{'promptIds': p, 'completionIds': c} for p, c in zip(prompts, completions)]
+    pairs = [Pair(p, c) for p, c in zip(prompts, completions)]
     cases = []
     for name, trl_cfg, ours in CASES:
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.float32, attn_implementation='eager')
         with tempfile.TemporaryDirectory() as out:
-            args = GRPOConfig(output_dir=out, per_device_train_batch_size=B, num_generations=B, max_completion_length=MAX_COMPLETION,
-                              temperature=1.0, report_to='none', use_cpu=True, bf16=False, fp16=False, logging_steps=1, **trl_cfg)
-            trainer = GRPOTrainer(model=model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
-                                  train_dataset=Dataset.from_dict({'prompt': ['hello'] * B}), processing_class=tok)
+            args = GRPOConfig(
+                output_dir=out,
+                per_device_train_batch_size=B,
+                num_generations=B,
+                max_completion_length=MAX_COMPLETION,
+                temperature=1.0,
+                report_to='none',
+                use_cpu=True,
+                bf16=False,
+                fp16=False,
+                logging_steps=1,
+                **trl_cfg,
+            )
+            trainer = GRPOTrainer(
+                model=model,
+                reward_funcs=[lambda completions, **kw: [0.0] * len(completions)],
+                args=args,
+                train_dataset=Dataset.from_dict({'prompt': ['hello'] * B}),
+                processing_class=tok,
+            )
             m = trainer.model
             m.eval()
             device = next(m.parameters()).device
             b = build_batch(pairs, device)
+            net = PolicyForward(m)
             with torch.no_grad():
-                current, _ = completion_logprobs(m, b, False)
+                current, _ = completion_logprobs(net, b, False)
             adv = torch.tensor([1.3, -0.7, 0.4, -1.1, 0.9, -0.2])
-            shift = torch.tensor([[0.4 * math.sin(3 * i + 5 * t) for t in range(T)] for i in range(B)])
+            amp = 1.5 if ours.get('ratioBase') == 'update' else 0.4  # the importance weight's cap (3) binds on some tokens
+            shift = torch.tensor([[amp * math.sin(3 * i + 5 * t) for t in range(T)] for i in range(B)])
             old = (current + shift) * b.mask
             ref = (current - 0.3 * torch.cos(torch.arange(T)[None, :] + 2.0 * torch.arange(B)[:, None])) * b.mask
             inputs = {
-                'prompt_ids': torch.tensor(prompts, device=device), 'prompt_mask': torch.ones((B, len(prompts[0])), dtype=torch.long, device=device),
-                'completion_ids': b.targets, 'completion_mask': b.mask.long(), 'advantages': adv.to(device),
-                'old_per_token_logps': old.to(device), 'num_items_in_batch': b.mask.sum(),
+                'prompt_ids': torch.tensor(prompts, device=device),
+                'prompt_mask': torch.ones((B, len(prompts[0])), dtype=torch.long, device=device),
+                'completion_ids': b.targets,
+                'completion_mask': b.mask.long(),
+                'advantages': adv.to(device),
+                'old_per_token_logps': old.to(device),
+                'num_items_in_batch': b.mask.sum(),
             }
             if trl_cfg['beta'] > 0:
                 inputs['ref_per_token_logps'] = ref.to(device)
+            if ours.get('ratioBase') == 'update':
+                # What TRL's trainer does with a vLLM sampler: old = its own recomputation; the sampler's log-probs
+                # (here `old`, off the trainer's numerics) in a truncated importance weight.
+                trainer.use_vllm, trainer.vllm_importance_sampling_correction = True, True
+                inputs['old_per_token_logps'] = current.detach().to(device)
+                inputs['importance_sampling_ratio'] = torch.clamp(torch.exp(current - old), max=ours['tisCap']).to(device)
             params = [p for p in m.parameters() if p.requires_grad]
             theirs = trainer.compute_loss(m, inputs)
             g_theirs = torch.autograd.grad(theirs, params, allow_unused=True)
-            spec = {'kind': 'grpo', **ours, 'normTokens': MAX_COMPLETION if ours['normTokens'] else None,
-                    'samples': [{'advantage': float(adv[i]), 'oldLogprobs': old[i, :len(c)].tolist(),
-                                 'refLogprobs': ref[i, :len(c)].tolist()} for i, c in enumerate(completions)]}
-            fn = LossFn(spec, pairs)
-            logp, entropy = completion_logprobs(m, b, True)
+            spec = {
+                'kind': 'grpo',
+                **ours,
+                'normTokens': MAX_COMPLETION if ours['normTokens'] else None,
+                'samples': [
+                    {'advantage': float(adv[i]), 'oldLogprobs': old[i, : len(c)].tolist(), 'refLogprobs': ref[i, : len(c)].tolist()}
+                    for i, c in enumerate(completions)
+                ],
+            }
+            request = parse(TrainStepParams, {'pairs': [{'promptIds': p.prompt_ids, 'completionIds': p.completion_ids} for p in pairs], 'loss': spec})
+            fn = LossFn(request.loss, pairs, device)
+            logp, entropy = completion_logprobs(net, b, True)
             mine = fn(logp, b.mask, entropy, list(range(B)))
             g_mine = torch.autograd.grad(mine, params, allow_unused=True)
             worst = 0.0
@@ -110,8 +177,19 @@ def main() -> None:
                 y = torch.zeros_like(x) if y is None else y
                 worst = max(worst, float((x - y).abs().max()))
                 scale = max(scale, float(x.abs().max()))
-            cases.append({'name': name, 'trl': float(theirs), 'ours': float(mine), 'gradMaxDiff': worst, 'gradMaxAbs': scale,
-                          'clipped': fn.stats['clipped'], 'tokens': fn.stats['tokens']})
+            stats = fn.stats()
+            cases.append(
+                {
+                    'name': name,
+                    'trl': float(theirs),
+                    'ours': float(mine),
+                    'gradMaxDiff': worst,
+                    'gradMaxAbs': scale,
+                    'clipped': stats['clipped'],
+                    'tokens': stats['tokens'],
+                    'tisCapped': stats['tisCapped'],
+                }
+            )
     print(json.dumps({'trl': trl.__version__, 'cases': cases}))
 
 

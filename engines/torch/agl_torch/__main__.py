@@ -1,4 +1,5 @@
 """python -m agl_torch serve|doctor: the engine process the daemon starts, and a report of what this Python has."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,6 +20,7 @@ def doctor() -> int:
     if out.get('torch'):
         import torch
         import torch.distributed as dist
+
         out['cuda'] = torch.version.cuda
         out['cudaAvailable'] = torch.cuda.is_available()
         out['gpus'] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
@@ -38,10 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument('--device', default='cpu', help='cpu, cuda or auto')
     s.add_argument('--dtype', default='float32', help='float32, bfloat16 or float16')
     s.add_argument('--attn', default='sdpa', help="transformers' attn_implementation: sdpa or eager")
-    s.add_argument('--optimizer', default=None, help='JSON: AdamW settings over the folder\'s saved ones')
+    s.add_argument('--optimizer', default=None, help="JSON: AdamW settings over the folder's saved ones")
     s.add_argument('--name', default=None)
     s.add_argument('--seed', type=int, default=1)
     s.add_argument('--threads', type=int, default=0, help='torch threads per rank (0: torch decides; torchrun sets 1)')
+    s.add_argument(
+        '--trainable', default='full', help='full (the weights, float32 masters below float32), adapters (LoRA only: a frozen base) or none (serving)'
+    )
+    s.add_argument('--gradient-checkpointing', action='store_true', help="recompute each decoder layer's activations in the backward pass")
     sub.add_parser('doctor', help='print versions, devices and distributed backends as JSON')
     args = ap.parse_args(argv)
     if args.cmd == 'doctor':
@@ -49,9 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .server import serve
     except ImportError as e:
-        print(f'[agl-torch] this Python ({sys.executable}) lacks a package the torch engine needs: {e}. '
-              'Install them with `agl engine install torch`, or `pip install -r engines/torch/requirements.txt` in this Python.',
-              file=sys.stderr, flush=True)
+        print(
+            f'[agl-torch] this Python ({sys.executable}) lacks a package the torch engine needs: {e}. '
+            'Install them with `agl engine install torch`, or `pip install -r engines/torch/requirements.txt` in this Python.',
+            file=sys.stderr,
+            flush=True,
+        )
         return 3
     return serve(args)
 

@@ -1,4 +1,4 @@
-"""One LoRA adapter per policy on one frozen base (peft): what `engine.lora` with `policies:` runs.
+"""LoRA adapters on one frozen base (peft): what `engine.lora` runs (one adapter per role policy, or one for the run).
 
 The engine's model stays the transformers model; the first adapter wraps it in a peft PeftModel, which injects the
 LoRA layers into it, so the engine's forward passes (generate, score, train) run through the same module with
@@ -11,6 +11,7 @@ An adapter's folder (save / init):
   adapter_model.safetensors  its LoRA matrices under peft's names without the adapter's name (as peft saves them)
   optimizer.safetensors      AdamW moments "m.<name>", "v.<name>" under the same names; metadata: step, config
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,25 +21,35 @@ import re
 
 import torch
 
-from .optim import make_adamw, set_optimizer
+from . import messages as msg
+from .optim import Trainable, merged_config
 
 ADAPTER_CONFIG = 'adapter_config.json'
 ADAPTER_WEIGHTS = 'adapter_model.safetensors'
 OPTIMIZER = 'optimizer.safetensors'
-NAME = re.compile(r'^[A-Za-z0-9_-]{1,64}$')
 
 
 def is_adapter_folder(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, ADAPTER_CONFIG))
 
 
-class Adapter:
-    def __init__(self, name: str, params: list[tuple[str, torch.nn.Parameter]], config: dict, step: int):
-        self.name, self.params, self.config, self.step = name, params, config, step
-        self.opt = make_adamw(params, config)
+def frozen_base(action: str, adapters: Adapters) -> str:
+    """Why a request that names no adapter cannot train or save the base model."""
+    if adapters:
+        return f'the base model is frozen under LoRA adapters: name the adapter to {action} (adapters: {", ".join(adapters.by_name)})'
+    return f'this engine trains no full weights (started with --trainable adapters or none): name an adapter to {action}'
 
-    def set_optimizer(self, cfg: dict) -> dict:
-        return set_optimizer(self.opt, self.config, cfg)
+
+class Adapter(Trainable):
+    """One LoRA adapter: a Trainable over its own LoRA matrices, with its name."""
+
+    def __init__(self, name: str, params: list[tuple[str, torch.nn.Parameter]], config: dict, step: int):
+        super().__init__(params, config, step)
+        self.name = name
+
+    def saved_name(self, param_name: str) -> str:
+        """peft's saved name of one of its parameters: its module path without the adapter's name."""
+        return re.sub(rf'(\.lora_\w+)\.{re.escape(self.name)}\.', r'\1.', param_name)
 
 
 class Adapters:
@@ -57,65 +68,70 @@ class Adapters:
     def get(self, name: str) -> Adapter:
         a = self.by_name.get(name)
         if a is None:
-            raise ValueError(f'no adapter "{name}" (adapters: {", ".join(self.by_name) or "none"})')
+            raise msg.RequestError(f'no adapter "{name}" (adapters: {", ".join(self.by_name) or "none"})')
         return a
 
     def check_name(self, adapter) -> None:
         """A request's adapter: None (the base) or the name of one added."""
         if adapter is not None:
-            if not isinstance(adapter, str):
-                raise ValueError(f'adapter must be a name or null, got {adapter!r}')
             self.get(adapter)
 
-    def add(self, p: dict) -> dict:
+    def add(self, p: msg.AddAdapterParams) -> dict:
         from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
 
-        name, init, lora = p.get('name'), p.get('init'), p.get('lora') or {}
-        if not isinstance(name, str) or not NAME.match(name):
-            raise ValueError(f'add_adapter: name must be 1-64 letters, digits, _ or -, got {name!r}')
+        name, init, lora = p.name, p.init, p.lora
         if name in self.by_name:
-            raise ValueError(f'add_adapter: adapter "{name}" exists already')
+            raise msg.RequestError(f'params.name: adapter "{name}" exists already')
         saved = None
         if init is not None:
-            if not isinstance(init, str) or not is_adapter_folder(init):
-                raise ValueError(f'add_adapter: {init} is not an adapter folder (no {ADAPTER_CONFIG}): with LoRA, a role policy starts from '
-                                 'the base model or from an adapter a LoRA run saved')
+            if not is_adapter_folder(init):
+                raise msg.RequestError(
+                    f'params.init: {init} is not an adapter folder (no {ADAPTER_CONFIG}): with LoRA, a policy starts from '
+                    'the base model or from an adapter a LoRA run saved'
+                )
             cfg = LoraConfig.from_pretrained(init)
             saved = read_adapter(init)
         else:
-            targets = lora.get('targetModules')
-            cfg = LoraConfig(r=int(lora.get('rank', 8)), lora_alpha=float(lora.get('alpha', 16)), lora_dropout=float(lora.get('dropout', 0.0)),
-                             target_modules=list(targets) if targets else None, task_type='CAUSAL_LM', bias='none')
+            cfg = LoraConfig(
+                r=lora.rank,
+                lora_alpha=lora.alpha,
+                lora_dropout=lora.dropout,
+                target_modules=list(lora.target_modules) if lora.target_modules else None,
+                task_type='CAUSAL_LM',
+                bias='none',
+            )
         cfg.base_model_name_or_path = self.base_source
         cfg.inference_mode = False
-        if self.peft is None:
-            self.peft = get_peft_model(self.model, cfg, adapter_name=name)
-        else:
-            self.peft.add_adapter(name, cfg)
+        try:
+            if self.peft is None:
+                self.peft = get_peft_model(self.model, cfg, adapter_name=name)
+            else:
+                self.peft.add_adapter(name, cfg)
+        except ValueError as e:  # peft's own refusals (a target module it cannot wrap...), as an answer
+            raise msg.RequestError(f'add_adapter: {e}') from e
         if saved:
             result = set_peft_model_state_dict(self.peft, saved['weights'], adapter_name=name)
             unexpected = [k for k in getattr(result, 'unexpected_keys', []) if 'lora_' in k]
             if unexpected:
-                raise ValueError(f'add_adapter: {init}: weights that fit no layer of this base: {unexpected[:3]}')
+                raise msg.RequestError(f'params.init: {init}: weights that fit no layer of this base: {unexpected[:3]}')
         mine = re.compile(rf'\.lora_\w+\.{re.escape(name)}\.')
         params = [(n, q) for n, q in self.peft.named_parameters() if mine.search(n)]
         if not params:
-            raise ValueError(f'add_adapter: LoRA targets {sorted(cfg.target_modules or [])} matched no layer of this model')
-        config = dict(self.default_optimizer)
-        if saved and saved['config']:
-            config.update({k: v for k, v in saved['config'].items() if k in config})
-        config.update({k: v for k, v in (p.get('optimizer') or {}).items() if k in config and v is not None})
+            raise msg.RequestError(f'params.lora.targetModules: {sorted(cfg.target_modules or [])} matched no layer of this model')
+        config = merged_config(saved and saved['config'], p.optimizer, self.default_optimizer)
         a = Adapter(name, params, config, saved['step'] if saved else 0)
         if saved and saved['moments']:
-            for n, q in params:
-                key = _saved_key(n, name)
-                if key in saved['moments']:
-                    m, v = saved['moments'][key]
-                    a.opt.state[q] = {'step': torch.tensor(float(a.step)), 'exp_avg': m.to(q.device), 'exp_avg_sq': v.to(q.device)}
+            a.restore_moments(saved['moments'], key=a.saved_name)
         self.by_name[name] = a
         self.activate(None)
-        return {'name': name, 'parameters': sum(q.numel() for _, q in params), 'step': a.step, 'rank': int(cfg.r),
-                'targetModules': sorted(cfg.target_modules or []), 'optimizer': config}
+        return {
+            'name': name,
+            'parameters': sum(q.numel() for _, q in params),
+            'step': a.step,
+            'rank': int(cfg.r),
+            'targetModules': sorted(cfg.target_modules or []),
+            'optimizer': config,
+        }
 
     def activate(self, name: str | None) -> None:
         """Makes `name` the adapter forward passes use (and the only one with gradients); None: no adapter."""
@@ -132,7 +148,7 @@ class Adapters:
         """Forward passes inside run with adapter `name`, or with every adapter off (the base) for None."""
         if self.peft is None:
             if name is not None:
-                raise ValueError(f'no adapter "{name}" (adapters: none)')
+                raise msg.RequestError(f'no adapter "{name}" (adapters: none)')
             yield
             return
         if name is None:
@@ -156,18 +172,10 @@ class Adapters:
         weights = get_peft_model_state_dict(self.peft, adapter_name=name)
         save_file({k: t.detach().to('cpu').contiguous() for k, t in weights.items()}, os.path.join(target, ADAPTER_WEIGHTS), metadata={'format': 'pt'})
         moments = {}
-        for n, q in a.params:
-            st = a.opt.state.get(q) or {}
-            key = _saved_key(n, name)
-            moments[f'm.{key}'] = st.get('exp_avg', torch.zeros_like(q)).detach().to('cpu', torch.float32).contiguous()
-            moments[f'v.{key}'] = st.get('exp_avg_sq', torch.zeros_like(q)).detach().to('cpu', torch.float32).contiguous()
+        for key, (m, v) in a.moments(key=a.saved_name).items():
+            moments[f'm.{key}'], moments[f'v.{key}'] = m, v
         meta = {'step': str(a.step), 'config': json.dumps(a.config), 'adapter': name}
         save_file(moments, os.path.join(target, OPTIMIZER), metadata=meta)
-
-
-def _saved_key(param_name: str, adapter: str) -> str:
-    """peft's saved name of an adapter parameter: its module path without the adapter's name."""
-    return re.sub(rf'(\.lora_\w+)\.{re.escape(adapter)}\.', r'\1.', param_name)
 
 
 def read_adapter(folder: str) -> dict:
@@ -176,7 +184,7 @@ def read_adapter(folder: str) -> dict:
 
     path = os.path.join(folder, ADAPTER_WEIGHTS)
     if not os.path.isfile(path):
-        raise ValueError(f'{folder} has {ADAPTER_CONFIG} but no {ADAPTER_WEIGHTS}')
+        raise msg.RequestError(f'{folder} has {ADAPTER_CONFIG} but no {ADAPTER_WEIGHTS}')
     out = {'weights': load_file(path), 'moments': {}, 'step': 0, 'config': None}
     opt = os.path.join(folder, OPTIMIZER)
     if os.path.isfile(opt):

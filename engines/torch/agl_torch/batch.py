@@ -1,36 +1,35 @@
 """Batches of (prompt, completion) pairs laid out as the TF.js engine lays them out (daemon/model/train-step.ts):
 prompts left-padded to a common end P, completions right-padded to T, L = P + T - 1 slots; the hidden state at
-slot P-1+t predicts completion token t, so the completion log-probs are the last T positions' logits. Positions
-start after each row's left padding (pads get position 0), so a pair scores the same alone or in any batch.
+slot P-1+t predicts completion token t. Positions start after each row's left padding (pads get position 0), so a
+pair scores the same alone or in any batch.
+
+The log-probs of the completion tokens come from the decoder's hidden states through the output head over the real
+completion tokens only (no padding), in chunks of tokens whose float32 logits are recomputed in the backward pass
+instead of kept: no [tokens x vocabulary] float32 tensor exists for a whole micro-batch (152k-token vocabularies make
+that several GB). With `checkpoint_layers` each decoder layer's activations are recomputed in the backward pass too
+(gradient checkpointing: memory of one layer instead of all, for about a third more compute).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
+from torch.utils.checkpoint import checkpoint
+
+from .messages import Pair
+
+# Float32 logits of one chunk of tokens stay under this many bytes (the chunk is at least 64 tokens).
+CHUNK_BYTES = 256 * 2**20
 
 
-def check_pairs(pairs: list[dict], context_length: int) -> None:
-    """The errors the TF.js engine gives for the same input, raised before any work (and before ranks are involved)."""
-    if not pairs:
-        raise ValueError('trainStep: no sequences given')
-    for i, p in enumerate(pairs):
-        prompt, completion = p.get('promptIds'), p.get('completionIds')
-        if not isinstance(prompt, list) or not isinstance(completion, list):
-            raise ValueError(f'pair {i}: promptIds and completionIds must be lists of token ids')
-        if len(prompt) == 0:
-            raise ValueError(f'pair {i}: promptIds is empty (need at least one token to predict from)')
-        if len(prompt) + len(completion) > context_length:
-            raise ValueError(f'pair {i}: {len(prompt)}+{len(completion)} tokens exceed the context of {context_length}')
-
-
-def fitting_chunks(pairs: list[dict], n: int, context_length: int) -> list[list[int]]:
+def fitting_chunks(pairs: list[Pair], n: int, context_length: int) -> list[list[int]]:
     """Consecutive micro-batches (as index lists) of at most n pairs that fit the context once padded (as fittingChunks in TS)."""
     out: list[list[int]] = []
     cur: list[int] = []
     P, T = 0, 1
     for i, p in enumerate(pairs):
-        lp, lc = len(p['promptIds']), len(p['completionIds'])
+        lp, lc = len(p.prompt_ids), len(p.completion_ids)
         nP, nT = max(P, lp), max(T, lc)
         if cur and (len(cur) >= n or nP + nT - 1 > context_length):
             out.append(cur)
@@ -53,9 +52,9 @@ class Batch:
     T: int
 
 
-def build_batch(pairs: list[dict], device: torch.device) -> Batch:
-    P = max(len(p['promptIds']) for p in pairs)
-    T = max(1, max(len(p['completionIds']) for p in pairs))
+def build_batch(pairs: list[Pair], device: torch.device) -> Batch:
+    P = max(len(p.prompt_ids) for p in pairs)
+    T = max(1, max(len(p.completion_ids) for p in pairs))
     L = P + T - 1
     B = len(pairs)
     ids = torch.zeros((B, L), dtype=torch.long)
@@ -64,28 +63,97 @@ def build_batch(pairs: list[dict], device: torch.device) -> Batch:
     targets = torch.zeros((B, T), dtype=torch.long)
     mask = torch.zeros((B, T), dtype=torch.float32)
     for b, p in enumerate(pairs):
-        prompt, completion = p['promptIds'], p['completionIds']
+        prompt, completion = p.prompt_ids, p.completion_ids
         pad = P - len(prompt)
         seq = (list(prompt) + list(completion))[: L - pad]
         if seq:
-            ids[b, pad:pad + len(seq)] = torch.tensor(seq, dtype=torch.long)
-            attention[b, pad:pad + len(seq)] = 1
+            ids[b, pad : pad + len(seq)] = torch.tensor(seq, dtype=torch.long)
+            attention[b, pad : pad + len(seq)] = 1
         positions[b] = (torch.arange(L) - pad).clamp(min=0)
         if completion:
-            targets[b, :len(completion)] = torch.tensor(completion, dtype=torch.long)
-            mask[b, :len(completion)] = 1
-    return Batch(ids.to(device), attention.to(device), positions.to(device), targets.to(device), mask.to(device), T)
+            targets[b, : len(completion)] = torch.tensor(completion, dtype=torch.long)
+            mask[b, : len(completion)] = 1
+    pin = device.type == 'cuda'
+    return Batch(*(t.pin_memory().to(device, non_blocking=True) if pin else t.to(device) for t in (ids, attention, positions, targets, mask)), T)
 
 
-def completion_logprobs(model, batch: Batch, with_entropy: bool):
-    """Differentiable [B, T] log-probs of the completion tokens, and their entropy [B, T] (not differentiated)."""
-    out = model(input_ids=batch.ids, attention_mask=batch.attention, position_ids=batch.positions, use_cache=False,
-                logits_to_keep=batch.T)
-    logits = out.logits[:, -batch.T:, :].float()
-    logp_all = torch.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1)
+def decoder_of(model):
+    """The transformers decoder under the causal-LM head (Llama/Qwen2/Mistral: .model, GPT-2: .transformer)."""
+    return model.base_model
+
+
+def decoder_layers(model) -> torch.nn.ModuleList:
+    dec = decoder_of(model)
+    layers = getattr(dec, 'layers', None) or getattr(dec, 'h', None)
+    if layers is None:
+        raise ValueError(f'{type(dec).__name__}: no decoder layers found (.layers or .h) for gradient checkpointing')
+    return layers
+
+
+def enable_layer_checkpointing(model) -> None:
+    """Each decoder layer recomputes its activations in the backward pass (only while gradients are recorded)."""
+    for layer in decoder_layers(model):
+        if getattr(layer, '_agl_checkpointed', False):
+            continue
+        inner = layer.forward
+
+        def forward(*args, _inner=inner, **kwargs):
+            if torch.is_grad_enabled():
+                return checkpoint(_inner, *args, use_reentrant=False, **kwargs)
+            return _inner(*args, **kwargs)
+
+        layer.forward = forward
+        layer._agl_checkpointed = True
+
+
+def _head_logprobs(head, h: torch.Tensor, targets: torch.Tensor, with_entropy: bool):
+    logits = head(h).float()
+    logz = torch.logsumexp(logits, dim=-1)
+    logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logz
     entropy = None
     if with_entropy:
         with torch.no_grad():
-            entropy = -(logp_all.exp() * logp_all).sum(-1)
+            entropy = logz - (torch.softmax(logits, dim=-1) * logits).sum(-1)
     return logp, entropy
+
+
+class PolicyForward(torch.nn.Module):
+    """log-probs [B, T] of each completion token (and their entropy, not differentiated) for a Batch. The module DDP
+    wraps, so that its gradient hooks see every parameter the forward uses."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, attention, positions, targets, mask, with_entropy: bool = False):
+        hidden = decoder_of(self.model)(input_ids=ids, attention_mask=attention, position_ids=positions, use_cache=False).last_hidden_state
+        T = targets.shape[1]
+        real = mask > 0
+        h = hidden[:, -T:, :][real]  # [n, D]: the hidden states that predict real completion tokens
+        tgt = targets[real]
+        head = self.model.get_output_embeddings()
+        vocab = head.weight.shape[0]
+        size = max(64, CHUNK_BYTES // (4 * vocab))
+        parts, ents = [], []
+        for s in range(0, h.shape[0], size):
+            hs, ts = h[s : s + size], tgt[s : s + size]
+            if torch.is_grad_enabled():
+                lp, ent = checkpoint(_head_logprobs, head, hs, ts, with_entropy, use_reentrant=False)
+            else:
+                lp, ent = _head_logprobs(head, hs, ts, with_entropy)
+            parts.append(lp)
+            ents.append(ent)
+        flat = torch.cat(parts) if parts else h.new_zeros((0,), dtype=torch.float32)
+        where = real.nonzero(as_tuple=True)
+        logp = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).index_put(where, flat)
+        entropy = None
+        if with_entropy:
+            flat_ent = torch.cat(ents) if ents else flat.detach()
+            entropy = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).index_put(where, flat_ent.detach())
+        return logp, entropy
+
+
+def completion_logprobs(net, batch: Batch, with_entropy: bool):
+    """Differentiable [B, T] log-probs of the completion tokens, and their entropy [B, T] (not differentiated). `net` is
+    a PolicyForward (or the DDP around one)."""
+    return net(batch.ids, batch.attention, batch.positions, batch.targets, batch.mask, with_entropy)

@@ -1,5 +1,6 @@
-"""The policy engine: one transformers model, its AdamW state, and the contract's operations
-(daemon/model/policy-contract.ts): generate, score, train_step, save.
+"""The policy engine: one transformers model, its trainable state, and the contract's operations
+(daemon/model/policy-contract.ts): generate, score, train_step, save. Requests arrive parsed and checked
+(messages.py, `Engine.check`) before anything touches the device.
 
 Data-parallel: under torchrun every rank holds the same model (DDP broadcasts rank 0's weights at the start);
 train_step gives each rank every world-th micro-batch, DDP all-reduces the gradients once at the end of the
@@ -8,9 +9,11 @@ gradients over ranks; each micro-batch's loss is the batch loss's share, so the 
 to keep the gradient the batch loss's (the same as one rank summing every micro-batch). Generation and scoring
 run on rank 0 alone.
 """
+
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 
@@ -18,139 +21,222 @@ import torch
 import torch.distributed as dist
 
 from . import folder as fold
-from .adapters import Adapters
-from .batch import Batch, build_batch, check_pairs, completion_logprobs, fitting_chunks
+from . import messages as msg
+from .adapters import Adapters, frozen_base
+from .batch import PolicyForward, build_batch, completion_logprobs, enable_layer_checkpointing, fitting_chunks
 from .generate import generate
-from .loss import LossFn, check_loss
-from .optim import make_adamw, set_optimizer
+from .loss import STAT_KEYS, LossFn
+from .memory import PeakMemory
+from .optim import NonFiniteStep, Trainable, merged_config
 
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
+TRAINABLE = ('full', 'adapters', 'none')
 
 
 class Engine:
-    def __init__(self, model_dir: str, *, device: torch.device, dtype: str = 'float32', attn: str = 'sdpa',
-                 optimizer: dict | None = None, name: str | None = None, rank: int = 0, world: int = 1):
+    def __init__(
+        self,
+        model_dir: str,
+        *,
+        device: torch.device,
+        dtype: str = 'float32',
+        attn: str = 'sdpa',
+        optimizer: dict | None = None,
+        name: str | None = None,
+        rank: int = 0,
+        world: int = 1,
+        trainable: str = 'full',
+        gradient_checkpointing: bool = False,
+    ):
         if dtype not in DTYPES:
             raise ValueError(f'--dtype must be one of {", ".join(DTYPES)}, got {dtype}')
+        if trainable not in TRAINABLE:
+            raise ValueError(f'--trainable must be one of {", ".join(TRAINABLE)}, got {trainable}')
         self.device, self.dtype_name, self.rank, self.world = device, dtype, rank, world
         self.source = model_dir
         self.name = name or os.path.basename(os.path.abspath(model_dir))
-        self.hf, model = fold.load_model(model_dir, DTYPES[dtype], attn)
+        self.hf, model, float32 = fold.load_model(model_dir, DTYPES[dtype], attn, keep_float32=trainable == 'full')
         self.family = fold.family_of(self.hf)
         self.context_length = fold.context_length_of(self.hf)
         self.model = model.to(device)
+        self.vocab = int(self.model.get_input_embeddings().weight.shape[0])
         self.decode = fold.decoder_for(model_dir, self.hf)
-        self.params = fold.parameter_names(self.model)
-        self.config = dict(fold.DEFAULT_OPTIMIZER)
-        saved = fold.read_optimizer(model_dir, self.family, {n: p.shape for n, p in self.params})
-        if saved and saved['config']:
-            self.config.update({k: v for k, v in saved['config'].items() if k in self.config})
-        self.config.update({k: v for k, v in (optimizer or {}).items() if k in self.config and v is not None})
-        # AdamW: decoupled weight decay on matrices only (not norms, biases), as the TF.js engine.
-        self.opt = make_adamw(self.params, self.config)
-        self.step = 0
-        if saved:
-            self.step = saved['step']
-            for n, p in self.params:
-                m, v = saved['moments'][n]
-                self.opt.state[p] = {'step': torch.tensor(float(self.step)), 'exp_avg': m.to(device), 'exp_avg_sq': v.to(device)}
-        self.adapters = Adapters(self.model, os.path.abspath(model_dir), self.config)
+        self.gradient_checkpointing = gradient_checkpointing
+        if gradient_checkpointing:
+            enable_layer_checkpointing(self.model)
+        params = fold.parameter_names(self.model)
+        self.base_parameters = sum(q.numel() for _, q in params)
+        saved = fold.read_optimizer(model_dir, self.family, {n: p.shape for n, p in params})
+        config = merged_config(saved and saved['config'], optimizer)
+        self.policy: Trainable | None = None
+        if trainable == 'full':
+            # AdamW: decoupled weight decay on matrices only (not norms, biases), as the TF.js engine.
+            self.policy = Trainable(params, config, saved['step'] if saved else 0, float32)
+            if saved:
+                self.policy.restore_moments(saved['moments'])
+        else:
+            for _, p in params:
+                p.requires_grad_(False)
+        self.config = config
+        self.adapters = Adapters(self.model, os.path.abspath(model_dir), config)
+        self.memory = PeakMemory(device)
+        self.forward = PolicyForward(self.model)
         self.ddp = None
         if world > 1:
             from torch.nn.parallel import DistributedDataParallel as DDP
-            self.ddp = DDP(self.model, device_ids=[device.index] if device.type == 'cuda' else None)
+
+            self.ddp = DDP(self.forward, device_ids=[device.index] if device.type == 'cuda' else None)
 
     # -- information ---------------------------------------------------------------------------------------
     def describe(self) -> dict:
+        p = self.policy
         return {
-            'name': self.name, 'family': self.family, 'modelType': self.hf.get('model_type'),
-            'parameters': sum(p.numel() for _, p in self.params), 'contextLength': self.context_length,
-            'vocabSize': int(self.hf.get('vocab_size', 0)), 'dtype': self.dtype_name, 'optimizer': self.config, 'step': self.step,
+            'name': self.name,
+            'family': self.family,
+            'modelType': self.hf.get('model_type'),
+            'parameters': self.base_parameters,
+            'contextLength': self.context_length,
+            'vocabSize': int(self.hf.get('vocab_size', 0)),
+            'dtype': self.dtype_name,
+            'optimizer': self.config,
+            'step': p.step if p else 0,
+            'trainable': 'full' if p else ('adapters' if self.adapters else 'none'),
+            'masterWeights': bool(p and p.masters is not None),
+            'gradientCheckpointing': self.gradient_checkpointing,
             'adapters': {n: {'step': a.step, 'parameters': sum(q.numel() for _, q in a.params)} for n, a in self.adapters.by_name.items()},
         }
 
-    def add_adapter(self, p: dict) -> dict:
+    # -- checking a request (rank 0, before any work and before any other rank hears of it) -------------------
+    def check(self, method: str, raw: dict):
+        """The request's parameters parsed and checked against the model: a RequestError names what is wrong."""
+        cls = msg.PARAMS.get(method)
+        if cls is None:
+            raise msg.RequestError(f'unknown method {method!r} (known: {", ".join(msg.PARAMS)})')
+        p = msg.parse(cls, raw if raw is not None else {}, 'params')
+        if method == 'generate':
+            self._check_generate(p)
+        elif method == 'score':
+            msg.check_pairs(p.pairs, self.vocab, self.context_length)
+            self.adapters.check_name(p.adapter)
+        elif method == 'train_step':
+            msg.check_pairs(p.pairs, self.vocab, self.context_length)
+            msg.check_loss(p.loss, p.pairs)
+            msg.check_optimizer(p.optimizer)
+            self._trainable(p.adapter)
+        elif method == 'save':
+            self.adapters.check_name(p.adapter)
+            if p.adapter is None and self.policy is None:
+                raise msg.RequestError(frozen_base('save', self.adapters))
+        elif method == 'set_optimizer':
+            msg.check_optimizer(p, 'params')
+        elif method == 'add_adapter':
+            msg.check_adapter_name(p.name, 'params.name')
+            msg.check_optimizer(p.optimizer, 'params.optimizer')
+            if self.world > 1:
+                raise msg.RequestError('LoRA adapters run on one rank for now (engine.procs 1): several ranks train full weights')
+        return p
+
+    def _check_generate(self, p: msg.GenerateParams) -> None:
+        if not p.prompts:
+            return
+        for i, prompt in enumerate(p.prompts):
+            if not prompt:
+                raise msg.RequestError(f'params.prompts[{i}]: empty (give at least one token)')
+            msg.check_ids(prompt, self.vocab, f'params.prompts[{i}]')
+        longest = max(len(x) for x in p.prompts)
+        if longest >= self.context_length:
+            raise msg.RequestError(f'params.prompts: a prompt of {longest} tokens leaves no room in the context of {self.context_length}')
+        msg.check_ids(p.eos, self.vocab, 'params.eos')
+        if p.stop and any(p.stop) and self.decode is None:
+            raise msg.RequestError('params.stop: stop strings need a tokenizer to decode with (this model folder has no tokenizer.json)')
+        self.adapters.check_name(p.adapter)
+
+    def _trainable(self, adapter: str | None) -> Trainable:
+        if adapter is not None:
+            return self.adapters.get(adapter)
+        if self.policy is None:
+            raise msg.RequestError(frozen_base('train', self.adapters))
+        return self.policy
+
+    # -- adapters and settings ---------------------------------------------------------------------------------
+    def add_adapter(self, p: msg.AddAdapterParams) -> dict:
         """A LoRA adapter on the (then frozen) base: a policy of its own, served and trained by naming it."""
-        if self.world > 1:
-            raise ValueError('LoRA adapters run on one rank for now (engine.procs 1): several ranks train full weights')
-        try:
-            return self.adapters.add(p)
-        except ValueError:
-            raise
-        except Exception as e:  # noqa: BLE001 - peft's own failures (a target module it cannot wrap...) as an answer
-            raise ValueError(f'add_adapter: {type(e).__name__}: {e}') from e
+        if self.policy is not None:
+            # The base is frozen from now on: its float32 masters and moments are memory nothing uses any more.
+            for _, q in self.policy.params:
+                q.requires_grad_(False)
+            self.policy = None
+        return self.adapters.add(p)
 
     def set_optimizer(self, cfg: dict) -> dict:
-        return set_optimizer(self.opt, self.config, cfg)
+        if self.policy is None:
+            raise msg.RequestError(frozen_base('set the optimizer of', self.adapters))
+        return self.policy.set_optimizer(cfg)
 
     # -- sampling and scoring (rank 0) ---------------------------------------------------------------------
-    def generate(self, p: dict, on_step=None) -> list[dict]:
-        self.adapters.check_name(p.get('adapter'))
-        with self.adapters.using(p.get('adapter')):
-            return self._generate(p, on_step)
-
-    def _generate(self, p: dict, on_step=None) -> list[dict]:
-        return generate(self.model, p['prompts'], max_tokens=int(p['maxTokens']), context_length=self.context_length,
-                        eos=list(p.get('eos') or []), device=self.device, temperature=float(p.get('temperature', 1.0)),
-                        top_p=float(p.get('topP') or 1.0), top_k=int(p.get('topK') or 0), stop=p.get('stop'), seed=p.get('seed'),
-                        decode=self.decode, on_step=on_step)
-
-    def score(self, pairs: list[dict], adapter: str | None = None) -> list[list[float]]:
-        self.adapters.check_name(adapter)
-        with self.adapters.using(adapter):
-            return self._score(pairs)
+    def generate(self, p: msg.GenerateParams, on_step=None) -> list[dict]:
+        with self.adapters.using(p.adapter):
+            return generate(
+                self.model,
+                p.prompts,
+                max_tokens=p.max_tokens,
+                context_length=self.context_length,
+                eos=p.eos,
+                device=self.device,
+                temperature=p.temperature,
+                top_p=p.top_p or 1.0,
+                top_k=p.top_k or 0,
+                stop=p.stop,
+                seed=p.seed,
+                decode=self.decode,
+                on_step=on_step,
+            )
 
     @torch.inference_mode()
-    def _score(self, pairs: list[dict]) -> list[list[float]]:
-        for i, p in enumerate(pairs):
-            if not p.get('promptIds'):
-                raise ValueError(f'pair {i}: promptIds is empty (need at least one token to predict from)')
-            if len(p['promptIds']) + len(p['completionIds']) > self.context_length:
-                raise ValueError(f"pair {i}: {len(p['promptIds'])}+{len(p['completionIds'])} tokens exceed the context of {self.context_length}")
-        out: list[list[float]] = [None] * len(pairs)  # type: ignore[list-item]
-        for chunk in fitting_chunks(pairs, int(self.config['microBatchSize']), self.context_length):
-            group = [pairs[i] for i in chunk]
-            b = build_batch(group, self.device)
-            logp, _ = completion_logprobs(self.model, b, False)
-            rows = logp.tolist()
-            for j, i in enumerate(chunk):
-                out[i] = rows[j][:len(pairs[i]['completionIds'])]
+    def score(self, p: msg.ScoreParams) -> list[list[float]]:
+        pairs = p.pairs
+        out: list[list[float]] = [[] for _ in pairs]
+        with self.adapters.using(p.adapter):
+            for chunk in fitting_chunks(pairs, int(self.config['microBatchSize']), self.context_length):
+                b = build_batch([pairs[i] for i in chunk], self.device)
+                logp, _ = completion_logprobs(self.forward, b, False)
+                rows = logp.tolist()
+                for j, i in enumerate(chunk):
+                    out[i] = rows[j][: len(pairs[i].completion_ids)]
         return out
 
     # -- training (every rank) -----------------------------------------------------------------------------
-    def validate_train(self, p: dict) -> None:
-        """Everything that can be wrong with a train_step request, checked on rank 0 before any rank starts it."""
-        check_pairs(p.get('pairs') or [], self.context_length)
-        check_loss(p.get('loss') or {}, p['pairs'])
-        self.adapters.check_name(p.get('adapter'))
-        if self.adapters and p.get('adapter') is None:
-            raise ValueError('the base model is frozen under LoRA adapters: name the adapter to train')
-        if p.get('optimizer'):
-            probe = dict(self.config)
-            for k, v in p['optimizer'].items():
-                if k not in probe:
-                    raise ValueError(f'unknown optimizer setting "{k}" (known: {", ".join(probe)})')
+    def train_step(self, p: msg.TrainStepParams) -> dict:
+        policy = self._trainable(p.adapter)
+        if p.optimizer:
+            policy.set_optimizer(p.optimizer)
+        with self.adapters.using(p.adapter):
+            started = time.perf_counter()
+            while True:
+                try:
+                    loss_fn = self._accumulate(p, policy)
+                    stats = self._reduce(loss_fn)  # every rank sees the same sums, so every rank takes the same decision
+                    if not all(math.isfinite(v) for v in stats.values()):
+                        policy.zero_grad()
+                        raise NonFiniteStep(f'the loss is {stats["lossSum"]}')
+                    norm = self._apply(policy)
+                    break
+                except NonFiniteStep:
+                    if policy.overflowed():  # float16: a smaller loss scale, and the same step again
+                        continue
+                    raise
+        tokens = sum(len(x.prompt_ids) + len(x.completion_ids) for x in p.pairs)
+        return {'loss': stats['lossSum'], 'gradNorm': float(norm), 'tokens': tokens, 'seconds': time.perf_counter() - started, 'stats': stats}
 
-    def train_step(self, p: dict) -> dict:
-        adapter = p.get('adapter')
-        if adapter is None:
-            return self._train_step(p, self.params, self.opt, self.config, self.set_optimizer, 'step', self)
-        a = self.adapters.get(adapter)
-        with self.adapters.using(adapter):
-            return self._train_step(p, a.params, a.opt, a.config, a.set_optimizer, 'step', a)
-
-    def _train_step(self, p: dict, params, opt, config: dict, set_optimizer, counter: str, owner) -> dict:
-        """One clipped AdamW update of `params` (the model's, or an adapter's) with `opt`; `owner.<counter>` counts it."""
-        started = time.perf_counter()
-        pairs = p['pairs']
-        if p.get('optimizer'):
-            set_optimizer(p['optimizer'])
-        loss_fn = LossFn(p['loss'], pairs)
-        chunks = fitting_chunks(pairs, int(config['microBatchSize']), self.context_length)
-        mine = chunks[self.rank::self.world]
-        net = self.ddp or self.model
-        scale = float(self.world)  # DDP averages over ranks; the batch loss's gradient is the sum over micro-batches
-        opt.zero_grad(set_to_none=True)
+    def _accumulate(self, p: msg.TrainStepParams, policy: Trainable) -> LossFn:
+        """Forward and backward over this rank's micro-batches; gradients summed in the parameters' .grad."""
+        pairs = p.pairs
+        loss_fn = LossFn(p.loss, pairs, self.device)
+        chunks = fitting_chunks(pairs, int(policy.config['microBatchSize']), self.context_length)
+        mine = chunks[self.rank :: self.world]
+        net = self.ddp or self.forward
+        scale = float(self.world) * policy.loss_scale  # DDP averages over ranks; float16's loss scale
+        policy.zero_grad()
         for k, chunk in enumerate(mine):
             last = k == len(mine) - 1
             sync = contextlib.nullcontext() if (self.ddp is None or last) else self.ddp.no_sync()
@@ -158,40 +244,39 @@ class Engine:
                 b = build_batch([pairs[i] for i in chunk], self.device)
                 logp, entropy = completion_logprobs(net, b, True)
                 loss = loss_fn(logp, b.mask, entropy, chunk)
+                if not loss.requires_grad:  # no completion token in this micro-batch: still one backward (DDP's hooks)
+                    loss = loss + 0.0 * sum(q.view(-1)[0] for _, q in policy.params)
                 (loss * scale).backward()
         if not mine and self.ddp is not None:
             # More ranks than micro-batches: this rank still joins the gradient all-reduce, with a zero contribution.
-            b = build_batch([{'promptIds': [0], 'completionIds': [0]}], self.device)
+            b = build_batch([msg.Pair([0], [0])], self.device)
             logp, _ = completion_logprobs(net, b, False)
             (logp.sum() * 0.0).backward()
-        grads = [p_.grad for _, p_ in params if p_.grad is not None]
-        norm = float(torch.sqrt(sum((g.float() ** 2).sum() for g in grads))) if grads else 0.0
-        clip = float(config['gradClip'])
-        if clip > 0 and norm > clip:
-            torch._foreach_mul_(grads, clip / norm)
-        opt.step()
-        setattr(owner, counter, getattr(owner, counter) + 1)
-        stats = loss_fn.stats
-        if self.world > 1:
-            keys = sorted(stats)
-            t = torch.tensor([stats[k] for k in keys], dtype=torch.float64, device=self.device)
-            dist.all_reduce(t)
-            stats = dict(zip(keys, t.tolist()))
-        tokens = sum(len(x['promptIds']) + len(x['completionIds']) for x in pairs)
-        return {'loss': stats['lossSum'], 'gradNorm': norm, 'tokens': tokens, 'seconds': time.perf_counter() - started, 'stats': stats}
+        return loss_fn
 
-    def save(self, target: str, adapter: str | None = None) -> None:
+    def _apply(self, policy: Trainable):
+        try:
+            return policy.apply()
+        except torch.cuda.OutOfMemoryError as e:
+            raise msg.Fatal(
+                f'the optimizer step ran out of memory half-way ({e}): weights and moments may disagree now; restart from the last '
+                'checkpoint (agl train --resume) with engine.lora, fewer parameters per GPU (engine.procs with engine.shard: fsdp) or a smaller model'
+            ) from e
+
+    def _reduce(self, loss_fn: LossFn) -> dict:
+        if self.world == 1:
+            return loss_fn.stats()
+        sums, gap_max = loss_fn.raw().clone(), loss_fn.gap_max.clone()
+        dist.all_reduce(sums)
+        dist.all_reduce(gap_max, op=dist.ReduceOp.MAX)
+        return {**dict(zip(STAT_KEYS, sums.tolist())), 'gapMax': float(gap_max)}
+
+    def save(self, p: msg.SaveParams) -> None:
         if self.rank != 0:
             return
-        if adapter is not None:
-            self.adapters.save(adapter, target)
+        if p.adapter is not None:
+            self.adapters.save(p.adapter, p.dir)
             return
-        if self.adapters:
-            raise ValueError('the base model is frozen under LoRA adapters: save an adapter (name it)')
-        moments = {}
-        for n, p in self.params:
-            st = self.opt.state.get(p) or {}
-            m = st.get('exp_avg', torch.zeros_like(p))
-            v = st.get('exp_avg_sq', torch.zeros_like(p))
-            moments[n] = (m, v)
-        fold.save_folder(target, self.hf, self.model, self.source, {'step': self.step, 'config': self.config, 'moments': moments})
+        policy = self._trainable(None)
+        state = {'step': policy.step, 'config': policy.config, 'moments': policy.moments()}
+        fold.save_folder(p.dir, self.hf, policy.weights(), self.source, state)

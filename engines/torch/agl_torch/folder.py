@@ -11,6 +11,7 @@ Built-in models are GPT-2s (GPT2LMHeadModel opens them as they are); Llama, Qwen
 their transformers classes. Older TF.js checkpoints of Llama-family models kept moments of linear weights
 transposed ([in, out]); they have no "layout" metadata and are turned around on load.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,6 @@ import torch
 
 SIDE_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'generation_config.json', 'special_tokens_map.json']
 FAMILIES = {'gpt2': 'gpt', 'llama': 'llama', 'qwen2': 'llama', 'mistral': 'llama'}
-DEFAULT_OPTIMIZER = {'lr': 3e-4, 'beta1': 0.9, 'beta2': 0.95, 'eps': 1e-8, 'weightDecay': 0.01, 'gradClip': 1.0, 'microBatchSize': 16}
 BYTE_SPECIALS = ['<|endoftext|>', '<|system|>', '<|user|>', '<|assistant|>', '<|tool|>', '<|end|>', '<tool_call>', '</tool_call>']
 _LINEAR = re.compile(r'(_proj\.weight|^lm_head\.weight)$')
 
@@ -55,10 +55,12 @@ def context_length_of(hf: dict) -> int:
     return min(int(hf.get('max_position_embeddings', 2048)), 32768)
 
 
-def load_model(folder: str, dtype: torch.dtype, attn: str):
-    """The folder's model through transformers' AutoModelForCausalLM, or a FolderError saying why not."""
-    from transformers import AutoModelForCausalLM
+def load_model(folder: str, dtype: torch.dtype, attn: str, keep_float32: bool = False):
+    """The folder's model through transformers' AutoModelForCausalLM, or a FolderError saying why not. With
+    `keep_float32` and a lower `dtype`, it loads in float32 and returns those float32 values too ({name: tensor}, the
+    optimizer's masters: a bfloat16 run resumed from a float32 folder keeps every bit the folder has)."""
     import transformers
+    from transformers import AutoModelForCausalLM
 
     hf = read_config(folder)
     family_of(hf)
@@ -68,12 +70,17 @@ def load_model(folder: str, dtype: torch.dtype, attn: str):
         # GPT2Config's defaults (GPT-2's 50256, outside a 264-token vocabulary) draw a warning while it loads.
         extra = {'bos_token_id': hf.get('bos_token_id', 256), 'eos_token_id': hf.get('eos_token_id', 261)}
         transformers.logging.set_verbosity_error()
+    masters = keep_float32 and dtype != torch.float32
     try:
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, attn_implementation=attn, **extra)
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32 if masters else dtype, attn_implementation=attn, **extra)
     except Exception as e:  # transformers raises many kinds: say which folder and library failed
         raise FolderError(f'transformers {transformers.__version__} cannot open the model folder {folder}: {type(e).__name__}: {e}') from e
     model.eval()  # no dropout: the policy is trained as it samples (as the TF.js engine, which has none)
-    return hf, model
+    float32 = None
+    if masters:
+        float32 = {n: p.detach() for n, p in model.named_parameters()}
+        model.to(dtype)  # new lower-precision parameters; the float32 tensors stay with `float32`
+    return hf, model, float32
 
 
 def parameter_names(model) -> list[tuple[str, torch.nn.Parameter]]:
@@ -85,13 +92,14 @@ def _is_linear(family: str, name: str) -> bool:
     return family == 'llama' and bool(_LINEAR.search(name))
 
 
-def save_folder(folder: str, hf: dict, model, source: str | None, optimizer_state: dict | None) -> None:
+def save_folder(folder: str, hf: dict, weights: dict[str, torch.Tensor], source: str | None, optimizer_state: dict | None) -> None:
+    """`weights` ({transformers name: tensor}, float32 masters when training in a lower precision) and the moments."""
     from safetensors.torch import save_file
 
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, 'config.json'), 'w', encoding='utf-8') as f:
-        json.dump(hf, f, indent=2)
-    tensors = {name: p.detach().to('cpu').contiguous() for name, p in parameter_names(model)}
+        json.dump(_with_dtype(hf, weights), f, indent=2)
+    tensors = {name: t.detach().to('cpu').contiguous() for name, t in weights.items()}
     save_file(tensors, os.path.join(folder, 'model.safetensors'), metadata={'format': 'pt'})
     if source and os.path.abspath(source) != os.path.abspath(folder):
         for name in SIDE_FILES:
@@ -104,6 +112,15 @@ def save_folder(folder: str, hf: dict, model, source: str | None, optimizer_stat
             moments[f'v.{name}'] = v.detach().to('cpu', torch.float32).contiguous()
         meta = {'step': str(optimizer_state['step']), 'config': json.dumps(optimizer_state['config']), 'layout': 'disk'}
         save_file(moments, os.path.join(folder, 'optimizer.safetensors'), metadata=meta)
+
+
+def _with_dtype(hf: dict, weights: dict[str, torch.Tensor]) -> dict:
+    """The config with its dtype keys (where it has them) naming what the weights file holds."""
+    dtypes = {str(t.dtype).replace('torch.', '') for t in weights.values()}
+    if len(dtypes) != 1:
+        return hf
+    (dtype,) = dtypes
+    return {**hf, **{k: dtype for k in ('torch_dtype', 'dtype') if k in hf}}
 
 
 def read_optimizer(folder: str, family: str, shapes: dict[str, torch.Size]) -> dict | None:
@@ -133,6 +150,7 @@ def read_optimizer(folder: str, family: str, shapes: dict[str, torch.Size]) -> d
 
 def byte_decoder():
     """Decodes ids of the built-in byte tokenizer (daemon/model/byte-tokenizer.ts): bytes, then the specials."""
+
     def decode(ids: list[int]) -> str:
         out, buf = [], bytearray()
         for i in ids:
@@ -147,6 +165,7 @@ def byte_decoder():
         if buf:
             out.append(buf.decode('utf-8', errors='replace'))
         return ''.join(out)
+
     return decode
 
 

@@ -4,6 +4,7 @@ are dropped from the batch and the cache once they are a quarter of it. Each row
 seeded from (seed, row), so a row samples the same tokens alone or in any batch. The log-prob returned for each
 token is the untempered model's (before temperature, top-k and top-p).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -43,29 +44,42 @@ def _filter(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) 
 
 
 @torch.inference_mode()
-def generate(model, prompts: list[list[int]], *, max_tokens: int, context_length: int, eos: list[int], device: torch.device,
-             temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, stop: list[str] | None = None, seed: int | None = None,
-             decode=None, on_step=None) -> list[dict]:
+def generate(
+    model,
+    prompts: list[list[int]],
+    *,
+    max_tokens: int,
+    context_length: int,
+    eos: list[int],
+    device: torch.device,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    top_k: int = 0,
+    stop: list[str] | None = None,
+    seed: int | None = None,
+    decode=None,
+    on_step=None,
+) -> list[dict]:
     if not prompts:
         return []
     for i, p in enumerate(prompts):
         if not p:
             raise ValueError(f'prompt {i} is empty: give at least one token')
     L = max(len(p) for p in prompts)
-    if L >= context_length:
+    if context_length <= L:
         raise ValueError(f'prompt of {L} tokens does not fit the context of {context_length}')
     stop = [s for s in (stop or []) if s]
     if stop and decode is None:
         raise ValueError('stop strings need a tokenizer to decode with (this model folder has no tokenizer.json)')
     max_new = min(int(max_tokens), context_length - L)
-    seed = random.randrange(2 ** 31) if seed is None else int(seed)
+    seed = random.randrange(2**31) if seed is None else int(seed)
     gens = [torch.Generator().manual_seed(row_seed(seed, i)) for i in range(len(prompts))]
     eos_set = set(eos)
     B = len(prompts)
     left = torch.tensor([L - len(p) for p in prompts])
     ids = torch.zeros((B, L), dtype=torch.long)
     for b, p in enumerate(prompts):
-        ids[b, L - len(p):] = torch.tensor(p, dtype=torch.long)
+        ids[b, L - len(p) :] = torch.tensor(p, dtype=torch.long)
     slots = torch.arange(L)
     attention = (slots[None, :] >= left[:, None]).long()
     positions = (slots[None, :] - left[:, None]).clamp(min=0)
@@ -119,8 +133,7 @@ def generate(model, prompts: list[list[int]], *, max_tokens: int, context_length
             attention, next_pos, tokens = attention[idx], next_pos[idx], tokens[idx]
             rows = [rows[i] for i in keep]
         attention = torch.cat([attention, torch.ones((len(rows), 1), dtype=attention.dtype, device=device)], dim=1)
-        res = model(input_ids=tokens.unsqueeze(-1), attention_mask=attention, position_ids=next_pos.unsqueeze(-1),
-                    use_cache=True, **{cache_kw: cache})
+        res = model(input_ids=tokens.unsqueeze(-1), attention_mask=attention, position_ids=next_pos.unsqueeze(-1), use_cache=True, **{cache_kw: cache})
         cache = getattr(res, cache_kw)
         logits = res.logits[:, -1, :]
         next_pos = next_pos + 1

@@ -1,6 +1,16 @@
-"""AdamW as both engines build it: decoupled weight decay on matrices only (not norms, biases), the TF.js engine's
-rule; and the settings (`lr`, `beta1`, `beta2`, `eps`, `weightDecay`) changed in place between updates. Used for the
-model's own optimizer (engine.py) and each LoRA adapter's (adapters.py)."""
+"""What one trainable policy owns: its parameters, AdamW over float32 masters of them, its settings and update count.
+The model's own weights (engine.py) and each LoRA adapter (adapters.py) are one of these each.
+
+Mixed precision: when the parameters are not float32 (the model loaded in bfloat16 / float16), the optimizer keeps a
+float32 master copy of each and float32 moments, and steps those; the parameters (what forward passes read) are the
+masters rounded after each update. An update smaller than half a bfloat16 step therefore still accumulates in the
+master instead of vanishing, and norms move as matrices do. Bytes per trained parameter: 2 (bf16 weight) + 2 (bf16
+gradient) + 4 (master) + 8 (moments) = 16, the same as float32 training (4 + 4 + 8) without its float32 compute.
+float16 gradients underflow without scaling: the loss is scaled (dynamically: halved on overflow, doubled after 200
+clean updates) and the gradients unscaled into the masters.
+
+AdamW as both engines build it: decoupled weight decay on matrices only (not norms, biases), the TF.js engine's rule.
+"""
 
 from __future__ import annotations
 
@@ -8,26 +18,154 @@ import math
 
 import torch
 
+from .messages import OPTIMIZER_KEYS, RequestError, check_optimizer
 
-def make_adamw(params: list[tuple[str, torch.nn.Parameter]], config: dict) -> torch.optim.AdamW:
-    """Group 0: the matrices (decayed); group 1: the rest."""
-    decay = [p for _, p in params if p.dim() >= 2]
-    plain = [p for _, p in params if p.dim() < 2]
-    return torch.optim.AdamW([{'params': decay, 'weight_decay': config['weightDecay']}, {'params': plain, 'weight_decay': 0.0}],
-                             lr=config['lr'], betas=(config['beta1'], config['beta2']), eps=config['eps'])
+DEFAULT_OPTIMIZER = {'lr': 3e-4, 'beta1': 0.9, 'beta2': 0.95, 'eps': 1e-8, 'weightDecay': 0.01, 'gradClip': 1.0, 'microBatchSize': 16}
 
 
-def set_optimizer(opt: torch.optim.Optimizer, config: dict, cfg: dict | None) -> dict:
-    """Checks and applies `cfg` over `config` (known keys, finite numbers), then to `opt`'s groups; returns `config`."""
-    for k, v in (cfg or {}).items():
-        if k not in config:
-            raise ValueError(f'unknown optimizer setting "{k}" (known: {", ".join(config)})')
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-            raise ValueError(f'optimizer setting "{k}" must be a finite number, got {v!r}')
-        config[k] = v
-    for g in opt.param_groups:
-        g['lr'] = config['lr']
-        g['betas'] = (config['beta1'], config['beta2'])
-        g['eps'] = config['eps']
-    opt.param_groups[0]['weight_decay'] = config['weightDecay']  # group 0: the matrices
-    return config
+class NonFiniteStep(RuntimeError):
+    """The loss or the gradient was NaN or infinite: the update was refused, weights and moments are unchanged."""
+
+
+def merged_config(saved: dict | None, requested: dict | None, base: dict | None = None) -> dict:
+    """Settings: `base` (default: DEFAULT_OPTIMIZER), then what a folder saved, then what the request asks for."""
+    out = dict(base or DEFAULT_OPTIMIZER)
+    out.update({k: v for k, v in (saved or {}).items() if k in out})
+    out.update({k: v for k, v in (requested or {}).items() if k in out and v is not None})
+    return out
+
+
+class Trainable:
+    """Named parameters trained by one AdamW; `step` counts its updates."""
+
+    def __init__(self, params: list[tuple[str, torch.nn.Parameter]], config: dict, step: int = 0, masters: dict[str, torch.Tensor] | None = None):
+        self.params = params
+        self.config = config
+        self.step = step
+        device = params[0][1].device if params else torch.device('cpu')
+        needs_master = any(p.dtype != torch.float32 for _, p in params)
+        self.masters: list[torch.Tensor] | None = None
+        if needs_master:
+            given = masters or {}
+            self.masters = [(given[n] if n in given else p.detach()).to(device=device, dtype=torch.float32).clone() for n, p in params]
+        self.loss_scale = 2.0**16 if any(p.dtype == torch.float16 for _, p in params) else 1.0
+        self._clean_steps = 0
+        self.opt = _adamw(params, self.masters, config, device)
+
+    # -- settings ----------------------------------------------------------------------------------------------
+    def set_optimizer(self, cfg: dict | None) -> dict:
+        """Checks `cfg` (known keys, values in range) and applies it over the settings; returns the settings."""
+        self.config.update(check_optimizer(cfg))
+        for g in self.opt.param_groups:
+            g['lr'] = self.config['lr']
+            g['betas'] = (self.config['beta1'], self.config['beta2'])
+            g['eps'] = self.config['eps']
+        self.opt.param_groups[0]['weight_decay'] = self.config['weightDecay']  # group 0: the matrices
+        return self.config
+
+    # -- state in and out --------------------------------------------------------------------------------------
+    def _optimized(self) -> list[torch.Tensor]:
+        return self.masters if self.masters is not None else [p for _, p in self.params]
+
+    def restore_moments(self, moments: dict[str, tuple[torch.Tensor, torch.Tensor]], key=lambda n: n) -> None:
+        """AdamW's moments from a saved folder (float32, whatever the parameters' dtype), at the saved step."""
+        for (n, _), q in zip(self.params, self._optimized()):
+            saved = moments.get(key(n))
+            if saved is None:
+                continue
+            m, v = saved
+            fused = bool(self.opt.defaults.get('fused'))  # fused AdamW keeps its step count on the device
+            self.opt.state[q] = {
+                'step': torch.tensor(float(self.step), dtype=torch.float32, device=q.device if fused else 'cpu'),
+                'exp_avg': m.to(device=q.device, dtype=torch.float32),
+                'exp_avg_sq': v.to(device=q.device, dtype=torch.float32),
+            }
+
+    def moments(self, key=lambda n: n) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """{saved name: (m, v)} as float32 CPU tensors (zeros before the first update)."""
+        out = {}
+        for (n, _), q in zip(self.params, self._optimized()):
+            st = self.opt.state.get(q) or {}
+            m = st.get('exp_avg', torch.zeros_like(q, dtype=torch.float32))
+            v = st.get('exp_avg_sq', torch.zeros_like(q, dtype=torch.float32))
+            out[key(n)] = (m.detach().to('cpu', torch.float32).contiguous(), v.detach().to('cpu', torch.float32).contiguous())
+        return out
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        """The trained values to save: the float32 masters when there are, else the parameters."""
+        return {n: q.detach() for (n, _), q in zip(self.params, self._optimized())}
+
+    # -- one update ----------------------------------------------------------------------------------------------
+    def zero_grad(self) -> None:
+        for _, p in self.params:
+            p.grad = None
+        if self.masters is not None:
+            for q in self.masters:
+                q.grad = None
+
+    def apply(self) -> torch.Tensor:
+        """Clips the gradients by global norm and steps AdamW. Returns the norm before clipping (a device tensor).
+        Raises NonFiniteStep (nothing changed) when a gradient is NaN or infinite; float16 first retries smaller scales
+        through the caller (`overflowed`)."""
+        grads = [p.grad for _, p in self.params if p.grad is not None]
+        if not grads:
+            return torch.zeros(())
+        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
+        if self.loss_scale != 1.0:
+            norm = norm / self.loss_scale
+        if not bool(torch.isfinite(norm)):
+            self.zero_grad()
+            raise NonFiniteStep(f'the gradient norm is {float(norm)}')
+        clip = float(self.config['gradClip'])
+        factor = (clip / norm).clamp(max=1.0) if clip > 0 else torch.ones(())
+        factor = factor / self.loss_scale
+        if self.masters is None:
+            torch._foreach_mul_(grads, factor)
+        else:
+            for (_, p), q in zip(self.params, self.masters):
+                q.grad = None if p.grad is None else p.grad.float().mul_(factor)
+                p.grad = None
+        self.opt.step()
+        if self.masters is not None:
+            with torch.no_grad():
+                for (_, p), q in zip(self.params, self.masters):
+                    p.copy_(q)
+        self.step += 1
+        self._grow_scale()
+        return norm
+
+    def overflowed(self) -> bool:
+        """float16: halves the loss scale after an overflow; True when a retry can help."""
+        if self.loss_scale <= 1.0:
+            return False
+        self.loss_scale /= 2.0
+        self._clean_steps = 0
+        return self.loss_scale >= 1.0
+
+    def _grow_scale(self) -> None:
+        if self.loss_scale == 1.0 and not any(p.dtype == torch.float16 for _, p in self.params):
+            return
+        self._clean_steps += 1
+        if self._clean_steps >= 200 and self.loss_scale < 2.0**24:
+            self.loss_scale *= 2.0
+            self._clean_steps = 0
+
+
+def _adamw(params, masters, config: dict, device: torch.device) -> torch.optim.AdamW:
+    """Group 0: the matrices (decayed); group 1: the rest. Fused on CUDA (one kernel for every tensor)."""
+    tensors = masters if masters is not None else [p for _, p in params]
+    decay = [q for (_, p), q in zip(params, tensors) if p.dim() >= 2]
+    plain = [q for (_, p), q in zip(params, tensors) if p.dim() < 2]
+    extra = {'fused': True} if device.type == 'cuda' else {}
+    groups = [{'params': decay, 'weight_decay': config['weightDecay']}, {'params': plain, 'weight_decay': 0.0}]
+    return torch.optim.AdamW(groups, lr=config['lr'], betas=(config['beta1'], config['beta2']), eps=config['eps'], **extra)
+
+
+def check_settings(config: dict) -> None:
+    """A folder's or a command line's settings before use: the same bounds as a request's."""
+    missing = [k for k in OPTIMIZER_KEYS if k not in config]
+    if missing:
+        raise RequestError(f'optimizer settings lack {", ".join(missing)}')
+    check_optimizer(config)
+    if not all(math.isfinite(float(v)) for v in config.values()):
+        raise RequestError('optimizer settings must be finite numbers')

@@ -3,58 +3,91 @@ JSON object per line (protocol/engine.ts describes every message):
 
   engine -> daemon   {"event": "ready", "data": {engine, versions, device, ranks, model}}      once, after loading
                      {"event": "fatal", "data": {"message": ...}}                               loading failed
-  daemon -> engine   {"id": 7, "method": "generate" | "score" | "train_step" | "save" | "set_optimizer" | "add_adapter" | "shutdown", "params": {...}}
-                     (generate, score, train_step and save take "adapter": a LoRA adapter's name, or none for the model itself)
+  daemon -> engine   {"id": 7, "method": "generate" | "score" | "train_step" | "save" | "set_optimizer" | "add_adapter" | "describe" | "shutdown", "params": {...}}
   engine -> daemon   {"id": 7, "event": "tokens", "data": [[sequence, token, logprob], ...]}   streaming, per decoding step
-                     {"id": 7, "result": ...}  or  {"id": 7, "error": {"message": ..., "type": ...}}
+                     {"id": 7, "result": ..., "memory": {"bytes", "kind"}}   or  {"id": 7, "error": {"message", "type", "fatal"?}}
 
-Requests run one at a time, in order. Under torchrun only rank 0 talks to the daemon; it hands each request
-that every rank must run (train_step, save, set_optimizer, shutdown) to the others with a broadcast, after
-checking it, so a bad request is an error answer and never a rank stuck in a collective. When the daemon goes
-away (its socket closes), every rank exits.
+No request kills the engine: every field is checked before anything touches the device (messages.py), every error
+is answered, a CUDA out-of-memory is answered with the sizes involved and what to change (the cache is freed and
+the engine keeps serving), a NaN or infinite loss or gradient refuses the update with weights and moments unchanged,
+and a result holding a NaN is answered as an error. `fatal` is set only when the engine cannot go on: a collective
+that failed on some ranks, a CUDA error that poisoned the context, an optimizer step that ran out of memory half-way.
+
+Requests run one at a time, in order. Under torchrun only rank 0 talks to the daemon; it hands each request that
+every rank must run (train_step, save, set_optimizer, shutdown) to the others with a broadcast, after checking it,
+so a bad request is an error answer and never a rank stuck in a collective. When the daemon goes away (its socket
+closes), every rank exits.
 """
+
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import os
 import socket
 import sys
+import time
 import traceback
 
 import torch
 import torch.distributed as dist
 
 from .engine import Engine
+from .memory import gib
+from .messages import Fatal, RequestError
+from .optim import NonFiniteStep
 
 COLLECTIVE = {'train_step', 'save', 'set_optimizer', 'shutdown'}  # add_adapter: one rank only (refused under torchrun)
 
 
-def log(msg: str) -> None:
-    print(f'[agl-torch] {msg}', file=sys.stderr, flush=True)
+class NonFiniteResult(ValueError):
+    """A result (or a streamed token) holds NaN or infinity, which JSON cannot carry."""
+
+
+def log(text: str) -> None:
+    print(f'[agl-torch] {text}', file=sys.stderr, flush=True)
+
+
+def check_devices(arg: str, local_rank: int, local_world: int) -> None:
+    """Every rank runs this before any collective, so rank 0 can say what is wrong for all of them."""
+    if arg not in ('auto', 'cpu', 'cuda'):
+        raise RuntimeError(f'--device must be auto, cpu or cuda, got {arg}')
+    if arg == 'cpu' or (arg == 'auto' and not torch.cuda.is_available()):
+        return
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            f'--device cuda: no CUDA device is visible to torch {torch.__version__} '
+            f'(built for CUDA {torch.version.cuda or "none: a CPU-only build"}); use --device cpu, or install a CUDA build of torch'
+        )
+    visible = torch.cuda.device_count()
+    if local_world > visible:
+        raise RuntimeError(
+            f'{local_world} ranks on this machine need {local_world} GPUs (one each), but only {visible} '
+            f'{"is" if visible == 1 else "are"} visible: use --procs {visible} or fewer (rank {local_rank} would have had none)'
+        )
 
 
 def pick_device(arg: str, local_rank: int) -> torch.device:
     if arg == 'auto':
         arg = 'cuda' if torch.cuda.is_available() else 'cpu'
     if arg == 'cuda':
-        if not torch.cuda.is_available():
-            raise RuntimeError(f'--device cuda: no CUDA device is visible to torch {torch.__version__} '
-                               f'(built for CUDA {torch.version.cuda or "none: a CPU-only build"}); use --device cpu, or install a CUDA build of torch')
-        if local_rank >= torch.cuda.device_count():
-            raise RuntimeError(f'rank {local_rank} needs GPU {local_rank}, but only {torch.cuda.device_count()} are visible: use --procs {torch.cuda.device_count()} or fewer')
         torch.cuda.set_device(local_rank)
         return torch.device('cuda', local_rank)
-    if arg != 'cpu':
-        raise RuntimeError(f'--device must be auto, cpu or cuda, got {arg}')
     return torch.device('cpu')
 
 
 def versions() -> dict:
     import transformers
-    return {'python': sys.version.split()[0], 'torch': torch.__version__, 'transformers': transformers.__version__,
-            'cuda': torch.version.cuda, 'cudaAvailable': torch.cuda.is_available(),
-            'gpus': [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []}
+
+    return {
+        'python': sys.version.split()[0],
+        'torch': torch.__version__,
+        'transformers': transformers.__version__,
+        'cuda': torch.version.cuda,
+        'cudaAvailable': torch.cuda.is_available(),
+        'gpus': [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else [],
+    }
 
 
 class Channel:
@@ -64,7 +97,11 @@ class Channel:
         self.reader = self.sock.makefile('rb')
 
     def send(self, obj: dict) -> None:
-        self.sock.sendall((json.dumps(obj, separators=(',', ':'), allow_nan=False) + '\n').encode('utf-8'))
+        try:
+            line = json.dumps(obj, separators=(',', ':'), allow_nan=False)
+        except ValueError as e:
+            raise NonFiniteResult(str(e)) from e
+        self.sock.sendall((line + '\n').encode('utf-8'))
 
     def receive(self) -> dict | None:
         line = self.reader.readline()
@@ -77,10 +114,12 @@ def serve(args) -> int:
     rank = int(os.environ.get('RANK', '0'))
     world = int(os.environ.get('WORLD_SIZE', '1'))
     local_rank = int(os.environ.get('LOCAL_RANK', '0'))
+    local_world = int(os.environ.get('LOCAL_WORLD_SIZE', '1'))
     if args.threads:
         torch.set_num_threads(args.threads)
     channel = Channel(args.connect) if rank == 0 else None
     try:
+        check_devices(args.device, local_rank, local_world)
         device = pick_device(args.device, local_rank)
         if world > 1:
             backend = 'nccl' if device.type == 'cuda' else 'gloo'
@@ -88,97 +127,157 @@ def serve(args) -> int:
             dist.init_process_group(backend, timeout=datetime.timedelta(days=7))
         torch.manual_seed(args.seed)
         optimizer = json.loads(args.optimizer) if args.optimizer else None
-        engine = Engine(args.model, device=device, dtype=args.dtype, attn=args.attn, optimizer=optimizer, name=args.name, rank=rank, world=world)
+        engine = Engine(
+            args.model,
+            device=device,
+            dtype=args.dtype,
+            attn=args.attn,
+            optimizer=optimizer,
+            name=args.name,
+            rank=rank,
+            world=world,
+            trainable=args.trainable,
+            gradient_checkpointing=args.gradient_checkpointing,
+        )
     except Exception as e:  # noqa: BLE001 - every load failure is reported to the daemon with its reason
         if channel:
             channel.send({'event': 'fatal', 'data': {'message': str(e), 'type': type(e).__name__}})
         log(f'rank {rank}: {type(e).__name__}: {e}')
+        if rank != 0:
+            time.sleep(10)  # rank 0 says the same to the daemon; torchrun stops every rank once one exits
         return 2
     if rank == 0:
-        hello = {'engine': 'torch', 'pid': os.getpid(), 'device': str(device), 'ranks': world,
-                 'backend': dist.get_backend() if world > 1 else None, 'threads': torch.get_num_threads(), **versions(), 'model': engine.describe()}
+        hello = {
+            'engine': 'torch',
+            'pid': os.getpid(),
+            'device': str(device),
+            'ranks': world,
+            'backend': dist.get_backend() if world > 1 else None,
+            'threads': torch.get_num_threads(),
+            **versions(),
+            'model': engine.describe(),
+        }
         channel.send({'event': 'ready', 'data': hello})
         return lead(engine, channel, world)
     return follow(engine)
 
 
-def run_collective(engine: Engine, method: str, params: dict):
+def run(engine: Engine, method: str, params, on_step=None):
+    if method == 'generate':
+        return engine.generate(params, on_step if params.stream else None)
+    if method == 'score':
+        return engine.score(params)
     if method == 'train_step':
         return engine.train_step(params)
     if method == 'save':
-        engine.save(params['dir'], params.get('adapter'))
+        engine.save(params)
         if engine.world > 1:
             dist.barrier()
-        return {'dir': params['dir']}
+        return {'dir': params.dir}
     if method == 'set_optimizer':
         return engine.set_optimizer(params)
+    if method == 'add_adapter':
+        return engine.add_adapter(params)
+    if method == 'describe':
+        return engine.describe()
     return None
 
 
 def lead(engine: Engine, channel: Channel, world: int) -> int:
     while True:
         try:
-            msg = channel.receive()
+            m = channel.receive()
         except (OSError, ValueError) as e:
             log(f'cannot read from the daemon ({e}); exiting')
-            msg = None
-        if msg is None:  # the daemon went away
+            m = None
+        if m is None:  # the daemon went away
             if world > 1:
                 dist.broadcast_object_list([{'method': 'shutdown'}], src=0)
             return 0
-        rid, method, params = msg.get('id'), msg.get('method'), msg.get('params') or {}
-        if method in COLLECTIVE:
-            try:  # everything a request can get wrong is found here, before any other rank hears of it
-                if method == 'train_step':
-                    engine.validate_train(params)
-                elif method == 'save' and not isinstance(params.get('dir'), str):
-                    raise ValueError('save needs {"dir": "<folder>"}')
-                elif method == 'save':
-                    engine.adapters.check_name(params.get('adapter'))
-                    if engine.adapters and params.get('adapter') is None:
-                        raise ValueError('the base model is frozen under LoRA adapters: save an adapter (name it)')
-                elif method == 'set_optimizer':
-                    engine.set_optimizer({**engine.config, **params})
-            except (ValueError, KeyError, TypeError) as e:
-                channel.send({'id': rid, 'error': {'message': str(e), 'type': type(e).__name__}})
-                continue
-            if world > 1:
-                dist.broadcast_object_list([{'method': method, 'params': params}], src=0)
-            if method == 'shutdown':
-                channel.send({'id': rid, 'result': None})
-                return 0
-            try:
-                result = run_collective(engine, method, params)
-            except Exception as e:  # the ranks may be out of step now: answer, then stop (torchrun stops the others)
-                log(f'{method} failed: {type(e).__name__}: {e}\n{traceback.format_exc()}')
-                channel.send({'id': rid, 'error': {'message': f'{type(e).__name__}: {e}', 'type': type(e).__name__, 'fatal': True}})
-                raise
-            channel.send({'id': rid, 'result': result})
+        rid, method, raw = m.get('id'), m.get('method'), m.get('params')
+        try:  # everything a request can get wrong is found here, before any other rank hears of it
+            params = engine.check(method, raw)
+        except RequestError as e:
+            channel.send({'id': rid, 'error': {'message': str(e), 'type': 'RequestError'}})
             continue
-        try:
-            if method == 'generate':
-                def on_step(events, rid=rid):
-                    channel.send({'id': rid, 'event': 'tokens', 'data': events})
-                result = engine.generate(params, on_step if params.get('stream') else None)
-            elif method == 'score':
-                result = engine.score(params['pairs'], params.get('adapter'))
-            elif method == 'add_adapter':
-                result = engine.add_adapter(params)
-            elif method == 'describe':
-                result = engine.describe()
-            else:
-                raise ValueError(f'unknown method {method!r}')
-        except (ValueError, KeyError, TypeError) as e:
-            channel.send({'id': rid, 'error': {'message': str(e), 'type': type(e).__name__}})
-            continue
-        channel.send({'id': rid, 'result': result})
+        if method in COLLECTIVE and world > 1:
+            dist.broadcast_object_list([{'method': method, 'params': raw}], src=0)
+        if method == 'shutdown':
+            channel.send({'id': rid, 'result': None})
+            return 0
+        if not answer(engine, channel, rid, method, params):
+            return 3
+
+
+def answer(engine: Engine, channel: Channel, rid, method: str, params) -> bool:
+    """Runs one request and sends its answer; False when the engine must stop (a fatal error was answered)."""
+
+    def on_step(events):
+        channel.send({'id': rid, 'event': 'tokens', 'data': events})
+
+    engine.memory.reset()
+    try:
+        result = run(engine, method, params, on_step)
+        memory = engine.memory.read()
+        if method == 'train_step':
+            result['peakMemory'] = memory
+        channel.send({'id': rid, 'result': result, 'memory': memory})
+        return True
+    except (RequestError, NonFiniteStep) as e:
+        what = f'{method} refused: {e}; weights and optimizer state are unchanged' if isinstance(e, NonFiniteStep) else str(e)
+        error = {'message': what, 'type': type(e).__name__}
+    except NonFiniteResult as e:
+        error = {
+            'message': f'the result of {method} holds a non-finite number (NaN or infinity: {e}): the weights or this input produce NaN',
+            'type': 'NonFiniteResult',
+        }
+    except torch.cuda.OutOfMemoryError as e:
+        error = {'message': out_of_memory(engine, method, params, e), 'type': 'OutOfMemoryError', 'fatal': engine.world > 1}
+    except Exception as e:  # noqa: BLE001 - every failure is answered; only these are fatal
+        log(f'{method} failed: {type(e).__name__}: {e}\n{traceback.format_exc()}')
+        poisoned = 'CUDA error' in str(e) or type(e).__name__ == 'AcceleratorError'
+        fatal = isinstance(e, Fatal) or poisoned or (method in ('train_step', 'save', 'set_optimizer') and engine.world > 1)
+        error = {'message': f'{type(e).__name__}: {e}', 'type': type(e).__name__, **({'fatal': True} if fatal else {})}
+    channel.send({'id': rid, 'error': error})
+    return not error.get('fatal')
+
+
+def out_of_memory(engine: Engine, method: str, params, e: Exception) -> str:
+    """What ran out, how big it was, and what to change; frees what the failed request held."""
+    held = engine.memory.now()
+    for t in [engine.policy, *engine.adapters.by_name.values()]:
+        if t is not None:
+            t.zero_grad()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    where = f'{gib(held["allocated"])} allocated of {gib(held["total"])} ({gib(held["free"])} free)' if 'total' in held else ''
+    if method == 'generate':
+        longest = max((len(p) for p in params.prompts), default=0)
+        size = f'{len(params.prompts)} prompts, the longest {longest} tokens + up to {params.max_tokens} new'
+        fix = 'fewer rollouts at once (runtime.workers), a smaller model.maxTokens, or a smaller model'
+    else:
+        pairs = params.pairs
+        longest = max(len(p.prompt_ids) + len(p.completion_ids) for p in pairs)
+        micro = int(engine.config['microBatchSize'])
+        size = f'{len(pairs)} sequences, the longest {longest} tokens, in micro-batches of up to {micro}'
+        fix = (
+            f'a smaller micro-batch (optimizer microBatchSize, now {micro}), engine.gradientCheckpointing: true, '
+            'engine.lora (train adapters on a frozen base), or a shorter model.maxTokens'
+        )
+    return f'CUDA out of memory in {method}: {size}; the GPU: {where}. Try {fix}. The engine freed its cache and keeps serving. ({e})'.replace(
+        '; the GPU: .', '.'
+    )
 
 
 def follow(engine: Engine) -> int:
     while True:
         box = [None]
         dist.broadcast_object_list(box, src=0)
-        msg = box[0] or {}
-        if msg.get('method') == 'shutdown':
+        m = box[0] or {}
+        if m.get('method') == 'shutdown':
             return 0
-        run_collective(engine, msg['method'], msg.get('params') or {})
+        try:
+            run(engine, m['method'], engine.check(m['method'], m.get('params')))
+        except (RequestError, NonFiniteStep):
+            continue  # rank 0 took the same decision on the same (all-reduced) numbers and answered it

@@ -1,0 +1,93 @@
+"""Float32 masters under lower-precision parameters, AdamW's moments in and out, and updates that refuse NaN."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import engine, pairs
+
+from agl_torch.messages import SaveParams, TrainStepParams, parse
+from agl_torch.optim import NonFiniteStep, Trainable
+
+
+def step_request(ps, lr=1e-3):
+    raw = {
+        'pairs': [{'promptIds': p.prompt_ids, 'completionIds': p.completion_ids} for p in ps],
+        'loss': {'kind': 'nll'},
+        'optimizer': {'lr': lr, 'microBatchSize': 2},
+    }
+    return parse(TrainStepParams, raw)
+
+
+def test_bfloat16_parameters_get_float32_masters_and_moments(model_dir):
+    e = engine(model_dir, dtype='bfloat16')
+    assert all(p.dtype == torch.bfloat16 for _, p in e.policy.params)
+    assert all(q.dtype == torch.float32 for q in e.policy.masters)
+    e.train_step(step_request(pairs(4)))
+    for q in e.policy.masters:
+        st = e.policy.opt.state[q]
+        assert st['exp_avg'].dtype == torch.float32 and st['exp_avg_sq'].dtype == torch.float32
+    for (_, p), q in zip(e.policy.params, e.policy.masters):
+        assert torch.equal(p, q.to(torch.bfloat16))  # the parameters are the masters, rounded
+
+
+def test_an_update_at_lr_1e_6_moves_every_trainable_tensor_norms_included(model_dir):
+    e = engine(model_dir, dtype='bfloat16')
+    before = [q.clone() for q in e.policy.masters]
+    e.train_step(step_request(pairs(4), lr=1e-6))
+    moved = [not torch.equal(a, b) for a, b in zip(before, e.policy.masters)]
+    names = [n for n, _ in e.policy.params]
+    assert all(moved), [n for n, m in zip(names, moved) if not m]
+    assert any('norm' in n or 'ln_' in n for n in names)  # norms are among them
+
+
+def test_a_float32_folder_resumes_in_bfloat16_and_a_bfloat16_run_saves_float32(model_dir, tmp_path):
+    a = engine(model_dir)
+    a.train_step(step_request(pairs(4)))
+    a.save(SaveParams(str(tmp_path / 'f32')))
+    b = engine(str(tmp_path / 'f32'), dtype='bfloat16')  # moments saved as float32 onto bfloat16 parameters
+    assert b.policy.step == 1
+    for (_, p), q in zip(a.policy.params, b.policy.masters):
+        assert torch.equal(p.detach(), q)  # the masters hold every bit of the folder
+    b.train_step(step_request(pairs(4, seed=1)))
+    assert b.policy.step == 2
+    b.save(SaveParams(str(tmp_path / 'bf16')))
+    c = engine(str(tmp_path / 'bf16'))  # and back to float32: the saved weights are the float32 masters
+    for (_, p), q in zip(c.policy.params, b.policy.masters):
+        assert torch.equal(p.detach(), q)
+    c.train_step(step_request(pairs(4, seed=2)))
+
+
+def test_a_nan_gradient_refuses_the_update_and_changes_nothing(model_dir):
+    e = engine(model_dir)
+    e.train_step(step_request(pairs(4)))
+    weights = [p.detach().clone() for _, p in e.policy.params]
+    moments = {k: (m.clone(), v.clone()) for k, (m, v) in e.policy.moments().items()}
+    for _, p in e.policy.params:
+        p.grad = torch.full_like(p, float('nan'))
+    with pytest.raises(NonFiniteStep, match='gradient norm is nan'):
+        e.policy.apply()
+    assert all(torch.equal(a, p) for a, (_, p) in zip(weights, e.policy.params))
+    for k, (m, v) in e.policy.moments().items():
+        assert torch.equal(m, moments[k][0]) and torch.equal(v, moments[k][1])
+    assert e.policy.step == 1
+
+
+def test_clipping_scales_the_gradient_to_the_clip_norm():
+    p = torch.nn.Parameter(torch.zeros(4))
+    t = Trainable([('w', p)], {'lr': 1.0, 'beta1': 0.0, 'beta2': 0.0, 'eps': 1e-30, 'weightDecay': 0.0, 'gradClip': 1.0, 'microBatchSize': 1})
+    p.grad = torch.tensor([3.0, 4.0, 0.0, 0.0])
+    norm = t.apply()
+    assert float(norm) == pytest.approx(5.0)
+    # Adam with beta1 = beta2 = 0 steps by sign: the clipped gradient's direction
+    assert torch.allclose(p.detach(), torch.tensor([-1.0, -1.0, 0.0, 0.0]))
+
+
+def test_float16_halves_its_loss_scale_on_overflow():
+    p = torch.nn.Parameter(torch.zeros(2, dtype=torch.float16))
+    t = Trainable([('w', p)], {'lr': 1e-3, 'beta1': 0.9, 'beta2': 0.95, 'eps': 1e-8, 'weightDecay': 0.0, 'gradClip': 1.0, 'microBatchSize': 1})
+    assert t.loss_scale == 2.0**16
+    p.grad = torch.tensor([float('inf'), 1.0], dtype=torch.float16)
+    with pytest.raises(NonFiniteStep):
+        t.apply()
+    assert t.overflowed() and t.loss_scale == 2.0**15

@@ -1,0 +1,45 @@
+/**
+ * The torch engine's Python is held to the TypeScript's standard: ruff's lint and formatter agree with every file
+ * (engines/torch and test/engine's scripts; settings in engines/torch/pyproject.toml), and its unit tests
+ * (engines/torch/tests: messages, batch, loss, generate, optim, server) pass under pytest on tiny models transformers
+ * makes on the spot.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { torchPython } from '../helpers/torch.js';
+
+const ENGINE = join('engines', 'torch');
+const SCRIPTS = readdirSync(join('test', 'engine'))
+  .filter((f) => f.endsWith('.py'))
+  .map((f) => join('..', '..', 'test', 'engine', f));
+
+function run(args: string[], timeout = 600_000) {
+  const r = spawnSync(torchPython(), args, {
+    cwd: ENGINE,
+    encoding: 'utf8',
+    timeout,
+    env: { ...process.env, HF_HUB_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false' },
+  });
+  return { status: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
+}
+
+test('ruff check: no lint finding in the engine or the test scripts', () => {
+  const r = run(['-m', 'ruff', 'check', '.', ...SCRIPTS]);
+  assert.equal(r.status, 0, r.out);
+});
+
+test('ruff format --check: every Python file is formatted', () => {
+  const r = run(['-m', 'ruff', 'format', '--check', '.', ...SCRIPTS]);
+  assert.equal(r.status, 0, `${r.out}\nrun: cd engines/torch && python -m ruff format . ../../test/engine/*.py`);
+});
+
+test('pytest: the engine unit tests pass', () => {
+  const r = run(['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'tests']);
+  assert.equal(r.status, 0, r.out.slice(-6000));
+  const m = /(\d+) passed/.exec(r.out);
+  assert.ok(m && Number(m[1]) >= 50, `the suite ran: ${r.out.slice(-400)}`);
+  assert.doesNotMatch(r.out, /skipped|xfail/, 'nothing skipped');
+});
