@@ -7,8 +7,11 @@ import type { EngineConfig } from '../../protocol/train-config.js';
 
 export { EngineSection, SamplerSection, type EngineConfig, type SamplerConfig } from '../../protocol/train-config.js';
 
-/** openPolicy's engine options for a config's engine section. */
-export function engineOptions(e: EngineConfig, o: { dataDir?: string; log?: (line: string) => void } = {}) {
+/**
+ * openPolicy's engine options for a config's engine section. `serving`: the policy is only served (agl serve), so the
+ * torch engine keeps no float32 master weights or moments for it.
+ */
+export function engineOptions(e: EngineConfig, o: { dataDir?: string; log?: (line: string) => void; serving?: boolean } = {}) {
   return {
     engine: e.kind,
     torch: {
@@ -19,7 +22,7 @@ export function engineOptions(e: EngineConfig, o: { dataDir?: string; log?: (lin
       python: e.python,
       threads: e.threads,
       gradientCheckpointing: e.gradientCheckpointing,
-      trainable: e.lora ? ('adapters' as const) : ('full' as const),
+      trainable: o.serving ? ('none' as const) : e.lora ? ('adapters' as const) : ('full' as const),
       dataDir: o.dataDir,
       log: o.log,
     },

@@ -55,7 +55,7 @@ export function openForServing(
   spec: string,
   o: { backend: string | undefined; engine: EngineConfig; dataDir: string; log: (m: string) => void; seed?: number; name?: string },
 ): Promise<PolicyModel> {
-  const opts = engineOptions(o.engine, { dataDir: o.dataDir, log: (line) => o.log(`engine: ${line}`) });
+  const opts = engineOptions(o.engine, { dataDir: o.dataDir, log: (line) => o.log(`engine: ${line}`), serving: true });
   return import('../algorithm/open-policy.js').then(({ openPolicy }) =>
     openPolicy(spec, { backend: o.backend, ...(o.seed !== undefined ? { seed: o.seed } : {}), ...opts, ...(o.name ? { name: o.name } : {}) }),
   );

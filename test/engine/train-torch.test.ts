@@ -88,12 +88,13 @@ test('calc on 2 data-parallel ranks learns, and its checkpoint opens in both eng
   }
 });
 
-test('kill -9 of the torch engine mid-run: a named error, nothing lost, --resume finishes the run', { timeout: 600_000 }, async () => {
+test('kill -9 of the torch engine mid-run in bfloat16: a named error, nothing lost, --resume finishes the run', { timeout: 600_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-train-torch-kill-'));
   try {
     const data = join(dir, 'data'),
       ckpt = join(dir, 'ckpt');
-    const args = ['train', AGENT, ...DATA, '--config', config(dir, 6, 20), '--engine', 'torch', '--python', torchPython(), '--checkpoint-dir', ckpt, '--quiet'];
+    const bf16 = ['--engine', 'torch', '--dtype', 'bfloat16', '--python', torchPython()];
+    const args = ['train', AGENT, ...DATA, '--config', config(dir, 6, 20), ...bf16, '--checkpoint-dir', ckpt, '--quiet'];
     const first = startAgl(args, data);
     // Wait for the first checkpoint, then kill the engine (the Python child of agl train) while it works.
     const deadline = Date.now() + 300_000;
@@ -123,7 +124,7 @@ test('kill -9 of the torch engine mid-run: a named error, nothing lost, --resume
     const savedStep = JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8')).trainer.step as number;
     assert.ok(savedStep >= 1 && savedStep < 6);
 
-    const second = await runAgl(['train', AGENT, ...DATA, '--engine', 'torch', '--python', torchPython(), '--resume', runId, '--quiet'], data);
+    const second = await runAgl(['train', AGENT, ...DATA, ...bf16, '--resume', runId, '--quiet'], data);
     assert.equal(second.code, 0, second.out);
     assert.match(second.out, new RegExp(`resumed at step ${savedStep}`));
     const done = await runsOf(data);
@@ -133,6 +134,20 @@ test('kill -9 of the torch engine mid-run: a named error, nothing lost, --resume
     assert.ok(killed.rollouts.length >= 96, `the steps before the kill rolled out (${killed.rollouts.length})`);
     for (const r of killed.rollouts) assert.ok(ids.has(r.id), `rollout ${r.id} from before the kill is still in the store`);
     assert.ok(done.rollouts.length > killed.rollouts.length, 'the resumed run added its own rollouts');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('more ranks than GPUs, or no GPU at all: agl train prints the engine\'s own sentence', { timeout: 300_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agl-train-torch-cuda-'));
+  try {
+    // This machine has no GPU: rank 0 says so before any collective, and agl train prints that sentence.
+    const args = ['train', AGENT, ...DATA, '--config', config(dir, 1, 2), '--engine', 'torch', '--device', 'cuda', '--procs', '2', '--python', torchPython(), '--quiet'];
+    const { code, out } = await runAgl(args, join(dir, 'data'));
+    assert.notEqual(code, 0, out);
+    assert.match(out, /--device cuda: no CUDA device is visible to torch 2\.13\.0/, out);
+    assert.match(out, /use --device cpu, or install a CUDA build of torch/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

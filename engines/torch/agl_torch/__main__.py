@@ -48,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
         '--trainable', default='full', help='full (the weights, float32 masters below float32), adapters (LoRA only: a frozen base) or none (serving)'
     )
     s.add_argument('--gradient-checkpointing', action='store_true', help="recompute each decoder layer's activations in the backward pass")
+    s.add_argument(
+        '--decoder',
+        default='auto',
+        help="auto (the engine's lean decoder where it knows the family, CUDA graphs on a GPU), lean (no graphs) or eager (transformers' forward)",
+    )
     sub.add_parser('doctor', help='print versions, devices and distributed backends as JSON')
     args = ap.parse_args(argv)
     if args.cmd == 'doctor':

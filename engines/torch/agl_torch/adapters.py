@@ -61,9 +61,15 @@ class Adapters:
         self.default_optimizer = default_optimizer
         self.peft = None
         self.by_name: dict[str, Adapter] = {}
+        self._active: str | None = None
 
     def __bool__(self) -> bool:
         return bool(self.by_name)
+
+    @property
+    def active(self) -> str | None:
+        """The adapter forward passes use now (None: the base, every adapter off)."""
+        return self._active
 
     def get(self, name: str) -> Adapter:
         a = self.by_name.get(name)
@@ -157,9 +163,11 @@ class Adapters:
             return
         self.get(name)
         self.activate(name)
+        self._active = name
         try:
             yield
         finally:
+            self._active = None
             self.activate(None)
 
     def save(self, name: str, target: str) -> None:

@@ -23,12 +23,16 @@ from .messages import Pair
 CHUNK_BYTES = 256 * 2**20
 
 
-def fitting_chunks(pairs: list[Pair], n: int, context_length: int) -> list[list[int]]:
-    """Consecutive micro-batches (as index lists) of at most n pairs that fit the context once padded (as fittingChunks in TS)."""
+def fitting_chunks(pairs: list[Pair], n: int, context_length: int, by_length: bool = False) -> list[list[int]]:
+    """Micro-batches (as index lists) of at most n pairs that fit the context once padded: consecutive (as fittingChunks
+    in TS), or `by_length`: pairs sorted by prompt then completion length first, so that a micro-batch holds pairs of
+    about one length and little padding (a sum over micro-batches does not depend on how the pairs are grouped)."""
     out: list[list[int]] = []
     cur: list[int] = []
     P, T = 0, 1
-    for i, p in enumerate(pairs):
+    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i].prompt_ids), len(pairs[i].completion_ids))) if by_length else range(len(pairs))
+    for i in order:
+        p = pairs[i]
         lp, lc = len(p.prompt_ids), len(p.completion_ids)
         nP, nT = max(P, lp), max(T, lc)
         if cur and (len(cur) >= n or nP + nT - 1 > context_length):
@@ -50,6 +54,9 @@ class Batch:
     targets: torch.Tensor  # [B, T] completion ids (0 in padding)
     mask: torch.Tensor  # [B, T] float 1 for real completion tokens
     T: int
+    rows: torch.Tensor  # [n] the row and column of each real completion token (made on the host: no sync to find them)
+    cols: torch.Tensor
+    n: int
 
 
 def build_batch(pairs: list[Pair], device: torch.device) -> Batch:
@@ -73,8 +80,10 @@ def build_batch(pairs: list[Pair], device: torch.device) -> Batch:
         if completion:
             targets[b, : len(completion)] = torch.tensor(completion, dtype=torch.long)
             mask[b, : len(completion)] = 1
+    rows, cols = (mask > 0).nonzero(as_tuple=True)
     pin = device.type == 'cuda'
-    return Batch(*(t.pin_memory().to(device, non_blocking=True) if pin else t.to(device) for t in (ids, attention, positions, targets, mask)), T)
+    moved = [t.pin_memory().to(device, non_blocking=True) if pin else t.to(device) for t in (ids, attention, positions, targets, mask, rows, cols)]
+    return Batch(*moved[:5], T, *moved[5:], int(rows.shape[0]))
 
 
 def decoder_of(model):
@@ -125,12 +134,11 @@ class PolicyForward(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, ids, attention, positions, targets, mask, with_entropy: bool = False):
+    def forward(self, ids, attention, positions, targets, mask, rows, cols, with_entropy: bool = False):
         hidden = decoder_of(self.model)(input_ids=ids, attention_mask=attention, position_ids=positions, use_cache=False).last_hidden_state
         T = targets.shape[1]
-        real = mask > 0
-        h = hidden[:, -T:, :][real]  # [n, D]: the hidden states that predict real completion tokens
-        tgt = targets[real]
+        h = hidden[:, -T:, :][rows, cols]  # [n, D]: the hidden states that predict real completion tokens
+        tgt = targets[rows, cols]
         head = self.model.get_output_embeddings()
         vocab = head.weight.shape[0]
         size = max(64, CHUNK_BYTES // (4 * vocab))
@@ -144,16 +152,15 @@ class PolicyForward(torch.nn.Module):
             parts.append(lp)
             ents.append(ent)
         flat = torch.cat(parts) if parts else h.new_zeros((0,), dtype=torch.float32)
-        where = real.nonzero(as_tuple=True)
-        logp = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).index_put(where, flat)
+        logp = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).index_put((rows, cols), flat)
         entropy = None
         if with_entropy:
             flat_ent = torch.cat(ents) if ents else flat.detach()
-            entropy = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).index_put(where, flat_ent.detach())
+            entropy = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).index_put((rows, cols), flat_ent.detach())
         return logp, entropy
 
 
 def completion_logprobs(net, batch: Batch, with_entropy: bool):
     """Differentiable [B, T] log-probs of the completion tokens, and their entropy [B, T] (not differentiated). `net` is
     a PolicyForward (or the DDP around one)."""
-    return net(batch.ids, batch.attention, batch.positions, batch.targets, batch.mask, with_entropy)
+    return net(batch.ids, batch.attention, batch.positions, batch.targets, batch.mask, batch.rows, batch.cols, with_entropy)

@@ -24,13 +24,17 @@ from . import folder as fold
 from . import messages as msg
 from .adapters import Adapters, frozen_base
 from .batch import PolicyForward, build_batch, completion_logprobs, enable_layer_checkpointing, fitting_chunks
+from .decode import LeanDecoder, supports
 from .generate import generate
+from .graphs import DecodeGraphs
 from .loss import STAT_KEYS, LossFn
 from .memory import PeakMemory
 from .optim import NonFiniteStep, Trainable, merged_config
+from .sampling import Sampling
 
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 TRAINABLE = ('full', 'adapters', 'none')
+DECODERS = ('auto', 'lean', 'eager')  # auto: lean where the family is known, with CUDA graphs on a GPU
 
 
 class Engine:
@@ -47,11 +51,14 @@ class Engine:
         world: int = 1,
         trainable: str = 'full',
         gradient_checkpointing: bool = False,
+        decoder: str = 'auto',
     ):
         if dtype not in DTYPES:
             raise ValueError(f'--dtype must be one of {", ".join(DTYPES)}, got {dtype}')
         if trainable not in TRAINABLE:
             raise ValueError(f'--trainable must be one of {", ".join(TRAINABLE)}, got {trainable}')
+        if decoder not in DECODERS:
+            raise ValueError(f'--decoder must be one of {", ".join(DECODERS)}, got {decoder}')
         self.device, self.dtype_name, self.rank, self.world = device, dtype, rank, world
         self.source = model_dir
         self.name = name or os.path.basename(os.path.abspath(model_dir))
@@ -81,6 +88,13 @@ class Engine:
         self.adapters = Adapters(self.model, os.path.abspath(model_dir), config)
         self.memory = PeakMemory(device)
         self.forward = PolicyForward(self.model)
+        # Sampling: the lean decoder (the engine's own cache; CUDA graphs on a GPU) where it knows the family.
+        lean = decoder != 'eager' and supports(self.model)
+        if decoder == 'lean' and not lean:
+            raise ValueError(f"--decoder lean: {self.hf.get('model_type')} models decode with transformers' forward (--decoder eager)")
+        self.lean = LeanDecoder(self.model) if lean else None
+        self.graphs = DecodeGraphs(lambda: self.adapters.active) if lean and device.type == 'cuda' and decoder != 'lean' else None
+        self.decoder = 'graphs' if self.graphs else 'lean' if lean else 'eager'
         self.ddp = None
         if world > 1:
             from torch.nn.parallel import DistributedDataParallel as DDP
@@ -103,6 +117,7 @@ class Engine:
             'trainable': 'full' if p else ('adapters' if self.adapters else 'none'),
             'masterWeights': bool(p and p.masters is not None),
             'gradientCheckpointing': self.gradient_checkpointing,
+            'decoder': self.decoder,
             'adapters': {n: {'step': a.step, 'parameters': sum(q.numel() for _, q in a.params)} for n, a in self.adapters.by_name.items()},
         }
 
@@ -166,6 +181,8 @@ class Engine:
             for _, q in self.policy.params:
                 q.requires_grad_(False)
             self.policy = None
+        if self.graphs is not None:
+            self.graphs.graphs.clear()  # captured before peft wrapped the layers
         return self.adapters.add(p)
 
     def set_optimizer(self, cfg: dict) -> dict:
@@ -183,13 +200,13 @@ class Engine:
                 context_length=self.context_length,
                 eos=p.eos,
                 device=self.device,
-                temperature=p.temperature,
-                top_p=p.top_p or 1.0,
-                top_k=p.top_k or 0,
+                sampling=Sampling(p.temperature, p.top_k or 0, p.top_p if p.top_p is not None else 1.0),
                 stop=p.stop,
                 seed=p.seed,
                 decode=self.decode,
                 on_step=on_step,
+                lean=self.lean,
+                graphs=self.graphs,
             )
 
     @torch.inference_mode()
@@ -197,7 +214,7 @@ class Engine:
         pairs = p.pairs
         out: list[list[float]] = [[] for _ in pairs]
         with self.adapters.using(p.adapter):
-            for chunk in fitting_chunks(pairs, int(self.config['microBatchSize']), self.context_length):
+            for chunk in fitting_chunks(pairs, int(self.config['microBatchSize']), self.context_length, by_length=True):
                 b = build_batch([pairs[i] for i in chunk], self.device)
                 logp, _ = completion_logprobs(self.forward, b, False)
                 rows = logp.tolist()
@@ -232,7 +249,7 @@ class Engine:
         """Forward and backward over this rank's micro-batches; gradients summed in the parameters' .grad."""
         pairs = p.pairs
         loss_fn = LossFn(p.loss, pairs, self.device)
-        chunks = fitting_chunks(pairs, int(policy.config['microBatchSize']), self.context_length)
+        chunks = fitting_chunks(pairs, int(policy.config['microBatchSize']), self.context_length, by_length=True)
         mine = chunks[self.rank :: self.world]
         net = self.ddp or self.forward
         scale = float(self.world) * policy.loss_scale  # DDP averages over ranks; float16's loss scale

@@ -1,8 +1,13 @@
-"""Batched generation with a KV cache (transformers' DynamicCache), as daemon/model/sampling.ts does it: prompts
-left-padded into one batch and prefilled once, then one token per step for every unfinished row; finished rows
-are dropped from the batch and the cache once they are a quarter of it. Each row samples with a PRNG of its own,
-seeded from (seed, row), so a row samples the same tokens alone or in any batch. The log-prob returned for each
-token is the untempered model's (before temperature, top-k and top-p).
+"""Batched generation: prompts left-padded into one batch and prefilled once, then one token per step for every
+unfinished row, sampled on the device (sampling.py: a counter-based seed per row, so a row samples the same tokens
+alone or in any batch, on either path). One small device-to-host copy per step brings the step's tokens and log-probs
+back for end-of-sequence and stop-string checks and streaming. Rows that finish are compacted out of the batch.
+
+Two paths, the same tokens and log-probs for the same seeds (engines/torch/tests/test_fastgen.py):
+- lean (decode.py, the default for GPT-2 / Llama / Qwen2 / Mistral): the engine's own KV cache and a few tensor ops
+  around the model's modules; on CUDA each decoding step (forward and sampling) is captured once per batch bucket and
+  attention length as a CUDA graph and replayed (graphs.py).
+- eager: transformers' own forward with its DynamicCache, for any other model (and as the reference).
 """
 
 from __future__ import annotations
@@ -12,12 +17,8 @@ import random
 
 import torch
 
-M32 = 0xFFFFFFFF
-
-
-def row_seed(seed: int, row: int) -> int:
-    """The same per-row seed as the TF.js engine's rowSeed (32-bit arithmetic)."""
-    return ((((seed ^ 0x9E3779B9) & M32) * 0x85EBCA6B) + (row + 1) * 0xC2B2AE35) & M32
+from .decode import LeanDecoder, bucket
+from .sampling import Sampling, pick, row_seed
 
 
 def cache_argument(model) -> str:
@@ -25,22 +26,45 @@ def cache_argument(model) -> str:
     return 'cache' if 'cache' in inspect.signature(model.forward).parameters else 'past_key_values'
 
 
-def _filter(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
-    """Sampling probabilities [R, V]: temperature, then top-k, then top-p (nucleus) on the sorted distribution."""
-    x = logits / temperature
-    V = x.shape[-1]
-    if top_k and 0 < top_k < V:
-        kth = torch.topk(x, top_k, dim=-1).values[:, -1:]
-        x = x.masked_fill(x < kth, float('-inf'))
-    if top_p < 1:
-        sorted_x, order = torch.sort(x, dim=-1, descending=True)
-        probs = torch.softmax(sorted_x, dim=-1)
-        before = torch.cumsum(probs, dim=-1) - probs  # mass of the better tokens: keep while it is below top_p
-        drop = before >= top_p
-        drop[:, 0] = False
-        sorted_x = sorted_x.masked_fill(drop, float('-inf'))
-        x = torch.full_like(x, float('-inf')).scatter(-1, order, sorted_x)
-    return torch.softmax(x, dim=-1)
+class Rows:
+    """The host's view of the batch: each row's tokens so far, whether it is done, and which batch slot holds it."""
+
+    def __init__(self, n: int, eos: list[int], stop: list[str], decode):
+        self.out = [{'tokenIds': [], 'logprobs': [], 'finishReason': 'length', 'done': False} for _ in range(n)]
+        self.live = list(range(n))  # batch position -> row
+        self.eos, self.stop, self.decode = set(eos), stop, decode
+
+    def take(self, tokens: list[float], logprobs: list[float]):
+        """Records one step's token per live row; returns the streamed events."""
+        events = []
+        for i, b in enumerate(self.live):
+            o = self.out[b]
+            if o['done']:  # finished earlier; still in a graph's batch until it halves
+                continue
+            t, lp = int(tokens[i]), float(logprobs[i])
+            o['tokenIds'].append(t)
+            o['logprobs'].append(lp)
+            events.append((b, t, lp))
+            if t in self.eos or (self.stop and any(s in self.decode(o['tokenIds']) for s in self.stop)):
+                o['done'], o['finishReason'] = True, 'stop'
+        return events
+
+    def keep(self) -> list[int]:
+        """Batch positions of the rows still going."""
+        return [i for i, b in enumerate(self.live) if not self.out[b]['done']]
+
+    def result(self) -> list[dict]:
+        return [{'tokenIds': o['tokenIds'], 'logprobs': o['logprobs'], 'finishReason': o['finishReason']} for o in self.out]
+
+
+def _left_padded(prompts: list[list[int]]):
+    L = max(len(p) for p in prompts)
+    left = torch.tensor([L - len(p) for p in prompts])
+    ids = torch.zeros((len(prompts), L), dtype=torch.long)
+    for b, p in enumerate(prompts):
+        ids[b, L - len(p) :] = torch.tensor(p, dtype=torch.long)
+    positions = (torch.arange(L)[None, :] - left[:, None]).clamp(min=0)
+    return ids, left, positions, L
 
 
 @torch.inference_mode()
@@ -52,89 +76,120 @@ def generate(
     context_length: int,
     eos: list[int],
     device: torch.device,
-    temperature: float = 1.0,
-    top_p: float = 1.0,
-    top_k: int = 0,
+    sampling: Sampling,
     stop: list[str] | None = None,
     seed: int | None = None,
     decode=None,
     on_step=None,
+    lean: LeanDecoder | None = None,
+    graphs=None,
 ) -> list[dict]:
     if not prompts:
         return []
-    for i, p in enumerate(prompts):
-        if not p:
-            raise ValueError(f'prompt {i} is empty: give at least one token')
-    L = max(len(p) for p in prompts)
-    if context_length <= L:
-        raise ValueError(f'prompt of {L} tokens does not fit the context of {context_length}')
     stop = [s for s in (stop or []) if s]
-    if stop and decode is None:
-        raise ValueError('stop strings need a tokenizer to decode with (this model folder has no tokenizer.json)')
+    ids, left, positions, L = _left_padded(prompts)
     max_new = min(int(max_tokens), context_length - L)
     seed = random.randrange(2**31) if seed is None else int(seed)
-    gens = [torch.Generator().manual_seed(row_seed(seed, i)) for i in range(len(prompts))]
-    eos_set = set(eos)
-    B = len(prompts)
-    left = torch.tensor([L - len(p) for p in prompts])
-    ids = torch.zeros((B, L), dtype=torch.long)
-    for b, p in enumerate(prompts):
-        ids[b, L - len(p) :] = torch.tensor(p, dtype=torch.long)
-    slots = torch.arange(L)
-    attention = (slots[None, :] >= left[:, None]).long()
-    positions = (slots[None, :] - left[:, None]).clamp(min=0)
-    out = [{'tokenIds': [], 'logprobs': [], 'finishReason': 'length', 'done': False} for _ in prompts]
-    rows = list(range(B))
-    attention, positions = attention.to(device), positions.to(device)
-    cache_kw = cache_argument(model)
-    res = model(input_ids=ids.to(device), attention_mask=attention, position_ids=positions, use_cache=True, logits_to_keep=1)
-    cache = getattr(res, cache_kw)
-    logits = res.logits[:, -1, :]
-    next_pos = positions[:, -1] + 1
-    for step in range(max_new):
-        logits = logits.float()
-        logp = torch.log_softmax(logits, dim=-1)
-        if temperature <= 0:
-            tokens = logits.argmax(dim=-1)
-        else:
-            probs = _filter(logits, temperature, top_k, top_p)
-            u = torch.stack([torch.rand((), generator=gens[b]) for b in rows]).to(device=probs.device, dtype=probs.dtype)
-            cdf = torch.cumsum(probs, dim=-1)
-            tokens = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1)).squeeze(-1).clamp(max=probs.shape[-1] - 1)
-            # searchsorted may land on a zero-probability token when u hits a flat stretch of the cdf exactly
-            zero = probs.gather(-1, tokens.unsqueeze(-1)).squeeze(-1) <= 0
-            if bool(zero.any()):
-                tokens = torch.where(zero, probs.argmax(dim=-1), tokens)
-        picked = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-        tok_list, lp_list = tokens.tolist(), picked.tolist()
-        events = []
-        for i, b in enumerate(rows):
-            o = out[b]
-            if o['done']:
-                continue
-            t, lp = tok_list[i], lp_list[i]
-            o['tokenIds'].append(t)
-            o['logprobs'].append(lp)
-            events.append((b, t, lp))
-            if t in eos_set:
-                o['done'], o['finishReason'] = True, 'stop'
-            elif stop:
-                text = decode(o['tokenIds'])
-                if any(s in text for s in stop):
-                    o['done'], o['finishReason'] = True, 'stop'
+    seeds = torch.tensor([row_seed(seed, i) for i in range(len(prompts))], dtype=torch.int64, device=device)
+    rows = Rows(len(prompts), eos, stop, decode)
+    if lean is not None:
+        step = _LeanSteps(lean, graphs, ids, left, positions, L, max_new, device, sampling, seeds)
+    else:
+        step = _EagerSteps(model, ids, left, positions, L, device, sampling, seeds)
+    tokens, logprobs = step.first()
+    for k in range(max_new):
+        host = torch.stack([tokens.to(torch.float32), logprobs]).cpu()  # the step's one device-to-host copy
+        events = rows.take(host[0, : len(rows.live)].tolist(), host[1, : len(rows.live)].tolist())
         if on_step and events:
             on_step(events)
-        keep = [i for i, b in enumerate(rows) if not out[b]['done']]
-        if not keep or step == max_new - 1:
+        keep = rows.keep()
+        if not keep or k == max_new - 1:
             break
-        if len(keep) <= len(rows) * 0.75:
-            idx = torch.tensor(keep, device=device)
-            cache.batch_select_indices(idx)
-            attention, next_pos, tokens = attention[idx], next_pos[idx], tokens[idx]
-            rows = [rows[i] for i in keep]
-        attention = torch.cat([attention, torch.ones((len(rows), 1), dtype=attention.dtype, device=device)], dim=1)
-        res = model(input_ids=tokens.unsqueeze(-1), attention_mask=attention, position_ids=next_pos.unsqueeze(-1), use_cache=True, **{cache_kw: cache})
-        cache = getattr(res, cache_kw)
-        logits = res.logits[:, -1, :]
-        next_pos = next_pos + 1
-    return [{'tokenIds': o['tokenIds'], 'logprobs': o['logprobs'], 'finishReason': o['finishReason']} for o in out]
+        if len(keep) < len(rows.live) and step.compact(keep, len(rows.live)):
+            rows.live = [rows.live[i] for i in keep]  # else finished rows stay in the batch, skipped, until it shrinks
+        tokens, logprobs = step.next(k + 1)
+    return rows.result()
+
+
+class _EagerSteps:
+    """transformers' forward and DynamicCache (any model); the reference for the lean path."""
+
+    def __init__(self, model, ids, left, positions, L, device, sampling, seeds):
+        self.model, self.device, self.sampling, self.seeds = model, device, sampling, seeds
+        slots = torch.arange(L)
+        self.attention = (slots[None, :] >= left[:, None]).long().to(device)
+        self.positions = positions.to(device)
+        self.ids = ids.to(device)
+        self.cache_kw = cache_argument(model)
+        self.cache = None
+        self.tokens = None
+
+    def first(self):
+        res = self.model(input_ids=self.ids, attention_mask=self.attention, position_ids=self.positions, use_cache=True, logits_to_keep=1)
+        self.cache = getattr(res, self.cache_kw)
+        self.next_pos = self.positions[:, -1] + 1
+        self.tokens, lp = pick(res.logits[:, -1, :], self.sampling, self.seeds, 0)
+        return self.tokens, lp
+
+    def compact(self, keep: list[int], n: int) -> bool:
+        if len(keep) > n * 0.75:
+            return False
+        idx = torch.tensor(keep, device=self.device)
+        self.cache.batch_select_indices(idx)
+        self.attention, self.next_pos, self.tokens, self.seeds = self.attention[idx], self.next_pos[idx], self.tokens[idx], self.seeds[idx]
+        return True
+
+    def next(self, k: int):
+        self.attention = torch.cat([self.attention, torch.ones((self.attention.shape[0], 1), dtype=self.attention.dtype, device=self.device)], dim=1)
+        res = self.model(
+            input_ids=self.tokens.unsqueeze(-1),
+            attention_mask=self.attention,
+            position_ids=self.next_pos.unsqueeze(-1),
+            use_cache=True,
+            **{self.cache_kw: self.cache},
+        )
+        self.cache = getattr(res, self.cache_kw)
+        self.next_pos = self.next_pos + 1
+        self.tokens, lp = pick(res.logits[:, -1, :], self.sampling, self.seeds, k)
+        return self.tokens, lp
+
+
+class _LeanSteps:
+    """The lean decoder: the engine's cache, one slot per step; decoding steps replayed from CUDA graphs when given."""
+
+    def __init__(self, lean: LeanDecoder, graphs, ids, left, positions, L, max_new, device, sampling, seeds):
+        self.lean, self.graphs, self.device, self.sampling = lean, graphs, device, sampling
+        self.B, self.L = ids.shape[0], L
+        rows = bucket(self.B, 1) if graphs is not None else self.B
+        lean.ensure_cache(rows, bucket(L + max_new))
+        self.ids, self.left, self.positions = ids.to(device), left.to(device), positions.to(device)
+        self.seeds = seeds
+
+    def first(self):
+        slot0 = torch.zeros((), dtype=torch.long, device=self.device)
+        logits = self.lean.forward(self.ids, self.positions, self.left, slot0, bucket(self.L))
+        tokens, lp = pick(logits, self.sampling, self.seeds, 0)
+        self.state = {'tokens': tokens, 'positions': self.positions[:, -1] + 1, 'left': self.left, 'seeds': self.seeds}
+        if self.graphs is not None:
+            self.graphs.begin(self.lean, self.state, self.L, self.sampling)
+        return tokens, lp
+
+    def compact(self, keep: list[int], n: int) -> bool:
+        if self.graphs is not None:
+            return self.graphs.compact(keep, n)
+        if len(keep) > n * 0.75:
+            return False
+        idx = torch.tensor(keep, device=self.device)
+        self.lean.cache.keep(idx)
+        self.state = {k: v[idx] for k, v in self.state.items()}
+        return True
+
+    def next(self, k: int):
+        if self.graphs is not None:
+            return self.graphs.step(k)
+        s = self.state
+        slot = torch.tensor([self.L + k - 1], device=self.device)
+        logits = self.lean.forward(s['tokens'][:, None], s['positions'][:, None], s['left'], slot, bucket(self.L + k))
+        s['tokens'], lp = pick(logits, self.sampling, s['seeds'], k)
+        s['positions'] = s['positions'] + 1
+        return s['tokens'], lp

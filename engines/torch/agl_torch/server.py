@@ -138,6 +138,7 @@ def serve(args) -> int:
             world=world,
             trainable=args.trainable,
             gradient_checkpointing=args.gradient_checkpointing,
+            decoder=args.decoder,
         )
     except Exception as e:  # noqa: BLE001 - every load failure is reported to the daemon with its reason
         if channel:

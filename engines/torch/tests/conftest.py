@@ -55,3 +55,24 @@ def qwen2_dir(tmp_path_factory) -> str:
 @pytest.fixture(params=['gpt2', 'qwen2'])
 def model_dir(request, gpt2_dir, qwen2_dir) -> str:
     return gpt2_dir if request.param == 'gpt2' else qwen2_dir
+
+
+@pytest.fixture(scope='session')
+def mistral_dir(tmp_path_factory) -> str:
+    """A sliding window of 6 positions: sequences longer than that read only the last 6."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(3)
+    cfg = MistralConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+        sliding_window=6,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    return _save(MistralForCausalLM(cfg), str(tmp_path_factory.mktemp('mistral')))

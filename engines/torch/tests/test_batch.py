@@ -64,3 +64,10 @@ def test_lower_precision_logprobs_are_close_to_float32(model_dir, dtype):
         full, _ = B.completion_logprobs(engine(model_dir).forward, b, False)
         low, _ = B.completion_logprobs(engine(model_dir, dtype=dtype).forward, b, False)
     assert (full - low).abs().max() < 0.1
+
+
+def test_length_bucketed_micro_batches_group_pairs_of_one_length():
+    ps = [Pair([1] * 30, [2] * 3), Pair([1] * 2, [2] * 2), Pair([1] * 29, [2] * 4), Pair([1] * 3, [2] * 1)]
+    assert B.fitting_chunks(ps, 2, 64, by_length=True) == [[1, 3], [2, 0]]
+    padded = lambda chunks: sum(len(c) * (max(len(ps[i].prompt_ids) for i in c) + max(len(ps[i].completion_ids) for i in c)) for c in chunks)  # noqa: E731
+    assert padded(B.fitting_chunks(ps, 2, 64, by_length=True)) < padded(B.fitting_chunks(ps, 2, 64))
