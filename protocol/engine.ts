@@ -170,6 +170,10 @@ export const EngineHelloSchema = z.object({
     /** Float32 master weights (and moments) under lower-precision parameters. */
     masterWeights: z.boolean().optional(),
     gradientCheckpointing: z.boolean().optional(),
+    /** Several ranks: DDP (`none`) or FSDP2 (`fsdp`). */
+    shard: z.enum(['none', 'fsdp']).optional(),
+    /** How it samples: `graphs` (the lean decoder's steps as CUDA graphs), `lean` (its own cache, eager), `eager` (transformers' forward). */
+    decoder: z.string().optional(),
     /** LoRA adapters added so far (describe): their update counts and sizes. */
     adapters: z.record(z.string(), z.object({ step: z.number().int(), parameters: z.number().int() })).optional(),
   }),

@@ -117,8 +117,24 @@ export const EngineSection = z
   .object({
     /** `tfjs`: in this process (the built-in models, a laptop); `torch`: PyTorch + transformers in a child process (real models, GPUs, ranks). */
     kind: z.enum(['tfjs', 'torch']).default('tfjs'),
-    /** torch: data-parallel ranks (torchrun + DDP: gloo on CPU, NCCL on CUDA). */
+    /** torch: ranks on this machine (torchrun: gloo on CPU, NCCL on CUDA). */
     procs: z.number().int().min(1).max(1024).default(1),
+    /**
+     * torch, several ranks: `none` (DDP: every rank holds the whole model and its Adam state) or `fsdp` (FSDP2: each
+     * rank holds 1/ranks of the weights, gradients and moments, gathered a layer at a time: for a model whose weights
+     * and moments do not fit one rank).
+     */
+    shard: z.enum(['none', 'fsdp']).default('none'),
+    /** torch: machines taking part (each runs `agl train` with the same flags and its own --node-rank). */
+    nodes: z.number().int().min(1).max(1024).default(1),
+    /** torch, several machines: this machine's number (0: the one that runs the daemon, the runner and the loop). */
+    nodeRank: z.number().int().min(0).default(0),
+    /** torch, several machines: host:port of node 0's rendezvous (torchrun's static rendezvous; a port every node reaches). */
+    rdzv: z
+      .string()
+      .regex(/^[^\s:]+:\d{1,5}$/, 'host:port')
+      .nullable()
+      .default(null),
     /** torch: `cpu`, `cuda` (rank r on GPU r) or `auto` (CUDA when torch sees a GPU). */
     device: z.enum(['cpu', 'cuda', 'auto']).default('cpu'),
     /** torch: the weights' dtype (AdamW moments stay float32). */
@@ -295,6 +311,22 @@ export const TrainConfig = z
         path: ['policies'],
         message: 'one policy per role cannot sample from engine.sampler yet (the sampler serves one model): drop one of them',
       });
+    const e = c.engine;
+    const distributed =
+      e.shard === 'fsdp' && e.procs * e.nodes < 2
+        ? 'shards over several ranks: set engine.procs (or engine.nodes) above 1'
+        : e.shard === 'fsdp' && e.lora
+          ? 'trains full weights; LoRA adapters run on one rank: drop one of them'
+          : e.nodes > 1 && e.kind !== 'torch'
+            ? 'several machines need engine.kind: torch'
+            : e.nodes > 1 && !e.rdzv
+              ? 'several machines meet at a rendezvous: set engine.rdzv (host:port of node 0)'
+              : e.nodes > 1 && (c.model.init ?? c.model.name).startsWith('builtin:')
+                ? 'several machines train a model folder (model.name or model.init: a folder every node reads); the built-in models fit one machine'
+                : e.nodeRank >= e.nodes
+                  ? `engine.nodeRank ${e.nodeRank} is not below engine.nodes ${e.nodes}`
+                  : null;
+    if (distributed) ctx.addIssue({ code: 'custom', path: ['engine', e.nodes > 1 || e.nodeRank ? 'nodes' : 'shard'], message: distributed });
     const trained = c.training.agentMatch;
     if (roles.length && trained !== null) {
       const re = new RegExp(trained);

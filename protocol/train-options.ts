@@ -25,6 +25,32 @@ export const ENGINE_OPTIONS = {
     help: 'torch: the Python to run (default: AGL_PYTHON, else the venv of agl engine install torch)',
     config: 'engine.python',
   },
+  shard: {
+    type: 'string',
+    arg: 'S',
+    help: 'torch, several ranks: none (default: DDP) or fsdp (each rank holds 1/N of weights and moments)',
+    config: 'engine.shard',
+  },
+  'gradient-checkpointing': {
+    type: 'boolean',
+    help: "torch: recompute each decoder layer's activations in the backward pass (less memory, ~1/3 more compute)",
+    config: 'engine.gradientCheckpointing',
+  },
+  nodes: {
+    type: 'string',
+    arg: 'N',
+    help: 'torch: machines taking part, each running the same command with its own --node-rank',
+    config: 'engine.nodes',
+    parse: 'number',
+  },
+  'node-rank': {
+    type: 'string',
+    arg: 'R',
+    help: "torch: this machine's number (0 runs the daemon and the loop; the others lend ranks)",
+    config: 'engine.nodeRank',
+    parse: 'number',
+  },
+  rdzv: { type: 'string', arg: 'HOST:PORT', help: "torch, several machines: node 0's rendezvous address", config: 'engine.rdzv' },
 } as const satisfies Record<string, CliOption>;
 
 export const TRAIN_OPTIONS = {

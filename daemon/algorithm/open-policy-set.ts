@@ -172,12 +172,13 @@ async function openFullWeights(plan: PolicySet, o: OpenSetOptions, owned: Policy
     const name = one ? {} : { name: p.name };
     const model = await open(spec, { ...name, learningRate: p.learningRate }, checkedFolder(p, spec, resumed !== null));
     // The KL reference is the policy's starting point: the weights it started from (a built-in model's same seeded
-    // initialisation), on one rank (it only scores).
+    // initialisation), on one rank of node 0 with nothing to train (no master weights, no moments): it only scores.
+    const referenceEngine = { ...o.open.torch, procs: 1, nodes: 1, shard: 'none' as const, trainable: 'none' as const };
     const reference =
       p.grpo.beta > 0
         ? await open(
             p.init!,
-            { ...(one ? {} : { name: `${p.name}-reference` }), torch: { ...o.open.torch, procs: 1 } },
+            { ...(one ? {} : { name: `${p.name}-reference` }), torch: referenceEngine },
             checkedFolder(p, p.init!, false, `policies.${p.name} (its KL reference)`),
           )
         : null;

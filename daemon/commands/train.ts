@@ -31,6 +31,7 @@ import { startTrainingHost } from './train-host.js';
 import { resolveAgentFile } from '../../sdk/tools/agent-id.js';
 import { runnableAgentSpec, storedAgentId } from '../runner/agent-ref.js';
 import { writeReport } from './train-report.js';
+import { lendRanks } from './train-node.js';
 
 const HELP = trainHelp();
 
@@ -58,6 +59,11 @@ export async function run(argv: string[]): Promise<number> {
   const a = parseCommand(TRAIN_COMMAND, argv);
   if ('exit' in a) return a.exit;
   const f = a.values;
+  const lent = await lendRanks(f, (line) => process.stderr.write(`${line}\n`)).catch((e: Error) => {
+    process.stderr.write(`agl train: ${e.message}\n`);
+    return 2;
+  });
+  if (lent !== null) return lent;
   const agent = a.positionals[0];
   // The task files: the flags, else the config's data: section (the agent's own train.yaml naming its data).
   let named: { train?: string; val?: string } = {};

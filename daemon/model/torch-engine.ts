@@ -47,6 +47,12 @@ export interface TorchEngineOptions {
   trainable?: 'full' | 'adapters' | 'none';
   /** Recompute each decoder layer's activations in the backward pass (less memory, about a third more compute). */
   gradientCheckpointing?: boolean;
+  /** Several ranks: DDP (`none`) or FSDP2 (`fsdp`: each rank holds 1/ranks of the weights and Adam state). */
+  shard?: 'none' | 'fsdp';
+  /** Machines taking part; this one's number; node 0's rendezvous (host:port). */
+  nodes?: number;
+  nodeRank?: number;
+  rdzv?: string | null;
   optimizer?: Partial<OptimizerSettings>;
   name?: string;
   seed?: number;
@@ -110,9 +116,10 @@ export async function startTorchEngine(dir: string, o: TorchEngineOptions = {}):
   if (o.threads) serve.push('--threads', String(o.threads));
   if (o.trainable && o.trainable !== 'full') serve.push('--trainable', o.trainable);
   if (o.gradientCheckpointing) serve.push('--gradient-checkpointing');
+  if (o.shard === 'fsdp') serve.push('--shard', 'fsdp');
   if (o.name) serve.push('--name', o.name);
   if (o.optimizer && Object.keys(o.optimizer).length) serve.push('--optimizer', JSON.stringify(o.optimizer));
-  const args = procs > 1 ? ['-m', 'torch.distributed.run', '--standalone', `--nproc-per-node=${procs}`, ...serve.slice(0)] : serve;
+  const args = launcher(procs, o, serve);
   const child = spawn(python, args, { env: engineEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   const engine = new TorchPolicyModel(child, server, sockDir, tokenizer, procs, python, o);
   try {
@@ -122,6 +129,51 @@ export async function startTorchEngine(dir: string, o: TorchEngineOptions = {}):
     throw e;
   }
   return engine;
+}
+
+/**
+ * `python -m agl_torch serve ...` as it runs: one process, torchrun with `procs` ranks on this machine, or torchrun on
+ * one of several machines meeting at node 0's static rendezvous (so node 0 holds global rank 0, the one that talks to
+ * the daemon).
+ */
+function launcher(procs: number, o: TorchEngineOptions, serve: string[]): string[] {
+  const nodes = o.nodes ?? 1;
+  if (nodes > 1) {
+    if (!o.rdzv) throw new EngineError('several machines (--nodes) meet at a rendezvous: give --rdzv HOST:PORT (node 0 listens there)');
+    const rdzv = ['--nnodes', String(nodes), '--node-rank', String(o.nodeRank ?? 0), '--rdzv-backend', 'static', '--rdzv-endpoint', o.rdzv];
+    return ['-m', 'torch.distributed.run', ...rdzv, `--nproc-per-node=${procs}`, ...serve];
+  }
+  return procs > 1 ? ['-m', 'torch.distributed.run', '--standalone', `--nproc-per-node=${procs}`, ...serve] : serve;
+}
+
+/**
+ * A machine other than node 0 lending its ranks to a training run (`agl train ... --nodes N --node-rank R`, R > 0): it
+ * runs the engine's ranks only (no daemon, no runner), which meet node 0's at the rendezvous and follow its rank 0.
+ * Resolves with their exit code when node 0's run ends (or one of them fails).
+ */
+export async function joinTorchEngine(dir: string, o: TorchEngineOptions & { log: (line: string) => void }): Promise<number> {
+  const folder = resolve(dir);
+  readHfConfig(folder);
+  const { python } = resolveTorchPython(o.python, o.dataDir);
+  const serve = ['-m', 'agl_torch', 'serve', '--model', folder, '--device', o.device ?? 'cpu', '--dtype', o.dtype ?? 'float32', '--attn', o.attn ?? 'sdpa'];
+  serve.push('--seed', String(o.seed ?? 1));
+  if (o.threads) serve.push('--threads', String(o.threads));
+  if (o.gradientCheckpointing) serve.push('--gradient-checkpointing');
+  if (o.shard === 'fsdp') serve.push('--shard', 'fsdp');
+  const child = spawn(python, launcher(Math.max(1, Math.floor(o.procs ?? 1)), o, serve), { env: engineEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const stream of [child.stdout!, child.stderr!]) {
+    stream.setEncoding('utf8');
+    let partial = '';
+    stream.on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) if (line.trim()) o.log(line);
+    });
+  }
+  return new Promise((res, rej) => {
+    child.once('error', (e) => rej(new EngineError(`cannot start the torch engine with \`${python}\`: ${e.message}`, true)));
+    child.once('exit', (code, signal) => res(code ?? (signal ? 128 : 1)));
+  });
 }
 
 export class TorchPolicyModel implements PolicyModel {
@@ -187,7 +239,9 @@ export class TorchPolicyModel implements PolicyModel {
       const what = signal ? `was killed by ${signal}` : `exited with code ${code}`;
       const during = [...this.pending.values()].map((p) => p.method);
       const missing = this.stderrTail.some((l) => /lacks a package|No module named/.test(l)) ? ` (${INSTALL_HINT})` : '';
-      const rank = this.stderrTail.find((l) => /ChildFailedError|rank \d+ .*fail|Root Cause/i.test(l));
+      // The engine's own sentence (a failed rank's, or its argument parser's) before torchrun's report.
+      const own = this.stderrTail.find((l) => /^\[agl-torch\] |^python -m agl_torch: error/.test(l));
+      const rank = own ?? this.stderrTail.find((l) => /rank \d+ .*fail|Root Cause/i.test(l));
       this.fail(
         new EngineError(
           `the torch engine (pid ${child.pid}${procs > 1 ? `, ${procs} ranks` : ''}) ${what}` +
@@ -221,7 +275,10 @@ export class TorchPolicyModel implements PolicyModel {
     return this.hello?.model.name ?? 'torch';
   }
   get backend(): string {
-    return this.hello ? `torch ${this.hello.device}${this.procs > 1 ? ` x${this.procs} (${this.hello.backend})` : ''}` : 'torch';
+    if (!this.hello) return 'torch';
+    const h = this.hello;
+    const how = [h.backend, h.model.shard === 'fsdp' ? 'fsdp' : null, (this.o.nodes ?? 1) > 1 ? `${this.o.nodes} nodes` : null].filter(Boolean).join(', ');
+    return `torch ${h.device}${h.ranks > 1 ? ` x${h.ranks} (${how})` : ''}`;
   }
   get contextLength(): number {
     return this.hello?.model.contextLength ?? 0;

@@ -1,8 +1,10 @@
 /**
- * Data-parallel training on torch.distributed: the torch engine under torchrun with 2 ranks (DDP, gloo on this CPU)
+ * Data-parallel training on torch.distributed: the torch engine under torchrun with 2 ranks (gloo on this CPU), DDP
+ * (every rank holds the model) and FSDP2 (`shard: fsdp`: each rank holds half of the weights and Adam moments),
  * produces the same parameters as 1 rank on the same batch (within 1e-5, two updates in a row): micro-batches split
- * evenly, unevenly, and fewer micro-batches than ranks. A rank that dies takes the engine down with an error that
- * names it, instead of leaving the daemon waiting.
+ * evenly, unevenly, and fewer micro-batches than ranks; sharded, it samples the same tokens and saves the same folder,
+ * which the TF.js engine opens. A rank that dies takes the engine down with an error that names it, instead of leaving
+ * the daemon waiting.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +12,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SequencePair } from '../../daemon/model/policy-contract.js';
+import { loadPolicy } from '../../daemon/model/policy.js';
 import { EngineError, startTorchEngine } from '../../daemon/model/torch-engine.js';
 import { torchPython } from '../helpers/torch.js';
 import { compareFiles } from './compare.js';
@@ -33,8 +36,13 @@ describe('torch engine on 2 ranks', () => {
   after(() => rmSync(scratch, { recursive: true, force: true }));
 
   /** Two GRPO updates on `procs` ranks with `micro` sequences per micro-batch; returns the saved folder. */
-  async function twoSteps(procs: number, micro: number, label: string): Promise<{ dir: string; engine: string; losses: number[] }> {
-    const e = await startTorchEngine(WARMUP, { python: torchPython(), procs, optimizer: { microBatchSize: micro } });
+  async function twoSteps(
+    procs: number,
+    micro: number,
+    label: string,
+    shard: 'none' | 'fsdp' = 'none',
+  ): Promise<{ dir: string; engine: string; losses: number[]; sampled: number[][] }> {
+    const e = await startTorchEngine(WARMUP, { python: torchPython(), procs, shard, optimizer: { microBatchSize: micro } });
     try {
       const losses: number[] = [];
       for (let s = 0; s < 2; s++) {
@@ -53,9 +61,15 @@ describe('torch engine on 2 ranks', () => {
         losses.push(r.loss);
         assert.equal(r.stats.sequences, pairs.length, 'every sequence counted once over the ranks');
       }
+      const sampled = (
+        await e.generate(
+          pairs.slice(0, 3).map((p) => p.promptIds),
+          { maxTokens: 12, temperature: 1, seed: 8 },
+        )
+      ).map((g) => g.tokenIds);
       const dir = join(scratch, label);
       await e.save(dir);
-      return { dir, engine: e.backend, losses };
+      return { dir, engine: e.backend, losses, sampled };
     } finally {
       await e.close();
     }
@@ -78,6 +92,25 @@ describe('torch engine on 2 ranks', () => {
       assert.ok(m.worst < 1e-5, `moment ${m.name} differs by ${m.worst}`);
       assert.ok(moved.worst > 1e-4);
     }
+  });
+
+  it("FSDP over 2 ranks gives 1 rank's parameters and moments, samples the same tokens, and saves a folder both engines open", async () => {
+    for (const micro of [5, 64]) {
+      // 12 pairs: 3 micro-batches (2 + 1: rank 1 runs a zero-weight one too), or 1 (rank 1 only zero-weight ones)
+      const one = await twoSteps(1, micro, `fsdp-one-${micro}`);
+      const two = await twoSteps(2, micro, `fsdp-two-${micro}`, 'fsdp');
+      assert.equal(two.engine, 'torch cpu x2 (gloo, fsdp)');
+      two.losses.forEach((l, i) => assert.ok(Math.abs(l - one.losses[i]) <= 1e-5 * Math.abs(one.losses[i]), `step ${i}: loss ${l} vs ${one.losses[i]}`));
+      assert.deepEqual(two.sampled, one.sampled, 'sharded sampling (each layer gathered as it runs) gives the same tokens');
+      const w = compareFiles(join(one.dir, 'model.safetensors'), join(two.dir, 'model.safetensors'), 128);
+      const m = compareFiles(join(one.dir, 'optimizer.safetensors'), join(two.dir, 'optimizer.safetensors'), 128);
+      console.log(`FSDP, micro-batches of ${micro}: max |1 rank - 2 ranks| parameters ${w.worst.toExponential(2)}, moments ${m.worst.toExponential(2)}`);
+      assert.ok(w.worst < 1e-5, `parameter ${w.name} differs by ${w.worst}`);
+      assert.ok(m.worst < 1e-5, `moment ${m.name} differs by ${m.worst}`);
+    }
+    const tf = await loadPolicy(join(scratch, 'fsdp-two-5'));
+    assert.equal(tf.parameterCount, 843520, 'the sharded run saved the whole model, in the layout the TF.js engine reads');
+    tf.dispose();
   });
 
   it('a rank that dies ends the engine with an error naming it', async () => {

@@ -2,13 +2,18 @@
  * `agl train --engine torch` end to end through the real CLI, gateway, runner workers and store:
  *   - calc from its shipped warm-up on 2 data-parallel ranks (torchrun + DDP, gloo) learns: held-out accuracy
  *     rises in a few steps, and the checkpoint it writes opens in the TF.js engine too;
- *   - kill -9 of the engine in the middle of the run: agl train stops with an error that names what happened and
- *     how to continue, the store keeps every rollout it had, and --resume finishes the run from the checkpoint.
+ *   - kill -9 of the engine in the middle of the run (in bfloat16): agl train stops with an error that names what
+ *     happened and how to continue, the store keeps every rollout it had, and --resume finishes the run from the
+ *     checkpoint;
+ *   - two machines (2 single-process nodes on 127.0.0.1, torchrun's static rendezvous) train one FSDP-sharded model;
+ *   - a cluster that cannot work (no rendezvous, a node rank past the count, FSDP on one rank, a built-in model on
+ *     several machines), or a GPU that is not there, is refused with the reason.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { loadPolicy } from '../../daemon/model/policy.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
@@ -139,15 +144,86 @@ test('kill -9 of the torch engine mid-run in bfloat16: a named error, nothing lo
   }
 });
 
-test('more ranks than GPUs, or no GPU at all: agl train prints the engine\'s own sentence', { timeout: 300_000 }, async () => {
+test("more ranks than GPUs, or no GPU at all: agl train prints the engine's own sentence", { timeout: 300_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-train-torch-cuda-'));
   try {
     // This machine has no GPU: rank 0 says so before any collective, and agl train prints that sentence.
-    const args = ['train', AGENT, ...DATA, '--config', config(dir, 1, 2), '--engine', 'torch', '--device', 'cuda', '--procs', '2', '--python', torchPython(), '--quiet'];
+    const args = [
+      'train',
+      AGENT,
+      ...DATA,
+      '--config',
+      config(dir, 1, 2),
+      '--engine',
+      'torch',
+      '--device',
+      'cuda',
+      '--procs',
+      '2',
+      '--python',
+      torchPython(),
+      '--quiet',
+    ];
     const { code, out } = await runAgl(args, join(dir, 'data'));
     assert.notEqual(code, 0, out);
     assert.match(out, /--device cuda: no CUDA device is visible to torch 2\.13\.0/, out);
     assert.match(out, /use --device cpu, or install a CUDA build of torch/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A port nothing listens on now (the rendezvous of node 0). */
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => res(port));
+    });
+  });
+}
+
+test('two machines as 2 single-process nodes on 127.0.0.1: FSDP across them trains, and node 1 ends with the run', { timeout: 600_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agl-train-nodes-'));
+  try {
+    const ckpt = join(dir, 'ckpt');
+    const rdzv = `127.0.0.1:${await freePort()}`;
+    const args = ['train', AGENT, ...DATA, '--config', config(dir, 2, 8), '--engine', 'torch', '--python', torchPython(), '--quiet'];
+    const cluster = ['--nodes', '2', '--rdzv', rdzv, '--shard', 'fsdp'];
+    const node1 = startAgl([...args, ...cluster, '--node-rank', '1'], join(dir, 'data1'));
+    const node0 = await runAgl([...args, ...cluster, '--node-rank', '0', '--checkpoint-dir', ckpt], join(dir, 'data0'));
+    const code1 = await node1.exited;
+    assert.equal(node0.code, 0, node0.out);
+    assert.equal(code1, 0, node1.output());
+    assert.match(node0.out, /warmup on torch cpu x2 \(gloo, fsdp, 2 nodes\)/);
+    assert.match(node0.out, /step 2\/2/);
+    assert.match(node1.output(), new RegExp(`node 1 of 2: this machine's 1 rank of samples/calc/warmup join node 0 at ${rdzv.replace('.', '\\.')}`));
+    assert.match(node1.output(), /node 1: its ranks exited with code 0/);
+    const tf = await loadPolicy(join(ckpt, 'policy-2'));
+    assert.equal(tf.parameterCount, 843520, "the sharded run's checkpoint opens in the TF.js engine");
+    tf.dispose();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a cluster that cannot work is refused before it starts', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agl-train-nodes-bad-'));
+  try {
+    const args = ['train', AGENT, ...DATA, '--config', config(dir, 1, 2), '--engine', 'torch', '--python', torchPython(), '--quiet'];
+    const cases: [string[], RegExp][] = [
+      [['--nodes', '2', '--node-rank', '1'], /engine\.nodes: several machines meet at a rendezvous: set engine\.rdzv/],
+      [['--nodes', '2', '--node-rank', '2', '--rdzv', '127.0.0.1:1'], /engine\.nodeRank 2 is not below engine\.nodes 2/],
+      [['--shard', 'fsdp'], /engine\.shard: shards over several ranks: set engine\.procs \(or engine\.nodes\) above 1/],
+      [['--nodes', '2', '--rdzv', '127.0.0.1:1', '--model', 'builtin:0.8m'], /several machines train a model folder/],
+    ];
+    for (const [flags, message] of cases) {
+      const { code, out } = await runAgl([...args, ...flags], join(dir, 'data'));
+      assert.equal(code, 2, out);
+      assert.match(out, message);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

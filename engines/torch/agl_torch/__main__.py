@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog='python -m agl_torch')
     sub = ap.add_subparsers(dest='cmd', required=True)
     s = sub.add_parser('serve', help='load a model folder and answer the daemon on --connect')
-    s.add_argument('--connect', required=True, help="the daemon's Unix socket")
+    s.add_argument('--connect', default=None, help="the daemon's Unix socket (global rank 0; other nodes' ranks follow it)")
     s.add_argument('--model', required=True, help='a model folder (ours or Hugging Face layout)')
     s.add_argument('--device', default='cpu', help='cpu, cuda or auto')
     s.add_argument('--dtype', default='float32', help='float32, bfloat16 or float16')
@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         '--trainable', default='full', help='full (the weights, float32 masters below float32), adapters (LoRA only: a frozen base) or none (serving)'
     )
     s.add_argument('--gradient-checkpointing', action='store_true', help="recompute each decoder layer's activations in the backward pass")
+    s.add_argument(
+        '--shard', default='none', help='none (every rank holds the whole model: DDP) or fsdp (FSDP2: each rank holds 1/N of weights, gradients and moments)'
+    )
     s.add_argument(
         '--decoder',
         default='auto',

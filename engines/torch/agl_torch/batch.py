@@ -151,11 +151,15 @@ class PolicyForward(torch.nn.Module):
                 lp, ent = _head_logprobs(head, hs, ts, with_entropy)
             parts.append(lp)
             ents.append(ent)
-        flat = torch.cat(parts) if parts else h.new_zeros((0,), dtype=torch.float32)
+        if not parts:  # no completion token: a zero that still depends on every weight (DDP and FSDP expect that)
+            zero = head(hidden[:, -1]).float().sum() * 0.0
+            logp = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device) + zero
+            return logp, (torch.zeros_like(logp) if with_entropy else None)
+        flat = torch.cat(parts)
         logp = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).index_put((rows, cols), flat)
         entropy = None
         if with_entropy:
-            flat_ent = torch.cat(ents) if ents else flat.detach()
+            flat_ent = torch.cat(ents)
             entropy = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).index_put((rows, cols), flat_ent.detach())
         return logp, entropy
 

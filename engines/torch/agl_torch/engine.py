@@ -23,7 +23,7 @@ import torch.distributed as dist
 from . import folder as fold
 from . import messages as msg
 from .adapters import Adapters, frozen_base
-from .batch import PolicyForward, build_batch, completion_logprobs, enable_layer_checkpointing, fitting_chunks
+from .batch import PolicyForward, build_batch, completion_logprobs, decoder_layers, enable_layer_checkpointing, fitting_chunks
 from .decode import LeanDecoder, supports
 from .generate import generate
 from .graphs import DecodeGraphs
@@ -35,6 +35,14 @@ from .sampling import Sampling
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 TRAINABLE = ('full', 'adapters', 'none')
 DECODERS = ('auto', 'lean', 'eager')  # auto: lean where the family is known, with CUDA graphs on a GPU
+
+
+SHARDS = ('none', 'fsdp')
+
+
+def _check_choice(flag: str, value: str, choices) -> None:
+    if value not in choices:
+        raise ValueError(f'{flag} must be one of {", ".join(choices)}, got {value}')
 
 
 class Engine:
@@ -52,54 +60,102 @@ class Engine:
         trainable: str = 'full',
         gradient_checkpointing: bool = False,
         decoder: str = 'auto',
+        shard: str = 'none',
     ):
-        if dtype not in DTYPES:
-            raise ValueError(f'--dtype must be one of {", ".join(DTYPES)}, got {dtype}')
-        if trainable not in TRAINABLE:
-            raise ValueError(f'--trainable must be one of {", ".join(TRAINABLE)}, got {trainable}')
-        if decoder not in DECODERS:
-            raise ValueError(f'--decoder must be one of {", ".join(DECODERS)}, got {decoder}')
+        _check_choice('--dtype', dtype, DTYPES)
+        _check_choice('--trainable', trainable, TRAINABLE)
+        _check_choice('--decoder', decoder, DECODERS)
+        _check_choice('--shard', shard, SHARDS)
         self.device, self.dtype_name, self.rank, self.world = device, dtype, rank, world
+        self.fsdp = shard == 'fsdp' and world > 1
+        if self.fsdp and trainable != 'full':
+            raise ValueError('--shard fsdp trains full weights: LoRA adapters run on one rank (engine.procs 1)')
         self.source = model_dir
         self.name = name or os.path.basename(os.path.abspath(model_dir))
-        self.hf, model, float32 = fold.load_model(model_dir, DTYPES[dtype], attn, keep_float32=trainable == 'full')
-        self.family = fold.family_of(self.hf)
-        self.context_length = fold.context_length_of(self.hf)
-        self.model = model.to(device)
-        self.vocab = int(self.model.get_input_embeddings().weight.shape[0])
-        self.decode = fold.decoder_for(model_dir, self.hf)
         self.gradient_checkpointing = gradient_checkpointing
-        if gradient_checkpointing:
-            enable_layer_checkpointing(self.model)
+        self.memory = PeakMemory(device)
+        float32 = self._load(model_dir, attn, trainable)
         params = fold.parameter_names(self.model)
-        self.base_parameters = sum(q.numel() for _, q in params)
         saved = fold.read_optimizer(model_dir, self.family, {n: p.shape for n, p in params})
-        config = merged_config(saved and saved['config'], optimizer)
+        self.config = merged_config(saved and saved['config'], optimizer)
+        self.adapters = Adapters(self.model, os.path.abspath(model_dir), self.config)
+        self.forward = PolicyForward(self.model)
+        self._sampler(decoder)
+        self.ddp = None
+        if self.fsdp:
+            self._shard()
+            params = fold.parameter_names(self.model)  # now DTensors, each rank holding its shard
+        elif world > 1:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            self.ddp = DDP(self.forward, device_ids=[device.index] if device.type == 'cuda' else None)
         self.policy: Trainable | None = None
         if trainable == 'full':
             # AdamW: decoupled weight decay on matrices only (not norms, biases), as the TF.js engine.
-            self.policy = Trainable(params, config, saved['step'] if saved else 0, float32)
+            self.policy = Trainable(params, self.config, saved['step'] if saved else 0, float32)
             if saved:
                 self.policy.restore_moments(saved['moments'])
         else:
             for _, p in params:
                 p.requires_grad_(False)
-        self.config = config
-        self.adapters = Adapters(self.model, os.path.abspath(model_dir), config)
-        self.memory = PeakMemory(device)
-        self.forward = PolicyForward(self.model)
-        # Sampling: the lean decoder (the engine's own cache; CUDA graphs on a GPU) where it knows the family.
-        lean = decoder != 'eager' and supports(self.model)
-        if decoder == 'lean' and not lean:
-            raise ValueError(f"--decoder lean: {self.hf.get('model_type')} models decode with transformers' forward (--decoder eager)")
-        self.lean = LeanDecoder(self.model) if lean else None
-        self.graphs = DecodeGraphs(lambda: self.adapters.active) if lean and device.type == 'cuda' and decoder != 'lean' else None
-        self.decoder = 'graphs' if self.graphs else 'lean' if lean else 'eager'
-        self.ddp = None
-        if world > 1:
-            from torch.nn.parallel import DistributedDataParallel as DDP
 
-            self.ddp = DDP(self.forward, device_ids=[device.index] if device.type == 'cuda' else None)
+    def _load(self, model_dir: str, attn: str, trainable: str):
+        """The model on its device; returns the float32 values of lower-precision weights (the masters) or None.
+        Sharded, the model stays float32 (FSDP keeps float32 shards and computes in the lower precision)."""
+        compute = torch.float32 if self.fsdp else DTYPES[self.dtype_name]
+        self.hf, model, float32 = fold.load_model(model_dir, compute, attn, keep_float32=trainable == 'full')
+        self.family = fold.family_of(self.hf)
+        self.context_length = fold.context_length_of(self.hf)
+        self.model = model if self.fsdp else model.to(self.device)  # fully_shard moves each rank's shard
+        self.vocab = int(self.model.get_input_embeddings().weight.shape[0])
+        self.base_parameters = sum(q.numel() for _, q in fold.parameter_names(self.model))
+        self.decode = fold.decoder_for(model_dir, self.hf)
+        if self.gradient_checkpointing:
+            enable_layer_checkpointing(self.model)
+        return float32
+
+    def _sampler(self, decoder: str) -> None:
+        """The lean decoder (the engine's own cache; CUDA graphs on a GPU) where it knows the family; transformers'
+        forward otherwise, and when sharded (each layer's weights are gathered by FSDP as it runs)."""
+        lean = decoder != 'eager' and not self.fsdp and supports(self.model)
+        if decoder == 'lean' and not lean:
+            raise ValueError(
+                f"--decoder lean: {self.hf.get('model_type')} models{' sharded with FSDP' if self.fsdp else ''} decode with transformers' forward (--decoder eager)"
+            )
+        self.lean = LeanDecoder(self.model) if lean else None
+        self.graphs = DecodeGraphs(lambda: self.adapters.active) if lean and self.device.type == 'cuda' and decoder != 'lean' else None
+        self.decoder = 'graphs' if self.graphs else 'lean' if lean else 'eager'
+
+    def _shard(self) -> None:
+        """FSDP2: each decoder layer, then the rest (embeddings, final norm, head) under the forward module, sharded over
+        the ranks; float32 shards, computed in the run's dtype, gradients reduced in float32."""
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        self._same_weights_everywhere()
+        mesh = init_device_mesh(self.device.type, (self.world,))
+        dtype = DTYPES[self.dtype_name]
+        mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32) if dtype != torch.float32 else MixedPrecisionPolicy()
+        for layer in decoder_layers(self.model):
+            fully_shard(layer, mesh=mesh, mp_policy=mp)
+        fully_shard(self.forward, mesh=mesh, mp_policy=mp)
+        with torch.no_grad():  # FSDP sets itself up on the first forward through the root: make that this one
+            completion_logprobs(self.forward, build_batch([msg.Pair([0], [0])], self.device), False)
+        self.forward.reshard()  # the root stays gathered after a forward: the module's parameters are the shards again
+
+    def _same_weights_everywhere(self) -> None:
+        """Every rank shards what it loaded itself: a node whose folder differs would train a mixture. Checked once."""
+        total = torch.stack([p.detach().double().sum() for p in self.model.parameters()]).sum().reshape(1).to(self.device)
+        seen = [torch.zeros_like(total) for _ in range(self.world)]
+        dist.all_gather(seen, total)
+        if any(abs(float(s) - float(total)) > 1e-9 * max(1.0, abs(float(total))) for s in seen):
+            raise RuntimeError(f'the ranks loaded different weights from {self.source}: every node needs the same model folder at the same path')
+
+    @property
+    def collective(self) -> set[str]:
+        """Requests every rank runs: the updates and saves; sharded, also sampling and scoring (every rank holds a part)."""
+        base = {'train_step', 'save', 'set_optimizer', 'shutdown'}
+        return base | {'generate', 'score'} if self.fsdp else base
 
     # -- information ---------------------------------------------------------------------------------------
     def describe(self) -> dict:
@@ -118,6 +174,7 @@ class Engine:
             'masterWeights': bool(p and p.masters is not None),
             'gradientCheckpointing': self.gradient_checkpointing,
             'decoder': self.decoder,
+            'shard': 'fsdp' if self.fsdp else 'none',
             'adapters': {n: {'step': a.step, 'parameters': sum(q.numel() for _, q in a.params)} for n, a in self.adapters.by_name.items()},
         }
 
@@ -192,7 +249,7 @@ class Engine:
 
     # -- sampling and scoring (rank 0) ---------------------------------------------------------------------
     def generate(self, p: msg.GenerateParams, on_step=None) -> list[dict]:
-        with self.adapters.using(p.adapter):
+        with self.adapters.using(p.adapter), self._root_gathered():
             return generate(
                 self.model,
                 p.prompts,
@@ -210,6 +267,19 @@ class Engine:
             )
 
     @torch.inference_mode()
+    @contextlib.contextmanager
+    def _root_gathered(self):
+        """Sharded: the weights outside the decoder layers (embeddings, final norm, head) gathered while transformers'
+        forward runs (each layer gathers its own as it runs)."""
+        if not self.fsdp:
+            yield
+            return
+        self.forward.unshard()
+        try:
+            yield
+        finally:
+            self.forward.reshard()
+
     def score(self, p: msg.ScoreParams) -> list[list[float]]:
         pairs = p.pairs
         out: list[list[float]] = [[] for _ in pairs]
@@ -250,26 +320,32 @@ class Engine:
         pairs = p.pairs
         loss_fn = LossFn(p.loss, pairs, self.device)
         chunks = fitting_chunks(pairs, int(policy.config['microBatchSize']), self.context_length, by_length=True)
-        mine = chunks[self.rank :: self.world]
+        mine: list = chunks[self.rank :: self.world]
+        if self.world > 1:
+            # Every rank runs the same number of micro-batches (FSDP gathers weights in each forward; DDP reduces in the
+            # last backward): a rank short of work runs a zero-weight one.
+            mine += [None] * (-(-len(chunks) // self.world) - len(mine))
         net = self.ddp or self.forward
-        scale = float(self.world) * policy.loss_scale  # DDP averages over ranks; float16's loss scale
+        scale = float(self.world) * policy.loss_scale  # DDP and FSDP average over ranks; float16's loss scale
         policy.zero_grad()
         for k, chunk in enumerate(mine):
-            last = k == len(mine) - 1
-            sync = contextlib.nullcontext() if (self.ddp is None or last) else self.ddp.no_sync()
-            with sync:
+            with self._sync(last=k == len(mine) - 1):
+                if chunk is None:
+                    b = build_batch([msg.Pair([0], [0])], self.device)
+                    logp, _ = completion_logprobs(net, b, False)
+                    (logp.sum() * 0.0).backward()
+                    continue
                 b = build_batch([pairs[i] for i in chunk], self.device)
                 logp, entropy = completion_logprobs(net, b, True)
-                loss = loss_fn(logp, b.mask, entropy, chunk)
-                if not loss.requires_grad:  # no completion token in this micro-batch: still one backward (DDP's hooks)
-                    loss = loss + 0.0 * sum(q.view(-1)[0] for _, q in policy.params)
-                (loss * scale).backward()
-        if not mine and self.ddp is not None:
-            # More ranks than micro-batches: this rank still joins the gradient all-reduce, with a zero contribution.
-            b = build_batch([msg.Pair([0], [0])], self.device)
-            logp, _ = completion_logprobs(net, b, False)
-            (logp.sum() * 0.0).backward()
+                (loss_fn(logp, b.mask, entropy, chunk) * scale).backward()
         return loss_fn
+
+    def _sync(self, last: bool):
+        """Gradients reduced over the ranks in the last micro-batch's backward only."""
+        if self.fsdp:
+            self.forward.set_requires_gradient_sync(last)
+            return contextlib.nullcontext()
+        return contextlib.nullcontext() if (self.ddp is None or last) else self.ddp.no_sync()
 
     def _apply(self, policy: Trainable):
         try:
@@ -289,11 +365,12 @@ class Engine:
         return {**dict(zip(STAT_KEYS, sums.tolist())), 'gapMax': float(gap_max)}
 
     def save(self, p: msg.SaveParams) -> None:
-        if self.rank != 0:
+        policy = None if p.adapter is not None else self._trainable(None)
+        if self.rank != 0 and not (policy and policy.sharded):
             return
         if p.adapter is not None:
             self.adapters.save(p.adapter, p.dir)
             return
-        policy = self._trainable(None)
-        state = {'step': policy.step, 'config': policy.config, 'moments': policy.moments()}
-        fold.save_folder(p.dir, self.hf, policy.weights(), self.source, state)
+        weights, moments = policy.weights(), policy.moments()  # sharded: gathered, every rank taking part
+        if self.rank == 0:
+            fold.save_folder(p.dir, self.hf, weights, self.source, {'step': policy.step, 'config': policy.config, 'moments': moments})

@@ -67,7 +67,7 @@ def _left_padded(prompts: list[list[int]]):
     return ids, left, positions, L
 
 
-@torch.inference_mode()
+@torch.no_grad()
 def generate(
     model,
     prompts: list[list[int]],

@@ -49,6 +49,7 @@ class Trainable:
             given = masters or {}
             self.masters = [(given[n] if n in given else p.detach()).to(device=device, dtype=torch.float32).clone() for n, p in params]
         self.loss_scale = 2.0**16 if any(p.dtype == torch.float16 for _, p in params) else 1.0
+        self.sharded = any(_is_dtensor(p) for _, p in params)
         self._clean_steps = 0
         self.opt = _adamw(params, self.masters, config, device)
 
@@ -73,27 +74,28 @@ class Trainable:
             saved = moments.get(key(n))
             if saved is None:
                 continue
-            m, v = saved
+            m, v = (_like(t, q) for t in saved)
             fused = bool(self.opt.defaults.get('fused'))  # fused AdamW keeps its step count on the device
             self.opt.state[q] = {
                 'step': torch.tensor(float(self.step), dtype=torch.float32, device=q.device if fused else 'cpu'),
-                'exp_avg': m.to(device=q.device, dtype=torch.float32),
-                'exp_avg_sq': v.to(device=q.device, dtype=torch.float32),
+                'exp_avg': m,
+                'exp_avg_sq': v,
             }
 
     def moments(self, key=lambda n: n) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """{saved name: (m, v)} as float32 CPU tensors (zeros before the first update)."""
+        """{saved name: (m, v)} as float32 CPU tensors (zeros before the first update). Sharded: gathered (every rank
+        calls this, in the same order)."""
         out = {}
         for (n, _), q in zip(self.params, self._optimized()):
             st = self.opt.state.get(q) or {}
             m = st.get('exp_avg', torch.zeros_like(q, dtype=torch.float32))
             v = st.get('exp_avg_sq', torch.zeros_like(q, dtype=torch.float32))
-            out[key(n)] = (m.detach().to('cpu', torch.float32).contiguous(), v.detach().to('cpu', torch.float32).contiguous())
+            out[key(n)] = (_full(m).to('cpu', torch.float32).contiguous(), _full(v).to('cpu', torch.float32).contiguous())
         return out
 
     def weights(self) -> dict[str, torch.Tensor]:
-        """The trained values to save: the float32 masters when there are, else the parameters."""
-        return {n: q.detach() for (n, _), q in zip(self.params, self._optimized())}
+        """The trained values to save: the float32 masters when there are, else the parameters (sharded: gathered)."""
+        return {n: _full(q) for (n, _), q in zip(self.params, self._optimized())}
 
     # -- one update ----------------------------------------------------------------------------------------------
     def zero_grad(self) -> None:
@@ -107,10 +109,14 @@ class Trainable:
         """Clips the gradients by global norm and steps AdamW. Returns the norm before clipping (a device tensor).
         Raises NonFiniteStep (nothing changed) when a gradient is NaN or infinite; float16 first retries smaller scales
         through the caller (`overflowed`)."""
-        grads = [p.grad for _, p in self.params if p.grad is not None]
+        grads = [_local(p.grad) for _, p in self.params if p.grad is not None]
         if not grads:
             return torch.zeros(())
         norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
+        if self.sharded:  # each rank holds a part of every gradient: the norm of all of them
+            sq = norm.double() ** 2
+            torch.distributed.all_reduce(sq)
+            norm = sq.sqrt().float()
         if self.loss_scale != 1.0:
             norm = norm / self.loss_scale
         if not bool(torch.isfinite(norm)):
@@ -149,6 +155,32 @@ class Trainable:
         if self._clean_steps >= 200 and self.loss_scale < 2.0**24:
             self.loss_scale *= 2.0
             self._clean_steps = 0
+
+
+def _is_dtensor(t) -> bool:
+    from torch.distributed.tensor import DTensor
+
+    return isinstance(t, DTensor)
+
+
+def _local(t: torch.Tensor) -> torch.Tensor:
+    """This rank's part of a sharded (FSDP) tensor; a plain tensor itself."""
+    return t.to_local() if _is_dtensor(t) else t
+
+
+def _full(t: torch.Tensor) -> torch.Tensor:
+    """The whole of a sharded tensor (a collective: every rank calls it); a plain tensor itself."""
+    # clone: a gathered tensor can be a view into a padded buffer, which safetensors will not write
+    return t.full_tensor().detach().clone() if _is_dtensor(t) else t.detach()
+
+
+def _like(saved: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
+    """A saved float32 moment laid out as its parameter is: on its device, sharded as it is."""
+    if _is_dtensor(param):
+        from torch.distributed.tensor import distribute_tensor
+
+        return distribute_tensor(saved.to(param.device, torch.float32), param.device_mesh, param.placements)
+    return saved.to(device=param.device, dtype=torch.float32)
 
 
 def _adamw(params, masters, config: dict, device: torch.device) -> torch.optim.AdamW:

@@ -14,7 +14,8 @@ and a result holding a NaN is answered as an error. `fatal` is set only when the
 that failed on some ranks, a CUDA error that poisoned the context, an optimizer step that ran out of memory half-way.
 
 Requests run one at a time, in order. Under torchrun only rank 0 talks to the daemon; it hands each request that
-every rank must run (train_step, save, set_optimizer, shutdown) to the others with a broadcast, after checking it,
+every rank must run (train_step, save, set_optimizer, shutdown; sharded with FSDP, generate and score too) to the
+others with a broadcast, after checking it,
 so a bad request is an error answer and never a rank stuck in a collective. When the daemon goes away (its socket
 closes), every rank exits.
 """
@@ -37,8 +38,6 @@ from .engine import Engine
 from .memory import gib
 from .messages import Fatal, RequestError
 from .optim import NonFiniteStep
-
-COLLECTIVE = {'train_step', 'save', 'set_optimizer', 'shutdown'}  # add_adapter: one rank only (refused under torchrun)
 
 
 class NonFiniteResult(ValueError):
@@ -117,6 +116,9 @@ def serve(args) -> int:
     local_world = int(os.environ.get('LOCAL_WORLD_SIZE', '1'))
     if args.threads:
         torch.set_num_threads(args.threads)
+    if rank == 0 and not args.connect:
+        log('global rank 0 talks to the daemon: it needs --connect (a node other than the first starts without it)')
+        return 2
     channel = Channel(args.connect) if rank == 0 else None
     try:
         check_devices(args.device, local_rank, local_world)
@@ -139,6 +141,7 @@ def serve(args) -> int:
             trainable=args.trainable,
             gradient_checkpointing=args.gradient_checkpointing,
             decoder=args.decoder,
+            shard=args.shard,
         )
     except Exception as e:  # noqa: BLE001 - every load failure is reported to the daemon with its reason
         if channel:
@@ -201,7 +204,7 @@ def lead(engine: Engine, channel: Channel, world: int) -> int:
         except RequestError as e:
             channel.send({'id': rid, 'error': {'message': str(e), 'type': 'RequestError'}})
             continue
-        if method in COLLECTIVE and world > 1:
+        if method in engine.collective and world > 1:
             dist.broadcast_object_list([{'method': method, 'params': raw}], src=0)
         if method == 'shutdown':
             channel.send({'id': rid, 'result': None})
