@@ -9,13 +9,13 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Frame, FrameLocator, Locator, Page } from 'playwright-core';
 import { findChromium, launchChromium, NO_CHROMIUM } from '../helpers/browser.js';
 import { CODE_SERVER, codeServerReady } from '../helpers/code-server.js';
+import { freePort } from '../helpers/net.js';
 
 /** Why the e2e cannot run here, or null. The test fails with this (never skips). */
 export function missingTools(): string | null {
@@ -79,16 +79,7 @@ export function beginE2e(): { timings: Record<string, number>; mark: (name: stri
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export interface CodeServer {
   url: string;

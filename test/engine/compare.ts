@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readSafetensors } from '../../daemon/model/safetensors.js';
+import type { GrpoSample, TrainLoss } from '../../protocol/engine.js';
 
 /**
  * GPT-2's key bias (the middle third of attn.c_attn.bias) has a zero gradient in exact arithmetic (it adds the same
@@ -41,4 +42,9 @@ export function compareFiles(a: string, b: string, d: number): { worst: number; 
 /** Max |a - b| over the weights of two model folders. */
 export function maxParamDiff(a: string, b: string, d: number): number {
   return compareFiles(join(a, 'model.safetensors'), join(b, 'model.safetensors'), d).worst;
+}
+
+/** A token-mean GRPO loss with DAPO's clip range over `samples` (the engine tests' usual update), with `over` on top. */
+export function tokenMeanGrpo(samples: GrpoSample[], over: Partial<Extract<TrainLoss, { kind: 'grpo' }>> = {}): TrainLoss {
+  return { kind: 'grpo', clipLow: 0.2, clipHigh: 0.28, beta: 0, aggregation: 'token-mean', normTokens: null, importanceSampling: 'token', samples, ...over };
 }

@@ -15,7 +15,7 @@ import type { SequencePair } from '../../daemon/model/policy-contract.js';
 import { loadPolicy } from '../../daemon/model/policy.js';
 import { EngineError, startTorchEngine } from '../../daemon/model/torch-engine.js';
 import { torchPython } from '../helpers/torch.js';
-import { compareFiles } from './compare.js';
+import { compareFiles, tokenMeanGrpo } from './compare.js';
 
 const WARMUP = join('samples', 'calc', 'warmup');
 
@@ -48,16 +48,7 @@ describe('torch engine on 2 ranks', () => {
       for (let s = 0; s < 2; s++) {
         const old = await e.scoreLogprobs(pairs);
         const samples = old.map((row, i) => ({ advantage: [1, -0.5, 0.25, -0.75][i % 4], oldLogprobs: row.map((x, t) => x + 0.2 * Math.sin(i + t)) }));
-        const r = await e.trainStep(pairs, {
-          kind: 'grpo',
-          clipLow: 0.2,
-          clipHigh: 0.28,
-          beta: 0,
-          aggregation: 'token-mean',
-          normTokens: null,
-          importanceSampling: 'token',
-          samples,
-        });
+        const r = await e.trainStep(pairs, tokenMeanGrpo(samples));
         losses.push(r.loss);
         assert.equal(r.stats.sequences, pairs.length, 'every sequence counted once over the ranks');
       }

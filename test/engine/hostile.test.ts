@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { EngineError, startTorchEngine, type TorchPolicyModel } from '../../daemon/model/torch-engine.js';
 import { torchPython } from '../helpers/torch.js';
+import { tokenMeanGrpo } from './compare.js';
 
 const WARMUP = join('samples', 'calc', 'warmup');
 const VOCAB = 264;
@@ -34,21 +35,13 @@ function valid(scratch: string): Request[] {
       params: {
         pairs,
         optimizer: { lr: 1e-7 },
-        loss: {
-          kind: 'grpo',
-          clipLow: 0.2,
-          clipHigh: 0.28,
-          beta: 0,
-          aggregation: 'token-mean',
-          normTokens: null,
-          importanceSampling: 'token',
-          ratioBase: 'update',
-          tisCap: 3,
-          samples: [
+        loss: tokenMeanGrpo(
+          [
             { advantage: 1, oldLogprobs: [-1, -2, -0.5] },
             { advantage: -1, oldLogprobs: [-3] },
           ],
-        },
+          { ratioBase: 'update', tisCap: 3 },
+        ),
       },
     },
     { method: 'set_optimizer', params: { lr: 1e-7 } },

@@ -13,6 +13,7 @@ import type { SequencePair, TrainLoss } from '../../daemon/model/policy-contract
 import { readSafetensors } from '../../daemon/model/safetensors.js';
 import { startTorchEngine, type TorchPolicyModel } from '../../daemon/model/torch-engine.js';
 import { torchPython } from '../helpers/torch.js';
+import { tokenMeanGrpo } from './compare.js';
 
 const WARMUP = join('samples', 'calc', 'warmup');
 const QUESTIONS = [
@@ -31,19 +32,8 @@ async function sampledBatch(e: TorchPolicyModel, seed: number): Promise<{ pairs:
   const prompts = QUESTIONS.map((q) => t.encode(t.applyChatTemplate([{ role: 'user', content: q }])));
   const gens = await e.generate([...prompts, ...prompts], { maxTokens: 16, temperature: 1, seed });
   const pairs = gens.map((g, i) => ({ promptIds: prompts[i % prompts.length]!, completionIds: g.tokenIds }));
-  const loss: TrainLoss = {
-    kind: 'grpo',
-    clipLow: 0.2,
-    clipHigh: 0.28,
-    beta: 0,
-    aggregation: 'token-mean',
-    normTokens: null,
-    importanceSampling: 'token',
-    ratioBase: 'update',
-    tisCap: 3,
-    samples: gens.map((g, i) => ({ advantage: [1, -1, 0.5, -0.5, 0.8][i % 5]! * (i < prompts.length ? 1 : -0.6), oldLogprobs: g.logprobs })),
-  };
-  return { pairs, loss };
+  const samples = gens.map((g, i) => ({ advantage: [1, -1, 0.5, -0.5, 0.8][i % 5]! * (i < prompts.length ? 1 : -0.6), oldLogprobs: g.logprobs }));
+  return { pairs, loss: tokenMeanGrpo(samples, { ratioBase: 'update', tisCap: 3 }) };
 }
 
 /** A safetensors file's header: each tensor's dtype as stored. */

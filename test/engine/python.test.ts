@@ -1,6 +1,7 @@
 /**
  * The torch engine's Python is held to the TypeScript's standard: ruff's lint and formatter agree with every file
- * (engines/torch and test/engine's scripts; settings in engines/torch/pyproject.toml), and its unit tests
+ * (engines/torch, test/engine's scripts and bench/gpu.py; settings in engines/torch/pyproject.toml), no function is
+ * longer than 80 lines, and its unit tests
  * (engines/torch/tests: messages, batch, loss, generate, optim, server) pass under pytest on tiny models transformers
  * makes on the spot.
  */
@@ -12,9 +13,12 @@ import { join } from 'node:path';
 import { torchPython } from '../helpers/torch.js';
 
 const ENGINE = join('engines', 'torch');
-const SCRIPTS = readdirSync(join('test', 'engine'))
-  .filter((f) => f.endsWith('.py'))
-  .map((f) => join('..', '..', 'test', 'engine', f));
+const SCRIPTS = [
+  ...readdirSync(join('test', 'engine'))
+    .filter((f) => f.endsWith('.py'))
+    .map((f) => join('..', '..', 'test', 'engine', f)),
+  join('..', '..', 'bench', 'gpu.py'),
+];
 
 function run(args: string[], timeout = 600_000) {
   const r = spawnSync(torchPython(), args, {
@@ -34,6 +38,21 @@ test('ruff check: no lint finding in the engine or the test scripts', () => {
 test('ruff format --check: every Python file is formatted', () => {
   const r = run(['-m', 'ruff', 'format', '--check', '.', ...SCRIPTS]);
   assert.equal(r.status, 0, `${r.out}\nrun: cd engines/torch && python -m ruff format . ../../test/engine/*.py`);
+});
+
+test('no function of the engine is longer than a screen (80 lines), as in the TypeScript', () => {
+  const script = [
+    'import ast, json, pathlib',
+    'out = []',
+    "for f in sorted(pathlib.Path('agl_torch').glob('*.py')) + [pathlib.Path('../../bench/gpu.py')]:",
+    '    for n in ast.walk(ast.parse(f.read_text())):',
+    '        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 80:',
+    "            out.append(f'{f}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)')",
+    'print(json.dumps(out))',
+  ].join('\n');
+  const r = run(['-c', script]);
+  assert.equal(r.status, 0, r.out);
+  assert.deepEqual(JSON.parse(r.out.trim().split('\n').pop()!), []);
 });
 
 test('pytest: the engine unit tests pass', () => {

@@ -13,12 +13,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { loadPolicy } from '../../daemon/model/policy.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { runAgl, startAgl } from '../algorithm/cli-helpers.js';
 import { torchPython } from '../helpers/torch.js';
+import { freePort } from '../helpers/net.js';
 
 const AGENT = 'samples/calc/agent.ts#calcAgent';
 const DATA = ['--train', 'samples/calc/data/train.jsonl', '--val', 'samples/calc/data/val.jsonl', '--model', 'samples/calc/warmup'];
@@ -172,18 +172,6 @@ test("more ranks than GPUs, or no GPU at all: agl train prints the engine's own 
     rmSync(dir, { recursive: true, force: true });
   }
 });
-
-/** A port nothing listens on now (the rendezvous of node 0). */
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => res(port));
-    });
-  });
-}
 
 test('two machines as 2 single-process nodes on 127.0.0.1: FSDP across them trains, and node 1 ends with the run', { timeout: 600_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-train-nodes-'));

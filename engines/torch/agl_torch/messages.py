@@ -78,7 +78,7 @@ class GrpoLoss:
 
 @dataclass
 class OptimizerSettings:
-    lr: float = field(metadata={'gt': 0})
+    lr: float = field(metadata=_min(0))  # 0: an update that moves nothing (a schedule's first step can be one)
     beta1: float = field(metadata={'min': 0, 'lt': 1})
     beta2: float = field(metadata={'min': 0, 'lt': 1})
     eps: float = field(metadata={'gt': 0})

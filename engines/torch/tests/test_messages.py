@@ -109,8 +109,8 @@ def test_optimizer_settings_are_known_and_in_range():
         m.check_optimizer({'learningRate': 1e-4})
     with pytest.raises(m.RequestError, match=r'optimizer.beta2: must be less than 1'):
         m.check_optimizer({'beta2': 1.0})
-    with pytest.raises(m.RequestError, match=r'optimizer.lr: must be greater than 0'):
-        m.check_optimizer({'lr': 0})
+    with pytest.raises(m.RequestError, match=r'optimizer.lr: must be at least 0'):
+        m.check_optimizer({'lr': -1e-4})
     with pytest.raises(m.RequestError, match=r'optimizer.microBatchSize: must be an integer'):
         m.check_optimizer({'microBatchSize': 2.5})
 
