@@ -145,7 +145,8 @@ describe('policy set: settings travel with each update', () => {
         return mine[0]!.loss;
       };
       // DAPO (Yu et al. 2025): clip-higher 0.2 / 0.28, token-level aggregation, a ratio per token.
-      const token = { kind: 'grpo', beta: 0, aggregation: 'token-mean', normTokens: 6, importanceSampling: 'token' };
+      // Every policy's ratio is against its update's own log-probs, the sampler's in a truncated importance weight.
+      const token = { kind: 'grpo', beta: 0, aggregation: 'token-mean', normTokens: 6, importanceSampling: 'token', ratioBase: 'update', tisCap: 3 };
       assert.deepEqual(lossOf('writer'), { ...token, clipLow: 0.2, clipHigh: 0.28 });
       // The run's training.grpo (this project's GRPO: 0.2 / 0.3, token-mean).
       assert.deepEqual(lossOf('checker'), { ...token, clipLow: 0.2, clipHigh: 0.3 });
