@@ -47,6 +47,9 @@ export const DASHBOARD_CHARTS: DashboardChart[] = [
   { id: 'lr', title: 'Learning rate', metrics: [METRICS.lr], yTitle: 'learning rate' },
   { id: 'entropy', title: 'Policy entropy', metrics: [METRICS.entropy], yTitle: 'nats/token' },
   { id: 'response', title: 'Response length', metrics: [METRICS.responseLengthMean], yTitle: 'tokens' },
+  // How far the sampler's log-probs are from the update's own (bfloat16 sampling, an external server): the ratio is
+  // against the update's, the sampler's enter through a truncated importance weight (grpo.ratioBase, tisCap).
+  { id: 'sampler-gap', title: 'Sampler vs update log-probs', metrics: [METRICS.logprobGap, METRICS.logprobGapMax], yTitle: 'nats (per token, largest)' },
 ];
 
 export const DashboardProtocol = {

@@ -32,24 +32,20 @@ def gpt2_dir(tmp_path_factory) -> str:
     return _save(GPT2LMHeadModel(cfg), str(tmp_path_factory.mktemp('gpt2')))
 
 
+def _llama_family(config_cls, model_cls, seed: int, **extra):
+    """A 2-layer, 32-wide model of the Llama family (RMSNorm, rotary positions, grouped-query attention)."""
+    torch.manual_seed(seed)
+    shape = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64)
+    return model_cls(config_cls(vocab_size=VOCAB, bos_token_id=1, eos_token_id=2, **shape, **extra))
+
+
 @pytest.fixture(scope='session')
 def qwen2_dir(tmp_path_factory) -> str:
+    """Qwen2: q/k/v biases, tied embeddings, 2 KV heads for 4 query heads."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    torch.manual_seed(2)
-    cfg = Qwen2Config(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        tie_word_embeddings=True,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    return _save(Qwen2ForCausalLM(cfg), str(tmp_path_factory.mktemp('qwen2')))
+    model = _llama_family(Qwen2Config, Qwen2ForCausalLM, 2, num_key_value_heads=2, tie_word_embeddings=True)
+    return _save(model, str(tmp_path_factory.mktemp('qwen2')))
 
 
 @pytest.fixture(params=['gpt2', 'qwen2'])
@@ -59,20 +55,8 @@ def model_dir(request, gpt2_dir, qwen2_dir) -> str:
 
 @pytest.fixture(scope='session')
 def mistral_dir(tmp_path_factory) -> str:
-    """A sliding window of 6 positions: sequences longer than that read only the last 6."""
+    """Mistral with a sliding window of 6 positions: sequences longer than that read only the last 6."""
     from transformers import MistralConfig, MistralForCausalLM
 
-    torch.manual_seed(3)
-    cfg = MistralConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=1,
-        max_position_embeddings=64,
-        sliding_window=6,
-        bos_token_id=1,
-        eos_token_id=2,
-    )
-    return _save(MistralForCausalLM(cfg), str(tmp_path_factory.mktemp('mistral')))
+    model = _llama_family(MistralConfig, MistralForCausalLM, 3, num_key_value_heads=1, sliding_window=6)
+    return _save(model, str(tmp_path_factory.mktemp('mistral')))
