@@ -10,6 +10,8 @@ Qwen2 shapes made here (no downloads). For each shape, in one run:
     LoRA train_step (r 16 on q/v) on the same batch; tokens/s and peak memory of each;
   - the peers: transformers' own `generate` on the same prompts (sampling, 256 new tokens a row), and a plain PyTorch
     training step (bfloat16 model, full logits, fused AdamW) on the same batch;
+  - first, a check: the engine's decoder (its CUDA graphs on a GPU) and transformers' forward sample the same tokens
+    for the same seeds (tiny shape, float32), with the log-probs' largest difference;
   - ratios engine / peer, model FLOP utilisation (6 x parameters + attention per trained token) against the device's
     dense bfloat16 peak (from its name where known) and against a bf16 matmul measured in the same run.
 Without a GPU it runs the tiny shape on the CPU in float32 and says a GPU was not seen. Results: bench/results/gpu.json
@@ -202,6 +204,27 @@ def engine_rows(folder: str, device: str, dtype: str, w: dict, repeats: int) -> 
     return out
 
 
+def decoders_agree(device: str, quick: bool) -> dict:
+    """The engine's decoder (CUDA graphs on a GPU) against transformers' forward (--decoder eager) in float32 on the tiny
+    shape: the share of rows sampled to the same tokens, and the largest log-prob difference."""
+    with tempfile.TemporaryDirectory(prefix='agl-decoders-') as folder:
+        make_model('tiny', folder, torch.float32)
+        w = workload(SHAPES['tiny'][5], True)
+        gen = {'prompts': [p[: 8 + 3 * i] for i, p in enumerate(w['prompts'])], 'maxTokens': 24, 'temperature': 1.0, 'seed': 5, 'eos': [1], 'stream': False}
+        outs = {}
+        for decoder in ('auto', 'eager'):
+            e = EngineProcess(folder, device, 'float32', ['--decoder', decoder])
+            try:
+                outs[decoder] = (e.call('generate', gen)[0], e.hello['data']['model'].get('decoder'))
+            finally:
+                e.close()
+    (fast, name), (eager, _) = outs['auto'], outs['eager']
+    same = sum(a['tokenIds'] == b['tokenIds'] for a, b in zip(fast, eager)) / len(fast)
+    gap = max((abs(x - y) for a, b in zip(fast, eager) for x, y in zip(a['logprobs'], b['logprobs'])), default=0.0)
+    print(f'decoders: {name} vs eager on the tiny shape in float32: {same:.0%} of rows the same tokens, log-probs within {gap:.1e}', flush=True)
+    return {'decoders.same_tokens_share': same, 'decoders.max_logprob_diff': gap}
+
+
 # ---- the peers ------------------------------------------------------------------------------------------------------
 
 
@@ -364,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     name = torch.cuda.get_device_name(0) if gpu else 'cpu'
     if not gpu:
         print('bench:gpu: no CUDA device is visible: running the tiny shape on the CPU in float32 (no GPU figures)', flush=True)
-    metrics: dict = {'gpu_seen': 1.0 if gpu else 0.0}
+    metrics: dict = {'gpu_seen': 1.0 if gpu else 0.0, **decoders_agree(device, a.quick)}
     peak = matmul_peak(device, torch.bfloat16 if gpu else torch.float32)
     metrics['matmul_tflops'] = peak
     spec = spec_peak(name) if gpu else None

@@ -25,6 +25,8 @@ test('bench/gpu.py --quick on a CPU writes every metric and says no GPU was seen
     const { metrics, machine } = JSON.parse(readFileSync(out, 'utf8')) as { metrics: Record<string, number>; machine: string };
     assert.match(machine, /^cpu/);
     assert.equal(metrics.gpu_seen, 0);
+    assert.equal(metrics['decoders.same_tokens_share'], 1, "the engine's decoder and transformers' sample the same tokens");
+    assert.ok(metrics['decoders.max_logprob_diff']! < 1e-4);
     for (const k of [
       'tiny.engine.generate_tok_s',
       'tiny.engine.score_tok_s',
