@@ -243,6 +243,15 @@ export interface EngineGeneration {
   logprobs: number[];
   finishReason: 'stop' | 'length';
 }
+/**
+ * The most memory a policy's engine held during a train step (PolicyModel.trainStep's result): the torch engine's
+ * EnginePeakMemory (`cuda` on a GPU, `rss` on CPU), or the TF.js engine's, `rss` (its tensors live in the process;
+ * `tfjs` would be TF.js's own tensor bytes).
+ */
+export interface PeakMemory {
+  bytes: number;
+  kind: 'cuda' | 'rss' | 'tfjs';
+}
 export interface EngineTrainResult {
   loss: number;
   gradNorm: number;

@@ -4,7 +4,7 @@
  * process (torch-engine.ts, engines/torch/). Nothing engine-specific crosses it: token ids, log-probs, and the
  * training loss described as data (protocol/engine.ts `TrainLoss`), which each engine implements.
  */
-import type { LossStats, OptimizerSettings, TrainLoss } from '../../protocol/engine.js';
+import type { LossStats, OptimizerSettings, PeakMemory, TrainLoss } from '../../protocol/engine.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -60,9 +60,11 @@ export interface TrainStepResult {
   seconds: number;
   /** The loss's running statistics over the whole batch (clip, KL, entropy, ratio sums). */
   stats: LossStats;
+  /** The engine's peak memory during the step (protocol/engine.ts), when it measures it. */
+  peakMemory?: PeakMemory;
 }
 
-export type { TrainLoss };
+export type { PeakMemory, TrainLoss };
 
 /** Settings of one update, sent with it: nothing changes a policy's optimizer settings between updates. */
 export type UpdateSettings = Partial<OptimizerSettings>;

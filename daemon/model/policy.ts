@@ -109,7 +109,10 @@ export class TfPolicyModel implements PolicyModel {
       ),
       settings,
     );
-    return { ...r, stats: stats.toJSON() };
+    // The process's peak resident set: tf.memory() counts the tensors alive now, not the step's peak, and tf.profile's
+    // peak reads back every kernel's output (too slow for every step); the OS keeps this high-water mark for free, and
+    // the wasm heap the tensors live in never shrinks, so it is what the run needs of the machine.
+    return { ...r, stats: stats.toJSON(), peakMemory: { bytes: process.resourceUsage().maxRSS * 1024, kind: 'rss' } };
   }
 
   /** trainStep with a loss callback of one's own (TF.js only): called per micro-batch, returns its share of the batch loss. */
