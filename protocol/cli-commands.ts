@@ -163,6 +163,7 @@ export const EXPORT_COMMAND = {
     'Writes the transitions of a training run (default: the latest) as JSON lines:\n' +
     '  {runId, step, groupId, rolloutId, attemptId, spanId, index, agentName, policy, policyVersion, reward, credit,\n' +
     '   advantage, promptTokenIds, completionTokenIds, completionLogprobs, prompt, completion}\n' +
+    '  step: the training step, 1..N as agl train prints it\n' +
     "  policy: the policy that served the call and was trained on it (one policy per role: the role's own or the one it\n" +
     "  shares; else the run's one policy), policyVersion: that policy's updates when it served the call",
   options: {

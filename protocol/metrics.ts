@@ -5,6 +5,15 @@
  * Beside it: how a person reads each name (METRIC_LABELS: label and unit; the raw key stays visible in
  * tooltips) and what `agl train` records in a run's summary when it stops (TrainingRunSummary).
  */
+/**
+ * How steps are numbered, in the store and every view (`agl train`'s lines, the editor's progress, the dashboard's
+ * axis and notes, the group view, the report, `agl export`): step k is the k-th policy update, counted from 1 as
+ * `agl train` prints "step k/N". The step's rollouts, transitions and metrics carry k, and so does the validation
+ * after it: a validation at step k measures the policy after k updates (the checkpoint `policy-k`), so a step's
+ * training reward and the held-out reward after it share one x. Step 0 is the validation before training.
+ */
+export const FIRST_TRAINING_STEP = 1;
+
 export const METRICS = {
   /** Mean final reward of the step's rollouts (a failed rollout scores 0). */
   rewardMean: 'reward/mean',

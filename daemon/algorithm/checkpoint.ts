@@ -142,6 +142,10 @@ export function readCheckpoint(dir: string): (CheckpointState & { policyPath: st
   } catch (e) {
     throw new Error(`${p} is not a readable checkpoint state: ${(e as Error).message}`, { cause: e });
   }
+  // Checkpoints written before steps were numbered from 1 (protocol/metrics.ts FIRST_TRAINING_STEP) end their training
+  // rewards at step - 1: renumbered, so a resumed run's report draws them where the store now has them.
+  const train = state.trainer.train;
+  if (train.length && train.at(-1)!.step === state.trainer.step - 1) state.trainer.train = train.map((p) => ({ ...p, step: p.step + 1 }));
   const policyPath = join(dir, state.policyDir);
   const models = state.rolePolicies ? Object.values(state.rolePolicies).map((r) => join(dir, r.dir)) : [policyPath];
   for (const m of models)

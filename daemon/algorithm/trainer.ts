@@ -247,7 +247,10 @@ export class Trainer {
     return mean;
   }
 
-  /** One GRPO step: roll out, credit, advantages, update, record. Returns the metrics it stored. */
+  /**
+   * One GRPO step: roll out, credit, advantages, update, record. Returns the metrics it stored. What it records is
+   * numbered by the updates made once it is done (protocol/metrics.ts FIRST_TRAINING_STEP): the first step is step 1.
+   */
   async step(): Promise<Record<string, number>> {
     const started = Date.now();
     const step = this.state.step;
@@ -257,13 +260,13 @@ export class Trainer {
     const credited = this.creditAndAdvantages(rolled);
     const updates = await this.update(step, credited.perPolicy);
     const metrics = this.stepMetrics(rolled, credited, updates, rolloutSeconds, (Date.now() - started) / 1000);
-    await this.record(step, metrics, credited);
+    await this.record(step + 1, metrics, credited);
     // After recording: a step whose every rollout failed is on the dashboard too, also the one that stops the run.
     this.checkFailures(step, rolled.scheduled);
     this.checkLearning(step, metrics);
     this.state.step = step + 1;
     const rMean = metrics[METRICS.rewardMean]!;
-    this.state.train.push({ step, reward: rMean });
+    this.state.train.push({ step: step + 1, reward: rMean });
     this.log(
       `step ${step + 1}/${this.state.totalSteps} reward ${rMean.toFixed(3)} zero-std ${credited.fracRewardZeroStd.toFixed(2)} clip ${metrics[METRICS.clipRatio]!.toFixed(3)} ${metrics[METRICS.stepS]!.toFixed(1)}s`,
     );
@@ -283,7 +286,7 @@ export class Trainer {
         resourcesId,
         groupSize: t.groupSize,
         timeoutSeconds: cfg.runtime.rolloutTimeoutSeconds,
-        metadata: { runId: this.state.runId, step, ...(round > 0 ? { samplingRound: round } : {}) },
+        metadata: { runId: this.state.runId, step: step + 1, ...(round > 0 ? { samplingRound: round } : {}) },
         adapter: { agentMatch: this.trainedRolesMatch() ?? t.agentMatch },
         signal: this.deps.signal,
         onProgress: (done, total) => this.deps.onProgress?.(round > 0 ? `rollouts (refill ${round})` : 'rollouts', done, total, this.state),
@@ -322,7 +325,7 @@ export class Trainer {
    */
   private checkLearning(step: number, metrics: Record<string, number>): void {
     if (step >= LEARNING_CHECK_STEPS || this.state.step !== step) return;
-    this.firstSteps.push(...Object.entries(metrics).map(([name, value]) => ({ step, name, value })));
+    this.firstSteps.push(...Object.entries(metrics).map(([name, value]) => ({ step: step + 1, name, value })));
     if (step + 1 < LEARNING_CHECK_STEPS) return;
     this.judgeLearning(LEARNING_CHECK_STEPS);
   }

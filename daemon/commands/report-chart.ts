@@ -35,8 +35,8 @@ const FONT = 'DejaVu Sans';
 
 /** The ECharts option of the reward curve. */
 export function rewardCurveOption(curve: RewardCurve): echarts.EChartsCoreOption {
-  // A training point is the reward of step k's rollouts, drawn at k + 1 (after its update) as validation at k is.
-  const train = curve.train.map((p) => [p.step + 1, p.reward]);
+  // Step k's training reward and the validation after k updates share the x of step k (protocol/metrics.ts FIRST_TRAINING_STEP).
+  const train = curve.train.map((p) => [p.step, p.reward]);
   const val = curve.val.map((p) => [p.step, p.reward]);
   const rewards = [...train, ...val].map((p) => p[1]);
   const steps = [...train, ...val].map((p) => p[0]);

@@ -116,6 +116,17 @@ const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
   },
   // 3: every write notifies what it changed, for the change feed (postgres-changes.ts) and the daemon's event stream
   CHANGE_TRIGGERS_SQL,
+  // 4: steps numbered from 1 (protocol/metrics.ts FIRST_TRAINING_STEP): what agl train recorded of a training step
+  //    (metrics, transitions, training rollouts) moves up one; validations already counted the updates before them
+  `
+  CREATE TEMP TABLE agl_trained_runs ON COMMIT DROP AS SELECT DISTINCT run_id FROM metrics WHERE name = 'reward/mean';
+  UPDATE metrics SET step = step + 1 WHERE name <> 'val/reward' AND run_id IN (SELECT run_id FROM agl_trained_runs);
+  UPDATE transitions SET step = step + 1, data = jsonb_set(data::jsonb, '{step}', to_jsonb(step + 1))::text
+    WHERE run_id IN (SELECT run_id FROM agl_trained_runs);
+  UPDATE rollouts SET metadata = jsonb_set(metadata::jsonb, '{step}', to_jsonb((metadata::jsonb ->> 'step')::int + 1))::text
+    WHERE mode = 'train' AND jsonb_typeof(metadata::jsonb -> 'step') = 'number'
+      AND (metadata::jsonb ->> 'runId') IN (SELECT run_id FROM agl_trained_runs);
+  `,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;

@@ -113,6 +113,17 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
   },
   // 3: what changed since a time, read by the change feed (sqlite-changes.ts) for the daemon's event stream
   `CREATE INDEX IF NOT EXISTS rollouts_updated ON rollouts(updated_at);`,
+  // 4: steps numbered from 1 (protocol/metrics.ts FIRST_TRAINING_STEP): what agl train recorded of a training step
+  //    (metrics, transitions, training rollouts) moves up one; validations already counted the updates before them
+  `
+  CREATE TEMP TABLE agl_trained_runs AS SELECT DISTINCT run_id FROM metrics WHERE name = 'reward/mean';
+  UPDATE metrics SET step = step + 1 WHERE name <> 'val/reward' AND run_id IN (SELECT run_id FROM agl_trained_runs);
+  UPDATE transitions SET step = step + 1, data = json_set(data, '$.step', step + 1) WHERE run_id IN (SELECT run_id FROM agl_trained_runs);
+  UPDATE rollouts SET metadata = json_set(metadata, '$.step', json_extract(metadata, '$.step') + 1)
+    WHERE mode = 'train' AND json_type(metadata, '$.step') = 'integer'
+      AND json_extract(metadata, '$.runId') IN (SELECT run_id FROM agl_trained_runs);
+  DROP TABLE agl_trained_runs;
+  `,
 ];
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;

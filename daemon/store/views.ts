@@ -11,7 +11,7 @@
  *   agentHeadline  an agent's one number and its words (protocol/agent-headline.ts), for the CodeLens and dashboard
  */
 import { HEADLINE_WINDOW, describeHeadline, type AgentHeadline, type HeadlineFacts } from '../../protocol/agent-headline.js';
-import { METRICS } from '../../protocol/metrics.js';
+import { FIRST_TRAINING_STEP, METRICS } from '../../protocol/metrics.js';
 import { advantageDivisor, isZeroVariance, meanOf, stdUnbiased, type ScaleRewards } from '../../protocol/grpo-advantage.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { describeCalls, runRoles, type RunRoles } from '../../protocol/call-roles.js';
@@ -243,11 +243,10 @@ export async function rolloutView(store: LightningStore, q: { rolloutId: string;
   };
 }
 
-/** Steps of a run that can have transitions: 0 .. the run's current step. */
+/** Steps of a run that can have transitions: its steps done so far (the first while it runs), numbered from FIRST_TRAINING_STEP. */
 async function trainedSteps(store: LightningStore, runId: string): Promise<number[]> {
   const run = await store.getTrainingRun(runId);
-  const last = Math.max(0, (run?.step ?? 1) - 1);
-  return Array.from({ length: last + 1 }, (_, i) => i);
+  return Array.from({ length: Math.max(1, run?.step ?? 1) }, (_, i) => FIRST_TRAINING_STEP + i);
 }
 
 // ---- the agent's headline ---------------------------------------------------------------------------------

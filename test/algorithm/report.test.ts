@@ -21,7 +21,7 @@ const near = (hex: string, tolerance = 40) => {
 const dark = (r: number, g: number, b: number) => r < 120 && g < 120 && b < 120;
 
 function trainedState(): TrainerState {
-  const train = Array.from({ length: 30 }, (_, step) => ({ step, reward: 0.3 + 0.6 * (1 - Math.exp(-step / 8)) }));
+  const train = Array.from({ length: 30 }, (_, i) => ({ step: i + 1, reward: 0.3 + 0.6 * (1 - Math.exp(-(i + 1) / 8)) }));
   const val = [0, 5, 10, 15, 20, 25, 30].map((step) => ({ step, reward: 0.29 + 0.62 * (1 - Math.exp(-step / 7)) }));
   return { runId: 'run-report', step: 30, totalSteps: 30, elapsedMs: 6 * 60_000, train, val, best: { step: 30, reward: val.at(-1)!.reward } };
 }

@@ -203,7 +203,7 @@ describe('policies: agl train', () => {
         const [run] = await store.listTrainingRuns();
         const metrics = await store.queryMetrics(run.id);
         const at = (name: string, step: number) => metrics.find((m) => m.name === name && m.step === step)?.value;
-        for (const step of [0, 1]) {
+        for (const step of [1, 2]) {
           const ts = await store.queryTransitions({ runId: run.id, step });
           const byRole = (r: string) => ts.filter((t) => t.agentName === r).length;
           assert.equal(byRole('narrator'), 0, 'the untrained role is not trained on');
@@ -368,7 +368,7 @@ describe('policies: agl train', () => {
       try {
         const [rec] = await store.listTrainingRuns();
         let splitMatters = 0;
-        for (const step of [0, 1]) {
+        for (const step of [1, 2]) {
           const ts = await store.queryTransitions({ runId: rec.id, step });
           const byKey = new Map<string, typeof ts>();
           for (const t of ts) byKey.set(`${t.groupId} ${t.agentName}`, [...(byKey.get(`${t.groupId} ${t.agentName}`) ?? []), t]);
@@ -387,7 +387,7 @@ describe('policies: agl train', () => {
           }
         }
         assert.ok(splitMatters > 0, 'some calls got another advantage than against the whole task');
-        const page = await groupPage(store, { runId: rec.id, step: 0 });
+        const page = await groupPage(store, { runId: rec.id, step: 1 });
         const spread = page.groups.find((g) => g.advantage && !g.advantage.zeroVariance);
         assert.ok(spread, 'a group with reward spread');
         assert.deepEqual(spread.advantage!.byRole!.map((r) => r.role).sort(), ['checker', 'writer']);

@@ -41,10 +41,10 @@ test('agl train says a run cannot learn after its first steps, from tasks named 
       const summary = run!.summary as TrainingRunSummary;
       assert.deepEqual(summary.data, { train: resolve(dir, 'agent', 'data', 'train.jsonl'), val: resolve(dir, 'agent', 'data', 'val.jsonl') });
       const points = await store.queryMetrics(run!.id);
-      const at0 = new Map(points.filter((p) => p.step === 0).map((p) => [p.name, p.value]));
-      assert.equal(at0.get(METRICS.trainedTokens), 0, 'nothing trained: every advantage was 0');
-      assert.equal(at0.get(roleMetric('toyAgent', 'calls')), 4, 'the toyAgent role made the 4 calls of the step (2 tasks x 2 samples)');
-      assert.equal(at0.get(roleMetric('toyAgent', 'token_share')), 0);
+      const at1 = new Map(points.filter((p) => p.step === 1).map((p) => [p.name, p.value]));
+      assert.equal(at1.get(METRICS.trainedTokens), 0, 'nothing trained: every advantage was 0');
+      assert.equal(at1.get(roleMetric('toyAgent', 'calls')), 4, 'the toyAgent role made the 4 calls of the step (2 tasks x 2 samples)');
+      assert.equal(at1.get(roleMetric('toyAgent', 'token_share')), 0);
     } finally {
       await store.close();
     }

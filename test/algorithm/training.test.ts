@@ -77,7 +77,7 @@ test('GRPO through gateway + runner raises the toy reward clearly', { timeout: 6
       assert.ok(names.has(n), `metric ${n} recorded`);
     }
     assert.equal(metrics.filter((m) => m.name === 'reward/mean').length, 16);
-    const transitions = await store.queryTransitions({ runId: run.id, step: 0 });
+    const transitions = await store.queryTransitions({ runId: run.id, step: 1 });
     assert.equal(transitions.length, 4 * 8, 'one transition per LLM call of the step');
     // Advantages are centred per group (task).
     for (const g of new Set(transitions.map((t) => t.groupId))) {

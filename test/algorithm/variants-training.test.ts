@@ -79,15 +79,15 @@ test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills g
         assert.equal(rounds.length, 0, `${variant} samples no extra rounds`);
         continue;
       }
-      // With seed 4, step 0 schedules at least one fixed-reward task: its group has no spread, so a refill must run.
+      // With seed 4, the first step schedules at least one fixed-reward task: its group has no spread, so a refill must run.
       const scheduled = tasksForStep(train, 2, seed, 0);
       const fixed = scheduled.filter((x) => (x.input as { reward?: number }).reward !== undefined);
-      assert.ok(fixed.length > 0, `precondition: step 0 schedules a fixed-reward task (${scheduled.map((x) => x.id)})`);
-      const step0 = rounds.find((m) => m.step === 0)!;
-      assert.ok(step0.value >= 1 && step0.value <= 3, `step 0 ran ${step0.value} extra rounds (bounded by 3)`);
-      const kept = metrics.find((m) => m.name === METRICS.groupsKept && m.step === 0)!.value;
+      assert.ok(fixed.length > 0, `precondition: step 1 schedules a fixed-reward task (${scheduled.map((x) => x.id)})`);
+      const step1 = rounds.find((m) => m.step === 1)!;
+      assert.ok(step1.value >= 1 && step1.value <= 3, `step 1 ran ${step1.value} extra rounds (bounded by 3)`);
+      const kept = metrics.find((m) => m.name === METRICS.groupsKept && m.step === 1)!.value;
       assert.ok(kept >= 1 && kept <= 2);
-      const transitions = await store.queryTransitions({ runId: run.id, step: 0 });
+      const transitions = await store.queryTransitions({ runId: run.id, step: 1 });
       const groups = new Set(transitions.map((x) => x.groupId));
       assert.ok(
         [...groups].some((g) => !scheduled.some((s) => s.id === g)),
@@ -103,7 +103,7 @@ test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills g
       }
       const trained = [...groups].filter((g) => transitions.some((x) => x.groupId === g && x.advantage !== 0));
       assert.equal(trained.length, kept, 'the kept groups are the ones with non-zero advantages');
-      t.diagnostic(`dapo step 0: ${step0.value} extra round(s), ${kept} group(s) kept of ${groups.size} rolled out`);
+      t.diagnostic(`dapo step 1: ${step1.value} extra round(s), ${kept} group(s) kept of ${groups.size} rolled out`);
     }
   } finally {
     await host.close();

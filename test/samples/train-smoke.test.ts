@@ -115,7 +115,7 @@ test('sql pipeline: GRPO updates the weights and stores credit per writer/rewrit
   });
   // The warm-up writes the gold query ~70% of the time: 8 per group and a small GRPO step keep both steps' groups mixed.
   t.diagnostic(
-    `sql rewards by step: ${[0, 1].map((k) =>
+    `sql rewards by step: ${[1, 2].map((k) =>
       s.transitions
         .filter((x) => x.step === k && x.agentName === 'writer')
         .map((x) => x.credit)

@@ -11,6 +11,7 @@ import { startPostgres, type PostgresServer } from '../helpers/postgres.js';
 import { storeConformance } from './conformance.js';
 import { changeFeedConformance } from './conformance-changes.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
+import { checkStepsRenumbered, seedZeroBasedRun } from './step-migration.js';
 
 let server: PostgresServer;
 before(async () => {
@@ -70,6 +71,26 @@ describe('PostgresStore with several daemons', () => {
     const reopened = await PostgresStore.connect(url);
     try {
       await checkSearchBuilt(reopened, seeded);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('numbers the training steps of runs recorded before from 1 on opening a store of schema 3', async () => {
+    const url = await server.createDatabase();
+    const store = await PostgresStore.connect(url);
+    const seeded = await seedZeroBasedRun(store);
+    await store.close();
+    const raw = new pg.Client({ connectionString: url });
+    await raw.connect();
+    try {
+      await raw.query(`UPDATE agl_meta SET value = '3' WHERE key = 'schema_version'`);
+    } finally {
+      await raw.end();
+    }
+    const reopened = await PostgresStore.connect(url);
+    try {
+      await checkStepsRenumbered(reopened, seeded);
     } finally {
       await reopened.close();
     }

@@ -14,6 +14,7 @@ import { SQLITE_SCHEMA_VERSION } from '../../daemon/store/sqlite-schema.js';
 import { storeConformance } from './conformance.js';
 import { changeFeedConformance } from './conformance-changes.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
+import { checkStepsRenumbered, seedZeroBasedRun } from './step-migration.js';
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'agl-sqlite-'));
@@ -124,6 +125,27 @@ describe('SqliteStore on disk', () => {
       const reopened = new SqliteStore(file);
       try {
         await checkSearchBuilt(reopened, seeded);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('numbers the training steps of runs recorded before from 1 on opening a store of schema 3', async () => {
+    const dir = tempDir();
+    try {
+      const file = join(dir, 'store.sqlite');
+      const store = new SqliteStore(file);
+      const seeded = await seedZeroBasedRun(store);
+      await store.close();
+      const db = new Database(file);
+      db.pragma('user_version = 3');
+      db.close();
+      const reopened = new SqliteStore(file);
+      try {
+        await checkStepsRenumbered(reopened, seeded);
       } finally {
         await reopened.close();
       }
