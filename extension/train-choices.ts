@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { TrainingRunSummary } from '../protocol/metrics.js';
 import type { TrainingRun } from '../protocol/store.js';
-import { DataSection } from '../protocol/train-config.js';
+import { DataSection, TrainingSection } from '../protocol/train-config.js';
 
 /** A training budget: steps, tasks per step, validation tasks (0 = all) and how often to validate (0 = before and after only). */
 export interface Budget {
@@ -139,16 +139,17 @@ function yamlScalar(text: string): string {
 }
 
 /**
- * The `data:` mapping of a train.yaml, read without a YAML library (the extension's floor imports no packages but
- * VS Code's): the block form (`data:` then indented `train: ...` / `val: ...` lines) or the flow form
- * (`data: { train: ..., val: ... }`). Anything else under `data:` is kept as text, for DataSection to name.
+ * A top-level mapping of a train.yaml (`data:`, `training:`), its scalar keys, read without a YAML library (the
+ * extension's floor imports no packages but VS Code's): the block form (`data:` then indented `train: ...` lines;
+ * deeper mappings such as `training.grpo` are skipped) or the flow form (`data: { train: ..., val: ... }`).
  */
-export function readDataSection(yaml: string): Record<string, string> {
+export function readYamlSection(yaml: string, section: string): Record<string, string> {
   const lines = yaml.split(/\r?\n/);
-  const at = lines.findIndex((l) => /^data\s*:/.test(l));
+  const head = new RegExp(`^${section}\\s*:`);
+  const at = lines.findIndex((l) => head.test(l));
   if (at < 0) return {};
   const out: Record<string, string> = {};
-  const rest = lines[at]!.replace(/^data\s*:/, '')
+  const rest = lines[at]!.replace(head, '')
     .replace(/\s+#.*$/, '')
     .trim();
   const flow = /^\{(.*)\}$/.exec(rest);
@@ -159,13 +160,40 @@ export function readDataSection(yaml: string): Record<string, string> {
     }
     return out;
   }
+  let indent: number | null = null;
   for (const line of lines.slice(at + 1)) {
     if (/^\s*(#.*)?$/.test(line)) continue;
-    const m = /^\s+([\w-]+)\s*:\s*(.*)$/.exec(line);
+    const m = /^(\s+)([\w-]+)\s*:\s*(.*)$/.exec(line);
     if (!m) break; // back at the top level
-    out[m[1]!] = yamlScalar(m[2]!);
+    indent ??= m[1]!.length;
+    if (m[1]!.length === indent && yamlScalar(m[3]!) !== '') out[m[2]!] = yamlScalar(m[3]!);
   }
   return out;
+}
+
+/** The `data:` mapping of a train.yaml (what DataSection parses; anything else under it is kept, for it to name). */
+export function readDataSection(yaml: string): Record<string, string> {
+  return readYamlSection(yaml, 'data');
+}
+
+/**
+ * What a train.yaml trains with, for the budget pick (its own group size, not the setting's): "group size 8 · 12 tasks
+ * per step · 1 epoch · at most 6 min". Its `training:` keys, the schema's defaults for the others.
+ */
+export function configBudgetDetail(configFile: string): string {
+  const given = readYamlSection(readFileSync(configFile, 'utf8'), 'training');
+  const defaults = TrainingSection.parse({});
+  const num = (key: 'groupSize' | 'batchSize' | 'epochs' | 'maxSteps' | 'maxMinutes') => {
+    const v = Number(given[key]);
+    return given[key] !== undefined && Number.isFinite(v) ? v : defaults[key];
+  };
+  const epochs = num('epochs');
+  return [
+    `group size ${num('groupSize')}`,
+    `${num('batchSize')} tasks per step`,
+    num('maxSteps') > 0 ? `at most ${num('maxSteps')} steps` : `${epochs} epoch${epochs === 1 ? '' : 's'}`,
+    ...(num('maxMinutes') > 0 ? [`at most ${num('maxMinutes')} min`] : []),
+  ].join(' · ');
 }
 
 /** The task files of the newest of the agent's runs that recorded them (summary.data, written by `agl train`). */

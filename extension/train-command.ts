@@ -6,14 +6,22 @@
  * training run's step / total and its reward metric) whenever the daemon's events say the run moved, shown in a
  * cancellable notification and the status bar; the dashboard opens on the run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
  */
-import { LEARNING_CHECK_STEPS, describeDiagnosis, diagnoseLearning } from '../protocol/training-health.js';
+import {
+  LEARNING_CHECK_STEPS,
+  describeDiagnosis,
+  diagnoseLearning,
+  diagnosisSentence,
+  policyChanged,
+  runContext,
+  type LearningDiagnosis,
+} from '../protocol/training-health.js';
 import type { TrainConfigInput } from '../protocol/train-config.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
 import { COMMANDS } from '../protocol/commands.js';
 import type { AgentInfo } from '../protocol/lsp.js';
-import { METRICS } from '../protocol/metrics.js';
+import { METRICS, describeEngine, describeHeldOut, type TrainingRunSummary } from '../protocol/metrics.js';
 import type { TrainingRun } from '../protocol/store.js';
 import type { AglClient } from '../sdk/tools/client.js';
 import { lastError, runAgl } from './agl-process.js';
@@ -26,6 +34,7 @@ import {
   BUDGETS,
   type Budget,
   budgetOf,
+  configBudgetDetail,
   configTaskFiles,
   type DataOption,
   type DataOptions,
@@ -108,19 +117,25 @@ async function askChoice(ctx: Ctx, client: AglClient, agent: AgentInfo): Promise
     'validation tasks',
   );
   if (!val) return undefined;
-  const budgets = BUDGETS.map((b) => ({ label: b.label, detail: b.detail, description: b.id === last?.budget ? 'last used' : '', id: b.id }));
+  // Each budget says the group size it trains with: the setting's for a preset, the agent's own train.yaml's for it.
+  const budgets = BUDGETS.map((b) => ({
+    label: b.label,
+    detail: `${b.detail}; group size ${settings.groupSize} (setting agentLightning.groupSize)`,
+    description: b.id === last?.budget ? 'last used' : '',
+    id: b.id,
+  }));
   if (agentConfig) {
     // A sample (or the user) ships its tuned settings next to the agent: the sensible default.
     budgets.unshift({
       label: `The agent's ${basename(agentConfig)}`,
-      detail: `settings shipped next to the agent: ${vscode.workspace.asRelativePath(agentConfig)}`,
+      detail: `${configBudgetDetail(agentConfig)}: settings shipped next to the agent (${vscode.workspace.asRelativePath(agentConfig)})`,
       description: last?.budget === AGENT_CONFIG_BUDGET ? 'last used' : 'recommended',
       id: AGENT_CONFIG_BUDGET,
     });
   }
   if (last?.budget) budgets.sort((a, b) => Number(b.id === last.budget) - Number(a.id === last.budget));
   const budget = await vscode.window.showQuickPick(budgets, {
-    title: `Train ${agent.name}: budget (3/4) · GRPO, group size ${settings.groupSize}`,
+    title: `Train ${agent.name}: budget (3/4)`,
     ignoreFocusOut: true,
     matchOnDescription: true,
   });
@@ -217,6 +232,7 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   const proc = runAgl(ctx, trainArgs(agent.id, choice, settings, budgetFile));
   let run: TrainingRun | null = null;
   let dashboardOpened = false;
+  let diagnosis: LearningDiagnosis | null = null;
 
   const result = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lightning: training ${agent.name}`, cancellable: true },
@@ -228,19 +244,17 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
       progress.report({ message: 'starting…' });
       let reported = 0;
       let judged = false;
-      /** Once the first steps are in: when they show the run cannot learn, say so now (agl train prints the same). */
+      /** Once the first steps are in: when they show the run cannot learn, say so now (agl train prints the same words). */
       const judge = async (r: TrainingRun, ended: boolean) => {
         if (judged || (r.step < LEARNING_CHECK_STEPS && !ended)) return;
         judged = true;
-        const d = diagnoseLearning(await client.queryMetrics(r.id), Math.min(LEARNING_CHECK_STEPS, Math.max(1, r.step)));
-        if (!d) return;
-        ctx.log(describeDiagnosis(d).join('\n'));
-        void vscode.window
-          .showWarningMessage(`Agent Lightning: ${d.message} Likely cause: ${d.cause}. Try: ${d.advice[0]}.`, 'Open Dashboard', 'Show Log')
-          .then((picked) => {
-            if (picked === 'Open Dashboard') void showTrainingDashboard(ctx, { runId: r.id });
-            if (picked === 'Show Log') ctx.output.show();
-          });
+        diagnosis = diagnoseLearning(await client.queryMetrics(r.id), runContext(r), Math.min(LEARNING_CHECK_STEPS, Math.max(1, r.step)));
+        if (!diagnosis) return;
+        ctx.log(describeDiagnosis(diagnosis).join('\n'));
+        void vscode.window.showWarningMessage(`Agent Lightning: ${diagnosisSentence(diagnosis)}`, 'Open Dashboard', 'Show Log').then((picked) => {
+          if (picked === 'Open Dashboard') void showTrainingDashboard(ctx, { runId: r.id });
+          if (picked === 'Show Log') ctx.output.show();
+        });
       };
       const readProgress = async (ended = false) => {
         if (token.isCancellationRequested) return;
@@ -254,7 +268,14 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
           const reward = await latestReward(client, run.id);
           const total = run.totalSteps || 0;
           const pct = total > 0 ? (run.step / total) * 100 : 0;
-          progress.report({ message: `step ${run.step}/${total || '?'}${reward === null ? '' : ` · reward ${reward.toFixed(2)}`}`, increment: pct - reported });
+          const validating = run.step >= total && total > 0 ? await finalValidation(client, run) : '';
+          const message = [
+            `step ${run.step}/${total || '?'}`,
+            ...(reward === null ? [] : [`reward ${reward.toFixed(2)}`]),
+            ...(validating ? [validating] : []),
+            ...(diagnosis ? [`cannot learn: ${diagnosis.title}`] : []),
+          ].join(' · ');
+          progress.report({ message, increment: pct - reported });
           reported = pct;
           ctx.status.setTraining({ agent: agent.id, step: run.step, totalSteps: total, reward });
           ctx.refreshLenses(agent.id);
@@ -296,6 +317,19 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
     .reverse()
     .map((l) => /^checkpoint: (.+)$/.exec(l.trim())?.[1])
     .find(Boolean);
+  // A run whose policy never changed has nothing to serve: it says why instead (the diagnosis, when its steps showed one).
+  const changed = finalRun ? policyChanged(await client.queryMetrics(finalRun.id).catch(() => [])) : null;
+  if (finalRun && changed === false) {
+    const why = diagnosis ? ` ${diagnosisSentence(diagnosis)}` : ' No update moved a weight: the notes on the dashboard say why, step by step.';
+    const picked = await vscode.window.showWarningMessage(
+      `Agent Lightning: trained ${agent.name}, but the policy never changed: ${summary}.${why}`,
+      'Open Dashboard',
+      'Open Trajectories',
+    );
+    if (picked === 'Open Dashboard') void showTrainingDashboard(ctx, { runId: finalRun.id });
+    if (picked === 'Open Trajectories') void vscode.commands.executeCommand(COMMANDS.trajectories, agent.id);
+    return;
+  }
   const actions = [...(checkpoint ? ['Serve Checkpoint'] : []), ...(finalRun ? ['Open Dashboard', 'Open Trajectories'] : [])];
   const picked = await vscode.window.showInformationMessage(`Agent Lightning: trained ${agent.name}: ${summary}`, ...actions);
   if (picked === 'Open Dashboard' && finalRun) void showTrainingDashboard(ctx, { runId: finalRun.id });
@@ -316,16 +350,34 @@ async function serveCheckpoint(ctx: Ctx, checkpoint: string): Promise<void> {
   }
 }
 
-/** "2/2 steps; held-out reward 0.20 → 0.45; 3m 10s; checkpoint in …" from what the run's summary has (agl train writes valBefore, valAfter, minutes). */
+/**
+ * "2/2 steps; held-out reward 0.20 → 0.45 of 8 tasks; on tfjs · wasm · float32 · 1 rank; 3m 10s; checkpoint in …"
+ * from what the run's summary has (agl train writes valBefore, valAfter, tasks, engine, minutes).
+ */
 export function summarize(run: TrainingRun): string {
-  const s = run.summary as Record<string, unknown>;
-  const num = (k: string) => (typeof s[k] === 'number' ? (s[k] as number) : null);
-  const before = num('valBefore');
-  const after = num('valAfter');
+  const s = run.summary as TrainingRunSummary;
+  const num = (v: unknown) => (typeof v === 'number' ? v : null);
+  const before = num(s.valBefore);
+  const after = num(s.valAfter);
   const parts = [`${run.step}/${run.totalSteps} steps`];
-  if (before !== null && after !== null) parts.push(`held-out reward ${before.toFixed(2)} → ${after.toFixed(2)}`);
-  const seconds = Math.round((num('minutes') ?? (run.updatedAt - run.createdAt) / 60_000) * 60);
+  if (before !== null && after !== null) parts.push(`held-out reward ${before.toFixed(2)} → ${describeHeldOut(after, s.tasks?.val)}`);
+  if (s.engine) parts.push(`on ${describeEngine(s.engine)}`);
+  const seconds = Math.round((num(s.minutes) ?? (run.updatedAt - run.createdAt) / 60_000) * 60);
   parts.push(`${Math.floor(seconds / 60)}m ${seconds % 60}s`);
   if (run.checkpointDir) parts.push(`checkpoint in ${run.checkpointDir}`);
   return parts.join('; ');
+}
+
+/** The final validation's progress, once the last step is done: "final validation 3/8 held-out tasks" ('' when none runs yet). */
+async function finalValidation(client: AglClient, run: TrainingRun): Promise<string> {
+  const rollouts = await client.queryRollouts({ runId: run.id, step: run.step, mode: 'val', limit: 1, withTotal: true });
+  const ended = await client.queryRollouts({
+    runId: run.id,
+    step: run.step,
+    mode: 'val',
+    status: ['succeeded', 'failed', 'cancelled'],
+    limit: 1,
+    withTotal: true,
+  });
+  return rollouts.total ? `final validation ${ended.total ?? 0}/${rollouts.total} held-out tasks` : '';
 }

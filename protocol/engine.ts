@@ -252,6 +252,18 @@ export interface PeakMemory {
   bytes: number;
   kind: 'cuda' | 'rss' | 'tfjs';
 }
+/** What a policy's engine computes on, as a run records it (TrainingRunSummary.engine) and every view shows it. */
+export interface EngineFacts {
+  engine: 'tfjs' | 'torch';
+  /** Where it computes: the TF.js backend (wasm, cpu, tensorflow, webgpu) or torch's device of rank 0 (cpu, cuda:0). */
+  device: string;
+  /** The weights' dtype. */
+  dtype: string;
+  /** Data-parallel ranks. */
+  ranks: number;
+  /** What the run's peak memory measures (perf/peak_memory_mib), once an update reported it. */
+  memory?: PeakMemory['kind'];
+}
 export interface EngineTrainResult {
   loss: number;
   gradNorm: number;

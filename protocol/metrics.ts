@@ -5,6 +5,8 @@
  * Beside it: how a person reads each name (METRIC_LABELS: label and unit; the raw key stays visible in
  * tooltips) and what `agl train` records in a run's summary when it stops (TrainingRunSummary).
  */
+import type { EngineFacts } from './engine.js';
+
 /**
  * How steps are numbered, in the store and every view (`agl train`'s lines, the editor's progress, the dashboard's
  * axis and notes, the group view, the report, `agl export`): step k is the k-th policy update, counted from 1 as
@@ -30,13 +32,23 @@ export const METRICS = {
   lr: 'grpo/lr',
   entropy: 'policy/entropy',
   responseLengthMean: 'response/length_mean',
+  /** Rollouts the step ran (dynamic sampling's refills included). */
+  rolloutCount: 'rollout/count',
   rolloutFailed: 'rollout/failed',
   rolloutTransitions: 'rollout/transitions',
+  /** LLM calls the gateway recorded in the step's rollouts (trained or not): 0 = the agent calls its model elsewhere. */
+  llmCalls: 'rollout/llm_calls',
+  /** Of those, the calls sampled greedily or nearly (span-reading.ts sampledGreedily): a task's samples alike. */
+  greedyCalls: 'rollout/greedy_calls',
   tokensPerS: 'perf/tokens_per_s',
   rolloutS: 'perf/rollout_s',
   stepS: 'perf/step_s',
   /** Mean final reward on the validation tasks, at each validation. */
   valReward: 'val/reward',
+  /** The validation tasks that mean is over (a failed rollout counts, as 0). */
+  valTasks: 'val/tasks',
+  /** The engine's peak memory in the step's update (MiB; its kind: TrainingRunSummary.engine.memory). */
+  peakMemoryMiB: 'perf/peak_memory_mib',
   /** Completion tokens the step's update trained on (calls with a nonzero advantage, every policy): 0 = no update. */
   trainedTokens: 'grpo/trained_tokens',
   /** Mean and largest |update's log-prob - sampler's log-prob| per trained token: how far the sampler's numerics are. */
@@ -99,12 +111,17 @@ export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
   [METRICS.lr]: { label: 'learning rate', unit: '' },
   [METRICS.entropy]: { label: 'policy entropy', unit: 'nats/token' },
   [METRICS.responseLengthMean]: { label: 'response length', unit: 'tokens' },
+  [METRICS.rolloutCount]: { label: 'rollouts', unit: 'rollouts' },
   [METRICS.rolloutFailed]: { label: 'failed rollouts', unit: 'rollouts' },
   [METRICS.rolloutTransitions]: { label: 'transitions', unit: 'LLM calls' },
+  [METRICS.llmCalls]: { label: 'LLM calls recorded', unit: 'LLM calls' },
+  [METRICS.greedyCalls]: { label: 'greedily sampled calls', unit: 'LLM calls' },
   [METRICS.tokensPerS]: { label: 'training throughput', unit: 'tokens/s' },
   [METRICS.rolloutS]: { label: 'rollout time', unit: 'seconds' },
   [METRICS.stepS]: { label: 'step time', unit: 'seconds' },
   [METRICS.valReward]: { label: 'held-out reward', unit: '' },
+  [METRICS.valTasks]: { label: 'held-out tasks', unit: 'tasks' },
+  [METRICS.peakMemoryMiB]: { label: 'peak memory', unit: 'MiB' },
   [METRICS.trainedTokens]: { label: 'trained tokens', unit: 'tokens' },
   [METRICS.logprobGap]: { label: 'sampler vs update log-prob gap', unit: 'nats/token' },
   [METRICS.logprobGapMax]: { label: 'largest sampler vs update log-prob gap', unit: 'nats' },
@@ -158,6 +175,23 @@ export function ownMetricLabel(kind: 'policy' | 'role', metric: string): MetricL
 export const STOP_REASONS = ['completed', 'max-steps', 'max-minutes', 'cancelled', 'failed'] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 
+/** A peak memory (MiB) in words, with what it measures: "312 MiB (process RSS)", "21.4 GiB (CUDA)". */
+export function describePeakMemory(mib: number, kind?: EngineFacts['memory'] | null): string {
+  const size = mib >= 1024 ? `${(mib / 1024).toFixed(1)} GiB` : `${Math.round(mib)} MiB`;
+  const what = kind === 'cuda' ? 'CUDA' : kind === 'rss' ? 'process RSS' : kind === 'tfjs' ? 'TF.js tensors' : null;
+  return what ? `${size} (${what})` : size;
+}
+
+/** What a run was measured on, in a few words: "tfjs · wasm · float32 · 1 rank", "torch · cuda:0 · bfloat16 · 4 ranks". */
+export function describeEngine(f: EngineFacts): string {
+  return `${f.engine} · ${f.device} · ${f.dtype} · ${f.ranks} rank${f.ranks === 1 ? '' : 's'}`;
+}
+
+/** A held-out reward with the tasks it is over: "0.50 of 8 tasks" (the tasks unknown in runs recorded before they were). */
+export function describeHeldOut(reward: number, tasks: number | null | undefined, digits = 2): string {
+  return tasks ? `${reward.toFixed(digits)} of ${tasks} task${tasks === 1 ? '' : 's'}` : reward.toFixed(digits);
+}
+
 /** What `agl train` keeps in TrainingRun.summary (all optional: older runs and other writers may lack fields). */
 export interface TrainingRunSummary {
   stopReason?: StopReason;
@@ -177,4 +211,10 @@ export interface TrainingRunSummary {
   label?: string;
   /** The task files the run trained and validated on, absolute (what Train This Agent offers first for the agent next time). */
   data?: { train: string; val: string };
+  /** How many tasks: in the training file, and validated on each time (training.valSize of the validation file). */
+  tasks?: { train: number; val: number };
+  /** What the run was measured on (its policy's engine, device, dtype, ranks; what its peak memory measures). */
+  engine?: EngineFacts;
+  /** Why the run makes fewer steps than training.maxSteps asked, in one sentence (absent when it makes them all). */
+  fewerSteps?: string;
 }

@@ -13,6 +13,8 @@
  *  - a span whose parent never arrived, or that sits in a parent cycle, hangs under the attempt's root
  *    (the runner's `agentlightning.rollout` span) or, without one, is a root itself;
  *  - a span's agent is its own `agl.agent.name` / `gen_ai.agent.name`, else its nearest ancestor's;
+ *  - an LLM call was sampled greedily when its request (gen_ai.request.*, as the gateway recorded it) had a temperature
+ *    of at most NEAR_GREEDY_TEMPERATURE or top-k 1: the samples of a task are then one answer (sampledGreedily);
  *  - an attempt's LLM calls are numbered 1, 2, ... in the order they started (ties by sequence id), whatever
  *    role made them or whether they were trained: "call #3" is the same call in every view (llmCallNumbers);
  *  - an episode's answer is what the agent gave as its result, never an LLM reply (episodeAnswer): what the agent
@@ -66,6 +68,16 @@ export function rewardOfSpan(span: SpanLike): { value: number; name: string | nu
     ? [a[AGL.rewardValue], a[AGL.rewardName]]
     : [a[`${AGL_V0_REWARD_PREFIX}.0.value`], a[`${AGL_V0_REWARD_PREFIX}.0.name`]];
   return finite(value) ? { value, name: typeof name === 'string' ? name : null } : null;
+}
+
+/** A sampling temperature at or below this makes a small model's samples of one prompt (nearly) the same answer. */
+export const NEAR_GREEDY_TEMPERATURE = 0.1;
+
+/** Whether an LLM call span's request sampled greedily or nearly (temperature <= NEAR_GREEDY_TEMPERATURE, or top-k 1). */
+export function sampledGreedily(span: SpanLike): boolean {
+  const t = span.attributes[GENAI.requestTemperature];
+  const k = span.attributes[GENAI.requestTopK];
+  return (finite(t) && t <= NEAR_GREEDY_TEMPERATURE) || k === 1;
 }
 
 /** Whether a reward span holds the value the agent function returned (the runner marks it). */

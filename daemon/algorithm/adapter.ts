@@ -7,7 +7,16 @@
  */
 import type { Span } from '../../protocol/store.js';
 import { AGL, GENAI } from '../../protocol/spans.js';
-import { agentNames, isFinalRewardSpan, isLlmCallSpan, isToolSpan, numberArrayAttr, repairedParents, rewardOfSpan } from '../../protocol/span-reading.js';
+import {
+  agentNames,
+  isFinalRewardSpan,
+  isLlmCallSpan,
+  isToolSpan,
+  numberArrayAttr,
+  repairedParents,
+  rewardOfSpan,
+  sampledGreedily,
+} from '../../protocol/span-reading.js';
 
 /** A reward emitted during the trajectory, attached to the LLM call that preceded it. `final`: the
  *  span holds the value the agent function returned (protocol/span-reading.ts). */
@@ -52,6 +61,8 @@ export interface Trajectory {
   rewards: RewardSeen[];
   /** LLM calls dropped: no token ids (e.g. an upstream that returned none) or filtered out by agent; with the call's agent name. */
   skipped: { spanId: string; reason: 'no-token-ids' | 'agent-filtered'; agentName: string | null }[];
+  /** The attempt's LLM calls (kept or skipped) sampled greedily or nearly (protocol/span-reading.ts sampledGreedily). */
+  greedyCalls: number;
 }
 
 export interface AdapterOptions {
@@ -82,8 +93,10 @@ export function spansToTrajectory(spans: Span[], opts: AdapterOptions = {}): Tra
   const calls: { span: Span; step: TrajectoryStep | null }[] = [];
   const events: { time: number; seq: number; apply: (owner: TrajectoryStep | null) => void }[] = [];
 
+  let greedyCalls = 0;
   for (const span of sorted) {
     if (isLlmCallSpan(span)) {
+      if (sampledGreedily(span)) greedyCalls++;
       const promptIds = numberArrayAttr(span.attributes[AGL.promptTokenIds]);
       const completionIds = numberArrayAttr(span.attributes[AGL.completionTokenIds]);
       const agentName = agents.get(span.spanId) ?? null;
@@ -142,5 +155,5 @@ export function spansToTrajectory(spans: Span[], opts: AdapterOptions = {}): Tra
   steps.forEach((s, i) => {
     s.index = i;
   });
-  return { rolloutId, attemptId, steps, rewards, skipped };
+  return { rolloutId, attemptId, steps, rewards, skipped, greedyCalls };
 }

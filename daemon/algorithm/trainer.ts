@@ -10,10 +10,17 @@
  * Task order is a pure function of (seed, step), so a resumed run continues with exactly the next tasks.
  */
 import { addLossStats, emptyLossStats, summarizeLossStats } from '../../protocol/engine.js';
-import { METRICS, policyMetric, roleMetric, type StopReason } from '../../protocol/metrics.js';
-import { LEARNING_CHECK_STEPS, describeDiagnosis, diagnoseLearning, type LearningDiagnosis, type PointLike } from '../../protocol/training-health.js';
+import { METRICS, describePeakMemory, policyMetric, roleMetric, type StopReason } from '../../protocol/metrics.js';
+import {
+  LEARNING_CHECK_STEPS,
+  describeDiagnosis,
+  diagnoseLearning,
+  type LearningDiagnosis,
+  type PointLike,
+  type RunContext,
+} from '../../protocol/training-health.js';
 import type { TrainingRun, Transition } from '../../protocol/store.js';
-import type { SequencePair, TrainStepResult } from '../model/policy-contract.js';
+import type { PeakMemory, SequencePair, TrainStepResult } from '../model/policy-contract.js';
 import { makeRng } from '../model/sampling.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { TrajectoryStep } from './adapter.js';
@@ -31,7 +38,8 @@ export interface TrainerState {
   totalSteps: number;
   /** Milliseconds spent training before this process (resume keeps counting). */
   elapsedMs: number;
-  val: { step: number; reward: number }[];
+  /** Each validation: its step, mean reward and the tasks it is over (absent in checkpoints written before it was kept). */
+  val: { step: number; reward: number; tasks?: number }[];
   train: { step: number; reward: number }[];
   /** The best held-out reward so far and its step (absent in checkpoints written before it was kept). */
   best?: { step: number; reward: number } | null;
@@ -75,6 +83,8 @@ export interface TrainerDeps {
   /** The gateway's OpenAI-compatible base URL (…/v1) that serves the policies. */
   endpoint: string;
   agent: string;
+  /** The agent as the user can name it where they are (what a fix hint prints: `agl rollout <it>`); default `agent`. */
+  agentRef?: string;
   config: TrainConfig;
   train: Task[];
   val: Task[];
@@ -101,6 +111,22 @@ export function epochSteps(cfg: TrainConfig, trainSize: number): number {
 export function plannedSteps(cfg: TrainConfig, trainSize: number): number {
   const byEpochs = epochSteps(cfg, trainSize);
   return cfg.training.maxSteps > 0 ? Math.min(cfg.training.maxSteps, byEpochs) : byEpochs;
+}
+
+/**
+ * Why the run makes fewer steps than training.maxSteps asks (its epochs make fewer), in one sentence; null when it
+ * makes them all. `agl train` says it when it starts, and the run's summary keeps it for the dashboard.
+ */
+export function fewerStepsNote(cfg: TrainConfig, trainSize: number): string | null {
+  const t = cfg.training;
+  const made = epochSteps(cfg, trainSize);
+  if (t.maxSteps <= made) return null;
+  const plural = (n: number, w: string) => `${n} ${w}${n === 1 ? '' : 's'}`;
+  const epochs = Math.ceil((t.maxSteps * t.batchSize) / trainSize);
+  return (
+    `training.maxSteps (--max-steps) ${t.maxSteps} is more than the run makes: ${plural(t.epochs, 'epoch')} of ${plural(trainSize, 'training task')} ` +
+    `at ${t.batchSize} tasks per step is ${plural(made, 'step')}; --epochs ${epochs} makes ${t.maxSteps}`
+  );
 }
 
 /** Why a run that returned normally stopped: every planned step done (the plan cut by maxSteps or not), or out of time. */
@@ -187,6 +213,8 @@ export class Trainer {
   private firstSteps: PointLike[] = [];
   /** Why this run cannot learn, when its first steps showed it. */
   diagnosis: LearningDiagnosis | null = null;
+  /** What the engine's peak memory measures (the last update that reported it), for the run's summary. */
+  peakMemoryKind: PeakMemory['kind'] | null = null;
 
   constructor(
     private readonly deps: TrainerDeps,
@@ -195,6 +223,16 @@ export class Trainer {
 
   private log(m: string): void {
     this.deps.log?.(m);
+  }
+
+  private get agentRef(): string {
+    return this.deps.agentRef ?? this.deps.agent;
+  }
+
+  /** What the diagnosis reads besides the metrics: the run's sampling temperature, how to name the agent, its policies. */
+  private diagnosisContext(): RunContext {
+    const policyRoles = Object.fromEntries(this.deps.policies.trained.flatMap((p) => (p.roles ? [[p.name, p.roles]] : [])));
+    return { temperature: this.deps.config.model.temperature, agent: this.agentRef, policyRoles };
   }
 
   async publish(purpose: 'train' | 'val'): Promise<string> {
@@ -231,15 +269,18 @@ export class Trainer {
     const failed = everyRolloutFailed(groups);
     if (failed && this.state.val.length === 0) {
       throw new Error(
-        `every validation rollout failed before training (${failed.count} of ${failed.count}), e.g.: ${failed.error}. Fix the agent (try it once: agl rollout ${this.deps.agent} --task '<one task>') and run again`,
+        `every validation rollout failed before training (${failed.count} of ${failed.count}), e.g.: ${failed.error}. Fix the agent (try it once: agl rollout ${this.agentRef} --task '<one task>') and run again`,
       );
     }
     if (failed) this.log(`validation: all ${failed.count} rollouts failed, e.g.: ${failed.error}`);
     if (this.state.val.length === 0 && !this.rolesChecked) this.noteRoles(groups, 'val');
     const rewards = finalRewards(groups);
     const mean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
-    this.state.val.push({ step: this.state.step, reward: mean });
-    await this.deps.store.addMetrics([{ runId: this.state.runId, step: this.state.step, name: METRICS.valReward, value: mean }]);
+    this.state.val.push({ step: this.state.step, reward: mean, tasks: tasks.length });
+    await this.deps.store.addMetrics([
+      { runId: this.state.runId, step: this.state.step, name: METRICS.valReward, value: mean },
+      { runId: this.state.runId, step: this.state.step, name: METRICS.valTasks, value: tasks.length },
+    ]);
     if (!this.state.best || mean > this.state.best.reward) {
       this.state.best = { step: this.state.step, reward: mean };
       await this.deps.saveBest?.(this.state);
@@ -267,8 +308,10 @@ export class Trainer {
     this.state.step = step + 1;
     const rMean = metrics[METRICS.rewardMean]!;
     this.state.train.push({ step: step + 1, reward: rMean });
+    const peak = metrics[METRICS.peakMemoryMiB];
     this.log(
-      `step ${step + 1}/${this.state.totalSteps} reward ${rMean.toFixed(3)} zero-std ${credited.fracRewardZeroStd.toFixed(2)} clip ${metrics[METRICS.clipRatio]!.toFixed(3)} ${metrics[METRICS.stepS]!.toFixed(1)}s`,
+      `step ${step + 1}/${this.state.totalSteps} reward ${rMean.toFixed(3)} zero-std ${credited.fracRewardZeroStd.toFixed(2)} clip ${metrics[METRICS.clipRatio]!.toFixed(3)} ${metrics[METRICS.stepS]!.toFixed(1)}s` +
+        (peak === undefined ? '' : ` peak ${describePeakMemory(peak, this.peakMemoryKind)}`),
     );
     return metrics;
   }
@@ -332,7 +375,7 @@ export class Trainer {
 
   /** Diagnoses the first steps this process ran (a resumed run that did not run them here has nothing to look at). */
   private judgeLearning(steps: number): void {
-    const d = diagnoseLearning(this.firstSteps, steps);
+    const d = diagnoseLearning(this.firstSteps, this.diagnosisContext(), steps);
     this.firstSteps = [];
     if (!d) return;
     this.diagnosis = d;
@@ -514,6 +557,9 @@ export class Trainer {
     const trained = kept.filter((k) => k.advantage !== 0);
     const trainedTokens = trained.reduce((a, k) => a + k.s.completionIds.length, 0);
     const { sampled } = rolled;
+    const trajectories = rolled.groups.flatMap((g) => (g.trajectory ? [g.trajectory] : []));
+    const peak = updates.map((u) => u.result.peakMemory).reduce<PeakMemory | null>((a, m) => (m && (!a || m.bytes > a.bytes) ? m : a), null);
+    if (peak) this.peakMemoryKind = peak.kind;
     return {
       [METRICS.rewardMean]: rMean,
       [METRICS.rewardStd]: stdUnbiased(rewards),
@@ -526,8 +572,12 @@ export class Trainer {
       [METRICS.lr]: lr,
       [METRICS.entropy]: s.entropy,
       [METRICS.responseLengthMean]: items.length ? completionTokens / items.length : 0,
+      [METRICS.rolloutCount]: rolled.groups.length,
       [METRICS.rolloutFailed]: rolled.groups.filter((g) => !g.trajectory).length,
       [METRICS.rolloutTransitions]: items.length,
+      [METRICS.llmCalls]: trajectories.reduce((a, t) => a + t.steps.length + t.skipped.length, 0),
+      [METRICS.greedyCalls]: trajectories.reduce((a, t) => a + t.greedyCalls, 0),
+      ...(peak ? { [METRICS.peakMemoryMiB]: Math.round((peak.bytes / 2 ** 20) * 10) / 10 } : {}),
       [METRICS.tokensPerS]: update.seconds > 0 ? update.tokens / update.seconds : 0,
       [METRICS.rolloutS]: rolloutSeconds,
       [METRICS.stepS]: stepSeconds,

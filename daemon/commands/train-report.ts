@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TrainerState } from '../algorithm/trainer.js';
+import { describeHeldOut } from '../../protocol/metrics.js';
 import { REWARD_CURVE_SIZE, TRAIN_SERIES, VAL_SERIES, rewardCurvePng } from './report-chart.js';
 
 export interface ReportInput {
@@ -13,7 +14,7 @@ export interface ReportInput {
   state: TrainerState;
   agent: string;
   config: unknown;
-  /** Extra lines for the summary table (e.g. warm-up time, machine). */
+  /** Extra lines for the summary table (e.g. what the run was measured on, its peak memory). */
   facts?: Record<string, string | number>;
 }
 
@@ -29,8 +30,8 @@ export function writeReport(dir: string, r: ReportInput): { html: string; png: s
   const rows: [string, string | number][] = [
     ['agent', r.agent],
     ['steps', `${r.state.step} / ${r.state.totalSteps}`],
-    ['held-out reward before', before === undefined ? '-' : before.toFixed(3)],
-    ['held-out reward after', after === undefined ? '-' : after.toFixed(3)],
+    ['held-out reward before', before === undefined ? '-' : describeHeldOut(before, r.state.val[0]?.tasks, 3)],
+    ['held-out reward after', after === undefined ? '-' : describeHeldOut(after, r.state.val.at(-1)?.tasks, 3)],
     ['best held-out reward', best ? `${best.reward.toFixed(3)} at step ${best.step}` : '-'],
     ['training minutes', (r.state.elapsedMs / 60000).toFixed(1)],
     ...Object.entries(r.facts ?? {}),
@@ -41,7 +42,7 @@ export function writeReport(dir: string, r: ReportInput): { html: string; png: s
 <table>${rows.map(([k, v]) => `<tr><td>${esc(k)}</td><td><b>${esc(String(v))}</b></td></tr>`).join('')}</table>
 <h2>Reward</h2>
 <img src="reward-curve.png" alt="reward curve: ${esc(TRAIN_SERIES)} at each step, ${esc(VAL_SERIES)} at each validation" width="${REWARD_CURVE_SIZE.width}" height="${REWARD_CURVE_SIZE.height}">
-<h2>Validation</h2><table><tr><td>step</td><td>reward</td></tr>${r.state.val.map((v) => `<tr><td>${v.step}</td><td>${v.reward.toFixed(3)}</td></tr>`).join('')}</table>
+<h2>Validation</h2><table><tr><td>step</td><td>reward</td><td>tasks</td></tr>${r.state.val.map((v) => `<tr><td>${v.step}</td><td>${v.reward.toFixed(3)}</td><td>${v.tasks ?? '-'}</td></tr>`).join('')}</table>
 <h2>Settings</h2><pre>${esc(JSON.stringify(r.config, null, 2))}</pre></body></html>`;
   const htmlPath = join(dir, 'report.html');
   writeFileSync(htmlPath, html);

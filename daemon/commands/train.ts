@@ -8,16 +8,16 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node
 import { join, resolve } from 'node:path';
 import { configData, engineOptions, type SamplerConfig, type TrainConfig, type TrainConfigInput, resolveTrainConfig } from '../algorithm/config.js';
 import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
-import type { PolicyModel } from '../model/policy-contract.js';
+import type { EngineFacts, PolicyModel } from '../model/policy-contract.js';
 import { EngineError, TorchAdapterModel } from '../model/torch-engine.js';
 import { configOverrides, TRAIN_COMMAND, TRAIN_OPTIONS, trainHelp, type TrainFlags as ProtocolTrainFlags } from '../../protocol/train-options.js';
 import { readCheckpoint, saveBestPolicy, saveCheckpoint } from '../algorithm/checkpoint.js';
 import { type OpenPolicySet, openPolicySet } from '../algorithm/open-policy-set.js';
 import type { Task } from '../algorithm/rollouts.js';
 import { readJsonl } from '../algorithm/sft-trainer.js';
-import { Trainer, type TrainerState, epochSteps, newTrainerState, plannedSteps, stopReason } from '../algorithm/trainer.js';
-import type { TrainingRunSummary } from '../../protocol/metrics.js';
-import { describeDiagnosis, type LearningDiagnosis } from '../../protocol/training-health.js';
+import { Trainer, type TrainerState, epochSteps, fewerStepsNote, newTrainerState, plannedSteps, stopReason } from '../algorithm/trainer.js';
+import { METRICS, describeEngine, describeHeldOut, describePeakMemory, type TrainingRunSummary } from '../../protocol/metrics.js';
+import { describeDiagnosis, policyChanged, type LearningDiagnosis } from '../../protocol/training-health.js';
 import { policySet } from '../../protocol/policy-set.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
@@ -160,7 +160,7 @@ class TrainingSession {
     const overrides = configOverrides(TRAIN_OPTIONS, this.f);
     const plan = await this.plan(overrides);
     const policies = await this.openPolicies(plan);
-    const { state, checkpointDir } = await this.startRecord(plan);
+    const { state, checkpointDir } = await this.startRecord(plan, policies.fallback.engineFacts);
     const { token } = loadOrCreateToken(this.dataDir);
     const bar = this.f.quiet ? null : new Progress('train', state.totalSteps);
     const log = (m: string) => (bar ? bar.log(m) : process.stderr.write(`${m}\n`));
@@ -169,16 +169,15 @@ class TrainingSession {
     installLastResortGuard((m) => log(`  ${m}`));
     let trainerRef: Trainer | null = null;
     const host = await this.startHost(plan.config, policies, token, state, log, (name) => trainerRef?.policyVersion(name) ?? null);
-    const served = policies.fallback;
-    log(
-      `agl train: run ${state.runId}${plan.ckpt ? ` resumed at step ${state.step}` : ''}, ${served.name} on ${served.backend}, ${plan.train.length} train / ${plan.val.length} val tasks, ` +
-        `${state.totalSteps} step${state.totalSteps === 1 ? '' : 's'} of ${plan.config.training.batchSize} tasks x ${plan.config.training.groupSize}; gateway ${host.endpoint}`,
-    );
+    log(this.startLine(plan, policies.fallback, state, host.endpoint));
+    if (this.summary.fewerSteps) log(`agl train: ${this.summary.fewerSteps}`);
     const trainer = this.trainer(plan, policies, host.endpoint, state, checkpointDir, bar, log);
     trainerRef = trainer;
     const perRole = policies.trained.filter((p) => p.roles);
     if (perRole.length)
-      log(`agl train: one policy per role: ${perRole.map((p) => `${p.name} (${p.roles!.join(', ')})`).join('; ')}; other roles: ${served.name}, untrained`);
+      log(
+        `agl train: one policy per role: ${perRole.map((p) => `${p.name} (${p.roles!.join(', ')})`).join('; ')}; other roles: ${policies.fallback.name}, untrained`,
+      );
     if (policies.plan.lora) log(`agl train: LoRA adapters on ${policies.plan.base}, which stays frozen: ${adapterStarts(policies)}`);
     try {
       await trainer.run();
@@ -188,7 +187,18 @@ class TrainingSession {
     }
     bar?.done();
     await host.close();
-    return this.finish(plan, trainer.state, checkpointDir);
+    return this.finish(plan, trainer, checkpointDir);
+  }
+
+  /** What the run is, in one line: its engine (what it is measured on), its tasks and its steps. */
+  private startLine({ ckpt, config, train }: RunPlan, policy: PolicyModel, state: TrainerState, endpoint: string): string {
+    const t = config.training;
+    const tasks = this.summary.tasks!;
+    return (
+      `agl train: run ${state.runId}${ckpt ? ` resumed at step ${state.step}` : ''}, ${policy.name} on ${describeEngine(policy.engineFacts)}, ` +
+      `${train.length} train tasks / ${tasks.val} held-out tasks per validation, ` +
+      `${state.totalSteps} step${state.totalSteps === 1 ? '' : 's'} of ${t.batchSize} tasks x ${t.groupSize} rollouts; gateway ${endpoint}`
+    );
   }
 
   /** Resume (a run id, whose checkpoint dir the store knows, or a checkpoint folder) or a fresh config; the tasks. */
@@ -225,11 +235,18 @@ class TrainingSession {
   }
 
   /** The run's record: resumed (status back to running, its summary kept but why it stopped) or created. */
-  private async startRecord({ ckpt, resumeDir, config, train }: RunPlan): Promise<{ state: TrainerState; checkpointDir: string }> {
-    this.summary = { epochSteps: epochSteps(config, train.length), data: { train: resolve(this.f.train), val: resolve(this.f.val) } };
+  private async startRecord({ ckpt, resumeDir, config, train, val }: RunPlan, engine: EngineFacts): Promise<{ state: TrainerState; checkpointDir: string }> {
+    const fewerSteps = fewerStepsNote(config, train.length);
+    this.summary = {
+      epochSteps: epochSteps(config, train.length),
+      data: { train: resolve(this.f.train), val: resolve(this.f.val) },
+      tasks: { train: train.length, val: config.training.valSize > 0 ? Math.min(config.training.valSize, val.length) : val.length },
+      engine,
+      ...(fewerSteps ? { fewerSteps } : {}),
+    };
     if (ckpt && resumeDir) {
       const state = ckpt.trainer;
-      const { stopReason: _, error: __, ...earlier } = ((await this.store.getTrainingRun(state.runId))?.summary ?? {}) as TrainingRunSummary;
+      const { stopReason: _, error: __, fewerSteps: ___, ...earlier } = ((await this.store.getTrainingRun(state.runId))?.summary ?? {}) as TrainingRunSummary;
       this.summary = { ...earlier, ...this.summary };
       await this.store.updateTrainingRun(state.runId, { status: 'running', summary: { ...this.summary } });
       return { state, checkpointDir: resumeDir };
@@ -293,6 +310,7 @@ class TrainingSession {
         policies,
         endpoint,
         agent: this.agent,
+        agentRef: this.f.agent,
         config,
         train,
         val,
@@ -316,8 +334,7 @@ class TrainingSession {
         onDiagnosis: (d) => {
           this.diagnosis = d;
         },
-        onProgress: (phase, done, total, s) =>
-          bar?.update(s.step, `${phase} ${done}/${total} val ${s.val.at(-1)?.reward.toFixed(2) ?? '-'} reward ${s.train.at(-1)?.reward.toFixed(2) ?? '-'}`),
+        onProgress: (phase, done, total, s) => bar?.update(s.step, progressNote(phase, done, total, s)),
       },
       state,
     );
@@ -345,12 +362,23 @@ class TrainingSession {
   }
 
   /** The report, the run's summary and status, and what to do next. */
-  private async finish({ config, train }: RunPlan, state: TrainerState, checkpointDir: string): Promise<TrainOutcome> {
+  private async finish({ config, train }: RunPlan, trainer: Trainer, checkpointDir: string): Promise<TrainOutcome> {
+    const state = trainer.state;
     const before = state.val[0]?.reward ?? null,
       after = state.val.at(-1)?.reward ?? null;
-    const report = writeReport(join(checkpointDir, 'report'), { title: `Training report: ${this.agent}`, state, agent: this.agent, config });
+    const points = await this.store.queryMetrics(state.runId);
+    const engine = { ...this.summary.engine!, ...(trainer.peakMemoryKind ? { memory: trainer.peakMemoryKind } : {}) };
+    const peak = Math.max(...points.filter((p) => p.name === METRICS.peakMemoryMiB).map((p) => p.value));
+    const report = writeReport(join(checkpointDir, 'report'), {
+      title: `Training report: ${this.agent}`,
+      state,
+      agent: this.agent,
+      config,
+      facts: { 'measured on': describeEngine(engine), ...(peak > 0 ? { 'peak memory': describePeakMemory(peak, engine.memory) } : {}) },
+    });
     this.summary = {
       ...this.summary,
+      engine,
       stopReason: stopReason(state, config, train.length),
       elapsedMs: state.elapsedMs,
       valBefore: before,
@@ -360,13 +388,22 @@ class TrainingSession {
     };
     await this.store.updateTrainingRun(state.runId, { status: 'succeeded', step: state.step, summary: { ...this.summary } });
     const checkpoint = join(checkpointDir, `policy-${state.step}`);
+    const lines = [
+      `held-out reward ${before?.toFixed(3)} -> ${after === null ? '-' : describeHeldOut(after, state.val.at(-1)?.tasks, 3)} in ${(state.elapsedMs / 60000).toFixed(1)} min, ` +
+        `on ${describeEngine(engine)}${peak > 0 ? `, peak memory ${describePeakMemory(peak, engine.memory)}` : ''}`,
+      ...(policyChanged(points) === false
+        ? ['the policy did not change in any step (no update moved a weight): the checkpoint holds the weights it started from']
+        : []),
+      ...(this.summary.stopReason === 'max-steps'
+        ? [`stopped at training.maxSteps (--max-steps) ${state.step}: the epochs make ${this.summary.epochSteps} steps`]
+        : []),
+      ...(this.summary.stopReason === 'max-minutes'
+        ? [`stopped at training.maxMinutes ${config.training.maxMinutes} after ${state.step} of ${state.totalSteps} steps`]
+        : []),
+      ...(this.diagnosis ? describeDiagnosis(this.diagnosis) : []),
+    ];
     process.stdout.write(
-      `agl train: held-out reward ${before?.toFixed(3)} -> ${after?.toFixed(3)} in ${(state.elapsedMs / 60000).toFixed(1)} min\n` +
-        (this.diagnosis
-          ? describeDiagnosis(this.diagnosis)
-              .map((l) => `agl train: ${l}\n`)
-              .join('')
-          : '') +
+      lines.map((l) => `agl train: ${l}\n`).join('') +
         `checkpoint: ${checkpoint}\nreport: ${report.html}\nreward curve: ${report.png}\n` +
         `transitions: agl export --format jsonl --run ${state.runId}\n`,
     );
@@ -377,6 +414,17 @@ class TrainingSession {
   close(): void {
     this.policies?.dispose();
   }
+}
+
+/**
+ * The progress bar's note: the phase and its progress, the last held-out reward with its tasks and step (while a
+ * validation runs, only its progress: the number it will replace is not its result), the last training reward.
+ */
+function progressNote(phase: string, done: number, total: number, s: TrainerState): string {
+  if (phase === 'validate') return `validating ${done}/${total} held-out tasks${s.step > 0 ? ` after step ${s.step}` : ' before training'}`;
+  const v = s.val.at(-1);
+  const heldOut = v ? `held-out ${describeHeldOut(v.reward, v.tasks)} (step ${v.step})` : 'held-out -';
+  return `${phase} ${done}/${total} · ${heldOut} · reward ${s.train.at(-1)?.reward.toFixed(2) ?? '-'}`;
 }
 
 /**

@@ -4,7 +4,7 @@
  * process (torch-engine.ts, engines/torch/). Nothing engine-specific crosses it: token ids, log-probs, and the
  * training loss described as data (protocol/engine.ts `TrainLoss`), which each engine implements.
  */
-import type { LossStats, OptimizerSettings, PeakMemory, TrainLoss } from '../../protocol/engine.js';
+import type { EngineFacts, LossStats, OptimizerSettings, PeakMemory, TrainLoss } from '../../protocol/engine.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -64,7 +64,7 @@ export interface TrainStepResult {
   peakMemory?: PeakMemory;
 }
 
-export type { PeakMemory, TrainLoss };
+export type { EngineFacts, PeakMemory, TrainLoss };
 
 /** Settings of one update, sent with it: nothing changes a policy's optimizer settings between updates. */
 export type UpdateSettings = Partial<OptimizerSettings>;
@@ -72,6 +72,8 @@ export type UpdateSettings = Partial<OptimizerSettings>;
 export interface PolicyModel {
   readonly name: string;
   readonly backend: string;
+  /** Its engine, device, dtype and ranks (what a run records it was measured on). */
+  readonly engineFacts: EngineFacts;
   readonly tokenizer: Tokenizer;
   readonly contextLength: number;
   generate(prompts: number[][], opts: GenerateOptions): Promise<Generation[]>;

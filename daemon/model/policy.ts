@@ -4,7 +4,17 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { basename, resolve } from 'node:path';
-import type { GenerateOptions, Generation, PolicyModel, SequencePair, Tokenizer, TrainLoss, TrainStepResult, UpdateSettings } from './policy-contract.js';
+import type {
+  EngineFacts,
+  GenerateOptions,
+  Generation,
+  PolicyModel,
+  SequencePair,
+  Tokenizer,
+  TrainLoss,
+  TrainStepResult,
+  UpdateSettings,
+} from './policy-contract.js';
 import { GrpoStats, tfLossFn, type LossInputs } from './loss.js';
 import { selectBackend } from './backend.js';
 import { ByteTokenizer } from './byte-tokenizer.js';
@@ -50,6 +60,9 @@ export class TfPolicyModel implements PolicyModel {
 
   get backend(): string {
     return tf.getBackend();
+  }
+  get engineFacts(): EngineFacts {
+    return { engine: 'tfjs', device: tf.getBackend(), dtype: 'float32', ranks: 1 };
   }
   get contextLength(): number {
     return this.config.contextLength;

@@ -23,7 +23,17 @@ import {
   type LoraSettings,
   type OptimizerSettings,
 } from '../../protocol/engine.js';
-import type { GenerateOptions, Generation, PolicyModel, SequencePair, Tokenizer, TrainLoss, TrainStepResult, UpdateSettings } from './policy-contract.js';
+import type {
+  EngineFacts,
+  GenerateOptions,
+  Generation,
+  PolicyModel,
+  SequencePair,
+  Tokenizer,
+  TrainLoss,
+  TrainStepResult,
+  UpdateSettings,
+} from './policy-contract.js';
 import { readHfConfig } from './model-folder.js';
 import { tokenizerFor } from './policy.js';
 import { checkPython, engineEnv, INSTALL_HINT, resolveTorchPython } from './torch-env.js';
@@ -280,6 +290,9 @@ export class TorchPolicyModel implements PolicyModel {
     const how = [h.backend, h.model.shard === 'fsdp' ? 'fsdp' : null, (this.o.nodes ?? 1) > 1 ? `${this.o.nodes} nodes` : null].filter(Boolean).join(', ');
     return `torch ${h.device}${h.ranks > 1 ? ` x${h.ranks} (${how})` : ''}`;
   }
+  get engineFacts(): EngineFacts {
+    return { engine: 'torch', device: this.hello?.device ?? 'unknown', dtype: this.hello?.model.dtype ?? 'unknown', ranks: this.hello?.ranks ?? this.procs };
+  }
   get contextLength(): number {
     return this.hello?.model.contextLength ?? 0;
   }
@@ -501,6 +514,9 @@ export class TorchAdapterModel implements PolicyModel {
   }
   get backend(): string {
     return `${this.engine.backend}, LoRA r${this.info.rank} on ${this.engine.name}`;
+  }
+  get engineFacts(): EngineFacts {
+    return this.engine.engineFacts;
   }
   get tokenizer(): Tokenizer {
     return this.engine.tokenizer;

@@ -66,7 +66,7 @@ test('a run numbers its steps 1..N in the CLI, the store, the group view, the ex
       );
       const report = readFileSync(join(run!.checkpointDir!, 'report', 'report.html'), 'utf8');
       assert.deepEqual(
-        [...report.matchAll(/<tr><td>(\d+)<\/td><td>[\d.]+<\/td><\/tr>/g)].map((m) => Number(m[1])),
+        [...report.matchAll(/<tr><td>(\d+)<\/td><td>[\d.]+<\/td><td>2<\/td><\/tr>/g)].map((m) => Number(m[1])),
         [0, 2],
         'the report validates at steps 0 and 2',
       );

@@ -1,12 +1,13 @@
 /**
- * `agl train` on a run that cannot learn says so after its first steps, with the likely cause and what to try
- * (protocol/training-health.ts), instead of ending "held-out reward 0.000 -> 0.000" without a word; it reads its task
+ * `agl train` on a run that cannot learn says so after its first steps, with the cause the evidence names and what to
+ * try (protocol/training-health.ts), instead of ending "held-out reward 0.000 -> 0.000" without a word (every rollout
+ * scored 0; greedy sampling; an agent that makes no LLM call through the gateway); it reads its task
  * files from the config's `data:` section when --train / --val are not given; and it records each role's share of
  * every step (role/<name>/...) and the tokens its update trained on (grpo/trained_tokens).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
@@ -30,10 +31,22 @@ test('agl train says a run cannot learn after its first steps, from tasks named 
     );
     const r = await runAgl(['train', 'test/algorithm/fixtures/toy-agent.ts#toyAgent', '--config', config, '--model', model, '--quiet'], join(dir, 'data'));
     assert.equal(r.code, 0, r.out);
-    assert.match(r.out, new RegExp(`Training cannot learn: in the first ${LEARNING_CHECK_STEPS} steps every GRPO group had zero variance`));
+    assert.match(
+      r.out,
+      new RegExp(`Training cannot learn: in the first ${LEARNING_CHECK_STEPS} steps every rollout scored 0: every GRPO group had zero variance`),
+    );
     assert.match(r.out, /Likely cause: every rollout scored 0/);
     assert.match(r.out, /agl sft/);
-    assert.match(r.out, /held-out reward 0\.000 -> 0\.000 in [\d.]+ min\nagl train: Training cannot learn/, 'repeated with the result');
+    assert.match(
+      r.out,
+      /held-out reward 0\.000 -> 0\.000 of 2 tasks in [\d.]+ min, on tfjs · cpu · float32 · 1 rank\n/,
+      'the result says what it is over and on',
+    );
+    assert.match(
+      r.out,
+      /agl train: the policy did not change in any step \(no update moved a weight\)[^\n]*\n(agl train: stopped at [^\n]*\n)?agl train: Training cannot learn/,
+      'repeated with the result',
+    );
 
     const store = new SqliteStore(join(dir, 'data', 'store.sqlite'));
     try {
@@ -55,7 +68,31 @@ test('agl train says a run cannot learn after its first steps, from tasks named 
       join(dir, 'data-short'),
     );
     assert.equal(short.code, 0, short.out);
-    assert.match(short.out, /Training cannot learn: in the first 2 steps every GRPO group had zero variance/);
+    assert.match(short.out, /Training cannot learn: in the first 2 steps every rollout scored 0: every GRPO group had zero variance/);
+
+    // Greedy sampling (model.temperature 0): every sample of a task is one answer; said so, not "warm up with agl sft".
+    const greedy = join(dir, 'agent', 'greedy.yaml');
+    writeFileSync(greedy, readFileSync(config, 'utf8').replace('model:\n', 'model:\n  temperature: 0\n'));
+    writeToyTasks(join(dir, 'agent', 'data', 'train.jsonl'), 4, 'p');
+    const g = await runAgl(
+      ['train', 'test/algorithm/fixtures/toy-agent.ts#toyAgent', '--config', greedy, '--model', model, '--quiet'],
+      join(dir, 'data-greedy'),
+    );
+    assert.equal(g.code, 0, g.out);
+    assert.match(g.out, /Training cannot learn: in the first 3 steps every LLM call was sampled greedily/);
+    assert.match(g.out, /Likely cause: greedy sampling: the run's model\.temperature is 0/);
+    assert.match(g.out, /What to try:\nagl train: {3}- sample while training: model\.temperature: 1/);
+    assert.doesNotMatch(g.out, /agl sft/);
+
+    // No LLM call through the gateway: said so, with the agent named as it was typed.
+    const noCall = await runAgl(
+      ['train', 'test/algorithm/fixtures/toy-agent.ts#noCallAgent', '--config', config, '--model', model, '--quiet'],
+      join(dir, 'data-nocall'),
+    );
+    assert.equal(noCall.code, 0, noCall.out);
+    assert.match(noCall.out, /held-out reward 1\.000 -> 1\.000 of 2 tasks/);
+    assert.match(noCall.out, /Training cannot learn: no LLM call was recorded through the gateway in the first 3 steps \(12 rollouts ran\)/);
+    assert.match(noCall.out, /agl rollout test\/algorithm\/fixtures\/toy-agent\.ts#noCallAgent --task/);
 
     // Neither the flags nor the config name the tasks: a clear error.
     const bare = join(dir, 'bare.yaml');

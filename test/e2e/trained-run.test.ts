@@ -267,7 +267,7 @@ test(
       assert.ok(Math.abs((await latest('reward/mean')) - rewardsOf(newest).at(-1)!) < 5e-4);
       // The curve holds every step: with the cursor over step k the legend reads that step's reward.
       const over = reward.locator('.u-over');
-      const lastStep = Math.max(STEPS - 1, want.val.last.step); // the x axis: training steps 0..5, the last validation after step 5 (at 6)
+      const lastStep = Math.max(STEPS, want.val.last.step); // the x axis: the validation before training at 0, training steps 1..6
       /** Puts the cursor over `step` of the reward chart; returns where it is. */
       const hover = async (step: number) => {
         const ob = (await over.boundingBox())!;
@@ -276,10 +276,12 @@ test(
         await over.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))); // uPlot moves its cursor on a frame
         return at;
       };
-      for (const step of [0, Math.floor(STEPS / 2)]) {
+      for (const step of [1, Math.floor(STEPS / 2)]) {
         await hover(step);
         const shown = await latest('reward/mean');
-        assert.ok(Math.abs(shown - rewardsOf(newest)[step]!) < 5e-4, `step ${step}: the legend reads ${shown}, the store ${rewardsOf(newest)[step]}`);
+        const stored = rewardsOf(newest)[step - 1]!; // step k is the k-th update (protocol/metrics.ts FIRST_TRAINING_STEP)
+        assert.ok(Math.abs(shown - stored) < 5e-4, `step ${step}: the legend reads ${shown}, the store ${stored}`);
+        assert.equal(await reward.locator('.chart-step').innerText(), `step ${step}`);
       }
       await page.mouse.move(0, 0);
       await shot('02-dashboard');

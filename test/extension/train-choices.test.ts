@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import {
   AGENT_CONFIG_BUDGET,
   agentTrainConfig,
+  configBudgetDetail,
   configTaskFiles,
   dataOptions,
   isCorpus,
@@ -239,6 +240,22 @@ test("a train.yaml's data: resolves from its folder; without one nothing; an inv
       () => configTaskFiles(config),
       (err: Error) => err.message.startsWith(`${config}: data:`),
     );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the budget pick says the group size a train.yaml trains with, not the setting's", () => {
+  // The samples' own: sql trains with 8 rollouts per task, whatever agentLightning.groupSize says.
+  assert.equal(configBudgetDetail(resolve('samples/sql/train.yaml')), 'group size 8 · 8 tasks per step · 20 epochs · at most 20 min');
+  const dir = mkdtempSync(join(tmpdir(), 'agl-budget-'));
+  try {
+    const config = join(dir, 'train.yaml');
+    // Nested mappings (training.grpo) are skipped; keys left out take the schema's defaults (batch 16, 1 epoch).
+    writeFileSync(config, 'training:\n  groupSize: 4 # per task\n  grpo:\n    epsilon: 0.2\n  maxSteps: 30\nmodel:\n  groupSize: 99\n');
+    assert.equal(configBudgetDetail(config), 'group size 4 · 16 tasks per step · at most 30 steps');
+    writeFileSync(config, 'model: { temperature: 0 }\n');
+    assert.equal(configBudgetDetail(config), 'group size 8 · 16 tasks per step · 1 epoch');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -2,17 +2,14 @@
  * What the viewer says about a multi-agent episode, read from its spans (protocol/span-reading.ts, call-roles.ts):
  * its answer is what the agent returned or emitted, never an LLM reply; calls keep one number in every view; each
  * call says whether the run trained it and why, under the run's rule (policies: or training.agentMatch), and a role
- * the run leaves out never reads as trainable. And whether a run can learn (training-health.ts): every group without
- * reward spread, or every rollout failing, in its first steps, with the likely cause and what to try.
+ * the run leaves out never reads as trainable. (Whether a run can learn: training-health.test.ts.)
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { describeCalls, roleSelected, runRoles } from '../../protocol/call-roles.js';
-import { METRICS, policyMetric } from '../../protocol/metrics.js';
 import { canonicalJson, episodeAnswer, expectedOutput, expectedTaskFields, llmCallNumbers } from '../../protocol/span-reading.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
-import { LEARNING_CHECK_STEPS, diagnoseLearning, stepNotes } from '../../protocol/training-health.js';
 
 let seq = 0;
 function span(p: Partial<Span> & { spanId: string; name: string; startTime: number }): Span {
@@ -179,56 +176,5 @@ describe('calls: one number, a role, trained or not and why', () => {
       ['pending', 'pending', 'no-token-ids', 'pending'],
     );
     assert.equal(describeCalls(spans, [], { mode: 'test', roles: null })[0]!.training, 'no-run');
-  });
-});
-
-describe('whether a run can learn', () => {
-  const step = (s: number, m: Record<string, number>) => Object.entries(m).map(([name, value]) => ({ step: s, name, value }));
-  const flat = (s: number, reward: number) =>
-    step(s, {
-      [METRICS.rewardMean]: reward,
-      [METRICS.fracRewardZeroStd]: 1,
-      [METRICS.rolloutFailed]: 0,
-      [METRICS.rolloutTransitions]: 8,
-      [METRICS.trainedTokens]: 0,
-    });
-
-  it(`says after ${LEARNING_CHECK_STEPS} steps that every group had zero variance, and what to try first when every rollout scored 0`, () => {
-    const points = [0, 1, 2].flatMap((s) => flat(s, 0));
-    assert.equal(diagnoseLearning(points.filter((p) => p.step < 2)), null, 'not before the steps are in');
-    const d = diagnoseLearning(points)!;
-    assert.equal(d.kind, 'zero-variance');
-    assert.match(d.cause, /every rollout scored 0/);
-    assert.match(d.advice[0]!, /agl sft/);
-    assert.ok(d.advice.some((a) => /partial credit/.test(a)));
-    assert.match(diagnoseLearning([0, 1, 2].flatMap((s) => flat(s, 1)))!.cause, /too easy/);
-    // One step with spread: the run can learn.
-    const learning = [...flat(0, 0), ...step(1, { [METRICS.rewardMean]: 0.5, [METRICS.fracRewardZeroStd]: 0.5, [METRICS.trainedTokens]: 40 }), ...flat(2, 0)];
-    assert.equal(diagnoseLearning(learning), null);
-  });
-
-  it('says when every rollout failed, and notes the steps that taught nothing on the dashboard', () => {
-    const failed = [0, 1, 2].flatMap((s) =>
-      step(s, { [METRICS.rewardMean]: 0, [METRICS.rolloutFailed]: 8, [METRICS.rolloutTransitions]: 0, [METRICS.trainedTokens]: 0 }),
-    );
-    assert.equal(diagnoseLearning(failed)!.kind, 'all-failed');
-    const points = [
-      ...flat(0, 0),
-      ...step(0, { [policyMetric('writer', 'updates')]: 0, [policyMetric('rewriter', 'updates')]: 0 }),
-      ...step(1, { [METRICS.rewardMean]: 0.4, [METRICS.fracRewardZeroStd]: 0.75, [METRICS.trainedTokens]: 30, [policyMetric('writer', 'updates')]: 1 }),
-      ...step(1, { [policyMetric('rewriter', 'updates')]: 0, [policyMetric('rewriter', 'transitions')]: 0 }),
-    ];
-    const notes = stepNotes(points);
-    assert.deepEqual(
-      notes.map((n) => [n.step, n.kind, n.policy ?? null]),
-      [
-        [0, 'no-update', null],
-        [1, 'zero-variance', null],
-        [1, 'policy-no-update', 'rewriter'],
-      ],
-    );
-    assert.match(notes[0]!.text, /every group had zero variance/);
-    assert.match(notes[1]!.text, /75% of the groups had zero variance/);
-    assert.match(notes[2]!.text, /none of its calls to train on/);
   });
 });

@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { dashboardHandlers } from '../../extension/panels/data.js';
+import type { TrainingRunSummary } from '../../protocol/metrics.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import { ROOT, liveDashboard, openWebview, startDaemon, type Daemon, type LiveUpdates, type WebviewSession } from './harness.js';
 import { AGENT, RUN_ID, seedCalcTraining, seedTwoPolicyRun } from './seed.js';
@@ -310,6 +311,24 @@ describe('training dashboard webview on a run with one policy per role', () => {
   before(async () => {
     daemon = await startDaemon();
     await seedTwoPolicyRun(daemon.client, RUN_P);
+    // What the run was measured on and the tasks its held-out numbers cover, as agl train records them.
+    await daemon.client.addMetrics(
+      [
+        ...[0, 1, 2, 3, 4].map((step) => ({ step, name: 'perf/peak_memory_mib', value: 21_000 + 100 * step })),
+        ...[0, 4].flatMap((step) => [
+          { step, name: 'val/reward', value: step ? 0.7 : 0.5 },
+          { step, name: 'val/tasks', value: 8 },
+        ]),
+      ].map((p) => ({ ...p, runId: RUN_P })),
+    );
+    await daemon.client.updateTrainingRun(RUN_P, {
+      summary: {
+        stopReason: 'completed',
+        elapsedMs: 60_000,
+        tasks: { train: 40, val: 8 },
+        engine: { engine: 'torch', device: 'cuda:0', dtype: 'bfloat16', ranks: 2, memory: 'cuda' },
+      } satisfies TrainingRunSummary,
+    });
     view = await openWebview('dashboard', dashboardHandlers(daemon.client), { width: 1300 });
   });
   after(async () => {
@@ -333,25 +352,36 @@ describe('training dashboard webview on a run with one policy per role', () => {
     assert.match((await page.locator('.cfg.roles').getAttribute('title'))!, /every other role is served, untrained, by the default policy warmup/);
   });
 
-  it('notes the steps that taught nothing or little, with what to try; a click opens the step', async () => {
+  it('notes the steps that taught nothing or little, each with the first thing to try; a click opens the step', async () => {
     const notes = await view.page
       .locator('.step-note')
-      .evaluateAll((els) => els.map((e) => [Number((e as HTMLElement).dataset.step), (e as HTMLElement).dataset.kind, e.textContent]));
+      .evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.step, (e as HTMLElement).dataset.kind, e.textContent]));
     assert.deepEqual(
       notes.map(([step, kind]) => [step, kind]),
       [
-        [1, 'no-update'],
-        [2, 'policy-no-update'],
-        [3, 'zero-variance'],
+        ['1', 'no-update'],
+        ['2', 'policy-no-update'],
+        ['3', 'zero-variance'],
       ],
     );
-    assert.match(String(notes[0]![2]), /step 1: no update: every group had zero variance/);
-    assert.match(String(notes[1]![2]), /policy rewriter: no update \(none of its calls to train on in this step\)/);
-    assert.match(String(notes[2]![2]), /75% of the groups had zero variance/);
-    assert.match(await view.page.locator('.what-to-try').innerText(), /partial credit/);
+    assert.match(String(notes[0]![2]), /^step 1: no update: each task's rollouts scored alikeTry first: give the reward partial credit/);
+    assert.match(
+      String(notes[1]![2]),
+      /^step 2: policy rewriter: no update: role rewriter made no LLM call in this step \(it called in steps 0, 1, 3, 4: the agent takes it only on some paths/,
+    );
+    assert.match(String(notes[1]![2]), /Try first: nothing is wrong when the agent calls it only when needed/);
+    assert.doesNotMatch(String(notes[1]![2]), /partial credit|agl sft/, 'no reward advice for a role that runs only on a branch');
+    assert.match(String(notes[2]![2]), /^step 3: 75% of the groups had zero variance/);
     assert.equal(await view.page.locator('.learning-diagnosis').count(), 0, 'the run learned: no diagnosis');
     await view.page.locator('.step-note[data-step="3"] a').click();
     assert.deepEqual((await view.nextCommand(DashboardProtocol.openGroups.method)).params, { runId: RUN_P, step: 3 });
+  });
+
+  it('says what the run was measured on: engine, device, dtype, ranks, peak memory, and the held-out tasks a number covers', async () => {
+    assert.equal((await view.page.locator('.cfg.engine').innerText()).trim(), 'torch · cuda:0 · bfloat16 · 2 ranks · peak 20.9 GiB (CUDA)');
+    assert.equal((await view.page.locator('.kpi.held-out').innerText()).trim(), 'held-out 0.700 of 8 tasks');
+    await view.page.locator('.step-notes').evaluate((d) => ((d as HTMLDetailsElement).open = true));
+    await view.screenshot('dashboard-policies-notes');
   });
 
   it('moves the cursor of every chart to the step hovered on one', async () => {

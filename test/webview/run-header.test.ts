@@ -37,6 +37,12 @@ test('the stop reason of each way a run ends', () => {
   const oneStep = run({ step: 1, totalSteps: 1, config: { training: { epochs: 20 } }, summary: { stopReason: 'max-steps', epochSteps: 1094 } });
   assert.equal(describeStop(oneStep, NOW), 'stopped at maxSteps after 1 step of the 1094 steps its 20 epochs would take', 'one step, never "1 steps"');
   assert.equal(describeStop(run({ step: 1, totalSteps: 1, summary: { stopReason: 'completed' } }), NOW), 'completed the plan: 1 / 1 step');
+  const fewerSteps = 'training.maxSteps (--max-steps) 3 is more than the run makes: 1 epoch of 8 training tasks at 16 tasks per step is 1 step';
+  assert.equal(
+    describeStop(run({ step: 1, totalSteps: 1, summary: { stopReason: 'completed', fewerSteps } }), NOW),
+    `completed the plan: 1 / 1 step (${fewerSteps})`,
+    'a run its epochs shortened says why',
+  );
   assert.equal(describeStop(run({ step: 85, totalSteps: 167, summary: { stopReason: 'max-minutes' } }), NOW), 'stopped at maxMinutes (6 min): step 85 of 167');
   assert.equal(describeStop(run({ status: 'cancelled', step: 3, summary: { stopReason: 'cancelled' } }), NOW), 'cancelled at step 3 of 20');
   assert.equal(

@@ -10,7 +10,7 @@ import 'uplot/dist/uPlot.min.css';
 import '../shared/theme.css';
 import './dashboard.css';
 import { METRICS } from '../../protocol/metrics.js';
-import { WHAT_TO_TRY, diagnoseLearning, stepNotes } from '../../protocol/training-health.js';
+import { diagnoseLearning, runContext, stepNotes, type StepNote } from '../../protocol/training-health.js';
 import type { MetricPoint } from '../../protocol/store.js';
 import { DashboardProtocol as P, type DashboardState, type RunMetrics } from '../../protocol/webview-dashboard.js';
 import type { TrainingRun } from '../../protocol/store.js';
@@ -67,22 +67,25 @@ async function drawHeadline(run: TrainingRun): Promise<void> {
 }
 
 /**
- * The diagnosis of a run that cannot learn (protocol/training-health.ts, the same words agl train prints), then a
- * note per step that taught nothing or little: no update, most groups zero-variance, a policy without an update.
- * A note's step opens that step's groups.
+ * The diagnosis of a run that cannot learn (protocol/training-health.ts, the same words agl train prints and the
+ * editor's notification says), then the steps that taught nothing or little: the notes that say the same thing
+ * gathered on one line with their steps, each with the first thing to try about it. A note's step opens its groups.
  */
-function drawNotes(runId: string): void {
-  const diagnosis = diagnoseLearning(shownPoints);
-  const list = stepNotes(shownPoints);
+function drawNotes(run: TrainingRun): void {
+  const ctx = runContext(run);
+  const diagnosis = diagnoseLearning(shownPoints, ctx);
+  const list = stepNotes(shownPoints, ctx);
   const noted = new Set(list.map((n) => n.step)).size;
   const stepLink = (step: number): HTMLElement => {
     const a = h('a', { href: '#', class: 'note-step', 'data-step': step, title: `Open step ${step}'s GRPO groups` }, `step ${step}`);
     a.addEventListener('click', (e) => {
       e.preventDefault();
-      host.command(P.openGroups, { runId, step });
+      host.command(P.openGroups, { runId: run.id, step });
     });
     return a;
   };
+  const alike = new Map<string, StepNote[]>();
+  for (const n of list) alike.set(`${n.kind}\u0000${n.text}`, [...(alike.get(`${n.kind}\u0000${n.text}`) ?? []), n]);
   mount(
     notes,
     diagnosis
@@ -98,14 +101,26 @@ function drawNotes(runId: string): void {
     list.length
       ? h(
           'details',
-          { class: 'step-notes', open: !diagnosis && list.length <= 3 },
+          { class: 'step-notes', open: !diagnosis && alike.size <= 3 },
           h('summary', {}, icon('info'), ` Notes on ${noted} step${noted === 1 ? '' : 's'} that taught little`),
           h(
             'ul',
             {},
-            ...list.map((n) => h('li', { class: `step-note note-${n.kind}`, 'data-step': n.step, 'data-kind': n.kind }, stepLink(n.step), `: ${n.text}`)),
+            ...[...alike.values()].map((same) =>
+              h(
+                'li',
+                {
+                  class: `step-note note-${same[0]!.kind}`,
+                  'data-step': same[0]!.step,
+                  'data-steps': same.map((n) => n.step).join(' '),
+                  'data-kind': same[0]!.kind,
+                },
+                ...same.flatMap((n, i) => [i ? ', ' : '', stepLink(n.step)]),
+                `: ${same[0]!.text}`,
+                h('div', { class: 'muted what-to-try' }, `Try first: ${same[0]!.tryFirst}`),
+              ),
+            ),
           ),
-          h('div', { class: 'muted what-to-try' }, WHAT_TO_TRY),
         )
       : null,
   );
@@ -223,7 +238,13 @@ function drawToolbar(): void {
 }
 
 function redrawRun(run: TrainingRun): void {
-  drawRunHeader(progress, run, (m) => charts?.latest(run.id, m), charts?.best(run.id, METRICS.valReward) ?? null);
+  drawRunHeader(
+    progress,
+    run,
+    (m) => charts?.latest(run.id, m),
+    charts?.best(run.id, METRICS.valReward) ?? null,
+    charts?.best(run.id, METRICS.peakMemoryMiB)?.reward ?? null,
+  );
 }
 
 /** The panel pushes the new points of the shown run and the compared ones (as the daemon says they land). */
@@ -275,7 +296,7 @@ function apply(data: RunMetrics, replace: boolean): void {
   }
   charts.add(data.run.id, data.points);
   shownPoints = replace ? [...data.points] : [...shownPoints, ...data.points];
-  drawNotes(data.run.id);
+  drawNotes(data.run);
   const before = runs.find((r) => r.id === data.run.id);
   runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
   redrawRun(data.run);

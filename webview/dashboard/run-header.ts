@@ -5,7 +5,7 @@
  * held-out reward), and the latest rewards. Reads the TrainingRun record as `agl train` writes it
  * (config = the resolved TrainConfig, summary = protocol/metrics.ts TrainingRunSummary).
  */
-import { METRICS, type TrainingRunSummary } from '../../protocol/metrics.js';
+import { METRICS, describeEngine, describePeakMemory, type TrainingRunSummary } from '../../protocol/metrics.js';
 import type { TrainingRun } from '../../protocol/store.js';
 import { runRoles, type RolesConfig } from '../../protocol/call-roles.js';
 import { fmtTime, h, icon, mount } from '../shared/dom.js';
@@ -61,7 +61,7 @@ export function describeStop(run: TrainingRun, now = Date.now()): string {
         ? `no progress for ${Math.round((now - run.updatedAt) / 60_000)} min at ${at}: if its agl train was stopped, continue with agl train --resume ${run.id}`
         : `running: ${at}`;
     case 'completed':
-      return `completed the plan: ${run.step} / ${steps(run.totalSteps)}`;
+      return `completed the plan: ${run.step} / ${steps(run.totalSteps)}${s.fewerSteps ? ` (${s.fewerSteps})` : ''}`;
     case 'max-steps': {
       const epochs = typeof training.epochs === 'number' ? training.epochs : null;
       const planned = s.epochSteps
@@ -133,10 +133,35 @@ function bestLine(run: TrainingRun, bestValidation: { step: number; reward: numb
   );
 }
 
-export function drawRunHeader(el: HTMLElement, run: TrainingRun, latest: Latest, bestValidation: { step: number; reward: number } | null): void {
+/** What the run was measured on (engine, device, dtype, ranks) and its peak memory, as agl train recorded them. */
+function measuredOn(run: TrainingRun, peakMiB: number | null): HTMLElement | null {
+  const engine = (run.summary as TrainingRunSummary).engine;
+  if (!engine && peakMiB === null) return null;
+  return h(
+    'span',
+    {
+      class: 'cfg engine',
+      'data-field': 'engine',
+      title: 'what this run was trained and measured on (summary.engine), and the most memory one of its updates took',
+    },
+    icon('server-environment'),
+    engine ? [' ', h('b', {}, describeEngine(engine))] : null,
+    peakMiB !== null ? [' · peak ', h('b', {}, describePeakMemory(peakMiB, engine?.memory))] : null,
+  );
+}
+
+export function drawRunHeader(
+  el: HTMLElement,
+  run: TrainingRun,
+  latest: Latest,
+  bestValidation: { step: number; reward: number } | null,
+  peakMiB: number | null = null,
+): void {
+  const summary = run.summary as TrainingRunSummary;
   const bar = h('vscode-progress-bar', { value: run.step, max: Math.max(1, run.totalSteps) });
   const last = latest(METRICS.rewardMean);
   const val = latest(METRICS.valReward);
+  const valTasks = latest(METRICS.valTasks) ?? summary.tasks?.val;
   mount(
     el,
     h(
@@ -147,7 +172,15 @@ export function drawRunHeader(el: HTMLElement, run: TrainingRun, latest: Latest,
       h('span', { class: 'muted' }, `step ${run.step} / ${run.totalSteps}`),
       h('div', { class: 'spacer' }),
       last !== undefined ? h('span', { class: 'kpi', title: METRICS.rewardMean }, 'training reward ', h('b', {}, fmtMetric(last))) : null,
-      val !== undefined ? h('span', { class: 'kpi', title: METRICS.valReward }, 'held-out ', h('b', {}, fmtMetric(val))) : null,
+      val !== undefined
+        ? h(
+            'span',
+            { class: 'kpi held-out', title: `${METRICS.valReward}: the mean reward of the last validation, over ${valTasks ?? 'its'} held-out tasks` },
+            'held-out ',
+            h('b', {}, fmtMetric(val)),
+            valTasks ? ` of ${valTasks} task${valTasks === 1 ? '' : 's'}` : '',
+          )
+        : null,
       run.status === 'running' ? h('span', { class: 'live' }, h('span', { class: 'live-dot' }), 'live') : null,
     ),
     h(
@@ -155,6 +188,7 @@ export function drawRunHeader(el: HTMLElement, run: TrainingRun, latest: Latest,
       { class: 'run-facts' },
       h('span', { class: 'muted', title: run.id }, run.agent),
       rolesLine(run),
+      measuredOn(run, peakMiB),
       ...configSummary(run).map(([field, label, value, key]) => h('span', { class: 'cfg', 'data-field': field, title: key }, `${label} `, h('b', {}, value))),
       h(
         'span',
