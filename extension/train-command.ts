@@ -251,6 +251,7 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
         diagnosis = diagnoseLearning(await client.queryMetrics(r.id), runContext(r), Math.min(LEARNING_CHECK_STEPS, Math.max(1, r.step)));
         if (!diagnosis) return;
         ctx.log(describeDiagnosis(diagnosis).join('\n'));
+        if (ended) return; // the run's final message says it
         void vscode.window.showWarningMessage(`Agent Lightning: ${diagnosisSentence(diagnosis)}`, 'Open Dashboard', 'Show Log').then((picked) => {
           if (picked === 'Open Dashboard') void showTrainingDashboard(ctx, { runId: r.id });
           if (picked === 'Show Log') ctx.output.show();
@@ -317,21 +318,20 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
     .reverse()
     .map((l) => /^checkpoint: (.+)$/.exec(l.trim())?.[1])
     .find(Boolean);
-  // A run whose policy never changed has nothing to serve: it says why instead (the diagnosis, when its steps showed one).
+  // A run whose policy never changed says why (the diagnosis, when its steps showed one), and its main action is the
+  // dashboard: its checkpoint holds the weights it started from, so serving it comes last, if at all.
   const changed = finalRun ? policyChanged(await client.queryMetrics(finalRun.id).catch(() => [])) : null;
-  if (finalRun && changed === false) {
-    const why = diagnosis ? ` ${diagnosisSentence(diagnosis)}` : ' No update moved a weight: the notes on the dashboard say why, step by step.';
-    const picked = await vscode.window.showWarningMessage(
-      `Agent Lightning: trained ${agent.name}, but the policy never changed: ${summary}.${why}`,
-      'Open Dashboard',
-      'Open Trajectories',
-    );
-    if (picked === 'Open Dashboard') void showTrainingDashboard(ctx, { runId: finalRun.id });
-    if (picked === 'Open Trajectories') void vscode.commands.executeCommand(COMMANDS.trajectories, agent.id);
-    return;
-  }
-  const actions = [...(checkpoint ? ['Serve Checkpoint'] : []), ...(finalRun ? ['Open Dashboard', 'Open Trajectories'] : [])];
-  const picked = await vscode.window.showInformationMessage(`Agent Lightning: trained ${agent.name}: ${summary}`, ...actions);
+  const serve = checkpoint ? ['Serve Checkpoint'] : [];
+  const views = finalRun ? ['Open Dashboard', 'Open Trajectories'] : [];
+  const picked =
+    changed === false
+      ? await vscode.window.showWarningMessage(
+          `Agent Lightning: trained ${agent.name}, but the policy never changed: ${summary}.` +
+            (diagnosis ? ` ${diagnosisSentence(diagnosis)}` : ' No update moved a weight: the notes on the dashboard say why, step by step.'),
+          ...views,
+          ...serve,
+        )
+      : await vscode.window.showInformationMessage(`Agent Lightning: trained ${agent.name}: ${summary}`, ...serve, ...views);
   if (picked === 'Open Dashboard' && finalRun) void showTrainingDashboard(ctx, { runId: finalRun.id });
   if (picked === 'Open Trajectories') void vscode.commands.executeCommand(COMMANDS.trajectories, agent.id);
   if (picked === 'Serve Checkpoint' && checkpoint) await serveCheckpoint(ctx, checkpoint);

@@ -259,7 +259,7 @@ function happened(kind: DiagnosisKind, n: number, first: StepFacts[]): string {
       const calls = first.reduce((a, f) => a + (f.llmCalls ?? 0), 0);
       const greedy = first.reduce((a, f) => a + (f.greedyCalls ?? 0), 0);
       const share = greedy === calls ? 'every LLM call was' : `${Math.round((100 * greedy) / calls)}% of the LLM calls were`;
-      return `Training cannot learn: in ${steps} ${share} sampled greedily, so every sample of a task is the same answer: every GRPO group had zero variance, ${noChange}.`;
+      return `Training cannot learn: in ${steps} ${share} sampled greedily: every GRPO group had zero variance, ${noChange}.`;
     }
     case 'all-failed':
       return `Training cannot learn: every rollout of ${steps} failed, so there is nothing to train on.`;

@@ -252,9 +252,16 @@ export async function openFile(page: Page, relPath: string): Promise<void> {
   const input = page.locator('.quick-input-widget .quick-input-box input');
   await input.waitFor({ state: 'visible' });
   await input.fill(relPath);
-  const name = relPath.split('/').pop()!;
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ state: 'visible' });
-  await page.keyboard.press('Enter');
+  const parts = relPath.split('/');
+  const name = parts.pop()!;
+  // The row of this file (its folder is in the row's description): Enter could still pick a recently opened file of
+  // the same name before the list follows the typed filter.
+  const row = page
+    .locator('.quick-input-list .monaco-list-row', { hasText: name })
+    .filter({ hasText: parts.at(-1) ?? '' })
+    .first();
+  await row.waitFor({ state: 'visible' });
+  await row.click();
   await page.locator('.tab.active', { hasText: name }).waitFor({ state: 'visible' });
 }
 

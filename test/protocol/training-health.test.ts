@@ -56,7 +56,7 @@ describe('the cause of a run that cannot learn, in the order of evidence', () =>
     const points = run({ [METRICS.greedyCalls]: 8 });
     const byConfig = diagnoseLearning(points, { temperature: 0 })!;
     assert.equal(byConfig.kind, 'greedy-sampling');
-    assert.match(byConfig.message, /every LLM call was sampled greedily, so every sample of a task is the same answer/);
+    assert.match(byConfig.message, /every LLM call was sampled greedily: every GRPO group had zero variance/);
     assert.match(byConfig.cause, /the run's model\.temperature is 0/);
     assert.match(byConfig.advice[0]!, /model\.temperature: 1 in the run's train\.yaml/);
     assert.doesNotMatch(describeDiagnosis(byConfig).join('\n'), /agl sft/, 'not "warm up with agl sft" though every rollout scored 0');
