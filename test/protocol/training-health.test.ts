@@ -161,7 +161,7 @@ describe('notes on the steps that taught little', () => {
     );
     assert.match(notes[0]!.tryFirst, /nothing is wrong when the agent calls it only when needed/);
     assert.doesNotMatch(notes[0]!.tryFirst, /partial credit|agl sft/);
-    assert.equal(notes[1]!.text, 'policy rewriter: no update (none of its 4 calls had a nonzero advantage: its groups scored alike)');
+    assert.equal(notes[1]!.text, 'policy rewriter: no update: none of its 4 calls had a nonzero advantage (its groups scored alike)');
     assert.match(notes[1]!.tryFirst, /partial credit/);
     const never = stepNotes([...roles(1, 0, 0, 0), ...roles(2, 0, 0, 0)], ctx);
     assert.match(never[0]!.text, /role rewriter made no LLM call in this step \(nor in any step so far/);

@@ -110,15 +110,18 @@ for (const theme of ['light', 'dark'] as const) {
       await view.screenshot(`chart-gaps-${theme}`);
 
       await hover(page, 'policy-loss', 2);
-      assert.equal(await tip(page, 'policy-loss'), 'policy rewriter: no update this step: none of its calls to train on in this step');
+      // The reason in the words of the dashboard's note on the step (protocol/training-health.ts): the rewriter did not run.
+      const noCall =
+        "no update this step: role rewriter made no LLM call in this step (it called in steps 0, 1, 3, 4: the agent takes it only on some paths, e.g. when another role's answer is rejected)";
+      assert.equal(await tip(page, 'policy-loss'), `policy rewriter: ${noCall}`);
       assert.equal(await valueAt(page, 'policy-loss', 'policy/rewriter/loss'), 'policy rewriter loss no update');
       assert.equal(
         await page.locator('.chart-card[data-chart="policy-loss"] .chart-value[data-metric="policy/rewriter/loss"] .unmeasured').getAttribute('title'),
-        'no update this step: none of its calls to train on in this step',
+        noCall,
       );
       assert.match(await valueAt(page, 'policy-loss', 'policy/writer/loss'), /^policy writer loss 0\.0300$/);
-      assert.equal(await tip(page, 'policy-reward'), 'policy rewriter: no update this step: none of its calls to train on in this step', 'no call: no reward');
-      assert.equal(await tip(page, 'policy-grad_norm'), 'policy rewriter: no update this step: none of its calls to train on in this step');
+      assert.equal(await tip(page, 'policy-reward'), `policy rewriter: ${noCall}`, 'no call: no reward');
+      assert.equal(await tip(page, 'policy-grad_norm'), `policy rewriter: ${noCall}`);
       assert.equal(await tip(page, 'loss'), null, 'the step itself updated');
       // The viewport only: a full-page screenshot resizes the page, which redraws the charts and drops the cursor.
       await page.screenshot({ path: join(SCREENSHOTS, `chart-gap-hover-${theme}.png`) });

@@ -6,7 +6,7 @@
  */
 import { parsePolicyMetric, parseRoleMetric } from '../../protocol/metrics.js';
 import type { MetricPoint } from '../../protocol/store.js';
-import { unmeasuredPoints } from '../../protocol/training-health.js';
+import { unmeasuredPoints, type RunContext } from '../../protocol/training-health.js';
 import type { ChartRun } from './chart-options.js';
 
 const ownerOf = (metric: string): string | undefined => parsePolicyMetric(metric)?.policy ?? parseRoleMetric(metric)?.role;
@@ -30,7 +30,7 @@ export class ChartData {
     }
   }
 
-  add(runId: string, points: MetricPoint[]): void {
+  add(runId: string, points: MetricPoint[], ctx: RunContext = {}): void {
     if (!this.values.has(runId)) this.values.set(runId, new Map());
     const run = this.values.get(runId)!;
     for (const p of points) {
@@ -38,7 +38,7 @@ export class ChartData {
       run.get(p.name)!.set(p.step, p.value);
     }
     const all = [...run].flatMap(([name, steps]) => [...steps].map(([step, value]) => ({ name, step, value })));
-    this.unmeasured.set(runId, unmeasuredPoints(all));
+    this.unmeasured.set(runId, unmeasuredPoints(all, ctx));
   }
 
   /** The runs drawn that have points. */

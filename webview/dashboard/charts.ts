@@ -15,6 +15,7 @@
 import uPlot from 'uplot';
 import { metricLabel, ownMetricLabel, parsePolicyMetric, parseRoleMetric } from '../../protocol/metrics.js';
 import { ChartData } from './chart-data.js';
+import type { RunContext } from '../../protocol/training-health.js';
 import { DASHBOARD_CHARTS, type DashboardChart } from '../../protocol/webview-dashboard.js';
 import type { MetricPoint } from '../../protocol/store.js';
 import { h, mount } from '../shared/dom.js';
@@ -105,8 +106,9 @@ export class MetricCharts {
     return this.data.best(runId, name);
   }
 
-  add(runId: string, points: MetricPoint[]): void {
-    this.data.add(runId, points);
+  /** A run's new points; `ctx` (protocol/training-health.ts runContext) lets a gap's reason name the run's roles. */
+  add(runId: string, points: MetricPoint[], ctx?: RunContext): void {
+    this.data.add(runId, points, ctx);
     this.redraw();
   }
 

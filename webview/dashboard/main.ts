@@ -256,7 +256,7 @@ function watchRuns(): void {
 function applyCompared(data: RunMetrics): void {
   const before = runs.find((r) => r.id === data.run.id);
   runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
-  charts?.add(data.run.id, data.points);
+  charts?.add(data.run.id, data.points, runContext(data.run));
   if (before?.status !== data.run.status) drawToolbar();
 }
 
@@ -266,7 +266,7 @@ async function toggleCompare(runId: string, on: boolean): Promise<void> {
     try {
       const data = await host.request(P.getRunMetrics, { runId });
       runs = runs.map((r) => (r.id === runId ? data.run : r));
-      charts?.add(runId, data.points);
+      charts?.add(runId, data.points, runContext(data.run));
     } catch (err) {
       mount(
         constants,
@@ -294,7 +294,7 @@ function apply(data: RunMetrics, replace: boolean): void {
     charts.setSmoothing(state.smoothing ?? 0);
     charts.setRuns(chartRuns());
   }
-  charts.add(data.run.id, data.points);
+  charts.add(data.run.id, data.points, runContext(data.run));
   shownPoints = replace ? [...data.points] : [...shownPoints, ...data.points];
   drawNotes(data.run);
   const before = runs.find((r) => r.id === data.run.id);
@@ -319,7 +319,7 @@ async function showRun(runId: string): Promise<void> {
     for (const data of extra) {
       if (!data) continue;
       runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
-      charts?.add(data.run.id, data.points);
+      charts?.add(data.run.id, data.points, runContext(data.run));
     }
   } catch (err) {
     mount(chartsRoot, errorState(`Could not load run ${runId}: ${(err as Error).message}`, { retry: () => void showRun(runId), startDaemon }));
