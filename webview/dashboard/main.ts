@@ -38,6 +38,8 @@ const chartsRoot = h('div', { class: 'charts' });
 /** Why the run cannot learn (its first steps), and the steps that taught nothing, with what to try. */
 const notes = h('div', { class: 'run-notes' });
 mount(root, header, progress, notes, toolbar, constants, chartsRoot);
+/** Whether the user opened (or closed) a run's notes on steps: kept across redraws. */
+const notesOpen = new Map<string, boolean>();
 /** Every point of the shown run so far (the notes read them). */
 let shownPoints: MetricPoint[] = [];
 
@@ -86,6 +88,33 @@ function drawNotes(run: TrainingRun): void {
   };
   const alike = new Map<string, StepNote[]>();
   for (const n of list) alike.set(`${n.kind}\u0000${n.text}`, [...(alike.get(`${n.kind}\u0000${n.text}`) ?? []), n]);
+  const details = list.length
+    ? h(
+        'details',
+        { class: 'step-notes', open: notesOpen.get(run.id) ?? (!diagnosis && alike.size <= 3) },
+        h('summary', {}, icon('info'), ` Notes on ${noted} step${noted === 1 ? '' : 's'} that taught little`),
+        h(
+          'ul',
+          {},
+          ...[...alike.values()].map((same) =>
+            h(
+              'li',
+              {
+                class: `step-note note-${same[0]!.kind}`,
+                'data-step': same[0]!.step,
+                'data-steps': same.map((n) => n.step).join(' '),
+                'data-kind': same[0]!.kind,
+              },
+              ...same.flatMap((n, i) => [i ? ', ' : '', stepLink(n.step)]),
+              `: ${same[0]!.text}`,
+              h('div', { class: 'muted what-to-try' }, `Try first: ${same[0]!.tryFirst}`),
+            ),
+          ),
+        ),
+      )
+    : null;
+  // Opened or closed by the user (a click or Enter on its summary), the notes stay so when new points redraw them.
+  details?.querySelector('summary')?.addEventListener('click', () => notesOpen.set(run.id, !(details as HTMLDetailsElement).open));
   mount(
     notes,
     diagnosis
@@ -98,31 +127,7 @@ function drawNotes(run: TrainingRun): void {
           h('ul', {}, ...diagnosis.advice.map((a) => h('li', {}, a))),
         )
       : null,
-    list.length
-      ? h(
-          'details',
-          { class: 'step-notes', open: !diagnosis && alike.size <= 3 },
-          h('summary', {}, icon('info'), ` Notes on ${noted} step${noted === 1 ? '' : 's'} that taught little`),
-          h(
-            'ul',
-            {},
-            ...[...alike.values()].map((same) =>
-              h(
-                'li',
-                {
-                  class: `step-note note-${same[0]!.kind}`,
-                  'data-step': same[0]!.step,
-                  'data-steps': same.map((n) => n.step).join(' '),
-                  'data-kind': same[0]!.kind,
-                },
-                ...same.flatMap((n, i) => [i ? ', ' : '', stepLink(n.step)]),
-                `: ${same[0]!.text}`,
-                h('div', { class: 'muted what-to-try' }, `Try first: ${same[0]!.tryFirst}`),
-              ),
-            ),
-          ),
-        )
-      : null,
+    details,
   );
 }
 
