@@ -261,6 +261,8 @@ export interface EngineFacts {
   dtype: string;
   /** Data-parallel ranks. */
   ranks: number;
+  /** torch.distributed's backend between them (gloo on CPU, nccl on CUDA), with ranks > 1. */
+  backend?: string | null;
   /** What the run's peak memory measures (perf/peak_memory_mib), once an update reported it. */
   memory?: PeakMemory['kind'];
 }

@@ -182,9 +182,9 @@ export function describePeakMemory(mib: number, kind?: EngineFacts['memory'] | n
   return what ? `${size} (${what})` : size;
 }
 
-/** What a run was measured on, in a few words: "tfjs · wasm · float32 · 1 rank", "torch · cuda:0 · bfloat16 · 4 ranks". */
+/** What a run was measured on, in a few words: "tfjs · wasm · float32 · 1 rank", "torch · cuda:0 · bfloat16 · 4 ranks (nccl)". */
 export function describeEngine(f: EngineFacts): string {
-  return `${f.engine} · ${f.device} · ${f.dtype} · ${f.ranks} rank${f.ranks === 1 ? '' : 's'}`;
+  return `${f.engine} · ${f.device} · ${f.dtype} · ${f.ranks} rank${f.ranks === 1 ? '' : 's'}${f.ranks > 1 && f.backend ? ` (${f.backend})` : ''}`;
 }
 
 /** A held-out reward with the tasks it is over: "0.50 of 8 tasks" (the tasks unknown in runs recorded before they were). */

@@ -291,7 +291,14 @@ export class TorchPolicyModel implements PolicyModel {
     return `torch ${h.device}${h.ranks > 1 ? ` x${h.ranks} (${how})` : ''}`;
   }
   get engineFacts(): EngineFacts {
-    return { engine: 'torch', device: this.hello?.device ?? 'unknown', dtype: this.hello?.model.dtype ?? 'unknown', ranks: this.hello?.ranks ?? this.procs };
+    const ranks = this.hello?.ranks ?? this.procs;
+    return {
+      engine: 'torch',
+      device: this.hello?.device ?? 'unknown',
+      dtype: this.hello?.model.dtype ?? 'unknown',
+      ranks,
+      ...(ranks > 1 ? { backend: this.hello?.backend ?? null } : {}),
+    };
   }
   get contextLength(): number {
     return this.hello?.model.contextLength ?? 0;

@@ -116,7 +116,7 @@ test('agl train --data-dir X --engine torch, no --python, no AGL_PYTHON: trains 
     args.push('--train', 'samples/calc/data/train.jsonl', '--val', 'samples/calc/data/val.jsonl');
     const { code, out } = await runAgl([...args, '--data-dir', data, '--quiet'], data, userEnv(dir));
     assert.equal(code, 0, out);
-    assert.match(out, /warmup on torch cpu/);
+    assert.match(out, /warmup on torch · cpu · /);
     assert.doesNotMatch(out, /No module named/);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -72,7 +72,7 @@ test('calc on 2 data-parallel ranks learns, and its checkpoint opens in both eng
       data,
     );
     assert.equal(code, 0, out);
-    assert.match(out, /warmup on torch cpu x2 \(gloo\)/);
+    assert.match(out, /warmup on torch · cpu · float32 · 2 ranks \(gloo\)/);
     const m = /held-out reward (\d\.\d+) -> (\d\.\d+)/.exec(out);
     assert.ok(m, out);
     const [before, after] = [Number(m[1]), Number(m[2])];
