@@ -261,7 +261,7 @@ export interface EngineFacts {
   dtype: string;
   /** Data-parallel ranks. */
   ranks: number;
-  /** torch.distributed's backend between them (gloo on CPU, nccl on CUDA), with ranks > 1. */
+  /** How they work together, with ranks > 1: torch.distributed's backend (gloo on CPU, nccl on CUDA), fsdp, the nodes. */
   backend?: string | null;
   /** What the run's peak memory measures (perf/peak_memory_mib), once an update reported it. */
   memory?: PeakMemory['kind'];

@@ -287,8 +287,12 @@ export class TorchPolicyModel implements PolicyModel {
   get backend(): string {
     if (!this.hello) return 'torch';
     const h = this.hello;
-    const how = [h.backend, h.model.shard === 'fsdp' ? 'fsdp' : null, (this.o.nodes ?? 1) > 1 ? `${this.o.nodes} nodes` : null].filter(Boolean).join(', ');
-    return `torch ${h.device}${h.ranks > 1 ? ` x${h.ranks} (${how})` : ''}`;
+    return `torch ${h.device}${h.ranks > 1 ? ` x${h.ranks} (${this.ranksTogether()})` : ''}`;
+  }
+  /** How its ranks work together: torch.distributed's backend, FSDP sharding, the nodes they span. */
+  private ranksTogether(): string {
+    const h = this.hello;
+    return [h?.backend, h?.model.shard === 'fsdp' ? 'fsdp' : null, (this.o.nodes ?? 1) > 1 ? `${this.o.nodes} nodes` : null].filter(Boolean).join(', ');
   }
   get engineFacts(): EngineFacts {
     const ranks = this.hello?.ranks ?? this.procs;
@@ -297,7 +301,7 @@ export class TorchPolicyModel implements PolicyModel {
       device: this.hello?.device ?? 'unknown',
       dtype: this.hello?.model.dtype ?? 'unknown',
       ranks,
-      ...(ranks > 1 ? { backend: this.hello?.backend ?? null } : {}),
+      ...(ranks > 1 ? { backend: this.ranksTogether() || null } : {}),
     };
   }
   get contextLength(): number {

@@ -185,7 +185,7 @@ test('two machines as 2 single-process nodes on 127.0.0.1: FSDP across them trai
     const code1 = await node1.exited;
     assert.equal(node0.code, 0, node0.out);
     assert.equal(code1, 0, node1.output());
-    assert.match(node0.out, /warmup on torch cpu x2 \(gloo, fsdp, 2 nodes\)/);
+    assert.match(node0.out, /warmup on torch · cpu · float32 · 2 ranks \(gloo, fsdp, 2 nodes\)/);
     assert.match(node0.out, /step 2\/2/);
     assert.match(node1.output(), new RegExp(`node 1 of 2: this machine's 1 rank of samples/calc/warmup join node 0 at ${rdzv.replace('.', '\\.')}`));
     assert.match(node1.output(), /node 1: its ranks exited with code 0/);
