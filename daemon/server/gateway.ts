@@ -9,44 +9,25 @@
  * unrecorded. Calls naming no rollout (plain OpenAI-endpoint use, token required) are served as before.
  * Errors use OpenAI's error shape inside an application/problem+json body, so both OpenAI clients and our
  * tools read them.
+ *
+ * A call goes through five steps, one function each: its body is checked (validBody), it is routed to its
+ * attempt and policy (gateway-route.ts), served by its backend (serve), its span recorded (recordSpan), and
+ * answered (CallAnswer: JSON, or server-sent events as the chunks arrive).
  */
 import express, { type Request, type Response } from 'express';
-import { HEADERS } from '../../protocol/spans.js';
-import { LlmResource, MAX_JSON_DEPTH, tooDeepAt, type Rollout } from '../../protocol/store.js';
-import type { LightningStore } from '../../protocol/lightning-store.js';
-import { pickLlmResource, ResourcesCache } from '../store/resources-cache.js';
+import { MAX_JSON_DEPTH, tooDeepAt } from '../../protocol/store.js';
 import { requireToken } from './auth.js';
 import { jsonBody } from './body.js';
 import { HttpProblem } from './errors.js';
 import { type Backend, type CallRequest, type CallResult, GatewayError, type OpenAiBody } from './gateway-backend.js';
-import { LocalBackend, type PolicyProvider } from './gateway-local.js';
-import { routeByRole } from './gateway-roles.js';
+import { LocalBackend } from './gateway-local.js';
+import { CallRouter, type GatewayContext, type RoutedCall } from './gateway-route.js';
 import { buildCallSpan } from './gateway-spans.js';
 import { UpstreamBackend } from './gateway-upstream.js';
 
-export interface GatewayContext {
-  store: Pick<LightningStore, 'addSpans' | 'getRollout' | 'getAttempt' | 'getResources' | 'getLatestResources'>;
-  /** The daemon's loaded policy model for a model name (local backend); absent = none loaded. */
-  getPolicy?: PolicyProvider;
-  /**
-   * The daemon's bearer token: required on the bare /v1/* routes. The per-attempt routes need none: the
-   * rollout and attempt ids in the URL (random, known only to the runner and the agent) are the capability.
-   */
-  token?: string;
-  /** Environment variables an upstream resource's `apiKeyEnv` may name (default: OPENAI_API_KEY only). */
-  allowedKeyEnvs?: readonly string[];
-  /** A served policy's version (its training updates so far), recorded with each call it serves; absent = not tracked. */
-  policyVersion?: (model: string) => number | null;
-  /** A checkpoint of one policy per role being served (agl serve --model): routing for local resources without their own. */
-  servedRoles?: () => { roleModels: Record<string, string>; unassignedRole: 'refuse' | 'default' };
-}
-
-/** Attempt statuses no call can be recorded into any more (`unresponsive` is revived by its next span). */
-const ENDED_ATTEMPT = new Set(['succeeded', 'failed', 'timeout']);
+export type { GatewayContext } from './gateway-route.js';
 
 const PREFIX = '/rollout/:rolloutId/attempt/:attemptId';
-const LATEST_TTL_MS = 250;
-const ROLLOUT_TTL_MS = 5_000;
 
 export function sendOpenAiError(res: Response, status: number, message: string, code = 'invalid_request_error', param: string | null = null): void {
   if (res.headersSent) return;
@@ -72,10 +53,33 @@ function errorOf(err: unknown): { status: number; message: string; code: string;
 /** Thrown when a call succeeded but its span could not be written: the result is withheld (503). */
 class SpanNotRecorded extends GatewayError {}
 
-/** Writes a served call's span; when that fails, the call is refused rather than served unrecorded. */
-async function recorded(span: ((result: CallResult | null, err: Error | null) => Promise<void>) | null, result: CallResult): Promise<void> {
+/** Step 1: the call's body as an OpenAI body, or null once it was refused (400: not a JSON object, or nested too deep). */
+function validBody(req: Request, res: Response): OpenAiBody | null {
+  const body = req.body as OpenAiBody | undefined;
+  if (!body || typeof body !== 'object' || Array.isArray(body)) {
+    sendOpenAiError(res, 400, 'the request body must be a JSON object (Content-Type: application/json)');
+    return null;
+  }
+  const deep = tooDeepAt(body);
+  if (!deep) return body;
+  sendOpenAiError(
+    res,
+    400,
+    `the request body nests deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${deep.slice(0, 3).map(String).join('.')}...`,
+    'invalid_request_error',
+    String(deep[0]),
+  );
+  return null;
+}
+
+/**
+ * Step 4: writes a served call's span. A span that cannot be written fails the call: its result is not served
+ * unrecorded. A call that names no rollout has nothing to record.
+ */
+async function recordSpan(store: GatewayContext['store'], call: RoutedCall, result: CallResult): Promise<void> {
+  if (!call.record) return;
   try {
-    await span?.(result, null);
+    await store.addSpans([buildCallSpan(call.request, call.record, result, null)]);
   } catch (err) {
     throw new SpanNotRecorded(
       503,
@@ -85,155 +89,89 @@ async function recorded(span: ((result: CallResult | null, err: Error | null) =>
   }
 }
 
-/** The rollouts calls name, cached briefly (a call's rollout is read on every call of its attempt). */
-class RolloutCache {
-  private readonly rollouts = new Map<string, { at: number; rollout: Rollout }>();
+/** A failed call is recorded when it can be (best effort: nothing was served). */
+async function recordFailure(store: GatewayContext['store'], call: RoutedCall | null, message: string): Promise<void> {
+  if (!call?.record) return;
+  await store.addSpans([buildCallSpan(call.request, call.record, null, new Error(message))]).catch(() => {});
+}
 
-  constructor(private readonly store: GatewayContext['store']) {}
+const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' };
 
-  async get(id: string): Promise<Rollout | null> {
-    const hit = this.rollouts.get(id);
-    if (hit && Date.now() - hit.at < ROLLOUT_TTL_MS) return hit.rollout;
-    const rollout = await this.store.getRollout(id);
-    if (rollout) {
-      if (this.rollouts.size > 10_000) this.rollouts.clear();
-      this.rollouts.set(id, { at: Date.now(), rollout });
-    }
-    return rollout;
+/** Step 5, one call's answer on its response: JSON, or server-sent events from the first chunk; aborted when the client leaves. */
+class CallAnswer {
+  /** Whether the event stream started (its headers are sent: an error then goes in the stream). */
+  private sse = false;
+  readonly abort = new AbortController();
+
+  constructor(private readonly res: Response) {
+    res.on('close', () => {
+      if (!res.writableFinished) this.abort.abort();
+    });
   }
+
+  chunk(chunk: Record<string, unknown>): void {
+    const res = this.res;
+    if (!this.sse) {
+      res.writeHead(200, SSE_HEADERS);
+      this.sse = true;
+    }
+    // Chunks that arrive together leave in one socket write (one syscall, not one per chunk).
+    if (!res.writableCorked) {
+      res.cork();
+      process.nextTick(() => res.uncork());
+    }
+    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+  }
+
+  served(streamed: boolean, result: CallResult): void {
+    if (!streamed) this.res.json(result.response);
+    else {
+      if (!this.sse) this.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+      this.res.end('data: [DONE]\n\n');
+    }
+  }
+
+  failed(e: ReturnType<typeof errorOf>): void {
+    if (this.sse) this.res.end(`data: ${JSON.stringify({ error: { message: e.message, type: 'server_error', code: e.code } })}\n\n`);
+    else sendOpenAiError(this.res, e.status, e.message, e.code, e.param);
+  }
+}
+
+/** Step 3: the backend serves the call, its chunks streamed to the answer as they come. */
+function serve(backend: Backend, request: CallRequest, answer: CallAnswer): Promise<CallResult> {
+  if (request.body.stream !== true) return backend.call(request, answer.abort.signal);
+  return backend.stream(request, answer.abort.signal, (chunk) => answer.chunk(chunk));
 }
 
 export function gatewayRouter(ctx: GatewayContext): express.Router {
   const router = express.Router();
-  const rollouts = new RolloutCache(ctx.store);
-  const resourcesCache = new ResourcesCache(ctx.store, LATEST_TTL_MS);
+  const calls = new CallRouter(ctx);
   const upstream = new UpstreamBackend(ctx.allowedKeyEnvs);
   // Looked up per call: `agl serve` may load (or swap) the policy after the app was built.
   const local = new LocalBackend((model) => ctx.getPolicy?.(model) ?? null);
   const json = jsonBody('64mb');
 
-  /** The attempt a call is for (path or x-agl-* headers), checked to be recordable: else refused before any forwarding. */
-  async function callIds(req: Request): Promise<{ rolloutId?: string; attemptId?: string; rollout: Rollout | null }> {
-    const rolloutId = (req.params.rolloutId as string | undefined) ?? req.get(HEADERS.rolloutId);
-    const attemptId = (req.params.attemptId as string | undefined) ?? req.get(HEADERS.attemptId);
-    if (!rolloutId && !attemptId) return { rollout: null };
-    if (!attemptId)
-      throw new GatewayError(
-        400,
-        `rollout '${rolloutId}' given without an attempt id (header ${HEADERS.attemptId}); the call was not forwarded`,
-        'attempt_missing',
-      );
-    const attempt = await ctx.store.getAttempt(attemptId);
-    if (!attempt || (rolloutId && attempt.rolloutId !== rolloutId)) {
-      if (rolloutId && !(await rollouts.get(rolloutId)))
-        throw new GatewayError(
-          404,
-          `rollout '${rolloutId}' not found: use the base URL the runner gave this attempt; the call was not forwarded`,
-          'rollout_not_found',
-          'rolloutId',
-        );
-      const where = rolloutId ? ` of rollout '${rolloutId}'` : '';
-      throw new GatewayError(
-        404,
-        `attempt '${attemptId}'${where} not found: use the base URL the runner gave this attempt; the call was not forwarded`,
-        'attempt_not_found',
-        'attemptId',
-      );
-    }
-    if (ENDED_ATTEMPT.has(attempt.status)) {
-      throw new GatewayError(
-        409,
-        `attempt '${attemptId}' already ended (status '${attempt.status}'): its calls can no longer be recorded, so the call was not forwarded`,
-        'attempt_ended',
-        'attemptId',
-      );
-    }
-    return { rolloutId: attempt.rolloutId, attemptId, rollout: await rollouts.get(attempt.rolloutId) };
-  }
-
   async function handle(kind: CallRequest['kind'], req: Request, res: Response): Promise<void> {
     const startTime = Date.now();
-    const body = req.body as OpenAiBody | undefined;
-    if (!body || typeof body !== 'object' || Array.isArray(body))
-      return sendOpenAiError(res, 400, 'the request body must be a JSON object (Content-Type: application/json)');
-    const deep = tooDeepAt(body);
-    if (deep)
-      return sendOpenAiError(
-        res,
-        400,
-        `the request body nests deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${deep.slice(0, 3).map(String).join('.')}...`,
-        'invalid_request_error',
-        String(deep[0]),
-      );
-    let span: ((result: CallResult | null, err: Error | null) => Promise<void>) | null = null;
-    let sse = false;
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
+    const body = validBody(req, res);
+    if (!body) return;
+    const answer = new CallAnswer(res);
+    let call: RoutedCall | null = null;
     try {
-      const ids = await callIds(req);
-      const resources = await resourcesCache.forRollout(ids.rollout);
-      const picked =
-        pickLlmResource(resources, body.model) ?? LlmResource.parse({ type: 'llm', endpoint: '', model: body.model ?? 'default', backend: 'local' });
-      // One policy per role: the call's role decides which model serves it (gateway-roles.ts); a daemon serving a
-      // checkpoint of role policies gives its routing to local resources that bring none.
-      const routed = ctx.servedRoles && picked.backend === 'local' && !picked.roleModels ? { ...picked, ...ctx.servedRoles() } : picked;
-      const { resource, role } = routeByRole(routed, req.get(HEADERS.agent));
-      const callReq: CallRequest = { kind, body, resource };
-      if (ids.rolloutId && ids.attemptId) {
-        const call = {
-          rolloutId: ids.rolloutId,
-          attemptId: ids.attemptId,
-          traceparent: req.get('traceparent'),
-          resourcesId: resources?.id ?? null,
-          resourcesVersion: resources?.version ?? null,
-          startTime,
-          streamed: body.stream === true,
-          role,
-          policy: resource.roleModels ? { name: resource.model, version: ctx.policyVersion?.(resource.model) ?? null } : null,
-        };
-        const r = callReq;
-        // A span that cannot be written fails the call: its result is not served unrecorded (see recorded below).
-        span = async (result, err) => {
-          await ctx.store.addSpans([buildCallSpan(r, call, result, err)]);
-        };
-      }
-      const backend: Backend = resource.backend === 'upstream' ? upstream : local;
-      if (body.stream === true) {
-        const result = await backend.stream(callReq, abort.signal, (chunk) => {
-          if (!sse) {
-            res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
-            sse = true;
-          }
-          // Chunks that arrive together leave in one socket write (one syscall, not one per chunk).
-          if (!res.writableCorked) {
-            res.cork();
-            process.nextTick(() => res.uncork());
-          }
-          res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-        });
-        await recorded(span, result);
-        if (!sse) res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-        res.end('data: [DONE]\n\n');
-      } else {
-        const result = await backend.call(callReq, abort.signal);
-        await recorded(span, result);
-        res.json(result.response);
-      }
+      call = await calls.route(kind, body, req, startTime);
+      const result = await serve(call.request.resource.backend === 'upstream' ? upstream : local, call.request, answer);
+      await recordSpan(ctx.store, call, result);
+      answer.served(body.stream === true, result);
     } catch (err) {
       const e = errorOf(err);
-      // The failed call is recorded when it can be (best effort: nothing was served).
-      if (!(err instanceof SpanNotRecorded)) await span?.(null, new Error(e.message)).catch(() => {});
-      if (sse) res.end(`data: ${JSON.stringify({ error: { message: e.message, type: 'server_error', code: e.code } })}\n\n`);
-      else sendOpenAiError(res, e.status, e.message, e.code, e.param);
+      if (!(err instanceof SpanNotRecorded)) await recordFailure(ctx.store, call, e.message);
+      answer.failed(e);
     }
   }
 
   async function models(req: Request, res: Response): Promise<void> {
     try {
-      const ids = await callIds(req);
-      const resources = await resourcesCache.forRollout(ids.rollout);
+      const resources = await calls.resourcesFor((await calls.attemptOf(req)).rollout);
       const names = new Set<string>();
       for (const r of Object.values(resources?.resources ?? {})) if (r.type === 'llm') names.add(r.model);
       const created = Math.floor((resources?.createdAt ?? Date.now()) / 1000);
@@ -251,21 +189,17 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
     router.post(`${prefix}/v1/completions`, auth, ...json, (req: Request, res: Response) => handle('completion', req, res));
     router.get(`${prefix}/v1/models`, auth, models);
   }
-  // Bodies refused by jsonBody (malformed JSON, not UTF-8, not application/json, too large): in the OpenAI error shape.
-  router.use((err: unknown, req: Request, res: Response, next: (e?: unknown) => void) => {
-    if (!/\/v1\/(chat\/completions|completions|models)$/.test(req.path)) return next(err);
-    const e = err as { status?: number; message?: string };
-    const status = err instanceof HttpProblem ? err.status : typeof e.status === 'number' && e.status >= 400 && e.status < 500 ? e.status : 400;
-    const param = err instanceof HttpProblem ? (err.errors?.[0]?.path ?? null) : null;
-    sendOpenAiError(
-      res,
-      status,
-      `invalid request body: ${e.message ?? String(err)}`,
-      status === 415 ? 'unsupported_media_type' : 'invalid_request_error',
-      param,
-    );
-  });
+  router.use(bodyRefused);
   return router;
+}
+
+/** Bodies refused by jsonBody (malformed JSON, not UTF-8, not application/json, too large): in the OpenAI error shape. */
+function bodyRefused(err: unknown, req: Request, res: Response, next: (e?: unknown) => void): void {
+  if (!/\/v1\/(chat\/completions|completions|models)$/.test(req.path)) return next(err);
+  const e = err as { status?: number; message?: string };
+  const status = err instanceof HttpProblem ? err.status : typeof e.status === 'number' && e.status >= 400 && e.status < 500 ? e.status : 400;
+  const param = err instanceof HttpProblem ? (err.errors?.[0]?.path ?? null) : null;
+  sendOpenAiError(res, status, `invalid request body: ${e.message ?? String(err)}`, status === 415 ? 'unsupported_media_type' : 'invalid_request_error', param);
 }
 
 /** For tests and benchmarks: the backends a router built, to inspect batching. */
