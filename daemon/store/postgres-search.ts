@@ -83,7 +83,7 @@ export async function applySpanDigests(c: Queryable, digests: SpanDigest[]): Pro
   if (text[0].length) {
     await c.query(
       `UPDATE rollout_text t SET body = left(t.body || ' ' || v.body, ${MAX_SEARCH_TEXT})
-      FROM unnest($1::text[], $2::text[]) AS v(id, body) WHERE t.rollout_id = v.id`,
+      FROM unnest($1::text[], $2::text[]) AS v(id, body) WHERE t.rollout_id = v.id AND length(t.body) < ${MAX_SEARCH_TEXT}`,
       text,
     );
   }

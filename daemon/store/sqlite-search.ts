@@ -63,7 +63,14 @@ export function applySpanDigests(st: Statement, digests: Iterable<SpanDigest>): 
       (SummaryRow & { seq: number }) | undefined;
     if (!r) continue;
     const change = digestChange(d, r);
-    if (change.output) st("UPDATE rollout_search SET output = substr(output || ' ' || ?, 1, ?) WHERE rowid = ?").run(change.output, MAX_SEARCH_TEXT, r.seq);
+    // A full text stays as it is: not rewriting it spares FTS5 re-indexing the whole document on every call of a long rollout.
+    if (change.output)
+      st("UPDATE rollout_search SET output = substr(output || ' ' || ?, 1, ?) WHERE rowid = ? AND length(output) < ?").run(
+        change.output,
+        MAX_SEARCH_TEXT,
+        r.seq,
+        MAX_SEARCH_TEXT,
+      );
     if (change.errors) st('UPDATE rollouts SET error_spans = error_spans + ? WHERE seq = ?').run(change.errors, r.seq);
     if (change.reward) {
       st('UPDATE rollouts SET final_reward = ?, reward_final = ?, reward_time = ? WHERE seq = ?').run(

@@ -65,6 +65,18 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
       assert.equal(total.total, 2);
     });
 
+    it("indexes a rollout's text up to its cap: outputs after it are not searchable, those before stay so", async () => {
+      const more = (made: Made, text: string) =>
+        ctx.store.addSpans([{ rolloutId: made.id, attemptId: made.attemptId, startTime: Date.now(), endTime: Date.now() + 1, ...reply(text) } as SpanInput]);
+      const long = await run(ctx.store, 'a long rollout', [reply(`opening ${'filler '.repeat(10_000)}`)]); // past the cap (64 Ki characters)
+      await more(long, 'latecomer');
+      const short = await run(ctx.store, 'a short rollout', [reply('early')]);
+      await more(short, 'second');
+      sameSet(await ids(ctx.store, { search: 'opening' }), [long.id]);
+      sameSet(await ids(ctx.store, { search: 'latecomer' }), [], 'the text was full');
+      sameSet(await ids(ctx.store, { search: 'early second' }), [short.id], 'outputs are appended while there is room');
+    });
+
     it('treats search syntax and SQL a user types as plain words, never as an error or a query', async () => {
       const a = await run(ctx.store, { prompt: 'say "hello" OR NEAR(x) now' }, []);
       const b = await run(ctx.store, { prompt: "it's 3:* & !done | (maybe)" }, []);
