@@ -69,6 +69,105 @@ export function nllLossFn(totalTokens: number, stats?: GrpoStats) {
   };
 }
 
+type GrpoLoss = Extract<TrainLoss, { kind: 'grpo' }>;
+
+/** The per-token terms of the GRPO loss for one micro-batch, kept for the statistics. */
+interface GrpoTerms {
+  /** [B, T] the loss at each position (clipped policy gradient, truncated importance weight, KL), before the mask. */
+  perToken: tf.Tensor2D;
+  pg1: tf.Tensor;
+  pg2: tf.Tensor;
+  ratio: tf.Tensor;
+  kl: tf.Tensor2D | null;
+  /** The update's own log-probs (a constant) and the sampler's. */
+  current: tf.Tensor2D;
+  sampler: tf.Tensor2D;
+  /** The importance weights current/sampler before their cap, when the loss truncates them. */
+  tisRaw: Float32Array | null;
+}
+
+function grpoTerms(loss: GrpoLoss, inputs: LossInputs): GrpoTerms {
+  const [B, T] = inputs.logprobs.shape;
+  const mb = inputs.indices.map((i) => loss.samples[i]);
+  const old = tf.tensor2d(
+    padRows(
+      mb.map((s) => s.oldLogprobs),
+      T,
+    ),
+    [B, T],
+  );
+  const adv = tf.tensor2d(
+    mb.map((s) => [s.advantage]),
+    [B, 1],
+  );
+  const logp = inputs.logprobs;
+  // ratioBase 'update': the update's own log-probs before the weights change, as a constant (no gradient).
+  const current = tf.tensor2d(logp.dataSync() as Float32Array, [B, T]);
+  const sampler = old;
+  const base = loss.ratioBase === 'update' ? current : sampler;
+  const ratio = tf.exp(logRatio(logp, base, inputs.mask, loss.importanceSampling));
+  const clippedRatio = tf.clipByValue(ratio, 1 - loss.clipLow, 1 + loss.clipHigh);
+  const pg1 = tf.neg(tf.mul(adv, ratio));
+  const pg2 = tf.neg(tf.mul(adv, clippedRatio));
+  let perToken: tf.Tensor2D = tf.maximum(pg1, pg2);
+  let tisRaw: Float32Array | null = null;
+  if (loss.ratioBase === 'update' && loss.tisCap != null) {
+    const w = tf.exp(tf.sub(current, sampler));
+    tisRaw = w.dataSync() as Float32Array;
+    perToken = tf.mul(perToken, tf.minimum(w, loss.tisCap));
+  }
+  let kl: tf.Tensor2D | null = null;
+  if (loss.beta > 0) {
+    if (mb.some((s) => !s.refLogprobs)) throw new Error('GRPO with beta > 0 needs reference log-probs for every sequence');
+    const ref = tf.tensor2d(
+      padRows(
+        mb.map((s) => s.refLogprobs as number[]),
+        T,
+      ),
+      [B, T],
+    );
+    const d = tf.sub(ref, logp);
+    kl = tf.sub(tf.sub(tf.exp(d), d), 1) as tf.Tensor2D;
+    perToken = tf.add(perToken, tf.mul(loss.beta, kl));
+  }
+  return { perToken, pg1, pg2, ratio, kl, current, sampler, tisRaw };
+}
+
+/** The micro-batch's share of the batch loss, by the loss's aggregation over `totalTokens` tokens of `totalSeqs` sequences. */
+function aggregate(loss: GrpoLoss, masked: tf.Tensor2D, mask: tf.Tensor2D, totalTokens: number, totalSeqs: number): tf.Scalar {
+  if (loss.aggregation === 'token-mean') return tf.div(tf.sum(masked), Math.max(1, totalTokens));
+  if (loss.aggregation === 'token-sum-norm') return tf.div(tf.sum(masked), Math.max(1, totalSeqs) * (loss.normTokens as number));
+  const perSeq = tf.div(tf.sum(masked, 1), tf.maximum(tf.sum(mask, 1), 1));
+  return tf.div(tf.sum(perSeq), Math.max(1, totalSeqs));
+}
+
+/** Adds the micro-batch's terms to the running statistics: values are read now (the tensors are disposed with the engine's scope). */
+function addStats(stats: GrpoStats, loss: GrpoLoss, inputs: LossInputs, terms: GrpoTerms, value: tf.Scalar): void {
+  const maskV = inputs.mask.dataSync();
+  const pg1V = terms.pg1.dataSync(),
+    pg2V = terms.pg2.dataSync(),
+    ratioV = terms.ratio.dataSync(),
+    entV = inputs.entropy.dataSync();
+  const klV = terms.kl ? terms.kl.dataSync() : null;
+  const curV = terms.current.dataSync(),
+    samplerV = terms.sampler.dataSync();
+  const tisRaw = terms.tisRaw;
+  for (let k = 0; k < maskV.length; k++) {
+    if (maskV[k] === 0) continue;
+    stats.tokens++;
+    if (pg2V[k] > pg1V[k]) stats.clipped++;
+    stats.ratioSum += ratioV[k];
+    stats.entropySum += entV[k];
+    if (klV) stats.klSum += klV[k];
+    const gap = Math.abs(curV[k] - samplerV[k]);
+    stats.gapSum += gap;
+    stats.gapMax = Math.max(stats.gapMax, gap);
+    if (tisRaw && tisRaw[k] > (loss.tisCap as number)) stats.tisCapped++;
+  }
+  stats.sequences += inputs.logprobs.shape[0];
+  stats.lossSum += value.dataSync()[0];
+}
+
 /**
  * The loss callback of `loss` for a batch whose pairs have `completionLengths` tokens each (nll counts them;
  * GRPO counts its samples' old log-probs, one per completion token).
@@ -79,89 +178,14 @@ export function tfLossFn(loss: TrainLoss, stats: GrpoStats = new GrpoStats(), co
       completionLengths.reduce((a, n) => a + n, 0),
       stats,
     );
-  const samples = loss.samples;
   if (loss.aggregation === 'token-sum-norm' && !loss.normTokens)
     throw new Error('lossAggregation token-sum-norm needs lossNormTokens (the trainer passes model.maxTokens)');
-  const totalTokens = samples.reduce((a, s) => a + s.oldLogprobs.length, 0);
-  const totalSeqs = samples.length;
+  const totalTokens = loss.samples.reduce((a, s) => a + s.oldLogprobs.length, 0);
+  const totalSeqs = loss.samples.length;
   return (inputs: LossInputs): tf.Scalar => {
-    const [B, T] = inputs.logprobs.shape;
-    const mb = inputs.indices.map((i) => samples[i]);
-    const old = tf.tensor2d(
-      padRows(
-        mb.map((s) => s.oldLogprobs),
-        T,
-      ),
-      [B, T],
-    );
-    const adv = tf.tensor2d(
-      mb.map((s) => [s.advantage]),
-      [B, 1],
-    );
-    const logp = inputs.logprobs;
-    const mask = inputs.mask;
-    // ratioBase 'update': the update's own log-probs before the weights change, as a constant (no gradient).
-    const current = tf.tensor2d(logp.dataSync() as Float32Array, [B, T]);
-    const sampler = old;
-    const base = loss.ratioBase === 'update' ? current : sampler;
-    const ratio = tf.exp(logRatio(logp, base, mask, loss.importanceSampling));
-    const clippedRatio = tf.clipByValue(ratio, 1 - loss.clipLow, 1 + loss.clipHigh);
-    const pg1 = tf.neg(tf.mul(adv, ratio));
-    const pg2 = tf.neg(tf.mul(adv, clippedRatio));
-    let perToken: tf.Tensor2D = tf.maximum(pg1, pg2);
-    let tisRaw: Float32Array | null = null;
-    if (loss.ratioBase === 'update' && loss.tisCap != null) {
-      const w = tf.exp(tf.sub(current, sampler));
-      tisRaw = w.dataSync() as Float32Array;
-      perToken = tf.mul(perToken, tf.minimum(w, loss.tisCap));
-    }
-    let kl: tf.Tensor2D | null = null;
-    if (loss.beta > 0) {
-      if (mb.some((s) => !s.refLogprobs)) throw new Error('GRPO with beta > 0 needs reference log-probs for every sequence');
-      const ref = tf.tensor2d(
-        padRows(
-          mb.map((s) => s.refLogprobs as number[]),
-          T,
-        ),
-        [B, T],
-      );
-      const d = tf.sub(ref, logp);
-      kl = tf.sub(tf.sub(tf.exp(d), d), 1) as tf.Tensor2D;
-      perToken = tf.add(perToken, tf.mul(loss.beta, kl));
-    }
-    const masked = tf.mul(perToken, mask);
-    let value: tf.Scalar;
-    if (loss.aggregation === 'token-mean') {
-      value = tf.div(tf.sum(masked), Math.max(1, totalTokens));
-    } else if (loss.aggregation === 'token-sum-norm') {
-      value = tf.div(tf.sum(masked), Math.max(1, totalSeqs) * (loss.normTokens as number));
-    } else {
-      const perSeq = tf.div(tf.sum(masked, 1), tf.maximum(tf.sum(mask, 1), 1));
-      value = tf.div(tf.sum(perSeq), Math.max(1, totalSeqs));
-    }
-    // Statistics: read values now (the tensors are disposed with the engine's scope).
-    const maskV = mask.dataSync();
-    const pg1V = pg1.dataSync(),
-      pg2V = pg2.dataSync(),
-      ratioV = ratio.dataSync(),
-      entV = inputs.entropy.dataSync();
-    const klV = kl ? kl.dataSync() : null;
-    const curV = current.dataSync(),
-      samplerV = sampler.dataSync();
-    for (let k = 0; k < maskV.length; k++) {
-      if (maskV[k] === 0) continue;
-      stats.tokens++;
-      if (pg2V[k] > pg1V[k]) stats.clipped++;
-      stats.ratioSum += ratioV[k];
-      stats.entropySum += entV[k];
-      if (klV) stats.klSum += klV[k];
-      const gap = Math.abs(curV[k] - samplerV[k]);
-      stats.gapSum += gap;
-      stats.gapMax = Math.max(stats.gapMax, gap);
-      if (tisRaw && tisRaw[k] > (loss.tisCap as number)) stats.tisCapped++;
-    }
-    stats.sequences += B;
-    stats.lossSum += value.dataSync()[0];
+    const terms = grpoTerms(loss, inputs);
+    const value = aggregate(loss, tf.mul(terms.perToken, inputs.mask), inputs.mask, totalTokens, totalSeqs);
+    addStats(stats, loss, inputs, terms, value);
     return value;
   };
 }

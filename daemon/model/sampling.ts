@@ -102,6 +102,118 @@ function disposeCache(cache: LayerCache[] | null): void {
   }
 }
 
+/** What one prompt has generated so far. */
+interface RowOutput {
+  tokenIds: number[];
+  logprobs: number[];
+  finishReason: 'stop' | 'length';
+  done: boolean;
+}
+
+/**
+ * The running batch: rows[i] = which prompt the i-th row is, with its left padding; finished rows are dropped
+ * from the batch (and the KV cache) once they are a quarter of it, so short answers stop costing compute.
+ */
+interface Batch {
+  rows: number[];
+  leftPad: number[];
+  cache: LayerCache[] | null;
+}
+
+function checkPrompts(c: TransformerConfig, prompts: number[][]): number {
+  prompts.forEach((p, i) => {
+    if (p.length === 0) throw new Error(`prompt ${i} is empty: give at least one token`);
+  });
+  const longest = Math.max(...prompts.map((p) => p.length));
+  if (longest >= c.contextLength) throw new Error(`prompt of ${longest} tokens does not fit the context of ${c.contextLength}`);
+  return longest;
+}
+
+/** One forward step of the batch over `input`: the logits of each row's last position; the batch's cache grows by it. */
+function stepLogits(c: TransformerConfig, P: Params, input: tf.Tensor2D, batch: Batch): tf.Tensor {
+  const prev = batch.cache;
+  const { logits, next } = (tf.tidy as unknown as <T>(f: () => T) => T)(() => {
+    const r = forward(c, P, input, batch.leftPad, prev);
+    const T = r.hidden.shape[1];
+    const last = r.hidden.slice([0, T - 1, 0], [-1, 1, -1]).reshape([batch.rows.length, c.dModel]);
+    for (const l of r.cache) {
+      tf.keep(l.k);
+      tf.keep(l.v);
+    }
+    return { logits: lmHead(c, P, last), next: r.cache };
+  });
+  disposeCache(prev);
+  batch.cache = next;
+  return logits;
+}
+
+/** What sampling a step needs besides the logits: the options, each prompt's PRNG, the end-of-sequence ids, the tokenizer (stop strings). */
+interface Sampler {
+  opts: GenerateOptions;
+  rngs: (() => number)[];
+  eos: Set<number>;
+  tok: Tokenizer;
+}
+
+/** Samples each running row's next token from the step's logits (`data`, V per row) and marks the rows that end; returns the next input ids. */
+function sampleRows(data: Float32Array, V: number, batch: Batch, out: RowOutput[], s: Sampler): number[] {
+  const nextIds: number[] = [];
+  for (const [i, b] of batch.rows.entries()) {
+    const o = out[b];
+    if (o.done) {
+      nextIds.push(0);
+      continue;
+    }
+    const { token, logprob } = sampleToken(data.subarray(i * V, (i + 1) * V), s.opts, s.rngs[b]);
+    o.tokenIds.push(token);
+    o.logprobs.push(logprob);
+    s.opts.onToken?.(b, token, logprob);
+    nextIds.push(token);
+    if (s.eos.has(token)) {
+      o.done = true;
+      o.finishReason = 'stop';
+      continue;
+    }
+    if (s.opts.stop?.length) {
+      const text = s.tok.decode(o.tokenIds);
+      if (s.opts.stop.some((x) => x && text.includes(x))) {
+        o.done = true;
+        o.finishReason = 'stop';
+      }
+    }
+  }
+  return nextIds;
+}
+
+/** The next step's input ids, the finished rows dropped from the batch once they are a quarter of it; null when every row finished. */
+function nextInput(batch: Batch, out: RowOutput[], nextIds: number[]): number[] | null {
+  const keep = batch.rows.map((b, i) => [b, i] as const).filter(([b]) => !out[b].done);
+  if (keep.length === 0) return null;
+  if (keep.length > batch.rows.length * 0.75) return nextIds;
+  const idx = tf.tensor1d(
+    keep.map(([, i]) => i),
+    'int32',
+  );
+  const old = batch.cache!;
+  batch.cache = old.map((l) => ({ k: tf.gather(l.k, idx), v: tf.gather(l.v, idx) }));
+  disposeCache(old);
+  idx.dispose();
+  batch.leftPad = keep.map(([, i]) => batch.leftPad[i]);
+  batch.rows = keep.map(([b]) => b);
+  return keep.map(([, i]) => nextIds[i]);
+}
+
+/** A row's generation: its text decoded without a final end-of-sequence token and cut at the first stop string. */
+function finished(o: RowOutput, s: Sampler): Generation {
+  const ids = o.tokenIds.filter((t, i) => !(i === o.tokenIds.length - 1 && s.eos.has(t)));
+  let text = s.tok.decode(ids);
+  for (const stop of s.opts.stop ?? []) {
+    const at = stop ? text.indexOf(stop) : -1;
+    if (at >= 0) text = text.slice(0, at);
+  }
+  return { tokenIds: o.tokenIds, logprobs: o.logprobs, text, finishReason: o.finishReason };
+}
+
 export async function generate(
   c: TransformerConfig,
   P: Params,
@@ -111,99 +223,30 @@ export async function generate(
   rowOffset = 0,
 ): Promise<Generation[]> {
   if (prompts.length === 0) return [];
-  prompts.forEach((p, i) => {
-    if (p.length === 0) throw new Error(`prompt ${i} is empty: give at least one token`);
-  });
-  const longest = Math.max(...prompts.map((p) => p.length));
-  if (longest >= c.contextLength) throw new Error(`prompt of ${longest} tokens does not fit the context of ${c.contextLength}`);
+  const longest = checkPrompts(c, prompts);
   const maxNew = Math.min(opts.maxTokens, c.contextLength - longest);
   const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
-  const rngs = prompts.map((_, i) => makeRng(rowSeed(seed, rowOffset + i)));
-  const eos = new Set(tok.eosTokenIds);
-  const out = prompts.map(() => ({ tokenIds: [] as number[], logprobs: [] as number[], text: '', finishReason: 'length' as 'stop' | 'length', done: false }));
+  const sampler: Sampler = { opts, rngs: prompts.map((_, i) => makeRng(rowSeed(seed, rowOffset + i))), eos: new Set(tok.eosTokenIds), tok };
+  const out: RowOutput[] = prompts.map(() => ({ tokenIds: [], logprobs: [], finishReason: 'length', done: false }));
   const padded = leftPadBatch(prompts);
-  let leftPad = padded.leftPad;
-  // rows[i] = which prompt the i-th row of the running batch is; finished rows are dropped from the batch
-  // (and the KV cache) once they are a quarter of it, so short answers stop costing compute.
-  let rows = prompts.map((_, i) => i);
-  let cache: LayerCache[] | null = null;
+  const batch: Batch = { rows: prompts.map((_, i) => i), leftPad: padded.leftPad, cache: null };
   let input = tf.tensor2d(padded.ids.flat(), [prompts.length, longest], 'int32');
-  const V = c.vocabSize;
   try {
     for (let step = 0; step < maxNew; step++) {
-      const prev: LayerCache[] | null = cache;
-      const { logits, next } = (tf.tidy as unknown as <T>(f: () => T) => T)(() => {
-        const r = forward(c, P, input as tf.Tensor2D, leftPad, prev);
-        const T = r.hidden.shape[1];
-        const last = r.hidden.slice([0, T - 1, 0], [-1, 1, -1]).reshape([rows.length, c.dModel]);
-        for (const l of r.cache) {
-          tf.keep(l.k);
-          tf.keep(l.v);
-        }
-        return { logits: lmHead(c, P, last), next: r.cache };
-      });
-      disposeCache(prev);
-      cache = next;
+      const logits = stepLogits(c, P, input, batch);
       input.dispose();
       const data = (await logits.data()) as Float32Array;
       logits.dispose();
-      const nextIds: number[] = [];
-      for (const [i, b] of rows.entries()) {
-        const o = out[b];
-        if (o.done) {
-          nextIds.push(0);
-          continue;
-        }
-        const { token, logprob } = sampleToken(data.subarray(i * V, (i + 1) * V), opts, rngs[b]);
-        o.tokenIds.push(token);
-        o.logprobs.push(logprob);
-        opts.onToken?.(b, token, logprob);
-        nextIds.push(token);
-        if (eos.has(token)) {
-          o.done = true;
-          o.finishReason = 'stop';
-          continue;
-        }
-        if (opts.stop?.length) {
-          const text = tok.decode(o.tokenIds);
-          if (opts.stop.some((s) => s && text.includes(s))) {
-            o.done = true;
-            o.finishReason = 'stop';
-          }
-        }
-      }
-      const keep = rows.map((b, i) => [b, i] as const).filter(([b]) => !out[b].done);
-      if (keep.length === 0) break;
-      let ids = nextIds;
-      if (keep.length <= rows.length * 0.75) {
-        const idx = tf.tensor1d(
-          keep.map(([, i]) => i),
-          'int32',
-        );
-        const old: LayerCache[] = cache;
-        cache = old.map((l) => ({ k: tf.gather(l.k, idx), v: tf.gather(l.v, idx) }));
-        disposeCache(old);
-        idx.dispose();
-        leftPad = keep.map(([, i]) => leftPad[i]);
-        ids = keep.map(([, i]) => nextIds[i]);
-        rows = keep.map(([b]) => b);
-      }
-      input = tf.tensor2d(ids, [rows.length, 1], 'int32');
+      const ids = nextInput(batch, out, sampleRows(data, c.vocabSize, batch, out, sampler));
+      if (ids === null) break;
+      input = tf.tensor2d(ids, [batch.rows.length, 1], 'int32');
       // Let the event loop run between steps (wasm reads resolve as microtasks): streamed tokens get
       // flushed and new HTTP requests get queued for the next batch while this one generates.
       await new Promise((resolve) => setImmediate(resolve));
     }
   } finally {
-    disposeCache(cache);
+    disposeCache(batch.cache);
     if (!input.isDisposed) input.dispose();
   }
-  return out.map((o) => {
-    const ids = o.tokenIds.filter((t, i) => !(i === o.tokenIds.length - 1 && eos.has(t)));
-    let text = tok.decode(ids);
-    for (const s of opts.stop ?? []) {
-      const at = s ? text.indexOf(s) : -1;
-      if (at >= 0) text = text.slice(0, at);
-    }
-    return { tokenIds: o.tokenIds, logprobs: o.logprobs, text, finishReason: o.finishReason };
-  });
+  return out.map((o) => finished(o, sampler));
 }

@@ -188,6 +188,72 @@ export interface ForwardResult {
   cache: LayerCache[];
 }
 
+/** The shapes of one forward pass: batch B, new positions T after `past` cached ones, H query heads over Hkv kv heads of hd. */
+interface PassShape {
+  B: number;
+  T: number;
+  past: number;
+  H: number;
+  Hkv: number;
+  hd: number;
+}
+
+type Weight = (name: string) => tf.Tensor;
+
+/** Layer i's queries, keys and values of the normed input, as heads [B, heads, T, hd] (RoPE not yet applied). */
+function projectQkv(c: TransformerConfig, w: Weight, x: tf.Tensor, i: number, s: PassShape): [tf.Tensor, tf.Tensor, tf.Tensor] {
+  const { B, T, H, Hkv, hd } = s;
+  if (c.family === 'gpt') {
+    const p = `transformer.h.${i}.`;
+    const h = layerNorm(x, w(`${p}ln_1.weight`), w(`${p}ln_1.bias`), c.normEps);
+    // [B*T, 3, d] -> [3, B*T, d], then contiguous slices: splitting the last axis, and 5-D transposes, are slow on wasm.
+    const qkv = linear(h, w(`${p}attn.c_attn.weight`), w(`${p}attn.c_attn.bias`))
+      .reshape([B * T, 3, c.dModel])
+      .transpose([1, 0, 2]);
+    // One new token per row (decoding): [B, 1, H, hd] -> [B, H, 1, hd] is a plain reshape.
+    const [q, k, v] = [0, 1, 2].map((j) => {
+      const part = qkv.slice([j, 0, 0], [1, B * T, c.dModel]);
+      return T === 1 ? part.reshape([B, H, 1, hd]) : part.reshape([B, T, H, hd]).transpose([0, 2, 1, 3]);
+    });
+    return [q, k, v];
+  }
+  const p = `model.layers.${i}.self_attn.`;
+  const h = rmsNorm(x, w(`model.layers.${i}.input_layernorm.weight`), c.normEps);
+  const heads = (t: tf.Tensor, n: number) => (T === 1 ? t.reshape([B, n, 1, hd]) : t.reshape([B, T, n, hd]).transpose([0, 2, 1, 3]));
+  const proj = (name: string) => linear(h, w(`${p}${name}.weight`), c.qkvBias ? w(`${p}${name}.bias`) : undefined);
+  return [heads(proj('q_proj'), H), heads(proj('k_proj'), Hkv), heads(proj('v_proj'), Hkv)];
+}
+
+/** Attention of q over k/v (past and new positions, Tk of them) with the padding/causal bias: [B, T, d]. */
+function attend(c: TransformerConfig, q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, bias: tf.Tensor, s: PassShape): tf.Tensor {
+  const { B, T, H, Hkv, hd } = s;
+  const rep = H / Hkv;
+  const Tk = s.past + T;
+  // Grouped-query attention without copying k/v: the rep query heads sharing a kv head are stacked along time.
+  const qg = q.mul(1 / Math.sqrt(hd)).reshape([B * Hkv, rep * T, hd]) as tf.Tensor3D;
+  const kT = k.transpose([0, 1, 3, 2]).reshape([B * Hkv, hd, Tk]) as tf.Tensor3D;
+  const scores = matmul(qg, kT).reshape([B, H, T, Tk]).add(bias);
+  const att = tf.softmax(scores, -1).reshape([B * Hkv, rep * T, Tk]) as tf.Tensor3D;
+  const yh = matmul(att, v.reshape([B * Hkv, Tk, hd]) as tf.Tensor3D).reshape([B, H, T, hd]);
+  return (T === 1 ? yh : yh.transpose([0, 2, 1, 3])).reshape([B, T, c.dModel]);
+}
+
+/** Layer i's residual stream after its attention output y: the output projection, then the MLP. */
+function residualAndMlp(c: TransformerConfig, w: Weight, x: tf.Tensor, y: tf.Tensor, i: number): tf.Tensor {
+  if (c.family === 'gpt') {
+    const p = `transformer.h.${i}.`;
+    const x1 = x.add(linear(y, w(`${p}attn.c_proj.weight`), w(`${p}attn.c_proj.bias`)));
+    const m = layerNorm(x1, w(`${p}ln_2.weight`), w(`${p}ln_2.bias`), c.normEps);
+    const ff = gelu(linear(m, w(`${p}mlp.c_fc.weight`), w(`${p}mlp.c_fc.bias`)));
+    return x1.add(linear(ff, w(`${p}mlp.c_proj.weight`), w(`${p}mlp.c_proj.bias`)));
+  }
+  const p = `model.layers.${i}.`;
+  const x1 = x.add(linear(y, w(`${p}self_attn.o_proj.weight`)));
+  const m = rmsNorm(x1, w(`${p}post_attention_layernorm.weight`), c.normEps);
+  const ff = silu(linear(m, w(`${p}mlp.gate_proj.weight`))).mul(linear(m, w(`${p}mlp.up_proj.weight`)));
+  return x1.add(linear(ff, w(`${p}mlp.down_proj.weight`)));
+}
+
 /**
  * Runs the blocks on `ids` [B, T] (int32) after `cache` (past keys/values, or none) and returns the final
  * normed hidden states [B, T, d] and the extended cache. The caller owns the returned tensors.
@@ -195,11 +261,8 @@ export interface ForwardResult {
 export function forward(c: TransformerConfig, P: Params, ids: tf.Tensor2D, leftPad: number[], cache: LayerCache[] | null): ForwardResult {
   const [B, T] = ids.shape;
   const past = cache ? cache[0].k.shape[2]! : 0;
-  const H = c.nHeads,
-    Hkv = c.nKvHeads,
-    hd = c.dModel / H,
-    rep = H / Hkv;
-  const w = (n: string) => {
+  const shape: PassShape = { B, T, past, H: c.nHeads, Hkv: c.nKvHeads, hd: c.dModel / c.nHeads };
+  const w: Weight = (n) => {
     const v = P.get(n);
     if (!v) throw new Error(`missing weight ${n}`);
     return v;
@@ -207,39 +270,14 @@ export function forward(c: TransformerConfig, P: Params, ids: tf.Tensor2D, leftP
   const bias = attentionBias(leftPad, past, T);
   const positions = positionsFor(leftPad, past, T);
   const posIds = tf.tensor2d(positions.flat(), [B, T], 'int32');
-  const rope = c.family === 'llama' ? ropeTables(positions, hd, c.ropeTheta) : null;
+  const rope = c.family === 'llama' ? ropeTables(positions, shape.hd, c.ropeTheta) : null;
   const newCache: LayerCache[] = [];
 
   let x =
     c.family === 'gpt' ? embed(w('transformer.wte.weight'), ids).add(embed(w('transformer.wpe.weight'), posIds)) : embed(w('model.embed_tokens.weight'), ids);
 
   for (let i = 0; i < c.nLayers; i++) {
-    let q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, h: tf.Tensor;
-    if (c.family === 'gpt') {
-      const p = `transformer.h.${i}.`;
-      h = layerNorm(x, w(`${p}ln_1.weight`), w(`${p}ln_1.bias`), c.normEps);
-      // [B*T, 3, d] -> [3, B*T, d], then contiguous slices: splitting the last axis, and 5-D transposes, are slow on wasm.
-      const qkv = linear(h, w(`${p}attn.c_attn.weight`), w(`${p}attn.c_attn.bias`))
-        .reshape([B * T, 3, c.dModel])
-        .transpose([1, 0, 2]);
-      // One new token per row (decoding): [B, 1, H, hd] -> [B, H, 1, hd] is a plain reshape.
-      [q, k, v] = [0, 1, 2].map((j) => {
-        const part = qkv.slice([j, 0, 0], [1, B * T, c.dModel]);
-        return T === 1 ? part.reshape([B, H, 1, hd]) : part.reshape([B, T, H, hd]).transpose([0, 2, 1, 3]);
-      });
-    } else {
-      const p = `model.layers.${i}.self_attn.`;
-      h = rmsNorm(x, w(`model.layers.${i}.input_layernorm.weight`), c.normEps);
-      q = linear(h, w(`${p}q_proj.weight`), c.qkvBias ? w(`${p}q_proj.bias`) : undefined);
-      k = linear(h, w(`${p}k_proj.weight`), c.qkvBias ? w(`${p}k_proj.bias`) : undefined);
-      v = linear(h, w(`${p}v_proj.weight`), c.qkvBias ? w(`${p}v_proj.bias`) : undefined);
-    }
-    if (c.family === 'llama') {
-      const heads = (t: tf.Tensor, n: number) => (T === 1 ? t.reshape([B, n, 1, hd]) : t.reshape([B, T, n, hd]).transpose([0, 2, 1, 3]));
-      q = heads(q, H);
-      k = heads(k, Hkv);
-      v = heads(v, Hkv);
-    }
+    let [q, k, v] = projectQkv(c, w, x, i, shape);
     if (rope) {
       q = applyRope(q, rope[0], rope[1]);
       k = applyRope(k, rope[0], rope[1]);
@@ -249,28 +287,7 @@ export function forward(c: TransformerConfig, P: Params, ids: tf.Tensor2D, leftP
       v = tf.concat([cache[i].v, v], 2);
     }
     newCache.push({ k, v });
-    const Tk = past + T;
-    // Grouped-query attention without copying k/v: the rep query heads sharing a kv head are stacked along time.
-    const qg = q.mul(1 / Math.sqrt(hd)).reshape([B * Hkv, rep * T, hd]) as tf.Tensor3D;
-    const kT = k.transpose([0, 1, 3, 2]).reshape([B * Hkv, hd, Tk]) as tf.Tensor3D;
-    const scores = matmul(qg, kT).reshape([B, H, T, Tk]).add(bias);
-    const att = tf.softmax(scores, -1).reshape([B * Hkv, rep * T, Tk]) as tf.Tensor3D;
-    const yh = matmul(att, v.reshape([B * Hkv, Tk, hd]) as tf.Tensor3D).reshape([B, H, T, hd]);
-    const y = (T === 1 ? yh : yh.transpose([0, 2, 1, 3])).reshape([B, T, c.dModel]);
-
-    if (c.family === 'gpt') {
-      const p = `transformer.h.${i}.`;
-      x = x.add(linear(y, w(`${p}attn.c_proj.weight`), w(`${p}attn.c_proj.bias`)));
-      const m = layerNorm(x, w(`${p}ln_2.weight`), w(`${p}ln_2.bias`), c.normEps);
-      const ff = gelu(linear(m, w(`${p}mlp.c_fc.weight`), w(`${p}mlp.c_fc.bias`)));
-      x = x.add(linear(ff, w(`${p}mlp.c_proj.weight`), w(`${p}mlp.c_proj.bias`)));
-    } else {
-      const p = `model.layers.${i}.`;
-      x = x.add(linear(y, w(`${p}self_attn.o_proj.weight`)));
-      const m = rmsNorm(x, w(`${p}post_attention_layernorm.weight`), c.normEps);
-      const ff = silu(linear(m, w(`${p}mlp.gate_proj.weight`))).mul(linear(m, w(`${p}mlp.up_proj.weight`)));
-      x = x.add(linear(ff, w(`${p}mlp.down_proj.weight`)));
-    }
+    x = residualAndMlp(c, w, x, attend(c, q, k, v, bias, shape), i);
   }
   const hidden = (
     c.family === 'gpt' ? layerNorm(x, w('transformer.ln_f.weight'), w('transformer.ln_f.bias'), c.normEps) : rmsNorm(x, w('model.norm.weight'), c.normEps)
