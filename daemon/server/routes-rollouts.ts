@@ -31,21 +31,27 @@ async function attemptOf(ctx: ServerContext, id: string, aid: string): Promise<A
   return attempt;
 }
 
-export function rolloutRoutes(ctx: ServerContext) {
-  const { store } = ctx;
-  // Everything but the cursor is validated by schema; a cursor the store cannot read is the caller's error.
-  const queryWithCursor = async (q: RolloutQuery) => {
-    try {
-      return await store.queryRollouts(q);
-    } catch (err) {
-      if (err instanceof TypeError && q.cursor !== undefined && /cursor/.test(err.message)) {
-        throw new HttpProblem(400, 'validation', `invalid cursor: pass back a nextCursor from a previous page (${err.message})`, [
-          { path: 'cursor', message: err.message },
-        ]);
-      }
-      throw err;
+/** Reads rollouts by query; everything but the cursor is validated by schema: a cursor the store cannot read is the caller's error. */
+async function queryWithCursor(ctx: ServerContext, q: RolloutQuery) {
+  try {
+    return await ctx.store.queryRollouts(q);
+  } catch (err) {
+    if (err instanceof TypeError && q.cursor !== undefined && /cursor/.test(err.message)) {
+      throw new HttpProblem(400, 'validation', `invalid cursor: pass back a nextCursor from a previous page (${err.message})`, [
+        { path: 'cursor', message: err.message },
+      ]);
     }
-  };
+    throw err;
+  }
+}
+
+export function rolloutRoutes(ctx: ServerContext) {
+  return { ...queueRoutes(ctx), ...rolloutRecordRoutes(ctx), ...attemptRoutes(ctx) } satisfies Partial<RouteHandlers>;
+}
+
+/** The queue: enqueue, claim, a direct run, waits and the health check. */
+function queueRoutes(ctx: ServerContext) {
+  const { store } = ctx;
   const seen = (agent: string | null | undefined) => {
     if (agent) ctx.onAgentSeen?.(agent);
   };
@@ -85,9 +91,23 @@ export function rolloutRoutes(ctx: ServerContext) {
       },
     },
 
-    listRollouts: { handle: async ({ query }) => json(200, await queryWithCursor(query as RolloutQuery)) },
+    waitRollouts: {
+      hot: true,
+      handle: async ({ body: { ids, timeoutMs } }) => json(200, { items: await store.waitForRollouts(ids, timeoutMs) }),
+    },
 
-    searchRollouts: { handle: async ({ body }) => json(200, await queryWithCursor(body)) },
+    // No body is a plain check; the daemon's clock decides (no `now` from a client).
+    runHealthCheck: { handle: async () => json(200, await store.runHealthCheck()) },
+  } satisfies Partial<RouteHandlers>;
+}
+
+/** Rollout records: list and search, one by id, its metadata, its cancellation. */
+function rolloutRecordRoutes(ctx: ServerContext) {
+  const { store } = ctx;
+  return {
+    listRollouts: { handle: async ({ query }) => json(200, await queryWithCursor(ctx, query as RolloutQuery)) },
+
+    searchRollouts: { handle: async ({ body }) => json(200, await queryWithCursor(ctx, body)) },
 
     getRollout: {
       async handle({ params }) {
@@ -100,7 +120,13 @@ export function rolloutRoutes(ctx: ServerContext) {
     updateRollout: { handle: async ({ body, params }) => json(200, await store.updateRolloutMetadata(params.id, body.metadata)) },
 
     cancelRollout: { handle: async ({ params }) => json(200, await store.cancelRollout(params.id)) },
+  } satisfies Partial<RouteHandlers>;
+}
 
+/** A rollout's attempts: listed, the latest, and each read, heartbeaten or finished. */
+function attemptRoutes(ctx: ServerContext) {
+  const { store } = ctx;
+  return {
     listAttempts: {
       async handle({ params }) {
         const items = await store.getAttempts(params.id);
@@ -150,13 +176,5 @@ export function rolloutRoutes(ctx: ServerContext) {
         return json(200, await store.finishAttempt(params.aid, body));
       },
     },
-
-    waitRollouts: {
-      hot: true,
-      handle: async ({ body: { ids, timeoutMs } }) => json(200, { items: await store.waitForRollouts(ids, timeoutMs) }),
-    },
-
-    // No body is a plain check; the daemon's clock decides (no `now` from a client).
-    runHealthCheck: { handle: async () => json(200, await store.runHealthCheck()) },
   } satisfies Partial<RouteHandlers>;
 }
