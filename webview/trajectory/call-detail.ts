@@ -135,6 +135,103 @@ function toolIo(tool: ToolStep): HTMLElement {
   );
 }
 
+/** Any span but an LLM call: kind, duration, status, reward; a tool's input and output; its code, attributes and events. */
+function otherSpanDetail(span: Span, kind: ReturnType<typeof spanKind>, actions: DetailActions, tool: ToolStep | undefined): HTMLElement {
+  const duration = span.endTime !== null ? span.endTime - span.startTime : null;
+  const reward = rewardValue(span);
+  return h(
+    'section',
+    { class: `detail detail-${kind}` },
+    h('h2', {}, span.name),
+    h(
+      'div',
+      { class: 'metrics' },
+      metric('Kind', kind),
+      metric('Duration', fmtDuration(duration)),
+      metric('Status', span.status.code + (span.status.message ? `: ${span.status.message}` : ''), span.status.code === 'error' ? 'negative' : ''),
+      reward !== null ? metric('Reward', fmtNumber(reward), signClass(reward)) : null,
+    ),
+    tool ? toolIo(tool) : null,
+    typeof span.attributes[AGL.codeFilepath] === 'string'
+      ? codeLink({ filepath: span.attributes[AGL.codeFilepath] as string, lineno: (span.attributes[AGL.codeLineno] as number) ?? null }, actions)
+      : null,
+    h('h3', {}, 'Attributes'),
+    attributesTable(span),
+    span.events.length ? h('h3', {}, 'Events') : null,
+    ...span.events.map((e) => h('div', { class: 'event mono' }, `${e.name} ${JSON.stringify(e.attributes)}`)),
+  );
+}
+
+type LlmCall = ReturnType<typeof llmCall>;
+
+/** A call's title line: its role and number, policy, trained or not, the code that made it, and its GRPO group. */
+function callTitle(
+  span: Span,
+  call: LlmCall,
+  info: CallInfo | undefined,
+  transition: Transition | undefined,
+  agent: string | null,
+  actions: DetailActions,
+): HTMLElement {
+  let group: HTMLElement | null = null;
+  if (transition && actions.openGroup) {
+    group = h('vscode-button', { secondary: true, class: 'open-group', icon: 'organization' }, 'GRPO group');
+    group.addEventListener('click', () => actions.openGroup!(span.rolloutId));
+  }
+  return h(
+    'div',
+    { class: 'detail-title' },
+    h('h2', {}, icon('sparkle'), ` ${call.agentName ?? 'LLM call'}`, info ? h('span', { class: 'muted call-number' }, ` · call #${info.number}`) : null),
+    info ? policyChip(info) : null,
+    info ? trainingChip(info) : null,
+    h('div', { class: 'spacer' }),
+    call.code ? codeLink(call.code, actions) : agentLink(agent, actions),
+    group,
+  );
+}
+
+/**
+ * A call's numbers: model, tokens, latency, reward, credit, advantage, finish, token ids, mean log-prob. `untrained`
+ * says why the training numbers are empty, when they are; `trained`: a training run trained on the call.
+ */
+function callMetrics(call: LlmCall, transition: Transition | undefined, reward: number | null, untrained: string, trained: boolean): HTMLElement {
+  return h(
+    'div',
+    { class: 'metrics' },
+    metric('Model', call.model ?? '—'),
+    metric('Prompt tokens', fmtNumber(call.inputTokens ?? transition?.promptTokens ?? null)),
+    metric('Completion tokens', fmtNumber(call.outputTokens ?? transition?.completionTokens ?? null)),
+    metric('Latency', fmtDuration(call.latencyMs)),
+    metric('Reward', fmtNumber(reward ?? null), `reward ${signClass(reward)}`),
+    metric(
+      'Credit',
+      transition ? fmtNumber(transition.credit) : '—',
+      `credit ${signClass(transition?.credit)}`,
+      transition ? 'Reward the credit assignment gave this call' : untrained,
+    ),
+    metric(
+      'Advantage',
+      transition ? fmtSigned(transition.advantage) : '—',
+      `advantage ${signClass(transition?.advantage)}`,
+      transition ? `GRPO advantage at training step ${transition.step} (group ${transition.groupId})` : untrained,
+    ),
+    call.finishReasons.length ? metric('Finish', call.finishReasons.join(', ')) : null,
+    metric(
+      'Token ids',
+      call.completionTokenIds !== null ? `${call.promptTokenIds ?? 0} + ${call.completionTokenIds}` : 'none',
+      call.completionTokenIds !== null ? '' : 'warning-metric',
+      call.completionTokenIds === null
+        ? 'No token ids recorded (e.g. an upstream server that does not return them): the trainer skips this call'
+        : trained
+          ? 'Prompt + completion token ids recorded: what the trainer trained on'
+          : `Prompt + completion token ids recorded. ${untrained}`,
+    ),
+    call.meanLogprob !== null
+      ? metric('Mean logprob', fmtNumber(call.meanLogprob), '', 'Mean log-probability of the completion under the sampling policy')
+      : null,
+  );
+}
+
 export function renderSpanDetail(
   span: Span,
   transition: Transition | undefined,
@@ -146,31 +243,7 @@ export function renderSpanDetail(
   info?: CallInfo,
 ): HTMLElement {
   const kind = spanKind(span);
-  const duration = span.endTime !== null ? span.endTime - span.startTime : null;
-  if (kind !== 'llm') {
-    const reward = rewardValue(span);
-    return h(
-      'section',
-      { class: `detail detail-${kind}` },
-      h('h2', {}, span.name),
-      h(
-        'div',
-        { class: 'metrics' },
-        metric('Kind', kind),
-        metric('Duration', fmtDuration(duration)),
-        metric('Status', span.status.code + (span.status.message ? `: ${span.status.message}` : ''), span.status.code === 'error' ? 'negative' : ''),
-        reward !== null ? metric('Reward', fmtNumber(reward), signClass(reward)) : null,
-      ),
-      tool ? toolIo(tool) : null,
-      typeof span.attributes[AGL.codeFilepath] === 'string'
-        ? codeLink({ filepath: span.attributes[AGL.codeFilepath] as string, lineno: (span.attributes[AGL.codeLineno] as number) ?? null }, actions)
-        : null,
-      h('h3', {}, 'Attributes'),
-      attributesTable(span),
-      span.events.length ? h('h3', {}, 'Events') : null,
-      ...span.events.map((e) => h('div', { class: 'event mono' }, `${e.name} ${JSON.stringify(e.attributes)}`)),
-    );
-  }
+  if (kind !== 'llm') return otherSpanDetail(span, kind, actions, tool);
   const call = llmCall(span, info?.role ?? agentName);
   const reward = transition?.reward ?? rolloutReward;
   // Why the numbers are empty, when they are: the run's rule, never "can be trained" for a role it leaves out.
@@ -179,58 +252,9 @@ export function renderSpanDetail(
   return h(
     'section',
     { class: 'detail detail-llm', 'data-call': info?.number ?? null, 'data-role': info?.role ?? null, 'data-training': info?.training ?? null },
-    h(
-      'div',
-      { class: 'detail-title' },
-      h('h2', {}, icon('sparkle'), ` ${call.agentName ?? 'LLM call'}`, info ? h('span', { class: 'muted call-number' }, ` · call #${info.number}`) : null),
-      info ? policyChip(info) : null,
-      info ? trainingChip(info) : null,
-      h('div', { class: 'spacer' }),
-      call.code ? codeLink(call.code, actions) : agentLink(agent, actions),
-      transition && actions.openGroup
-        ? (() => {
-            const b = h('vscode-button', { secondary: true, class: 'open-group', icon: 'organization' }, 'GRPO group');
-            b.addEventListener('click', () => actions.openGroup!(span.rolloutId));
-            return b;
-          })()
-        : null,
-    ),
+    callTitle(span, call, info, transition, agent, actions),
     info ? h('div', { class: `training-note training-${info.training}` }, icon(trained ? 'pass' : 'info'), h('span', {}, ` ${info.why}`)) : null,
-    h(
-      'div',
-      { class: 'metrics' },
-      metric('Model', call.model ?? '—'),
-      metric('Prompt tokens', fmtNumber(call.inputTokens ?? transition?.promptTokens ?? null)),
-      metric('Completion tokens', fmtNumber(call.outputTokens ?? transition?.completionTokens ?? null)),
-      metric('Latency', fmtDuration(call.latencyMs)),
-      metric('Reward', fmtNumber(reward ?? null), `reward ${signClass(reward)}`),
-      metric(
-        'Credit',
-        transition ? fmtNumber(transition.credit) : '—',
-        `credit ${signClass(transition?.credit)}`,
-        transition ? 'Reward the credit assignment gave this call' : untrained,
-      ),
-      metric(
-        'Advantage',
-        transition ? fmtSigned(transition.advantage) : '—',
-        `advantage ${signClass(transition?.advantage)}`,
-        transition ? `GRPO advantage at training step ${transition.step} (group ${transition.groupId})` : untrained,
-      ),
-      call.finishReasons.length ? metric('Finish', call.finishReasons.join(', ')) : null,
-      metric(
-        'Token ids',
-        call.completionTokenIds !== null ? `${call.promptTokenIds ?? 0} + ${call.completionTokenIds}` : 'none',
-        call.completionTokenIds !== null ? '' : 'warning-metric',
-        call.completionTokenIds === null
-          ? 'No token ids recorded (e.g. an upstream server that does not return them): the trainer skips this call'
-          : trained
-            ? 'Prompt + completion token ids recorded: what the trainer trained on'
-            : `Prompt + completion token ids recorded. ${untrained}`,
-      ),
-      call.meanLogprob !== null
-        ? metric('Mean logprob', fmtNumber(call.meanLogprob), '', 'Mean log-probability of the completion under the sampling policy')
-        : null,
-    ),
+    callMetrics(call, transition, reward, untrained, trained),
     h(
       'div',
       { class: 'chat' },

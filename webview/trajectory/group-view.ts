@@ -23,8 +23,14 @@ export interface GroupViewActions extends CardActions {
 }
 
 type SortKey = 'reward' | 'advantage';
-/** What the user chose, kept while the panel lives (a redraw or another step keeps them). */
-const prefs = { sort: 'reward' as SortKey, merge: true, folded: new Map<string, boolean>() };
+/** What the user chose in the view, kept by its caller while the panel lives (a redraw or another step keeps them). */
+export interface GroupPrefs {
+  sort: SortKey;
+  merge: boolean;
+  /** Folded or not, by step and group, where the user toggled it. */
+  folded: Map<string, boolean>;
+}
+export const defaultGroupPrefs = (): GroupPrefs => ({ sort: 'reward', merge: true, folded: new Map() });
 
 /** The task whole, one line per field, wrapped; the expected answer marked. */
 function taskBlock(input: unknown): HTMLElement {
@@ -117,17 +123,17 @@ export function formulaText(adv: GroupAdvantage, group: GroupData): { short: str
 }
 
 /** How many different answers the samples gave (what the agent returned or emitted, never an LLM reply), and how the cards fold them. */
-function distinctChip(group: GroupData, cards: number): HTMLElement {
+function distinctChip(group: GroupData, cards: number, merged: boolean): HTMLElement {
   const none = group.samples.filter((x) => x.answer.source === 'none').length;
   const n = group.distinctAnswers;
   const title =
     `${n} distinct answer${n === 1 ? '' : 's'} among the ${group.samples.length} samples` +
     (none ? ` (${none} recorded none)` : '') +
-    (prefs.merge ? `; merged into ${cards} card${cards === 1 ? '' : 's'} by answer, reward and error` : '');
+    (merged ? `; merged into ${cards} card${cards === 1 ? '' : 's'} by answer, reward and error` : '');
   return h('span', { class: 'chip distinct-answers', 'data-distinct': n, title }, `${n} distinct answer${n === 1 ? '' : 's'}`);
 }
 
-function groupSection(group: GroupData, step: number | null, actions: GroupViewActions, redraw: () => void): HTMLElement {
+function groupSection(group: GroupData, step: number | null, actions: GroupViewActions, prefs: GroupPrefs, redraw: () => void): HTMLElement {
   const adv = group.advantage;
   const rewards = group.samples.map((s) => s.reward).filter((r): r is number => r !== null);
   const zeroVariance = adv ? adv.zeroVariance : rewards.length > 1 && rewards.every((r) => r === rewards[0]);
@@ -164,7 +170,7 @@ function groupSection(group: GroupData, step: number | null, actions: GroupViewA
         ? h('span', { class: 'chip warning', title: 'Every call got the same credit: GRPO advantages are zero, this group teaches nothing' }, 'zero variance')
         : null,
       adv?.matchesStored === false ? h('span', { class: 'chip negative', title: formula!.full }, 'advantages ≠ formula') : null,
-      distinctChip(group, cards.length),
+      distinctChip(group, cards.length, prefs.merge),
       folded ? h('span', { class: 'muted folded-note' }, `${cards.length} answer${cards.length === 1 ? '' : 's'} folded`) : null,
     ),
     taskBlock(group.input),
@@ -180,12 +186,8 @@ function control<T extends HTMLElement>(el: T, event: string, fn: (el: T) => voi
   return el;
 }
 
-export function renderGroupView(root: HTMLElement, page: GroupPage, actions: GroupViewActions): void {
-  const redraw = (): void => {
-    const y = window.scrollY;
-    renderGroupView(root, page, actions);
-    window.scrollTo(0, y);
-  };
+/** The header: Back, the step and run, a link to the run's curves, and the step, sort and merge controls. */
+function groupHeader(page: GroupPage, actions: GroupViewActions, prefs: GroupPrefs, redraw: () => void): HTMLElement {
   const backLabel = actions.backLabel ?? 'Back to rollouts';
   const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: backLabel, title: `${backLabel} (Backspace, Alt+Left)`, class: 'back' });
   back.addEventListener('click', actions.back);
@@ -230,18 +232,28 @@ export function renderGroupView(root: HTMLElement, page: GroupPage, actions: Gro
       )
     : null;
   curves?.addEventListener('click', (e) => e.preventDefault());
+  return h(
+    'header',
+    { class: 'view-header group-header' },
+    back,
+    h('h1', {}, 'GRPO groups', page.step !== null ? h('span', { class: 'muted' }, ` · step ${page.step}`) : null),
+    page.runId ? h('span', { class: 'muted mono run-id', title: page.runId }, page.runId) : null,
+    h('div', { class: 'spacer' }),
+    h('div', { class: 'header-controls' }, curves, page.steps.length > 1 ? stepSelect : null, sortSelect, merge),
+  );
+}
+
+/** `prefs`: the user's sort, merge and folds, kept by the caller across redraws. */
+export function renderGroupView(root: HTMLElement, page: GroupPage, actions: GroupViewActions, prefs: GroupPrefs): void {
+  const redraw = (): void => {
+    const y = window.scrollY;
+    renderGroupView(root, page, actions, prefs);
+    window.scrollTo(0, y);
+  };
   const zero = page.groups.filter((g) => g.advantage?.zeroVariance).length;
   mount(
     root,
-    h(
-      'header',
-      { class: 'view-header group-header' },
-      back,
-      h('h1', {}, 'GRPO groups', page.step !== null ? h('span', { class: 'muted' }, ` · step ${page.step}`) : null),
-      page.runId ? h('span', { class: 'muted mono run-id', title: page.runId }, page.runId) : null,
-      h('div', { class: 'spacer' }),
-      h('div', { class: 'header-controls' }, curves, page.steps.length > 1 ? stepSelect : null, sortSelect, merge),
-    ),
+    groupHeader(page, actions, prefs, redraw),
     // Which roles the run trains and how: the rule every call's "trained or not" follows.
     page.roles
       ? h(
@@ -262,7 +274,7 @@ export function renderGroupView(root: HTMLElement, page: GroupPage, actions: Gro
             `${page.groups.length} group${page.groups.length === 1 ? '' : 's'}`,
             zero ? ` · ${zero} with zero variance (folded: every call got the same credit, so GRPO learns nothing from them)` : '',
           ),
-          ...page.groups.map((g) => groupSection(g, page.step, actions, redraw)),
+          ...page.groups.map((g) => groupSection(g, page.step, actions, prefs, redraw)),
         ),
   );
 }

@@ -17,9 +17,10 @@ import { TrajectoryProtocol as P, type RolloutFilter, type TrajectoryState, type
 import { HostConnection } from '../shared/host.js';
 import { h, mount, shortId } from '../shared/dom.js';
 import { errorState, shouldReload } from '../shared/recovery.js';
-import { renderGroupView } from './group-view.js';
+import { defaultGroupPrefs, renderGroupView } from './group-view.js';
 import { renderRolloutView } from './rollout-view.js';
-import { renderRolloutsView, type ListPosition } from './rollouts-view.js';
+import { RolloutsList, type ListPosition } from './rollouts-view.js';
+import type { SpanTreeLayout } from './span-tree.js';
 
 /** A view Back returns to, and where the user was in it. */
 interface Return {
@@ -35,9 +36,6 @@ interface ViewerState extends TrajectoryState {
 }
 /** Views kept for Back: enough for any way through rollouts and groups, bounded in the panel state. */
 const MAX_BACK = 20;
-
-const host = new HostConnection<ViewerState>();
-const root = document.getElementById('app') ?? document.body.appendChild(h('div', { id: 'app' }));
 
 /** A view to draw from whatever was saved; null when it is not one. */
 function viewOf(saved: unknown): TrajectoryView | null {
@@ -61,68 +59,6 @@ function restoredState(saved: unknown): ViewerState {
   }
   return { view: viewOf(s.view) ?? { kind: 'rollouts' }, filter: typeof s.filter === 'object' && s.filter !== null ? s.filter : {}, back };
 }
-let state: ViewerState = restoredState(host.state);
-/** Set by Back for the draw it starts: where to put the user in the view it returns to. */
-let returning: Return | null = null;
-let renderToken = 0;
-/** What the rollout view last drew, to skip live redraws that would change nothing. */
-let shownSignature = '';
-
-const openCode = (filepath: string, lineno: number | null, symbol?: string): void => host.command(P.openCode, { filepath, lineno, symbol });
-
-function loading(): void {
-  mount(root, h('div', { class: 'loading' }, h('vscode-progress-ring', {}), 'Loading…'));
-}
-const startDaemon = (): void => host.command(P.startDaemon, {});
-function failed(what: string, err: unknown): void {
-  mount(
-    root,
-    errorState(`Could not load ${what}: ${(err as Error).message}`, {
-      retry: () => void render(),
-      startDaemon,
-      more: [{ label: backLabel(), run: back }],
-    }),
-  );
-}
-
-/** Shows `view` in place of the current one (another attempt, another step): Back still goes where it went. */
-function go(view: TrajectoryView): void {
-  state = { ...state, view };
-  host.state = state;
-  void render();
-}
-
-/** Opens `view` from the current one, which Back returns to with the user where `from` says (by default the page's scroll). */
-function open(view: TrajectoryView, from: Omit<Return, 'view'> = { scrollY: window.scrollY }): void {
-  state = { ...state, back: [...state.back, { ...from, view: state.view }].slice(-MAX_BACK) };
-  go(view);
-}
-
-/** Back to the view this one was opened from; the rollouts list when there is none. */
-function back(): void {
-  const to: Return = state.back[state.back.length - 1] ?? { view: { kind: 'rollouts' } };
-  state = { ...state, back: state.back.slice(0, -1) };
-  returning = to;
-  go(to.view);
-}
-
-/** What Back returns to, for its button. */
-function backLabel(): string {
-  const to = state.back[state.back.length - 1]?.view;
-  if (!to || to.kind === 'rollouts') return 'Back to rollouts';
-  return to.kind === 'group' ? 'Back to the GRPO group' : `Back to rollout ${shortId(to.rolloutId)}`;
-}
-
-/**
- * Scrolls the page back to `y` once the view's elements have drawn themselves: vscode-elements render a
- * moment after they are attached, and a scroll before that lands short of where the user was.
- */
-async function scrollOnceDrawn(y: number, token: number): Promise<void> {
-  const drawing = [...root.querySelectorAll('*')].map((e) => (e as { updateComplete?: Promise<unknown> }).updateComplete).filter(Boolean);
-  await Promise.all(drawing);
-  if (token === renderToken) window.scrollTo(0, y);
-}
-
 /** Whether a key event comes from a place that types text (where Backspace deletes, not goes back). */
 function inTextField(e: Event): boolean {
   return e
@@ -136,116 +72,205 @@ function inTextField(e: Event): boolean {
     );
 }
 
-/** Draws the current view; whatever goes wrong shows the error state (with Start Daemon and Retry), never a blank page. */
-function render(quiet = false): Promise<void> {
-  return draw(quiet).catch((err: unknown) => failed('this view', err));
-}
+/** The viewer of one panel: its state (saved in the panel), where Back goes, and what its views keep across redraws. */
+class TrajectoryViewer {
+  private state: ViewerState;
+  /** Set by Back for the draw it starts: where to put the user in the view it returns to. */
+  private returning: Return | null = null;
+  private renderToken = 0;
+  /** What the rollout view last drew, to skip live redraws that would change nothing. */
+  private shownSignature = '';
+  private readonly rollouts: RolloutsList;
+  /** The span tree's name column, as the user set it. */
+  private readonly treeLayout: SpanTreeLayout = { nameColumnPx: null };
+  /** The group view's sort, merge and folds. */
+  private readonly groupPrefs = defaultGroupPrefs();
 
-/** Draws the current view; `quiet` redraws in place (no loading screen, same scroll) for live updates. */
-async function draw(quiet: boolean): Promise<void> {
-  const token = ++renderToken;
-  const view = state.view;
-  const to = quiet ? null : returning;
-  if (!quiet) returning = null;
-  document.body.dataset.view = view.kind;
-  if (view.kind === 'rollouts') {
-    renderRolloutsView(
-      root,
-      state.filter,
-      {
-        load: (filter: RolloutFilter) => host.request(P.listRollouts, filter),
-        setFilter: (filter) => {
-          state = { ...state, filter };
-          host.state = state;
-          void render();
-        },
-        openRollout: (rolloutId, from) => open({ kind: 'rollout', rolloutId }, { list: from }),
-        startDaemon,
+  constructor(
+    private readonly host: HostConnection<ViewerState>,
+    private readonly root: HTMLElement,
+  ) {
+    this.state = restoredState(host.state);
+    this.rollouts = new RolloutsList(root, {
+      load: (filter: RolloutFilter) => host.request(P.listRollouts, filter),
+      setFilter: (filter) => {
+        this.state = { ...this.state, filter };
+        host.state = this.state;
+        void this.render();
       },
-      to?.list,
-    );
-    return;
+      openRollout: (rolloutId, from) => this.open({ kind: 'rollout', rolloutId }, { list: from }),
+      startDaemon: this.startDaemon,
+    });
   }
-  if (!quiet) loading();
-  if (view.kind === 'rollout') {
+
+  private readonly openCode = (filepath: string, lineno: number | null, symbol?: string): void => this.host.command(P.openCode, { filepath, lineno, symbol });
+  private readonly startDaemon = (): void => this.host.command(P.startDaemon, {});
+  private readonly back = (): void => {
+    const to: Return = this.state.back[this.state.back.length - 1] ?? { view: { kind: 'rollouts' } };
+    this.state = { ...this.state, back: this.state.back.slice(0, -1) };
+    this.returning = to;
+    this.go(to.view);
+  };
+
+  private loading(): void {
+    mount(this.root, h('div', { class: 'loading' }, h('vscode-progress-ring', {}), 'Loading…'));
+  }
+
+  private failed(what: string, err: unknown): void {
+    mount(
+      this.root,
+      errorState(`Could not load ${what}: ${(err as Error).message}`, {
+        retry: () => void this.render(),
+        startDaemon: this.startDaemon,
+        more: [{ label: this.backLabel(), run: this.back }],
+      }),
+    );
+  }
+
+  /** Shows `view` in place of the current one (another attempt, another step): Back still goes where it went. */
+  go(view: TrajectoryView): void {
+    this.state = { ...this.state, view };
+    this.host.state = this.state;
+    void this.render();
+  }
+
+  /** Opens `view` from the current one, which Back returns to with the user where `from` says (by default the page's scroll). */
+  private open(view: TrajectoryView, from: Omit<Return, 'view'> = { scrollY: window.scrollY }): void {
+    this.state = { ...this.state, back: [...this.state.back, { ...from, view: this.state.view }].slice(-MAX_BACK) };
+    this.go(view);
+  }
+
+  /** What Back returns to, for its button. */
+  private backLabel(): string {
+    const to = this.state.back[this.state.back.length - 1]?.view;
+    if (!to || to.kind === 'rollouts') return 'Back to rollouts';
+    return to.kind === 'group' ? 'Back to the GRPO group' : `Back to rollout ${shortId(to.rolloutId)}`;
+  }
+
+  /**
+   * Scrolls the page back to `y` once the view's elements have drawn themselves: vscode-elements render a
+   * moment after they are attached, and a scroll before that lands short of where the user was.
+   */
+  private async scrollOnceDrawn(y: number, token: number): Promise<void> {
+    const drawing = [...this.root.querySelectorAll('*')].map((e) => (e as { updateComplete?: Promise<unknown> }).updateComplete).filter(Boolean);
+    await Promise.all(drawing);
+    if (token === this.renderToken) window.scrollTo(0, y);
+  }
+
+  /** Draws the current view; whatever goes wrong shows the error state (with Start Daemon and Retry), never a blank page. */
+  render(quiet = false): Promise<void> {
+    return this.draw(quiet).catch((err: unknown) => this.failed('this view', err));
+  }
+
+  /** Draws the current view; `quiet` redraws in place (no loading screen, same scroll) for live updates. */
+  private async draw(quiet: boolean): Promise<void> {
+    const token = ++this.renderToken;
+    const view = this.state.view;
+    const to = quiet ? null : this.returning;
+    if (!quiet) this.returning = null;
+    document.body.dataset.view = view.kind;
+    if (view.kind === 'rollouts') {
+      this.rollouts.render(this.state.filter, to?.list);
+      return;
+    }
+    if (!quiet) this.loading();
+    if (view.kind === 'rollout') await this.drawRollout(view, quiet, to, token);
+    else await this.drawGroups(view, to, token);
+  }
+
+  private async drawRollout(view: Extract<TrajectoryView, { kind: 'rollout' }>, quiet: boolean, to: Return | null, token: number): Promise<void> {
     try {
-      const detail = await host.request(P.getRollout, { rolloutId: view.rolloutId, attemptId: view.attemptId });
-      if (token !== renderToken) return;
+      const detail = await this.host.request(P.getRollout, { rolloutId: view.rolloutId, attemptId: view.attemptId });
+      if (token !== this.renderToken) return;
       const scroll = window.scrollY;
       // A live poll that finds nothing new leaves the page alone (open folds, hover, selection).
       const signature = [detail.rollout.status, detail.attemptId, detail.spans.length, detail.transitions.length].join('|');
-      const unchanged = quiet && signature === shownSignature;
-      shownSignature = signature;
+      const unchanged = quiet && signature === this.shownSignature;
+      this.shownSignature = signature;
       if (!unchanged)
         renderRolloutView(
-          root,
+          this.root,
           detail,
           { tab: view.tab ?? 'timeline', selectedSpanId: view.selectedSpanId },
           {
-            back,
-            backLabel: backLabel(),
-            selectAttempt: (attemptId) => go({ ...view, attemptId, selectedSpanId: undefined }),
+            back: this.back,
+            backLabel: this.backLabel(),
+            selectAttempt: (attemptId) => this.go({ ...view, attemptId, selectedSpanId: undefined }),
             saveViewState: (s) => {
-              state = { ...state, view: { ...view, ...s } };
-              host.state = state;
+              this.state = { ...this.state, view: { ...view, ...s } };
+              this.host.state = this.state;
             },
-            openCode,
-            openGroup: (rolloutId) => open({ kind: 'group', rolloutId }),
+            openCode: this.openCode,
+            openGroup: (rolloutId) => this.open({ kind: 'group', rolloutId }),
           },
+          this.treeLayout,
         );
       if (quiet && !unchanged) window.scrollTo(0, scroll);
-      if (to?.scrollY) void scrollOnceDrawn(to.scrollY, token);
+      if (to?.scrollY) void this.scrollOnceDrawn(to.scrollY, token);
       // A rollout still running grows span by span: the host says when its spans land (P.changed), and it is read again.
     } catch (err) {
-      if (token !== renderToken) return;
+      if (token !== this.renderToken) return;
       // Quietly following (the daemon restarting): its hello brings P.changed with `all`, and this reads again.
-      if (!quiet) failed(`rollout ${view.rolloutId}`, err);
+      if (!quiet) this.failed(`rollout ${view.rolloutId}`, err);
     }
-    return;
   }
-  try {
-    const page = await host.request(P.getGroups, { runId: view.runId, step: view.step, rolloutId: view.rolloutId });
-    if (token !== renderToken) return;
-    renderGroupView(root, page, {
-      back,
-      backLabel: backLabel(),
-      openRollout: (rolloutId, spanId) => open({ kind: 'rollout', rolloutId, selectedSpanId: spanId }),
-      selectStep: (step) => go({ kind: 'group', runId: page.runId ?? undefined, step }),
-      openDashboard: (runId) => host.command(P.openDashboard, { runId }),
-      openCode,
-    });
-    if (to?.scrollY) void scrollOnceDrawn(to.scrollY, token);
-  } catch (err) {
-    if (token === renderToken) failed('the GRPO groups', err);
-  }
-}
 
-// Back by keyboard, as in a browser. Caught on the way down: the span tree would take Alt+Left as ArrowLeft.
-window.addEventListener(
-  'keydown',
-  (e) => {
-    if (state.view.kind === 'rollouts' || e.repeat || e.ctrlKey || e.metaKey || e.shiftKey) return;
+  private async drawGroups(view: Extract<TrajectoryView, { kind: 'group' }>, to: Return | null, token: number): Promise<void> {
+    try {
+      const page = await this.host.request(P.getGroups, { runId: view.runId, step: view.step, rolloutId: view.rolloutId });
+      if (token !== this.renderToken) return;
+      renderGroupView(
+        this.root,
+        page,
+        {
+          back: this.back,
+          backLabel: this.backLabel(),
+          openRollout: (rolloutId, spanId) => this.open({ kind: 'rollout', rolloutId, selectedSpanId: spanId }),
+          selectStep: (step) => this.go({ kind: 'group', runId: page.runId ?? undefined, step }),
+          openDashboard: (runId) => this.host.command(P.openDashboard, { runId }),
+          openCode: this.openCode,
+        },
+        this.groupPrefs,
+      );
+      if (to?.scrollY) void this.scrollOnceDrawn(to.scrollY, token);
+    } catch (err) {
+      if (token === this.renderToken) this.failed('the GRPO groups', err);
+    }
+  }
+
+  /** Back by keyboard, as in a browser: Backspace (outside a text field) and Alt+Left. */
+  onKey(e: KeyboardEvent): void {
+    if (this.state.view.kind === 'rollouts' || e.repeat || e.ctrlKey || e.metaKey || e.shiftKey) return;
     const backspace = e.key === 'Backspace' && !e.altKey && !inTextField(e);
     if (!backspace && !(e.key === 'ArrowLeft' && e.altKey)) return;
     e.preventDefault();
     e.stopPropagation();
-    back();
-  },
-  true,
-);
+    this.back();
+  }
 
-// The extension shows a view (a CodeLens, the dashboard, a rollout just run): Back from it goes to the list.
-host.onNotification(P.show, ({ view, filter }) => {
-  state = { ...state, back: [], ...(filter ? { filter } : {}) };
-  go(view);
-});
-host.onNotification(P.changed, ({ rolloutIds, all }) => {
-  const v = state.view;
-  if (v.kind === 'rollouts' || (v.kind === 'rollout' && (all || rolloutIds.includes(v.rolloutId)))) void render(true);
-});
+  /** The extension shows a view (a CodeLens, the dashboard, a rollout just run): Back from it goes to the list. */
+  show(view: TrajectoryView, filter: RolloutFilter | undefined): void {
+    this.state = { ...this.state, back: [], ...(filter ? { filter } : {}) };
+    this.go(view);
+  }
+
+  /** Rollouts changed: the list, or the rollout shown when it is one of them, is drawn again in place. */
+  changed(rolloutIds: string[], all: boolean | undefined): void {
+    const v = this.state.view;
+    if (v.kind === 'rollouts' || (v.kind === 'rollout' && (all || rolloutIds.includes(v.rolloutId)))) void this.render(true);
+  }
+}
+
+const host = new HostConnection<ViewerState>();
+const root = document.getElementById('app') ?? document.body.appendChild(h('div', { id: 'app' }));
+const viewer = new TrajectoryViewer(host, root);
+// Caught on the way down: the span tree would take Alt+Left as ArrowLeft.
+window.addEventListener('keydown', (e) => viewer.onKey(e), true);
+host.onNotification(P.show, ({ view, filter }) => viewer.show(view, filter));
+host.onNotification(P.changed, ({ rolloutIds, all }) => viewer.changed(rolloutIds, all));
 // The daemon is back (started, restarted, attached): a view showing an error reloads by itself.
 host.onNotification(P.state, ({ up }) => {
-  if (up && shouldReload(root, host.waiting)) void render();
+  if (up && shouldReload(root, host.waiting)) void viewer.render();
 });
-void render();
+void viewer.render();
 host.ready();

@@ -6,15 +6,15 @@
  * Calls are "role #n" everywhere, numbered by protocol/span-reading.ts llmCallNumbers (the daemon's CallInfo).
  */
 import type { CallInfo } from '../../protocol/call-roles.js';
-import type { Span } from '../../protocol/store.js';
 import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
+import type { Attempt, Span } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
 import { answerBlock } from './answer.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
 import { agentNames, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
 import { llmCall, rewardValue, timeRange, toolStepLine, toolSteps, transitionsBySpan, type ToolStep } from './model.js';
 import { rewardPill, runStatusPill } from './outcome.js';
-import { renderSpanTree } from './span-tree.js';
+import { renderSpanTree, type SpanTreeLayout } from './span-tree.js';
 import { renderStatesView } from './states-view.js';
 
 export interface RolloutViewState {
@@ -68,48 +68,8 @@ function spanChips(span: Span, advantage: number | undefined): HTMLElement[] {
   return out;
 }
 
-export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, state: RolloutViewState, actions: RolloutViewActions): void {
-  const { rollout, spans } = detail;
-  const calls = new Map(detail.calls.map((c) => [c.spanId, c]));
-  const byTransition = transitionsBySpan(detail.transitions);
-  const names = agentNames(spans);
-  const reward = finalReward(spans);
-  const range = timeRange(spans);
-  const tools = toolSteps(spans);
-  const firstCall = spans.find((s) => spanKind(s) === 'llm');
-  let selected = spans.find((s) => s.spanId === state.selectedSpanId) ?? firstCall ?? spans[0];
-  const treePane = h('div', { class: 'span-tree' });
-  const detailPane = h('div', { class: 'detail-pane' });
-
-  const drawDetail = (): void => {
-    if (!selected) {
-      mount(detailPane, h('div', { class: 'empty-state' }, 'This attempt recorded no spans.'));
-      return;
-    }
-    mount(
-      detailPane,
-      renderSpanDetail(
-        selected,
-        byTransition.get(selected.spanId),
-        reward,
-        actions,
-        rollout.agent,
-        names.get(selected.spanId) ?? null,
-        tools.get(selected.spanId),
-        calls.get(selected.spanId),
-      ),
-    );
-  };
-
-  /** A call opened (in the tree, a group card's call row, the states view) shows its detail: scrolled to when out of sight. */
-  const revealDetail = (): void => {
-    requestAnimationFrame(() => {
-      const top = detailPane.getBoundingClientRect().top;
-      const underTree = top >= treePane.getBoundingClientRect().bottom - 1; // beside the tree it is where the eye already is
-      if (underTree && (top < 0 || top > window.innerHeight / 2)) detailPane.scrollIntoView({ block: 'start' });
-    });
-  };
-
+/** The header: Back, the rollout's id, status and reward, and the attempt picker when there are several. */
+function rolloutHeader(detail: RolloutDetail, reward: number | null, actions: RolloutViewActions): HTMLElement {
   const backLabel = actions.backLabel ?? 'Back to rollouts';
   const back = h('vscode-toolbar-button', { icon: 'arrow-left', label: backLabel, title: `${backLabel} (Backspace, Alt+Left)`, class: 'back' });
   back.addEventListener('click', actions.back);
@@ -119,96 +79,175 @@ export function renderRolloutView(root: HTMLElement, detail: RolloutDetail, stat
     ...detail.attempts.map((a) => h('vscode-option', { value: a.id, selected: a.id === detail.attemptId }, `attempt ${a.sequence} · ${a.status}`)),
   );
   attemptSelect.addEventListener('change', () => actions.selectAttempt((attemptSelect as unknown as { value: string }).value));
-  const attempt = detail.attempts.find((a) => a.id === detail.attemptId);
+  return h(
+    'header',
+    { class: 'view-header' },
+    back,
+    h('h1', {}, 'Rollout ', h('span', { class: 'mono' }, detail.rollout.id)),
+    runStatusPill(detail.rollout.status),
+    rewardPill(reward),
+    h('div', { class: 'spacer' }),
+    detail.attempts.length > 1 ? attemptSelect : null,
+  );
+}
 
-  const timeline = h('div', { class: 'timeline-layout' }, treePane, detailPane);
-  const statesPanel = h('div', { class: 'states-panel' });
+const summaryItem = (label: string, value: HTMLElement, attrs: Record<string, string> = {}): HTMLElement =>
+  h('div', { ...attrs, class: `summary-item${attrs.class ? ` ${attrs.class}` : ''}` }, h('span', { class: 'muted' }, label), value);
+
+/** The summary under the header: agent, reward, calls, duration, mode, resources, start, task, answer, the training run's rule. */
+function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: Attempt | undefined): HTMLElement {
+  const { rollout, spans } = detail;
+  const range = timeRange(spans);
+  const llmCount = spans.filter((s) => spanKind(s) === 'llm').length;
+  return h(
+    'div',
+    { class: 'summary' },
+    summaryItem('Agent', h('span', {}, rollout.agent ?? 'default')),
+    summaryItem('Reward', h('span', { class: `reward ${signClass(reward)} big` }, fmtNumber(reward))),
+    summaryItem('LLM calls', h('span', {}, String(llmCount))),
+    // The attempt's run time, as the rollouts list shows it (the waterfall spans only what was traced).
+    summaryItem('Duration', h('span', {}, fmtDuration(attempt && attempt.endedAt !== null ? attempt.endedAt - attempt.startedAt : null)), {
+      class: 'duration',
+      title: `attempt ran from its start to its end; its spans cover ${fmtDuration(range.end - range.start)}`,
+    }),
+    summaryItem('Mode', h('span', {}, rollout.mode)),
+    summaryItem('Resources', h('span', {}, detail.resourcesVersion ? `v${detail.resourcesVersion}` : '—')),
+    summaryItem('Started', h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
+    summaryItem('Task', h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)), { class: 'wide' }),
+    h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer)),
+    detail.roles
+      ? summaryItem('Training', h('span', {}, `run ${detail.roles.runId} ${detail.roles.rule}`), {
+          class: 'wide roles-rule',
+          title: `The selection rule of training run ${detail.roles.runId}, from its recorded config`,
+        })
+      : null,
+  );
+}
+
+/** The "Timeline" and "States" tabs over their panels; switching is saved in the view state. */
+function rolloutTabs(
+  tab: RolloutViewState['tab'],
+  timeline: HTMLElement,
+  statesPanel: HTMLElement,
+  switched: (tab: RolloutViewState['tab']) => void,
+): HTMLElement {
   const tabs = h(
     'vscode-tabs',
-    { 'selected-index': state.tab === 'states' ? 1 : 0, class: 'rollout-tabs' },
+    { 'selected-index': tab === 'states' ? 1 : 0, class: 'rollout-tabs' },
     h('vscode-tab-header', { slot: 'header', class: 'tab-timeline' }, 'Timeline'),
     h('vscode-tab-panel', {}, timeline),
     h('vscode-tab-header', { slot: 'header', class: 'tab-states' }, 'States'),
     h('vscode-tab-panel', {}, statesPanel),
   );
-  tabs.addEventListener('vsc-tabs-select', (e) => {
-    const tab = (e as CustomEvent<{ selectedIndex: number }>).detail.selectedIndex === 1 ? 'states' : 'timeline';
-    actions.saveViewState({ tab, selectedSpanId: selected?.spanId });
-  });
+  tabs.addEventListener('vsc-tabs-select', (e) => switched((e as CustomEvent<{ selectedIndex: number }>).detail.selectedIndex === 1 ? 'states' : 'timeline'));
+  return tabs;
+}
 
-  const llmCount = spans.filter((s) => spanKind(s) === 'llm').length;
+/** The selected span's detail in its pane beside (or under) the span tree. */
+class SpanDetailPane {
+  readonly element = h('div', { class: 'detail-pane' });
+  private readonly calls: Map<string, CallInfo>;
+  private readonly byTransition: ReturnType<typeof transitionsBySpan>;
+  private readonly names: Map<string, string>;
+  private readonly tools: Map<string, ToolStep>;
+
+  constructor(
+    private readonly detail: RolloutDetail,
+    private readonly reward: number | null,
+    private readonly actions: RolloutViewActions,
+  ) {
+    this.calls = new Map(detail.calls.map((c) => [c.spanId, c]));
+    this.byTransition = transitionsBySpan(detail.transitions);
+    this.names = agentNames(detail.spans);
+    this.tools = toolSteps(detail.spans);
+  }
+
+  label(s: Span): string {
+    return spanLabel(s, this.names.get(s.spanId) ?? null, this.tools.get(s.spanId), this.calls.get(s.spanId));
+  }
+
+  chips(s: Span): HTMLElement[] {
+    return spanChips(s, this.byTransition.get(s.spanId)?.advantage);
+  }
+
+  draw(selected: Span | undefined): void {
+    if (!selected) {
+      mount(this.element, h('div', { class: 'empty-state' }, 'This attempt recorded no spans.'));
+      return;
+    }
+    const id = selected.spanId;
+    const { detail } = this;
+    mount(
+      this.element,
+      renderSpanDetail(
+        selected,
+        this.byTransition.get(id),
+        this.reward,
+        this.actions,
+        detail.rollout.agent,
+        this.names.get(id) ?? null,
+        this.tools.get(id),
+        this.calls.get(id),
+      ),
+    );
+  }
+
+  /** A call opened (in the tree, a group card's call row, the states view) shows its detail: scrolled to when out of sight. */
+  reveal(treePane: HTMLElement): void {
+    requestAnimationFrame(() => {
+      const top = this.element.getBoundingClientRect().top;
+      const underTree = top >= treePane.getBoundingClientRect().bottom - 1; // beside the tree it is where the eye already is
+      if (underTree && (top < 0 || top > window.innerHeight / 2)) this.element.scrollIntoView({ block: 'start' });
+    });
+  }
+}
+
+/** `treeLayout`: the span tree's column width, kept by the caller across redraws. */
+export function renderRolloutView(
+  root: HTMLElement,
+  detail: RolloutDetail,
+  state: RolloutViewState,
+  actions: RolloutViewActions,
+  treeLayout: SpanTreeLayout,
+): void {
+  const { rollout, spans } = detail;
+  const reward = finalReward(spans);
+  let selected = spans.find((s) => s.spanId === state.selectedSpanId) ?? spans.find((s) => spanKind(s) === 'llm') ?? spans[0];
+  const treePane = h('div', { class: 'span-tree' });
+  const detailPane = new SpanDetailPane(detail, reward, actions);
+  const statesPanel = h('div', { class: 'states-panel' });
+  const tabs = rolloutTabs(state.tab, h('div', { class: 'timeline-layout' }, treePane, detailPane.element), statesPanel, (tab) =>
+    actions.saveViewState({ tab, selectedSpanId: selected?.spanId }),
+  );
+  const attempt = detail.attempts.find((a) => a.id === detail.attemptId);
   mount(
     root,
-    h(
-      'header',
-      { class: 'view-header' },
-      back,
-      h('h1', {}, 'Rollout ', h('span', { class: 'mono' }, rollout.id)),
-      runStatusPill(rollout.status),
-      rewardPill(reward),
-      h('div', { class: 'spacer' }),
-      detail.attempts.length > 1 ? attemptSelect : null,
-    ),
-    h(
-      'div',
-      { class: 'summary' },
-      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Agent'), h('span', {}, rollout.agent ?? 'default')),
-      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Reward'), h('span', { class: `reward ${signClass(reward)} big` }, fmtNumber(reward))),
-      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'LLM calls'), h('span', {}, String(llmCount))),
-      // The attempt's run time, as the rollouts list shows it (the waterfall spans only what was traced).
-      h(
-        'div',
-        { class: 'summary-item duration', title: `attempt ran from its start to its end; its spans cover ${fmtDuration(range.end - range.start)}` },
-        h('span', { class: 'muted' }, 'Duration'),
-        h('span', {}, fmtDuration(attempt && attempt.endedAt !== null ? attempt.endedAt - attempt.startedAt : null)),
-      ),
-      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Mode'), h('span', {}, rollout.mode)),
-      h(
-        'div',
-        { class: 'summary-item' },
-        h('span', { class: 'muted' }, 'Resources'),
-        h('span', {}, detail.resourcesVersion ? `v${detail.resourcesVersion}` : '—'),
-      ),
-      h('div', { class: 'summary-item' }, h('span', { class: 'muted' }, 'Started'), h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
-      h(
-        'div',
-        { class: 'summary-item wide' },
-        h('span', { class: 'muted' }, 'Task'),
-        h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)),
-      ),
-      h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer)),
-      detail.roles
-        ? h(
-            'div',
-            { class: 'summary-item wide roles-rule', title: `The selection rule of training run ${detail.roles.runId}, from its recorded config` },
-            h('span', { class: 'muted' }, 'Training'),
-            h('span', {}, `run ${detail.roles.runId} ${detail.roles.rule}`),
-          )
-        : null,
-    ),
+    rolloutHeader(detail, reward, actions),
+    rolloutSummary(detail, reward, attempt),
     attempt?.error ? h('div', { class: 'error-banner' }, icon('error'), ` ${attempt.error.message}`) : null,
     tabs,
   );
   const tree = renderSpanTree(treePane, {
     spans,
+    layout: treeLayout,
     selectedId: selected?.spanId,
-    label: (s) => spanLabel(s, names.get(s.spanId) ?? null, tools.get(s.spanId), calls.get(s.spanId)),
-    chips: (s) => spanChips(s, byTransition.get(s.spanId)?.advantage),
+    label: (s) => detailPane.label(s),
+    chips: (s) => detailPane.chips(s),
     open: (s) => {
       selected = s;
       actions.saveViewState({ tab: 'timeline', selectedSpanId: s.spanId });
-      drawDetail();
-      revealDetail();
+      detailPane.draw(selected);
+      detailPane.reveal(treePane);
     },
   });
-  drawDetail();
-  if (state.selectedSpanId && state.tab !== 'states') revealDetail();
+  detailPane.draw(selected);
+  if (state.selectedSpanId && state.tab !== 'states') detailPane.reveal(treePane);
   renderStatesView(statesPanel, spans, rollout.input, detail.calls, (spanId) => {
     selected = spans.find((s) => s.spanId === spanId) ?? selected;
     (tabs as unknown as { selectedIndex: number }).selectedIndex = 0;
     actions.saveViewState({ tab: 'timeline', selectedSpanId: selected?.spanId });
     if (selected) tree.select(selected.spanId);
-    drawDetail();
-    revealDetail();
+    detailPane.draw(selected);
+    detailPane.reveal(treePane);
   });
 }

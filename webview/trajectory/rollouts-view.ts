@@ -16,12 +16,13 @@
  * (virtual-list.ts), Enter opens one. Coming back from a rollout (`at`) draws the list
  * at the same scroll with the opened row focused.
  */
-import type { RolloutSort, RolloutStatus } from '../../protocol/store.js';
+import type { RolloutSort } from '../../protocol/store.js';
 import type { RolloutFilter, RolloutPage, RolloutPageRequest, RolloutRow } from '../../protocol/webview-trajectory.js';
 import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, shortId, signClass } from '../shared/dom.js';
 import { errorState } from '../shared/recovery.js';
 import { activeFilterChips, activeFilterCount } from './filter-chips.js';
 import { runStatusPill } from './outcome.js';
+import { type Choices, choicesOf, filterControls, type FilterSetter, filterSetter, focusControl, textField } from './rollouts-controls.js';
 import { taskSummary } from './task-summary.js';
 import { VirtualList, type ListPosition } from './virtual-list.js';
 
@@ -123,161 +124,11 @@ function placeholderRow(index: number): HTMLElement {
   return h('div', { class: `placeholder-row grid-row${index % 2 ? ' odd' : ''}`, role: 'row' }, h('div', { class: 'cell col-input muted' }, '…'));
 }
 
-function select(label: string, name: string, current: string, options: [string, string][], onChange: (v: string) => void): HTMLElement {
-  const sel = h(
-    'vscode-single-select',
-    { 'data-filter': name, 'aria-label': label },
-    ...options.map(([value, text]) => h('vscode-option', { value, selected: value === current }, text)),
-  );
-  sel.addEventListener('change', () => onChange((sel as unknown as { value: string }).value));
-  return h('label', { class: 'filter' }, h('span', { class: 'filter-label' }, label), sel);
-}
-/**
- * Other keys of a text input: `value` is its trimmed text, `commit` reports it now (not after the debounce).
- */
-type TextKeys = (e: KeyboardEvent, value: string, commit: () => void) => void;
-/** A text input that reports its trimmed value `debounceMs` after typing stops, or at once on Enter. */
-function textInput(
-  label: string,
-  name: string,
-  current: string,
-  attrs: Record<string, string>,
-  onChange: (v: string) => void,
-  debounceMs = 0,
-  keys?: TextKeys,
-): HTMLElement {
-  const field = h('vscode-textfield', { 'data-filter': name, 'aria-label': label, value: current, ...attrs });
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const value = (): string => (field as unknown as { value: string }).value.trim();
-  const fire = () => {
-    clearTimeout(timer);
-    onChange(value());
-  };
-  field.addEventListener('input', () => {
-    clearTimeout(timer);
-    timer = setTimeout(fire, debounceMs);
-  });
-  field.addEventListener('keydown', (e) => {
-    if ((e as KeyboardEvent).key === 'Enter') fire();
-    else keys?.(e as KeyboardEvent, value(), fire);
-  });
-  return field;
-}
-function textField(
-  label: string,
-  name: string,
-  current: string,
-  attrs: Record<string, string>,
-  onChange: (v: string) => void,
-  debounceMs = 0,
-  keys?: TextKeys,
-): HTMLElement {
-  return h(
-    'label',
-    { class: `filter filter-${name}` },
-    h('span', { class: 'filter-label' }, label),
-    textInput(label, name, current, attrs, onChange, debounceMs, keys),
-  );
-}
-
-/** Whether the narrow view shows its filters, kept while the panel lives (a redraw for a new filter keeps them open). */
-let filtersOpen = false;
-/** Set when ArrowDown leaves a search typed and not yet applied: the list drawn for it takes the focus when its rows arrive. */
-let focusRowsNext = false;
-
-/** The view drawn into a root, kept so that rendering again can refresh in place. */
-interface Shown {
-  filter: string;
-  list: VirtualList<RolloutRow>;
-  element: HTMLElement;
-}
-const shown = new WeakMap<HTMLElement, Shown>();
-/** The filters' choices from the last page: a redraw shows its controls at once (the focus stays in the one in use). */
-type Choices = Pick<RolloutPage, 'statuses' | 'modes' | 'agents' | 'resourcesVersions' | 'runs'>;
-let lastChoices: Choices | null = null;
-const choicesOf = (p: RolloutPage): Choices => ({
-  statuses: p.statuses,
-  modes: p.modes,
-  agents: p.agents,
-  resourcesVersions: p.resourcesVersions,
-  runs: p.runs,
-});
-
-/** Focuses a filter control once it has rendered (vscode-elements draw their inner input asynchronously). */
-function focusControl(container: HTMLElement, name: string): void {
-  const el = container.querySelector<HTMLElement>(`[data-filter="${name}"]`);
-  if (el) void Promise.resolve((el as unknown as { updateComplete?: Promise<unknown> }).updateComplete).then(() => el.focus());
-}
-
-/** `at`: where to draw the list from (coming back to it), the current row focused; otherwise its top. */
-export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, actions: RolloutsViewActions, at?: ListPosition): void {
-  const key = JSON.stringify(filter);
-  const previous = shown.get(root);
-  if (previous && previous.element.isConnected && previous.filter === key) {
-    previous.list.refresh();
-    return;
-  }
-  // Keep the focus in the control the user is typing in (the search box) across the redraw.
-  const focused = (document.activeElement as HTMLElement | null)?.getAttribute('data-filter') ?? null;
-
-  const set = (patch: Partial<RolloutFilter>): void => {
-    const next: Record<string, unknown> = { ...filter, ...patch };
-    for (const k of Object.keys(next)) if (next[k] === undefined || next[k] === '') delete next[k];
-    actions.setFilter(next as RolloutFilter);
-  };
-  const num = (v: string): number | undefined => (v === '' || !Number.isFinite(Number(v)) ? undefined : Number(v));
+/** The column headers; the sortable ones are buttons that sort by their column (again: the other way). */
+function sortHeader(filter: RolloutFilter, set: FilterSetter): HTMLElement {
   const sort = filter.sort ?? 'createdAt';
   const order = filter.order ?? 'desc';
-
-  const count = h('span', { class: 'count', 'aria-live': 'polite' }, '…');
-  const search = textField(
-    'Search',
-    'search',
-    filter.search ?? '',
-    { placeholder: 'Words in the task or its outputs', type: 'search' },
-    (v) => {
-      if (v !== (filter.search ?? '')) set({ search: v || undefined });
-    },
-    SEARCH_DEBOUNCE_MS,
-    // ArrowDown goes straight to the rows. Tab goes on to the next control, as everywhere (Filters, the sort headers,
-    // then the rows): a search typed and not yet applied is applied once the focus has moved, and the list drawn for
-    // it keeps the focus in that control.
-    (e, typed, commit) => {
-      if (e.shiftKey || e.altKey || e.ctrlKey || e.metaKey) return;
-      const pending = typed !== (filter.search ?? '');
-      if (e.key === 'Tab' && pending) setTimeout(commit, 0);
-      if (e.key !== 'ArrowDown') return;
-      if (pending) {
-        e.preventDefault();
-        focusRowsNext = true;
-        commit();
-      } else if (list.focusCurrent()) e.preventDefault();
-    },
-  );
-  const filters = h('div', { class: 'filters', id: 'rollout-filters' });
-  const hiddenFilters = activeFilterCount(filter, ['search']);
-  const toggle = h(
-    'button',
-    {
-      class: `filters-toggle${hiddenFilters ? ' active' : ''}`,
-      'aria-expanded': String(filtersOpen),
-      'aria-controls': 'rollout-filters',
-      title: filtersOpen ? 'Hide the filters' : 'Show the filters',
-      'data-filter': 'toggle',
-    },
-    icon('filter'),
-    hiddenFilters ? ` Filters (${hiddenFilters})` : ' Filters',
-  );
-  toggle.addEventListener('click', () => {
-    filtersOpen = !filtersOpen;
-    element.classList.toggle('filters-open', filtersOpen);
-    toggle.setAttribute('aria-expanded', String(filtersOpen));
-    toggle.title = filtersOpen ? 'Hide the filters' : 'Show the filters';
-  });
-  const chips = h('div', { class: 'chips' });
-  const status = h('div', { class: 'empty-state', hidden: true });
-
-  const header = h(
+  return h(
     'div',
     { class: 'grid-header grid-row', role: 'row', 'aria-rowindex': 1 },
     ...COLUMNS.map((c) => {
@@ -303,87 +154,204 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
     // Narrow: the legend of the rows' second line, followed there by the Duration and Created sort buttons.
     h('div', { class: 'cell col-meta', role: 'columnheader' }, 'Rollout · mode · agent · res. · attempts'),
   );
+}
 
-  /** The choices this view's controls show: another view's fetch may have set lastChoices while these were not drawn. */
-  let drawnChoices: string | null = null;
-  const drawChoices = (page: Choices): void => {
-    drawnChoices = JSON.stringify(page);
-    const run = page.runs.find((r) => r.id === filter.runId);
-    // The control in use is drawn again: it keeps the focus (or takes it, when this view was drawn for its change).
-    const active = document.activeElement as HTMLElement | null;
-    const had = active && filters.contains(active) ? active.getAttribute('data-filter') : null;
-    const inUse = had ?? (!active || active === document.body ? focused : null);
-    mount(
-      filters,
-      select('Status', 'status', filter.status?.[0] ?? '', [['', 'All'], ...page.statuses.map((s): [string, string] => [s, s])], (v) =>
-        set({ status: v ? [v as RolloutStatus] : undefined }),
-      ),
-      select('Mode', 'mode', filter.mode ?? '', [['', 'All'], ...page.modes.map((m): [string, string] => [m, m])], (v) =>
-        set({ mode: (v || undefined) as RolloutFilter['mode'] }),
-      ),
-      select('Agent', 'agent', filter.agent ?? '', [['', 'All'], ...page.agents.map((a): [string, string] => [a, a])], (v) => set({ agent: v || undefined })),
-      select(
-        'Run',
-        'runId',
-        filter.runId ?? '',
-        [
-          ['', 'All'],
-          ...(run || !filter.runId ? [] : [[filter.runId, filter.runId] as [string, string]]),
-          ...page.runs.map((r): [string, string] => [r.id, `${r.id} · ${r.agent.split(/[\\/]/).pop()}`]),
-        ],
-        (v) => set({ runId: v || undefined }),
-      ),
-      textField('Step', 'step', filter.step === undefined ? '' : String(filter.step), { type: 'number', min: '0', placeholder: 'any' }, (v) =>
-        set({ step: num(v) }),
-      ),
-      h(
-        'div',
-        { class: 'filter filter-reward' },
-        h('span', { class: 'filter-label' }, 'Reward'),
-        textInput(
-          'Reward at least',
-          'rewardMin',
-          filter.rewardMin === undefined ? '' : String(filter.rewardMin),
-          { type: 'number', step: '0.1', placeholder: 'min' },
-          (v) => set({ rewardMin: num(v) }),
-        ),
-        h('span', { class: 'filter-label' }, 'to'),
-        textInput(
-          'Reward at most',
-          'rewardMax',
-          filter.rewardMax === undefined ? '' : String(filter.rewardMax),
-          { type: 'number', step: '0.1', placeholder: 'max' },
-          (v) => set({ rewardMax: num(v) }),
-        ),
-      ),
-      select(
-        'Errors',
-        'hasError',
-        filter.hasError === undefined ? '' : String(filter.hasError),
-        [
-          ['', 'All'],
-          ['true', 'With errors'],
-          ['false', 'Without errors'],
-        ],
-        (v) => set({ hasError: v === '' ? undefined : v === 'true' }),
-      ),
-      select(
-        'Resources',
-        'resourcesVersion',
-        filter.resourcesVersion === undefined ? '' : String(filter.resourcesVersion),
-        [['', 'All'], ...page.resourcesVersions.map((v): [string, string] => [String(v), `v${v}`])],
-        (v) => set({ resourcesVersion: num(v) }),
-      ),
+/** What the list remembers from one drawing to the next, for as long as the panel lives. */
+interface ListMemory {
+  /** Whether the narrow view shows its filters (a redraw for a new filter keeps them open). */
+  filtersOpen: boolean;
+  /** Set when ArrowDown leaves a search typed and not yet applied: the list drawn for it takes the focus when its rows arrive. */
+  focusRowsNext: boolean;
+  /** The filters' choices from the last page: a redraw shows its controls at once (the focus stays in the one in use). */
+  lastChoices: Choices | null;
+}
+
+/**
+ * The rollouts list of one panel, drawn into `root`. Rendering again with the same filter refreshes the drawn list
+ * in place; another filter draws it again from the top.
+ */
+export class RolloutsList implements ListMemory {
+  filtersOpen = false;
+  focusRowsNext = false;
+  lastChoices: Choices | null = null;
+  private shown: RolloutsDrawing | null = null;
+
+  constructor(
+    private readonly root: HTMLElement,
+    private readonly actions: RolloutsViewActions,
+  ) {}
+
+  /** `at`: where to draw the list from (coming back to it), the current row focused; otherwise its top. */
+  render(filter: RolloutFilter, at?: ListPosition): void {
+    const previous = this.shown;
+    if (previous && previous.element.isConnected && previous.key === JSON.stringify(filter)) {
+      previous.list.refresh();
+      return;
+    }
+    const drawing = new RolloutsDrawing(this, filter, this.actions);
+    mount(this.root, drawing.element);
+    this.shown = drawing;
+    drawing.start(at);
+  }
+}
+
+/** One drawing of the list for one filter: its controls, summary and rows. */
+class RolloutsDrawing {
+  readonly key: string;
+  readonly list: VirtualList<RolloutRow>;
+  readonly element: HTMLElement;
+  private readonly set: FilterSetter;
+  /** The control the user was in before this drawing (the search box while typing): it keeps the focus. */
+  private readonly focused: string | null;
+  private readonly count = h('span', { class: 'count', 'aria-live': 'polite' }, '…');
+  private readonly filters = h('div', { class: 'filters', id: 'rollout-filters' });
+  private readonly chips = h('div', { class: 'chips' });
+  private readonly status = h('div', { class: 'empty-state', hidden: true });
+  /** The choices this drawing's controls show: another drawing's fetch may have set lastChoices while these were not drawn. */
+  private drawnChoices: string | null = null;
+  private last: RolloutPage | null = null;
+
+  constructor(
+    private readonly memory: ListMemory,
+    private readonly filter: RolloutFilter,
+    private readonly actions: RolloutsViewActions,
+  ) {
+    this.key = JSON.stringify(filter);
+    this.focused = (document.activeElement as HTMLElement | null)?.getAttribute('data-filter') ?? null;
+    this.set = filterSetter(filter, actions.setFilter);
+    this.list = this.rows(sortHeader(filter, this.set));
+    const refresh = h('vscode-toolbar-button', { icon: 'refresh', label: 'Refresh', title: 'Refresh', class: 'refresh' });
+    refresh.addEventListener('click', () => this.list.refresh());
+    this.element = h(
+      'div',
+      { class: `rollouts-view${memory.filtersOpen ? ' filters-open' : ''}` },
+      h('header', { class: 'view-header' }, h('h1', {}, icon('list-tree'), ' Rollouts ', this.count), h('div', { class: 'spacer' }), refresh),
+      h('div', { class: 'filter-area' }, this.searchField(), this.filtersToggle(), this.filters),
+      this.chips,
+      h('div', { class: 'rollouts-grid', role: 'grid', 'aria-label': 'Rollouts' }, this.list.element),
+      this.status,
     );
-    if (inUse && filters.isConnected) focusControl(filters, inUse);
-  };
+  }
 
-  const drawSummary = (page: RolloutPage): void => {
-    count.textContent = `${page.total.toLocaleString('en-US')} rollout${page.total === 1 ? '' : 's'}`;
+  /** Once mounted: the layout for the view's width, the focus, the filters' last choices, and the rows from `at` or the top. */
+  start(at?: ListPosition): void {
+    const element = this.element;
+    // Narrow or not from the first draw (no row drawn at the wrong height), then whenever the panel is resized.
+    const layout = (): void => {
+      const narrow = element.clientWidth > 0 && element.clientWidth < NARROW_WIDTH;
+      element.classList.toggle('narrow', narrow);
+      this.list.setRowHeight(narrow ? ROW_HEIGHT_NARROW : ROW_HEIGHT);
+    };
+    layout();
+    const resized = new ResizeObserver(() => (element.isConnected ? layout() : resized.disconnect()));
+    resized.observe(element);
+    if (this.focused === 'search' || this.focused === 'toggle') focusControl(element, this.focused);
+    if (this.memory.lastChoices) this.drawChoices(this.memory.lastChoices);
+    const intoRows = this.memory.focusRowsNext;
+    this.memory.focusRowsNext = false;
+    this.list.reset(at ? { ...at, focus: true } : intoRows ? { scrollTop: 0, active: 0, focus: true } : undefined);
+  }
+
+  private searchField(): HTMLElement {
+    const current = this.filter.search ?? '';
+    return textField(
+      'Search',
+      'search',
+      current,
+      { placeholder: 'Words in the task or its outputs', type: 'search' },
+      (v) => {
+        if (v !== current) this.set({ search: v || undefined });
+      },
+      SEARCH_DEBOUNCE_MS,
+      // ArrowDown goes straight to the rows. Tab goes on to the next control, as everywhere (Filters, the sort headers,
+      // then the rows): a search typed and not yet applied is applied once the focus has moved, and the list drawn for
+      // it keeps the focus in that control.
+      (e, typed, commit) => {
+        if (e.shiftKey || e.altKey || e.ctrlKey || e.metaKey) return;
+        const pending = typed !== current;
+        if (e.key === 'Tab' && pending) setTimeout(commit, 0);
+        if (e.key !== 'ArrowDown') return;
+        if (pending) {
+          e.preventDefault();
+          this.memory.focusRowsNext = true;
+          commit();
+        } else if (this.list.focusCurrent()) e.preventDefault();
+      },
+    );
+  }
+
+  /** "Filters (n)": shows or hides the filters in a narrow view. */
+  private filtersToggle(): HTMLElement {
+    const hiddenFilters = activeFilterCount(this.filter, ['search']);
+    const open = this.memory.filtersOpen;
+    const toggle = h(
+      'button',
+      {
+        class: `filters-toggle${hiddenFilters ? ' active' : ''}`,
+        'aria-expanded': String(open),
+        'aria-controls': 'rollout-filters',
+        title: open ? 'Hide the filters' : 'Show the filters',
+        'data-filter': 'toggle',
+      },
+      icon('filter'),
+      hiddenFilters ? ` Filters (${hiddenFilters})` : ' Filters',
+    );
+    toggle.addEventListener('click', () => {
+      const nowOpen = (this.memory.filtersOpen = !this.memory.filtersOpen);
+      this.element.classList.toggle('filters-open', nowOpen);
+      toggle.setAttribute('aria-expanded', String(nowOpen));
+      toggle.title = nowOpen ? 'Hide the filters' : 'Show the filters';
+    });
+    return toggle;
+  }
+
+  /** The virtualised rows under `header`, fetching their pages through the view's actions. */
+  private rows(header: HTMLElement): VirtualList<RolloutRow> {
+    const list: VirtualList<RolloutRow> = new VirtualList<RolloutRow>(
+      {
+        fetch: async (offset, limit) => {
+          const page = await this.actions.load({ ...this.filter, offset, limit });
+          const choices = choicesOf(page);
+          this.memory.lastChoices = choices;
+          if (JSON.stringify(choices) !== this.drawnChoices) this.drawChoices(choices);
+          this.last = page;
+          this.drawSummary(page);
+          return { items: page.items, total: page.total };
+        },
+        row: (item, index) => rowOf(item, index, (id, active) => this.actions.openRollout(id, { scrollTop: list.element.scrollTop, active })),
+        placeholder: placeholderRow,
+        onTotal: () => {
+          if (this.last) this.drawSummary(this.last);
+        },
+        onError: (err) => {
+          this.status.hidden = false;
+          mount(this.status, errorState(`Could not load rollouts: ${err.message}`, { retry: () => list.reset(), startDaemon: this.actions.startDaemon }));
+        },
+      },
+      ROW_HEIGHT,
+      header,
+    );
+    return list;
+  }
+
+  /** The filter controls with `page`'s choices; the control in use is drawn again and keeps the focus (or takes it, when this drawing is for its change). */
+  private drawChoices(page: Choices): void {
+    this.drawnChoices = JSON.stringify(page);
+    const active = document.activeElement as HTMLElement | null;
+    const had = active && this.filters.contains(active) ? active.getAttribute('data-filter') : null;
+    const inUse = had ?? (!active || active === document.body ? this.focused : null);
+    mount(this.filters, ...filterControls(this.filter, page, this.set));
+    if (inUse && this.filters.isConnected) focusControl(this.filters, inUse);
+  }
+
+  /** The count, the active filters as chips with how many rollouts they hide, and the empty state. */
+  private drawSummary(page: RolloutPage): void {
+    const { chips, status } = this;
+    this.count.textContent = `${page.total.toLocaleString('en-US')} rollout${page.total === 1 ? '' : 's'}`;
     const hidden = page.storeTotal - page.total;
     mount(
       chips,
-      ...activeFilterChips(filter, page, (keys) => set(Object.fromEntries(keys.map((k) => [k, undefined])))),
+      ...activeFilterChips(this.filter, page, (keys) => this.set(Object.fromEntries(keys.map((k) => [k, undefined])))),
       hidden > 0 ? h('span', { class: 'hidden-count muted' }, `${hidden.toLocaleString('en-US')} hidden by filters`) : null,
     );
     chips.hidden = chips.childElementCount === 0;
@@ -403,59 +371,5 @@ export function renderRolloutsView(root: HTMLElement, filter: RolloutFilter, act
         ),
       );
     }
-  };
-
-  let last: RolloutPage | null = null;
-  const list = new VirtualList<RolloutRow>(
-    {
-      fetch: async (offset, limit) => {
-        const page = await actions.load({ ...filter, offset, limit });
-        const choices = choicesOf(page);
-        lastChoices = choices;
-        if (JSON.stringify(choices) !== drawnChoices) drawChoices(choices);
-        last = page;
-        drawSummary(page);
-        return { items: page.items, total: page.total };
-      },
-      row: (item, index) => rowOf(item, index, (id, active) => actions.openRollout(id, { scrollTop: list.element.scrollTop, active })),
-      placeholder: placeholderRow,
-      onTotal: () => {
-        if (last) drawSummary(last);
-      },
-      onError: (err) => {
-        status.hidden = false;
-        mount(status, errorState(`Could not load rollouts: ${err.message}`, { retry: () => list.reset(), startDaemon: actions.startDaemon }));
-      },
-    },
-    ROW_HEIGHT,
-    header,
-  );
-
-  const refresh = h('vscode-toolbar-button', { icon: 'refresh', label: 'Refresh', title: 'Refresh', class: 'refresh' });
-  refresh.addEventListener('click', () => list.refresh());
-  const element = h(
-    'div',
-    { class: `rollouts-view${filtersOpen ? ' filters-open' : ''}` },
-    h('header', { class: 'view-header' }, h('h1', {}, icon('list-tree'), ' Rollouts ', count), h('div', { class: 'spacer' }), refresh),
-    h('div', { class: 'filter-area' }, search, toggle, filters),
-    chips,
-    h('div', { class: 'rollouts-grid', role: 'grid', 'aria-label': 'Rollouts' }, list.element),
-    status,
-  );
-  mount(root, element);
-  // Narrow or not from the first draw (no row drawn at the wrong height), then whenever the panel is resized.
-  const layout = (): void => {
-    const narrow = element.clientWidth > 0 && element.clientWidth < NARROW_WIDTH;
-    element.classList.toggle('narrow', narrow);
-    list.setRowHeight(narrow ? ROW_HEIGHT_NARROW : ROW_HEIGHT);
-  };
-  layout();
-  const resized = new ResizeObserver(() => (element.isConnected ? layout() : resized.disconnect()));
-  resized.observe(element);
-  if (focused === 'search' || focused === 'toggle') focusControl(element, focused);
-  if (lastChoices) drawChoices(lastChoices);
-  shown.set(root, { filter: key, list, element });
-  const intoRows = focusRowsNext;
-  focusRowsNext = false;
-  list.reset(at ? { ...at, focus: true } : intoRows ? { scrollTop: 0, active: 0, focus: true } : undefined);
+  }
 }

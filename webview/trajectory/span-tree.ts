@@ -21,8 +21,14 @@ export const KIND_ICON: Record<ReturnType<typeof spanKind>, string> = {
   operation: 'symbol-event',
 };
 
+/** The span-name column's width in px once the user has set it: the caller keeps it across redraws of the view. */
+export interface SpanTreeLayout {
+  nameColumnPx: number | null;
+}
+
 export interface SpanTreeOptions {
   spans: Span[];
+  layout: SpanTreeLayout;
   label(span: Span): string;
   chips(span: Span): HTMLElement[];
   selectedId: string | undefined;
@@ -30,8 +36,6 @@ export interface SpanTreeOptions {
   open(span: Span): void;
 }
 
-/** The span-name column's width in px once the user has set it; kept across redraws of the view. */
-let nameColumnPx: number | null = null;
 const MIN_NAME_PX = 120;
 const MIN_WATERFALL_PX = 80;
 
@@ -98,7 +102,7 @@ function axis(range: { start: number; end: number }): { el: HTMLElement; fill(wi
 }
 
 /** The handle between the name column and the waterfall. */
-function columnResizer(pane: HTMLElement): HTMLElement {
+function columnResizer(pane: HTMLElement, layout: SpanTreeLayout): HTMLElement {
   const handle = h('div', {
     class: 'col-resizer',
     role: 'separator',
@@ -109,11 +113,12 @@ function columnResizer(pane: HTMLElement): HTMLElement {
   });
   const setWidth = (px: number): void => {
     const max = pane.clientWidth - MIN_WATERFALL_PX;
-    nameColumnPx = Math.round(Math.max(MIN_NAME_PX, Math.min(px, max)));
-    pane.style.setProperty('--name-col', `${nameColumnPx}px`);
-    handle.setAttribute('aria-valuenow', String(nameColumnPx));
+    layout.nameColumnPx = Math.round(Math.max(MIN_NAME_PX, Math.min(px, max)));
+    pane.style.setProperty('--name-col', `${layout.nameColumnPx}px`);
+    handle.setAttribute('aria-valuenow', String(layout.nameColumnPx));
   };
-  const current = (): number => nameColumnPx ?? (pane.querySelector('.span-row.header .span-name') as HTMLElement | null)?.getBoundingClientRect().width ?? 240;
+  const current = (): number =>
+    layout.nameColumnPx ?? (pane.querySelector('.span-row.header .span-name') as HTMLElement | null)?.getBoundingClientRect().width ?? 240;
   handle.addEventListener('pointerdown', (e) => {
     e.preventDefault();
     handle.setPointerCapture(e.pointerId);
@@ -139,143 +144,165 @@ function columnResizer(pane: HTMLElement): HTMLElement {
 
 /** Draws the tree into `pane` (role tree); `select` marks a span chosen elsewhere (the States view). */
 export function renderSpanTree(pane: HTMLElement, opts: SpanTreeOptions): { select(spanId: string): void } {
-  const tree = buildSpanTree(opts.spans);
-  const range = timeRange(opts.spans);
-  const parentOf = new Map<string, SpanNode | null>();
-  const index = (node: SpanNode, parent: SpanNode | null): void => {
-    parentOf.set(node.span.spanId, parent);
-    node.children.forEach((c) => index(c, node));
-  };
-  tree.forEach((r) => index(r, null));
-  const collapsed = new Set<string>();
+  const tree = new SpanTree(pane, opts);
+  tree.draw(false);
+  return { select: (spanId) => tree.select(spanId) };
+}
+
+/** The tree of one attempt's spans in its pane: which nodes are collapsed, which is selected and which has the focus. */
+class SpanTree {
+  private readonly tree: SpanNode[];
+  private readonly range: { start: number; end: number };
+  private readonly parentOf = new Map<string, SpanNode | null>();
+  private readonly collapsed = new Set<string>();
   // The axis follows the waterfall column's width (window resized, name column dragged).
-  let axisObserver: ResizeObserver | null = null;
-  let selectedId = opts.selectedId;
-  let focusedId = selectedId ?? tree[0]?.span.spanId;
-  pane.setAttribute('role', 'tree');
-  pane.setAttribute('aria-label', 'Spans');
-  if (nameColumnPx !== null) pane.style.setProperty('--name-col', `${nameColumnPx}px`);
+  private axisObserver: ResizeObserver | null = null;
+  private selectedId: string | undefined;
+  private focusedId: string | undefined;
 
-  const toggle = (node: SpanNode, open?: boolean): void => {
-    const id = node.span.spanId;
-    const willOpen = open ?? collapsed.has(id);
-    if (willOpen) collapsed.delete(id);
-    else collapsed.add(id);
-    draw(true);
-  };
+  constructor(
+    private readonly pane: HTMLElement,
+    private readonly opts: SpanTreeOptions,
+  ) {
+    this.tree = buildSpanTree(opts.spans);
+    this.range = timeRange(opts.spans);
+    const index = (node: SpanNode, parent: SpanNode | null): void => {
+      this.parentOf.set(node.span.spanId, parent);
+      node.children.forEach((c) => index(c, node));
+    };
+    this.tree.forEach((r) => index(r, null));
+    this.selectedId = opts.selectedId;
+    this.focusedId = this.selectedId ?? this.tree[0]?.span.spanId;
+    pane.setAttribute('role', 'tree');
+    pane.setAttribute('aria-label', 'Spans');
+    if (opts.layout.nameColumnPx !== null) pane.style.setProperty('--name-col', `${opts.layout.nameColumnPx}px`);
+    pane.addEventListener('keydown', (e) => this.onKey(e));
+  }
 
-  const draw = (keepFocus: boolean): void => {
-    const visible = flattenTree(tree, collapsed);
-    if (!visible.some((n) => n.span.spanId === focusedId)) focusedId = visible[0]?.span.spanId;
-    const rows = visible.map((node) => {
-      const s = node.span;
-      const kind = spanKind(s);
-      const left = ((s.startTime - range.start) / (range.end - range.start)) * 100;
-      const width = Math.max(0.4, (((s.endTime ?? s.startTime) - s.startTime) / (range.end - range.start)) * 100);
-      const label = opts.label(s);
-      const bar = h('div', { class: `bar kind-${kind}`, title: `${label} · ${fmtDuration(s.endTime !== null ? s.endTime - s.startTime : null)}` });
-      bar.style.left = `${left}%`;
-      bar.style.width = `${Math.min(width, 100 - left)}%`;
-      const hasChildren = node.children.length > 0;
-      const twisty = hasChildren ? icon(collapsed.has(s.spanId) ? 'chevron-right' : 'chevron-down', 'twisty') : h('span', { class: 'twisty' });
-      twisty.addEventListener('click', (e) => {
-        e.stopPropagation();
-        toggle(node);
-      });
-      const name = h(
-        'div',
-        { class: 'span-name' },
-        twisty,
-        icon(KIND_ICON[kind], `kind-icon kind-${kind}`),
-        h('span', { class: 'label', title: label }, label),
-        ...opts.chips(s),
-      );
-      name.style.paddingLeft = `${node.depth * 14 + 4}px`;
-      const row = h(
-        'div',
-        {
-          class: `span-row kind-${kind}${s.spanId === selectedId ? ' selected' : ''}${s.spanId === focusedId ? ' focused' : ''}`,
-          role: 'treeitem',
-          'data-span-id': s.spanId,
-          'data-kind': kind,
-          tabindex: s.spanId === focusedId ? 0 : -1,
-          'aria-level': node.depth + 1,
-          'aria-selected': s.spanId === selectedId ? 'true' : 'false',
-          'aria-expanded': hasChildren ? String(!collapsed.has(s.spanId)) : null,
-        },
-        name,
-        h('div', { class: 'waterfall' }, bar),
-      );
-      row.addEventListener('click', () => {
-        focusedId = s.spanId;
-        openSpan(s);
-      });
-      return row;
-    });
-    const timeAxis = axis(range);
+  select(spanId: string): void {
+    this.selectedId = spanId;
+    this.focusedId = spanId;
+    this.draw(false);
+  }
+
+  draw(keepFocus: boolean): void {
+    const { pane } = this;
+    const visible = flattenTree(this.tree, this.collapsed);
+    if (!visible.some((n) => n.span.spanId === this.focusedId)) this.focusedId = visible[0]?.span.spanId;
+    const rows = visible.map((node) => this.row(node));
+    const timeAxis = axis(this.range);
     timeAxis.fill(timeAxis.el.clientWidth);
-    mount(pane, h('div', { class: 'span-row header' }, h('div', { class: 'span-name' }, 'Span', columnResizer(pane)), timeAxis.el), ...rows);
-    axisObserver?.disconnect();
-    axisObserver = new ResizeObserver(() => timeAxis.fill(timeAxis.el.clientWidth));
-    axisObserver.observe(timeAxis.el);
+    mount(pane, h('div', { class: 'span-row header' }, h('div', { class: 'span-name' }, 'Span', columnResizer(pane, this.opts.layout)), timeAxis.el), ...rows);
+    this.axisObserver?.disconnect();
+    this.axisObserver = new ResizeObserver(() => timeAxis.fill(timeAxis.el.clientWidth));
+    this.axisObserver.observe(timeAxis.el);
     if (keepFocus) (pane.querySelector(`.span-row[tabindex="0"]`) as HTMLElement | null)?.focus();
-  };
+  }
 
-  const openSpan = (s: Span): void => {
-    selectedId = s.spanId;
-    draw(true);
-    opts.open(s);
-  };
+  /** A node's row: its name (twisty, kind, label, chips) indented by depth, and its bar on the waterfall. */
+  private row(node: SpanNode): HTMLElement {
+    const { range, collapsed, selectedId, focusedId } = this;
+    const s = node.span;
+    const kind = spanKind(s);
+    const left = ((s.startTime - range.start) / (range.end - range.start)) * 100;
+    const width = Math.max(0.4, (((s.endTime ?? s.startTime) - s.startTime) / (range.end - range.start)) * 100);
+    const label = this.opts.label(s);
+    const bar = h('div', { class: `bar kind-${kind}`, title: `${label} · ${fmtDuration(s.endTime !== null ? s.endTime - s.startTime : null)}` });
+    bar.style.left = `${left}%`;
+    bar.style.width = `${Math.min(width, 100 - left)}%`;
+    const hasChildren = node.children.length > 0;
+    const twisty = hasChildren ? icon(collapsed.has(s.spanId) ? 'chevron-right' : 'chevron-down', 'twisty') : h('span', { class: 'twisty' });
+    twisty.addEventListener('click', (e) => {
+      e.stopPropagation();
+      this.toggle(node);
+    });
+    const name = h(
+      'div',
+      { class: 'span-name' },
+      twisty,
+      icon(KIND_ICON[kind], `kind-icon kind-${kind}`),
+      h('span', { class: 'label', title: label }, label),
+      ...this.opts.chips(s),
+    );
+    name.style.paddingLeft = `${node.depth * 14 + 4}px`;
+    const row = h(
+      'div',
+      {
+        class: `span-row kind-${kind}${s.spanId === selectedId ? ' selected' : ''}${s.spanId === focusedId ? ' focused' : ''}`,
+        role: 'treeitem',
+        'data-span-id': s.spanId,
+        'data-kind': kind,
+        tabindex: s.spanId === focusedId ? 0 : -1,
+        'aria-level': node.depth + 1,
+        'aria-selected': s.spanId === selectedId ? 'true' : 'false',
+        'aria-expanded': hasChildren ? String(!collapsed.has(s.spanId)) : null,
+      },
+      name,
+      h('div', { class: 'waterfall' }, bar),
+    );
+    row.addEventListener('click', () => {
+      this.focusedId = s.spanId;
+      this.open(s);
+    });
+    return row;
+  }
 
-  pane.addEventListener('keydown', (e) => {
+  private toggle(node: SpanNode, open?: boolean): void {
+    const id = node.span.spanId;
+    const willOpen = open ?? this.collapsed.has(id);
+    if (willOpen) this.collapsed.delete(id);
+    else this.collapsed.add(id);
+    this.draw(true);
+  }
+
+  private open(s: Span): void {
+    this.selectedId = s.spanId;
+    this.draw(true);
+    this.opts.open(s);
+  }
+
+  private moveTo(n: SpanNode | null | undefined): void {
+    if (!n) return;
+    this.focusedId = n.span.spanId;
+    this.draw(true);
+  }
+
+  /** Keys as in VS Code's trees. */
+  private onKey(e: KeyboardEvent): void {
     if ((e.target as HTMLElement).closest('.col-resizer')) return;
-    const visible = flattenTree(tree, collapsed);
-    const at = visible.findIndex((n) => n.span.spanId === focusedId);
+    const visible = flattenTree(this.tree, this.collapsed);
+    const at = visible.findIndex((n) => n.span.spanId === this.focusedId);
     const node = visible[at];
     if (!node) return;
-    const moveTo = (n: SpanNode | null | undefined): void => {
-      if (n) {
-        focusedId = n.span.spanId;
-        draw(true);
-      }
-    };
-    const open = node.children.length > 0 && !collapsed.has(node.span.spanId);
+    const open = node.children.length > 0 && !this.collapsed.has(node.span.spanId);
     switch (e.key) {
       case 'ArrowDown':
-        moveTo(visible[at + 1]);
+        this.moveTo(visible[at + 1]);
         break;
       case 'ArrowUp':
-        moveTo(visible[at - 1]);
+        this.moveTo(visible[at - 1]);
         break;
       case 'Home':
-        moveTo(visible[0]);
+        this.moveTo(visible[0]);
         break;
       case 'End':
-        moveTo(visible[visible.length - 1]);
+        this.moveTo(visible[visible.length - 1]);
         break;
       case 'ArrowRight':
-        if (node.children.length && !open) toggle(node, true);
-        else if (open) moveTo(node.children[0]);
+        if (node.children.length && !open) this.toggle(node, true);
+        else if (open) this.moveTo(node.children[0]);
         break;
       case 'ArrowLeft':
-        if (open) toggle(node, false);
-        else moveTo(parentOf.get(node.span.spanId));
+        if (open) this.toggle(node, false);
+        else this.moveTo(this.parentOf.get(node.span.spanId));
         break;
       case 'Enter':
       case ' ':
-        openSpan(node.span);
+        this.open(node.span);
         break;
       default:
         return;
     }
     e.preventDefault();
-  });
-  draw(false);
-  return {
-    select(spanId) {
-      selectedId = spanId;
-      focusedId = spanId;
-      draw(false);
-    },
-  };
+  }
 }

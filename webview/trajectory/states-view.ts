@@ -17,28 +17,22 @@ import { deriveStates, isFilled } from './model.js';
 /** Characters of a step's text shown in its column header. */
 export const STEP_LABEL_CHARS = 60;
 
-export function renderStatesView(root: HTMLElement, spans: Span[], input: unknown, calls: CallInfo[], openSpan: (spanId: string) => void): void {
-  const table = deriveStates(spans, input);
-  if (table.steps.length === 0) {
-    mount(root, h('div', { class: 'empty-state' }, 'No steps recorded: the agent made no LLM call and emitted nothing.'));
-    return;
-  }
-  const byCall = new Map(calls.map((c) => [c.spanId, c]));
-  // The whole text of a step or a variable, on demand, under the table.
-  const full = h('div', { class: 'states-full', hidden: true, role: 'region', 'aria-label': 'Whole text' });
-  let shownKey: string | null = null;
-  const show = (key: string, title: string, text: string): void => {
-    if (shownKey === key) {
-      full.hidden = true;
-      shownKey = null;
+type StatesTable = ReturnType<typeof deriveStates>;
+
+/** The whole text of a step or a variable, on demand, in a region under the table (the same one again closes it). */
+class WholeText {
+  readonly element = h('div', { class: 'states-full', hidden: true, role: 'region', 'aria-label': 'Whole text' });
+  private shownKey: string | null = null;
+
+  private show(key: string, title: string, text: string): void {
+    const full = this.element;
+    if (this.shownKey === key) {
+      this.hide();
       return;
     }
-    shownKey = key;
+    this.shownKey = key;
     const close = h('vscode-toolbar-button', { icon: 'close', label: 'Close', title: 'Close', class: 'states-full-close' });
-    close.addEventListener('click', () => {
-      full.hidden = true;
-      shownKey = null;
-    });
+    close.addEventListener('click', () => this.hide());
     mount(
       full,
       h('div', { class: 'states-full-head' }, h('span', { class: 'states-full-title' }, title), h('div', { class: 'spacer' }), close),
@@ -46,8 +40,15 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
     );
     full.hidden = false;
     full.scrollIntoView({ block: 'nearest' });
-  };
-  const moreButton = (key: string, title: string, text: string, what: string): HTMLElement => {
+  }
+
+  private hide(): void {
+    this.element.hidden = true;
+    this.shownKey = null;
+  }
+
+  /** The "…" button that shows `text` whole under the title. */
+  button(key: string, title: string, text: string, what: string): HTMLElement {
     const b = h(
       'button',
       { class: 'states-more', title: `Show ${what} whole (${text.length.toLocaleString('en-US')} characters)`, 'aria-label': `Show ${what} whole` },
@@ -55,23 +56,25 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
     );
     b.addEventListener('click', (e) => {
       e.stopPropagation();
-      show(key, title, text);
+      this.show(key, title, text);
     });
     return b;
-  };
+  }
+}
 
-  const head = h(
+const policyText = (info: CallInfo): string => `${info.policy}${info.policyVersion === null ? '' : ` v${info.policyVersion}`}`;
+
+/** The header row: one column per step, its number, its text (cut), the policy of a call; a step with a span opens it. */
+function stepsHeader(table: StatesTable, calls: CallInfo[], whole: WholeText, openSpan: (spanId: string) => void): HTMLElement {
+  const byCall = new Map(calls.map((c) => [c.spanId, c]));
+  return h(
     'tr',
     {},
     h('th', { class: 'var-col' }, 'Variable'),
     ...table.steps.map((step, i) => {
       const info = step.span ? byCall.get(step.span.spanId) : undefined;
       const long = step.label.length > STEP_LABEL_CHARS;
-      const title = [
-        long ? preview(step.label, 300) : step.label,
-        info?.policy ? `policy ${info.policy}${info.policyVersion === null ? '' : ` v${info.policyVersion}`}` : null,
-        info?.why ?? null,
-      ]
+      const title = [long ? preview(step.label, 300) : step.label, info?.policy ? `policy ${policyText(info)}` : null, info?.why ?? null]
         .filter(Boolean)
         .join('\n');
       const th = h(
@@ -84,8 +87,8 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
         },
         h('div', { class: 'step-num' }, `s${i + 1}`),
         h('div', { class: 'step-label' }, long ? preview(step.label, STEP_LABEL_CHARS) : step.label),
-        info?.policy ? h('div', { class: 'step-policy muted' }, `${info.policy}${info.policyVersion === null ? '' : ` v${info.policyVersion}`}`) : null,
-        long ? moreButton(`step-${i + 1}`, `s${i + 1} · ${step.kind === 'tool' ? 'tool step' : step.kind}`, step.label, 'this step') : null,
+        info?.policy ? h('div', { class: 'step-policy muted' }, policyText(info)) : null,
+        long ? whole.button(`step-${i + 1}`, `s${i + 1} · ${step.kind === 'tool' ? 'tool step' : step.kind}`, step.label, 'this step') : null,
       );
       if (step.span) {
         th.classList.add('clickable');
@@ -94,34 +97,57 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
       return th;
     }),
   );
-  const rows = table.variables.map((v) =>
+}
+
+/** A variable's row: its name and value, then a cell per step (written, holds a value, empty; read by the call). */
+function variableRow(table: StatesTable, v: StatesTable['variables'][number], whole: WholeText): HTMLElement {
+  return h(
+    'tr',
+    { 'data-variable': v.id },
     h(
-      'tr',
-      { 'data-variable': v.id },
-      h(
-        'th',
-        { class: `var-col kind-${v.kind}`, title: preview(v.value, 300) },
-        h('div', { class: 'var-label' }, v.label),
-        h('div', { class: 'var-value muted' }, preview(v.value, 48), v.value.length > 48 ? moreButton(`var-${v.id}`, v.label, v.value, 'the value') : null),
-      ),
-      ...table.steps.map((step, i) => {
-        const filled = isFilled(table, v.id, i);
-        const written = step.writes.includes(v.id);
-        const read = step.reads.includes(v.id);
-        const state = written ? 'written' : filled ? 'filled' : 'empty';
-        return h(
-          'td',
-          {
-            class: `cell ${state}${read ? ' read' : ''} kind-${v.kind}`,
-            'data-state': state,
-            'data-read': read ? 'true' : null,
-            title: `${v.label} after s${i + 1}: ${filled ? preview(v.value, 200) : '(empty)'}${read ? '\n(read by this call)' : ''}`,
-          },
-          h('span', { class: 'dot' }),
-        );
-      }),
+      'th',
+      { class: `var-col kind-${v.kind}`, title: preview(v.value, 300) },
+      h('div', { class: 'var-label' }, v.label),
+      h('div', { class: 'var-value muted' }, preview(v.value, 48), v.value.length > 48 ? whole.button(`var-${v.id}`, v.label, v.value, 'the value') : null),
     ),
+    ...table.steps.map((step, i) => {
+      const filled = isFilled(table, v.id, i);
+      const written = step.writes.includes(v.id);
+      const read = step.reads.includes(v.id);
+      const state = written ? 'written' : filled ? 'filled' : 'empty';
+      return h(
+        'td',
+        {
+          class: `cell ${state}${read ? ' read' : ''} kind-${v.kind}`,
+          'data-state': state,
+          'data-read': read ? 'true' : null,
+          title: `${v.label} after s${i + 1}: ${filled ? preview(v.value, 200) : '(empty)'}${read ? '\n(read by this call)' : ''}`,
+        },
+        h('span', { class: 'dot' }),
+      );
+    }),
   );
+}
+
+const legend = (): HTMLElement =>
+  h(
+    'div',
+    { class: 'states-legend' },
+    h('span', {}, h('span', { class: 'cell-sample written' }), ' written at this step'),
+    h('span', {}, h('span', { class: 'cell-sample filled' }), ' holds a value'),
+    h('span', {}, h('span', { class: 'cell-sample empty' }), ' empty'),
+    h('span', {}, h('span', { class: 'cell-sample filled read' }), ' read by the LLM call'),
+  );
+
+export function renderStatesView(root: HTMLElement, spans: Span[], input: unknown, calls: CallInfo[], openSpan: (spanId: string) => void): void {
+  const table = deriveStates(spans, input);
+  if (table.steps.length === 0) {
+    mount(root, h('div', { class: 'empty-state' }, 'No steps recorded: the agent made no LLM call and emitted nothing.'));
+    return;
+  }
+  const whole = new WholeText();
+  const head = stepsHeader(table, calls, whole, openSpan);
+  const rows = table.variables.map((v) => variableRow(table, v, whole));
   const tableEl = h('table', { class: 'states-table' }, h('thead', {}, head), h('tbody', {}, ...rows));
   const scroller = h('div', { class: 'states-scroll', tabindex: 0, role: 'region', 'aria-label': 'Steps and variables' }, tableEl);
   const cue = h('div', { class: 'states-cue muted', hidden: true, 'aria-live': 'polite' });
@@ -129,20 +155,7 @@ export function renderStatesView(root: HTMLElement, spans: Span[], input: unknow
   scroller.addEventListener('scroll', updateCue, { passive: true });
   const resized = new ResizeObserver(() => (scroller.isConnected ? updateCue() : resized.disconnect()));
   resized.observe(scroller);
-  mount(
-    root,
-    h(
-      'div',
-      { class: 'states-legend' },
-      h('span', {}, h('span', { class: 'cell-sample written' }), ' written at this step'),
-      h('span', {}, h('span', { class: 'cell-sample filled' }), ' holds a value'),
-      h('span', {}, h('span', { class: 'cell-sample empty' }), ' empty'),
-      h('span', {}, h('span', { class: 'cell-sample filled read' }), ' read by the LLM call'),
-    ),
-    cue,
-    scroller,
-    full,
-  );
+  mount(root, legend(), cue, scroller, whole.element);
 }
 
 /** Which steps are in sight when the table scrolls sideways, and which way the others are ("s1–s3 of 6 steps in sight"). */
