@@ -71,21 +71,10 @@ function textInput(
   return field;
 }
 
-export function textField(
-  label: string,
-  name: string,
-  current: string,
-  attrs: Record<string, string>,
-  onChange: (v: string) => void,
-  debounceMs = 0,
-  keys?: TextKeys,
-): HTMLElement {
-  return h(
-    'label',
-    { class: `filter filter-${name}` },
-    h('span', { class: 'filter-label' }, label),
-    textInput(label, name, current, attrs, onChange, debounceMs, keys),
-  );
+/** A labelled text input (textInput's arguments). */
+export function textField(...args: Parameters<typeof textInput>): HTMLElement {
+  const [label, name] = args;
+  return h('label', { class: `filter filter-${name}` }, h('span', { class: 'filter-label' }, label), textInput(...args));
 }
 
 /** Focuses a filter control once it has rendered (vscode-elements draw their inner input asynchronously). */
