@@ -10,7 +10,7 @@ import 'uplot/dist/uPlot.min.css';
 import '../shared/theme.css';
 import './dashboard.css';
 import { METRICS } from '../../protocol/metrics.js';
-import { diagnoseLearning, runContext, stepNotes, type StepNote } from '../../protocol/training-health.js';
+import { runContext } from '../../protocol/training-health.js';
 import type { MetricPoint } from '../../protocol/store.js';
 import { DashboardProtocol as P, type DashboardState, type RunMetrics } from '../../protocol/webview-dashboard.js';
 import type { TrainingRun } from '../../protocol/store.js';
@@ -18,363 +18,352 @@ import { HostConnection } from '../shared/host.js';
 import { h, icon, mount, shortId } from '../shared/dom.js';
 import { type ChartRun, MetricCharts, runColor } from './charts.js';
 import { drawRunHeader, runLabel } from './run-header.js';
+import { drawRunNotes } from './run-notes.js';
 import { errorState, shouldReload } from '../shared/recovery.js';
 
-const host = new HostConnection<DashboardState>();
-const startDaemon = (): void => host.command(P.startDaemon, {});
-/** Whether a run is on screen (until then the dashboard keeps looking for one). */
-let showing = false;
-const root = document.getElementById('app') ?? document.body.appendChild(h('div', { id: 'app' }));
-let state: DashboardState = host.state ?? { runId: null };
-let charts: MetricCharts | null = null;
-let runs: TrainingRun[] = [];
-const header = h('header', { class: 'view-header' });
-const progress = h('div', { class: 'run-progress' });
-const toolbar = h('div', { class: 'chart-toolbar' });
-const constants = h('div', { class: 'constants' });
-/** Which steps the charts show after a drag (empty when they show every step). */
-const zoomState = h('span', { class: 'zoom-state muted' });
-const chartsRoot = h('div', { class: 'charts' });
-/** Why the run cannot learn (its first steps), and the steps that taught nothing, with what to try. */
-const notes = h('div', { class: 'run-notes' });
-mount(root, header, progress, notes, toolbar, constants, chartsRoot);
-/** Whether the user opened (or closed) a run's notes on steps: kept across redraws. */
-const notesOpen = new Map<string, boolean>();
-/** Every point of the shown run so far (the notes read them). */
-let shownPoints: MetricPoint[] = [];
+/** The dashboard of one panel: its state (saved in the panel), the runs, the charts and the parts of the page it draws. */
+class Dashboard {
+  /** Whether a run is on screen (until then the dashboard keeps looking for one). */
+  showing = false;
+  state: DashboardState;
+  private charts: MetricCharts | null = null;
+  runs: TrainingRun[] = [];
+  private readonly header = h('header', { class: 'view-header' });
+  private readonly progress = h('div', { class: 'run-progress' });
+  private readonly toolbar = h('div', { class: 'chart-toolbar' });
+  private readonly constants = h('div', { class: 'constants' });
+  /** Which steps the charts show after a drag (empty when they show every step). */
+  private readonly zoomState = h('span', { class: 'zoom-state muted' });
+  private readonly chartsRoot = h('div', { class: 'charts' });
+  /** Why the run cannot learn (its first steps), and the steps that taught nothing, with what to try. */
+  private readonly notes = h('div', { class: 'run-notes' });
+  /** The run's agent's headline number, in the words and with the tooltip of its CodeLens (protocol/agent-headline.ts). */
+  private readonly headline = h('span', { class: 'kpi headline' });
+  /** Whether the user opened (or closed) a run's notes on steps: kept across redraws. */
+  private readonly notesOpen = new Map<string, boolean>();
+  /** Every point of the shown run so far (the notes read them). */
+  private shownPoints: MetricPoint[] = [];
 
-const compared = (): string[] => (state.compare ?? []).filter((id) => id !== state.runId && runs.some((r) => r.id === id));
-
-function saveState(patch: Partial<DashboardState>): void {
-  state = { ...state, ...patch };
-  host.state = state;
-}
-
-/** The runs on the charts: the shown run first, then the compared ones, each with its colour slot. */
-function chartRuns(): ChartRun[] {
-  return [state.runId!, ...compared()].map((id, i) => ({ id, tag: shortId(id), colorIndex: i }));
-}
-
-/** The run's agent's headline number, in the words and with the tooltip of its CodeLens (protocol/agent-headline.ts). */
-const headline = h('span', { class: 'kpi headline' });
-async function drawHeadline(run: TrainingRun): Promise<void> {
-  try {
-    const line = await host.request(P.getHeadline, { agent: run.agent });
-    if (state.runId !== run.id) return;
-    headline.textContent = line.text;
-    headline.title = line.tooltip;
-  } catch {
-    /* the daemon went away: the charts say so */
+  constructor(
+    private readonly host: HostConnection<DashboardState>,
+    root: HTMLElement,
+  ) {
+    this.state = host.state ?? { runId: null };
+    mount(root, this.header, this.progress, this.notes, this.toolbar, this.constants, this.chartsRoot);
   }
-}
 
-/**
- * The diagnosis of a run that cannot learn (protocol/training-health.ts, the same words agl train prints and the
- * editor's notification says), then the steps that taught nothing or little: the notes that say the same thing
- * gathered on one line with their steps, each with the first thing to try about it. A note's step opens its groups.
- */
-function drawNotes(run: TrainingRun): void {
-  const ctx = runContext(run);
-  const diagnosis = diagnoseLearning(shownPoints, ctx);
-  const list = stepNotes(shownPoints, ctx);
-  const noted = new Set(list.map((n) => n.step)).size;
-  const stepLink = (step: number): HTMLElement => {
-    const a = h('a', { href: '#', class: 'note-step', 'data-step': step, title: `Open step ${step}'s GRPO groups` }, `step ${step}`);
-    a.addEventListener('click', (e) => {
-      e.preventDefault();
-      host.command(P.openGroups, { runId: run.id, step });
-    });
-    return a;
-  };
-  const alike = new Map<string, StepNote[]>();
-  for (const n of list) alike.set(`${n.kind}\u0000${n.text}`, [...(alike.get(`${n.kind}\u0000${n.text}`) ?? []), n]);
-  const details = list.length
-    ? h(
-        'details',
-        { class: 'step-notes', open: notesOpen.get(run.id) ?? (!diagnosis && alike.size <= 3) },
-        h('summary', {}, icon('info'), ` Notes on ${noted} step${noted === 1 ? '' : 's'} that taught little`),
-        h(
-          'ul',
-          {},
-          ...[...alike.values()].map((same) =>
-            h(
-              'li',
-              {
-                class: `step-note note-${same[0]!.kind}`,
-                'data-step': same[0]!.step,
-                'data-steps': same.map((n) => n.step).join(' '),
-                'data-kind': same[0]!.kind,
-              },
-              ...same.flatMap((n, i) => [i ? ', ' : '', stepLink(n.step)]),
-              `: ${same[0]!.text}`,
-              h('div', { class: 'muted what-to-try' }, `Try first: ${same[0]!.tryFirst}`),
-            ),
-          ),
-        ),
-      )
-    : null;
-  // Opened or closed by the user (a click or Enter on its summary), the notes stay so when new points redraw them.
-  details?.querySelector('summary')?.addEventListener('click', () => notesOpen.set(run.id, !(details as HTMLDetailsElement).open));
-  mount(
-    notes,
-    diagnosis
-      ? h(
-          'div',
-          { class: 'learning-diagnosis', role: 'alert', 'data-kind': diagnosis.kind },
-          h('div', { class: 'diagnosis-title' }, icon('warning'), ` ${diagnosis.message}`),
-          h('div', {}, h('span', { class: 'muted' }, 'Likely cause: '), diagnosis.cause),
-          h('div', { class: 'muted' }, 'What to try:'),
-          h('ul', {}, ...diagnosis.advice.map((a) => h('li', {}, a))),
-        )
-      : null,
-    details,
-  );
-}
+  private readonly startDaemon = (): void => this.host.command(P.startDaemon, {});
 
-/** Renames the shown run: its label is the user's, kept across agl train's updates; '' clears it. */
-function editLabel(run: TrainingRun, anchor: HTMLElement): void {
-  const current = (run.summary as { label?: string }).label ?? '';
-  const input = h('input', {
-    type: 'text',
-    class: 'label-input',
-    value: current,
-    maxlength: 120,
-    placeholder: 'a name for this run (Enter saves, Escape cancels)',
-    'aria-label': 'Run label',
-  }) as HTMLInputElement;
-  const done = async (save: boolean): Promise<void> => {
-    if (save && input.value.trim() !== current) {
-      try {
-        const updated = await host.request(P.setRunLabel, { runId: run.id, label: input.value.trim() });
-        runs = runs.map((r) => (r.id === updated.id ? updated : r));
-      } catch (err) {
-        input.setCustomValidity((err as Error).message);
-        input.reportValidity();
-        return;
-      }
+  compared(): string[] {
+    return (this.state.compare ?? []).filter((id) => id !== this.state.runId && this.runs.some((r) => r.id === id));
+  }
+
+  private saveState(patch: Partial<DashboardState>): void {
+    this.state = { ...this.state, ...patch };
+    this.host.state = this.state;
+  }
+
+  /** The runs on the charts: the shown run first, then the compared ones, each with its colour slot. */
+  private chartRuns(): ChartRun[] {
+    return [this.state.runId!, ...this.compared()].map((id, i) => ({ id, tag: shortId(id), colorIndex: i }));
+  }
+
+  /** `run` as the daemon now has it, in place of the one the dashboard had. */
+  private replaceRun(run: TrainingRun): void {
+    this.runs = this.runs.map((r) => (r.id === run.id ? run : r));
+  }
+
+  private async drawHeadline(run: TrainingRun): Promise<void> {
+    try {
+      const line = await this.host.request(P.getHeadline, { agent: run.agent });
+      if (this.state.runId !== run.id) return;
+      this.headline.textContent = line.text;
+      this.headline.title = line.tooltip;
+    } catch {
+      /* the daemon went away: the charts say so */
     }
-    drawHeader();
-    drawToolbar();
-  };
-  input.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter') void done(true);
-    else if (e.key === 'Escape') void done(false);
-  });
-  anchor.replaceWith(input);
-  input.focus();
-  input.select();
-}
+  }
 
-function drawHeader(): void {
-  const select = h(
-    'vscode-single-select',
-    { class: 'run-select', 'aria-label': 'Training run' },
-    ...runs.map((r) => h('vscode-option', { value: r.id, selected: r.id === state.runId }, `${runLabel(r)} · ${r.status}`)),
-  );
-  select.addEventListener('change', () => void showRun((select as unknown as { value: string }).value));
-  const shown = runs.find((r) => r.id === state.runId);
-  const rename = h('vscode-toolbar-button', {
-    icon: 'edit',
-    label: 'Name this run',
-    title: 'Name this run (a label shown in the picker and legends)',
-    class: 'rename-run',
-  });
-  rename.addEventListener('click', () => shown && editLabel(shown, rename));
-  mount(header, h('h1', {}, icon('graph-line'), ' Training'), h('div', { class: 'spacer' }), headline, runs.length ? select : null, shown ? rename : null);
-}
+  /** Renames the shown run: its label is the user's, kept across agl train's updates; '' clears it. */
+  private editLabel(run: TrainingRun, anchor: HTMLElement): void {
+    const current = (run.summary as { label?: string }).label ?? '';
+    const input = h('input', {
+      type: 'text',
+      class: 'label-input',
+      value: current,
+      maxlength: 120,
+      placeholder: 'a name for this run (Enter saves, Escape cancels)',
+      'aria-label': 'Run label',
+    }) as HTMLInputElement;
+    const done = async (save: boolean): Promise<void> => {
+      if (save && input.value.trim() !== current) {
+        try {
+          this.replaceRun(await this.host.request(P.setRunLabel, { runId: run.id, label: input.value.trim() }));
+        } catch (err) {
+          input.setCustomValidity((err as Error).message);
+          input.reportValidity();
+          return;
+        }
+      }
+      this.drawHeader();
+      this.drawToolbar();
+    };
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') void done(true);
+      else if (e.key === 'Escape') void done(false);
+    });
+    anchor.replaceWith(input);
+    input.focus();
+    input.select();
+  }
 
-/** Smoothing slider, the runs to compare (checkboxes) and, when overlaid, the legend of run colours. */
-function drawToolbar(): void {
-  const slider = h('input', {
-    type: 'range',
-    min: 0,
-    max: 0.99,
-    step: 0.01,
-    value: state.smoothing ?? 0,
-    class: 'smoothing',
-    'aria-label': 'Smoothing (EMA weight)',
-  }) as HTMLInputElement;
-  const shown = h('span', { class: 'smoothing-value' }, (state.smoothing ?? 0).toFixed(2));
-  slider.addEventListener('input', () => {
-    const weight = Number(slider.value);
-    shown.textContent = weight.toFixed(2);
-    saveState({ smoothing: weight });
-    charts?.setSmoothing(weight);
-  });
-  const others = runs.filter((r) => r.id !== state.runId);
-  const picked = new Set(compared());
-  const boxes = others.map((r) => {
-    const box = h('vscode-checkbox', { 'data-run': r.id, checked: picked.has(r.id), label: `${runLabel(r)} · ${r.status} · step ${r.step}/${r.totalSteps}` });
-    box.addEventListener('change', () => void toggleCompare(r.id, (box as unknown as { checked: boolean }).checked));
-    return box;
-  });
-  const legend = picked.size
-    ? h(
-        'div',
-        { class: 'run-legend' },
-        ...chartRuns().map((r) => {
-          const swatch = h('span', { class: 'swatch' });
-          swatch.style.color = runColor(r.colorIndex);
-          return h('span', { class: 'run-legend-item', 'data-run': r.id, title: r.id }, swatch, `${r.tag} · ${runLabel(runs.find((run) => run.id === r.id)!)}`);
-        }),
-        h('span', { class: 'muted' }, 'second metric of a chart dashed'),
-      )
-    : null;
-  mount(
-    toolbar,
-    h(
+  private drawHeader(): void {
+    const select = h(
+      'vscode-single-select',
+      { class: 'run-select', 'aria-label': 'Training run' },
+      ...this.runs.map((r) => h('vscode-option', { value: r.id, selected: r.id === this.state.runId }, `${runLabel(r)} · ${r.status}`)),
+    );
+    select.addEventListener('change', () => void this.showRun((select as unknown as { value: string }).value));
+    const shown = this.runs.find((r) => r.id === this.state.runId);
+    const rename = h('vscode-toolbar-button', {
+      icon: 'edit',
+      label: 'Name this run',
+      title: 'Name this run (a label shown in the picker and legends)',
+      class: 'rename-run',
+    });
+    rename.addEventListener('click', () => shown && this.editLabel(shown, rename));
+    mount(
+      this.header,
+      h('h1', {}, icon('graph-line'), ' Training'),
+      h('div', { class: 'spacer' }),
+      this.headline,
+      this.runs.length ? select : null,
+      shown ? rename : null,
+    );
+  }
+
+  /** The smoothing slider: the EMA weight of every chart, saved with the panel. */
+  private smoothingControl(): HTMLElement {
+    const slider = h('input', {
+      type: 'range',
+      min: 0,
+      max: 0.99,
+      step: 0.01,
+      value: this.state.smoothing ?? 0,
+      class: 'smoothing',
+      'aria-label': 'Smoothing (EMA weight)',
+    }) as HTMLInputElement;
+    const shown = h('span', { class: 'smoothing-value' }, (this.state.smoothing ?? 0).toFixed(2));
+    slider.addEventListener('input', () => {
+      const weight = Number(slider.value);
+      shown.textContent = weight.toFixed(2);
+      this.saveState({ smoothing: weight });
+      this.charts?.setSmoothing(weight);
+    });
+    return h(
       'label',
       { class: 'smoothing-label', title: 'Exponential moving average, as TensorBoard draws it: the raw values stay faint behind' },
       'Smoothing ',
       slider,
       shown,
-    ),
-    others.length
+    );
+  }
+
+  /** Smoothing slider, the runs to compare (checkboxes) and, when overlaid, the legend of run colours. */
+  private drawToolbar(): void {
+    const others = this.runs.filter((r) => r.id !== this.state.runId);
+    const picked = new Set(this.compared());
+    const boxes = others.map((r) => {
+      const box = h('vscode-checkbox', { 'data-run': r.id, checked: picked.has(r.id), label: `${runLabel(r)} · ${r.status} · step ${r.step}/${r.totalSteps}` });
+      box.addEventListener('change', () => void this.toggleCompare(r.id, (box as unknown as { checked: boolean }).checked));
+      return box;
+    });
+    const legend = picked.size
       ? h(
-          'details',
-          { class: 'compare', open: picked.size > 0 },
-          h('summary', {}, icon('git-compare'), ` Compare runs${picked.size ? ` (${picked.size})` : ''}`),
-          h('div', { class: 'compare-list' }, ...boxes),
+          'div',
+          { class: 'run-legend' },
+          ...this.chartRuns().map((r) => {
+            const swatch = h('span', { class: 'swatch' });
+            swatch.style.color = runColor(r.colorIndex);
+            return h(
+              'span',
+              { class: 'run-legend-item', 'data-run': r.id, title: r.id },
+              swatch,
+              `${r.tag} · ${runLabel(this.runs.find((run) => run.id === r.id)!)}`,
+            );
+          }),
+          h('span', { class: 'muted' }, 'second metric of a chart dashed'),
         )
-      : null,
-    legend,
-    zoomState,
-  );
-}
+      : null;
+    mount(
+      this.toolbar,
+      this.smoothingControl(),
+      others.length
+        ? h(
+            'details',
+            { class: 'compare', open: picked.size > 0 },
+            h('summary', {}, icon('git-compare'), ` Compare runs${picked.size ? ` (${picked.size})` : ''}`),
+            h('div', { class: 'compare-list' }, ...boxes),
+          )
+        : null,
+      legend,
+      this.zoomState,
+    );
+  }
 
-function redrawRun(run: TrainingRun): void {
-  drawRunHeader(
-    progress,
-    run,
-    (m) => charts?.latest(run.id, m),
-    charts?.best(run.id, METRICS.valReward) ?? null,
-    charts?.best(run.id, METRICS.peakMemoryMiB)?.reward ?? null,
-  );
-}
+  private redrawRun(run: TrainingRun): void {
+    const charts = this.charts;
+    drawRunHeader(
+      this.progress,
+      run,
+      (m) => charts?.latest(run.id, m),
+      charts?.best(run.id, METRICS.valReward) ?? null,
+      charts?.best(run.id, METRICS.peakMemoryMiB)?.reward ?? null,
+    );
+  }
 
-/** The panel pushes the new points of the shown run and the compared ones (as the daemon says they land). */
-function watchRuns(): void {
-  if (state.runId) host.command(P.watchRun, { runId: state.runId, compare: compared() });
-}
+  /** The panel pushes the new points of the shown run and the compared ones (as the daemon says they land). */
+  private watchRuns(): void {
+    if (this.state.runId) this.host.command(P.watchRun, { runId: this.state.runId, compare: this.compared() });
+  }
 
-/** New points of a compared run, and its new status. */
-function applyCompared(data: RunMetrics): void {
-  const before = runs.find((r) => r.id === data.run.id);
-  runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
-  charts?.add(data.run.id, data.points, runContext(data.run));
-  if (before?.status !== data.run.status) drawToolbar();
-}
+  /** New points of a compared run, and its new status. */
+  applyCompared(data: RunMetrics): void {
+    const before = this.runs.find((r) => r.id === data.run.id);
+    this.replaceRun(data.run);
+    this.charts?.add(data.run.id, data.points, runContext(data.run));
+    if (before?.status !== data.run.status) this.drawToolbar();
+  }
 
-async function toggleCompare(runId: string, on: boolean): Promise<void> {
-  saveState({ compare: on ? [...compared(), runId] : compared().filter((id) => id !== runId) });
-  if (on) {
+  private async toggleCompare(runId: string, on: boolean): Promise<void> {
+    this.saveState({ compare: on ? [...this.compared(), runId] : this.compared().filter((id) => id !== runId) });
+    if (on) {
+      try {
+        const data = await this.host.request(P.getRunMetrics, { runId });
+        this.replaceRun(data.run);
+        this.charts?.add(runId, data.points, runContext(data.run));
+      } catch (err) {
+        mount(
+          this.constants,
+          errorState(`Could not load run ${runId} to compare: ${(err as Error).message}`, {
+            retry: () => void this.toggleCompare(runId, true),
+            startDaemon: this.startDaemon,
+          }),
+        );
+      }
+    }
+    this.charts?.setRuns(this.chartRuns());
+    this.drawToolbar();
+    this.watchRuns();
+  }
+
+  /** New charts for the run `data` is of (another run shown, or the first). */
+  private newCharts(runId: string): MetricCharts {
+    this.headline.textContent = '';
+    this.charts?.destroy();
+    const charts = new MetricCharts({
+      root: this.chartsRoot,
+      constants: this.constants,
+      onStepClick: (step) => this.host.command(P.openGroups, { runId, step }),
+      onZoom: (zoom) =>
+        mount(this.zoomState, zoom ? [icon('zoom-in'), ` steps ${Math.ceil(zoom.min)}–${Math.floor(zoom.max)} · double-click a chart to reset`] : null),
+    });
+    charts.setSmoothing(this.state.smoothing ?? 0);
+    this.charts = charts;
+    charts.setRuns(this.chartRuns());
+    return charts;
+  }
+
+  /** Points of the shown run: all of them (`replace`: another run, or the first read), or the new ones. */
+  apply(data: RunMetrics, replace: boolean): void {
+    if (!this.charts) replace = true;
+    const charts = replace ? this.newCharts(data.run.id) : this.charts!;
+    charts.add(data.run.id, data.points, runContext(data.run));
+    this.shownPoints = replace ? [...data.points] : [...this.shownPoints, ...data.points];
+    drawRunNotes(this.notes, data.run, this.shownPoints, this.notesOpen, (step) => this.host.command(P.openGroups, { runId: data.run.id, step }));
+    const before = this.runs.find((r) => r.id === data.run.id);
+    this.replaceRun(data.run);
+    this.redrawRun(data.run);
+    if (replace || data.points.some((p) => p.name === METRICS.valReward)) void this.drawHeadline(data.run);
+    if (before && before.status !== data.run.status) {
+      this.drawHeader();
+      this.drawToolbar();
+    }
+  }
+
+  async showRun(runId: string): Promise<void> {
+    this.showing = true;
+    this.saveState({ runId });
+    this.drawHeader();
+    this.drawToolbar();
     try {
-      const data = await host.request(P.getRunMetrics, { runId });
-      runs = runs.map((r) => (r.id === runId ? data.run : r));
-      charts?.add(runId, data.points, runContext(data.run));
+      this.apply(await this.host.request(P.getRunMetrics, { runId }), true);
+      this.watchRuns();
+      const extra = await Promise.all(this.compared().map((id) => this.host.request(P.getRunMetrics, { runId: id }).catch(() => null)));
+      for (const data of extra) {
+        if (!data) continue;
+        this.replaceRun(data.run);
+        this.charts?.add(data.run.id, data.points, runContext(data.run));
+      }
     } catch (err) {
       mount(
-        constants,
-        errorState(`Could not load run ${runId} to compare: ${(err as Error).message}`, { retry: () => void toggleCompare(runId, true), startDaemon }),
+        this.chartsRoot,
+        errorState(`Could not load run ${runId}: ${(err as Error).message}`, { retry: () => void this.showRun(runId), startDaemon: this.startDaemon }),
       );
     }
   }
-  charts?.setRuns(chartRuns());
-  drawToolbar();
-  watchRuns();
-}
 
-function apply(data: RunMetrics, replace: boolean): void {
-  if (!charts || replace) {
-    replace = true;
-    headline.textContent = '';
-    charts?.destroy();
-    charts = new MetricCharts({
-      root: chartsRoot,
-      constants,
-      onStepClick: (step) => host.command(P.openGroups, { runId: data.run.id, step }),
-      onZoom: (zoom) =>
-        mount(zoomState, zoom ? [icon('zoom-in'), ` steps ${Math.ceil(zoom.min)}–${Math.floor(zoom.max)} · double-click a chart to reset`] : null),
-    });
-    charts.setSmoothing(state.smoothing ?? 0);
-    charts.setRuns(chartRuns());
-  }
-  charts.add(data.run.id, data.points, runContext(data.run));
-  shownPoints = replace ? [...data.points] : [...shownPoints, ...data.points];
-  drawNotes(data.run);
-  const before = runs.find((r) => r.id === data.run.id);
-  runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
-  redrawRun(data.run);
-  if (replace || data.points.some((p) => p.name === METRICS.valReward)) void drawHeadline(data.run);
-  if (before && before.status !== data.run.status) {
-    drawHeader();
-    drawToolbar();
-  }
-}
-
-async function showRun(runId: string): Promise<void> {
-  showing = true;
-  saveState({ runId });
-  drawHeader();
-  drawToolbar();
-  try {
-    apply(await host.request(P.getRunMetrics, { runId }), true);
-    watchRuns();
-    const extra = await Promise.all(compared().map((id) => host.request(P.getRunMetrics, { runId: id }).catch(() => null)));
-    for (const data of extra) {
-      if (!data) continue;
-      runs = runs.map((r) => (r.id === data.run.id ? data.run : r));
-      charts?.add(data.run.id, data.points, runContext(data.run));
+  async start(): Promise<void> {
+    try {
+      this.runs = await this.host.request(P.listRuns, {});
+    } catch (err) {
+      // The daemon may be starting: the host says when it is up (P.state), and this reloads.
+      mount(
+        this.chartsRoot,
+        errorState(`Could not list training runs: ${(err as Error).message}`, { retry: () => void this.start(), startDaemon: this.startDaemon }),
+      );
+      return;
     }
-  } catch (err) {
-    mount(chartsRoot, errorState(`Could not load run ${runId}: ${(err as Error).message}`, { retry: () => void showRun(runId), startDaemon }));
+    const runId = this.state.runId && this.runs.some((r) => r.id === this.state.runId) ? this.state.runId : this.runs[0]?.id;
+    if (!runId) {
+      this.drawHeader();
+      mount(
+        this.chartsRoot,
+        h(
+          'div',
+          { class: 'empty-state' },
+          icon('graph-line'),
+          h('p', {}, 'No training run yet.'),
+          h('p', { class: 'muted' }, 'Start one with "Agent Lightning: Train This Agent"; its curves appear here live.'),
+        ),
+      );
+      return; // the host says when a run appears (P.runAppeared): the first one shows as soon as it starts
+    }
+    await this.showRun(runId);
   }
 }
 
-async function start(): Promise<void> {
-  try {
-    runs = await host.request(P.listRuns, {});
-  } catch (err) {
-    // The daemon may be starting: the host says when it is up (P.state), and this reloads.
-    mount(chartsRoot, errorState(`Could not list training runs: ${(err as Error).message}`, { retry: () => void start(), startDaemon }));
-    return;
-  }
-  const runId = state.runId && runs.some((r) => r.id === state.runId) ? state.runId : runs[0]?.id;
-  if (!runId) {
-    drawHeader();
-    mount(
-      chartsRoot,
-      h(
-        'div',
-        { class: 'empty-state' },
-        icon('graph-line'),
-        h('p', {}, 'No training run yet.'),
-        h('p', { class: 'muted' }, 'Start one with "Agent Lightning: Train This Agent"; its curves appear here live.'),
-      ),
-    );
-    return; // the host says when a run appears (P.runAppeared): the first one shows as soon as it starts
-  }
-  await showRun(runId);
-}
-
+const host = new HostConnection<DashboardState>();
+const root = document.getElementById('app') ?? document.body.appendChild(h('div', { id: 'app' }));
+const dashboard = new Dashboard(host, root);
 host.onNotification(P.metrics, (data) => {
-  if (data.run.id === state.runId) apply(data, false);
-  else if (compared().includes(data.run.id)) applyCompared(data);
+  if (data.run.id === dashboard.state.runId) dashboard.apply(data, false);
+  else if (dashboard.compared().includes(data.run.id)) dashboard.applyCompared(data);
 });
 host.onNotification(P.runAppeared, () => {
-  if (!showing) void start();
+  if (!dashboard.showing) void dashboard.start();
 });
 host.onNotification(P.show, ({ runId }) => {
-  if (!runs.some((r) => r.id === runId))
+  if (!dashboard.runs.some((r) => r.id === runId))
     void host.request(P.listRuns, {}).then((all) => {
-      runs = all;
-      void showRun(runId);
+      dashboard.runs = all;
+      void dashboard.showRun(runId);
     });
-  else void showRun(runId);
+  else void dashboard.showRun(runId);
 });
 // The daemon is back (started, restarted, attached): an error on screen reloads by itself.
 host.onNotification(P.state, ({ up }) => {
-  if (up && shouldReload(root, host.waiting)) void (state.runId && showing ? showRun(state.runId) : start());
+  if (up && shouldReload(root, host.waiting)) void (dashboard.state.runId && dashboard.showing ? dashboard.showRun(dashboard.state.runId) : dashboard.start());
 });
-void start();
+void dashboard.start();
 host.ready();
