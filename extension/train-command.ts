@@ -6,22 +6,14 @@
  * training run's step / total and its reward metric) whenever the daemon's events say the run moved, shown in a
  * cancellable notification and the status bar; the dashboard opens on the run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
  */
-import {
-  LEARNING_CHECK_STEPS,
-  describeDiagnosis,
-  diagnoseLearning,
-  diagnosisSentence,
-  policyChanged,
-  runContext,
-  type LearningDiagnosis,
-} from '../protocol/training-health.js';
+import { diagnosisSentence, policyChanged, type LearningDiagnosis } from '../protocol/training-health.js';
 import type { TrainConfigInput } from '../protocol/train-config.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import * as vscode from 'vscode';
 import { COMMANDS } from '../protocol/commands.js';
 import type { AgentInfo } from '../protocol/lsp.js';
-import { METRICS, describeEngine, describeHeldOut, type TrainingRunSummary } from '../protocol/metrics.js';
+import { describeEngine, describeHeldOut, type TrainingRunSummary } from '../protocol/metrics.js';
 import type { TrainingRun } from '../protocol/store.js';
 import type { AglClient } from '../sdk/tools/client.js';
 import { lastError, runAgl } from './agl-process.js';
@@ -46,6 +38,7 @@ import {
   type TrainChoice,
   trainArgs,
 } from './train-choices.js';
+import { onRunProgress, TrainingWatch } from './train-progress.js';
 import { showTrainingDashboard } from './views.js';
 
 const stateKey = (agent: string) => `agentLightning.train:${agent}`;
@@ -173,50 +166,6 @@ async function pickModel(agent: AgentInfo, defaultModel: string, remembered: str
   return uris?.[0]?.fsPath;
 }
 
-/** The run `agl train` created: the newest run of the agent created since `since`. */
-async function findRun(client: AglClient, agent: string, since: number): Promise<TrainingRun | null> {
-  const runs = await client.listTrainingRuns(agent);
-  return runs.filter((r) => r.createdAt >= since - 2000).sort((a, b) => b.createdAt - a.createdAt)[0] ?? null;
-}
-
-async function latestReward(client: AglClient, runId: string): Promise<number | null> {
-  const points = await client.queryMetrics(runId);
-  const rewards = points.filter((p) => p.name === METRICS.rewardMean);
-  return rewards.length ? rewards[rewards.length - 1]!.value : null;
-}
-
-/**
- * Calls `read` whenever the daemon's events say a training run moved or its metrics landed, and after a reconnection
- * (never on a timer): one call at a time, one more if an event came meanwhile. `stop` waits for the call under way.
- */
-function onRunProgress(ctx: Ctx, read: () => Promise<void>): { stop(): Promise<void> } {
-  let reading: Promise<void> | null = null;
-  let again = false;
-  const update = (): void => {
-    if (reading) {
-      again = true;
-      return;
-    }
-    reading = read().finally(() => {
-      reading = null;
-      if (again) {
-        again = false;
-        update();
-      }
-    });
-  };
-  const events = ctx.onDidReceiveEvent((e) => {
-    if (e.type === 'hello' || (e.type === 'store' && (e.change.truncated || e.change.runs.length > 0 || e.change.metrics.length > 0))) update();
-  });
-  return {
-    async stop() {
-      events.dispose();
-      again = false;
-      while (reading) await reading;
-    },
-  };
-}
-
 export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   const client = await ctx.requireDaemon('train an agent');
   if (!client) return;
@@ -230,10 +179,7 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
   // The agent's own train.yaml runs unchanged; a preset budget writes what has no flag into a small config file.
   const budgetFile = choice.config ? null : await writeBudgetConfig(ctx, budgetOf(choice));
   const proc = runAgl(ctx, trainArgs(agent.id, choice, settings, budgetFile));
-  let run: TrainingRun | null = null;
-  let dashboardOpened = false;
-  let diagnosis: LearningDiagnosis | null = null;
-
+  const watch = new TrainingWatch(ctx, client, agent, started);
   const result = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lightning: training ${agent.name}`, cancellable: true },
     async (progress, token) => {
@@ -242,54 +188,11 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
         proc.child.kill('SIGINT');
       });
       progress.report({ message: 'starting…' });
-      let reported = 0;
-      let judged = false;
-      /** Once the first steps are in: when they show the run cannot learn, say so now (agl train prints the same words). */
-      const judge = async (r: TrainingRun, ended: boolean) => {
-        if (judged || (r.step < LEARNING_CHECK_STEPS && !ended)) return;
-        judged = true;
-        diagnosis = diagnoseLearning(await client.queryMetrics(r.id), runContext(r), Math.min(LEARNING_CHECK_STEPS, Math.max(1, r.step)));
-        if (!diagnosis) return;
-        ctx.log(describeDiagnosis(diagnosis).join('\n'));
-        if (ended) return; // the run's final message says it
-        void vscode.window.showWarningMessage(`Agent Lightning: ${diagnosisSentence(diagnosis)}`, 'Open Dashboard', 'Show Log').then((picked) => {
-          if (picked === 'Open Dashboard') void showTrainingDashboard(ctx, { runId: r.id });
-          if (picked === 'Show Log') ctx.output.show();
-        });
-      };
-      const readProgress = async (ended = false) => {
-        if (token.isCancellationRequested) return;
-        try {
-          run = (await findRun(client, agent.id, started)) ?? run;
-          if (!run) return;
-          if (!dashboardOpened) {
-            dashboardOpened = true;
-            void showTrainingDashboard(ctx, { runId: run.id });
-          }
-          const reward = await latestReward(client, run.id);
-          const total = run.totalSteps || 0;
-          const pct = total > 0 ? (run.step / total) * 100 : 0;
-          const validating = run.step >= total && total > 0 ? await finalValidation(client, run) : '';
-          const message = [
-            `step ${run.step}/${total || '?'}`,
-            ...(reward === null ? [] : [`reward ${reward.toFixed(2)}`]),
-            ...(validating ? [validating] : []),
-            ...(diagnosis ? [`cannot learn: ${diagnosis.title}`] : []),
-          ].join(' · ');
-          progress.report({ message, increment: pct - reported });
-          reported = pct;
-          ctx.status.setTraining({ agent: agent.id, step: run.step, totalSteps: total, reward });
-          ctx.refreshLenses(agent.id);
-          await judge(run, ended);
-        } catch (err) {
-          ctx.log(`training progress: ${(err as Error).message}`);
-        }
-      };
-      const events = onRunProgress(ctx, readProgress);
+      const events = onRunProgress(ctx, () => watch.read(progress, token));
       try {
         const end = await proc.done;
         await events.stop();
-        await readProgress(true);
+        await watch.read(progress, token, true);
         return { ...end, cancelled: token.isCancellationRequested };
       } finally {
         void events.stop();
@@ -298,8 +201,18 @@ export async function trainCommand(ctx: Ctx, arg?: unknown): Promise<void> {
       }
     },
   );
+  await trainingEnded(ctx, client, agent, result, watch.run, watch.diagnosis);
+}
 
-  const finalRun = run as TrainingRun | null;
+/** The run's last word: cancelled, failed (with its error), or trained, with what to look at next. */
+async function trainingEnded(
+  ctx: Ctx,
+  client: AglClient,
+  agent: AgentInfo,
+  result: Awaited<ReturnType<typeof runAgl>['done']> & { cancelled: boolean },
+  finalRun: TrainingRun | null,
+  diagnosis: LearningDiagnosis | null,
+): Promise<void> {
   if (result.cancelled) {
     void vscode.window.showInformationMessage(`Agent Lightning: training of ${agent.name} cancelled${finalRun ? ` at step ${finalRun.step}` : ''}.`);
     return;
@@ -366,18 +279,4 @@ export function summarize(run: TrainingRun): string {
   parts.push(`${Math.floor(seconds / 60)}m ${seconds % 60}s`);
   if (run.checkpointDir) parts.push(`checkpoint in ${run.checkpointDir}`);
   return parts.join('; ');
-}
-
-/** The final validation's progress, once the last step is done: "final validation 3/8 held-out tasks" ('' when none runs yet). */
-async function finalValidation(client: AglClient, run: TrainingRun): Promise<string> {
-  const rollouts = await client.queryRollouts({ runId: run.id, step: run.step, mode: 'val', limit: 1, withTotal: true });
-  const ended = await client.queryRollouts({
-    runId: run.id,
-    step: run.step,
-    mode: 'val',
-    status: ['succeeded', 'failed', 'cancelled'],
-    limit: 1,
-    withTotal: true,
-  });
-  return rollouts.total ? `final validation ${ended.total ?? 0}/${rollouts.total} held-out tasks` : '';
 }
