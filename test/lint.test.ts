@@ -22,3 +22,21 @@ test('eslint: no findings', { timeout: 300_000 }, () => {
   const r = spawnSync(process.execPath, [bin, '.'], { encoding: 'utf8' });
   assert.equal(r.status, 0, `eslint found problems:\n${(r.stdout + r.stderr).slice(0, 4000)}`);
 });
+
+test('a production function reads in one screen: max-lines-per-function 80 holds in every production folder', async () => {
+  const { ESLint } = await import('eslint');
+  const eslint = new ESLint();
+  for (const file of ['daemon/cli.ts', 'extension/main.ts', 'webview/dashboard/main.ts', 'sdk/index.ts', 'protocol/policy-set.ts']) {
+    const config = await eslint.calculateConfigForFile(file);
+    const rule = config.rules?.['max-lines-per-function'];
+    assert.ok(Array.isArray(rule) && rule[0] === 2, `${file}: max-lines-per-function is an error`);
+    assert.equal(rule[1].max, 80, file);
+  }
+  // The rule fires on a function one line too long (the check is real, not a configuration that matches nothing).
+  const long = `export function f(): number {\n${'  let a = 1;\n'.repeat(79)}  return 1;\n}\n`;
+  const [result] = await eslint.lintText(long, { filePath: 'daemon/long-function-probe.ts' });
+  assert.ok(
+    result.messages.some((m) => m.ruleId === 'max-lines-per-function'),
+    JSON.stringify(result.messages.map((m) => m.ruleId)),
+  );
+});

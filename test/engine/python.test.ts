@@ -40,11 +40,11 @@ test('ruff format --check: every Python file is formatted', () => {
   assert.equal(r.status, 0, `${r.out}\nrun: cd engines/torch && python -m ruff format . ../../test/engine/*.py`);
 });
 
-test('no function of the engine is longer than a screen (80 lines), as in the TypeScript', () => {
+test('no function of the engine or the Python SDK is longer than a screen (80 lines), as in the TypeScript', () => {
   const script = [
     'import ast, json, pathlib',
     'out = []',
-    "for f in sorted(pathlib.Path('agl_torch').glob('*.py')) + [pathlib.Path('../../bench/gpu.py')]:",
+    "for f in sorted(pathlib.Path('agl_torch').glob('*.py')) + [pathlib.Path('../../bench/gpu.py'), *sorted(pathlib.Path('../../sdk/python').glob('*.py'))]:",
     '    for n in ast.walk(ast.parse(f.read_text())):',
     '        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > 80:',
     "            out.append(f'{f}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)')",
