@@ -34,7 +34,7 @@ from .sampling import Sampling
 
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 TRAINABLE = ('full', 'adapters', 'none')
-DECODERS = ('auto', 'lean', 'eager')  # auto: lean where the family is known, with CUDA graphs on a GPU
+DECODERS = ('auto', 'lean', 'eager')  # auto: on a GPU the lean step as CUDA graphs where the family is known; eager on CPU
 
 
 SHARDS = ('none', 'fsdp')
@@ -115,9 +115,11 @@ class Engine:
         return float32
 
     def _sampler(self, decoder: str) -> None:
-        """The lean decoder (the engine's own cache; CUDA graphs on a GPU) where it knows the family; transformers'
-        forward otherwise, and when sharded (each layer's weights are gathered by FSDP as it runs)."""
-        lean = decoder != 'eager' and not self.fsdp and supports(self.model)
+        """On a GPU, the lean decoder (the engine's own cache) captured as CUDA graphs where it knows the family;
+        transformers' forward otherwise, when sharded (each layer's weights are gathered by FSDP as it runs), and on CPU,
+        where the lean step measured no faster (bench:model, engines/torch/README.md)."""
+        wanted = decoder == 'lean' or (decoder == 'auto' and self.device.type == 'cuda')
+        lean = wanted and not self.fsdp and supports(self.model)
         if decoder == 'lean' and not lean:
             raise ValueError(
                 f"--decoder lean: {self.hf.get('model_type')} models{' sharded with FSDP' if self.fsdp else ''} decode with transformers' forward (--decoder eager)"

@@ -55,8 +55,13 @@ def test_lean_logits_equal_transformers_over_prefill_and_steps(any_dir):
         assert torch.allclose(logits, ref[:, 4 + k], atol=1e-4), f'step {k}: {(logits - ref[:, 4 + k]).abs().max()}'
 
 
+def test_auto_decodes_eagerly_on_cpu_where_the_lean_step_is_no_faster(gpt2_dir):
+    e = engine(gpt2_dir)
+    assert e.decoder == 'eager' and e.lean is None and e.graphs is None
+
+
 def test_lean_and_eager_sample_the_same_tokens_and_logprobs(any_dir):
-    lean, eager = engine(any_dir), engine(any_dir, decoder='eager')
+    lean, eager = engine(any_dir, decoder='lean'), engine(any_dir, decoder='eager')
     assert lean.decoder == 'lean' and eager.decoder == 'eager'
     for over in ({}, {'temperature': 0.0}, {'topP': 0.8, 'temperature': 1.3}, {'topK': 5, 'seed': 3}):
         a, b = lean.generate(request(**over)), eager.generate(request(**over))
@@ -66,7 +71,7 @@ def test_lean_and_eager_sample_the_same_tokens_and_logprobs(any_dir):
 
 
 def test_rows_that_finish_are_compacted_and_the_rest_go_on_unchanged(qwen2_dir):
-    lean, eager = engine(qwen2_dir), engine(qwen2_dir, decoder='eager')
+    lean, eager = engine(qwen2_dir, decoder='lean'), engine(qwen2_dir, decoder='eager')
     free = lean.generate(request(temperature=0.0))
     # EOS at the second token of row 1 and the fourth of row 3: they finish early, the others continue
     eos = [free[1]['tokenIds'][1], free[3]['tokenIds'][3]]
@@ -76,7 +81,7 @@ def test_rows_that_finish_are_compacted_and_the_rest_go_on_unchanged(qwen2_dir):
 
 
 def test_the_cache_is_reused_and_grows_for_longer_requests(gpt2_dir):
-    e = engine(gpt2_dir)
+    e = engine(gpt2_dir, decoder='lean')
     e.generate(request(maxTokens=4))
     first = e.lean.cache
     e.generate(request(maxTokens=3))
@@ -87,7 +92,7 @@ def test_the_cache_is_reused_and_grows_for_longer_requests(gpt2_dir):
 
 def test_lora_adapters_decode_the_same_on_both_paths(qwen2_dir):
     outs = []
-    for decoder in ('auto', 'eager'):
+    for decoder in ('lean', 'eager'):
         e = engine(qwen2_dir, decoder=decoder, trainable='adapters')
         e.add_adapter(AddAdapterParams('writer', None, LoraSettings(rank=4, alpha=8.0)))
         with torch.no_grad():  # a trained-looking adapter: B is zero at init
@@ -102,7 +107,7 @@ def test_lora_adapters_decode_the_same_on_both_paths(qwen2_dir):
 
 def test_the_graph_runner_buffers_buckets_and_compaction_give_the_same_tokens(qwen2_dir):
     """The CUDA-graph runner's own bookkeeping, with its step run eagerly (what it does when a capture fails)."""
-    e = engine(qwen2_dir)
+    e = engine(qwen2_dir, decoder='lean')
     graphs = DecodeGraphs(lambda: None)
     graphs.failed = 'no GPU here: the step runs eagerly on the static buffers'
     free = e.generate(request(temperature=0.0))
