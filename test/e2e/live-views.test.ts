@@ -57,16 +57,37 @@ test(
       const viewer = await webviewWith(page, `.rollout-row[data-rollout-id="${first.id}"]`, 60_000);
       mark('views open');
 
-      // 1. A rollout added through the HTTP API appears in the open list.
-      const added = await client.enqueueRollout({ input: { question: 'added while the viewer is open' }, agent: AGENT });
-      await viewer.locator(`.rollout-row[data-rollout-id="${added.id}"]`).waitFor({ state: 'visible', timeout: 30_000 });
+      // 1. Rollouts added through the HTTP API appear in the open list, each timed from its answer to its row drawn.
+      const latencies: number[] = [];
+      const timed = async (change: () => Promise<unknown>, shown: () => Promise<unknown>) => {
+        await change();
+        const t0 = performance.now();
+        await shown();
+        latencies.push(performance.now() - t0);
+      };
+      for (let i = 0; i < 3; i++) {
+        let id = '';
+        await timed(
+          async () => (id = (await client.enqueueRollout({ input: { question: `added while the viewer is open ${i}` }, agent: AGENT })).id),
+          () => viewer.locator(`.rollout-row[data-rollout-id="${id}"]`).waitFor({ state: 'visible', timeout: 30_000 }),
+        );
+      }
       // 2. A training run appears on the dashboard that waited for one, then each new metric point.
       const run = await client.createTrainingRun({ agent: AGENT, totalSteps: 10 });
-      await client.addMetrics([{ runId: run.id, step: 0, name: 'reward/mean', value: 0.25 }]);
-      await reward(dashboard, '0.250');
-      await client.addMetrics([{ runId: run.id, step: 1, name: 'reward/mean', value: 0.5 }]);
+      await timed(
+        () => client.addMetrics([{ runId: run.id, step: 0, name: 'reward/mean', value: 0.25 }]),
+        () => reward(dashboard, '0.250'),
+      );
+      await timed(
+        () => client.addMetrics([{ runId: run.id, step: 1, name: 'reward/mean', value: 0.5 }]),
+        () => reward(dashboard, '0.500'),
+      );
       await client.updateTrainingRun(run.id, { step: 2 });
-      await reward(dashboard, '0.500');
+      // A change reaches an open view in under a second: the median of the five (a 2 s poll would put it near 1 s or
+      // over; the stream takes a few tens of ms here, so a slow machine has room).
+      const median = [...latencies].sort((a, b) => a - b)[2]!;
+      console.log(`store change -> open view (ms): ${latencies.map((x) => x.toFixed(0)).join(', ')}; median ${median.toFixed(0)}`);
+      assert.ok(median < 1000, `a change took ${median.toFixed(0)} ms (median of ${latencies.map((x) => x.toFixed(0)).join(', ')}) to reach an open view`);
       await dashboard.locator('.progress-line', { hasText: /step 2 \/ 10/ }).waitFor({ state: 'visible', timeout: 30_000 });
       await shot('1-following');
       mark('views follow');

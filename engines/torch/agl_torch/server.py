@@ -162,8 +162,22 @@ def serve(args) -> int:
             'model': engine.describe(),
         }
         channel.send({'event': 'ready', 'data': hello})
-        return lead(engine, channel, world)
-    return follow(engine)
+        return leave(lead(engine, channel, world), world)
+    return leave(follow(engine), world)
+
+
+def leave(code: int, world: int) -> int:
+    """Ranks that end together tear the process group down together: a rank whose peer exits first while gloo's threads
+    still hold the connection can be aborted at interpreter exit (std::terminate, SIGABRT), which torchrun reports as a
+    failed node. After a collective failure (code != 0) only the local group is destroyed: no barrier could complete."""
+    if world > 1 and dist.is_initialized():
+        try:
+            if code == 0:
+                dist.barrier()
+            dist.destroy_process_group()
+        except Exception as e:  # noqa: BLE001 - a peer already gone: the process exits anyway
+            log(f'leaving the process group: {type(e).__name__}: {e}')
+    return code
 
 
 def run(engine: Engine, method: str, params, on_step=None):
