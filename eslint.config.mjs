@@ -23,7 +23,7 @@ export default tseslint.config(
   // comments and the functions nested in it included (what a reader scrolls through). The torch engine's Python is
   // held to the same by test/engine/python.test.ts.
   {
-    files: ['daemon/**', 'extension/**', 'webview/**', 'sdk/**', 'protocol/**'],
+    files: ['daemon/**', 'extension/**', 'webview/**', 'sdk/**', 'client/**', 'protocol/**'],
     rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: false, skipComments: false, IIFEs: true }] },
   },
   // Tests read arbitrary JSON answers (problem bodies, fuzzed inputs): `any` is what they are.

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { AglClient } from '../sdk/tools/client.js';
+import { AglClient } from '../client/client.js';
 import { SERVE_COMMAND } from '../protocol/cli-commands.js';
 import { commandLine } from '../protocol/cli-options.js';
 

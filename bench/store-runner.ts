@@ -1,6 +1,6 @@
 /**
  * Runner process for bench/store.ts: N concurrent async runner loops, each claiming rollouts from the daemon
- * over HTTP (sdk/tools/client.ts) and running the synthetic agent of agent-lightning's store benchmark
+ * over HTTP (client/client.ts) and running the synthetic agent of agent-lightning's store benchmark
  * (bench/README.md) on it: rounds of `agent{i}` spans with children `round{i}_1/_2` carrying random flattened
  * attributes, intermediate rewards with probability 0.5, a `final` span and a final reward in [1, 2].
  * Spans go through one process-wide batching exporter (like OpenTelemetry's BatchSpanProcessor or the SDK's
@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { AglClient } from '../sdk/tools/client.js';
+import { AglClient } from '../client/client.js';
 import { newSpanId, newTraceId } from '../protocol/ids.js';
 import { AGL, SPAN } from '../protocol/spans.js';
 import type { Attributes, SpanInput } from '../protocol/store.js';

@@ -24,7 +24,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AglClient } from '../sdk/tools/client.js';
+import { AglClient } from '../client/client.js';
 import { AGL, SPAN } from '../protocol/spans.js';
 import type { Rollout } from '../protocol/store.js';
 import { SERVE_COMMAND } from '../protocol/cli-commands.js';

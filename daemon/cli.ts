@@ -5,7 +5,7 @@
  * Commands load lazily, so `agl status` never pays for TF.js or the language server.
  */
 import { AGL_COMMANDS, type AglCommandName, DEFAULT_PORT } from '../protocol/cli-commands.js';
-import { AglConnectionError, AglHttpError } from '../sdk/tools/client.js';
+import { AglConnectionError, AglHttpError } from '../client/client.js';
 
 interface CommandModule {
   run(argv: string[]): Promise<number>;

@@ -1,6 +1,6 @@
 /**
  * The daemon's side of its data dir: proving it writable, and writing the small state file
- * `<dataDir>/daemon.json` (lowdb; its format is protocol/daemon-state.ts, read by sdk/tools/daemon-state.ts).
+ * `<dataDir>/daemon.json` (lowdb; its format is protocol/daemon-state.ts, read by client/daemon-state.ts).
  * Only the daemon writes it (whole-file rewrites: never spans, never anything hot); the CLI, the client
  * and the extension read it to find the daemon.
  */

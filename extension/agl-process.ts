@@ -4,7 +4,7 @@
  * by line to the output channel and to the caller.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { resolveDataDir } from '../sdk/tools/daemon-state.js';
+import { resolveDataDir } from '../client/daemon-state.js';
 import { aglEntry, nodeCommand, readSettings, workspaceRoot } from './config.js';
 import type { Ctx } from './ctx.js';
 

@@ -1,7 +1,7 @@
 /**
  * Ctx: the one owner of the daemon's lifecycle (find/attach, start, restart, stop, watch its health), the
  * language client of `agl lsp`, the status bar and the "Agent Lightning" output channel with the daemon's
- * log. While a daemon is up Ctx holds the window's one subscription to its event stream (sdk/tools/events.ts):
+ * log. While a daemon is up Ctx holds the window's one subscription to its event stream (client/events.ts):
  * the panels get its events through `onDidReceiveEvent`, and a stream that drops is the sign to check the daemon's
  * health (nothing polls it). Start/stop/restart are serialized, so two clicks never spawn two daemons. Commands ask Ctx for a
  * client with `requireDaemon`, which explains (and offers to start) when the daemon is down.
@@ -11,8 +11,8 @@ import * as vscode from 'vscode';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 import { daemonChanged, refreshStats, type LspInitializationOptions } from '../protocol/lsp.js';
 import type { DaemonEvent } from '../protocol/events.js';
-import { AglClient } from '../sdk/tools/client.js';
-import { DaemonEventStream } from '../sdk/tools/events.js';
+import { AglClient } from '../client/client.js';
+import { DaemonEventStream } from '../client/events.js';
 import { aglEntry, nodeCommand, readSettings, workspaceRoot } from './config.js';
 import { DaemonStartError, findRunningDaemon, healthy, spawnDaemon, stopDaemon, type DaemonHandle } from './daemon.js';
 import { StatusBar } from './status.js';

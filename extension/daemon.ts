@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { readDaemonState, resolveDataDir } from '../sdk/tools/daemon-state.js';
+import { readDaemonState, resolveDataDir } from '../client/daemon-state.js';
 import type { DaemonEndpoint } from '../protocol/lsp.js';
 import { SERVE_COMMAND } from '../protocol/cli-commands.js';
 import { commandLine } from '../protocol/cli-options.js';

@@ -15,7 +15,7 @@ import { COMMANDS } from '../protocol/commands.js';
 import type { AgentInfo } from '../protocol/lsp.js';
 import { describeEngine, describeHeldOut, type TrainingRunSummary } from '../protocol/metrics.js';
 import type { TrainingRun } from '../protocol/store.js';
-import type { AglClient } from '../sdk/tools/client.js';
+import type { AglClient } from '../client/client.js';
 import { lastError, runAgl } from './agl-process.js';
 import { readSettings } from './config.js';
 import type { Ctx } from './ctx.js';

@@ -16,7 +16,7 @@ import {
 import type { AgentInfo } from '../protocol/lsp.js';
 import { METRICS } from '../protocol/metrics.js';
 import type { TrainingRun } from '../protocol/store.js';
-import type { AglClient } from '../sdk/tools/client.js';
+import type { AglClient } from '../client/client.js';
 import type { Ctx } from './ctx.js';
 import { showTrainingDashboard } from './views.js';
 

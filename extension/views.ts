@@ -6,7 +6,7 @@
  * daemon's events from Ctx's one stream (a new rollout appears in the open list, a metric on the open dashboard).
  */
 import * as vscode from 'vscode';
-import { AglClient } from '../sdk/tools/client.js';
+import { AglClient } from '../client/client.js';
 import type { Ctx } from './ctx.js';
 import {
   type DashboardTarget,

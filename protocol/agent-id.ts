@@ -4,7 +4,7 @@
  *
  * The id is the agent file's path relative to its PROJECT ROOT, with forward slashes, then the function:
  * `samples/calc/agent.ts#calcAgent` (TS/JS export), `agents/triage.py:triage` (Python function). The project
- * root of a file (sdk/tools/agent-id.ts projectRoot) is the nearest folder above it holding `.git` (a repository,
+ * root of a file (client/agent-id.ts projectRoot) is the nearest folder above it holding `.git` (a repository,
  * worktree or submodule), else the outermost folder above it holding a package manifest (package.json,
  * pyproject.toml, setup.py), else the file's own folder. Why that root:
  * - the folder opened in the editor and the working directory of `agl` vary (the issue behind this: with
@@ -15,7 +15,7 @@
  *   packages' `src/agent.ts#agent` would be one agent), so without git the outermost manifest is taken: in the
  *   usual layout that is the repository's top folder, the same root git gives;
  * - it stays resolvable: a runner started anywhere inside the project finds the file from its own root
- *   (sdk/tools/agent-id.ts resolveAgentFile), which an absolute path or a package name would not give across machines.
+ *   (client/agent-id.ts resolveAgentFile), which an absolute path or a package name would not give across machines.
  * Python agents named by module (`pkg.module:function`, no file) keep that name: it is already stable.
  *
  * Stores written before this rule hold ids relative to whatever folder was current then: a suffix of the

@@ -1,7 +1,7 @@
 /**
  * The daemon's HTTP store API (`/v1/agl/...`): request and response schemas for every route.
  * Each route is declared once in routes.ts (method, path, which of these schemas its body or query takes, what it
- * answers); the server validates every request with these, the client (sdk/tools/client.ts) types its calls
+ * answers); the server validates every request with these, the client (client/client.ts) types its calls
  * with the inferred types. Route shapes follow agent-lightning v0's store API where it has one.
  * Request bodies are strict: an unknown key is reported by name instead of being silently dropped.
  * Also here, outside the store API: GET /health (no token) -> Health, and the served policy of `agl serve --model`

@@ -1,6 +1,6 @@
 /**
  * The daemon's state file, `<dataDir>/daemon.json`: the boundary between the daemon (its only writer,
- * daemon/state.ts) and whoever looks for it (the CLI, the SDK's client, the extension: sdk/tools/daemon-state.ts
+ * daemon/state.ts) and whoever looks for it (the CLI, the SDK's client, the extension: client/daemon-state.ts
  * reads it). Where the running daemon listens, its pid, the token's path, which store it uses, when it
  * started, and the registry of agents it has seen. A pid that no longer exists marks the state stale.
  */

@@ -1,7 +1,7 @@
 /**
  * The daemon's event stream: what changed, pushed to whoever shows the store (the extension, the language server,
  * the webview panels through the extension) instead of each of them polling. Declared once here, imported by the
- * daemon (daemon/server/events.ts sends) and the client (sdk/tools/events.ts receives and validates).
+ * daemon (daemon/server/events.ts sends) and the client (client/events.ts receives and validates).
  *
  * `GET /v1/agl/events` (EVENTS_PATH under API_PREFIX) answers `text/event-stream` (server-sent events) and needs
  * `Authorization: Bearer <token>` like every store route (401 problem+json without it). Each message is

@@ -1,7 +1,7 @@
 /**
  * The LightningStore interface: everything the daemon keeps durably, and the one contract of the store API.
  * Implemented by the local backends (daemon/store/: SQLite, PostgreSQL) and over HTTP by the client
- * (sdk/tools/client.ts AglClient), as agent-lightning's LightningStoreClient implements its LightningStore; all of
+ * (client/client.ts AglClient), as agent-lightning's LightningStoreClient implements its LightningStore; all of
  * them pass one conformance suite (test/store/conformance.ts; test/store/client.test.ts runs it through
  * AglClient against a real daemon). The HTTP API (daemon/server) is a thin, validating skin over it.
  * Its errors are part of the contract: NotFoundError (unknown id) and ConflictError (a transition not

@@ -3,7 +3,7 @@
  * its path (express syntax, relative to API_PREFIX), the zod schema of its JSON body (POST) or query string (GET)
  * from api.ts, and the type it answers with (a phantom: nothing is checked at run time). The server
  * (daemon/server/store-api.ts) registers exactly these routes and validates each request with its schema before
- * the route's handler runs; the client (sdk/tools/client.ts) builds each call from the same declaration. A route
+ * the route's handler runs; the client (client/client.ts) builds each call from the same declaration. A route
  * declared here without a server handler or a client method does not compile, nor does a handler for a route
  * not declared here.
  *

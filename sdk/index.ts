@@ -1,6 +1,6 @@
 /**
  * The Agent Lightning SDK for TypeScript/JavaScript agents: everything an agent imports, and nothing else (the
- * runner's side lives in sdk/runner/, the tools' client in sdk/tools/).
+ * runner's side lives in sdk/runner/, the daemon's client in client/).
  *   import { rollout, emitReward, operation } from 'agent-lightning-vscode/sdk';
  *   export const calcAgent = rollout(async (task: { question: string }, llm) => {
  *     const openai = new OpenAI({ baseURL: llm.baseUrl, apiKey: llm.apiKey });

@@ -4,7 +4,7 @@
  * CUDA and GPUs, distributed backends for --procs).
  */
 import * as tf from '@tensorflow/tfjs';
-import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { resolveDataDir } from '../../client/daemon-state.js';
 import { BACKEND_ORDER, selectBackend } from '../model/backend.js';
 import { resolveTorchPython, torchDoctor } from '../model/torch-env.js';
 import { DOCTOR_COMMAND } from '../../protocol/cli-commands.js';

@@ -4,7 +4,7 @@
  */
 import { ENGINE_COMMAND } from '../../protocol/cli-commands.js';
 import { commandHelp } from '../../protocol/cli-options.js';
-import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { resolveDataDir } from '../../client/daemon-state.js';
 import { parseCommand } from './flags.js';
 import { defaultTorchVenv, INSTALL_HINT, installTorchEnv, resolveTorchPython, torchDoctor, TORCH_REQUIREMENTS } from '../model/torch-env.js';
 

@@ -11,7 +11,7 @@ import { isOnePolicy, ONE_POLICY, policySet } from '../../protocol/policy-set.js
 import { recordedTrainConfig } from '../../protocol/train-config.js';
 import { openStore } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
-import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { resolveDataDir } from '../../client/daemon-state.js';
 import { EXPORT_COMMAND } from '../../protocol/cli-commands.js';
 import { parseCommand } from './flags.js';
 

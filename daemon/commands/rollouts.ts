@@ -8,8 +8,8 @@ import { commandHelp } from '../../protocol/cli-options.js';
 import { ROLLOUTS_LIST_COMMAND, ROLLOUTS_SHOW_COMMAND } from '../../protocol/cli-commands.js';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type Attempt, type Rollout, type RolloutMode, type RolloutStatus, type Span } from '../../protocol/store.js';
 import { isLlmCallSpan, pickFinalReward, rewardsInOrder } from '../../protocol/span-reading.js';
-import { AglClient } from '../../sdk/tools/client.js';
-import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { AglClient } from '../../client/client.js';
+import { resolveDataDir } from '../../client/daemon-state.js';
 import { parseCommand } from './flags.js';
 
 /** Both subcommands' flags (protocol/cli-commands.ts), as `agl rollouts --help` prints them. */

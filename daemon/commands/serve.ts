@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
-import { AglClient } from '../../sdk/tools/client.js';
+import { AglClient } from '../../client/client.js';
 import { openStore, Watchdog, type LightningStore, type StoreSpec } from '../store/index.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';
 import { createServerContext, type ServerContext } from '../server/server-context.js';
@@ -21,7 +21,7 @@ import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { FileModeError, makeDataPrivate } from '../server/file-modes.js';
 import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
-import { readDaemonState, resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { readDaemonState, resolveDataDir } from '../../client/daemon-state.js';
 import { DaemonStateFile, DataDirError, ensureWritableDataDir, redactStoreSpec } from '../state.js';
 
 /** The version in our package.json, found upward from the `agl` entry script (bin/agl.mjs, or dist/ when bundled). */

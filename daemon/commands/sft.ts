@@ -12,7 +12,7 @@ import { engineFromFlags } from './engine-flags.js';
 import { parseCommand } from './flags.js';
 import { Progress } from './progress.js';
 import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft-trainer.js';
-import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { resolveDataDir } from '../../client/daemon-state.js';
 
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand(SFT_COMMAND, argv);

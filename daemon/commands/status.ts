@@ -4,8 +4,8 @@
  * Exit code 0 when running, 1 when not (scripts can test it).
  */
 import { STATUS_COMMAND } from '../../protocol/cli-commands.js';
-import { AglClient } from '../../sdk/tools/client.js';
-import { readDaemonState, resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { AglClient } from '../../client/client.js';
+import { readDaemonState, resolveDataDir } from '../../client/daemon-state.js';
 import { parseCommand } from './flags.js';
 
 function duration(seconds: number): string {

@@ -6,7 +6,7 @@
  * execute the agent in worker processes. Remote `agl runner` processes can join through the same URL and token.
  */
 import type { Server } from 'node:http';
-import { AglClient } from '../../sdk/tools/client.js';
+import { AglClient } from '../../client/client.js';
 import type { OpenPolicySet } from '../algorithm/open-policy-set.js';
 import { Runner } from '../runner/runner.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';

@@ -7,7 +7,7 @@
 import { configOverrides, TRAIN_OPTIONS, type TrainFlags } from '../../protocol/train-options.js';
 import { engineOptions, resolveTrainConfig } from '../algorithm/config.js';
 import { joinTorchEngine } from '../model/torch-engine.js';
-import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { resolveDataDir } from '../../client/daemon-state.js';
 
 /** The exit code when this machine lends ranks to node 0's run (its ranks' exit code); null on node 0 or one machine. */
 export async function lendRanks(f: TrainFlags, out: (line: string) => void): Promise<number | null> {

@@ -21,14 +21,14 @@ import { describeDiagnosis, policyChanged, type LearningDiagnosis } from '../../
 import { policySet } from '../../protocol/policy-set.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
-import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { resolveDataDir } from '../../client/daemon-state.js';
 import { ensureWritableDataDir } from '../state.js';
 import { openStore } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { parseCommand } from './flags.js';
 import { Progress } from './progress.js';
 import { startTrainingHost } from './train-host.js';
-import { resolveAgentFile } from '../../sdk/tools/agent-id.js';
+import { resolveAgentFile } from '../../client/agent-id.js';
 import { runnableAgentSpec, storedAgentId } from '../runner/agent-ref.js';
 import { writeReport } from './train-report.js';
 import { lendRanks } from './train-node.js';

@@ -5,7 +5,7 @@
  */
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AgentInfo, AgentLanguage } from '../../protocol/lsp.js';
-import { agentIdentity } from '../../sdk/tools/agent-id.js';
+import { agentIdentity } from '../../client/agent-id.js';
 import { findPyAgents } from './agents-py.js';
 import { findTsAgents, type FoundAgent } from './agents-ts.js';
 
@@ -30,7 +30,7 @@ export async function findAgentsInText(fileName: string, text: string): Promise<
 }
 
 /**
- * Agents of one document, each named by its stable id (sdk/tools/agent-id.ts agentIdentity: relative to the file's
+ * Agents of one document, each named by its stable id (client/agent-id.ts agentIdentity: relative to the file's
  * project root, so the same whichever folder the editor opened).
  */
 export async function findAgents(uri: string, text: string): Promise<AgentInfo[]> {

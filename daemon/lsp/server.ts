@@ -33,8 +33,8 @@ import {
   type LspInitializationOptions,
 } from '../../protocol/lsp.js';
 import type { StoreChange } from '../../protocol/events.js';
-import { AglClient } from '../../sdk/tools/client.js';
-import { DaemonEventStream } from '../../sdk/tools/events.js';
+import { AglClient } from '../../client/client.js';
+import { DaemonEventStream } from '../../client/events.js';
 import { AGENT_FILE_PATTERN, findAgents, languageOf } from './agents.js';
 import { lensesFor } from './codelens.js';
 import { DEFAULT_MARK_OPTIONS, markPyAgent, markTsAgent, type MarkOptions, type MarkResult } from './mark.js';
@@ -67,7 +67,7 @@ const REFETCH_GAP_MS = 250;
 const movesLenses = (c: StoreChange) => c.truncated || c.rollouts.length > 0 || c.runs.length > 0 || c.metrics.length > 0;
 
 /**
- * The daemon the lenses read from: its store reader and stats cache, and its event stream (sdk/tools/events.ts), whose
+ * The daemon the lenses read from: its store reader and stats cache, and its event stream (client/events.ts), whose
  * store changes (and whose `hello`, after any reconnection) make the lenses re-read. Switching daemons replaces all three.
  */
 class DaemonLink {

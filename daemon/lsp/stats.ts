@@ -8,7 +8,7 @@ import type { AgentStats } from '../../protocol/lsp.js';
 import type { Rollout, RolloutStatus } from '../../protocol/store.js';
 import { COUNT_LIMIT } from '../store/views.js';
 
-/** The part of the store client (sdk/tools/client.ts AglClient, which the language server uses) the stats need. */
+/** The part of the store client (client/client.ts AglClient, which the language server uses) the stats need. */
 export interface StoreReader {
   /** The headline, assembled by the daemon (GET /v1/agl/views/headline). */
   agentHeadline(agent: string): Promise<AgentHeadline>;

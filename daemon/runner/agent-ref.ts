@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
-import { canonicalAgentSpec, resolveAgentFile } from '../../sdk/tools/agent-id.js';
+import { canonicalAgentSpec, resolveAgentFile } from '../../client/agent-id.js';
 import { findTsAgents } from '../lsp/agents-ts.js';
 
 export type AgentRef = { kind: 'js'; file: string; exportName: string | null; spec: string } | { kind: 'python'; target: string; spec: string };

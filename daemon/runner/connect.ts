@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TOKEN_FILE } from '../../protocol/daemon-state.js';
-import { AglClient } from '../../sdk/tools/client.js';
-import { resolveDataDir } from '../../sdk/tools/daemon-state.js';
+import { AglClient } from '../../client/client.js';
+import { resolveDataDir } from '../../client/daemon-state.js';
 
 export interface Connection {
   client: AglClient;

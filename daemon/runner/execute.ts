@@ -6,7 +6,7 @@
  */
 import type { Claim } from '../../protocol/api.js';
 import type { Rollout, SpanInput } from '../../protocol/store.js';
-import { AglHttpError, type AglClient } from '../../sdk/tools/client.js';
+import { AglHttpError, type AglClient } from '../../client/client.js';
 import { attemptBaseUrl } from '../../protocol/ids.js';
 import { BatchingSink } from '../../sdk/runner/index.js';
 import { pickLlmResource, ResourcesCache } from '../store/resources-cache.js';

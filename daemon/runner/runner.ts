@@ -5,7 +5,7 @@
  * attempts end failed and the store requeues them per their config).
  */
 import { hostname } from 'node:os';
-import type { AglClient } from '../../sdk/tools/client.js';
+import type { AglClient } from '../../client/client.js';
 import type { ResourcesCache } from '../store/resources-cache.js';
 import { type ExecuteResult, executeClaim, runnerResourcesCache } from './execute.js';
 import { WorkerPool } from './worker-process.js';

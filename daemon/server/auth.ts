@@ -1,7 +1,7 @@
 /**
  * The daemon's bearer token: generated on first start, kept in `<dataDir>/token` with mode 0600 (only the
  * user can read it), and required as `Authorization: Bearer <token>` on every route except /health.
- * Clients on the same machine read it from the file (sdk/tools/client.ts AglClient.fromDataDir).
+ * Clients on the same machine read it from the file (client/client.ts AglClient.fromDataDir).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';

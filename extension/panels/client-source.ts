@@ -2,7 +2,7 @@
  * How a panel reaches the daemon: an AglClient, or a function giving the current one (the daemon may restart
  * on another port; undefined while it is down), and request handlers that look the client up per request.
  */
-import type { AglClient } from '../../sdk/tools/client.js';
+import type { AglClient } from '../../client/client.js';
 import type { RequestHandlers } from './data.js';
 
 /** An AglClient, or a function giving the current one (the daemon may restart on another port). */

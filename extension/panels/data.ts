@@ -1,12 +1,12 @@
 /**
  * What the panels answer to their webviews' requests, fetched from the daemon through the typed client
- * (sdk/tools/client.ts). Free of the vscode API, so the webview tests drive exactly this code against a real
+ * (client/client.ts). Free of the vscode API, so the webview tests drive exactly this code against a real
  * daemon. One handler table per webview, keyed by the protocol's method names.
  */
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import type { IpcRequestType } from '../../protocol/webview-ipc.js';
 import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
-import type { AglClient } from '../../sdk/tools/client.js';
+import type { AglClient } from '../../client/client.js';
 
 export type RequestHandlers = Map<string, (params: unknown) => Promise<unknown>>;
 

@@ -13,7 +13,7 @@
  */
 import { changedRolloutIds, type DaemonEvent } from '../../protocol/events.js';
 import type { MetricPoint, TrainingRun } from '../../protocol/store.js';
-import type { AglClient } from '../../sdk/tools/client.js';
+import type { AglClient } from '../../client/client.js';
 
 /** While the store keeps changing (a training run), the viewer's list is re-read at most this often (ms); the first change goes at once. */
 export const REFRESH_GAP_MS = 250;

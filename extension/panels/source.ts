@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { projectRoot } from '../../sdk/tools/agent-id.js';
+import { projectRoot } from '../../client/agent-id.js';
 
 export function findSourceFile(filepath: string, workspaceFolders: string[]): string {
   const candidates = isAbsolute(filepath) ? [filepath] : workspaceFolders.flatMap((f) => [join(projectRoot(f), filepath), join(f, filepath)]);

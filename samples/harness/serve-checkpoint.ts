@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { readDaemonState } from '../../sdk/tools/daemon-state.js';
+import { readDaemonState } from '../../client/daemon-state.js';
 import { readToken } from '../../daemon/server/auth.js';
 import { LLM } from '../../sdk/index.js';
 import { SERVE_COMMAND, type ServeFlags } from '../../protocol/cli-commands.js';

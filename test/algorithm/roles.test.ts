@@ -31,7 +31,7 @@ import { runAgl, saveTinyPolicy, writeToyTasks } from './cli-helpers.js';
 import { startDaemon } from '../helpers/daemon.js';
 import { attemptBaseUrl } from '../../protocol/ids.js';
 import { serveCheckpoint } from '../../samples/harness/serve-checkpoint.js';
-import { AglClient } from '../../sdk/tools/client.js';
+import { AglClient } from '../../client/client.js';
 import type { PolicyInfo } from '../../protocol/api.js';
 import { groupPage } from '../../daemon/store/views.js';
 import { STD_EPS } from '../../protocol/grpo-advantage.js';

@@ -16,7 +16,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
-import { AglClient } from '../../sdk/tools/client.js';
+import { AglClient } from '../../client/client.js';
 import { beginE2e, extensionLogs, launchBrowser, packagedVsix, runCommand, SHOTS, startCodeServer, webviewWith, type Browser, type Page } from './harness.js';
 
 const AGENT = 'live/agent.ts#liveAgent';

@@ -15,7 +15,7 @@ import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { METRICS } from '../../protocol/metrics.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import { attemptBaseUrl } from '../../protocol/ids.js';
-import { AglClient } from '../../sdk/tools/client.js';
+import { AglClient } from '../../client/client.js';
 import { serveCheckpoint } from '../../samples/harness/serve-checkpoint.js';
 import { runAgl, saveTinyPolicy, startAgl, writeToyTasks } from '../algorithm/cli-helpers.js';
 import { torchPython } from '../helpers/torch.js';

@@ -20,7 +20,7 @@ import { AGL, SPAN } from '../../protocol/spans.js';
 import { runAgl, saveTinyPolicy, writeToyTasks } from '../algorithm/cli-helpers.js';
 import { torchPython } from '../helpers/torch.js';
 import { serveCheckpoint } from '../../samples/harness/serve-checkpoint.js';
-import { AglClient } from '../../sdk/tools/client.js';
+import { AglClient } from '../../client/client.js';
 import { attemptBaseUrl } from '../../protocol/ids.js';
 
 const WARMUP = join('samples', 'calc', 'warmup');

@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { DaemonStartError, findRunningDaemon, healthy, spawnDaemon, stopDaemon } from '../../extension/daemon.js';
-import { readDaemonState } from '../../sdk/tools/daemon-state.js';
+import { readDaemonState } from '../../client/daemon-state.js';
 import { tempDataDir } from '../helpers/daemon-process.js';
 
 const AGL = join(process.cwd(), 'bin', 'agl.mjs'); // runs the TypeScript sources through tsx

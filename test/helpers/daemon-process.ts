@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AglClient } from '../../sdk/tools/client.js';
+import { AglClient } from '../../client/client.js';
 
 /** The CLI entry, run the way scripts/run-tests.mjs runs tests: node --import tsx. */
 const CLI = join(process.cwd(), 'daemon', 'cli.ts');

@@ -9,7 +9,7 @@ import { closeGracefully, createApp, listen } from '../../daemon/server/app.js';
 import { createServerContext } from '../../daemon/server/server-context.js';
 import type { PolicyProvider } from '../../daemon/server/gateway-local.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
-import { AglClient } from '../../sdk/tools/client.js';
+import { AglClient } from '../../client/client.js';
 import type { Rollout, RolloutInput } from '../../protocol/store.js';
 import { Runner } from '../../daemon/runner/runner.js';
 import { type FakeUpstream, startFakeUpstream } from './fake-upstream.js';

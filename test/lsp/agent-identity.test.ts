@@ -26,7 +26,7 @@ import {
 import { agentAt } from '../../protocol/lsp.js';
 import { METRICS } from '../../protocol/metrics.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
-import type { AglClient } from '../../sdk/tools/client.js';
+import type { AglClient } from '../../client/client.js';
 import { startDaemonProcess, type DaemonProcess } from '../helpers/daemon-process.js';
 
 const ROOT = process.cwd();

@@ -27,7 +27,7 @@ import { AgentStatsSource, type StoreReader } from '../../daemon/lsp/stats.js';
 import { describeHeadline, type HeadlineFacts } from '../../protocol/agent-headline.js';
 import { agentAt, daemonChanged, listAgents, markAsAgent, type AgentInfo } from '../../protocol/lsp.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
-import type { AglClient } from '../../sdk/tools/client.js';
+import type { AglClient } from '../../client/client.js';
 import { startDaemonProcess, tempDataDir, type DaemonProcess } from '../helpers/daemon-process.js';
 
 const NO_FACTS: HeadlineFacts = { rollouts: 0, rolloutsCapped: false, heldOut: null, recent: null };

@@ -1,5 +1,5 @@
 /**
- * The agent identity rule (protocol/agent-id.ts, sdk/tools/agent-id.ts): which folder is a file's project root (git,
+ * The agent identity rule (protocol/agent-id.ts, client/agent-id.ts): which folder is a file's project root (git,
  * else the outermost package manifest, else its own folder), the id of a spec typed anywhere in the project,
  * the way back from an id to its file, and which stored ids are older forms of the same agent.
  */
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { agentAliasesIn, formatAgentId, parseAgentId, sameAgent } from '../../protocol/agent-id.js';
-import { agentIdentity, canonicalAgentSpec, projectRoot, resolveAgentFile } from '../../sdk/tools/agent-id.js';
+import { agentIdentity, canonicalAgentSpec, projectRoot, resolveAgentFile } from '../../client/agent-id.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agl-agent-id-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 /**
  * The floor plan, checked on every import: protocol/ at the bottom (zod and the LSP protocol types only),
- * sdk/ and webview/ on protocol/ only, the extension on protocol/ and sdk/ (never on daemon/ or webview/
- * internals: what they share is in protocol/), with no import cycles among their files or the daemon's
+ * sdk/ (what agent code imports), client/ (the daemon seen from outside) and webview/ on protocol/ only, the extension
+ * on protocol/ and client/ (never on daemon/, sdk/ or webview/ internals: what they share is in protocol/), with no import cycles among their files or the daemon's
  * (the two panels once imported each other; the server's routes once imported their context from app.ts). Also: the command ids of protocol/commands.ts are exactly package.json's
  * contributes.commands.
  */
@@ -29,13 +29,14 @@ interface Rule {
 const RULES: Record<string, Rule> = {
   protocol: { folders: ['protocol'], packages: /^(zod|vscode-languageserver-protocol)$/, packagesSaid: 'zod, vscode-languageserver-protocol' },
   sdk: { folders: ['sdk', 'protocol'], packages: /^node:/, packagesSaid: 'node: built-ins' },
+  client: { folders: ['client', 'protocol'], packages: /^node:/, packagesSaid: 'node: built-ins' },
   webview: {
     folders: ['webview', 'protocol'],
     packages: /^(@vscode-elements\/elements|@vscode\/codicons|uplot)(\/|$)/,
     packagesSaid: '@vscode-elements/elements, @vscode/codicons, uplot',
   },
   extension: {
-    folders: ['extension', 'protocol', 'sdk'],
+    folders: ['extension', 'protocol', 'client'],
     packages: /^(node:|vscode$|vscode-languageclient(\/|$))/,
     packagesSaid: 'vscode, vscode-languageclient, node: built-ins',
   },
@@ -46,9 +47,9 @@ const RULES: Record<string, Rule> = {
     folders: ['samples', 'sdk', 'protocol'],
     packages: /^(?!vscode$)/,
     packagesSaid: 'any package but vscode',
-    scripts: { files: /\/(learn|demo|inspect|make-[\w-]+)\.ts$|\.test\.ts$|^samples\/harness\//, folders: ['daemon', 'samples/harness'] },
+    scripts: { files: /\/(learn|demo|inspect|make-[\w-]+)\.ts$|\.test\.ts$|^samples\/harness\//, folders: ['daemon', 'client', 'samples/harness'] },
   },
-  bench: { folders: ['bench', 'daemon', 'sdk', 'protocol', 'samples', 'test/helpers'], packages: /^(?!vscode$)/, packagesSaid: 'any package but vscode' },
+  bench: { folders: ['bench', 'daemon', 'client', 'sdk', 'protocol', 'samples', 'test/helpers'], packages: /^(?!vscode$)/, packagesSaid: 'any package but vscode' },
 };
 
 /** Every module specifier a file imports or re-exports, static or dynamic. */
@@ -108,7 +109,7 @@ function findCycles(graph: Map<string, string[]>): string[] {
 }
 
 describe('boundaries', () => {
-  it('extension/, webview/, sdk/, protocol/, samples/ and bench/ import only what the floor plan allows', () => {
+  it('extension/, webview/, sdk/, client/, protocol/, samples/ and bench/ import only what the floor plan allows', () => {
     const problems: string[] = [];
     let checked = 0;
     for (const top of Object.keys(RULES)) {
@@ -131,7 +132,7 @@ describe('boundaries', () => {
     assert.match(violation('protocol/spans.ts', 'node:fs')!, /package 'node:fs'/);
     assert.match(violation('extension/daemon.ts', 'lowdb')!, /package 'lowdb'/);
     assert.equal(violation('extension/commands.ts', '../protocol/commands.js'), null);
-    assert.equal(violation('extension/daemon.ts', '../sdk/daemon-state.js'), null);
+    assert.equal(violation('extension/daemon.ts', '../client/daemon-state.js'), null);
     assert.match(violation('samples/sql/agent.ts', '../../daemon/server/auth.js')!, /samples\/ may import only samples\/, sdk\/, protocol\//);
     assert.equal(violation('samples/sql/learn.ts', '../harness/learning.js'), null);
     assert.equal(violation('samples/harness/learning.ts', '../../daemon/commands/sft.js'), null);
@@ -146,9 +147,9 @@ describe('boundaries', () => {
     assert.deepEqual(importsOf(sample), ['../daemon/x.js', './y.js', '../webview/z.js', 'zod']);
   });
 
-  it('sdk/ by audience: agents see the agent API, the daemon its entry points and sdk/tools/, the extension sdk/tools/', () => {
-    // sdk/index.ts (agent API) | sdk/runner/ (inside an agent's process, for the runner) | sdk/tools/ (extension, CLI)
-    const sdkTarget = (file: string, spec: string) =>
+  it('sdk/ by audience: agents see the agent API, the daemon its entry points; client/ is not the SDK', () => {
+    // sdk/index.ts (agent API) | sdk/runner/ (inside an agent's process, for the runner); client/ (extension, CLI, bench)
+    const targetOf = (file: string, spec: string) =>
       relative(ROOT, resolve(ROOT, dirname(file), spec))
         .split(sep)
         .join('/');
@@ -158,27 +159,40 @@ describe('boundaries', () => {
       for (const file of sourceFiles(top).filter((f) => !except || !f.startsWith(`${except}/`))) {
         for (const spec of importsOf(readFileSync(join(ROOT, file), 'utf8'))) {
           if (!spec.startsWith('.')) continue;
-          const target = sdkTarget(file, spec);
+          const target = targetOf(file, spec);
           if (!target.startsWith('sdk/')) continue;
           checked++;
           if (!allowed.test(target)) problems.push(`${file} imports '${spec}': ${top}/ may use only ${said}`);
         }
       }
     };
-    check('daemon', /^sdk\/(index|runner\/index)\.js$|^sdk\/tools\//, 'sdk/index.ts, sdk/runner/index.ts and sdk/tools/');
-    check('extension', /^sdk\/tools\//, 'sdk/tools/');
+    check('daemon', /^sdk\/(index|runner\/index)\.js$/, 'sdk/index.ts and sdk/runner/index.ts');
+    check('extension', /^$/, 'nothing of sdk/ (the daemon is reached through client/)');
+    check('client', /^$/, 'nothing of sdk/');
     check('samples', /^sdk\/index\.js$/, 'sdk/index.ts, the agent API', 'samples/harness');
-    // The samples' learning harness drives the CLI, as the CLI's tools do.
-    check('samples/harness', /^sdk\/index\.js$|^sdk\/tools\//, 'sdk/index.ts and sdk/tools/');
-    // The agent API does not reach into the runner's or the tools' files.
-    for (const file of sourceFiles('sdk').filter((f) => !f.startsWith('sdk/runner/') && !f.startsWith('sdk/tools/'))) {
+    check('samples/harness', /^sdk\/index\.js$/, 'sdk/index.ts');
+    // The agent API does not reach into the runner's files, nor into client/.
+    for (const file of sourceFiles('sdk').filter((f) => !f.startsWith('sdk/runner/'))) {
       for (const spec of importsOf(readFileSync(join(ROOT, file), 'utf8'))) {
-        const target = spec.startsWith('.') ? sdkTarget(file, spec) : '';
-        if (/^sdk\/(runner|tools)\//.test(target)) problems.push(`${file} (agent API) imports '${spec}'`);
+        const target = spec.startsWith('.') ? targetOf(file, spec) : '';
+        if (/^sdk\/runner\/|^client\//.test(target)) problems.push(`${file} (agent API) imports '${spec}'`);
       }
     }
-    assert.ok(checked > 20, `only ${checked} sdk imports found`);
+    assert.ok(checked > 10, `only ${checked} sdk imports found`);
     assert.deepEqual(problems, []);
+  });
+
+  it('client/ is what the daemon looks like from outside: the extension, the CLI, the harness and bench use it', () => {
+    let users = 0;
+    for (const top of ['daemon', 'extension', 'bench', 'samples/harness']) {
+      for (const file of sourceFiles(top))
+        if (importsOf(readFileSync(join(ROOT, file), 'utf8')).some((spec) => /(^|\/)client\/[\w-]+\.js$/.test(spec) && spec.includes('../client/'))) users++;
+    }
+    assert.ok(users > 20, `only ${users} files import client/`);
+    assert.match(violation('sdk/emit.ts', '../client/client.js')!, /sdk\/ may import only sdk\/, protocol\//);
+    assert.match(violation('client/client.ts', '../daemon/state.js')!, /client\/ may import only client\/, protocol\//);
+    assert.match(violation('extension/ctx.ts', '../sdk/index.js')!, /extension\/ may import only extension\/, protocol\/, client\//);
+    assert.equal(violation('extension/ctx.ts', '../client/events.js'), null);
   });
 
   it("no import cycles among their files or daemon/'s (static or dynamic imports)", () => {

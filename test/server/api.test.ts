@@ -1,10 +1,10 @@
 /**
  * The store API end to end: a real `agl serve` process, real HTTP, every route driven through the typed
- * client (sdk/tools/client.ts) — the way the runner, the CLI and the extension use it.
+ * client (client/client.ts) — the way the runner, the CLI and the extension use it.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AglHttpError } from '../../sdk/tools/client.js';
+import { AglHttpError } from '../../client/client.js';
 import { startDaemonProcess, type DaemonProcess } from '../helpers/daemon-process.js';
 
 describe('store API over HTTP (agl serve + AglClient)', () => {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Problem } from '../../protocol/api.js';
-import { AglClient, AglHttpError } from '../../sdk/tools/client.js';
+import { AglClient, AglHttpError } from '../../client/client.js';
 import { startDaemonProcess, type DaemonProcess } from '../helpers/daemon-process.js';
 
 describe('bad input gets a 4xx problem+json and the daemon keeps serving', () => {

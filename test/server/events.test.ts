@@ -1,6 +1,6 @@
 /**
  * The daemon's event stream, GET /v1/agl/events (protocol/events.ts, daemon/server/events.ts), against a real daemon
- * app on 127.0.0.1 and a real SQLite file, read by the SDK's subscription (sdk/tools/events.ts): the token is required
+ * app on 127.0.0.1 and a real SQLite file, read by the SDK's subscription (client/events.ts): the token is required
  * (401 problem+json), the Host allow-list applies, `hello` comes first, every commit is told as a `store` event
  * whoever wrote it (through the API, or another process on the same file as `agl train` does), `health` beats on its
  * heartbeat; a client that stops reading is dropped (the daemon keeps nothing for it) and one whose daemon restarts
@@ -18,8 +18,8 @@ import type { DaemonEvent, StoreChange } from '../../protocol/events.js';
 import { closeGracefully, createApp, listen } from '../../daemon/server/app.js';
 import { createServerContext, type ServerContext } from '../../daemon/server/server-context.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
-import { AglClient } from '../../sdk/tools/client.js';
-import { DaemonEventStream } from '../../sdk/tools/events.js';
+import { AglClient } from '../../client/client.js';
+import { DaemonEventStream } from '../../client/events.js';
 
 const TOKEN = 'events-token-0123456789abcdef';
 
@@ -239,7 +239,7 @@ describe('event stream (GET /v1/agl/events)', () => {
   });
 });
 
-describe('event stream: the subscription (sdk/tools/events.ts)', () => {
+describe('event stream: the subscription (client/events.ts)', () => {
   it('hands on only events the protocol declares, whatever a server sends', async () => {
     const { createServer } = await import('node:http');
     const health = { status: 'ok', version: '0', pid: 1, store: 'sqlite', startedAt: 0, uptimeSeconds: 0 };

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
-import { AglHttpError } from '../../sdk/tools/client.js';
+import { AglHttpError } from '../../client/client.js';
 import { attemptBaseUrl, rootSpanIdForAttempt, traceIdForAttempt } from '../../protocol/ids.js';
 import { FAKE_ANSWER, FAKE_PROMPT_IDS, FAKE_TOKEN_IDS, type FakeUpstream, startFakeUpstream } from '../helpers/fake-upstream.js';
 import { type Harness, startDaemon } from '../helpers/daemon.js';

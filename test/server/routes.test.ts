@@ -2,7 +2,7 @@
  * The store API's routes are declared once (protocol/routes.ts) and both sides are built from the declarations:
  * the declarations are unique and ordered so that none shadows another; express registers exactly them, in
  * their order, and a request to each reaches that route (its /metrics label); and for each declared route the
- * client method named in `clientMethods` (sdk/tools/client.ts) sends that route's request: its method, its
+ * client method named in `clientMethods` (client/client.ts) sends that route's request: its method, its
  * path with the params encoded, and a body or query that the route's own schema accepts.
  * (That a route without a handler or a client method does not compile is tsc's part: `npx tsc -b`.)
  */
@@ -13,7 +13,7 @@ import { routes, type BodyOf, type ParamsOf, type PathParamNames, type ResponseO
 import type { Rollout } from '../../protocol/store.js';
 import { createServerContext } from '../../daemon/server/server-context.js';
 import { storeApiRouter, storeRoutes } from '../../daemon/server/store-api.js';
-import { AglClient, clientMethods } from '../../sdk/tools/client.js';
+import { AglClient, clientMethods } from '../../client/client.js';
 import { startDaemon, type Harness } from '../helpers/daemon.js';
 
 // ---- types derived from the declarations (checked by tsc -b; nothing to run) --------------------------------

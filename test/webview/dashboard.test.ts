@@ -18,7 +18,7 @@ import type { TrainingRunSummary } from '../../protocol/metrics.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import { ROOT, liveDashboard, openWebview, startDaemon, type Daemon, type LiveUpdates, type WebviewSession } from './harness.js';
 import { AGENT, RUN_ID, seedCalcTraining, seedTwoPolicyRun } from './seed.js';
-import type { AglClient } from '../../sdk/tools/client.js';
+import type { AglClient } from '../../client/client.js';
 
 /** A finished run to compare with: stopped by its time budget, KL and clip ratio 0 and the learning rate fixed throughout. */
 const RUN_B = 'run-calc-budget';

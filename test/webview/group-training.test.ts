@@ -22,7 +22,7 @@ import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { trajectoryHandlers } from '../../extension/panels/data.js';
 import { isToolSpan } from '../../protocol/span-reading.js';
 import type { Transition } from '../../protocol/store.js';
-import { AglClient } from '../../sdk/tools/client.js';
+import { AglClient } from '../../client/client.js';
 import { openWebview, type WebviewSession } from './harness.js';
 
 const AGENT = 'samples/calc/agent.ts#calcAgent';

@@ -14,7 +14,7 @@ import { assignCredit } from '../../daemon/algorithm/credit.js';
 import { computeAdvantages } from '../../daemon/algorithm/grpo.js';
 import { trajectoryHandlers } from '../../extension/panels/data.js';
 import type { Transition } from '../../protocol/store.js';
-import type { AglClient } from '../../sdk/tools/client.js';
+import type { AglClient } from '../../client/client.js';
 import { openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
 import { AGENT, GROUP_STEP, RUN_ID, recordRollout, seedCalcTraining, type Trajectory } from './seed.js';
 

@@ -19,8 +19,8 @@ import { launchChromium } from '../helpers/browser.js';
 import { makeNonce, webviewHtml } from '../../extension/panels/html.js';
 import type { RequestHandlers } from '../../extension/panels/data.js';
 import { routeWebviewMessage } from '../../extension/panels/router.js';
-import { AglClient } from '../../sdk/tools/client.js';
-import { DaemonEventStream } from '../../sdk/tools/events.js';
+import { AglClient } from '../../client/client.js';
+import { DaemonEventStream } from '../../client/events.js';
 import { RolloutsRefresh, RunMetricsFeed } from '../../extension/panels/live-updates.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
@@ -57,7 +57,7 @@ export async function startDaemon(): Promise<Daemon> {
 
 /**
  * A panel's live updates as the extension wires them (extension/panels/*-panel.ts, live-updates.ts): the daemon's
- * event stream (the subscription Ctx holds, sdk/tools/events.ts) handed to `onEvent`, and the webview's commands to
+ * event stream (the subscription Ctx holds, client/events.ts) handed to `onEvent`, and the webview's commands to
  * `onCommand`; `attach` names the webview they notify.
  */
 export interface LiveUpdates {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { trajectoryHandlers } from '../../extension/panels/data.js';
 import { RolloutsRefresh } from '../../extension/panels/live-updates.js';
-import { DaemonEventStream } from '../../sdk/tools/events.js';
+import { DaemonEventStream } from '../../client/events.js';
 import { definitionLine } from '../../extension/panels/source.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';

@@ -6,7 +6,7 @@
  */
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { SpanInput, Transition } from '../../protocol/store.js';
-import type { AglClient } from '../../sdk/tools/client.js';
+import type { AglClient } from '../../client/client.js';
 
 export const AGENT = 'samples/calc/agent.ts#calcAgent';
 export const CODE_FILE = 'samples/calc/agent.ts';

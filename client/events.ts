@@ -7,8 +7,8 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { API_PREFIX } from '../../protocol/api.js';
-import { DaemonEvent, EVENTS_PATH } from '../../protocol/events.js';
+import { API_PREFIX } from '../protocol/api.js';
+import { DaemonEvent, EVENTS_PATH } from '../protocol/events.js';
 
 export interface EventStreamOptions {
   /** The daemon's base URL, e.g. http://127.0.0.1:4747 */

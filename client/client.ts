@@ -20,7 +20,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
-import { API_PREFIX, MAX_BATCH } from '../../protocol/api.js';
+import { API_PREFIX, MAX_BATCH } from '../protocol/api.js';
 import type {
   Claim,
   CreateTrainingRunRequest,
@@ -41,12 +41,12 @@ import type {
   TransitionListQuery,
   UpdateTrainingRunRequest,
   WorkerHeartbeatRequest,
-} from '../../protocol/api.js';
-import type { AgentHeadline } from '../../protocol/agent-headline.js';
-import { DAEMON_STATE_FILE, TOKEN_FILE } from '../../protocol/daemon-state.js';
-import type { GroupPage, RolloutDetail, RolloutPage as RolloutListPage } from '../../protocol/webview-trajectory.js';
-import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../../protocol/lightning-store.js';
-import { routes, type BodyInputOf, type ParamsOf, type QueryOf, type ResponseOf, type RouteName } from '../../protocol/routes.js';
+} from '../protocol/api.js';
+import type { AgentHeadline } from '../protocol/agent-headline.js';
+import { DAEMON_STATE_FILE, TOKEN_FILE } from '../protocol/daemon-state.js';
+import type { GroupPage, RolloutDetail, RolloutPage as RolloutListPage } from '../protocol/webview-trajectory.js';
+import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../protocol/lightning-store.js';
+import { routes, type BodyInputOf, type ParamsOf, type QueryOf, type ResponseOf, type RouteName } from '../protocol/routes.js';
 import {
   withSpanDefaults,
   type Attempt,
@@ -61,7 +61,7 @@ import {
   type TrainingRun,
   type Transition,
   type Worker,
-} from '../../protocol/store.js';
+} from '../protocol/store.js';
 import { readDaemonState, resolveDataDir } from './daemon-state.js';
 
 export { API_PREFIX };

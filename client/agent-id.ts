@@ -7,7 +7,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { formatAgentId, type AgentIdLanguage } from '../../protocol/agent-id.js';
+import { formatAgentId, type AgentIdLanguage } from '../protocol/agent-id.js';
 
 const MANIFESTS = ['package.json', 'pyproject.toml', 'setup.py'];
 

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DAEMON_STATE_FILE, DATA_DIR_ENV, DEFAULT_DATA_DIR_NAME, type DaemonStateReading, parseDaemonState } from '../../protocol/daemon-state.js';
+import { DAEMON_STATE_FILE, DATA_DIR_ENV, DEFAULT_DATA_DIR_NAME, type DaemonStateReading, parseDaemonState } from '../protocol/daemon-state.js';
 
 /** --data-dir, else AGL_DATA_DIR, else ~/.agent-lightning; always absolute. */
 export function resolveDataDir(flag?: string): string {
