@@ -8,7 +8,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type * as echarts from 'echarts/core';
-import { REWARD_CURVE_SIZE, optionToSvg, stepRewardAxes, svgToPng, type ChartSize } from '../daemon/commands/report-chart.js';
+import { REWARD_CURVE_SIZE, optionToSvg, stepRewardAxes, svgToPng, type ChartSize } from '../daemon/algorithm/report-chart.js';
 import type { RoleRowName, RolesRow } from './roles.js';
 
 /** Steps averaged into each point of a curve. */

@@ -124,10 +124,15 @@ export interface GroupAdvantage {
   std: number;
   /** The whole step's calls' std (what 'batch' scaling divides by). */
   batchStd: number;
-  /** How the run scaled advantages (training.grpo.scaleRewards), null when the run did not record it. */
+  /**
+   * How the group's calls' advantages were scaled (their policy's grpo.scaleRewards: the run's training.grpo, or with
+   * policies per role each role's own); null when the run did not record it, or its policies scaled differently (byPolicy).
+   */
   scaleRewards: ScaleRewards | null;
-  /** The run's GRPO variant (training.grpo.variant), when recorded. */
+  /** The GRPO variant of the group's calls' policy (training.grpo.variant, or a role policy's own), when recorded and shared. */
   variant: string | null;
+  /** The group's calls come from policies that scaled advantages differently: each policy with its settings and its calls here. */
+  byPolicy?: { policy: string; roles: string[] | null; scaleRewards: ScaleRewards; variant: string; calls: number }[];
   /** What each credit's distance to the mean was divided by; null when the scaling is unknown. */
   divisor: number | null;
   /** Whether every stored advantage equals (credit - mean) / divisor (to 1e-6); null when the scaling is unknown. */
@@ -138,7 +143,17 @@ export interface GroupAdvantage {
    * The run grouped by task and role (training.groupBy task-role): each role's calls are compared among themselves,
    * so the numbers the stored advantages came from are these, one per role (`matchesStored` above covers them all).
    */
-  byRole?: { role: string | null; calls: number; mean: number; std: number; divisor: number | null; matchesStored: boolean | null; zeroVariance: boolean }[];
+  byRole?: {
+    role: string | null;
+    calls: number;
+    mean: number;
+    std: number;
+    /** How this role's policy scaled its advantages (null: not recorded). */
+    scaleRewards?: ScaleRewards | null;
+    divisor: number | null;
+    matchesStored: boolean | null;
+    zeroVariance: boolean;
+  }[];
 }
 
 export interface GroupData {

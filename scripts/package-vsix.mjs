@@ -62,7 +62,7 @@ const KEEP = {
   'tree-sitter-python': ['package.json', 'LICENSE', 'tree-sitter-python.wasm'],
   typescript: ['package.json', 'LICENSE.txt', 'lib/typescript.js'],
   webgpu: ['package.json', 'LICENSE.md', 'index.js', `dist/${process.platform}-${process.arch}/**`, 'build/**'],
-  // The training report draws its text with this one font (daemon/commands/report-chart.ts), not the other 20.
+  // The training report draws its text with this one font (daemon/algorithm/report-chart.ts), not the other 20.
   'dejavu-fonts-ttf': ['package.json', 'LICENSE', 'ttf/DejaVuSans.ttf'],
 };
 /** The dependencies a package really needs at run time, where its package.json lists install-time ones too. */

@@ -1,13 +1,15 @@
 /**
  * The code is formatted by Prettier and lint-free by ESLint (+ typescript-eslint), with the configuration in the
  * repository (.prettierrc.json, .prettierignore, eslint.config.mjs): `npm run format` fixes the first,
- * `npm run lint` shows both.
+ * `npm run lint` shows both. Beyond the linters: no class over 200 lines in the training room (daemon/algorithm).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import ts from 'typescript';
 
 const req = createRequire(join(process.cwd(), 'package.json'));
 
@@ -39,4 +41,32 @@ test('a production function reads in one screen: max-lines-per-function 80 holds
     result.messages.some((m) => m.ruleId === 'max-lines-per-function'),
     JSON.stringify(result.messages.map((m) => m.ruleId)),
   );
+});
+
+/** Each class of `dir`'s TypeScript files longer than `max` lines (from `class` to its closing brace): `file Name (n lines)`. */
+function longClasses(dir: string, max: number, read = (f: string) => readFileSync(f, 'utf8')): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+    if (!name.endsWith('.ts')) continue;
+    const file = join(dir, name);
+    const src = ts.createSourceFile(file, read(file), ts.ScriptTarget.Latest, true);
+    const visit = (n: ts.Node): void => {
+      if (ts.isClassDeclaration(n) || ts.isClassExpression(n)) {
+        const lines = src.getLineAndCharacterOfPosition(n.getEnd()).line - src.getLineAndCharacterOfPosition(n.getStart()).line + 1;
+        if (lines > max) out.push(`${file} ${n.name?.text ?? '(anonymous)'} (${lines} lines)`);
+      }
+      ts.forEachChild(n, visit);
+    };
+    visit(src);
+  }
+  return out;
+}
+
+test('the training room holds no class over 200 lines: the trainer sequences its steps, the run its phases', () => {
+  assert.deepEqual(longClasses('daemon/algorithm', 200), []);
+  // The check reads classes: a 201-line one is found.
+  const probe = `export class Probe {\n${'  a = 1;\n'.repeat(199)}}\n`;
+  assert.deepEqual(longClasses('daemon/algorithm', 200, (f) => (f.endsWith('trainer.ts') ? probe : readFileSync(f, 'utf8'))), [
+    `${join('daemon/algorithm', 'trainer.ts')} Probe (201 lines)`,
+  ]);
 });

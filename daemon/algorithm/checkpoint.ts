@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import type { LoraSettings } from '../../protocol/engine.js';
 import type { TrainConfig } from '../../protocol/train-config.js';
 import { POLICY_RECORD, type OpenPolicySet, type PolicyRecord } from './open-policy-set.js';
-import { policyUpdates, type TrainerState } from './trainer.js';
+import { policyUpdates, type TrainerState } from './trainer-state.js';
 
 export const STATE_FILE = 'state.json';
 

@@ -10,7 +10,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GrpoSettings } from '../../protocol/grpo-settings.js';
-import { isOnePolicy, policyRouting, policySet, type PolicyPlan, type PolicyRouting, type PolicySet } from '../../protocol/policy-set.js';
+import { DEFAULT_POLICY, isOnePolicy, policyRouting, policySet, type PolicyPlan, type PolicyRouting, type PolicySet } from '../../protocol/policy-set.js';
 import type { TrainConfig } from '../../protocol/train-config.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import { TorchPolicyModel } from '../model/torch-engine.js';
@@ -164,7 +164,7 @@ async function openFullWeights(plan: PolicySet, o: OpenSetOptions, owned: Policy
   };
   const one = isOnePolicy(plan);
   // The default policy is never trained nor saved: always the run's model. A run's one policy is its own default.
-  const fallback = one ? null : await open(plan.base, {}, null);
+  const fallback = one ? null : await open(plan.base, { name: DEFAULT_POLICY }, null);
   const trained: TrainedPolicy[] = [];
   for (const p of plan.policies) {
     const resumed = resumedFolder(p, o);
@@ -192,7 +192,7 @@ async function openFullWeights(plan: PolicySet, o: OpenSetOptions, owned: Policy
  * adapter folder (`policies.<role>.init`) or, resuming, from the checkpoint's. The base is each adapter's reference.
  */
 async function openAdapters(plan: PolicySet, o: OpenSetOptions, owned: PolicyModel[]): Promise<OpenPolicySet> {
-  const base = await openPolicy(plan.base, o.open);
+  const base = await openPolicy(plan.base, { ...o.open, ...(isOnePolicy(plan) ? {} : { name: DEFAULT_POLICY }) });
   owned.push(base);
   if (!(base instanceof TorchPolicyModel)) throw new Error('engine.lora: the base model is not on the torch engine');
   const trained: TrainedPolicy[] = [];

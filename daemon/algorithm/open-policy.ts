@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createPolicy, loadPolicy } from '../model/policy.js';
 import type { PolicyModel } from '../model/policy-contract.js';
 import { startTorchEngine, type TorchEngineOptions } from '../model/torch-engine.js';
+import { modelName } from '../../protocol/policy-set.js';
 
 export interface OpenPolicyOptions {
   /** TF.js backend (tfjs engine). */
@@ -24,7 +25,7 @@ export interface OpenPolicyOptions {
   engine?: 'tfjs' | 'torch';
   /** The torch engine's settings (procs, device, python, ...). */
   torch?: TorchEngineOptions;
-  /** The name the policy answers to (the gateway serves it by this name); default: the folder's or the size's. */
+  /** The name the policy answers to (the gateway serves it by this name); default: protocol/policy-set.ts modelName(spec). */
   name?: string;
 }
 
@@ -38,7 +39,7 @@ async function openTf(spec: string, o: OpenPolicyOptions) {
       seed: o.seed,
       backend: o.backend,
       optimizer,
-      name: o.name ?? `builtin-${builtin[1]}`,
+      name: o.name ?? modelName(spec),
     });
   }
   if (!existsSync(join(spec, 'config.json'))) {
@@ -47,7 +48,7 @@ async function openTf(spec: string, o: OpenPolicyOptions) {
     );
   }
   // The checkpoint's saved optimizer settings give way to those asked for now (loadPolicy applies `optimizer` last).
-  return loadPolicy(spec, { backend: o.backend, optimizer, name: o.name });
+  return loadPolicy(spec, { backend: o.backend, optimizer, name: o.name ?? modelName(spec) });
 }
 
 export async function openPolicy(spec: string, o: OpenPolicyOptions = {}): Promise<PolicyModel> {
@@ -66,11 +67,11 @@ export async function openPolicy(spec: string, o: OpenPolicyOptions = {}): Promi
         contextLength: o.contextLength ?? 128,
         seed: o.seed,
         backend: o.backend,
-        name: `builtin-${builtin[1]}`,
+        name: modelName(spec),
       });
       await made.save(tmp);
       made.dispose();
-      return await startTorchEngine(tmp, { ...torch, name: o.name ?? torch.name ?? `builtin-${builtin[1]}` });
+      return await startTorchEngine(tmp, { ...torch, name: o.name ?? torch.name ?? modelName(spec) });
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
@@ -80,5 +81,5 @@ export async function openPolicy(spec: string, o: OpenPolicyOptions = {}): Promi
       `--model ${spec}: not a model folder (no config.json there). Use builtin:0.8m, builtin:5m, a checkpoint folder or a Hugging Face model folder`,
     );
   }
-  return startTorchEngine(spec, { ...torch, ...(o.name ? { name: o.name } : {}) });
+  return startTorchEngine(spec, { ...torch, name: o.name ?? torch.name ?? modelName(spec) });
 }

@@ -7,7 +7,7 @@ import { createWriteStream } from 'node:fs';
 import { AGL, GENAI } from '../../protocol/spans.js';
 import { numberArrayAttr } from '../../protocol/span-reading.js';
 import type { Span } from '../../protocol/store.js';
-import { isOnePolicy, ONE_POLICY, policySet } from '../../protocol/policy-set.js';
+import { DEFAULT_POLICY, isOnePolicy, ONE_POLICY, policySet } from '../../protocol/policy-set.js';
 import { recordedTrainConfig } from '../../protocol/train-config.js';
 import { openStore } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
@@ -30,7 +30,7 @@ export async function exportTransitions(store: LightningStore, runId: string, wr
   // The policy of each call, from the run's policy set: its role's, else the default policy (or the run's one policy).
   const config = recordedTrainConfig((await store.getTrainingRun(runId))?.config);
   const set = config ? policySet(config) : null;
-  const policyOf = (role: string | null | undefined): string => (role && set?.owners[role]) || (!set || isOnePolicy(set) ? ONE_POLICY : 'default');
+  const policyOf = (role: string | null | undefined): string => (role && set?.owners[role]) || (!set || isOnePolicy(set) ? ONE_POLICY : DEFAULT_POLICY);
   const spansByRollout = new Map<string, Map<string, Span>>();
   let n = 0;
   for (const t of transitions) {

@@ -15,7 +15,8 @@ import type { EngineConfig } from '../algorithm/engine-config.js';
 import { DEFAULT_PORT, SERVE_COMMAND } from '../../protocol/cli-commands.js';
 import { engineFromFlags, type EngineFlags } from './engine-flags.js';
 import { parseCommand } from './flags.js';
-import { checkPolicySet, ServedPolicySet } from './serve-policies.js';
+import { checkPolicySet, ServedPolicySet } from '../algorithm/served-policy-set.js';
+import type { ServedPolicies } from '../server/served-policies.js';
 import { lastStepFolder } from '../algorithm/checkpoint.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
@@ -112,25 +113,32 @@ function fail(code: number, text: string): never {
   throw new ServeExit(code);
 }
 
-/** `agl serve`: the steps below in order; one that cannot go on says why and throws ServeExit with the exit code. */
+/**
+ * `agl serve`: the steps below in order; one that cannot go on says why and throws ServeExit with the exit code, and
+ * this one path closes the store if it was open. Once listening, the signal handler owns the store.
+ */
 export async function run(argv: string[]): Promise<number> {
+  let store: LightningStore | null = null;
   try {
     const flags = serveFlags(argv);
     prepareDataDir(flags.dataDir);
     await checkPreviousDaemon(flags.dataDir);
+    const policies = servedPolicies(flags);
     const { token, path: tokenFile } = loadOrCreateToken(flags.dataDir);
-    const store = await openPrivateStore(flags);
+    store = await openPrivateStore(flags);
     const version = packageVersion();
     const state = new DaemonStateFile(flags.dataDir, { tokenPath: tokenFile, store: flags.storeLabel, version });
-    const ctx = serverContext(flags, store, token, version, state);
+    const ctx = serverContext(flags, store, token, version, state, policies);
     installLastResortGuard(ctx.log);
-    await attachPolicy(ctx, flags, store);
-    const server = await listenOrExplain(ctx, flags, store);
+    const server = await listenOrExplain(ctx, flags);
     await publishUpstreamFlags(store, ctx, flags);
     const watchdog = new Watchdog(store, { onError: (e) => ctx.log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();
     recordRunning(state, ctx, flags, tokenFile);
-    return await stopOnSignal(server, watchdog, store, state);
+    const serving = store;
+    store = null;
+    return await stopOnSignal(server, watchdog, serving, state);
   } catch (err) {
+    await store?.close();
     if (err instanceof ServeExit) return err.code;
     throw err;
   }
@@ -235,9 +243,17 @@ async function openPrivateStore(flags: ServeFlags): Promise<LightningStore> {
   return store;
 }
 
-/** What every router shares: logging to stderr, and noting the agents it sees in daemon.json. */
-function serverContext(flags: ServeFlags, store: LightningStore, token: string, version: string, state: DaemonStateFile): ServerContext {
+/** What every router shares: logging to stderr, noting the agents it sees in daemon.json, the policies it serves. */
+function serverContext(
+  flags: ServeFlags,
+  store: LightningStore,
+  token: string,
+  version: string,
+  state: DaemonStateFile,
+  policies: ServedPolicies | undefined,
+): ServerContext {
   return createServerContext({
+    ...(policies ? { policies } : {}),
     store,
     token,
     dataDir: flags.dataDir,
@@ -255,64 +271,53 @@ function serverContext(flags: ServeFlags, store: LightningStore, token: string, 
 const resolveSpec = (spec: string) => (spec.startsWith('builtin:') ? spec : resolve(spec));
 
 /**
- * Checks the engine flags (exit 2) and, with --model, gives the gateway that policy (loaded on first use), or the
- * policy set of a training checkpoint (serve-policies.ts; checked now, exit 2 naming the policy and folder).
+ * Checks the engine flags (exit 2) and, with --model, what the gateway will serve: that policy (loaded on first use),
+ * or the policy set of a training checkpoint (served-policy-set.ts; checked now, exit 2 naming the policy and folder).
+ * Nothing without --model.
  */
-async function attachPolicy(ctx: ServerContext, flags: ServeFlags, store: LightningStore): Promise<void> {
+function servedPolicies(flags: ServeFlags): ServedPolicies | undefined {
   let engine: EngineConfig;
   try {
     engine = engineFromFlags(flags.engine);
   } catch (err) {
-    await store.close();
     fail(2, `agl serve: ${(err as Error).message}\n`);
   }
-  if (engine.procs > 1) {
-    await store.close();
-    fail(2, 'agl serve: --procs is for training (agl train); serving uses one rank\n');
-  }
-  if (flags.defaultModel && !flags.model) {
-    await store.close();
-    fail(2, 'agl serve: --default-model goes with --model <checkpoint of a policy set>\n');
-  }
-  // A training run's checkpoint folder serves its last step: one model, or a policy set (serve-policies.ts).
+  if (engine.procs > 1) fail(2, 'agl serve: --procs is for training (agl train); serving uses one rank\n');
+  if (flags.defaultModel && !flags.model) fail(2, 'agl serve: --default-model goes with --model <checkpoint of a policy set>\n');
+  // A training run's checkpoint folder serves its last step: one model, or a policy set (served-policy-set.ts).
   let spec: string | undefined;
   let set;
   try {
     spec = flags.model && lastStepFolder(flags.model);
     set = spec ? checkPolicySet(spec, flags.defaultModel && resolveSpec(flags.defaultModel), engine) : null;
   } catch (err) {
-    await store.close();
     fail(2, `agl serve: --model ${flags.model}: ${(err as Error).message}\n`);
   }
-  if (flags.defaultModel && !set) {
-    await store.close();
-    fail(2, `agl serve: --default-model: ${flags.model} is not a checkpoint of a policy set (no agl-policies.json)\n`);
-  }
-  if (!spec) return;
-  const served = new ServedPolicySet(set ?? { folder: spec, record: null, defaultSpec: spec }, flags.backend, engine, flags.dataDir, ctx.log);
-  ctx.getPolicy = (model) => served.get(model);
-  ctx.policyControl = served;
+  if (flags.defaultModel && !set) fail(2, `agl serve: --default-model: ${flags.model} is not a checkpoint of a policy set (no agl-policies.json)\n`);
+  if (!spec) return undefined;
+  const log = (m: string) => process.stderr.write(`agl: ${m}\n`);
+  const served = new ServedPolicySet(set ?? { folder: spec, record: null, defaultSpec: spec }, { backend: flags.backend, engine, dataDir: flags.dataDir, log });
+  if (set) log(describeServedSet(set.folder, set.defaultSpec, served));
+  return served;
+}
+
+/** What a daemon serving a checkpoint's policy set says when it starts: each role's policy, or the one adapter. */
+function describeServedSet(folder: string, defaultSpec: string, served: ServedPolicySet): string {
   const routing = served.routing();
-  if (!set) return;
-  ctx.policyVersion = (model) => served.version(model);
-  if (routing) ctx.servedRoles = () => served.routing() ?? routing;
-  const policies = Object.entries(set.record!.policies);
-  ctx.log(
-    routing
-      ? `serving one policy per role from ${set.folder}: ${Object.entries(routing.roleModels)
-          .map(([role, p]) => `${role} -> ${p}`)
-          .join(', ')}; other roles -> ${set.defaultSpec}; calls naming no role: ${routing.unassignedRole === 'default' ? 'the default policy' : 'refused'}`
-      : `serving ${set.folder}: policy ${policies.map(([name]) => name).join(', ')} (a LoRA adapter on ${set.defaultSpec}) for every call`,
+  if (!routing) return `serving ${folder}: policy ${served.describe().policies!.map((p) => p.name).join(', ')} (a LoRA adapter on ${defaultSpec}) for every call`;
+  const roles = Object.entries(routing.roleModels).map(([role, p]) => `${role} -> ${p}`);
+  return (
+    `serving one policy per role from ${folder}: ${roles.join(', ')}; other roles -> ${defaultSpec}; ` +
+    `calls naming no role: ${routing.unassignedRole === 'default' ? 'the default policy' : 'refused'}`
   );
 }
 
-/** Serves the HTTP app on --host:--port; when it cannot, closes the store and says why (exit 1). */
-async function listenOrExplain(ctx: ServerContext, flags: ServeFlags, store: LightningStore): Promise<Server> {
+/** Serves the HTTP app on --host:--port; when it cannot, says why (exit 1). */
+async function listenOrExplain(ctx: ServerContext, flags: ServeFlags): Promise<Server> {
   const app = createApp(ctx);
   try {
     return await listen(app, ctx, flags.host, flags.port);
   } catch (err) {
-    await store.close();
     fail(1, listenFailure(err as NodeJS.ErrnoException, flags.host, flags.port));
   }
 }

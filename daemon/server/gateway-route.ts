@@ -9,14 +9,14 @@ import { LlmResource, type Resources, type Rollout } from '../../protocol/store.
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { pickLlmResource, ResourcesCache } from '../store/resources-cache.js';
 import { type CallRequest, GatewayError, type OpenAiBody } from './gateway-backend.js';
-import type { PolicyProvider } from './gateway-local.js';
 import { routeByRole } from './gateway-roles.js';
 import type { CallContext } from './gateway-spans.js';
+import type { ServedPolicies } from './served-policies.js';
 
 export interface GatewayContext {
   store: Pick<LightningStore, 'addSpans' | 'getRollout' | 'getAttempt' | 'getResources' | 'getLatestResources'>;
-  /** The daemon's loaded policy model for a model name (local backend); absent = none loaded. */
-  getPolicy?: PolicyProvider;
+  /** The policies the daemon serves itself (local backend, routing by role, versions); absent = none. */
+  policies?: ServedPolicies;
   /**
    * The daemon's bearer token: required on the bare /v1/* routes. The per-attempt routes need none: the
    * rollout and attempt ids in the URL (random, known only to the runner and the agent) are the capability.
@@ -24,10 +24,6 @@ export interface GatewayContext {
   token?: string;
   /** Environment variables an upstream resource's `apiKeyEnv` may name (default: OPENAI_API_KEY only). */
   allowedKeyEnvs?: readonly string[];
-  /** A served policy's version (its training updates so far), recorded with each call it serves; absent = not tracked. */
-  policyVersion?: (model: string) => number | null;
-  /** A checkpoint of one policy per role being served (agl serve --model): routing for local resources without their own. */
-  servedRoles?: () => { roleModels: Record<string, string>; unassignedRole: 'refuse' | 'default' };
 }
 
 /** A call routed: what its backend serves, and where its span goes (null: the call names no rollout, nothing is recorded). */
@@ -130,10 +126,10 @@ export class CallRouter {
     const attempt = await this.attemptOf(req);
     const resources = await this.resourcesFor(attempt.rollout);
     const picked = pickLlmResource(resources, body.model) ?? LlmResource.parse({ type: 'llm', endpoint: '', model: body.model ?? 'default', backend: 'local' });
-    // One policy per role: the call's role decides which model serves it (gateway-roles.ts); a daemon serving a
-    // checkpoint of role policies gives its routing to local resources that bring none.
-    const served = this.ctx.servedRoles;
-    const routed = served && picked.backend === 'local' && !picked.roleModels ? { ...picked, ...served() } : picked;
+    // One policy per role: the call's role decides which model serves it (gateway-roles.ts); a daemon serving
+    // policies per role gives its routing to local resources that bring none.
+    const served = picked.backend === 'local' && !picked.roleModels ? this.ctx.policies?.routing() : null;
+    const routed = served ? { ...picked, ...served } : picked;
     const { resource, role } = routeByRole(routed, req.get(HEADERS.agent));
     const request: CallRequest = { kind, body, resource };
     if (!attempt.rolloutId || !attempt.attemptId) return { request, record: null };
@@ -146,7 +142,7 @@ export class CallRouter {
       startTime,
       streamed: body.stream === true,
       role,
-      policy: resource.roleModels ? { name: resource.model, version: this.ctx.policyVersion?.(resource.model) ?? null } : null,
+      policy: resource.roleModels ? { name: resource.model, version: this.ctx.policies?.version(resource.model) ?? null } : null,
     };
     return { request, record };
   }

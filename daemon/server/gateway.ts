@@ -148,7 +148,7 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
   const calls = new CallRouter(ctx);
   const upstream = new UpstreamBackend(ctx.allowedKeyEnvs);
   // Looked up per call: `agl serve` may load (or swap) the policy after the app was built.
-  const local = new LocalBackend((model) => ctx.getPolicy?.(model) ?? null);
+  const local = new LocalBackend((model) => ctx.policies?.model(model) ?? null);
   const json = jsonBody('64mb');
 
   async function handle(kind: CallRequest['kind'], req: Request, res: Response): Promise<void> {

@@ -1,13 +1,12 @@
 /**
- * What every part of the server is built from: the ServerContext (store, token, data dir, metrics, log and
- * the hooks `agl serve` fills in) and its defaults. Its own module so that the app (app.ts), the route table
+ * What every part of the server is built from: the ServerContext (store, token, data dir, metrics, log, the policies
+ * it serves) and its defaults, all given when it is made. Its own module so that the app (app.ts), the route table
  * (store-api.ts, routes-*.ts) and the hot path (hot-path.ts) all import it from below, never from each other.
  */
 import type { KnownAgent } from '../../protocol/api.js';
-import type { PolicyInfo } from '../../protocol/api.js';
-import type { PolicyModel } from '../model/policy-contract.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { RequestMetrics } from './request-metrics.js';
+import type { ServedPolicies } from './served-policies.js';
 
 /** Everything a router needs. Built once by `agl serve` (daemon/commands/serve.ts), or by tests. */
 export interface ServerContext {
@@ -29,19 +28,10 @@ export interface ServerContext {
   onAgentSeen?: (agent: string) => void;
   knownAgents?: () => KnownAgent[];
   /**
-   * The policy model served by the gateway's local backend, by model name. Whoever loads a policy in the
-   * daemon process assigns it (ctx is shared by reference, so it may be set after the app is built).
+   * The policies this daemon serves itself (served-policies.ts): the gateway's local backend, its routing by role and
+   * the versions it records, GET/POST /v1/agl/policy. Absent: none (local calls are refused with 503).
    */
-  getPolicy?: (model: string) => PolicyModel | null | undefined | Promise<PolicyModel | null | undefined>;
-  /** A served policy's version (training updates so far), recorded with each call (agl train with policies:). */
-  policyVersion?: (model: string) => number | null;
-  /**
-   * A checkpoint of one policy per role served by `agl serve --model` (serve-policies.ts): the routing given to local LLM
-   * resources that carry none of their own (each role to its policy's name; a call naming no role refused or not).
-   */
-  servedRoles?: () => { roleModels: Record<string, string>; unassignedRole: 'refuse' | 'default' };
-  /** The served policy's description and swap (agl serve --model): GET /v1/agl/policy, POST /v1/agl/policy/load. */
-  policyControl?: { describe(): PolicyInfo; load(dir: string): Promise<PolicyInfo> };
+  readonly policies?: ServedPolicies;
   /** Host names answered besides loopback, IP literals and the bound host (`agl serve --allowed-host`; edge.ts). */
   allowedHosts?: string[];
   /**

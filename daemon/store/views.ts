@@ -27,6 +27,7 @@ import {
   type Transition,
 } from '../../protocol/store.js';
 import { recordedTrainConfig } from '../../protocol/train-config.js';
+import { policySet } from '../../protocol/policy-set.js';
 import type { GroupAdvantage, GroupData, GroupPage, GroupQuery, GroupSample, RolloutDetail } from '../../protocol/webview-trajectory.js';
 
 /** Runs `fn` over `items` with at most `limit` at once. */
@@ -51,41 +52,102 @@ async function attemptError(store: LightningStore, rollout: Rollout, attemptId: 
   return attempt?.error?.message ?? null;
 }
 
-/** The run's advantage scaling, variant and grouping as it recorded them in its config (`agl train` stores the parsed one). */
-function runGrpoSettings(run: TrainingRun | null): { scaleRewards: ScaleRewards | null; variant: string | null; byRole: boolean } {
-  const training = run ? recordedTrainConfig(run.config)?.training : null;
-  return { scaleRewards: training?.grpo.scaleRewards ?? null, variant: training?.grpo.variant ?? null, byRole: training?.groupBy === 'task-role' };
-}
-
-/** Mean, std and divisor of some calls' credits, and whether their stored advantages follow from them. */
-function advantageNumbers(calls: Transition[], batchStd: number, scaleRewards: ScaleRewards | null) {
-  const credits = calls.map((t) => t.credit);
-  const mean = meanOf(credits),
-    std = stdUnbiased(credits);
-  const divisor = scaleRewards ? advantageDivisor(scaleRewards, std, batchStd) : null;
-  const matchesStored =
-    divisor === null ? null : calls.every((t) => Math.abs(t.advantage - (t.credit - mean) / divisor) <= 1e-6 * Math.max(1, Math.abs(t.advantage)));
-  return { calls: calls.length, mean, std, divisor, matchesStored, zeroVariance: isZeroVariance(credits) };
+/** How one policy scaled its calls' advantages (its own GRPO settings). */
+interface PolicyScaling {
+  policy: string;
+  roles: string[] | null;
+  scaleRewards: ScaleRewards;
+  variant: string;
 }
 
 /**
- * The numbers the group's stored advantages came from (protocol/grpo-advantage.ts), checked against them; with
- * training.groupBy task-role, each role's calls are a group of their own, so the numbers come per role too.
+ * How the run scaled each call's advantage, from its recorded config: with policies per role, each call by its role's
+ * policy's own GRPO settings (protocol/policy-set.ts); else every call by the run's `training.grpo`. Null settings: the
+ * run did not record them (an older config that no longer parses).
+ */
+interface RunScaling {
+  of(role: string | null): PolicyScaling | null;
+  byRole: boolean;
+}
+
+function runScaling(run: TrainingRun | null): RunScaling {
+  const config = run ? recordedTrainConfig(run.config) : null;
+  if (!config) return { of: () => null, byRole: false };
+  const scalings = policySet(config).policies.map((p) => ({ policy: p.name, roles: p.roles, scaleRewards: p.grpo.scaleRewards, variant: p.grpo.variant }));
+  const one = scalings.find((p) => p.roles === null) ?? null;
+  return {
+    of: (role) => one ?? scalings.find((p) => role !== null && p.roles!.includes(role)) ?? null,
+    byRole: config.training.groupBy === 'task-role',
+  };
+}
+
+/** The one value every item gives, else null. */
+function shared<T>(xs: T[]): T | null {
+  return xs.length && xs.every((x) => x === xs[0]) ? xs[0]! : null;
+}
+
+/**
+ * Mean, std and divisor of some calls' credits, and whether their stored advantages follow from them: each call's
+ * advantage divided as its own policy divides (a dr_grpo role's calls by nothing, a grpo role's by the std).
+ */
+function advantageNumbers(calls: Transition[], batchStd: number, scaling: RunScaling) {
+  const credits = calls.map((t) => t.credit);
+  const mean = meanOf(credits),
+    std = stdUnbiased(credits);
+  const scales = calls.map((t) => scaling.of(t.agentName)?.scaleRewards ?? null);
+  const known = scales.every((x) => x !== null);
+  const matchesStored = !known
+    ? null
+    : calls.every((t, i) => {
+        const divisor = advantageDivisor(scales[i]!, std, batchStd);
+        return Math.abs(t.advantage - (t.credit - mean) / divisor) <= 1e-6 * Math.max(1, Math.abs(t.advantage));
+      });
+  const scale = shared(scales);
+  return { calls: calls.length, mean, std, divisor: scale ? advantageDivisor(scale, std, batchStd) : null, matchesStored, zeroVariance: isZeroVariance(credits) };
+}
+
+/** The policies whose calls are in `group`, each with its scaling, when they scaled differently (else none: one formula holds). */
+function policiesOf(group: Transition[], scaling: RunScaling): GroupAdvantage['byPolicy'] {
+  const seen = new Map<string, PolicyScaling & { calls: number }>();
+  for (const t of group) {
+    const s = scaling.of(t.agentName);
+    if (!s) continue;
+    const had = seen.get(s.policy);
+    seen.set(s.policy, { ...s, calls: (had?.calls ?? 0) + 1 });
+  }
+  const all = [...seen.values()];
+  if (all.length < 2 || (shared(all.map((p) => p.scaleRewards)) !== null && shared(all.map((p) => p.variant)) !== null)) return undefined;
+  return all.map(({ policy, roles, scaleRewards, variant, calls }) => ({ policy, roles, scaleRewards, variant, calls }));
+}
+
+/**
+ * The numbers the group's stored advantages came from (protocol/grpo-advantage.ts), checked against them, each call
+ * under its own policy's settings; with training.groupBy task-role, each role's calls are a group of their own, so the
+ * numbers come per role too.
  */
 function groupAdvantage(group: Transition[], step: Transition[], run: TrainingRun | null): GroupAdvantage {
   const batchStd = stdUnbiased(step.map((t) => t.credit));
-  const { scaleRewards, variant, byRole } = runGrpoSettings(run);
-  const all = advantageNumbers(group, batchStd, scaleRewards);
-  if (!byRole) return { ...all, batchStd, scaleRewards, variant };
+  const scaling = runScaling(run);
+  const all = advantageNumbers(group, batchStd, scaling);
+  const settings = group.map((t) => scaling.of(t.agentName));
+  const scaleRewards = settings.every((x) => x) ? shared(settings.map((x) => x!.scaleRewards)) : null;
+  const variant = settings.every((x) => x) ? shared(settings.map((x) => x!.variant)) : null;
+  const byPolicy = policiesOf(group, scaling);
+  const common = { batchStd, scaleRewards, variant, ...(byPolicy ? { byPolicy } : {}) };
+  if (!scaling.byRole) return { ...all, ...common };
   const roles = new Map<string, Transition[]>();
   for (const t of group) {
     const calls = roles.get(t.agentName ?? '');
     if (calls) calls.push(t);
     else roles.set(t.agentName ?? '', [t]);
   }
-  const perRole = [...roles.entries()].map(([role, calls]) => ({ role: role || null, ...advantageNumbers(calls, batchStd, scaleRewards) }));
+  const perRole = [...roles.entries()].map(([role, calls]) => ({
+    role: role || null,
+    scaleRewards: scaling.of(role || null)?.scaleRewards ?? null,
+    ...advantageNumbers(calls, batchStd, scaling),
+  }));
   const matchesStored = perRole.some((r) => r.matchesStored === null) ? null : perRole.every((r) => r.matchesStored);
-  return { ...all, batchStd, scaleRewards, variant, matchesStored, byRole: perRole };
+  return { ...all, ...common, matchesStored, byRole: perRole };
 }
 
 /** The run's selection rule from its recorded config (null without a run). */

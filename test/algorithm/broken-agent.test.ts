@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MAX_FAILED_STEPS } from '../../daemon/algorithm/trainer.js';
+import { MAX_FAILED_STEPS } from '../../daemon/algorithm/diagnosis.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import type { TrainingRunSummary } from '../../protocol/metrics.js';
 import { runAgl, saveTinyPolicy, writeToyTasks } from './cli-helpers.js';

@@ -12,7 +12,7 @@ import { spansToTrajectory } from '../../daemon/algorithm/adapter.js';
 import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { computeAdvantages, GrpoConfig, grpoLossFn, GrpoStats } from '../../daemon/algorithm/grpo.js';
 import { type GroupRollout, type Task, dynamicSampling, groupsWithSpread } from '../../daemon/algorithm/rollouts.js';
-import { freshTasks, tasksForStep } from '../../daemon/algorithm/trainer.js';
+import { freshTasks, tasksForStep } from '../../daemon/algorithm/schedule.js';
 import { llmCall, reward } from './helpers.js';
 
 const near = (a: number, b: number, tol = 1e-5) => assert.ok(Math.abs(a - b) < tol, `${a} != ${b}`);

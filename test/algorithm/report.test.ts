@@ -8,9 +8,10 @@ import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REWARD_CURVE_SIZE, TRAIN_COLOR, TRAIN_SERIES, VAL_COLOR, VAL_SERIES, optionToSvg, rewardCurveOption } from '../../daemon/commands/report-chart.js';
-import { writeReport } from '../../daemon/commands/train-report.js';
-import { tasksForStep, type TrainerState } from '../../daemon/algorithm/trainer.js';
+import { REWARD_CURVE_SIZE, TRAIN_COLOR, TRAIN_SERIES, VAL_COLOR, VAL_SERIES, optionToSvg, rewardCurveOption } from '../../daemon/algorithm/report-chart.js';
+import { writeReport } from '../../daemon/algorithm/run-report.js';
+import { tasksForStep } from '../../daemon/algorithm/schedule.js';
+import type { TrainerState } from '../../daemon/algorithm/trainer-state.js';
 import { parseTrainConfig, deepMerge } from '../../daemon/algorithm/config.js';
 import { countPixels, readPng } from '../helpers/png-reader.js';
 

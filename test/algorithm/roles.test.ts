@@ -16,8 +16,9 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseTrainConfig } from '../../daemon/algorithm/config.js';
-import { startTrainingHost } from '../../daemon/commands/train-host.js';
-import { Trainer, newTrainerState } from '../../daemon/algorithm/trainer.js';
+import { startTrainingHost } from '../../daemon/algorithm/training-host.js';
+import { Trainer } from '../../daemon/algorithm/trainer.js';
+import { newTrainerState } from '../../daemon/algorithm/trainer-state.js';
 import { OpenPolicySet, trainedPolicy } from '../../daemon/algorithm/open-policy-set.js';
 import { policySet } from '../../protocol/policy-set.js';
 import { configOverrides, TRAIN_OPTIONS, trainCommandLine } from '../../protocol/train-options.js';

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { closeGracefully, createApp, listen } from '../../daemon/server/app.js';
 import { createServerContext } from '../../daemon/server/server-context.js';
-import type { PolicyProvider } from '../../daemon/server/gateway-local.js';
+import type { PolicyModel } from '../../daemon/model/policy-contract.js';
+import { servedModels } from '../../daemon/server/served-policies.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { AglClient } from '../../client/client.js';
 import type { Rollout, RolloutInput } from '../../protocol/store.js';
@@ -23,12 +24,13 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startDaemon(opts: { getPolicy?: PolicyProvider } = {}): Promise<Harness> {
+/** `getPolicy`: the models the daemon serves itself, by name (as `agl serve --model` gives the gateway its policy). */
+export async function startDaemon(opts: { getPolicy?: (name: string) => PolicyModel | null } = {}): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'agl-runner-test-'));
   const store = new SqliteStore(join(dataDir, 'store.sqlite'));
   const token = 'test-token-0123456789abcdef';
-  // getPolicy: how `agl serve` hands the gateway its loaded policy model (read per call).
-  const ctx = Object.assign(createServerContext({ store, token, dataDir, log: () => {} }), { getPolicy: opts.getPolicy });
+  const policies = opts.getPolicy ? servedModels(opts.getPolicy) : undefined;
+  const ctx = createServerContext({ store, token, dataDir, log: () => {}, ...(policies ? { policies } : {}) });
   const server = await listen(createApp(ctx), ctx, '127.0.0.1', 0);
   const client = new AglClient({ url: ctx.url, token });
   return {

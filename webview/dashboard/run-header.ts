@@ -8,6 +8,7 @@
 import { METRICS, describeEngine, describePeakMemory, type TrainingRunSummary } from '../../protocol/metrics.js';
 import type { TrainingRun } from '../../protocol/store.js';
 import { runRoles, type RolesConfig } from '../../protocol/call-roles.js';
+import { policyGrpo, type GrpoGiven, type GrpoSettings } from '../../protocol/grpo-settings.js';
 import { fmtTime, h, icon, mount } from '../shared/dom.js';
 import { fmtElapsed, fmtExponent, fmtMetric } from './format.js';
 
@@ -82,7 +83,19 @@ export function describeStop(run: TrainingRun, now = Date.now()): string {
   }
 }
 
-/** [field, label, value, config key] of the settings worth comparing across runs. */
+/** Each policy of a run with policies per role (`policies:`): its own learning rate and GRPO settings; null for one policy. */
+function ownSettings(run: TrainingRun, training: Json, grpo: Json): { name: string; lr: unknown; variant: unknown; beta: unknown }[] | null {
+  const entries = Object.entries(obj(run.config.policies)).filter(([, e]) => !('shared' in obj(e)));
+  if (!entries.length) return null;
+  const runGrpo = grpo as unknown as GrpoSettings;
+  return entries.map(([name, e]) => {
+    const own = obj(e);
+    const settings = typeof runGrpo.variant === 'string' ? policyGrpo(runGrpo, obj(own.grpo) as GrpoGiven) : null;
+    return { name, lr: own.learningRate ?? training.learningRate, variant: settings?.variant, beta: settings?.beta };
+  });
+}
+
+/** [field, label, value, config key] of the settings worth comparing across runs; each policy's own where they differ. */
 export function configSummary(run: TrainingRun): [string, string, string, string][] {
   const { model, training, grpo } = configOf(run);
   const out: [string, string, string, string][] = [];
@@ -90,12 +103,27 @@ export function configSummary(run: TrainingRun): [string, string, string, string
     if (typeof value === 'number') out.push([field, label, fmt(value), key]);
     else if (typeof value === 'string' && value) out.push([field, label, value, key]);
   };
+  const lrFmt = (v: number) => (v < 1e-2 ? fmtExponent(v, 3) : String(v));
+  const policies = ownSettings(run, training, grpo);
+  /** A setting each policy has its own of: one value when they agree, else each policy's. */
+  const perPolicy = (field: string, label: string, pick: (p: NonNullable<typeof policies>[number]) => unknown, key: string, fmt: (v: number) => string = String) => {
+    const values = policies!.map(pick);
+    if (values.every((v) => v === values[0])) return add(field, label, values[0], key, fmt);
+    const each = policies!.map((p, i) => `${p.name} ${typeof values[i] === 'number' ? fmt(values[i] as number) : String(values[i])}`).join(' · ');
+    out.push([field, label, each, `${key} (each policy its own: policies.<role>)`]);
+  };
   add('model', 'model', model.init ?? model.name, model.init ? 'model.init' : 'model.name');
-  add('lr', 'lr', training.learningRate, 'training.learningRate', (v) => (v < 1e-2 ? fmtExponent(v, 3) : String(v)));
+  if (policies) perPolicy('lr', 'lr', (p) => p.lr, 'training.learningRate', lrFmt);
+  else add('lr', 'lr', training.learningRate, 'training.learningRate', lrFmt);
   add('batch', 'batch', training.batchSize, 'training.batchSize (tasks per step)');
   add('group', 'group size', training.groupSize, 'training.groupSize (rollouts per task)');
-  add('variant', 'algorithm', grpo.variant, 'training.grpo.variant');
-  if (typeof grpo.beta === 'number' && grpo.beta > 0) add('beta', 'KL β', grpo.beta, 'training.grpo.beta');
+  if (policies) perPolicy('variant', 'algorithm', (p) => p.variant, 'training.grpo.variant');
+  else add('variant', 'algorithm', grpo.variant, 'training.grpo.variant');
+  const betas = policies ? policies.map((p) => p.beta) : [grpo.beta];
+  if (betas.some((b) => typeof b === 'number' && b > 0)) {
+    if (policies) perPolicy('beta', 'KL β', (p) => p.beta, 'training.grpo.beta');
+    else add('beta', 'KL β', grpo.beta, 'training.grpo.beta');
+  }
   return out;
 }
 

@@ -71,7 +71,7 @@ function storedLine(matches: boolean | null): string {
 /** The formula with each role's numbers, when the run grouped by task and role (training.groupBy task-role). */
 function formulaByRole(adv: GroupAdvantage, roles: NonNullable<GroupAdvantage['byRole']>): { short: string; full: string } {
   const b = fmtNumber(adv.batchStd);
-  const term = (r: (typeof roles)[number]) => advantageTerm(adv.scaleRewards, fmtNumber(r.mean), fmtNumber(r.std), b);
+  const term = (r: (typeof roles)[number]) => advantageTerm(r.scaleRewards ?? adv.scaleRewards, fmtNumber(r.mean), fmtNumber(r.std), b);
   const name = (r: (typeof roles)[number]) => r.role ?? '(no role)';
   const short = roles.map((r) => `${name(r)}: A = ${term(r)}`).join(' · ');
   const full = [
@@ -86,9 +86,28 @@ function formulaByRole(adv: GroupAdvantage, roles: NonNullable<GroupAdvantage['b
   return { short, full };
 }
 
+/** The formula per policy, when the group's calls come from policies that scaled their advantages differently. */
+function formulaByPolicy(adv: GroupAdvantage, policies: NonNullable<GroupAdvantage['byPolicy']>): { short: string; full: string } {
+  const [m, s, b] = [adv.mean, adv.std, adv.batchStd].map(fmtNumber) as [string, string, string];
+  const term = (p: (typeof policies)[number]) => advantageTerm(p.scaleRewards, m, s, b);
+  const short = policies.map((p) => `${p.policy}: A = ${term(p)}`).join(' · ');
+  const full = [
+    `GRPO advantage of each call in this group: its credit minus the group mean (${m}, std ${s} over the ${adv.calls} calls), ` +
+      `scaled by the settings of the policy that trained it:`,
+    ...policies.map(
+      (p) =>
+        `  ${p.policy} (${p.roles ? `role${p.roles.length === 1 ? '' : 's'} ${p.roles.join(', ')}` : 'every call'}; variant ${p.variant}; ` +
+        `${p.calls} call${p.calls === 1 ? '' : 's'} here): A = ${term(p)}`,
+    ),
+    storedLine(adv.matchesStored),
+  ].join('\n');
+  return { short, full };
+}
+
 /** The formula with this group's numbers, as a tooltip text, and its short visible form. */
 export function formulaText(adv: GroupAdvantage, group: GroupData): { short: string; full: string } {
   if (adv.byRole?.length) return formulaByRole(adv, adv.byRole);
+  if (adv.byPolicy?.length) return formulaByPolicy(adv, adv.byPolicy);
   const m = fmtNumber(adv.mean),
     s = fmtNumber(adv.std),
     b = fmtNumber(adv.batchStd);
@@ -176,7 +195,7 @@ function groupSection(group: GroupData, step: number | null, actions: GroupViewA
     taskBlock(group.input),
     // What the agent scored the samples against, when it said (sql: the gold query and its rows).
     group.expected?.emitted ? expectedBlock(group.expected.emitted) : null,
-    formula && adv!.scaleRewards && !folded ? h('div', { class: 'formula mono', title: formula.full }, icon('info'), ` ${formula.short}`) : null,
+    formula && (adv!.scaleRewards || adv!.byPolicy) && !folded ? h('div', { class: 'formula mono', title: formula.full }, icon('info'), ` ${formula.short}`) : null,
     folded ? null : h('div', { class: 'samples' }, ...cards.map((c, i) => answerCard(c, i, maxAbs, actions))),
   );
 }

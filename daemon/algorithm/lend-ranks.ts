@@ -5,7 +5,7 @@
  * the same model folder at the same path.
  */
 import { configOverrides, TRAIN_OPTIONS, type TrainFlags } from '../../protocol/train-options.js';
-import { engineOptions, resolveTrainConfig } from '../algorithm/config.js';
+import { engineOptions, resolveTrainConfig } from './config.js';
 import { joinTorchEngine } from '../model/torch-engine.js';
 import { resolveDataDir } from '../../client/daemon-state.js';
 

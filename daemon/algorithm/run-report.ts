@@ -5,7 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TrainerState } from '../algorithm/trainer.js';
+import type { TrainerState } from './trainer-state.js';
 import { describeHeldOut } from '../../protocol/metrics.js';
 import { REWARD_CURVE_SIZE, TRAIN_SERIES, VAL_SERIES, rewardCurvePng } from './report-chart.js';
 

@@ -1,23 +1,26 @@
 /**
- * What `agl serve --model` serves: one model (a folder or builtin:<size>), or a training checkpoint's policy set
- * (its `agl-policies.json`: policies per role, or LoRA adapters). A set is served as its run served it: each listed
- * role by its own policy, every other role by the default policy (the run's starting model, named in the record;
+ * What `agl serve --model` serves (its ServedPolicies, daemon/server/served-policies.ts): one model (a folder or
+ * builtin:<size>), or a training checkpoint's policy set (its `agl-policies.json`: policies per role, or LoRA
+ * adapters), opened with openPolicySet as the run opened it. A set is served as its run served it: each listed role by
+ * its own policy, every other role by the default policy (the run's starting model, named in the record;
  * `--default-model` when it has moved), a call that names no role refused or served by the default as the run's
  * `unassignedCalls` said, and a run's one LoRA policy serving every call as its adapter on that model. Each recorded
  * call names the policy and the updates it had. Everything is checked before the daemon listens (each policy's folder
  * holds a model or an adapter, and is the policy its record says: a swapped folder is refused); the weights load on
- * the first call of each policy. POST /v1/agl/policy/load with another folder of the same kind (the same policies)
- * swaps them all at once: the new weights serve every call made after the swap, the old are freed a minute later.
+ * the first call. POST /v1/agl/policy/load with another folder of the same kind (the same policies) swaps them all at
+ * once: the new weights serve every call made after the swap, the old are freed a minute later.
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PolicyInfo } from '../../protocol/api.js';
-import { policyRouting, type PolicyRouting } from '../../protocol/policy-set.js';
-import { findPolicySet, type PolicySetRecord } from '../algorithm/checkpoint.js';
-import { engineOptions, type EngineConfig } from '../algorithm/engine-config.js';
-import { policyFolderCheck } from '../algorithm/open-policy-set.js';
+import { resolveGrpo } from '../../protocol/grpo-settings.js';
+import { ONE_POLICY, policyRouting, roleOwners, type PolicyRouting, type PolicySet } from '../../protocol/policy-set.js';
+import { TrainingSection } from '../../protocol/train-config.js';
+import { findPolicySet, type PolicySetRecord } from './checkpoint.js';
+import { engineOptions, type EngineConfig } from './engine-config.js';
+import { type OpenPolicySet, openPolicySet, policyFolderCheck } from './open-policy-set.js';
 import type { PolicyModel } from '../model/policy-contract.js';
-import type { TorchPolicyModel } from '../model/torch-engine.js';
+import type { ServedPolicies } from '../server/served-policies.js';
 
 /** A served source: a model spec alone (record null), or a set's folder and record with its default model. */
 export interface ServedSource {
@@ -50,33 +53,44 @@ export function checkPolicySet(spec: string, defaultOverride: string | undefined
   return { folder, record, defaultSpec };
 }
 
-/** Opens a folder or builtin for `agl serve` on its engine (loaded lazily: TF.js and the torch engine take seconds). */
-export function openForServing(
-  spec: string,
-  o: { backend: string | undefined; engine: EngineConfig; dataDir: string; log: (m: string) => void; seed?: number; name?: string },
-): Promise<PolicyModel> {
-  const opts = engineOptions(o.engine, { dataDir: o.dataDir, log: (line) => o.log(`engine: ${line}`), serving: true });
-  return import('../algorithm/open-policy.js').then(({ openPolicy }) =>
-    openPolicy(spec, { backend: o.backend, ...(o.seed !== undefined ? { seed: o.seed } : {}), ...opts, ...(o.name ? { name: o.name } : {}) }),
-  );
-}
-
 /** The policies of a record as the set's routing reads them. */
 const policiesOf = (record: PolicySetRecord) => Object.entries(record.policies).map(([name, p]) => ({ name, roles: p.roles }));
 
-/** The gateway's local policies for `agl serve --model`: one model, or a set, each opened on its first call. */
-export class ServedPolicySet {
-  private opened = new Map<string, Promise<PolicyModel>>();
-  private loadedDefault: PolicyModel | null = null;
+/** A served source as a policy set (protocol/policy-set.ts): one model serving every call, or the record's policies on its default. */
+export function servedPlan(source: ServedSource): PolicySet {
+  // Nothing trains while serving: the defaults stand in for settings no update reads.
+  const serving = { learningRate: TrainingSection.parse({}).learningRate, grpo: resolveGrpo({}) };
+  const { record } = source;
+  if (!record)
+    return { policies: [{ name: ONE_POLICY, roles: null, init: source.defaultSpec, ...serving }], owners: {}, base: source.defaultSpec, unassignedCalls: 'refuse', lora: null };
+  const owners = roleOwners(Object.fromEntries(policiesOf(record).flatMap((p) => (p.roles ?? []).map((r) => [r, r === p.name ? {} : { shared: p.name }]))));
+  return {
+    policies: Object.entries(record.policies).map(([name, p]) => ({ name, roles: p.roles, init: join(source.folder, p.dir), ...serving })),
+    owners,
+    base: source.defaultSpec,
+    unassignedCalls: record.unassignedCalls,
+    lora: record.lora,
+  };
+}
+
+/** How `agl serve` opens models: its TF.js backend and engine, nothing trainable. */
+export interface ServingOptions {
+  backend: string | undefined;
+  engine: EngineConfig;
+  dataDir: string;
+  log: (m: string) => void;
+}
+
+/** The gateway's local policies for `agl serve --model`: one model, or a set, opened whole on the first call. */
+export class ServedPolicySet implements ServedPolicies {
+  private opened: Promise<OpenPolicySet> | null = null;
+  private current: OpenPolicySet | null = null;
   private loadedAt: number | null = null;
   private reloads = 0;
 
   constructor(
     private source: ServedSource,
-    private readonly backend: string | undefined,
-    private readonly engine: EngineConfig,
-    private readonly dataDir: string,
-    private readonly log: (m: string) => void,
+    private readonly how: ServingOptions,
   ) {}
 
   /** The LLM resource's routing for local calls (asked on every call): null unless the set has policies per role. */
@@ -89,54 +103,45 @@ export class ServedPolicySet {
     return this.source.record?.policies[model]?.updates ?? null;
   }
 
-  /** Which of the source's models serves calls for `model`: a policy by its name, a run's one policy for any, else the default (''). */
-  private keyFor(source: ServedSource, model: string): string {
-    const policies = source.record?.policies ?? {};
-    if (Object.hasOwn(policies, model)) return model;
-    return Object.entries(policies).find(([, p]) => p.roles === null)?.[0] ?? '';
-  }
-
-  /** The policy serving `model`, opened on its first call. */
-  get(model: string): Promise<PolicyModel> {
-    return this.open(this.source, this.opened, this.keyFor(this.source, model));
-  }
-
-  private open(source: ServedSource, opened: Map<string, Promise<PolicyModel>>, key: string): Promise<PolicyModel> {
-    let p = opened.get(key);
-    if (p) return p;
-    const how = { backend: this.backend, engine: this.engine, dataDir: this.dataDir, log: this.log };
-    const { record } = source;
-    const dir = key ? join(source.folder, record!.policies[key]!.dir) : null;
-    const what = dir ? `policy ${key} (${dir})` : record ? `the default policy ${source.defaultSpec}` : `the policy --model ${source.defaultSpec}`;
-    const opening = !dir
-      ? openForServing(source.defaultSpec, { ...how, ...(record ? { seed: record.seed, name: 'default' } : {}) })
-      : record!.lora
-        ? this.open(source, opened, '').then((b) => (b as TorchPolicyModel).addAdapter(key, { init: dir, lora: record!.lora! }))
-        : openForServing(dir, { ...how, name: key });
-    p = opening.then(
-      (m) => {
-        this.log(`${what} loaded (${m.backend})`);
-        if (!key) this.loadedDefault = m;
+  /** The policy serving `name` (a policy by its name, every other name by the default), the set opened on its first call. */
+  async model(name: string): Promise<PolicyModel> {
+    this.opened ??= this.open(this.source).then(
+      (set) => {
+        this.current = set;
         this.loadedAt = Date.now();
-        return m;
+        return set;
       },
       (err) => {
-        opened.delete(key);
-        throw new Error(`cannot load ${what}: ${(err as Error).message}`);
+        this.opened = null;
+        throw err;
       },
     );
-    opened.set(key, p);
-    return p;
+    return (await this.opened).model(name);
+  }
+
+  /** Opens a source's set as its run did (openPolicySet), for serving only. */
+  private async open(source: ServedSource): Promise<OpenPolicySet> {
+    const { record } = source;
+    const what = record ? `the policies of ${source.folder} (default ${source.defaultSpec})` : `the policy --model ${source.defaultSpec}`;
+    const engine = engineOptions(this.how.engine, { dataDir: this.how.dataDir, log: (line) => this.how.log(`engine: ${line}`), serving: true });
+    try {
+      const set = await openPolicySet(servedPlan(source), { open: { backend: this.how.backend, ...(record ? { seed: record.seed } : {}), ...engine }, resume: null });
+      this.how.log(`${what} loaded (${set.fallback.backend})`);
+      return set;
+    } catch (err) {
+      throw new Error(`cannot load ${what}: ${(err as Error).message}`, { cause: err });
+    }
   }
 
   describe(): PolicyInfo {
     const { record, folder, defaultSpec } = this.source;
-    const common = { engine: this.engine.kind, loadedAt: this.loadedAt, reloads: this.reloads };
-    if (!record) return { spec: defaultSpec, ...common, name: this.loadedDefault?.name ?? null, backend: this.loadedDefault?.backend ?? null };
+    const common = { engine: this.how.engine.kind, loadedAt: this.loadedAt, reloads: this.reloads };
+    const fallback = this.current?.fallback ?? null;
+    if (!record) return { spec: defaultSpec, ...common, name: fallback?.name ?? null, backend: fallback?.backend ?? null };
     return {
       spec: folder,
       ...common,
-      name: 'default',
+      name: fallback?.name ?? null,
       backend: null,
       default: defaultSpec,
       unassignedCalls: record.unassignedCalls,
@@ -151,7 +156,7 @@ export class ServedPolicySet {
       if (!existsSync(join(dir, 'config.json'))) throw new Error(`${dir} holds no model (config.json missing)`);
       return { folder: dir, record: null, defaultSpec: dir };
     }
-    const next = checkPolicySet(dir, this.source.defaultSpec, this.engine);
+    const next = checkPolicySet(dir, this.source.defaultSpec, this.how.engine);
     if (!next) throw new Error(`${dir} holds no policy set (agl-policies.json): this daemon serves the policies of a checkpoint`);
     const want = Object.keys(now.policies).sort().join(', '),
       have = Object.keys(next.record!.policies).sort().join(', ');
@@ -162,15 +167,15 @@ export class ServedPolicySet {
   /** Swaps in another folder (a later checkpoint of the run, or pushed weights), opened before the swap. */
   async load(dir: string): Promise<PolicyInfo> {
     const next = this.sourceAt(dir);
-    const opened = new Map<string, Promise<PolicyModel>>();
-    const keys = next.record ? Object.keys(next.record.policies) : [''];
-    await Promise.all(keys.map((k) => this.open(next, opened, k)));
-    const old = [...this.opened.values()];
+    const set = await this.open(next);
+    const old = this.opened;
     this.source = next;
-    this.opened = opened;
+    this.current = set;
+    this.opened = Promise.resolve(set);
+    this.loadedAt = Date.now();
     this.reloads++;
-    this.log(`${next.record ? 'policies' : 'policy'} ${dir} loaded, reload ${this.reloads}`);
-    const dispose = () => old.forEach((p) => p.then((m) => m.dispose()).catch(() => {}));
+    this.how.log(`${next.record ? 'policies' : 'policy'} ${dir} loaded, reload ${this.reloads}`);
+    const dispose = () => old?.then((s) => s.dispose()).catch(() => {});
     setTimeout(dispose, 60_000).unref();
     return this.describe();
   }

@@ -1,16 +1,18 @@
 /**
  * The training host: an `agl train` process serves the policies it trains. It binds the daemon's app (store
- * API, and the OpenAI-compatible gateway serving these very policy objects through ctx.getPolicy, each call by the
- * model its resource names, so every update is live for the next rollouts) on 127.0.0.1, runs the store's
+ * API, and the OpenAI-compatible gateway serving these very policy objects, as the run's ServedPolicies: each call by
+ * the model its resource names, so every update is live for the next rollouts) on 127.0.0.1, runs the store's
  * watchdog (timeouts and retries on a timer), and starts runner workers that claim this run's rollouts and
  * execute the agent in worker processes. Remote `agl runner` processes can join through the same URL and token.
  */
 import type { Server } from 'node:http';
 import { AglClient } from '../../client/client.js';
-import type { OpenPolicySet } from '../algorithm/open-policy-set.js';
+import type { PolicyInfo } from '../../protocol/api.js';
+import type { OpenPolicySet } from './open-policy-set.js';
 import { Runner } from '../runner/runner.js';
 import { closeGracefully, createApp, listen } from '../server/app.js';
 import { createServerContext } from '../server/server-context.js';
+import type { ServedPolicies } from '../server/served-policies.js';
 import { Watchdog } from '../store/index.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 
@@ -37,15 +39,35 @@ export interface HostOptions {
   log?: (m: string) => void;
   /** Environment variables an upstream LLM resource of this run may name for its key (engine.sampler.apiKeyEnv). */
   allowedKeyEnvs?: string[];
-  /** A served policy's version, recorded with each call (the trainer's count of its updates). */
+  /** The run being trained (what GET /v1/agl/policy names); absent for a host started before its run is recorded. */
+  runId?: string;
+  /** A served policy's version, recorded with each call (the trainer's count of its updates); absent: not recorded. */
   policyVersion?: (model: string) => number | null;
+}
+
+/** A training run's policies as the gateway serves them: live, versioned by the trainer, never swapped from outside. */
+export function trainingPolicies(set: OpenPolicySet, runId: string | null, version: (name: string) => number | null): ServedPolicies {
+  const loadedAt = Date.now();
+  return {
+    model: (name) => set.model(name),
+    routing: () => set.routing(),
+    version,
+    describe: (): PolicyInfo => ({
+      spec: set.plan.base,
+      engine: set.fallback.engineFacts.engine,
+      name: set.fallback.name,
+      backend: set.fallback.backend,
+      loadedAt,
+      reloads: 0,
+      training: { runId, policies: set.trained.map((p) => ({ name: p.name, roles: p.roles, updates: version(p.name) ?? 0 })) },
+    }),
+  };
 }
 
 export async function startTrainingHost(o: HostOptions): Promise<TrainingHost> {
   const log = o.log ?? (() => {});
-  const ctx = createServerContext({ store: o.store, token: o.token, dataDir: o.dataDir, log, allowedKeyEnvs: o.allowedKeyEnvs });
-  ctx.getPolicy = (name) => o.policies.model(name);
-  if (o.policyVersion) ctx.policyVersion = o.policyVersion;
+  const policies = trainingPolicies(o.policies, o.runId ?? null, o.policyVersion ?? (() => null));
+  const ctx = createServerContext({ store: o.store, token: o.token, dataDir: o.dataDir, log, allowedKeyEnvs: o.allowedKeyEnvs, policies });
   const server: Server = await listen(createApp(ctx), ctx, '127.0.0.1', o.port ?? 0);
   const watchdog = new Watchdog(o.store, { onError: (e) => log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();
   let runner: Runner | null = null;
