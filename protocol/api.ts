@@ -354,7 +354,10 @@ export const PolicyInfo = z.object({
   policies: z.array(z.object({ name: z.string(), roles: z.array(z.string()).nullable(), folder: z.string(), updates: z.number().int() })).optional(),
   /** `agl train`'s host: the run whose policies it serves live, and each policy's updates so far (they cannot be swapped). */
   training: z
-    .object({ runId: z.string().nullable(), policies: z.array(z.object({ name: z.string(), roles: z.array(z.string()).nullable(), updates: z.number().int() })) })
+    .object({
+      runId: z.string().nullable(),
+      policies: z.array(z.object({ name: z.string(), roles: z.array(z.string()).nullable(), updates: z.number().int() })),
+    })
     .optional(),
 });
 export type PolicyInfo = z.infer<typeof PolicyInfo>;

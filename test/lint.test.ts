@@ -66,7 +66,8 @@ test('the training room holds no class over 200 lines: the trainer sequences its
   assert.deepEqual(longClasses('daemon/algorithm', 200), []);
   // The check reads classes: a 201-line one is found.
   const probe = `export class Probe {\n${'  a = 1;\n'.repeat(199)}}\n`;
-  assert.deepEqual(longClasses('daemon/algorithm', 200, (f) => (f.endsWith('trainer.ts') ? probe : readFileSync(f, 'utf8'))), [
-    `${join('daemon/algorithm', 'trainer.ts')} Probe (201 lines)`,
-  ]);
+  assert.deepEqual(
+    longClasses('daemon/algorithm', 200, (f) => (f === join('daemon/algorithm', 'trainer.ts') ? probe : readFileSync(f, 'utf8'))),
+    [`${join('daemon/algorithm', 'trainer.ts')} Probe (201 lines)`],
+  );
 });

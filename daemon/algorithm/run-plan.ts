@@ -60,7 +60,11 @@ export async function planRun(
  * The run's policy set (protocol/policy-set.ts) on its engine: from the checkpoint when resuming (its policies must
  * serve the roles the config gives them), else from each policy's starting weights.
  */
-export function openRunPolicies({ ckpt, resumeDir, config }: RunPlan, dataDir: string, engineLog: ((line: string) => void) | undefined): Promise<OpenPolicySet> {
+export function openRunPolicies(
+  { ckpt, resumeDir, config }: RunPlan,
+  dataDir: string,
+  engineLog: ((line: string) => void) | undefined,
+): Promise<OpenPolicySet> {
   const engine = engineOptions(config.engine, { dataDir, log: engineLog });
   return openPolicySet(policySet(config), {
     open: { backend: config.runtime.backend, seed: config.training.seed, ...engine },

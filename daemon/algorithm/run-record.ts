@@ -99,7 +99,16 @@ export class RunRecord {
       facts: { 'measured on': describeEngine(engine), ...(peak > 0 ? { 'peak memory': describePeakMemory(peak, engine.memory) } : {}) },
     });
     const why = stopReason(state, config, train.length);
-    this.summary = { ...this.summary, engine, stopReason: why, elapsedMs: state.elapsedMs, valBefore: before, valAfter: after, minutes: state.elapsedMs / 60000, report: report.html };
+    this.summary = {
+      ...this.summary,
+      engine,
+      stopReason: why,
+      elapsedMs: state.elapsedMs,
+      valBefore: before,
+      valAfter: after,
+      minutes: state.elapsedMs / 60000,
+      report: report.html,
+    };
     await this.store.updateTrainingRun(state.runId, { status: 'succeeded', step: state.step, summary: { ...this.summary } });
     const checkpoint = join(o.checkpointDir, `policy-${state.step}`);
     const lines = [
@@ -113,7 +122,16 @@ export class RunRecord {
       ...(o.diagnosis ? describeDiagnosis(o.diagnosis) : []),
     ];
     const minutes = state.elapsedMs / 60000;
-    return { runId: state.runId, before, after, minutes, steps: state.step, report: report.html, checkpoint, lines: [...lines.map((l) => `agl train: ${l}`), ...where(report, checkpoint, state.runId)] };
+    return {
+      runId: state.runId,
+      before,
+      after,
+      minutes,
+      steps: state.step,
+      report: report.html,
+      checkpoint,
+      lines: [...lines.map((l) => `agl train: ${l}`), ...where(report, checkpoint, state.runId)],
+    };
   }
 }
 

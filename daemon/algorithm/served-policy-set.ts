@@ -62,7 +62,13 @@ export function servedPlan(source: ServedSource): PolicySet {
   const serving = { learningRate: TrainingSection.parse({}).learningRate, grpo: resolveGrpo({}) };
   const { record } = source;
   if (!record)
-    return { policies: [{ name: ONE_POLICY, roles: null, init: source.defaultSpec, ...serving }], owners: {}, base: source.defaultSpec, unassignedCalls: 'refuse', lora: null };
+    return {
+      policies: [{ name: ONE_POLICY, roles: null, init: source.defaultSpec, ...serving }],
+      owners: {},
+      base: source.defaultSpec,
+      unassignedCalls: 'refuse',
+      lora: null,
+    };
   const owners = roleOwners(Object.fromEntries(policiesOf(record).flatMap((p) => (p.roles ?? []).map((r) => [r, r === p.name ? {} : { shared: p.name }]))));
   return {
     policies: Object.entries(record.policies).map(([name, p]) => ({ name, roles: p.roles, init: join(source.folder, p.dir), ...serving })),
@@ -125,7 +131,10 @@ export class ServedPolicySet implements ServedPolicies {
     const what = record ? `the policies of ${source.folder} (default ${source.defaultSpec})` : `the policy --model ${source.defaultSpec}`;
     const engine = engineOptions(this.how.engine, { dataDir: this.how.dataDir, log: (line) => this.how.log(`engine: ${line}`), serving: true });
     try {
-      const set = await openPolicySet(servedPlan(source), { open: { backend: this.how.backend, ...(record ? { seed: record.seed } : {}), ...engine }, resume: null });
+      const set = await openPolicySet(servedPlan(source), {
+        open: { backend: this.how.backend, ...(record ? { seed: record.seed } : {}), ...engine },
+        resume: null,
+      });
       this.how.log(`${what} loaded (${set.fallback.backend})`);
       return set;
     } catch (err) {

@@ -25,12 +25,7 @@ export interface CreditedStep {
 }
 
 /** Each policy's advantages over the step's credited calls (`items`, from creditStep over `rolled.groups`). */
-export function advantagesPerPolicy(
-  items: CreditedItem[],
-  rolled: RolledOut,
-  policies: TrainedPolicy[],
-  training: TrainConfig['training'],
-): CreditedStep {
+export function advantagesPerPolicy(items: CreditedItem[], rolled: RolledOut, policies: TrainedPolicy[], training: TrainConfig['training']): CreditedStep {
   // training.groupBy task-role: a call is compared with its own role's calls of the task only (the store keeps the
   // task as the group; the views split it by role again to show the numbers).
   const advantageGroup = (i: CreditedItem) => (training.groupBy === 'task-role' ? `${i.groupId}\u0000${i.s.agentName ?? ''}` : i.groupId);

@@ -97,7 +97,10 @@ export function stepMetrics(
     [METRICS.logprobGap]: s.logprobGap,
     [METRICS.logprobGapMax]: s.logprobGapMax,
     [METRICS.tisCapped]: s.tisCappedRatio,
-    ...policyMetrics(updates.filter((u) => u.policy.roles), updatesSoFar),
+    ...policyMetrics(
+      updates.filter((u) => u.policy.roles),
+      updatesSoFar,
+    ),
     ...roleMetrics(rolled.groups, items, trained, trainedTokens),
   };
 }

@@ -7,6 +7,7 @@
  */
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { describeEngine, describeHeldOut } from '../../protocol/metrics.js';
+import { modelName } from '../../protocol/policy-set.js';
 import type { TrainFlags as ProtocolTrainFlags } from '../../protocol/train-options.js';
 import { configOverrides, TRAIN_OPTIONS } from '../../protocol/train-options.js';
 import { storedAgentId, runnableAgentSpec } from '../runner/agent-ref.js';
@@ -37,7 +38,12 @@ export interface RunReporter {
 }
 
 /** Trains per the flags against `store` (data dir `dataDir`); null when `signal` stopped it (the last checkpoint is kept). */
-export async function runTraining(f: TrainFlags, store: LightningStore, dataDir: string, o: { signal: AbortSignal; report: RunReporter }): Promise<TrainOutcome | null> {
+export async function runTraining(
+  f: TrainFlags,
+  store: LightningStore,
+  dataDir: string,
+  o: { signal: AbortSignal; report: RunReporter },
+): Promise<TrainOutcome | null> {
   const run = new TrainingRun(f, store, dataDir, o.signal, o.report);
   try {
     return await run.run();
@@ -67,10 +73,20 @@ class TrainingRun {
 
   async run(): Promise<TrainOutcome | null> {
     const f = this.f;
-    const plan = await planRun(this.store, { resume: f.resume, configFile: f.config, overrides: configOverrides(TRAIN_OPTIONS, f), train: f.train, val: f.val });
+    const plan = await planRun(this.store, {
+      resume: f.resume,
+      configFile: f.config,
+      overrides: configOverrides(TRAIN_OPTIONS, f),
+      train: f.train,
+      val: f.val,
+    });
     this.engineLog = plan.config.engine.kind === 'torch' ? openEngineLog(this.dataDir) : null;
     const policies = (this.policies = await openRunPolicies(plan, this.dataDir, this.engineLog?.write));
-    const { state, checkpointDir } = await this.record.start(plan, policies.fallback.engineFacts, { trainFile: this.f.train, valFile: this.f.val, dataDir: this.dataDir });
+    const { state, checkpointDir } = await this.record.start(plan, policies.fallback.engineFacts, {
+      trainFile: this.f.train,
+      valFile: this.f.val,
+      dataDir: this.dataDir,
+    });
     this.report.planned?.(state.totalSteps);
     const log = (m: string) => this.report.log(m);
     // The training host serves the gateway and the store to the runner's workers: a bug that lets a request's
@@ -96,14 +112,17 @@ class TrainingRun {
     const s = this.record.summary;
     const log = (m: string) => this.report.log(`agl train: ${m}`);
     log(
-      `run ${state.runId}${ckpt ? ` resumed at step ${state.step}` : ''}, ${policies.fallback.name} on ${describeEngine(policies.fallback.engineFacts)}, ` +
+      `run ${state.runId}${ckpt ? ` resumed at step ${state.step}` : ''}, ${modelName(policies.plan.base)} on ${describeEngine(policies.fallback.engineFacts)}, ` +
         `${train.length} train tasks / ${s.tasks!.val} held-out tasks per validation, ` +
         `${state.totalSteps} step${state.totalSteps === 1 ? '' : 's'} of ${t.batchSize} tasks x ${t.groupSize} rollouts; gateway ${endpoint}`,
     );
     if (s.fewerSteps) log(s.fewerSteps);
     const perRole = policies.trained.filter((p) => p.roles);
     if (perRole.length)
-      log(`one policy per role: ${perRole.map((p) => `${p.name} (${p.roles!.join(', ')})`).join('; ')}; other roles: ${policies.fallback.name}, untrained`);
+      log(
+        `one policy per role: ${perRole.map((p) => `${p.name} (${p.roles!.join(', ')})`).join('; ')}; ` +
+          `other roles: ${policies.fallback.name} (${modelName(policies.plan.base)}), untrained`,
+      );
     if (policies.plan.lora) log(`LoRA adapters on ${policies.plan.base}, which stays frozen: ${adapterStarts(policies)}`);
   }
 

@@ -304,7 +304,11 @@ function servedPolicies(flags: ServeFlags): ServedPolicies | undefined {
 /** What a daemon serving a checkpoint's policy set says when it starts: each role's policy, or the one adapter. */
 function describeServedSet(folder: string, defaultSpec: string, served: ServedPolicySet): string {
   const routing = served.routing();
-  if (!routing) return `serving ${folder}: policy ${served.describe().policies!.map((p) => p.name).join(', ')} (a LoRA adapter on ${defaultSpec}) for every call`;
+  if (!routing)
+    return `serving ${folder}: policy ${served
+      .describe()
+      .policies!.map((p) => p.name)
+      .join(', ')} (a LoRA adapter on ${defaultSpec}) for every call`;
   const roles = Object.entries(routing.roleModels).map(([role, p]) => `${role} -> ${p}`);
   return (
     `serving one policy per role from ${folder}: ${roles.join(', ')}; other roles -> ${defaultSpec}; ` +

@@ -26,7 +26,12 @@ export function policyRouter(ctx: ServerContext): Router {
   r.post('/policy/load', requireToken(ctx.token), ...jsonBody(ctx.bodyLimit), async (req, res) => {
     const { dir } = parseOr400(PolicyLoadRequest, req.body);
     const served = control();
-    if (!served.load) throw new HttpProblem(409, 'conflict', `this daemon's policies are being trained (${served.describe().spec}): they cannot be swapped while the run goes on`);
+    if (!served.load)
+      throw new HttpProblem(
+        409,
+        'conflict',
+        `this daemon's policies are being trained (${served.describe().spec}): they cannot be swapped while the run goes on`,
+      );
     try {
       res.json(await served.load(dir));
     } catch (e) {

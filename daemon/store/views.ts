@@ -103,7 +103,14 @@ function advantageNumbers(calls: Transition[], batchStd: number, scaling: RunSca
         return Math.abs(t.advantage - (t.credit - mean) / divisor) <= 1e-6 * Math.max(1, Math.abs(t.advantage));
       });
   const scale = shared(scales);
-  return { calls: calls.length, mean, std, divisor: scale ? advantageDivisor(scale, std, batchStd) : null, matchesStored, zeroVariance: isZeroVariance(credits) };
+  return {
+    calls: calls.length,
+    mean,
+    std,
+    divisor: scale ? advantageDivisor(scale, std, batchStd) : null,
+    matchesStored,
+    zeroVariance: isZeroVariance(credits),
+  };
 }
 
 /** The policies whose calls are in `group`, each with its scaling, when they scaled differently (else none: one formula holds). */

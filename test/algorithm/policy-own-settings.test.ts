@@ -47,85 +47,92 @@ async function recordingRates(fn: () => Promise<unknown>): Promise<Map<string, n
 }
 
 describe('policies per role: each by its own settings and counts', () => {
-  it('a resumed run at step 5: warm-up from each policy’s own first update; the views check advantages by each policy’s settings', { timeout: 600_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'agl-own-settings-'));
-    const store = new SqliteStore(join(dir, 'store.sqlite'));
-    const mk = (name: string) => createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed: 1, backend: 'cpu', name });
-    const [fallback, writer, checker] = await Promise.all([mk('default'), mk('writer'), mk('checker')]);
-    const config = parseTrainConfig({
-      model: { temperature: 1, maxTokens: 6 },
-      training: { batchSize: 2, groupSize: 4, maxSteps: 8, epochs: 4, valEvery: 0, seed: 3, learningRate: BASE_LR, warmupSteps: WARMUP },
-      runtime: { workers: 2 },
-      policies: { writer: {}, checker: { grpo: { variant: 'dr_grpo' } } },
-    });
-    const plan = policySet(config);
-    const policies = new OpenPolicySet(plan, [trainedPolicy(plan.policies[0]!, writer), trainedPolicy(plan.policies[1]!, checker)], fallback);
-    const host = await startTrainingHost({ store, policies, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent: AGENT });
-    try {
-      const tasks = Array.from({ length: 4 }, (_, i) => ({ id: `p${i}`, input: { prompt: `p${i}:` } }));
-      const run = await store.createTrainingRun({ agent: AGENT, config: config as unknown as Record<string, unknown>, totalSteps: 8 });
-      // Resumed after 5 steps in which neither role policy updated (e.g. their roles were added to a running config).
-      const state = { ...newTrainerState(run), step: 5, val: [{ step: 5, reward: 0, tasks: 4 }] };
-      const trainer = new Trainer({ store, policies, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val: tasks, checkpoint: async () => {} }, state);
-      const rates = await recordingRates(() => trainer.run());
-      for (const name of ['writer', 'checker']) {
-        const lrs = rates.get(name) ?? [];
-        assert.ok(lrs.length >= 1, `${name} updated at least once in 3 steps`);
-        // Its k-th update (k = 1, 2, ...) is at BASE_LR * min(1, k / WARMUP): its own count, not the run's step 6.
-        lrs.forEach((lr, k) => assert.ok(Math.abs(lr - BASE_LR * Math.min(1, (k + 1) / WARMUP)) < 1e-12, `${name} update ${k + 1}: lr ${lr}`));
-        assert.equal(trainer.state.policies![name]!.updates, lrs.length);
-      }
+  it(
+    'a resumed run at step 5: warm-up from each policy’s own first update; the views check advantages by each policy’s settings',
+    { timeout: 600_000 },
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'agl-own-settings-'));
+      const store = new SqliteStore(join(dir, 'store.sqlite'));
+      const mk = (name: string) => createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed: 1, backend: 'cpu', name });
+      const [fallback, writer, checker] = await Promise.all([mk('default'), mk('writer'), mk('checker')]);
+      const config = parseTrainConfig({
+        model: { temperature: 1, maxTokens: 6 },
+        training: { batchSize: 2, groupSize: 4, maxSteps: 8, epochs: 4, valEvery: 0, seed: 3, learningRate: BASE_LR, warmupSteps: WARMUP },
+        runtime: { workers: 2 },
+        policies: { writer: {}, checker: { grpo: { variant: 'dr_grpo' } } },
+      });
+      const plan = policySet(config);
+      const policies = new OpenPolicySet(plan, [trainedPolicy(plan.policies[0]!, writer), trainedPolicy(plan.policies[1]!, checker)], fallback);
+      const host = await startTrainingHost({ store, policies, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent: AGENT });
+      try {
+        const tasks = Array.from({ length: 4 }, (_, i) => ({ id: `p${i}`, input: { prompt: `p${i}:` } }));
+        const run = await store.createTrainingRun({ agent: AGENT, config: config as unknown as Record<string, unknown>, totalSteps: 8 });
+        // Resumed after 5 steps in which neither role policy updated (e.g. their roles were added to a running config).
+        const state = { ...newTrainerState(run), step: 5, val: [{ step: 5, reward: 0, tasks: 4 }] };
+        const trainer = new Trainer(
+          { store, policies, endpoint: host.endpoint, agent: AGENT, config, train: tasks, val: tasks, checkpoint: async () => {} },
+          state,
+        );
+        const rates = await recordingRates(() => trainer.run());
+        for (const name of ['writer', 'checker']) {
+          const lrs = rates.get(name) ?? [];
+          assert.ok(lrs.length >= 1, `${name} updated at least once in 3 steps`);
+          // Its k-th update (k = 1, 2, ...) is at BASE_LR * min(1, k / WARMUP): its own count, not the run's step 6.
+          lrs.forEach((lr, k) => assert.ok(Math.abs(lr - BASE_LR * Math.min(1, (k + 1) / WARMUP)) < 1e-12, `${name} update ${k + 1}: lr ${lr}`));
+          assert.equal(trainer.state.policies![name]!.updates, lrs.length);
+        }
 
-      // What the store holds per policy: measured values only.
-      const points = await store.queryMetrics(run.id);
-      const at = (step: number, name: string) => points.find((p) => p.step === step && p.name === name)?.value;
-      assert.ok(!points.some((p) => p.name === METRICS.lr), 'with policies per role each has its own rate: no run-wide grpo/lr');
-      for (const name of ['writer', 'checker']) {
-        let before = 0;
+        // What the store holds per policy: measured values only.
+        const points = await store.queryMetrics(run.id);
+        const at = (step: number, name: string) => points.find((p) => p.step === step && p.name === name)?.value;
+        assert.ok(!points.some((p) => p.name === METRICS.lr), 'with policies per role each has its own rate: no run-wide grpo/lr');
+        for (const name of ['writer', 'checker']) {
+          let before = 0;
+          for (const step of [6, 7, 8]) {
+            const updates = at(step, policyMetric(name, 'updates'))!;
+            const updated = updates > before;
+            for (const m of ['loss', 'kl', 'clip_ratio', 'grad_norm', 'lr'])
+              assert.equal(at(step, policyMetric(name, m)) !== undefined, updated, `${name} step ${step}: ${m} recorded iff it updated`);
+            if (updated) assert.equal(at(step, policyMetric(name, 'lr')), BASE_LR * Math.min(1, updates / WARMUP));
+            before = updates;
+          }
+        }
+
+        // The group view: every stored advantage follows its own policy's formula (the checker's is Dr.GRPO's: no std).
+        const recorded = (await store.getTrainingRun(run.id))!;
+        let checked = 0;
         for (const step of [6, 7, 8]) {
-          const updates = at(step, policyMetric(name, 'updates'))!;
-          const updated = updates > before;
-          for (const m of ['loss', 'kl', 'clip_ratio', 'grad_norm', 'lr'])
-            assert.equal(at(step, policyMetric(name, m)) !== undefined, updated, `${name} step ${step}: ${m} recorded iff it updated`);
-          if (updated) assert.equal(at(step, policyMetric(name, 'lr')), BASE_LR * Math.min(1, updates / WARMUP));
-          before = updates;
+          const page = await groupPage(store, { runId: run.id, step });
+          for (const g of page.groups) {
+            if (!g.advantage || g.advantage.zeroVariance) continue;
+            checked++;
+            assert.equal(g.advantage.matchesStored, true, `step ${step} task ${g.groupId}: the stored advantages follow each policy's own formula`);
+            assert.deepEqual(
+              g.advantage.byPolicy?.map((p) => [p.policy, p.scaleRewards, p.variant]),
+              [
+                ['writer', 'group', 'grpo'],
+                ['checker', 'none', 'dr_grpo'],
+              ],
+            );
+            assert.equal(g.advantage.scaleRewards, null, 'no one scaling holds for the whole group');
+          }
         }
+        assert.ok(checked >= 1, 'a group with spread was checked');
+        assert.deepEqual(
+          configSummary(recorded)
+            .filter(([field]) => field === 'lr' || field === 'variant')
+            .map(([field, , value]) => [field, value]),
+          [
+            ['lr', '1e-3'],
+            ['variant', 'writer grpo · checker dr_grpo'],
+          ],
+        );
+      } finally {
+        await host.close();
+        await store.close();
+        for (const p of [fallback, writer, checker]) p.dispose();
+        rmSync(dir, { recursive: true, force: true });
       }
-
-      // The group view: every stored advantage follows its own policy's formula (the checker's is Dr.GRPO's: no std).
-      const recorded = (await store.getTrainingRun(run.id))!;
-      let checked = 0;
-      for (const step of [6, 7, 8]) {
-        const page = await groupPage(store, { runId: run.id, step });
-        for (const g of page.groups) {
-          if (!g.advantage || g.advantage.zeroVariance) continue;
-          checked++;
-          assert.equal(g.advantage.matchesStored, true, `step ${step} task ${g.groupId}: the stored advantages follow each policy's own formula`);
-          assert.deepEqual(
-            g.advantage.byPolicy?.map((p) => [p.policy, p.scaleRewards, p.variant]),
-            [
-              ['writer', 'group', 'grpo'],
-              ['checker', 'none', 'dr_grpo'],
-            ],
-          );
-          assert.equal(g.advantage.scaleRewards, null, 'no one scaling holds for the whole group');
-        }
-      }
-      assert.ok(checked >= 1, 'a group with spread was checked');
-      assert.deepEqual(
-        configSummary(recorded)
-          .filter(([field]) => field === 'lr' || field === 'variant')
-          .map(([field, , value]) => [field, value]),
-        [
-          ['lr', '1e-3'],
-          ['variant', 'writer grpo · checker dr_grpo'],
-        ],
-      );
-    } finally {
-      await host.close();
-      await store.close();
-      for (const p of [fallback, writer, checker]) p.dispose();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 });

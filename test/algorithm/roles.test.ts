@@ -190,7 +190,7 @@ describe('policies: agl train', () => {
       // The policies from the flags (as --policy writes them into the config's policies: section).
       const { code, out } = await train(config('shared', ''), data, ckpt, ['--policy', 'writer', '--policy', 'checker=shared:writer']);
       assert.equal(code, 0, out);
-      assert.match(out, /one policy per role: writer \(writer, checker\); other roles: tiny, untrained/);
+      assert.match(out, /one policy per role: writer \(writer, checker\); other roles: default \(tiny\), untrained/);
       const state = JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8'));
       assert.deepEqual(state.rolePolicies, { writer: { dir: 'policy-2/writer', roles: ['writer', 'checker'] } });
       const rec = JSON.parse(readFileSync(join(ckpt, 'policy-2', 'writer', 'agl-policy.json'), 'utf8'));
@@ -217,7 +217,8 @@ describe('policies: agl train', () => {
         const policyOf = (role: string) => new Set(calls.filter((s) => s.attributes[AGL.agentName] === role).map((s) => s.attributes[AGL.policyName]));
         assert.deepEqual([...policyOf('writer')], ['writer']);
         assert.deepEqual([...policyOf('checker')], ['writer']);
-        assert.deepEqual([...policyOf('narrator')], ['tiny']);
+        // The untrained default policy is named as everywhere else (protocol/policy-set.ts DEFAULT_POLICY), as agl export names it.
+        assert.deepEqual([...policyOf('narrator')], ['default']);
         const versions = new Set(calls.filter((s) => s.attributes[AGL.policyName] === 'writer').map((s) => s.attributes[AGL.policyVersion]));
         assert.ok(versions.has(0) && versions.size >= 2, `writer's calls carry its version as it trained: ${[...versions]}`);
       } finally {

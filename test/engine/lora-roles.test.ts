@@ -192,7 +192,7 @@ describe('agl train --engine torch with engine.lora', () => {
     const args = ['train', 'test/algorithm/fixtures/roles-agent.ts#rolesAgent', '--train', tasks, '--val', tasks, '--model', model, '--python', torchPython()];
     const first = await runAgl([...args, '--config', cfg, '--checkpoint-dir', ckpt, '--quiet'], data);
     assert.equal(first.code, 0, first.out);
-    assert.match(first.out, /one policy per role: writer \(writer\); checker \(checker\); other roles: tiny, untrained/);
+    assert.match(first.out, /one policy per role: writer \(writer\); checker \(checker\); other roles: default \(tiny\), untrained/);
     const state = JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8'));
     for (const name of ['writer', 'checker']) {
       const folder = join(ckpt, 'policy-2', name);
@@ -211,7 +211,7 @@ describe('agl train --engine torch with engine.lora', () => {
       const servedBy = (role: string) => new Set(calls.filter((s) => s.attributes[AGL.agentName] === role).map((s) => s.attributes[AGL.policyName]));
       assert.deepEqual([...servedBy('writer')], ['writer']);
       assert.deepEqual([...servedBy('checker')], ['checker']);
-      assert.deepEqual([...servedBy('narrator')], ['tiny'], 'the role without a policy is served by the base');
+      assert.deepEqual([...servedBy('narrator')], ['default'], 'the role without a policy is served by the base, the default policy');
     } finally {
       await store.close();
     }

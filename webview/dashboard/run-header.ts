@@ -106,7 +106,13 @@ export function configSummary(run: TrainingRun): [string, string, string, string
   const lrFmt = (v: number) => (v < 1e-2 ? fmtExponent(v, 3) : String(v));
   const policies = ownSettings(run, training, grpo);
   /** A setting each policy has its own of: one value when they agree, else each policy's. */
-  const perPolicy = (field: string, label: string, pick: (p: NonNullable<typeof policies>[number]) => unknown, key: string, fmt: (v: number) => string = String) => {
+  const perPolicy = (
+    field: string,
+    label: string,
+    pick: (p: NonNullable<typeof policies>[number]) => unknown,
+    key: string,
+    fmt: (v: number) => string = String,
+  ) => {
     const values = policies!.map(pick);
     if (values.every((v) => v === values[0])) return add(field, label, values[0], key, fmt);
     const each = policies!.map((p, i) => `${p.name} ${typeof values[i] === 'number' ? fmt(values[i] as number) : String(values[i])}`).join(' · ');

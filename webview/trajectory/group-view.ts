@@ -195,7 +195,9 @@ function groupSection(group: GroupData, step: number | null, actions: GroupViewA
     taskBlock(group.input),
     // What the agent scored the samples against, when it said (sql: the gold query and its rows).
     group.expected?.emitted ? expectedBlock(group.expected.emitted) : null,
-    formula && (adv!.scaleRewards || adv!.byPolicy) && !folded ? h('div', { class: 'formula mono', title: formula.full }, icon('info'), ` ${formula.short}`) : null,
+    formula && (adv!.scaleRewards || adv!.byPolicy) && !folded
+      ? h('div', { class: 'formula mono', title: formula.full }, icon('info'), ` ${formula.short}`)
+      : null,
     folded ? null : h('div', { class: 'samples' }, ...cards.map((c, i) => answerCard(c, i, maxAbs, actions))),
   );
 }
