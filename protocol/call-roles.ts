@@ -12,7 +12,7 @@
  *  - a call without token ids is never trained; a validation rollout's calls are never trained;
  *  - a selected call of a training rollout is trained once the run stores its transition (its step was trained).
  */
-import { roleOwners, type PolicyEntryShape } from './policy-set.js';
+import { roleOwners, type PolicyEntryShape } from './role-owners.js';
 import { agentNames, isLlmCallSpan, llmCallNumbers, numberArrayAttr } from './span-reading.js';
 import { AGL } from './spans.js';
 import type { RolloutMode, Span, Transition } from './store.js';

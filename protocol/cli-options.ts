@@ -13,10 +13,13 @@ export interface CliOption {
   help: string;
   /** The value when the flag is not given: parsing fills it in, --help shows it as "(default X)". */
   default?: string;
-  /** Where the value goes in the training config (a dotted path), when it overrides the config. */
+  /** Where the value goes in the training config (a dotted path, typed by the table: protocol/train-options.ts), when it overrides the config. */
   config?: string;
-  /** How the string is read before it goes into the config (zod then checks the range). */
-  parse?: 'number' | 'policy';
+  /**
+   * How the string is read before it goes into the config (zod then checks the range): a number, a number or `null`,
+   * `true`/`false`, or `--policy`'s roles.
+   */
+  parse?: 'number' | 'nullable-number' | 'boolean' | 'policy';
   /** Given more than once (each value kept, in order). */
   multiple?: true;
 }

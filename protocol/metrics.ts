@@ -217,4 +217,9 @@ export interface TrainingRunSummary {
   engine?: EngineFacts;
   /** Why the run makes fewer steps than training.maxSteps asked, in one sentence (absent when it makes them all). */
   fewerSteps?: string;
+  /**
+   * Each trained policy with the settings it trains by, resolved (protocol/policy-set.ts: a role policy's own over the
+   * run's), for readers without the resolution rules (the dashboard's header).
+   */
+  policies?: { name: string; roles: string[] | null; learningRate: number; variant: string; scaleRewards: string; beta: number }[];
 }

@@ -4,10 +4,12 @@
  * its own policy (or shares another role's), and every other role is served, untrained, by the run's model (the
  * default policy). Each policy has its starting weights, learning rate and GRPO settings; the set says whether policies
  * are full weights or LoRA adapters on the run's model. The trainer, the gateway's routing, the checkpoint record,
- * `agl serve`, the call-roles view and the export all read it from here. No zod here (the viewer's bundle reads it).
+ * `agl serve`, the call-roles view and the export all read it from here. The viewer's bundle reads only role-owners.ts
+ * (this file's resolution needs GRPO's zod declaration).
  */
 import type { LoraSettings } from './engine.js';
 import { policyGrpo, type GrpoSettings } from './grpo-settings.js';
+import { roleOwners } from './role-owners.js';
 import type { TrainConfig } from './train-config.js';
 
 /** The name of a run's one policy when it needs one of its own (a LoRA adapter, its checkpoint folder). */
@@ -56,15 +58,7 @@ export interface PolicySet {
   lora: LoraSettings | null;
 }
 
-/** A role's entry under `policies:` as the recorded config holds it (its own policy, or `shared: <role>`). */
-export type PolicyEntryShape = { shared?: unknown } | object;
-
-/** Each listed role -> its policy's name: its own role, or the role it shares. */
-export function roleOwners(policies: Record<string, PolicyEntryShape> | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [role, entry] of Object.entries(policies ?? {})) out[role] = entry && 'shared' in entry && typeof entry.shared === 'string' ? entry.shared : role;
-  return out;
-}
+export { roleOwners, type PolicyEntryShape } from './role-owners.js';
 
 /** The run's policy set (the config is validated: every `shared:` names a role with a policy of its own). */
 export function policySet(config: TrainConfig): PolicySet {

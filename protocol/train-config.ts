@@ -8,48 +8,10 @@
  */
 import { z } from 'zod';
 import { LoraSettingsSchema } from './engine.js';
-import { GRPO_VARIANTS, resolveGrpo, type GrpoSettings, type GrpoVariant } from './grpo-settings.js';
+import { GrpoConfig, GrpoGivenSchema } from './grpo-settings.js';
 
-export { GRPO_VARIANTS, type GrpoVariant } from './grpo-settings.js';
-
-// ---- GRPO (daemon/algorithm/grpo.ts) -------------------------------------------------------------------------
-
-export const GrpoInput = z
-  .object({
-    variant: z.enum(Object.keys(GRPO_VARIANTS) as [GrpoVariant, ...GrpoVariant[]]).optional(),
-    scaleRewards: z.enum(['group', 'batch', 'none']).optional(),
-    epsilon: z.number().min(0).optional(),
-    epsilonHigh: z.number().min(0).optional(),
-    /** KL coefficient to the frozen reference policy; 0 = no reference model at all. */
-    beta: z.number().min(0).optional(),
-    lossAggregation: z.enum(['token-mean', 'seq-mean', 'token-sum-norm']).optional(),
-    /** token-sum-norm's constant per sequence (Dr.GRPO's MAX_TOKENS); null = the trainer's model.maxTokens. */
-    lossNormTokens: z.number().int().min(1).nullable().optional(),
-    skipZeroStdGroups: z.boolean().optional(),
-    /** 'token': a ratio per token (PPO/GRPO); 'sequence': GSPO's length-normalised ratio per sequence (TRL importance_sampling_level). */
-    importanceSampling: z.enum(['token', 'sequence']).optional(),
-    /** GSPO's clip range around a sequence ratio: much tighter than the token one (the paper: 3e-4 / 4e-4). */
-    sequenceEpsilon: z.number().min(0).optional(),
-    sequenceEpsilonHigh: z.number().min(0).optional(),
-    /** DAPO dynamic sampling: drop groups whose rollouts' final rewards are all equal and refill the batch with fresh tasks. */
-    dynamicSampling: z.boolean().optional(),
-    /** At most this many extra rounds of fresh tasks per step (verl's max_num_gen_batches - 1). */
-    dynamicSamplingRounds: z.number().int().min(0).optional(),
-    /**
-     * The PPO ratio's old log-probs: 'update' (default): the update's own forward pass before the weights change, so
-     * they share the update's numerics (a bfloat16 sampler's log-probs differ from the update's by up to ~0.04) and the
-     * sampler's enter only through the truncated importance weight `tisCap`; 'sampler': the gateway's recorded ones.
-     */
-    ratioBase: z.enum(['sampler', 'update']).optional(),
-    /** With ratioBase 'update': each token's loss weighted by min(exp(update - sampler), tisCap) (TRL's vLLM correction, 3); null: none. */
-    tisCap: z.number().min(1).nullable().optional(),
-  })
-  .strict();
-
-/** `training.grpo` (and a policy's own `grpo`) resolved: the defaults, the variant's settings, the keys given (grpo-settings.ts). */
-export const GrpoConfig = GrpoInput.transform((given): GrpoSettings => resolveGrpo(given));
-export type GrpoConfig = z.output<typeof GrpoConfig>;
-export type GrpoConfigInput = z.input<typeof GrpoConfig>;
+/** GRPO's settings are declared once, in grpo-settings.ts: `training.grpo` is GrpoConfig, a policy's own `grpo` GrpoGivenSchema. */
+export { GRPO_VARIANTS, GrpoConfig, type GrpoConfigInput, type GrpoVariant } from './grpo-settings.js';
 
 // ---- credit assignment (daemon/algorithm/credit.ts) ---------------------------------------------------------
 
@@ -235,7 +197,7 @@ export const PolicyEntry = z.union([
       /** Its own learning rate; default training.learningRate. */
       learningRate: z.number().positive().nullable().default(null),
       /** GRPO settings over training.grpo's (the clip range, aggregation, KL...): its update only. */
-      grpo: GrpoInput.partial().default({}),
+      grpo: GrpoGivenSchema.default({}),
     })
     .strict(),
   z

@@ -2,10 +2,27 @@
  * `agl train`'s command-line options, declared once (protocol/cli-options.ts): its --help, its argument parsing, the
  * config overrides the flags make, and the command line the extension builds (extension/train-choices.ts) all come
  * from this table, so an option named on one side only fails to compile. `ENGINE_OPTIONS` are shared with `agl sft`
- * and `agl serve`. A new flag of agl train goes in TRAIN_OPTIONS (with `config:` when it sets a config field).
+ * and `agl serve`. A new flag of agl train goes in TRAIN_OPTIONS (with `config:` when it sets a config field: a
+ * TrainConfigPath, so a misspelt field does not compile). The --grpo-* flags come from GRPO's one declaration
+ * (protocol/grpo-settings.ts grpoFlags).
  */
 import { type CliCommand, type CliOption, type FlagsOf, commandHelp, commandLine } from './cli-options.js';
+import { grpoFlags } from './grpo-settings.js';
 import type { TrainConfigInput } from './train-config.js';
+
+/** The dotted paths into an object type's fields, its nested objects' too (arrays are leaves). */
+type Paths<T> = T extends readonly unknown[]
+  ? never
+  : T extends object
+    ? {
+        [K in keyof T & string]:
+          K | (NonNullable<T[K]> extends readonly unknown[] ? never : NonNullable<T[K]> extends object ? `${K}.${Paths<NonNullable<T[K]>>}` : never);
+      }[keyof T & string]
+    : never;
+/** Every field of the training config a flag may set: `training.learningRate`, `engine.kind`, `training.grpo.beta`, `policies`. */
+export type TrainConfigPath = Paths<TrainConfigInput>;
+/** A flag of agl train (or the engine's): where its value goes in the config is a path the config has. */
+export type TrainOption = CliOption & { config?: TrainConfigPath };
 
 /** The engine's options (agl train, agl sft, agl serve). */
 export const ENGINE_OPTIONS = {
@@ -51,7 +68,7 @@ export const ENGINE_OPTIONS = {
     parse: 'number',
   },
   rdzv: { type: 'string', arg: 'HOST:PORT', help: "torch, several machines: node 0's rendezvous address", config: 'engine.rdzv' },
-} as const satisfies Record<string, CliOption>;
+} as const satisfies Record<string, TrainOption>;
 
 export const TRAIN_OPTIONS = {
   train: {
@@ -101,7 +118,8 @@ export const TRAIN_OPTIONS = {
   'data-dir': { type: 'string', arg: 'DIR', help: 'where the store and token are (default ~/.agent-lightning, or AGL_DATA_DIR)' },
   store: { type: 'string', arg: 'SPEC', help: 'postgres://... or a SQLite file (default <data-dir>/store.sqlite, or AGL_STORE)' },
   quiet: { type: 'boolean', help: 'no progress bar' },
-} as const satisfies Record<string, CliOption>;
+  ...grpoFlags(),
+} as const satisfies Record<string, TrainOption>;
 
 export const TRAIN_COMMAND = {
   name: 'train',
@@ -139,26 +157,43 @@ export function policyFlags(values: readonly string[]): Record<string, { init?: 
   return out;
 }
 
+/** A flag's value as its option reads it (`parse`), before zod checks the range; a bad value is an error naming the flag. */
+function flagValue(name: string, o: CliOption, v: string | string[] | boolean): unknown {
+  const number = (x: unknown) => {
+    const n = Number(x);
+    if (typeof x !== 'string' || x.trim() === '' || !Number.isFinite(n) || n < 0)
+      throw new Error(`--${name} must be a non-negative number, got '${String(x)}'`);
+    return n;
+  };
+  switch (o.parse) {
+    case 'policy':
+      return policyFlags(Array.isArray(v) ? v : [String(v)]);
+    case 'number':
+      return number(v);
+    case 'nullable-number':
+      return v === 'null' || v === 'none' ? null : number(v);
+    case 'boolean':
+      if (v === true || v === 'true') return true;
+      if (v === 'false') return false;
+      throw new Error(`--${name} takes true or false, got '${String(v)}'`);
+    default:
+      return v;
+  }
+}
+
 /**
- * The config overrides the given flags make (only those given), with numbers read: `--group-size abc` is an
- * error naming the flag. Ranges are zod's to check, with the config's own messages.
+ * The config overrides the given flags make (only those given), each at its option's config path, with numbers and
+ * booleans read: `--group-size abc` is an error naming the flag. Ranges are zod's to check, with the config's own messages.
  */
 export function configOverrides(table: Record<string, CliOption>, flags: Record<string, string | string[] | boolean | undefined>): TrainConfigInput {
   const out: Record<string, unknown> = {};
   for (const [name, o] of Object.entries(table)) {
     const v = flags[name];
     if (v === undefined || !o.config) continue;
-    let value: unknown = v;
-    if (o.parse === 'policy') value = policyFlags(Array.isArray(v) ? v : [String(v)]);
-    else if (o.parse === 'number') {
-      const n = Number(v);
-      if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n) || n < 0)
-        throw new Error(`--${name} must be a non-negative number, got '${String(v)}'`);
-      value = n;
-    }
-    const [section, key] = o.config.split('.') as [string, string | undefined];
-    if (key === undefined) out[section] = value;
-    else ((out[section] ??= {}) as Record<string, unknown>)[key] = value;
+    const path = o.config.split('.');
+    let at = out;
+    for (const key of path.slice(0, -1)) at = (at[key] ??= {}) as Record<string, unknown>;
+    at[path.at(-1)!] = flagValue(name, o, v);
   }
   return out as TrainConfigInput;
 }

@@ -6,6 +6,7 @@
  */
 import { join, resolve } from 'node:path';
 import type { LightningStore } from '../../protocol/lightning-store.js';
+import { policySet } from '../../protocol/policy-set.js';
 import { METRICS, describeEngine, describeHeldOut, describePeakMemory, type TrainingRunSummary } from '../../protocol/metrics.js';
 import { describeDiagnosis, policyChanged, type LearningDiagnosis } from '../../protocol/training-health.js';
 import type { EngineFacts } from '../model/policy-contract.js';
@@ -49,6 +50,7 @@ export class RunRecord {
       tasks: { train: train.length, val: config.training.valSize > 0 ? Math.min(config.training.valSize, val.length) : val.length },
       engine,
       ...(fewerSteps ? { fewerSteps } : {}),
+      policies: recordedPolicies(config),
     };
     if (ckpt && resumeDir) {
       const state = ckpt.trainer;
@@ -133,6 +135,18 @@ export class RunRecord {
       lines: [...lines.map((l) => `agl train: ${l}`), ...where(report, checkpoint, state.runId)],
     };
   }
+}
+
+/** Each trained policy with the settings it trains by, as the run's summary keeps them for readers without the rules. */
+export function recordedPolicies(config: RunPlan['config']): NonNullable<TrainingRunSummary['policies']> {
+  return policySet(config).policies.map((p) => ({
+    name: p.name,
+    roles: p.roles,
+    learningRate: p.learningRate,
+    variant: p.grpo.variant,
+    scaleRewards: p.grpo.scaleRewards,
+    beta: p.grpo.beta,
+  }));
 }
 
 /** Where the run's results are, one line each. */

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { OpenPolicySet, trainedPolicy } from '../../daemon/algorithm/open-policy-set.js';
 import { Trainer } from '../../daemon/algorithm/trainer.js';
+import { recordedPolicies } from '../../daemon/algorithm/run-record.js';
 import { newTrainerState } from '../../daemon/algorithm/trainer-state.js';
 import { startTrainingHost } from '../../daemon/algorithm/training-host.js';
 import { createPolicy, TfPolicyModel } from '../../daemon/model/policy.js';
@@ -99,7 +100,8 @@ describe('policies per role: each by its own settings and counts', () => {
         }
 
         // The group view: every stored advantage follows its own policy's formula (the checker's is Dr.GRPO's: no std).
-        const recorded = (await store.getTrainingRun(run.id))!;
+        // The run's record as agl train writes it (run-record.ts): each policy's own settings, which the header reads.
+        const recorded = await store.updateTrainingRun(run.id, { summary: { policies: recordedPolicies(config) } });
         let checked = 0;
         for (const step of [6, 7, 8]) {
           const page = await groupPage(store, { runId: run.id, step });

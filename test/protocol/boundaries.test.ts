@@ -235,6 +235,49 @@ describe('boundaries', () => {
     );
   });
 
+  it("the webviews' code never loads zod (its full build is ~450 KB minified): a view reads what was validated, never validates", () => {
+    // Run-time imports only: `import type` (and type-only names) vanish when compiled.
+    const runtimeImports = (file: string): string[] => {
+      const src = ts.createSourceFile(file, readFileSync(join(ROOT, file), 'utf8'), ts.ScriptTarget.Latest, true);
+      const out: string[] = [];
+      const typeOnly = (c: ts.ImportClause | undefined) =>
+        !!c && (c.isTypeOnly || (!c.name && !!c.namedBindings && ts.isNamedImports(c.namedBindings) && c.namedBindings.elements.every((e) => e.isTypeOnly)));
+      const visit = (n: ts.Node): void => {
+        if (ts.isImportDeclaration(n) && !typeOnly(n.importClause)) out.push((n.moduleSpecifier as ts.StringLiteral).text);
+        else if (ts.isExportDeclaration(n) && n.moduleSpecifier && !n.isTypeOnly) out.push((n.moduleSpecifier as ts.StringLiteral).text);
+        else if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && ts.isStringLiteral(n.arguments[0]!))
+          out.push(n.arguments[0].text);
+        ts.forEachChild(n, visit);
+      };
+      visit(src);
+      return out;
+    };
+    const seen = new Map<string, string>(); // file -> the file that imported it
+    const zod: string[] = [];
+    const queue = sourceFiles('webview');
+    queue.forEach((f) => seen.set(f, ''));
+    while (queue.length) {
+      const file = queue.shift()!;
+      for (const spec of runtimeImports(file)) {
+        if (spec === 'zod' || spec.startsWith('zod/')) {
+          const chain = [file];
+          for (let at = seen.get(file); at; at = seen.get(at)) chain.unshift(at);
+          zod.push(chain.join(' -> '));
+        }
+        if (!spec.startsWith('.')) continue;
+        const target = relative(ROOT, resolve(ROOT, dirname(file), spec.replace(/\.js$/, '.ts')))
+          .split(sep)
+          .join('/');
+        if (!seen.has(target) && existsSync(join(ROOT, target))) {
+          seen.set(target, file);
+          queue.push(target);
+        }
+      }
+    }
+    assert.ok(seen.size > 30, `only ${seen.size} files reached from webview/`);
+    assert.deepEqual(zod, [], 'these import chains load zod into a webview');
+  });
+
   it('the command ids are exactly the commands package.json contributes', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { contributes: { commands: { command: string }[] } };
     assert.deepEqual(pkg.contributes.commands.map((c) => c.command).sort(), Object.values(COMMANDS).sort());

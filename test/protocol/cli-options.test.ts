@@ -13,6 +13,9 @@ import { AGL_COMMANDS, ALL_DECLARATIONS, SERVE_COMMAND, SFT_COMMAND } from '../.
 import { type CliCommand, closestFlag, commandHelp, commandLine, readmeFlagLists } from '../../protocol/cli-options.js';
 import { readFlags, UsageError } from '../../daemon/commands/flags.js';
 import { runCli } from '../helpers/daemon-process.js';
+import { configOverrides, TRAIN_OPTIONS, type TrainOption } from '../../protocol/train-options.js';
+import { GrpoSettingsSchema } from '../../protocol/grpo-settings.js';
+import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 
 const ROOT = process.cwd();
 
@@ -145,5 +148,51 @@ describe('agl commands, declared once', () => {
     assert.match(sft.stderr, /^agl sft: unknown flag --stpes \(did you mean --steps\?\)\n\nusage: agl sft/);
     assert.equal(list.code, 2);
     assert.match(list.stderr, /^agl rollouts list: unknown flag --limt \(did you mean --limit\?\)/);
+  });
+});
+
+describe('agl train: flags bound to the config by typed paths; GRPO declared once', () => {
+  it('a flag names a config field by a path the config has (a misspelt field does not compile) and sets it there', () => {
+    // @ts-expect-error 'training.learningRat' is not a field of the training config: the table would not compile.
+    const misspelt: TrainOption = { type: 'string', help: 'x', config: 'training.learningRat' };
+    assert.equal(misspelt.config, 'training.learningRat');
+    const deep: TrainOption = { type: 'string', help: 'x', config: 'training.grpo.epsilonHigh', parse: 'number' };
+    assert.deepEqual(configOverrides({ eh: deep }, { eh: '0.28' }), { training: { grpo: { epsilonHigh: 0.28 } } });
+  });
+
+  it('every GRPO setting has its --grpo-* flag, with the setting’s own doc and default, and the flags set the config', () => {
+    const keys = Object.keys(GrpoSettingsSchema.shape);
+    const flags = Object.entries(TRAIN_OPTIONS).filter(([name]) => name.startsWith('grpo-'));
+    assert.deepEqual(
+      flags.map(([, o]) => (o as TrainOption).config),
+      keys.map((k) => `training.grpo.${k}`),
+    );
+    for (const [name, o] of flags) {
+      const key = (o as TrainOption).config!.split('.').pop()!;
+      assert.ok(o.help.startsWith(GrpoSettingsSchema.shape[key as keyof typeof GrpoSettingsSchema.shape].description!), `--${name}'s help is the field's doc`);
+    }
+    const given = {
+      'grpo-variant': 'dapo',
+      'grpo-epsilon-high': '0.3',
+      'grpo-tis-cap': 'null',
+      'grpo-dynamic-sampling': 'false',
+      'grpo-loss-aggregation': 'seq-mean',
+    };
+    const config = parseTrainConfig(configOverrides(TRAIN_OPTIONS, given));
+    const g = config.training.grpo;
+    assert.deepEqual(
+      [g.variant, g.epsilon, g.epsilonHigh, g.tisCap, g.dynamicSampling, g.lossAggregation],
+      ['dapo', 0.2, 0.3, null, false, 'seq-mean'],
+      "the flags' keys over dapo's settings",
+    );
+    assert.throws(() => configOverrides(TRAIN_OPTIONS, { 'grpo-dynamic-sampling': 'yes' }), /--grpo-dynamic-sampling takes true or false, got 'yes'/);
+    assert.throws(() => parseTrainConfig(configOverrides(TRAIN_OPTIONS, { 'grpo-variant': 'ppo' })), /training\.grpo\.variant/);
+    // A policy's own overrides are the same declaration, every key optional.
+    assert.deepEqual(parseTrainConfig({ policies: { writer: { grpo: { beta: 0.1 } } } }).policies.writer, {
+      init: null,
+      learningRate: null,
+      grpo: { beta: 0.1 },
+    });
+    assert.throws(() => parseTrainConfig({ policies: { writer: { grpo: { bta: 0.1 } } } }), /bta/);
   });
 });

@@ -8,7 +8,6 @@
 import { METRICS, describeEngine, describePeakMemory, type TrainingRunSummary } from '../../protocol/metrics.js';
 import type { TrainingRun } from '../../protocol/store.js';
 import { runRoles, type RolesConfig } from '../../protocol/call-roles.js';
-import { policyGrpo, type GrpoGiven, type GrpoSettings } from '../../protocol/grpo-settings.js';
 import { fmtTime, h, icon, mount } from '../shared/dom.js';
 import { fmtElapsed, fmtExponent, fmtMetric } from './format.js';
 
@@ -83,16 +82,11 @@ export function describeStop(run: TrainingRun, now = Date.now()): string {
   }
 }
 
-/** Each policy of a run with policies per role (`policies:`): its own learning rate and GRPO settings; null for one policy. */
-function ownSettings(run: TrainingRun, training: Json, grpo: Json): { name: string; lr: unknown; variant: unknown; beta: unknown }[] | null {
-  const entries = Object.entries(obj(run.config.policies)).filter(([, e]) => !('shared' in obj(e)));
-  if (!entries.length) return null;
-  const runGrpo = grpo as unknown as GrpoSettings;
-  return entries.map(([name, e]) => {
-    const own = obj(e);
-    const settings = typeof runGrpo.variant === 'string' ? policyGrpo(runGrpo, obj(own.grpo) as GrpoGiven) : null;
-    return { name, lr: own.learningRate ?? training.learningRate, variant: settings?.variant, beta: settings?.beta };
-  });
+/** Each policy of a run with policies per role, with its own learning rate and GRPO settings as `agl train` recorded them; null otherwise. */
+function ownSettings(run: TrainingRun): { name: string; lr: unknown; variant: unknown; beta: unknown }[] | null {
+  const policies = (run.summary as TrainingRunSummary).policies;
+  if (!policies || policies.length === 0 || policies.every((p) => p.roles === null)) return null;
+  return policies.map((p) => ({ name: p.name, lr: p.learningRate, variant: p.variant, beta: p.beta }));
 }
 
 /** [field, label, value, config key] of the settings worth comparing across runs; each policy's own where they differ. */
@@ -104,7 +98,7 @@ export function configSummary(run: TrainingRun): [string, string, string, string
     else if (typeof value === 'string' && value) out.push([field, label, value, key]);
   };
   const lrFmt = (v: number) => (v < 1e-2 ? fmtExponent(v, 3) : String(v));
-  const policies = ownSettings(run, training, grpo);
+  const policies = ownSettings(run);
   /** A setting each policy has its own of: one value when they agree, else each policy's. */
   const perPolicy = (
     field: string,
