@@ -278,6 +278,66 @@ describe('boundaries', () => {
     assert.deepEqual(zod, [], 'these import chains load zod into a webview');
   });
 
+  it('docs/architecture.md draws the code: each room imports only the rooms its arrows point to, and every room exists', () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+    /** The "room | its job | may import" table after `marker`: room -> the rooms it may import. */
+    const table = (marker: string): Map<string, Set<string>> => {
+      const at = doc.indexOf(marker);
+      assert.ok(at >= 0, `docs/architecture.md has no ${marker} table`);
+      const lines = doc.slice(at).split('\n').slice(1);
+      const start = lines.findIndex((l) => l.startsWith('|'));
+      const end = lines.findIndex((l, i) => i > start && !l.startsWith('|'));
+      const rows = lines.slice(start, end < 0 ? undefined : end);
+      const out = new Map<string, Set<string>>();
+      for (const row of rows.slice(2)) {
+        const cells = row.split('|').map((c) => c.trim());
+        if (cells.length < 4) break;
+        out.set(
+          cells[1]!,
+          new Set(
+            cells[3]!
+              .split(',')
+              .map((x) => x.trim())
+              .filter(Boolean),
+          ),
+        );
+      }
+      return out;
+    };
+    const rooms = table('<!-- rooms:');
+    const inner = table('<!-- daemon rooms:');
+    for (const room of [...rooms.keys(), ...inner.keys()]) assert.ok(existsSync(join(ROOT, room)), `docs/architecture.md names ${room}/, which does not exist`);
+    // The top rooms: the drawing and the rules this test holds every import to are the same.
+    const top = (f: string) => f.split('/')[0]!;
+    for (const [room, rule] of Object.entries(RULES)) {
+      const drawn = rooms.get(room);
+      assert.ok(drawn, `docs/architecture.md does not draw ${room}/`);
+      assert.deepEqual([...drawn].sort(), [...new Set([...rule.folders, ...(rule.scripts?.folders ?? [])].map(top))].sort(), `${room}/'s arrows`);
+    }
+    // The daemon and the rooms inside it: every import the code makes is an arrow of the drawing.
+    const problems: string[] = [];
+    const innerRoom = (f: string) => {
+      const [a, b] = f.split('/');
+      return a === 'daemon' && b && !b.includes('.') ? `daemon/${b}` : null;
+    };
+    for (const file of sourceFiles('daemon')) {
+      for (const spec of importsOf(readFileSync(join(ROOT, file), 'utf8'))) {
+        if (!spec.startsWith('.')) continue;
+        const target = relative(ROOT, resolve(ROOT, dirname(file), spec))
+          .split(sep)
+          .join('/');
+        if (!rooms.get('daemon')!.has(top(target))) problems.push(`${file} imports ${target}: daemon/ may import only ${[...rooms.get('daemon')!].join(', ')}`);
+        const from = innerRoom(file),
+          to = innerRoom(target);
+        if (!from || !to || from === to) continue;
+        if (!inner.has(from)) problems.push(`${from}/ is not in docs/architecture.md's daemon rooms`);
+        else if (!inner.get(from)!.has(to))
+          problems.push(`${file} imports ${target}: ${from}/ may import only ${[...inner.get(from)!].join(', ') || 'no other daemon room'}`);
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+
   it('the command ids are exactly the commands package.json contributes', () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { contributes: { commands: { command: string }[] } };
     assert.deepEqual(pkg.contributes.commands.map((c) => c.command).sort(), Object.values(COMMANDS).sort());
