@@ -60,6 +60,20 @@ export function sqlList(statuses: readonly string[]): string {
   return statuses.map((s) => `'${s}'`).join(', ');
 }
 
+const numberedCache = new Map<string, string>();
+/**
+ * `?` placeholders numbered `$1, $2, ...` (PostgreSQL's): the statements both backends share (sql-store.ts,
+ * lifecycle-sql.ts) are written with `?` and hold no other `?`.
+ */
+export function numbered(sql: string): string {
+  let out = numberedCache.get(sql);
+  if (out === undefined) {
+    let n = 0;
+    numberedCache.set(sql, (out = sql.replace(/\?/g, () => `$${++n}`)));
+  }
+  return out;
+}
+
 export function isLiveAttempt(status: string): boolean {
   return (LIVE_ATTEMPT_STATUSES as readonly string[]).includes(status);
 }
@@ -166,6 +180,7 @@ export function parseRolloutInput(input: RolloutInput) {
   const parsed = RolloutInput.parse(input);
   return { ...parsed, config: RolloutConfig.parse(parsed.config) };
 }
+export type ParsedRollout = ReturnType<typeof parseRolloutInput>;
 
 /** Applies SpanInput's defaults (trusting types: the HTTP edge validated them), issues missing ids and a sequence id. */
 export function materializeSpan(input: SpanInput, sequenceId: number): Span {
