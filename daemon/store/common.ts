@@ -31,7 +31,11 @@ import type { HealthCheckResult, TrainingRunPatch } from '../../protocol/lightni
  * edge instead of at random pages: a commit dirties a few pages, not one per row.
  */
 export function newId(prefix: string): string {
-  return `${prefix}-${Date.now().toString(16).padStart(12, '0')}${randomHex(8)}`;
+  return `${prefix}-${idTime(Date.now())}${randomHex(8)}`;
+}
+/** The time part of an id made at `ms` (12 hex digits). */
+export function idTime(ms: number): string {
+  return Math.floor(ms).toString(16).padStart(12, '0');
 }
 
 const TERMINAL = new Set<string>(TERMINAL_ROLLOUT_STATUSES);

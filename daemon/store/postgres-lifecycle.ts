@@ -21,6 +21,7 @@ import {
   cancelConflict,
   emptyHealthResult,
   finishConflict,
+  idTime,
   isLiveAttempt,
   livenessChange,
   materializeSpan,
@@ -179,9 +180,12 @@ export class PostgresLifecycle {
     });
   }
 
-  /** One statement: pick the oldest claimable (skipping rows other claimers hold), start attempts, fill in latest resources. */
+  /**
+   * One statement: pick the oldest claimable (skipping rows other claimers hold), start attempts, fill in latest
+   * resources. Attempt ids are made in SQL in newId's form (common.ts): the time, then 64 random bits.
+   */
   async claim(workerId: string, limit: number, opts: ClaimOptions, now: number): Promise<Claim[]> {
-    const params: unknown[] = [limit, now, workerId];
+    const params: unknown[] = [limit, now, workerId, idTime(now)];
     let filter = '';
     if (opts.agent !== undefined) {
       params.push(opts.agent);
@@ -199,7 +203,7 @@ export class PostgresLifecycle {
       ), latest AS (SELECT id, version FROM resources ORDER BY version DESC LIMIT 1),
       upd AS (
         UPDATE rollouts r SET status = 'preparing', attempt_count = r.attempt_count + 1, updated_at = $2, ${RESET_SUMMARY_SQL},
-          latest_attempt_id = 'at-' || substr(md5(random()::text || clock_timestamp()::text || r.id), 1, 16),
+          latest_attempt_id = 'at-' || $4 || substr(md5(random()::text || clock_timestamp()::text || r.id), 1, 16),
           resources_id = COALESCE(r.resources_id, (SELECT id FROM latest)),
           resources_version = CASE WHEN r.resources_id IS NULL THEN (SELECT version FROM latest) ELSE r.resources_version END
         FROM picked WHERE r.seq = picked.seq RETURNING r.*
