@@ -3,10 +3,12 @@
  * stream tells the editor from it. While anyone watches, the feed keeps a mark per table (changes.ts CHANGE_SOURCES)
  * and reads what moved past it, all by rowid: SQLite gives a new row the next rowid under the write lock, so rowids
  * follow commit order. Rows inserted are those past the table's mark; rollouts and training runs that moved (their
- * `updated_at` set) are those the change log lists past its mark. The log is written by triggers (schema 5) only
- * while a feed is registered in `change_watchers`, by any process's connection, so nobody watching costs a writer
- * one empty-table look per row it moves, and no index on a column every update changes; it keeps its last 64 Ki
- * entries (a feed that fell further behind says `truncated`).
+ * `updated_at` set) are those the change log (schema 5) lists past its mark. Every writer is a SqliteStore, of this
+ * process or another: each group commit looks whether a feed is registered in `change_watchers` and, if one is,
+ * appends the rows it moved (ChangeLog), so nobody watching costs a commit one read of an empty table: no index on a
+ * column every update changes (schema 3's), and no trigger (measured: a row trigger costs an update more than that
+ * index did, even one whose WHEN is false). The log keeps its last 64 Ki entries (a feed that fell further behind
+ * says `truncated`).
  * The feed looks after this connection's own commits (SqliteStore calls `committed`) and whenever `PRAGMA
  * data_version` says another connection committed (another process on the same file: `agl train`), a read of shared
  * memory, checked every FOREIGN_CHECK_MS. Nothing runs while nobody watches.
@@ -27,23 +29,37 @@ const FOREIGN_CHECK_MS = 100;
 const MIN_CHECK_GAP_MS = 20;
 
 /**
- * Schema migration 5: the change log, its triggers (writing only while a feed is registered) and the registry of
- * feeds; the `updated_at` index of schema 3 goes (every rollout update maintained it for the feed). Runs again over
- * itself (a store migrated back by hand, as the migration tests do).
+ * Schema migration 5: the change log and the registry of feeds; the `updated_at` index of schema 3 goes (every
+ * rollout update maintained it for the feed). Runs again over itself (a store migrated back by hand, as tests do).
  */
 export const CHANGE_LOG_MIGRATION_SQL = `
   DROP INDEX IF EXISTS rollouts_updated;
   CREATE TABLE IF NOT EXISTS change_watchers (id INTEGER PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, since REAL NOT NULL);
-  CREATE TABLE IF NOT EXISTS change_log (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, row_id INTEGER NOT NULL);
-  ${CHANGE_SOURCES.filter((s) => s.moves)
-    .map(
-      (s) => `CREATE TRIGGER IF NOT EXISTS change_log_${s.table} AFTER UPDATE OF updated_at ON ${s.table} WHEN EXISTS (SELECT 1 FROM change_watchers)
-    BEGIN INSERT INTO change_log (tbl, row_id) VALUES ('${s.table}', NEW.rowid); END;`,
-    )
-    .join('\n  ')}
-  CREATE TRIGGER IF NOT EXISTS change_log_pruned AFTER INSERT ON change_log WHEN NEW.id % ${PRUNE_EVERY} = 0
-    BEGIN DELETE FROM change_log WHERE id <= NEW.id - ${LOG_KEPT}; END;
+  CREATE TABLE IF NOT EXISTS change_log (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, key TEXT NOT NULL);
 `;
+
+/** The tables whose rows move (changes.ts), which a writer logs while a feed watches. */
+export type MovingTable = 'rollouts' | 'training_runs';
+
+/**
+ * A writer's side of the log, run inside each group commit (SqliteStore.commitQueued): whether any feed, of any
+ * process, is registered (read under the write lock, so a feed registered before this commit is seen), and the
+ * rows this commit moved, appended in one statement. Entries past the last LOG_KEPT are pruned as it goes.
+ */
+export class ChangeLog {
+  constructor(private readonly st: (sql: string) => Database.Statement) {}
+
+  watched(): boolean {
+    return this.st('SELECT 1 FROM change_watchers LIMIT 1').get() !== undefined;
+  }
+
+  append(moves: ReadonlyArray<readonly [MovingTable, string]>): void {
+    if (moves.length === 0) return;
+    const info = this.st('INSERT INTO change_log (tbl, key) SELECT value ->> 0, value ->> 1 FROM json_each(?)').run(JSON.stringify(moves));
+    const last = Number(info.lastInsertRowid);
+    if (Math.floor(last / PRUNE_EVERY) > Math.floor((last - moves.length) / PRUNE_EVERY)) this.st('DELETE FROM change_log WHERE seq <= ?').run(last - LOG_KEPT);
+  }
+}
 
 interface Marks {
   /** The last rowid read per kind's table, and the last change log entry. */
@@ -76,7 +92,7 @@ export class SqliteChangeFeed {
     private readonly st: (sql: string) => Database.Statement,
     private readonly log: (message: string) => void,
   ) {
-    // A feed whose process died left its row: while it stays, every writer keeps logging for nobody.
+    // A feed whose process died left its row: while it stays, every writer logs for nobody.
     if (this.deadWatchers().length) this.db.transaction(() => this.removeDeadWatchers()).immediate();
   }
 
@@ -135,8 +151,11 @@ export class SqliteChangeFeed {
     const rows = this.st('SELECT id, host, pid FROM change_watchers').all() as Array<{ id: number; host: string; pid: number }>;
     return rows.filter((r) => r.host === hostname() && r.pid !== process.pid && !isRunning(r.pid)).map((r) => r.id);
   }
+  /** Removes the rows of dead feeds; with no feed left, the log goes too. */
   private removeDeadWatchers(): void {
-    for (const id of this.deadWatchers()) this.unregister(id);
+    const dead = this.deadWatchers();
+    for (const id of dead) this.st('DELETE FROM change_watchers WHERE id = ?').run(id);
+    if (dead.length && !this.st('SELECT 1 FROM change_watchers LIMIT 1').get()) this.st('DELETE FROM change_log').run();
   }
 
   /** In a write transaction: this feed's row, and the marks from which it reports (the triggers log from now on). */
@@ -160,7 +179,7 @@ export class SqliteChangeFeed {
   private currentMarks(): Marks {
     const one = (sql: string) => ((this.st(sql).get() as { v: number | null }).v ?? 0) as number;
     const rows = Object.fromEntries(CHANGE_SOURCES.map((s) => [s.kind, one(`SELECT MAX(rowid) AS v FROM ${s.table}`)])) as Record<ChangeKind, number>;
-    return { rows, log: one('SELECT MAX(id) AS v FROM change_log'), dataVersion: this.dataVersion() };
+    return { rows, log: one('SELECT MAX(seq) AS v FROM change_log'), dataVersion: this.dataVersion() };
   }
 
   private check(): void {
@@ -186,12 +205,12 @@ export class SqliteChangeFeed {
     m.dataVersion = this.dataVersion();
     const change = emptyChange();
     const now = this.currentMarks();
-    const oldest = (this.st('SELECT MIN(id) AS v FROM change_log').get() as { v: number | null }).v;
+    const oldest = (this.st('SELECT MIN(seq) AS v FROM change_log').get() as { v: number | null }).v;
     // Entries past our mark were pruned (we fell behind), or we are not registered (nothing is logged for us).
     const missed = (oldest !== null && oldest > m.log + 1) || now.log < m.log || !this.registered();
     if (missed) change.truncated = true;
     for (const source of CHANGE_SOURCES) {
-      const moved = source.moves && !missed ? `rowid IN (SELECT row_id FROM change_log WHERE id > ? AND id <= ? AND tbl = '${source.table}') OR ` : '';
+      const moved = source.moves && !missed ? `id IN (SELECT key FROM change_log WHERE seq > ? AND seq <= ? AND tbl = '${source.table}') OR ` : '';
       const where = `${moved}(rowid > ? AND rowid <= ?)`;
       const params = moved ? [m.log, now.log, m.rows[source.kind], now.rows[source.kind]] : [m.rows[source.kind], now.rows[source.kind]];
       const rows = this.st(`${changedItemsSql(source, source.table, where)} LIMIT ${READ_LIMIT}`).all(...params) as Array<Record<string, unknown>>;

@@ -6,6 +6,7 @@
  * same methods over PostgreSQL.
  */
 import type Database from 'better-sqlite3';
+import type { MovingTable } from './sqlite-changes.js';
 import type { Attempt, AttemptStatus, Rollout, RolloutStatus, Span, SpanInput } from '../../protocol/store.js';
 import {
   ConflictError,
@@ -38,6 +39,8 @@ export class SqliteLifecycle {
   constructor(
     private readonly db: Database.Database,
     private readonly st: (sql: string) => Database.Statement,
+    /** Every row whose `updated_at` is set is told here (the change feed's log: sqlite-changes.ts). */
+    private readonly moved: (table: MovingTable, id: string) => void,
   ) {}
 
   rolloutRow(id: string): Row | undefined {
@@ -155,12 +158,13 @@ export class SqliteLifecycle {
       `UPDATE rollouts SET status = ?, attempt_count = ?, latest_attempt_id = ?, resources_id = ?,
       resources_version = ?, updated_at = ?, ${RESET_SUMMARY_SQL} WHERE id = ?`,
     ).run(attempt.status, attempt.sequence, attempt.id, resourcesId, version, now, row.id);
+    this.moved('rollouts', row.id);
     const rollout = rowToRollout({ ...row, status: attempt.status, attempt_count: attempt.sequence, resources_id: resourcesId, updated_at: now });
     return { rollout, attempt };
   }
 
   private setRolloutStatus(id: string, status: RolloutStatus, now: number): void {
-    this.st(LIFECYCLE_SQL.setRolloutStatus).run(...rolloutStatusValues(id, status, now));
+    if (this.st(LIFECYCLE_SQL.setRolloutStatus).run(...rolloutStatusValues(id, status, now)).changes) this.moved('rollouts', id);
   }
 
   /** Liveness from a heartbeat or (`fromSpan`) a span: common.ts livenessChange. */
@@ -173,10 +177,11 @@ export class SqliteLifecycle {
     if (!change) return rowToAttempt(a);
     this.st(LIFECYCLE_SQL.touchAttempt).run(change.status, now, change.revived ? 1 : 0, attemptId);
     if (change.rolloutRuns) {
-      this.st(
+      const info = this.st(
         `UPDATE rollouts SET status = 'running', updated_at = ?, ended_at = NULL
         WHERE id = ? AND latest_attempt_id = ? AND status IN (${STATUS_SQL.resumable})`,
       ).run(now, a.rollout_id, attemptId);
+      if (info.changes) this.moved('rollouts', a.rollout_id);
     }
     return rowToAttempt({ ...a, status: change.status, last_heartbeat: now, ended_at: change.revived ? null : a.ended_at });
   }

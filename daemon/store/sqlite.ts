@@ -42,7 +42,7 @@ import { sqliteDialect } from './sqlite-search.js';
 import { SqliteLifecycle } from './sqlite-lifecycle.js';
 import { STATUS_SQL } from './lifecycle-sql.js';
 import { WalCheckpointer } from './sqlite-checkpointer.js';
-import { SqliteChangeFeed } from './sqlite-changes.js';
+import { ChangeLog, SqliteChangeFeed, type MovingTable } from './sqlite-changes.js';
 import { INSERT_RESOURCES_SQL, SqlStore, UPDATE_TRAINING_RUN_SQL, resourcesRow, trainingRunUpdate, type WorkerPatch } from './sql-store.js';
 import type { SqlDialect } from './rollout-query.js';
 import type { StoreChange } from '../../protocol/events.js';
@@ -70,6 +70,9 @@ export class SqliteStore extends SqlStore implements LightningStore {
   readonly checkpointer: WalCheckpointer | null = null;
   /** What was committed, for watchChanges (sqlite-changes.ts). */
   private readonly changes: SqliteChangeFeed;
+  /** The change log's writer side; while a feed (of any process) watches, the rows this commit moved. */
+  private readonly log: ChangeLog;
+  private moves: Array<[MovingTable, string]> | null = null;
 
   constructor(
     readonly path: string,
@@ -79,7 +82,12 @@ export class SqliteStore extends SqlStore implements LightningStore {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     prepareDatabase(this.db);
-    this.life = new SqliteLifecycle(this.db, (sql) => this.st(sql));
+    this.log = new ChangeLog((sql) => this.st(sql));
+    this.life = new SqliteLifecycle(
+      this.db,
+      (sql) => this.st(sql),
+      (table, id) => this.moved(table, id),
+    );
     this.changes = new SqliteChangeFeed(
       this.db,
       (sql) => this.st(sql),
@@ -123,22 +131,18 @@ export class SqliteStore extends SqlStore implements LightningStore {
     try {
       this.db
         .transaction(() => {
-          if (ops.length === 1) {
-            outcomes.push({ ok: true, value: ops[0]!.run() });
-            return;
-          }
-          for (const op of ops) {
-            try {
-              outcomes.push({ ok: true, value: this.db.transaction(op.run)() });
-            } catch (error) {
-              outcomes.push({ ok: false, value: error });
-            }
-          }
+          // Read under the write lock: a feed registered before this commit, by any process, is seen.
+          this.moves = this.log.watched() ? [] : null;
+          if (ops.length === 1) outcomes.push({ ok: true, value: ops[0]!.run() });
+          else for (const op of ops) outcomes.push(this.runInSavepoint(op));
+          if (this.moves) this.log.append(this.moves);
         })
         .immediate();
     } catch (error) {
       for (const op of ops) op.reject(error);
       return;
+    } finally {
+      this.moves = null;
     }
     this.changes.committed();
     ops.forEach((op, i) => {
@@ -146,6 +150,22 @@ export class SqliteStore extends SqlStore implements LightningStore {
       if (o.ok) op.resolve(o.value);
       else op.reject(o.value);
     });
+  }
+
+  /** One call of a group commit in its own savepoint: a call that fails leaves no row, and no move logged. */
+  private runInSavepoint(op: PendingWrite): { ok: boolean; value: unknown } {
+    const logged = this.moves?.length ?? 0;
+    try {
+      return { ok: true, value: this.db.transaction(op.run)() };
+    } catch (error) {
+      this.moves?.splice(logged);
+      return { ok: false, value: error };
+    }
+  }
+
+  /** A row's `updated_at` was set in this commit: logged for the change feed while one watches. */
+  private moved(table: MovingTable, id: string): void {
+    this.moves?.push([table, id]);
   }
 
   async watchChanges(listener: (change: StoreChange) => void): Promise<() => void> {
@@ -210,6 +230,7 @@ export class SqliteStore extends SqlStore implements LightningStore {
       if (!row) throw new NotFoundError('rollout', id);
       const merged = { ...JSON.parse(row.metadata), ...metadata };
       this.st('UPDATE rollouts SET metadata = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(merged), Date.now(), id);
+      this.moved('rollouts', id);
       return rowToRollout(this.life.rolloutRow(id)!);
     });
   }
@@ -264,6 +285,7 @@ export class SqliteStore extends SqlStore implements LightningStore {
       if (!row) throw new NotFoundError('training run', id);
       const t = patchTrainingRun(rowToTrainingRun(row), patch);
       this.st(UPDATE_TRAINING_RUN_SQL).run(...trainingRunUpdate(t, id));
+      this.moved('training_runs', id);
       return t;
     });
   }

@@ -141,6 +141,15 @@ export function changeFeedConformance(backend: string, factory: () => Promise<Tw
       await seen.until(rolloutIn(r.id, 'cancelled'), 'the cancelled rollout');
     });
 
+    it('reports a rollout the health check moved: its attempt timed out and it waits in the queue again', async () => {
+      const r = await two.other.enqueueRollout({ input: 'slow', config: { timeoutSeconds: 1, maxAttempts: 2, retryOn: ['timeout'] } });
+      const [claim] = await two.other.claimRollouts('worker-1', 1);
+      assert.equal(claim!.rollout.id, r.id);
+      await seen.until(rolloutIn(r.id, 'preparing'), 'the claimed rollout');
+      assert.deepEqual((await two.other.runHealthCheck(Date.now() + 5_000)).requeued, [r.id]);
+      await seen.until(rolloutIn(r.id, 'requeuing'), 'the requeued rollout');
+    });
+
     it('watches again after every watcher stopped, and reports what is written from then on', async () => {
       stop();
       const r = await two.other.enqueueRollout({ input: 'written while nobody watched' });

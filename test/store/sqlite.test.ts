@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
@@ -223,10 +224,10 @@ describe('SqliteStore change log (what the change feed reads)', () => {
       const unwatch = await store.watchChanges((c) => seen.push(c));
       const [a, b] = await store.enqueueRollouts([{ input: 'a' }, { input: 'b' }]);
       await until(() => seen.some((c) => c.rollouts.some((r) => r.id === b!.id)), 'the enqueued rollouts');
-      // Another process moves both rollouts; the first entry is pruned before the feed looks.
+      // Another process logs both rollouts as moved, and the first entry is pruned before the feed looks.
       raw.transaction(() => {
-        raw.prepare('UPDATE rollouts SET updated_at = ? WHERE id IN (?, ?)').run(Date.now(), a!.id, b!.id);
-        raw.prepare('DELETE FROM change_log WHERE id = (SELECT MIN(id) FROM change_log)').run();
+        raw.prepare("INSERT INTO change_log (tbl, key) VALUES ('rollouts', ?), ('rollouts', ?)").run(a!.id, b!.id);
+        raw.prepare('DELETE FROM change_log WHERE seq = (SELECT MIN(seq) FROM change_log)').run();
       })();
       await until(() => seen.some((c) => c.truncated), 'truncated');
       unwatch();
@@ -256,6 +257,30 @@ describe('SqliteStore change log (what the change feed reads)', () => {
     }
   });
 
+  it('forgets a feed whose process died, when the store opens: writers stop logging for nobody', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'store.sqlite');
+    try {
+      const worker = fileURLToPath(new URL('./abandoned-watch.ts', import.meta.url));
+      const child = spawnSync(process.execPath, ['--import', 'tsx', worker, file], { encoding: 'utf8' });
+      assert.equal(child.status, 0, child.stderr);
+      const raw = new Database(file, { readonly: true });
+      assert.equal(count(raw, 'change_watchers'), 1, 'it left its registration');
+      raw.close();
+      const opened = new SqliteStore(file);
+      try {
+        assert.equal(count(opened.db, 'change_watchers'), 0);
+        const { attempt } = await opened.startRollout({ input: 1 });
+        await opened.finishAttempt(attempt.id, { status: 'succeeded' });
+        assert.equal(count(opened.db, 'change_log'), 0);
+      } finally {
+        await opened.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('opens a store of schema 4 (rollouts indexed by updated_at): the index goes, the feed reads the log', async () => {
     const dir = tempDir();
     const file = join(dir, 'store.sqlite');
@@ -264,8 +289,7 @@ describe('SqliteStore change log (what the change feed reads)', () => {
       const r = await store.enqueueRollout({ input: 'before the upgrade' });
       await store.close();
       const db = new Database(file);
-      db.exec(`DROP TRIGGER change_log_rollouts; DROP TRIGGER change_log_training_runs; DROP TRIGGER change_log_pruned;
-        DROP TABLE change_log; DROP TABLE change_watchers; CREATE INDEX rollouts_updated ON rollouts(updated_at);`);
+      db.exec('DROP TABLE change_log; DROP TABLE change_watchers; CREATE INDEX rollouts_updated ON rollouts(updated_at);');
       db.pragma('user_version = 4');
       db.close();
       const reopened = new SqliteStore(file);
