@@ -129,6 +129,30 @@ describe('PostgresStore with several daemons', () => {
     }
   });
 
+  it('resolves a new watch only once the transactions in progress when it registered have ended', async () => {
+    // One of them may have written before any feed listened (so unannounced) and commit after the watch began.
+    const url = await server.createDatabase();
+    const store = await PostgresStore.connect(url);
+    const writer = new pg.Client({ connectionString: url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query(`INSERT INTO resources (id, version, created_at, resources, metadata) VALUES ('rs-unannounced', 1, 0, '{}', '{}')`);
+      let committed = false;
+      const watching = store.watchChanges(() => {}).then((unwatch) => ({ unwatch, afterCommit: committed }));
+      await new Promise((r) => setTimeout(r, 300));
+      committed = true;
+      await writer.query('COMMIT');
+      const { unwatch, afterCommit } = await watching;
+      assert.ok(afterCommit, 'the watch waited for the writer');
+      assert.equal((await store.getResources('rs-unannounced'))?.version, 1, 'so a client that re-reads now sees its write');
+      unwatch();
+    } finally {
+      await writer.end();
+      await store.close();
+    }
+  });
+
   it('applies each timeout exactly once when daemons run the health check concurrently', async () => {
     const url = await server.createDatabase();
     const stores = await Promise.all([1, 2, 3].map(() => PostgresStore.connect(url)));
