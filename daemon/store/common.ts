@@ -31,7 +31,11 @@ import type { HealthCheckResult, TrainingRunPatch } from '../../protocol/lightni
  * edge instead of at random pages: a commit dirties a few pages, not one per row.
  */
 export function newId(prefix: string): string {
-  return `${prefix}-${Date.now().toString(16).padStart(12, '0')}${randomHex(8)}`;
+  return `${prefix}-${idTime(Date.now())}${randomHex(8)}`;
+}
+/** The time part of an id made at `ms` (12 hex digits). */
+export function idTime(ms: number): string {
+  return Math.floor(ms).toString(16).padStart(12, '0');
 }
 
 const TERMINAL = new Set<string>(TERMINAL_ROLLOUT_STATUSES);
@@ -58,6 +62,20 @@ export const RESUMABLE_ROLLOUT_STATUSES = ['preparing', 'requeuing'] as const sa
 /** `'a','b'`: a status list for an SQL `IN (...)`. */
 export function sqlList(statuses: readonly string[]): string {
   return statuses.map((s) => `'${s}'`).join(', ');
+}
+
+const numberedCache = new Map<string, string>();
+/**
+ * `?` placeholders numbered `$1, $2, ...` (PostgreSQL's): the statements both backends share (sql-store.ts,
+ * lifecycle-sql.ts) are written with `?` and hold no other `?`.
+ */
+export function numbered(sql: string): string {
+  let out = numberedCache.get(sql);
+  if (out === undefined) {
+    let n = 0;
+    numberedCache.set(sql, (out = sql.replace(/\?/g, () => `$${++n}`)));
+  }
+  return out;
 }
 
 export function isLiveAttempt(status: string): boolean {
@@ -166,6 +184,7 @@ export function parseRolloutInput(input: RolloutInput) {
   const parsed = RolloutInput.parse(input);
   return { ...parsed, config: RolloutConfig.parse(parsed.config) };
 }
+export type ParsedRollout = ReturnType<typeof parseRolloutInput>;
 
 /** Applies SpanInput's defaults (trusting types: the HTTP edge validated them), issues missing ids and a sequence id. */
 export function materializeSpan(input: SpanInput, sequenceId: number): Span {

@@ -1,109 +1,84 @@
 /**
  * What a PostgreSQL store committed, for PostgresStore.watchChanges (protocol/lightning-store.ts): the daemon's event
- * stream tells the editor from it. Every writer of the database, this daemon or any other, notifies: statement
- * triggers (schema migration 3, CHANGE_TRIGGERS_SQL) send the rows a statement wrote, as a StoreChange in JSON, on
- * the channel CHANGES_CHANNEL, and PostgreSQL delivers a transaction's notifications when it commits, in commit
- * order, to every session listening. While anyone watches, the feed holds one connection of its own that LISTENs;
- * when that connection drops it connects again and reports `truncated` (changes may have been missed meanwhile).
+ * stream tells the editor from it. Every writer of the database, this daemon or any other, notifies while a feed
+ * listens: statement triggers (schema migrations 3 and 5, CHANGE_TRIGGERS_SQL, built from changes.ts) send the rows
+ * a statement wrote, as a StoreChange in JSON, on the channel CHANGES_CHANNEL, and PostgreSQL delivers a
+ * transaction's notifications when it commits, in commit order, to every session listening. While anyone watches,
+ * the feed holds one connection of its own that LISTENs and is registered in agl_change_listeners; with nobody
+ * registered the triggers return at once, so writers take no notification (and no commit-time notify lock, which
+ * serialises every notifying commit of the cluster). When the connection drops the feed connects again and reports
+ * `truncated` (changes may have been missed meanwhile).
  */
 import pg from 'pg';
 import { StoreChange, emptyChange } from '../../protocol/events.js';
+import { CHANGE_SOURCES, changedItemsSql, type ChangeSource } from './changes.js';
 
 export const CHANGES_CHANNEL = 'agl_store_changes';
 const RETRY_MS = { min: 250, max: 5_000 };
 
+/** The feeds listening now, by the backend pid of their LISTEN connection: the triggers notify only while there is one. */
+const LISTENERS = 'agl_change_listeners';
+
+/** A kind's trigger function: the items of the statement's rows (changes.ts), or nothing while no feed listens. */
+function triggerFunctionSql(source: ChangeSource, fn: string): string {
+  const items = (limit: string) => `(${changedItemsSql(source, 'changed_rows')}${limit}) c`;
+  return `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+  DECLARE n bigint; items jsonb;
+  BEGIN
+    IF NOT EXISTS (SELECT 1 FROM ${LISTENERS}) THEN RETURN NULL; END IF;
+    SELECT count(*) INTO n FROM ${items('')};
+    IF n = 0 THEN RETURN NULL; END IF;
+    SELECT jsonb_agg(${source.select.startsWith('DISTINCT ') ? 'c.k' : 'to_jsonb(c)'}) INTO items FROM ${items(` LIMIT ${source.notifyAtMost}`)};
+    PERFORM agl_notify(jsonb_build_object('${source.kind}', items, 'truncated', n > ${source.notifyAtMost}));
+    RETURN NULL;
+  END $$;`;
+}
+
+/** A trigger on `event` of the source's table running `fn` once per statement, over the rows it wrote. */
+function triggerSql(source: ChangeSource, name: string, event: string, fn: string): string {
+  return `DROP TRIGGER IF EXISTS ${name} ON ${source.table};
+  CREATE TRIGGER ${name} AFTER ${event} ON ${source.table} REFERENCING NEW TABLE AS changed_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION ${fn}();`;
+}
+
 /**
- * The triggers. A notification's payload must stay under 8000 bytes or the writing transaction fails, so each
- * lists a few rows (an agent name can be long) and agl_notify sends `{"truncated": true}` instead of a payload that
- * would be too long. Transition tables need one trigger per event (INSERT, UPDATE); a statement that wrote no row
- * sends nothing. Written to run again over itself (a store migrated back by hand, as a test does).
+ * The triggers (schema migrations 3 and 5), from changes.ts's declaration: each statement that inserts rows, or
+ * updates rows of a table whose rows move, notifies their items while a feed listens (an UPDATE trigger with a
+ * transition table takes no column list, so every update counts, not only those that set `updated_at`: a few more
+ * events than SQLite's feed, never fewer). A notification's payload must stay under 8000 bytes or the writing
+ * transaction fails, so each lists a few rows (an agent name can be long) and agl_notify sends `{"truncated": true}`
+ * instead of a payload that would be too long. Transition tables need one trigger per event (INSERT, UPDATE); a
+ * statement that wrote no row sends nothing. Written to run again over itself (a store migrated back by hand, as a
+ * test does).
  */
 export const CHANGE_TRIGGERS_SQL = `
+  CREATE TABLE IF NOT EXISTS ${LISTENERS} (pid INTEGER PRIMARY KEY, since DOUBLE PRECISION NOT NULL);
   CREATE OR REPLACE FUNCTION agl_notify(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
   BEGIN
     IF octet_length(payload::text) > 7900 THEN payload := '{"truncated": true}'::jsonb; END IF;
     PERFORM pg_notify('${CHANGES_CHANNEL}', payload::text);
   END $$;
-
-  CREATE OR REPLACE FUNCTION agl_rollouts_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-  DECLARE n bigint; items jsonb;
-  BEGIN
-    SELECT count(*) INTO n FROM changed_rows;
-    IF n = 0 THEN RETURN NULL; END IF;
-    SELECT jsonb_agg(jsonb_build_object('id', id, 'agent', agent, 'status', status, 'attemptId', latest_attempt_id, 'attempts', attempt_count))
-      INTO items FROM (SELECT * FROM changed_rows LIMIT 40) c;
-    PERFORM agl_notify(jsonb_build_object('rollouts', items, 'truncated', n > 40));
-    RETURN NULL;
-  END $$;
-  DROP TRIGGER IF EXISTS agl_rollouts_inserted ON rollouts;
-  CREATE TRIGGER agl_rollouts_inserted AFTER INSERT ON rollouts REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION agl_rollouts_changed();
-  DROP TRIGGER IF EXISTS agl_rollouts_updated ON rollouts;
-  CREATE TRIGGER agl_rollouts_updated AFTER UPDATE ON rollouts REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION agl_rollouts_changed();
-
-  CREATE OR REPLACE FUNCTION agl_spans_added() RETURNS trigger LANGUAGE plpgsql AS $$
-  DECLARE n bigint; items jsonb;
-  BEGIN
-    SELECT count(DISTINCT rollout_id) INTO n FROM changed_rows;
-    IF n = 0 THEN RETURN NULL; END IF;
-    SELECT jsonb_agg(rollout_id) INTO items FROM (SELECT DISTINCT rollout_id FROM changed_rows LIMIT 100) s;
-    PERFORM agl_notify(jsonb_build_object('spans', items, 'truncated', n > 100));
-    RETURN NULL;
-  END $$;
-  DROP TRIGGER IF EXISTS agl_spans_added ON spans;
-  CREATE TRIGGER agl_spans_added AFTER INSERT ON spans REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION agl_spans_added();
-
-  CREATE OR REPLACE FUNCTION agl_runs_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-  DECLARE items jsonb;
-  BEGIN
-    SELECT jsonb_agg(jsonb_build_object('id', id, 'agent', agent, 'status', status, 'step', step, 'totalSteps', total_steps))
-      INTO items FROM changed_rows;
-    IF items IS NOT NULL THEN PERFORM agl_notify(jsonb_build_object('runs', items)); END IF;
-    RETURN NULL;
-  END $$;
-  DROP TRIGGER IF EXISTS agl_runs_inserted ON training_runs;
-  CREATE TRIGGER agl_runs_inserted AFTER INSERT ON training_runs REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION agl_runs_changed();
-  DROP TRIGGER IF EXISTS agl_runs_updated ON training_runs;
-  CREATE TRIGGER agl_runs_updated AFTER UPDATE ON training_runs REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION agl_runs_changed();
-
-  CREATE OR REPLACE FUNCTION agl_metrics_added() RETURNS trigger LANGUAGE plpgsql AS $$
-  DECLARE items jsonb;
-  BEGIN
-    SELECT jsonb_agg(jsonb_build_object('runId', run_id, 'step', step)) INTO items
-      FROM (SELECT run_id, max(step) AS step FROM changed_rows GROUP BY run_id) m;
-    IF items IS NOT NULL THEN PERFORM agl_notify(jsonb_build_object('metrics', items)); END IF;
-    RETURN NULL;
-  END $$;
-  DROP TRIGGER IF EXISTS agl_metrics_added ON metrics;
-  CREATE TRIGGER agl_metrics_added AFTER INSERT ON metrics REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION agl_metrics_added();
-
-  CREATE OR REPLACE FUNCTION agl_transitions_added() RETURNS trigger LANGUAGE plpgsql AS $$
-  DECLARE items jsonb;
-  BEGIN
-    SELECT jsonb_agg(run_id) INTO items FROM (SELECT DISTINCT run_id FROM changed_rows) t;
-    IF items IS NOT NULL THEN PERFORM agl_notify(jsonb_build_object('transitions', items)); END IF;
-    RETURN NULL;
-  END $$;
-  DROP TRIGGER IF EXISTS agl_transitions_added ON transitions;
-  CREATE TRIGGER agl_transitions_added AFTER INSERT ON transitions REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION agl_transitions_added();
-
-  CREATE OR REPLACE FUNCTION agl_resources_added() RETURNS trigger LANGUAGE plpgsql AS $$
-  DECLARE items jsonb;
-  BEGIN
-    SELECT jsonb_agg(jsonb_build_object('id', id, 'version', version)) INTO items FROM changed_rows;
-    IF items IS NOT NULL THEN PERFORM agl_notify(jsonb_build_object('resources', items)); END IF;
-    RETURN NULL;
-  END $$;
-  DROP TRIGGER IF EXISTS agl_resources_added ON resources;
-  CREATE TRIGGER agl_resources_added AFTER INSERT ON resources REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION agl_resources_added();
+${CHANGE_SOURCES.map((s) => {
+  if (!s.moves)
+    return `${triggerFunctionSql(s, `agl_${s.kind}_added`)}
+  ${triggerSql(s, `agl_${s.kind}_added`, 'INSERT', `agl_${s.kind}_added`)}`;
+  const fn = `agl_${s.kind}_changed`;
+  return [triggerFunctionSql(s, fn), triggerSql(s, `agl_${s.kind}_inserted`, 'INSERT', fn), triggerSql(s, `agl_${s.kind}_updated`, 'UPDATE', fn)].join('\n  ');
+}).join('\n')}
 `;
+
+/** Registers a listening connection (after its LISTEN), first removing those whose backend is gone. */
+const REGISTER_SQL = `DELETE FROM ${LISTENERS} WHERE pid NOT IN (SELECT pid FROM pg_stat_activity);
+  INSERT INTO ${LISTENERS} (pid, since) VALUES (pg_backend_pid(), extract(epoch FROM now()) * 1000) ON CONFLICT (pid) DO NOTHING`;
+const UNREGISTER_SQL = `DELETE FROM ${LISTENERS} WHERE pid = pg_backend_pid()`;
+/** Listeners whose backend is gone (a daemon that died while watching): run when a store opens. */
+export const FORGET_GONE_LISTENERS_SQL = `DELETE FROM ${LISTENERS} WHERE pid NOT IN (SELECT pid FROM pg_stat_activity)`;
+/** Transactions in progress now (they may have written before a listener registered), and how many of them still are. */
+const IN_PROGRESS_SQL = 'SELECT array_agg(x::text) AS xids FROM pg_snapshot_xip(pg_current_snapshot()) x';
+const STILL_IN_PROGRESS_SQL = `SELECT count(*)::int AS n FROM unnest($1::xid8[]) x WHERE pg_xact_status(x) = 'in progress'`;
+/** How long a new watch waits for the writers it may have missed before it resolves, and how often it looks (ms). */
+const BARRIER_MS = 2_000;
+const BARRIER_POLL_MS = 5;
 
 export class PostgresChangeFeed {
   private readonly listeners = new Set<(c: StoreChange) => void>();
@@ -140,7 +115,7 @@ export class PostgresChangeFeed {
     this.retry = null;
     const client = this.client;
     this.client = null;
-    client?.end().catch(() => undefined);
+    if (client) release(client);
   }
 
   close(): void {
@@ -150,6 +125,27 @@ export class PostgresChangeFeed {
 
   private emit(change: StoreChange): void {
     for (const listener of this.listeners) listener(change);
+  }
+
+  /**
+   * Waits for the transactions in progress when this feed registered: one may have written before the triggers saw a
+   * listener and commit after the watch resolved, unannounced. After BARRIER_MS the watch goes on, and `truncated` is
+   * reported once they are all done (a transaction left open that long is not the store's).
+   */
+  private async settle(client: pg.Client, generation: number): Promise<void> {
+    const xids = ((await client.query(IN_PROGRESS_SQL)).rows[0]?.xids ?? []) as string[];
+    const inProgress = async () => xids.length > 0 && ((await client.query(STILL_IN_PROGRESS_SQL, [xids])).rows[0]?.n ?? 0) > 0;
+    const deadline = Date.now() + BARRIER_MS;
+    while (await inProgress()) {
+      if (Date.now() >= deadline) {
+        void (async () => {
+          while (generation === this.generation && (await inProgress())) await sleep(BARRIER_POLL_MS * 20);
+          if (generation === this.generation) this.emit({ ...emptyChange(), truncated: true });
+        })().catch(() => undefined);
+        return;
+      }
+      await sleep(BARRIER_POLL_MS);
+    }
   }
 
   /** LISTENs on a connection of its own; `again`: a dropped one is replaced, and what it may have missed is reported. */
@@ -176,13 +172,25 @@ export class PostgresChangeFeed {
     try {
       await client.connect();
       await client.query(`LISTEN ${CHANGES_CHANNEL}`);
-      if (generation !== this.generation) return void client.end().catch(() => undefined);
+      await client.query(REGISTER_SQL);
+      await this.settle(client, generation);
+      if (generation !== this.generation) return release(client);
       this.retryMs = RETRY_MS.min;
       if (again) this.emit({ ...emptyChange(), truncated: true });
     } catch (e) {
       lost((e as Error).message);
     }
   }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Unregisters a listening connection, then closes it (a registration left behind is removed by the next feed or open). */
+function release(client: pg.Client): void {
+  client
+    .query(UNREGISTER_SQL)
+    .catch(() => undefined)
+    .finally(() => client.end().catch(() => undefined));
 }
 
 function parseChange(payload: string | undefined): StoreChange | null {

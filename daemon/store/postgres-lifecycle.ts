@@ -6,15 +6,7 @@
  * rollouts sorted by id). Claims pick with SELECT ... FOR UPDATE SKIP LOCKED in one statement.
  */
 import type pg from 'pg';
-import {
-  TERMINAL_ROLLOUT_STATUSES,
-  type Attempt,
-  type AttemptStatus,
-  type Rollout,
-  type RolloutStatus,
-  type Span,
-  type SpanInput,
-} from '../../protocol/store.js';
+import type { Attempt, AttemptStatus, Rollout, RolloutStatus, Span, SpanInput } from '../../protocol/store.js';
 import {
   ConflictError,
   NotFoundError,
@@ -25,47 +17,35 @@ import {
 } from '../../protocol/lightning-store.js';
 import {
   CANCELLED_ATTEMPT_ERROR,
-  CLAIMABLE_STATUSES,
-  LIVE_ATTEMPT_STATUSES,
-  RESUMABLE_ROLLOUT_STATUSES,
-  UNENDED_ATTEMPT_STATUSES,
   WAITING_ROLLOUT_STATUSES,
-  attemptVerdict,
   cancelConflict,
   emptyHealthResult,
   finishConflict,
-  isCurrentAttempt,
+  idTime,
   isLiveAttempt,
   livenessChange,
   materializeSpan,
   newId,
-  type parseRolloutInput,
-  rolloutStatusAfter,
-  rolloutStatusColumns,
+  numbered,
+  type ParsedRollout,
   rowToAttempt,
   rowToRollout,
-  sqlList,
   tallyHealthChange,
-  verdictError,
   type Row,
 } from './common.js';
 import { digestSpans } from './search.js';
-import { INSERT_TEXT_SQL, RESET_SUMMARY_SQL, applySpanDigests, inputBodies } from './postgres-search.js';
+import { INSERT_TEXT_SQL, applySpanDigests, inputBodies } from './postgres-search.js';
+import { RESET_SUMMARY_SQL } from './schema.js';
+import { LIFECYCLE_SQL, STATUS_SQL, isCurrentRow, rolloutStatusValues, rowVerdict, statusAfterRow } from './lifecycle-sql.js';
 
 type Client = pg.PoolClient;
-type ParsedRollout = ReturnType<typeof parseRolloutInput>;
 type Query = (sql: string, params?: unknown[]) => Promise<pg.QueryResult<Row>>;
 /** Runs `fn` in a transaction (retried on serialization failures and deadlocks). */
 export type Tx = <T>(fn: (c: Client) => Promise<T>) => Promise<T>;
 
-const LIVE = sqlList(LIVE_ATTEMPT_STATUSES);
-
 async function one(c: Client, sql: string, params: unknown[]): Promise<Row | undefined> {
   return (await c.query(sql, params)).rows[0];
 }
-
-const current = (a: Row, r: Row) => isCurrentAttempt(a.id, { latestAttemptId: r.latest_attempt_id, status: r.status });
-const times = (a: Row) => ({ status: a.status, startedAt: Number(a.started_at), lastHeartbeat: Number(a.last_heartbeat) });
 
 /** Locks the rollout an attempt belongs to, then reads both (fresh, under the lock). */
 async function lockAttempt(c: Client, attemptId: string): Promise<{ a: Row; r: Row }> {
@@ -77,21 +57,14 @@ async function lockAttempt(c: Client, attemptId: string): Promise<{ a: Row; r: R
 }
 
 async function setRolloutStatus(c: Client, id: string, status: RolloutStatus, now: number): Promise<void> {
-  const s = rolloutStatusColumns(status, now);
-  await c.query('UPDATE rollouts SET status = $1, updated_at = $2, ended_at = $3, queued_at = COALESCE($4, queued_at) WHERE id = $5', [
-    s.status,
-    s.updatedAt,
-    s.endedAt,
-    s.queuedAt,
-    id,
-  ]);
+  await c.query(numbered(LIFECYCLE_SQL.setRolloutStatus), rolloutStatusValues(id, status, now));
 }
 
 /** Ends an attempt with `status` and moves its rollout on (when it is the attempt the rollout waits on). */
 async function endAttempt(c: Client, a: Row, r: Row, status: AttemptStatus, error: unknown, now: number): Promise<RolloutStatus | null> {
-  await c.query('UPDATE attempts SET status = $1, ended_at = $2, error = $3 WHERE id = $4', [status, now, error ? JSON.stringify(error) : null, a.id]);
-  if (!current(a, r)) return null;
-  const next = rolloutStatusAfter({ config: JSON.parse(r.config), attemptCount: r.attempt_count }, status);
+  await c.query(numbered(LIFECYCLE_SQL.endAttempt), [status, now, error ? JSON.stringify(error) : null, a.id]);
+  if (!isCurrentRow(a, r)) return null;
+  const next = statusAfterRow(r, status);
   await setRolloutStatus(c, r.id, next, now);
   return next;
 }
@@ -207,9 +180,12 @@ export class PostgresLifecycle {
     });
   }
 
-  /** One statement: pick the oldest claimable (skipping rows other claimers hold), start attempts, fill in latest resources. */
+  /**
+   * One statement: pick the oldest claimable (skipping rows other claimers hold), start attempts, fill in latest
+   * resources. Attempt ids are made in SQL in newId's form (common.ts): the time, then 64 random bits.
+   */
   async claim(workerId: string, limit: number, opts: ClaimOptions, now: number): Promise<Claim[]> {
-    const params: unknown[] = [limit, now, workerId];
+    const params: unknown[] = [limit, now, workerId, idTime(now)];
     let filter = '';
     if (opts.agent !== undefined) {
       params.push(opts.agent);
@@ -222,12 +198,12 @@ export class PostgresLifecycle {
     const { rows } = await this.query(
       `
       WITH picked AS (
-        SELECT seq FROM rollouts WHERE status IN (${sqlList(CLAIMABLE_STATUSES)})${filter}
+        SELECT seq FROM rollouts WHERE status IN (${STATUS_SQL.claimable})${filter}
         ORDER BY queued_at, seq LIMIT $1 FOR UPDATE SKIP LOCKED
       ), latest AS (SELECT id, version FROM resources ORDER BY version DESC LIMIT 1),
       upd AS (
         UPDATE rollouts r SET status = 'preparing', attempt_count = r.attempt_count + 1, updated_at = $2, ${RESET_SUMMARY_SQL},
-          latest_attempt_id = 'at-' || substr(md5(random()::text || clock_timestamp()::text || r.id), 1, 16),
+          latest_attempt_id = 'at-' || $4 || substr(md5(random()::text || clock_timestamp()::text || r.id), 1, 16),
           resources_id = COALESCE(r.resources_id, (SELECT id FROM latest)),
           resources_version = CASE WHEN r.resources_id IS NULL THEN (SELECT version FROM latest) ELSE r.resources_version END
         FROM picked WHERE r.seq = picked.seq RETURNING r.*
@@ -258,14 +234,9 @@ export class PostgresLifecycle {
   heartbeat(attemptId: string, now: number): Promise<Attempt> {
     return this.tx(async (c) => {
       const { a, r } = await lockAttempt(c, attemptId);
-      const change = livenessChange(a.status, current(a, r), false);
+      const change = livenessChange(a.status, isCurrentRow(a, r), false);
       if (!change) return rowToAttempt(a);
-      await c.query('UPDATE attempts SET status = $1, last_heartbeat = $2, ended_at = CASE WHEN $3 THEN NULL ELSE ended_at END WHERE id = $4', [
-        change.status,
-        now,
-        change.revived,
-        a.id,
-      ]);
+      await c.query(numbered(LIFECYCLE_SQL.touchAttempt), [change.status, now, change.revived, a.id]);
       if (change.rolloutRuns) await c.query(`UPDATE rollouts SET status = 'running', updated_at = $1, ended_at = NULL WHERE id = $2`, [now, r.id]);
       return rowToAttempt({ ...a, status: change.status, last_heartbeat: now, ended_at: change.revived ? null : a.ended_at });
     });
@@ -274,7 +245,7 @@ export class PostgresLifecycle {
   finish(attemptId: string, input: FinishAttemptInput, now: number): Promise<{ attempt: Attempt; rollout: Rollout }> {
     return this.tx(async (c) => {
       const { a, r } = await lockAttempt(c, attemptId);
-      const conflict = finishConflict(attemptId, a.status, current(a, r));
+      const conflict = finishConflict(attemptId, a.status, isCurrentRow(a, r));
       if (conflict) throw new ConflictError(conflict);
       await endAttempt(c, a, r, input.status, input.error ?? null, now);
       const attempt = rowToAttempt((await one(c, 'SELECT * FROM attempts WHERE id = $1', [attemptId]))!);
@@ -290,11 +261,7 @@ export class PostgresLifecycle {
       const conflict = cancelConflict(id, r.status);
       if (conflict) throw new ConflictError(conflict);
       if (r.latest_attempt_id) {
-        await c.query(`UPDATE attempts SET status = 'failed', ended_at = $1, error = $2 WHERE id = $3 AND status IN (${sqlList(UNENDED_ATTEMPT_STATUSES)})`, [
-          now,
-          JSON.stringify(CANCELLED_ATTEMPT_ERROR),
-          r.latest_attempt_id,
-        ]);
+        await c.query(numbered(LIFECYCLE_SQL.cancelAttempt), [now, JSON.stringify(CANCELLED_ATTEMPT_ERROR), r.latest_attempt_id]);
       }
       await setRolloutStatus(c, id, 'cancelled', now);
       return rowToRollout((await one(c, 'SELECT * FROM rollouts WHERE id = $1', [id]))!);
@@ -314,34 +281,27 @@ export class PostgresLifecycle {
   /** Timeouts, unresponsiveness and the stuck-rollout safety net; each change in its own short transaction. */
   async healthCheck(now: number): Promise<HealthCheckResult> {
     const result = emptyHealthResult();
-    const live = (
-      await this.query(`SELECT a.*, r.config AS r_config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id
-      WHERE a.status IN (${LIVE})`)
-    ).rows;
-    for (const cand of live.filter((a) => attemptVerdict(times(a), JSON.parse(a.r_config), now) !== null)) {
+    const live = (await this.query(LIFECYCLE_SQL.liveAttempts)).rows;
+    for (const cand of live.filter((a) => rowVerdict(a, JSON.parse(a.r_config), now) !== null)) {
       await this.tx(async (c) => {
         // SKIP LOCKED: another daemon (or a writer) holds this rollout right now; the next check will see it.
         const r = await one(c, 'SELECT * FROM rollouts WHERE id = $1 FOR UPDATE SKIP LOCKED', [cand.rollout_id]);
         if (!r) return;
         const a = (await one(c, 'SELECT * FROM attempts WHERE id = $1', [cand.id]))!;
-        const limits = JSON.parse(r.config);
-        const verdict = attemptVerdict(times(a), limits, now);
-        if (!verdict) return;
-        const next = await endAttempt(c, a, r, verdict, verdictError(verdict, limits), now);
-        tallyHealthChange(result, { attemptId: a.id, verdict, rolloutId: r.id, next });
+        const found = rowVerdict(a, JSON.parse(r.config), now);
+        if (!found) return;
+        const next = await endAttempt(c, a, r, found.verdict, found.error, now);
+        tallyHealthChange(result, { attemptId: a.id, verdict: found.verdict, rolloutId: r.id, next });
       });
     }
-    const stuck = (
-      await this.query(`SELECT r.id FROM rollouts r JOIN attempts a ON a.id = r.latest_attempt_id
-      WHERE r.status IN (${sqlList(WAITING_ROLLOUT_STATUSES)}) AND a.status NOT IN (${LIVE})`)
-    ).rows;
+    const stuck = (await this.query(LIFECYCLE_SQL.stuckRollouts)).rows;
     for (const { id } of stuck) {
       await this.tx(async (c) => {
         const r = await one(c, 'SELECT * FROM rollouts WHERE id = $1 FOR UPDATE SKIP LOCKED', [id]);
         if (!r || !(WAITING_ROLLOUT_STATUSES as readonly string[]).includes(r.status)) return;
         const a = (await one(c, 'SELECT status FROM attempts WHERE id = $1', [r.latest_attempt_id]))!;
         if (isLiveAttempt(a.status)) return;
-        const next = rolloutStatusAfter({ config: JSON.parse(r.config), attemptCount: r.attempt_count }, a.status);
+        const next = statusAfterRow(r, a.status);
         await setRolloutStatus(c, id, next, now);
         tallyHealthChange(result, { rolloutId: id, next });
       });
@@ -381,20 +341,20 @@ async function insertSpanBatches(c: Client, batches: SpanInput[][], now: number)
   const touched = [...new Set(valid.flat().map((s) => s.attemptId))];
   const statuses = new Set(touched.map((id) => attempts.get(id)!.status));
   if (statuses.has('preparing') || statuses.has('running')) {
-    await c.query(`UPDATE attempts SET last_heartbeat = $2, status = 'running' WHERE id = ANY($1) AND status IN (${LIVE})`, [touched, now]);
+    await c.query(`UPDATE attempts SET last_heartbeat = $2, status = 'running' WHERE id = ANY($1) AND status IN (${STATUS_SQL.live})`, [touched, now]);
   }
   if (statuses.has('unresponsive')) {
     await c.query(
       `UPDATE attempts a SET status = 'running', last_heartbeat = $2, ended_at = NULL FROM rollouts r
       WHERE a.id = ANY($1) AND a.status = 'unresponsive' AND r.id = a.rollout_id AND r.latest_attempt_id = a.id
-      AND r.status NOT IN (${sqlList(TERMINAL_ROLLOUT_STATUSES)})`,
+      AND r.status NOT IN (${STATUS_SQL.terminal})`,
       [touched, now],
     );
   }
   if (statuses.has('preparing') || statuses.has('unresponsive')) {
     await c.query(
       `UPDATE rollouts r SET status = 'running', updated_at = $2, ended_at = NULL FROM attempts a
-      WHERE a.id = r.latest_attempt_id AND a.id = ANY($1) AND a.status = 'running' AND r.status IN (${sqlList(RESUMABLE_ROLLOUT_STATUSES)})`,
+      WHERE a.id = r.latest_attempt_id AND a.id = ANY($1) AND a.status = 'running' AND r.status IN (${STATUS_SQL.resumable})`,
       [touched, now],
     );
   }

@@ -11,14 +11,13 @@ import { SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
 import { MAX_SEARCH_TEXT, digestChange, digestSpans, indexedWords, searchTextOf, type SpanDigest, type SummaryRow } from './search.js';
 import type { SqlDialect } from './rollout-query.js';
+import { summaryColumnsSql } from './schema.js';
 
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
 /** Schema migration 2: the search table, the summary columns and their indexes (filled by backfillSearch). */
 export const SEARCH_MIGRATION_SQL = `
-  ALTER TABLE rollouts ADD COLUMN final_reward DOUBLE PRECISION, ADD COLUMN reward_final BOOLEAN,
-    ADD COLUMN reward_time DOUBLE PRECISION, ADD COLUMN error_spans INTEGER NOT NULL DEFAULT 0;
-  CREATE INDEX rollouts_reward ON rollouts(final_reward, seq);
+  ${summaryColumnsSql('postgres')}
   CREATE INDEX rollouts_run_step ON rollouts(((metadata::jsonb) ->> '${ROLLOUT_METADATA_KEYS.runId}'), seq);
   CREATE TABLE rollout_text (rollout_id TEXT PRIMARY KEY, body TEXT NOT NULL);
   CREATE INDEX rollout_text_words ON rollout_text USING GIN (to_tsvector('simple', body));
@@ -50,9 +49,6 @@ export function inputBodies(inputs: unknown[]): string[] {
 /** Indexes new rollouts' inputs (run in the statement or transaction that inserts them). */
 export const INSERT_TEXT_SQL = (ids: string, bodies: string) =>
   `INSERT INTO rollout_text (rollout_id, body) SELECT * FROM unnest(${ids}::text[], ${bodies}::text[])`;
-
-/** Columns a new attempt resets: its rollout's summary describes the latest attempt only. */
-export const RESET_SUMMARY_SQL = 'final_reward = NULL, reward_final = NULL, reward_time = NULL, error_spans = 0';
 
 /** Applies what stored spans change (the rollouts are locked by the caller's transaction). */
 export async function applySpanDigests(c: Queryable, digests: SpanDigest[]): Promise<void> {

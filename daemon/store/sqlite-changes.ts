@@ -1,63 +1,88 @@
 /**
  * What a SQLite store committed, for SqliteStore.watchChanges (protocol/lightning-store.ts): the daemon's event
- * stream tells the editor from it. While anyone watches, the feed keeps a mark per table and reads what moved past
- * it: rollouts and training runs by `updated_at` (rollouts through the `rollouts_updated` index), spans, metrics and
- * transitions by rowid (SQLite gives a new row the next rowid under the write lock, so rowids follow commit order),
- * resources by version. It looks after this connection's own commits (SqliteStore calls `committed`) and whenever
- * `PRAGMA data_version` says another connection committed (another process on the same file: `agl train`), which is
- * a read of shared memory, checked every FOREIGN_CHECK_MS. Nothing runs while nobody watches.
+ * stream tells the editor from it. While anyone watches, the feed keeps a mark per table (changes.ts CHANGE_SOURCES)
+ * and reads what moved past it, all by rowid: SQLite gives a new row the next rowid under the write lock, so rowids
+ * follow commit order. Rows inserted are those past the table's mark; rollouts and training runs that moved (their
+ * `updated_at` set) are those the change log (schema 5) lists past its mark. Every writer is a SqliteStore, of this
+ * process or another: each group commit looks whether a feed is registered in `change_watchers` and, if one is,
+ * appends the rows it moved (ChangeLog), so nobody watching costs a commit one read of an empty table: no index on a
+ * column every update changes (schema 3's), and no trigger (measured: a row trigger costs an update more than that
+ * index did, even one whose WHEN is false). The log keeps its last 64 Ki entries (a feed that fell further behind
+ * says `truncated`).
+ * The feed looks after this connection's own commits (SqliteStore calls `committed`) and whenever `PRAGMA
+ * data_version` says another connection committed (another process on the same file: `agl train`), a read of shared
+ * memory, checked every FOREIGN_CHECK_MS. Nothing runs while nobody watches.
  */
+import { hostname } from 'node:os';
 import type Database from 'better-sqlite3';
 import { MAX_LISTED_CHANGES, emptyChange, isEmptyChange, type StoreChange } from '../../protocol/events.js';
-import type { Row } from './common.js';
+import { CHANGE_SOURCES, changeItem, changedItemsSql, type ChangeKind } from './changes.js';
 
-/** Rows updated this close to the newest time seen are read again (equal milliseconds, a clock stepped back a little). */
-const SLACK_MS = 1000;
-/** Rows read per table per look at most (the slack's rows again, and the new ones); more: `truncated`. */
+/** Log entries kept (the oldest are pruned every PRUNE_EVERY entries). */
+const LOG_KEPT = 65_536;
+const PRUNE_EVERY = 4_096;
+/** Rows read per kind per look at most; more: `truncated`. */
 const READ_LIMIT = 2000;
 /** How often another connection's commits are looked for while watched (ms). */
 const FOREIGN_CHECK_MS = 100;
 /** This connection's commits are looked at no more often than this (ms): a burst of writes is read once. */
 const MIN_CHECK_GAP_MS = 20;
 
+/**
+ * Schema migration 5: the change log and the registry of feeds; the `updated_at` index of schema 3 goes (every
+ * rollout update maintained it for the feed). Runs again over itself (a store migrated back by hand, as tests do).
+ */
+export const CHANGE_LOG_MIGRATION_SQL = `
+  DROP INDEX IF EXISTS rollouts_updated;
+  CREATE TABLE IF NOT EXISTS change_watchers (id INTEGER PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, since REAL NOT NULL);
+  CREATE TABLE IF NOT EXISTS change_log (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, key TEXT NOT NULL);
+`;
+
+/** The tables whose rows move (changes.ts), which a writer logs while a feed watches. */
+export type MovingTable = 'rollouts' | 'training_runs';
+
+/**
+ * A writer's side of the log, run inside each group commit (SqliteStore.commitQueued): whether any feed, of any
+ * process, is registered (read under the write lock, so a feed registered before this commit is seen), and the
+ * rows this commit moved, appended in one statement. Entries past the last LOG_KEPT are pruned as it goes.
+ */
+export class ChangeLog {
+  constructor(private readonly st: (sql: string) => Database.Statement) {}
+
+  watched(): boolean {
+    return this.st('SELECT 1 FROM change_watchers LIMIT 1').get() !== undefined;
+  }
+
+  append(moves: ReadonlyArray<readonly [MovingTable, string]>): void {
+    if (moves.length === 0) return;
+    const info = this.st('INSERT INTO change_log (tbl, key) SELECT value ->> 0, value ->> 1 FROM json_each(?)').run(JSON.stringify(moves));
+    const last = Number(info.lastInsertRowid);
+    if (Math.floor(last / PRUNE_EVERY) > Math.floor((last - moves.length) / PRUNE_EVERY)) this.st('DELETE FROM change_log WHERE seq <= ?').run(last - LOG_KEPT);
+  }
+}
+
 interface Marks {
-  rolloutsAt: number;
-  runsAt: number;
-  spansRow: number;
-  metricsRow: number;
-  transitionsRow: number;
-  resourcesVersion: number;
+  /** The last rowid read per kind's table, and the last change log entry. */
+  rows: Record<ChangeKind, number>;
+  log: number;
   dataVersion: number;
 }
 
-/** Rows of an `updated_at`-marked table past its mark, less those already reported in the same state. */
-class UpdatedSince {
-  /** id -> when and in which state it was reported, for rows within SLACK_MS of the mark. */
-  private readonly seen = new Map<string, { at: number; state: string }>();
-  constructor(private readonly state: (r: Row) => string) {}
-
-  fresh(rows: Row[], mark: number): { fresh: Row[]; mark: number } {
-    const fresh: Row[] = [];
-    let newest = mark;
-    for (const r of rows) {
-      const state = this.state(r);
-      if (this.seen.get(r.id)?.state !== state) fresh.push(r);
-      this.seen.set(r.id, { at: r.updated_at, state });
-      newest = Math.max(newest, r.updated_at as number);
-    }
-    for (const [id, { at }] of this.seen) if (at < newest - SLACK_MS) this.seen.delete(id);
-    return { fresh, mark: newest };
-  }
-  clear(): void {
-    this.seen.clear();
+/** Whether a process of this machine is running (a registered feed's owner). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
 export class SqliteChangeFeed {
   private readonly listeners = new Set<(c: StoreChange) => void>();
   private marks: Marks | null = null;
-  private readonly rollouts = new UpdatedSince((r) => `${r.updated_at}|${r.status}|${r.attempt_count}|${r.latest_attempt_id}`);
-  private readonly runs = new UpdatedSince((r) => `${r.updated_at}|${r.status}|${r.step}`);
+  /** This feed's row in change_watchers while it watches. */
+  private watcherId: number | null = null;
   private foreignTimer: ReturnType<typeof setInterval> | null = null;
   private scheduled: ReturnType<typeof setTimeout> | null = null;
   private lastCheck = 0;
@@ -66,9 +91,12 @@ export class SqliteChangeFeed {
     private readonly db: Database.Database,
     private readonly st: (sql: string) => Database.Statement,
     private readonly log: (message: string) => void,
-  ) {}
+  ) {
+    // A feed whose process died left its row: while it stays, every writer logs for nobody.
+    if (this.deadWatchers().length) this.db.transaction(() => this.removeDeadWatchers()).immediate();
+  }
 
-  /** Watching from now on: the marks are read before this returns, so every later commit is reported. */
+  /** Watching from now on: registered and marked before this returns, so every later commit is reported. */
   watch(listener: (c: StoreChange) => void): () => void {
     if (this.listeners.size === 0) this.start();
     this.listeners.add(listener);
@@ -89,19 +117,26 @@ export class SqliteChangeFeed {
     );
   }
 
-  /** Stops looking (the store closes); listeners are forgotten. */
+  /** Stops looking (the last listener left, or the store closes): unregistered, listeners forgotten. */
   stop(): void {
     if (this.foreignTimer) clearInterval(this.foreignTimer);
     if (this.scheduled) clearTimeout(this.scheduled);
     this.foreignTimer = this.scheduled = null;
     this.marks = null;
     this.listeners.clear();
-    this.rollouts.clear();
-    this.runs.clear();
+    if (this.watcherId !== null && this.db.open) {
+      const id = this.watcherId;
+      this.watcherId = null;
+      try {
+        this.db.transaction(() => this.unregister(id)).immediate();
+      } catch (e) {
+        this.log(`store changes: could not unregister the watch (${(e as Error).message}); the next feed or open removes it`);
+      }
+    }
   }
 
   private start(): void {
-    this.marks = this.currentMarks();
+    this.marks = this.db.transaction(() => this.register()).immediate();
     this.foreignTimer = setInterval(() => {
       if (this.marks && this.dataVersion() !== this.marks.dataVersion) this.check();
     }, FOREIGN_CHECK_MS);
@@ -112,17 +147,39 @@ export class SqliteChangeFeed {
     return this.db.pragma('data_version', { simple: true }) as number;
   }
 
+  private deadWatchers(): number[] {
+    const rows = this.st('SELECT id, host, pid FROM change_watchers').all() as Array<{ id: number; host: string; pid: number }>;
+    return rows.filter((r) => r.host === hostname() && r.pid !== process.pid && !isRunning(r.pid)).map((r) => r.id);
+  }
+  /** Removes the rows of dead feeds; with no feed left, the log goes too. */
+  private removeDeadWatchers(): void {
+    const dead = this.deadWatchers();
+    for (const id of dead) this.st('DELETE FROM change_watchers WHERE id = ?').run(id);
+    if (dead.length && !this.st('SELECT 1 FROM change_watchers LIMIT 1').get()) this.st('DELETE FROM change_log').run();
+  }
+
+  /** In a write transaction: this feed's row, and the marks from which it reports (the triggers log from now on). */
+  private register(): Marks {
+    this.removeDeadWatchers();
+    const info = this.st('INSERT INTO change_watchers (host, pid, since) VALUES (?, ?, ?)').run(hostname(), process.pid, Date.now());
+    this.watcherId = Number(info.lastInsertRowid);
+    return this.currentMarks();
+  }
+
+  /** In a write transaction: a feed's row gone; the last one takes the log with it. */
+  private unregister(id: number): void {
+    this.st('DELETE FROM change_watchers WHERE id = ?').run(id);
+    if (!this.st('SELECT 1 FROM change_watchers LIMIT 1').get()) this.st('DELETE FROM change_log').run();
+  }
+
+  private registered(): boolean {
+    return this.st('SELECT 1 FROM change_watchers WHERE id = ?').get(this.watcherId) !== undefined;
+  }
+
   private currentMarks(): Marks {
     const one = (sql: string) => ((this.st(sql).get() as { v: number | null }).v ?? 0) as number;
-    return {
-      rolloutsAt: one('SELECT MAX(updated_at) AS v FROM rollouts'),
-      runsAt: one('SELECT MAX(updated_at) AS v FROM training_runs'),
-      spansRow: one('SELECT MAX(rowid) AS v FROM spans'),
-      metricsRow: one('SELECT MAX(rowid) AS v FROM metrics'),
-      transitionsRow: one('SELECT MAX(rowid) AS v FROM transitions'),
-      resourcesVersion: one('SELECT MAX(version) AS v FROM resources'),
-      dataVersion: this.dataVersion(),
-    };
+    const rows = Object.fromEntries(CHANGE_SOURCES.map((s) => [s.kind, one(`SELECT MAX(rowid) AS v FROM ${s.table}`)])) as Record<ChangeKind, number>;
+    return { rows, log: one('SELECT MAX(seq) AS v FROM change_log'), dataVersion: this.dataVersion() };
   }
 
   private check(): void {
@@ -132,6 +189,8 @@ export class SqliteChangeFeed {
     try {
       // One read transaction: every table is read at the same commit, so no mark passes a row it did not read.
       change = this.db.transaction(() => this.readSince(this.marks!))();
+      // Our row was removed (by hand, or by a process that took ours for dead): nothing is logged for us, register again.
+      if (!this.registered()) this.marks = this.db.transaction(() => this.register()).immediate();
     } catch (e) {
       this.log(`store changes: ${(e as Error).message}`);
       this.marks = this.currentMarks();
@@ -145,58 +204,21 @@ export class SqliteChangeFeed {
   private readSince(m: Marks): StoreChange {
     m.dataVersion = this.dataVersion();
     const change = emptyChange();
-    const listed = <T>(items: T[]): T[] => {
-      if (items.length > MAX_LISTED_CHANGES) change.truncated = true;
-      return items.slice(0, MAX_LISTED_CHANGES);
-    };
-
-    const rolloutRows = this.st(
-      `SELECT id, agent, status, latest_attempt_id, attempt_count, updated_at FROM rollouts WHERE updated_at > ? ORDER BY updated_at LIMIT ${READ_LIMIT}`,
-    ).all(m.rolloutsAt - SLACK_MS) as Row[];
-    const rollouts = this.rollouts.fresh(rolloutRows, m.rolloutsAt);
-    m.rolloutsAt = rollouts.mark;
-    if (rolloutRows.length === READ_LIMIT) {
-      change.truncated = true;
-      m.rolloutsAt = (this.st('SELECT MAX(updated_at) AS v FROM rollouts').get() as { v: number }).v;
+    const now = this.currentMarks();
+    const oldest = (this.st('SELECT MIN(seq) AS v FROM change_log').get() as { v: number | null }).v;
+    // Entries past our mark were pruned (we fell behind), or we are not registered (nothing is logged for us).
+    const missed = (oldest !== null && oldest > m.log + 1) || now.log < m.log || !this.registered();
+    if (missed) change.truncated = true;
+    for (const source of CHANGE_SOURCES) {
+      const moved = source.moves && !missed ? `id IN (SELECT key FROM change_log WHERE seq > ? AND seq <= ? AND tbl = '${source.table}') OR ` : '';
+      const where = `${moved}(rowid > ? AND rowid <= ?)`;
+      const params = moved ? [m.log, now.log, m.rows[source.kind], now.rows[source.kind]] : [m.rows[source.kind], now.rows[source.kind]];
+      const rows = this.st(`${changedItemsSql(source, source.table, where)} LIMIT ${READ_LIMIT}`).all(...params) as Array<Record<string, unknown>>;
+      if (rows.length === READ_LIMIT || rows.length > MAX_LISTED_CHANGES) change.truncated = true;
+      (change as Record<ChangeKind, unknown[]>)[source.kind] = rows.slice(0, MAX_LISTED_CHANGES).map((r) => changeItem(source, r));
     }
-    change.rollouts = listed(rollouts.fresh).map((r) => ({
-      id: r.id,
-      agent: r.agent ?? null,
-      status: r.status,
-      attemptId: r.latest_attempt_id ?? null,
-      attempts: r.attempt_count,
-    }));
-
-    const runs = this.runs.fresh(
-      this.st('SELECT id, agent, status, step, total_steps, updated_at FROM training_runs WHERE updated_at > ? ORDER BY updated_at').all(
-        m.runsAt - SLACK_MS,
-      ) as Row[],
-      m.runsAt,
-    );
-    m.runsAt = runs.mark;
-    change.runs = listed(runs.fresh).map((r) => ({ id: r.id, agent: r.agent, status: r.status, step: r.step, totalSteps: r.total_steps }));
-
-    const spans = this.sinceRow('spans', 'rollout_id', '', m.spansRow);
-    m.spansRow = spans.mark;
-    change.spans = listed(spans.rows.map((r) => r.k as string));
-
-    const metrics = this.sinceRow('metrics', 'run_id', ', MAX(step) AS step', m.metricsRow);
-    m.metricsRow = metrics.mark;
-    change.metrics = listed(metrics.rows.map((r) => ({ runId: r.k as string, step: r.step as number })));
-
-    const transitions = this.sinceRow('transitions', 'run_id', '', m.transitionsRow);
-    m.transitionsRow = transitions.mark;
-    change.transitions = listed(transitions.rows.map((r) => r.k as string));
-
-    const resources = this.st('SELECT id, version FROM resources WHERE version > ? ORDER BY version').all(m.resourcesVersion) as Row[];
-    m.resourcesVersion = resources.reduce((v, r) => Math.max(v, r.version as number), m.resourcesVersion);
-    change.resources = listed(resources.map((r) => ({ id: r.id as string, version: r.version as number })));
+    m.rows = now.rows;
+    m.log = now.log;
     return change;
-  }
-
-  /** The rows of a rowid-marked table past `mark`, one per `key` with its last rowid (and `extra` columns), and the new mark. */
-  private sinceRow(table: string, key: string, extra: string, mark: number): { rows: Row[]; mark: number } {
-    const rows = this.st(`SELECT ${key} AS k${extra}, MAX(rowid) AS last FROM ${table} WHERE rowid > ? GROUP BY ${key}`).all(mark) as Row[];
-    return { rows, mark: rows.reduce((m, r) => Math.max(m, r.last as number), mark) };
   }
 }

@@ -2,9 +2,11 @@
  * The rollout/attempt state machine on SQLite: enqueueing, starting and claiming rollouts, liveness
  * (heartbeats and spans), finishing, cancelling, and the health check (timeout / unresponsive -> requeue or
  * fail). Every method runs inside the transaction the caller opened (SqliteStore.write), so it may read then
- * write. The rules are common.ts's; postgres-lifecycle.ts has the same methods over PostgreSQL.
+ * write. The rules are common.ts's, the statements both backends run lifecycle-sql.ts's; postgres-lifecycle.ts has the
+ * same methods over PostgreSQL.
  */
 import type Database from 'better-sqlite3';
+import type { MovingTable } from './sqlite-changes.js';
 import type { Attempt, AttemptStatus, Rollout, RolloutStatus, Span, SpanInput } from '../../protocol/store.js';
 import {
   ConflictError,
@@ -16,49 +18,29 @@ import {
 } from '../../protocol/lightning-store.js';
 import {
   CANCELLED_ATTEMPT_ERROR,
-  CLAIMABLE_STATUSES,
-  LIVE_ATTEMPT_STATUSES,
-  RESUMABLE_ROLLOUT_STATUSES,
-  UNENDED_ATTEMPT_STATUSES,
-  WAITING_ROLLOUT_STATUSES,
-  attemptVerdict,
   cancelConflict,
   emptyHealthResult,
   finishConflict,
-  isCurrentAttempt,
   livenessChange,
   materializeSpan,
   newId,
-  type parseRolloutInput,
-  rolloutStatusAfter,
-  rolloutStatusColumns,
+  type ParsedRollout,
   rowToAttempt,
   rowToRollout,
-  sqlList,
   tallyHealthChange,
-  verdictError,
   type Row,
 } from './common.js';
 import { digestSpans } from './search.js';
-import { RESET_SUMMARY_SQL, applySpanDigests, indexRolloutInput } from './sqlite-search.js';
-
-type ParsedRollout = ReturnType<typeof parseRolloutInput>;
-
-const LIVE = sqlList(LIVE_ATTEMPT_STATUSES);
-const WAITING = sqlList(WAITING_ROLLOUT_STATUSES);
-/** Attempts under way, with their rollout's limits. */
-const LIVE_ATTEMPTS_SQL = `SELECT a.*, r.config AS r_config FROM attempts a JOIN rollouts r ON r.id = a.rollout_id WHERE a.status IN (${LIVE})`;
-/** Rollouts waiting on a latest attempt that has already ended (the health check's safety net). */
-const STUCK_ROLLOUTS_SQL = `SELECT r.*, a.status AS a_status FROM rollouts r JOIN attempts a ON a.id = r.latest_attempt_id
-  WHERE r.status IN (${WAITING}) AND a.status NOT IN (${LIVE})`;
-
-const current = (a: Row, r: Row) => isCurrentAttempt(a.id, { latestAttemptId: r.latest_attempt_id, status: r.status });
-const times = (a: Row) => ({ status: a.status, startedAt: a.started_at, lastHeartbeat: a.last_heartbeat });
+import { applySpanDigests, indexRolloutInput } from './sqlite-search.js';
+import { RESET_SUMMARY_SQL } from './schema.js';
+import { LIFECYCLE_SQL, STATUS_SQL, isCurrentRow, rolloutStatusValues, rowVerdict, statusAfterRow } from './lifecycle-sql.js';
 
 export class SqliteLifecycle {
   constructor(
     private readonly db: Database.Database,
     private readonly st: (sql: string) => Database.Statement,
+    /** Every row whose `updated_at` is set is told here (the change feed's log: sqlite-changes.ts). */
+    private readonly moved: (table: MovingTable, id: string) => void,
   ) {}
 
   rolloutRow(id: string): Row | undefined {
@@ -131,7 +113,7 @@ export class SqliteLifecycle {
 
   /** The oldest claimable rollouts (requeued ones at the back), each with a new attempt. */
   claim(workerId: string, limit: number, opts: ClaimOptions, now: number): Claim[] {
-    let sql = `SELECT * FROM rollouts INDEXED BY rollouts_queue WHERE status IN (${sqlList(CLAIMABLE_STATUSES)})`;
+    let sql = `SELECT * FROM rollouts INDEXED BY rollouts_queue WHERE status IN (${STATUS_SQL.claimable})`;
     const params: unknown[] = [];
     if (opts.agent !== undefined) {
       sql += ' AND (agent IS NULL OR agent = ?)';
@@ -176,19 +158,13 @@ export class SqliteLifecycle {
       `UPDATE rollouts SET status = ?, attempt_count = ?, latest_attempt_id = ?, resources_id = ?,
       resources_version = ?, updated_at = ?, ${RESET_SUMMARY_SQL} WHERE id = ?`,
     ).run(attempt.status, attempt.sequence, attempt.id, resourcesId, version, now, row.id);
+    this.moved('rollouts', row.id);
     const rollout = rowToRollout({ ...row, status: attempt.status, attempt_count: attempt.sequence, resources_id: resourcesId, updated_at: now });
     return { rollout, attempt };
   }
 
   private setRolloutStatus(id: string, status: RolloutStatus, now: number): void {
-    const c = rolloutStatusColumns(status, now);
-    this.st('UPDATE rollouts SET status = ?, updated_at = ?, ended_at = ?, queued_at = COALESCE(?, queued_at) WHERE id = ?').run(
-      c.status,
-      c.updatedAt,
-      c.endedAt,
-      c.queuedAt,
-      id,
-    );
+    if (this.st(LIFECYCLE_SQL.setRolloutStatus).run(...rolloutStatusValues(id, status, now)).changes) this.moved('rollouts', id);
   }
 
   /** Liveness from a heartbeat or (`fromSpan`) a span: common.ts livenessChange. */
@@ -197,19 +173,15 @@ export class SqliteLifecycle {
     if (!a || (rolloutId !== null && a.rollout_id !== rolloutId)) {
       throw new NotFoundError('attempt', rolloutId === null ? attemptId : `${attemptId}' of rollout '${rolloutId}`);
     }
-    const change = livenessChange(a.status, a.status === 'unresponsive' && current(a, this.rolloutRow(a.rollout_id)!), fromSpan);
+    const change = livenessChange(a.status, a.status === 'unresponsive' && isCurrentRow(a, this.rolloutRow(a.rollout_id)!), fromSpan);
     if (!change) return rowToAttempt(a);
-    this.st('UPDATE attempts SET status = ?, last_heartbeat = ?, ended_at = CASE WHEN ? THEN NULL ELSE ended_at END WHERE id = ?').run(
-      change.status,
-      now,
-      change.revived ? 1 : 0,
-      attemptId,
-    );
+    this.st(LIFECYCLE_SQL.touchAttempt).run(change.status, now, change.revived ? 1 : 0, attemptId);
     if (change.rolloutRuns) {
-      this.st(
+      const info = this.st(
         `UPDATE rollouts SET status = 'running', updated_at = ?, ended_at = NULL
-        WHERE id = ? AND latest_attempt_id = ? AND status IN (${sqlList(RESUMABLE_ROLLOUT_STATUSES)})`,
+        WHERE id = ? AND latest_attempt_id = ? AND status IN (${STATUS_SQL.resumable})`,
       ).run(now, a.rollout_id, attemptId);
+      if (info.changes) this.moved('rollouts', a.rollout_id);
     }
     return rowToAttempt({ ...a, status: change.status, last_heartbeat: now, ended_at: change.revived ? null : a.ended_at });
   }
@@ -220,9 +192,9 @@ export class SqliteLifecycle {
 
   /** Ends an attempt with `status` and moves its rollout on (when it is the attempt the rollout waits on). */
   private endAttempt(a: Row, r: Row, status: AttemptStatus, error: unknown, now: number): RolloutStatus | null {
-    this.st('UPDATE attempts SET status = ?, ended_at = ?, error = ? WHERE id = ?').run(status, now, error ? JSON.stringify(error) : null, a.id);
-    if (!current(a, r)) return null;
-    const next = rolloutStatusAfter({ config: JSON.parse(r.config), attemptCount: r.attempt_count }, status);
+    this.st(LIFECYCLE_SQL.endAttempt).run(status, now, error ? JSON.stringify(error) : null, a.id);
+    if (!isCurrentRow(a, r)) return null;
+    const next = statusAfterRow(r, status);
     this.setRolloutStatus(r.id, next, now);
     return next;
   }
@@ -231,7 +203,7 @@ export class SqliteLifecycle {
     const a = this.attemptRow(attemptId);
     if (!a) throw new NotFoundError('attempt', attemptId);
     const r = this.rolloutRow(a.rollout_id)!;
-    const conflict = finishConflict(attemptId, a.status, current(a, r));
+    const conflict = finishConflict(attemptId, a.status, isCurrentRow(a, r));
     if (conflict) throw new ConflictError(conflict);
     this.endAttempt(a, r, input.status, input.error ?? null, now);
     return { attempt: rowToAttempt(this.attemptRow(attemptId)!), rollout: rowToRollout(this.rolloutRow(a.rollout_id)!) };
@@ -243,11 +215,7 @@ export class SqliteLifecycle {
     const conflict = cancelConflict(id, r.status);
     if (conflict) throw new ConflictError(conflict);
     if (r.latest_attempt_id) {
-      this.st(`UPDATE attempts SET status = 'failed', ended_at = ?, error = ? WHERE id = ? AND status IN (${sqlList(UNENDED_ATTEMPT_STATUSES)})`).run(
-        now,
-        JSON.stringify(CANCELLED_ATTEMPT_ERROR),
-        r.latest_attempt_id,
-      );
+      this.st(LIFECYCLE_SQL.cancelAttempt).run(now, JSON.stringify(CANCELLED_ATTEMPT_ERROR), r.latest_attempt_id);
     }
     this.setRolloutStatus(id, 'cancelled', now);
     return rowToRollout(this.rolloutRow(id)!);
@@ -288,24 +256,24 @@ export class SqliteLifecycle {
 
   /** A read-only look: would healthCheck(now) change anything? (Spares the write lock on quiet ticks.) */
   needsHealthCheck(now: number): boolean {
-    for (const a of this.st(LIVE_ATTEMPTS_SQL).all() as Row[]) if (attemptVerdict(times(a), JSON.parse(a.r_config), now)) return true;
-    return this.st(`${STUCK_ROLLOUTS_SQL} LIMIT 1`).get() !== undefined;
+    for (const a of this.st(LIFECYCLE_SQL.liveAttempts).all() as Row[]) if (rowVerdict(a, JSON.parse(a.r_config), now)) return true;
+    return this.st(`${LIFECYCLE_SQL.stuckRollouts} LIMIT 1`).get() !== undefined;
   }
 
   healthCheck(now: number): HealthCheckResult {
     const result = emptyHealthResult();
     const configs = new Map<string, { timeoutSeconds: number | null; unresponsiveSeconds: number | null }>();
-    for (const a of this.st(LIVE_ATTEMPTS_SQL).all() as Row[]) {
+    for (const a of this.st(LIFECYCLE_SQL.liveAttempts).all() as Row[]) {
       let limits = configs.get(a.r_config);
       if (!limits) configs.set(a.r_config, (limits = JSON.parse(a.r_config) as { timeoutSeconds: number | null; unresponsiveSeconds: number | null }));
-      const verdict = attemptVerdict(times(a), limits, now);
-      if (!verdict) continue;
-      const next = this.endAttempt(a, this.rolloutRow(a.rollout_id)!, verdict, verdictError(verdict, limits), now);
-      tallyHealthChange(result, { attemptId: a.id, verdict, rolloutId: a.rollout_id, next });
+      const found = rowVerdict(a, limits, now);
+      if (!found) continue;
+      const next = this.endAttempt(a, this.rolloutRow(a.rollout_id)!, found.verdict, found.error, now);
+      tallyHealthChange(result, { attemptId: a.id, verdict: found.verdict, rolloutId: a.rollout_id, next });
     }
     // Safety net: a rollout waiting on an attempt that has already ended is moved on as well.
-    for (const r of this.st(STUCK_ROLLOUTS_SQL).all() as Row[]) {
-      const next = rolloutStatusAfter({ config: JSON.parse(r.config), attemptCount: r.attempt_count }, r.a_status);
+    for (const r of this.st(LIFECYCLE_SQL.stuckRollouts).all() as Row[]) {
+      const next = statusAfterRow(r, r.a_status);
       this.setRolloutStatus(r.id, next, now);
       tallyHealthChange(result, { rolloutId: r.id, next });
     }

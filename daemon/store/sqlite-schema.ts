@@ -1,5 +1,6 @@
 /**
- * SQLite schema and its migrations. The database's `user_version` is the number of migrations applied;
+ * SQLite schema and its migrations (the tables and indexes are schema.ts's, rendered in SQLite's types; search and
+ * the change feed's pieces are SQLite's own). The database's `user_version` is the number of migrations applied;
  * opening runs the missing ones (inside BEGIN IMMEDIATE, so several processes opening one file at once
  * apply each exactly once) and refuses a file written by a newer version of agl.
  * JSON lives in TEXT columns, times are float epoch milliseconds; spans keep their whole JSON in `data`
@@ -7,111 +8,19 @@
  */
 import type Database from 'better-sqlite3';
 import { SEARCH_MIGRATION_SQL, backfillSearch } from './sqlite-search.js';
+import { initialSchemaSql, pendingMigrations } from './schema.js';
+import { CHANGE_LOG_MIGRATION_SQL } from './sqlite-changes.js';
 
 /** SQL, or a function for a migration that also computes data. */
 const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
   // 1: initial schema
-  `
-  CREATE TABLE rollouts (
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    input TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    status TEXT NOT NULL,
-    agent TEXT,
-    resources_id TEXT,
-    resources_version INTEGER,
-    config TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    attempt_count INTEGER NOT NULL DEFAULT 0,
-    latest_attempt_id TEXT,
-    queued_at REAL NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    ended_at REAL
-  );
-  CREATE INDEX rollouts_queue ON rollouts(queued_at, seq) WHERE status IN ('queuing', 'requeuing');
-  CREATE INDEX rollouts_status ON rollouts(status, seq);
-  CREATE INDEX rollouts_resources ON rollouts(resources_version, seq);
-  CREATE INDEX rollouts_agent ON rollouts(agent, seq);
-
-  CREATE TABLE attempts (
-    id TEXT PRIMARY KEY,
-    rollout_id TEXT NOT NULL,
-    sequence INTEGER NOT NULL,
-    worker_id TEXT,
-    status TEXT NOT NULL,
-    started_at REAL NOT NULL,
-    ended_at REAL,
-    last_heartbeat REAL NOT NULL,
-    error TEXT
-  );
-  CREATE UNIQUE INDEX attempts_rollout ON attempts(rollout_id, sequence);
-  CREATE INDEX attempts_live ON attempts(status) WHERE status IN ('preparing', 'running');
-
-  CREATE TABLE spans (
-    rollout_id TEXT NOT NULL,
-    sequence_id INTEGER NOT NULL,
-    attempt_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (rollout_id, sequence_id)
-  );
-
-  CREATE TABLE resources (
-    id TEXT PRIMARY KEY,
-    version INTEGER NOT NULL UNIQUE,
-    created_at REAL NOT NULL,
-    resources TEXT NOT NULL,
-    metadata TEXT NOT NULL
-  );
-
-  CREATE TABLE workers (
-    id TEXT PRIMARY KEY,
-    status TEXT NOT NULL,
-    last_heartbeat REAL NOT NULL,
-    current_rollout_id TEXT,
-    current_attempt_id TEXT,
-    metadata TEXT NOT NULL
-  );
-
-  CREATE TABLE training_runs (
-    id TEXT PRIMARY KEY,
-    agent TEXT NOT NULL,
-    status TEXT NOT NULL,
-    config TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    total_steps INTEGER NOT NULL,
-    checkpoint_dir TEXT,
-    summary TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
-  );
-
-  CREATE TABLE metrics (
-    run_id TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    name TEXT NOT NULL,
-    value REAL NOT NULL,
-    time REAL NOT NULL
-  );
-  CREATE INDEX metrics_run ON metrics(run_id, step);
-
-  CREATE TABLE transitions (
-    run_id TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    rollout_id TEXT NOT NULL,
-    data TEXT NOT NULL
-  );
-  CREATE INDEX transitions_run ON transitions(run_id, step);
-  CREATE INDEX transitions_rollout ON transitions(rollout_id);
-  `,
+  initialSchemaSql('sqlite'),
   // 2: the rollouts list's search (FTS5) and summary columns, built for the rollouts already stored
   (db) => {
     db.exec(SEARCH_MIGRATION_SQL);
     backfillSearch(db);
   },
-  // 3: what changed since a time, read by the change feed (sqlite-changes.ts) for the daemon's event stream
+  // 3: what changed since a time, read by the change feed for the daemon's event stream (dropped by 5)
   `CREATE INDEX IF NOT EXISTS rollouts_updated ON rollouts(updated_at);`,
   // 4: steps numbered from 1 (protocol/metrics.ts FIRST_TRAINING_STEP): what agl train recorded of a training step
   //    (metrics, transitions, training rollouts) moves up one; validations already counted the updates before them
@@ -124,6 +33,8 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
       AND json_extract(metadata, '$.runId') IN (SELECT run_id FROM agl_trained_runs);
   DROP TABLE agl_trained_runs;
   `,
+  // 5: what moved is logged by triggers only while a change feed watches (sqlite-changes.ts), instead of 3's index
+  CHANGE_LOG_MIGRATION_SQL,
 ];
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;
@@ -139,15 +50,10 @@ export function prepareDatabase(db: Database.Database): void {
   db.pragma('cache_size = -32768');
   db.pragma('temp_store = MEMORY');
   const migrate = db.transaction(() => {
-    const current = db.pragma('user_version', { simple: true }) as number;
-    if (current > MIGRATIONS.length) {
-      throw new Error(`store schema version ${current} is newer than this agl supports (${MIGRATIONS.length}); upgrade agl`);
-    }
-    for (let v = current; v < MIGRATIONS.length; v++) {
-      const migration = MIGRATIONS[v]!;
+    for (const { version, migration } of pendingMigrations(MIGRATIONS, db.pragma('user_version', { simple: true }) as number)) {
       if (typeof migration === 'string') db.exec(migration);
       else migration(db);
-      db.pragma(`user_version = ${v + 1}`);
+      db.pragma(`user_version = ${version}`);
     }
   });
   migrate.immediate();

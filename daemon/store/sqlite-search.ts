@@ -10,16 +10,13 @@ import { SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
 import { MAX_SEARCH_TEXT, digestChange, digestSpans, searchTextOf, type SpanDigest, type SummaryRow } from './search.js';
 import type { SqlDialect } from './rollout-query.js';
+import { summaryColumnsSql } from './schema.js';
 
 type Statement = (sql: string) => Database.Statement;
 
 /** Schema migration 2: the search table, the summary columns and their indexes (filled by backfillSearch). */
 export const SEARCH_MIGRATION_SQL = `
-  ALTER TABLE rollouts ADD COLUMN final_reward REAL;
-  ALTER TABLE rollouts ADD COLUMN reward_final INTEGER;
-  ALTER TABLE rollouts ADD COLUMN reward_time REAL;
-  ALTER TABLE rollouts ADD COLUMN error_spans INTEGER NOT NULL DEFAULT 0;
-  CREATE INDEX rollouts_reward ON rollouts(final_reward, seq);
+  ${summaryColumnsSql('sqlite')}
   CREATE INDEX rollouts_run_step ON rollouts(json_extract(metadata, '$.${ROLLOUT_METADATA_KEYS.runId}'), json_extract(metadata, '$.${ROLLOUT_METADATA_KEYS.step}'), seq);
   CREATE VIRTUAL TABLE rollout_search USING fts5(input, output, tokenize = 'unicode61 remove_diacritics 0');
 `;
@@ -82,9 +79,6 @@ export function applySpanDigests(st: Statement, digests: Iterable<SpanDigest>): 
     }
   }
 }
-
-/** Columns a new attempt resets: its rollout's summary describes the latest attempt only. */
-export const RESET_SUMMARY_SQL = 'final_reward = NULL, reward_final = NULL, reward_time = NULL, error_spans = 0';
 
 /**
  * Migration 2's data: indexes every rollout's input and digests its spans that matter (LLM calls, rewards,

@@ -124,6 +124,44 @@ export function changeFeedConformance(backend: string, factory: () => Promise<Tw
       assert.ok(seen.changes.every((c) => c.rollouts.length <= 200));
     });
 
+    it('reports a rollout another connection changed without an attempt: its metadata, its cancellation', async () => {
+      const r = await two.other.enqueueRollout({ input: 'to change' });
+      await seen.until(rolloutIn(r.id, 'queuing'), 'the enqueued rollout');
+      const before = seen.changes.length;
+      await two.other.updateRolloutMetadata(r.id, { note: 'moved' });
+      await seen.until(
+        (cs) =>
+          cs
+            .slice(before)
+            .flatMap((c) => c.rollouts)
+            .find((x) => x.id === r.id),
+        'the metadata change',
+      );
+      await two.other.cancelRollout(r.id);
+      await seen.until(rolloutIn(r.id, 'cancelled'), 'the cancelled rollout');
+    });
+
+    it('reports a rollout the health check moved: its attempt timed out and it waits in the queue again', async () => {
+      const r = await two.other.enqueueRollout({ input: 'slow', config: { timeoutSeconds: 1, maxAttempts: 2, retryOn: ['timeout'] } });
+      const [claim] = await two.other.claimRollouts('worker-1', 1);
+      assert.equal(claim!.rollout.id, r.id);
+      await seen.until(rolloutIn(r.id, 'preparing'), 'the claimed rollout');
+      assert.deepEqual((await two.other.runHealthCheck(Date.now() + 5_000)).requeued, [r.id]);
+      await seen.until(rolloutIn(r.id, 'requeuing'), 'the requeued rollout');
+    });
+
+    it('watches again after every watcher stopped, and reports what is written from then on', async () => {
+      stop();
+      const r = await two.other.enqueueRollout({ input: 'written while nobody watched' });
+      const again = new Recorder();
+      stop = await two.store.watchChanges!(again.listener);
+      const [claim] = await two.other.claimRollouts('worker-1', 1);
+      assert.equal(claim!.rollout.id, r.id);
+      await again.until(rolloutIn(r.id, 'preparing'), 'the claim after watching again');
+      await two.other.finishAttempt(claim!.attempt.id, { status: 'succeeded' });
+      await again.until(rolloutIn(r.id, 'succeeded'), 'the finished rollout');
+    });
+
     it('stops reporting once unwatched', async () => {
       const second = new Recorder();
       const unwatch = await two.store.watchChanges!(second.listener);

@@ -67,6 +67,31 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
         assert.equal(await ctx.store.getRollout('ro-missing'), null);
       });
 
+      it('issues ids in one form however a record is made: its prefix, its creation time (ms, hex), 64 random bits', async () => {
+        // Time first: ids made together sort together, so the indexes keyed by them grow at their right edge.
+        const before = Date.now();
+        const resources = await ctx.store.addResources({ resources: {} });
+        const queued = await ctx.store.enqueueRollout({ input: 1 });
+        const claim = (await ctx.store.claimNextRollout('worker-1'))!;
+        const started = await ctx.store.startRollout({ input: 2 });
+        const run = await ctx.store.createTrainingRun({ agent: 'a.ts#agent', config: {}, totalSteps: 1 });
+        const after = Date.now();
+        const ids: Array<[string, string]> = [
+          ['rs', resources.id],
+          ['ro', queued.id],
+          ['at', claim.attempt.id],
+          ['ro', started.rollout.id],
+          ['at', started.attempt.id],
+          ['run', run.id],
+        ];
+        for (const [prefix, id] of ids) {
+          const parts = new RegExp(`^${prefix}-([0-9a-f]{12})[0-9a-f]{16}$`).exec(id);
+          assert.ok(parts, `${id}: ${prefix}-, then 12 hex digits of time, then 16 of randomness`);
+          const made = parseInt(parts[1]!, 16);
+          assert.ok(made >= before && made <= after, `${id} was made at ${made}, between ${before} and ${after}`);
+        }
+      });
+
       it('enqueues many in order and rejects bad input', async () => {
         const rs = await ctx.store.enqueueRollouts([1, 2, 3].map((i) => ({ input: i, mode: 'val' as const, agent: 'a.ts#agent' })));
         assert.deepEqual(

@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { PostgresStore } from '../../daemon/store/postgres.js';
+import { CHANGES_CHANNEL } from '../../daemon/store/postgres-changes.js';
 import { openStore } from '../../daemon/store/index.js';
 import { startPostgres, type PostgresServer } from '../helpers/postgres.js';
 import { storeConformance } from './conformance.js';
@@ -93,6 +94,62 @@ describe('PostgresStore with several daemons', () => {
       await checkStepsRenumbered(reopened, seeded);
     } finally {
       await reopened.close();
+    }
+  });
+
+  it('notifies nobody while no feed listens: writers take no notification until a feed registers', async () => {
+    const url = await server.createDatabase();
+    const store = await PostgresStore.connect(url);
+    // A bare LISTEN, not a feed: it hears what the triggers send without registering.
+    const raw = new pg.Client({ connectionString: url });
+    await raw.connect();
+    try {
+      const heard: string[] = [];
+      raw.on('notification', (n) => heard.push(n.payload ?? ''));
+      await raw.query(`LISTEN ${CHANGES_CHANNEL}`);
+      const quiet = await store.enqueueRollout({ input: 'while nobody watches' });
+      const unwatch = await store.watchChanges(() => {});
+      const loud = await store.enqueueRollout({ input: 'while a feed watches' });
+      const deadline = Date.now() + 20_000;
+      while (!heard.some((p) => p.includes(loud.id))) {
+        assert.ok(Date.now() < deadline, `no notification of the rollout written while a feed watched: ${JSON.stringify(heard)}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      // Notifications arrive in commit order: one for the earlier rollout would have come first.
+      assert.ok(!heard.some((p) => p.includes(quiet.id)), 'the rollout written while nobody watched was not notified');
+      unwatch();
+      const listeners = async () => (await raw.query('SELECT count(*)::int AS n FROM agl_change_listeners')).rows[0].n as number;
+      while ((await listeners()) > 0) {
+        assert.ok(Date.now() < deadline, 'the feed unregisters when unwatched');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    } finally {
+      await raw.end();
+      await store.close();
+    }
+  });
+
+  it('resolves a new watch only once the transactions in progress when it registered have ended', async () => {
+    // One of them may have written before any feed listened (so unannounced) and commit after the watch began.
+    const url = await server.createDatabase();
+    const store = await PostgresStore.connect(url);
+    const writer = new pg.Client({ connectionString: url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query(`INSERT INTO resources (id, version, created_at, resources, metadata) VALUES ('rs-unannounced', 1, 0, '{}', '{}')`);
+      let committed = false;
+      const watching = store.watchChanges(() => {}).then((unwatch) => ({ unwatch, afterCommit: committed }));
+      await new Promise((r) => setTimeout(r, 300));
+      committed = true;
+      await writer.query('COMMIT');
+      const { unwatch, afterCommit } = await watching;
+      assert.ok(afterCommit, 'the watch waited for the writer');
+      assert.equal((await store.getResources('rs-unannounced'))?.version, 1, 'so a client that re-reads now sees its write');
+      unwatch();
+    } finally {
+      await writer.end();
+      await store.close();
     }
   });
 

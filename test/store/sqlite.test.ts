@@ -4,8 +4,10 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
@@ -15,6 +17,7 @@ import { storeConformance } from './conformance.js';
 import { changeFeedConformance } from './conformance-changes.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 import { checkStepsRenumbered, seedZeroBasedRun } from './step-migration.js';
+import type { StoreChange } from '../../protocol/events.js';
 
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'agl-sqlite-'));
@@ -168,6 +171,140 @@ describe('SqliteStore on disk', () => {
     } finally {
       await a.close();
       await b.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Waits until `ready` holds (the feed is a notification: a test waits for what it expects, never for a time). */
+async function until(ready: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!ready()) {
+    assert.ok(Date.now() < deadline, `not seen: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('SqliteStore change log (what the change feed reads)', () => {
+  const count = (db: Database.Database, table: string) => (db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n;
+
+  it('is written only while a feed watches, and no index on updated_at costs every update', async () => {
+    const dir = tempDir();
+    const store = new SqliteStore(join(dir, 'store.sqlite'));
+    try {
+      assert.equal(store.db.prepare("SELECT name FROM sqlite_master WHERE name = 'rollouts_updated'").get(), undefined);
+      const run = async (input: number) => {
+        const { attempt } = await store.startRollout({ input });
+        await store.finishAttempt(attempt.id, { status: 'succeeded' });
+      };
+      await run(1);
+      assert.equal(count(store.db, 'change_log'), 0, 'nobody watches: a rollout that moved is not logged');
+      const unwatch = await store.watchChanges(() => {});
+      assert.equal(count(store.db, 'change_watchers'), 1);
+      await run(2);
+      assert.equal(count(store.db, 'change_log'), 2, 'a feed watches: the claim and the finish are logged (the insert is read by rowid)');
+      unwatch();
+      assert.equal(count(store.db, 'change_watchers'), 0, 'the feed unregisters');
+      assert.equal(count(store.db, 'change_log'), 0, 'the last feed takes the log with it');
+      await run(3);
+      assert.equal(count(store.db, 'change_log'), 0);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('says truncated when entries past its mark were pruned (a feed that fell behind)', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'store.sqlite');
+    const store = new SqliteStore(file);
+    const raw = new Database(file);
+    try {
+      const seen: StoreChange[] = [];
+      const unwatch = await store.watchChanges((c) => seen.push(c));
+      const [a, b] = await store.enqueueRollouts([{ input: 'a' }, { input: 'b' }]);
+      await until(() => seen.some((c) => c.rollouts.some((r) => r.id === b!.id)), 'the enqueued rollouts');
+      // Another process logs both rollouts as moved, and the first entry is pruned before the feed looks.
+      raw.transaction(() => {
+        raw.prepare("INSERT INTO change_log (tbl, key) VALUES ('rollouts', ?), ('rollouts', ?)").run(a!.id, b!.id);
+        raw.prepare('DELETE FROM change_log WHERE seq = (SELECT MIN(seq) FROM change_log)').run();
+      })();
+      await until(() => seen.some((c) => c.truncated), 'truncated');
+      unwatch();
+    } finally {
+      raw.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("removes a feed's registration left by a process of this machine that died, when the store opens", async () => {
+    const dir = tempDir();
+    const file = join(dir, 'store.sqlite');
+    try {
+      await new SqliteStore(file).close();
+      const gone = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString());
+      const raw = new Database(file);
+      const add = raw.prepare('INSERT INTO change_watchers (host, pid, since) VALUES (?, ?, 0)');
+      add.run(hostname(), gone);
+      add.run('another-machine.example', gone);
+      raw.close();
+      const reopened = new SqliteStore(file);
+      assert.deepEqual(reopened.db.prepare('SELECT host FROM change_watchers').all(), [{ host: 'another-machine.example' }], 'only ours can be checked');
+      await reopened.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('forgets a feed whose process died, when the store opens: writers stop logging for nobody', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'store.sqlite');
+    try {
+      const worker = fileURLToPath(new URL('./abandoned-watch.ts', import.meta.url));
+      const child = spawnSync(process.execPath, ['--import', 'tsx', worker, file], { encoding: 'utf8' });
+      assert.equal(child.status, 0, child.stderr);
+      const raw = new Database(file, { readonly: true });
+      assert.equal(count(raw, 'change_watchers'), 1, 'it left its registration');
+      raw.close();
+      const opened = new SqliteStore(file);
+      try {
+        assert.equal(count(opened.db, 'change_watchers'), 0);
+        const { attempt } = await opened.startRollout({ input: 1 });
+        await opened.finishAttempt(attempt.id, { status: 'succeeded' });
+        assert.equal(count(opened.db, 'change_log'), 0);
+      } finally {
+        await opened.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('opens a store of schema 4 (rollouts indexed by updated_at): the index goes, the feed reads the log', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'store.sqlite');
+    try {
+      const store = new SqliteStore(file);
+      const r = await store.enqueueRollout({ input: 'before the upgrade' });
+      await store.close();
+      const db = new Database(file);
+      db.exec('DROP TABLE change_log; DROP TABLE change_watchers; CREATE INDEX rollouts_updated ON rollouts(updated_at);');
+      db.pragma('user_version = 4');
+      db.close();
+      const reopened = new SqliteStore(file);
+      try {
+        assert.equal(reopened.db.pragma('user_version', { simple: true }), SQLITE_SCHEMA_VERSION);
+        assert.equal(reopened.db.prepare("SELECT name FROM sqlite_master WHERE name = 'rollouts_updated'").get(), undefined);
+        const seen: StoreChange[] = [];
+        const unwatch = await reopened.watchChanges((c) => seen.push(c));
+        await reopened.claimRollouts('w', 1);
+        await until(() => seen.some((c) => c.rollouts.some((x) => x.id === r.id && x.status === 'preparing')), 'the claim');
+        unwatch();
+      } finally {
+        await reopened.close();
+      }
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
