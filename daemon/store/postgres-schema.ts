@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import { SEARCH_MIGRATION_SQL, backfillSearch } from './postgres-search.js';
 import { CHANGE_TRIGGERS_SQL, FORGET_GONE_LISTENERS_SQL } from './postgres-changes.js';
-import { initialSchemaSql, pendingMigrations } from './schema.js';
+import { initialSchemaSql, pendingMigrations, policyMetricGapsSql } from './schema.js';
 
 /** SQL, or a function for a migration that also computes data (run in the migration's transaction). */
 const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
@@ -33,6 +33,8 @@ const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
   `,
   // 5: 3's triggers, notifying only while a feed listens (agl_change_listeners)
   CHANGE_TRIGGERS_SQL,
+  // 6: a policy's metrics of a step without its update (or without its roles' calls) are gaps, not 0s
+  policyMetricGapsSql('postgres'),
 ];
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;

@@ -212,3 +212,27 @@ export function pendingMigrations<M>(migrations: readonly M[], current: number):
   }
   return migrations.slice(current).map((migration, i) => ({ version: current + i + 1, migration }));
 }
+
+/**
+ * Migration 6 (both backends): what a training run recorded per policy at a step it did not update (its loss, KL, clip
+ * ratio, gradient norm and learning rate written as 0), or whose roles made no call (its reward as 0), is removed: a
+ * step without them is a gap, as agl train records it now (daemon/algorithm/step-metrics.ts). A policy updated at a step
+ * when its `policy/<name>/updates` grew there (from 0 before its first step).
+ */
+export function policyMetricGapsSql(backend: Backend): string {
+  const temp = backend === 'postgres' ? 'CREATE TEMP TABLE agl_no_update ON COMMIT DROP AS' : 'CREATE TEMP TABLE agl_no_update AS';
+  return `
+  ${temp}
+    SELECT run_id, step, substr(name, 1, length(name) - length('/updates')) AS prefix FROM (
+      SELECT run_id, step, name, value, LAG(value, 1, 0) OVER (PARTITION BY run_id, name ORDER BY step) AS before
+      FROM metrics WHERE name LIKE 'policy/%/updates'
+    ) AS counted WHERE value <= before;
+  DELETE FROM metrics WHERE name LIKE 'policy/%' AND EXISTS (
+    SELECT 1 FROM agl_no_update u WHERE u.run_id = metrics.run_id AND u.step = metrics.step
+      AND metrics.name IN (u.prefix || '/loss', u.prefix || '/kl', u.prefix || '/clip_ratio', u.prefix || '/grad_norm', u.prefix || '/lr'));
+  DELETE FROM metrics WHERE name LIKE 'policy/%/reward' AND EXISTS (
+    SELECT 1 FROM metrics t WHERE t.run_id = metrics.run_id AND t.step = metrics.step AND t.value = 0
+      AND t.name = substr(metrics.name, 1, length(metrics.name) - length('/reward')) || '/transitions');
+  ${backend === 'sqlite' ? 'DROP TABLE agl_no_update;' : ''}
+  `;
+}

@@ -8,7 +8,7 @@
  */
 import type Database from 'better-sqlite3';
 import { SEARCH_MIGRATION_SQL, backfillSearch } from './sqlite-search.js';
-import { initialSchemaSql, pendingMigrations } from './schema.js';
+import { initialSchemaSql, pendingMigrations, policyMetricGapsSql } from './schema.js';
 import { CHANGE_LOG_MIGRATION_SQL } from './sqlite-changes.js';
 
 /** SQL, or a function for a migration that also computes data. */
@@ -35,6 +35,8 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
   `,
   // 5: what moved is logged by triggers only while a change feed watches (sqlite-changes.ts), instead of 3's index
   CHANGE_LOG_MIGRATION_SQL,
+  // 6: a policy's metrics of a step without its update (or without its roles' calls) are gaps, not 0s
+  policyMetricGapsSql('sqlite'),
 ];
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;

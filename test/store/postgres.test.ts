@@ -13,6 +13,7 @@ import { storeConformance } from './conformance.js';
 import { changeFeedConformance } from './conformance-changes.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 import { checkStepsRenumbered, seedZeroBasedRun } from './step-migration.js';
+import { checkPolicyGaps, seedPolicyZeros } from './policy-gaps-migration.js';
 
 let server: PostgresServer;
 before(async () => {
@@ -72,6 +73,26 @@ describe('PostgresStore with several daemons', () => {
     const reopened = await PostgresStore.connect(url);
     try {
       await checkSearchBuilt(reopened, seeded);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("turns a policy's made-up 0s of steps without its update into gaps on opening a store of schema 5", async () => {
+    const url = await server.createDatabase();
+    const store = await PostgresStore.connect(url);
+    const seeded = await seedPolicyZeros(store);
+    await store.close();
+    const raw = new pg.Client({ connectionString: url });
+    await raw.connect();
+    try {
+      await raw.query(`UPDATE agl_meta SET value = '5' WHERE key = 'schema_version'`);
+    } finally {
+      await raw.end();
+    }
+    const reopened = await PostgresStore.connect(url);
+    try {
+      await checkPolicyGaps(reopened, seeded);
     } finally {
       await reopened.close();
     }

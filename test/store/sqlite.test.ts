@@ -17,6 +17,7 @@ import { storeConformance } from './conformance.js';
 import { changeFeedConformance } from './conformance-changes.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 import { checkStepsRenumbered, seedZeroBasedRun } from './step-migration.js';
+import { checkPolicyGaps, seedPolicyZeros } from './policy-gaps-migration.js';
 import type { StoreChange } from '../../protocol/events.js';
 
 function tempDir(): string {
@@ -149,6 +150,27 @@ describe('SqliteStore on disk', () => {
       const reopened = new SqliteStore(file);
       try {
         await checkStepsRenumbered(reopened, seeded);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("turns a policy's made-up 0s of steps without its update into gaps on opening a store of schema 5", async () => {
+    const dir = tempDir();
+    try {
+      const file = join(dir, 'store.sqlite');
+      const store = new SqliteStore(file);
+      const seeded = await seedPolicyZeros(store);
+      await store.close();
+      const db = new Database(file);
+      db.pragma('user_version = 5');
+      db.close();
+      const reopened = new SqliteStore(file);
+      try {
+        await checkPolicyGaps(reopened, seeded);
       } finally {
         await reopened.close();
       }

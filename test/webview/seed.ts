@@ -277,10 +277,10 @@ export async function seedCalcTraining(client: AglClient): Promise<SeededData> {
 }
 
 /**
- * A finished two-policy sql run's metrics as the trainer writes them (daemon/algorithm/trainer.ts stepMetrics and
+ * A finished two-policy sql run's metrics as the trainer writes them (daemon/algorithm/step-metrics.ts stepMetrics and
  * policyMetrics): writer and rewriter each with their own policy, the checker served untrained. Step 1 teaches nothing
- * (every group zero-variance: no update, so the loss and gradient norm recorded are 0, not measured); at step 2 the
- * rewriter has no call to train on (its updates count stays, its loss, gradient norm and reward are recorded as 0);
+ * (every group zero-variance: no update, so no policy loss or gradient norm is recorded, and the run's are 0); at step 2
+ * the rewriter has no call to train on (its updates count stays, its loss, gradient norm and reward are not recorded);
  * at step 3 three groups in four are zero-variance.
  */
 export async function seedTwoPolicyRun(client: AglClient, runId: string): Promise<void> {
@@ -302,9 +302,13 @@ export async function seedTwoPolicyRun(client: AglClient, runId: string): Promis
     const updated = updates[name][step]! > (updates[name][step - 1] ?? 0);
     const calls = transitions[name][step]!;
     return [
-      { step, name: `policy/${name}/loss`, value: updated ? base - 0.005 * step : 0 },
-      { step, name: `policy/${name}/grad_norm`, value: updated ? 10 * base + 0.1 * step : 0 },
-      { step, name: `policy/${name}/reward`, value: calls ? 5 * base + 0.05 * step : 0 },
+      ...(updated
+        ? [
+            { step, name: `policy/${name}/loss`, value: base - 0.005 * step },
+            { step, name: `policy/${name}/grad_norm`, value: 10 * base + 0.1 * step },
+          ]
+        : []),
+      ...(calls ? [{ step, name: `policy/${name}/reward`, value: 5 * base + 0.05 * step }] : []),
       { step, name: `policy/${name}/updates`, value: updates[name][step]! },
       { step, name: `policy/${name}/transitions`, value: calls },
     ];

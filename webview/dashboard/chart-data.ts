@@ -55,6 +55,14 @@ export class ChartData {
     return this.shownRuns().some((r) => this.values.get(r.id)!.has(metric));
   }
 
+  /**
+   * The steps a line of a run's metric spans: those it was recorded at, and those where nothing measured it (a policy's
+   * loss at a step without its update is not recorded: the step is still on the line, as a gap).
+   */
+  stepsOf(runId: string, metric: string): number[] {
+    return [...new Set([...(this.series(runId, metric)?.keys() ?? []), ...(this.unmeasured.get(runId)?.get(metric)?.keys() ?? [])])];
+  }
+
   /** A run's recorded values of a metric, by step (measured or not). */
   series(runId: string, metric: string): Map<number, number> | undefined {
     return this.values.get(runId)?.get(metric);

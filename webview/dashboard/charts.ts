@@ -248,7 +248,7 @@ export class MetricCharts {
   }
 
   private dataOf(lines: Line[]): uPlot.AlignedData {
-    const steps = [...new Set(lines.flatMap((l) => [...this.data.series(l.run.id, l.metric)!.keys()]))].sort((a, b) => a - b);
+    const steps = [...new Set(lines.flatMap((l) => this.data.stepsOf(l.run.id, l.metric)))].sort((a, b) => a - b);
     return [
       steps,
       ...lines.map((l) => {
