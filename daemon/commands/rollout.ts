@@ -1,16 +1,15 @@
 /**
  * `agl rollout <file.ts#export | module:function> --task '<json>'`: runs one rollout of an agent against
  * the running daemon (the current policy / published LLM resource), then prints its spans as a tree and
- * its reward. The same worker code as `agl runner`, with one worker.
+ * its reward. The same worker code as `agl runner`, with one worker (daemon/runner/run-one.ts).
  */
 import { commandHelp } from '../../protocol/cli-options.js';
 import { ROLLOUT_COMMAND } from '../../protocol/cli-commands.js';
 import { ROLLOUT_MODES, type RolloutMode } from '../../protocol/store.js';
 import { storedAgentId } from '../runner/agent-ref.js';
 import { connect } from '../runner/connect.js';
-import { executeClaim } from '../runner/execute.js';
 import { formatSpanTree } from '../runner/print.js';
-import { WorkerProcess } from '../runner/worker-process.js';
+import { runOneRollout } from '../runner/run-one.js';
 import { parseCommand } from './flags.js';
 
 export async function run(argv: string[]): Promise<number> {
@@ -39,31 +38,15 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
   const agent = storedAgentId(positionals[0]); // the stable id, whatever the working directory (protocol/agent-id.ts)
-  const conn = connect(values);
-  const claim = await conn.client.startRollout(
-    { input: task, agent, mode: values.mode as RolloutMode, config: timeoutSeconds ? { timeoutSeconds } : {} },
-    `agl-rollout-${process.pid}`,
-  );
-  const workers = new Map<string, WorkerProcess>();
-  let result;
-  try {
-    result = await executeClaim(
-      claim,
-      (kind) => {
-        let w = workers.get(kind);
-        if (!w) {
-          w = new WorkerProcess(kind, { daemonUrl: conn.url, token: conn.token, cwd: process.cwd(), python: values.python });
-          workers.set(kind, w);
-        }
-        return w;
-      },
-      { client: conn.client, daemonUrl: conn.url, cwd: process.cwd(), log: (m) => process.stderr.write(`${m}\n`) },
-    );
-  } finally {
-    await Promise.all([...workers.values()].map((w) => w.stop()));
-  }
-  const spans = await conn.client.querySpans({ rolloutId: claim.rollout.id });
-  const attempts = await conn.client.getAttempts(claim.rollout.id);
+  const { claim, result, attempts, spans } = await runOneRollout(connect(values), {
+    agent,
+    task,
+    mode: values.mode as RolloutMode,
+    timeoutSeconds,
+    python: values.python,
+    cwd: process.cwd(),
+    log: (m) => process.stderr.write(`${m}\n`),
+  });
   const status = result.rollout?.status ?? 'unknown';
   if (values.json) {
     process.stdout.write(
