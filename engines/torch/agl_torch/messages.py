@@ -287,12 +287,12 @@ def parse(cls: type[Record], obj: object, where: str = 'params') -> Record:
     if unknown:
         raise RequestError(f'{where}: unknown field "{unknown[0]}" (known: {", ".join(fields)})')
     values = {}
-    for wire, f in fields.items():
-        if wire not in obj:
+    for key, f in fields.items():
+        if key not in obj:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise RequestError(f'{where}.{wire}: missing ({_describe(hints[f.name])} is required)')
+                raise RequestError(f'{where}.{key}: missing ({_describe(hints[f.name])} is required)')
             continue
-        values[f.name] = _value(hints[f.name], obj[wire], f'{where}.{wire}', dict(f.metadata))
+        values[f.name] = _value(hints[f.name], obj[key], f'{where}.{key}', dict(f.metadata))
     return cls(**values)
 
 
