@@ -108,7 +108,11 @@ export function summarizeLossStats(s: LossStats): {
 
 // ---- the engine process protocol -------------------------------------------------------------------------------
 
-/** AdamW settings every engine shares (saved in optimizer.safetensors' metadata as "config"). */
+/**
+ * AdamW settings every engine shares. A policy's configured settings (DEFAULT_OPTIMIZER under a model folder's saved
+ * ones, saved in optimizer.safetensors' metadata as "config", under those it is opened with) are what an update without
+ * settings of its own uses; settings sent with an update hold for that update only (PolicyModel.trainStep).
+ */
 export const OptimizerSettingsSchema = z
   .object({
     lr: z.number().positive(),
@@ -117,10 +121,34 @@ export const OptimizerSettingsSchema = z
     eps: z.number().positive(),
     weightDecay: z.number().min(0),
     gradClip: z.number().min(0),
+    /** Sequences per micro-batch (bounded memory; gradients accumulate across micro-batches). */
     microBatchSize: z.number().int().min(1),
   })
   .strict();
 export type OptimizerSettings = z.infer<typeof OptimizerSettingsSchema>;
+
+/** The optimizer's defaults, declared once for both engines (the torch engine gets them from the daemon at start). */
+export const DEFAULT_OPTIMIZER: Readonly<OptimizerSettings> = Object.freeze({
+  lr: 3e-4,
+  beta1: 0.9,
+  beta2: 0.95,
+  eps: 1e-8,
+  weightDecay: 0.01,
+  gradClip: 1.0,
+  microBatchSize: 16,
+});
+
+/**
+ * A policy's configured settings: DEFAULT_OPTIMIZER under each layer in turn (a folder's saved settings, then those it
+ * is opened with), checked; a value out of range is an error naming the setting.
+ */
+export function configuredOptimizer(...layers: (Partial<OptimizerSettings> | null | undefined)[]): OptimizerSettings {
+  const merged: Record<string, unknown> = { ...DEFAULT_OPTIMIZER };
+  for (const layer of layers) for (const [k, v] of Object.entries(layer ?? {})) if (v !== undefined) merged[k] = v;
+  const r = OptimizerSettingsSchema.safeParse(merged);
+  if (r.success) return r.data;
+  throw new Error(`optimizer settings: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+}
 
 /**
  * A LoRA adapter's shape (peft's LoraConfig): with `engine.lora` and `policies:`, every role policy is one adapter on
@@ -174,7 +202,7 @@ export const EngineHelloSchema = z.object({
     shard: z.enum(['none', 'fsdp']).optional(),
     /** How it samples: `graphs` (the lean decoder's steps as CUDA graphs), `lean` (its own cache, eager), `eager` (transformers' forward). */
     decoder: z.string().optional(),
-    /** LoRA adapters added so far (describe): their update counts and sizes. */
+    /** LoRA adapters on the model (none at start): their update counts and sizes. */
     adapters: z.record(z.string(), z.object({ step: z.number().int(), parameters: z.number().int() })).optional(),
   }),
 });
@@ -213,18 +241,20 @@ export const EngineParamsSchemas = {
     .object({
       pairs: z.array(EnginePairSchema).min(1),
       loss: TrainLossSchema,
-      /** Settings for this update and the next (every engine keeps them); absent keys keep their values. */
-      optimizer: OptimizerSettingsSchema.partial().optional(),
+      /**
+       * This update's settings, all of them (the policy's configured settings under the update's own, such as its
+       * scheduled learning rate): they hold for this update only. Absent: the update uses the configured settings.
+       */
+      optimizer: OptimizerSettingsSchema.optional(),
       adapter: z.string().optional(),
     })
     .strict(),
   save: z.object({ dir: z.string().min(1), adapter: z.string().optional() }).strict(),
-  /** A LoRA adapter on the model (which is frozen from then on): new (`lora`'s shape) or from a saved adapter folder (`init`). */
-  add_adapter: z
-    .object({ name: z.string(), init: z.string().nullable(), lora: LoraSettingsSchema, optimizer: OptimizerSettingsSchema.partial().optional() })
-    .strict(),
-  set_optimizer: OptimizerSettingsSchema.partial(),
-  describe: z.object({}).strict(),
+  /**
+   * A LoRA adapter on the model (which is frozen from then on): new (`lora`'s shape) or from a saved adapter folder
+   * (`init`), with its configured optimizer settings, all of them (the daemon reads what the folder saved).
+   */
+  add_adapter: z.object({ name: z.string(), init: z.string().nullable(), lora: LoraSettingsSchema, optimizer: OptimizerSettingsSchema }).strict(),
   shutdown: z.object({}).strict(),
 } as const;
 
@@ -288,8 +318,6 @@ interface EngineResults {
   train_step: EngineTrainResult;
   save: { dir: string };
   add_adapter: EngineAdapterInfo;
-  set_optimizer: OptimizerSettings;
-  describe: EngineHello['model'];
   shutdown: null;
 }
 export type EngineMethods = { [M in keyof typeof EngineParamsSchemas]: { params: z.input<(typeof EngineParamsSchemas)[M]>; result: EngineResults[M] } };
