@@ -28,7 +28,15 @@ test('eslint: no findings', { timeout: 300_000 }, () => {
 test('a production function reads in one screen: max-lines-per-function 80 holds in every production folder and bench/', async () => {
   const { ESLint } = await import('eslint');
   const eslint = new ESLint();
-  for (const file of ['daemon/cli.ts', 'extension/main.ts', 'webview/dashboard/main.ts', 'sdk/index.ts', 'client/client.ts', 'protocol/policy-set.ts', 'bench/model.ts']) {
+  for (const file of [
+    'daemon/cli.ts',
+    'extension/main.ts',
+    'webview/dashboard/main.ts',
+    'sdk/index.ts',
+    'client/client.ts',
+    'protocol/policy-set.ts',
+    'bench/model.ts',
+  ]) {
     const config = await eslint.calculateConfigForFile(file);
     const rule = config.rules?.['max-lines-per-function'];
     assert.ok(Array.isArray(rule) && rule[0] === 2, `${file}: max-lines-per-function is an error`);
