@@ -169,11 +169,13 @@ def workload(vocab: int, quick: bool) -> dict:
 def grpo(pairs: list[dict], old: list[list[float]]) -> dict:
     return {
         'kind': 'grpo',
-        'clipLow': 0.2,
-        'clipHigh': 0.28,
+        'epsilon': 0.2,
+        'epsilonHigh': 0.28,
+        'sequenceEpsilon': 3e-4,
+        'sequenceEpsilonHigh': 4e-4,
         'beta': 0.0,
-        'aggregation': 'token-mean',
-        'normTokens': None,
+        'lossAggregation': 'token-mean',
+        'lossNormTokens': None,
         'importanceSampling': 'token',
         'ratioBase': 'update',
         'tisCap': 3.0,

@@ -9,15 +9,19 @@
  *        = exp(mean over i's tokens of (logp - old))     importanceSampling 'sequence' (GSPO)
  *   old_t = the sampler's log-prob (ratioBase 'sampler'), or the update's own before the weights change (ratioBase
  *           'update': the update's numerics, so the ratio starts at exactly 1 whatever the sampler's precision)
- *   pg_t = max(-A r_t, -A clip(r_t, 1 - clipLow, 1 + clipHigh))
+ *   pg_t = max(-A r_t, -A clip(r_t, 1 - lo, 1 + hi))      (lo, hi) = (epsilon, epsilonHigh) for token ratios,
+ *                                                        (sequenceEpsilon, sequenceEpsilonHigh) for sequence ones
  *   w_t  = min(exp(old_t - sampler_t), tisCap)           ratioBase 'update' with tisCap: truncated importance
  *                                                        sampling (TRL's vLLM correction, token_truncate)
  *   kl_t = exp(ref_t - logp_t) - (ref_t - logp_t) - 1    (k3, only when beta > 0)
  *   loss = aggregate(w_t pg_t + beta kl_t): token-mean (sum / tokens of the batch), seq-mean (mean per sequence,
- *          then over sequences), token-sum-norm (sum / (normTokens x sequences), Dr.GRPO)
+ *          then over sequences), token-sum-norm (sum / (lossNormTokens x sequences), Dr.GRPO)
+ * The loss record carries GRPO's settings under their one declaration's names (protocol/grpo-settings.ts
+ * GrpoLossSettings): what train.yaml calls `epsilonHigh` the engines read as `epsilonHigh`.
  * nll: the token-mean negative log-likelihood of the completions over the whole batch (SFT).
  */
 import { z } from 'zod';
+import { GrpoLossSettings } from './grpo-settings.js';
 
 export const GrpoSampleSchema = z
   .object({
@@ -30,31 +34,24 @@ export const GrpoSampleSchema = z
   .strict();
 export type GrpoSample = z.infer<typeof GrpoSampleSchema>;
 
-export const LossAggregation = z.enum(['token-mean', 'seq-mean', 'token-sum-norm']);
-
 export const TrainLossSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('nll') }).strict(),
-  z
-    .object({
-      kind: z.literal('grpo'),
-      /** The clip range around the ratio (for sequence ratios: GSPO's much tighter one). */
-      clipLow: z.number().min(0),
-      clipHigh: z.number().min(0),
-      beta: z.number().min(0),
-      aggregation: LossAggregation,
-      /** token-sum-norm's constant per sequence (the generation budget per call); null otherwise. */
-      normTokens: z.number().int().min(1).nullable(),
-      importanceSampling: z.enum(['token', 'sequence']),
-      /** One per pair given to trainStep, in the same order. */
-      samples: z.array(GrpoSampleSchema),
-      /** Where the ratio's old log-probs come from: the samples' (the sampler's, the default) or the update's own. */
-      ratioBase: z.enum(['sampler', 'update']).optional(),
-      /** With ratioBase 'update': the truncated importance weight's cap (null or absent: no weight). */
-      tisCap: z.number().min(1).nullable().optional(),
-    })
-    .strict(),
+  // GRPO's settings the loss reads (their one declaration: protocol/grpo-settings.ts), and the samples.
+  GrpoLossSettings.extend({
+    kind: z.literal('grpo'),
+    /** One per pair given to trainStep, in the same order. */
+    samples: z.array(GrpoSampleSchema),
+  }).strict(),
 ]);
 export type TrainLoss = z.infer<typeof TrainLossSchema>;
+export type GrpoTrainLoss = Extract<TrainLoss, { kind: 'grpo' }>;
+
+/** The clip range of a GRPO loss's ratios: its token epsilons, or GSPO's much tighter sequence ones. */
+export function clipRange(
+  loss: Pick<GrpoTrainLoss, 'importanceSampling' | 'epsilon' | 'epsilonHigh' | 'sequenceEpsilon' | 'sequenceEpsilonHigh'>,
+): [number, number] {
+  return loss.importanceSampling === 'sequence' ? [loss.sequenceEpsilon, loss.sequenceEpsilonHigh] : [loss.epsilon, loss.epsilonHigh];
+}
 
 /** Running sums an engine fills in while it computes a loss (over every micro-batch, and every rank). */
 export interface LossStats {

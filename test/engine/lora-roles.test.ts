@@ -22,19 +22,14 @@ import { torchPython } from '../helpers/torch.js';
 import { serveCheckpoint } from '../../samples/harness/serve-checkpoint.js';
 import { AglClient } from '../../client/client.js';
 import { attemptBaseUrl } from '../../protocol/ids.js';
+import { tokenMeanGrpo } from './compare.js';
 
 const WARMUP = join('samples', 'calc', 'warmup');
 const LORA = { rank: 4, alpha: 8, dropout: 0, targetModules: null };
 
 function grpo(n: number, sign: number): TrainLoss {
   return {
-    kind: 'grpo',
-    clipLow: 0.2,
-    clipHigh: 0.2,
-    beta: 0,
-    aggregation: 'token-mean',
-    normTokens: null,
-    importanceSampling: 'token',
+    ...tokenMeanGrpo([], { epsilonHigh: 0.2 }),
     samples: Array.from({ length: n }, (_, i) => ({ advantage: sign * (i % 2 ? 1 : -1), oldLogprobs: [] })),
   };
 }

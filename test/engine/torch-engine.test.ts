@@ -15,7 +15,7 @@ import type { SequencePair } from '../../daemon/model/policy-contract.js';
 import { readSafetensors } from '../../daemon/model/safetensors.js';
 import { EngineError, startTorchEngine, type TorchPolicyModel } from '../../daemon/model/torch-engine.js';
 import { torchPython } from '../helpers/torch.js';
-import { maxParamDiff } from './compare.js';
+import { maxParamDiff, tokenMeanGrpo } from './compare.js';
 
 const WARMUP = join('samples', 'calc', 'warmup');
 const opts = () => ({ python: torchPython(), optimizer: { microBatchSize: 16 } });
@@ -121,19 +121,7 @@ describe('torch engine: sampling', () => {
       e.scoreLogprobs([{ promptIds: [1], completionIds: [5, 264] }]),
       /pairs\[0\]\.completionIds\[1\]: token id 264 is outside the vocabulary \[0, 264\)/,
     );
-    await assert.rejects(
-      e.trainStep([{ promptIds: [1, 2], completionIds: [3] }], {
-        kind: 'grpo',
-        clipLow: 0.2,
-        clipHigh: 0.2,
-        beta: 0,
-        aggregation: 'token-mean',
-        normTokens: null,
-        importanceSampling: 'token',
-        samples: [],
-      }),
-      /loss\.samples: one per pair is needed/,
-    );
+    await assert.rejects(e.trainStep([{ promptIds: [1, 2], completionIds: [3] }], tokenMeanGrpo([])), /loss\.samples: one per pair is needed/);
     const [g] = await e.generate([prompt(e, 'Still there?')], { maxTokens: 4, temperature: 0 });
     assert.ok(g.tokenIds.length > 0);
   });

@@ -7,7 +7,7 @@ TF.js engine implements (daemon/model/loss.ts):
                   (ratioBase 'update': the update's numerics, so the ratio starts at exactly 1)
           r_t   = exp(logp_t - old_t)                          importanceSampling 'token'
                 = exp(mean over i's tokens of (logp - old))    importanceSampling 'sequence' (GSPO)
-          pg_t  = max(-A r_t, -A clip(r_t, 1 - clipLow, 1 + clipHigh))
+          pg_t  = max(-A r_t, -A clip(r_t, 1 - lo, 1 + hi))       (lo, hi): epsilon(High), or sequenceEpsilon(High)
           w_t   = min(exp(old_t - sampler_t), tisCap)          ratioBase 'update' with tisCap: truncated importance
                                                                sampling for the sampler's other numerics (TRL's
                                                                vLLM correction, token_truncate), not differentiated
@@ -15,7 +15,7 @@ TF.js engine implements (daemon/model/loss.ts):
           loss  = aggregate(w_t pg_t + beta kl_t):
             token-mean      sum over every token of the batch / tokens of the batch       (TRL 'dapo', 'bnpo')
             seq-mean        mean per sequence, then mean over sequences                   (TRL 'grpo')
-            token-sum-norm  sum over every token / (normTokens x sequences)              (Dr.GRPO)
+            token-sum-norm  sum over every token / (lossNormTokens x sequences)          (Dr.GRPO)
 
 A loss function gets one micro-batch and returns that micro-batch's share of the batch loss, so gradients summed
 over micro-batches (and ranks) are the batch loss's gradients. Its statistics stay on the device until `stats()`
@@ -89,7 +89,8 @@ class LossFn:
             per_seq = (d * mask).sum(1, keepdim=True) / mask.sum(1, keepdim=True).clamp(min=1)
             d = per_seq * torch.ones_like(d)
         ratio = torch.exp(d)
-        clipped_ratio = torch.clamp(ratio, 1 - s.clip_low, 1 + s.clip_high)
+        lo, hi = s.clip_range()
+        clipped_ratio = torch.clamp(ratio, 1 - lo, 1 + hi)
         pg1 = -adv * ratio
         pg2 = -adv * clipped_ratio
         per_token = torch.maximum(pg1, pg2)
@@ -108,10 +109,10 @@ class LossFn:
             kl = torch.exp(dr) - dr - 1
             per_token = per_token + s.beta * kl
         masked = per_token * mask
-        if s.aggregation == 'token-mean':
+        if s.loss_aggregation == 'token-mean':
             loss = masked.sum() / max(1, self.total_tokens)
-        elif s.aggregation == 'token-sum-norm':
-            loss = masked.sum() / (max(1, self.total_seqs) * float(s.norm_tokens or 1))  # present: check_loss
+        elif s.loss_aggregation == 'token-sum-norm':
+            loss = masked.sum() / (max(1, self.total_seqs) * float(s.loss_norm_tokens or 1))  # present: check_loss
         else:
             loss = (masked.sum(1) / mask.sum(1).clamp(min=1)).sum() / max(1, self.total_seqs)
         with torch.no_grad():

@@ -65,20 +65,32 @@ class NllLoss:
 
 @dataclass
 class GrpoLoss:
+    """GRPO's settings the loss reads, under their one declaration's names (protocol/grpo-settings.ts GrpoLossSettings),
+    every one given by the daemon (no defaults here), and the samples."""
+
     kind: Literal['grpo']
-    clip_low: float = field(metadata=_min(0))
-    clip_high: float = field(metadata=_min(0))
+    # The token ratio's clip range (1 - epsilon, 1 + epsilonHigh); a sequence ratio's (GSPO) is sequenceEpsilon(High).
+    epsilon: float = field(metadata=_min(0))
+    epsilon_high: float = field(metadata=_min(0))
+    sequence_epsilon: float = field(metadata=_min(0))
+    sequence_epsilon_high: float = field(metadata=_min(0))
     beta: float = field(metadata=_min(0))
-    aggregation: Literal['token-mean', 'seq-mean', 'token-sum-norm']
-    norm_tokens: int | None = field(metadata=_min(1))
+    loss_aggregation: Literal['token-mean', 'seq-mean', 'token-sum-norm']
+    loss_norm_tokens: int | None = field(metadata=_min(1))
     importance_sampling: Literal['token', 'sequence']
-    samples: list[GrpoSample]
     # 'sampler': the ratio's old log-probs are samples[i].oldLogprobs (the sampler's); 'update': the update's own
     # forward pass before the weights change (the update's numerics), the sampler's entering only through tisCap.
-    ratio_base: Literal['sampler', 'update'] = 'sampler'
+    ratio_base: Literal['sampler', 'update']
     # With ratio_base 'update': each token's loss is weighted by min(exp(current - sampler), tisCap) (truncated
     # importance sampling for a sampler whose numerics or version differ); None: no weight.
-    tis_cap: float | None = field(default=None, metadata=_min(1))
+    tis_cap: float | None = field(metadata=_min(1))
+    samples: list[GrpoSample]
+
+    def clip_range(self) -> tuple[float, float]:
+        """The ratio's clip range: the token epsilons, or GSPO's much tighter sequence ones."""
+        if self.importance_sampling == 'sequence':
+            return self.sequence_epsilon, self.sequence_epsilon_high
+        return self.epsilon, self.epsilon_high
 
 
 @dataclass
@@ -357,8 +369,8 @@ def check_loss(loss: NllLoss | GrpoLoss, pairs: list[Pair]) -> None:
         return
     if len(loss.samples) != len(pairs):
         raise RequestError(f'loss.samples: one per pair is needed ({len(pairs)}), got {len(loss.samples)}')
-    if loss.aggregation == 'token-sum-norm' and not loss.norm_tokens:
-        raise RequestError('loss.normTokens: token-sum-norm needs it (the generation budget per call)')
+    if loss.loss_aggregation == 'token-sum-norm' and not loss.loss_norm_tokens:
+        raise RequestError('loss.lossNormTokens: token-sum-norm needs it (the generation budget per call)')
     for i, (s, p) in enumerate(zip(loss.samples, pairs)):
         n = len(p.completion_ids)
         if len(s.old_logprobs) != n:

@@ -14,12 +14,16 @@ def gen(**over):
 def grpo(**over):
     return {
         'kind': 'grpo',
-        'clipLow': 0.2,
-        'clipHigh': 0.28,
+        'epsilon': 0.2,
+        'epsilonHigh': 0.28,
+        'sequenceEpsilon': 3e-4,
+        'sequenceEpsilonHigh': 4e-4,
         'beta': 0.0,
-        'aggregation': 'token-mean',
-        'normTokens': None,
+        'lossAggregation': 'token-mean',
+        'lossNormTokens': None,
         'importanceSampling': 'token',
+        'ratioBase': 'sampler',
+        'tisCap': None,
         'samples': [{'advantage': 1.0, 'oldLogprobs': [-1.0, -2.0]}],
         **over,
     }
@@ -62,7 +66,7 @@ def test_a_bad_generate_request_names_its_field(raw, message):
     [
         ({'pairs': [], 'loss': {'kind': 'nll'}}, 'params.pairs: must not be empty'),
         ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': {'kind': 'ppo'}}, 'params.loss.kind: must be one of nll, grpo'),
-        ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(clipLow=-1)}, 'params.loss.clipLow: must be at least 0'),
+        ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(epsilon=-1)}, 'params.loss.epsilon: must be at least 0'),
         (
             {'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(samples=[{'advantage': float('inf'), 'oldLogprobs': [-1.0]}])},
             'advantage: must be a finite number',
@@ -71,7 +75,7 @@ def test_a_bad_generate_request_names_its_field(raw, message):
             {'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(samples=[{'advantage': 1, 'oldLogprobs': [float('nan')]}])},
             'oldLogprobs[0]: must be a finite number',
         ),
-        ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(aggregation='sum')}, 'params.loss.aggregation: must be one of'),
+        ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(lossAggregation='sum')}, 'params.loss.lossAggregation: must be one of'),
         ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(tisCap=0.5)}, 'params.loss.tisCap: must be at least 1'),
     ],
 )
