@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readSafetensors } from '../../daemon/model/safetensors.js';
-import type { GrpoSample, GrpoTrainLoss, TrainLoss } from '../../protocol/engine.js';
+import type { GrpoSample, GrpoTrainLoss } from '../../protocol/engine.js';
 
 /**
  * GPT-2's key bias (the middle third of attn.c_attn.bias) has a zero gradient in exact arithmetic (it adds the same
