@@ -1,7 +1,7 @@
 /**
  * What a PostgreSQL store committed, for PostgresStore.watchChanges (protocol/lightning-store.ts): the daemon's event
  * stream tells the editor from it. Every writer of the database, this daemon or any other, notifies while a feed
- * listens: statement triggers (schema migrations 3 and 5, CHANGE_TRIGGERS_SQL, built from changes.ts) send the rows
+ * listens: statement triggers (schema migrations 3, 5 and 7, changeTriggersSql, built from changes.ts) send the rows
  * a statement wrote, as a StoreChange in JSON, on the channel CHANGES_CHANNEL, and PostgreSQL delivers a
  * transaction's notifications when it commits, in commit order, to every session listening. While anyone watches,
  * the feed holds one connection of its own that LISTENs and is registered in agl_change_listeners; with nobody
@@ -11,7 +11,7 @@
  */
 import pg from 'pg';
 import { StoreChange, emptyChange } from '../../protocol/events.js';
-import { CHANGE_SOURCES, changedItemsSql, type ChangeSource } from './changes.js';
+import { changedItemsSql, type ChangeSource } from './changes.js';
 
 export const CHANGES_CHANNEL = 'agl_store_changes';
 const RETRY_MS = { min: 250, max: 5_000 };
@@ -42,7 +42,8 @@ function triggerSql(source: ChangeSource, name: string, event: string, fn: strin
 }
 
 /**
- * The triggers (schema migrations 3 and 5), from changes.ts's declaration: each statement that inserts rows, or
+ * The triggers (schema migrations 3 and 5 from changes.ts's CHANGE_SOURCES_SCHEMA_5, 7 from its CHANGE_SOURCES): each
+ * statement that inserts rows, or
  * updates rows of a table whose rows move, notifies their items while a feed listens (an UPDATE trigger with a
  * transition table takes no column list, so every update counts, not only those that set `updated_at`: a few more
  * events than SQLite's feed, never fewer). A notification's payload must stay under 8000 bytes or the writing
@@ -51,14 +52,14 @@ function triggerSql(source: ChangeSource, name: string, event: string, fn: strin
  * statement that wrote no row sends nothing. Written to run again over itself (a store migrated back by hand, as a
  * test does).
  */
-export const CHANGE_TRIGGERS_SQL = `
+export const changeTriggersSql = (sources: readonly ChangeSource[]): string => `
   CREATE TABLE IF NOT EXISTS ${LISTENERS} (pid INTEGER PRIMARY KEY, since DOUBLE PRECISION NOT NULL);
   CREATE OR REPLACE FUNCTION agl_notify(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
   BEGIN
     IF octet_length(payload::text) > 7900 THEN payload := '{"truncated": true}'::jsonb; END IF;
     PERFORM pg_notify('${CHANGES_CHANNEL}', payload::text);
   END $$;
-${CHANGE_SOURCES.map((s) => {
+${sources.map((s) => {
   if (!s.moves)
     return `${triggerFunctionSql(s, `agl_${s.kind}_added`)}
   ${triggerSql(s, `agl_${s.kind}_added`, 'INSERT', `agl_${s.kind}_added`)}`;

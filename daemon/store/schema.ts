@@ -204,6 +204,63 @@ export function summaryColumnsSql(backend: Backend): string {
   return `${alter}\nCREATE INDEX rollouts_reward ON rollouts(final_reward, seq);`;
 }
 
+// --- schema 7: prompt optimization (protocol/prompts.ts) ----------------------------------------------------------
+/**
+ * The tables of a prompt optimization's records. A candidate's row keeps the whole record as JSON (`data`), its status
+ * and `updated_at` beside it for the change feed (a candidate moves once, when decided); an optimizer call is stored
+ * once, whole; promoted prompts are a history (a row per promotion, `text` NULL for a clear back to the seed), the
+ * latest row of an agent's prompt being what its agents get.
+ */
+const TABLES_V7: readonly Table[] = [
+  {
+    name: 'prompt_candidates',
+    order: 'none',
+    columns: [
+      ['id', 'TEXT PRIMARY KEY'],
+      ['run_id', 'TEXT NOT NULL'],
+      ['ordinal', 'INTEGER NOT NULL'],
+      ['status', 'TEXT NOT NULL'],
+      ['data', 'TEXT NOT NULL'],
+      ['created_at', 'REAL NOT NULL'],
+      ['updated_at', 'REAL NOT NULL'],
+    ],
+    indexes: ['UNIQUE INDEX prompt_candidates_run ON prompt_candidates(run_id, ordinal)'],
+  },
+  {
+    name: 'optimizer_calls',
+    order: 'none',
+    columns: [
+      ['run_id', 'TEXT NOT NULL'],
+      ['seq', 'INTEGER NOT NULL'],
+      ['data', 'TEXT NOT NULL'],
+      ['created_at', 'REAL NOT NULL'],
+    ],
+    constraints: ['PRIMARY KEY (run_id, seq)'],
+  },
+  {
+    name: 'promoted_prompts',
+    order: 'hidden',
+    columns: [
+      ['agent', 'TEXT NOT NULL'],
+      ['name', 'TEXT NOT NULL'],
+      ['text', 'TEXT'],
+      ['candidate_id', 'TEXT'],
+      ['run_id', 'TEXT'],
+      ['promoted_by', 'TEXT NOT NULL'],
+      ['promoted_at', 'REAL NOT NULL'],
+    ],
+    indexes: ['INDEX promoted_prompts_name ON promoted_prompts(name)'],
+  },
+];
+
+/**
+ * Schema migration 7's part both backends share: every run gets a kind (those stored before are training runs), and
+ * the prompt optimization's tables. Each backend adds the index of its rollouts by candidate (a JSON expression).
+ */
+export function promptOptimizationSql(backend: Backend): string {
+  return [`ALTER TABLE training_runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'train';`, ...TABLES_V7.map((t) => createTable(t, backend))].join('\n\n');
+}
+
 // --- running them -------------------------------------------------------------------------------------------------
 /** The migrations a database at `current` still needs, or the error of one written by a newer agl. */
 export function pendingMigrations<M>(migrations: readonly M[], current: number): Array<{ version: number; migration: M }> {
