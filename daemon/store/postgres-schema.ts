@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { SEARCH_MIGRATION_SQL, backfillSearch } from './postgres-search.js';
 import { FORGET_GONE_LISTENERS_SQL, changeTriggersSql } from './postgres-changes.js';
 import { CHANGE_SOURCES, CHANGE_SOURCES_SCHEMA_5 } from './changes.js';
-import { initialSchemaSql, pendingMigrations, policyMetricGapsSql, promptOptimizationSql } from './schema.js';
+import { RUN_KIND_COLUMN, initialSchemaSql, pendingMigrations, policyMetricGapsSql, promptOptimizationTablesSql } from './schema.js';
 import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 
 /** SQL, or a function for a migration that also computes data (run in the migration's transaction). */
@@ -37,9 +37,11 @@ const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
   changeTriggersSql(CHANGE_SOURCES_SCHEMA_5),
   // 6: a policy's metrics of a step without its update (or without its roles' calls) are gaps, not 0s
   policyMetricGapsSql('postgres'),
-  // 7: run kinds, prompt optimization's records and their change triggers, rollouts found by their candidate
-  `${promptOptimizationSql('postgres')}
-  CREATE INDEX rollouts_candidate ON rollouts(((metadata::jsonb) ->> '${ROLLOUT_METADATA_KEYS.candidate}'), seq)
+  // 7: run kinds, prompt optimization's records and their change triggers, rollouts found by their candidate (runs
+  //    again over itself)
+  `ALTER TABLE training_runs ADD COLUMN IF NOT EXISTS ${RUN_KIND_COLUMN};
+  ${promptOptimizationTablesSql('postgres')}
+  CREATE INDEX IF NOT EXISTS rollouts_candidate ON rollouts(((metadata::jsonb) ->> '${ROLLOUT_METADATA_KEYS.candidate}'), seq)
     WHERE ((metadata::jsonb) ->> '${ROLLOUT_METADATA_KEYS.candidate}') IS NOT NULL;
   ${changeTriggersSql(CHANGE_SOURCES)}`,
 ];

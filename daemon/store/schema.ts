@@ -171,12 +171,16 @@ function orderColumn(t: Table, backend: Backend): string | null {
   return `seq BIGINT GENERATED ALWAYS AS IDENTITY${declaresKey ? '' : ' PRIMARY KEY'}`;
 }
 
-function createTable(t: Table, backend: Backend): string {
+/** `again`: the statements run again over themselves (IF NOT EXISTS), for a migration a store may have had already. */
+function createTable(t: Table, backend: Backend, again = false): string {
   const order = orderColumn(t, backend);
   const columns = t.columns.filter(([, , only]) => only === undefined || only === backend).map(([name, d]) => `${name} ${typeIn(d, backend)}`);
   const lines = [...(order ? [order] : []), ...columns, ...(t.constraints ?? [])];
-  const indexes = (t.indexes ?? []).flatMap((i) => (typeof i === 'string' ? [i] : i[1] === backend ? [i[0]] : [])).map((i) => `CREATE ${i};`);
-  return [`CREATE TABLE ${t.name} (\n  ${lines.join(',\n  ')}\n);`, ...indexes].join('\n');
+  const ifNew = again ? 'IF NOT EXISTS ' : '';
+  const indexes = (t.indexes ?? [])
+    .flatMap((i) => (typeof i === 'string' ? [i] : i[1] === backend ? [i[0]] : []))
+    .map((i) => `CREATE ${i.replace(/INDEX /, `INDEX ${ifNew}`)};`);
+  return [`CREATE TABLE ${ifNew}${t.name} (\n  ${lines.join(',\n  ')}\n);`, ...indexes].join('\n');
 }
 
 /** Schema migration 1 in the backend's SQL: every table and its indexes. */
@@ -253,12 +257,16 @@ const TABLES_V7: readonly Table[] = [
   },
 ];
 
+/** Schema 7's column of every run: its kind (protocol/store.ts RUN_KINDS); runs stored before are training runs. */
+export const RUN_KIND_COLUMN = "kind TEXT NOT NULL DEFAULT 'train'";
+
 /**
- * Schema migration 7's part both backends share: every run gets a kind (those stored before are training runs), and
- * the prompt optimization's tables. Each backend adds the index of its rollouts by candidate (a JSON expression).
+ * Schema migration 7's tables, both backends alike, written to run again over themselves (a store migrated back by
+ * hand, as tests do). Each backend adds RUN_KIND_COLUMN (SQLite's ALTER TABLE has no IF NOT EXISTS) and the index of
+ * its rollouts by candidate (a JSON expression).
  */
-export function promptOptimizationSql(backend: Backend): string {
-  return [`ALTER TABLE training_runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'train';`, ...TABLES_V7.map((t) => createTable(t, backend))].join('\n\n');
+export function promptOptimizationTablesSql(backend: Backend): string {
+  return TABLES_V7.map((t) => createTable(t, backend, true)).join('\n\n');
 }
 
 // --- running them -------------------------------------------------------------------------------------------------
