@@ -134,7 +134,9 @@ export const OptimizerCall = z.object({
   createdAt: z.number(),
 });
 export type OptimizerCall = z.infer<typeof OptimizerCall>;
-export const OptimizerCallInput = OptimizerCall.omit({ createdAt: true }).extend({ runId: z.string().min(1) }).strict();
+export const OptimizerCallInput = OptimizerCall.omit({ createdAt: true })
+  .extend({ runId: z.string().min(1) })
+  .strict();
 export type OptimizerCallInput = z.input<typeof OptimizerCallInput>;
 
 export const PromotedPrompt = z.object({

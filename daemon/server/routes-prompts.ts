@@ -26,7 +26,8 @@ export function promptRoutes(ctx: ServerContext) {
       async handle({ body }) {
         await runMustExist(body.runId);
         for (const [i, parent] of body.parents.entries()) {
-          if ((await store.getPromptCandidate(parent))?.runId !== body.runId) throw missing(`parents[${i}]`, `prompt candidate '${parent}' of run '${body.runId}'`);
+          if ((await store.getPromptCandidate(parent))?.runId !== body.runId)
+            throw missing(`parents[${i}]`, `prompt candidate '${parent}' of run '${body.runId}'`);
         }
         return json(201, await store.addPromptCandidate(body));
       },
@@ -51,7 +52,8 @@ export function promptRoutes(ctx: ServerContext) {
 
     promotePrompt: {
       async handle({ body }) {
-        if (body.candidateId !== null && !(await store.getPromptCandidate(body.candidateId))) throw missing('candidateId', `prompt candidate '${body.candidateId}'`);
+        if (body.candidateId !== null && !(await store.getPromptCandidate(body.candidateId)))
+          throw missing('candidateId', `prompt candidate '${body.candidateId}'`);
         return json(201, await store.promotePrompt(body));
       },
     },

@@ -66,10 +66,11 @@ const candidateWrite = (c: PromptCandidate): unknown[] => [c.status, JSON.string
 
 /** Why `input` cannot be added where `stored` is (same id, or same run and ordinal), or null: the same candidate again. */
 export function candidateConflict(stored: PromptCandidate, input: PromptCandidateInputParsed): string | null {
-  if (stored.id !== input.id) return `ordinal ${input.ordinal} of run '${input.runId}' is candidate '${stored.id}' already: give '${input.id}' the run's next ordinal`;
+  if (stored.id !== input.id)
+    return `ordinal ${input.ordinal} of run '${input.runId}' is candidate '${stored.id}' already: give '${input.id}' the run's next ordinal`;
   const changed = LINEAGE.filter((k) => !same(stored[k], input[k]));
   if (changed.length) {
-    return `prompt candidate '${input.id}' is stored with another ${changed.join(', ')}: a candidate's texts and lineage never change (store new texts as a new candidate, with the run's next ordinal)`;
+    return `prompt candidate '${input.id}' differs from the stored one in ${changed.join(', ')}: a candidate's texts and lineage never change (store new texts as a new candidate, with the run's next ordinal)`;
   }
   if (input.status !== 'proposed' && (stored.status !== input.status || stored.reason !== input.reason)) {
     return `prompt candidate '${input.id}' is stored ${says(stored.status, stored.reason)}, added again ${says(input.status, input.reason)}: a candidate is decided once`;
@@ -83,7 +84,9 @@ function fillScores(id: string, stored: CandidateScores, next: CandidateScores):
   for (const key of SCORE_KEYS) {
     if (next[key] === null || same(stored[key], next[key])) continue;
     if (stored[key] !== null) {
-      throw new ConflictError(`prompt candidate '${id}' has its ${key} score ${JSON.stringify(stored[key])} already (asked: ${JSON.stringify(next[key])}): a score once set never changes`);
+      throw new ConflictError(
+        `prompt candidate '${id}' has its ${key} score ${JSON.stringify(stored[key])} already (asked: ${JSON.stringify(next[key])}): a score once set never changes`,
+      );
     }
     (out as Record<string, unknown>)[key] = next[key];
   }
@@ -92,9 +95,12 @@ function fillScores(id: string, stored: CandidateScores, next: CandidateScores):
 
 /** The candidate after `decision`, and whether it changed (null: as stored). Throws ConflictError for a second, other decision. */
 export function decideCandidate(stored: PromptCandidate, d: CandidateDecisionParsed, now: number): PromptCandidate | null {
-  if (stored.status === 'proposed') return { ...stored, status: d.status, reason: d.reason, scores: fillScores(stored.id, stored.scores, d.scores), decidedAt: now };
+  if (stored.status === 'proposed')
+    return { ...stored, status: d.status, reason: d.reason, scores: fillScores(stored.id, stored.scores, d.scores), decidedAt: now };
   if (stored.status !== d.status || stored.reason !== d.reason) {
-    throw new ConflictError(`prompt candidate '${stored.id}' was decided ${says(stored.status, stored.reason)}; asked ${says(d.status, d.reason)}: a candidate is decided once`);
+    throw new ConflictError(
+      `prompt candidate '${stored.id}' was decided ${says(stored.status, stored.reason)}; asked ${says(d.status, d.reason)}: a candidate is decided once`,
+    );
   }
   const scores = fillScores(stored.id, stored.scores, d.scores);
   return same(scores, stored.scores) ? null : { ...stored, scores };
@@ -107,7 +113,7 @@ const rowToCall = (r: Row): OptimizerCall => JSON.parse(r.data);
 export function callConflict(stored: OptimizerCall, input: OptimizerCall): string | null {
   const changed = (Object.keys(input) as (keyof OptimizerCall)[]).filter((k) => k !== 'createdAt' && !same(stored[k], input[k]));
   if (!changed.length) return null;
-  return `optimizer call ${input.seq} of run '${input.runId}' is stored with another ${changed.join(', ')}: a call is stored once (a new call takes the run's next seq)`;
+  return `optimizer call ${input.seq} of run '${input.runId}' differs from the stored one in ${changed.join(', ')}: a call is stored once (a new call takes the run's next seq)`;
 }
 
 // --- promoted prompts --------------------------------------------------------------------------------------------
@@ -130,7 +136,9 @@ const promotionInsert = (p: PromptPromotion): Statement => ({
 function current(history: PromptPromotion[], key: (p: PromptPromotion) => string): PromotedPrompt[] {
   const latest = new Map<string, PromptPromotion>();
   for (const p of history) latest.set(key(p), p);
-  return [...latest.values()].filter((p): p is PromotedPrompt => p.text !== null).sort((a, b) => a.agent.localeCompare(b.agent) || a.name.localeCompare(b.name));
+  return [...latest.values()]
+    .filter((p): p is PromotedPrompt => p.text !== null)
+    .sort((a, b) => a.agent.localeCompare(b.agent) || a.name.localeCompare(b.name));
 }
 
 export class PromptRecords {
@@ -170,7 +178,11 @@ export class PromptRecords {
       const stored = rowToCandidate(row);
       const next = decideCandidate(stored, d, Date.now());
       if (!next) return { result: stored };
-      return { result: next, moved: id, write: { sql: 'UPDATE prompt_candidates SET status = ?, data = ?, updated_at = ? WHERE id = ?', params: [...candidateWrite(next), id] } };
+      return {
+        result: next,
+        moved: id,
+        write: { sql: 'UPDATE prompt_candidates SET status = ?, data = ?, updated_at = ? WHERE id = ?', params: [...candidateWrite(next), id] },
+      };
     });
   }
 
@@ -188,7 +200,10 @@ export class PromptRecords {
     await this.requireRun(c.runId);
     const call: OptimizerCall = { ...c, createdAt: Date.now() };
     const blocking = await this.db.insertUnlessExists(
-      { sql: 'INSERT INTO optimizer_calls (run_id, seq, data, created_at) VALUES (?, ?, ?, ?)', params: [c.runId, c.seq, JSON.stringify(call), call.createdAt] },
+      {
+        sql: 'INSERT INTO optimizer_calls (run_id, seq, data, created_at) VALUES (?, ?, ?, ?)',
+        params: [c.runId, c.seq, JSON.stringify(call), call.createdAt],
+      },
       { sql: 'SELECT data FROM optimizer_calls WHERE run_id = ? AND seq = ?', params: [c.runId, c.seq] },
     );
     if (!blocking) return call;
@@ -208,7 +223,8 @@ export class PromptRecords {
     const c = await this.getCandidate(p.candidateId);
     if (!c) throw new NotFoundError('prompt candidate', p.candidateId);
     if (!(p.name in c.prompts)) throw new ConflictError(`prompt candidate '${c.id}' has no prompt '${p.name}' (it has ${Object.keys(c.prompts).join(', ')})`);
-    if (c.prompts[p.name] !== p.text) throw new ConflictError(`text is not prompt candidate '${c.id}''s text of '${p.name}': promote that text, or a text of your own with candidateId null`);
+    if (c.prompts[p.name] !== p.text)
+      throw new ConflictError(`text is not prompt candidate '${c.id}''s text of '${p.name}': promote that text, or a text of your own with candidateId null`);
     if (p.runId !== null && p.runId !== c.runId) throw new ConflictError(`prompt candidate '${c.id}' is of run '${c.runId}', not '${p.runId}'`);
     return c.runId;
   }

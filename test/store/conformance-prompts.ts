@@ -81,7 +81,11 @@ export function promptsConformance(ctx: { readonly store: LightningStore }): voi
       await assert.rejects(ctx.store.addPromptCandidate(seedOf('run-missing')), NotFoundError);
       await assert.rejects(ctx.store.addPromptCandidate({ ...childOf(seedOf(opt.id), 2, 'x'), parents: ['pc-missing'] }), NotFoundError);
       const elsewhere = await ctx.store.addPromptCandidate(seedOf((await optimization(ctx.store)).id));
-      await assert.rejects(ctx.store.addPromptCandidate({ ...childOf(seedOf(opt.id), 2, 'x'), parents: [elsewhere.id] }), NotFoundError, "another run's candidate");
+      await assert.rejects(
+        ctx.store.addPromptCandidate({ ...childOf(seedOf(opt.id), 2, 'x'), parents: [elsewhere.id] }),
+        NotFoundError,
+        "another run's candidate",
+      );
       await assert.rejects(ctx.store.addPromptCandidate({ ...childOf(seedOf(opt.id), 2, 'x'), component: 'critic' }), /is none of the candidate's prompts/);
       await ctx.store.addPromptCandidate(childOf(seedOf(opt.id), 3, 'Third.'));
       await ctx.store.addPromptCandidate(childOf(seedOf(opt.id), 2, 'Second.'));
@@ -105,11 +109,18 @@ export function promptsConformance(ctx: { readonly store: LightningStore }): voi
       const child = await ctx.store.addPromptCandidate(childOf(seedOf(opt.id), 1, 'Answer with units.'));
       const decision = { status: 'accepted' as const, scores: { minibatch: { parent: 0.25, child: 0.75 } } };
       const accepted = await ctx.store.decidePromptCandidate(child.id, decision);
-      assert.deepEqual([accepted.status, accepted.scores, accepted.createdAt], ['accepted', { minibatch: { parent: 0.25, child: 0.75 }, val: null, test: null }, child.createdAt]);
+      assert.deepEqual(
+        [accepted.status, accepted.scores, accepted.createdAt],
+        ['accepted', { minibatch: { parent: 0.25, child: 0.75 }, val: null, test: null }, child.createdAt],
+      );
       assert.ok(accepted.decidedAt !== null && accepted.decidedAt >= child.createdAt);
       assert.deepEqual(await ctx.store.decidePromptCandidate(child.id, decision), accepted, 'a resumed optimizer decides it again');
       const scored = await ctx.store.decidePromptCandidate(child.id, { status: 'accepted', scores: { val: 0.7 } });
-      assert.deepEqual([scored.scores.val, scored.scores.minibatch, scored.decidedAt], [0.7, accepted.scores.minibatch, accepted.decidedAt], 'its val score, once scored');
+      assert.deepEqual(
+        [scored.scores.val, scored.scores.minibatch, scored.decidedAt],
+        [0.7, accepted.scores.minibatch, accepted.decidedAt],
+        'its val score, once scored',
+      );
       await assert.rejects(ctx.store.decidePromptCandidate(child.id, { status: 'accepted', scores: { val: 0.8 } }), /val score 0.7 already/);
       await assert.rejects(ctx.store.decidePromptCandidate(child.id, { status: 'rejected', reason: 'worse' }), ConflictError);
       assert.deepEqual(await ctx.store.getPromptCandidate(child.id), scored);
@@ -149,7 +160,13 @@ export function promptsConformance(ctx: { readonly store: LightningStore }): voi
       const opt = await optimization(ctx.store);
       const seed = await ctx.store.addPromptCandidate(seedOf(opt.id));
       const best = await ctx.store.addPromptCandidate(childOf(seedOf(opt.id), 1, 'Answer with units.'));
-      const promoted = await ctx.store.promotePrompt({ agent: AGENT, name: 'system', text: best.prompts.system!, candidateId: best.id, by: 'agl optimize promote' });
+      const promoted = await ctx.store.promotePrompt({
+        agent: AGENT,
+        name: 'system',
+        text: best.prompts.system!,
+        candidateId: best.id,
+        by: 'agl optimize promote',
+      });
       assert.deepEqual([promoted.runId, promoted.candidateId, promoted.text], [opt.id, best.id, 'Answer with units.']);
       await assert.rejects(ctx.store.promotePrompt({ agent: AGENT, name: 'system', text: 'edited', candidateId: best.id, by: 'editor' }), ConflictError);
       await assert.rejects(ctx.store.promotePrompt({ agent: AGENT, name: 'critic', text: 'x', candidateId: best.id, by: 'editor' }), /has no prompt 'critic'/);
@@ -201,14 +218,29 @@ function optimizationViewConformance(ctx: { readonly store: LightningStore }): v
       const s1 = await val(seed.id, 'v1', [graded(0, 'missed rule A')]);
       await val(seed.id, 'v2', [graded(1)]);
       const s3 = await val(seed.id, 'v3', [], 'failed', 'Timeout: too slow');
-      const minibatch = await rollout(store, { task: 't1' }, [graded(1)], { metadata: { runId: opt.id, candidate: c1.id, taskId: 't1', split: 'train' }, finish: 'succeeded' });
-      for (const [task, reward] of [['v1', 1], ['v2', 1], ['v3', 0.5]] as const) await val(c1.id, task, [graded(reward)]);
-      const broken = { name: SPAN.exception, attributes: { [AGL.exceptionType]: 'ValueError', [AGL.exceptionMessage]: 'bad json' }, status: { code: 'error' as const } };
+      const minibatch = await rollout(store, { task: 't1' }, [graded(1)], {
+        metadata: { runId: opt.id, candidate: c1.id, taskId: 't1', split: 'train' },
+        finish: 'succeeded',
+      });
+      for (const [task, reward] of [
+        ['v1', 1],
+        ['v2', 1],
+        ['v3', 0.5],
+      ] as const)
+        await val(c1.id, task, [graded(reward)]);
+      const broken = {
+        name: SPAN.exception,
+        attributes: { [AGL.exceptionType]: 'ValueError', [AGL.exceptionMessage]: 'bad json' },
+        status: { code: 'error' as const },
+      };
       const c2v1 = await val(c2.id, 'v1', [broken]);
       await val(c2.id, 'v2', [graded(0)]);
       await val(c2.id, 'v3', [graded(1)]);
       await val(seed.id, 'v2', [graded(0)]); // a task rolled out again (a resumed run): its first score stands
-      const held = await rollout(store, { task: 't9' }, [graded(1)], { metadata: { runId: opt.id, candidate: c1.id, taskId: 't9', split: 'test' }, finish: 'succeeded' });
+      const held = await rollout(store, { task: 't9' }, [graded(1)], {
+        metadata: { runId: opt.id, candidate: c1.id, taskId: 't9', split: 'test' },
+        finish: 'succeeded',
+      });
       await store.enqueueRollout({ input: { task: 'v1' }, mode: 'val', metadata: { runId: opt.id, candidate: seed.id, taskId: 'v1', split: 'val' } });
       await store.addOptimizerCall(call(opt.id, 0, { cost: 0.5 }));
       await store.addOptimizerCall(call(opt.id, 1));

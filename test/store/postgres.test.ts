@@ -105,7 +105,10 @@ describe('PostgresStore with several daemons', () => {
       const lineage = { parents: [], origin: 'seed' as const, component: null, reflection: null, minibatch: null };
       await reopened.addPromptCandidate({ id: candidateId(run.id, 0), runId: run.id, ordinal: 0, prompts: { system: 'Answer.' }, ...lineage });
       const deadline = Date.now() + 20_000;
-      while (!seen.some((c) => c.candidates.some((x) => x.runId === run.id)) || !seen.some((c) => c.runs.some((r) => r.id === run.id && r.kind === 'optimize'))) {
+      while (
+        !seen.some((c) => c.candidates.some((x) => x.runId === run.id)) ||
+        !seen.some((c) => c.runs.some((r) => r.id === run.id && r.kind === 'optimize'))
+      ) {
         assert.ok(Date.now() < deadline, `the new run and candidate not reported: ${JSON.stringify(seen)}`);
         await new Promise((r) => setTimeout(r, 10));
       }
