@@ -367,7 +367,7 @@ export const ROLLOUT_METADATA_KEYS = {
 } as const;
 export const RolloutMetadata = z
   .object({
-    /** The training run that enqueued the rollout. */
+    /** The run that enqueued the rollout (a training run, or a prompt optimization). */
     runId: z.string().optional(),
     /** The run's step (training rollouts), or the step it was validated at (validation rollouts). */
     step: z.number().int().optional(),
