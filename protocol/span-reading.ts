@@ -161,7 +161,8 @@ export function rolloutFeedback(spans: Span[]): string | null {
     return typeof f === 'string' && f.trim() !== '' ? f : null;
   };
   const lastOf = (texts: (string | null)[]): string | null => texts.filter((t) => t !== null).at(-1) ?? null;
-  const lastError = () => lastOf([...spans].sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId).map(errorText));
+  const lastError = () =>
+    lastOf([...spans].sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId).map(errorText));
   if (rootSpan(spans)?.status.code === 'error') return lastError();
   const rewards = rewardsInOrder(spans);
   const final = pickFinalReward(rewards);

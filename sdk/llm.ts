@@ -121,7 +121,9 @@ function seedFile(seed: PromptSeed, what: string, agentDir: string | undefined):
   if (typeof seed === 'string') return null;
   const file = seed && typeof seed === 'object' ? (seed as { file?: unknown }).file : undefined;
   if (typeof file !== 'string' || file === '')
-    throw new TypeError(`${what}: the seed must be the prompt's text or { file: 'path/to/prompt.md' } (relative to the agent's file), got ${JSON.stringify(seed)}`);
+    throw new TypeError(
+      `${what}: the seed must be the prompt's text or { file: 'path/to/prompt.md' } (relative to the agent's file), got ${JSON.stringify(seed)}`,
+    );
   return isAbsolute(file) ? file : resolve(agentDir ?? process.cwd(), file);
 }
 

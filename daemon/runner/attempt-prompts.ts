@@ -40,12 +40,17 @@ export class PromotedPromptsCache {
  * The given texts by prompt name: the agent's promoted texts, overridden, in a rollout naming the candidate it scores,
  * by the prompt_template entries of its resources (versioned by that candidate's id).
  */
-export function attemptPrompts(rollout: Pick<Rollout, 'metadata'>, resources: Resources | null, promoted: readonly PromotedPrompt[]): Record<string, GivenPrompt> {
+export function attemptPrompts(
+  rollout: Pick<Rollout, 'metadata'>,
+  resources: Resources | null,
+  promoted: readonly PromotedPrompt[],
+): Record<string, GivenPrompt> {
   const out: Record<string, GivenPrompt> = {};
   for (const p of promoted) out[p.name] = { text: p.text, source: 'promoted', version: p.candidateId ?? PROMOTED_TEXT_VERSION };
   const candidate = readRolloutMetadata(rollout.metadata).candidate;
   if (resources && candidate !== undefined) {
-    for (const [name, r] of Object.entries(resources.resources)) if (r.type === 'prompt_template') out[name] = { text: r.template, source: 'candidate', version: candidate };
+    for (const [name, r] of Object.entries(resources.resources))
+      if (r.type === 'prompt_template') out[name] = { text: r.template, source: 'candidate', version: candidate };
   }
   return out;
 }

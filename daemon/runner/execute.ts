@@ -123,7 +123,12 @@ export async function executeClaim(claim: Claim, workerFor: (kind: WorkerKind) =
   // The attempt ended without its root span (its process killed at the timeout, crashed, never started, or the agent
   // not loaded): the runner records it, with the error where a score's reader looks for the rollout's feedback.
   if (outcome.status === 'failed' && outcome.unrecorded && !rootSeen) {
-    recordFailedAttempt({ rolloutId: rollout.id, attemptId: attempt.id, task: rollout.input }, sink, outcome.error ?? { message: 'the attempt failed' }, startTime);
+    recordFailedAttempt(
+      { rolloutId: rollout.id, attemptId: attempt.id, task: rollout.input },
+      sink,
+      outcome.error ?? { message: 'the attempt failed' },
+      startTime,
+    );
   }
   try {
     await sink.flush();

@@ -137,7 +137,10 @@ describe('feedback', () => {
   it("of an attempt that failed (its root span ended in error) is its error, before any reward's feedback", () => {
     const root = (message: string) => span({ spanId: 'root', name: SPAN.agentRun, startTime: 0, endTime: 20, status: { code: 'error', message } });
     const graded = reward('r', 2, 0.5, 'half right', true);
-    assert.equal(rolloutFeedback([graded, root('rollout timed out after 5 s: the agent process was killed')]), 'rollout timed out after 5 s: the agent process was killed');
+    assert.equal(
+      rolloutFeedback([graded, root('rollout timed out after 5 s: the agent process was killed')]),
+      'rollout timed out after 5 s: the agent process was killed',
+    );
     assert.equal(rolloutFeedback([graded, exception('e', 3, 'TypeError', 'x is undefined'), root('x is undefined')]), 'x is undefined', 'the last error');
     assert.equal(rolloutFeedback([graded, span({ spanId: 'root', name: SPAN.agentRun, startTime: 0, endTime: 20 })]), 'half right', 'a root that ended ok');
   });

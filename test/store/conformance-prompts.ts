@@ -293,7 +293,11 @@ function optimizationViewConformance(ctx: { readonly store: LightningStore }): v
       const opt = await optimization(store);
       const seed = await store.addPromptCandidate(seedOf(opt.id));
       const meta = (taskId: string) => ({ mode: 'val' as const, metadata: { runId: opt.id, candidate: seed.id, taskId, split: 'val' } });
-      await rollout(store, { task: 'v1' }, [graded(1, 'looked right')], { ...meta('v1'), finish: 'failed', error: 'rollout timed out after 30 s: the agent process was killed' });
+      await rollout(store, { task: 'v1' }, [graded(1, 'looked right')], {
+        ...meta('v1'),
+        finish: 'failed',
+        error: 'rollout timed out after 30 s: the agent process was killed',
+      });
       await rollout(store, { task: 'v2' }, [graded(1, 'right')], { ...meta('v2'), finish: 'succeeded' });
       const view = await optimizationView(store, opt.id);
       assert.deepEqual(
@@ -319,20 +323,32 @@ function promptVersionFilterConformance(ctx: { readonly store: LightningStore })
     it('finds rollouts by a version (candidate, promoted candidate, seed) or a text sha, in any of their prompt spans', async () => {
       const store = ctx.store;
       const scored = await rollout(store, { task: 1 }, [readPrompt('system', 'candidate', 'pc-opt-a-3', 'aaaaaaaaaaaa')], { finish: 'succeeded' });
-      const promoted = await rollout(store, { task: 2 }, [readPrompt('planner', 'seed', 'seed', 'bbbbbbbbbbbb'), readPrompt('system', 'promoted', 'pc-opt-a-3', 'aaaaaaaaaaaa')], {
-        finish: 'succeeded',
-      });
+      const promoted = await rollout(
+        store,
+        { task: 2 },
+        [readPrompt('planner', 'seed', 'seed', 'bbbbbbbbbbbb'), readPrompt('system', 'promoted', 'pc-opt-a-3', 'aaaaaaaaaaaa')],
+        {
+          finish: 'succeeded',
+        },
+      );
       const seeded = await rollout(store, { task: 3 }, [readPrompt('system', 'seed', 'seed', 'cccccccccccc')], { finish: 'failed' });
       const none = await rollout(store, { task: 4 }, [{ name: 'step', attributes: { [AGL.promptVersion]: 'pc-opt-a-3' } }], { finish: 'succeeded' });
-      const ids = async (promptVersion: string, more = {}) =>
-        (await store.queryRollouts({ promptVersion, order: 'asc', ...more })).items.map((r) => r.id);
-      assert.deepEqual(await ids('pc-opt-a-3'), [scored.id, promoted.id], 'scored in its optimization, and read once promoted; another span with the attribute is no prompt read');
+      const ids = async (promptVersion: string, more = {}) => (await store.queryRollouts({ promptVersion, order: 'asc', ...more })).items.map((r) => r.id);
+      assert.deepEqual(
+        await ids('pc-opt-a-3'),
+        [scored.id, promoted.id],
+        'scored in its optimization, and read once promoted; another span with the attribute is no prompt read',
+      );
       assert.deepEqual(await ids('seed'), [promoted.id, seeded.id]);
       assert.deepEqual(await ids('cccccccccccc'), [seeded.id], 'a text by its sha');
       assert.deepEqual(await ids('seed', { status: ['failed'] }), [seeded.id], 'with the other filters');
       assert.deepEqual(await ids('pc-none'), []);
       const page = await rolloutsPage(store, { promptVersion: 'aaaaaaaaaaaa' });
-      assert.deepEqual(page.items.map((i) => i.rollout.id), [promoted.id, scored.id], 'the list, newest first');
+      assert.deepEqual(
+        page.items.map((i) => i.rollout.id),
+        [promoted.id, scored.id],
+        'the list, newest first',
+      );
       assert.equal(page.total, 2);
       assert.ok(!page.items.some((i) => i.rollout.id === none.id));
     });
