@@ -65,10 +65,10 @@ export interface RewardOptions {
  * shape (agentlightning.reward.{i}.name / .value) so v0 tools read it too.
  */
 export function emitReward(reward: number | Record<string, number>, opts: RewardOptions = {}): void {
-  if (opts.feedback !== undefined && typeof opts.feedback !== 'string')
-    throw new TypeError(`emitReward: feedback must be a string (what the grader said), got ${typeof opts.feedback}`);
   const ctx = currentRollout();
   if (!ctx) return;
+  if (opts.feedback !== undefined && typeof opts.feedback !== 'string')
+    throw new TypeError(`emitReward: feedback must be a string (what the grader said), got ${typeof opts.feedback}`);
   const entries: [string, number][] = typeof reward === 'number' ? [['reward', reward]] : Object.entries(reward);
   if (entries.length === 0) throw new TypeError('emitReward: give a number or a non-empty object of named numbers');
   for (const [k, v] of entries)

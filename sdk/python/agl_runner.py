@@ -241,11 +241,11 @@ def current_rollout() -> _Rollout | None:
 def emit_reward(reward: float | Mapping[str, float], primary_key: str | None = None, feedback: str | None = None) -> None:
     """Records a reward: a number, or a dict of named numbers whose first (or primary_key) entry is primary; with
     `feedback`, what the grader said about the answer in words (what a prompt optimization reflects on)."""
-    if feedback is not None and not isinstance(feedback, str):
-        raise ValueError(f'emit_reward: feedback must be a string (what the grader said), got {type(feedback).__name__}')
     ctx = _current.get()
     if ctx is None:
         return
+    if feedback is not None and not isinstance(feedback, str):
+        raise ValueError(f'emit_reward: feedback must be a string (what the grader said), got {type(feedback).__name__}')
     given: list[tuple[str, object]] = list(reward.items()) if isinstance(reward, Mapping) else [('reward', reward)]
     if not given:
         raise ValueError('emit_reward: give a number or a non-empty dict of numbers')

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { formatSpanTree } from '../../daemon/runner/print.js';
 import { candidateId } from '../../protocol/prompts.js';
 import { promptVersions, rolloutFeedback } from '../../protocol/span-reading.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
@@ -51,6 +52,11 @@ describe('llm.prompt in TypeScript agents', () => {
     );
     assert.equal(read.parentSpanId, spans.find((s) => s.name === SPAN.agentRun)!.spanId);
     assert.equal(read.attributes[AGL.promptFile], undefined, 'a string seed names no file');
+    assert.match(
+      formatSpanTree(spans),
+      new RegExp(`agentlightning\\.prompt .*system: seed seed sha ${sha('Answer briefly: {question}')}`),
+      "agl rollout's print",
+    );
   });
 
   it("reads a file seed beside the agent's file, and records each prompt version it read once with its reads", async () => {
