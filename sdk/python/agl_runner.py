@@ -7,8 +7,10 @@ spans (the rollout's root span, rewards, messages, exceptions) go to the daemon'
 (POST /v1/traces, OTLP/JSON); the outcome goes back to the runner as one JSON line on stdout.
 
 Agents need nothing from this module: point any OpenAI client at `llm.base_url` and return a number (the
-final reward). To emit more, `import agl_runner` and call `agl_runner.emit_reward(0.5)` or
-`agl_runner.emit_reward({"exact": 1.0, "format": 0.5})`, `emit_message("...")`, `emit_object({...})`.
+final reward), or {"reward": x, "feedback": "what was wrong"}. To emit more, `import agl_runner` and call
+`agl_runner.emit_reward(0.5, feedback="...")` or `agl_runner.emit_reward({"exact": 1.0, "format": 0.5})`,
+`emit_message("...")`, `emit_object({...})`. `llm.prompt(name, seed, vars)` reads a prompt an optimization can
+improve (the candidate being scored, else the promoted text, else the seed), as the TypeScript SDK's does.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import traceback
 import urllib.request
 from typing import Any, Awaitable, Callable, Mapping, TypeVar, overload
 
-__all__ = ['LLM', 'current_rollout', 'emit_exception', 'emit_message', 'emit_object', 'emit_reward', 'rollout']
+__all__ = ['LLM', 'current_rollout', 'emit_exception', 'emit_message', 'emit_object', 'emit_reward', 'render_prompt', 'rollout']
 
 _current: contextvars.ContextVar[_Rollout | None] = contextvars.ContextVar('agl_rollout', default=None)
 # An agent function (the runner calls it as module:function(task, llm)).
@@ -352,7 +354,7 @@ def run_job(job: dict[str, Any], daemon_url: str, token: str) -> dict[str, Any]:
         value = fn(*args)
         if inspect.isawaitable(value):
             value = asyncio.run(_await(value))
-        score = returned_score(value)
+        score = _returned_score(value)
         if score is not None:
             reward, feedback, result = score
             emit_reward(reward, feedback=feedback)
@@ -380,7 +382,7 @@ def run_job(job: dict[str, Any], daemon_url: str, token: str) -> dict[str, Any]:
     return outcome
 
 
-def returned_score(value: object) -> tuple[float, str | None, dict[str, Any]] | None:
+def _returned_score(value: object) -> tuple[float, str | None, dict[str, Any]] | None:
     """What an agent's return value scores: a number is the final reward; a dict whose "reward" is a number is the
     final reward with its "feedback" (a string), its other keys (if any) the episode's answer. None for anything else
     (the episode's answer, no reward). A ValueError names a reward that is not finite or a feedback that is not text."""

@@ -59,7 +59,7 @@ function attemptContext(spec: Pick<AttemptSpec, 'rolloutId' | 'attemptId' | 'age
  * else (the episode's answer, no reward). Throws naming the field for a reward that is not finite or a feedback that
  * is not a string.
  */
-export function returnedScore(value: unknown): { reward: number; feedback?: string; result?: Record<string, unknown> } | null {
+function returnedScore(value: unknown): { reward: number; feedback?: string; result?: Record<string, unknown> } | null {
   if (typeof value === 'number') return Number.isFinite(value) ? { reward: value } : null;
   if (!value || typeof value !== 'object' || Array.isArray(value) || typeof (value as { reward?: unknown }).reward !== 'number') return null;
   const { reward, feedback, ...rest } = value as { reward: number; feedback?: unknown };
