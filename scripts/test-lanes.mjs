@@ -163,39 +163,50 @@ export function fileReport(r) {
   return `── ${r.file}: ${what}, ${r.seconds.toFixed(1)} s (${r.heavy ? 'heavy' : 'light'})\n${body}\n`;
 }
 
+/** The heavy lane's order: VS Code files first, then the torch engine's, then the rest (the longest first, roughly). */
+const heavyRank = (f) => (f.needs.has('code-server') ? 0 : f.needs.has('torch') ? 1 : 2);
+
 /**
- * Runs `files` (from describeFile) in two lanes once the set-up steps each needs are done; `report(result)` is called
- * as each file ends. Resolves with every file's result. A failed set-up step rejects (the files left do not start).
+ * Runs `files` (from describeFile) in two lanes once the set-up steps each needs are done, never two VS Code files at
+ * once (each drives code-server, Chromium and a training: two would starve each other's UI waits on two cores);
+ * `report(result)` is called as each file ends. Resolves with every file's result. A failed set-up step rejects.
  */
 export async function runLanes(root, files, { setup, env, extra, report }) {
   const done = new Map(); // set-up step -> its environment, once made
-  const pending = new Set(setup.running.keys());
   let failure = null;
+  const waiting = new Set(); // lanes waiting for a set-up step or a file to end
+  const changed = () => new Promise((res) => waiting.add(res));
+  const wake = () => {
+    for (const res of waiting) res();
+    waiting.clear();
+  };
   for (const [name, p] of setup.running)
     p.then(
       (e) => done.set(name, e),
       (e) => (failure ??= e),
-    ).finally(() => pending.delete(name));
-  const heavy = files.filter((f) => f.heavy),
+    ).finally(() => wake());
+  const heavy = files.filter((f) => f.heavy).sort((a, b) => heavyRank(a) - heavyRank(b)),
     light = files.filter((f) => !f.heavy);
-  const ready = (f) => [...f.needs].every((n) => done.has(n) || !setup.running.has(n));
+  let vscodeRunning = false;
+  const ready = (f) => [...f.needs].every((n) => done.has(n) || !setup.running.has(n)) && !(vscodeRunning && f.needs.has('code-server'));
   const results = [];
   const lane = async (own, other) => {
-    for (;;) {
+    while (own.length + other.length > 0) {
       if (failure) throw failure;
       const from = own.some(ready) ? own : other.some(ready) ? other : null;
       if (!from) {
-        if (own.length + other.length === 0) return;
-        if (pending.size === 0) throw failure ?? new Error('a test file waits for a set-up step that was never started');
-        await Promise.race([...pending].map((n) => setup.running.get(n).catch(() => {})));
+        await changed();
         continue;
       }
       const f = from.splice(from.findIndex(ready), 1)[0];
       const fileEnv = { ...env };
       for (const n of f.needs) Object.assign(fileEnv, done.get(n));
+      if (f.needs.has('code-server')) vscodeRunning = true;
       const r = await runFile(root, f, fileEnv, extra);
+      if (f.needs.has('code-server')) vscodeRunning = false;
       results.push(r);
       report(r);
+      wake();
     }
   };
   const setupFailed = new Promise((_, rej) => setup.running.forEach((p) => p.catch(rej)));
