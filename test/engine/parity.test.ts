@@ -61,7 +61,7 @@ for (const folder of ['calc-warmup', 'llama', 'qwen2'] as const) {
 
     before(async () => {
       scratch = mkdtempSync(join(tmpdir(), `agl-parity-${folder}-`));
-      // Both engines start every comparison from the same folder: weights and Adam moments. The models made by
+      // Both engines start from the same folder: weights and Adam moments. The models made by
       // transformers have no Adam state yet; a first step from zero moments divides each gradient by its own size
       // (g / (|g| + eps)), which turns rounding differences in near-zero gradients into lr-sized ones: one SFT step
       // (TF.js) gives them moments first.
@@ -91,79 +91,77 @@ for (const folder of ['calc-warmup', 'llama', 'qwen2'] as const) {
     });
     after(() => rmSync(scratch, { recursive: true, force: true }));
 
-    /** Both engines on the start folder. */
-    async function both(): Promise<[TfPolicyModel, TorchPolicyModel]> {
-      return [await loadPolicy(start, { optimizer }), await startTorchEngine(start, { python: torchPython(), optimizer, attn: 'eager' })];
-    }
+    // Both engines on the start folder, kept for every comparison below: each update lands on the one before it, so
+    // differences would accumulate. `previous`: the weights before the next update (the last update's, as TF.js saved them).
+    let tfm: TfPolicyModel;
+    let th: TorchPolicyModel;
+    let previous: string;
+    before(async () => {
+      [tfm, th] = [await loadPolicy(start, { optimizer }), await startTorchEngine(start, { python: torchPython(), optimizer, attn: 'eager' })];
+      previous = start;
+    });
+    after(async () => {
+      tfm?.dispose();
+      await th?.close();
+    });
 
     it('completion log-probs within 1e-4, the same greedy tokens', async () => {
-      const [tfm, th] = await both();
-      try {
-        const [mine, theirs] = [await tfm.scoreLogprobs(pairs), await th.scoreLogprobs(pairs)];
-        const worst = Math.max(...mine.map((r, i) => maxDiff(r, theirs[i])));
-        assert.ok(worst < 1e-4, `max |tfjs - torch| log-prob = ${worst}`);
-        const prompts = pairs.slice(0, 4).map((p) => p.promptIds);
-        const [a, b] = [await tfm.generate(prompts, { maxTokens: 12, temperature: 0 }), await th.generate(prompts, { maxTokens: 12, temperature: 0 })];
-        assert.deepEqual(
-          b.map((g) => g.tokenIds),
-          a.map((g) => g.tokenIds),
-        );
-        assert.deepEqual(
-          b.map((g) => g.text),
-          a.map((g) => g.text),
-        );
-      } finally {
-        tfm.dispose();
-        await th.close();
-      }
+      const [mine, theirs] = [await tfm.scoreLogprobs(pairs), await th.scoreLogprobs(pairs)];
+      const worst = Math.max(...mine.map((r, i) => maxDiff(r, theirs[i])));
+      assert.ok(worst < 1e-4, `max |tfjs - torch| log-prob = ${worst}`);
+      const prompts = pairs.slice(0, 4).map((p) => p.promptIds);
+      const [a, b] = [await tfm.generate(prompts, { maxTokens: 12, temperature: 0 }), await th.generate(prompts, { maxTokens: 12, temperature: 0 })];
+      assert.deepEqual(
+        b.map((g) => g.tokenIds),
+        a.map((g) => g.tokenIds),
+      );
+      assert.deepEqual(
+        b.map((g) => g.text),
+        a.map((g) => g.text),
+      );
     });
 
     for (const [label, cfg] of VARIANTS) {
       it(`${label}: the same loss, statistics and update`, async () => {
-        const [tfm, th] = await both();
-        try {
-          // Off-policy old log-probs (a fixed pattern of shifts up to 0.4): ratios leave the clip range on some tokens.
-          const samples = reference.map((row, i) => ({
-            advantage: [1.3, -0.7, 0.4, -1.1, 0.9, -0.2, 0.6, -0.5][i % 8],
-            oldLogprobs: row.map((x, t) => x + 0.4 * Math.sin(3 * i + 5 * t)),
-            refLogprobs: row.map((x, t) => x - 0.3 * Math.cos(2 * i + t)),
-          }));
-          const loss: TrainLoss = cfg === 'nll' ? { kind: 'nll' } : grpoLoss(samples, cfg);
-          const [a, b] = [await tfm.trainStep(pairs, loss, update), await th.trainStep(pairs, loss, update)];
-          console.log(`${folder} ${label}: loss ${a.loss} / ${b.loss}, grad norm ${a.gradNorm} / ${b.gradNorm}, clipped ${a.stats.clipped}`);
-          assert.ok(Math.abs(a.loss - b.loss) <= 1e-5 * Math.abs(a.loss), `loss tfjs ${a.loss} vs torch ${b.loss}`);
-          assert.ok(Math.abs(a.loss) > 1e-3, `a loss that means something: ${a.loss}`);
-          assert.ok(Math.abs(a.gradNorm - b.gradNorm) <= 1e-4 * a.gradNorm, `grad norm ${a.gradNorm} vs ${b.gradNorm}`);
-          assert.equal(b.tokens, a.tokens);
-          assert.equal(b.stats.tokens, a.stats.tokens);
-          assert.equal(b.stats.sequences, a.stats.sequences);
-          assert.equal(b.stats.clipped, a.stats.clipped, 'the same tokens clipped');
-          if (cfg !== 'nll' && cfg.ratioBase === 'update') {
-            assert.equal(a.stats.clipped, 0, 'a ratio of 1 never clips');
-            assert.ok(a.stats.tisCapped > 0, "the importance weight's cap binds on some tokens");
-            assert.equal(b.stats.tisCapped, a.stats.tisCapped, 'the same tokens at the cap');
-          } else if (cfg !== 'nll') assert.ok(a.stats.clipped > 0, 'clipping binds on some tokens');
-          for (const k of ['klSum', 'entropySum', 'ratioSum', 'gapSum'] as const) {
-            assert.ok(Math.abs(a.stats[k] - b.stats[k]) <= 1e-4 * Math.max(1, Math.abs(a.stats[k])), `${k}: ${a.stats[k]} vs ${b.stats[k]}`);
-          }
-          if (cfg !== 'nll' && (cfg.beta ?? 0) > 0) assert.ok(a.stats.klSum > 0, 'the KL term is there');
-          const [ta, tb] = [join(scratch, `tfjs-${label.split(' ')[0]}`), join(scratch, `torch-${label.split(' ')[0]}`)];
-          await tfm.save(ta);
-          await th.save(tb);
-          const w = compareFiles(join(ta, 'model.safetensors'), join(tb, 'model.safetensors'), tfm.config.dModel);
-          assert.ok(w.worst < 1e-5, `parameter ${w.name} differs by ${w.worst} after the update`);
-          const m = compareFiles(join(ta, 'optimizer.safetensors'), join(tb, 'optimizer.safetensors'), tfm.config.dModel);
-          assert.ok(m.worst < 1e-5, `Adam moment ${m.name} differs by ${m.worst} after the update`);
-          assert.equal(readSafetensors(join(tb, 'optimizer.safetensors')).metadata.step, readSafetensors(join(ta, 'optimizer.safetensors')).metadata.step);
-          const moved = compareFiles(join(start, 'model.safetensors'), join(ta, 'model.safetensors'), tfm.config.dModel);
-          assert.ok(moved.worst > 1e-4, `the update moved the weights (by up to ${moved.worst})`);
-          console.log(
-            `  max |tfjs - torch|: parameters ${w.worst.toExponential(2)} (${w.name}), moments ${m.worst.toExponential(2)}; the update itself ${moved.worst.toExponential(2)}`,
-          );
-        } finally {
-          tfm.dispose();
-          await th.close();
+        // Off-policy old log-probs (a fixed pattern of shifts up to 0.4): ratios leave the clip range on some tokens.
+        const samples = reference.map((row, i) => ({
+          advantage: [1.3, -0.7, 0.4, -1.1, 0.9, -0.2, 0.6, -0.5][i % 8],
+          oldLogprobs: row.map((x, t) => x + 0.4 * Math.sin(3 * i + 5 * t)),
+          refLogprobs: row.map((x, t) => x - 0.3 * Math.cos(2 * i + t)),
+        }));
+        const loss: TrainLoss = cfg === 'nll' ? { kind: 'nll' } : grpoLoss(samples, cfg);
+        const [a, b] = [await tfm.trainStep(pairs, loss, update), await th.trainStep(pairs, loss, update)];
+        console.log(`${folder} ${label}: loss ${a.loss} / ${b.loss}, grad norm ${a.gradNorm} / ${b.gradNorm}, clipped ${a.stats.clipped}`);
+        assert.ok(Math.abs(a.loss - b.loss) <= 1e-5 * Math.abs(a.loss), `loss tfjs ${a.loss} vs torch ${b.loss}`);
+        assert.ok(Math.abs(a.loss) > 1e-3, `a loss that means something: ${a.loss}`);
+        assert.ok(Math.abs(a.gradNorm - b.gradNorm) <= 1e-4 * a.gradNorm, `grad norm ${a.gradNorm} vs ${b.gradNorm}`);
+        assert.equal(b.tokens, a.tokens);
+        assert.equal(b.stats.tokens, a.stats.tokens);
+        assert.equal(b.stats.sequences, a.stats.sequences);
+        assert.equal(b.stats.clipped, a.stats.clipped, 'the same tokens clipped');
+        if (cfg !== 'nll' && cfg.ratioBase === 'update') {
+          assert.equal(a.stats.clipped, 0, 'a ratio of 1 never clips');
+          assert.ok(a.stats.tisCapped > 0, "the importance weight's cap binds on some tokens");
+          assert.equal(b.stats.tisCapped, a.stats.tisCapped, 'the same tokens at the cap');
+        } else if (cfg !== 'nll') assert.ok(a.stats.clipped > 0, 'clipping binds on some tokens');
+        for (const k of ['klSum', 'entropySum', 'ratioSum', 'gapSum'] as const) {
+          assert.ok(Math.abs(a.stats[k] - b.stats[k]) <= 1e-4 * Math.max(1, Math.abs(a.stats[k])), `${k}: ${a.stats[k]} vs ${b.stats[k]}`);
         }
+        if (cfg !== 'nll' && (cfg.beta ?? 0) > 0) assert.ok(a.stats.klSum > 0, 'the KL term is there');
+        const [ta, tb] = [join(scratch, `tfjs-${label.split(' ')[0]}`), join(scratch, `torch-${label.split(' ')[0]}`)];
+        await tfm.save(ta);
+        await th.save(tb);
+        const w = compareFiles(join(ta, 'model.safetensors'), join(tb, 'model.safetensors'), tfm.config.dModel);
+        assert.ok(w.worst < 1e-5, `parameter ${w.name} differs by ${w.worst} after the update`);
+        const m = compareFiles(join(ta, 'optimizer.safetensors'), join(tb, 'optimizer.safetensors'), tfm.config.dModel);
+        assert.ok(m.worst < 1e-5, `Adam moment ${m.name} differs by ${m.worst} after the update`);
+        assert.equal(readSafetensors(join(tb, 'optimizer.safetensors')).metadata.step, readSafetensors(join(ta, 'optimizer.safetensors')).metadata.step);
+        const moved = compareFiles(join(previous, 'model.safetensors'), join(ta, 'model.safetensors'), tfm.config.dModel);
+        assert.ok(moved.worst > 1e-4, `this update moved the weights (by up to ${moved.worst})`);
+        previous = ta;
+        console.log(
+          `  max |tfjs - torch|: parameters ${w.worst.toExponential(2)} (${w.name}), moments ${m.worst.toExponential(2)}; the update itself ${moved.worst.toExponential(2)}`,
+        );
       });
     }
   });

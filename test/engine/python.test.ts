@@ -10,8 +10,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { E2E_HOME } from '../helpers/browser.js';
 import { torchPython } from '../helpers/torch.js';
 
 const ENGINE = join('engines', 'torch');
@@ -45,8 +45,9 @@ test('ruff format --check: every Python file is formatted', () => {
 });
 
 test('mypy --strict: the engine and the SDK type-check', () => {
-  // The cache (torch's own types take a minute to read the first time) lives outside the repository.
-  const r = run(['-m', 'mypy', '--cache-dir', join(tmpdir(), 'agl-mypy-cache'), 'agl_torch', join(SDK, 'agl_runner.py')]);
+  // The cache (torch's own types take a minute or more to read the first time) lives in the test cache, beside the
+  // venv it describes, so that it outlives the machine's temp files between runs.
+  const r = run(['-m', 'mypy', '--cache-dir', join(E2E_HOME, 'mypy-cache'), 'agl_torch', join(SDK, 'agl_runner.py')]);
   assert.equal(r.status, 0, r.out.slice(-6000));
   assert.match(r.out, /Success: no issues found in \d+ source files/);
 });

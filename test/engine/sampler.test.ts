@@ -60,6 +60,9 @@ test('the policy routes refuse bad input with a problem naming it, and keep serv
   assert.equal(info.spec, 'samples/calc/warmup');
 });
 
+/** Enough updates to learn from the sampler's samples (held-out +0.03 asked; 0.29 -> 0.58 in 5 steps, -> 0.41 in 3). */
+const STEPS = 3;
+
 test('agl train --engine torch samples from another server and pushes each update to it', { timeout: 600_000 }, async () => {
   const data = join(dir, 'train-data'),
     push = join(dir, 'push');
@@ -67,7 +70,7 @@ test('agl train --engine torch samples from another server and pushes each updat
   writeFileSync(
     cfg,
     readFileSync('samples/calc/train.yaml', 'utf8')
-      .replace(/maxMinutes: \d+/, 'maxMinutes: 0\n  maxSteps: 5')
+      .replace(/maxMinutes: \d+/, `maxMinutes: 0\n  maxSteps: ${STEPS}`)
       .replace(/valEvery: \d+/, 'valEvery: 0')
       .replace(/valSize: \d+/, 'valSize: 100') +
       `engine:\n  kind: torch\n  sampler:\n    url: ${sampler.url}/v1\n    model: warmup\n    apiKeyEnv: AGL_SAMPLER_TOKEN\n` +
@@ -96,15 +99,15 @@ test('agl train --engine torch samples from another server and pushes each updat
   assert.equal(code, 0, out);
   assert.match(out, /sampling from http:\/\/127\.0\.0\.1:\d+\/v1 \(model warmup\); each update is pushed to it/);
   const m = /held-out reward (\d\.\d+) -> (\d\.\d+)/.exec(out)!;
-  console.log(`calc through a sampler daemon, 5 steps: held-out ${m[1]} -> ${m[2]}`);
+  console.log(`calc through a sampler daemon, ${STEPS} steps: held-out ${m[1]} -> ${m[2]}`);
   assert.ok(Number(m[2]) >= Number(m[1]) + 0.03, `the run learned from the sampler's samples: ${m[1]} -> ${m[2]}`);
 
   // Every update reached the sampler: the run's start and each of its updates loaded there; the newest two kept.
   const info = await policyInfo();
-  assert.ok(info.reloads >= 4, `the sampler loaded the pushed weights (${info.reloads} loads)`);
-  assert.equal(info.spec, join(push, 'step-5'));
-  assert.deepEqual(readdirSync(push).sort(), ['step-4', 'step-5']);
-  assert.ok(existsSync(join(push, 'step-5', 'model.safetensors')));
+  assert.ok(info.reloads >= STEPS - 1, `the sampler loaded the pushed weights (${info.reloads} loads)`);
+  assert.equal(info.spec, join(push, `step-${STEPS}`));
+  assert.deepEqual(readdirSync(push).sort(), [`step-${STEPS - 1}`, `step-${STEPS}`]);
+  assert.ok(existsSync(join(push, `step-${STEPS}`, 'model.safetensors')));
 
   // The calls were served by the sampler (not the local policy) and recorded with its token ids and log-probs.
   const store = new SqliteStore(join(data, 'store.sqlite'));

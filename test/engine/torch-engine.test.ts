@@ -27,15 +27,17 @@ function prompt(engine: TorchPolicyModel, q: string): number[] {
 
 const D = 128; // the warm-up's width
 
-describe('torch engine: sampling', () => {
-  let e: TorchPolicyModel;
-  before(async () => {
-    e = await startTorchEngine(WARMUP, opts());
-  });
-  after(async () => {
-    await e.close();
-  });
+// One engine on the warm-up for the file: sampling and bad requests leave its weights as they were; the learning-rate
+// test trains it, and the kill -9 test, the last, kills it. Tests that compare weights start their own.
+let e: TorchPolicyModel;
+before(async () => {
+  e = await startTorchEngine(WARMUP, opts());
+});
+after(async () => {
+  await e.close();
+});
 
+describe('torch engine: sampling', () => {
   it('says what it runs: torch and transformers versions, device, ranks, the model', () => {
     assert.ok(e.hello);
     assert.match(e.hello.torch, /^2\.13\.0/);
@@ -130,38 +132,37 @@ describe('torch engine: sampling', () => {
 describe('torch engine: training, save and load', () => {
   let scratch: string;
   let pairs: SequencePair[];
+  // What the tests compare with: an engine on the warm-up (all 9 pairs in one micro-batch of 16) after one step on
+  // `pairs` (saved in 'half') and after a second (saved in 'straight').
+  let one: { loss: number };
   before(async () => {
     scratch = mkdtempSync(join(tmpdir(), 'agl-torch-engine-'));
-    const e = await startTorchEngine(WARMUP, opts());
     const prompts = ['Ann has 23 pens, gets 15 more. How many?', 'What is 42*17?', 'Sum 7 and 8.'].map((q) => prompt(e, q));
     const gens = await e.generate([...prompts, ...prompts, ...prompts], { maxTokens: 16, temperature: 1, seed: 1 });
     pairs = gens.map((g, i) => ({ promptIds: prompts[i % 3], completionIds: g.tokenIds }));
-    await e.close();
+    const straight = await startTorchEngine(WARMUP, opts());
+    try {
+      one = await straight.trainStep(pairs, { kind: 'nll' });
+      await straight.save(join(scratch, 'half'));
+      await straight.trainStep(pairs, { kind: 'nll' });
+      await straight.save(join(scratch, 'straight'));
+    } finally {
+      await straight.close();
+    }
   });
   after(() => rmSync(scratch, { recursive: true, force: true }));
 
   it('micro-batching does not change the update (2 per micro-batch vs all in one)', async () => {
     const small = await startTorchEngine(WARMUP, { ...opts(), optimizer: { microBatchSize: 2 } });
-    const big = await startTorchEngine(WARMUP, { ...opts(), optimizer: { microBatchSize: 64 } });
-    const [a, b] = [await small.trainStep(pairs, { kind: 'nll' }), await big.trainStep(pairs, { kind: 'nll' })];
-    assert.ok(Math.abs(a.loss - b.loss) < 1e-6 * Math.abs(a.loss), `loss ${a.loss} vs ${b.loss}`);
+    const a = await small.trainStep(pairs, { kind: 'nll' });
+    assert.ok(Math.abs(a.loss - one.loss) < 1e-6 * Math.abs(a.loss), `loss ${a.loss} vs ${one.loss}`);
     await small.save(join(scratch, 'small'));
-    await big.save(join(scratch, 'big'));
     await small.close();
-    await big.close();
-    assert.ok(maxParamDiff(join(scratch, 'small'), join(scratch, 'big'), D) < 1e-6);
-    assert.ok(maxParamDiff(WARMUP, join(scratch, 'big'), D) > 1e-4, 'the step moved the weights');
+    assert.ok(maxParamDiff(join(scratch, 'small'), join(scratch, 'half'), D) < 1e-6);
+    assert.ok(maxParamDiff(WARMUP, join(scratch, 'half'), D) > 1e-4, 'the step moved the weights');
   });
 
   it('save then load restores weights and Adam state: two steps straight = one, save, reload, one', async () => {
-    const straight = await startTorchEngine(WARMUP, opts());
-    for (let s = 0; s < 2; s++) await straight.trainStep(pairs, { kind: 'nll' });
-    await straight.save(join(scratch, 'straight'));
-    await straight.close();
-    const first = await startTorchEngine(WARMUP, opts());
-    await first.trainStep(pairs, { kind: 'nll' });
-    await first.save(join(scratch, 'half'));
-    await first.close();
     const resumed = await startTorchEngine(join(scratch, 'half'), opts());
     assert.equal(resumed.hello!.model.step, 1201);
     await resumed.trainStep(pairs, { kind: 'nll' });
@@ -175,20 +176,15 @@ describe('torch engine: training, save and load', () => {
   });
 
   it('the learning rate a step carries is the one used, for that step only: a step without settings uses the configured rate', async () => {
-    const e = await startTorchEngine(WARMUP, opts());
-    const configured = e.optimizerConfig;
-    try {
-      assert.equal(configured.lr, 1e-3, "the warm-up's saved rate is its configured one");
-      const r = await e.trainStep(pairs, { kind: 'nll' }, { lr: 0 });
-      assert.ok(r.gradNorm > 0);
-      await e.save(join(scratch, 'lr0'));
-      await e.trainStep(pairs, { kind: 'nll' }, { lr: 0.1 });
-      await e.save(join(scratch, 'at-0.1'));
-      await e.call('train_step', { pairs, loss: { kind: 'nll' } }); // a request without settings (what trainStep sends without any)
-      await e.save(join(scratch, 'then-configured'));
-    } finally {
-      await e.close();
-    }
+    const configured = e.optimizerConfig; // the file's engine: still the warm-up's weights
+    assert.equal(configured.lr, 1e-3, "the warm-up's saved rate is its configured one");
+    const r = await e.trainStep(pairs, { kind: 'nll' }, { lr: 0 });
+    assert.ok(r.gradNorm > 0);
+    await e.save(join(scratch, 'lr0'));
+    await e.trainStep(pairs, { kind: 'nll' }, { lr: 0.1 });
+    await e.save(join(scratch, 'at-0.1'));
+    await e.call('train_step', { pairs, loss: { kind: 'nll' } }); // a request without settings (what trainStep sends without any)
+    await e.save(join(scratch, 'then-configured'));
     assert.ok(maxParamDiff(WARMUP, join(scratch, 'lr0'), D) < 1e-9, 'lr 0: nothing moved (weight decay is scaled by lr too)');
     // AdamW moves a weight by about its learning rate per update (|m / sqrt(v)| is about 1 or less).
     const [first, second] = [
@@ -235,7 +231,6 @@ describe('torch engine: what goes wrong', () => {
   });
 
   it('kill -9 in the middle of a training step: that call and every later one fail, naming what happened', async () => {
-    const e = await startTorchEngine(WARMUP, opts());
     const p = prompt(e, 'Ann has 23 pens, gets 15 more. How many?');
     // ~30k tokens: a few seconds of work, so the kill lands while the step runs.
     const many: SequencePair[] = Array.from({ length: 256 }, (_, i) => ({
@@ -251,6 +246,5 @@ describe('torch engine: what goes wrong', () => {
       return true;
     });
     await assert.rejects(e.generate([p], { maxTokens: 2 }), /was killed by SIGKILL/);
-    await e.close();
   });
 });

@@ -23,16 +23,25 @@ import { freePort } from '../helpers/net.js';
 const AGENT = 'samples/calc/agent.ts#calcAgent';
 const DATA = ['--train', 'samples/calc/data/train.jsonl', '--val', 'samples/calc/data/val.jsonl', '--model', 'samples/calc/warmup'];
 
-/** samples/calc/train.yaml's settings with a fixed number of steps. */
-function config(dir: string, steps: number, valSize: number): string {
+const SMALL = { batch: 4, group: 4, workers: 2 };
+
+/**
+ * samples/calc/train.yaml's settings with a fixed number of steps; `small`: 4 tasks x 4 rollouts a step on 2 runner
+ * workers instead of 12 x 8 on 8, for the tests of what happens around the training (a kill, a cluster) rather than of
+ * how much it learns (8 worker processes cost more to start than 16 rollouts take).
+ */
+function config(dir: string, steps: number, valSize: number, small = false): string {
   const file = join(dir, 'train.yaml');
-  writeFileSync(
-    file,
-    readFileSync('samples/calc/train.yaml', 'utf8')
-      .replace(/maxMinutes: \d+/, `maxMinutes: 0\n  maxSteps: ${steps}`)
-      .replace(/valEvery: \d+/, 'valEvery: 0')
-      .replace(/valSize: \d+/, `valSize: ${valSize}`),
-  );
+  let yaml = readFileSync('samples/calc/train.yaml', 'utf8')
+    .replace(/maxMinutes: \d+/, `maxMinutes: 0\n  maxSteps: ${steps}`)
+    .replace(/valEvery: \d+/, 'valEvery: 0')
+    .replace(/valSize: \d+/, `valSize: ${valSize}`);
+  if (small)
+    yaml = yaml
+      .replace(/batchSize: \d+/, `batchSize: ${SMALL.batch}`)
+      .replace(/groupSize: \d+/, `groupSize: ${SMALL.group}`)
+      .replace(/workers: \d+/, `workers: ${SMALL.workers}`);
+  writeFileSync(file, yaml);
   return file;
 }
 
@@ -58,7 +67,7 @@ test('calc on 2 data-parallel ranks learns, and its checkpoint opens in both eng
         AGENT,
         ...DATA,
         '--config',
-        config(dir, 6, 100),
+        config(dir, 4, 100),
         '--engine',
         'torch',
         '--procs',
@@ -76,12 +85,12 @@ test('calc on 2 data-parallel ranks learns, and its checkpoint opens in both eng
     const m = /held-out reward (\d\.\d+) -> (\d\.\d+)/.exec(out);
     assert.ok(m, out);
     const [before, after] = [Number(m[1]), Number(m[2])];
-    console.log(`calc, torch engine on 2 ranks, 6 steps: held-out ${before} -> ${after}`);
+    console.log(`calc, torch engine on 2 ranks, 4 steps: held-out ${before} -> ${after}`);
     assert.ok(after >= before + 0.05, `held-out accuracy rose: ${before} -> ${after}`);
     const { runs } = await runsOf(data);
     assert.equal(runs[0].status, 'succeeded');
     assert.equal((runs[0].config as { engine: { kind: string; procs: number } }).engine.kind, 'torch');
-    const tf = await loadPolicy(join(ckpt, 'policy-6'));
+    const tf = await loadPolicy(join(ckpt, 'policy-4'));
     assert.equal(tf.parameterCount, 843520, "the torch engine's checkpoint opens in the TF.js engine");
     tf.dispose();
     assert.ok(
@@ -99,7 +108,7 @@ test('kill -9 of the torch engine mid-run in bfloat16: a named error, nothing lo
     const data = join(dir, 'data'),
       ckpt = join(dir, 'ckpt');
     const bf16 = ['--engine', 'torch', '--dtype', 'bfloat16', '--python', torchPython()];
-    const args = ['train', AGENT, ...DATA, '--config', config(dir, 6, 20), ...bf16, '--checkpoint-dir', ckpt, '--quiet'];
+    const args = ['train', AGENT, ...DATA, '--config', config(dir, 3, 2, true), ...bf16, '--checkpoint-dir', ckpt, '--quiet'];
     const first = startAgl(args, data);
     // Wait for the first checkpoint, then kill the engine (the Python child of agl train) while it works.
     const deadline = Date.now() + 300_000;
@@ -127,16 +136,16 @@ test('kill -9 of the torch engine mid-run in bfloat16: a named error, nothing lo
     const killed = await runsOf(data);
     assert.equal(killed.runs[0].status, 'failed');
     const savedStep = JSON.parse(readFileSync(join(ckpt, 'state.json'), 'utf8')).trainer.step as number;
-    assert.ok(savedStep >= 1 && savedStep < 6);
+    assert.ok(savedStep >= 1 && savedStep < 3);
 
     const second = await runAgl(['train', AGENT, ...DATA, ...bf16, '--resume', runId, '--quiet'], data);
     assert.equal(second.code, 0, second.out);
     assert.match(second.out, new RegExp(`resumed at step ${savedStep}`));
     const done = await runsOf(data);
     assert.equal(done.runs[0].status, 'succeeded');
-    assert.equal(done.runs[0].step, 6);
+    assert.equal(done.runs[0].step, 3);
     const ids = new Set(done.rollouts.map((r) => r.id));
-    assert.ok(killed.rollouts.length >= 96, `the steps before the kill rolled out (${killed.rollouts.length})`);
+    assert.ok(killed.rollouts.length >= SMALL.batch * SMALL.group, `the steps before the kill rolled out (${killed.rollouts.length})`);
     for (const r of killed.rollouts) assert.ok(ids.has(r.id), `rollout ${r.id} from before the kill is still in the store`);
     assert.ok(done.rollouts.length > killed.rollouts.length, 'the resumed run added its own rollouts');
   } finally {
@@ -178,7 +187,7 @@ test('two machines as 2 single-process nodes on 127.0.0.1: FSDP across them trai
   try {
     const ckpt = join(dir, 'ckpt');
     const rdzv = `127.0.0.1:${await freePort()}`;
-    const args = ['train', AGENT, ...DATA, '--config', config(dir, 2, 8), '--engine', 'torch', '--python', torchPython(), '--quiet'];
+    const args = ['train', AGENT, ...DATA, '--config', config(dir, 2, 2, true), '--engine', 'torch', '--python', torchPython(), '--quiet'];
     const cluster = ['--nodes', '2', '--rdzv', rdzv, '--shard', 'fsdp'];
     const node1 = startAgl([...args, ...cluster, '--node-rank', '1'], join(dir, 'data1'));
     const node0 = await runAgl([...args, ...cluster, '--node-rank', '0', '--checkpoint-dir', ckpt], join(dir, 'data0'));
