@@ -138,6 +138,8 @@ export interface OptimizationSummary {
   scores?: { seed: { val: number | null; test: number | null }; best: { val: number | null; test: number | null } };
   candidates?: number;
   elapsedMs?: number;
+  /** Each prompt whose seed is a file: that file (absolute), where `agl optimize promote` writes the new text beside. */
+  seedFiles?: Record<string, string>;
 }
 
 /** The run kinds the store holds: training runs (`agl train`), optimizations (`agl optimize`), evaluations (`agl eval`). */
