@@ -14,7 +14,7 @@
  *     (`unfenced`) it answers with the bare prompt, no ``` fence.
  *   `desk-optimizer-blind`: ignores the evidence: it adds a sentence that changes nothing a grader checks.
  * Seeded: the same request always gets the same answer. `faults` makes chosen optimizer requests fail (429, 500, a
- * timeout, an empty or a cut-off answer).
+ * timeout, an empty or a cut-off answer, a refused key).
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -38,7 +38,7 @@ export const OPTIMIZER_MODEL = 'desk-optimizer';
 export const BLIND_OPTIMIZER_MODEL = 'desk-optimizer-blind';
 export const AGENT_MODEL = 'desk-agent';
 
-export type Fault = 'rate-limit' | 'server-error' | 'timeout' | 'empty' | 'unparseable';
+export type Fault = 'rate-limit' | 'server-error' | 'timeout' | 'empty' | 'unparseable' | 'unauthorized';
 
 export interface ScriptedOptions {
   seed?: number;
@@ -156,6 +156,7 @@ export async function startScriptedLlm(opts: ScriptedOptions = {}): Promise<Scri
         const fault = o.faults?.(counts.optimizer++) ?? null;
         if (fault === 'rate-limit') return json(res, 429, { error: { message: 'rate limited', type: 'rate_limit_error' } }, { 'retry-after-ms': '5' });
         if (fault === 'server-error') return json(res, 500, { error: { message: 'the server broke', type: 'server_error' } });
+        if (fault === 'unauthorized') return json(res, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } });
         answer = optimizerAnswer(text, { ...o, blind: model === BLIND_OPTIMIZER_MODEL });
         if (fault === 'empty') answer = '';
         if (fault === 'unparseable') answer = `Here is the new version:\n\n\`\`\`\n${answer.slice(0, 40)}`;
