@@ -43,6 +43,18 @@ import type {
   WorkerHeartbeatRequest,
 } from '../protocol/api.js';
 import type { AgentHeadline } from '../protocol/agent-headline.js';
+import type { OptimizationView } from '../protocol/webview-optimize.js';
+import type {
+  CandidateDecision,
+  ClearPromotedPromptInput,
+  OptimizerCall,
+  OptimizerCallInput,
+  PromotePromptInput,
+  PromotedPrompt,
+  PromptCandidate,
+  PromptCandidateInput,
+  PromptPromotion,
+} from '../protocol/prompts.js';
 import { DAEMON_STATE_FILE, TOKEN_FILE } from '../protocol/daemon-state.js';
 import type { GroupPage, RolloutDetail, RolloutPage as RolloutListPage } from '../protocol/webview-trajectory.js';
 import { STORE_ERROR, type ClaimOptions, type LightningStore, type RolloutQuery, type SpanQuery } from '../protocol/lightning-store.js';
@@ -55,6 +67,7 @@ import {
   type ResourcesInput,
   type Rollout,
   type RolloutInput,
+  type RunKind,
   type Span,
   type SpanInput,
   type Statistics,
@@ -344,6 +357,10 @@ export class AglClient implements LightningStore {
   getRolloutsView(q: RolloutsViewRequest): Promise<RolloutListPage> {
     return this.call('viewRollouts', { body: q });
   }
+  /** A prompt optimization as the editor's view shows it: candidates with per-val-task scores, the front, the curve, the calls. */
+  getOptimizationView(runId: string): Promise<OptimizationView> {
+    return this.call('viewOptimization', { query: { runId } });
+  }
   /**
    * Rollouts matching filters and a text search (task input and outputs), sorted by creation, duration, reward or
    * status; `offset` pages any sort, `withTotal` counts every match, `withSummaries` adds each row's final reward,
@@ -459,8 +476,8 @@ export class AglClient implements LightningStore {
   getTrainingRun(id: string): Promise<TrainingRun | null> {
     return this.callOrNull('getTrainingRun', { params: { id } });
   }
-  async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
-    return (await this.call('listTrainingRuns', { query: { agent } })).items;
+  async listTrainingRuns(agent?: string, kind?: RunKind): Promise<TrainingRun[]> {
+    return (await this.call('listTrainingRuns', { query: { agent, kind } })).items;
   }
   /** Points of any runs (each names its runId): one request per run and slice, in order. */
   async addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void> {
@@ -483,6 +500,38 @@ export class AglClient implements LightningStore {
   async queryTransitions(q: TransitionListQuery = {}): Promise<Transition[]> {
     // The schema's input type leaves coerced fields (step, limit) unknown; the parsed type is what is sent.
     return (await this.call('listTransitions', { query: q as QueryOf<'listTransitions'> })).items;
+  }
+
+  // --- prompt optimization: candidates, optimizer calls, promoted prompts -------------------------------
+  addPromptCandidate(input: PromptCandidateInput): Promise<PromptCandidate> {
+    return this.call('addPromptCandidate', { body: input });
+  }
+  decidePromptCandidate(id: string, decision: CandidateDecision): Promise<PromptCandidate> {
+    return this.call('decidePromptCandidate', { params: { id }, body: decision });
+  }
+  getPromptCandidate(id: string): Promise<PromptCandidate | null> {
+    return this.callOrNull('getPromptCandidate', { params: { id } });
+  }
+  async listPromptCandidates(runId: string): Promise<PromptCandidate[]> {
+    return (await this.call('listPromptCandidates', { query: { runId } })).items;
+  }
+  addOptimizerCall(input: OptimizerCallInput): Promise<OptimizerCall> {
+    return this.call('addOptimizerCall', { body: input });
+  }
+  async listOptimizerCalls(runId: string): Promise<OptimizerCall[]> {
+    return (await this.call('listOptimizerCalls', { query: { runId } })).items;
+  }
+  promotePrompt(input: PromotePromptInput): Promise<PromotedPrompt> {
+    return this.call('promotePrompt', { body: input });
+  }
+  async listPromotedPrompts(agent?: string): Promise<PromotedPrompt[]> {
+    return (await this.call('listPromotedPrompts', { query: { agent } })).items;
+  }
+  async clearPromotedPrompt(input: ClearPromotedPromptInput): Promise<boolean> {
+    return (await this.call('clearPromotedPrompt', { body: input })).cleared;
+  }
+  async listPromptPromotions(agent: string, name: string): Promise<PromptPromotion[]> {
+    return (await this.call('listPromptPromotions', { query: { agent, name } })).items;
   }
 
   // --- health ----------------------------------------------------------------------------------------
@@ -547,4 +596,15 @@ export const clientMethods = {
   viewGroups: 'getGroups',
   viewRollout: 'getRolloutView',
   viewRollouts: 'getRolloutsView',
+  addPromptCandidate: 'addPromptCandidate',
+  listPromptCandidates: 'listPromptCandidates',
+  getPromptCandidate: 'getPromptCandidate',
+  decidePromptCandidate: 'decidePromptCandidate',
+  addOptimizerCall: 'addOptimizerCall',
+  listOptimizerCalls: 'listOptimizerCalls',
+  promotePrompt: 'promotePrompt',
+  listPromotedPrompts: 'listPromotedPrompts',
+  clearPromotedPrompt: 'clearPromotedPrompt',
+  listPromptPromotions: 'listPromptPromotions',
+  viewOptimization: 'getOptimizationView',
 } as const satisfies Record<RouteName, ClientMethod>;

@@ -66,7 +66,7 @@ async function taskSources(ctx: Ctx, client: AglClient, agent: AgentInfo, agentC
     }
   }
   try {
-    sources.push({ origin: 'run', files: lastRunTaskFiles(await client.listTrainingRuns(agent.id)) });
+    sources.push({ origin: 'run', files: lastRunTaskFiles(await client.listTrainingRuns(agent.id, 'train')) });
   } catch (err) {
     ctx.log(`Train ${agent.name}: its earlier runs could not be read: ${(err as Error).message}`);
   }

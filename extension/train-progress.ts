@@ -22,7 +22,7 @@ import { showTrainingDashboard } from './views.js';
 
 /** The run `agl train` created: the newest run of the agent created since `since`. */
 async function findRun(client: AglClient, agent: string, since: number): Promise<TrainingRun | null> {
-  const runs = await client.listTrainingRuns(agent);
+  const runs = await client.listTrainingRuns(agent, 'train');
   return runs.filter((r) => r.createdAt >= since - 2000).sort((a, b) => b.createdAt - a.createdAt)[0] ?? null;
 }
 

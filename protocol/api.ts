@@ -21,6 +21,7 @@ import {
   RolloutSort,
   RolloutStatus,
   RolloutSummary,
+  RunKind,
   Span,
   SpanInput,
   Statistics,
@@ -107,6 +108,8 @@ const rolloutQueryFields = {
   /** Training run and step that enqueued the rollout (its metadata's runId and step). */
   runId: z.string().min(1).optional(),
   step: z.number().int().min(0).optional(),
+  /** The prompt candidate a prompt optimization ran the rollout with (its metadata's candidate). */
+  candidate: z.string().min(1).optional(),
   hasError: z.boolean().optional(),
   sort: RolloutSort.optional(),
   order: z.enum(['asc', 'desc']).optional(),
@@ -266,6 +269,8 @@ export const CreateTrainingRunRequest = z
   .object({
     id: z.string().min(1).optional(),
     agent: z.string().min(1),
+    /** What the run does: training (default), a prompt optimization, an evaluation. */
+    kind: RunKind.default('train'),
     config: ClientJsonObject.default({}),
     totalSteps: z.number().int().min(0),
   })
@@ -284,7 +289,7 @@ export const UpdateTrainingRunRequest = z
   })
   .strict();
 export type UpdateTrainingRunRequest = z.input<typeof UpdateTrainingRunRequest>;
-export const TrainingRunListQuery = z.object({ agent: z.string().optional() });
+export const TrainingRunListQuery = z.object({ agent: z.string().optional(), kind: RunKind.optional() });
 export const TrainingRunList = z.object({ items: z.array(TrainingRun) });
 export type TrainingRunList = z.infer<typeof TrainingRunList>;
 
@@ -394,7 +399,7 @@ const q = rolloutQueryFields;
 export const RolloutsViewRequest = z
   .object({
     ...{ status: q.status, mode: q.mode, agent: q.agent, resourcesVersion: q.resourcesVersion, search: q.search },
-    ...{ rewardMin: q.rewardMin, rewardMax: q.rewardMax, runId: q.runId, step: q.step, hasError: q.hasError },
+    ...{ rewardMin: q.rewardMin, rewardMax: q.rewardMax, runId: q.runId, step: q.step, candidate: q.candidate, hasError: q.hasError },
     ...{ sort: q.sort, order: q.order, offset: q.offset, limit: q.limit },
   })
   .strict()

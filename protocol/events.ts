@@ -11,16 +11,18 @@
  *           nothing is replayed, so no acknowledged write can be missed by a client that re-reads on `hello`.
  *   store   what the store committed, from this daemon or any other process sharing its database (`agl train`, other
  *           daemons on one PostgreSQL): rollouts created or changed (status, metadata, an attempt started or ended),
- *           rollouts whose spans landed, training runs created or moved (run progress: status, step), runs with new
- *           metrics or transitions, new resources versions. Ids beyond MAX_LISTED_CHANGES are left out and
- *           `truncated` says so: re-read everything shown.
+ *           rollouts whose spans landed, runs created or moved (run progress: kind, status, step), runs with new
+ *           metrics or transitions, new resources versions; a prompt optimization's candidates added or decided, its
+ *           optimizer calls, prompts promoted or cleared (protocol/prompts.ts). Ids beyond MAX_LISTED_CHANGES are
+ *           left out and `truncated` says so: re-read everything shown.
  *   health  every `heartbeatMs` (the daemon's /health answer): the daemon is alive and the stream is open.
  * A consumer that does not read what it is sent is dropped (the daemon never buffers without bound); it reconnects
  * and gets `hello`.
  */
 import { z } from 'zod';
 import { Health } from './api.js';
-import { RolloutStatus, TrainingRunStatus } from './store.js';
+import { CandidateStatus } from './prompts.js';
+import { RolloutStatus, RunKind, TrainingRunStatus } from './store.js';
 
 /** The stream's path under API_PREFIX: `GET /v1/agl/events`. */
 export const EVENTS_PATH = '/events';
@@ -40,15 +42,20 @@ export const RolloutChange = z.object({
 });
 export type RolloutChange = z.infer<typeof RolloutChange>;
 
-/** A training run created or moved: its progress as stored. */
+/** A run created or moved: its progress as stored (a training run's dashboard follows kind 'train' only). */
 export const RunProgress = z.object({
   id: z.string(),
   agent: z.string(),
+  kind: RunKind.default('train'),
   status: TrainingRunStatus,
   step: z.number().int(),
   totalSteps: z.number().int(),
 });
 export type RunProgress = z.infer<typeof RunProgress>;
+
+/** A prompt candidate added or decided: the optimization view follows its run. */
+export const CandidateChange = z.object({ id: z.string(), runId: z.string(), status: CandidateStatus });
+export type CandidateChange = z.infer<typeof CandidateChange>;
 
 /** What the store committed since the last `store` event; every list may be empty. */
 export const StoreChange = z.object({
@@ -62,6 +69,12 @@ export const StoreChange = z.object({
   transitions: z.array(z.string()).default([]),
   /** New resources versions. */
   resources: z.array(z.object({ id: z.string(), version: z.number().int() })).default([]),
+  /** Prompt candidates added or decided. */
+  candidates: z.array(CandidateChange).default([]),
+  /** Runs with new optimizer calls, and the highest call sequence among them. */
+  optimizerCalls: z.array(z.object({ runId: z.string(), seq: z.number().int() })).default([]),
+  /** Agents' prompts promoted or cleared. */
+  promotedPrompts: z.array(z.object({ agent: z.string(), name: z.string() })).default([]),
   /** More changed than is listed (or the daemon may have missed changes): re-read everything shown. */
   truncated: z.boolean().default(false),
 });
@@ -80,7 +93,8 @@ export const emptyChange = (): StoreChange => StoreChange.parse({});
 
 /** Nothing listed and nothing truncated. */
 export function isEmptyChange(c: StoreChange): boolean {
-  return !c.truncated && !c.rollouts.length && !c.spans.length && !c.runs.length && !c.metrics.length && !c.transitions.length && !c.resources.length;
+  const lists = [c.rollouts, c.spans, c.runs, c.metrics, c.transitions, c.resources, c.candidates, c.optimizerCalls, c.promotedPrompts];
+  return !c.truncated && lists.every((l) => l.length === 0);
 }
 
 /** `items` and `more` merged by `key` (a later entry replaces an earlier one), cut at MAX_LISTED_CHANGES. */
@@ -108,7 +122,15 @@ export function mergeChanges(a: StoreChange, b: StoreChange): StoreChange {
   );
   const transitions = mergeBy(a.transitions, b.transitions, (id) => id);
   const resources = mergeBy(a.resources, b.resources, (r) => r.id);
-  const cut = [rollouts, spans, runs, metrics, transitions, resources].some((m) => m.cut);
+  const candidates = mergeBy(a.candidates, b.candidates, (c) => c.id);
+  const optimizerCalls = mergeBy(
+    a.optimizerCalls,
+    b.optimizerCalls,
+    (c) => c.runId,
+    (x, y) => ({ runId: x.runId, seq: Math.max(x.seq, y.seq) }),
+  );
+  const promotedPrompts = mergeBy(a.promotedPrompts, b.promotedPrompts, (p) => JSON.stringify([p.agent, p.name]));
+  const cut = [rollouts, spans, runs, metrics, transitions, resources, candidates, optimizerCalls, promotedPrompts].some((m) => m.cut);
   return {
     rollouts: rollouts.list,
     spans: spans.list,
@@ -116,6 +138,9 @@ export function mergeChanges(a: StoreChange, b: StoreChange): StoreChange {
     metrics: metrics.list,
     transitions: transitions.list,
     resources: resources.list,
+    candidates: candidates.list,
+    optimizerCalls: optimizerCalls.list,
+    promotedPrompts: promotedPrompts.list,
     truncated: a.truncated || b.truncated || cut,
   };
 }
@@ -128,4 +153,13 @@ export function changedRolloutIds(c: StoreChange): string[] {
 /** The training runs a change concerns (created, moved, new metrics or transitions). */
 export function changedRunIds(c: StoreChange): string[] {
   return [...new Set([...c.runs.map((r) => r.id), ...c.metrics.map((m) => m.runId), ...c.transitions])];
+}
+
+/**
+ * The prompt optimizations a change concerns (the run moved, its candidates or optimizer calls). Its rollouts' changes
+ * name no run: a view of an optimization also re-reads on `changedRolloutIds` and on `truncated`.
+ */
+export function changedOptimizationIds(c: StoreChange): string[] {
+  const runs = c.runs.filter((r) => r.kind === 'optimize').map((r) => r.id);
+  return [...new Set([...runs, ...c.candidates.map((x) => x.runId), ...c.optimizerCalls.map((x) => x.runId)])];
 }

@@ -19,6 +19,7 @@ import type {
   RolloutSort,
   RolloutStatus,
   RolloutSummary,
+  RunKind,
   Span,
   SpanInput,
   Statistics,
@@ -27,6 +28,17 @@ import type {
   Worker,
 } from './store.js';
 import type { Claim, HealthCheckResult } from './api.js';
+import type {
+  CandidateDecision,
+  ClearPromotedPromptInput,
+  OptimizerCall,
+  OptimizerCallInput,
+  PromotePromptInput,
+  PromotedPrompt,
+  PromptCandidate,
+  PromptCandidateInput,
+  PromptPromotion,
+} from './prompts.js';
 import type { StoreChange } from './events.js';
 
 export interface RolloutQuery {
@@ -45,6 +57,8 @@ export interface RolloutQuery {
   /** The training run and step that enqueued the rollout (its metadata's runId and step). */
   runId?: string;
   step?: number;
+  /** The prompt candidate a prompt optimization ran the rollout with (its metadata's candidate). */
+  candidate?: string;
   /** true: the latest attempt recorded an error or has spans with an error status; false: neither. */
   hasError?: boolean;
   /** createdAt (default), duration (of the latest attempt), reward (final), status; ties by creation. */
@@ -165,16 +179,43 @@ export interface LightningStore {
   getWorker(id: string): Promise<Worker | null>;
   listWorkers(): Promise<Worker[]>;
 
-  // --- training runs, metrics, transitions -----------------------------------------------------
-  createTrainingRun(run: Pick<TrainingRun, 'agent' | 'config' | 'totalSteps'> & { id?: string }): Promise<TrainingRun>;
+  // --- runs (training, optimization, evaluation), metrics, transitions -------------------------
+  /** A new run, `running`, of `kind` (default 'train'). */
+  createTrainingRun(run: Pick<TrainingRun, 'agent' | 'config' | 'totalSteps'> & { id?: string; kind?: RunKind }): Promise<TrainingRun>;
   /** A patch's `summary` replaces the stored one, except for the user's label (`summary.label`), which only `label` sets or clears (null). */
   updateTrainingRun(id: string, patch: TrainingRunPatch): Promise<TrainingRun>;
   getTrainingRun(id: string): Promise<TrainingRun | null>;
-  listTrainingRuns(agent?: string): Promise<TrainingRun[]>;
+  /** Runs newest first: of `agent` (any stored form of its id) and of `kind`, when given. */
+  listTrainingRuns(agent?: string, kind?: RunKind): Promise<TrainingRun[]>;
   addMetrics(points: Omit<MetricPoint, 'time'>[]): Promise<void>;
   queryMetrics(runId: string, afterStep?: number): Promise<MetricPoint[]>;
   addTransitions(transitions: Transition[]): Promise<void>;
   queryTransitions(query: TransitionQuery): Promise<Transition[]>;
+
+  // --- prompt optimization (protocol/prompts.ts) ------------------------------------------------
+  /**
+   * Stores a candidate of an existing run, its parents being candidates of that run. Adding the same candidate again
+   * (its texts and lineage as stored, status proposed or as decided) returns it as stored, so a resumed optimizer can
+   * re-add; another candidate under a stored id, or at a stored (run, ordinal), is a ConflictError.
+   */
+  addPromptCandidate(input: PromptCandidateInput): Promise<PromptCandidate>;
+  /** Decides a candidate once (protocol/prompts.ts CandidateDecision: the same decision again is a no-op). */
+  decidePromptCandidate(id: string, decision: CandidateDecision): Promise<PromptCandidate>;
+  getPromptCandidate(id: string): Promise<PromptCandidate | null>;
+  /** The run's candidates in their order (ordinal). */
+  listPromptCandidates(runId: string): Promise<PromptCandidate[]>;
+  /** Stores a call of an existing run, unique on (runId, seq): the identical call again is a no-op, another a ConflictError. */
+  addOptimizerCall(input: OptimizerCallInput): Promise<OptimizerCall>;
+  /** The run's calls in their order (seq). */
+  listOptimizerCalls(runId: string): Promise<OptimizerCall[]>;
+  /** Publishes a text as what `agent` gets for prompt `name` outside optimization, replacing the one before (kept in its history). */
+  promotePrompt(input: PromotePromptInput): Promise<PromotedPrompt>;
+  /** The promoted prompts agents get now, one per (agent, name): of `agent` (any stored form of its id), or of every agent. */
+  listPromotedPrompts(agent?: string): Promise<PromotedPrompt[]>;
+  /** Back to the seed: `agent` no longer gets a promoted text for `name`. False when none was promoted. */
+  clearPromotedPrompt(input: ClearPromotedPromptInput): Promise<boolean>;
+  /** Every promotion and clear of the agent's prompt `name`, newest first. */
+  listPromptPromotions(agent: string, name: string): Promise<PromptPromotion[]>;
 
   // --- health ---------------------------------------------------------------------------------
   /** Applies timeouts / unresponsiveness and retries. Called on a timer by the Watchdog, safe to call concurrently from many processes. */

@@ -14,7 +14,7 @@
  * `prompt_template` named after it (a candidate being scored) -> the promoted text for the rollout's agent -> the seed.
  */
 import { z } from 'zod';
-import { ClientJsonObject } from './store.js';
+import { ClientJsonObject, RUN_KINDS, RunKind } from './store.js';
 
 /** A prompt's name as agents use it in `llm.prompt(name, ...)`: letters, digits, `_`, `-`, `.`; 1-64 characters. */
 export const PromptName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'a prompt name is 1-64 letters, digits, _, - or .');
@@ -68,10 +68,39 @@ export const PromptCandidate = z.object({
   decidedAt: z.number().nullable(),
 });
 export type PromptCandidate = z.infer<typeof PromptCandidate>;
-/** What the optimizer stores: everything but the times (the store sets them). */
-export const PromptCandidateInput = PromptCandidate.omit({ createdAt: true, decidedAt: true }).strict();
+/** The id a run's candidate gets from its place in the run's order: a resumed run makes the same ids. */
+export const candidateId = (runId: string, ordinal: number): string => `pc-${runId}-${ordinal}`;
+
+/**
+ * What the optimizer stores: everything but the times (the store sets them). A candidate is stored `proposed` unless
+ * it is refused at birth (a check failed before any rollout: status `refused` with its reason). Its lineage is given
+ * explicitly (null where it has none).
+ */
+export const PromptCandidateInput = PromptCandidate.omit({ createdAt: true, decidedAt: true })
+  .extend({
+    id: z.string().min(1),
+    runId: z.string().min(1),
+    status: CandidateStatus.default('proposed'),
+    reason: z.string().nullable().default(null),
+    scores: CandidateScores.default(CandidateScores.parse({})),
+    resourcesId: z.string().nullable().default(null),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    const names = Object.keys(c.prompts);
+    if (names.length === 0) ctx.addIssue({ code: 'custom', path: ['prompts'], message: 'a candidate holds at least one prompt: give { name: text }' });
+    if (c.component !== null && !names.includes(c.component)) {
+      ctx.addIssue({ code: 'custom', path: ['component'], message: `'${c.component}' is none of the candidate's prompts (${names.join(', ')})` });
+    }
+    if (c.parents.includes(c.id)) ctx.addIssue({ code: 'custom', path: ['parents'], message: 'a candidate is not its own parent' });
+  });
 export type PromptCandidateInput = z.input<typeof PromptCandidateInput>;
-/** Deciding a proposed candidate: once. */
+export type PromptCandidateInputParsed = z.output<typeof PromptCandidateInput>;
+/**
+ * Deciding a proposed candidate: once. Deciding it again with the same status and reason changes nothing, except that
+ * a score still null may be filled in (its val score after an acceptance on the minibatch, its test score at the end);
+ * another status or reason, or a score that differs from the one stored, is a conflict.
+ */
 export const CandidateDecision = z
   .object({
     status: z.enum(['accepted', 'rejected', 'refused']),
@@ -80,6 +109,7 @@ export const CandidateDecision = z
   })
   .strict();
 export type CandidateDecision = z.input<typeof CandidateDecision>;
+export type CandidateDecisionParsed = z.output<typeof CandidateDecision>;
 
 export const OPTIMIZER_PURPOSES = ['reflect', 'critique', 'edit', 'merge'] as const;
 export const OptimizerCall = z.object({
@@ -104,7 +134,9 @@ export const OptimizerCall = z.object({
   createdAt: z.number(),
 });
 export type OptimizerCall = z.infer<typeof OptimizerCall>;
-export const OptimizerCallInput = OptimizerCall.omit({ createdAt: true }).strict();
+export const OptimizerCallInput = OptimizerCall.omit({ createdAt: true })
+  .extend({ runId: z.string().min(1) })
+  .strict();
 export type OptimizerCallInput = z.input<typeof OptimizerCallInput>;
 
 export const PromotedPrompt = z.object({
@@ -120,8 +152,23 @@ export const PromotedPrompt = z.object({
   promotedAt: z.number(),
 });
 export type PromotedPrompt = z.infer<typeof PromotedPrompt>;
-export const PromotePromptInput = PromotedPrompt.omit({ promotedAt: true }).strict();
+/**
+ * What `agl optimize promote` (or the editor's Apply) publishes. With a candidate, `text` is that candidate's text of
+ * `name` and `runId` its run (null: the store fills it in); without one, a text the user gave.
+ */
+export const PromotePromptInput = PromotedPrompt.omit({ promotedAt: true })
+  .extend({ agent: z.string().min(1), by: z.string().min(1), runId: z.string().nullable().default(null) })
+  .strict();
 export type PromotePromptInput = z.input<typeof PromotePromptInput>;
+export type PromotePromptInputParsed = z.output<typeof PromotePromptInput>;
+
+/** Clearing an agent's promoted prompt: its agents get the seed again. */
+export const ClearPromotedPromptInput = z.object({ agent: z.string().min(1), name: PromptName, by: z.string().min(1) }).strict();
+export type ClearPromotedPromptInput = z.input<typeof ClearPromotedPromptInput>;
+
+/** One entry of a prompt's promotion history, newest first: a promotion, or (text null) a clear back to the seed. */
+export const PromptPromotion = PromotedPrompt.extend({ text: z.string().nullable() });
+export type PromptPromotion = z.infer<typeof PromptPromotion>;
 
 /** What an optimization keeps in its run's summary (TrainingRun.summary, kind 'optimize'). */
 export interface OptimizationSummary {
@@ -142,9 +189,8 @@ export interface OptimizationSummary {
   seedFiles?: Record<string, string>;
 }
 
-/** The run kinds the store holds: training runs (`agl train`), optimizations (`agl optimize`), evaluations (`agl eval`). */
-export const RUN_KINDS = ['train', 'optimize', 'eval'] as const;
-export type RunKind = (typeof RUN_KINDS)[number];
+/** The run kinds the store holds (declared beside TrainingRun in store.ts, which records a run's kind). */
+export { RUN_KINDS, RunKind };
 
 /** Keeps arbitrary keys JSON-safe at the edge (an optimizer's request metadata). */
 export const OptimizerMeta = ClientJsonObject;

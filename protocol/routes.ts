@@ -8,8 +8,8 @@
  * not declared here.
  *
  * Every route needs `Authorization: Bearer <token>`; errors are application/problem+json (api.ts Problem).
- * Routes that create something answer 201 (enqueue, start, spans, resources, training runs, metrics, transitions),
- * the others 200. The order is the order the server tries them in: a literal path comes before a `:param` path
+ * Routes that create something answer 201 (enqueue, start, spans, resources, training runs, metrics, transitions,
+ * prompt candidates, optimizer calls, promotions), the others 200. The order is the order the server tries them in: a literal path comes before a `:param` path
  * that would match it (`/rollouts/search` before `/rollouts/:id`; test/server/routes.test.ts checks).
  * Not store routes: `GET /health` (no token) and `GET /metrics` outside the prefix, the served policy's
  * `/policy` routes (daemon/server/routes-policy.ts, mounted by `agl serve --model` only), and the event stream
@@ -62,7 +62,26 @@ import {
   type TransitionList,
   type WorkerList,
 } from './api.js';
+import {
+  AddOptimizerCallRequest,
+  AddPromptCandidateRequest,
+  ClearPromotedPromptRequest,
+  DecideCandidateRequest,
+  OptimizationViewQuery,
+  OptimizerCallListQuery,
+  PromotePromptRequest,
+  PromotedPromptListQuery,
+  PromptCandidateListQuery,
+  PromptPromotionsQuery,
+  type ClearPromotedPromptResponse,
+  type OptimizerCallList,
+  type PromotedPromptList,
+  type PromptCandidateList,
+  type PromptPromotionList,
+} from './api-prompts.js';
+import type { OptimizerCall, PromotedPrompt, PromptCandidate } from './prompts.js';
 import type { Attempt, Resources, Rollout, Statistics, TrainingRun, Worker } from './store.js';
+import type { OptimizationView } from './webview-optimize.js';
 import type { GroupPage, RolloutDetail, RolloutPage as RolloutListPage } from './webview-trajectory.js';
 
 /** The type a route answers with, carried by the declaration's type alone (its value is an empty marker). */
@@ -141,9 +160,10 @@ export const routes = {
   listAgents: { method: 'GET', path: '/agents', response: returns<AgentList>() },
   getStatistics: { method: 'GET', path: '/statistics', response: returns<Statistics>() },
 
-  // --- training runs, their metrics, the transitions the algorithm used ---
+  // --- runs (training, optimization, evaluation), their metrics, the transitions the algorithm used ---
   /** 201. */
   createTrainingRun: { method: 'POST', path: '/training-runs', body: CreateTrainingRunRequest, response: returns<TrainingRun>() },
+  /** `?agent=&kind=`: newest first. */
   listTrainingRuns: { method: 'GET', path: '/training-runs', query: TrainingRunListQuery, response: returns<TrainingRunList>() },
   getTrainingRun: { method: 'GET', path: '/training-runs/:id', response: returns<TrainingRun>() },
   updateTrainingRun: { method: 'POST', path: '/training-runs/:id', body: UpdateTrainingRunRequest, response: returns<TrainingRun>() },
@@ -154,6 +174,32 @@ export const routes = {
   addTransitions: { method: 'POST', path: '/transitions', body: AddTransitionsRequest, response: returns<CountResponse>() },
   listTransitions: { method: 'GET', path: '/transitions', query: TransitionListQuery, response: returns<TransitionList>() },
 
+  // --- prompt optimization: a run's candidates and optimizer calls, the prompts agents get (protocol/prompts.ts) ---
+  /** 201: the candidate as stored (an identical one again: as stored; another under its id or ordinal: 409). */
+  addPromptCandidate: { method: 'POST', path: '/prompt-candidates', body: AddPromptCandidateRequest, response: returns<PromptCandidate>() },
+  /** `?runId=`: the run's candidates by ordinal. */
+  listPromptCandidates: { method: 'GET', path: '/prompt-candidates', query: PromptCandidateListQuery, response: returns<PromptCandidateList>() },
+  getPromptCandidate: { method: 'GET', path: '/prompt-candidates/:id', response: returns<PromptCandidate>() },
+  /** Decides a candidate once (the same decision again: as stored; another: 409). */
+  decidePromptCandidate: { method: 'POST', path: '/prompt-candidates/:id/decision', body: DecideCandidateRequest, response: returns<PromptCandidate>() },
+  /** 201: the call as stored (the identical one again: as stored; another at its (runId, seq): 409). */
+  addOptimizerCall: { method: 'POST', path: '/optimizer-calls', body: AddOptimizerCallRequest, response: returns<OptimizerCall>() },
+  /** `?runId=`: the run's calls by seq. */
+  listOptimizerCalls: { method: 'GET', path: '/optimizer-calls', query: OptimizerCallListQuery, response: returns<OptimizerCallList>() },
+  /** 201: what the agent gets for the prompt from now on. */
+  promotePrompt: { method: 'POST', path: '/prompts/promoted', body: PromotePromptRequest, response: returns<PromotedPrompt>() },
+  /** `?agent=`: the promoted texts agents get now. */
+  listPromotedPrompts: { method: 'GET', path: '/prompts/promoted', query: PromotedPromptListQuery, response: returns<PromotedPromptList>() },
+  /** Back to the seed. */
+  clearPromotedPrompt: {
+    method: 'POST',
+    path: '/prompts/promoted/clear',
+    body: ClearPromotedPromptRequest,
+    response: returns<ClearPromotedPromptResponse>(),
+  },
+  /** `?agent=&name=`: the prompt's promotions and clears, newest first. */
+  listPromptPromotions: { method: 'GET', path: '/prompts/promoted/history', query: PromptPromotionsQuery, response: returns<PromptPromotionList>() },
+
   // --- what the editor's views show (daemon/store/views.ts) ---
   /** An agent's headline number and its words (CodeLens, dashboard). */
   viewHeadline: { method: 'GET', path: '/views/headline', query: HeadlineQuery, response: returns<AgentHeadline>() },
@@ -163,6 +209,8 @@ export const routes = {
   viewRollout: { method: 'POST', path: '/views/rollout', body: RolloutViewRequest, response: returns<RolloutDetail>() },
   /** One page of the rollouts list: its rows with reward, duration and error, the total, and the filters' choices (the viewer's list). */
   viewRollouts: { method: 'POST', path: '/views/rollouts', body: RolloutsViewRequest, response: returns<RolloutListPage>() },
+  /** A prompt optimization: its candidates with their per-val-task scores, the Pareto front, best val by rollouts used, the optimizer's calls (daemon/store/views-optimize.ts). */
+  viewOptimization: { method: 'GET', path: '/views/optimization', query: OptimizationViewQuery, response: returns<OptimizationView>() },
 } as const satisfies Record<string, RouteDecl>;
 
 export type Routes = typeof routes;

@@ -17,6 +17,9 @@
  *    of at most NEAR_GREEDY_TEMPERATURE or top-k 1: the samples of a task are then one answer (sampledGreedily);
  *  - an attempt's LLM calls are numbered 1, 2, ... in the order they started (ties by sequence id), whatever
  *    role made them or whether they were trained: "call #3" is the same call in every view (llmCallNumbers);
+ *  - a rollout's feedback (what a prompt optimization reflects on) is the final reward's `agl.reward.feedback`, else
+ *    the latest feedback of another reward, else the last error recorded: an exception span's type and message, or a
+ *    span's error status message (rolloutFeedback);
  *  - an episode's answer is what the agent gave as its result, never an LLM reply (episodeAnswer): what the agent
  *    function returned when not a number (`agl.rollout.result` on the root span), else the last object it emitted
  *    with `agl.object.kind` `final` or `<name>.final`, else the last object the agent function itself emitted (not
@@ -130,6 +133,33 @@ export function replacesReward(candidate: RankedReward, current: RankedReward | 
 /** An attempt's final reward (give the spans of one attempt), or null when it emitted none. */
 export function finalReward(spans: Span[]): number | null {
   return pickFinalReward(rewardsInOrder(spans))?.value ?? null;
+}
+
+/** The text a span says went wrong: an exception span's `type: message`, else its error status message; null for none. */
+function errorText(span: Span): string | null {
+  const type = span.attributes[AGL.exceptionType];
+  const message = span.attributes[AGL.exceptionMessage];
+  if (span.name === SPAN.exception && typeof message === 'string' && message !== '') return typeof type === 'string' && type ? `${type}: ${message}` : message;
+  return span.status.code === 'error' && span.status.message ? span.status.message : null;
+}
+
+/**
+ * What the rollout's grader or failure said, in words (give the spans of one attempt): the final reward's feedback,
+ * else the feedback of the latest reward that has one, else the last error the spans recorded; null when none says
+ * anything (a caller may then give the attempt's error).
+ */
+export function rolloutFeedback(spans: Span[]): string | null {
+  const bySpan = new Map(spans.map((s) => [s.spanId, s]));
+  const feedbackOf = (spanId: string): string | null => {
+    const f = bySpan.get(spanId)?.attributes[AGL.rewardFeedback];
+    return typeof f === 'string' && f.trim() !== '' ? f : null;
+  };
+  const lastOf = (texts: (string | null)[]): string | null => texts.filter((t) => t !== null).at(-1) ?? null;
+  const rewards = rewardsInOrder(spans);
+  const final = pickFinalReward(rewards);
+  const fromReward = (final ? feedbackOf(final.spanId) : null) ?? lastOf(rewards.map((r) => feedbackOf(r.spanId)));
+  if (fromReward !== null) return fromReward;
+  return lastOf([...spans].sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId).map(errorText));
 }
 
 /** Token ids / log-probs are stored as a JSON array attribute, or a JSON string of one. */

@@ -78,6 +78,9 @@ export const AGL = {
   /** `true` on the reward span that holds the value the agent function returned (the runner writes it):
    *  that span is the attempt's final reward whatever follows it (protocol/span-reading.ts). */
   rewardFinal: 'agl.reward.final',
+  /** On a reward span: what the grader said about the answer, in words (`emitReward(v, { feedback })`); a prompt
+   *  optimization's reflection reads it (protocol/span-reading.ts rolloutFeedback). */
+  rewardFeedback: 'agl.reward.feedback',
   /** Message / object payloads. */
   message: 'agl.message',
   objectJson: 'agl.object.json',

@@ -284,11 +284,22 @@ export const Worker = z.object({
 });
 export type Worker = z.infer<typeof Worker>;
 
-/** A training run (one `agl train`), its metrics are plotted live by the dashboard. */
+/**
+ * The run kinds the store holds: training runs (`agl train`), prompt optimizations (`agl optimize`: protocol/prompts.ts),
+ * evaluations (`agl eval`). A run's metrics, dashboard and CodeLens numbers are a training run's; the other kinds keep
+ * their own records beside it. Runs stored before kinds existed are training runs.
+ */
+export const RUN_KINDS = ['train', 'optimize', 'eval'] as const;
+export const RunKind = z.enum(RUN_KINDS);
+export type RunKind = z.infer<typeof RunKind>;
+
+/** A run of the agent: a training run (one `agl train`, its metrics plotted live by the dashboard), an optimization or an evaluation. */
 export const TrainingRunStatus = z.enum(['running', 'succeeded', 'failed', 'cancelled']);
 export const TrainingRun = z.object({
   id: z.string(),
   agent: z.string(),
+  /** What the run does (default 'train': every run recorded before kinds existed). */
+  kind: RunKind.default('train'),
   status: TrainingRunStatus,
   config: z.record(z.string(), z.unknown()),
   /** Steps done so far and planned. */
@@ -340,14 +351,23 @@ export const Statistics = z.object({
 export type Statistics = z.infer<typeof Statistics>;
 
 /**
- * What a training run writes into each of its rollouts' metadata (daemon/algorithm/trainer.ts, rollouts.ts), what
- * the stores index and filter by (`RolloutQuery.runId` / `.step`), and what the viewer reads to find a rollout's
- * GRPO group: the keys are named here once. Other keys a user sets are kept as they are.
+ * What a run writes into each of its rollouts' metadata (daemon/algorithm/trainer.ts, rollouts.ts; a prompt
+ * optimization's candidate and split), what the stores index and filter by (`RolloutQuery.runId` / `.step` /
+ * `.candidate`), and what the viewer reads to find a rollout's GRPO group: the keys are named here once. Other keys a
+ * user sets are kept as they are.
  */
-export const ROLLOUT_METADATA_KEYS = { runId: 'runId', step: 'step', taskId: 'taskId', sample: 'sample', samplingRound: 'samplingRound' } as const;
+export const ROLLOUT_METADATA_KEYS = {
+  runId: 'runId',
+  step: 'step',
+  taskId: 'taskId',
+  sample: 'sample',
+  samplingRound: 'samplingRound',
+  candidate: 'candidate',
+  split: 'split',
+} as const;
 export const RolloutMetadata = z
   .object({
-    /** The training run that enqueued the rollout. */
+    /** The run that enqueued the rollout (a training run, or a prompt optimization). */
     runId: z.string().optional(),
     /** The run's step (training rollouts), or the step it was validated at (validation rollouts). */
     step: z.number().int().optional(),
@@ -357,6 +377,10 @@ export const RolloutMetadata = z
     sample: z.number().int().optional(),
     /** DAPO dynamic sampling: the extra round that rolled it out (absent for the step's scheduled tasks). */
     samplingRound: z.number().int().optional(),
+    /** A prompt optimization's rollout: the candidate (protocol/prompts.ts PromptCandidate id) whose texts it ran with. */
+    candidate: z.string().optional(),
+    /** ... and the task set it scored the candidate on (a minibatch of train, the val set, the held-out test set). */
+    split: RolloutMode.optional(),
   })
   .passthrough();
 export type RolloutMetadata = z.infer<typeof RolloutMetadata>;

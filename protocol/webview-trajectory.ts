@@ -6,7 +6,7 @@
 import type { RolloutSearchRequest, RolloutsViewRequest } from './api.js';
 import type { CallInfo, RunRoles } from './call-roles.js';
 import type { EpisodeAnswer } from './span-reading.js';
-import type { Attempt, Rollout, RolloutMode, RolloutStatus, Span, Transition } from './store.js';
+import type { Attempt, Rollout, RolloutMode, RolloutStatus, RunKind, Span, Transition } from './store.js';
 import type { ScaleRewards } from './grpo-advantage.js';
 import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
 
@@ -41,10 +41,11 @@ export interface RolloutRow {
   errorSpans: number;
 }
 
-/** A training run to filter by. */
+/** A run to filter by: a training run, or a prompt optimization (its rollouts carry its id too). */
 export interface RunChoice {
   id: string;
   agent: string;
+  kind: RunKind;
   createdAt: number;
 }
 

@@ -23,7 +23,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     let runId = a.run;
     if (!runId) {
-      const runs = await store.listTrainingRuns();
+      const runs = await store.listTrainingRuns(undefined, 'train');
       const latest = runs.sort((x, y) => y.createdAt - x.createdAt)[0];
       if (!latest) {
         process.stderr.write('agl export: this store has no training runs yet (run `agl train` first)\n');

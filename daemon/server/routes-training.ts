@@ -1,7 +1,7 @@
 /**
- * Store API handlers for training runs, their metrics and the transitions the algorithm used (routes declared
- * in protocol/routes.ts):
- *   createTrainingRun   listTrainingRuns (?agent=)   getTrainingRun   updateTrainingRun (patch)
+ * Store API handlers for runs (training, optimization, evaluation), their metrics and the transitions the algorithm used
+ * (routes declared in protocol/routes.ts):
+ *   createTrainingRun   listTrainingRuns (?agent=&kind=)   getTrainingRun   updateTrainingRun (patch)
  *   addMetrics          listMetrics (?afterStep=)
  *   addTransitions      listTransitions (?runId=&rolloutId=&step=&limit=)
  */
@@ -37,7 +37,7 @@ export function trainingRoutes(ctx: ServerContext) {
 
   return {
     createTrainingRun: { handle: async ({ body }) => json(201, await store.createTrainingRun(body)) },
-    listTrainingRuns: { handle: async ({ query: { agent } }) => json(200, { items: await store.listTrainingRuns(agent) }) },
+    listTrainingRuns: { handle: async ({ query: { agent, kind } }) => json(200, { items: await store.listTrainingRuns(agent, kind) }) },
     getTrainingRun: { handle: async ({ params }) => json(200, await mustExist(params.id)) },
     updateTrainingRun: {
       async handle({ body: patch, params }) {

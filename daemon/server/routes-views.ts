@@ -5,14 +5,16 @@
  *   viewGroups     POST /views/groups           a training step's GRPO groups, or one rollout's group (the viewer's group view)
  *   viewRollout    POST /views/rollout          one rollout with its calls and answer (the viewer's rollout view)
  *   viewRollouts   POST /views/rollouts         one page of the rollouts list (the viewer's list; store/views-rollouts.ts)
+ *   viewOptimization  GET /views/optimization?runId=  a prompt optimization (the optimization view; store/views-optimize.ts)
  */
 import { agentHeadline, groupPage, rolloutView } from '../store/views.js';
 import { rolloutsPage } from '../store/views-rollouts.js';
+import { optimizationView } from '../store/views-optimize.js';
 import { HttpProblem } from './errors.js';
 import { json, type RouteHandlers } from './route.js';
 import type { ServerContext } from './server-context.js';
 
-/** The one error the views throw themselves, an unknown rollout, as a 404. */
+/** The one error the views throw themselves, an unknown rollout or run, as a 404. */
 async function orNotFound<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
@@ -39,5 +41,6 @@ export function viewRoutes(ctx: ServerContext) {
           ),
         ),
     },
+    viewOptimization: { handle: async ({ query }) => json(200, await orNotFound(() => optimizationView(store, query.runId))) },
   } satisfies Partial<RouteHandlers>;
 }

@@ -17,6 +17,7 @@ import { rolloutRoutes } from './routes-rollouts.js';
 import { spanRoutes } from './routes-spans.js';
 import { trainingRoutes } from './routes-training.js';
 import { viewRoutes } from './routes-views.js';
+import { promptRoutes } from './routes-prompts.js';
 
 /** `T`, with any key that names no declared route typed `never` (so a handler for an undeclared route does not compile). */
 type OnlyDeclared<T> = T & { [K in Exclude<keyof T, RouteName>]: never };
@@ -25,7 +26,7 @@ const allHandlers = <T extends RouteHandlers>(handlers: OnlyDeclared<T>): RouteH
 
 /** Every declared route's handler, keyed by route name. */
 export function storeHandlers(ctx: ServerContext): { [K in RouteName]: RouteHandler<K> } {
-  return allHandlers({ ...spanRoutes(ctx), ...rolloutRoutes(ctx), ...resourceRoutes(ctx), ...trainingRoutes(ctx), ...viewRoutes(ctx) });
+  return allHandlers({ ...spanRoutes(ctx), ...rolloutRoutes(ctx), ...resourceRoutes(ctx), ...trainingRoutes(ctx), ...promptRoutes(ctx), ...viewRoutes(ctx) });
 }
 
 /** The declared route `name` with its handler as a table entry: the body or query parsed with the declared schema, then the handler. */

@@ -14,7 +14,7 @@ export type ChangeKind = Exclude<keyof StoreChange, 'truncated'>;
 export interface ChangeSource {
   kind: ChangeKind;
   table: string;
-  /** Rows whose `updated_at` is set are reported too (rollouts and runs move; the other kinds are only inserted). */
+  /** Rows whose `updated_at` is set are reported too (rollouts, runs and candidates move; the other kinds are only inserted). */
   moves: boolean;
   /** The item of a changed row: a select list whose aliases are the item's fields; `DISTINCT x AS k` for a list of ids. */
   select: string;
@@ -24,7 +24,11 @@ export interface ChangeSource {
   notifyAtMost: number;
 }
 
-export const CHANGE_SOURCES: readonly ChangeSource[] = [
+/**
+ * What schemas 3 to 6 watched: PostgreSQL's migrations 3 and 5 built their triggers from this list (history: it is
+ * never edited; schema 7 builds them again from CHANGE_SOURCES).
+ */
+export const CHANGE_SOURCES_SCHEMA_5: readonly ChangeSource[] = [
   {
     kind: 'rollouts',
     table: 'rollouts',
@@ -38,6 +42,17 @@ export const CHANGE_SOURCES: readonly ChangeSource[] = [
   { kind: 'transitions', table: 'transitions', moves: false, select: 'DISTINCT run_id AS k', notifyAtMost: 100 },
   { kind: 'resources', table: 'resources', moves: false, select: 'id, version', notifyAtMost: 100 },
 ];
+
+/** Schema 7 on: a run's item says its kind, and a prompt optimization's records are watched (protocol/prompts.ts). */
+export const CHANGE_SOURCES: readonly ChangeSource[] = [
+  ...CHANGE_SOURCES_SCHEMA_5.map((s) => (s.kind === 'runs' ? { ...s, select: `${s.select}, kind` } : s)),
+  { kind: 'candidates', table: 'prompt_candidates', moves: true, select: 'id, run_id AS "runId", status', notifyAtMost: 40 },
+  { kind: 'optimizerCalls', table: 'optimizer_calls', moves: false, select: 'run_id AS "runId", MAX(seq) AS seq', groupBy: 'run_id', notifyAtMost: 100 },
+  { kind: 'promotedPrompts', table: 'promoted_prompts', moves: false, select: 'agent, name', groupBy: 'agent, name', notifyAtMost: 20 },
+];
+
+/** The tables whose rows move (their `updated_at` set after the insert): SQLite's writers log them while a feed watches. */
+export type MovingTable = 'rollouts' | 'training_runs' | 'prompt_candidates';
 
 /** The select of `source` over the rows of `from` that satisfy `where` (SQL over the table's columns). */
 export function changedItemsSql(source: ChangeSource, from: string, where = ''): string {

@@ -257,6 +257,7 @@ export function rowToTrainingRun(r: Row): TrainingRun {
   return {
     id: r.id,
     agent: r.agent,
+    kind: r.kind ?? 'train',
     status: r.status,
     config: JSON.parse(r.config),
     step: num(r.step),

@@ -1,7 +1,7 @@
 /**
  * What a PostgreSQL store committed, for PostgresStore.watchChanges (protocol/lightning-store.ts): the daemon's event
  * stream tells the editor from it. Every writer of the database, this daemon or any other, notifies while a feed
- * listens: statement triggers (schema migrations 3 and 5, CHANGE_TRIGGERS_SQL, built from changes.ts) send the rows
+ * listens: statement triggers (schema migrations 3, 5 and 7, changeTriggersSql, built from changes.ts) send the rows
  * a statement wrote, as a StoreChange in JSON, on the channel CHANGES_CHANNEL, and PostgreSQL delivers a
  * transaction's notifications when it commits, in commit order, to every session listening. While anyone watches,
  * the feed holds one connection of its own that LISTENs and is registered in agl_change_listeners; with nobody
@@ -11,7 +11,7 @@
  */
 import pg from 'pg';
 import { StoreChange, emptyChange } from '../../protocol/events.js';
-import { CHANGE_SOURCES, changedItemsSql, type ChangeSource } from './changes.js';
+import { changedItemsSql, type ChangeSource } from './changes.js';
 
 export const CHANGES_CHANNEL = 'agl_store_changes';
 const RETRY_MS = { min: 250, max: 5_000 };
@@ -41,30 +41,31 @@ function triggerSql(source: ChangeSource, name: string, event: string, fn: strin
     FOR EACH STATEMENT EXECUTE FUNCTION ${fn}();`;
 }
 
+/** A source's trigger function and its triggers: on INSERT, and on UPDATE too for a table whose rows move. */
+function sourceTriggersSql(s: ChangeSource): string {
+  if (!s.moves) return [triggerFunctionSql(s, `agl_${s.kind}_added`), triggerSql(s, `agl_${s.kind}_added`, 'INSERT', `agl_${s.kind}_added`)].join('\n  ');
+  const fn = `agl_${s.kind}_changed`;
+  return [triggerFunctionSql(s, fn), triggerSql(s, `agl_${s.kind}_inserted`, 'INSERT', fn), triggerSql(s, `agl_${s.kind}_updated`, 'UPDATE', fn)].join('\n  ');
+}
+
 /**
- * The triggers (schema migrations 3 and 5), from changes.ts's declaration: each statement that inserts rows, or
- * updates rows of a table whose rows move, notifies their items while a feed listens (an UPDATE trigger with a
- * transition table takes no column list, so every update counts, not only those that set `updated_at`: a few more
- * events than SQLite's feed, never fewer). A notification's payload must stay under 8000 bytes or the writing
- * transaction fails, so each lists a few rows (an agent name can be long) and agl_notify sends `{"truncated": true}`
- * instead of a payload that would be too long. Transition tables need one trigger per event (INSERT, UPDATE); a
- * statement that wrote no row sends nothing. Written to run again over itself (a store migrated back by hand, as a
- * test does).
+ * The triggers (schema migrations 3 and 5 from changes.ts's CHANGE_SOURCES_SCHEMA_5, 7 from its CHANGE_SOURCES): each
+ * statement that inserts rows, or updates rows of a table whose rows move, notifies their items while a feed listens
+ * (an UPDATE trigger with a transition table takes no column list, so every update counts, not only those that set
+ * `updated_at`: a few more events than SQLite's feed, never fewer). A notification's payload must stay under 8000
+ * bytes or the writing transaction fails, so each lists a few rows (an agent name can be long) and agl_notify sends
+ * `{"truncated": true}` instead of a payload that would be too long. Transition tables need one trigger per event
+ * (INSERT, UPDATE); a statement that wrote no row sends nothing. Written to run again over itself (a store migrated
+ * back by hand, as a test does).
  */
-export const CHANGE_TRIGGERS_SQL = `
+export const changeTriggersSql = (sources: readonly ChangeSource[]): string => `
   CREATE TABLE IF NOT EXISTS ${LISTENERS} (pid INTEGER PRIMARY KEY, since DOUBLE PRECISION NOT NULL);
   CREATE OR REPLACE FUNCTION agl_notify(payload jsonb) RETURNS void LANGUAGE plpgsql AS $$
   BEGIN
     IF octet_length(payload::text) > 7900 THEN payload := '{"truncated": true}'::jsonb; END IF;
     PERFORM pg_notify('${CHANGES_CHANNEL}', payload::text);
   END $$;
-${CHANGE_SOURCES.map((s) => {
-  if (!s.moves)
-    return `${triggerFunctionSql(s, `agl_${s.kind}_added`)}
-  ${triggerSql(s, `agl_${s.kind}_added`, 'INSERT', `agl_${s.kind}_added`)}`;
-  const fn = `agl_${s.kind}_changed`;
-  return [triggerFunctionSql(s, fn), triggerSql(s, `agl_${s.kind}_inserted`, 'INSERT', fn), triggerSql(s, `agl_${s.kind}_updated`, 'UPDATE', fn)].join('\n  ');
-}).join('\n')}
+${sources.map(sourceTriggersSql).join('\n')}
 `;
 
 /** Registers a listening connection (after its LISTEN), first removing those whose backend is gone. */

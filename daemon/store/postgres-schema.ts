@@ -6,8 +6,10 @@
  */
 import type pg from 'pg';
 import { SEARCH_MIGRATION_SQL, backfillSearch } from './postgres-search.js';
-import { CHANGE_TRIGGERS_SQL, FORGET_GONE_LISTENERS_SQL } from './postgres-changes.js';
-import { initialSchemaSql, pendingMigrations, policyMetricGapsSql } from './schema.js';
+import { FORGET_GONE_LISTENERS_SQL, changeTriggersSql } from './postgres-changes.js';
+import { CHANGE_SOURCES, CHANGE_SOURCES_SCHEMA_5 } from './changes.js';
+import { RUN_KIND_COLUMN, initialSchemaSql, pendingMigrations, policyMetricGapsSql, promptOptimizationTablesSql } from './schema.js';
+import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 
 /** SQL, or a function for a migration that also computes data (run in the migration's transaction). */
 const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
@@ -19,7 +21,7 @@ const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
     await backfillSearch(c);
   },
   // 3: every write notifies what it changed, for the change feed (postgres-changes.ts) and the daemon's event stream
-  CHANGE_TRIGGERS_SQL,
+  changeTriggersSql(CHANGE_SOURCES_SCHEMA_5),
   // 4: steps numbered from 1 (protocol/metrics.ts FIRST_TRAINING_STEP): what agl train recorded of a training step
   //    (metrics, transitions, training rollouts) moves up one; validations already counted the updates before them
   `
@@ -32,9 +34,16 @@ const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
       AND (metadata::jsonb ->> 'runId') IN (SELECT run_id FROM agl_trained_runs);
   `,
   // 5: 3's triggers, notifying only while a feed listens (agl_change_listeners)
-  CHANGE_TRIGGERS_SQL,
+  changeTriggersSql(CHANGE_SOURCES_SCHEMA_5),
   // 6: a policy's metrics of a step without its update (or without its roles' calls) are gaps, not 0s
   policyMetricGapsSql('postgres'),
+  // 7: run kinds, prompt optimization's records and their change triggers, rollouts found by their candidate (runs
+  //    again over itself)
+  `ALTER TABLE training_runs ADD COLUMN IF NOT EXISTS ${RUN_KIND_COLUMN};
+  ${promptOptimizationTablesSql('postgres')}
+  CREATE INDEX IF NOT EXISTS rollouts_candidate ON rollouts(((metadata::jsonb) ->> '${ROLLOUT_METADATA_KEYS.candidate}'), seq)
+    WHERE ((metadata::jsonb) ->> '${ROLLOUT_METADATA_KEYS.candidate}') IS NOT NULL;
+  ${changeTriggersSql(CHANGE_SOURCES)}`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;

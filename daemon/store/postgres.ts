@@ -33,6 +33,8 @@ import { PostgresLifecycle } from './postgres-lifecycle.js';
 import { PostgresChangeFeed } from './postgres-changes.js';
 import { INSERT_RESOURCES_SQL, SqlStore, UPDATE_TRAINING_RUN_SQL, resourcesRow, trainingRunUpdate, type WorkerPatch } from './sql-store.js';
 import type { StoreChange } from '../../protocol/events.js';
+import type { MovingTable } from './changes.js';
+import type { RowChange, Statement } from './prompt-records.js';
 
 export interface PostgresStoreOptions {
   poolSize?: number;
@@ -225,9 +227,9 @@ export class PostgresStore extends SqlStore implements LightningStore {
   }
   protected async insertTrainingRun(t: TrainingRun) {
     const { rowCount } = await this.q(
-      `INSERT INTO training_runs (id, agent, status, config, step, total_steps, checkpoint_dir, summary, created_at, updated_at)
-      VALUES ($1, $2, $3, $4, $5, $6, NULL, '{}', $7, $7) ON CONFLICT (id) DO NOTHING`,
-      [t.id, t.agent, t.status, JSON.stringify(t.config), t.step, t.totalSteps, t.createdAt],
+      `INSERT INTO training_runs (id, agent, kind, status, config, step, total_steps, checkpoint_dir, summary, created_at, updated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, '{}', $8, $8) ON CONFLICT (id) DO NOTHING`,
+      [t.id, t.agent, t.kind, t.status, JSON.stringify(t.config), t.step, t.totalSteps, t.createdAt],
     );
     if (rowCount === 0) throw new ConflictError(`training run '${t.id}' already exists`);
   }
@@ -258,5 +260,22 @@ export class PostgresStore extends SqlStore implements LightningStore {
   }
   protected healthCheck(now: number) {
     return this.life.healthCheck(now);
+  }
+  protected async insertUnlessExists(insert: Statement, existing: Statement): Promise<Row | null> {
+    // Any unique key the row would break (a writer of another daemon may have just stored it): then read what is there.
+    if ((await this.q(numbered(`${insert.sql} ON CONFLICT DO NOTHING`), insert.params)).rowCount === 1) return null;
+    const row = (await this.q(numbered(existing.sql), existing.params)).rows[0];
+    if (!row) throw new ConflictError('the row in the way of this write was removed meanwhile: write it again');
+    return row;
+  }
+  protected modifyRow<T>(select: Statement, _table: MovingTable, change: (row: Row | undefined) => RowChange<T>): Promise<T> {
+    return this.tx(async (c) => {
+      const out = change((await c.query(numbered(`${select.sql} FOR UPDATE`), select.params)).rows[0]);
+      if (out.write) await c.query(numbered(out.write.sql), out.write.params);
+      return out.result;
+    });
+  }
+  protected async execute(write: Statement): Promise<void> {
+    await this.q(numbered(write.sql), write.params);
   }
 }

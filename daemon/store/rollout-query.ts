@@ -51,6 +51,7 @@ function filterSql(q: RolloutQuery, d: SqlDialect, agentAliases: readonly string
   if (q.rewardMax !== undefined) where.push(`r.final_reward <= ${d.param(q.rewardMax)}`);
   if (q.runId !== undefined) where.push(`${d.metadataText(ROLLOUT_METADATA_KEYS.runId)} = ${d.param(q.runId)}`);
   if (q.step !== undefined) where.push(`${d.metadataNumber(ROLLOUT_METADATA_KEYS.step)} = ${d.param(q.step)}`);
+  if (q.candidate !== undefined) where.push(`${d.metadataText(ROLLOUT_METADATA_KEYS.candidate)} = ${d.param(q.candidate)}`);
   if (q.hasError === true) where.push('(a.error IS NOT NULL OR r.error_spans > 0)');
   if (q.hasError === false) where.push('(a.error IS NULL AND r.error_spans = 0)');
   if (q.search !== undefined) {

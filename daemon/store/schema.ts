@@ -171,12 +171,16 @@ function orderColumn(t: Table, backend: Backend): string | null {
   return `seq BIGINT GENERATED ALWAYS AS IDENTITY${declaresKey ? '' : ' PRIMARY KEY'}`;
 }
 
-function createTable(t: Table, backend: Backend): string {
+/** `again`: the statements run again over themselves (IF NOT EXISTS), for a migration a store may have had already. */
+function createTable(t: Table, backend: Backend, again = false): string {
   const order = orderColumn(t, backend);
   const columns = t.columns.filter(([, , only]) => only === undefined || only === backend).map(([name, d]) => `${name} ${typeIn(d, backend)}`);
   const lines = [...(order ? [order] : []), ...columns, ...(t.constraints ?? [])];
-  const indexes = (t.indexes ?? []).flatMap((i) => (typeof i === 'string' ? [i] : i[1] === backend ? [i[0]] : [])).map((i) => `CREATE ${i};`);
-  return [`CREATE TABLE ${t.name} (\n  ${lines.join(',\n  ')}\n);`, ...indexes].join('\n');
+  const ifNew = again ? 'IF NOT EXISTS ' : '';
+  const indexes = (t.indexes ?? [])
+    .flatMap((i) => (typeof i === 'string' ? [i] : i[1] === backend ? [i[0]] : []))
+    .map((i) => `CREATE ${i.replace(/INDEX /, `INDEX ${ifNew}`)};`);
+  return [`CREATE TABLE ${ifNew}${t.name} (\n  ${lines.join(',\n  ')}\n);`, ...indexes].join('\n');
 }
 
 /** Schema migration 1 in the backend's SQL: every table and its indexes. */
@@ -202,6 +206,67 @@ export function summaryColumnsSql(backend: Backend): string {
   // SQLite adds one column per ALTER TABLE.
   const alter = backend === 'sqlite' ? add.map((a) => `ALTER TABLE rollouts ${a};`).join('\n') : `ALTER TABLE rollouts ${add.join(', ')};`;
   return `${alter}\nCREATE INDEX rollouts_reward ON rollouts(final_reward, seq);`;
+}
+
+// --- schema 7: prompt optimization (protocol/prompts.ts) ----------------------------------------------------------
+/**
+ * The tables of a prompt optimization's records. A candidate's row keeps the whole record as JSON (`data`), its status
+ * and `updated_at` beside it for the change feed (a candidate moves once, when decided); an optimizer call is stored
+ * once, whole; promoted prompts are a history (a row per promotion, `text` NULL for a clear back to the seed), the
+ * latest row of an agent's prompt being what its agents get.
+ */
+const TABLES_V7: readonly Table[] = [
+  {
+    name: 'prompt_candidates',
+    order: 'none',
+    columns: [
+      ['id', 'TEXT PRIMARY KEY'],
+      ['run_id', 'TEXT NOT NULL'],
+      ['ordinal', 'INTEGER NOT NULL'],
+      ['status', 'TEXT NOT NULL'],
+      ['data', 'TEXT NOT NULL'],
+      ['created_at', 'REAL NOT NULL'],
+      ['updated_at', 'REAL NOT NULL'],
+    ],
+    indexes: ['UNIQUE INDEX prompt_candidates_run ON prompt_candidates(run_id, ordinal)'],
+  },
+  {
+    name: 'optimizer_calls',
+    order: 'none',
+    columns: [
+      ['run_id', 'TEXT NOT NULL'],
+      ['seq', 'INTEGER NOT NULL'],
+      ['data', 'TEXT NOT NULL'],
+      ['created_at', 'REAL NOT NULL'],
+    ],
+    constraints: ['PRIMARY KEY (run_id, seq)'],
+  },
+  {
+    name: 'promoted_prompts',
+    order: 'hidden',
+    columns: [
+      ['agent', 'TEXT NOT NULL'],
+      ['name', 'TEXT NOT NULL'],
+      ['text', 'TEXT'],
+      ['candidate_id', 'TEXT'],
+      ['run_id', 'TEXT'],
+      ['promoted_by', 'TEXT NOT NULL'],
+      ['promoted_at', 'REAL NOT NULL'],
+    ],
+    indexes: ['INDEX promoted_prompts_name ON promoted_prompts(name)'],
+  },
+];
+
+/** Schema 7's column of every run: its kind (protocol/store.ts RUN_KINDS); runs stored before are training runs. */
+export const RUN_KIND_COLUMN = "kind TEXT NOT NULL DEFAULT 'train'";
+
+/**
+ * Schema migration 7's tables, both backends alike, written to run again over themselves (a store migrated back by
+ * hand, as tests do). Each backend adds RUN_KIND_COLUMN (SQLite's ALTER TABLE has no IF NOT EXISTS) and the index of
+ * its rollouts by candidate (a JSON expression).
+ */
+export function promptOptimizationTablesSql(backend: Backend): string {
+  return TABLES_V7.map((t) => createTable(t, backend, true)).join('\n\n');
 }
 
 // --- running them -------------------------------------------------------------------------------------------------

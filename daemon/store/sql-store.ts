@@ -4,7 +4,9 @@
  * rollout's spans, the statistics, the rollouts list through rollout-query.ts), and the in-process wakeups of
  * waitForRollouts. Shared statements are written with `?` placeholders; a backend runs them through `rows` after
  * numbering them as its driver needs (`numbered` for PostgreSQL). Each backend implements the writes, the
- * rollout/attempt lifecycle (sqlite-lifecycle.ts, postgres-lifecycle.ts) and the reads whose SQL differs.
+ * rollout/attempt lifecycle (sqlite-lifecycle.ts, postgres-lifecycle.ts) and the reads whose SQL differs. A prompt
+ * optimization's records are prompt-records.ts's, over three writes each backend gives (insertUnlessExists,
+ * modifyRow, execute).
  */
 import {
   ATTEMPT_STATUSES,
@@ -15,6 +17,7 @@ import {
   type Resources,
   type Rollout,
   type RolloutInput,
+  type RunKind,
   type Span,
   type SpanInput,
   type Statistics,
@@ -57,6 +60,19 @@ import {
 } from './common.js';
 import { rolloutPage, rolloutStatements, type SqlDialect } from './rollout-query.js';
 import { ORDER_COLUMN, type Backend } from './schema.js';
+import type { MovingTable } from './changes.js';
+import { PromptRecords, type RowChange, type Statement } from './prompt-records.js';
+import type {
+  CandidateDecision,
+  ClearPromotedPromptInput,
+  OptimizerCall,
+  OptimizerCallInput,
+  PromotePromptInput,
+  PromotedPrompt,
+  PromptCandidate,
+  PromptCandidateInput,
+  PromptPromotion,
+} from '../../protocol/prompts.js';
 
 export type WorkerPatch = Partial<Pick<Worker, 'status' | 'currentRolloutId' | 'currentAttemptId' | 'metadata'>>;
 
@@ -79,12 +95,21 @@ export const resourcesRow = (r: Resources): unknown[] => [r.id, r.version, r.cre
 export abstract class SqlStore {
   protected readonly hub = new RolloutEndHub();
   protected closed = false;
+  private readonly records: PromptRecords;
 
   constructor(
     private readonly backend: Backend,
     /** How often waitForRollouts re-reads for rollouts ended by other processes (ms). */
     private readonly waitPollMs: number,
-  ) {}
+  ) {
+    this.records = new PromptRecords({
+      select: (sql, params) => this.select(sql, params),
+      insertUnlessExists: (insert, existing) => this.insertUnlessExists(insert, existing),
+      modifyRow: (select, table, change) => this.modifyRow(select, table, change),
+      execute: (write) => this.execute(write),
+      orderColumn: ORDER_COLUMN[backend],
+    });
+  }
 
   /** Runs a read in the backend's own placeholders. */
   protected abstract rows(sql: string, params: unknown[]): Promise<Row[]>;
@@ -107,6 +132,12 @@ export abstract class SqlStore {
   /** Stores a new run, or throws ConflictError when its id is taken. */
   protected abstract insertTrainingRun(run: TrainingRun): Promise<void>;
   protected abstract healthCheck(now: number): Promise<HealthCheckResult>;
+  /** Runs `insert` unless the row `existing` finds is there (any unique key the insert would break): then that row. */
+  protected abstract insertUnlessExists(insert: Statement, existing: Statement): Promise<Row | null>;
+  /** Reads one row locked against other writers, and writes what `change` decides, in one transaction. */
+  protected abstract modifyRow<T>(select: Statement, table: MovingTable, change: (row: Row | undefined) => RowChange<T>): Promise<T>;
+  /** One write statement in its own transaction. */
+  protected abstract execute(write: Statement): Promise<void>;
 
   /** A shared statement (`?` placeholders) run by the backend. */
   protected select(sql: string, params: unknown[] = []): Promise<Row[]> {
@@ -247,11 +278,12 @@ export abstract class SqlStore {
   }
 
   // --- training runs, metrics, transitions --------------------------------------------------------
-  async createTrainingRun(run: Pick<TrainingRun, 'agent' | 'config' | 'totalSteps'> & { id?: string }): Promise<TrainingRun> {
+  async createTrainingRun(run: Pick<TrainingRun, 'agent' | 'config' | 'totalSteps'> & { id?: string; kind?: RunKind }): Promise<TrainingRun> {
     const now = Date.now();
     const t: TrainingRun = {
       id: run.id ?? newId('run'),
       agent: run.agent,
+      kind: run.kind ?? 'train',
       status: 'running',
       config: run.config ?? {},
       step: 0,
@@ -268,9 +300,11 @@ export abstract class SqlStore {
     const r = await this.first('SELECT * FROM training_runs WHERE id = ?', [id]);
     return r ? rowToTrainingRun(r) : null;
   }
-  async listTrainingRuns(agent?: string): Promise<TrainingRun[]> {
+  async listTrainingRuns(agent?: string, kind?: RunKind): Promise<TrainingRun[]> {
     // Runs are few: filtered here, so an agent's runs recorded under an older form of its id count (protocol/agent-id.ts).
-    const runs = (await this.select(`SELECT * FROM training_runs ORDER BY created_at DESC, ${ORDER_COLUMN[this.backend]} DESC`)).map(rowToTrainingRun);
+    const where = kind === undefined ? '' : ' WHERE kind = ?';
+    const sql = `SELECT * FROM training_runs${where} ORDER BY created_at DESC, ${ORDER_COLUMN[this.backend]} DESC`;
+    const runs = (await this.select(sql, kind === undefined ? [] : [kind])).map(rowToTrainingRun);
     return agent === undefined ? runs : runs.filter((r) => sameAgent(r.agent, agent));
   }
   async queryMetrics(runId: string, afterStep?: number): Promise<MetricPoint[]> {
@@ -292,6 +326,38 @@ export abstract class SqlStore {
     if (q.limit !== undefined) params.push(pageLimit(q.limit));
     const sql = `SELECT data FROM transitions ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY step, ${ORDER_COLUMN[this.backend]}`;
     return (await this.select(q.limit === undefined ? sql : `${sql} LIMIT ?`, params)).map(rowToTransition);
+  }
+
+  // --- prompt optimization (prompt-records.ts) ----------------------------------------------------
+  addPromptCandidate(input: PromptCandidateInput): Promise<PromptCandidate> {
+    return this.records.addCandidate(input);
+  }
+  decidePromptCandidate(id: string, decision: CandidateDecision): Promise<PromptCandidate> {
+    return this.records.decideCandidate(id, decision);
+  }
+  getPromptCandidate(id: string): Promise<PromptCandidate | null> {
+    return this.records.getCandidate(id);
+  }
+  listPromptCandidates(runId: string): Promise<PromptCandidate[]> {
+    return this.records.listCandidates(runId);
+  }
+  addOptimizerCall(input: OptimizerCallInput): Promise<OptimizerCall> {
+    return this.records.addCall(input);
+  }
+  listOptimizerCalls(runId: string): Promise<OptimizerCall[]> {
+    return this.records.listCalls(runId);
+  }
+  promotePrompt(input: PromotePromptInput): Promise<PromotedPrompt> {
+    return this.records.promote(input);
+  }
+  listPromotedPrompts(agent?: string): Promise<PromotedPrompt[]> {
+    return this.records.listPromoted(agent);
+  }
+  clearPromotedPrompt(input: ClearPromotedPromptInput): Promise<boolean> {
+    return this.records.clear(input);
+  }
+  listPromptPromotions(agent: string, name: string): Promise<PromptPromotion[]> {
+    return this.records.listPromotions(agent, name);
   }
 
   // --- health ------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
  * What a SQLite store committed, for SqliteStore.watchChanges (protocol/lightning-store.ts): the daemon's event
  * stream tells the editor from it. While anyone watches, the feed keeps a mark per table (changes.ts CHANGE_SOURCES)
  * and reads what moved past it, all by rowid: SQLite gives a new row the next rowid under the write lock, so rowids
- * follow commit order. Rows inserted are those past the table's mark; rollouts and training runs that moved (their
+ * follow commit order. Rows inserted are those past the table's mark; rollouts, runs and prompt candidates that moved (their
  * `updated_at` set) are those the change log (schema 5) lists past its mark. Every writer is a SqliteStore, of this
  * process or another: each group commit looks whether a feed is registered in `change_watchers` and, if one is,
  * appends the rows it moved (ChangeLog), so nobody watching costs a commit one read of an empty table: no index on a
@@ -16,7 +16,7 @@
 import { hostname } from 'node:os';
 import type Database from 'better-sqlite3';
 import { MAX_LISTED_CHANGES, emptyChange, isEmptyChange, type StoreChange } from '../../protocol/events.js';
-import { CHANGE_SOURCES, changeItem, changedItemsSql, type ChangeKind } from './changes.js';
+import { CHANGE_SOURCES, changeItem, changedItemsSql, type ChangeKind, type MovingTable } from './changes.js';
 
 /** Log entries kept (the oldest are pruned every PRUNE_EVERY entries). */
 const LOG_KEPT = 65_536;
@@ -39,7 +39,7 @@ export const CHANGE_LOG_MIGRATION_SQL = `
 `;
 
 /** The tables whose rows move (changes.ts), which a writer logs while a feed watches. */
-export type MovingTable = 'rollouts' | 'training_runs';
+export type { MovingTable };
 
 /**
  * A writer's side of the log, run inside each group commit (SqliteStore.commitQueued): whether any feed, of any

@@ -8,7 +8,8 @@
  */
 import type Database from 'better-sqlite3';
 import { SEARCH_MIGRATION_SQL, backfillSearch } from './sqlite-search.js';
-import { initialSchemaSql, pendingMigrations, policyMetricGapsSql } from './schema.js';
+import { RUN_KIND_COLUMN, initialSchemaSql, pendingMigrations, policyMetricGapsSql, promptOptimizationTablesSql } from './schema.js';
+import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 import { CHANGE_LOG_MIGRATION_SQL } from './sqlite-changes.js';
 
 /** SQL, or a function for a migration that also computes data. */
@@ -37,6 +38,15 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
   CHANGE_LOG_MIGRATION_SQL,
   // 6: a policy's metrics of a step without its update (or without its roles' calls) are gaps, not 0s
   policyMetricGapsSql('sqlite'),
+  // 7: run kinds, prompt optimization's records, rollouts found by their candidate (runs again over itself)
+  (db) => {
+    if (!(db.pragma('table_info(training_runs)') as Array<{ name: string }>).some((c) => c.name === 'kind')) {
+      db.exec(`ALTER TABLE training_runs ADD COLUMN ${RUN_KIND_COLUMN};`);
+    }
+    db.exec(`${promptOptimizationTablesSql('sqlite')}
+      CREATE INDEX IF NOT EXISTS rollouts_candidate ON rollouts(json_extract(metadata, '$.${ROLLOUT_METADATA_KEYS.candidate}'), seq)
+        WHERE json_extract(metadata, '$.${ROLLOUT_METADATA_KEYS.candidate}') IS NOT NULL;`);
+  },
 ];
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;

@@ -45,6 +45,7 @@ import { WalCheckpointer } from './sqlite-checkpointer.js';
 import { ChangeLog, SqliteChangeFeed, type MovingTable } from './sqlite-changes.js';
 import { INSERT_RESOURCES_SQL, SqlStore, UPDATE_TRAINING_RUN_SQL, resourcesRow, trainingRunUpdate, type WorkerPatch } from './sql-store.js';
 import type { SqlDialect } from './rollout-query.js';
+import type { RowChange, Statement } from './prompt-records.js';
 import type { StoreChange } from '../../protocol/events.js';
 
 export interface SqliteStoreOptions {
@@ -274,9 +275,9 @@ export class SqliteStore extends SqlStore implements LightningStore {
     await this.write(() => {
       if (this.st('SELECT 1 FROM training_runs WHERE id = ?').get(t.id)) throw new ConflictError(`training run '${t.id}' already exists`);
       this.st(
-        `INSERT INTO training_runs (id, agent, status, config, step, total_steps, checkpoint_dir, summary, created_at, updated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(t.id, t.agent, t.status, JSON.stringify(t.config), t.step, t.totalSteps, null, '{}', t.createdAt, t.updatedAt);
+        `INSERT INTO training_runs (id, agent, kind, status, config, step, total_steps, checkpoint_dir, summary, created_at, updated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(t.id, t.agent, t.kind, t.status, JSON.stringify(t.config), t.step, t.totalSteps, null, '{}', t.createdAt, t.updatedAt);
     });
   }
   async updateTrainingRun(id: string, patch: TrainingRunPatch): Promise<TrainingRun> {
@@ -301,6 +302,25 @@ export class SqliteStore extends SqlStore implements LightningStore {
       const ins = this.st('INSERT INTO transitions (run_id, step, rollout_id, data) VALUES (?, ?, ?, ?)');
       for (const t of transitions) ins.run(t.runId, t.step, t.rolloutId, JSON.stringify(t));
     });
+  }
+  protected insertUnlessExists(insert: Statement, existing: Statement): Promise<Row | null> {
+    return this.write(() => {
+      const row = this.st(existing.sql).get(...existing.params) as Row | undefined;
+      if (row) return row;
+      this.st(insert.sql).run(...insert.params);
+      return null;
+    });
+  }
+  protected modifyRow<T>(select: Statement, table: MovingTable, change: (row: Row | undefined) => RowChange<T>): Promise<T> {
+    return this.write(() => {
+      const out = change(this.st(select.sql).get(...select.params) as Row | undefined);
+      if (out.write) this.st(out.write.sql).run(...out.write.params);
+      if (out.moved !== undefined) this.moved(table, out.moved);
+      return out.result;
+    });
+  }
+  protected async execute(write: Statement): Promise<void> {
+    await this.write(() => this.st(write.sql).run(...write.params));
   }
   protected async healthCheck(now: number) {
     // A read-only look first: quiet ticks never take the write lock.

@@ -1,7 +1,8 @@
 /**
  * The viewer's rollouts list, one page per request (POST /v1/agl/views/rollouts), assembled from the store on the
  * daemon's side like the other views (views.ts): the store filters, searches, sorts, counts and summarises (no span
- * is read), and the page carries what the list's filters offer (statuses, modes, agents, resources versions, runs).
+ * is read), and the page carries what the list's filters offer (statuses, modes, agents, resources versions, runs of
+ * every kind: an optimization's rollouts are found by its run too, and by their candidate).
  */
 import { MAX_LIST_ROWS, type RolloutsViewRequest } from '../../protocol/api.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
@@ -21,7 +22,7 @@ export async function rolloutsPage(store: LightningStore, req: RolloutsViewReque
   const [page, resources, stats, runs] = await Promise.all([
     store.queryRollouts({
       ...{ status: req.status, mode: req.mode, agent: req.agent, resourcesVersion: req.resourcesVersion, search: req.search || undefined },
-      ...{ rewardMin: req.rewardMin, rewardMax: req.rewardMax, runId: req.runId, step: req.step, hasError: req.hasError },
+      ...{ rewardMin: req.rewardMin, rewardMax: req.rewardMax, runId: req.runId, step: req.step, candidate: req.candidate, hasError: req.hasError },
       ...{ sort: req.sort, order: req.order, offset, limit: Math.min(req.limit ?? 50, MAX_LIST_ROWS), withTotal: true, withSummaries: true },
     }),
     store.listResources(RESOURCES_READ),
@@ -51,6 +52,6 @@ export async function rolloutsPage(store: LightningStore, req: RolloutsViewReque
     modes: [...ROLLOUT_MODES],
     agents,
     resourcesVersions: [...versions.values()].sort((a, b) => b - a),
-    runs: runs.map((r) => ({ id: r.id, agent: r.agent, createdAt: r.createdAt })).sort((a, b) => b.createdAt - a.createdAt),
+    runs: runs.map((r) => ({ id: r.id, agent: r.agent, kind: r.kind, createdAt: r.createdAt })).sort((a, b) => b.createdAt - a.createdAt),
   };
 }

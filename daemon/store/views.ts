@@ -31,7 +31,7 @@ import { policySet } from '../../protocol/policy-set.js';
 import type { GroupAdvantage, GroupData, GroupPage, GroupQuery, GroupSample, RolloutDetail } from '../../protocol/webview-trajectory.js';
 
 /** Runs `fn` over `items` with at most `limit` at once. */
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -268,7 +268,7 @@ export async function groupPage(store: LightningStore, q: GroupQuery): Promise<G
     );
     return { runId, step, steps: await trainedSteps(store, runId), groups: [group], roles: rolesOf(run) };
   }
-  if (!runId) runId = (await store.listTrainingRuns())[0]?.id;
+  if (!runId) runId = (await store.listTrainingRuns(undefined, 'train'))[0]?.id;
   if (!runId) return { runId: null, step: null, steps: [], groups: [], roles: null };
   const [steps, run] = await Promise.all([trainedSteps(store, runId), store.getTrainingRun(runId)]);
   if (step === undefined) step = steps[steps.length - 1];
@@ -379,7 +379,8 @@ function recent(endedNewestFirst: Rollout[], summaries: (RolloutSummary | undefi
 export async function agentHeadline(store: LightningStore, agent: string, cache = new HeadlineCache(store)): Promise<AgentHeadline> {
   const [ended, runs] = await Promise.all([
     store.queryRollouts({ agent, status: ENDED, order: 'desc', limit: COUNT_LIMIT, withSummaries: true, withTotal: true }),
-    store.listTrainingRuns(agent),
+    // Its training runs: an optimization's val scores are its candidates', not the agent's.
+    store.listTrainingRuns(agent, 'train'),
   ]);
   const validated = await heldOut(runs, cache);
   return describeHeadline({

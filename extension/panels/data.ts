@@ -26,7 +26,8 @@ export function trajectoryHandlers(client: AglClient): RequestHandlers {
 
 export function dashboardHandlers(client: AglClient): RequestHandlers {
   const handlers: RequestHandlers = new Map();
-  on(handlers, DashboardProtocol.listRuns, async () => (await client.listTrainingRuns()).sort((a, b) => b.createdAt - a.createdAt));
+  // The dashboard charts training runs: an optimization's or evaluation's records are not its metrics.
+  on(handlers, DashboardProtocol.listRuns, async () => (await client.listTrainingRuns(undefined, 'train')).sort((a, b) => b.createdAt - a.createdAt));
   on(handlers, DashboardProtocol.getRunMetrics, async ({ runId }) => {
     const run = await client.getTrainingRun(runId);
     if (!run) throw new Error(`training run '${runId}' does not exist in this daemon's store`);

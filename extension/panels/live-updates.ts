@@ -100,7 +100,8 @@ export class RunMetricsFeed {
     }
     if (event.type !== 'store') return;
     const { change } = event;
-    const fresh = change.runs.filter((r) => !this.knownRuns.has(r.id));
+    // The dashboard lists training runs only: an optimization or evaluation appearing is not one.
+    const fresh = change.runs.filter((r) => r.kind === 'train' && !this.knownRuns.has(r.id));
     for (const r of fresh) this.knownRuns.add(r.id);
     if (fresh.length || change.truncated) this.runAppeared();
     const moved = new Set([...change.runs.map((r) => r.id), ...change.metrics.map((m) => m.runId)]);

@@ -108,6 +108,7 @@ function run(createdAt: number, data?: { train: string; val: string }): Training
   return {
     id: `r${createdAt}`,
     agent: 'a',
+    kind: 'train',
     status: 'succeeded',
     config: {},
     step: 1,

@@ -16,6 +16,7 @@ import {
   repairedParents,
   rewardOfSpan,
   rewardsInOrder,
+  rolloutFeedback,
   spanKind,
 } from '../../protocol/span-reading.js';
 import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from '../../protocol/spans.js';
@@ -100,6 +101,35 @@ describe('rewards', () => {
     assert.equal(finalReward(spans), 1);
     assert.equal(pickFinalReward(rewardsInOrder(spans))?.spanId, 'returned');
     assert.equal(finalReward([reward('flag-is-a-boolean', 1, { [AGL.rewardValue]: 0.5, [AGL.rewardFinal]: 1 }), reward('b', 2, { [AGL.rewardValue]: 0 })]), 0);
+  });
+});
+
+describe('feedback', () => {
+  const reward = (spanId: string, startTime: number, value: number, feedback?: string, final = false) =>
+    span({
+      spanId,
+      name: SPAN.reward,
+      startTime,
+      attributes: { [AGL.rewardValue]: value, ...(feedback !== undefined && { [AGL.rewardFeedback]: feedback }), ...(final && { [AGL.rewardFinal]: true }) },
+    });
+  const exception = (spanId: string, startTime: number, type: string, message: string) =>
+    span({ spanId, name: SPAN.exception, startTime, attributes: { [AGL.exceptionType]: type, [AGL.exceptionMessage]: message }, status: { code: 'error' } });
+
+  it("is the final reward's feedback, even when a later reward says something else", () => {
+    const spans = [reward('a', 1, 0.5, 'format ok, wrong total', true), reward('b', 5, 1, 'a later grader')];
+    assert.equal(rolloutFeedback(spans), 'format ok, wrong total');
+  });
+
+  it("else the latest reward's that has some (blank feedback says nothing)", () => {
+    assert.equal(rolloutFeedback([reward('a', 1, 0, 'missed rule A'), reward('b', 2, 0, '  '), reward('c', 3, 1, undefined, true)]), 'missed rule A');
+  });
+
+  it('else the last error recorded: an exception span (type: message), or an error status message; none: null', () => {
+    const failed = span({ spanId: 'f', name: 'tool', startTime: 9, status: { code: 'error', message: 'tool crashed' } });
+    assert.equal(rolloutFeedback([exception('e', 2, 'ValueError', 'bad json'), reward('r', 3, 0)]), 'ValueError: bad json');
+    assert.equal(rolloutFeedback([exception('e', 2, 'ValueError', 'bad json'), failed]), 'tool crashed');
+    assert.equal(rolloutFeedback([reward('r', 1, 1), span({ spanId: 'ok', name: 'step', startTime: 2 })]), null);
+    assert.equal(rolloutFeedback([]), null);
   });
 });
 

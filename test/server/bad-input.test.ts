@@ -105,6 +105,36 @@ describe('bad input gets a 4xx problem+json and the daemon keeps serving', () =>
     await problem('GET', `/v1/agl/rollouts/${r.id}/attempts/${other.attempt.id}`, {}, 404);
   });
 
+  it("a prompt optimization's writes: 404 naming the field that names nothing, 409 saying what differs, 400 naming the field", async () => {
+    const run = await d.client.createTrainingRun({ agent: 'a.ts#agent', kind: 'optimize', totalSteps: 0 });
+    const lineage = { parents: [], origin: 'seed', component: null, reflection: null, minibatch: null };
+    const seed = { id: 'pc-bad-input-0', runId: run.id, ordinal: 0, prompts: { system: 'Answer.' }, ...lineage };
+    const post = (path: string, body: unknown, status: number) => problem('POST', `/v1/agl${path}`, { body: JSON.stringify(body) }, status);
+    const notFound = (path: string) => [{ path, message: 'not found' }];
+    assert.deepEqual((await post('/prompt-candidates', { ...seed, runId: 'run-nope' }, 404)).errors, notFound('runId'));
+    const orphan = { ...seed, id: 'pc-bad-input-1', ordinal: 1, origin: 'reflection', parents: ['pc-nope'] };
+    assert.deepEqual((await post('/prompt-candidates', orphan, 404)).errors, notFound('parents[0]'));
+    assert.deepEqual((await post('/prompt-candidates', { ...seed, component: 'critic' }, 400)).errors, [
+      { path: 'component', message: "'critic' is none of the candidate's prompts (system)" },
+    ]);
+    assert.equal((await post('/prompt-candidates', { ...seed, prompts: { 'a b': 'x' } }, 400)).errors?.[0]?.path, 'prompts.a b');
+    await d.client.addPromptCandidate(seed as Parameters<AglClient['addPromptCandidate']>[0]);
+    assert.match((await post('/prompt-candidates', { ...seed, prompts: { system: 'Other.' } }, 409)).detail, /differs from the stored one in prompts/);
+    assert.match((await post('/prompt-candidates/pc-nope/decision', { status: 'accepted' }, 404)).detail, /pc-nope/);
+    await d.client.decidePromptCandidate(seed.id, { status: 'accepted' });
+    assert.match((await post(`/prompt-candidates/${seed.id}/decision`, { status: 'rejected' }, 409)).detail, /decided once/);
+    const promote = { agent: 'a.ts#agent', name: 'system', text: 'Answer.', by: 'editor' };
+    assert.deepEqual((await post('/prompts/promoted', { ...promote, candidateId: 'pc-nope' }, 404)).errors, notFound('candidateId'));
+    assert.match((await post('/prompts/promoted', { ...promote, text: 'edited', candidateId: seed.id }, 409)).detail, /promote that text/);
+    const message = { role: 'user', content: 'q' };
+    const call = { runId: 'run-nope', seq: 0, purpose: 'reflect', model: 'm', requestHash: 'h', messages: [message], response: 'a', error: null };
+    const usage = { attempts: 1, promptTokens: 1, completionTokens: 1, cost: null, ms: 1 };
+    assert.deepEqual((await post('/optimizer-calls', { ...call, ...usage }, 404)).errors, notFound('runId'));
+    assert.equal((await post('/optimizer-calls', { ...call, ...usage, runId: run.id, purpose: 'ponder' }, 400)).errors?.[0]?.path, 'purpose');
+    assert.match((await problem('GET', '/v1/agl/views/optimization?runId=run-nope', {}, 404)).detail, /run-nope/);
+    assert.equal((await problem('GET', '/v1/agl/training-runs?kind=training', {}, 400)).errors?.[0]?.path, 'kind');
+  });
+
   it('oversized bodies -> 413 with the limit', async () => {
     const big = JSON.stringify({ input: 'x'.repeat(100 * 1024) });
     const p = await problem('POST', '/v1/agl/queues/rollouts/enqueue', { body: big }, 413);

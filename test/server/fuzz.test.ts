@@ -80,9 +80,25 @@ const TRANSITION = {
   promptTokens: 0,
   completionTokens: 0,
 };
+const CANDIDATE = {
+  id: 'pc-x-0',
+  runId: 'x',
+  ordinal: 0,
+  prompts: { system: 'Answer.' },
+  parents: [],
+  origin: 'seed',
+  component: null,
+  reflection: null,
+  minibatch: null,
+};
+const OPTIMIZER_CALL = {
+  ...{ runId: 'x', seq: 0, purpose: 'reflect', model: 'm', requestHash: 'h', messages: [{ role: 'user', content: 'q' }] },
+  ...{ response: null, error: null, attempts: 1, promptTokens: 1, completionTokens: 1, cost: null, ms: 1 },
+};
 const API = (p: string) => `/v1/agl${p}`;
 const BODY_ROUTES: BodyRoute[] = [
-  { path: () => API('/queues/rollouts/enqueue'), template: { input: null, mode: 'train', agent: 'a', metadata: {} }, strict: true },
+  // A nullable field's template value is null: null would be no defect there (and marks it free-form).
+  { path: () => API('/queues/rollouts/enqueue'), template: { input: null, mode: 'train', agent: null, metadata: {} }, strict: true },
   { path: () => API('/queues/rollouts/dequeue'), template: { workerId: 'w', limit: 1 }, strict: true },
   { path: () => API('/rollouts'), template: { input: null, workerId: 'w', config: { maxAttempts: 1 } }, strict: true },
   { path: () => API('/rollouts/search'), template: { limit: 1, order: 'asc', status: ['queuing'] }, strict: true },
@@ -103,6 +119,14 @@ const BODY_ROUTES: BodyRoute[] = [
   { path: (id) => API(`/training-runs/${id}`), template: { step: 1, summary: {} }, strict: true },
   { path: (id) => API(`/training-runs/${id}/metrics`), template: { points: [{ step: 0, name: 'm', value: 1 }] }, strict: true },
   { path: () => API('/transitions'), template: { transitions: [TRANSITION] }, strict: true },
+  { path: () => API('/prompt-candidates'), template: CANDIDATE, strict: true },
+  { path: (id) => API(`/prompt-candidates/${id}/decision`), template: { status: 'accepted', reason: null, scores: { val: 0.5 } }, strict: true },
+  { path: () => API('/optimizer-calls'), template: OPTIMIZER_CALL, strict: true },
+  { path: () => API('/prompts/promoted'), template: { agent: 'a', name: 'system', text: 't', candidateId: null, by: 'editor' }, strict: true },
+  { path: () => API('/prompts/promoted/clear'), template: { agent: 'a', name: 'system', by: 'editor' }, strict: true },
+  { path: () => API('/views/groups'), template: { runId: 'x', step: 0 }, strict: true },
+  { path: () => API('/views/rollout'), template: { rolloutId: 'r' }, strict: true },
+  { path: () => API('/views/rollouts'), template: { runId: 'x', candidate: 'pc-x-0', limit: 5 }, strict: true },
   { path: () => '/v1/chat/completions', template: { model: 'm', messages: [{ role: 'user', content: 'hi' }] }, strict: false, gateway: true },
   { path: () => '/v1/completions', template: { model: 'm', prompt: 'hi' }, strict: false, gateway: true },
   { path: (id, aid) => `/rollout/${id}/attempt/${aid}/v1/chat/completions`, template: { model: 'm', messages: [] }, strict: false, gateway: true },
@@ -209,6 +233,12 @@ const badQuery: fc.Arbitrary<{ path: string; why: string }> = fc.oneof(
         ['/resources', 'limit', ['0', ...badInt]],
         ['/transitions', 'step', ['-1', ...badInt]],
         ['/transitions', 'limit', ['0', ...badInt]],
+        ['/training-runs', 'kind', ['training', 'x']],
+        ['/prompt-candidates', 'runId', ['']],
+        ['/optimizer-calls', 'runId', ['']],
+        ['/prompts/promoted/history?agent=a', 'name', ['', 'a%20b', 'x'.repeat(65)]],
+        ['/views/optimization', 'runId', ['']],
+        ['/views/optimization?runId=x', 'extra', ['1']],
       ) as fc.Arbitrary<[string, string, string[]]>,
       fc.nat(),
     )
@@ -228,6 +258,8 @@ const badQuery: fc.Arbitrary<{ path: string; why: string }> = fc.oneof(
         '/workers/@',
         '/training-runs/@',
         '/training-runs/@/metrics',
+        '/prompt-candidates/@',
+        '/views/optimization?runId=@',
       ),
       anyId,
     )
@@ -391,9 +423,10 @@ describe(`fuzzing every route with bad input (fast-check, seed ${SEED}, ${RUNS} 
       '/health',
       '/metrics',
       '/v1/models',
-      ...['/statistics', '/agents', '/workers', '/resources', '/resources/latest', '/training-runs', '/rollouts', '/spans?rolloutId=r', '/transitions'].map(
-        API,
-      ),
+      ...[
+        ...['/statistics', '/agents', '/workers', '/resources', '/resources/latest', '/training-runs', '/rollouts', '/spans?rolloutId=r', '/transitions'],
+        ...['/prompt-candidates?runId=x', '/optimizer-calls?runId=x', '/prompts/promoted', '/prompts/promoted/history?agent=a&name=system'],
+      ].map(API),
     ].map((path) => ({ method: 'GET', path, body: undefined as Buffer | undefined }));
     const routes = fc.constantFrom(...posts, ...gets, { method: 'POST', path: '/v1/traces', body: text({}) });
     const tokenFree = (path: string) => path === '/health' || path.startsWith('/rollout/');

@@ -136,6 +136,12 @@ describe('store API routes declared once (protocol/routes.ts)', () => {
       promptTokens: 0,
       completionTokens: 0,
     };
+    const CANDIDATE = { id: 'pc-x-1', runId: 'x', ordinal: 1, prompts: { system: 'Be brief.' }, parents: ['pc-x-0'], origin: 'reflection' as const };
+    const LINEAGE = { component: 'system', reflection: 'too long', minibatch: ['t1', 't2'] };
+    const CALL = {
+      ...{ runId: 'x', seq: 0, purpose: 'reflect' as const, model: 'm', requestHash: 'h', messages: [{ role: 'user' as const, content: 'q' }] },
+      ...{ response: 'a', error: null, attempts: 1, promptTokens: 1, completionTokens: 1, cost: null, ms: 1 },
+    };
     // One call of each method the table names (a method added to the table needs one here: tsc says so).
     const calls: { [M in (typeof clientMethods)[RouteName]]: (c: AglClient) => Promise<unknown> } = {
       addSpans: (c) => c.addSpans([{ rolloutId: ID, attemptId: AID, name: 'n', startTime: 1 }]),
@@ -169,7 +175,7 @@ describe('store API routes declared once (protocol/routes.ts)', () => {
       agents: (c) => c.agents(),
       statistics: (c) => c.statistics(),
       createTrainingRun: (c) => c.createTrainingRun({ agent: 'a', totalSteps: 1 }),
-      listTrainingRuns: (c) => c.listTrainingRuns('a'),
+      listTrainingRuns: (c) => c.listTrainingRuns('a', 'optimize'),
       getTrainingRun: (c) => c.getTrainingRun(ID),
       updateTrainingRun: (c) => c.updateTrainingRun(ID, { step: 1 }),
       addMetrics: (c) => c.addMetrics([{ runId: ID, step: 0, name: 'm', value: 1 }]),
@@ -179,7 +185,18 @@ describe('store API routes declared once (protocol/routes.ts)', () => {
       agentHeadline: (c) => c.agentHeadline('a'),
       getGroups: (c) => c.getGroups({ runId: 'x', step: 0 }),
       getRolloutView: (c) => c.getRolloutView({ rolloutId: ID, attemptId: AID }),
-      getRolloutsView: (c) => c.getRolloutsView({ status: ['running'], search: 'x', sort: 'reward', offset: 100, limit: 50 }),
+      getRolloutsView: (c) => c.getRolloutsView({ status: ['running'], search: 'x', sort: 'reward', offset: 100, limit: 50, candidate: 'pc-x-1' }),
+      getOptimizationView: (c) => c.getOptimizationView('x'),
+      addPromptCandidate: (c) => c.addPromptCandidate({ ...CANDIDATE, ...LINEAGE }),
+      listPromptCandidates: (c) => c.listPromptCandidates('x'),
+      getPromptCandidate: (c) => c.getPromptCandidate(ID),
+      decidePromptCandidate: (c) => c.decidePromptCandidate(ID, { status: 'accepted', scores: { val: 0.5 } }),
+      addOptimizerCall: (c) => c.addOptimizerCall(CALL),
+      listOptimizerCalls: (c) => c.listOptimizerCalls('x'),
+      promotePrompt: (c) => c.promotePrompt({ agent: 'a', name: 'system', text: 't', candidateId: null, by: 'editor' }),
+      listPromotedPrompts: (c) => c.listPromotedPrompts('a'),
+      clearPromotedPrompt: (c) => c.clearPromotedPrompt({ agent: 'a', name: 'system', by: 'editor' }),
+      listPromptPromotions: (c) => c.listPromptPromotions('a', 'system'),
     };
     assert.deepEqual(Object.keys(clientMethods).sort(), [...NAMES].sort(), 'a client method for each route, and no other');
     for (const name of NAMES) {

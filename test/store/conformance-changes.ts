@@ -3,13 +3,15 @@
  * test/store/sqlite.test.ts and test/store/postgres.test.ts call `changeFeedConformance` with a factory giving two
  * stores on one database, `store` (the daemon's) and `other` (another process writing the same file or database:
  * `agl train`, a second daemon). Whoever wrote it, each commit is reported: rollouts created and moved (claim,
- * finish) with their agent and status, spans, training runs' progress, metrics, transitions, resources.
+ * finish) with their agent and status, spans, runs' progress with their kind, metrics, transitions, resources, and a
+ * prompt optimization's candidates (added, decided), optimizer calls and promoted prompts.
  * The feed is a notification: the tests wait for the change they expect (never for a time).
  */
 import { describe, it, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LightningStore } from '../../protocol/lightning-store.js';
-import type { StoreChange } from '../../protocol/events.js';
+import { changedOptimizationIds, type StoreChange } from '../../protocol/events.js';
+import { candidateId } from '../../protocol/prompts.js';
 
 export interface TwoStores {
   store: LightningStore;
@@ -90,7 +92,7 @@ export function changeFeedConformance(backend: string, factory: () => Promise<Tw
       await seen.until((cs) => cs.flatMap((c) => c.metrics).find((m) => m.runId === run.id && m.step === 2), 'the metric points up to step 2');
       await two.other.updateTrainingRun(run.id, { step: 2 });
       const moved = await seen.until((cs) => cs.flatMap((c) => c.runs).find((p) => p.id === run.id && p.step === 2), 'the run at step 2');
-      assert.deepEqual(moved, { id: run.id, agent: 'feed.ts#agent', status: 'running', step: 2, totalSteps: 3 });
+      assert.deepEqual(moved, { id: run.id, agent: 'feed.ts#agent', kind: 'train', status: 'running', step: 2, totalSteps: 3 });
       const { rollout, attempt } = await two.other.startRollout({ input: 1 });
       await two.other.addTransitions([
         {
@@ -115,6 +117,37 @@ export function changeFeedConformance(backend: string, factory: () => Promise<Tw
       await two.other.updateTrainingRun(run.id, { status: 'succeeded', step: 3 });
       await seen.until((cs) => cs.flatMap((c) => c.runs).find((p) => p.id === run.id && p.status === 'succeeded'), 'the run ended');
     });
+
+    for (const writer of ['store', 'other'] as const) {
+      it(`reports a prompt optimization's candidates, optimizer calls and promoted prompts written by ${writer === 'store' ? 'the store itself' : 'another connection'}`, async () => {
+        const w = two[writer];
+        const run = await w.createTrainingRun({ agent: 'feed.ts#agent', kind: 'optimize', config: {}, totalSteps: 0 });
+        await seen.until((cs) => cs.flatMap((c) => c.runs).find((p) => p.id === run.id && p.kind === 'optimize'), 'the optimization, with its kind');
+        const lineage = { parents: [], origin: 'seed' as const, component: null, reflection: null, minibatch: null };
+        const seed = await w.addPromptCandidate({ id: candidateId(run.id, 0), runId: run.id, ordinal: 0, prompts: { system: 'Answer.' }, ...lineage });
+        const candidate = (status: string) => (cs: StoreChange[]) => cs.flatMap((c) => c.candidates).find((x) => x.id === seed.id && x.status === status);
+        assert.deepEqual(await seen.until(candidate('proposed'), 'the candidate added'), { id: seed.id, runId: run.id, status: 'proposed' });
+        await w.decidePromptCandidate(seed.id, { status: 'accepted', scores: { val: 0.5 } });
+        await seen.until(candidate('accepted'), 'the candidate decided');
+        const message = { role: 'user' as const, content: 'reflect' };
+        for (const seq of [0, 1]) {
+          const answer = { response: 'ok', error: null, attempts: 1, promptTokens: 1, completionTokens: 1, cost: null, ms: 1 };
+          await w.addOptimizerCall({ runId: run.id, seq, purpose: 'reflect', model: 'm', requestHash: `h${seq}`, messages: [message], ...answer });
+        }
+        await seen.until((cs) => cs.flatMap((c) => c.optimizerCalls).find((x) => x.runId === run.id && x.seq === 1), 'the optimizer calls');
+        assert.ok(seen.changes.some((c) => changedOptimizationIds(c).includes(run.id)));
+        await w.promotePrompt({ agent: 'feed.ts#agent', name: 'system', text: 'Answer.', candidateId: seed.id, by: 'editor' });
+        const promoted = (from: number) => (cs: StoreChange[]) =>
+          cs
+            .slice(from)
+            .flatMap((c) => c.promotedPrompts)
+            .find((p) => p.agent === 'feed.ts#agent' && p.name === 'system');
+        await seen.until(promoted(0), 'the promotion');
+        const before = seen.changes.length;
+        assert.equal(await w.clearPromotedPrompt({ agent: 'feed.ts#agent', name: 'system', by: 'editor' }), true);
+        await seen.until(promoted(before), 'the clear');
+      });
+    }
 
     it('reports many rollouts in one change at most MAX_LISTED_CHANGES ids, saying the rest were left out', async () => {
       const rollouts = await two.other.enqueueRollouts(Array.from({ length: 250 }, (_, i) => ({ input: i, agent: 'bulk.ts#agent' })));

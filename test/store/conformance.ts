@@ -14,6 +14,7 @@ import type { SpanInput } from '../../protocol/store.js';
 import { lifecycleConformance } from './conformance-lifecycle.js';
 import { searchConformance } from './conformance-search.js';
 import { rolloutsViewConformance } from './conformance-views.js';
+import { promptsConformance } from './conformance-prompts.js';
 
 export interface StoreHandle {
   store: LightningStore;
@@ -367,6 +368,7 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
     lifecycleConformance(ctx, opts.injectableClock ?? true);
     searchConformance(ctx);
     rolloutsViewConformance(ctx);
+    promptsConformance(ctx);
 
     describe('watchdog', () => {
       it('times out an attempt on its own timer, with nobody writing', async () => {

@@ -14,6 +14,11 @@ import { changeFeedConformance } from './conformance-changes.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 import { checkStepsRenumbered, seedZeroBasedRun } from './step-migration.js';
 import { checkPolicyGaps, seedPolicyZeros } from './policy-gaps-migration.js';
+import { SCHEMA_7_ADDED, checkKindsMigrated, seedBeforeKinds } from './kinds-migration.js';
+import { changeTriggersSql } from '../../daemon/store/postgres-changes.js';
+import { CHANGE_SOURCES_SCHEMA_5 } from '../../daemon/store/changes.js';
+import { candidateId } from '../../protocol/prompts.js';
+import type { StoreChange } from '../../protocol/events.js';
 
 let server: PostgresServer;
 before(async () => {
@@ -73,6 +78,41 @@ describe('PostgresStore with several daemons', () => {
     const reopened = await PostgresStore.connect(url);
     try {
       await checkSearchBuilt(reopened, seeded);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('makes every run stored before kinds a training run, adds prompt optimization and its change triggers, on opening a store of schema 6', async () => {
+    const url = await server.createDatabase();
+    const store = await PostgresStore.connect(url);
+    const seeded = await seedBeforeKinds(store);
+    await store.close();
+    const raw = new pg.Client({ connectionString: url });
+    await raw.connect();
+    try {
+      // Schema 6's triggers are those of the sources before 7 (a run's item without its kind).
+      await raw.query(`${SCHEMA_7_ADDED} ${changeTriggersSql(CHANGE_SOURCES_SCHEMA_5)} UPDATE agl_meta SET value = '6' WHERE key = 'schema_version'`);
+    } finally {
+      await raw.end();
+    }
+    const reopened = await PostgresStore.connect(url);
+    try {
+      await checkKindsMigrated(reopened, seeded);
+      const seen: StoreChange[] = [];
+      const unwatch = await reopened.watchChanges((c) => seen.push(c));
+      const run = await reopened.createTrainingRun({ agent: 'agent.ts#a', kind: 'optimize', config: {}, totalSteps: 0 });
+      const lineage = { parents: [], origin: 'seed' as const, component: null, reflection: null, minibatch: null };
+      await reopened.addPromptCandidate({ id: candidateId(run.id, 0), runId: run.id, ordinal: 0, prompts: { system: 'Answer.' }, ...lineage });
+      const deadline = Date.now() + 20_000;
+      while (
+        !seen.some((c) => c.candidates.some((x) => x.runId === run.id)) ||
+        !seen.some((c) => c.runs.some((r) => r.id === run.id && r.kind === 'optimize'))
+      ) {
+        assert.ok(Date.now() < deadline, `the new run and candidate not reported: ${JSON.stringify(seen)}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      unwatch();
     } finally {
       await reopened.close();
     }

@@ -18,6 +18,7 @@ import { changeFeedConformance } from './conformance-changes.js';
 import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 import { checkStepsRenumbered, seedZeroBasedRun } from './step-migration.js';
 import { checkPolicyGaps, seedPolicyZeros } from './policy-gaps-migration.js';
+import { SCHEMA_7_ADDED, checkKindsMigrated, seedBeforeKinds } from './kinds-migration.js';
 import type { StoreChange } from '../../protocol/events.js';
 
 function tempDir(): string {
@@ -171,6 +172,28 @@ describe('SqliteStore on disk', () => {
       const reopened = new SqliteStore(file);
       try {
         await checkPolicyGaps(reopened, seeded);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('makes every run stored before kinds a training run, and adds prompt optimization, on opening a store of schema 6', async () => {
+    const dir = tempDir();
+    try {
+      const file = join(dir, 'store.sqlite');
+      const store = new SqliteStore(file);
+      const seeded = await seedBeforeKinds(store);
+      await store.close();
+      const db = new Database(file);
+      db.exec(SCHEMA_7_ADDED);
+      db.pragma('user_version = 6');
+      db.close();
+      const reopened = new SqliteStore(file);
+      try {
+        await checkKindsMigrated(reopened, seeded);
       } finally {
         await reopened.close();
       }

@@ -13,6 +13,7 @@ function run(patch: Partial<TrainingRun>): TrainingRun {
   return {
     id: 'run-1',
     agent: 'samples/calc/agent.ts#calcAgent',
+    kind: 'train',
     status: 'succeeded',
     step: 20,
     totalSteps: 20,

@@ -1,0 +1,63 @@
+/**
+ * The optimization view's data and messages: a prompt optimization (`agl optimize`, a run of kind 'optimize') as the
+ * editor shows it, assembled by the daemon in one request (GET /v1/agl/views/optimization?runId=,
+ * daemon/store/views-optimize.ts optimizationView) from the run, its candidates (protocol/prompts.ts), its optimizer
+ * calls and its rollouts. A candidate's score on a val task is the final reward (protocol/span-reading.ts) of its
+ * rollout of that task (metadata candidate + taskId + split 'val'); a rollout that ended without one (it failed, timed
+ * out) scores 0, with its error as the feedback. The view follows the run live on the daemon's event stream
+ * (protocol/events.ts changedOptimizationIds, changedRolloutIds) and re-reads the whole view.
+ */
+import type { PromptCandidate } from './prompts.js';
+import type { TrainingRun } from './store.js';
+import { DaemonMessages, requestType } from './webview-ipc.js';
+
+export const OPTIMIZE_VIEW_TYPE = 'agl.optimizationView';
+
+/** One candidate's result on one val task. */
+export interface CandidateTaskScore {
+  /** The rollout's final reward; 0 when it ended without one. */
+  score: number;
+  /** What the grader said (the reward's `agl.reward.feedback`), else the rollout's error; null when neither says anything. */
+  feedback: string | null;
+  /** The rollout it was read from (click-through to the trajectory viewer). */
+  rolloutId: string;
+}
+
+/** A candidate as the view shows it: its record, and what its rollouts scored. */
+export interface OptimizationCandidate extends PromptCandidate {
+  /** Its score on each val task that has an ended rollout of it, by task id (the first rollout of a task that ended). */
+  val: Record<string, CandidateTaskScore>;
+  /** The mean over every val task (valTasks), once it is scored on all of them; null before. */
+  valMean: number | null;
+  /** Its rollouts of any split (minibatches, val, test). */
+  rollouts: number;
+}
+
+/** Where the best val score rose: after `rollouts` rollouts of the run, `candidateId` had the best mean, `best`. */
+export interface CurvePoint {
+  rollouts: number;
+  best: number;
+  candidateId: string;
+}
+
+export interface OptimizationView {
+  run: TrainingRun;
+  /** Every candidate by ordinal (the seed first). */
+  candidates: OptimizationCandidate[];
+  /** The val set: the task ids of the run's val rollouts, in the order they were first rolled out. */
+  valTasks: string[];
+  /** Ids of the per-task Pareto front among the candidates scored on every val task (protocol/pareto.ts), by ordinal. */
+  front: string[];
+  /** Best val mean so far against rollouts used: a point where it rose (the first candidate scored on all of val, then each better one). */
+  curve: CurvePoint[];
+  /** The run's rollouts so far (minibatches, val, test: all count against the budget). */
+  rolloutsUsed: number;
+  /** The optimizer's calls: how many, their tokens, their cost (null when no call was priced). */
+  calls: { count: number; tokens: { prompt: number; completion: number }; cost: number | null };
+}
+
+export const OptimizeProtocol = {
+  /** The whole view of one optimization, read again whenever the run moves. */
+  getView: requestType<{ runId: string }, OptimizationView>('optimize/getView'),
+  ...DaemonMessages,
+} as const;
