@@ -5,7 +5,7 @@
  * takes an identical record again as a no-op, and the candidate keeps the resources version its rollouts ran with.
  * The pool also keeps what the search reads back: every candidate's val scores, and which texts were scored already.
  */
-import type { CandidateDecision, CandidateScores, PromptCandidate, PromptCandidateInput } from '../../protocol/prompts.js';
+import { type CandidateDecision, type CandidateScores, candidateId, type PromptCandidate, type PromptCandidateInput } from '../../protocol/prompts.js';
 import { type CheckContext, promptsKey, refusal } from './checks.js';
 
 /** The store's side of candidates (LightningStore's methods). */
@@ -33,9 +33,6 @@ export interface PoolOptions {
   publish(prompts: Record<string, string>, id: string): Promise<string>;
   maxChars: number;
 }
-
-/** `pc-<run>-<ordinal>`: the same candidate of a resumed run gets the same id. */
-export const candidateId = (runId: string, ordinal: number): string => `pc-${runId}-${ordinal}`;
 
 export class CandidatePool {
   readonly all: PromptCandidate[] = [];
@@ -70,19 +67,10 @@ export class CandidatePool {
     const before = this.o.stored[ordinal];
     if (before && before.id !== id) throw new Error(`the stored candidate ${ordinal} of run ${this.o.runId} is ${before.id}, not ${id}`);
     const resourcesId = reason !== null ? null : (before?.resourcesId ?? (await this.o.publish(p.prompts, id)));
-    const input: PromptCandidateInput = {
-      id,
-      runId: this.o.runId,
-      ordinal,
-      ...p,
-      status: 'proposed',
-      reason: null,
-      scores: { minibatch: null, val: null, test: null },
-      resourcesId,
-    };
-    let c = await this.o.records.addPromptCandidate(input);
-    if (reason !== null) c = await this.o.records.decidePromptCandidate(id, { status: 'refused', reason });
-    else this.scored.add(promptsKey(p.prompts));
+    // A refused candidate is stored refused at birth, with its reason: it is never rolled out.
+    const input: PromptCandidateInput = { id, runId: this.o.runId, ordinal, ...p, status: reason === null ? 'proposed' : 'refused', reason, resourcesId };
+    const c = await this.o.records.addPromptCandidate(input);
+    if (reason === null) this.scored.add(promptsKey(p.prompts));
     if (ordinal === 0) this.seed = p.prompts;
     this.all.push(c);
     return c;

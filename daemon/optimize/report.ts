@@ -51,8 +51,8 @@ export function lineDiff(a: string, b: string): string[] {
     if (i < x.length && j < y.length && x[i] === y[j]) {
       out.push(`  ${x[i++]}`);
       j++;
-    } else if (j < y.length && (i === x.length || common[i]![j + 1]! >= common[i + 1]![j]!)) out.push(`+ ${y[j++]}`);
-    else out.push(`- ${x[i++]}`);
+    } else if (i < x.length && (j === y.length || common[i + 1]![j]! >= common[i]![j + 1]!)) out.push(`- ${x[i++]}`);
+    else out.push(`+ ${y[j++]}`);
   }
   return out;
 }

@@ -159,7 +159,7 @@ export async function startScriptedLlm(opts: ScriptedOptions = {}): Promise<Scri
         if (fault === 'unauthorized') return json(res, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } });
         answer = optimizerAnswer(text, { ...o, blind: model === BLIND_OPTIMIZER_MODEL });
         if (fault === 'empty') answer = '';
-        if (fault === 'unparseable') answer = `Here is the new version:\n\n\`\`\`\n${answer.slice(0, 40)}`;
+        if (fault === 'unparseable') answer = 'Here is the new version:\n\n```\nAnswer the question about the order, cut off here';
         if (fault === 'timeout') {
           const hold = setTimeout(() => {
             holds.delete(hold);
