@@ -7,7 +7,7 @@
  * rollout of the run scores exactly the texts it names, whatever is promoted meanwhile.
  */
 import type { LightningStore } from '../../protocol/lightning-store.js';
-import { promptReadings } from '../../protocol/span-reading.js';
+import { promptVersions } from '../../protocol/span-reading.js';
 import type { Task } from '../algorithm/rollouts.js';
 
 export interface SeedPrompts {
@@ -49,12 +49,13 @@ export async function probeSeed(o: ProbeOptions): Promise<SeedPrompts & { enqueu
     [ended] = await o.store.waitForRollouts([rollout.id], 2_000);
   }
   const spans = await o.store.querySpans({ rolloutId: rollout.id, attemptId: 'latest' });
-  const read = promptReadings(spans);
+  // The texts it read, unfilled (a text read twice is one reading).
+  const read = promptVersions(spans).filter((r) => r.template !== null);
   const out = { prompts: {} as Record<string, string>, files: {} as Record<string, string>, sources: {} as Record<string, string>, enqueued: !before };
   for (const name of o.names) {
     const r = read.find((x) => x.name === name);
     if (!r) continue;
-    out.prompts[name] = r.template;
+    out.prompts[name] = r.template!;
     out.sources[name] = r.source;
     if (r.file) out.files[name] = r.file;
   }
