@@ -9,7 +9,8 @@
  *   `desk-optimizer`: uses what it is shown. It takes the prompt to rewrite (the first ``` block of its request) and
  *     writes into it the rules its request gives evidence for (feedback naming a broken aspect, or a rule written out
  *     in a critique or in the other version of a merge), only those the prompt's job covers (a prompt given the
- *     question picks fields, one given the record or a value writes answers). Asked for a critique, it lists them.
+ *     question picks fields, one given the record or a value writes answers), each in one of its wordings (the request
+ *     picks which, as a real model rephrases). Asked for a critique, it lists them.
  *     Sometimes (`dropPlaceholder`) it drops the prompt's last line with a placeholder, as real models do, and sometimes
  *     (`unfenced`) it answers with the bare prompt, no ``` fence.
  *   `desk-optimizer-blind`: ignores the evidence: it adds a sentence that changes nothing a grader checks.
@@ -30,6 +31,7 @@ import {
   jobsOf,
   kindOf,
   type OrderRecord,
+  type Rule,
   statedRules,
   withRules,
 } from './world.js';
@@ -105,11 +107,13 @@ export function optimizerAnswer(text: string, o: { blind: boolean; seed: number;
   const rules = merge
     ? statedRules(blocks[2]!)
     : evidencedRules(text, current).filter((r) => jobsOf(current).has(r.job));
+  // How it words each rule, fixed by the request (a model rephrases from one request to the next).
+  const wording = (r: Rule) => r.sentences[Math.floor(draw(o.seed, `word ${r.id}`, text) * r.sentences.length)]!;
   if (/Reply with the critique/i.test(text)) {
     if (o.blind) return blindSentence ? `The instructions could say:\n- ${blindSentence}` : 'The instructions look right.';
-    return rules.length ? `The instructions miss these rules of the task:\n${rules.map((r) => `- ${r.sentence}`).join('\n')}` : 'The instructions look right; the failures look like slips.';
+    return rules.length ? `The instructions miss these rules of the task:\n${rules.map((r) => `- ${wording(r)}`).join('\n')}` : 'The instructions look right; the failures look like slips.';
   }
-  let next = o.blind ? addSentence(current, blindSentence) : withRules(current, rules);
+  let next = o.blind ? addSentence(current, blindSentence) : withRules(current, rules, wording);
   if (draw(o.seed, 'drop', text) < o.dropPlaceholder) next = dropPlaceholderLine(next);
   return draw(o.seed, 'fence', text) < o.unfenced ? next : `Here is the new version:\n\n\`\`\`\n${next}\n\`\`\`\n`;
 }

@@ -28,24 +28,69 @@ export interface DeskTask {
   answer: string;
 }
 
-/** A house rule: the job it does (which field to read, or how to write a value), its wording, how a prompt is read for it. */
+/**
+ * A house rule: the job it does (which field to read, or how to write a value), its wordings (an optimizer words a
+ * rule one way or another, as a real model rephrases), how a prompt is read for it, and the phrase that starts the
+ * grader's feedback when an answer broke it (what the optimizer reads).
+ */
 export interface Rule {
   id: string;
   job: 'plan' | 'format';
-  sentence: string;
+  sentences: readonly string[];
   stated: RegExp;
-  /** The phrase the grader's feedback starts with when an answer broke it, and the optimizer reads. */
   aspect: string;
 }
 
 export const RULES: readonly Rule[] = [
-  { id: 'delivery', job: 'plan', sentence: 'A delivery date is the shipped date, not the placed date.', stated: /deliver\w*[^.\n]*shipped/i, aspect: 'wrong date' },
-  { id: 'buyer', job: 'plan', sentence: 'The buyer is the customer field, not the recipient.', stated: /buyer[^.\n]*customer/i, aspect: 'wrong person' },
-  { id: 'date', job: 'format', sentence: 'Write dates as YYYY-MM-DD.', stated: /YYYY-MM-DD/, aspect: 'date format' },
-  { id: 'amount', job: 'format', sentence: 'Write amounts with two decimals and no currency sign.', stated: /two decimals/i, aspect: 'amount format' },
-  { id: 'name', job: 'format', sentence: 'Write names in Title Case.', stated: /title case/i, aspect: 'name format' },
-  { id: 'digits', job: 'format', sentence: 'Write counts as digits.', stated: /\b(counts?|numbers?)\b[^.\n]*\bdigits\b/i, aspect: 'number format' },
-  { id: 'yesno', job: 'format', sentence: 'Answer yes/no questions with yes or no.', stated: /\byes or no\b/i, aspect: 'yes/no answer' },
+  {
+    id: 'delivery',
+    job: 'plan',
+    sentences: ['A delivery date is the shipped date, not the placed date.', 'For a delivery, read the shipped field, not the placed one.', 'Deliveries are dated by when the order shipped.'],
+    stated: /deliver\w*[^.\n]*shipped/i,
+    aspect: 'wrong date',
+  },
+  {
+    id: 'buyer',
+    job: 'plan',
+    sentences: ['The buyer is the customer field, not the recipient.', 'Asked who bought, the buyer is the customer, never the recipient.', 'A buyer means the customer field.'],
+    stated: /buyer[^.\n]*customer/i,
+    aspect: 'wrong person',
+  },
+  {
+    id: 'date',
+    job: 'format',
+    sentences: ['Write dates as YYYY-MM-DD.', 'Dates must be in YYYY-MM-DD form.', 'Give every date as YYYY-MM-DD (ISO 8601).'],
+    stated: /YYYY-MM-DD/,
+    aspect: 'date format',
+  },
+  {
+    id: 'amount',
+    job: 'format',
+    sentences: ['Write amounts with two decimals and no currency sign.', 'Give money as a plain number with two decimals.', 'Amounts: two decimals, no $ sign.'],
+    stated: /two decimals/i,
+    aspect: 'amount format',
+  },
+  {
+    id: 'name',
+    job: 'format',
+    sentences: ['Write names in Title Case.', 'Capitalize names in Title Case.', 'Names go in Title Case (Ann Lee).'],
+    stated: /title case/i,
+    aspect: 'name format',
+  },
+  {
+    id: 'digits',
+    job: 'format',
+    sentences: ['Write counts as digits.', 'Give numbers as digits, not words.', 'Counts are written in digits (3, not three).'],
+    stated: /\b(counts?|numbers?)\b[^.\n]*\bdigits\b/i,
+    aspect: 'number format',
+  },
+  {
+    id: 'yesno',
+    job: 'format',
+    sentences: ['Answer yes/no questions with yes or no.', 'Reply yes or no to a yes/no question.', 'Whether paid or not: say yes or no.'],
+    stated: /\byes or no\b/i,
+    aspect: 'yes/no answer',
+  },
 ];
 const rule = (id: string): Rule => RULES.find((r) => r.id === id)!;
 
@@ -194,14 +239,17 @@ export function evidencedRules(request: string, prompt: string): Rule[] {
   return RULES.filter((r) => feedback.includes(`${r.aspect}:`) || r.stated.test(rest));
 }
 
-/** The prompt with rules added at the end of its first paragraph (the instructions), the rest (its data lines) kept. */
-export function withRules(prompt: string, rules: readonly Rule[]): string {
+/**
+ * The prompt with the rules it does not state yet added at the end of its first paragraph (the instructions), the rest
+ * (its data lines) kept; `wording` picks each rule's sentence (default its first).
+ */
+export function withRules(prompt: string, rules: readonly Rule[], wording: (r: Rule) => string = (r) => r.sentences[0]!): string {
   const missing = rules.filter((r) => !r.stated.test(prompt));
   if (!missing.length) return prompt;
   const cut = prompt.indexOf('\n\n');
   const head = cut < 0 ? prompt : prompt.slice(0, cut);
   const tail = cut < 0 ? '' : prompt.slice(cut);
-  return `${head}\n${missing.map((r) => r.sentence).join('\n')}${tail}`;
+  return `${head}\n${missing.map(wording).join('\n')}${tail}`;
 }
 
 /** Sentences that change nothing a grader checks: what an optimizer writes when it does not read the evidence. */
