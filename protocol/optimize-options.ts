@@ -19,14 +19,19 @@ export const OPTIMIZE_COMMAND = {
     '--resume RUN [--json]',
   ],
   about:
-    "Optimizes the prompts the agent reads with llm.prompt(NAME, seed): each candidate (a text for every --prompt) is\n" +
+    'Optimizes the prompts the agent reads with llm.prompt(NAME, seed): each candidate (a text for every --prompt) is\n' +
     'scored by rolling out tasks through the runner and the gateway, and the optimizer model proposes the next from the\n' +
     "rollouts' answers and the graders' feedback (GEPA: reflect on a minibatch, keep a child strictly better than its\n" +
     'parent, parents from the per-val-task Pareto front; beam: critique then edit, 4 x 4 x 3 rounds). The budget counts\n' +
     "every rollout (minibatches, val, test). The agent's model: --upstream URL --upstream-model M (through the gateway,\n" +
     'recorded), or a local policy --model. Nothing replaces your prompt: `agl optimize promote RUN` does, on request.',
   options: {
-    prompt: { type: 'string', arg: 'NAME', multiple: true, help: 'a prompt the agent reads with llm.prompt(NAME, ...) (repeat for several, optimized together)' },
+    prompt: {
+      type: 'string',
+      arg: 'NAME',
+      multiple: true,
+      help: 'a prompt the agent reads with llm.prompt(NAME, ...) (repeat for several, optimized together)',
+    },
     train: { type: 'string', arg: 'FILE', help: 'tasks (JSONL) the optimizer learns from: minibatches' },
     val: { type: 'string', arg: 'FILE', help: 'tasks (JSONL) every kept candidate is scored on: parent selection and the best' },
     test: { type: 'string', arg: 'FILE', help: 'held-out tasks (JSONL) the seed and the best are scored on at the end' },
@@ -49,7 +54,12 @@ export const OPTIMIZE_COMMAND = {
     'optimizer-price-in': { type: 'string', arg: 'X', help: "the optimizer's price per million prompt tokens (the run's cost is reported with both prices)" },
     'optimizer-price-out': { type: 'string', arg: 'X', help: "the optimizer's price per million completion tokens" },
     'optimizer-timeout': { type: 'string', arg: 'S', help: 'seconds an optimizer call may take before it is tried again', default: '180' },
-    'optimizer-retries': { type: 'string', arg: 'N', help: 'tries after the first on 429, 5xx, a timeout, an empty or unusable answer; then the proposal is dropped', default: '4' },
+    'optimizer-retries': {
+      type: 'string',
+      arg: 'N',
+      help: 'tries after the first on 429, 5xx, a timeout, an empty or unusable answer; then the proposal is dropped',
+      default: '4',
+    },
     'meta-reflect': { type: 'string', arg: 'FILE', help: "gepa's reflection meta-prompt instead of the shipped one (daemon/optimize/meta/reflect.md)" },
     'meta-critique': { type: 'string', arg: 'FILE', help: "beam's critique meta-prompt (meta/critique.md)" },
     'meta-edit': { type: 'string', arg: 'FILE', help: "beam's edit meta-prompt (meta/edit.md)" },
@@ -63,7 +73,7 @@ export const OPTIMIZE_COMMAND = {
     url: { type: 'string', arg: 'URL', help: 'run against the daemon at URL (with --token) instead of a store and gateway of its own' },
     token: { type: 'string', arg: 'T', help: "that daemon's token (or AGL_TOKEN)" },
     'data-dir': { type: 'string', arg: 'DIR', help: 'the data dir whose store it uses (default ~/.agent-lightning, or AGL_DATA_DIR)' },
-    store: { type: 'string', arg: 'SPEC', help: 'postgres://... or a SQLite file instead of the data dir\'s store (or AGL_STORE)' },
+    store: { type: 'string', arg: 'SPEC', help: "postgres://... or a SQLite file instead of the data dir's store (or AGL_STORE)" },
   },
   positionals: true,
   notes:
@@ -81,7 +91,7 @@ export const OPTIMIZE_PROMOTE_COMMAND = {
     'returns it from then on, for the run\'s agent. A prompt whose seed is a file ({ file: "prompts/x.md" }) also gets the\n' +
     'text written beside it, as x.optimized.md, or into the file itself with --apply.',
   options: {
-    apply: { type: 'boolean', help: 'write a file seed\'s new text into the file itself instead of <name>.optimized.md beside it' },
+    apply: { type: 'boolean', help: "write a file seed's new text into the file itself instead of <name>.optimized.md beside it" },
     json: { type: 'boolean', help: 'print what was promoted and written as JSON' },
     url: OPTIMIZE_COMMAND.options.url,
     token: OPTIMIZE_COMMAND.options.token,
@@ -108,7 +118,9 @@ export const OptimizeConfig = z
     seed: z.number().int(),
     minibatch: z.number().int().min(1),
     merge: z.boolean(),
-    beam: z.object({ width: z.number().int().min(1), branch: z.number().int().min(1), rounds: z.number().int().min(1), valBatch: z.number().int().min(1) }).strict(),
+    beam: z
+      .object({ width: z.number().int().min(1), branch: z.number().int().min(1), rounds: z.number().int().min(1), valBatch: z.number().int().min(1) })
+      .strict(),
     maxPromptChars: z.number().int().min(1),
     /** The agent's model: an upstream server through the gateway, or a local policy (`model`). */
     llm: z

@@ -88,7 +88,12 @@ async function optimize(plan: Parameters<typeof runOptimization>[0], conn: Optim
     (bar as Progress | null)?.done();
     if (!outcome) return 130;
     if (f.json) process.stdout.write(`${JSON.stringify(outcomeJson(outcome))}\n`);
-    else process.stdout.write(outcomeLines(outcome).map((l) => `${l}\n`).join(''));
+    else
+      process.stdout.write(
+        outcomeLines(outcome)
+          .map((l) => `${l}\n`)
+          .join(''),
+      );
     return outcome.stopReason === 'failed' ? 1 : 0;
   } finally {
     process.off('SIGINT', onSignal);

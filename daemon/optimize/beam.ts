@@ -97,7 +97,13 @@ async function rank(ctx: SearchContext, all: PromptCandidate[], valTasks: Task[]
   const kept = scored.slice(0, width);
   const cutoff = kept.at(-1)!.mean;
   for (const { c, mean: m } of scored.slice(width))
-    if (c.status === 'proposed') await ctx.pool.decide(c, 'rejected', {}, `out of the beam in round ${round + 1}: ${m.toFixed(2)} on a val batch of ${valTasks.length}, the beam's last ${cutoff.toFixed(2)}`);
+    if (c.status === 'proposed')
+      await ctx.pool.decide(
+        c,
+        'rejected',
+        {},
+        `out of the beam in round ${round + 1}: ${m.toFixed(2)} on a val batch of ${valTasks.length}, the beam's last ${cutoff.toFixed(2)}`,
+      );
   const [leader, ...rest] = kept.map((k) => ctx.pool.get(k.c.id));
   if (leader!.status === 'proposed') await acceptOnVal(ctx, leader!, {});
   else if (!ctx.pool.val.has(leader!.id)) await scoreOnVal(ctx, leader!);

@@ -37,7 +37,8 @@ export function refusal(prompts: Record<string, string>, c: CheckContext): strin
     if (lost.length) return `prompt ${name} dropped the placeholder${lost.length > 1 ? 's' : ''} ${lost.map((p) => `{${p}}`).join(', ')} of its seed`;
     const seedNames = new Set(placeholders(seedText));
     const added = [...have].filter((p) => !seedNames.has(p));
-    if (added.length) return `prompt ${name} added the placeholder${added.length > 1 ? 's' : ''} ${added.map((p) => `{${p}}`).join(', ')}, which the agent does not fill`;
+    if (added.length)
+      return `prompt ${name} added the placeholder${added.length > 1 ? 's' : ''} ${added.map((p) => `{${p}}`).join(', ')}, which the agent does not fill`;
   }
   const extra = Object.keys(prompts).find((n) => !Object.hasOwn(c.seed, n));
   if (extra) return `prompt ${extra} is not one of the prompts optimized (${Object.keys(c.seed).join(', ')})`;
@@ -47,5 +48,9 @@ export function refusal(prompts: Record<string, string>, c: CheckContext): strin
 
 /** A key equal for candidates with the same texts (order of names aside). */
 export function promptsKey(prompts: Record<string, string>): string {
-  return JSON.stringify(Object.keys(prompts).sort().map((n) => [n, prompts[n]]));
+  return JSON.stringify(
+    Object.keys(prompts)
+      .sort()
+      .map((n) => [n, prompts[n]]),
+  );
 }

@@ -148,7 +148,11 @@ export class StoreEvaluator implements Evaluator {
     while (ended.size < ids.length) {
       if (this.o.signal?.aborted) throw new Error('interrupted');
       const before = ended.size;
-      for (const r of await this.o.store.waitForRollouts(ids.filter((id) => !ended.has(id)), 2_000)) ended.set(r.id, r);
+      for (const r of await this.o.store.waitForRollouts(
+        ids.filter((id) => !ended.has(id)),
+        2_000,
+      ))
+        ended.set(r.id, r);
       for (let i = before; i < ended.size; i++) this.o.onRollout?.();
     }
     return ids.map((id) => ended.get(id)!);

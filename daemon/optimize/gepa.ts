@@ -88,10 +88,17 @@ async function judge(ctx: SearchContext, child: PromptCandidate, tasks: Task[], 
   const minibatch = { parent: bar, child: after };
   if (after > bar || (atLeast && after >= bar)) {
     const val = await acceptOnVal(ctx, child, { minibatch });
-    ctx.log(`gepa: candidate ${child.ordinal} (${child.origin} of ${child.component ?? 'every prompt'}) accepted: minibatch ${fmt(bar)} -> ${fmt(after)}, val ${fmt(val)}`);
+    ctx.log(
+      `gepa: candidate ${child.ordinal} (${child.origin} of ${child.component ?? 'every prompt'}) accepted: minibatch ${fmt(bar)} -> ${fmt(after)}, val ${fmt(val)}`,
+    );
     return { spent: true, accepted: true };
   }
-  await ctx.pool.decide(child, 'rejected', { minibatch }, `${atLeast ? 'worse than' : 'not better than'} ${than} on its minibatch (${fmt(after)} vs ${fmt(bar)})`);
+  await ctx.pool.decide(
+    child,
+    'rejected',
+    { minibatch },
+    `${atLeast ? 'worse than' : 'not better than'} ${than} on its minibatch (${fmt(after)} vs ${fmt(bar)})`,
+  );
   return { spent: true, accepted: false };
 }
 

@@ -23,8 +23,8 @@ const REQUIRED: Record<MetaPurpose, readonly string[]> = {
   merge: ['prompt_a', 'prompt_b'],
 };
 /** Every name a template may use: `{{name}}` for one of these is filled in, anything else is left as written. */
-const KNOWN = ['prompt_name', 'prompt', 'placeholders', 'examples', 'critique', 'ancestor', 'prompt_a', 'prompt_b'] as const;
-export type MetaVars = Partial<Record<(typeof KNOWN)[number], string>>;
+type MetaName = 'prompt_name' | 'prompt' | 'placeholders' | 'examples' | 'critique' | 'ancestor' | 'prompt_a' | 'prompt_b';
+export type MetaVars = Partial<Record<MetaName, string>>;
 
 function moduleDir(): string {
   if (typeof __dirname === 'string') return __dirname;

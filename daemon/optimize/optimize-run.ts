@@ -87,11 +87,21 @@ export async function runOptimization(plan: OptimizePlan, conn: OptimizeConnecti
 async function hostRollouts(c: OptimizeConfig, conn: OptimizeConnection, log: (m: string) => void): Promise<{ endpoint: string; close(): Promise<void> }> {
   const keyEnvs = c.llm.upstream ? [...new Set([...DEFAULT_KEY_ENVS, c.llm.upstream.keyEnv])] : undefined;
   if (conn.daemon) {
-    const runner: Runner | null = startRunner({ url: conn.daemon.url, token: conn.daemon.token, workers: c.workers, agent: c.agent, agentSpec: c.agentSpec, log });
+    const runner: Runner | null = startRunner({
+      url: conn.daemon.url,
+      token: conn.daemon.token,
+      workers: c.workers,
+      agent: c.agent,
+      agentSpec: c.agentSpec,
+      log,
+    });
     return { endpoint: `${conn.daemon.url}/v1`, close: async () => void (await runner?.stop(5_000)) };
   }
   const served = c.llm.model
-    ? new ServedPolicySet({ folder: c.llm.model, record: null, defaultSpec: c.llm.model }, { backend: undefined, engine: EngineSection.parse({}), dataDir: conn.dataDir, log })
+    ? new ServedPolicySet(
+        { folder: c.llm.model, record: null, defaultSpec: c.llm.model },
+        { backend: undefined, engine: EngineSection.parse({}), dataDir: conn.dataDir, log },
+      )
     : undefined;
   const host = await startHost({
     store: conn.store,

@@ -64,7 +64,9 @@ export class Proposer {
   async ask(purpose: OptimizerPurpose, content: string, read: (answer: string) => ReadAnswer): Promise<Answer> {
     const seq = this.seq++;
     const messages: Message[] = [{ role: 'user', content }];
-    const requestHash = createHash('sha256').update(JSON.stringify({ model: this.o.model, messages })).digest('hex');
+    const requestHash = createHash('sha256')
+      .update(JSON.stringify({ model: this.o.model, messages }))
+      .digest('hex');
     const before = this.stored.get(seq);
     const call = before ? this.replayed(before, requestHash) : await this.call(seq, purpose, messages, requestHash, read);
     this.count(call);
@@ -91,11 +93,17 @@ export class Proposer {
   }
 
   /** The call, tried until an answer reads or the tries run out; stored either way. */
-  private async call(seq: number, purpose: OptimizerPurpose, messages: Message[], requestHash: string, read: (a: string) => ReadAnswer): Promise<OptimizerCall> {
+  private async call(
+    seq: number,
+    purpose: OptimizerPurpose,
+    messages: Message[],
+    requestHash: string,
+    read: (a: string) => ReadAnswer,
+  ): Promise<OptimizerCall> {
     const started = Date.now();
     const tokens = { prompt: 0, completion: 0 };
     let response: string | null = null;
-    let error: string | null = null;
+    let error: string | undefined;
     let attempts = 0;
     for (;;) {
       attempts++;
@@ -104,17 +112,19 @@ export class Proposer {
         const got = read(tried.answer);
         if ('text' in got) {
           response = tried.answer;
-          error = null;
           break;
         }
         error = `unusable answer: ${got.unusable}`;
       } else error = tried.error;
       if (attempts > this.o.retries) break;
-      const wait = Math.min(MAX_BACKOFF_MS, 'retryAfterMs' in tried && tried.retryAfterMs !== null ? tried.retryAfterMs : this.o.backoffMs * 2 ** (attempts - 1));
+      const wait = Math.min(
+        MAX_BACKOFF_MS,
+        'retryAfterMs' in tried && tried.retryAfterMs !== null ? tried.retryAfterMs : this.o.backoffMs * 2 ** (attempts - 1),
+      );
       this.o.log?.(`optimizer call ${seq} (${purpose}): ${error}; trying again in ${(wait / 1000).toFixed(1)}s`);
       await new Promise((r) => setTimeout(r, wait));
     }
-    if (response === null) error = `${error} (after ${attempts} attempt${attempts > 1 ? 's' : ''})`;
+    const failed = response === null ? `${error} (after ${attempts} attempt${attempts > 1 ? 's' : ''})` : null;
     const { priceIn, priceOut } = this.o;
     const record: OptimizerCall = {
       runId: this.o.runId,
@@ -124,7 +134,7 @@ export class Proposer {
       requestHash,
       messages,
       response,
-      error,
+      error: failed,
       attempts,
       promptTokens: tokens.prompt,
       completionTokens: tokens.completion,
@@ -138,7 +148,10 @@ export class Proposer {
   }
 
   /** One request: the answer, or why it failed (and when the server asks to come back). */
-  private async attempt(messages: Message[], tokens: { prompt: number; completion: number }): Promise<{ answer: string } | { error: string; retryAfterMs: number | null }> {
+  private async attempt(
+    messages: Message[],
+    tokens: { prompt: number; completion: number },
+  ): Promise<{ answer: string } | { error: string; retryAfterMs: number | null }> {
     try {
       const res = await this.client.chat.completions.create({ model: this.o.model, messages });
       tokens.prompt += res.usage?.prompt_tokens ?? 0;

@@ -24,7 +24,10 @@ export interface OptimizePlan {
 
 /** A digest of the tasks (ids and inputs, in order): a resumed run that reads other tasks cannot replay its search. */
 function tasksDigest(sets: Task[][]): string {
-  return createHash('sha256').update(JSON.stringify(sets.map((s) => s.map((t) => [t.id, t.input])))).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify(sets.map((s) => s.map((t) => [t.id, t.input]))))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 function readTasks(c: Pick<OptimizeConfig, 'data'>): { train: Task[]; val: Task[]; test: Task[] } {
@@ -52,12 +55,14 @@ const number = (flag: string, v: string | undefined): number | null => {
 export function planFromFlags(agent: string, f: OptimizeFlags): OptimizePlan {
   const names = f.prompt ?? [];
   if (!names.length) throw new Error('--prompt NAME is required: the name the agent reads the prompt by, llm.prompt(NAME, ...)');
-  for (const n of names) if (!PromptName.safeParse(n).success || n === 'llm') throw new Error(`--prompt ${n}: a prompt name is 1-64 letters, digits, _, - or . (and not "llm")`);
+  for (const n of names)
+    if (!PromptName.safeParse(n).success || n === 'llm') throw new Error(`--prompt ${n}: a prompt name is 1-64 letters, digits, _, - or . (and not "llm")`);
   if (new Set(names).size !== names.length) throw new Error('--prompt: each name once');
   if (!f.train || !f.val) throw new Error('--train FILE and --val FILE are required');
   const algorithm = f.algorithm ?? 'gepa';
   if (!(OPTIMIZE_ALGORITHMS as readonly string[]).includes(algorithm)) throw new Error(`--algorithm ${algorithm}: one of ${OPTIMIZE_ALGORITHMS.join(', ')}`);
-  if (!f['optimizer-url'] || !f['optimizer-model']) throw new Error("--optimizer-url URL and --optimizer-model M are required: the optimizer's OpenAI-compatible server and model");
+  if (!f['optimizer-url'] || !f['optimizer-model'])
+    throw new Error("--optimizer-url URL and --optimizer-model M are required: the optimizer's OpenAI-compatible server and model");
   if (Boolean(f.upstream) !== Boolean(f['upstream-model'])) throw new Error('--upstream URL and --upstream-model M go together');
   if (f.upstream && f.model) throw new Error("--upstream and --model both name the agent's model: give one");
   const data = { train: resolve(f.train), val: resolve(f.val), test: f.test ? resolve(f.test) : null, digest: '' };
@@ -135,6 +140,8 @@ export async function planResume(store: LightningStore, runId: string, f: Optimi
   if (f.workers !== undefined) config.workers = integer('workers', f.workers, 0);
   const tasks = readTasks(config);
   if (tasksDigest([tasks.train, tasks.val, tasks.test]) !== config.data.digest)
-    throw new Error(`--resume ${runId}: the task files (${[config.data.train, config.data.val, config.data.test].filter(Boolean).join(', ')}) changed since the run began: its search cannot be replayed; start a new run`);
+    throw new Error(
+      `--resume ${runId}: the task files (${[config.data.train, config.data.val, config.data.test].filter(Boolean).join(', ')}) changed since the run began: its search cannot be replayed; start a new run`,
+    );
   return { runId, config, ...tasks };
 }

@@ -11,7 +11,7 @@ import type { Budget } from './budget.js';
 import type { CandidatePool } from './candidates.js';
 import { placeholders } from './checks.js';
 import type { Evaluator, TaskScore, TaskTrace } from './evaluator.js';
-import { type MetaPrompts, type MetaVars, type ReadAnswer, renderMeta } from './meta.js';
+import type { MetaPrompts, MetaVars, ReadAnswer } from './meta.js';
 import type { Answer, OptimizerPurpose } from './proposer.js';
 import { bestByMean, mean } from './selection.js';
 
@@ -85,11 +85,7 @@ export function examplesText(traces: readonly TaskTrace[]): string {
   return traces
     .map((t, i) => {
       const calls = t.calls.map((c, k) =>
-        [
-          `LLM call ${k + 1}:`,
-          ...c.messages.map((m) => `  [${m.role}] ${indent(m.content)}`),
-          `  [answer] ${indent(c.answer)}`,
-        ].join('\n'),
+        [`LLM call ${k + 1}:`, ...c.messages.map((m) => `  [${m.role}] ${indent(m.content)}`), `  [answer] ${indent(c.answer)}`].join('\n'),
       );
       return [
         `### Example ${i + 1} (score ${round(t.score)})`,

@@ -19,7 +19,14 @@ import { AGENT_MODEL, BLIND_OPTIMIZER_MODEL, OPTIMIZER_MODEL, startScriptedLlm }
 export const DESK_AGENT = 'samples/apo/agent.ts#deskAgent';
 
 /** `agl optimize`'s flags for the desk agent against an agent model and an optimizer (the scripted server, or yours). */
-export function deskFlags(o: { upstream: string; upstreamModel: string; optimizer: string; optimizerModel: string; budget: string; seed: string }): OptimizeFlags {
+export function deskFlags(o: {
+  upstream: string;
+  upstreamModel: string;
+  optimizer: string;
+  optimizerModel: string;
+  budget: string;
+  seed: string;
+}): OptimizeFlags {
   return {
     prompt: ['desk'],
     train: join(DATA_DIR, 'train.jsonl'),

@@ -12,4 +12,5 @@ export const PLANNER_PROMPT =
   'Fields: order, customer, recipient, placed, shipped, total, items, paid\nQuestion: {question}';
 
 /** ... and its executor: it writes the planner's field's value as the answer. */
-export const EXECUTOR_PROMPT = 'Write the value below as the answer to a question about an order. Reply with the answer only.\n\nField: {field}\nValue: {value}';
+export const EXECUTOR_PROMPT =
+  'Write the value below as the answer to a question about an order. Reply with the answer only.\n\nField: {field}\nValue: {value}';

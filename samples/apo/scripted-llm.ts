@@ -104,14 +104,14 @@ export function optimizerAnswer(text: string, o: { blind: boolean; seed: number;
   const merge = blocks.length >= 3;
   const current = (merge ? blocks[1] : blocks[0]) ?? '';
   const blindSentence = BLIND_SENTENCES.filter((s) => !current.includes(s))[Math.floor(draw(o.seed, 'blind', text) * BLIND_SENTENCES.length)] ?? null;
-  const rules = merge
-    ? statedRules(blocks[2]!)
-    : evidencedRules(text, current).filter((r) => jobsOf(current).has(r.job));
+  const rules = merge ? statedRules(blocks[2]!) : evidencedRules(text, current).filter((r) => jobsOf(current).has(r.job));
   // How it words each rule, fixed by the request (a model rephrases from one request to the next).
   const wording = (r: Rule) => r.sentences[Math.floor(draw(o.seed, `word ${r.id}`, text) * r.sentences.length)]!;
   if (/Reply with the critique/i.test(text)) {
     if (o.blind) return blindSentence ? `The instructions could say:\n- ${blindSentence}` : 'The instructions look right.';
-    return rules.length ? `The instructions miss these rules of the task:\n${rules.map((r) => `- ${wording(r)}`).join('\n')}` : 'The instructions look right; the failures look like slips.';
+    return rules.length
+      ? `The instructions miss these rules of the task:\n${rules.map((r) => `- ${wording(r)}`).join('\n')}`
+      : 'The instructions look right; the failures look like slips.';
   }
   let next = o.blind ? addSentence(current, blindSentence) : withRules(current, rules, wording);
   if (draw(o.seed, 'drop', text) < o.dropPlaceholder) next = dropPlaceholderLine(next);
@@ -160,7 +160,8 @@ export async function startScriptedLlm(opts: ScriptedOptions = {}): Promise<Scri
         const fault = o.faults?.(counts.optimizer++) ?? null;
         if (fault === 'rate-limit') return json(res, 429, { error: { message: 'rate limited', type: 'rate_limit_error' } }, { 'retry-after-ms': '5' });
         if (fault === 'server-error') return json(res, 500, { error: { message: 'the server broke', type: 'server_error' } });
-        if (fault === 'unauthorized') return json(res, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } });
+        if (fault === 'unauthorized')
+          return json(res, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } });
         answer = optimizerAnswer(text, { ...o, blind: model === BLIND_OPTIMIZER_MODEL });
         if (fault === 'empty') answer = '';
         if (fault === 'unparseable') answer = 'Here is the new version:\n\n```\nAnswer the question about the order, cut off here';
@@ -200,7 +201,13 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
 }
 
 /** A chat completion with `answer`, as JSON or as an SSE stream (word by word, usage last when asked). */
-function reply(res: ServerResponse, body: { stream?: boolean; stream_options?: { include_usage?: boolean } }, model: string, prompt: string, answer: string): void {
+function reply(
+  res: ServerResponse,
+  body: { stream?: boolean; stream_options?: { include_usage?: boolean } },
+  model: string,
+  prompt: string,
+  answer: string,
+): void {
   const usage = { prompt_tokens: words(prompt), completion_tokens: words(answer), total_tokens: words(prompt) + words(answer) };
   const base = { id: `chatcmpl-${createHash('sha256').update(prompt).digest('hex').slice(0, 12)}`, created: 1_700_000_000, model };
   if (!body.stream) {

@@ -45,14 +45,22 @@ export const RULES: readonly Rule[] = [
   {
     id: 'delivery',
     job: 'plan',
-    sentences: ['A delivery date is the shipped date, not the placed date.', 'For a delivery, read the shipped field, not the placed one.', 'Deliveries are dated by when the order shipped.'],
+    sentences: [
+      'A delivery date is the shipped date, not the placed date.',
+      'For a delivery, read the shipped field, not the placed one.',
+      'Deliveries are dated by when the order shipped.',
+    ],
     stated: /deliver\w*[^.\n]*shipped/i,
     aspect: 'wrong date',
   },
   {
     id: 'buyer',
     job: 'plan',
-    sentences: ['The buyer is the customer field, not the recipient.', 'Asked who bought, the buyer is the customer, never the recipient.', 'A buyer means the customer field.'],
+    sentences: [
+      'The buyer is the customer field, not the recipient.',
+      'Asked who bought, the buyer is the customer, never the recipient.',
+      'A buyer means the customer field.',
+    ],
     stated: /buyer[^.\n]*customer/i,
     aspect: 'wrong person',
   },
@@ -66,7 +74,11 @@ export const RULES: readonly Rule[] = [
   {
     id: 'amount',
     job: 'format',
-    sentences: ['Write amounts with two decimals and no currency sign.', 'Give money as a plain number with two decimals.', 'Amounts: two decimals, no $ sign.'],
+    sentences: [
+      'Write amounts with two decimals and no currency sign.',
+      'Give money as a plain number with two decimals.',
+      'Amounts: two decimals, no $ sign.',
+    ],
     stated: /two decimals/i,
     aspect: 'amount format',
   },
@@ -253,4 +265,11 @@ export function withRules(prompt: string, rules: readonly Rule[], wording: (r: R
 }
 
 /** Sentences that change nothing a grader checks: what an optimizer writes when it does not read the evidence. */
-export const BLIND_SENTENCES = ['Be precise.', 'Read the question carefully.', 'Keep the answer short.', 'Check the record twice.', 'Answer in one line.', 'Stay calm and focused.'];
+export const BLIND_SENTENCES = [
+  'Be precise.',
+  'Read the question carefully.',
+  'Keep the answer short.',
+  'Check the record twice.',
+  'Answer in one line.',
+  'Stay calm and focused.',
+];

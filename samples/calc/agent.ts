@@ -24,14 +24,14 @@ export const calcAgent = rollout(
       task,
       complete,
       (e) =>
-      operation(
-        'calc',
-        () => {
-          if (e.result === null) throw new Error(`calc could not evaluate '${e.expression}'`);
-          return e.result;
-        },
-        { tool: true, input: e.expression, attributes: { 'calc.expression': e.expression } },
-      ).catch(() => undefined),
+        operation(
+          'calc',
+          () => {
+            if (e.result === null) throw new Error(`calc could not evaluate '${e.expression}'`);
+            return e.result;
+          },
+          { tool: true, input: e.expression, attributes: { 'calc.expression': e.expression } },
+        ).catch(() => undefined),
       question,
     );
     // The episode's answer, as the reward reads it (the first line), for the viewer's group view.

@@ -8,6 +8,7 @@ import { Runner } from '../../daemon/runner/runner.js';
 import { runOptimization, type OptimizeConnection, type OptimizeOutcome, type RunOptions } from '../../daemon/optimize/optimize-run.js';
 import { planFromFlags } from '../../daemon/optimize/run-plan.js';
 import type { OptimizeFlags } from '../../protocol/optimize-options.js';
+import type { PromptCandidate } from '../../protocol/prompts.js';
 import { deskFlags as demoFlags } from '../../samples/apo/demo.js';
 import { AGENT_MODEL, OPTIMIZER_MODEL, type ScriptedLlm, type ScriptedOptions, startScriptedLlm } from '../../samples/apo/scripted-llm.js';
 import { type Harness, startDaemon } from './daemon.js';
@@ -60,4 +61,16 @@ export async function startOptimizeStack(o: { workers?: number; perProcess?: num
       await llm.close();
     },
   };
+}
+
+/** A run's candidates as a replay must reproduce them: texts, lineage (by ordinal), status, reason, scores; ids and times aside. */
+export function candidateShapes(cs: PromptCandidate[]) {
+  return cs.map((c) => ({
+    prompts: c.prompts,
+    parents: c.parents.map((p) => p.split('-').at(-1)),
+    origin: c.origin,
+    status: c.status,
+    reason: c.reason,
+    scores: c.scores,
+  }));
 }

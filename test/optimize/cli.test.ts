@@ -12,11 +12,10 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { flagArgs } from '../../protocol/cli-options.js';
 import { OPTIMIZE_COMMAND } from '../../protocol/optimize-options.js';
-import type { PromptCandidate } from '../../protocol/prompts.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { DESK_PROMPT } from '../../samples/apo/prompts.js';
 import { runAgl, startAgl } from '../algorithm/cli-helpers.js';
-import { DESK_AGENT, deskFlags, type OptimizeStack, startOptimizeStack } from '../helpers/optimize-stack.js';
+import { candidateShapes, DESK_AGENT, deskFlags, type OptimizeStack, startOptimizeStack } from '../helpers/optimize-stack.js';
 
 let stack: OptimizeStack;
 let work: string;
@@ -53,9 +52,13 @@ function fileSeedAgent(): string {
   return `${join(work, 'agent.ts')}#fileAgent`;
 }
 
-const optimizeArgs = (agent: string, flags: Parameters<typeof deskFlags>[1]) => ['optimize', agent, ...flagArgs(OPTIMIZE_COMMAND, { ...deskFlags(stack.llm, flags), workers: '3' })];
+const optimizeArgs = (agent: string, flags: Parameters<typeof deskFlags>[1]) => [
+  'optimize',
+  agent,
+  ...flagArgs(OPTIMIZE_COMMAND, { ...deskFlags(stack.llm, flags), workers: '3' }),
+];
 
-test('against a running daemon, --json prints the issue\'s object; promote publishes the best and writes a file seed\'s text', async () => {
+test("against a running daemon, --json prints the issue's object; promote publishes the best and writes a file seed's text", async () => {
   const agent = fileSeedAgent();
   const daemon = ['--url', stack.daemon.url, '--token', stack.daemon.token];
   const { code, out } = await runAgl([...optimizeArgs(agent, { budget: '120', seed: '1', json: true }), ...daemon], work);
@@ -75,17 +78,16 @@ test('against a running daemon, --json prints the issue\'s object; promote publi
   assert.equal(p.prompts[0].file, join(process.cwd(), work, 'prompts', 'desk.optimized.md'));
   assert.equal(readFileSync(p.prompts[0].file, 'utf8'), `${o.prompts.desk.best}\n`);
   const now = await stack.conn.store.listPromotedPrompts(p.agent);
-  assert.deepEqual(now.map((x) => [x.name, x.text, x.runId]), [['desk', o.prompts.desk.best, o.runId]]);
+  assert.deepEqual(
+    now.map((x) => [x.name, x.text, x.runId]),
+    [['desk', o.prompts.desk.best, o.runId]],
+  );
 
   const applied = await runAgl(['optimize', 'promote', o.runId, '0', '--apply', ...daemon], work);
   assert.equal(applied.code, 0, applied.out);
   assert.equal(readFileSync(join(work, 'prompts', 'desk.md'), 'utf8'), `${DESK_PROMPT}\n`, 'candidate 0 is the seed: --apply wrote it back unchanged');
   assert.equal((await stack.conn.store.listPromotedPrompts(p.agent))[0]!.text, DESK_PROMPT);
 });
-
-/** A run's candidates as a replay must reproduce them (ids and times aside). */
-const shape = (cs: PromptCandidate[]) =>
-  cs.map((c) => ({ prompts: c.prompts, parents: c.parents.map((p) => p.split('-').at(-1)), origin: c.origin, status: c.status, reason: c.reason, scores: c.scores }));
 
 test('killed with SIGKILL mid-run, --resume reaches the same end as a run never interrupted', { timeout: 600_000 }, async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'agl-apo-kill-'));
@@ -106,11 +108,17 @@ test('killed with SIGKILL mid-run, --resume reaches the same end as a run never 
     assert.equal(resumed.code, 0, resumed.out);
     const end = JSON.parse(resumed.out.trim().split('\n').at(-1)!);
     const whole = await stack.optimize(DESK_AGENT, deskFlags(stack.llm, { seed: '5' }));
-    assert.deepEqual(shape(await store.listPromptCandidates(runId)), shape(await stack.conn.store.listPromptCandidates(whole.runId)));
+    assert.deepEqual(candidateShapes(await store.listPromptCandidates(runId)), candidateShapes(await stack.conn.store.listPromptCandidates(whole.runId)));
     assert.deepEqual(end.scores, whole.scores);
     assert.deepEqual(end.prompts, whole.prompts);
-    assert.ok(end.rollouts >= whole.rollouts && end.rollouts <= whole.rollouts + 3, `resumed ${end.rollouts}, uninterrupted ${whole.rollouts}: at most the 3 in flight lost`);
-    assert.ok((await store.listOptimizerCalls(runId)).length === (await stack.conn.store.listOptimizerCalls(whole.runId)).length, 'no optimizer call asked twice');
+    assert.ok(
+      end.rollouts >= whole.rollouts && end.rollouts <= whole.rollouts + 3,
+      `resumed ${end.rollouts}, uninterrupted ${whole.rollouts}: at most the 3 in flight lost`,
+    );
+    assert.ok(
+      (await store.listOptimizerCalls(runId)).length === (await stack.conn.store.listOptimizerCalls(whole.runId)).length,
+      'no optimizer call asked twice',
+    );
     await store.close();
   } finally {
     rmSync(dataDir, { recursive: true, force: true });

@@ -25,7 +25,18 @@ const REQUEST = 'Instructions:\n```\nAnswer.\n\nRecord: {record}\nQuestion: {que
 
 async function proposer(o: Partial<ProposerOptions> = {}): Promise<{ p: Proposer; runId: string }> {
   const run = await stack.conn.store.createTrainingRun({ agent: 'a.ts#x', config: {}, totalSteps: 1, kind: 'optimize' });
-  const base = { url: stack.llm.url, model: OPTIMIZER_MODEL, apiKey: 'k', runId: run.id, priceIn: 2, priceOut: 8, retries: 3, timeoutMs: 400, backoffMs: 5, stored: [] };
+  const base = {
+    url: stack.llm.url,
+    model: OPTIMIZER_MODEL,
+    apiKey: 'k',
+    runId: run.id,
+    priceIn: 2,
+    priceOut: 8,
+    retries: 3,
+    timeoutMs: 400,
+    backoffMs: 5,
+    stored: [],
+  };
   return { p: new Proposer({ ...base, record: (c) => stack.conn.store.addOptimizerCall(c), ...o }), runId: run.id };
 }
 

@@ -7,10 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { PromptCandidate } from '../../protocol/prompts.js';
 import type { OptimizeOutcome } from '../../daemon/optimize/optimize-run.js';
 import { BLIND_OPTIMIZER_MODEL } from '../../samples/apo/scripted-llm.js';
-import { DESK_AGENT, deskFlags, type OptimizeStack, startOptimizeStack } from '../helpers/optimize-stack.js';
+import { candidateShapes, DESK_AGENT, deskFlags, type OptimizeStack, startOptimizeStack } from '../helpers/optimize-stack.js';
 
 let stack: OptimizeStack;
 before(async () => {
@@ -26,10 +25,6 @@ async function runs(n: number, parallel: number, one: (i: number) => Promise<Opt
 }
 
 const candidates = (o: OptimizeOutcome) => stack.conn.store.listPromptCandidates(o.runId);
-/** A run's candidates as a replay must reproduce them (ids and times aside). */
-const shape = (cs: PromptCandidate[]) =>
-  cs.map((c) => ({ prompts: c.prompts, parents: c.parents.map((p) => p.split('-').at(-1)), origin: c.origin, status: c.status, reason: c.reason, scores: c.scores }));
-
 let first: OptimizeOutcome[] = [];
 
 test('GEPA: seed <= 0.3 -> best >= 0.9 on held-out test within 300 rollouts in at least 9 of 10 seeds, the budget kept', async () => {
@@ -65,7 +60,7 @@ test('every candidate that drops a placeholder of the seed is refused, with why,
 
 test('the same seed twice makes the same candidates with the same scores', async () => {
   const again = await stack.optimize(DESK_AGENT, deskFlags(stack.llm, { seed: '3' }));
-  assert.deepEqual(shape(await candidates(again)), shape(await candidates(first[3]!)));
+  assert.deepEqual(candidateShapes(await candidates(again)), candidateShapes(await candidates(first[3]!)));
   assert.deepEqual(again.scores, first[3]!.scores);
 });
 

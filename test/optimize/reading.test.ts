@@ -27,7 +27,7 @@ test('meta-prompts: the shipped ones fill their names in one pass; an override m
   const text = renderMeta(meta.reflect, { prompt_name: 'desk', prompt: 'Say {{examples}} {question}', examples: 'EX', placeholders: '{question}' });
   assert.ok(text.includes('Say {{examples}} {question}'), 'a filled-in text is not read for names again');
   assert.ok(text.includes('EX') && text.includes('`desk`'));
-  assert.equal(text.split('{{').length - 1, 1, 'no name is left unfilled (the one left is the prompt\'s own text)');
+  assert.equal(text.split('{{').length - 1, 1, "no name is left unfilled (the one left is the prompt's own text)");
   const dir = mkdtempSync(join(tmpdir(), 'agl-meta-'));
   writeFileSync(join(dir, 'edit.md'), 'Rewrite {{prompt}} please.');
   assert.throws(() => readMetaPrompts({ edit: join(dir, 'edit.md') }), /--meta-edit .*must use \{\{critique\}\}/);
@@ -57,10 +57,13 @@ test('parents come from the per-val-task Pareto front, drawn by the tasks each i
     ['b', [0, 0, 1, 1]],
     ['dominated', [1, 0, 0, 1]],
   ]);
-  assert.deepEqual([...frontWeights(scores)], [
-    ['a', 3],
-    ['b', 2],
-  ]);
+  assert.deepEqual(
+    [...frontWeights(scores)],
+    [
+      ['a', 3],
+      ['b', 2],
+    ],
+  );
   const draws = new Map<string, number>();
   let u = 0;
   for (let i = 0; i < 500; i++) {
@@ -70,7 +73,16 @@ test('parents come from the per-val-task Pareto front, drawn by the tasks each i
   assert.deepEqual([...draws.keys()].sort(), ['a', 'b']);
   assert.ok(Math.abs(draws.get('a')! / 500 - 0.6) < 0.02, `a drawn ${draws.get('a')} of 500 (3 of 5 wins)`);
   assert.equal(bestByMean(scores), 'a');
-  assert.equal(bestByMean(new Map([['seed', [1, 0]], ['later', [0, 1]]])), 'seed', 'ties go to the earlier candidate');
+  assert.equal(
+    bestByMean(
+      new Map([
+        ['seed', [1, 0]],
+        ['later', [0, 1]],
+      ]),
+    ),
+    'seed',
+    'ties go to the earlier candidate',
+  );
 });
 
 test('the terminal diff marks the seed lines removed and the new lines added', () => {

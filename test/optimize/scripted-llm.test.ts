@@ -28,7 +28,12 @@ test('the agent model follows exactly the rules its prompt states: the seed scor
   assert.ok(Math.abs(accuracy(DESK_PROMPT) - 1 / 7) < 1e-9, `seed ${accuracy(DESK_PROMPT)}`);
   assert.equal(accuracy(withRules(DESK_PROMPT, RULES)), 1);
   for (const r of RULES) {
-    const one = accuracy(withRules(DESK_PROMPT, RULES.filter((x) => x !== r)));
+    const one = accuracy(
+      withRules(
+        DESK_PROMPT,
+        RULES.filter((x) => x !== r),
+      ),
+    );
     assert.ok(one < 1 && one >= 5 / 7 - 1e-9, `without ${r.id}: ${one}`);
   }
   assert.deepEqual(statedRules(DESK_PROMPT), []);
@@ -50,22 +55,43 @@ const reflectRequest = (prompt: string, feedback: string[]) =>
   `Instructions:\n\`\`\`\n${prompt}\n\`\`\`\n\n${feedback.map((f, i) => `### Example ${i + 1}\nFeedback: ${f}`).join('\n\n')}\n\nReply with the new instructions inside one \`\`\` block.`;
 
 test('the optimizer writes the rules its feedback names, for the job its prompt does; the blind one none', async () => {
-  const feedback = ['wrong date: a delivery date is when the order shipped; date format: expected 2024-01-02, got January 2, 2024', 'yes/no answer: expected yes, got true'];
+  const feedback = [
+    'wrong date: a delivery date is when the order shipped; date format: expected 2024-01-02, got January 2, 2024',
+    'yes/no answer: expected yes, got true',
+  ];
   const desk = await ask(OPTIMIZER_MODEL, reflectRequest(DESK_PROMPT, feedback));
-  assert.deepEqual(statedRules(desk).map((r) => r.id), ['delivery', 'date', 'yesno']);
+  assert.deepEqual(
+    statedRules(desk).map((r) => r.id),
+    ['delivery', 'date', 'yesno'],
+  );
   assert.ok(desk.startsWith('Here is the new version:\n\n```\n') && desk.includes('Record: {record}\nQuestion: {question}'));
   const planner = await ask(OPTIMIZER_MODEL, reflectRequest(PLANNER_PROMPT, feedback));
-  assert.deepEqual(statedRules(planner).map((r) => r.id), ['delivery'], 'a planner picks fields, it writes no value');
+  assert.deepEqual(
+    statedRules(planner).map((r) => r.id),
+    ['delivery'],
+    'a planner picks fields, it writes no value',
+  );
   const executor = await ask(OPTIMIZER_MODEL, reflectRequest(EXECUTOR_PROMPT, feedback));
-  assert.deepEqual(statedRules(executor).map((r) => r.id), ['date', 'yesno'], 'an executor writes values, it picks no field');
+  assert.deepEqual(
+    statedRules(executor).map((r) => r.id),
+    ['date', 'yesno'],
+    'an executor writes values, it picks no field',
+  );
   const blind = await ask(BLIND_OPTIMIZER_MODEL, reflectRequest(DESK_PROMPT, feedback));
   assert.deepEqual(statedRules(blind), []);
   assert.notEqual(blind, `Here is the new version:\n\n\`\`\`\n${DESK_PROMPT}\n\`\`\`\n`, 'the blind optimizer still changes the prompt');
   const critique = await ask(OPTIMIZER_MODEL, `${reflectRequest(DESK_PROMPT, feedback)}\nReply with the critique only.`);
   assert.match(critique, /^The instructions miss these rules of the task:\n- /);
-  assert.deepEqual(statedRules(critique).map((r) => r.id), ['delivery', 'date', 'yesno']);
+  assert.deepEqual(
+    statedRules(critique).map((r) => r.id),
+    ['delivery', 'date', 'yesno'],
+  );
   const edit = await ask(OPTIMIZER_MODEL, `Instructions:\n\`\`\`\n${DESK_PROMPT}\n\`\`\`\nCritique:\n${critique}\nReply in one \`\`\` block.`);
-  assert.deepEqual(statedRules(edit).map((r) => r.id), ['delivery', 'date', 'yesno'], 'an edit writes what the critique says');
+  assert.deepEqual(
+    statedRules(edit).map((r) => r.id),
+    ['delivery', 'date', 'yesno'],
+    'an edit writes what the critique says',
+  );
 });
 
 test('JSON and SSE answers carry usage; faults answer as asked', async () => {
@@ -73,7 +99,12 @@ test('JSON and SSE answers carry usage; faults answer as asked', async () => {
   const res = await client.chat.completions.create({ model: AGENT_MODEL, messages: [{ role: 'user', content }] });
   assert.equal(res.choices[0]!.message.content, agentAnswer(content));
   assert.ok(res.usage!.prompt_tokens > 10 && res.usage!.completion_tokens >= 1);
-  const stream = await client.chat.completions.create({ model: AGENT_MODEL, messages: [{ role: 'user', content }], stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    model: AGENT_MODEL,
+    messages: [{ role: 'user', content }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let text = '';
   let usage = null;
   for await (const chunk of stream) {
