@@ -52,11 +52,19 @@ export interface StoreEvaluatorOptions {
   signal?: AbortSignal;
   /** Told after each rollout this run rolled out ended. */
   onRollout?: () => void;
+  log?: (line: string) => void;
 }
 
 const key = (candidate: string, taskId: string, split: Split) => `${candidate}\u0000${split}\u0000${taskId}`;
-/** A rollout whose attempt the watchdog found dead (its runner was killed) is tried again, once, by the store. */
-const ROLLOUT_CONFIG = { unresponsiveSeconds: 30, maxAttempts: 2, retryOn: ['unresponsive' as const] };
+/**
+ * The config of an optimization's rollouts: a rollout running past the timeout fails (and scores 0); one whose attempt
+ * the watchdog finds dead (its runner was killed: no heartbeat) is tried again, once, by the store.
+ */
+export function rolloutConfig(timeoutSeconds: number): RolloutInput['config'] {
+  return { timeoutSeconds, unresponsiveSeconds: Math.max(30, timeoutSeconds), maxAttempts: 2, retryOn: ['unresponsive'] };
+}
+/** How long rollouts may sit unclaimed before the run says it waits for runner workers. */
+const STALL_MS = 60_000;
 /** How much of one message, and of one example, the optimizer is shown. */
 const MESSAGE_CHARS = 1500;
 
@@ -134,7 +142,7 @@ export class StoreEvaluator implements Evaluator {
       mode: split,
       agent: this.o.agent,
       resourcesId: candidate.resourcesId!,
-      config: { timeoutSeconds: this.o.rolloutTimeoutSeconds, ...ROLLOUT_CONFIG, unresponsiveSeconds: Math.max(30, this.o.rolloutTimeoutSeconds) },
+      config: rolloutConfig(this.o.rolloutTimeoutSeconds),
       metadata: { runId: this.o.runId, candidate: candidate.id, taskId: t.id, split, sample: 0 },
     }));
     const made = await this.o.store.enqueueRollouts(inputs);
@@ -142,18 +150,25 @@ export class StoreEvaluator implements Evaluator {
     made.forEach((r, i) => this.rollouts.set(key(candidate.id, tasks[i]!.id, split), r.id));
   }
 
-  /** Waits until every rollout has ended (each has a timeout, so the store ends them all). */
+  /**
+   * Waits until every rollout has ended (each has a timeout once claimed, so the store ends them all). Rollouts left
+   * queuing (no runner worker claims the agent's rollouts) are said every minute: the run waits for workers.
+   */
   private async waitAll(ids: string[]): Promise<Rollout[]> {
     const ended = new Map<string, Rollout>();
+    let quietSince = Date.now();
     while (ended.size < ids.length) {
       if (this.o.signal?.aborted) throw new Error('interrupted');
       const before = ended.size;
-      for (const r of await this.o.store.waitForRollouts(
-        ids.filter((id) => !ended.has(id)),
-        2_000,
-      ))
-        ended.set(r.id, r);
+      const waiting = ids.filter((id) => !ended.has(id));
+      for (const r of await this.o.store.waitForRollouts(waiting, 2_000)) ended.set(r.id, r);
       for (let i = before; i < ended.size; i++) this.o.onRollout?.();
+      if (ended.size > before) quietSince = Date.now();
+      else if (Date.now() - quietSince > STALL_MS) {
+        quietSince = Date.now();
+        const queued = (await this.o.store.queryRollouts({ ids: waiting, status: ['queuing', 'requeuing'], limit: waiting.length })).items.length;
+        if (queued) this.o.log?.(`${queued} rollouts of agent ${this.o.agent} wait for a runner worker (agl runner --agent ${this.o.agent}, or --workers N)`);
+      }
     }
     return ids.map((id) => ended.get(id)!);
   }

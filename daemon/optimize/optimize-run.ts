@@ -184,6 +184,7 @@ class OptimizationRun {
       rolloutTimeoutSeconds: c.rolloutTimeoutSeconds,
       signal: this.o.signal,
       onRollout: () => this.o.report.progress?.(this.rollouts, this.note()),
+      log: (m) => this.log(`agl optimize: ${m}`),
     });
     this.proposer = new Proposer({
       url: c.optimizer.url,

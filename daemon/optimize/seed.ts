@@ -9,6 +9,7 @@
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { promptVersions } from '../../protocol/span-reading.js';
 import type { Task } from '../algorithm/rollouts.js';
+import { rolloutConfig } from './evaluator.js';
 
 export interface SeedPrompts {
   prompts: Record<string, string>;
@@ -40,7 +41,7 @@ export async function probeSeed(o: ProbeOptions): Promise<SeedPrompts & { enqueu
       mode: 'val',
       agent: o.agent,
       resourcesId: o.resourcesId,
-      config: { timeoutSeconds: o.timeoutSeconds, unresponsiveSeconds: Math.max(30, o.timeoutSeconds), maxAttempts: 2, retryOn: ['unresponsive'] },
+      config: rolloutConfig(o.timeoutSeconds),
       metadata: { runId: o.runId, taskId: o.task.id, probe: true },
     }));
   let ended = null;
