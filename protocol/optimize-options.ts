@@ -15,7 +15,8 @@ export const OPTIMIZE_COMMAND = {
   name: 'optimize',
   summary: "optimize an agent's prompts (GEPA or beam search) against an OpenAI-compatible optimizer model",
   usage: [
-    '<agent> --prompt NAME [--prompt NAME2 ...] --train F --val F [--test F] --budget N --optimizer-url URL --optimizer-model M [options]',
+    '<agent> --prompt NAME --train F --val F [--test F] --budget N --optimizer-url U --optimizer-model M',
+    '<agent> --prompt NAME [--prompt NAME2] ... [--upstream URL --upstream-model M | --model SPEC]',
     '--resume RUN [--json]',
   ],
   about:
