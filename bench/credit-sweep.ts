@@ -51,7 +51,7 @@ export interface SweepOptions {
 
 /** The settings of each row: every strategy x AIR on/off; for sql also all three agents trained. */
 export function sweepRows(sample: string): Omit<SweepRow, 'scores' | 'mean' | 'spread' | 'minutes'>[] {
-  const rows: Omit<SweepRow, 'scores' | 'mean' | 'spread' | 'minutes'>[] = [];
+  const rows: RowSettings[] = [];
   for (const strategy of STRATEGIES) for (const air of [true, false]) rows.push({ strategy, air, agents: 'match' });
   if (sample === 'sql') for (const air of [true, false]) rows.push({ strategy: 'identical', air, agents: 'all' });
   return rows;
@@ -61,6 +61,47 @@ const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.le
 /** Spread over seeds: the sample standard deviation (0 for one seed). */
 const spread = (xs: number[]) => (xs.length < 2 ? 0 : Math.sqrt(xs.reduce((a, x) => a + (x - mean(xs)) ** 2, 0) / (xs.length - 1)));
 
+type RowSettings = Omit<SweepRow, 'scores' | 'mean' | 'spread' | 'minutes'>;
+
+/** One run's train.yaml: the sample's, with the row's credit settings, the seed, and the sweep's budget. */
+function runConfig(base: Record<string, unknown>, row: RowSettings, seed: number, o: SweepOptions, dir: string): Record<string, unknown> {
+  return deepMerge(base, {
+    training: {
+      seed,
+      air: row.air,
+      credit: { strategy: row.strategy, air: AIR_RULES },
+      ...(row.agents === 'all' ? { agentMatch: null } : {}),
+      ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
+      ...(o.minutes !== undefined ? { maxMinutes: o.minutes } : {}),
+      ...(o.valSize !== undefined ? { valSize: o.valSize } : {}),
+      ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
+      ...(o.groupSize !== undefined ? { groupSize: o.groupSize } : {}),
+    },
+    runtime: { checkpointDir: join(dir, 'checkpoint'), ...(o.workers ? { workers: o.workers } : {}) },
+  });
+}
+
+/** The sweep's results file: the budget, how the warm-up was made, and the rows. */
+function writeSweep(o: SweepOptions, s: SampleLearning, warmup: { warmup: string; shipped: boolean }, rows: SweepRow[]): void {
+  mkdirSync(dirname(o.out), { recursive: true });
+  const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
+  const budget = {
+    minutes: o.minutes ?? null,
+    maxSteps: o.maxSteps ?? null,
+    valSize: o.valSize ?? null,
+    batchSize: o.batchSize ?? null,
+    groupSize: o.groupSize ?? null,
+  };
+  const made = warmup.shipped
+    ? warmup.warmup
+    : o.sftSteps !== undefined
+      ? `agl ${commandLine(SFT_COMMAND, { ...s.sftFlags, steps: String(o.sftSteps) }).join(' ')}`
+      : warmupCommands(s).join(' && ');
+  const score = 'held-out (val split, greedy) score after training';
+  const record = { date: new Date().toISOString(), machine, sample: o.sample, seeds: o.seeds, budget, warmup: made, airRules: AIR_RULES, score, rows };
+  writeFileSync(o.out, `${JSON.stringify(record, null, 2)}\n`);
+}
+
 export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
   const s = SAMPLES[o.sample];
   if (!s) throw new Error(`--credit-sweep --sample ${o.sample}: one of ${Object.keys(SAMPLES).join(', ')}`);
@@ -68,7 +109,7 @@ export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
   const work = mkdtempSync(join(tmpdir(), `agl-credit-${o.sample}-`));
   // Checkpoints and stores of every run (~100 MB each sweep) are scratch: only the table is kept.
   try {
-    const { warmup, shipped } = await makeWarmup(s, work, o.sftSteps);
+    const made = await makeWarmup(s, work, o.sftSteps);
     const base = readConfigFile(s.config) as Record<string, unknown>;
     const rows: SweepRow[] = [];
     let k = 0;
@@ -78,67 +119,17 @@ export async function creditSweep(o: SweepOptions): Promise<SweepRow[]> {
       for (let seed = 1; seed <= o.seeds; seed++) {
         const dir = join(work, `run-${++k}`);
         mkdirSync(dir, { recursive: true });
-        const config = deepMerge(base, {
-          training: {
-            seed,
-            air: row.air,
-            credit: { strategy: row.strategy, air: AIR_RULES },
-            ...(row.agents === 'all' ? { agentMatch: null } : {}),
-            ...(o.maxSteps !== undefined ? { maxSteps: o.maxSteps } : {}),
-            ...(o.minutes !== undefined ? { maxMinutes: o.minutes } : {}),
-            ...(o.valSize !== undefined ? { valSize: o.valSize } : {}),
-            ...(o.batchSize !== undefined ? { batchSize: o.batchSize } : {}),
-            ...(o.groupSize !== undefined ? { groupSize: o.groupSize } : {}),
-          },
-          runtime: { checkpointDir: join(dir, 'checkpoint'), ...(o.workers ? { workers: o.workers } : {}) },
-        });
-        writeFileSync(join(dir, 'train.yaml'), stringify(config));
+        writeFileSync(join(dir, 'train.yaml'), stringify(runConfig(base, row, seed, o, dir)));
         process.stderr.write(`credit sweep: ${o.sample} ${row.strategy} air ${row.air ? 'on' : 'off'} agents ${row.agents} seed ${seed}\n`);
-        const r = await trainAgent({
-          agent: s.agent,
-          train: s.train,
-          val: s.val,
-          model: warmup,
-          config: join(dir, 'train.yaml'),
-          'data-dir': dir,
-          quiet: true,
-        });
+        const config = join(dir, 'train.yaml');
+        const r = await trainAgent({ agent: s.agent, train: s.train, val: s.val, model: made.warmup, config, 'data-dir': dir, quiet: true });
         if (!r) throw new Error('training was interrupted');
         scores.push(r.after ?? 0);
         minutes.push(r.minutes);
       }
       rows.push({ ...row, scores, mean: mean(scores), spread: spread(scores), minutes });
     }
-    mkdirSync(dirname(o.out), { recursive: true });
-    const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
-    writeFileSync(
-      o.out,
-      `${JSON.stringify(
-        {
-          date: new Date().toISOString(),
-          machine,
-          sample: o.sample,
-          seeds: o.seeds,
-          budget: {
-            minutes: o.minutes ?? null,
-            maxSteps: o.maxSteps ?? null,
-            valSize: o.valSize ?? null,
-            batchSize: o.batchSize ?? null,
-            groupSize: o.groupSize ?? null,
-          },
-          warmup: shipped
-            ? warmup
-            : o.sftSteps !== undefined
-              ? `agl ${commandLine(SFT_COMMAND, { ...s.sftFlags, steps: String(o.sftSteps) }).join(' ')}`
-              : warmupCommands(s).join(' && '),
-          airRules: AIR_RULES,
-          score: 'held-out (val split, greedy) score after training',
-          rows,
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    writeSweep(o, s, made, rows);
     return rows;
   } finally {
     rmSync(work, { recursive: true, force: true });

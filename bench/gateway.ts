@@ -63,6 +63,92 @@ async function load(url: string, stream: boolean, concurrency: number, n: number
   return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), rps: n / seconds };
 }
 
+type Load = Awaited<ReturnType<typeof load>>;
+/** A process to send calls to and measure: its URL and pid (for its CPU time). */
+interface Target {
+  url: string;
+  pid: number;
+}
+/** One case's figures: latencies and throughput direct and through the gateway, and each process's CPU per call. */
+interface Case {
+  name: string;
+  direct: Load;
+  gw: Load;
+  added: { p50: number; p99: number };
+  daemonCpuPerCall: number;
+  upstreamCpuPerCall: number;
+}
+
+/** A case (streaming or not, at concurrency c), direct and through the gateway. */
+async function measureCase(upstream: Target, gateway: Target, stream: boolean, c: number): Promise<Case> {
+  // Alternate direct and gateway halves so drift on a shared machine hits both alike.
+  const half = Math.floor(REQUESTS[c] / 2);
+  // CPU the daemon spends per call (user + system) is a steadier figure than latency on a busy machine.
+  let daemonCpu = 0;
+  let upstreamCpu = 0;
+  const direct_ = async () => {
+    const c0 = cpuMs(upstream.pid) ?? 0;
+    const r = await load(upstream.url, stream, c, half);
+    upstreamCpu += (cpuMs(upstream.pid) ?? 0) - c0;
+    return r;
+  };
+  const gateway_ = async () => {
+    const c0 = cpuMs(gateway.pid) ?? 0;
+    const r = await load(gateway.url, stream, c, half);
+    daemonCpu += (cpuMs(gateway.pid) ?? 0) - c0;
+    return r;
+  };
+  const d1 = await direct_();
+  const g1 = await gateway_();
+  const d2 = await direct_();
+  const g2 = await gateway_();
+  const direct = { p50: (d1.p50 + d2.p50) / 2, p99: (d1.p99 + d2.p99) / 2, rps: (d1.rps + d2.rps) / 2 };
+  const gw = { p50: (g1.p50 + g2.p50) / 2, p99: (g1.p99 + g2.p99) / 2, rps: (g1.rps + g2.rps) / 2 };
+  const name = `c${c}.${stream ? 'stream' : 'plain'}`;
+  const added = { p50: gw.p50 - direct.p50, p99: gw.p99 - direct.p99 };
+  return { name, direct, gw, added, daemonCpuPerCall: daemonCpu / (2 * half), upstreamCpuPerCall: upstreamCpu / (2 * half) };
+}
+
+function caseMetrics({ name, direct, gw, added, daemonCpuPerCall, upstreamCpuPerCall }: Case): Record<string, number> {
+  return {
+    [`${name}.direct_p50_ms`]: round(direct.p50),
+    [`${name}.gateway_p50_ms`]: round(gw.p50),
+    [`${name}.direct_p99_ms`]: round(direct.p99),
+    [`${name}.gateway_p99_ms`]: round(gw.p99),
+    [`${name}.added_p50_ms`]: round(added.p50),
+    [`${name}.added_p99_ms`]: round(added.p99),
+    [`${name}.daemon_cpu_ms_per_call`]: round(daemonCpuPerCall),
+    [`${name}.upstream_cpu_ms_per_call`]: round(upstreamCpuPerCall),
+    [`${name}.direct_rps`]: round(direct.rps, 1),
+    [`${name}.gateway_rps`]: round(gw.rps, 1),
+    [`${name}.throughput_ratio`]: round(gw.rps / direct.rps),
+  };
+}
+
+function caseRow({ name, direct, gw, added, daemonCpuPerCall, upstreamCpuPerCall }: Case): string[] {
+  return [
+    name,
+    direct.p50.toFixed(2),
+    gw.p50.toFixed(2),
+    direct.p99.toFixed(2),
+    gw.p99.toFixed(2),
+    added.p50.toFixed(2),
+    added.p99.toFixed(2),
+    (gw.rps / direct.rps).toFixed(2),
+    daemonCpuPerCall.toFixed(3),
+    upstreamCpuPerCall.toFixed(3),
+  ];
+}
+
+/** The table and the local policy's batching. */
+function printTable(rows: string[][], metrics: Record<string, number>): void {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  console.log(rows.map((r) => r.map((x, i) => x.padEnd(widths[i])).join('  ')).join('\n'));
+  console.log(
+    `local policy (built-in 0.8M, 32 tokens/call): ${metrics['local.c1_completion_tok_s']} tok/s sequential, ${metrics['local.c16_completion_tok_s']} tok/s at 16 concurrent (x${metrics['local.batching_speedup']}, mean generate() batch ${metrics['local.c16_mean_batch_size']})`,
+  );
+}
+
 async function main(): Promise<void> {
   const upstream = await startUpstreamProcess();
   const daemon = await startDaemonProcess();
@@ -83,59 +169,12 @@ async function main(): Promise<void> {
       await load(upstream.url, stream, 8, WARMUP);
       await load(gateway, stream, 8, GATEWAY_WARMUP);
       for (const c of [1, 64]) {
-        // Alternate direct and gateway halves so drift on a shared machine hits both alike.
-        const half = Math.floor(REQUESTS[c] / 2);
-        // CPU the daemon spends per call (user + system) is a steadier figure than latency on a busy machine.
-        let daemonCpu = 0;
-        let upstreamCpu = 0;
-        const direct_ = async () => {
-          const c0 = cpuMs(upstream.proc.pid!) ?? 0;
-          const r = await load(upstream.url, stream, c, half);
-          upstreamCpu += (cpuMs(upstream.proc.pid!) ?? 0) - c0;
-          return r;
-        };
-        const gateway_ = async () => {
-          const c0 = cpuMs(daemon.pid) ?? 0;
-          const r = await load(gateway, stream, c, half);
-          daemonCpu += (cpuMs(daemon.pid) ?? 0) - c0;
-          return r;
-        };
-        const d1 = await direct_();
-        const g1 = await gateway_();
-        const d2 = await direct_();
-        const g2 = await gateway_();
-        const direct = { p50: (d1.p50 + d2.p50) / 2, p99: (d1.p99 + d2.p99) / 2, rps: (d1.rps + d2.rps) / 2 };
-        const gw = { p50: (g1.p50 + g2.p50) / 2, p99: (g1.p99 + g2.p99) / 2, rps: (g1.rps + g2.rps) / 2 };
-        const name = `c${c}.${stream ? 'stream' : 'plain'}`;
-        const added = { p50: gw.p50 - direct.p50, p99: gw.p99 - direct.p99 };
-        Object.assign(metrics, {
-          [`${name}.direct_p50_ms`]: round(direct.p50),
-          [`${name}.gateway_p50_ms`]: round(gw.p50),
-          [`${name}.direct_p99_ms`]: round(direct.p99),
-          [`${name}.gateway_p99_ms`]: round(gw.p99),
-          [`${name}.added_p50_ms`]: round(added.p50),
-          [`${name}.added_p99_ms`]: round(added.p99),
-          [`${name}.daemon_cpu_ms_per_call`]: round(daemonCpu / (2 * half)),
-          [`${name}.upstream_cpu_ms_per_call`]: round(upstreamCpu / (2 * half)),
-          [`${name}.direct_rps`]: round(direct.rps, 1),
-          [`${name}.gateway_rps`]: round(gw.rps, 1),
-          [`${name}.throughput_ratio`]: round(gw.rps / direct.rps),
-        });
-        addedP50 = Math.max(addedP50, added.p50);
-        addedP99 = Math.max(addedP99, added.p99);
-        minRatio = Math.min(minRatio, gw.rps / direct.rps);
-        rows.push([
-          name,
-          direct.p50.toFixed(2),
-          gw.p50.toFixed(2),
-          direct.p99.toFixed(2),
-          gw.p99.toFixed(2),
-          added.p50.toFixed(2),
-          added.p99.toFixed(2),
-          (gw.rps / direct.rps).toFixed(2),
-          (daemonCpu / (2 * half)).toFixed(3),
-          (upstreamCpu / (2 * half)).toFixed(3),
-        ]);
+        const k = await measureCase({ url: upstream.url, pid: upstream.proc.pid! }, { url: gateway, pid: daemon.pid }, stream, c);
+        Object.assign(metrics, caseMetrics(k));
+        addedP50 = Math.max(addedP50, k.added.p50);
+        addedP99 = Math.max(addedP99, k.added.p99);
+        minRatio = Math.min(minRatio, k.gw.rps / k.direct.rps);
+        rows.push(caseRow(k));
       }
     }
     const recorded = (await daemon.client.statistics()).spans;
@@ -144,11 +183,7 @@ async function main(): Promise<void> {
     metrics.throughput_ratio = round(minRatio);
     metrics.spans_recorded = recorded;
     Object.assign(metrics, await benchLocalBatching(quick));
-    const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-    console.log(rows.map((r) => r.map((x, i) => x.padEnd(widths[i])).join('  ')).join('\n'));
-    console.log(
-      `local policy (built-in 0.8M, 32 tokens/call): ${metrics['local.c1_completion_tok_s']} tok/s sequential, ${metrics['local.c16_completion_tok_s']} tok/s at 16 concurrent (x${metrics['local.batching_speedup']}, mean generate() batch ${metrics['local.c16_mean_batch_size']})`,
-    );
+    printTable(rows, metrics);
     console.log(
       `\nworst case: added p50 ${addedP50.toFixed(2)} ms, added p99 ${addedP99.toFixed(2)} ms, throughput ratio ${minRatio.toFixed(2)} (ms; ${recorded} spans recorded)`,
     );

@@ -43,6 +43,9 @@ SHAPES = {
     'qwen2-1.5b': (1536, 8960, 28, 12, 2, 151936, True),
     'qwen2-7b': (3584, 18944, 28, 28, 4, 152064, False),
 }
+# The engine's AdamW settings in this bench, all of them, as the daemon gives an engine its configured ones at start
+# (the daemon's are protocol/engine.ts DEFAULT_OPTIMIZER; this script runs where no Node is). Each update sends its own.
+SETTINGS = {'lr': 1e-6, 'beta1': 0.9, 'beta2': 0.95, 'eps': 1e-8, 'weightDecay': 0.01, 'gradClip': 1.0, 'microBatchSize': 16}
 # Dense bfloat16 tensor-core peaks (TFLOP/s, no sparsity) by device name, from the vendors' data sheets.
 PEAKS = {
     'H200': 989,
@@ -97,7 +100,8 @@ class EngineProcess:
         server.bind(path)
         server.listen(1)
         env = {**os.environ, 'PYTHONPATH': ENGINE + os.pathsep + os.environ.get('PYTHONPATH', ''), 'HF_HUB_OFFLINE': '1'}
-        cmd = [sys.executable, '-m', 'agl_torch', 'serve', '--connect', path, '--model', folder, '--device', device, '--dtype', dtype, *extra]
+        cmd = [sys.executable, '-m', 'agl_torch', 'serve', '--connect', path, '--model', folder, '--device', device, '--dtype', dtype]
+        cmd += ['--optimizer', json.dumps(SETTINGS), *extra]
         self.proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
         server.settimeout(600)
         self.sock, _ = server.accept()
@@ -165,11 +169,13 @@ def workload(vocab: int, quick: bool) -> dict:
 def grpo(pairs: list[dict], old: list[list[float]]) -> dict:
     return {
         'kind': 'grpo',
-        'clipLow': 0.2,
-        'clipHigh': 0.28,
+        'epsilon': 0.2,
+        'epsilonHigh': 0.28,
+        'sequenceEpsilon': 3e-4,
+        'sequenceEpsilonHigh': 4e-4,
         'beta': 0.0,
-        'aggregation': 'token-mean',
-        'normTokens': None,
+        'lossAggregation': 'token-mean',
+        'lossNormTokens': None,
         'importanceSampling': 'token',
         'ratioBase': 'update',
         'tisCap': 3.0,
@@ -189,14 +195,15 @@ def engine_rows(folder: str, device: str, dtype: str, w: dict, repeats: int) -> 
         tokens = sum(len(p['promptIds']) + len(p['completionIds']) for p in w['pairs'])
         (old, _), t = timed(lambda: e.call('score', {'pairs': w['pairs']}), repeats)
         out['score_tok_s'] = tokens / t
-        step = {'pairs': w['pairs'], 'loss': grpo(w['pairs'], old), 'optimizer': {'microBatchSize': w['micro'], 'lr': 1e-6}}
+        step = {'pairs': w['pairs'], 'loss': grpo(w['pairs'], old), 'optimizer': {**SETTINGS, 'microBatchSize': w['micro']}}
         (r, _), t = timed(lambda: e.call('train_step', step), repeats)
         out['train_tok_s'], out['train_peak_gb'] = tokens / t, r['peakMemory']['bytes'] / 2**30
     finally:
         e.close()
     e = EngineProcess(folder, device, dtype, ['--trainable', 'adapters'])
     try:
-        e.call('add_adapter', {'name': 'policy', 'init': None, 'lora': {'rank': 16, 'alpha': 32, 'dropout': 0, 'targetModules': ['q_proj', 'v_proj']}})
+        lora = {'rank': 16, 'alpha': 32, 'dropout': 0, 'targetModules': ['q_proj', 'v_proj']}
+        e.call('add_adapter', {'name': 'policy', 'init': None, 'lora': lora, 'optimizer': SETTINGS})
         (r, _), t = timed(lambda: e.call('train_step', {**step, 'adapter': 'policy'}), repeats)
         out['lora_train_tok_s'], out['lora_train_peak_gb'] = tokens / t, r['peakMemory']['bytes'] / 2**30
     finally:

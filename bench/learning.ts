@@ -95,8 +95,9 @@ function learnedSample(describe: string, dir: string, entry: string, minutes: nu
   };
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
+/** The command line (--roles, --credit-sweep or the samples' learning runs, and their settings). */
+function parseLearningArgs() {
+  return parseArgs({
     options: {
       sample: { type: 'string', multiple: true },
       quick: { type: 'boolean', default: false },
@@ -118,56 +119,63 @@ async function main(): Promise<void> {
       'batch-size': { type: 'string' },
       'group-size': { type: 'string' },
     },
-  });
-  if (values.roles || values['roles-chart']) {
-    const { rolesBench, formatRoles, ROLE_ROWS } = await import('./roles.js');
-    const { writeRolesChart } = await import('./roles-chart.js');
-    const out = values.out === 'bench/results/credit.json' ? 'bench/results/roles.json' : values.out!;
-    const sample = values.sample?.[0] ?? 'sql';
-    // The samples' READMEs show the results file's curves; another --out gets its chart beside it.
-    const chart = out === 'bench/results/roles.json' ? `samples/${sample}/results/roles-curves.png` : join(dirname(out), `${sample}-roles-curves.png`);
-    if (!values.roles) {
-      writeRolesChart(out, sample, chart);
-      process.stdout.write(`drawn ${chart} from ${out}\n`);
-      return;
-    }
-    const wanted = values['roles-rows']?.split(',').map((r) => r.trim());
-    const bad = wanted?.find((r) => !(ROLE_ROWS as readonly string[]).includes(r));
-    if (bad) throw new Error(`--roles-rows: '${bad}' is not one of ${ROLE_ROWS.join(', ')}`);
-    const rows = await rolesBench({
-      sample,
-      rows: wanted as RoleRowName[] | undefined,
-      seeds: Number(values.seeds),
-      minutes: Number(values.minutes ?? 20),
-      out,
-    });
+  }).values;
+}
+type LearningArgs = ReturnType<typeof parseLearningArgs>;
+
+/** --roles (bench/roles.ts) and --roles-chart: one policy per role against one shared policy, and its chart. */
+async function rolesRun(values: LearningArgs): Promise<void> {
+  const { rolesBench, formatRoles, ROLE_ROWS } = await import('./roles.js');
+  const { writeRolesChart } = await import('./roles-chart.js');
+  const out = values.out === 'bench/results/credit.json' ? 'bench/results/roles.json' : values.out!;
+  const sample = values.sample?.[0] ?? 'sql';
+  // The samples' READMEs show the results file's curves; another --out gets its chart beside it.
+  const chart = out === 'bench/results/roles.json' ? `samples/${sample}/results/roles-curves.png` : join(dirname(out), `${sample}-roles-curves.png`);
+  if (!values.roles) {
     writeRolesChart(out, sample, chart);
-    process.stdout.write(`\n${formatRoles(rows)}\nwritten ${out}, ${chart}\n`);
+    process.stdout.write(`drawn ${chart} from ${out}\n`);
     return;
   }
-  if (values['credit-sweep']) {
-    const { creditSweep, formatSweep } = await import('./credit-sweep.js');
-    const num = (v: string | undefined, name: string) => {
-      if (v === undefined) return undefined;
-      const n = Number(v);
-      if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got '${v}'`);
-      return n;
-    };
-    const rows = await creditSweep({
-      sample: values.sample?.[0] ?? 'rag',
-      seeds: num(values.seeds, 'seeds')!,
-      minutes: num(values.minutes, 'minutes'),
-      maxSteps: num(values['max-steps'], 'max-steps'),
-      sftSteps: num(values['sft-steps'], 'sft-steps'),
-      out: values.out!,
-      workers: num(values.workers, 'workers'),
-      valSize: num(values['val-size'], 'val-size'),
-      batchSize: num(values['batch-size'], 'batch-size'),
-      groupSize: num(values['group-size'], 'group-size'),
-    });
-    process.stdout.write(`\n${formatSweep(rows)}\nwritten ${values.out}\n`);
-    return;
-  }
+  const wanted = values['roles-rows']?.split(',').map((r) => r.trim());
+  const bad = wanted?.find((r) => !(ROLE_ROWS as readonly string[]).includes(r));
+  if (bad) throw new Error(`--roles-rows: '${bad}' is not one of ${ROLE_ROWS.join(', ')}`);
+  const rows = await rolesBench({
+    sample,
+    rows: wanted as RoleRowName[] | undefined,
+    seeds: Number(values.seeds),
+    minutes: Number(values.minutes ?? 20),
+    out,
+  });
+  writeRolesChart(out, sample, chart);
+  process.stdout.write(`\n${formatRoles(rows)}\nwritten ${out}, ${chart}\n`);
+}
+
+/** --credit-sweep (bench/credit-sweep.ts). */
+async function creditSweepRun(values: LearningArgs): Promise<void> {
+  const { creditSweep, formatSweep } = await import('./credit-sweep.js');
+  const num = (v: string | undefined, name: string) => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number, got '${v}'`);
+    return n;
+  };
+  const rows = await creditSweep({
+    sample: values.sample?.[0] ?? 'rag',
+    seeds: num(values.seeds, 'seeds')!,
+    minutes: num(values.minutes, 'minutes'),
+    maxSteps: num(values['max-steps'], 'max-steps'),
+    sftSteps: num(values['sft-steps'], 'sft-steps'),
+    out: values.out!,
+    workers: num(values.workers, 'workers'),
+    valSize: num(values['val-size'], 'val-size'),
+    batchSize: num(values['batch-size'], 'batch-size'),
+    groupSize: num(values['group-size'], 'group-size'),
+  });
+  process.stdout.write(`\n${formatSweep(rows)}\nwritten ${values.out}\n`);
+}
+
+/** The samples' learning runs (every sample, or those --sample names), into bench/results/learning.json. */
+async function samplesRun(values: LearningArgs): Promise<void> {
   const names = values.sample?.length ? values.sample : Object.keys(SAMPLES);
   for (const n of names) if (!SAMPLES[n]) throw new Error(`unknown sample '${n}': one of ${Object.keys(SAMPLES).join(', ')}`);
   const file = 'bench/results/learning.json';
@@ -191,6 +199,13 @@ async function main(): Promise<void> {
   process.stdout.write(
     `\nsample   before  after  test before  test after  minutes\n${names.map((n) => `${n.padEnd(8)} ${f(`${n}.before`)} ${f(`${n}.after`)} ${f(`${n}.test_before`).padStart(11)} ${f(`${n}.test_after`).padStart(11)} ${metrics[`${n}.minutes`].toFixed(1).padStart(8)}`).join('\n')}\nwritten ${file}\n`,
   );
+}
+
+async function main(): Promise<void> {
+  const values = parseLearningArgs();
+  if (values.roles || values['roles-chart']) return rolesRun(values);
+  if (values['credit-sweep']) return creditSweepRun(values);
+  return samplesRun(values);
 }
 
 function round(x: number, d = 3): number {

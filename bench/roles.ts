@@ -126,6 +126,74 @@ async function runRecord(dataDir: string): Promise<{ steps: number; calls: Recor
   }
 }
 
+type RoleSample = (typeof SAMPLES)[string];
+/** What every run of the bench shares: the sample, the warm-up it starts from, the sample's config and the test split. */
+interface Bench {
+  s: RoleSample;
+  o: RolesOptions;
+  warmup: string;
+  base: Record<string, unknown>;
+  testFile: string;
+  testBefore: Behaviour;
+}
+
+/** One training run of a row at one seed, in `dir`: its val scores, steps, peak memory, calls and test behaviour. */
+async function roleRun(b: Bench, policies: RoleRowName, seed: number, dir: string): Promise<RolesRun> {
+  const { s, o } = b;
+  mkdirSync(dir, { recursive: true });
+  const config = deepMerge(b.base, {
+    training: { seed, maxMinutes: o.minutes, ...(policies === 'own-task-role' ? { groupBy: 'task-role' } : {}) },
+    runtime: { checkpointDir: join(dir, 'checkpoint') },
+    ...(policies === 'shared' ? {} : { policies: Object.fromEntries(s.roles.map((r) => [r, {}])) }),
+  });
+  writeFileSync(join(dir, 'train.yaml'), stringify(config));
+  process.stderr.write(`roles bench: ${o.sample} ${policies} seed ${seed} (${o.minutes} min), load ${loadavg()[0]!.toFixed(2)}\n`);
+  let peak = process.memoryUsage().rss;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 500);
+  try {
+    const { agent, train, val } = s.learning;
+    const r = await trainAgent({ agent, train, val, model: b.warmup, config: join(dir, 'train.yaml'), 'data-dir': dir, quiet: true });
+    if (!r) throw new Error('training was interrupted');
+    clearInterval(sampler);
+    const { steps, calls, curve } = await runRecord(dir);
+    const test = await s.behaviour(r.checkpoint, b.testFile);
+    process.stderr.write(
+      `  -> val ${(r.before ?? 0).toFixed(3)} -> ${(r.after ?? 0).toFixed(3)} in ${steps} steps, peak RSS ${Math.round(peak / 2 ** 20)} MiB; ` +
+        `test ${b.testBefore.score.toFixed(3)} -> ${test.score.toFixed(3)} ${JSON.stringify(test)}\n`,
+    );
+    return { seed, before: r.before ?? 0, after: r.after ?? 0, steps, minutes: r.minutes, peakRssMiB: Math.round(peak / 2 ** 20), calls, test, curve };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** The results file: one entry per sample, one row per setting; this run's rows replace the same rows, the others stay. */
+function writeRoles(b: Bench, rows: RolesRow[]): void {
+  const { s, o } = b;
+  mkdirSync(dirname(o.out), { recursive: true });
+  const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
+  const prior = existsSync(o.out) ? (JSON.parse(readFileSync(o.out, 'utf8')) as { samples?: Record<string, { rows?: RolesRow[] }> }) : {};
+  const kept = (prior.samples?.[o.sample]?.rows ?? []).filter((r) => !rows.some((n) => n.policies === r.policies));
+  const entry = {
+    ...prior.samples?.[o.sample],
+    date: new Date().toISOString(),
+    machine,
+    loadAverageAtEnd: loadavg()[0],
+    seeds: o.seeds,
+    minutesPerRun: o.minutes,
+    warmup: b.warmup,
+    roles: s.roles,
+    score:
+      'held-out val split (greedy) before and after training as agl train scores it; test split (greedy, never seen in training or selection) ' +
+      'on the final checkpoint served as the run served it, scored by the sample inspect script; the same warm-up, config and budget per row',
+    testBefore: b.testBefore,
+    rows: [...kept, ...rows].sort((a, r) => ROLE_ROWS.indexOf(a.policies) - ROLE_ROWS.indexOf(r.policies)),
+  };
+  writeFileSync(o.out, `${JSON.stringify({ samples: { ...(prior.samples ?? {}), [o.sample]: entry } }, null, 2)}\n`);
+}
+
 export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
   const s = SAMPLES[o.sample];
   if (!s) throw new Error(`--roles --sample ${o.sample}: one of ${Object.keys(SAMPLES).join(', ')}`);
@@ -135,58 +203,12 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
     const base = readConfigFile(s.learning.config) as Record<string, unknown>;
     const testFile = s.learning.test!.file;
     process.stderr.write(`roles bench: the warm-up on the test split\n`);
-    const testBefore = await s.behaviour(warmup, testFile);
+    const bench: Bench = { s, o, warmup, base, testFile, testBefore: await s.behaviour(warmup, testFile) };
     const rows: RolesRow[] = [];
     let k = 0;
     for (const policies of o.rows ?? (['shared', 'own'] as const)) {
       const runs: RolesRun[] = [];
-      for (let seed = 1; seed <= o.seeds; seed++) {
-        const dir = join(work, `run-${++k}`);
-        mkdirSync(dir, { recursive: true });
-        const config = deepMerge(base, {
-          training: { seed, maxMinutes: o.minutes, ...(policies === 'own-task-role' ? { groupBy: 'task-role' } : {}) },
-          runtime: { checkpointDir: join(dir, 'checkpoint') },
-          ...(policies === 'shared' ? {} : { policies: Object.fromEntries(s.roles.map((r) => [r, {}])) }),
-        });
-        writeFileSync(join(dir, 'train.yaml'), stringify(config));
-        process.stderr.write(`roles bench: ${o.sample} ${policies} seed ${seed} (${o.minutes} min), load ${loadavg()[0]!.toFixed(2)}\n`);
-        let peak = process.memoryUsage().rss;
-        const sampler = setInterval(() => {
-          peak = Math.max(peak, process.memoryUsage().rss);
-        }, 500);
-        try {
-          const r = await trainAgent({
-            agent: s.learning.agent,
-            train: s.learning.train,
-            val: s.learning.val,
-            model: warmup,
-            config: join(dir, 'train.yaml'),
-            'data-dir': dir,
-            quiet: true,
-          });
-          if (!r) throw new Error('training was interrupted');
-          clearInterval(sampler);
-          const { steps, calls, curve } = await runRecord(dir);
-          const test = await s.behaviour(r.checkpoint, testFile);
-          runs.push({
-            seed,
-            before: r.before ?? 0,
-            after: r.after ?? 0,
-            steps,
-            minutes: r.minutes,
-            peakRssMiB: Math.round(peak / 2 ** 20),
-            calls,
-            test,
-            curve,
-          });
-          process.stderr.write(
-            `  -> val ${(r.before ?? 0).toFixed(3)} -> ${(r.after ?? 0).toFixed(3)} in ${steps} steps, peak RSS ${Math.round(peak / 2 ** 20)} MiB; ` +
-              `test ${testBefore.score.toFixed(3)} -> ${test.score.toFixed(3)} ${JSON.stringify(test)}\n`,
-          );
-        } finally {
-          clearInterval(sampler);
-        }
-      }
+      for (let seed = 1; seed <= o.seeds; seed++) runs.push(await roleRun(bench, policies, seed, join(work, `run-${++k}`)));
       rows.push({
         policies,
         date: new Date().toISOString(),
@@ -197,27 +219,7 @@ export async function rolesBench(o: RolesOptions): Promise<RolesRow[]> {
         meanTestAfter: mean(runs.map((r) => r.test.score)),
       });
     }
-    mkdirSync(dirname(o.out), { recursive: true });
-    const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}`;
-    // One entry per sample, one row per setting: this run's rows replace the same rows, the others stay.
-    const prior = existsSync(o.out) ? (JSON.parse(readFileSync(o.out, 'utf8')) as { samples?: Record<string, { rows?: RolesRow[] }> }) : {};
-    const kept = (prior.samples?.[o.sample]?.rows ?? []).filter((r) => !rows.some((n) => n.policies === r.policies));
-    const entry = {
-      ...prior.samples?.[o.sample],
-      date: new Date().toISOString(),
-      machine,
-      loadAverageAtEnd: loadavg()[0],
-      seeds: o.seeds,
-      minutesPerRun: o.minutes,
-      warmup,
-      roles: s.roles,
-      score:
-        'held-out val split (greedy) before and after training as agl train scores it; test split (greedy, never seen in training or selection) ' +
-        'on the final checkpoint served as the run served it, scored by the sample inspect script; the same warm-up, config and budget per row',
-      testBefore,
-      rows: [...kept, ...rows].sort((a, b) => ROLE_ROWS.indexOf(a.policies) - ROLE_ROWS.indexOf(b.policies)),
-    };
-    writeFileSync(o.out, `${JSON.stringify({ samples: { ...(prior.samples ?? {}), [o.sample]: entry } }, null, 2)}\n`);
+    writeRoles(bench, rows);
     return rows;
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -313,6 +313,40 @@ async function runScenario(sc: Scenario, quick: boolean, procs: number, store?: 
   }
 }
 
+type ScenarioResult = Awaited<ReturnType<typeof runScenario>>;
+
+/** A scenario's figures for bench/results/store.json. */
+function scenarioMetrics(r: ScenarioResult): Record<string, number> {
+  return {
+    [`${r.name}.rollouts_per_s`]: +r.achieved.toFixed(2),
+    [`${r.name}.efficiency`]: +r.efficiency.toFixed(4),
+    [`${r.name}.spans_per_s`]: +r.spansPerS.toFixed(1),
+    [`${r.name}.limit_rollouts_per_s`]: +r.limit.toFixed(2),
+    [`${r.name}.pattern_bound`]: +r.bound.toFixed(4),
+    [`${r.name}.pattern_bound_expected`]: +r.odds.mean.toFixed(4),
+    [`${r.name}.pattern_share_reaching_90pct`]: +r.odds.shareAtTarget.toFixed(3),
+    [`${r.name}.daemon_cpu_ms_per_rollout`]: +r.cpuPerRollout.daemon.toFixed(2),
+    [`${r.name}.runner_cpu_ms_per_rollout`]: +r.cpuPerRollout.runners.toFixed(2),
+    [`${r.name}.algorithm_cpu_ms_per_rollout`]: +r.cpuPerRollout.algorithm.toFixed(2),
+    [`${r.name}.cpu_ceiling_rollouts_per_s`]: +(
+      (cpus().length * 1000) /
+      (r.cpuPerRollout.daemon + r.cpuPerRollout.runners + r.cpuPerRollout.algorithm)
+    ).toFixed(1),
+    [`${r.name}.load_avg_1m`]: +loadavg()[0]!.toFixed(2),
+    [`${r.name}.vs_agl_mongo`]: +r.vsMongo.toFixed(2),
+    [`${r.name}.tasks`]: r.total,
+  };
+}
+
+/** A scenario's row of the table. */
+function scenarioLine(r: ScenarioResult): string {
+  return (
+    `${r.name.padEnd(9)} ${String(r.total).padStart(6)} ${r.seconds.toFixed(1).padStart(8)} ${r.achieved.toFixed(1).padStart(11)} ${r.limit.toFixed(1).padStart(8)}` +
+    ` ${(r.efficiency * 100).toFixed(1).padStart(10)}% ${(r.bound * 100).toFixed(1).padStart(13)}% ${r.vsMongo.toFixed(1).padStart(12)}x ${r.spansPerS.toFixed(0).padStart(8)}  ${r.checked - r.failures.length}/${r.total}` +
+    `   cpu ms/rollout: daemon ${r.cpuPerRollout.daemon.toFixed(2)}, runners ${r.cpuPerRollout.runners.toFixed(2)}, algorithm ${r.cpuPerRollout.algorithm.toFixed(2)}; load ${loadavg()[0]!.toFixed(1)}`
+  );
+}
+
 /** --bounds-only: what the workload allows a zero-cost store, per scenario, without running anything (seconds). */
 function printBounds(only: string[] | null, quick: boolean): void {
   console.log('scenario   tasks  zero-overhead efficiency (mean of 1000 draws)  draws reaching 90% of the limit');
@@ -361,34 +395,12 @@ async function main(): Promise<void> {
     peakRss = Math.max(peakRss, r.rss);
     failed += r.failures.length + (r.total - r.checked);
     for (const f of r.failures.slice(0, 5)) console.error(`  ${sc.name}: ${f}`);
-    Object.assign(metrics, {
-      [`${sc.name}.rollouts_per_s`]: +r.achieved.toFixed(2),
-      [`${sc.name}.efficiency`]: +r.efficiency.toFixed(4),
-      [`${sc.name}.spans_per_s`]: +r.spansPerS.toFixed(1),
-      [`${sc.name}.limit_rollouts_per_s`]: +r.limit.toFixed(2),
-      [`${sc.name}.pattern_bound`]: +r.bound.toFixed(4),
-      [`${sc.name}.pattern_bound_expected`]: +r.odds.mean.toFixed(4),
-      [`${sc.name}.pattern_share_reaching_90pct`]: +r.odds.shareAtTarget.toFixed(3),
-      [`${sc.name}.daemon_cpu_ms_per_rollout`]: +r.cpuPerRollout.daemon.toFixed(2),
-      [`${sc.name}.runner_cpu_ms_per_rollout`]: +r.cpuPerRollout.runners.toFixed(2),
-      [`${sc.name}.algorithm_cpu_ms_per_rollout`]: +r.cpuPerRollout.algorithm.toFixed(2),
-      [`${sc.name}.cpu_ceiling_rollouts_per_s`]: +(
-        (cpus().length * 1000) /
-        (r.cpuPerRollout.daemon + r.cpuPerRollout.runners + r.cpuPerRollout.algorithm)
-      ).toFixed(1),
-      [`${sc.name}.load_avg_1m`]: +loadavg()[0]!.toFixed(2),
-      [`${sc.name}.vs_agl_mongo`]: +r.vsMongo.toFixed(2),
-      [`${sc.name}.tasks`]: r.total,
-    });
+    Object.assign(metrics, scenarioMetrics(r));
     oddsLines.push(
       `${sc.name.padEnd(9)} zero-overhead efficiency over 200 fresh draws of the sleeps: mean ${(r.odds.mean * 100).toFixed(1)}%,` +
         ` ${(r.odds.shareAtTarget * 100).toFixed(1)}% of draws reach 90%`,
     );
-    console.log(
-      `${sc.name.padEnd(9)} ${String(r.total).padStart(6)} ${r.seconds.toFixed(1).padStart(8)} ${r.achieved.toFixed(1).padStart(11)} ${r.limit.toFixed(1).padStart(8)}` +
-        ` ${(r.efficiency * 100).toFixed(1).padStart(10)}% ${(r.bound * 100).toFixed(1).padStart(13)}% ${r.vsMongo.toFixed(1).padStart(12)}x ${r.spansPerS.toFixed(0).padStart(8)}  ${r.checked - r.failures.length}/${r.total}` +
-        `   cpu ms/rollout: daemon ${r.cpuPerRollout.daemon.toFixed(2)}, runners ${r.cpuPerRollout.runners.toFixed(2)}, algorithm ${r.cpuPerRollout.algorithm.toFixed(2)}; load ${loadavg()[0]!.toFixed(1)}`,
-    );
+    console.log(scenarioLine(r));
   }
   for (const line of oddsLines) console.log(line);
   claims.sort((a, b) => a - b);

@@ -9,15 +9,19 @@
  *        = exp(mean over i's tokens of (logp - old))     importanceSampling 'sequence' (GSPO)
  *   old_t = the sampler's log-prob (ratioBase 'sampler'), or the update's own before the weights change (ratioBase
  *           'update': the update's numerics, so the ratio starts at exactly 1 whatever the sampler's precision)
- *   pg_t = max(-A r_t, -A clip(r_t, 1 - clipLow, 1 + clipHigh))
+ *   pg_t = max(-A r_t, -A clip(r_t, 1 - lo, 1 + hi))      (lo, hi) = (epsilon, epsilonHigh) for token ratios,
+ *                                                        (sequenceEpsilon, sequenceEpsilonHigh) for sequence ones
  *   w_t  = min(exp(old_t - sampler_t), tisCap)           ratioBase 'update' with tisCap: truncated importance
  *                                                        sampling (TRL's vLLM correction, token_truncate)
  *   kl_t = exp(ref_t - logp_t) - (ref_t - logp_t) - 1    (k3, only when beta > 0)
  *   loss = aggregate(w_t pg_t + beta kl_t): token-mean (sum / tokens of the batch), seq-mean (mean per sequence,
- *          then over sequences), token-sum-norm (sum / (normTokens x sequences), Dr.GRPO)
+ *          then over sequences), token-sum-norm (sum / (lossNormTokens x sequences), Dr.GRPO)
+ * The loss record carries GRPO's settings under their one declaration's names (protocol/grpo-settings.ts
+ * GrpoLossSettings): what train.yaml calls `epsilonHigh` the engines read as `epsilonHigh`.
  * nll: the token-mean negative log-likelihood of the completions over the whole batch (SFT).
  */
 import { z } from 'zod';
+import { GrpoLossSettings } from './grpo-settings.js';
 
 export const GrpoSampleSchema = z
   .object({
@@ -30,31 +34,24 @@ export const GrpoSampleSchema = z
   .strict();
 export type GrpoSample = z.infer<typeof GrpoSampleSchema>;
 
-export const LossAggregation = z.enum(['token-mean', 'seq-mean', 'token-sum-norm']);
-
 export const TrainLossSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('nll') }).strict(),
-  z
-    .object({
-      kind: z.literal('grpo'),
-      /** The clip range around the ratio (for sequence ratios: GSPO's much tighter one). */
-      clipLow: z.number().min(0),
-      clipHigh: z.number().min(0),
-      beta: z.number().min(0),
-      aggregation: LossAggregation,
-      /** token-sum-norm's constant per sequence (the generation budget per call); null otherwise. */
-      normTokens: z.number().int().min(1).nullable(),
-      importanceSampling: z.enum(['token', 'sequence']),
-      /** One per pair given to trainStep, in the same order. */
-      samples: z.array(GrpoSampleSchema),
-      /** Where the ratio's old log-probs come from: the samples' (the sampler's, the default) or the update's own. */
-      ratioBase: z.enum(['sampler', 'update']).optional(),
-      /** With ratioBase 'update': the truncated importance weight's cap (null or absent: no weight). */
-      tisCap: z.number().min(1).nullable().optional(),
-    })
-    .strict(),
+  // GRPO's settings the loss reads (their one declaration: protocol/grpo-settings.ts), and the samples.
+  GrpoLossSettings.extend({
+    kind: z.literal('grpo'),
+    /** One per pair given to trainStep, in the same order. */
+    samples: z.array(GrpoSampleSchema),
+  }).strict(),
 ]);
 export type TrainLoss = z.infer<typeof TrainLossSchema>;
+export type GrpoTrainLoss = Extract<TrainLoss, { kind: 'grpo' }>;
+
+/** The clip range of a GRPO loss's ratios: its token epsilons, or GSPO's much tighter sequence ones. */
+export function clipRange(
+  loss: Pick<GrpoTrainLoss, 'importanceSampling' | 'epsilon' | 'epsilonHigh' | 'sequenceEpsilon' | 'sequenceEpsilonHigh'>,
+): [number, number] {
+  return loss.importanceSampling === 'sequence' ? [loss.sequenceEpsilon, loss.sequenceEpsilonHigh] : [loss.epsilon, loss.epsilonHigh];
+}
 
 /** Running sums an engine fills in while it computes a loss (over every micro-batch, and every rank). */
 export interface LossStats {
@@ -108,7 +105,11 @@ export function summarizeLossStats(s: LossStats): {
 
 // ---- the engine process protocol -------------------------------------------------------------------------------
 
-/** AdamW settings every engine shares (saved in optimizer.safetensors' metadata as "config"). */
+/**
+ * AdamW settings every engine shares. A policy's configured settings (DEFAULT_OPTIMIZER under a model folder's saved
+ * ones, saved in optimizer.safetensors' metadata as "config", under those it is opened with) are what an update without
+ * settings of its own uses; settings sent with an update hold for that update only (PolicyModel.trainStep).
+ */
 export const OptimizerSettingsSchema = z
   .object({
     lr: z.number().positive(),
@@ -117,10 +118,34 @@ export const OptimizerSettingsSchema = z
     eps: z.number().positive(),
     weightDecay: z.number().min(0),
     gradClip: z.number().min(0),
+    /** Sequences per micro-batch (bounded memory; gradients accumulate across micro-batches). */
     microBatchSize: z.number().int().min(1),
   })
   .strict();
 export type OptimizerSettings = z.infer<typeof OptimizerSettingsSchema>;
+
+/** The optimizer's defaults, declared once for both engines (the torch engine gets them from the daemon at start). */
+export const DEFAULT_OPTIMIZER: Readonly<OptimizerSettings> = Object.freeze({
+  lr: 3e-4,
+  beta1: 0.9,
+  beta2: 0.95,
+  eps: 1e-8,
+  weightDecay: 0.01,
+  gradClip: 1.0,
+  microBatchSize: 16,
+});
+
+/**
+ * A policy's configured settings: DEFAULT_OPTIMIZER under each layer in turn (a folder's saved settings, then those it
+ * is opened with), checked; a value out of range is an error naming the setting.
+ */
+export function configuredOptimizer(...layers: (Partial<OptimizerSettings> | null | undefined)[]): OptimizerSettings {
+  const merged: Record<string, unknown> = { ...DEFAULT_OPTIMIZER };
+  for (const layer of layers) for (const [k, v] of Object.entries(layer ?? {})) if (v !== undefined) merged[k] = v;
+  const r = OptimizerSettingsSchema.safeParse(merged);
+  if (r.success) return r.data;
+  throw new Error(`optimizer settings: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+}
 
 /**
  * A LoRA adapter's shape (peft's LoraConfig): with `engine.lora` and `policies:`, every role policy is one adapter on
@@ -174,7 +199,7 @@ export const EngineHelloSchema = z.object({
     shard: z.enum(['none', 'fsdp']).optional(),
     /** How it samples: `graphs` (the lean decoder's steps as CUDA graphs), `lean` (its own cache, eager), `eager` (transformers' forward). */
     decoder: z.string().optional(),
-    /** LoRA adapters added so far (describe): their update counts and sizes. */
+    /** LoRA adapters on the model (none at start): their update counts and sizes. */
     adapters: z.record(z.string(), z.object({ step: z.number().int(), parameters: z.number().int() })).optional(),
   }),
 });
@@ -213,18 +238,20 @@ export const EngineParamsSchemas = {
     .object({
       pairs: z.array(EnginePairSchema).min(1),
       loss: TrainLossSchema,
-      /** Settings for this update and the next (every engine keeps them); absent keys keep their values. */
-      optimizer: OptimizerSettingsSchema.partial().optional(),
+      /**
+       * This update's settings, all of them (the policy's configured settings under the update's own, such as its
+       * scheduled learning rate): they hold for this update only. Absent: the update uses the configured settings.
+       */
+      optimizer: OptimizerSettingsSchema.optional(),
       adapter: z.string().optional(),
     })
     .strict(),
   save: z.object({ dir: z.string().min(1), adapter: z.string().optional() }).strict(),
-  /** A LoRA adapter on the model (which is frozen from then on): new (`lora`'s shape) or from a saved adapter folder (`init`). */
-  add_adapter: z
-    .object({ name: z.string(), init: z.string().nullable(), lora: LoraSettingsSchema, optimizer: OptimizerSettingsSchema.partial().optional() })
-    .strict(),
-  set_optimizer: OptimizerSettingsSchema.partial(),
-  describe: z.object({}).strict(),
+  /**
+   * A LoRA adapter on the model (which is frozen from then on): new (`lora`'s shape) or from a saved adapter folder
+   * (`init`), with its configured optimizer settings, all of them (the daemon reads what the folder saved).
+   */
+  add_adapter: z.object({ name: z.string(), init: z.string().nullable(), lora: LoraSettingsSchema, optimizer: OptimizerSettingsSchema }).strict(),
   shutdown: z.object({}).strict(),
 } as const;
 
@@ -288,8 +315,6 @@ interface EngineResults {
   train_step: EngineTrainResult;
   save: { dir: string };
   add_adapter: EngineAdapterInfo;
-  set_optimizer: OptimizerSettings;
-  describe: EngineHello['model'];
   shutdown: null;
 }
 export type EngineMethods = { [M in keyof typeof EngineParamsSchemas]: { params: z.input<(typeof EngineParamsSchemas)[M]>; result: EngineResults[M] } };

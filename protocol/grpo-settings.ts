@@ -141,9 +141,13 @@ export const GRPO_LOSS_KEYS = [
   'ratioBase',
   'tisCap',
 ] as const satisfies readonly GrpoKey[];
-export const GrpoLossSettings = GrpoSettingsSchema.pick(
-  Object.fromEntries(GRPO_LOSS_KEYS.map((k) => [k, true])) as { [K in (typeof GRPO_LOSS_KEYS)[number]]: true },
-);
+/** Those settings as the loss record carries them: each one required (the daemon sends them resolved; engines hold no defaults). */
+export const GrpoLossSettings = z
+  .object(
+    Object.fromEntries(GRPO_LOSS_KEYS.map((k) => [k, (FIELDS[k].type as z.ZodType).describe(FIELDS[k].doc)])) as { [K in GrpoLossKey]: Fields[K]['type'] },
+  )
+  .strict();
+type GrpoLossKey = (typeof GRPO_LOSS_KEYS)[number];
 export type GrpoLossSettings = z.output<typeof GrpoLossSettings>;
 
 /** `lossAggregation` -> `loss-aggregation`. */

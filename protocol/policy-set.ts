@@ -40,6 +40,11 @@ export interface PolicyPlan {
    * an adapter folder a LoRA run saved, or null for a fresh adapter (B = 0: the base's outputs).
    */
   init: string | null;
+  /**
+   * Its learning rate: the role's `learningRate`, else `training.learningRate`. The rate's hop 1 (of 3) from train.yaml
+   * to the engine; hop 2 is the trainer's schedule (this rate, warmed up), sent with each update; hop 3, the engine
+   * applying it to that update only (PolicyModel.trainStep).
+   */
   learningRate: number;
   /** Its own GRPO settings: the run's `training.grpo` under the role's own `grpo` (grpo-settings.ts policyGrpo). */
   grpo: GrpoSettings;
@@ -65,6 +70,7 @@ export function policySet(config: TrainConfig): PolicySet {
   const base = config.model.init ?? config.model.name;
   const lora = config.engine.lora;
   const owners = roleOwners(config.policies);
+  // The learning rate's hop 1 (of 3): train.yaml's training.learningRate, or a role's own below, into each policy's plan.
   const run = { learningRate: config.training.learningRate, grpo: config.training.grpo };
   if (Object.keys(owners).length === 0) {
     return { policies: [{ name: ONE_POLICY, roles: null, init: lora ? null : base, ...run }], owners, base, unassignedCalls: config.unassignedCalls, lora };

@@ -16,6 +16,7 @@
  * `variant` names a paper's settings (GRPO_VARIANTS); keys given explicitly win over the variant's.
  */
 import { GrpoConfig, type GrpoConfigInput } from '../../protocol/train-config.js';
+import { GRPO_LOSS_KEYS, type GrpoLossSettings } from '../../protocol/grpo-settings.js';
 import type { GrpoSample, TrainLoss } from '../../protocol/engine.js';
 import { GrpoStats, nllLossFn, tfLossFn } from '../model/loss.js';
 import { STD_EPS, advantageDivisor, isZeroVariance, meanOf, stdUnbiased } from '../../protocol/grpo-advantage.js';
@@ -66,26 +67,16 @@ export type { GrpoSample };
 
 /**
  * The GRPO loss of `samples` (one per pair given to trainStep) under `config`, as data every engine implements
- * (protocol/engine.ts): the variant's settings resolved into the clip range, aggregation and ratio level.
+ * (protocol/engine.ts): the settings the loss reads, under GRPO's one declaration's names (GRPO_LOSS_KEYS), resolved
+ * from the variant; the truncated importance weight only with ratioBase 'update'.
  */
 export function grpoLoss(samples: GrpoSample[], config: GrpoConfigInput): TrainLoss {
   const cfg = GrpoConfig.parse(config);
   if (cfg.lossAggregation === 'token-sum-norm' && cfg.lossNormTokens === null)
     throw new Error('lossAggregation token-sum-norm needs lossNormTokens (the trainer passes model.maxTokens)');
   if (cfg.beta > 0 && samples.some((s) => !s.refLogprobs)) throw new Error('GRPO with beta > 0 needs reference log-probs for every sequence');
-  const [clipLow, clipHigh] = cfg.importanceSampling === 'sequence' ? [cfg.sequenceEpsilon, cfg.sequenceEpsilonHigh] : [cfg.epsilon, cfg.epsilonHigh];
-  return {
-    kind: 'grpo',
-    clipLow,
-    clipHigh,
-    beta: cfg.beta,
-    aggregation: cfg.lossAggregation,
-    normTokens: cfg.lossNormTokens,
-    importanceSampling: cfg.importanceSampling,
-    samples,
-    ratioBase: cfg.ratioBase,
-    tisCap: cfg.ratioBase === 'update' ? cfg.tisCap : null,
-  };
+  const settings = Object.fromEntries(GRPO_LOSS_KEYS.map((k) => [k, cfg[k]])) as GrpoLossSettings;
+  return { kind: 'grpo', ...settings, tisCap: cfg.ratioBase === 'update' ? cfg.tisCap : null, samples };
 }
 
 /** The TF.js loss callback of `grpoLoss(samples, config)` (daemon/model/loss.ts), filling `stats`. */

@@ -170,7 +170,7 @@ async function openFullWeights(plan: PolicySet, o: OpenSetOptions, owned: Policy
     const resumed = resumedFolder(p, o);
     const spec = resumed ?? p.init!;
     const name = one ? {} : { name: p.name };
-    const model = await open(spec, { ...name, learningRate: p.learningRate }, checkedFolder(p, spec, resumed !== null));
+    const model = await open(spec, name, checkedFolder(p, spec, resumed !== null));
     // The KL reference is the policy's starting point: the weights it started from (a built-in model's same seeded
     // initialisation), on one rank of node 0 with nothing to train (no master weights, no moments): it only scores.
     const referenceEngine = { ...o.open.torch, procs: 1, nodes: 1, shard: 'none' as const, trainable: 'none' as const };
@@ -202,7 +202,7 @@ async function openAdapters(plan: PolicySet, o: OpenSetOptions, owned: PolicyMod
     const check = init ? checkedFolder(p, init, resumed !== null) : null;
     let model;
     try {
-      model = await base.addAdapter(p.name, { init, lora: plan.lora!, optimizer: { lr: p.learningRate } });
+      model = await base.addAdapter(p.name, { init, lora: plan.lora! });
     } catch (e) {
       const who = p.roles ? ` for role${p.roles.length > 1 ? 's' : ''} ${p.roles.join(', ')}` : '';
       throw new Error(`${init ? `${check!.what}: cannot open ${init}` : 'engine.lora: cannot add an adapter'}${who}: ${(e as Error).message}`, { cause: e });

@@ -17,9 +17,9 @@ import { modelName } from '../../protocol/policy-set.js';
 export interface OpenPolicyOptions {
   /** TF.js backend (tfjs engine). */
   backend?: string;
-  learningRate?: number;
   contextLength?: number;
   seed?: number;
+  /** Sequences per micro-batch, over the folder's saved setting and the default (the learning rate comes with each update). */
   microBatchSize?: number;
   /** tfjs (default) or torch. */
   engine?: 'tfjs' | 'torch';
@@ -30,7 +30,7 @@ export interface OpenPolicyOptions {
 }
 
 async function openTf(spec: string, o: OpenPolicyOptions) {
-  const optimizer = { ...(o.learningRate ? { lr: o.learningRate } : {}), ...(o.microBatchSize ? { microBatchSize: o.microBatchSize } : {}) };
+  const optimizer = o.microBatchSize ? { microBatchSize: o.microBatchSize } : {};
   const builtin = /^builtin:(.+)$/.exec(spec);
   if (builtin) {
     return createPolicy({
@@ -55,7 +55,7 @@ export async function openPolicy(spec: string, o: OpenPolicyOptions = {}): Promi
   if ((o.engine ?? 'tfjs') === 'tfjs') return openTf(spec, o);
   const torch: TorchEngineOptions = {
     ...o.torch,
-    optimizer: { ...o.torch?.optimizer, ...(o.learningRate ? { lr: o.learningRate } : {}), ...(o.microBatchSize ? { microBatchSize: o.microBatchSize } : {}) },
+    optimizer: { ...o.torch?.optimizer, ...(o.microBatchSize ? { microBatchSize: o.microBatchSize } : {}) },
   };
   const builtin = /^builtin:(.+)$/.exec(spec);
   if (builtin) {

@@ -54,6 +54,8 @@ export function demoToPair(demo: Demonstration, tok: Tokenizer, where = 'demonst
 export interface SftOptions {
   steps: number;
   batchSize: number;
+  /** Every update's learning rate, sent with it (the policy's configured settings give the others). */
+  lr: number;
   seed?: number;
   /** Called after each step; return true to stop early. */
   onStep?: (step: number, loss: number, tokensPerSecond: number) => boolean | void | Promise<boolean | void>;
@@ -82,7 +84,7 @@ export async function runSft(policy: PolicyModel, pairs: SequencePair[], o: SftO
       }
       batch.push(pairs[order.pop()!]);
     }
-    const res = await policy.trainStep(batch, { kind: 'nll' });
+    const res = await policy.trainStep(batch, { kind: 'nll' }, { lr: o.lr });
     lastLoss = res.loss;
     if (await o.onStep?.(step + 1, res.loss, res.seconds > 0 ? res.tokens / res.seconds : 0)) return { steps: step + 1, lastLoss };
   }

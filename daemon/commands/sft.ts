@@ -36,7 +36,6 @@ export async function run(argv: string[]): Promise<number> {
   const engine = engineOptions(engineFromFlags(a), { dataDir: resolveDataDir(a['data-dir']) });
   const policy = await openPolicy(model, {
     backend: a.backend,
-    learningRate: lr,
     contextLength: num(a.context, 'context'),
     seed: num(a['init-seed'], 'init-seed'),
     ...engine,
@@ -49,6 +48,7 @@ export async function run(argv: string[]): Promise<number> {
     const res = await runSft(policy, pairs, {
       steps,
       batchSize,
+      lr,
       seed: num(a.seed, 'seed'),
       onStep: (step, loss, tps) => bar.update(step, `loss ${loss.toFixed(3)} ${Math.round(tps)} tok/s`),
     });

@@ -6,7 +6,7 @@
  * micro-batches are the batch loss's; it fills running statistics (`GrpoStats`) as it goes.
  */
 import * as tf from '@tensorflow/tfjs';
-import { emptyLossStats, summarizeLossStats, type LossStats, type TrainLoss } from '../../protocol/engine.js';
+import { clipRange, emptyLossStats, summarizeLossStats, type LossStats, type TrainLoss } from '../../protocol/engine.js';
 
 /** What a TF.js loss callback gets, for one micro-batch of B sequences, T completion positions. */
 export interface LossInputs {
@@ -106,7 +106,8 @@ function grpoTerms(loss: GrpoLoss, inputs: LossInputs): GrpoTerms {
   const sampler = old;
   const base = loss.ratioBase === 'update' ? current : sampler;
   const ratio = tf.exp(logRatio(logp, base, inputs.mask, loss.importanceSampling));
-  const clippedRatio = tf.clipByValue(ratio, 1 - loss.clipLow, 1 + loss.clipHigh);
+  const [lo, hi] = clipRange(loss);
+  const clippedRatio = tf.clipByValue(ratio, 1 - lo, 1 + hi);
   const pg1 = tf.neg(tf.mul(adv, ratio));
   const pg2 = tf.neg(tf.mul(adv, clippedRatio));
   let perToken: tf.Tensor2D = tf.maximum(pg1, pg2);
@@ -135,8 +136,8 @@ function grpoTerms(loss: GrpoLoss, inputs: LossInputs): GrpoTerms {
 
 /** The micro-batch's share of the batch loss, by the loss's aggregation over `totalTokens` tokens of `totalSeqs` sequences. */
 function aggregate(loss: GrpoLoss, masked: tf.Tensor2D, mask: tf.Tensor2D, totalTokens: number, totalSeqs: number): tf.Scalar {
-  if (loss.aggregation === 'token-mean') return tf.div(tf.sum(masked), Math.max(1, totalTokens));
-  if (loss.aggregation === 'token-sum-norm') return tf.div(tf.sum(masked), Math.max(1, totalSeqs) * (loss.normTokens as number));
+  if (loss.lossAggregation === 'token-mean') return tf.div(tf.sum(masked), Math.max(1, totalTokens));
+  if (loss.lossAggregation === 'token-sum-norm') return tf.div(tf.sum(masked), Math.max(1, totalSeqs) * (loss.lossNormTokens as number));
   const perSeq = tf.div(tf.sum(masked, 1), tf.maximum(tf.sum(mask, 1), 1));
   return tf.div(tf.sum(perSeq), Math.max(1, totalSeqs));
 }
@@ -178,7 +179,7 @@ export function tfLossFn(loss: TrainLoss, stats: GrpoStats = new GrpoStats(), co
       completionLengths.reduce((a, n) => a + n, 0),
       stats,
     );
-  if (loss.aggregation === 'token-sum-norm' && !loss.normTokens)
+  if (loss.lossAggregation === 'token-sum-norm' && !loss.lossNormTokens)
     throw new Error('lossAggregation token-sum-norm needs lossNormTokens (the trainer passes model.maxTokens)');
   const totalTokens = loss.samples.reduce((a, s) => a + s.oldLogprobs.length, 0);
   const totalSeqs = loss.samples.length;

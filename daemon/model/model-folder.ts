@@ -11,9 +11,10 @@
 import * as tf from '@tensorflow/tfjs';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { readModelFolder, readSafetensors, writeSafetensors, type NamedArray } from './safetensors.js';
+import { OptimizerSettingsSchema, type OptimizerSettings } from '../../protocol/engine.js';
+import { readModelFolder, readSafetensors, readSafetensorsMetadata, writeSafetensors, type NamedArray } from './safetensors.js';
 import { makeVariable, newVariableScope, paramShapes, type Params, type TransformerConfig } from './transformer.js';
-import type { AdamW, OptimizerConfig } from './train-step.js';
+import type { AdamW } from './train-step.js';
 
 export type HfConfig = Record<string, unknown>;
 const HF_SIDE_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'generation_config.json', 'special_tokens_map.json'];
@@ -184,10 +185,25 @@ export async function saveFolder(
   }
 }
 
-/** Restores AdamW moments and step from optimizer.safetensors if the folder has one; returns whether it did. */
-export function loadOptimizerState(dir: string, opt: AdamW, c: TransformerConfig): { loaded: boolean; config?: OptimizerConfig } {
+/**
+ * The optimizer settings a model folder (ours: the TF.js engine's or the torch engine's, a model's or a LoRA adapter's)
+ * saved with its Adam state, the known ones; none without optimizer.safetensors. The daemon reads them for both engines
+ * (protocol/engine.ts configuredOptimizer puts them between the defaults and the settings asked for).
+ */
+export function savedOptimizerSettings(dir: string): Partial<OptimizerSettings> {
   const p = join(dir, 'optimizer.safetensors');
-  if (!existsSync(p)) return { loaded: false };
+  if (!existsSync(p)) return {};
+  const config = readSafetensorsMetadata(p).config;
+  if (!config) return {};
+  const saved = JSON.parse(config) as Record<string, unknown>;
+  const known = Object.keys(OptimizerSettingsSchema.shape);
+  return Object.fromEntries(Object.entries(saved).filter(([k, v]) => known.includes(k) && typeof v === 'number'));
+}
+
+/** Restores AdamW moments and step from optimizer.safetensors if the folder has one; returns whether it did. */
+export function loadOptimizerState(dir: string, opt: AdamW, c: TransformerConfig): boolean {
+  const p = join(dir, 'optimizer.safetensors');
+  if (!existsSync(p)) return false;
   const { tensors, metadata } = readSafetensors(p);
   // "layout": "disk": moments stored as their weights are (Llama linears [out, in]); older files: as held in memory.
   const onDisk = metadata.layout === 'disk';
@@ -211,5 +227,5 @@ export function loadOptimizerState(dir: string, opt: AdamW, c: TransformerConfig
     }
   }
   opt.step = Number(metadata.step ?? 0);
-  return { loaded: true, config: metadata.config ? (JSON.parse(metadata.config) as OptimizerConfig) : undefined };
+  return true;
 }

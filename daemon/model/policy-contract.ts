@@ -66,8 +66,16 @@ export interface TrainStepResult {
 
 export type { EngineFacts, PeakMemory, TrainLoss };
 
-/** Settings of one update, sent with it: nothing changes a policy's optimizer settings between updates. */
+/**
+ * One update's own settings, sent with it (the trainer's schedule sends each update's learning rate): they hold for
+ * that update only, over the policy's configured settings; an update without them uses the configured settings.
+ */
 export type UpdateSettings = Partial<OptimizerSettings>;
+/**
+ * The settings a policy is opened with (its configured ones, over protocol/engine.ts DEFAULT_OPTIMIZER and a folder's
+ * saved settings): no learning rate, which reaches an engine one way only, with each update.
+ */
+export type OpenSettings = Partial<Omit<OptimizerSettings, 'lr'>>;
 
 export interface PolicyModel {
   readonly name: string;
@@ -81,8 +89,9 @@ export interface PolicyModel {
   scoreLogprobs(pairs: SequencePair[]): Promise<number[][]>;
   /**
    * One optimizer update (AdamW, global-norm clipping) of the loss `loss` over `pairs`, split into micro-batches
-   * whose gradients are summed (and, for a data-parallel engine, spread over its ranks). `settings` are this update's
-   * own (the trainer's schedule sends each update's learning rate); the others are those the policy was opened with.
+   * whose gradients are summed (and, for a data-parallel engine, spread over its ranks). `settings` hold for this
+   * update only (the learning rate's hop 3 of 3: train.yaml -> policySet's plan -> the trainer's schedule -> here);
+   * the others, and every setting of an update sent without any, are the policy's configured settings.
    */
   trainStep(pairs: SequencePair[], loss: TrainLoss, settings?: UpdateSettings): Promise<TrainStepResult>;
   /** Writes the model folder (config.json, model.safetensors, optimizer.safetensors, tokenizer files). */

@@ -4,10 +4,12 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { basename, resolve } from 'node:path';
+import { configuredOptimizer, type OptimizerSettings } from '../../protocol/engine.js';
 import type {
   EngineFacts,
   GenerateOptions,
   Generation,
+  OpenSettings,
   PolicyModel,
   SequencePair,
   Tokenizer,
@@ -18,10 +20,10 @@ import type {
 import { GrpoStats, tfLossFn, type LossInputs } from './loss.js';
 import { selectBackend } from './backend.js';
 import { ByteTokenizer } from './byte-tokenizer.js';
-import { configFromHf, hfConfigFor, loadOptimizerState, loadWeights, readHfConfig, saveFolder, type HfConfig } from './model-folder.js';
+import { configFromHf, hfConfigFor, loadOptimizerState, loadWeights, readHfConfig, saveFolder, savedOptimizerSettings, type HfConfig } from './model-folder.js';
 import { HfTokenizer } from './hf-tokenizer.js';
 import { generate } from './sampling.js';
-import { AdamW, DEFAULT_OPTIMIZER, scoreLogprobs, trainStep, type OptimizerConfig } from './train-step.js';
+import { AdamW, scoreLogprobs, trainStep } from './train-step.js';
 import { countParams, gptConfig, GPT_PRESETS, initParams, type Params, type TransformerConfig } from './transformer.js';
 
 export interface CreatePolicyOptions {
@@ -31,14 +33,16 @@ export interface CreatePolicyOptions {
   seed?: number;
   /** 'auto' (default, or AGL_BACKEND) or one of node-gpu, node, webgpu, wasm, cpu. */
   backend?: string;
-  optimizer?: Partial<OptimizerConfig>;
+  /** Its configured optimizer settings, over protocol/engine.ts DEFAULT_OPTIMIZER. */
+  optimizer?: OpenSettings;
   name?: string;
   /** Put tool descriptions into the byte chat template (costs context); default: names and parameters only. */
   toolDescriptions?: boolean;
 }
 export interface LoadPolicyOptions {
   backend?: string;
-  optimizer?: Partial<OptimizerConfig>;
+  /** Its configured optimizer settings, over the defaults and those the folder saved. */
+  optimizer?: OpenSettings;
   name?: string;
 }
 
@@ -53,7 +57,7 @@ export class TfPolicyModel implements PolicyModel {
     readonly tokenizer: Tokenizer,
     private readonly hfConfig: HfConfig,
     private readonly sourceDir: string | null,
-    optimizer: OptimizerConfig,
+    optimizer: OptimizerSettings,
   ) {
     this.optimizer = new AdamW(optimizer, params);
   }
@@ -70,8 +74,8 @@ export class TfPolicyModel implements PolicyModel {
   get parameterCount(): number {
     return countParams(this.params);
   }
-  /** The optimizer's settings it was made or opened with (an update's own settings go with its trainStep). */
-  get optimizerConfig(): OptimizerConfig {
+  /** Its configured optimizer settings, made or opened with (an update's own settings go with its trainStep). */
+  get optimizerConfig(): OptimizerSettings {
     return this.optimizer.cfg;
   }
 
@@ -160,10 +164,8 @@ export async function createPolicy(opts: CreatePolicyOptions = {}): Promise<TfPo
   if (config.dModel % config.nHeads) throw new Error(`dModel ${config.dModel} is not divisible by nHeads ${config.nHeads}`);
   const params = initParams(config, opts.seed ?? 1234);
   const hf = hfConfigFor(config, { agl_tokenizer: 'bytes', agl_tool_descriptions: opts.toolDescriptions ?? false });
-  return new TfPolicyModel(opts.name ?? `gpt-${typeof opts.size === 'string' ? opts.size : 'custom'}`, config, params, tokenizer, hf, null, {
-    ...DEFAULT_OPTIMIZER,
-    ...opts.optimizer,
-  });
+  const name = opts.name ?? `gpt-${typeof opts.size === 'string' ? opts.size : 'custom'}`;
+  return new TfPolicyModel(name, config, params, tokenizer, hf, null, configuredOptimizer(opts.optimizer));
 }
 
 /** The tokenizer of a model folder: the byte tokenizer of built-in models, else its tokenizer.json and chat template. */
@@ -186,8 +188,8 @@ export async function loadPolicy(dir: string, opts: LoadPolicyOptions = {}): Pro
     throw new Error(`${dir}: tokenizer has ${tokenizer.vocabSize} tokens but the model's vocab_size is ${config.vocabSize}`);
   }
   const params = loadWeights(config, dir);
-  const model = new TfPolicyModel(opts.name ?? basename(resolve(dir)), config, params, tokenizer, hf, dir, { ...DEFAULT_OPTIMIZER, ...opts.optimizer });
-  const restored = loadOptimizerState(dir, model.optimizer, config);
-  if (restored.config) Object.assign(model.optimizer.cfg, restored.config, opts.optimizer ?? {});
+  const optimizer = configuredOptimizer(savedOptimizerSettings(dir), opts.optimizer);
+  const model = new TfPolicyModel(opts.name ?? basename(resolve(dir)), config, params, tokenizer, hf, dir, optimizer);
+  loadOptimizerState(dir, model.optimizer, config);
   return model;
 }

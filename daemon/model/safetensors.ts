@@ -3,7 +3,7 @@
  * ({name: {dtype, shape, data_offsets}, __metadata__}), then raw little-endian data.
  * Reading converts F16/BF16/F64/I64 to float32/int32 arrays, because TF.js computes in float32.
  */
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export type DType = 'F32' | 'F16' | 'BF16' | 'F64' | 'I32' | 'I64' | 'U8' | 'BOOL';
@@ -90,6 +90,20 @@ export function parseSafetensors(buf: Buffer, what = 'buffer'): SafetensorsFile 
 
 export function readSafetensors(path: string): SafetensorsFile {
   return parseSafetensors(readFileSync(path), path);
+}
+
+/** A file's metadata (`__metadata__`) alone: its header is read, not its tensors. */
+export function readSafetensorsMetadata(path: string): Record<string, string> {
+  const fd = openSync(path, 'r');
+  try {
+    const size = Buffer.alloc(8);
+    if (readSync(fd, size, 0, 8, 0) < 8) throw new Error(`safetensors: ${path} is too short`);
+    const header = Buffer.alloc(Number(size.readBigUInt64LE(0)));
+    if (readSync(fd, header, 0, header.length, 8) < header.length) throw new Error(`safetensors: ${path}: its header is cut short`);
+    return ((JSON.parse(header.toString('utf8')) as Record<string, unknown>).__metadata__ ?? {}) as Record<string, string>;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Writes float32 (Float32Array) and int32 (Int32Array) tensors; names are sorted for reproducible files. */

@@ -13,6 +13,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
+  configuredOptimizer,
   EngineHelloSchema,
   type EngineHello,
   type EngineMessage,
@@ -27,6 +28,7 @@ import type {
   EngineFacts,
   GenerateOptions,
   Generation,
+  OpenSettings,
   PolicyModel,
   SequencePair,
   Tokenizer,
@@ -34,7 +36,7 @@ import type {
   TrainStepResult,
   UpdateSettings,
 } from './policy-contract.js';
-import { readHfConfig } from './model-folder.js';
+import { readHfConfig, savedOptimizerSettings } from './model-folder.js';
 import { tokenizerFor } from './policy.js';
 import { checkPython, engineEnv, INSTALL_HINT, resolveTorchPython } from './torch-env.js';
 
@@ -63,7 +65,8 @@ export interface TorchEngineOptions {
   nodes?: number;
   nodeRank?: number;
   rdzv?: string | null;
-  optimizer?: Partial<OptimizerSettings>;
+  /** Its configured optimizer settings, over protocol/engine.ts DEFAULT_OPTIMIZER and those the folder saved. */
+  optimizer?: OpenSettings;
   name?: string;
   seed?: number;
   /** For the default venv's location. */
@@ -96,6 +99,8 @@ export async function startTorchEngine(dir: string, o: TorchEngineOptions = {}):
   const folder = resolve(dir);
   const hf = readHfConfig(folder); // a folder that is no model folder fails here, before Python starts
   const tokenizer = tokenizerFor(folder, hf);
+  // Its configured settings, all of them: the engine has no defaults of its own (protocol/engine.ts DEFAULT_OPTIMIZER).
+  const optimizer = configuredOptimizer(savedOptimizerSettings(folder), o.optimizer);
   const { python, source } = resolveTorchPython(o.python, o.dataDir);
   if (python === 'python3' && source.startsWith('python3')) checkPython(python); // ENOENT / too old -> what to install
   const procs = Math.max(1, Math.floor(o.procs ?? 1));
@@ -128,10 +133,10 @@ export async function startTorchEngine(dir: string, o: TorchEngineOptions = {}):
   if (o.gradientCheckpointing) serve.push('--gradient-checkpointing');
   if (o.shard === 'fsdp') serve.push('--shard', 'fsdp');
   if (o.name) serve.push('--name', o.name);
-  if (o.optimizer && Object.keys(o.optimizer).length) serve.push('--optimizer', JSON.stringify(o.optimizer));
+  serve.push('--optimizer', JSON.stringify(optimizer));
   const args = launcher(procs, o, serve);
   const child = spawn(python, args, { env: engineEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-  const engine = new TorchPolicyModel(child, server, sockDir, tokenizer, procs, python, o);
+  const engine = new TorchPolicyModel(child, server, sockDir, tokenizer, procs, python, optimizer, o);
   try {
     await engine.started(o.startTimeoutMs ?? 300_000);
   } catch (e) {
@@ -166,7 +171,8 @@ export async function joinTorchEngine(dir: string, o: TorchEngineOptions & { log
   readHfConfig(folder);
   const { python } = resolveTorchPython(o.python, o.dataDir);
   const serve = ['-m', 'agl_torch', 'serve', '--model', folder, '--device', o.device ?? 'cpu', '--dtype', o.dtype ?? 'float32', '--attn', o.attn ?? 'sdpa'];
-  serve.push('--seed', String(o.seed ?? 1));
+  // The same configured settings as node 0's ranks (the same folder, the same flags): every rank splits an update alike.
+  serve.push('--seed', String(o.seed ?? 1), '--optimizer', JSON.stringify(configuredOptimizer(savedOptimizerSettings(folder), o.optimizer)));
   if (o.threads) serve.push('--threads', String(o.threads));
   if (o.gradientCheckpointing) serve.push('--gradient-checkpointing');
   if (o.shard === 'fsdp') serve.push('--shard', 'fsdp');
@@ -189,7 +195,6 @@ export async function joinTorchEngine(dir: string, o: TorchEngineOptions & { log
 export class TorchPolicyModel implements PolicyModel {
   readonly tokenizer: Tokenizer;
   hello: EngineHello | null = null;
-  optimizerConfig: OptimizerSettings = { lr: 3e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, gradClip: 1, microBatchSize: 16 };
   private socket: Socket | null = null;
   private buffer = '';
   private nextId = 1;
@@ -217,6 +222,8 @@ export class TorchPolicyModel implements PolicyModel {
     tokenizer: Tokenizer,
     readonly procs: number,
     readonly python: string,
+    /** Its configured optimizer settings (given to the engine at start). */
+    readonly optimizerConfig: OptimizerSettings,
     private readonly o: TorchEngineOptions,
   ) {
     this.tokenizer = tokenizer;
@@ -374,7 +381,6 @@ export class TorchPolicyModel implements PolicyModel {
   private onMessage(msg: EngineMessage): void {
     if ('event' in msg && msg.event === 'ready') {
       this.hello = EngineHelloSchema.parse(msg.data);
-      this.optimizerConfig = { ...this.hello.model.optimizer };
       this.ready?.resolve();
       return;
     }
@@ -464,9 +470,8 @@ export class TorchPolicyModel implements PolicyModel {
     return this.call('score', { pairs });
   }
 
-  /** The request carries every optimizer setting: the engine's, under this update's own (its learning rate). */
   async trainStep(pairs: SequencePair[], loss: TrainLoss, settings: UpdateSettings = {}): Promise<TrainStepResult> {
-    return this.call('train_step', { pairs, loss, optimizer: { ...this.optimizerConfig, ...settings } });
+    return this.call('train_step', { pairs, loss, ...updateOptimizer(this.optimizerConfig, settings) });
   }
 
   async save(dir: string): Promise<void> {
@@ -477,8 +482,11 @@ export class TorchPolicyModel implements PolicyModel {
    * A LoRA adapter on this engine's model, served and trained as a policy of its own (the model itself is frozen from
    * then on, and serves what names no adapter): new, of `lora`'s shape, or from an adapter folder a LoRA run saved.
    */
-  async addAdapter(name: string, o: { init?: string | null; lora: LoraSettings; optimizer?: Partial<OptimizerSettings> }): Promise<TorchAdapterModel> {
-    const info = await this.call('add_adapter', { name, init: o.init ? resolve(o.init) : null, lora: o.lora, optimizer: o.optimizer ?? {} });
+  async addAdapter(name: string, o: { init?: string | null; lora: LoraSettings; optimizer?: OpenSettings }): Promise<TorchAdapterModel> {
+    const init = o.init ? resolve(o.init) : null;
+    // Its configured settings: the engine's, under those a saved adapter holds, under those asked for.
+    const optimizer = configuredOptimizer(this.optimizerConfig, init ? savedOptimizerSettings(init) : null, o.optimizer);
+    const info = await this.call('add_adapter', { name, init, lora: o.lora, optimizer });
     return new TorchAdapterModel(this, info);
   }
 
@@ -547,7 +555,7 @@ export class TorchAdapterModel implements PolicyModel {
     return this.engine.call('score', { pairs, adapter: this.info.name });
   }
   trainStep(pairs: SequencePair[], loss: TrainLoss, settings: UpdateSettings = {}): Promise<TrainStepResult> {
-    return this.engine.call('train_step', { pairs, loss, optimizer: { ...this.optimizerConfig, ...settings }, adapter: this.info.name });
+    return this.engine.call('train_step', { pairs, loss, ...updateOptimizer(this.optimizerConfig, settings), adapter: this.info.name });
   }
   async save(dir: string): Promise<void> {
     await this.engine.call('save', { dir: resolve(dir), adapter: this.info.name });
@@ -555,4 +563,14 @@ export class TorchAdapterModel implements PolicyModel {
   dispose(): void {
     /* the engine's owner stops the engine */
   }
+}
+
+/**
+ * The learning rate's hop 3 (of 3), the torch engine's side: an update with settings of its own carries all of them
+ * (the configured ones under its own), which the engine uses for that update only; one without carries none, and the
+ * engine uses the configured settings it was given at start (or add_adapter).
+ */
+function updateOptimizer(configured: OptimizerSettings, settings: UpdateSettings): { optimizer?: OptimizerSettings } {
+  const own = Object.entries(settings).filter(([, v]) => v !== undefined);
+  return own.length ? { optimizer: { ...configured, ...Object.fromEntries(own) } } : {};
 }

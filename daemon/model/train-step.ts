@@ -5,22 +5,11 @@
  * log-probs are one plain slice (no gather, whose gradient wasm lacks).
  */
 import * as tf from '@tensorflow/tfjs';
+import type { OptimizerSettings } from '../../protocol/engine.js';
 import type { LossInputs } from './loss.js';
-import type { SequencePair, TrainStepResult } from './policy-contract.js';
+import type { SequencePair, TrainStepResult, UpdateSettings } from './policy-contract.js';
 import { stopGradient } from './ops.js';
 import { forward, lmHead, type Params, type TransformerConfig } from './transformer.js';
-
-export interface OptimizerConfig {
-  lr: number;
-  beta1: number;
-  beta2: number;
-  eps: number;
-  weightDecay: number;
-  gradClip: number;
-  /** Sequences per micro-batch (bounded memory; gradients accumulate across micro-batches). */
-  microBatchSize: number;
-}
-export const DEFAULT_OPTIMIZER: OptimizerConfig = { lr: 3e-4, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.01, gradClip: 1.0, microBatchSize: 16 };
 
 interface Batch {
   ids: tf.Tensor2D;
@@ -147,7 +136,8 @@ export class AdamW {
   readonly firstMoments = new Map<string, tf.Variable>();
   readonly secondMoments = new Map<string, tf.Variable>();
   constructor(
-    public cfg: OptimizerConfig,
+    /** The policy's configured settings (an update's own go with it: trainStep). */
+    readonly cfg: OptimizerSettings,
     params: Params,
   ) {
     for (const [name, p] of params) {
@@ -157,7 +147,7 @@ export class AdamW {
   }
 
   /** Clips `grads` to gradClip global norm, applies one update with `cfg` (this update's settings); returns the norm before clipping. */
-  apply(params: Params, grads: Map<string, tf.Tensor>, cfg: OptimizerConfig = this.cfg): number {
+  apply(params: Params, grads: Map<string, tf.Tensor>, cfg: OptimizerSettings): number {
     const { lr, beta1, beta2, eps, weightDecay, gradClip } = cfg;
     const sq = tf.tidy(() => tf.addN([...grads.values()].map((g) => g.square().sum())));
     const norm = Math.sqrt(sq.dataSync()[0]);
@@ -195,10 +185,12 @@ export async function trainStep(
   opt: AdamW,
   pairs: SequencePair[],
   lossFn: (inputs: LossInputs) => tf.Scalar,
-  settings: Partial<OptimizerConfig> = {},
+  settings: UpdateSettings = {},
 ): Promise<Omit<TrainStepResult, 'stats'>> {
   if (pairs.length === 0) throw new Error('trainStep: no sequences given');
-  const cfg = { ...opt.cfg, ...settings };
+  // The learning rate's hop 3 (of 3): this update's settings over the configured ones, for this update only; the
+  // configured settings (opt.cfg) stay as they are, so an update without settings uses them.
+  const cfg: OptimizerSettings = { ...opt.cfg, ...settings };
   const started = performance.now();
   const vars = [...P.values()];
   const byVarName = new Map([...P].map(([name, v]) => [v.name, name]));

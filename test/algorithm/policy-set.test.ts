@@ -146,12 +146,24 @@ describe('policy set: settings travel with each update', () => {
       };
       // DAPO (Yu et al. 2025): clip-higher 0.2 / 0.28, token-level aggregation, a ratio per token.
       // Every policy's ratio is against its update's own log-probs, the sampler's in a truncated importance weight.
-      const token = { kind: 'grpo', beta: 0, aggregation: 'token-mean', normTokens: 6, importanceSampling: 'token', ratioBase: 'update', tisCap: 3 };
-      assert.deepEqual(lossOf('writer'), { ...token, clipLow: 0.2, clipHigh: 0.28 });
+      // The loss record names GRPO's settings as their one declaration does (protocol/grpo-settings.ts).
+      const token = {
+        kind: 'grpo',
+        epsilon: 0.2,
+        sequenceEpsilon: 3e-4,
+        sequenceEpsilonHigh: 4e-4,
+        beta: 0,
+        lossAggregation: 'token-mean',
+        lossNormTokens: 6,
+        importanceSampling: 'token',
+        ratioBase: 'update',
+        tisCap: 3,
+      };
+      assert.deepEqual(lossOf('writer'), { ...token, epsilonHigh: 0.28 });
       // The run's training.grpo (this project's GRPO: 0.2 / 0.3, token-mean).
-      assert.deepEqual(lossOf('checker'), { ...token, clipLow: 0.2, clipHigh: 0.3 });
+      assert.deepEqual(lossOf('checker'), { ...token, epsilonHigh: 0.3 });
       // GSPO (Zheng et al. 2025): one ratio per sequence in its tight clip range, sequence-mean loss.
-      assert.deepEqual(lossOf('narrator'), { ...token, aggregation: 'seq-mean', importanceSampling: 'sequence', clipLow: 3e-4, clipHigh: 4e-4 });
+      assert.deepEqual(lossOf('narrator'), { ...token, epsilonHigh: 0.3, lossAggregation: 'seq-mean', importanceSampling: 'sequence' });
       // Each request carries its policy's learning rate (no warm-up here: the configured one at every update).
       const settingsOf = (policy: string) => [...new Set(seen.filter((s) => s.policy === policy).map((s) => JSON.stringify(s.settings)))];
       assert.deepEqual(settingsOf('writer'), [JSON.stringify({ lr: 0.03 })]);

@@ -255,7 +255,15 @@ describe('policies: agl train', () => {
       const meta = readSafetensors(join(folder, 'optimizer.safetensors')).metadata;
       assert.equal(Number(meta.step), state.trainer.policies[name].updates, `${name}'s Adam step count is its own updates`);
     }
-    assert.equal(JSON.parse(readSafetensors(join(c, 'optimizer.safetensors')).metadata.config).lr, 0.01, "the checker's own learning rate");
+    const store = new SqliteStore(join(data, 'store.sqlite'));
+    try {
+      const [run] = await store.listTrainingRuns();
+      const metrics = await store.queryMetrics(run!.id);
+      const rates = (p: string) => [...new Set(metrics.filter((m) => m.name === `policy/${p}/lr`).map((m) => m.value))];
+      assert.deepEqual([rates('writer'), rates('checker')], [[0.02], [0.01]], "each policy's own learning rate, sent with each of its updates");
+    } finally {
+      await store.close();
+    }
 
     // Resume: the run's policies come back from the checkpoint (with the steps the flags add).
     const resumed = await runAgl(['train', AGENT, '--train', tasks, '--val', tasks, '--resume', ckpt, '--quiet'], data);
@@ -451,8 +459,7 @@ describe('policies: an update never touches another policy', () => {
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'agl-roles-trainer-'));
       const store = new SqliteStore(join(dir, 'store.sqlite'));
-      const mk = (seed: number, name: string) =>
-        createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed, backend: 'cpu', name, optimizer: { lr: 2e-2 } });
+      const mk = (seed: number, name: string) => createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed, backend: 'cpu', name });
       const fallback = await mk(1, 'default');
       const writer = await mk(1, 'writer');
       const checker = await mk(1, 'checker');

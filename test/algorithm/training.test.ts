@@ -27,7 +27,6 @@ test('GRPO through gateway + runner raises the toy reward clearly', { timeout: 6
     contextLength: 32,
     seed: 7,
     backend: process.env.AGL_BACKEND ?? 'auto',
-    optimizer: { lr: 2e-2 },
   });
   const config = parseTrainConfig({
     model: { temperature: 1, maxTokens: 6, valTemperature: 1 },

@@ -32,7 +32,6 @@ test('dr_grpo, gspo and dapo each train through gateway + runner; dapo refills g
     contextLength: 32,
     seed: 7,
     backend: process.env.AGL_BACKEND ?? 'auto',
-    optimizer: { lr: 2e-2 },
   });
   // Six tasks whose every rollout earns 0.5 (no spread, ever) and four scored by the completion.
   const train = Array.from({ length: 10 }, (_, i) => ({ id: `p${i}`, input: i < 6 ? { prompt: `p${i}:`, reward: 0.5 } : { prompt: `p${i}:` } }));

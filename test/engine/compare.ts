@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readSafetensors } from '../../daemon/model/safetensors.js';
-import type { GrpoSample, TrainLoss } from '../../protocol/engine.js';
+import type { GrpoSample, GrpoTrainLoss } from '../../protocol/engine.js';
 
 /**
  * GPT-2's key bias (the middle third of attn.c_attn.bias) has a zero gradient in exact arithmetic (it adds the same
@@ -45,6 +45,20 @@ export function maxParamDiff(a: string, b: string, d: number): number {
 }
 
 /** A token-mean GRPO loss with DAPO's clip range over `samples` (the engine tests' usual update), with `over` on top. */
-export function tokenMeanGrpo(samples: GrpoSample[], over: Partial<Extract<TrainLoss, { kind: 'grpo' }>> = {}): TrainLoss {
-  return { kind: 'grpo', clipLow: 0.2, clipHigh: 0.28, beta: 0, aggregation: 'token-mean', normTokens: null, importanceSampling: 'token', samples, ...over };
+export function tokenMeanGrpo(samples: GrpoSample[], over: Partial<GrpoTrainLoss> = {}): GrpoTrainLoss {
+  return {
+    kind: 'grpo',
+    epsilon: 0.2,
+    epsilonHigh: 0.28,
+    sequenceEpsilon: 3e-4,
+    sequenceEpsilonHigh: 4e-4,
+    beta: 0,
+    lossAggregation: 'token-mean',
+    lossNormTokens: null,
+    importanceSampling: 'token',
+    ratioBase: 'sampler',
+    tisCap: null,
+    samples,
+    ...over,
+  };
 }

@@ -22,19 +22,14 @@ import { torchPython } from '../helpers/torch.js';
 import { serveCheckpoint } from '../../samples/harness/serve-checkpoint.js';
 import { AglClient } from '../../client/client.js';
 import { attemptBaseUrl } from '../../protocol/ids.js';
+import { tokenMeanGrpo } from './compare.js';
 
 const WARMUP = join('samples', 'calc', 'warmup');
 const LORA = { rank: 4, alpha: 8, dropout: 0, targetModules: null };
 
 function grpo(n: number, sign: number): TrainLoss {
   return {
-    kind: 'grpo',
-    clipLow: 0.2,
-    clipHigh: 0.2,
-    beta: 0,
-    aggregation: 'token-mean',
-    normTokens: null,
-    importanceSampling: 'token',
+    ...tokenMeanGrpo([], { epsilonHigh: 0.2 }),
     samples: Array.from({ length: n }, (_, i) => ({ advantage: sign * (i % 2 ? 1 : -1), oldLogprobs: [] })),
   };
 }
@@ -66,6 +61,9 @@ function maxDiff(a: Map<string, Float32Array>, b: Map<string, Float32Array>): nu
   return w;
 }
 
+/** Each update's learning rate, sent with it (as the trainer does). */
+const LR = { lr: 5e-3 };
+
 describe('torch engine: one LoRA adapter per role', () => {
   let dir: string;
   let base: TorchPolicyModel;
@@ -74,8 +72,8 @@ describe('torch engine: one LoRA adapter per role', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'agl-lora-'));
     base = await startTorchEngine(WARMUP, { python: torchPython(), optimizer: { microBatchSize: 4 } });
-    writer = await base.addAdapter('writer', { lora: LORA, optimizer: { lr: 5e-3 } });
-    rewriter = await base.addAdapter('rewriter', { lora: LORA, optimizer: { lr: 5e-3 } });
+    writer = await base.addAdapter('writer', { lora: LORA });
+    rewriter = await base.addAdapter('rewriter', { lora: LORA });
   });
   after(async () => {
     await base?.close();
@@ -102,7 +100,7 @@ describe('torch engine: one LoRA adapter per role', () => {
     await rewriter.save(join(dir, 'r0'));
     for (let k = 0; k < 3; k++) {
       const b = await batch(writer, ['What is 42*17?', 'Bo had 9 apples and ate 4.', 'What is 3+4?', 'Sum 10 and 11.'], 10 + k);
-      const r = await writer.trainStep(b.pairs, withOld(grpo(4, 1), b.old));
+      const r = await writer.trainStep(b.pairs, withOld(grpo(4, 1), b.old), LR);
       assert.ok(Number.isFinite(r.loss) && r.gradNorm > 0, 'the writer adapter got a gradient');
     }
     await rewriter.save(join(dir, 'r1'));
@@ -115,7 +113,7 @@ describe('torch engine: one LoRA adapter per role', () => {
 
     for (let k = 0; k < 3; k++) {
       const b = await batch(rewriter, ['Name a prime.', 'What is 100-1?', 'Half of 64?', 'What is 8*8?'], 20 + k);
-      await rewriter.trainStep(b.pairs, withOld(grpo(4, -1), b.old));
+      await rewriter.trainStep(b.pairs, withOld(grpo(4, -1), b.old), LR);
     }
     await writer.save(join(dir, 'w'));
     await rewriter.save(join(dir, 'r2'));

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { EngineParamsSchemas, OptimizerSettingsSchema } from '../../protocol/engine.js';
+import { EngineParamsSchemas } from '../../protocol/engine.js';
 import { runPython } from '../helpers/torch.js';
 
 type Fields = Record<string, { required: boolean; type: string }>;
@@ -22,14 +22,13 @@ const RECORDS: Record<string, string> = {
   'train_step.loss<nll>': 'NllLoss',
   'train_step.loss<grpo>': 'GrpoLoss',
   'train_step.loss<grpo>.samples[]': 'GrpoSample',
+  'train_step.optimizer': 'OptimizerSettings',
   save: 'SaveParams',
   add_adapter: 'AddAdapterParams',
   'add_adapter.lora': 'LoraSettings',
-  describe: 'Empty',
+  'add_adapter.optimizer': 'OptimizerSettings',
   shutdown: 'Empty',
 };
-/** Partial optimizer settings travel as a record of known keys (checked against OptimizerSettings' bounds). */
-const SETTINGS = new Set(['train_step.optimizer', 'add_adapter.optimizer']);
 
 function typeName(s: Json, path: string): string {
   const union = (s.anyOf ?? s.oneOf) as Json[] | undefined;
@@ -42,7 +41,6 @@ function typeName(s: Json, path: string): string {
     const types = s.type as string[];
     return typeName({ ...s, type: types.find((t) => t !== 'null') }, path) + (types.includes('null') ? '|null' : '');
   }
-  if (SETTINGS.has(path)) return 'record';
   if ('const' in s || 'enum' in s) return 'enum';
   if (s.type === 'array') return `array<${typeName(s.items as Json, `${path}[]`)}>`;
   if (s.type === 'object') return s.properties ? 'object' : 'record';
@@ -60,7 +58,7 @@ function objects(s: Json, path: string, out: Map<string, Fields>): void {
     return;
   }
   if (s.type === 'array') return objects(s.items as Json, `${path}[]`, out);
-  if (s.type !== 'object' || !s.properties || SETTINGS.has(path)) return;
+  if (s.type !== 'object' || !s.properties) return;
   const required = new Set((s.required as string[] | undefined) ?? []);
   const fields: Fields = {};
   for (const [k, v] of Object.entries(s.properties as Record<string, Json>)) {
@@ -79,7 +77,6 @@ test('every engine request has the same fields, types and required keys in proto
   const python = runPython<Record<string, Fields>>(['-c', 'import json; from agl_torch.messages import wire_table; print(json.dumps(wire_table()))']);
   const ts = new Map<string, Fields>();
   for (const [method, schema] of Object.entries(EngineParamsSchemas)) {
-    if (method === 'set_optimizer') continue; // a record of settings, compared below
     objects(z.toJSONSchema(schema, { io: 'input' }) as Json, method, ts);
   }
   assert.deepEqual([...ts.keys()].sort(), Object.keys(RECORDS).sort(), 'every object of the TypeScript schemas has its Python record');
@@ -87,9 +84,4 @@ test('every engine request has the same fields, types and required keys in proto
     assert.ok(python[record], `messages.py has a record ${record}`);
     assert.deepEqual(normalize(ts.get(path)!), normalize(python[record]!), `${path} (TypeScript) vs ${record} (Python)`);
   }
-  // The settings: the same keys and types (every key optional in a request; all required in a folder's record).
-  const settings = new Map<string, Fields>();
-  objects(z.toJSONSchema(OptimizerSettingsSchema) as Json, 'settings', settings);
-  const types = (f: Fields) => Object.fromEntries(Object.entries(f).map(([k, v]) => [k, v.type]));
-  assert.deepEqual(types(settings.get('settings')!), types(python.OptimizerSettings!));
 });

@@ -52,7 +52,8 @@ const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
 
 for (const folder of ['calc-warmup', 'llama', 'qwen2'] as const) {
   describe(`tfjs and torch on ${folder}`, () => {
-    const optimizer = { microBatchSize: 3, lr: 1e-3 };
+    const optimizer = { microBatchSize: 3 };
+    const update = { lr: 1e-3 }; // every update's own learning rate, as the trainer sends it
     let pairs: SequencePair[];
     let scratch: string;
     let start: string;
@@ -82,7 +83,7 @@ for (const folder of ['calc-warmup', 'llama', 'qwen2'] as const) {
       const sampled = await tfm.generate([...prompts, ...prompts], { maxTokens: 16, temperature: 1, seed: 5 });
       pairs = sampled.map((g, i) => ({ promptIds: prompts[i % prompts.length], completionIds: g.tokenIds.length ? g.tokenIds : [tok.eosTokenIds[0]] }));
       if (folder !== 'calc-warmup') {
-        await tfm.trainStep(pairs, { kind: 'nll' });
+        await tfm.trainStep(pairs, { kind: 'nll' }, update);
         await tfm.save(start);
       }
       reference = await tfm.scoreLogprobs(pairs);
@@ -128,7 +129,7 @@ for (const folder of ['calc-warmup', 'llama', 'qwen2'] as const) {
             refLogprobs: row.map((x, t) => x - 0.3 * Math.cos(2 * i + t)),
           }));
           const loss: TrainLoss = cfg === 'nll' ? { kind: 'nll' } : grpoLoss(samples, cfg);
-          const [a, b] = [await tfm.trainStep(pairs, loss), await th.trainStep(pairs, loss)];
+          const [a, b] = [await tfm.trainStep(pairs, loss, update), await th.trainStep(pairs, loss, update)];
           console.log(`${folder} ${label}: loss ${a.loss} / ${b.loss}, grad norm ${a.gradNorm} / ${b.gradNorm}, clipped ${a.stats.clipped}`);
           assert.ok(Math.abs(a.loss - b.loss) <= 1e-5 * Math.abs(a.loss), `loss tfjs ${a.loss} vs torch ${b.loss}`);
           assert.ok(Math.abs(a.loss) > 1e-3, `a loss that means something: ${a.loss}`);

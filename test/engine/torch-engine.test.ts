@@ -1,9 +1,10 @@
 /**
  * The PyTorch engine behind the policy contract, as the daemon uses it: a real Python child process on the shipped
  * calc warm-up. Sampling (seeds, rows independent of batching, EOS, stop strings, max tokens, top-p, streaming),
- * micro-batching, save / load (weights, Adam state: two steps straight = one, save, reload, one), and what goes
- * wrong: bad pairs (the TF.js engine's messages; the engine keeps serving), a folder that is no model, one that
- * transformers cannot open, a missing Python, one without torch, and a kill -9 in the middle of a training step.
+ * micro-batching, save / load (weights, Adam state: two steps straight = one, save, reload, one), an update's own
+ * optimizer settings holding for that update only, and what goes wrong: bad pairs (the TF.js engine's messages; the
+ * engine keeps serving), a folder that is no model, one that transformers cannot open, a missing Python, one without
+ * torch, and a kill -9 in the middle of a training step.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +15,7 @@ import type { SequencePair } from '../../daemon/model/policy-contract.js';
 import { readSafetensors } from '../../daemon/model/safetensors.js';
 import { EngineError, startTorchEngine, type TorchPolicyModel } from '../../daemon/model/torch-engine.js';
 import { torchPython } from '../helpers/torch.js';
-import { maxParamDiff } from './compare.js';
+import { maxParamDiff, tokenMeanGrpo } from './compare.js';
 
 const WARMUP = join('samples', 'calc', 'warmup');
 const opts = () => ({ python: torchPython(), optimizer: { microBatchSize: 16 } });
@@ -120,19 +121,7 @@ describe('torch engine: sampling', () => {
       e.scoreLogprobs([{ promptIds: [1], completionIds: [5, 264] }]),
       /pairs\[0\]\.completionIds\[1\]: token id 264 is outside the vocabulary \[0, 264\)/,
     );
-    await assert.rejects(
-      e.trainStep([{ promptIds: [1, 2], completionIds: [3] }], {
-        kind: 'grpo',
-        clipLow: 0.2,
-        clipHigh: 0.2,
-        beta: 0,
-        aggregation: 'token-mean',
-        normTokens: null,
-        importanceSampling: 'token',
-        samples: [],
-      }),
-      /loss\.samples: one per pair is needed/,
-    );
+    await assert.rejects(e.trainStep([{ promptIds: [1, 2], completionIds: [3] }], tokenMeanGrpo([])), /loss\.samples: one per pair is needed/);
     const [g] = await e.generate([prompt(e, 'Still there?')], { maxTokens: 4, temperature: 0 });
     assert.ok(g.tokenIds.length > 0);
   });
@@ -185,16 +174,31 @@ describe('torch engine: training, save and load', () => {
     assert.equal(JSON.parse(meta.config).microBatchSize, 16);
   });
 
-  it('the learning rate a step carries is the one used', async () => {
+  it('the learning rate a step carries is the one used, for that step only: a step without settings uses the configured rate', async () => {
     const e = await startTorchEngine(WARMUP, opts());
+    const configured = e.optimizerConfig;
     try {
+      assert.equal(configured.lr, 1e-3, "the warm-up's saved rate is its configured one");
       const r = await e.trainStep(pairs, { kind: 'nll' }, { lr: 0 });
       assert.ok(r.gradNorm > 0);
       await e.save(join(scratch, 'lr0'));
+      await e.trainStep(pairs, { kind: 'nll' }, { lr: 0.1 });
+      await e.save(join(scratch, 'at-0.1'));
+      await e.call('train_step', { pairs, loss: { kind: 'nll' } }); // a request without settings (what trainStep sends without any)
+      await e.save(join(scratch, 'then-configured'));
     } finally {
       await e.close();
     }
     assert.ok(maxParamDiff(WARMUP, join(scratch, 'lr0'), D) < 1e-9, 'lr 0: nothing moved (weight decay is scaled by lr too)');
+    // AdamW moves a weight by about its learning rate per update (|m / sqrt(v)| is about 1 or less).
+    const [first, second] = [
+      maxParamDiff(join(scratch, 'lr0'), join(scratch, 'at-0.1'), D),
+      maxParamDiff(join(scratch, 'at-0.1'), join(scratch, 'then-configured'), D),
+    ];
+    assert.ok(first > 0.02, `lr 0.1 moved the weights by ${first}`);
+    assert.ok(second < 3 * configured.lr, `the update without settings moved a weight by ${second}: not the configured rate ${configured.lr}`);
+    const saved = JSON.parse(readSafetensors(join(scratch, 'then-configured', 'optimizer.safetensors')).metadata.config);
+    assert.deepEqual(saved, configured, "the engine holds its configured settings still: a checkpoint records them, not an update's own");
   });
 });
 

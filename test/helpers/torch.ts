@@ -2,8 +2,8 @@
  * The torch engine's Python for tests: scripts/run-tests.mjs calls ensureTorchPython() before any test file that
  * imports this helper, which makes a venv with engines/torch/requirements.txt (pinned: torch 2.13.0, transformers,
  * trl, peft) in the test cache (~/.cache/agl-e2e/torch-venv-<hash of the pins>, or AGL_E2E_HOME) once, and hands
- * its Python to the tests as AGL_PYTHON, with engines/torch/requirements-dev.txt (ruff, pytest) added for the tests of
- * the engine's own Python (test/engine/python.test.ts). AGL_PYTHON already set: that Python is used and nothing is
+ * its Python to the tests as AGL_PYTHON, with engines/torch/requirements-dev.txt (ruff, mypy, pytest) added for the
+ * tests of the engine's own Python (test/engine/python.test.ts). AGL_PYTHON already set: that Python is used and nothing is
  * installed.
  * Without a Python 3.10+ with venv the set-up fails, saying what to install.
  */
@@ -41,12 +41,12 @@ async function ensureEngineEnv(log: (line: string) => void): Promise<string> {
   });
 }
 
-/** ruff and pytest (pinned in requirements-dev.txt) in the test venv, installed once per version of that file. */
+/** ruff, mypy and pytest (pinned in requirements-dev.txt) in the test venv, installed once per version of that file. */
 function ensureDevTools(python: string, log: (line: string) => void): void {
   const want = createHash('sha256').update(readFileSync(DEV_REQUIREMENTS)).digest('hex').slice(0, 12);
   const marker = join(TORCH_VENV, DEV_READY);
   if (existsSync(marker) && readFileSync(marker, 'utf8').trim() === want) return;
-  log(`test setup: adding ${DEV_REQUIREMENTS} (ruff, pytest) to ${TORCH_VENV}`);
+  log(`test setup: adding ${DEV_REQUIREMENTS} (ruff, mypy, pytest) to ${TORCH_VENV}`);
   const r = spawnSync(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '-r', DEV_REQUIREMENTS], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`test setup: pip could not install ${DEV_REQUIREMENTS}:\n${(r.stderr || r.stdout).slice(-3000)}`);
   writeFileSync(marker, `${want}\n`);

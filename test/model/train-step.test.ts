@@ -1,7 +1,7 @@
 /**
- * Training primitives: the loss goes down, tensor count stays flat across steps, micro-batching gives the
- * same update as one big batch, checkpoints round-trip weights and optimizer state, and resuming from a
- * checkpoint gives exactly the weights of not stopping.
+ * Training primitives: the loss goes down, tensor count stays flat across steps, an update's own settings hold for
+ * that update only, micro-batching gives the same update as one big batch, checkpoints round-trip weights and
+ * optimizer state, and resuming from a checkpoint gives exactly the weights of not stopping.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +10,7 @@ import type { LossInputs } from '../../daemon/model/loss.js';
 import type { SequencePair } from '../../daemon/model/policy-contract.js';
 import { loadPolicy, type TfPolicyModel } from '../../daemon/model/policy.js';
 import { fittingChunks } from '../../daemon/model/train-step.js';
+import { DEFAULT_OPTIMIZER } from '../../protocol/engine.js';
 import { tempDir, tinyGpt } from './tiny.js';
 
 const pairs: SequencePair[] = Array.from({ length: 6 }, (_, i) => ({
@@ -35,12 +36,12 @@ function maxDiff(a: Map<string, Float32Array>, b: Map<string, Float32Array>): nu
 
 test('supervised steps lower the loss and leave no tensors behind', async () => {
   const model = await tinyGpt(11);
-  model.optimizerConfig.lr = 3e-3;
-  const first = await model.trainStepWith(pairs, nll);
+  const lr = { lr: 3e-3 };
+  const first = await model.trainStepWith(pairs, nll, lr);
   const counts: number[] = [];
   let last = first;
   for (let s = 0; s < 8; s++) {
-    last = await model.trainStepWith(pairs, nll);
+    last = await model.trainStepWith(pairs, nll, lr);
     counts.push(tf.memory().numTensors);
   }
   assert.ok(last.loss < first.loss * 0.8, `loss ${first.loss} -> ${last.loss}`);
@@ -51,6 +52,28 @@ test('supervised steps lower the loss and leave no tensors behind', async () => 
   );
   assert.deepEqual(new Set(counts).size, 1, `tensor counts changed across steps: ${counts.join(',')}`);
   model.dispose();
+});
+
+test("an update's settings hold for that update only: lr 0.1, then an update without settings moves at the configured rate", async () => {
+  const model = await tinyGpt(12),
+    twin = await tinyGpt(12);
+  const configured = { ...model.optimizerConfig };
+  assert.deepEqual(configured, { ...DEFAULT_OPTIMIZER, microBatchSize: 4 });
+  const start = await weights(model);
+  await model.trainStep(pairs, { kind: 'nll' }, { lr: 0.1 });
+  const middle = await weights(model);
+  await model.trainStep(pairs, { kind: 'nll' });
+  // AdamW moves a weight by about its learning rate per update (|m / sqrt(v)| is about 1 or less).
+  assert.ok(maxDiff(start, middle) > 0.05, `lr 0.1 moved the weights by ${maxDiff(start, middle)}`);
+  const second = maxDiff(middle, await weights(model));
+  assert.ok(second < 3 * configured.lr, `the update without settings moved a weight by ${second}: not the configured rate ${configured.lr}`);
+  // Exactly the update the configured rate makes when it is sent.
+  await twin.trainStep(pairs, { kind: 'nll' }, { lr: 0.1 });
+  await twin.trainStep(pairs, { kind: 'nll' }, { lr: configured.lr });
+  assert.equal(maxDiff(await weights(model), await weights(twin)), 0);
+  assert.deepEqual(model.optimizerConfig, configured, 'the configured settings are as they were');
+  model.dispose();
+  twin.dispose();
 });
 
 test('micro-batches accumulate to the same update as one batch', async () => {

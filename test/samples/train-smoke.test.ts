@@ -48,7 +48,6 @@ async function trainSmoke(agent: string, task: { id: string; input: unknown }, c
     contextLength: 256,
     seed: 3,
     backend: process.env.AGL_BACKEND ?? 'auto',
-    optimizer: { lr: 1e-2 },
   });
   const config = parseTrainConfig({
     model: { temperature: 1, maxTokens: 48, valTemperature: 0 },
@@ -59,7 +58,7 @@ async function trainSmoke(agent: string, task: { id: string; input: unknown }, c
   const host = await startTrainingHost({ store, policies, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent });
   try {
     const pairs = chats.map((messages) => demoToPair({ messages }, policy.tokenizer));
-    await runSft(policy, pairs, { steps: 60, batchSize: pairs.length, seed: 1 });
+    await runSft(policy, pairs, { steps: 60, batchSize: pairs.length, lr: 1e-2, seed: 1 });
     const before = (await policy.scoreLogprobs(pairs)).flat();
     const run = await store.createTrainingRun({ agent, config: {}, totalSteps: 2 });
     const trainer = new Trainer(

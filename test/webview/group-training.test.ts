@@ -42,7 +42,7 @@ describe('GRPO group view on a real calc training step', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'agl-group-train-'));
     store = new SqliteStore(join(dir, 'store.sqlite'));
-    policy = await openPolicy(join('samples', 'calc', 'warmup'), { backend: process.env.AGL_BACKEND ?? 'auto', learningRate: 5e-4, seed: 1 });
+    policy = await openPolicy(join('samples', 'calc', 'warmup'), { backend: process.env.AGL_BACKEND ?? 'auto', seed: 1 });
     // samples/calc/train.yaml's settings, steps of 6 tasks x 8 samples (temperature 1: groups see both outcomes). The warm-up
     // calls the calculator about once in ten rollouts, so 48 rollouts hold some in ~99.4% of steps: a step without any
     // (nothing for the tool assertions to look at) is followed by another, at most three in all.

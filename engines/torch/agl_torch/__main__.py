@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 
 def doctor() -> int:
     """What the daemon's `agl doctor` shows for the torch engine: versions, devices, distributed backends."""
-    out: dict = {'python': sys.version.split()[0], 'executable': sys.executable}
-    missing = []
+    out: dict[str, Any] = {'python': sys.version.split()[0], 'executable': sys.executable}
+    missing: list[str] = []
     for mod in ('torch', 'transformers', 'safetensors', 'tokenizers', 'trl', 'peft'):
         try:
             out[mod] = __import__(mod).__version__
@@ -40,7 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument('--device', default='cpu', help='cpu, cuda or auto')
     s.add_argument('--dtype', default='float32', help='float32, bfloat16 or float16')
     s.add_argument('--attn', default='sdpa', help="transformers' attn_implementation: sdpa or eager")
-    s.add_argument('--optimizer', default=None, help="JSON: AdamW settings over the folder's saved ones")
+    s.add_argument(
+        '--optimizer',
+        required=True,
+        help="JSON: the policy's configured AdamW settings, all of them (the daemon's defaults under the folder's saved ones under those asked for)",
+    )
     s.add_argument('--name', default=None)
     s.add_argument('--seed', type=int, default=1)
     s.add_argument('--threads', type=int, default=0, help='torch threads per rank (0: torch decides; torchrun sets 1)')

@@ -18,11 +18,19 @@ import contextlib
 import json
 import os
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from . import messages as msg
-from .optim import Trainable, merged_config
+from .folder import AdamState
+from .optim import Trainable
+
+if TYPE_CHECKING:
+    from peft import PeftModel
+    from transformers import PreTrainedModel
 
 ADAPTER_CONFIG = 'adapter_config.json'
 ADAPTER_WEIGHTS = 'adapter_model.safetensors'
@@ -43,7 +51,7 @@ def frozen_base(action: str, adapters: Adapters) -> str:
 class Adapter(Trainable):
     """One LoRA adapter: a Trainable over its own LoRA matrices, with its name."""
 
-    def __init__(self, name: str, params: list[tuple[str, torch.nn.Parameter]], config: dict, step: int):
+    def __init__(self, name: str, params: list[tuple[str, torch.nn.Parameter]], config: msg.OptimizerSettings, step: int):
         super().__init__(params, config, step)
         self.name = name
 
@@ -55,10 +63,10 @@ class Adapter(Trainable):
 class Adapters:
     """The adapters on one engine's model (none until the first add)."""
 
-    def __init__(self, model, base_source: str, default_optimizer: dict):
+    def __init__(self, model: PreTrainedModel, base_source: str):
         self.model = model  # the transformers model; peft injects its LoRA layers into it
         self.base_source = base_source
-        self.default_optimizer = default_optimizer
+        self.peft: PeftModel | None = None
         self.peft = None
         self.by_name: dict[str, Adapter] = {}
         self._active: str | None = None
@@ -77,18 +85,24 @@ class Adapters:
             raise msg.RequestError(f'no adapter "{name}" (adapters: {", ".join(self.by_name) or "none"})')
         return a
 
-    def check_name(self, adapter) -> None:
+    def check_name(self, adapter: str | None) -> None:
         """A request's adapter: None (the base) or the name of one added."""
         if adapter is not None:
             self.get(adapter)
 
-    def add(self, p: msg.AddAdapterParams) -> dict:
+    def _wrapped(self) -> PeftModel:
+        """The peft model around the base (there is one once an adapter was added)."""
+        if self.peft is None:
+            raise msg.RequestError('no adapter was added to this engine')
+        return self.peft
+
+    def add(self, p: msg.AddAdapterParams) -> dict[str, Any]:
         from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
 
         name, init, lora = p.name, p.init, p.lora
         if name in self.by_name:
             raise msg.RequestError(f'params.name: adapter "{name}" exists already')
-        saved = None
+        saved: SavedAdapter | None = None
         if init is not None:
             if not is_adapter_folder(init):
                 raise msg.RequestError(
@@ -100,7 +114,7 @@ class Adapters:
         else:
             cfg = LoraConfig(
                 r=lora.rank,
-                lora_alpha=lora.alpha,
+                lora_alpha=lora.alpha,  # type: ignore[arg-type]  # peft annotates an int; any number works (scaling = alpha / r)
                 lora_dropout=lora.dropout,
                 target_modules=list(lora.target_modules) if lora.target_modules else None,
                 task_type='CAUSAL_LM',
@@ -115,19 +129,20 @@ class Adapters:
                 self.peft.add_adapter(name, cfg)
         except ValueError as e:  # peft's own refusals (a target module it cannot wrap...), as an answer
             raise msg.RequestError(f'add_adapter: {e}') from e
+        peft = self._wrapped()
         if saved:
-            result = set_peft_model_state_dict(self.peft, saved['weights'], adapter_name=name)
+            result = set_peft_model_state_dict(peft, saved.weights, adapter_name=name)
             unexpected = [k for k in getattr(result, 'unexpected_keys', []) if 'lora_' in k]
             if unexpected:
                 raise msg.RequestError(f'params.init: {init}: weights that fit no layer of this base: {unexpected[:3]}')
         mine = re.compile(rf'\.lora_\w+\.{re.escape(name)}\.')
-        params = [(n, q) for n, q in self.peft.named_parameters() if mine.search(n)]
+        params = [(n, q) for n, q in peft.named_parameters() if mine.search(n)]
         if not params:
             raise msg.RequestError(f'params.lora.targetModules: {sorted(cfg.target_modules or [])} matched no layer of this model')
-        config = merged_config(saved and saved['config'], p.optimizer, self.default_optimizer)
-        a = Adapter(name, params, config, saved['step'] if saved else 0)
-        if saved and saved['moments']:
-            a.restore_moments(saved['moments'], key=a.saved_name)
+        # Its configured settings: the daemon's (the engine's under what the folder saved under those asked for).
+        a = Adapter(name, params, p.optimizer, saved.state.step if saved else 0)
+        if saved and saved.state.moments:
+            a.restore_moments(saved.state.moments, key=a.saved_name)
         self.by_name[name] = a
         self.activate(None)
         return {
@@ -136,7 +151,7 @@ class Adapters:
             'step': a.step,
             'rank': int(cfg.r),
             'targetModules': sorted(cfg.target_modules or []),
-            'optimizer': config,
+            'optimizer': msg.wire(p.optimizer),
         }
 
     def activate(self, name: str | None) -> None:
@@ -150,7 +165,7 @@ class Adapters:
                 q.requires_grad_(a.name == name)
 
     @contextlib.contextmanager
-    def using(self, name: str | None):
+    def using(self, name: str | None) -> Iterator[None]:
         """Forward passes inside run with adapter `name`, or with every adapter off (the base) for None."""
         if self.peft is None:
             if name is not None:
@@ -175,25 +190,34 @@ class Adapters:
         from safetensors.torch import save_file
 
         a = self.get(name)
+        peft = self._wrapped()
         os.makedirs(target, exist_ok=True)
-        self.peft.peft_config[name].save_pretrained(target)
-        weights = get_peft_model_state_dict(self.peft, adapter_name=name)
+        peft.peft_config[name].save_pretrained(target)
+        weights = get_peft_model_state_dict(peft, adapter_name=name)
         save_file({k: t.detach().to('cpu').contiguous() for k, t in weights.items()}, os.path.join(target, ADAPTER_WEIGHTS), metadata={'format': 'pt'})
-        moments = {}
+        moments: dict[str, torch.Tensor] = {}
         for key, (m, v) in a.moments(key=a.saved_name).items():
             moments[f'm.{key}'], moments[f'v.{key}'] = m, v
-        meta = {'step': str(a.step), 'config': json.dumps(a.config), 'adapter': name}
+        meta = {'step': str(a.step), 'config': json.dumps(msg.wire(a.config)), 'adapter': name}
         save_file(moments, os.path.join(target, OPTIMIZER), metadata=meta)
 
 
-def read_adapter(folder: str) -> dict:
+@dataclass
+class SavedAdapter:
+    """An adapter folder's LoRA matrices (peft's saved names) and AdamW state (its saved settings are the daemon's)."""
+
+    weights: dict[str, torch.Tensor]
+    state: AdamState
+
+
+def read_adapter(folder: str) -> SavedAdapter:
     from safetensors import safe_open
     from safetensors.torch import load_file
 
     path = os.path.join(folder, ADAPTER_WEIGHTS)
     if not os.path.isfile(path):
         raise msg.RequestError(f'{folder} has {ADAPTER_CONFIG} but no {ADAPTER_WEIGHTS}')
-    out = {'weights': load_file(path), 'moments': {}, 'step': 0, 'config': None}
+    out = SavedAdapter(load_file(path), AdamState(0, {}))
     opt = os.path.join(folder, OPTIMIZER)
     if os.path.isfile(opt):
         with safe_open(opt, framework='pt') as f:
@@ -201,7 +225,6 @@ def read_adapter(folder: str) -> dict:
             keys = set(f.keys())
             for k in keys:
                 if k.startswith('m.') and f'v.{k[2:]}' in keys:
-                    out['moments'][k[2:]] = (f.get_tensor(k).float(), f.get_tensor(f'v.{k[2:]}').float())
-        out['step'] = int(meta.get('step', 0))
-        out['config'] = json.loads(meta['config']) if meta.get('config') else None
+                    out.state.moments[k[2:]] = (f.get_tensor(k).float(), f.get_tensor(f'v.{k[2:]}').float())
+        out.state.step = int(meta.get('step', 0))
     return out

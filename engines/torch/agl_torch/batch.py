@@ -12,12 +12,20 @@ that several GB). With `checkpoint_layers` each decoder layer's activations are 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils.checkpoint import checkpoint
 
 from .messages import Pair
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+# Log-probs [B, T] of a batch's completion tokens, and their entropy (when asked for).
+LogProbs = tuple[torch.Tensor, torch.Tensor | None]
 
 # Float32 logits of one chunk of tokens stay under this many bytes (the chunk is at least 64 tokens).
 CHUNK_BYTES = 256 * 2**20
@@ -30,7 +38,7 @@ def fitting_chunks(pairs: list[Pair], n: int, context_length: int, by_length: bo
     out: list[list[int]] = []
     cur: list[int] = []
     P, T = 0, 1
-    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i].prompt_ids), len(pairs[i].completion_ids))) if by_length else range(len(pairs))
+    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i].prompt_ids), len(pairs[i].completion_ids))) if by_length else list(range(len(pairs)))
     for i in order:
         p = pairs[i]
         lp, lc = len(p.prompt_ids), len(p.completion_ids)
@@ -82,40 +90,53 @@ def build_batch(pairs: list[Pair], device: torch.device) -> Batch:
             mask[b, : len(completion)] = 1
     rows, cols = (mask > 0).nonzero(as_tuple=True)
     pin = device.type == 'cuda'
-    moved = [t.pin_memory().to(device, non_blocking=True) if pin else t.to(device) for t in (ids, attention, positions, targets, mask, rows, cols)]
-    return Batch(*moved[:5], T, *moved[5:], int(rows.shape[0]))
+    ids, attention, positions, targets, mask, on_rows, on_cols = (
+        t.pin_memory().to(device, non_blocking=True) if pin else t.to(device) for t in (ids, attention, positions, targets, mask, rows, cols)
+    )
+    return Batch(ids, attention, positions, targets, mask, T, on_rows, on_cols, int(rows.shape[0]))
 
 
-def decoder_of(model):
+def decoder_of(model: PreTrainedModel) -> torch.nn.Module:
     """The transformers decoder under the causal-LM head (Llama/Qwen2/Mistral: .model, GPT-2: .transformer)."""
     return model.base_model
 
 
-def decoder_layers(model) -> torch.nn.ModuleList:
+def output_head(model: PreTrainedModel) -> torch.nn.Module:
+    """The causal LM's output head (its lm_head)."""
+    head = model.get_output_embeddings()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
+    if not isinstance(head, torch.nn.Module):
+        raise ValueError(f'{type(model).__name__} has no output head (lm_head)')
+    return head
+
+
+def decoder_layers(model: PreTrainedModel) -> torch.nn.ModuleList:
     dec = decoder_of(model)
     layers = getattr(dec, 'layers', None) or getattr(dec, 'h', None)
-    if layers is None:
+    if not isinstance(layers, torch.nn.ModuleList):
         raise ValueError(f'{type(dec).__name__}: no decoder layers found (.layers or .h) for gradient checkpointing')
     return layers
 
 
-def enable_layer_checkpointing(model) -> None:
-    """Each decoder layer recomputes its activations in the backward pass (only while gradients are recorded)."""
+def enable_layer_checkpointing(model: PreTrainedModel) -> None:
+    """Each decoder layer recomputes its activations in the backward pass (only while gradients are recorded). The
+    layer's own forward is replaced on the instance (its __dict__: a module's attributes are its parameters and
+    submodules), and marked so that it is replaced once."""
     for layer in decoder_layers(model):
-        if getattr(layer, '_agl_checkpointed', False):
+        own = vars(layer)
+        if own.get('_agl_checkpointed'):
             continue
         inner = layer.forward
 
-        def forward(*args, _inner=inner, **kwargs):
+        def forward(*args: Any, _inner: Callable[..., Any] = inner, **kwargs: Any) -> Any:
             if torch.is_grad_enabled():
                 return checkpoint(_inner, *args, use_reentrant=False, **kwargs)
             return _inner(*args, **kwargs)
 
-        layer.forward = forward
-        layer._agl_checkpointed = True
+        own['forward'] = forward
+        own['_agl_checkpointed'] = True
 
 
-def _head_logprobs(head, h: torch.Tensor, targets: torch.Tensor, with_entropy: bool):
+def _head_logprobs(head: torch.nn.Module, h: torch.Tensor, targets: torch.Tensor, with_entropy: bool) -> LogProbs:
     logits = head(h).float()
     logz = torch.logsumexp(logits, dim=-1)
     logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logz
@@ -130,19 +151,33 @@ class PolicyForward(torch.nn.Module):
     """log-probs [B, T] of each completion token (and their entropy, not differentiated) for a Batch. The module DDP
     wraps, so that its gradient hooks see every parameter the forward uses."""
 
-    def __init__(self, model):
+    def __init__(self, model: PreTrainedModel):
         super().__init__()
         self.model = model
 
-    def forward(self, ids, attention, positions, targets, mask, rows, cols, with_entropy: bool = False):
+    def forward(
+        self,
+        ids: torch.Tensor,
+        attention: torch.Tensor,
+        positions: torch.Tensor,
+        targets: torch.Tensor,
+        mask: torch.Tensor,
+        rows: torch.Tensor,
+        cols: torch.Tensor,
+        with_entropy: bool = False,
+    ) -> LogProbs:
         hidden = decoder_of(self.model)(input_ids=ids, attention_mask=attention, position_ids=positions, use_cache=False).last_hidden_state
         T = targets.shape[1]
         h = hidden[:, -T:, :][rows, cols]  # [n, D]: the hidden states that predict real completion tokens
         tgt = targets[rows, cols]
-        head = self.model.get_output_embeddings()
-        vocab = head.weight.shape[0]
+        head = output_head(self.model)
+        weight = head.weight
+        if not isinstance(weight, torch.Tensor):
+            raise ValueError(f'{type(head).__name__}: the output head has no weight matrix')
+        vocab = weight.shape[0]
         size = max(64, CHUNK_BYTES // (4 * vocab))
-        parts, ents = [], []
+        parts: list[torch.Tensor] = []
+        ents: list[torch.Tensor | None] = []
         for s in range(0, h.shape[0], size):
             hs, ts = h[s : s + size], tgt[s : s + size]
             if torch.is_grad_enabled():
@@ -159,12 +194,13 @@ class PolicyForward(torch.nn.Module):
         logp = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).index_put((rows, cols), flat)
         entropy = None
         if with_entropy:
-            flat_ent = torch.cat(ents)
+            flat_ent = torch.cat([e for e in ents if e is not None])
             entropy = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).index_put((rows, cols), flat_ent.detach())
         return logp, entropy
 
 
-def completion_logprobs(net, batch: Batch, with_entropy: bool):
+def completion_logprobs(net: torch.nn.Module, batch: Batch, with_entropy: bool) -> LogProbs:
     """Differentiable [B, T] log-probs of the completion tokens, and their entropy [B, T] (not differentiated). `net` is
     a PolicyForward (or the DDP around one)."""
-    return net(batch.ids, batch.attention, batch.positions, batch.targets, batch.mask, batch.rows, batch.cols, with_entropy)
+    out: LogProbs = net(batch.ids, batch.attention, batch.positions, batch.targets, batch.mask, batch.rows, batch.cols, with_entropy)
+    return out

@@ -15,8 +15,15 @@ forward (generate.py's eager path).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import torch
 import torch.nn.functional as F
+
+from .batch import decoder_layers, output_head
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 FAMILIES = ('gpt2', 'llama', 'qwen2', 'mistral')
 
@@ -29,14 +36,14 @@ def bucket(n: int, smallest: int = 64) -> int:
     return b
 
 
-def supports(model) -> bool:
-    cfg = model.config
+def supports(model: PreTrainedModel) -> bool:
+    cfg: Any = model.config  # a family's config: its fields are the family's
     if cfg.model_type not in FAMILIES:
         return False
     if cfg.model_type == 'gpt2':
         return not cfg.scale_attn_by_inverse_layer_idx and not cfg.reorder_and_upcast_attn and not getattr(cfg, 'add_cross_attention', False)
     rope = getattr(cfg, 'rope_parameters', None) or getattr(cfg, 'rope_scaling', None) or {}
-    return rope.get('rope_type', rope.get('type', 'default')) in ('default', 'linear', 'llama3', 'dynamic', 'yarn')
+    return bool(rope.get('rope_type', rope.get('type', 'default')) in ('default', 'linear', 'llama3', 'dynamic', 'yarn'))
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -66,12 +73,16 @@ class KVCache:
 class LeanDecoder:
     """Prefill and one-token steps over an HF causal LM's modules, writing and reading a KVCache."""
 
-    def __init__(self, model):
+    def __init__(self, model: PreTrainedModel):
         self.model = model
-        cfg = model.config
-        self.gpt2 = cfg.model_type == 'gpt2'
-        self.dec = model.base_model
-        self.layers = self.dec.h if self.gpt2 else self.dec.layers
+        cfg: Any = model.config  # a family's config: its fields are the family's
+        self.gpt2: bool = cfg.model_type == 'gpt2'
+        # The family's decoder (GPT2Model, LlamaModel...): its modules are named by the family.
+        self.dec: Any = model.base_model
+        self.layers = decoder_layers(model)  # GPT-2: .h, the Llama family: .layers
+        self.heads: int
+        self.kv_heads: int
+        self.head_dim: int
         if self.gpt2:
             self.heads = self.kv_heads = cfg.n_head
             self.head_dim = cfg.n_embd // cfg.n_head
@@ -79,17 +90,16 @@ class LeanDecoder:
             self.heads, self.kv_heads = cfg.num_attention_heads, cfg.num_key_value_heads
             self.head_dim = getattr(cfg, 'head_dim', None) or cfg.hidden_size // cfg.num_attention_heads
         self.windows = [self._window(cfg, i) for i in range(len(self.layers))]
-        self.head = model.get_output_embeddings()
+        self.head = output_head(model)
         self.cache: KVCache | None = None
 
     @staticmethod
-    def _window(cfg, i: int) -> int | None:
-        if cfg.model_type == 'mistral':
-            return cfg.sliding_window
+    def _window(cfg: Any, i: int) -> int | None:
+        window: int | None = None
         types = getattr(cfg, 'layer_types', None)
-        if cfg.model_type == 'qwen2' and types and types[i] == 'sliding_attention':
-            return cfg.sliding_window
-        return None
+        if cfg.model_type == 'mistral' or (cfg.model_type == 'qwen2' and types and types[i] == 'sliding_attention'):
+            window = cfg.sliding_window
+        return window
 
     def ensure_cache(self, rows: int, slots: int) -> KVCache:
         """A cache for `rows` x `slots` (grown when a request needs more; False-y growth clears nothing else)."""
@@ -100,6 +110,13 @@ class LeanDecoder:
             self.cache = None
             p = next(self.model.parameters())
             self.cache = KVCache(len(self.layers), rows, self.kv_heads, slots, self.head_dim, p.dtype, p.device)
+        return self.cache
+
+    @property
+    def kv(self) -> KVCache:
+        """The cache, once ensure_cache made it."""
+        if self.cache is None:
+            raise RuntimeError('the lean decoder has no KV cache yet: ensure_cache first')
         return self.cache
 
     # -- the mask ------------------------------------------------------------------------------------------
@@ -119,7 +136,7 @@ class LeanDecoder:
         """Runs `ids` [B, T] (at slots first_slot .. first_slot + T - 1, positions [B, T]) through the model, writes
         their K and V into the cache, and returns the last position's logits [B, V] (float32)."""
         B, T = ids.shape
-        cache = self.cache
+        cache = self.kv
         q_slots = first_slot + torch.arange(T, device=ids.device)
         masks: dict[int | None, torch.Tensor] = {}
         if self.gpt2:
@@ -134,9 +151,23 @@ class LeanDecoder:
                 masks[w] = self.mask(left, q_slots, keys, w)
             h = self._layer(i, layer, h, rope, q_slots, masks[w], keys, cache, B, T)
         h = self.dec.ln_f(h[:, -1]) if self.gpt2 else self.dec.norm(h[:, -1])
-        return self.head(h).float()
+        logits: torch.Tensor = self.head(h).float()
+        return logits
 
-    def _layer(self, i, layer, h, rope, q_slots, mask, keys, cache, B, T):
+    def _layer(
+        self,
+        i: int,
+        layer: Any,
+        h: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor] | None,
+        q_slots: torch.Tensor,
+        mask: torch.Tensor,
+        keys: int,
+        cache: KVCache,
+        B: int,
+        T: int,
+    ) -> torch.Tensor:
+        """One decoder layer (`layer`: the family's block, its modules named by the family) over the cache."""
         if self.gpt2:
             attn = layer.attn
             x = layer.ln_1(h)
@@ -159,4 +190,5 @@ class LeanDecoder:
         K, V = cache.k[i, :B, :, :keys], cache.v[i, :B, :, :keys]
         o = F.scaled_dot_product_attention(q, K, V, attn_mask=mask, scale=attn.scaling, enable_gqa=self.kv_heads != self.heads)
         h = h + out_proj(o.transpose(1, 2).reshape(B, T, self.heads * self.head_dim))
-        return h + mlp(post_norm(h))
+        out: torch.Tensor = h + mlp(post_norm(h))
+        return out

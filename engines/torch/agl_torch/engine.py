@@ -16,6 +16,8 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Callable, Collection, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -25,12 +27,16 @@ from . import messages as msg
 from .adapters import Adapters, frozen_base
 from .batch import PolicyForward, build_batch, completion_logprobs, decoder_layers, enable_layer_checkpointing, fitting_chunks
 from .decode import LeanDecoder, supports
-from .generate import generate
+from .generate import Event, Generation, generate
 from .graphs import DecodeGraphs
-from .loss import STAT_KEYS, LossFn
+from .loss import STAT_KEYS, LossFn, Stats
 from .memory import PeakMemory
-from .optim import NonFiniteStep, Trainable, merged_config
+from .optim import NonFiniteStep, Trainable
 from .sampling import Sampling
+
+if TYPE_CHECKING:
+    from torch.distributed.fsdp import FSDPModule
+    from torch.nn.parallel import DistributedDataParallel
 
 DTYPES = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}
 TRAINABLE = ('full', 'adapters', 'none')
@@ -40,7 +46,7 @@ DECODERS = ('auto', 'lean', 'eager')  # auto: on a GPU the lean step as CUDA gra
 SHARDS = ('none', 'fsdp')
 
 
-def _check_choice(flag: str, value: str, choices) -> None:
+def _check_choice(flag: str, value: str, choices: Collection[str]) -> None:
     if value not in choices:
         raise ValueError(f'{flag} must be one of {", ".join(choices)}, got {value}')
 
@@ -51,9 +57,9 @@ class Engine:
         model_dir: str,
         *,
         device: torch.device,
+        optimizer: msg.OptimizerSettings,
         dtype: str = 'float32',
         attn: str = 'sdpa',
-        optimizer: dict | None = None,
         name: str | None = None,
         rank: int = 0,
         world: int = 1,
@@ -77,11 +83,12 @@ class Engine:
         float32 = self._load(model_dir, attn, trainable)
         params = fold.parameter_names(self.model)
         saved = fold.read_optimizer(model_dir, self.family, {n: p.shape for n, p in params})
-        self.config = merged_config(saved and saved['config'], optimizer)
-        self.adapters = Adapters(self.model, os.path.abspath(model_dir), self.config)
+        # The configured settings: the daemon's, all of them (it read what the folder saved: protocol/engine.ts).
+        self.config = optimizer
+        self.adapters = Adapters(self.model, os.path.abspath(model_dir))
         self.forward = PolicyForward(self.model)
         self._sampler(decoder)
-        self.ddp = None
+        self.ddp: DistributedDataParallel | None = None
         if self.fsdp:
             self._shard()
             params = fold.parameter_names(self.model)  # now DTensors, each rank holding its shard
@@ -92,22 +99,25 @@ class Engine:
         self.policy: Trainable | None = None
         if trainable == 'full':
             # AdamW: decoupled weight decay on matrices only (not norms, biases), as the TF.js engine.
-            self.policy = Trainable(params, self.config, saved['step'] if saved else 0, float32)
+            self.policy = Trainable(params, self.config, saved.step if saved else 0, float32)
             if saved:
-                self.policy.restore_moments(saved['moments'])
+                self.policy.restore_moments(saved.moments)
         else:
             for _, p in params:
                 p.requires_grad_(False)
 
-    def _load(self, model_dir: str, attn: str, trainable: str):
+    def _load(self, model_dir: str, attn: str, trainable: str) -> dict[str, torch.Tensor] | None:
         """The model on its device; returns the float32 values of lower-precision weights (the masters) or None.
         Sharded, the model stays float32 (FSDP keeps float32 shards and computes in the lower precision)."""
         compute = torch.float32 if self.fsdp else DTYPES[self.dtype_name]
         self.hf, model, float32 = fold.load_model(model_dir, compute, attn, keep_float32=trainable == 'full')
         self.family = fold.family_of(self.hf)
         self.context_length = fold.context_length_of(self.hf)
-        self.model = model if self.fsdp else model.to(self.device)  # fully_shard moves each rank's shard
-        self.vocab = int(self.model.get_input_embeddings().weight.shape[0])
+        self.model = model if self.fsdp else fold.moved(model, self.device)  # fully_shard moves each rank's shard
+        embeddings = self.model.get_input_embeddings().weight
+        if not isinstance(embeddings, torch.Tensor):
+            raise fold.FolderError(f'{model_dir}: the model has no input embedding matrix')
+        self.vocab = int(embeddings.shape[0])
         self.base_parameters = sum(q.numel() for _, q in fold.parameter_names(self.model))
         self.decode = fold.decoder_for(model_dir, self.hf)
         if self.gradient_checkpointing:
@@ -143,7 +153,15 @@ class Engine:
         fully_shard(self.forward, mesh=mesh, mp_policy=mp)
         with torch.no_grad():  # FSDP sets itself up on the first forward through the root: make that this one
             completion_logprobs(self.forward, build_batch([msg.Pair([0], [0])], self.device), False)
-        self.forward.reshard()  # the root stays gathered after a forward: the module's parameters are the shards again
+        self._fsdp_root().reshard()  # the root stays gathered after a forward: the module's parameters are the shards again
+
+    def _fsdp_root(self) -> FSDPModule:
+        """The forward module, sharded: fully_shard made it an FSDPModule."""
+        from torch.distributed.fsdp import FSDPModule
+
+        if not isinstance(self.forward, FSDPModule):
+            raise RuntimeError('the engine is not sharded (--shard fsdp with several ranks)')
+        return self.forward
 
     def _same_weights_everywhere(self) -> None:
         """Every rank shards what it loaded itself: a node whose folder differs would train a mixture. Checked once."""
@@ -156,11 +174,12 @@ class Engine:
     @property
     def collective(self) -> set[str]:
         """Requests every rank runs: the updates and saves; sharded, also sampling and scoring (every rank holds a part)."""
-        base = {'train_step', 'save', 'set_optimizer', 'shutdown'}
+        base = {'train_step', 'save', 'shutdown'}
         return base | {'generate', 'score'} if self.fsdp else base
 
     # -- information ---------------------------------------------------------------------------------------
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
+        """The model as the hello names it (protocol/engine.ts EngineHello.model)."""
         p = self.policy
         return {
             'name': self.name,
@@ -170,7 +189,7 @@ class Engine:
             'contextLength': self.context_length,
             'vocabSize': int(self.hf.get('vocab_size', 0)),
             'dtype': self.dtype_name,
-            'optimizer': self.config,
+            'optimizer': msg.wire(self.config),
             'step': p.step if p else 0,
             'trainable': 'full' if p else ('adapters' if self.adapters else 'none'),
             'masterWeights': bool(p and p.masters is not None),
@@ -181,31 +200,27 @@ class Engine:
         }
 
     # -- checking a request (rank 0, before any work and before any other rank hears of it) -------------------
-    def check(self, method: str, raw: dict):
+    def check(self, method: object, raw: object) -> msg.Params:
         """The request's parameters parsed and checked against the model: a RequestError names what is wrong."""
-        cls = msg.PARAMS.get(method)
+        cls = msg.PARAMS.get(method) if isinstance(method, str) else None
         if cls is None:
             raise msg.RequestError(f'unknown method {method!r} (known: {", ".join(msg.PARAMS)})')
         p = msg.parse(cls, raw if raw is not None else {}, 'params')
-        if method == 'generate':
+        if isinstance(p, msg.GenerateParams):
             self._check_generate(p)
-        elif method == 'score':
+        elif isinstance(p, msg.ScoreParams):
             msg.check_pairs(p.pairs, self.vocab, self.context_length)
             self.adapters.check_name(p.adapter)
-        elif method == 'train_step':
+        elif isinstance(p, msg.TrainStepParams):
             msg.check_pairs(p.pairs, self.vocab, self.context_length)
             msg.check_loss(p.loss, p.pairs)
-            msg.check_optimizer(p.optimizer)
             self._trainable(p.adapter)
-        elif method == 'save':
+        elif isinstance(p, msg.SaveParams):
             self.adapters.check_name(p.adapter)
             if p.adapter is None and self.policy is None:
                 raise msg.RequestError(frozen_base('save', self.adapters))
-        elif method == 'set_optimizer':
-            msg.check_optimizer(p, 'params')
-        elif method == 'add_adapter':
+        elif isinstance(p, msg.AddAdapterParams):
             msg.check_adapter_name(p.name, 'params.name')
-            msg.check_optimizer(p.optimizer, 'params.optimizer')
             if self.world > 1:
                 raise msg.RequestError('LoRA adapters run on one rank for now (engine.procs 1): several ranks train full weights')
         return p
@@ -232,8 +247,8 @@ class Engine:
             raise msg.RequestError(frozen_base('train', self.adapters))
         return self.policy
 
-    # -- adapters and settings ---------------------------------------------------------------------------------
-    def add_adapter(self, p: msg.AddAdapterParams) -> dict:
+    # -- adapters ----------------------------------------------------------------------------------------------
+    def add_adapter(self, p: msg.AddAdapterParams) -> dict[str, Any]:
         """A LoRA adapter on the (then frozen) base: a policy of its own, served and trained by naming it."""
         if self.policy is not None:
             # The base is frozen from now on: its float32 masters and moments are memory nothing uses any more.
@@ -244,13 +259,8 @@ class Engine:
             self.graphs.graphs.clear()  # captured before peft wrapped the layers
         return self.adapters.add(p)
 
-    def set_optimizer(self, cfg: dict) -> dict:
-        if self.policy is None:
-            raise msg.RequestError(frozen_base('set the optimizer of', self.adapters))
-        return self.policy.set_optimizer(cfg)
-
     # -- sampling and scoring (rank 0) ---------------------------------------------------------------------
-    def generate(self, p: msg.GenerateParams, on_step=None) -> list[dict]:
+    def generate(self, p: msg.GenerateParams, on_step: Callable[[list[Event]], None] | None = None) -> list[Generation]:
         with self.adapters.using(p.adapter), self._root_gathered():
             return generate(
                 self.model,
@@ -270,23 +280,24 @@ class Engine:
 
     @torch.inference_mode()
     @contextlib.contextmanager
-    def _root_gathered(self):
+    def _root_gathered(self) -> Iterator[None]:
         """Sharded: the weights outside the decoder layers (embeddings, final norm, head) gathered while transformers'
         forward runs (each layer gathers its own as it runs)."""
         if not self.fsdp:
             yield
             return
-        self.forward.unshard()
+        root = self._fsdp_root()
+        root.unshard()
         try:
             yield
         finally:
-            self.forward.reshard()
+            root.reshard()
 
     def score(self, p: msg.ScoreParams) -> list[list[float]]:
         pairs = p.pairs
         out: list[list[float]] = [[] for _ in pairs]
         with self.adapters.using(p.adapter):
-            for chunk in fitting_chunks(pairs, int(self.config['microBatchSize']), self.context_length, by_length=True):
+            for chunk in fitting_chunks(pairs, self.config.micro_batch_size, self.context_length, by_length=True):
                 b = build_batch([pairs[i] for i in chunk], self.device)
                 logp, _ = completion_logprobs(self.forward, b, False)
                 rows = logp.tolist()
@@ -295,20 +306,21 @@ class Engine:
         return out
 
     # -- training (every rank) -----------------------------------------------------------------------------
-    def train_step(self, p: msg.TrainStepParams) -> dict:
+    def train_step(self, p: msg.TrainStepParams) -> dict[str, Any]:
         policy = self._trainable(p.adapter)
-        if p.optimizer:
-            policy.set_optimizer(p.optimizer)
+        # The learning rate's hop 3 (of 3), here: the settings the update carries (its scheduled rate) hold for it only;
+        # an update without settings uses the trainable's configured ones, which no update changes.
+        settings = p.optimizer or policy.config
         with self.adapters.using(p.adapter):
             started = time.perf_counter()
             while True:
                 try:
-                    loss_fn = self._accumulate(p, policy)
+                    loss_fn = self._accumulate(p, policy, settings.micro_batch_size)
                     stats = self._reduce(loss_fn)  # every rank sees the same sums, so every rank takes the same decision
                     if not all(math.isfinite(v) for v in stats.values()):
                         policy.zero_grad()
                         raise NonFiniteStep(f'the loss is {stats["lossSum"]}')
-                    norm = self._apply(policy)
+                    norm = self._apply(policy, settings)
                     break
                 except NonFiniteStep:
                     if policy.overflowed():  # float16: a smaller loss scale, and the same step again
@@ -317,12 +329,12 @@ class Engine:
         tokens = sum(len(x.prompt_ids) + len(x.completion_ids) for x in p.pairs)
         return {'loss': stats['lossSum'], 'gradNorm': float(norm), 'tokens': tokens, 'seconds': time.perf_counter() - started, 'stats': stats}
 
-    def _accumulate(self, p: msg.TrainStepParams, policy: Trainable) -> LossFn:
+    def _accumulate(self, p: msg.TrainStepParams, policy: Trainable, micro_batch_size: int) -> LossFn:
         """Forward and backward over this rank's micro-batches; gradients summed in the parameters' .grad."""
         pairs = p.pairs
         loss_fn = LossFn(p.loss, pairs, self.device)
-        chunks = fitting_chunks(pairs, int(policy.config['microBatchSize']), self.context_length, by_length=True)
-        mine: list = chunks[self.rank :: self.world]
+        chunks = fitting_chunks(pairs, micro_batch_size, self.context_length, by_length=True)
+        mine: list[list[int] | None] = [*chunks[self.rank :: self.world]]
         if self.world > 1:
             # Every rank runs the same number of micro-batches (FSDP gathers weights in each forward; DDP reduces in the
             # last backward): a rank short of work runs a zero-weight one.
@@ -335,30 +347,30 @@ class Engine:
                 if chunk is None:
                     b = build_batch([msg.Pair([0], [0])], self.device)
                     logp, _ = completion_logprobs(net, b, False)
-                    (logp.sum() * 0.0).backward()
+                    (logp.sum() * 0.0).backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
                     continue
                 b = build_batch([pairs[i] for i in chunk], self.device)
                 logp, entropy = completion_logprobs(net, b, True)
-                (loss_fn(logp, b.mask, entropy, chunk) * scale).backward()
+                (loss_fn(logp, b.mask, entropy, chunk) * scale).backward()  # type: ignore[no-untyped-call]  # (see above)
         return loss_fn
 
-    def _sync(self, last: bool):
+    def _sync(self, last: bool) -> contextlib.AbstractContextManager[Any]:
         """Gradients reduced over the ranks in the last micro-batch's backward only."""
         if self.fsdp:
-            self.forward.set_requires_gradient_sync(last)
+            self._fsdp_root().set_requires_gradient_sync(last)
             return contextlib.nullcontext()
         return contextlib.nullcontext() if (self.ddp is None or last) else self.ddp.no_sync()
 
-    def _apply(self, policy: Trainable):
+    def _apply(self, policy: Trainable, settings: msg.OptimizerSettings) -> torch.Tensor:
         try:
-            return policy.apply()
+            return policy.apply(settings)
         except torch.cuda.OutOfMemoryError as e:
             raise msg.Fatal(
                 f'the optimizer step ran out of memory half-way ({e}): weights and moments may disagree now; restart from the last '
                 'checkpoint (agl train --resume) with engine.lora, fewer parameters per GPU (engine.procs with engine.shard: fsdp) or a smaller model'
             ) from e
 
-    def _reduce(self, loss_fn: LossFn) -> dict:
+    def _reduce(self, loss_fn: LossFn) -> Stats:
         if self.world == 1:
             return loss_fn.stats()
         sums, gap_max = loss_fn.raw().clone(), loss_fn.gap_max.clone()
@@ -367,12 +379,13 @@ class Engine:
         return {**dict(zip(STAT_KEYS, sums.tolist())), 'gapMax': float(gap_max)}
 
     def save(self, p: msg.SaveParams) -> None:
-        policy = None if p.adapter is not None else self._trainable(None)
-        if self.rank != 0 and not (policy and policy.sharded):
+        if p.adapter is not None:  # adapters train on one rank
+            if self.rank == 0:
+                self.adapters.save(p.adapter, p.dir)
             return
-        if p.adapter is not None:
-            self.adapters.save(p.adapter, p.dir)
+        policy = self._trainable(None)
+        if self.rank != 0 and not policy.sharded:
             return
         weights, moments = policy.weights(), policy.moments()  # sharded: gathered, every rank taking part
         if self.rank == 0:
-            fold.save_folder(p.dir, self.hf, weights, self.source, {'step': policy.step, 'config': policy.config, 'moments': moments})
+            fold.save_folder(p.dir, self.hf, weights, self.source, (fold.AdamState(policy.step, moments), policy.config))

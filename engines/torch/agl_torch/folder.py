@@ -15,11 +15,34 @@ transposed ([in, out]); they have no "layout" metadata and are turned around on 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+from .messages import OptimizerSettings, wire
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+# config.json as read: the Hugging Face config (its keys are the family's).
+HfConfig = dict[str, Any]
+# AdamW's moments per parameter name: (m, v).
+Moments = dict[str, tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass
+class AdamState:
+    """A trainable's AdamW state as a folder holds it: its update count and its moments."""
+
+    step: int
+    moments: Moments
+
 
 SIDE_FILES = ['tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'generation_config.json', 'special_tokens_map.json']
 FAMILIES = {'gpt2': 'gpt', 'llama': 'llama', 'qwen2': 'llama', 'mistral': 'llama'}
@@ -31,31 +54,34 @@ class FolderError(Exception):
     """A model folder that cannot be used, with what to do about it."""
 
 
-def read_config(folder: str) -> dict:
+def read_config(folder: str) -> HfConfig:
     path = os.path.join(folder, 'config.json')
     if not os.path.isfile(path):
         raise FolderError(f'{folder} has no config.json: is it a model folder?')
     try:
         with open(path, encoding='utf-8') as f:
-            return json.load(f)
+            config = json.load(f)
     except json.JSONDecodeError as e:
         raise FolderError(f'{path} is not valid JSON: {e}') from e
+    if not isinstance(config, dict):
+        raise FolderError(f'{path} is not a JSON object')
+    return config
 
 
-def family_of(hf: dict) -> str:
+def family_of(hf: HfConfig) -> str:
     t = str(hf.get('model_type', ''))
     if t not in FAMILIES:
         raise FolderError(f'config.json: model_type "{t}" is not supported (use llama, qwen2, mistral or gpt2)')
     return FAMILIES[t]
 
 
-def context_length_of(hf: dict) -> int:
+def context_length_of(hf: HfConfig) -> int:
     if hf.get('model_type') == 'gpt2':
         return int(hf.get('n_positions') or hf.get('n_ctx') or 1024)
     return min(int(hf.get('max_position_embeddings', 2048)), 32768)
 
 
-def load_model(folder: str, dtype: torch.dtype, attn: str, keep_float32: bool = False):
+def load_model(folder: str, dtype: torch.dtype, attn: str, keep_float32: bool = False) -> tuple[HfConfig, PreTrainedModel, dict[str, torch.Tensor] | None]:
     """The folder's model through transformers' AutoModelForCausalLM, or a FolderError saying why not. With
     `keep_float32` and a lower `dtype`, it loads in float32 and returns those float32 values too ({name: tensor}, the
     optimizer's masters: a bfloat16 run resumed from a float32 folder keeps every bit the folder has)."""
@@ -64,26 +90,34 @@ def load_model(folder: str, dtype: torch.dtype, attn: str, keep_float32: bool = 
 
     hf = read_config(folder)
     family_of(hf)
-    extra = {}
+    extra: dict[str, int] = {}
     if hf.get('agl_tokenizer') == 'bytes':
         # Built-in models: their byte tokenizer's <|endoftext|> / <|end|>. Their configs name no special ids, so
         # GPT2Config's defaults (GPT-2's 50256, outside a 264-token vocabulary) draw a warning while it loads.
         extra = {'bos_token_id': hf.get('bos_token_id', 256), 'eos_token_id': hf.get('eos_token_id', 261)}
-        transformers.logging.set_verbosity_error()
+        transformers.logging.set_verbosity(logging.ERROR)
     masters = keep_float32 and dtype != torch.float32
     try:
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32 if masters else dtype, attn_implementation=attn, **extra)
     except Exception as e:  # transformers raises many kinds: say which folder and library failed
         raise FolderError(f'transformers {transformers.__version__} cannot open the model folder {folder}: {type(e).__name__}: {e}') from e
-    model.eval()  # no dropout: the policy is trained as it samples (as the TF.js engine, which has none)
+    model.train(False)  # eval mode, no dropout: the policy is trained as it samples (as the TF.js engine, which has none)
     float32 = None
     if masters:
         float32 = {n: p.detach() for n, p in model.named_parameters()}
-        model.to(dtype)  # new lower-precision parameters; the float32 tensors stay with `float32`
+        moved(model, dtype)  # new lower-precision parameters; the float32 tensors stay with `float32`
     return hf, model, float32
 
 
-def parameter_names(model) -> list[tuple[str, torch.nn.Parameter]]:
+def moved(model: PreTrainedModel, to: torch.dtype | torch.device) -> PreTrainedModel:
+    """model.to(...), in place (it returns the model)."""
+    # transformers declares PreTrainedModel.to through functools.wraps(torch.nn.Module.to), and the stub of wraps makes
+    # its first parameter `self`: mypy reads model.to(dtype) as passing a dtype for the model.
+    out: PreTrainedModel = model.to(to)  # type: ignore[arg-type]
+    return out
+
+
+def parameter_names(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
     """Trainable parameters under their transformers names, each once (a tied head shares the embedding)."""
     return list(model.named_parameters())
 
@@ -92,8 +126,9 @@ def _is_linear(family: str, name: str) -> bool:
     return family == 'llama' and bool(_LINEAR.search(name))
 
 
-def save_folder(folder: str, hf: dict, weights: dict[str, torch.Tensor], source: str | None, optimizer_state: dict | None) -> None:
-    """`weights` ({transformers name: tensor}, float32 masters when training in a lower precision) and the moments."""
+def save_folder(folder: str, hf: HfConfig, weights: dict[str, torch.Tensor], source: str | None, adam: tuple[AdamState, OptimizerSettings] | None) -> None:
+    """`weights` ({transformers name: tensor}, float32 masters when training in a lower precision), and AdamW's state
+    with the configured settings it was trained under."""
     from safetensors.torch import save_file
 
     os.makedirs(folder, exist_ok=True)
@@ -105,16 +140,17 @@ def save_folder(folder: str, hf: dict, weights: dict[str, torch.Tensor], source:
         for name in SIDE_FILES:
             if os.path.isfile(os.path.join(source, name)):
                 shutil.copyfile(os.path.join(source, name), os.path.join(folder, name))
-    if optimizer_state is not None:
+    if adam is not None:
+        state, settings = adam
         moments = {}
-        for name, (m, v) in optimizer_state['moments'].items():
+        for name, (m, v) in state.moments.items():
             moments[f'm.{name}'] = m.detach().to('cpu', torch.float32).contiguous()
             moments[f'v.{name}'] = v.detach().to('cpu', torch.float32).contiguous()
-        meta = {'step': str(optimizer_state['step']), 'config': json.dumps(optimizer_state['config']), 'layout': 'disk'}
+        meta = {'step': str(state.step), 'config': json.dumps(wire(settings)), 'layout': 'disk'}
         save_file(moments, os.path.join(folder, 'optimizer.safetensors'), metadata=meta)
 
 
-def _with_dtype(hf: dict, weights: dict[str, torch.Tensor]) -> dict:
+def _with_dtype(hf: HfConfig, weights: dict[str, torch.Tensor]) -> HfConfig:
     """The config with its dtype keys (where it has them) naming what the weights file holds."""
     dtypes = {str(t.dtype).replace('torch.', '') for t in weights.values()}
     if len(dtypes) != 1:
@@ -123,14 +159,15 @@ def _with_dtype(hf: dict, weights: dict[str, torch.Tensor]) -> dict:
     return {**hf, **{k: dtype for k in ('torch_dtype', 'dtype') if k in hf}}
 
 
-def read_optimizer(folder: str, family: str, shapes: dict[str, torch.Size]) -> dict | None:
-    """{'step', 'config', 'moments': {name: (m, v)}} from optimizer.safetensors, or None when the folder has none."""
+def read_optimizer(folder: str, family: str, shapes: dict[str, torch.Size]) -> AdamState | None:
+    """AdamW's state from optimizer.safetensors, or None when the folder has none (its saved settings are the daemon's to
+    read: it gives the engine its configured settings)."""
     from safetensors import safe_open
 
     path = os.path.join(folder, 'optimizer.safetensors')
     if not os.path.isfile(path):
         return None
-    moments = {}
+    moments: Moments = {}
     with safe_open(path, framework='pt') as f:
         meta = f.metadata() or {}
         keys = set(f.keys())
@@ -144,15 +181,15 @@ def read_optimizer(folder: str, family: str, shapes: dict[str, torch.Size]) -> d
             if m.shape != shape:
                 raise FolderError(f'{path}: optimizer state "m.{name}" has shape {list(m.shape)}, the weight has {list(shape)}')
             moments[name] = (m, v)
-    config = json.loads(meta['config']) if meta.get('config') else None
-    return {'step': int(meta.get('step', 0)), 'config': config, 'moments': moments}
+    return AdamState(int(meta.get('step', 0)), moments)
 
 
-def byte_decoder():
+def byte_decoder() -> Callable[[list[int]], str]:
     """Decodes ids of the built-in byte tokenizer (daemon/model/byte-tokenizer.ts): bytes, then the specials."""
 
     def decode(ids: list[int]) -> str:
-        out, buf = [], bytearray()
+        out: list[str] = []
+        buf = bytearray()
         for i in ids:
             if 0 <= i < 256:
                 buf.append(i)
@@ -169,7 +206,7 @@ def byte_decoder():
     return decode
 
 
-def decoder_for(folder: str, hf: dict):
+def decoder_for(folder: str, hf: HfConfig) -> Callable[[list[int]], str] | None:
     """ids -> text, for stop strings: the byte tokenizer or the folder's tokenizer.json."""
     if hf.get('agl_tokenizer') == 'bytes':
         return byte_decoder()

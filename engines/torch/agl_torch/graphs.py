@@ -16,6 +16,7 @@ If a capture fails, the step runs eagerly on the same buffers (same tokens), and
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Hashable
 
 import torch
 
@@ -25,35 +26,37 @@ from .sampling import Sampling, pick
 
 class _Buffers:
     def __init__(self, rows: int, device: torch.device):
-        long = {'dtype': torch.int64, 'device': device}
+        def longs(*shape: int) -> torch.Tensor:
+            return torch.zeros(shape, dtype=torch.int64, device=device)
+
         self.rows = rows
-        self.tokens = torch.zeros(rows, **long)
-        self.positions = torch.zeros(rows, **long)
-        self.left = torch.zeros(rows, **long)
-        self.seeds = torch.zeros(rows, **long)
-        self.slot = torch.zeros(1, **long)
-        self.counter = torch.zeros((), **long)
+        self.tokens = longs(rows)
+        self.positions = longs(rows)
+        self.left = longs(rows)
+        self.seeds = longs(rows)
+        self.slot = longs(1)
+        self.counter = longs()
         self.temperature = torch.ones((), dtype=torch.float32, device=device)
-        self.out_tokens = torch.zeros(rows, **long)
+        self.out_tokens = longs(rows)
         self.out_logprobs = torch.zeros(rows, dtype=torch.float32, device=device)
 
-    def advancing(self):
+    def advancing(self) -> tuple[torch.Tensor, ...]:
         return (self.tokens, self.positions, self.slot, self.counter)
 
 
 class DecodeGraphs:
     """The captured steps of one engine (rank 0's model)."""
 
-    def __init__(self, adapter_name):
+    def __init__(self, adapter_name: Callable[[], str | None]):
         self.adapter_name = adapter_name  # () -> the adapter forward passes use now (part of a graph's key)
-        self.graphs: dict[tuple, torch.cuda.CUDAGraph] = {}
+        self.graphs: dict[tuple[Hashable, ...], torch.cuda.CUDAGraph] = {}
         self.buffers: dict[int, _Buffers] = {}
-        self.pool = None
-        self.cache_id = None
+        self.pool: torch.cuda._POOL_HANDLE | None = None
+        self.cache_id: int | None = None
         self.failed: str | None = None
 
     # -- a generation ----------------------------------------------------------------------------------------
-    def begin(self, lean: LeanDecoder, state: dict, L: int, sampling: Sampling) -> None:
+    def begin(self, lean: LeanDecoder, state: dict[str, torch.Tensor], L: int, sampling: Sampling) -> None:
         """Loads the batch after prefill into the static buffers of its bucket (rows past the batch decode padding)."""
         if self.cache_id != id(lean.cache):  # a new cache (grown): the graphs read the old addresses
             self.graphs.clear()
@@ -79,7 +82,7 @@ class DecodeGraphs:
         if smaller >= self.buf.rows:
             return False
         idx = torch.tensor(keep, device=self.buf.tokens.device)
-        self.lean.cache.keep(idx)
+        self.lean.kv.keep(idx)
         old, self.buf = self.buf, self._buffers(smaller, self.buf.tokens.device)
         for name in ('tokens', 'positions', 'left', 'seeds'):
             getattr(self.buf, name)[: len(keep)] = getattr(old, name).index_select(0, idx)
@@ -88,7 +91,7 @@ class DecodeGraphs:
         self.buf.temperature.copy_(old.temperature)
         return True
 
-    def step(self, k: int):
+    def step(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Decoding step k (k >= 1): replays its graph (capturing it the first time). Returns the static outputs."""
         keys = bucket(self.L + k)
         s = self.sampling
@@ -104,10 +107,10 @@ class DecodeGraphs:
         return self.buf.out_tokens, self.buf.out_logprobs
 
     # -- capture ---------------------------------------------------------------------------------------------------
-    def _step_fn(self, keys: int):
+    def _step_fn(self, keys: int) -> Callable[[], None]:
         buf, lean, s = self.buf, self.lean, self.sampling
 
-        def fn():
+        def fn() -> None:
             logits = lean.forward(buf.tokens[:, None], buf.positions[:, None], buf.left, buf.slot, keys)
             tokens, logprobs = pick(logits, s, buf.seeds, buf.counter, buf.temperature)
             buf.out_tokens.copy_(tokens)
@@ -119,17 +122,17 @@ class DecodeGraphs:
 
         return fn
 
-    def _capture(self, key: tuple, fn):
+    def _capture(self, key: tuple[Hashable, ...], fn: Callable[[], None]) -> torch.cuda.CUDAGraph | None:
         saved = [t.clone() for t in self.buf.advancing()]
 
-        def restore():
+        def restore() -> None:
             for t, v in zip(self.buf.advancing(), saved):
                 t.copy_(v)
 
         try:
             if self.pool is None:
                 self.pool = torch.cuda.graph_pool_handle()
-            side = torch.cuda.Stream()
+            side = torch.cuda.Stream()  # type: ignore[no-untyped-call]  # torch leaves Stream's constructor unannotated
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 fn()  # warm-up: kernels chosen and workspaces allocated outside the capture

@@ -7,7 +7,7 @@ TF.js engine implements (daemon/model/loss.ts):
                   (ratioBase 'update': the update's numerics, so the ratio starts at exactly 1)
           r_t   = exp(logp_t - old_t)                          importanceSampling 'token'
                 = exp(mean over i's tokens of (logp - old))    importanceSampling 'sequence' (GSPO)
-          pg_t  = max(-A r_t, -A clip(r_t, 1 - clipLow, 1 + clipHigh))
+          pg_t  = max(-A r_t, -A clip(r_t, 1 - lo, 1 + hi))       (lo, hi): epsilon(High), or sequenceEpsilon(High)
           w_t   = min(exp(old_t - sampler_t), tisCap)          ratioBase 'update' with tisCap: truncated importance
                                                                sampling for the sampler's other numerics (TRL's
                                                                vLLM correction, token_truncate), not differentiated
@@ -15,7 +15,7 @@ TF.js engine implements (daemon/model/loss.ts):
           loss  = aggregate(w_t pg_t + beta kl_t):
             token-mean      sum over every token of the batch / tokens of the batch       (TRL 'dapo', 'bnpo')
             seq-mean        mean per sequence, then mean over sequences                   (TRL 'grpo')
-            token-sum-norm  sum over every token / (normTokens x sequences)              (Dr.GRPO)
+            token-sum-norm  sum over every token / (lossNormTokens x sequences)          (Dr.GRPO)
 
 A loss function gets one micro-batch and returns that micro-batch's share of the batch loss, so gradients summed
 over micro-batches (and ranks) are the batch loss's gradients. Its statistics stay on the device until `stats()`
@@ -28,10 +28,13 @@ import torch
 
 from .messages import GrpoLoss, NllLoss, Pair
 
+# A loss's running sums by name (STAT_KEYS), as numbers.
+Stats = dict[str, float]
+
 STAT_KEYS = ('tokens', 'clipped', 'klSum', 'entropySum', 'ratioSum', 'sequences', 'lossSum', 'gapSum', 'gapMax', 'tisCapped')
 
 
-def _pad_rows(rows: list[list[float]], width: int, device) -> torch.Tensor:
+def _pad_rows(rows: list[list[float]], width: int, device: torch.device) -> torch.Tensor:
     out = torch.zeros((len(rows), width), dtype=torch.float32)
     for i, r in enumerate(rows):
         r = r[:width]
@@ -54,11 +57,11 @@ class LossFn:
             self.total_tokens = sum(len(s.old_logprobs) for s in spec.samples)
             self.total_seqs = len(spec.samples)
 
-    def _add(self, **values) -> None:
+    def _add(self, **values: torch.Tensor) -> None:
         upd = torch.stack([values[k].double() if k in values else torch.zeros((), dtype=torch.float64, device=self.device) for k in STAT_KEYS])
         self._sums += upd
 
-    def stats(self) -> dict:
+    def stats(self) -> Stats:
         """The running sums as numbers (one device-to-host copy)."""
         out = dict(zip(STAT_KEYS, self._sums.tolist()))
         out['gapMax'] = float(self.gap_max)
@@ -73,10 +76,9 @@ class LossFn:
             loss = -(logp * mask).sum() / max(1, self.total_tokens)
             self._add(tokens=mask.sum(), sequences=torch.tensor(float(len(indices)), device=self.device), lossSum=loss.detach())
             return loss
-        return self._grpo(logp, mask, entropy, indices)
+        return self._grpo(self.spec, logp, mask, entropy, indices)
 
-    def _grpo(self, logp, mask, entropy, indices):
-        s = self.spec
+    def _grpo(self, s: GrpoLoss, logp: torch.Tensor, mask: torch.Tensor, entropy: torch.Tensor | None, indices: list[int]) -> torch.Tensor:
         B, T = logp.shape
         mb = [s.samples[i] for i in indices]
         sampler = _pad_rows([x.old_logprobs for x in mb], T, logp.device)
@@ -87,13 +89,14 @@ class LossFn:
             per_seq = (d * mask).sum(1, keepdim=True) / mask.sum(1, keepdim=True).clamp(min=1)
             d = per_seq * torch.ones_like(d)
         ratio = torch.exp(d)
-        clipped_ratio = torch.clamp(ratio, 1 - s.clip_low, 1 + s.clip_high)
+        lo, hi = s.clip_range()
+        clipped_ratio = torch.clamp(ratio, 1 - lo, 1 + hi)
         pg1 = -adv * ratio
         pg2 = -adv * clipped_ratio
         per_token = torch.maximum(pg1, pg2)
         m = mask > 0
         gap = (logp.detach() - sampler).abs() * mask
-        extra = {}
+        extra: dict[str, torch.Tensor] = {}
         if s.ratio_base == 'update' and s.tis_cap is not None:
             w_raw = torch.exp(logp.detach() - sampler)
             w = torch.clamp(w_raw, max=s.tis_cap)
@@ -101,15 +104,15 @@ class LossFn:
             extra['tisCapped'] = ((w_raw > s.tis_cap) & m).sum()
         kl = None
         if s.beta > 0:
-            ref = _pad_rows([x.ref_logprobs for x in mb], T, logp.device)
+            ref = _pad_rows([x.ref_logprobs or [] for x in mb], T, logp.device)  # present: check_loss
             dr = ref - logp
             kl = torch.exp(dr) - dr - 1
             per_token = per_token + s.beta * kl
         masked = per_token * mask
-        if s.aggregation == 'token-mean':
+        if s.loss_aggregation == 'token-mean':
             loss = masked.sum() / max(1, self.total_tokens)
-        elif s.aggregation == 'token-sum-norm':
-            loss = masked.sum() / (max(1, self.total_seqs) * float(s.norm_tokens))
+        elif s.loss_aggregation == 'token-sum-norm':
+            loss = masked.sum() / (max(1, self.total_seqs) * float(s.loss_norm_tokens or 1))  # present: check_loss
         else:
             loss = (masked.sum(1) / mask.sum(1).clamp(min=1)).sum() / max(1, self.total_seqs)
         with torch.no_grad():

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import resource
 import sys
+from typing import TypedDict
 
 import torch
+
+
+class Peak(TypedDict):
+    """A request's peak memory (protocol/engine.ts EnginePeakMemory)."""
+
+    bytes: int
+    kind: str
 
 
 class PeakMemory:
@@ -24,12 +32,12 @@ class PeakMemory:
         except OSError:
             pass
 
-    def read(self) -> dict:
+    def read(self) -> Peak:
         if self.kind == 'cuda':
             return {'bytes': int(torch.cuda.max_memory_allocated(self.device)), 'kind': 'cuda'}
         return {'bytes': _peak_rss(), 'kind': 'rss'}
 
-    def now(self) -> dict:
+    def now(self) -> dict[str, int]:
         """What is held now (CUDA: allocated and the device's total, for out-of-memory answers)."""
         if self.kind == 'cuda':
             free, total = torch.cuda.mem_get_info(self.device)

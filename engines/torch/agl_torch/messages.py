@@ -17,7 +17,12 @@ import re
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Record = TypeVar('Record', bound='DataclassInstance')
 
 
 class RequestError(ValueError):
@@ -33,7 +38,7 @@ def camel(name: str) -> str:
     return head + ''.join(w[:1].upper() + w[1:] for w in rest)
 
 
-def _min(v: float) -> dict:
+def _min(v: float) -> dict[str, float]:
     return {'min': v}
 
 
@@ -60,24 +65,39 @@ class NllLoss:
 
 @dataclass
 class GrpoLoss:
+    """GRPO's settings the loss reads, under their one declaration's names (protocol/grpo-settings.ts GrpoLossSettings),
+    every one given by the daemon (no defaults here), and the samples."""
+
     kind: Literal['grpo']
-    clip_low: float = field(metadata=_min(0))
-    clip_high: float = field(metadata=_min(0))
+    # The token ratio's clip range (1 - epsilon, 1 + epsilonHigh); a sequence ratio's (GSPO) is sequenceEpsilon(High).
+    epsilon: float = field(metadata=_min(0))
+    epsilon_high: float = field(metadata=_min(0))
+    sequence_epsilon: float = field(metadata=_min(0))
+    sequence_epsilon_high: float = field(metadata=_min(0))
     beta: float = field(metadata=_min(0))
-    aggregation: Literal['token-mean', 'seq-mean', 'token-sum-norm']
-    norm_tokens: int | None = field(metadata=_min(1))
+    loss_aggregation: Literal['token-mean', 'seq-mean', 'token-sum-norm']
+    loss_norm_tokens: int | None = field(metadata=_min(1))
     importance_sampling: Literal['token', 'sequence']
-    samples: list[GrpoSample]
     # 'sampler': the ratio's old log-probs are samples[i].oldLogprobs (the sampler's); 'update': the update's own
     # forward pass before the weights change (the update's numerics), the sampler's entering only through tisCap.
-    ratio_base: Literal['sampler', 'update'] = 'sampler'
+    ratio_base: Literal['sampler', 'update']
     # With ratio_base 'update': each token's loss is weighted by min(exp(current - sampler), tisCap) (truncated
     # importance sampling for a sampler whose numerics or version differ); None: no weight.
-    tis_cap: float | None = field(default=None, metadata=_min(1))
+    tis_cap: float | None = field(metadata=_min(1))
+    samples: list[GrpoSample]
+
+    def clip_range(self) -> tuple[float, float]:
+        """The ratio's clip range: the token epsilons, or GSPO's much tighter sequence ones."""
+        if self.importance_sampling == 'sequence':
+            return self.sequence_epsilon, self.sequence_epsilon_high
+        return self.epsilon, self.epsilon_high
 
 
 @dataclass
 class OptimizerSettings:
+    """AdamW settings, all of them (protocol/engine.ts OptimizerSettingsSchema): a trainable's configured ones, given by the
+    daemon at start (--optimizer) or add_adapter, or one update's own, sent with its train_step for that update only."""
+
     lr: float = field(metadata=_min(0))  # 0: an update that moves nothing (a schedule's first step can be one)
     beta1: float = field(metadata={'min': 0, 'lt': 1})
     beta2: float = field(metadata={'min': 0, 'lt': 1})
@@ -85,9 +105,6 @@ class OptimizerSettings:
     weight_decay: float = field(metadata=_min(0))
     grad_clip: float = field(metadata=_min(0))
     micro_batch_size: int = field(metadata=_min(1))
-
-
-OPTIMIZER_KEYS = [camel(f.name) for f in dataclasses.fields(OptimizerSettings)]
 
 
 @dataclass
@@ -122,7 +139,7 @@ class ScoreParams:
 class TrainStepParams:
     pairs: list[Pair] = field(metadata={'nonempty': True})
     loss: Union[NllLoss, GrpoLoss]
-    optimizer: dict[str, float] | None = None
+    optimizer: OptimizerSettings | None = None  # this update's settings, for it only; None: the configured ones
     adapter: str | None = None
 
 
@@ -137,7 +154,7 @@ class AddAdapterParams:
     name: str
     init: str | None
     lora: LoraSettings
-    optimizer: dict[str, float] | None = None
+    optimizer: OptimizerSettings  # the adapter's configured settings
 
 
 @dataclass
@@ -145,21 +162,20 @@ class Empty:
     pass
 
 
-PARAMS = {
+Params = Union[GenerateParams, ScoreParams, TrainStepParams, SaveParams, AddAdapterParams, Empty]
+PARAMS: dict[str, type[Params]] = {
     'generate': GenerateParams,
     'score': ScoreParams,
     'train_step': TrainStepParams,
     'save': SaveParams,
     'add_adapter': AddAdapterParams,
-    'set_optimizer': dict,
-    'describe': Empty,
     'shutdown': Empty,
 }
 
 # ---- parsing --------------------------------------------------------------------------------------------------
 
 
-def _describe(tp) -> str:
+def _describe(tp: object) -> str:
     if tp is int:
         return 'an integer'
     if tp is float:
@@ -171,7 +187,7 @@ def _describe(tp) -> str:
     return 'an object' if dataclasses.is_dataclass(tp) else str(tp)
 
 
-def _show(v) -> str:
+def _show(v: object) -> str:
     """A value as the request wrote it (JSON), cut short."""
     try:
         text = json.dumps(v)
@@ -180,7 +196,7 @@ def _show(v) -> str:
     return text if len(text) <= 60 else text[:57] + '...'
 
 
-def _check_range(v: float, meta: dict, where: str) -> None:
+def _check_range(v: float, meta: typing.Mapping[str, float], where: str) -> None:
     if 'min' in meta and v < meta['min']:
         raise RequestError(f'{where}: must be at least {meta["min"]}, got {_show(v)}')
     if 'gt' in meta and v <= meta['gt']:
@@ -191,7 +207,7 @@ def _check_range(v: float, meta: dict, where: str) -> None:
         raise RequestError(f'{where}: must be less than {meta["lt"]}, got {_show(v)}')
 
 
-def _scalar(tp, v, where: str):
+def _scalar(tp: object, v: object, where: str) -> object:
     if tp is bool:
         if not isinstance(v, bool):
             raise RequestError(f'{where}: must be true or false, got {_show(v)}')
@@ -215,7 +231,7 @@ def _scalar(tp, v, where: str):
     raise TypeError(f'no parser for {tp}')
 
 
-def _value(tp, v, where: str, meta: dict):
+def _value(tp: Any, v: object, where: str, meta: typing.Mapping[str, float]) -> object:
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
         options = [a for a in typing.get_args(tp) if a is not type(None)]
@@ -247,7 +263,7 @@ def _value(tp, v, where: str, meta: dict):
             raise RequestError(f'{where}: must be an object, got {type(v).__name__}')
         _, item = typing.get_args(tp)
         return {k: _value(item, x, f'{where}.{k}', {}) for k, x in v.items()}
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return parse(tp, v, where)
     out = _scalar(tp, v, where)
     if isinstance(out, (int, float)) and not isinstance(out, bool):
@@ -257,7 +273,7 @@ def _value(tp, v, where: str, meta: dict):
     return out
 
 
-def _tagged(options, v, where: str):
+def _tagged(options: list[type[DataclassInstance]], v: object, where: str) -> object:
     """A discriminated union on `kind` (the loss)."""
     if not isinstance(v, dict):
         raise RequestError(f'{where}: must be an object, got {type(v).__name__}')
@@ -268,17 +284,13 @@ def _tagged(options, v, where: str):
     return parse(cls, v, where)
 
 
-_HINTS: dict[type, dict] = {}
+_HINTS: dict[type, dict[str, Any]] = {}
 
 
-def parse(cls, obj, where: str = 'params'):
+def parse(cls: type[Record], obj: object, where: str = 'params') -> Record:
     """`obj` (decoded JSON) as a `cls` record, or a RequestError naming the first field that is wrong."""
-    if cls is dict:
-        if not isinstance(obj, dict):
-            raise RequestError(f'{where}: must be an object, got {type(obj).__name__}')
-        return obj
     if obj is None and cls is Empty:
-        return Empty()
+        obj = {}
     if not isinstance(obj, dict):
         raise RequestError(f'{where}: must be an object, got {type(obj).__name__}')
     hints = _HINTS.get(cls) or _HINTS.setdefault(cls, typing.get_type_hints(cls))
@@ -287,16 +299,21 @@ def parse(cls, obj, where: str = 'params'):
     if unknown:
         raise RequestError(f'{where}: unknown field "{unknown[0]}" (known: {", ".join(fields)})')
     values = {}
-    for wire, f in fields.items():
-        if wire not in obj:
+    for key, f in fields.items():
+        if key not in obj:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise RequestError(f'{where}.{wire}: missing ({_describe(hints[f.name])} is required)')
+                raise RequestError(f'{where}.{key}: missing ({_describe(hints[f.name])} is required)')
             continue
-        values[f.name] = _value(hints[f.name], obj[wire], f'{where}.{wire}', dict(f.metadata))
+        values[f.name] = _value(hints[f.name], obj[key], f'{where}.{key}', dict(f.metadata))
     return cls(**values)
 
 
-def wire_fields(cls) -> dict:
+def wire(record: DataclassInstance) -> dict[str, Any]:
+    """A record as the wire names its fields (camelCase): what the engine answers and saves."""
+    return {camel(f.name): getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
+def wire_fields(cls: type[DataclassInstance]) -> dict[str, dict[str, object]]:
     """{wire name: {'required': bool, 'type': a short type name}}: what the test compares with protocol/engine.ts."""
     hints = typing.get_type_hints(cls)
     out = {}
@@ -306,7 +323,7 @@ def wire_fields(cls) -> dict:
     return out
 
 
-def _type_name(tp) -> str:
+def _type_name(tp: Any) -> str:
     origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
         args = typing.get_args(tp)
@@ -347,13 +364,13 @@ def check_pairs(pairs: list[Pair], vocab: int, context: int, what: str = 'pairs'
         check_ids(p.completion_ids, vocab, f'{what}[{i}].completionIds')
 
 
-def check_loss(loss, pairs: list[Pair]) -> None:
+def check_loss(loss: NllLoss | GrpoLoss, pairs: list[Pair]) -> None:
     if isinstance(loss, NllLoss):
         return
     if len(loss.samples) != len(pairs):
         raise RequestError(f'loss.samples: one per pair is needed ({len(pairs)}), got {len(loss.samples)}')
-    if loss.aggregation == 'token-sum-norm' and not loss.norm_tokens:
-        raise RequestError('loss.normTokens: token-sum-norm needs it (the generation budget per call)')
+    if loss.loss_aggregation == 'token-sum-norm' and not loss.loss_norm_tokens:
+        raise RequestError('loss.lossNormTokens: token-sum-norm needs it (the generation budget per call)')
     for i, (s, p) in enumerate(zip(loss.samples, pairs)):
         n = len(p.completion_ids)
         if len(s.old_logprobs) != n:
@@ -365,26 +382,13 @@ def check_loss(loss, pairs: list[Pair]) -> None:
                 raise RequestError(f'loss.samples[{i}].refLogprobs: {len(s.ref_logprobs)} values for {n} completion tokens')
 
 
-def check_optimizer(settings: dict | None, where: str = 'optimizer') -> dict:
-    """Known keys with values in range (OptimizerSettings' own bounds); returns the settings as the wire names them."""
-    if not settings:
-        return {}
-    fields = {camel(f.name): f for f in dataclasses.fields(OptimizerSettings)}
-    for k, v in settings.items():
-        f = fields.get(k)
-        if f is None:
-            raise RequestError(f'{where}: unknown optimizer setting "{k}" (known: {", ".join(fields)})')
-        _value(int if f.type in ('int', int) else float, v, f'{where}.{k}', dict(f.metadata))
-    return dict(settings)
-
-
-def check_adapter_name(name, where: str = 'name') -> str:
+def check_adapter_name(name: object, where: str = 'name') -> str:
     if not isinstance(name, str) or not ADAPTER_NAME.match(name):
         raise RequestError(f'{where}: an adapter name must be 1-64 letters, digits, _ or -, got {_show(name)}')
     return name
 
 
-def wire_table() -> dict:
+def wire_table() -> dict[str, dict[str, dict[str, object]]]:
     """{record name: its wire fields} for every record above (what test/engine/messages.test.ts compares with
     protocol/engine.ts)."""
     records = [

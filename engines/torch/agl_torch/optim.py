@@ -1,5 +1,8 @@
-"""What one trainable policy owns: its parameters, AdamW over float32 masters of them, its settings and update count.
-The model's own weights (engine.py) and each LoRA adapter (adapters.py) are one of these each.
+"""What one trainable policy owns: its parameters, AdamW over float32 masters of them, its configured settings and
+update count. The model's own weights (engine.py) and each LoRA adapter (adapters.py) are one of these each.
+
+Settings: the configured ones (the daemon gives them, all of them, at start or add_adapter; it holds the defaults) are
+what an update without settings of its own uses; an update's own settings hold for that update only (`apply`).
 
 Mixed precision: when the parameters are not float32 (the model loaded in bfloat16 / float16), the optimizer keeps a
 float32 master copy of each and float32 moments, and steps those; the parameters (what forward passes read) are the
@@ -14,31 +17,29 @@ AdamW as both engines build it: decoupled weight decay on matrices only (not nor
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from .messages import OPTIMIZER_KEYS, RequestError, check_optimizer
+from .messages import OptimizerSettings
 
-DEFAULT_OPTIMIZER = {'lr': 3e-4, 'beta1': 0.9, 'beta2': 0.95, 'eps': 1e-8, 'weightDecay': 0.01, 'gradClip': 1.0, 'microBatchSize': 16}
+# AdamW's moments per parameter name: (m, v).
+Moments = dict[str, tuple[torch.Tensor, torch.Tensor]]
+
+
+def _same(name: str) -> str:
+    return name
 
 
 class NonFiniteStep(RuntimeError):
     """The loss or the gradient was NaN or infinite: the update was refused, weights and moments are unchanged."""
 
 
-def merged_config(saved: dict | None, requested: dict | None, base: dict | None = None) -> dict:
-    """Settings: `base` (default: DEFAULT_OPTIMIZER), then what a folder saved, then what the request asks for."""
-    out = dict(base or DEFAULT_OPTIMIZER)
-    out.update({k: v for k, v in (saved or {}).items() if k in out})
-    out.update({k: v for k, v in (requested or {}).items() if k in out and v is not None})
-    return out
-
-
 class Trainable:
-    """Named parameters trained by one AdamW; `step` counts its updates."""
+    """Named parameters trained by one AdamW; `config` its configured settings; `step` counts its updates."""
 
-    def __init__(self, params: list[tuple[str, torch.nn.Parameter]], config: dict, step: int = 0, masters: dict[str, torch.Tensor] | None = None):
+    def __init__(self, params: list[tuple[str, torch.nn.Parameter]], config: OptimizerSettings, step: int = 0, masters: dict[str, torch.Tensor] | None = None):
         self.params = params
         self.config = config
         self.step = step
@@ -54,21 +55,19 @@ class Trainable:
         self.opt = _adamw(params, self.masters, config, device)
 
     # -- settings ----------------------------------------------------------------------------------------------
-    def set_optimizer(self, cfg: dict | None) -> dict:
-        """Checks `cfg` (known keys, values in range) and applies it over the settings; returns the settings."""
-        self.config.update(check_optimizer(cfg))
+    def _use(self, settings: OptimizerSettings) -> None:
+        """AdamW's groups set to one update's settings (set again for every update, so none outlives its update)."""
         for g in self.opt.param_groups:
-            g['lr'] = self.config['lr']
-            g['betas'] = (self.config['beta1'], self.config['beta2'])
-            g['eps'] = self.config['eps']
-        self.opt.param_groups[0]['weight_decay'] = self.config['weightDecay']  # group 0: the matrices
-        return self.config
+            g['lr'] = settings.lr
+            g['betas'] = (settings.beta1, settings.beta2)
+            g['eps'] = settings.eps
+        self.opt.param_groups[0]['weight_decay'] = settings.weight_decay  # group 0: the matrices
 
     # -- state in and out --------------------------------------------------------------------------------------
     def _optimized(self) -> list[torch.Tensor]:
         return self.masters if self.masters is not None else [p for _, p in self.params]
 
-    def restore_moments(self, moments: dict[str, tuple[torch.Tensor, torch.Tensor]], key=lambda n: n) -> None:
+    def restore_moments(self, moments: Moments, key: Callable[[str], str] = _same) -> None:
         """AdamW's moments from a saved folder (float32, whatever the parameters' dtype), at the saved step."""
         for (n, _), q in zip(self.params, self._optimized()):
             saved = moments.get(key(n))
@@ -82,10 +81,10 @@ class Trainable:
                 'exp_avg_sq': v,
             }
 
-    def moments(self, key=lambda n: n) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    def moments(self, key: Callable[[str], str] = _same) -> Moments:
         """{saved name: (m, v)} as float32 CPU tensors (zeros before the first update). Sharded: gathered (every rank
         calls this, in the same order)."""
-        out = {}
+        out: Moments = {}
         for (n, _), q in zip(self.params, self._optimized()):
             st = self.opt.state.get(q) or {}
             m = st.get('exp_avg', torch.zeros_like(q, dtype=torch.float32))
@@ -105,14 +104,14 @@ class Trainable:
             for q in self.masters:
                 q.grad = None
 
-    def apply(self) -> torch.Tensor:
-        """Clips the gradients by global norm and steps AdamW. Returns the norm before clipping (a device tensor).
-        Raises NonFiniteStep (nothing changed) when a gradient is NaN or infinite; float16 first retries smaller scales
-        through the caller (`overflowed`)."""
+    def apply(self, settings: OptimizerSettings) -> torch.Tensor:
+        """Clips the gradients by global norm and steps AdamW with this update's `settings`. Returns the norm before
+        clipping (a device tensor). Raises NonFiniteStep (nothing changed) when a gradient is NaN or infinite; float16
+        first retries smaller scales through the caller (`overflowed`)."""
         grads = [_local(p.grad) for _, p in self.params if p.grad is not None]
         if not grads:
             return torch.zeros(())
-        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
+        norm: torch.Tensor = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
         if self.sharded:  # each rank holds a part of every gradient: the norm of all of them
             sq = norm.double() ** 2
             torch.distributed.all_reduce(sq)
@@ -122,7 +121,7 @@ class Trainable:
         if not bool(torch.isfinite(norm)):
             self.zero_grad()
             raise NonFiniteStep(f'the gradient norm is {float(norm)}')
-        clip = float(self.config['gradClip'])
+        clip = settings.grad_clip
         factor = (clip / norm).clamp(max=1.0) if clip > 0 else torch.ones(())
         factor = factor / self.loss_scale
         if self.masters is None:
@@ -131,6 +130,7 @@ class Trainable:
             for (_, p), q in zip(self.params, self.masters):
                 q.grad = None if p.grad is None else p.grad.float().mul_(factor)
                 p.grad = None
+        self._use(settings)
         self.opt.step()
         if self.masters is not None:
             with torch.no_grad():
@@ -157,7 +157,7 @@ class Trainable:
             self._clean_steps = 0
 
 
-def _is_dtensor(t) -> bool:
+def _is_dtensor(t: torch.Tensor) -> bool:
     from torch.distributed.tensor import DTensor
 
     return isinstance(t, DTensor)
@@ -165,39 +165,37 @@ def _is_dtensor(t) -> bool:
 
 def _local(t: torch.Tensor) -> torch.Tensor:
     """This rank's part of a sharded (FSDP) tensor; a plain tensor itself."""
-    return t.to_local() if _is_dtensor(t) else t
+    from torch.distributed.tensor import DTensor
+
+    return t.to_local() if isinstance(t, DTensor) else t
 
 
 def _full(t: torch.Tensor) -> torch.Tensor:
     """The whole of a sharded tensor (a collective: every rank calls it); a plain tensor itself."""
-    # clone: a gathered tensor can be a view into a padded buffer, which safetensors will not write
-    return t.full_tensor().detach().clone() if _is_dtensor(t) else t.detach()
+    from torch.distributed.tensor import DTensor
+
+    if not isinstance(t, DTensor):
+        return t.detach()
+    full: torch.Tensor = t.full_tensor()
+    return full.detach().clone()  # a gathered tensor can be a view into a padded buffer, which safetensors will not write
 
 
 def _like(saved: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
     """A saved float32 moment laid out as its parameter is: on its device, sharded as it is."""
-    if _is_dtensor(param):
-        from torch.distributed.tensor import distribute_tensor
+    from torch.distributed.tensor import DTensor, distribute_tensor
 
+    if isinstance(param, DTensor):
         return distribute_tensor(saved.to(param.device, torch.float32), param.device_mesh, param.placements)
     return saved.to(device=param.device, dtype=torch.float32)
 
 
-def _adamw(params, masters, config: dict, device: torch.device) -> torch.optim.AdamW:
+def _adamw(
+    params: list[tuple[str, torch.nn.Parameter]], masters: list[torch.Tensor] | None, config: OptimizerSettings, device: torch.device
+) -> torch.optim.AdamW:
     """Group 0: the matrices (decayed); group 1: the rest. Fused on CUDA (one kernel for every tensor)."""
     tensors = masters if masters is not None else [p for _, p in params]
     decay = [q for (_, p), q in zip(params, tensors) if p.dim() >= 2]
     plain = [q for (_, p), q in zip(params, tensors) if p.dim() < 2]
     extra = {'fused': True} if device.type == 'cuda' else {}
-    groups = [{'params': decay, 'weight_decay': config['weightDecay']}, {'params': plain, 'weight_decay': 0.0}]
-    return torch.optim.AdamW(groups, lr=config['lr'], betas=(config['beta1'], config['beta2']), eps=config['eps'], **extra)
-
-
-def check_settings(config: dict) -> None:
-    """A folder's or a command line's settings before use: the same bounds as a request's."""
-    missing = [k for k in OPTIMIZER_KEYS if k not in config]
-    if missing:
-        raise RequestError(f'optimizer settings lack {", ".join(missing)}')
-    check_optimizer(config)
-    if not all(math.isfinite(float(v)) for v in config.values()):
-        raise RequestError('optimizer settings must be finite numbers')
+    groups: list[dict[str, Any]] = [{'params': decay, 'weight_decay': config.weight_decay}, {'params': plain, 'weight_decay': 0.0}]
+    return torch.optim.AdamW(groups, lr=config.lr, betas=(config.beta1, config.beta2), eps=config.eps, **extra)

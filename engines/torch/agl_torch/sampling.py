@@ -75,7 +75,9 @@ def probabilities(logits: torch.Tensor, s: Sampling, temperature: torch.Tensor |
     return torch.softmax(x, dim=-1)
 
 
-def pick(logits: torch.Tensor, s: Sampling, seeds: torch.Tensor, counter: torch.Tensor | int, temperature: torch.Tensor | float | None = None):
+def pick(
+    logits: torch.Tensor, s: Sampling, seeds: torch.Tensor, counter: torch.Tensor | int, temperature: torch.Tensor | float | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(tokens [B] int64, log-probs [B] float32) for one decoding step: every op on the logits' device."""
     logits = logits.float()
     logp = torch.log_softmax(logits, dim=-1)

@@ -3,7 +3,7 @@ JSON object per line (protocol/engine.ts describes every message):
 
   engine -> daemon   {"event": "ready", "data": {engine, versions, device, ranks, model}}      once, after loading
                      {"event": "fatal", "data": {"message": ...}}                               loading failed
-  daemon -> engine   {"id": 7, "method": "generate" | "score" | "train_step" | "save" | "set_optimizer" | "add_adapter" | "describe" | "shutdown", "params": {...}}
+  daemon -> engine   {"id": 7, "method": "generate" | "score" | "train_step" | "save" | "add_adapter" | "shutdown", "params": {...}}
   engine -> daemon   {"id": 7, "event": "tokens", "data": [[sequence, token, logprob], ...]}   streaming, per decoding step
                      {"id": 7, "result": ..., "memory": {"bytes", "kind"}}   or  {"id": 7, "error": {"message", "type", "fatal"?}}
 
@@ -14,7 +14,7 @@ and a result holding a NaN is answered as an error. `fatal` is set only when the
 that failed on some ranks, a CUDA error that poisoned the context, an optimizer step that ran out of memory half-way.
 
 Requests run one at a time, in order. Under torchrun only rank 0 talks to the daemon; it hands each request that
-every rank must run (train_step, save, set_optimizer, shutdown; sharded with FSDP, generate and score too) to the
+every rank must run (train_step, save, shutdown; sharded with FSDP, generate and score too) to the
 others with a broadcast, after checking it,
 so a bad request is an error answer and never a rank stuck in a collective. When the daemon goes away (its socket
 closes), every rank exits.
@@ -22,6 +22,7 @@ closes), every rank exits.
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import gc
 import json
@@ -30,13 +31,16 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from .engine import Engine
+from .generate import Event
 from .memory import gib
-from .messages import Fatal, RequestError
+from .messages import AddAdapterParams, Fatal, GenerateParams, OptimizerSettings, Params, RequestError, SaveParams, ScoreParams, TrainStepParams, parse
 from .optim import NonFiniteStep
 
 
@@ -76,7 +80,7 @@ def pick_device(arg: str, local_rank: int) -> torch.device:
     return torch.device('cpu')
 
 
-def versions() -> dict:
+def versions() -> dict[str, Any]:
     import transformers
 
     return {
@@ -95,21 +99,28 @@ class Channel:
         self.sock.connect(path)
         self.reader = self.sock.makefile('rb')
 
-    def send(self, obj: dict) -> None:
+    def send(self, obj: dict[str, Any]) -> None:
         try:
             line = json.dumps(obj, separators=(',', ':'), allow_nan=False)
         except ValueError as e:
             raise NonFiniteResult(str(e)) from e
         self.sock.sendall((line + '\n').encode('utf-8'))
 
-    def receive(self) -> dict | None:
+    def receive(self) -> dict[str, Any] | None:
         line = self.reader.readline()
         if not line:
             return None
-        return json.loads(line)
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise ValueError(f'a message must be a JSON object, got {_kind(message)}')
+        return message
 
 
-def serve(args) -> int:
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+def serve(args: argparse.Namespace) -> int:
     rank = int(os.environ.get('RANK', '0'))
     world = int(os.environ.get('WORLD_SIZE', '1'))
     local_rank = int(os.environ.get('LOCAL_RANK', '0'))
@@ -128,7 +139,7 @@ def serve(args) -> int:
             # Ranks other than 0 wait for the next collective request while rank 0 samples: allow long waits.
             dist.init_process_group(backend, timeout=datetime.timedelta(days=7))
         torch.manual_seed(args.seed)
-        optimizer = json.loads(args.optimizer) if args.optimizer else None
+        optimizer = parse(OptimizerSettings, json.loads(args.optimizer), '--optimizer')
         engine = Engine(
             args.model,
             device=device,
@@ -150,7 +161,7 @@ def serve(args) -> int:
         if rank != 0:
             time.sleep(10)  # rank 0 says the same to the daemon; torchrun stops every rank once one exits
         return 2
-    if rank == 0:
+    if channel is not None:  # rank 0
         hello = {
             'engine': 'torch',
             'pid': os.getpid(),
@@ -180,24 +191,21 @@ def leave(code: int, world: int) -> int:
     return code
 
 
-def run(engine: Engine, method: str, params, on_step=None):
-    if method == 'generate':
+def run(engine: Engine, params: Params, on_step: Callable[[list[Event]], None] | None = None) -> Any:
+    """A checked request's result, as JSON values."""
+    if isinstance(params, GenerateParams):
         return engine.generate(params, on_step if params.stream else None)
-    if method == 'score':
+    if isinstance(params, ScoreParams):
         return engine.score(params)
-    if method == 'train_step':
+    if isinstance(params, TrainStepParams):
         return engine.train_step(params)
-    if method == 'save':
+    if isinstance(params, SaveParams):
         engine.save(params)
         if engine.world > 1:
             dist.barrier()
         return {'dir': params.dir}
-    if method == 'set_optimizer':
-        return engine.set_optimizer(params)
-    if method == 'add_adapter':
+    if isinstance(params, AddAdapterParams):
         return engine.add_adapter(params)
-    if method == 'describe':
-        return engine.describe()
     return None
 
 
@@ -223,19 +231,19 @@ def lead(engine: Engine, channel: Channel, world: int) -> int:
         if method == 'shutdown':
             channel.send({'id': rid, 'result': None})
             return 0
-        if not answer(engine, channel, rid, method, params):
+        if not answer(engine, channel, rid, str(method), params):  # a method check found: a string
             return 3
 
 
-def answer(engine: Engine, channel: Channel, rid, method: str, params) -> bool:
+def answer(engine: Engine, channel: Channel, rid: object, method: str, params: Params) -> bool:
     """Runs one request and sends its answer; False when the engine must stop (a fatal error was answered)."""
 
-    def on_step(events):
+    def on_step(events: list[Event]) -> None:
         channel.send({'id': rid, 'event': 'tokens', 'data': events})
 
     engine.memory.reset()
     try:
-        result = run(engine, method, params, on_step)
+        result = run(engine, params, on_step)
         memory = engine.memory.read()
         if method == 'train_step':
             result['peakMemory'] = memory
@@ -243,7 +251,7 @@ def answer(engine: Engine, channel: Channel, rid, method: str, params) -> bool:
         return True
     except (RequestError, NonFiniteStep) as e:
         what = f'{method} refused: {e}; weights and optimizer state are unchanged' if isinstance(e, NonFiniteStep) else str(e)
-        error = {'message': what, 'type': type(e).__name__}
+        error: dict[str, object] = {'message': what, 'type': type(e).__name__}
     except NonFiniteResult as e:
         error = {
             'message': f'the result of {method} holds a non-finite number (NaN or infinity: {e}): the weights or this input produce NaN',
@@ -254,13 +262,13 @@ def answer(engine: Engine, channel: Channel, rid, method: str, params) -> bool:
     except Exception as e:  # noqa: BLE001 - every failure is answered; only these are fatal
         log(f'{method} failed: {type(e).__name__}: {e}\n{traceback.format_exc()}')
         poisoned = 'CUDA error' in str(e) or type(e).__name__ == 'AcceleratorError'
-        fatal = isinstance(e, Fatal) or poisoned or (method in ('train_step', 'save', 'set_optimizer') and engine.world > 1)
+        fatal = isinstance(e, Fatal) or poisoned or (method in ('train_step', 'save') and engine.world > 1)
         error = {'message': f'{type(e).__name__}: {e}', 'type': type(e).__name__, **({'fatal': True} if fatal else {})}
     channel.send({'id': rid, 'error': error})
     return not error.get('fatal')
 
 
-def out_of_memory(engine: Engine, method: str, params, e: Exception) -> str:
+def out_of_memory(engine: Engine, method: str, params: Params, e: Exception) -> str:
     """What ran out, how big it was, and what to change; frees what the failed request held."""
     held = engine.memory.now()
     for t in [engine.policy, *engine.adapters.by_name.values()]:
@@ -270,14 +278,17 @@ def out_of_memory(engine: Engine, method: str, params, e: Exception) -> str:
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
     where = f'{gib(held["allocated"])} allocated of {gib(held["total"])} ({gib(held["free"])} free)' if 'total' in held else ''
-    if method == 'generate':
+    if isinstance(params, GenerateParams):
         longest = max((len(p) for p in params.prompts), default=0)
         size = f'{len(params.prompts)} prompts, the longest {longest} tokens + up to {params.max_tokens} new'
         fix = 'fewer rollouts at once (runtime.workers), a smaller model.maxTokens, or a smaller model'
+    elif not isinstance(params, (ScoreParams, TrainStepParams)):  # save, add_adapter: the model's own size
+        size, fix = 'the model and its state', 'a smaller model, or fewer parameters per GPU (engine.lora, or engine.shard: fsdp)'
     else:
         pairs = params.pairs
         longest = max(len(p.prompt_ids) + len(p.completion_ids) for p in pairs)
-        micro = int(engine.config['microBatchSize'])
+        own = params.optimizer if isinstance(params, TrainStepParams) else None
+        micro = (own or engine.config).micro_batch_size
         size = f'{len(pairs)} sequences, the longest {longest} tokens, in micro-batches of up to {micro}'
         fix = (
             f'a smaller micro-batch (optimizer microBatchSize, now {micro}), engine.gradientCheckpointing: true, '
@@ -290,12 +301,12 @@ def out_of_memory(engine: Engine, method: str, params, e: Exception) -> str:
 
 def follow(engine: Engine) -> int:
     while True:
-        box = [None]
+        box: list[Any] = [None]
         dist.broadcast_object_list(box, src=0)
-        m = box[0] or {}
+        m: dict[str, Any] = box[0] or {}
         if m.get('method') == 'shutdown':
             return 0
         try:
-            run(engine, m['method'], engine.check(m['method'], m.get('params')))
+            run(engine, engine.check(m['method'], m.get('params')))
         except (RequestError, NonFiniteStep):
             continue  # rank 0 took the same decision on the same (all-reduced) numbers and answered it

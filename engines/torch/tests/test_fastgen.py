@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import VOCAB, engine
+from helpers import SETTINGS, VOCAB, engine
 
 from agl_torch.decode import LeanDecoder, bucket
 from agl_torch.generate import generate
@@ -94,7 +94,7 @@ def test_lora_adapters_decode_the_same_on_both_paths(qwen2_dir):
     outs = []
     for decoder in ('lean', 'eager'):
         e = engine(qwen2_dir, decoder=decoder, trainable='adapters')
-        e.add_adapter(AddAdapterParams('writer', None, LoraSettings(rank=4, alpha=8.0)))
+        e.add_adapter(AddAdapterParams('writer', None, LoraSettings(rank=4, alpha=8.0), SETTINGS))
         with torch.no_grad():  # a trained-looking adapter: B is zero at init
             for n, p in e.adapters.get('writer').params:
                 p.normal_(0, 0.2, generator=torch.Generator().manual_seed(hash(n) % 1000))

@@ -17,12 +17,16 @@ MASK = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
 def grpo(old, **over) -> GrpoLoss:
     raw = {
         'kind': 'grpo',
-        'clipLow': 0.2,
-        'clipHigh': 0.2,
+        'epsilon': 0.2,
+        'epsilonHigh': 0.2,
+        'sequenceEpsilon': 3e-4,
+        'sequenceEpsilonHigh': 4e-4,
         'beta': 0.0,
-        'aggregation': 'token-mean',
-        'normTokens': None,
+        'lossAggregation': 'token-mean',
+        'lossNormTokens': None,
         'importanceSampling': 'token',
+        'ratioBase': 'sampler',
+        'tisCap': None,
         'samples': [{'advantage': 1.0, 'oldLogprobs': old[0]}, {'advantage': -0.5, 'oldLogprobs': old[1]}],
         **over,
     }
@@ -56,7 +60,7 @@ def test_micro_batches_sum_to_the_batch_loss():
     rows = [[-1.0, -2.0, -3.0], [-0.5, -0.5]]
     old = [[-1.2, -1.5, -3.3], [-0.4, -0.9]]
     for agg in ('token-mean', 'seq-mean', 'token-sum-norm'):
-        spec = grpo(old, aggregation=agg, normTokens=4 if agg == 'token-sum-norm' else None)
+        spec = grpo(old, lossAggregation=agg, lossNormTokens=4 if agg == 'token-sum-norm' else None)
         whole = LossFn(spec, PAIRS, torch.device('cpu'))(logp_tensor(rows), MASK, None, [0, 1])
         split = LossFn(spec, PAIRS, torch.device('cpu'))
         parts = split(logp_tensor(rows[:1]), MASK[:1], None, [0]) + split(logp_tensor(rows[1:]), MASK[1:], None, [1])
@@ -94,6 +98,6 @@ def test_the_truncated_importance_weight_scales_each_token_up_to_its_cap():
 def test_gspo_ratio_is_one_per_sequence():
     rows = [[-1.0, -2.0, -3.0], [-0.5, -0.5]]
     old = [[-1.1, -2.1, -3.1], [-0.5, -0.5]]
-    fn = LossFn(grpo(old, importanceSampling='sequence', clipLow=1.0, clipHigh=1.0), PAIRS, torch.device('cpu'))
+    fn = LossFn(grpo(old, importanceSampling='sequence', sequenceEpsilon=1.0, sequenceEpsilonHigh=1.0), PAIRS, torch.device('cpu'))
     fn(logp_tensor(rows), MASK, None, [0, 1])
     assert fn.stats()['ratioSum'] == pytest.approx(3 * math.exp(0.1) + 2 * 1.0, rel=1e-5)

@@ -14,12 +14,16 @@ def gen(**over):
 def grpo(**over):
     return {
         'kind': 'grpo',
-        'clipLow': 0.2,
-        'clipHigh': 0.28,
+        'epsilon': 0.2,
+        'epsilonHigh': 0.28,
+        'sequenceEpsilon': 3e-4,
+        'sequenceEpsilonHigh': 4e-4,
         'beta': 0.0,
-        'aggregation': 'token-mean',
-        'normTokens': None,
+        'lossAggregation': 'token-mean',
+        'lossNormTokens': None,
         'importanceSampling': 'token',
+        'ratioBase': 'sampler',
+        'tisCap': None,
         'samples': [{'advantage': 1.0, 'oldLogprobs': [-1.0, -2.0]}],
         **over,
     }
@@ -62,7 +66,7 @@ def test_a_bad_generate_request_names_its_field(raw, message):
     [
         ({'pairs': [], 'loss': {'kind': 'nll'}}, 'params.pairs: must not be empty'),
         ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': {'kind': 'ppo'}}, 'params.loss.kind: must be one of nll, grpo'),
-        ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(clipLow=-1)}, 'params.loss.clipLow: must be at least 0'),
+        ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(epsilon=-1)}, 'params.loss.epsilon: must be at least 0'),
         (
             {'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(samples=[{'advantage': float('inf'), 'oldLogprobs': [-1.0]}])},
             'advantage: must be a finite number',
@@ -71,7 +75,7 @@ def test_a_bad_generate_request_names_its_field(raw, message):
             {'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(samples=[{'advantage': 1, 'oldLogprobs': [float('nan')]}])},
             'oldLogprobs[0]: must be a finite number',
         ),
-        ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(aggregation='sum')}, 'params.loss.aggregation: must be one of'),
+        ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(lossAggregation='sum')}, 'params.loss.lossAggregation: must be one of'),
         ({'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': grpo(tisCap=0.5)}, 'params.loss.tisCap: must be at least 1'),
     ],
 )
@@ -103,22 +107,30 @@ def test_the_loss_must_fit_the_pairs():
         m.check_loss(kl, [m.Pair([1], [2, 3])])
 
 
-def test_optimizer_settings_are_known_and_in_range():
-    assert m.check_optimizer({'lr': 1e-4, 'microBatchSize': 8}) == {'lr': 1e-4, 'microBatchSize': 8}
-    with pytest.raises(m.RequestError, match='unknown optimizer setting "learningRate"'):
-        m.check_optimizer({'learningRate': 1e-4})
+SETTINGS = {'lr': 1e-4, 'beta1': 0.9, 'beta2': 0.95, 'eps': 1e-8, 'weightDecay': 0.0, 'gradClip': 1.0, 'microBatchSize': 8}
+
+
+def test_optimizer_settings_are_all_there_known_and_in_range():
+    s = m.parse(m.OptimizerSettings, SETTINGS, 'optimizer')
+    assert (s.lr, s.micro_batch_size) == (1e-4, 8) and m.wire(s) == SETTINGS
+    with pytest.raises(m.RequestError, match=r'optimizer.gradClip: missing \(a number is required\)'):
+        m.parse(m.OptimizerSettings, {k: v for k, v in SETTINGS.items() if k != 'gradClip'}, 'optimizer')
+    with pytest.raises(m.RequestError, match='unknown field "learningRate"'):
+        m.parse(m.OptimizerSettings, {**SETTINGS, 'learningRate': 1e-4}, 'optimizer')
     with pytest.raises(m.RequestError, match=r'optimizer.beta2: must be less than 1'):
-        m.check_optimizer({'beta2': 1.0})
+        m.parse(m.OptimizerSettings, {**SETTINGS, 'beta2': 1.0}, 'optimizer')
     with pytest.raises(m.RequestError, match=r'optimizer.lr: must be at least 0'):
-        m.check_optimizer({'lr': -1e-4})
+        m.parse(m.OptimizerSettings, {**SETTINGS, 'lr': -1e-4}, 'optimizer')
     with pytest.raises(m.RequestError, match=r'optimizer.microBatchSize: must be an integer'):
-        m.check_optimizer({'microBatchSize': 2.5})
+        m.parse(m.OptimizerSettings, {**SETTINGS, 'microBatchSize': 2.5}, 'optimizer')
+    with pytest.raises(m.RequestError, match=r'params.optimizer.eps: must be a finite number'):
+        m.parse(
+            m.TrainStepParams, {'pairs': [{'promptIds': [1], 'completionIds': [2]}], 'loss': {'kind': 'nll'}, 'optimizer': {**SETTINGS, 'eps': float('inf')}}
+        )
 
 
 def test_every_method_has_a_record_with_wire_names():
     for method, cls in m.PARAMS.items():
-        if cls is dict:
-            continue
         fields = m.wire_fields(cls)
         assert all(name[0].islower() and '_' not in name for name in fields), method
     assert m.wire_fields(m.GenerateParams)['maxTokens'] == {'required': True, 'type': 'integer'}

@@ -2,21 +2,41 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
-from helpers import engine, pairs
+from helpers import SETTINGS, engine, pairs
 
-from agl_torch.messages import SaveParams, TrainStepParams, parse
+from agl_torch.messages import SaveParams, TrainStepParams, parse, wire
 from agl_torch.optim import NonFiniteStep, Trainable
 
 
-def step_request(ps, lr=1e-3):
-    raw = {
-        'pairs': [{'promptIds': p.prompt_ids, 'completionIds': p.completion_ids} for p in ps],
-        'loss': {'kind': 'nll'},
-        'optimizer': {'lr': lr, 'microBatchSize': 2},
-    }
+def step_request(ps, lr: float | None = 1e-3):
+    """An NLL update of `ps` with settings of its own (this `lr`, micro-batches of 2), or without any (lr None)."""
+    raw = {'pairs': [{'promptIds': p.prompt_ids, 'completionIds': p.completion_ids} for p in ps], 'loss': {'kind': 'nll'}}
+    if lr is not None:
+        raw['optimizer'] = {**wire(SETTINGS), 'lr': lr, 'microBatchSize': 2}
     return parse(TrainStepParams, raw)
+
+
+def largest_change(before: list[torch.Tensor], e) -> float:
+    return max(float((p.detach() - b).abs().max()) for b, (_, p) in zip(before, e.policy.params))
+
+
+def test_an_updates_settings_hold_for_that_update_only(model_dir):
+    """lr 0.1 sent with an update, then an update without settings: the second moves at the configured rate (AdamW
+    moves a weight by about its learning rate per update), and the engine still holds its configured settings."""
+    e = engine(model_dir)
+    start = [p.detach().clone() for _, p in e.policy.params]
+    e.train_step(step_request(pairs(4), lr=0.1))
+    first = largest_change(start, e)
+    middle = [p.detach().clone() for _, p in e.policy.params]
+    e.train_step(step_request(pairs(4), lr=None))
+    second = largest_change(middle, e)
+    assert first > 0.02, first
+    assert second < 3 * SETTINGS.lr, f'the update without settings moved a weight by {second}: not the configured rate {SETTINGS.lr}'
+    assert e.policy.config == SETTINGS and e.describe()['optimizer'] == wire(SETTINGS)
 
 
 def test_bfloat16_parameters_get_float32_masters_and_moments(model_dir):
@@ -66,7 +86,7 @@ def test_a_nan_gradient_refuses_the_update_and_changes_nothing(model_dir):
     for _, p in e.policy.params:
         p.grad = torch.full_like(p, float('nan'))
     with pytest.raises(NonFiniteStep, match='gradient norm is nan'):
-        e.policy.apply()
+        e.policy.apply(e.policy.config)
     assert all(torch.equal(a, p) for a, (_, p) in zip(weights, e.policy.params))
     for k, (m, v) in e.policy.moments().items():
         assert torch.equal(m, moments[k][0]) and torch.equal(v, moments[k][1])
@@ -75,9 +95,9 @@ def test_a_nan_gradient_refuses_the_update_and_changes_nothing(model_dir):
 
 def test_clipping_scales_the_gradient_to_the_clip_norm():
     p = torch.nn.Parameter(torch.zeros(4))
-    t = Trainable([('w', p)], {'lr': 1.0, 'beta1': 0.0, 'beta2': 0.0, 'eps': 1e-30, 'weightDecay': 0.0, 'gradClip': 1.0, 'microBatchSize': 1})
+    t = Trainable([('w', p)], dataclasses.replace(SETTINGS, lr=1.0, beta1=0.0, beta2=0.0, eps=1e-30, weight_decay=0.0, grad_clip=1.0))
     p.grad = torch.tensor([3.0, 4.0, 0.0, 0.0])
-    norm = t.apply()
+    norm = t.apply(t.config)
     assert float(norm) == pytest.approx(5.0)
     # Adam with beta1 = beta2 = 0 steps by sign: the clipped gradient's direction
     assert torch.allclose(p.detach(), torch.tensor([-1.0, -1.0, 0.0, 0.0]))
@@ -85,9 +105,9 @@ def test_clipping_scales_the_gradient_to_the_clip_norm():
 
 def test_float16_halves_its_loss_scale_on_overflow():
     p = torch.nn.Parameter(torch.zeros(2, dtype=torch.float16))
-    t = Trainable([('w', p)], {'lr': 1e-3, 'beta1': 0.9, 'beta2': 0.95, 'eps': 1e-8, 'weightDecay': 0.0, 'gradClip': 1.0, 'microBatchSize': 1})
+    t = Trainable([('w', p)], dataclasses.replace(SETTINGS, weight_decay=0.0))
     assert t.loss_scale == 2.0**16
     p.grad = torch.tensor([float('inf'), 1.0], dtype=torch.float16)
     with pytest.raises(NonFiniteStep):
-        t.apply()
+        t.apply(t.config)
     assert t.overflowed() and t.loss_scale == 2.0**15

@@ -95,12 +95,16 @@ def test_a_nan_loss_refuses_the_step_with_weights_unchanged(model_dir):
     ps = pairs(2)
     loss = {
         'kind': 'grpo',
-        'clipLow': 0.2,
-        'clipHigh': 0.2,
+        'epsilon': 0.2,
+        'epsilonHigh': 0.2,
+        'sequenceEpsilon': 3e-4,
+        'sequenceEpsilonHigh': 4e-4,
         'beta': 0.0,
-        'aggregation': 'token-sum-norm',
-        'normTokens': 1,
+        'lossAggregation': 'token-sum-norm',
+        'lossNormTokens': 1,
         'importanceSampling': 'token',
+        'ratioBase': 'sampler',
+        'tisCap': None,
         # a ratio of exp(900): the loss overflows to infinity
         'samples': [{'advantage': -1.0, 'oldLogprobs': [-900.0] * len(p.completion_ids)} for p in ps],
     }
