@@ -1,20 +1,14 @@
 /**
  * The checks a proposed candidate passes before a rollout is spent on it (issue #40 item 4): every prompt keeps each
  * placeholder of its seed and adds none the agent does not fill (the agent renders `{name}` / `{{name}}` from the
- * vars it passes to `llm.prompt`: a lost one would drop the task from the prompt, a new one fails the render), no text
- * is empty or longer than the cap, and the candidate is not one already scored. A refused candidate is stored with
- * the reason this returns, and never rolled out.
+ * vars it passes to `llm.prompt`, by protocol/prompt-template.ts's rule: a lost one would drop the task from the
+ * prompt, a new one fails the render), no text is empty or longer than the cap, and the candidate is not one already
+ * scored. A refused candidate is stored with the reason this returns, and never rolled out.
  */
+import { promptPlaceholders } from '../../protocol/prompt-template.js';
 
-/** `{name}` or `{{name}}` (spaces inside allowed): the names a prompt's text asks the agent to fill. */
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][\w.-]*)\s*\}\}|\{([A-Za-z_][\w.-]*)\}/g;
-
-/** The placeholder names of a text, each once, in order of first use. */
-export function placeholders(text: string): string[] {
-  const names = new Set<string>();
-  for (const m of text.matchAll(PLACEHOLDER)) names.add((m[1] ?? m[2])!);
-  return [...names];
-}
+/** The placeholder names of a text, each once, in order of first use: the renderer's own reading. */
+export const placeholders = promptPlaceholders;
 
 export interface CheckContext {
   /** Each optimized prompt's seed text, by name. */

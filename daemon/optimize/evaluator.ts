@@ -10,7 +10,7 @@
  */
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { PromptCandidate } from '../../protocol/prompts.js';
-import { finalReward, isLlmCallSpan, rolloutFeedback } from '../../protocol/span-reading.js';
+import { finalReward, isLlmCallSpan, rolloutFeedback, rolloutScore } from '../../protocol/span-reading.js';
 import { GENAI } from '../../protocol/spans.js';
 import { readRolloutMetadata, type Rollout, type RolloutInput, type Span } from '../../protocol/store.js';
 import type { Task } from '../algorithm/rollouts.js';
@@ -179,14 +179,13 @@ export class StoreEvaluator implements Evaluator {
     const m = readRolloutMetadata(r.metadata);
     const k = key(String(m.candidate), String(m.taskId), m.split as Split);
     const spans: Span[] = await this.o.store.querySpans({ rolloutId: r.id, attemptId: 'latest' });
-    let score = r.status === 'succeeded' ? (finalReward(spans) ?? 0) : 0;
+    const reward = finalReward(spans);
     let feedback = rolloutFeedback(spans) ?? '';
     if (r.status !== 'succeeded') {
       const attempt = await this.o.store.getLatestAttempt(r.id);
       feedback ||= attempt?.error?.message ?? `the rollout ended ${r.status}${attempt ? ` (attempt ${attempt.status})` : ''}`;
-      score = 0;
-    } else if (finalReward(spans) === null) feedback ||= 'the agent emitted no reward';
-    this.scores.set(k, { taskId: String(m.taskId), score, feedback, rolloutId: r.id });
+    } else if (reward === null) feedback ||= 'the agent emitted no reward';
+    this.scores.set(k, { taskId: String(m.taskId), score: rolloutScore(r.status, reward), feedback, rolloutId: r.id });
   }
 }
 

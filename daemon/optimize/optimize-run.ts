@@ -17,6 +17,7 @@ import { ServedPolicySet } from '../algorithm/served-policy-set.js';
 import { startHost, startRunner } from '../algorithm/training-host.js';
 import type { Runner } from '../runner/runner.js';
 import { loadOrCreateToken } from '../server/auth.js';
+import { newId } from '../store/common.js';
 import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import { beam } from './beam.js';
 import { Budget } from './budget.js';
@@ -72,8 +73,9 @@ export interface RunOptions {
 export async function runOptimization(plan: OptimizePlan, conn: OptimizeConnection, o: RunOptions): Promise<OptimizeOutcome | null> {
   const c = plan.config;
   const store = conn.store;
-  const runId = plan.runId ?? (await store.createTrainingRun({ agent: c.agent, config: c as never, totalSteps: c.budget, kind: 'optimize' })).id;
+  const runId = plan.runId ?? newId('opt');
   if (plan.runId) await store.updateTrainingRun(runId, { status: 'running' });
+  else await store.createTrainingRun({ id: runId, agent: c.agent, config: c as never, totalSteps: c.budget, kind: 'optimize' });
   const host = await hostRollouts(c, conn, (m) => o.report.log(`  ${m}`));
   const run = new OptimizationRun(plan, runId, store, host.endpoint, o);
   try {
