@@ -11,6 +11,7 @@ import { promptFromAnswer } from '../../daemon/optimize/meta.js';
 import { Proposer, type ProposerOptions } from '../../daemon/optimize/proposer.js';
 import type { OptimizerCall } from '../../protocol/prompts.js';
 import { type Fault, OPTIMIZER_MODEL } from '../../samples/apo/scripted-llm.js';
+import { statedRules } from '../../samples/apo/world.js';
 import { DESK_AGENT, deskFlags, type OptimizeStack, startOptimizeStack } from '../helpers/optimize-stack.js';
 
 let stack: OptimizeStack;
@@ -46,7 +47,7 @@ test('429, 500, a timeout, an empty and a cut-off answer are each tried again, a
     const n = stack.llm.counts.optimizer;
     faultAt = (k) => (k === n || k === n + 1 ? fault : null);
     const answer = await p.ask('reflect', REQUEST, promptFromAnswer);
-    assert.ok('text' in answer && answer.text.includes('Answer yes/no questions with yes or no.'), `${fault}: ${JSON.stringify(answer)}`);
+    assert.ok('text' in answer && statedRules(answer.text).some((r) => r.id === 'yesno'), `${fault}: ${JSON.stringify(answer)}`);
     const [call] = await stack.conn.store.listOptimizerCalls(runId);
     assert.equal(call!.attempts, 3, fault);
     assert.equal(call!.error, null);
@@ -82,12 +83,12 @@ test("a resumed run's call k is answered from the store; asking call k something
 
 test('a run whose optimizer fails now and then drops those proposals and goes on to a better prompt', async () => {
   const kinds: Fault[] = ['rate-limit', 'server-error', 'timeout', 'empty', 'unparseable'];
-  faultAt = (n) => (n % 3 === 1 ? kinds[Math.floor(n / 3) % kinds.length]! : null);
+  faultAt = (n) => (n % 2 === 1 ? kinds[Math.floor(n / 2) % kinds.length]! : null);
   const o = await stack.optimize(DESK_AGENT, deskFlags(stack.llm, { seed: '1', 'optimizer-retries': '0', 'optimizer-timeout': '1' }));
   faultAt = () => null;
   const calls = await stack.conn.store.listOptimizerCalls(o.runId);
   const failed = calls.filter((c) => c.response === null);
-  assert.ok(failed.length >= 3, `${failed.length} calls failed`);
+  assert.ok(failed.length >= 2 && new Set(failed.map((c) => c.error!.split(':')[0])).size >= 2, `failed calls: ${failed.map((c) => c.error).join(' | ')}`);
   const cs = await stack.conn.store.listPromptCandidates(o.runId);
   assert.equal(cs.filter((c) => c.reason?.startsWith("the optimizer's answer was dropped")).length, failed.length);
   assert.notEqual(o.stopReason, 'failed');
