@@ -24,7 +24,7 @@ export interface GepaOptions {
 }
 
 /** What one step did: spent rollouts or not (a search with nothing left to try ends), and accepted a child or not. */
-type Step = { spent: boolean; accepted: boolean; drop?: string };
+export type Step = { spent: boolean; accepted: boolean; drop?: string };
 
 export async function gepa(ctx: SearchContext, o: GepaOptions): Promise<SearchEnd> {
   const random = makeRng(ctx.seed ^ 0x6e7a);
@@ -53,7 +53,8 @@ export async function gepa(ctx: SearchContext, o: GepaOptions): Promise<SearchEn
   }
 }
 
-type GepaState = { minibatch: number; merges: number; component: Map<string, number>; tried: Set<string> };
+/** Where a search is: the next minibatch of the train shuffle, merges tried, each parent's next prompt to reflect on. */
+export type GepaState = { minibatch: number; merges: number; component: Map<string, number>; tried: Set<string> };
 
 /** One reflection: parent on a minibatch, the optimizer's new text for one prompt, the child on the same minibatch. */
 async function reflectStep(ctx: SearchContext, state: GepaState, parentId: string): Promise<Step | 'budget'> {
@@ -109,7 +110,7 @@ const fmt = (x: number) => x.toFixed(2);
  * neither descending from the other, the untried pair drawn first in ordinal order; each prompt taken from the one
  * that changed it. Null when no pair is left to merge.
  */
-async function mergeStep(ctx: SearchContext, state: GepaState): Promise<Step | 'budget' | null> {
+export async function mergeStep(ctx: SearchContext, state: GepaState): Promise<Step | 'budget' | null> {
   const pair = mergePair(ctx, state.tried);
   if (!pair) return null;
   const [a, b, ancestor] = pair.map((id) => ctx.pool.get(id)) as [PromptCandidate, PromptCandidate, PromptCandidate];
