@@ -97,6 +97,11 @@ if (existsSync('sdk/python/agl_runner.py')) {
   mkdirSync('dist/python', { recursive: true });
   copyFileSync('sdk/python/agl_runner.py', 'dist/python/agl_runner.py');
 }
+// The meta-prompts `agl optimize` asks its optimizer model with (daemon/optimize/meta.ts: dist/optimize/meta).
+if (existsSync('daemon/optimize/meta')) {
+  mkdirSync('dist/optimize/meta', { recursive: true });
+  for (const f of readdirSync('daemon/optimize/meta')) if (f.endsWith('.md')) copyFileSync(`daemon/optimize/meta/${f}`, `dist/optimize/meta/${f}`);
+}
 // The torch engine's Python package and pins, which the daemon starts by path (daemon/model/torch-env.ts: dist/engines/torch).
 if (existsSync('engines/torch/agl_torch')) {
   mkdirSync('dist/engines/torch/agl_torch', { recursive: true });

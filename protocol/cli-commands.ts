@@ -1,11 +1,13 @@
 /**
  * Every `agl` command's flags, declared once (protocol/cli-options.ts): each command's --help, its parsing and
  * defaults (daemon/commands/flags.ts), the README's flag lists and the command lines the extension, the samples and
- * the benchmarks build all read these. `agl train` and the engine flags are in protocol/train-options.ts.
+ * the benchmarks build all read these. `agl train` and the engine flags are in protocol/train-options.ts, `agl optimize`'s
+ * in protocol/optimize-options.ts.
  * A new flag goes in its command's table here, with its doc; `npm run docs:cli` then rewrites the README's lists.
  */
 import type { CliCommand, CliOption, FlagsOf } from './cli-options.js';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES } from './store.js';
+import { OPTIMIZE_COMMAND, OPTIMIZE_PROMOTE_COMMAND } from './optimize-options.js';
 import { ENGINE_OPTIONS, TRAIN_COMMAND } from './train-options.js';
 
 export const DEFAULT_PORT = 4747;
@@ -264,6 +266,7 @@ export const AGL_COMMANDS = {
   runner: { summary: RUNNER_COMMAND.summary, declarations: [RUNNER_COMMAND] },
   doctor: { summary: DOCTOR_COMMAND.summary, declarations: [DOCTOR_COMMAND] },
   engine: { summary: ENGINE_COMMAND.summary, declarations: [ENGINE_COMMAND] },
+  optimize: { summary: OPTIMIZE_COMMAND.summary, declarations: [OPTIMIZE_COMMAND, OPTIMIZE_PROMOTE_COMMAND] },
 } as const satisfies Record<string, { summary: string; declarations: readonly CliCommand[] }>;
 export type AglCommandName = keyof typeof AGL_COMMANDS;
 

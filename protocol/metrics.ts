@@ -56,6 +56,12 @@ export const METRICS = {
   logprobGapMax: 'sampling/logprob_gap_max',
   /** Share of trained tokens whose truncated importance weight hit grpo.tisCap. */
   tisCapped: 'sampling/tis_capped',
+  /**
+   * A prompt optimization's curve (`agl optimize`, a run of kind 'optimize'), its step being the rollouts spent so far:
+   * a candidate's mean val score when it was scored on all of val, and the best val score so far at that point.
+   */
+  optimizeVal: 'optimize/val',
+  optimizeBestVal: 'optimize/best_val',
 } as const;
 
 /**
@@ -126,6 +132,8 @@ export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
   [METRICS.logprobGap]: { label: 'sampler vs update log-prob gap', unit: 'nats/token' },
   [METRICS.logprobGapMax]: { label: 'largest sampler vs update log-prob gap', unit: 'nats' },
   [METRICS.tisCapped]: { label: 'importance weights at the cap', unit: 'share of tokens' },
+  [METRICS.optimizeVal]: { label: "candidate's val score", unit: '' },
+  [METRICS.optimizeBestVal]: { label: 'best val score so far', unit: '' },
 };
 
 /** How a policy's and a role's own metrics read (after its name). */

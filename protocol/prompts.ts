@@ -186,6 +186,8 @@ export interface OptimizationSummary {
   scores?: { seed: { val: number | null; test: number | null }; best: { val: number | null; test: number | null } };
   candidates?: number;
   elapsedMs?: number;
+  /** Each prompt whose seed is a file: that file (absolute), where `agl optimize promote` writes the new text beside. */
+  seedFiles?: Record<string, string>;
 }
 
 /** The run kinds the store holds (declared beside TrainingRun in store.ts, which records a run's kind). */

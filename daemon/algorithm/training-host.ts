@@ -4,6 +4,7 @@
  * the model its resource names, so every update is live for the next rollouts) on 127.0.0.1, runs the store's
  * watchdog (timeouts and retries on a timer), and starts runner workers that claim this run's rollouts and
  * execute the agent in worker processes. Remote `agl runner` processes can join through the same URL and token.
+ * `startHost` is the same without a training run's policies (`agl optimize` hosts its rollouts with it).
  */
 import type { Server } from 'node:http';
 import { AglClient } from '../../client/client.js';
@@ -65,25 +66,27 @@ export function trainingPolicies(set: OpenPolicySet, runId: string | null, versi
 }
 
 export async function startTrainingHost(o: HostOptions): Promise<TrainingHost> {
+  const { policies, runId, policyVersion, ...rest } = o;
+  return startHost({ ...rest, served: trainingPolicies(policies, runId ?? null, policyVersion ?? (() => null)) });
+}
+
+/**
+ * The same host for any policies the gateway serves itself (none: it serves only LLM resources that forward upstream):
+ * `agl optimize`, whose candidates are prompts, not weights, hosts its rollouts this way.
+ */
+export async function startHost(o: Omit<HostOptions, 'policies' | 'runId' | 'policyVersion'> & { served?: ServedPolicies }): Promise<TrainingHost> {
   const log = o.log ?? (() => {});
-  const policies = trainingPolicies(o.policies, o.runId ?? null, o.policyVersion ?? (() => null));
-  const ctx = createServerContext({ store: o.store, token: o.token, dataDir: o.dataDir, log, allowedKeyEnvs: o.allowedKeyEnvs, policies });
+  const ctx = createServerContext({
+    store: o.store,
+    token: o.token,
+    dataDir: o.dataDir,
+    log,
+    allowedKeyEnvs: o.allowedKeyEnvs,
+    ...(o.served ? { policies: o.served } : {}),
+  });
   const server: Server = await listen(createApp(ctx), ctx, '127.0.0.1', o.port ?? 0);
   const watchdog = new Watchdog(o.store, { onError: (e) => log(`watchdog: ${(e as Error)?.message ?? e}`) }).start();
-  let runner: Runner | null = null;
-  if (o.workers > 0) {
-    runner = new Runner({
-      client: new AglClient({ url: ctx.url, token: o.token }),
-      daemonUrl: ctx.url,
-      token: o.token,
-      workers: o.workers,
-      agent: o.agent,
-      ...(o.agentSpec ? { agentSpecs: { [o.agent]: o.agentSpec } } : {}),
-      pollMs: { min: 20, max: 250 },
-      log: o.log,
-    });
-    runner.start();
-  }
+  const runner = startRunner({ ...o, url: ctx.url });
   return {
     url: ctx.url,
     endpoint: `${ctx.url}/v1`,
@@ -94,4 +97,21 @@ export async function startTrainingHost(o: HostOptions): Promise<TrainingHost> {
       await closeGracefully(server, 1_000);
     },
   };
+}
+
+/** Runner workers (none for 0) claiming the agent's rollouts from the daemon at `url`, started. */
+export function startRunner(o: Pick<HostOptions, 'token' | 'workers' | 'agent' | 'agentSpec' | 'log'> & { url: string }): Runner | null {
+  if (o.workers <= 0) return null;
+  const runner = new Runner({
+    client: new AglClient({ url: o.url, token: o.token }),
+    daemonUrl: o.url,
+    token: o.token,
+    workers: o.workers,
+    agent: o.agent,
+    ...(o.agentSpec ? { agentSpecs: { [o.agent]: o.agentSpec } } : {}),
+    pollMs: { min: 20, max: 250 },
+    log: o.log,
+  });
+  runner.start();
+  return runner;
 }

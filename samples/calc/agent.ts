@@ -9,7 +9,7 @@
 import OpenAI from 'openai';
 import { LLM, emitObject, operation, rollout } from '../../sdk/index.js';
 import { solveCalc } from './solve.js';
-import type { CalcTask } from './task.js';
+import { type CalcTask, QUESTION_PROMPT } from './task.js';
 
 export const calcAgent = rollout(
   async (task: CalcTask, llm: LLM) => {
@@ -18,15 +18,21 @@ export const calcAgent = rollout(
       const res = await openai.completions.create({ model: llm.model, prompt, max_tokens: 16, ...llm.openaiParams });
       return res.choices[0]?.text ?? '';
     };
-    const outcome = await solveCalc(task, complete, (e) =>
-      operation(
-        'calc',
-        () => {
-          if (e.result === null) throw new Error(`calc could not evaluate '${e.expression}'`);
-          return e.result;
-        },
-        { tool: true, input: e.expression, attributes: { 'calc.expression': e.expression } },
-      ).catch(() => undefined),
+    // The question's prompt through llm.prompt (its seed fills in to the warm-up's text): `agl optimize` can rewrite it.
+    const question = llm.prompt('question', QUESTION_PROMPT, { question: task.question });
+    const outcome = await solveCalc(
+      task,
+      complete,
+      (e) =>
+        operation(
+          'calc',
+          () => {
+            if (e.result === null) throw new Error(`calc could not evaluate '${e.expression}'`);
+            return e.result;
+          },
+          { tool: true, input: e.expression, attributes: { 'calc.expression': e.expression } },
+        ).catch(() => undefined),
+      question,
     );
     // The episode's answer, as the reward reads it (the first line), for the viewer's group view.
     emitObject({ answer: outcome.answer.split('\n')[0]!.trim() }, { 'agl.object.kind': 'calc.final' });

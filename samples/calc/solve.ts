@@ -4,7 +4,7 @@
  * quick offline checks pass the policy directly). Tool outcomes are reported through `onTool` so the
  * agent can record them as tool spans (which AIR rules can reward).
  */
-import { type CalcTask, calculate, firstPrompt, parseToolCall, reward, secondPrompt } from './task.js';
+import { answerPrompt, type CalcTask, calculate, firstPrompt, parseToolCall, reward } from './task.js';
 
 export type Complete = (prompt: string) => Promise<string>;
 export interface ToolEvent {
@@ -19,15 +19,16 @@ export interface CalcOutcome {
   toolResult: number | null;
 }
 
-export async function solveCalc(task: CalcTask, complete: Complete, onTool?: (e: ToolEvent) => unknown): Promise<CalcOutcome> {
-  const first = await complete(firstPrompt(task));
+/** `question`: call 1's prompt (the agent reads it with llm.prompt; by default firstPrompt, the same text). */
+export async function solveCalc(task: CalcTask, complete: Complete, onTool?: (e: ToolEvent) => unknown, question = firstPrompt(task)): Promise<CalcOutcome> {
+  const first = await complete(question);
   const expression = parseToolCall(first);
   let result: number | null = null;
   let answer: string;
   if (expression !== null) {
     result = calculate(expression);
     await onTool?.({ expression, result });
-    answer = await complete(secondPrompt(task, expression, result));
+    answer = await complete(answerPrompt(question, expression, result));
   } else {
     answer = first; // answered without the tool
   }

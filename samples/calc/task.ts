@@ -107,6 +107,12 @@ export function calculate(expression: string): number | null {
 
 export const TOOL_PREFIX = 'calc ';
 
+/**
+ * The question's prompt as the agent reads it (`llm.prompt('question', QUESTION_PROMPT, { question })`, so
+ * `agl optimize` can rewrite it): filled in, it is exactly firstPrompt, the text the shipped warm-up was trained on.
+ */
+export const QUESTION_PROMPT = 'Q:{question}\n';
+
 export function firstPrompt(task: Pick<CalcTask, 'question'>): string {
   return `Q:${task.question}\n`;
 }
@@ -118,8 +124,13 @@ export function parseToolCall(completion: string): string | null {
 }
 
 export function secondPrompt(task: Pick<CalcTask, 'question'>, expression: string | null, result: number | null): string {
+  return answerPrompt(firstPrompt(task), expression, result);
+}
+
+/** Call 2's prompt after call 1's (`first`): the tool line, then `A:`. */
+export function answerPrompt(first: string, expression: string | null, result: number | null): string {
   const toolLine = expression === null ? '' : `calc ${expression}=${result === null ? 'error' : result}\n`;
-  return `${firstPrompt(task)}${toolLine}A:`;
+  return `${first}${toolLine}A:`;
 }
 
 /** Exact-answer reward: the first integer of the answer must equal the expected one. */

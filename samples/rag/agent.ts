@@ -40,12 +40,24 @@ export interface RagOutcome {
   reward: number;
 }
 
+/** The agents' instructions: the agent reads them with llm.prompt (so `agl optimize` can rewrite them); default the seeds. */
+export interface RagInstructions {
+  query: string;
+  answer: string;
+}
+const SEED_INSTRUCTIONS: RagInstructions = { query: QUERY_INSTRUCTIONS, answer: ANSWER_INSTRUCTIONS };
+
 /** The agent's work on one question, given a chat-completions model for the Agents SDK. */
-export async function answerQuestion(task: RagTask, model: OpenAIChatCompletionsModel, settings: Agent['modelSettings']): Promise<RagOutcome> {
+export async function answerQuestion(
+  task: RagTask,
+  model: OpenAIChatCompletionsModel,
+  settings: Agent['modelSettings'],
+  instructions: RagInstructions = SEED_INSTRUCTIONS,
+): Promise<RagOutcome> {
   // Tracing to the OpenAI platform stays off: the gateway records every call already.
   const runner = new Runner({ tracingDisabled: true });
-  const queryWriter = new Agent({ name: AGENTS.query, instructions: QUERY_INSTRUCTIONS, model, modelSettings: settings });
-  const answerer = new Agent({ name: AGENTS.answer, instructions: ANSWER_INSTRUCTIONS, model, modelSettings: settings });
+  const queryWriter = new Agent({ name: AGENTS.query, instructions: instructions.query, model, modelSettings: settings });
+  const answerer = new Agent({ name: AGENTS.answer, instructions: instructions.answer, model, modelSettings: settings });
   const found: Doc[] = [];
   const queries: string[] = [];
   for (let hop = 0; hop < HOPS; hop++) {
@@ -75,11 +87,13 @@ export const ragAgent = rollout(
     const client = new OpenAI({ baseURL: llm.baseUrl, apiKey: llm.apiKey, maxRetries: 0 });
     const model = new OpenAIChatCompletionsModel(client, llm.model);
     const p = llm.samplingParams;
-    const outcome = await answerQuestion(t, model, {
+    const settings = {
       maxTokens: p.maxTokens ?? DEFAULT_MAX_TOKENS,
       ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
       ...(p.topP !== undefined ? { topP: p.topP } : {}),
-    });
+    };
+    const instructions = { query: llm.prompt(AGENTS.query, QUERY_INSTRUCTIONS), answer: llm.prompt(AGENTS.answer, ANSWER_INSTRUCTIONS) };
+    const outcome = await answerQuestion(t, model, settings, instructions);
     // The episode's answer for the viewer; the queries and documents that led to it ride along as attributes.
     emitObject({ answer: outcome.answer }, { 'agl.object.kind': 'rag.final', 'rag.queries': outcome.queries, 'rag.docs': outcome.docs.map((d) => d.title) });
     return outcome.reward;

@@ -10,7 +10,7 @@ import { type LLM, emitObject, roleFetch, rollout } from '../../sdk/index.js';
 import { openCompanyDb } from './db.js';
 import { executionReward, formatRows, runQuery } from './execute.js';
 import { buildSqlGraph } from './graph.js';
-import type { SqlTask } from './task.js';
+import { CHECKER_SYSTEM, REWRITER_PROMPT, type SqlPrompts, type SqlTask, WRITER_SYSTEM } from './task.js';
 
 /** Reply length when the resource sets none: a query with a join is ~80 characters. */
 const DEFAULT_MAX_TOKENS = 160;
@@ -31,6 +31,15 @@ export function chatModelFor(llm: LLM): ChatOpenAI {
   });
 }
 
+/** The agents' texts through llm.prompt (their seeds fill in to the warm-up's texts): `agl optimize` can rewrite them. */
+export function sqlPrompts(llm: LLM): SqlPrompts {
+  return {
+    writer: llm.prompt('writer', WRITER_SYSTEM),
+    checker: llm.prompt('checker', CHECKER_SYSTEM),
+    rewriter: (review) => llm.prompt('rewriter', REWRITER_PROMPT, { review }),
+  };
+}
+
 function checkTask(task: unknown): SqlTask {
   const t = task as Partial<SqlTask> | null;
   if (!t || typeof t.question !== 'string' || typeof t.gold !== 'string') {
@@ -44,7 +53,7 @@ export const sqlAgent = rollout(
     const t = checkTask(task);
     const db = openCompanyDb();
     try {
-      const final = await buildSqlGraph(chatModelFor(llm), db).invoke(t.question);
+      const final = await buildSqlGraph(chatModelFor(llm), db, { prompts: sqlPrompts(llm) }).invoke(t.question);
       const reward = executionReward(db, final.sql, t.gold);
       // The episode's answer (the final query and what it gave, one row per line) and the gold it is scored against,
       // for the viewer; how it got there (accepted by the checker, turns) rides along as attributes.

@@ -17,7 +17,7 @@ import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import type Database from 'better-sqlite3';
 import { operation } from '../../sdk/index.js';
 import { formatResult, runQuery } from './execute.js';
-import { checkerAccepts, checkerMessages, extractSql, type Msg, rewriterMessages, writerMessages } from './task.js';
+import { checkerAccepts, checkerMessages, extractSql, type Msg, rewriterMessages, SEED_PROMPTS, type SqlPrompts, writerMessages } from './task.js';
 
 export const AGENTS = { writer: 'writer', checker: 'checker', rewriter: 'rewriter' } as const;
 
@@ -46,6 +46,8 @@ function chatAgent(name: string, model: BaseChatModel, build: (s: SqlState) => M
 export interface SqlGraphOptions {
   /** Rewrites allowed after the first query (the paper's agent allows a few turns). */
   maxTurns?: number;
+  /** The agents' texts (agent.ts reads them with llm.prompt); default the seeds. */
+  prompts?: SqlPrompts;
 }
 
 /** The graph's state channels (each keeps the last value written). */
@@ -62,9 +64,10 @@ const SqlStateAnnotation = Annotation.Root({
 /** Builds the compiled graph over one database; `invoke(question)` runs it and returns the final state. */
 export function buildSqlGraph(model: BaseChatModel, db: Database.Database, o: SqlGraphOptions = {}) {
   const maxTurns = o.maxTurns ?? 2;
-  const writer = chatAgent(AGENTS.writer, model, (s) => writerMessages(s.question));
-  const checker = chatAgent(AGENTS.checker, model, (s) => checkerMessages(s.question, s.sql, s.result));
-  const rewriter = chatAgent(AGENTS.rewriter, model, (s) => rewriterMessages(s.question, s.sql, s.result));
+  const prompts = o.prompts ?? SEED_PROMPTS;
+  const writer = chatAgent(AGENTS.writer, model, (s) => writerMessages(s.question, prompts));
+  const checker = chatAgent(AGENTS.checker, model, (s) => checkerMessages(s.question, s.sql, s.result, prompts));
+  const rewriter = chatAgent(AGENTS.rewriter, model, (s) => rewriterMessages(s.question, s.sql, s.result, prompts));
   const execute = (sql: string) =>
     operation(
       'execute_sql',

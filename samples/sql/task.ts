@@ -89,10 +89,24 @@ export const RESULT_CHARS = 28;
 
 export const WRITER_SYSTEM = SCHEMA_LINE;
 export const CHECKER_SYSTEM = 'Reply yes or no.';
+/** The rewriter's request: the review (reviewText), then what it is asked for. */
+export const REWRITER_PROMPT = '{review}\nBetter SQL:';
 
-export function writerMessages(question: string): Msg[] {
+/**
+ * The texts the agents are given, as agent.ts reads them with `llm.prompt` (so `agl optimize` can rewrite them): the
+ * writer's and the checker's system prompts and the rewriter's request. The defaults are the seeds filled in, the
+ * texts the shipped warm-up was trained on (warmup-demos.ts builds its demonstrations with them).
+ */
+export interface SqlPrompts {
+  writer: string;
+  checker: string;
+  rewriter(review: string): string;
+}
+export const SEED_PROMPTS: SqlPrompts = { writer: WRITER_SYSTEM, checker: CHECKER_SYSTEM, rewriter: (review) => `${review}\nBetter SQL:` };
+
+export function writerMessages(question: string, prompts: SqlPrompts = SEED_PROMPTS): Msg[] {
   return [
-    { role: 'system', content: WRITER_SYSTEM },
+    { role: 'system', content: prompts.writer },
     { role: 'user', content: question },
   ];
 }
@@ -111,15 +125,15 @@ export function reviewText(question: string, sql: string, result: string): strin
   return `${question}\n${cut(sql, SQL_CHARS)}\n=${cut(result, RESULT_CHARS)}`;
 }
 
-export function checkerMessages(question: string, sql: string, result: string): Msg[] {
+export function checkerMessages(question: string, sql: string, result: string, prompts: SqlPrompts = SEED_PROMPTS): Msg[] {
   return [
-    { role: 'system', content: CHECKER_SYSTEM },
+    { role: 'system', content: prompts.checker },
     { role: 'user', content: `${reviewText(question, sql, result)}\nCorrect?` },
   ];
 }
 
-export function rewriterMessages(question: string, sql: string, result: string): Msg[] {
-  return [{ role: 'user', content: `${reviewText(question, sql, result)}\nBetter SQL:` }];
+export function rewriterMessages(question: string, sql: string, result: string, prompts: SqlPrompts = SEED_PROMPTS): Msg[] {
+  return [{ role: 'user', content: prompts.rewriter(reviewText(question, sql, result)) }];
 }
 
 /**

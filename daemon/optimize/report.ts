@@ -1,0 +1,60 @@
+/**
+ * What `agl optimize` prints at the end, on a terminal: seed against best on val and test, how the run ended and what
+ * it spent, and each prompt's change as a line diff (`-` the seed's lines, `+` the best's); with --json, the one
+ * object the issue names (runId, prompts, scores, rollouts, optimizerCalls, candidates).
+ */
+import type { OptimizeOutcome } from './optimize-run.js';
+
+/** The --json object. */
+export function outcomeJson(o: OptimizeOutcome): Record<string, unknown> {
+  return { runId: o.runId, prompts: o.prompts, scores: o.scores, rollouts: o.rollouts, optimizerCalls: o.optimizerCalls, candidates: o.candidates };
+}
+
+const score = (x: number | null) => (x === null ? '-' : x.toFixed(3));
+
+/** The end in words, then each prompt's diff. */
+export function outcomeLines(o: OptimizeOutcome): string[] {
+  const { seed, best } = o.scores;
+  const why = { budget: 'its budget was spent', completed: 'nothing was left to try', cancelled: 'it was stopped', failed: `it failed: ${o.error}` }[
+    o.stopReason
+  ];
+  const spent =
+    `${o.rollouts} of ${o.budget} rollouts, ${o.optimizerCalls} optimizer calls (${o.tokens.prompt} + ${o.tokens.completion} tokens` +
+    `${o.cost === null ? '' : `, cost ${o.cost.toFixed(4)}`}), ${o.candidates} candidates`;
+  const lines = [
+    `agl optimize: run ${o.runId} ended: ${why}; ${spent}`,
+    `agl optimize: val  ${score(seed.val)} (seed) -> ${score(best.val)} (best, ${o.bestCandidate})`,
+    ...(seed.test !== null || best.test !== null ? [`agl optimize: test ${score(seed.test)} (seed) -> ${score(best.test)} (best, held out)`] : []),
+  ];
+  for (const [name, p] of Object.entries(o.prompts)) {
+    if (p.seed === p.best) lines.push(`prompt ${name}: unchanged`);
+    else lines.push(`prompt ${name}:`, ...lineDiff(p.seed, p.best).map((l) => `  ${l}`));
+  }
+  lines.push(
+    o.bestCandidate === o.seedCandidate
+      ? 'agl optimize: no candidate beat the seed on val; nothing to promote'
+      : `agl optimize: nothing has changed for your agent yet; to use the best: agl optimize promote ${o.runId}` +
+          (Object.keys(o.seedFiles).length ? ' (writes <name>.optimized.md beside a file seed; --apply writes the file itself)' : ''),
+  );
+  return lines;
+}
+
+/** A line diff (longest common subsequence): unchanged lines with two spaces, the seed's with `-`, the new text's with `+`. */
+export function lineDiff(a: string, b: string): string[] {
+  const x = a.split('\n'),
+    y = b.split('\n');
+  const common: number[][] = Array.from({ length: x.length + 1 }, () => new Array<number>(y.length + 1).fill(0));
+  for (let i = x.length - 1; i >= 0; i--)
+    for (let j = y.length - 1; j >= 0; j--) common[i]![j] = x[i] === y[j] ? common[i + 1]![j + 1]! + 1 : Math.max(common[i + 1]![j]!, common[i]![j + 1]!);
+  const out: string[] = [];
+  let i = 0,
+    j = 0;
+  while (i < x.length || j < y.length) {
+    if (i < x.length && j < y.length && x[i] === y[j]) {
+      out.push(`  ${x[i++]}`);
+      j++;
+    } else if (i < x.length && (j === y.length || common[i + 1]![j]! >= common[i]![j + 1]!)) out.push(`- ${x[i++]}`);
+    else out.push(`+ ${y[j++]}`);
+  }
+  return out;
+}

@@ -1,0 +1,143 @@
+/**
+ * Several prompts at once, and the beam search (#40 items 3 and 7). A two-prompt agent (a planner picking the field,
+ * an executor writing the answer, each reading its own prompt) is optimized in one run: both prompts are edited, each
+ * candidate says which prompt its reflection changed; a merge of two front members takes each prompt from the one that
+ * changed it and has the optimizer merge a prompt both changed. The beam search (AGL's APO: critique then edit) gains
+ * on the same tasks within its budget.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { loadTasks } from '../../daemon/algorithm/run-plan.js';
+import { Budget } from '../../daemon/optimize/budget.js';
+import { CandidatePool } from '../../daemon/optimize/candidates.js';
+import { StoreEvaluator } from '../../daemon/optimize/evaluator.js';
+import { mergeStep } from '../../daemon/optimize/gepa.js';
+import { readMetaPrompts } from '../../daemon/optimize/meta.js';
+import { Proposer } from '../../daemon/optimize/proposer.js';
+import { acceptOnVal, scoreSeed, type SearchContext } from '../../daemon/optimize/search.js';
+import { frontWeights } from '../../daemon/optimize/selection.js';
+import { storedAgentId } from '../../daemon/runner/agent-ref.js';
+import { EXECUTOR_PROMPT, PLANNER_PROMPT } from '../../samples/apo/prompts.js';
+import { AGENT_MODEL, OPTIMIZER_MODEL } from '../../samples/apo/scripted-llm.js';
+import { RULES, statedRules, withRules } from '../../samples/apo/world.js';
+import { DESK_AGENT, deskFlags, type OptimizeStack, PLANNER_AGENT, startOptimizeStack } from '../helpers/optimize-stack.js';
+
+let stack: OptimizeStack;
+before(async () => {
+  stack = await startOptimizeStack({ workers: 8, perProcess: 4 });
+});
+after(() => stack.close());
+
+test('a planner and an executor optimized together: both prompts edited, each with its own lineage', async () => {
+  const o = await stack.optimize(PLANNER_AGENT, deskFlags(stack.llm, { prompt: ['planner', 'executor'], seed: '4', merge: true, budget: '400' }));
+  assert.deepEqual(Object.keys(o.prompts), ['planner', 'executor']);
+  assert.equal(o.prompts.planner!.seed, PLANNER_PROMPT);
+  assert.equal(o.prompts.executor!.seed, EXECUTOR_PROMPT);
+  assert.notEqual(o.prompts.planner!.best, PLANNER_PROMPT);
+  assert.notEqual(o.prompts.executor!.best, EXECUTOR_PROMPT);
+  assert.ok(o.scores.seed.test! <= 0.3 && o.scores.best.test! >= 0.8, `${o.scores.seed.test} -> ${o.scores.best.test}`);
+  const cs = await stack.conn.store.listPromptCandidates(o.runId);
+  const byId = new Map(cs.map((c) => [c.id, c]));
+  for (const c of cs.filter((x) => x.origin === 'reflection' && x.status !== 'refused')) {
+    const parent = byId.get(c.parents[0]!)!;
+    const other = c.component === 'planner' ? 'executor' : 'planner';
+    assert.equal(c.prompts[other], parent.prompts[other], `candidate ${c.ordinal} changed ${other}, not only its component ${c.component}`);
+  }
+  const accepted = cs.filter((c) => c.status === 'accepted' && c.origin === 'reflection');
+  assert.deepEqual([...new Set(accepted.map((c) => c.component))].sort(), ['executor', 'planner']);
+});
+
+test('a merge takes each prompt from the front member that changed it, and has the optimizer merge one both changed', async () => {
+  const { store } = stack.conn;
+  const run = await store.createTrainingRun({ agent: PLANNER_AGENT, config: {}, totalSteps: 1, kind: 'optimize' });
+  const flags = deskFlags(stack.llm);
+  const llm = {
+    type: 'llm' as const,
+    endpoint: `${stack.daemon.url}/v1`,
+    model: AGENT_MODEL,
+    backend: 'upstream' as const,
+    upstreamUrl: stack.llm.url,
+    samplingParams: {},
+  };
+  const pool = new CandidatePool({
+    runId: run.id,
+    records: store,
+    stored: [],
+    maxChars: 8000,
+    publish: async (prompts) => {
+      const templates = Object.entries(prompts).map(([name, template]) => [name, { type: 'prompt_template' as const, template, engine: 'f-string' as const }]);
+      return (await store.addResources({ resources: { llm, ...Object.fromEntries(templates) } })).id;
+    },
+  });
+  const budget = new Budget(1000, 0);
+  const evaluator = new StoreEvaluator({ store, runId: run.id, agent: storedAgentId(PLANNER_AGENT), budget, rolloutTimeoutSeconds: 60 });
+  const proposer = new Proposer({
+    url: stack.llm.url,
+    model: OPTIMIZER_MODEL,
+    apiKey: 'k',
+    runId: run.id,
+    priceIn: null,
+    priceOut: null,
+    retries: 1,
+    timeoutMs: 5000,
+    backoffMs: 5,
+    stored: [],
+    record: (c) => store.addOptimizerCall(c),
+  });
+  const ctx: SearchContext = {
+    pool,
+    evaluator,
+    ask: (purpose, content, read) => proposer.ask(purpose, content, read),
+    meta: readMetaPrompts(),
+    budget,
+    train: loadTasks(flags.train!, 'train'),
+    val: loadTasks(flags.val!, 'val'),
+    components: ['planner', 'executor'],
+    seed: 0,
+    minibatch: 3,
+    log: () => {},
+  };
+  const rule = (id: string) => RULES.filter((r) => r.id === id);
+  const seed = await scoreSeed(ctx, { planner: PLANNER_PROMPT, executor: EXECUTOR_PROMPT });
+  const lineage = { parents: [seed.id], origin: 'user' as const, reflection: null, minibatch: null };
+  // A: the planner reads deliveries from the shipped date, the executor writes dates; B: only amounts, in the executor.
+  const a = await pool.propose({
+    ...lineage,
+    component: null,
+    prompts: { planner: withRules(PLANNER_PROMPT, rule('delivery')), executor: withRules(EXECUTOR_PROMPT, rule('date')) },
+  });
+  const b = await pool.propose({
+    ...lineage,
+    component: 'executor',
+    prompts: { planner: PLANNER_PROMPT, executor: withRules(EXECUTOR_PROMPT, rule('amount')) },
+  });
+  for (const c of [a, b]) await acceptOnVal(ctx, c, {});
+  assert.deepEqual([...frontWeights(pool.val).keys()].sort(), [a.id, b.id].sort(), 'A and B each solve val tasks the other does not');
+  const step = await mergeStep(ctx, { minibatch: 0, merges: 0, component: new Map(), tried: new Set() });
+  assert.ok(step && step !== 'budget' && step.spent);
+  const merged = pool.all.at(-1)!;
+  assert.equal(merged.origin, 'merge');
+  assert.deepEqual(merged.parents, [a.id, b.id]);
+  assert.equal(merged.prompts.planner, a.prompts.planner, "the planner only A changed is A's");
+  assert.equal(merged.component, 'executor', 'the executor both changed was merged by the optimizer');
+  assert.deepEqual(
+    statedRules(merged.prompts.executor!).map((r) => r.id),
+    ['date', 'amount'],
+  );
+  assert.deepEqual(
+    (await store.listOptimizerCalls(run.id)).map((c) => c.purpose),
+    ['merge'],
+  );
+  assert.ok(merged.status === 'accepted' || merged.status === 'rejected');
+});
+
+test('beam search (critique then edit) gains on the same tasks within its budget', async () => {
+  const o = await stack.optimize(DESK_AGENT, deskFlags(stack.llm, { algorithm: 'beam', seed: '0', budget: '700', 'beam-branch': '3', 'beam-rounds': '3' }));
+  assert.ok(o.rollouts <= 700, `${o.rollouts} of 700`);
+  assert.ok(o.scores.best.test! >= o.scores.seed.test! + 0.4, `${o.scores.seed.test} -> ${o.scores.best.test}`);
+  const cs = await stack.conn.store.listPromptCandidates(o.runId);
+  const edits = cs.filter((c) => c.origin === 'edit' && c.status !== 'refused');
+  assert.ok(edits.length > 3 && edits.every((c) => c.reflection && c.component === 'desk'), 'each edit keeps the critique it followed');
+  const calls = await stack.conn.store.listOptimizerCalls(o.runId);
+  assert.deepEqual([...new Set(calls.map((c) => c.purpose))].sort(), ['critique', 'edit']);
+});

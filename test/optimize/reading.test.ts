@@ -1,0 +1,91 @@
+/**
+ * What the optimizer reads and refuses, before any rollout: an answer read as a prompt (the first ``` block, else the
+ * whole answer), the meta-prompts (shipped, overridden, checked), the candidate checks (placeholders kept and none
+ * added, not empty, under the cap, not a duplicate), the per-val-task Pareto parent draw, and the terminal's diff.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { placeholders, refusal } from '../../daemon/optimize/checks.js';
+import { critiqueFromAnswer, promptFromAnswer, readMetaPrompts, renderMeta } from '../../daemon/optimize/meta.js';
+import { lineDiff } from '../../daemon/optimize/report.js';
+import { bestByMean, frontWeights, pickParent } from '../../daemon/optimize/selection.js';
+
+test('an answer is read as the text inside its first ``` block, else as the whole answer', () => {
+  assert.deepEqual(promptFromAnswer('Here it is:\n```text\nLine one.\n{question}\n```\nand more\n```\nsecond\n```'), { text: 'Line one.\n{question}' });
+  assert.deepEqual(promptFromAnswer('  Just the prompt {x}.\n'), { text: 'Just the prompt {x}.' });
+  assert.deepEqual(promptFromAnswer('```\n```'), { unusable: 'the ``` block of the answer is empty' });
+  assert.deepEqual(promptFromAnswer('   \n'), { unusable: 'the answer is empty' });
+  assert.match((promptFromAnswer('New version:\n```\nhalf a prompt') as { unusable: string }).unusable, /never closes/);
+  assert.deepEqual(critiqueFromAnswer(' - add a rule\n'), { text: '- add a rule' });
+});
+
+test('meta-prompts: the shipped ones fill their names in one pass; an override must use what its purpose is given', () => {
+  const meta = readMetaPrompts();
+  const text = renderMeta(meta.reflect, { prompt_name: 'desk', prompt: 'Say {{examples}} {question}', examples: 'EX', placeholders: '{question}' });
+  assert.ok(text.includes('Say {{examples}} {question}'), 'a filled-in text is not read for names again');
+  assert.ok(text.includes('EX') && text.includes('`desk`'));
+  assert.equal(text.split('{{').length - 1, 1, "no name is left unfilled (the one left is the prompt's own text)");
+  const dir = mkdtempSync(join(tmpdir(), 'agl-meta-'));
+  writeFileSync(join(dir, 'edit.md'), 'Rewrite {{prompt}} please.');
+  assert.throws(() => readMetaPrompts({ edit: join(dir, 'edit.md') }), /--meta-edit .*must use \{\{critique\}\}/);
+  assert.throws(() => readMetaPrompts({ reflect: join(dir, 'none.md') }), /--meta-reflect .*no such file/);
+  writeFileSync(join(dir, 'mine.md'), 'Mine: {{prompt}} / {{examples}}');
+  assert.equal(readMetaPrompts({ reflect: join(dir, 'mine.md') }).reflect, 'Mine: {{prompt}} / {{examples}}');
+});
+
+test('candidate checks: every seed placeholder kept, none added, not empty, under the cap, not seen', () => {
+  assert.deepEqual(placeholders('a {x} b {{ y }} c {x} {"json": 1}'), ['x', 'y']);
+  const seen = new Set<string>();
+  const ctx = { seed: { desk: 'Answer.\n\nRecord: {record}\nQuestion: {question}' }, maxChars: 80, seen: (p: Record<string, string>) => seen.has(p.desk!) };
+  assert.equal(refusal({ desk: 'Answer well.\n\nRecord: {record}\nQuestion: {{question}}' }, ctx), null);
+  assert.match(refusal({ desk: 'Answer well.\n\nRecord: {record}' }, ctx)!, /dropped the placeholder \{question\}/);
+  assert.match(refusal({ desk: 'Answer {record} {question} for {customer}' }, ctx)!, /added the placeholder \{customer\}, which the agent does not fill/);
+  assert.match(refusal({ desk: '  \n' }, ctx)!, /is empty/);
+  assert.match(refusal({ desk: `${'x'.repeat(80)} {record} {question}` }, ctx)!, /over the cap of 80 \(--max-prompt-chars\)/);
+  assert.match(refusal({}, ctx)!, /prompt desk is missing/);
+  seen.add('Again {record} {question}');
+  assert.equal(refusal({ desk: 'Again {record} {question}' }, ctx), 'identical to a candidate already scored');
+});
+
+test('parents come from the per-val-task Pareto front, drawn by the tasks each is best on', () => {
+  const scores = new Map([
+    ['seed', [0, 0, 0, 1]],
+    ['a', [1, 1, 0, 1]],
+    ['b', [0, 0, 1, 1]],
+    ['dominated', [1, 0, 0, 1]],
+  ]);
+  assert.deepEqual(
+    [...frontWeights(scores)],
+    [
+      ['a', 3],
+      ['b', 2],
+    ],
+  );
+  const draws = new Map<string, number>();
+  let u = 0;
+  for (let i = 0; i < 500; i++) {
+    const id = pickParent(scores, () => (u = (u + 0.61803398875) % 1));
+    draws.set(id, (draws.get(id) ?? 0) + 1);
+  }
+  assert.deepEqual([...draws.keys()].sort(), ['a', 'b']);
+  assert.ok(Math.abs(draws.get('a')! / 500 - 0.6) < 0.02, `a drawn ${draws.get('a')} of 500 (3 of 5 wins)`);
+  assert.equal(bestByMean(scores), 'a');
+  assert.equal(
+    bestByMean(
+      new Map([
+        ['seed', [1, 0]],
+        ['later', [0, 1]],
+      ]),
+    ),
+    'seed',
+    'ties go to the earlier candidate',
+  );
+});
+
+test('the terminal diff marks the seed lines removed and the new lines added', () => {
+  assert.deepEqual(lineDiff('a\nb\nc', 'a\nx\nc\nd'), ['  a', '- b', '+ x', '  c', '+ d']);
+  assert.deepEqual(lineDiff('same', 'same'), ['  same']);
+});
