@@ -17,7 +17,8 @@ import { z } from 'zod';
 import { ClientJsonObject, RUN_KINDS, RunKind } from './store.js';
 
 /** A prompt's name as agents use it in `llm.prompt(name, ...)`: letters, digits, `_`, `-`, `.`; 1-64 characters. */
-export const PromptName = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'a prompt name is 1-64 letters, digits, _, - or .');
+export const PROMPT_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+export const PromptName = z.string().regex(PROMPT_NAME_PATTERN, 'a prompt name is 1-64 letters, digits, _, - or .');
 
 /** How a candidate came to be. */
 export const CANDIDATE_ORIGINS = ['seed', 'reflection', 'merge', 'edit', 'user'] as const;

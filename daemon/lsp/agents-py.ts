@@ -39,7 +39,7 @@ function isRolloutDecorator(decorator: Node): boolean {
 }
 
 /** A parameter's name (`task`, `task: dict`, `llm=None`, `llm: LLM = None`), or null for `*a`, `**kw`, `/`, `*`. */
-function parameterName(p: Node): string | null {
+export function parameterName(p: Node): string | null {
   if (p.type === 'identifier') return p.text;
   if (p.type === 'typed_parameter') return p.namedChildren[0]?.type === 'identifier' ? p.namedChildren[0].text : null;
   if (p.type === 'default_parameter' || p.type === 'typed_default_parameter') return p.childForFieldName('name')?.text ?? null;
