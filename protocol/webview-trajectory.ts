@@ -18,7 +18,7 @@ export const TRAJECTORY_VIEW_TYPE = 'agl.trajectoryViewer';
  */
 export type RolloutFilter = Pick<
   RolloutSearchRequest,
-  'status' | 'mode' | 'agent' | 'resourcesVersion' | 'search' | 'rewardMin' | 'rewardMax' | 'runId' | 'step' | 'hasError' | 'sort' | 'order'
+  'status' | 'mode' | 'agent' | 'resourcesVersion' | 'search' | 'rewardMin' | 'rewardMax' | 'runId' | 'step' | 'candidate' | 'hasError' | 'sort' | 'order'
 >;
 
 /** One page of the list: `limit` rows from `offset` (the virtual list asks for the rows coming into view). */

@@ -25,6 +25,8 @@ function chipsOf(f: RolloutFilter, page: Pick<RolloutPage, 'runs'>): Chip[] {
     chips.push({ id: 'runId', label: `Run: ${f.runId}${run ? '' : ' (not in this store)'}`, keys: ['runId'] });
   }
   if (f.step !== undefined) chips.push({ id: 'step', label: `Step: ${f.step}`, keys: ['step'] });
+  // A prompt candidate's rollouts (the optimization view's "Rollouts"): candidate ids end in their ordinal, pc-<run>-<n>.
+  if (f.candidate) chips.push({ id: 'candidate', label: `Prompt candidate: #${/-(\d+)$/.exec(f.candidate)?.[1] ?? f.candidate}`, keys: ['candidate'] });
   if (f.rewardMin !== undefined || f.rewardMax !== undefined) {
     const label =
       f.rewardMin !== undefined && f.rewardMax !== undefined
