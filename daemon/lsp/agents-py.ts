@@ -81,13 +81,16 @@ export function findPyAgentsInTree(root: Node): FoundAgent[] {
   return agents;
 }
 
-export async function findPyAgents(text: string): Promise<FoundAgent[]> {
+/** What `read` finds in the syntax tree of a Python source (the tree is freed after). */
+export async function readPython<T>(text: string, read: (root: Node) => T): Promise<T> {
   const parser = await pythonParser();
   const tree = parser.parse(text);
   if (!tree) throw new Error('tree-sitter returned no tree for a Python file');
   try {
-    return findPyAgentsInTree(tree.rootNode);
+    return read(tree.rootNode);
   } finally {
     tree.delete();
   }
 }
+
+export const findPyAgents = (text: string): Promise<FoundAgent[]> => readPython(text, findPyAgentsInTree);

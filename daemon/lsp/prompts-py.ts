@@ -8,7 +8,7 @@
  */
 import type { Node } from 'web-tree-sitter';
 import { PROMPT_NAME_PATTERN } from '../../protocol/prompts.js';
-import { parameterName, pythonParser } from './agents-py.js';
+import { parameterName, readPython } from './agents-py.js';
 import type { FoundPrompt } from './prompts-ts.js';
 
 const ESCAPES: Record<string, string> = { n: '\n', t: '\t', r: '\r', '0': '\0', '\\': '\\', "'": "'", '"': '"', '\n': '' };
@@ -92,13 +92,4 @@ export function findPyPromptsInTree(root: Node): FoundPrompt[] {
   return out.sort((a, b) => a.start.line - b.start.line || a.start.character - b.start.character);
 }
 
-export async function findPyPrompts(text: string): Promise<FoundPrompt[]> {
-  const parser = await pythonParser();
-  const tree = parser.parse(text);
-  if (!tree) throw new Error('tree-sitter returned no tree for a Python file');
-  try {
-    return findPyPromptsInTree(tree.rootNode);
-  } finally {
-    tree.delete();
-  }
-}
+export const findPyPrompts = (text: string): Promise<FoundPrompt[]> => readPython(text, findPyPromptsInTree);

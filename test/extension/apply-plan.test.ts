@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { applyPlan, describePlan, seedFiles } from '../../extension/apply-plan.js';
 import type { PromotedPrompt, PromptCandidate } from '../../protocol/prompts.js';
 import type { TrainingRun } from '../../protocol/store.js';
+import { candidateRecord } from '../webview/optimize-seed.js';
 
 const AGENT = 'samples/apo/agent.ts#deskAgent';
 const run = (summary: Record<string, unknown>): TrainingRun => ({
@@ -23,23 +24,8 @@ const run = (summary: Record<string, unknown>): TrainingRun => ({
   createdAt: 0,
   updatedAt: 0,
 });
-const cand = (ordinal: number, prompts: Record<string, string>): PromptCandidate => ({
-  id: `pc-opt-1-${ordinal}`,
-  runId: 'opt-1',
-  ordinal,
-  prompts,
-  parents: ordinal ? ['pc-opt-1-0'] : [],
-  origin: ordinal ? 'reflection' : 'seed',
-  component: null,
-  reflection: null,
-  minibatch: null,
-  status: 'accepted',
-  reason: null,
-  scores: { minibatch: null, val: null, test: null },
-  resourcesId: null,
-  createdAt: 0,
-  decidedAt: 0,
-});
+const cand = (ordinal: number, prompts: Record<string, string>): PromptCandidate =>
+  candidateRecord('opt-1', ordinal, ordinal ? [0] : [], { prompts, component: null, decidedAt: 0 });
 const promoted = (name: string, text: string): PromotedPrompt => ({ agent: AGENT, name, text, candidateId: null, runId: null, by: 'editor', promotedAt: 0 });
 
 const SEED = cand(0, { system: 'Answer.', format: 'Plain.' });

@@ -7,30 +7,17 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { OptimizationCandidate, OptimizationView } from '../../protocol/webview-optimize.js';
 import { bestCandidate, gridCandidates, lineageRows, promptChanges, taskBests } from '../../webview/optimize/model.js';
+import { candidateRecord } from './optimize-seed.js';
 
-function cand(ordinal: number, parents: number[], o: Partial<OptimizationCandidate> = {}): OptimizationCandidate {
-  return {
-    id: `c${ordinal}`,
-    runId: 'opt',
-    ordinal,
-    prompts: { system: `s${ordinal}` },
-    parents: parents.map((p) => `c${p}`),
-    origin: parents.length > 1 ? 'merge' : parents.length ? 'reflection' : 'seed',
-    component: parents.length === 1 ? 'system' : null,
-    reflection: null,
-    minibatch: null,
-    status: 'accepted',
-    reason: null,
-    scores: { minibatch: null, val: null, test: null },
-    resourcesId: null,
-    createdAt: ordinal,
-    decidedAt: null,
-    val: {},
-    valMean: null,
-    rollouts: 0,
-    ...o,
-  };
-}
+/** A candidate of run 'opt' as the view gets it (no val scores unless given); ids pc-opt-<ordinal>. */
+const cand = (ordinal: number, parents: number[], o: Partial<OptimizationCandidate> = {}): OptimizationCandidate => ({
+  ...candidateRecord('opt', ordinal, parents),
+  val: {},
+  valMean: null,
+  rollouts: 0,
+  ...o,
+});
+const id = (ordinal: number) => `pc-opt-${ordinal}`;
 
 test('lineage: depth first from the seed, children by ordinal under their first parent; a merge names its other parents', () => {
   const cs = [cand(3, [1]), cand(0, []), cand(1, [0]), cand(2, [0]), cand(4, [3, 2]), cand(5, [9])];
@@ -51,9 +38,9 @@ test('lineage: depth first from the seed, children by ordinal under their first 
 test('the best: the highest val mean, the summary naming one on a tie; none before a candidate is scored on every task', () => {
   const run = (bestCandidate?: string) => ({ summary: bestCandidate ? { bestCandidate } : {} }) as unknown as OptimizationView['run'];
   const cs = [cand(0, [], { valMean: 0.3 }), cand(1, [0], { valMean: 0.8 }), cand(2, [0], { valMean: 0.8 }), cand(3, [1])];
-  assert.equal(bestCandidate({ run: run(), candidates: cs })?.id, 'c1');
-  assert.equal(bestCandidate({ run: run('c2'), candidates: cs })?.id, 'c2');
-  assert.equal(bestCandidate({ run: run('c0'), candidates: cs })?.id, 'c1', 'a higher mean wins over the name');
+  assert.equal(bestCandidate({ run: run(), candidates: cs })?.id, id(1));
+  assert.equal(bestCandidate({ run: run(id(2)), candidates: cs })?.id, id(2));
+  assert.equal(bestCandidate({ run: run(id(0)), candidates: cs })?.id, id(1), 'a higher mean wins over the name');
   assert.equal(bestCandidate({ run: run(), candidates: [cand(0, [])] }), null);
 });
 
@@ -62,7 +49,7 @@ test('the grid: candidates with a val score, by ordinal; the best score of each 
   const cs = [cand(2, [0], { val: { a: s(1), b: s(0) } }), cand(0, [], { val: { a: s(0), b: s(0.5) } }), cand(1, [0])];
   assert.deepEqual(
     gridCandidates(cs).map((c) => c.id),
-    ['c0', 'c2'],
+    [id(0), id(2)],
   );
   assert.deepEqual(
     [...taskBests({ candidates: cs, valTasks: ['a', 'b', 'c'] })],

@@ -6,7 +6,7 @@
  * Pareto front and the best are known: #4 (the best, 5.5/6) and the merge #5 (best on v4) are on it.
  */
 import { AGL, SPAN } from '../../protocol/spans.js';
-import { candidateId, type PromptCandidateInput } from '../../protocol/prompts.js';
+import { candidateId, type PromptCandidate, type PromptCandidateInput } from '../../protocol/prompts.js';
 import type { AglClient } from '../../client/client.js';
 
 export const OPT_AGENT = 'samples/apo/agent.ts#deskAgent';
@@ -61,6 +61,28 @@ export function candidate(runId: string, ordinal: number, prompts: Record<string
     reflection: null,
     minibatch: null,
     ...lineage,
+  };
+}
+
+/** A stored candidate record of run `runId` (the seed without parents, else a reflection on its parents), for pure tests. */
+export function candidateRecord(runId: string, ordinal: number, parents: number[], o: Partial<PromptCandidate> = {}): PromptCandidate {
+  return {
+    id: candidateId(runId, ordinal),
+    runId,
+    ordinal,
+    prompts: { system: `s${ordinal}` },
+    parents: parents.map((p) => candidateId(runId, p)),
+    origin: parents.length > 1 ? 'merge' : parents.length ? 'reflection' : 'seed',
+    component: parents.length === 1 ? 'system' : null,
+    reflection: null,
+    minibatch: null,
+    status: 'accepted',
+    reason: null,
+    scores: { minibatch: null, val: null, test: null },
+    resourcesId: null,
+    createdAt: ordinal,
+    decidedAt: null,
+    ...o,
   };
 }
 

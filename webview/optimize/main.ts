@@ -10,6 +10,7 @@ import '@vscode-elements/elements/dist/main.js';
 import '@vscode/codicons/dist/codicon.css';
 import 'uplot/dist/uPlot.min.css';
 import '../shared/theme.css';
+import '../shared/run-chart.css';
 import './optimize.css';
 import type { OptimizationSummary } from '../../protocol/prompts.js';
 import type { TrainingRun } from '../../protocol/store.js';
