@@ -110,6 +110,12 @@ const rolloutQueryFields = {
   step: z.number().int().min(0).optional(),
   /** The prompt candidate a prompt optimization ran the rollout with (its metadata's candidate). */
   candidate: z.string().min(1).optional(),
+  /**
+   * A prompt version the rollout read (its `agentlightning.prompt` spans, any attempt): a candidate id (scored by an
+   * optimization, or promoted), `promoted`, `seed`, or a text's sha (12 hex digits), which matches that text whatever
+   * its source.
+   */
+  promptVersion: z.string().min(1).max(200).optional(),
   hasError: z.boolean().optional(),
   sort: RolloutSort.optional(),
   order: z.enum(['asc', 'desc']).optional(),
@@ -399,7 +405,8 @@ const q = rolloutQueryFields;
 export const RolloutsViewRequest = z
   .object({
     ...{ status: q.status, mode: q.mode, agent: q.agent, resourcesVersion: q.resourcesVersion, search: q.search },
-    ...{ rewardMin: q.rewardMin, rewardMax: q.rewardMax, runId: q.runId, step: q.step, candidate: q.candidate, hasError: q.hasError },
+    ...{ rewardMin: q.rewardMin, rewardMax: q.rewardMax, runId: q.runId, step: q.step, candidate: q.candidate, promptVersion: q.promptVersion },
+    hasError: q.hasError,
     ...{ sort: q.sort, order: q.order, offset: q.offset, limit: q.limit },
   })
   .strict()

@@ -59,6 +59,11 @@ export interface RolloutQuery {
   step?: number;
   /** The prompt candidate a prompt optimization ran the rollout with (its metadata's candidate). */
   candidate?: string;
+  /**
+   * A prompt version the rollout read (its prompt spans, any attempt): a version (candidate id, `promoted`, `seed`)
+   * or a text's sha (protocol/spans.ts AGL.promptVersion / AGL.promptSha).
+   */
+  promptVersion?: string;
   /** true: the latest attempt recorded an error or has spans with an error status; false: neither. */
   hasError?: boolean;
   /** createdAt (default), duration (of the latest attempt), reward (final), status; ties by creation. */

@@ -14,10 +14,10 @@
  * `prompt_template` named after it (a candidate being scored) -> the promoted text for the rollout's agent -> the seed.
  */
 import { z } from 'zod';
+import { PROMPT_NAME_PATTERN } from './prompt-template.js';
 import { ClientJsonObject, RUN_KINDS, RunKind } from './store.js';
 
 /** A prompt's name as agents use it in `llm.prompt(name, ...)`: letters, digits, `_`, `-`, `.`; 1-64 characters. */
-export const PROMPT_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 export const PromptName = z.string().regex(PROMPT_NAME_PATTERN, 'a prompt name is 1-64 letters, digits, _, - or .');
 
 /** How a candidate came to be. */

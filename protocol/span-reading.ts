@@ -17,21 +17,25 @@
  *    of at most NEAR_GREEDY_TEMPERATURE or top-k 1: the samples of a task are then one answer (sampledGreedily);
  *  - an attempt's LLM calls are numbered 1, 2, ... in the order they started (ties by sequence id), whatever
  *    role made them or whether they were trained: "call #3" is the same call in every view (llmCallNumbers);
- *  - a rollout's feedback (what a prompt optimization reflects on) is the final reward's `agl.reward.feedback`, else
- *    the latest feedback of another reward, else the last error recorded: an exception span's type and message, or a
- *    span's error status message (rolloutFeedback);
+ *  - a rollout's feedback (what a prompt optimization reflects on) is, for an attempt that failed (its root span ended
+ *    in error), the last error recorded: an exception span's type and message, or a span's error status message;
+ *    otherwise the final reward's `agl.reward.feedback`, else the latest feedback of another reward, else the last
+ *    error recorded (rolloutFeedback); its score is its final reward when it succeeded, else 0 (rolloutScore);
+ *  - the prompts an attempt read are its `agentlightning.prompt` spans, one reading per prompt name and text (name,
+ *    version, sha) in the order first read (promptVersions);
  *  - an episode's answer is what the agent gave as its result, never an LLM reply (episodeAnswer): what the agent
  *    function returned when not a number (`agl.rollout.result` on the root span), else the last object it emitted
  *    with `agl.object.kind` `final` or `<name>.final`, else the last object the agent function itself emitted (not
  *    inside a sub-agent's operation, not an expected output); else it recorded none. The output it was scored
  *    against is the last object emitted with kind `expected` or `<name>.expected` (expectedOutput).
  */
+import { PROMPT_SOURCES, type PromptSource } from './prompt-template.js';
 import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from './spans.js';
-import type { AttributeValue, Span } from './store.js';
+import type { AttributeValue, RolloutStatus, Span } from './store.js';
 
 type SpanLike = Pick<Span, 'name' | 'attributes'>;
 
-export type SpanKindName = 'agent' | 'llm' | 'tool' | 'reward' | 'object' | 'message' | 'exception' | 'operation';
+export type SpanKindName = 'agent' | 'llm' | 'tool' | 'reward' | 'object' | 'message' | 'exception' | 'prompt' | 'operation';
 
 /** Deepest ancestor chain followed (a guard: repaired parents have no cycles). */
 const MAX_TREE_DEPTH = 1000;
@@ -57,6 +61,7 @@ export function spanKind(span: SpanLike): SpanKindName {
   if (span.name === SPAN.object) return 'object';
   if (span.name === SPAN.message) return 'message';
   if (span.name === SPAN.exception) return 'exception';
+  if (span.name === SPAN.prompt) return 'prompt';
   if (span.name === SPAN.agentRun) return 'agent';
   return 'operation';
 }
@@ -144,9 +149,10 @@ function errorText(span: Span): string | null {
 }
 
 /**
- * What the rollout's grader or failure said, in words (give the spans of one attempt): the final reward's feedback,
- * else the feedback of the latest reward that has one, else the last error the spans recorded; null when none says
- * anything (a caller may then give the attempt's error).
+ * What the rollout's grader or failure said, in words (give the spans of one attempt). An attempt that failed (its
+ * root span ended in error: the agent threw, or the runner recorded its timeout or crash) says its error: the last
+ * error the spans recorded. Otherwise the final reward's feedback, else the feedback of the latest reward that has
+ * one, else the last error recorded; null when none says anything (a caller may then give the attempt's error).
  */
 export function rolloutFeedback(spans: Span[]): string | null {
   const bySpan = new Map(spans.map((s) => [s.spanId, s]));
@@ -155,11 +161,64 @@ export function rolloutFeedback(spans: Span[]): string | null {
     return typeof f === 'string' && f.trim() !== '' ? f : null;
   };
   const lastOf = (texts: (string | null)[]): string | null => texts.filter((t) => t !== null).at(-1) ?? null;
+  const lastError = () =>
+    lastOf([...spans].sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId).map(errorText));
+  if (rootSpan(spans)?.status.code === 'error') return lastError();
   const rewards = rewardsInOrder(spans);
   const final = pickFinalReward(rewards);
-  const fromReward = (final ? feedbackOf(final.spanId) : null) ?? lastOf(rewards.map((r) => feedbackOf(r.spanId)));
-  if (fromReward !== null) return fromReward;
-  return lastOf([...spans].sort((a, b) => (a.endTime ?? a.startTime) - (b.endTime ?? b.startTime) || a.sequenceId - b.sequenceId).map(errorText));
+  return (final ? feedbackOf(final.spanId) : null) ?? lastOf(rewards.map((r) => feedbackOf(r.spanId))) ?? lastError();
+}
+
+/**
+ * A rollout's score where a prompt optimization reads one: its final reward when it succeeded (0 when it emitted
+ * none); 0 when it failed, timed out or was cancelled, whatever it emitted before (never left out of an average).
+ */
+export function rolloutScore(status: RolloutStatus, finalReward: number | null): number {
+  return status === 'succeeded' ? (finalReward ?? 0) : 0;
+}
+
+// ---- the prompts an attempt read ------------------------------------------------------------------------
+
+/** One text of a prompt an attempt read (`llm.prompt`), as its prompt spans recorded it (spans.ts AGL.prompt*). */
+export interface PromptReading {
+  name: string;
+  source: PromptSource;
+  /** The candidate id, the promoted candidate's id (or `promoted`), or `seed`. */
+  version: string;
+  /** The first 12 hex digits of the sha256 of the text, before its vars were filled in. */
+  sha: string;
+  /** The text, unfilled; null when the span did not record it. */
+  template: string | null;
+  /** The seed's file (absolute, on the runner's machine), when the seed is a file. */
+  file: string | null;
+  /** How many times the attempt read this text, and the span of the first read. */
+  reads: number;
+  spanId: string;
+}
+
+const PROMPT_SOURCE_SET: ReadonlySet<string> = new Set(PROMPT_SOURCES);
+
+/**
+ * The prompt versions an attempt used (give the spans of one attempt): one reading per prompt name and text (name,
+ * version, sha), in the order they were first read (start time, ties by sequence id). Spans missing the name, the
+ * version or a known source are not readings.
+ */
+export function promptVersions(spans: Span[]): PromptReading[] {
+  const out = new Map<string, PromptReading>();
+  const text = (v: AttributeValue | undefined): string | null => (typeof v === 'string' && v !== '' ? v : null);
+  for (const s of spans.filter((x) => x.name === SPAN.prompt).sort(byStart)) {
+    const a = s.attributes;
+    const [name, version, source, sha] = [text(a[AGL.promptName]), text(a[AGL.promptVersion]), text(a[AGL.promptSource]), text(a[AGL.promptSha]) ?? ''];
+    if (name === null || version === null || source === null || !PROMPT_SOURCE_SET.has(source)) continue;
+    const key = JSON.stringify([name, version, sha]);
+    const seen = out.get(key);
+    if (seen) seen.reads++;
+    else {
+      const template = typeof a[AGL.promptTemplate] === 'string' ? (a[AGL.promptTemplate] as string) : null;
+      out.set(key, { name, source: source as PromptSource, version, sha, template, file: text(a[AGL.promptFile]), reads: 1, spanId: s.spanId });
+    }
+  }
+  return [...out.values()];
 }
 
 /** Token ids / log-probs are stored as a JSON array attribute, or a JSON string of one. */

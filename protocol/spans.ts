@@ -19,6 +19,8 @@ export const SPAN = {
   tool: 'gen_ai.execute_tool',
   /** The root span of a rollout's agent function run by the runner. */
   agentRun: 'agentlightning.rollout',
+  /** A prompt the agent read (`llm.prompt(name, seed, vars)`): which text of it, and where that text came from. */
+  prompt: 'agentlightning.prompt',
 } as const;
 
 /** OpenTelemetry GenAI semantic convention attributes. */
@@ -81,6 +83,16 @@ export const AGL = {
   /** On a reward span: what the grader said about the answer, in words (`emitReward(v, { feedback })`); a prompt
    *  optimization's reflection reads it (protocol/span-reading.ts rolloutFeedback). */
   rewardFeedback: 'agl.reward.feedback',
+  /** Prompt spans (SPAN.prompt, one per `llm.prompt` call; protocol/prompt-template.ts): the prompt's name; its text's
+   *  source (`candidate` | `promoted` | `seed`); its version (the candidate id, the promoted candidate's id or
+   *  `promoted`, or `seed`); the first 12 hex digits of the sha256 of the text (before its vars are filled in); the
+   *  text itself, unfilled; and, when the seed is a file, that file (absolute, on the runner's machine). */
+  promptName: 'agl.prompt.name',
+  promptSource: 'agl.prompt.source',
+  promptVersion: 'agl.prompt.version',
+  promptSha: 'agl.prompt.sha',
+  promptTemplate: 'agl.prompt.template',
+  promptFile: 'agl.prompt.file',
   /** Message / object payloads. */
   message: 'agl.message',
   objectJson: 'agl.object.json',

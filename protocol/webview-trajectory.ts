@@ -5,7 +5,7 @@
  */
 import type { RolloutSearchRequest, RolloutsViewRequest } from './api.js';
 import type { CallInfo, RunRoles } from './call-roles.js';
-import type { EpisodeAnswer } from './span-reading.js';
+import type { EpisodeAnswer, PromptReading } from './span-reading.js';
 import type { Attempt, Rollout, RolloutMode, RolloutStatus, RunKind, Span, Transition } from './store.js';
 import type { ScaleRewards } from './grpo-advantage.js';
 import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
@@ -14,11 +14,25 @@ export const TRAJECTORY_VIEW_TYPE = 'agl.trajectoryViewer';
 
 /**
  * What the rollouts list shows: the store API's filters, search and sort (protocol/api.ts documents each),
- * kept with setState and shown as chips.
+ * kept with setState and shown as chips. `candidate` and `promptVersion` are set from elsewhere (a rollout's prompt
+ * versions, an optimization's candidate) and shown as chips the user can remove.
  */
 export type RolloutFilter = Pick<
   RolloutSearchRequest,
-  'status' | 'mode' | 'agent' | 'resourcesVersion' | 'search' | 'rewardMin' | 'rewardMax' | 'runId' | 'step' | 'candidate' | 'hasError' | 'sort' | 'order'
+  | 'status'
+  | 'mode'
+  | 'agent'
+  | 'resourcesVersion'
+  | 'search'
+  | 'rewardMin'
+  | 'rewardMax'
+  | 'runId'
+  | 'step'
+  | 'candidate'
+  | 'promptVersion'
+  | 'hasError'
+  | 'sort'
+  | 'order'
 >;
 
 /** One page of the list: `limit` rows from `offset` (the virtual list asks for the rows coming into view). */
@@ -88,6 +102,8 @@ export interface RolloutDetail {
   roles: RunRoles | null;
   /** The episode's answer (protocol/span-reading.ts episodeAnswer). */
   answer: EpisodeAnswer;
+  /** The prompt versions the attempt read (`llm.prompt`), in the order first read (protocol/span-reading.ts promptVersions). */
+  prompts: PromptReading[];
 }
 
 /** The task's expected output, shown beside a group's samples. */

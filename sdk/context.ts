@@ -5,7 +5,6 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { SpanInput } from '../protocol/store.js';
-import type { LLM } from './llm.js';
 
 /** Where the SDK's spans go: batched to the daemon over HTTP, or to the runner over IPC. */
 export interface SpanSink {
@@ -21,7 +20,8 @@ export interface RolloutContext {
   /** The span new spans become children of. */
   parentSpanId: string;
   sink: SpanSink;
-  llm?: LLM;
+  /** The attempt's LLM resource (sdk/llm.ts; only its base URL is read here: requests to it carry the trace context). */
+  llm?: { readonly baseUrl: string };
   /** Name of the (sub-)agent in charge, recorded on spans for selective optimization. */
   agentName?: string;
 }

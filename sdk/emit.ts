@@ -50,14 +50,25 @@ function record(
   return spanId;
 }
 
+export interface RewardOptions {
+  /** The component that is the primary value, when named components are given. */
+  primaryKey?: string;
+  /** What the grader said about the answer, in words (`agl.reward.feedback`): what a prompt optimization reflects on. */
+  feedback?: string;
+  attributes?: Record<string, unknown>;
+}
+
 /**
  * Records a reward. A number, or named components whose first entry (or `primaryKey`) is the primary
- * value the trainer uses: emitReward({ exact: 1, format: 0.5 }). Also written in agent-lightning v0's
+ * value the trainer uses: emitReward({ exact: 1, format: 0.5 }); with `feedback`, what was right or wrong, in
+ * words: emitReward(0, { feedback: 'the total misses the shipping fee' }). Also written in agent-lightning v0's
  * shape (agentlightning.reward.{i}.name / .value) so v0 tools read it too.
  */
-export function emitReward(reward: number | Record<string, number>, opts: { primaryKey?: string; attributes?: Record<string, unknown> } = {}): void {
+export function emitReward(reward: number | Record<string, number>, opts: RewardOptions = {}): void {
   const ctx = currentRollout();
   if (!ctx) return;
+  if (opts.feedback !== undefined && typeof opts.feedback !== 'string')
+    throw new TypeError(`emitReward: feedback must be a string (what the grader said), got ${typeof opts.feedback}`);
   const entries: [string, number][] = typeof reward === 'number' ? [['reward', reward]] : Object.entries(reward);
   if (entries.length === 0) throw new TypeError('emitReward: give a number or a non-empty object of named numbers');
   for (const [k, v] of entries)
@@ -73,6 +84,7 @@ export function emitReward(reward: number | Record<string, number>, opts: { prim
     attrs[`${AGL_V0_REWARD_PREFIX}.${i}.name`] = k;
     attrs[`${AGL_V0_REWARD_PREFIX}.${i}.value`] = v;
   });
+  if (opts.feedback !== undefined) attrs[AGL.rewardFeedback] = opts.feedback;
   for (const [k, v] of Object.entries(opts.attributes ?? {})) attrs[k] = toAttr(v);
   record(ctx, SPAN.reward, attrs);
 }

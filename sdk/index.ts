@@ -5,16 +5,18 @@
  *   export const calcAgent = rollout(async (task: { question: string }, llm) => {
  *     const openai = new OpenAI({ baseURL: llm.baseUrl, apiKey: llm.apiKey });
  *     ...
- *     return reward;           // or emitReward(reward) anywhere inside
+ *     const system = llm.prompt('system', { file: 'prompts/system.md' });   // a prompt agl optimize can improve
+ *     return reward;           // or { reward, feedback }, or emitReward(reward, { feedback }) anywhere inside
  *   });
  * Run it with `agl rollout file.ts#calcAgent --task '{...}'`, train it with `agl train`.
  */
 export { rollout, isRolloutAgent, ROLLOUT_MARK } from './rollout.js';
 export type { AgentFunction, RolloutAgent, RolloutInfo, RolloutOptions } from './rollout.js';
 export { emitReward, emitMessage, emitObject, emitException, operation } from './emit.js';
-export type { OperationOptions } from './emit.js';
+export type { OperationOptions, RewardOptions } from './emit.js';
 export { LLM } from './llm.js';
 export { roleFetch } from './role-fetch.js';
-export type { LLMInit } from './llm.js';
+export type { LLMInit, PromptSeed } from './llm.js';
+export type { GivenPrompt } from '../protocol/prompt-template.js';
 export { currentRollout } from './context.js';
 export type { RolloutContext } from './context.js';

@@ -7,7 +7,7 @@
  * taken for one.
  */
 import type { Node } from 'web-tree-sitter';
-import { PROMPT_NAME_PATTERN } from '../../protocol/prompts.js';
+import { PROMPT_NAME_PATTERN } from '../../protocol/prompt-template.js';
 import { parameterName, readPython } from './agents-py.js';
 import type { FoundPrompt } from './prompts-ts.js';
 

@@ -6,7 +6,7 @@
  * library's `.prompt(text, default)` (readline, inquirer) is not taken for one.
  */
 import ts from 'typescript';
-import { PROMPT_NAME_PATTERN } from '../../protocol/prompts.js';
+import { PROMPT_NAME_PATTERN } from '../../protocol/prompt-template.js';
 import { isSdkModule, parseTs } from './agents-ts.js';
 
 /** A prompt call as found, before it is given its agent. */

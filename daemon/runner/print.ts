@@ -1,9 +1,9 @@
 /**
  * Prints an attempt's spans for the terminal: an indented tree in time order with what matters per
- * span (LLM calls: model, tokens, finish reason, answer; rewards; messages; errors).
+ * span (LLM calls: model, tokens, finish reason, answer; prompts read: source, version, sha; rewards; messages; errors).
  */
 import { isLlmCallSpan, repairedParents, rewardOfSpan } from '../../protocol/span-reading.js';
-import { AGL, GENAI } from '../../protocol/spans.js';
+import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
 
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
@@ -31,6 +31,8 @@ function describe(s: Span): string {
       /* not JSON: skip the preview */
     }
   }
+  if (s.name === SPAN.prompt)
+    parts.push(`${String(a[AGL.promptName])}: ${String(a[AGL.promptSource])} ${String(a[AGL.promptVersion])} sha ${String(a[AGL.promptSha])}`);
   const reward = rewardOfSpan(s);
   if (reward) parts.push(`${reward.name ?? 'reward'}=${String(reward.value)}`);
   if (typeof a[AGL.message] === 'string') parts.push(JSON.stringify(clip(a[AGL.message] as string, 100)));

@@ -20,6 +20,9 @@ export interface JobOutcome {
   reward: number | null;
   result?: unknown;
   error?: { message: string; stack?: string };
+  /** No root span of the attempt records how it ended (its process was killed at the timeout, crashed, never started,
+   *  or could not load the agent): the runner records one (execute.ts). */
+  unrecorded?: true;
 }
 
 export type ToWorker = { type: 'run'; job: RunJob } | { type: 'shutdown' };

@@ -7,6 +7,7 @@
 import { hostname } from 'node:os';
 import type { AglClient } from '../../client/client.js';
 import type { ResourcesCache } from '../store/resources-cache.js';
+import { PromotedPromptsCache } from './attempt-prompts.js';
 import { type ExecuteResult, executeClaim, runnerResourcesCache } from './execute.js';
 import { WorkerPool } from './worker-process.js';
 
@@ -43,8 +44,9 @@ export class Runner {
   private stopping = false;
   private loops: Promise<void>[] = [];
   private wake: (() => void)[] = [];
-  /** The resources rollouts run with, cached across all slots. */
+  /** The resources rollouts run with, and their agents' promoted prompts, cached across all slots. */
   private readonly resources: ResourcesCache;
+  private readonly promoted: PromotedPromptsCache;
   private readonly pool: WorkerPool;
   completed = 0;
   failed = 0;
@@ -53,6 +55,7 @@ export class Runner {
     const prefix = `${hostname()}-${process.pid}`;
     this.slots = Array.from({ length: opts.workers }, (_, i) => new Slot(`${prefix}-w${i}`));
     this.resources = runnerResourcesCache(opts.client);
+    this.promoted = new PromotedPromptsCache(opts.client);
     this.pool = new WorkerPool({ daemonUrl: opts.daemonUrl, token: opts.token, cwd: opts.cwd ?? process.cwd(), python: opts.python }, opts.jobsPerProcess ?? 1);
   }
 
@@ -116,6 +119,7 @@ export class Runner {
           defaultTimeoutSeconds: this.opts.defaultTimeoutSeconds,
           log: (m) => this.log(m),
           resources: this.resources,
+          promoted: this.promoted,
         });
         if (result.outcome.status === 'succeeded') this.completed++;
         else this.failed++;

@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import type { SpanInput } from '../../protocol/store.js';
 import { isRolloutAgent, LLM, type AgentFunction } from '../../sdk/index.js';
 import { BatchingSink, installTraceparentFetch, runAttempt } from '../../sdk/runner/index.js';
-import type { FromWorker, RunJob, ToWorker } from './protocol.js';
+import type { FromWorker, JobOutcome, RunJob, ToWorker } from './protocol.js';
 
 installTraceparentFetch();
 
@@ -55,7 +55,8 @@ async function run(job: RunJob): Promise<void> {
     await send({ type: 'done', attemptId: job.attemptId, outcome });
   } catch (err) {
     const e = err as Error;
-    await send({ type: 'done', attemptId: job.attemptId, outcome: { status: 'failed', reward: null, error: { message: e.message, stack: e.stack } } });
+    const outcome: JobOutcome = { status: 'failed', reward: null, error: { message: e.message, stack: e.stack }, unrecorded: true };
+    await send({ type: 'done', attemptId: job.attemptId, outcome });
   }
 }
 

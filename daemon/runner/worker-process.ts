@@ -107,12 +107,13 @@ export class WorkerProcess {
           status: 'failed',
           reward: null,
           error: { message: `agent process exited (${signal ?? `code ${code}`}) during the rollout${tail ? `:\n${tail}` : ''}` },
+          unrecorded: true,
         });
       }
     });
     child.on('error', (err) => {
       for (const id of [...this.pending.keys()])
-        this.settle(id, { status: 'failed', reward: null, error: { message: `could not start the ${this.kind} worker: ${err.message}` } });
+        this.settle(id, { status: 'failed', reward: null, error: { message: `could not start the ${this.kind} worker: ${err.message}` }, unrecorded: true });
     });
     return child;
   }
@@ -144,6 +145,7 @@ export class WorkerProcess {
                 status: 'failed',
                 reward: null,
                 error: { message: `rollout timed out after ${Math.round(timeoutMs / 1000)} s: the agent process was killed` },
+                unrecorded: true,
               });
             }, timeoutMs);
       this.pending.set(job.attemptId, { onSpans, resolve, timer });

@@ -39,6 +39,7 @@ export function postgresDialect(): SqlDialect {
       `r.id IN (SELECT rollout_id FROM rollout_text WHERE to_tsvector('simple', body) @@ to_tsquery('simple', ${param(terms.map((t) => `${t}:*`).join(' & '))}))`,
     metadataText: (key) => `((r.metadata::jsonb) ->> '${key}')`,
     metadataNumber: (key) => `(CASE WHEN jsonb_typeof((r.metadata::jsonb) -> '${key}') = 'number' THEN ((r.metadata::jsonb) ->> '${key}')::float8 END)`,
+    spanAttributeText: (key) => `((s.data::jsonb) -> 'attributes' ->> '${key}')`,
   };
 }
 

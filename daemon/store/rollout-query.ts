@@ -4,6 +4,7 @@
  * runs the statements. Every value a caller sends travels as a bound parameter; the SQL text is built only
  * from our constants. Rows carry the latest attempt's columns (a_*) for RolloutSummary.
  */
+import { AGL, SPAN } from '../../protocol/spans.js';
 import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 import type { RolloutSummary } from '../../protocol/store.js';
 import { decodeCursor, encodeCursor, pageLimit, rowToRollout, type Row } from './common.js';
@@ -22,6 +23,8 @@ export interface SqlDialect {
   /** The metadata key as text / as a number. */
   metadataText(key: string): string;
   metadataNumber(key: string): string;
+  /** The attribute `key` (one of ours: letters, digits, `.`, `_`) as text, of the span row `s` (spans table). */
+  spanAttributeText(key: string): string;
 }
 
 /** The rollouts with their latest attempt (absent before the first claim). */
@@ -52,6 +55,7 @@ function filterSql(q: RolloutQuery, d: SqlDialect, agentAliases: readonly string
   if (q.runId !== undefined) where.push(`${d.metadataText(ROLLOUT_METADATA_KEYS.runId)} = ${d.param(q.runId)}`);
   if (q.step !== undefined) where.push(`${d.metadataNumber(ROLLOUT_METADATA_KEYS.step)} = ${d.param(q.step)}`);
   if (q.candidate !== undefined) where.push(`${d.metadataText(ROLLOUT_METADATA_KEYS.candidate)} = ${d.param(q.candidate)}`);
+  if (q.promptVersion !== undefined) where.push(promptVersionSql(q.promptVersion, d));
   if (q.hasError === true) where.push('(a.error IS NOT NULL OR r.error_spans > 0)');
   if (q.hasError === false) where.push('(a.error IS NULL AND r.error_spans = 0)');
   if (q.search !== undefined) {
@@ -59,6 +63,18 @@ function filterSql(q: RolloutQuery, d: SqlDialect, agentAliases: readonly string
     if (terms.length) where.push(d.matchesAll(terms));
   }
   return where;
+}
+
+/**
+ * The rollout read a prompt at this version or text sha: one of its prompt spans says so (the spans of one rollout
+ * are found by the spans table's key, the rollout id first).
+ */
+function promptVersionSql(version: string, d: SqlDialect): string {
+  // Each placeholder binds its own value (SQLite's `?` are positional).
+  return (
+    `EXISTS (SELECT 1 FROM spans s WHERE s.rollout_id = r.id AND s.name = ${d.param(SPAN.prompt)}` +
+    ` AND (${d.spanAttributeText(AGL.promptVersion)} = ${d.param(version)} OR ${d.spanAttributeText(AGL.promptSha)} = ${d.param(version)}))`
+  );
 }
 
 export interface RolloutStatements {

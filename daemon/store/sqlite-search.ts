@@ -45,6 +45,10 @@ export function sqliteDialect(): SqlDialect {
     metadataNumber(key) {
       return `json_extract(r.metadata, '$.${key}')`;
     },
+    // Our attribute names hold dots: quoted, each is one key of the path.
+    spanAttributeText(key) {
+      return `json_extract(s.data, '$.attributes."${key}"')`;
+    },
   };
 }
 

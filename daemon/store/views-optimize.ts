@@ -3,14 +3,15 @@
  * assembled in one request (GET /v1/agl/views/optimization?runId=) over any LightningStore, as views.ts assembles the
  * viewer's: the run, its candidates and optimizer calls, and every rollout of the run (paged through: a budget is
  * hundreds), whose metadata says which candidate it scored on which task of which split (protocol/store.ts
- * RolloutMetadata). A val rollout's score is its final reward from the store's summary (0 when it ended without one);
- * its feedback needs its reward spans only, and its other spans only when it recorded an error the summary does not say.
+ * RolloutMetadata). A val rollout's score is its final reward from the store's summary when it succeeded (0 when it
+ * ended without one, and when it failed: protocol/span-reading.ts rolloutScore); its feedback needs its reward spans
+ * only, and its other spans only when it recorded an error the summary does not say.
  */
 import { MAX_PAGE } from '../../protocol/api.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { paretoFront } from '../../protocol/pareto.js';
 import { SPAN } from '../../protocol/spans.js';
-import { rolloutFeedback } from '../../protocol/span-reading.js';
+import { rolloutFeedback, rolloutScore } from '../../protocol/span-reading.js';
 import { TERMINAL_ROLLOUT_STATUSES, readRolloutMetadata, type Rollout, type RolloutSummary } from '../../protocol/store.js';
 import type { OptimizerCall } from '../../protocol/prompts.js';
 import type { CandidateTaskScore, CurvePoint, OptimizationCandidate, OptimizationView } from '../../protocol/webview-optimize.js';
@@ -56,8 +57,12 @@ function valRollouts(rollouts: RunRollout[]): { valTasks: string[]; chosen: Map<
   return { valTasks: [...tasks], chosen };
 }
 
-/** What the rollout's grader or failure said (protocol/span-reading.ts rolloutFeedback), else its attempt's error. */
+/**
+ * What the rollout's grader or failure said (protocol/span-reading.ts rolloutFeedback), else its attempt's error. A
+ * rollout that did not succeed says its error first (the runner's message: a timeout, a crash, the agent's exception).
+ */
 async function feedbackOf(store: LightningStore, r: RunRollout): Promise<string | null> {
+  if (r.rollout.status !== 'succeeded') return r.summary.error ?? rolloutFeedback(await store.querySpans({ rolloutId: r.rollout.id, attemptId: 'latest' }));
   const rewards = await store.querySpans({ rolloutId: r.rollout.id, attemptId: 'latest', name: SPAN.reward });
   const said = rolloutFeedback(rewards) ?? r.summary.error;
   if (said !== null || r.summary.errorSpans === 0) return said;
@@ -101,7 +106,7 @@ export async function optimizationView(store: LightningStore, runId: string): Pr
     const byTask = [...(chosen.get(c.id) ?? new Map<string, RunRollout>()).entries()];
     const scored = await mapLimit(byTask, 8, async ([taskId, r]): Promise<[string, CandidateTaskScore]> => [
       taskId,
-      { score: r.summary.finalReward ?? 0, feedback: await feedbackOf(store, r), rolloutId: r.rollout.id },
+      { score: rolloutScore(r.rollout.status, r.summary.finalReward), feedback: await feedbackOf(store, r), rolloutId: r.rollout.id },
     ]);
     const val = Object.fromEntries(scored);
     const complete = valTasks.length > 0 && valTasks.every((t) => t in val);

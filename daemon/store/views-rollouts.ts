@@ -23,6 +23,7 @@ export async function rolloutsPage(store: LightningStore, req: RolloutsViewReque
     store.queryRollouts({
       ...{ status: req.status, mode: req.mode, agent: req.agent, resourcesVersion: req.resourcesVersion, search: req.search || undefined },
       ...{ rewardMin: req.rewardMin, rewardMax: req.rewardMax, runId: req.runId, step: req.step, candidate: req.candidate, hasError: req.hasError },
+      promptVersion: req.promptVersion,
       ...{ sort: req.sort, order: req.order, offset, limit: Math.min(req.limit ?? 50, MAX_LIST_ROWS), withTotal: true, withSummaries: true },
     }),
     store.listResources(RESOURCES_READ),

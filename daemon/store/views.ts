@@ -15,7 +15,7 @@ import { FIRST_TRAINING_STEP, METRICS } from '../../protocol/metrics.js';
 import { advantageDivisor, isZeroVariance, meanOf, stdUnbiased, type ScaleRewards } from '../../protocol/grpo-advantage.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { describeCalls, runRoles, type RunRoles } from '../../protocol/call-roles.js';
-import { episodeAnswer, expectedOutput, expectedTaskFields, finalReward } from '../../protocol/span-reading.js';
+import { episodeAnswer, expectedOutput, expectedTaskFields, finalReward, promptVersions } from '../../protocol/span-reading.js';
 import {
   readRolloutMetadata,
   type MetricPoint,
@@ -309,6 +309,7 @@ export async function rolloutView(store: LightningStore, q: { rolloutId: string;
     calls: describeCalls(spans, transitions, { mode: rollout.mode, roles, missingRunId: run ? null : (madeBy ?? null) }),
     roles,
     answer: episodeAnswer(spans),
+    prompts: promptVersions(spans),
   };
 }
 

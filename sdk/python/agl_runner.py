@@ -7,8 +7,10 @@ spans (the rollout's root span, rewards, messages, exceptions) go to the daemon'
 (POST /v1/traces, OTLP/JSON); the outcome goes back to the runner as one JSON line on stdout.
 
 Agents need nothing from this module: point any OpenAI client at `llm.base_url` and return a number (the
-final reward). To emit more, `import agl_runner` and call `agl_runner.emit_reward(0.5)` or
-`agl_runner.emit_reward({"exact": 1.0, "format": 0.5})`, `emit_message("...")`, `emit_object({...})`.
+final reward), or {"reward": x, "feedback": "what was wrong"}. To emit more, `import agl_runner` and call
+`agl_runner.emit_reward(0.5, feedback="...")` or `agl_runner.emit_reward({"exact": 1.0, "format": 0.5})`,
+`emit_message("...")`, `emit_object({...})`. `llm.prompt(name, seed, vars)` reads a prompt an optimization can
+improve (the candidate being scored, else the promoted text, else the seed), as the TypeScript SDK's does.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import importlib
 import importlib.util
 import inspect
 import json
+import math
 import os
+import re
 import secrets
 import sys
 import time
@@ -28,7 +32,7 @@ import traceback
 import urllib.request
 from typing import Any, Awaitable, Callable, Mapping, TypeVar, overload
 
-__all__ = ['LLM', 'current_rollout', 'emit_exception', 'emit_message', 'emit_object', 'emit_reward', 'rollout']
+__all__ = ['LLM', 'current_rollout', 'emit_exception', 'emit_message', 'emit_object', 'emit_reward', 'render_prompt', 'rollout']
 
 _current: contextvars.ContextVar[_Rollout | None] = contextvars.ContextVar('agl_rollout', default=None)
 # An agent function (the runner calls it as module:function(task, llm)).
@@ -36,16 +40,100 @@ Agent = TypeVar('Agent', bound=Callable[..., Any])
 
 
 class LLM:
-    """The LLM resource: an OpenAI-compatible base URL tied to this attempt, the model and sampling params."""
+    """The LLM resource: an OpenAI-compatible base URL tied to this attempt, the model and sampling params, and the
+    agent's prompts (`llm.prompt(name, seed, vars)`)."""
 
-    def __init__(self, base_url: str | None, model: str | None, sampling_params: dict[str, Any] | None = None, api_key: str = 'agl'):
+    def __init__(
+        self,
+        base_url: str | None,
+        model: str | None,
+        sampling_params: dict[str, Any] | None = None,
+        api_key: str = 'agl',
+        prompts: Mapping[str, Mapping[str, str]] | None = None,
+        agent_dir: str | None = None,
+    ):
         self.base_url = base_url
         self.model = model
         self.sampling_params = sampling_params or {}
         self.api_key = api_key
+        # The texts this attempt's prompts have before their seeds, by name: {text, source, version} (the runner's).
+        self.prompts: dict[str, Mapping[str, str]] = dict(prompts or {})
+        # Where a file seed is read from: the agent's folder (the runner's), else the working directory.
+        self.agent_dir = agent_dir
 
     def __repr__(self) -> str:
         return f'LLM(base_url={self.base_url!r}, model={self.model!r})'
+
+    def prompt(self, name: str, seed: str | Mapping[str, str], vars: Mapping[str, object] | None = None) -> str:
+        """The prompt `name`'s text: inside a rollout of a prompt optimization, the candidate being scored; else the
+        text promoted for this agent; else `seed` (a string, or {"file": "prompts/system.md"} read relative to the
+        agent's module). With `vars`, its placeholders {name} / {{name}} are filled in (protocol/prompt-template.ts:
+        a placeholder without a var is an error naming it; \\{name} is the text {name}); without, it comes back as it
+        is. Inside a rollout each call records which text it was (an `agentlightning.prompt` span)."""
+        what = f'llm.prompt({name!r})'
+        if not isinstance(name, str) or not _PROMPT_NAME.fullmatch(name):
+            raise ValueError(f'llm.prompt: name {name!r} is not a prompt name: use 1-64 letters, digits, _, - or .')
+        file = _seed_file(seed, what, self.agent_dir)
+        if vars is not None and not isinstance(vars, Mapping):
+            raise ValueError(f'{what}: vars must be a dict of placeholder values ({{"question": ...}}), got {type(vars).__name__}')
+        given = self.prompts.get(name)
+        template = str(given['text']) if given else _read_seed_file(file, what) if file is not None else str(seed)
+        ctx = _current.get()
+        if ctx is not None:
+            attrs = {
+                'agl.prompt.name': name,
+                'agl.prompt.source': str(given['source']) if given else 'seed',
+                'agl.prompt.version': str(given['version']) if given else 'seed',
+                'agl.prompt.sha': hashlib.sha256(template.encode()).hexdigest()[:12],
+                'agl.prompt.template': template,
+            }
+            if file is not None:
+                attrs['agl.prompt.file'] = file
+            ctx.add_span('agentlightning.prompt', attrs)
+        return template if vars is None else render_prompt(template, vars, what)
+
+
+# The placeholder rule of protocol/prompt-template.ts: an escaping backslash, then {{ name }} or {name}.
+_PLACEHOLDER = re.compile(r'(\\?)(?:\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\})')
+_PROMPT_NAME = re.compile(r'[A-Za-z0-9_.-]{1,64}')
+
+
+def render_prompt(text: str, vars: Mapping[str, object], what: str = 'the prompt') -> str:
+    """`text` with its placeholders {name} / {{name}} filled from `vars` (strings as they are, anything else as JSON);
+    \\{name} is the text {name}; every other brace is text. A placeholder without a var is a ValueError naming it."""
+
+    def fill(m: re.Match[str]) -> str:
+        if m.group(1):
+            return m.group(0)[1:]
+        key = m.group(2) or m.group(3)
+        if key not in vars:
+            given = ', '.join(vars) or 'none'
+            raise ValueError(f'{what}: placeholder {{{key}}} has no value: give it in vars ({{"{key}": ...}}); vars given: {given}')
+        value = vars[key]
+        return value if isinstance(value, str) else json.dumps(value, default=str, separators=(',', ':'), ensure_ascii=False)
+
+    return _PLACEHOLDER.sub(fill, text)
+
+
+def _seed_file(seed: object, what: str, agent_dir: str | None) -> str | None:
+    """The absolute path of a file seed, None for a text seed; a ValueError naming what is wrong with any other."""
+    if isinstance(seed, str):
+        return None
+    file = seed.get('file') if isinstance(seed, Mapping) else None
+    if not isinstance(file, str) or not file:
+        raise ValueError(f'{what}: the seed must be the prompt\'s text or {{"file": "path/to/prompt.md"}} (relative to the agent), got {seed!r}')
+    return file if os.path.isabs(file) else os.path.abspath(os.path.join(agent_dir or os.getcwd(), file))
+
+
+def _read_seed_file(file: str, what: str) -> str:
+    try:
+        with open(file, encoding='utf-8', newline='') as f:  # newline='': the text exactly as stored, as the TS SDK reads it
+            return f.read()
+    except OSError as exc:
+        raise OSError(
+            f"{what}: cannot read its seed file {file} ({exc.strerror}): a relative seed file is read from the agent's folder "
+            'in a rollout, else from the working directory (LLM(..., agent_dir=...) sets it)'
+        ) from exc
 
 
 class _Rollout:
@@ -152,11 +240,14 @@ def current_rollout() -> _Rollout | None:
     return _current.get()
 
 
-def emit_reward(reward: float | Mapping[str, float], primary_key: str | None = None) -> None:
-    """Records a reward: a number, or a dict of named numbers whose first (or primary_key) entry is primary."""
+def emit_reward(reward: float | Mapping[str, float], primary_key: str | None = None, feedback: str | None = None) -> None:
+    """Records a reward: a number, or a dict of named numbers whose first (or primary_key) entry is primary; with
+    `feedback`, what the grader said about the answer in words (what a prompt optimization reflects on)."""
     ctx = _current.get()
     if ctx is None:
         return
+    if feedback is not None and not isinstance(feedback, str):
+        raise ValueError(f'emit_reward: feedback must be a string (what the grader said), got {type(feedback).__name__}')
     given: list[tuple[str, object]] = list(reward.items()) if isinstance(reward, Mapping) else [('reward', reward)]
     if not given:
         raise ValueError('emit_reward: give a number or a non-empty dict of numbers')
@@ -176,6 +267,8 @@ def emit_reward(reward: float | Mapping[str, float], primary_key: str | None = N
     for i, (k, v) in enumerate(items):
         attrs[f'agentlightning.reward.{i}.name'] = k
         attrs[f'agentlightning.reward.{i}.value'] = float(v)
+    if feedback is not None:
+        attrs['agl.reward.feedback'] = feedback
     ctx.add_span('agentlightning.reward', attrs)
 
 
@@ -242,21 +335,33 @@ def run_job(job: dict[str, Any], daemon_url: str, token: str) -> dict[str, Any]:
     """Runs one attempt; returns the outcome the runner expects."""
     ctx = _Rollout(job['rolloutId'], job['attemptId'], daemon_url, token)
     llm_init = job.get('llm') or {}
-    llm = LLM(llm_init.get('baseUrl'), llm_init.get('model'), llm_init.get('samplingParams'), llm_init.get('apiKey', 'agl'))
+    llm = LLM(
+        llm_init.get('baseUrl'),
+        llm_init.get('model'),
+        llm_init.get('samplingParams'),
+        llm_init.get('apiKey', 'agl'),
+        prompts=llm_init.get('prompts'),
+        agent_dir=llm_init.get('agentDir'),
+    )
     token_var = _current.set(ctx)
     start = time.time_ns()
     outcome: dict[str, Any] = {'status': 'succeeded', 'reward': None}
     try:
         fn = load_function(job['agent'])
+        llm.agent_dir = _module_dir(fn) or llm.agent_dir
         nparams = len(inspect.signature(fn).parameters)
         args = (job.get('task'), llm, {'rollout_id': ctx.rollout_id, 'attempt_id': ctx.attempt_id, 'mode': job.get('mode', 'train')})[: max(1, min(nparams, 3))]
         value = fn(*args)
         if inspect.isawaitable(value):
             value = asyncio.run(_await(value))
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            emit_reward(float(value))
+        score = _returned_score(value)
+        if score is not None:
+            reward, feedback, result = score
+            emit_reward(reward, feedback=feedback)
             ctx.spans[-1]['attributes'].append({'key': 'agl.reward.final', 'value': {'boolValue': True}})
-            outcome['reward'] = float(value)
+            outcome['reward'] = reward
+            if result:
+                outcome['result'] = json.loads(json.dumps(result, default=str))
         elif value is not None:
             outcome['result'] = json.loads(json.dumps(value, default=str))
     except BaseException as exc:  # an agent's failure of any kind ends its attempt
@@ -275,6 +380,29 @@ def run_job(job: dict[str, Any], daemon_url: str, token: str) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001
         outcome = {'status': 'failed', 'reward': outcome.get('reward'), 'error': {'message': f"could not store the attempt's spans: {exc}"}}
     return outcome
+
+
+def _returned_score(value: object) -> tuple[float, str | None, dict[str, Any]] | None:
+    """What an agent's return value scores: a number is the final reward; a dict whose "reward" is a number is the
+    final reward with its "feedback" (a string), its other keys (if any) the episode's answer. None for anything else
+    (the episode's answer, no reward). A ValueError names a reward that is not finite or a feedback that is not text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (float(value), None, {}) if math.isfinite(value) else None
+    if not isinstance(value, Mapping) or not isinstance(value.get('reward'), (int, float)) or isinstance(value.get('reward'), bool):
+        return None
+    reward = float(value['reward'])
+    if not math.isfinite(reward):
+        raise ValueError(f'the agent returned {{"reward": {reward}}}: the reward must be a finite number')
+    feedback = value.get('feedback')
+    if feedback is not None and not isinstance(feedback, str):
+        raise ValueError(f'the agent returned a "feedback" of type {type(feedback).__name__}: give the grader\'s words as a string')
+    return reward, feedback, {k: v for k, v in value.items() if k not in ('reward', 'feedback')}
+
+
+def _module_dir(fn: Callable[..., Any]) -> str | None:
+    """The folder of the module defining the agent function (where its file seeds are), when it has a file."""
+    file = getattr(sys.modules.get(getattr(fn, '__module__', '') or ''), '__file__', None)
+    return os.path.dirname(os.path.abspath(file)) if isinstance(file, str) else None
 
 
 async def _await(awaitable: Awaitable[Any]) -> Any:

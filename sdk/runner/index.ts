@@ -4,6 +4,6 @@
  * this; the daemon never imports the agent API's internals, only this (its HTTP client is client/, not part of the SDK).
  */
 export { BatchingSink } from './sink.js';
-export { installTraceparentFetch, runAttempt } from './run.js';
+export { installTraceparentFetch, recordFailedAttempt, runAttempt } from './run.js';
 export type { AttemptOutcome, AttemptSpec } from './run.js';
 export type { SpanSink } from '../context.js';

@@ -1,8 +1,9 @@
 /**
  * Runs one attempt of an agent function in this process: sets the rollout context, records the root
  * span (`agentlightning.rollout`, with the deterministic id the gateway parents LLM calls under), turns
- * a numeric return value into the final reward (any other value is recorded on the root span as the episode's
- * answer, `agl.rollout.result`), and flushes every span before reporting the outcome.
+ * a numeric return value, or `{ reward, feedback }`, into the final reward (any other value is recorded on the root
+ * span as the episode's answer, `agl.rollout.result`), and flushes every span before reporting the outcome. The
+ * runner records the root span of an attempt whose process could not (recordFailedAttempt).
  * Used by the runner's worker processes and by tests.
  */
 import { AGL, HEADERS, SPAN } from '../../protocol/spans.js';
@@ -39,27 +40,47 @@ function jsonSafe(v: unknown): unknown {
   }
 }
 
-export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: SpanSink): Promise<AttemptOutcome> {
-  const traceId = traceIdForAttempt(spec.attemptId);
-  const rootId = rootSpanIdForAttempt(spec.attemptId);
-  const ctx: RolloutContext = {
+/** The rollout context of an attempt, its spans under the attempt's root span (deterministic ids: protocol/ids.ts). */
+function attemptContext(spec: Pick<AttemptSpec, 'rolloutId' | 'attemptId' | 'agentName'> & { llm?: LLM }, sink: SpanSink): RolloutContext {
+  return {
     rolloutId: spec.rolloutId,
     attemptId: spec.attemptId,
-    traceId,
-    parentSpanId: rootId,
+    traceId: traceIdForAttempt(spec.attemptId),
+    parentSpanId: rootSpanIdForAttempt(spec.attemptId),
     sink,
     llm: spec.llm,
     agentName: spec.agentName,
   };
+}
+
+/**
+ * What an agent's return value scores: a finite number is the final reward; an object whose `reward` is a number is
+ * the final reward with its `feedback` (a string), its other keys (if any) the episode's answer. Null for anything
+ * else (the episode's answer, no reward). Throws naming the field for a reward that is not finite or a feedback that
+ * is not a string.
+ */
+function returnedScore(value: unknown): { reward: number; feedback?: string; result?: Record<string, unknown> } | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? { reward: value } : null;
+  if (!value || typeof value !== 'object' || Array.isArray(value) || typeof (value as { reward?: unknown }).reward !== 'number') return null;
+  const { reward, feedback, ...rest } = value as { reward: number; feedback?: unknown };
+  if (!Number.isFinite(reward)) throw new TypeError(`the agent returned { reward: ${reward} }: the reward must be a finite number`);
+  if (feedback !== undefined && typeof feedback !== 'string')
+    throw new TypeError(`the agent returned { feedback } of type ${feedback === null ? 'null' : typeof feedback}: give the grader's words as a string`);
+  return { reward, ...(feedback !== undefined ? { feedback } : {}), ...(Object.keys(rest).length ? { result: rest } : {}) };
+}
+
+export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: SpanSink): Promise<AttemptOutcome> {
+  const ctx = attemptContext(spec, sink);
   const startTime = Date.now();
   let outcome: AttemptOutcome;
   try {
     const value = await rolloutStorage.run(ctx, () =>
       agent(spec.task, spec.llm, { rolloutId: spec.rolloutId, attemptId: spec.attemptId, mode: spec.mode ?? 'train' }),
     );
-    if (typeof value === 'number' && Number.isFinite(value)) {
-      rolloutStorage.run(ctx, () => emitReward(value, { attributes: { [AGL.rewardFinal]: true } }));
-      outcome = { status: 'succeeded', reward: value };
+    const score = returnedScore(value);
+    if (score) {
+      rolloutStorage.run(ctx, () => emitReward(score.reward, { feedback: score.feedback, attributes: { [AGL.rewardFinal]: true } }));
+      outcome = { status: 'succeeded', reward: score.reward, ...(score.result ? { result: jsonSafe(score.result) } : {}) };
     } else {
       outcome = { status: 'succeeded', reward: null, result: jsonSafe(value) };
     }
@@ -68,6 +89,13 @@ export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: 
     const e = err instanceof Error ? err : new Error(String(err));
     outcome = { status: 'failed', reward: null, error: { message: e.message, stack: e.stack } };
   }
+  recordRootSpan(ctx, spec, outcome, startTime);
+  await sink.flush();
+  return outcome;
+}
+
+/** The attempt's root span (`agentlightning.rollout`): the agent, the task, what it returned, how it ended. */
+function recordRootSpan(ctx: RolloutContext, spec: Pick<AttemptSpec, 'task' | 'agentName'>, outcome: AttemptOutcome, startTime: number): void {
   recordSpan(
     ctx,
     SPAN.agentRun,
@@ -78,15 +106,28 @@ export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: 
       ...(outcome.result !== undefined && outcome.result !== null ? { [AGL.rolloutResult]: JSON.stringify(outcome.result) } : {}),
     },
     {
-      spanId: rootId,
+      spanId: ctx.parentSpanId,
       parentSpanId: null,
       startTime,
       endTime: Date.now(),
       status: outcome.status === 'succeeded' ? { code: 'ok' } : { code: 'error', message: outcome.error?.message },
     },
   );
-  await sink.flush();
-  return outcome;
+}
+
+/**
+ * Records the root span of an attempt that failed where its agent's process could not record it (the runner killed
+ * it at its timeout, it crashed, it never started), with the error as its status: what a prompt optimization reads
+ * as the rollout's feedback (protocol/span-reading.ts rolloutFeedback), and the root the agent's spans hang under.
+ */
+export function recordFailedAttempt(
+  spec: Pick<AttemptSpec, 'rolloutId' | 'attemptId' | 'task' | 'agentName'>,
+  sink: SpanSink,
+  error: { message: string },
+  startTime: number,
+): void {
+  const ctx = attemptContext(spec, sink);
+  recordRootSpan(ctx, spec, { status: 'failed', reward: null, error }, startTime);
 }
 
 let fetchPatched = false;

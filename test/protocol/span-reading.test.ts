@@ -13,10 +13,12 @@ import {
   isFinalRewardSpan,
   numberArrayAttr,
   pickFinalReward,
+  promptVersions,
   repairedParents,
   rewardOfSpan,
   rewardsInOrder,
   rolloutFeedback,
+  rolloutScore,
   spanKind,
 } from '../../protocol/span-reading.js';
 import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from '../../protocol/spans.js';
@@ -130,6 +132,73 @@ describe('feedback', () => {
     assert.equal(rolloutFeedback([exception('e', 2, 'ValueError', 'bad json'), failed]), 'tool crashed');
     assert.equal(rolloutFeedback([reward('r', 1, 1), span({ spanId: 'ok', name: 'step', startTime: 2 })]), null);
     assert.equal(rolloutFeedback([]), null);
+  });
+
+  it("of an attempt that failed (its root span ended in error) is its error, before any reward's feedback", () => {
+    const root = (message: string) => span({ spanId: 'root', name: SPAN.agentRun, startTime: 0, endTime: 20, status: { code: 'error', message } });
+    const graded = reward('r', 2, 0.5, 'half right', true);
+    assert.equal(
+      rolloutFeedback([graded, root('rollout timed out after 5 s: the agent process was killed')]),
+      'rollout timed out after 5 s: the agent process was killed',
+    );
+    assert.equal(rolloutFeedback([graded, exception('e', 3, 'TypeError', 'x is undefined'), root('x is undefined')]), 'x is undefined', 'the last error');
+    assert.equal(rolloutFeedback([graded, span({ spanId: 'root', name: SPAN.agentRun, startTime: 0, endTime: 20 })]), 'half right', 'a root that ended ok');
+  });
+});
+
+describe('score', () => {
+  it('is the final reward of a rollout that succeeded (0 without one), and 0 for one that failed or was cancelled', () => {
+    assert.equal(rolloutScore('succeeded', 0.75), 0.75);
+    assert.equal(rolloutScore('succeeded', null), 0);
+    assert.equal(rolloutScore('failed', 1), 0, 'a reward emitted before the failure does not count');
+    assert.equal(rolloutScore('cancelled', null), 0);
+  });
+});
+
+describe('prompt versions', () => {
+  const read = (spanId: string, startTime: number, attrs: Record<string, string>) => span({ spanId, name: SPAN.prompt, startTime, attributes: attrs });
+  const prompt = (name: string, source: string, version: string, sha: string, extra: Record<string, string> = {}) => ({
+    [AGL.promptName]: name,
+    [AGL.promptSource]: source,
+    [AGL.promptVersion]: version,
+    [AGL.promptSha]: sha,
+    [AGL.promptTemplate]: `text of ${name} ${version}`,
+    ...extra,
+  });
+
+  it('are one reading per prompt name and text, in the order first read, with how often each was read', () => {
+    const spans = [
+      read('p3', 30, prompt('system', 'candidate', 'pc-opt-1-2', 'aaaaaaaaaaaa')),
+      read('p1', 10, prompt('planner', 'seed', 'seed', 'bbbbbbbbbbbb', { [AGL.promptFile]: '/repo/agent/prompts/planner.md' })),
+      read('p2', 20, prompt('system', 'candidate', 'pc-opt-1-2', 'aaaaaaaaaaaa')),
+      read('p4', 40, prompt('executor', 'promoted', 'pc-opt-0-7', 'cccccccccccc')),
+      span({ spanId: 'llm', name: SPAN.llmCall, startTime: 15 }),
+    ];
+    assert.deepEqual(
+      promptVersions(spans).map((r) => [r.name, r.source, r.version, r.sha, r.reads, r.spanId]),
+      [
+        ['planner', 'seed', 'seed', 'bbbbbbbbbbbb', 1, 'p1'],
+        ['system', 'candidate', 'pc-opt-1-2', 'aaaaaaaaaaaa', 2, 'p2'],
+        ['executor', 'promoted', 'pc-opt-0-7', 'cccccccccccc', 1, 'p4'],
+      ],
+    );
+    const [planner] = promptVersions(spans);
+    assert.equal(planner.file, '/repo/agent/prompts/planner.md');
+    assert.equal(planner.template, 'text of planner seed');
+    assert.equal(spanKind(spans[0]), 'prompt');
+  });
+
+  it('tell two texts of one version apart by their sha (a seed edited between reads), and skip spans missing what a reading needs', () => {
+    const spans = [
+      read('a', 1, prompt('system', 'seed', 'seed', '111111111111')),
+      read('b', 2, prompt('system', 'seed', 'seed', '222222222222')),
+      read('c', 3, prompt('system', 'guessed', 'seed', '333333333333')),
+      read('d', 4, { [AGL.promptName]: 'system', [AGL.promptSource]: 'seed' }),
+    ];
+    assert.deepEqual(
+      promptVersions(spans).map((r) => r.sha),
+      ['111111111111', '222222222222'],
+    );
   });
 });
 

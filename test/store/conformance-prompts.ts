@@ -196,6 +196,7 @@ export function promptsConformance(ctx: { readonly store: LightningStore }): voi
   });
 
   optimizationViewConformance(ctx);
+  promptVersionFilterConformance(ctx);
 }
 
 /** A reward span saying what the grader saw. */
@@ -285,6 +286,71 @@ function optimizationViewConformance(ctx: { readonly store: LightningStore }): v
         [[opt.id, 'optimize']],
       );
       await assert.rejects(optimizationView(store, 'run-missing'), /does not exist in this daemon's store/);
+    });
+
+    it('scores a val rollout that failed 0 with its error, whatever reward it emitted before failing', async () => {
+      const store = ctx.store;
+      const opt = await optimization(store);
+      const seed = await store.addPromptCandidate(seedOf(opt.id));
+      const meta = (taskId: string) => ({ mode: 'val' as const, metadata: { runId: opt.id, candidate: seed.id, taskId, split: 'val' } });
+      await rollout(store, { task: 'v1' }, [graded(1, 'looked right')], {
+        ...meta('v1'),
+        finish: 'failed',
+        error: 'rollout timed out after 30 s: the agent process was killed',
+      });
+      await rollout(store, { task: 'v2' }, [graded(1, 'right')], { ...meta('v2'), finish: 'succeeded' });
+      const view = await optimizationView(store, opt.id);
+      assert.deepEqual(
+        Object.entries(view.candidates[0]!.val).map(([task, s]) => [task, s.score, s.feedback]),
+        [
+          ['v1', 0, 'rollout timed out after 30 s: the agent process was killed'],
+          ['v2', 1, 'right'],
+        ],
+      );
+      assert.equal(view.candidates[0]!.valMean, 0.5);
+    });
+  });
+}
+
+/** A prompt span: the agent read `name` at `version` (text sha `sha`). */
+const readPrompt = (name: string, source: string, version: string, sha: string) => ({
+  name: SPAN.prompt,
+  attributes: { [AGL.promptName]: name, [AGL.promptSource]: source, [AGL.promptVersion]: version, [AGL.promptSha]: sha, [AGL.promptTemplate]: `${name} text` },
+});
+
+function promptVersionFilterConformance(ctx: { readonly store: LightningStore }): void {
+  describe('rollouts by the prompt versions they read', () => {
+    it('finds rollouts by a version (candidate, promoted candidate, seed) or a text sha, in any of their prompt spans', async () => {
+      const store = ctx.store;
+      const scored = await rollout(store, { task: 1 }, [readPrompt('system', 'candidate', 'pc-opt-a-3', 'aaaaaaaaaaaa')], { finish: 'succeeded' });
+      const promoted = await rollout(
+        store,
+        { task: 2 },
+        [readPrompt('planner', 'seed', 'seed', 'bbbbbbbbbbbb'), readPrompt('system', 'promoted', 'pc-opt-a-3', 'aaaaaaaaaaaa')],
+        {
+          finish: 'succeeded',
+        },
+      );
+      const seeded = await rollout(store, { task: 3 }, [readPrompt('system', 'seed', 'seed', 'cccccccccccc')], { finish: 'failed' });
+      const none = await rollout(store, { task: 4 }, [{ name: 'step', attributes: { [AGL.promptVersion]: 'pc-opt-a-3' } }], { finish: 'succeeded' });
+      const ids = async (promptVersion: string, more = {}) => (await store.queryRollouts({ promptVersion, order: 'asc', ...more })).items.map((r) => r.id);
+      assert.deepEqual(
+        await ids('pc-opt-a-3'),
+        [scored.id, promoted.id],
+        'scored in its optimization, and read once promoted; another span with the attribute is no prompt read',
+      );
+      assert.deepEqual(await ids('seed'), [promoted.id, seeded.id]);
+      assert.deepEqual(await ids('cccccccccccc'), [seeded.id], 'a text by its sha');
+      assert.deepEqual(await ids('seed', { status: ['failed'] }), [seeded.id], 'with the other filters');
+      assert.deepEqual(await ids('pc-none'), []);
+      const page = await rolloutsPage(store, { promptVersion: 'aaaaaaaaaaaa' });
+      assert.deepEqual(
+        page.items.map((i) => i.rollout.id),
+        [promoted.id, scored.id],
+        'the list, newest first',
+      );
+      assert.equal(page.total, 2);
+      assert.ok(!page.items.some((i) => i.rollout.id === none.id));
     });
   });
 }

@@ -202,6 +202,10 @@ class TrajectoryViewer {
             },
             openCode: this.openCode,
             openGroup: (rolloutId) => this.open({ kind: 'group', rolloutId }),
+            filterByPromptVersion: (promptVersion) => {
+              this.state = { ...this.state, filter: { promptVersion } };
+              this.open({ kind: 'rollouts' });
+            },
           },
           this.treeLayout,
         );

@@ -1,11 +1,13 @@
 /**
- * One rollout: a header (status, agent, reward, attempts, its answer, the rule of the run that made it), then two
- * tabs. "Timeline": the span tree beside a waterfall of when each span ran, and the selected span's detail (chat,
+ * One rollout: a header (status, agent, reward, attempts, its answer, the prompt versions it read, the rule of the run
+ * that made it), then two tabs. "Timeline": the span tree beside a waterfall of when each span ran, and the selected span's detail (chat,
  * role, policy, trained or not, credit, advantage), scrolled into sight when a call is opened and it is out of sight (a
  * panel beside the editor puts it under the tree). "States": the semantic variables after each step (states-view.ts).
  * Calls are "role #n" everywhere, numbered by protocol/span-reading.ts llmCallNumbers (the daemon's CallInfo).
  */
 import type { CallInfo } from '../../protocol/call-roles.js';
+import type { PromptReading } from '../../protocol/span-reading.js';
+import { AGL } from '../../protocol/spans.js';
 import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
 import type { Attempt, Span } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
@@ -27,6 +29,8 @@ export interface RolloutViewActions extends DetailActions {
   backLabel?: string;
   selectAttempt(attemptId: string): void;
   saveViewState(state: RolloutViewState): void;
+  /** Shows the rollouts list of the rollouts that read this prompt version (or text sha). */
+  filterByPromptVersion(version: string): void;
 }
 
 function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefined, info: CallInfo | undefined): string {
@@ -47,6 +51,7 @@ function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefi
   if (kind === 'object') return `object ${preview(span.attributes['agl.object.json'] ?? '', 50)}`;
   if (kind === 'exception') return `${span.attributes['exception.type'] ?? 'exception'}: ${span.attributes['exception.message'] ?? ''}`;
   if (kind === 'agent') return String(span.attributes['agl.agent.name'] ?? 'rollout');
+  if (kind === 'prompt') return `prompt ${String(span.attributes[AGL.promptName] ?? '?')} · ${String(span.attributes[AGL.promptVersion] ?? '?')}`;
   return String(span.attributes['agl.operation.name'] ?? span.name);
 }
 
@@ -91,11 +96,46 @@ function rolloutHeader(detail: RolloutDetail, reward: number | null, actions: Ro
   );
 }
 
+const SOURCE_WORDS: Record<PromptReading['source'], string> = {
+  candidate: 'candidate being scored',
+  promoted: 'promoted',
+  seed: 'seed',
+};
+
+/**
+ * Which prompt versions the attempt read: per prompt, where its text came from, its version and its text's sha, each a
+ * button that lists the rollouts that read the same; the text itself in the button's tooltip.
+ */
+function promptsBlock(prompts: PromptReading[], actions: RolloutViewActions): HTMLElement | null {
+  if (!prompts.length) return null;
+  const filterButton = (value: string, label: string, title: string) => {
+    const b = h('button', { class: 'link-button mono prompt-filter', title, 'aria-label': title }, label);
+    b.addEventListener('click', () => actions.filterByPromptVersion(value));
+    return b;
+  };
+  const rows = prompts.map((p) =>
+    h(
+      'li',
+      { class: 'prompt-reading', 'data-prompt': p.name, title: p.template ?? '' },
+      h('span', { class: 'prompt-name' }, p.name),
+      h('span', { class: `chip prompt-source source-${p.source}` }, SOURCE_WORDS[p.source]),
+      filterButton(p.version, p.version, `List the rollouts that read prompt version ${p.version}`),
+      p.sha ? filterButton(p.sha, p.sha, `List the rollouts that read this very text of a prompt (sha ${p.sha})`) : null,
+      p.reads > 1 ? h('span', { class: 'muted' }, `read ${p.reads}×`) : null,
+      p.file ? h('span', { class: 'muted mono prompt-file', title: p.file }, p.file.split(/[\\/]/).pop() ?? p.file) : null,
+    ),
+  );
+  return h('div', { class: 'summary-item wide rollout-prompts' }, h('span', { class: 'muted' }, 'Prompts'), h('ul', { class: 'prompt-readings' }, ...rows));
+}
+
 const summaryItem = (label: string, value: HTMLElement, attrs: Record<string, string> = {}): HTMLElement =>
   h('div', { ...attrs, class: `summary-item${attrs.class ? ` ${attrs.class}` : ''}` }, h('span', { class: 'muted' }, label), value);
 
-/** The summary under the header: agent, reward, calls, duration, mode, resources, start, task, answer, the training run's rule. */
-function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: Attempt | undefined): HTMLElement {
+/**
+ * The summary under the header: agent, reward, calls, duration, mode, resources, start, task, answer, the prompt versions
+ * it read, the training run's rule.
+ */
+function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: Attempt | undefined, actions: RolloutViewActions): HTMLElement {
   const { rollout, spans } = detail;
   const range = timeRange(spans);
   const llmCount = spans.filter((s) => spanKind(s) === 'llm').length;
@@ -115,6 +155,7 @@ function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: A
     summaryItem('Started', h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
     summaryItem('Task', h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)), { class: 'wide' }),
     h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer)),
+    promptsBlock(detail.prompts, actions),
     detail.roles
       ? summaryItem('Training', h('span', {}, `run ${detail.roles.runId} ${detail.roles.rule}`), {
           class: 'wide roles-rule',
@@ -223,7 +264,7 @@ export function renderRolloutView(
   mount(
     root,
     rolloutHeader(detail, reward, actions),
-    rolloutSummary(detail, reward, attempt),
+    rolloutSummary(detail, reward, attempt, actions),
     attempt?.error ? h('div', { class: 'error-banner' }, icon('error'), ` ${attempt.error.message}`) : null,
     tabs,
   );

@@ -18,6 +18,7 @@ export const KIND_ICON: Record<ReturnType<typeof spanKind>, string> = {
   object: 'json',
   message: 'comment',
   exception: 'error',
+  prompt: 'note',
   operation: 'symbol-event',
 };
 
