@@ -6,13 +6,15 @@
  * the selected candidate's diff against its parent with its reflection beside it; keyboard paths through the tree and
  * the grid; the links out (a cell's rollout, a candidate's rollouts, Apply) as the panel's commands; the view following
  * a running optimization live on the daemon's event stream (extension/panels/live-updates.ts OptimizationRefresh); and
- * how it looks at full and half width, dark and light (screenshots in test-results/webview/optimize-*.png).
+ * how it looks at full and half width, dark and light (screenshots in test-results/webview/optimize-*.png). Then the
+ * trajectory viewer opened on a candidate's rollouts (what "Rollouts" asks the panel for): only its, with a chip.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { optimizeHandlers } from '../../extension/panels/data.js';
+import { optimizeHandlers, trajectoryHandlers } from '../../extension/panels/data.js';
 import { candidateId } from '../../protocol/prompts.js';
 import { OptimizeProtocol } from '../../protocol/webview-optimize.js';
+import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
 import { liveOptimize, openWebview, startDaemon, type Daemon, type LiveUpdates, type WebviewSession } from './harness.js';
 import { candidate, OPT_AGENT, scoredRollout, seedOptimization, VAL_TASKS } from './optimize-seed.js';
 
@@ -234,6 +236,31 @@ describe('optimization view webview, before any optimization', () => {
       assert.deepEqual(view.problems, []);
     } finally {
       live.close();
+      await view.close();
+      await daemon.close();
+    }
+  });
+});
+
+describe("a candidate's rollouts in the trajectory viewer", () => {
+  it('lists only the rollouts of the candidate, says so in a chip, and lists every rollout again when the chip goes', async () => {
+    const daemon = await startDaemon();
+    const runId = await seedOptimization(daemon.client);
+    const view = await openWebview('trajectory', trajectoryHandlers(daemon.client));
+    try {
+      const c1 = (await daemon.client.getOptimizationView(runId)).candidates.find((c) => c.ordinal === 1)!;
+      await view.notify(TrajectoryProtocol.show.method, { view: { kind: 'rollouts' }, filter: { candidate: c1.id, runId } });
+      const chip = view.page.locator('.filter-chip[data-chip="candidate"]');
+      await chip.waitFor();
+      assert.match(await chip.innerText(), /Prompt candidate: #1/);
+      await view.page.locator('span.count', { hasText: new RegExp(`^${c1.rollouts} rollouts$`) }).waitFor({ timeout: 10_000 });
+      assert.equal(c1.rollouts, 9, 'its minibatch (3) and val (6) rollouts');
+      await chip.locator('.chip-remove').click();
+      const all = (await daemon.client.queryRollouts({ runId, limit: 1, withTotal: true })).total!;
+      await view.page.locator('span.count', { hasText: new RegExp(`^${all} rollouts$`) }).waitFor({ timeout: 10_000 });
+      await view.screenshot('optimize-candidate-rollouts');
+      assert.deepEqual(view.problems, []);
+    } finally {
       await view.close();
       await daemon.close();
     }
