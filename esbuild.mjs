@@ -1,5 +1,6 @@
 // Bundles the four deliverables: the VS Code extension (CJS, vscode external), the daemon CLI `agl`
-// (ESM, native and heavy modules external), the webviews (browser IIFE) and the SDK (ESM, for agents).
+// (ESM, native and heavy modules external), the webviews (browser IIFE: trajectory viewer, training dashboard,
+// optimization view) and the SDK (ESM, for agents).
 // Entries that do not exist yet are skipped with a notice, so the build works while areas are young.
 import { build, context } from 'esbuild';
 import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
@@ -68,6 +69,15 @@ const targets = [
     name: 'trajectory webview',
     entryPoints: ['webview/trajectory/main.ts'],
     outfile: 'dist/webview/trajectory.js',
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+    loader: { '.ttf': 'file' },
+  },
+  {
+    name: 'optimization webview',
+    entryPoints: ['webview/optimize/main.ts'],
+    outfile: 'dist/webview/optimize.js',
     platform: 'browser',
     format: 'iife',
     target: 'es2022',

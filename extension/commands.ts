@@ -10,7 +10,7 @@ import type { Ctx } from './ctx.js';
 import { cursorEditor } from './pickers.js';
 import { runRolloutCommand } from './rollout-command.js';
 import { trainCommand } from './train-command.js';
-import { showTrainingDashboard, showTrajectoryViewer } from './views.js';
+import { showOptimizationView, showTrainingDashboard, showTrajectoryViewer } from './views.js';
 
 /** Runs a command body, turning an unexpected error into a message that points at the log. */
 function guarded(ctx: Ctx, name: string, body: (...args: unknown[]) => Promise<unknown>): (...args: unknown[]) => Promise<void> {
@@ -37,6 +37,10 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     reg(COMMANDS.openTrainingDashboard, 'Open Training Dashboard', async (runId) => {
       if (!(await ctx.requireDaemon('open the training dashboard'))) return;
       await showTrainingDashboard(ctx, { runId: typeof runId === 'string' ? runId : undefined });
+    }),
+    reg(COMMANDS.openOptimizationView, 'Open Optimization View', async (runId) => {
+      if (!(await ctx.requireDaemon('open the optimization view'))) return;
+      await showOptimizationView(ctx, { runId: typeof runId === 'string' ? runId : undefined });
     }),
     reg(COMMANDS.markAsAgent, 'Mark Function as Agent', () => markFunctionAsAgent(ctx)),
     reg(COMMANDS.startDaemon, 'Start Daemon', async () => {
@@ -93,6 +97,8 @@ async function showActions(ctx: Ctx): Promise<void> {
     { label: '$(play) Run Rollout', command: COMMANDS.run },
     { label: '$(list-tree) Open Trajectory Viewer', command: COMMANDS.trajectories },
     { label: '$(graph-line) Open Training Dashboard', command: COMMANDS.openTrainingDashboard },
+    { label: '$(sparkle) Optimize This Prompt', command: COMMANDS.optimizePrompt },
+    { label: '$(type-hierarchy) Open Optimization View', command: COMMANDS.openOptimizationView },
     up ? { label: '$(debug-stop) Stop Daemon', command: COMMANDS.stopDaemon } : { label: '$(debug-start) Start Daemon', command: COMMANDS.startDaemon },
     { label: '$(debug-restart) Restart Daemon', command: COMMANDS.restartDaemon },
     { label: '$(output) Show Daemon Log', command: COMMANDS.showDaemonLog },

@@ -19,6 +19,8 @@ export interface Settings {
   groupSize: number;
   /** Node.js binary that runs the daemon and the language server ('' = find one). */
   nodePath: string;
+  /** The optimizer model's OpenAI-compatible endpoint for Optimize This Prompt ('' url or model: asked, then saved here). */
+  optimizer: { url: string; model: string; keyEnv: string };
 }
 
 export function readSettings(): Settings {
@@ -30,6 +32,11 @@ export function readSettings(): Settings {
     defaultModel: c.get<string>('defaultModel', 'builtin:0.8m').trim() || 'builtin:0.8m',
     groupSize: c.get<number>('groupSize', 4),
     nodePath: c.get<string>('nodePath', '').trim(),
+    optimizer: {
+      url: c.get<string>('optimizer.url', '').trim(),
+      model: c.get<string>('optimizer.model', '').trim(),
+      keyEnv: c.get<string>('optimizer.keyEnv', 'OPENAI_API_KEY').trim() || 'OPENAI_API_KEY',
+    },
   };
 }
 

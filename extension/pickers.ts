@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import { COMMANDS } from '../protocol/commands.js';
 import { agentAt, listAgents, type AgentInfo } from '../protocol/lsp.js';
 import { chooseAgent } from './agent-choice.js';
-import { isCorpus } from './train-choices.js';
+import { isCorpus, type DataOption, type DataOptions } from './train-choices.js';
 import type { Ctx } from './ctx.js';
 
 let lastTextEditor: vscode.TextEditor | undefined;
@@ -131,6 +131,30 @@ export async function showJsonlPick(
   if (picked.path !== 'browse') return picked.path;
   const uris = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'JSON Lines': ['jsonl'] }, title });
   return uris?.[0]?.fsPath;
+}
+
+/** What a task-file pick that may go without a file (an optimization's test set) returns for "none". */
+export const NO_FILE = '\u0000none';
+
+/**
+ * A task-file pick: the agent's own files first (the first preselected), else "Browse…" where the highlight is.
+ * `none`: the label of an item that picks no file (NO_FILE), offered first when no file is known to be the agent's.
+ */
+export async function pickTaskFile(title: string, options: DataOptions, agent: AgentInfo, what: string, none?: string): Promise<string | undefined> {
+  const item = (o: DataOption): JsonlPickItem => ({ label: vscode.workspace.asRelativePath(o.path), description: o.description, path: o.path });
+  const others: JsonlPickItem[] = options.others.length
+    ? [{ label: 'other JSONL files', kind: vscode.QuickPickItemKind.Separator }, ...options.others.map(item)]
+    : [];
+  const noFile: JsonlPickItem[] = none ? [{ label: `$(circle-slash) ${none}`, path: NO_FILE }] : [];
+  if (options.owned.length) return showJsonlPick(title, [...options.owned.map(item), ...noFile, ...others, BROWSE_ITEM]);
+  if (none) return showJsonlPick(title, [...noFile, ...others, BROWSE_ITEM]);
+  // None is known to be the agent's: Enter on the highlighted first item opens the file dialog rather than
+  // training on whichever file sorts first.
+  return showJsonlPick(
+    title,
+    [BROWSE_ITEM, ...others],
+    `No ${what} file is known to be ${agent.name}'s (its train.yaml's data: section, or an earlier run): pick one`,
+  );
 }
 
 /** JSONL files of the workspace, the remembered one first. */

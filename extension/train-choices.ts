@@ -112,10 +112,11 @@ export function nearbyCheckpoints(agentFile: string): string[] {
   return out.sort();
 }
 
-/** Task files (absolute paths): training tasks and held-out validation tasks. */
+/** Task files (absolute paths): training tasks, held-out validation tasks, and (an optimization's) test tasks. */
 export interface TaskFiles {
   train?: string;
   val?: string;
+  test?: string;
 }
 
 /**
@@ -218,15 +219,20 @@ export function isCorpus(file: string): boolean {
   return /(^|[-_.])(corpus|corpora|documents|docs|passages)([-_.]|$)/i.test(basename(file).replace(/\.jsonl$/i, ''));
 }
 
-/** samples/calc/data/train.jsonl -> samples/calc/data/val.jsonl when that exists. */
-export function siblingValFile(train: string, exists: (path: string) => boolean = existsSync): string | undefined {
-  const candidate = train.replace(/train(\.[^/\\]*)?\.jsonl$/, 'val$1.jsonl');
+/** samples/calc/data/train.jsonl -> samples/calc/data/val.jsonl (or test.jsonl) when that exists. */
+export function siblingTaskFile(train: string, role: 'val' | 'test', exists: (path: string) => boolean = existsSync): string | undefined {
+  const candidate = train.replace(/train(\.[^/\\]*)?\.jsonl$/, `${role}$1.jsonl`);
   return candidate !== train && exists(candidate) ? candidate : undefined;
 }
 
 /** Where a task file known to be the agent's comes from, in the order they win. */
-export type DataOrigin = 'remembered' | 'config' | 'run';
-const ORIGIN_WORDS: Record<DataOrigin, string> = { remembered: 'last used', config: "the agent's train.yaml", run: 'its last training run' };
+export type DataOrigin = 'remembered' | 'config' | 'run' | 'optimization';
+const ORIGIN_WORDS: Record<DataOrigin, string> = {
+  remembered: 'last used',
+  config: "the agent's train.yaml",
+  run: 'its last training run',
+  optimization: 'its last optimization',
+};
 const DEMOS_WORDS = 'SFT demonstrations (agl sft), not tasks';
 
 export interface DataOption {
@@ -241,17 +247,17 @@ export interface DataOptions {
 }
 
 /**
- * The files a task-file pick (training or validation) offers. Only the agent's own are listed first, where the
- * pick highlights them: the user's last choice for this agent, the `data:` of its train.yaml, the files of its
- * last training run (`sources`, in that order). Every other JSONL file of the workspace follows (those in the
+ * The files a task-file pick (training, validation, an optimization's test) offers. Only the agent's own are listed
+ * first, where the pick highlights them: the user's last choice for this agent, the `data:` of its train.yaml, the files
+ * of its last training run or optimization (`sources`, in that order). Every other JSONL file of the workspace follows (those in the
  * agent's folder first), never first: with none of the agent's own, nothing is preselected, as a file that only
  * sorts first (another sample's data, calc's demos.jsonl) is a guess that two Enters turn into a wrong run.
- * Demonstrations are never preselected, whatever their origin. For `val`, the sources whose training file is the
- * one just chosen (`train`) come first, so a train.yaml's pair stays a pair; the file next to it
- * (`train.jsonl` -> `val.jsonl`) is offered first among the others.
+ * Demonstrations are never preselected, whatever their origin. For `val` and `test`, the sources whose training file is
+ * the one just chosen (`train`) come first, so a train.yaml's pair stays a pair; the file next to it
+ * (`train.jsonl` -> `val.jsonl`, `test.jsonl`) is offered first among the others.
  */
 export function dataOptions(
-  role: 'train' | 'val',
+  role: keyof TaskFiles,
   input: {
     agentFile: string;
     sources: readonly { origin: DataOrigin; files: TaskFiles }[];
@@ -267,7 +273,7 @@ export function dataOptions(
     if (!list.includes(why)) list.push(why);
     reasons.set(path, list);
   };
-  const pairsFirst = (s: { files: TaskFiles }) => Number(role === 'val' && input.train !== undefined && s.files.train === input.train);
+  const pairsFirst = (s: { files: TaskFiles }) => Number(role !== 'train' && input.train !== undefined && s.files.train === input.train);
   const sources = [...input.sources].sort((a, b) => pairsFirst(b) - pairsFirst(a));
   const owned: string[] = [];
   for (const { origin, files } of sources) {
@@ -276,7 +282,7 @@ export function dataOptions(
     note(path, ORIGIN_WORDS[origin]);
     if (!isDemonstrations(path) && !owned.includes(path)) owned.push(path);
   }
-  const sibling = role === 'val' && input.train ? siblingValFile(input.train, exists) : undefined;
+  const sibling = role !== 'train' && input.train ? siblingTaskFile(input.train, role, exists) : undefined;
   if (sibling) note(sibling, 'next to the training data');
   const all = new Set([...reasons.keys(), ...input.workspaceFiles]);
   for (const path of all) if (isDemonstrations(path)) note(path, DEMOS_WORDS);

@@ -19,7 +19,7 @@ import type { AglClient } from '../client/client.js';
 import { lastError, runAgl } from './agl-process.js';
 import { readSettings } from './config.js';
 import type { Ctx } from './ctx.js';
-import { BROWSE_ITEM, type JsonlPickItem, rememberAgent, resolveAgent, showJsonlPick, workspaceJsonlFiles } from './pickers.js';
+import { pickTaskFile, rememberAgent, resolveAgent, workspaceJsonlFiles } from './pickers.js';
 import {
   AGENT_CONFIG_BUDGET,
   agentTrainConfig,
@@ -28,8 +28,6 @@ import {
   budgetOf,
   configBudgetDetail,
   configTaskFiles,
-  type DataOption,
-  type DataOptions,
   type DataOrigin,
   dataOptions,
   lastRunTaskFiles,
@@ -71,22 +69,6 @@ async function taskSources(ctx: Ctx, client: AglClient, agent: AgentInfo, agentC
     ctx.log(`Train ${agent.name}: its earlier runs could not be read: ${(err as Error).message}`);
   }
   return sources;
-}
-
-/** A task-file pick: the agent's own files first (the first preselected), else "Browse…" where the highlight is. */
-async function pickTaskFile(title: string, options: DataOptions, agent: AgentInfo, what: string): Promise<string | undefined> {
-  const item = (o: DataOption): JsonlPickItem => ({ label: vscode.workspace.asRelativePath(o.path), description: o.description, path: o.path });
-  const others: JsonlPickItem[] = options.others.length
-    ? [{ label: 'other JSONL files', kind: vscode.QuickPickItemKind.Separator }, ...options.others.map(item)]
-    : [];
-  if (options.owned.length) return showJsonlPick(title, [...options.owned.map(item), ...others, BROWSE_ITEM]);
-  // None is known to be the agent's: Enter on the highlighted first item opens the file dialog rather than
-  // training on whichever file sorts first.
-  return showJsonlPick(
-    title,
-    [BROWSE_ITEM, ...others],
-    `No ${what} file is known to be ${agent.name}'s (its train.yaml's data: section, or an earlier run): pick one`,
-  );
 }
 
 async function askChoice(ctx: Ctx, client: AglClient, agent: AgentInfo): Promise<TrainChoice | undefined> {

@@ -13,6 +13,7 @@ import {
   runContext,
   type LearningDiagnosis,
 } from '../protocol/training-health.js';
+import type { StoreChange } from '../protocol/events.js';
 import type { AgentInfo } from '../protocol/lsp.js';
 import { METRICS } from '../protocol/metrics.js';
 import type { TrainingRun } from '../protocol/store.js';
@@ -32,11 +33,15 @@ async function latestReward(client: AglClient, runId: string): Promise<number | 
   return rewards.length ? rewards[rewards.length - 1]!.value : null;
 }
 
+/** Whether a store change can move a training run's progress: a run moved or its metrics landed. */
+const runMoved = (c: StoreChange): boolean => c.runs.length > 0 || c.metrics.length > 0;
+
 /**
- * Calls `read` whenever the daemon's events say a training run moved or its metrics landed, and after a reconnection
- * (never on a timer): one call at a time, one more if an event came meanwhile. `stop` waits for the call under way.
+ * Calls `read` whenever the daemon's events say a run moved (`moved`: by default a run record or its metrics), and after
+ * a reconnection (never on a timer): one call at a time, one more if an event came meanwhile. `stop` waits for the
+ * call under way.
  */
-export function onRunProgress(ctx: Ctx, read: () => Promise<void>): { stop(): Promise<void> } {
+export function onRunProgress(ctx: Ctx, read: () => Promise<void>, moved: (change: StoreChange) => boolean = runMoved): { stop(): Promise<void> } {
   let reading: Promise<void> | null = null;
   let again = false;
   const update = (): void => {
@@ -53,7 +58,7 @@ export function onRunProgress(ctx: Ctx, read: () => Promise<void>): { stop(): Pr
     });
   };
   const events = ctx.onDidReceiveEvent((e) => {
-    if (e.type === 'hello' || (e.type === 'store' && (e.change.truncated || e.change.runs.length > 0 || e.change.metrics.length > 0))) update();
+    if (e.type === 'hello' || (e.type === 'store' && (e.change.truncated || moved(e.change)))) update();
   });
   return {
     async stop() {

@@ -1,7 +1,8 @@
 /**
  * The extension's VS Code command ids, declared once: package.json `contributes.commands` lists them (a test
  * checks that it lists exactly these), extension/commands.ts registers them, and the CodeLens the language
- * server serves (daemon/lsp/codelens.ts) invokes them with the agent id as first argument.
+ * server serves (daemon/lsp/codelens.ts) invokes them with the agent id as first argument (an `llm.prompt` call's
+ * lenses: Optimize This Prompt with the prompt (protocol/lsp.ts PromptInfo), the optimization view with a run id).
  */
 export const COMMANDS = {
   train: 'agentLightning.train',
@@ -9,6 +10,8 @@ export const COMMANDS = {
   trajectories: 'agentLightning.openTrajectoryViewer',
   openTrainingDashboard: 'agentLightning.openTrainingDashboard',
   markAsAgent: 'agentLightning.markAsAgent',
+  optimizePrompt: 'agentLightning.optimizePrompt',
+  openOptimizationView: 'agentLightning.openOptimizationView',
   startDaemon: 'agentLightning.startDaemon',
   stopDaemon: 'agentLightning.stopDaemon',
   restartDaemon: 'agentLightning.restartDaemon',

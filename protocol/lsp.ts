@@ -5,6 +5,7 @@
  */
 import { NotificationType, RequestType } from 'vscode-languageserver-protocol';
 import type { AgentHeadline } from './agent-headline.js';
+import type { TrainingRun } from './store.js';
 
 /** Where the daemon is; null when it is down. Sent in initializationOptions and on every change. */
 export interface DaemonEndpoint {
@@ -34,6 +35,41 @@ export interface AgentInfo {
   range: { start: { line: number; character: number }; end: { line: number; character: number } };
 }
 
+/**
+ * A prompt an agent reads: a call `llm.prompt(name, seed, vars?)` (TypeScript, JavaScript, Python) found in a source
+ * file. Lines and characters are 0-based (LSP).
+ */
+export interface PromptInfo {
+  /** The name the agent reads it by (the call's first argument, a string literal). */
+  name: string;
+  /**
+   * The seed as the call writes it: its text (a plain string literal), its file (`{ file: 'prompts/system.md' }`,
+   * relative to the agent's file), or null when it is computed (a template with substitutions, a variable).
+   */
+  seed: { text: string } | { file: string } | null;
+  /** The agent (its stable id) whose code reads it: the one whose declaration holds the call, else the file's only agent; null when neither. */
+  agent: string | null;
+  language: AgentLanguage;
+  uri: string;
+  /** The call; its lenses sit on its first line. */
+  range: { start: { line: number; character: number }; end: { line: number; character: number } };
+}
+
+/** One optimization of an agent's prompts (a run of kind 'optimize'), as the prompt lenses show it. */
+export interface PromptOptimization {
+  runId: string;
+  /** The prompts it optimized (its config's `prompts`). */
+  prompts: string[];
+  status: TrainingRun['status'];
+  /** Mean val score of its best candidate and of its seed (null until scored). */
+  best: number | null;
+  seed: number | null;
+  /** Rollouts it spent of its budget. */
+  rollouts: number;
+  budget: number;
+  updatedAt: number;
+}
+
 /** One agent's numbers from the daemon's store, for its CodeLens. */
 export interface AgentStats {
   agent: string;
@@ -45,6 +81,8 @@ export interface AgentStats {
   headline: AgentHeadline;
   /** Rollouts queued or running right now. */
   active: number;
+  /** Its prompt optimizations, newest first (the lenses above its `llm.prompt` calls). */
+  optimizations: PromptOptimization[];
 }
 
 /** Client -> server: the daemon started, moved or stopped (`starting`: on its way up). */
@@ -56,6 +94,12 @@ export const listAgents = new RequestType<Record<string, never>, { agents: Agent
 /** The agent function whose declaration contains the position, if any. */
 export const agentAt = new RequestType<{ uri: string; position: { line: number; character: number } }, { agent: AgentInfo | null }, void>(
   'agentLightning/agentAt',
+);
+/** Every `llm.prompt(...)` call in the workspace folders (files on disk and open documents). */
+export const listPrompts = new RequestType<Record<string, never>, { prompts: PromptInfo[] }, void>('agentLightning/listPrompts');
+/** The `llm.prompt(...)` call at the position (or on its line), if any. */
+export const promptAt = new RequestType<{ uri: string; position: { line: number; character: number } }, { prompt: PromptInfo | null }, void>(
+  'agentLightning/promptAt',
 );
 /** Stats of agents by id (from the server's cache, fetched when missing). */
 export const agentStats = new RequestType<{ agents: string[] }, { stats: AgentStats[] }, void>('agentLightning/agentStats');

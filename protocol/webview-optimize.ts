@@ -9,7 +9,7 @@
  */
 import type { PromptCandidate } from './prompts.js';
 import type { TrainingRun } from './store.js';
-import { DaemonMessages, requestType } from './webview-ipc.js';
+import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
 
 export const OPTIMIZE_VIEW_TYPE = 'agl.optimizationView';
 
@@ -56,8 +56,36 @@ export interface OptimizationView {
   calls: { count: number; tokens: { prompt: number; completion: number }; cost: number | null };
 }
 
+/** What the panel keeps (setState): the run shown and the candidate selected in it. */
+export interface OptimizeState {
+  runId: string | null;
+  /** The candidate whose diff and reflection are shown (null: the best). */
+  candidateId?: string | null;
+}
+
+/**
+ * The webview (webview/optimize/) and its panel (extension/panels/optimize-panel.ts). The panel tells the webview when
+ * the shown run moved (its record, candidates, optimizer calls, or a rollout of its agent: the daemon's events,
+ * throttled), and the webview reads the whole view again; Apply is the editor's (extension/optimize-apply.ts).
+ */
 export const OptimizeProtocol = {
+  /** The optimizations in the store (runs of kind 'optimize'), newest first. */
+  listRuns: requestType<Record<string, never>, TrainingRun[]>('optimize/listRuns'),
   /** The whole view of one optimization, read again whenever the run moves. */
   getView: requestType<{ runId: string }, OptimizationView>('optimize/getView'),
+  /** Tell the webview (`changed`) when this run moves, while the panel is visible. */
+  watchRun: commandType<{ runId: string; agent: string }>('optimize/watchRun'),
+  /** A candidate's rollouts (all splits), listed in the trajectory viewer filtered by it. */
+  openRollouts: commandType<{ runId: string; candidateId: string }>('optimize/openRollouts'),
+  /** One rollout (a cell of the grid) in the trajectory viewer. */
+  openRollout: commandType<{ rolloutId: string }>('optimize/openRollout'),
+  /** Apply a candidate: a file seed's text in VS Code's diff editor, a string seed promoted; asked first. */
+  apply: commandType<{ runId: string; candidateId: string }>('optimize/apply'),
+  /** Host -> webview: the watched run moved; read the view again. */
+  changed: notificationType<{ runId: string }>('optimize/changed'),
+  /** Host -> webview: an optimization appeared (a view waiting for one lists the runs again). */
+  runAppeared: notificationType<Record<string, never>>('optimize/runAppeared'),
+  /** Host -> webview: show this run (the panel was opened for it), and this candidate in it. */
+  show: notificationType<{ runId: string; candidateId?: string }>('optimize/show'),
   ...DaemonMessages,
 } as const;

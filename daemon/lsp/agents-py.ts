@@ -39,7 +39,7 @@ function isRolloutDecorator(decorator: Node): boolean {
 }
 
 /** A parameter's name (`task`, `task: dict`, `llm=None`, `llm: LLM = None`), or null for `*a`, `**kw`, `/`, `*`. */
-function parameterName(p: Node): string | null {
+export function parameterName(p: Node): string | null {
   if (p.type === 'identifier') return p.text;
   if (p.type === 'typed_parameter') return p.namedChildren[0]?.type === 'identifier' ? p.namedChildren[0].text : null;
   if (p.type === 'default_parameter' || p.type === 'typed_default_parameter') return p.childForFieldName('name')?.text ?? null;
@@ -81,13 +81,16 @@ export function findPyAgentsInTree(root: Node): FoundAgent[] {
   return agents;
 }
 
-export async function findPyAgents(text: string): Promise<FoundAgent[]> {
+/** What `read` finds in the syntax tree of a Python source (the tree is freed after). */
+export async function readPython<T>(text: string, read: (root: Node) => T): Promise<T> {
   const parser = await pythonParser();
   const tree = parser.parse(text);
   if (!tree) throw new Error('tree-sitter returned no tree for a Python file');
   try {
-    return findPyAgentsInTree(tree.rootNode);
+    return read(tree.rootNode);
   } finally {
     tree.delete();
   }
 }
+
+export const findPyAgents = (text: string): Promise<FoundAgent[]> => readPython(text, findPyAgentsInTree);

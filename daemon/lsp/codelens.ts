@@ -3,11 +3,14 @@
  * (from 0.29) · 500+ rollouts", or "no rollouts yet"), with a tooltip saying exactly what the number is
  * (protocol/agent-headline.ts), then "▶ Run", "⚡ Train" and "Trajectories". The commands are the extension's
  * (protocol/commands.ts); their first argument is the agent id.
+ * Above each `llm.prompt(name, seed)` call: "Optimize "name"", with the best val score an optimization of it reached
+ * (or how far a running one is), and "Optimization" opening that run's view. Optimize's argument is the prompt
+ * (protocol/lsp.ts PromptInfo).
  */
 import type { CodeLens } from 'vscode-languageserver';
 import { rolloutCount } from '../../protocol/agent-headline.js';
 import { COMMANDS } from '../../protocol/commands.js';
-import type { AgentInfo, AgentStats } from '../../protocol/lsp.js';
+import type { AgentInfo, AgentStats, PromptInfo, PromptOptimization } from '../../protocol/lsp.js';
 
 /** The summary lens title; `stats` undefined means not fetched yet (daemon up) or daemon down. */
 export function formatStats(stats: AgentStats | undefined, daemonUp: boolean, starting = false): string {
@@ -41,4 +44,66 @@ export function lensesFor(agent: AgentInfo, stats: AgentStats | undefined, daemo
       command: { title: 'Trajectories', tooltip: `List the rollouts of ${agent.id}, filtered on this agent`, command: COMMANDS.trajectories, arguments: args },
     },
   ];
+}
+
+/**
+ * The optimization a prompt's lens tells of: a running one of it (the newest), else the one whose best candidate scored
+ * highest on val (the newest on a tie), else the newest; null when the agent has none of that prompt.
+ */
+export function promptRun(name: string, optimizations: readonly PromptOptimization[]): PromptOptimization | null {
+  const of = optimizations.filter((o) => o.prompts.includes(name)).sort((a, b) => b.updatedAt - a.updatedAt);
+  const running = of.find((o) => o.status === 'running');
+  if (running) return running;
+  const scored = of.filter((o) => o.best !== null);
+  return scored.length ? scored.reduce((top, o) => (o.best! > top.best! ? o : top)) : (of[0] ?? null);
+}
+
+const score = (v: number) => v.toFixed(2);
+
+/** The words after "Optimize "name"": the best val reached (from the seed's), or a running run's progress. */
+export function describePromptRun(o: PromptOptimization | null): { text: string; tooltip: string } {
+  if (!o) return { text: '', tooltip: 'No optimization of it yet.' };
+  const best = o.best === null ? null : `best val ${score(o.best)}${o.seed !== null && o.seed !== o.best ? ` (seed ${score(o.seed)})` : ''}`;
+  const where = `optimization ${o.runId}`;
+  if (o.status === 'running') {
+    return {
+      text: `optimizing: ${o.rollouts}/${o.budget} rollouts${best ? ` · ${best}` : ''}`,
+      tooltip: `The ${where} is running: ${o.rollouts} of its ${o.budget} rollouts spent${best ? `; its ${best.replace('best val', 'best candidate so far scores')} on val` : ''}.`,
+    };
+  }
+  if (!best) return { text: `${o.status}, not scored`, tooltip: `The ${where} ${o.status} before a candidate was scored on val.` };
+  return {
+    text: best,
+    tooltip: `Mean val score of the best candidate of the ${where} (${o.status}, ${o.rollouts} rollouts)${o.seed !== null ? `; the seed scored ${score(o.seed)} on the same tasks` : ''}.`,
+  };
+}
+
+/** The lenses above one `llm.prompt` call: Optimize (with what its optimizations reached), and the run's view when one exists. */
+export function promptLensesFor(prompt: PromptInfo, stats: AgentStats | undefined): CodeLens[] {
+  const range = { start: prompt.range.start, end: prompt.range.start };
+  const run = stats ? promptRun(prompt.name, stats.optimizations) : null;
+  const said = describePromptRun(run);
+  const lenses: CodeLens[] = [
+    {
+      range,
+      command: {
+        title: `✦ Optimize "${prompt.name}"${said.text ? ` · ${said.text}` : ''}`,
+        tooltip: `Optimize the prompt "${prompt.name}"${prompt.agent ? ` of ${prompt.agent}` : ''} against an optimizer model (agl optimize). ${said.tooltip}`,
+        command: COMMANDS.optimizePrompt,
+        arguments: [prompt],
+      },
+    },
+  ];
+  if (run) {
+    lenses.push({
+      range,
+      command: {
+        title: 'Optimization',
+        tooltip: `Open the view of optimization ${run.runId}: its candidates, their lineage and scores`,
+        command: COMMANDS.openOptimizationView,
+        arguments: [run.runId],
+      },
+    });
+  }
+  return lenses;
 }

@@ -1,8 +1,9 @@
 /**
- * The language server (`agl lsp`): finds agent functions in open documents and workspace files, serves
- * a CodeLens above each with reward stats from the daemon's store, and asks the client to refresh the
- * lenses when new results land (the daemon's event stream says so; the extension can also nudge it with
- * agentLightning/refreshStats). Custom messages are declared in protocol/lsp.ts.
+ * The language server (`agl lsp`): finds agent functions and the prompts they read (`llm.prompt(name, seed)`) in open
+ * documents and workspace files, serves a CodeLens above each agent with reward stats from the daemon's store and
+ * above each prompt with what its optimizations reached, and asks the client to refresh the lenses when new results
+ * land (the daemon's event stream says so; the extension can also nudge it with agentLightning/refreshStats). Custom
+ * messages are declared in protocol/lsp.ts.
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -25,19 +26,23 @@ import {
   agentStats,
   daemonChanged,
   listAgents,
+  listPrompts,
   markAsAgent,
+  promptAt,
   refreshStats,
   type AgentInfo,
   type AgentStats,
   type DaemonEndpoint,
   type LspInitializationOptions,
+  type PromptInfo,
 } from '../../protocol/lsp.js';
 import type { StoreChange } from '../../protocol/events.js';
 import { AglClient } from '../../client/client.js';
 import { DaemonEventStream } from '../../client/events.js';
 import { AGENT_FILE_PATTERN, findAgents, languageOf } from './agents.js';
-import { lensesFor } from './codelens.js';
+import { lensesFor, promptLensesFor } from './codelens.js';
 import { DEFAULT_MARK_OPTIONS, markPyAgent, markTsAgent, type MarkOptions, type MarkResult } from './mark.js';
+import { findPrompts, mayHavePrompts } from './prompts.js';
 import { AgentStatsSource, type StoreReader } from './stats.js';
 
 const SKIP_DIRS = new Set(['node_modules', 'dist', 'out', 'build', '__pycache__', 'venv', '.venv', 'site-packages', 'test-results']);
@@ -173,8 +178,14 @@ class LspServer {
     connection.onCodeLens(({ textDocument }) => this.codeLenses(textDocument.uri));
     connection.onNotification(daemonChanged, ({ daemon, starting }) => this.daemonChanged(daemon, starting));
     connection.onNotification(refreshStats, () => void this.refetchAll(false));
-    connection.onRequest(listAgents, async () => ({ agents: await scanWorkspace(this.roots, this.documents, this.log) }));
+    connection.onRequest(listAgents, async () => ({
+      agents: await scanWorkspace(this.roots, this.documents, this.log, { worth: (t) => t.includes('rollout'), find: findAgents }),
+    }));
+    connection.onRequest(listPrompts, async () => ({
+      prompts: await scanWorkspace(this.roots, this.documents, this.log, { worth: mayHavePrompts, find: (uri, text) => findPrompts(uri, text) }),
+    }));
     connection.onRequest(agentAt, ({ uri, position }) => this.agentAt(uri, position));
+    connection.onRequest(promptAt, ({ uri, position }) => this.promptAt(uri, position));
     connection.onRequest(agentStats, ({ agents }) => this.agentStats(agents));
     connection.onRequest(markAsAgent, ({ uri, position }) => this.markAsAgent(uri, position));
     this.documents.onDidClose((e) => this.agentsByUri.delete(e.document.uri));
@@ -214,7 +225,15 @@ class LspServer {
     const lenses: CodeLens[] = [];
     for (const agent of agents)
       lenses.push(...lensesFor(agent, await this.daemon.statsFor(agent.id, 1500), this.daemon.endpoint !== null, this.daemon.starting));
+    for (const prompt of await this.promptsOf(uri, agents))
+      lenses.push(...promptLensesFor(prompt, prompt.agent ? await this.daemon.statsFor(prompt.agent, 1500) : undefined));
     return lenses;
+  }
+
+  /** The `llm.prompt` calls of a document (its open text, or the file on disk), given `agents`, the document's. */
+  private async promptsOf(uri: string, agents?: AgentInfo[]): Promise<PromptInfo[]> {
+    const text = this.documents.get(uri)?.getText() ?? (uri.startsWith('file:') ? await readFile(fileURLToPath(uri), 'utf8') : '');
+    return findPrompts(uri, text, agents ?? (await this.agentsOf(uri)));
   }
 
   /** The agents in a document: its open text (remembered for the lenses), or the file on disk. */
@@ -233,6 +252,15 @@ class LspServer {
   private async agentAt(uri: string, position: Position): Promise<{ agent: AgentInfo | null }> {
     const agents = await this.agentsOf(uri);
     return { agent: agents.find((a) => a.range.start.line <= position.line && position.line <= a.range.end.line) ?? null };
+  }
+
+  /** The prompt call at the position: the one whose call spans it, else the first one starting on its line. */
+  private async promptAt(uri: string, position: Position): Promise<{ prompt: PromptInfo | null }> {
+    const prompts = await this.promptsOf(uri);
+    const within = (p: PromptInfo) =>
+      (p.range.start.line < position.line || (p.range.start.line === position.line && p.range.start.character <= position.character)) &&
+      (position.line < p.range.end.line || (position.line === p.range.end.line && position.character <= p.range.end.character));
+    return { prompt: prompts.filter(within).at(-1) ?? prompts.find((p) => p.range.start.line === position.line) ?? null };
   }
 
   private async agentStats(agents: string[]): Promise<{ stats: AgentStats[] }> {
@@ -300,9 +328,17 @@ class LspServer {
   }
 }
 
-/** Every agent in the workspace folders: files on disk, with open documents' unsaved text preferred. */
-async function scanWorkspace(roots: string[], documents: TextDocuments<TextDocument>, log: (msg: string) => void): Promise<AgentInfo[]> {
-  const found: AgentInfo[] = [];
+/**
+ * What `find` finds in the workspace folders' source files (agents, prompts), in files whose text is `worth` parsing:
+ * files on disk, with open documents' unsaved text preferred.
+ */
+async function scanWorkspace<T>(
+  roots: string[],
+  documents: TextDocuments<TextDocument>,
+  log: (msg: string) => void,
+  what: { worth: (text: string) => boolean; find: (uri: string, text: string) => Promise<T[]> },
+): Promise<T[]> {
+  const found: T[] = [];
   let budget = MAX_SCAN_FILES;
   async function walk(dir: string): Promise<void> {
     let entries;
@@ -326,8 +362,8 @@ async function scanWorkspace(roots: string[], documents: TextDocuments<TextDocum
         const open = documents.get(uri);
         if (!open && (await stat(path)).size > MAX_FILE_BYTES) continue;
         const text = open?.getText() ?? (await readFile(path, 'utf8'));
-        if (!text.includes('rollout')) continue;
-        found.push(...(await findAgents(uri, text)));
+        if (!what.worth(text)) continue;
+        found.push(...(await what.find(uri, text)));
       } catch (e) {
         log(`scan ${path}: ${(e as Error).message}`);
       }

@@ -1,11 +1,13 @@
 /**
  * The numbers of each agent's CodeLens, read from the daemon's store API: the headline number with its
  * words and tooltip (assembled by the daemon: daemon/store/views.ts, what the dashboard shows too), how many rollouts ended,
- * and how many are queued or running: two requests per agent.
+ * how many are queued or running, and its prompt optimizations (the lenses above its `llm.prompt` calls): three
+ * requests per agent.
  */
 import type { AgentHeadline } from '../../protocol/agent-headline.js';
-import type { AgentStats } from '../../protocol/lsp.js';
-import type { Rollout, RolloutStatus } from '../../protocol/store.js';
+import type { AgentStats, PromptOptimization } from '../../protocol/lsp.js';
+import type { OptimizationSummary } from '../../protocol/prompts.js';
+import type { Rollout, RolloutStatus, RunKind, TrainingRun } from '../../protocol/store.js';
 import { COUNT_LIMIT } from '../store/views.js';
 
 /** The part of the store client (client/client.ts AglClient, which the language server uses) the stats need. */
@@ -18,9 +20,27 @@ export interface StoreReader {
     order?: 'asc' | 'desc';
     limit?: number;
   }): Promise<{ items: Rollout[]; nextCursor: string | null }>;
+  listTrainingRuns(agent?: string, kind?: RunKind): Promise<TrainingRun[]>;
 }
 
 export { COUNT_LIMIT };
+
+/** An optimization run as its prompts' lenses show it, read safely from its record (config.prompts, summary.scores). */
+export function promptOptimization(run: TrainingRun): PromptOptimization {
+  const prompts = Array.isArray(run.config.prompts) ? run.config.prompts.filter((p): p is string => typeof p === 'string') : [];
+  const s = run.summary as OptimizationSummary;
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  return {
+    runId: run.id,
+    prompts,
+    status: run.status,
+    best: num(s.scores?.best?.val),
+    seed: num(s.scores?.seed?.val),
+    rollouts: num(s.rollouts) ?? run.step,
+    budget: num(s.budget) ?? run.totalSteps,
+    updatedAt: run.updatedAt,
+  };
+}
 const ACTIVE: RolloutStatus[] = ['queuing', 'preparing', 'running', 'requeuing'];
 
 export class AgentStatsSource {
@@ -43,11 +63,19 @@ export class AgentStatsSource {
    */
   async fetch(agent: string): Promise<AgentStats> {
     const seq = ++this.fetchSeq;
-    const [headline, active] = await Promise.all([
+    const [headline, active, runs] = await Promise.all([
       this.store.agentHeadline(agent),
       this.store.queryRollouts({ agent, status: ACTIVE, order: 'desc', limit: COUNT_LIMIT }),
+      this.store.listTrainingRuns(agent, 'optimize'),
     ]);
-    const stats: AgentStats = { agent, rollouts: headline.rollouts, rolloutsCapped: headline.rolloutsCapped, headline, active: active.items.length };
+    const stats: AgentStats = {
+      agent,
+      rollouts: headline.rollouts,
+      rolloutsCapped: headline.rolloutsCapped,
+      headline,
+      active: active.items.length,
+      optimizations: runs.sort((a, b) => b.createdAt - a.createdAt).map(promptOptimization),
+    };
     if (seq > (this.cachedSeq.get(agent) ?? 0)) {
       this.cachedSeq.set(agent, seq);
       this.statsCache.set(agent, stats);

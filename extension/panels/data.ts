@@ -5,6 +5,7 @@
  */
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import type { IpcRequestType } from '../../protocol/webview-ipc.js';
+import { OptimizeProtocol } from '../../protocol/webview-optimize.js';
 import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
 import type { AglClient } from '../../client/client.js';
 
@@ -35,5 +36,13 @@ export function dashboardHandlers(client: AglClient): RequestHandlers {
   });
   on(handlers, DashboardProtocol.getHeadline, ({ agent }) => client.agentHeadline(agent));
   on(handlers, DashboardProtocol.setRunLabel, ({ runId, label }) => client.updateTrainingRun(runId, { label: label.trim() === '' ? null : label }));
+  return handlers;
+}
+
+export function optimizeHandlers(client: AglClient): RequestHandlers {
+  const handlers: RequestHandlers = new Map();
+  on(handlers, OptimizeProtocol.listRuns, async () => (await client.listTrainingRuns(undefined, 'optimize')).sort((a, b) => b.createdAt - a.createdAt));
+  // The run, its candidates with their val scores, the front, the curve and the calls: assembled by the daemon (daemon/store/views-optimize.ts).
+  on(handlers, OptimizeProtocol.getView, ({ runId }) => client.getOptimizationView(runId));
   return handlers;
 }

@@ -1,30 +1,45 @@
 /**
  * The webview panels' API for the rest of the extension:
- *   openTrajectoryViewer(context, client, { rolloutId } | { agent } | { runId, step })
+ *   openTrajectoryViewer(context, client, { rolloutId } | { agent } | { candidate, runId } | { runId, step })
  *   openTrainingDashboard(context, client, { runId })
- *   registerPanelSerializers(context, client)   // once, in activate(): restores panels after a reload
- * `client` is an AglClient or a function returning the current one (undefined = daemon down).
- * The two panels link to each other (a step on the dashboard opens its groups; a group opens its run's
- * dashboard) through the links wired here, so neither panel module imports the other.
+ *   openOptimizationView(context, client, { runId, candidateId }, apply)
+ *   registerPanelSerializers(context, client, apply)   // once, in activate(): restores panels after a reload
+ * `client` is an AglClient or a function returning the current one (undefined = daemon down); `apply` is the editor's
+ * Apply of a candidate (extension/optimize-apply.ts, which needs more of VS Code than a panel).
+ * The panels link to each other (a step on the dashboard opens its groups; a group opens its run's dashboard; a
+ * candidate opens its rollouts) through the links wired here, so no panel module imports another.
  */
 import * as vscode from 'vscode';
 import { DASHBOARD_VIEW_TYPE } from '../../protocol/webview-dashboard.js';
+import { OPTIMIZE_VIEW_TYPE } from '../../protocol/webview-optimize.js';
 import { TRAJECTORY_VIEW_TYPE } from '../../protocol/webview-trajectory.js';
 import type { ClientSource } from './client-source.js';
 import * as dashboard from './dashboard-panel.js';
+import * as optimize from './optimize-panel.js';
 import * as trajectory from './trajectory-panel.js';
 
 export type { ClientSource } from './client-source.js';
 export { notifyDaemonEvent, notifyDaemonState } from './panel-host.js';
 export type { DashboardTarget } from './dashboard-panel.js';
+export type { OptimizeTarget } from './optimize-panel.js';
 export type { TrajectoryTarget } from './trajectory-panel.js';
-export { TRAJECTORY_VIEW_TYPE, DASHBOARD_VIEW_TYPE };
+export { TRAJECTORY_VIEW_TYPE, DASHBOARD_VIEW_TYPE, OPTIMIZE_VIEW_TYPE };
+
+/** The editor's Apply of a candidate (asks first; a file seed in the diff editor, a string seed promoted). */
+export type ApplyCandidate = (target: { runId: string; candidateId: string }) => Promise<void>;
 
 function trajectoryLinks(context: vscode.ExtensionContext): trajectory.TrajectoryLinks {
   return { openDashboard: (client, runId) => openTrainingDashboard(context, client, { runId }) };
 }
 function dashboardLinks(context: vscode.ExtensionContext): dashboard.DashboardLinks {
   return { openGroups: (client, target) => openTrajectoryViewer(context, client, target, vscode.ViewColumn.Beside) };
+}
+function optimizeLinks(context: vscode.ExtensionContext, apply: ApplyCandidate): optimize.OptimizeLinks {
+  return {
+    openRollouts: (client, { runId, candidateId }) => openTrajectoryViewer(context, client, { runId, candidate: candidateId }, vscode.ViewColumn.Beside),
+    openRollout: (client, rolloutId) => openTrajectoryViewer(context, client, { rolloutId }, vscode.ViewColumn.Beside),
+    apply,
+  };
 }
 
 /** Opens (or reveals) the trajectory viewer on a rollout, an agent's rollouts, or a training step's groups. */
@@ -42,9 +57,20 @@ export function openTrainingDashboard(context: vscode.ExtensionContext, client: 
   return dashboard.openTrainingDashboard(context, client, opts, dashboardLinks(context));
 }
 
-export function registerPanelSerializers(context: vscode.ExtensionContext, client: ClientSource): void {
+/** Opens (or reveals) the optimization view, on `opts.runId` (else the newest) and its candidate `opts.candidateId`. */
+export function openOptimizationView(
+  context: vscode.ExtensionContext,
+  client: ClientSource,
+  opts: optimize.OptimizeTarget,
+  apply: ApplyCandidate,
+): vscode.WebviewPanel {
+  return optimize.openOptimizationView(context, client, opts, optimizeLinks(context, apply));
+}
+
+export function registerPanelSerializers(context: vscode.ExtensionContext, client: ClientSource, apply: ApplyCandidate): void {
   context.subscriptions.push(
     vscode.window.registerWebviewPanelSerializer(TRAJECTORY_VIEW_TYPE, trajectory.trajectorySerializer(context, client, trajectoryLinks(context))),
     vscode.window.registerWebviewPanelSerializer(DASHBOARD_VIEW_TYPE, dashboard.dashboardSerializer(context, client, dashboardLinks(context))),
+    vscode.window.registerWebviewPanelSerializer(OPTIMIZE_VIEW_TYPE, optimize.optimizeSerializer(context, client, optimizeLinks(context, apply))),
   );
 }

@@ -9,9 +9,13 @@
  *                    progress or metrics moved (every watched run on `hello`), and pushes the run with the points
  *                    after those already sent (DashboardProtocol.metrics); says when a run appeared (the dashboard may
  *                    be waiting for the first one).
+ *   OptimizationRefresh  the optimization view: tells its webview when the watched optimization moved (its record,
+ *                    candidates or optimizer calls: changedOptimizationIds; or a rollout of its agent, whose val scores
+ *                    the view shows), at most every OPTIMIZATION_GAP_MS (the view's read is the run's whole record);
+ *                    and when an optimization appeared.
  * Nothing here polls: without an event nothing is read.
  */
-import { changedRolloutIds, type DaemonEvent } from '../../protocol/events.js';
+import { changedOptimizationIds, changedRolloutIds, type DaemonEvent } from '../../protocol/events.js';
 import type { MetricPoint, TrainingRun } from '../../protocol/store.js';
 import type { AglClient } from '../../client/client.js';
 
@@ -53,6 +57,63 @@ export class RolloutsRefresh {
         this.pending.clear();
         this.all = false;
         this.notify(changed);
+      },
+      Math.max(0, this.last + this.gapMs - Date.now()),
+    );
+  }
+}
+
+/** While an optimization keeps moving, its view is told at most this often (ms); the first change goes at once. */
+export const OPTIMIZATION_GAP_MS = 500;
+
+export class OptimizationRefresh {
+  private watched: { runId: string; agent: string } | null = null;
+  private readonly knownRuns = new Set<string>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private last = 0;
+
+  constructor(
+    private readonly notify: (runId: string) => void,
+    private readonly runAppeared: () => void,
+    private readonly gapMs = OPTIMIZATION_GAP_MS,
+  ) {}
+
+  /** Follow this run (the view shows it); its agent's rollouts move its scores. */
+  watch(runId: string, agent: string): void {
+    this.watched = { runId, agent };
+    this.knownRuns.add(runId);
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.watched = null;
+  }
+
+  onEvent(event: DaemonEvent): void {
+    if (event.type === 'hello') {
+      this.runAppeared();
+      this.schedule();
+      return;
+    }
+    if (event.type !== 'store') return;
+    const { change } = event;
+    const fresh = change.runs.filter((r) => r.kind === 'optimize' && !this.knownRuns.has(r.id));
+    for (const r of fresh) this.knownRuns.add(r.id);
+    if (fresh.length || change.truncated) this.runAppeared();
+    const w = this.watched;
+    if (!w) return;
+    // A rollout's change names its agent, not its run: one of the agent's may be this run's (a val score landing).
+    if (change.truncated || changedOptimizationIds(change).includes(w.runId) || change.rollouts.some((r) => r.agent === w.agent)) this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer || !this.watched) return;
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.last = Date.now();
+        if (this.watched) this.notify(this.watched.runId);
       },
       Math.max(0, this.last + this.gapMs - Date.now()),
     );

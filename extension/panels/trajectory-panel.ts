@@ -12,10 +12,12 @@ import { RolloutsRefresh } from './live-updates.js';
 import { PanelHost } from './panel-host.js';
 import { definitionLine, findSourceFile } from './source.js';
 
-/** What the viewer opens on: a rollout, an agent's rollouts, or a training step's GRPO groups. */
+/** What the viewer opens on: a rollout, an agent's rollouts, a prompt candidate's rollouts, or a training step's GRPO groups. */
 export interface TrajectoryTarget {
   rolloutId?: string;
   agent?: string;
+  /** A prompt candidate (with its optimization's `runId`): the list filtered by it. */
+  candidate?: string;
   runId?: string;
   step?: number;
 }
@@ -82,6 +84,7 @@ function create(
 
 function viewFor(target: TrajectoryTarget): TrajectoryView | null {
   if (target.rolloutId) return { kind: 'rollout', rolloutId: target.rolloutId };
+  if (target.candidate) return { kind: 'rollouts' };
   if (target.runId) return { kind: 'group', runId: target.runId, step: target.step };
   if (target.agent) return { kind: 'rollouts' };
   return null;
@@ -102,7 +105,8 @@ export function openTrajectoryViewer(
     host.reveal();
   } else host = create(context, client, links, undefined, column);
   const view = viewFor(opts);
-  if (view) host.notify(TrajectoryProtocol.show, { view, filter: opts.agent ? { agent: opts.agent } : undefined });
+  const filter = opts.candidate ? { candidate: opts.candidate, ...(opts.runId ? { runId: opts.runId } : {}) } : opts.agent ? { agent: opts.agent } : undefined;
+  if (view) host.notify(TrajectoryProtocol.show, { view, filter });
   return host.panel;
 }
 

@@ -25,7 +25,7 @@ import {
 import { formatStats, lensesFor } from '../../daemon/lsp/codelens.js';
 import { AgentStatsSource, type StoreReader } from '../../daemon/lsp/stats.js';
 import { describeHeadline, type HeadlineFacts } from '../../protocol/agent-headline.js';
-import { agentAt, daemonChanged, listAgents, markAsAgent, type AgentInfo } from '../../protocol/lsp.js';
+import { agentAt, daemonChanged, listAgents, listPrompts, markAsAgent, promptAt, type AgentInfo } from '../../protocol/lsp.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import type { AglClient } from '../../client/client.js';
 import { startDaemonProcess, tempDataDir, type DaemonProcess } from '../helpers/daemon-process.js';
@@ -65,7 +65,7 @@ test("headline: the held-out score of the newest validated run, else the train r
 test('lens titles: no rollouts yet, the headline with the count, running, daemon down; the tooltip explains the number', () => {
   const stats = (facts: Partial<HeadlineFacts>, active = 0) => {
     const headline = describeHeadline({ ...NO_FACTS, ...facts });
-    return { agent: 'a.ts#x', rollouts: headline.rollouts, rolloutsCapped: headline.rolloutsCapped, headline, active };
+    return { agent: 'a.ts#x', rollouts: headline.rollouts, rolloutsCapped: headline.rolloutsCapped, headline, active, optimizations: [] };
   };
   const base = stats({});
   assert.equal(formatStats(base, true), 'no rollouts yet');
@@ -108,6 +108,16 @@ export async function helper(task: unknown) {
   return 2;
 }
 `;
+/** An agent reading two prompts: one seeded with a text, one with a file. */
+const DESK_TS = `import { rollout, type LLM } from 'agent-lightning-vscode/sdk';
+
+export const deskAgent = rollout(async (task: { q: string }, llm: LLM) => {
+  const system = llm.prompt('system', 'Answer from the order record.');
+  const format = llm.prompt('format', { file: 'prompts/format.md' });
+  return system.length + format.length > 0 ? 1 : 0;
+});
+`;
+const DESK = 'agents/desk.ts#deskAgent';
 const AGENT_PY = `from agentlightning import rollout
 
 @rollout
@@ -141,6 +151,7 @@ before(async () => {
   writeFileSync(join(workspace, 'package.json'), '{"name":"lsp-ws","private":true}'); // the project root: ids are relative to it
   writeFileSync(join(workspace, 'agents', 'calc.ts'), AGENT_TS);
   writeFileSync(join(workspace, 'agents', 'agent.py'), AGENT_PY);
+  writeFileSync(join(workspace, 'agents', 'desk.ts'), DESK_TS);
   mkdirSync(join(workspace, 'node_modules', 'x'), { recursive: true });
   writeFileSync(join(workspace, 'node_modules', 'x', 'index.ts'), AGENT_TS); // never scanned
   daemon = await startDaemonProcess(tempDataDir('lsp-daemon'));
@@ -164,6 +175,7 @@ before(async () => {
   for (const [file, languageId, text] of [
     ['agents/calc.ts', 'typescript', AGENT_TS],
     ['agents/agent.py', 'python', AGENT_PY],
+    ['agents/desk.ts', 'typescript', DESK_TS],
   ] as const) {
     await lsp.sendNotification(DidOpenTextDocumentNotification.type, {
       textDocument: { uri: pathToFileURL(join(workspace, file)).href, languageId, version: 1, text },
@@ -230,6 +242,7 @@ test('stats: a read that started earlier but answers later does not replace a ne
       }
       return headline;
     },
+    listTrainingRuns: (a, kind) => daemon.client.listTrainingRuns(a, kind),
   };
   const source = new AgentStatsSource(reader);
   hold = new Promise((r) => {
@@ -257,9 +270,60 @@ test('agl lsp: daemon down and back: the lens says so, then shows stats again', 
   assert.match((await lensTitles(tsUri))[0]!, /^train reward 0\.67/);
 });
 
+/** Lens titles of `uri` once they show `expected` (the server asks for a refresh as the store changes, the editor re-reads). */
+async function lensesBecome(uri: string, expected: string[]): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  let titles = await lensTitles(uri);
+  while (JSON.stringify(titles) !== JSON.stringify(expected) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    titles = await lensTitles(uri);
+  }
+  assert.deepEqual(titles, expected);
+}
+
+test("agl lsp: a lens above each llm.prompt call: Optimize, then what the agent's optimization of it reached, live", async () => {
+  const uri = pathToFileURL(join(workspace, 'agents', 'desk.ts')).href;
+  const agentLenses = ['no rollouts yet', '▶ Run', '⚡ Train', 'Trajectories'];
+  await lensesBecome(uri, [...agentLenses, '✦ Optimize "system"', '✦ Optimize "format"']);
+  const lenses = (await lsp.sendRequest(CodeLensRequest.type, { textDocument: { uri } })) as CodeLens[];
+  assert.equal(lenses[4]!.range.start.line, 3, 'on the line of the call');
+  assert.deepEqual(lenses[4]!.command?.arguments?.[0]?.seed, { text: 'Answer from the order record.' });
+  assert.deepEqual(lenses[5]!.command?.arguments?.[0]?.seed, { file: 'prompts/format.md' });
+
+  // An optimization of "system" runs (what agl optimize records): its progress, then its best against the seed.
+  const run = await daemon.client.createTrainingRun({ agent: DESK, kind: 'optimize', totalSteps: 120, config: { prompts: ['system'] } });
+  const scores = (best: number) => ({ seed: { val: 0.31, test: null }, best: { val: best, test: null } });
+  await daemon.client.updateTrainingRun(run.id, { step: 40, summary: { rollouts: 40, budget: 120, scores: scores(0.5) } });
+  await lensesBecome(uri, [
+    ...agentLenses,
+    '✦ Optimize "system" · optimizing: 40/120 rollouts · best val 0.50 (seed 0.31)',
+    'Optimization',
+    '✦ Optimize "format"',
+  ]);
+  await daemon.client.updateTrainingRun(run.id, { status: 'succeeded', step: 118, summary: { rollouts: 118, budget: 120, scores: scores(0.93) } });
+  await lensesBecome(uri, [...agentLenses, '✦ Optimize "system" · best val 0.93 (seed 0.31)', 'Optimization', '✦ Optimize "format"']);
+  const view = ((await lsp.sendRequest(CodeLensRequest.type, { textDocument: { uri } })) as CodeLens[])[5]!;
+  assert.deepEqual([view.command?.command, view.command?.arguments], ['agentLightning.openOptimizationView', [run.id]]);
+});
+
+test("agl lsp: lists the workspace's prompts with the agent reading each, and finds the one at a position", async () => {
+  const { prompts } = await lsp.sendRequest(listPrompts, {});
+  assert.deepEqual(
+    prompts.map((p) => [p.name, p.agent]),
+    [
+      ['system', DESK],
+      ['format', DESK],
+    ],
+  );
+  const uri = pathToFileURL(join(workspace, 'agents', 'desk.ts')).href;
+  assert.equal((await lsp.sendRequest(promptAt, { uri, position: { line: 4, character: 30 } })).prompt?.name, 'format');
+  assert.equal((await lsp.sendRequest(promptAt, { uri, position: { line: 3, character: 0 } })).prompt?.name, 'system', 'anywhere on its line');
+  assert.equal((await lsp.sendRequest(promptAt, { uri, position: { line: 5, character: 2 } })).prompt, null);
+});
+
 test("agl lsp: lists the workspace's agents (skipping node_modules), finds the one at a position, marks a function", async () => {
   const { agents } = await lsp.sendRequest(listAgents, {});
-  assert.deepEqual(agents.map((a) => a.id).sort(), ['agents/agent.py:py_agent', 'agents/calc.ts#calcAgent']);
+  assert.deepEqual(agents.map((a) => a.id).sort(), ['agents/agent.py:py_agent', 'agents/calc.ts#calcAgent', DESK]);
   const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
   assert.equal((await lsp.sendRequest(agentAt, { uri: tsUri, position: { line: 2, character: 10 } })).agent?.name, 'calcAgent');
   assert.equal((await lsp.sendRequest(agentAt, { uri: tsUri, position: { line: 5, character: 2 } })).agent, null);

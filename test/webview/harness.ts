@@ -4,7 +4,7 @@
  * theme variables on <html>, and an `acquireVsCodeApi` shim whose postMessage goes to the panels' real
  * host-side router and data handlers (extension/panels/router.ts, data.ts) talking to a real daemon
  * (SQLite store + HTTP API) through the typed client, and the panels' live updates fed by the daemon's event
- * stream (liveTrajectory, liveDashboard). getState/setState persist across reloads like VS Code's. CSP violations, page errors and console errors are collected for the tests to assert on.
+ * stream (liveTrajectory, liveDashboard, liveOptimize). getState/setState persist across reloads like VS Code's. CSP violations, page errors and console errors are collected for the tests to assert on.
  */
 import { mkdtempSync, readFileSync, rmSync, existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -21,8 +21,9 @@ import type { RequestHandlers } from '../../extension/panels/data.js';
 import { routeWebviewMessage } from '../../extension/panels/router.js';
 import { AglClient } from '../../client/client.js';
 import { DaemonEventStream } from '../../client/events.js';
-import { RolloutsRefresh, RunMetricsFeed } from '../../extension/panels/live-updates.js';
+import { OptimizationRefresh, RolloutsRefresh, RunMetricsFeed } from '../../extension/panels/live-updates.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
+import { OptimizeProtocol } from '../../protocol/webview-optimize.js';
 import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
 import { DARK_MODERN, LIGHT_MODERN } from './theme.js';
 
@@ -101,6 +102,29 @@ export function liveDashboard(daemon: Daemon): LiveUpdates {
     close() {
       stream.close();
       feed.stop();
+    },
+  };
+}
+
+/** The optimization view's: the watched run's moves (watchRun) and new optimizations, as the daemon's events say. */
+export function liveOptimize(daemon: Daemon): LiveUpdates {
+  let view: WebviewSession | undefined;
+  const refresh = new OptimizationRefresh(
+    (runId) => void view?.notify(OptimizeProtocol.changed.method, { runId }),
+    () => void view?.notify(OptimizeProtocol.runAppeared.method, {}),
+  );
+  const stream = new DaemonEventStream({ url: daemon.url, token: daemon.token, onEvent: (e) => refresh.onEvent(e) });
+  return {
+    attach: (v) => (view = v),
+    onCommand(method, params, v) {
+      view = v;
+      if (method !== OptimizeProtocol.watchRun.method) return;
+      const { runId, agent } = params as { runId: string; agent: string };
+      refresh.watch(runId, agent);
+    },
+    close() {
+      stream.close();
+      refresh.stop();
     },
   };
 }
@@ -187,7 +211,7 @@ export interface WebviewSession {
 }
 
 export async function openWebview(
-  bundle: 'trajectory' | 'dashboard',
+  bundle: 'trajectory' | 'dashboard' | 'optimize',
   handlers: RequestHandlers,
   opts: { width?: number; height?: number; theme?: 'dark' | 'light'; onCommand?: (method: string, params: unknown, session: WebviewSession) => void } = {},
 ): Promise<WebviewSession> {

@@ -8,6 +8,7 @@ import '@vscode-elements/elements/dist/main.js';
 import '@vscode/codicons/dist/codicon.css';
 import 'uplot/dist/uPlot.min.css';
 import '../shared/theme.css';
+import '../shared/run-chart.css';
 import './dashboard.css';
 import { METRICS } from '../../protocol/metrics.js';
 import { runContext } from '../../protocol/training-health.js';

@@ -25,7 +25,8 @@ function chipsOf(f: RolloutFilter, page: Pick<RolloutPage, 'runs'>): Chip[] {
     chips.push({ id: 'runId', label: `Run: ${f.runId}${run ? '' : ' (not in this store)'}`, keys: ['runId'] });
   }
   if (f.step !== undefined) chips.push({ id: 'step', label: `Step: ${f.step}`, keys: ['step'] });
-  if (f.candidate) chips.push({ id: 'candidate', label: `Candidate: ${f.candidate}`, keys: ['candidate'] });
+  // A prompt candidate's rollouts (the optimization view's "Rollouts"): its ordinal, as the view names it (ids end in it).
+  if (f.candidate) chips.push({ id: 'candidate', label: `Prompt candidate: #${/-(\d+)$/.exec(f.candidate)?.[1] ?? f.candidate}`, keys: ['candidate'] });
   if (f.promptVersion) chips.push({ id: 'promptVersion', label: `Prompt version: ${f.promptVersion}`, keys: ['promptVersion'] });
   if (f.rewardMin !== undefined || f.rewardMax !== undefined) {
     const label =
