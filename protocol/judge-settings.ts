@@ -66,7 +66,7 @@ const FIELDS = {
   validation: field(
     z.enum(['auto', 'judge', 'agent']),
     'auto',
-    'how validation rollouts are scored: auto (the judge, one call each, only those the agent gave no reward), judge (every one), agent (the agent\'s own reward only)',
+    "how validation rollouts are scored: auto (the judge, one call each, only those the agent gave no reward), judge (every one), agent (the agent's own reward only)",
     'auto|judge|agent',
   ),
   showExpected: field(
@@ -90,7 +90,13 @@ const FIELDS = {
     'number',
   ),
   priceIn: field(z.number().min(0).nullable(), null, 'price per million prompt tokens, for the cost (null: no cost recorded)', 'X|null', 'nullable-number'),
-  priceOut: field(z.number().min(0).nullable(), null, 'price per million completion tokens, for the cost (null: no cost recorded)', 'X|null', 'nullable-number'),
+  priceOut: field(
+    z.number().min(0).nullable(),
+    null,
+    'price per million completion tokens, for the cost (null: no cost recorded)',
+    'X|null',
+    'nullable-number',
+  ),
   allowSelfJudge: field(
     z.boolean(),
     false,

@@ -68,17 +68,22 @@ export const METRICS = {
   judgeFailedGroups: 'judge/failed_groups',
 } as const;
 
-/** Why a judge could not score a group, in the words a step's note says it (protocol/training-health.ts). */
+/** Why a judge could not score a group, in the words a step's note says it (protocol/training-health.ts): one, several. */
 export const JUDGE_FAILURES = {
-  malformed: 'answers that did not read as a score per trajectory',
-  partial: 'answers missing a trajectory',
-  error: 'failed requests (429, 5xx or the connection)',
-  timeout: 'timed out',
+  malformed: ['unreadable answer', 'unreadable answers'],
+  partial: ['answer missing a trajectory', 'answers missing a trajectory'],
+  error: ['failed request (429, 5xx or the connection)', 'failed requests (429, 5xx or the connection)'],
+  timeout: ['timeout', 'timeouts'],
 } as const;
 export type JudgeFailure = keyof typeof JUDGE_FAILURES;
 /** The metric counting a step's groups the judge could not score for this reason. */
 export function judgeFailureMetric(kind: JudgeFailure): string {
   return `judge/failed_${kind}`;
+}
+/** The reason of a `judge/failed_<kind>` metric, or null. */
+export function parseJudgeFailureMetric(name: string): JudgeFailure | null {
+  const m = /^judge\/failed_([a-z]+)$/.exec(name);
+  return m && m[1]! in JUDGE_FAILURES ? (m[1] as JudgeFailure) : null;
 }
 
 /**
@@ -188,6 +193,8 @@ export function metricLabel(name: string): MetricLabel {
     const l = ROLE_LABELS[role.metric] ?? { label: role.metric, unit: '' };
     return { label: `role ${role.role} ${l.label}`, unit: l.unit };
   }
+  const failure = parseJudgeFailureMetric(name);
+  if (failure) return { label: `groups the judge could not score: ${JUDGE_FAILURES[failure][1]}`, unit: 'groups' };
   return { label: name, unit: '' };
 }
 

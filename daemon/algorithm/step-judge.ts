@@ -44,9 +44,7 @@ export function judgeMetrics(t: JudgeTotals): Record<string, number> {
     ...(t.cost !== null ? { [METRICS.judgeCost]: t.cost } : {}),
     [METRICS.judgeGroups]: t.groups,
     [METRICS.judgeFailedGroups]: failedGroups(t),
-    ...Object.fromEntries(
-      (Object.keys(JUDGE_FAILURES) as JudgeFailure[]).filter((k) => t.failed[k] > 0).map((k) => [judgeFailureMetric(k), t.failed[k]]),
-    ),
+    ...Object.fromEntries((Object.keys(JUDGE_FAILURES) as JudgeFailure[]).filter((k) => t.failed[k] > 0).map((k) => [judgeFailureMetric(k), t.failed[k]])),
   };
 }
 

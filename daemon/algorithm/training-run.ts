@@ -84,7 +84,9 @@ class TrainingRun {
     });
     this.engineLog = plan.config.engine.kind === 'torch' ? openEngineLog(this.dataDir) : null;
     // The judge's rubric and key are read before anything is spent: a missing file or key is an error now, not at step 1.
-    const judge = plan.config.judge ? openJudge(plan.config.judge, { seed: plan.config.training.seed, log: (m) => this.report.log(`  ${m}`), signal: this.signal }) : null;
+    const judge = plan.config.judge
+      ? openJudge(plan.config.judge, { seed: plan.config.training.seed, log: (m) => this.report.log(`  ${m}`), signal: this.signal })
+      : null;
     const policies = (this.policies = await openRunPolicies(plan, this.dataDir, this.engineLog?.write));
     if (judge) judgeSelf(judge, plan, policies, null);
     const { state, checkpointDir } = await this.record.start(plan, policies.fallback.engineFacts, {

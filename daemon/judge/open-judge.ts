@@ -29,7 +29,10 @@ export function rubricText(settings: Pick<JudgeSettings, 'rubric'>): string {
 export function judgeKey(settings: Pick<JudgeSettings, 'keyEnv'>, env: NodeJS.ProcessEnv = process.env): string {
   if (settings.keyEnv === null) return '';
   const key = env[settings.keyEnv];
-  if (!key) throw new Error(`judge.keyEnv names ${settings.keyEnv}, which is not set here: export it, or set judge.keyEnv (--judge-key-env) to the variable that holds the key`);
+  if (!key)
+    throw new Error(
+      `judge.keyEnv names ${settings.keyEnv}, which is not set here: export it, or set judge.keyEnv (--judge-key-env) to the variable that holds the key`,
+    );
   return key;
 }
 
@@ -62,10 +65,12 @@ function origin(url: string): string | null {
 /** Why the judge would be the policy being trained, or null when it is not. */
 export function selfJudgeReason(judge: Pick<JudgeSettings, 'url' | 'model'>, trained: TrainedPolicyPlaces): string | null {
   const at = origin(judge.url);
-  if (at !== null && trained.endpoint !== null && at === origin(trained.endpoint)) return `judge.url ${judge.url} is this run's own gateway (${trained.endpoint}), which serves the policy being trained`;
+  if (at !== null && trained.endpoint !== null && at === origin(trained.endpoint))
+    return `judge.url ${judge.url} is this run's own gateway (${trained.endpoint}), which serves the policy being trained`;
   if (trained.sampler && at !== null && at === origin(trained.sampler.url))
     return `judge.url ${judge.url} is the run's sampler (engine.sampler.url), which serves the policy being trained`;
-  if (trained.names.includes(judge.model)) return `judge.model '${judge.model}' is the name this run serves a trained policy under (${trained.names.join(', ')})`;
+  if (trained.names.includes(judge.model))
+    return `judge.model '${judge.model}' is the name this run serves a trained policy under (${trained.names.join(', ')})`;
   return null;
 }
 

@@ -87,10 +87,9 @@ export class ChatCaller {
     const started = Date.now();
     const tokens = { prompt: 0, completion: 0 };
     let answer: string | null = null;
-    let error = 'no answer';
-    let failure: CallFailure = 'error';
     for (let attempts = 1; ; attempts++) {
       const tried = await this.attempt(messages, tokens);
+      let error: string, failure: CallFailure;
       if ('answer' in tried) {
         answer = tried.answer;
         const got = read(tried.answer);
@@ -153,7 +152,8 @@ export class ChatCaller {
       if (choice?.finish_reason === 'length') return { error: 'the answer was cut off at the token limit', retryAfterMs: null, failure: 'unusable' };
       return { answer };
     } catch (e) {
-      if (e instanceof OpenAI.APIConnectionTimeoutError) return { error: `timed out after ${this.o.timeoutMs / 1000}s`, retryAfterMs: null, failure: 'timeout' };
+      if (e instanceof OpenAI.APIConnectionTimeoutError)
+        return { error: `timed out after ${this.o.timeoutMs / 1000}s`, retryAfterMs: null, failure: 'timeout' };
       if (e instanceof OpenAI.APIConnectionError) return { error: `connection failed: ${e.message}`, retryAfterMs: null, failure: 'error' };
       if (e instanceof OpenAI.APIError && e.status !== undefined && REFUSED.includes(e.status))
         throw new ModelRefused(`${this.o.url} refused the request (${e.status}: ${e.message}): check ${this.o.settingsSaid}`);
