@@ -164,6 +164,11 @@ export function toolSteps(spans: Span[]): Map<string, ToolStep> {
 
 /** A value as text: strings as they are, anything else as indented JSON. */
 const asText = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v, null, 1) ?? String(v)));
+/** An answer as text: a short object on its line (`{"answer":"38"}`), a long one indented. */
+const answerText = (v: unknown): string => {
+  const line = typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v));
+  return line.length <= 200 ? line : asText(v);
+};
 
 /**
  * The task as the judge reads it: its fields one per line. The fields holding its expected output (answer, gold, ...:
@@ -180,10 +185,11 @@ export function renderTask(input: unknown, o: { showExpected?: boolean } = {}): 
 
 const sameMessage = (a: ChatMessage, b: ChatMessage) => a.role === b.role && messageText(a) === messageText(b);
 
-/** `[role] text` lines of a message, its tool calls as `→ tool call name(args)`. */
+/** `[role] text` lines of a message (its further lines indented under it), its tool calls as `→ tool call name(args)`. */
 function messageLines(m: ChatMessage): string[] {
   const who = m.name ? `${m.role} ${m.name}` : m.role;
-  return [`[${who}] ${m.text}`.trimEnd(), ...m.toolCalls.map((c) => `  → tool call ${c.name}(${c.args})`)];
+  const [first = '', ...rest] = m.text.split('\n');
+  return [`[${who}] ${first}`.trimEnd(), ...rest.map((l) => `  ${l}`.trimEnd()), ...m.toolCalls.map((c) => `  → tool call ${c.name}(${c.args})`)];
 }
 
 /** Text cut to `max` characters in the middle (the start and the end say most), saying how much was cut. */
@@ -228,7 +234,7 @@ export function renderEpisode(spans: Span[], o: { maxChars?: number } = {}): str
     }
   }
   const answer = episodeAnswer(spans);
-  lines.push(answer.source === 'none' ? 'Final answer: (the agent recorded none)' : `Final answer: ${asText(answer.value)}`);
+  lines.push(answer.source === 'none' ? 'Final answer: (the agent recorded none)' : `Final answer: ${answerText(answer.value)}`);
   const root = spans.find((s) => s.name === SPAN.agentRun);
   if (root?.status.code === 'error') lines.push(`The run failed: ${root.status.message ?? 'error'}`);
   const text = lines.join('\n');

@@ -157,7 +157,10 @@ export class ChatCaller {
       if (e instanceof OpenAI.APIConnectionError) return { error: `connection failed: ${e.message}`, retryAfterMs: null, failure: 'error' };
       if (e instanceof OpenAI.APIError && e.status !== undefined && REFUSED.includes(e.status))
         throw new ModelRefused(`${this.o.url} refused the request (${e.status}: ${e.message}): check ${this.o.settingsSaid}`);
-      if (e instanceof OpenAI.APIError) return { error: `${e.status ?? 'error'}: ${e.message}`, retryAfterMs: retryAfter(e.headers), failure: 'error' };
+      if (e instanceof OpenAI.APIError) {
+        const said = e.message.startsWith(String(e.status)) ? e.message : `${e.status ?? 'error'}: ${e.message}`;
+        return { error: said, retryAfterMs: retryAfter(e.headers), failure: 'error' };
+      }
       return { error: (e as Error).message, retryAfterMs: null, failure: 'error' };
     }
   }
