@@ -25,6 +25,7 @@ const COMMANDS: Record<AglCommandName, () => Promise<CommandModule>> = {
   runner: () => import('./commands/runner.js'),
   doctor: () => import('./commands/doctor.js'),
   engine: () => import('./commands/engine.js'),
+  judge: () => import('./commands/judge.js'),
 };
 // ---------------------------------------------------------------------------------------------------------------
 

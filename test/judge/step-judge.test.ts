@@ -11,17 +11,16 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { spansToTrajectory } from '../../daemon/algorithm/adapter.js';
 import { finalReward as trajectoryReward } from '../../daemon/algorithm/credit.js';
 import type { GroupRollout } from '../../daemon/algorithm/rollouts.js';
 import { judgeMetrics, StepJudge } from '../../daemon/algorithm/step-judge.js';
 import { Judge } from '../../daemon/judge/judge.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
-import { rootSpanIdForAttempt } from '../../protocol/ids.js';
 import { judgeVerdict } from '../../protocol/judge-reading.js';
 import { JudgeSection, type JudgeSettingsInput } from '../../protocol/judge-settings.js';
 import { finalReward, rolloutFeedback } from '../../protocol/span-reading.js';
-import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
+import { AGL } from '../../protocol/spans.js';
+import { storedRollout as stored, type Sample } from './stored-rollouts.js';
 import { answerKeyJudge, startScriptedJudge, type Fault, type JudgeRequest, type ScriptedJudge } from '../helpers/scripted-judge.js';
 
 const RUBRIC = 'Right total: 1, else 0.\n- Ann has 23 pens => 38';
@@ -37,57 +36,7 @@ after(async () => {
   await store.close();
 });
 
-interface Sample {
-  answer: string;
-  /** The agent's own reward (returned: final); none when absent. */
-  reward?: number;
-  /** Emitted with emitReward(v, { final: true }). */
-  locked?: boolean;
-}
-
-/** A succeeded rollout of the task as the runner and gateway leave it: a root span, a chat call with token ids, the answer, the agent's reward. */
-async function storedRollout(s: Sample, mode: 'train' | 'val' = 'train'): Promise<GroupRollout> {
-  const { rollout, attempt } = await store.startRollout({ input: TASK.input, mode, metadata: { runId: 'run-j', step: 1, taskId: TASK.id } });
-  const base = { rolloutId: rollout.id, attemptId: attempt.id, parentSpanId: rootSpanIdForAttempt(attempt.id) };
-  const t = Date.now() - 1_000;
-  await store.addSpans([
-    { ...base, spanId: rootSpanIdForAttempt(attempt.id), parentSpanId: null, name: SPAN.agentRun, startTime: t, endTime: t + 50, status: { code: 'ok' } },
-    {
-      ...base,
-      name: SPAN.llmCall,
-      startTime: t + 1,
-      endTime: t + 10,
-      attributes: {
-        [GENAI.operationName]: 'chat',
-        [AGL.promptTokenIds]: [1, 2, 3],
-        [AGL.completionTokenIds]: [4, 5],
-        [GENAI.inputMessages]: JSON.stringify([{ role: 'user', content: TASK.input.question }]),
-        [GENAI.outputMessages]: JSON.stringify([{ role: 'assistant', content: s.answer }]),
-      },
-    },
-    {
-      ...base,
-      name: SPAN.object,
-      startTime: t + 11,
-      endTime: t + 11,
-      attributes: { [AGL.objectJson]: JSON.stringify({ answer: s.answer }), [AGL.objectKind]: 'final' },
-    },
-    ...(s.reward === undefined
-      ? []
-      : [
-          {
-            ...base,
-            name: SPAN.reward,
-            startTime: t + 12,
-            endTime: t + 12,
-            attributes: { [AGL.rewardValue]: s.reward, [AGL.rewardFinal]: true, ...(s.locked ? { [AGL.rewardLocked]: true } : {}) },
-          },
-        ]),
-  ]);
-  await store.finishAttempt(attempt.id, { status: 'succeeded' });
-  const spans = await store.querySpans({ rolloutId: rollout.id, attemptId: attempt.id });
-  return { rollout: (await store.getRollout(rollout.id))!, task: TASK, trajectory: spansToTrajectory(spans), error: null };
-}
+const storedRollout = (s: Sample, mode: 'train' | 'val' = 'train') => stored(store, TASK, s, { mode });
 
 async function stepJudge(settings: Partial<JudgeSettingsInput> = {}, faults: (n: number, r: JudgeRequest) => Fault | null = () => null) {
   const server = await startScriptedJudge({ score: answerKeyJudge(), faults });
