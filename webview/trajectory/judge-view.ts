@@ -44,7 +44,7 @@ export function judgeReason(spans: readonly Span[]): HTMLElement | null {
     'div',
     { class: 'judge-reason', title: `${judgeWho(v)}: ${scoreWords(v)}` },
     icon('law'),
-    h('span', { class: 'muted' }, ` ${judgeWho(v)}: `),
+    h('span', { class: 'judge-who' }, ` ${judgeWho(v)}: `),
     h('span', { class: 'judge-explanation' }, v.explanation ?? '(no explanation given)'),
   );
 }

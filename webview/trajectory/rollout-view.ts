@@ -15,6 +15,7 @@ import { answerBlock } from './answer.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
 import { agentNames, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
 import { llmCall, rewardValue, timeRange, toolStepLine, toolSteps, transitionsBySpan, type ToolStep } from './model.js';
+import { isJudgeReward } from '../../protocol/judge-reading.js';
 import { judgeReason } from './judge-view.js';
 import { rewardPill, runStatusPill } from './outcome.js';
 import { renderSpanTree, type SpanTreeLayout } from './span-tree.js';
@@ -34,7 +35,8 @@ export interface RolloutViewActions extends DetailActions {
   filterByPromptVersion(version: string): void;
 }
 
-function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefined, info: CallInfo | undefined): string {
+/** `judged`: an LLM judge's reward is the rollout's final one (the agent's own is then not what it trained on). */
+function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefined, info: CallInfo | undefined, judged = false): string {
   const kind = spanKind(span);
   if (kind === 'llm') {
     const call = llmCall(span, info?.role ?? agentName);
@@ -45,7 +47,7 @@ function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefi
   if (kind === 'tool' && tool) return toolStepLine(tool);
   if (kind === 'reward') {
     if (span.attributes[AGL.rewardSource] === 'judge') return "final reward · judge's";
-    if (isFinalRewardSpan(span)) return 'final reward';
+    if (isFinalRewardSpan(span)) return judged && span.attributes[AGL.rewardLocked] !== true ? "agent's reward · the judge's replaced it" : 'final reward';
     const name = span.attributes['agl.reward.name'];
     return name && name !== 'reward' ? `reward ${name}` : 'reward';
   }
@@ -205,6 +207,7 @@ class SpanDetailPane {
   private readonly byTransition: ReturnType<typeof transitionsBySpan>;
   private readonly names: Map<string, string>;
   private readonly tools: Map<string, ToolStep>;
+  private readonly judged: boolean;
 
   constructor(
     private readonly detail: RolloutDetail,
@@ -215,10 +218,11 @@ class SpanDetailPane {
     this.byTransition = transitionsBySpan(detail.transitions);
     this.names = agentNames(detail.spans);
     this.tools = toolSteps(detail.spans);
+    this.judged = detail.spans.some(isJudgeReward);
   }
 
   label(s: Span): string {
-    return spanLabel(s, this.names.get(s.spanId) ?? null, this.tools.get(s.spanId), this.calls.get(s.spanId));
+    return spanLabel(s, this.names.get(s.spanId) ?? null, this.tools.get(s.spanId), this.calls.get(s.spanId), this.judged);
   }
 
   chips(s: Span): HTMLElement[] {
