@@ -72,7 +72,7 @@ export const METRICS = {
 export const JUDGE_FAILURES = {
   malformed: ['unreadable answer', 'unreadable answers'],
   partial: ['answer missing a trajectory', 'answers missing a trajectory'],
-  error: ['failed request (429, 5xx or the connection)', 'failed requests (429, 5xx or the connection)'],
+  error: ['request that failed with a 429, a 5xx or a broken connection', 'requests that failed with a 429, a 5xx or a broken connection'],
   timeout: ['timeout', 'timeouts'],
 } as const;
 export type JudgeFailure = keyof typeof JUDGE_FAILURES;

@@ -199,7 +199,7 @@ describe('notes on the groups an LLM judge could not score', () => {
     );
     assert.equal(
       notes[0]!.text,
-      'the judge could not score 4 of 4 groups (4 failed requests (429, 5xx or the connection)): left out of the update, so nothing was left to train on',
+      'the judge could not score 4 of 4 groups (4 requests that failed with a 429, a 5xx or a broken connection): left out of the update, so nothing was left to train on',
     );
     assert.match(notes[0]!.tryFirst, /judge\.url.*judge\.retries/);
     assert.equal(
