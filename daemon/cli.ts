@@ -26,6 +26,7 @@ const COMMANDS: Record<AglCommandName, () => Promise<CommandModule>> = {
   doctor: () => import('./commands/doctor.js'),
   engine: () => import('./commands/engine.js'),
   optimize: () => import('./commands/optimize.js'),
+  judge: () => import('./commands/judge.js'),
 };
 // ---------------------------------------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@
  * A new flag goes in its command's table here, with its doc; `npm run docs:cli` then rewrites the README's lists.
  */
 import type { CliCommand, CliOption, FlagsOf } from './cli-options.js';
+import { judgeFlags } from './judge-settings.js';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES } from './store.js';
 import { OPTIMIZE_COMMAND, OPTIMIZE_PROMOTE_COMMAND } from './optimize-options.js';
 import { ENGINE_OPTIONS, TRAIN_COMMAND } from './train-options.js';
@@ -253,6 +254,32 @@ export const ENGINE_COMMAND = {
   positionals: true,
 } as const satisfies CliCommand;
 
+/** The judge's settings as flags (protocol/judge-settings.ts), but the self-judging switch: checking is not training. */
+const { 'allow-self-judge': _selfJudge, ...JUDGE_SETTING_FLAGS } = judgeFlags();
+
+export const JUDGE_CHECK_COMMAND = {
+  name: 'judge check',
+  summary: "how well an LLM judge agrees with the agent's own reward on a run's validation rollouts, before training on it",
+  usage: ['<run id> [--step K] [--val FILE] [--config train.yaml] [--judge-* ...] [--json]'],
+  about:
+    'Scores the validation rollouts of a run (agl train validates before its first step: step 0) with the judge, as\n' +
+    "training would (group mode: a task's rollouts across the validations in one call), reads each one's own reward,\n" +
+    'and reports their agreement: pairwise accuracy (the pairs it orders as the agent does) and Spearman. The judge is\n' +
+    "the run's own (its recorded judge: section), the --config file's, or the flags' (flags win). Writes nothing.",
+  options: {
+    val: { type: 'string', arg: 'FILE', help: "only the rollouts of the tasks in this file (JSONL with ids, e.g. the run's --val file)" },
+    step: { type: 'string', arg: 'K', help: 'only the validation after step K (0: before training); default every validation' },
+    limit: { type: 'string', arg: 'N', help: 'at most N rollouts, the newest first', default: '200' },
+    config: { type: 'string', arg: 'FILE', help: "a train.yaml whose judge: section to check (over the run's own)" },
+    ...JUDGE_SETTING_FLAGS,
+    json: JSON_OUTPUT,
+    'data-dir': DATA_DIR,
+    store: STORE,
+  },
+  positionals: true,
+  notes: 'Exit code: 0 when it compared some pairs, 1 when there was nothing to compare (it says why), 2 on a usage error.',
+} as const satisfies CliCommand;
+
 /** Every `agl` command, in the order `agl --help` lists them: its summary, and what its --help prints (a subcommand each). */
 export const AGL_COMMANDS = {
   serve: { summary: SERVE_COMMAND.summary, declarations: [SERVE_COMMAND] },
@@ -267,6 +294,10 @@ export const AGL_COMMANDS = {
   doctor: { summary: DOCTOR_COMMAND.summary, declarations: [DOCTOR_COMMAND] },
   engine: { summary: ENGINE_COMMAND.summary, declarations: [ENGINE_COMMAND] },
   optimize: { summary: OPTIMIZE_COMMAND.summary, declarations: [OPTIMIZE_COMMAND, OPTIMIZE_PROMOTE_COMMAND] },
+  judge: {
+    summary: "an LLM judge as the reward: agl judge check RUN scores a run's validation rollouts and its agreement",
+    declarations: [JUDGE_CHECK_COMMAND],
+  },
 } as const satisfies Record<string, { summary: string; declarations: readonly CliCommand[] }>;
 export type AglCommandName = keyof typeof AGL_COMMANDS;
 

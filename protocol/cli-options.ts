@@ -17,9 +17,9 @@ export interface CliOption {
   config?: string;
   /**
    * How the string is read before it goes into the config (zod then checks the range): a number, a number or `null`,
-   * `true`/`false`, or `--policy`'s roles.
+   * `true`/`false`, `--policy`'s roles, or a file whose content the setting is (`{ file }`, relative to the working directory).
    */
-  parse?: 'number' | 'nullable-number' | 'boolean' | 'policy';
+  parse?: 'number' | 'nullable-number' | 'boolean' | 'policy' | 'file';
   /** Given more than once (each value kept, in order). */
   multiple?: true;
 }

@@ -62,7 +62,35 @@ export const METRICS = {
    */
   optimizeVal: 'optimize/val',
   optimizeBestVal: 'optimize/best_val',
+  /**
+   * An LLM judge's part of a step (train.yaml `judge:`): its calls (every try counted once per call), their tokens
+   * (prompt and completion, every try), their cost (with judge.priceIn and priceOut), the groups it scored, and the groups
+   * it could not score (left out of the update, by why: judge/failed_<kind>, JUDGE_FAILURES).
+   */
+  judgeCalls: 'judge/calls',
+  judgeTokens: 'judge/tokens',
+  judgeCost: 'judge/cost',
+  judgeGroups: 'judge/groups',
+  judgeFailedGroups: 'judge/failed_groups',
 } as const;
+
+/** Why a judge could not score a group, in the words a step's note says it (protocol/training-health.ts): one, several. */
+export const JUDGE_FAILURES = {
+  malformed: ['unreadable answer', 'unreadable answers'],
+  partial: ['answer missing a trajectory', 'answers missing a trajectory'],
+  error: ['request that failed with a 429, a 5xx or a broken connection', 'requests that failed with a 429, a 5xx or a broken connection'],
+  timeout: ['timeout', 'timeouts'],
+} as const;
+export type JudgeFailure = keyof typeof JUDGE_FAILURES;
+/** The metric counting a step's groups the judge could not score for this reason. */
+export function judgeFailureMetric(kind: JudgeFailure): string {
+  return `judge/failed_${kind}`;
+}
+/** The reason of a `judge/failed_<kind>` metric, or null. */
+export function parseJudgeFailureMetric(name: string): JudgeFailure | null {
+  const m = /^judge\/failed_([a-z]+)$/.exec(name);
+  return m && m[1]! in JUDGE_FAILURES ? (m[1] as JudgeFailure) : null;
+}
 
 /**
  * One policy per role: each trained policy's own curves, `policy/<name>/<metric>` with metric one of reward (the mean
@@ -134,6 +162,11 @@ export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
   [METRICS.tisCapped]: { label: 'importance weights at the cap', unit: 'share of tokens' },
   [METRICS.optimizeVal]: { label: "candidate's val score", unit: '' },
   [METRICS.optimizeBestVal]: { label: 'best val score so far', unit: '' },
+  [METRICS.judgeCalls]: { label: 'judge calls', unit: 'calls' },
+  [METRICS.judgeTokens]: { label: 'judge tokens', unit: 'tokens' },
+  [METRICS.judgeCost]: { label: 'judge cost', unit: 'per step' },
+  [METRICS.judgeGroups]: { label: 'groups the judge scored', unit: 'groups' },
+  [METRICS.judgeFailedGroups]: { label: 'groups the judge could not score', unit: 'groups' },
 };
 
 /** How a policy's and a role's own metrics read (after its name). */
@@ -168,6 +201,8 @@ export function metricLabel(name: string): MetricLabel {
     const l = ROLE_LABELS[role.metric] ?? { label: role.metric, unit: '' };
     return { label: `role ${role.role} ${l.label}`, unit: l.unit };
   }
+  const failure = parseJudgeFailureMetric(name);
+  if (failure) return { label: `groups the judge could not score: ${JUDGE_FAILURES[failure][1]}`, unit: 'groups' };
   return { label: name, unit: '' };
 }
 
@@ -193,6 +228,14 @@ export function describePeakMemory(mib: number, kind?: EngineFacts['memory'] | n
 /** What a run was measured on, in a few words: "tfjs · wasm · float32 · 1 rank", "torch · cuda:0 · bfloat16 · 4 ranks (nccl)". */
 export function describeEngine(f: EngineFacts): string {
   return `${f.engine} · ${f.device} · ${f.dtype} · ${f.ranks} rank${f.ranks === 1 ? '' : 's'}${f.ranks > 1 && f.backend ? ` (${f.backend})` : ''}`;
+}
+
+/** A step's judge in a few words: "16 calls · 41.2k tokens · $0.0123" (and the groups it could not score, when any). */
+export function describeJudgeStep(j: { calls: number; tokens: number; cost: number | null }, failedGroups = 0): string {
+  const tokens = j.tokens >= 1000 ? `${(j.tokens / 1000).toFixed(1)}k` : String(j.tokens);
+  const cost = j.cost === null ? '' : ` · $${j.cost < 0.01 ? j.cost.toFixed(4) : j.cost.toFixed(2)}`;
+  const failed = failedGroups ? ` · ${failedGroups} group${failedGroups === 1 ? '' : 's'} left out` : '';
+  return `${j.calls} call${j.calls === 1 ? '' : 's'} · ${tokens} tokens${cost}${failed}`;
 }
 
 /** A held-out reward with the tasks it is over: "0.50 of 8 tasks" (the tasks unknown in runs recorded before they were). */

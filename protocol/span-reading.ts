@@ -35,7 +35,7 @@ import type { AttributeValue, RolloutStatus, Span } from './store.js';
 
 type SpanLike = Pick<Span, 'name' | 'attributes'>;
 
-export type SpanKindName = 'agent' | 'llm' | 'tool' | 'reward' | 'object' | 'message' | 'exception' | 'prompt' | 'operation';
+export type SpanKindName = 'agent' | 'llm' | 'tool' | 'reward' | 'object' | 'message' | 'exception' | 'prompt' | 'judge' | 'operation';
 
 /** Deepest ancestor chain followed (a guard: repaired parents have no cycles). */
 const MAX_TREE_DEPTH = 1000;
@@ -62,6 +62,7 @@ export function spanKind(span: SpanLike): SpanKindName {
   if (span.name === SPAN.message) return 'message';
   if (span.name === SPAN.exception) return 'exception';
   if (span.name === SPAN.prompt) return 'prompt';
+  if (span.name === SPAN.judge) return 'judge';
   if (span.name === SPAN.agentRun) return 'agent';
   return 'operation';
 }

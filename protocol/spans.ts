@@ -21,6 +21,11 @@ export const SPAN = {
   agentRun: 'agentlightning.rollout',
   /** A prompt the agent read (`llm.prompt(name, seed, vars)`): which text of it, and where that text came from. */
   prompt: 'agentlightning.prompt',
+  /**
+   * One call to an LLM judge (train.yaml `judge:`), recorded on each rollout it judged (a copy per rollout, one call id):
+   * never an LLM call of the agent's (no transition, no export), its tokens and cost its own (AGL.judge*).
+   */
+  judge: 'agentlightning.judge',
 } as const;
 
 /** OpenTelemetry GenAI semantic convention attributes. */
@@ -83,6 +88,29 @@ export const AGL = {
   /** On a reward span: what the grader said about the answer, in words (`emitReward(v, { feedback })`); a prompt
    *  optimization's reflection reads it (protocol/span-reading.ts rolloutFeedback). */
   rewardFeedback: 'agl.reward.feedback',
+  /** On a reward span: who gave it; `judge` for the reward an LLM judge gave (its feedback the judge's explanation), absent for the agent's own. */
+  rewardSource: 'agl.reward.source',
+  /** `true` on a reward the agent marked final (`emitReward(v, { final: true })`, a returned `{ reward, final: true }`): the
+   *  attempt's final reward, which no judge replaces or adds to (protocol/judge-reading.ts). */
+  rewardLocked: 'agl.reward.locked',
+  /** Judge spans (SPAN.judge): the call's id (shared by its copies on each rollout it judged), the judge's model and mode
+   *  (`group` | `single`), the rollout ids in the order the judge was shown them (JSON array) and this rollout's place in
+   *  it (1-based), the answer as the judge gave it, the tries it took, its tokens (the whole call's) and cost (null
+   *  without prices), and the rubric's sha (first 12 hex of its sha256). A failed call's span has an error status. */
+  judgeCallId: 'agl.judge.call_id',
+  judgeModel: 'agl.judge.model',
+  judgeMode: 'agl.judge.mode',
+  judgeOrder: 'agl.judge.order',
+  judgePosition: 'agl.judge.position',
+  judgeAnswer: 'agl.judge.answer',
+  judgeAttempts: 'agl.judge.attempts',
+  judgeInputTokens: 'agl.judge.input_tokens',
+  judgeOutputTokens: 'agl.judge.output_tokens',
+  judgeCost: 'agl.judge.cost',
+  judgeRubricSha: 'agl.judge.rubric_sha',
+  /** On a judge span: this rollout's score from the judge (0-1) and the judge's words about it. */
+  judgeScore: 'agl.judge.score',
+  judgeExplanation: 'agl.judge.explanation',
   /** Prompt spans (SPAN.prompt, one per `llm.prompt` call; protocol/prompt-template.ts): the prompt's name; its text's
    *  source (`candidate` | `promoted` | `seed`); its version (the candidate id, the promoted candidate's id or
    *  `promoted`, or `seed`); the first 12 hex digits of the sha256 of the text (before its vars are filled in); the

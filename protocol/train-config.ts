@@ -2,13 +2,15 @@
  * The training configuration: the one schema `agl train` parses (its flags and `--config train.yaml`), that the
  * trainer runs on, that a training run records (TrainingRun.config holds the parsed config), and that the extension
  * and the dashboard read back. Sections: `model` (which policy, sampling), `training` (GRPO, credit, schedule),
- * `runtime` (workers, timeouts, checkpoints, TF.js backend) and `engine` (tfjs or torch, ranks, device, a sampler).
+ * `runtime` (workers, timeouts, checkpoints, TF.js backend), `engine` (tfjs or torch, ranks, device, a sampler) and
+ * `judge` (an LLM judge as the reward: protocol/judge-settings.ts).
  * Unknown keys are errors that name the key, so a typo never silently trains with a default.
  * The GRPO variants and credit strategies are described in daemon/algorithm/README.md.
  */
 import { z } from 'zod';
 import { LoraSettingsSchema } from './engine.js';
 import { GrpoConfig, GrpoGivenSchema } from './grpo-settings.js';
+import { JudgeSection } from './judge-settings.js';
 
 /** GRPO's settings are declared once, in grpo-settings.ts: `training.grpo` is GrpoConfig, a policy's own `grpo` GrpoGivenSchema. */
 export { GRPO_VARIANTS, GrpoConfig, type GrpoConfigInput, type GrpoVariant } from './grpo-settings.js';
@@ -236,6 +238,8 @@ export const TrainConfig = z
      * problem, or serve it with the `default` policy. Only with policies.
      */
     unassignedCalls: z.enum(['refuse', 'default']).default('refuse'),
+    /** An LLM judge scores the rollouts (protocol/judge-settings.ts): instead of the agent's reward, or added to it with `weight`. */
+    judge: JudgeSection.nullable().default(null),
   })
   .strict()
   .superRefine((c, ctx) => {

@@ -4,10 +4,11 @@
  * from this table, so an option named on one side only fails to compile. `ENGINE_OPTIONS` are shared with `agl sft`
  * and `agl serve`. A new flag of agl train goes in TRAIN_OPTIONS (with `config:` when it sets a config field: a
  * TrainConfigPath, so a misspelt field does not compile). The --grpo-* flags come from GRPO's one declaration
- * (protocol/grpo-settings.ts grpoFlags).
+ * (protocol/grpo-settings.ts grpoFlags), the --judge-* flags from the judge's (protocol/judge-settings.ts judgeFlags).
  */
 import { type CliCommand, type CliOption, type FlagsOf, commandHelp, commandLine } from './cli-options.js';
 import { grpoFlags } from './grpo-settings.js';
+import { judgeFlags } from './judge-settings.js';
 import type { TrainConfigInput } from './train-config.js';
 
 /** The dotted paths into an object type's fields, its nested objects' too (arrays are leaves). */
@@ -110,7 +111,7 @@ export const TRAIN_OPTIONS = {
     help: 'with --policy: refuse (default) a call naming no role, or serve it with the default policy',
     config: 'unassignedCalls',
   },
-  config: { type: 'string', arg: 'FILE', help: 'YAML with sections model / training / runtime / engine / policies (flags override it)' },
+  config: { type: 'string', arg: 'FILE', help: 'YAML with sections model / training / runtime / engine / policies / judge (flags override it)' },
   resume: { type: 'string', arg: 'RUN|DIR', help: 'continue a killed run from its last checkpoint' },
   'checkpoint-dir': { type: 'string', arg: 'D', help: 'default <data-dir>/runs/<run id>', config: 'runtime.checkpointDir' },
   backend: { type: 'string', arg: 'B', help: "auto, wasm, cpu, webgpu, node (the tfjs engine's TF.js backend)", config: 'runtime.backend' },
@@ -119,6 +120,7 @@ export const TRAIN_OPTIONS = {
   store: { type: 'string', arg: 'SPEC', help: 'postgres://... or a SQLite file (default <data-dir>/store.sqlite, or AGL_STORE)' },
   quiet: { type: 'boolean', help: 'no progress bar' },
   ...grpoFlags(),
+  ...judgeFlags(),
 } as const satisfies Record<string, TrainOption>;
 
 export const TRAIN_COMMAND = {
@@ -172,6 +174,8 @@ function flagValue(name: string, o: CliOption, v: string | string[] | boolean): 
       return number(v);
     case 'nullable-number':
       return v === 'null' || v === 'none' ? null : number(v);
+    case 'file':
+      return { file: String(v) };
     case 'boolean':
       if (v === true || v === 'true') return true;
       if (v === 'false') return false;

@@ -15,9 +15,10 @@
  *  5. every rollout scored 0;
  *  6. each task's rollouts scored alike (a pass/fail reward and samples too alike).
  * With one policy per role, a step's notes also name a policy that did not update: its roles made no call in the
- * step (they run only on some paths of the agent), or none of its calls had an advantage.
+ * step (they run only on some paths of the agent), or none of its calls had an advantage. With an LLM judge, a step's
+ * notes say how many groups it could not score (left out of the update, never scored 0) and why.
  */
-import { METRICS, parsePolicyMetric, parseRoleMetric, policyMetric } from './metrics.js';
+import { JUDGE_FAILURES, METRICS, parseJudgeFailureMetric, parsePolicyMetric, parseRoleMetric, policyMetric, type JudgeFailure } from './metrics.js';
 import { runRoles, type RolesConfig } from './call-roles.js';
 import { NEAR_GREEDY_TEMPERATURE } from './span-reading.js';
 
@@ -56,6 +57,10 @@ export interface StepFacts {
   policies: Map<string, { updates: number | null; transitions: number | null }>;
   /** Per role: its LLM calls in the step's rollouts. */
   roleCalls: Map<string, number>;
+  /** With an LLM judge: the groups it scored, those it could not, and those by why. */
+  judgeGroups: number | null;
+  judgeFailed: number | null;
+  judgeFailures: Map<JudgeFailure, number>;
 }
 
 const FIELDS: Partial<Record<string, keyof StepFacts>> = {
@@ -70,15 +75,20 @@ const FIELDS: Partial<Record<string, keyof StepFacts>> = {
   [METRICS.trainedTokens]: 'trainedTokens',
   [METRICS.loss]: 'loss',
   [METRICS.gradNorm]: 'gradNorm',
+  [METRICS.judgeGroups]: 'judgeGroups',
+  [METRICS.judgeFailedGroups]: 'judgeFailed',
 };
 
-/** The facts of every training step (a step with a training reward), in step order. */
+/**
+ * The facts of every training step (a step with a training reward, or one whose every group the judge could not
+ * score: it has none), in step order.
+ */
 export function stepFacts(points: Iterable<PointLike>): StepFacts[] {
   const steps = new Map<number, StepFacts>();
   const at = (step: number): StepFacts => {
     let f = steps.get(step);
     if (!f) {
-      f = { step, policies: new Map(), roleCalls: new Map() } as StepFacts;
+      f = { step, policies: new Map(), roleCalls: new Map(), judgeFailures: new Map() } as unknown as StepFacts;
       for (const field of Object.values(FIELDS)) (f as unknown as Record<string, null>)[field!] = null;
       steps.set(step, f);
     }
@@ -90,6 +100,8 @@ export function stepFacts(points: Iterable<PointLike>): StepFacts[] {
       (at(p.step) as unknown as Record<string, number>)[field] = p.value;
       continue;
     }
+    const failure = parseJudgeFailureMetric(p.name);
+    if (failure) at(p.step).judgeFailures.set(failure, p.value);
     const role = parseRoleMetric(p.name);
     if (role?.metric === 'calls') at(p.step).roleCalls.set(role.role, p.value);
     const pm = parsePolicyMetric(p.name);
@@ -99,7 +111,7 @@ export function stepFacts(points: Iterable<PointLike>): StepFacts[] {
     own[pm.metric] = p.value;
     f.policies.set(pm.policy, own);
   }
-  return [...steps.values()].filter((f) => f.rewardMean !== null).sort((a, b) => a.step - b.step);
+  return [...steps.values()].filter((f) => f.rewardMean !== null || (f.judgeFailed ?? 0) > 0).sort((a, b) => a.step - b.step);
 }
 
 /** Did the step's update change any weights? (Runs recorded before grpo/trained_tokens: no loss and no gradient.) */
@@ -296,7 +308,7 @@ export function diagnosisSentence(d: LearningDiagnosis): string {
 /** A note on one step of a run, for the dashboard. */
 export interface StepNote {
   step: number;
-  kind: 'no-update' | 'zero-variance' | 'policy-no-update';
+  kind: 'no-update' | 'zero-variance' | 'policy-no-update' | 'judge-left-out';
   /** The policy a `policy-no-update` note is about. */
   policy?: string;
   text: string;
@@ -306,8 +318,34 @@ export interface StepNote {
 
 const pct = (x: number) => `${Math.round(x * 100)}%`;
 
+/** What to try first about the groups a judge could not score, by the reason most of them had. */
+function judgeAdvice(f: StepFacts): string {
+  const [main] = [...f.judgeFailures].sort((a, b) => b[1] - a[1])[0] ?? ['error'];
+  switch (main) {
+    case 'malformed':
+    case 'partial':
+      return "a judge model that answers in the JSON asked for (judge.temperature 0, a larger model), or fewer trajectories per call (judge.mode: single, or a smaller training.groupSize); the judge's spans in the viewer hold its answers";
+    case 'timeout':
+      return 'give each judge call longer (judge.timeoutSeconds) or make fewer at once (judge.concurrency)';
+    case 'error':
+      return "check the judge's endpoint (judge.url) and its rate limits: more tries (judge.retries), a longer judge.backoffSeconds, or fewer calls at once (judge.concurrency)";
+  }
+}
+
+/** The groups a judge could not score in a step, and why: "3 of 16 groups: 2 answers missing a trajectory, 1 timeout". */
+function judgeLeftOut(f: StepFacts): string {
+  const failed = f.judgeFailed ?? 0;
+  const why = [...f.judgeFailures]
+    .sort((a, b) => b[1] - a[1])
+    .map(([kind, n]) => `${n} ${JUDGE_FAILURES[kind][n === 1 ? 0 : 1]}`)
+    .join(', ');
+  const of = f.judgeGroups !== null ? ` of ${failed + f.judgeGroups}` : '';
+  return `the judge could not score ${failed}${of} group${failed + (f.judgeGroups ?? 0) === 1 ? '' : 's'}${why ? ` (${why})` : ''}: left out of the update${f.judgeGroups === 0 ? ', so nothing was left to train on' : ''}`;
+}
+
 /** Why a step did not update, in a few words, and what to try first (the run-level words of its cause). */
 function noUpdateNote(f: StepFacts, ctx: RunContext): { why: string; tryFirst: string } {
+  if ((f.judgeFailed ?? 0) > 0 && f.judgeGroups === 0) return { why: 'the judge could not score any group', tryFirst: judgeAdvice(f) };
   const kind = stepCause(f);
   if (kind) {
     const e = explain(kind, [f], ctx);
@@ -368,14 +406,19 @@ function* withPolicyBefore(facts: StepFacts[]): Generator<{ f: StepFacts; before
 }
 
 /**
- * The steps worth a note: no update at all (and why, by the causes above), most groups with zero variance, and, with
- * one policy per role, a policy that did not update (its roles made no call in the step, or none had an advantage).
+ * The steps worth a note: no update at all (and why, by the causes above), most groups with zero variance, with one
+ * policy per role a policy that did not update (its roles made no call in the step, or none had an advantage), and
+ * with an LLM judge the groups it could not score (left out of the update).
  */
 export function stepNotes(points: Iterable<PointLike>, ctx: RunContext = {}): StepNote[] {
   const facts = stepFacts(points);
   const notes: StepNote[] = [];
   for (const { f, before } of withPolicyBefore(facts)) {
     const zero = f.zeroStd ?? 0;
+    const judgeFailed = (f.judgeFailed ?? 0) > 0;
+    if (judgeFailed) notes.push({ step: f.step, kind: 'judge-left-out', text: judgeLeftOut(f), tryFirst: judgeAdvice(f) });
+    // The judge's note says why a step whose every group it could not score did not update.
+    if (judgeFailed && f.judgeGroups === 0) continue;
     if (!stepUpdated(f)) {
       const { why, tryFirst } = noUpdateNote(f, ctx);
       notes.push({ step: f.step, kind: 'no-update', text: `no update: ${why}`, tryFirst });

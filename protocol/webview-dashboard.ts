@@ -4,7 +4,7 @@
  * which chart, with the title of its value axis.
  */
 import type { AgentHeadline } from './agent-headline.js';
-import { METRICS } from './metrics.js';
+import { JUDGE_FAILURES, METRICS, judgeFailureMetric, type JudgeFailure } from './metrics.js';
 import type { MetricPoint, TrainingRun } from './store.js';
 import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
 
@@ -50,6 +50,15 @@ export const DASHBOARD_CHARTS: DashboardChart[] = [
   // How far the sampler's log-probs are from the update's own (bfloat16 sampling, an external server): the ratio is
   // against the update's, the sampler's enter through a truncated importance weight (grpo.ratioBase, tisCap).
   { id: 'sampler-gap', title: 'Sampler vs update log-probs', metrics: [METRICS.logprobGap, METRICS.logprobGapMax], yTitle: 'nats (per token, largest)' },
+  // An LLM judge's part of each step (train.yaml judge:): the groups it scored and those it left out (by why), its cost.
+  {
+    id: 'judge-groups',
+    title: 'Judge: calls, groups scored and left out',
+    metrics: [METRICS.judgeCalls, METRICS.judgeGroups, METRICS.judgeFailedGroups, ...(Object.keys(JUDGE_FAILURES) as JudgeFailure[]).map(judgeFailureMetric)],
+    yTitle: 'calls, groups',
+  },
+  { id: 'judge-cost', title: 'Judge: cost per step', metrics: [METRICS.judgeCost], yTitle: 'cost (at judge.priceIn / priceOut)' },
+  { id: 'judge-tokens', title: 'Judge: tokens per step', metrics: [METRICS.judgeTokens], yTitle: 'tokens (prompt + completion)' },
 ];
 
 export const DashboardProtocol = {

@@ -55,20 +55,27 @@ export interface RewardOptions {
   primaryKey?: string;
   /** What the grader said about the answer, in words (`agl.reward.feedback`): what a prompt optimization reflects on. */
   feedback?: string;
+  /**
+   * This is the rollout's final reward, and it stands: an LLM judge (train.yaml `judge:`) neither replaces nor adds to
+   * it (`agl.reward.final` and `agl.reward.locked`). For rollouts the agent can grade exactly, beside ones it cannot.
+   */
+  final?: boolean;
   attributes?: Record<string, unknown>;
 }
 
 /**
  * Records a reward. A number, or named components whose first entry (or `primaryKey`) is the primary
  * value the trainer uses: emitReward({ exact: 1, format: 0.5 }); with `feedback`, what was right or wrong, in
- * words: emitReward(0, { feedback: 'the total misses the shipping fee' }). Also written in agent-lightning v0's
- * shape (agentlightning.reward.{i}.name / .value) so v0 tools read it too.
+ * words: emitReward(0, { feedback: 'the total misses the shipping fee' }); with `final: true`, the rollout's final reward,
+ * which no LLM judge overrides: emitReward(1, { final: true }). Also written in agent-lightning v0's shape
+ * (agentlightning.reward.{i}.name / .value) so v0 tools read it too.
  */
 export function emitReward(reward: number | Record<string, number>, opts: RewardOptions = {}): void {
   const ctx = currentRollout();
   if (!ctx) return;
   if (opts.feedback !== undefined && typeof opts.feedback !== 'string')
     throw new TypeError(`emitReward: feedback must be a string (what the grader said), got ${typeof opts.feedback}`);
+  if (opts.final !== undefined && typeof opts.final !== 'boolean') throw new TypeError(`emitReward: final must be true or false, got ${typeof opts.final}`);
   const entries: [string, number][] = typeof reward === 'number' ? [['reward', reward]] : Object.entries(reward);
   if (entries.length === 0) throw new TypeError('emitReward: give a number or a non-empty object of named numbers');
   for (const [k, v] of entries)
@@ -85,6 +92,7 @@ export function emitReward(reward: number | Record<string, number>, opts: Reward
     attrs[`${AGL_V0_REWARD_PREFIX}.${i}.value`] = v;
   });
   if (opts.feedback !== undefined) attrs[AGL.rewardFeedback] = opts.feedback;
+  if (opts.final) Object.assign(attrs, { [AGL.rewardFinal]: true, [AGL.rewardLocked]: true });
   for (const [k, v] of Object.entries(opts.attributes ?? {})) attrs[k] = toAttr(v);
   record(ctx, SPAN.reward, attrs);
 }

@@ -6,8 +6,8 @@
  *  - last        only the last call gets R; the others get 0
  *  - combined    R plus intermediateWeight * (the intermediate rewards that followed the call)
  * The final reward R is the reward the agent function returned (the span marked `agl.reward.final`), else the
- * last reward emitted in the attempt (0 when none: a crashed agent earns nothing); every other reward is
- * intermediate. The rule is protocol/span-reading.ts `pickFinalReward`, shared with the viewer and CodeLens.
+ * last reward emitted in the attempt (0 when none: a crashed agent earns nothing); every other reward not marked final is
+ * intermediate (an LLM judge's reward, marked final, replaces the agent's returned one). The rule is protocol/span-reading.ts `pickFinalReward`, shared with the viewer and CodeLens.
  * Automatic intermediate rewards (AIR) are rules on tool spans ("tool succeeded: +0.1", "tool failed: -0.2",
  * optionally for one tool name) that add to the call that requested the tool, without touching the agent.
  * They apply under every strategy (they reward the call that caused the tool outcome).
@@ -61,7 +61,8 @@ export function assignCredit(traj: Trajectory, config: Partial<CreditConfig> = {
         credit = i === T - 1 ? R : 0;
         break;
       case 'combined': {
-        const intermediate = step.rewards.filter((r) => r.spanId !== finalSpanId).reduce((a, r) => a + r.value, 0);
+        // A final-marked reward a later one replaced (the agent's returned reward under an LLM judge's) is no intermediate one.
+        const intermediate = step.rewards.filter((r) => r.spanId !== finalSpanId && !r.final).reduce((a, r) => a + r.value, 0);
         credit = R + cfg.intermediateWeight * intermediate;
         break;
       }

@@ -1,7 +1,8 @@
 /**
  * Whether the run can go on and can learn, read from its steps as they come:
  *   FailedSteps    a step whose every rollout failed is logged; MAX_FAILED_STEPS of them in a row stop training with
- *                  the agent's error (the agent is broken, not unlucky)
+ *                  the agent's error (the agent is broken, not unlucky); so do MAX_FAILED_STEPS steps in a row whose
+ *                  every group the LLM judge could not score (the judge is down or cannot answer, not unlucky)
  *   LearningCheck  after the first LEARNING_CHECK_STEPS steps of a fresh run (or at the end of a shorter one): when
  *                  none of them could teach the policy anything, the likely cause and what to do next, once
  *                  (protocol/training-health.ts holds the causes and their words)
@@ -21,11 +22,16 @@ export const MAX_FAILED_STEPS = 3;
 
 export class FailedSteps {
   private inARow = 0;
+  private judgeInARow = 0;
 
   constructor(private readonly log: (m: string) => void) {}
 
-  /** Counts step `step` (0-based) by its scheduled rollouts; throws at MAX_FAILED_STEPS failed steps in a row. */
-  note(step: number, scheduled: GroupRollout[]): void {
+  /**
+   * Counts step `step` (0-based) by its scheduled rollouts and what the judge scored (null: no judge); throws at
+   * MAX_FAILED_STEPS failed steps in a row.
+   */
+  note(step: number, scheduled: GroupRollout[], judged: { scored: number; failed: number; reason: string | null } | null = null): void {
+    this.noteJudge(step, judged);
     const failed = everyRolloutFailed(scheduled);
     this.inARow = failed ? this.inARow + 1 : 0;
     if (!failed) return;
@@ -33,6 +39,19 @@ export class FailedSteps {
     if (this.inARow >= MAX_FAILED_STEPS) {
       throw new Error(
         `every rollout of the last ${MAX_FAILED_STEPS} steps failed, e.g.: ${failed.error}. Fix the agent, then continue from the last checkpoint with agl train --resume`,
+      );
+    }
+  }
+
+  private noteJudge(step: number, judged: { scored: number; failed: number; reason: string | null } | null): void {
+    const none = judged !== null && judged.failed > 0 && judged.scored === 0;
+    this.judgeInARow = none ? this.judgeInARow + 1 : 0;
+    if (!none) return;
+    this.log(`step ${step + 1}: the judge could not score any of its ${judged.failed} groups, e.g.: ${judged.reason}`);
+    if (this.judgeInARow >= MAX_FAILED_STEPS) {
+      throw new Error(
+        `the LLM judge could not score any group in the last ${MAX_FAILED_STEPS} steps, e.g.: ${judged.reason}. ` +
+          'Check the judge (judge.url, judge.model, its key in judge.keyEnv; agl judge check RUN tries it on a run), then continue from the last checkpoint with agl train --resume',
       );
     }
   }

@@ -4,7 +4,7 @@
  * policy's starting weights). The first phase of a run (training-run.ts).
  */
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { policySet } from '../../protocol/policy-set.js';
 import { TorchAdapterModel } from '../model/torch-engine.js';
@@ -50,10 +50,22 @@ export async function planRun(
   const config: TrainConfig = ckpt ? resolveTrainConfig(null, ckpt.config as TrainConfigInput) : resolveTrainConfig(o.configFile ?? null, o.overrides);
   // A resumed run keeps its engine unless the flags name one (e.g. resuming a tfjs run on torch, or on more ranks).
   if (ckpt) config.engine = resolveTrainConfig(null, { ...(ckpt.config as TrainConfigInput), engine: { ...config.engine, ...o.overrides.engine } }).engine;
+  if (!ckpt) resolveRubricFile(config, o.configFile ?? null, o.overrides);
   const train = loadTasks(o.train, 'train'),
     val = loadTasks(o.val, 'val');
   if (train.length === 0 || val.length === 0) throw new Error('--train and --val need at least one task each');
   return { ckpt, resumeDir, config, train, val };
+}
+
+/**
+ * A judge's rubric file as an absolute path, so the recorded config (and a resumed run's) finds it from anywhere: one
+ * given by --judge-rubric is relative to the working directory, one in train.yaml to the config file's folder.
+ */
+export function resolveRubricFile(config: TrainConfig, configFile: string | null, overrides: TrainConfigInput): void {
+  const rubric = config.judge?.rubric;
+  if (!config.judge || !rubric || typeof rubric === 'string' || isAbsolute(rubric.file)) return;
+  const fromFlag = typeof overrides.judge?.rubric === 'object' || !configFile;
+  config.judge.rubric = { file: fromFlag ? resolve(rubric.file) : resolve(dirname(configFile), rubric.file) };
 }
 
 /**

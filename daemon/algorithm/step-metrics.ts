@@ -41,20 +41,24 @@ function pooledUpdate(updates: PolicyUpdate[]) {
   };
 }
 
-/** The step's rollouts: rewards of the scheduled tasks, counts, calls, and what dynamic sampling did. */
+/**
+ * The step's rollouts: rewards of the scheduled tasks, counts, calls, and what dynamic sampling did. The rollouts of
+ * groups the judge could not score count as rollouts and calls, never in the rewards (a step with no other has none).
+ */
 function rolloutMetrics(rolled: RolledOut, items: CreditedItem[]): Record<string, number> {
   // reward/mean and reward/std describe the step's scheduled tasks, comparable across variants; refills are counted apart.
   const rewards = finalRewards(rolled.scheduled);
   const completionTokens = items.reduce((a, i) => a + i.s.completionIds.length, 0);
   const { sampled } = rolled;
-  const trajectories = rolled.groups.flatMap((g) => (g.trajectory ? [g.trajectory] : []));
+  const all = [...rolled.groups, ...rolled.leftOut];
+  const trajectories = all.flatMap((g) => (g.trajectory ? [g.trajectory] : []));
+  const rewarded = rewards.length > 0 || rolled.leftOut.length === 0;
   return {
-    [METRICS.rewardMean]: rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length),
-    [METRICS.rewardStd]: stdUnbiased(rewards),
+    ...(rewarded ? { [METRICS.rewardMean]: rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length), [METRICS.rewardStd]: stdUnbiased(rewards) } : {}),
     ...(sampled ? { [METRICS.samplingRounds]: sampled.rounds, [METRICS.groupsKept]: sampled.kept.size } : {}),
     [METRICS.responseLengthMean]: items.length ? completionTokens / items.length : 0,
-    [METRICS.rolloutCount]: rolled.groups.length,
-    [METRICS.rolloutFailed]: rolled.groups.filter((g) => !g.trajectory).length,
+    [METRICS.rolloutCount]: all.length,
+    [METRICS.rolloutFailed]: all.filter((g) => !g.trajectory).length,
     [METRICS.rolloutTransitions]: items.length,
     [METRICS.llmCalls]: trajectories.reduce((a, t) => a + t.steps.length + t.skipped.length, 0),
     [METRICS.greedyCalls]: trajectories.reduce((a, t) => a + t.greedyCalls, 0),

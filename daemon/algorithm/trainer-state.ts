@@ -21,6 +21,8 @@ export interface TrainerState {
    * count). A run's one policy counts the run's steps.
    */
   policies?: Record<string, { updates: number }>;
+  /** The LLM judge's part of the last step (its calls, tokens and cost: null without prices), for the progress line. */
+  judge?: { calls: number; tokens: number; cost: number | null };
 }
 
 export function newTrainerState(run: TrainingRun): TrainerState {

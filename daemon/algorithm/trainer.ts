@@ -1,6 +1,8 @@
 /**
  * The LightningRL training loop: it holds the run's state and sequences each step's pipeline, one named step per file:
  *   collect (step-collect.ts)        publish the policies, roll out each task n times, wait (dynamic sampling refills)
+ *   judge (step-judge.ts)            with an LLM judge: each round of collect's groups scored by it, before anything
+ *                                    reads their rewards; a group it could not score left out of the step
  *   credit (step-credit.ts)          one transition per LLM call, with its credit
  *   advantages (step-advantages.ts)  each policy's GRPO advantages on its own roles' calls, with its own settings
  *   update (step-update.ts)          one optimizer update per policy, at its schedule's learning rate (schedule.ts)
@@ -10,10 +12,11 @@
  * (training-run.ts for `agl train`, or a test) provides the store, the policy set the gateway serves (each policy
  * updated in place, so the next published version samples from the new weights) and a checkpoint writer.
  */
-import { METRICS, describePeakMemory } from '../../protocol/metrics.js';
+import { METRICS, describeJudgeStep, describePeakMemory } from '../../protocol/metrics.js';
 import type { LearningDiagnosis, RunContext } from '../../protocol/training-health.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { PeakMemory } from '../model/policy-contract.js';
+import type { Judge } from '../judge/judge.js';
 import type { TrainConfig } from './config.js';
 import { FailedSteps, LearningCheck } from './diagnosis.js';
 import type { OpenPolicySet } from './open-policy-set.js';
@@ -23,6 +26,7 @@ import { learningRateAt } from './schedule.js';
 import { advantagesPerPolicy, type KeptItem } from './step-advantages.js';
 import { type CollectContext, collectStep, collectValidation } from './step-collect.js';
 import { creditStep } from './step-credit.js';
+import { failedGroups, judgeMetrics, StepJudge } from './step-judge.js';
 import { recordStep, stepMetrics, stepPeakMemory } from './step-metrics.js';
 import { type PolicyUpdate, updatePolicy } from './step-update.js';
 import { countUpdate, policyUpdates, type TrainerState } from './trainer-state.js';
@@ -41,6 +45,8 @@ export interface TrainerDeps {
   val: Task[];
   /** Sample from another server (engine.sampler) instead of the policy the gateway serves. */
   sampler?: { url: string; model: string; apiKeyEnv: string | null } | null;
+  /** The LLM judge scoring the rollouts (config.judge, opened by the caller); null: the agent's own rewards. */
+  judge?: Judge | null;
   /** Called after each update that changed the weights (pushes them to the sampler). */
   afterUpdate?: (state: TrainerState) => Promise<void>;
   /** Writes a checkpoint of the policies and this state (called every `checkpointEvery` steps). */
@@ -92,10 +98,18 @@ export class Trainer {
     };
   }
 
+  /** The judge's share of step `step` (1-based; validation: the step it follows), when the run has a judge. */
+  private stepJudge(step: number): StepJudge | null {
+    const { judge, store, log } = this.deps;
+    if (!judge) return null;
+    const progress = this.collectContext.onProgress;
+    return new StepJudge(judge, store, { runId: this.state.runId, step, log, onProgress: progress && ((done, total) => progress('judge', done, total)) });
+  }
+
   /** Mean final reward on the validation tasks (greedy by default), after the updates made so far. */
   async validate(): Promise<number> {
     const first = this.state.val.length === 0;
-    const { groups, tasks } = await collectValidation(this.collectContext, this.state.step);
+    const { groups, tasks } = await collectValidation(this.collectContext, this.state.step, this.stepJudge(this.state.step));
     const failed = everyRolloutFailed(groups);
     if (failed && first) {
       throw new Error(
@@ -127,19 +141,26 @@ export class Trainer {
     const started = Date.now();
     const { config, policies } = this.deps;
     const step = this.state.step;
-    const rolled = await collectStep(this.collectContext, step);
+    const judge = this.stepJudge(step + 1);
+    const rolled = await collectStep(this.collectContext, step, judge);
     this.roles.note(rolled.groups, 'train', step);
     const rolloutSeconds = (Date.now() - started) / 1000;
     const credited = advantagesPerPolicy(creditStep(rolled.groups, config.training), rolled, policies.trained, config.training);
     const updates = await this.update(step, credited.perPolicy);
     const times = { rolloutSeconds, stepSeconds: (Date.now() - started) / 1000 };
-    const metrics = stepMetrics(rolled, credited, updates, times, (name) => this.state.policies?.[name]?.updates ?? 0);
+    const metrics = {
+      ...stepMetrics(rolled, credited, updates, times, (name) => this.state.policies?.[name]?.updates ?? 0),
+      ...(judge ? judgeMetrics(judge.totals) : {}),
+    };
     await recordStep(this.deps.store, this.state.runId, step + 1, metrics, credited);
-    // After recording: a step whose every rollout failed is on the dashboard too, also the one that stops the run.
-    this.failedSteps.note(step, rolled.scheduled);
+    // After recording: a step whose every rollout failed (or whose every group the judge could not score) is on the
+    // dashboard too, also the one that stops the run.
+    this.failedSteps.note(step, rolled.scheduled, judge && { scored: judge.totals.groups, failed: failedGroups(judge.totals), reason: judge.lastReason });
     this.learning.note(step, metrics);
     this.state.step = step + 1;
-    this.state.train.push({ step: step + 1, reward: metrics[METRICS.rewardMean]! });
+    const reward = metrics[METRICS.rewardMean];
+    if (reward !== undefined) this.state.train.push({ step: step + 1, reward });
+    this.state.judge = judge ? { calls: judge.totals.calls, tokens: judge.totals.tokens, cost: judge.totals.cost } : undefined;
     this.peakMemoryKind = stepPeakMemory(updates)?.kind ?? this.peakMemoryKind;
     this.logStep(step + 1, metrics, credited.fracRewardZeroStd);
     return metrics;
@@ -147,9 +168,11 @@ export class Trainer {
 
   private logStep(step: number, metrics: Record<string, number>, zeroStd: number): void {
     const peak = metrics[METRICS.peakMemoryMiB];
+    const reward = metrics[METRICS.rewardMean];
     this.deps.log?.(
-      `step ${step}/${this.state.totalSteps} reward ${metrics[METRICS.rewardMean]!.toFixed(3)} zero-std ${zeroStd.toFixed(2)} clip ${metrics[METRICS.clipRatio]!.toFixed(3)} ${metrics[METRICS.stepS]!.toFixed(1)}s` +
-        (peak === undefined ? '' : ` peak ${describePeakMemory(peak, this.peakMemoryKind)}`),
+      `step ${step}/${this.state.totalSteps} reward ${reward === undefined ? '-' : reward.toFixed(3)} zero-std ${zeroStd.toFixed(2)} clip ${metrics[METRICS.clipRatio]!.toFixed(3)} ${metrics[METRICS.stepS]!.toFixed(1)}s` +
+        (peak === undefined ? '' : ` peak ${describePeakMemory(peak, this.peakMemoryKind)}`) +
+        (this.state.judge ? ` judge ${describeJudgeStep(this.state.judge, metrics[METRICS.judgeFailedGroups] ?? 0)}` : ''),
     );
   }
 

@@ -6,7 +6,7 @@
  * and calls runTraining with a terminal to report to; the samples' harness and the benchmarks call it the same way.
  */
 import type { LightningStore } from '../../protocol/lightning-store.js';
-import { describeEngine, describeHeldOut } from '../../protocol/metrics.js';
+import { describeEngine, describeHeldOut, describeJudgeStep } from '../../protocol/metrics.js';
 import { modelName } from '../../protocol/policy-set.js';
 import type { TrainFlags as ProtocolTrainFlags } from '../../protocol/train-options.js';
 import { configOverrides, TRAIN_OPTIONS } from '../../protocol/train-options.js';
@@ -15,6 +15,8 @@ import { loadOrCreateToken } from '../server/auth.js';
 import { installLastResortGuard } from '../server/edge.js';
 import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import { EngineError } from '../model/torch-engine.js';
+import type { Judge } from '../judge/judge.js';
+import { checkNotSelfJudge, openJudge } from '../judge/open-judge.js';
 import { readCheckpoint, saveBestPolicy, saveCheckpoint } from './checkpoint.js';
 import type { OpenPolicySet } from './open-policy-set.js';
 import { adapterStarts, openEngineLog, openRunPolicies, planRun, type RunPlan } from './run-plan.js';
@@ -81,7 +83,12 @@ class TrainingRun {
       val: f.val,
     });
     this.engineLog = plan.config.engine.kind === 'torch' ? openEngineLog(this.dataDir) : null;
+    // The judge's rubric and key are read before anything is spent: a missing file or key is an error now, not at step 1.
+    const judge = plan.config.judge
+      ? openJudge(plan.config.judge, { seed: plan.config.training.seed, log: (m) => this.report.log(`  ${m}`), signal: this.signal })
+      : null;
     const policies = (this.policies = await openRunPolicies(plan, this.dataDir, this.engineLog?.write));
+    if (judge) judgeSelf(judge, plan, policies, null);
     const { state, checkpointDir } = await this.record.start(plan, policies.fallback.engineFacts, {
       trainFile: this.f.train,
       valFile: this.f.val,
@@ -95,7 +102,14 @@ class TrainingRun {
     let trainer: Trainer | null = null;
     const host = await this.startHost(plan, policies, state, (name) => trainer?.policyVersion(name) ?? null);
     this.sayStart(plan, policies, state, host.endpoint);
-    trainer = this.trainer(plan, policies, host.endpoint, state, checkpointDir);
+    try {
+      if (judge) this.sayJudge(judge, plan, policies, host.endpoint);
+    } catch (e) {
+      await host.close();
+      await this.record.ended(state, { error: (e as Error).message });
+      throw e;
+    }
+    trainer = this.trainer(plan, policies, host.endpoint, state, checkpointDir, judge);
     try {
       await trainer.run();
     } catch (e) {
@@ -124,6 +138,17 @@ class TrainingRun {
           `other roles: ${policies.fallback.name} (${modelName(policies.plan.base)}), untrained`,
       );
     if (policies.plan.lora) log(`LoRA adapters on ${policies.plan.base}, which stays frozen: ${adapterStarts(policies)}`);
+  }
+
+  /** The judge the run trains with, refused when it is the policy being trained (unless allowed). */
+  private sayJudge(judge: Judge, plan: RunPlan, policies: OpenPolicySet, endpoint: string): void {
+    const j = judge.settings;
+    const self = judgeSelf(judge, plan, policies, endpoint);
+    const reward = j.weight === null ? "its score is each rollout's reward" : `each rollout's reward is the agent's own + ${j.weight} x its score`;
+    this.report.log(
+      `agl train: an LLM judge scores the rollouts: ${j.model} at ${j.url}, ${j.mode} mode (${j.mode === 'group' ? 'one call per task group' : 'one call per rollout'}); ` +
+        `${reward}, except where the agent locked its own; rubric ${judge.rubricSha}${self ? `; judging itself, as allowed: ${self}` : ''}`,
+    );
   }
 
   /** This process's store API, gateway and runner workers; the sampler (engine.sampler) brought to the run's weights. */
@@ -159,7 +184,14 @@ class TrainingRun {
     return host;
   }
 
-  private trainer({ config, train, val }: RunPlan, policies: OpenPolicySet, endpoint: string, state: TrainerState, checkpointDir: string): Trainer {
+  private trainer(
+    { config, train, val }: RunPlan,
+    policies: OpenPolicySet,
+    endpoint: string,
+    state: TrainerState,
+    checkpointDir: string,
+    judge: Judge | null,
+  ): Trainer {
     const sampler = config.engine.sampler;
     const push = sampler?.push;
     return new Trainer(
@@ -175,6 +207,7 @@ class TrainingRun {
         signal: this.signal,
         // The sampler serves one model: the run's one policy (a config with policies: or LoRA cannot name one).
         sampler: sampler ? { url: sampler.url, model: sampler.model, apiKeyEnv: sampler.apiKeyEnv } : null,
+        judge,
         afterUpdate: push ? (s) => pushWeights(policies.fallback, push, s.step) : undefined,
         checkpoint: async (s) => {
           await saveCheckpoint(checkpointDir, policies, s, { agent: this.agent, config });
@@ -212,6 +245,16 @@ class TrainingRun {
 }
 
 /**
+ * Whether the judge is the policy being trained (the run's gateway at `endpoint`, once it listens; its sampler; a
+ * trained policy's name): throws the refusal unless judge.allowSelfJudge; returns what matched when allowed.
+ */
+function judgeSelf(judge: Judge, { config }: RunPlan, policies: OpenPolicySet, endpoint: string | null): string | null {
+  const sampler = config.engine.sampler;
+  const names = [...new Set(policies.trained.flatMap((p) => [p.name, p.model.name]))];
+  return checkNotSelfJudge(judge.settings, { endpoint, sampler: sampler ? { url: sampler.url, model: sampler.model } : null, names });
+}
+
+/**
  * The progress bar's note: the phase and its progress, the last held-out reward with its tasks and step (while a
  * validation runs, only its progress: the number it will replace is not its result), the last training reward.
  */
@@ -219,5 +262,6 @@ function progressNote(phase: string, done: number, total: number, s: TrainerStat
   if (phase === 'validate') return `validating ${done}/${total} held-out tasks${s.step > 0 ? ` after step ${s.step}` : ' before training'}`;
   const v = s.val.at(-1);
   const heldOut = v ? `held-out ${describeHeldOut(v.reward, v.tasks)} (step ${v.step})` : 'held-out -';
-  return `${phase} ${done}/${total} · ${heldOut} · reward ${s.train.at(-1)?.reward.toFixed(2) ?? '-'}`;
+  const judge = s.judge ? ` · judge ${describeJudgeStep(s.judge)}/step` : '';
+  return `${phase} ${done}/${total} · ${heldOut} · reward ${s.train.at(-1)?.reward.toFixed(2) ?? '-'}${judge}`;
 }

@@ -240,14 +240,17 @@ def current_rollout() -> _Rollout | None:
     return _current.get()
 
 
-def emit_reward(reward: float | Mapping[str, float], primary_key: str | None = None, feedback: str | None = None) -> None:
+def emit_reward(reward: float | Mapping[str, float], primary_key: str | None = None, feedback: str | None = None, final: bool = False) -> None:
     """Records a reward: a number, or a dict of named numbers whose first (or primary_key) entry is primary; with
-    `feedback`, what the grader said about the answer in words (what a prompt optimization reflects on)."""
+    `feedback`, what the grader said about the answer in words (what a prompt optimization reflects on); `final=True`:
+    it is the rollout's final reward, which no LLM judge replaces or adds to."""
     ctx = _current.get()
     if ctx is None:
         return
     if feedback is not None and not isinstance(feedback, str):
         raise ValueError(f'emit_reward: feedback must be a string (what the grader said), got {type(feedback).__name__}')
+    if not isinstance(final, bool):
+        raise ValueError(f'emit_reward: final must be True or False, got {type(final).__name__}')
     given: list[tuple[str, object]] = list(reward.items()) if isinstance(reward, Mapping) else [('reward', reward)]
     if not given:
         raise ValueError('emit_reward: give a number or a non-empty dict of numbers')
@@ -269,6 +272,9 @@ def emit_reward(reward: float | Mapping[str, float], primary_key: str | None = N
         attrs[f'agentlightning.reward.{i}.value'] = float(v)
     if feedback is not None:
         attrs['agl.reward.feedback'] = feedback
+    if final:
+        attrs['agl.reward.final'] = True
+        attrs['agl.reward.locked'] = True
     ctx.add_span('agentlightning.reward', attrs)
 
 
@@ -356,9 +362,10 @@ def run_job(job: dict[str, Any], daemon_url: str, token: str) -> dict[str, Any]:
             value = asyncio.run(_await(value))
         score = _returned_score(value)
         if score is not None:
-            reward, feedback, result = score
-            emit_reward(reward, feedback=feedback)
-            ctx.spans[-1]['attributes'].append({'key': 'agl.reward.final', 'value': {'boolValue': True}})
+            reward, feedback, locked, result = score
+            emit_reward(reward, feedback=feedback, final=locked)
+            if not locked:
+                ctx.spans[-1]['attributes'].append({'key': 'agl.reward.final', 'value': {'boolValue': True}})
             outcome['reward'] = reward
             if result:
                 outcome['result'] = json.loads(json.dumps(result, default=str))
@@ -382,12 +389,13 @@ def run_job(job: dict[str, Any], daemon_url: str, token: str) -> dict[str, Any]:
     return outcome
 
 
-def _returned_score(value: object) -> tuple[float, str | None, dict[str, Any]] | None:
+def _returned_score(value: object) -> tuple[float, str | None, bool, dict[str, Any]] | None:
     """What an agent's return value scores: a number is the final reward; a dict whose "reward" is a number is the
-    final reward with its "feedback" (a string), its other keys (if any) the episode's answer. None for anything else
-    (the episode's answer, no reward). A ValueError names a reward that is not finite or a feedback that is not text."""
+    final reward with its "feedback" (a string) and "final" (True: no LLM judge replaces it), its other keys (if any) the
+    episode's answer. None for anything else (the episode's answer, no reward). A ValueError names a reward that is not
+    finite, a feedback that is not text or a final that is not a boolean."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (float(value), None, {}) if math.isfinite(value) else None
+        return (float(value), None, False, {}) if math.isfinite(value) else None
     if not isinstance(value, Mapping) or not isinstance(value.get('reward'), (int, float)) or isinstance(value.get('reward'), bool):
         return None
     reward = float(value['reward'])
@@ -396,7 +404,10 @@ def _returned_score(value: object) -> tuple[float, str | None, dict[str, Any]] |
     feedback = value.get('feedback')
     if feedback is not None and not isinstance(feedback, str):
         raise ValueError(f'the agent returned a "feedback" of type {type(feedback).__name__}: give the grader\'s words as a string')
-    return reward, feedback, {k: v for k, v in value.items() if k not in ('reward', 'feedback')}
+    final = value.get('final', False)
+    if not isinstance(final, bool):
+        raise ValueError(f'the agent returned a "final" of type {type(final).__name__}: True locks the reward against an LLM judge')
+    return reward, feedback, final, {k: v for k, v in value.items() if k not in ('reward', 'feedback', 'final')}
 
 
 def _module_dir(fn: Callable[..., Any]) -> str | None:

@@ -1,7 +1,7 @@
 /**
  * Runs one attempt of an agent function in this process: sets the rollout context, records the root
  * span (`agentlightning.rollout`, with the deterministic id the gateway parents LLM calls under), turns
- * a numeric return value, or `{ reward, feedback }`, into the final reward (any other value is recorded on the root
+ * a numeric return value, or `{ reward, feedback, final }`, into the final reward (any other value is recorded on the root
  * span as the episode's answer, `agl.rollout.result`), and flushes every span before reporting the outcome. The
  * runner records the root span of an attempt whose process could not (recordFailedAttempt).
  * Used by the runner's worker processes and by tests.
@@ -55,18 +55,25 @@ function attemptContext(spec: Pick<AttemptSpec, 'rolloutId' | 'attemptId' | 'age
 
 /**
  * What an agent's return value scores: a finite number is the final reward; an object whose `reward` is a number is
- * the final reward with its `feedback` (a string), its other keys (if any) the episode's answer. Null for anything
- * else (the episode's answer, no reward). Throws naming the field for a reward that is not finite or a feedback that
- * is not a string.
+ * the final reward with its `feedback` (a string) and `final` (true: no LLM judge overrides it), its other keys (if
+ * any) the episode's answer. Null for anything else (the episode's answer, no reward). Throws naming the field for a
+ * reward that is not finite, a feedback that is not a string or a final that is not a boolean.
  */
-function returnedScore(value: unknown): { reward: number; feedback?: string; result?: Record<string, unknown> } | null {
+function returnedScore(value: unknown): { reward: number; feedback?: string; final?: boolean; result?: Record<string, unknown> } | null {
   if (typeof value === 'number') return Number.isFinite(value) ? { reward: value } : null;
   if (!value || typeof value !== 'object' || Array.isArray(value) || typeof (value as { reward?: unknown }).reward !== 'number') return null;
-  const { reward, feedback, ...rest } = value as { reward: number; feedback?: unknown };
+  const { reward, feedback, final, ...rest } = value as { reward: number; feedback?: unknown; final?: unknown };
   if (!Number.isFinite(reward)) throw new TypeError(`the agent returned { reward: ${reward} }: the reward must be a finite number`);
   if (feedback !== undefined && typeof feedback !== 'string')
     throw new TypeError(`the agent returned { feedback } of type ${feedback === null ? 'null' : typeof feedback}: give the grader's words as a string`);
-  return { reward, ...(feedback !== undefined ? { feedback } : {}), ...(Object.keys(rest).length ? { result: rest } : {}) };
+  if (final !== undefined && typeof final !== 'boolean')
+    throw new TypeError(`the agent returned { final } of type ${final === null ? 'null' : typeof final}: true locks the reward against an LLM judge`);
+  return {
+    reward,
+    ...(feedback !== undefined ? { feedback } : {}),
+    ...(final ? { final } : {}),
+    ...(Object.keys(rest).length ? { result: rest } : {}),
+  };
 }
 
 export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: SpanSink): Promise<AttemptOutcome> {
@@ -79,7 +86,9 @@ export async function runAttempt(agent: AgentFunction, spec: AttemptSpec, sink: 
     );
     const score = returnedScore(value);
     if (score) {
-      rolloutStorage.run(ctx, () => emitReward(score.reward, { feedback: score.feedback, attributes: { [AGL.rewardFinal]: true } }));
+      rolloutStorage.run(ctx, () =>
+        emitReward(score.reward, { feedback: score.feedback, final: score.final, attributes: score.final ? {} : { [AGL.rewardFinal]: true } }),
+      );
       outcome = { status: 'succeeded', reward: score.reward, ...(score.result ? { result: jsonSafe(score.result) } : {}) };
     } else {
       outcome = { status: 'succeeded', reward: null, result: jsonSafe(value) };

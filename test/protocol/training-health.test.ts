@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { METRICS, policyMetric, roleMetric } from '../../protocol/metrics.js';
+import { METRICS, judgeFailureMetric, policyMetric, roleMetric } from '../../protocol/metrics.js';
 import { sampledGreedily } from '../../protocol/span-reading.js';
 import { GENAI, SPAN } from '../../protocol/spans.js';
 import {
@@ -165,6 +165,51 @@ describe('notes on the steps that taught little', () => {
     assert.match(notes[1]!.tryFirst, /partial credit/);
     const never = stepNotes([...roles(1, 0, 0, 0), ...roles(2, 0, 0, 0)], ctx);
     assert.match(never[0]!.text, /role rewriter made no LLM call in this step \(nor in any step so far/);
+  });
+});
+
+describe('notes on the groups an LLM judge could not score', () => {
+  const judged = (s: number, scored: number, failed: Partial<Record<'malformed' | 'partial' | 'error' | 'timeout', number>>, m: Record<string, number> = {}) =>
+    flat(s, {
+      [METRICS.trainedTokens]: 40,
+      [METRICS.fracRewardZeroStd]: 0,
+      [METRICS.judgeCalls]: scored + Object.values(failed).reduce((a, n) => a + n, 0),
+      [METRICS.judgeGroups]: scored,
+      [METRICS.judgeFailedGroups]: Object.values(failed).reduce((a, n) => a + n, 0),
+      ...Object.fromEntries(Object.entries(failed).map(([k, n]) => [judgeFailureMetric(k as 'partial'), n])),
+      ...m,
+    });
+
+  it('says how many groups it could not score, why, and what to try about the main reason', () => {
+    const notes = stepNotes([...judged(1, 16, {}), ...judged(2, 13, { partial: 2, timeout: 1 })]);
+    assert.deepEqual(
+      notes.map((n) => [n.step, n.kind]),
+      [[2, 'judge-left-out']],
+    );
+    assert.equal(notes[0]!.text, 'the judge could not score 3 of 16 groups (2 answers missing a trajectory, 1 timeout): left out of the update');
+    assert.match(notes[0]!.tryFirst, /answers in the JSON asked for .*judge\.mode: single/);
+  });
+
+  it('a step whose every group it could not score has no reward (never 0) and one note that says nothing was trained', () => {
+    const points = judged(3, 0, { error: 4 }, { [METRICS.trainedTokens]: 0 }).filter((p) => p.name !== METRICS.rewardMean && p.name !== METRICS.rewardStd);
+    const notes = stepNotes(points);
+    assert.deepEqual(
+      notes.map((n) => n.kind),
+      ['judge-left-out'],
+    );
+    assert.equal(
+      notes[0]!.text,
+      'the judge could not score 4 of 4 groups (4 requests that failed with a 429, a 5xx or a broken connection): left out of the update, so nothing was left to train on',
+    );
+    assert.match(notes[0]!.tryFirst, /judge\.url.*judge\.retries/);
+    assert.equal(
+      diagnoseLearning([
+        ...points,
+        ...judged(1, 0, { error: 4 }, { [METRICS.trainedTokens]: 0 }),
+        ...judged(2, 0, { error: 4 }, { [METRICS.trainedTokens]: 0 }),
+      ]),
+      null,
+    );
   });
 });
 

@@ -13,7 +13,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { renderPrompt } from '../../protocol/prompt-template.js';
 import { candidateId } from '../../protocol/prompts.js';
-import { episodeAnswer, promptVersions, rolloutFeedback } from '../../protocol/span-reading.js';
+import { lockedReward } from '../../protocol/judge-reading.js';
+import { episodeAnswer, finalReward, promptVersions, rolloutFeedback } from '../../protocol/span-reading.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Rollout, Span } from '../../protocol/store.js';
 import { type Harness, type RunnerStack, startRunnerStack } from '../helpers/daemon.js';
@@ -52,6 +53,14 @@ describe('llm.prompt and feedback in Python agents', () => {
       [1, true, 'the answer holds 42'],
     );
     assert.deepEqual(episodeAnswer(spans).value, { answer: 'The answer is 42.' });
+  });
+
+  it('locks a reward against an LLM judge as the TypeScript SDK does: emit_reward(v, final=True), or {"reward": x, "final": True}', async () => {
+    const returned = await spansOf(await run('locking'));
+    const emitted = await spansOf(await run('locking', { input: { question: 'q', emit: true } }));
+    assert.deepEqual([lockedReward(returned)?.value, lockedReward(emitted)?.value], [1, 0.25]);
+    assert.deepEqual([finalReward(returned), finalReward(emitted)], [1, 0.25]);
+    assert.equal(rolloutFeedback(returned), 'checked');
   });
 
   it("reads a file seed beside the agent's module exactly as stored (CRLF kept), and emit_reward's feedback", async () => {

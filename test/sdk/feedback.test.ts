@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { rootSpanIdForAttempt } from '../../protocol/ids.js';
 import { candidateId } from '../../protocol/prompts.js';
+import { lockedReward } from '../../protocol/judge-reading.js';
 import { episodeAnswer, finalReward, rolloutFeedback } from '../../protocol/span-reading.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import type { Rollout } from '../../protocol/store.js';
@@ -56,6 +57,23 @@ describe('feedback with a reward', () => {
       ['exact', 0, 'well formed, wrong value'],
     );
     assert.equal(rolloutFeedback(await spansOf(r)), 'well formed, wrong value');
+  });
+
+  it('a reward the agent marks final (returned { reward, final: true }, or emitReward(v, { final: true })) is locked against an LLM judge', async () => {
+    const returned = await spansOf(await run(`${agents}#lockingAgent`));
+    const emitted = await spansOf(await run(`${agents}#lockingAgent`, {}, { total: 0 }));
+    assert.deepEqual(lockedReward(returned)?.value, 1);
+    assert.deepEqual(lockedReward(emitted)?.value, 0.25);
+    assert.deepEqual([finalReward(returned), finalReward(emitted)], [1, 0.25]);
+    assert.equal(rolloutFeedback(returned), 'checked against the ledger');
+    // A plain returned number is final but not locked: a judge may replace it.
+    assert.equal(lockedReward(await spansOf(await run(`${agents}#gradedAgent`))), null);
+    const bad = await run(`${agents}#badFinalAgent`);
+    assert.equal(bad.status, 'failed');
+    assert.match(
+      (await daemon.client.getAttempts(bad.id))[0].error?.message ?? '',
+      /returned \{ final \} of type string: true locks the reward against an LLM judge/,
+    );
   });
 
   it('a returned reward that is no finite number, or a feedback that is no text, fails the rollout naming it', async () => {

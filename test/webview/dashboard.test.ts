@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { judgeMetrics, type JudgeTotals } from '../../daemon/algorithm/step-judge.js';
 import { dashboardHandlers } from '../../extension/panels/data.js';
 import type { TrainingRunSummary } from '../../protocol/metrics.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
@@ -409,5 +410,72 @@ describe('training dashboard webview on a run with one policy per role', () => {
     assert.equal((run!.summary as { stopReason?: string }).stopReason, 'completed', 'the rest of the summary kept');
     await view.screenshot('dashboard-two-policies');
     assert.deepEqual([...view.problems], []);
+  });
+});
+
+describe('training dashboard webview on a run with an LLM judge', () => {
+  const RUN_J = 'run-judged-steps';
+  let daemon: Daemon;
+  let view: WebviewSession;
+
+  before(async () => {
+    daemon = await startDaemon();
+    await daemon.client.createTrainingRun({ id: RUN_J, agent: AGENT, totalSteps: 3 });
+    // Three steps as the trainer records them (the judge's part by its own judgeMetrics): all scored; 3 of 8 groups left
+    // out; every group left out (no reward at all: never a 0).
+    const totals = (groups: number, failed: Partial<JudgeTotals['failed']>, cost: number): JudgeTotals => ({
+      calls: groups + Object.values(failed).reduce((a, n) => a + n, 0),
+      tokens: 3000 * groups,
+      cost,
+      groups,
+      failed: { malformed: 0, partial: 0, error: 0, timeout: 0, ...failed },
+    });
+    const steps: [number, Record<string, number>, JudgeTotals][] = [
+      [1, { 'reward/mean': 0.4, 'reward/std': 0.3, 'grpo/trained_tokens': 90 }, totals(8, {}, 0.012)],
+      [2, { 'reward/mean': 0.5, 'reward/std': 0.3, 'grpo/trained_tokens': 60 }, totals(5, { partial: 2, timeout: 1 }, 0.009)],
+      [3, { 'grpo/trained_tokens': 0 }, totals(0, { error: 8 }, 0.004)],
+    ];
+    await daemon.client.addMetrics(
+      steps.flatMap(([step, m, t]) =>
+        Object.entries({ ...m, 'grpo/frac_reward_zero_std': 0, 'rollout/count': 64, 'rollout/failed': 0, 'rollout/llm_calls': 64, ...judgeMetrics(t) }).map(
+          ([name, value]) => ({ runId: RUN_J, step, name, value }),
+        ),
+      ),
+    );
+    view = await openWebview('dashboard', dashboardHandlers(daemon.client), { width: 1300 });
+    await view.notify(DashboardProtocol.show.method, { runId: RUN_J });
+  });
+  after(async () => {
+    await view?.close();
+    await daemon?.close();
+  });
+
+  it('notes the groups the judge could not score, why, and what to try; charts its groups and its cost per step', async () => {
+    const page = view.page;
+    await page.waitForSelector('.step-note');
+    await page.locator('.step-notes').evaluate((d) => ((d as HTMLDetailsElement).open = true));
+    const notes = await page
+      .locator('.step-note')
+      .evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.steps, (e as HTMLElement).dataset.kind, e.textContent]));
+    assert.deepEqual(
+      notes.map(([steps, kind]) => [steps, kind]),
+      [
+        ['2', 'judge-left-out'],
+        ['3', 'judge-left-out'],
+      ],
+    );
+    assert.match(
+      String(notes[0]![2]),
+      /^step 2: the judge could not score 3 of 8 groups \(2 answers missing a trajectory, 1 timeout\): left out of the updateTry first: a judge model that answers in the JSON asked for/,
+    );
+    assert.match(
+      String(notes[1]![2]),
+      /^step 3: the judge could not score 8 of 8 groups \(8 requests that failed .*\): left out of the update, so nothing was left to train onTry first: check the judge's endpoint/,
+    );
+    await page.waitForSelector('.chart-card[data-chart="judge-groups"] canvas');
+    await page.waitForSelector('.chart-card[data-chart="judge-cost"] canvas');
+    assert.equal(await page.locator('.chart-card[data-chart="judge-cost"] h2').innerText(), 'Judge: cost per step');
+    assert.deepEqual([...view.problems], []);
+    await view.screenshot('dashboard-judge');
   });
 });

@@ -1,14 +1,16 @@
 /**
  * The detail of one span: for an LLM call its number, role, the policy and version that served it, whether its
  * training run trained on it and why (protocol/call-roles.ts, served by the daemon), the prompt and the response as a
- * chat, its numbers (tokens, latency, reward, credit, GRPO advantage) and a link to the agent code that made it; for
- * any other span its attributes and events.
+ * chat, its numbers (tokens, latency, reward, credit, GRPO advantage; an LLM judge's explanation beside the reward) and
+ * a link to the agent code that made it; for any other span its attributes and events (a reward's feedback, a judge
+ * call's score, place shown, tokens, cost and answer).
  */
 import type { CallInfo } from '../../protocol/call-roles.js';
 import { AGL } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, h, icon, signClass } from '../shared/dom.js';
 import { spanKind } from '../../protocol/span-reading.js';
+import { judgeReason, judgeSpanDetail } from './judge-view.js';
 import { agentSource, llmCall, rewardValue, toolStepLine, type ChatMessage, type ToolStep } from './model.js';
 
 export interface DetailActions {
@@ -139,6 +141,7 @@ function toolIo(tool: ToolStep): HTMLElement {
 function otherSpanDetail(span: Span, kind: ReturnType<typeof spanKind>, actions: DetailActions, tool: ToolStep | undefined): HTMLElement {
   const duration = span.endTime !== null ? span.endTime - span.startTime : null;
   const reward = rewardValue(span);
+  const feedback = span.attributes[AGL.rewardFeedback];
   return h(
     'section',
     { class: `detail detail-${kind}` },
@@ -151,6 +154,10 @@ function otherSpanDetail(span: Span, kind: ReturnType<typeof spanKind>, actions:
       metric('Status', span.status.code + (span.status.message ? `: ${span.status.message}` : ''), span.status.code === 'error' ? 'negative' : ''),
       reward !== null ? metric('Reward', fmtNumber(reward), signClass(reward)) : null,
     ),
+    reward !== null && typeof feedback === 'string' && feedback
+      ? h('div', { class: 'reward-feedback' }, h('span', { class: 'muted' }, 'Feedback: '), feedback)
+      : null,
+    ...(kind === 'judge' ? judgeSpanDetail(span, metric) : []),
     tool ? toolIo(tool) : null,
     typeof span.attributes[AGL.codeFilepath] === 'string'
       ? codeLink({ filepath: span.attributes[AGL.codeFilepath] as string, lineno: (span.attributes[AGL.codeLineno] as number) ?? null }, actions)
@@ -241,6 +248,7 @@ export function renderSpanDetail(
   agentName: string | null = null,
   tool?: ToolStep,
   info?: CallInfo,
+  rolloutSpans: readonly Span[] = [],
 ): HTMLElement {
   const kind = spanKind(span);
   if (kind !== 'llm') return otherSpanDetail(span, kind, actions, tool);
@@ -255,6 +263,8 @@ export function renderSpanDetail(
     callTitle(span, call, info, transition, agent, actions),
     info ? h('div', { class: `training-note training-${info.training}` }, icon(trained ? 'pass' : 'info'), h('span', {}, ` ${info.why}`)) : null,
     callMetrics(call, transition, reward, untrained, trained),
+    // An LLM judge's reward: its words beside the number.
+    judgeReason(rolloutSpans),
     h(
       'div',
       { class: 'chat' },

@@ -13,6 +13,7 @@ import { activatable, fmtNumber, fmtSigned, h, icon, shortId, signClass } from '
 import { foldable } from '../shared/fold.js';
 import { answerBlock } from './answer.js';
 import { codeLink, policyChip, type DetailActions } from './call-detail.js';
+import { judgeReason } from './judge-view.js';
 import { llmCall, toolStepLine, toolSteps } from './model.js';
 import { runStatusPill } from './outcome.js';
 
@@ -193,6 +194,8 @@ export function answerCard(card: AnswerCard, index: number, maxAbsAdvantage: num
         h('div', { class: `metric-value advantage ${signClass(mean)}` }, advantages.length ? advantages.map((a) => fmtSigned(a)).join(' / ') : '—'),
       ),
     ),
+    // An LLM judge's reward: its words under the number.
+    judgeReason(first.spans),
     h('div', { class: 'adv-track', title: 'Advantage relative to the group' }, h('div', { class: 'adv-zero' }), bar),
     h('div', { class: 'sample-calls' }, ...steps(first, actions)),
     errors.length ? h('div', { class: 'sample-errors' }, ...errors.map((e) => h('div', { class: 'error-line' }, icon('error'), h('span', {}, ` ${e}`)))) : null,

@@ -1,8 +1,8 @@
 /**
  * The GRPO GROUP view: for one training step, each group (one task, shown whole with its expected answer)
  * with its n samples side by side as cards (group-card.ts): reward, the advantage GRPO stored, the calls
- * with their credit, tool steps, errors and the final answer. Identical answers merge into one card with a
- * count; cards sort by reward or advantage; groups whose credits are all equal (zero variance: they teach
+ * with their credit, tool steps, errors and the final answer; with an LLM judge, its ranking of the samples with each
+ * reason. Identical answers merge into one card with a count; cards sort by reward or advantage; groups whose credits are all equal (zero variance: they teach
  * nothing) start folded. The advantage formula, with this group's own mean, std and the run's scaling, is
  * in the tooltip of the group's numbers. Cards flow in a responsive grid, so the view works in a half-width
  * editor split.
@@ -13,6 +13,7 @@ import { fmtNumber, fmtSigned, h, icon, mount } from '../shared/dom.js';
 import { EXPECTED_TASK_KEYS } from '../../protocol/span-reading.js';
 import { expectedBlock, valueText } from './answer.js';
 import { answerCard, answerCards, cardAdvantage, type AnswerCard, type CardActions } from './group-card.js';
+import { judgeRankingBlock } from './judge-view.js';
 
 export interface GroupViewActions extends CardActions {
   back(): void;
@@ -195,6 +196,8 @@ function groupSection(group: GroupData, step: number | null, actions: GroupViewA
     taskBlock(group.input),
     // What the agent scored the samples against, when it said (sql: the gold query and its rows).
     group.expected?.emitted ? expectedBlock(group.expected.emitted) : null,
+    // An LLM judge's ranking of the samples, with each reason (when a judge scored them).
+    folded ? null : judgeRankingBlock(group.samples, (id) => actions.openRollout(id)),
     formula && (adv!.scaleRewards || adv!.byPolicy) && !folded
       ? h('div', { class: 'formula mono', title: formula.full }, icon('info'), ` ${formula.short}`)
       : null,

@@ -16,6 +16,18 @@ import {
 } from '../../protocol/span-reading.js';
 import { AGL, GENAI } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
+import {
+  callMessages,
+  compactPayload,
+  messageText,
+  parseJsonValue as parseJson,
+  toolStepLine,
+  toolSteps,
+  type ChatMessage,
+} from '../../protocol/episode-text.js';
+
+// The reading of messages and tool steps is the judge's too (protocol/episode-text.ts): what a judge scored is what the viewer shows.
+export { compactPayload, messageText, toChatMessage, toolStepLine, toolSteps, type ChatMessage, type ToolStep } from '../../protocol/episode-text.js';
 
 export interface SpanNode {
   span: Span;
@@ -70,60 +82,6 @@ export function rewardValue(span: Span): number | null {
   return rewardOfSpan(span)?.value ?? null;
 }
 
-export interface ChatMessage {
-  role: string;
-  text: string;
-  name?: string;
-  toolCalls: { id?: string; name: string; args: string }[];
-  toolCallId?: string;
-}
-
-function partText(part: unknown): string {
-  if (typeof part === 'string') return part;
-  if (typeof part !== 'object' || part === null) return '';
-  const p = part as Record<string, unknown>;
-  if (typeof p.text === 'string') return p.text;
-  if (typeof p.content === 'string') return p.content;
-  if (p.type === 'image_url') return '[image]';
-  return JSON.stringify(p);
-}
-
-/** One message in OpenAI chat form, GenAI `parts` form, or a bare string (completions). */
-export function toChatMessage(raw: unknown, defaultRole = 'assistant'): ChatMessage {
-  if (typeof raw === 'string') return { role: defaultRole, text: raw, toolCalls: [] };
-  const m = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
-  const inner = typeof m.message === 'object' && m.message !== null ? (m.message as Record<string, unknown>) : m; // a choice
-  const content = inner.content ?? inner.parts ?? inner.text;
-  const text = Array.isArray(content) ? content.map(partText).join('\n') : content === null || content === undefined ? '' : partText(content);
-  const toolCalls = (Array.isArray(inner.tool_calls) ? inner.tool_calls : []).map((c: Record<string, unknown>) => {
-    const fn = (c.function ?? c) as Record<string, unknown>;
-    const args = typeof fn.arguments === 'string' ? fn.arguments : JSON.stringify(fn.arguments ?? {});
-    return { id: typeof c.id === 'string' ? c.id : undefined, name: String(fn.name ?? 'tool'), args };
-  });
-  return {
-    role: typeof inner.role === 'string' ? inner.role : defaultRole,
-    text,
-    name: typeof inner.name === 'string' ? inner.name : undefined,
-    toolCalls,
-    toolCallId: typeof inner.tool_call_id === 'string' ? inner.tool_call_id : undefined,
-  };
-}
-
-function parseJson(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  try {
-    return JSON.parse(value);
-  } catch {
-    return value;
-  }
-}
-
-function asMessages(value: unknown, defaultRole: string): ChatMessage[] {
-  const parsed = parseJson(value);
-  if (parsed === undefined || parsed === null || parsed === '') return [];
-  return (Array.isArray(parsed) ? parsed : [parsed]).map((m) => toChatMessage(m, defaultRole));
-}
-
 export interface LlmCall {
   span: Span;
   prompt: ChatMessage[];
@@ -166,8 +124,7 @@ export function llmCall(span: Span, inheritedAgentName: string | null = null): L
   const filepath = str(AGL.codeFilepath);
   return {
     span,
-    prompt: asMessages(a[GENAI.inputMessages], 'user'),
-    response: asMessages(a[GENAI.outputMessages], 'assistant'),
+    ...callMessages(span),
     model: str(GENAI.responseModel) ?? str(GENAI.requestModel),
     // Usage when the server reported it, else the token ids the gateway recorded.
     inputTokens: num(GENAI.usageInputTokens) ?? numberArrayAttr(a[AGL.promptTokenIds])?.length ?? null,
@@ -186,92 +143,6 @@ export function llmCall(span: Span, inheritedAgentName: string | null = null): L
 export function transitionsBySpan(transitions: Transition[]): Map<string, Transition> {
   const out = new Map<string, Transition>();
   for (const t of [...transitions].sort((a, b) => a.step - b.step)) out.set(t.spanId, t);
-  return out;
-}
-
-export function messageText(m: ChatMessage): string {
-  return [m.text, ...m.toolCalls.map((c) => `${c.name}(${c.args})`)].filter(Boolean).join('\n');
-}
-
-// --- tool steps -------------------------------------------------------------------------------------
-
-/** A tool execution as `name(input) → output`, with its status kept apart from its output. */
-export interface ToolStep {
-  span: Span;
-  name: string;
-  input: string | null;
-  output: string | null;
-  ok: boolean;
-  error: string | null;
-  callId: string | null;
-}
-
-/** Attribute namespaces of the conventions: anything else on a tool span is the agent's own (e.g. `calc.expression`). */
-const CONVENTION_PREFIXES = ['gen_ai.', 'agl.', 'agentlightning.', 'code.', 'exception.', 'service.'];
-
-/** A payload as short text: a JSON string unwrapped, a one-field object as its value, else compact JSON. */
-export function compactPayload(raw: unknown): string {
-  const v = parseJson(raw);
-  if (typeof v === 'string') return v;
-  if (v && typeof v === 'object' && !Array.isArray(v)) {
-    const values = Object.values(v);
-    if (values.length === 1 && (typeof values[0] === 'string' || typeof values[0] === 'number')) return String(values[0]);
-  }
-  return JSON.stringify(v) ?? String(raw);
-}
-
-/** `name(input) → output`, or `→ error: message` when the tool failed. */
-export function toolStepLine(t: ToolStep): string {
-  const result = t.ok ? (t.output ?? '(no result recorded)') : `error: ${t.error ?? t.output ?? 'failed'}`;
-  return `${t.name}(${t.input ?? ''}) → ${result}`;
-}
-
-/**
- * Every tool span of an attempt read as a step. Input and output come from the span's GenAI attributes
- * (`gen_ai.tool.call.arguments` / `.result`, what the SDK's `operation(..., { tool: true })` writes); a span
- * without them borrows them from the chat around it: the arguments of the matching tool call in the response
- * of the LLM call before it, the result from the role "tool" message answering that call in the prompt of the
- * call after it; failing that, the input is the span's own non-convention attributes.
- */
-export function toolSteps(spans: Span[]): Map<string, ToolStep> {
-  const ordered = [...spans].sort((a, b) => a.startTime - b.startTime || a.sequenceId - b.sequenceId);
-  const calls = ordered.filter((s) => spanKind(s) === 'llm').map((s) => ({ span: s, call: llmCall(s) }));
-  const usedCallIds = new Set<string>();
-  const out = new Map<string, ToolStep>();
-  for (const span of ordered.filter((s) => spanKind(s) === 'tool')) {
-    const a = span.attributes;
-    const name = String(a[GENAI.toolName] ?? a['agl.operation.name'] ?? span.name);
-    let callId = typeof a[GENAI.toolCallId] === 'string' ? (a[GENAI.toolCallId] as string) : null;
-    let input = a[GENAI.toolCallArguments] !== undefined ? compactPayload(a[GENAI.toolCallArguments]) : null;
-    let output =
-      a[GENAI.toolCallResult] !== undefined
-        ? compactPayload(a[GENAI.toolCallResult])
-        : a['agl.tool.result'] !== undefined
-          ? compactPayload(a['agl.tool.result'])
-          : null;
-    const before = calls.filter((c) => (c.span.endTime ?? c.span.startTime) <= span.startTime).at(-1);
-    const requested = before?.call.response
-      .flatMap((m) => m.toolCalls)
-      .find((c) => (callId ? c.id === callId : c.name === name && !(c.id && usedCallIds.has(c.id))));
-    if (requested) {
-      callId = callId ?? requested.id ?? null;
-      input = input ?? compactPayload(requested.args);
-    }
-    if (callId) usedCallIds.add(callId);
-    if (output === null && callId) {
-      const answer = calls
-        .filter((c) => c.span.startTime >= (span.endTime ?? span.startTime))
-        .flatMap((c) => c.call.prompt)
-        .find((m) => m.role === 'tool' && m.toolCallId === callId);
-      if (answer) output = answer.text;
-    }
-    if (input === null) {
-      const own = Object.entries(a).filter(([k]) => !CONVENTION_PREFIXES.some((p) => k.startsWith(p)));
-      if (own.length) input = own.length === 1 ? compactPayload(own[0][1]) : JSON.stringify(Object.fromEntries(own));
-    }
-    const failed = span.status.code === 'error' || a[AGL.toolSucceeded] === false;
-    out.set(span.spanId, { span, name, input, output, ok: !failed, error: failed ? (span.status.message ?? null) : null, callId });
-  }
   return out;
 }
 

@@ -15,6 +15,8 @@ import { answerBlock } from './answer.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
 import { agentNames, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
 import { llmCall, rewardValue, timeRange, toolStepLine, toolSteps, transitionsBySpan, type ToolStep } from './model.js';
+import { isJudgeReward } from '../../protocol/judge-reading.js';
+import { judgeReason } from './judge-view.js';
 import { rewardPill, runStatusPill } from './outcome.js';
 import { renderSpanTree, type SpanTreeLayout } from './span-tree.js';
 import { renderStatesView } from './states-view.js';
@@ -33,7 +35,8 @@ export interface RolloutViewActions extends DetailActions {
   filterByPromptVersion(version: string): void;
 }
 
-function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefined, info: CallInfo | undefined): string {
+/** `judged`: an LLM judge's reward is the rollout's final one (the agent's own is then not what it trained on). */
+function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefined, info: CallInfo | undefined, judged = false): string {
   const kind = spanKind(span);
   if (kind === 'llm') {
     const call = llmCall(span, info?.role ?? agentName);
@@ -43,7 +46,8 @@ function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefi
   }
   if (kind === 'tool' && tool) return toolStepLine(tool);
   if (kind === 'reward') {
-    if (isFinalRewardSpan(span)) return 'final reward';
+    if (span.attributes[AGL.rewardSource] === 'judge') return "final reward · judge's";
+    if (isFinalRewardSpan(span)) return judged && span.attributes[AGL.rewardLocked] !== true ? "agent's reward · the judge's replaced it" : 'final reward';
     const name = span.attributes['agl.reward.name'];
     return name && name !== 'reward' ? `reward ${name}` : 'reward';
   }
@@ -52,6 +56,7 @@ function spanLabel(span: Span, agentName: string | null, tool: ToolStep | undefi
   if (kind === 'exception') return `${span.attributes['exception.type'] ?? 'exception'}: ${span.attributes['exception.message'] ?? ''}`;
   if (kind === 'agent') return String(span.attributes['agl.agent.name'] ?? 'rollout');
   if (kind === 'prompt') return `prompt ${String(span.attributes[AGL.promptName] ?? '?')} · ${String(span.attributes[AGL.promptVersion] ?? '?')}`;
+  if (kind === 'judge') return `judge · ${String(span.attributes[AGL.judgeModel] ?? '?')}`;
   return String(span.attributes['agl.operation.name'] ?? span.name);
 }
 
@@ -69,6 +74,10 @@ function spanChips(span: Span, advantage: number | undefined): HTMLElement[] {
     const r = rewardValue(span);
     out.push(h('span', { class: `chip reward ${signClass(r)}` }, fmtNumber(r)));
   }
+  if (kind === 'judge' && typeof span.attributes[AGL.judgeScore] === 'number')
+    out.push(
+      h('span', { class: 'chip judge-score', title: "The judge's score of this rollout" }, `score ${fmtNumber(span.attributes[AGL.judgeScore] as number)}`),
+    );
   if (span.status.code === 'error') out.push(h('span', { class: 'chip negative' }, 'error'));
   return out;
 }
@@ -128,6 +137,12 @@ function promptsBlock(prompts: PromptReading[], actions: RolloutViewActions): HT
   return h('div', { class: 'summary-item wide rollout-prompts' }, h('span', { class: 'muted' }, 'Prompts'), h('ul', { class: 'prompt-readings' }, ...rows));
 }
 
+/** The LLM judge's words about the rollout's reward, beside it in the summary (none when no judge scored it). */
+function judgeExplanation(spans: Span[]): HTMLElement | null {
+  const reason = judgeReason(spans);
+  return reason ? h('div', { class: 'summary-item wide rollout-judge' }, reason) : null;
+}
+
 const summaryItem = (label: string, value: HTMLElement, attrs: Record<string, string> = {}): HTMLElement =>
   h('div', { ...attrs, class: `summary-item${attrs.class ? ` ${attrs.class}` : ''}` }, h('span', { class: 'muted' }, label), value);
 
@@ -144,6 +159,7 @@ function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: A
     { class: 'summary' },
     summaryItem('Agent', h('span', {}, rollout.agent ?? 'default')),
     summaryItem('Reward', h('span', { class: `reward ${signClass(reward)} big` }, fmtNumber(reward))),
+    judgeExplanation(spans),
     summaryItem('LLM calls', h('span', {}, String(llmCount))),
     // The attempt's run time, as the rollouts list shows it (the waterfall spans only what was traced).
     summaryItem('Duration', h('span', {}, fmtDuration(attempt && attempt.endedAt !== null ? attempt.endedAt - attempt.startedAt : null)), {
@@ -191,6 +207,7 @@ class SpanDetailPane {
   private readonly byTransition: ReturnType<typeof transitionsBySpan>;
   private readonly names: Map<string, string>;
   private readonly tools: Map<string, ToolStep>;
+  private readonly judged: boolean;
 
   constructor(
     private readonly detail: RolloutDetail,
@@ -201,10 +218,11 @@ class SpanDetailPane {
     this.byTransition = transitionsBySpan(detail.transitions);
     this.names = agentNames(detail.spans);
     this.tools = toolSteps(detail.spans);
+    this.judged = detail.spans.some(isJudgeReward);
   }
 
   label(s: Span): string {
-    return spanLabel(s, this.names.get(s.spanId) ?? null, this.tools.get(s.spanId), this.calls.get(s.spanId));
+    return spanLabel(s, this.names.get(s.spanId) ?? null, this.tools.get(s.spanId), this.calls.get(s.spanId), this.judged);
   }
 
   chips(s: Span): HTMLElement[] {
@@ -229,6 +247,7 @@ class SpanDetailPane {
         this.names.get(id) ?? null,
         this.tools.get(id),
         this.calls.get(id),
+        detail.spans,
       ),
     );
   }

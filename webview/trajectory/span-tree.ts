@@ -19,6 +19,7 @@ export const KIND_ICON: Record<ReturnType<typeof spanKind>, string> = {
   message: 'comment',
   exception: 'error',
   prompt: 'note',
+  judge: 'law',
   operation: 'symbol-event',
 };
 

@@ -1,0 +1,150 @@
+/**
+ * Step 1b of a training step, judge (with train.yaml's `judge:`): an LLM judge scores the rollouts collect brought
+ * back, before anything reads their rewards (dynamic sampling's spread, credit). Each group's rollouts that succeeded
+ * and whose reward the agent did not lock (protocol/judge-reading.ts lockedReward) go to the judge (daemon/judge/), in
+ * one call (group mode) or one each (single mode); each gets the judge's reward as its final reward: the judge's
+ * score, or the agent's own plus judge.weight times it (record.ts judgedReward), stored as a reward span with the
+ * judge's explanation as its feedback, beside the judge call's span. A group the judge could not score after its
+ * tries is left out of the step (no reward, no transition, no update), counted by why (judge/failed_<kind>) for the
+ * step's notes, never scored 0. Validation rollouts are judged one by one (single mode) per judge.validation; one the
+ * judge could not score is left out of the held-out mean.
+ */
+import { METRICS, judgeFailureMetric, JUDGE_FAILURES, type JudgeFailure } from '../../protocol/metrics.js';
+import { isJudgeReward, lockedReward } from '../../protocol/judge-reading.js';
+import { pickFinalReward } from '../../protocol/span-reading.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
+import type { Judge, RolloutToJudge } from '../judge/judge.js';
+import { judgeCallSpans, judgedReward, type JudgedReward } from '../judge/record.js';
+import type { RewardSeen } from './adapter.js';
+import type { GroupRollout } from './rollouts.js';
+
+/** A round's groups after the judge: those it scored (or had nothing to score in), and the rollouts of those it could not. */
+export interface JudgedRound {
+  kept: GroupRollout[];
+  leftOut: GroupRollout[];
+}
+
+/** What the judge did in one step: calls, tokens, cost, the groups it scored, the groups it could not and why. */
+export interface JudgeTotals {
+  calls: number;
+  tokens: number;
+  cost: number | null;
+  groups: number;
+  failed: Record<JudgeFailure, number>;
+}
+
+const newTotals = (): JudgeTotals => ({ calls: 0, tokens: 0, cost: null, groups: 0, failed: { malformed: 0, partial: 0, error: 0, timeout: 0 } });
+export const failedGroups = (t: JudgeTotals): number => Object.values(t.failed).reduce((a, n) => a + n, 0);
+
+/** The judge's part of a step's metrics (protocol/metrics.ts): cost only with prices, a failure kind only when it happened. */
+export function judgeMetrics(t: JudgeTotals): Record<string, number> {
+  return {
+    [METRICS.judgeCalls]: t.calls,
+    [METRICS.judgeTokens]: t.tokens,
+    ...(t.cost !== null ? { [METRICS.judgeCost]: t.cost } : {}),
+    [METRICS.judgeGroups]: t.groups,
+    [METRICS.judgeFailedGroups]: failedGroups(t),
+    ...Object.fromEntries((Object.keys(JUDGE_FAILURES) as JudgeFailure[]).filter((k) => t.failed[k] > 0).map((k) => [judgeFailureMetric(k), t.failed[k]])),
+  };
+}
+
+/** The judge's share of one step: it judges the step's rounds of rollouts and its validation, and keeps the totals. */
+export class StepJudge {
+  readonly totals = newTotals();
+  /** Why the last group the judge could not score has no score (null while none failed). */
+  lastReason: string | null = null;
+
+  constructor(
+    private readonly judge: Judge,
+    private readonly store: LightningStore,
+    private readonly o: { runId: string; step: number; log?: (m: string) => void; onProgress?: (done: number, total: number) => void },
+  ) {}
+
+  /** A training round's groups judged: a rollout's reward becomes the judge's; a group it could not score is left out. */
+  async judgeRound(groups: GroupRollout[], round = 0): Promise<JudgedRound> {
+    const byTask = new Map<string, GroupRollout[]>();
+    for (const g of groups) byTask.set(g.task.id, [...(byTask.get(g.task.id) ?? []), g]);
+    const leftOutTasks = new Set<string>();
+    let done = 0;
+    await Promise.all(
+      [...byTask].map(async ([taskId, members]) => {
+        const ok = await this.judgeGroup(members, `${this.o.runId}\u0000${this.o.step}\u0000${round}\u0000${taskId}`);
+        if (!ok) leftOutTasks.add(taskId);
+        this.o.onProgress?.(++done, byTask.size);
+      }),
+    );
+    return { kept: groups.filter((g) => !leftOutTasks.has(g.task.id)), leftOut: groups.filter((g) => leftOutTasks.has(g.task.id)) };
+  }
+
+  /**
+   * Validation rollouts judged one by one (single mode) per judge.validation: `judge` every one, `auto` those the
+   * agent gave no reward, `agent` none. Returns the rollouts the held-out mean is over (one the judge could not score is not).
+   */
+  async judgeValidation(groups: GroupRollout[]): Promise<GroupRollout[]> {
+    const how = this.judge.settings.validation;
+    if (how === 'agent') return groups;
+    const out: GroupRollout[] = [];
+    await Promise.all(
+      groups.map(async (g) => {
+        const judged = g.trajectory !== null && (how === 'judge' || g.trajectory.rewards.length === 0);
+        if (!judged || (await this.judgeGroup([g], `${this.o.runId}\u0000val\u0000${this.o.step}\u0000${g.rollout.id}`, 'single'))) out.push(g);
+      }),
+    );
+    const dropped = groups.length - out.length;
+    if (dropped) this.o.log?.(`validation: the judge could not score ${dropped} of ${groups.length} rollouts; the held-out mean is over the others`);
+    return groups.filter((g) => out.includes(g));
+  }
+
+  /** One group judged (its succeeded rollouts the agent did not lock); false when the judge could not score it. */
+  private async judgeGroup(members: GroupRollout[], salt: string, mode?: 'single'): Promise<boolean> {
+    const candidates: { g: GroupRollout; r: RolloutToJudge }[] = [];
+    for (const g of members) {
+      if (!g.trajectory) continue;
+      const spans = await this.store.querySpans({ rolloutId: g.rollout.id, attemptId: g.trajectory.attemptId });
+      if (lockedReward(spans)) continue;
+      candidates.push({ g, r: { rolloutId: g.rollout.id, attemptId: g.trajectory.attemptId, spans } });
+    }
+    if (!candidates.length) return true;
+    const judgement = await this.judge.judgeGroup(
+      members[0]!.task.input,
+      candidates.map((c) => c.r),
+      salt,
+      mode,
+    );
+    const rewards = new Map<string, JudgedReward>();
+    if ('scores' in judgement)
+      for (const { g } of candidates) {
+        const agent = pickFinalReward(g.trajectory!.rewards)?.value ?? null;
+        rewards.set(g.rollout.id, judgedReward(judgement.scores.get(g.rollout.id)!, this.judge.settings.weight, agent));
+      }
+    const spans = judgement.calls.flatMap((c) => judgeCallSpans(c, { model: this.judge.caller.model, rubricSha: this.judge.rubricSha, rewards }));
+    const stored = await this.store.addSpans(spans);
+    this.count(judgement.calls);
+    if ('failed' in judgement) {
+      this.totals.failed[judgement.failed.kind]++;
+      this.lastReason = judgement.failed.reason;
+      this.o.log?.(`judge: task ${members[0]!.task.id} left out of step ${this.o.step}: ${judgement.failed.reason}`);
+      return false;
+    }
+    this.totals.groups++;
+    // The trajectories the step goes on with carry the judged reward as their final one, as the store now does.
+    for (const s of stored) {
+      const reward = rewards.get(s.rolloutId);
+      const traj = candidates.find((c) => c.g.rollout.id === s.rolloutId)?.g.trajectory;
+      if (!reward || !traj || !isJudgeReward(s)) continue;
+      const seen: RewardSeen = { value: reward.value, name: 'judge', final: true, spanId: s.spanId, time: s.endTime ?? s.startTime };
+      traj.rewards.push(seen);
+      traj.steps.at(-1)?.rewards.push(seen);
+    }
+    return true;
+  }
+
+  private count(calls: { result: { promptTokens: number; completionTokens: number; cost: number | null } }[]): void {
+    const t = this.totals;
+    for (const { result: r } of calls) {
+      t.calls++;
+      t.tokens += r.promptTokens + r.completionTokens;
+      if (r.cost !== null) t.cost = (t.cost ?? 0) + r.cost;
+    }
+  }
+}

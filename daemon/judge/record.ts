@@ -1,0 +1,90 @@
+/**
+ * What a judge call leaves in the store, on each rollout it judged (protocol/spans.ts SPAN.judge, AGL.judge*): a judge
+ * span under the attempt's root (the call's id, model, mode, the order it showed the rollouts in and this one's place,
+ * its answer, tries, tokens, cost, the rubric's version; this rollout's score and explanation; an error status when the
+ * call failed), and, when it scored the rollout, a reward span under it: the rollout's final reward (source `judge`,
+ * its feedback the judge's explanation, its components the judge's score and the agent's own reward when they were
+ * added). Neither is an LLM call of the agent's: no transition is made of them and `agl export` never sees them.
+ */
+import { newSpanId, rootSpanIdForAttempt, traceIdForAttempt } from '../../protocol/ids.js';
+import { JUDGE_REWARD_SOURCE } from '../../protocol/judge-reading.js';
+import { AGL, AGL_V0_REWARD_PREFIX, SPAN } from '../../protocol/spans.js';
+import type { Attributes, SpanInput } from '../../protocol/store.js';
+import type { JudgeCall } from './judge.js';
+
+/** The reward a judged rollout gets: the judge's score, or (weight w) the agent's own reward plus w times it. */
+export interface JudgedReward {
+  value: number;
+  score: number;
+  /** The agent's reward it was added to (weight set); null when the score replaces it. */
+  agent: number | null;
+  explanation: string | null;
+}
+
+/** The reward of a score: the score itself (weight null), or the agent's reward (0 without one) plus weight times it. */
+export function judgedReward(score: { score: number; explanation: string | null }, weight: number | null, agentReward: number | null): JudgedReward {
+  if (weight === null) return { value: score.score, score: score.score, agent: null, explanation: score.explanation };
+  const agent = agentReward ?? 0;
+  return { value: agent + weight * score.score, score: score.score, agent, explanation: score.explanation };
+}
+
+/**
+ * The spans of one call on each rollout it showed: the judge span, and the reward span of each rollout `rewards`
+ * holds (a rollout it scored; none when the call failed, or the group was left out).
+ */
+export function judgeCallSpans(call: JudgeCall, o: { model: string; rubricSha: string; rewards: Map<string, JudgedReward> }): SpanInput[] {
+  const order = JSON.stringify(call.shown.map((r) => r.rolloutId));
+  const r = call.result;
+  const out: SpanInput[] = [];
+  call.shown.forEach((rollout, i) => {
+    const judgeSpanId = newSpanId();
+    const own = call.scores?.get(rollout.rolloutId) ?? null;
+    const attributes: Attributes = {
+      [AGL.rolloutId]: rollout.rolloutId,
+      [AGL.attemptId]: rollout.attemptId,
+      [AGL.judgeCallId]: call.callId,
+      [AGL.judgeModel]: o.model,
+      [AGL.judgeMode]: call.mode,
+      [AGL.judgeOrder]: order,
+      [AGL.judgePosition]: i + 1,
+      [AGL.judgeAttempts]: r.attempts,
+      [AGL.judgeInputTokens]: r.promptTokens,
+      [AGL.judgeOutputTokens]: r.completionTokens,
+      [AGL.judgeCost]: r.cost,
+      [AGL.judgeRubricSha]: o.rubricSha,
+      ...(r.answer !== null ? { [AGL.judgeAnswer]: r.answer } : {}),
+      ...(own ? { [AGL.judgeScore]: own.score, ...(own.explanation ? { [AGL.judgeExplanation]: own.explanation } : {}) } : {}),
+    };
+    const base = { rolloutId: rollout.rolloutId, attemptId: rollout.attemptId, traceId: traceIdForAttempt(rollout.attemptId), kind: 'internal' as const };
+    out.push({
+      ...base,
+      spanId: judgeSpanId,
+      parentSpanId: rootSpanIdForAttempt(rollout.attemptId),
+      name: SPAN.judge,
+      startTime: call.startTime,
+      endTime: call.endTime,
+      attributes,
+      status: r.error ? { code: 'error', message: r.error } : { code: 'ok' },
+      resource: { 'service.name': 'agl-judge' },
+    });
+    const reward = o.rewards.get(rollout.rolloutId);
+    if (reward) out.push({ ...base, spanId: newSpanId(), parentSpanId: judgeSpanId, ...rewardSpan(reward, call.endTime) });
+  });
+  return out;
+}
+
+/** A judged reward as a reward span: final, its source the judge, its feedback the judge's explanation. */
+function rewardSpan(reward: JudgedReward, time: number): Pick<SpanInput, 'name' | 'startTime' | 'endTime' | 'attributes' | 'status' | 'resource'> {
+  const components: Record<string, number> = reward.agent === null ? { judge: reward.score } : { judge: reward.score, agent: reward.agent };
+  const attributes: Attributes = {
+    [AGL.rewardValue]: reward.value,
+    [AGL.rewardName]: 'judge',
+    [AGL.rewardFinal]: true,
+    [AGL.rewardSource]: JUDGE_REWARD_SOURCE,
+    [AGL.rewardComponents]: JSON.stringify(components),
+    [`${AGL_V0_REWARD_PREFIX}.0.name`]: 'judge',
+    [`${AGL_V0_REWARD_PREFIX}.0.value`]: reward.value,
+    ...(reward.explanation ? { [AGL.rewardFeedback]: reward.explanation } : {}),
+  };
+  return { name: SPAN.reward, startTime: time, endTime: time, attributes, status: { code: 'ok' }, resource: { 'service.name': 'agl-judge' } };
+}

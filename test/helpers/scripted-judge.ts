@@ -1,0 +1,227 @@
+/**
+ * A scripted LLM judge for tests and benchmarks (an outside service, so scripting it is allowed): a real HTTP server
+ * speaking OpenAI's chat completions protocol (JSON, and SSE when asked to stream, with usage tokens), reached through
+ * the real `openai` client. It reads what it is sent as a judge model would: the rubric in the system message, the task
+ * and each `<trajectory k>` in the user message (daemon/judge/request.ts), each trajectory's LLM calls and final answer
+ * (protocol/episode-text.ts); a scoring policy turns that into a score and an explanation per trajectory. `faults`
+ * makes chosen requests go wrong the ways real judges do: malformed JSON, a trajectory missing from the answer, 500,
+ * 429 with retry-after, an answer held past the client's timeout, a refused key.
+ */
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One trajectory as the judge read it: its place in this request (1-based), its text, and what the text says. */
+export interface ReadTrajectory {
+  index: number;
+  text: string;
+  /** The text after "Final answer: " (null when the agent recorded none). */
+  finalAnswer: string | null;
+  /** The assistant's replies, in order (the `[assistant] ...` lines). */
+  replies: string[];
+}
+
+export interface JudgeRequest {
+  rubric: string;
+  task: string;
+  trajectories: ReadTrajectory[];
+  model: string;
+}
+
+export interface ScoreLine {
+  trajectory: number;
+  score: number;
+  explanation: string;
+}
+
+export type Fault = 'malformed' | 'partial' | 'server-error' | 'rate-limit' | 'timeout' | 'unauthorized' | 'out-of-range';
+
+export interface ScriptedJudgeOptions {
+  /** How the judge scores what it read. */
+  score: (request: JudgeRequest) => ScoreLine[];
+  /** The fault of request `n` (0, 1, ... in arrival order, retries included), if any. */
+  faults?: (n: number, request: JudgeRequest) => Fault | null;
+  /** How the JSON is wrapped: in a ```json fence after a sentence (default), bare, or inside prose without a fence. */
+  style?: 'fenced' | 'bare' | 'prose';
+  /** How long a `timeout` fault holds its answer (default 5 s). */
+  timeoutHoldMs?: number;
+}
+
+export interface ScriptedJudge {
+  /** The base URL (ends in /v1). */
+  url: string;
+  /** Every request it read, in arrival order. */
+  requests: JudgeRequest[];
+  close(): Promise<void>;
+}
+
+type Message = { role: string; content: unknown };
+const textOf = (c: unknown): string =>
+  typeof c === 'string' ? c : Array.isArray(c) ? c.map((p: { text?: unknown }) => (typeof p?.text === 'string' ? p.text : '')).join('') : '';
+
+/** What a judge request says: the rubric, the task, the trajectories. */
+export function readJudgeRequest(messages: Message[], model: string): JudgeRequest {
+  const system = textOf(messages.find((m) => m.role === 'system')?.content);
+  const user = textOf(messages.filter((m) => m.role === 'user').at(-1)?.content);
+  const rubric = /Rubric:\n([\s\S]*?)\n\nAnswer with JSON/.exec(system)?.[1] ?? '';
+  const task = /^Task:\n([\s\S]*?)\n\n<trajectory 1>/.exec(user)?.[1] ?? '';
+  const trajectories: ReadTrajectory[] = [];
+  for (const m of user.matchAll(/<trajectory (\d+)>\n([\s\S]*?)\n<\/trajectory \1>/g)) {
+    const text = m[2]!;
+    const final = /^Final answer: (.*)$/m.exec(text)?.[1] ?? null;
+    trajectories.push({ index: Number(m[1]), text, finalAnswer: final === '(the agent recorded none)' ? null : final, replies: repliesOf(text) });
+  }
+  return { rubric, task, trajectories, model };
+}
+
+/** The assistant's messages of a trajectory's text: from `[assistant] ` to the next message or step line. */
+function repliesOf(text: string): string[] {
+  const out: string[] = [];
+  let current: string[] | null = null;
+  for (const line of text.split('\n')) {
+    const start = /^ {2}\[(\w+)[^\]]*\] ?(.*)$/.exec(line);
+    if (start || !line.startsWith('  ') || line.startsWith('    → tool call')) {
+      if (current) out.push(current.join('\n'));
+      current = start?.[1] === 'assistant' ? [start[2]!] : null;
+    } else current?.push(line.slice(4));
+  }
+  if (current) out.push(current.join('\n'));
+  return out;
+}
+
+/** A number in [0, 1) fixed by a seed and a text. */
+export function draw(seed: number, text: string): number {
+  return createHash('sha256').update(`${seed}\u0000${text}`).digest().readUInt32BE(0) / 2 ** 32;
+}
+
+/** A judge that scores at random (seeded by what it is sent): it teaches nothing. */
+export function randomJudge(seed: number): (r: JudgeRequest) => ScoreLine[] {
+  return (r) => r.trajectories.map((t) => ({ trajectory: t.index, score: Math.round(draw(seed, t.text) * 100) / 100, explanation: 'a coin decided' }));
+}
+
+/**
+ * A judge that goes by the answers its rubric lists, as `- <words of the task> => <answer>` lines: a trajectory scores 1
+ * when its final answer's first line is the answer listed for the task it was sent, else 0 (and says why).
+ */
+export function answerKeyJudge(): (r: JudgeRequest) => ScoreLine[] {
+  return (r) => {
+    const key = [...r.rubric.matchAll(/^- (.+?) => (.+)$/gm)].find((m) => r.task.includes(m[1]!.trim()));
+    const expected = key?.[2]!.trim() ?? null;
+    return r.trajectories.map((t) => {
+      const given = answerOf(t.finalAnswer);
+      const right = expected !== null && given === expected;
+      const explanation =
+        expected === null
+          ? 'the rubric lists no answer for this task'
+          : right
+            ? `the answer ${given} is the expected ${expected}`
+            : `the answer ${given ?? '(none)'} is not ${expected}`;
+      return { trajectory: t.index, score: right ? 1 : 0, explanation };
+    });
+  };
+}
+
+/** An answer's first line, the value of a one-field object (`{"answer": "38"}`) unwrapped. */
+function answerOf(final: string | null): string | null {
+  if (final === null) return null;
+  try {
+    const v: unknown = JSON.parse(final);
+    if (v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 1) return String(Object.values(v)[0]).split('\n')[0]!.trim();
+    return String(v).split('\n')[0]!.trim();
+  } catch {
+    return final.split('\n')[0]!.trim();
+  }
+}
+
+function answerText(lines: ScoreLine[], fault: Fault | null, style: ScriptedJudgeOptions['style']): string {
+  if (fault === 'malformed') return 'Trajectory 1 is the best. {"scores": [{"trajectory": 1, "score": 0.9,, }';
+  const shown = fault === 'partial' ? lines.slice(0, -1) : lines;
+  const scored = fault === 'out-of-range' ? shown.map((l) => ({ ...l, score: l.score * 10 })) : shown;
+  const json = JSON.stringify({ scores: scored.map((l) => ({ trajectory: l.trajectory, explanation: l.explanation, score: l.score })) }, null, 1);
+  if (style === 'bare') return json;
+  if (style === 'prose') return `Having read every trajectory, here are my scores: ${json.replace(/\n/g, ' ')} I hope this helps.`;
+  return `I compared the trajectories against the rubric.\n\n\`\`\`json\n${json}\n\`\`\`\n`;
+}
+
+function respond(res: ServerResponse, body: Record<string, unknown>, content: string, promptChars: number): void {
+  const usage = { prompt_tokens: Math.ceil(promptChars / 4), completion_tokens: Math.ceil(content.length / 4) };
+  const total = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+  const base = { id: 'chatcmpl-judge', created: 1_700_000_000, model: String(body.model ?? 'judge') };
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        ...base,
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+        usage: total,
+      }),
+    );
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const send = (o: unknown) => res.write(`data: ${JSON.stringify(o)}\n\n`);
+  const object = 'chat.completion.chunk';
+  send({ ...base, object, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+  for (const piece of content.match(/[\s\S]{1,40}/g) ?? []) send({ ...base, object, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
+  send({ ...base, object, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+  if ((body.stream_options as { include_usage?: boolean } | undefined)?.include_usage) send({ ...base, object, choices: [], usage: total });
+  res.end('data: [DONE]\n\n');
+}
+
+async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+}
+
+export async function startScriptedJudge(o: ScriptedJudgeOptions): Promise<ScriptedJudge> {
+  const requests: JudgeRequest[] = [];
+  const holds = new Set<ReturnType<typeof setTimeout>>();
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
+        return;
+      }
+      const body = await readBody(req);
+      const read = readJudgeRequest((body.messages as Message[]) ?? [], String(body.model ?? ''));
+      const n = requests.length;
+      requests.push(read);
+      const fault = o.faults?.(n, read) ?? null;
+      const error = (status: number, message: string, headers: Record<string, string> = {}) => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(JSON.stringify({ error: { message, type: 'scripted', code: status } }));
+      };
+      if (fault === 'server-error') return error(500, 'scripted judge: internal error');
+      if (fault === 'rate-limit') return error(429, 'scripted judge: rate limited', { 'retry-after-ms': '50' });
+      if (fault === 'unauthorized') return error(401, 'scripted judge: invalid api key');
+      const content = answerText(o.score(read), fault, o.style);
+      const promptChars = JSON.stringify(body.messages ?? []).length;
+      if (fault === 'timeout') {
+        const t = setTimeout(() => {
+          holds.delete(t);
+          if (!res.destroyed) respond(res, body, content, promptChars);
+        }, o.timeoutHoldMs ?? 5_000);
+        holds.add(t);
+        return;
+      }
+      respond(res, body, content, promptChars);
+    })().catch((e: Error) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: e.message } }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: async () => {
+      for (const t of holds) clearTimeout(t);
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
