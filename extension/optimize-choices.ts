@@ -118,7 +118,8 @@ const score = (v: number | null | undefined) => (typeof v === 'number' ? v.toFix
 export function describeOptimization(run: TrainingRun): string {
   const s = run.summary as OptimizationSummary;
   const parts: string[] = [];
-  if (s.scores) {
+  // Before the seed is scored (a run stopped early) there is no score to say: "val — → —" would only look broken.
+  if (s.scores && (typeof s.scores.seed.val === 'number' || typeof s.scores.best.val === 'number')) {
     parts.push(`val ${score(s.scores.seed.val)} → ${score(s.scores.best.val)}`);
     if (s.scores.seed.test !== null || s.scores.best.test !== null) parts.push(`test ${score(s.scores.seed.test)} → ${score(s.scores.best.test)} (held out)`);
   }

@@ -115,6 +115,11 @@ test('a finished optimization in words; improved only when the best is not the s
   const same = run({ summary: { seedCandidate: 'a', bestCandidate: 'a', scores: { seed: { val: 0.5, test: null }, best: { val: 0.5, test: null } } } });
   assert.equal(describeOptimization(same), 'val 0.50 → 0.50; 0 of 120 rollouts');
   assert.equal(improved(same), false);
+  const early = run({
+    status: 'cancelled',
+    summary: { rollouts: 0, budget: 45, scores: { seed: { val: null, test: null }, best: { val: null, test: null } } },
+  });
+  assert.equal(describeOptimization(early), '0 of 45 rollouts', 'stopped before the seed was scored: no scores to say');
 });
 
 const choice = (o: Partial<OptimizeChoice>): OptimizeChoice => ({
@@ -138,7 +143,7 @@ function planned(c: OptimizeChoice) {
   return planFromFlags(AGENT, values).config;
 }
 
-test("a choice becomes an agl optimize command line that agl optimize plans as chosen; the least budget is what agl optimize asks for", () => {
+test('a choice becomes an agl optimize command line that agl optimize plans as chosen; the least budget is what agl optimize asks for', () => {
   const c = planned(choice({ prompts: ['planner', 'executor'] }));
   assert.deepEqual(c.prompts, ['planner', 'executor']);
   assert.equal(c.budget, leastBudget(14, 35));
