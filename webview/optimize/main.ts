@@ -30,7 +30,7 @@ const runName = (r: TrainingRun) => `${r.id} · ${r.agent.split(/[/\\]/).pop()} 
 function noCandidate(v: OptimizationView): HTMLElement {
   if (v.run.status === 'running')
     return h('div', { class: 'empty-state' }, icon('loading', 'codicon-modifier-spin'), h('p', {}, 'Reading the seed’s prompts…'));
-  return h('div', { class: 'empty-state' }, icon('info'), h('p', {}, `The run ${v.run.status} before its seed was read: it has no candidate.`));
+  return h('div', { class: 'empty-state' }, icon('info'), h('p', {}, `The run ended (${v.run.status}) before its seed was read: it has no candidate.`));
 }
 
 class OptimizationViewer {
