@@ -21,7 +21,7 @@ import type { RolloutFilter, RolloutPage, RolloutPageRequest, RolloutRow } from 
 import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, shortId, signClass } from '../shared/dom.js';
 import { errorState } from '../shared/recovery.js';
 import { activeFilterChips, activeFilterCount } from './filter-chips.js';
-import { runStatusPill } from './outcome.js';
+import { resourcesText, resourcesTip, runStatusPill } from './outcome.js';
 import { type Choices, choicesOf, filterControls, type FilterSetter, filterSetter, focusControl, textField } from './rollouts-controls.js';
 import { taskSummary } from './task-summary.js';
 import { VirtualList, type ListPosition } from './virtual-list.js';
@@ -68,10 +68,19 @@ function errorMark(item: RolloutRow): HTMLElement | null {
 
 const COLUMNS: Column[] = [
   { title: 'Rollout', key: 'id', cell: ({ rollout: r }) => cell('col-id mono', r.id, shortId(r.id)) },
-  { title: 'Status', key: 'status', sort: 'status', cell: (i) => cell('col-status', null, runStatusPill(i.rollout.status), errorMark(i) ?? '') },
+  {
+    title: 'Status',
+    key: 'status',
+    sort: 'status',
+    cell: (i) => cell('col-status', null, runStatusPill(i.rollout.status, i.runnerConnected), errorMark(i) ?? ''),
+  },
   { title: 'Mode', key: 'mode', cell: ({ rollout: r }) => cell('col-mode', null, r.mode) },
   { title: 'Agent', key: 'agent', cell: ({ rollout: r }) => cell('col-agent', r.agent ?? '', r.agent ? r.agent.split(/[\\/]/).pop()! : '—') },
-  { title: 'Res.', key: 'res', cell: (i) => cell('col-res mono', null, i.resourcesVersion === null ? '—' : `v${i.resourcesVersion}`) },
+  {
+    title: 'Resources',
+    key: 'res',
+    cell: (i) => cell('col-res mono', resourcesTip(i.resourcesVersion), i.resourcesVersion === null ? '—' : `#${i.resourcesVersion}`),
+  },
   { title: 'Reward', key: 'reward', sort: 'reward', num: true, cell: (i) => cell(`col-reward num reward ${signClass(i.reward)}`, null, fmtNumber(i.reward)) },
   { title: 'Att.', key: 'attempts', num: true, cell: ({ rollout: r }) => cell('col-attempts num', null, String(r.attemptCount)) },
   { title: 'Duration', key: 'duration', sort: 'duration', num: true, cell: (i) => cell('col-duration num', durationTitle(i), fmtDuration(i.durationMs)) },
@@ -94,12 +103,12 @@ function metaCell(item: RolloutRow): HTMLElement {
   const { rollout: r, resourcesVersion, durationMs } = item;
   const agent = r.agent ? r.agent.split(/[\\/]/).pop()! : '—';
   const attempts = `${r.attemptCount} attempt${r.attemptCount === 1 ? '' : 's'}`;
-  const res = resourcesVersion === null ? '—' : `v${resourcesVersion}`;
+  const res = resourcesText(resourcesVersion);
   const title = [
     `rollout ${r.id}`,
     `mode ${r.mode}`,
     `agent ${r.agent ?? 'default'}`,
-    `resources ${resourcesVersion === null ? 'unknown' : `v${resourcesVersion}`}`,
+    resourcesTip(resourcesVersion),
     durationTitle(item) ?? attempts,
     `created ${fmtTime(r.createdAt)}`,
   ].join('\n');
@@ -152,7 +161,7 @@ function sortHeader(filter: RolloutFilter, set: FilterSetter): HTMLElement {
       return button;
     }),
     // Narrow: the legend of the rows' second line, followed there by the Duration and Created sort buttons.
-    h('div', { class: 'cell col-meta', role: 'columnheader' }, 'Rollout · mode · agent · res. · attempts'),
+    h('div', { class: 'cell col-meta', role: 'columnheader' }, 'Rollout · mode · agent · resources · attempts'),
   );
 }
 
