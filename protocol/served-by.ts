@@ -64,7 +64,7 @@ export const SERVE_CHECKPOINT_HINT = 'to run on a trained checkpoint, serve it: 
 export function servedNote(models: ServedModel[]): string | null {
   if (models.length === 0) return null;
   const names = models.map(servedModelText).join(', ');
-  if (models.every((m) => m.upstream)) return `Ran on the upstream model ${names}, not a local policy.`;
+  if (models.every((m) => m.upstream)) return `Ran on the upstream model ${models.map((m) => m.name).join(', ')}, not a local policy.`;
   if (models.some((m) => !m.upstream && m.updates)) return `Ran on a trained checkpoint: ${names}.`;
   return `Ran on what the daemon serves: ${names}, never trained; ${SERVE_CHECKPOINT_HINT}.`;
 }

@@ -39,7 +39,7 @@ describe('served-by: the model that answered, never the resources version', () =
     assert.deepEqual(role, [{ name: 'writer', updates: 3, upstream: false, calls: 1 }]);
     const up = servedModels([call({ [GENAI.system]: 'openai', [AGL.localPolicy]: false, [GENAI.responseModel]: 'gpt-4o-mini', [AGL.policyVersion]: 9 })]);
     assert.deepEqual(up, [{ name: 'gpt-4o-mini', updates: null, upstream: true, calls: 1 }]);
-    assert.equal(servedNote(up), 'Ran on the upstream model gpt-4o-mini (upstream), not a local policy.');
+    assert.equal(servedNote(up), 'Ran on the upstream model gpt-4o-mini, not a local policy.');
     assert.deepEqual(servedModels([call({ [GENAI.system]: 'agl', [GENAI.requestModel]: 'x' })]), [], 'an old local span names nothing');
     assert.equal(servedNote([]), null);
   });

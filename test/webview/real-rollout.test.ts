@@ -56,26 +56,12 @@ describe('trajectory viewer on a rollout run by the runner through the gateway',
     assert.equal(await page.locator('.summary .served-model').innerText(), 'fake-model (upstream)', 'what answered the call, as the gateway recorded it');
     assert.equal(
       await page.locator('.summary .served-note').innerText(),
-      'Ran on the upstream model fake-model (upstream), not a local policy.',
+      'Ran on the upstream model fake-model, not a local policy.',
       'outside training: what it ran on',
     );
     assert.match(await page.locator('.summary .resources').innerText(), /resources #1$/, 'the resources version named as such');
     assert.match((await page.locator('.summary .resources').getAttribute('title'))!, /not a training step/);
     await view.screenshot('trajectory-real-rollout');
-  });
-
-  it('says "queuing: no runner is connected" for a rollout enqueued once the runner left, in the list and its view', async () => {
-    const page = view.page;
-    const [queued] = await daemon.client.enqueueRollouts([{ input: { question: 'what is 2+3?' }, agent: `${agentFile}#askAgent` }]);
-    await view.notify('trajectory/show', { view: { kind: 'rollouts' } });
-    const row = page.locator(`.rollout-row[data-rollout-id="${queued!.id}"]`);
-    await row.waitFor();
-    assert.equal(await row.locator('.run-status').innerText(), 'queuing: no runner is connected');
-    assert.equal(await page.locator(`.rollout-row[data-rollout-id="${rolloutId}"] .run-status`).innerText(), 'succeeded');
-    await view.screenshot('trajectory-no-runner-list');
-    await row.click();
-    await page.waitForSelector('.view-header .run-status');
-    assert.equal(await page.locator('.view-header .run-status').innerText(), 'queuing: no runner is connected');
   });
 
   it('jumps to the agent function when the call carries no code location', async () => {
@@ -91,5 +77,22 @@ describe('trajectory viewer on a rollout run by the runner through the gateway',
     assert.equal(labels[0], 'task input');
     assert.ok(labels.includes('solver output #1'), labels.join(', '));
     assert.deepEqual([...view.problems], []);
+  });
+
+  it('says "queuing: no runner is connected" for a rollout enqueued once the runner left, in the list and its view', async () => {
+    const page = view.page;
+    const [queued] = await daemon.client.enqueueRollouts([{ input: { question: 'what is 2+3?' }, agent: `${agentFile}#askAgent` }]);
+    await view.notify('trajectory/show', { view: { kind: 'rollouts' } });
+    const row = page.locator(`.rollout-row[data-rollout-id="${queued!.id}"]`);
+    await row.waitFor();
+    assert.equal(await row.locator('.run-status').innerText(), 'queuing');
+    assert.equal(await row.locator('.no-runner-mark').getAttribute('aria-label'), 'queuing: no runner is connected');
+    assert.match(await page.locator('.no-runner-note').innerText(), /^\s*queuing: no runner is connected: /, 'said above the rows, whole');
+    assert.equal(await page.locator(`.rollout-row[data-rollout-id="${rolloutId}"] .run-status`).innerText(), 'succeeded');
+    assert.equal(await page.locator(`.rollout-row[data-rollout-id="${rolloutId}"] .no-runner-mark`).count(), 0);
+    await view.screenshot('trajectory-no-runner-list');
+    await row.click();
+    await page.waitForSelector('.view-header .run-status');
+    assert.equal(await page.locator('.view-header .run-status').innerText(), 'queuing: no runner is connected');
   });
 });

@@ -36,7 +36,10 @@ describe('trajectory viewer webview', () => {
     const failed = page.locator(`.rollout-row[data-rollout-id="${data.failedRolloutId}"]`);
     assert.match(await failed.innerText(), /failed[\s\S]*val[\s\S]*#1/);
     assert.match((await failed.locator('.col-res').getAttribute('title'))!, /^Resources #1: .*not a training step/);
-    assert.equal(await page.locator('.grid-header .col-res').innerText(), 'Resources');
+    const header = page.locator('.grid-header .col-res');
+    assert.equal(await header.innerText(), 'Resources');
+    const fit = await header.evaluate((e) => [e.scrollWidth, e.clientWidth]);
+    assert.ok(fit[0]! <= fit[1]!, `the Resources header is not cut: ${fit[0]} px in ${fit[1]}`);
     const winner = page.locator(`.rollout-row[data-rollout-id="${data.groupRolloutIds['task-12x7'][0]}"]`);
     assert.equal(await winner.locator('.reward').innerText(), '1');
     await view.screenshot('trajectory-rollouts');

@@ -22,6 +22,7 @@ import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, shortId, signClass } f
 import { errorState } from '../shared/recovery.js';
 import { activeFilterChips, activeFilterCount } from './filter-chips.js';
 import { resourcesText, resourcesTip, runStatusPill } from './outcome.js';
+import { NO_RUNNER, statusWords } from '../../protocol/runner-presence.js';
 import { type Choices, choicesOf, filterControls, type FilterSetter, filterSetter, focusControl, textField } from './rollouts-controls.js';
 import { taskSummary } from './task-summary.js';
 import { VirtualList, type ListPosition } from './virtual-list.js';
@@ -60,6 +61,16 @@ function durationTitle(item: RolloutRow): string | null {
   const queued = `queued ${fmtDuration(item.startedAt - r.createdAt)} before it`;
   return item.durationMs === null ? `attempt ${r.attemptCount} running; ${queued}` : `attempt ${r.attemptCount} ran ${fmtDuration(item.durationMs)}; ${queued}`;
 }
+/** Whether the row waits in the queue with no runner connected to claim it. */
+const waitsForNoRunner = (item: RolloutRow): boolean => statusWords(item.rollout.status, item.runnerConnected) !== item.rollout.status;
+
+/** A queued row no runner can claim: a mark beside its status (the note above the rows says it in words). */
+function noRunnerMark(item: RolloutRow): HTMLElement | null {
+  if (!waitsForNoRunner(item)) return null;
+  const text = statusWords(item.rollout.status, false);
+  return h('span', { class: 'no-runner-mark', title: `${text}: start one (agl runner), or a training run`, 'aria-label': text }, icon('debug-disconnect'));
+}
+
 function errorMark(item: RolloutRow): HTMLElement | null {
   if (!item.error && item.errorSpans === 0) return null;
   const text = [item.error, item.errorSpans ? `${item.errorSpans} span${item.errorSpans > 1 ? 's' : ''} with an error` : null].filter(Boolean).join('; ');
@@ -72,7 +83,7 @@ const COLUMNS: Column[] = [
     title: 'Status',
     key: 'status',
     sort: 'status',
-    cell: (i) => cell('col-status', null, runStatusPill(i.rollout.status, i.runnerConnected), errorMark(i) ?? ''),
+    cell: (i) => cell('col-status', null, runStatusPill(i.rollout.status), noRunnerMark(i) ?? '', errorMark(i) ?? ''),
   },
   { title: 'Mode', key: 'mode', cell: ({ rollout: r }) => cell('col-mode', null, r.mode) },
   { title: 'Agent', key: 'agent', cell: ({ rollout: r }) => cell('col-agent', r.agent ?? '', r.agent ? r.agent.split(/[\\/]/).pop()! : '—') },
@@ -362,6 +373,10 @@ class RolloutsDrawing {
       chips,
       ...activeFilterChips(this.filter, page, (keys) => this.set(Object.fromEntries(keys.map((k) => [k, undefined])))),
       hidden > 0 ? h('span', { class: 'hidden-count muted' }, `${hidden.toLocaleString('en-US')} hidden by filters`) : null,
+      // The rows cannot say it whole in their status column: a queue nothing will take from says so above them.
+      page.items.some(waitsForNoRunner)
+        ? h('span', { class: 'no-runner-note' }, icon('debug-disconnect'), ` queuing: ${NO_RUNNER}: the queued rollouts wait for one (agl runner, or a training run)`)
+        : null,
     );
     chips.hidden = chips.childElementCount === 0;
     status.hidden = page.total > 0;
