@@ -59,7 +59,7 @@ export function expectedBlock(emitted: EpisodeAnswer, taskFields: { key: string;
   const repeated = object ? Object.entries(object).filter(([, v]) => inTask(v)) : [];
   const value = object && repeated.length ? Object.fromEntries(Object.entries(object).filter(([, v]) => !inTask(v))) : emitted.value;
   const keys = object ? Object.keys(object) : [];
-  const same = repeated.map(([k, v]) => `${k}: the task's ${inTask(v)!.key} above`).join('; ');
+  const same = repeated.map(([k, v]) => `its ${k} is the task's ${inTask(v)!.key} above`).join('; ');
   return h(
     'div',
     { class: 'expected-output' },
@@ -71,8 +71,8 @@ export function expectedBlock(emitted: EpisodeAnswer, taskFields: { key: string;
         { class: 'metric-label' },
         keys.includes('result') ? 'Expected result' : 'Expected output',
         h('span', { class: 'answer-kind' }, ` · ${emitted.kind}`),
-        same ? h('span', { class: 'muted expected-same' }, ` (${same})`) : null,
       ),
+      same ? h('div', { class: 'muted expected-same' }, `(${same})`) : null,
       answerValue(value),
     ),
   );
