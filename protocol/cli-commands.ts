@@ -293,8 +293,8 @@ export const EVAL_COMMAND = {
   name: 'eval',
   summary: 'evaluate an agent on a dataset (graders, pass@k, a baseline run compared task by task): a test for CI',
   usage: [
-    '<agent> --data F.eval.jsonl [--model SPEC | --upstream URL --upstream-model M] [--prompt NAME=VERSION] [--repeat K]',
-    '<agent> --data F [--baseline RUN] [--min SCORE] [--no-worse-than RUN] [--junit F.xml] [--json]',
+    '<agent> --data F.eval.jsonl [--model SPEC | --upstream URL --upstream-model M] [--prompt NAME=VER]',
+    '<agent> --data F [--repeat K] [--baseline RUN] [--min X] [--no-worse-than RUN] [--junit F] [--json]',
   ],
   about:
     "Runs the agent over the dataset's tasks through the runner and the gateway (each rollout recorded, as in training)\n" +
@@ -351,7 +351,7 @@ export const EVAL_COMMAND = {
 export const DATASET_FROM_ROLLOUTS_COMMAND = {
   name: 'dataset from-rollouts',
   summary: 'write an eval dataset from recorded rollouts: each task input with the answer it recorded as "expected"',
-  usage: ['--out F.eval.jsonl [--run RUN] [--status S[,S]] [--reward-min X] [--reward-max X] [--candidate C] [--agent A]'],
+  usage: ['--out F [--run RUN] [--status S] [--reward-min X] [--reward-max X] [--candidate C]'],
   about:
     "Selects rollouts with the store's rollout query and writes one row per rollout: its task input, its recorded\n" +
     'answer (the value the agent returned, else its final object) as "expected", its task id, and where it came from.\n' +

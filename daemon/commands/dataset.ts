@@ -18,12 +18,16 @@ import { connect } from './optimize.js';
 const HELP = commandHelp(DATASET_FROM_ROLLOUTS_COMMAND);
 
 export async function run(argv: string[]): Promise<number> {
-  const sub = argv[0];
+  const [sub, ...rest] = argv;
+  if (!sub || sub === '--help' || sub === '-h') {
+    process.stdout.write(HELP);
+    return sub ? 0 : 2;
+  }
   if (sub !== 'from-rollouts') {
-    process.stderr.write(`agl dataset: ${sub && !sub.startsWith('-') ? `unknown subcommand '${sub}'` : 'give the subcommand'} (from-rollouts)\n\n${HELP}`);
+    process.stderr.write(`agl dataset: unknown subcommand '${sub}' (from-rollouts)\n\n${HELP}`);
     return 2;
   }
-  const a = parseCommand(DATASET_FROM_ROLLOUTS_COMMAND, argv.slice(1), HELP);
+  const a = parseCommand(DATASET_FROM_ROLLOUTS_COMMAND, rest, HELP);
   if ('exit' in a) return a.exit;
   const f = a.values;
   let query: Omit<RolloutQuery, 'limit' | 'cursor'>;

@@ -8,8 +8,9 @@
  * or a reward grader give; on 0/1 scores every non-zero difference has the same magnitude, and it is exactly the sign
  * test. Its p-value is exact (the null distribution of W+ over the 2^n sign patterns of the observed ranks, midranks
  * included, by dynamic programming) up to EXACT_MAX tasks that differ, and the normal approximation (tie-corrected
- * variance, continuity correction) above, where the two agree to about the third decimal.
+ * variance, continuity correction) above.
  */
+import { ranks as midranks } from '../judge/agreement.js';
 
 /** Tasks that differ up to which the p-value is exact. */
 export const EXACT_MAX = 100;
@@ -95,25 +96,12 @@ export interface SignedRank {
   exact: boolean;
 }
 
-/** Ranks (1-based, ties their mean rank) of the values' magnitudes. */
-function midranks(values: readonly number[]): number[] {
-  const order = values.map((v, i) => [Math.abs(v), i] as const).sort((a, b) => a[0] - b[0]);
-  const ranks = new Array<number>(values.length);
-  for (let i = 0; i < order.length;) {
-    let j = i;
-    while (j + 1 < order.length && order[j + 1]![0] === order[i]![0]) j++;
-    for (let k = i; k <= j; k++) ranks[order[k]![1]] = (i + j) / 2 + 1;
-    i = j + 1;
-  }
-  return ranks;
-}
-
 /** Wilcoxon's signed-rank test of the paired differences `diffs` (after - before), two-sided. */
 export function wilcoxonSignedRank(diffs: readonly number[]): SignedRank {
   const d = diffs.filter((x) => x !== 0);
   const n = d.length;
   if (n === 0) return { wPlus: 0, n: 0, p: 1, exact: true };
-  const ranks = midranks(d);
+  const ranks = midranks(d.map(Math.abs)); // 1-based, tied magnitudes their mean rank
   const wPlus = d.reduce((a, x, i) => a + (x > 0 ? ranks[i]! : 0), 0);
   if (n > EXACT_MAX) return { wPlus, n, p: normalSignedRankP(wPlus, ranks), exact: false };
   // Doubled ranks are whole numbers (midranks are halves): the distribution of 2W+ over every sign pattern.
@@ -123,7 +111,11 @@ export function wilcoxonSignedRank(diffs: readonly number[]): SignedRank {
   dist[0] = 1;
   for (const r of twice) {
     const next = new Float64Array(total + 1);
-    for (let s = 0; s <= total; s++) if (dist[s]) ((next[s] += dist[s]! / 2), (next[s + r] += dist[s]! / 2));
+    for (let s = 0; s <= total; s++) {
+      if (!dist[s]) continue;
+      next[s] += dist[s]! / 2;
+      next[s + r] += dist[s]! / 2;
+    }
     dist = next;
   }
   const w = Math.round(2 * wPlus);

@@ -104,7 +104,7 @@ test('a passing run: --min holds (exit 0), JUnit XML per task, rollouts tagged w
   const r = await agl(evalArgs('--min', '0.8', '--junit', junit));
   assert.equal(r.code, 0, r.out);
   runA = /run (eval-[\w-]+)/.exec(r.out)![1]!;
-  assert.match(r.out, /^pass  q0 +1\.000/m);
+  assert.match(r.out, /^pass {2}q0 +1\.000/m);
   assert.match(r.out, /^ERROR boom +0\.000 +(Error: )?the quiz agent was asked to fail/m);
   assert.match(r.out, /mean 0\.857 \(95% interval [\d.]+ to [\d.]+\) over 7 tasks; pass@1 0\.857 \(6 of 7 passed\)/);
   assert.match(r.out, /ok: mean 0\.857 reaches --min 0\.8/);
@@ -171,7 +171,10 @@ test('the judge grader: single mode, one call per answer, its explanation the re
     const rubric = join(dir, 'rubric.md');
     writeFileSync(rubric, 'The listed answer scores 1.\n- q1 => 8\n- q2 => 11\n');
     const judged = join(dir, 'judged.eval.jsonl');
-    writeFileSync(judged, ['{"id":"q1","input":{"q":"q1","answer":7},"grader":"judge"}', '{"id":"q2","input":{"q":"q2","answer":11},"grader":"judge"}'].join('\n'));
+    writeFileSync(
+      judged,
+      ['{"id":"q1","input":{"q":"q1","answer":7},"grader":"judge"}', '{"id":"q2","input":{"q":"q2","answer":11},"grader":"judge"}'].join('\n'),
+    );
     const flags = ['--judge-url', judge.url, '--judge-model', 'scripted-judge', '--judge-rubric', rubric, '--json'];
     const r = await agl([AGENT, '--data', judged, ...evalArgs(...flags).slice(3)]);
     assert.equal(r.code, 0, r.out);
