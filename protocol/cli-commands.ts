@@ -343,9 +343,10 @@ export const EVAL_COMMAND = {
   },
   positionals: true,
   notes:
-    'The judge grader takes the --judge-* settings (single mode: one call per answer, the row\'s "expected" shown as the\n' +
-    'reference). Exit code: 0 passed, 1 below --min, significantly worse than --no-worse-than, or the run failed, 2 on a\n' +
-    'usage error or a bad dataset (every bad row named by its line and field).',
+    'The judge grader takes the --judge-* settings (single mode: one call per answer, the row\'s "expected" and the task\'s\n' +
+    'answer fields shown as the reference unless --judge-show-expected false).\n' +
+    'Exit code: 0 passed; 1 below --min, significantly worse than --no-worse-than, or the run failed; 2 on a usage error\n' +
+    'or a bad dataset (every bad row named by its line and field).',
 } as const satisfies CliCommand;
 
 export const DATASET_FROM_ROLLOUTS_COMMAND = {

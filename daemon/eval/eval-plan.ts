@@ -100,11 +100,12 @@ async function pinnedPrompts(store: LightningStore, agent: string, given: string
   return out;
 }
 
-/** The judge grader's settings from the --judge-* flags, in single mode (one call per answer). */
+/** The judge grader's settings from the --judge-* flags. */
 function judgeSettings(f: EvalFlags): JudgeSettings {
   const given = (configOverrides(EVAL_COMMAND.options, f).judge ?? {}) as Record<string, unknown>;
   if (given.rubric && typeof given.rubric === 'object') given.rubric = { file: resolve((given.rubric as { file: string }).file) };
-  const r = JudgeSection.safeParse({ ...given, mode: 'single' });
+  // Single mode (one call per answer), and the expected answer shown unless --judge-show-expected false: it is the reference.
+  const r = JudgeSection.safeParse({ showExpected: true, ...given, mode: 'single' });
   if (!r.success)
     throw new Error(
       `rows graded by the judge need its settings (--judge-url, --judge-model, --judge-rubric): ${r.error.issues.map((i) => `--judge-${i.path.join('.')}: ${i.message}`).join('; ')}`,

@@ -54,7 +54,10 @@ async function judgeRollout(
   judge: Judge,
   o: { attempt: string; spans: Awaited<ReturnType<typeof rolloutOutcome>>['spans']; answer: string | null },
 ): Promise<SampleGrade> {
-  const shown = task.expected === undefined ? task.input : { task: task.input, expected: task.expected };
+  // The row's expectation beside the task's own fields, shown as judge.showExpected says (agl eval's default: shown).
+  const input = task.input;
+  const asObject = input && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : { task: input };
+  const shown = task.expected === undefined ? input : { ...asObject, expected: task.expected };
   const judged = await judge.judgeGroup(shown, [{ rolloutId: r.id, attemptId: o.attempt, spans: o.spans }], `${r.id}`, 'single');
   const scores = 'scores' in judged ? judged.scores : null;
   const rewards = new Map(scores ? [...scores].map(([id, s]) => [id, judgedReward(s, null, null)]) : []);

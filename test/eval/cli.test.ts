@@ -173,7 +173,7 @@ test('the judge grader: single mode, one call per answer, its explanation the re
     const judged = join(dir, 'judged.eval.jsonl');
     writeFileSync(
       judged,
-      ['{"id":"q1","input":{"q":"q1","answer":7},"grader":"judge"}', '{"id":"q2","input":{"q":"q2","answer":11},"grader":"judge"}'].join('\n'),
+      ['{"id":"q1","input":{"q":"q1","answer":7},"expected":8,"grader":"judge"}', '{"id":"q2","input":{"q":"q2","answer":11},"grader":"judge"}'].join('\n'),
     );
     const flags = ['--judge-url', judge.url, '--judge-model', 'scripted-judge', '--judge-rubric', rubric, '--json'];
     const r = await agl([AGENT, '--data', judged, ...evalArgs(...flags).slice(3)]);
@@ -187,6 +187,11 @@ test('the judge grader: single mode, one call per answer, its explanation the re
       ],
     );
     assert.equal(judge.requests.length, 2, 'one call per answer');
+    const tasks = judge.requests.map((q) => q.task);
+    assert.ok(
+      tasks.some((t) => /q: q1\nanswer: 7\nexpected: 8/.test(t)),
+      `the row's expected shown to the judge: ${JSON.stringify(tasks)}`,
+    );
     const q2 = (await store.queryRollouts({ runId: o.runId, limit: 10 })).items.find((x) => readRolloutMetadata(x.metadata).taskId === 'q2')!;
     const spans = await store.querySpans({ rolloutId: q2.id, attemptId: 'latest' });
     assert.equal(finalReward(spans), 0);
