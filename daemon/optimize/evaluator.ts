@@ -109,7 +109,8 @@ export class StoreEvaluator implements Evaluator {
     const missing = tasks.filter((t, i) => !this.scores.has(keys[i]!) && !this.rollouts.has(keys[i]!));
     if (missing.length) await this.enqueue(candidate, missing, split);
     const pending = keys.filter((k) => !this.scores.has(k)).map((k) => this.rollouts.get(k)!);
-    for (const r of await this.waitAll(pending)) await this.read(r);
+    const waited = { agent: this.o.agent, signal: this.o.signal, onRollout: () => this.o.onRollout?.(), log: this.o.log };
+    for (const r of await waitForEnded(this.o.store, pending, waited)) await this.read(r);
     // A rollout cancelled from outside is rolled out again (it scores nothing).
     const lost = tasks.filter((_, i) => !this.scores.has(keys[i]!));
     if (lost.length) {
@@ -150,43 +151,64 @@ export class StoreEvaluator implements Evaluator {
     made.forEach((r, i) => this.rollouts.set(key(candidate.id, tasks[i]!.id, split), r.id));
   }
 
-  /**
-   * Waits until every rollout has ended (each has a timeout once claimed, so the store ends them all). Rollouts left
-   * queuing (no runner worker claims the agent's rollouts) are said every minute: the run waits for workers.
-   */
-  private async waitAll(ids: string[]): Promise<Rollout[]> {
-    const ended = new Map<string, Rollout>();
-    let quietSince = Date.now();
-    while (ended.size < ids.length) {
-      if (this.o.signal?.aborted) throw new Error('interrupted');
-      const before = ended.size;
-      const waiting = ids.filter((id) => !ended.has(id));
-      for (const r of await this.o.store.waitForRollouts(waiting, 2_000)) ended.set(r.id, r);
-      for (let i = before; i < ended.size; i++) this.o.onRollout?.();
-      if (ended.size > before) quietSince = Date.now();
-      else if (Date.now() - quietSince > STALL_MS) {
-        quietSince = Date.now();
-        const queued = (await this.o.store.queryRollouts({ ids: waiting, status: ['queuing', 'requeuing'], limit: waiting.length })).items.length;
-        if (queued) this.o.log?.(`${queued} rollouts of agent ${this.o.agent} wait for a runner worker (agl runner --agent ${this.o.agent}, or --workers N)`);
-      }
-    }
-    return ids.map((id) => ended.get(id)!);
-  }
-
-  /** A rollout's score: its final reward and feedback; a failed one 0 with its error. */
+  /** A rollout's score (rolloutOutcome), kept under its (candidate, split, task). */
   private async read(r: Rollout): Promise<void> {
     if (r.status === 'cancelled') return;
     const m = readRolloutMetadata(r.metadata);
     const k = key(String(m.candidate), String(m.taskId), m.split as Split);
-    const spans: Span[] = await this.o.store.querySpans({ rolloutId: r.id, attemptId: 'latest' });
-    const reward = finalReward(spans);
-    let feedback = rolloutFeedback(spans) ?? '';
-    if (r.status !== 'succeeded') {
-      const attempt = await this.o.store.getLatestAttempt(r.id);
-      feedback ||= attempt?.error?.message ?? `the rollout ended ${r.status}${attempt ? ` (attempt ${attempt.status})` : ''}`;
-    } else if (reward === null) feedback ||= 'the agent emitted no reward';
-    this.scores.set(k, { taskId: String(m.taskId), score: rolloutScore(r.status, reward), feedback, rolloutId: r.id });
+    const { score, feedback } = await rolloutOutcome(this.o.store, r);
+    this.scores.set(k, { taskId: String(m.taskId), score, feedback, rolloutId: r.id });
   }
+}
+
+/** Where waitForEnded reports: each rollout that ended, and rollouts left waiting for a runner worker. */
+export interface WaitOptions {
+  /** The agent's stable id (named when its rollouts wait for a worker). */
+  agent: string;
+  signal?: AbortSignal;
+  onRollout?: (r: Rollout) => void;
+  log?: (line: string) => void;
+}
+
+/**
+ * Waits until every rollout has ended (each has a timeout once claimed, so the store ends them all), in the order of
+ * `ids`. Rollouts left queuing (no runner worker claims the agent's rollouts) are said every minute: the run waits
+ * for workers. Used by the Evaluator and by `agl eval` (daemon/eval/).
+ */
+export async function waitForEnded(store: LightningStore, ids: string[], o: WaitOptions): Promise<Rollout[]> {
+  const ended = new Map<string, Rollout>();
+  let quietSince = Date.now();
+  while (ended.size < ids.length) {
+    if (o.signal?.aborted) throw new Error('interrupted');
+    const before = ended.size;
+    const waiting = ids.filter((id) => !ended.has(id));
+    for (const r of await store.waitForRollouts(waiting, 2_000)) {
+      ended.set(r.id, r);
+      o.onRollout?.(r);
+    }
+    if (ended.size > before) quietSince = Date.now();
+    else if (Date.now() - quietSince > STALL_MS) {
+      quietSince = Date.now();
+      const queued = (await store.queryRollouts({ ids: waiting, status: ['queuing', 'requeuing'], limit: waiting.length })).items.length;
+      if (queued) o.log?.(`${queued} rollouts of agent ${o.agent} wait for a runner worker (agl runner --agent ${o.agent}, or --workers N)`);
+    }
+  }
+  return ids.map((id) => ended.get(id)!);
+}
+
+/**
+ * An ended rollout's score and feedback, read from its latest attempt: its final reward (rolloutScore: 0 when it
+ * failed or emitted none) and the reward's feedback; a failed one says its error.
+ */
+export async function rolloutOutcome(store: LightningStore, r: Rollout): Promise<{ score: number; reward: number | null; feedback: string; spans: Span[] }> {
+  const spans: Span[] = await store.querySpans({ rolloutId: r.id, attemptId: 'latest' });
+  const reward = finalReward(spans);
+  let feedback = rolloutFeedback(spans) ?? '';
+  if (r.status !== 'succeeded') {
+    const attempt = await store.getLatestAttempt(r.id);
+    feedback ||= attempt?.error?.message ?? `the rollout ended ${r.status}${attempt ? ` (attempt ${attempt.status})` : ''}`;
+  } else if (reward === null) feedback ||= 'the agent emitted no reward';
+  return { score: rolloutScore(r.status, reward), reward, feedback, spans };
 }
 
 /** An LLM call span as the optimizer reads it: the messages sent and the answer, each cut to a readable length. */

@@ -85,8 +85,11 @@ export async function runOptimization(plan: OptimizePlan, conn: OptimizeConnecti
   }
 }
 
+/** What hostRollouts needs of a run's settings (an optimization's, or an evaluation's: daemon/eval/). */
+export type HostedRun = Pick<OptimizeConfig, 'llm' | 'workers' | 'agent' | 'agentSpec'>;
+
 /** The gateway the agent's calls go through and the runner workers that run it: this process's own, or a daemon's. */
-async function hostRollouts(c: OptimizeConfig, conn: OptimizeConnection, log: (m: string) => void): Promise<{ endpoint: string; close(): Promise<void> }> {
+export async function hostRollouts(c: HostedRun, conn: OptimizeConnection, log: (m: string) => void): Promise<{ endpoint: string; close(): Promise<void> }> {
   const keyEnvs = c.llm.upstream ? [...new Set([...DEFAULT_KEY_ENVS, c.llm.upstream.keyEnv])] : undefined;
   if (conn.daemon) {
     const runner: Runner | null = startRunner({
@@ -117,6 +120,14 @@ async function hostRollouts(c: OptimizeConfig, conn: OptimizeConnection, log: (m
     allowedKeyEnvs: keyEnvs,
   });
   return host;
+}
+
+/** The LLM resource every rollout of a run carries: the agent's model (upstream or the local policy) through the run's gateway. */
+export function llmResource(llm: OptimizeConfig['llm'], endpoint: string): LlmResource {
+  const up = llm.upstream;
+  return up
+    ? { type: 'llm', endpoint, model: up.model, backend: 'upstream', upstreamUrl: up.url, apiKeyEnv: up.keyEnv, samplingParams: {} }
+    : { type: 'llm', endpoint, model: 'policy', backend: 'local', samplingParams: {} };
 }
 
 class OptimizationRun {
@@ -211,12 +222,8 @@ class OptimizationRun {
     });
   }
 
-  /** The LLM resource every rollout of the run carries: the agent's model through this run's gateway. */
   private llm(): LlmResource {
-    const up = this.c.llm.upstream;
-    return up
-      ? { type: 'llm', endpoint: this.endpoint, model: up.model, backend: 'upstream', upstreamUrl: up.url, apiKeyEnv: up.keyEnv, samplingParams: {} }
-      : { type: 'llm', endpoint: this.endpoint, model: 'policy', backend: 'local', samplingParams: {} };
+    return llmResource(this.c.llm, this.endpoint);
   }
 
   /** A candidate's resources: the run's LLM, and one prompt_template per prompt (what llm.prompt(name) returns in its rollouts). */
