@@ -14,6 +14,7 @@ import { finalReward, isLlmCallSpan, rolloutFeedback, rolloutScore } from '../..
 import { GENAI } from '../../protocol/spans.js';
 import { readRolloutMetadata, type Rollout, type RolloutInput, type Span } from '../../protocol/store.js';
 import type { Task } from '../algorithm/rollouts.js';
+import { isTerminalRollout } from '../store/common.js';
 import type { Budget } from './budget.js';
 
 export type Split = 'train' | 'val' | 'test';
@@ -63,6 +64,33 @@ const key = (candidate: string, taskId: string, split: Split) => `${candidate}\u
 export function rolloutConfig(timeoutSeconds: number): RolloutInput['config'] {
   return { timeoutSeconds, unresponsiveSeconds: Math.max(30, timeoutSeconds), maxAttempts: 2, retryOn: ['unresponsive'] };
 }
+/**
+ * A resumed run's rollouts that were under way when its last process was killed: the runner workers holding their
+ * attempts died with it (its own host's, or its own workers against a daemon), so nobody finishes them, and the
+ * health check would end them as timed out: a 0 where a run never interrupted scored what the agent did, and the
+ * replay would decide otherwise from there. They are cancelled before this process's host (and its watchdog) starts,
+ * and the Evaluator rolls their tasks out again: a kill spends at most the rollouts in flight twice. Rollouts still
+ * queuing are kept (this process's workers claim them). How many were cancelled.
+ */
+export async function cancelInFlight(store: LightningStore, runId: string): Promise<number> {
+  let cancelled = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await store.queryRollouts({ runId, status: ['preparing', 'running'], order: 'asc', limit: 500, ...(cursor ? { cursor } : {}) });
+    for (const r of page.items) {
+      try {
+        await store.cancelRollout(r.id);
+        cancelled++;
+      } catch (e) {
+        // It ended meanwhile (a daemon's runner finished it): its outcome stands.
+        if (!isTerminalRollout((await store.getRollout(r.id))?.status ?? 'cancelled')) throw e;
+      }
+    }
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return cancelled;
+}
+
 /** How long rollouts may sit unclaimed before the run says it waits for runner workers. */
 const STALL_MS = 60_000;
 /** How much of one message, and of one example, the optimizer is shown. */
