@@ -125,18 +125,23 @@ export class StoreEvaluator implements Evaluator {
   }
 
   unasked(candidate: PromptCandidate, tasks: readonly Task[], split: Split): number {
-    return tasks.filter((t) => !this.asked.has(key(candidate.id, t.id, split))).length;
+    return new Set(tasks.map((t) => key(candidate.id, t.id, split)).filter((k) => !this.asked.has(k))).size;
   }
 
+  /**
+   * A task may come twice in one batch (a minibatch across the end of an epoch of the train shuffle): it is rolled
+   * out, counted and waited for once, and its score given at each of its places.
+   */
   async score(candidate: PromptCandidate, tasks: readonly Task[], split: Split): Promise<TaskScore[]> {
     if (!candidate.resourcesId) throw new Error(`candidate ${candidate.id} has no resources version: it was refused, never to be rolled out`);
     const keys = tasks.map((t) => key(candidate.id, t.id, split));
-    const fresh = keys.filter((k) => !this.asked.has(k));
+    const first = (k: string, i: number) => keys.indexOf(k) === i;
+    const fresh = keys.filter((k, i) => first(k, i) && !this.asked.has(k));
     this.o.budget.spend(fresh.length);
     for (const k of fresh) this.asked.add(k);
-    const missing = tasks.filter((t, i) => !this.scores.has(keys[i]!) && !this.rollouts.has(keys[i]!));
+    const missing = tasks.filter((_, i) => first(keys[i]!, i) && !this.scores.has(keys[i]!) && !this.rollouts.has(keys[i]!));
     if (missing.length) await this.enqueue(candidate, missing, split);
-    const pending = keys.filter((k) => !this.scores.has(k)).map((k) => this.rollouts.get(k)!);
+    const pending = keys.filter((k, i) => first(k, i) && !this.scores.has(k)).map((k) => this.rollouts.get(k)!);
     for (const r of await this.waitAll(pending)) await this.read(r);
     // A rollout cancelled from outside is rolled out again (it scores nothing).
     const lost = tasks.filter((_, i) => !this.scores.has(keys[i]!));
