@@ -350,7 +350,7 @@ describe('training dashboard webview on a run with one policy per role', () => {
       /^policy writer loss 0\.0200$/,
     );
     assert.match(await page.locator('.cfg.roles').innerText(), /policies writer, rewriter/);
-    assert.match((await page.locator('.cfg.roles').getAttribute('title'))!, /every other role is served, untrained, by the default policy warmup/);
+    assert.match((await page.locator('.cfg.roles').getAttribute('title'))!, /every other role is served, untrained, by the default policy \(warmup\)/);
   });
 
   it('notes the steps that taught nothing or little, each with the first thing to try; a click opens the step', async () => {
