@@ -14,6 +14,7 @@ import { finalReward, isLlmCallSpan, rolloutFeedback, rolloutScore } from '../..
 import { GENAI } from '../../protocol/spans.js';
 import { readRolloutMetadata, type Rollout, type RolloutInput, type Span } from '../../protocol/store.js';
 import type { Task } from '../algorithm/rollouts.js';
+import { isTerminalRollout } from '../store/common.js';
 import type { Budget } from './budget.js';
 
 export type Split = 'train' | 'val' | 'test';
@@ -63,6 +64,33 @@ const key = (candidate: string, taskId: string, split: Split) => `${candidate}\u
 export function rolloutConfig(timeoutSeconds: number): RolloutInput['config'] {
   return { timeoutSeconds, unresponsiveSeconds: Math.max(30, timeoutSeconds), maxAttempts: 2, retryOn: ['unresponsive'] };
 }
+/**
+ * A resumed run's rollouts that were under way when its last process was killed: the runner workers holding their
+ * attempts died with it (its own host's, or its own workers against a daemon), so nobody finishes them, and the
+ * health check would end them as timed out: a 0 where a run never interrupted scored what the agent did, and the
+ * replay would decide otherwise from there. They are cancelled before this process's host (and its watchdog) starts,
+ * and the Evaluator rolls their tasks out again: a kill spends at most the rollouts in flight twice. Rollouts still
+ * queuing are kept (this process's workers claim them). How many were cancelled.
+ */
+export async function cancelInFlight(store: LightningStore, runId: string): Promise<number> {
+  let cancelled = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await store.queryRollouts({ runId, status: ['preparing', 'running'], order: 'asc', limit: 500, ...(cursor ? { cursor } : {}) });
+    for (const r of page.items) {
+      try {
+        await store.cancelRollout(r.id);
+        cancelled++;
+      } catch (e) {
+        // It ended meanwhile (a daemon's runner finished it): its outcome stands.
+        if (!isTerminalRollout((await store.getRollout(r.id))?.status ?? 'cancelled')) throw e;
+      }
+    }
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return cancelled;
+}
+
 /** How long rollouts may sit unclaimed before the run says it waits for runner workers. */
 const STALL_MS = 60_000;
 /** How much of one message, and of one example, the optimizer is shown. */
@@ -97,18 +125,23 @@ export class StoreEvaluator implements Evaluator {
   }
 
   unasked(candidate: PromptCandidate, tasks: readonly Task[], split: Split): number {
-    return tasks.filter((t) => !this.asked.has(key(candidate.id, t.id, split))).length;
+    return new Set(tasks.map((t) => key(candidate.id, t.id, split)).filter((k) => !this.asked.has(k))).size;
   }
 
+  /**
+   * A task may come twice in one batch (a minibatch across the end of an epoch of the train shuffle): it is rolled
+   * out, counted and waited for once, and its score given at each of its places.
+   */
   async score(candidate: PromptCandidate, tasks: readonly Task[], split: Split): Promise<TaskScore[]> {
     if (!candidate.resourcesId) throw new Error(`candidate ${candidate.id} has no resources version: it was refused, never to be rolled out`);
     const keys = tasks.map((t) => key(candidate.id, t.id, split));
-    const fresh = keys.filter((k) => !this.asked.has(k));
+    const first = (k: string, i: number) => keys.indexOf(k) === i;
+    const fresh = keys.filter((k, i) => first(k, i) && !this.asked.has(k));
     this.o.budget.spend(fresh.length);
     for (const k of fresh) this.asked.add(k);
-    const missing = tasks.filter((t, i) => !this.scores.has(keys[i]!) && !this.rollouts.has(keys[i]!));
+    const missing = tasks.filter((_, i) => first(keys[i]!, i) && !this.scores.has(keys[i]!) && !this.rollouts.has(keys[i]!));
     if (missing.length) await this.enqueue(candidate, missing, split);
-    const pending = keys.filter((k) => !this.scores.has(k)).map((k) => this.rollouts.get(k)!);
+    const pending = keys.filter((k, i) => first(k, i) && !this.scores.has(k)).map((k) => this.rollouts.get(k)!);
     const waited = { agent: this.o.agent, signal: this.o.signal, onRollout: () => this.o.onRollout?.(), log: this.o.log };
     for (const r of await waitForEnded(this.o.store, pending, waited)) await this.read(r);
     // A rollout cancelled from outside is rolled out again (it scores nothing).

@@ -22,7 +22,7 @@ import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import { beam } from './beam.js';
 import { Budget } from './budget.js';
 import { CandidatePool } from './candidates.js';
-import { StoreEvaluator } from './evaluator.js';
+import { cancelInFlight, StoreEvaluator } from './evaluator.js';
 import { gepa } from './gepa.js';
 import { OptimizerRefused, Proposer } from './proposer.js';
 import type { OptimizePlan } from './run-plan.js';
@@ -74,8 +74,11 @@ export async function runOptimization(plan: OptimizePlan, conn: OptimizeConnecti
   const c = plan.config;
   const store = conn.store;
   const runId = plan.runId ?? newId('opt');
-  if (plan.runId) await store.updateTrainingRun(runId, { status: 'running' });
-  else await store.createTrainingRun({ id: runId, agent: c.agent, config: c as never, totalSteps: c.budget, kind: 'optimize' });
+  if (plan.runId) {
+    await store.updateTrainingRun(runId, { status: 'running' });
+    const lost = await cancelInFlight(store, runId);
+    if (lost) o.report.log(`agl optimize: ${lost} rollouts were under way when the run stopped: rolled out again`);
+  } else await store.createTrainingRun({ id: runId, agent: c.agent, config: c as never, totalSteps: c.budget, kind: 'optimize' });
   const host = await hostRollouts(c, conn, (m) => o.report.log(`  ${m}`));
   const run = new OptimizationRun(plan, runId, store, host.endpoint, o);
   try {
