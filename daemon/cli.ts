@@ -26,6 +26,8 @@ const COMMANDS: Record<AglCommandName, () => Promise<CommandModule>> = {
   doctor: () => import('./commands/doctor.js'),
   engine: () => import('./commands/engine.js'),
   optimize: () => import('./commands/optimize.js'),
+  eval: () => import('./commands/eval.js'),
+  dataset: () => import('./commands/dataset.js'),
   judge: () => import('./commands/judge.js'),
 };
 // ---------------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import { COMMANDS } from '../protocol/commands.js';
 import { markAsAgent } from '../protocol/lsp.js';
 import type { Ctx } from './ctx.js';
 import { cursorEditor } from './pickers.js';
+import { optimizeCommand } from './optimize-command.js';
 import { runRolloutCommand } from './rollout-command.js';
 import { trainCommand } from './train-command.js';
 import { showOptimizationView, showTrainingDashboard, showTrajectoryViewer } from './views.js';
@@ -38,6 +39,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       if (!(await ctx.requireDaemon('open the training dashboard'))) return;
       await showTrainingDashboard(ctx, { runId: typeof runId === 'string' ? runId : undefined });
     }),
+    reg(COMMANDS.optimizePrompt, 'Optimize This Prompt', (prompt) => optimizeCommand(ctx, prompt)),
     reg(COMMANDS.openOptimizationView, 'Open Optimization View', async (runId) => {
       if (!(await ctx.requireDaemon('open the optimization view'))) return;
       await showOptimizationView(ctx, { runId: typeof runId === 'string' ? runId : undefined });

@@ -6,7 +6,9 @@
  * or what the daemon serves) and the optimizer's endpoint (the settings agentLightning.optimizer.*); the task files an
  * earlier optimization of the agent used; and a finished run's result in words.
  */
+import { commandLine } from '../protocol/cli-options.js';
 import type { PromptInfo } from '../protocol/lsp.js';
+import { OPTIMIZE_COMMAND, type OptimizeFlags } from '../protocol/optimize-options.js';
 import type { OptimizationSummary } from '../protocol/prompts.js';
 import type { TrainingRun } from '../protocol/store.js';
 import type { TaskFiles } from './train-choices.js';
@@ -63,6 +65,30 @@ export function agentPromptNames(prompts: readonly PromptInfo[], agent: string, 
   return [...new Set([first, ...names])];
 }
 
+/**
+ * The `agl optimize` arguments of a choice. It runs against the daemon the extension uses (agl-process.ts names it in
+ * AGL_URL and AGL_TOKEN), so its rollouts, candidates and progress reach the views through the daemon's events;
+ * `--json`: its one stdout line is the result. The command line comes from agl optimize's one option table
+ * (protocol/optimize-options.ts): a flag it lacks does not compile.
+ */
+export function optimizeArgs(agent: string, choice: OptimizeChoice): string[] {
+  const flags: OptimizeFlags = {
+    prompt: choice.prompts,
+    train: choice.train,
+    val: choice.val,
+    budget: String(choice.budget),
+    'optimizer-url': choice.optimizer.url,
+    'optimizer-model': choice.optimizer.model,
+    'optimizer-key-env': choice.optimizer.keyEnv,
+    json: true,
+  };
+  if (choice.test) flags.test = choice.test;
+  const m = choice.agentModel;
+  // 'served': no flag, so the agent's calls go to what the daemon's gateway serves (agl serve --model or --upstream).
+  if (m.kind === 'upstream') Object.assign(flags, { upstream: m.url, 'upstream-model': m.model, 'upstream-key-env': m.keyEnv });
+  return commandLine(OPTIMIZE_COMMAND, flags, [agent]);
+}
+
 /** The task files of the agent's newest optimization (its config's `data`, as `agl optimize` records it). */
 export function lastOptimizeTaskFiles(runs: readonly TrainingRun[]): TaskFiles {
   for (const run of [...runs].sort((a, b) => b.createdAt - a.createdAt)) {
@@ -92,7 +118,8 @@ const score = (v: number | null | undefined) => (typeof v === 'number' ? v.toFix
 export function describeOptimization(run: TrainingRun): string {
   const s = run.summary as OptimizationSummary;
   const parts: string[] = [];
-  if (s.scores) {
+  // Before the seed is scored (a run stopped early) there is no score to say: "val — → —" would only look broken.
+  if (s.scores && (typeof s.scores.seed.val === 'number' || typeof s.scores.best.val === 'number')) {
     parts.push(`val ${score(s.scores.seed.val)} → ${score(s.scores.best.val)}`);
     if (s.scores.seed.test !== null || s.scores.best.test !== null) parts.push(`test ${score(s.scores.seed.test)} → ${score(s.scores.best.test)} (held out)`);
   }

@@ -1,7 +1,8 @@
 /**
  * What "Train This Agent" offers and the `agl train` command line a choice becomes. No VS Code API here
  * (unit-tested in test/extension/train-choices.test.ts). Sensible defaults come from the agent's own
- * folder: a `train.yaml` next to the agent is offered as a budget ("the agent's settings"), and model
+ * folder: a `train.yaml` next to the agent (else the one the README beside it trains the agent with, as calc-py's
+ * names the calc sample's) is offered as a budget ("the agent's settings") and its `data:` first, and model
  * folders next to it (e.g. a sample's shipped SFT warm-up) are offered before the built-in models.
  * A task file is preselected only when it is the agent's (dataOptions): never a file that merely sorts first.
  */
@@ -90,11 +91,39 @@ export function trainArgs(
   return trainCommandLine(agent, flags);
 }
 
-/** `train.yaml` (or `.yml`) in the agent's folder, or null. */
+/**
+ * The agent's train.yaml: `train.yaml` (or `.yml`) in its folder; else the `--config` of the `agl train` command line
+ * the README beside it gives for this very agent file (a Python agent that trains on another sample's data and
+ * settings, as calc-py's README names samples/calc/train.yaml); or null.
+ */
 export function agentTrainConfig(agentFile: string): string | null {
   for (const name of ['train.yaml', 'train.yml']) {
     const f = join(dirname(agentFile), name);
     if (existsSync(f)) return f;
+  }
+  return readmeTrainConfig(agentFile);
+}
+
+/**
+ * The `--config` of an `agl train <agent file>...` command in the README.md beside the agent (a command continued
+ * over lines with `\` is one). Its paths are written from the project's root, which this file does not know: the
+ * first folder from the README's up where the file exists is the one.
+ */
+export function readmeTrainConfig(agentFile: string): string | null {
+  const readme = join(dirname(agentFile), 'README.md');
+  if (!existsSync(readme)) return null;
+  const text = readFileSync(readme, 'utf8').replace(/\\\r?\n/g, ' ');
+  const name = basename(agentFile);
+  for (const line of text.split(/\r?\n/)) {
+    const command = /\bagl train\s+(\S+)(.*)$/.exec(line);
+    if (!command || basename(command[1]!.replace(/[:#][\w$]+$/, '')) !== name) continue;
+    const config = /--config[=\s]+(\S+)/.exec(command[2]!)?.[1];
+    if (!config) continue;
+    for (let dir = dirname(readme); ; dir = dirname(dir)) {
+      const found = resolve(dir, config);
+      if (existsSync(found)) return found;
+      if (dirname(dir) === dir) break;
+    }
   }
   return null;
 }

@@ -10,7 +10,7 @@
 import { diagnosisSentence, policyChanged, type LearningDiagnosis } from '../protocol/training-health.js';
 import type { TrainConfigInput } from '../protocol/train-config.js';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { COMMANDS } from '../protocol/commands.js';
 import type { AgentInfo } from '../protocol/lsp.js';
@@ -109,7 +109,7 @@ async function askChoice(ctx: Ctx, client: AglClient, agent: AgentInfo): Promise
     // A sample (or the user) ships its tuned settings next to the agent: the sensible default.
     budgets.unshift({
       label: `The agent's ${basename(agentConfig)}`,
-      detail: `${configBudgetDetail(agentConfig)}: settings shipped next to the agent (${vscode.workspace.asRelativePath(agentConfig)})`,
+      detail: `${configBudgetDetail(agentConfig)}: ${dirname(agentConfig) === dirname(agentFile) ? 'settings shipped next to the agent' : 'the settings the README beside the agent trains it with'} (${vscode.workspace.asRelativePath(agentConfig)})`,
       description: last?.budget === AGENT_CONFIG_BUDGET ? 'last used' : 'recommended',
       id: AGENT_CONFIG_BUDGET,
     });

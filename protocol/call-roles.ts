@@ -12,7 +12,7 @@
  *  - a call without token ids is never trained; a validation rollout's calls are never trained;
  *  - a selected call of a training rollout is trained once the run stores its transition (its step was trained).
  */
-import { roleOwners, type PolicyEntryShape } from './role-owners.js';
+import { DEFAULT_POLICY, roleOwners, type PolicyEntryShape } from './role-owners.js';
 import { agentNames, isLlmCallSpan, llmCallNumbers, numberArrayAttr } from './span-reading.js';
 import { AGL } from './spans.js';
 import type { RolloutMode, Span, Transition } from './store.js';
@@ -24,8 +24,8 @@ export interface RunRoles {
   agentMatch: string | null;
   /** Role -> the policy that serves and trains it (config `policies:`: its own, or the role it shares); empty: none. */
   policies: Record<string, string>;
-  /** The policy serving the roles without one, untrained (the run's model); null without `policies:`. */
-  defaultPolicy: string | null;
+  /** The model the default policy serves to the roles without a policy, untrained (its folder's last part); null without `policies:`. */
+  defaultModel: string | null;
   /** The rule in one sentence. */
   rule: string;
 }
@@ -43,23 +43,26 @@ const lastPathPart = (p: string): string =>
     .split(/[\\/]/)
     .pop() ?? p;
 
+/** The default policy in words, with the model it serves when known: `default policy (warmup)`. */
+const defaultPolicyWords = (model: string | null): string => `${DEFAULT_POLICY} policy${model ? ` (${model})` : ''}`;
+
 /** The run's selection rule from its recorded config. */
 export function runRoles(runId: string, config: RolesConfig | null): RunRoles {
   const agentMatch = config?.training?.agentMatch ?? null;
   const policies = roleOwners(config?.policies); // the run's policy set: protocol/policy-set.ts
   const roles = Object.keys(policies);
-  // The gateway names the default policy by the run's model (a folder by its last part: `samples/sql/warmup` -> `warmup`);
-  // the call's own agl.policy.name, when recorded, is what the views show.
+  // The default policy (DEFAULT_POLICY, as the gateway names it and the calls it served record it) serves the run's model,
+  // named here by its folder's last part (`samples/sql/warmup` -> `warmup`).
   const model = config?.model?.init ?? config?.model?.name ?? null;
-  const defaultPolicy = roles.length && model ? lastPathPart(model) : null;
+  const defaultModel = roles.length && model ? lastPathPart(model) : null;
   const rule = roles.length
     ? `trains ${roles.map((r) => (policies[r] === r ? `${r} (own policy)` : `${r} (policy ${policies[r]}, shared)`)).join(', ')}; ` +
-      `every other role is served, untrained, by the default policy${defaultPolicy ? ` ${defaultPolicy}` : ''}` +
+      `every other role is served, untrained, by the ${defaultPolicyWords(defaultModel)}` +
       (agentMatch ? ` (training.agentMatch ${agentMatch})` : '')
     : agentMatch
       ? `trains the roles matching training.agentMatch ${agentMatch}; the others are not trained`
       : 'trains every call (no training.agentMatch, no policies)';
-  return { runId, agentMatch, policies, defaultPolicy, rule };
+  return { runId, agentMatch, policies, defaultModel, rule };
 }
 
 /** Whether the run's rule selects a role for training. */
@@ -112,9 +115,9 @@ function whyNot(role: string | null, policy: string | null, roles: RunRoles): st
   const who = role ? `role ${role}` : 'a call naming no role';
   if (Object.keys(roles.policies).length) {
     const trained = Object.keys(roles.policies);
-    const served = policy ?? roles.defaultPolicy;
+    const served = policy && policy !== DEFAULT_POLICY ? `policy ${policy}` : defaultPolicyWords(roles.defaultModel);
     const given = `the role${trained.length === 1 ? '' : 's'} given a policy of ${trained.length === 1 ? 'its' : 'their'} own`;
-    return `Not trained: run ${roles.runId} trains only ${trained.join(', ')} (${given}); ${who} is served by the default policy${served ? ` ${served}` : ''}, untrained.`;
+    return `Not trained: run ${roles.runId} trains only ${trained.join(', ')} (${given}); ${who} is served by the ${served}, untrained.`;
   }
   return `Not trained: ${who} does not match run ${roles.runId}'s training.agentMatch ${roles.agentMatch}.`;
 }

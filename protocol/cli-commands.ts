@@ -6,6 +6,7 @@
  * A new flag goes in its command's table here, with its doc; `npm run docs:cli` then rewrites the README's lists.
  */
 import type { CliCommand, CliOption, FlagsOf } from './cli-options.js';
+import { GRADERS } from './eval.js';
 import { judgeFlags } from './judge-settings.js';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES } from './store.js';
 import { OPTIMIZE_COMMAND, OPTIMIZE_PROMOTE_COMMAND } from './optimize-options.js';
@@ -280,6 +281,100 @@ export const JUDGE_CHECK_COMMAND = {
   notes: 'Exit code: 0 when it compared some pairs, 1 when there was nothing to compare (it says why), 2 on a usage error.',
 } as const satisfies CliCommand;
 
+/** How `agl eval` and `agl dataset` reach a store: a daemon (--url/--token), else the data dir's (or --store). */
+const EVAL_CONNECT = {
+  url: { type: 'string', arg: 'URL', help: 'run against the daemon at URL (with --token) instead of a store and gateway of its own' },
+  token: { type: 'string', arg: 'T', help: "that daemon's token (or AGL_TOKEN)" },
+  'data-dir': DATA_DIR,
+  store: STORE,
+} as const satisfies Record<string, CliOption>;
+
+export const EVAL_COMMAND = {
+  name: 'eval',
+  summary: 'evaluate an agent on a dataset (graders, pass@k, a baseline run compared task by task): a test for CI',
+  usage: [
+    '<agent> --data F.eval.jsonl [--model SPEC | --upstream URL --upstream-model M] [--prompt NAME=VER]',
+    '<agent> --data F [--repeat K] [--baseline RUN] [--min X] [--no-worse-than RUN] [--junit F] [--json]',
+  ],
+  about:
+    "Runs the agent over the dataset's tasks through the runner and the gateway (each rollout recorded, as in training)\n" +
+    "and grades each answer: by the row's grader against its `expected` (exact, contains, regex, number, json-schema,\n" +
+    "judge), or by the agent's own reward. Records an eval run (its rollouts tagged with it: the trajectory viewer's run\n" +
+    'filter), prints per-task results, the mean with its 95% interval and pass@k; --baseline compares task by task\n' +
+    '(wins, losses, ties, the Wilcoxon signed-rank p-value) and says whether the change is significant (p < 0.05).',
+  options: {
+    data: { type: 'string', arg: 'FILE', help: 'the dataset: JSON lines { "id", "input", "expected", "grader", "tolerance" } (only input required)' },
+    repeat: { type: 'string', arg: 'K', help: 'rollouts per task: pass@k (a task passes when any of its K passes) and the mean of their scores', default: '1' },
+    grader: {
+      type: 'string',
+      arg: 'G',
+      help: `the grader of rows that name none: ${GRADERS.join(', ')} (default exact for rows with "expected", else reward)`,
+    },
+    tolerance: { type: 'string', arg: 'X', help: "the number grader's absolute tolerance for rows that give none (default 1e-6)" },
+    pass: { type: 'string', arg: 'X', help: 'a task passes when its score reaches X (JUnit failures, pass@k)', default: '0.5' },
+    prompt: {
+      type: 'string',
+      arg: 'NAME=VERSION',
+      multiple: true,
+      help: "the text llm.prompt(NAME) returns in these rollouts: an optimization's candidate id (pc-...) or `promoted` (repeatable)",
+    },
+    model: {
+      type: 'string',
+      arg: 'SPEC',
+      help: "the agent's model as a local policy: builtin:0.8m, a checkpoint (agl sft / agl train) or a Hugging Face folder",
+    },
+    upstream: { type: 'string', arg: 'URL', help: "the agent's model: an OpenAI-compatible server (base URL ending in /v1) the gateway forwards to" },
+    'upstream-model': { type: 'string', arg: 'M', help: 'the model to ask it for' },
+    'upstream-key-env': { type: 'string', arg: 'VAR', help: "the environment variable holding that server's API key", default: 'OPENAI_API_KEY' },
+    baseline: { type: 'string', arg: 'RUN', help: 'an earlier eval run to compare with, task by task (its id: agl eval printed it)' },
+    min: { type: 'string', arg: 'SCORE', help: 'exit 1 when the mean score is below SCORE' },
+    'no-worse-than': {
+      type: 'string',
+      arg: 'RUN',
+      help: "exit 1 when the mean is below that eval run's on the tasks both have and the paired test says the drop is significant",
+    },
+    junit: { type: 'string', arg: 'FILE', help: 'write JUnit XML: one testcase per task, a failure with the answer, the expectation and the reason' },
+    ...JUDGE_SETTING_FLAGS,
+    workers: { type: 'string', arg: 'N', help: 'runner workers in this process (0: rely on `agl runner` processes)', default: '4' },
+    'rollout-timeout': { type: 'string', arg: 'S', help: 'a rollout running longer fails (its task scores 0, a JUnit error)', default: '120' },
+    json: { type: 'boolean', help: 'print one JSON object: runId, mean, interval, passAtK, tasks, comparisons' },
+    quiet: { type: 'boolean', help: 'no progress bar' },
+    ...EVAL_CONNECT,
+  },
+  positionals: true,
+  notes:
+    'The judge grader takes the --judge-* settings (single mode: one call per answer, the row\'s "expected" and the task\'s\n' +
+    'answer fields shown as the reference unless --judge-show-expected false).\n' +
+    'Exit code: 0 passed; 1 below --min, significantly worse than --no-worse-than, or the run failed; 2 on a usage error\n' +
+    'or a bad dataset (every bad row named by its line and field).',
+} as const satisfies CliCommand;
+
+export const DATASET_FROM_ROLLOUTS_COMMAND = {
+  name: 'dataset from-rollouts',
+  summary: 'write an eval dataset from recorded rollouts: each task input with the answer it recorded as "expected"',
+  usage: ['--out F [--run RUN] [--status S] [--reward-min X] [--reward-max X] [--candidate C]'],
+  about:
+    "Selects rollouts with the store's rollout query and writes one row per rollout: its task input, its recorded\n" +
+    'answer (the value the agent returned, else its final object) as "expected", its task id, and where it came from.\n' +
+    'Rollouts that recorded no answer are skipped (and counted). Edit the expectations you disagree with, then agl eval.',
+  options: {
+    out: { type: 'string', arg: 'FILE', help: 'the JSONL file to write (refused if it exists, unless --append)' },
+    append: { type: 'boolean', help: 'add the rows to the end of --out' },
+    run: { type: 'string', arg: 'RUN', help: 'only the rollouts of this run (train, optimize or eval)' },
+    status: { type: 'string', arg: 'S[,S]', help: `one or more of ${ROLLOUT_STATUSES.join('|')}` },
+    mode: { type: 'string', arg: 'M', help: ROLLOUT_MODES.join('|') },
+    agent: { type: 'string', arg: 'A', help: 'only the rollouts of this agent' },
+    'reward-min': { type: 'string', arg: 'X', help: 'only rollouts whose final reward is at least X' },
+    'reward-max': { type: 'string', arg: 'X', help: 'only rollouts whose final reward is at most X' },
+    candidate: { type: 'string', arg: 'C', help: "only the rollouts an optimization ran with this candidate's prompts" },
+    search: { type: 'string', arg: 'WORDS', help: 'only rollouts whose input or outputs hold these words' },
+    grader: { type: 'string', arg: 'G', help: `the grader each row names: ${GRADERS.join(', ')} (default: none, so agl eval uses exact)` },
+    limit: { type: 'string', arg: 'N', help: 'at most N rows, newest rollouts first', default: '1000' },
+    json: { type: 'boolean', help: 'print what was written as JSON' },
+    ...EVAL_CONNECT,
+  },
+} as const satisfies CliCommand;
+
 /** Every `agl` command, in the order `agl --help` lists them: its summary, and what its --help prints (a subcommand each). */
 export const AGL_COMMANDS = {
   serve: { summary: SERVE_COMMAND.summary, declarations: [SERVE_COMMAND] },
@@ -294,6 +389,8 @@ export const AGL_COMMANDS = {
   doctor: { summary: DOCTOR_COMMAND.summary, declarations: [DOCTOR_COMMAND] },
   engine: { summary: ENGINE_COMMAND.summary, declarations: [ENGINE_COMMAND] },
   optimize: { summary: OPTIMIZE_COMMAND.summary, declarations: [OPTIMIZE_COMMAND, OPTIMIZE_PROMOTE_COMMAND] },
+  eval: { summary: EVAL_COMMAND.summary, declarations: [EVAL_COMMAND] },
+  dataset: { summary: DATASET_FROM_ROLLOUTS_COMMAND.summary, declarations: [DATASET_FROM_ROLLOUTS_COMMAND] },
   judge: {
     summary: "an LLM judge as the reward: agl judge check RUN scores a run's validation rollouts and its agreement",
     declarations: [JUDGE_CHECK_COMMAND],
@@ -304,6 +401,8 @@ export type AglCommandName = keyof typeof AGL_COMMANDS;
 /** Every declaration, in `agl --help`'s order: what the README's flag lists show. */
 export const ALL_DECLARATIONS: readonly CliCommand[] = Object.values(AGL_COMMANDS).flatMap((c): readonly CliCommand[] => c.declarations);
 
+export type EvalFlags = FlagsOf<typeof EVAL_COMMAND.options>;
+export type DatasetFlags = FlagsOf<typeof DATASET_FROM_ROLLOUTS_COMMAND.options>;
 export type ServeFlags = FlagsOf<typeof SERVE_COMMAND.options>;
 export type SftFlags = FlagsOf<typeof SFT_COMMAND.options>;
 export type RolloutFlags = FlagsOf<typeof ROLLOUT_COMMAND.options>;

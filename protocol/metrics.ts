@@ -147,7 +147,8 @@ export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
   [METRICS.responseLengthMean]: { label: 'response length', unit: 'tokens' },
   [METRICS.rolloutCount]: { label: 'rollouts', unit: 'rollouts' },
   [METRICS.rolloutFailed]: { label: 'failed rollouts', unit: 'rollouts' },
-  [METRICS.rolloutTransitions]: { label: 'transitions', unit: 'LLM calls' },
+  // A transition is a call trained on (its credit and tokens in the update), not every call the step made.
+  [METRICS.rolloutTransitions]: { label: 'transitions (calls trained on)', unit: 'trained calls' },
   [METRICS.llmCalls]: { label: 'LLM calls recorded', unit: 'LLM calls' },
   [METRICS.greedyCalls]: { label: 'greedily sampled calls', unit: 'LLM calls' },
   [METRICS.tokensPerS]: { label: 'training throughput', unit: 'tokens/s' },
@@ -172,7 +173,7 @@ export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
 /** How a policy's and a role's own metrics read (after its name). */
 const POLICY_LABELS: Record<string, MetricLabel> = {
   reward: { label: 'reward of its calls (mean credit)', unit: '' },
-  transitions: { label: 'calls trained on', unit: 'LLM calls' },
+  transitions: { label: 'calls trained on', unit: 'trained calls' },
   loss: { label: 'loss', unit: '' },
   kl: { label: 'KL to reference', unit: 'nats/token' },
   clip_ratio: { label: 'clip ratio', unit: 'share of tokens' },

@@ -15,12 +15,8 @@ import type { TrainConfig } from './train-config.js';
 /** The name of a run's one policy when it needs one of its own (a LoRA adapter, its checkpoint folder). */
 export const ONE_POLICY = 'policy';
 
-/**
- * The name of the policy serving every role without one of its own, in a set with policies per role (the run's model,
- * untrained; LoRA's base): the gateway serves it under this name, the calls it served record it, `agl serve` of the
- * run's checkpoint and `agl export` name it so.
- */
-export const DEFAULT_POLICY = 'default';
+/** The default policy's name, declared zod-free in role-owners.ts for the viewer's bundle too. */
+export { DEFAULT_POLICY } from './role-owners.js';
 
 /** The name a model answers to when nothing names it otherwise: a built-in model its spec (`builtin:0.8m`), a folder its last part. */
 export function modelName(spec: string): string {

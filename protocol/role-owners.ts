@@ -3,6 +3,13 @@
  * as recorded: zod-free, for the viewer's bundle (protocol/call-roles.ts) as well as the policy set (policy-set.ts).
  */
 
+/**
+ * The name of the policy serving every role without one of its own, in a set with policies per role (the run's model,
+ * untrained; LoRA's base): the gateway serves it under this name, the calls it served record it, `agl serve` of the
+ * run's checkpoint and `agl export` name it so.
+ */
+export const DEFAULT_POLICY = 'default';
+
 /** A role's entry under `policies:` as the recorded config holds it (its own policy, or `shared: <role>`). */
 export type PolicyEntryShape = { shared?: unknown } | object;
 

@@ -142,6 +142,11 @@ export const AGL = {
   policyName: 'agl.policy.name',
   /** That policy's version: its training updates so far. */
   policyVersion: 'agl.policy.version',
+  /** What answered an LLM call, on every call the gateway records: the local policy's name (one policy per role or
+   *  not), or the upstream model that answered. */
+  servedBy: 'agl.served.by',
+  /** The training updates the local policy that answered had (null: untrained, or an upstream model). */
+  servedUpdates: 'agl.served.updates',
   toolSucceeded: 'agl.tool.succeeded',
 } as const;
 

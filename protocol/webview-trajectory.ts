@@ -5,6 +5,7 @@
  */
 import type { RolloutSearchRequest, RolloutsViewRequest } from './api.js';
 import type { CallInfo, RunRoles } from './call-roles.js';
+import type { ServedModel } from './served-by.js';
 import type { EpisodeAnswer, PromptReading } from './span-reading.js';
 import type { Attempt, Rollout, RolloutMode, RolloutStatus, RunKind, Span, Transition } from './store.js';
 import type { ScaleRewards } from './grpo-advantage.js';
@@ -53,6 +54,8 @@ export interface RolloutRow {
   error: string | null;
   /** Spans of the latest attempt with an error status. */
   errorSpans: number;
+  /** Whether any runner is connected to claim it (protocol/runner-presence.ts): a queued row says when none is. */
+  runnerConnected: boolean;
 }
 
 /** A run to filter by: a training run, or a prompt optimization (its rollouts carry its id too). */
@@ -96,6 +99,10 @@ export interface RolloutDetail {
   /** The algorithm's transitions for these spans (credit, advantage), newest training step first. */
   transitions: Transition[];
   resourcesVersion: number | null;
+  /** What answered the attempt's LLM calls (protocol/served-by.ts), in the order first seen. */
+  served: ServedModel[];
+  /** Whether any runner is connected (a queued rollout with none says so). */
+  runnerConnected: boolean;
   /** Each LLM call of the attempt in call-number order: its number, role, policy and version, trained or not and why. */
   calls: CallInfo[];
   /** The selection rule of the training run that made the rollout (or trained on it); null when none did. */

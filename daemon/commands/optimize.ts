@@ -51,8 +51,8 @@ export async function run(argv: string[]): Promise<number> {
   }
 }
 
-/** The store and where rollouts run: a daemon (--url/--token), else the data dir's store (or --store) hosted here. */
-async function connect(f: Pick<OptimizeFlags, 'url' | 'token' | 'data-dir' | 'store'>): Promise<OptimizeConnection> {
+/** The store and where rollouts run: a daemon (--url/--token), else the data dir's store (or --store) hosted here (agl eval's too). */
+export async function connect(f: Pick<OptimizeFlags, 'url' | 'token' | 'data-dir' | 'store'>): Promise<OptimizeConnection> {
   const dataDir = resolveDataDir(f['data-dir']);
   const url = f.url ?? process.env.AGL_URL;
   if (url) {

@@ -6,6 +6,7 @@
 import { commandHelp } from '../../protocol/cli-options.js';
 import { ROLLOUT_COMMAND } from '../../protocol/cli-commands.js';
 import { ROLLOUT_MODES, type RolloutMode } from '../../protocol/store.js';
+import { servedModelText, servedModels, servedNote } from '../../protocol/served-by.js';
 import { storedAgentId } from '../runner/agent-ref.js';
 import { connect } from '../runner/connect.js';
 import { formatSpanTree } from '../runner/print.js';
@@ -57,6 +58,9 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${formatSpanTree(spans)}\n\n`);
     if (result.outcome.error) process.stdout.write(`error: ${result.outcome.error.message}\n`);
     process.stdout.write(`status: ${status}   reward: ${result.outcome.reward ?? '-'}   spans: ${spans.length}\n`);
+    const served = servedModels(spans);
+    // Outside training: whether a trained checkpoint answered, or what the daemon serves (and how to change it).
+    if (served.length) process.stdout.write(`model: ${served.map(servedModelText).join(', ')}\n${servedNote(served)}\n`);
   }
   return result.outcome.status === 'succeeded' ? 0 : 1;
 }

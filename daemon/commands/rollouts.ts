@@ -8,6 +8,7 @@ import { commandHelp } from '../../protocol/cli-options.js';
 import { ROLLOUTS_LIST_COMMAND, ROLLOUTS_SHOW_COMMAND } from '../../protocol/cli-commands.js';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type Attempt, type Rollout, type RolloutMode, type RolloutStatus, type Span } from '../../protocol/store.js';
 import { isLlmCallSpan, pickFinalReward, rewardsInOrder } from '../../protocol/span-reading.js';
+import { connectedWorkers, statusWords } from '../../protocol/runner-presence.js';
 import { AglClient } from '../../client/client.js';
 import { resolveDataDir } from '../../client/daemon-state.js';
 import { parseCommand } from './flags.js';
@@ -79,9 +80,19 @@ async function list(argv: string[]): Promise<number> {
     process.stdout.write('no rollouts match\n');
     return 0;
   }
+  const queued = page.items.some((r) => r.status === 'queuing' || r.status === 'requeuing');
+  const runnerConnected = !queued || connectedWorkers(await client.listWorkers()).length > 0;
   const rows = [['ID', 'STATUS', 'MODE', 'AGENT', 'ATTEMPTS', 'CREATED', 'INPUT']];
   for (const r of page.items) {
-    rows.push([r.id, r.status, r.mode, clip(r.agent ?? '-', 40), String(r.attemptCount), ago(r.createdAt), clip(JSON.stringify(r.input) ?? '', 50)]);
+    rows.push([
+      r.id,
+      statusWords(r.status, runnerConnected),
+      r.mode,
+      clip(r.agent ?? '-', 40),
+      String(r.attemptCount),
+      ago(r.createdAt),
+      clip(JSON.stringify(r.input) ?? '', 50),
+    ]);
   }
   process.stdout.write(table(rows));
   const limitFlag = values.limit === ROLLOUTS_LIST_COMMAND.options.limit.default ? '' : ` --limit ${limit}`;

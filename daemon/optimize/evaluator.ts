@@ -14,6 +14,7 @@ import { finalReward, isLlmCallSpan, rolloutFeedback, rolloutScore } from '../..
 import { GENAI } from '../../protocol/spans.js';
 import { readRolloutMetadata, type Rollout, type RolloutInput, type Span } from '../../protocol/store.js';
 import type { Task } from '../algorithm/rollouts.js';
+import { isTerminalRollout } from '../store/common.js';
 import type { Budget } from './budget.js';
 
 export type Split = 'train' | 'val' | 'test';
@@ -63,6 +64,33 @@ const key = (candidate: string, taskId: string, split: Split) => `${candidate}\u
 export function rolloutConfig(timeoutSeconds: number): RolloutInput['config'] {
   return { timeoutSeconds, unresponsiveSeconds: Math.max(30, timeoutSeconds), maxAttempts: 2, retryOn: ['unresponsive'] };
 }
+/**
+ * A resumed run's rollouts that were under way when its last process was killed: the runner workers holding their
+ * attempts died with it (its own host's, or its own workers against a daemon), so nobody finishes them, and the
+ * health check would end them as timed out: a 0 where a run never interrupted scored what the agent did, and the
+ * replay would decide otherwise from there. They are cancelled before this process's host (and its watchdog) starts,
+ * and the Evaluator rolls their tasks out again: a kill spends at most the rollouts in flight twice. Rollouts still
+ * queuing are kept (this process's workers claim them). How many were cancelled.
+ */
+export async function cancelInFlight(store: LightningStore, runId: string): Promise<number> {
+  let cancelled = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await store.queryRollouts({ runId, status: ['preparing', 'running'], order: 'asc', limit: 500, ...(cursor ? { cursor } : {}) });
+    for (const r of page.items) {
+      try {
+        await store.cancelRollout(r.id);
+        cancelled++;
+      } catch (e) {
+        // It ended meanwhile (a daemon's runner finished it): its outcome stands.
+        if (!isTerminalRollout((await store.getRollout(r.id))?.status ?? 'cancelled')) throw e;
+      }
+    }
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return cancelled;
+}
+
 /** How long rollouts may sit unclaimed before the run says it waits for runner workers. */
 const STALL_MS = 60_000;
 /** How much of one message, and of one example, the optimizer is shown. */
@@ -97,19 +125,25 @@ export class StoreEvaluator implements Evaluator {
   }
 
   unasked(candidate: PromptCandidate, tasks: readonly Task[], split: Split): number {
-    return tasks.filter((t) => !this.asked.has(key(candidate.id, t.id, split))).length;
+    return new Set(tasks.map((t) => key(candidate.id, t.id, split)).filter((k) => !this.asked.has(k))).size;
   }
 
+  /**
+   * A task may come twice in one batch (a minibatch across the end of an epoch of the train shuffle): it is rolled
+   * out, counted and waited for once, and its score given at each of its places.
+   */
   async score(candidate: PromptCandidate, tasks: readonly Task[], split: Split): Promise<TaskScore[]> {
     if (!candidate.resourcesId) throw new Error(`candidate ${candidate.id} has no resources version: it was refused, never to be rolled out`);
     const keys = tasks.map((t) => key(candidate.id, t.id, split));
-    const fresh = keys.filter((k) => !this.asked.has(k));
+    const first = (k: string, i: number) => keys.indexOf(k) === i;
+    const fresh = keys.filter((k, i) => first(k, i) && !this.asked.has(k));
     this.o.budget.spend(fresh.length);
     for (const k of fresh) this.asked.add(k);
-    const missing = tasks.filter((t, i) => !this.scores.has(keys[i]!) && !this.rollouts.has(keys[i]!));
+    const missing = tasks.filter((_, i) => first(keys[i]!, i) && !this.scores.has(keys[i]!) && !this.rollouts.has(keys[i]!));
     if (missing.length) await this.enqueue(candidate, missing, split);
-    const pending = keys.filter((k) => !this.scores.has(k)).map((k) => this.rollouts.get(k)!);
-    for (const r of await this.waitAll(pending)) await this.read(r);
+    const pending = keys.filter((k, i) => first(k, i) && !this.scores.has(k)).map((k) => this.rollouts.get(k)!);
+    const waited = { agent: this.o.agent, signal: this.o.signal, onRollout: () => this.o.onRollout?.(), log: this.o.log };
+    for (const r of await waitForEnded(this.o.store, pending, waited)) await this.read(r);
     // A rollout cancelled from outside is rolled out again (it scores nothing).
     const lost = tasks.filter((_, i) => !this.scores.has(keys[i]!));
     if (lost.length) {
@@ -150,43 +184,64 @@ export class StoreEvaluator implements Evaluator {
     made.forEach((r, i) => this.rollouts.set(key(candidate.id, tasks[i]!.id, split), r.id));
   }
 
-  /**
-   * Waits until every rollout has ended (each has a timeout once claimed, so the store ends them all). Rollouts left
-   * queuing (no runner worker claims the agent's rollouts) are said every minute: the run waits for workers.
-   */
-  private async waitAll(ids: string[]): Promise<Rollout[]> {
-    const ended = new Map<string, Rollout>();
-    let quietSince = Date.now();
-    while (ended.size < ids.length) {
-      if (this.o.signal?.aborted) throw new Error('interrupted');
-      const before = ended.size;
-      const waiting = ids.filter((id) => !ended.has(id));
-      for (const r of await this.o.store.waitForRollouts(waiting, 2_000)) ended.set(r.id, r);
-      for (let i = before; i < ended.size; i++) this.o.onRollout?.();
-      if (ended.size > before) quietSince = Date.now();
-      else if (Date.now() - quietSince > STALL_MS) {
-        quietSince = Date.now();
-        const queued = (await this.o.store.queryRollouts({ ids: waiting, status: ['queuing', 'requeuing'], limit: waiting.length })).items.length;
-        if (queued) this.o.log?.(`${queued} rollouts of agent ${this.o.agent} wait for a runner worker (agl runner --agent ${this.o.agent}, or --workers N)`);
-      }
-    }
-    return ids.map((id) => ended.get(id)!);
-  }
-
-  /** A rollout's score: its final reward and feedback; a failed one 0 with its error. */
+  /** A rollout's score (rolloutOutcome), kept under its (candidate, split, task). */
   private async read(r: Rollout): Promise<void> {
     if (r.status === 'cancelled') return;
     const m = readRolloutMetadata(r.metadata);
     const k = key(String(m.candidate), String(m.taskId), m.split as Split);
-    const spans: Span[] = await this.o.store.querySpans({ rolloutId: r.id, attemptId: 'latest' });
-    const reward = finalReward(spans);
-    let feedback = rolloutFeedback(spans) ?? '';
-    if (r.status !== 'succeeded') {
-      const attempt = await this.o.store.getLatestAttempt(r.id);
-      feedback ||= attempt?.error?.message ?? `the rollout ended ${r.status}${attempt ? ` (attempt ${attempt.status})` : ''}`;
-    } else if (reward === null) feedback ||= 'the agent emitted no reward';
-    this.scores.set(k, { taskId: String(m.taskId), score: rolloutScore(r.status, reward), feedback, rolloutId: r.id });
+    const { score, feedback } = await rolloutOutcome(this.o.store, r);
+    this.scores.set(k, { taskId: String(m.taskId), score, feedback, rolloutId: r.id });
   }
+}
+
+/** Where waitForEnded reports: each rollout that ended, and rollouts left waiting for a runner worker. */
+export interface WaitOptions {
+  /** The agent's stable id (named when its rollouts wait for a worker). */
+  agent: string;
+  signal?: AbortSignal;
+  onRollout?: (r: Rollout) => void;
+  log?: (line: string) => void;
+}
+
+/**
+ * Waits until every rollout has ended (each has a timeout once claimed, so the store ends them all), in the order of
+ * `ids`. Rollouts left queuing (no runner worker claims the agent's rollouts) are said every minute: the run waits
+ * for workers. Used by the Evaluator and by `agl eval` (daemon/eval/).
+ */
+export async function waitForEnded(store: LightningStore, ids: string[], o: WaitOptions): Promise<Rollout[]> {
+  const ended = new Map<string, Rollout>();
+  let quietSince = Date.now();
+  while (ended.size < ids.length) {
+    if (o.signal?.aborted) throw new Error('interrupted');
+    const before = ended.size;
+    const waiting = ids.filter((id) => !ended.has(id));
+    for (const r of await store.waitForRollouts(waiting, 2_000)) {
+      ended.set(r.id, r);
+      o.onRollout?.(r);
+    }
+    if (ended.size > before) quietSince = Date.now();
+    else if (Date.now() - quietSince > STALL_MS) {
+      quietSince = Date.now();
+      const queued = (await store.queryRollouts({ ids: waiting, status: ['queuing', 'requeuing'], limit: waiting.length })).items.length;
+      if (queued) o.log?.(`${queued} rollouts of agent ${o.agent} wait for a runner worker (agl runner --agent ${o.agent}, or --workers N)`);
+    }
+  }
+  return ids.map((id) => ended.get(id)!);
+}
+
+/**
+ * An ended rollout's score and feedback, read from its latest attempt: its final reward (rolloutScore: 0 when it
+ * failed or emitted none) and the reward's feedback; a failed one says its error.
+ */
+export async function rolloutOutcome(store: LightningStore, r: Rollout): Promise<{ score: number; reward: number | null; feedback: string; spans: Span[] }> {
+  const spans: Span[] = await store.querySpans({ rolloutId: r.id, attemptId: 'latest' });
+  const reward = finalReward(spans);
+  let feedback = rolloutFeedback(spans) ?? '';
+  if (r.status !== 'succeeded') {
+    const attempt = await store.getLatestAttempt(r.id);
+    feedback ||= attempt?.error?.message ?? `the rollout ended ${r.status}${attempt ? ` (attempt ${attempt.status})` : ''}`;
+  } else if (reward === null) feedback ||= 'the agent emitted no reward';
+  return { score: rolloutScore(r.status, reward), reward, feedback, spans };
 }
 
 /** An LLM call span as the optimizer reads it: the messages sent and the answer, each cut to a readable length. */

@@ -22,7 +22,7 @@ import { DEFAULT_KEY_ENVS } from '../server/gateway-upstream.js';
 import { beam } from './beam.js';
 import { Budget } from './budget.js';
 import { CandidatePool } from './candidates.js';
-import { StoreEvaluator } from './evaluator.js';
+import { cancelInFlight, StoreEvaluator } from './evaluator.js';
 import { gepa } from './gepa.js';
 import { OptimizerRefused, Proposer } from './proposer.js';
 import type { OptimizePlan } from './run-plan.js';
@@ -74,8 +74,11 @@ export async function runOptimization(plan: OptimizePlan, conn: OptimizeConnecti
   const c = plan.config;
   const store = conn.store;
   const runId = plan.runId ?? newId('opt');
-  if (plan.runId) await store.updateTrainingRun(runId, { status: 'running' });
-  else await store.createTrainingRun({ id: runId, agent: c.agent, config: c as never, totalSteps: c.budget, kind: 'optimize' });
+  if (plan.runId) {
+    await store.updateTrainingRun(runId, { status: 'running' });
+    const lost = await cancelInFlight(store, runId);
+    if (lost) o.report.log(`agl optimize: ${lost} rollouts were under way when the run stopped: rolled out again`);
+  } else await store.createTrainingRun({ id: runId, agent: c.agent, config: c as never, totalSteps: c.budget, kind: 'optimize' });
   const host = await hostRollouts(c, conn, (m) => o.report.log(`  ${m}`));
   const run = new OptimizationRun(plan, runId, store, host.endpoint, o);
   try {
@@ -85,8 +88,11 @@ export async function runOptimization(plan: OptimizePlan, conn: OptimizeConnecti
   }
 }
 
+/** What hostRollouts needs of a run's settings (an optimization's, or an evaluation's: daemon/eval/). */
+export type HostedRun = Pick<OptimizeConfig, 'llm' | 'workers' | 'agent' | 'agentSpec'>;
+
 /** The gateway the agent's calls go through and the runner workers that run it: this process's own, or a daemon's. */
-async function hostRollouts(c: OptimizeConfig, conn: OptimizeConnection, log: (m: string) => void): Promise<{ endpoint: string; close(): Promise<void> }> {
+export async function hostRollouts(c: HostedRun, conn: OptimizeConnection, log: (m: string) => void): Promise<{ endpoint: string; close(): Promise<void> }> {
   const keyEnvs = c.llm.upstream ? [...new Set([...DEFAULT_KEY_ENVS, c.llm.upstream.keyEnv])] : undefined;
   if (conn.daemon) {
     const runner: Runner | null = startRunner({
@@ -117,6 +123,14 @@ async function hostRollouts(c: OptimizeConfig, conn: OptimizeConnection, log: (m
     allowedKeyEnvs: keyEnvs,
   });
   return host;
+}
+
+/** The LLM resource every rollout of a run carries: the agent's model (upstream or the local policy) through the run's gateway. */
+export function llmResource(llm: OptimizeConfig['llm'], endpoint: string): LlmResource {
+  const up = llm.upstream;
+  return up
+    ? { type: 'llm', endpoint, model: up.model, backend: 'upstream', upstreamUrl: up.url, apiKeyEnv: up.keyEnv, samplingParams: {} }
+    : { type: 'llm', endpoint, model: 'policy', backend: 'local', samplingParams: {} };
 }
 
 class OptimizationRun {
@@ -211,12 +225,8 @@ class OptimizationRun {
     });
   }
 
-  /** The LLM resource every rollout of the run carries: the agent's model through this run's gateway. */
   private llm(): LlmResource {
-    const up = this.c.llm.upstream;
-    return up
-      ? { type: 'llm', endpoint: this.endpoint, model: up.model, backend: 'upstream', upstreamUrl: up.url, apiKeyEnv: up.keyEnv, samplingParams: {} }
-      : { type: 'llm', endpoint: this.endpoint, model: 'policy', backend: 'local', samplingParams: {} };
+    return llmResource(this.c.llm, this.endpoint);
   }
 
   /** A candidate's resources: the run's LLM, and one prompt_template per prompt (what llm.prompt(name) returns in its rollouts). */

@@ -1,16 +1,17 @@
 /**
- * The Proposer: asks the optimizer's model (any OpenAI-compatible endpoint, through the real `openai` client) for a
- * reflection, a critique, an edit or a merge, and reads its answer. A call that fails (429, 5xx, a timeout, a dropped
- * connection, an empty or unusable answer) is tried again after a backoff (the server's retry-after when it gives
- * one), up to `retries` times; then the proposal is dropped with its reason and the run goes on. A call the endpoint
- * refuses outright (400, 401, 403, 404: a wrong key or model) stops the run: every later call would fail the same way.
+ * The Proposer: asks the optimizer's model (any OpenAI-compatible endpoint, through daemon/llm-calls' ChatCaller and
+ * so the real `openai` client, as the judge asks its model) for a reflection, a critique, an edit or a merge, and reads
+ * its answer. A call that fails (429, 5xx, a timeout, a dropped connection, an empty or unusable answer) is tried again
+ * after a backoff (the server's retry-after when it gives one), up to `retries` times; then the proposal is dropped with
+ * its reason and the run goes on. A call the endpoint refuses outright (400, 401, 403, 404, 422: a wrong key or model)
+ * stops the run: every later call would fail the same way.
  * Every call is stored (OptimizerCall: request, answer or error, attempts, tokens, cost) before its answer is used,
  * numbered in the run's deterministic order; a resumed run asking call `seq` with the same request gets the stored
  * answer without calling (asking something else is an error: the run cannot be continued the same way).
  */
 import { createHash } from 'node:crypto';
-import OpenAI from 'openai';
 import type { OptimizerCall, OptimizerCallInput } from '../../protocol/prompts.js';
+import { ChatCaller, ModelRefused } from '../llm-calls/chat-caller.js';
 import type { ReadAnswer } from './meta.js';
 
 export type OptimizerPurpose = OptimizerCall['purpose'];
@@ -46,17 +47,15 @@ export class OptimizerRefused extends Error {
   override name = 'OptimizerRefused';
 }
 
-const MAX_BACKOFF_MS = 60_000;
-
 export class Proposer {
   private seq = 0;
-  private readonly client: OpenAI;
+  private readonly caller: ChatCaller;
   private readonly stored: Map<number, OptimizerCall>;
   /** Calls made or replayed, and their tokens and cost (the run's summary). */
   readonly totals = { calls: 0, promptTokens: 0, completionTokens: 0, cost: 0 };
 
   constructor(private readonly o: ProposerOptions) {
-    this.client = new OpenAI({ baseURL: o.url, apiKey: o.apiKey || 'none', maxRetries: 0, timeout: o.timeoutMs });
+    this.caller = new ChatCaller({ ...o, settingsSaid: '--optimizer-url, --optimizer-model and the key in --optimizer-key-env' });
     this.stored = new Map(o.stored.map((c) => [c.seq, c]));
   }
 
@@ -92,7 +91,7 @@ export class Proposer {
     t.cost += call.cost ?? 0;
   }
 
-  /** The call, tried until an answer reads or the tries run out; stored either way. */
+  /** The call through the ChatCaller (tried until an answer reads or the tries run out), stored either way. */
   private async call(
     seq: number,
     purpose: OptimizerPurpose,
@@ -100,32 +99,18 @@ export class Proposer {
     requestHash: string,
     read: (a: string) => ReadAnswer,
   ): Promise<OptimizerCall> {
-    const started = Date.now();
-    const tokens = { prompt: 0, completion: 0 };
-    let response: string | null = null;
-    let error: string | undefined;
-    let attempts = 0;
-    for (;;) {
-      attempts++;
-      const tried = await this.attempt(messages, tokens);
-      if ('answer' in tried) {
-        const got = read(tried.answer);
-        if ('text' in got) {
-          response = tried.answer;
-          break;
-        }
-        error = `unusable answer: ${got.unusable}`;
-      } else error = tried.error;
-      if (attempts > this.o.retries) break;
-      const wait = Math.min(
-        MAX_BACKOFF_MS,
-        'retryAfterMs' in tried && tried.retryAfterMs !== null ? tried.retryAfterMs : this.o.backoffMs * 2 ** (attempts - 1),
-      );
-      this.o.log?.(`optimizer call ${seq} (${purpose}): ${error}; trying again in ${(wait / 1000).toFixed(1)}s`);
-      await new Promise((r) => setTimeout(r, wait));
-    }
-    const failed = response === null ? `${error} (after ${attempts} attempt${attempts > 1 ? 's' : ''})` : null;
-    const { priceIn, priceOut } = this.o;
+    const got = await this.caller
+      .call(
+        messages,
+        (answer) => {
+          const r = read(answer);
+          return 'text' in r ? { value: answer } : r;
+        },
+        `optimizer call ${seq} (${purpose})`,
+      )
+      .catch((e: unknown) => {
+        throw e instanceof ModelRefused ? new OptimizerRefused(`the optimizer's endpoint ${e.message}`) : e;
+      });
     const record: OptimizerCall = {
       runId: this.o.runId,
       seq,
@@ -133,55 +118,17 @@ export class Proposer {
       model: this.o.model,
       requestHash,
       messages,
-      response,
-      error: failed,
-      attempts,
-      promptTokens: tokens.prompt,
-      completionTokens: tokens.completion,
-      cost: priceIn !== null && priceOut !== null ? (tokens.prompt * priceIn + tokens.completion * priceOut) / 1e6 : null,
-      ms: Date.now() - started,
+      response: got.value,
+      error: got.error,
+      attempts: got.attempts,
+      promptTokens: got.promptTokens,
+      completionTokens: got.completionTokens,
+      cost: got.cost,
+      ms: got.ms,
       createdAt: Date.now(),
     };
     const { createdAt: _createdAt, ...input } = record;
     await this.o.record(input);
     return record;
   }
-
-  /** One request: the answer, or why it failed (and when the server asks to come back). */
-  private async attempt(
-    messages: Message[],
-    tokens: { prompt: number; completion: number },
-  ): Promise<{ answer: string } | { error: string; retryAfterMs: number | null }> {
-    try {
-      const res = await this.client.chat.completions.create({ model: this.o.model, messages });
-      tokens.prompt += res.usage?.prompt_tokens ?? 0;
-      tokens.completion += res.usage?.completion_tokens ?? 0;
-      const choice = res.choices?.[0];
-      const answer = choice?.message?.content ?? '';
-      if (!answer.trim()) return { error: 'empty answer', retryAfterMs: null };
-      if (choice?.finish_reason === 'length') return { error: 'the answer was cut off at the token limit', retryAfterMs: null };
-      return { answer };
-    } catch (e) {
-      if (e instanceof OpenAI.APIConnectionTimeoutError) return { error: `timed out after ${this.o.timeoutMs / 1000}s`, retryAfterMs: null };
-      if (e instanceof OpenAI.APIConnectionError) return { error: `connection failed: ${e.message}`, retryAfterMs: null };
-      if (e instanceof OpenAI.APIError && e.status !== undefined && [400, 401, 403, 404, 422].includes(e.status))
-        throw new OptimizerRefused(
-          `the optimizer's endpoint ${this.o.url} refused the request (${e.status}: ${e.message}): check --optimizer-url, --optimizer-model and the key in --optimizer-key-env`,
-        );
-      if (e instanceof OpenAI.APIError) return { error: `${e.status ?? 'error'}: ${e.message}`, retryAfterMs: retryAfter(e.headers) };
-      return { error: (e as Error).message, retryAfterMs: null };
-    }
-  }
-}
-
-/** The server's `retry-after-ms` or `retry-after` (seconds or an HTTP date), in ms; null without one. */
-function retryAfter(headers: Headers | undefined): number | null {
-  const ms = Number(headers?.get?.('retry-after-ms'));
-  if (Number.isFinite(ms) && ms >= 0 && headers?.get?.('retry-after-ms')) return ms;
-  const v = headers?.get?.('retry-after');
-  if (!v) return null;
-  const s = Number(v);
-  if (Number.isFinite(s)) return Math.max(0, s * 1000);
-  const at = Date.parse(v);
-  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : null;
 }

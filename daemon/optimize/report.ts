@@ -15,9 +15,8 @@ const score = (x: number | null) => (x === null ? '-' : x.toFixed(3));
 /** The end in words, then each prompt's diff. */
 export function outcomeLines(o: OptimizeOutcome): string[] {
   const { seed, best } = o.scores;
-  const why = { budget: 'its budget was spent', completed: 'nothing was left to try', cancelled: 'it was stopped', failed: `it failed: ${o.error}` }[
-    o.stopReason
-  ];
+  const done = best.val === 1 ? 'the best solves every val task' : 'nothing was left to try';
+  const why = { budget: 'its budget was spent', completed: done, cancelled: 'it was stopped', failed: `it failed: ${o.error}` }[o.stopReason];
   const spent =
     `${o.rollouts} of ${o.budget} rollouts, ${o.optimizerCalls} optimizer calls (${o.tokens.prompt} + ${o.tokens.completion} tokens` +
     `${o.cost === null ? '' : `, cost ${o.cost.toFixed(4)}`}), ${o.candidates} candidates`;

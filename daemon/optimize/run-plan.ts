@@ -116,7 +116,8 @@ export function leastBudget(t: { val: Task[]; test: Task[] }): number {
   return 1 + t.val.length + 2 * t.test.length;
 }
 
-function runnableAgentSpecOr(agent: string): string {
+/** The agent as the runner runs it, or as given when it is no reference the runner reads (agl eval's too). */
+export function runnableAgentSpecOr(agent: string): string {
   try {
     return runnableAgentSpec(agent);
   } catch {

@@ -143,6 +143,7 @@ export class CallRouter {
       streamed: body.stream === true,
       role,
       policy: resource.roleModels ? { name: resource.model, version: this.ctx.policies?.version(resource.model) ?? null } : null,
+      updates: resource.backend === 'local' ? (this.ctx.policies?.version(resource.model) ?? null) : null,
     };
     return { request, record };
   }

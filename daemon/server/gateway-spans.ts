@@ -1,7 +1,7 @@
 /**
- * Turns one gateway call into one span (GenAI semantic conventions + our agl.* attributes: rollout,
- * attempt, resources version, token ids, log-probs). The stores group-commit concurrent addSpans calls,
- * so each call writes its span directly and many concurrent calls still share one durable write.
+ * Turns one gateway call into one span (GenAI semantic conventions + our agl.* attributes: rollout, attempt,
+ * resources version, what answered the call (agl.served.*), token ids, log-probs). The stores group-commit concurrent
+ * addSpans calls, so each call writes its span directly and many concurrent calls still share one durable write.
  */
 import type { Attributes, AttributeValue, SpanInput } from '../../protocol/store.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
@@ -20,6 +20,15 @@ export interface CallContext {
   role?: string | null;
   /** The policy that served it and its version, when the run serves roles from their own policies. */
   policy?: { name: string; version: number | null } | null;
+  /** The local model's training updates when no per-role policy served the call (null: untrained or unknown). */
+  updates?: number | null;
+}
+
+/** What answered the call: the local policy (by role, or the model its resource names) or the upstream model. */
+function servedBy(req: CallRequest, call: CallContext, result: CallResult | null): { name: string; updates: number | null } {
+  const local = result?.local ?? req.resource.backend === 'local';
+  if (!local) return { name: String(result?.response.model ?? req.body.model ?? req.resource.model), updates: null };
+  return call.policy ? { name: call.policy.name, updates: call.policy.version } : { name: req.resource.model, updates: call.updates ?? null };
 }
 
 function set(attrs: Attributes, key: string, value: unknown): void {
@@ -54,6 +63,9 @@ export function buildCallSpan(req: CallRequest, call: CallContext, result: CallR
     set(attrs, AGL.policyName, call.policy.name);
     set(attrs, AGL.policyVersion, call.policy.version);
   }
+  const served = servedBy(req, call, result);
+  set(attrs, AGL.servedBy, served.name);
+  set(attrs, AGL.servedUpdates, served.updates);
   if (result) {
     const r = result.response;
     const choices = (r.choices as Record<string, unknown>[] | undefined) ?? [];

@@ -6,8 +6,9 @@
  *                  config, checked against them, never recomputed for display); each sample's answer (what the agent
  *                  returned or emitted, protocol/span-reading.ts) and calls (number, role, policy, trained or not and
  *                  why: protocol/call-roles.ts), the group's distinct answers and the task's expected output
- *   rolloutView    one rollout: its attempts, the chosen attempt's spans and transitions, its calls and answer, and the
- *                  selection rule of the run that made it
+ *   rolloutView    one rollout: its attempts, the chosen attempt's spans and transitions, its calls and answer, what
+ *                  answered them (protocol/served-by.ts), whether a runner is connected, and the selection rule of the
+ *                  run that made it
  *   agentHeadline  an agent's one number and its words (protocol/agent-headline.ts), for the CodeLens and dashboard
  */
 import { HEADLINE_WINDOW, describeHeadline, type AgentHeadline, type HeadlineFacts } from '../../protocol/agent-headline.js';
@@ -16,6 +17,8 @@ import { advantageDivisor, isZeroVariance, meanOf, stdUnbiased, type ScaleReward
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { describeCalls, runRoles, type RunRoles } from '../../protocol/call-roles.js';
 import { episodeAnswer, expectedOutput, expectedTaskFields, finalReward, promptVersions } from '../../protocol/span-reading.js';
+import { servedModels } from '../../protocol/served-by.js';
+import { connectedWorkers } from '../../protocol/runner-presence.js';
 import {
   readRolloutMetadata,
   type MetricPoint,
@@ -290,10 +293,11 @@ export async function rolloutView(store: LightningStore, q: { rolloutId: string;
   if (!rollout) throw new Error(`rollout '${q.rolloutId}' does not exist in this daemon's store`);
   const attempts = await store.getAttempts(rollout.id);
   const attempt = attempts.find((a) => a.id === q.attemptId) ?? attempts[attempts.length - 1] ?? null;
-  const [spans, allTransitions, resources] = await Promise.all([
+  const [spans, allTransitions, resources, workers] = await Promise.all([
     attempt ? store.querySpans({ rolloutId: rollout.id, attemptId: attempt.id }) : Promise.resolve([]),
     store.queryTransitions({ rolloutId: rollout.id }),
     rollout.resourcesId ? store.getResources(rollout.resourcesId) : Promise.resolve(null),
+    store.listWorkers(),
   ]);
   const transitions = allTransitions.filter((t) => !attempt || t.attemptId === attempt.id).sort((a, b) => b.step - a.step);
   const madeBy = readRolloutMetadata(rollout.metadata).runId ?? transitions[0]?.runId;
@@ -306,6 +310,8 @@ export async function rolloutView(store: LightningStore, q: { rolloutId: string;
     spans,
     transitions,
     resourcesVersion: resources?.version ?? null,
+    served: servedModels(spans),
+    runnerConnected: connectedWorkers(workers).length > 0,
     calls: describeCalls(spans, transitions, { mode: rollout.mode, roles, missingRunId: run ? null : (madeBy ?? null) }),
     roles,
     answer: episodeAnswer(spans),

@@ -186,7 +186,7 @@ test(
         .evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.metric));
       assert.deepEqual(roleCalls, ['role/checker/calls', 'role/rewriter/calls', 'role/writer/calls'], 'the untrained checker is counted too');
       assert.match(await dash.locator('.cfg.roles').innerText(), /policies writer, rewriter/);
-      assert.match((await dash.locator('.cfg.roles').getAttribute('title'))!, /every other role is served, untrained, by the default policy warmup/);
+      assert.match((await dash.locator('.cfg.roles').getAttribute('title'))!, /every other role is served, untrained, by the default policy \(warmup\)/);
       await shot('02-dashboard');
       await dash.locator('.chart-card[data-chart="policy-loss"]').scrollIntoViewIfNeeded();
       await shot('03-dashboard-policies');
@@ -256,7 +256,7 @@ test(
       assert.equal((await detail.locator('.call-number').innerText()).trim(), `· call #${checker + 1}`);
       assert.equal(
         (await detail.locator('.training-note').innerText()).trim(),
-        `Not trained: run ${run.id} trains only writer, rewriter (the roles given a policy of their own); role checker is served by the default policy warmup, untrained.`,
+        `Not trained: run ${run.id} trains only writer, rewriter (the roles given a policy of their own); role checker is served by the default policy (warmup), untrained.`,
       );
       assert.doesNotMatch(await detail.innerText(), /can be trained/);
       await detail.scrollIntoViewIfNeeded();

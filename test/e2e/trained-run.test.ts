@@ -10,7 +10,11 @@
  *    advantage formula with the group's own mean and std;
  *  - the rollouts list (opened from the lens): exact count, a search that narrows it, a reward filter as a
  *    removable chip with "N hidden by filters", removing the filters restores the count;
- *  - a rollout's span tree: the calculator step as `calc(<input>) → <output>`, and its input and output.
+ *  - a rollout's span tree: the calculator step as `calc(<input>) → <output>`, and its input and output; the model
+ *    that answered its calls (the policy and its updates the gateway recorded), never the resources version;
+ *  - the screenshot review, checked: every value axis of the dashboard (full width, and at half width beside the group
+ *    view) fits its labels (none cut at the canvas's edge); the group header counts its cards' samples and the calls
+ *    trained on of all the calls they made; the list's count is its rows, its resources column named as such.
  * Screenshots go to test-results/e2e/trained-*.png.
  */
 import assert from 'node:assert/strict';
@@ -20,7 +24,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { openStore } from '../../daemon/store/index.js';
+import { servedModelText, servedModels } from '../../protocol/served-by.js';
 import { finalReward, spanKind } from '../../protocol/span-reading.js';
+import { assertAxesFit, axisFits } from '../helpers/axis-fit.js';
 import type { Rollout, Span, TrainingRun, Transition } from '../../protocol/store.js';
 import {
   beginE2e,
@@ -99,8 +105,20 @@ interface Expected {
   /** Each run's training reward (reward/mean) per step. */
   rewards: Map<string, number[]>;
   /** The rollouts a search for its question finds, and those of them with reward 1 (their ids, as the store orders them). */
-  tool: { rollout: Rollout; span: Span; input: string; output: string; question: string; searchIds: string[]; rewardIds: string[] };
-  group: { step: number; groupId: string; credits: number[]; advantages: number[] };
+  tool: {
+    rollout: Rollout;
+    span: Span;
+    input: string;
+    output: string;
+    question: string;
+    searchIds: string[];
+    rewardIds: string[];
+    /** Its resources version, and what answered its calls in words (protocol/served-by.ts, from its spans). */
+    resourcesVersion: number;
+    served: string;
+  };
+  /** `calls`: every LLM call the group's samples made (its transitions are the calls trained on). */
+  group: { step: number; groupId: string; credits: number[]; advantages: number[]; calls: number };
 }
 
 /** What the views must show, read from the store `agl train` wrote. */
@@ -153,6 +171,8 @@ async function readExpected(dataDir: string): Promise<Expected> {
         output: String(span.attributes['gen_ai.tool.call.result']),
         searchIds,
         rewardIds: await found({ rewardMin: 1 }),
+        resourcesVersion: (await store.getResources(rollout.resourcesId!))!.version,
+        served: servedModels(spans).map(servedModelText).join(', '),
       };
       break;
     }
@@ -167,7 +187,11 @@ async function readExpected(dataDir: string): Promise<Expected> {
       for (const [groupId, g] of byGroup) {
         const credits = g.map((t) => t.credit);
         if (credits.some((c) => c !== credits[0])) {
-          group = { step, groupId, credits, advantages: g.map((t) => t.advantage) };
+          const attempts = new Map(g.map((t) => [t.rolloutId, t.attemptId]));
+          let calls = 0;
+          for (const [rolloutId, attemptId] of attempts)
+            calls += (await store.querySpans({ rolloutId, attemptId })).filter((s) => spanKind(s) === 'llm').length;
+          group = { step, groupId, credits, advantages: g.map((t) => t.advantage), calls };
           break;
         }
       }
@@ -284,6 +308,7 @@ test(
         assert.equal(await reward.locator('.chart-step').innerText(), `step ${step}`);
       }
       await page.mouse.move(0, 0);
+      assertAxesFit(await axisFits(dash.locator('body')), 'the dashboard at full width');
       await shot('02-dashboard');
       mark('dashboard');
 
@@ -338,6 +363,10 @@ test(
         4,
         "the group's 4 samples are on its cards",
       );
+      // The header counts what the cards show: the samples, and the calls trained on of every call they made.
+      assert.equal(await group.locator('.group-head .samples-count').innerText(), 'n = 4');
+      const trained = want.group.credits.length;
+      assert.equal(await group.locator('.group-head .chip.calls').innerText(), `${trained} trained call${trained === 1 ? '' : 's'} of ${want.group.calls}`);
       const stored = want.group.advantages.map(signed3);
       for (const c of cards) {
         assert.match(c.reward, /^(0|1)$/, `a card's reward: ${JSON.stringify(c)}`);
@@ -349,6 +378,7 @@ test(
       assert.deepEqual(await cutOff(dashBeside, '.view-header'), [], 'the dashboard header fits beside the group view');
       assert.deepEqual(await cutOff(dashBeside, '.run-progress'), []);
       assert.deepEqual(await cutOff(groups, '.view-header'), []);
+      assertAxesFit(await axisFits(dashBeside.locator('body')), 'the dashboard at half width, beside the group view');
       await group.scrollIntoViewIfNeeded();
       await shot('04-group-view');
       mark('group view');
@@ -376,6 +406,13 @@ test(
       assert.equal(await viewer.locator('.filter-chip[data-chip="search"]').innerText(), `Search: "${want.tool.question}"`);
       assert.equal(await viewer.locator('.hidden-count').innerText(), `${(want.ended - searchCount).toLocaleString('en-US')} hidden by filters`);
       assert.deepEqual(await rowIds(), want.tool.searchIds, 'the rows are the rollouts the store finds, newest first');
+      assert.equal(await count.innerText(), `${searchCount} rollout${searchCount === 1 ? '' : 's'}`, 'the header counts the rows');
+      const res = viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-res`);
+      if (await res.isVisible()) assert.equal(await res.innerText(), `#${want.tool.resourcesVersion}`, 'a resources version, never like a step');
+      assert.match(
+        (await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-meta`).getAttribute('title'))!,
+        new RegExp(`Resources #${want.tool.resourcesVersion}: .*not a training step`),
+      );
       assert.equal(await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-input`).getAttribute('title'), want.tool.question);
       // Beside the editor the list is narrow: its filters fold behind the "Filters" button beside the search box.
       const filtersToggle = viewer.locator('.filters-toggle');
@@ -417,6 +454,10 @@ test(
       assert.equal(await viewer.locator('.tool-io .tool-input').innerText(), want.tool.input);
       assert.equal(await viewer.locator('.tool-io .tool-output').innerText(), want.tool.output);
       assert.deepEqual(await cutOff(viewer, '.view-header'), [], 'the rollout header fits its half of the window');
+      // What answered its calls: the run's policy with the updates it had (the gateway's record), not the resources version.
+      assert.match(want.tool.served, /^\S+ (after \d+ updates?|\(untrained\))$/, `recorded: ${want.tool.served}`);
+      assert.equal(await viewer.locator('.summary .served-model').innerText(), want.tool.served);
+      assert.equal(await viewer.locator('.summary .resources > span').nth(1).innerText(), `resources #${want.tool.resourcesVersion}`);
       await shot('06-tool-step');
       mark('tool step');
 

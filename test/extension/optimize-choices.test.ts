@@ -14,8 +14,13 @@ import {
   lastOptimizeTaskFiles,
   leastBudget,
   OPTIMIZE_BUDGETS,
+  optimizeArgs,
+  type OptimizeChoice,
 } from '../../extension/optimize-choices.js';
 import { dataOptions } from '../../extension/train-choices.js';
+import { readFlags } from '../../daemon/commands/flags.js';
+import { planFromFlags } from '../../daemon/optimize/run-plan.js';
+import { OPTIMIZE_COMMAND } from '../../protocol/optimize-options.js';
 import type { PromptInfo } from '../../protocol/lsp.js';
 import type { TrainingRun } from '../../protocol/store.js';
 
@@ -110,4 +115,44 @@ test('a finished optimization in words; improved only when the best is not the s
   const same = run({ summary: { seedCandidate: 'a', bestCandidate: 'a', scores: { seed: { val: 0.5, test: null }, best: { val: 0.5, test: null } } } });
   assert.equal(describeOptimization(same), 'val 0.50 → 0.50; 0 of 120 rollouts');
   assert.equal(improved(same), false);
+  const early = run({
+    status: 'cancelled',
+    summary: { rollouts: 0, budget: 45, scores: { seed: { val: null, test: null }, best: { val: null, test: null } } },
+  });
+  assert.equal(describeOptimization(early), '0 of 45 rollouts', 'stopped before the seed was scored: no scores to say');
+});
+
+const choice = (o: Partial<OptimizeChoice>): OptimizeChoice => ({
+  prompts: ['desk'],
+  train: 'samples/apo/data/train.jsonl',
+  val: 'samples/apo/data/val.jsonl',
+  test: 'samples/apo/data/test.jsonl',
+  budget: leastBudget(14, 35),
+  agentModel: { kind: 'upstream', url: 'http://127.0.0.1:9/v1', model: 'desk-agent', keyEnv: 'AGENT_KEY' },
+  optimizer: { url: 'https://api.example.com/v1', model: 'big', keyEnv: 'OPT_KEY' },
+  ...o,
+});
+
+/** What `agl optimize` makes of the arguments a choice becomes: its own parser and plan (no run). */
+function planned(c: OptimizeChoice) {
+  const args = optimizeArgs(AGENT, c);
+  assert.equal(args[0], 'optimize');
+  const { values, positionals } = readFlags(OPTIMIZE_COMMAND, args.slice(1));
+  assert.deepEqual(positionals, [AGENT]);
+  assert.equal(values.json, true, '--json: the one stdout line is the result');
+  return planFromFlags(AGENT, values).config;
+}
+
+test('a choice becomes an agl optimize command line that agl optimize plans as chosen; the least budget is what agl optimize asks for', () => {
+  const c = planned(choice({ prompts: ['planner', 'executor'] }));
+  assert.deepEqual(c.prompts, ['planner', 'executor']);
+  assert.equal(c.budget, leastBudget(14, 35));
+  assert.match(c.data.test!, /samples\/apo\/data\/test\.jsonl$/);
+  assert.deepEqual(c.llm, { upstream: { url: 'http://127.0.0.1:9/v1', model: 'desk-agent', keyEnv: 'AGENT_KEY' }, model: null });
+  assert.deepEqual([c.optimizer.url, c.optimizer.model, c.optimizer.keyEnv], ['https://api.example.com/v1', 'big', 'OPT_KEY']);
+  const served = planned(choice({ test: null, budget: leastBudget(14, 0), agentModel: { kind: 'served' } }));
+  assert.deepEqual(served.llm, { upstream: null, model: null }, "the daemon's model: no flag");
+  assert.equal(served.data.test, null);
+  // Below what the seed alone takes, agl optimize refuses and asks for the least the picks offer.
+  assert.throws(() => planned(choice({ budget: 1 + 14 + 2 * 35 - 1 })), new RegExp(`--budget 84 is too small: .* give at least ${leastBudget(14, 35)}$`));
 });

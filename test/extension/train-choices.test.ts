@@ -28,6 +28,48 @@ test('the calc sample offers its train.yaml and its shipped warm-up', () => {
   assert.deepEqual(nearbyCheckpoints(agent), [resolve('samples/calc/warmup')]);
 });
 
+test("a Python agent trains on what the README beside it names, by the TypeScript agents' rule: calc-py's solve, the calc sample's data first", () => {
+  const agent = resolve('samples/calc-py/calc_agent.py');
+  const config = agentTrainConfig(agent);
+  assert.equal(config, resolve('samples/calc/train.yaml'), "the --config of the README's agl train line for calc_agent.py");
+  const sources = [{ origin: 'config' as const, files: configTaskFiles(config!) }];
+  const workspaceFiles = ['samples/calc/data/demos.jsonl', 'samples/calc/data/test.jsonl', 'samples/sql/data/train.jsonl'].map((f) => resolve(f));
+  const train = dataOptions('train', { agentFile: agent, sources, workspaceFiles });
+  assert.deepEqual(
+    train.owned.map((o) => [o.path, o.description]),
+    [[resolve('samples/calc/data/train.jsonl'), "the agent's train.yaml"]],
+  );
+  const val = dataOptions('val', { agentFile: agent, sources, workspaceFiles, train: train.owned[0]!.path });
+  assert.equal(val.owned[0]?.path, resolve('samples/calc/data/val.jsonl'));
+});
+
+test("the README's agl train line counts only for the agent it names, continued lines included", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agl-readme-'));
+  try {
+    mkdirSync(join(dir, 'shared'));
+    writeFileSync(join(dir, 'shared', 'train.yaml'), 'training: {}\n');
+    mkdirSync(join(dir, 'py'));
+    writeFileSync(join(dir, 'py', 'agent.py'), '');
+    writeFileSync(join(dir, 'py', 'other.py'), '');
+    writeFileSync(
+      join(dir, 'py', 'README.md'),
+      [
+        '```',
+        'agl train py/other.py:run --config shared/missing.yaml',
+        'agl train py/agent.py:solve --train t.jsonl \\',
+        '  --config shared/train.yaml',
+        '```',
+      ].join('\n'),
+    );
+    assert.equal(agentTrainConfig(join(dir, 'py', 'agent.py')), join(dir, 'shared', 'train.yaml'), 'found from the folder above the README');
+    assert.equal(agentTrainConfig(join(dir, 'py', 'other.py')), null, 'a --config that exists nowhere is not offered');
+    writeFileSync(join(dir, 'py', 'train.yaml'), 'training: {}\n');
+    assert.equal(agentTrainConfig(join(dir, 'py', 'agent.py')), join(dir, 'py', 'train.yaml'), 'a train.yaml beside the agent wins');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('model folders are found up to two levels down; folders without weights, hidden ones and node_modules are not', () => {
   const dir = mkdtempSync(join(tmpdir(), 'agl-choices-'));
   try {

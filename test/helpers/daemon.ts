@@ -24,12 +24,17 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** `getPolicy`: the models the daemon serves itself, by name (as `agl serve --model` gives the gateway its policy). */
-export async function startDaemon(opts: { getPolicy?: (name: string) => PolicyModel | null } = {}): Promise<Harness> {
+/**
+ * `getPolicy`: the models the daemon serves itself, by name (as `agl serve --model` gives the gateway its policy);
+ * `updates`: each one's training updates (what a served checkpoint records with each call), none when absent.
+ */
+export async function startDaemon(
+  opts: { getPolicy?: (name: string) => PolicyModel | null; updates?: (name: string) => number | null } = {},
+): Promise<Harness> {
   const dataDir = mkdtempSync(join(tmpdir(), 'agl-runner-test-'));
   const store = new SqliteStore(join(dataDir, 'store.sqlite'));
   const token = 'test-token-0123456789abcdef';
-  const policies = opts.getPolicy ? servedModels(opts.getPolicy) : undefined;
+  const policies = opts.getPolicy ? { ...servedModels(opts.getPolicy), ...(opts.updates ? { version: opts.updates } : {}) } : undefined;
   const ctx = createServerContext({ store, token, dataDir, log: () => {}, ...(policies ? { policies } : {}) });
   const server = await listen(createApp(ctx), ctx, '127.0.0.1', 0);
   const client = new AglClient({ url: ctx.url, token });

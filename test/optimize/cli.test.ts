@@ -66,7 +66,7 @@ test("against a running daemon, --json prints the issue's object; promote publis
   const o = JSON.parse(out.trim().split('\n').at(-1)!);
   assert.deepEqual(Object.keys(o), ['runId', 'prompts', 'scores', 'rollouts', 'optimizerCalls', 'candidates']);
   assert.deepEqual(Object.keys(o.prompts), ['desk']);
-  assert.equal(o.prompts.desk.seed, DESK_PROMPT, 'the seed is the file the agent reads');
+  assert.equal(o.prompts.desk.seed, `${DESK_PROMPT}\n`, 'the seed is the file the agent reads, byte for byte');
   assert.deepEqual(Object.keys(o.scores), ['seed', 'best']);
   for (const k of ['seed', 'best']) assert.deepEqual(Object.keys(o.scores[k]), ['val', 'test']);
   assert.ok(o.scores.best.val > o.scores.seed.val && o.rollouts <= 120 && o.optimizerCalls > 0 && o.candidates > 1, JSON.stringify(o));
@@ -76,7 +76,8 @@ test("against a running daemon, --json prints the issue's object; promote publis
   assert.equal(promoted.code, 0, promoted.out);
   const p = JSON.parse(promoted.out.trim().split('\n').at(-1)!);
   assert.equal(p.prompts[0].file, join(process.cwd(), work, 'prompts', 'desk.optimized.md'));
-  assert.equal(readFileSync(p.prompts[0].file, 'utf8'), `${o.prompts.desk.best}\n`);
+  const best: string = o.prompts.desk.best;
+  assert.equal(readFileSync(p.prompts[0].file, 'utf8'), best.endsWith('\n') ? best : `${best}\n`, 'ends in a newline as its seed file does');
   const now = await stack.conn.store.listPromotedPrompts(p.agent);
   assert.deepEqual(
     now.map((x) => [x.name, x.text, x.runId]),
@@ -86,7 +87,7 @@ test("against a running daemon, --json prints the issue's object; promote publis
   const applied = await runAgl(['optimize', 'promote', o.runId, '0', '--apply', ...daemon], work);
   assert.equal(applied.code, 0, applied.out);
   assert.equal(readFileSync(join(work, 'prompts', 'desk.md'), 'utf8'), `${DESK_PROMPT}\n`, 'candidate 0 is the seed: --apply wrote it back unchanged');
-  assert.equal((await stack.conn.store.listPromotedPrompts(p.agent))[0]!.text, DESK_PROMPT);
+  assert.equal((await stack.conn.store.listPromotedPrompts(p.agent))[0]!.text, `${DESK_PROMPT}\n`);
 });
 
 test('killed with SIGKILL mid-run, --resume reaches the same end as a run never interrupted', { timeout: 600_000 }, async () => {

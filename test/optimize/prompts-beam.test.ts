@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { loadTasks } from '../../daemon/algorithm/run-plan.js';
+import type { Task } from '../../daemon/algorithm/rollouts.js';
 import { Budget } from '../../daemon/optimize/budget.js';
 import { CandidatePool } from '../../daemon/optimize/candidates.js';
 import { StoreEvaluator } from '../../daemon/optimize/evaluator.js';
@@ -17,7 +18,7 @@ import { Proposer } from '../../daemon/optimize/proposer.js';
 import { acceptOnVal, scoreSeed, type SearchContext } from '../../daemon/optimize/search.js';
 import { frontWeights } from '../../daemon/optimize/selection.js';
 import { storedAgentId } from '../../daemon/runner/agent-ref.js';
-import { EXECUTOR_PROMPT, PLANNER_PROMPT } from '../../samples/apo/prompts.js';
+import { DESK_PROMPT, EXECUTOR_PROMPT, PLANNER_PROMPT } from '../../samples/apo/prompts.js';
 import { AGENT_MODEL, OPTIMIZER_MODEL } from '../../samples/apo/scripted-llm.js';
 import { RULES, statedRules, withRules } from '../../samples/apo/world.js';
 import { DESK_AGENT, deskFlags, type OptimizeStack, PLANNER_AGENT, startOptimizeStack } from '../helpers/optimize-stack.js';
@@ -47,9 +48,10 @@ test('a planner and an executor optimized together: both prompts edited, each wi
   assert.deepEqual([...new Set(accepted.map((c) => c.component))].sort(), ['executor', 'planner']);
 });
 
-test('a merge takes each prompt from the front member that changed it, and has the optimizer merge one both changed', async () => {
+/** A search's context on a fresh optimization run of `agent` (its pool, evaluator, proposer: the run's own parts). */
+async function searchContext(agent: string, components: string[]): Promise<SearchContext> {
   const { store } = stack.conn;
-  const run = await store.createTrainingRun({ agent: PLANNER_AGENT, config: {}, totalSteps: 1, kind: 'optimize' });
+  const run = await store.createTrainingRun({ agent, config: {}, totalSteps: 1, kind: 'optimize' });
   const flags = deskFlags(stack.llm);
   const llm = {
     type: 'llm' as const,
@@ -70,7 +72,7 @@ test('a merge takes each prompt from the front member that changed it, and has t
     },
   });
   const budget = new Budget(1000, 0);
-  const evaluator = new StoreEvaluator({ store, runId: run.id, agent: storedAgentId(PLANNER_AGENT), budget, rolloutTimeoutSeconds: 60 });
+  const evaluator = new StoreEvaluator({ store, runId: run.id, agent: storedAgentId(agent), budget, rolloutTimeoutSeconds: 60 });
   const proposer = new Proposer({
     url: stack.llm.url,
     model: OPTIMIZER_MODEL,
@@ -84,7 +86,7 @@ test('a merge takes each prompt from the front member that changed it, and has t
     stored: [],
     record: (c) => store.addOptimizerCall(c),
   });
-  const ctx: SearchContext = {
+  return {
     pool,
     evaluator,
     ask: (purpose, content, read) => proposer.ask(purpose, content, read),
@@ -92,11 +94,29 @@ test('a merge takes each prompt from the front member that changed it, and has t
     budget,
     train: loadTasks(flags.train!, 'train'),
     val: loadTasks(flags.val!, 'val'),
-    components: ['planner', 'executor'],
+    components,
     seed: 0,
     minibatch: 3,
     log: () => {},
   };
+}
+
+test('a task drawn twice in one batch (a minibatch across an epoch of the shuffle) is rolled out and counted once', async () => {
+  const ctx = await searchContext(DESK_AGENT, ['desk']);
+  const seed = await ctx.pool.propose({ prompts: { desk: DESK_PROMPT }, parents: [], origin: 'seed', component: null, reflection: null, minibatch: null });
+  const [a, b] = ctx.train as Task[];
+  assert.equal(ctx.evaluator.unasked(seed, [a!, b!, a!], 'train'), 2);
+  const scores = await ctx.evaluator.score(seed, [a!, b!, a!], 'train');
+  assert.deepEqual(scores[2], scores[0]);
+  assert.equal(ctx.budget.spent, 2);
+  const runId = seed.runId;
+  assert.equal((await stack.conn.store.queryRollouts({ runId, withTotal: true, limit: 1 })).total, 2);
+});
+
+test('a merge takes each prompt from the front member that changed it, and has the optimizer merge one both changed', async () => {
+  const ctx = await searchContext(PLANNER_AGENT, ['planner', 'executor']);
+  const { pool } = ctx;
+  const { store } = stack.conn;
   const rule = (id: string) => RULES.filter((r) => r.id === id);
   const seed = await scoreSeed(ctx, { planner: PLANNER_PROMPT, executor: EXECUTOR_PROMPT });
   const lineage = { parents: [seed.id], origin: 'user' as const, reflection: null, minibatch: null };
@@ -125,7 +145,7 @@ test('a merge takes each prompt from the front member that changed it, and has t
     ['date', 'amount'],
   );
   assert.deepEqual(
-    (await store.listOptimizerCalls(run.id)).map((c) => c.purpose),
+    (await store.listOptimizerCalls(seed.runId)).map((c) => c.purpose),
     ['merge'],
   );
   assert.ok(merged.status === 'accepted' || merged.status === 'rejected');

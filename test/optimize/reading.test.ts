@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { placeholders, refusal } from '../../daemon/optimize/checks.js';
 import { critiqueFromAnswer, promptFromAnswer, readMetaPrompts, renderMeta } from '../../daemon/optimize/meta.js';
-import { lineDiff } from '../../daemon/optimize/report.js';
+import type { OptimizeOutcome } from '../../daemon/optimize/optimize-run.js';
+import { lineDiff, outcomeLines } from '../../daemon/optimize/report.js';
 import { bestByMean, frontWeights, pickParent } from '../../daemon/optimize/selection.js';
 
 test('an answer is read as the text inside its first ``` block, else as the whole answer', () => {
@@ -88,4 +89,26 @@ test('parents come from the per-val-task Pareto front, drawn by the tasks each i
 test('the terminal diff marks the seed lines removed and the new lines added', () => {
   assert.deepEqual(lineDiff('a\nb\nc', 'a\nx\nc\nd'), ['  a', '- b', '+ x', '  c', '+ d']);
   assert.deepEqual(lineDiff('same', 'same'), ['  same']);
+});
+
+test('the end says why the run stopped: a best solving every val task, or nothing left to try', () => {
+  const o: OptimizeOutcome = {
+    runId: 'opt-1',
+    prompts: { desk: { seed: 'Answer {question}', best: 'Answer {question}\nSay yes or no.' } },
+    scores: { seed: { val: 0.2, test: null }, best: { val: 1, test: null } },
+    rollouts: 60,
+    optimizerCalls: 2,
+    candidates: 3,
+    stopReason: 'completed',
+    error: null,
+    seedCandidate: 'pc-0',
+    bestCandidate: 'pc-2',
+    budget: 300,
+    tokens: { prompt: 10, completion: 5 },
+    cost: null,
+    seedFiles: {},
+  };
+  assert.match(outcomeLines(o)[0]!, /ended: the best solves every val task; 60 of 300 rollouts/);
+  assert.match(outcomeLines({ ...o, scores: { ...o.scores, best: { val: 0.8, test: null } } })[0]!, /ended: nothing was left to try/);
+  assert.ok(outcomeLines(o).includes('  + Say yes or no.'), outcomeLines(o).join('\n'));
 });

@@ -130,10 +130,10 @@ describe('calls: one number, a role, trained or not and why', () => {
       policies: { writer: {}, rewriter: { shared: 'writer' } },
     });
     assert.deepEqual(roles.policies, { writer: 'writer', rewriter: 'writer' });
-    assert.equal(roles.defaultPolicy, 'warmup');
+    assert.equal(roles.defaultModel, 'warmup');
     assert.match(
       roles.rule,
-      /trains writer \(own policy\), rewriter \(policy writer, shared\); every other role is served, untrained, by the default policy warmup/,
+      /trains writer \(own policy\), rewriter \(policy writer, shared\); every other role is served, untrained, by the default policy \(warmup\)/,
     );
     assert.equal(roleSelected(roles, 'checker'), false);
     const spans = sqlEpisode().map((s) =>
@@ -154,7 +154,7 @@ describe('calls: one number, a role, trained or not and why', () => {
     assert.match(calls[0]!.why, /Trained in run run-1 at step 3 \(group g1\): role writer has its own policy/);
     assert.match(
       calls[1]!.why,
-      /Not trained: run run-1 trains only writer, rewriter \(the roles given a policy of their own\); role checker is served by the default policy warmup, untrained/,
+      /Not trained: run run-1 trains only writer, rewriter \(the roles given a policy of their own\); role checker is served by the default policy \(warmup\), untrained/,
     );
     assert.doesNotMatch(calls[1]!.why, /can be trained/);
     assert.match(calls[2]!.why, /Selected \(role rewriter shares policy writer\) but not trained yet/);

@@ -33,6 +33,8 @@ describe('agl rollout / agl runner', () => {
     assert.match(res.stdout, /agentlightning\.rollout/);
     assert.match(res.stdout, /\n {4}gen_ai\.chat .*model=fake-model .*-> "The answer is 42\."/, 'the LLM call is nested under the solve operation');
     assert.match(res.stdout, /status: succeeded {3}reward: 1 /);
+    // What answered its call, as the gateway recorded it: here the upstream model, not a local policy.
+    assert.match(res.stdout, /\nmodel: fake-model \(upstream\)\nRan on the upstream model fake-model, not a local policy\.\n/);
     const json = await runCli(['rollout', `${agents}#throwingAgent`, '--json', '--data-dir', daemon.dataDir]);
     assert.equal(json.code, 1);
     const out = JSON.parse(json.stdout) as { rollout: { status: string; agent: string }; spans: { name: string }[] };

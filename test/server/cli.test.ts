@@ -104,6 +104,11 @@ describe('agl CLI', () => {
     const list = await runCli(['rollouts', 'list', '--data-dir', dataDir]);
     assert.equal(list.code, 0, list.stderr);
     assert.equal(list.stdout.trim().split('\n').length, 4, 'a header and three rollouts');
+    assert.equal(list.stdout.match(/ queuing: no runner is connected /g)?.length, 2, `the two queued rollouts wait for no runner:\n${list.stdout}`);
+    await d.client.heartbeatWorker('runner-1', { status: 'idle' });
+    const polled = await runCli(['rollouts', 'list', '--data-dir', dataDir]);
+    assert.equal(polled.stdout.match(/ queuing /g)?.length, 2, `a runner polls the queue: plain "queuing" again:\n${polled.stdout}`);
+    assert.doesNotMatch(polled.stdout, /no runner/);
     const vals = await runCli(['rollouts', 'list', '--mode', 'val', '--status', 'queuing', '--json', '--data-dir', dataDir]);
     assert.deepEqual(
       JSON.parse(vals.stdout).items.map((r: { input: string }) => r.input),

@@ -35,7 +35,8 @@ describe('gateway, local policy backend', () => {
   before(async () => {
     const real = await createPolicy({ size: '0.8m', contextLength: 256, seed: 1, name: 'tiny' });
     policy = observed(real, batches);
-    daemon = await startDaemon({ getPolicy: (name) => (name === 'tiny' ? policy : null) });
+    // Served as a checkpoint after 34 updates would be (served-policy-set.ts version): each call records it.
+    daemon = await startDaemon({ getPolicy: (name) => (name === 'tiny' ? policy : null), updates: (name) => (name === 'tiny' ? 34 : null) });
     await daemon.client.addResources({
       resources: { llm: { type: 'llm', endpoint: `${daemon.url}/v1`, model: 'tiny', backend: 'local', samplingParams: { temperature: 0, maxTokens: 12 } } },
     });
@@ -72,6 +73,9 @@ describe('gateway, local policy backend', () => {
     assert.ok(lps.every((x) => x <= 0));
     assert.equal(res.choices[0].logprobs?.content?.length, ids.length);
     assert.equal(span.attributes[AGL.localPolicy], true);
+    assert.equal(span.attributes[AGL.servedBy], 'tiny', 'what answered: the local policy the resource names');
+    assert.equal(span.attributes[AGL.servedUpdates], 34, 'and the training updates it had');
+    assert.equal(span.attributes[AGL.policyName], undefined, 'one policy: no per-role policy recorded');
     assert.equal(span.attributes[GENAI.usageInputTokens], expectedPrompt.length);
     assert.equal(policy.tokenizer.decode(ids).startsWith(res.choices[0].message.content ?? ''), true);
   });

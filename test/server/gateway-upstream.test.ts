@@ -77,6 +77,8 @@ describe('gateway, upstream backend', () => {
     assert.equal(span.attributes[AGL.resourcesId], resourcesId);
     assert.equal(span.attributes[AGL.resourcesVersion], 1);
     assert.equal(span.attributes[AGL.localPolicy], false);
+    assert.equal(span.attributes[AGL.servedBy], 'fake-model', 'what answered: the upstream model, as it named itself');
+    assert.equal(span.attributes[AGL.servedUpdates], null, 'an upstream model has no training updates of ours');
     const out = JSON.parse(String(span.attributes[GENAI.outputMessages]));
     assert.equal(out[0].tool_calls[0].function.name, 'calculator');
     assert.equal(JSON.parse(String(span.attributes[GENAI.toolDefinitions]))[0].function.name, 'calculator');

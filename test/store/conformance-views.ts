@@ -3,7 +3,8 @@
  * rolloutsPage, POST /v1/agl/views/rollouts): each row's reward, resources version, duration and error from the
  * store's summaries, the exact total under the filters and the store's total, one page at an offset (at most
  * MAX_LIST_ROWS rows), and the filters' choices (statuses, modes, agents, resources versions newest first, runs
- * newest first). Called from storeConformance with its per-test store, so every backend (and the HTTP client) runs it.
+ * newest first), and whether a runner is connected (protocol/runner-presence.ts). Called from storeConformance with
+ * its per-test store, so every backend (and the HTTP client) runs it.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -59,6 +60,17 @@ export function rolloutsViewConformance(ctx: { readonly store: LightningStore })
         [good.id],
       );
       assert.deepEqual(byRun.agents, ['calc.ts#agent']);
+    });
+
+    it('says whether a runner is connected to claim the queued rows, from the workers heartbeats', async () => {
+      const store = ctx.store;
+      const queued = await store.enqueueRollout({ input: { question: 'waits' } });
+      const connected = async () => (await rolloutsPage(store, {})).items.find((i) => i.rollout.id === queued.id)!.runnerConnected;
+      assert.equal(await connected(), false, 'no worker ever heartbeat: "queuing: no runner is connected"');
+      await store.heartbeatWorker('w-list', { status: 'idle' });
+      assert.equal(await connected(), true, 'an idle worker polls the queue');
+      await store.heartbeatWorker('w-list', { status: 'offline' });
+      assert.equal(await connected(), false, 'the runner said it left');
     });
 
     it('pages from an offset, at most MAX_LIST_ROWS rows at once', async () => {

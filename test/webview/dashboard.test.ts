@@ -20,6 +20,7 @@ import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import { ROOT, liveDashboard, openWebview, startDaemon, type Daemon, type LiveUpdates, type WebviewSession } from './harness.js';
 import { AGENT, RUN_ID, seedCalcTraining, seedTwoPolicyRun } from './seed.js';
 import type { AglClient } from '../../client/client.js';
+import { assertAxesFit, axisFits } from '../helpers/axis-fit.js';
 
 /** A finished run to compare with: stopped by its time budget, KL and clip ratio 0 and the learning rate fixed throughout. */
 const RUN_B = 'run-calc-budget';
@@ -75,6 +76,10 @@ describe('training dashboard webview', () => {
     await daemon.client.addMetrics(
       Array.from({ length: 12 }, (_, step) => ({ runId: RUN_ID, step, name: 'grpo/lr', value: 1e-5 * Math.min(1, (step + 1) / 4) })),
     );
+    // Training throughput in the thousands (the issue's axis read "L800" and "L000" for 1,800 and 1,000 tokens/s).
+    await daemon.client.addMetrics(Array.from({ length: 12 }, (_, step) => ({ runId: RUN_ID, step, name: 'perf/tokens_per_s', value: 1000 + 72 * step })));
+    // Transitions: the calls trained on, fewer than the calls the step made (its axis said "LLM calls").
+    await daemon.client.addMetrics(Array.from({ length: 12 }, (_, step) => ({ runId: RUN_ID, step, name: 'rollout/transitions', value: 24 + step })));
     // What the panel does on "watchRun" and with the daemon's events: push the watched runs' new points to the webview.
     live = liveDashboard(daemon);
     view = await openWebview('dashboard', dashboardHandlers(daemon.client), { onCommand: (m, p, v) => live.onCommand(m, p, v) });
@@ -104,6 +109,20 @@ describe('training dashboard webview', () => {
     assert.match(await page.locator('.progress-line').innerText(), /running[\s\S]*step 12 \/ 20/);
     assert.deepEqual((await view.nextCommand(DashboardProtocol.watchRun.method)).params, { runId: RUN_ID, compare: [] });
     await view.screenshot('dashboard');
+  });
+
+  it('fits every value axis to its labels at full and half width, thousands in compact units (1.8k)', async () => {
+    const page = view.page;
+    const throughput = '.chart-card[data-chart="metric-perf/tokens_per_s"] .uplot';
+    await page.waitForSelector(throughput);
+    const ticks = JSON.parse((await page.locator(throughput).getAttribute('data-y-ticks'))!) as string[];
+    assert.ok(ticks.includes('1.8k') && ticks.every((t) => /^\d(\.\d+)?k$/.test(t)), `throughput ticks in compact units: ${ticks.join(', ')}`);
+    assertAxesFit(await axisFits(page.locator('body')), 'full width (1400 px)');
+    await page.setViewportSize({ width: 700, height: 900 });
+    await page.waitForFunction(() => [...document.querySelectorAll('.chart-card canvas')].every((c) => c.getBoundingClientRect().width < 700));
+    assertAxesFit(await axisFits(page.locator('body')), 'half width (700 px)');
+    await view.screenshot('dashboard-axes-half-width');
+    await page.setViewportSize({ width: 1400, height: 900 });
   });
 
   it('moves live: points the trainer writes appear without a reload', async () => {
@@ -166,6 +185,8 @@ describe('training dashboard webview', () => {
     assert.deepEqual(await titles('grad-norm'), ['L2 norm', 'training step']);
     assert.deepEqual(await titles('metric-perf/step_s'), ['seconds', 'training step']);
     assert.equal(await page.locator('.chart-card[data-chart="metric-perf/step_s"] h2').innerText(), 'Step time');
+    assert.deepEqual(await titles('metric-rollout/transitions'), ['trained calls', 'training step'], 'transitions count the calls trained on');
+    assert.equal(await page.locator('.chart-card[data-chart="metric-rollout/transitions"] h2').innerText(), 'Transitions (calls trained on)');
     const kl = page.locator('.chart-card[data-chart="kl"] .chart-value[data-metric="grpo/kl"]');
     assert.match(await kl.innerText(), /^KL to reference 0\.0310$/); // the latest KL, 3 significant digits
     assert.equal(await kl.getAttribute('title'), 'grpo/kl (nats/token)');
@@ -195,7 +216,8 @@ describe('training dashboard webview', () => {
     await view.notify(DashboardProtocol.show.method, { runId: RUN_B });
     const page = view.page;
     await page.waitForFunction(() => /maxMinutes/.test(document.querySelector('.stop-reason')?.textContent ?? ''), undefined, { timeout: 10_000 });
-    assert.equal(await page.locator('.stop-reason').innerText(), 'stopped at maxMinutes (6 min): step 9 of 20');
+    assert.equal(await page.locator('.stop-reason').innerText(), 'stopped at maxMinutes (6 min)');
+    assert.equal((await page.locator('.progress-line').innerText()).match(/step 9\b/g)?.length, 1, 'the step once, as "step 9 / 20"');
     const field = (name: string) => page.locator(`.cfg[data-field="${name}"]`).innerText();
     assert.equal(await field('model'), 'model samples/calc/warmup');
     assert.equal(await field('lr'), 'lr 1e-3');
@@ -350,7 +372,7 @@ describe('training dashboard webview on a run with one policy per role', () => {
       /^policy writer loss 0\.0200$/,
     );
     assert.match(await page.locator('.cfg.roles').innerText(), /policies writer, rewriter/);
-    assert.match((await page.locator('.cfg.roles').getAttribute('title'))!, /every other role is served, untrained, by the default policy warmup/);
+    assert.match((await page.locator('.cfg.roles').getAttribute('title'))!, /every other role is served, untrained, by the default policy \(warmup\)/);
   });
 
   it('notes the steps that taught nothing or little, each with the first thing to try; a click opens the step', async () => {

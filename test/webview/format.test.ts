@@ -14,7 +14,18 @@ test('axis ticks stay readable at every scale', () => {
   assert.deepEqual(tickLabels([0, 0.25, 0.5]), ['0.00', '0.25', '0.50']);
   assert.deepEqual(tickLabels([10, 20, 30]), ['10', '20', '30']);
   assert.deepEqual(tickLabels([-0.1, 0, 0.1]), ['-0.1', '0.0', '0.1']);
-  assert.deepEqual(tickLabels([0, 20000, 40000]), ['0k', '20k', '40k']);
+  assert.deepEqual(tickLabels([0, 20000, 40000]), ['0', '20k', '40k']);
+});
+
+test('axis ticks from a thousand up are compact units, as short as the smallest magnitude allows', () => {
+  // Training throughput of a 6-minute calc run: 1,000 to 1,800 tokens/s ("L800" and "L000" when clipped).
+  assert.deepEqual(tickLabels([1000, 1200, 1400, 1600, 1800]), ['1k', '1.2k', '1.4k', '1.6k', '1.8k']);
+  assert.deepEqual(tickLabels([1000, 1500, 2000]), ['1k', '1.5k', '2k']);
+  assert.deepEqual(tickLabels([-2000, 0, 2000]), ['-2k', '0', '2k']);
+  assert.deepEqual(tickLabels([0, 2_500_000, 5_000_000]), ['0', '2.5M', '5M']);
+  assert.deepEqual(tickLabels([1e9, 2e9]), ['1G', '2G']);
+  assert.deepEqual(tickLabels([1020, 1040, 1060]), ['1.02k', '1.04k', '1.06k'], 'every tick still distinct');
+  assert.deepEqual(tickLabels([900, 950, 999]), ['900', '950', '999']);
 });
 
 test('values get 3 significant digits, tiny ones exponents, big ones no decimals', () => {

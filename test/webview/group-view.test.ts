@@ -129,6 +129,11 @@ describe('GRPO group view', () => {
     // Unmerged: one card per sample.
     await view.page.click('vscode-checkbox.merge-toggle');
     await view.page.waitForFunction(() => document.querySelectorAll('.group[data-group-id="task-12x7"] .sample-card').length === 4);
+    // The header counts what the cards show: its samples, and the calls trained on of every call they made.
+    const rows = group.locator('.sample-card .call-row');
+    const [all, trained] = [await rows.count(), await group.locator('.sample-card .call-row:not(.untrained)').count()];
+    assert.equal(await group.locator('.group-head .samples-count').innerText(), 'n = 4');
+    assert.equal(await group.locator('.group-head .chip.calls').innerText(), `${trained} trained calls of ${all}`);
     await view.page.click('vscode-checkbox.merge-toggle');
     await view.page.waitForFunction(() => document.querySelectorAll('.group[data-group-id="task-12x7"] .sample-card').length === 3);
   });

@@ -147,6 +147,10 @@ describe('trajectory viewer at half width on real sql rollouts with 48-row resul
         assert.ok(rows > 40, `the gold query returns ${rows} rows`);
         assert.deepEqual(before, { shown: 10, whole: rows, toggle: `show all · ${rows} lines` }, 'one row per line, the first 10 shown');
         assert.deepEqual(await folded(page, '.expected-emitted [data-field="result"]'), before, 'the gold rows above the cards fold the same way');
+        // The gold query once: in the task (its `gold` field); the emitted expected output names it instead of repeating it.
+        assert.equal(await page.locator('.expected-emitted [data-field="sql"]').count(), 0, 'the gold query is not shown a second time');
+        assert.match(await page.locator('.expected-emitted .expected-same').innerText(), /^\(its sql is the task's gold above\)$/);
+        assert.equal(await page.locator('.group dd[data-key="gold"]').innerText(), TASK.gold);
         const tool = await folded(page, `${card} .tool-row .foldable`);
         assert.equal(tool.shown, 3, `a tool step's output folded to 3 lines: ${JSON.stringify(tool)}`);
         const height = (await page.locator(card).boundingBox())!.height;

@@ -257,6 +257,30 @@ describe('trajectory viewer at half width and by keyboard', () => {
     await view.screenshot('narrow-list-keyboard');
   });
 
+  it('outlines the search field in the focus colour while it has the focus, as every other control', async () => {
+    const page = view.page;
+    const field = page.locator('vscode-textfield[data-filter="search"]');
+    const outline = () =>
+      field.evaluate((el) => {
+        const s = getComputedStyle(el);
+        return s.outlineStyle === 'none' ? 'none' : `${s.outlineStyle} ${s.outlineWidth} ${s.outlineColor}`;
+      });
+    assert.equal(await outline(), 'none', 'no outline without the focus');
+    await field.locator('input').focus();
+    const focusBorder = await page.evaluate(() => {
+      const probe = document.createElement('span');
+      probe.style.color = 'var(--vscode-focusBorder)';
+      document.body.append(probe);
+      const color = getComputedStyle(probe).color;
+      probe.remove();
+      return color;
+    });
+    await page.waitForFunction(() => document.querySelector('vscode-textfield[data-filter="search"]')?.hasAttribute('focused'));
+    assert.equal(await outline(), `solid 1px ${focusBorder}`);
+    await view.screenshot('narrow-search-focus');
+    await field.locator('input').blur();
+  });
+
   it('ArrowDown right after typing a search applies it and lands on the first row it finds; Tab applies it and goes on to Filters', async () => {
     const page = view.page;
     await page.locator('vscode-textfield[data-filter="search"] input').fill('square');

@@ -3,7 +3,9 @@
  * (test/runner/fixtures/agents.ts#askAgent: the openai client through the daemon's gateway to an
  * OpenAI-compatible fake upstream, an SDK operation, a message and rewards), the gateway and SDK record
  * the spans, and the viewer (chromium, real CSP) draws them: tree, chat, tokens, final reward, and
- * "jump to code" falling back to the agent function since the gateway records no code location.
+ * "jump to code" falling back to the agent function since the gateway records no code location; what answered the
+ * call (the upstream model, not the resources version), and a rollout enqueued once the runner left saying
+ * "queuing: no runner is connected" in the list and in its view.
  */
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
@@ -51,6 +53,14 @@ describe('trajectory viewer on a rollout run by the runner through the gateway',
     assert.equal(metrics['Completion tokens'], '6');
     assert.equal(metrics['Credit'], '—', 'not trained on: no credit yet');
     assert.equal(await page.locator('.summary .reward').innerText(), '1', "the final reward (the agent's return value)");
+    assert.equal(await page.locator('.summary .served-model').innerText(), 'fake-model (upstream)', 'what answered the call, as the gateway recorded it');
+    assert.equal(
+      await page.locator('.summary .served-note').innerText(),
+      'Ran on the upstream model fake-model, not a local policy.',
+      'outside training: what it ran on',
+    );
+    assert.match(await page.locator('.summary .resources').innerText(), /resources #1$/, 'the resources version named as such');
+    assert.match((await page.locator('.summary .resources').getAttribute('title'))!, /not a training step/);
     await view.screenshot('trajectory-real-rollout');
   });
 
@@ -67,5 +77,22 @@ describe('trajectory viewer on a rollout run by the runner through the gateway',
     assert.equal(labels[0], 'task input');
     assert.ok(labels.includes('solver output #1'), labels.join(', '));
     assert.deepEqual([...view.problems], []);
+  });
+
+  it('says "queuing: no runner is connected" for a rollout enqueued once the runner left, in the list and its view', async () => {
+    const page = view.page;
+    const [queued] = await daemon.client.enqueueRollouts([{ input: { question: 'what is 2+3?' }, agent: `${agentFile}#askAgent` }]);
+    await view.notify('trajectory/show', { view: { kind: 'rollouts' } });
+    const row = page.locator(`.rollout-row[data-rollout-id="${queued!.id}"]`);
+    await row.waitFor();
+    assert.equal(await row.locator('.run-status').innerText(), 'queuing');
+    assert.equal(await row.locator('.no-runner-mark').getAttribute('aria-label'), 'queuing: no runner is connected');
+    assert.match(await page.locator('.no-runner-note').innerText(), /^\s*queuing: no runner is connected: /, 'said above the rows, whole');
+    assert.equal(await page.locator(`.rollout-row[data-rollout-id="${rolloutId}"] .run-status`).innerText(), 'succeeded');
+    assert.equal(await page.locator(`.rollout-row[data-rollout-id="${rolloutId}"] .no-runner-mark`).count(), 0);
+    await view.screenshot('trajectory-no-runner-list');
+    await row.click();
+    await page.waitForSelector('.view-header .run-status');
+    assert.equal(await page.locator('.view-header .run-status').innerText(), 'queuing: no runner is connected');
   });
 });

@@ -29,12 +29,17 @@ describe('trajectory viewer webview', () => {
 
   const text = (selector: string) => view.page.locator(selector).first().innerText();
 
-  it('lists the rollouts with status, mode, resources version and reward, and filters them by status', async () => {
+  it('lists the rollouts with status, mode, resources version (named as such, never like a step) and reward, and filters them by status', async () => {
     const page = view.page;
     await page.waitForSelector('.rollout-row');
     assert.equal(await page.locator('.rollout-row').count(), 13);
     const failed = page.locator(`.rollout-row[data-rollout-id="${data.failedRolloutId}"]`);
-    assert.match(await failed.innerText(), /failed[\s\S]*val[\s\S]*v1/);
+    assert.match(await failed.innerText(), /failed[\s\S]*val[\s\S]*#1/);
+    assert.match((await failed.locator('.col-res').getAttribute('title'))!, /^Resources #1: .*not a training step/);
+    const header = page.locator('.grid-header .col-res');
+    assert.equal(await header.innerText(), 'Resources');
+    const fit = await header.evaluate((e) => [e.scrollWidth, e.clientWidth]);
+    assert.ok(fit[0]! <= fit[1]!, `the Resources header is not cut: ${fit[0]} px in ${fit[1]}`);
     const winner = page.locator(`.rollout-row[data-rollout-id="${data.groupRolloutIds['task-12x7'][0]}"]`);
     assert.equal(await winner.locator('.reward').innerText(), '1');
     await view.screenshot('trajectory-rollouts');

@@ -57,6 +57,24 @@ export interface PlotHooks {
   onSelect(u: uPlot): void;
 }
 
+/** Space between a tick label and the canvas edge, so the widest label's first glyph is never cut. */
+const AXIS_MARGIN = 4;
+
+/**
+ * The value axis's width: its widest label as the canvas measures it in the axis's font, plus the tick and the gap
+ * (uPlot's own recipe for axes that fit their labels; a width guessed per character clipped "1800" to "L800").
+ */
+function valueAxisSize(u: uPlot, values: string[] | null, axisIdx: number, cycleNum: number): number {
+  const axis = u.axes[axisIdx] as uPlot.Axis & { _size?: number };
+  if (cycleNum > 1 && axis._size) return axis._size; // uPlot asks again as ticks settle: keep the first fit
+  // Once the plot is made, uPlot keeps the font as [font scaled to the device's pixels, size]: measure in it, then unscale.
+  const scaled = Array.isArray(axis.font);
+  u.ctx.font = scaled ? (axis.font as unknown as [string, number])[0] : (axis.font ?? '11px sans-serif');
+  const ratio = scaled ? devicePixelRatio : 1;
+  const widest = Math.max(0, ...(values ?? []).map((v) => u.ctx.measureText(String(v)).width / ratio));
+  return Math.ceil((axis.ticks?.size ?? 10) + (axis.gap ?? 5) + widest + AXIS_MARGIN);
+}
+
 export function plotOptions(lines: Line[], width: number, smoothing: number, hooks: PlotHooks): uPlot.Options {
   const fg = themeColor('--vscode-descriptionForeground', '#9d9d9d');
   const grid = themeColor('--vscode-editorWidget-border', '#454545');
@@ -79,7 +97,15 @@ export function plotOptions(lines: Line[], width: number, smoothing: number, hoo
     },
     axes: [
       { ...axis, size: 26, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: (_u, splits) => splits.map((v) => String(v)) },
-      { ...axis, values: (_u, splits) => tickLabels(splits), size: (_u, values) => 14 + 6.5 * Math.max(3, ...(values ?? []).map((v) => String(v).length)) },
+      {
+        ...axis,
+        values: (u, splits) => {
+          const labels = tickLabels(splits);
+          u.root.dataset.yTicks = JSON.stringify(labels); // what the axis draws, for the tests of its fit
+          return labels;
+        },
+        size: valueAxisSize,
+      },
     ],
     series: [
       { label: 'step' },

@@ -25,19 +25,40 @@ export function fmtMetric(value: number | null | undefined): string {
   return value.toPrecision(3);
 }
 
+/** Compact units for axis ticks from a thousand up: 1.8k, 2.5M, 1G. */
+const UNITS: readonly [number, string][] = [
+  [1e9, 'G'],
+  [1e6, 'M'],
+  [1e3, 'k'],
+];
+
+/** The fewest decimals (at most `max`) that write every value exactly (0.25 steps need two, 0.2 steps one). */
+function fewestDecimals(values: number[], max = 6): number {
+  let decimals = 0;
+  while (decimals < max && !values.every((v) => Math.abs(v * 10 ** decimals - Math.round(v * 10 ** decimals)) < 1e-6)) decimals++;
+  return decimals;
+}
+
 /**
  * Labels for axis ticks `splits` (evenly spaced, as uPlot makes them): all in exponent notation when the
- * axis spans tiny values, else with the fewest decimals that write each tick exactly, and thousands as `12k`.
+ * axis spans tiny values, else with the fewest decimals that write each tick exactly, and from a thousand up in
+ * compact units (`1.8k`, `12k`, `2.5M`), so a label stays as short as the axis is narrow at any magnitude.
  */
 export function tickLabels(splits: number[]): string[] {
   const finite = splits.filter((v) => Number.isFinite(v));
   if (finite.length === 0) return splits.map(() => '');
   const maxAbs = Math.max(...finite.map(Math.abs));
   if (maxAbs > 0 && maxAbs < 1e-2) return splits.map((v) => (v === 0 ? '0' : fmtExponent(v, 3)));
-  if (maxAbs >= 10_000) return splits.map((v) => `${Number((v / 1000).toPrecision(3))}k`);
-  // The fewest decimals that write every tick exactly (0.25 steps need two, 0.2 steps one).
-  let decimals = 0;
-  while (decimals < 6 && !finite.every((v) => Math.abs(v * 10 ** decimals - Math.round(v * 10 ** decimals)) < 1e-6)) decimals++;
+  const unit = UNITS.find(([size]) => maxAbs >= size);
+  if (unit) {
+    const [size, suffix] = unit;
+    const decimals = fewestDecimals(
+      finite.map((v) => v / size),
+      3,
+    );
+    return splits.map((v) => (v === 0 ? '0' : `${Number((v / size).toFixed(decimals))}${suffix}`));
+  }
+  const decimals = fewestDecimals(finite);
   return splits.map((v) => (Object.is(v, -0) ? 0 : v).toFixed(decimals).replace(/^-(0\.?0*)$/, '$1'));
 }
 

@@ -26,6 +26,15 @@ export function runLabel(run: TrainingRun): string {
   return `${label ? `${label} · ` : ''}${run.agent.split('#').pop()!.split(/[\\/]/).pop()} · ${fmtTime(run.createdAt)}`;
 }
 
+/**
+ * The role names an agentMatch selects when it is a list of names anchored at both ends (`^(writer|rewriter)$`,
+ * `^writer$`, `^(?:a|b)$`); null for any other expression, which the header then quotes as one.
+ */
+export function matchedRoles(agentMatch: string): string[] | null {
+  const m = /^\^(?:\((?:\?:)?([\w-]+(?:\|[\w-]+)*)\)|([\w-]+))\$$/.exec(agentMatch);
+  return m ? (m[1] ?? m[2])!.split('|') : null;
+}
+
 /** Which roles the run trained and how (protocol/call-roles.ts's rule, from its recorded config), for the header. */
 export function rolesLine(run: TrainingRun): HTMLElement | null {
   const roles = runRoles(run.id, run.config as RolesConfig); // the recorded config is the parsed TrainConfig (no zod in the webview);
@@ -37,8 +46,15 @@ export function rolesLine(run: TrainingRun): HTMLElement | null {
     icon('organization'),
     trained.length
       ? [' policies ', ...trained.flatMap(([role, policy], i) => [i ? ', ' : '', h('b', {}, role), policy === role ? '' : ` (shares ${policy})`])]
-      : [' trains ', h('b', {}, roles.agentMatch!)],
+      : trainsLine(roles.agentMatch!),
   );
+}
+
+/** "trains writer, rewriter" for a list of names; "trains the roles matching /writer/" for any other expression. */
+function trainsLine(agentMatch: string): (HTMLElement | string)[] {
+  const names = matchedRoles(agentMatch);
+  if (names) return [' trains ', ...names.flatMap((n, i) => [i ? ', ' : '', h('b', {}, n)])];
+  return [' trains the roles matching ', h('b', { class: 'mono' }, `/${agentMatch}/`)];
 }
 
 /**
@@ -49,19 +65,21 @@ export const STALE_RUN_MS = 30 * 60_000;
 
 const steps = (n: number): string => `${n} step${n === 1 ? '' : 's'}`;
 
-/** Why the run stopped, or where it is, in one sentence. */
+/**
+ * Why the run stopped, in one sentence, beside its status pill and "step n / total" (drawRunHeader): it says neither
+ * again ('' when the pill says all: running, cancelled).
+ */
 export function describeStop(run: TrainingRun, now = Date.now()): string {
   const s = run.summary as TrainingRunSummary;
   const { training } = configOf(run);
-  const at = `step ${run.step} of ${run.totalSteps}`;
   const reason = s.stopReason ?? (run.status === 'succeeded' ? (run.step >= run.totalSteps ? 'completed' : 'max-minutes') : run.status);
   switch (reason) {
     case 'running':
       return now - run.updatedAt > STALE_RUN_MS
-        ? `no progress for ${Math.round((now - run.updatedAt) / 60_000)} min at ${at}: if its agl train was stopped, continue with agl train --resume ${run.id}`
-        : `running: ${at}`;
+        ? `no progress for ${Math.round((now - run.updatedAt) / 60_000)} min: if its agl train was stopped, continue with agl train --resume ${run.id}`
+        : '';
     case 'completed':
-      return `completed the plan: ${run.step} / ${steps(run.totalSteps)}${s.fewerSteps ? ` (${s.fewerSteps})` : ''}`;
+      return `completed the plan${s.fewerSteps ? ` (${s.fewerSteps})` : ''}`;
     case 'max-steps': {
       const epochs = typeof training.epochs === 'number' ? training.epochs : null;
       const planned = s.epochSteps
@@ -70,15 +88,13 @@ export function describeStop(run: TrainingRun, now = Date.now()): string {
       return `stopped at maxSteps after ${steps(run.step)}${planned}`;
     }
     case 'max-minutes':
-      return typeof training.maxMinutes === 'number' && training.maxMinutes > 0
-        ? `stopped at maxMinutes (${training.maxMinutes} min): ${at}`
-        : `stopped early: ${at}`;
+      return typeof training.maxMinutes === 'number' && training.maxMinutes > 0 ? `stopped at maxMinutes (${training.maxMinutes} min)` : 'stopped early';
     case 'cancelled':
-      return `cancelled at ${at}`;
+      return '';
     case 'failed':
-      return `failed at ${at}: ${s.error ?? 'no error recorded'}`;
+      return s.error ?? 'no error recorded';
     default:
-      return at;
+      return reason === run.status ? '' : reason;
   }
 }
 
@@ -190,13 +206,14 @@ export function drawRunHeader(
   const last = latest(METRICS.rewardMean);
   const val = latest(METRICS.valReward);
   const valTasks = latest(METRICS.valTasks) ?? summary.tasks?.val;
+  const stop = describeStop(run);
   mount(
     el,
     h(
       'div',
       { class: 'progress-line' },
       h('span', { class: `pill status-${run.status}` }, run.status),
-      h('span', { class: 'stop-reason' }, describeStop(run)),
+      stop ? h('span', { class: 'stop-reason' }, stop) : null,
       h('span', { class: 'muted' }, `step ${run.step} / ${run.totalSteps}`),
       h('div', { class: 'spacer' }),
       last !== undefined ? h('span', { class: 'kpi', title: METRICS.rewardMean }, 'training reward ', h('b', {}, fmtMetric(last))) : null,

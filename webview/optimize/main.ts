@@ -26,6 +26,13 @@ import { bestCandidate, fmtScore, STATUS_LOOK } from './model.js';
 
 const runName = (r: TrainingRun) => `${r.id} · ${r.agent.split(/[/\\]/).pop()} · ${r.status}`;
 
+/** The detail pane before any candidate: the seed being read while the run runs, else why there is none (a spinner only while it runs). */
+function noCandidate(v: OptimizationView): HTMLElement {
+  if (v.run.status === 'running')
+    return h('div', { class: 'empty-state' }, icon('loading', 'codicon-modifier-spin'), h('p', {}, 'Reading the seed’s prompts…'));
+  return h('div', { class: 'empty-state' }, icon('info'), h('p', {}, `The run ended (${v.run.status}) before its seed was read: it has no candidate.`));
+}
+
 class OptimizationViewer {
   state: OptimizeState;
   runs: TrainingRun[] = [];
@@ -126,7 +133,7 @@ class OptimizationViewer {
             openRollouts: (id) => this.host.command(P.openRollouts, { runId: v.run.id, candidateId: id }),
             apply: (id) => this.host.command(P.apply, { runId: v.run.id, candidateId: id }),
           })
-        : h('div', { class: 'empty-state' }, icon('loading', 'codicon-modifier-spin'), h('p', {}, 'Reading the seed’s prompts…')),
+        : noCandidate(v),
     );
   }
 

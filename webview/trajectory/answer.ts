@@ -50,10 +50,16 @@ export function answerBlock(a: EpisodeAnswer, label = 'Answer'): HTMLElement {
 
 /**
  * What the agent emitted as the output it scored the samples against (kind `expected` / `<name>.expected`: sql's gold
- * query and rows), shown under the task (whose expected fields the task block already marks).
+ * query and rows), shown under the task, whose expected fields the task block already marks: a field the task shows
+ * with the same value (sql's gold query) is named, not shown again.
  */
-export function expectedBlock(emitted: EpisodeAnswer): HTMLElement {
-  const keys = emitted.value && typeof emitted.value === 'object' ? Object.keys(emitted.value) : [];
+export function expectedBlock(emitted: EpisodeAnswer, taskFields: { key: string; value: unknown }[] = []): HTMLElement {
+  const object = emitted.value && typeof emitted.value === 'object' && !Array.isArray(emitted.value) ? (emitted.value as Record<string, unknown>) : null;
+  const inTask = (v: unknown) => taskFields.find((f) => valueText(f.value) === valueText(v));
+  const repeated = object ? Object.entries(object).filter(([, v]) => inTask(v)) : [];
+  const value = object && repeated.length ? Object.fromEntries(Object.entries(object).filter(([, v]) => !inTask(v))) : emitted.value;
+  const keys = object ? Object.keys(object) : [];
+  const same = repeated.map(([k, v]) => `its ${k} is the task's ${inTask(v)!.key} above`).join('; ');
   return h(
     'div',
     { class: 'expected-output' },
@@ -66,7 +72,8 @@ export function expectedBlock(emitted: EpisodeAnswer): HTMLElement {
         keys.includes('result') ? 'Expected result' : 'Expected output',
         h('span', { class: 'answer-kind' }, ` · ${emitted.kind}`),
       ),
-      answerValue(emitted.value),
+      same ? h('div', { class: 'muted expected-same' }, `(${same})`) : null,
+      answerValue(value),
     ),
   );
 }

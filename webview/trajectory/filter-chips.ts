@@ -38,7 +38,7 @@ function chipsOf(f: RolloutFilter, page: Pick<RolloutPage, 'runs'>): Chip[] {
     chips.push({ id: 'reward', label, keys: ['rewardMin', 'rewardMax'] });
   }
   if (f.hasError !== undefined) chips.push({ id: 'hasError', label: f.hasError ? 'With errors' : 'Without errors', keys: ['hasError'] });
-  if (f.resourcesVersion !== undefined) chips.push({ id: 'resourcesVersion', label: `Resources: v${f.resourcesVersion}`, keys: ['resourcesVersion'] });
+  if (f.resourcesVersion !== undefined) chips.push({ id: 'resourcesVersion', label: `Resources #${f.resourcesVersion}`, keys: ['resourcesVersion'] });
   return chips;
 }
 

@@ -173,7 +173,7 @@ export function answerCard(card: AnswerCard, index: number, maxAbsAdvantage: num
       count > 1 ? h('span', { class: 'chip merged-count', title: `${count} samples gave this answer with this reward` }, `×${count}`) : null,
       rolloutLink(first, actions),
       h('div', { class: 'spacer' }),
-      ...statuses.map(runStatusPill),
+      ...statuses.map((s) => runStatusPill(s)),
     ),
     h(
       'div',

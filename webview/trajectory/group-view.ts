@@ -153,6 +153,18 @@ function distinctChip(group: GroupData, cards: number, merged: boolean): HTMLEle
   return h('span', { class: 'chip distinct-answers', 'data-distinct': n, title }, `${n} distinct answer${n === 1 ? '' : 's'}`);
 }
 
+/**
+ * The group's calls: those trained on (the group GRPO compares, each a transition) of every LLM call its samples made
+ * ("8 trained calls of 19"); the cards show each sample's calls, trained or not.
+ */
+function callsChip(trained: number, group: GroupData): HTMLElement {
+  const all = group.samples.reduce((n, s) => n + s.calls.length, 0);
+  const title =
+    `${trained} call${trained === 1 ? '' : 's'} trained on (the group GRPO compares) of the ${all} LLM calls the ${group.samples.length} samples made` +
+    (all > trained ? `; the others were not trained (each card says why)` : '');
+  return h('span', { class: 'chip calls', 'data-trained': trained, 'data-calls': all, title }, `${trained} trained call${trained === 1 ? '' : 's'} of ${all}`);
+}
+
 function groupSection(group: GroupData, step: number | null, actions: GroupViewActions, prefs: GroupPrefs, redraw: () => void): HTMLElement {
   const adv = group.advantage;
   const rewards = group.samples.map((s) => s.reward).filter((r): r is number => r !== null);
@@ -182,8 +194,8 @@ function groupSection(group: GroupData, step: number | null, actions: GroupViewA
       'div',
       { class: 'group-head' },
       toggle,
-      h('span', { class: 'chip', title: adv ? `${adv.calls} LLM calls in the group` : '' }, `n = ${group.samples.length}`),
-      adv ? h('span', { class: 'chip calls' }, `${adv.calls} calls`) : null,
+      h('span', { class: 'chip samples-count', title: `${group.samples.length} samples (rollouts) of this task` }, `n = ${group.samples.length}`),
+      adv ? callsChip(adv.calls, group) : null,
       formula ? h('span', { class: 'chip group-mean', title: formula.full }, `mean ${fmtNumber(adv!.mean)}`) : null,
       formula ? h('span', { class: 'chip group-std', title: formula.full }, `std ${fmtNumber(adv!.std)}`) : null,
       zeroVariance
@@ -195,7 +207,7 @@ function groupSection(group: GroupData, step: number | null, actions: GroupViewA
     ),
     taskBlock(group.input),
     // What the agent scored the samples against, when it said (sql: the gold query and its rows).
-    group.expected?.emitted ? expectedBlock(group.expected.emitted) : null,
+    group.expected?.emitted ? expectedBlock(group.expected.emitted, group.expected.fields) : null,
     // An LLM judge's ranking of the samples, with each reason (when a judge scored them).
     folded ? null : judgeRankingBlock(group.samples, (id) => actions.openRollout(id)),
     formula && (adv!.scaleRewards || adv!.byPolicy) && !folded

@@ -3,6 +3,8 @@
  * going) and how WELL it did (its reward). A run that ended normally with reward 0 is a wrong answer, not a
  * success: the status pill stays neutral for a normal end, and the reward carries the colour.
  */
+import { statusWords } from '../../protocol/runner-presence.js';
+import type { RolloutStatus } from '../../protocol/store.js';
 import { fmtNumber, h, signClass } from '../shared/dom.js';
 
 const RUN_STATE: Record<string, { cls: string; says: string }> = {
@@ -15,10 +17,29 @@ const RUN_STATE: Record<string, { cls: string; says: string }> = {
   requeuing: { cls: 'run-waiting', says: 'Waiting to be retried' },
 };
 
-/** The status as the store names it, coloured only when something went wrong or is under way. */
-export function runStatusPill(status: string): HTMLElement {
+/**
+ * The status as the store names it, coloured only when something went wrong or is under way; a queued rollout that no
+ * runner can claim says so ("queuing: no runner is connected", protocol/runner-presence.ts).
+ */
+export function runStatusPill(status: RolloutStatus, runnerConnected = true): HTMLElement {
   const state = RUN_STATE[status] ?? { cls: 'run-waiting', says: status };
-  return h('span', { class: `pill run-status ${state.cls}`, 'data-status': status, title: `Status: ${state.says}` }, status);
+  const words = statusWords(status, runnerConnected);
+  const says = words === status ? state.says : 'No runner is connected to claim it: start one (agl runner), or a training run';
+  return h('span', { class: `pill run-status ${state.cls}`, 'data-status': status, title: `Status: ${says}` }, words);
+}
+
+/** A resources version named as such ("resources #44"): it counts publications of resources, not training steps. */
+export function resourcesText(version: number | null): string {
+  return version === null ? '—' : `resources #${version}`;
+}
+
+/** What a resources version counts, for its tooltip. */
+export function resourcesTip(version: number | null): string {
+  if (version === null) return 'The resources it ran with are unknown';
+  return (
+    `Resources #${version}: publication ${version} of resources (model, endpoint, prompts) to this store, counted over all its runs; ` +
+    'not a training step nor a policy update. The rollout view names the model that answered its calls.'
+  );
 }
 
 /** The reward as its own indicator: green above 0, red at or below 0, muted when there is none. */

@@ -17,7 +17,8 @@ import { agentNames, finalReward, isFinalRewardSpan, spanKind } from '../../prot
 import { llmCall, rewardValue, timeRange, toolStepLine, toolSteps, transitionsBySpan, type ToolStep } from './model.js';
 import { isJudgeReward } from '../../protocol/judge-reading.js';
 import { judgeReason } from './judge-view.js';
-import { rewardPill, runStatusPill } from './outcome.js';
+import { resourcesText, resourcesTip, rewardPill, runStatusPill } from './outcome.js';
+import { servedModelText, servedNote } from '../../protocol/served-by.js';
 import { renderSpanTree, type SpanTreeLayout } from './span-tree.js';
 import { renderStatesView } from './states-view.js';
 
@@ -98,7 +99,7 @@ function rolloutHeader(detail: RolloutDetail, reward: number | null, actions: Ro
     { class: 'view-header' },
     back,
     h('h1', {}, 'Rollout ', h('span', { class: 'mono' }, detail.rollout.id)),
-    runStatusPill(detail.rollout.status),
+    runStatusPill(detail.rollout.status, detail.runnerConnected),
     rewardPill(reward),
     h('div', { class: 'spacer' }),
     detail.attempts.length > 1 ? attemptSelect : null,
@@ -147,8 +148,23 @@ const summaryItem = (label: string, value: HTMLElement, attrs: Record<string, st
   h('div', { ...attrs, class: `summary-item${attrs.class ? ` ${attrs.class}` : ''}` }, h('span', { class: 'muted' }, label), value);
 
 /**
- * The summary under the header: agent, reward, calls, duration, mode, resources, start, task, answer, the prompt versions
- * it read, the training run's rule.
+ * What answered the calls ("calc after 34 updates", "warmup (untrained)"), never the resources version; outside
+ * training, whether that was a trained checkpoint or what the daemon serves, and how to change it.
+ */
+function servedItems(detail: RolloutDetail): (HTMLElement | null)[] {
+  const { served } = detail;
+  const title = served.map((m) => `${servedModelText(m)}: ${m.calls} call${m.calls === 1 ? '' : 's'}`).join('\n');
+  const model = summaryItem('Model', h('span', { class: 'served-model' }, served.length ? served.map(servedModelText).join(', ') : '—'), {
+    class: 'served',
+    title: title || 'No LLM call of this attempt says what answered it',
+  });
+  const note = detail.roles === null ? servedNote(served) : null;
+  return [model, note ? h('div', { class: 'summary-item wide served-note' }, note) : null];
+}
+
+/**
+ * The summary under the header: agent, reward, calls, duration, mode, the model that answered, resources, start, task,
+ * answer, the prompt versions it read, the training run's rule.
  */
 function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: Attempt | undefined, actions: RolloutViewActions): HTMLElement {
   const { rollout, spans } = detail;
@@ -167,7 +183,8 @@ function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: A
       title: `attempt ran from its start to its end; its spans cover ${fmtDuration(range.end - range.start)}`,
     }),
     summaryItem('Mode', h('span', {}, rollout.mode)),
-    summaryItem('Resources', h('span', {}, detail.resourcesVersion ? `v${detail.resourcesVersion}` : '—')),
+    ...servedItems(detail),
+    summaryItem('Resources', h('span', {}, resourcesText(detail.resourcesVersion)), { class: 'resources', title: resourcesTip(detail.resourcesVersion) }),
     summaryItem('Started', h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
     summaryItem('Task', h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)), { class: 'wide' }),
     h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer)),

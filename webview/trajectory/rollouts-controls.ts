@@ -147,7 +147,7 @@ export function filterControls(filter: RolloutFilter, page: Choices, set: Filter
       'Resources',
       'resourcesVersion',
       filter.resourcesVersion === undefined ? '' : String(filter.resourcesVersion),
-      [['', 'All'], ...page.resourcesVersions.map((v): [string, string] => [String(v), `v${v}`])],
+      [['', 'All'], ...page.resourcesVersions.map((v): [string, string] => [String(v), `#${v}`])],
       (v) => set({ resourcesVersion: num(v) }),
     ),
   ];

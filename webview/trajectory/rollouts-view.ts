@@ -21,7 +21,8 @@ import type { RolloutFilter, RolloutPage, RolloutPageRequest, RolloutRow } from 
 import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, shortId, signClass } from '../shared/dom.js';
 import { errorState } from '../shared/recovery.js';
 import { activeFilterChips, activeFilterCount } from './filter-chips.js';
-import { runStatusPill } from './outcome.js';
+import { resourcesText, resourcesTip, runStatusPill } from './outcome.js';
+import { NO_RUNNER, statusWords } from '../../protocol/runner-presence.js';
 import { type Choices, choicesOf, filterControls, type FilterSetter, filterSetter, focusControl, textField } from './rollouts-controls.js';
 import { taskSummary } from './task-summary.js';
 import { VirtualList, type ListPosition } from './virtual-list.js';
@@ -60,6 +61,16 @@ function durationTitle(item: RolloutRow): string | null {
   const queued = `queued ${fmtDuration(item.startedAt - r.createdAt)} before it`;
   return item.durationMs === null ? `attempt ${r.attemptCount} running; ${queued}` : `attempt ${r.attemptCount} ran ${fmtDuration(item.durationMs)}; ${queued}`;
 }
+/** Whether the row waits in the queue with no runner connected to claim it. */
+const waitsForNoRunner = (item: RolloutRow): boolean => statusWords(item.rollout.status, item.runnerConnected) !== item.rollout.status;
+
+/** A queued row no runner can claim: a mark beside its status (the note above the rows says it in words). */
+function noRunnerMark(item: RolloutRow): HTMLElement | null {
+  if (!waitsForNoRunner(item)) return null;
+  const text = statusWords(item.rollout.status, false);
+  return h('span', { class: 'no-runner-mark', title: `${text}: start one (agl runner), or a training run`, 'aria-label': text }, icon('debug-disconnect'));
+}
+
 function errorMark(item: RolloutRow): HTMLElement | null {
   if (!item.error && item.errorSpans === 0) return null;
   const text = [item.error, item.errorSpans ? `${item.errorSpans} span${item.errorSpans > 1 ? 's' : ''} with an error` : null].filter(Boolean).join('; ');
@@ -68,10 +79,19 @@ function errorMark(item: RolloutRow): HTMLElement | null {
 
 const COLUMNS: Column[] = [
   { title: 'Rollout', key: 'id', cell: ({ rollout: r }) => cell('col-id mono', r.id, shortId(r.id)) },
-  { title: 'Status', key: 'status', sort: 'status', cell: (i) => cell('col-status', null, runStatusPill(i.rollout.status), errorMark(i) ?? '') },
+  {
+    title: 'Status',
+    key: 'status',
+    sort: 'status',
+    cell: (i) => cell('col-status', null, runStatusPill(i.rollout.status), noRunnerMark(i) ?? '', errorMark(i) ?? ''),
+  },
   { title: 'Mode', key: 'mode', cell: ({ rollout: r }) => cell('col-mode', null, r.mode) },
   { title: 'Agent', key: 'agent', cell: ({ rollout: r }) => cell('col-agent', r.agent ?? '', r.agent ? r.agent.split(/[\\/]/).pop()! : '—') },
-  { title: 'Res.', key: 'res', cell: (i) => cell('col-res mono', null, i.resourcesVersion === null ? '—' : `v${i.resourcesVersion}`) },
+  {
+    title: 'Resources',
+    key: 'res',
+    cell: (i) => cell('col-res mono', resourcesTip(i.resourcesVersion), i.resourcesVersion === null ? '—' : `#${i.resourcesVersion}`),
+  },
   { title: 'Reward', key: 'reward', sort: 'reward', num: true, cell: (i) => cell(`col-reward num reward ${signClass(i.reward)}`, null, fmtNumber(i.reward)) },
   { title: 'Att.', key: 'attempts', num: true, cell: ({ rollout: r }) => cell('col-attempts num', null, String(r.attemptCount)) },
   { title: 'Duration', key: 'duration', sort: 'duration', num: true, cell: (i) => cell('col-duration num', durationTitle(i), fmtDuration(i.durationMs)) },
@@ -94,12 +114,12 @@ function metaCell(item: RolloutRow): HTMLElement {
   const { rollout: r, resourcesVersion, durationMs } = item;
   const agent = r.agent ? r.agent.split(/[\\/]/).pop()! : '—';
   const attempts = `${r.attemptCount} attempt${r.attemptCount === 1 ? '' : 's'}`;
-  const res = resourcesVersion === null ? '—' : `v${resourcesVersion}`;
+  const res = resourcesText(resourcesVersion);
   const title = [
     `rollout ${r.id}`,
     `mode ${r.mode}`,
     `agent ${r.agent ?? 'default'}`,
-    `resources ${resourcesVersion === null ? 'unknown' : `v${resourcesVersion}`}`,
+    resourcesTip(resourcesVersion),
     durationTitle(item) ?? attempts,
     `created ${fmtTime(r.createdAt)}`,
   ].join('\n');
@@ -152,7 +172,7 @@ function sortHeader(filter: RolloutFilter, set: FilterSetter): HTMLElement {
       return button;
     }),
     // Narrow: the legend of the rows' second line, followed there by the Duration and Created sort buttons.
-    h('div', { class: 'cell col-meta', role: 'columnheader' }, 'Rollout · mode · agent · res. · attempts'),
+    h('div', { class: 'cell col-meta', role: 'columnheader' }, 'Rollout · mode · agent · resources · attempts'),
   );
 }
 
@@ -353,6 +373,10 @@ class RolloutsDrawing {
       chips,
       ...activeFilterChips(this.filter, page, (keys) => this.set(Object.fromEntries(keys.map((k) => [k, undefined])))),
       hidden > 0 ? h('span', { class: 'hidden-count muted' }, `${hidden.toLocaleString('en-US')} hidden by filters`) : null,
+      // The rows cannot say it whole in their status column: a queue nothing will take from says so above them.
+      page.items.some(waitsForNoRunner)
+        ? h('span', { class: 'no-runner-note' }, icon('debug-disconnect'), ` queuing: ${NO_RUNNER}: the queued rollouts wait for one (agl runner, or a training run)`)
+        : null,
     );
     chips.hidden = chips.childElementCount === 0;
     status.hidden = page.total > 0;

@@ -1,0 +1,197 @@
+/**
+ * The numbers an evaluation reports: the mean over tasks with its 95% interval (Student's t on the per-task means),
+ * and a comparison of two evaluations task by task (wins, losses, ties) with a paired test's two-sided p-value.
+ *
+ * The paired test is the Wilcoxon signed-rank test on the per-task mean differences (zeros dropped, Wilcoxon's way;
+ * tied magnitudes get their mean rank). Why it and not the sign test: it also weighs how much each task moved, so a
+ * few large gains are not outvoted by many tiny losses, and it has more power on the continuous scores that --repeat
+ * or a reward grader give; on 0/1 scores every non-zero difference has the same magnitude, and it is exactly the sign
+ * test. Its p-value is exact (the null distribution of W+ over the 2^n sign patterns of the observed ranks, midranks
+ * included, by dynamic programming) up to EXACT_MAX tasks that differ, and the normal approximation (tie-corrected
+ * variance, continuity correction) above.
+ */
+import { ranks as midranks } from '../judge/agreement.js';
+
+/** Tasks that differ up to which the p-value is exact. */
+export const EXACT_MAX = 100;
+/** The significance level `agl eval` says "significant" at. */
+export const ALPHA = 0.05;
+
+export const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+
+/** The 95% interval of the mean of `xs` (Student's t, n - 1 degrees of freedom); null under two values. */
+export function meanInterval(xs: readonly number[], level = 0.95): [number, number] | null {
+  const n = xs.length;
+  if (n < 2) return null;
+  const m = mean(xs);
+  const sd = Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / (n - 1));
+  const half = tQuantile(1 - (1 - level) / 2, n - 1) * (sd / Math.sqrt(n));
+  return [m - half, m + half];
+}
+
+/** The p-quantile of Student's t with `df` degrees of freedom (p in (0.5, 1)), by bisection on its CDF. */
+export function tQuantile(p: number, df: number): number {
+  let lo = 0,
+    hi = 1;
+  while (tCdf(hi, df) < p) hi *= 2;
+  for (let i = 0; i < 100; i++) {
+    const mid = (lo + hi) / 2;
+    if (tCdf(mid, df) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+/** P(T <= t) for Student's t with df degrees of freedom: 1 - I_x(df/2, 1/2) / 2 with x = df / (df + t^2), for t >= 0. */
+export function tCdf(t: number, df: number): number {
+  const tail = 0.5 * betaRegularized(df / (df + t * t), df / 2, 0.5);
+  return t >= 0 ? 1 - tail : tail;
+}
+
+/** The regularized incomplete beta I_x(a, b), by its continued fraction (Lentz's method). */
+function betaRegularized(x: number, a: number, b: number): number {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  if (x > (a + 1) / (a + b + 2)) return 1 - betaRegularized(1 - x, b, a);
+  const front = Math.exp(a * Math.log(x) + b * Math.log(1 - x) - logBeta(a, b)) / a;
+  const tiny = 1e-300;
+  let c = 1,
+    d = 1 - ((a + b) * x) / (a + 1);
+  d = 1 / (Math.abs(d) < tiny ? tiny : d);
+  let f = d;
+  for (let m = 1; m <= 300; m++) {
+    for (const num of [(m * (b - m) * x) / ((a + 2 * m - 1) * (a + 2 * m)), -((a + m) * (a + b + m) * x) / ((a + 2 * m) * (a + 2 * m + 1))]) {
+      d = 1 + num * d;
+      d = 1 / (Math.abs(d) < tiny ? tiny : d);
+      c = 1 + num / c;
+      if (Math.abs(c) < tiny) c = tiny;
+      f *= c * d;
+    }
+    if (Math.abs(c * d - 1) < 1e-15) break;
+  }
+  return front * f;
+}
+
+const logBeta = (a: number, b: number) => logGamma(a) + logGamma(b) - logGamma(a + b);
+
+/** ln Γ(x) for x > 0 (Lanczos, g = 7). */
+function logGamma(x: number): number {
+  const g = [
+    0.9999999999998099, 676.5203681218851, -1259.1392167224028, 771.3234287776531, -176.6150291621406, 12.507343278686905, -0.13857109526572012,
+    9.984369578019572e-6, 1.5056327351493116e-7,
+  ];
+  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
+  const z = x - 1;
+  let s = g[0]!;
+  for (let i = 1; i < 9; i++) s += g[i]! / (z + i);
+  const t = z + 7.5;
+  return 0.5 * Math.log(2 * Math.PI) + (z + 0.5) * Math.log(t) - t + Math.log(s);
+}
+
+/** A paired test's result: W+ (the sum of the ranks of the positive differences), the tasks that differ, the p-value. */
+export interface SignedRank {
+  wPlus: number;
+  n: number;
+  p: number;
+  exact: boolean;
+}
+
+/** Wilcoxon's signed-rank test of the paired differences `diffs` (after - before), two-sided. */
+export function wilcoxonSignedRank(diffs: readonly number[]): SignedRank {
+  const d = diffs.filter((x) => x !== 0);
+  const n = d.length;
+  if (n === 0) return { wPlus: 0, n: 0, p: 1, exact: true };
+  const ranks = midranks(d.map(Math.abs)); // 1-based, tied magnitudes their mean rank
+  const wPlus = d.reduce((a, x, i) => a + (x > 0 ? ranks[i]! : 0), 0);
+  if (n > EXACT_MAX) return { wPlus, n, p: normalSignedRankP(wPlus, ranks), exact: false };
+  // Doubled ranks are whole numbers (midranks are halves): the distribution of 2W+ over every sign pattern.
+  const twice = ranks.map((r) => Math.round(2 * r));
+  const total = twice.reduce((a, b) => a + b, 0);
+  let dist = new Float64Array(total + 1);
+  dist[0] = 1;
+  for (const r of twice) {
+    const next = new Float64Array(total + 1);
+    for (let s = 0; s <= total; s++) {
+      if (!dist[s]) continue;
+      next[s] += dist[s]! / 2;
+      next[s + r] += dist[s]! / 2;
+    }
+    dist = next;
+  }
+  const w = Math.round(2 * wPlus);
+  let below = 0,
+    above = 0;
+  for (let s = 0; s <= total; s++) {
+    if (s <= w) below += dist[s]!;
+    if (s >= w) above += dist[s]!;
+  }
+  return { wPlus, n, p: Math.min(1, 2 * Math.min(below, above)), exact: true };
+}
+
+/** The two-sided normal approximation of the signed-rank test, its variance corrected for ties, with continuity correction. */
+function normalSignedRankP(wPlus: number, ranks: number[]): number {
+  const n = ranks.length;
+  const counts = new Map<number, number>();
+  for (const r of ranks) counts.set(r, (counts.get(r) ?? 0) + 1);
+  const ties = [...counts.values()].reduce((a, t) => a + (t ** 3 - t), 0);
+  const mu = (n * (n + 1)) / 4;
+  const sigma = Math.sqrt((n * (n + 1) * (2 * n + 1)) / 24 - ties / 48);
+  const z = Math.max(0, Math.abs(wPlus - mu) - 0.5) / sigma;
+  return Math.min(1, 2 * (1 - normalCdf(z)));
+}
+
+/** Φ(z), from erfc (Numerical Recipes' Chebyshev fit, |error| < 1.2e-7). */
+function normalCdf(z: number): number {
+  const x = Math.abs(z) / Math.SQRT2;
+  const t = 1 / (1 + 0.5 * x);
+  const erfc =
+    t *
+    Math.exp(
+      -x * x -
+        1.26551223 +
+        t *
+          (1.00002368 +
+            t *
+              (0.37409196 +
+                t * (0.09678418 + t * (-0.18628288 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+    );
+  return z >= 0 ? 1 - erfc / 2 : erfc / 2;
+}
+
+/** Two evaluations task by task: the tasks both have, who won each, the means over those tasks, the paired test. */
+export interface Comparison {
+  baselineRunId: string;
+  tasks: number;
+  /** Tasks only one of them has (left out of the comparison). */
+  unmatched: number;
+  wins: number;
+  losses: number;
+  ties: number;
+  mean: number;
+  baselineMean: number;
+  test: SignedRank & { name: 'wilcoxon-signed-rank' };
+  significant: boolean;
+  /** Per task (ids both have): the baseline's mean and this one's. */
+  perTask: { id: string; before: number; after: number }[];
+}
+
+/** Compares per-task means (by task id) of this evaluation against a baseline's. */
+export function compareTasks(baselineRunId: string, before: ReadonlyMap<string, number>, after: ReadonlyMap<string, number>): Comparison {
+  const perTask = [...after].filter(([id]) => before.has(id)).map(([id, a]) => ({ id, before: before.get(id)!, after: a }));
+  const all = new Set([...before.keys(), ...after.keys()]);
+  const diffs = perTask.map((t) => t.after - t.before);
+  const test = wilcoxonSignedRank(diffs);
+  return {
+    baselineRunId,
+    tasks: perTask.length,
+    unmatched: all.size - perTask.length,
+    wins: diffs.filter((x) => x > 0).length,
+    losses: diffs.filter((x) => x < 0).length,
+    ties: diffs.filter((x) => x === 0).length,
+    mean: mean(perTask.map((t) => t.after)),
+    baselineMean: mean(perTask.map((t) => t.before)),
+    test: { ...test, name: 'wilcoxon-signed-rank' },
+    significant: test.p < ALPHA,
+    perTask,
+  };
+}

@@ -1,0 +1,140 @@
+/**
+ * The numbers `agl eval` reports, checked against answers worked out independently: the Wilcoxon signed-rank test's
+ * exact p-values against counts of sign patterns done by hand and against brute-force enumeration of all 2^n
+ * patterns (ties included), on 0/1 scores against the exact binomial sign test it reduces to; Student's t against
+ * the Cauchy distribution (t with 1 degree of freedom, whose CDF has a closed form) and the printed tables; the
+ * comparison's wins, losses and ties.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { compareTasks, meanInterval, tCdf, tQuantile, wilcoxonSignedRank } from '../../daemon/eval/stats.js';
+
+const close = (a: number, b: number, eps = 1e-9, what = '') => assert.ok(Math.abs(a - b) <= eps, `${what} ${a} vs ${b}`);
+
+/** The two-sided p of W+ by enumerating every sign pattern of the magnitudes' midranks (the test's definition). */
+function bruteForceP(diffs: number[]): number {
+  const d = diffs.filter((x) => x !== 0);
+  const abs = d.map(Math.abs);
+  const rank = abs.map((v) => {
+    const less = abs.filter((w) => w < v).length,
+      same = abs.filter((w) => w === v).length;
+    return less + (same + 1) / 2;
+  });
+  const observed = d.reduce((a, x, i) => a + (x > 0 ? rank[i]! : 0), 0);
+  let below = 0,
+    above = 0;
+  const total = 2 ** d.length;
+  for (let mask = 0; mask < total; mask++) {
+    let w = 0;
+    for (let i = 0; i < d.length; i++) if (mask & (1 << i)) w += rank[i]!;
+    if (w <= observed + 1e-9) below++;
+    if (w >= observed - 1e-9) above++;
+  }
+  return Math.min(1, (2 * Math.min(below, above)) / total);
+}
+
+const choose = (n: number, k: number): number => (k < 0 || k > n ? 0 : k === 0 ? 1 : (choose(n - 1, k - 1) * n) / k);
+
+test('the signed-rank p-value is exact: hand-counted cases', () => {
+  // Five tasks all better, distinct magnitudes: only the all-plus pattern reaches W+ = 15 (and all-minus 0): p = 2/32.
+  close(wilcoxonSignedRank([0.1, 0.2, 0.3, 0.4, 0.5]).p, 2 / 32);
+  // Six: 2/64, below 0.05 (five never can be).
+  close(wilcoxonSignedRank([1, 2, 3, 4, 5, 6]).p, 2 / 64);
+  // [1, 2, -3, 4, 5]: W+ = 12; the subsets of {1..5} summing to >= 12 are the complements of those summing to <= 3
+  // ({}, {1}, {2}, {3}, {1,2}): 5 of 32, so p = 10/32.
+  const r = wilcoxonSignedRank([1, 2, -3, 4, 5]);
+  assert.equal(r.wPlus, 12);
+  assert.equal(r.n, 5);
+  assert.equal(r.exact, true);
+  close(r.p, 10 / 32);
+  // Zeros are dropped (Wilcoxon's way): the same test as without them.
+  close(wilcoxonSignedRank([0, 1, 2, -3, 0, 4, 5]).p, 10 / 32);
+  // Nothing differs: no evidence of a change.
+  assert.equal(wilcoxonSignedRank([0, 0, 0]).p, 1);
+});
+
+test('on 0/1 scores it is the exact two-sided sign test (binomial)', () => {
+  for (const [wins, losses] of [
+    [8, 1],
+    [6, 0],
+    [5, 5],
+    [3, 9],
+    [12, 2],
+  ] as const) {
+    const n = wins + losses;
+    const k = Math.max(wins, losses);
+    let tail = 0;
+    for (let j = k; j <= n; j++) tail += choose(n, j);
+    const binomial = Math.min(1, (2 * tail) / 2 ** n);
+    const diffs = [...Array(wins).fill(1), ...Array(losses).fill(-1), 0, 0, 0];
+    close(wilcoxonSignedRank(diffs).p, binomial, 1e-12, `${wins} wins, ${losses} losses`);
+  }
+  // 8 of 9: (C(9,8) + C(9,9)) / 512 each side: 20/512.
+  close(wilcoxonSignedRank([1, 1, 1, 1, 1, 1, 1, 1, -1]).p, 20 / 512);
+});
+
+test('with tied magnitudes (midranks) it matches enumerating every sign pattern', () => {
+  const cases = [
+    [0.5, 0.5, -0.25, 1, 1, 1, -0.5, 0.75],
+    [1, -1, 2, -2, 3, 3, 0.5, 0, 4],
+    [-0.1, -0.2, -0.2, -0.3, 0.4, -0.4, -0.5, -0.5, -0.5, 0.6, -1, -1],
+    [2, 2, 2, 2, 2, -2, -2, 1, 1, 3, 3, 3, -3, 0.5],
+  ];
+  for (const diffs of cases) close(wilcoxonSignedRank(diffs).p, bruteForceP(diffs), 1e-12, JSON.stringify(diffs));
+});
+
+test('above the exact range it says so and gives the normal approximation', () => {
+  // 120 tasks that differ: symmetric differences give p near 1, a strong shift a tiny p.
+  const symmetric = Array.from({ length: 120 }, (_, i) => (i % 2 ? 1 : -1) * (1 + (i >> 1)));
+  const r = wilcoxonSignedRank(symmetric);
+  assert.equal(r.exact, false);
+  assert.ok(r.p > 0.5, String(r.p));
+  const shifted = Array.from({ length: 120 }, (_, i) => (i % 10 === 0 ? -1 : 1) * (1 + i));
+  assert.ok(wilcoxonSignedRank(shifted).p < 1e-10);
+});
+
+test("Student's t: the Cauchy CDF at 1 degree of freedom, and the tables' 97.5% quantiles", () => {
+  for (const t of [-3, -0.5, 0, 0.7, 2, 12.706]) close(tCdf(t, 1), 0.5 + Math.atan(t) / Math.PI, 1e-9, `t=${t}`);
+  for (const [df, q] of [
+    [1, 12.7062],
+    [2, 4.3027],
+    [5, 2.5706],
+    [10, 2.2281],
+    [30, 2.0423],
+    [120, 1.9799],
+  ] as const)
+    close(tQuantile(0.975, df), q, 5e-4, `df=${df}`);
+});
+
+test('the mean interval is the t interval of the per-task means', () => {
+  const xs = [1, 0, 1, 1, 0, 1, 1, 1];
+  const [lo, hi] = meanInterval(xs)!;
+  const m = 0.75;
+  const sd = Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / 7);
+  close((lo + hi) / 2, m);
+  close(hi - m, 2.3646 * (sd / Math.sqrt(8)), 1e-3);
+  assert.equal(meanInterval([1]), null);
+});
+
+test('a comparison counts wins, losses and ties on the shared tasks and leaves the others out', () => {
+  const before = new Map([
+    ['a', 0],
+    ['b', 1],
+    ['c', 0.5],
+    ['d', 0],
+    ['only-before', 1],
+  ]);
+  const after = new Map([
+    ['a', 1],
+    ['b', 0],
+    ['c', 0.5],
+    ['d', 1],
+    ['only-after', 0],
+  ]);
+  const c = compareTasks('eval-x', before, after);
+  assert.deepEqual([c.tasks, c.unmatched, c.wins, c.losses, c.ties], [4, 2, 2, 1, 1]);
+  close(c.baselineMean, 0.375);
+  close(c.mean, 0.625);
+  close(c.test.p, bruteForceP([1, -1, 0, 1]));
+  assert.equal(c.significant, false);
+});
