@@ -112,6 +112,11 @@ if (existsSync('daemon/optimize/meta')) {
   mkdirSync('dist/optimize/meta', { recursive: true });
   for (const f of readdirSync('daemon/optimize/meta')) if (f.endsWith('.md')) copyFileSync(`daemon/optimize/meta/${f}`, `dist/optimize/meta/${f}`);
 }
+// The rubric template Train This Agent writes next to an agent for its LLM judge (extension/judge-choices.ts: dist/templates).
+if (existsSync('extension/templates')) {
+  mkdirSync('dist/templates', { recursive: true });
+  for (const f of readdirSync('extension/templates')) if (f.endsWith('.md')) copyFileSync(`extension/templates/${f}`, `dist/templates/${f}`);
+}
 // The torch engine's Python package and pins, which the daemon starts by path (daemon/model/torch-env.ts: dist/engines/torch).
 if (existsSync('engines/torch/agl_torch')) {
   mkdirSync('dist/engines/torch/agl_torch', { recursive: true });

@@ -20,7 +20,27 @@ export interface Settings {
   /** Node.js binary that runs the daemon and the language server ('' = find one). */
   nodePath: string;
   /** The optimizer model's OpenAI-compatible endpoint for Optimize This Prompt ('' url or model: asked, then saved here). */
-  optimizer: { url: string; model: string; keyEnv: string };
+  optimizer: Endpoint;
+  /** The LLM judge's OpenAI-compatible endpoint Train This Agent offers for an agent without a reward (asked, then saved here). */
+  judge: Endpoint;
+}
+
+/** An OpenAI-compatible endpoint from the settings: base URL, model, and the environment variable holding its key. */
+export interface Endpoint {
+  url: string;
+  model: string;
+  keyEnv: string;
+}
+
+/** The endpoints the settings hold, by their section (agentLightning.<section>.url, .model, .keyEnv). */
+export type EndpointSection = 'optimizer' | 'judge';
+
+function endpoint(c: vscode.WorkspaceConfiguration, section: EndpointSection): Endpoint {
+  return {
+    url: c.get<string>(`${section}.url`, '').trim(),
+    model: c.get<string>(`${section}.model`, '').trim(),
+    keyEnv: c.get<string>(`${section}.keyEnv`, 'OPENAI_API_KEY').trim() || 'OPENAI_API_KEY',
+  };
 }
 
 export function readSettings(): Settings {
@@ -32,11 +52,8 @@ export function readSettings(): Settings {
     defaultModel: c.get<string>('defaultModel', 'builtin:0.8m').trim() || 'builtin:0.8m',
     groupSize: c.get<number>('groupSize', 4),
     nodePath: c.get<string>('nodePath', '').trim(),
-    optimizer: {
-      url: c.get<string>('optimizer.url', '').trim(),
-      model: c.get<string>('optimizer.model', '').trim(),
-      keyEnv: c.get<string>('optimizer.keyEnv', 'OPENAI_API_KEY').trim() || 'OPENAI_API_KEY',
-    },
+    optimizer: endpoint(c, 'optimizer'),
+    judge: endpoint(c, 'judge'),
   };
 }
 

@@ -2,10 +2,11 @@
  * The quick picks of Optimize This Prompt that are its own (optimize-command.ts runs them in order; the task files are
  * Train's picks): the prompts to optimize together, the budget in rollouts, the optimizer's endpoint and the agent's
  * model. Each preselects what was chosen last for the agent; the optimizer's endpoint is the settings', asked for and
- * saved into them (user settings) when empty, so the next run asks nothing.
+ * saved into them (user settings) when empty, so the next run asks nothing (pickEndpoint: Train This Agent's judge too).
  */
 import * as vscode from 'vscode';
 import type { AgentInfo } from '../protocol/lsp.js';
+import type { Endpoint, EndpointSection } from './config.js';
 import { endpointProblem, OPTIMIZE_BUDGETS, type AgentModel, type OptimizerEndpoint } from './optimize-choices.js';
 
 /** Step 1: the prompts (the one asked for checked; the agent's others offered: several are optimized together). */
@@ -75,19 +76,21 @@ async function askEndpoint(title: string, url: string, model: string): Promise<{
   return m === undefined ? undefined : { url: u.trim(), model: m.trim() };
 }
 
-const keyNote = (e: OptimizerEndpoint) =>
+const keyNote = (e: Endpoint) =>
   process.env[e.keyEnv] || /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])[:/]/.test(e.url) ? '' : ` · ${e.keyEnv} is not set in VS Code's environment`;
 
-/** Step 6: the optimizer's endpoint: the settings' (agentLightning.optimizer.*), else asked and saved into them. */
-export async function pickOptimizer(agent: AgentInfo, settings: OptimizerEndpoint, steps: number): Promise<OptimizerEndpoint | undefined> {
-  const title = `Optimize ${agent.name}: the optimizer model (6/${steps})`;
+/**
+ * An endpoint from the settings agentLightning.<section>.* (the optimizer's, the judge's): the settings' own when set
+ * (or another), else asked for and saved into them (user settings), so the next run asks nothing.
+ */
+export async function pickEndpoint(section: EndpointSection, title: string, settings: Endpoint, placeHolder: string): Promise<Endpoint | undefined> {
   if (settings.url && settings.model) {
     const picked = await vscode.window.showQuickPick(
       [
-        { label: `${settings.model} at ${settings.url}`, description: `settings agentLightning.optimizer.*${keyNote(settings)}`, use: true },
+        { label: `${settings.model} at ${settings.url}`, description: `settings agentLightning.${section}.*${keyNote(settings)}`, use: true },
         { label: '$(edit) Another endpoint…', description: 'saved into the settings', use: false },
       ],
-      { title, placeHolder: 'The model that reads the rollouts and rewrites the prompts: a capable one', ignoreFocusOut: true },
+      { title, placeHolder, ignoreFocusOut: true },
     );
     if (!picked) return undefined;
     if (picked.use) return settings;
@@ -95,9 +98,15 @@ export async function pickOptimizer(agent: AgentInfo, settings: OptimizerEndpoin
   const asked = await askEndpoint(title, settings.url, settings.model);
   if (!asked) return undefined;
   const config = vscode.workspace.getConfiguration('agentLightning');
-  await config.update('optimizer.url', asked.url, vscode.ConfigurationTarget.Global);
-  await config.update('optimizer.model', asked.model, vscode.ConfigurationTarget.Global);
+  await config.update(`${section}.url`, asked.url, vscode.ConfigurationTarget.Global);
+  await config.update(`${section}.model`, asked.model, vscode.ConfigurationTarget.Global);
   return { ...settings, ...asked };
+}
+
+/** Step 6: the optimizer's endpoint: the settings' (agentLightning.optimizer.*), else asked and saved into them. */
+export function pickOptimizer(agent: AgentInfo, settings: OptimizerEndpoint, steps: number): Promise<OptimizerEndpoint | undefined> {
+  const title = `Optimize ${agent.name}: the optimizer model (6/${steps})`;
+  return pickEndpoint('optimizer', title, settings, 'The model that reads the rollouts and rewrites the prompts: a capable one');
 }
 
 /** Step 7: the agent's model: the optimizer's server (another model, or the same), another server, or what the daemon serves. */

@@ -12,6 +12,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'nod
 import type { TrainingRunSummary } from '../protocol/metrics.js';
 import type { TrainingRun } from '../protocol/store.js';
 import { DataSection, TrainingSection } from '../protocol/train-config.js';
+import { judgeTrainFlags, type JudgeChoice } from './judge-choices.js';
 
 /** A training budget: steps, tasks per step, validation tasks (0 = all) and how often to validate (0 = before and after only). */
 export interface Budget {
@@ -48,13 +49,14 @@ export const BUDGETS: Budget[] = [
 /** The budget that runs the agent's own train.yaml unchanged. */
 export const AGENT_CONFIG_BUDGET = 'agent-config';
 
-/** `config`: the agent's train.yaml when budget is AGENT_CONFIG_BUDGET. */
+/** `config`: the agent's train.yaml when budget is AGENT_CONFIG_BUDGET; `judge`: an LLM judge as the reward (judge-choices.ts). */
 export interface TrainChoice {
   train: string;
   val: string;
   budget: string;
   model: string;
   config?: string;
+  judge?: JudgeChoice;
 }
 
 /** The preset budget of a choice (the smoke test when unknown). */
@@ -65,9 +67,15 @@ export function budgetOf(choice: TrainChoice): Budget {
 /**
  * The `agl train` arguments for a choice: the agent's own train.yaml (`choice.config`) unchanged, or a preset
  * budget whose `configFile` holds what has no flag (training.valSize), written
- * by writeBudgetConfig; flags override it.
+ * by writeBudgetConfig; flags override it. A judge's --judge-* flags (judgeTrainFlags: `env` says whether its key is set).
  */
-export function trainArgs(agent: string, choice: TrainChoice, settings: { groupSize: number; storeUrl: string }, configFile: string | null): string[] {
+export function trainArgs(
+  agent: string,
+  choice: TrainChoice,
+  settings: { groupSize: number; storeUrl: string },
+  configFile: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): string[] {
   const config = choice.config ?? configFile;
   const flags: TrainFlags = { train: choice.train, val: choice.val, model: choice.model, ...(config ? { config } : {}) };
   if (!choice.config) {
@@ -76,6 +84,7 @@ export function trainArgs(agent: string, choice: TrainChoice, settings: { groupS
     Object.assign(flags, { 'group-size': String(settings.groupSize), 'batch-size': String(budget.batchSize), 'val-every': String(budget.valEvery) });
     if (budget.maxSteps > 0) flags['max-steps'] = String(budget.maxSteps);
   }
+  if (choice.judge) Object.assign(flags, judgeTrainFlags(choice.judge, env));
   // `agl train` opens the store itself: the daemon's SQLite file in the data dir (AGL_DATA_DIR), or this URL.
   if (settings.storeUrl) flags.store = settings.storeUrl;
   // The command line comes from agl train's one option table (protocol/train-options.ts): a flag it lacks does not compile.

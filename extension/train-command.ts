@@ -1,7 +1,8 @@
 /**
  * "Agent Lightning: Train This Agent": picks the agent, the training and validation data, the budget and
  * the model (each remembered per agent in workspaceState; a task file is preselected only when it is the
- * agent's: its last choice, its train.yaml's data:, its last run's: train-choices.ts dataOptions), then runs
+ * agent's: its last choice, its train.yaml's data:, its last run's: train-choices.ts dataOptions), and for an
+ * agent that emits no reward an LLM judge with its rubric file (judge-picks.ts), then runs
  * `agl train` as a child process against the extension's daemon. Progress is read from the store (the
  * training run's step / total and its reward metric) whenever the daemon's events say the run moved, shown in a
  * cancellable notification and the status bar; the dashboard opens on the run. Cancelling sends SIGINT, which `agl train` treats as "stop after saving".
@@ -19,6 +20,8 @@ import type { AglClient } from '../client/client.js';
 import { lastError, runAgl } from './agl-process.js';
 import { readSettings } from './config.js';
 import type { Ctx } from './ctx.js';
+import { judgeOfferReason } from './judge-choices.js';
+import { agentSource, chooseJudge, statsOf } from './judge-picks.js';
 import { pickTaskFile, rememberAgent, resolveAgent, workspaceJsonlFiles } from './pickers.js';
 import {
   AGENT_CONFIG_BUDGET,
@@ -78,15 +81,18 @@ async function askChoice(ctx: Ctx, client: AglClient, agent: AgentInfo): Promise
   const agentConfig = agentFile ? agentTrainConfig(agentFile) : null;
   const sources = await taskSources(ctx, client, agent, agentConfig, last);
   const workspaceFiles = await workspaceJsonlFiles();
+  // An agent that emits no reward is offered an LLM judge, as a fifth pick (judge-choices.ts says when).
+  const judgeReason = agentFile ? judgeOfferReason({ stats: await statsOf(ctx, agent), source: await agentSource(agentFile), lastJudge: last?.judge }) : null;
+  const steps = judgeReason ? 5 : 4;
   const train = await pickTaskFile(
-    `Train ${agent.name}: training data (1/4)`,
+    `Train ${agent.name}: training data (1/${steps})`,
     dataOptions('train', { agentFile, sources, workspaceFiles }),
     agent,
     'training tasks',
   );
   if (!train) return undefined;
   const val = await pickTaskFile(
-    `Train ${agent.name}: validation data, held out (2/4)`,
+    `Train ${agent.name}: validation data, held out (2/${steps})`,
     dataOptions('val', { agentFile, sources, workspaceFiles, train }),
     agent,
     'validation tasks',
@@ -110,19 +116,28 @@ async function askChoice(ctx: Ctx, client: AglClient, agent: AgentInfo): Promise
   }
   if (last?.budget) budgets.sort((a, b) => Number(b.id === last.budget) - Number(a.id === last.budget));
   const budget = await vscode.window.showQuickPick(budgets, {
-    title: `Train ${agent.name}: budget (3/4)`,
+    title: `Train ${agent.name}: budget (3/${steps})`,
     ignoreFocusOut: true,
     matchOnDescription: true,
   });
   if (!budget) return undefined;
-  const model = await pickModel(agent, settings.defaultModel, last?.model, agentFile ? nearbyCheckpoints(agentFile) : []);
+  const model = await pickModel(agent, settings.defaultModel, last?.model, agentFile ? nearbyCheckpoints(agentFile) : [], `4/${steps}`);
   if (!model) return undefined;
-  const choice: TrainChoice = { train, val, budget: budget.id, model, ...(budget.id === AGENT_CONFIG_BUDGET && agentConfig ? { config: agentConfig } : {}) };
+  const judge = judgeReason ? await chooseJudge(ctx, agent, agentFile, judgeReason, `5/${steps}`) : null;
+  if (judge === undefined) return undefined;
+  const choice: TrainChoice = {
+    train,
+    val,
+    budget: budget.id,
+    model,
+    ...(budget.id === AGENT_CONFIG_BUDGET && agentConfig ? { config: agentConfig } : {}),
+    ...(judge ? { judge } : {}),
+  };
   await ctx.extension.workspaceState.update(stateKey(agent.id), choice);
   return choice;
 }
 
-async function pickModel(agent: AgentInfo, defaultModel: string, remembered: string | undefined, nearby: string[]): Promise<string | undefined> {
+async function pickModel(agent: AgentInfo, defaultModel: string, remembered: string | undefined, nearby: string[], step: string): Promise<string | undefined> {
   type Item = vscode.QuickPickItem & { model: string | 'folder' };
   const items: Item[] = [];
   const seen = new Set<string>();
@@ -137,7 +152,7 @@ async function pickModel(agent: AgentInfo, defaultModel: string, remembered: str
   add('builtin:0.8m', 'builtin:0.8m', 'built-in tiny model, trains in minutes on a CPU');
   add('builtin:5m', 'builtin:5m', 'built-in small model');
   items.push({ label: '$(folder-opened) Local Hugging Face model folder…', model: 'folder' });
-  const picked = await vscode.window.showQuickPick(items, { title: `Train ${agent.name}: model (4/4)`, ignoreFocusOut: true, matchOnDescription: true });
+  const picked = await vscode.window.showQuickPick(items, { title: `Train ${agent.name}: model (${step})`, ignoreFocusOut: true, matchOnDescription: true });
   if (!picked) return undefined;
   if (picked.model !== 'folder') return picked.model;
   const uris = await vscode.window.showOpenDialog({

@@ -5,6 +5,7 @@
  */
 import { NotificationType, RequestType } from 'vscode-languageserver-protocol';
 import type { AgentHeadline } from './agent-headline.js';
+import type { AgentReward } from './reward-source.js';
 import type { TrainingRun } from './store.js';
 
 /** Where the daemon is; null when it is down. Sent in initializationOptions and on every change. */
@@ -83,6 +84,8 @@ export interface AgentStats {
   active: number;
   /** Its prompt optimizations, newest first (the lenses above its `llm.prompt` calls). */
   optimizations: PromptOptimization[];
+  /** Which reward it trains on (its newest training run's), or `none` when its rollouts carry none; null: nothing to say yet. */
+  reward: AgentReward | null;
 }
 
 /** Client -> server: the daemon started, moved or stopped (`starting`: on its way up). */

@@ -1,7 +1,8 @@
 /**
  * The CodeLens above each agent function: its headline number and rollout count ("held-out reward 0.95
- * (from 0.29) · 500+ rollouts", or "no rollouts yet"), with a tooltip saying exactly what the number is
- * (protocol/agent-headline.ts), then "▶ Run", "⚡ Train" and "Trajectories". The commands are the extension's
+ * (from 0.29) · 500+ rollouts", or "no rollouts yet") and, once it has a training run or rollouts without a reward,
+ * which reward it trains on ("reward: judge": protocol/reward-source.ts), with a tooltip saying exactly what the
+ * number is (protocol/agent-headline.ts), then "▶ Run", "⚡ Train" and "Trajectories". The commands are the extension's
  * (protocol/commands.ts); their first argument is the agent id.
  * Above each `llm.prompt(name, seed)` call: "Optimize "name"", with the best val score an optimization of it reached
  * (or how far a running one is), and "Optimization" opening that run's view. Optimize's argument is the prompt
@@ -11,6 +12,7 @@ import type { CodeLens } from 'vscode-languageserver';
 import { rolloutCount } from '../../protocol/agent-headline.js';
 import { COMMANDS } from '../../protocol/commands.js';
 import type { AgentInfo, AgentStats, PromptInfo, PromptOptimization } from '../../protocol/lsp.js';
+import { describeRewardSource } from '../../protocol/reward-source.js';
 
 /** The summary lens title; `stats` undefined means not fetched yet (daemon up) or daemon down. */
 export function formatStats(stats: AgentStats | undefined, daemonUp: boolean, starting = false): string {
@@ -19,6 +21,7 @@ export function formatStats(stats: AgentStats | undefined, daemonUp: boolean, st
   const parts: string[] = [stats.headline.text];
   if (stats.rollouts > 0) parts.push(rolloutCount(stats.rollouts, stats.rolloutsCapped));
   if (stats.active > 0) parts.push(`${stats.active} running`);
+  if (stats.reward) parts.push(describeRewardSource(stats.reward).text);
   return parts.join(' · ');
 }
 
@@ -26,7 +29,8 @@ export function formatStats(stats: AgentStats | undefined, daemonUp: boolean, st
 export function statsTooltip(stats: AgentStats | undefined, daemonUp: boolean): string {
   if (!daemonUp) return 'Start the Agent Lightning daemon';
   if (!stats) return "Reading this agent's results from the store…";
-  return `${stats.headline.tooltip}${stats.active > 0 ? ` ${stats.active} queued or running.` : ''} Click to list this agent's rollouts.`;
+  const reward = stats.reward ? ` ${describeRewardSource(stats.reward).tooltip}` : '';
+  return `${stats.headline.tooltip}${stats.active > 0 ? ` ${stats.active} queued or running.` : ''}${reward} Click to list this agent's rollouts.`;
 }
 
 export function lensesFor(agent: AgentInfo, stats: AgentStats | undefined, daemonUp: boolean, starting = false): CodeLens[] {

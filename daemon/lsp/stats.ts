@@ -1,12 +1,13 @@
 /**
  * The numbers of each agent's CodeLens, read from the daemon's store API: the headline number with its
  * words and tooltip (assembled by the daemon: daemon/store/views.ts, what the dashboard shows too), how many rollouts ended,
- * how many are queued or running, and its prompt optimizations (the lenses above its `llm.prompt` calls): three
- * requests per agent.
+ * how many are queued or running, its prompt optimizations (the lenses above its `llm.prompt` calls) and which
+ * reward it trains on (its newest training run's config: protocol/reward-source.ts): four requests per agent.
  */
 import type { AgentHeadline } from '../../protocol/agent-headline.js';
 import type { AgentStats, PromptOptimization } from '../../protocol/lsp.js';
 import type { OptimizationSummary } from '../../protocol/prompts.js';
+import { agentReward } from '../../protocol/reward-source.js';
 import type { Rollout, RolloutStatus, RunKind, TrainingRun } from '../../protocol/store.js';
 import { COUNT_LIMIT } from '../store/views.js';
 
@@ -63,10 +64,11 @@ export class AgentStatsSource {
    */
   async fetch(agent: string): Promise<AgentStats> {
     const seq = ++this.fetchSeq;
-    const [headline, active, runs] = await Promise.all([
+    const [headline, active, runs, trainRuns] = await Promise.all([
       this.store.agentHeadline(agent),
       this.store.queryRollouts({ agent, status: ACTIVE, order: 'desc', limit: COUNT_LIMIT }),
       this.store.listTrainingRuns(agent, 'optimize'),
+      this.store.listTrainingRuns(agent, 'train'),
     ]);
     const stats: AgentStats = {
       agent,
@@ -75,6 +77,7 @@ export class AgentStatsSource {
       headline,
       active: active.items.length,
       optimizations: runs.sort((a, b) => b.createdAt - a.createdAt).map(promptOptimization),
+      reward: agentReward(trainRuns, headline),
     };
     if (seq > (this.cachedSeq.get(agent) ?? 0)) {
       this.cachedSeq.set(agent, seq);

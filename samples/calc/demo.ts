@@ -39,6 +39,8 @@ export interface CalcRunOptions {
   workers?: number;
   engine?: 'tfjs' | 'torch';
   procs?: number;
+  /** More agl train flags (bench/judge.ts: an LLM judge's --judge-*), over the demo's. */
+  flags?: Partial<Parameters<typeof trainAgent>[0]>;
 }
 
 /** Warm-up (shipped, or made) then GRPO; returns agl train's outcome, the warm-up used and its minutes. */
@@ -68,6 +70,7 @@ export async function runCalcDemo(o: CalcRunOptions = {}): Promise<TrainOutcome 
     ...(o.workers ? { workers: String(o.workers) } : {}),
     ...(o.engine ? { engine: o.engine } : {}),
     ...(o.procs ? { procs: String(o.procs) } : {}),
+    ...o.flags,
   });
   if (!outcome) throw new Error('training was interrupted');
   return { ...outcome, warmup, warmupMinutes };

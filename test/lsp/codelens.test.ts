@@ -22,7 +22,7 @@ import {
   type CodeLens,
   type ProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
-import { formatStats, lensesFor } from '../../daemon/lsp/codelens.js';
+import { formatStats, lensesFor, statsTooltip } from '../../daemon/lsp/codelens.js';
 import { AgentStatsSource, type StoreReader } from '../../daemon/lsp/stats.js';
 import { describeHeadline, type HeadlineFacts } from '../../protocol/agent-headline.js';
 import { agentAt, daemonChanged, listAgents, listPrompts, markAsAgent, promptAt, type AgentInfo } from '../../protocol/lsp.js';
@@ -65,7 +65,7 @@ test("headline: the held-out score of the newest validated run, else the train r
 test('lens titles: no rollouts yet, the headline with the count, running, daemon down; the tooltip explains the number', () => {
   const stats = (facts: Partial<HeadlineFacts>, active = 0) => {
     const headline = describeHeadline({ ...NO_FACTS, ...facts });
-    return { agent: 'a.ts#x', rollouts: headline.rollouts, rolloutsCapped: headline.rolloutsCapped, headline, active, optimizations: [] };
+    return { agent: 'a.ts#x', rollouts: headline.rollouts, rolloutsCapped: headline.rolloutsCapped, headline, active, optimizations: [], reward: null };
   };
   const base = stats({});
   assert.equal(formatStats(base, true), 'no rollouts yet');
@@ -76,6 +76,21 @@ test('lens titles: no rollouts yet, the headline with the count, running, daemon
   assert.equal(formatStats(stats({ rollouts: 2 }), true), 'no reward yet · 2 rollouts');
   assert.equal(formatStats(undefined, false), 'Agent Lightning daemon not running');
   assert.equal(formatStats(undefined, false, true), 'Agent Lightning daemon starting…');
+  // Which reward it trains on (#41 item 5): its newest training run's, or none when its rollouts carry none.
+  const judged = { ...trained, reward: { source: { kind: 'judge' as const, model: 'gpt-4.1-mini' }, runId: 'run_9' } };
+  assert.equal(formatStats(judged, true), 'held-out reward 1.00 (from 0.25 at step 0) · 500+ rollouts · reward: judge');
+  assert.match(statsTooltip(judged, true), /Trains on an LLM judge's score \(gpt-4\.1-mini\).*training run run_9's judge: section\. Click to list/);
+  const both = { ...trained, reward: { source: { kind: 'both' as const, model: 'j', weight: 0.5 }, runId: 'run_9' } };
+  assert.equal(formatStats(both, true), 'held-out reward 1.00 (from 0.25 at step 0) · 500+ rollouts · reward: both (judge × 0.5)');
+  assert.equal(
+    formatStats({ ...trained, reward: { source: { kind: 'own' as const }, runId: 'run_9' } }, true)
+      .split(' · ')
+      .at(-1),
+    'reward: its own',
+  );
+  const none = { ...stats({ rollouts: 2 }), reward: { source: { kind: 'none' as const }, runId: null } };
+  assert.equal(formatStats(none, true), 'no reward yet · 2 rollouts · reward: none');
+  assert.match(statsTooltip(none, true), /Train offers an LLM judge/);
   const agent: AgentInfo = {
     id: 'a.ts#x',
     name: 'x',
@@ -336,4 +351,30 @@ test("agl lsp: lists the workspace's agents (skipping node_modules), finds the o
   );
   const again = await lsp.sendRequest(markAsAgent, { uri: tsUri, position: { line: 2, character: 3 } });
   assert.ok('error' in again && /already an agent/.test(again.error));
+});
+
+test("agl lsp: the lens says which reward the agent trains on, from its newest training run's judge: section", async () => {
+  const uri = pathToFileURL(join(workspace, 'agents', 'desk.ts')).href;
+  const rest = ['▶ Run', '⚡ Train', 'Trajectories', '✦ Optimize "system" · best val 0.93 (seed 0.31)', 'Optimization', '✦ Optimize "format"'];
+  await lensesBecome(uri, ['no rollouts yet', ...rest]);
+  const judge = { url: 'http://127.0.0.1:9/v1', model: 'judge-m', rubric: 'Right answers score 1.', weight: null };
+  const train = async (config: Record<string, unknown>) => {
+    const run = await daemon.client.createTrainingRun({ agent: DESK, kind: 'train', totalSteps: 2, config });
+    await daemon.client.updateTrainingRun(run.id, { step: 1 });
+  };
+  await train({ judge });
+  await lensesBecome(uri, ['no rollouts yet · reward: judge', ...rest]);
+  await train({ judge: { ...judge, weight: 0.5 } });
+  await lensesBecome(uri, ['no rollouts yet · reward: both (judge × 0.5)', ...rest]);
+  await train({ judge: null });
+  await lensesBecome(uri, ['no rollouts yet · reward: its own', ...rest]);
+});
+
+test('stats: an agent whose rollouts carry no reward and which never trained: reward none', async () => {
+  const agent = 'agents/quiet.ts#quietAgent';
+  const { attempt } = await daemon.client.startRollout({ input: { q: 'x' }, agent, mode: 'test' });
+  await daemon.client.finishAttempt(attempt.id, { status: 'succeeded' });
+  const s = await new AgentStatsSource(daemon.client).fetch(agent);
+  assert.deepEqual(s.reward, { source: { kind: 'none' }, runId: null });
+  assert.equal(formatStats(s, true), 'no reward yet · 1 rollout · reward: none');
 });
