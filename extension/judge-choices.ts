@@ -26,7 +26,8 @@ export const RUBRIC_FILE = 'rubric.md';
  * Why Train This Agent offers an LLM judge for the agent, in words for its pick, or null when the agent has a reward
  * of its own: it was trained with a judge last time here or in its newest run; none of its recent rollouts has a
  * reward; or its code (`source`: the agent's file) never names a reward (emitReward, emit_reward, a returned
- * { reward }: any "reward" at all). The code test is a hint (an agent may return a bare number): the pick says why,
+ * { reward }: any "reward" at all) and returns no number literal. The code test is a hint (an agent may return a
+ * computed number): the pick says why,
  * and training on its own reward stays one choice away.
  */
 export function judgeOfferReason(input: { stats: AgentStats | undefined; source: string | null; lastJudge: JudgeChoice | undefined }): string | null {
@@ -34,9 +35,15 @@ export function judgeOfferReason(input: { stats: AgentStats | undefined; source:
   if (input.lastJudge) return 'you trained it with a judge last time';
   if (kind === 'judge' || kind === 'both') return `its last training run (${input.stats!.reward!.runId}) had a judge`;
   if (kind === 'none') return 'none of its recent rollouts has a reward';
-  if (input.source !== null && !/reward/i.test(input.source)) return 'its code never emits or returns a reward';
+  if (input.source !== null && !MAY_SCORE.test(input.source)) return 'its code never emits or returns a reward';
   return null;
 }
+
+/**
+ * Code that may score its rollouts: it names a reward, or returns a number literal (`return 1`, `=> 0`, a ternary of
+ * two numbers such as `ok ? 1 : 0`: a bare-number reward, which the word test alone missed).
+ */
+const MAY_SCORE = /reward|\?\s*-?\d+(\.\d+)?\s*:\s*-?\d+(\.\d+)?|\breturn\s+-?\d+(\.\d+)?\s*;|=>\s*-?\d+(\.\d+)?\s*[,;)]/i;
 
 /** Where the rubric template is: beside the bundle (dist/templates, esbuild.mjs copies it), else in the sources. */
 export function rubricTemplatePath(extensionPath: string): string {

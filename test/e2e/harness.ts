@@ -223,11 +223,31 @@ export async function launchBrowser(): Promise<Browser> {
   return launchChromium();
 }
 
+/** Moves the keyboard focus out of any webview into the workbench: a click on the side bar's title (or the status bar's). */
+async function focusWorkbench(page: Page): Promise<void> {
+  const title = page.locator('.part.sidebar .composite.title .title-label').first();
+  if (await title.isVisible().catch(() => false)) await title.click({ timeout: 5_000 }).catch(() => undefined);
+  else
+    await page
+      .locator('.part.statusbar')
+      .click({ position: { x: 400, y: 5 }, timeout: 5_000 })
+      .catch(() => undefined);
+}
+
 /** Runs a command from the palette by its exact label. */
 export async function runCommand(page: Page, label: string): Promise<void> {
-  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget .quick-input-box input');
-  await input.waitFor({ state: 'visible' });
+  for (let tries = 1; ; tries++) {
+    await page.keyboard.press('F1');
+    try {
+      await input.waitFor({ state: 'visible', timeout: 10_000 });
+      break;
+    } catch (e) {
+      if (tries === 3) throw e;
+      // F1 went to a webview that holds the focus (a dashboard just opened): give the workbench the focus, press again.
+      await focusWorkbench(page);
+    }
+  }
   await input.fill(`>${label}`);
   await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor({ state: 'visible' });
   await page.keyboard.press('Enter');

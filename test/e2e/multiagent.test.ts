@@ -210,8 +210,11 @@ test(
       // A zero-variance group starts folded (it teaches nothing): unfold it.
       if ((await group.getAttribute('class'))!.split(' ').includes('folded')) await group.locator('.group-toggle').click();
       await group.locator('.sample-card').first().waitFor({ state: 'visible', timeout: 30_000 });
-      // The gold query and its rows beside the samples; how many distinct answers the cards fold.
-      assert.equal(await group.locator('.expected-emitted [data-field="sql"]').innerText(), want.gold.sql);
+      // The gold query once (the task's, the emitted expected output names it) and its rows beside the samples; how many
+      // distinct answers the cards fold.
+      assert.equal(await group.locator('.task-full dd[data-key="gold"]').innerText(), want.gold.sql);
+      assert.equal(await group.locator('.expected-emitted .expected-same').innerText(), "(its sql is the task's gold above)");
+      assert.equal(await group.locator('.expected-emitted [data-field="sql"]').count(), 0, 'the gold query is not shown twice');
       assert.equal(await group.locator('.expected-emitted [data-field="result"] .fold-content').innerText(), want.gold.result);
       assert.equal(await group.locator('.distinct-answers').getAttribute('data-distinct'), String(want.distinct));
       // One card per sample: the picked rollout's card.

@@ -236,7 +236,8 @@ test(
       const [newest, older] = want.runs as [TrainingRun, TrainingRun];
       const moved = want.val.first.step < want.val.last.step;
       const headline = `held-out reward ${want.val.last.value.toFixed(2)}${moved ? ` (from ${want.val.first.value.toFixed(2)} at step ${want.val.first.step})` : ''}`;
-      const lensTitle = `${headline} · ${want.ended.toLocaleString('en-US')} rollouts`;
+      // The lens ends with the reward the agent trains on (protocol/reward-source.ts): the newest run had no judge.
+      const lensTitle = `${headline} · ${want.ended.toLocaleString('en-US')} rollouts · reward: its own`;
       const headlineTooltip =
         `Held-out reward ${want.val.last.value.toFixed(2)}: mean final reward on the validation tasks, answered greedily (temperature 0), at step ${want.val.last.step} of training run ${newest.id}` +
         `${moved ? ` (${want.val.first.value.toFixed(2)} on the same tasks at step ${want.val.first.step}${want.val.first.step === 0 ? ', before training' : ''})` : ''}` +
@@ -255,7 +256,10 @@ test(
         const lens = page!.locator('.monaco-editor .codelens-decoration a', { hasText: 'held-out reward' }).first();
         await lens.waitFor({ state: 'visible', timeout: 60_000 });
         assert.equal(await lens.innerText(), lensTitle);
-        assert.equal(await lens.getAttribute('title'), `${headlineTooltip} Click to list this agent's rollouts.`);
+        assert.equal(
+          await lens.getAttribute('title'),
+          `${headlineTooltip} Trains on its own reward (the one its code emits or returns): training run ${newest.id} had no judge. Click to list this agent's rollouts.`,
+        );
         // The lens belongs to calcAgent: it stands right above its declaration. Measured once both have stopped moving:
         // while TypeScript still analyses a freshly opened file, Monaco re-renders its lines (a line can be briefly
         // detached or hidden, and lenses shift it down as they arrive).

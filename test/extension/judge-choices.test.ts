@@ -5,7 +5,7 @@
  * judge: settings it trains with.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
@@ -60,6 +60,8 @@ test('a judge is offered for an agent whose rollouts carry no reward, whose code
   assert.equal(judgeOfferReason({ stats: rewarded, source: REWARDED, lastJudge: undefined }), null, 'an agent with a reward of its own trains on it');
   assert.equal(judgeOfferReason({ stats: undefined, source: REWARDED, lastJudge: undefined }), null, 'the language server silent: the code decides');
   assert.equal(judgeOfferReason({ stats: stats({ rollouts: 3 }), source: REWARDED, lastJudge: undefined }), 'none of its recent rollouts has a reward');
+  for (const code of ['export const a = rollout(async (t: { p: string }) => (t.p.length > 0 ? 1 : 0));', 'rollout(async () => { return 0.5; });'])
+    assert.equal(judgeOfferReason({ stats: stats({}), source: code, lastJudge: undefined }), null, `a bare-number reward: ${code}`);
   assert.equal(judgeOfferReason({ stats: stats({}), source: NO_REWARD_CODE, lastJudge: undefined }), 'its code never emits or returns a reward');
   assert.equal(
     judgeOfferReason({ stats: undefined, source: 'def solve(task, llm):\n    return llm.chat(task)\n', lastJudge: undefined }),
@@ -85,7 +87,10 @@ test('a judge is offered for an agent whose rollouts carry no reward, whose code
 test('the rubric file: next to the agent, from the shipped template with the agent named, nothing left to fill in', () => {
   assert.equal(rubricFileOf('/w/agents/support.ts'), join('/w/agents', 'rubric.md'));
   const template = rubricTemplatePath(resolve('.'));
-  assert.equal(template, resolve('extension/templates/rubric.md'), 'the sources, where no bundle was built');
+  // The bundle's copy when one was built (npm test builds it before this file runs), else the sources': the same text.
+  const bundled = resolve('dist/templates/rubric.md');
+  assert.equal(template, existsSync(bundled) ? bundled : resolve('extension/templates/rubric.md'));
+  assert.equal(readFileSync(template, 'utf8'), readFileSync(resolve('extension/templates/rubric.md'), 'utf8'), 'the shipped template');
   assert.match(readFileSync(template, 'utf8'), /\{\{agent\}\}/);
   const text = rubricText(resolve('.'), 'supportAgent');
   assert.match(text, /^# How to judge supportAgent$/m);

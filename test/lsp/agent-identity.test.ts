@@ -118,11 +118,15 @@ describe('agl lsp: the same agent and the same number with samples/ or the repos
       seen.push({ id: agent?.id, title: lens.command?.title, tooltip: lens.command?.tooltip, args: lens.command?.arguments });
     }
     assert.equal(seen[0]!.id, STABLE);
-    assert.equal(seen[0]!.title, 'held-out reward 0.95 (from 0.29 at step 0) · 5 rollouts', 'rollouts and the run under the older form of the id count');
+    assert.equal(
+      seen[0]!.title,
+      'held-out reward 0.95 (from 0.29 at step 0) · 5 rollouts · reward: its own',
+      'rollouts and the run under the older form of the id count',
+    );
     assert.equal(
       seen[0]!.tooltip,
       `Held-out reward 0.95: mean final reward on the validation tasks, answered greedily (temperature 0), at step 85 of training run ${runId} (0.29 on the same tasks at step 0, before training), ` +
-        "the agent's newest run with a validation; 5 rollouts ended. Click to list this agent's rollouts.",
+        `the agent's newest run with a validation; 5 rollouts ended. Trains on its own reward (the one its code emits or returns): training run ${runId} had no judge. Click to list this agent's rollouts.`,
     );
     assert.deepEqual(seen[1], seen[0], 'the repository root open: the same id, title, tooltip and Trajectories filter');
   });

@@ -141,7 +141,7 @@ describe('GRPO group view on a real calc training step', () => {
     const page = view.page;
     const toolRows = await page.locator('.sample-card .tool-row .tool-text').allInnerTexts();
     assert.ok(toolRows.length > 0, 'some sample called the calculator');
-    for (const text of toolRows) assert.match(text, /^calc\([^)]+\) → (-?\d+|error: .+)$/);
+    for (const text of toolRows) assert.match(text, /^calc\([^)]*\) → (-?\d+|error: .+)$/); // the model may give an empty expression
     const card = page.locator('.sample-card', { has: page.locator('.tool-row') }).first();
     const line = await card.locator('.tool-row .tool-text').first().innerText();
     await card.locator('.tool-row').first().click();

@@ -69,7 +69,7 @@ describe('webview theming and layout', () => {
             .sort((a, b) => Math.round(a.r.top) - Math.round(b.r.top) || a.r.left - b.r.left)
             .map((e) => e.text),
         );
-      assert.deepEqual(await shownHeaders(), ['Input', 'Status', 'Reward', 'Rollout · mode · agent · res. · attempts', 'Duration', 'Created']);
+      assert.deepEqual(await shownHeaders(), ['Input', 'Status', 'Reward', 'Rollout · mode · agent · resources · attempts', 'Duration', 'Created']);
       await viewer.screenshot('narrow-rollouts');
       await viewer.page.click(`.rollout-row[data-rollout-id="${data.groupRolloutIds['task-12x7'][0]}"]`);
       await viewer.page.waitForSelector('.detail-llm');

@@ -375,7 +375,12 @@ class RolloutsDrawing {
       hidden > 0 ? h('span', { class: 'hidden-count muted' }, `${hidden.toLocaleString('en-US')} hidden by filters`) : null,
       // The rows cannot say it whole in their status column: a queue nothing will take from says so above them.
       page.items.some(waitsForNoRunner)
-        ? h('span', { class: 'no-runner-note' }, icon('debug-disconnect'), ` queuing: ${NO_RUNNER}: the queued rollouts wait for one (agl runner, or a training run)`)
+        ? h(
+            'span',
+            { class: 'no-runner-note' },
+            icon('debug-disconnect'),
+            ` queuing: ${NO_RUNNER}: the queued rollouts wait for one (agl runner, or a training run)`,
+          )
         : null,
     );
     chips.hidden = chips.childElementCount === 0;
