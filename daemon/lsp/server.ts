@@ -156,6 +156,11 @@ class LspServer {
   /** The agents of each open document, as last found for its lenses. */
   private readonly agentsByUri = new Map<string, AgentInfo[]>();
   /** The refetch running, and whether another was asked for meanwhile (see refetchAll). */
+  /**
+   * What each agent's lens last showed (its stats as JSON): a refetch asks the editor to re-read the lenses when the stats
+   * differ from it, not from the cache, which other reads fill too (a lens read that waited, Train This Agent's stats).
+   */
+  private readonly shown = new Map<string, string>();
   private refetching: Promise<void> | null = null;
   private refetchAgain: { force: boolean } | null = null;
   private readonly log = (msg: string) => this.connection.console.log(msg);
@@ -223,8 +228,13 @@ class LspServer {
   private async codeLenses(uri: string): Promise<CodeLens[]> {
     const agents = await this.agentsOf(uri);
     const lenses: CodeLens[] = [];
-    for (const agent of agents)
-      lenses.push(...lensesFor(agent, await this.daemon.statsFor(agent.id, 1500), this.daemon.endpoint !== null, this.daemon.starting));
+    for (const agent of agents) {
+      const stats = await this.daemon.statsFor(agent.id, 1500);
+      this.shown.set(agent.id, JSON.stringify(stats ?? null));
+      // Not read in time: the lens says so for now, and is refreshed once the read is in (a refetch compares with `shown`).
+      if (!stats && this.daemon.stats) void this.refetchAll(false);
+      lenses.push(...lensesFor(agent, stats, this.daemon.endpoint !== null, this.daemon.starting));
+    }
     for (const prompt of await this.promptsOf(uri, agents))
       lenses.push(...promptLensesFor(prompt, prompt.agent ? await this.daemon.statsFor(prompt.agent, 1500) : undefined));
     return lenses;
@@ -313,7 +323,7 @@ class LspServer {
     const agents = [...new Set([...this.agentsByUri.values()].flat().map((a) => a.id))];
     let changed = force;
     for (const id of agents) {
-      const before = JSON.stringify(source.cached(id) ?? null);
+      const before = this.shown.get(id) ?? JSON.stringify(source.cached(id) ?? null);
       const after = await source.fetch(id).catch((e: Error) => {
         this.log(`stats for ${id}: ${e.message}`);
         return null;

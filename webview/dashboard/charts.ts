@@ -270,7 +270,10 @@ export class MetricCharts {
         .filter(({ line }) => !line.smoothed)
         .map(({ line, k }) => {
           const series = this.data.series(line.run.id, line.metric)!;
-          const at = step ?? (series.size ? Math.max(...series.keys()) : null);
+          // The latest: the line's last step, measured or not (a policy that did not update at the run's last step
+          // has no loss there: the legend says "no update", never the loss of an older step as if it were the last).
+          const own = this.data.stepsOf(line.run.id, line.metric);
+          const at = step ?? (own.length ? Math.max(...own) : null);
           const why = at === null ? undefined : this.data.whyUnmeasured(line.run.id, line.metric, at);
           const smoothedLine = chart.lines[k + 1]?.smoothed ? (chart.data[k + 2] as (number | null)[]) : null;
           const smoothed = smoothedLine && at !== null ? smoothedLine[steps.indexOf(at)] : null;
