@@ -51,7 +51,7 @@ function stats(facts: Partial<HeadlineFacts>, runs: TrainingRun[] = []): AgentSt
   return { agent: 'a', rollouts: headline.rollouts, rolloutsCapped: false, headline, active: 0, optimizations: [], reward: agentReward(runs, headline) };
 }
 
-const JUDGE: JudgeChoice = { url: 'https://api.openai.com/v1', model: 'gpt-4.1-mini', keyEnv: 'OPENAI_API_KEY', rubric: '/w/agents/rubric.md' };
+const JUDGE: JudgeChoice = { url: 'https://judge.example.com/v1', model: 'judge-model', keyEnv: 'OPENAI_API_KEY', rubric: '/w/agents/rubric.md' };
 const REWARDED = 'export const a = rollout(async (t, llm) => { emitReward(1); });';
 const NO_REWARD_CODE = 'export const a = rollout(async (t, llm) => (await llm.chat(t.q)).text);';
 

@@ -91,9 +91,9 @@ test("the test file: the one beside the training file offered first; the agent's
 });
 
 test('an endpoint is an http(s) URL, said before anything runs', () => {
-  assert.equal(endpointProblem('https://api.openai.com/v1'), null);
+  assert.equal(endpointProblem('https://llm.example.com/v1'), null);
   assert.equal(endpointProblem('http://localhost:11434/v1'), null);
-  assert.match(endpointProblem('api.openai.com')!, /is not a URL: give the server's base URL/);
+  assert.match(endpointProblem('llm.example.com')!, /is not a URL: give the server's base URL/);
   assert.match(endpointProblem('ftp://x/v1')!, /not an http\(s\) URL/);
 });
 
