@@ -112,6 +112,13 @@ export async function startCodeServer(vsix: string, settings: Record<string, unk
         'extensions.autoUpdate': false,
         'workbench.tips.enabled': false,
         'editor.codeLens': true,
+        // No animation to paint frame by frame in a software-rendered browser (progress bars, smooth scrolling):
+        // the views are checked at rest, and our webviews follow the same preference (prefers-reduced-motion).
+        'workbench.reduceMotion': 'on',
+        // VS Code's own TypeScript service would type-check the opened samples in the background (a core for many
+        // seconds per test); nothing here reads its results (our CodeLens and views come from agl's LSP and daemon):
+        // its syntax-only server still colours and outlines the agents' code.
+        'typescript.tsserver.useSyntaxServer': 'always',
         'git.openRepositoryInParentFolders': 'never',
         ...settings,
       },
@@ -220,7 +227,8 @@ function readDaemonPid(dataDir: string): number | null {
 
 /** Headless chromium; playwright gives it a fresh temporary profile (it refuses --user-data-dir with launch). */
 export async function launchBrowser(): Promise<Browser> {
-  return launchChromium();
+  // Reduced motion as VS Code's own setting above asks (workbench.reduceMotion): nothing animates while nobody looks.
+  return launchChromium({ args: ['--force-prefers-reduced-motion'] });
 }
 
 /** Moves the keyboard focus out of any webview into the workbench: a click on the side bar's title (or the status bar's). */

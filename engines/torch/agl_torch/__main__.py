@@ -9,19 +9,27 @@ from typing import Any
 
 
 def doctor() -> int:
-    """What the daemon's `agl doctor` shows for the torch engine: versions, devices, distributed backends."""
+    """What the daemon's `agl doctor` and `agl engine status` show for the torch engine: versions, devices, backends.
+
+    Versions come from the installed packages' metadata; only torch is imported (for its devices and backends).
+    Importing transformers, trl and peft would take seconds of a core on every status, and the engine imports them
+    itself when a run needs them (a broken one then fails that run naming the module).
+    """
+    from importlib import metadata
+
     out: dict[str, Any] = {'python': sys.version.split()[0], 'executable': sys.executable}
     missing: list[str] = []
     for mod in ('torch', 'transformers', 'safetensors', 'tokenizers', 'trl', 'peft'):
         try:
-            out[mod] = __import__(mod).__version__
-        except ImportError:
+            out[mod] = metadata.version(mod)
+        except metadata.PackageNotFoundError:
             out[mod] = None
             missing.append(mod)
     if out.get('torch'):
         import torch
         import torch.distributed as dist
 
+        out['torch'] = torch.__version__
         out['cuda'] = torch.version.cuda
         out['cudaAvailable'] = torch.cuda.is_available()
         out['gpus'] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
