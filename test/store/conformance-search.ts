@@ -30,7 +30,7 @@ export async function run(
   input: unknown,
   spans: Array<Partial<SpanInput>>,
   opts: {
-    mode?: 'train' | 'val';
+    mode?: 'train' | 'val' | 'test';
     agent?: string;
     metadata?: Record<string, unknown>;
     finish?: 'succeeded' | 'failed';
