@@ -4,7 +4,8 @@
  * 1. the held-out score: the latest validation reward (metrics.ts `val/reward`: mean final reward on the
  *    validation tasks) of the agent's newest training run that has one;
  * 2. else, without a validated run, the mean final reward of its most recent ended train rollouts (at most
- *    HEADLINE_WINDOW of them);
+ *    HEADLINE_WINDOW of them) that its training runs enqueued: a prompt optimization's (its train split is mode
+ *    `train` too) and an evaluation's (`agl eval`) never count in a training reward;
  * 3. else the same over its most recent ended rollouts of any mode (Run Rollout's are `test`).
  * sdk/agent-headline.ts reads the facts from the store; `describeHeadline` words them. Pure: the webviews import it.
  */
@@ -27,7 +28,7 @@ export interface HeadlineFacts {
     /** The roles the run trained with their own policies (config `policies:`), empty without. */
     policies?: string[];
   } | null;
-  /** The recent rollouts' mean final reward: train rollouts, or any mode when the agent has no rewarded train rollout. */
+  /** The recent rollouts' mean final reward: its training runs' rollouts, or any mode when the agent has no rewarded one. */
   recent: { mode: 'train' | 'any'; count: number; mean: number } | null;
 }
 
@@ -69,7 +70,8 @@ export function describeHeadline(f: HeadlineFacts): AgentHeadline {
   }
   if (f.recent) {
     const r = f.recent;
-    const which = `${r.count === 1 ? 'latest' : `${r.count} latest`} ${r.mode === 'train' ? 'train ' : ''}rollout${r.count === 1 ? '' : 's'}`;
+    const which = `${r.count === 1 ? 'latest' : `${r.count} latest`} rollout${r.count === 1 ? '' : 's'}${r.mode === 'train' ? ' of its training runs' : ''}`;
+    const counted = r.mode === 'train' ? "prompt optimizations' and evaluations' rollouts do not count; " : '';
     return {
       ...f,
       source: r.mode === 'train' ? 'train' : 'recent',
@@ -77,7 +79,7 @@ export function describeHeadline(f: HeadlineFacts): AgentHeadline {
       text: `${r.mode === 'train' ? 'train reward' : 'reward'} ${fixed(r.mean)}`,
       tooltip:
         `${r.mode === 'train' ? 'Train reward' : 'Reward'} ${fixed(r.mean)}: mean final reward of the agent's ${which}` +
-        ` (no training run of it has a validation yet); ${count}.`,
+        ` (${counted}no training run of it has a validation yet); ${count}.`,
     };
   }
   return {

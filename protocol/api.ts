@@ -116,6 +116,8 @@ const rolloutQueryFields = {
    * its source.
    */
   promptVersion: z.string().min(1).max(200).optional(),
+  /** A model that answered a call of the latest attempt: the local policy's name or the upstream model's (protocol/served-by.ts). */
+  servedBy: z.string().min(1).max(200).optional(),
   hasError: z.boolean().optional(),
   sort: RolloutSort.optional(),
   order: z.enum(['asc', 'desc']).optional(),
@@ -126,7 +128,7 @@ const rolloutQueryFields = {
   offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   /** Count every match (`total`). */
   withTotal: z.boolean().optional(),
-  /** Each item's RolloutSummary (`summaries`): final reward, duration, error. */
+  /** Each item's RolloutSummary (`summaries`): final reward, duration, error, what answered its calls. */
   withSummaries: z.boolean().optional(),
 };
 type RolloutQueryShape = { rewardMin?: number; rewardMax?: number; cursor?: string; offset?: number; sort?: string };
@@ -406,7 +408,7 @@ export const RolloutsViewRequest = z
   .object({
     ...{ status: q.status, mode: q.mode, agent: q.agent, resourcesVersion: q.resourcesVersion, search: q.search },
     ...{ rewardMin: q.rewardMin, rewardMax: q.rewardMax, runId: q.runId, step: q.step, candidate: q.candidate, promptVersion: q.promptVersion },
-    hasError: q.hasError,
+    ...{ servedBy: q.servedBy, hasError: q.hasError },
     ...{ sort: q.sort, order: q.order, offset: q.offset, limit: q.limit },
   })
   .strict()

@@ -64,6 +64,8 @@ export interface RolloutQuery {
    * or a text's sha (protocol/spans.ts AGL.promptVersion / AGL.promptSha).
    */
   promptVersion?: string;
+  /** A model that answered a call of the latest attempt: a local policy's name, or an upstream model's (RolloutSummary.served). */
+  servedBy?: string;
   /** true: the latest attempt recorded an error or has spans with an error status; false: neither. */
   hasError?: boolean;
   /** createdAt (default), duration (of the latest attempt), reward (final), status; ties by creation. */

@@ -10,6 +10,9 @@ import type { Span } from './store.js';
 
 type SpanLike = Pick<Span, 'name' | 'attributes'>;
 
+/** One model that answered calls of a rollout, without its count (what the store keeps beside each rollout). */
+export type ServedKey = Omit<ServedModel, 'calls'>;
+
 /** One model that answered calls of a rollout. */
 export interface ServedModel {
   /** The local policy's name, or the upstream model's. */
@@ -25,7 +28,7 @@ const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ?
 const count = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 /** What answered one LLM call span; null when the span says nothing of it. */
-export function servedByCall(span: SpanLike): Omit<ServedModel, 'calls'> | null {
+export function servedByCall(span: SpanLike): ServedKey | null {
   const a = span.attributes;
   const upstream = a[AGL.localPolicy] === false || a[GENAI.system] === 'openai';
   const name = text(a[AGL.servedBy]) ?? text(a[AGL.policyName]) ?? (upstream ? (text(a[GENAI.responseModel]) ?? text(a[GENAI.requestModel])) : null);
@@ -40,7 +43,7 @@ export function servedModels(spans: SpanLike[]): ServedModel[] {
     if (!isLlmCallSpan(s)) continue;
     const one = servedByCall(s);
     if (!one) continue;
-    const key = `${one.upstream}\u0000${one.name}\u0000${one.updates}`;
+    const key = servedKeyOf(one);
     const known = seen.get(key);
     if (known) known.calls++;
     else seen.set(key, { ...one, calls: 1 });
@@ -49,7 +52,7 @@ export function servedModels(spans: SpanLike[]): ServedModel[] {
 }
 
 /** One model in words: "calc after 34 updates", "warmup (untrained)", "gpt-4o-mini (upstream)". */
-export function servedModelText(m: Omit<ServedModel, 'calls'>): string {
+export function servedModelText(m: ServedKey): string {
   if (m.upstream) return `${m.name} (upstream)`;
   return m.updates ? `${m.name} after ${m.updates} update${m.updates === 1 ? '' : 's'}` : `${m.name} (untrained)`;
 }
@@ -67,4 +70,59 @@ export function servedNote(models: ServedModel[]): string | null {
   if (models.every((m) => m.upstream)) return `Ran on the upstream model ${models.map((m) => m.name).join(', ')}, not a local policy.`;
   if (models.some((m) => !m.upstream && m.updates)) return `Ran on a trained checkpoint: ${names}.`;
   return `Ran on what the daemon serves: ${names}, never trained; ${SERVE_CHECKPOINT_HINT}.`;
+}
+
+// --- the rollouts list: what the store keeps per rollout, and how a row says it ---------------------------------------
+/** Models kept per rollout at most (the rest of a rollout's calls add nothing to what its row can say). */
+export const MAX_SERVED_MODELS = 8;
+/** Characters of a model's name kept at most. */
+export const MAX_SERVED_NAME = 200;
+
+/** The identity of a model that answered: the same policy after other updates is another. */
+export const servedKeyOf = (m: ServedKey): string => `${m.upstream}\u0000${m.name}\u0000${m.updates}`;
+
+/**
+ * `known` with the models of `seen` it lacks appended (first seen first, at most MAX_SERVED_MODELS, names capped);
+ * null when it lacks none (nothing to write).
+ */
+export function mergeServed(known: readonly ServedKey[], seen: readonly ServedKey[]): ServedKey[] | null {
+  const keys = new Set(known.map(servedKeyOf));
+  const out = [...known];
+  for (const m of seen) {
+    if (out.length >= MAX_SERVED_MODELS) break;
+    const one = { name: m.name.slice(0, MAX_SERVED_NAME), updates: m.updates, upstream: m.upstream };
+    const key = servedKeyOf(one);
+    if (keys.has(key)) continue;
+    keys.add(key);
+    out.push(one);
+  }
+  return out.length > known.length ? out : null;
+}
+
+/** One model in a list's row: "calc · 34 updates", "warmup · untrained", "gpt-4o-mini · upstream". */
+function servedShort(m: ServedKey): string {
+  if (m.upstream) return `${m.name} · upstream`;
+  return m.updates ? `${m.name} · ${m.updates} update${m.updates === 1 ? '' : 's'}` : `${m.name} · untrained`;
+}
+
+/**
+ * A row's model, compact: the one model; the one policy over several of its versions ("calc · 33–34 updates"); else
+ * "mixed: " and the names; "—" when no call says.
+ */
+export function servedRowText(models: readonly ServedKey[]): string {
+  if (models.length === 0) return '—';
+  if (models.length === 1) return servedShort(models[0]!);
+  const names = [...new Set(models.map((m) => m.name))];
+  const versions = models.map((m) => m.updates ?? 0);
+  if (names.length === 1 && models.every((m) => !m.upstream)) return `${names[0]} · ${Math.min(...versions)}–${Math.max(...versions)} updates`;
+  return `mixed: ${names.join(', ')}`;
+}
+
+/** What a row's model says, for its tooltip: what it counts, then each model in words. */
+export function servedRowTip(models: readonly ServedKey[]): string {
+  const what =
+    "Model: what answered the LLM calls of the rollout's latest attempt, as the gateway recorded it on each call " +
+    '(a local policy and its training updates then, or the upstream model); not the resources version.';
+  if (models.length === 0) return `${what}\nNo call of it says (none made yet, or recorded before the gateway said).`;
+  return [what, ...models.map((m) => `• ${servedModelText(m)}`), ...(models.length >= MAX_SERVED_MODELS ? ['(and maybe more)'] : [])].join('\n');
 }

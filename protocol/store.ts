@@ -117,6 +117,11 @@ export const RolloutSummary = z.object({
   error: z.string().nullable(),
   /** Spans of the latest attempt with an error status (a tool that raised, say). */
   errorSpans: z.number().int().min(0),
+  /**
+   * What answered the latest attempt's LLM calls (protocol/served-by.ts, the gateway's `agl.served.*` on each call), in
+   * the order first seen, at most MAX_SERVED_MODELS; empty when no call says.
+   */
+  served: z.array(z.object({ name: z.string(), updates: z.number().nullable(), upstream: z.boolean() })),
 });
 export type RolloutSummary = z.infer<typeof RolloutSummary>;
 

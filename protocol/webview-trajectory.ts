@@ -5,7 +5,7 @@
  */
 import type { RolloutSearchRequest, RolloutsViewRequest } from './api.js';
 import type { CallInfo, RunRoles } from './call-roles.js';
-import type { ServedModel } from './served-by.js';
+import type { ServedKey, ServedModel } from './served-by.js';
 import type { EpisodeAnswer, PromptReading } from './span-reading.js';
 import type { Attempt, Rollout, RolloutMode, RolloutStatus, RunKind, Span, Transition } from './store.js';
 import type { ScaleRewards } from './grpo-advantage.js';
@@ -15,8 +15,8 @@ export const TRAJECTORY_VIEW_TYPE = 'agl.trajectoryViewer';
 
 /**
  * What the rollouts list shows: the store API's filters, search and sort (protocol/api.ts documents each),
- * kept with setState and shown as chips. `candidate` and `promptVersion` are set from elsewhere (a rollout's prompt
- * versions, an optimization's candidate) and shown as chips the user can remove.
+ * kept with setState and shown as chips. `candidate`, `promptVersion` and `servedBy` are set from elsewhere (a rollout's
+ * prompt versions or the model that answered it, an optimization's candidate) and shown as chips the user can remove.
  */
 export type RolloutFilter = Pick<
   RolloutSearchRequest,
@@ -31,6 +31,7 @@ export type RolloutFilter = Pick<
   | 'step'
   | 'candidate'
   | 'promptVersion'
+  | 'servedBy'
   | 'hasError'
   | 'sort'
   | 'order'
@@ -54,6 +55,8 @@ export interface RolloutRow {
   error: string | null;
   /** Spans of the latest attempt with an error status. */
   errorSpans: number;
+  /** What answered the latest attempt's LLM calls (protocol/served-by.ts), in the order first seen; empty when no call says. */
+  served: ServedKey[];
   /** Whether any runner is connected to claim it (protocol/runner-presence.ts): a queued row says when none is. */
   runnerConnected: boolean;
 }

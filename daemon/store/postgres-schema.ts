@@ -5,10 +5,10 @@
  * database apply each exactly once. Column names are the SQLite schema's, so the row mapping is shared.
  */
 import type pg from 'pg';
-import { SEARCH_MIGRATION_SQL, backfillSearch } from './postgres-search.js';
+import { SEARCH_MIGRATION_SQL, backfillSearch, backfillServed } from './postgres-search.js';
 import { FORGET_GONE_LISTENERS_SQL, changeTriggersSql } from './postgres-changes.js';
 import { CHANGE_SOURCES, CHANGE_SOURCES_SCHEMA_5 } from './changes.js';
-import { RUN_KIND_COLUMN, initialSchemaSql, pendingMigrations, policyMetricGapsSql, promptOptimizationTablesSql } from './schema.js';
+import { RUN_KIND_COLUMN, SERVED_COLUMN, initialSchemaSql, pendingMigrations, policyMetricGapsSql, promptOptimizationTablesSql } from './schema.js';
 import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 
 /** SQL, or a function for a migration that also computes data (run in the migration's transaction). */
@@ -44,6 +44,11 @@ const MIGRATIONS: Array<string | ((c: pg.PoolClient) => Promise<void>)> = [
   CREATE INDEX IF NOT EXISTS rollouts_candidate ON rollouts(((metadata::jsonb) ->> '${ROLLOUT_METADATA_KEYS.candidate}'), seq)
     WHERE ((metadata::jsonb) ->> '${ROLLOUT_METADATA_KEYS.candidate}') IS NOT NULL;
   ${changeTriggersSql(CHANGE_SOURCES)}`,
+  // 8: what answered each rollout's latest attempt (the rollouts list's Model column), filled from the stored calls
+  async (c) => {
+    await c.query(`ALTER TABLE rollouts ADD COLUMN IF NOT EXISTS ${SERVED_COLUMN}`);
+    await backfillServed(c);
+  },
 ];
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;

@@ -9,7 +9,17 @@ import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 import type pg from 'pg';
 import { SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
-import { MAX_SEARCH_TEXT, digestChange, digestSpans, indexedWords, searchTextOf, type SpanDigest, type SummaryRow } from './search.js';
+import {
+  MAX_SEARCH_TEXT,
+  changesSummary,
+  digestChange,
+  digestSpans,
+  indexedWords,
+  searchTextOf,
+  servedColumnOf,
+  type SpanDigest,
+  type SummaryRow,
+} from './search.js';
 import type { SqlDialect } from './rollout-query.js';
 import { summaryColumnsSql } from './schema.js';
 
@@ -40,6 +50,7 @@ export function postgresDialect(): SqlDialect {
     metadataText: (key) => `((r.metadata::jsonb) ->> '${key}')`,
     metadataNumber: (key) => `(CASE WHEN jsonb_typeof((r.metadata::jsonb) -> '${key}') = 'number' THEN ((r.metadata::jsonb) ->> '${key}')::float8 END)`,
     spanAttributeText: (key) => `((s.data::jsonb) -> 'attributes' ->> '${key}')`,
+    servedByName: (name) => `(r.served::jsonb) @> jsonb_build_array(jsonb_build_object('name', ${param(name)}::text))`,
   };
 }
 
@@ -51,30 +62,43 @@ export function inputBodies(inputs: unknown[]): string[] {
 export const INSERT_TEXT_SQL = (ids: string, bodies: string) =>
   `INSERT INTO rollout_text (rollout_id, body) SELECT * FROM unnest(${ids}::text[], ${bodies}::text[])`;
 
-/** Applies what stored spans change (the rollouts are locked by the caller's transaction). */
-export async function applySpanDigests(c: Queryable, digests: SpanDigest[]): Promise<void> {
+/**
+ * Applies what stored spans change (the rollouts are locked by the caller's transaction): search text, and the latest
+ * attempt's final reward, error count and the models that answered its calls, in one UPDATE of the rollouts.
+ * `withServed` false: migration 2's backfill, before schema 8 added the `served` column.
+ */
+export async function applySpanDigests(c: Queryable, digests: SpanDigest[], withServed = true): Promise<void> {
   if (digests.length === 0) return;
-  const rows = (
-    await c.query('SELECT id, latest_attempt_id, final_reward, reward_final, reward_time FROM rollouts WHERE id = ANY($1)', [digests.map((d) => d.rolloutId)])
-  ).rows as Array<SummaryRow & { id: string }>;
+  const read = `SELECT id, latest_attempt_id, final_reward, reward_final, reward_time, ${withServed ? 'served' : 'NULL AS served'} FROM rollouts WHERE id = ANY($1)`;
+  const rows = (await c.query(read, [digests.map((d) => d.rolloutId)])).rows as Array<SummaryRow & { id: string }>;
   const byId = new Map(rows.map((r) => [r.id, r]));
   const text: [string[], string[]] = [[], []];
-  const summary: [string[], number[], boolean[], Array<number | null>, Array<boolean | null>, Array<number | null>] = [[], [], [], [], [], []];
+  // The summary's columns, one array each, in the order of the UPDATE's unnest.
+  const summary = [[], [], [], [], [], [], []] as [
+    string[],
+    number[],
+    boolean[],
+    Array<number | null>,
+    Array<boolean | null>,
+    Array<number | null>,
+    Array<string | null>,
+  ];
   for (const d of digests) {
     const r = byId.get(d.rolloutId);
     if (!r) continue;
-    const change = digestChange(d, r);
+    const change = digestChange(d, r, withServed);
     if (change.output) {
       text[0].push(d.rolloutId);
       text[1].push(indexedWords(change.output));
     }
-    if (change.errors || change.reward) {
+    if (changesSummary(change)) {
       summary[0].push(d.rolloutId);
       summary[1].push(change.errors);
       summary[2].push(change.reward !== null);
       summary[3].push(change.reward?.value ?? null);
       summary[4].push(change.reward?.final ?? null);
       summary[5].push(change.reward?.time ?? null);
+      summary[6].push(change.served);
     }
   }
   if (text[0].length) {
@@ -89,10 +113,11 @@ export async function applySpanDigests(c: Queryable, digests: SpanDigest[]): Pro
       `UPDATE rollouts r SET error_spans = r.error_spans + v.errors,
         final_reward = CASE WHEN v.set THEN v.value ELSE r.final_reward END,
         reward_final = CASE WHEN v.set THEN v.final ELSE r.reward_final END,
-        reward_time = CASE WHEN v.set THEN v.time ELSE r.reward_time END
-      FROM unnest($1::text[], $2::int[], $3::bool[], $4::float8[], $5::bool[], $6::float8[]) AS v(id, errors, set, value, final, time)
+        reward_time = CASE WHEN v.set THEN v.time ELSE r.reward_time END${withServed ? ', served = COALESCE(v.served, r.served)' : ''}
+      FROM unnest($1::text[], $2::int[], $3::bool[], $4::float8[], $5::bool[], $6::float8[]${withServed ? ', $7::text[]' : ''})
+        AS v(id, errors, set, value, final, time${withServed ? ', served' : ''})
       WHERE r.id = v.id`,
-      summary,
+      withServed ? summary : summary.slice(0, 6),
     );
   }
 }
@@ -116,6 +141,40 @@ export async function backfillSearch(c: Queryable): Promise<void> {
     const ids = rollouts.map((r) => r.id);
     await c.query(INSERT_TEXT_SQL('$1', '$2'), [ids, inputBodies(rollouts.map((r) => JSON.parse(r.input)))]);
     const spans = (await c.query(DIGESTED_SPANS_SQL, [ids, [SPAN.llmCall, SPAN.reward, SPAN.message]])).rows.map((r) => JSON.parse(r.data) as Span);
-    await applySpanDigests(c, [...digestSpans(spans).values()]);
+    await applySpanDigests(c, [...digestSpans(spans).values()], false);
+  }
+}
+
+/** Schema 8's data: each rollout's `served` from the LLM call spans of its latest attempt, 500 rollouts at a time. */
+export async function backfillServed(c: Queryable): Promise<void> {
+  let after = -1;
+  for (;;) {
+    const rollouts = (await c.query('SELECT seq, id FROM rollouts WHERE seq > $1 ORDER BY seq LIMIT 500', [after])).rows as Array<{ seq: string; id: string }>;
+    if (rollouts.length === 0) return;
+    after = Number(rollouts[rollouts.length - 1]!.seq);
+    const rows = (
+      await c.query(
+        `SELECT s.rollout_id, s.data FROM spans s JOIN rollouts r ON r.id = s.rollout_id AND s.attempt_id = r.latest_attempt_id
+        WHERE s.rollout_id = ANY($1) AND (s.name = $2 OR (s.data::jsonb) #>> '{attributes,gen_ai.operation.name}' IN ('chat', 'text_completion'))
+        ORDER BY s.rollout_id, s.sequence_id`,
+        [rollouts.map((r) => r.id), SPAN.llmCall],
+      )
+    ).rows as Array<{ rollout_id: string; data: string }>;
+    const byRollout = new Map<string, Span[]>();
+    for (const row of rows) {
+      const spans = byRollout.get(row.rollout_id) ?? [];
+      spans.push(JSON.parse(row.data) as Span);
+      byRollout.set(row.rollout_id, spans);
+    }
+    const ids: string[] = [];
+    const served: string[] = [];
+    for (const [id, spans] of byRollout) {
+      const column = servedColumnOf(spans);
+      if (!column) continue;
+      ids.push(id);
+      served.push(column);
+    }
+    if (ids.length)
+      await c.query('UPDATE rollouts r SET served = v.served FROM unnest($1::text[], $2::text[]) AS v(id, served) WHERE r.id = v.id', [ids, served]);
   }
 }

@@ -8,7 +8,7 @@ import { AGL, SPAN } from '../../protocol/spans.js';
 import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 import type { RolloutSummary } from '../../protocol/store.js';
 import { decodeCursor, encodeCursor, pageLimit, rowToRollout, type Row } from './common.js';
-import { STATUS_RANK_SQL, searchTerms } from './search.js';
+import { STATUS_RANK_SQL, searchTerms, storedServed } from './search.js';
 import type { RolloutPage, RolloutQuery } from '../../protocol/lightning-store.js';
 
 export interface SqlDialect {
@@ -25,6 +25,8 @@ export interface SqlDialect {
   metadataNumber(key: string): string;
   /** The attribute `key` (one of ours: letters, digits, `.`, `_`) as text, of the span row `s` (spans table). */
   spanAttributeText(key: string): string;
+  /** The rollout `r`'s `served` column (a JSON list of models, search.ts) names a model called `name` (bound). */
+  servedByName(name: string): string;
 }
 
 /** The rollouts with their latest attempt (absent before the first claim). */
@@ -56,6 +58,7 @@ function filterSql(q: RolloutQuery, d: SqlDialect, agentAliases: readonly string
   if (q.step !== undefined) where.push(`${d.metadataNumber(ROLLOUT_METADATA_KEYS.step)} = ${d.param(q.step)}`);
   if (q.candidate !== undefined) where.push(`${d.metadataText(ROLLOUT_METADATA_KEYS.candidate)} = ${d.param(q.candidate)}`);
   if (q.promptVersion !== undefined) where.push(promptVersionSql(q.promptVersion, d));
+  if (q.servedBy !== undefined) where.push(`r.served IS NOT NULL AND ${d.servedByName(q.servedBy)}`);
   if (q.hasError === true) where.push('(a.error IS NOT NULL OR r.error_spans > 0)');
   if (q.hasError === false) where.push('(a.error IS NULL AND r.error_spans = 0)');
   if (q.search !== undefined) {
@@ -119,6 +122,7 @@ export function rowToSummary(r: Row): RolloutSummary {
     durationMs: startedAt !== null && endedAt !== null ? endedAt - startedAt : null,
     error: r.a_error ? (JSON.parse(r.a_error) as { message: string }).message : null,
     errorSpans: Number(r.error_spans ?? 0),
+    served: storedServed(r.served),
   };
 }
 

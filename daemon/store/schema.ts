@@ -197,8 +197,8 @@ const SUMMARY_COLUMNS: readonly Column[] = [
   ['error_spans', 'INTEGER NOT NULL DEFAULT 0'],
 ];
 
-/** Columns a new attempt resets: its rollout's summary describes the latest attempt only. */
-export const RESET_SUMMARY_SQL = 'final_reward = NULL, reward_final = NULL, reward_time = NULL, error_spans = 0';
+/** Columns a new attempt resets: its rollout's summary describes the latest attempt only (`served`: schema 8's). */
+export const RESET_SUMMARY_SQL = 'final_reward = NULL, reward_final = NULL, reward_time = NULL, error_spans = 0, served = NULL';
 
 /** Schema migration 2's part both backends share: the summary columns and the index that sorts by reward. */
 export function summaryColumnsSql(backend: Backend): string {
@@ -268,6 +268,15 @@ export const RUN_KIND_COLUMN = "kind TEXT NOT NULL DEFAULT 'train'";
 export function promptOptimizationTablesSql(backend: Backend): string {
   return TABLES_V7.map((t) => createTable(t, backend, true)).join('\n\n');
 }
+
+// --- schema 8: what answered the latest attempt's LLM calls ------------------------------------------------------
+/**
+ * Schema 8's summary column: the models that answered the latest attempt's calls (protocol/served-by.ts ServedKey[] as
+ * JSON, first seen first, at most MAX_SERVED_MODELS; NULL when no call says), kept as spans land (search.ts) and
+ * filled for the rollouts already stored by each backend's backfillServed. Like 7, it runs again over itself (a store
+ * migrated back by hand, as tests do): each backend adds the column only where it is missing.
+ */
+export const SERVED_COLUMN = 'served TEXT';
 
 // --- running them -------------------------------------------------------------------------------------------------
 /** The migrations a database at `current` still needs, or the error of one written by a newer agl. */

@@ -7,8 +7,8 @@
  * (one JSON.parse per span on read) next to the columns used for lookups.
  */
 import type Database from 'better-sqlite3';
-import { SEARCH_MIGRATION_SQL, backfillSearch } from './sqlite-search.js';
-import { RUN_KIND_COLUMN, initialSchemaSql, pendingMigrations, policyMetricGapsSql, promptOptimizationTablesSql } from './schema.js';
+import { SEARCH_MIGRATION_SQL, backfillSearch, backfillServed } from './sqlite-search.js';
+import { RUN_KIND_COLUMN, SERVED_COLUMN, initialSchemaSql, pendingMigrations, policyMetricGapsSql, promptOptimizationTablesSql } from './schema.js';
 import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 import { CHANGE_LOG_MIGRATION_SQL } from './sqlite-changes.js';
 
@@ -46,6 +46,12 @@ const MIGRATIONS: Array<string | ((db: Database.Database) => void)> = [
     db.exec(`${promptOptimizationTablesSql('sqlite')}
       CREATE INDEX IF NOT EXISTS rollouts_candidate ON rollouts(json_extract(metadata, '$.${ROLLOUT_METADATA_KEYS.candidate}'), seq)
         WHERE json_extract(metadata, '$.${ROLLOUT_METADATA_KEYS.candidate}') IS NOT NULL;`);
+  },
+  // 8: what answered each rollout's latest attempt (the rollouts list's Model column), filled from the stored calls
+  (db) => {
+    if (!(db.pragma('table_info(rollouts)') as Array<{ name: string }>).some((c) => c.name === 'served'))
+      db.exec(`ALTER TABLE rollouts ADD COLUMN ${SERVED_COLUMN};`);
+    backfillServed(db);
   },
 ];
 

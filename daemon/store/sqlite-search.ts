@@ -8,7 +8,7 @@ import { ROLLOUT_METADATA_KEYS } from '../../protocol/store.js';
 import type Database from 'better-sqlite3';
 import { SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
-import { MAX_SEARCH_TEXT, digestChange, digestSpans, searchTextOf, type SpanDigest, type SummaryRow } from './search.js';
+import { MAX_SEARCH_TEXT, digestChange, digestSpans, searchTextOf, servedColumnOf, type SpanDigest, type SummaryRow } from './search.js';
 import type { SqlDialect } from './rollout-query.js';
 import { summaryColumnsSql } from './schema.js';
 
@@ -49,6 +49,10 @@ export function sqliteDialect(): SqlDialect {
     spanAttributeText(key) {
       return `json_extract(s.data, '$.attributes."${key}"')`;
     },
+    servedByName(name) {
+      params.push(name);
+      return "EXISTS (SELECT 1 FROM json_each(r.served) WHERE json_extract(value, '$.name') = ?)";
+    },
   };
 }
 
@@ -57,13 +61,16 @@ export function indexRolloutInput(st: Statement, seq: number, input: unknown): v
   st('INSERT INTO rollout_search (rowid, input, output) VALUES (?, ?, ?)').run(seq, searchTextOf(input), '');
 }
 
-/** Applies what stored spans change: search text, and the latest attempt's final reward and error count. */
-export function applySpanDigests(st: Statement, digests: Iterable<SpanDigest>): void {
+/**
+ * Applies what stored spans change: search text, and the latest attempt's final reward, error count and the models
+ * that answered its calls. `withServed` false: migration 2's backfill, before schema 8 added the `served` column.
+ */
+export function applySpanDigests(st: Statement, digests: Iterable<SpanDigest>, withServed = true): void {
+  const read = `SELECT seq, latest_attempt_id, final_reward, reward_final, reward_time, ${withServed ? 'served' : 'NULL AS served'} FROM rollouts WHERE id = ?`;
   for (const d of digests) {
-    const r = st('SELECT seq, latest_attempt_id, final_reward, reward_final, reward_time FROM rollouts WHERE id = ?').get(d.rolloutId) as
-      (SummaryRow & { seq: number }) | undefined;
+    const r = st(read).get(d.rolloutId) as (SummaryRow & { seq: number }) | undefined;
     if (!r) continue;
-    const change = digestChange(d, r);
+    const change = digestChange(d, r, withServed);
     // A full text stays as it is: not rewriting it spares FTS5 re-indexing the whole document on every call of a long rollout.
     if (change.output)
       st("UPDATE rollout_search SET output = substr(output || ' ' || ?, 1, ?) WHERE rowid = ? AND length(output) < ?").run(
@@ -81,6 +88,8 @@ export function applySpanDigests(st: Statement, digests: Iterable<SpanDigest>): 
         r.seq,
       );
     }
+    // Written when a call names a model the attempt had not had yet: once per attempt, mostly, not once per call.
+    if (change.served) st('UPDATE rollouts SET served = ? WHERE seq = ?').run(change.served, r.seq);
   }
 }
 
@@ -104,6 +113,23 @@ export function backfillSearch(db: Database.Database): void {
   for (const r of rollouts) {
     insert.run(r.seq, searchTextOf(JSON.parse(r.input)), '');
     const rows = spans.all(r.id, SPAN.llmCall, SPAN.reward, SPAN.message) as Array<{ data: string }>;
-    if (rows.length) applySpanDigests(st, digestSpans(rows.map((x) => JSON.parse(x.data) as Span)).values());
+    if (rows.length) applySpanDigests(st, digestSpans(rows.map((x) => JSON.parse(x.data) as Span)).values(), false);
+  }
+}
+
+/** Schema 8's data: each rollout's `served` from the LLM call spans of its latest attempt, in the order they were stored. */
+export function backfillServed(db: Database.Database): void {
+  const rollouts = db.prepare('SELECT seq, id, latest_attempt_id FROM rollouts WHERE latest_attempt_id IS NOT NULL').all() as Array<{
+    seq: number;
+    id: string;
+    latest_attempt_id: string;
+  }>;
+  const calls = db.prepare(`SELECT data FROM spans WHERE rollout_id = ? AND attempt_id = ? AND (name = ?
+    OR json_extract(data, '$.attributes."gen_ai.operation.name"') IN ('chat', 'text_completion')) ORDER BY sequence_id`);
+  const write = db.prepare('UPDATE rollouts SET served = ? WHERE seq = ?');
+  for (const r of rollouts) {
+    const rows = calls.all(r.id, r.latest_attempt_id, SPAN.llmCall) as Array<{ data: string }>;
+    const served = rows.length ? servedColumnOf(rows.map((x) => JSON.parse(x.data) as Span)) : null;
+    if (served) write.run(served, r.seq);
   }
 }

@@ -25,7 +25,7 @@ export async function rolloutsPage(store: LightningStore, req: RolloutsViewReque
     store.queryRollouts({
       ...{ status: req.status, mode: req.mode, agent: req.agent, resourcesVersion: req.resourcesVersion, search: req.search || undefined },
       ...{ rewardMin: req.rewardMin, rewardMax: req.rewardMax, runId: req.runId, step: req.step, candidate: req.candidate, hasError: req.hasError },
-      promptVersion: req.promptVersion,
+      ...{ promptVersion: req.promptVersion, servedBy: req.servedBy },
       ...{ sort: req.sort, order: req.order, offset, limit: Math.min(req.limit ?? 50, MAX_LIST_ROWS), withTotal: true, withSummaries: true },
     }),
     store.listResources(RESOURCES_READ),
@@ -45,6 +45,7 @@ export async function rolloutsPage(store: LightningStore, req: RolloutsViewReque
       startedAt: s.startedAt,
       error: s.error,
       errorSpans: s.errorSpans,
+      served: s.served,
       runnerConnected,
     };
   });

@@ -9,7 +9,8 @@
  *   rolloutView    one rollout: its attempts, the chosen attempt's spans and transitions, its calls and answer, what
  *                  answered them (protocol/served-by.ts), whether a runner is connected, and the selection rule of the
  *                  run that made it
- *   agentHeadline  an agent's one number and its words (protocol/agent-headline.ts), for the CodeLens and dashboard
+ *   agentHeadline  an agent's one number and its words (protocol/agent-headline.ts), for the CodeLens and dashboard;
+ *                  its train reward counts its training runs' rollouts only
  */
 import { HEADLINE_WINDOW, describeHeadline, type AgentHeadline, type HeadlineFacts } from '../../protocol/agent-headline.js';
 import { FIRST_TRAINING_STEP, METRICS } from '../../protocol/metrics.js';
@@ -368,12 +369,17 @@ async function heldOut(runs: TrainingRun[], cache: HeadlineCache): Promise<Headl
   return null;
 }
 
-function recent(endedNewestFirst: Rollout[], summaries: (RolloutSummary | undefined)[]): HeadlineFacts['recent'] {
+/**
+ * The mean final reward of the newest ended rollouts: in mode `train`, only those its training runs enqueued (their
+ * metadata's runId one of `trainRuns`), never a prompt optimization's train split nor an evaluation's; else any.
+ */
+function recent(endedNewestFirst: Rollout[], summaries: (RolloutSummary | undefined)[], trainRuns: ReadonlySet<string>): HeadlineFacts['recent'] {
+  const ofTraining = (r: Rollout): boolean => r.mode === 'train' && trainRuns.has(readRolloutMetadata(r.metadata).runId ?? '');
   for (const mode of ['train', 'any'] as const) {
     const rewards: number[] = [];
     for (const [i, rollout] of endedNewestFirst.entries()) {
       if (rewards.length >= HEADLINE_WINDOW) break;
-      if (mode === 'train' && rollout.mode !== 'train') continue;
+      if (mode === 'train' && !ofTraining(rollout)) continue;
       const r = summaries[i]?.finalReward ?? null;
       if (r !== null) rewards.push(r);
     }
@@ -395,6 +401,6 @@ export async function agentHeadline(store: LightningStore, agent: string, cache 
     rollouts: ended.total ?? ended.items.length,
     rolloutsCapped: ended.total === undefined && ended.nextCursor !== null,
     heldOut: validated,
-    recent: validated ? null : recent(ended.items, ended.summaries ?? []),
+    recent: validated ? null : recent(ended.items, ended.summaries ?? [], new Set(runs.map((r) => r.id))),
   });
 }

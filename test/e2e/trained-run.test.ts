@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { openStore } from '../../daemon/store/index.js';
-import { servedModelText, servedModels } from '../../protocol/served-by.js';
+import { servedModelText, servedModels, servedRowText } from '../../protocol/served-by.js';
 import { finalReward, spanKind } from '../../protocol/span-reading.js';
 import { assertAxesFit, axisFits } from '../helpers/axis-fit.js';
 import type { Rollout, Span, TrainingRun, Transition } from '../../protocol/store.js';
@@ -116,6 +116,8 @@ interface Expected {
     /** Its resources version, and what answered its calls in words (protocol/served-by.ts, from its spans). */
     resourcesVersion: number;
     served: string;
+    /** The same as the list's row says it, compact (servedRowText). */
+    servedRow: string;
   };
   /** `calls`: every LLM call the group's samples made (its transitions are the calls trained on). */
   group: { step: number; groupId: string; credits: number[]; advantages: number[]; calls: number };
@@ -173,6 +175,7 @@ async function readExpected(dataDir: string): Promise<Expected> {
         rewardIds: await found({ rewardMin: 1 }),
         resourcesVersion: (await store.getResources(rollout.resourcesId!))!.version,
         served: servedModels(spans).map(servedModelText).join(', '),
+        servedRow: servedRowText(servedModels(spans)),
       };
       break;
     }
@@ -413,10 +416,16 @@ test(
       assert.equal(await count.innerText(), `${searchCount} rollout${searchCount === 1 ? '' : 's'}`, 'the header counts the rows');
       const res = viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-res`);
       if (await res.isVisible()) assert.equal(await res.innerText(), `#${want.tool.resourcesVersion}`, 'a resources version, never like a step');
-      assert.match(
-        (await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-meta`).getAttribute('title'))!,
-        new RegExp(`Resources #${want.tool.resourcesVersion}: .*not a training step`),
-      );
+      const metaTitle = (await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-meta`).getAttribute('title'))!;
+      assert.match(metaTitle, new RegExp(`Resources #${want.tool.resourcesVersion}: .*not a training step`));
+      // What answered its calls, in the row: its Model column (or, narrow, the second line), the model in words in the tooltip.
+      const model = viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-model`);
+      if (await model.isVisible()) assert.equal(await model.innerText(), want.tool.servedRow);
+      else
+        assert.ok(
+          (await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-meta`).innerText()).includes(` · ${want.tool.servedRow} · `),
+        );
+      assert.ok(metaTitle.includes(`• ${want.tool.served}`), `the row's tooltip names ${want.tool.served}: ${metaTitle}`);
       assert.equal(await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-input`).getAttribute('title'), want.tool.question);
       // Beside the editor the list is narrow: its filters fold behind the "Filters" button beside the search box.
       const filtersToggle = viewer.locator('.filters-toggle');

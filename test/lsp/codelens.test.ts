@@ -32,7 +32,7 @@ import { startDaemonProcess, tempDataDir, type DaemonProcess } from '../helpers/
 
 const NO_FACTS: HeadlineFacts = { rollouts: 0, rolloutsCapped: false, heldOut: null, recent: null };
 
-test("headline: the held-out score of the newest validated run, else the train rollouts' mean, else any rollouts'; tooltip says which", () => {
+test("headline: the held-out score of the newest validated run, else its training runs' rollouts' mean, else any rollouts'; tooltip says which", () => {
   const held = describeHeadline({
     ...NO_FACTS,
     rollouts: 500,
@@ -53,7 +53,8 @@ test("headline: the held-out score of the newest validated run, else the train r
   assert.equal(train.text, 'train reward 0.78');
   assert.equal(
     train.tooltip,
-    "Train reward 0.78: mean final reward of the agent's 16 latest train rollouts (no training run of it has a validation yet); 10,460 rollouts ended.",
+    "Train reward 0.78: mean final reward of the agent's 16 latest rollouts of its training runs (prompt optimizations' and evaluations' rollouts do not count; " +
+      'no training run of it has a validation yet); 10,460 rollouts ended.',
   );
   const any = describeHeadline({ ...NO_FACTS, rollouts: 1, recent: { mode: 'any', count: 1, mean: 1 } });
   assert.equal(any.text, 'reward 1.00');
@@ -146,9 +147,12 @@ let workspace: string;
 let stopLsp: () => void;
 const refreshes: number[] = [];
 
-/** A finished rollout of `agent` with one reward span. */
+/** The training run whose rollouts addRollout adds (the lens's train reward counts a training run's rollouts only). */
+let trainRunId: string;
+
+/** A finished train rollout of `agent`'s training run with one reward span. */
 async function addRollout(client: AglClient, agent: string, reward: number): Promise<void> {
-  const { rollout, attempt } = await client.startRollout({ input: { q: 'x' }, agent, mode: 'train' });
+  const { rollout, attempt } = await client.startRollout({ input: { q: 'x' }, agent, mode: 'train', metadata: { runId: trainRunId, step: 1 } });
   await client.addSpans([
     { rolloutId: rollout.id, attemptId: attempt.id, name: SPAN.reward, startTime: Date.now(), endTime: Date.now(), attributes: { [AGL.rewardValue]: reward } },
   ]);
@@ -170,6 +174,7 @@ before(async () => {
   mkdirSync(join(workspace, 'node_modules', 'x'), { recursive: true });
   writeFileSync(join(workspace, 'node_modules', 'x', 'index.ts'), AGENT_TS); // never scanned
   daemon = await startDaemonProcess(tempDataDir('lsp-daemon'));
+  trainRunId = (await daemon.client.createTrainingRun({ agent: 'agents/calc.ts#calcAgent', config: {}, totalSteps: 2 })).id;
   for (const r of [0, 0, 1, 1]) await addRollout(daemon.client, 'agents/calc.ts#calcAgent', r); // oldest first
 
   const child = spawn(process.execPath, ['--import', 'tsx', join(process.cwd(), 'daemon', 'cli.ts'), 'lsp', '--stdio'], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -206,7 +211,7 @@ after(async () => {
 
 test("agl lsp: lenses carry the store's reward stats; Python agents get lenses too", async () => {
   const tsUri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
-  assert.deepEqual(await lensTitles(tsUri), ['train reward 0.50 · 4 rollouts', '▶ Run', '⚡ Train', 'Trajectories']);
+  assert.deepEqual(await lensTitles(tsUri), ['train reward 0.50 · 4 rollouts · reward: its own', '▶ Run', '⚡ Train', 'Trajectories']);
   const pyUri = pathToFileURL(join(workspace, 'agents', 'agent.py')).href;
   assert.deepEqual(await lensTitles(pyUri), ['no rollouts yet', '▶ Run', '⚡ Train', 'Trajectories']);
 });
@@ -218,7 +223,7 @@ test('agl lsp: new results make the server ask for a lens refresh, and the lens 
   for (const r of [1, 1]) await addRollout(daemon.client, 'agents/calc.ts#calcAgent', r);
   // The mean of the 6 train rollouts' rewards (0 0 1 1 1 1) is 4/6. The server may refresh on the way
   // (a rollout running); each refresh is followed by a lens request, as the editor does, until the last state.
-  const expected = 'train reward 0.67 · 6 rollouts';
+  const expected = 'train reward 0.67 · 6 rollouts · reward: its own';
   const deadline = Date.now() + 20_000;
   let title = '';
   while (title !== expected && Date.now() < deadline) {

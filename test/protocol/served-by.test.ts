@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { servedModelText, servedModels, servedNote } from '../../protocol/served-by.js';
+import { MAX_SERVED_MODELS, mergeServed, servedModelText, servedModels, servedNote, servedRowText, servedRowTip } from '../../protocol/served-by.js';
 import { WORKER_SILENT_MS, connectedWorkers, statusWords } from '../../protocol/runner-presence.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Attributes, Worker } from '../../protocol/store.js';
@@ -42,6 +42,41 @@ describe('served-by: the model that answered, never the resources version', () =
     assert.equal(servedNote(up), 'Ran on the upstream model gpt-4o-mini, not a local policy.');
     assert.deepEqual(servedModels([call({ [GENAI.system]: 'agl', [GENAI.requestModel]: 'x' })]), [], 'an old local span names nothing');
     assert.equal(servedNote([]), null);
+  });
+});
+
+describe("served-by in the rollouts list's row: compact, with a tooltip saying what it is", () => {
+  const calc34 = { name: 'calc', updates: 34, upstream: false };
+  const warmup = { name: 'warmup', updates: null, upstream: false };
+  const gpt = { name: 'gpt-4o-mini', updates: null, upstream: true };
+
+  it('says one model with its updates, untrained, or upstream; several as mixed, one policy over versions as a range', () => {
+    assert.equal(servedRowText([calc34]), 'calc · 34 updates');
+    assert.equal(servedRowText([{ ...calc34, updates: 1 }]), 'calc · 1 update');
+    assert.equal(servedRowText([warmup]), 'warmup · untrained');
+    assert.equal(servedRowText([gpt]), 'gpt-4o-mini · upstream');
+    assert.equal(servedRowText([calc34, gpt]), 'mixed: calc, gpt-4o-mini');
+    assert.equal(servedRowText([calc34, { ...calc34, updates: 33 }]), 'calc · 33–34 updates');
+    assert.equal(servedRowText([]), '—');
+  });
+
+  it('explains the column in its tooltip, then each model in words', () => {
+    assert.equal(
+      servedRowTip([calc34, gpt]),
+      "Model: what answered the LLM calls of the rollout's latest attempt, as the gateway recorded it on each call " +
+        '(a local policy and its training updates then, or the upstream model); not the resources version.\n' +
+        '• calc after 34 updates\n• gpt-4o-mini (upstream)',
+    );
+    assert.match(servedRowTip([]), /\nNo call of it says/);
+  });
+
+  it('merges the models a batch names into those kept: new ones appended once each, null when none is new, at most 8', () => {
+    assert.deepEqual(mergeServed([calc34], [calc34, gpt, gpt]), [calc34, gpt]);
+    assert.equal(mergeServed([calc34, gpt], [gpt]), null, 'nothing to write');
+    const many = Array.from({ length: 20 }, (_, i) => ({ name: `m${i}`, updates: i, upstream: false }));
+    assert.equal(mergeServed([], many)!.length, MAX_SERVED_MODELS);
+    assert.equal(mergeServed(many.slice(0, MAX_SERVED_MODELS), many), null);
+    assert.equal(mergeServed([], [{ ...gpt, name: 'x'.repeat(1000) }])![0]!.name.length, 200, 'a name capped');
   });
 });
 

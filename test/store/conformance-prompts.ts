@@ -16,7 +16,7 @@ import { METRICS } from '../../protocol/metrics.js';
 import { agentHeadline } from '../../daemon/store/views.js';
 import { optimizationView } from '../../daemon/store/views-optimize.js';
 import { rolloutsPage } from '../../daemon/store/views-rollouts.js';
-import { run as rollout } from './conformance-search.js';
+import { reward, run as rollout } from './conformance-search.js';
 
 const AGENT = 'samples/calc/agent.ts#calcAgent';
 
@@ -63,6 +63,25 @@ export function promptsConformance(ctx: { readonly store: LightningStore }): voi
       await ctx.store.addMetrics([{ runId: train.id, step: 1, name: METRICS.valReward, value: 0.4 }]);
       const headline = await agentHeadline(ctx.store, AGENT);
       assert.deepEqual([headline.source, headline.heldOut?.runId, headline.heldOut?.value], ['held-out', train.id, 0.4]);
+    });
+
+    it("counts in an agent's train reward its training runs' rollouts only, never an optimization's train split nor an evaluation's", async () => {
+      const train = await ctx.store.createTrainingRun({ agent: AGENT, config: {}, totalSteps: 2 });
+      const opt = await optimization(ctx.store);
+      const evaluation = await ctx.store.createTrainingRun({ agent: AGENT, kind: 'eval', config: {}, totalSteps: 1 });
+      const ended = { agent: AGENT, finish: 'succeeded' as const };
+      for (const r of [0, 0.5]) await rollout(ctx.store, 't', [reward(r)], { ...ended, mode: 'train', metadata: { runId: train.id, step: 1 } });
+      // Newer than the training run's: an optimization scoring a candidate on its train split (mode train), an
+      // evaluation (mode test), a train-mode rollout no run enqueued.
+      for (const r of [1, 1])
+        await rollout(ctx.store, 't', [reward(r)], { ...ended, mode: 'train', metadata: { runId: opt.id, candidate: candidateId(opt.id, 0), split: 'train' } });
+      await rollout(ctx.store, 't', [reward(1)], { ...ended, mode: 'test', metadata: { runId: evaluation.id, taskId: 't' } });
+      await rollout(ctx.store, 't', [reward(1)], { ...ended, mode: 'train' });
+      const headline = await agentHeadline(ctx.store, AGENT);
+      assert.deepEqual([headline.source, headline.recent], ['train', { mode: 'train', count: 2, mean: 0.25 }]);
+      assert.equal(headline.text, 'train reward 0.25');
+      assert.match(headline.tooltip, /2 latest rollouts of its training runs \(prompt optimizations' and evaluations' rollouts do not count;/);
+      assert.equal(headline.rollouts, 6, 'every ended rollout is counted as one of the agent');
     });
   });
 

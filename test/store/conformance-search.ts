@@ -30,7 +30,7 @@ export async function run(
   input: unknown,
   spans: Array<Partial<SpanInput>>,
   opts: {
-    mode?: 'train' | 'val';
+    mode?: 'train' | 'val' | 'test';
     agent?: string;
     metadata?: Record<string, unknown>;
     finish?: 'succeeded' | 'failed';
@@ -213,7 +213,7 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
       assert.equal(s1.durationMs, attempts[0]!.endedAt! - attempts[0]!.startedAt, "duration is the attempt's run time, not time since enqueue");
       assert.equal(by.get(f.r4)!.summary.error, 'agent raised TypeError');
       assert.equal(by.get(f.r5)!.summary.errorSpans, 1);
-      assert.deepEqual(by.get(f.r6)!.summary, { finalReward: null, startedAt: null, durationMs: null, error: null, errorSpans: 0 });
+      assert.deepEqual(by.get(f.r6)!.summary, { finalReward: null, startedAt: null, durationMs: null, error: null, errorSpans: 0, served: [] });
       assert.equal((await ctx.store.queryRollouts({})).summaries, undefined, 'only when asked for');
     });
 
@@ -236,7 +236,7 @@ export function searchConformance(ctx: { readonly store: LightningStore }): void
       const second = (await ctx.store.claimNextRollout('w'))!;
       assert.equal(second.rollout.id, r.id);
       const summary = async () => (await ctx.store.queryRollouts({ ids: [r.id], withSummaries: true })).summaries![0]!;
-      assert.deepEqual(await summary(), { finalReward: null, startedAt: second.attempt.startedAt, durationMs: null, error: null, errorSpans: 0 });
+      assert.deepEqual(await summary(), { finalReward: null, startedAt: second.attempt.startedAt, durationMs: null, error: null, errorSpans: 0, served: [] });
       // A late span of the first attempt does not count for the second.
       await ctx.store.addSpans([
         { rolloutId: r.id, attemptId: first.attempt.id, name: 'agentlightning.reward', startTime: Date.now(), attributes: { 'agl.reward.value': 0.8 } },

@@ -15,6 +15,7 @@ import { lifecycleConformance } from './conformance-lifecycle.js';
 import { searchConformance } from './conformance-search.js';
 import { rolloutsViewConformance } from './conformance-views.js';
 import { promptsConformance } from './conformance-prompts.js';
+import { servedConformance } from './conformance-served.js';
 
 export interface StoreHandle {
   store: LightningStore;
@@ -369,6 +370,7 @@ export function storeConformance(backend: string, factory: StoreFactory, opts: {
     searchConformance(ctx);
     rolloutsViewConformance(ctx);
     promptsConformance(ctx);
+    servedConformance(ctx);
 
     describe('watchdog', () => {
       it('times out an attempt on its own timer, with nobody writing', async () => {

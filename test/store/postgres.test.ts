@@ -15,6 +15,7 @@ import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 import { checkStepsRenumbered, seedZeroBasedRun } from './step-migration.js';
 import { checkPolicyGaps, seedPolicyZeros } from './policy-gaps-migration.js';
 import { SCHEMA_7_ADDED, checkKindsMigrated, seedBeforeKinds } from './kinds-migration.js';
+import { checkServedBuilt, seedBeforeServed } from './conformance-served.js';
 import { changeTriggersSql } from '../../daemon/store/postgres-changes.js';
 import { CHANGE_SOURCES_SCHEMA_5 } from '../../daemon/store/changes.js';
 import { candidateId } from '../../protocol/prompts.js';
@@ -113,6 +114,26 @@ describe('PostgresStore with several daemons', () => {
         await new Promise((r) => setTimeout(r, 10));
       }
       unwatch();
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("fills in what answered each rollout of a store written before schema 8, from its latest attempt's calls", async () => {
+    const url = await server.createDatabase();
+    const store = await PostgresStore.connect(url);
+    const seeded = await seedBeforeServed(store);
+    await store.close();
+    const raw = new pg.Client({ connectionString: url });
+    await raw.connect();
+    try {
+      await raw.query(`ALTER TABLE rollouts DROP COLUMN served; UPDATE agl_meta SET value = '7' WHERE key = 'schema_version'`);
+    } finally {
+      await raw.end();
+    }
+    const reopened = await PostgresStore.connect(url);
+    try {
+      await checkServedBuilt(reopened, seeded);
     } finally {
       await reopened.close();
     }

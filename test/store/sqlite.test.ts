@@ -19,6 +19,7 @@ import { checkSearchBuilt, seedBeforeSearch } from './conformance-search.js';
 import { checkStepsRenumbered, seedZeroBasedRun } from './step-migration.js';
 import { checkPolicyGaps, seedPolicyZeros } from './policy-gaps-migration.js';
 import { SCHEMA_7_ADDED, checkKindsMigrated, seedBeforeKinds } from './kinds-migration.js';
+import { checkServedBuilt, seedBeforeServed } from './conformance-served.js';
 import type { StoreChange } from '../../protocol/events.js';
 
 function tempDir(): string {
@@ -194,6 +195,28 @@ describe('SqliteStore on disk', () => {
       const reopened = new SqliteStore(file);
       try {
         await checkKindsMigrated(reopened, seeded);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("fills in what answered each rollout of a store written before schema 8, from its latest attempt's calls", async () => {
+    const dir = tempDir();
+    try {
+      const file = join(dir, 'store.sqlite');
+      const store = new SqliteStore(file);
+      const seeded = await seedBeforeServed(store);
+      await store.close();
+      const db = new Database(file);
+      db.exec('ALTER TABLE rollouts DROP COLUMN served;');
+      db.pragma('user_version = 7');
+      db.close();
+      const reopened = new SqliteStore(file);
+      try {
+        await checkServedBuilt(reopened, seeded);
       } finally {
         await reopened.close();
       }

@@ -5,7 +5,7 @@
  * the spans, and the viewer (chromium, real CSP) draws them: tree, chat, tokens, final reward, and
  * "jump to code" falling back to the agent function since the gateway records no code location; what answered the
  * call (the upstream model, not the resources version), and a rollout enqueued once the runner left saying
- * "queuing: no runner is connected" in the list and in its view.
+ * "queuing: no runner is connected" in the list and in its view; the list's Model column and its filter.
  */
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
@@ -94,5 +94,32 @@ describe('trajectory viewer on a rollout run by the runner through the gateway',
     await row.click();
     await page.waitForSelector('.view-header .run-status');
     assert.equal(await page.locator('.view-header .run-status').innerText(), 'queuing: no runner is connected');
+  });
+
+  it("names in the list's row the model that answered the calls, says what it is, and lists the rollouts a model answered", async () => {
+    const page = view.page;
+    await view.notify('trajectory/show', { view: { kind: 'rollouts' } });
+    const model = page.locator(`.rollout-row[data-rollout-id="${rolloutId}"] .col-model`);
+    await model.waitFor();
+    assert.equal(await model.innerText(), 'fake-model · upstream', "the gateway's record of the call, compact");
+    const tip = (await model.getAttribute('title'))!;
+    assert.match(tip, /^Model: what answered the LLM calls of the rollout's latest attempt, .*not the resources version\.\n• fake-model \(upstream\)$/s);
+    assert.match((await page.locator('.grid-header .col-model').getAttribute('title'))!, /^What answered the latest attempt's LLM calls/);
+    const rows = () => page.locator('.rollout-row').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.rolloutId).sort());
+    const queued = (await daemon.client.queryRollouts({ status: ['queuing'] })).items.map((r) => r.id);
+    assert.equal(queued.length, 1, 'the rollout enqueued once the runner left');
+    assert.equal(await page.locator(`.rollout-row[data-rollout-id="${queued[0]}"] .col-model`).innerText(), '—', 'no call yet');
+    await view.screenshot('trajectory-list-model');
+    // The rollout's Model lists the rollouts that model answered: a chip says so, removing it lists them all again.
+    await page.click(`.rollout-row[data-rollout-id="${rolloutId}"]`);
+    await page.click('.summary .served-filter');
+    await page.waitForSelector('.filter-chip[data-chip="servedBy"]');
+    assert.equal(await page.locator('.filter-chip[data-chip="servedBy"] .chip-label').innerText(), 'Model: fake-model');
+    await page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 1);
+    assert.deepEqual(await rows(), [rolloutId]);
+    await page.click('.filter-chip[data-chip="servedBy"] .chip-remove');
+    await page.waitForFunction(() => document.querySelectorAll('.rollout-row').length === 2);
+    assert.deepEqual(await rows(), [rolloutId, queued[0]].sort());
+    assert.deepEqual([...view.problems], []);
   });
 });

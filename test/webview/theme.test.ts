@@ -69,7 +69,7 @@ describe('webview theming and layout', () => {
             .sort((a, b) => Math.round(a.r.top) - Math.round(b.r.top) || a.r.left - b.r.left)
             .map((e) => e.text),
         );
-      assert.deepEqual(await shownHeaders(), ['Input', 'Status', 'Reward', 'Rollout · mode · agent · resources · attempts', 'Duration', 'Created']);
+      assert.deepEqual(await shownHeaders(), ['Input', 'Status', 'Reward', 'Rollout · mode · agent · resources · model · attempts', 'Duration', 'Created']);
       await viewer.screenshot('narrow-rollouts');
       await viewer.page.click(`.rollout-row[data-rollout-id="${data.groupRolloutIds['task-12x7'][0]}"]`);
       await viewer.page.waitForSelector('.detail-llm');
@@ -80,7 +80,7 @@ describe('webview theming and layout', () => {
       await viewer.page.setViewportSize({ width: 1300, height: 900 });
       await viewer.page.click('.back');
       await viewer.page.waitForSelector('.rollout-row');
-      assert.equal((await shownHeaders()).length, 10, 'all columns when wide again');
+      assert.equal((await shownHeaders()).length, 11, 'all columns when wide again');
       assert.deepEqual([...viewer.problems], []);
     } finally {
       await viewer.close();

@@ -28,6 +28,8 @@ function chipsOf(f: RolloutFilter, page: Pick<RolloutPage, 'runs'>): Chip[] {
   // A prompt candidate's rollouts (the optimization view's "Rollouts"): its ordinal, as the view names it (ids end in it).
   if (f.candidate) chips.push({ id: 'candidate', label: `Prompt candidate: #${/-(\d+)$/.exec(f.candidate)?.[1] ?? f.candidate}`, keys: ['candidate'] });
   if (f.promptVersion) chips.push({ id: 'promptVersion', label: `Prompt version: ${f.promptVersion}`, keys: ['promptVersion'] });
+  // Set from a rollout's Model: the rollouts whose latest attempt a model of that name answered, any of its versions.
+  if (f.servedBy) chips.push({ id: 'servedBy', label: `Model: ${f.servedBy}`, keys: ['servedBy'] });
   if (f.rewardMin !== undefined || f.rewardMax !== undefined) {
     const label =
       f.rewardMin !== undefined && f.rewardMax !== undefined

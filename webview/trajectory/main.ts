@@ -206,6 +206,10 @@ class TrajectoryViewer {
               this.state = { ...this.state, filter: { promptVersion } };
               this.open({ kind: 'rollouts' });
             },
+            filterByModel: (servedBy) => {
+              this.state = { ...this.state, filter: { servedBy } };
+              this.open({ kind: 'rollouts' });
+            },
           },
           this.treeLayout,
         );

@@ -34,6 +34,8 @@ export interface RolloutViewActions extends DetailActions {
   saveViewState(state: RolloutViewState): void;
   /** Shows the rollouts list of the rollouts that read this prompt version (or text sha). */
   filterByPromptVersion(version: string): void;
+  /** Shows the rollouts list of the rollouts a model of this name answered (their latest attempt's calls). */
+  filterByModel(name: string): void;
 }
 
 /** `judged`: an LLM judge's reward is the rollout's final one (the agent's own is then not what it trained on). */
@@ -151,10 +153,17 @@ const summaryItem = (label: string, value: HTMLElement, attrs: Record<string, st
  * What answered the calls ("calc after 34 updates", "warmup (untrained)"), never the resources version; outside
  * training, whether that was a trained checkpoint or what the daemon serves, and how to change it.
  */
-function servedItems(detail: RolloutDetail): (HTMLElement | null)[] {
+function servedItems(detail: RolloutDetail, actions: RolloutViewActions): (HTMLElement | null)[] {
   const { served } = detail;
   const title = served.map((m) => `${servedModelText(m)}: ${m.calls} call${m.calls === 1 ? '' : 's'}`).join('\n');
-  const model = summaryItem('Model', h('span', { class: 'served-model' }, served.length ? served.map(servedModelText).join(', ') : '—'), {
+  // Each model a button that lists the rollouts it answered (the list's Model filter, by name: any of its versions).
+  const names = served.map((m, i) => {
+    const tip = `List the rollouts whose latest attempt ${m.upstream ? 'the upstream model' : 'a policy named'} ${m.name} answered`;
+    const b = h('button', { class: 'link-button served-filter', title: tip, 'aria-label': tip }, servedModelText(m));
+    b.addEventListener('click', () => actions.filterByModel(m.name));
+    return i ? [', ', b] : [b];
+  });
+  const model = summaryItem('Model', h('span', { class: 'served-model' }, ...(served.length ? names.flat() : ['—'])), {
     class: 'served',
     title: title || 'No LLM call of this attempt says what answered it',
   });
@@ -183,7 +192,7 @@ function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: A
       title: `attempt ran from its start to its end; its spans cover ${fmtDuration(range.end - range.start)}`,
     }),
     summaryItem('Mode', h('span', {}, rollout.mode)),
-    ...servedItems(detail),
+    ...servedItems(detail, actions),
     summaryItem('Resources', h('span', {}, resourcesText(detail.resourcesVersion)), { class: 'resources', title: resourcesTip(detail.resourcesVersion) }),
     summaryItem('Started', h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
     summaryItem('Task', h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)), { class: 'wide' }),

@@ -1,5 +1,5 @@
 /**
- * The rollouts list at store scale: a search box and filter controls, the active filters as removable chips
+ * The rollouts list at store scale (its columns: rollouts-columns.ts): a search box and filter controls, the active filters as removable chips
  * with how many rollouts they hide, the exact number that match, column headers that sort (click; again to
  * reverse), and a virtualised list (virtual-list.ts) that fetches pages as the user scrolls through all of
  * them. A click (or Enter) on a row opens that rollout. Searching, filtering, sorting and counting happen in
@@ -7,7 +7,7 @@
  * scroll position); with another filter it starts from the top, keeping the focus in the control in use.
  *
  * In a panel beside the editor (the view narrower than NARROW_WIDTH) the question gets the row's width: each
- * row is two lines, the question, status and reward on the first, the rest (id, mode, agent, resources,
+ * row is two lines, the question, status and reward on the first, the rest (id, mode, agent, resources, model,
  * attempts, duration, created) on a muted second line and whole in its tooltip; the filters fold behind a
  * "Filters (n)" button next to the search box, so the rows start near the top.
  *
@@ -16,15 +16,13 @@
  * (virtual-list.ts), Enter opens one. Coming back from a rollout (`at`) draws the list
  * at the same scroll with the opened row focused.
  */
-import type { RolloutSort } from '../../protocol/store.js';
 import type { RolloutFilter, RolloutPage, RolloutPageRequest, RolloutRow } from '../../protocol/webview-trajectory.js';
-import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, shortId, signClass } from '../shared/dom.js';
+import { h, icon, mount } from '../shared/dom.js';
 import { errorState } from '../shared/recovery.js';
 import { activeFilterChips, activeFilterCount } from './filter-chips.js';
-import { resourcesText, resourcesTip, runStatusPill } from './outcome.js';
-import { NO_RUNNER, statusWords } from '../../protocol/runner-presence.js';
+import { NO_RUNNER } from '../../protocol/runner-presence.js';
 import { type Choices, choicesOf, filterControls, type FilterSetter, filterSetter, focusControl, textField } from './rollouts-controls.js';
-import { taskSummary } from './task-summary.js';
+import { COLUMNS, metaCell, waitsForNoRunner } from './rollouts-columns.js';
 import { VirtualList, type ListPosition } from './virtual-list.js';
 
 export type { ListPosition } from './virtual-list.js';
@@ -44,87 +42,6 @@ const ROW_HEIGHT_NARROW = 44;
 /** Below this width (px, the view's own: the panel less its padding) the list takes its narrow layout. */
 const NARROW_WIDTH = 600;
 const SEARCH_DEBOUNCE_MS = 300;
-
-/** Columns: a CSS class (widths and which hide when narrow live in trajectory.css) and, when sortable, the sort key. */
-interface Column {
-  title: string;
-  key: string;
-  sort?: RolloutSort;
-  num?: boolean;
-  cell: (item: RolloutRow) => HTMLElement;
-}
-const cell = (cls: string, title: string | null, ...children: (Node | string)[]) => h('div', { class: `cell ${cls}`, role: 'gridcell', title }, ...children);
-
-function durationTitle(item: RolloutRow): string | null {
-  const r = item.rollout;
-  if (item.startedAt === null) return 'not started yet';
-  const queued = `queued ${fmtDuration(item.startedAt - r.createdAt)} before it`;
-  return item.durationMs === null ? `attempt ${r.attemptCount} running; ${queued}` : `attempt ${r.attemptCount} ran ${fmtDuration(item.durationMs)}; ${queued}`;
-}
-/** Whether the row waits in the queue with no runner connected to claim it. */
-const waitsForNoRunner = (item: RolloutRow): boolean => statusWords(item.rollout.status, item.runnerConnected) !== item.rollout.status;
-
-/** A queued row no runner can claim: a mark beside its status (the note above the rows says it in words). */
-function noRunnerMark(item: RolloutRow): HTMLElement | null {
-  if (!waitsForNoRunner(item)) return null;
-  const text = statusWords(item.rollout.status, false);
-  return h('span', { class: 'no-runner-mark', title: `${text}: start one (agl runner), or a training run`, 'aria-label': text }, icon('debug-disconnect'));
-}
-
-function errorMark(item: RolloutRow): HTMLElement | null {
-  if (!item.error && item.errorSpans === 0) return null;
-  const text = [item.error, item.errorSpans ? `${item.errorSpans} span${item.errorSpans > 1 ? 's' : ''} with an error` : null].filter(Boolean).join('; ');
-  return h('span', { class: 'error-mark', title: text, 'aria-label': text }, icon('error'));
-}
-
-const COLUMNS: Column[] = [
-  { title: 'Rollout', key: 'id', cell: ({ rollout: r }) => cell('col-id mono', r.id, shortId(r.id)) },
-  {
-    title: 'Status',
-    key: 'status',
-    sort: 'status',
-    cell: (i) => cell('col-status', null, runStatusPill(i.rollout.status), noRunnerMark(i) ?? '', errorMark(i) ?? ''),
-  },
-  { title: 'Mode', key: 'mode', cell: ({ rollout: r }) => cell('col-mode', null, r.mode) },
-  { title: 'Agent', key: 'agent', cell: ({ rollout: r }) => cell('col-agent', r.agent ?? '', r.agent ? r.agent.split(/[\\/]/).pop()! : '—') },
-  {
-    title: 'Resources',
-    key: 'res',
-    cell: (i) => cell('col-res mono', resourcesTip(i.resourcesVersion), i.resourcesVersion === null ? '—' : `#${i.resourcesVersion}`),
-  },
-  { title: 'Reward', key: 'reward', sort: 'reward', num: true, cell: (i) => cell(`col-reward num reward ${signClass(i.reward)}`, null, fmtNumber(i.reward)) },
-  { title: 'Att.', key: 'attempts', num: true, cell: ({ rollout: r }) => cell('col-attempts num', null, String(r.attemptCount)) },
-  { title: 'Duration', key: 'duration', sort: 'duration', num: true, cell: (i) => cell('col-duration num', durationTitle(i), fmtDuration(i.durationMs)) },
-  {
-    title: 'Input',
-    key: 'input',
-    cell: ({ rollout: r }) => {
-      const s = taskSummary(r.input);
-      return cell('col-input', s.full, s.text);
-    },
-  },
-  { title: 'Created', key: 'created', sort: 'createdAt', cell: ({ rollout: r }) => cell('col-created muted', null, fmtTime(r.createdAt)) },
-];
-
-/**
- * The second line of a row in a narrow view: what the hidden columns say, in their order, and all of it
- * spelled out in the tooltip.
- */
-function metaCell(item: RolloutRow): HTMLElement {
-  const { rollout: r, resourcesVersion, durationMs } = item;
-  const agent = r.agent ? r.agent.split(/[\\/]/).pop()! : '—';
-  const attempts = `${r.attemptCount} attempt${r.attemptCount === 1 ? '' : 's'}`;
-  const res = resourcesText(resourcesVersion);
-  const title = [
-    `rollout ${r.id}`,
-    `mode ${r.mode}`,
-    `agent ${r.agent ?? 'default'}`,
-    resourcesTip(resourcesVersion),
-    durationTitle(item) ?? attempts,
-    `created ${fmtTime(r.createdAt)}`,
-  ].join('\n');
-  return cell('col-meta muted', title, [shortId(r.id), r.mode, agent, res, attempts, fmtDuration(durationMs), fmtTime(r.createdAt)].join(' · '));
-}
 
 function rowOf(item: RolloutRow, index: number, open: (id: string, index: number) => void): HTMLElement {
   const id = item.rollout.id;
@@ -152,7 +69,7 @@ function sortHeader(filter: RolloutFilter, set: FilterSetter): HTMLElement {
     'div',
     { class: 'grid-header grid-row', role: 'row', 'aria-rowindex': 1 },
     ...COLUMNS.map((c) => {
-      if (!c.sort) return h('div', { class: `cell col-${c.key}${c.num ? ' num' : ''}`, role: 'columnheader' }, c.title);
+      if (!c.sort) return h('div', { class: `cell col-${c.key}${c.num ? ' num' : ''}`, role: 'columnheader', title: c.tip ?? null }, c.title);
       const active = c.sort === sort;
       const button = h(
         'button',
@@ -172,7 +89,7 @@ function sortHeader(filter: RolloutFilter, set: FilterSetter): HTMLElement {
       return button;
     }),
     // Narrow: the legend of the rows' second line, followed there by the Duration and Created sort buttons.
-    h('div', { class: 'cell col-meta', role: 'columnheader' }, 'Rollout · mode · agent · resources · attempts'),
+    h('div', { class: 'cell col-meta', role: 'columnheader' }, 'Rollout · mode · agent · resources · model · attempts'),
   );
 }
 
