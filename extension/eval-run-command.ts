@@ -15,13 +15,19 @@ import { listAgents, type AgentInfo } from '../protocol/lsp.js';
 import { TERMINAL_ROLLOUT_STATUSES } from '../protocol/store.js';
 import { lastError, runAgl } from './agl-process.js';
 import type { Ctx } from './ctx.js';
-import { agentsBeside, readEvalOutcome } from './eval-datasets.js';
-import type { EvalTestExplorer, Suite } from './test-explorer.js';
+import { agentsBeside, readEvalOutcome, type NamedDataset } from './eval-datasets.js';
 
-/** A suite to run and the task items to report. */
+/** A suite to run: its dataset, its task items by task id, and the items to report. */
 export interface SuiteRun {
-  suite: Suite;
+  dataset: NamedDataset;
+  tasks: Map<string, vscode.TestItem>;
   items: vscode.TestItem[];
+}
+
+/** What a run reports to: the Test Explorer's controller, and where a task's latest result is kept. */
+export interface SuiteRunHost {
+  controller: vscode.TestController;
+  noteResult(itemId: string, result: EvalTaskResult): void;
 }
 
 /** The context value of a failed item's message: its menu (package.json testing/message/context) opens the trajectory. */
@@ -30,9 +36,9 @@ const TERMINAL = new Set<string>(TERMINAL_ROLLOUT_STATUSES);
 const agentKey = (file: string) => `agentLightning.evalAgent:${file}`;
 
 /** The agent that runs `suite`'s dataset, or undefined (the reason told) when none can be found or the pick was dismissed. */
-async function agentFor(ctx: Ctx, suite: Suite): Promise<string | undefined> {
-  const file = suite.dataset.file;
-  if (suite.dataset.agent) return suite.dataset.agent;
+async function agentFor(ctx: Ctx, dataset: NamedDataset): Promise<string | undefined> {
+  const file = dataset.file;
+  if (dataset.agent) return dataset.agent;
   const remembered = ctx.extension.workspaceState.get<string>(agentKey(file));
   if (remembered) return remembered;
   if (!ctx.lsp) {
@@ -83,16 +89,10 @@ function mark(run: vscode.TestRun, item: vscode.TestItem, t: EvalTaskResult | un
 }
 
 /** Runs one suite to its end (or its cancel), marking its items. */
-export async function runEvalSuite(
-  ctx: Ctx,
-  explorer: EvalTestExplorer,
-  request: vscode.TestRunRequest,
-  s: SuiteRun,
-  token: vscode.CancellationToken,
-): Promise<void> {
-  const file = s.suite.dataset.file;
-  const run = explorer.controller.createTestRun(request, `agl eval ${basename(file)}`);
-  const agent = (await ctx.requireDaemon('run evals')) ? await agentFor(ctx, s.suite) : undefined;
+export async function runEvalSuite(ctx: Ctx, host: SuiteRunHost, request: vscode.TestRunRequest, s: SuiteRun, token: vscode.CancellationToken): Promise<void> {
+  const file = s.dataset.file;
+  const run = host.controller.createTestRun(request, `agl eval ${basename(file)}`);
+  const agent = (await ctx.requireDaemon('run evals')) ? await agentFor(ctx, s.dataset) : undefined;
   if (!agent) {
     for (const item of s.items) run.skipped(item);
     run.end();
@@ -103,7 +103,7 @@ export async function runEvalSuite(
   const model = ctx.daemon?.child ? ['--model', ctx.servedModel] : [];
   const started = Date.now();
   const proc = runAgl(ctx, ['eval', agent, '--data', file, '--json', ...model], (line, stream) => stream === 'stderr' && run.appendOutput(`${line}\r\n`));
-  const total = s.suite.tasks.size;
+  const total = s.tasks.size;
   const ended = new Set<string>();
   const result = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lightning: eval of ${basename(file)}`, cancellable: true },
@@ -144,9 +144,9 @@ export async function runEvalSuite(
   }
   const byId = new Map(outcome.summary.tasks.map((t) => [t.id, t]));
   const each = Math.round((Date.now() - started) / Math.max(1, outcome.summary.tasks.length));
-  for (const [taskId, item] of s.suite.tasks) {
+  for (const [taskId, item] of s.tasks) {
     const t = byId.get(taskId);
-    if (t) explorer.noteResult(item.id, t);
+    if (t) host.noteResult(item.id, t);
     if (s.items.includes(item)) mark(run, item, t, each);
   }
   run.appendOutput(`mean ${outcome.summary.mean.toFixed(3)}; pass@${outcome.summary.repeat} ${outcome.summary.passAtK.toFixed(3)}; run ${outcome.runId}\r\n`);

@@ -149,7 +149,7 @@ export class EvalTestExplorer implements vscode.Disposable {
     for (const item of include) {
       const suite = [...this.suites.values()].find((s) => s.item.id === item.id || item.id.startsWith(`${s.item.id}#`));
       if (!suite) continue;
-      const run = out.get(suite.dataset.file) ?? { suite, items: [] };
+      const run = out.get(suite.dataset.file) ?? { dataset: suite.dataset, tasks: suite.tasks, items: [] };
       const items = item.id === suite.item.id ? [...suite.tasks.values()] : [item];
       for (const i of items) if (!skip.has(i.id) && !run.items.includes(i)) run.items.push(i);
       out.set(suite.dataset.file, run);

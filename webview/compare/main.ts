@@ -107,7 +107,11 @@ class CompareViewer {
     const table = h(
       'table',
       { class: 'compare-table' },
-      h('thead', {}, h('tr', {}, ...['task', 'expected', 'baseline answer', 'reward', 'answer', 'reward', 'change'].map((c) => h('th', { scope: 'col' }, c)))),
+      h(
+        'thead',
+        {},
+        h('tr', {}, ...['task', 'expected', 'baseline answer', 'baseline reward', 'answer', 'reward', 'change'].map((c) => h('th', { scope: 'col' }, c))),
+      ),
       h(
         'tbody',
         {},
