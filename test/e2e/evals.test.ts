@@ -10,7 +10,10 @@
  *     warmup");
  *   - "Agent Lightning: Open Eval Trajectory" offers the failed tasks, and the one picked opens its rollout in the
  *     trajectory viewer;
- *   - "Agent Lightning: Compare Eval Runs" opens the compare view (one finished run: it says compare needs two).
+ *   - "Agent Lightning: Compare Eval Runs" opens the compare view: with one finished run it says compare needs two; a
+ *     second run of the suite shows in it by itself, its wins, losses and ties those of the paired comparison;
+ *   - a run of calc's whole dataset (its agent the one beside it) cancelled from its notification is recorded cancelled
+ *     in the store, and its items are marked skipped, not failed.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,6 +22,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { AglClient } from '../../client/client.js';
 import { evalSummaryOf } from '../../protocol/eval-compare.js';
+import { compareTasks } from '../../protocol/eval-stats.js';
 import {
   beginE2e,
   extensionLogs,
@@ -131,12 +135,44 @@ test(
       await shot('3-trajectory');
       mark('trajectory');
 
-      // 4. The compare view from the palette: one finished run, so it says a comparison needs two.
+      // 4. The compare view from the palette: one finished run, so it says a comparison needs two; a second run of the
+      //    suite appears in it by itself (the daemon's events), compared with the first as agl eval --baseline would.
       await runCommand(page, 'Agent Lightning: Compare Eval Runs');
       const compare = await webviewWith(page, '.empty-state .codicon-beaker', 60_000);
       await compare.locator('.empty-state', { hasText: 'One finished evaluation so far: compare needs two.' }).waitFor({ state: 'visible' });
-      await client.close();
+      await row('tiny.eval.jsonl').hover();
+      await row('tiny.eval.jsonl').locator('.action-label.codicon-testing-run-icon').click();
+      const tally = compare.locator('.compare-summary .tally');
+      await tally.waitFor({ state: 'visible', timeout: 5 * 60_000 });
+      const [second, first] = (await client.listTrainingRuns(undefined, 'eval')).filter((r) => evalSummaryOf(r)).sort((a, b) => b.createdAt - a.createdAt);
+      const means = (r: typeof first) => new Map(evalSummaryOf(r!)!.tasks.map((t) => [t.id, t.mean]));
+      const c = compareTasks(first!.id, means(first), means(second));
+      assert.equal(await tally.innerText(), `${c.wins} better · ${c.losses} worse · ${c.ties} tied`);
+      assert.equal(await compare.locator('.compare-table tbody tr').count(), c.losses || 0, 'the regressions shown first');
+      await shot('4-compare');
       mark('compare');
+
+      // 5. Cancel: a run of calc's whole dataset (its agent found beside it) stopped from its notification is recorded
+      //    cancelled, and no item is marked from it.
+      await runCommand(page, 'Testing: Focus on Test Explorer View');
+      await row('calc.eval.jsonl').hover();
+      await row('calc.eval.jsonl').locator('.action-label.codicon-testing-run-icon').click();
+      const toast = page.locator('.notification-toast', { hasText: 'eval of calc.eval.jsonl' });
+      await toast.waitFor({ state: 'visible', timeout: 60_000 });
+      // Cancelled once agl eval has recorded its run (a Ctrl-C before that leaves no run at all).
+      const calcRuns = async () =>
+        (await client.listTrainingRuns(undefined, 'eval')).filter((r) => (r.config as { data: { file: string } }).data.file.endsWith('calc.eval.jsonl'));
+      for (const until = Date.now() + 60_000; !(await calcRuns()).length; await page.waitForTimeout(100))
+        assert.ok(Date.now() < until, 'agl eval recorded no run of calc.eval.jsonl within 60 s');
+      await toast.locator('.monaco-button', { hasText: 'Cancel' }).click({ timeout: 30_000 });
+      await row('calc.eval.jsonl').locator('.computed-state.codicon-testing-skipped-icon').waitFor({ state: 'visible', timeout: 60_000 });
+      assert.deepEqual(
+        (await calcRuns()).map((r) => r.status),
+        ['cancelled'],
+      );
+      await client.close();
+      await shot('5-cancelled');
+      mark('cancelled');
     } catch (err) {
       await shot('failure')?.catch(() => undefined);
       console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
