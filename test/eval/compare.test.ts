@@ -10,36 +10,16 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { compareEvalRuns, compareUri, EXTENSION_ID, evalRunInfo, evalVersion } from '../../protocol/eval-compare.js';
 import { compareTasks } from '../../protocol/eval-stats.js';
-import type { EvalConfig, EvalSummary, EvalTaskResult } from '../../protocol/eval.js';
+import type { EvalTaskResult } from '../../protocol/eval.js';
 import type { TrainingRun } from '../../protocol/store.js';
 import { rowsShown, summaryWords } from '../../webview/compare/model.js';
+import { calcEvalConfig, evalSummary, taskResult } from './eval-records.js';
 
-const task = (id: string, mean: number, answer: string): EvalTaskResult => ({
-  id,
-  scores: [mean],
-  mean,
-  passed: mean >= 0.5,
-  grader: 'number',
-  answer,
-  expected: '7',
-  reason: mean >= 0.5 ? `${answer} is within 0.000001 of 7` : `answered ${answer}, expected 7`,
-  rolloutIds: [`ro-${id}-${mean}`],
-  errored: false,
-});
+const task = (id: string, mean: number, answer: string) => taskResult(id, mean, answer);
 
 function evalRun(id: string, model: string | null, tasks: EvalTaskResult[], createdAt: number, status: TrainingRun['status'] = 'succeeded'): TrainingRun {
-  const config: EvalConfig = {
-    agent: 'samples/calc/agent.ts#calcAgent',
-    agentSpec: 'samples/calc/agent.ts#calcAgent',
-    data: { file: '/w/samples/calc/data/calc.eval.jsonl', digest: 'd' },
-    repeat: 1,
-    pass: 0.5,
-    grader: null,
-    llm: { upstream: null, model },
-    prompts: {},
-  };
-  const m = tasks.reduce((a, t) => a + t.mean, 0) / tasks.length;
-  const summary: EvalSummary = { tasks, mean: m, interval: null, passAtK: tasks.filter((t) => t.passed).length / tasks.length, repeat: 1, elapsedMs: 10 };
+  const config = calcEvalConfig(model);
+  const summary = evalSummary(tasks);
   return {
     id,
     agent: config.agent,
@@ -159,7 +139,7 @@ describe('comparing two eval runs', () => {
     assert.equal(evalVersion({ llm: { upstream: null, model: 'C:\\runs\\run-7\\policy-12' } }), 'run-7 step 12');
     assert.equal(evalVersion({ llm: { upstream: null, model: 'builtin:0.8m' } }), 'builtin:0.8m');
     const info = evalRunInfo(base);
-    assert.deepEqual([info.data, info.mean, info.tasks, info.passAtK], ['/w/samples/calc/data/calc.eval.jsonl', 0.6, 5, 0.6]);
+    assert.deepEqual([info.data, info.mean, info.tasks, info.passAtK], ['/project/samples/calc/data/calc.eval.jsonl', 0.6, 5, 0.6]);
   });
 
   it('names the URI agl eval --baseline prints with the extension the package declares', () => {

@@ -11,46 +11,21 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { compareHandlers } from '../../extension/panels/data.js';
-import type { EvalConfig, EvalSummary, EvalTaskResult } from '../../protocol/eval.js';
+import type { EvalTaskResult } from '../../protocol/eval.js';
 import { compareTasks } from '../../protocol/eval-stats.js';
 import { CompareProtocol } from '../../protocol/webview-compare.js';
+import { CALC_AGENT, calcEvalConfig, evalSummary, taskResult } from '../eval/eval-records.js';
 import { openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
 
-const AGENT = 'samples/calc/agent.ts#calcAgent';
-
-function result(id: string, mean: number, answer: string, expected: string): EvalTaskResult {
-  const passed = mean >= 0.5;
-  return {
-    id,
-    scores: [mean],
-    mean,
-    passed,
-    grader: 'number',
-    answer,
-    expected,
-    reason: passed ? `${answer} is within 0.000001 of ${expected}` : `answered ${answer}, expected ${expected}`,
-    rolloutIds: [`ro-${id}-${answer}`],
-    errored: false,
-  };
-}
+const result = taskResult;
 
 /** An eval run as `agl eval` records it: created running with its config, then succeeded with its summary (or cancelled). */
 async function recordEval(d: Daemon, model: string, tasks: EvalTaskResult[], status: 'succeeded' | 'cancelled' = 'succeeded'): Promise<string> {
-  const config: EvalConfig = {
-    agent: AGENT,
-    agentSpec: AGENT,
-    data: { file: '/project/samples/calc/data/calc.eval.jsonl', digest: 'abc' },
-    repeat: 1,
-    pass: 0.5,
-    grader: null,
-    llm: { upstream: null, model },
-    prompts: {},
-  };
+  const config = calcEvalConfig(model);
   // Each run a later millisecond than the last, so "newest" is one run (the view orders by creation time).
   for (const t = Date.now(); Date.now() === t;) await new Promise((r) => setImmediate(r));
-  const run = await d.client.createTrainingRun({ agent: AGENT, kind: 'eval', config: config as never, totalSteps: tasks.length });
-  const mean = tasks.reduce((a, t) => a + t.mean, 0) / tasks.length;
-  const summary: EvalSummary = { tasks, mean, interval: null, passAtK: tasks.filter((t) => t.passed).length / tasks.length, repeat: 1, elapsedMs: 1200 };
+  const run = await d.client.createTrainingRun({ agent: CALC_AGENT, kind: 'eval', config: config as never, totalSteps: tasks.length });
+  const summary = evalSummary(tasks);
   await d.client.updateTrainingRun(
     run.id,
     status === 'succeeded' ? { status, step: tasks.length, summary: summary as never } : { status, summary: { error: 'stopped' } },
