@@ -131,7 +131,7 @@ export async function runEvalSuite(ctx: Ctx, host: SuiteRunHost, request: vscode
   const outcome = result.cancelled ? null : readEvalOutcome(result.stdout);
   if (!outcome) {
     const why = result.cancelled
-      ? 'cancelled: the eval run is recorded cancelled'
+      ? 'cancelled: nothing is read from a stopped eval (its run, once recorded, is recorded cancelled)'
       : `agl eval failed: ${lastError(result.stderr.length ? result.stderr : result.stdout)}`;
     for (const item of s.items) {
       if (result.cancelled) run.skipped(item);
