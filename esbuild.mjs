@@ -1,6 +1,6 @@
 // Bundles the four deliverables: the VS Code extension (CJS, vscode external), the daemon CLI `agl`
 // (ESM, native and heavy modules external), the webviews (browser IIFE: trajectory viewer, training dashboard,
-// optimization view) and the SDK (ESM, for agents).
+// optimization view, eval compare view) and the SDK (ESM, for agents).
 // Entries that do not exist yet are skipped with a notice, so the build works while areas are young.
 import { build, context } from 'esbuild';
 import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
@@ -78,6 +78,15 @@ const targets = [
     name: 'optimization webview',
     entryPoints: ['webview/optimize/main.ts'],
     outfile: 'dist/webview/optimize.js',
+    platform: 'browser',
+    format: 'iife',
+    target: 'es2022',
+    loader: { '.ttf': 'file' },
+  },
+  {
+    name: 'compare webview',
+    entryPoints: ['webview/compare/main.ts'],
+    outfile: 'dist/webview/compare.js',
     platform: 'browser',
     format: 'iife',
     target: 'es2022',

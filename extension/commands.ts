@@ -14,7 +14,7 @@ import { trainCommand } from './train-command.js';
 import { showOptimizationView, showTrainingDashboard, showTrajectoryViewer } from './views.js';
 
 /** Runs a command body, turning an unexpected error into a message that points at the log. */
-function guarded(ctx: Ctx, name: string, body: (...args: unknown[]) => Promise<unknown>): (...args: unknown[]) => Promise<void> {
+export function guarded(ctx: Ctx, name: string, body: (...args: unknown[]) => Promise<unknown>): (...args: unknown[]) => Promise<void> {
   return async (...args) => {
     try {
       await body(...args);

@@ -1,12 +1,14 @@
 /**
  * Extension entry point (bundled by esbuild to dist/extension.js, CommonJS, `vscode` external).
- * Activation builds the Ctx, registers the commands, starts the language server (`agl lsp`) and then
+ * Activation builds the Ctx, registers the commands and the Test Explorer's eval datasets, starts the language server (`agl lsp`) and then
  * the daemon (attach to a running one, or start the bundled `agl serve`); deactivation undoes it.
  */
 import * as vscode from 'vscode';
 import { registerCommands } from './commands.js';
 import { Ctx } from './ctx.js';
+import { registerEvalCommands } from './eval-commands.js';
 import { trackLastTextEditor } from './pickers.js';
+import { EvalTestExplorer } from './test-explorer.js';
 import { registerViews } from './views.js';
 
 let ctx: Ctx | null = null;
@@ -16,6 +18,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const current = ctx;
   context.subscriptions.push(...registerCommands(current), trackLastTextEditor());
   registerViews(current);
+  // Eval datasets as tests (Test Explorer), and the commands around them.
+  const explorer = new EvalTestExplorer(current);
+  context.subscriptions.push(explorer, ...registerEvalCommands(current, explorer));
   current.log(`Agent Lightning ${context.extension.packageJSON.version} activating (node ${process.version}).`);
   try {
     await current.startLanguageClient();

@@ -1,5 +1,6 @@
 /**
- * The extension's entry points into the webview panels (trajectory viewer, training dashboard, optimization view),
+ * The extension's entry points into the webview panels (trajectory viewer, training dashboard, optimization view,
+ * the compare view of two eval runs),
  * whose UI lives in webview/ and extension/panels/ (the webview area). Commands call these, never the panels
  * directly, so the panels' API is used in one place. The panels get the store client through Ctx, so a
  * panel restored after a reload or a daemon restart talks to the current daemon, and every open panel gets the
@@ -10,11 +11,13 @@ import { AglClient } from '../client/client.js';
 import type { Ctx } from './ctx.js';
 import { applyCandidate, registerPromptTexts } from './optimize-apply.js';
 import {
+  type CompareTarget,
   type DashboardTarget,
   type OptimizeTarget,
   type TrajectoryTarget,
   notifyDaemonEvent,
   notifyDaemonState,
+  openCompareView,
   openOptimizationView,
   openTrainingDashboard,
   openTrajectoryViewer,
@@ -55,4 +58,9 @@ export async function showTrainingDashboard(ctx: Ctx, target: DashboardTarget): 
 export async function showOptimizationView(ctx: Ctx, target: OptimizeTarget): Promise<void> {
   ctx.log(`Opening the optimization view on ${JSON.stringify(target)}`);
   openOptimizationView(ctx.extension, clientOf(ctx), target, applyOf(ctx));
+}
+
+export async function showCompareView(ctx: Ctx, target: CompareTarget): Promise<void> {
+  ctx.log(`Opening the compare view on ${JSON.stringify(target)}`);
+  openCompareView(ctx.extension, clientOf(ctx), target);
 }

@@ -17,6 +17,10 @@ export const COMMANDS = {
   restartDaemon: 'agentLightning.restartDaemon',
   showDaemonLog: 'agentLightning.showDaemonLog',
   showActions: 'agentLightning.showActions',
+  /** Two eval runs side by side (args: the baseline's run id, the other's; none: picked). */
+  compareEvalRuns: 'agentLightning.compareEvalRuns',
+  /** A Test Explorer item's rollout in the trajectory viewer (arg: the test item; none: a pick of the last failures). */
+  openEvalTrajectory: 'agentLightning.openEvalTrajectory',
 } as const;
 
 export type CommandId = (typeof COMMANDS)[keyof typeof COMMANDS];

@@ -52,6 +52,52 @@ export const EvalRow = z
   .strict();
 export type EvalRow = z.infer<typeof EvalRow>;
 
+/** One line of a dataset as read: its row and task id, or what is wrong with it (the field at fault and the fix). */
+export type EvalLine = { line: number; id: string; row: EvalRow } | { line: number; error: string };
+
+/**
+ * The lines of a dataset's text, each read and checked (blank lines skipped): the words `agl eval` refuses a bad row
+ * with (daemon/eval/dataset.ts adds the graders' own checks) and the editor's Test Explorer shows on its item.
+ */
+export function readEvalLines(text: string): EvalLine[] {
+  const out: EvalLine[] = [];
+  const seen = new Map<string, number>();
+  text.split('\n').forEach((raw, i) => {
+    const line = i + 1;
+    if (!raw.trim()) return;
+    try {
+      const row = readEvalRow(raw);
+      const id = row.id === undefined ? `line-${line}` : String(row.id);
+      const first = seen.get(id);
+      if (first !== undefined) throw new Error(`field 'id': '${id}' is the id of line ${first} too: give each row its own id`);
+      seen.set(id, line);
+      out.push({ line, id, row });
+    } catch (e) {
+      out.push({ line, error: (e as Error).message });
+    }
+  });
+  return out;
+}
+
+/** One row from its JSON text; throws naming the field at fault. */
+function readEvalRow(raw: string): EvalRow {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (e) {
+    throw new Error(`not valid JSON (${(e as Error).message})`, { cause: e });
+  }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('a row is a JSON object: { "input": ..., "expected": ..., "grader": ... }');
+  const parsed = EvalRow.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    if (issue.code === 'unrecognized_keys')
+      throw new Error(`field '${issue.keys[0]}' is not a row's field (id, input, expected, grader, tolerance, from): a typo?`);
+    throw new Error(`field '${issue.path.join('.') || 'input'}': ${issue.message}`);
+  }
+  return parsed.data;
+}
+
 /** An evaluation's settings, as its run record keeps them (TrainingRun.config of a run of kind 'eval'). */
 export interface EvalConfig {
   agent: string;

@@ -72,6 +72,8 @@ export const DashboardProtocol = {
   watchRun: commandType<{ runId: string; compare?: string[] }>('dashboard/watchRun'),
   /** A click on a step: open that step's GRPO groups in the trajectory viewer. */
   openGroups: commandType<{ runId: string; step: number }>('dashboard/openGroups'),
+  /** "Compare evals": the compare view of eval runs (before and after this training, say), on its newest two. */
+  openEvalCompare: commandType<Record<string, never>>('dashboard/openEvalCompare'),
   /** Host -> webview: points of a watched run after the last ones sent, and the run's new status/step. */
   metrics: notificationType<RunMetrics>('dashboard/metrics'),
   /** Host -> webview: a training run appeared (a dashboard waiting for one lists the runs again). */

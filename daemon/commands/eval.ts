@@ -10,10 +10,11 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { commandHelp } from '../../protocol/cli-options.js';
 import { EVAL_COMMAND, type EvalFlags } from '../../protocol/cli-commands.js';
+import { compareUri } from '../../protocol/eval-compare.js';
 import { planEval, type EvalPlan } from '../eval/eval-plan.js';
 import { baselineMeans, compareWithBaseline, runEval, type EvalOutcome } from '../eval/eval-run.js';
 import { comparisonLines, gates, junitXml, outcomeJson, resultLines } from '../eval/report.js';
-import type { Comparison } from '../eval/stats.js';
+import type { Comparison } from '../../protocol/eval-stats.js';
 import type { OptimizeConnection } from '../optimize/optimize-run.js';
 import { parseCommand } from './flags.js';
 import { connect } from './optimize.js';
@@ -103,5 +104,7 @@ function finish(plan: EvalPlan, outcome: EvalOutcome, baselines: Map<string, Map
     process.stdout.write(lines.map((l) => `${l}\n`).join(''));
   }
   if (f.junit && !f.json) say(`agl eval: JUnit XML written to ${f.junit}`);
+  // Where the two runs show side by side: the editor's compare view (its command, or this URI).
+  if (f.baseline) say(`agl eval: compare them in VS Code: ${compareUri(f.baseline, runId)} (or "Agent Lightning: Compare Eval Runs")`);
   return results.every((g) => g.ok) ? 0 : 1;
 }

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { EvalRow, type GraderName } from '../../protocol/eval.js';
+import { type EvalRow, type GraderName, readEvalLines } from '../../protocol/eval.js';
 import { type PreparedGrader, prepareGrader } from './graders.js';
 
 /** A row ready to run: its task id, the task input, its grader (prepared) and what it expects. */
@@ -39,20 +39,14 @@ export function readDataset(file: string, defaults: RowDefaults): { tasks: EvalT
   }
   const tasks: EvalTask[] = [];
   const errors: string[] = [];
-  const seen = new Map<string, number>();
-  text.split('\n').forEach((raw, i) => {
-    const line = i + 1;
-    if (!raw.trim()) return;
+  for (const read of readEvalLines(text)) {
     try {
-      const task = readRow(raw, line, defaults);
-      const first = seen.get(task.id);
-      if (first !== undefined) throw new Error(`field 'id': '${task.id}' is the id of line ${first} too: give each row its own id`);
-      seen.set(task.id, line);
-      tasks.push(task);
+      if ('error' in read) throw new Error(read.error);
+      tasks.push(taskOf(read.id, read.line, read.row, defaults));
     } catch (e) {
-      errors.push(`${file}:${line}: ${(e as Error).message}`);
+      errors.push(`${file}:${read.line}: ${(e as Error).message}`);
     }
-  });
+  }
   if (errors.length)
     throw new Error(
       `--data ${file}: ${errors.length} bad row${errors.length > 1 ? 's' : ''} (fix them; nothing was run):\n  ${errors.slice(0, MAX_ERRORS).join('\n  ')}` +
@@ -63,23 +57,9 @@ export function readDataset(file: string, defaults: RowDefaults): { tasks: EvalT
   return { tasks, digest };
 }
 
-function readRow(raw: string, line: number, defaults: RowDefaults): EvalTask {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch (e) {
-    throw new Error(`not valid JSON (${(e as Error).message})`, { cause: e });
-  }
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new Error('a row is a JSON object: { "input": ..., "expected": ..., "grader": ... }');
-  const parsed = EvalRow.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    if (issue.code === 'unrecognized_keys')
-      throw new Error(`field '${issue.keys[0]}' is not a row's field (id, input, expected, grader, tolerance, from): a typo?`);
-    throw new Error(`field '${issue.path.join('.') || 'input'}': ${issue.message}`);
-  }
-  const row = parsed.data;
+/** A checked row as a task: its grader prepared (a bad regex or schema throws, naming itself). */
+function taskOf(id: string, line: number, row: EvalRow, defaults: RowDefaults): EvalTask {
   const name = row.grader ?? defaults.grader ?? (row.expected === undefined ? 'reward' : 'exact');
   const grader = prepareGrader(name, row.expected, row.tolerance ?? defaults.tolerance);
-  return { id: row.id === undefined ? `line-${line}` : String(row.id), line, input: row.input, expected: row.expected, grader };
+  return { id, line, input: row.input, expected: row.expected, grader };
 }

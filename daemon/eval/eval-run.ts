@@ -18,7 +18,7 @@ import { newId } from '../store/common.js';
 import type { EvalTask } from './dataset.js';
 import type { EvalPlan } from './eval-plan.js';
 import { gradeRollout, type SampleGrade } from './grading.js';
-import { compareTasks, type Comparison, mean, meanInterval } from './stats.js';
+import { compareTasks, type Comparison, mean, meanInterval } from '../../protocol/eval-stats.js';
 
 export interface EvalReporter {
   log(line: string): void;

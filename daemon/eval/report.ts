@@ -7,7 +7,7 @@
  */
 import { basename } from 'node:path';
 import type { EvalConfig, EvalSummary } from '../../protocol/eval.js';
-import { ALPHA, type Comparison } from './stats.js';
+import { ALPHA, type Comparison } from '../../protocol/eval-stats.js';
 
 /** A gate's verdict: which flag, whether it held, and why in words. */
 export interface GateResult {

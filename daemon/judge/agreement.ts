@@ -9,22 +9,14 @@
  *                      one scale). Null where no pair or group qualifies.
  */
 
+import { ranks } from '../../protocol/eval-stats.js';
+
+/** Ranks 1..n, ties given their mean rank (shared with the paired test of evaluations). */
+export { ranks };
+
 export interface Compared {
   judge: number;
   agent: number;
-}
-
-/** Ranks 1..n, ties given their mean rank. */
-export function ranks(xs: readonly number[]): number[] {
-  const order = xs.map((x, i) => [x, i] as const).sort((a, b) => a[0] - b[0]);
-  const out = new Array<number>(xs.length);
-  for (let i = 0; i < order.length;) {
-    let j = i;
-    while (j + 1 < order.length && order[j + 1]![0] === order[i]![0]) j++;
-    for (let k = i; k <= j; k++) out[order[k]![1]] = (i + j) / 2 + 1;
-    i = j + 1;
-  }
-  return out;
 }
 
 /** Spearman's rank correlation (Pearson's on the ranks); null when either side does not vary or n < 2. */

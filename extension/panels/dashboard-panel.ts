@@ -19,6 +19,7 @@ export interface DashboardTarget {
 /** Where the dashboard's links lead outside it (wired by index.ts, so the panels do not import each other). */
 export interface DashboardLinks {
   openGroups(client: ClientSource, target: { runId: string; step: number }): void;
+  openEvalCompare(client: ClientSource): void;
 }
 
 interface DashboardPanel {
@@ -52,6 +53,8 @@ function create(context: vscode.ExtensionContext, client: ClientSource, links: D
         } else if (method === DashboardProtocol.openGroups.method) {
           const { runId, step } = params as { runId: string; step: number };
           links.openGroups(panel.client, { runId, step });
+        } else if (method === DashboardProtocol.openEvalCompare.method) {
+          links.openEvalCompare(panel.client);
         }
       },
       // A hidden dashboard is torn down, and asks again (watchRun) when it shows.

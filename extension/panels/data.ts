@@ -3,6 +3,8 @@
  * (client/client.ts). Free of the vscode API, so the webview tests drive exactly this code against a real
  * daemon. One handler table per webview, keyed by the protocol's method names.
  */
+import { compareEvalRuns, evalRunInfo } from '../../protocol/eval-compare.js';
+import { CompareProtocol } from '../../protocol/webview-compare.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import type { IpcRequestType } from '../../protocol/webview-ipc.js';
 import { OptimizeProtocol } from '../../protocol/webview-optimize.js';
@@ -44,5 +46,23 @@ export function optimizeHandlers(client: AglClient): RequestHandlers {
   on(handlers, OptimizeProtocol.listRuns, async () => (await client.listTrainingRuns(undefined, 'optimize')).sort((a, b) => b.createdAt - a.createdAt));
   // The run, its candidates with their val scores, the front, the curve and the calls: assembled by the daemon (daemon/store/views-optimize.ts).
   on(handlers, OptimizeProtocol.getView, ({ runId }) => client.getOptimizationView(runId));
+  return handlers;
+}
+
+export function compareHandlers(client: AglClient): RequestHandlers {
+  const handlers: RequestHandlers = new Map();
+  on(handlers, CompareProtocol.listRuns, async () =>
+    (await client.listTrainingRuns(undefined, 'eval')).sort((a, b) => b.createdAt - a.createdAt).map(evalRunInfo),
+  );
+  // The paired test of `agl eval --baseline` (protocol/eval-stats.ts) on the two runs' recorded per-task results.
+  on(handlers, CompareProtocol.getCompare, async ({ baseRunId, runId }) => {
+    const [base, run] = await Promise.all([client.getTrainingRun(baseRunId), client.getTrainingRun(runId)]);
+    for (const [id, r] of [
+      [baseRunId, base],
+      [runId, run],
+    ] as const)
+      if (!r) throw new Error(`eval run '${id}' does not exist in this daemon's store`);
+    return compareEvalRuns(base!, run!);
+  });
   return handlers;
 }

@@ -139,6 +139,8 @@ test('a worse run: --baseline compares task by task, --no-worse-than fails (exit
   };
   runB = o.runId;
   assert.equal(o.mean, 0);
+  // The line that opens the two runs side by side in the editor (the extension's URI handler: extension/eval-commands.ts).
+  assert.match(r.out, new RegExp(`compare them in VS Code: vscode://agent-lightning\\.agent-lightning-vscode/compare\\?base=${runA}&run=${runB} `));
   const c = o.comparisons[runA]!;
   assert.deepEqual([c.wins, c.losses, c.ties, c.test.n, c.test.exact, c.significant], [0, 6, 1, 6, true, true]);
   assert.ok(Math.abs(c.test.p - 2 / 64) < 1e-12, String(c.test.p));

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareTasks, meanInterval, tCdf, tQuantile, wilcoxonSignedRank } from '../../daemon/eval/stats.js';
+import { compareTasks, meanInterval, tCdf, tQuantile, wilcoxonSignedRank } from '../../protocol/eval-stats.js';
 
 const close = (a: number, b: number, eps = 1e-9, what = '') => assert.ok(Math.abs(a - b) <= eps, `${what} ${a} vs ${b}`);
 

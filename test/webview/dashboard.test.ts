@@ -291,6 +291,11 @@ describe('training dashboard webview', () => {
     );
   });
 
+  it('opens the compare view of eval runs from its toolbar ("Compare evals": the panel opens it)', async () => {
+    await view.page.locator('.view-header .compare-evals').click();
+    assert.deepEqual((await view.nextCommand(DashboardProtocol.openEvalCompare.method)).params, {});
+  });
+
   it('ran under the strict CSP without a violation or an error', () => {
     assert.deepEqual(view.problems, []);
   });

@@ -211,7 +211,7 @@ export interface WebviewSession {
 }
 
 export async function openWebview(
-  bundle: 'trajectory' | 'dashboard' | 'optimize',
+  bundle: 'trajectory' | 'dashboard' | 'optimize' | 'compare',
   handlers: RequestHandlers,
   opts: { width?: number; height?: number; theme?: 'dark' | 'light'; onCommand?: (method: string, params: unknown, session: WebviewSession) => void } = {},
 ): Promise<WebviewSession> {

@@ -133,6 +133,13 @@ class Dashboard {
       class: 'rename-run',
     });
     rename.addEventListener('click', () => shown && this.editLabel(shown, rename));
+    const compare = h('vscode-toolbar-button', {
+      icon: 'diff',
+      label: 'Compare evals',
+      title: 'Compare two evaluations (agl eval runs: before and after training, say) side by side',
+      class: 'compare-evals',
+    });
+    compare.addEventListener('click', () => this.host.command(P.openEvalCompare, {}));
     mount(
       this.header,
       h('h1', {}, icon('graph-line'), ' Training'),
@@ -140,6 +147,7 @@ class Dashboard {
       this.headline,
       this.runs.length ? select : null,
       shown ? rename : null,
+      compare,
     );
   }
 

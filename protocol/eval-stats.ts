@@ -1,5 +1,6 @@
 /**
- * The numbers an evaluation reports: the mean over tasks with its 95% interval (Student's t on the per-task means),
+ * The numbers an evaluation reports (`agl eval` in daemon/eval/, and the editor's compare view of two eval runs, which
+ * reads the same per-task means from the runs' records): the mean over tasks with its 95% interval (Student's t on the per-task means),
  * and a comparison of two evaluations task by task (wins, losses, ties) with a paired test's two-sided p-value.
  *
  * The paired test is the Wilcoxon signed-rank test on the per-task mean differences (zeros dropped, Wilcoxon's way;
@@ -10,7 +11,19 @@
  * included, by dynamic programming) up to EXACT_MAX tasks that differ, and the normal approximation (tie-corrected
  * variance, continuity correction) above.
  */
-import { ranks as midranks } from '../judge/agreement.js';
+
+/** The 1-based ranks of `xs`, tied values their mean rank (midranks). */
+export function ranks(xs: readonly number[]): number[] {
+  const order = xs.map((x, i) => [x, i] as const).sort((a, b) => a[0] - b[0]);
+  const out = new Array<number>(xs.length);
+  for (let i = 0; i < order.length;) {
+    let j = i;
+    while (j + 1 < order.length && order[j + 1]![0] === order[i]![0]) j++;
+    for (let k = i; k <= j; k++) out[order[k]![1]] = (i + j) / 2 + 1;
+    i = j + 1;
+  }
+  return out;
+}
 
 /** Tasks that differ up to which the p-value is exact. */
 export const EXACT_MAX = 100;
@@ -101,11 +114,11 @@ export function wilcoxonSignedRank(diffs: readonly number[]): SignedRank {
   const d = diffs.filter((x) => x !== 0);
   const n = d.length;
   if (n === 0) return { wPlus: 0, n: 0, p: 1, exact: true };
-  const ranks = midranks(d.map(Math.abs)); // 1-based, tied magnitudes their mean rank
-  const wPlus = d.reduce((a, x, i) => a + (x > 0 ? ranks[i]! : 0), 0);
-  if (n > EXACT_MAX) return { wPlus, n, p: normalSignedRankP(wPlus, ranks), exact: false };
+  const rs = ranks(d.map(Math.abs)); // 1-based, tied magnitudes their mean rank
+  const wPlus = d.reduce((a, x, i) => a + (x > 0 ? rs[i]! : 0), 0);
+  if (n > EXACT_MAX) return { wPlus, n, p: normalSignedRankP(wPlus, rs), exact: false };
   // Doubled ranks are whole numbers (midranks are halves): the distribution of 2W+ over every sign pattern.
-  const twice = ranks.map((r) => Math.round(2 * r));
+  const twice = rs.map((r) => Math.round(2 * r));
   const total = twice.reduce((a, b) => a + b, 0);
   let dist = new Float64Array(total + 1);
   dist[0] = 1;
@@ -129,10 +142,10 @@ export function wilcoxonSignedRank(diffs: readonly number[]): SignedRank {
 }
 
 /** The two-sided normal approximation of the signed-rank test, its variance corrected for ties, with continuity correction. */
-function normalSignedRankP(wPlus: number, ranks: number[]): number {
-  const n = ranks.length;
+function normalSignedRankP(wPlus: number, rs: number[]): number {
+  const n = rs.length;
   const counts = new Map<number, number>();
-  for (const r of ranks) counts.set(r, (counts.get(r) ?? 0) + 1);
+  for (const r of rs) counts.set(r, (counts.get(r) ?? 0) + 1);
   const ties = [...counts.values()].reduce((a, t) => a + (t ** 3 - t), 0);
   const mu = (n * (n + 1)) / 4;
   const sigma = Math.sqrt((n * (n + 1) * (2 * n + 1)) / 24 - ties / 48);

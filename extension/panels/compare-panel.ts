@@ -1,0 +1,73 @@
+/**
+ * The compare view's panel (one per window): two eval runs side by side (webview/compare/, its messages
+ * protocol/webview-compare.ts); the webview asks for the eval runs and the comparison (data.ts compareHandlers), is told
+ * when an eval run appears or ends (the daemon's events), and a task's rollout opens in the trajectory viewer beside it
+ * through the link index.ts wires.
+ */
+import * as vscode from 'vscode';
+import type { DaemonEvent } from '../../protocol/events.js';
+import { COMPARE_VIEW_TYPE, CompareProtocol } from '../../protocol/webview-compare.js';
+import { lazyHandlers, type ClientSource } from './client-source.js';
+import { compareHandlers } from './data.js';
+import { PanelHost } from './panel-host.js';
+
+/** What the view opens on: two runs (else it offers the newest two). */
+export interface CompareTarget {
+  baseRunId?: string;
+  runId?: string;
+}
+
+/** Where the view's links lead outside it. */
+export interface CompareLinks {
+  openRollout(client: ClientSource, rolloutId: string): void;
+}
+
+let current: { host: PanelHost; client: ClientSource } | undefined;
+
+/** Does this event add or end an eval run (the pickers then list them again)? */
+export function evalRunsMoved(event: DaemonEvent): boolean {
+  if (event.type === 'hello') return true;
+  return event.type === 'store' && (event.change.truncated || event.change.runs.some((r) => r.kind === 'eval'));
+}
+
+function create(context: vscode.ExtensionContext, client: ClientSource, links: CompareLinks, existing?: vscode.WebviewPanel): PanelHost {
+  const panel = { host: undefined as unknown as PanelHost, client };
+  panel.host = new PanelHost(
+    context,
+    {
+      viewType: COMPARE_VIEW_TYPE,
+      title: 'Agent Lightning: Compare Evals',
+      bundle: 'compare',
+      handlers: lazyHandlers(() => panel.client, compareHandlers, CompareProtocol),
+      onCommand: (method, params) => {
+        if (method === CompareProtocol.openRollout.method) links.openRollout(panel.client, (params as { rolloutId: string }).rolloutId);
+      },
+      onDaemonEvent: (event) => evalRunsMoved(event) && panel.host.notify(CompareProtocol.runsChanged, {}),
+      onDispose: () => {
+        if (current === panel) current = undefined;
+      },
+    },
+    existing,
+  );
+  current = panel;
+  return panel.host;
+}
+
+/** Opens (or reveals) the compare view, on `opts`' two runs. */
+export function openCompareView(context: vscode.ExtensionContext, client: ClientSource, opts: CompareTarget, links: CompareLinks): vscode.WebviewPanel {
+  if (current) {
+    current.client = client;
+    current.host.reveal();
+  } else create(context, client, links);
+  if (opts.baseRunId && opts.runId) current!.host.notify(CompareProtocol.show, { baseRunId: opts.baseRunId, runId: opts.runId });
+  return current!.host.panel;
+}
+
+export function compareSerializer(context: vscode.ExtensionContext, client: ClientSource, links: CompareLinks): vscode.WebviewPanelSerializer {
+  return {
+    async deserializeWebviewPanel(panel: vscode.WebviewPanel): Promise<void> {
+      if (current) current.host.panel.dispose();
+      create(context, client, links, panel);
+    },
+  };
+}
