@@ -7,6 +7,7 @@
 import uPlot from 'uplot';
 import { METRICS } from '../../protocol/metrics.js';
 import { h, mount } from '../shared/dom.js';
+import { valueAxisSize } from './axis-size.js';
 import { fmtMetric, tickLabels } from './format.js';
 
 const PALETTE = [
@@ -55,24 +56,6 @@ export interface PlotHooks {
   onCursor(step: number | null, left: number): void;
   /** A drag across the plot ended (its selection, in pixels). */
   onSelect(u: uPlot): void;
-}
-
-/** Space between a tick label and the canvas edge, so the widest label's first glyph is never cut. */
-const AXIS_MARGIN = 4;
-
-/**
- * The value axis's width: its widest label as the canvas measures it in the axis's font, plus the tick and the gap
- * (uPlot's own recipe for axes that fit their labels; a width guessed per character clipped "1800" to "L800").
- */
-function valueAxisSize(u: uPlot, values: string[] | null, axisIdx: number, cycleNum: number): number {
-  const axis = u.axes[axisIdx] as uPlot.Axis & { _size?: number };
-  if (cycleNum > 1 && axis._size) return axis._size; // uPlot asks again as ticks settle: keep the first fit
-  // Once the plot is made, uPlot keeps the font as [font scaled to the device's pixels, size]: measure in it, then unscale.
-  const scaled = Array.isArray(axis.font);
-  u.ctx.font = scaled ? (axis.font as unknown as [string, number])[0] : (axis.font ?? '11px sans-serif');
-  const ratio = scaled ? devicePixelRatio : 1;
-  const widest = Math.max(0, ...(values ?? []).map((v) => u.ctx.measureText(String(v)).width / ratio));
-  return Math.ceil((axis.ticks?.size ?? 10) + (axis.gap ?? 5) + widest + AXIS_MARGIN);
 }
 
 export function plotOptions(lines: Line[], width: number, smoothing: number, hooks: PlotHooks): uPlot.Options {
