@@ -2,7 +2,8 @@
  * The rollouts list at store scale: a search box and filter controls, the active filters as removable chips
  * with how many rollouts they hide, the exact number that match, column headers that sort (click; again to
  * reverse), and a virtualised list (virtual-list.ts) that fetches pages as the user scrolls through all of
- * them. A click (or Enter) on a row opens that rollout. Searching, filtering, sorting and counting happen in
+ * them. A click (or Enter) on a row opens that rollout; its checkbox, Space or Ctrl+click selects it, for Add to dataset
+ * (rollouts-selection.ts: the selection's, else the whole filter's, in the header). Searching, filtering, sorting and counting happen in
  * the store; this view draws. Rendering again with the same filter refreshes in place (live updates keep the
  * scroll position); with another filter it starts from the top, keeping the focus in the control in use.
  *
@@ -16,16 +17,16 @@
  * (virtual-list.ts), Enter opens one. Coming back from a rollout (`at`) draws the list
  * at the same scroll with the opened row focused.
  */
-import type { RolloutSort } from '../../protocol/store.js';
 import type { RolloutFilter, RolloutPage, RolloutPageRequest, RolloutRow } from '../../protocol/webview-trajectory.js';
-import { fmtDuration, fmtNumber, fmtTime, h, icon, mount, shortId, signClass } from '../shared/dom.js';
+import { h, icon, mount } from '../shared/dom.js';
 import { errorState } from '../shared/recovery.js';
 import { activeFilterChips, activeFilterCount } from './filter-chips.js';
-import { resourcesText, resourcesTip, runStatusPill } from './outcome.js';
-import { NO_RUNNER, statusWords } from '../../protocol/runner-presence.js';
+import { NO_RUNNER } from '../../protocol/runner-presence.js';
 import { type Choices, choicesOf, filterControls, type FilterSetter, filterSetter, focusControl, textField } from './rollouts-controls.js';
-import { taskSummary } from './task-summary.js';
+import { COLUMNS, metaCell, waitsForNoRunner } from './rollouts-columns.js';
 import { VirtualList, type ListPosition } from './virtual-list.js';
+import type { AddToDataset } from './dataset-controls.js';
+import { DatasetBar, RolloutSelection } from './rollouts-selection.js';
 
 export type { ListPosition } from './virtual-list.js';
 
@@ -36,6 +37,7 @@ export interface RolloutsViewActions {
   openRollout(rolloutId: string, from: ListPosition): void;
   /** The error state's "Start Daemon" (shared/recovery.ts). */
   startDaemon(): void;
+  addToDataset: AddToDataset;
 }
 
 /** Row heights (trajectory.css): one line, and two in a narrow view. */
@@ -45,88 +47,7 @@ const ROW_HEIGHT_NARROW = 44;
 const NARROW_WIDTH = 600;
 const SEARCH_DEBOUNCE_MS = 300;
 
-/** Columns: a CSS class (widths and which hide when narrow live in trajectory.css) and, when sortable, the sort key. */
-interface Column {
-  title: string;
-  key: string;
-  sort?: RolloutSort;
-  num?: boolean;
-  cell: (item: RolloutRow) => HTMLElement;
-}
-const cell = (cls: string, title: string | null, ...children: (Node | string)[]) => h('div', { class: `cell ${cls}`, role: 'gridcell', title }, ...children);
-
-function durationTitle(item: RolloutRow): string | null {
-  const r = item.rollout;
-  if (item.startedAt === null) return 'not started yet';
-  const queued = `queued ${fmtDuration(item.startedAt - r.createdAt)} before it`;
-  return item.durationMs === null ? `attempt ${r.attemptCount} running; ${queued}` : `attempt ${r.attemptCount} ran ${fmtDuration(item.durationMs)}; ${queued}`;
-}
-/** Whether the row waits in the queue with no runner connected to claim it. */
-const waitsForNoRunner = (item: RolloutRow): boolean => statusWords(item.rollout.status, item.runnerConnected) !== item.rollout.status;
-
-/** A queued row no runner can claim: a mark beside its status (the note above the rows says it in words). */
-function noRunnerMark(item: RolloutRow): HTMLElement | null {
-  if (!waitsForNoRunner(item)) return null;
-  const text = statusWords(item.rollout.status, false);
-  return h('span', { class: 'no-runner-mark', title: `${text}: start one (agl runner), or a training run`, 'aria-label': text }, icon('debug-disconnect'));
-}
-
-function errorMark(item: RolloutRow): HTMLElement | null {
-  if (!item.error && item.errorSpans === 0) return null;
-  const text = [item.error, item.errorSpans ? `${item.errorSpans} span${item.errorSpans > 1 ? 's' : ''} with an error` : null].filter(Boolean).join('; ');
-  return h('span', { class: 'error-mark', title: text, 'aria-label': text }, icon('error'));
-}
-
-const COLUMNS: Column[] = [
-  { title: 'Rollout', key: 'id', cell: ({ rollout: r }) => cell('col-id mono', r.id, shortId(r.id)) },
-  {
-    title: 'Status',
-    key: 'status',
-    sort: 'status',
-    cell: (i) => cell('col-status', null, runStatusPill(i.rollout.status), noRunnerMark(i) ?? '', errorMark(i) ?? ''),
-  },
-  { title: 'Mode', key: 'mode', cell: ({ rollout: r }) => cell('col-mode', null, r.mode) },
-  { title: 'Agent', key: 'agent', cell: ({ rollout: r }) => cell('col-agent', r.agent ?? '', r.agent ? r.agent.split(/[\\/]/).pop()! : '—') },
-  {
-    title: 'Resources',
-    key: 'res',
-    cell: (i) => cell('col-res mono', resourcesTip(i.resourcesVersion), i.resourcesVersion === null ? '—' : `#${i.resourcesVersion}`),
-  },
-  { title: 'Reward', key: 'reward', sort: 'reward', num: true, cell: (i) => cell(`col-reward num reward ${signClass(i.reward)}`, null, fmtNumber(i.reward)) },
-  { title: 'Att.', key: 'attempts', num: true, cell: ({ rollout: r }) => cell('col-attempts num', null, String(r.attemptCount)) },
-  { title: 'Duration', key: 'duration', sort: 'duration', num: true, cell: (i) => cell('col-duration num', durationTitle(i), fmtDuration(i.durationMs)) },
-  {
-    title: 'Input',
-    key: 'input',
-    cell: ({ rollout: r }) => {
-      const s = taskSummary(r.input);
-      return cell('col-input', s.full, s.text);
-    },
-  },
-  { title: 'Created', key: 'created', sort: 'createdAt', cell: ({ rollout: r }) => cell('col-created muted', null, fmtTime(r.createdAt)) },
-];
-
-/**
- * The second line of a row in a narrow view: what the hidden columns say, in their order, and all of it
- * spelled out in the tooltip.
- */
-function metaCell(item: RolloutRow): HTMLElement {
-  const { rollout: r, resourcesVersion, durationMs } = item;
-  const agent = r.agent ? r.agent.split(/[\\/]/).pop()! : '—';
-  const attempts = `${r.attemptCount} attempt${r.attemptCount === 1 ? '' : 's'}`;
-  const res = resourcesText(resourcesVersion);
-  const title = [
-    `rollout ${r.id}`,
-    `mode ${r.mode}`,
-    `agent ${r.agent ?? 'default'}`,
-    resourcesTip(resourcesVersion),
-    durationTitle(item) ?? attempts,
-    `created ${fmtTime(r.createdAt)}`,
-  ].join('\n');
-  return cell('col-meta muted', title, [shortId(r.id), r.mode, agent, res, attempts, fmtDuration(durationMs), fmtTime(r.createdAt)].join(' · '));
-}
-
-function rowOf(item: RolloutRow, index: number, open: (id: string, index: number) => void): HTMLElement {
+function rowOf(item: RolloutRow, index: number, open: (id: string, index: number) => void, selection: RolloutSelection): HTMLElement {
   const id = item.rollout.id;
   const row = h(
     'div',
@@ -138,6 +59,7 @@ function rowOf(item: RolloutRow, index: number, open: (id: string, index: number
   row.addEventListener('keydown', (e) => {
     if ((e as KeyboardEvent).key === 'Enter') open(id, index);
   });
+  selection.wire(row, id);
   return row;
 }
 function placeholderRow(index: number): HTMLElement {
@@ -184,6 +106,8 @@ interface ListMemory {
   focusRowsNext: boolean;
   /** The filters' choices from the last page: a redraw shows its controls at once (the focus stays in the one in use). */
   lastChoices: Choices | null;
+  /** The rollouts selected (for Add to dataset), while the filter stays the same. */
+  readonly selection: RolloutSelection;
 }
 
 /**
@@ -194,6 +118,7 @@ export class RolloutsList implements ListMemory {
   filtersOpen = false;
   focusRowsNext = false;
   lastChoices: Choices | null = null;
+  readonly selection = new RolloutSelection();
   private shown: RolloutsDrawing | null = null;
 
   constructor(
@@ -203,6 +128,7 @@ export class RolloutsList implements ListMemory {
 
   /** `at`: where to draw the list from (coming back to it), the current row focused; otherwise its top. */
   render(filter: RolloutFilter, at?: ListPosition): void {
+    this.selection.forFilter(JSON.stringify(filter));
     const previous = this.shown;
     if (previous && previous.element.isConnected && previous.key === JSON.stringify(filter)) {
       previous.list.refresh();
@@ -227,6 +153,7 @@ class RolloutsDrawing {
   private readonly filters = h('div', { class: 'filters', id: 'rollout-filters' });
   private readonly chips = h('div', { class: 'chips' });
   private readonly status = h('div', { class: 'empty-state', hidden: true });
+  private readonly bar: DatasetBar;
   /** The choices this drawing's controls show: another drawing's fetch may have set lastChoices while these were not drawn. */
   private drawnChoices: string | null = null;
   private last: RolloutPage | null = null;
@@ -242,10 +169,15 @@ class RolloutsDrawing {
     this.list = this.rows(sortHeader(filter, this.set));
     const refresh = h('vscode-toolbar-button', { icon: 'refresh', label: 'Refresh', title: 'Refresh', class: 'refresh' });
     refresh.addEventListener('click', () => this.list.refresh());
+    this.bar = new DatasetBar(memory.selection, filter, actions.addToDataset);
+    const off = memory.selection.onChange(() => {
+      if (!this.list.element.isConnected) return void off();
+      for (const row of this.list.element.querySelectorAll<HTMLElement>('.rollout-row')) memory.selection.mark(row, row.dataset.rolloutId!);
+    });
     this.element = h(
       'div',
       { class: `rollouts-view${memory.filtersOpen ? ' filters-open' : ''}` },
-      h('header', { class: 'view-header' }, h('h1', {}, icon('list-tree'), ' Rollouts ', this.count), h('div', { class: 'spacer' }), refresh),
+      h('header', { class: 'view-header' }, h('h1', {}, icon('list-tree'), ' Rollouts ', this.count), h('div', { class: 'spacer' }), this.bar.element, refresh),
       h('div', { class: 'filter-area' }, this.searchField(), this.filtersToggle(), this.filters),
       this.chips,
       h('div', { class: 'rollouts-grid', role: 'grid', 'aria-label': 'Rollouts' }, this.list.element),
@@ -338,7 +270,8 @@ class RolloutsDrawing {
           this.drawSummary(page);
           return { items: page.items, total: page.total };
         },
-        row: (item, index) => rowOf(item, index, (id, active) => this.actions.openRollout(id, { scrollTop: list.element.scrollTop, active })),
+        row: (item, index) =>
+          rowOf(item, index, (id, active) => this.actions.openRollout(id, { scrollTop: list.element.scrollTop, active }), this.memory.selection),
         placeholder: placeholderRow,
         onTotal: () => {
           if (this.last) this.drawSummary(this.last);
@@ -368,6 +301,7 @@ class RolloutsDrawing {
   private drawSummary(page: RolloutPage): void {
     const { chips, status } = this;
     this.count.textContent = `${page.total.toLocaleString('en-US')} rollout${page.total === 1 ? '' : 's'}`;
+    this.bar.setTotal(page.total);
     const hidden = page.storeTotal - page.total;
     mount(
       chips,
