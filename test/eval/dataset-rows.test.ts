@@ -16,10 +16,9 @@ import { readDataset } from '../../daemon/eval/dataset.js';
 import { addToDataset, type DatasetChooser } from '../../extension/panels/dataset-add.js';
 import { appendedText, datasetContents, newRows } from '../../protocol/dataset-rows.js';
 import type { EvalRow } from '../../protocol/eval.js';
-import { AGL, SPAN } from '../../protocol/spans.js';
 import type { DatasetTarget } from '../../protocol/webview-trajectory.js';
 import { startDaemon, type Daemon } from '../webview/harness.js';
-import { recordRollout } from '../webview/seed.js';
+import { seedDatasetRollouts } from '../webview/seed.js';
 
 const RUN = 'run-rows';
 
@@ -42,29 +41,7 @@ describe('Add to dataset against a real daemon', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'agl-rows-'));
     daemon = await startDaemon();
-    const c = daemon.client;
-    const t0 = Date.now() - 60_000;
-    const base = { toolExpr: '12*7', toolResult: '84', reward: 0 };
-    wrong = (await recordRollout(c, { ...base, question: 'What is 12*7+3?', expected: '87', answer: '84' }, { runId: RUN, taskId: 't-12x7' }, t0)).rolloutId;
-    right = (
-      await recordRollout(
-        c,
-        { ...base, question: 'What is 15**2-25?', expected: '200', answer: '200', reward: 1, direct: true },
-        { runId: RUN, taskId: 't-sq' },
-        t0 + 2000,
-      )
-    ).rolloutId;
-    // A rollout that returned only its reward: no answer recorded.
-    const { rollout, attempt } = await c.startRollout({ input: { question: 'What is 1+1?' }, mode: 'train', metadata: { runId: RUN, taskId: 't-one' } }, 'w');
-    await c.addSpan({
-      rolloutId: rollout.id,
-      attemptId: attempt.id,
-      name: SPAN.reward,
-      startTime: t0 + 4000,
-      attributes: { [AGL.rewardValue]: 1, [AGL.rewardFinal]: true },
-    });
-    await c.finishAttempt(attempt.id, { status: 'succeeded' });
-    silent = rollout.id;
+    ({ wrong, right, silent } = await seedDatasetRollouts(daemon.client, RUN));
   });
   after(async () => {
     await daemon?.close();

@@ -13,10 +13,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { trajectoryHandlers } from '../../extension/panels/data.js';
 import type { EvalRow } from '../../protocol/eval.js';
-import { AGL, SPAN } from '../../protocol/spans.js';
 import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
 import { openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
-import { recordRollout } from './seed.js';
+import { seedDatasetRollouts } from './seed.js';
 
 const RUN = 'run-dataset';
 
@@ -36,30 +35,7 @@ describe('Add to dataset in the viewer (list selection, filter, a corrected roll
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'agl-webview-dataset-'));
     daemon = await startDaemon();
-    const c = daemon.client;
-    const t0 = Date.now() - 60_000;
-    const base = { toolExpr: '12*7', toolResult: '84', reward: 0 };
-    ids.wrong = (
-      await recordRollout(c, { ...base, question: 'What is 12*7+3?', expected: '87', answer: '84' }, { runId: RUN, taskId: 't-12x7' }, t0)
-    ).rolloutId;
-    ids.right = (
-      await recordRollout(
-        c,
-        { ...base, question: 'What is 15**2-25?', expected: '200', answer: '200', reward: 1, direct: true },
-        { runId: RUN, taskId: 't-sq' },
-        t0 + 2000,
-      )
-    ).rolloutId;
-    const { rollout, attempt } = await c.startRollout({ input: { question: 'What is 1+1?' }, mode: 'train', metadata: { runId: RUN, taskId: 't-one' } }, 'w');
-    await c.addSpan({
-      rolloutId: rollout.id,
-      attemptId: attempt.id,
-      name: SPAN.reward,
-      startTime: t0 + 4000,
-      attributes: { [AGL.rewardValue]: 1, [AGL.rewardFinal]: true },
-    });
-    await c.finishAttempt(attempt.id, { status: 'succeeded' });
-    ids.silent = rollout.id;
+    Object.assign(ids, await seedDatasetRollouts(daemon.client, RUN));
     const chooser = { chooseFile: async () => ({ path: file, label: file.split('/').pop()! }) };
     view = await openWebview('trajectory', trajectoryHandlers(daemon.client, chooser));
   });

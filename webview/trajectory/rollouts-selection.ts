@@ -64,7 +64,7 @@ export class RolloutSelection {
       { capture: true },
     );
     row.addEventListener('keydown', (e) => {
-      if (e.key !== ' ') return;
+      if (e.key !== ' ' || e.target !== row) return; // Space on the checkbox itself clicks it
       e.preventDefault();
       this.toggle(id);
       this.mark(row, id);
