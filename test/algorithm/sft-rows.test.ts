@@ -109,6 +109,8 @@ test('agl sft --data trains the final calls toward the corrected answers', { tim
     assert.match(r.err, /2 of 3 dataset rows are corrected answers, trained as demonstrations of their final call \(1 not corrected: left out\)/);
     assert.match(r.err, /2 demonstrations/);
     const after = await logLikelihoods(out, [...corrected, ...answered]);
+    const nats = (l: number[]) => l.map((x) => x.toFixed(2)).join(', ');
+    console.log(`log-likelihood (corrected prompt, corrected chat, answered prompt, answered chat): before ${nats(before)}; after ${nats(after)}`);
     for (const i of [0, 1]) {
       assert.ok(after[i]! > before[i]! + 1, `demo ${i + 1}: the corrected answer's log-likelihood ${before[i]!.toFixed(2)} -> ${after[i]!.toFixed(2)}`);
       const margin = (l: number[]) => l[i]! - l[i + 2]!;
