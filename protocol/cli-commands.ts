@@ -141,9 +141,12 @@ export const SFT_COMMAND = {
   name: 'sft',
   summary: 'supervised warm-up from demonstrations (JSONL), writes a checkpoint for agl train --model',
   usage: ['--data demos.jsonl [options]'],
-  about: 'Supervised fine-tuning from demonstrations: {"prompt","completion"} or {"messages":[...]} per line.',
+  about:
+    'Supervised fine-tuning from demonstrations: {"prompt","completion"} or {"messages":[...]} per line, or dataset rows\n' +
+    "(*.eval.jsonl) whose expected answer was corrected in the trajectory viewer: each trains the rollout's final LLM call\n" +
+    'to answer the correction (rows not corrected are left out).',
   options: {
-    data: { type: 'string', arg: 'FILE', help: 'demonstrations (JSONL) (required)' },
+    data: { type: 'string', arg: 'FILE', help: 'demonstrations, or dataset rows with corrected answers (JSONL) (required)' },
     model: { type: 'string', arg: 'M', help: 'builtin:0.8m, builtin:5m, or a model/checkpoint folder', default: 'builtin:0.8m' },
     out: { type: 'string', arg: 'DIR', help: 'where the checkpoint goes (default <data-dir>/sft/<time>)' },
     steps: { type: 'string', arg: 'N', help: 'optimizer updates', default: '300' },
@@ -356,10 +359,12 @@ export const DATASET_FROM_ROLLOUTS_COMMAND = {
   about:
     "Selects rollouts with the store's rollout query and writes one row per rollout: its task input, its recorded\n" +
     'answer (the value the agent returned, else its final object) as "expected", its task id, and where it came from.\n' +
-    'Rollouts that recorded no answer are skipped (and counted). Edit the expectations you disagree with, then agl eval.',
+    'Rollouts that recorded no answer are skipped (and counted); a task is written once (the newest rollout of it), and\n' +
+    'never when the file holds it already. Edit the expectations you disagree with, then agl eval. (The trajectory\n' +
+    "viewer's Add to dataset writes the same rows, and lets you correct an answer first: agl sft trains on those.)",
   options: {
     out: { type: 'string', arg: 'FILE', help: 'the JSONL file to write (refused if it exists, unless --append)' },
-    append: { type: 'boolean', help: 'add the rows to the end of --out' },
+    append: { type: 'boolean', help: 'add the rows to the end of --out (a task it holds already is left out)' },
     run: { type: 'string', arg: 'RUN', help: 'only the rollouts of this run (train, optimize or eval)' },
     status: { type: 'string', arg: 'S[,S]', help: `one or more of ${ROLLOUT_STATUSES.join('|')}` },
     mode: { type: 'string', arg: 'M', help: ROLLOUT_MODES.join('|') },

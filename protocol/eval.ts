@@ -34,6 +34,13 @@ export const DEFAULT_TOLERANCE = 1e-6;
 /** A task passes when its score reaches this (the JUnit failures, pass@k), unless --pass says otherwise. */
 export const DEFAULT_PASS = 0.5;
 
+/** An LLM call's request as a dataset row keeps it: a completion's prompt text, or a chat's messages (OpenAI form). */
+export const FinalCall = z.union([
+  z.object({ prompt: z.string() }).strict(),
+  z.object({ messages: z.array(z.record(z.string(), z.unknown())).min(1) }).strict(),
+]);
+export type FinalCall = z.infer<typeof FinalCall>;
+
 /** One row of a dataset, as read (daemon/eval/dataset.ts adds the line number to each error). */
 export const EvalRow = z
   .object({
@@ -46,8 +53,12 @@ export const EvalRow = z
     grader: GraderName.optional(),
     /** The number grader's tolerance (absolute). */
     tolerance: z.number().min(0).optional(),
-    /** Where a row written from a recorded rollout came from (agl dataset from-rollouts). */
-    from: z.object({ rolloutId: z.string(), runId: z.string().nullable() }).strict().optional(),
+    /**
+     * Where a row written from a recorded rollout came from (agl dataset from-rollouts, the viewer's Add to dataset).
+     * A row whose expected answer the user corrected also keeps what the agent answered (`answered`; null: nothing) and
+     * its final LLM call's request (`call`): `agl sft --data` trains that call to answer `expected` (protocol/dataset-rows.ts).
+     */
+    from: z.object({ rolloutId: z.string(), runId: z.string().nullable(), answered: z.unknown().optional(), call: FinalCall.optional() }).strict().optional(),
   })
   .strict();
 export type EvalRow = z.infer<typeof EvalRow>;

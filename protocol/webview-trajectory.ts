@@ -213,6 +213,24 @@ export interface GroupPage {
   roles: RunRoles | null;
 }
 
+/**
+ * What "Add to dataset" adds (extension/panels/dataset-add.ts): one rollout, with the expected answer the user corrected
+ * when they did; the rollouts selected in the list; or every rollout the list's filter shows. Each becomes a dataset row
+ * (protocol/dataset-rows.ts) appended to a `*.eval.jsonl` file the user picks.
+ */
+export type DatasetTarget =
+  | { kind: 'rollout'; rolloutId: string; corrected?: { expected: unknown } }
+  | { kind: 'selection'; rolloutIds: string[] }
+  | { kind: 'filter'; filter: RolloutFilter };
+
+/** What Add to dataset did: the file (as the workspace names it), rows added, rows left out (task there already), rollouts with no answer. */
+export interface DatasetAdded {
+  file: string;
+  added: number;
+  duplicates: number;
+  noAnswer: number;
+}
+
 /** Which screen the viewer shows; persisted with setState so a restored panel reopens there. */
 export type TrajectoryView =
   | { kind: 'rollouts' }
@@ -234,6 +252,8 @@ export const TrajectoryProtocol = {
    */
   openCode: commandType<{ filepath: string; lineno: number | null; symbol?: string }>('trajectory/openCode'),
   openDashboard: commandType<{ runId: string }>('trajectory/openDashboard'),
+  /** Adds rows to a dataset the user picks (a confirmation with the count first, for a selection or a filter); null: cancelled. */
+  addToDataset: requestType<DatasetTarget, DatasetAdded | null>('trajectory/addToDataset'),
   /** Host -> webview: switch to this view (the panel was opened or revealed for it). */
   show: notificationType<{ view: TrajectoryView; filter?: RolloutFilter }>('trajectory/show'),
   /** Host -> webview: rollouts changed or their spans landed (the daemon's events, while the panel is visible); the

@@ -3,7 +3,7 @@
  * writes an eval dataset (JSONL rows: the task input, the recorded answer as `expected`) from the rollouts the filter
  * selects (daemon/eval/from-rollouts.ts). Parses and checks the flags, writes the file, says what it wrote.
  */
-import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DATASET_FROM_ROLLOUTS_COMMAND, type DatasetFlags } from '../../protocol/cli-commands.js';
 import { commandHelp } from '../../protocol/cli-options.js';
@@ -11,7 +11,7 @@ import { GraderName } from '../../protocol/eval.js';
 import type { RolloutQuery } from '../../protocol/lightning-store.js';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES, type RolloutMode, type RolloutStatus } from '../../protocol/store.js';
 import { readDataset } from '../eval/dataset.js';
-import { rowsFromRollouts } from '../eval/from-rollouts.js';
+import { writeRowsFromRollouts } from '../eval/from-rollouts.js';
 import { parseCommand } from './flags.js';
 import { connect } from './optimize.js';
 
@@ -32,13 +32,13 @@ export async function run(argv: string[]): Promise<number> {
   const f = a.values;
   let query: Omit<RolloutQuery, 'limit' | 'cursor'>;
   let out: string;
-  let taken: string[] = [];
   try {
     query = queryOf(f);
     if (!f.out) throw new Error('--out FILE is required: the dataset to write (e.g. failures.eval.jsonl)');
     out = resolve(f.out);
     if (existsSync(out) && !f.append) throw new Error(`--out ${f.out} exists: give another file, or --append to add to it`);
-    if (f.append && existsSync(out)) taken = readDataset(out, { grader: null }).tasks.map((t) => t.id);
+    // A file to add to must be a good dataset first (every bad row named).
+    if (f.append && existsSync(out)) readDataset(out, { grader: null });
   } catch (e) {
     process.stderr.write(`agl dataset from-rollouts: ${(e as Error).message}\n`);
     return 2;
@@ -47,17 +47,15 @@ export async function run(argv: string[]): Promise<number> {
   const grader = (f.grader as GraderName | undefined) ?? null;
   const conn = await connect(f);
   try {
-    const got = await rowsFromRollouts(conn.store, query, { limit, grader, takenIds: taken });
-    const text = got.rows.map((r) => `${JSON.stringify(r)}\n`).join('');
-    if (f.append) appendFileSync(out, text);
-    else writeFileSync(out, text);
-    if (f.json) process.stdout.write(`${JSON.stringify({ out, rows: got.rows.length, noAnswer: got.noAnswer })}\n`);
+    const got = await writeRowsFromRollouts(conn.store, query, { out, append: Boolean(f.append), limit, grader });
+    if (f.json) process.stdout.write(`${JSON.stringify({ out, rows: got.rows, noAnswer: got.noAnswer, duplicates: got.duplicates })}\n`);
     else
       process.stderr.write(
-        `agl dataset from-rollouts: ${got.rows.length} rows written to ${f.out}` +
+        `agl dataset from-rollouts: ${got.rows} rows written to ${f.out}` +
+          `${got.duplicates ? `; ${got.duplicates} left out: their task is in the dataset already` : ''}` +
           `${got.noAnswer.length ? `; ${got.noAnswer.length} rollouts recorded no answer and gave no row` : ''}\n`,
       );
-    return got.rows.length ? 0 : 1;
+    return got.rows ? 0 : 1;
   } finally {
     await conn.store.close();
   }

@@ -1,6 +1,6 @@
 /**
  * `agl sft --data demos.jsonl`: supervised warm-up from demonstrations (see daemon/algorithm/sft-trainer.ts for
- * the line format), writing a checkpoint folder that `agl train --model <folder>` starts from.
+ * the line format; dataset rows with corrected answers are demonstrations too, daemon/algorithm/sft-data.ts), writing a checkpoint folder that `agl train --model <folder>` starts from.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -11,7 +11,8 @@ import { commandHelp } from '../../protocol/cli-options.js';
 import { engineFromFlags } from './engine-flags.js';
 import { parseCommand } from './flags.js';
 import { Progress } from './progress.js';
-import { demoToPair, readJsonl, runSft, type Demonstration } from '../algorithm/sft-trainer.js';
+import { demoToPair, readJsonl, runSft } from '../algorithm/sft-trainer.js';
+import { demonstrationsOf } from '../algorithm/sft-data.js';
 import { resolveDataDir } from '../../client/daemon-state.js';
 
 export async function run(argv: string[]): Promise<number> {
@@ -32,7 +33,14 @@ export async function run(argv: string[]): Promise<number> {
     batchSize = num(a['batch-size'], 'batch-size');
   const lr = a.lr === undefined ? (model.startsWith('builtin:') ? 1e-3 : 1e-4) : num(a.lr, 'lr');
   const out = resolve(a.out ?? join(resolveDataDir(a['data-dir']), 'sft', new Date().toISOString().replace(/[:.]/g, '-')));
-  const demos = readJsonl<Demonstration>(a.data);
+  let data: ReturnType<typeof demonstrationsOf>;
+  try {
+    data = demonstrationsOf(readJsonl(a.data), a.data);
+  } catch (e) {
+    process.stderr.write(`agl sft: ${(e as Error).message}\n`);
+    return 2;
+  }
+  const demos = data.demos;
   const engine = engineOptions(engineFromFlags(a), { dataDir: resolveDataDir(a['data-dir']) });
   const policy = await openPolicy(model, {
     backend: a.backend,
@@ -42,6 +50,11 @@ export async function run(argv: string[]): Promise<number> {
   });
   try {
     const pairs = demos.map((d, i) => demoToPair(d, policy.tokenizer, `${a.data}:${i + 1}`));
+    if (data.rows)
+      process.stderr.write(
+        `agl sft: ${data.rows - data.uncorrected} of ${data.rows} dataset rows are corrected answers, trained as demonstrations of their final call` +
+          `${data.uncorrected ? ` (${data.uncorrected} not corrected: left out)` : ''}\n`,
+      );
     process.stderr.write(`agl sft: ${pairs.length} demonstrations, model ${policy.name} (${policy.backend}), ${steps} steps of ${batchSize}\n`);
     const bar = new Progress('sft', steps);
     const started = Date.now();

@@ -10,6 +10,7 @@ import type { IpcRequestType } from '../../protocol/webview-ipc.js';
 import { OptimizeProtocol } from '../../protocol/webview-optimize.js';
 import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
 import type { AglClient } from '../../client/client.js';
+import { addToDataset, type DatasetChooser } from './dataset-add.js';
 
 export type RequestHandlers = Map<string, (params: unknown) => Promise<unknown>>;
 
@@ -17,13 +18,19 @@ function on<P, R>(handlers: RequestHandlers, type: IpcRequestType<P, R>, fn: (pa
   handlers.set(type.method, fn as (params: unknown) => Promise<unknown>);
 }
 
-export function trajectoryHandlers(client: AglClient): RequestHandlers {
+/** `chooser`: how Add to dataset asks for its file (the extension's dialogs; a test's choice). */
+export function trajectoryHandlers(client: AglClient, chooser?: DatasetChooser): RequestHandlers {
   const handlers: RequestHandlers = new Map();
   // One page of the list: the store filters, searches, sorts, counts and summarises (daemon/store/views-rollouts.ts).
   on(handlers, TrajectoryProtocol.listRollouts, (req) => client.getRolloutsView(req));
   // One rollout, its calls and answer: assembled by the daemon (daemon/store/views.ts rolloutView).
   on(handlers, TrajectoryProtocol.getRollout, (p) => client.getRolloutView({ rolloutId: p.rolloutId, ...(p.attemptId ? { attemptId: p.attemptId } : {}) }));
   on(handlers, TrajectoryProtocol.getGroups, (q) => client.getGroups(q));
+  // Rows of a rollout (corrected or not), a selection or the filter, appended to the dataset the user picks.
+  on(handlers, TrajectoryProtocol.addToDataset, (target) => {
+    if (!chooser) throw new Error('Add to dataset needs the editor to pick a file');
+    return addToDataset(client, target, chooser);
+  });
   return handlers;
 }
 

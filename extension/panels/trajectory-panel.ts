@@ -2,12 +2,14 @@
  * The trajectory viewer panel (one per window): opened on a rollout, an agent's rollouts, or a training
  * step's GRPO groups; answers the webview from the daemon (data.ts); while visible, tells the webview which
  * rollouts the daemon's events say changed (live-updates.ts), so new ones appear in the list and an open rollout
- * shows its new spans; opens agent code at the line that made an LLM call; restored after a reload by its serializer.
+ * shows its new spans; opens agent code at the line that made an LLM call; adds rollouts to a dataset the user picks
+ * (dataset-add.ts, dataset-picks.ts); restored after a reload by its serializer.
  */
 import * as vscode from 'vscode';
 import { TRAJECTORY_VIEW_TYPE, TrajectoryProtocol, type TrajectoryView } from '../../protocol/webview-trajectory.js';
 import { lazyHandlers, type ClientSource } from './client-source.js';
 import { trajectoryHandlers } from './data.js';
+import { vscodeDatasetChooser } from './dataset-picks.js';
 import { RolloutsRefresh } from './live-updates.js';
 import { PanelHost } from './panel-host.js';
 import { definitionLine, findSourceFile } from './source.js';
@@ -58,7 +60,11 @@ function create(
       viewType: TRAJECTORY_VIEW_TYPE,
       title: 'Agent Lightning: Trajectories',
       bundle: 'trajectory',
-      handlers: lazyHandlers(() => panel.client, trajectoryHandlers, TrajectoryProtocol),
+      handlers: lazyHandlers(
+        () => panel.client,
+        (c) => trajectoryHandlers(c, vscodeDatasetChooser),
+        TrajectoryProtocol,
+      ),
       onCommand: async (method, params) => {
         if (method === TrajectoryProtocol.openCode.method) {
           const p = params as { filepath: string; lineno: number | null; symbol?: string };

@@ -155,18 +155,18 @@ describe('trajectory viewer at half width and by keyboard', () => {
     await page.reload();
     await waitCount(train.total!);
     await page.waitForSelector(`.rollout-row[data-rollout-id="${train.items[0]!.id}"]`);
-    // Tab walks every control in order: Refresh, the search box, "Filters (1)", the sort headers, then the first row.
+    // Tab walks every control in order: Add to dataset, Refresh, the search box, "Filters (1)", the sort headers, then the first row.
     const walked: string[] = [];
-    while (walked.length < 12 && !(await focused()).id) {
+    while (walked.length < 13 && !(await focused()).id) {
       await page.keyboard.press('Tab');
       walked.push(await tabStop());
     }
     assert.equal((await focused()).id, train.items[0]!.id, `Tab reaches the first row: ${walked.join(' > ')}`);
     const sorts = walked.filter((w) => w.startsWith('sort '));
     assert.deepEqual(
-      walked.slice(0, 3),
-      ['vscode-toolbar-button.refresh', 'filter search', 'filter toggle'],
-      `Refresh, the search box, then Filters (1): ${walked.join(' > ')}`,
+      walked.slice(0, 4),
+      ['vscode-button.add-to-dataset', 'vscode-toolbar-button.refresh', 'filter search', 'filter toggle'],
+      `Add to dataset, Refresh, the search box, then Filters (1): ${walked.join(' > ')}`,
     );
     assert.deepEqual(
       sorts,
@@ -176,7 +176,7 @@ describe('trajectory viewer at half width and by keyboard', () => {
       'every sort header shown, in order',
     );
     assert.ok(sorts.length >= 2, `the sort headers are Tab stops: ${walked.join(' > ')}`);
-    assert.equal(walked.length, 3 + sorts.length + 1, `nothing else in between: ${walked.join(' > ')}`);
+    assert.equal(walked.length, 4 + sorts.length + 1, `nothing else in between: ${walked.join(' > ')}`);
     const outline = await page.evaluate(() => {
       const s = getComputedStyle(document.activeElement!);
       return { style: s.outlineStyle, color: s.outlineColor, width: s.outlineWidth };

@@ -331,3 +331,30 @@ export async function seedTwoPolicyRun(client: AglClient, runId: string): Promis
   );
   await client.updateTrainingRun(runId, { status: 'succeeded', step: 5, summary: { stopReason: 'completed', elapsedMs: 60_000 } });
 }
+
+/**
+ * Three recorded calc rollouts of one run, for Add to dataset: `wrong` (answered 84 to 12*7+3, a tool call then a second
+ * call: its final call's prompt holds the tool's result), `right` (200, one call) and `silent` (returned only its
+ * reward: no answer recorded), each with a task id.
+ */
+export async function seedDatasetRollouts(client: AglClient, runId: string): Promise<{ wrong: string; right: string; silent: string }> {
+  const t0 = Date.now() - 60_000;
+  const base = { toolExpr: '12*7', toolResult: '84', reward: 0 };
+  const wrong = await recordRollout(client, { ...base, question: 'What is 12*7+3?', expected: '87', answer: '84' }, { runId, taskId: 't-12x7' }, t0);
+  const right = await recordRollout(
+    client,
+    { ...base, question: 'What is 15**2-25?', expected: '200', answer: '200', reward: 1, direct: true },
+    { runId, taskId: 't-sq' },
+    t0 + 2000,
+  );
+  const { rollout, attempt } = await client.startRollout({ input: { question: 'What is 1+1?' }, mode: 'train', metadata: { runId, taskId: 't-one' } }, 'w');
+  await client.addSpan({
+    rolloutId: rollout.id,
+    attemptId: attempt.id,
+    name: SPAN.reward,
+    startTime: t0 + 4000,
+    attributes: { [AGL.rewardValue]: 1, [AGL.rewardFinal]: true },
+  });
+  await client.finishAttempt(attempt.id, { status: 'succeeded' });
+  return { wrong: wrong.rolloutId, right: right.rolloutId, silent: rollout.id };
+}

@@ -13,7 +13,14 @@ import '@vscode-elements/elements/dist/main.js';
 import '@vscode/codicons/dist/codicon.css';
 import '../shared/theme.css';
 import './trajectory.css';
-import { TrajectoryProtocol as P, type RolloutFilter, type TrajectoryState, type TrajectoryView } from '../../protocol/webview-trajectory.js';
+import {
+  TrajectoryProtocol as P,
+  type DatasetAdded,
+  type DatasetTarget,
+  type RolloutFilter,
+  type TrajectoryState,
+  type TrajectoryView,
+} from '../../protocol/webview-trajectory.js';
 import { HostConnection } from '../shared/host.js';
 import { h, mount, shortId } from '../shared/dom.js';
 import { errorState, shouldReload } from '../shared/recovery.js';
@@ -100,11 +107,13 @@ class TrajectoryViewer {
       },
       openRollout: (rolloutId, from) => this.open({ kind: 'rollout', rolloutId }, { list: from }),
       startDaemon: this.startDaemon,
+      addToDataset: this.addToDataset,
     });
   }
 
   private readonly openCode = (filepath: string, lineno: number | null, symbol?: string): void => this.host.command(P.openCode, { filepath, lineno, symbol });
   private readonly startDaemon = (): void => this.host.command(P.startDaemon, {});
+  private readonly addToDataset = (target: DatasetTarget): Promise<DatasetAdded | null> => this.host.request(P.addToDataset, target);
   private readonly back = (): void => {
     const to: Return = this.state.back[this.state.back.length - 1] ?? { view: { kind: 'rollouts' } };
     this.state = { ...this.state, back: this.state.back.slice(0, -1) };
@@ -202,6 +211,7 @@ class TrajectoryViewer {
             },
             openCode: this.openCode,
             openGroup: (rolloutId) => this.open({ kind: 'group', rolloutId }),
+            addToDataset: this.addToDataset,
             filterByPromptVersion: (promptVersion) => {
               this.state = { ...this.state, filter: { promptVersion } };
               this.open({ kind: 'rollouts' });

@@ -1,6 +1,6 @@
 /**
- * One rollout: a header (status, agent, reward, attempts, its answer, the prompt versions it read, the rule of the run
- * that made it), then two tabs. "Timeline": the span tree beside a waterfall of when each span ran, and the selected span's detail (chat,
+ * One rollout: a header (status, agent, reward, attempts, its answer, its expected answer to correct and Add to dataset
+ * (dataset-controls.ts), the prompt versions it read, the rule of the run that made it), then two tabs. "Timeline": the span tree beside a waterfall of when each span ran, and the selected span's detail (chat,
  * role, policy, trained or not, credit, advantage), scrolled into sight when a call is opened and it is out of sight (a
  * panel beside the editor puts it under the tree). "States": the semantic variables after each step (states-view.ts).
  * Calls are "role #n" everywhere, numbered by protocol/span-reading.ts llmCallNumbers (the daemon's CallInfo).
@@ -12,6 +12,7 @@ import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
 import type { Attempt, Span } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
 import { answerBlock } from './answer.js';
+import { rolloutDatasetControls, type AddToDataset } from './dataset-controls.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
 import { agentNames, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
 import { llmCall, rewardValue, timeRange, toolStepLine, toolSteps, transitionsBySpan, type ToolStep } from './model.js';
@@ -36,6 +37,7 @@ export interface RolloutViewActions extends DetailActions {
   filterByPromptVersion(version: string): void;
   /** Shows the rollouts list of the rollouts a model of this name answered (their latest attempt's calls). */
   filterByModel(name: string): void;
+  addToDataset: AddToDataset;
 }
 
 /** `judged`: an LLM judge's reward is the rollout's final one (the agent's own is then not what it trained on). */
@@ -197,6 +199,7 @@ function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: A
     summaryItem('Started', h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
     summaryItem('Task', h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)), { class: 'wide' }),
     h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer)),
+    rolloutDatasetControls(rollout.id, detail.answer, actions.addToDataset),
     promptsBlock(detail.prompts, actions),
     detail.roles
       ? summaryItem('Training', h('span', {}, `run ${detail.roles.runId} ${detail.roles.rule}`), {

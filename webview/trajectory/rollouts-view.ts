@@ -2,7 +2,8 @@
  * The rollouts list at store scale (its columns: rollouts-columns.ts): a search box and filter controls, the active filters as removable chips
  * with how many rollouts they hide, the exact number that match, column headers that sort (click; again to
  * reverse), and a virtualised list (virtual-list.ts) that fetches pages as the user scrolls through all of
- * them. A click (or Enter) on a row opens that rollout. Searching, filtering, sorting and counting happen in
+ * them. A click (or Enter) on a row opens that rollout; its checkbox, Space or Ctrl+click selects it, for Add to dataset
+ * (rollouts-selection.ts: the selection's, else the whole filter's, in the header). Searching, filtering, sorting and counting happen in
  * the store; this view draws. Rendering again with the same filter refreshes in place (live updates keep the
  * scroll position); with another filter it starts from the top, keeping the focus in the control in use.
  *
@@ -24,6 +25,8 @@ import { NO_RUNNER } from '../../protocol/runner-presence.js';
 import { type Choices, choicesOf, filterControls, type FilterSetter, filterSetter, focusControl, textField } from './rollouts-controls.js';
 import { COLUMNS, metaCell, waitsForNoRunner } from './rollouts-columns.js';
 import { VirtualList, type ListPosition } from './virtual-list.js';
+import type { AddToDataset } from './dataset-controls.js';
+import { DatasetBar, RolloutSelection } from './rollouts-selection.js';
 
 export type { ListPosition } from './virtual-list.js';
 
@@ -34,6 +37,7 @@ export interface RolloutsViewActions {
   openRollout(rolloutId: string, from: ListPosition): void;
   /** The error state's "Start Daemon" (shared/recovery.ts). */
   startDaemon(): void;
+  addToDataset: AddToDataset;
 }
 
 /** Row heights (trajectory.css): one line, and two in a narrow view. */
@@ -43,7 +47,7 @@ const ROW_HEIGHT_NARROW = 44;
 const NARROW_WIDTH = 600;
 const SEARCH_DEBOUNCE_MS = 300;
 
-function rowOf(item: RolloutRow, index: number, open: (id: string, index: number) => void): HTMLElement {
+function rowOf(item: RolloutRow, index: number, open: (id: string, index: number) => void, selection: RolloutSelection): HTMLElement {
   const id = item.rollout.id;
   const row = h(
     'div',
@@ -55,6 +59,7 @@ function rowOf(item: RolloutRow, index: number, open: (id: string, index: number
   row.addEventListener('keydown', (e) => {
     if ((e as KeyboardEvent).key === 'Enter') open(id, index);
   });
+  selection.wire(row, id);
   return row;
 }
 function placeholderRow(index: number): HTMLElement {
@@ -101,6 +106,8 @@ interface ListMemory {
   focusRowsNext: boolean;
   /** The filters' choices from the last page: a redraw shows its controls at once (the focus stays in the one in use). */
   lastChoices: Choices | null;
+  /** The rollouts selected (for Add to dataset), while the filter stays the same. */
+  readonly selection: RolloutSelection;
 }
 
 /**
@@ -111,6 +118,7 @@ export class RolloutsList implements ListMemory {
   filtersOpen = false;
   focusRowsNext = false;
   lastChoices: Choices | null = null;
+  readonly selection = new RolloutSelection();
   private shown: RolloutsDrawing | null = null;
 
   constructor(
@@ -120,6 +128,7 @@ export class RolloutsList implements ListMemory {
 
   /** `at`: where to draw the list from (coming back to it), the current row focused; otherwise its top. */
   render(filter: RolloutFilter, at?: ListPosition): void {
+    this.selection.forFilter(JSON.stringify(filter));
     const previous = this.shown;
     if (previous && previous.element.isConnected && previous.key === JSON.stringify(filter)) {
       previous.list.refresh();
@@ -144,6 +153,7 @@ class RolloutsDrawing {
   private readonly filters = h('div', { class: 'filters', id: 'rollout-filters' });
   private readonly chips = h('div', { class: 'chips' });
   private readonly status = h('div', { class: 'empty-state', hidden: true });
+  private readonly bar: DatasetBar;
   /** The choices this drawing's controls show: another drawing's fetch may have set lastChoices while these were not drawn. */
   private drawnChoices: string | null = null;
   private last: RolloutPage | null = null;
@@ -159,10 +169,15 @@ class RolloutsDrawing {
     this.list = this.rows(sortHeader(filter, this.set));
     const refresh = h('vscode-toolbar-button', { icon: 'refresh', label: 'Refresh', title: 'Refresh', class: 'refresh' });
     refresh.addEventListener('click', () => this.list.refresh());
+    this.bar = new DatasetBar(memory.selection, filter, actions.addToDataset);
+    const off = memory.selection.onChange(() => {
+      if (!this.list.element.isConnected) return void off();
+      for (const row of this.list.element.querySelectorAll<HTMLElement>('.rollout-row')) memory.selection.mark(row, row.dataset.rolloutId!);
+    });
     this.element = h(
       'div',
       { class: `rollouts-view${memory.filtersOpen ? ' filters-open' : ''}` },
-      h('header', { class: 'view-header' }, h('h1', {}, icon('list-tree'), ' Rollouts ', this.count), h('div', { class: 'spacer' }), refresh),
+      h('header', { class: 'view-header' }, h('h1', {}, icon('list-tree'), ' Rollouts ', this.count), h('div', { class: 'spacer' }), this.bar.element, refresh),
       h('div', { class: 'filter-area' }, this.searchField(), this.filtersToggle(), this.filters),
       this.chips,
       h('div', { class: 'rollouts-grid', role: 'grid', 'aria-label': 'Rollouts' }, this.list.element),
@@ -255,7 +270,8 @@ class RolloutsDrawing {
           this.drawSummary(page);
           return { items: page.items, total: page.total };
         },
-        row: (item, index) => rowOf(item, index, (id, active) => this.actions.openRollout(id, { scrollTop: list.element.scrollTop, active })),
+        row: (item, index) =>
+          rowOf(item, index, (id, active) => this.actions.openRollout(id, { scrollTop: list.element.scrollTop, active }), this.memory.selection),
         placeholder: placeholderRow,
         onTotal: () => {
           if (this.last) this.drawSummary(this.last);
@@ -285,6 +301,7 @@ class RolloutsDrawing {
   private drawSummary(page: RolloutPage): void {
     const { chips, status } = this;
     this.count.textContent = `${page.total.toLocaleString('en-US')} rollout${page.total === 1 ? '' : 's'}`;
+    this.bar.setTotal(page.total);
     const hidden = page.storeTotal - page.total;
     mount(
       chips,

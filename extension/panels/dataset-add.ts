@@ -1,0 +1,56 @@
+/**
+ * "Add to dataset" in the trajectory viewer, on the host side and without the vscode API (the webview tests drive it
+ * against a real daemon): how many rollouts the target holds, the file the user picks for them (DatasetChooser: the
+ * extension's confirmation, quick pick and save dialog), their rows (protocol/dataset-rows.ts, the row builder
+ * `agl dataset from-rollouts` uses) read through the daemon's HTTP client, and the rows the file does not hold yet
+ * appended to it: a task already there is never added twice.
+ */
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { MAX_PAGE } from '../../protocol/api.js';
+import { appendedText, datasetContents, newRows, rowsFromRollouts, rowsOfRollouts, type RowsResult } from '../../protocol/dataset-rows.js';
+import type { RolloutQuery } from '../../protocol/lightning-store.js';
+import type { DatasetAdded, DatasetTarget, RolloutFilter } from '../../protocol/webview-trajectory.js';
+import type { AglClient } from '../../client/client.js';
+
+/** Asks the user which dataset file to add to (for a selection or a filter, after confirming how many rollouts); null: cancelled. */
+export interface DatasetChooser {
+  chooseFile(ask: { kind: DatasetTarget['kind']; count: number }): Promise<{ path: string; label: string } | null>;
+  /** Told what was added to the file at `path` (the extension says so and offers to open it). */
+  added?(result: DatasetAdded, path: string): void;
+}
+
+/** The store's query of the list's filter (every match, newest first: the list's sort does not change which rollouts). */
+function queryOf(filter: RolloutFilter): Omit<RolloutQuery, 'limit' | 'cursor' | 'offset' | 'sort' | 'order'> {
+  const { sort: _sort, order: _order, ...query } = filter;
+  return query;
+}
+
+/** How many rollouts `target` holds. */
+async function countOf(client: AglClient, target: DatasetTarget): Promise<number> {
+  if (target.kind === 'rollout') return 1;
+  if (target.kind === 'selection') return new Set(target.rolloutIds).size;
+  return (await client.queryRollouts({ ...queryOf(target.filter), limit: 1, withTotal: true })).total ?? 0;
+}
+
+function rowsOf(client: AglClient, target: DatasetTarget): Promise<RowsResult> {
+  if (target.kind === 'filter') return rowsFromRollouts(client, queryOf(target.filter), { limit: MAX_PAGE });
+  if (target.kind === 'selection') return rowsOfRollouts(client, target.rolloutIds);
+  const corrected = target.corrected ? new Map([[target.rolloutId, target.corrected.expected]]) : undefined;
+  return rowsOfRollouts(client, [target.rolloutId], { corrected });
+}
+
+/** Adds `target`'s rows to the file the user picks; null when they cancelled. Throws naming what is wrong. */
+export async function addToDataset(client: AglClient, target: DatasetTarget, chooser: DatasetChooser): Promise<DatasetAdded | null> {
+  const count = await countOf(client, target);
+  if (count === 0) throw new Error(target.kind === 'filter' ? 'no rollout matches the filter: nothing to add' : 'no rollout selected: nothing to add');
+  if (count > MAX_PAGE) throw new Error(`${count.toLocaleString('en-US')} rollouts match the filter: narrow it to at most ${MAX_PAGE.toLocaleString('en-US')}`);
+  const file = await chooser.chooseFile({ kind: target.kind, count });
+  if (!file) return null;
+  const got = await rowsOf(client, target);
+  const before = existsSync(file.path) ? readFileSync(file.path, 'utf8') : '';
+  const fresh = newRows(datasetContents(before, file.label), got.rows);
+  if (fresh.rows.length) appendFileSync(file.path, appendedText(before, fresh.rows));
+  const result = { file: file.label, added: fresh.rows.length, duplicates: fresh.duplicates.length, noAnswer: got.noAnswer.length };
+  chooser.added?.(result, file.path);
+  return result;
+}

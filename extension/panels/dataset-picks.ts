@@ -1,0 +1,72 @@
+/**
+ * The dialogs of the trajectory viewer's "Add to dataset" (dataset-add.ts does the rest): for a selection or a filter, a
+ * confirmation naming how many rollouts' recorded answers go in; then which dataset: a quick pick of the workspace's
+ * `*.eval.jsonl` files (Test Explorer's datasets) and "New file...", a save dialog. Once added, a message says what
+ * was added and offers to open the file.
+ */
+import * as vscode from 'vscode';
+import type { DatasetAdded } from '../../protocol/webview-trajectory.js';
+import type { DatasetChooser } from './dataset-add.js';
+
+/** The datasets a quick pick offers at most. */
+const MAX_FILES = 200;
+
+const countWords = (n: number) => `${n.toLocaleString('en-US')} rollout${n === 1 ? '' : 's'}`;
+
+/** Asks for the file in a save dialog, in the first workspace folder by default. */
+async function newFile(): Promise<vscode.Uri | undefined> {
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+  return vscode.window.showSaveDialog({
+    title: 'Agent Lightning: new dataset (*.eval.jsonl)',
+    saveLabel: 'Create Dataset',
+    filters: { 'Eval datasets': ['jsonl'] },
+    ...(folder ? { defaultUri: vscode.Uri.joinPath(folder, 'dataset.eval.jsonl') } : {}),
+  });
+}
+
+export const vscodeDatasetChooser: DatasetChooser = {
+  async chooseFile({ kind, count }) {
+    if (kind !== 'rollout') {
+      const what = kind === 'selection' ? `the ${countWords(count)} selected` : `every rollout the filter shows (${countWords(count)})`;
+      const go = await vscode.window.showInformationMessage(
+        `Add ${what} to a dataset?`,
+        {
+          modal: true,
+          detail: 'Each becomes a row: its task input, and its recorded answer as the expected one. A task the dataset holds already is left out.',
+        },
+        'Add',
+      );
+      if (go !== 'Add') return null;
+    }
+    type Item = vscode.QuickPickItem & { uri: vscode.Uri | null };
+    const files = await vscode.workspace.findFiles('**/*.eval.jsonl', '**/node_modules/**', MAX_FILES);
+    const items: Item[] = [
+      ...files
+        .map((uri) => ({ label: vscode.workspace.asRelativePath(uri), uri }))
+        .sort((a, b) => a.label.localeCompare(b.label))
+        .map((f) => ({ ...f, iconPath: new vscode.ThemeIcon('beaker') })),
+      { label: 'New file...', description: 'a new *.eval.jsonl', uri: null, iconPath: new vscode.ThemeIcon('new-file') },
+    ];
+    const picked = await vscode.window.showQuickPick(items, {
+      title: `Add ${countWords(count)} to which dataset?`,
+      placeHolder: 'Rows are appended; a task the file holds already is left out',
+      ignoreFocusOut: true,
+    });
+    if (!picked) return null;
+    const uri = picked.uri ?? (await newFile());
+    return uri ? { path: uri.fsPath, label: vscode.workspace.asRelativePath(uri) } : null;
+  },
+  added: reportAdded,
+};
+
+/** Says what Add to dataset did, with Open (not awaited: the webview shows it too). */
+function reportAdded(result: DatasetAdded, path: string): void {
+  const parts = [
+    `${result.added} row${result.added === 1 ? '' : 's'} added to ${result.file}`,
+    result.duplicates ? `${result.duplicates} left out: the dataset holds their task already` : null,
+    result.noAnswer ? `${result.noAnswer} recorded no answer` : null,
+  ].filter(Boolean);
+  void vscode.window.showInformationMessage(`Agent Lightning: ${parts.join('; ')}.`, 'Open').then(async (open) => {
+    if (open) await vscode.window.showTextDocument(vscode.Uri.file(path));
+  });
+}

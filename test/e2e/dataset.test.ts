@@ -1,0 +1,138 @@
+/**
+ * End-to-end in real VS Code: Add to dataset in the trajectory viewer (issue #42 item 3). A scratch workspace holds an
+ * agent that needs no model (fixtures/dataset: it adds two numbers, off by one and failing when the first is over 5) and
+ * a dataset `adder.eval.jsonl`; three real `agl rollout` runs against the extension's daemon record one right and two
+ * wrong answers. In the viewer: one failed rollout opened, its expected answer corrected in place, Add to dataset, the
+ * dataset picked in VS Code's quick pick: the file gains that row, with the correction and what the agent answered; then
+ * the list filtered to every failed rollout, "Add all 2 to dataset…", VS Code's confirmation naming the count, the same
+ * dataset: the other failed rollout's row is added with its recorded answer, the corrected task is not added twice.
+ */
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { AglClient } from '../../client/client.js';
+import type { EvalRow } from '../../protocol/eval.js';
+import { runAgl } from '../algorithm/cli-helpers.js';
+import {
+  beginE2e,
+  extensionLogs,
+  launchBrowser,
+  packagedVsix,
+  pickItem,
+  ROOT,
+  runCommand,
+  SHOTS,
+  startCodeServer,
+  webviewWith,
+  type Browser,
+  type Page,
+} from './harness.js';
+
+/** The scratch workspace: as deep under the repository as test/e2e/fixtures, so the agent's relative SDK import holds. */
+const WORKSPACE = join(ROOT, 'test-results', 'e2e', 'dataset-workspace');
+const AGENT_DIR = join(WORKSPACE, 'dataset');
+const DATASET = join(AGENT_DIR, 'adder.eval.jsonl');
+const TASKS = [
+  { a: 2, b: 3 },
+  { a: 7, b: 5 },
+  { a: 9, b: 1 },
+];
+
+const readRows = (): EvalRow[] =>
+  readFileSync(DATASET, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as EvalRow);
+
+test('VS Code: Add to dataset on a rollout with a corrected answer, and on the filter of failed rollouts', { timeout: 8 * 60_000 }, async () => {
+  const { timings, mark } = beginE2e();
+  rmSync(WORKSPACE, { recursive: true, force: true });
+  cpSync(join(ROOT, 'test', 'e2e', 'fixtures', 'dataset'), AGENT_DIR, { recursive: true });
+  const server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0 });
+  let browser: Browser | null = null;
+  let page: Page | null = null;
+  const shot = (name: string) => page?.screenshot({ path: join(SHOTS, `dataset-${name}.png`) });
+  try {
+    browser = await launchBrowser();
+    page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
+    await page.goto(`${server.url}/?folder=${encodeURIComponent(WORKSPACE)}`);
+    await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 120_000 });
+    mark('daemon ready');
+
+    // Three real rollouts against the extension's daemon (a wrong one fails: `agl rollout` exits non-zero for it).
+    for (const task of TASKS) await runAgl(['rollout', `${join(AGENT_DIR, 'agent.ts')}#adderAgent`, '--task', JSON.stringify(task)], server.dataDir);
+    const client = AglClient.fromDataDir(server.dataDir);
+    const rollouts = (await client.queryRollouts({ limit: 10 })).items;
+    await client.close();
+    const idOf = (a: number) => rollouts.find((r) => (r.input as { a: number }).a === a)!.id;
+    assert.deepEqual(rollouts.map((r) => r.status).sort(), ['failed', 'failed', 'succeeded'], 'one right, two wrong');
+    mark('rollouts recorded');
+
+    // 1. One failed rollout, its expected answer corrected in place, added to the dataset picked in the quick pick.
+    await runCommand(page, 'Agent Lightning: Open Trajectory Viewer');
+    const viewer = await webviewWith(page, `.rollout-row[data-rollout-id="${idOf(7)}"]`, 60_000);
+    await viewer.locator(`.rollout-row[data-rollout-id="${idOf(7)}"] .col-input`).click();
+    const field = viewer.locator('textarea.expected-answer');
+    await field.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.equal(await field.inputValue(), '{"answer":"13"}', 'the recorded answer to start with');
+    await field.fill('{"answer":"12"}');
+    await viewer.locator('.dataset-controls vscode-button.add-to-dataset').click();
+    await pickItem(page, 'dataset/adder.eval.jsonl', /Add 1 rollout to which dataset\?/);
+    await viewer
+      .locator('.dataset-controls .dataset-status', { hasText: '1 row added to dataset/adder.eval.jsonl.' })
+      .waitFor({ state: 'visible', timeout: 30_000 });
+    await page.locator('.notification-toast', { hasText: '1 row added to dataset/adder.eval.jsonl' }).waitFor({ state: 'visible', timeout: 30_000 });
+    const corrected = readRows()[1]!;
+    assert.deepEqual(corrected.input, { a: 7, b: 5 });
+    assert.deepEqual(corrected.expected, { answer: '12' });
+    assert.deepEqual(corrected.from!.answered, { answer: '13' });
+    assert.equal(corrected.from!.rolloutId, idOf(7));
+    await shot('1-corrected');
+    mark('rollout added');
+
+    // 2. Back to the list, filtered to the failed rollouts: all of them added, after VS Code's confirmation of the count.
+    await viewer.locator('vscode-toolbar-button.back').click();
+    const toggle = viewer.locator('.filters-toggle');
+    if ((await toggle.isVisible()) && (await toggle.getAttribute('aria-expanded')) === 'false') await toggle.click();
+    await viewer.locator('vscode-single-select[data-filter="status"]').click();
+    await viewer.locator('vscode-single-select[data-filter="status"]').getByRole('option', { name: 'failed', exact: true }).click();
+    await viewer.locator('.view-header .count', { hasText: /^2 rollouts$/ }).waitFor({ state: 'visible', timeout: 30_000 });
+    const addAll = viewer.locator('.dataset-bar vscode-button.add-to-dataset', { hasText: 'Add all 2 to dataset…' });
+    await addAll.click();
+    const dialog = page.locator('.monaco-dialog-box', { hasText: 'Add every rollout the filter shows (2 rollouts) to a dataset?' });
+    await dialog.waitFor({ state: 'visible', timeout: 30_000 });
+    await shot('2-confirm');
+    await dialog.locator('.monaco-button', { hasText: 'Add' }).click();
+    await pickItem(page, 'dataset/adder.eval.jsonl', /Add 2 rollouts to which dataset\?/);
+    await viewer
+      .locator('.dataset-bar .dataset-status', {
+        hasText: '1 row added to dataset/adder.eval.jsonl; 1 left out: dataset/adder.eval.jsonl holds their task already.',
+      })
+      .waitFor({ state: 'visible', timeout: 30_000 });
+    const rows = readRows();
+    assert.deepEqual(
+      rows.map((r) => [r.input, r.expected]),
+      [
+        [{ a: 1, b: 1 }, { answer: '2' }],
+        [{ a: 7, b: 5 }, { answer: '12' }],
+        [{ a: 9, b: 1 }, { answer: '11' }],
+      ],
+      'the seed row, the corrected one, the other failed one with its recorded answer; the corrected task once',
+    );
+    assert.equal(rows[2]!.from!.answered, undefined, 'a recorded answer is not a correction');
+    await shot('3-filter-added');
+    mark('filter added');
+    console.log(`e2e timings (s since start): ${JSON.stringify(timings)}`);
+  } catch (err) {
+    console.error(extensionLogs(server.scratch));
+    throw err;
+  } finally {
+    await browser?.close();
+    await server.stop();
+  }
+});
+
+after(() => {
+  if (existsSync(WORKSPACE)) rmSync(WORKSPACE, { recursive: true, force: true });
+});

@@ -1,0 +1,91 @@
+/**
+ * "Add to dataset" in the viewer (the host appends the rows: extension/panels/dataset-add.ts). On one rollout: the
+ * expected answer in an editable field, the recorded one to start with; what the user writes there instead is the
+ * corrected answer (a recorded string stays a string; otherwise JSON when it parses, else the text), and the row keeps
+ * it. On the list: the rollouts selected (rollouts-selection.ts), else every rollout the filter shows. Each says what
+ * was added (or that the user cancelled) in a line beside its button.
+ */
+import type { EpisodeAnswer } from '../../protocol/span-reading.js';
+import type { DatasetAdded, DatasetTarget } from '../../protocol/webview-trajectory.js';
+import { h } from '../shared/dom.js';
+
+export type AddToDataset = (target: DatasetTarget) => Promise<DatasetAdded | null>;
+
+/** What was added, in words. */
+export function addedText(r: DatasetAdded | null): string {
+  if (!r) return 'Not added: no dataset was picked.';
+  const parts = [
+    `${r.added} row${r.added === 1 ? '' : 's'} added to ${r.file}`,
+    r.duplicates ? `${r.duplicates} left out: ${r.file} holds their task already` : null,
+    r.noAnswer ? `${r.noAnswer} recorded no answer` : null,
+  ];
+  return `${parts.filter(Boolean).join('; ')}.`;
+}
+
+/** Runs `add` for the target `make` gives (null: `make` showed why not), showing progress and then what happened in `status`. */
+export async function runAdd(button: HTMLElement, status: HTMLElement, add: AddToDataset, make: () => DatasetTarget | null): Promise<void> {
+  const target = make();
+  if (!target) return;
+  button.setAttribute('disabled', '');
+  status.classList.remove('negative');
+  status.textContent = 'Adding…';
+  try {
+    status.textContent = addedText(await add(target));
+  } catch (err) {
+    status.classList.add('negative');
+    status.textContent = `Not added: ${(err as Error).message}`;
+  } finally {
+    button.removeAttribute('disabled');
+  }
+}
+
+/** The answer as the field shows it: a string as it is, anything else as JSON; '' for none. */
+function answerText(a: EpisodeAnswer): string {
+  if (a.source === 'none') return '';
+  return typeof a.value === 'string' ? a.value : JSON.stringify(a.value);
+}
+
+/** The value the field's text stands for (see the header). */
+export function expectedValue(text: string, recorded: EpisodeAnswer): unknown {
+  if (recorded.source !== 'none' && typeof recorded.value === 'string') return text;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** One rollout's expected answer (editable) and its Add to dataset button. */
+export function rolloutDatasetControls(rolloutId: string, answer: EpisodeAnswer, add: AddToDataset): HTMLElement {
+  const initial = answerText(answer);
+  const field = h('textarea', {
+    class: 'expected-answer mono',
+    id: 'expected-answer',
+    rows: Math.min(6, Math.max(1, initial.split('\n').length)),
+    spellcheck: 'false',
+    placeholder: 'The answer this task expects',
+    title: 'A recorded string stays a string; anything else is read as JSON when it parses, else as text',
+  }) as HTMLTextAreaElement;
+  field.value = initial;
+  const mark = h('span', { class: 'corrected-mark', hidden: true }, ' · corrected');
+  field.addEventListener('input', () => (mark.hidden = field.value === initial));
+  const status = h('span', { class: 'dataset-status muted', 'aria-live': 'polite' });
+  const button = h('vscode-button', { class: 'add-to-dataset', icon: 'beaker', secondary: true }, 'Add to dataset…');
+  const target = (): DatasetTarget | null => {
+    if (field.value === initial && answer.source !== 'none') return { kind: 'rollout', rolloutId };
+    if (!field.value.trim()) {
+      status.textContent = 'Write the expected answer first: this rollout recorded none.';
+      field.focus();
+      return null;
+    }
+    return { kind: 'rollout', rolloutId, corrected: { expected: expectedValue(field.value, answer) } };
+  };
+  button.addEventListener('click', () => void runAdd(button, status, add, target));
+  return h(
+    'div',
+    { class: 'summary-item wide dataset-controls' },
+    h('label', { class: 'muted', for: 'expected-answer' }, 'Expected answer', mark),
+    field,
+    h('div', { class: 'dataset-actions' }, button, status),
+  );
+}
