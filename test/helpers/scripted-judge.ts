@@ -94,9 +94,35 @@ export function draw(seed: number, text: string): number {
   return createHash('sha256').update(`${seed}\u0000${text}`).digest().readUInt32BE(0) / 2 ** 32;
 }
 
-/** A judge that scores at random (seeded by what it is sent): it teaches nothing. */
+/** A seeded stream of numbers in [0, 1) (mulberry32): the same seed, the same sequence. */
+export function seededStream(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+/**
+ * A judge that scores at random: every score of every call is the next draw of a seeded sequence, whatever it reads,
+ * so the same trajectory shown twice (or judged again) gets another score. It teaches nothing, and it disagrees with
+ * itself as much as it disagrees with anything (judge.retest reads its reliability as ~0).
+ */
 export function randomJudge(seed: number): (r: JudgeRequest) => ScoreLine[] {
-  return (r) => r.trajectories.map((t) => ({ trajectory: t.index, score: Math.round(draw(seed, t.text) * 100) / 100, explanation: 'a coin decided' }));
+  const next = seededStream(seed);
+  return (r) => r.trajectories.map((t) => ({ trajectory: t.index, score: Math.round(next() * 100) / 100, explanation: 'a coin decided' }));
+}
+
+/**
+ * A judge that scores by an arbitrary fixed function of the text (a hash of it, seeded): not random, since the same
+ * text always gets the same score, but unrelated to how good the trajectory is. A retest cannot see it (it agrees with
+ * itself perfectly); only agreement with a trusted reward (`agl judge check`) can.
+ */
+export function arbitraryJudge(seed: number): (r: JudgeRequest) => ScoreLine[] {
+  return (r) => r.trajectories.map((t) => ({ trajectory: t.index, score: Math.round(draw(seed, t.text) * 100) / 100, explanation: 'a hash decided' }));
 }
 
 /**
