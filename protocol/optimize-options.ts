@@ -12,8 +12,18 @@ import { PromptName } from './prompts.js';
 
 export const OPTIMIZE_ALGORITHMS = ['gepa', 'beam'] as const;
 
-/** The judge's settings as flags (protocol/judge-settings.ts), but the self-judging switch: no policy is trained here. */
-const { 'allow-self-judge': _selfJudge, ...OPTIMIZE_JUDGE_FLAGS } = judgeFlags();
+/**
+ * The judge's settings as flags (protocol/judge-settings.ts), but those of training only: the self-judging switch (no
+ * policy is trained here), the mode (each rollout is judged alone: single), validation and the retest (no GRPO group).
+ */
+const {
+  'allow-self-judge': _selfJudge,
+  'judge-mode': _mode,
+  'judge-validation': _validation,
+  'judge-retest': _retest,
+  'judge-min-reliability': _floor,
+  ...OPTIMIZE_JUDGE_FLAGS
+} = judgeFlags();
 
 export const OPTIMIZE_COMMAND = {
   name: 'optimize',
