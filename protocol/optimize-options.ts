@@ -83,7 +83,7 @@ export const OPTIMIZE_COMMAND = {
     config: {
       type: 'string',
       arg: 'FILE',
-      help: "a train.yaml whose judge: section scores every rollout (its score the reward, its explanation the feedback); the --judge-* flags override it",
+      help: 'a train.yaml whose judge: section scores every rollout (its score the reward, its explanation the feedback); the --judge-* flags override it',
     },
     ...OPTIMIZE_JUDGE_FLAGS,
     workers: { type: 'string', arg: 'N', help: 'runner workers in this process (0: rely on `agl runner` processes)', default: '4' },
@@ -101,7 +101,7 @@ export const OPTIMIZE_COMMAND = {
     'The task files are JSON lines (an "id" field names a task). The optimizer sees each rollout\'s LLM calls and the\n' +
     "reward's feedback (emitReward(v, { feedback }) or an agent returning { reward, feedback }); a failed rollout scores 0\n" +
     'with its error as feedback. With an LLM judge (--judge-url, --judge-model, --judge-rubric, or --config train.yaml\n' +
-    "with a judge: section), the judge scores every rollout that succeeded, one call each (single mode): its score is\n" +
+    'with a judge: section), the judge scores every rollout that succeeded, one call each (single mode): its score is\n' +
     "the reward (with --judge-weight w: the agent's own plus w times it), its explanation the feedback the optimizer\n" +
     'reads; a reward the agent locked is kept. Ctrl-C stops the run; --resume RUN continues it.',
 } as const satisfies CliCommand;

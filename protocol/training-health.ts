@@ -19,7 +19,16 @@
  * notes say how many groups it could not score (left out of the update, never scored 0) and why, and when its
  * test-retest reliability (judge.retest) scaled the update or left its groups out.
  */
-import { JUDGE_FAILURES, METRICS, RELIABILITY_SAID_BELOW, parseJudgeFailureMetric, parsePolicyMetric, parseRoleMetric, policyMetric, type JudgeFailure } from './metrics.js';
+import {
+  JUDGE_FAILURES,
+  METRICS,
+  RELIABILITY_SAID_BELOW,
+  parseJudgeFailureMetric,
+  parsePolicyMetric,
+  parseRoleMetric,
+  policyMetric,
+  type JudgeFailure,
+} from './metrics.js';
 import { runRoles, type RolesConfig } from './call-roles.js';
 import { NEAR_GREEDY_TEMPERATURE } from './span-reading.js';
 
@@ -354,7 +363,7 @@ function judgeLeftOut(f: StepFacts): string {
 }
 
 const JUDGE_NOISE_ADVICE =
-  "a judge that agrees with itself: judge.temperature 0, a larger judge model, a rubric with a concrete scale (what scores 1, 0.5, 0); agl judge check RUN reports its self-agreement; judge.minReliability sets the floor";
+  'a judge that agrees with itself: judge.temperature 0, a larger judge model, a rubric with a concrete scale (what scores 1, 0.5, 0); agl judge check RUN reports its self-agreement; judge.minReliability sets the floor';
 
 /** What the judge's reliability did to a step's update, when it bit: scaled its groups' advantages, or left them out. */
 function judgeUnreliableNote(f: StepFacts): string | null {
@@ -363,7 +372,8 @@ function judgeUnreliableNote(f: StepFacts): string | null {
   const fmt = (x: number | null) => (x === null ? '?' : x.toFixed(3));
   const why = `the judge disagreed with itself on trajectories it was shown twice (noise ${fmt(f.judgeNoise)} against a spread of ${fmt(f.judgeSignal)} within groups)`;
   const out = f.judgeUnreliable ?? 0;
-  if (out > 0) return `judge reliability ${r.toFixed(2)}, below judge.minReliability: ${why}, so its ${out} group${out === 1 ? ' was' : 's were'} left out of the update`;
+  if (out > 0)
+    return `judge reliability ${r.toFixed(2)}, below judge.minReliability: ${why}, so its ${out} group${out === 1 ? ' was' : 's were'} left out of the update`;
   return `judge reliability ${r.toFixed(2)}: ${why}, so the judged groups' advantages were scaled by ${r.toFixed(2)}`;
 }
 

@@ -64,7 +64,11 @@ export function resolveTrainConfig(file: string | null, overrides: TrainConfigIn
  * `configFile`'s judge: section (its rubric file found from the config file's folder), the --judge-* flags (`given`,
  * from configOverrides; a rubric file from the working directory). Null when none of them names a judge.
  */
-export function judgeSettingsFrom(base: JudgeSettings | null, configFile: string | undefined, given: Record<string, unknown> | undefined): JudgeSettings | null {
+export function judgeSettingsFrom(
+  base: JudgeSettings | null,
+  configFile: string | undefined,
+  given: Record<string, unknown> | undefined,
+): JudgeSettings | null {
   let from: unknown = base;
   if (configFile) {
     const fromFile = resolveTrainConfig(configFile).judge;

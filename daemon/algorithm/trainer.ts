@@ -166,7 +166,9 @@ export class Trainer {
     if (reward !== undefined) this.state.train.push({ step: step + 1, reward });
     const rel = reliability?.step;
     const said = rel && { r: rel.r, floor: rel.floor, leftOut: rel.scale === 0 ? rel.groups.size : 0 };
-    this.state.judge = judge ? { calls: judge.totals.calls, tokens: judge.totals.tokens, cost: judge.totals.cost, ...(said ? { reliability: said } : {}) } : undefined;
+    this.state.judge = judge
+      ? { calls: judge.totals.calls, tokens: judge.totals.tokens, cost: judge.totals.cost, ...(said ? { reliability: said } : {}) }
+      : undefined;
     this.peakMemoryKind = stepPeakMemory(updates)?.kind ?? this.peakMemoryKind;
     this.logStep(step + 1, metrics, credited.fracRewardZeroStd);
     return metrics;

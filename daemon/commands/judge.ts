@@ -102,7 +102,10 @@ function selfAgreementLines(r: CheckReport): string[] {
   const s = r.selfAgreement;
   if (!s) return [];
   if (!s.pairs) return ['  self-agreement: no trajectory was scored twice (no group the judge could score)'];
-  const verdict = s.r >= RELIABILITY_SAID_BELOW ? 'it agrees with itself' : `training would scale its groups' advantages by ${fmt(s.r)} (left out below judge.minReliability)`;
+  const verdict =
+    s.r >= RELIABILITY_SAID_BELOW
+      ? 'it agrees with itself'
+      : `training would scale its groups' advantages by ${fmt(s.r)} (left out below judge.minReliability)`;
   return [
     `  self-agreement: ${s.pairs} trajector${s.pairs === 1 ? 'y' : 'ies'} shown twice, mean |difference| ${fmt(s.meanAbsDiff, 3)}; ` +
       `noise ${fmt(s.noise, 4)} against a spread of ${fmt(s.signal, 4)} within groups: reliability ${fmt(s.r)} (${verdict})`,

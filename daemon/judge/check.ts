@@ -138,7 +138,12 @@ export async function checkJudge(store: LightningStore, judge: Judge, o: CheckOp
   const scored = report.rollouts.filter((c) => c.judge !== null && c.agent !== null);
   report.agreement = agreement(mode === 'group' ? comparedGroups : [scored.map((c) => ({ judge: c.judge!, agent: c.agent! }))]);
   if (judge.settings.retest) {
-    const rel = reliabilityOf(evidenceOf(scoredGroups, pairs.map((p): [number, number] => [p.first, p.second])));
+    const rel = reliabilityOf(
+      evidenceOf(
+        scoredGroups,
+        pairs.map((p): [number, number] => [p.first, p.second]),
+      ),
+    );
     const meanAbsDiff = pairs.length ? pairs.reduce((a, p) => a + Math.abs(p.first - p.second), 0) / pairs.length : null;
     report.selfAgreement = { ...rel, meanAbsDiff };
   }

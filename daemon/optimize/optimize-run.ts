@@ -175,7 +175,8 @@ class OptimizationRun {
   /** The judge's score and explanation become the rollout's reward and feedback; a call that keeps failing is said. */
   private async judgeRollout(judge: Judge, r: Rollout): Promise<void> {
     const got = await judgeEndedRollout(this.store, judge, r, `${this.runId}\u0000${r.id}`);
-    if (got.kind === 'failed') this.log(`agl optimize: the judge could not score rollout ${r.id}: ${got.reason} (it keeps the agent's own reward, or 0 without one)`);
+    if (got.kind === 'failed')
+      this.log(`agl optimize: the judge could not score rollout ${r.id}: ${got.reason} (it keeps the agent's own reward, or 0 without one)`);
   }
 
   async run(): Promise<OptimizeOutcome | null> {

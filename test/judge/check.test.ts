@@ -96,7 +96,10 @@ describe('agl judge check', () => {
     assert.deepEqual(r.agreement, { pairs: 1, pairwiseAccuracy: 1, spearman: null, spearmanGroups: 0 });
     assert.deepEqual(r.disagreements, []);
     assert.equal(judge.requests.length, 3);
-    assert.ok(judge.requests.every((q) => q.trajectories.length === 3), "each call shows a task's two rollouts, one of them twice");
+    assert.ok(
+      judge.requests.every((q) => q.trajectories.length === 3),
+      "each call shows a task's two rollouts, one of them twice",
+    );
     assert.deepEqual({ ...r.selfAgreement, signal: undefined }, { r: 1, pairs: 3, noise: 0, meanAbsDiff: 0, signal: undefined });
   });
 

@@ -39,7 +39,18 @@ describe("the judge's reliability", () => {
   });
 
   it('a judge that always agrees with itself has r 1; no pair, r 1; noise without spread, r 0; r never below 0', () => {
-    assert.equal(reliabilityOf(evidenceOf([[0, 1, 1, 0]], [[1, 1], [0, 0]])).r, 1);
+    assert.equal(
+      reliabilityOf(
+        evidenceOf(
+          [[0, 1, 1, 0]],
+          [
+            [1, 1],
+            [0, 0],
+          ],
+        ),
+      ).r,
+      1,
+    );
     assert.equal(reliabilityOf(evidenceOf([[0, 1]], [])).r, 1);
     assert.equal(reliabilityOf(null).r, 1);
     assert.equal(reliabilityOf(evidenceOf([[0.5, 0.5]], [[0.2, 0.8]])).r, 0);

@@ -25,7 +25,15 @@ import { JudgeSection, type JudgeSettingsInput } from '../../protocol/judge-sett
 import { finalReward, rolloutFeedback } from '../../protocol/span-reading.js';
 import { AGL } from '../../protocol/spans.js';
 import { storedRollout as stored, type Sample } from './stored-rollouts.js';
-import { answerKeyJudge, randomJudge, startScriptedJudge, type Fault, type JudgeRequest, type ScoreLine, type ScriptedJudge } from '../helpers/scripted-judge.js';
+import {
+  answerKeyJudge,
+  randomJudge,
+  startScriptedJudge,
+  type Fault,
+  type JudgeRequest,
+  type ScoreLine,
+  type ScriptedJudge,
+} from '../helpers/scripted-judge.js';
 
 const RUBRIC = 'Right total: 1, else 0.\n- Ann has 23 pens => 38';
 const TASK = { id: 'ann', input: { question: 'Ann has 23 pens, gets 15 more. How many?', answer: 38 } };
@@ -168,7 +176,7 @@ describe("the judge's step", () => {
     assert.match(failing.logs.join('\n'), /could not score 1 of 2 rollouts/);
   });
 
-  it('a step of many groups judged under the run\'s abort signal adds no listener per call to it (no MaxListenersExceededWarning)', async () => {
+  it("a step of many groups judged under the run's abort signal adds no listener per call to it (no MaxListenersExceededWarning)", async () => {
     const warnings: Error[] = [];
     const onWarning = (w: Error) => warnings.push(w);
     process.on('warning', onWarning);

@@ -85,7 +85,10 @@ test('a judge that follows the rubric teaches the policy; one that scores at ran
   t.diagnostic(`random judge's reliability by step: ${coinR.map((r) => r.toFixed(2)).join(' ')}`);
   assert.equal(coinR.length, STEPS);
   assert.ok(coinR.every((r) => r < 1));
-  assert.ok((await reliability(coin, 'judge/unreliable_groups')).some((n) => n > 0), 'its groups were left out of the update');
+  assert.ok(
+    (await reliability(coin, 'judge/unreliable_groups')).some((n) => n > 0),
+    'its groups were left out of the update',
+  );
 
   // What a run with a judge records: its calls (one per group: 4 a step), tokens and cost every step; the step line.
   const { store, run, server, logs } = knows;

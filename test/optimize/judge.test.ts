@@ -21,7 +21,11 @@ import { startScriptedJudge, type JudgeRequest, type ScoreLine, type ScriptedJud
 const digitsJudge = (r: JudgeRequest): ScoreLine[] =>
   r.trajectories.map((t) => {
     const digits = /^\s*\d+\s*$/.test(t.replies.at(-1) ?? '');
-    return { trajectory: t.index, score: digits ? 0.8 : 0.3, explanation: digits ? 'JUDGE-SAYS: digits only, as the rubric asks' : 'JUDGE-SAYS: not digits only' };
+    return {
+      trajectory: t.index,
+      score: digits ? 0.8 : 0.3,
+      explanation: digits ? 'JUDGE-SAYS: digits only, as the rubric asks' : 'JUDGE-SAYS: not digits only',
+    };
   });
 
 let stack: OptimizeStack;
@@ -78,7 +82,7 @@ test('the judge settings come from a train.yaml judge: section (--config), the f
   const plan = planFromFlags(DESK_AGENT, deskFlags(stack.llm, { test: undefined, budget: '40', config: join(dir, 'train.yaml'), 'judge-model': 'flag-judge' }));
   assert.equal(plan.config.judge!.model, 'flag-judge');
   assert.equal(plan.config.judge!.weight, 0.5);
-  assert.deepEqual(plan.config.judge!.rubric, { file: join(dir, 'rubric.md') }, "the rubric found beside the config file");
+  assert.deepEqual(plan.config.judge!.rubric, { file: join(dir, 'rubric.md') }, 'the rubric found beside the config file');
   assert.equal(planFromFlags(DESK_AGENT, deskFlags(stack.llm, { test: undefined, budget: '40' })).config.judge, null);
   assert.throws(
     () => planFromFlags(DESK_AGENT, deskFlags(stack.llm, { test: undefined, budget: '40', 'judge-url': 'http://127.0.0.1:9/v1' })),
