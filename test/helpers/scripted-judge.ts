@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { rng } from '../../samples/shared/rng.js';
 
 /** One trajectory as the judge read it: its place in this request (1-based), its text, and what the text says. */
 export interface ReadTrajectory {
@@ -94,25 +95,13 @@ export function draw(seed: number, text: string): number {
   return createHash('sha256').update(`${seed}\u0000${text}`).digest().readUInt32BE(0) / 2 ** 32;
 }
 
-/** A seeded stream of numbers in [0, 1) (mulberry32): the same seed, the same sequence. */
-export function seededStream(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 /**
  * A judge that scores at random: every score of every call is the next draw of a seeded sequence, whatever it reads,
  * so the same trajectory shown twice (or judged again) gets another score. It teaches nothing, and it disagrees with
  * itself as much as it disagrees with anything (judge.retest reads its reliability as ~0).
  */
 export function randomJudge(seed: number): (r: JudgeRequest) => ScoreLine[] {
-  const next = seededStream(seed);
+  const next = rng(seed);
   return (r) => r.trajectories.map((t) => ({ trajectory: t.index, score: Math.round(next() * 100) / 100, explanation: 'a coin decided' }));
 }
 

@@ -14,7 +14,7 @@ import { advantagesPerPolicy } from '../../daemon/algorithm/step-advantages.js';
 import type { CreditedItem } from '../../daemon/algorithm/step-credit.js';
 import type { RolledOut } from '../../daemon/algorithm/step-collect.js';
 import { evidenceOf, reliabilityOf, smoothed, SMOOTHING, type ReliabilityState } from '../../daemon/judge/reliability.js';
-import { seededStream } from '../helpers/scripted-judge.js';
+import { rng as seededStream } from '../../samples/shared/rng.js';
 
 const close = (a: number | null, b: number, eps = 1e-12) => assert.ok(a !== null && Math.abs(a - b) < eps, `${a} is not ${b}`);
 
