@@ -1,5 +1,5 @@
 /**
- * `npm run bench:judge [-- --quick] [-- --steps N]` (bench/README.md): does an LLM judge teach as the reward it stands
+ * `npm run bench:judge [-- --quick] [-- --steps N] [-- --ways judge,random]` (bench/README.md): does an LLM judge teach as the reward it stands
  * in for? The calc demo (`npm run demo`: the shipped warm-up, samples/calc/train.yaml, the real gateway and runner)
  * trained three ways for the same number of GRPO steps and the same seed (train.yaml's training.seed), so a loaded
  * machine changes only the wall time, never how much each way trained; held-out accuracy always measured by calc's own
@@ -9,10 +9,17 @@
  *   judge         an LLM judge whose rubric holds the expected answers (a scripted judge model over HTTP,
  *                 test/helpers/scripted-judge.ts: it reads each trajectory's final answer and the rubric's answer for
  *                 the task it is sent), in group mode, its scores replacing the agent's reward
- *   random        a judge that scores at random: it must teach nothing
+ *   random        a judge that scores at random: every score of every call a fresh draw of a seeded sequence
+ *                 (scripted-judge.ts randomJudge), so a trajectory shown twice gets two unrelated scores; it must teach
+ *                 nothing (judge.retest reads its reliability and leaves its groups out of the update)
+ *   arbitrary     (only when --ways names it) a judge whose score is a fixed hash of the trajectory's text
+ *                 (arbitraryJudge): consistent with itself, so no retest can see it, but unrelated to the answers; what
+ *                 the random way was before it drew per call. It is an arbitrary reward function, not noise.
  * The bars (issue #41): judge's held-out within 0.05 of programmatic's; random's within 0.05 of where it started.
- * Writes bench/results/judge.json (`{date, machine, quick, metrics}`). --quick: 3 steps each (the shape only: the bars
- * are for the full budget).
+ * Each judged way also reports the judge's mean reliability over the steps and the groups left out as too unreliable.
+ * Writes bench/results/judge.json (`{date, machine, quick, ways, metrics}`); with --ways naming fewer than the three,
+ * bench/results/judge-<ways>.json, and a bar only when both its ways ran. --quick: 3 steps each (the shape only: the
+ * bars are for the full budget).
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -22,9 +29,10 @@ import { SqliteStore } from '../daemon/store/sqlite.js';
 import { METRICS } from '../protocol/metrics.js';
 import { runCalcDemo } from '../samples/calc/demo.js';
 import { DATA_DIR } from '../samples/calc/make-data.js';
-import { answerKeyJudge, randomJudge, startScriptedJudge, type JudgeRequest, type ScoreLine } from '../test/helpers/scripted-judge.js';
+import { answerKeyJudge, arbitraryJudge, randomJudge, startScriptedJudge, type JudgeRequest, type ScoreLine } from '../test/helpers/scripted-judge.js';
 
-type Way = 'programmatic' | 'judge' | 'random';
+const ALL_WAYS = ['judge', 'random', 'programmatic', 'arbitrary'] as const;
+type Way = (typeof ALL_WAYS)[number];
 /** The judges first: a judge that cannot be reached or read shows in minutes, not after a whole programmatic run. */
 const WAYS: Way[] = ['judge', 'random', 'programmatic'];
 /** The bars the issue sets (held-out accuracy, 0-1). */
@@ -51,7 +59,13 @@ function answerRubric(): string {
 
 /** One way of training the demo for `steps` steps: held-out before and after, minutes, the judge's calls and tokens. */
 async function trainOneWay(way: Way, steps: number, rubricFile: string) {
-  const score: ((r: JudgeRequest) => ScoreLine[]) | null = way === 'judge' ? answerKeyJudge() : way === 'random' ? randomJudge(11) : null;
+  const scorers: Record<Way, (() => (r: JudgeRequest) => ScoreLine[]) | null> = {
+    judge: answerKeyJudge,
+    random: () => randomJudge(11),
+    arbitrary: () => arbitraryJudge(11),
+    programmatic: null,
+  };
+  const score = scorers[way]?.() ?? null;
   const judge = score ? await startScriptedJudge({ score }) : null;
   const dataDir = mkdtempSync(join(tmpdir(), `agl-bench-judge-${way}-`));
   try {
@@ -63,6 +77,7 @@ async function trainOneWay(way: Way, steps: number, rubricFile: string) {
     const points = await store.queryMetrics(r.runId);
     await store.close();
     const sum = (name: string) => points.filter((p) => p.name === name).reduce((a, p) => a + p.value, 0);
+    const reliability = points.filter((p) => p.name === METRICS.judgeReliability);
     return {
       before: r.before ?? 0,
       after: r.after ?? 0,
@@ -71,6 +86,8 @@ async function trainOneWay(way: Way, steps: number, rubricFile: string) {
       judgeCalls: sum(METRICS.judgeCalls),
       judgeTokens: sum(METRICS.judgeTokens),
       judgeFailedGroups: sum(METRICS.judgeFailedGroups),
+      ...(reliability.length ? { judgeReliabilityMean: reliability.reduce((a, p) => a + p.value, 0) / reliability.length } : {}),
+      ...(judge ? { judgeUnreliableGroups: sum(METRICS.judgeUnreliableGroups) } : {}),
     };
   } finally {
     await judge?.close();
@@ -78,39 +95,66 @@ async function trainOneWay(way: Way, steps: number, rubricFile: string) {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, steps: { type: 'string' } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, steps: { type: 'string' }, ways: { type: 'string' } } });
   const steps = values.steps ? Number(values.steps) : values.quick ? QUICK_STEPS : STEPS;
   if (!Number.isInteger(steps) || steps < 1) throw new Error(`--steps must be a whole number of GRPO steps, at least 1; got '${values.steps}'`);
+  const ways = values.ways ? waysOf(values.ways) : WAYS;
   const rubricFile = join(mkdtempSync(join(tmpdir(), 'agl-bench-judge-')), 'rubric.md');
   writeFileSync(rubricFile, answerRubric());
   const metrics: Record<string, number> = { budget_steps: steps };
-  for (const way of WAYS) {
+  for (const way of ways) {
     process.stderr.write(`bench:judge: training calc with the ${way} reward for ${steps} steps\n`);
     const r = await trainOneWay(way, steps, rubricFile);
     for (const [k, v] of Object.entries(r)) metrics[`${way}.${k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`] = round(v);
   }
-  metrics['judge.gap_to_programmatic'] = round(Math.abs(metrics['judge.after']! - metrics['programmatic.after']!));
-  metrics['random.gain'] = round(metrics['random.after']! - metrics['random.before']!);
-  metrics['bar.judge_within_0_05_of_programmatic'] = metrics['judge.gap_to_programmatic']! <= BAR ? 1 : 0;
-  metrics['bar.random_within_0_05_of_start'] = Math.abs(metrics['random.gain']!) <= BAR ? 1 : 0;
+  if (ways.includes('judge') && ways.includes('programmatic')) {
+    metrics['judge.gap_to_programmatic'] = round(Math.abs(metrics['judge.after']! - metrics['programmatic.after']!));
+    metrics['bar.judge_within_0_05_of_programmatic'] = metrics['judge.gap_to_programmatic']! <= BAR ? 1 : 0;
+  }
+  if (ways.includes('random')) {
+    metrics['random.gain'] = round(metrics['random.after']! - metrics['random.before']!);
+    metrics['bar.random_within_0_05_of_start'] = Math.abs(metrics['random.gain']!) <= BAR ? 1 : 0;
+  }
   const machine = `${cpus().length}x ${cpus()[0]?.model.trim() ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}, load ${loadavg()[0]!.toFixed(1)}`;
   mkdirSync('bench/results', { recursive: true });
-  const file = 'bench/results/judge.json';
-  writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), machine, quick: values.quick, metrics }, null, 2)}\n`);
+  const full = WAYS.every((w) => ways.includes(w));
+  const file = full ? 'bench/results/judge.json' : `bench/results/judge-${ways.join('-')}.json`;
+  writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), machine, quick: values.quick, ways, metrics }, null, 2)}\n`);
   const f = (k: string) => (metrics[k] === undefined ? '-' : metrics[k]!.toFixed(2)).padStart(7);
   process.stdout.write(
-    `\nreward         before   after  steps  minutes  judge calls\n` +
-      WAYS.map(
-        (w) =>
-          `${w.padEnd(13)} ${f(`${w}.before`)} ${f(`${w}.after`)} ${String(metrics[`${w}.steps`] ?? '-').padStart(6)} ${f(`${w}.minutes`)} ${String(metrics[`${w}.judge_calls`] ?? 0).padStart(12)}`,
-      ).join('\n') +
-      `\njudge vs programmatic: ${f('judge.gap_to_programmatic').trim()} apart (bar ${BAR}: ${metrics['bar.judge_within_0_05_of_programmatic'] ? 'met' : 'NOT met'})` +
-      `\nrandom judge: ${f('random.gain').trim()} from its start (bar ${BAR}: ${metrics['bar.random_within_0_05_of_start'] ? 'met' : 'NOT met'})` +
+    `\nreward         before   after  steps  minutes  judge calls  reliability  unreliable groups\n` +
+      ways
+        .map(
+          (w) =>
+            `${w.padEnd(13)} ${f(`${w}.before`)} ${f(`${w}.after`)} ${String(metrics[`${w}.steps`] ?? '-').padStart(6)} ${f(`${w}.minutes`)} ${String(metrics[`${w}.judge_calls`] ?? 0).padStart(12)}` +
+            ` ${f(`${w}.judge_reliability_mean`).padStart(12)} ${String(metrics[`${w}.judge_unreliable_groups`] ?? '-').padStart(18)}`,
+        )
+        .join('\n') +
+      bars(metrics) +
       `${values.quick ? '\n(--quick: the shape only; the bars are for the full budget)' : ''}\nwritten ${file}\n`,
   );
 }
 
 const round = (x: number, digits = 3) => Math.round(x * 10 ** digits) / 10 ** digits;
+
+/** The ways --ways names (comma-separated), checked. */
+function waysOf(list: string): Way[] {
+  const ways = list.split(',').map((w) => w.trim());
+  const unknown = ways.filter((w) => !(ALL_WAYS as readonly string[]).includes(w));
+  if (unknown.length || !ways.length) throw new Error(`--ways takes a comma-separated list of ${ALL_WAYS.join(', ')}; got '${list}'`);
+  return [...new Set(ways)] as Way[];
+}
+
+/** The bars the ways run allow, in words. */
+function bars(m: Record<string, number>): string {
+  const met = (k: string) => (m[k] ? 'met' : 'NOT met');
+  const gap = m['judge.gap_to_programmatic'];
+  const gain = m['random.gain'];
+  return (
+    (gap === undefined ? '' : `\njudge vs programmatic: ${gap.toFixed(2)} apart (bar ${BAR}: ${met('bar.judge_within_0_05_of_programmatic')})`) +
+    (gain === undefined ? '' : `\nrandom judge: ${gain.toFixed(2)} from its start (bar ${BAR}: ${met('bar.random_within_0_05_of_start')})`)
+  );
+}
 
 main().then(
   () => process.exit(0),

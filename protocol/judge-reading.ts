@@ -5,9 +5,10 @@
  * judge replaces. Pure, no I/O; no zod (the viewer's bundle reads it).
  *
  * The rules:
- *  - a rollout's verdict is its latest judge span (end time, ties by sequence id): the judge's score and explanation
+ *  - a rollout's verdict is its latest judge span that is no retest (end time, ties by sequence id): the judge's score and explanation
  *    of this rollout, the place it was shown at among the call's rollouts, the call's tokens and cost; a failed call's
- *    span has an error status and no score;
+ *    span has an error status and no score; a retest's second score (judge.retest: the copy's place and score on the
+ *    same span in group mode, a judge span marked `agl.judge.retest` in single mode) goes with it, never as a reward;
  *  - the reward the judge gave is the reward span with `agl.reward.source` `judge` (the final reward: its value is the
  *    judge's score, or the agent's reward plus judge.weight times it; its feedback is the explanation);
  *  - an attempt's locked reward is the last reward span the agent marked `agl.reward.locked`.
@@ -62,6 +63,8 @@ export interface JudgeVerdict {
   /** This rollout's place among those the judge was shown (1-based), and the rollout ids in that order. */
   position: number | null;
   order: string[];
+  /** A retest: the judge's second score of this rollout, and where the second copy was shown (group mode); null without one. */
+  retest: { score: number | null; position: number | null } | null;
   /** Why the call failed (after its tries), null when it answered. */
   error: string | null;
   attempts: number | null;
@@ -85,9 +88,17 @@ function orderOf(v: AttributeValue | undefined): string[] {
 
 /** The rollout's verdict (give the spans of one attempt): its latest judge span and the judge's reward; null when never judged. */
 export function judgeVerdict(spans: readonly SpanLike[]): JudgeVerdict | null {
-  const judged = spans.filter(isJudgeSpan).sort(byEnd).at(-1);
+  const all = spans.filter(isJudgeSpan).sort(byEnd);
+  const judged = all.filter((s) => s.attributes[AGL.judgeRetest] !== true).at(-1);
   if (!judged) return null;
   const a = judged.attributes;
+  const retestCall = all.filter((s) => s.attributes[AGL.judgeRetest] === true).at(-1);
+  const retest =
+    a[AGL.judgeRetestPosition] !== undefined
+      ? { score: num(a[AGL.judgeRetestScore]), position: num(a[AGL.judgeRetestPosition]) }
+      : retestCall
+        ? { score: num(retestCall.attributes[AGL.judgeScore]), position: null }
+        : null;
   const reward = spans.filter(isJudgeReward).sort(byEnd).at(-1);
   let agentReward: number | null = null;
   const components = reward ? str(reward.attributes[AGL.rewardComponents]) : null;
@@ -109,6 +120,7 @@ export function judgeVerdict(spans: readonly SpanLike[]): JudgeVerdict | null {
     mode: mode === 'group' || mode === 'single' ? mode : null,
     position: num(a[AGL.judgePosition]),
     order: orderOf(a[AGL.judgeOrder]),
+    retest,
     error: judged.status.code === 'error' ? (judged.status.message ?? 'the judge call failed') : null,
     attempts: num(a[AGL.judgeAttempts]),
     inputTokens: num(a[AGL.judgeInputTokens]),

@@ -7,9 +7,23 @@
  */
 import { z } from 'zod';
 import type { CliCommand, FlagsOf } from './cli-options.js';
+import { JudgeSection, judgeFlags } from './judge-settings.js';
 import { PromptName } from './prompts.js';
 
 export const OPTIMIZE_ALGORITHMS = ['gepa', 'beam'] as const;
+
+/**
+ * The judge's settings as flags (protocol/judge-settings.ts), but those of training only: the self-judging switch (no
+ * policy is trained here), the mode (each rollout is judged alone: single), validation and the retest (no GRPO group).
+ */
+const {
+  'allow-self-judge': _selfJudge,
+  'judge-mode': _mode,
+  'judge-validation': _validation,
+  'judge-retest': _retest,
+  'judge-min-reliability': _floor,
+  ...OPTIMIZE_JUDGE_FLAGS
+} = judgeFlags();
 
 export const OPTIMIZE_COMMAND = {
   name: 'optimize',
@@ -66,6 +80,12 @@ export const OPTIMIZE_COMMAND = {
     'meta-edit': { type: 'string', arg: 'FILE', help: "beam's edit meta-prompt (meta/edit.md)" },
     'meta-merge': { type: 'string', arg: 'FILE', help: "gepa's merge meta-prompt (meta/merge.md)" },
     'max-prompt-chars': { type: 'string', arg: 'N', help: 'a candidate with a longer prompt is refused', default: '8000' },
+    config: {
+      type: 'string',
+      arg: 'FILE',
+      help: 'a train.yaml whose judge: section scores every rollout (its score the reward, its explanation the feedback); the --judge-* flags override it',
+    },
+    ...OPTIMIZE_JUDGE_FLAGS,
     workers: { type: 'string', arg: 'N', help: 'runner workers in this process (0: rely on `agl runner` processes)', default: '4' },
     'rollout-timeout': { type: 'string', arg: 'S', help: 'a rollout running longer fails (and scores 0, its error as feedback)', default: '120' },
     resume: { type: 'string', arg: 'RUN', help: 'continue a run (killed or stopped) from what it scored; it reaches the same end' },
@@ -80,7 +100,10 @@ export const OPTIMIZE_COMMAND = {
   notes:
     'The task files are JSON lines (an "id" field names a task). The optimizer sees each rollout\'s LLM calls and the\n' +
     "reward's feedback (emitReward(v, { feedback }) or an agent returning { reward, feedback }); a failed rollout scores 0\n" +
-    'with its error as feedback. Ctrl-C stops the run; --resume RUN continues it.',
+    'with its error as feedback. With an LLM judge (--judge-url, --judge-model, --judge-rubric, or --config train.yaml\n' +
+    'with a judge: section), the judge scores every rollout that succeeded, one call each (single mode): its score is\n' +
+    "the reward (with --judge-weight w: the agent's own plus w times it), its explanation the feedback the optimizer\n" +
+    'reads; a reward the agent locked is kept. Ctrl-C stops the run; --resume RUN continues it.',
 } as const satisfies CliCommand;
 
 export const OPTIMIZE_PROMOTE_COMMAND = {
@@ -145,6 +168,8 @@ export const OptimizeConfig = z
     meta: z.object({ reflect: z.string(), critique: z.string(), edit: z.string(), merge: z.string() }).strict(),
     workers: z.number().int().min(0),
     rolloutTimeoutSeconds: z.number().positive(),
+    /** An LLM judge scoring every rollout (--judge-*, --config's judge:), one call each; null: the agent's own rewards. */
+    judge: JudgeSection.nullable().default(null),
   })
   .strict();
 export type OptimizeConfig = z.infer<typeof OptimizeConfig>;

@@ -111,6 +111,12 @@ export const AGL = {
   /** On a judge span: this rollout's score from the judge (0-1) and the judge's words about it. */
   judgeScore: 'agl.judge.score',
   judgeExplanation: 'agl.judge.explanation',
+  /** A retest (judge.retest): on the judge span of a rollout a group call showed twice, the second copy's place
+   *  (1-based, in agl.judge.order) and its score; `true` on the span of a single-mode call that scored a rollout a
+   *  second time. A retest's score is never a reward: the pair measures how far the judge agrees with itself. */
+  judgeRetestPosition: 'agl.judge.retest_position',
+  judgeRetestScore: 'agl.judge.retest_score',
+  judgeRetest: 'agl.judge.retest',
   /** Prompt spans (SPAN.prompt, one per `llm.prompt` call; protocol/prompt-template.ts): the prompt's name; its text's
    *  source (`candidate` | `promoted` | `seed`); its version (the candidate id, the promoted candidate's id or
    *  `promoted`, or `seed`); the first 12 hex digits of the sha256 of the text (before its vars are filled in); the

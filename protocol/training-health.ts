@@ -16,9 +16,19 @@
  *  6. each task's rollouts scored alike (a pass/fail reward and samples too alike).
  * With one policy per role, a step's notes also name a policy that did not update: its roles made no call in the
  * step (they run only on some paths of the agent), or none of its calls had an advantage. With an LLM judge, a step's
- * notes say how many groups it could not score (left out of the update, never scored 0) and why.
+ * notes say how many groups it could not score (left out of the update, never scored 0) and why, and when its
+ * test-retest reliability (judge.retest) scaled the update or left its groups out.
  */
-import { JUDGE_FAILURES, METRICS, parseJudgeFailureMetric, parsePolicyMetric, parseRoleMetric, policyMetric, type JudgeFailure } from './metrics.js';
+import {
+  JUDGE_FAILURES,
+  METRICS,
+  RELIABILITY_SAID_BELOW,
+  parseJudgeFailureMetric,
+  parsePolicyMetric,
+  parseRoleMetric,
+  policyMetric,
+  type JudgeFailure,
+} from './metrics.js';
 import { runRoles, type RolesConfig } from './call-roles.js';
 import { NEAR_GREEDY_TEMPERATURE } from './span-reading.js';
 
@@ -61,6 +71,11 @@ export interface StepFacts {
   judgeGroups: number | null;
   judgeFailed: number | null;
   judgeFailures: Map<JudgeFailure, number>;
+  /** With judge.retest: the judge's reliability the update used, the noise and signal behind it, the groups it left out. */
+  judgeReliability: number | null;
+  judgeNoise: number | null;
+  judgeSignal: number | null;
+  judgeUnreliable: number | null;
 }
 
 const FIELDS: Partial<Record<string, keyof StepFacts>> = {
@@ -77,6 +92,10 @@ const FIELDS: Partial<Record<string, keyof StepFacts>> = {
   [METRICS.gradNorm]: 'gradNorm',
   [METRICS.judgeGroups]: 'judgeGroups',
   [METRICS.judgeFailedGroups]: 'judgeFailed',
+  [METRICS.judgeReliability]: 'judgeReliability',
+  [METRICS.judgeNoise]: 'judgeNoise',
+  [METRICS.judgeSignal]: 'judgeSignal',
+  [METRICS.judgeUnreliableGroups]: 'judgeUnreliable',
 };
 
 /**
@@ -308,7 +327,7 @@ export function diagnosisSentence(d: LearningDiagnosis): string {
 /** A note on one step of a run, for the dashboard. */
 export interface StepNote {
   step: number;
-  kind: 'no-update' | 'zero-variance' | 'policy-no-update' | 'judge-left-out';
+  kind: 'no-update' | 'zero-variance' | 'policy-no-update' | 'judge-left-out' | 'judge-unreliable';
   /** The policy a `policy-no-update` note is about. */
   policy?: string;
   text: string;
@@ -343,9 +362,25 @@ function judgeLeftOut(f: StepFacts): string {
   return `the judge could not score ${failed}${of} group${failed + (f.judgeGroups ?? 0) === 1 ? '' : 's'}${why ? ` (${why})` : ''}: left out of the update${f.judgeGroups === 0 ? ', so nothing was left to train on' : ''}`;
 }
 
+const JUDGE_NOISE_ADVICE =
+  'a judge that agrees with itself: judge.temperature 0, a larger judge model, a rubric with a concrete scale (what scores 1, 0.5, 0); agl judge check RUN reports its self-agreement; judge.minReliability sets the floor';
+
+/** What the judge's reliability did to a step's update, when it bit: scaled its groups' advantages, or left them out. */
+function judgeUnreliableNote(f: StepFacts): string | null {
+  const r = f.judgeReliability;
+  if (r === null || r >= RELIABILITY_SAID_BELOW) return null;
+  const fmt = (x: number | null) => (x === null ? '?' : x.toFixed(3));
+  const why = `the judge disagreed with itself on trajectories it was shown twice (noise ${fmt(f.judgeNoise)} against a spread of ${fmt(f.judgeSignal)} within groups)`;
+  const out = f.judgeUnreliable ?? 0;
+  if (out > 0)
+    return `judge reliability ${r.toFixed(2)}, below judge.minReliability: ${why}, so its ${out} group${out === 1 ? ' was' : 's were'} left out of the update`;
+  return `judge reliability ${r.toFixed(2)}: ${why}, so the judged groups' advantages were scaled by ${r.toFixed(2)}`;
+}
+
 /** Why a step did not update, in a few words, and what to try first (the run-level words of its cause). */
 function noUpdateNote(f: StepFacts, ctx: RunContext): { why: string; tryFirst: string } {
   if ((f.judgeFailed ?? 0) > 0 && f.judgeGroups === 0) return { why: 'the judge could not score any group', tryFirst: judgeAdvice(f) };
+  if ((f.judgeUnreliable ?? 0) > 0) return { why: 'the judge was too unreliable to train on (its note says how)', tryFirst: JUDGE_NOISE_ADVICE };
   const kind = stepCause(f);
   if (kind) {
     const e = explain(kind, [f], ctx);
@@ -417,6 +452,8 @@ export function stepNotes(points: Iterable<PointLike>, ctx: RunContext = {}): St
     const zero = f.zeroStd ?? 0;
     const judgeFailed = (f.judgeFailed ?? 0) > 0;
     if (judgeFailed) notes.push({ step: f.step, kind: 'judge-left-out', text: judgeLeftOut(f), tryFirst: judgeAdvice(f) });
+    const unreliable = judgeUnreliableNote(f);
+    if (unreliable) notes.push({ step: f.step, kind: 'judge-unreliable', text: unreliable, tryFirst: JUDGE_NOISE_ADVICE });
     // The judge's note says why a step whose every group it could not score did not update.
     if (judgeFailed && f.judgeGroups === 0) continue;
     if (!stepUpdated(f)) {

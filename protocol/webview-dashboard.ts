@@ -54,9 +54,24 @@ export const DASHBOARD_CHARTS: DashboardChart[] = [
   {
     id: 'judge-groups',
     title: 'Judge: calls, groups scored and left out',
-    metrics: [METRICS.judgeCalls, METRICS.judgeGroups, METRICS.judgeFailedGroups, ...(Object.keys(JUDGE_FAILURES) as JudgeFailure[]).map(judgeFailureMetric)],
+    metrics: [
+      METRICS.judgeCalls,
+      METRICS.judgeGroups,
+      METRICS.judgeFailedGroups,
+      ...(Object.keys(JUDGE_FAILURES) as JudgeFailure[]).map(judgeFailureMetric),
+      METRICS.judgeRetestPairs,
+      METRICS.judgeUnreliableGroups,
+    ],
     yTitle: 'calls, groups',
   },
+  // judge.retest: how far the judge agrees with itself (its reliability scales the judged groups' advantages).
+  {
+    id: 'judge-reliability',
+    title: 'Judge: reliability (test-retest)',
+    metrics: [METRICS.judgeReliability],
+    yTitle: "r = 1 - noise/signal (the update's scale)",
+  },
+  { id: 'judge-noise', title: 'Judge: noise against signal', metrics: [METRICS.judgeNoise, METRICS.judgeSignal], yTitle: 'variance of scores' },
   { id: 'judge-cost', title: 'Judge: cost per step', metrics: [METRICS.judgeCost], yTitle: 'cost (at judge.priceIn / priceOut)' },
   { id: 'judge-tokens', title: 'Judge: tokens per step', metrics: [METRICS.judgeTokens], yTitle: 'tokens (prompt + completion)' },
 ];

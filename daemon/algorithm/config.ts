@@ -4,8 +4,9 @@
  * overrides the defaults. Unknown keys are errors that name the key, so a typo never silently trains with a default.
  */
 import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { JudgeSection, type JudgeSettings } from '../../protocol/judge-settings.js';
 import { DataSection, TrainConfig, type TrainConfigInput } from '../../protocol/train-config.js';
 
 export { engineOptions } from './engine-config.js';
@@ -56,6 +57,31 @@ export function readConfigFile(path: string): unknown {
 export function resolveTrainConfig(file: string | null, overrides: TrainConfigInput = {}): TrainConfig {
   const fromFile = file ? readConfigFile(file) : {};
   return parseTrainConfig(deepMerge(deepMerge({}, fromFile), overrides), file ?? 'config');
+}
+
+/**
+ * A judge's settings from where they can be given, each over the one before: `base` (a run's recorded judge:), the
+ * `configFile`'s judge: section (its rubric file found from the config file's folder), the --judge-* flags (`given`,
+ * from configOverrides; a rubric file from the working directory). Null when none of them names a judge.
+ */
+export function judgeSettingsFrom(
+  base: JudgeSettings | null,
+  configFile: string | undefined,
+  given: Record<string, unknown> | undefined,
+): JudgeSettings | null {
+  let from: unknown = base;
+  if (configFile) {
+    const fromFile = resolveTrainConfig(configFile).judge;
+    if (fromFile && typeof fromFile.rubric === 'object' && !isAbsolute(fromFile.rubric.file))
+      fromFile.rubric = { file: resolve(dirname(configFile), fromFile.rubric.file) };
+    from = fromFile ?? from;
+  }
+  const flags = given ? { ...given } : undefined;
+  if (flags && typeof flags.rubric === 'object' && flags.rubric) flags.rubric = { file: resolve((flags.rubric as { file: string }).file) };
+  if (!from && !flags) return null;
+  const r = JudgeSection.safeParse(deepMerge(from ?? {}, flags ?? {}));
+  if (!r.success) throw new Error(`invalid judge settings: ${r.error.issues.map((i) => `judge.${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  return r.data;
 }
 
 /** The task files a config file names (its `data:` section), resolved from the file's folder; a missing one is undefined. */

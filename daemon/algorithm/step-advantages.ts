@@ -3,7 +3,9 @@
  * settings (scaling, zero-std skipping) over the step's groups (per task, or per task and role with
  * `training.groupBy: task-role`), so a call's advantage comes from its own episode's group whatever policy served it,
  * and keeps the calls of its own roles. With dynamic sampling, a policy that asked for it trains on the groups it
- * kept, the others on the scheduled groups (their batch as without it).
+ * kept, the others on the scheduled groups (their batch as without it). With an LLM judge's reliability (judge.retest,
+ * step-judge.ts), the advantages of the groups it scored are multiplied by it, or (scale 0, below judge.minReliability)
+ * those groups are left out of the update.
  */
 import type { TrainConfig } from './config.js';
 import { computeAdvantages } from './grpo.js';
@@ -25,7 +27,13 @@ export interface CreditedStep {
 }
 
 /** Each policy's advantages over the step's credited calls (`items`, from creditStep over `rolled.groups`). */
-export function advantagesPerPolicy(items: CreditedItem[], rolled: RolledOut, policies: TrainedPolicy[], training: TrainConfig['training']): CreditedStep {
+export function advantagesPerPolicy(
+  items: CreditedItem[],
+  rolled: RolledOut,
+  policies: TrainedPolicy[],
+  training: TrainConfig['training'],
+  judged?: { groups: ReadonlySet<string>; scale: number } | null,
+): CreditedStep {
   // training.groupBy task-role: a call is compared with its own role's calls of the task only (the store keeps the
   // task as the group; the views split it by role again to show the numbers).
   const advantageGroup = (i: CreditedItem) => (training.groupBy === 'task-role' ? `${i.groupId}\u0000${i.s.agentName ?? ''}` : i.groupId);
@@ -40,9 +48,11 @@ export function advantagesPerPolicy(items: CreditedItem[], rolled: RolledOut, po
     const mine: KeptItem[] = [];
     items.forEach((it, k) => {
       if (p.roles && !p.roles.includes(it.s.agentName ?? '')) return;
-      const inBatch = !groups || groups.has(it.groupId);
-      advantages[k] = inBatch ? adv.advantages[k]! : 0;
-      if (inBatch && adv.keep[k]) mine.push({ ...it, advantage: adv.advantages[k]! });
+      const scale = judged?.groups.has(it.groupId) ? judged.scale : 1;
+      const inBatch = (!groups || groups.has(it.groupId)) && scale > 0;
+      const a = adv.advantages[k]! * scale;
+      advantages[k] = inBatch ? a : 0;
+      if (inBatch && adv.keep[k]) mine.push({ ...it, advantage: a });
     });
     return mine;
   });

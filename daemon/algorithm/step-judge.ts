@@ -7,7 +7,10 @@
  * judge's explanation as its feedback, beside the judge call's span. A group the judge could not score after its
  * tries is left out of the step (no reward, no transition, no update), counted by why (judge/failed_<kind>) for the
  * step's notes, never scored 0. Validation rollouts are judged one by one (single mode) per judge.validation; one the
- * judge could not score is left out of the held-out mean.
+ * judge could not score is left out of the held-out mean. With judge.retest (the default) the judge is also shown one
+ * trajectory twice (every group call; single mode: one rollout a step) and the step keeps the evidence of how far it
+ * agrees with itself (daemon/judge/reliability.ts): the trainer scales the judged groups' advantages by the reliability
+ * (step-advantages.ts), or leaves them out below judge.minReliability.
  */
 import { METRICS, judgeFailureMetric, JUDGE_FAILURES, type JudgeFailure } from '../../protocol/metrics.js';
 import { isJudgeReward, lockedReward } from '../../protocol/judge-reading.js';
@@ -15,6 +18,8 @@ import { pickFinalReward } from '../../protocol/span-reading.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { Judge, RolloutToJudge } from '../judge/judge.js';
 import { judgeCallSpans, judgedReward, type JudgedReward } from '../judge/record.js';
+import { evidenceOf, reliabilityOf, smoothed, type ReliabilityEvidence, type ReliabilityState } from '../judge/reliability.js';
+import { seededOrder } from '../judge/request.js';
 import type { RewardSeen } from './adapter.js';
 import type { GroupRollout } from './rollouts.js';
 
@@ -48,11 +53,40 @@ export function judgeMetrics(t: JudgeTotals): Record<string, number> {
   };
 }
 
+/** The judge's reliability at a step (reliability.ts), and what the trainer does with the groups it judged. */
+export interface JudgeReliabilityStep {
+  r: number;
+  noise: number | null;
+  signal: number | null;
+  /** Retest pairs this step. */
+  pairs: number;
+  /** The tasks whose groups the judge scored this step. */
+  groups: ReadonlySet<string>;
+  /** What their advantages are multiplied by: r, or 0 below judge.minReliability (then they are left out). */
+  scale: number;
+  floor: number;
+}
+
+/** The reliability's part of a step's metrics: r, the noise and signal behind it, the pairs, the groups it left out. */
+export function reliabilityMetrics(j: JudgeReliabilityStep): Record<string, number> {
+  return {
+    [METRICS.judgeReliability]: j.r,
+    ...(j.noise !== null ? { [METRICS.judgeNoise]: j.noise } : {}),
+    ...(j.signal !== null ? { [METRICS.judgeSignal]: j.signal } : {}),
+    [METRICS.judgeRetestPairs]: j.pairs,
+    [METRICS.judgeUnreliableGroups]: j.scale === 0 ? j.groups.size : 0,
+  };
+}
+
 /** The judge's share of one step: it judges the step's rounds of rollouts and its validation, and keeps the totals. */
 export class StepJudge {
   readonly totals = newTotals();
   /** Why the last group the judge could not score has no score (null while none failed). */
   lastReason: string | null = null;
+  /** The training groups it scored this step: their tasks, its scores of each, its retest pairs (reliability's evidence). */
+  private readonly judgedTasks = new Set<string>();
+  private readonly scored: number[][] = [];
+  private readonly pairs: [number, number][] = [];
 
   constructor(
     private readonly judge: Judge,
@@ -60,15 +94,22 @@ export class StepJudge {
     private readonly o: { runId: string; step: number; log?: (m: string) => void; onProgress?: (done: number, total: number) => void },
   ) {}
 
-  /** A training round's groups judged: a rollout's reward becomes the judge's; a group it could not score is left out. */
+  /**
+   * A training round's groups judged: a rollout's reward becomes the judge's; a group it could not score is left out.
+   * With judge.retest, group mode retests in every call; single mode one rollout of the step (of round 0's groups).
+   */
   async judgeRound(groups: GroupRollout[], round = 0): Promise<JudgedRound> {
     const byTask = new Map<string, GroupRollout[]>();
     for (const g of groups) byTask.set(g.task.id, [...(byTask.get(g.task.id) ?? []), g]);
+    const { retest, mode } = this.judge.settings;
+    const tasks = [...byTask.keys()];
+    const singleRetest = retest && mode === 'single' && round === 0 && tasks.length ? tasks[seededOrder(tasks.length, this.o.step, this.o.runId)[0]!] : null;
     const leftOutTasks = new Set<string>();
     let done = 0;
     await Promise.all(
       [...byTask].map(async ([taskId, members]) => {
-        const ok = await this.judgeGroup(members, `${this.o.runId}\u0000${this.o.step}\u0000${round}\u0000${taskId}`);
+        const again = mode === 'group' ? retest : taskId === singleRetest;
+        const ok = await this.judgeGroup(members, `${this.o.runId}\u0000${this.o.step}\u0000${round}\u0000${taskId}`, { retest: again, train: true });
         if (!ok) leftOutTasks.add(taskId);
         this.o.onProgress?.(++done, byTask.size);
       }),
@@ -87,7 +128,7 @@ export class StepJudge {
     await Promise.all(
       groups.map(async (g) => {
         const judged = g.trajectory !== null && (how === 'judge' || g.trajectory.rewards.length === 0);
-        if (!judged || (await this.judgeGroup([g], `${this.o.runId}\u0000val\u0000${this.o.step}\u0000${g.rollout.id}`, 'single'))) out.push(g);
+        if (!judged || (await this.judgeGroup([g], `${this.o.runId}\u0000val\u0000${this.o.step}\u0000${g.rollout.id}`, { mode: 'single' }))) out.push(g);
       }),
     );
     const dropped = groups.length - out.length;
@@ -95,8 +136,26 @@ export class StepJudge {
     return groups.filter((g) => out.includes(g));
   }
 
+  /** This step's evidence of the judge's reliability: its scores within the groups it scored, its retest pairs. */
+  evidence(): ReliabilityEvidence {
+    return evidenceOf(this.scored, this.pairs);
+  }
+
+  /**
+   * The judge's reliability after this step (`before`: the run's smoothed sums so far) and what it does to the groups
+   * the judge scored; null with judge.retest off. Returns the sums to keep for the next step too.
+   */
+  reliability(before: ReliabilityState | undefined): { step: JudgeReliabilityStep; state: ReliabilityState } | null {
+    const { retest, minReliability } = this.judge.settings;
+    if (!retest) return null;
+    const state = smoothed(before, this.evidence());
+    const rel = reliabilityOf(state);
+    const scale = rel.r < minReliability ? 0 : rel.r;
+    return { state, step: { ...rel, pairs: this.pairs.length, groups: this.judgedTasks, scale, floor: minReliability } };
+  }
+
   /** One group judged (its succeeded rollouts the agent did not lock); false when the judge could not score it. */
-  private async judgeGroup(members: GroupRollout[], salt: string, mode?: 'single'): Promise<boolean> {
+  private async judgeGroup(members: GroupRollout[], salt: string, o: { mode?: 'single'; retest?: boolean; train?: boolean } = {}): Promise<boolean> {
     const candidates: { g: GroupRollout; r: RolloutToJudge }[] = [];
     for (const g of members) {
       if (!g.trajectory) continue;
@@ -109,7 +168,8 @@ export class StepJudge {
       members[0]!.task.input,
       candidates.map((c) => c.r),
       salt,
-      mode,
+      o.mode,
+      { retest: o.retest },
     );
     const rewards = new Map<string, JudgedReward>();
     if ('scores' in judgement)
@@ -127,6 +187,11 @@ export class StepJudge {
       return false;
     }
     this.totals.groups++;
+    if (o.train) {
+      this.judgedTasks.add(members[0]!.task.id);
+      this.scored.push(candidates.map((c) => judgement.scores.get(c.g.rollout.id)!.score));
+      this.pairs.push(...judgement.pairs.map((p): [number, number] => [p.first, p.second]));
+    }
     // The trajectories the step goes on with carry the judged reward as their final one, as the store now does.
     for (const s of stored) {
       const reward = rewards.get(s.rolloutId);

@@ -3,6 +3,7 @@
  * continues from. Plain data; the trainer is its one writer.
  */
 import type { TrainingRun } from '../../protocol/store.js';
+import type { ReliabilityState } from '../judge/reliability.js';
 
 export interface TrainerState {
   runId: string;
@@ -21,8 +22,13 @@ export interface TrainerState {
    * count). A run's one policy counts the run's steps.
    */
   policies?: Record<string, { updates: number }>;
-  /** The LLM judge's part of the last step (its calls, tokens and cost: null without prices), for the progress line. */
-  judge?: { calls: number; tokens: number; cost: number | null };
+  /**
+   * The LLM judge's part of the last step (its calls, tokens and cost: null without prices; with judge.retest its
+   * reliability, the floor, and the judged groups left out below it), for the progress line.
+   */
+  judge?: { calls: number; tokens: number; cost: number | null; reliability?: { r: number; floor: number; leftOut: number } };
+  /** The judge's retest evidence so far, smoothed over steps (daemon/judge/reliability.ts): a resumed run goes on from it. */
+  judgeReliability?: ReliabilityState;
 }
 
 export function newTrainerState(run: TrainingRun): TrainerState {

@@ -26,7 +26,7 @@ import { learningRateAt } from './schedule.js';
 import { advantagesPerPolicy, type KeptItem } from './step-advantages.js';
 import { type CollectContext, collectStep, collectValidation } from './step-collect.js';
 import { creditStep } from './step-credit.js';
-import { failedGroups, judgeMetrics, StepJudge } from './step-judge.js';
+import { failedGroups, judgeMetrics, reliabilityMetrics, StepJudge } from './step-judge.js';
 import { recordStep, stepMetrics, stepPeakMemory } from './step-metrics.js';
 import { type PolicyUpdate, updatePolicy } from './step-update.js';
 import { countUpdate, policyUpdates, type TrainerState } from './trainer-state.js';
@@ -145,12 +145,16 @@ export class Trainer {
     const rolled = await collectStep(this.collectContext, step, judge);
     this.roles.note(rolled.groups, 'train', step);
     const rolloutSeconds = (Date.now() - started) / 1000;
-    const credited = advantagesPerPolicy(creditStep(rolled.groups, config.training), rolled, policies.trained, config.training);
+    // The judge's reliability (judge.retest) scales the advantages of the groups it scored, or leaves them out.
+    const reliability = judge?.reliability(this.state.judgeReliability) ?? null;
+    if (reliability) this.state.judgeReliability = reliability.state;
+    const credited = advantagesPerPolicy(creditStep(rolled.groups, config.training), rolled, policies.trained, config.training, reliability?.step);
     const updates = await this.update(step, credited.perPolicy);
     const times = { rolloutSeconds, stepSeconds: (Date.now() - started) / 1000 };
     const metrics = {
       ...stepMetrics(rolled, credited, updates, times, (name) => this.state.policies?.[name]?.updates ?? 0),
       ...(judge ? judgeMetrics(judge.totals) : {}),
+      ...(reliability ? reliabilityMetrics(reliability.step) : {}),
     };
     await recordStep(this.deps.store, this.state.runId, step + 1, metrics, credited);
     // After recording: a step whose every rollout failed (or whose every group the judge could not score) is on the
@@ -160,7 +164,11 @@ export class Trainer {
     this.state.step = step + 1;
     const reward = metrics[METRICS.rewardMean];
     if (reward !== undefined) this.state.train.push({ step: step + 1, reward });
-    this.state.judge = judge ? { calls: judge.totals.calls, tokens: judge.totals.tokens, cost: judge.totals.cost } : undefined;
+    const rel = reliability?.step;
+    const said = rel && { r: rel.r, floor: rel.floor, leftOut: rel.scale === 0 ? rel.groups.size : 0 };
+    this.state.judge = judge
+      ? { calls: judge.totals.calls, tokens: judge.totals.tokens, cost: judge.totals.cost, ...(said ? { reliability: said } : {}) }
+      : undefined;
     this.peakMemoryKind = stepPeakMemory(updates)?.kind ?? this.peakMemoryKind;
     this.logStep(step + 1, metrics, credited.fracRewardZeroStd);
     return metrics;

@@ -147,7 +147,8 @@ class TrainingRun {
     const reward = j.weight === null ? "its score is each rollout's reward" : `each rollout's reward is the agent's own + ${j.weight} x its score`;
     this.report.log(
       `agl train: an LLM judge scores the rollouts: ${j.model} at ${j.url}, ${j.mode} mode (${j.mode === 'group' ? 'one call per task group' : 'one call per rollout'}); ` +
-        `${reward}, except where the agent locked its own; rubric ${judge.rubricSha}${self ? `; judging itself, as allowed: ${self}` : ''}`,
+        `${reward}, except where the agent locked its own; rubric ${judge.rubricSha}${self ? `; judging itself, as allowed: ${self}` : ''}` +
+        (j.retest ? `; test-retest: its reliability scales the update (left out below ${j.minReliability})` : '; no test-retest (judge.retest false)'),
     );
   }
 

@@ -4,13 +4,13 @@
  * it. The judge's settings: the run's recorded `judge:`, under the --config file's, under the flags. Parses, checks,
  * calls, prints; writes nothing to the store.
  */
-import { dirname, isAbsolute, resolve } from 'node:path';
 import { resolveDataDir } from '../../client/daemon-state.js';
 import { JUDGE_CHECK_COMMAND } from '../../protocol/cli-commands.js';
-import { JudgeSection, type JudgeSettings } from '../../protocol/judge-settings.js';
+import { RELIABILITY_SAID_BELOW } from '../../protocol/metrics.js';
+import type { JudgeSettings } from '../../protocol/judge-settings.js';
 import { recordedTrainConfig } from '../../protocol/train-config.js';
 import { configOverrides } from '../../protocol/train-options.js';
-import { deepMerge, resolveTrainConfig } from '../algorithm/config.js';
+import { judgeSettingsFrom } from '../algorithm/config.js';
 import { loadTasks } from '../algorithm/run-plan.js';
 import { checkJudge, type CheckReport, type CheckedRollout } from '../judge/check.js';
 import { openJudge } from '../judge/open-judge.js';
@@ -21,20 +21,11 @@ type Flags = Parameters<typeof configOverrides>[1];
 
 /** The judge to check: the run's recorded one, under --config's, under the flags; a rubric file found from where it was named. */
 function judgeSettings(recorded: JudgeSettings | null, configFile: string | undefined, flags: Flags): JudgeSettings {
-  let base: unknown = recorded;
-  if (configFile) {
-    const fromFile = resolveTrainConfig(configFile).judge;
-    if (fromFile && typeof fromFile.rubric === 'object' && !isAbsolute(fromFile.rubric.file))
-      fromFile.rubric = { file: resolve(dirname(configFile), fromFile.rubric.file) };
-    base = fromFile ?? base;
-  }
   const given = configOverrides(JUDGE_CHECK_COMMAND.options, flags).judge as Record<string, unknown> | undefined;
-  if (given && typeof given.rubric === 'object' && given.rubric) given.rubric = { file: resolve((given.rubric as { file: string }).file) };
-  if (!base && !given)
+  const settings = judgeSettingsFrom(recorded, configFile, given);
+  if (!settings)
     throw new Error('the run has no judge: section; name one with --config train.yaml (its judge:) or --judge-url, --judge-model and --judge-rubric');
-  const r = JudgeSection.safeParse(deepMerge(base ?? {}, given ?? {}));
-  if (!r.success) throw new Error(`invalid judge settings: ${r.error.issues.map((i) => `judge.${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  return r.data;
+  return settings;
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -97,10 +88,26 @@ function describeReport(r: CheckReport, s: JudgeSettings, rubricSha: string): st
     `  judged ${judged} in ${r.calls} call${r.calls === 1 ? '' : 's'}, ${tokens} tokens${r.cost === null ? '' : `, $${r.cost.toFixed(4)}`}; ${own} have a reward of the agent's own`,
     `  pairwise accuracy ${fmt(a.pairwiseAccuracy)} over ${a.pairs} pair${a.pairs === 1 ? '' : 's'} whose own rewards differ${r.mode === 'group' ? ' (within a task: what GRPO compares)' : ''}`,
     `  Spearman ${fmt(a.spearman)}${r.mode === 'group' ? ` (within ${a.spearmanGroups} task group${a.spearmanGroups === 1 ? '' : 's'} of 3 or more)` : ''}`,
+    ...selfAgreementLines(r),
     ...r.failed.map((x) => `  could not score task ${x.taskId}: ${x.reason}`),
     ...(r.disagreements.length ? ['where they disagree most (the judge prefers the rollout the agent scored lower):'] : []),
     ...r.disagreements.map(
       (d) => `  task ${d.better.taskId} ${d.better.rolloutId} (${quote(d.better)}) over task ${d.worse.taskId} ${d.worse.rolloutId} (${quote(d.worse)})`,
     ),
+  ];
+}
+
+/** How far the judge agrees with itself (judge.retest), as training would read it. */
+function selfAgreementLines(r: CheckReport): string[] {
+  const s = r.selfAgreement;
+  if (!s) return [];
+  if (!s.pairs) return ['  self-agreement: no trajectory was scored twice (no group the judge could score)'];
+  const verdict =
+    s.r >= RELIABILITY_SAID_BELOW
+      ? 'it agrees with itself'
+      : `training would scale its groups' advantages by ${fmt(s.r)} (left out below judge.minReliability)`;
+  return [
+    `  self-agreement: ${s.pairs} trajector${s.pairs === 1 ? 'y' : 'ies'} shown twice, mean |difference| ${fmt(s.meanAbsDiff, 3)}; ` +
+      `noise ${fmt(s.noise, 4)} against a spread of ${fmt(s.signal, 4)} within groups: reliability ${fmt(s.r)} (${verdict})`,
   ];
 }

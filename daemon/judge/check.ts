@@ -3,14 +3,18 @@
  * It scores a run's validation rollouts (mode val; one validation step, or every one) with the judge, as training
  * would (group mode: the rollouts of one task, across the validations, in one call; single mode: one call each), reads
  * each one's own reward (its final reward apart from any judge's), and reports their agreement (agreement.ts: pairwise
- * accuracy, Spearman) with the pairs where they disagree most, and the judge's reasons. It writes nothing to the store.
+ * accuracy, Spearman) with the pairs where they disagree most, and the judge's reasons. With judge.retest it also
+ * reports how far the judge agrees with itself (reliability.ts): each group call shows one trajectory twice (single
+ * mode: one rollout of each task scored twice), and the pairs give its noise against the spread of its scores.
+ * It writes nothing to the store.
  */
 import { lockedReward, isJudgeReward } from '../../protocol/judge-reading.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { pickFinalReward, rewardsInOrder } from '../../protocol/span-reading.js';
 import { readRolloutMetadata, type Rollout, type Span } from '../../protocol/store.js';
 import { agreement, type Agreement, type Compared } from './agreement.js';
-import type { Judge, RolloutToJudge } from './judge.js';
+import type { Judge, RetestPair, RolloutToJudge } from './judge.js';
+import { evidenceOf, reliabilityOf, type Reliability } from './reliability.js';
 
 export interface CheckOptions {
   runId: string;
@@ -44,6 +48,11 @@ export interface CheckReport {
   agreement: Agreement;
   /** The pairs judged most unlike the agent's rewards (the judge prefers the one the agent scored lower), worst first. */
   disagreements: { better: CheckedRollout; worse: CheckedRollout }[];
+  /**
+   * How far the judge agrees with itself (judge.retest; null with it off): its reliability r, noise and signal as
+   * training reads them, and the mean |difference| of the pairs of scores it gave one trajectory shown twice.
+   */
+  selfAgreement: (Reliability & { meanAbsDiff: number | null }) | null;
 }
 
 /** The agent's own final reward: its rewards apart from any judge's (a locked one first), null when it gave none. */
@@ -84,14 +93,21 @@ export async function checkJudge(store: LightningStore, judge: Judge, o: CheckOp
     byTask.set(taskId, [...(byTask.get(taskId) ?? []), { rollout, r }]);
   }
   const mode = judge.settings.mode;
-  const report: CheckReport = { runId: o.runId, mode, rollouts: [], failed: [], calls: 0, tokens: 0, cost: null, agreement: agreement([]), disagreements: [] };
+  const report: CheckReport = {
+    ...{ runId: o.runId, mode, rollouts: [], failed: [], calls: 0, tokens: 0, cost: null },
+    ...{ agreement: agreement([]), disagreements: [], selfAgreement: null },
+  };
   const comparedGroups: Compared[][] = [];
+  const scoredGroups: number[][] = [];
+  const pairs: RetestPair[] = [];
   await Promise.all(
     [...byTask].map(async ([taskId, members]) => {
       const got = await judge.judgeGroup(
         members[0]!.rollout.input,
         members.map((m) => m.r),
         `check\u0000${o.runId}\u0000${taskId}`,
+        mode,
+        { retest: judge.settings.retest },
       );
       for (const c of got.calls) {
         report.calls++;
@@ -99,6 +115,10 @@ export async function checkJudge(store: LightningStore, judge: Judge, o: CheckOp
         if (c.result.cost !== null) report.cost = (report.cost ?? 0) + c.result.cost;
       }
       if ('failed' in got) report.failed.push({ taskId, reason: got.failed.reason });
+      else {
+        scoredGroups.push([...got.scores.values()].map((s) => s.score));
+        pairs.push(...got.pairs);
+      }
       const checked = members.map(({ rollout, r }) => {
         const s = 'scores' in got ? got.scores.get(rollout.id) : undefined;
         const step = readRolloutMetadata(rollout.metadata).step;
@@ -117,6 +137,16 @@ export async function checkJudge(store: LightningStore, judge: Judge, o: CheckOp
   );
   const scored = report.rollouts.filter((c) => c.judge !== null && c.agent !== null);
   report.agreement = agreement(mode === 'group' ? comparedGroups : [scored.map((c) => ({ judge: c.judge!, agent: c.agent! }))]);
+  if (judge.settings.retest) {
+    const rel = reliabilityOf(
+      evidenceOf(
+        scoredGroups,
+        pairs.map((p): [number, number] => [p.first, p.second]),
+      ),
+    );
+    const meanAbsDiff = pairs.length ? pairs.reduce((a, p) => a + Math.abs(p.first - p.second), 0) / pairs.length : null;
+    report.selfAgreement = { ...rel, meanAbsDiff };
+  }
   report.disagreements = disagreements(mode === 'group' ? [...byTask.keys()].map((t) => scored.filter((c) => c.taskId === t)) : [scored]);
   return report;
 }

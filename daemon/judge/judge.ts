@@ -6,6 +6,9 @@
  * request, a timeout or an answer that does not read (answer.ts: malformed, or a trajectory missing); a group whose
  * call still fails gets no scores, with the reason and its kind: the caller leaves it out, never scores it 0. At most
  * `concurrency` calls are in flight at once, whoever asks. Nothing here writes to the store (record.ts does).
+ * A retest (judge.retest, reliability.ts) shows one trajectory twice: in group mode one of the batch's trajectories is
+ * shown at a second place of the same call (both places in the recorded order), in single mode one rollout gets a
+ * second call; the second score is never a reward, only the pair's difference measures the judge's noise.
  */
 import { randomUUID } from 'node:crypto';
 import { renderEpisode, renderTask } from '../../protocol/episode-text.js';
@@ -28,8 +31,12 @@ export interface RolloutToJudge {
 export interface JudgeCall {
   callId: string;
   mode: JudgeMode;
-  /** The rollouts in the order the judge was shown them. */
+  /** The rollouts in the order the judge was shown them (a retested one twice in group mode). */
   shown: RolloutToJudge[];
+  /** Group mode with a retest: the rollout shown twice, the place (1-based) of its second copy, and that copy's score. */
+  retest: RetestCopy | null;
+  /** Single mode: the rollout this call scored a second time (its score is no reward); null for a first call. */
+  retestOf: string | null;
   /** Each shown rollout's score (by rollout id); null when the call failed. */
   scores: Map<string, { score: number; explanation: string | null }> | null;
   result: ChatCallResult<TrajectoryScore[]>;
@@ -39,9 +46,24 @@ export interface JudgeCall {
   endTime: number;
 }
 
-/** A group's judgement: a score per rollout, or why the group has none; the calls either way. */
+/** The second copy of a retested trajectory: where it was shown and what the judge said of it. */
+export interface RetestCopy {
+  rolloutId: string;
+  position: number;
+  score: number | null;
+  explanation: string | null;
+}
+
+/** A retest's two scores of one rollout: the one its reward comes from, and the second. */
+export interface RetestPair {
+  rolloutId: string;
+  first: number;
+  second: number;
+}
+
+/** A group's judgement: a score per rollout and the retest pairs, or why the group has none; the calls either way. */
 export type GroupJudgement =
-  | { calls: JudgeCall[]; scores: Map<string, { score: number; explanation: string | null }> }
+  | { calls: JudgeCall[]; scores: Map<string, { score: number; explanation: string | null }>; pairs: RetestPair[] }
   | { calls: JudgeCall[]; failed: { kind: JudgeFailure; reason: string } };
 
 export interface JudgeOptions {
@@ -108,22 +130,47 @@ export class Judge {
 
   /**
    * Scores the rollouts of one task: in `mode` (default the settings') one call for them all, or one each. `salt`
-   * names the group (run, step, task) so its shuffle is the same whenever it is judged again.
+   * names the group (run, step, task) so its shuffle is the same whenever it is judged again. With `retest`, one
+   * rollout (picked by the salt) is shown twice: a second place in the group call, or a second call in single mode;
+   * a single-mode retest call that fails costs the pair only, never the group's scores.
    */
-  async judgeGroup(task: unknown, rollouts: RolloutToJudge[], salt: string, mode: JudgeMode = this.o.settings.mode): Promise<GroupJudgement> {
+  async judgeGroup(
+    task: unknown,
+    rollouts: RolloutToJudge[],
+    salt: string,
+    mode: JudgeMode = this.o.settings.mode,
+    o: { retest?: boolean } = {},
+  ): Promise<GroupJudgement> {
     const taskText = renderTask(task, { showExpected: this.o.settings.showExpected });
-    const batches = mode === 'group' ? [rollouts] : rollouts.map((r) => [r]);
-    const calls = await Promise.all(batches.map((batch, i) => this.slots.run(() => this.call(mode, taskText, batch, `${salt}\u0000${i}`))));
-    const failed = calls.find((c) => c.scores === null);
+    const again = o.retest && rollouts.length ? rollouts[seededOrder(rollouts.length, this.o.seed, `${salt}\u0000retest`)[0]!]! : null;
+    const batches: { batch: RolloutToJudge[]; retest: 'copy' | 'call' | null }[] =
+      mode === 'group' ? [{ batch: rollouts, retest: again ? 'copy' : null }] : rollouts.map((r) => ({ batch: [r], retest: null }));
+    if (mode === 'single' && again) batches.push({ batch: [again], retest: 'call' });
+    const calls = await Promise.all(batches.map((b, i) => this.slots.run(() => this.call(mode, taskText, b.batch, `${salt}\u0000${i}`, b.retest))));
+    const failed = calls.find((c) => c.scores === null && c.retestOf === null);
     if (failed) return { calls, failed: { kind: failed.failure!, reason: failed.result.error ?? 'the judge gave no answer' } };
     const scores = new Map<string, { score: number; explanation: string | null }>();
-    for (const c of calls) for (const [id, s] of c.scores!) scores.set(id, s);
-    return { calls, scores };
+    for (const c of calls) if (c.retestOf === null) for (const [id, s] of c.scores!) scores.set(id, s);
+    const pairs: RetestPair[] = [];
+    for (const c of calls) {
+      const second = c.retest?.score ?? (c.retestOf !== null ? (c.scores?.get(c.retestOf)?.score ?? null) : null);
+      const id = c.retest?.rolloutId ?? c.retestOf;
+      if (id !== null && second !== null && scores.has(id)) pairs.push({ rolloutId: id, first: scores.get(id)!.score, second });
+    }
+    return { calls, scores, pairs };
   }
 
-  /** One call: the batch shuffled, shown, answered (tried again as chat-caller.ts does), read back by rollout. */
-  private async call(mode: JudgeMode, task: string, batch: RolloutToJudge[], salt: string): Promise<JudgeCall> {
-    const shown = seededOrder(batch.length, this.o.seed, salt).map((i) => batch[i]!);
+  /**
+   * One call: the batch shuffled, shown, answered (tried again as chat-caller.ts does), read back by rollout. `retest`
+   * 'copy': one of the batch (picked by the salt) is shown a second time, at a place of the shuffle too; 'call': the
+   * call scores its one rollout a second time.
+   */
+  private async call(mode: JudgeMode, task: string, batch: RolloutToJudge[], salt: string, retest: 'copy' | 'call' | null = null): Promise<JudgeCall> {
+    const copy = retest === 'copy' ? batch[seededOrder(batch.length, this.o.seed, `${salt}\u0000retest`)[0]!]! : null;
+    const withCopy = copy ? [...batch, copy] : batch;
+    const order = seededOrder(withCopy.length, this.o.seed, salt);
+    const shown = order.map((i) => withCopy[i]!);
+    const copyAt = copy ? order.indexOf(batch.length) : -1;
     const maxChars = this.o.settings.maxTrajectoryChars;
     const messages = judgeMessages({ mode, rubric: this.o.rubric, task, trajectories: shown.map((r) => renderEpisode(r.spans, { maxChars })) });
     let lastUnusable: UnusableKind = 'malformed';
@@ -136,8 +183,14 @@ export class Judge {
     const label = `judge (${mode}, ${shown.length} trajector${shown.length === 1 ? 'y' : 'ies'})`;
     const result = await this.caller.call(messages, read, label);
     const endTime = Date.now();
-    const scores = result.value ? new Map(result.value.map((s) => [shown[s.trajectory - 1]!.rolloutId, { score: s.score, explanation: s.explanation }])) : null;
+    const own = result.value?.filter((s) => s.trajectory - 1 !== copyAt) ?? null;
+    const scores = own ? new Map(own.map((s) => [shown[s.trajectory - 1]!.rolloutId, { score: s.score, explanation: s.explanation }])) : null;
+    const second = result.value?.find((s) => s.trajectory - 1 === copyAt) ?? null;
+    const copied: RetestCopy | null = copy
+      ? { rolloutId: copy.rolloutId, position: copyAt + 1, score: second?.score ?? null, explanation: second?.explanation ?? null }
+      : null;
     const failure: JudgeFailure | null = result.failure === null ? null : result.failure === 'unusable' ? lastUnusable : result.failure;
-    return { callId: randomUUID(), mode, shown, scores, result, failure, startTime, endTime };
+    const retestOf = retest === 'call' ? batch[0]!.rolloutId : null;
+    return { callId: randomUUID(), mode, shown, retest: copied, retestOf, scores, result, failure, startTime, endTime };
   }
 }

@@ -5,6 +5,8 @@
  * call failed), and, when it scored the rollout, a reward span under it: the rollout's final reward (source `judge`,
  * its feedback the judge's explanation, its components the judge's score and the agent's own reward when they were
  * added). Neither is an LLM call of the agent's: no transition is made of them and `agl export` never sees them.
+ * A retest (judge.retest) adds no span of its own in group mode: the copy's place and score go on the rollout's judge
+ * span; a single-mode retest call leaves a judge span marked as one, and no reward.
  */
 import { newSpanId, rootSpanIdForAttempt, traceIdForAttempt } from '../../protocol/ids.js';
 import { JUDGE_REWARD_SOURCE } from '../../protocol/judge-reading.js';
@@ -36,9 +38,12 @@ export function judgeCallSpans(call: JudgeCall, o: { model: string; rubricSha: s
   const order = JSON.stringify(call.shown.map((r) => r.rolloutId));
   const r = call.result;
   const out: SpanInput[] = [];
+  const copy = call.retest;
   call.shown.forEach((rollout, i) => {
+    if (copy && i + 1 === copy.position) return;
     const judgeSpanId = newSpanId();
-    const own = call.scores?.get(rollout.rolloutId) ?? null;
+    const own = call.retestOf !== null ? (call.scores?.get(call.retestOf) ?? null) : (call.scores?.get(rollout.rolloutId) ?? null);
+    const again = copy?.rolloutId === rollout.rolloutId ? copy : null;
     const attributes: Attributes = {
       [AGL.rolloutId]: rollout.rolloutId,
       [AGL.attemptId]: rollout.attemptId,
@@ -54,6 +59,8 @@ export function judgeCallSpans(call: JudgeCall, o: { model: string; rubricSha: s
       [AGL.judgeRubricSha]: o.rubricSha,
       ...(r.answer !== null ? { [AGL.judgeAnswer]: r.answer } : {}),
       ...(own ? { [AGL.judgeScore]: own.score, ...(own.explanation ? { [AGL.judgeExplanation]: own.explanation } : {}) } : {}),
+      ...(again ? { [AGL.judgeRetestPosition]: again.position, ...(again.score !== null ? { [AGL.judgeRetestScore]: again.score } : {}) } : {}),
+      ...(call.retestOf !== null ? { [AGL.judgeRetest]: true } : {}),
     };
     const base = { rolloutId: rollout.rolloutId, attemptId: rollout.attemptId, traceId: traceIdForAttempt(rollout.attemptId), kind: 'internal' as const };
     out.push({
@@ -67,7 +74,7 @@ export function judgeCallSpans(call: JudgeCall, o: { model: string; rubricSha: s
       status: r.error ? { code: 'error', message: r.error } : { code: 'ok' },
       resource: { 'service.name': 'agl-judge' },
     });
-    const reward = o.rewards.get(rollout.rolloutId);
+    const reward = call.retestOf === null ? o.rewards.get(rollout.rolloutId) : undefined;
     if (reward) out.push({ ...base, spanId: newSpanId(), parentSpanId: judgeSpanId, ...rewardSpan(reward, call.endTime) });
   });
   return out;

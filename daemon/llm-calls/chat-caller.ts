@@ -67,9 +67,13 @@ type Tried = { answer: string } | { error: string; retryAfterMs: number | null; 
 
 export class ChatCaller {
   private readonly client: OpenAI;
+  /** The tries in flight: the caller's signal, when it aborts, aborts each (one listener on it for the caller's life). */
+  private readonly inFlight = new Set<AbortController>();
 
   constructor(private readonly o: ChatCallerOptions) {
     this.client = new OpenAI({ baseURL: o.url, apiKey: o.apiKey || 'none', maxRetries: 0, timeout: o.timeoutMs });
+    const outer = o.signal;
+    outer?.addEventListener('abort', () => this.inFlight.forEach((c) => c.abort(outer.reason)), { once: true });
   }
 
   get model(): string {
@@ -131,8 +135,16 @@ export class ChatCaller {
     } satisfies ChatCallResult<T>;
   }
 
-  /** One request: the answer, or why it failed (and when the server asks to come back). */
+  /**
+   * One request: the answer, or why it failed (and when the server asks to come back). The client gets a signal of
+   * this try's own (in `inFlight` while it runs), aborted when the caller's is: the openai client adds an abort listener
+   * to the signal it is given and removes it only when it fires, so handing it the caller's long-lived signal (a whole
+   * training run's) would leave one listener per request on it (Node's MaxListenersExceededWarning past 10).
+   */
   private async attempt(messages: ChatMessage[], tokens: { prompt: number; completion: number }): Promise<Tried> {
+    const own = new AbortController();
+    if (this.o.signal?.aborted) own.abort(this.o.signal.reason);
+    this.inFlight.add(own);
     try {
       const { temperature, maxTokens } = this.o;
       const res = await this.client.chat.completions.create(
@@ -142,7 +154,7 @@ export class ChatCaller {
           ...(temperature !== undefined ? { temperature } : {}),
           ...(maxTokens ? { max_tokens: maxTokens } : {}),
         },
-        { signal: this.o.signal },
+        { signal: own.signal },
       );
       tokens.prompt += res.usage?.prompt_tokens ?? 0;
       tokens.completion += res.usage?.completion_tokens ?? 0;
@@ -162,6 +174,8 @@ export class ChatCaller {
         return { error: said, retryAfterMs: retryAfter(e.headers), failure: 'error' };
       }
       return { error: (e as Error).message, retryAfterMs: null, failure: 'error' };
+    } finally {
+      this.inFlight.delete(own);
     }
   }
 }

@@ -6,7 +6,9 @@
  * rollout that failed or timed out scores 0 with its error as feedback: protocol/span-reading.ts rolloutFeedback).
  * The run's rollouts are the (candidate, task, split) score cache: a score asked for again, by the search or by a
  * resumed run replaying it, is read back from the store, never rolled out twice. Each score asked for the first time
- * is counted in the budget (budget.ts), cached or not, so a resumed run takes the same decisions.
+ * is counted in the budget (budget.ts), cached or not, so a resumed run takes the same decisions. With a grader of the
+ * run's own (`grade`: the LLM judge of `agl optimize --judge-*`), each ended rollout is graded before its score is
+ * read: the grade is recorded on the rollout as its final reward and feedback (a graded rollout read back is not graded again).
  */
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { PromptCandidate } from '../../protocol/prompts.js';
@@ -53,6 +55,8 @@ export interface StoreEvaluatorOptions {
   signal?: AbortSignal;
   /** Told after each rollout this run rolled out ended. */
   onRollout?: () => void;
+  /** Grades an ended rollout by recording its reward (and feedback) on it, before its score is read; called for every one. */
+  grade?: (r: Rollout) => Promise<void>;
   log?: (line: string) => void;
 }
 
@@ -143,7 +147,9 @@ export class StoreEvaluator implements Evaluator {
     if (missing.length) await this.enqueue(candidate, missing, split);
     const pending = keys.filter((k, i) => first(k, i) && !this.scores.has(k)).map((k) => this.rollouts.get(k)!);
     const waited = { agent: this.o.agent, signal: this.o.signal, onRollout: () => this.o.onRollout?.(), log: this.o.log };
-    for (const r of await waitForEnded(this.o.store, pending, waited)) await this.read(r);
+    const ended = await waitForEnded(this.o.store, pending, waited);
+    if (this.o.grade) await Promise.all(ended.map((r) => this.o.grade!(r)));
+    for (const r of ended) await this.read(r);
     // A rollout cancelled from outside is rolled out again (it scores nothing).
     const lost = tasks.filter((_, i) => !this.scores.has(keys[i]!));
     if (lost.length) {

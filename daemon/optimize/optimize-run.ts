@@ -11,10 +11,13 @@ import type { LightningStore } from '../../protocol/lightning-store.js';
 import { METRICS } from '../../protocol/metrics.js';
 import type { OptimizationSummary, OptimizerCall, PromptCandidate } from '../../protocol/prompts.js';
 import type { OptimizeConfig } from '../../protocol/optimize-options.js';
-import type { LlmResource, Resource } from '../../protocol/store.js';
+import type { LlmResource, Resource, Rollout } from '../../protocol/store.js';
 import { EngineSection } from '../algorithm/engine-config.js';
 import { ServedPolicySet } from '../algorithm/served-policy-set.js';
 import { startHost, startRunner } from '../algorithm/training-host.js';
+import type { Judge } from '../judge/judge.js';
+import { judgeEndedRollout } from '../judge/judge-rollout.js';
+import { openJudge } from '../judge/open-judge.js';
 import type { Runner } from '../runner/runner.js';
 import { loadOrCreateToken } from '../server/auth.js';
 import { newId } from '../store/common.js';
@@ -73,6 +76,8 @@ export interface RunOptions {
 export async function runOptimization(plan: OptimizePlan, conn: OptimizeConnection, o: RunOptions): Promise<OptimizeOutcome | null> {
   const c = plan.config;
   const store = conn.store;
+  // The judge's rubric and key are read before anything is spent: a missing file or key is an error now.
+  const judge = c.judge ? openJudge(c.judge, { seed: c.seed, log: (m) => o.report.log(`  ${m}`), signal: o.signal }) : null;
   const runId = plan.runId ?? newId('opt');
   if (plan.runId) {
     await store.updateTrainingRun(runId, { status: 'running' });
@@ -80,7 +85,7 @@ export async function runOptimization(plan: OptimizePlan, conn: OptimizeConnecti
     if (lost) o.report.log(`agl optimize: ${lost} rollouts were under way when the run stopped: rolled out again`);
   } else await store.createTrainingRun({ id: runId, agent: c.agent, config: c as never, totalSteps: c.budget, kind: 'optimize' });
   const host = await hostRollouts(c, conn, (m) => o.report.log(`  ${m}`));
-  const run = new OptimizationRun(plan, runId, store, host.endpoint, o);
+  const run = new OptimizationRun(plan, runId, store, host.endpoint, o, judge);
   try {
     return await run.run();
   } finally {
@@ -151,6 +156,8 @@ class OptimizationRun {
     private readonly store: LightningStore,
     private readonly endpoint: string,
     private readonly o: RunOptions,
+    /** With --judge-* (config.judge): scores every succeeded rollout before its score and feedback are read. */
+    private readonly judge: Judge | null = null,
   ) {
     this.c = plan.config;
     this.budget = new Budget(this.c.budget, 2 * plan.test.length);
@@ -163,6 +170,13 @@ class OptimizationRun {
   /** Rollouts the run has spent, in every process that ran it (a kill's lost ones included). */
   private get rollouts(): number {
     return this.spentBefore + this.probes + this.evaluator.enqueued;
+  }
+
+  /** The judge's score and explanation become the rollout's reward and feedback; a call that keeps failing is said. */
+  private async judgeRollout(judge: Judge, r: Rollout): Promise<void> {
+    const got = await judgeEndedRollout(this.store, judge, r, `${this.runId}\u0000${r.id}`);
+    if (got.kind === 'failed')
+      this.log(`agl optimize: the judge could not score rollout ${r.id}: ${got.reason} (it keeps the agent's own reward, or 0 without one)`);
   }
 
   async run(): Promise<OptimizeOutcome | null> {
@@ -201,6 +215,7 @@ class OptimizationRun {
       signal: this.o.signal,
       onRollout: () => this.o.report.progress?.(this.rollouts, this.note()),
       log: (m) => this.log(`agl optimize: ${m}`),
+      grade: this.judge ? (r) => this.judgeRollout(this.judge!, r) : undefined,
     });
     this.proposer = new Proposer({
       url: c.optimizer.url,

@@ -6,8 +6,10 @@
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { LightningStore } from '../../protocol/lightning-store.js';
-import { OPTIMIZE_ALGORITHMS, OptimizeConfig, type OptimizeFlags } from '../../protocol/optimize-options.js';
+import { OPTIMIZE_ALGORITHMS, OPTIMIZE_COMMAND, OptimizeConfig, type OptimizeFlags } from '../../protocol/optimize-options.js';
 import { PromptName } from '../../protocol/prompts.js';
+import { configOverrides } from '../../protocol/train-options.js';
+import { judgeSettingsFrom } from '../algorithm/config.js';
 import { loadTasks } from '../algorithm/run-plan.js';
 import type { Task } from '../algorithm/rollouts.js';
 import { runnableAgentSpec, storedAgentId } from '../runner/agent-ref.js';
@@ -101,6 +103,8 @@ export function planFromFlags(agent: string, f: OptimizeFlags): OptimizePlan {
     meta: readMetaPrompts({ reflect: f['meta-reflect'], critique: f['meta-critique'], edit: f['meta-edit'], merge: f['meta-merge'] }),
     workers: integer('workers', f.workers ?? '4', 0),
     rolloutTimeoutSeconds: integer('rollout-timeout', f['rollout-timeout'] ?? '120', 1),
+    // The LLM judge as the reward: the same settings as train.yaml's judge: (--config's section under the --judge-* flags).
+    judge: judgeSettingsFrom(null, f.config, configOverrides(OPTIMIZE_COMMAND.options, f).judge as Record<string, unknown> | undefined),
   });
   const least = leastBudget(tasks);
   if (config.budget < least)

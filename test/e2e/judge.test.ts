@@ -170,7 +170,7 @@ test('VS Code: a reward-less agent trained with an LLM judge: the offer, the rub
     await viewer.locator('.rollout-judge').waitFor({ state: 'visible', timeout: 30_000 });
     assert.match(
       await viewer.locator('.rollout-judge').innerText(),
-      new RegExp(`judge ${JUDGE_MODEL}, group mode, shown \\d\\w\\w of 4: ${escape(verdict.explanation)}`),
+      new RegExp(`judge ${JUDGE_MODEL}, group mode, shown \\d\\w\\w of 5: ${escape(verdict.explanation)}`),
     );
     await viewer.locator('.span-row[data-kind="llm"]').first().click();
     await viewer.locator('.detail-llm .judge-reason').waitFor({ state: 'visible', timeout: 30_000 });

@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { rng } from '../../samples/shared/rng.js';
 
 /** One trajectory as the judge read it: its place in this request (1-based), its text, and what the text says. */
 export interface ReadTrajectory {
@@ -94,9 +95,23 @@ export function draw(seed: number, text: string): number {
   return createHash('sha256').update(`${seed}\u0000${text}`).digest().readUInt32BE(0) / 2 ** 32;
 }
 
-/** A judge that scores at random (seeded by what it is sent): it teaches nothing. */
+/**
+ * A judge that scores at random: every score of every call is the next draw of a seeded sequence, whatever it reads,
+ * so the same trajectory shown twice (or judged again) gets another score. It teaches nothing, and it disagrees with
+ * itself as much as it disagrees with anything (judge.retest reads its reliability as ~0).
+ */
 export function randomJudge(seed: number): (r: JudgeRequest) => ScoreLine[] {
-  return (r) => r.trajectories.map((t) => ({ trajectory: t.index, score: Math.round(draw(seed, t.text) * 100) / 100, explanation: 'a coin decided' }));
+  const next = rng(seed);
+  return (r) => r.trajectories.map((t) => ({ trajectory: t.index, score: Math.round(next() * 100) / 100, explanation: 'a coin decided' }));
+}
+
+/**
+ * A judge that scores by an arbitrary fixed function of the text (a hash of it, seeded): not random, since the same
+ * text always gets the same score, but unrelated to how good the trajectory is. A retest cannot see it (it agrees with
+ * itself perfectly); only agreement with a trusted reward (`agl judge check`) can.
+ */
+export function arbitraryJudge(seed: number): (r: JudgeRequest) => ScoreLine[] {
+  return (r) => r.trajectories.map((t) => ({ trajectory: t.index, score: Math.round(draw(seed, t.text) * 100) / 100, explanation: 'a hash decided' }));
 }
 
 /**

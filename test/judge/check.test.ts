@@ -3,7 +3,8 @@
  * (daemon/judge/agreement.ts): a run's validation rollouts scored by a scripted judge over HTTP and compared with the
  * agent's own rewards: pairwise accuracy over the pairs whose own rewards differ (a judge tie counts half), Spearman
  * with ties given their mean rank; where they disagree most, with the judge's words; nothing to compare says why and
- * exits 1; the judge named by the run, a config or the flags. The store is left as it was.
+ * exits 1; the judge named by the run, a config or the flags; how far the judge agrees with itself (a trajectory
+ * shown twice: judge.retest). The store is left as it was.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -87,6 +88,7 @@ describe('agl judge check', () => {
       calls: number;
       agreement: Record<string, number>;
       disagreements: { better: { taskId: string; explanation: string } }[];
+      selfAgreement: { r: number; pairs: number; noise: number; meanAbsDiff: number };
     };
     assert.equal(r.rollouts.length, 6);
     assert.equal(r.calls, 3, 'group mode: one call per task, its validations together');
@@ -94,6 +96,11 @@ describe('agl judge check', () => {
     assert.deepEqual(r.agreement, { pairs: 1, pairwiseAccuracy: 1, spearman: null, spearmanGroups: 0 });
     assert.deepEqual(r.disagreements, []);
     assert.equal(judge.requests.length, 3);
+    assert.ok(
+      judge.requests.every((q) => q.trajectories.length === 3),
+      "each call shows a task's two rollouts, one of them twice",
+    );
+    assert.deepEqual({ ...r.selfAgreement, signal: undefined }, { r: 1, pairs: 3, noise: 0, meanAbsDiff: 0, signal: undefined });
   });
 
   it('single mode from the flags compares across tasks, and names the pairs it disagrees on with its reasons', async () => {
@@ -102,6 +109,7 @@ describe('agl judge check', () => {
     // Own rewards 0,1,1,1,0,0 against the key's 0,1,1,0,1,0 (ann 0 and 5, bob 0 and 5, cy 0 and 5): 9 pairs differ; the judge
     // orders 4 as the agent does, ties on 4 (half each) and reverses one (cy's 11 over bob's 13): 6 of 9.
     assert.match(out, /pairwise accuracy 0\.67 over 9 pairs whose own rewards differ/);
+    assert.match(out, /self-agreement: 3 trajectories shown twice, mean \|difference\| 0\.000; noise 0\.0000 .*: reliability 1\.00 \(it agrees with itself\)/);
     const store = new SqliteStore(join(dataDir, 'store.sqlite'));
     const rollouts = (await store.queryRollouts({ runId, mode: 'val' })).items;
     const spans = await Promise.all(rollouts.map((x) => store.querySpans({ rolloutId: x.id })));

@@ -22,9 +22,13 @@ describe("the judge's settings", () => {
   it('train.yaml judge: fills in every default; url, model and rubric are required, and a bad value names its field', () => {
     const c = parseTrainConfig({ judge: JUDGE });
     assert.deepEqual(
-      { mode: c.judge!.mode, weight: c.judge!.weight, validation: c.judge!.validation, retries: c.judge!.retries, allow: c.judge!.allowSelfJudge },
-      { mode: 'group', weight: null, validation: 'auto', retries: 3, allow: false },
+      {
+        ...{ mode: c.judge!.mode, weight: c.judge!.weight, validation: c.judge!.validation, retries: c.judge!.retries, allow: c.judge!.allowSelfJudge },
+        ...{ retest: c.judge!.retest, minReliability: c.judge!.minReliability },
+      },
+      { mode: 'group', weight: null, validation: 'auto', retries: 3, allow: false, retest: true, minReliability: 0.3 },
     );
+    assert.throws(() => parseTrainConfig({ judge: { ...JUDGE, minReliability: 1.5 } }), /judge\.minReliability/);
     assert.equal(parseTrainConfig({}).judge, null);
     assert.throws(() => parseTrainConfig({ judge: { url: JUDGE.url, model: 'm' } }), /judge\.rubric/);
     assert.throws(() => parseTrainConfig({ judge: { ...JUDGE, mode: 'pairs' } }), /judge\.mode/);
@@ -42,6 +46,8 @@ describe("the judge's settings", () => {
       'judge-price-in': 'null',
       'judge-show-expected': 'true',
       'judge-retries': '5',
+      'judge-retest': 'false',
+      'judge-min-reliability': '0.5',
       'allow-self-judge': true,
     });
     assert.deepEqual(o.judge, {
@@ -53,6 +59,8 @@ describe("the judge's settings", () => {
       priceIn: null,
       showExpected: true,
       retries: 5,
+      retest: false,
+      minReliability: 0.5,
       allowSelfJudge: true,
     });
     assert.throws(() => configOverrides(TRAIN_OPTIONS, { 'judge-retries': 'many' }), /--judge-retries must be a non-negative number/);

@@ -4,7 +4,10 @@
  * explanation as its feedback: what prompt optimization reads) beside the judge call's span (order shown, place, tries,
  * tokens, cost); with judge.weight it is added to the agent's own; a reward the agent locked is neither sent nor
  * replaced; a group the judge cannot score is left out with its reason counted, its rewards untouched (never 0);
- * validation rollouts are judged as judge.validation says.
+ * validation rollouts are judged as judge.validation says. With judge.retest (the default) one trajectory of each group
+ * call is shown twice (single mode: one rollout a step gets a second call), its second score never a reward; a judge
+ * that agrees with itself has reliability 1, one scoring every call at random ~0, below the floor.
+ * Also: a step of many groups adds no abort listener per call to the run's signal.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -13,7 +16,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { finalReward as trajectoryReward } from '../../daemon/algorithm/credit.js';
 import type { GroupRollout } from '../../daemon/algorithm/rollouts.js';
-import { judgeMetrics, StepJudge } from '../../daemon/algorithm/step-judge.js';
+import { judgeMetrics, reliabilityMetrics, StepJudge } from '../../daemon/algorithm/step-judge.js';
+import type { ReliabilityState } from '../../daemon/judge/reliability.js';
 import { Judge } from '../../daemon/judge/judge.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { judgeVerdict } from '../../protocol/judge-reading.js';
@@ -21,7 +25,15 @@ import { JudgeSection, type JudgeSettingsInput } from '../../protocol/judge-sett
 import { finalReward, rolloutFeedback } from '../../protocol/span-reading.js';
 import { AGL } from '../../protocol/spans.js';
 import { storedRollout as stored, type Sample } from './stored-rollouts.js';
-import { answerKeyJudge, startScriptedJudge, type Fault, type JudgeRequest, type ScriptedJudge } from '../helpers/scripted-judge.js';
+import {
+  answerKeyJudge,
+  randomJudge,
+  startScriptedJudge,
+  type Fault,
+  type JudgeRequest,
+  type ScoreLine,
+  type ScriptedJudge,
+} from '../helpers/scripted-judge.js';
 
 const RUBRIC = 'Right total: 1, else 0.\n- Ann has 23 pens => 38';
 const TASK = { id: 'ann', input: { question: 'Ann has 23 pens, gets 15 more. How many?', answer: 38 } };
@@ -38,8 +50,12 @@ after(async () => {
 
 const storedRollout = (s: Sample, mode: 'train' | 'val' = 'train') => stored(store, TASK, s, { mode });
 
-async function stepJudge(settings: Partial<JudgeSettingsInput> = {}, faults: (n: number, r: JudgeRequest) => Fault | null = () => null) {
-  const server = await startScriptedJudge({ score: answerKeyJudge(), faults });
+async function stepJudge(
+  settings: Partial<JudgeSettingsInput> = {},
+  faults: (n: number, r: JudgeRequest) => Fault | null = () => null,
+  o: { signal?: AbortSignal; score?: (r: JudgeRequest) => ScoreLine[] } = {},
+) {
+  const server = await startScriptedJudge({ score: o.score ?? answerKeyJudge(), faults });
   servers.push(server);
   const logs: string[] = [];
   const judge = new Judge({
@@ -47,8 +63,10 @@ async function stepJudge(settings: Partial<JudgeSettingsInput> = {}, faults: (n:
     rubric: RUBRIC,
     apiKey: '',
     seed: 7,
+    signal: o.signal,
   });
-  return { server, logs, step: new StepJudge(judge, store, { runId: 'run-j', step: 1, log: (m) => logs.push(m) }) };
+  const at = (step: number) => new StepJudge(judge, store, { runId: 'run-j', step, log: (m) => logs.push(m) });
+  return { server, logs, judge, at, step: at(1) };
 }
 
 const spansOf = (g: GroupRollout) => store.querySpans({ rolloutId: g.rollout.id, attemptId: 'latest' });
@@ -75,7 +93,8 @@ describe("the judge's step", () => {
       assert.equal(v.score, expected[k]);
       assert.equal(v.model, 'judge-m');
       assert.equal(v.mode, 'group');
-      assert.deepEqual([...v.order].sort(), groups.map((x) => x.rollout.id).sort());
+      assert.deepEqual([...new Set(v.order)].sort(), groups.map((x) => x.rollout.id).sort());
+      assert.equal(v.order.length, 4, 'the three, one of them twice (judge.retest)');
       assert.equal(v.order[v.position! - 1], g.rollout.id, 'its place in the recorded order is its own');
       assert.ok(v.inputTokens! > 0 && v.cost! > 0);
       callIds.add(v.callId);
@@ -108,7 +127,7 @@ describe("the judge's step", () => {
     const groups = [locked, await storedRollout({ answer: '38', reward: 0 }), await storedRollout({ answer: '40', reward: 0 })];
     const { step, server } = await stepJudge();
     await step.judgeRound(groups);
-    assert.equal(server.requests[0]!.trajectories.length, 2);
+    assert.equal(server.requests[0]!.trajectories.length, 3, 'the two unlocked, one of them twice (judge.retest)');
     const spans = await spansOf(locked);
     assert.equal(finalReward(spans), 1);
     assert.equal(judgeVerdict(spans), null);
@@ -155,5 +174,111 @@ describe("the judge's step", () => {
     const kept = await failing.step.judgeValidation([await storedRollout({ answer: '38' }, 'val'), await storedRollout({ answer: '40' }, 'val')]);
     assert.equal(kept.length, 1);
     assert.match(failing.logs.join('\n'), /could not score 1 of 2 rollouts/);
+  });
+
+  it("a step of many groups judged under the run's abort signal adds no listener per call to it (no MaxListenersExceededWarning)", async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const controller = new AbortController();
+      const tasks = Array.from({ length: 16 }, (_, i) => ({ id: `t${i}`, input: { question: `Ann has 23 pens (${i}), gets 15 more. How many?`, answer: 38 } }));
+      const groups = await Promise.all(tasks.flatMap((t) => ['38', '40'].map((answer) => stored(store, t, { answer }, { runId: 'run-many' }))));
+      const { step, server } = await stepJudge({ concurrency: 12 }, () => null, { signal: controller.signal });
+      const round = await step.judgeRound(groups);
+      assert.equal(round.kept.length, 32);
+      assert.equal(server.requests.length, 16);
+      // A warning is emitted on the next tick after the listener that crossed the limit was added.
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(
+        warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message),
+        [],
+      );
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('retest, group mode: one trajectory is shown twice in the call, both places recorded, its second score no reward', async () => {
+    const groups = [await storedRollout({ answer: '38' }), await storedRollout({ answer: '40' }), await storedRollout({ answer: '41' })];
+    const { step, server } = await stepJudge();
+    await step.judgeRound(groups);
+    const read = server.requests[0]!.trajectories;
+    assert.equal(read.length, 4);
+    const texts = read.map((t) => t.text);
+    const twice = texts.find((t, i) => texts.indexOf(t) !== i);
+    assert.ok(twice, 'one trajectory was sent twice, word for word');
+    const verdicts = await Promise.all(groups.map(async (g) => ({ g, v: judgeVerdict(await spansOf(g))! })));
+    const retested = verdicts.filter((x) => x.v.retest !== null);
+    assert.equal(retested.length, 1, 'one rollout carries the retest');
+    const { g, v } = retested[0]!;
+    assert.equal(v.order[v.retest!.position! - 1], g.rollout.id, 'its second place in the recorded order is its own');
+    assert.notEqual(v.retest!.position, v.position);
+    assert.equal(v.retest!.score, v.score, 'the answer-key judge agrees with itself');
+    const spans = await spansOf(g);
+    assert.equal(spans.filter((s) => s.name === 'agentlightning.judge').length, 1, 'one judge span per rollout, the copy on it');
+    assert.equal(spans.filter((s) => s.attributes[AGL.rewardSource] === 'judge').length, 1, 'one judged reward, from its first place');
+    const rel = step.reliability(undefined)!;
+    assert.equal(rel.step.r, 1);
+    assert.equal(rel.step.pairs, 1);
+    assert.equal(rel.step.scale, 1);
+    assert.deepEqual([...rel.step.groups], ['ann']);
+  });
+
+  it('retest: a consistent judge keeps reliability 1; one scoring every call at random falls near 0, below the floor', async () => {
+    const tasks = Array.from({ length: 12 }, (_, i) => ({ id: `q${i}`, input: { question: `Ann has 23 pens (${i}), gets 15 more. How many?`, answer: 38 } }));
+    const run = async (score: (r: JudgeRequest) => ScoreLine[]) => {
+      // One call at a time: the random judge's draws follow the order the calls come in, the same every run.
+      const { at, server } = await stepJudge({ concurrency: 1 }, () => null, { score });
+      let state: ReliabilityState | undefined;
+      const rs: number[] = [];
+      for (let k = 1; k <= 4; k++) {
+        const groups = [];
+        for (const t of tasks) for (const answer of ['38', '40', '38', '37']) groups.push(await stored(store, t, { answer }, { runId: 'run-r', step: k }));
+        const step = at(k);
+        await step.judgeRound(groups);
+        const rel = step.reliability(state)!;
+        state = rel.state;
+        rs.push(rel.step.r);
+        if (k === 4) return { rs, rel: rel.step, requests: server.requests.length };
+      }
+      throw new Error('unreachable');
+    };
+    const consistent = await run(answerKeyJudge());
+    assert.deepEqual(consistent.rs, [1, 1, 1, 1]);
+    assert.equal(consistent.rel.pairs, 12);
+    assert.equal(consistent.requests, 48, 'no extra call in group mode: the copy rides in the group call');
+    assert.deepEqual(reliabilityMetrics(consistent.rel)['judge/unreliable_groups'], 0);
+    const random = await run(randomJudge(3));
+    assert.ok(random.rel.r < 0.3, `random judge's reliability ${random.rs.map((r) => r.toFixed(2)).join(' ')}`);
+    assert.equal(random.rel.scale, 0, 'below judge.minReliability: its groups are left out');
+    const m = reliabilityMetrics(random.rel);
+    assert.equal(m['judge/unreliable_groups'], 12);
+    assert.ok(m['judge/noise']! > 0.03 && m['judge/signal']! > 0.03, JSON.stringify(m));
+  });
+
+  it('retest, single mode: one rollout of the step gets a second call, marked as a retest and never its verdict or reward', async () => {
+    const groups = [await storedRollout({ answer: '38' }), await storedRollout({ answer: '40' })];
+    const { step, server } = await stepJudge({ mode: 'single' });
+    await step.judgeRound(groups);
+    assert.equal(server.requests.length, 3, 'one call each, and one retest');
+    const all = await Promise.all(groups.map(spansOf));
+    const retestSpans = all.flat().filter((s) => s.attributes[AGL.judgeRetest] === true);
+    assert.equal(retestSpans.length, 1);
+    const again = all.find((spans) => spans.includes(retestSpans[0]!))!;
+    const v = judgeVerdict(again)!;
+    assert.notEqual(v.spanId, retestSpans[0]!.spanId, 'the verdict is the first call');
+    assert.deepEqual(v.retest, { score: v.score, position: null });
+    assert.equal(again.filter((s) => s.attributes[AGL.rewardSource] === 'judge').length, 1);
+    assert.equal(step.reliability(undefined)!.step.pairs, 1);
+    assert.equal(step.totals.calls, 3, 'the retest call counts in the calls, tokens and cost');
+  });
+
+  it('judge.retest false: nothing shown twice, no reliability', async () => {
+    const groups = [await storedRollout({ answer: '38' }), await storedRollout({ answer: '40' })];
+    const { step, server } = await stepJudge({ retest: false });
+    await step.judgeRound(groups);
+    assert.equal(server.requests[0]!.trajectories.length, 2);
+    assert.equal(step.reliability(undefined), null);
   });
 });

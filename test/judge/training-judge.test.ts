@@ -2,8 +2,9 @@
  * Training with an LLM judge as the reward, end to end through the real pieces (SQLite store, the gateway serving the
  * policy being trained, runner worker processes running the toy agent with the openai client, a scripted judge model
  * over HTTP): a judge that goes by the rubric's rule (the toy's own reward, read from the trajectories it is sent)
- * teaches the policy; one that scores at random teaches nothing. Held-out reward is the toy agent's own (validation
- * `auto`: the agent rewards its rollouts). Also: every step records the judge's calls, tokens and cost; its rewards
+ * teaches the policy; one that scores at random (every score of every call a fresh draw) teaches nothing: its test-retest
+ * reliability (judge.retest) is read below 1 at every step and its groups are left out of the update, where the rubric
+ * judge's is 1 throughout. Held-out reward is the toy agent's own (validation `auto`: the agent rewards its rollouts). Also: every step records the judge's calls, tokens and cost; its rewards
  * are on the rollouts; no transition is a judge span and `agl export` never sees one.
  */
 import assert from 'node:assert/strict';
@@ -78,6 +79,16 @@ test('a judge that follows the rubric teaches the policy; one that scores at ran
   t.diagnostic(knows.logs.filter((l) => l.startsWith('step')).join('\n'));
   assert.ok(knows.gain > coin.gain + 0.15, `rubric judge ${knows.gain.toFixed(3)} vs random judge ${coin.gain.toFixed(3)}`);
   assert.ok(knows.gain > 0.2, `the rubric judge raised held-out reward by ${knows.gain.toFixed(3)}`);
+  const reliability = async (r: typeof knows, name: string) => (await r.store.queryMetrics(r.run.id)).filter((m) => m.name === name).map((m) => m.value);
+  assert.deepEqual(await reliability(knows, 'judge/reliability'), new Array(STEPS).fill(1), 'a judge that agrees with itself: r 1 at every step');
+  const coinR = await reliability(coin, 'judge/reliability');
+  t.diagnostic(`random judge's reliability by step: ${coinR.map((r) => r.toFixed(2)).join(' ')}`);
+  assert.equal(coinR.length, STEPS);
+  assert.ok(coinR.every((r) => r < 1));
+  assert.ok(
+    (await reliability(coin, 'judge/unreliable_groups')).some((n) => n > 0),
+    'its groups were left out of the update',
+  );
 
   // What a run with a judge records: its calls (one per group: 4 a step), tokens and cost every step; the step line.
   const { store, run, server, logs } = knows;

@@ -4,7 +4,8 @@
  * trained on as the trainer does (its credit and GRPO advantages stored), then shown: the group view ranks the samples by
  * the judge's score with each reason and, folded, the text the judge read; each card has the reason under its reward;
  * a rollout's summary and its calls' detail have the explanation beside the reward; the judge's own span shows its
- * score, the place the rollout was shown at, and the call's tokens and cost.
+ * score, the place the rollout was shown at, and the call's tokens and cost; the rollout the judge was shown twice
+ * (judge.retest) says where again and its second score.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -111,6 +112,10 @@ describe("an LLM judge's words in the trajectory viewer", () => {
       ['1', '1', '3', '3'],
     );
     assert.deepEqual(new Set(ranked.slice(0, 2).map((r) => r.id)), new Set([ids[0], ids[2]]));
+    // judge.retest: one of the four was shown twice (5 places); its line says where again and its second score.
+    const again = await page.locator('.judge-rank').evaluateAll((els) => els.map((e) => e.textContent ?? '').filter((t) => t.includes('shown again')));
+    assert.equal(again.length, 1);
+    assert.match(again[0]!, /shown \d(st|nd|rd|th) · shown again \d(st|nd|rd|th): [01] \(a retest, never a reward\)/);
     // The cards' rewards are the judge's (the agent's 0.5 replaced), its words under them.
     const cards = await page
       .locator(`.group[data-group-id="${TASK}"] .sample-card`)
@@ -133,7 +138,7 @@ describe("an LLM judge's words in the trajectory viewer", () => {
     const page = view.page;
     await view.notify('trajectory/show', { view: { kind: 'rollout', rolloutId: ids[1] } });
     await page.waitForSelector('.rollout-judge');
-    assert.match(await page.locator('.rollout-judge').innerText(), /judge gpt-judge, group mode, shown \d\w\w of 4: the answer 84 is not 87/);
+    assert.match(await page.locator('.rollout-judge').innerText(), /judge gpt-judge, group mode, shown \d\w\w of 5: the answer 84 is not 87/);
     await page.locator('.span-row[data-kind="llm"]').first().click();
     await page.waitForSelector('.detail-llm .judge-reason');
     assert.match(await page.locator('.detail-llm .judge-reason').innerText(), /the answer 84 is not 87/);
@@ -147,7 +152,7 @@ describe("an LLM judge's words in the trajectory viewer", () => {
       .evaluateAll((els) => Object.fromEntries(els.map((e) => [e.querySelector('.metric-label')!.textContent, e.querySelector('.metric-value')!.textContent])));
     assert.equal(metrics['Judge'], 'gpt-judge');
     assert.equal(metrics['Score'], '0');
-    assert.match(metrics['Shown']!, /^\d(st|nd|rd|th) of 4$/);
+    assert.match(metrics['Shown']!, /^\d(st|nd|rd|th) of 5$/, 'four rollouts, one of them shown twice');
     assert.equal(metrics['Tries'], '1');
     assert.match(metrics['Cost']!, /^\$0\.\d{4}$/);
     assert.match((await page.locator('.detail-judge details.judge-answer pre').textContent())!, /"scores"/);

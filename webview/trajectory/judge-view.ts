@@ -1,7 +1,7 @@
 /**
  * What an LLM judge said, where the viewer shows a reward (protocol/judge-reading.ts reads it from the spans): its
  * explanation beside the reward (a call's detail, a rollout's summary, a group card), a judge call's detail (score,
- * the place the rollout was shown at, tries, tokens, cost, its answer as given), and the group view's ranking: the
+ * the place the rollout was shown at, tries, tokens, cost, its answer as given, a retest's second score), and the group view's ranking: the
  * group's rollouts best first by the judge's score, each with its reason and, folded, the text the judge read
  * (protocol/episode-text.ts renderEpisode: the same rendering the judge was sent).
  */
@@ -20,6 +20,13 @@ const ordinal = (n: number) =>
 export function judgeWho(v: JudgeVerdict): string {
   const shown = v.position !== null && v.order.length > 1 ? `, shown ${ordinal(v.position)} of ${v.order.length}` : '';
   return `judge ${v.model ?? '?'}${v.mode ? `, ${v.mode} mode` : ''}${shown}`;
+}
+
+/** A retest (judge.retest) in words: " · shown again 7th: 0.80 (a retest, never a reward)"; '' without one. */
+function retestWords(v: JudgeVerdict): string {
+  if (!v.retest) return '';
+  const where = v.retest.position !== null ? ` ${ordinal(v.retest.position)}` : ' in a call of its own';
+  return ` · shown again${where}: ${v.retest.score === null ? 'no score' : fmtNumber(v.retest.score)} (a retest, never a reward)`;
 }
 
 /** The judge's score and reward in words: "score 0.80" or "score 0.80, added to the agent's 1 (reward 1.40)". */
@@ -66,6 +73,14 @@ export function judgeSpanDetail(span: Span, metric: (label: string, value: strin
         '',
         'Where this rollout was among those the judge read (shuffled per call)',
       ),
+      v.retest
+        ? metric(
+            'Retest',
+            v.retest.score === null ? '—' : fmtNumber(v.retest.score),
+            '',
+            `The judge's second score of this rollout${v.retest.position !== null ? `, shown again ${ordinal(v.retest.position)}` : ''}: how far it agrees with itself (judge.retest); never a reward`,
+          )
+        : null,
       metric('Tries', v.attempts === null ? '—' : String(v.attempts)),
       metric(
         'Tokens',
@@ -112,7 +127,7 @@ export function judgeRankingBlock(samples: GroupSample[], openRollout: (rolloutI
           e.preventDefault();
           openRollout(item.rollout.id);
         });
-        const shown = verdict.position !== null && verdict.order.length > 1 ? ` · shown ${ordinal(verdict.position)}` : '';
+        const shown = (verdict.position !== null && verdict.order.length > 1 ? ` · shown ${ordinal(verdict.position)}` : '') + retestWords(verdict);
         return h(
           'li',
           { class: 'judge-rank', 'data-rank': rank, 'data-rollout-id': item.rollout.id, 'data-score': verdict.score },

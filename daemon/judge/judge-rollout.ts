@@ -1,0 +1,40 @@
+/**
+ * One ended rollout scored by the judge where nothing compares it with siblings (prompt optimization: `agl optimize
+ * --judge-*` rolls each task out once per candidate): one call in single mode against the rubric's absolute scale, its
+ * spans recorded as training records them (record.ts: the judge span, and the judge's reward span, final, its feedback
+ * the explanation), so whoever reads the rollout's final reward and feedback afterwards (the optimizer's evaluator, the
+ * viewer) reads the judge's. A rollout that did not succeed, whose reward the agent locked, or that a judge already
+ * scored (a resumed run reading its rollouts back) is left as it is. A call that fails after its tries leaves its
+ * judge span with the error and no reward: the rollout keeps the agent's own (or none), never a made-up 0.
+ */
+import { judgeVerdict, lockedReward } from '../../protocol/judge-reading.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
+import { pickFinalReward, rewardsInOrder } from '../../protocol/span-reading.js';
+import type { Rollout } from '../../protocol/store.js';
+import type { Judge } from './judge.js';
+import { judgeCallSpans, judgedReward } from './record.js';
+
+/** What judging a rollout did: scored it, found it scored already, left it (why), or could not score it (why). */
+export type RolloutJudged =
+  | { kind: 'scored'; score: number; explanation: string | null }
+  | { kind: 'already'; score: number | null }
+  | { kind: 'skipped'; why: 'not succeeded' | 'locked' }
+  | { kind: 'failed'; reason: string };
+
+/** Scores an ended rollout with the judge (single mode) and records it on the rollout's latest attempt (see the header). */
+export async function judgeEndedRollout(store: LightningStore, judge: Judge, r: Rollout, salt: string): Promise<RolloutJudged> {
+  if (r.status !== 'succeeded') return { kind: 'skipped', why: 'not succeeded' };
+  const spans = await store.querySpans({ rolloutId: r.id, attemptId: 'latest' });
+  const earlier = judgeVerdict(spans);
+  if (earlier && earlier.error === null) return { kind: 'already', score: earlier.score };
+  if (lockedReward(spans)) return { kind: 'skipped', why: 'locked' };
+  const attemptId = spans[0]?.attemptId ?? (await store.getLatestAttempt(r.id))?.id;
+  if (!attemptId) return { kind: 'failed', reason: 'the rollout has no attempt to judge' };
+  const judged = await judge.judgeGroup(r.input, [{ rolloutId: r.id, attemptId, spans }], salt, 'single');
+  const own = 'scores' in judged ? (judged.scores.get(r.id) ?? null) : null;
+  const agent = pickFinalReward(rewardsInOrder(spans))?.value ?? null;
+  const rewards = new Map(own ? [[r.id, judgedReward(own, judge.settings.weight, agent)]] : []);
+  await store.addSpans(judged.calls.flatMap((call) => judgeCallSpans(call, { model: judge.settings.model, rubricSha: judge.rubricSha, rewards })));
+  if (!own) return { kind: 'failed', reason: 'failed' in judged ? judged.failed.reason : 'the judge gave no score' };
+  return { kind: 'scored', score: own.score, explanation: own.explanation };
+}

@@ -1,0 +1,91 @@
+/**
+ * `agl optimize` with an LLM judge as the reward (#41 item 1: `--judge-url`, `--judge-model`, `--judge-rubric`, or a
+ * train.yaml's judge: section through --config; the same settings as training's): the order desk optimized on the
+ * scripted desk server and runner pool (test/helpers/optimize-stack.ts), its rollouts scored by a scripted judge over
+ * HTTP. Every rollout that succeeded carries the judge's reward (source judge, its explanation the feedback), the
+ * candidates' scores are the judge's, not the desk's own grade, and the optimizer reads the judge's explanations.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { planFromFlags } from '../../daemon/optimize/run-plan.js';
+import { judgeVerdict } from '../../protocol/judge-reading.js';
+import { finalReward, rolloutFeedback } from '../../protocol/span-reading.js';
+import { AGL, SPAN } from '../../protocol/spans.js';
+import { DESK_AGENT, deskFlags, type OptimizeStack, startOptimizeStack } from '../helpers/optimize-stack.js';
+import { startScriptedJudge, type JudgeRequest, type ScoreLine, type ScriptedJudge } from '../helpers/scripted-judge.js';
+
+/** A judge with a scale of its own: 0.8 for an answer of digits only, 0.3 otherwise, and words the desk never says. */
+const digitsJudge = (r: JudgeRequest): ScoreLine[] =>
+  r.trajectories.map((t) => {
+    const digits = /^\s*\d+\s*$/.test(t.replies.at(-1) ?? '');
+    return {
+      trajectory: t.index,
+      score: digits ? 0.8 : 0.3,
+      explanation: digits ? 'JUDGE-SAYS: digits only, as the rubric asks' : 'JUDGE-SAYS: not digits only',
+    };
+  });
+
+let stack: OptimizeStack;
+let judge: ScriptedJudge;
+let dir: string;
+before(async () => {
+  stack = await startOptimizeStack({ workers: 4, perProcess: 2 });
+  judge = await startScriptedJudge({ score: digitsJudge });
+  dir = mkdtempSync(join(tmpdir(), 'agl-opt-judge-'));
+});
+after(async () => {
+  await judge.close();
+  await stack.close();
+});
+
+test("the judge's scores are the candidates' scores and its explanations the feedback the optimizer reads", { timeout: 300_000 }, async () => {
+  writeFileSync(join(dir, 'rubric.md'), 'An answer of digits only scores 0.8; anything else 0.3.\n');
+  const flags = { budget: '40', seed: '2', test: undefined, 'judge-url': judge.url, 'judge-model': 'scripted-judge', 'judge-rubric': join(dir, 'rubric.md') };
+  const out = await stack.optimize(DESK_AGENT, deskFlags(stack.llm, flags));
+  const store = stack.conn.store;
+  // Every scored rollout (the probe that reads the seed's prompts is no score: the judge leaves it).
+  const rollouts = (await store.queryRollouts({ runId: out.runId, status: ['succeeded'], limit: 500 })).items.filter((r) => r.metadata.probe !== true);
+  assert.ok(rollouts.length >= 15, `${rollouts.length} rollouts`);
+  let own = 0;
+  const seedVal: number[] = [];
+  for (const r of rollouts) {
+    const spans = await store.querySpans({ rolloutId: r.id, attemptId: 'latest' });
+    const v = judgeVerdict(spans);
+    assert.ok(v && v.score !== null, `rollout ${r.id} was judged`);
+    assert.equal(v.mode, 'single');
+    assert.equal(finalReward(spans), v.score, "its final reward is the judge's score");
+    assert.match(rolloutFeedback(spans) ?? '', /^JUDGE-SAYS: /, "its feedback is the judge's explanation");
+    assert.ok(spans.some((s) => s.attributes[AGL.rewardSource] === 'judge'));
+    // The desk's own grade (0 or 1) is still on the rollout, under the judge's.
+    if (spans.some((s) => s.name === SPAN.reward && s.attributes[AGL.rewardSource] === undefined)) own++;
+    if (r.metadata.candidate === out.seedCandidate && r.metadata.split === 'val') seedVal.push(v.score!);
+  }
+  assert.equal(own, rollouts.length, "the agent's own reward stays on every rollout, replaced as the final one");
+  assert.equal(judge.requests.length, rollouts.length, 'one judge call per rollout, none twice (the cache reads them back)');
+  // The seed's val score is the mean of the judge's scores of its val rollouts (0.8 or 0.3 each), not of the desk's 0/1 grades.
+  assert.equal(seedVal.length, 14);
+  assert.ok(Math.abs(out.scores.seed.val! - seedVal.reduce((a, x) => a + x, 0) / seedVal.length) < 1e-9, `seed val ${out.scores.seed.val}`);
+  assert.ok(seedVal.every((x) => x === 0.3 || x === 0.8));
+  const calls = await store.listOptimizerCalls(out.runId);
+  assert.ok(calls.length > 0);
+  assert.ok(
+    calls.some((c) => c.messages.some((m) => m.content.includes('JUDGE-SAYS: '))),
+    "the optimizer was shown the judge's explanations",
+  );
+});
+
+test('the judge settings come from a train.yaml judge: section (--config), the flags over it; none without either', () => {
+  writeFileSync(join(dir, 'train.yaml'), 'judge:\n  url: http://127.0.0.1:9/v1\n  model: file-judge\n  rubric: { file: rubric.md }\n  weight: 0.5\n');
+  const plan = planFromFlags(DESK_AGENT, deskFlags(stack.llm, { test: undefined, budget: '40', config: join(dir, 'train.yaml'), 'judge-model': 'flag-judge' }));
+  assert.equal(plan.config.judge!.model, 'flag-judge');
+  assert.equal(plan.config.judge!.weight, 0.5);
+  assert.deepEqual(plan.config.judge!.rubric, { file: join(dir, 'rubric.md') }, 'the rubric found beside the config file');
+  assert.equal(planFromFlags(DESK_AGENT, deskFlags(stack.llm, { test: undefined, budget: '40' })).config.judge, null);
+  assert.throws(
+    () => planFromFlags(DESK_AGENT, deskFlags(stack.llm, { test: undefined, budget: '40', 'judge-url': 'http://127.0.0.1:9/v1' })),
+    /invalid judge settings: judge\.model: .*judge\.rubric/,
+  );
+});
