@@ -79,7 +79,7 @@ const FIELDS = {
   retest: field(
     z.boolean(),
     true,
-    "test-retest: each group call shows one of its trajectories twice (single mode: one rollout a step is scored twice); how far the judge disagrees with itself, against the spread of its scores within groups, gives its reliability r, and the judged groups' advantages are scaled by r (the second score is never a reward; a group call reads one more trajectory)",
+    "test-retest: each group call shows one of its trajectories twice (single mode: one rollout of each of 4 tasks a step is scored twice); how far the judge disagrees with itself (the upper 95% bound of that noise), against the spread of its scores within groups, gives its reliability r, and the judged groups' advantages are scaled by r (the second score is never a reward; a group call reads one more trajectory)",
     'true|false',
     'boolean',
   ),

@@ -8,7 +8,7 @@
  * tries is left out of the step (no reward, no transition, no update), counted by why (judge/failed_<kind>) for the
  * step's notes, never scored 0. Validation rollouts are judged one by one (single mode) per judge.validation; one the
  * judge could not score is left out of the held-out mean. With judge.retest (the default) the judge is also shown one
- * trajectory twice (every group call; single mode: one rollout a step) and the step keeps the evidence of how far it
+ * trajectory twice (every group call; single mode: one rollout of each of SINGLE_RETESTS tasks a step) and the step keeps the evidence of how far it
  * agrees with itself (daemon/judge/reliability.ts): the trainer scales the judged groups' advantages by the reliability
  * (step-advantages.ts), or leaves them out below judge.minReliability.
  */
@@ -22,6 +22,9 @@ import { evidenceOf, reliabilityOf, smoothed, type ReliabilityEvidence, type Rel
 import { seededOrder } from '../judge/request.js';
 import type { RewardSeen } from './adapter.js';
 import type { GroupRollout } from './rollouts.js';
+
+/** Single mode: how many of a step's tasks get one rollout scored twice (group mode retests in every call). */
+export const SINGLE_RETESTS = 4;
 
 /** A round's groups after the judge: those it scored (or had nothing to score in), and the rollouts of those it could not. */
 export interface JudgedRound {
@@ -96,19 +99,26 @@ export class StepJudge {
 
   /**
    * A training round's groups judged: a rollout's reward becomes the judge's; a group it could not score is left out.
-   * With judge.retest, group mode retests in every call; single mode one rollout of the step (of round 0's groups).
+   * With judge.retest, group mode retests in every call; single mode one rollout of each of SINGLE_RETESTS tasks of
+   * round 0 (a few pairs a step: reliability.ts trusts the judge only as far as its pairs show).
    */
   async judgeRound(groups: GroupRollout[], round = 0): Promise<JudgedRound> {
     const byTask = new Map<string, GroupRollout[]>();
     for (const g of groups) byTask.set(g.task.id, [...(byTask.get(g.task.id) ?? []), g]);
     const { retest, mode } = this.judge.settings;
     const tasks = [...byTask.keys()];
-    const singleRetest = retest && mode === 'single' && round === 0 && tasks.length ? tasks[seededOrder(tasks.length, this.o.step, this.o.runId)[0]!] : null;
+    const singleRetests = new Set(
+      retest && mode === 'single' && round === 0
+        ? seededOrder(tasks.length, this.o.step, this.o.runId)
+            .slice(0, SINGLE_RETESTS)
+            .map((i) => tasks[i]!)
+        : [],
+    );
     const leftOutTasks = new Set<string>();
     let done = 0;
     await Promise.all(
       [...byTask].map(async ([taskId, members]) => {
-        const again = mode === 'group' ? retest : taskId === singleRetest;
+        const again = mode === 'group' ? retest : singleRetests.has(taskId);
         const ok = await this.judgeGroup(members, `${this.o.runId}\u0000${this.o.step}\u0000${round}\u0000${taskId}`, { retest: again, train: true });
         if (!ok) leftOutTasks.add(taskId);
         this.o.onProgress?.(++done, byTask.size);

@@ -108,6 +108,7 @@ function selfAgreementLines(r: CheckReport): string[] {
       : `training would scale its groups' advantages by ${fmt(s.r)} (left out below judge.minReliability)`;
   return [
     `  self-agreement: ${s.pairs} trajector${s.pairs === 1 ? 'y' : 'ies'} shown twice, mean |difference| ${fmt(s.meanAbsDiff, 3)}; ` +
-      `noise ${fmt(s.noise, 4)} against a spread of ${fmt(s.signal, 4)} within groups: reliability ${fmt(s.r)} (${verdict})`,
+      `noise ${fmt(s.noise, 4)} (at most ${fmt(s.noiseBound, 4)}, 95%) against a spread of ${fmt(s.signal, 4)} within groups: ` +
+      `reliability ${fmt(s.r)} (${verdict})`,
   ];
 }

@@ -88,7 +88,7 @@ describe('agl judge check', () => {
       calls: number;
       agreement: Record<string, number>;
       disagreements: { better: { taskId: string; explanation: string } }[];
-      selfAgreement: { r: number; pairs: number; noise: number; meanAbsDiff: number };
+      selfAgreement: { r: number; pairs: number; noise: number; noiseBound: number; meanAbsDiff: number };
     };
     assert.equal(r.rollouts.length, 6);
     assert.equal(r.calls, 3, 'group mode: one call per task, its validations together');
@@ -100,7 +100,7 @@ describe('agl judge check', () => {
       judge.requests.every((q) => q.trajectories.length === 3),
       "each call shows a task's two rollouts, one of them twice",
     );
-    assert.deepEqual({ ...r.selfAgreement, signal: undefined }, { r: 1, pairs: 3, noise: 0, meanAbsDiff: 0, signal: undefined });
+    assert.deepEqual({ ...r.selfAgreement, signal: undefined }, { r: 1, pairs: 3, noise: 0, noiseBound: 0, meanAbsDiff: 0, signal: undefined });
   });
 
   it('single mode from the flags compares across tasks, and names the pairs it disagrees on with its reasons', async () => {

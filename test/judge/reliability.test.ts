@@ -13,7 +13,7 @@ import type { GroupRollout } from '../../daemon/algorithm/rollouts.js';
 import { advantagesPerPolicy } from '../../daemon/algorithm/step-advantages.js';
 import type { CreditedItem } from '../../daemon/algorithm/step-credit.js';
 import type { RolledOut } from '../../daemon/algorithm/step-collect.js';
-import { evidenceOf, reliabilityOf, smoothed, SMOOTHING, type ReliabilityState } from '../../daemon/judge/reliability.js';
+import { chiSquareLow, evidenceOf, reliabilityOf, smoothed, SMOOTHING, type ReliabilityState } from '../../daemon/judge/reliability.js';
 import { rng as seededStream } from '../../samples/shared/rng.js';
 
 const close = (a: number | null, b: number, eps = 1e-12) => assert.ok(a !== null && Math.abs(a - b) < eps, `${a} is not ${b}`);
@@ -35,7 +35,23 @@ describe("the judge's reliability", () => {
     const r = reliabilityOf(e);
     close(r.noise, 0.04);
     close(r.signal, 0.5 / 3);
-    close(r.r, 1 - 0.04 / (0.5 / 3));
+    close(r.noiseBound, 0.08 / chiSquareLow(2));
+    close(r.r, Math.max(0, 1 - 0.08 / chiSquareLow(2) / (0.5 / 3)));
+  });
+
+  it("r reads the noise's upper 95% bound: the chi-square's 5% quantiles as tables give them, from 5 pairs up", () => {
+    for (const [df, q] of [
+      [5, 1.1455],
+      [10, 3.9403],
+      [30, 18.4927],
+      [60, 43.188],
+    ] as const)
+      assert.ok(Math.abs(chiSquareLow(df) - q) / q < 0.02, `df ${df}: ${chiSquareLow(df)} vs ${q}`);
+    assert.ok(chiSquareLow(2) < 0.1026, 'below the table (0.1026) at 2 pairs: the bound errs on the side of less trust');
+    // The same noise/signal ratio (0.1) is trusted more as pairs accumulate: 4 pairs, then 40.
+    const few = reliabilityOf({ pairs: 4, noiseSum: 4 * 0.01, spreadSum: 1, spreadDf: 10 });
+    const many = reliabilityOf({ pairs: 40, noiseSum: 40 * 0.01, spreadSum: 1, spreadDf: 10 });
+    assert.ok(few.r < many.r && many.r < 0.9 && many.r > 0.8, `${few.r} < ${many.r} < 0.9`);
   });
 
   it('a judge that always agrees with itself has r 1; no pair, r 1; noise without spread, r 0; r never below 0', () => {
@@ -66,10 +82,11 @@ describe("the judge's reliability", () => {
     close(s.noiseSum, SMOOTHING * 0.02 + 0.08);
     close(s.spreadSum, SMOOTHING * 0.5 + 0.02);
     close(s.spreadDf, SMOOTHING + 1);
-    close(reliabilityOf(s).r, 1 - (SMOOTHING * 0.02 + 0.08) / (SMOOTHING + 1) / ((SMOOTHING * 0.5 + 0.02) / (SMOOTHING + 1)));
+    const bound = (SMOOTHING * 0.02 + 0.08) / chiSquareLow(SMOOTHING + 1);
+    close(reliabilityOf(s).r, Math.max(0, 1 - bound / ((SMOOTHING * 0.5 + 0.02) / (SMOOTHING + 1))));
   });
 
-  it('a judge whose scores are truth plus known noise: r is the truth’s share of the spread (0.04 / (0.04 + 0.01) = 0.8)', () => {
+  it('a judge whose scores are truth plus known noise: the truth’s share of the spread is 0.04 / (0.04 + 0.01) = 0.8, r a little under', () => {
     const next = seededStream(42);
     let state: ReliabilityState | null = null;
     for (let step = 0; step < 40; step++) {
@@ -83,25 +100,29 @@ describe("the judge's reliability", () => {
       state = smoothed(state, evidenceOf(groups, pairs));
     }
     const r = reliabilityOf(state);
-    assert.ok(Math.abs(r.r - 0.8) < 0.1, `r ${r.r.toFixed(3)} (noise ${r.noise!.toFixed(4)}, signal ${r.signal!.toFixed(4)})`);
+    const said = `r ${r.r.toFixed(3)} (noise ${r.noise!.toFixed(4)}, bound ${r.noiseBound!.toFixed(4)}, signal ${r.signal!.toFixed(4)})`;
+    assert.ok(Math.abs(1 - r.noise! / r.signal! - 0.8) < 0.1, said);
+    assert.ok(r.r > 0.6 && r.r < 1 - r.noise! / r.signal!, `r reads the bound, below the estimate's share: ${said}`);
   });
 
-  it('a judge that draws every score at random: r stays near 0, below the default floor 0.3 at most steps', () => {
-    const next = seededStream(7);
-    let state: ReliabilityState | null = null;
+  it('a judge that draws every score at random: r 0 at almost every step from the first, never near a trusted judge', () => {
     const rs: number[] = [];
-    for (let step = 0; step < 16; step++) {
-      const groups = Array.from({ length: 12 }, () => Array.from({ length: 8 }, () => next()));
-      const pairs = Array.from({ length: 12 }, (): [number, number] => [next(), next()]);
-      state = smoothed(state, evidenceOf(groups, pairs));
-      rs.push(reliabilityOf(state).r);
+    for (let seed = 1; seed <= 10; seed++) {
+      const next = seededStream(seed);
+      let state: ReliabilityState | null = null;
+      for (let step = 0; step < 16; step++) {
+        const groups = Array.from({ length: 12 }, () => Array.from({ length: 8 }, () => next()));
+        const pairs = Array.from({ length: 12 }, (): [number, number] => [next(), next()]);
+        state = smoothed(state, evidenceOf(groups, pairs));
+        rs.push(reliabilityOf(state).r);
+      }
     }
-    // At 12 pairs a step, smoothed over ~5 steps, the noise's estimate is within ~15% of the spread's: r > 0.3 needs it
-    // 30% low, which happens at a few steps in a hundred (more in the first steps, before the sums have filled).
+    // Noise and spread are the same variance here: r > 0 needs the noise's upper bound below the spread's estimate, a
+    // chance the 95% bound leaves at a few steps in a hundred (the sums of neighbouring steps overlap).
     const said = rs.map((r) => r.toFixed(2)).join(' ');
-    assert.ok(rs.filter((r) => r < 0.3).length >= 13, said);
-    assert.ok(rs.reduce((a, r) => a + r, 0) / rs.length < 0.15, said);
-    assert.ok(rs.at(-1)! < 0.3, said);
+    assert.ok(rs.filter((r) => r === 0).length >= 0.95 * rs.length, said);
+    assert.ok(Math.max(...rs) < 0.5, said);
+    assert.equal(rs[0], 0, `the first step already: ${said}`);
   });
 });
 
