@@ -30,6 +30,9 @@ export const EXACT_MAX = 100;
 /** The significance level `agl eval` says "significant" at. */
 export const ALPHA = 0.05;
 
+/** A p-value as the reports say it: "p = 0.0020", "p = 3.10e-7", or "p < 1e-15" where double precision has run out. */
+export const pSaid = (p: number): string => (p < 1e-15 ? 'p < 1e-15' : `p = ${p < 0.0001 ? p.toExponential(2) : p.toFixed(4)}`);
+
 export const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
 /** The 95% interval of the mean of `xs` (Student's t, n - 1 degrees of freedom); null under two values. */

@@ -16,7 +16,7 @@ import type { PolicyInfo } from '../../protocol/api.js';
 import { resolveGrpo } from '../../protocol/grpo-settings.js';
 import { ONE_POLICY, policyRouting, roleOwners, type PolicyRouting, type PolicySet } from '../../protocol/policy-set.js';
 import { TrainingSection } from '../../protocol/train-config.js';
-import { findPolicySet, type PolicySetRecord } from './checkpoint.js';
+import { findPolicySet, lastStepFolder, type PolicySetRecord } from './checkpoint.js';
 import { engineOptions, type EngineConfig } from './engine-config.js';
 import { type OpenPolicySet, openPolicySet, policyFolderCheck } from './open-policy-set.js';
 import type { PolicyModel } from '../model/policy-contract.js';
@@ -51,6 +51,22 @@ export function checkPolicySet(spec: string, defaultOverride: string | undefined
         `give its folder with --default-model DIR`,
     );
   return { folder, record, defaultSpec };
+}
+
+/**
+ * What a `--model` serves, as `agl serve`, `agl eval` and `agl optimize` read it, checked before anything runs: a
+ * training run's checkpoint folder its last step (checkpoint.ts lastStepFolder), a policy set's checkpoint its set
+ * (checkPolicySet), builtin:<size> or a model folder itself; a folder with none of these is refused, naming what it lacks.
+ */
+export function servedSourceOf(model: string, engine: EngineConfig, defaultOverride?: string): ServedSource {
+  const spec = lastStepFolder(model);
+  const set = checkPolicySet(spec, defaultOverride, engine);
+  if (set) return set;
+  if (!spec.startsWith('builtin:') && !existsSync(join(spec, 'config.json')))
+    throw new Error(
+      `${spec} holds no model (no config.json): give builtin:<size>, a model folder, a checkpoint (agl sft --out, a run's policy-<step>) or a training run's folder`,
+    );
+  return { folder: spec, record: null, defaultSpec: spec };
 }
 
 /** The policies of a record as the set's routing reads them. */

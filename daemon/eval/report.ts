@@ -7,7 +7,7 @@
  */
 import { basename } from 'node:path';
 import type { EvalConfig, EvalSummary } from '../../protocol/eval.js';
-import { ALPHA, type Comparison } from '../../protocol/eval-stats.js';
+import { ALPHA, pSaid, type Comparison } from '../../protocol/eval-stats.js';
 
 /** A gate's verdict: which flag, whether it held, and why in words. */
 export interface GateResult {
@@ -38,14 +38,13 @@ export function resultLines(runId: string, s: EvalSummary): string[] {
 /** A comparison in words: wins, losses, ties, the means, the test's p-value and whether the change is significant. */
 export function comparisonLines(c: Comparison): string[] {
   const d = c.mean - c.baselineMean;
-  const p = c.test.p < 0.0001 ? c.test.p.toExponential(2) : c.test.p.toFixed(4);
   const verdict = c.significant
     ? `significant (p < ${ALPHA}): ${d > 0 ? 'better' : 'worse'} than ${c.baselineRunId}`
     : `not significant (p >= ${ALPHA}): no evidence of a change against ${c.baselineRunId}`;
   return [
     `against ${c.baselineRunId} on ${c.tasks} shared tasks${c.unmatched ? ` (${c.unmatched} in only one of them, left out)` : ''}: ` +
       `${c.wins} better, ${c.losses} worse, ${c.ties} tied; mean ${f3(c.baselineMean)} -> ${f3(c.mean)} (${d >= 0 ? '+' : ''}${f3(d)})`,
-    `  Wilcoxon signed-rank on the per-task means: W+ ${c.test.wPlus} over ${c.test.n} tasks that differ, p = ${p} (${c.test.exact ? 'exact' : 'normal approximation'}); ${verdict}`,
+    `  Wilcoxon signed-rank on the per-task means: W+ ${c.test.wPlus} over ${c.test.n} tasks that differ, ${pSaid(c.test.p)} (${c.test.exact ? 'exact' : 'normal approximation'}); ${verdict}`,
   ];
 }
 
@@ -64,8 +63,8 @@ export function gates(s: EvalSummary, min: number | null, noWorse: Comparison | 
       flag: 'no-worse-than',
       ok: !worse,
       said: worse
-        ? `significantly worse than ${noWorse.baselineRunId} (mean ${f3(noWorse.baselineMean)} -> ${f3(noWorse.mean)}, p = ${noWorse.test.p.toFixed(4)})`
-        : `no significant drop against ${noWorse.baselineRunId} (p = ${noWorse.test.p.toFixed(4)})`,
+        ? `significantly worse than ${noWorse.baselineRunId} (mean ${f3(noWorse.baselineMean)} -> ${f3(noWorse.mean)}, ${pSaid(noWorse.test.p)})`
+        : `no significant drop against ${noWorse.baselineRunId} (${pSaid(noWorse.test.p)})`,
     });
   }
   return out;

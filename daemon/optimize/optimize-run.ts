@@ -13,7 +13,7 @@ import type { OptimizationSummary, OptimizerCall, PromptCandidate } from '../../
 import type { OptimizeConfig } from '../../protocol/optimize-options.js';
 import type { LlmResource, Resource, Rollout } from '../../protocol/store.js';
 import { EngineSection } from '../algorithm/engine-config.js';
-import { ServedPolicySet } from '../algorithm/served-policy-set.js';
+import { ServedPolicySet, servedSourceOf } from '../algorithm/served-policy-set.js';
 import { startHost, startRunner } from '../algorithm/training-host.js';
 import type { Judge } from '../judge/judge.js';
 import { judgeEndedRollout } from '../judge/judge-rollout.js';
@@ -110,12 +110,8 @@ export async function hostRollouts(c: HostedRun, conn: OptimizeConnection, log: 
     });
     return { endpoint: `${conn.daemon.url}/v1`, close: async () => void (await runner?.stop(5_000)) };
   }
-  const served = c.llm.model
-    ? new ServedPolicySet(
-        { folder: c.llm.model, record: null, defaultSpec: c.llm.model },
-        { backend: undefined, engine: EngineSection.parse({}), dataDir: conn.dataDir, log },
-      )
-    : undefined;
+  const engine = EngineSection.parse({});
+  const served = c.llm.model ? new ServedPolicySet(servedSourceOf(c.llm.model, engine), { backend: undefined, engine, dataDir: conn.dataDir, log }) : undefined;
   const host = await startHost({
     store: conn.store,
     served,

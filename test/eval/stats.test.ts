@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareTasks, meanInterval, tCdf, tQuantile, wilcoxonSignedRank } from '../../protocol/eval-stats.js';
+import { compareTasks, meanInterval, pSaid, tCdf, tQuantile, wilcoxonSignedRank } from '../../protocol/eval-stats.js';
 
 const close = (a: number, b: number, eps = 1e-9, what = '') => assert.ok(Math.abs(a - b) <= eps, `${what} ${a} vs ${b}`);
 
@@ -137,4 +137,11 @@ test('a comparison counts wins, losses and ties on the shared tasks and leaves t
   close(c.mean, 0.625);
   close(c.test.p, bruteForceP([1, -1, 0, 1]));
   assert.equal(c.significant, false);
+});
+
+test('a p-value reads as the reports say it: four decimals, then powers of ten, then where double precision runs out', () => {
+  assert.equal(pSaid(0.0625), 'p = 0.0625');
+  assert.equal(pSaid(3.1e-7), 'p = 3.10e-7');
+  // 200 tasks, 144 better: the normal approximation's tail underflows to 0, which is no p-value to print.
+  assert.equal(pSaid(0), 'p < 1e-15');
 });

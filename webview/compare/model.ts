@@ -4,7 +4,7 @@
  * p-value, significant or not at protocol/eval-stats.ts ALPHA).
  */
 import type { EvalCompareRow, EvalCompareView } from '../../protocol/eval-compare.js';
-import { ALPHA } from '../../protocol/eval-stats.js';
+import { ALPHA, pSaid } from '../../protocol/eval-stats.js';
 import type { CompareFilter } from '../../protocol/webview-compare.js';
 
 /** The rows a filter shows: the regressions (lower on the second run), the fixes (higher), or all in the dataset's order. */
@@ -14,14 +14,13 @@ export function rowsShown(rows: readonly EvalCompareRow[], filter: CompareFilter
 }
 
 /** The p-value as `agl eval` writes it: four decimals, or an exponent when tiny. */
-export const pText = (p: number): string => (p < 0.0001 ? p.toExponential(2) : p.toFixed(4));
 
 export function summaryWords(v: EvalCompareView): { means: string; test: string; verdict: string } {
   const c = v.comparison;
   const d = c.mean - c.baselineMean;
   return {
     means: `${c.baselineMean.toFixed(3)} → ${c.mean.toFixed(3)}`,
-    test: `Wilcoxon signed-rank p = ${pText(c.test.p)} (${c.test.exact ? 'exact' : 'normal approximation'}, ${c.test.n} tasks differ)`,
+    test: `Wilcoxon signed-rank ${pSaid(c.test.p)} (${c.test.exact ? 'exact' : 'normal approximation'}, ${c.test.n} tasks differ)`,
     verdict: c.significant
       ? `significant (p < ${ALPHA}): ${d > 0 ? 'better' : 'worse'} than ${v.base.version}`
       : `not significant (p ≥ ${ALPHA}): no evidence of a change against ${v.base.version}` +
