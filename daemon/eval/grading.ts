@@ -13,7 +13,7 @@ import { canonicalJson, episodeAnswer } from '../../protocol/span-reading.js';
 import { AGL, AGL_V0_REWARD_PREFIX, SPAN } from '../../protocol/spans.js';
 import type { Rollout, SpanInput } from '../../protocol/store.js';
 import type { Judge } from '../judge/judge.js';
-import { judgeCallSpans, judgedReward } from '../judge/record.js';
+import { judgeOneRollout } from '../judge/judge-rollout.js';
 import { rolloutOutcome } from '../optimize/evaluator.js';
 import type { EvalTask } from './dataset.js';
 import type { Verdict } from './graders.js';
@@ -58,14 +58,9 @@ async function judgeRollout(
   const input = task.input;
   const asObject = input && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>) : { task: input };
   const shown = task.expected === undefined ? input : { ...asObject, expected: task.expected };
-  const judged = await judge.judgeGroup(shown, [{ rolloutId: r.id, attemptId: o.attempt, spans: o.spans }], `${r.id}`, 'single');
-  const scores = 'scores' in judged ? judged.scores : null;
-  const rewards = new Map(scores ? [...scores].map(([id, s]) => [id, judgedReward(s, null, null)]) : []);
-  const spans = judged.calls.flatMap((call) => judgeCallSpans(call, { model: judge.settings.model, rubricSha: judge.rubricSha, rewards }));
-  if (spans.length) await store.addSpans(spans);
-  const own = scores?.get(r.id);
-  if (!own) return { score: 0, reason: `the judge gave no score: ${'failed' in judged ? judged.failed.reason : 'no answer'}`, answer: o.answer, errored: true };
-  return { score: own.score, reason: own.explanation ?? `the judge scored ${own.score}`, answer: o.answer, errored: false };
+  const got = await judgeOneRollout(store, judge, shown, { rolloutId: r.id, attemptId: o.attempt, spans: o.spans }, `${r.id}`, { weight: null, agent: null });
+  if ('failed' in got) return { score: 0, reason: `the judge gave no score: ${got.failed ?? 'no answer'}`, answer: o.answer, errored: true };
+  return { score: got.score, reason: got.explanation ?? `the judge scored ${got.score}`, answer: o.answer, errored: false };
 }
 
 /** A grader's verdict as a reward span under the attempt's root: final, source `eval`, its reason as the feedback. */

@@ -11,7 +11,7 @@ import { judgeVerdict, lockedReward } from '../../protocol/judge-reading.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { pickFinalReward, rewardsInOrder } from '../../protocol/span-reading.js';
 import type { Rollout } from '../../protocol/store.js';
-import type { Judge } from './judge.js';
+import type { Judge, RolloutToJudge } from './judge.js';
 import { judgeCallSpans, judgedReward } from './record.js';
 
 /** What judging a rollout did: scored it, found it scored already, left it (why), or could not score it (why). */
@@ -30,11 +30,32 @@ export async function judgeEndedRollout(store: LightningStore, judge: Judge, r: 
   if (lockedReward(spans)) return { kind: 'skipped', why: 'locked' };
   const attemptId = spans[0]?.attemptId ?? (await store.getLatestAttempt(r.id))?.id;
   if (!attemptId) return { kind: 'failed', reason: 'the rollout has no attempt to judge' };
-  const judged = await judge.judgeGroup(r.input, [{ rolloutId: r.id, attemptId, spans }], salt, 'single');
-  const own = 'scores' in judged ? (judged.scores.get(r.id) ?? null) : null;
   const agent = pickFinalReward(rewardsInOrder(spans))?.value ?? null;
-  const rewards = new Map(own ? [[r.id, judgedReward(own, judge.settings.weight, agent)]] : []);
-  await store.addSpans(judged.calls.flatMap((call) => judgeCallSpans(call, { model: judge.settings.model, rubricSha: judge.rubricSha, rewards })));
-  if (!own) return { kind: 'failed', reason: 'failed' in judged ? judged.failed.reason : 'the judge gave no score' };
-  return { kind: 'scored', score: own.score, explanation: own.explanation };
+  const got = await judgeOneRollout(store, judge, r.input, { rolloutId: r.id, attemptId, spans }, salt, { weight: judge.settings.weight, agent });
+  if ('failed' in got) return { kind: 'failed', reason: got.failed ?? 'the judge gave no score' };
+  return { kind: 'scored', score: got.score, explanation: got.explanation };
+}
+
+/** A judge's score of one rollout, or why it has none (null: the judge answered without scoring it). */
+export type OneJudged = { score: number; explanation: string | null } | { failed: string | null };
+
+/**
+ * One single-mode judge call on one rollout's attempt, `task` shown as its task, its spans recorded as training records
+ * them (record.ts: the judge span; when it scored, the reward span, its value judgedReward of `reward`'s weight and the
+ * agent's own reward). Shared by prompt optimization (judgeEndedRollout) and agl eval's judge grader.
+ */
+export async function judgeOneRollout(
+  store: LightningStore,
+  judge: Judge,
+  task: unknown,
+  target: RolloutToJudge,
+  salt: string,
+  reward: { weight: number | null; agent: number | null },
+): Promise<OneJudged> {
+  const judged = await judge.judgeGroup(task, [target], salt, 'single');
+  const own = 'scores' in judged ? (judged.scores.get(target.rolloutId) ?? null) : null;
+  const rewards = new Map(own ? [[target.rolloutId, judgedReward(own, reward.weight, reward.agent)]] : []);
+  const spans = judged.calls.flatMap((call) => judgeCallSpans(call, { model: judge.settings.model, rubricSha: judge.rubricSha, rewards }));
+  if (spans.length) await store.addSpans(spans);
+  return own ?? { failed: 'failed' in judged ? judged.failed.reason : null };
 }
