@@ -249,14 +249,16 @@ export async function runCommand(page: Page, label: string): Promise<void> {
     await page.keyboard.press('F1');
     try {
       await input.waitFor({ state: 'visible', timeout: 10_000 });
+      // The palette closes when something takes the focus as it opens (a view or webview coming up): then open it again.
+      await input.fill(`>${label}`, { timeout: 5_000 });
       break;
     } catch (e) {
       if (tries === 3) throw e;
-      // F1 went to a webview that holds the focus (a dashboard just opened): give the workbench the focus, press again.
+      // F1 went to a webview that holds the focus (a dashboard just opened), or the palette lost it: give the workbench
+      // the focus, press again.
       await focusWorkbench(page);
     }
   }
-  await input.fill(`>${label}`);
   await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor({ state: 'visible' });
   await page.keyboard.press('Enter');
 }
