@@ -1,6 +1,6 @@
 /**
  * The numbers an evaluation reports (`agl eval` in daemon/eval/, and the editor's compare view of two eval runs, which
- * reads the same per-task means from the runs' records): the mean over tasks with its 95% interval (Student's t on the per-task means),
+ * reads the same per-task means from the runs' records): the mean over tasks with its 95% interval (Wilson's on pass/fail scores, Student's t otherwise),
  * and a comparison of two evaluations task by task (wins, losses, ties) with a paired test's two-sided p-value.
  *
  * The paired test is the Wilcoxon signed-rank test on the per-task mean differences (zeros dropped, Wilcoxon's way;
@@ -35,14 +35,46 @@ export const pSaid = (p: number): string => (p < 1e-15 ? 'p < 1e-15' : `p = ${p 
 
 export const mean = (xs: readonly number[]): number => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
 
-/** The 95% interval of the mean of `xs` (Student's t, n - 1 degrees of freedom); null under two values. */
+/**
+ * The 95% interval of the mean of `xs` (per-task scores); null under two values.
+ *   - Every score 0 or 1 (pass/fail graders): the Wilson score interval of k passes in n. Student's t on 0/1 values
+ *     leaves [0, 1] near the ends (15 of 16: 0.80 to 1.07) and has no width at all when every task passes or fails
+ *     (16 of 16: 1 to 1), while Wilson's stays inside [0, 1] and says how little 16 tasks prove (16 of 16: 0.81 to 1).
+ *   - Otherwise Student's t on the scores (n - 1 degrees of freedom); when every score lies in [0, 1] (fractions of
+ *     --repeat, graded scores), so does their mean: the interval is cut to [0, 1].
+ */
 export function meanInterval(xs: readonly number[], level = 0.95): [number, number] | null {
   const n = xs.length;
   if (n < 2) return null;
+  const z = normalQuantile(1 - (1 - level) / 2);
+  if (xs.every((x) => x === 0 || x === 1)) return wilsonInterval(xs.filter((x) => x === 1).length, n, z);
   const m = mean(xs);
   const sd = Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / (n - 1));
   const half = tQuantile(1 - (1 - level) / 2, n - 1) * (sd / Math.sqrt(n));
-  return [m - half, m + half];
+  const unit = xs.every((x) => x >= 0 && x <= 1);
+  return unit ? [Math.max(0, m - half), Math.min(1, m + half)] : [m - half, m + half];
+}
+
+/** Wilson's score interval for `k` successes in `n` trials at the normal quantile `z`. */
+export function wilsonInterval(k: number, n: number, z: number): [number, number] {
+  const p = k / n,
+    z2 = z * z;
+  const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
+  const half = (z / (1 + z2 / n)) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
+  // At k = 0 or k = n one end is exactly 0 or 1; rounding must not move it past.
+  return [k === 0 ? 0 : Math.max(0, centre - half), k === n ? 1 : Math.min(1, centre + half)];
+}
+
+/** The p-quantile of the standard normal (p in (0.5, 1)), by bisection on its CDF. */
+export function normalQuantile(p: number): number {
+  let lo = 0,
+    hi = 10;
+  for (let i = 0; i < 100; i++) {
+    const mid = (lo + hi) / 2;
+    if (normalCdf(mid) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
 }
 
 /** The p-quantile of Student's t with `df` degrees of freedom (p in (0.5, 1)), by bisection on its CDF. */

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareTasks, meanInterval, pSaid, tCdf, tQuantile, wilcoxonSignedRank } from '../../protocol/eval-stats.js';
+import { compareTasks, mean, meanInterval, normalQuantile, pSaid, tCdf, tQuantile, wilcoxonSignedRank, wilsonInterval } from '../../protocol/eval-stats.js';
 
 const close = (a: number, b: number, eps = 1e-9, what = '') => assert.ok(Math.abs(a - b) <= eps, `${what} ${a} vs ${b}`);
 
@@ -106,14 +106,44 @@ test("Student's t: the Cauchy CDF at 1 degree of freedom, and the tables' 97.5% 
     close(tQuantile(0.975, df), q, 5e-4, `df=${df}`);
 });
 
-test('the mean interval is the t interval of the per-task means', () => {
-  const xs = [1, 0, 1, 1, 0, 1, 1, 1];
+test('the mean interval of continuous scores is the t interval of the per-task means, cut to [0, 1] when they lie in it', () => {
+  const xs = [0.5, 0.25, 0.75, 0.5, 0, 1, 0.5, 0.25];
   const [lo, hi] = meanInterval(xs)!;
-  const m = 0.75;
+  const m = mean(xs);
   const sd = Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / 7);
   close((lo + hi) / 2, m);
   close(hi - m, 2.3646 * (sd / Math.sqrt(8)), 1e-3);
+  // Near the top the t interval would pass 1.0; scores in [0, 1] have a mean in [0, 1].
+  const high = [1, 1, 1, 1, 1, 1, 1, 0.5];
+  const [, top] = meanInterval(high)!;
+  assert.equal(top, 1);
+  // Scores outside [0, 1] (an agent's own reward) keep the whole t interval.
+  const wide = [2, -1, 3, 0.5];
+  const [wlo, whi] = meanInterval(wide)!;
+  close(wlo + whi, 2 * mean(wide));
+  assert.ok(wlo < -1 && whi > 3, `${wlo} ${whi}`);
   assert.equal(meanInterval([1]), null);
+});
+
+test("pass/fail scores get Wilson's interval: inside [0, 1], and not zero-width when every task passes", () => {
+  // Reference values: Wilson (1927) with z = 1.959964 (as statsmodels' proportion_confint(method='wilson') gives them).
+  const at = (k: number, n: number) => meanInterval([...Array(k).fill(1), ...Array(n - k).fill(0)])!;
+  const [a, b] = at(15, 16);
+  close(a, 0.71671, 1e-4);
+  close(b, 0.98889, 1e-4);
+  const [c, d] = at(16, 16);
+  close(c, 0.80639, 1e-4);
+  assert.equal(d, 1);
+  const [e, f] = at(0, 16);
+  assert.equal(e, 0);
+  close(f, 0.19361, 1e-4);
+  const [g, h] = at(5, 16);
+  close(g, 0.14165, 1e-4);
+  close(h, 0.55596, 1e-4);
+  close(normalQuantile(0.975), 1.959964, 1e-5);
+  // The t interval on the same 15 of 16 would have passed 1.0.
+  assert.ok(mean([...Array(15).fill(1), 0]) + 2.1314 * Math.sqrt(1 / 16 / 16) > 1);
+  assert.deepEqual(wilsonInterval(3, 3, 1.959964)[1], 1);
 });
 
 test('a comparison counts wins, losses and ties on the shared tasks and leaves the others out', () => {
