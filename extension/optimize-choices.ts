@@ -126,6 +126,7 @@ export function describeOptimization(run: TrainingRun): string {
   const spent = [`${s.rollouts ?? run.step} of ${s.budget ?? run.totalSteps} rollouts`];
   if (s.candidates !== undefined) spent.push(`${s.candidates} candidates`);
   if (s.optimizerCalls !== undefined) spent.push(`${s.optimizerCalls} optimizer calls`);
+  if (s.judgeCalls !== undefined) spent.push(`${s.judgeCalls} judge calls`);
   return [parts.join(', '), spent.join(', ')].filter(Boolean).join('; ');
 }
 

@@ -181,6 +181,10 @@ export interface OptimizationSummary {
   optimizerCalls?: number;
   optimizerTokens?: { prompt: number; completion: number };
   cost?: number | null;
+  /** With an LLM judge as the reward (`agl optimize --judge-*`): its calls, tokens and cost (null without its prices), apart from the optimizer's. */
+  judgeCalls?: number;
+  judgeTokens?: { prompt: number; completion: number };
+  judgeCost?: number | null;
   seedCandidate?: string;
   bestCandidate?: string;
   scores?: { seed: { val: number | null; test: number | null }; best: { val: number | null; test: number | null } };

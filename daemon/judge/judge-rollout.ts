@@ -5,7 +5,9 @@
  * the explanation), so whoever reads the rollout's final reward and feedback afterwards (the optimizer's evaluator, the
  * viewer) reads the judge's. A rollout that did not succeed, whose reward the agent locked, or that a judge already
  * scored (a resumed run reading its rollouts back) is left as it is. A call that fails after its tries leaves its
- * judge span with the error and no reward: the rollout keeps the agent's own (or none), never a made-up 0.
+ * judge span with the error and no reward: the rollout keeps the agent's own (or none), never a made-up 0, and is not
+ * asked again (a resumed run must read the scores the stopped one read, or its recorded candidate scores would not
+ * replay). A call cut short by the run's stop records nothing: the resumed run asks it.
  */
 import { judgeVerdict, lockedReward } from '../../protocol/judge-reading.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
@@ -26,7 +28,7 @@ export async function judgeEndedRollout(store: LightningStore, judge: Judge, r: 
   if (r.status !== 'succeeded') return { kind: 'skipped', why: 'not succeeded' };
   const spans = await store.querySpans({ rolloutId: r.id, attemptId: 'latest' });
   const earlier = judgeVerdict(spans);
-  if (earlier && earlier.error === null) return { kind: 'already', score: earlier.score };
+  if (earlier) return { kind: 'already', score: earlier.error === null ? earlier.score : null };
   if (lockedReward(spans)) return { kind: 'skipped', why: 'locked' };
   const attemptId = spans[0]?.attemptId ?? (await store.getLatestAttempt(r.id))?.id;
   if (!attemptId) return { kind: 'failed', reason: 'the rollout has no attempt to judge' };
@@ -53,6 +55,7 @@ export async function judgeOneRollout(
   reward: { weight: number | null; agent: number | null },
 ): Promise<OneJudged> {
   const judged = await judge.judgeGroup(task, [target], salt, 'single');
+  if (judge.stopped) return { failed: 'the run was stopped' };
   const own = 'scores' in judged ? (judged.scores.get(target.rolloutId) ?? null) : null;
   const rewards = new Map(own ? [[target.rolloutId, judgedReward(own, reward.weight, reward.agent)]] : []);
   const spans = judged.calls.flatMap((call) => judgeCallSpans(call, { model: judge.settings.model, rubricSha: judge.rubricSha, rewards }));

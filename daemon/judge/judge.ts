@@ -101,6 +101,8 @@ class Slots {
 export class Judge {
   readonly caller: ChatCaller;
   readonly rubricSha: string;
+  /** Every call this judge made (retests included), its tokens and cost (null without both prices): what a run spent on it. */
+  readonly totals: { calls: number; promptTokens: number; completionTokens: number; cost: number | null };
   private readonly slots: Slots;
 
   constructor(private readonly o: JudgeOptions) {
@@ -122,10 +124,16 @@ export class Judge {
     });
     this.rubricSha = shortSha(o.rubric);
     this.slots = new Slots(s.concurrency);
+    this.totals = { calls: 0, promptTokens: 0, completionTokens: 0, cost: s.priceIn !== null && s.priceOut !== null ? 0 : null };
   }
 
   get settings(): JudgeSettings {
     return this.o.settings;
+  }
+
+  /** Whether the run that asks stopped (its signal aborted): a call cut short by it is no verdict, to record or to use. */
+  get stopped(): boolean {
+    return this.o.signal?.aborted ?? false;
   }
 
   /**
@@ -160,6 +168,14 @@ export class Judge {
     return { calls, scores, pairs };
   }
 
+  private count(r: ChatCallResult<unknown>): void {
+    const t = this.totals;
+    t.calls++;
+    t.promptTokens += r.promptTokens;
+    t.completionTokens += r.completionTokens;
+    if (t.cost !== null) t.cost += r.cost ?? 0;
+  }
+
   /**
    * One call: the batch shuffled, shown, answered (tried again as chat-caller.ts does), read back by rollout. `retest`
    * 'copy': one of the batch (picked by the salt) is shown a second time, at a place of the shuffle too; 'call': the
@@ -183,6 +199,7 @@ export class Judge {
     const label = `judge (${mode}, ${shown.length} trajector${shown.length === 1 ? 'y' : 'ies'})`;
     const result = await this.caller.call(messages, read, label);
     const endTime = Date.now();
+    if (!this.stopped) this.count(result); // a call the run's stop cut short answered nothing to count
     const own = result.value?.filter((s) => s.trajectory - 1 !== copyAt) ?? null;
     const scores = own ? new Map(own.map((s) => [shown[s.trajectory - 1]!.rolloutId, { score: s.score, explanation: s.explanation }])) : null;
     const second = result.value?.find((s) => s.trajectory - 1 === copyAt) ?? null;

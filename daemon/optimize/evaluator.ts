@@ -149,6 +149,8 @@ export class StoreEvaluator implements Evaluator {
     const waited = { agent: this.o.agent, signal: this.o.signal, onRollout: () => this.o.onRollout?.(), log: this.o.log };
     const ended = await waitForEnded(this.o.store, pending, waited);
     if (this.o.grade) await Promise.all(ended.map((r) => this.o.grade!(r)));
+    // A stop during the grading leaves some ungraded: no score is read from them (the resumed run grades and reads them).
+    if (this.o.signal?.aborted) throw new Error('interrupted');
     for (const r of ended) await this.read(r);
     // A rollout cancelled from outside is rolled out again (it scores nothing).
     const lost = tasks.filter((_, i) => !this.scores.has(keys[i]!));

@@ -62,6 +62,8 @@ export interface OptimizeOutcome {
   budget: number;
   tokens: { prompt: number; completion: number };
   cost: number | null;
+  /** The LLM judge's calls, tokens and cost (null without its prices) when it was the reward; null without a judge. */
+  judge: { calls: number; tokens: { prompt: number; completion: number }; cost: number | null } | null;
   seedFiles: Record<string, string>;
 }
 
@@ -145,6 +147,8 @@ class OptimizationRun {
   private spentBefore = 0;
   private probes = 0;
   private seedFiles: Record<string, string> = {};
+  /** The judge's calls of a resumed run's earlier processes (its stored summary's), added to this process's. */
+  private judgeBefore = { calls: 0, prompt: 0, completion: 0, cost: 0 };
 
   constructor(
     private readonly plan: OptimizePlan,
@@ -171,13 +175,19 @@ class OptimizationRun {
   /** The judge's score and explanation become the rollout's reward and feedback; a call that keeps failing is said. */
   private async judgeRollout(judge: Judge, r: Rollout): Promise<void> {
     const got = await judgeEndedRollout(this.store, judge, r, `${this.runId}\u0000${r.id}`);
-    if (got.kind === 'failed')
+    if (got.kind === 'failed' && !judge.stopped)
       this.log(`agl optimize: the judge could not score rollout ${r.id}: ${got.reason} (it keeps the agent's own reward, or 0 without one)`);
   }
 
   async run(): Promise<OptimizeOutcome | null> {
-    const [candidates, calls] = await Promise.all([this.store.listPromptCandidates(this.runId), this.store.listOptimizerCalls(this.runId)]);
+    const [candidates, calls, stored] = await Promise.all([
+      this.store.listPromptCandidates(this.runId),
+      this.store.listOptimizerCalls(this.runId),
+      this.store.getTrainingRun(this.runId),
+    ]);
     this.open(candidates, calls);
+    const s = (stored?.summary ?? {}) as OptimizationSummary;
+    this.judgeBefore = { calls: s.judgeCalls ?? 0, prompt: s.judgeTokens?.prompt ?? 0, completion: s.judgeTokens?.completion ?? 0, cost: s.judgeCost ?? 0 };
     this.spentBefore = await this.evaluator.load();
     this.o.report.planned?.(this.c.budget);
     this.sayStart(candidates.length, calls.length);
@@ -341,6 +351,7 @@ class OptimizationRun {
       optimizerCalls: t.calls,
       optimizerTokens: { prompt: t.promptTokens, completion: t.completionTokens },
       cost: priced ? t.cost : null,
+      ...this.judgeSpent(),
       ...(seed ? { seedCandidate: seed.id } : {}),
       ...(best ? { bestCandidate: best.id } : {}),
       scores: {
@@ -353,6 +364,18 @@ class OptimizationRun {
     };
     await this.store.updateTrainingRun(this.runId, { status, step: this.budget.spent, totalSteps: this.c.budget, summary: summary as Record<string, unknown> });
     return summary;
+  }
+
+  /** The judge's part of the summary: what this process's judge spent, and the run's earlier processes'. */
+  private judgeSpent(): Pick<OptimizationSummary, 'judgeCalls' | 'judgeTokens' | 'judgeCost'> {
+    if (!this.judge) return {};
+    const t = this.judge.totals,
+      b = this.judgeBefore;
+    return {
+      judgeCalls: b.calls + t.calls,
+      judgeTokens: { prompt: b.prompt + t.promptTokens, completion: b.completion + t.completionTokens },
+      judgeCost: t.cost === null ? null : b.cost + t.cost,
+    };
   }
 
   private outcome(s: OptimizationSummary, end: SearchEnd): OptimizeOutcome {
@@ -372,6 +395,7 @@ class OptimizationRun {
       budget: this.c.budget,
       tokens: s.optimizerTokens!,
       cost: s.cost ?? null,
+      judge: s.judgeCalls === undefined ? null : { calls: s.judgeCalls, tokens: s.judgeTokens!, cost: s.judgeCost ?? null },
       seedFiles: this.seedFiles,
     };
   }

@@ -12,6 +12,10 @@ export function outcomeJson(o: OptimizeOutcome): Record<string, unknown> {
 
 const score = (x: number | null) => (x === null ? '-' : x.toFixed(3));
 
+/** ", 96 judge calls (41000 + 3100 tokens, cost 0.0123)": what scoring the rollouts cost, apart from the optimizer. */
+const judgeSpent = (j: OptimizeOutcome['judge']): string =>
+  j ? `, ${j.calls} judge calls (${j.tokens.prompt} + ${j.tokens.completion} tokens${j.cost === null ? '' : `, cost ${j.cost.toFixed(4)}`})` : '';
+
 /** The end in words, then each prompt's diff. */
 export function outcomeLines(o: OptimizeOutcome): string[] {
   const { seed, best } = o.scores;
@@ -19,7 +23,7 @@ export function outcomeLines(o: OptimizeOutcome): string[] {
   const why = { budget: 'its budget was spent', completed: done, cancelled: 'it was stopped', failed: `it failed: ${o.error}` }[o.stopReason];
   const spent =
     `${o.rollouts} of ${o.budget} rollouts, ${o.optimizerCalls} optimizer calls (${o.tokens.prompt} + ${o.tokens.completion} tokens` +
-    `${o.cost === null ? '' : `, cost ${o.cost.toFixed(4)}`}), ${o.candidates} candidates`;
+    `${o.cost === null ? '' : `, cost ${o.cost.toFixed(4)}`})${judgeSpent(o.judge)}, ${o.candidates} candidates`;
   const lines = [
     `agl optimize: run ${o.runId} ended: ${why}; ${spent}`,
     `agl optimize: val  ${score(seed.val)} (seed) -> ${score(best.val)} (best, ${o.bestCandidate})`,

@@ -10,8 +10,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { planFromFlags } from '../../daemon/optimize/run-plan.js';
+import { runOptimization } from '../../daemon/optimize/optimize-run.js';
+import { planFromFlags, planResume } from '../../daemon/optimize/run-plan.js';
 import { judgeVerdict } from '../../protocol/judge-reading.js';
+import type { OptimizationSummary } from '../../protocol/prompts.js';
 import { finalReward, rolloutFeedback } from '../../protocol/span-reading.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import { DESK_AGENT, deskFlags, type OptimizeStack, startOptimizeStack } from '../helpers/optimize-stack.js';
@@ -65,6 +67,13 @@ test("the judge's scores are the candidates' scores and its explanations the fee
   }
   assert.equal(own, rollouts.length, "the agent's own reward stays on every rollout, replaced as the final one");
   assert.equal(judge.requests.length, rollouts.length, 'one judge call per rollout, none twice (the cache reads them back)');
+  // What the judge cost is counted apart from the optimizer's: in the outcome (the terminal's end line) and the run's summary.
+  assert.equal(out.judge?.calls, judge.requests.length);
+  assert.ok(out.judge!.tokens.prompt > 0 && out.judge!.tokens.completion > 0, JSON.stringify(out.judge));
+  assert.equal(out.judge!.cost, null, 'no judge prices given: no cost');
+  const summary = (await store.getTrainingRun(out.runId))!.summary as OptimizationSummary;
+  assert.equal(summary.judgeCalls, judge.requests.length);
+  assert.deepEqual(summary.judgeTokens, out.judge!.tokens);
   // The seed's val score is the mean of the judge's scores of its val rollouts (0.8 or 0.3 each), not of the desk's 0/1 grades.
   assert.equal(seedVal.length, 14);
   assert.ok(Math.abs(out.scores.seed.val! - seedVal.reduce((a, x) => a + x, 0) / seedVal.length) < 1e-9, `seed val ${out.scores.seed.val}`);
@@ -88,4 +97,35 @@ test('the judge settings come from a train.yaml judge: section (--config), the f
     () => planFromFlags(DESK_AGENT, deskFlags(stack.llm, { test: undefined, budget: '40', 'judge-url': 'http://127.0.0.1:9/v1' })),
     /invalid judge settings: judge\.model: .*judge\.rubric/,
   );
+});
+
+test("a stopped run resumed: the judge's calls of both processes are counted once, none asked again", { timeout: 300_000 }, async () => {
+  writeFileSync(join(dir, 'rubric.md'), 'An answer of digits only scores 0.8; anything else 0.3.\n');
+  const flags = { budget: '40', seed: '3', test: undefined, 'judge-url': judge.url, 'judge-model': 'scripted-judge', 'judge-rubric': join(dir, 'rubric.md') };
+  const plan = planFromFlags(DESK_AGENT, deskFlags(stack.llm, flags));
+  const asked = judge.requests.length;
+  const stop = new AbortController();
+  const watch = setInterval(() => judge.requests.length - asked >= 8 && stop.abort(), 20);
+  const report = { log: () => {} };
+  const first = await runOptimization(plan, stack.conn, { signal: stop.signal, report, backoffMs: 5 }).finally(() => clearInterval(watch));
+  assert.equal(first, null, 'the first process was stopped');
+  const runId = (await stack.conn.store.listTrainingRuns(undefined, 'optimize')).find((r) => r.status === 'cancelled')!.id;
+  const stopped = (await stack.conn.store.getTrainingRun(runId))!.summary as OptimizationSummary;
+  assert.ok(stopped.judgeCalls! >= 8, `the stopped run recorded its judge calls: ${stopped.judgeCalls}`);
+  const out = (await runOptimization(await planResume(stack.conn.store, runId, {}), stack.conn, {
+    signal: new AbortController().signal,
+    report,
+    backoffMs: 5,
+  }))!;
+  const rollouts = (await stack.conn.store.queryRollouts({ runId, status: ['succeeded'], limit: 500 })).items.filter((r) => r.metadata.probe !== true);
+  // A call the stop cut short recorded nothing and is not counted: the resumed run asked it. Every other one is counted
+  // once, by the process that asked it, and no rollout was judged twice.
+  for (const r of rollouts) {
+    const spans = await stack.conn.store.querySpans({ rolloutId: r.id, attemptId: 'latest' });
+    assert.equal(spans.filter((s) => s.name === SPAN.judge).length, 1, `rollout ${r.id}: one judge call`);
+    assert.notEqual(judgeVerdict(spans)?.score ?? null, null, `rollout ${r.id} has the judge's score`);
+  }
+  assert.equal(out.judge!.calls, rollouts.length, 'every judge call of the run counted once over both processes');
+  const seen = judge.requests.length - asked;
+  assert.ok(seen >= out.judge!.calls && seen <= out.judge!.calls + 8, `the server saw ${seen} (the counted ones, and any the stop cut short)`);
 });

@@ -106,9 +106,18 @@ test('the end says why the run stopped: a best solving every val task, or nothin
     budget: 300,
     tokens: { prompt: 10, completion: 5 },
     cost: null,
+    judge: null,
     seedFiles: {},
   };
   assert.match(outcomeLines(o)[0]!, /ended: the best solves every val task; 60 of 300 rollouts/);
+  assert.doesNotMatch(outcomeLines(o)[0]!, /judge/);
+  // With a judge as the reward its calls are said apart from the optimizer's, with their cost when priced.
+  const judged = { ...o, cost: 0.5, judge: { calls: 58, tokens: { prompt: 41000, completion: 3100 }, cost: 0.01234 } };
+  assert.match(
+    outcomeLines(judged)[0]!,
+    /2 optimizer calls \(10 \+ 5 tokens, cost 0\.5000\), 58 judge calls \(41000 \+ 3100 tokens, cost 0\.0123\), 3 candidates/,
+  );
+  assert.match(outcomeLines({ ...judged, judge: { ...judged.judge, cost: null } })[0]!, /58 judge calls \(41000 \+ 3100 tokens\), 3 candidates/);
   assert.match(outcomeLines({ ...o, scores: { ...o.scores, best: { val: 0.8, test: null } } })[0]!, /ended: nothing was left to try/);
   assert.ok(outcomeLines(o).includes('  + Say yes or no.'), outcomeLines(o).join('\n'));
 });

@@ -50,6 +50,7 @@ describe('optimization view webview', () => {
     assert.match(facts, /4 accepted[\s\S]*2 rejected|4 accepted[\s\S]*1 rejected/);
     assert.match(facts, /1 refused/);
     assert.match(facts, /4 optimizer calls · 4080 tokens/);
+    assert.match(facts, /58 judge calls · 44100 tokens · cost 0\.0123/, 'what the judge cost, apart from the optimizer');
     // The curve: drawn, and its rises as buttons, one per point of the daemon's curve.
     const box = await page.locator('.curve-card canvas').first().boundingBox();
     assert.ok(box && box.width > 200 && box.height > 100, `curve drawn (${JSON.stringify(box)})`);

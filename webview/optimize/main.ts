@@ -109,6 +109,13 @@ class OptimizationViewer {
         { class: 'cfg calls', title: 'the optimizer model’s calls (reflections, critiques, edits, merges)' },
         `${v.calls.count} optimizer calls · ${v.calls.tokens.prompt + v.calls.tokens.completion} tokens${v.calls.cost !== null ? ` · cost ${v.calls.cost.toFixed(4)}` : ''}`,
       ),
+      s.judgeCalls !== undefined
+        ? h(
+            'span',
+            { class: 'cfg judge-calls', title: 'the LLM judge’s calls: it scored the rollouts (the reward); counted at each val score' },
+            `${s.judgeCalls} judge calls · ${(s.judgeTokens?.prompt ?? 0) + (s.judgeTokens?.completion ?? 0)} tokens${typeof s.judgeCost === 'number' ? ` · cost ${s.judgeCost.toFixed(4)}` : ''}`,
+          )
+        : null,
       s.error ? h('span', { class: 'error-text', role: 'alert' }, s.error) : null,
     );
   }
