@@ -122,3 +122,12 @@ export function historyWords(entries: readonly TaskHistoryEntry[]): string | nul
   const words = shown.map((e) => `${verdict(e.result)} on ${e.run.version}`);
   return words.join(', ');
 }
+
+/**
+ * `agl eval`'s arguments for a Test Explorer run of a dataset: every task when the run covers them all (the suite, or
+ * each of its items), else --task for each chosen one (a run of one item runs that task only).
+ */
+export function evalArgs(agent: string, file: string, chosen: readonly string[], all: number, model: readonly string[]): string[] {
+  const only = chosen.length < all ? chosen.flatMap((id) => ['--task', id]) : [];
+  return ['eval', agent, '--data', file, '--json', ...only, ...model];
+}

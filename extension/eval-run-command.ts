@@ -15,7 +15,7 @@ import { listAgents, type AgentInfo } from '../protocol/lsp.js';
 import { TERMINAL_ROLLOUT_STATUSES } from '../protocol/store.js';
 import { lastError, runAgl } from './agl-process.js';
 import type { Ctx } from './ctx.js';
-import { agentsBeside, readEvalOutcome, type NamedDataset } from './eval-datasets.js';
+import { agentsBeside, evalArgs, readEvalOutcome, type NamedDataset } from './eval-datasets.js';
 
 /** A suite to run: its dataset, its task items by task id, and the items to report. */
 export interface SuiteRun {
@@ -102,8 +102,10 @@ export async function runEvalSuite(ctx: Ctx, host: SuiteRunHost, request: vscode
   // The version the run records: the model the daemon this window started serves (one attached to keeps its own).
   const model = ctx.daemon?.child ? ['--model', ctx.servedModel] : [];
   const started = Date.now();
-  const proc = runAgl(ctx, ['eval', agent, '--data', file, '--json', ...model], (line, stream) => stream === 'stderr' && run.appendOutput(`${line}\r\n`));
-  const total = s.tasks.size;
+  const chosen = [...s.tasks].filter(([, item]) => s.items.includes(item)).map(([id]) => id);
+  const args = evalArgs(agent, file, chosen, s.tasks.size, model);
+  const proc = runAgl(ctx, args, (line, stream) => stream === 'stderr' && run.appendOutput(`${line}\r\n`));
+  const total = chosen.length;
   const ended = new Set<string>();
   const result = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Agent Lightning: eval of ${basename(file)}`, cancellable: true },

@@ -307,6 +307,12 @@ export const EVAL_COMMAND = {
     '(wins, losses, ties, the Wilcoxon signed-rank p-value) and says whether the change is significant (p < 0.05).',
   options: {
     data: { type: 'string', arg: 'FILE', help: 'the dataset: JSON lines { "id", "input", "expected", "grader", "tolerance" } (only input required)' },
+    task: {
+      type: 'string',
+      arg: 'ID',
+      multiple: true,
+      help: "run only the dataset's task ID (its row's id, or line-N for a row without one; repeatable): the Test Explorer's run of some items",
+    },
     repeat: { type: 'string', arg: 'K', help: 'rollouts per task: pass@k (a task passes when any of its K passes) and the mean of their scores', default: '1' },
     grader: {
       type: 'string',

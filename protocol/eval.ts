@@ -121,6 +121,8 @@ export interface EvalConfig {
   llm: { upstream: { url: string; model: string; keyEnv: string } | null; model: string | null };
   /** The prompt versions pinned (--prompt NAME=VERSION): each name's version (a candidate id, or `promoted`). */
   prompts: Record<string, string>;
+  /** The task ids --task chose, in the dataset's order; absent: every task of the dataset. */
+  only?: string[];
 }
 
 /** One task's result: its samples' scores (in sample order), their mean, and whether any passed. */

@@ -49,7 +49,9 @@ export async function planEval(agent: string, f: EvalFlags, store: LightningStor
   if (tolerance !== null && tolerance < 0) throw new Error(`--tolerance ${f.tolerance}: give a number of at least 0`);
   for (const flag of ['min', 'pass'] as const) fraction(flag, f[flag]);
   const file = resolve(f.data);
-  const { tasks, digest } = readDataset(file, { grader: (f.grader as GraderName | undefined) ?? null, tolerance: tolerance ?? undefined });
+  const read = readDataset(file, { grader: (f.grader as GraderName | undefined) ?? null, tolerance: tolerance ?? undefined });
+  const { digest } = read;
+  const tasks = onlyTasks(read.tasks, f.task ?? []);
   const agentId = storedAgentId(agent);
   const pinned = await pinnedPrompts(store, agentId, f.prompt ?? []);
   const config: EvalConfig = {
@@ -64,6 +66,7 @@ export async function planEval(agent: string, f: EvalFlags, store: LightningStor
       model: f.model ?? null,
     },
     prompts: Object.fromEntries(Object.entries(pinned).map(([n, p]) => [n, p.version])),
+    ...(f.task?.length ? { only: tasks.map((t) => t.id) } : {}),
   };
   return {
     config,
@@ -73,6 +76,19 @@ export async function planEval(agent: string, f: EvalFlags, store: LightningStor
     workers: integer('workers', f.workers ?? '4', 0),
     rolloutTimeoutSeconds: integer('rollout-timeout', f['rollout-timeout'] ?? '120', 1),
   };
+}
+
+/** The tasks each --task ID names, in the dataset's order (all without any); an id the dataset lacks is an error naming it. */
+function onlyTasks(tasks: EvalTask[], ids: readonly string[]): EvalTask[] {
+  if (!ids.length) return tasks;
+  const have = new Set(tasks.map((t) => t.id));
+  const missing = ids.filter((id) => !have.has(id));
+  if (missing.length)
+    throw new Error(
+      `--task ${missing.join(', ')}: the dataset has no such task (its ${tasks.length} ids: ${[...have].slice(0, 8).join(', ')}${have.size > 8 ? ', ...' : ''})`,
+    );
+  const wanted = new Set(ids);
+  return tasks.filter((t) => wanted.has(t.id));
 }
 
 /** Each --prompt NAME=VERSION's text: a candidate's (its id) or the agent's promoted text (`promoted`). */

@@ -244,3 +244,20 @@ test('usage errors exit 2 before anything runs: a bad row (its line and field), 
   const before = (await store.queryRollouts({ limit: 500 })).items.length;
   assert.equal(before, 23, 'nothing was rolled out for them');
 });
+
+test("--task runs only the tasks it names (the Test Explorer's run of one item); an id the dataset lacks exits 2 naming it", { timeout: 120_000 }, async () => {
+  const bad = await inProcess(evalCommand, [...evalArgs('--task', 'q1', '--task', 'q99'), '--data-dir', dir]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /--task q99: the dataset has no such task \(its 7 ids: q0, q1, q2, q3, q4, q5, boom\)/);
+  const before = (await store.queryRollouts({ limit: 500 })).items.length;
+  const r = await agl(evalArgs('--task', 'q4', '--task', 'q1', '--json'));
+  assert.equal(r.code, 0, r.out);
+  assert.deepEqual(
+    (r.json!.tasks as { id: string }[]).map((t) => t.id),
+    ['q1', 'q4'],
+    "the named tasks, in the dataset's order",
+  );
+  assert.equal((await store.queryRollouts({ limit: 500 })).items.length, before + 2, 'two rollouts, one per task named');
+  const run = (await store.getTrainingRun(r.json!.runId as string))!;
+  assert.deepEqual((run.config as { only?: string[] }).only, ['q1', 'q4'], 'the run records which tasks it ran');
+});

@@ -11,7 +11,15 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { readDataset } from '../../daemon/eval/dataset.js';
-import { agentsBeside, datasetItems, datasetsFromSetting, historyWords, readEvalOutcome, type TaskHistoryEntry } from '../../extension/eval-datasets.js';
+import {
+  agentsBeside,
+  datasetItems,
+  datasetsFromSetting,
+  evalArgs,
+  historyWords,
+  readEvalOutcome,
+  type TaskHistoryEntry,
+} from '../../extension/eval-datasets.js';
 import type { EvalRunInfo } from '../../protocol/eval-compare.js';
 import type { EvalTaskResult } from '../../protocol/eval.js';
 import type { AgentInfo } from '../../protocol/lsp.js';
@@ -114,4 +122,20 @@ test("a task's history names each agent version's latest verdict, the three meas
   assert.equal(historyWords(entries), 'passed on warmup, fails on run-abc step 40');
   assert.equal(historyWords([...entries, { run: run('e4', 'warmup', 4), result: result(false, true) }]), 'fails on run-abc step 40, errored on warmup');
   assert.equal(historyWords([]), null);
+});
+
+test("a run of some of a dataset's items asks agl eval for those tasks only; a run of them all asks for the dataset", () => {
+  const model = ['--model', 'samples/calc/warmup'];
+  assert.deepEqual(evalArgs('a.ts#agent', '/w/calc.eval.jsonl', ['t3'], 16, model), [
+    'eval',
+    'a.ts#agent',
+    '--data',
+    '/w/calc.eval.jsonl',
+    '--json',
+    '--task',
+    't3',
+    '--model',
+    'samples/calc/warmup',
+  ]);
+  assert.deepEqual(evalArgs('a.ts#agent', '/w/d.eval.jsonl', ['a', 'b'], 2, []), ['eval', 'a.ts#agent', '--data', '/w/d.eval.jsonl', '--json']);
 });
