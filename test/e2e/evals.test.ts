@@ -12,6 +12,7 @@
  *     trajectory viewer;
  *   - "Agent Lightning: Compare Eval Runs" opens the compare view: with one finished run it says compare needs two; a
  *     second run of the suite shows in it by itself, its wins, losses and ties those of the paired comparison;
+ *   - one item's Run runs that task only (`agl eval --task`), the run recording it, the item marked from it;
  *   - a run of calc's whole dataset (its agent the one beside it) cancelled from its notification is recorded cancelled
  *     in the store, and its items are marked skipped, not failed.
  */
@@ -152,9 +153,25 @@ test(
       await shot('4-compare');
       mark('compare');
 
-      // 5. Cancel: a run of calc's whole dataset (its agent found beside it) stopped from its notification is recorded
-      //    cancelled, and no item is marked from it.
+      // 5. One item's Run: agl eval of that task only (--task), recorded as such, the item marked from it.
       await runCommand(page, 'Testing: Focus on Test Explorer View');
+      const evalRuns = async () => (await client.listTrainingRuns(undefined, 'eval')).filter((r) => evalSummaryOf(r));
+      const finished = (await evalRuns()).length;
+      await row('any-answer').hover();
+      await row('any-answer').locator('.action-label.codicon-testing-run-icon').click();
+      for (const until = Date.now() + 3 * 60_000; (await evalRuns()).length === finished; await page.waitForTimeout(200))
+        assert.ok(Date.now() < until, 'no eval run of the one item finished within 3 minutes');
+      const one = (await evalRuns()).sort((a, b) => b.createdAt - a.createdAt)[0]!;
+      assert.deepEqual((one.config as { only?: string[] }).only, ['any-answer'], 'the run asked for that task only');
+      assert.deepEqual(
+        evalSummaryOf(one)!.tasks.map((t) => t.id),
+        ['any-answer'],
+      );
+      await row('any-answer').locator('.computed-state.codicon-testing-passed-icon').waitFor({ state: 'visible', timeout: 30_000 });
+      mark('one item');
+
+      // 6. Cancel: a run of calc's whole dataset (its agent found beside it) stopped from its notification is recorded
+      //    cancelled, and no item is marked from it.
       await row('calc.eval.jsonl').hover();
       await row('calc.eval.jsonl').locator('.action-label.codicon-testing-run-icon').click();
       const toast = page.locator('.notification-toast', { hasText: 'eval of calc.eval.jsonl' });
