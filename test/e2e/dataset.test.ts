@@ -14,20 +14,7 @@ import { after, test } from 'node:test';
 import { AglClient } from '../../client/client.js';
 import type { EvalRow } from '../../protocol/eval.js';
 import { runAgl } from '../algorithm/cli-helpers.js';
-import {
-  beginE2e,
-  extensionLogs,
-  launchBrowser,
-  packagedVsix,
-  pickItem,
-  ROOT,
-  runCommand,
-  SHOTS,
-  startCodeServer,
-  webviewWith,
-  type Browser,
-  type Page,
-} from './harness.js';
+import { pickItem, ROOT, runCommand, webviewWith, inWorkbench } from './harness.js';
 
 /** The scratch workspace: as deep under the repository as test/e2e/fixtures, so the agent's relative SDK import holds. */
 const WORKSPACE = join(ROOT, 'test-results', 'e2e', 'dataset-workspace');
@@ -46,20 +33,9 @@ const readRows = (): EvalRow[] =>
     .map((l) => JSON.parse(l) as EvalRow);
 
 test('VS Code: Add to dataset on a rollout with a corrected answer, and on the filter of failed rollouts', { timeout: 8 * 60_000 }, async () => {
-  const { timings, mark } = beginE2e();
   rmSync(WORKSPACE, { recursive: true, force: true });
   cpSync(join(ROOT, 'test', 'e2e', 'fixtures', 'dataset'), AGENT_DIR, { recursive: true });
-  const server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0 });
-  let browser: Browser | null = null;
-  let page: Page | null = null;
-  const shot = (name: string) => page?.screenshot({ path: join(SHOTS, `dataset-${name}.png`) });
-  try {
-    browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1500, height: 900 } });
-    await page.goto(`${server.url}/?folder=${encodeURIComponent(WORKSPACE)}`);
-    await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 120_000 });
-    mark('daemon ready');
-
+  await inWorkbench({ shots: 'dataset', folder: WORKSPACE, viewport: { width: 1500, height: 900 } }, async ({ server, page, shot, mark }) => {
     // Three real rollouts against the extension's daemon (a wrong one fails: `agl rollout` exits non-zero for it).
     for (const task of TASKS) await runAgl(['rollout', `${join(AGENT_DIR, 'agent.ts')}#adderAgent`, '--task', JSON.stringify(task)], server.dataDir);
     const client = AglClient.fromDataDir(server.dataDir);
@@ -123,14 +99,7 @@ test('VS Code: Add to dataset on a rollout with a corrected answer, and on the f
     assert.equal(rows[2]!.from!.answered, undefined, 'a recorded answer is not a correction');
     await shot('3-filter-added');
     mark('filter added');
-    console.log(`e2e timings (s since start): ${JSON.stringify(timings)}`);
-  } catch (err) {
-    console.error(extensionLogs(server.scratch));
-    throw err;
-  } finally {
-    await browser?.close();
-    await server.stop();
-  }
+  });
 });
 
 after(() => {

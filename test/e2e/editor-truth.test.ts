@@ -15,24 +15,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import {
-  beginE2e,
-  extensionLogs,
-  gotoLine,
-  launchBrowser,
-  openFile,
-  packagedVsix,
-  pickItem,
-  ROOT,
-  runCommand,
-  SHOTS,
-  startCodeServer,
-  webview,
-  webviewWith,
-  type Browser,
-  type FrameLocator,
-  type Page,
-} from './harness.js';
+import { gotoLine, openFile, pickItem, ROOT, runCommand, webview, webviewWith, type FrameLocator, type Page, inWorkbench } from './harness.js';
 
 /** The line (1-based) of calc-py's agent. */
 const SOLVE_LINE =
@@ -77,20 +60,7 @@ test(
   'VS Code: a Python agent trains from its CodeLens; picks offer no corpus, cancel keeps "last used"; charts and focus follow the theme',
   { timeout: 15 * 60_000 },
   async () => {
-    const { timings, mark } = beginE2e();
-    const server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0, 'agentLightning.groupSize': 2 });
-    let browser: Browser | null = null;
-    let page: Page | null = null;
-    const shot = async (name: string) => {
-      await page?.screenshot({ path: join(SHOTS, `editor-${name}.png`) });
-    };
-    try {
-      browser = await launchBrowser();
-      page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-      await page.goto(`${server.url}/?folder=${encodeURIComponent(join(ROOT, 'samples'))}`);
-      await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 120_000 });
-      mark('daemon ready');
-
+    await inWorkbench({ shots: 'editor', folder: join(ROOT, 'samples'), settings: { 'agentLightning.groupSize': 2 } }, async ({ page, shot, mark }) => {
       // 1. The Python sample: solve(task, llm) has no decorator, and gets its CodeLens.
       await openFile(page, 'calc-py/calc_agent.py');
       await gotoLine(page, SOLVE_LINE + 12); // the def in view, with lines above it
@@ -209,14 +179,6 @@ test(
         await shot(`06-viewer-focused-row-${theme}`);
       }
       mark('viewer keyboard');
-    } catch (err) {
-      await shot('failure').catch(() => undefined);
-      console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
-      throw err;
-    } finally {
-      await browser?.close().catch(() => undefined);
-      await server.stop();
-      console.log(`e2e (editor truth) timings (s since start): ${JSON.stringify(timings)}`);
-    }
+    });
   },
 );

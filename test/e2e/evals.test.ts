@@ -24,20 +24,7 @@ import { test } from 'node:test';
 import { AglClient } from '../../client/client.js';
 import { evalSummaryOf } from '../../protocol/eval-compare.js';
 import { compareTasks } from '../../protocol/eval-stats.js';
-import {
-  beginE2e,
-  extensionLogs,
-  launchBrowser,
-  packagedVsix,
-  pickItem,
-  ROOT,
-  runCommand,
-  SHOTS,
-  startCodeServer,
-  webviewWith,
-  type Browser,
-  type Page,
-} from './harness.js';
+import { pickItem, ROOT, runCommand, webviewWith, inWorkbench } from './harness.js';
 
 const samples = join(ROOT, 'samples');
 
@@ -59,146 +46,137 @@ test(
   'VS Code: Test Explorer lists eval datasets, a run marks pass and fail as the store recorded, a failure opens its trajectory',
   { timeout: 10 * 60_000 },
   async () => {
-    const { timings, mark } = beginE2e();
     const dir = mkdtempSync(join(tmpdir(), 'agl-e2e-evals-'));
     const tiny = tinyDataset(dir);
-    const server = await startCodeServer(packagedVsix(), {
-      'agentLightning.daemon.port': 0,
-      'agentLightning.defaultModel': join(samples, 'calc', 'warmup'),
-      'agentLightning.evalDatasets': [{ data: tiny, agent: `${join(samples, 'calc', 'agent.ts')}#calcAgent` }],
-    });
-    let browser: Browser | null = null;
-    let page: Page | null = null;
-    const shot = (name: string) => page?.screenshot({ path: join(SHOTS, `evals-${name}.png`) });
     try {
-      browser = await launchBrowser();
-      page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-      await page.goto(`${server.url}/?folder=${encodeURIComponent(samples)}`);
-      await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 90_000 });
-      mark('daemon ready');
+      await inWorkbench(
+        {
+          shots: 'evals',
+          folder: samples,
+          settings: {
+            'agentLightning.defaultModel': join(samples, 'calc', 'warmup'),
+            'agentLightning.evalDatasets': [{ data: tiny, agent: `${join(samples, 'calc', 'agent.ts')}#calcAgent` }],
+          },
+          readyTimeout: 90_000,
+        },
+        async ({ server, page, shot, mark }) => {
+          // 1. The Test Explorer: the samples' datasets and the setting's, calc's tasks labelled by id and question.
+          await runCommand(page, 'Testing: Focus on Test Explorer View');
+          const tree = page.locator('.test-explorer');
+          const row = (text: string) => tree.locator('.monaco-list-row', { hasText: text }).first();
+          // A suite is opened with its twistie, unless the tree already shows it open.
+          const expand = async (suite: string) => {
+            if ((await row(suite).getAttribute('aria-expanded')) !== 'true') await row(suite).locator('.monaco-tl-twistie').click();
+          };
+          for (const suite of ['calc.eval.jsonl', 'rag.eval.jsonl', 'sql.eval.jsonl', 'tiny.eval.jsonl'])
+            await row(suite).waitFor({ state: 'visible', timeout: 60_000 });
+          await expand('calc.eval.jsonl');
+          await row('val-0: Ann has 69 books, loses 12. How many?').waitFor({ state: 'visible', timeout: 30_000 });
+          await row('calc.eval.jsonl').locator('.monaco-tl-twistie').click(); // closed again: the small suite's rows stay in view
+          await shot('1-listed');
+          mark('listed');
 
-      // 1. The Test Explorer: the samples' datasets and the setting's, calc's tasks labelled by id and question.
-      await runCommand(page, 'Testing: Focus on Test Explorer View');
-      const tree = page.locator('.test-explorer');
-      const row = (text: string) => tree.locator('.monaco-list-row', { hasText: text }).first();
-      // A suite is opened with its twistie, unless the tree already shows it open.
-      const expand = async (suite: string) => {
-        if ((await row(suite).getAttribute('aria-expanded')) !== 'true') await row(suite).locator('.monaco-tl-twistie').click();
-      };
-      for (const suite of ['calc.eval.jsonl', 'rag.eval.jsonl', 'sql.eval.jsonl', 'tiny.eval.jsonl'])
-        await row(suite).waitFor({ state: 'visible', timeout: 60_000 });
-      await expand('calc.eval.jsonl');
-      await row('val-0: Ann has 69 books, loses 12. How many?').waitFor({ state: 'visible', timeout: 30_000 });
-      await row('calc.eval.jsonl').locator('.monaco-tl-twistie').click(); // closed again: the small suite's rows stay in view
-      await shot('1-listed');
-      mark('listed');
+          // 2. Run the small suite (its inline Run action): a notification while agl eval runs, then every item marked.
+          await expand('tiny.eval.jsonl');
+          await row('impossible').waitFor({ state: 'visible', timeout: 30_000 });
+          await row('tiny.eval.jsonl').hover();
+          await row('tiny.eval.jsonl').locator('.action-label.codicon-testing-run-icon').click();
+          await page.locator('.notification-toast', { hasText: 'eval of tiny.eval.jsonl' }).waitFor({ state: 'visible', timeout: 60_000 });
+          const icon = (text: string) => row(text).locator('.computed-state');
+          await tree
+            .locator('.monaco-list-row', { hasText: 'impossible' })
+            .locator('.computed-state.codicon-testing-failed-icon')
+            .waitFor({ state: 'visible', timeout: 5 * 60_000 });
+          mark('ran');
+          const client = AglClient.fromDataDir(server.dataDir);
+          const runs = (await client.listTrainingRuns(undefined, 'eval')).filter((r) => evalSummaryOf(r));
+          assert.equal(runs.length, 1, 'one finished eval run');
+          const summary = evalSummaryOf(runs[0]!)!;
+          assert.equal((runs[0]!.config as { data: { file: string } }).data.file, tiny);
+          for (const t of summary.tasks) {
+            const want = t.passed ? 'codicon-testing-passed-icon' : t.errored ? 'codicon-testing-error-icon' : 'codicon-testing-failed-icon';
+            await row(t.id).locator(`.computed-state.${want}`).waitFor({ state: 'visible', timeout: 30_000 });
+          }
+          assert.deepEqual(
+            summary.tasks.filter((t) => ['impossible', 'any-answer'].includes(t.id)).map((t) => [t.id, t.passed]),
+            [
+              ['impossible', false],
+              ['any-answer', true],
+            ],
+          );
+          // Each item says how it did on the agent version the run measured (the warm-up the daemon serves).
+          await row('impossible').filter({ hasText: 'fails on warmup' }).waitFor({ state: 'visible', timeout: 30_000 });
+          await row('any-answer').filter({ hasText: 'passed on warmup' }).waitFor({ state: 'visible', timeout: 30_000 });
+          assert.match((await icon('impossible').getAttribute('class')) ?? '', /testing-failed-icon/);
+          await shot('2-ran');
 
-      // 2. Run the small suite (its inline Run action): a notification while agl eval runs, then every item marked.
-      await expand('tiny.eval.jsonl');
-      await row('impossible').waitFor({ state: 'visible', timeout: 30_000 });
-      await row('tiny.eval.jsonl').hover();
-      await row('tiny.eval.jsonl').locator('.action-label.codicon-testing-run-icon').click();
-      await page.locator('.notification-toast', { hasText: 'eval of tiny.eval.jsonl' }).waitFor({ state: 'visible', timeout: 60_000 });
-      const icon = (text: string) => row(text).locator('.computed-state');
-      await tree
-        .locator('.monaco-list-row', { hasText: 'impossible' })
-        .locator('.computed-state.codicon-testing-failed-icon')
-        .waitFor({ state: 'visible', timeout: 5 * 60_000 });
-      mark('ran');
-      const client = AglClient.fromDataDir(server.dataDir);
-      const runs = (await client.listTrainingRuns(undefined, 'eval')).filter((r) => evalSummaryOf(r));
-      assert.equal(runs.length, 1, 'one finished eval run');
-      const summary = evalSummaryOf(runs[0]!)!;
-      assert.equal((runs[0]!.config as { data: { file: string } }).data.file, tiny);
-      for (const t of summary.tasks) {
-        const want = t.passed ? 'codicon-testing-passed-icon' : t.errored ? 'codicon-testing-error-icon' : 'codicon-testing-failed-icon';
-        await row(t.id).locator(`.computed-state.${want}`).waitFor({ state: 'visible', timeout: 30_000 });
-      }
-      assert.deepEqual(
-        summary.tasks.filter((t) => ['impossible', 'any-answer'].includes(t.id)).map((t) => [t.id, t.passed]),
-        [
-          ['impossible', false],
-          ['any-answer', true],
-        ],
+          // 3. A failed task's trajectory: the command offers the failures; the one picked opens in the viewer.
+          await runCommand(page, 'Agent Lightning: Open Eval Trajectory');
+          await pickItem(page, 'impossible', /failed eval task/);
+          const rollout = summary.tasks.find((t) => t.id === 'impossible')!.rolloutIds[0]!;
+          const viewer = await webviewWith(page, 'h1 .mono', 60_000);
+          await viewer.locator('h1 .mono', { hasText: rollout }).waitFor({ state: 'visible', timeout: 30_000 });
+          await shot('3-trajectory');
+          mark('trajectory');
+
+          // 4. The compare view from the palette: one finished run, so it says a comparison needs two; a second run of the
+          //    suite appears in it by itself (the daemon's events), compared with the first as agl eval --baseline would.
+          await runCommand(page, 'Agent Lightning: Compare Eval Runs');
+          const compare = await webviewWith(page, '.empty-state .codicon-beaker', 60_000);
+          await compare.locator('.empty-state', { hasText: 'One finished evaluation so far: compare needs two.' }).waitFor({ state: 'visible' });
+          await row('tiny.eval.jsonl').hover();
+          await row('tiny.eval.jsonl').locator('.action-label.codicon-testing-run-icon').click();
+          const tally = compare.locator('.compare-summary .tally');
+          await tally.waitFor({ state: 'visible', timeout: 5 * 60_000 });
+          const [second, first] = (await client.listTrainingRuns(undefined, 'eval')).filter((r) => evalSummaryOf(r)).sort((a, b) => b.createdAt - a.createdAt);
+          const means = (r: typeof first) => new Map(evalSummaryOf(r!)!.tasks.map((t) => [t.id, t.mean]));
+          const c = compareTasks(first!.id, means(first), means(second));
+          assert.equal(await tally.innerText(), `${c.wins} better · ${c.losses} worse · ${c.ties} tied`);
+          assert.equal(await compare.locator('.compare-table tbody tr').count(), c.losses || 0, 'the regressions shown first');
+          await shot('4-compare');
+          mark('compare');
+
+          // 5. One item's Run: agl eval of that task only (--task), recorded as such, the item marked from it.
+          await runCommand(page, 'Testing: Focus on Test Explorer View');
+          const evalRuns = async () => (await client.listTrainingRuns(undefined, 'eval')).filter((r) => evalSummaryOf(r));
+          const finished = (await evalRuns()).length;
+          await row('any-answer').hover();
+          await row('any-answer').locator('.action-label.codicon-testing-run-icon').click();
+          for (const until = Date.now() + 3 * 60_000; (await evalRuns()).length === finished; await page.waitForTimeout(200))
+            assert.ok(Date.now() < until, 'no eval run of the one item finished within 3 minutes');
+          const one = (await evalRuns()).sort((a, b) => b.createdAt - a.createdAt)[0]!;
+          assert.deepEqual((one.config as { only?: string[] }).only, ['any-answer'], 'the run asked for that task only');
+          assert.deepEqual(
+            evalSummaryOf(one)!.tasks.map((t) => t.id),
+            ['any-answer'],
+          );
+          await row('any-answer').locator('.computed-state.codicon-testing-passed-icon').waitFor({ state: 'visible', timeout: 30_000 });
+          mark('one item');
+
+          // 6. Cancel: a run of calc's whole dataset (its agent found beside it) stopped from its notification is recorded
+          //    cancelled, and no item is marked from it.
+          await row('calc.eval.jsonl').hover();
+          await row('calc.eval.jsonl').locator('.action-label.codicon-testing-run-icon').click();
+          const toast = page.locator('.notification-toast', { hasText: 'eval of calc.eval.jsonl' });
+          await toast.waitFor({ state: 'visible', timeout: 60_000 });
+          // Cancelled once agl eval has recorded its run (a Ctrl-C before that leaves no run at all).
+          const calcRuns = async () =>
+            (await client.listTrainingRuns(undefined, 'eval')).filter((r) => (r.config as { data: { file: string } }).data.file.endsWith('calc.eval.jsonl'));
+          for (const until = Date.now() + 60_000; !(await calcRuns()).length; await page.waitForTimeout(100))
+            assert.ok(Date.now() < until, 'agl eval recorded no run of calc.eval.jsonl within 60 s');
+          await toast.locator('.monaco-button', { hasText: 'Cancel' }).click({ timeout: 30_000 });
+          await row('calc.eval.jsonl').locator('.computed-state.codicon-testing-skipped-icon').waitFor({ state: 'visible', timeout: 60_000 });
+          assert.deepEqual(
+            (await calcRuns()).map((r) => r.status),
+            ['cancelled'],
+          );
+          await client.close();
+          await shot('5-cancelled');
+          mark('cancelled');
+        },
       );
-      // Each item says how it did on the agent version the run measured (the warm-up the daemon serves).
-      await row('impossible').filter({ hasText: 'fails on warmup' }).waitFor({ state: 'visible', timeout: 30_000 });
-      await row('any-answer').filter({ hasText: 'passed on warmup' }).waitFor({ state: 'visible', timeout: 30_000 });
-      assert.match((await icon('impossible').getAttribute('class')) ?? '', /testing-failed-icon/);
-      await shot('2-ran');
-
-      // 3. A failed task's trajectory: the command offers the failures; the one picked opens in the viewer.
-      await runCommand(page, 'Agent Lightning: Open Eval Trajectory');
-      await pickItem(page, 'impossible', /failed eval task/);
-      const rollout = summary.tasks.find((t) => t.id === 'impossible')!.rolloutIds[0]!;
-      const viewer = await webviewWith(page, 'h1 .mono', 60_000);
-      await viewer.locator('h1 .mono', { hasText: rollout }).waitFor({ state: 'visible', timeout: 30_000 });
-      await shot('3-trajectory');
-      mark('trajectory');
-
-      // 4. The compare view from the palette: one finished run, so it says a comparison needs two; a second run of the
-      //    suite appears in it by itself (the daemon's events), compared with the first as agl eval --baseline would.
-      await runCommand(page, 'Agent Lightning: Compare Eval Runs');
-      const compare = await webviewWith(page, '.empty-state .codicon-beaker', 60_000);
-      await compare.locator('.empty-state', { hasText: 'One finished evaluation so far: compare needs two.' }).waitFor({ state: 'visible' });
-      await row('tiny.eval.jsonl').hover();
-      await row('tiny.eval.jsonl').locator('.action-label.codicon-testing-run-icon').click();
-      const tally = compare.locator('.compare-summary .tally');
-      await tally.waitFor({ state: 'visible', timeout: 5 * 60_000 });
-      const [second, first] = (await client.listTrainingRuns(undefined, 'eval')).filter((r) => evalSummaryOf(r)).sort((a, b) => b.createdAt - a.createdAt);
-      const means = (r: typeof first) => new Map(evalSummaryOf(r!)!.tasks.map((t) => [t.id, t.mean]));
-      const c = compareTasks(first!.id, means(first), means(second));
-      assert.equal(await tally.innerText(), `${c.wins} better · ${c.losses} worse · ${c.ties} tied`);
-      assert.equal(await compare.locator('.compare-table tbody tr').count(), c.losses || 0, 'the regressions shown first');
-      await shot('4-compare');
-      mark('compare');
-
-      // 5. One item's Run: agl eval of that task only (--task), recorded as such, the item marked from it.
-      await runCommand(page, 'Testing: Focus on Test Explorer View');
-      const evalRuns = async () => (await client.listTrainingRuns(undefined, 'eval')).filter((r) => evalSummaryOf(r));
-      const finished = (await evalRuns()).length;
-      await row('any-answer').hover();
-      await row('any-answer').locator('.action-label.codicon-testing-run-icon').click();
-      for (const until = Date.now() + 3 * 60_000; (await evalRuns()).length === finished; await page.waitForTimeout(200))
-        assert.ok(Date.now() < until, 'no eval run of the one item finished within 3 minutes');
-      const one = (await evalRuns()).sort((a, b) => b.createdAt - a.createdAt)[0]!;
-      assert.deepEqual((one.config as { only?: string[] }).only, ['any-answer'], 'the run asked for that task only');
-      assert.deepEqual(
-        evalSummaryOf(one)!.tasks.map((t) => t.id),
-        ['any-answer'],
-      );
-      await row('any-answer').locator('.computed-state.codicon-testing-passed-icon').waitFor({ state: 'visible', timeout: 30_000 });
-      mark('one item');
-
-      // 6. Cancel: a run of calc's whole dataset (its agent found beside it) stopped from its notification is recorded
-      //    cancelled, and no item is marked from it.
-      await row('calc.eval.jsonl').hover();
-      await row('calc.eval.jsonl').locator('.action-label.codicon-testing-run-icon').click();
-      const toast = page.locator('.notification-toast', { hasText: 'eval of calc.eval.jsonl' });
-      await toast.waitFor({ state: 'visible', timeout: 60_000 });
-      // Cancelled once agl eval has recorded its run (a Ctrl-C before that leaves no run at all).
-      const calcRuns = async () =>
-        (await client.listTrainingRuns(undefined, 'eval')).filter((r) => (r.config as { data: { file: string } }).data.file.endsWith('calc.eval.jsonl'));
-      for (const until = Date.now() + 60_000; !(await calcRuns()).length; await page.waitForTimeout(100))
-        assert.ok(Date.now() < until, 'agl eval recorded no run of calc.eval.jsonl within 60 s');
-      await toast.locator('.monaco-button', { hasText: 'Cancel' }).click({ timeout: 30_000 });
-      await row('calc.eval.jsonl').locator('.computed-state.codicon-testing-skipped-icon').waitFor({ state: 'visible', timeout: 60_000 });
-      assert.deepEqual(
-        (await calcRuns()).map((r) => r.status),
-        ['cancelled'],
-      );
-      await client.close();
-      await shot('5-cancelled');
-      mark('cancelled');
-    } catch (err) {
-      await shot('failure')?.catch(() => undefined);
-      console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
-      throw err;
     } finally {
-      await browser?.close().catch(() => undefined);
-      await server.stop();
       rmSync(dir, { recursive: true, force: true });
-      console.log(`e2e timings (s since start): ${JSON.stringify(timings)}`);
     }
   },
 );

@@ -231,6 +231,70 @@ export async function launchBrowser(): Promise<Browser> {
   return launchChromium({ args: ['--force-prefers-reduced-motion'] });
 }
 
+/** Waits until the status bar says the extension's daemon is ready. */
+export async function waitReady(page: Page, timeout = 30_000): Promise<void> {
+  await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout });
+}
+
+/** One real VS Code session of an e2e test (inWorkbench). */
+export interface Workbench {
+  server: CodeServer;
+  page: Page;
+  /** Saves test-results/e2e/<shots>-<name>.png. */
+  shot: (name: string) => Promise<void>;
+  /** Notes the seconds since the test began under `name` (printed at the end). */
+  mark: (name: string) => void;
+}
+
+export interface WorkbenchOptions {
+  /** The screenshots' name prefix. */
+  shots: string;
+  /** The folder VS Code opens; absent: the body opens one (`${server.url}/?folder=...`), and waits for the daemon itself. */
+  folder?: string;
+  /** Settings over { 'agentLightning.daemon.port': 0 } (a free port for the daemon the extension starts). */
+  settings?: Record<string, unknown>;
+  /** The daemon's data dir (a store made beforehand; the caller removes it), else a fresh one. */
+  dataDir?: string;
+  viewport?: { width: number; height: number };
+  /** How long the daemon may take to be ready (default 120 s); null: the body waits itself. */
+  readyTimeout?: number | null;
+  /** The test's clock when work came before VS Code opened (beginE2e()), else one starts here. */
+  clock?: ReturnType<typeof beginE2e>;
+}
+
+/**
+ * Runs `body` in real VS Code: code-server with the packaged extension and the settings, a headless Chromium page on
+ * the folder, once the extension's daemon is ready. On a failure it saves `<shots>-failure.png` and prints code-server's
+ * log and the extension's; the browser and code-server stop either way, and the timings marked are printed.
+ */
+export async function inWorkbench(o: WorkbenchOptions, body: (w: Workbench) => Promise<void>): Promise<void> {
+  const { timings, mark } = o.clock ?? beginE2e();
+  const server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0, ...o.settings }, { dataDir: o.dataDir });
+  let browser: Browser | null = null;
+  let page: Page | null = null;
+  const shot = async (name: string) => {
+    await page?.screenshot({ path: join(SHOTS, `${o.shots}-${name}.png`) });
+  };
+  try {
+    browser = await launchBrowser();
+    page = await browser.newPage({ viewport: o.viewport ?? { width: 1400, height: 900 } });
+    if (o.folder !== undefined) await page.goto(`${server.url}/?folder=${encodeURIComponent(o.folder)}`);
+    if (o.folder !== undefined && o.readyTimeout !== null) {
+      await waitReady(page, o.readyTimeout ?? 120_000);
+      mark('daemon ready');
+    }
+    await body({ server, page, shot, mark });
+  } catch (err) {
+    await shot('failure').catch(() => undefined);
+    console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
+    throw err;
+  } finally {
+    await browser?.close().catch(() => undefined);
+    await server.stop();
+    console.log(`e2e timings (s since start): ${JSON.stringify(timings)}`);
+  }
+}
+
 /** Moves the keyboard focus out of any webview into the workbench: a click on the side bar's title (or the status bar's). */
 async function focusWorkbench(page: Page): Promise<void> {
   const title = page.locator('.part.sidebar .composite.title .title-label').first();

@@ -19,21 +19,7 @@ import { openStore } from '../../daemon/store/index.js';
 import { judgeVerdict } from '../../protocol/judge-reading.js';
 import type { Transition, TrainingRun } from '../../protocol/store.js';
 import { draw, startScriptedJudge, type JudgeRequest, type ScoreLine } from '../helpers/scripted-judge.js';
-import {
-  beginE2e,
-  extensionLogs,
-  launchBrowser,
-  openFile,
-  packagedVsix,
-  pickItem,
-  ROOT,
-  runCommand,
-  SHOTS,
-  startCodeServer,
-  webview,
-  type Browser,
-  type Page,
-} from './harness.js';
+import { openFile, pickItem, ROOT, runCommand, webview, type Page, inWorkbench } from './harness.js';
 
 /** The scratch workspace: as deep under the repository as test/e2e/fixtures, so the agent's relative SDK import holds. */
 const WORKSPACE = join(ROOT, 'test-results', 'e2e', 'judge-workspace');
@@ -104,99 +90,81 @@ async function readRun(dataDir: string): Promise<{ run: TrainingRun; transitions
 }
 
 test('VS Code: a reward-less agent trained with an LLM judge: the offer, the rubric, the lens, the judge in the viewer', { timeout: 15 * 60_000 }, async () => {
-  const { timings, mark } = beginE2e();
   rmSync(WORKSPACE, { recursive: true, force: true });
   cpSync(join(ROOT, 'test', 'e2e', 'fixtures', 'judged'), AGENT_DIR, { recursive: true });
   const judge = await startScriptedJudge({ score: drawnJudge });
-  const server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0 });
-  let browser: Browser | null = null;
-  let page: Page | null = null;
-  const shot = async (name: string) => {
-    await page?.screenshot({ path: join(SHOTS, `judge-${name}.png`) });
-  };
   try {
-    browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    await page.goto(`${server.url}/?folder=${encodeURIComponent(WORKSPACE)}`);
-    await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 120_000 });
-    mark('daemon ready');
+    await inWorkbench({ shots: 'judge', folder: WORKSPACE }, async ({ server, page, shot, mark }) => {
+      // 1. Train This Agent offers the judge, asks its endpoint, writes the rubric and trains with it.
+      await trainWithJudge(page, judge.url, shot);
+      await page.locator('.tab', { hasText: 'rubric.md' }).first().waitFor({ state: 'visible', timeout: 30_000 });
+      const rubric = readFileSync(join(AGENT_DIR, 'rubric.md'), 'utf8');
+      assert.match(rubric, /^# How to judge judgedAgent$/m, 'written from the template, the agent named');
+      const saved = JSON.parse(readFileSync(join(server.scratch, 'user', 'User', 'settings.json'), 'utf8')) as Record<string, unknown>;
+      assert.equal(saved['agentLightning.judge.url'], judge.url, 'the judge asked for is saved into the settings');
+      assert.equal(saved['agentLightning.judge.model'], JUDGE_MODEL);
+      const done = page.locator('.notification-toast', { hasText: /Agent Lightning: trained judgedAgent|training judgedAgent failed/ });
+      await done.waitFor({ state: 'visible', timeout: 5 * 60_000 });
+      await shot('02-trained');
+      assert.match(await done.innerText(), /trained judgedAgent/, 'the run succeeded');
+      mark('trained');
+      const { run, transitions, verdicts } = await readRun(server.dataDir);
+      const config = run.config as { judge?: { url: string; model: string; rubric: unknown; weight: unknown } };
+      assert.deepEqual([config.judge?.url, config.judge?.model, config.judge?.weight], [judge.url, JUDGE_MODEL, null]);
+      assert.deepEqual(config.judge?.rubric, { file: join(AGENT_DIR, 'rubric.md') });
+      assert.ok(judge.requests.length > 0 && judge.requests.every((r) => r.rubric.includes('# How to judge judgedAgent')), 'the judge read the rubric file');
+      assert.ok(transitions.length > 0, 'the run trained on judged rewards');
 
-    // 1. Train This Agent offers the judge, asks its endpoint, writes the rubric and trains with it.
-    await trainWithJudge(page, judge.url, shot);
-    await page.locator('.tab', { hasText: 'rubric.md' }).first().waitFor({ state: 'visible', timeout: 30_000 });
-    const rubric = readFileSync(join(AGENT_DIR, 'rubric.md'), 'utf8');
-    assert.match(rubric, /^# How to judge judgedAgent$/m, 'written from the template, the agent named');
-    const saved = JSON.parse(readFileSync(join(server.scratch, 'user', 'User', 'settings.json'), 'utf8')) as Record<string, unknown>;
-    assert.equal(saved['agentLightning.judge.url'], judge.url, 'the judge asked for is saved into the settings');
-    assert.equal(saved['agentLightning.judge.model'], JUDGE_MODEL);
-    const done = page.locator('.notification-toast', { hasText: /Agent Lightning: trained judgedAgent|training judgedAgent failed/ });
-    await done.waitFor({ state: 'visible', timeout: 5 * 60_000 });
-    await shot('02-trained');
-    assert.match(await done.innerText(), /trained judgedAgent/, 'the run succeeded');
-    mark('trained');
-    const { run, transitions, verdicts } = await readRun(server.dataDir);
-    const config = run.config as { judge?: { url: string; model: string; rubric: unknown; weight: unknown } };
-    assert.deepEqual([config.judge?.url, config.judge?.model, config.judge?.weight], [judge.url, JUDGE_MODEL, null]);
-    assert.deepEqual(config.judge?.rubric, { file: join(AGENT_DIR, 'rubric.md') });
-    assert.ok(judge.requests.length > 0 && judge.requests.every((r) => r.rubric.includes('# How to judge judgedAgent')), 'the judge read the rubric file');
-    assert.ok(transitions.length > 0, 'the run trained on judged rewards');
+      // 2. The lens says which reward it trains on (the dashboard opened over the agent's editor, the rubric beside it:
+      // the agent's file alone again, the notifications cleared, so the lens and then the viewer have room).
+      await runCommand(page, 'Notifications: Clear All Notifications');
+      await runCommand(page, 'View: Close All Editors');
+      await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+      await openFile(page, 'judged/agent.ts');
+      const lens = page.locator('.monaco-editor .codelens-decoration', { hasText: 'reward: judge' }).first();
+      await lens.waitFor({ state: 'visible', timeout: 60_000 });
+      assert.match(await lens.innerText(), /· reward: judge.*▶ Run.*⚡ Train/s);
+      await shot('03-lens');
+      mark('lens');
 
-    // 2. The lens says which reward it trains on (the dashboard opened over the agent's editor, the rubric beside it:
-    // the agent's file alone again, the notifications cleared, so the lens and then the viewer have room).
-    await runCommand(page, 'Notifications: Clear All Notifications');
-    await runCommand(page, 'View: Close All Editors');
-    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
-    await openFile(page, 'judged/agent.ts');
-    const lens = page.locator('.monaco-editor .codelens-decoration', { hasText: 'reward: judge' }).first();
-    await lens.waitFor({ state: 'visible', timeout: 60_000 });
-    assert.match(await lens.innerText(), /· reward: judge.*▶ Run.*⚡ Train/s);
-    await shot('03-lens');
-    mark('lens');
-
-    // 3. The viewer from the lens: a judged rollout, the explanation beside its reward; its group ranked. The group is
-    // one GRPO learns from (its judged rewards differ): the group view folds a group without spread.
-    const groupOf = (t: Transition) => `${t.step}/${t.groupId}`;
-    const spread = [...new Set(transitions.map(groupOf))].find((g) => new Set(transitions.filter((t) => groupOf(t) === g).map((t) => t.credit)).size > 1);
-    assert.ok(spread, 'a trained group has judged rewards that differ');
-    const members = [...new Set(transitions.filter((t) => groupOf(t) === spread).map((t) => t.rolloutId))];
-    const rolloutId = members[0]!;
-    const verdict = verdicts.get(rolloutId)!;
-    assert.ok(verdict?.explanation, "the rollout has the judge's words");
-    await lens.locator('a', { hasText: 'Trajectories' }).click();
-    const viewer = webview(page);
-    const row = viewer.locator(`.rollout-row[data-rollout-id="${rolloutId}"]`);
-    await row.waitFor({ state: 'visible', timeout: 30_000 });
-    await row.click();
-    await viewer.locator('.rollout-judge').waitFor({ state: 'visible', timeout: 30_000 });
-    assert.match(
-      await viewer.locator('.rollout-judge').innerText(),
-      new RegExp(`judge ${JUDGE_MODEL}, group mode, shown \\d\\w\\w of 5: ${escape(verdict.explanation)}`),
-    );
-    await viewer.locator('.span-row[data-kind="llm"]').first().click();
-    await viewer.locator('.detail-llm .judge-reason').waitFor({ state: 'visible', timeout: 30_000 });
-    assert.match(await viewer.locator('.detail-llm .judge-reason').innerText(), new RegExp(escape(verdict.explanation)));
-    const shown = Number(await viewer.locator('.detail-llm .metric:has(.metric-label:text-is("Reward")) .metric-value').innerText());
-    assert.ok(Math.abs(shown - verdict.reward!) < 5e-3, `the call's reward is the judge's: ${shown} vs ${verdict.reward}`);
-    await shot('04-call');
-    await viewer.locator('.open-group').click();
-    const groupView = viewer.locator(`.group[data-group-id="${spread.split('/').slice(1).join('/')}"]`);
-    await groupView.locator('.judge-ranking').waitFor({ state: 'visible', timeout: 30_000 });
-    assert.match((await groupView.locator('.judge-ranking .metric-label').textContent())!, new RegExp(`The judge's ranking · ${JUDGE_MODEL}, group mode`));
-    const ranked = await groupView
-      .locator('.judge-rank')
-      .evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.rolloutId!, e.querySelector('.judge-explanation')!.textContent!]));
-    assert.deepEqual(ranked.sort(), members.map((id) => [id, verdicts.get(id)!.explanation!]).sort(), "the group's rollouts, each with the judge's reason");
-    await groupView.locator('.judge-ranking').scrollIntoViewIfNeeded();
-    await shot('05-group');
-    mark('viewer');
-    console.log(`judge e2e timings (s): ${JSON.stringify(timings)}`);
-  } catch (err) {
-    await shot('failure').catch(() => undefined);
-    console.error(extensionLogs(server.scratch));
-    throw err;
+      // 3. The viewer from the lens: a judged rollout, the explanation beside its reward; its group ranked. The group is
+      // one GRPO learns from (its judged rewards differ): the group view folds a group without spread.
+      const groupOf = (t: Transition) => `${t.step}/${t.groupId}`;
+      const spread = [...new Set(transitions.map(groupOf))].find((g) => new Set(transitions.filter((t) => groupOf(t) === g).map((t) => t.credit)).size > 1);
+      assert.ok(spread, 'a trained group has judged rewards that differ');
+      const members = [...new Set(transitions.filter((t) => groupOf(t) === spread).map((t) => t.rolloutId))];
+      const rolloutId = members[0]!;
+      const verdict = verdicts.get(rolloutId)!;
+      assert.ok(verdict?.explanation, "the rollout has the judge's words");
+      await lens.locator('a', { hasText: 'Trajectories' }).click();
+      const viewer = webview(page);
+      const row = viewer.locator(`.rollout-row[data-rollout-id="${rolloutId}"]`);
+      await row.waitFor({ state: 'visible', timeout: 30_000 });
+      await row.click();
+      await viewer.locator('.rollout-judge').waitFor({ state: 'visible', timeout: 30_000 });
+      assert.match(
+        await viewer.locator('.rollout-judge').innerText(),
+        new RegExp(`judge ${JUDGE_MODEL}, group mode, shown \\d\\w\\w of 5: ${escape(verdict.explanation)}`),
+      );
+      await viewer.locator('.span-row[data-kind="llm"]').first().click();
+      await viewer.locator('.detail-llm .judge-reason').waitFor({ state: 'visible', timeout: 30_000 });
+      assert.match(await viewer.locator('.detail-llm .judge-reason').innerText(), new RegExp(escape(verdict.explanation)));
+      const shown = Number(await viewer.locator('.detail-llm .metric:has(.metric-label:text-is("Reward")) .metric-value').innerText());
+      assert.ok(Math.abs(shown - verdict.reward!) < 5e-3, `the call's reward is the judge's: ${shown} vs ${verdict.reward}`);
+      await shot('04-call');
+      await viewer.locator('.open-group').click();
+      const groupView = viewer.locator(`.group[data-group-id="${spread.split('/').slice(1).join('/')}"]`);
+      await groupView.locator('.judge-ranking').waitFor({ state: 'visible', timeout: 30_000 });
+      assert.match((await groupView.locator('.judge-ranking .metric-label').textContent())!, new RegExp(`The judge's ranking · ${JUDGE_MODEL}, group mode`));
+      const ranked = await groupView
+        .locator('.judge-rank')
+        .evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.rolloutId!, e.querySelector('.judge-explanation')!.textContent!]));
+      assert.deepEqual(ranked.sort(), members.map((id) => [id, verdicts.get(id)!.explanation!]).sort(), "the group's rollouts, each with the judge's reason");
+      await groupView.locator('.judge-ranking').scrollIntoViewIfNeeded();
+      await shot('05-group');
+      mark('viewer');
+    });
   } finally {
-    await browser?.close();
-    await server.stop();
     await judge.close();
   }
 });

@@ -21,22 +21,7 @@ import type { TrainingRun } from '../../protocol/store.js';
 import type { OptimizationView } from '../../protocol/webview-optimize.js';
 import { optimizationView } from '../../daemon/store/views-optimize.js';
 import { AGENT_MODEL, OPTIMIZER_MODEL, startScriptedLlm, type ScriptedLlm } from '../../samples/apo/scripted-llm.js';
-import {
-  beginE2e,
-  extensionLogs,
-  launchBrowser,
-  openFile,
-  packagedVsix,
-  pickItem,
-  ROOT,
-  runCommand,
-  SHOTS,
-  startCodeServer,
-  webviewWith,
-  type Browser,
-  type FrameLocator,
-  type Page,
-} from './harness.js';
+import { openFile, pickItem, ROOT, runCommand, webviewWith, type FrameLocator, type Page, inWorkbench } from './harness.js';
 
 const FIXTURES = join(ROOT, 'test', 'e2e', 'fixtures');
 const PROMPT_FILE = join(FIXTURES, 'apo', 'prompts', 'desk.md');
@@ -60,7 +45,7 @@ const newestRun = (dataDir: string): Promise<TrainingRun> => stored(dataDir, asy
 async function optimizeFromLens(page: Page, llm: ScriptedLlm, shot: (name: string) => Promise<void>): Promise<void> {
   const lens = page.locator('.monaco-editor .codelens-decoration a', { hasText: '✦ Optimize "desk"' }).first();
   await lens.waitFor({ state: 'visible', timeout: 60_000 });
-  await shot('optimize-01-lens');
+  await shot('01-lens');
   await lens.click();
   await pickItem(page, 'apo/data/train.jsonl', /tasks to learn from/);
   await pickItem(page, 'apo/data/val.jsonl', /val tasks/);
@@ -77,7 +62,7 @@ async function optimizeFromLens(page: Page, llm: ScriptedLlm, shot: (name: strin
   // The progress notification, as agl optimize's progress bar: rollouts of the budget.
   const progress = page.locator('.notification-toast', { hasText: 'optimizing "desk" of deskAgent' });
   await progress.locator('.notification-list-item-message', { hasText: new RegExp(`rollouts \\d+/${BUDGET}`) }).waitFor({ state: 'visible', timeout: 120_000 });
-  await shot('optimize-02-progress');
+  await shot('02-progress');
   const done = page.locator('.notification-toast', { hasText: /Agent Lightning: (optimized "desk"|no candidate beat|optimizing "desk" of deskAgent failed)/ });
   await done.waitFor({ state: 'visible', timeout: 5 * 60_000 });
 }
@@ -99,132 +84,114 @@ test(
   'VS Code: Optimize This Prompt from its lens, the optimization view live, a candidate diff and rollouts, Apply to the prompt file',
   { timeout: 15 * 60_000 },
   async () => {
-    const { timings, mark } = beginE2e();
     const seedText = readFileSync(PROMPT_FILE, 'utf8');
     const llm = await startScriptedLlm({ seed: 0, slip: 0 });
-    const server = await startCodeServer(packagedVsix(), {
-      'agentLightning.daemon.port': 0,
-      'agentLightning.optimizer.url': llm.url,
-      'agentLightning.optimizer.model': OPTIMIZER_MODEL,
-    });
-    let browser: Browser | null = null;
-    let page: Page | null = null;
-    const shot = async (name: string) => {
-      await page?.screenshot({ path: join(SHOTS, `${name}.png`) });
-    };
     try {
-      browser = await launchBrowser();
-      page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-      await page.goto(`${server.url}/?folder=${encodeURIComponent(FIXTURES)}`);
-      await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 120_000 });
-      mark('daemon ready');
-      await openFile(page, 'apo/agent.ts');
-      await optimizeFromLens(page, llm, shot);
-      mark('optimized');
-      const stored = await storedView(server.dataDir);
-      const summary = stored.run.summary as OptimizationSummary;
-      assert.equal(stored.run.status, 'succeeded', `the run ended: ${JSON.stringify(summary)}`);
-      assert.ok(stored.rolloutsUsed <= BUDGET + 3, `the budget held: ${stored.rolloutsUsed} of ${BUDGET}`);
-      const best = stored.candidates.find((c) => c.id === summary.bestCandidate)!;
-      assert.ok(
-        best.ordinal > 0 && best.valMean! > stored.candidates[0]!.valMean!,
-        `a candidate beat the seed: ${best.valMean} vs ${stored.candidates[0]!.valMean}`,
+      await inWorkbench(
+        { shots: 'optimize', folder: FIXTURES, settings: { 'agentLightning.optimizer.url': llm.url, 'agentLightning.optimizer.model': OPTIMIZER_MODEL } },
+        async ({ server, page, shot, mark }) => {
+          await openFile(page, 'apo/agent.ts');
+          await optimizeFromLens(page, llm, shot);
+          mark('optimized');
+          const stored = await storedView(server.dataDir);
+          const summary = stored.run.summary as OptimizationSummary;
+          assert.equal(stored.run.status, 'succeeded', `the run ended: ${JSON.stringify(summary)}`);
+          assert.ok(stored.rolloutsUsed <= BUDGET + 3, `the budget held: ${stored.rolloutsUsed} of ${BUDGET}`);
+          const best = stored.candidates.find((c) => c.id === summary.bestCandidate)!;
+          assert.ok(
+            best.ordinal > 0 && best.valMean! > stored.candidates[0]!.valMean!,
+            `a candidate beat the seed: ${best.valMean} vs ${stored.candidates[0]!.valMean}`,
+          );
+          const ended = page.locator('.notification-toast', { hasText: 'Agent Lightning: optimized "desk"' });
+          assert.match(await ended.innerText(), new RegExp(`val ${summary.scores!.seed.val!.toFixed(2)} → ${summary.scores!.best.val!.toFixed(2)}`));
+          await shot('03-ended');
+
+          // The view, opened on the run when it appeared, now agrees with the store.
+          const view = await webviewWith(page, '.lineage-row', 60_000);
+          await checkView(view, stored);
+          await view.locator(`.lineage-row[data-candidate="${best.id}"]`).click();
+          const card = view.locator(`.candidate-card[data-candidate="${best.id}"]`);
+          await card.waitFor();
+          assert.ok((await card.locator('.diff-line.add').count()) > 0, "the best's diff against its parent has added lines");
+          assert.match(await card.locator('.reflection').innerText(), /Reflection/);
+          await shot('04-view-light');
+          mark('view checked');
+
+          // Its rollouts in the trajectory viewer, filtered by it.
+          await card.locator('vscode-button.open-rollouts').click();
+          const list = await webviewWith(page, '.filter-chip[data-chip="candidate"]', 60_000);
+          assert.match(await list.locator('.filter-chip[data-chip="candidate"]').innerText(), new RegExp(`Prompt candidate: #${best.ordinal}`));
+          await list
+            .locator('span.count', { hasText: new RegExp(`^${best.rollouts} rollouts?$`) })
+            .first()
+            .waitFor({ timeout: 30_000 });
+          await shot('05-rollouts');
+
+          // Apply: the diff editor on the prompt file, a question, then the file holds the candidate's text.
+          await view.locator('vscode-button.apply').click();
+          await page.locator('.tab', { hasText: `candidate #${best.ordinal}` }).waitFor({ state: 'visible', timeout: 30_000 });
+          const dialog = page.locator('.monaco-dialog-box', { hasText: `Apply candidate #${best.ordinal}?` });
+          await dialog.waitFor({ state: 'visible', timeout: 30_000 });
+          assert.match(await dialog.innerText(), /write its text into apo\/prompts\/desk\.md/);
+          await shot('06-apply-asks');
+          assert.equal(readFileSync(PROMPT_FILE, 'utf8'), seedText, 'nothing written before the user says so');
+          await dialog.locator('.monaco-button', { hasText: 'Apply' }).click();
+          await page.locator('.notification-toast', { hasText: `applied candidate #${best.ordinal}` }).waitFor({ state: 'visible', timeout: 30_000 });
+          assert.equal(readFileSync(PROMPT_FILE, 'utf8'), best.prompts.desk);
+          await shot('07-applied');
+          mark('applied');
+
+          // The lens names the prompt's best val score now.
+          await page.locator('.tab', { hasText: 'agent.ts' }).first().click();
+          await page
+            .locator('.monaco-editor .codelens-decoration a', { hasText: `✦ Optimize "desk" · best val ${best.valMean!.toFixed(2)}` })
+            .first()
+            .waitFor({ state: 'visible', timeout: 30_000 });
+
+          await shot('08-lens-best');
+
+          // The view alone in its editor group at half width, in code-server's light theme, then in the dark one.
+          await runCommand(page, 'View: Single Column Editor Layout');
+          await runCommand(page, 'Agent Lightning: Open Optimization View');
+          await page.setViewportSize({ width: 760, height: 900 });
+          await page.mouse.move(5, 600); // no tooltip of whatever the last click left the pointer over
+          await (await webviewWith(page, 'body.vscode-light .lineage-row')).locator('.candidate-card').waitFor();
+          await shot('09-view-half-light');
+          await runCommand(page, 'Preferences: Toggle between Light/Dark Themes');
+          const dark = await webviewWith(page, 'body.vscode-dark .lineage-row', 30_000);
+          await dark.locator('.candidate-card').waitFor();
+          await page.mouse.move(5, 600);
+          await shot('10-view-half-dark');
+          await page.setViewportSize({ width: 1400, height: 900 });
+          await page.waitForTimeout(500);
+          await shot('11-view-dark');
+          mark('themes');
+
+          // Cancellable: Optimize This Prompt again from the palette, every pick as last time, stopped from its notification.
+          await page.locator('.tab', { hasText: 'agent.ts' }).first().click();
+          await page.locator('.monaco-editor .view-line', { hasText: "llm.prompt('desk'" }).click();
+          await runCommand(page, 'Agent Lightning: Optimize This Prompt');
+          await pickItem(page, 'last used', /tasks to learn from/);
+          await pickItem(page, 'last used', /val tasks/);
+          await pickItem(page, 'No test set', /held-out test tasks/);
+          await pickItem(page, `${BUDGET} rollouts`, /budget/); // "last used" is its description, which the filter does not read
+          await pickItem(page, `${OPTIMIZER_MODEL} at ${llm.url}`, /the optimizer model/);
+          await pickItem(page, `${AGENT_MODEL} at ${llm.url}`, /the agent's model/);
+          const again = page.locator('.notification-toast', { hasText: 'optimizing "desk" of deskAgent' });
+          await again.locator('.notification-list-item-message', { hasText: /rollouts \d+\// }).waitFor({ state: 'visible', timeout: 60_000 });
+          await again.locator('.monaco-button', { hasText: 'Cancel' }).click();
+          const stopped = page.locator('.notification-toast', { hasText: /optimization of "desk" stopped/ });
+          await stopped.waitFor({ state: 'visible', timeout: 60_000 });
+          const cancelled = await newestRun(server.dataDir);
+          assert.equal(cancelled.status, 'cancelled');
+          assert.match(await stopped.innerText(), new RegExp(`agl optimize --resume ${cancelled.id} continues it`));
+          await shot('12-cancelled');
+          mark('cancelled');
+        },
       );
-      const ended = page.locator('.notification-toast', { hasText: 'Agent Lightning: optimized "desk"' });
-      assert.match(await ended.innerText(), new RegExp(`val ${summary.scores!.seed.val!.toFixed(2)} → ${summary.scores!.best.val!.toFixed(2)}`));
-      await shot('optimize-03-ended');
-
-      // The view, opened on the run when it appeared, now agrees with the store.
-      const view = await webviewWith(page, '.lineage-row', 60_000);
-      await checkView(view, stored);
-      await view.locator(`.lineage-row[data-candidate="${best.id}"]`).click();
-      const card = view.locator(`.candidate-card[data-candidate="${best.id}"]`);
-      await card.waitFor();
-      assert.ok((await card.locator('.diff-line.add').count()) > 0, "the best's diff against its parent has added lines");
-      assert.match(await card.locator('.reflection').innerText(), /Reflection/);
-      await shot('optimize-04-view-light');
-      mark('view checked');
-
-      // Its rollouts in the trajectory viewer, filtered by it.
-      await card.locator('vscode-button.open-rollouts').click();
-      const list = await webviewWith(page, '.filter-chip[data-chip="candidate"]', 60_000);
-      assert.match(await list.locator('.filter-chip[data-chip="candidate"]').innerText(), new RegExp(`Prompt candidate: #${best.ordinal}`));
-      await list
-        .locator('span.count', { hasText: new RegExp(`^${best.rollouts} rollouts?$`) })
-        .first()
-        .waitFor({ timeout: 30_000 });
-      await shot('optimize-05-rollouts');
-
-      // Apply: the diff editor on the prompt file, a question, then the file holds the candidate's text.
-      await view.locator('vscode-button.apply').click();
-      await page.locator('.tab', { hasText: `candidate #${best.ordinal}` }).waitFor({ state: 'visible', timeout: 30_000 });
-      const dialog = page.locator('.monaco-dialog-box', { hasText: `Apply candidate #${best.ordinal}?` });
-      await dialog.waitFor({ state: 'visible', timeout: 30_000 });
-      assert.match(await dialog.innerText(), /write its text into apo\/prompts\/desk\.md/);
-      await shot('optimize-06-apply-asks');
-      assert.equal(readFileSync(PROMPT_FILE, 'utf8'), seedText, 'nothing written before the user says so');
-      await dialog.locator('.monaco-button', { hasText: 'Apply' }).click();
-      await page.locator('.notification-toast', { hasText: `applied candidate #${best.ordinal}` }).waitFor({ state: 'visible', timeout: 30_000 });
-      assert.equal(readFileSync(PROMPT_FILE, 'utf8'), best.prompts.desk);
-      await shot('optimize-07-applied');
-      mark('applied');
-
-      // The lens names the prompt's best val score now.
-      await page.locator('.tab', { hasText: 'agent.ts' }).first().click();
-      await page
-        .locator('.monaco-editor .codelens-decoration a', { hasText: `✦ Optimize "desk" · best val ${best.valMean!.toFixed(2)}` })
-        .first()
-        .waitFor({ state: 'visible', timeout: 30_000 });
-
-      await shot('optimize-08-lens-best');
-
-      // The view alone in its editor group at half width, in code-server's light theme, then in the dark one.
-      await runCommand(page, 'View: Single Column Editor Layout');
-      await runCommand(page, 'Agent Lightning: Open Optimization View');
-      await page.setViewportSize({ width: 760, height: 900 });
-      await page.mouse.move(5, 600); // no tooltip of whatever the last click left the pointer over
-      await (await webviewWith(page, 'body.vscode-light .lineage-row')).locator('.candidate-card').waitFor();
-      await shot('optimize-09-view-half-light');
-      await runCommand(page, 'Preferences: Toggle between Light/Dark Themes');
-      const dark = await webviewWith(page, 'body.vscode-dark .lineage-row', 30_000);
-      await dark.locator('.candidate-card').waitFor();
-      await page.mouse.move(5, 600);
-      await shot('optimize-10-view-half-dark');
-      await page.setViewportSize({ width: 1400, height: 900 });
-      await page.waitForTimeout(500);
-      await shot('optimize-11-view-dark');
-      mark('themes');
-
-      // Cancellable: Optimize This Prompt again from the palette, every pick as last time, stopped from its notification.
-      await page.locator('.tab', { hasText: 'agent.ts' }).first().click();
-      await page.locator('.monaco-editor .view-line', { hasText: "llm.prompt('desk'" }).click();
-      await runCommand(page, 'Agent Lightning: Optimize This Prompt');
-      await pickItem(page, 'last used', /tasks to learn from/);
-      await pickItem(page, 'last used', /val tasks/);
-      await pickItem(page, 'No test set', /held-out test tasks/);
-      await pickItem(page, `${BUDGET} rollouts`, /budget/); // "last used" is its description, which the filter does not read
-      await pickItem(page, `${OPTIMIZER_MODEL} at ${llm.url}`, /the optimizer model/);
-      await pickItem(page, `${AGENT_MODEL} at ${llm.url}`, /the agent's model/);
-      const again = page.locator('.notification-toast', { hasText: 'optimizing "desk" of deskAgent' });
-      await again.locator('.notification-list-item-message', { hasText: /rollouts \d+\// }).waitFor({ state: 'visible', timeout: 60_000 });
-      await again.locator('.monaco-button', { hasText: 'Cancel' }).click();
-      const stopped = page.locator('.notification-toast', { hasText: /optimization of "desk" stopped/ });
-      await stopped.waitFor({ state: 'visible', timeout: 60_000 });
-      const cancelled = await newestRun(server.dataDir);
-      assert.equal(cancelled.status, 'cancelled');
-      assert.match(await stopped.innerText(), new RegExp(`agl optimize --resume ${cancelled.id} continues it`));
-      await shot('optimize-12-cancelled');
-      mark('cancelled');
-    } catch (err) {
-      await shot('optimize-failure').catch(() => undefined);
-      console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
-      throw err;
     } finally {
       writeFileSync(PROMPT_FILE, seedText); // the fixture as it was
-      await browser?.close().catch(() => undefined);
-      await server.stop();
       await llm.close();
-      console.log(`e2e timings (s since start): ${JSON.stringify(timings)}`);
     }
   },
 );

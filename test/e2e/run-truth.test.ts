@@ -17,21 +17,7 @@ import { openStore } from '../../daemon/store/index.js';
 import { describeEngine, type TrainingRunSummary } from '../../protocol/metrics.js';
 import type { TrainingRun } from '../../protocol/store.js';
 import { diagnoseLearning, diagnosisSentence, runContext, type LearningDiagnosis } from '../../protocol/training-health.js';
-import {
-  beginE2e,
-  extensionLogs,
-  launchBrowser,
-  openFile,
-  packagedVsix,
-  pickItem,
-  ROOT,
-  runCommand,
-  SHOTS,
-  startCodeServer,
-  webviewWith,
-  type Browser,
-  type Page,
-} from './harness.js';
+import { openFile, pickItem, ROOT, runCommand, webviewWith, type Page, inWorkbench } from './harness.js';
 
 const FIXTURES = join(ROOT, 'test', 'e2e', 'fixtures');
 /** The preset budgets' group size (the setting); the fixtures' train.yaml trains with 4. */
@@ -134,20 +120,7 @@ async function checkTold(page: Page, agentName: string, run: TrainingRun, d: Lea
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 test('VS Code: a greedy run and a run with no LLM call say why they cannot learn, in the same words everywhere', { timeout: 20 * 60_000 }, async () => {
-  const { timings, mark } = beginE2e();
-  const server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0, 'agentLightning.groupSize': SETTING_GROUP_SIZE });
-  let browser: Browser | null = null;
-  let page: Page | null = null;
-  const shot = async (name: string) => {
-    await page?.screenshot({ path: join(SHOTS, `run-${name}.png`) });
-  };
-  try {
-    browser = await launchBrowser();
-    page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    await page.goto(`${server.url}/?folder=${encodeURIComponent(FIXTURES)}`);
-    await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 120_000 });
-    mark('daemon ready');
-
+  await inWorkbench({ shots: 'run', folder: FIXTURES, settings: { 'agentLightning.groupSize': SETTING_GROUP_SIZE } }, async ({ server, page, shot, mark }) => {
     // 1. Greedy sampling (model.temperature: 0).
     await trainFixture(page, 'greedy', 'greedyAgent', shot);
     mark('greedy trained');
@@ -179,13 +152,5 @@ test('VS Code: a greedy run and a run with no LLM call say why they cannot learn
     assert.equal(noCall.diagnosis.kind, 'no-llm-call');
     await checkTold(page, 'noCallAgent', noCall.run, noCall.diagnosis, shot);
     mark('no-call checked');
-  } catch (err) {
-    await shot('truth-failure').catch(() => undefined);
-    console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
-    throw err;
-  } finally {
-    await browser?.close().catch(() => undefined);
-    await server.stop();
-    console.log(`e2e timings (s since start): ${JSON.stringify(timings)}`);
-  }
+  });
 });

@@ -28,24 +28,7 @@ import { servedModelText, servedModels, servedRowText } from '../../protocol/ser
 import { finalReward, spanKind } from '../../protocol/span-reading.js';
 import { assertAxesFit, axisFits } from '../helpers/axis-fit.js';
 import type { Rollout, Span, TrainingRun, Transition } from '../../protocol/store.js';
-import {
-  beginE2e,
-  cutOff,
-  extensionLogs,
-  launchBrowser,
-  openFile,
-  packagedVsix,
-  ROOT,
-  runCommand,
-  settledBoxes,
-  SHOTS,
-  startCodeServer,
-  webview,
-  webviewWith,
-  type Browser,
-  type FrameLocator,
-  type Page,
-} from './harness.js';
+import { beginE2e, cutOff, openFile, ROOT, runCommand, settledBoxes, webview, webviewWith, type FrameLocator, inWorkbench } from './harness.js';
 
 const AGENT = 'samples/calc/agent.ts#calcAgent';
 const STEPS = 6;
@@ -222,19 +205,12 @@ test(
   'VS Code on a store with two real training runs: CodeLens stats, dashboard and overlay, GRPO groups, rollouts search and filters, a tool step',
   { timeout: 10 * 60_000 },
   async () => {
-    const { timings, mark } = beginE2e();
-
+    const clock = beginE2e();
     const scratch = mkdtempSync(join(tmpdir(), 'agl-e2e-trained-'));
     const dataDir = join(scratch, 'agl-data');
-    let server: Awaited<ReturnType<typeof startCodeServer>> | null = null;
-    let browser: Browser | null = null;
-    let page: Page | null = null;
-    const shot = async (name: string) => {
-      await page?.screenshot({ path: join(SHOTS, `trained-${name}.png`) });
-    };
     try {
       trainTwice(dataDir, scratch);
-      mark('trained twice');
+      clock.mark('trained twice');
       const want = await readExpected(dataDir);
       const [newest, older] = want.runs as [TrainingRun, TrainingRun];
       const moved = want.val.first.step < want.val.last.step;
@@ -246,258 +222,249 @@ test(
         `${moved ? ` (${want.val.first.value.toFixed(2)} on the same tasks at step ${want.val.first.step}${want.val.first.step === 0 ? ', before training' : ''})` : ''}` +
         `, the agent's newest run with a validation; ${want.ended.toLocaleString('en-US')} rollouts ended.`;
 
-      server = await startCodeServer(packagedVsix(), { 'agentLightning.daemon.port': 0 }, { dataDir });
-      browser = await launchBrowser();
-      page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      await inWorkbench({ shots: 'trained', dataDir, clock }, async ({ server, page, shot, mark }) => {
+        /** Opens `folder`, waits for the daemon, opens the calc agent and checks its lens (title and tooltip). */
+        const checkLens = async (folder: string, file: string, name: string) => {
+          await page.goto(`${server.url}/?folder=${encodeURIComponent(folder)}`);
+          await page.locator('.explorer-folders-view .monaco-list-row').first().waitFor({ state: 'visible', timeout: 60_000 });
+          await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 90_000 });
+          await openFile(page, file);
+          const lens = page.locator('.monaco-editor .codelens-decoration a', { hasText: 'held-out reward' }).first();
+          await lens.waitFor({ state: 'visible', timeout: 60_000 });
+          assert.equal(await lens.innerText(), lensTitle);
+          assert.equal(
+            await lens.getAttribute('title'),
+            `${headlineTooltip} Trains on its own reward (the one its code emits or returns): training run ${newest.id} had no judge. Click to list this agent's rollouts.`,
+          );
+          // The lens belongs to calcAgent: it stands right above its declaration. Measured once both have stopped moving:
+          // while TypeScript still analyses a freshly opened file, Monaco re-renders its lines (a line can be briefly
+          // detached or hidden, and lenses shift it down as they arrive).
+          const decl = page.locator('.monaco-editor .view-line', { hasText: 'export const calcAgent = rollout(' });
+          const [lensBox, declBox] = await settledBoxes(page, [lens, decl]);
+          const lensTop = lensBox.y,
+            declTop = declBox.y;
+          assert.ok(declTop > lensTop && declTop - lensTop < 40, `the lens (y ${lensTop}) sits above calcAgent (y ${declTop})`);
+          await shot(name); // (the tooltip is the link's title attribute: the browser draws it outside the page, not in a screenshot)
+        };
 
-      /** Opens `folder`, waits for the daemon, opens the calc agent and checks its lens (title and tooltip). */
-      const checkLens = async (folder: string, file: string, name: string) => {
-        await page!.goto(`${server!.url}/?folder=${encodeURIComponent(folder)}`);
-        await page!.locator('.explorer-folders-view .monaco-list-row').first().waitFor({ state: 'visible', timeout: 60_000 });
-        await page!.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 90_000 });
-        await openFile(page!, file);
-        const lens = page!.locator('.monaco-editor .codelens-decoration a', { hasText: 'held-out reward' }).first();
-        await lens.waitFor({ state: 'visible', timeout: 60_000 });
-        assert.equal(await lens.innerText(), lensTitle);
+        // 1. The CodeLens with samples/ open.
+        await checkLens(join(ROOT, 'samples'), 'calc/agent.ts', '01-codelens-samples');
+        mark('codelens (samples/)');
+
+        // 2. The dashboard on the newest run: the same headline, curves with titled axes, the run's latest values.
+        await runCommand(page, 'Agent Lightning: Open Training Dashboard');
+        const dash: FrameLocator = webview(page);
+        await dash.locator('.chart-card[data-chart="reward"] canvas').first().waitFor({ state: 'visible', timeout: 60_000 });
+        await dash.locator('.kpi.headline', { hasText: 'held-out' }).waitFor({ state: 'visible', timeout: 30_000 });
+        assert.equal(await dash.locator('.kpi.headline').innerText(), headline, 'the dashboard says what the lens says');
+        assert.equal(await dash.locator('.kpi.headline').getAttribute('title'), headlineTooltip);
+        assert.match(await dash.locator('.progress-line').innerText(), new RegExp(`succeeded[\\s\\S]*step ${STEPS} / ${STEPS}`));
+        const reward = dash.locator('.chart-card[data-chart="reward"]');
+        const box = (await reward.locator('canvas').first().boundingBox())!;
+        assert.ok(box.width > 300 && box.height > 100, `reward chart drawn: ${JSON.stringify(box)}`);
+        assert.equal(await reward.locator('.y-title').innerText(), 'mean reward');
+        assert.equal(await reward.locator('.x-title').innerText(), 'training step');
+        const latest = async (metric: string, run?: string) =>
+          Number(await reward.locator(`.chart-value[data-metric="${metric}"]${run ? `[data-run="${run}"]` : ''} b`).innerText());
+        assert.ok(Math.abs((await latest('val/reward')) - want.val.last.value) < 5e-4, 'the latest held-out point is the lens number');
+        const rewardsOf = (run: TrainingRun) => want.rewards.get(run.id)!;
+        assert.ok(Math.abs((await latest('reward/mean')) - rewardsOf(newest).at(-1)!) < 5e-4);
+        // The curve holds every step: with the cursor over step k the legend reads that step's reward.
+        const over = reward.locator('.u-over');
+        const lastStep = Math.max(STEPS, want.val.last.step); // the x axis: the validation before training at 0, training steps 1..6
+        /** Puts the cursor over `step` of the reward chart; returns where it is. */
+        const hover = async (step: number) => {
+          const ob = (await over.boundingBox())!;
+          const at = { x: ob.x + 2 + (ob.width - 4) * (step / lastStep), y: ob.y + ob.height / 2 };
+          await page.mouse.move(at.x, at.y);
+          await over.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))); // uPlot moves its cursor on a frame
+          return at;
+        };
+        for (const step of [1, Math.floor(STEPS / 2)]) {
+          await hover(step);
+          const shown = await latest('reward/mean');
+          const stored = rewardsOf(newest)[step - 1]!; // step k is the k-th update (protocol/metrics.ts FIRST_TRAINING_STEP)
+          assert.ok(Math.abs(shown - stored) < 5e-4, `step ${step}: the legend reads ${shown}, the store ${stored}`);
+          assert.equal(await reward.locator('.chart-step').innerText(), `step ${step}`);
+        }
+        await page.mouse.move(0, 0);
+        assertAxesFit(await axisFits(dash.locator('body')), 'the dashboard at full width');
+        await shot('02-dashboard');
+        mark('dashboard');
+
+        // ... then the older run overlaid: one legend entry and one colour per run, both runs' values on the reward chart.
+        await dash.locator('.compare summary').click();
+        await dash.locator(`vscode-checkbox[data-run="${older.id}"]`).click();
+        await dash.locator('.run-legend-item').nth(1).waitFor({ state: 'visible', timeout: 15_000 });
+        const legend = await dash
+          .locator('.run-legend-item')
+          .evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.run, getComputedStyle(e.querySelector('.swatch')!).color]));
+        assert.deepEqual(
+          legend.map(([run]) => run),
+          [newest.id, older.id],
+        );
+        assert.notEqual(legend[0]![1], legend[1]![1], 'each run has its own colour');
+        await reward.locator(`.chart-value[data-metric="reward/mean"][data-run="${older.id}"]`).waitFor({ state: 'visible', timeout: 15_000 });
+        assert.ok(Math.abs((await latest('reward/mean', older.id)) - rewardsOf(older).at(-1)!) < 5e-4, 'the overlaid run shows its own last reward');
+        assert.ok(Math.abs((await latest('reward/mean', newest.id)) - rewardsOf(newest).at(-1)!) < 5e-4);
+        await dash.locator('.compare summary').click(); // fold the run picker again: the charts are what the shot is for
+        await shot('03-dashboard-overlay');
+        mark('overlay');
+
+        // 3. A point on the reward curve opens that step's GRPO groups beside the dashboard.
+        const at = await hover(want.group.step);
+        await page.mouse.click(at.x, at.y);
+        const groups = await webviewWith(page, '.group');
+        const header = groups.locator('.view-header');
+        await header.locator('h1', { hasText: `step ${want.group.step}` }).waitFor({ state: 'visible', timeout: 30_000 });
+        assert.equal(await header.locator('.run-id').innerText(), newest.id);
+        const group = groups.locator(`.group[data-group-id="${want.group.groupId}"]`);
+        await group.locator('.sample-card').first().waitFor({ state: 'visible', timeout: 30_000 });
+        const m = mean(want.group.credits),
+          s = stdUnbiased(want.group.credits);
+        assert.equal(await group.locator('.chip.group-mean').innerText(), `mean ${fmt3(m)}`);
+        assert.equal(await group.locator('.chip.group-std').innerText(), `std ${fmt3(s)}`);
+        assert.equal((await group.locator('.formula').innerText()).trim(), `A = (credit − ${fmt3(m)}) / (${fmt3(s)} + ε)`);
+        assert.match(
+          (await group.locator('.chip.group-mean').getAttribute('title'))!,
+          new RegExp(
+            `A = \\(credit − mean\\) / \\(std \\+ ε\\) = \\(credit − ${fmt3(m).replace('.', '\\.')}\\) / \\(${fmt3(s).replace('.', '\\.')} \\+ 0\\.000001\\)`,
+          ),
+        );
+        const cards = await group.locator('.sample-card').evaluateAll((els) =>
+          els.map((e) => ({
+            reward: e.querySelector('.metric-value.reward')?.textContent ?? '',
+            advantage: e.querySelector('.metric-value.advantage')?.textContent ?? '',
+            count: Number((e as HTMLElement).dataset.count),
+          })),
+        );
         assert.equal(
-          await lens.getAttribute('title'),
-          `${headlineTooltip} Trains on its own reward (the one its code emits or returns): training run ${newest.id} had no judge. Click to list this agent's rollouts.`,
+          cards.reduce((a, c) => a + c.count, 0),
+          4,
+          "the group's 4 samples are on its cards",
         );
-        // The lens belongs to calcAgent: it stands right above its declaration. Measured once both have stopped moving:
-        // while TypeScript still analyses a freshly opened file, Monaco re-renders its lines (a line can be briefly
-        // detached or hidden, and lenses shift it down as they arrive).
-        const decl = page!.locator('.monaco-editor .view-line', { hasText: 'export const calcAgent = rollout(' });
-        const [lensBox, declBox] = await settledBoxes(page!, [lens, decl]);
-        const lensTop = lensBox.y,
-          declTop = declBox.y;
-        assert.ok(declTop > lensTop && declTop - lensTop < 40, `the lens (y ${lensTop}) sits above calcAgent (y ${declTop})`);
-        await shot(name); // (the tooltip is the link's title attribute: the browser draws it outside the page, not in a screenshot)
-      };
+        // The header counts what the cards show: the samples, and the calls trained on of every call they made.
+        assert.equal(await group.locator('.group-head .samples-count').innerText(), 'n = 4');
+        const trained = want.group.credits.length;
+        assert.equal(await group.locator('.group-head .chip.calls').innerText(), `${trained} trained call${trained === 1 ? '' : 's'} of ${want.group.calls}`);
+        const stored = want.group.advantages.map(signed3);
+        for (const c of cards) {
+          assert.match(c.reward, /^(0|1)$/, `a card's reward: ${JSON.stringify(c)}`);
+          for (const a of c.advantage.split(' / '))
+            assert.ok(stored.includes(a), `advantage ${a} shown on a card is one the trainer stored (${stored.join(', ')})`);
+        }
+        // Both panels at half width: nothing in their headers is cut off at the right.
+        const dashBeside = await webviewWith(page, '.chart-card');
+        assert.deepEqual(await cutOff(dashBeside, '.view-header'), [], 'the dashboard header fits beside the group view');
+        assert.deepEqual(await cutOff(dashBeside, '.run-progress'), []);
+        assert.deepEqual(await cutOff(groups, '.view-header'), []);
+        assertAxesFit(await axisFits(dashBeside.locator('body')), 'the dashboard at half width, beside the group view');
+        await group.scrollIntoViewIfNeeded();
+        await shot('04-group-view');
+        mark('group view');
 
-      // 1. The CodeLens with samples/ open.
-      await checkLens(join(ROOT, 'samples'), 'calc/agent.ts', '01-codelens-samples');
-      mark('codelens (samples/)');
-
-      // 2. The dashboard on the newest run: the same headline, curves with titled axes, the run's latest values.
-      await runCommand(page, 'Agent Lightning: Open Training Dashboard');
-      const dash: FrameLocator = webview(page);
-      await dash.locator('.chart-card[data-chart="reward"] canvas').first().waitFor({ state: 'visible', timeout: 60_000 });
-      await dash.locator('.kpi.headline', { hasText: 'held-out' }).waitFor({ state: 'visible', timeout: 30_000 });
-      assert.equal(await dash.locator('.kpi.headline').innerText(), headline, 'the dashboard says what the lens says');
-      assert.equal(await dash.locator('.kpi.headline').getAttribute('title'), headlineTooltip);
-      assert.match(await dash.locator('.progress-line').innerText(), new RegExp(`succeeded[\\s\\S]*step ${STEPS} / ${STEPS}`));
-      const reward = dash.locator('.chart-card[data-chart="reward"]');
-      const box = (await reward.locator('canvas').first().boundingBox())!;
-      assert.ok(box.width > 300 && box.height > 100, `reward chart drawn: ${JSON.stringify(box)}`);
-      assert.equal(await reward.locator('.y-title').innerText(), 'mean reward');
-      assert.equal(await reward.locator('.x-title').innerText(), 'training step');
-      const latest = async (metric: string, run?: string) =>
-        Number(await reward.locator(`.chart-value[data-metric="${metric}"]${run ? `[data-run="${run}"]` : ''} b`).innerText());
-      assert.ok(Math.abs((await latest('val/reward')) - want.val.last.value) < 5e-4, 'the latest held-out point is the lens number');
-      const rewardsOf = (run: TrainingRun) => want.rewards.get(run.id)!;
-      assert.ok(Math.abs((await latest('reward/mean')) - rewardsOf(newest).at(-1)!) < 5e-4);
-      // The curve holds every step: with the cursor over step k the legend reads that step's reward.
-      const over = reward.locator('.u-over');
-      const lastStep = Math.max(STEPS, want.val.last.step); // the x axis: the validation before training at 0, training steps 1..6
-      /** Puts the cursor over `step` of the reward chart; returns where it is. */
-      const hover = async (step: number) => {
-        const ob = (await over.boundingBox())!;
-        const at = { x: ob.x + 2 + (ob.width - 4) * (step / lastStep), y: ob.y + ob.height / 2 };
-        await page!.mouse.move(at.x, at.y);
-        await over.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))); // uPlot moves its cursor on a frame
-        return at;
-      };
-      for (const step of [1, Math.floor(STEPS / 2)]) {
-        await hover(step);
-        const shown = await latest('reward/mean');
-        const stored = rewardsOf(newest)[step - 1]!; // step k is the k-th update (protocol/metrics.ts FIRST_TRAINING_STEP)
-        assert.ok(Math.abs(shown - stored) < 5e-4, `step ${step}: the legend reads ${shown}, the store ${stored}`);
-        assert.equal(await reward.locator('.chart-step').innerText(), `step ${step}`);
-      }
-      await page.mouse.move(0, 0);
-      assertAxesFit(await axisFits(dash.locator('body')), 'the dashboard at full width');
-      await shot('02-dashboard');
-      mark('dashboard');
-
-      // ... then the older run overlaid: one legend entry and one colour per run, both runs' values on the reward chart.
-      await dash.locator('.compare summary').click();
-      await dash.locator(`vscode-checkbox[data-run="${older.id}"]`).click();
-      await dash.locator('.run-legend-item').nth(1).waitFor({ state: 'visible', timeout: 15_000 });
-      const legend = await dash
-        .locator('.run-legend-item')
-        .evaluateAll((els) => els.map((e) => [(e as HTMLElement).dataset.run, getComputedStyle(e.querySelector('.swatch')!).color]));
-      assert.deepEqual(
-        legend.map(([run]) => run),
-        [newest.id, older.id],
-      );
-      assert.notEqual(legend[0]![1], legend[1]![1], 'each run has its own colour');
-      await reward.locator(`.chart-value[data-metric="reward/mean"][data-run="${older.id}"]`).waitFor({ state: 'visible', timeout: 15_000 });
-      assert.ok(Math.abs((await latest('reward/mean', older.id)) - rewardsOf(older).at(-1)!) < 5e-4, 'the overlaid run shows its own last reward');
-      assert.ok(Math.abs((await latest('reward/mean', newest.id)) - rewardsOf(newest).at(-1)!) < 5e-4);
-      await dash.locator('.compare summary').click(); // fold the run picker again: the charts are what the shot is for
-      await shot('03-dashboard-overlay');
-      mark('overlay');
-
-      // 3. A point on the reward curve opens that step's GRPO groups beside the dashboard.
-      const at = await hover(want.group.step);
-      await page.mouse.click(at.x, at.y);
-      const groups = await webviewWith(page, '.group');
-      const header = groups.locator('.view-header');
-      await header.locator('h1', { hasText: `step ${want.group.step}` }).waitFor({ state: 'visible', timeout: 30_000 });
-      assert.equal(await header.locator('.run-id').innerText(), newest.id);
-      const group = groups.locator(`.group[data-group-id="${want.group.groupId}"]`);
-      await group.locator('.sample-card').first().waitFor({ state: 'visible', timeout: 30_000 });
-      const m = mean(want.group.credits),
-        s = stdUnbiased(want.group.credits);
-      assert.equal(await group.locator('.chip.group-mean').innerText(), `mean ${fmt3(m)}`);
-      assert.equal(await group.locator('.chip.group-std').innerText(), `std ${fmt3(s)}`);
-      assert.equal((await group.locator('.formula').innerText()).trim(), `A = (credit − ${fmt3(m)}) / (${fmt3(s)} + ε)`);
-      assert.match(
-        (await group.locator('.chip.group-mean').getAttribute('title'))!,
-        new RegExp(
-          `A = \\(credit − mean\\) / \\(std \\+ ε\\) = \\(credit − ${fmt3(m).replace('.', '\\.')}\\) / \\(${fmt3(s).replace('.', '\\.')} \\+ 0\\.000001\\)`,
-        ),
-      );
-      const cards = await group.locator('.sample-card').evaluateAll((els) =>
-        els.map((e) => ({
-          reward: e.querySelector('.metric-value.reward')?.textContent ?? '',
-          advantage: e.querySelector('.metric-value.advantage')?.textContent ?? '',
-          count: Number((e as HTMLElement).dataset.count),
-        })),
-      );
-      assert.equal(
-        cards.reduce((a, c) => a + c.count, 0),
-        4,
-        "the group's 4 samples are on its cards",
-      );
-      // The header counts what the cards show: the samples, and the calls trained on of every call they made.
-      assert.equal(await group.locator('.group-head .samples-count').innerText(), 'n = 4');
-      const trained = want.group.credits.length;
-      assert.equal(await group.locator('.group-head .chip.calls').innerText(), `${trained} trained call${trained === 1 ? '' : 's'} of ${want.group.calls}`);
-      const stored = want.group.advantages.map(signed3);
-      for (const c of cards) {
-        assert.match(c.reward, /^(0|1)$/, `a card's reward: ${JSON.stringify(c)}`);
-        for (const a of c.advantage.split(' / '))
-          assert.ok(stored.includes(a), `advantage ${a} shown on a card is one the trainer stored (${stored.join(', ')})`);
-      }
-      // Both panels at half width: nothing in their headers is cut off at the right.
-      const dashBeside = await webviewWith(page, '.chart-card');
-      assert.deepEqual(await cutOff(dashBeside, '.view-header'), [], 'the dashboard header fits beside the group view');
-      assert.deepEqual(await cutOff(dashBeside, '.run-progress'), []);
-      assert.deepEqual(await cutOff(groups, '.view-header'), []);
-      assertAxesFit(await axisFits(dashBeside.locator('body')), 'the dashboard at half width, beside the group view');
-      await group.scrollIntoViewIfNeeded();
-      await shot('04-group-view');
-      mark('group view');
-
-      // 4. The rollouts list from the lens: filtered on the agent, exact count, search, a reward filter as a chip.
-      await runCommand(page, 'View: Close All Editors');
-      await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
-      await openFile(page, 'calc/agent.ts');
-      await page.locator('.monaco-editor .codelens-decoration a', { hasText: 'held-out reward' }).first().click();
-      const viewer = webview(page);
-      const count = viewer.locator('.view-header .count');
-      const waitCount = (n: number) =>
-        viewer
-          .locator('.view-header .count', { hasText: new RegExp(`^${n.toLocaleString('en-US')} rollouts?$`) })
-          .waitFor({ state: 'visible', timeout: 30_000 });
-      await waitCount(want.ended);
-      assert.match(await viewer.locator('.filter-chip[data-chip="agent"]').innerText(), new RegExp(`Agent: ${AGENT}`));
-      assert.equal(await viewer.locator('.hidden-count').count(), 0, "every rollout of the store is the agent's");
-      await viewer.locator('vscode-textfield[data-filter="search"] input').fill(want.tool.question);
-      const rowIds = () => viewer.locator('.rollout-row').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.rolloutId));
-      const searchCount = want.tool.searchIds.length,
-        rewardCount = want.tool.rewardIds.length;
-      await waitCount(searchCount);
-      assert.ok(searchCount < want.ended, `the search narrows the list (${searchCount} of ${want.ended})`);
-      assert.equal(await viewer.locator('.filter-chip[data-chip="search"]').innerText(), `Search: "${want.tool.question}"`);
-      assert.equal(await viewer.locator('.hidden-count').innerText(), `${(want.ended - searchCount).toLocaleString('en-US')} hidden by filters`);
-      assert.deepEqual(await rowIds(), want.tool.searchIds, 'the rows are the rollouts the store finds, newest first');
-      assert.equal(await count.innerText(), `${searchCount} rollout${searchCount === 1 ? '' : 's'}`, 'the header counts the rows');
-      const res = viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-res`);
-      if (await res.isVisible()) assert.equal(await res.innerText(), `#${want.tool.resourcesVersion}`, 'a resources version, never like a step');
-      const metaTitle = (await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-meta`).getAttribute('title'))!;
-      assert.match(metaTitle, new RegExp(`Resources #${want.tool.resourcesVersion}: .*not a training step`));
-      // What answered its calls, in the row: its Model column (or, narrow, the second line), the model in words in the tooltip.
-      const model = viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-model`);
-      if (await model.isVisible()) assert.equal(await model.innerText(), want.tool.servedRow);
-      else
+        // 4. The rollouts list from the lens: filtered on the agent, exact count, search, a reward filter as a chip.
+        await runCommand(page, 'View: Close All Editors');
+        await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+        await openFile(page, 'calc/agent.ts');
+        await page.locator('.monaco-editor .codelens-decoration a', { hasText: 'held-out reward' }).first().click();
+        const viewer = webview(page);
+        const count = viewer.locator('.view-header .count');
+        const waitCount = (n: number) =>
+          viewer
+            .locator('.view-header .count', { hasText: new RegExp(`^${n.toLocaleString('en-US')} rollouts?$`) })
+            .waitFor({ state: 'visible', timeout: 30_000 });
+        await waitCount(want.ended);
+        assert.match(await viewer.locator('.filter-chip[data-chip="agent"]').innerText(), new RegExp(`Agent: ${AGENT}`));
+        assert.equal(await viewer.locator('.hidden-count').count(), 0, "every rollout of the store is the agent's");
+        await viewer.locator('vscode-textfield[data-filter="search"] input').fill(want.tool.question);
+        const rowIds = () => viewer.locator('.rollout-row').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.rolloutId));
+        const searchCount = want.tool.searchIds.length,
+          rewardCount = want.tool.rewardIds.length;
+        await waitCount(searchCount);
+        assert.ok(searchCount < want.ended, `the search narrows the list (${searchCount} of ${want.ended})`);
+        assert.equal(await viewer.locator('.filter-chip[data-chip="search"]').innerText(), `Search: "${want.tool.question}"`);
+        assert.equal(await viewer.locator('.hidden-count').innerText(), `${(want.ended - searchCount).toLocaleString('en-US')} hidden by filters`);
+        assert.deepEqual(await rowIds(), want.tool.searchIds, 'the rows are the rollouts the store finds, newest first');
+        assert.equal(await count.innerText(), `${searchCount} rollout${searchCount === 1 ? '' : 's'}`, 'the header counts the rows');
+        const res = viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-res`);
+        if (await res.isVisible()) assert.equal(await res.innerText(), `#${want.tool.resourcesVersion}`, 'a resources version, never like a step');
+        const metaTitle = (await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-meta`).getAttribute('title'))!;
+        assert.match(metaTitle, new RegExp(`Resources #${want.tool.resourcesVersion}: .*not a training step`));
+        // What answered its calls, in the row: its Model column (or, narrow, the second line), the model in words in the tooltip.
+        const model = viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-model`);
+        if (await model.isVisible()) assert.equal(await model.innerText(), want.tool.servedRow);
+        else
+          assert.ok(
+            (await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-meta`).innerText()).includes(` · ${want.tool.servedRow} · `),
+          );
+        assert.ok(metaTitle.includes(`• ${want.tool.served}`), `the row's tooltip names ${want.tool.served}: ${metaTitle}`);
+        assert.equal(await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-input`).getAttribute('title'), want.tool.question);
+        // Beside the editor the list is narrow: its filters fold behind the "Filters" button beside the search box.
+        const filtersToggle = viewer.locator('.filters-toggle');
+        if ((await filtersToggle.isVisible()) && (await filtersToggle.getAttribute('aria-expanded')) === 'false') await filtersToggle.click();
+        await viewer.locator('vscode-textfield[data-filter="rewardMin"] input').fill('1');
+        await viewer.locator('vscode-textfield[data-filter="rewardMin"] input').press('Enter');
+        await viewer.locator('.filter-chip[data-chip="reward"]').waitFor({ state: 'visible', timeout: 30_000 });
+        await waitCount(rewardCount);
+        assert.equal(await viewer.locator('.filter-chip[data-chip="reward"]').innerText(), 'Reward ≥ 1');
+        assert.equal(await viewer.locator('.hidden-count').innerText(), `${(want.ended - rewardCount).toLocaleString('en-US')} hidden by filters`);
+        assert.deepEqual(await rowIds(), want.tool.rewardIds);
+        assert.ok(want.tool.rewardIds.includes(want.tool.rollout.id));
+        const rewards = await viewer.locator('.rollout-row .col-reward').allInnerTexts();
         assert.ok(
-          (await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-meta`).innerText()).includes(` · ${want.tool.servedRow} · `),
+          rewards.every((r) => r === '1'),
+          `rewards shown: ${rewards.join(', ')}`,
         );
-      assert.ok(metaTitle.includes(`• ${want.tool.served}`), `the row's tooltip names ${want.tool.served}: ${metaTitle}`);
-      assert.equal(await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"] .col-input`).getAttribute('title'), want.tool.question);
-      // Beside the editor the list is narrow: its filters fold behind the "Filters" button beside the search box.
-      const filtersToggle = viewer.locator('.filters-toggle');
-      if ((await filtersToggle.isVisible()) && (await filtersToggle.getAttribute('aria-expanded')) === 'false') await filtersToggle.click();
-      await viewer.locator('vscode-textfield[data-filter="rewardMin"] input').fill('1');
-      await viewer.locator('vscode-textfield[data-filter="rewardMin"] input').press('Enter');
-      await viewer.locator('.filter-chip[data-chip="reward"]').waitFor({ state: 'visible', timeout: 30_000 });
-      await waitCount(rewardCount);
-      assert.equal(await viewer.locator('.filter-chip[data-chip="reward"]').innerText(), 'Reward ≥ 1');
-      assert.equal(await viewer.locator('.hidden-count').innerText(), `${(want.ended - rewardCount).toLocaleString('en-US')} hidden by filters`);
-      assert.deepEqual(await rowIds(), want.tool.rewardIds);
-      assert.ok(want.tool.rewardIds.includes(want.tool.rollout.id));
-      const rewards = await viewer.locator('.rollout-row .col-reward').allInnerTexts();
-      assert.ok(
-        rewards.every((r) => r === '1'),
-        `rewards shown: ${rewards.join(', ')}`,
-      );
-      assert.deepEqual(await cutOff(viewer, '.rollouts-view'), [], 'the list fits its half of the window');
-      const ids = await viewer
-        .locator('.rollout-row .col-id')
-        .evaluateAll((els) => els.map((e) => ({ text: e.textContent, cut: e.scrollWidth > e.clientWidth })));
-      assert.deepEqual(
-        ids.filter((c) => c.cut),
-        [],
-        `rollout ids shown whole: ${JSON.stringify(ids)}`,
-      );
-      await shot('05-rollouts-search-filter');
-      mark('rollouts list');
+        assert.deepEqual(await cutOff(viewer, '.rollouts-view'), [], 'the list fits its half of the window');
+        const ids = await viewer
+          .locator('.rollout-row .col-id')
+          .evaluateAll((els) => els.map((e) => ({ text: e.textContent, cut: e.scrollWidth > e.clientWidth })));
+        assert.deepEqual(
+          ids.filter((c) => c.cut),
+          [],
+          `rollout ids shown whole: ${JSON.stringify(ids)}`,
+        );
+        await shot('05-rollouts-search-filter');
+        mark('rollouts list');
 
-      // 5. The rollout that used the calculator: its tool step reads calc(input) → output, in the tree and in the detail.
-      await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"]`).click();
-      const toolRow = viewer.locator(`.span-row[data-span-id="${want.tool.span.spanId}"]`);
-      await toolRow.waitFor({ state: 'visible', timeout: 30_000 });
-      const line = `calc(${want.tool.input}) → ${want.tool.output}`;
-      assert.equal(await toolRow.locator('.label').innerText(), line);
-      await toolRow.click();
-      await viewer.locator('.tool-io').waitFor({ state: 'visible', timeout: 10_000 });
-      assert.equal((await viewer.locator('.tool-io .tool-line').innerText()).trim(), line);
-      assert.equal(await viewer.locator('.tool-io .tool-input').innerText(), want.tool.input);
-      assert.equal(await viewer.locator('.tool-io .tool-output').innerText(), want.tool.output);
-      assert.deepEqual(await cutOff(viewer, '.view-header'), [], 'the rollout header fits its half of the window');
-      // What answered its calls: the run's policy with the updates it had (the gateway's record), not the resources version.
-      assert.match(want.tool.served, /^\S+ (after \d+ updates?|\(untrained\))$/, `recorded: ${want.tool.served}`);
-      assert.equal(await viewer.locator('.summary .served-model').innerText(), want.tool.served);
-      assert.equal(await viewer.locator('.summary .resources > span').nth(1).innerText(), `resources #${want.tool.resourcesVersion}`);
-      await shot('06-tool-step');
-      mark('tool step');
+        // 5. The rollout that used the calculator: its tool step reads calc(input) → output, in the tree and in the detail.
+        await viewer.locator(`.rollout-row[data-rollout-id="${want.tool.rollout.id}"]`).click();
+        const toolRow = viewer.locator(`.span-row[data-span-id="${want.tool.span.spanId}"]`);
+        await toolRow.waitFor({ state: 'visible', timeout: 30_000 });
+        const line = `calc(${want.tool.input}) → ${want.tool.output}`;
+        assert.equal(await toolRow.locator('.label').innerText(), line);
+        await toolRow.click();
+        await viewer.locator('.tool-io').waitFor({ state: 'visible', timeout: 10_000 });
+        assert.equal((await viewer.locator('.tool-io .tool-line').innerText()).trim(), line);
+        assert.equal(await viewer.locator('.tool-io .tool-input').innerText(), want.tool.input);
+        assert.equal(await viewer.locator('.tool-io .tool-output').innerText(), want.tool.output);
+        assert.deepEqual(await cutOff(viewer, '.view-header'), [], 'the rollout header fits its half of the window');
+        // What answered its calls: the run's policy with the updates it had (the gateway's record), not the resources version.
+        assert.match(want.tool.served, /^\S+ (after \d+ updates?|\(untrained\))$/, `recorded: ${want.tool.served}`);
+        assert.equal(await viewer.locator('.summary .served-model').innerText(), want.tool.served);
+        assert.equal(await viewer.locator('.summary .resources > span').nth(1).innerText(), `resources #${want.tool.resourcesVersion}`);
+        await shot('06-tool-step');
+        mark('tool step');
 
-      // Back to the list: the filters are still there; removing them with their chips restores the count.
-      await viewer.locator('.back').click();
-      await waitCount(rewardCount);
-      await viewer.locator('.filter-chip[data-chip="reward"] .chip-remove').click();
-      await waitCount(searchCount);
-      await viewer.locator('.filter-chip[data-chip="search"] .chip-remove').click();
-      await waitCount(want.ended);
-      assert.equal(await viewer.locator('.hidden-count').count(), 0);
-      assert.equal(await viewer.locator('.filter-chip[data-chip="reward"]').count(), 0);
-      assert.equal(await count.innerText(), `${want.ended.toLocaleString('en-US')} rollouts`);
-      mark('filters removed');
+        // Back to the list: the filters are still there; removing them with their chips restores the count.
+        await viewer.locator('.back').click();
+        await waitCount(rewardCount);
+        await viewer.locator('.filter-chip[data-chip="reward"] .chip-remove').click();
+        await waitCount(searchCount);
+        await viewer.locator('.filter-chip[data-chip="search"] .chip-remove').click();
+        await waitCount(want.ended);
+        assert.equal(await viewer.locator('.hidden-count').count(), 0);
+        assert.equal(await viewer.locator('.filter-chip[data-chip="reward"]').count(), 0);
+        assert.equal(await count.innerText(), `${want.ended.toLocaleString('en-US')} rollouts`);
+        mark('filters removed');
 
-      // 6. The same lens with the repository root open (the agent's id does not depend on the folder).
-      await checkLens(resolve(ROOT), 'samples/calc/agent.ts', '07-codelens-repo-root'); // resolve: no trailing slash on the folder
-      mark('codelens (repo root)');
-    } catch (err) {
-      await shot('failure').catch(() => undefined);
-      if (server) console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
-      throw err;
+        // 6. The same lens with the repository root open (the agent's id does not depend on the folder).
+        await checkLens(resolve(ROOT), 'samples/calc/agent.ts', '07-codelens-repo-root'); // resolve: no trailing slash on the folder
+        mark('codelens (repo root)');
+      });
     } finally {
-      await browser?.close().catch(() => undefined);
-      await server?.stop();
       rmSync(scratch, { recursive: true, force: true, maxRetries: 3 });
-      console.log(`e2e (trained run) timings (s since start): ${JSON.stringify(timings)}`);
     }
   },
 );

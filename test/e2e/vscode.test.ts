@@ -9,44 +9,16 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import {
-  beginE2e,
-  extensionLogs,
-  launchBrowser,
-  openFile,
-  packagedVsix,
-  pickItem,
-  ROOT,
-  runCommand,
-  SHOTS,
-  startCodeServer,
-  webview,
-  type Browser,
-  type Page,
-} from './harness.js';
+import { openFile, pickItem, ROOT, runCommand, webview, inWorkbench } from './harness.js';
 
-const shots = SHOTS;
 const samples = join(ROOT, 'samples');
 
 test(
   'VS Code: daemon starts, CodeLens shows, Train This Agent runs with progress, trajectory viewer shows the rollouts',
   { timeout: 15 * 60_000 },
   async () => {
-    const { timings, mark } = beginE2e();
-
-    const vsix = packagedVsix();
-    mark('packaged');
     // Port 0: other daemons on this machine may hold the default port; the data dir is the scratch one.
-    const server = await startCodeServer(vsix, { 'agentLightning.daemon.port': 0, 'agentLightning.groupSize': 2 });
-    let browser: Browser | null = null;
-    let page: Page | null = null;
-    const shot = async (name: string) => {
-      await page?.screenshot({ path: join(shots, `${name}.png`) });
-    };
-    try {
-      browser = await launchBrowser();
-      page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-      await page.goto(`${server.url}/?folder=${encodeURIComponent(samples)}`);
+    await inWorkbench({ shots: 'vscode', folder: samples, settings: { 'agentLightning.groupSize': 2 }, readyTimeout: null }, async ({ page, shot, mark }) => {
       await page.locator('.explorer-folders-view .monaco-list-row').first().waitFor({ state: 'visible', timeout: 60_000 });
       mark('workbench');
 
@@ -194,14 +166,6 @@ test(
       await page.locator('.statusbar-item', { hasText: 'Agent Lightning: ready' }).waitFor({ state: 'visible', timeout: 30_000 });
       await shot('09-training-cancelled');
       mark('training cancelled');
-    } catch (err) {
-      await shot('failure').catch(() => undefined);
-      console.error(`code-server log:\n${server.log().slice(-4000)}\n${extensionLogs(server.scratch)}`);
-      throw err;
-    } finally {
-      await browser?.close().catch(() => undefined);
-      await server.stop();
-      console.log(`e2e timings (s since start): ${JSON.stringify(timings)}`);
-    }
+    });
   },
 );
