@@ -9,6 +9,7 @@ import type { DaemonEvent } from '../../protocol/events.js';
 import { COMPARE_VIEW_TYPE, CompareProtocol } from '../../protocol/webview-compare.js';
 import { lazyHandlers, type ClientSource } from './client-source.js';
 import { compareHandlers } from './data.js';
+import { OnePanel, type MakeArgs, type OpenPanel } from './one-panel.js';
 import { PanelHost } from './panel-host.js';
 
 /** What the view opens on: two runs (else it offers the newest two). */
@@ -22,16 +23,14 @@ export interface CompareLinks {
   openRollout(client: ClientSource, rolloutId: string): void;
 }
 
-let current: { host: PanelHost; client: ClientSource } | undefined;
-
 /** Does this event add or end an eval run (the pickers then list them again)? */
 export function evalRunsMoved(event: DaemonEvent): boolean {
   if (event.type === 'hello') return true;
   return event.type === 'store' && (event.change.truncated || event.change.runs.some((r) => r.kind === 'eval'));
 }
 
-function create(context: vscode.ExtensionContext, client: ClientSource, links: CompareLinks, existing?: vscode.WebviewPanel): PanelHost {
-  const panel = { host: undefined as unknown as PanelHost, client };
+function make({ context, client, links, existing, forget }: MakeArgs<OpenPanel, CompareLinks>): OpenPanel {
+  const panel: OpenPanel = { host: undefined as unknown as PanelHost, client };
   panel.host = new PanelHost(
     context,
     {
@@ -43,31 +42,22 @@ function create(context: vscode.ExtensionContext, client: ClientSource, links: C
         if (method === CompareProtocol.openRollout.method) links.openRollout(panel.client, (params as { rolloutId: string }).rolloutId);
       },
       onDaemonEvent: (event) => evalRunsMoved(event) && panel.host.notify(CompareProtocol.runsChanged, {}),
-      onDispose: () => {
-        if (current === panel) current = undefined;
-      },
+      onDispose: () => forget(panel),
     },
     existing,
   );
-  current = panel;
-  return panel.host;
+  return panel;
 }
+
+const compare = new OnePanel(make);
 
 /** Opens (or reveals) the compare view, on `opts`' two runs. */
 export function openCompareView(context: vscode.ExtensionContext, client: ClientSource, opts: CompareTarget, links: CompareLinks): vscode.WebviewPanel {
-  if (current) {
-    current.client = client;
-    current.host.reveal();
-  } else create(context, client, links);
-  if (opts.baseRunId && opts.runId) current!.host.notify(CompareProtocol.show, { baseRunId: opts.baseRunId, runId: opts.runId });
-  return current!.host.panel;
+  const { host } = compare.open(context, client, links);
+  if (opts.baseRunId && opts.runId) host.notify(CompareProtocol.show, { baseRunId: opts.baseRunId, runId: opts.runId });
+  return host.panel;
 }
 
 export function compareSerializer(context: vscode.ExtensionContext, client: ClientSource, links: CompareLinks): vscode.WebviewPanelSerializer {
-  return {
-    async deserializeWebviewPanel(panel: vscode.WebviewPanel): Promise<void> {
-      if (current) current.host.panel.dispose();
-      create(context, client, links, panel);
-    },
-  };
+  return compare.serializer(context, client, links);
 }

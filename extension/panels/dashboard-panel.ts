@@ -10,6 +10,7 @@ import { dashboardHandlers } from './data.js';
 import { RunMetricsFeed } from './live-updates.js';
 import { PanelHost } from './panel-host.js';
 import { lazyHandlers, resolveClient, type ClientSource } from './client-source.js';
+import { OnePanel, type MakeArgs } from './one-panel.js';
 
 /** What the dashboard opens on: a run (else the newest). */
 export interface DashboardTarget {
@@ -27,9 +28,8 @@ interface DashboardPanel {
   client: ClientSource;
   feed: RunMetricsFeed;
 }
-let current: DashboardPanel | undefined;
 
-function create(context: vscode.ExtensionContext, client: ClientSource, links: DashboardLinks, existing?: vscode.WebviewPanel): PanelHost {
+function make({ context, client, links, existing, forget }: MakeArgs<DashboardPanel, DashboardLinks>): DashboardPanel {
   const panel: DashboardPanel = {
     host: undefined as unknown as PanelHost,
     client,
@@ -62,14 +62,15 @@ function create(context: vscode.ExtensionContext, client: ClientSource, links: D
       onDaemonEvent: (event) => panel.host.panel.visible && panel.feed.onEvent(event),
       onDispose: () => {
         panel.feed.stop();
-        if (current === panel) current = undefined;
+        forget(panel);
       },
     },
     existing,
   );
-  current = panel;
-  return panel.host;
+  return panel;
 }
+
+const dashboard = new OnePanel(make);
 
 /** Opens (or reveals) the training dashboard, on `opts.runId` or the newest run. */
 export function openTrainingDashboard(
@@ -78,19 +79,11 @@ export function openTrainingDashboard(
   opts: DashboardTarget,
   links: DashboardLinks,
 ): vscode.WebviewPanel {
-  if (current) {
-    current.client = client;
-    current.host.reveal();
-  } else create(context, client, links);
-  if (opts.runId) current!.host.notify(DashboardProtocol.show, { runId: opts.runId });
-  return current!.host.panel;
+  const { host } = dashboard.open(context, client, links);
+  if (opts.runId) host.notify(DashboardProtocol.show, { runId: opts.runId });
+  return host.panel;
 }
 
 export function dashboardSerializer(context: vscode.ExtensionContext, client: ClientSource, links: DashboardLinks): vscode.WebviewPanelSerializer {
-  return {
-    async deserializeWebviewPanel(panel: vscode.WebviewPanel): Promise<void> {
-      if (current) current.host.panel.dispose();
-      create(context, client, links, panel);
-    },
-  };
+  return dashboard.serializer(context, client, links);
 }

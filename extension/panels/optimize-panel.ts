@@ -9,6 +9,7 @@ import { OPTIMIZE_VIEW_TYPE, OptimizeProtocol } from '../../protocol/webview-opt
 import { lazyHandlers, type ClientSource } from './client-source.js';
 import { optimizeHandlers } from './data.js';
 import { OptimizationRefresh } from './live-updates.js';
+import { OnePanel, type MakeArgs } from './one-panel.js';
 import { PanelHost } from './panel-host.js';
 
 /** What the view opens on: a run (else the newest), a candidate in it. */
@@ -29,9 +30,8 @@ interface OptimizePanel {
   client: ClientSource;
   refresh: OptimizationRefresh;
 }
-let current: OptimizePanel | undefined;
 
-function create(context: vscode.ExtensionContext, client: ClientSource, links: OptimizeLinks, existing?: vscode.WebviewPanel): PanelHost {
+function make({ context, client, links, existing, forget }: MakeArgs<OptimizePanel, OptimizeLinks>): OptimizePanel {
   const panel: OptimizePanel = {
     host: undefined as unknown as PanelHost,
     client,
@@ -64,30 +64,23 @@ function create(context: vscode.ExtensionContext, client: ClientSource, links: O
       onDaemonEvent: (event) => panel.host.panel.visible && panel.refresh.onEvent(event),
       onDispose: () => {
         panel.refresh.stop();
-        if (current === panel) current = undefined;
+        forget(panel);
       },
     },
     existing,
   );
-  current = panel;
-  return panel.host;
+  return panel;
 }
+
+const optimization = new OnePanel(make);
 
 /** Opens (or reveals) the optimization view, on `opts.runId` (else the newest) and `opts.candidateId`. */
 export function openOptimizationView(context: vscode.ExtensionContext, client: ClientSource, opts: OptimizeTarget, links: OptimizeLinks): vscode.WebviewPanel {
-  if (current) {
-    current.client = client;
-    current.host.reveal();
-  } else create(context, client, links);
-  if (opts.runId) current!.host.notify(OptimizeProtocol.show, { runId: opts.runId, ...(opts.candidateId ? { candidateId: opts.candidateId } : {}) });
-  return current!.host.panel;
+  const { host } = optimization.open(context, client, links);
+  if (opts.runId) host.notify(OptimizeProtocol.show, { runId: opts.runId, ...(opts.candidateId ? { candidateId: opts.candidateId } : {}) });
+  return host.panel;
 }
 
 export function optimizeSerializer(context: vscode.ExtensionContext, client: ClientSource, links: OptimizeLinks): vscode.WebviewPanelSerializer {
-  return {
-    async deserializeWebviewPanel(panel: vscode.WebviewPanel): Promise<void> {
-      if (current) current.host.panel.dispose();
-      create(context, client, links, panel);
-    },
-  };
+  return optimization.serializer(context, client, links);
 }

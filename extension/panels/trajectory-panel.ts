@@ -11,6 +11,7 @@ import { lazyHandlers, type ClientSource } from './client-source.js';
 import { trajectoryHandlers } from './data.js';
 import { vscodeDatasetChooser } from './dataset-picks.js';
 import { RolloutsRefresh } from './live-updates.js';
+import { OnePanel, type MakeArgs, type OpenPanel } from './one-panel.js';
 import { PanelHost } from './panel-host.js';
 import { definitionLine, findSourceFile } from './source.js';
 
@@ -29,7 +30,9 @@ export interface TrajectoryLinks {
   openDashboard(client: ClientSource, runId: string): void;
 }
 
-let current: { host: PanelHost; client: ClientSource; refresh: RolloutsRefresh } | undefined;
+interface TrajectoryPanel extends OpenPanel {
+  refresh: RolloutsRefresh;
+}
 
 /** Opens `filepath` (absolute, or relative to a workspace folder) at `lineno` (1-based), or at `symbol`'s definition. */
 async function openCode(filepath: string, lineno: number | null, symbol?: string): Promise<void> {
@@ -42,14 +45,8 @@ async function openCode(filepath: string, lineno: number | null, symbol?: string
   await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(line, 0, line, 0) });
 }
 
-function create(
-  context: vscode.ExtensionContext,
-  client: ClientSource,
-  links: TrajectoryLinks,
-  existing?: vscode.WebviewPanel,
-  column?: vscode.ViewColumn,
-): PanelHost {
-  const panel: NonNullable<typeof current> = {
+function make({ context, client, links, existing, column, forget }: MakeArgs<TrajectoryPanel, TrajectoryLinks>): TrajectoryPanel {
+  const panel: TrajectoryPanel = {
     host: undefined as unknown as PanelHost,
     client,
     refresh: new RolloutsRefresh((changed) => panel.host.notify(TrajectoryProtocol.changed, changed)),
@@ -78,15 +75,16 @@ function create(
       onDaemonEvent: (event) => panel.host.panel.visible && panel.refresh.onEvent(event),
       onDispose: () => {
         panel.refresh.stop();
-        if (current === panel) current = undefined;
+        forget(panel);
       },
     },
     existing,
     column,
   );
-  current = panel;
-  return panel.host;
+  return panel;
 }
+
+const viewer = new OnePanel(make);
 
 function viewFor(target: TrajectoryTarget): TrajectoryView | null {
   if (target.rolloutId) return { kind: 'rollout', rolloutId: target.rolloutId };
@@ -104,12 +102,7 @@ export function openTrajectoryViewer(
   column: vscode.ViewColumn,
   links: TrajectoryLinks,
 ): vscode.WebviewPanel {
-  let host: PanelHost;
-  if (current) {
-    host = current.host;
-    current.client = client;
-    host.reveal();
-  } else host = create(context, client, links, undefined, column);
+  const { host } = viewer.open(context, client, links, column);
   const view = viewFor(opts);
   const filter = opts.candidate ? { candidate: opts.candidate, ...(opts.runId ? { runId: opts.runId } : {}) } : opts.agent ? { agent: opts.agent } : undefined;
   if (view) host.notify(TrajectoryProtocol.show, { view, filter });
@@ -117,11 +110,6 @@ export function openTrajectoryViewer(
 }
 
 export function trajectorySerializer(context: vscode.ExtensionContext, client: ClientSource, links: TrajectoryLinks): vscode.WebviewPanelSerializer {
-  return {
-    async deserializeWebviewPanel(panel: vscode.WebviewPanel): Promise<void> {
-      // The webview restores its own view from getState(); the host only re-attaches.
-      if (current) current.host.panel.dispose();
-      create(context, client, links, panel);
-    },
-  };
+  // The webview restores its own view from getState(); the host only re-attaches.
+  return viewer.serializer(context, client, links);
 }
