@@ -9,7 +9,8 @@
  *   - the daemon is killed (SIGKILL); while it is down a metric point and a rollout are written straight into its
  *     store file (as `agl train` would); "Restart" on the notification starts a new daemon (on a new port), the
  *     extension's stream connects to it, and both views catch up with what was written meanwhile, then show what is
- *     added after the restart.
+ *     added after the restart;
+ *   - a window reload brings both views back (VS Code restores each kind's panel), each on what it showed.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,7 +19,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { AglClient } from '../../client/client.js';
-import { runCommand, webviewWith, inWorkbench } from './harness.js';
+import { inWorkbench, runCommand, waitReady, webviewWith } from './harness.js';
 
 const AGENT = 'live/agent.ts#liveAgent';
 const reward = (frame: Awaited<ReturnType<typeof webviewWith>>, value: string) =>
@@ -114,6 +115,17 @@ test(
           await client.close();
           await shot('3-after-restart');
           mark('after restart');
+
+          // 5. A window reload: VS Code restores both views (each kind's panel serializer), each on what it showed.
+          const reloaded = page.waitForEvent('load', { timeout: 60_000 });
+          await runCommand(page, 'Developer: Reload Window');
+          await reloaded;
+          await waitReady(page, 90_000);
+          const viewerAgain = await webviewWith(page, `.rollout-row[data-rollout-id="${later.id}"]`, 60_000);
+          await viewerAgain.locator(`.rollout-row[data-rollout-id="${first.id}"]`).waitFor({ state: 'visible', timeout: 30_000 });
+          await reward(await webviewWith(page, '.chart-card[data-chart="reward"]', 60_000), '0.875');
+          await shot('4-after-reload');
+          mark('after reload');
         },
       );
     } finally {

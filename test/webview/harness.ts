@@ -213,7 +213,14 @@ export interface WebviewSession {
 export async function openWebview(
   bundle: 'trajectory' | 'dashboard' | 'optimize' | 'compare',
   handlers: RequestHandlers,
-  opts: { width?: number; height?: number; theme?: 'dark' | 'light'; onCommand?: (method: string, params: unknown, session: WebviewSession) => void } = {},
+  opts: {
+    width?: number;
+    height?: number;
+    theme?: 'dark' | 'light';
+    onCommand?: (method: string, params: unknown, session: WebviewSession) => void;
+    /** Runs before the page loads (e.g. routes that fail the bundle's first requests). */
+    beforeLoad?: (page: Page) => Promise<void>;
+  } = {},
 ): Promise<WebviewSession> {
   if (!existsSync(join(DIST, `${bundle}.js`))) throw new Error(`dist/webview/${bundle}.js is missing: run \`npm run build\` first`);
   const { origin, server } = await serveWebviews();
@@ -244,6 +251,7 @@ export async function openWebview(
     });
   });
   await page.addInitScript({ content: opts.theme === 'light' ? hostShim(LIGHT_MODERN, 'vscode-light') : hostShim(DARK_MODERN, 'vscode-dark') });
+  await opts.beforeLoad?.(page);
   await page.goto(`${origin}/${bundle}.html`);
   mkdirSync(SCREENSHOTS, { recursive: true });
   const session: WebviewSession = {

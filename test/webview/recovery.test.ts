@@ -13,6 +13,8 @@ import { dashboardHandlers, trajectoryHandlers } from '../../extension/panels/da
 import { DaemonMessages } from '../../protocol/webview-ipc.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import { TrajectoryProtocol } from '../../protocol/webview-trajectory.js';
+import type { Page } from 'playwright-core';
+import { LOAD_TRIES } from '../../extension/panels/html.js';
 import { openWebview, startDaemon, type Daemon, type WebviewSession } from './harness.js';
 import { AGENT, RUN_ID, seedCalcTraining, type SeededData } from './seed.js';
 
@@ -159,5 +161,46 @@ describe('webview recovery: Start Daemon, Retry, reload when the daemon is back,
     assert.equal(await page.locator('.headline').getAttribute('title'), expected.tooltip);
     await view.screenshot('recovery-dashboard-headline');
     assert.deepEqual(view.problems, []);
+  });
+
+  /** Fails the first `n` requests for each of the bundle's files as an unresolvable host does; counts every request. */
+  const failFirst = (n: number, counts: Map<string, number>) => async (page: Page) => {
+    await page.route(/\/trajectory\.(js|css)$/, async (route) => {
+      const file = new URL(route.request().url()).pathname;
+      const seen = (counts.get(file) ?? 0) + 1;
+      counts.set(file, seen);
+      if (seen <= n) await route.abort('namenotresolved');
+      else await route.continue();
+    });
+  };
+
+  it("a page whose files fail to load at first (a restored panel racing VS Code web's service worker) asks again and renders", async () => {
+    up = true;
+    const counts = new Map<string, number>();
+    const view = await openWebview('trajectory', lazyHandlers(source, trajectoryHandlers, TrajectoryProtocol), { beforeLoad: failFirst(3, counts) });
+    sessions.push(view);
+    await view.page.waitForSelector('.rollout-row', { timeout: 30_000 });
+    // Each asked for again until it came (the 4th time); the icons' components read the stylesheet once more themselves.
+    assert.equal(counts.get('/trajectory.js'), 4);
+    assert.ok(counts.get('/trajectory.css')! >= 4, `stylesheet asked ${counts.get('/trajectory.css')} times`);
+    // The styles were in place before the script drew (the views measure what they lay out).
+    assert.notEqual(await view.page.locator('.rollouts-view').evaluate((e) => getComputedStyle(e).display), 'inline');
+    assert.deepEqual(
+      view.problems.filter((p) => !/ERR_NAME_NOT_RESOLVED/.test(p)),
+      [],
+    );
+  });
+
+  it('a page whose files never load says what to do instead of staying blank', { timeout: 60_000 }, async () => {
+    const counts = new Map<string, number>();
+    const view = await openWebview('trajectory', lazyHandlers(source, trajectoryHandlers, TrajectoryProtocol), { beforeLoad: failFirst(1000, counts) });
+    sessions.push(view);
+    await view.page.waitForFunction(() => /could not load its files/.test(document.getElementById('app')?.textContent ?? ''), undefined, { timeout: 30_000 });
+    assert.equal(await view.page.locator('#app').innerText(), 'This view could not load its files: reload the window (Developer: Reload Window).');
+    assert.deepEqual(
+      Object.fromEntries(counts),
+      { '/trajectory.css': LOAD_TRIES },
+      'the stylesheet asked for as often as the loader tries; the script waits for it',
+    );
   });
 });
