@@ -24,7 +24,8 @@ function itemOf(arg: unknown): vscode.TestItem | null {
 
 /** The dataset file of a test item (a suite's or a task's). */
 function datasetOf(explorer: EvalTestExplorer, item: vscode.TestItem): string | null {
-  for (const [file, s] of explorer.suites) if (item.id === s.item.id || item.id.startsWith(`${s.item.id}#`)) return file;
+  const suite = explorer.suiteOf(item);
+  if (suite) return suite.dataset.file;
   return item.id.startsWith(SUITE_PREFIX) ? item.id.slice(SUITE_PREFIX.length).replace(/#.*$/, '') : null;
 }
 

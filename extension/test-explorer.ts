@@ -141,13 +141,18 @@ export class EvalTestExplorer implements vscode.Disposable {
     else this.failed.add(itemId);
   }
 
+  /** The suite a test item belongs to: the suite's own item, or one of its tasks. */
+  suiteOf(item: vscode.TestItem): Suite | undefined {
+    return [...this.suites.values()].find((s) => s.item.id === item.id || item.id.startsWith(`${s.item.id}#`));
+  }
+
   /** The suites a run request covers, each with the task items to report (all of a suite when it is included whole). */
   private requested(request: vscode.TestRunRequest): SuiteRun[] {
     const out = new Map<string, SuiteRun>();
     const skip = new Set((request.exclude ?? []).map((i) => i.id));
     const include = request.include ?? [...this.suites.values()].map((s) => s.item);
     for (const item of include) {
-      const suite = [...this.suites.values()].find((s) => s.item.id === item.id || item.id.startsWith(`${s.item.id}#`));
+      const suite = this.suiteOf(item);
       if (!suite) continue;
       const run = out.get(suite.dataset.file) ?? { dataset: suite.dataset, tasks: suite.tasks, items: [] };
       const items = item.id === suite.item.id ? [...suite.tasks.values()] : [item];

@@ -145,12 +145,9 @@ export function digestChange(d: SpanDigest, r: SummaryRow, withServed = true): S
 
 /** The `served` column of an attempt from its LLM call spans (schema 8's backfill); null when none says. */
 export function servedColumnOf(spans: Iterable<Span>): string | null {
-  let served: ServedKey[] = [];
-  for (const span of spans) {
-    const one = isLlmCallSpan(span) ? servedByCall(span) : null;
-    if (one) served = mergeServed(served, [one]) ?? served;
-  }
-  return served.length ? JSON.stringify(served) : null;
+  const seen = [...spans].filter(isLlmCallSpan).flatMap((s) => servedByCall(s) ?? []);
+  const served = mergeServed([], seen);
+  return served ? JSON.stringify(served) : null;
 }
 
 /** Whether a change writes the rollout's summary columns (errors, reward or served). */

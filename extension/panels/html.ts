@@ -43,7 +43,7 @@ const jsLiteral = (value: string): string => JSON.stringify(value).replace(/</g,
 
 /** How often, and how long apart (ms, growing), the loader asks again for a file that failed. */
 export const LOAD_TRIES = 12;
-export const LOAD_BACKOFF_MS = 150;
+const LOAD_BACKOFF_MS = 150;
 
 /**
  * The loader: the stylesheet, and once it has loaded the script (the views measure what the styles lay out), each
