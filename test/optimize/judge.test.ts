@@ -105,9 +105,23 @@ test("a stopped run resumed: the judge's calls of both processes are counted onc
   const plan = planFromFlags(DESK_AGENT, deskFlags(stack.llm, flags));
   const asked = judge.requests.length;
   const stop = new AbortController();
-  const watch = setInterval(() => judge.requests.length - asked >= 8 && stop.abort(), 20);
+  // Stop once 8 verdicts are in the store (a verdict is counted before it is recorded). Not on the judge server's count
+  // of requests: the 8th request may still be in flight then, cut short by the stop and rightly not counted.
+  let watching = true;
+  const store = stack.conn.store;
+  const watch = (async () => {
+    while (watching && !stop.signal.aborted) {
+      const run = (await store.listTrainingRuns(undefined, 'optimize')).find((r) => r.status === 'running');
+      const rollouts = run ? (await store.queryRollouts({ runId: run.id, limit: 500 })).items : [];
+      let judged = 0;
+      for (const r of rollouts) if ((await store.querySpans({ rolloutId: r.id, name: SPAN.judge, limit: 1 })).length > 0) judged++;
+      if (judged >= 8) stop.abort();
+      else await new Promise((res) => setTimeout(res, 20));
+    }
+  })();
   const report = { log: () => {} };
-  const first = await runOptimization(plan, stack.conn, { signal: stop.signal, report, backoffMs: 5 }).finally(() => clearInterval(watch));
+  const first = await runOptimization(plan, stack.conn, { signal: stop.signal, report, backoffMs: 5 }).finally(() => (watching = false));
+  await watch;
   assert.equal(first, null, 'the first process was stopped');
   const runId = (await stack.conn.store.listTrainingRuns(undefined, 'optimize')).find((r) => r.status === 'cancelled')!.id;
   const stopped = (await stack.conn.store.getTrainingRun(runId))!.summary as OptimizationSummary;
