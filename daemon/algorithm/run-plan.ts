@@ -12,7 +12,7 @@ import { readCheckpoint } from './checkpoint.js';
 import { engineOptions, resolveTrainConfig, type TrainConfig, type TrainConfigInput } from './config.js';
 import { type OpenPolicySet, openPolicySet } from './open-policy-set.js';
 import type { Task } from './rollouts.js';
-import { readJsonl } from './sft-trainer.js';
+import { readJsonlLines } from './sft-trainer.js';
 
 /** What a run resumes from, or starts with: the checkpoint (if any), the config and the tasks. */
 export interface RunPlan {
@@ -26,8 +26,9 @@ export interface RunPlan {
 /** The tasks of a JSONL file (`what`: train or val, which names its flag in errors and its tasks without an id). */
 export function loadTasks(path: string, what: string): Task[] {
   if (!existsSync(path)) throw new Error(`--${what} ${path}: no such file`);
-  return readJsonl<Record<string, unknown>>(path).map((input, i) => {
-    if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new Error(`${path}:${i + 1}: a task must be a JSON object`);
+  // A task's default id counts tasks (blank lines skipped); an error names the line an editor shows.
+  return readJsonlLines<Record<string, unknown>>(path).map(({ line, value: input }, i) => {
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new Error(`${path}:${line}: a task must be a JSON object`);
     return { id: typeof input.id === 'string' || typeof input.id === 'number' ? String(input.id) : `${what}-${i + 1}`, input };
   });
 }

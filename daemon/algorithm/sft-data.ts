@@ -9,7 +9,7 @@
 import { canonicalJson } from '../../protocol/span-reading.js';
 import { EvalRow } from '../../protocol/eval.js';
 import type { ChatMessage } from '../model/policy-contract.js';
-import type { Demonstration } from './sft-trainer.js';
+import type { Demonstration, JsonlLine } from './sft-trainer.js';
 
 /**
  * The text a corrected answer trains the final call to write: a string as it is, a number or boolean as written, an
@@ -37,34 +37,40 @@ function chatMessage(m: Record<string, unknown>): ChatMessage {
   return { ...(m as unknown as ChatMessage), content };
 }
 
-/** The demonstrations of `lines` (a --data file's, parsed), and how many dataset rows were left out (not corrected). */
-export function demonstrationsOf(lines: unknown[], file: string): { demos: Demonstration[]; rows: number; uncorrected: number } {
+/**
+ * The demonstrations of `lines` (a --data file's, with their line numbers), the line each came from, and how many
+ * dataset rows were left out (not corrected).
+ */
+export function demonstrationsOf(lines: JsonlLine<unknown>[], file: string): { demos: Demonstration[]; lineOf: number[]; rows: number; uncorrected: number } {
   const demos: Demonstration[] = [];
+  const lineOf: number[] = [];
   let rows = 0,
     uncorrected = 0;
-  lines.forEach((line, i) => {
+  for (const { line: n, value: line } of lines) {
     if (!line || typeof line !== 'object' || !('input' in line)) {
       demos.push(line as Demonstration);
-      return;
+      lineOf.push(n);
+      continue;
     }
     rows++;
     const parsed = EvalRow.safeParse(line);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      throw new Error(`${file}:${i + 1}: a dataset row with a bad field '${issue.path.join('.')}': ${issue.message}`);
+      throw new Error(`${file}:${n}: a dataset row with a bad field '${issue.path.join('.')}': ${issue.message}`);
     }
     const { expected, from } = parsed.data;
     if (!from?.call || !('answered' in from) || expected === undefined) {
       uncorrected++;
-      return;
+      continue;
     }
     const completion = targetText(expected);
     if ('prompt' in from.call) demos.push({ prompt: from.call.prompt, completion });
     else demos.push({ messages: [...from.call.messages.map(chatMessage), { role: 'assistant', content: completion }] });
-  });
+    lineOf.push(n);
+  }
   if (!demos.length)
     throw new Error(
       `${file}: nothing to train on: ${rows} dataset row${rows === 1 ? '' : 's'}, none corrected (correct an answer in the trajectory viewer's rollout view, then Add to dataset)`,
     );
-  return { demos, rows, uncorrected };
+  return { demos, lineOf, rows, uncorrected };
 }

@@ -16,23 +16,35 @@ export interface Demonstration {
 }
 
 /** Reads a JSONL file of demonstrations; a bad line is an error naming the file and line. */
-export function readJsonl<T = unknown>(path: string): T[] {
+/** One value of a JSON-lines file and the line it is on (1-based, blank lines counted: what an editor shows). */
+export interface JsonlLine<T> {
+  line: number;
+  value: T;
+}
+
+/** The values of a JSON-lines file with their line numbers; blank lines are skipped, a line that is no JSON is named. */
+export function readJsonlLines<T = unknown>(path: string): JsonlLine<T>[] {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
     throw new Error(`cannot read ${path}: ${(e as Error).message}`, { cause: e });
   }
-  const out: T[] = [];
+  const out: JsonlLine<T>[] = [];
   text.split('\n').forEach((line, i) => {
     if (!line.trim()) return;
     try {
-      out.push(JSON.parse(line) as T);
+      out.push({ line: i + 1, value: JSON.parse(line) as T });
     } catch (e) {
       throw new Error(`${path}:${i + 1}: not valid JSON (${(e as Error).message})`, { cause: e });
     }
   });
   return out;
+}
+
+/** The values of a JSON-lines file (readJsonlLines without the line numbers). */
+export function readJsonl<T = unknown>(path: string): T[] {
+  return readJsonlLines<T>(path).map((l) => l.value);
 }
 
 export function demoToPair(demo: Demonstration, tok: Tokenizer, where = 'demonstration'): SequencePair {

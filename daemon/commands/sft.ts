@@ -11,7 +11,7 @@ import { commandHelp } from '../../protocol/cli-options.js';
 import { engineFromFlags } from './engine-flags.js';
 import { parseCommand } from './flags.js';
 import { Progress } from './progress.js';
-import { demoToPair, readJsonl, runSft } from '../algorithm/sft-trainer.js';
+import { demoToPair, readJsonlLines, runSft } from '../algorithm/sft-trainer.js';
 import { demonstrationsOf } from '../algorithm/sft-data.js';
 import { resolveDataDir } from '../../client/daemon-state.js';
 
@@ -35,7 +35,7 @@ export async function run(argv: string[]): Promise<number> {
   const out = resolve(a.out ?? join(resolveDataDir(a['data-dir']), 'sft', new Date().toISOString().replace(/[:.]/g, '-')));
   let data: ReturnType<typeof demonstrationsOf>;
   try {
-    data = demonstrationsOf(readJsonl(a.data), a.data);
+    data = demonstrationsOf(readJsonlLines(a.data), a.data);
   } catch (e) {
     process.stderr.write(`agl sft: ${(e as Error).message}\n`);
     return 2;
@@ -49,7 +49,7 @@ export async function run(argv: string[]): Promise<number> {
     ...engine,
   });
   try {
-    const pairs = demos.map((d, i) => demoToPair(d, policy.tokenizer, `${a.data}:${i + 1}`));
+    const pairs = demos.map((d, i) => demoToPair(d, policy.tokenizer, `${a.data}:${data.lineOf[i]}`));
     if (data.rows)
       process.stderr.write(
         `agl sft: ${data.rows - data.uncorrected} of ${data.rows} dataset rows are corrected answers, trained as demonstrations of their final call` +

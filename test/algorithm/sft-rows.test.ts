@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { demonstrationsOf, targetText } from '../../daemon/algorithm/sft-data.js';
-import { demoToPair, type Demonstration } from '../../daemon/algorithm/sft-trainer.js';
+import { demoToPair, type Demonstration, readJsonlLines } from '../../daemon/algorithm/sft-trainer.js';
+import { loadTasks } from '../../daemon/algorithm/run-plan.js';
 import { openPolicy } from '../../daemon/algorithm/open-policy.js';
 import { run as sft } from '../../daemon/commands/sft.js';
 import type { EvalRow } from '../../protocol/eval.js';
@@ -62,7 +63,8 @@ test('the target of a corrected row: a string, a number, the one field of an obj
     [targetText('x y'), targetText(42), targetText({ answer: '564' }), targetText({ a: 1, b: 2 }), targetText([1])],
     ['x y', '42', '564', '{"a":1,"b":2}', '[1]'],
   );
-  const { demos, rows, uncorrected } = demonstrationsOf([...ROWS, { prompt: 'p', completion: 'c' }], 'f.eval.jsonl');
+  const lines = [...ROWS, { prompt: 'p', completion: 'c' }].map((value, i) => ({ line: i + 1, value }));
+  const { demos, rows, uncorrected } = demonstrationsOf(lines, 'f.eval.jsonl');
   assert.deepEqual([rows, uncorrected], [3, 1]);
   assert.deepEqual(demos, [
     { prompt: 'Q:7*8\n', completion: '56' },
@@ -74,7 +76,53 @@ test('the target of a corrected row: a string, a number, the one field of an obj
     },
     { prompt: 'p', completion: 'c' },
   ]);
-  assert.throws(() => demonstrationsOf([{ input: 1, grader: 'nope' }], 'f.eval.jsonl'), /f\.eval\.jsonl:1: a dataset row with a bad field 'grader'/);
+  assert.throws(
+    () => demonstrationsOf([{ line: 1, value: { input: 1, grader: 'nope' } }], 'f.eval.jsonl'),
+    /f\.eval\.jsonl:1: a dataset row with a bad field 'grader'/,
+  );
+});
+
+test('a bad line is named by the line an editor shows: blank lines and rows left out still count', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'agl-sft-lines-'));
+  try {
+    const file = join(dir, 'fixes.eval.jsonl');
+    // line 1 a corrected row, 2 blank, 3 a row not corrected (left out), 4 blank, 5 a demonstration, 6 a bad row.
+    const text = (last: unknown) =>
+      [ROWS[0], '', ROWS[2], '', { prompt: 'p', completion: 'c' }, last].map((l) => (l === '' ? '' : JSON.stringify(l))).join('\n');
+    writeFileSync(file, `${text({ input: 1, grader: 'nope' })}\n`);
+    assert.throws(
+      () => demonstrationsOf(readJsonlLines(file), file),
+      (e: Error) => e.message.startsWith(`${file}:6: a dataset row with a bad field 'grader'`),
+    );
+    writeFileSync(file, `${text({ prompt: 'p' })}\n`);
+    const data = demonstrationsOf(readJsonlLines(file), file);
+    assert.deepEqual(data.lineOf, [1, 5, 6], 'each demonstration knows its line');
+    // agl sft names a demonstration it cannot read by that line (not by its place among the demonstrations, 3).
+    const model = await saveTinyPolicy(dir);
+    await assert.rejects(
+      () => withStderr(() => sft(['--data', file, '--model', model, '--out', join(dir, 'out'), '--steps', '1', '--data-dir', dir])),
+      (e: Error) => e.message.startsWith(`${file}:6: expected {"prompt","completion"}`),
+    );
+    writeFileSync(file, '{"input": 1}\n\n{"input": \n');
+    assert.throws(
+      () => readJsonlLines(file),
+      (e: Error) => e.message.startsWith(`${file}:3: not valid JSON`),
+    );
+    // A task file's error names its line too (train, val and test files, for agl train and agl optimize).
+    writeFileSync(file, '{"q": 1}\n\n\n[1, 2]\n');
+    assert.throws(
+      () => loadTasks(file, 'train'),
+      (e: Error) => e.message === `${file}:4: a task must be a JSON object`,
+    );
+    writeFileSync(file, '{"q": 1}\n\n{"q": 2}\n');
+    assert.deepEqual(
+      loadTasks(file, 'val').map((t) => t.id),
+      ['val-1', 'val-2'],
+      "a task's default id counts tasks, as before",
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('agl sft --data trains the final calls toward the corrected answers', { timeout: 240_000 }, async () => {
