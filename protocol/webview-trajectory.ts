@@ -231,6 +231,16 @@ export interface DatasetAdded {
   noAnswer: number;
 }
 
+/** What Add to dataset did, in the words the viewer's status line and the extension's message both use. */
+export function datasetAddedText(r: DatasetAdded): string {
+  const parts = [
+    `${r.added} row${r.added === 1 ? '' : 's'} added to ${r.file}`,
+    r.duplicates ? `${r.duplicates} left out: ${r.file} holds their task already` : null,
+    r.noAnswer ? `${r.noAnswer} recorded no answer` : null,
+  ];
+  return `${parts.filter(Boolean).join('; ')}.`;
+}
+
 /** Which screen the viewer shows; persisted with setState so a restored panel reopens there. */
 export type TrajectoryView =
   | { kind: 'rollouts' }

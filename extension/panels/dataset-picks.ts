@@ -5,7 +5,7 @@
  * was added and offers to open the file.
  */
 import * as vscode from 'vscode';
-import type { DatasetAdded } from '../../protocol/webview-trajectory.js';
+import { type DatasetAdded, datasetAddedText } from '../../protocol/webview-trajectory.js';
 import type { DatasetChooser } from './dataset-add.js';
 
 /** The datasets a quick pick offers at most. */
@@ -61,12 +61,7 @@ export const vscodeDatasetChooser: DatasetChooser = {
 
 /** Says what Add to dataset did, with Open (not awaited: the webview shows it too). */
 function reportAdded(result: DatasetAdded, path: string): void {
-  const parts = [
-    `${result.added} row${result.added === 1 ? '' : 's'} added to ${result.file}`,
-    result.duplicates ? `${result.duplicates} left out: the dataset holds their task already` : null,
-    result.noAnswer ? `${result.noAnswer} recorded no answer` : null,
-  ].filter(Boolean);
-  void vscode.window.showInformationMessage(`Agent Lightning: ${parts.join('; ')}.`, 'Open').then(async (open) => {
+  void vscode.window.showInformationMessage(`Agent Lightning: ${datasetAddedText(result)}`, 'Open').then(async (open) => {
     if (open) await vscode.window.showTextDocument(vscode.Uri.file(path));
   });
 }

@@ -81,11 +81,10 @@ test('VS Code: Add to dataset on a rollout with a corrected answer, and on the f
     await shot('2-confirm');
     await dialog.locator('.monaco-button', { hasText: 'Add' }).click();
     await pickItem(page, 'dataset/adder.eval.jsonl', /Add 2 rollouts to which dataset\?/);
-    await viewer
-      .locator('.dataset-bar .dataset-status', {
-        hasText: '1 row added to dataset/adder.eval.jsonl; 1 left out: dataset/adder.eval.jsonl holds their task already.',
-      })
-      .waitFor({ state: 'visible', timeout: 30_000 });
+    const said = '1 row added to dataset/adder.eval.jsonl; 1 left out: dataset/adder.eval.jsonl holds their task already.';
+    await viewer.locator('.dataset-bar .dataset-status', { hasText: said }).waitFor({ state: 'visible', timeout: 30_000 });
+    // The extension's message says it in the same words as the viewer.
+    await page.locator('.notification-toast', { hasText: `Agent Lightning: ${said}` }).waitFor({ state: 'visible', timeout: 30_000 });
     const rows = readRows();
     assert.deepEqual(
       rows.map((r) => [r.input, r.expected]),

@@ -6,20 +6,14 @@
  * was added (or that the user cancelled) in a line beside its button.
  */
 import type { EpisodeAnswer } from '../../protocol/span-reading.js';
-import type { DatasetAdded, DatasetTarget } from '../../protocol/webview-trajectory.js';
+import { type DatasetAdded, type DatasetTarget, datasetAddedText } from '../../protocol/webview-trajectory.js';
 import { h } from '../shared/dom.js';
 
 export type AddToDataset = (target: DatasetTarget) => Promise<DatasetAdded | null>;
 
 /** What was added, in words. */
 export function addedText(r: DatasetAdded | null): string {
-  if (!r) return 'Not added: no dataset was picked.';
-  const parts = [
-    `${r.added} row${r.added === 1 ? '' : 's'} added to ${r.file}`,
-    r.duplicates ? `${r.duplicates} left out: ${r.file} holds their task already` : null,
-    r.noAnswer ? `${r.noAnswer} recorded no answer` : null,
-  ];
-  return `${parts.filter(Boolean).join('; ')}.`;
+  return r ? datasetAddedText(r) : 'Not added: no dataset was picked.';
 }
 
 /** Runs `add` for the target `make` gives (null: `make` showed why not), showing progress and then what happened in `status`. */
