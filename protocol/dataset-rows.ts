@@ -181,6 +181,18 @@ export function newRows(existing: DatasetContents, rows: EvalRow[]): NewRows {
   return out;
 }
 
+/** The row on line `line` (1-based) of `text`, a dataset file's (read by datasetContents first: a JSON object). */
+export function rowAt(text: string, line: number): Record<string, unknown> {
+  return JSON.parse(text.split('\n')[line - 1]!) as Record<string, unknown>;
+}
+
+/** `text` with line `line` (1-based) holding `row` instead, every other line (and a CRLF ending) as it was. */
+export function replacedText(text: string, line: number, row: Record<string, unknown>): string {
+  const lines = text.split('\n');
+  lines[line - 1] = `${JSON.stringify(row)}${lines[line - 1]!.endsWith('\r') ? '\r' : ''}`;
+  return lines.join('\n');
+}
+
 /** The text that appends `rows` to a file holding `text` (a missing last newline is added first). */
 export function appendedText(text: string, rows: EvalRow[]): string {
   const body = rows.map((r) => `${JSON.stringify(r)}\n`).join('');

@@ -223,10 +223,15 @@ export type DatasetTarget =
   | { kind: 'selection'; rolloutIds: string[] }
   | { kind: 'filter'; filter: RolloutFilter };
 
-/** What Add to dataset did: the file (as the workspace names it), rows added, rows left out (task there already), rollouts with no answer. */
+/**
+ * What Add to dataset did: the file (as the workspace names it), rows added, the line of the row a correction replaced
+ * (the user agreed: its task was there with another expected answer), rows left out (task there already), rollouts
+ * with no answer.
+ */
 export interface DatasetAdded {
   file: string;
   added: number;
+  replacedLine?: number;
   duplicates: number;
   noAnswer: number;
 }
@@ -234,7 +239,9 @@ export interface DatasetAdded {
 /** What Add to dataset did, in the words the viewer's status line and the extension's message both use. */
 export function datasetAddedText(r: DatasetAdded): string {
   const parts = [
-    `${r.added} row${r.added === 1 ? '' : 's'} added to ${r.file}`,
+    r.replacedLine !== undefined
+      ? `the row on line ${r.replacedLine} of ${r.file} now expects the corrected answer`
+      : `${r.added} row${r.added === 1 ? '' : 's'} added to ${r.file}`,
     r.duplicates ? `${r.duplicates} left out: ${r.file} holds their task already` : null,
     r.noAnswer ? `${r.noAnswer} recorded no answer` : null,
   ];

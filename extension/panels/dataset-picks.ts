@@ -1,8 +1,9 @@
 /**
  * The dialogs of the trajectory viewer's "Add to dataset" (dataset-add.ts does the rest): for a selection or a filter, a
  * confirmation naming how many rollouts' recorded answers go in; then which dataset: a quick pick of the workspace's
- * `*.eval.jsonl` files (Test Explorer's datasets) and "New file...", a save dialog. Once added, a message says what
- * was added and offers to open the file.
+ * `*.eval.jsonl` files (Test Explorer's datasets) and "New file...", a save dialog. A correction whose task the file
+ * holds with another answer asks whether to replace that row's. Once added, a message says what was added and offers
+ * to open the file.
  */
 import * as vscode from 'vscode';
 import { type DatasetAdded, datasetAddedText } from '../../protocol/webview-trajectory.js';
@@ -55,6 +56,15 @@ export const vscodeDatasetChooser: DatasetChooser = {
     if (!picked) return null;
     const uri = picked.uri ?? (await newFile());
     return uri ? { path: uri.fsPath, label: vscode.workspace.asRelativePath(uri) } : null;
+  },
+  async replace({ file, line, expected, corrected }) {
+    const shown = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+    const go = await vscode.window.showWarningMessage(
+      `${file} holds this task already (line ${line}), expecting ${shown(expected)}. Expect ${shown(corrected)} instead?`,
+      { modal: true, detail: "Replace changes that row's expected answer to your correction and keeps the rest of it. Cancel leaves the file as it is." },
+      'Replace',
+    );
+    return go === 'Replace';
   },
   added: reportAdded,
 };

@@ -6,6 +6,8 @@
  * dataset picked in VS Code's quick pick: the file gains that row, with the correction and what the agent answered; then
  * the list filtered to every failed rollout, "Add all 2 to dataset…", VS Code's confirmation naming the count, the same
  * dataset: the other failed rollout's row is added with its recorded answer, the corrected task is not added twice.
+ * That row's answer is wrong: corrected in its rollout, VS Code asks whether the row should expect the correction
+ * instead, and Replace changes that line only.
  */
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
@@ -98,6 +100,29 @@ test('VS Code: Add to dataset on a rollout with a corrected answer, and on the f
     assert.equal(rows[2]!.from!.answered, undefined, 'a recorded answer is not a correction');
     await shot('3-filter-added');
     mark('filter added');
+
+    // 3. The row the filter added holds a wrong answer: corrected in its rollout, VS Code asks whether that row should
+    // expect the correction instead; Replace changes that line only.
+    const idBefore = rows[2]!.id;
+    await viewer.locator(`.rollout-row[data-rollout-id="${idOf(9)}"] .col-input`).click();
+    await field.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.equal(await field.inputValue(), '{"answer":"11"}');
+    await field.fill('{"answer":"10"}');
+    await viewer.locator('.dataset-controls vscode-button.add-to-dataset').click();
+    await pickItem(page, 'dataset/adder.eval.jsonl', /Add 1 rollout to which dataset\?/);
+    const ask = page.locator('.monaco-dialog-box', {
+      hasText: 'dataset/adder.eval.jsonl holds this task already (line 3), expecting {"answer":"11"}. Expect {"answer":"10"} instead?',
+    });
+    await ask.waitFor({ state: 'visible', timeout: 30_000 });
+    await shot('4-replace');
+    await ask.locator('.monaco-button', { hasText: 'Replace' }).click();
+    await viewer
+      .locator('.dataset-controls .dataset-status', { hasText: 'the row on line 3 of dataset/adder.eval.jsonl now expects the corrected answer.' })
+      .waitFor({ state: 'visible', timeout: 30_000 });
+    const replaced = readRows();
+    assert.deepEqual(replaced.slice(0, 2), rows.slice(0, 2), 'the other rows as they were');
+    assert.deepEqual([replaced.length, replaced[2]!.id, replaced[2]!.expected, replaced[2]!.from!.answered], [3, idBefore, { answer: '10' }, { answer: '11' }]);
+    mark('row replaced');
   });
 });
 

@@ -4,7 +4,8 @@
  * calc rollouts: one rollout with a corrected answer (its row keeps what the agent answered and its final call's chat
  * messages), the filter's rollouts (a task already in the file is left out, a rollout that recorded no answer gives no
  * row, the count the confirmation names), a selection, appending to a file without its last newline, and the rules
- * alone: a task never twice, a taken id renamed, a bad line named. The file each writes is read back by `agl eval`'s
+ * alone: a task never twice, a taken id renamed, a bad line named; a correction of a task already there replaces that
+ * row's answer only when the user agrees. The file each writes is read back by `agl eval`'s
  * own dataset reader.
  */
 import assert from 'node:assert/strict';
@@ -14,9 +15,9 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { readDataset } from '../../daemon/eval/dataset.js';
 import { addToDataset, type DatasetChooser } from '../../extension/panels/dataset-add.js';
-import { appendedText, datasetContents, newRows } from '../../protocol/dataset-rows.js';
+import { appendedText, datasetContents, newRows, replacedText, rowAt } from '../../protocol/dataset-rows.js';
 import type { EvalRow } from '../../protocol/eval.js';
-import type { DatasetTarget } from '../../protocol/webview-trajectory.js';
+import { type DatasetTarget, datasetAddedText } from '../../protocol/webview-trajectory.js';
 import { startDaemon, type Daemon } from '../webview/harness.js';
 import { seedDatasetRollouts } from '../webview/seed.js';
 
@@ -112,6 +113,43 @@ describe('Add to dataset against a real daemon', () => {
     assert.deepEqual([last.expected, last.from!.answered, last.from!.call], [2, null, undefined]);
   });
 
+  it("a correction of a task the file holds with another answer replaces that row's answer when the user agrees, and only then", async () => {
+    const file = join(dir, 'fix.eval.jsonl');
+    const input = { question: 'What is 12*7+3?', answer: '87' }; // the wrong rollout's task
+    const other = '{"id":"o","input":{"q":1},"expected":1}';
+    const mine = JSON.stringify({ id: 'mine', input, expected: '85', grader: 'contains' }); // the grader written by hand
+    const text = `${other}\r\n\r\n${mine}\r\n${other.replace('"o"', '"p"').replace('"q":1', '"q":2')}\r\n`;
+    writeFileSync(file, text);
+    const asked: unknown[] = [];
+    const chooser = (answer: boolean): DatasetChooser => ({
+      ...chooserOf(file),
+      replace: async (ask) => (asked.push(ask), answer),
+    });
+    const target: DatasetTarget = { kind: 'rollout', rolloutId: wrong, corrected: { expected: '87' } };
+    // Kept: the file is as it was, the row left out as a task already there.
+    assert.deepEqual(await addToDataset(daemon.client, target, chooser(false)), { file: 'rows.eval.jsonl', added: 0, duplicates: 1, noAnswer: 0 });
+    assert.deepEqual(asked, [{ file: 'rows.eval.jsonl', line: 3, expected: '85', corrected: '87' }]);
+    assert.equal(readFileSync(file, 'utf8'), text);
+    // Replaced: that line expects the correction and says where it came from; what was written by hand stays; every
+    // other line (CRLF endings too) is as it was.
+    const got = await addToDataset(daemon.client, target, chooser(true));
+    assert.deepEqual(got, { file: 'rows.eval.jsonl', added: 0, replacedLine: 3, duplicates: 0, noAnswer: 0 });
+    assert.equal(datasetAddedText(got!), 'the row on line 3 of rows.eval.jsonl now expects the corrected answer.');
+    const lines = readFileSync(file, 'utf8').split('\r\n');
+    assert.deepEqual([lines.length, lines[0], lines[1], lines[3], lines[4]], [5, other, '', text.split('\r\n')[3], '']);
+    const row = JSON.parse(lines[2]!) as EvalRow;
+    assert.deepEqual([row.id, row.input, row.expected, row.grader], ['mine', input, '87', 'contains']);
+    assert.deepEqual([row.from!.rolloutId, row.from!.answered], [wrong, '84']);
+    assert.ok(row.from!.call, 'the final call kept for agl sft');
+    assert.equal(readDataset(file, { grader: null }).tasks.length, 3, 'agl eval reads the file');
+    // The same correction again, or the rollout's recorded answer without one: nothing to ask, nothing written.
+    const now = readFileSync(file, 'utf8');
+    assert.equal((await addToDataset(daemon.client, target, chooser(true)))!.duplicates, 1);
+    assert.equal((await addToDataset(daemon.client, { kind: 'rollout', rolloutId: wrong }, chooser(true)))!.duplicates, 1);
+    assert.equal(asked.length, 2);
+    assert.equal(readFileSync(file, 'utf8'), now);
+  });
+
   it('a cancelled pick writes nothing', async () => {
     const file = join(dir, 'never.eval.jsonl');
     const got = await addToDataset(daemon.client, { kind: 'rollout', rolloutId: right }, { chooseFile: async () => null });
@@ -150,5 +188,12 @@ describe('the rules of adding rows', () => {
     assert.throws(() => datasetContents('{"input":1\n', 'f.eval.jsonl'), /f\.eval\.jsonl:1: not valid JSON/);
     assert.equal(appendedText('{"input":1}', [row('x', 2)]), `\n${JSON.stringify(row('x', 2))}\n`);
     assert.equal(appendedText('', []), '');
+  });
+
+  it('replaces one line, every other as it was', () => {
+    const text = '{"input":1}\n\n{"input":2,"expected":3}\r\n{"input":4}';
+    assert.deepEqual(rowAt(text, 3), { input: 2, expected: 3 });
+    assert.equal(replacedText(text, 3, { input: 2, expected: 5 }), '{"input":1}\n\n{"input":2,"expected":5}\r\n{"input":4}');
+    assert.equal(replacedText(text, 4, { input: 4, expected: 1 }), '{"input":1}\n\n{"input":2,"expected":3}\r\n{"input":4,"expected":1}');
   });
 });
