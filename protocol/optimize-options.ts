@@ -103,7 +103,9 @@ export const OPTIMIZE_COMMAND = {
     'with its error as feedback. With an LLM judge (--judge-url, --judge-model, --judge-rubric, or --config train.yaml\n' +
     'with a judge: section), the judge scores every rollout that succeeded, one call each (single mode): its score is\n' +
     "the reward (with --judge-weight w: the agent's own plus w times it), its explanation the feedback the optimizer\n" +
-    'reads; a reward the agent locked is kept. Ctrl-C stops the run; --resume RUN continues it.',
+    'reads; a reward the agent locked is kept. What the judge cost (calls, tokens, cost) is counted apart from the\n' +
+    "optimizer's, at the end and in the run's summary. Ctrl-C stops the run; --resume RUN continues it (and its counts,\n" +
+    'from what the store recorded, after a kill too).',
 } as const satisfies CliCommand;
 
 export const OPTIMIZE_PROMOTE_COMMAND = {

@@ -11,6 +11,7 @@
 import { newSpanId, rootSpanIdForAttempt, traceIdForAttempt } from '../../protocol/ids.js';
 import { JUDGE_REWARD_SOURCE } from '../../protocol/judge-reading.js';
 import { AGL, AGL_V0_REWARD_PREFIX, SPAN } from '../../protocol/spans.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { Attributes, SpanInput } from '../../protocol/store.js';
 import type { JudgeCall } from './judge.js';
 
@@ -94,4 +95,39 @@ function rewardSpan(reward: JudgedReward, time: number): Pick<SpanInput, 'name' 
     ...(reward.explanation ? { [AGL.rewardFeedback]: reward.explanation } : {}),
   };
   return { name: SPAN.reward, startTime: time, endTime: time, attributes, status: { code: 'ok' }, resource: { 'service.name': 'agl-judge' } };
+}
+
+/** What the judge calls a run's rollouts hold spans of cost: calls, tokens, and the cost when every call had one. */
+export interface RecordedJudgeSpend {
+  calls: number;
+  prompt: number;
+  completion: number;
+  cost: number | null;
+}
+
+/**
+ * The judge calls recorded on the rollouts of run `runId`, each once (a group call's span is on every rollout it
+ * showed): what every process of the run spent on the judge, a killed one's included, up to its last recorded call.
+ */
+export async function recordedJudgeSpend(store: LightningStore, runId: string): Promise<RecordedJudgeSpend> {
+  const seen = new Set<string>();
+  const out: RecordedJudgeSpend = { calls: 0, prompt: 0, completion: 0, cost: 0 };
+  let cursor: string | undefined;
+  do {
+    const page = await store.queryRollouts({ runId, order: 'asc', limit: 500, ...(cursor ? { cursor } : {}) });
+    for (const r of page.items)
+      for (const span of await store.querySpans({ rolloutId: r.id, name: SPAN.judge })) {
+        const a = span.attributes;
+        const id = String(a[AGL.judgeCallId]);
+        if (seen.has(id)) continue;
+        seen.add(id);
+        out.calls++;
+        out.prompt += Number(a[AGL.judgeInputTokens] ?? 0);
+        out.completion += Number(a[AGL.judgeOutputTokens] ?? 0);
+        const cost = a[AGL.judgeCost];
+        out.cost = typeof cost === 'number' && out.cost !== null ? out.cost + cost : null;
+      }
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor);
+  return out;
 }

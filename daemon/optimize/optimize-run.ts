@@ -17,6 +17,7 @@ import { ServedPolicySet, servedSourceOf } from '../algorithm/served-policy-set.
 import { startHost, startRunner } from '../algorithm/training-host.js';
 import type { Judge } from '../judge/judge.js';
 import { judgeEndedRollout } from '../judge/judge-rollout.js';
+import { type RecordedJudgeSpend, recordedJudgeSpend } from '../judge/record.js';
 import { openJudge } from '../judge/open-judge.js';
 import type { Runner } from '../runner/runner.js';
 import { loadOrCreateToken } from '../server/auth.js';
@@ -147,8 +148,8 @@ class OptimizationRun {
   private spentBefore = 0;
   private probes = 0;
   private seedFiles: Record<string, string> = {};
-  /** The judge's calls of a resumed run's earlier processes (its stored summary's), added to this process's. */
-  private judgeBefore = { calls: 0, prompt: 0, completion: 0, cost: 0 };
+  /** The judge's calls of a resumed run's earlier processes (those recorded on its rollouts), added to this process's. */
+  private judgeBefore: RecordedJudgeSpend = { calls: 0, prompt: 0, completion: 0, cost: 0 };
 
   constructor(
     private readonly plan: OptimizePlan,
@@ -180,14 +181,11 @@ class OptimizationRun {
   }
 
   async run(): Promise<OptimizeOutcome | null> {
-    const [candidates, calls, stored] = await Promise.all([
-      this.store.listPromptCandidates(this.runId),
-      this.store.listOptimizerCalls(this.runId),
-      this.store.getTrainingRun(this.runId),
-    ]);
+    const [candidates, calls] = await Promise.all([this.store.listPromptCandidates(this.runId), this.store.listOptimizerCalls(this.runId)]);
     this.open(candidates, calls);
-    const s = (stored?.summary ?? {}) as OptimizationSummary;
-    this.judgeBefore = { calls: s.judgeCalls ?? 0, prompt: s.judgeTokens?.prompt ?? 0, completion: s.judgeTokens?.completion ?? 0, cost: s.judgeCost ?? 0 };
+    // What the run's earlier processes spent on the judge: read from the calls recorded on its rollouts, not from the
+    // stored summary (a killed process wrote that at its last val score, not at its last call).
+    if (this.judge) this.judgeBefore = await recordedJudgeSpend(this.store, this.runId);
     this.spentBefore = await this.evaluator.load();
     this.o.report.planned?.(this.c.budget);
     this.sayStart(candidates.length, calls.length);
@@ -374,7 +372,7 @@ class OptimizationRun {
     return {
       judgeCalls: b.calls + t.calls,
       judgeTokens: { prompt: b.prompt + t.promptTokens, completion: b.completion + t.completionTokens },
-      judgeCost: t.cost === null ? null : b.cost + t.cost,
+      judgeCost: t.cost === null || b.cost === null ? null : b.cost + t.cost,
     };
   }
 

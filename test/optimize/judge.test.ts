@@ -6,11 +6,15 @@
  * candidates' scores are the judge's, not the desk's own grade, and the optimizer reads the judge's explanations.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runOptimization } from '../../daemon/optimize/optimize-run.js';
+import { SqliteStore } from '../../daemon/store/sqlite.js';
+import { flagArgs } from '../../protocol/cli-options.js';
+import { OPTIMIZE_COMMAND } from '../../protocol/optimize-options.js';
+import { startAgl, runAgl } from '../algorithm/cli-helpers.js';
 import { planFromFlags, planResume } from '../../daemon/optimize/run-plan.js';
 import { judgeVerdict } from '../../protocol/judge-reading.js';
 import type { OptimizationSummary } from '../../protocol/prompts.js';
@@ -142,4 +146,50 @@ test("a stopped run resumed: the judge's calls of both processes are counted onc
   assert.equal(out.judge!.calls, rollouts.length, 'every judge call of the run counted once over both processes');
   const seen = judge.requests.length - asked;
   assert.ok(seen >= out.judge!.calls && seen <= out.judge!.calls + 8, `the server saw ${seen} (the counted ones, and any the stop cut short)`);
+});
+
+test("killed with SIGKILL mid-run, --resume counts every judge call the run recorded, the killed process's too", { timeout: 300_000 }, async () => {
+  writeFileSync(join(dir, 'rubric.md'), 'An answer of digits only scores 0.8; anything else 0.3.\n');
+  const dataDir = mkdtempSync(join(tmpdir(), 'agl-opt-judge-kill-'));
+  const store = new SqliteStore(join(dataDir, 'store.sqlite'));
+  /** Each judge call the run's rollouts hold spans of, once (read here from the spans, not by the code under test). */
+  const recordedCalls = async (runId: string) => {
+    const ids = new Set<string>();
+    for (const r of (await store.queryRollouts({ runId, limit: 500 })).items)
+      for (const s of await store.querySpans({ rolloutId: r.id, name: SPAN.judge })) ids.add(String(s.attributes[AGL.judgeCallId]));
+    return ids.size;
+  };
+  try {
+    const judging = { 'judge-url': judge.url, 'judge-model': 'scripted-judge', 'judge-rubric': join(dir, 'rubric.md') };
+    const flags = { ...deskFlags(stack.llm, { budget: '40', seed: '4', test: undefined, ...judging }), workers: '3' };
+    const asked = judge.requests.length;
+    const first = startAgl(['optimize', DESK_AGENT, ...flagArgs(OPTIMIZE_COMMAND, flags), '--data-dir', dataDir], dataDir);
+    // Killed once 10 calls are recorded and the run's stored summary counts fewer (as a kill mostly finds it: the
+    // summary is written at each val score, a call's spans at each call).
+    let runId = '';
+    let atKill = 0;
+    for (let i = 0; i < 1500 && !atKill; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      runId ||= (await store.listTrainingRuns(undefined, 'optimize'))[0]?.id ?? '';
+      if (!runId) continue;
+      const recorded = await recordedCalls(runId);
+      const summary = ((await store.getTrainingRun(runId))?.summary ?? {}) as OptimizationSummary;
+      if (recorded >= 10 && recorded > (summary.judgeCalls ?? 0)) atKill = recorded;
+    }
+    first.child.kill('SIGKILL');
+    await first.exited;
+    assert.ok(atKill >= 10, `the killed run had recorded ${atKill} judge calls:\n${first.output()}`);
+    const resumed = await runAgl(['optimize', '--resume', runId, '--data-dir', dataDir], dataDir);
+    assert.equal(resumed.code, 0, resumed.out);
+    const summary = (await store.getTrainingRun(runId))!.summary as OptimizationSummary;
+    const recorded = await recordedCalls(runId);
+    assert.ok(recorded > atKill, 'the resumed run asked the judge too');
+    assert.equal(summary.judgeCalls, recorded, "every call recorded over both processes counted once, the killed process's included");
+    assert.match(resumed.out, new RegExp(`${recorded} judge calls`), 'the end line counts them');
+    const seen = judge.requests.length - asked;
+    assert.ok(seen >= recorded && seen <= recorded + 8, `the server saw ${seen}: the recorded ones and the few the kill cut short, none twice`);
+  } finally {
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
 });
