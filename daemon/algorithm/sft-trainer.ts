@@ -15,7 +15,6 @@ export interface Demonstration {
   messages?: ChatMessage[];
 }
 
-/** Reads a JSONL file of demonstrations; a bad line is an error naming the file and line. */
 /** One value of a JSON-lines file and the line it is on (1-based, blank lines counted: what an editor shows). */
 export interface JsonlLine<T> {
   line: number;
