@@ -17,6 +17,7 @@ import { OPTIMIZE_COMMAND } from '../../protocol/optimize-options.js';
 import { startAgl, runAgl } from '../algorithm/cli-helpers.js';
 import { planFromFlags, planResume } from '../../daemon/optimize/run-plan.js';
 import { judgeVerdict } from '../../protocol/judge-reading.js';
+import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { OptimizationSummary } from '../../protocol/prompts.js';
 import { finalReward, rolloutFeedback } from '../../protocol/span-reading.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
@@ -33,6 +34,14 @@ const digitsJudge = (r: JudgeRequest): ScoreLine[] =>
       explanation: digits ? 'JUDGE-SAYS: digits only, as the rubric asks' : 'JUDGE-SAYS: not digits only',
     };
   });
+
+/** Each judge call the run's rollouts hold spans of, once (read here from the spans, not by the code under test). */
+async function recordedJudgeCalls(store: LightningStore, runId: string): Promise<number> {
+  const ids = new Set<string>();
+  for (const r of (await store.queryRollouts({ runId, limit: 500 })).items)
+    for (const s of await store.querySpans({ rolloutId: r.id, name: SPAN.judge })) ids.add(String(s.attributes[AGL.judgeCallId]));
+  return ids.size;
+}
 
 let stack: OptimizeStack;
 let judge: ScriptedJudge;
@@ -109,17 +118,14 @@ test("a stopped run resumed: the judge's calls of both processes are counted onc
   const plan = planFromFlags(DESK_AGENT, deskFlags(stack.llm, flags));
   const asked = judge.requests.length;
   const stop = new AbortController();
-  // Stop once 8 verdicts are in the store (a verdict is counted before it is recorded). Not on the judge server's count
+  // Stop once 8 judge calls are recorded in the store (a call is counted before it is recorded). Not on the judge server's count
   // of requests: the 8th request may still be in flight then, cut short by the stop and rightly not counted.
   let watching = true;
   const store = stack.conn.store;
   const watch = (async () => {
     while (watching && !stop.signal.aborted) {
       const run = (await store.listTrainingRuns(undefined, 'optimize')).find((r) => r.status === 'running');
-      const rollouts = run ? (await store.queryRollouts({ runId: run.id, limit: 500 })).items : [];
-      let judged = 0;
-      for (const r of rollouts) if ((await store.querySpans({ rolloutId: r.id, name: SPAN.judge, limit: 1 })).length > 0) judged++;
-      if (judged >= 8) stop.abort();
+      if (run && (await recordedJudgeCalls(store, run.id)) >= 8) stop.abort();
       else await new Promise((res) => setTimeout(res, 20));
     }
   })();
@@ -152,13 +158,6 @@ test("killed with SIGKILL mid-run, --resume counts every judge call the run reco
   writeFileSync(join(dir, 'rubric.md'), 'An answer of digits only scores 0.8; anything else 0.3.\n');
   const dataDir = mkdtempSync(join(tmpdir(), 'agl-opt-judge-kill-'));
   const store = new SqliteStore(join(dataDir, 'store.sqlite'));
-  /** Each judge call the run's rollouts hold spans of, once (read here from the spans, not by the code under test). */
-  const recordedCalls = async (runId: string) => {
-    const ids = new Set<string>();
-    for (const r of (await store.queryRollouts({ runId, limit: 500 })).items)
-      for (const s of await store.querySpans({ rolloutId: r.id, name: SPAN.judge })) ids.add(String(s.attributes[AGL.judgeCallId]));
-    return ids.size;
-  };
   try {
     const judging = { 'judge-url': judge.url, 'judge-model': 'scripted-judge', 'judge-rubric': join(dir, 'rubric.md') };
     const flags = { ...deskFlags(stack.llm, { budget: '40', seed: '4', test: undefined, ...judging }), workers: '3' };
@@ -172,7 +171,7 @@ test("killed with SIGKILL mid-run, --resume counts every judge call the run reco
       await new Promise((r) => setTimeout(r, 100));
       runId ||= (await store.listTrainingRuns(undefined, 'optimize'))[0]?.id ?? '';
       if (!runId) continue;
-      const recorded = await recordedCalls(runId);
+      const recorded = await recordedJudgeCalls(store, runId);
       const summary = ((await store.getTrainingRun(runId))?.summary ?? {}) as OptimizationSummary;
       if (recorded >= 10 && recorded > (summary.judgeCalls ?? 0)) atKill = recorded;
     }
@@ -182,7 +181,7 @@ test("killed with SIGKILL mid-run, --resume counts every judge call the run reco
     const resumed = await runAgl(['optimize', '--resume', runId, '--data-dir', dataDir], dataDir);
     assert.equal(resumed.code, 0, resumed.out);
     const summary = (await store.getTrainingRun(runId))!.summary as OptimizationSummary;
-    const recorded = await recordedCalls(runId);
+    const recorded = await recordedJudgeCalls(store, runId);
     assert.ok(recorded > atKill, 'the resumed run asked the judge too');
     assert.equal(summary.judgeCalls, recorded, "every call recorded over both processes counted once, the killed process's included");
     assert.match(resumed.out, new RegExp(`${recorded} judge calls`), 'the end line counts them');
