@@ -306,23 +306,30 @@ async function focusWorkbench(page: Page): Promise<void> {
       .catch(() => undefined);
 }
 
-/** Runs a command from the palette by its exact label. */
-export async function runCommand(page: Page, label: string): Promise<void> {
+/**
+ * Opens a quick input with `key` (F1 the palette, Control+P Quick Open, Control+G Go to Line) and types `text` into
+ * it. It closes when something takes the focus as it opens (a view or webview coming up, a tab just clicked): then the
+ * workbench gets the focus and it is opened again.
+ */
+async function typeInQuickInput(page: Page, key: string, text: string): Promise<Locator> {
   const input = page.locator('.quick-input-widget .quick-input-box input');
   for (let tries = 1; ; tries++) {
-    await page.keyboard.press('F1');
+    await page.keyboard.press(key);
     try {
       await input.waitFor({ state: 'visible', timeout: 10_000 });
-      // The palette closes when something takes the focus as it opens (a view or webview coming up): then open it again.
-      await input.fill(`>${label}`, { timeout: 5_000 });
-      break;
+      await input.fill(text, { timeout: 5_000 });
+      return input;
     } catch (e) {
       if (tries === 3) throw e;
-      // F1 went to a webview that holds the focus (a dashboard just opened), or the palette lost it: give the workbench
-      // the focus, press again.
+      // The key went to a webview that holds the focus (a dashboard just opened), or the input lost it.
       await focusWorkbench(page);
     }
   }
+}
+
+/** Runs a command from the palette by its exact label. */
+export async function runCommand(page: Page, label: string): Promise<void> {
+  await typeInQuickInput(page, 'F1', `>${label}`);
   await page.locator('.quick-input-list .monaco-list-row', { hasText: label }).first().waitFor({ state: 'visible' });
   await page.keyboard.press('Enter');
 }
@@ -342,10 +349,7 @@ export async function pickItem(page: Page, text: string, title?: RegExp, timeout
 
 /** Opens a file by (part of) its workspace path with Quick Open. */
 export async function openFile(page: Page, relPath: string): Promise<void> {
-  await page.keyboard.press('Control+P');
-  const input = page.locator('.quick-input-widget .quick-input-box input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(relPath);
+  await typeInQuickInput(page, 'Control+P', relPath);
   const parts = relPath.split('/');
   const name = parts.pop()!;
   // The row of this file (its folder is in the row's description): Enter could still pick a recently opened file of
@@ -361,10 +365,7 @@ export async function openFile(page: Page, relPath: string): Promise<void> {
 
 /** Scrolls the active editor to `line` (1-based) with Go to Line, so its CodeLens is rendered in view. */
 export async function gotoLine(page: Page, line: number): Promise<void> {
-  await page.keyboard.press('Control+G');
-  const input = page.locator('.quick-input-widget .quick-input-box input');
-  await input.waitFor({ state: 'visible' });
-  await input.fill(`:${line}`);
+  const input = await typeInQuickInput(page, 'Control+G', `:${line}`);
   await page.keyboard.press('Enter');
   await input.waitFor({ state: 'hidden' });
 }
