@@ -136,6 +136,31 @@ export function answerKeyJudge(): (r: JudgeRequest) => ScoreLine[] {
   };
 }
 
+/**
+ * A judge that is usually right: the answer key's 0/1 score (answerKeyJudge), flipped with probability 1 - `accuracy`,
+ * a fresh seeded draw for every score of every call, as a model sampled at temperature > 0 is (the same trajectory
+ * shown twice, or judged again, may get the other score). At accuracy 0.8 its expected score is 0.2 + 0.6 x truth: it
+ * still carries 60% of the signal.
+ */
+export function noisyJudge(accuracy: number, seed: number): (r: JudgeRequest) => ScoreLine[] {
+  const next = rng(seed);
+  const key = answerKeyJudge();
+  return (r) => key(r).map((l) => (next() < accuracy ? l : { ...l, score: 1 - l.score, explanation: `${l.explanation} (misread)` }));
+}
+
+/**
+ * A judge that scores only the place a trajectory is shown at (the first shown 1, the last 0, the others in between),
+ * whatever it says: the extreme of position bias. Shown alone (single mode), every trajectory scores 1.
+ */
+export function positionJudge(): (r: JudgeRequest) => ScoreLine[] {
+  return (r) =>
+    r.trajectories.map((t) => ({
+      trajectory: t.index,
+      score: r.trajectories.length < 2 ? 1 : Math.round((1 - (t.index - 1) / (r.trajectories.length - 1)) * 100) / 100,
+      explanation: t.index === 1 ? 'the first answer reads best' : 'an earlier answer was better',
+    }));
+}
+
 /** An answer's first line, the value of a one-field object (`{"answer": "38"}`) unwrapped. */
 function answerOf(final: string | null): string | null {
   if (final === null) return null;
