@@ -1,12 +1,12 @@
 /**
  * The beam search of Agent Lightning's APO (after ProTeGi, Pryzant et al. 2023), `agl optimize --algorithm beam`.
- * Each round, every beam member (up to `width`) gets `branch` children: the member runs a batch of train tasks, the
- * optimizer writes a critique of one of its prompts from the batch's results and feedback (the "textual gradient"),
- * then edits the prompt against that critique. The old beam and the children are scored on a val batch drawn for the
- * round; the best `width` form the next beam (children in it accepted, the others rejected); the leader is scored on
- * all of val, and the best candidate on all of val is kept whichever round found it. Defaults are AGL's: width 4,
- * branch 4, 3 rounds, batches of 4 train tasks, val batches of 16.
- */
+ * Each round, every beam member (up to `width`) gets `branch` children; a beam with fewer members repeats them in turn
+ * to `width` parents, so the first round makes width x branch children of the seed, as AGL's APO does. A child: the
+ * member runs a batch of train tasks, the optimizer writes a critique of one of its prompts from the batch's results
+ * and feedback (the "textual gradient"), then edits the prompt against that critique. The old beam and the children
+ * are scored on a val batch drawn for the round; the best `width` form the next beam (children in it accepted, the
+ * others rejected); the leader is scored on all of val, and the best candidate on all of val is kept whichever round
+ * found it. Defaults are AGL's: width 4, branch 4, 3 rounds, batches of 4 train tasks, val batches of 16. */
 import type { PromptCandidate } from '../../protocol/prompts.js';
 import { makeRng } from '../model/sampling.js';
 import { tasksForStep } from '../algorithm/schedule.js';
@@ -35,7 +35,7 @@ export async function beam(ctx: SearchContext, o: BeamOptions): Promise<SearchEn
     const end = members.reduce((n, m) => n + ctx.evaluator.unasked(m, valTasks, 'val'), 0) + ctx.val.length;
     const children: PromptCandidate[] = [];
     let spent = false;
-    for (const parent of members) {
+    for (const parent of parentsFor(members, o.width)) {
       for (let b = 0; b < o.branch && !spent; b++) {
         if (ctx.signal?.aborted) return { reason: 'cancelled' };
         const tasks = tasksForStep([...ctx.train], ctx.minibatch, ctx.seed, state.batch);
@@ -50,6 +50,14 @@ export async function beam(ctx: SearchContext, o: BeamOptions): Promise<SearchEn
     if (spent) return { reason: 'budget' };
   }
   return { reason: 'completed' };
+}
+
+/**
+ * The round's parents: the beam, its members repeated in turn until there are `width` of them when it has fewer (as
+ * AGL's APO does), so the first round makes width x branch children of the seed.
+ */
+function parentsFor(members: PromptCandidate[], width: number): PromptCandidate[] {
+  return Array.from({ length: Math.max(width, members.length) }, (_, i) => members[i % members.length]!);
 }
 
 /** A val batch for the round: all of val when it is no larger, else a draw deterministic in (seed, round). */

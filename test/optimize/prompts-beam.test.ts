@@ -7,21 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { loadTasks } from '../../daemon/algorithm/run-plan.js';
 import type { Task } from '../../daemon/algorithm/rollouts.js';
-import { Budget } from '../../daemon/optimize/budget.js';
-import { CandidatePool } from '../../daemon/optimize/candidates.js';
-import { StoreEvaluator } from '../../daemon/optimize/evaluator.js';
-import { mergeStep } from '../../daemon/optimize/gepa.js';
-import { readMetaPrompts } from '../../daemon/optimize/meta.js';
-import { Proposer } from '../../daemon/optimize/proposer.js';
-import { acceptOnVal, scoreSeed, type SearchContext } from '../../daemon/optimize/search.js';
+import { mergeStep, newGepaState } from '../../daemon/optimize/gepa.js';
+import { acceptOnVal, scoreSeed } from '../../daemon/optimize/search.js';
 import { frontWeights } from '../../daemon/optimize/selection.js';
-import { storedAgentId } from '../../daemon/runner/agent-ref.js';
 import { DESK_PROMPT, EXECUTOR_PROMPT, PLANNER_PROMPT } from '../../samples/apo/prompts.js';
-import { AGENT_MODEL, OPTIMIZER_MODEL } from '../../samples/apo/scripted-llm.js';
 import { RULES, statedRules, withRules } from '../../samples/apo/world.js';
 import { DESK_AGENT, deskFlags, type OptimizeStack, PLANNER_AGENT, startOptimizeStack } from '../helpers/optimize-stack.js';
+import { searchContext } from '../helpers/search-context.js';
 
 let stack: OptimizeStack;
 before(async () => {
@@ -48,61 +41,8 @@ test('a planner and an executor optimized together: both prompts edited, each wi
   assert.deepEqual([...new Set(accepted.map((c) => c.component))].sort(), ['executor', 'planner']);
 });
 
-/** A search's context on a fresh optimization run of `agent` (its pool, evaluator, proposer: the run's own parts). */
-async function searchContext(agent: string, components: string[]): Promise<SearchContext> {
-  const { store } = stack.conn;
-  const run = await store.createTrainingRun({ agent, config: {}, totalSteps: 1, kind: 'optimize' });
-  const flags = deskFlags(stack.llm);
-  const llm = {
-    type: 'llm' as const,
-    endpoint: `${stack.daemon.url}/v1`,
-    model: AGENT_MODEL,
-    backend: 'upstream' as const,
-    upstreamUrl: stack.llm.url,
-    samplingParams: {},
-  };
-  const pool = new CandidatePool({
-    runId: run.id,
-    records: store,
-    stored: [],
-    maxChars: 8000,
-    publish: async (prompts) => {
-      const templates = Object.entries(prompts).map(([name, template]) => [name, { type: 'prompt_template' as const, template, engine: 'f-string' as const }]);
-      return (await store.addResources({ resources: { llm, ...Object.fromEntries(templates) } })).id;
-    },
-  });
-  const budget = new Budget(1000, 0);
-  const evaluator = new StoreEvaluator({ store, runId: run.id, agent: storedAgentId(agent), budget, rolloutTimeoutSeconds: 60 });
-  const proposer = new Proposer({
-    url: stack.llm.url,
-    model: OPTIMIZER_MODEL,
-    apiKey: 'k',
-    runId: run.id,
-    priceIn: null,
-    priceOut: null,
-    retries: 1,
-    timeoutMs: 5000,
-    backoffMs: 5,
-    stored: [],
-    record: (c) => store.addOptimizerCall(c),
-  });
-  return {
-    pool,
-    evaluator,
-    ask: (purpose, content, read) => proposer.ask(purpose, content, read),
-    meta: readMetaPrompts(),
-    budget,
-    train: loadTasks(flags.train!, 'train'),
-    val: loadTasks(flags.val!, 'val'),
-    components,
-    seed: 0,
-    minibatch: 3,
-    log: () => {},
-  };
-}
-
 test('a task drawn twice in one batch (a minibatch across an epoch of the shuffle) is rolled out and counted once', async () => {
-  const ctx = await searchContext(DESK_AGENT, ['desk']);
+  const ctx = await searchContext(stack, DESK_AGENT, ['desk']);
   const seed = await ctx.pool.propose({ prompts: { desk: DESK_PROMPT }, parents: [], origin: 'seed', component: null, reflection: null, minibatch: null });
   const [a, b] = ctx.train as Task[];
   assert.equal(ctx.evaluator.unasked(seed, [a!, b!, a!], 'train'), 2);
@@ -114,7 +54,7 @@ test('a task drawn twice in one batch (a minibatch across an epoch of the shuffl
 });
 
 test('a merge takes each prompt from the front member that changed it, and has the optimizer merge one both changed', async () => {
-  const ctx = await searchContext(PLANNER_AGENT, ['planner', 'executor']);
+  const ctx = await searchContext(stack, PLANNER_AGENT, ['planner', 'executor']);
   const { pool } = ctx;
   const { store } = stack.conn;
   const rule = (id: string) => RULES.filter((r) => r.id === id);
@@ -133,7 +73,7 @@ test('a merge takes each prompt from the front member that changed it, and has t
   });
   for (const c of [a, b]) await acceptOnVal(ctx, c, {});
   assert.deepEqual([...frontWeights(pool.val).keys()].sort(), [a.id, b.id].sort(), 'A and B each solve val tasks the other does not');
-  const step = await mergeStep(ctx, { minibatch: 0, merges: 0, component: new Map(), tried: new Set() });
+  const step = await mergeStep(ctx, newGepaState());
   assert.ok(step && step !== 'budget' && step.spent);
   const merged = pool.all.at(-1)!;
   assert.equal(merged.origin, 'merge');
