@@ -37,7 +37,11 @@ export interface SearchContext {
   onVal?(candidate: PromptCandidate, val: number, best: number): Promise<void> | void;
 }
 
-/** Consecutive steps that spent no rollout (skipped, refused, dropped) after which a search has nothing left to try. */
+/**
+ * Proposals in a row that came to nothing (refused by the checks, or the optimizer's answer dropped) after which GEPA
+ * has nothing new to try: two epochs of minibatches, at least 12. A skipped minibatch (the parent solved it) is free
+ * and does not count.
+ */
 export function idleLimit(ctx: SearchContext): number {
   return Math.max(12, 2 * Math.ceil(ctx.train.length / Math.max(1, ctx.minibatch)));
 }
