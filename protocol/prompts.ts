@@ -56,7 +56,7 @@ export const PromptCandidate = z.object({
   component: PromptName.nullable(),
   /** What the optimizer wrote about the parent's rollouts (the reflection, or the critique an edit followed). */
   reflection: z.string().nullable(),
-  /** The task ids of the minibatch it was proposed from. */
+  /** The task ids of the minibatch it was proposed from (a merge: the val tasks it was judged on). */
   minibatch: z.array(z.string()).nullable(),
   status: CandidateStatus,
   /** Why it was refused or rejected, in a sentence. */
