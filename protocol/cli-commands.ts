@@ -340,7 +340,7 @@ export const EVAL_COMMAND = {
     'no-worse-than': {
       type: 'string',
       arg: 'RUN',
-      help: "exit 1 when the mean is below that eval run's on the tasks both have and the paired test says the drop is significant",
+      help: "exit 1 when the paired test says this run is significantly worse than that eval run on the tasks both have (the test's direction, not the means')",
     },
     junit: { type: 'string', arg: 'FILE', help: 'write JUnit XML: one testcase per task, a failure with the answer, the expectation and the reason' },
     ...JUDGE_SETTING_FLAGS,
