@@ -319,7 +319,11 @@ export const EVAL_COMMAND = {
       arg: 'G',
       help: `the grader of rows that name none: ${GRADERS.join(', ')} (default exact for rows with "expected", else reward)`,
     },
-    tolerance: { type: 'string', arg: 'X', help: "the number grader's absolute tolerance for rows that give none (default 1e-6)" },
+    tolerance: {
+      type: 'string',
+      arg: 'X',
+      help: "the number grader's absolute tolerance for rows that give none (default 1e-6); it reads the answer's last number, commas only between thousands (1,234.5)",
+    },
     pass: { type: 'string', arg: 'X', help: 'a task passes when its score reaches X (JUnit failures, pass@k)', default: '0.5' },
     prompt: {
       type: 'string',
