@@ -86,6 +86,9 @@ describe('reading a judge answer', () => {
         [2, 1, null],
       ]);
     assert.match(unusable(`<think>Trajectory 1 looks right: ${draft} but let me check the totals`, 2), /no JSON with a score per trajectory/);
+    // The same tags later on are the answer's words: an explanation quoting what a reasoning agent wrote.
+    const quoting = '{"scores": [{"trajectory": 1, "explanation": "it wrote <think> and </think> and answered 4", "score": 0.5}]}';
+    assert.deepEqual(scores(quoting, 1), [[1, 0.5, 'it wrote <think> and </think> and answered 4']]);
   });
 
   it('of several JSON values the last one that scores every trajectory is the answer: not a draft, a quoted tool result, a fragment', () => {

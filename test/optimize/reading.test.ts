@@ -42,6 +42,9 @@ test('an optimizer answer as real models write it: reasoning dropped, a draft an
   assert.deepEqual(promptFromAnswer('<think>I would write ```\nx\n``` but'), { unusable: 'the answer holds nothing but reasoning (a <think> block)' });
   assert.match((promptFromAnswer('```\nfirst {q}\n```\nBetter:\n```\nsecond, cut') as { unusable: string }).unusable, /never closes/);
   assert.deepEqual(critiqueFromAnswer('<think>hmm</think>\n- cite the policy'), { text: '- cite the policy' });
+  // A prompt that tells the agent to think in tags keeps them: only reasoning that begins the answer is dropped.
+  const tagged = 'Here:\n```\nThink inside <think></think>, then answer.\n<think>\nsteps\n</think>\n{question}\n```';
+  assert.deepEqual(promptFromAnswer(tagged), { text: 'Think inside <think></think>, then answer.\n<think>\nsteps\n</think>\n{question}' });
 });
 
 test('meta-prompts: the shipped ones fill their names in one pass; an override must use what its purpose is given', () => {
