@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { readScores } from '../../daemon/judge/answer.js';
+import { judgeMessages } from '../../daemon/judge/request.js';
 
 const scores = (answer: string, shown: number) => {
   const got = readScores(answer, shown);
@@ -160,5 +161,17 @@ describe('reading a judge answer', () => {
       [1, 0, null],
       [2, 0.25, null],
     ]);
+  });
+
+  it('what the judge is asked is what is read: its example, filled in, reads; its scale and the last block are said', () => {
+    const [system] = judgeMessages({ mode: 'group', rubric: 'Correct totals.', task: 'Add.', trajectories: ['a', 'b'] });
+    const example = /```json\n(.*)\n```/.exec(system!.content)![1]!;
+    const filled = example.replace('<a number from 0 to 1>', '0.25').replace(', ...', ', {"trajectory": 2, "explanation": "ok", "score": 1}');
+    assert.deepEqual(scores(`<think>...</think>\n\`\`\`json\n${filled}\n\`\`\``, 2), [
+      [1, 0.25, '<what it did well or badly, in a sentence or two>'],
+      [2, 1, 'ok'],
+    ]);
+    assert.match(system!.content, /plain number from 0 \(worst\) to 1 \(best\): not 1-5, not 1-10, not a percentage/);
+    assert.match(system!.content, /the last JSON block of your answer is the one read/);
   });
 });
