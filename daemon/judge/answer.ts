@@ -78,7 +78,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v =
 /** The fields a bare one-trajectory answer may have: anything else (`"status": "ok"`) makes it some other JSON. */
 const BARE_KEYS = new Set(['score', ...ID_KEYS, ...WHY_KEYS, ...SCALE_KEYS, ...OUT_OF_KEYS]);
 
-/** The entries of a parsed answer (and the scale the answer states for all of them), or null when it has no list of scores. */
+/** The entries of a parsed answer, or null when it has no list of scores. */
 function entriesOf(v: unknown, shown: number): Record<string, unknown>[] | null {
   if (Array.isArray(v)) return v.every(isObject) ? v : null;
   if (!isObject(v)) return null;

@@ -1,6 +1,6 @@
 /**
  * The scale a judge's answer states, when it scores on another one than the 0 to 1 it was asked for: a `"scale"` field
- * ("1-5", "0 to 10", "out of 10", "percent", "%"), an `"out_of"` field (10), or a score written with its scale ("4/5",
+ * ("1-5", "0 to 10", "out of 10", "percent", "%", [1, 5]), an `"out_of"` field (10), or a score written with its scale ("4/5",
  * "8 out of 10", "80%"). A stated scale is read by itself (1 on "1-5" is 0, not a perfect score); a score outside
  * [0, 1] with no stated scale is refused with that reason, never taken at face value, nor guessed: 1 on an unstated
  * 1-5 scale and 1 on the asked 0-1 scale are the same answer. Prose that speaks of a scale the JSON does not state
@@ -38,7 +38,8 @@ export function statedScale(o: Record<string, unknown>): Scale | undefined | { u
   const key = SCALE_KEYS.find((k) => o[k] !== undefined);
   if (key !== undefined) {
     const raw = o[key];
-    const scale = typeof raw === 'string' ? scaleFromText(raw) : null;
+    const pair = Array.isArray(raw) && raw.length === 2 && raw.every((x) => typeof x === 'number') ? `${raw[0]}-${raw[1]}` : null;
+    const scale = typeof raw === 'string' || pair ? scaleFromText(pair ?? (raw as string)) : null;
     return scale ?? { unreadable: `its "${key}" ${JSON.stringify(raw)} is not a scale this reads (give "0-1", "1-5", "out of 10" or "percent")` };
   }
   const outOfKey = OUT_OF_KEYS.find((k) => o[k] !== undefined);

@@ -134,6 +134,10 @@ describe('reading a judge answer', () => {
       [1, 0, null],
       [2, 1, null],
     ]);
+    assert.deepEqual(scores(`{"range": [1, 5], ${two(3, 5).slice(1)}`, 2), [
+      [1, 0.5, null],
+      [2, 1, null],
+    ]);
     assert.deepEqual(scores(`{"out_of": 10, ${two(7, 10).slice(1)}`, 2), [
       [1, 0.7, null],
       [2, 1, null],
