@@ -319,7 +319,11 @@ export const EVAL_COMMAND = {
       arg: 'G',
       help: `the grader of rows that name none: ${GRADERS.join(', ')} (default exact for rows with "expected", else reward)`,
     },
-    tolerance: { type: 'string', arg: 'X', help: "the number grader's absolute tolerance for rows that give none (default 1e-6)" },
+    tolerance: {
+      type: 'string',
+      arg: 'X',
+      help: "the number grader's absolute tolerance for rows that give none (default 1e-6); it reads the answer's last number, commas only between thousands (1,234.5)",
+    },
     pass: { type: 'string', arg: 'X', help: 'a task passes when its score reaches X (JUnit failures, pass@k)', default: '0.5' },
     prompt: {
       type: 'string',
@@ -340,7 +344,7 @@ export const EVAL_COMMAND = {
     'no-worse-than': {
       type: 'string',
       arg: 'RUN',
-      help: "exit 1 when the mean is below that eval run's on the tasks both have and the paired test says the drop is significant",
+      help: "exit 1 when the paired test says this run is significantly worse than that eval run on the tasks both have (the test's direction, not the means')",
     },
     junit: { type: 'string', arg: 'FILE', help: 'write JUnit XML: one testcase per task, a failure with the answer, the expectation and the reason' },
     ...JUDGE_SETTING_FLAGS,

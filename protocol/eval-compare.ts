@@ -6,7 +6,7 @@
  * the view and the command say the same wins, losses, ties and p-value.
  */
 import type { EvalConfig, EvalSummary, EvalTaskResult } from './eval.js';
-import { compareTasks, type Comparison } from './eval-stats.js';
+import { compareTasks, difference, type Comparison } from './eval-stats.js';
 import type { TrainingRun } from './store.js';
 
 /** The extension's id (package.json publisher.name), the authority of the URIs VS Code hands it. */
@@ -102,7 +102,8 @@ export function compareEvalRuns(base: TrainingRun, run: TrainingRun): EvalCompar
   const ids = [...after.keys(), ...[...before.keys()].filter((id) => !after.has(id))];
   const rows = ids.map((id): EvalCompareRow => {
     const [x, y] = [before.get(id) ?? null, after.get(id) ?? null];
-    const change = !x || !y ? 'only' : y.mean > x.mean ? 'fix' : y.mean < x.mean ? 'regression' : 'same';
+    const moved = x && y ? difference(x.mean, y.mean) : null;
+    const change = moved === null ? 'only' : moved > 0 ? 'fix' : moved < 0 ? 'regression' : 'same';
     return { id, change, base: x, run: y };
   });
   return { base: evalRunInfo(base), run: evalRunInfo(run), comparison, rows };

@@ -103,11 +103,21 @@ function regex(answer: unknown, re: RegExp): Verdict {
     : { score: 0, reason: `the answer ${quote(answer)} does not match /${re.source}/` };
 }
 
-/** A number, or a string holding one; else null. */
+/**
+ * A number as written in an answer: digits, with commas between groups of three as thousands separators ("1,234.5"),
+ * an optional sign, decimals and exponent. A comma before other digits ("1,5") is no decimal point: it separates two
+ * numbers. The grader's reasons name this rule.
+ */
+const WRITTEN_NUMBER = /-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[-+]?\d+)?/gi;
+const SEPARATORS_SAID = 'digits, with commas only between thousands: 1,234.5';
+const writtenValue = (s: string): number => Number(s.replace(/,/g, ''));
+
+/** A number, or a string holding one (thousands separators allowed); else null. */
 function toNumber(v: unknown): number | null {
   if (typeof v === 'number') return Number.isFinite(v) ? v : null;
   if (typeof v === 'string' && v.trim() !== '') {
-    const n = Number(v.trim());
+    const t = v.trim();
+    const n = new RegExp(`^(?:${WRITTEN_NUMBER.source})$`, 'i').test(t) ? writtenValue(t) : Number(t);
     return Number.isFinite(n) ? n : null;
   }
   return null;
@@ -117,13 +127,13 @@ function toNumber(v: unknown): number | null {
 function numberIn(answer: unknown): number | null {
   const n = toNumber(answer);
   if (n !== null) return n;
-  const found = answerText(answer).match(/-?\d+(?:\.\d+)?(?:e[-+]?\d+)?/gi);
-  return found ? Number(found.at(-1)) : null;
+  const found = answerText(answer).match(WRITTEN_NUMBER);
+  return found ? writtenValue(found.at(-1)!) : null;
 }
 
 function number(answer: unknown, want: number, tolerance: number): Verdict {
   const got = numberIn(answer);
-  if (got === null) return { score: 0, reason: `the answer ${quote(answer)} holds no number; expected ${want}` };
+  if (got === null) return { score: 0, reason: `the answer ${quote(answer)} holds no number (${SEPARATORS_SAID}); expected ${want}` };
   const off = Math.abs(got - want);
   return off <= tolerance
     ? { score: 1, reason: `${got} is within ${tolerance} of ${want}` }

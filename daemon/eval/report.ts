@@ -7,7 +7,7 @@
  */
 import { basename } from 'node:path';
 import type { EvalConfig, EvalSummary } from '../../protocol/eval.js';
-import { ALPHA, pSaid, type Comparison } from '../../protocol/eval-stats.js';
+import { ALPHA, directionSaid, pSaid, type Comparison } from '../../protocol/eval-stats.js';
 
 /** A gate's verdict: which flag, whether it held, and why in words. */
 export interface GateResult {
@@ -39,7 +39,7 @@ export function resultLines(runId: string, s: EvalSummary): string[] {
 export function comparisonLines(c: Comparison): string[] {
   const d = c.mean - c.baselineMean;
   const verdict = c.significant
-    ? `significant (p < ${ALPHA}): ${d > 0 ? 'better' : 'worse'} than ${c.baselineRunId}`
+    ? `significant (p < ${ALPHA}): ${directionSaid(c, c.baselineRunId)}`
     : `not significant (p >= ${ALPHA}): no evidence of a change against ${c.baselineRunId}`;
   return [
     `against ${c.baselineRunId} on ${c.tasks} shared tasks${c.unmatched ? ` (${c.unmatched} in only one of them, left out)` : ''}: ` +
@@ -48,7 +48,7 @@ export function comparisonLines(c: Comparison): string[] {
   ];
 }
 
-/** The gates: --min (the mean reaches SCORE), --no-worse-than (no significant drop against that run). */
+/** The gates: --min (the mean reaches SCORE), --no-worse-than (no significant drop against that run: the paired test's direction, not the means'). */
 export function gates(s: EvalSummary, min: number | null, noWorse: Comparison | null): GateResult[] {
   const out: GateResult[] = [];
   if (min !== null)
@@ -58,7 +58,7 @@ export function gates(s: EvalSummary, min: number | null, noWorse: Comparison | 
       said: s.mean >= min ? `mean ${f3(s.mean)} reaches --min ${min}` : `mean ${f3(s.mean)} is below --min ${min}`,
     });
   if (noWorse) {
-    const worse = noWorse.significant && noWorse.mean < noWorse.baselineMean;
+    const worse = noWorse.significant && noWorse.direction === 'worse';
     out.push({
       flag: 'no-worse-than',
       ok: !worse,

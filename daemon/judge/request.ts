@@ -1,7 +1,8 @@
 /**
- * What a judge is asked: a system message (its job, the mode's scale, the rubric, the JSON to answer with) and a user
- * message (the task, then each trajectory as protocol/episode-text.ts renders it, between `<trajectory k>` tags, in
- * the order this call shows them). Group mode (ART's RULER): the trajectories are attempts at one task, scored
+ * What a judge is asked: a system message (its job, the mode's scale, the rubric, the JSON to answer with: scores as
+ * plain numbers from 0 to 1, the last JSON block read, as answer.ts reads it) and a user message (the task, then
+ * each trajectory as protocol/episode-text.ts renders it, between `<trajectory k>` tags, in the order this call shows
+ * them). Group mode (ART's RULER): the trajectories are attempts at one task, scored
  * relative to each other in [0, 1]; single mode: one trajectory scored on the rubric's absolute scale. The order is a
  * seeded shuffle per call (position bias: a judge favours what it reads first or last), recorded on the judge spans.
  */
@@ -15,6 +16,8 @@ const ANSWER_FORMAT = (n: number) =>
     '```json',
     `{"scores": [{"trajectory": 1, "explanation": "<what it did well or badly, in a sentence or two>", "score": <a number from 0 to 1>}${n > 1 ? ', ...' : ''}]}`,
     '```',
+    'Each score is a plain number from 0 (worst) to 1 (best): not 1-5, not 1-10, not a percentage. Think first if you',
+    'need to; the last JSON block of your answer is the one read.',
   ].join('\n');
 
 function systemMessage(mode: JudgeMode, rubric: string, n: number): string {

@@ -124,6 +124,36 @@ describe('comparing two eval runs', () => {
     assert.match(summaryWords(worse).verdict, /^significant \(p < 0\.05\): worse than the served policy$/);
   });
 
+  it('takes the direction from the paired test, as agl eval does: many small drops and one large gain read worse', () => {
+    // 14 tasks 0.55 -> 0.50, one 0.10 -> 1.00: the mean rises, the signed-rank test says a drop (p = 214 / 32768).
+    const ids = Array.from({ length: 15 }, (_, i) => `q${i}`);
+    const v = compareEvalRuns(
+      evalRun(
+        'eval-e',
+        null,
+        ids.map((id, i) => task(id, i === 14 ? 0.1 : 0.55, '7')),
+        1,
+      ),
+      evalRun(
+        'eval-f',
+        null,
+        ids.map((id, i) => task(id, i === 14 ? 1 : 0.5, '7')),
+        2,
+      ),
+    );
+    assert.ok(v.comparison.mean > v.comparison.baselineMean);
+    assert.match(
+      summaryWords(v).verdict,
+      /^significant \(p < 0\.05\): worse than the served policy \(by the ranked per-task changes; the mean moved the other way\)$/,
+    );
+    // Means of repeated runs equal but for float rounding: the row is the same, not a fix or a regression.
+    const noise = compareEvalRuns(
+      evalRun('eval-g', null, [task('q0', (0.1 + 0.2 + 0.3) / 3, '7')], 3),
+      evalRun('eval-h', null, [task('q0', (0.3 + 0.2 + 0.1) / 3, '7')], 4),
+    );
+    assert.deepEqual([noise.rows[0]!.change, noise.comparison.ties], ['same', 1]);
+  });
+
   it('refuses a run that did not finish, naming it', () => {
     assert.throws(
       () => compareEvalRuns(base, evalRun('eval-x', null, [task('t1', 1, '7')], 3, 'cancelled')),

@@ -51,7 +51,17 @@ test('number: the answer itself, a numeric string, or the last number in its tex
   const off = grade('number', 564, 'it is 560');
   assert.equal(off.score, 0);
   assert.equal(off.reason, 'answered 560, expected 564 (off by 4, tolerance 0.000001)');
-  assert.match(grade('number', 3, 'three').reason, /holds no number; expected 3/);
+  assert.match(grade('number', 3, 'three').reason, /holds no number \(.*\); expected 3/);
+});
+
+test('number: commas between thousands are separators ("1,234" is 1234), a comma before other digits separates numbers', () => {
+  assert.equal(grade('number', 1234, 'The total is 1,234.').score, 1);
+  assert.equal(grade('number', 1234567.5, '$1,234,567.50 in all').score, 1);
+  assert.equal(grade('number', 1234, '1,234').score, 1);
+  assert.equal(grade('number', -1234, { answer: '-1,234' }).score, 1);
+  assert.equal(grade('number', '2,500', 'about 2500').score, 1, 'the expected value is read the same way');
+  assert.match(grade('number', 1.5, 'it is 1,5').reason, /answered 5, expected 1\.5/);
+  assert.match(grade('number', 3, 'three').reason, /holds no number \(digits, with commas only between thousands: 1,234\.5\); expected 3/);
 });
 
 test('json-schema: the answer (or a string of JSON) validated by ajv; the reason names what is wrong', () => {

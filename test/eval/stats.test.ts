@@ -3,11 +3,25 @@
  * exact p-values against counts of sign patterns done by hand and against brute-force enumeration of all 2^n
  * patterns (ties included), on 0/1 scores against the exact binomial sign test it reduces to; Student's t against
  * the Cauchy distribution (t with 1 degree of freedom, whose CDF has a closed form) and the printed tables; the
- * comparison's wins, losses and ties.
+ * comparison's wins, losses and ties; its direction (the statistic's, not the means') in the verdict and the
+ * --no-worse-than gate; the tie-corrected normal approximation against the exact sign test; float noise as no change.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareTasks, mean, meanInterval, normalQuantile, pSaid, tCdf, tQuantile, wilcoxonSignedRank, wilsonInterval } from '../../protocol/eval-stats.js';
+import type { EvalSummary } from '../../protocol/eval.js';
+import {
+  compareTasks,
+  mean,
+  meanInterval,
+  normalQuantile,
+  normalSignedRankP,
+  pSaid,
+  tCdf,
+  tQuantile,
+  wilcoxonSignedRank,
+  wilsonInterval,
+} from '../../protocol/eval-stats.js';
+import { comparisonLines, gates } from '../../daemon/eval/report.js';
 
 const close = (a: number, b: number, eps = 1e-9, what = '') => assert.ok(Math.abs(a - b) <= eps, `${what} ${a} vs ${b}`);
 
@@ -84,13 +98,86 @@ test('with tied magnitudes (midranks) it matches enumerating every sign pattern'
 });
 
 test('above the exact range it says so and gives the normal approximation', () => {
-  // 120 tasks that differ: symmetric differences give p near 1, a strong shift a tiny p.
-  const symmetric = Array.from({ length: 120 }, (_, i) => (i % 2 ? 1 : -1) * (1 + (i >> 1)));
+  // 400 tasks that differ, every magnitude its own: symmetric differences give p near 1, a strong shift a tiny p.
+  const symmetric = Array.from({ length: 400 }, (_, i) => (i % 2 ? 1 : -1) * (1 + (i >> 1)));
   const r = wilcoxonSignedRank(symmetric);
   assert.equal(r.exact, false);
   assert.ok(r.p > 0.5, String(r.p));
-  const shifted = Array.from({ length: 120 }, (_, i) => (i % 10 === 0 ? -1 : 1) * (1 + i));
+  const shifted = Array.from({ length: 400 }, (_, i) => (i % 10 === 0 ? -1 : 1) * (1 + i));
   assert.ok(wilcoxonSignedRank(shifted).p < 1e-10);
+});
+
+/** The two-sided exact sign test of `wins` of `n` (BigInt binomial counts: no rounding until the division). */
+function exactSignTest(wins: number, n: number): number {
+  let tail = 0n,
+    c = 1n;
+  const k = Math.max(wins, n - wins);
+  for (let j = 0; j <= n; j++) {
+    if (j >= k) tail += c;
+    c = (c * BigInt(n - j)) / BigInt(j + 1);
+  }
+  return Math.min(1, Number((2n * tail * 10n ** 18n) / 2n ** BigInt(n)) / 1e18);
+}
+
+test('many tied magnitudes: 61 wins of 102 on 0/1 scores is the exact sign test (p = 0.0594), not 0.048', () => {
+  const diffs = [...Array(61).fill(1), ...Array(41).fill(-1)];
+  const r = wilcoxonSignedRank(diffs);
+  assert.equal(r.exact, true);
+  assert.equal(r.wPlus, 61 * 51.5);
+  close(r.p, exactSignTest(61, 102), 1e-12);
+  close(r.p, 0.0594005369, 1e-9);
+  assert.ok(!compareTasks('eval-x', new Map(diffs.map((_, i) => [`t${i}`, 0.5])), new Map(diffs.map((d, i) => [`t${i}`, 0.5 + d / 2]))).significant);
+  // The normal approximation, where it is used, corrects for the ties: W+ moves in steps of the midrank 51.5, so its
+  // continuity correction is 51.5 / 2. By hand: mean 102 x 103 / 4 = 2626.5; variance 102 x 103 x 205 / 24 -
+  // (102^3 - 102) / 48 = 67632.375; z = (3141.5 - 2626.5 - 25.75) / sqrt(67632.375) = 1.881280; two-sided
+  // p = erfc(z / sqrt 2) = 0.0599338 (a correction of 1/2 gives z = 1.978372, p = 0.0478867: "significant").
+  const midranks = Array(102).fill(51.5);
+  close(normalSignedRankP(61 * 51.5, midranks, 51.5), 0.059933795, 1e-6);
+  close(normalSignedRankP(61 * 51.5, midranks, 1), 0.047886703, 1e-6);
+});
+
+test("the direction is the test statistic's: many small drops and one large gain are a significant drop although the mean rises", () => {
+  // 14 tasks 0.55 -> 0.50 and one 0.10 -> 1.00. Magnitudes: 14 tied at 0.05 (midrank 7.5), 0.9 rank 15: W+ = 15,
+  // below its null mean 15 x 16 / 4 = 60. Null: W+ = 15b + 7.5k (b a fair coin, k ~ Bin(14, 1/2)); W+ <= 15 when b = 0
+  // and k <= 2 (1 + 14 + 91 patterns) or b = 1 and k = 0 (1): 107 of 2^15, two-sided p = 214 / 32768 = 0.00653.
+  const ids = Array.from({ length: 15 }, (_, i) => `t${i}`);
+  const before = new Map(ids.map((id, i) => [id, i === 14 ? 0.1 : 0.55]));
+  const after = new Map(ids.map((id, i) => [id, i === 14 ? 1 : 0.5]));
+  const c = compareTasks('eval-base', before, after);
+  assert.deepEqual([c.wins, c.losses, c.ties, c.test.wPlus, c.test.n], [1, 14, 0, 15, 15]);
+  close(c.test.p, 214 / 32768, 1e-12);
+  close(c.test.p, bruteForceP(ids.map((id) => after.get(id)! - before.get(id)!)), 1e-12);
+  assert.ok(c.mean > c.baselineMean, 'the mean rises: 0.520 -> 0.533');
+  assert.equal(c.significant, true);
+  assert.equal(c.direction, 'worse');
+  const lines = comparisonLines(c).join('\n');
+  assert.match(lines, /significant \(p < 0\.05\): worse than eval-base \(by the ranked per-task changes; the mean moved the other way\)/);
+  assert.doesNotMatch(lines, /better than/);
+  const [gate] = gates({ mean: c.mean } as EvalSummary, null, c);
+  assert.equal(gate!.ok, false, '--no-worse-than fails on a significant drop');
+  assert.match(gate!.said, /significantly worse than eval-base/);
+  // The mirror image: a significant gain whose mean falls never fails CI.
+  const mirrored = compareTasks('eval-base', after, before);
+  assert.equal(mirrored.direction, 'better');
+  assert.ok(mirrored.mean < mirrored.baselineMean);
+  assert.equal(gates({ mean: mirrored.mean } as EvalSummary, null, mirrored)[0]!.ok, true);
+  assert.match(comparisonLines(mirrored).join('\n'), /significant \(p < 0\.05\): better than eval-base \(by the ranked/);
+});
+
+test('means of repeated runs that differ by float rounding are a tie, and equal moves rank as tied', () => {
+  // (0.1 + 0.2 + 0.3) / 3 = 0.20000000000000004 and (0.3 + 0.2 + 0.1) / 3 = 0.19999999999999998: the same three scores.
+  const before = new Map([
+    ['a', (0.1 + 0.2 + 0.3) / 3],
+    ['b', (0.3 + 0.2 + 0.1) / 3],
+  ]);
+  const after = new Map([
+    ['a', (0.3 + 0.2 + 0.1) / 3],
+    ['b', (0.1 + 0.2 + 0.3) / 3],
+  ]);
+  const c = compareTasks('eval-x', before, after);
+  assert.deepEqual([c.wins, c.losses, c.ties, c.test.n, c.direction], [0, 0, 2, 0, 'none']);
+  // 0.7 - 0.4 = 0.29999999999999993 and 0.4 - 0.1 = 0.30000000000000004: one move, so one midrank (1.5) each.
+  assert.equal(wilcoxonSignedRank([0.7 - 0.4, -(0.4 - 0.1)]).wPlus, 1.5);
 });
 
 test("Student's t: the Cauchy CDF at 1 degree of freedom, and the tables' 97.5% quantiles", () => {
