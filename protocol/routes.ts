@@ -21,6 +21,7 @@
  */
 import type { z } from 'zod';
 import type { AgentHeadline } from './agent-headline.js';
+import { ChatCompletionBody, CompletionBody } from './api-gateway.js';
 import {
   AddMetricsRequest,
   AddResourcesRequest,
@@ -219,6 +220,32 @@ export const routes = {
   /** A prompt optimization: its candidates with their per-val-task scores, the Pareto front, best val by rollouts used, the optimizer's calls (daemon/store/views-optimize.ts). */
   viewOptimization: { method: 'GET', path: '/views/optimization', query: OptimizationViewQuery, response: returns<OptimizationView>() },
 } as const satisfies Record<string, RouteDecl>;
+
+/**
+ * The gateway's OpenAI-compatible calls (daemon/server/gateway.ts), outside API_PREFIX: bare (token required) and
+ * per attempt (the ids in the path are the capability). Their bodies follow OpenAI's rules, not the store API's:
+ * unknown keys pass through to upstream servers untouched, and what is refused (400 naming the field, in OpenAI's
+ * error shape inside problem+json, before the call is routed, forwarded or recorded) is a body that is not a JSON
+ * object or a field the gateway reads with the wrong type (api-gateway.ts). `GET /v1/models` reads no body.
+ * Not here either: `POST /v1/traces` (OTLP/HTTP, protobuf or JSON: daemon/server/otlp.ts), whose envelope is
+ * checked by otlp-validate.ts and whose unknown fields are ignored, as the OTLP spec asks of receivers.
+ */
+export const gatewayRoutes = {
+  chatCompletions: { method: 'POST', path: '/v1/chat/completions', body: ChatCompletionBody, response: returns<Record<string, unknown>>() },
+  completions: { method: 'POST', path: '/v1/completions', body: CompletionBody, response: returns<Record<string, unknown>>() },
+  attemptChatCompletions: {
+    method: 'POST',
+    path: '/rollout/:rolloutId/attempt/:attemptId/v1/chat/completions',
+    body: ChatCompletionBody,
+    response: returns<Record<string, unknown>>(),
+  },
+  attemptCompletions: {
+    method: 'POST',
+    path: '/rollout/:rolloutId/attempt/:attemptId/v1/completions',
+    body: CompletionBody,
+    response: returns<Record<string, unknown>>(),
+  },
+} as const satisfies Record<string, PostRoute>;
 
 export type Routes = typeof routes;
 export type RouteName = keyof Routes;

@@ -1,8 +1,9 @@
 /**
- * Every route refuses what it does not declare: this walks the route table of protocol/routes.ts (so a route
- * added later is covered without editing this file) and sends each route, through a real daemon over HTTP with
- * the token, a JSON array, a number, a string, null, an object with an unknown key and, where its schema has
- * typed fields, one of them with the wrong type (derived from the schema). Each must be a 400
+ * Every route refuses what it does not declare: this walks the route tables of protocol/routes.ts (the store API
+ * and the gateway's OpenAI-compatible calls, so a route added later is covered without editing this file) and
+ * sends each route, through a real daemon over HTTP with the token, a JSON array, a number, a string, null, an
+ * object with an unknown key (where its schema refuses them: the gateway passes unknown OpenAI fields on) and,
+ * where its schema has typed fields, one of them with the wrong type (derived from the schema). Each must be a 400
  * application/problem+json naming the field, and the store must read back unchanged afterwards: the handler
  * never ran (a heartbeat did not move the attempt's last heartbeat). A POST route with no body declaration fails
  * here with a message saying to declare one.
@@ -11,8 +12,8 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { z } from 'zod';
-import type { Problem } from '../../protocol/api.js';
-import { routes, type RouteDecl } from '../../protocol/routes.js';
+import { NoBody, type Problem } from '../../protocol/api.js';
+import { gatewayRoutes, routes, type RouteDecl } from '../../protocol/routes.js';
 import { startDaemonProcess, type DaemonProcess } from '../helpers/daemon-process.js';
 
 interface Answer {
@@ -65,18 +66,18 @@ function wrongTypedField(schema: z.ZodType): BadBody | null {
   return null;
 }
 
-/** The bad bodies every route is sent; the wrong-typed field only where its schema has one. */
+/** Whether a schema refuses a key it does not declare (the store API's); the gateway's pass them on. */
+function refusesUnknownKeys(schema: z.ZodType): boolean {
+  return schema.safeParse({ [UNKNOWN_KEY]: 1 }).error?.issues.some((i) => i.code === 'unrecognized_keys') ?? false;
+}
+
+/** The bad bodies every route is sent; an unknown key where its schema refuses one, a wrong-typed field where it has one. */
 function badBodies(decl: RouteDecl): BadBody[] {
   const notObject = (body: string, got: string): BadBody => ({ body, path: '(body)', message: new RegExp(`expected object, received ${got}`) });
-  const out = [
-    notObject('[]', 'array'),
-    notObject('[{"a":1}]', 'array'),
-    notObject('7', 'number'),
-    notObject('"text"', 'string'),
-    notObject('null', 'null'),
-    { body: JSON.stringify({ [UNKNOWN_KEY]: 1 }), path: UNKNOWN_KEY, message: /unknown field/ },
-  ];
-  const wrong = decl.method === 'POST' && decl.body ? wrongTypedField(decl.body) : null;
+  const out = [notObject('[]', 'array'), notObject('[{"a":1}]', 'array'), notObject('7', 'number'), notObject('"text"', 'string'), notObject('null', 'null')];
+  const schema = (decl.method === 'POST' && decl.body) || NoBody;
+  if (refusesUnknownKeys(schema)) out.push({ body: JSON.stringify({ [UNKNOWN_KEY]: 1 }), path: UNKNOWN_KEY, message: /unknown field/ });
+  const wrong = wrongTypedField(schema);
   return wrong ? [...out, wrong] : out;
 }
 
@@ -98,7 +99,9 @@ describe('every declared route refuses a body that is not its declared shape, an
     const candidate = await c.addPromptCandidate({ id: 'pc-declared-0', runId: run.id, ordinal: 0, prompts: { system: 'Answer.' }, ...lineage });
     Object.assign(ids, {
       rollouts: claim.rollout.id,
+      rollout: claim.rollout.id,
       attempts: claim.attempt.id,
+      attempt: claim.attempt.id,
       workers: worker.id,
       resources: resources.id,
       'training-runs': run.id,
@@ -126,8 +129,8 @@ describe('every declared route refuses a body that is not its declared shape, an
     await d?.stop('SIGTERM');
   });
 
-  /** The route's path with each `:param` filled with a fixture's id (`:aid` is always the attempt). */
-  function pathOf(path: string): string {
+  /** The route's path under `prefix`, each `:param` filled with a fixture's id (`:aid` is always the attempt). */
+  function pathOf(prefix: string, path: string): string {
     const segments = path.split('/');
     const filled = segments.map((seg, i) => {
       if (!seg.startsWith(':')) return seg;
@@ -136,7 +139,7 @@ describe('every declared route refuses a body that is not its declared shape, an
       assert.ok(id, `${path}: no fixture id for '/${collection}/${seg}': create one in this test's before() and add it to ids`);
       return encodeURIComponent(id);
     });
-    return `/v1/agl${filled.join('/')}`;
+    return prefix + filled.join('/');
   }
 
   it('every POST route declares its body (a schema, or null when it takes none)', () => {
@@ -149,9 +152,13 @@ describe('every declared route refuses a body that is not its declared shape, an
     }
   });
 
-  for (const [name, decl] of Object.entries(routes) as [string, RouteDecl][]) {
-    it(`${decl.method} ${decl.path} (${name}): 400 problem+json naming the field, nothing written`, async () => {
-      const path = pathOf(decl.path);
+  const tables: [string, Record<string, RouteDecl>][] = [
+    ['/v1/agl', routes],
+    ['', gatewayRoutes],
+  ];
+  for (const [name, decl, prefix] of tables.flatMap(([prefix, table]) => Object.entries(table).map(([name, decl]) => [name, decl, prefix] as const))) {
+    it(`${decl.method} ${prefix}${decl.path} (${name}): 400 problem+json naming the field, nothing written`, async () => {
+      const path = pathOf(prefix, decl.path);
       const before = await storeNow();
       for (const bad of badBodies(decl)) {
         const answer = await send(d.url, decl.method, path, d.token, bad.body);
