@@ -152,6 +152,23 @@ describe('every declared route refuses a body that is not its declared shape, an
     }
   });
 
+  it('POST /v1/traces (OTLP/JSON, its own rule): not an object or a wrong-typed envelope is a 400 naming the field; an unknown field is ignored, as OTLP asks', async () => {
+    const before = await storeNow();
+    const notObject = (body: string, got: string): BadBody => ({ body, path: '(body)', message: new RegExp(`received ${got}`) });
+    const bad = [notObject('[]', 'array'), notObject('7', 'number'), notObject('"text"', 'string'), notObject('null', 'null')];
+    bad.push({ body: '{"resourceSpans":7}', path: 'resourceSpans', message: /expected array, received number/ });
+    for (const { body, path, message } of bad) {
+      const answer = await send(d.url, 'POST', '/v1/traces', d.token, body);
+      assert.equal(answer.status, 400, `${body}: ${answer.text}`);
+      assert.match(answer.type, /^application\/problem\+json/);
+      const named = (JSON.parse(answer.text) as Problem).errors?.find((e) => e.path === path);
+      assert.ok(named, `${body}: the problem names ${path}: ${answer.text}`);
+      assert.match(named.message, message);
+    }
+    assert.equal((await send(d.url, 'POST', '/v1/traces', d.token, JSON.stringify({ [UNKNOWN_KEY]: 1 }))).status, 200);
+    assert.equal(await storeNow(), before, 'a refused export changed the store');
+  });
+
   const tables: [string, Record<string, RouteDecl>][] = [
     ['/v1/agl', routes],
     ['', gatewayRoutes],
