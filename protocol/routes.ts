@@ -18,6 +18,9 @@
  * Not store routes: `GET /health` (no token) and `GET /metrics` outside the prefix, the served policy's
  * `/policy` routes (daemon/server/routes-policy.ts, mounted by `agl serve --model` only), and the event stream
  * `GET /v1/agl/events` (server-sent events, not JSON: declared in protocol/events.ts, served by daemon/server/events.ts).
+ * Those GET routes never read a body (no body reader runs for them), so nothing sent in one reaches a handler;
+ * `POST /policy/load` takes api.ts PolicyLoadRequest (strict). Below the store routes: the gateway's
+ * OpenAI-compatible calls (gatewayRoutes), whose bodies follow OpenAI's rules.
  */
 import type { z } from 'zod';
 import type { AgentHeadline } from './agent-headline.js';
