@@ -112,8 +112,9 @@ export interface PostRoute {
   readonly method: 'POST';
   readonly path: string;
   /**
-   * The body's schema (strict: an unknown key is refused by name), or null for a route that takes no body: then
-   * only none or `{}` is accepted (api.ts NoBody). Required, so a new POST route cannot leave its body unchecked.
+   * The body's schema (a store route's is strict: an unknown key is refused by name), or null for a route that
+   * takes no body: then only none or `{}` is accepted (api.ts NoBody). Required, so a new POST route cannot leave
+   * its body unchecked.
    */
   readonly body: z.ZodType | null;
   /** A request without any body counts as `{}` (the body stays checked when one is sent). */

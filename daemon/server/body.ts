@@ -3,7 +3,8 @@
  * hot path alike), the gateway and OTLP/JSON. A body must be sent as `application/json` (charset UTF-8 when
  * named; 415 otherwise), its bytes must be valid UTF-8 (400 naming the first bad byte: never silently
  * turned into U+FFFD), a leading byte-order mark is dropped, and only a JSON object or array is a body (as
- * express.json({ strict: true }), but a number, string or null is named as what it is, not as malformed). An empty JSON body is `{}`; a request without any body has none.
+ * express.json({ strict: true }), but a number, string or null is named as what it is, not as malformed).
+ * An empty JSON body is `{}`; a request without any body has none.
  */
 import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';

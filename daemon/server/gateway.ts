@@ -11,9 +11,10 @@
  * tools read them.
  *
  * The routes and their bodies are declared in protocol/routes.ts (gatewayRoutes: unknown OpenAI fields pass
- * through, the fields the gateway reads are typed). A call goes through five steps, one function each: its body is checked (validBody), it is routed to its
- * attempt and policy (gateway-route.ts), served by its backend (serve), its span recorded (recordSpan), and
- * answered (CallAnswer: JSON, or server-sent events as the chunks arrive).
+ * through, the fields the gateway reads are typed). A call goes through five steps, one function each: its body
+ * is checked (validBody), it is routed to its attempt and policy (gateway-route.ts), served by its backend
+ * (serve), its span recorded (recordSpan), and answered (CallAnswer: JSON, or server-sent events as the chunks
+ * arrive).
  */
 import express, { type Request, type Response } from 'express';
 import type { z } from 'zod';

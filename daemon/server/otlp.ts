@@ -5,7 +5,8 @@
  * rollout/attempt (attributes, resource attributes or x-agl-* headers), or an unknown rollout, are
  * rejected through OTLP's partial_success rather than failing the whole export; so are spans that are not
  * OTLP spans (otlp-validate.ts). An export whose envelope is not OTLP, or that is not UTF-8 (JSON bodies and
- * protobuf strings alike), is refused with 400 naming the field; a content type other than protobuf or JSON with 415.
+ * protobuf strings alike), is refused with 400 naming the field; a content type other than protobuf or JSON
+ * with 415.
  * Its body rule is OTLP's, not the store API's: an unknown field is ignored (OTLP/JSON receivers must ignore
  * fields they do not know, so newer exporters keep working), a wrong-typed or non-object envelope is refused.
  */

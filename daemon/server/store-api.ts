@@ -2,8 +2,9 @@
  * The store API under /v1/agl: every route declared in protocol/routes.ts joined with its handler from the
  * routes-*.ts files into the one route table (route.ts), and the express router that registers all of it behind
  * the token and the JSON body reader. Each request's body or query is parsed with the route's declared schema
- * (parseOr400) before its handler runs; a route that declares no body refuses one (bodyReader). The hot path (hot-path.ts) serves the routes marked `hot` from this same
- * table, so a route is declared in one place and both answer it with the same work.
+ * (parseOr400) before its handler runs; a route that declares no body refuses one (bodyReader). The hot path
+ * (hot-path.ts) serves the routes marked `hot` from this same table, so a route is declared in one place and
+ * both answer it with the same work.
  */
 import { Router, type RequestHandler } from 'express';
 import { NoBody } from '../../protocol/api.js';
