@@ -206,8 +206,13 @@ export const FinishAttemptRequest = z
 export type FinishAttemptRequest = z.input<typeof FinishAttemptRequest>;
 export const FinishAttemptResponse = z.object({ attempt: Attempt, rollout: Rollout });
 export type FinishAttemptResponse = z.infer<typeof FinishAttemptResponse>;
+/**
+ * The body of a route that takes none (routes.ts `body: null`, and every GET route): no body, or an empty
+ * object; anything else is refused with 400 naming it, so nothing a client meant to say is silently dropped.
+ */
+export const NoBody = z.object({}).strict();
 /** POST /health-checks takes no fields: the check runs on the daemon's clock, never a client's. */
-export const HealthCheckRequest = z.object({}).strict();
+export const HealthCheckRequest = NoBody;
 export const HealthCheckResult = z.object({
   timedOut: z.array(z.string()),
   unresponsive: z.array(z.string()),

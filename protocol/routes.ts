@@ -7,6 +7,10 @@
  * declared here without a server handler or a client method does not compile, nor does a handler for a route
  * not declared here.
  *
+ * Every route refuses what it does not declare, before its handler runs (so nothing is written): a body that
+ * is not its schema's shape (not an object, an unknown key, a wrong-typed field), and any body but none or `{}`
+ * on a route that takes none (GET routes, POST routes with `body: null`); 400 naming the field
+ * (test/server/declared-bodies.test.ts walks this table).
  * Every route needs `Authorization: Bearer <token>`; errors are application/problem+json (api.ts Problem).
  * Routes that create something answer 201 (enqueue, start, spans, resources, training runs, metrics, transitions,
  * prompt candidates, optimizer calls, promotions), the others 200. The order is the order the server tries them in: a literal path comes before a `:param` path
@@ -14,9 +18,13 @@
  * Not store routes: `GET /health` (no token) and `GET /metrics` outside the prefix, the served policy's
  * `/policy` routes (daemon/server/routes-policy.ts, mounted by `agl serve --model` only), and the event stream
  * `GET /v1/agl/events` (server-sent events, not JSON: declared in protocol/events.ts, served by daemon/server/events.ts).
+ * Those GET routes never read a body (no body reader runs for them), so nothing sent in one reaches a handler;
+ * `POST /policy/load` takes api.ts PolicyLoadRequest (strict). Below the store routes: the gateway's
+ * OpenAI-compatible calls (gatewayRoutes), whose bodies follow OpenAI's rules.
  */
 import type { z } from 'zod';
 import type { AgentHeadline } from './agent-headline.js';
+import { ChatCompletionBody, CompletionBody } from './api-gateway.js';
 import {
   AddMetricsRequest,
   AddResourcesRequest,
@@ -91,7 +99,7 @@ export interface Returns<T> {
 const MARKER: Returns<never> = Object.freeze({});
 const returns = <T>(): Returns<T> => MARKER;
 
-/** A GET route: path params and a query string, no body. */
+/** A GET route: path params and a query string, no body (one sent is refused unless empty: api.ts NoBody). */
 export interface GetRoute {
   readonly method: 'GET';
   readonly path: string;
@@ -103,8 +111,12 @@ export interface GetRoute {
 export interface PostRoute {
   readonly method: 'POST';
   readonly path: string;
-  /** The body's schema; none: the body is ignored. */
-  readonly body?: z.ZodType;
+  /**
+   * The body's schema (a store route's is strict: an unknown key is refused by name), or null for a route that
+   * takes no body: then only none or `{}` is accepted (api.ts NoBody). Required, so a new POST route cannot leave
+   * its body unchecked.
+   */
+  readonly body: z.ZodType | null;
   /** A request without any body counts as `{}` (the body stays checked when one is sent). */
   readonly optionalBody?: true;
   readonly response: Returns<unknown>;
@@ -132,15 +144,15 @@ export const routes = {
   getRollout: { method: 'GET', path: '/rollouts/:id', response: returns<Rollout>() },
   /** Merges keys into the rollout's metadata. */
   updateRollout: { method: 'POST', path: '/rollouts/:id', body: UpdateRolloutRequest, response: returns<Rollout>() },
-  cancelRollout: { method: 'POST', path: '/rollouts/:id/cancel', response: returns<Rollout>() },
+  cancelRollout: { method: 'POST', path: '/rollouts/:id/cancel', body: null, response: returns<Rollout>() },
   listAttempts: { method: 'GET', path: '/rollouts/:id/attempts', response: returns<AttemptList>() },
   getLatestAttempt: { method: 'GET', path: '/rollouts/:id/attempts/latest', response: returns<Attempt>() },
   // An attempt within its rollout (checked to belong to it), or by its id alone (the store's own signatures).
   getRolloutAttempt: { method: 'GET', path: '/rollouts/:id/attempts/:aid', response: returns<Attempt>() },
-  heartbeatRolloutAttempt: { method: 'POST', path: '/rollouts/:id/attempts/:aid/heartbeat', response: returns<Attempt>() },
+  heartbeatRolloutAttempt: { method: 'POST', path: '/rollouts/:id/attempts/:aid/heartbeat', body: null, response: returns<Attempt>() },
   finishRolloutAttempt: { method: 'POST', path: '/rollouts/:id/attempts/:aid/finish', body: FinishAttemptRequest, response: returns<FinishAttemptResponse>() },
   getAttempt: { method: 'GET', path: '/attempts/:aid', response: returns<Attempt>() },
-  heartbeatAttempt: { method: 'POST', path: '/attempts/:aid/heartbeat', response: returns<Attempt>() },
+  heartbeatAttempt: { method: 'POST', path: '/attempts/:aid/heartbeat', body: null, response: returns<Attempt>() },
   finishAttempt: { method: 'POST', path: '/attempts/:aid/finish', body: FinishAttemptRequest, response: returns<FinishAttemptResponse>() },
   /** Long-polls until the rollouts have ended or the timeout: those ended. */
   waitRollouts: { method: 'POST', path: '/waits/rollouts', body: WaitRolloutsRequest, response: returns<RolloutList>() },
@@ -212,6 +224,32 @@ export const routes = {
   /** A prompt optimization: its candidates with their per-val-task scores, the Pareto front, best val by rollouts used, the optimizer's calls (daemon/store/views-optimize.ts). */
   viewOptimization: { method: 'GET', path: '/views/optimization', query: OptimizationViewQuery, response: returns<OptimizationView>() },
 } as const satisfies Record<string, RouteDecl>;
+
+/**
+ * The gateway's OpenAI-compatible calls (daemon/server/gateway.ts), outside API_PREFIX: bare (token required) and
+ * per attempt (the ids in the path are the capability). Their bodies follow OpenAI's rules, not the store API's:
+ * unknown keys pass through to upstream servers untouched, and what is refused (400 naming the field, in OpenAI's
+ * error shape inside problem+json, before the call is routed, forwarded or recorded) is a body that is not a JSON
+ * object or a field the gateway reads with the wrong type (api-gateway.ts). `GET /v1/models` reads no body.
+ * Not here either: `POST /v1/traces` (OTLP/HTTP, protobuf or JSON: daemon/server/otlp.ts), whose envelope is
+ * checked by otlp-validate.ts and whose unknown fields are ignored, as the OTLP spec asks of receivers.
+ */
+export const gatewayRoutes = {
+  chatCompletions: { method: 'POST', path: '/v1/chat/completions', body: ChatCompletionBody, response: returns<Record<string, unknown>>() },
+  completions: { method: 'POST', path: '/v1/completions', body: CompletionBody, response: returns<Record<string, unknown>>() },
+  attemptChatCompletions: {
+    method: 'POST',
+    path: '/rollout/:rolloutId/attempt/:attemptId/v1/chat/completions',
+    body: ChatCompletionBody,
+    response: returns<Record<string, unknown>>(),
+  },
+  attemptCompletions: {
+    method: 'POST',
+    path: '/rollout/:rolloutId/attempt/:attemptId/v1/completions',
+    body: CompletionBody,
+    response: returns<Record<string, unknown>>(),
+  },
+} as const satisfies Record<string, PostRoute>;
 
 export type Routes = typeof routes;
 export type RouteName = keyof Routes;

@@ -3,11 +3,12 @@
  * hot path alike), the gateway and OTLP/JSON. A body must be sent as `application/json` (charset UTF-8 when
  * named; 415 otherwise), its bytes must be valid UTF-8 (400 naming the first bad byte: never silently
  * turned into U+FFFD), a leading byte-order mark is dropped, and only a JSON object or array is a body (as
- * express.json({ strict: true })). An empty JSON body is `{}`; a request without any body has none.
+ * express.json({ strict: true }), but a number, string or null is named as what it is, not as malformed).
+ * An empty JSON body is `{}`; a request without any body has none.
  */
 import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';
-import { HttpProblem } from './errors.js';
+import { bodyNotAnObject, HttpProblem } from './errors.js';
 
 /** True for `application/json`, with or without a UTF-8 charset; throws a 415 problem for anything else. */
 export function requireJsonType(contentType: string | undefined): void {
@@ -59,30 +60,23 @@ export function decodeUtf8(buf: Uint8Array, what = '(body)'): string {
   );
 }
 
-/** A JSON body's bytes -> its value: strict UTF-8, BOM dropped, an object or array only (worded as body-parser words its errors). */
+/**
+ * A JSON body's bytes -> its value: strict UTF-8, BOM dropped, an object or array only. Text that is not JSON is
+ * malformed (V8's message, as body-parser words it); JSON that is a number, a string, true/false or null is a
+ * 400 naming the body and what it was, as an array is once its route's schema reads it.
+ */
 export function parseJsonBytes(buf: Uint8Array): unknown {
   let text = decodeUtf8(buf);
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (text.length === 0) return {};
-  // eslint-disable-next-line no-control-regex -- JSON's whitespace is exactly these four characters
-  const first = /^[\x20\x09\x0a\x0d]*(.)/s.exec(text)?.[1];
+  let value: unknown;
   try {
-    if (first === '{' || first === '[') return JSON.parse(text);
-    // V8's message for the text with everything from that character on masked, as body-parser does.
-    const at = first === undefined ? -1 : text.indexOf(first);
-    const masked = at === -1 ? '' : text.slice(0, at) + '#'.repeat(text.length - at);
-    try {
-      JSON.parse(masked);
-    } catch (err) {
-      throw new SyntaxError(
-        (err as Error).message.replace(/#+/g, (m) => text.substring(at, at + m.length)),
-        { cause: err },
-      );
-    }
-    throw new SyntaxError('the body must be a JSON object');
+    value = JSON.parse(text);
   } catch (err) {
     throw Object.assign(err as Error, { type: 'entity.parse.failed' });
   }
+  if (value === null || typeof value !== 'object') throw bodyNotAnObject(value);
+  return value;
 }
 
 /**

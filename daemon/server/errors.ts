@@ -74,14 +74,17 @@ export function zodIssues(error: z.ZodError, where: 'body' | 'query' = 'body'): 
   return out;
 }
 
+/** The 400 for a body that is not a JSON object (an array, a number, a string, null; undefined: none was sent). */
+export function bodyNotAnObject(value: unknown): HttpProblem {
+  const got = value === undefined ? 'missing or not JSON' : `expected object, received ${typeName(value)}`;
+  return new HttpProblem(400, 'validation', `invalid body: (body): ${got}: the request body must be a JSON object (send Content-Type: application/json)`, [
+    { path: '(body)', message: got },
+  ]);
+}
+
 /** Validates `value` with `schema` or throws a 400 problem naming every bad field. */
 export function parseOr400<S extends z.ZodType>(schema: S, value: unknown, where: 'body' | 'query' = 'body'): z.output<S> {
-  if (where === 'body' && (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value))) {
-    const got = value === undefined ? 'missing or not JSON' : `expected object, received ${typeName(value)}`;
-    throw new HttpProblem(400, 'validation', `request body must be a JSON object (send Content-Type: application/json): ${got}`, [
-      { path: '(body)', message: got },
-    ]);
-  }
+  if (where === 'body' && (value === undefined || value === null || typeof value !== 'object' || Array.isArray(value))) throw bodyNotAnObject(value);
   // reportInput: type errors can then say what was received (zod 4 leaves the value out otherwise).
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;

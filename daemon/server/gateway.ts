@@ -10,15 +10,21 @@
  * Errors use OpenAI's error shape inside an application/problem+json body, so both OpenAI clients and our
  * tools read them.
  *
- * A call goes through five steps, one function each: its body is checked (validBody), it is routed to its
- * attempt and policy (gateway-route.ts), served by its backend (serve), its span recorded (recordSpan), and
- * answered (CallAnswer: JSON, or server-sent events as the chunks arrive).
+ * The routes and their bodies are declared in protocol/routes.ts (gatewayRoutes: unknown OpenAI fields pass
+ * through, the fields the gateway reads are typed). A call goes through five steps, one function each: its body
+ * is checked (validBody), it is routed to its attempt and policy (gateway-route.ts), served by its backend
+ * (serve), its span recorded (recordSpan), and answered (CallAnswer: JSON, or server-sent events as the chunks
+ * arrive).
  */
 import express, { type Request, type Response } from 'express';
+import type { z } from 'zod';
+import type { ProblemFieldError } from '../../protocol/api.js';
+import { ChatCompletionBody } from '../../protocol/api-gateway.js';
+import { gatewayRoutes } from '../../protocol/routes.js';
 import { MAX_JSON_DEPTH, tooDeepAt } from '../../protocol/store.js';
 import { requireToken } from './auth.js';
 import { jsonBody } from './body.js';
-import { HttpProblem } from './errors.js';
+import { HttpProblem, parseOr400 } from './errors.js';
 import { type Backend, type CallRequest, type CallResult, GatewayError, type OpenAiBody } from './gateway-backend.js';
 import { LocalBackend } from './gateway-local.js';
 import { CallRouter, type GatewayContext, type RoutedCall } from './gateway-route.js';
@@ -28,8 +34,16 @@ import { UpstreamBackend } from './gateway-upstream.js';
 export type { GatewayContext } from './gateway-route.js';
 
 const PREFIX = '/rollout/:rolloutId/attempt/:attemptId';
+type GatewayRoute = (typeof gatewayRoutes)[keyof typeof gatewayRoutes];
 
-export function sendOpenAiError(res: Response, status: number, message: string, code = 'invalid_request_error', param: string | null = null): void {
+export function sendOpenAiError(
+  res: Response,
+  status: number,
+  message: string,
+  code = 'invalid_request_error',
+  param: string | null = null,
+  errors?: ProblemFieldError[],
+): void {
   if (res.headersSent) return;
   res
     .status(status)
@@ -41,6 +55,7 @@ export function sendOpenAiError(res: Response, status: number, message: string, 
         status,
         detail: message,
         error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param, code },
+        ...(errors?.length && { errors }),
       }),
     );
 }
@@ -53,23 +68,28 @@ function errorOf(err: unknown): { status: number; message: string; code: string;
 /** Thrown when a call succeeded but its span could not be written: the result is withheld (503). */
 class SpanNotRecorded extends GatewayError {}
 
-/** Step 1: the call's body as an OpenAI body, or null once it was refused (400: not a JSON object, or nested too deep). */
-function validBody(req: Request, res: Response): OpenAiBody | null {
-  const body = req.body as OpenAiBody | undefined;
-  if (!body || typeof body !== 'object' || Array.isArray(body)) {
-    sendOpenAiError(res, 400, 'the request body must be a JSON object (Content-Type: application/json)');
+/**
+ * Step 1: the call's body as sent (unknown OpenAI fields included: they go upstream unchanged), or null once it
+ * was refused with 400 naming the field: not a JSON object, nested too deep, or a field the gateway reads with
+ * the wrong type (its declared schema, protocol/api-gateway.ts). Before routing: a refused call records nothing.
+ */
+function validBody(req: Request, res: Response, schema: z.ZodType): OpenAiBody | null {
+  const body: unknown = req.body;
+  const deep = body !== null && typeof body === 'object' && !Array.isArray(body) ? tooDeepAt(body) : null;
+  try {
+    if (deep) {
+      const where = `${deep.slice(0, 3).map(String).join('.')}...`;
+      throw new HttpProblem(400, 'validation', `the request body nests deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${where}`, [
+        { path: String(deep[0]), message: `nested deeper than ${MAX_JSON_DEPTH} levels` },
+      ]);
+    }
+    parseOr400(schema, body);
+    return body as OpenAiBody;
+  } catch (err) {
+    if (!(err instanceof HttpProblem)) throw err;
+    sendOpenAiError(res, 400, err.detail, 'invalid_request_error', err.errors?.[0]?.path ?? null, err.errors);
     return null;
   }
-  const deep = tooDeepAt(body);
-  if (!deep) return body;
-  sendOpenAiError(
-    res,
-    400,
-    `the request body nests deeper than ${MAX_JSON_DEPTH} levels (the JSON depth limit) at ${deep.slice(0, 3).map(String).join('.')}...`,
-    'invalid_request_error',
-    String(deep[0]),
-  );
-  return null;
 }
 
 /**
@@ -151,9 +171,10 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
   const local = new LocalBackend((model) => ctx.policies?.model(model) ?? null);
   const json = jsonBody('64mb');
 
-  async function handle(kind: CallRequest['kind'], req: Request, res: Response): Promise<void> {
+  async function handle(route: GatewayRoute, req: Request, res: Response): Promise<void> {
     const startTime = Date.now();
-    const body = validBody(req, res);
+    const kind: CallRequest['kind'] = route.body === ChatCompletionBody ? 'chat' : 'completion';
+    const body = validBody(req, res, route.body);
     if (!body) return;
     const answer = new CallAnswer(res);
     let call: RoutedCall | null = null;
@@ -183,12 +204,11 @@ export function gatewayRouter(ctx: GatewayContext): express.Router {
   }
 
   const pass: express.RequestHandler = (_req, _res, next) => next();
-  for (const prefix of ['', PREFIX]) {
-    const auth = prefix === '' && ctx.token ? requireToken(ctx.token) : pass;
-    router.post(`${prefix}/v1/chat/completions`, auth, ...json, (req: Request, res: Response) => handle('chat', req, res));
-    router.post(`${prefix}/v1/completions`, auth, ...json, (req: Request, res: Response) => handle('completion', req, res));
-    router.get(`${prefix}/v1/models`, auth, models);
-  }
+  // The bare routes need the token; the per-attempt ones are reached by the ids in their path.
+  const authFor = (path: string) => (!path.startsWith(PREFIX) && ctx.token ? requireToken(ctx.token) : pass);
+  for (const route of Object.values(gatewayRoutes))
+    router.post(route.path, authFor(route.path), ...json, (req: Request, res: Response) => handle(route, req, res));
+  for (const prefix of ['', PREFIX]) router.get(`${prefix}/v1/models`, authFor(prefix), models);
   router.use(bodyRefused);
   return router;
 }
@@ -199,7 +219,8 @@ function bodyRefused(err: unknown, req: Request, res: Response, next: (e?: unkno
   const e = err as { status?: number; message?: string };
   const status = err instanceof HttpProblem ? err.status : typeof e.status === 'number' && e.status >= 400 && e.status < 500 ? e.status : 400;
   const param = err instanceof HttpProblem ? (err.errors?.[0]?.path ?? null) : null;
-  sendOpenAiError(res, status, `invalid request body: ${e.message ?? String(err)}`, status === 415 ? 'unsupported_media_type' : 'invalid_request_error', param);
+  const code = status === 415 ? 'unsupported_media_type' : 'invalid_request_error';
+  sendOpenAiError(res, status, `invalid request body: ${e.message ?? String(err)}`, code, param, err instanceof HttpProblem ? err.errors : undefined);
 }
 
 /** For tests and benchmarks: the backends a router built, to inspect batching. */

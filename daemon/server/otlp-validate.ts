@@ -13,8 +13,13 @@ const typeOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array'
 /** A field under its OTLP/JSON (camelCase) or proto (snake_case) name. */
 const field = (o: Obj, camel: string, snake: string) => (o[camel] !== undefined ? o[camel] : o[snake]);
 
-/** Thrown for an export whose envelope is not OTLP: answered 400 with `message` (it names the path). */
-export class OtlpShapeError extends Error {}
+/** Thrown for an export whose envelope is not OTLP: answered 400 with `message` (`<path>: <what is wrong>`). */
+export class OtlpShapeError extends Error {
+  /** The field the message names first (`resourceSpans[0].resource`; `(body)` for the export itself), for the problem's errors. */
+  get path(): string {
+    return this.message.slice(0, this.message.indexOf(': ')).replace(/^\(body\)\./, '');
+  }
+}
 
 const isLong = (v: unknown) => isObj(v) && typeof v.low === 'number' && typeof v.high === 'number';
 const isUint = (v: unknown) => isLong(v) || (typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'string' && /^\d{1,20}$/.test(v));

@@ -5,7 +5,10 @@
  * rollout/attempt (attributes, resource attributes or x-agl-* headers), or an unknown rollout, are
  * rejected through OTLP's partial_success rather than failing the whole export; so are spans that are not
  * OTLP spans (otlp-validate.ts). An export whose envelope is not OTLP, or that is not UTF-8 (JSON bodies and
- * protobuf strings alike), is refused with 400; a content type other than protobuf or JSON with 415.
+ * protobuf strings alike), is refused with 400 naming the field; a content type other than protobuf or JSON
+ * with 415.
+ * Its body rule is OTLP's, not the store API's: an unknown field is ignored (OTLP/JSON receivers must ignore
+ * fields they do not know, so newer exporters keep working), a wrong-typed or non-object envelope is refused.
  */
 import express, { type Request, type Response } from 'express';
 import { HEADERS } from '../../protocol/spans.js';
@@ -39,7 +42,7 @@ function isProtobuf(req: Request): boolean {
   return /application\/(x-)?protobuf/i.test(req.get('content-type') ?? '');
 }
 
-function reply(req: Request, res: Response, status: number, rejected: number, message: string): void {
+function reply(req: Request, res: Response, status: number, rejected: number, message: string, path = '(body)'): void {
   if (isProtobuf(req)) {
     const body =
       status === 200
@@ -56,7 +59,7 @@ function reply(req: Request, res: Response, status: number, rejected: number, me
     res
       .status(status)
       .type('application/problem+json')
-      .send(JSON.stringify({ ...problemBody(status, kind, message, [{ path: '(body)', message }], req.originalUrl), code: status < 500 ? 3 : 13, message }));
+      .send(JSON.stringify({ ...problemBody(status, kind, message, [{ path, message }], req.originalUrl), code: status < 500 ? 3 : 13, message }));
   }
 }
 
@@ -104,7 +107,7 @@ export function otlpRouter(ctx: OtlpContext): express.Router {
       checkEnvelope(decoded);
     } catch (err) {
       const why = err instanceof OtlpShapeError ? 'is not an OTLP trace export' : 'could not be decoded';
-      return reply(req, res, 400, 0, `the export ${why}: ${(err as Error).message}`);
+      return reply(req, res, 400, 0, `the export ${why}: ${(err as Error).message}`, err instanceof OtlpShapeError ? err.path : undefined);
     }
     try {
       const converted = convertOtlp(decoded, { rolloutId: req.get(HEADERS.rolloutId), attemptId: req.get(HEADERS.attemptId) });

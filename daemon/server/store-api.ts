@@ -2,10 +2,12 @@
  * The store API under /v1/agl: every route declared in protocol/routes.ts joined with its handler from the
  * routes-*.ts files into the one route table (route.ts), and the express router that registers all of it behind
  * the token and the JSON body reader. Each request's body or query is parsed with the route's declared schema
- * (parseOr400) before its handler runs. The hot path (hot-path.ts) serves the routes marked `hot` from this same
- * table, so a route is declared in one place and both answer it with the same work.
+ * (parseOr400) before its handler runs; a route that declares no body refuses one (bodyReader). The hot path
+ * (hot-path.ts) serves the routes marked `hot` from this same table, so a route is declared in one place and
+ * both answer it with the same work.
  */
 import { Router, type RequestHandler } from 'express';
+import { NoBody } from '../../protocol/api.js';
 import { routes, type RouteDecl, type RouteName } from '../../protocol/routes.js';
 import { requireToken } from './auth.js';
 import { jsonBody } from './body.js';
@@ -29,12 +31,27 @@ export function storeHandlers(ctx: ServerContext): { [K in RouteName]: RouteHand
   return allHandlers({ ...spanRoutes(ctx), ...rolloutRoutes(ctx), ...resourceRoutes(ctx), ...trainingRoutes(ctx), ...promptRoutes(ctx), ...viewRoutes(ctx) });
 }
 
+/**
+ * How a declared route reads its body: with its schema (a request without one counts as `{}` where the route
+ * says optionalBody), or, for a route that declares none (GET, `body: null`), as nothing: none or `{}` passes,
+ * anything else is a 400 naming it (NoBody), never silently ignored.
+ */
+function bodyReader<K extends RouteName>(decl: RouteDecl, handler: RouteHandler<K>): (body: unknown) => unknown {
+  if (handler.parseBody) return handler.parseBody;
+  const schema = decl.method === 'POST' ? decl.body : null;
+  if (!schema)
+    return (body) => {
+      if (body !== undefined) parseOr400(NoBody, body);
+      return undefined;
+    };
+  const absent = decl.method === 'POST' && decl.optionalBody ? {} : undefined;
+  return (body) => parseOr400(schema, body === undefined ? absent : body);
+}
+
 /** The declared route `name` with its handler as a table entry: the body or query parsed with the declared schema, then the handler. */
 function storeRoute<K extends RouteName>(name: K, handler: RouteHandler<K>): StoreRoute {
   const decl: RouteDecl = routes[name];
-  const schema = decl.method === 'POST' ? decl.body : undefined;
-  const noBody = decl.method === 'POST' && decl.optionalBody ? {} : undefined;
-  const parseBody = handler.parseBody ?? (schema && ((body: unknown) => parseOr400(schema, body === undefined && noBody ? noBody : body)));
+  const parseBody = bodyReader(decl, handler);
   const querySchema = decl.method === 'GET' ? decl.query : undefined;
   return {
     name,
@@ -43,7 +60,7 @@ function storeRoute<K extends RouteName>(name: K, handler: RouteHandler<K>): Sto
     ...(handler.hot && { hot: true }),
     handle: ({ body, params, query }) =>
       handler.handle({
-        body: parseBody ? parseBody(body) : undefined,
+        body: parseBody(body),
         params,
         query: querySchema ? parseOr400(querySchema, query, 'query') : undefined,
       } as ParsedRequest<K>),

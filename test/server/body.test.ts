@@ -36,7 +36,23 @@ describe('JSON body reader', () => {
     );
     assert.deepEqual(parseJsonBytes(Buffer.from('\ufeff{"a":1}')), { a: 1 }, 'a byte-order mark is dropped');
     assert.deepEqual(parseJsonBytes(Buffer.alloc(0)), {});
-    assert.throws(() => parseJsonBytes(Buffer.from('"text"')), /the body must be a JSON object|Unexpected token/);
+    // JSON that is not an object or array is named as what it is (not called malformed); text that is not JSON is malformed.
+    for (const [text, got] of [
+      ['"text"', 'string'],
+      ['7', 'number'],
+      ['null', 'null'],
+      ['true', 'boolean'],
+    ])
+      assert.throws(
+        () => parseJsonBytes(Buffer.from(text)),
+        (e: unknown) =>
+          e instanceof HttpProblem && e.status === 400 && e.errors?.[0]?.path === '(body)' && e.errors[0].message === `expected object, received ${got}`,
+        text,
+      );
+    assert.throws(
+      () => parseJsonBytes(Buffer.from('nope')),
+      (e: Error & { type?: string }) => e.type === 'entity.parse.failed' && /Unexpected token/.test(e.message),
+    );
   });
 
   it('takes application/json with a UTF-8 charset or none; 415 naming the header otherwise', () => {

@@ -176,6 +176,24 @@ describe('gateway, upstream backend', () => {
     );
   });
 
+  it('passes OpenAI fields it does not read on unchanged; refuses a field it reads with the wrong type before forwarding or recording', async () => {
+    const { openai, spans } = await attempt();
+    const messages = [{ role: 'user' as const, content: 'x' }];
+    const extras = { parallel_tool_calls: false, agl_future_option: { a: [1, 2] } };
+    await openai.chat.completions.create({ model: 'fake-model', messages, ...extras } as never);
+    const sent = upstream.requests.at(-1)!;
+    assert.deepEqual([sent.parallel_tool_calls, sent.agl_future_option], [false, { a: [1, 2] }], 'unknown OpenAI fields reach the upstream');
+    const forwarded = upstream.requests.length;
+    await assert.rejects(openai.chat.completions.create({ model: 'fake-model', messages, temperature: 'hot' } as never), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.BadRequestError, String(err));
+      assert.match(err.message, /temperature: expected number, received string/);
+      assert.equal((err.error as { param?: string }).param, 'temperature');
+      return true;
+    });
+    assert.equal(upstream.requests.length, forwarded, 'nothing was forwarded');
+    assert.equal((await spans()).length, 1, 'only the call served was recorded');
+  });
+
   it('passes upstream errors on in the OpenAI error shape, and records the failed call', async () => {
     const { openai, spans } = await attempt();
     await assert.rejects(openai.chat.completions.create({ model: 'missing-model', messages: [{ role: 'user', content: 'x' }] }), (err: unknown) => {
