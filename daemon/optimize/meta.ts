@@ -4,12 +4,13 @@
  * overrides with --meta-reflect / --meta-critique / --meta-edit / --meta-merge. A template names what it is given as
  * `{{prompt}}`, `{{examples}}`, ...; each must name what its purpose needs (checked when read, naming the flag). The
  * texts are kept in the run's config, so a resumed run asks exactly what it asked before.
- * And how an answer is read (issue #40 item 4): the new prompt is the text inside the first ``` fence, else the
- * whole answer.
+ * And how an answer is read (issue #40 item 4, #50 item 2): reasoning dropped, the new prompt is the text inside the
+ * last ``` fence, else the whole answer.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { withoutReasoning } from '../llm-calls/reasoning.js';
 
 export const META_PURPOSES = ['reflect', 'critique', 'edit', 'merge'] as const;
 export type MetaPurpose = (typeof META_PURPOSES)[number];
@@ -60,25 +61,45 @@ export function renderMeta(template: string, vars: MetaVars): string {
 /** Why an answer cannot be used as a prompt, or its prompt. */
 export type ReadAnswer = { text: string } | { unusable: string };
 
+/** The answer without its reasoning (llm-calls/reasoning.ts), or why nothing is left. */
+function withoutThinking(answer: string): ReadAnswer {
+  const text = withoutReasoning(answer);
+  if (text) return { text };
+  return { unusable: answer.trim() ? 'the answer holds nothing but reasoning (a <think> block)' : 'the answer is empty' };
+}
+
+/** The ``` blocks of a text in order (an opening line may name a language; a closing line is the fence alone), and whether the last is left open. */
+function fencedBlocks(text: string): { blocks: string[]; open: boolean } {
+  const blocks: string[] = [];
+  let inside: string[] | null = null;
+  for (const line of text.split('\n')) {
+    if (inside === null) {
+      if (/^[ \t]*```[^`]*$/.test(line)) inside = [];
+    } else if (/^[ \t]*```[ \t]*$/.test(line)) {
+      blocks.push(inside.join('\n'));
+      inside = null;
+    } else inside.push(line);
+  }
+  return { blocks, open: inside !== null };
+}
+
 /**
- * The new prompt in an optimizer's answer: the text inside the first ``` fence (its info string, as in ```text,
- * left out), else the whole answer. Unusable: empty, or a fence opened and never closed (a cut-off answer).
+ * The new prompt in an optimizer's answer, reasoning (`<think>...</think>`) dropped: the text inside the last ```
+ * block (its info string, as in ```text, left out; earlier blocks are drafts or quotes, the words around it
+ * commentary), else the whole answer. Unusable: empty, only reasoning, or a block opened and never closed (a cut-off
+ * answer).
  */
 export function promptFromAnswer(answer: string): ReadAnswer {
-  const open = /(^|\n)[ \t]*```[^\n`]*\n/.exec(answer);
-  if (!open) {
-    const whole = answer.trim();
-    return whole ? { text: whole } : { unusable: 'the answer is empty' };
-  }
-  const start = open.index + open[0].length;
-  const close = /(^|\n)[ \t]*```[ \t]*(\n|$)/.exec(answer.slice(start));
-  if (!close) return { unusable: 'the answer opens a ``` block and never closes it (cut off?)' };
-  const text = answer.slice(start, start + close.index).replace(/^\n+|\s+$/g, '');
+  const whole = withoutThinking(answer);
+  if (!('text' in whole)) return whole;
+  const { blocks, open } = fencedBlocks(whole.text);
+  if (open) return { unusable: 'the answer opens a ``` block and never closes it (cut off?)' };
+  if (!blocks.length) return whole;
+  const text = blocks.at(-1)!.replace(/^\n+|\s+$/g, '');
   return text ? { text } : { unusable: 'the ``` block of the answer is empty' };
 }
 
-/** A critique is any non-empty text. */
+/** A critique is any non-empty text (reasoning dropped). */
 export function critiqueFromAnswer(answer: string): ReadAnswer {
-  const text = answer.trim();
-  return text ? { text } : { unusable: 'the answer is empty' };
+  return withoutThinking(answer);
 }

@@ -1,5 +1,5 @@
 /**
- * What the optimizer reads and refuses, before any rollout: an answer read as a prompt (the first ``` block, else the
+ * What the optimizer reads and refuses, before any rollout: an answer read as a prompt (the last ``` block, else the
  * whole answer), the meta-prompts (shipped, overridden, checked), the candidate checks (placeholders kept and none
  * added, not empty, under the cap, not a duplicate), the per-val-task Pareto parent draw, and the terminal's diff.
  */
@@ -14,13 +14,34 @@ import type { OptimizeOutcome } from '../../daemon/optimize/optimize-run.js';
 import { lineDiff, outcomeLines } from '../../daemon/optimize/report.js';
 import { bestByMean, frontWeights, pickParent } from '../../daemon/optimize/selection.js';
 
-test('an answer is read as the text inside its first ``` block, else as the whole answer', () => {
-  assert.deepEqual(promptFromAnswer('Here it is:\n```text\nLine one.\n{question}\n```\nand more\n```\nsecond\n```'), { text: 'Line one.\n{question}' });
+test('an answer is read as the text inside its last ``` block, else as the whole answer', () => {
+  assert.deepEqual(promptFromAnswer('Here it is:\n```text\nLine one.\n{question}\n```\nand more\n```\nsecond\n```'), { text: 'second' });
   assert.deepEqual(promptFromAnswer('  Just the prompt {x}.\n'), { text: 'Just the prompt {x}.' });
   assert.deepEqual(promptFromAnswer('```\n```'), { unusable: 'the ``` block of the answer is empty' });
   assert.deepEqual(promptFromAnswer('   \n'), { unusable: 'the answer is empty' });
   assert.match((promptFromAnswer('New version:\n```\nhalf a prompt') as { unusable: string }).unusable, /never closes/);
   assert.deepEqual(critiqueFromAnswer(' - add a rule\n'), { text: '- add a rule' });
+});
+
+test('an optimizer answer as real models write it: reasoning dropped, a draft and commentary around the last ``` block left out', () => {
+  const answer = [
+    '<think>The seed ignores refunds. A first try:\n```\nDraft {question}\n```\nToo short.</think>',
+    'I quote the current prompt first:',
+    '```text',
+    'Answer the question. {question}',
+    '```',
+    'and here is the improved one:',
+    '```text',
+    'Answer the question; for refunds, cite the policy.',
+    '{question}',
+    '```',
+    'This should fix the refund tasks.',
+  ].join('\n');
+  assert.deepEqual(promptFromAnswer(answer), { text: 'Answer the question; for refunds, cite the policy.\n{question}' });
+  assert.deepEqual(promptFromAnswer('Thinking about it...</think>\nBe brief. {question}'), { text: 'Be brief. {question}' });
+  assert.deepEqual(promptFromAnswer('<think>I would write ```\nx\n``` but'), { unusable: 'the answer holds nothing but reasoning (a <think> block)' });
+  assert.match((promptFromAnswer('```\nfirst {q}\n```\nBetter:\n```\nsecond, cut') as { unusable: string }).unusable, /never closes/);
+  assert.deepEqual(critiqueFromAnswer('<think>hmm</think>\n- cite the policy'), { text: '- cite the policy' });
 });
 
 test('meta-prompts: the shipped ones fill their names in one pass; an override must use what its purpose is given', () => {
