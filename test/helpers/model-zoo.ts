@@ -6,8 +6,8 @@
  *   roles: `judge` (reads the request as scripted-judge.ts does and scores with the zoo's scoring policy, the answer
  *     key by default), `optimizer` (the order desk's optimizer, samples/apo/scripted-llm.ts), `agent` (the order desk's
  *     agent model);
- *   judge behaviours (ZOO_BEHAVIOURS lists them with what they do): noise<f>, position, length, self, think, draft,
- *     scale5, scale10, percent; optimizer behaviours: commentary, blocks, rename, grow, onefix; any role: refuse[n],
+ *   judge behaviours (ZOO_BEHAVIOURS lists them with what they do): noise<f>, position, length, self, bare, think,
+ *     draft, scale5, scale10, percent; optimizer behaviours: commentary, blocks, rename, grow, onefix; any role: refuse[n],
  *     cut[n], ratelimit[n], slow (refuse, cut and ratelimit hit the first n calls of that model name, every call
  *     without n).
  * A name that does not parse is answered 404 model_not_found naming the bad part (the real client's ModelRefused),
@@ -30,11 +30,12 @@ export const ZOO_BEHAVIOURS = {
   position: 'position: the trajectory shown first scores 1, whatever it says',
   length: 'length: the trajectory with the longest final answer scores 1, whatever it says',
   self: `self: a trajectory that carries the zoo's own signature ("${ZOO_SIGNATURE}") scores 1 (self-preference)`,
+  bare: "bare: the score JSON alone, no fence and no words around it (the zoo's `style` otherwise: a ```json fence after a sentence)",
   think: 'think: a <think>...</think> block before the answer, its reasoning holding a draft score JSON of its own',
   draft: 'draft: a draft score JSON, then "wait, I misread" and the corrected JSON (the last one is meant)',
-  scale5: 'scale5: scores on a 1-5 scale, said so in the answer',
-  scale10: 'scale10: scores on a 1-10 scale, said so in the answer',
-  percent: 'percent: scores as percentages, said so in the answer',
+  scale5: 'scale5: scores on a 1-5 scale, stated in the JSON ("scale": "1-5") and in a sentence',
+  scale10: 'scale10: scores on a 1-10 scale, stated in the JSON ("scale": "1-10") and in a sentence',
+  percent: 'percent: scores as percentages, stated in the JSON ("scale": "percent") and in a sentence',
   commentary: 'commentary: the new prompt in one fenced block with prose before and after it',
   blocks: 'blocks: the prompt it was given quoted in a first fenced block, the new one in the last',
   rename: 'rename: renames the {question} placeholder to {query}',
@@ -145,7 +146,7 @@ export async function startModelZoo(o: ModelZooOptions = {}): Promise<ModelZoo> 
       if (fault === 'rate-limit') return { status: 429, message: 'scripted judge: rate limited', headers: { 'retry-after-ms': '50' } };
       if (fault === 'unauthorized') return { status: 401, message: 'scripted judge: invalid api key' };
       const noisy = (request.temperature ?? 0) > 0 ? noise : null;
-      content = judgeAnswer(read, score(read), { behaviours: model.behaviours, noise: noisy, fault, style: o.style });
+      content = judgeAnswer(read, score(read), { behaviours: model.behaviours, noise: noisy, fault, style: model.behaviours.has('bare') ? 'bare' : o.style });
       if (fault === 'timeout') return { content, finishReason: 'stop', holdMs: o.timeoutHoldMs ?? 5_000 };
     } else {
       const text = messages.map((m) => textOf(m.content)).join('\n');

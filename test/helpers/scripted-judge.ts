@@ -172,12 +172,19 @@ function answerOf(final: string | null): string | null {
   }
 }
 
-/** A judge's answer in the one answer format: the scores as JSON (as `style` wraps it), or the fault's wrong answer. */
-export function answerText(lines: ScoreLine[], fault: Fault | null, style: ScriptedJudgeOptions['style']): string {
+/**
+ * A judge's answer in the one answer format: the scores as JSON (as `style` wraps it, with the `scale` it scores on
+ * when that is not 0-1), or the fault's wrong answer.
+ */
+export function answerText(lines: ScoreLine[], fault: Fault | null, style: ScriptedJudgeOptions['style'], scale?: string): string {
   if (fault === 'malformed') return 'Trajectory 1 is the best. {"scores": [{"trajectory": 1, "score": 0.9,, }';
   const shown = fault === 'partial' ? lines.slice(0, -1) : lines;
   const scored = fault === 'out-of-range' ? shown.map((l) => ({ ...l, score: l.score * 10 })) : shown;
-  const json = JSON.stringify({ scores: scored.map((l) => ({ trajectory: l.trajectory, explanation: l.explanation, score: l.score })) }, null, 1);
+  const json = JSON.stringify(
+    { ...(scale ? { scale } : {}), scores: scored.map((l) => ({ trajectory: l.trajectory, explanation: l.explanation, score: l.score })) },
+    null,
+    1,
+  );
   if (style === 'bare') return json;
   if (style === 'prose') return `Having read every trajectory, here are my scores: ${json.replace(/\n/g, ' ')} I hope this helps.`;
   return `I compared the trajectories against the rubric.\n\n\`\`\`json\n${json}\n\`\`\`\n`;

@@ -1,7 +1,7 @@
 /**
  * How the model zoo's judges (model-zoo.ts) answer: the scoring policy's scores (scripted-judge.ts) bent by the
  * biases the model name asks for (position, length, self-preference, temperature noise), written on another scale
- * when asked, and wrapped the untidy ways real judges wrap them (reasoning in <think> before the answer, a draft then
+ * when asked (stated in the JSON's "scale" and in a sentence before it), and wrapped the untidy ways real judges wrap them (reasoning in <think> before the answer, a draft then
  * a correction). The JSON itself is written by scripted-judge.ts's answerText, so both speak the one answer format.
  */
 import { answerText, type Fault, type JudgeRequest, type ScoreLine, type ScriptedJudgeOptions } from './scripted-judge.js';
@@ -13,9 +13,9 @@ type Behaviours = ReadonlyMap<string, number | null>;
 
 /** The other scales a judge may answer on, and how it says so. */
 const SCALES = [
-  { name: 'scale5', of: (s: number) => Math.round(1 + 4 * s), said: 'I scored each trajectory on a 1-5 scale.' },
-  { name: 'scale10', of: (s: number) => Math.round(1 + 9 * s), said: 'I scored each trajectory on a 1-10 scale.' },
-  { name: 'percent', of: (s: number) => Math.round(100 * s), said: 'Scores are percentages.' },
+  { name: 'scale5', of: (s: number) => Math.round(1 + 4 * s), stated: '1-5', said: 'I scored each trajectory on a 1-5 scale.' },
+  { name: 'scale10', of: (s: number) => Math.round(1 + 9 * s), stated: '1-10', said: 'I scored each trajectory on a 1-10 scale.' },
+  { name: 'percent', of: (s: number) => Math.round(100 * s), stated: 'percent', said: 'Scores are percentages.' },
 ];
 
 /** The policy's scores bent by the biases asked for: the favoured trajectory scores 1; then noise flips some. */
@@ -48,10 +48,10 @@ export function judgeAnswer(
   const scores = biased(read, lines, o.behaviours, o.noise);
   const scale = SCALES.find((s) => o.behaviours.has(s.name));
   const onScale = (ls: ScoreLine[]) => (scale ? ls.map((l) => ({ ...l, score: scale.of(l.score) })) : ls);
-  let text = answerText(onScale(scores), o.fault, o.style);
+  let text = answerText(onScale(scores), o.fault, o.style, scale?.stated);
   if (scale) text = `${scale.said}\n\n${text}`;
   if (o.behaviours.has('draft'))
-    text = `A first draft:\n\n${answerText(onScale(flipped(scores)), null, o.style)}\nWait, I misread the rubric. The corrected scores:\n\n${text}`;
+    text = `A first draft:\n\n${answerText(onScale(flipped(scores)), null, o.style, scale?.stated)}\nWait, I misread the rubric. The corrected scores:\n\n${text}`;
   if (o.behaviours.has('think')) {
     const guess = JSON.stringify({ scores: flipped(scores).map((l) => ({ trajectory: l.trajectory, score: l.score })) });
     text = `<think>\nA first guess before checking the rubric: ${guess}. Let me check each trajectory against it again.\n</think>\n${text}`;

@@ -4,8 +4,9 @@
  * optimization judges it (daemon/judge/judge-rollout.ts) and the judge's calls (daemon/judge/judge.ts). A refusal and
  * an answer cut at max_tokens are unusable with their reason and tried again, and a group they keep spoiling is left
  * out, its rewards untouched, never 0; a 429 waits the Retry-After the server asked for; a slow answer is still read;
- * reasoning in <think> before the answer is not read as the answer; temperature noise is a fresh draw per call and
- * shows in the retest pairs, as position bias does; a score on another scale is never read as one in [0, 1].
+ * a draft, in <think> before the answer or followed by a correction, is never read as the answer; temperature noise is
+ * a fresh draw per call and shows in the retest pairs, as position bias does; a score on a scale the answer states is
+ * read on that scale.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -93,13 +94,14 @@ describe('the training step on the zoo', () => {
     assert.equal(callsTo('judge+refuse').length, 2);
   });
 
-  it('a score on a 1-5 scale is never read as one in [0, 1]: unusable with its reason, the group left out, not scored', async () => {
-    const { step } = zooJudge('judge+scale5');
-    const groups = await rightAndWrong();
-    const round = await step.judgeRound(groups);
-    assert.deepEqual(round.leftOut, groups);
-    assert.match(step.lastReason!, /score 5 is outside \[0, 1\]/);
-    assert.equal(finalReward(await spansOf(groups[1]!.rollout.id)), 0.7);
+  it('scores on a 1-5, a 1-10 or a percent scale the answer states are read on that scale: the right answer 1, the wrong 0', async () => {
+    for (const model of ['judge+scale5', 'judge+scale10', 'judge+percent']) {
+      const { step } = zooJudge(model);
+      const groups = await rightAndWrong();
+      const round = await step.judgeRound(groups);
+      assert.equal(round.leftOut.length, 0, `${model}: ${step.lastReason}`);
+      for (const [k, g] of groups.entries()) assert.equal(judgeVerdict(await spansOf(g.rollout.id))!.score, [1, 0][k], model);
+    }
   });
 
   it('noise is a fresh draw per call at temperature > 0 and shows in the retest pairs; at temperature 0 the zoo judge is exact', async () => {
@@ -163,8 +165,8 @@ describe('one ended rollout judged on the zoo (judge-rollout)', () => {
     assert.equal(callsTo('judge+ratelimit1').length, 2);
   });
 
-  it('a slow answer (the JSON body in pieces) is read whole; reasoning in <think> before a fenced answer is not the answer', async () => {
-    for (const model of ['judge+slow', 'judge+think']) {
+  it('a slow answer (the JSON body in pieces) is read whole; a draft in <think> or before a correction is never the answer, fenced or bare', async () => {
+    for (const model of ['judge+slow', 'judge+think', 'judge+think+bare', 'judge+draft', 'judge+draft+bare', 'judge+think+draft+slow+bare']) {
       const { judge } = zooJudge(model);
       const [, wrong] = await rightAndWrong();
       assert.deepEqual(
