@@ -3,7 +3,7 @@
  * is the desk's scripted one; real daemon, store, runner and `openai` client): a renamed placeholder ({question} ->
  * {query}) is refused by the candidate checks (daemon/optimize/checks.ts) and never rolled out; a prompt that grows
  * every round is bounded by --max-prompt-chars, the longer ones refused with the cap named; commentary around the
- * fenced prompt never reaches the prompt; an optimizer that fixes one thing at a time still improves, one rule per
+ * fenced prompt, or the current prompt quoted in a block before the new one, never reaches a candidate; an optimizer that fixes one thing at a time still improves, one rule per
  * candidate.
  */
 import assert from 'node:assert/strict';
@@ -65,11 +65,13 @@ describe('agl optimize on the zoo', () => {
     assert.ok(o.prompts.desk!.best.length <= cap);
   });
 
-  it("commentary around the fenced prompt never reaches the prompt, and the run improves as the plain optimizer's does", async () => {
-    const o = await optimizeWith('optimizer+commentary');
-    for (const c of await candidates(o))
-      assert.doesNotMatch(c.prompts.desk!, /Looking at the failures|Here is the revised prompt|This keeps every placeholder|```/);
-    assert.ok(o.scores.best.val! > o.scores.seed.val!, `${o.scores.seed.val} -> ${o.scores.best.val}`);
+  it('commentary around the fenced prompt, or the current prompt quoted in a block before the new one, never reaches a candidate; the run improves', async () => {
+    for (const model of ['optimizer+commentary', 'optimizer+blocks']) {
+      const o = await optimizeWith(model);
+      for (const c of await candidates(o))
+        assert.doesNotMatch(c.prompts.desk!, /Looking at the failures|Here is the revised prompt|This keeps every placeholder|The instructions were|```/);
+      assert.ok(o.scores.best.val! > o.scores.seed.val!, `${model}: ${o.scores.seed.val} -> ${o.scores.best.val}`);
+    }
   });
 
   it('an optimizer that fixes one thing at a time: each candidate states at most one rule more than its parent, and the run still improves', async () => {
