@@ -28,8 +28,8 @@ export { ZOO_SIGNATURE };
 export const ZOO_BEHAVIOURS = {
   noise: 'noise<f>: at temperature > 0 each score is flipped (1 - score) with probability f, a fresh draw per score of every call; exact at temperature 0',
   position: 'position: the trajectory shown first scores 1, whatever it says',
-  length: 'length: the trajectory with the longest final answer scores 1, whatever it says',
-  self: `self: a trajectory that carries the zoo's own signature ("${ZOO_SIGNATURE}") scores 1 (self-preference)`,
+  length: 'length: the trajectory with the longest final answer scores 1 whatever it says, the others at most 0.5',
+  self: `self: a trajectory that carries the zoo's own signature ("${ZOO_SIGNATURE}") scores 1 (self-preference), the others at most 0.5`,
   bare: "bare: the score JSON alone, no fence and no words around it (the zoo's `style` otherwise: a ```json fence after a sentence)",
   think: 'think: a <think>...</think> block before the answer, its reasoning holding a draft score JSON of its own',
   draft: 'draft: a draft score JSON, then "wait, I misread" and the corrected JSON (the last one is meant)',

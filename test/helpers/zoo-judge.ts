@@ -20,19 +20,21 @@ const SCALES = [
 
 /** The policy's scores bent by the biases asked for: the favoured trajectory scores 1; then noise flips some. */
 function biased(read: JudgeRequest, lines: ScoreLine[], b: Behaviours, noise: (() => number) | null): ScoreLine[] {
-  const answers = read.trajectories.map((t) => t.finalAnswer ?? '');
-  const longest = read.trajectories[answers.indexOf(answers.reduce((a, x) => (x.length > a.length ? x : a), ''))]?.index;
+  const lengthOf = new Map(read.trajectories.map((t) => [t.index, (t.finalAnswer ?? '').length]));
+  const longest = Math.max(0, ...lengthOf.values());
+  const signed = new Set(read.trajectories.filter((t) => t.text.includes(ZOO_SIGNATURE)).map((t) => t.index));
   const favoured = (l: ScoreLine): string | null => {
-    const t = read.trajectories.find((x) => x.index === l.trajectory);
     if (b.has('position') && l.trajectory === 1) return 'it reads best, coming first';
-    if (b.has('length') && l.trajectory === longest) return 'the most thorough answer';
-    if (b.has('self') && t?.text.includes(ZOO_SIGNATURE)) return 'written the way I would write it';
+    if (b.has('length') && lengthOf.get(l.trajectory) === longest) return 'the most thorough answer';
+    if (b.has('self') && signed.has(l.trajectory)) return 'written the way I would write it';
     return null;
   };
+  // Length and self-preference also mark the others down (at most 0.5): the favoured one wins outright.
+  const cap = b.has('length') || (b.has('self') && signed.size > 0) ? 0.5 : 1;
   const flipOdds = b.get('noise') ?? 0;
   return lines.map((l) => {
     const why = favoured(l);
-    const bent = why ? { ...l, score: 1, explanation: why } : l;
+    const bent = why ? { ...l, score: 1, explanation: why } : { ...l, score: Math.min(l.score, cap) };
     return noise && noise() < flipOdds ? { ...bent, score: 1 - bent.score, explanation: `${bent.explanation} (misread)` } : bent;
   });
 }
