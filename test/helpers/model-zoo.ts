@@ -14,11 +14,11 @@
  * unless `anyModelAs` plays every name as a plain role (startScriptedJudge's judge, whatever the test calls it).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { rng } from '../../samples/shared/rng.js';
 import { agentAnswer } from '../../samples/apo/scripted-llm.js';
 import { answerKeyJudge, type Fault, type JudgeRequest, readJudgeRequest, type ScoreLine, type ScriptedJudgeOptions } from './scripted-judge.js';
 import { judgeAnswer, ZOO_SIGNATURE } from './zoo-judge.js';
+import { listenOpenAiServer } from './net.js';
 import { optimizerZooAnswer } from './zoo-optimizer.js';
 
 export type ZooRole = 'judge' | 'optimizer' | 'agent';
@@ -191,17 +191,14 @@ export async function startModelZoo(o: ModelZooOptions = {}): Promise<ModelZoo> 
       holds.add(t);
     })().catch((e: Error) => json(res, 400, { error: { message: e.message } }));
   });
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
+  const listening = await listenOpenAiServer(server);
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: listening.url,
     requests,
     judgeRequests,
     close: async () => {
       for (const t of holds) clearTimeout(t);
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
+      await listening.close();
     },
   };
 }
