@@ -24,7 +24,7 @@ import { optimizerZooAnswer } from './zoo-optimizer.js';
 export type ZooRole = 'judge' | 'optimizer' | 'agent';
 export { ZOO_SIGNATURE };
 
-/** Every behaviour a zoo model name can ask for, with what the model then does (the README's list comes from here). */
+/** Every behaviour a zoo model name can ask for, with what the model then does (the README's list follows this one). */
 export const ZOO_BEHAVIOURS = {
   noise: 'noise<f>: at temperature > 0 each score is flipped (1 - score) with probability f, a fresh draw per score of every call; exact at temperature 0',
   position: 'position: the trajectory shown first scores 1, whatever it says',
