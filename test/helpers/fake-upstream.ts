@@ -6,7 +6,7 @@
  * `logprobs`). It records every request body it received.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOpenAiServer } from './net.js';
 
 export interface FakeUpstream {
   url: string;
@@ -132,16 +132,6 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       handle(body, req.url ?? '', res);
     });
   });
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
-    close: () =>
-      new Promise((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  };
+  const listening = await listenOpenAiServer(server);
+  return { url: listening.url, requests, close: listening.close };
 }

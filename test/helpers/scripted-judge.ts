@@ -1,16 +1,15 @@
 /**
- * A scripted LLM judge for tests and benchmarks (an outside service, so scripting it is allowed): a real HTTP server
- * speaking OpenAI's chat completions protocol (JSON, and SSE when asked to stream, with usage tokens), reached through
- * the real `openai` client. It reads what it is sent as a judge model would: the rubric in the system message, the task
+ * A scripted LLM judge for tests and benchmarks (an outside service, so scripting it is allowed): the model zoo's
+ * server (model-zoo.ts: real HTTP, OpenAI's chat completions protocol, JSON and SSE with usage tokens, reached through
+ * the real `openai` client) playing a plain judge under any model name. It reads what it is sent as a judge model would: the rubric in the system message, the task
  * and each `<trajectory k>` in the user message (daemon/judge/request.ts), each trajectory's LLM calls and final answer
  * (protocol/episode-text.ts); a scoring policy turns that into a score and an explanation per trajectory. `faults`
  * makes chosen requests go wrong the ways real judges do: malformed JSON, a trajectory missing from the answer, 500,
  * 429 with retry-after, an answer held past the client's timeout, a refused key.
  */
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { rng } from '../../samples/shared/rng.js';
+import { startModelZoo } from './model-zoo.js';
 
 /** One trajectory as the judge read it: its place in this request (1-based), its text, and what the text says. */
 export interface ReadTrajectory {
@@ -173,95 +172,26 @@ function answerOf(final: string | null): string | null {
   }
 }
 
-function answerText(lines: ScoreLine[], fault: Fault | null, style: ScriptedJudgeOptions['style']): string {
+/**
+ * A judge's answer in the one answer format: the scores as JSON (as `style` wraps it, with the `scale` it scores on
+ * when that is not 0-1), or the fault's wrong answer.
+ */
+export function answerText(lines: ScoreLine[], fault: Fault | null, style: ScriptedJudgeOptions['style'], scale?: string): string {
   if (fault === 'malformed') return 'Trajectory 1 is the best. {"scores": [{"trajectory": 1, "score": 0.9,, }';
   const shown = fault === 'partial' ? lines.slice(0, -1) : lines;
   const scored = fault === 'out-of-range' ? shown.map((l) => ({ ...l, score: l.score * 10 })) : shown;
-  const json = JSON.stringify({ scores: scored.map((l) => ({ trajectory: l.trajectory, explanation: l.explanation, score: l.score })) }, null, 1);
+  const json = JSON.stringify(
+    { ...(scale ? { scale } : {}), scores: scored.map((l) => ({ trajectory: l.trajectory, explanation: l.explanation, score: l.score })) },
+    null,
+    1,
+  );
   if (style === 'bare') return json;
   if (style === 'prose') return `Having read every trajectory, here are my scores: ${json.replace(/\n/g, ' ')} I hope this helps.`;
   return `I compared the trajectories against the rubric.\n\n\`\`\`json\n${json}\n\`\`\`\n`;
 }
 
-function respond(res: ServerResponse, body: Record<string, unknown>, content: string, promptChars: number): void {
-  const usage = { prompt_tokens: Math.ceil(promptChars / 4), completion_tokens: Math.ceil(content.length / 4) };
-  const total = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
-  const base = { id: 'chatcmpl-judge', created: 1_700_000_000, model: String(body.model ?? 'judge') };
-  if (!body.stream) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        ...base,
-        object: 'chat.completion',
-        choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
-        usage: total,
-      }),
-    );
-    return;
-  }
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  const send = (o: unknown) => res.write(`data: ${JSON.stringify(o)}\n\n`);
-  const object = 'chat.completion.chunk';
-  send({ ...base, object, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
-  for (const piece of content.match(/[\s\S]{1,40}/g) ?? []) send({ ...base, object, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] });
-  send({ ...base, object, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
-  if ((body.stream_options as { include_usage?: boolean } | undefined)?.include_usage) send({ ...base, object, choices: [], usage: total });
-  res.end('data: [DONE]\n\n');
-}
-
-async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
-  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-}
-
+/** A scripted judge: the model zoo (model-zoo.ts) playing every model name as a plain judge with these scores and faults. */
 export async function startScriptedJudge(o: ScriptedJudgeOptions): Promise<ScriptedJudge> {
-  const requests: JudgeRequest[] = [];
-  const holds = new Set<ReturnType<typeof setTimeout>>();
-  const server: Server = createServer((req, res) => {
-    void (async () => {
-      if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
-        res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
-        return;
-      }
-      const body = await readBody(req);
-      const read = readJudgeRequest((body.messages as Message[]) ?? [], String(body.model ?? ''));
-      const n = requests.length;
-      requests.push(read);
-      const fault = o.faults?.(n, read) ?? null;
-      const error = (status: number, message: string, headers: Record<string, string> = {}) => {
-        res.writeHead(status, { 'content-type': 'application/json', ...headers });
-        res.end(JSON.stringify({ error: { message, type: 'scripted', code: status } }));
-      };
-      if (fault === 'server-error') return error(500, 'scripted judge: internal error');
-      if (fault === 'rate-limit') return error(429, 'scripted judge: rate limited', { 'retry-after-ms': '50' });
-      if (fault === 'unauthorized') return error(401, 'scripted judge: invalid api key');
-      const content = answerText(o.score(read), fault, o.style);
-      const promptChars = JSON.stringify(body.messages ?? []).length;
-      if (fault === 'timeout') {
-        const t = setTimeout(() => {
-          holds.delete(t);
-          if (!res.destroyed) respond(res, body, content, promptChars);
-        }, o.timeoutHoldMs ?? 5_000);
-        holds.add(t);
-        return;
-      }
-      respond(res, body, content, promptChars);
-    })().catch((e: Error) => {
-      res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: e.message } }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
-    close: async () => {
-      for (const t of holds) clearTimeout(t);
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
+  const zoo = await startModelZoo({ score: o.score, faults: o.faults, style: o.style, timeoutHoldMs: o.timeoutHoldMs, anyModelAs: 'judge' });
+  return { url: zoo.url, requests: zoo.judgeRequests, close: () => zoo.close() };
 }
