@@ -15,13 +15,14 @@
  *   position      a judge that scores only the place a trajectory is shown at (positionJudge): it must teach nothing
  *   random        a judge that scores at random: every score of every call a fresh draw of a seeded sequence
  *                 (scripted-judge.ts randomJudge), so a trajectory shown twice gets two unrelated scores; it must teach
- *                 nothing (judge.retest reads its reliability and leaves its groups out of the update)
+ *                 nothing (judge.retest reads its weight 0 and leaves its groups out of the update)
  *   arbitrary     (only when --ways names it) a judge whose score is a fixed hash of the trajectory's text
  *                 (arbitraryJudge): consistent with itself, so no retest can see it, but unrelated to the answers; what
  *                 the random way was before it drew per call. It is an arbitrary reward function, not noise.
  * The bars (issues #41, #50): judge's held-out within 0.05 of programmatic's; random's and position's within 0.05 of where
  * they started; right80's gain at least 0.8 of programmatic's.
- * Each judged way also reports the judge's mean reliability over the steps and the groups left out as too unreliable.
+ * Each judged way also reports the judge's mean test-retest reliability (between separate calls) and weight over the
+ * steps, and the groups left out at weight 0 (daemon/judge/reliability.ts).
  * Writes bench/results/judge.json (`{date, machine, quick, ways, metrics}`); with --ways naming fewer than the three,
  * bench/results/judge-<ways>.json, and a bar only when both its ways ran. --quick: 3 steps each (the shape only: the
  * bars are for the full budget).
@@ -98,6 +99,7 @@ async function trainOneWay(way: Way, steps: number, rubricFile: string) {
     await store.close();
     const sum = (name: string) => points.filter((p) => p.name === name).reduce((a, p) => a + p.value, 0);
     const reliability = points.filter((p) => p.name === METRICS.judgeReliability);
+    const weight = points.filter((p) => p.name === METRICS.judgeWeight);
     return {
       before: r.before ?? 0,
       after: r.after ?? 0,
@@ -107,6 +109,7 @@ async function trainOneWay(way: Way, steps: number, rubricFile: string) {
       judgeTokens: sum(METRICS.judgeTokens),
       judgeFailedGroups: sum(METRICS.judgeFailedGroups),
       ...(reliability.length ? { judgeReliabilityMean: reliability.reduce((a, p) => a + p.value, 0) / reliability.length } : {}),
+      ...(weight.length ? { judgeWeightMean: weight.reduce((a, p) => a + p.value, 0) / weight.length } : {}),
       ...(judge ? { judgeUnreliableGroups: sum(METRICS.judgeUnreliableGroups) } : {}),
     };
   } finally {
@@ -151,12 +154,12 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), machine, quick: values.quick, ways, metrics }, null, 2)}\n`);
   const f = (k: string) => (metrics[k] === undefined ? '-' : metrics[k]!.toFixed(2)).padStart(7);
   process.stdout.write(
-    `\nreward         before   after  steps  minutes  judge calls  reliability  unreliable groups\n` +
+    `\nreward         before   after  steps  minutes  judge calls  reliability  weight  unreliable groups\n` +
       ways
         .map(
           (w) =>
             `${w.padEnd(13)} ${f(`${w}.before`)} ${f(`${w}.after`)} ${String(metrics[`${w}.steps`] ?? '-').padStart(6)} ${f(`${w}.minutes`)} ${String(metrics[`${w}.judge_calls`] ?? 0).padStart(12)}` +
-            ` ${f(`${w}.judge_reliability_mean`).padStart(12)} ${String(metrics[`${w}.judge_unreliable_groups`] ?? '-').padStart(18)}`,
+            ` ${f(`${w}.judge_reliability_mean`).padStart(12)} ${f(`${w}.judge_weight_mean`)} ${String(metrics[`${w}.judge_unreliable_groups`] ?? '-').padStart(18)}`,
         )
         .join('\n') +
       bars(metrics) +

@@ -79,14 +79,14 @@ const FIELDS = {
   retest: field(
     z.boolean(),
     true,
-    "test-retest: each group call shows one of its trajectories twice (single mode: one rollout of each of 4 tasks a step is scored twice); how far the judge disagrees with itself (the upper 95% bound of that noise), against the spread of its scores within groups, gives its reliability r, and the judged groups' advantages are scaled by r (the second score is never a reward; a group call reads one more trajectory)",
+    "test-retest between separate calls: half of a step's groups whose scores spread are shown again by a call of their own (single mode: one rollout of each of 4 tasks a step gets a second call); the within-group correlation of the two calls' scores is the judge's reliability, and the judged groups' advantages are multiplied by its weight, the square root of the reliability's lower 95% bound (0, groups left out, for a judge whose scores are not shown to reproduce: one scoring at random or by the place it shows a trajectory at); the second score is never a reward; a group call also shows one trajectory twice, a check of position effects only",
     'true|false',
     'boolean',
   ),
   minReliability: field(
     z.number().min(0).max(1),
-    0.3,
-    "below this reliability (judge.retest) the judged groups are left out of the update: Adam's step size adapts to the advantages' scale, so a judge that stays noisy would still move the policy at full size",
+    0,
+    "with the judge's weight (judge.retest) at or below this, the judged groups are left out of the update (0: only at weight 0, a judge not shown to be informative)",
     'X',
     'number',
   ),

@@ -73,19 +73,24 @@ export const METRICS = {
   judgeGroups: 'judge/groups',
   judgeFailedGroups: 'judge/failed_groups',
   /**
-   * The judge's test-retest reliability (judge.retest; daemon/judge/reliability.ts): r = clamp(1 - noise/signal, 0, 1)
-   * as the step's update used it (the judged groups' advantages times r; below judge.minReliability they are left out:
-   * judge/unreliable_groups), the noise variance (mean d²/2 over the pairs of scores the judge gave one trajectory
-   * shown twice) and the signal (the spread of its scores within groups), both smoothed over steps, and the step's pairs.
+   * The judge's weight in the step's update and why (judge.retest; daemon/judge/reliability.ts): the weight the judged
+   * groups' advantages were multiplied by (0: left out, judge/unreliable_groups), the test-retest reliability it comes
+   * from (the within-group correlation of the scores two separate calls gave the same trajectories), the reliability's
+   * lower 95% bound (weight = its square root), the informativeness (the reliability's square root), the noise variance
+   * (mean d²/2 over those pairs), the signal (the spread of its scores within groups), all smoothed over steps, and the
+   * step's pairs.
    */
+  judgeWeight: 'judge/weight',
   judgeReliability: 'judge/reliability',
+  judgeReliabilityLow: 'judge/reliability_low',
+  judgeInformativeness: 'judge/informativeness',
   judgeNoise: 'judge/noise',
   judgeSignal: 'judge/signal',
   judgeRetestPairs: 'judge/retest_pairs',
   judgeUnreliableGroups: 'judge/unreliable_groups',
 } as const;
 
-/** Below this reliability a step's notes and `agl train`'s progress say the judge's noise scaled the update. */
+/** Below this weight a step's notes and `agl train`'s progress say the judge's noise scaled the update. */
 export const RELIABILITY_SAID_BELOW = 0.95;
 
 /** Why a judge could not score a group, in the words a step's note says it (protocol/training-health.ts): one, several. */
@@ -182,10 +187,13 @@ export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
   [METRICS.judgeCost]: { label: 'judge cost', unit: 'per step' },
   [METRICS.judgeGroups]: { label: 'groups the judge scored', unit: 'groups' },
   [METRICS.judgeFailedGroups]: { label: 'groups the judge could not score', unit: 'groups' },
-  [METRICS.judgeReliability]: { label: "judge's reliability (test-retest)", unit: '0-1' },
+  [METRICS.judgeWeight]: { label: "judge's weight in the update", unit: '0-1' },
+  [METRICS.judgeReliability]: { label: "judge's reliability (test-retest between calls)", unit: 'correlation' },
+  [METRICS.judgeReliabilityLow]: { label: "judge's reliability, lower 95% bound", unit: 'correlation' },
+  [METRICS.judgeInformativeness]: { label: "judge's informativeness (√ reliability)", unit: '0-1' },
   [METRICS.judgeNoise]: { label: "judge's noise (retest pairs' variance)", unit: 'variance of scores' },
   [METRICS.judgeSignal]: { label: "judge's spread within groups", unit: 'variance of scores' },
-  [METRICS.judgeRetestPairs]: { label: 'judge retest pairs', unit: 'pairs' },
+  [METRICS.judgeRetestPairs]: { label: 'judge retest pairs (separate calls)', unit: 'pairs' },
   [METRICS.judgeUnreliableGroups]: { label: 'groups left out: judge too unreliable', unit: 'groups' },
 };
 
@@ -250,26 +258,41 @@ export function describeEngine(f: EngineFacts): string {
   return `${f.engine} · ${f.device} · ${f.dtype} · ${f.ranks} rank${f.ranks === 1 ? '' : 's'}${f.ranks > 1 && f.backend ? ` (${f.backend})` : ''}`;
 }
 
+/** The judge's weight at a step and why (judge.retest, daemon/judge/reliability.ts), for a progress line. */
+export interface JudgeWeightSaid {
+  /** What the judged groups' advantages were multiplied by (0: left out). */
+  weight: number;
+  /** The informativeness (null without pairs that spread) and its lower 95% bound (the weight, unless at most the floor). */
+  informativeness: number | null;
+  bound: number;
+  pairs: number;
+  floor: number;
+  leftOut: number;
+}
+
 /**
  * A step's judge in a few words: "16 calls · 41.2k tokens · $0.0123" (and the groups it could not score, when any; its
- * reliability when it scaled the update: "reliability 0.62: advantages × 0.62", "reliability 0.08 < 0.3: 12 groups left out").
+ * weight when it scaled the update: "judge weight 0.62 (informativeness 0.71, at least 0.62 at 95%, from 40 pairs
+ * between calls)", or "judge weight 0 (...): 12 judged groups left out").
  */
-export function describeJudgeStep(
-  j: { calls: number; tokens: number; cost: number | null; reliability?: { r: number; floor: number; leftOut: number } },
-  failedGroups = 0,
-): string {
+export function describeJudgeStep(j: { calls: number; tokens: number; cost: number | null; reliability?: JudgeWeightSaid }, failedGroups = 0): string {
   const tokens = j.tokens >= 1000 ? `${(j.tokens / 1000).toFixed(1)}k` : String(j.tokens);
   const cost = j.cost === null ? '' : ` · $${j.cost < 0.01 ? j.cost.toFixed(4) : j.cost.toFixed(2)}`;
   const failed = failedGroups ? ` · ${failedGroups} group${failedGroups === 1 ? '' : 's'} left out` : '';
-  return `${j.calls} call${j.calls === 1 ? '' : 's'} · ${tokens} tokens${cost}${failed}${describeReliability(j.reliability)}`;
+  return `${j.calls} call${j.calls === 1 ? '' : 's'} · ${tokens} tokens${cost}${failed}${describeWeight(j.reliability)}`;
 }
 
-/** The judge's reliability when it bit (below RELIABILITY_SAID_BELOW), for a progress line; '' otherwise. */
-function describeReliability(rel: { r: number; floor: number; leftOut: number } | undefined): string {
-  if (!rel || rel.r >= RELIABILITY_SAID_BELOW) return '';
-  const r = rel.r.toFixed(2);
-  if (rel.leftOut > 0) return ` · reliability ${r} < ${rel.floor}: ${rel.leftOut} judged group${rel.leftOut === 1 ? '' : 's'} left out`;
-  return ` · reliability ${r}: advantages × ${r}`;
+/** The judge's weight when it bit (below RELIABILITY_SAID_BELOW), for a progress line; '' otherwise. */
+function describeWeight(w: JudgeWeightSaid | undefined): string {
+  if (!w || w.weight >= RELIABILITY_SAID_BELOW) return '';
+  const pairs = `${Math.round(w.pairs)} pair${Math.round(w.pairs) === 1 ? '' : 's'} between calls`;
+  const why =
+    w.informativeness === null
+      ? `no pairs between calls that spread yet`
+      : `informativeness ${w.informativeness.toFixed(2)}, at least ${w.bound.toFixed(2)} at 95%, from ${pairs}`;
+  const out = w.leftOut > 0 ? `: ${w.leftOut} judged group${w.leftOut === 1 ? '' : 's'} left out` : '';
+  const floor = w.leftOut > 0 && w.bound > 0 ? `, at most judge.minReliability ${w.floor}` : '';
+  return ` · judge weight ${w.weight.toFixed(2)} (${why}${floor})${out}`;
 }
 
 /** A held-out reward with the tasks it is over: "0.50 of 8 tasks" (the tasks unknown in runs recorded before they were). */

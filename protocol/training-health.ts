@@ -17,7 +17,7 @@
  * With one policy per role, a step's notes also name a policy that did not update: its roles made no call in the
  * step (they run only on some paths of the agent), or none of its calls had an advantage. With an LLM judge, a step's
  * notes say how many groups it could not score (left out of the update, never scored 0) and why, and when its
- * test-retest reliability (judge.retest) scaled the update or left its groups out.
+ * weight (judge.retest: how far its scores reproduce between separate calls) scaled the update or left its groups out.
  */
 import {
   JUDGE_FAILURES,
@@ -71,8 +71,12 @@ export interface StepFacts {
   judgeGroups: number | null;
   judgeFailed: number | null;
   judgeFailures: Map<JudgeFailure, number>;
-  /** With judge.retest: the judge's reliability the update used, the noise and signal behind it, the groups it left out. */
+  /** With judge.retest: the judge's weight in the update, the reliability and bound behind it, its pairs, the groups left out. */
+  judgeWeight: number | null;
   judgeReliability: number | null;
+  judgeReliabilityLow: number | null;
+  judgeInformativeness: number | null;
+  judgePairs: number | null;
   judgeNoise: number | null;
   judgeSignal: number | null;
   judgeUnreliable: number | null;
@@ -92,7 +96,11 @@ const FIELDS: Partial<Record<string, keyof StepFacts>> = {
   [METRICS.gradNorm]: 'gradNorm',
   [METRICS.judgeGroups]: 'judgeGroups',
   [METRICS.judgeFailedGroups]: 'judgeFailed',
+  [METRICS.judgeWeight]: 'judgeWeight',
   [METRICS.judgeReliability]: 'judgeReliability',
+  [METRICS.judgeReliabilityLow]: 'judgeReliabilityLow',
+  [METRICS.judgeInformativeness]: 'judgeInformativeness',
+  [METRICS.judgeRetestPairs]: 'judgePairs',
   [METRICS.judgeNoise]: 'judgeNoise',
   [METRICS.judgeSignal]: 'judgeSignal',
   [METRICS.judgeUnreliableGroups]: 'judgeUnreliable',
@@ -363,24 +371,28 @@ function judgeLeftOut(f: StepFacts): string {
 }
 
 const JUDGE_NOISE_ADVICE =
-  'a judge that agrees with itself: judge.temperature 0, a larger judge model, a rubric with a concrete scale (what scores 1, 0.5, 0); agl judge check RUN reports its self-agreement; judge.minReliability sets the floor';
+  'a judge that agrees with itself: judge.temperature 0, a larger judge model, a rubric with a concrete scale (what scores 1, 0.5, 0); agl judge check RUN reports its self-agreement and weight';
 
-/** What the judge's reliability did to a step's update, when it bit: scaled its groups' advantages, or left them out. */
+/** What the judge's weight did to a step's update, when it bit: scaled its groups' advantages, or left them out. */
 function judgeUnreliableNote(f: StepFacts): string | null {
-  const r = f.judgeReliability;
-  if (r === null || r >= RELIABILITY_SAID_BELOW) return null;
-  const fmt = (x: number | null) => (x === null ? '?' : x.toFixed(3));
-  const why = `the judge disagreed with itself on trajectories it was shown twice (noise ${fmt(f.judgeNoise)} against a spread of ${fmt(f.judgeSignal)} within groups)`;
+  const w = f.judgeWeight;
+  if (w === null || w >= RELIABILITY_SAID_BELOW) return null;
+  const fmt = (x: number | null) => (x === null ? '?' : x.toFixed(2));
+  const pairs = `${f.judgePairs ?? 0} pair${f.judgePairs === 1 ? '' : 's'} this step and the last steps'`;
+  const why =
+    f.judgeReliability === null
+      ? `no trajectories whose scores spread were scored by two separate calls yet (${pairs})`
+      : `its scores of the same trajectories in separate calls correlate ${fmt(f.judgeReliability)} within groups (at least ${fmt(f.judgeReliabilityLow)} at 95%; ` +
+        `informativeness ${fmt(f.judgeInformativeness)}; ${pairs})`;
   const out = f.judgeUnreliable ?? 0;
-  if (out > 0)
-    return `judge reliability ${r.toFixed(2)}, below judge.minReliability: ${why}, so its ${out} group${out === 1 ? ' was' : 's were'} left out of the update`;
-  return `judge reliability ${r.toFixed(2)}: ${why}, so the judged groups' advantages were scaled by ${r.toFixed(2)}`;
+  if (out > 0) return `judge weight 0: ${why}, so its ${out} group${out === 1 ? ' was' : 's were'} left out of the update`;
+  return `judge weight ${fmt(w)}: ${why}, so the judged groups' advantages were multiplied by ${fmt(w)}`;
 }
 
 /** Why a step did not update, in a few words, and what to try first (the run-level words of its cause). */
 function noUpdateNote(f: StepFacts, ctx: RunContext): { why: string; tryFirst: string } {
   if ((f.judgeFailed ?? 0) > 0 && f.judgeGroups === 0) return { why: 'the judge could not score any group', tryFirst: judgeAdvice(f) };
-  if ((f.judgeUnreliable ?? 0) > 0) return { why: 'the judge was too unreliable to train on (its note says how)', tryFirst: JUDGE_NOISE_ADVICE };
+  if ((f.judgeUnreliable ?? 0) > 0) return { why: 'the judge was not shown to be informative (its note says how)', tryFirst: JUDGE_NOISE_ADVICE };
   const kind = stepCause(f);
   if (kind) {
     const e = explain(kind, [f], ctx);

@@ -64,12 +64,12 @@ export const DASHBOARD_CHARTS: DashboardChart[] = [
     ],
     yTitle: 'calls, groups',
   },
-  // judge.retest: how far the judge agrees with itself (its reliability scales the judged groups' advantages).
+  // judge.retest: the judge's weight in the update and why (its scores' correlation between separate calls, the bound).
   {
     id: 'judge-reliability',
-    title: 'Judge: reliability (test-retest)',
-    metrics: [METRICS.judgeReliability],
-    yTitle: "r = 1 - noise/signal (the update's scale)",
+    title: 'Judge: weight, and the test-retest reliability between calls it comes from',
+    metrics: [METRICS.judgeWeight, METRICS.judgeInformativeness, METRICS.judgeReliability, METRICS.judgeReliabilityLow],
+    yTitle: 'weight = √(reliability at least, 95%); 0: groups left out',
   },
   { id: 'judge-noise', title: 'Judge: noise against signal', metrics: [METRICS.judgeNoise, METRICS.judgeSignal], yTitle: 'variance of scores' },
   { id: 'judge-cost', title: 'Judge: cost per step', metrics: [METRICS.judgeCost], yTitle: 'cost (at judge.priceIn / priceOut)' },

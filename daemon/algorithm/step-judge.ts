@@ -7,10 +7,13 @@
  * judge's explanation as its feedback, beside the judge call's span. A group the judge could not score after its
  * tries is left out of the step (no reward, no transition, no update), counted by why (judge/failed_<kind>) for the
  * step's notes, never scored 0. Validation rollouts are judged one by one (single mode) per judge.validation; one the
- * judge could not score is left out of the held-out mean. With judge.retest (the default) the judge is also shown one
- * trajectory twice (every group call; single mode: one rollout of each of SINGLE_RETESTS tasks a step) and the step keeps the evidence of how far it
- * agrees with itself (daemon/judge/reliability.ts): the trainer scales the judged groups' advantages by the reliability
- * (step-advantages.ts), or leaves them out below judge.minReliability.
+ * judge could not score is left out of the held-out mean. With judge.retest (the default) the judge scores some of
+ * the step's groups a second time by separate calls (group mode: half of each round's groups whose scores spread, the
+ * whole group shown again; single mode: one rollout of each of SINGLE_RETESTS tasks a step gets a second call), and the
+ * step keeps that evidence of how informative it is (daemon/judge/reliability.ts): the trainer multiplies the judged
+ * groups' advantages by its weight, the lower bound of its informativeness (step-advantages.ts), and leaves them out
+ * at weight 0 (or at most judge.minReliability). Group mode's within-call copy is no evidence for the weight (the two
+ * copies share one context).
  */
 import { METRICS, judgeFailureMetric, JUDGE_FAILURES, type JudgeFailure } from '../../protocol/metrics.js';
 import { isJudgeReward, lockedReward } from '../../protocol/judge-reading.js';
@@ -18,13 +21,23 @@ import { pickFinalReward } from '../../protocol/span-reading.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { Judge, RolloutToJudge } from '../judge/judge.js';
 import { judgeCallSpans, judgedReward, type JudgedReward } from '../judge/record.js';
-import { evidenceOf, reliabilityOf, smoothed, type ReliabilityEvidence, type ReliabilityState } from '../judge/reliability.js';
+import {
+  evidenceOf,
+  reliabilityOf,
+  smoothed,
+  type Reliability,
+  type ReliabilityEvidence,
+  type ReliabilityState,
+  type RetestGroup,
+} from '../judge/reliability.js';
 import { seededOrder } from '../judge/request.js';
 import type { RewardSeen } from './adapter.js';
 import type { GroupRollout } from './rollouts.js';
 
-/** Single mode: how many of a step's tasks get one rollout scored twice (group mode retests in every call). */
+/** Single mode: how many of a step's tasks get one rollout scored twice by a second call. */
 export const SINGLE_RETESTS = 4;
+/** Group mode: the share of a round's scored groups (those whose scores spread: the ones GRPO learns from) shown again. */
+export const RETEST_SHARE = 0.5;
 
 /** A round's groups after the judge: those it scored (or had nothing to score in), and the rollouts of those it could not. */
 export interface JudgedRound {
@@ -57,26 +70,26 @@ export function judgeMetrics(t: JudgeTotals): Record<string, number> {
 }
 
 /** The judge's reliability at a step (reliability.ts), and what the trainer does with the groups it judged. */
-export interface JudgeReliabilityStep {
-  r: number;
-  noise: number | null;
-  signal: number | null;
-  /** Retest pairs this step. */
-  pairs: number;
+export interface JudgeReliabilityStep extends Reliability {
+  /** Pairs from separate calls this step (the reliability's `pairs` are the smoothed count). */
+  stepPairs: number;
   /** The tasks whose groups the judge scored this step. */
   groups: ReadonlySet<string>;
-  /** What their advantages are multiplied by: r, or 0 below judge.minReliability (then they are left out). */
+  /** What their advantages are multiplied by: the weight, or 0 at or below judge.minReliability (then they are left out). */
   scale: number;
   floor: number;
 }
 
-/** The reliability's part of a step's metrics: r, the noise and signal behind it, the pairs, the groups it left out. */
+/** The reliability's part of a step's metrics: the weight and why (the correlation, its bound, the pairs), the groups left out. */
 export function reliabilityMetrics(j: JudgeReliabilityStep): Record<string, number> {
   return {
-    [METRICS.judgeReliability]: j.r,
+    [METRICS.judgeWeight]: j.scale,
+    ...(j.r !== null ? { [METRICS.judgeReliability]: j.r } : {}),
+    [METRICS.judgeReliabilityLow]: j.low,
+    ...(j.informativeness !== null ? { [METRICS.judgeInformativeness]: j.informativeness } : {}),
     ...(j.noise !== null ? { [METRICS.judgeNoise]: j.noise } : {}),
     ...(j.signal !== null ? { [METRICS.judgeSignal]: j.signal } : {}),
-    [METRICS.judgeRetestPairs]: j.pairs,
+    [METRICS.judgeRetestPairs]: j.stepPairs,
     [METRICS.judgeUnreliableGroups]: j.scale === 0 ? j.groups.size : 0,
   };
 }
@@ -86,10 +99,9 @@ export class StepJudge {
   readonly totals = newTotals();
   /** Why the last group the judge could not score has no score (null while none failed). */
   lastReason: string | null = null;
-  /** The training groups it scored this step: their tasks, its scores of each, its retest pairs (reliability's evidence). */
+  /** The training groups it scored this step: their tasks, and its scores of each with the second scores of separate calls. */
   private readonly judgedTasks = new Set<string>();
-  private readonly scored: number[][] = [];
-  private readonly pairs: [number, number][] = [];
+  private readonly scored = new Map<string, { task: unknown; rollouts: RolloutToJudge[]; scores: number[]; seconds: (number | null)[] }>();
 
   constructor(
     private readonly judge: Judge,
@@ -99,8 +111,9 @@ export class StepJudge {
 
   /**
    * A training round's groups judged: a rollout's reward becomes the judge's; a group it could not score is left out.
-   * With judge.retest, group mode retests in every call; single mode one rollout of each of SINGLE_RETESTS tasks of
-   * round 0 (a few pairs a step: reliability.ts trusts the judge only as far as its pairs show).
+   * With judge.retest, group mode then shows RETEST_SHARE of the round's groups again (judgeAgain); single mode scores
+   * one rollout of each of SINGLE_RETESTS tasks of round 0 twice (reliability.ts trusts the judge only as far as its
+   * pairs between calls show).
    */
   async judgeRound(groups: GroupRollout[], round = 0): Promise<JudgedRound> {
     const byTask = new Map<string, GroupRollout[]>();
@@ -119,11 +132,17 @@ export class StepJudge {
     await Promise.all(
       [...byTask].map(async ([taskId, members]) => {
         const again = mode === 'group' ? retest : singleRetests.has(taskId);
-        const ok = await this.judgeGroup(members, `${this.o.runId}\u0000${this.o.step}\u0000${round}\u0000${taskId}`, { retest: again, train: true });
+        const salt = `${this.o.runId}\u0000${this.o.step}\u0000${round}\u0000${taskId}`;
+        const ok = await this.judgeGroup(members, salt, { retest: again, train: `${round}\u0000${taskId}` });
         if (!ok) leftOutTasks.add(taskId);
         this.o.onProgress?.(++done, byTask.size);
       }),
     );
+    if (retest && mode === 'group')
+      await this.judgeAgain(
+        tasks.filter((t) => !leftOutTasks.has(t)).map((t) => `${round}\u0000${t}`),
+        round,
+      );
     return { kept: groups.filter((g) => !leftOutTasks.has(g.task.id)), leftOut: groups.filter((g) => leftOutTasks.has(g.task.id)) };
   }
 
@@ -146,9 +165,30 @@ export class StepJudge {
     return groups.filter((g) => out.includes(g));
   }
 
-  /** This step's evidence of the judge's reliability: its scores within the groups it scored, its retest pairs. */
+  /**
+   * Group mode's retest between calls: RETEST_SHARE of the round's scored groups whose scores spread (in a seeded
+   * order), each shown again whole by a call of its own; its scores are second scores (spans marked as a retest, no
+   * reward). A call that fails costs its pairs only.
+   */
+  private async judgeAgain(keys: string[], round: number): Promise<void> {
+    const spread = keys.filter((k) => new Set(this.scored.get(k)?.scores).size > 1);
+    const picked = seededOrder(spread.length, this.o.step, `${this.o.runId}\u0000again\u0000${round}`)
+      .slice(0, Math.ceil(spread.length * RETEST_SHARE))
+      .map((i) => spread[i]!);
+    await Promise.all(
+      picked.map(async (key) => {
+        const g = this.scored.get(key)!;
+        const { call, seconds } = await this.judge.judgeAgain(g.task, g.rollouts, `${this.o.runId}\u0000${this.o.step}\u0000${key}`);
+        await this.store.addSpans(judgeCallSpans(call, { model: this.judge.caller.model, rubricSha: this.judge.rubricSha, rewards: new Map() }));
+        this.count([call]);
+        if (seconds) g.seconds = g.rollouts.map((r) => seconds.get(r.rolloutId) ?? null);
+      }),
+    );
+  }
+
+  /** This step's evidence of the judge's reliability: its scores within the groups it scored, and their second scores. */
   evidence(): ReliabilityEvidence {
-    return evidenceOf(this.scored, this.pairs);
+    return evidenceOf([...this.scored.values()] satisfies RetestGroup[]);
   }
 
   /**
@@ -158,14 +198,15 @@ export class StepJudge {
   reliability(before: ReliabilityState | undefined): { step: JudgeReliabilityStep; state: ReliabilityState } | null {
     const { retest, minReliability } = this.judge.settings;
     if (!retest) return null;
-    const state = smoothed(before, this.evidence());
+    const evidence = this.evidence();
+    const state = smoothed(before, evidence);
     const rel = reliabilityOf(state);
-    const scale = rel.r < minReliability ? 0 : rel.r;
-    return { state, step: { ...rel, pairs: this.pairs.length, groups: this.judgedTasks, scale, floor: minReliability } };
+    const scale = rel.weight <= minReliability ? 0 : rel.weight;
+    return { state, step: { ...rel, stepPairs: evidence.pairs, groups: this.judgedTasks, scale, floor: minReliability } };
   }
 
-  /** One group judged (its succeeded rollouts the agent did not lock); false when the judge could not score it. */
-  private async judgeGroup(members: GroupRollout[], salt: string, o: { mode?: 'single'; retest?: boolean; train?: boolean } = {}): Promise<boolean> {
+  /** One group judged (its succeeded rollouts the agent did not lock); false when the judge could not score it. `train`: its key in this step's evidence. */
+  private async judgeGroup(members: GroupRollout[], salt: string, o: { mode?: 'single'; retest?: boolean; train?: string } = {}): Promise<boolean> {
     const candidates: { g: GroupRollout; r: RolloutToJudge }[] = [];
     for (const g of members) {
       if (!g.trajectory) continue;
@@ -199,8 +240,13 @@ export class StepJudge {
     this.totals.groups++;
     if (o.train) {
       this.judgedTasks.add(members[0]!.task.id);
-      this.scored.push(candidates.map((c) => judgement.scores.get(c.g.rollout.id)!.score));
-      this.pairs.push(...judgement.pairs.map((p): [number, number] => [p.first, p.second]));
+      const separate = new Map(judgement.pairs.filter((p) => p.separate).map((p) => [p.rolloutId, p.second]));
+      this.scored.set(o.train, {
+        task: members[0]!.task.input,
+        rollouts: candidates.map((c) => c.r),
+        scores: candidates.map((c) => judgement.scores.get(c.g.rollout.id)!.score),
+        seconds: candidates.map((c) => separate.get(c.g.rollout.id) ?? null),
+      });
     }
     // The trajectories the step goes on with carry the judged reward as their final one, as the store now does.
     for (const s of stored) {

@@ -3,6 +3,7 @@
  * continues from. Plain data; the trainer is its one writer.
  */
 import type { TrainingRun } from '../../protocol/store.js';
+import type { JudgeWeightSaid } from '../../protocol/metrics.js';
 import type { ReliabilityState } from '../judge/reliability.js';
 
 export interface TrainerState {
@@ -24,9 +25,9 @@ export interface TrainerState {
   policies?: Record<string, { updates: number }>;
   /**
    * The LLM judge's part of the last step (its calls, tokens and cost: null without prices; with judge.retest its
-   * reliability, the floor, and the judged groups left out below it), for the progress line.
+   * weight and why, and the judged groups left out at weight 0), for the progress line.
    */
-  judge?: { calls: number; tokens: number; cost: number | null; reliability?: { r: number; floor: number; leftOut: number } };
+  judge?: { calls: number; tokens: number; cost: number | null; reliability?: JudgeWeightSaid };
   /** The judge's retest evidence so far, smoothed over steps (daemon/judge/reliability.ts): a resumed run goes on from it. */
   judgeReliability?: ReliabilityState;
 }

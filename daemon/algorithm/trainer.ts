@@ -145,7 +145,7 @@ export class Trainer {
     const rolled = await collectStep(this.collectContext, step, judge);
     this.roles.note(rolled.groups, 'train', step);
     const rolloutSeconds = (Date.now() - started) / 1000;
-    // The judge's reliability (judge.retest) scales the advantages of the groups it scored, or leaves them out.
+    // The judge's weight (judge.retest: how informative it shows itself) scales the advantages of the groups it scored, or leaves them out.
     const reliability = judge?.reliability(this.state.judgeReliability) ?? null;
     if (reliability) this.state.judgeReliability = reliability.state;
     const credited = advantagesPerPolicy(creditStep(rolled.groups, config.training), rolled, policies.trained, config.training, reliability?.step);
@@ -165,7 +165,10 @@ export class Trainer {
     const reward = metrics[METRICS.rewardMean];
     if (reward !== undefined) this.state.train.push({ step: step + 1, reward });
     const rel = reliability?.step;
-    const said = rel && { r: rel.r, floor: rel.floor, leftOut: rel.scale === 0 ? rel.groups.size : 0 };
+    const said = rel && {
+      ...{ weight: rel.scale, bound: rel.weight, informativeness: rel.informativeness, pairs: rel.pairs },
+      ...{ floor: rel.floor, leftOut: rel.scale === 0 ? rel.groups.size : 0 },
+    };
     this.state.judge = judge
       ? { calls: judge.totals.calls, tokens: judge.totals.tokens, cost: judge.totals.cost, ...(said ? { reliability: said } : {}) }
       : undefined;

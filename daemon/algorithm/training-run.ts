@@ -148,7 +148,9 @@ class TrainingRun {
     this.report.log(
       `agl train: an LLM judge scores the rollouts: ${j.model} at ${j.url}, ${j.mode} mode (${j.mode === 'group' ? 'one call per task group' : 'one call per rollout'}); ` +
         `${reward}, except where the agent locked its own; rubric ${judge.rubricSha}${self ? `; judging itself, as allowed: ${self}` : ''}` +
-        (j.retest ? `; test-retest: its reliability scales the update (left out below ${j.minReliability})` : '; no test-retest (judge.retest false)'),
+        (j.retest
+          ? `; test-retest between calls: its weight (how informative its scores show themselves) scales the update (left out at ${j.minReliability ? `or below ${j.minReliability}` : '0'})`
+          : '; no test-retest (judge.retest false)'),
     );
   }
 

@@ -97,18 +97,20 @@ function describeReport(r: CheckReport, s: JudgeSettings, rubricSha: string): st
   ];
 }
 
-/** How far the judge agrees with itself (judge.retest), as training would read it. */
+/** How informative the judge is (judge.retest), as training would read it: its reliability between calls, and the weight. */
 function selfAgreementLines(r: CheckReport): string[] {
   const s = r.selfAgreement;
   if (!s) return [];
-  if (!s.pairs) return ['  self-agreement: no trajectory was scored twice (no group the judge could score)'];
+  if (!s.pairs) return ['  self-agreement: no trajectory was scored by two separate calls (no group the judge could score whose scores spread)'];
   const verdict =
-    s.r >= RELIABILITY_SAID_BELOW
+    s.weight >= RELIABILITY_SAID_BELOW
       ? 'it agrees with itself'
-      : `training would scale its groups' advantages by ${fmt(s.r)} (left out below judge.minReliability)`;
+      : s.weight > 0
+        ? `training would scale its groups' advantages by ${fmt(s.weight)}`
+        : `training would leave its groups out: ${s.df <= 2 ? 'too few pairs to bound its reliability (3 degrees of freedom or more)' : 'its scores are not shown to reproduce at 95%'}`;
   return [
-    `  self-agreement: ${s.pairs} trajector${s.pairs === 1 ? 'y' : 'ies'} shown twice, mean |difference| ${fmt(s.meanAbsDiff, 3)}; ` +
-      `noise ${fmt(s.noise, 4)} (at most ${fmt(s.noiseBound, 4)}, 95%) against a spread of ${fmt(s.signal, 4)} within groups: ` +
-      `reliability ${fmt(s.r)} (${verdict})`,
+    `  self-agreement: ${s.pairs} trajector${s.pairs === 1 ? 'y' : 'ies'} scored by two separate calls (mean |difference| ${fmt(s.meanAbsDiff, 3)} over every pair); ` +
+      `reliability ${fmt(s.r)} (at least ${fmt(s.low)} at 95%, ${fmt(s.df, 1)} degrees of freedom): ` +
+      `informativeness ${fmt(s.informativeness)}, weight ${fmt(s.weight)} (${verdict})`,
   ];
 }

@@ -4,8 +4,10 @@
  * would (group mode: the rollouts of one task, across the validations, in one call; single mode: one call each), reads
  * each one's own reward (its final reward apart from any judge's), and reports their agreement (agreement.ts: pairwise
  * accuracy, Spearman) with the pairs where they disagree most, and the judge's reasons. With judge.retest it also
- * reports how far the judge agrees with itself (reliability.ts): each group call shows one trajectory twice (single
- * mode: one rollout of each task scored twice), and the pairs give its noise against the spread of its scores.
+ * reports how informative the judge is as training reads it (reliability.ts): in group mode each group whose scores
+ * spread is shown again by a separate call (single mode: one rollout of each task gets a second call), and the pairs
+ * give its test-retest reliability, its lower bound and the weight training would give it; the copy group calls show
+ * of one trajectory adds the mean |difference| within a call (it shares its context: no evidence for the weight).
  * It writes nothing to the store.
  */
 import { lockedReward, isJudgeReward } from '../../protocol/judge-reading.js';
@@ -13,8 +15,8 @@ import type { LightningStore } from '../../protocol/lightning-store.js';
 import { pickFinalReward, rewardsInOrder } from '../../protocol/span-reading.js';
 import { readRolloutMetadata, type Rollout, type Span } from '../../protocol/store.js';
 import { agreement, type Agreement, type Compared } from './agreement.js';
-import type { Judge, RetestPair, RolloutToJudge } from './judge.js';
-import { evidenceOf, reliabilityOf, type Reliability } from './reliability.js';
+import type { Judge, JudgeCall, RetestPair, RolloutToJudge } from './judge.js';
+import { evidenceOf, reliabilityOf, type Reliability, type RetestGroup } from './reliability.js';
 
 export interface CheckOptions {
   runId: string;
@@ -49,8 +51,8 @@ export interface CheckReport {
   /** The pairs judged most unlike the agent's rewards (the judge prefers the one the agent scored lower), worst first. */
   disagreements: { better: CheckedRollout; worse: CheckedRollout }[];
   /**
-   * How far the judge agrees with itself (judge.retest; null with it off): its reliability r, noise and signal as
-   * training reads them, and the mean |difference| of the pairs of scores it gave one trajectory shown twice.
+   * How far the judge agrees with itself (judge.retest; null with it off): its reliability, bound and weight as training
+   * reads them (pairs from separate calls), and the mean |difference| of all the pairs of scores of one trajectory.
    */
   selfAgreement: (Reliability & { meanAbsDiff: number | null }) | null;
 }
@@ -98,8 +100,13 @@ export async function checkJudge(store: LightningStore, judge: Judge, o: CheckOp
     ...{ agreement: agreement([]), disagreements: [], selfAgreement: null },
   };
   const comparedGroups: Compared[][] = [];
-  const scoredGroups: number[][] = [];
+  const scoredGroups: (RetestGroup & { task: unknown; rollouts: RolloutToJudge[] })[] = [];
   const pairs: RetestPair[] = [];
+  const count = (c: JudgeCall) => {
+    report.calls++;
+    report.tokens += c.result.promptTokens + c.result.completionTokens;
+    if (c.result.cost !== null) report.cost = (report.cost ?? 0) + c.result.cost;
+  };
   await Promise.all(
     [...byTask].map(async ([taskId, members]) => {
       const got = await judge.judgeGroup(
@@ -109,14 +116,14 @@ export async function checkJudge(store: LightningStore, judge: Judge, o: CheckOp
         mode,
         { retest: judge.settings.retest },
       );
-      for (const c of got.calls) {
-        report.calls++;
-        report.tokens += c.result.promptTokens + c.result.completionTokens;
-        if (c.result.cost !== null) report.cost = (report.cost ?? 0) + c.result.cost;
-      }
+      got.calls.forEach(count);
       if ('failed' in got) report.failed.push({ taskId, reason: got.failed.reason });
       else {
-        scoredGroups.push([...got.scores.values()].map((s) => s.score));
+        const separate = new Map(got.pairs.filter((p) => p.separate).map((p) => [p.rolloutId, p.second]));
+        const ids = [...got.scores.keys()];
+        const scores = ids.map((id) => got.scores.get(id)!.score);
+        const rollouts = ids.map((id) => members.find((m) => m.rollout.id === id)!.r);
+        scoredGroups.push({ task: members[0]!.rollout.input, rollouts, scores, seconds: ids.map((id) => separate.get(id) ?? null) });
         pairs.push(...got.pairs);
       }
       const checked = members.map(({ rollout, r }) => {
@@ -138,17 +145,36 @@ export async function checkJudge(store: LightningStore, judge: Judge, o: CheckOp
   const scored = report.rollouts.filter((c) => c.judge !== null && c.agent !== null);
   report.agreement = agreement(mode === 'group' ? comparedGroups : [scored.map((c) => ({ judge: c.judge!, agent: c.agent! }))]);
   if (judge.settings.retest) {
-    const rel = reliabilityOf(
-      evidenceOf(
-        scoredGroups,
-        pairs.map((p): [number, number] => [p.first, p.second]),
-      ),
-    );
+    if (mode === 'group') await showAgain(judge, scoredGroups, o.runId, count, pairs);
+    const rel = reliabilityOf(evidenceOf(scoredGroups));
     const meanAbsDiff = pairs.length ? pairs.reduce((a, p) => a + Math.abs(p.first - p.second), 0) / pairs.length : null;
     report.selfAgreement = { ...rel, meanAbsDiff };
   }
   report.disagreements = disagreements(mode === 'group' ? [...byTask.keys()].map((t) => scored.filter((c) => c.taskId === t)) : [scored]);
   return report;
+}
+
+/** Group mode: each group whose scores spread shown again by a separate call, its second scores kept as pairs. */
+async function showAgain(
+  judge: Judge,
+  groups: (RetestGroup & { task: unknown; rollouts: RolloutToJudge[] })[],
+  runId: string,
+  count: (c: JudgeCall) => void,
+  pairs: RetestPair[],
+): Promise<void> {
+  await Promise.all(
+    groups
+      .filter((g) => new Set(g.scores).size > 1)
+      .map(async (g, k) => {
+        const { call, seconds } = await judge.judgeAgain(g.task, g.rollouts, `check\u0000${runId}\u0000again\u0000${k}`);
+        count(call);
+        if (!seconds) return;
+        g.seconds = g.rollouts.map((r) => seconds.get(r.rolloutId) ?? null);
+        g.rollouts.forEach((r, i) => {
+          if (g.seconds[i] !== null) pairs.push({ rolloutId: r.rolloutId, first: g.scores[i]!, second: g.seconds[i]!, separate: true });
+        });
+      }),
+  );
 }
 
 /** Pairs the judge orders against the agent's rewards, the widest gaps first (at most 5). */

@@ -8,7 +8,8 @@
  * `concurrency` calls are in flight at once, whoever asks. Nothing here writes to the store (record.ts does).
  * A retest (judge.retest, reliability.ts) shows one trajectory twice: in group mode one of the batch's trajectories is
  * shown at a second place of the same call (both places in the recorded order), in single mode one rollout gets a
- * second call; the second score is never a reward, only the pair's difference measures the judge's noise.
+ * second call; the second score is never a reward. The weight training gives the judge reads separate calls only:
+ * single mode's second call, and in group mode judgeAgain, the whole group shown again by a call of its own.
  */
 import { randomUUID } from 'node:crypto';
 import { renderEpisode, renderTask } from '../../protocol/episode-text.js';
@@ -37,6 +38,8 @@ export interface JudgeCall {
   retest: RetestCopy | null;
   /** Single mode: the rollout this call scored a second time (its score is no reward); null for a first call. */
   retestOf: string | null;
+  /** Group mode: the call showed the group again (judgeAgain), so its scores are second scores, never rewards. */
+  again?: boolean;
   /** Each shown rollout's score (by rollout id); null when the call failed. */
   scores: Map<string, { score: number; explanation: string | null }> | null;
   result: ChatCallResult<TrajectoryScore[]>;
@@ -54,11 +57,12 @@ export interface RetestCopy {
   explanation: string | null;
 }
 
-/** A retest's two scores of one rollout: the one its reward comes from, and the second. */
+/** A retest's two scores of one rollout: the one its reward comes from, and the second (`separate`: from a call of its own). */
 export interface RetestPair {
   rolloutId: string;
   first: number;
   second: number;
+  separate: boolean;
 }
 
 /** A group's judgement: a score per rollout and the retest pairs, or why the group has none; the calls either way. */
@@ -163,9 +167,20 @@ export class Judge {
     for (const c of calls) {
       const second = c.retest?.score ?? (c.retestOf !== null ? (c.scores?.get(c.retestOf)?.score ?? null) : null);
       const id = c.retest?.rolloutId ?? c.retestOf;
-      if (id !== null && second !== null && scores.has(id)) pairs.push({ rolloutId: id, first: scores.get(id)!.score, second });
+      if (id !== null && second !== null && scores.has(id)) pairs.push({ rolloutId: id, first: scores.get(id)!.score, second, separate: c.retestOf !== null });
     }
     return { calls, scores, pairs };
+  }
+
+  /**
+   * The group shown again by a separate call (group mode's retest between calls, reliability.ts), shuffled by its own
+   * salt: its scores by rollout (null when the call failed: the pairs are lost, never the group's scores) and the call.
+   */
+  async judgeAgain(task: unknown, rollouts: RolloutToJudge[], salt: string): Promise<{ call: JudgeCall; seconds: Map<string, number> | null }> {
+    const taskText = renderTask(task, { showExpected: this.o.settings.showExpected });
+    const call = await this.slots.run(() => this.call('group', taskText, rollouts, `${salt}\u0000again`));
+    const seconds = call.scores && new Map([...call.scores].map(([id, s]) => [id, s.score]));
+    return { call: { ...call, again: true }, seconds };
   }
 
   private count(r: ChatCallResult<unknown>): void {

@@ -6,7 +6,7 @@
  * its feedback the judge's explanation, its components the judge's score and the agent's own reward when they were
  * added). Neither is an LLM call of the agent's: no transition is made of them and `agl export` never sees them.
  * A retest (judge.retest) adds no span of its own in group mode: the copy's place and score go on the rollout's judge
- * span; a single-mode retest call leaves a judge span marked as one, and no reward.
+ * span; a single-mode retest call, or a group shown again by a call of its own, leaves judge spans marked as one, and no reward.
  */
 import { newSpanId, rootSpanIdForAttempt, traceIdForAttempt } from '../../protocol/ids.js';
 import { JUDGE_REWARD_SOURCE } from '../../protocol/judge-reading.js';
@@ -61,7 +61,7 @@ export function judgeCallSpans(call: JudgeCall, o: { model: string; rubricSha: s
       ...(r.answer !== null ? { [AGL.judgeAnswer]: r.answer } : {}),
       ...(own ? { [AGL.judgeScore]: own.score, ...(own.explanation ? { [AGL.judgeExplanation]: own.explanation } : {}) } : {}),
       ...(again ? { [AGL.judgeRetestPosition]: again.position, ...(again.score !== null ? { [AGL.judgeRetestScore]: again.score } : {}) } : {}),
-      ...(call.retestOf !== null ? { [AGL.judgeRetest]: true } : {}),
+      ...(call.retestOf !== null || call.again ? { [AGL.judgeRetest]: true } : {}),
     };
     const base = { rolloutId: rollout.rolloutId, attemptId: rollout.attemptId, traceId: traceIdForAttempt(rollout.attemptId), kind: 'internal' as const };
     out.push({
@@ -75,7 +75,7 @@ export function judgeCallSpans(call: JudgeCall, o: { model: string; rubricSha: s
       status: r.error ? { code: 'error', message: r.error } : { code: 'ok' },
       resource: { 'service.name': 'agl-judge' },
     });
-    const reward = call.retestOf === null ? o.rewards.get(rollout.rolloutId) : undefined;
+    const reward = call.retestOf === null && !call.again ? o.rewards.get(rollout.rolloutId) : undefined;
     if (reward) out.push({ ...base, spanId: newSpanId(), parentSpanId: judgeSpanId, ...rewardSpan(reward, call.endTime) });
   });
   return out;

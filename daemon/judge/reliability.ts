@@ -1,28 +1,41 @@
 /**
- * How far a judge agrees with itself (test-retest reliability), and how much its scores may be trusted for an update.
- * With judge.retest, the judge is shown one trajectory twice: in group mode each call holds one of the group's
- * trajectories at two places (judge.ts), in single mode one rollout per step is scored by a second call. A consistent
- * judge gives both copies the same score; the difference d of a pair measures its noise: for a score = truth + noise
- * with noise variance s², E[d²] = 2s², so the noise variance is the mean of d²/2 over the pairs. The signal is the spread
- * of its scores within groups (the pooled within-group variance: what GRPO compares), which holds the noise too. Their
- * ratio gives the reliability r = clamp(1 - noise/signal, 0, 1): the share of the spread that is not the judge's noise
- * (1 for a judge that always agrees with itself; ~0 for one that scores at random). The noise in r is not its estimate
- * but that estimate's upper 95% confidence bound (the sum of d²/2 over the pairs is the noise variance times a
- * chi-square of as many degrees of freedom as pairs): a few pairs that happen to agree do not make a judge trusted, so a
- * judge that scores at random reads r 0 from its first step (a point estimate from 8 pairs reads it above 0.3 about one
- * step in four); one that never disagrees with itself reads 1 at once. Both sums are smoothed over steps (an
- * exponential decay of their sums, SMOOTHING), kept in the run's state so a resumed run goes on from them.
- * Pure arithmetic: the trainer applies r (step-advantages.ts), `agl judge check` reports it.
+ * How informative a judge is (test-retest between separate calls), and the weight its scores get in an update.
+ * With judge.retest, some of a step's groups are scored a second time by a separate call (group mode: the whole group
+ * again, shuffled anew; single mode: one rollout of a few groups gets a second call). GRPO compares scores within a
+ * group, so the statistic is within groups: a = a first score's deviation from its group's mean, b = the second score's
+ * deviation from the mean of the group as the second call saw it; the test-retest reliability is the pooled
+ * within-group correlation r = Σab / sqrt(Σa² Σb²). Scores made of a part the judge reproduces (c) and noise it does
+ * not have r = Var(c) / Var(score) (an intraclass correlation), whatever the noise's size against the truth's spread: a
+ * 0/1 judge flipping each score with probability f has r = (1 - 2f)² on groups of both outcomes, 0 at f = 0.5. A judge
+ * scoring at random, or only by the place a trajectory is shown at (shuffled anew in each call), has r 0. Its
+ * informativeness is sqrt(r), the correlation of a score with the part the judge reproduces (1 - 2f for that judge).
+ * The weight reads a lower bound, not the estimate: Fisher's z of r, one-sided 95%, its standard error 1 / sqrt(df - 2)
+ * with df the pairs less the group means estimated from them (a group shown again whole: its size - 1; one rollout of
+ * a group of n: 1 - 1/n; a Pearson correlation of n values has df n - 1 and the textbook n - 3 under the root). Weight =
+ * sqrt(max(0, lower bound)): a judge whose scores are not shown to reproduce gets 0 (its groups left out), one pair
+ * never bounds anything, and a perfect agreement over df values reads as at most 1 - 1/df (no z of infinity from a
+ * handful of 0/1 scores that happened to agree). All sums are smoothed over steps (SMOOTHING), kept in the run's state
+ * so a resumed run goes on from them. The noise (mean d²/2 over the pairs) and the signal (the pooled within-group
+ * variance of the scores) are kept for the charts. Pure arithmetic: step-advantages.ts applies the weight, `agl judge
+ * check` reports it.
  */
 
 /** How much of the sums the next step keeps: the estimate reads the last ~5 steps (1 / (1 - 0.8)). */
 export const SMOOTHING = 0.8;
 
-/** One step's evidence: the sums behind the noise (pairs) and the signal (within-group spread). */
+/** The one-sided 95% normal quantile the weight's lower bound reads. */
+const Z95 = 1.6449;
+
+/** One step's evidence: the retest sums behind the correlation, the noise, and the within-group spread. */
 export interface ReliabilityEvidence {
-  /** Retest pairs, and the sum of d²/2 over them. */
+  /** Pairs scored by two separate calls, and the sum of d²/2 over them. */
   pairs: number;
   noiseSum: number;
+  /** Σab, Σa², Σb² over the pairs (deviations from their group's mean in each call), and their degrees of freedom. */
+  crossSum: number;
+  firstSum: number;
+  secondSum: number;
+  df: number;
   /** The sum of squared deviations from their group's mean, and its degrees of freedom (scores - groups, over groups of 2+). */
   spreadSum: number;
   spreadDf: number;
@@ -31,64 +44,77 @@ export interface ReliabilityEvidence {
 /** The smoothed sums (the run's state keeps them: TrainerState.judgeReliability). */
 export type ReliabilityState = ReliabilityEvidence;
 
-/** The judge's reliability as read from some evidence: r, the noise and signal variances (null without evidence). */
+/** A judge's reliability as read from some evidence (null estimates without evidence). */
 export interface Reliability {
-  r: number;
-  /** The noise variance's estimate (mean d²/2), and the upper 95% bound of it that r reads. */
+  /** The test-retest correlation within groups, between separate calls. */
+  r: number | null;
+  /** Its lower 95% bound (0 where the evidence bounds nothing). */
+  low: number;
+  /** sqrt(r): the correlation of a score with the part of it the judge reproduces. */
+  informativeness: number | null;
+  /** What the judged groups' advantages are multiplied by: sqrt(low), the least informativeness the evidence shows. */
+  weight: number;
+  /** The noise variance (mean d²/2 over the pairs) and the signal (pooled within-group variance of the scores). */
   noise: number | null;
-  noiseBound: number | null;
   signal: number | null;
   pairs: number;
+  df: number;
 }
 
-/** The evidence of a set of groups' scores and retest pairs (each pair: the two scores of one trajectory). */
-export function evidenceOf(groups: readonly (readonly number[])[], pairs: readonly (readonly [number, number])[]): ReliabilityEvidence {
-  let spreadSum = 0;
-  let spreadDf = 0;
-  for (const g of groups) {
-    if (g.length < 2) continue;
-    const mean = g.reduce((a, x) => a + x, 0) / g.length;
-    spreadSum += g.reduce((a, x) => a + (x - mean) ** 2, 0);
-    spreadDf += g.length - 1;
+/** One group's scores and, where a separate call scored a member again, its second score (null: not scored again). */
+export interface RetestGroup {
+  scores: readonly number[];
+  seconds: readonly (number | null)[];
+}
+
+const mean = (xs: readonly number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+
+/** The evidence of a set of groups' scores and their second scores from separate calls. */
+export function evidenceOf(groups: readonly RetestGroup[]): ReliabilityEvidence {
+  const e: ReliabilityEvidence = { pairs: 0, noiseSum: 0, crossSum: 0, firstSum: 0, secondSum: 0, df: 0, spreadSum: 0, spreadDf: 0 };
+  for (const { scores, seconds } of groups) {
+    if (scores.length < 2) continue; // a group of one compares nothing, in GRPO or here
+    const m1 = mean(scores);
+    e.spreadSum += scores.reduce((a, x) => a + (x - m1) ** 2, 0);
+    e.spreadDf += scores.length - 1;
+    const again = scores.map((x, i) => ({ x, y: seconds[i] ?? null })).filter((p): p is { x: number; y: number } => p.y !== null);
+    if (!again.length) continue;
+    const m2 = mean(scores.map((x, i) => seconds[i] ?? x)); // the group as the second call saw it
+    for (const { x, y } of again) {
+      e.crossSum += (x - m1) * (y - m2);
+      e.firstSum += (x - m1) ** 2;
+      e.secondSum += (y - m2) ** 2;
+      e.noiseSum += (x - y) ** 2 / 2;
+    }
+    e.pairs += again.length;
+    e.df += again.length * (1 - 1 / scores.length); // the share of the group's mean estimated from the pairs
   }
-  const noiseSum = pairs.reduce((a, [x, y]) => a + (x - y) ** 2 / 2, 0);
-  return { pairs: pairs.length, noiseSum, spreadSum, spreadDf };
+  return e;
 }
 
-/** The sums after one more step: the old ones decayed by `smoothing`, the step's added. */
-export function smoothed(state: ReliabilityState | null | undefined, step: ReliabilityEvidence, smoothing = SMOOTHING): ReliabilityState {
+/** The sums after one more step: the old ones decayed by `smoothing`, the step's added (a sum an older state lacks: 0). */
+export function smoothed(state: Partial<ReliabilityState> | null | undefined, step: ReliabilityEvidence, smoothing = SMOOTHING): ReliabilityState {
   const k = state ? smoothing : 0;
-  return {
-    pairs: k * (state?.pairs ?? 0) + step.pairs,
-    noiseSum: k * (state?.noiseSum ?? 0) + step.noiseSum,
-    spreadSum: k * (state?.spreadSum ?? 0) + step.spreadSum,
-    spreadDf: k * (state?.spreadDf ?? 0) + step.spreadDf,
-  };
+  const keys = Object.keys(step) as (keyof ReliabilityEvidence)[];
+  return Object.fromEntries(keys.map((key) => [key, k * (state?.[key] ?? 0) + step[key]])) as unknown as ReliabilityState;
 }
 
-/**
- * The 5% quantile of a chi-square with `df` degrees of freedom (Wilson-Hilferty; `df` may be fractional, as smoothed
- * sums are): the sum of d²/2 over that many pairs exceeds noise x this 95 times in 100. Near 0 below ~1 pair.
- */
-export function chiSquareLow(df: number): number {
-  const c = 2 / (9 * df);
-  return df * Math.max(0, 1 - c - 1.6449 * Math.sqrt(c)) ** 3;
+/** The one-sided 95% lower bound of a correlation r over df degrees of freedom (Fisher's z); 0 below 3 df. */
+export function correlationLow(r: number, df: number): number {
+  if (df <= 2) return 0;
+  const capped = Math.max(-1 + 1 / df, Math.min(1 - 1 / df, r));
+  return Math.tanh(Math.atanh(capped) - Z95 / Math.sqrt(df - 2));
 }
 
-/**
- * The reliability the sums give: r = clamp(1 - noiseBound/signal, 0, 1), noiseBound the noise's upper 95% bound. Without
- * a pair there is no evidence of noise: r 1. A judge whose scores never spread within a group: r 1 when it never
- * disagreed with itself either (nothing to scale: every advantage is 0), else 0.
- */
-export function reliabilityOf(s: ReliabilityState | null | undefined): Reliability {
-  const signal = s && s.spreadDf > 0 ? s.spreadSum / s.spreadDf : null;
-  if (!s || s.pairs <= 0) return { r: 1, noise: null, noiseBound: null, signal, pairs: 0 };
-  const noise = s.noiseSum / s.pairs;
-  const pairs = Math.round(s.pairs * 1000) / 1000;
-  if (noise === 0) return { r: 1, noise, noiseBound: 0, signal, pairs };
-  const low = chiSquareLow(s.pairs);
-  if (low <= 0) return { r: 0, noise, noiseBound: null, signal, pairs }; // one pair's disagreement bounds nothing
-  const noiseBound = s.noiseSum / low;
-  if (signal === null || signal === 0) return { r: 0, noise, noiseBound, signal, pairs };
-  return { r: Math.min(1, Math.max(0, 1 - noiseBound / signal)), noise, noiseBound, signal, pairs };
+/** The reliability the sums give: the correlation, its bound, and the weight (0 without evidence of informativeness). */
+export function reliabilityOf(s: Partial<ReliabilityState> | null | undefined): Reliability {
+  const signal = s?.spreadDf ? (s.spreadSum ?? 0) / s.spreadDf : null;
+  const pairs = Math.round((s?.pairs ?? 0) * 1000) / 1000;
+  const df = Math.round((s?.df ?? 0) * 1000) / 1000;
+  const noise = pairs > 0 ? (s?.noiseSum ?? 0) / (s?.pairs ?? 1) : null;
+  const spread = Math.sqrt((s?.firstSum ?? 0) * (s?.secondSum ?? 0));
+  if (!spread) return { r: null, low: 0, informativeness: null, weight: 0, noise, signal, pairs, df };
+  const r = Math.max(-1, Math.min(1, (s?.crossSum ?? 0) / spread));
+  const low = Math.max(0, correlationLow(r, s?.df ?? 0));
+  return { r, low, informativeness: Math.sqrt(Math.max(0, r)), weight: Math.sqrt(low), noise, signal, pairs, df };
 }

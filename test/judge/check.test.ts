@@ -88,19 +88,24 @@ describe('agl judge check', () => {
       calls: number;
       agreement: Record<string, number>;
       disagreements: { better: { taskId: string; explanation: string } }[];
-      selfAgreement: { r: number; pairs: number; noise: number; noiseBound: number; meanAbsDiff: number };
+      selfAgreement: { r: number; low: number; weight: number; pairs: number; df: number; noise: number; meanAbsDiff: number };
     };
     assert.equal(r.rollouts.length, 6);
-    assert.equal(r.calls, 3, 'group mode: one call per task, its validations together');
+    assert.equal(r.calls, 6, 'group mode: one call per task, its validations together, and each task shown again by a call of its own');
     // Within a task: ann's pair agrees; bob's and cy's own rewards are equal (no pair). Nothing the agent ranked apart is reversed.
     assert.deepEqual(r.agreement, { pairs: 1, pairwiseAccuracy: 1, spearman: null, spearmanGroups: 0 });
     assert.deepEqual(r.disagreements, []);
-    assert.equal(judge.requests.length, 3);
-    assert.ok(
-      judge.requests.every((q) => q.trajectories.length === 3),
-      "each call shows a task's two rollouts, one of them twice",
+    assert.equal(judge.requests.length, 6);
+    assert.deepEqual(
+      judge.requests.map((q) => q.trajectories.length).sort(),
+      [2, 2, 2, 3, 3, 3],
+      "each group call shows a task's two rollouts, one of them twice; each second call shows them once",
     );
-    assert.deepEqual({ ...r.selfAgreement, signal: undefined }, { r: 1, pairs: 3, noise: 0, noiseBound: 0, meanAbsDiff: 0, signal: undefined });
+    // Three tasks of two, each shown again: 6 pairs, 3 degrees of freedom (a mean per task), all agreeing: reliability
+    // 1, but 3 degrees of freedom bound it only at 1 - 1/3 less Fisher's margin, below 0: no weight from so few.
+    const { signal, informativeness, ...self } = r.selfAgreement as typeof r.selfAgreement & { signal: number; informativeness: number };
+    assert.ok(signal > 0 && informativeness === 1);
+    assert.deepEqual(self, { r: 1, low: 0, weight: 0, pairs: 6, df: 3, noise: 0, meanAbsDiff: 0 });
   });
 
   it('single mode from the flags compares across tasks, and names the pairs it disagrees on with its reasons', async () => {
@@ -109,7 +114,10 @@ describe('agl judge check', () => {
     // Own rewards 0,1,1,1,0,0 against the key's 0,1,1,0,1,0 (ann 0 and 5, bob 0 and 5, cy 0 and 5): 9 pairs differ; the judge
     // orders 4 as the agent does, ties on 4 (half each) and reverses one (cy's 11 over bob's 13): 6 of 9.
     assert.match(out, /pairwise accuracy 0\.67 over 9 pairs whose own rewards differ/);
-    assert.match(out, /self-agreement: 3 trajectories shown twice, mean \|difference\| 0\.000; noise 0\.0000 .*: reliability 1\.00 \(it agrees with itself\)/);
+    assert.match(
+      out,
+      /self-agreement: 3 trajectories scored by two separate calls \(mean \|difference\| 0\.000 over every pair\); reliability 1\.00 .*weight 0\.00 \(training would leave its groups out: too few pairs/,
+    );
     const store = new SqliteStore(join(dataDir, 'store.sqlite'));
     const rollouts = (await store.queryRollouts({ runId, mode: 'val' })).items;
     const spans = await Promise.all(rollouts.map((x) => store.querySpans({ rolloutId: x.id })));

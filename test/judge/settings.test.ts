@@ -26,7 +26,7 @@ describe("the judge's settings", () => {
         ...{ mode: c.judge!.mode, weight: c.judge!.weight, validation: c.judge!.validation, retries: c.judge!.retries, allow: c.judge!.allowSelfJudge },
         ...{ retest: c.judge!.retest, minReliability: c.judge!.minReliability },
       },
-      { mode: 'group', weight: null, validation: 'auto', retries: 3, allow: false, retest: true, minReliability: 0.3 },
+      { mode: 'group', weight: null, validation: 'auto', retries: 3, allow: false, retest: true, minReliability: 0 },
     );
     assert.throws(() => parseTrainConfig({ judge: { ...JUDGE, minReliability: 1.5 } }), /judge\.minReliability/);
     assert.equal(parseTrainConfig({}).judge, null);

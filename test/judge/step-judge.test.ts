@@ -4,9 +4,10 @@
  * explanation as its feedback: what prompt optimization reads) beside the judge call's span (order shown, place, tries,
  * tokens, cost); with judge.weight it is added to the agent's own; a reward the agent locked is neither sent nor
  * replaced; a group the judge cannot score is left out with its reason counted, its rewards untouched (never 0);
- * validation rollouts are judged as judge.validation says. With judge.retest (the default) one trajectory of each group
- * call is shown twice (single mode: one rollout a step gets a second call), its second score never a reward; a judge
- * that agrees with itself has reliability 1, one scoring every call at random ~0, below the floor.
+ * validation rollouts are judged as judge.validation says. With judge.retest (the default) half of a round's groups
+ * whose scores spread are shown again by a separate call (single mode: one rollout a step gets a second call), its
+ * second scores never a reward; a judge that agrees with itself gets weight ~1, one right 80% of the time a weight above
+ * 0, and one scoring every call at random or by the place it shows a trajectory at weight 0, its groups left out.
  * Also: a step of many groups adds no abort listener per call to the run's signal.
  */
 import assert from 'node:assert/strict';
@@ -27,6 +28,8 @@ import { AGL } from '../../protocol/spans.js';
 import { storedRollout as stored, type Sample } from './stored-rollouts.js';
 import {
   answerKeyJudge,
+  noisyJudge,
+  positionJudge,
   randomJudge,
   startScriptedJudge,
   type Fault,
@@ -82,7 +85,7 @@ describe("the judge's step", () => {
     const round = await step.judgeRound(groups);
     assert.equal(round.kept.length, 3);
     assert.equal(round.leftOut.length, 0);
-    assert.equal(server.requests.length, 1);
+    assert.equal(server.requests.length, 2, 'the group call, and (judge.retest) the group shown again');
     const expected = [1, 0, 1];
     const callIds = new Set<string>();
     for (const [k, g] of groups.entries()) {
@@ -105,7 +108,7 @@ describe("the judge's step", () => {
     }
     assert.equal(callIds.size, 1, 'one call judged the group: its id on every rollout');
     const m = judgeMetrics(step.totals);
-    assert.equal(m['judge/calls'], 1);
+    assert.equal(m['judge/calls'], 2);
     assert.equal(m['judge/groups'], 1);
     assert.equal(m['judge/failed_groups'], 0);
     assert.ok(m['judge/tokens']! > 100);
@@ -187,7 +190,7 @@ describe("the judge's step", () => {
       const { step, server } = await stepJudge({ concurrency: 12 }, () => null, { signal: controller.signal });
       const round = await step.judgeRound(groups);
       assert.equal(round.kept.length, 32);
-      assert.equal(server.requests.length, 16);
+      assert.equal(server.requests.length, 24, 'a call per group, and half of them shown again (judge.retest)');
       // A warning is emitted on the next tick after the listener that crossed the limit was added.
       await new Promise((r) => setImmediate(r));
       assert.deepEqual(
@@ -199,39 +202,39 @@ describe("the judge's step", () => {
     }
   });
 
-  it('retest, group mode: one trajectory is shown twice in the call, both places recorded, its second score no reward', async () => {
+  it('retest, group mode: the group is shown again by a separate call, its second scores no reward; the copy within the call stays', async () => {
     const groups = [await storedRollout({ answer: '38' }), await storedRollout({ answer: '40' }), await storedRollout({ answer: '41' })];
     const { step, server } = await stepJudge();
     await step.judgeRound(groups);
-    const read = server.requests[0]!.trajectories;
-    assert.equal(read.length, 4);
-    const texts = read.map((t) => t.text);
-    const twice = texts.find((t, i) => texts.indexOf(t) !== i);
-    assert.ok(twice, 'one trajectory was sent twice, word for word');
-    const verdicts = await Promise.all(groups.map(async (g) => ({ g, v: judgeVerdict(await spansOf(g))! })));
-    const retested = verdicts.filter((x) => x.v.retest !== null);
-    assert.equal(retested.length, 1, 'one rollout carries the retest');
-    const { g, v } = retested[0]!;
-    assert.equal(v.order[v.retest!.position! - 1], g.rollout.id, 'its second place in the recorded order is its own');
-    assert.notEqual(v.retest!.position, v.position);
-    assert.equal(v.retest!.score, v.score, 'the answer-key judge agrees with itself');
-    const spans = await spansOf(g);
-    assert.equal(spans.filter((s) => s.name === 'agentlightning.judge').length, 1, 'one judge span per rollout, the copy on it');
-    assert.equal(spans.filter((s) => s.attributes[AGL.rewardSource] === 'judge').length, 1, 'one judged reward, from its first place');
+    assert.equal(server.requests.length, 2, 'the group call, then a call of its own showing the group again');
+    const [first, again] = server.requests.map((r) => r.trajectories.map((t) => t.text));
+    assert.equal(first!.length, 4, 'the group call shows one of the three twice');
+    assert.equal(new Set(first).size, 3);
+    assert.deepEqual([...again!].sort(), [...new Set(first)].sort(), 'the second call shows each of the three once');
+    for (const g of groups) {
+      const spans = await spansOf(g);
+      const v = judgeVerdict(spans)!;
+      assert.equal(v.order.length, 4, 'the verdict is the group call');
+      assert.equal(v.retest!.score, v.score, 'the answer-key judge agrees with itself');
+      assert.equal(spans.filter((s) => s.attributes[AGL.judgeRetest] === true).length, 1, 'a judge span of the second call, marked a retest');
+      assert.equal(spans.filter((s) => s.attributes[AGL.rewardSource] === 'judge').length, 1, 'one judged reward, from the group call');
+    }
+    assert.equal(step.totals.calls, 2, 'the second call counts in the calls, tokens and cost');
     const rel = step.reliability(undefined)!;
     assert.equal(rel.step.r, 1);
-    assert.equal(rel.step.pairs, 1);
-    assert.equal(rel.step.scale, 1);
+    assert.equal(rel.step.stepPairs, 3);
+    assert.equal(rel.step.weight, 0, 'three pairs of one group (2 degrees of freedom) bound nothing: no weight from a few agreeing pairs');
+    assert.equal(rel.step.scale, 0);
     assert.deepEqual([...rel.step.groups], ['ann']);
   });
 
-  it('retest: a consistent judge keeps reliability 1; one scoring every call at random falls near 0, below the floor', async () => {
+  it('retest: weight ~1 for a consistent judge, above 0 for one right 80% of the time, 0 for random and position-only judges', async () => {
     const tasks = Array.from({ length: 12 }, (_, i) => ({ id: `q${i}`, input: { question: `Ann has 23 pens (${i}), gets 15 more. How many?`, answer: 38 } }));
     const run = async (score: (r: JudgeRequest) => ScoreLine[]) => {
-      // One call at a time: the random judge's draws follow the order the calls come in, the same every run.
+      // One call at a time: a noisy judge's draws follow the order the calls come in, the same every run.
       const { at, server } = await stepJudge({ concurrency: 1 }, () => null, { score });
       let state: ReliabilityState | undefined;
-      const rs: number[] = [];
+      const weights: number[] = [];
       for (let k = 1; k <= 4; k++) {
         const groups = [];
         for (const t of tasks) for (const answer of ['38', '40', '38', '37']) groups.push(await stored(store, t, { answer }, { runId: 'run-r', step: k }));
@@ -239,22 +242,35 @@ describe("the judge's step", () => {
         await step.judgeRound(groups);
         const rel = step.reliability(state)!;
         state = rel.state;
-        rs.push(rel.step.r);
-        if (k === 4) return { rs, rel: rel.step, requests: server.requests.length };
+        weights.push(rel.step.scale);
+        if (k === 4) return { weights, rel: rel.step, requests: server.requests.length };
       }
       throw new Error('unreachable');
     };
     const consistent = await run(answerKeyJudge());
-    assert.deepEqual(consistent.rs, [1, 1, 1, 1]);
-    assert.equal(consistent.rel.pairs, 12);
-    assert.equal(consistent.requests, 48, 'no extra call in group mode: the copy rides in the group call');
+    assert.ok(
+      consistent.weights.every((w) => w > 0.9),
+      `consistent judge's weights ${consistent.weights.join(' ')}`,
+    );
+    assert.equal(consistent.rel.stepPairs, 24, 'half of the 12 groups, 4 pairs each');
+    assert.equal(consistent.requests, 4 * 18, 'a call per group, and one for each group shown again');
     assert.deepEqual(reliabilityMetrics(consistent.rel)['judge/unreliable_groups'], 0);
-    const random = await run(randomJudge(3));
-    assert.ok(random.rel.r < 0.3, `random judge's reliability ${random.rs.map((r) => r.toFixed(2)).join(' ')}`);
-    assert.equal(random.rel.scale, 0, 'below judge.minReliability: its groups are left out');
-    const m = reliabilityMetrics(random.rel);
-    assert.equal(m['judge/unreliable_groups'], 12);
-    assert.ok(m['judge/noise']! > 0.03 && m['judge/signal']! > 0.03, JSON.stringify(m));
+    const right80 = await run(noisyJudge(0.8, 5));
+    assert.ok(
+      right80.weights.slice(1).every((w) => w > 0.1),
+      `80% judge's weights ${right80.weights.map((w) => w.toFixed(2)).join(' ')}`,
+    );
+    for (const [name, score] of [
+      ['random', randomJudge(3)],
+      ['position-only', positionJudge()],
+    ] as const) {
+      const noise = await run(score);
+      assert.deepEqual(noise.weights, [0, 0, 0, 0], `${name} judge's weights`);
+      const m = reliabilityMetrics(noise.rel);
+      assert.equal(m['judge/unreliable_groups'], 12, `${name}: its groups are left out`);
+      assert.equal(m['judge/weight'], 0);
+      assert.ok(m['judge/noise']! > 0.03 && m['judge/signal']! > 0.03, JSON.stringify(m));
+    }
   });
 
   it('retest, single mode: one rollout of the step gets a second call, marked as a retest and never its verdict or reward', async () => {
@@ -270,7 +286,7 @@ describe("the judge's step", () => {
     assert.notEqual(v.spanId, retestSpans[0]!.spanId, 'the verdict is the first call');
     assert.deepEqual(v.retest, { score: v.score, position: null });
     assert.equal(again.filter((s) => s.attributes[AGL.rewardSource] === 'judge').length, 1);
-    assert.equal(step.reliability(undefined)!.step.pairs, 1);
+    assert.equal(step.reliability(undefined)!.step.stepPairs, 1);
     assert.equal(step.totals.calls, 3, 'the retest call counts in the calls, tokens and cost');
   });
 

@@ -212,10 +212,18 @@ describe('notes on the groups an LLM judge could not score', () => {
     );
   });
 
-  it("the judge's reliability (judge.retest): a note when it scaled the update, and when it left the judged groups out", () => {
-    const rel = (r: number, out: number, m: Record<string, number> = {}) =>
-      judged(4, 12, {}, { [METRICS.judgeReliability]: r, [METRICS.judgeNoise]: 0.05, [METRICS.judgeSignal]: 0.08, [METRICS.judgeUnreliableGroups]: out, ...m });
-    assert.deepEqual(stepNotes(rel(1, 0)), [], 'a judge that agrees with itself: nothing to say');
+  it("the judge's weight (judge.retest): a note saying why when it scaled the update, and when it left the judged groups out", () => {
+    const rel = (w: number, out: number, m: Record<string, number> = {}) =>
+      judged(
+        4,
+        12,
+        {},
+        {
+          ...{ [METRICS.judgeWeight]: w, [METRICS.judgeReliability]: 0.27, [METRICS.judgeReliabilityLow]: w * w, [METRICS.judgeInformativeness]: 0.52 },
+          ...{ [METRICS.judgeRetestPairs]: 48, [METRICS.judgeNoise]: 0.05, [METRICS.judgeSignal]: 0.08, [METRICS.judgeUnreliableGroups]: out, ...m },
+        },
+      );
+    assert.deepEqual(stepNotes(rel(0.97, 0)), [], 'a judge that agrees with itself: nothing to say');
     const scaled = stepNotes(rel(0.38, 0));
     assert.deepEqual(
       scaled.map((n) => n.kind),
@@ -223,15 +231,15 @@ describe('notes on the groups an LLM judge could not score', () => {
     );
     assert.equal(
       scaled[0]!.text,
-      "judge reliability 0.38: the judge disagreed with itself on trajectories it was shown twice (noise 0.050 against a spread of 0.080 within groups), so the judged groups' advantages were scaled by 0.38",
+      "judge weight 0.38: its scores of the same trajectories in separate calls correlate 0.27 within groups (at least 0.14 at 95%; informativeness 0.52; 48 pairs this step and the last steps'), so the judged groups' advantages were multiplied by 0.38",
     );
-    const out = stepNotes(rel(0.1, 12, { [METRICS.trainedTokens]: 0 }));
+    const out = stepNotes(rel(0, 12, { [METRICS.trainedTokens]: 0 }));
     assert.deepEqual(
       out.map((n) => n.kind),
       ['judge-unreliable', 'no-update'],
     );
-    assert.match(out[0]!.text, /^judge reliability 0\.10, below judge\.minReliability: .*, so its 12 groups were left out of the update$/);
-    assert.equal(out[1]!.text, 'no update: the judge was too unreliable to train on (its note says how)');
+    assert.match(out[0]!.text, /^judge weight 0: .* \(at least 0\.00 at 95%; .*\), so its 12 groups were left out of the update$/);
+    assert.equal(out[1]!.text, 'no update: the judge was not shown to be informative (its note says how)');
     assert.match(out[0]!.tryFirst, /judge\.temperature 0.*agl judge check/);
   });
 });
