@@ -137,6 +137,12 @@ export const LSP_COMMAND = {
   },
 } as const satisfies CliCommand;
 
+/**
+ * `agl sft`'s learning rate when --lr is not given, declared once (its help prints it; daemon/algorithm/sft-run.ts
+ * sftDefaultLr uses it): a new built-in model starts from random weights and takes larger steps than a trained one.
+ */
+export const SFT_DEFAULT_LR = { newModel: 1e-3, trained: 1e-4 } as const;
+
 export const SFT_COMMAND = {
   name: 'sft',
   summary: 'supervised warm-up from demonstrations (JSONL), writes a checkpoint for agl train --model',
@@ -151,7 +157,11 @@ export const SFT_COMMAND = {
     out: { type: 'string', arg: 'DIR', help: 'where the checkpoint goes (default <data-dir>/sft/<time>)' },
     steps: { type: 'string', arg: 'N', help: 'optimizer updates', default: '300' },
     'batch-size': { type: 'string', arg: 'B', help: 'sequences per update', default: '32' },
-    lr: { type: 'string', arg: 'X', help: 'learning rate (default 1e-3 for a new built-in model, else 1e-4)' },
+    lr: {
+      type: 'string',
+      arg: 'X',
+      help: `learning rate (default ${SFT_DEFAULT_LR.newModel.toExponential()} for a new built-in model, else ${SFT_DEFAULT_LR.trained.toExponential()})`,
+    },
     context: { type: 'string', arg: 'N', help: 'context length of a new built-in model', default: '128' },
     backend: { type: 'string', arg: 'B', help: 'auto, wasm, cpu, webgpu, node (default auto, or AGL_BACKEND)' },
     seed: { type: 'string', arg: 'N', help: 'shuffling seed', default: '1' },

@@ -108,11 +108,14 @@ export function summarizeLossStats(s: LossStats): {
 /**
  * AdamW settings every engine shares. A policy's configured settings (DEFAULT_OPTIMIZER under a model folder's saved
  * ones, saved in optimizer.safetensors' metadata as "config", under those it is opened with) are what an update without
- * settings of its own uses; settings sent with an update hold for that update only (PolicyModel.trainStep).
+ * settings of its own uses; settings sent with an update hold for that update only (PolicyModel.trainStep). The learning
+ * rate is an update's alone: a policy is opened without one and its checkpoints save none, so an update that carries
+ * none is refused (updateSettings), never run at a rate nobody chose.
  */
 export const OptimizerSettingsSchema = z
   .object({
-    lr: z.number().positive(),
+    /** Absent from a policy's configured settings: it comes with each update. */
+    lr: z.number().positive().optional(),
     beta1: z.number().min(0).lt(1),
     beta2: z.number().min(0).lt(1),
     eps: z.number().positive(),
@@ -124,9 +127,11 @@ export const OptimizerSettingsSchema = z
   .strict();
 export type OptimizerSettings = z.infer<typeof OptimizerSettingsSchema>;
 
-/** The optimizer's defaults, declared once for both engines (the torch engine gets them from the daemon at start). */
+/**
+ * The optimizer's defaults, declared once for both engines (the torch engine gets them from the daemon at start); no
+ * learning rate: each update carries its own (the trainer's schedule, agl sft's --lr).
+ */
 export const DEFAULT_OPTIMIZER: Readonly<OptimizerSettings> = Object.freeze({
-  lr: 3e-4,
   beta1: 0.9,
   beta2: 0.95,
   eps: 1e-8,
@@ -145,6 +150,23 @@ export function configuredOptimizer(...layers: (Partial<OptimizerSettings> | nul
   const r = OptimizerSettingsSchema.safeParse(merged);
   if (r.success) return r.data;
   throw new Error(`optimizer settings: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+}
+
+/** The settings one update runs with: the policy's configured ones under the update's own, a learning rate among them. */
+export type UpdateOptimizerSettings = OptimizerSettings & { lr: number };
+
+/**
+ * What one update runs with (both engines): `own` (the settings it carries; undefined values ignored) over the
+ * policy's configured settings. Refused, naming `lr`, when neither has a learning rate.
+ */
+export function updateSettings(configured: OptimizerSettings, own: Partial<OptimizerSettings>): UpdateOptimizerSettings {
+  const merged: OptimizerSettings = { ...configured };
+  for (const [k, v] of Object.entries(own)) if (v !== undefined) Object.assign(merged, { [k]: v });
+  if (merged.lr === undefined)
+    throw new Error(
+      'train step: lr: the update carries no learning rate, and a policy has none of its own: send it with the update (trainStep(pairs, loss, { lr }))',
+    );
+  return merged as UpdateOptimizerSettings;
 }
 
 /**

@@ -2,7 +2,7 @@
  * A prompt's change as a diff: the lines of the old text and the new (longest common subsequence), and within a line
  * that was replaced, the words that changed, so a sentence added to a paragraph reads as that sentence. Pure, no zod:
  * the optimization view (webview/optimize/) draws a candidate's diff against its parent with it, and `agl optimize`
- * prints seed against best with `lineDiff`.
+ * prints seed against best with `lcsDiff` (daemon/optimize/report.ts printedLineDiff).
  */
 
 export type DiffOp = 'same' | 'del' | 'add';

@@ -9,8 +9,8 @@
 import { newSpanId, rootSpanIdForAttempt, traceIdForAttempt } from '../../protocol/ids.js';
 import { EVAL_REWARD_SOURCE } from '../../protocol/eval.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
+import { givenRewardSpan } from '../../protocol/reward-span.js';
 import { canonicalJson, episodeAnswer } from '../../protocol/span-reading.js';
-import { AGL, AGL_V0_REWARD_PREFIX, SPAN } from '../../protocol/spans.js';
 import type { Rollout, SpanInput } from '../../protocol/store.js';
 import type { Judge } from '../judge/judge.js';
 import { judgeOneRollout } from '../judge/judge-rollout.js';
@@ -65,27 +65,10 @@ async function judgeRollout(
 
 /** A grader's verdict as a reward span under the attempt's root: final, source `eval`, its reason as the feedback. */
 function verdictSpan(rolloutId: string, attemptId: string, grader: string, v: Verdict): SpanInput {
-  const now = Date.now();
+  const spot = { rolloutId, attemptId, traceId: traceIdForAttempt(attemptId), spanId: newSpanId(), parentSpanId: rootSpanIdForAttempt(attemptId) };
   return {
-    rolloutId,
-    attemptId,
-    traceId: traceIdForAttempt(attemptId),
-    spanId: newSpanId(),
-    parentSpanId: rootSpanIdForAttempt(attemptId),
+    ...spot,
     kind: 'internal',
-    name: SPAN.reward,
-    startTime: now,
-    endTime: now,
-    attributes: {
-      [AGL.rewardValue]: v.score,
-      [AGL.rewardName]: grader,
-      [AGL.rewardFinal]: true,
-      [AGL.rewardSource]: EVAL_REWARD_SOURCE,
-      [AGL.rewardFeedback]: v.reason,
-      [`${AGL_V0_REWARD_PREFIX}.0.name`]: grader,
-      [`${AGL_V0_REWARD_PREFIX}.0.value`]: v.score,
-    },
-    status: { code: 'ok' },
-    resource: { 'service.name': 'agl-eval' },
+    ...givenRewardSpan({ value: v.score, name: grader, source: EVAL_REWARD_SOURCE, feedback: v.reason, time: Date.now(), service: 'agl-eval' }),
   };
 }

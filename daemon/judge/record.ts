@@ -10,7 +10,8 @@
  */
 import { newSpanId, rootSpanIdForAttempt, traceIdForAttempt } from '../../protocol/ids.js';
 import { JUDGE_REWARD_SOURCE } from '../../protocol/judge-reading.js';
-import { AGL, AGL_V0_REWARD_PREFIX, SPAN } from '../../protocol/spans.js';
+import { givenRewardSpan } from '../../protocol/reward-span.js';
+import { AGL, SPAN } from '../../protocol/spans.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { Attributes, SpanInput } from '../../protocol/store.js';
 import type { JudgeCall } from './judge.js';
@@ -81,20 +82,18 @@ export function judgeCallSpans(call: JudgeCall, o: { model: string; rubricSha: s
   return out;
 }
 
-/** A judged reward as a reward span: final, its source the judge, its feedback the judge's explanation. */
-function rewardSpan(reward: JudgedReward, time: number): Pick<SpanInput, 'name' | 'startTime' | 'endTime' | 'attributes' | 'status' | 'resource'> {
+/** A judged reward as a reward span (protocol/reward-span.ts): final, its source the judge, its feedback the judge's explanation. */
+function rewardSpan(reward: JudgedReward, time: number): ReturnType<typeof givenRewardSpan> {
   const components: Record<string, number> = reward.agent === null ? { judge: reward.score } : { judge: reward.score, agent: reward.agent };
-  const attributes: Attributes = {
-    [AGL.rewardValue]: reward.value,
-    [AGL.rewardName]: 'judge',
-    [AGL.rewardFinal]: true,
-    [AGL.rewardSource]: JUDGE_REWARD_SOURCE,
-    [AGL.rewardComponents]: JSON.stringify(components),
-    [`${AGL_V0_REWARD_PREFIX}.0.name`]: 'judge',
-    [`${AGL_V0_REWARD_PREFIX}.0.value`]: reward.value,
-    ...(reward.explanation ? { [AGL.rewardFeedback]: reward.explanation } : {}),
-  };
-  return { name: SPAN.reward, startTime: time, endTime: time, attributes, status: { code: 'ok' }, resource: { 'service.name': 'agl-judge' } };
+  return givenRewardSpan({
+    value: reward.value,
+    name: 'judge',
+    source: JUDGE_REWARD_SOURCE,
+    feedback: reward.explanation,
+    components,
+    time,
+    service: 'agl-judge',
+  });
 }
 
 /** What the judge calls a run's rollouts hold spans of cost: calls, tokens, and the cost when every call had one. */

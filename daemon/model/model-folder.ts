@@ -196,7 +196,8 @@ export function savedOptimizerSettings(dir: string): Partial<OptimizerSettings> 
   const config = readSafetensorsMetadata(p).config;
   if (!config) return {};
   const saved = JSON.parse(config) as Record<string, unknown>;
-  const known = Object.keys(OptimizerSettingsSchema.shape);
+  // A learning rate saved by an older version was the default's, never an update's (each carries its own): not read.
+  const known = Object.keys(OptimizerSettingsSchema.shape).filter((k) => k !== 'lr');
   return Object.fromEntries(Object.entries(saved).filter(([k, v]) => known.includes(k) && typeof v === 'number'));
 }
 

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
   configuredOptimizer,
+  updateSettings,
   EngineHelloSchema,
   type EngineHello,
   type EngineMessage,
@@ -566,11 +567,10 @@ export class TorchAdapterModel implements PolicyModel {
 }
 
 /**
- * The learning rate's hop 3 (of 3), the torch engine's side: an update with settings of its own carries all of them
- * (the configured ones under its own), which the engine uses for that update only; one without carries none, and the
- * engine uses the configured settings it was given at start (or add_adapter).
+ * The learning rate's hop 3 (of 3), the torch engine's side: an update carries all its settings (the configured ones
+ * under its own, protocol/engine.ts updateSettings), which the engine uses for that update only; one without a learning
+ * rate is refused here, before anything is sent (the configured settings hold none).
  */
-function updateOptimizer(configured: OptimizerSettings, settings: UpdateSettings): { optimizer?: OptimizerSettings } {
-  const own = Object.entries(settings).filter(([, v]) => v !== undefined);
-  return own.length ? { optimizer: { ...configured, ...Object.fromEntries(own) } } : {};
+function updateOptimizer(configured: OptimizerSettings, settings: UpdateSettings): { optimizer: OptimizerSettings } {
+  return { optimizer: updateSettings(configured, settings) };
 }

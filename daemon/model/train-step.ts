@@ -5,7 +5,7 @@
  * log-probs are one plain slice (no gather, whose gradient wasm lacks).
  */
 import * as tf from '@tensorflow/tfjs';
-import type { OptimizerSettings } from '../../protocol/engine.js';
+import { updateSettings, type OptimizerSettings, type UpdateOptimizerSettings } from '../../protocol/engine.js';
 import type { LossInputs } from './loss.js';
 import type { SequencePair, TrainStepResult, UpdateSettings } from './policy-contract.js';
 import { stopGradient } from './ops.js';
@@ -147,7 +147,7 @@ export class AdamW {
   }
 
   /** Clips `grads` to gradClip global norm, applies one update with `cfg` (this update's settings); returns the norm before clipping. */
-  apply(params: Params, grads: Map<string, tf.Tensor>, cfg: OptimizerSettings): number {
+  apply(params: Params, grads: Map<string, tf.Tensor>, cfg: UpdateOptimizerSettings): number {
     const { lr, beta1, beta2, eps, weightDecay, gradClip } = cfg;
     const sq = tf.tidy(() => tf.addN([...grads.values()].map((g) => g.square().sum())));
     const norm = Math.sqrt(sq.dataSync()[0]);
@@ -189,8 +189,8 @@ export async function trainStep(
 ): Promise<Omit<TrainStepResult, 'stats'>> {
   if (pairs.length === 0) throw new Error('trainStep: no sequences given');
   // The learning rate's hop 3 (of 3): this update's settings over the configured ones, for this update only; the
-  // configured settings (opt.cfg) stay as they are, so an update without settings uses them.
-  const cfg: OptimizerSettings = { ...opt.cfg, ...settings };
+  // configured settings (opt.cfg, which hold no learning rate) stay as they are. No rate given: refused here.
+  const cfg = updateSettings(opt.cfg, settings);
   const started = performance.now();
   const vars = [...P.values()];
   const byVarName = new Map([...P].map(([name, v]) => [v.name, name]));

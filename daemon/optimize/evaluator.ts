@@ -10,10 +10,10 @@
  * run's own (`grade`: the LLM judge of `agl optimize --judge-*`), each ended rollout is graded before its score is
  * read: the grade is recorded on the rollout as its final reward and feedback (a graded rollout read back is not graded again).
  */
+import { callMessages, messageText } from '../../protocol/episode-text.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import type { PromptCandidate } from '../../protocol/prompts.js';
 import { finalReward, isLlmCallSpan, rolloutFeedback, rolloutScore } from '../../protocol/span-reading.js';
-import { GENAI } from '../../protocol/spans.js';
 import { readRolloutMetadata, type Rollout, type RolloutInput, type Span } from '../../protocol/store.js';
 import type { Task } from '../algorithm/rollouts.js';
 import { isTerminalRollout } from '../store/common.js';
@@ -252,28 +252,9 @@ export async function rolloutOutcome(store: LightningStore, r: Rollout): Promise
   return { score: rolloutScore(r.status, reward), reward, feedback, spans };
 }
 
-/** An LLM call span as the optimizer reads it: the messages sent and the answer, each cut to a readable length. */
+/** An LLM call span as the optimizer reads it (protocol/episode-text.ts, as the judge and the viewer read it): the messages sent and the answer, each cut to a readable length. */
 function callOf(span: Span): TaskTrace['calls'][number] {
   const clip = (s: string) => (s.length > MESSAGE_CHARS ? `${s.slice(0, MESSAGE_CHARS)} [...]` : s);
-  const parse = (v: unknown): unknown => {
-    try {
-      return JSON.parse(String(v ?? 'null'));
-    } catch {
-      return v;
-    }
-  };
-  const sent = parse(span.attributes[GENAI.inputMessages]);
-  const messages = Array.isArray(sent)
-    ? sent.map((m: { role?: unknown; content?: unknown }) => ({ role: String(m.role ?? 'user'), content: clip(textOf(m.content)) }))
-    : [{ role: 'user', content: clip(textOf(sent)) }];
-  const out = parse(span.attributes[GENAI.outputMessages]);
-  const answer = Array.isArray(out) ? out.map((m: { content?: unknown }) => textOf(m.content)).join('\n') : textOf(out);
-  return { messages, answer: clip(answer) };
-}
-
-/** A message content as text (a string, or OpenAI's content parts). */
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p: { text?: unknown }) => (typeof p?.text === 'string' ? p.text : '')).join('');
-  return content === null || content === undefined ? '' : JSON.stringify(content);
+  const { prompt, response } = callMessages(span);
+  return { messages: prompt.map((m) => ({ role: m.role, content: clip(messageText(m)) })), answer: clip(response.map(messageText).join('\n')) };
 }

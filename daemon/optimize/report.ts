@@ -3,6 +3,7 @@
  * it spent, and each prompt's change as a line diff (`-` the seed's lines, `+` the best's); with --json, the one
  * object the issue names (runId, prompts, scores, rollouts, optimizerCalls, candidates).
  */
+import { lcsDiff } from '../../protocol/text-diff.js';
 import type { OptimizeOutcome } from './optimize-run.js';
 
 /** The --json object. */
@@ -31,7 +32,7 @@ export function outcomeLines(o: OptimizeOutcome): string[] {
   ];
   for (const [name, p] of Object.entries(o.prompts)) {
     if (p.seed === p.best) lines.push(`prompt ${name}: unchanged`);
-    else lines.push(`prompt ${name}:`, ...lineDiff(p.seed, p.best).map((l) => `  ${l}`));
+    else lines.push(`prompt ${name}:`, ...printedLineDiff(p.seed, p.best).map((l) => `  ${l}`));
   }
   lines.push(
     o.bestCandidate === o.seedCandidate
@@ -42,22 +43,8 @@ export function outcomeLines(o: OptimizeOutcome): string[] {
   return lines;
 }
 
-/** A line diff (longest common subsequence): unchanged lines with two spaces, the seed's with `-`, the new text's with `+`. */
-export function lineDiff(a: string, b: string): string[] {
-  const x = a.split('\n'),
-    y = b.split('\n');
-  const common: number[][] = Array.from({ length: x.length + 1 }, () => new Array<number>(y.length + 1).fill(0));
-  for (let i = x.length - 1; i >= 0; i--)
-    for (let j = y.length - 1; j >= 0; j--) common[i]![j] = x[i] === y[j] ? common[i + 1]![j + 1]! + 1 : Math.max(common[i + 1]![j]!, common[i]![j + 1]!);
-  const out: string[] = [];
-  let i = 0,
-    j = 0;
-  while (i < x.length || j < y.length) {
-    if (i < x.length && j < y.length && x[i] === y[j]) {
-      out.push(`  ${x[i++]}`);
-      j++;
-    } else if (i < x.length && (j === y.length || common[i + 1]![j]! >= common[i]![j + 1]!)) out.push(`- ${x[i++]}`);
-    else out.push(`+ ${y[j++]}`);
-  }
-  return out;
+/** The seed's text against the best's as printed lines (protocol/text-diff.ts, the one line diff): unchanged lines with two spaces, the seed's with `-`, the new text's with `+`. */
+export function printedLineDiff(seed: string, best: string): string[] {
+  const mark = { same: ' ', del: '-', add: '+' } as const;
+  return lcsDiff(seed.split('\n'), best.split('\n')).map(({ op, item }) => `${mark[op]} ${item}`);
 }

@@ -2,6 +2,7 @@
  * Prints an attempt's spans for the terminal: an indented tree in time order with what matters per
  * span (LLM calls: model, tokens, finish reason, answer; prompts read: source, version, sha; rewards; messages; errors).
  */
+import { callMessages } from '../../protocol/episode-text.js';
 import { isLlmCallSpan, repairedParents, rewardOfSpan } from '../../protocol/span-reading.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 import type { Span } from '../../protocol/store.js';
@@ -19,17 +20,9 @@ function describe(s: Span): string {
     );
     const finish = a[GENAI.responseFinishReasons];
     if (Array.isArray(finish)) parts.push(`finish=${finish.join(',')}`);
-    try {
-      const out = JSON.parse(String(a[GENAI.outputMessages] ?? '[]')) as {
-        content?: string | null;
-        tool_calls?: { function: { name: string; arguments: string } }[];
-      }[];
-      const m = out[0];
-      if (m?.tool_calls?.length) parts.push(`-> ${m.tool_calls.map((t) => `${t.function.name}(${clip(t.function.arguments, 60)})`).join(', ')}`);
-      else if (m?.content) parts.push(`-> ${JSON.stringify(clip(m.content, 100))}`);
-    } catch {
-      /* not JSON: skip the preview */
-    }
+    const m = callMessages(s).response[0]; // protocol/episode-text.ts: the one reading of a call's messages
+    if (m?.toolCalls.length) parts.push(`-> ${m.toolCalls.map((t) => `${t.name}(${clip(t.args, 60)})`).join(', ')}`);
+    else if (m?.text) parts.push(`-> ${JSON.stringify(clip(m.text, 100))}`);
   }
   if (s.name === SPAN.prompt)
     parts.push(`${String(a[AGL.promptName])}: ${String(a[AGL.promptSource])} ${String(a[AGL.promptVersion])} sha ${String(a[AGL.promptSha])}`);

@@ -62,7 +62,7 @@ describe('torch engine on 2 ranks', () => {
       for (let s = 0; s < 2; s++) {
         const old = await e.scoreLogprobs(pairs);
         const samples = old.map((row, i) => ({ advantage: [1, -0.5, 0.25, -0.75][i % 4], oldLogprobs: row.map((x, t) => x + 0.2 * Math.sin(i + t)) }));
-        const r = await e.trainStep(pairs, tokenMeanGrpo(samples), micro === PHASES[0] ? {} : { microBatchSize: micro });
+        const r = await e.trainStep(pairs, tokenMeanGrpo(samples), micro === PHASES[0] ? { lr: 1e-3 } : { lr: 1e-3, microBatchSize: micro });
         losses.push(r.loss);
         assert.equal(r.stats.sequences, pairs.length, 'every sequence counted once over the ranks');
       }

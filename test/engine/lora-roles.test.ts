@@ -155,7 +155,7 @@ describe('torch engine: one LoRA adapter per role', () => {
     await assert.rejects(base.addAdapter('x', { init: WARMUP, lora: LORA }), /is not an adapter folder \(no adapter_config\.json\)/);
     await assert.rejects(base.addAdapter('y', { lora: { ...LORA, targetModules: ['no_such_module'] } }), /add_adapter: .*no_such_module/);
     const b = await batch(base, ['What is 1+1?', 'What is 2+2?'], 5);
-    await assert.rejects(base.trainStep(b.pairs, withOld(grpo(2, 1), b.old)), /the base model is frozen under LoRA adapters/);
+    await assert.rejects(base.trainStep(b.pairs, withOld(grpo(2, 1), b.old), LR), /the base model is frozen under LoRA adapters/);
     await assert.rejects(base.save(join(dir, 'base')), /the base model is frozen under LoRA adapters/);
     const [g] = await writer.generate([b.pairs[0].promptIds], { maxTokens: 4, temperature: 0 });
     assert.ok(g.tokenIds.length > 0, 'still serving');

@@ -71,7 +71,7 @@ describe('torch engine in bfloat16: float32 masters and moments', () => {
     try {
       assert.equal(e.hello!.model.dtype, 'bfloat16');
       assert.equal(e.hello!.model.masterWeights, true);
-      const r = await e.trainStep(batches[0]!.pairs, batches[0]!.loss);
+      const r = await e.trainStep(batches[0]!.pairs, batches[0]!.loss, { lr: 1e-3 });
       assert.ok(Number.isFinite(r.loss) && r.gradNorm > 0, `loss ${r.loss}, grad norm ${r.gradNorm}`);
       assert.equal(r.stats.clipped, 0, 'the ratio is against the update itself');
       assert.ok(r.stats.gapSum > 0, 'bfloat16 scores the float32 samples a little differently');
@@ -84,7 +84,7 @@ describe('torch engine in bfloat16: float32 masters and moments', () => {
     const resumed = await start(join(scratch, 'once'), 'bfloat16');
     try {
       assert.equal(resumed.hello!.model.step, 1201);
-      const r = await resumed.trainStep(batches[1]!.pairs, batches[1]!.loss);
+      const r = await resumed.trainStep(batches[1]!.pairs, batches[1]!.loss, { lr: 1e-3 });
       assert.ok(Number.isFinite(r.loss));
       await resumed.save(join(scratch, 'twice'));
       assert.equal(readSafetensorsMetadata(join(scratch, 'twice', 'optimizer.safetensors')).step, '1202');

@@ -5,10 +5,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import type { LossInputs } from '../../daemon/model/loss.js';
 import type { SequencePair } from '../../daemon/model/policy-contract.js';
 import { loadPolicy, type TfPolicyModel } from '../../daemon/model/policy.js';
+import { savedOptimizerSettings } from '../../daemon/model/model-folder.js';
+import { readSafetensorsMetadata, writeSafetensors } from '../../daemon/model/safetensors.js';
 import { fittingChunks } from '../../daemon/model/train-step.js';
 import { DEFAULT_OPTIMIZER } from '../../protocol/engine.js';
 import { tempDir, tinyGpt } from './tiny.js';
@@ -18,6 +21,8 @@ const pairs: SequencePair[] = Array.from({ length: 6 }, (_, i) => ({
   completionIds: Array.from({ length: 4 + (i % 4) }, (_, j) => 97 + ((i * 3 + j) % 7)),
 }));
 const totalTokens = pairs.reduce((n, p) => n + p.completionIds.length, 0);
+/** Each update's own learning rate (a policy has none of its own). */
+const LR = { lr: 3e-4 };
 const nll = ({ logprobs, mask }: LossInputs) => logprobs.mul(mask).sum().neg().div(totalTokens) as tf.Scalar;
 
 async function weights(m: TfPolicyModel): Promise<Map<string, Float32Array>> {
@@ -54,26 +59,34 @@ test('supervised steps lower the loss and leave no tensors behind', async () => 
   model.dispose();
 });
 
-test("an update's settings hold for that update only: lr 0.1, then an update without settings moves at the configured rate", async () => {
-  const model = await tinyGpt(12),
-    twin = await tinyGpt(12);
+test("an update's settings hold for that update only, and a policy opened without a rate has none: an update without lr is refused naming it", async () => {
+  const model = await tinyGpt(12);
   const configured = { ...model.optimizerConfig };
   assert.deepEqual(configured, { ...DEFAULT_OPTIMIZER, microBatchSize: 4 });
+  assert.equal(configured.lr, undefined, 'opened without a rate, it has none');
   const start = await weights(model);
   await model.trainStep(pairs, { kind: 'nll' }, { lr: 0.1 });
   const middle = await weights(model);
-  await model.trainStep(pairs, { kind: 'nll' });
   // AdamW moves a weight by about its learning rate per update (|m / sqrt(v)| is about 1 or less).
   assert.ok(maxDiff(start, middle) > 0.05, `lr 0.1 moved the weights by ${maxDiff(start, middle)}`);
-  const second = maxDiff(middle, await weights(model));
-  assert.ok(second < 3 * configured.lr, `the update without settings moved a weight by ${second}: not the configured rate ${configured.lr}`);
-  // Exactly the update the configured rate makes when it is sent.
-  await twin.trainStep(pairs, { kind: 'nll' }, { lr: 0.1 });
-  await twin.trainStep(pairs, { kind: 'nll' }, { lr: configured.lr });
-  assert.equal(maxDiff(await weights(model), await weights(twin)), 0);
-  assert.deepEqual(model.optimizerConfig, configured, 'the configured settings are as they were');
+  assert.deepEqual(model.optimizerConfig, configured, "the update's rate did not stay");
+  await assert.rejects(model.trainStep(pairs, { kind: 'nll' }), /lr: the update carries no learning rate/);
+  assert.equal(maxDiff(middle, await weights(model)), 0, 'the refused update changed nothing');
   model.dispose();
-  twin.dispose();
+});
+
+test('a checkpoint carries no learning rate, and one an older version saved is not read back', async () => {
+  const model = await tinyGpt(5);
+  await model.trainStep(pairs, { kind: 'nll' }, { lr: 0.01 });
+  const dir = tempDir('no-lr');
+  await model.save(dir);
+  model.dispose();
+  const saved = JSON.parse(readSafetensorsMetadata(join(dir, 'optimizer.safetensors')).config!) as Record<string, unknown>;
+  assert.equal('lr' in saved, false, `saved settings: ${JSON.stringify(saved)}`);
+  assert.equal(saved.beta2, DEFAULT_OPTIMIZER.beta2);
+  // A folder an older version wrote: its settings with the default's lr, which no update used.
+  writeSafetensors(join(dir, 'optimizer.safetensors'), new Map(), { step: '0', config: JSON.stringify({ ...saved, lr: 3e-4 }) });
+  assert.deepEqual(savedOptimizerSettings(dir), saved);
 });
 
 test('micro-batches accumulate to the same update as one batch', async () => {
@@ -81,8 +94,8 @@ test('micro-batches accumulate to the same update as one batch', async () => {
     b = await tinyGpt(4);
   a.optimizerConfig.microBatchSize = 2;
   b.optimizerConfig.microBatchSize = 6;
-  const ra = await a.trainStepWith(pairs, nll),
-    rb = await b.trainStepWith(pairs, nll);
+  const ra = await a.trainStepWith(pairs, nll, LR),
+    rb = await b.trainStepWith(pairs, nll, LR);
   assert.ok(Math.abs(ra.loss - rb.loss) < 1e-5);
   assert.ok(Math.abs(ra.gradNorm - rb.gradNorm) < 1e-4);
   assert.ok(maxDiff(await weights(a), await weights(b)) < 1e-6);
@@ -94,14 +107,18 @@ test('lossFn gets [B, T] logprobs, mask, entropy and batch indices', async () =>
   const model = await tinyGpt(6);
   model.optimizerConfig.microBatchSize = 4;
   const seen: number[][] = [];
-  await model.trainStepWith(pairs, (inp) => {
-    const T = Math.max(...inp.indices.map((i) => pairs[i].completionIds.length));
-    assert.deepEqual(inp.logprobs.shape, [inp.indices.length, T]);
-    assert.deepEqual(inp.mask.shape, inp.logprobs.shape);
-    assert.deepEqual(inp.entropy.shape, inp.logprobs.shape);
-    seen.push(inp.indices);
-    return inp.logprobs.mul(inp.mask).sum().neg().add(inp.entropy.sum().mul(0.01)) as tf.Scalar;
-  });
+  await model.trainStepWith(
+    pairs,
+    (inp) => {
+      const T = Math.max(...inp.indices.map((i) => pairs[i].completionIds.length));
+      assert.deepEqual(inp.logprobs.shape, [inp.indices.length, T]);
+      assert.deepEqual(inp.mask.shape, inp.logprobs.shape);
+      assert.deepEqual(inp.entropy.shape, inp.logprobs.shape);
+      seen.push(inp.indices);
+      return inp.logprobs.mul(inp.mask).sum().neg().add(inp.entropy.sum().mul(0.01)) as tf.Scalar;
+    },
+    LR,
+  );
   assert.deepEqual(seen, [
     [0, 1, 2, 3],
     [4, 5],
@@ -127,10 +144,14 @@ test("a long prompt and another pair's long completion go to separate micro-batc
     'one micro-batch when the context holds them',
   );
   const seen: number[][] = [];
-  const r = await model.trainStepWith(mixed, (inp) => {
-    seen.push(inp.indices);
-    return inp.logprobs.mul(inp.mask).sum().neg() as tf.Scalar;
-  });
+  const r = await model.trainStepWith(
+    mixed,
+    (inp) => {
+      seen.push(inp.indices);
+      return inp.logprobs.mul(inp.mask).sum().neg() as tf.Scalar;
+    },
+    LR,
+  );
   assert.deepEqual(seen, [[0], [1, 2]]);
   assert.ok(Number.isFinite(r.loss) && r.loss > 0);
   assert.equal((await model.scoreLogprobs(mixed)).map((x) => x.length).join(','), '2,20,1');
@@ -139,10 +160,10 @@ test("a long prompt and another pair's long completion go to separate micro-batc
 
 test('save + load restores weights and optimizer; resuming equals not stopping', async () => {
   const straight = await tinyGpt(8);
-  for (let s = 0; s < 4; s++) await straight.trainStepWith(pairs, nll);
+  for (let s = 0; s < 4; s++) await straight.trainStepWith(pairs, nll, LR);
 
   const stopped = await tinyGpt(8);
-  for (let s = 0; s < 2; s++) await stopped.trainStepWith(pairs, nll);
+  for (let s = 0; s < 2; s++) await stopped.trainStepWith(pairs, nll, LR);
   const dir = tempDir('ckpt');
   await stopped.save(dir);
   const before = await weights(stopped);
@@ -151,7 +172,7 @@ test('save + load restores weights and optimizer; resuming equals not stopping',
   const resumed = await loadPolicy(dir);
   assert.equal(maxDiff(before, await weights(resumed)), 0, 'weights round-trip exactly');
   assert.equal(resumed.optimizer.step, 2);
-  for (let s = 0; s < 2; s++) await resumed.trainStepWith(pairs, nll);
+  for (let s = 0; s < 2; s++) await resumed.trainStepWith(pairs, nll, LR);
   assert.ok(maxDiff(await weights(straight), await weights(resumed)) < 1e-6, 'resumed run matches the uninterrupted one');
   const p = [1, 2, 3];
   const [g1] = await straight.generate([p], { maxTokens: 8, temperature: 0, seed: 1 });
@@ -163,8 +184,8 @@ test('save + load restores weights and optimizer; resuming equals not stopping',
 
 test('bad input is rejected with a clear error', async () => {
   const model = await tinyGpt(1, 16);
-  await assert.rejects(model.trainStepWith([{ promptIds: [], completionIds: [1] }], nll), /promptIds is empty/);
-  await assert.rejects(model.trainStepWith([{ promptIds: Array(10).fill(1), completionIds: Array(10).fill(1) }], nll), /exceed the context/);
+  await assert.rejects(model.trainStepWith([{ promptIds: [], completionIds: [1] }], nll, LR), /promptIds is empty/);
+  await assert.rejects(model.trainStepWith([{ promptIds: Array(10).fill(1), completionIds: Array(10).fill(1) }], nll, LR), /exceed the context/);
   await assert.rejects(loadPolicy(tempDir('empty')), /no config\.json/);
   model.dispose();
 });
@@ -177,9 +198,9 @@ test('a loaded Qwen2 folder trains, saves with its tokenizer, and reloads to the
     { promptIds: [9], completionIds: [8, 7, 6] },
   ];
   const loss = ({ logprobs, mask }: LossInputs) => logprobs.mul(mask).sum().neg() as tf.Scalar;
-  const r1 = await model.trainStepWith(batch, loss);
+  const r1 = await model.trainStepWith(batch, loss, LR);
   const n = tf.memory().numTensors;
-  const r2 = await model.trainStepWith(batch, loss);
+  const r2 = await model.trainStepWith(batch, loss, LR);
   assert.equal(tf.memory().numTensors, n);
   assert.ok(r2.loss < r1.loss, `loss ${r1.loss} -> ${r2.loss}`);
   const dir = tempDir('qwen-ckpt');

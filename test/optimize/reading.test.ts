@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { placeholders, refusal } from '../../daemon/optimize/checks.js';
 import { critiqueFromAnswer, promptFromAnswer, readMetaPrompts, renderMeta } from '../../daemon/optimize/meta.js';
 import type { OptimizeOutcome } from '../../daemon/optimize/optimize-run.js';
-import { lineDiff, outcomeLines } from '../../daemon/optimize/report.js';
+import { outcomeLines, printedLineDiff } from '../../daemon/optimize/report.js';
 import { bestByMean, frontWeights, pickParent } from '../../daemon/optimize/selection.js';
 
 test('an answer is read as the text inside its last ``` block, else as the whole answer', () => {
@@ -111,8 +111,8 @@ test('parents come from the per-val-task Pareto front, drawn by the tasks each i
 });
 
 test('the terminal diff marks the seed lines removed and the new lines added', () => {
-  assert.deepEqual(lineDiff('a\nb\nc', 'a\nx\nc\nd'), ['  a', '- b', '+ x', '  c', '+ d']);
-  assert.deepEqual(lineDiff('same', 'same'), ['  same']);
+  assert.deepEqual(printedLineDiff('a\nb\nc', 'a\nx\nc\nd'), ['  a', '- b', '+ x', '  c', '+ d']);
+  assert.deepEqual(printedLineDiff('same', 'same'), ['  same']);
 });
 
 test('the end says why the run stopped: a best solving every val task, or nothing left to try', () => {

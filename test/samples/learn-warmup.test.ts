@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SFT_RECORD, type SftRecord } from '../../daemon/commands/sft.js';
+import { SFT_RECORD, type SftRecord } from '../../daemon/algorithm/sft-run.js';
 import { makeWarmup, type SampleLearning, warmupCommands } from '../../samples/harness/learning.js';
 
 test('makeWarmup runs sftFlags then each sftThen stage from the checkpoint before it (on its own --data where it names one); --sft-steps runs the first stage only', async () => {

@@ -309,8 +309,10 @@ class Engine:
     def train_step(self, p: msg.TrainStepParams) -> dict[str, Any]:
         policy = self._trainable(p.adapter)
         # The learning rate's hop 3 (of 3), here: the settings the update carries (its scheduled rate) hold for it only;
-        # an update without settings uses the trainable's configured ones, which no update changes.
+        # an update without settings uses the trainable's configured ones, which no update changes and which hold no rate.
         settings = p.optimizer or policy.config
+        if settings.lr is None:
+            raise msg.RequestError('optimizer.lr: the update carries no learning rate, and the configured settings hold none: send it with the update')
         with self.adapters.using(p.adapter):
             started = time.perf_counter()
             while True:

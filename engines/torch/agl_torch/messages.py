@@ -95,16 +95,19 @@ class GrpoLoss:
 
 @dataclass
 class OptimizerSettings:
-    """AdamW settings, all of them (protocol/engine.ts OptimizerSettingsSchema): a trainable's configured ones, given by the
-    daemon at start (--optimizer) or add_adapter, or one update's own, sent with its train_step for that update only."""
+    """AdamW settings (protocol/engine.ts OptimizerSettingsSchema): a trainable's configured ones, given by the daemon at
+    start (--optimizer) or add_adapter, without a learning rate, or one update's own, all of them, sent with its
+    train_step for that update only."""
 
-    lr: float = field(metadata=_min(0))  # 0: an update that moves nothing (a schedule's first step can be one)
     beta1: float = field(metadata={'min': 0, 'lt': 1})
     beta2: float = field(metadata={'min': 0, 'lt': 1})
     eps: float = field(metadata={'gt': 0})
     weight_decay: float = field(metadata=_min(0))
     grad_clip: float = field(metadata=_min(0))
     micro_batch_size: int = field(metadata=_min(1))
+    # An update's own (0: an update that moves nothing, as a schedule's first step can be); None in configured settings:
+    # each update carries its rate, and a train_step with none is refused (engine.py).
+    lr: float | None = field(default=None, metadata=_min(0))
 
 
 @dataclass
@@ -309,8 +312,10 @@ def parse(cls: type[Record], obj: object, where: str = 'params') -> Record:
 
 
 def wire(record: DataclassInstance) -> dict[str, Any]:
-    """A record as the wire names its fields (camelCase): what the engine answers and saves."""
-    return {camel(f.name): getattr(record, f.name) for f in dataclasses.fields(record)}
+    """A record as the wire names its fields (camelCase): what the engine answers and saves. A field that may be absent
+    (its default None) and is None is left out: configured optimizer settings answer and save no learning rate."""
+    values = ((f, getattr(record, f.name)) for f in dataclasses.fields(record))
+    return {camel(f.name): v for f, v in values if not (v is None and f.default is None)}
 
 
 def wire_fields(cls: type[DataclassInstance]) -> dict[str, dict[str, object]]:

@@ -57,6 +57,8 @@ class Trainable:
     # -- settings ----------------------------------------------------------------------------------------------
     def _use(self, settings: OptimizerSettings) -> None:
         """AdamW's groups set to one update's settings (set again for every update, so none outlives its update)."""
+        if settings.lr is None:
+            raise ValueError('optimizer.lr: an update needs a learning rate')
         for g in self.opt.param_groups:
             g['lr'] = settings.lr
             g['betas'] = (settings.beta1, settings.beta2)
@@ -198,4 +200,5 @@ def _adamw(
     plain = [q for (_, p), q in zip(params, tensors) if p.dim() < 2]
     extra = {'fused': True} if device.type == 'cuda' else {}
     groups: list[dict[str, Any]] = [{'params': decay, 'weight_decay': config.weight_decay}, {'params': plain, 'weight_decay': 0.0}]
-    return torch.optim.AdamW(groups, lr=config.lr, betas=(config.beta1, config.beta2), eps=config.eps, **extra)
+    # The rate here is a placeholder: every update sets its own (`_use`).
+    return torch.optim.AdamW(groups, lr=config.lr or 0.0, betas=(config.beta1, config.beta2), eps=config.eps, **extra)

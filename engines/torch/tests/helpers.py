@@ -8,8 +8,9 @@ import torch
 from agl_torch.messages import OptimizerSettings
 
 VOCAB = 96
-# The engine's configured settings in these tests (the daemon sends its own: protocol/engine.ts DEFAULT_OPTIMIZER).
-SETTINGS = OptimizerSettings(lr=1e-3, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.01, grad_clip=1.0, micro_batch_size=16)
+# The engine's configured settings in these tests, as the daemon sends its own (protocol/engine.ts DEFAULT_OPTIMIZER):
+# no learning rate, which each update carries.
+SETTINGS = OptimizerSettings(beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.01, grad_clip=1.0, micro_batch_size=16)
 
 
 def engine(folder: str, **kw):

@@ -113,6 +113,8 @@ SETTINGS = {'lr': 1e-4, 'beta1': 0.9, 'beta2': 0.95, 'eps': 1e-8, 'weightDecay':
 def test_optimizer_settings_are_all_there_known_and_in_range():
     s = m.parse(m.OptimizerSettings, SETTINGS, 'optimizer')
     assert (s.lr, s.micro_batch_size) == (1e-4, 8) and m.wire(s) == SETTINGS
+    configured = m.parse(m.OptimizerSettings, {k: v for k, v in SETTINGS.items() if k != 'lr'}, 'optimizer')
+    assert configured.lr is None and 'lr' not in m.wire(configured), 'configured settings hold no learning rate, and answer none'
     with pytest.raises(m.RequestError, match=r'optimizer.gradClip: missing \(a number is required\)'):
         m.parse(m.OptimizerSettings, {k: v for k, v in SETTINGS.items() if k != 'gradClip'}, 'optimizer')
     with pytest.raises(m.RequestError, match='unknown field "learningRate"'):

@@ -8,7 +8,7 @@ import pytest
 import torch
 from helpers import SETTINGS, engine, pairs
 
-from agl_torch.messages import SaveParams, TrainStepParams, parse, wire
+from agl_torch.messages import RequestError, SaveParams, TrainStepParams, parse, wire
 from agl_torch.optim import NonFiniteStep, Trainable
 
 
@@ -24,19 +24,19 @@ def largest_change(before: list[torch.Tensor], e) -> float:
     return max(float((p.detach() - b).abs().max()) for b, (_, p) in zip(before, e.policy.params))
 
 
-def test_an_updates_settings_hold_for_that_update_only(model_dir):
-    """lr 0.1 sent with an update, then an update without settings: the second moves at the configured rate (AdamW
-    moves a weight by about its learning rate per update), and the engine still holds its configured settings."""
+def test_an_updates_settings_hold_for_that_update_only_and_one_without_a_rate_is_refused(model_dir):
+    """lr 0.1 sent with an update moves the weights (AdamW moves a weight by about its learning rate per update); the
+    engine keeps its configured settings, which hold no learning rate (the daemon sends none at start), so an update
+    without settings is refused naming lr, weights unchanged, and the engine answers no lr."""
     e = engine(model_dir)
     start = [p.detach().clone() for _, p in e.policy.params]
     e.train_step(step_request(pairs(4), lr=0.1))
-    first = largest_change(start, e)
+    assert largest_change(start, e) > 0.02
     middle = [p.detach().clone() for _, p in e.policy.params]
-    e.train_step(step_request(pairs(4), lr=None))
-    second = largest_change(middle, e)
-    assert first > 0.02, first
-    assert second < 3 * SETTINGS.lr, f'the update without settings moved a weight by {second}: not the configured rate {SETTINGS.lr}'
-    assert e.policy.config == SETTINGS and e.describe()['optimizer'] == wire(SETTINGS)
+    with pytest.raises(RequestError, match=r'optimizer\.lr: the update carries no learning rate'):
+        e.train_step(step_request(pairs(4), lr=None))
+    assert largest_change(middle, e) == 0
+    assert e.policy.config == SETTINGS and e.describe()['optimizer'] == wire(SETTINGS) and 'lr' not in e.describe()['optimizer']
 
 
 def test_bfloat16_parameters_get_float32_masters_and_moments(model_dir):
@@ -105,7 +105,7 @@ def test_clipping_scales_the_gradient_to_the_clip_norm():
 
 def test_float16_halves_its_loss_scale_on_overflow():
     p = torch.nn.Parameter(torch.zeros(2, dtype=torch.float16))
-    t = Trainable([('w', p)], dataclasses.replace(SETTINGS, weight_decay=0.0))
+    t = Trainable([('w', p)], dataclasses.replace(SETTINGS, lr=1e-3, weight_decay=0.0))
     assert t.loss_scale == 2.0**16
     p.grad = torch.tensor([float('inf'), 1.0], dtype=torch.float16)
     with pytest.raises(NonFiniteStep):

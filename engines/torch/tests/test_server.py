@@ -6,9 +6,10 @@ import json
 
 import pytest
 import torch
-from helpers import engine, pairs
+from helpers import SETTINGS, engine, pairs
 
 from agl_torch import server
+from agl_torch.messages import wire
 from agl_torch.server import answer, check_devices
 
 
@@ -108,7 +109,7 @@ def test_a_nan_loss_refuses_the_step_with_weights_unchanged(model_dir):
         # a ratio of exp(900): the loss overflows to infinity
         'samples': [{'advantage': -1.0, 'oldLogprobs': [-900.0] * len(p.completion_ids)} for p in ps],
     }
-    reply, alive = ask(e, 'train_step', {**score_raw(ps), 'loss': loss})
+    reply, alive = ask(e, 'train_step', {**score_raw(ps), 'loss': loss, 'optimizer': {**wire(SETTINGS), 'lr': 1e-3}})
     assert alive and 'train_step refused' in reply['error']['message'] and 'unchanged' in reply['error']['message']
     assert all(torch.equal(a, p) for a, (_, p) in zip(before, e.policy.params)) and e.policy.step == 0
 
