@@ -16,7 +16,8 @@ import { HEADLINE_WINDOW, describeHeadline, type AgentHeadline, type HeadlineFac
 import { FIRST_TRAINING_STEP, METRICS } from '../../protocol/metrics.js';
 import { advantageDivisor, isZeroVariance, meanOf, stdUnbiased, type ScaleRewards } from '../../protocol/grpo-advantage.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
-import { describeCalls, runRoles, type RunRoles } from '../../protocol/call-roles.js';
+import { describeCalls, nonTrainingRoles, runRoles, type RunRoles } from '../../protocol/call-roles.js';
+import type { PurposeConfig } from '../../protocol/run-purpose.js';
 import { episodeAnswer, expectedOutput, expectedTaskFields, finalReward, promptVersions } from '../../protocol/span-reading.js';
 import { servedModels } from '../../protocol/served-by.js';
 import { connectedWorkers } from '../../protocol/runner-presence.js';
@@ -163,12 +164,22 @@ function groupAdvantage(group: Transition[], step: Transition[], run: TrainingRu
 
 /** The run's selection rule from its recorded config (null without a run). */
 function rolesOf(run: TrainingRun | null): RunRoles | null {
-  return run ? runRoles(run.id, recordedTrainConfig(run.config)) : null;
+  if (!run) return null;
+  // An eval or an optimization trains nothing: its rollouts say what they were instead (protocol/run-purpose.ts).
+  return run.kind === 'train' ? runRoles(run.id, recordedTrainConfig(run.config)) : nonTrainingRoles(run.id, run.kind, run.config as PurposeConfig);
 }
 
 /** A sample of a group: its answer and its calls described under the run's rule. */
 function sample(rollout: Rollout, reward: number | null, spans: Span[], transitions: Transition[], error: string | null, roles: RunRoles | null): GroupSample {
-  return { rollout, reward, spans, transitions, error, answer: episodeAnswer(spans), calls: describeCalls(spans, transitions, { mode: rollout.mode, roles }) };
+  return {
+    rollout,
+    reward,
+    spans,
+    transitions,
+    error,
+    answer: episodeAnswer(spans),
+    calls: describeCalls(spans, transitions, { mode: rollout.mode, roles, place: readRolloutMetadata(rollout.metadata) }),
+  };
 }
 
 /** A group from its samples: how many different answers they gave, and the task's expected output beside them. */
@@ -313,7 +324,12 @@ export async function rolloutView(store: LightningStore, q: { rolloutId: string;
     resourcesVersion: resources?.version ?? null,
     served: servedModels(spans),
     runnerConnected: connectedWorkers(workers).length > 0,
-    calls: describeCalls(spans, transitions, { mode: rollout.mode, roles, missingRunId: run ? null : (madeBy ?? null) }),
+    calls: describeCalls(spans, transitions, {
+      mode: rollout.mode,
+      roles,
+      missingRunId: run ? null : (madeBy ?? null),
+      place: readRolloutMetadata(rollout.metadata),
+    }),
     roles,
     answer: episodeAnswer(spans),
     prompts: promptVersions(spans),

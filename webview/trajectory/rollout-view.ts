@@ -5,7 +5,7 @@
  * panel beside the editor puts it under the tree). "States": the semantic variables after each step (states-view.ts).
  * Calls are "role #n" everywhere, numbered by protocol/span-reading.ts llmCallNumbers (the daemon's CallInfo).
  */
-import type { CallInfo } from '../../protocol/call-roles.js';
+import type { CallInfo, RunRoles } from '../../protocol/call-roles.js';
 import type { PromptReading } from '../../protocol/span-reading.js';
 import { AGL } from '../../protocol/spans.js';
 import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
@@ -201,13 +201,17 @@ function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: A
     h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer)),
     rolloutDatasetControls(rollout.id, detail.answer, actions.addToDataset),
     promptsBlock(detail.prompts, actions),
-    detail.roles
-      ? summaryItem('Training', h('span', {}, `run ${detail.roles.runId} ${detail.roles.rule}`), {
-          class: 'wide roles-rule',
-          title: `The selection rule of training run ${detail.roles.runId}, from its recorded config`,
-        })
-      : null,
+    detail.roles ? runItem(detail.roles) : null,
   );
+}
+
+/** The run that made the rollout: a training run's selection rule, or what an eval or an optimization did (it trains nothing). */
+function runItem(roles: RunRoles): HTMLElement {
+  const label = roles.kind === 'eval' ? 'Eval' : roles.kind === 'optimize' ? 'Optimization' : 'Training';
+  const title = roles.work
+    ? `What ${label.toLowerCase()} run ${roles.runId} did, from its recorded config`
+    : `The selection rule of training run ${roles.runId}, from its recorded config`;
+  return summaryItem(label, h('span', {}, `run ${roles.runId} ${roles.rule}`), { class: 'wide roles-rule', title });
 }
 
 /** The "Timeline" and "States" tabs over their panels; switching is saved in the view state. */
