@@ -7,6 +7,7 @@
  */
 import type { CallInfo, RunRoles } from '../../protocol/call-roles.js';
 import type { PromptReading } from '../../protocol/span-reading.js';
+import { NO_RUNNER } from '../../protocol/runner-presence.js';
 import { AGL } from '../../protocol/spans.js';
 import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
 import type { Attempt, Span } from '../../protocol/store.js';
@@ -198,11 +199,19 @@ function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: A
     summaryItem('Resources', h('span', {}, resourcesText(detail.resourcesVersion)), { class: 'resources', title: resourcesTip(detail.resourcesVersion) }),
     summaryItem('Started', h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
     summaryItem('Task', h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)), { class: 'wide' }),
-    h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer)),
+    h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer, 'Answer', notRunWhy(detail))),
     rolloutDatasetControls(rollout.id, detail.answer, actions.addToDataset),
     promptsBlock(detail.prompts, actions),
     detail.roles ? runItem(detail.roles) : null,
   );
+}
+
+/** Why a rollout that never ran has no answer: it waits in the queue, and for what. */
+function notRunWhy(detail: RolloutDetail): string | null {
+  const { rollout } = detail;
+  if (rollout.attemptCount > 0) return null;
+  const waits = detail.runnerConnected ? 'until a runner claims it' : `and ${NO_RUNNER} to claim it (agl runner, or a daemon with workers, runs it)`;
+  return `Not run yet: the rollout is ${rollout.status} ${waits}; its answer appears once it has run.`;
 }
 
 /** The run that made the rollout: a training run's selection rule, or what an eval or an optimization did (it trains nothing). */
