@@ -13,9 +13,9 @@ import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
 import type { Attempt, Span } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
 import { answerBlock } from './answer.js';
-import { rolloutDatasetControls, type AddToDataset } from './dataset-controls.js';
+import { expectedStart, rolloutDatasetControls, type AddToDataset } from './dataset-controls.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
-import { agentNames, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
+import { agentNames, expectedTaskFields, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
 import { llmCall, rewardValue, timeRange, toolStepLine, toolSteps, transitionsBySpan, type ToolStep } from './model.js';
 import { isJudgeReward } from '../../protocol/judge-reading.js';
 import { judgeReason } from './judge-view.js';
@@ -200,7 +200,7 @@ function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: A
     summaryItem('Started', h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
     summaryItem('Task', h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)), { class: 'wide' }),
     h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer, 'Answer', notRunWhy(detail))),
-    rolloutDatasetControls(rollout.id, detail.answer, actions.addToDataset),
+    rolloutDatasetControls(rollout.id, detail.answer, actions.addToDataset, expectedStart(detail.answer, expectedTaskFields(rollout.input), reward)),
     promptsBlock(detail.prompts, actions),
     detail.roles ? runItem(detail.roles) : null,
   );
