@@ -69,7 +69,8 @@ export function describePlan(plan: ApplyPlan, relative: (file: string) => string
       ? `• "${s.name}": write its text into ${relative(s.file)} (the file is the prompt's seed)` +
         (s.clearPromoted ? `, and clear the text promoted for ${plan.agent}, which it reads instead of the file` : '')
       : s.kind === 'promote'
-        ? `• "${s.name}": promote it for ${plan.agent}: the agent reads it instead of the seed in its code, until cleared (agl optimize promote does the same)`
+        ? `• "${s.name}": promote it for ${plan.agent}: the agent reads it instead of the seed in its code until cleared ` +
+          `(agl optimize promote ${plan.candidate.runId} --clear clears it; agl optimize promote ${plan.candidate.runId} ${plan.candidate.ordinal} does the same as Apply)`
         : `• "${s.name}": nothing to do, ${s.why}`,
   );
   return { message: `Apply candidate ${label}?`, detail: lines.join('\n') };

@@ -16,6 +16,7 @@ import { TERMINAL_ROLLOUT_STATUSES } from '../protocol/store.js';
 import { lastError, runAgl } from './agl-process.js';
 import type { Ctx } from './ctx.js';
 import { agentsBeside, evalArgs, readEvalOutcome, type NamedDataset } from './eval-datasets.js';
+import { visibleText } from '../protocol/visible-text.js';
 
 /** A suite to run: its dataset, its task items by task id, and the items to report. */
 export interface SuiteRun {
@@ -77,11 +78,13 @@ function mark(run: vscode.TestRun, item: vscode.TestItem, t: EvalTaskResult | un
     run.passed(item, ms);
     return;
   }
-  const said = `score ${t.mean.toFixed(3)} (${t.grader}): ${t.reason}`;
+  // Unprintable characters (an answer of broken bytes) escaped visibly, in the message and in the diff alike.
+  const said = visibleText(`score ${t.mean.toFixed(3)} (${t.grader}): ${t.reason}`);
+  const answer = t.answer === null ? null : visibleText(t.answer);
   const message =
     t.expected !== null
-      ? vscode.TestMessage.diff(said, t.expected, t.answer ?? '(no answer)')
-      : new vscode.TestMessage(`${said}\nanswer: ${t.answer ?? '(none)'}`);
+      ? vscode.TestMessage.diff(said, visibleText(t.expected), answer ?? '(no answer)')
+      : new vscode.TestMessage(`${said}\nanswer: ${answer ?? '(none)'}`);
   message.contextValue = ROLLOUT_MESSAGE;
   if (item.uri && item.range) message.location = new vscode.Location(item.uri, item.range);
   if (t.errored) run.errored(item, message, ms);

@@ -6,7 +6,10 @@
  * 2. else, without a validated run, the mean final reward of its most recent ended train rollouts (at most
  *    HEADLINE_WINDOW of them) that its training runs enqueued: a prompt optimization's (its train split is mode
  *    `train` too) and an evaluation's (`agl eval`) never count in a training reward;
- * 3. else the same over its most recent ended rollouts of any mode (Run Rollout's are `test`).
+ * 3. else the same over its most recent ended rollouts of any mode (Run Rollout's are `test`) that no eval and no
+ *    optimization ran.
+ * The rollout count is the agent's own too: its evals' and optimizations' rollouts are counted apart (the lens gives
+ * those runs their own lines: protocol/run-results.ts).
  * sdk/agent-headline.ts reads the facts from the store; `describeHeadline` words them. Pure: the webviews import it.
  */
 
@@ -14,9 +17,11 @@
 export const HEADLINE_WINDOW = 16;
 
 export interface HeadlineFacts {
-  /** Ended rollouts of the agent counted (up to a limit; `rolloutsCapped` when more exist). */
+  /** Ended rollouts of the agent counted (up to a limit; `rolloutsCapped` when more exist), its evals' and optimizations' left out. */
   rollouts: number;
   rolloutsCapped: boolean;
+  /** Ended rollouts its evals and optimizations ran (not in `rollouts`). */
+  otherRunRollouts?: number;
   /** The newest validated run: its id, the step and value of its latest validation, and its first validation. */
   heldOut: {
     runId: string;
@@ -50,7 +55,8 @@ export function rolloutCount(n: number, capped: boolean): string {
 }
 
 export function describeHeadline(f: HeadlineFacts): AgentHeadline {
-  const count = `${rolloutCount(f.rollouts, f.rolloutsCapped)} ended`;
+  const others = f.otherRunRollouts ? ` (and ${rolloutCount(f.otherRunRollouts, false)} of its evals and optimizations, not counted here)` : '';
+  const count = `${rolloutCount(f.rollouts, f.rolloutsCapped)} ended${others}`;
   if (f.heldOut) {
     const h = f.heldOut;
     const moved = h.first.step < h.step;
@@ -86,7 +92,13 @@ export function describeHeadline(f: HeadlineFacts): AgentHeadline {
     ...f,
     source: 'none',
     value: null,
-    text: f.rollouts === 0 ? 'no rollouts yet' : 'no reward yet',
-    tooltip: f.rollouts === 0 ? 'No rollout of this agent in the store yet.' : `None of the agent's recent rollouts has a reward; ${count}.`,
+    // An agent only evaluated or optimized has results on their own lines, not a reward of its own.
+    text: f.rollouts === 0 ? (f.otherRunRollouts ? 'not trained or run yet' : 'no rollouts yet') : 'no reward yet',
+    tooltip:
+      f.rollouts === 0
+        ? f.otherRunRollouts
+          ? `No rollout of this agent outside its evals and optimizations yet: their ${rolloutCount(f.otherRunRollouts, false)} score their models and prompt candidates, and their results have their own lens.`
+          : 'No rollout of this agent in the store yet.'
+        : `None of the agent's recent rollouts has a reward; ${count}.`,
   };
 }

@@ -43,6 +43,16 @@ export function parseAgentId(id: string): { file: string; name: string } {
   return { file: id, name: 'default' };
 }
 
+/**
+ * An agent as a narrow column names it: its function before its file's name (`calcAgent · agent.ts`), so two agents
+ * of files named alike (samples/calc/agent.ts, samples/apo/agent.ts) read apart even when the column cuts the end.
+ */
+export function agentShortName(id: string): string {
+  const { file, name } = parseAgentId(id);
+  const fileName = file.split(/[\\/]/).pop() || file;
+  return file === id ? fileName : `${name} · ${fileName}`;
+}
+
 /** Path segments of an id's file without `.`, `..` and empty ones (`../main/./samples` -> main, samples). */
 function segments(file: string): string[] {
   return file.split(/[\\/]/).filter((s) => s !== '' && s !== '.' && s !== '..');

@@ -3,7 +3,8 @@
  * name), the policy and version that served it (`agl.policy.name` / `agl.policy.version`, written by the gateway when
  * the run had `policies:`), its number (span-reading.ts llmCallNumbers), and the run's selection rule applied to it.
  * The daemon assembles these (daemon/store/views.ts) for the viewer's call detail, cards and states view. Pure; reads
- * the run's recorded config through its plain shape (no zod here: the webview bundle imports the types).
+ * the run's recorded config through its plain shape (no zod here: the webview bundle imports the types). A rollout of an
+ * eval or an optimization is said to be one (protocol/run-purpose.ts): such runs train nothing, by no rule.
  *
  * The selection rule, as the trainer applies it (daemon/algorithm/trainer.ts, adapter.ts):
  *  - with `policies:` the roles listed are trained, each by its own policy or the one it shares; every other role is
@@ -14,19 +15,24 @@
  */
 import { DEFAULT_POLICY, roleOwners, type PolicyEntryShape } from './role-owners.js';
 import { agentNames, isLlmCallSpan, llmCallNumbers, numberArrayAttr } from './span-reading.js';
+import { runPurpose, runWork, untrainedBecause, type PurposeConfig, type RolloutPlace, type RunWork } from './run-purpose.js';
 import { AGL } from './spans.js';
-import type { RolloutMode, Span, Transition } from './store.js';
+import type { RolloutMode, RunKind, Span, Transition } from './store.js';
 
-/** A training run's selection rule, read from its recorded config. */
+/** A training run's selection rule, read from its recorded config (or, for an eval or an optimization, what it did). */
 export interface RunRoles {
   runId: string;
+  /** The run's kind: only a training run trains calls. */
+  kind: RunKind;
+  /** An eval's or an optimization's work (its model, dataset, prompts); null for a training run. */
+  work: RunWork | null;
   /** `training.agentMatch`, or null. */
   agentMatch: string | null;
   /** Role -> the policy that serves and trains it (config `policies:`: its own, or the role it shares); empty: none. */
   policies: Record<string, string>;
   /** The model the default policy serves to the roles without a policy, untrained (its folder's last part); null without `policies:`. */
   defaultModel: string | null;
-  /** The rule in one sentence. */
+  /** The rule in one sentence (an eval's or optimization's work, for those). */
   rule: string;
 }
 
@@ -62,7 +68,13 @@ export function runRoles(runId: string, config: RolesConfig | null): RunRoles {
     : agentMatch
       ? `trains the roles matching training.agentMatch ${agentMatch}; the others are not trained`
       : 'trains every call (no training.agentMatch, no policies)';
-  return { runId, agentMatch, policies, defaultModel, rule };
+  return { runId, kind: 'train', work: null, agentMatch, policies, defaultModel, rule };
+}
+
+/** An eval's or an optimization's words in the rule's place, from its recorded config: it trains nothing. */
+export function nonTrainingRoles(runId: string, kind: 'eval' | 'optimize', config: PurposeConfig | null): RunRoles {
+  const work = runWork(kind, config);
+  return { runId, kind, work, agentMatch: null, policies: {}, defaultModel: null, rule: runPurpose(work) };
 }
 
 /** Whether the run's rule selects a role for training. */
@@ -83,6 +95,7 @@ export type CallTraining =
   | 'held-out' // a validation rollout's call
   | 'no-token-ids' // nothing to train on
   | 'pending' // selected, no transition stored (yet)
+  | 'not-training' // an eval's or an optimization's rollout: its run trains nothing
   | 'no-run'; // no training run made the rollout
 
 /** One LLM call as the viewer names it. */
@@ -109,6 +122,8 @@ export interface RolloutTrainingContext {
   roles: RunRoles | null;
   /** The run the rollout's metadata names, when that run is not in the store. */
   missingRunId?: string | null;
+  /** The rollout's place in its run (its metadata): an eval's row, an optimization's candidate and split. */
+  place?: RolloutPlace;
 }
 
 function whyNot(role: string | null, policy: string | null, roles: RunRoles): string {
@@ -156,6 +171,7 @@ export function describeCalls(spans: Span[], transitions: Transition[], ctx: Rol
             ? `Not trained here: its training run ${ctx.missingRunId} is not in this store.`
             : 'Not trained: no training run made this rollout.',
         };
+      if (roles.work) return { ...base, training: 'not-training', why: untrainedBecause(roles.runId, roles.work, ctx.place ?? {}) };
       if (!roleSelected(roles, role)) return { ...base, training: 'not-selected', why: whyNot(role, policy, roles) };
       const ids = numberArrayAttr(a[AGL.completionTokenIds]);
       if (!ids || ids.length === 0 || !numberArrayAttr(a[AGL.promptTokenIds]))

@@ -6,6 +6,7 @@
 import { NotificationType, RequestType } from 'vscode-languageserver-protocol';
 import type { AgentHeadline } from './agent-headline.js';
 import type { AgentReward } from './reward-source.js';
+import type { EvalResult, PromotedFrom } from './run-results.js';
 import type { TrainingRun } from './store.js';
 
 /** Where the daemon is; null when it is down. Sent in initializationOptions and on every change. */
@@ -82,8 +83,12 @@ export interface AgentStats {
   headline: AgentHeadline;
   /** Rollouts queued or running right now. */
   active: number;
-  /** Its prompt optimizations, newest first (the lenses above its `llm.prompt` calls). */
+  /** Its prompt optimizations, newest first (the lenses above its `llm.prompt` calls, and its own lines: protocol/run-results.ts). */
   optimizations: PromptOptimization[];
+  /** The newest eval of each dataset, newest first (a lens each). */
+  evals: EvalResult[];
+  /** Its promoted prompts: which optimization and candidate each came from. */
+  promoted: PromotedFrom[];
   /** Which reward it trains on (its newest training run's), or `none` when its rollouts carry none; null: nothing to say yet. */
   reward: AgentReward | null;
 }

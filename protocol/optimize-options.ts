@@ -111,12 +111,14 @@ export const OPTIMIZE_COMMAND = {
 export const OPTIMIZE_PROMOTE_COMMAND = {
   name: 'optimize promote',
   summary: "publish an optimization's candidate as the prompts the agent gets outside optimization",
-  usage: ['RUN [CANDIDATE] [--apply] [--json]'],
+  usage: ['RUN [CANDIDATE] [--apply] [--json]', 'RUN --clear [--json]'],
   about:
     "Publishes the candidate (default: the run's best) as the promoted text of each of its prompts: llm.prompt(NAME, seed)\n" +
-    'returns it from then on, for the run\'s agent. A prompt whose seed is a file ({ file: "prompts/x.md" }) also gets the\n' +
-    'text written beside it, as x.optimized.md, or into the file itself with --apply.',
+    "returns it from then on, for the run's agent, until cleared (--clear). A prompt whose seed is a file\n" +
+    '({ file: "prompts/x.md" }) also gets the text written beside it, as x.optimized.md, or into the file itself\n' +
+    'with --apply.',
   options: {
+    clear: { type: 'boolean', help: "clear the promoted texts of the run's prompts: its agent reads the seeds in its code again" },
     apply: { type: 'boolean', help: "write a file seed's new text into the file itself instead of <name>.optimized.md beside it" },
     json: { type: 'boolean', help: 'print what was promoted and written as JSON' },
     url: OPTIMIZE_COMMAND.options.url,

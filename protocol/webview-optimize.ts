@@ -7,7 +7,7 @@
  * out) scores 0, with its error as the feedback. The view follows the run live on the daemon's event stream
  * (protocol/events.ts changedOptimizationIds, changedRolloutIds) and re-reads the whole view.
  */
-import type { PromptCandidate } from './prompts.js';
+import type { PromotedPrompt, PromptCandidate } from './prompts.js';
 import type { TrainingRun } from './store.js';
 import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
 
@@ -54,6 +54,8 @@ export interface OptimizationView {
   rolloutsUsed: number;
   /** The optimizer's calls: how many, their tokens, their cost (null when no call was priced). */
   calls: { count: number; tokens: { prompt: number; completion: number }; cost: number | null };
+  /** The texts promoted now for the run's agent, of the run's prompts (from this run or not): the view names the next step. */
+  promoted: PromotedPrompt[];
 }
 
 /** What the panel keeps (setState): the run shown and the candidate selected in it. */

@@ -15,7 +15,7 @@ import { TOKEN_FILE } from '../../protocol/daemon-state.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { OPTIMIZE_COMMAND, OPTIMIZE_PROMOTE_COMMAND, type OptimizeFlags } from '../../protocol/optimize-options.js';
 import { runOptimization, type OptimizeConnection } from '../optimize/optimize-run.js';
-import { promote } from '../optimize/promote.js';
+import { clearPromoted, promote } from '../optimize/promote.js';
 import { outcomeJson, outcomeLines } from '../optimize/report.js';
 import { planFromFlags, planResume } from '../optimize/run-plan.js';
 import { ensureWritableDataDir } from '../state.js';
@@ -111,6 +111,17 @@ async function promoteCommand(argv: string[]): Promise<number> {
   }
   const conn = await connect(a.values);
   try {
+    if (a.values.clear) {
+      const undone = await clearPromoted(conn.store, runId);
+      if (a.values.json) process.stdout.write(`${JSON.stringify(undone)}\n`);
+      else
+        say(
+          undone.cleared.length
+            ? `agl optimize promote: ${undone.agent} reads its seed again for ${undone.cleared.join(', ')}`
+            : `agl optimize promote: nothing was promoted for ${undone.agent} of run ${runId}'s prompts`,
+        );
+      return 0;
+    }
     const done = await promote(conn.store, runId, candidate, { apply: a.values.apply === true });
     if (a.values.json) process.stdout.write(`${JSON.stringify(done)}\n`);
     else {

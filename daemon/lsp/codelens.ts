@@ -2,17 +2,20 @@
  * The CodeLens above each agent function: its headline number and rollout count ("held-out reward 0.95
  * (from 0.29) · 500+ rollouts", or "no rollouts yet") and, once it has a training run or rollouts without a reward,
  * which reward it trains on ("reward: judge": protocol/reward-source.ts), with a tooltip saying exactly what the
- * number is (protocol/agent-headline.ts), then "▶ Run", "⚡ Train" and "Trajectories". The commands are the extension's
+ * number is (protocol/agent-headline.ts), its evals' and prompt optimizations' results each on its own lens ("eval
+ * calc.eval 0.94 (Dec 7)", "prompt system: best val 1.00, not promoted": protocol/run-results.ts), then "▶ Run",
+ * "⚡ Train" and "Trajectories". The commands are the extension's
  * (protocol/commands.ts); their first argument is the agent id.
  * Above each `llm.prompt(name, seed)` call: "Optimize "name"", with the best val score an optimization of it reached
  * (or how far a running one is), and "Optimization" opening that run's view. Optimize's argument is the prompt
  * (protocol/lsp.ts PromptInfo).
  */
-import type { CodeLens } from 'vscode-languageserver';
+import type { CodeLens, Command } from 'vscode-languageserver';
 import { rolloutCount } from '../../protocol/agent-headline.js';
 import { COMMANDS } from '../../protocol/commands.js';
 import type { AgentInfo, AgentStats, PromptInfo, PromptOptimization } from '../../protocol/lsp.js';
 import { describeRewardSource } from '../../protocol/reward-source.js';
+import { describeEvalResult, describeOptimizationResult } from '../../protocol/run-results.js';
 
 /** The summary lens title; `stats` undefined means not fetched yet (daemon up) or daemon down. */
 export function formatStats(stats: AgentStats | undefined, daemonUp: boolean, starting = false): string {
@@ -41,6 +44,7 @@ export function lensesFor(agent: AgentInfo, stats: AgentStats | undefined, daemo
     : { title: formatStats(stats, false, starting), tooltip: statsTooltip(stats, false), command: COMMANDS.startDaemon, arguments: [] };
   return [
     { range, command: summary },
+    ...(daemonUp && stats ? resultLenses(stats, args).map((command) => ({ range, command })) : []),
     { range, command: { title: '▶ Run', command: COMMANDS.run, arguments: args } },
     { range, command: { title: '⚡ Train', command: COMMANDS.train, arguments: args } },
     {
@@ -48,6 +52,17 @@ export function lensesFor(agent: AgentInfo, stats: AgentStats | undefined, daemo
       command: { title: 'Trajectories', tooltip: `List the rollouts of ${agent.id}, filtered on this agent`, command: COMMANDS.trajectories, arguments: args },
     },
   ];
+}
+
+/** The agent's evals (its rollouts, listed) and each optimized prompt's optimization (its view), a lens each. */
+function resultLenses(stats: AgentStats, args: unknown[]): Command[] {
+  const evals = stats.evals.map((e) => ({ ...describeEvalResult(e), command: COMMANDS.trajectories, arguments: args }));
+  const names = [...new Set(stats.optimizations.flatMap((o) => o.prompts))];
+  const prompts = names.flatMap((name) => {
+    const run = promptRun(name, stats.optimizations);
+    return run ? [{ ...describeOptimizationResult(name, run, stats.promoted), command: COMMANDS.openOptimizationView, arguments: [run.runId] }] : [];
+  });
+  return [...evals, ...prompts].map(({ text, tooltip, command, arguments: a }) => ({ title: text, tooltip, command, arguments: a }));
 }
 
 /**

@@ -68,8 +68,8 @@ type ClosableReader = StoreReader & { close?(): void };
 /** Refetches of the lenses' stats start at most this often (ms) while the store keeps changing (a training run). */
 const REFETCH_GAP_MS = 250;
 
-/** Whether a change can move a lens's numbers: rollouts (ended, active), training runs and their metrics (the headline). */
-const movesLenses = (c: StoreChange) => c.truncated || c.rollouts.length > 0 || c.runs.length > 0 || c.metrics.length > 0;
+/** Whether a change can move a lens's numbers: rollouts (ended, active), runs and their metrics (the headline), promotions. */
+const movesLenses = (c: StoreChange) => c.truncated || c.rollouts.length > 0 || c.runs.length > 0 || c.metrics.length > 0 || c.promotedPrompts.length > 0;
 
 /**
  * The daemon the lenses read from: its store reader and stats cache, and its event stream (client/events.ts), whose

@@ -1,13 +1,15 @@
 /**
  * The numbers of each agent's CodeLens, read from the daemon's store API: the headline number with its
  * words and tooltip (assembled by the daemon: daemon/store/views.ts, what the dashboard shows too), how many rollouts ended,
- * how many are queued or running, its prompt optimizations (the lenses above its `llm.prompt` calls) and which
- * reward it trains on (its newest training run's config: protocol/reward-source.ts): four requests per agent.
+ * how many are queued or running, its prompt optimizations (the lenses above its `llm.prompt` calls), its evals and
+ * promoted prompts (their own lenses: protocol/run-results.ts) and which reward it trains on (its newest training run's
+ * config: protocol/reward-source.ts): six requests per agent.
  */
 import type { AgentHeadline } from '../../protocol/agent-headline.js';
 import type { AgentStats, PromptOptimization } from '../../protocol/lsp.js';
-import type { OptimizationSummary } from '../../protocol/prompts.js';
+import type { OptimizationSummary, PromotedPrompt } from '../../protocol/prompts.js';
 import { agentReward } from '../../protocol/reward-source.js';
+import { evalResults } from '../../protocol/run-results.js';
 import type { Rollout, RolloutStatus, RunKind, TrainingRun } from '../../protocol/store.js';
 import { COUNT_LIMIT } from '../store/views.js';
 
@@ -22,6 +24,7 @@ export interface StoreReader {
     limit?: number;
   }): Promise<{ items: Rollout[]; nextCursor: string | null }>;
   listTrainingRuns(agent?: string, kind?: RunKind): Promise<TrainingRun[]>;
+  listPromotedPrompts(agent?: string): Promise<PromotedPrompt[]>;
 }
 
 export { COUNT_LIMIT };
@@ -64,11 +67,13 @@ export class AgentStatsSource {
    */
   async fetch(agent: string): Promise<AgentStats> {
     const seq = ++this.fetchSeq;
-    const [headline, active, runs, trainRuns] = await Promise.all([
+    const [headline, active, runs, trainRuns, evals, promoted] = await Promise.all([
       this.store.agentHeadline(agent),
       this.store.queryRollouts({ agent, status: ACTIVE, order: 'desc', limit: COUNT_LIMIT }),
       this.store.listTrainingRuns(agent, 'optimize'),
       this.store.listTrainingRuns(agent, 'train'),
+      this.store.listTrainingRuns(agent, 'eval'),
+      this.store.listPromotedPrompts(agent),
     ]);
     const stats: AgentStats = {
       agent,
@@ -78,6 +83,8 @@ export class AgentStatsSource {
       active: active.items.length,
       optimizations: runs.sort((a, b) => b.createdAt - a.createdAt).map(promptOptimization),
       reward: agentReward(trainRuns, headline),
+      evals: evalResults(evals),
+      promoted: promoted.map((p) => ({ name: p.name, runId: p.runId, candidateId: p.candidateId })),
     };
     if (seq > (this.cachedSeq.get(agent) ?? 0)) {
       this.cachedSeq.set(agent, seq);

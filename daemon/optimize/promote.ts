@@ -2,7 +2,8 @@
  * `agl optimize promote RUN [CANDIDATE]`: nothing replaces a user's prompt without their say (issue #40 item 5). This
  * publishes a candidate of an optimization (default: the run's best) as the promoted text of each of its prompts, for
  * the run's agent: `llm.prompt(name, seed)` returns it outside optimization from then on. A prompt whose seed is a file
- * also gets the text in a file: `<name>.optimized.md` beside the seed, or the seed file itself with `apply`.
+ * also gets the text in a file: `<name>.optimized.md` beside the seed, or the seed file itself with `apply`. `--clear`
+ * undoes it: the agent reads the seeds in its code again.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
@@ -48,4 +49,14 @@ export async function promote(store: LightningStore, runId: string, which: strin
     out.prompts.push({ name, text, file });
   }
   return out;
+}
+
+/** Clears the promoted texts of the run's prompts for its agent (`--clear`): the names that had one. */
+export async function clearPromoted(store: LightningStore, runId: string): Promise<{ runId: string; agent: string; cleared: string[] }> {
+  const run = await store.getTrainingRun(runId);
+  if (!run || run.kind !== 'optimize') throw new Error(`no optimization run ${runId} in this store (agl status lists the runs)`);
+  const names = Array.isArray(run.config.prompts) ? run.config.prompts.filter((p): p is string => typeof p === 'string') : [];
+  const cleared: string[] = [];
+  for (const name of names) if (await store.clearPromotedPrompt({ agent: run.agent, name, by: 'agl optimize promote --clear' })) cleared.push(name);
+  return { runId, agent: run.agent, cleared };
 }

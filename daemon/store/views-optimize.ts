@@ -94,7 +94,14 @@ function callTotals(calls: OptimizerCall[]): OptimizationView['calls'] {
 export async function optimizationView(store: LightningStore, runId: string): Promise<OptimizationView> {
   const run = await store.getTrainingRun(runId);
   if (!run) throw new Error(`optimization run '${runId}' does not exist in this daemon's store`);
-  const [candidates, calls, rollouts] = await Promise.all([store.listPromptCandidates(runId), store.listOptimizerCalls(runId), runRollouts(store, runId)]);
+  const [candidates, calls, rollouts, promotedNow] = await Promise.all([
+    store.listPromptCandidates(runId),
+    store.listOptimizerCalls(runId),
+    runRollouts(store, runId),
+    store.listPromotedPrompts(run.agent),
+  ]);
+  const prompts = Array.isArray(run.config.prompts) ? run.config.prompts : [];
+  const promoted = promotedNow.filter((p) => prompts.includes(p.name));
   const { valTasks, chosen } = valRollouts(rollouts);
   const perCandidate = new Map<string, number>();
   for (const r of rollouts) {
@@ -115,5 +122,5 @@ export async function optimizationView(store: LightningStore, runId: string): Pr
     return { ...c, val, valMean, rollouts: perCandidate.get(c.id) ?? 0 };
   });
   const front = paretoFront(rows.filter((c) => c.valMean !== null).map((c) => ({ id: c.id, scores: valTasks.map((t) => c.val[t]!.score) })));
-  return { run, candidates: rows, valTasks, front, curve: bestCurve(rows, completedAt), rolloutsUsed: rollouts.length, calls: callTotals(calls) };
+  return { run, candidates: rows, valTasks, front, curve: bestCurve(rows, completedAt), rolloutsUsed: rollouts.length, calls: callTotals(calls), promoted };
 }

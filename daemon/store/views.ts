@@ -9,27 +9,17 @@
  *   rolloutView    one rollout: its attempts, the chosen attempt's spans and transitions, its calls and answer, what
  *                  answered them (protocol/served-by.ts), whether a runner is connected, and the selection rule of the
  *                  run that made it
- *   agentHeadline  an agent's one number and its words (protocol/agent-headline.ts), for the CodeLens and dashboard;
- *                  its train reward counts its training runs' rollouts only
+ *   agentHeadline  an agent's one number and its words, for the CodeLens and dashboard (views-headline.ts)
  */
-import { HEADLINE_WINDOW, describeHeadline, type AgentHeadline, type HeadlineFacts } from '../../protocol/agent-headline.js';
-import { FIRST_TRAINING_STEP, METRICS } from '../../protocol/metrics.js';
+import { FIRST_TRAINING_STEP } from '../../protocol/metrics.js';
 import { advantageDivisor, isZeroVariance, meanOf, stdUnbiased, type ScaleRewards } from '../../protocol/grpo-advantage.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
-import { describeCalls, runRoles, type RunRoles } from '../../protocol/call-roles.js';
+import { describeCalls, nonTrainingRoles, runRoles, type RunRoles } from '../../protocol/call-roles.js';
+import type { PurposeConfig } from '../../protocol/run-purpose.js';
 import { episodeAnswer, expectedOutput, expectedTaskFields, finalReward, promptVersions } from '../../protocol/span-reading.js';
 import { servedModels } from '../../protocol/served-by.js';
 import { connectedWorkers } from '../../protocol/runner-presence.js';
-import {
-  readRolloutMetadata,
-  type MetricPoint,
-  type Rollout,
-  type RolloutStatus,
-  type RolloutSummary,
-  type Span,
-  type TrainingRun,
-  type Transition,
-} from '../../protocol/store.js';
+import { readRolloutMetadata, type Rollout, type Span, type TrainingRun, type Transition } from '../../protocol/store.js';
 import { recordedTrainConfig } from '../../protocol/train-config.js';
 import { policySet } from '../../protocol/policy-set.js';
 import type { GroupAdvantage, GroupData, GroupPage, GroupQuery, GroupSample, RolloutDetail } from '../../protocol/webview-trajectory.js';
@@ -163,12 +153,22 @@ function groupAdvantage(group: Transition[], step: Transition[], run: TrainingRu
 
 /** The run's selection rule from its recorded config (null without a run). */
 function rolesOf(run: TrainingRun | null): RunRoles | null {
-  return run ? runRoles(run.id, recordedTrainConfig(run.config)) : null;
+  if (!run) return null;
+  // An eval or an optimization trains nothing: its rollouts say what they were instead (protocol/run-purpose.ts).
+  return run.kind === 'train' ? runRoles(run.id, recordedTrainConfig(run.config)) : nonTrainingRoles(run.id, run.kind, run.config as PurposeConfig);
 }
 
 /** A sample of a group: its answer and its calls described under the run's rule. */
 function sample(rollout: Rollout, reward: number | null, spans: Span[], transitions: Transition[], error: string | null, roles: RunRoles | null): GroupSample {
-  return { rollout, reward, spans, transitions, error, answer: episodeAnswer(spans), calls: describeCalls(spans, transitions, { mode: rollout.mode, roles }) };
+  return {
+    rollout,
+    reward,
+    spans,
+    transitions,
+    error,
+    answer: episodeAnswer(spans),
+    calls: describeCalls(spans, transitions, { mode: rollout.mode, roles, place: readRolloutMetadata(rollout.metadata) }),
+  };
 }
 
 /** A group from its samples: how many different answers they gave, and the task's expected output beside them. */
@@ -313,7 +313,12 @@ export async function rolloutView(store: LightningStore, q: { rolloutId: string;
     resourcesVersion: resources?.version ?? null,
     served: servedModels(spans),
     runnerConnected: connectedWorkers(workers).length > 0,
-    calls: describeCalls(spans, transitions, { mode: rollout.mode, roles, missingRunId: run ? null : (madeBy ?? null) }),
+    calls: describeCalls(spans, transitions, {
+      mode: rollout.mode,
+      roles,
+      missingRunId: run ? null : (madeBy ?? null),
+      place: readRolloutMetadata(rollout.metadata),
+    }),
     roles,
     answer: episodeAnswer(spans),
     prompts: promptVersions(spans),
@@ -326,81 +331,5 @@ async function trainedSteps(store: LightningStore, runId: string): Promise<numbe
   return Array.from({ length: Math.max(1, run?.step ?? 1) }, (_, i) => FIRST_TRAINING_STEP + i);
 }
 
-// ---- the agent's headline ---------------------------------------------------------------------------------
-
-/** Ended rollouts counted per agent at most (then "500+"). */
-export const COUNT_LIMIT = 500;
-/** Newest runs looked at for a validation. */
-const RUNS_LOOKED_AT = 10;
-const ENDED: RolloutStatus[] = ['succeeded', 'failed'];
-
-/** What the headline reads that cannot change any more: validations of ended runs. */
-export class HeadlineCache {
-  private readonly validations = new Map<string, MetricPoint[]>();
-
-  constructor(private readonly store: LightningStore) {}
-
-  /** The run's validation points, by step. */
-  async validationsOf(run: TrainingRun): Promise<MetricPoint[]> {
-    const cached = this.validations.get(run.id);
-    if (cached) return cached;
-    const points = (await this.store.queryMetrics(run.id)).filter((p) => p.name === METRICS.valReward).sort((a, b) => a.step - b.step);
-    if (run.status !== 'running') this.validations.set(run.id, points);
-    return points;
-  }
-}
-
-async function heldOut(runs: TrainingRun[], cache: HeadlineCache): Promise<HeadlineFacts['heldOut']> {
-  const newestFirst = [...runs].sort((a, b) => b.createdAt - a.createdAt).slice(0, RUNS_LOOKED_AT);
-  for (const run of newestFirst) {
-    const points = await cache.validationsOf(run);
-    const last = points[points.length - 1];
-    if (!last) continue;
-    const config = recordedTrainConfig(run.config);
-    return {
-      runId: run.id,
-      step: last.step,
-      value: last.value,
-      first: { step: points[0]!.step, value: points[0]!.value },
-      greedy: config ? config.model.valTemperature === 0 : null,
-      policies: config ? Object.keys(config.policies ?? {}) : [],
-    };
-  }
-  return null;
-}
-
-/**
- * The mean final reward of the newest ended rollouts: in mode `train`, only those its training runs enqueued (their
- * metadata's runId one of `trainRuns`), never a prompt optimization's train split nor an evaluation's; else any.
- */
-function recent(endedNewestFirst: Rollout[], summaries: (RolloutSummary | undefined)[], trainRuns: ReadonlySet<string>): HeadlineFacts['recent'] {
-  const ofTraining = (r: Rollout): boolean => r.mode === 'train' && trainRuns.has(readRolloutMetadata(r.metadata).runId ?? '');
-  for (const mode of ['train', 'any'] as const) {
-    const rewards: number[] = [];
-    for (const [i, rollout] of endedNewestFirst.entries()) {
-      if (rewards.length >= HEADLINE_WINDOW) break;
-      if (mode === 'train' && !ofTraining(rollout)) continue;
-      const r = summaries[i]?.finalReward ?? null;
-      if (r !== null) rewards.push(r);
-    }
-    if (rewards.length) return { mode, count: rewards.length, mean: rewards.reduce((s, x) => s + x, 0) / rewards.length };
-  }
-  return null;
-}
-
-/** The agent's headline number and its words (protocol/agent-headline.ts), read from the store now. */
-export async function agentHeadline(store: LightningStore, agent: string, cache = new HeadlineCache(store)): Promise<AgentHeadline> {
-  const [ended, runs] = await Promise.all([
-    store.queryRollouts({ agent, status: ENDED, order: 'desc', limit: COUNT_LIMIT, withSummaries: true, withTotal: true }),
-    // Its training runs: an optimization's val scores are its candidates', not the agent's.
-    store.listTrainingRuns(agent, 'train'),
-  ]);
-  const validated = await heldOut(runs, cache);
-  return describeHeadline({
-    // The exact count (the store counts them; the list says the same number), not "500+".
-    rollouts: ended.total ?? ended.items.length,
-    rolloutsCapped: ended.total === undefined && ended.nextCursor !== null,
-    heldOut: validated,
-    recent: validated ? null : recent(ended.items, ended.summaries ?? [], new Set(runs.map((r) => r.id))),
-  });
-}
+// The agent's headline lives in its own file; its importers read it from here too.
+export { COUNT_LIMIT, HeadlineCache, agentHeadline } from './views-headline.js';

@@ -103,8 +103,10 @@ export class OptimizationRefresh {
     if (fresh.length || change.truncated) this.runAppeared();
     const w = this.watched;
     if (!w) return;
-    // A rollout's change names its agent, not its run: one of the agent's may be this run's (a val score landing).
-    if (change.truncated || changedOptimizationIds(change).includes(w.runId) || change.rollouts.some((r) => r.agent === w.agent)) this.schedule();
+    // A rollout's change names its agent, not its run: one of the agent's may be this run's (a val score landing); a
+    // promotion or clear of the agent's prompts changes the view's next step.
+    const ofAgent = change.rollouts.some((r) => r.agent === w.agent) || change.promotedPrompts.some((p) => p.agent === w.agent);
+    if (change.truncated || changedOptimizationIds(change).includes(w.runId) || ofAgent) this.schedule();
   }
 
   private schedule(): void {

@@ -6,7 +6,8 @@
  * from the settings, a budget of one's own, the agent's model at the same server); its progress notification; the
  * optimization view opened on the run, filling in and then agreeing with the store (the candidates, their statuses, the
  * Pareto front, the best); a candidate's diff and its rollouts in the trajectory viewer (filtered by it); Apply: VS Code's
- * diff editor on prompts/desk.md, a question first, then the file holding the candidate's text; the lens then showing the
+ * diff editor on prompts/desk.md, a question first, then the file holding the candidate's text; the view naming the next
+ * step (promote, and how to clear); the agent's lens not counting the run's rollouts as its own; the lens then showing the
  * best val score; then Optimize This Prompt again from the palette, every pick remembered, cancelled from its notification
  * (the run cancelled in the store, the message naming --resume). One code-server start for all of it. Screenshots
  * (test-results/e2e/optimize-*.png) at full and half width, dark and light.
@@ -114,6 +115,11 @@ test(
           await card.waitFor();
           assert.ok((await card.locator('.diff-line.add').count()) > 0, "the best's diff against its parent has added lines");
           assert.match(await card.locator('.reflection').innerText(), /Reflection/);
+          assert.doesNotMatch(await card.locator('.reflection-text').innerText(), /```/, "the optimizer's fences are left to its raw answer");
+          // The next step named: promote the best (its command, or Apply), and how a promotion is cleared.
+          const next = `Next step: promote #${best.ordinal}: agl optimize promote ${stored.run.id} ${best.ordinal}, or Apply…`;
+          await view.locator('.run-facts .next-step', { hasText: next }).waitFor({ timeout: 30_000 });
+          assert.match(await view.locator('.run-facts .next-step').innerText(), new RegExp(`until cleared: agl optimize promote ${stored.run.id} --clear`));
           await shot('04-view-light');
           mark('view checked');
 
@@ -148,6 +154,11 @@ test(
             .first()
             .waitFor({ state: 'visible', timeout: 30_000 });
 
+          // The agent's lens: the optimization's rollouts are its candidates', neither the agent's reward nor its count
+          // (it read "reward 1.00 · N rollouts"); the optimization has a lens line of its own.
+          const lensLink = (text: string) => page.locator('.monaco-editor .codelens-decoration a', { hasText: text }).first();
+          await lensLink(`prompt desk: best val ${best.valMean!.toFixed(2)}, not promoted`).waitFor({ state: 'visible', timeout: 30_000 });
+          await lensLink('not trained or run yet').waitFor({ state: 'visible', timeout: 30_000 });
           await shot('08-lens-best');
 
           // The view alone in its editor group at half width, in code-server's light theme, then in the dark one.

@@ -46,7 +46,8 @@ test('a file seed is written into its file, a string seed promoted; the question
   assert.equal(message, 'Apply candidate #3?');
   assert.equal(
     detail,
-    `• "system": promote it for ${AGENT}: the agent reads it instead of the seed in its code, until cleared (agl optimize promote does the same)\n` +
+    `• "system": promote it for ${AGENT}: the agent reads it instead of the seed in its code until cleared ` +
+      `(agl optimize promote ${BEST.runId} --clear clears it; agl optimize promote ${BEST.runId} 3 does the same as Apply)\n` +
       '• "format": write its text into prompts/format.md (the file is the prompt\'s seed)',
   );
 });

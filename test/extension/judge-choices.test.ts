@@ -48,7 +48,17 @@ function run(id: string, createdAt: number, config: Record<string, unknown>): Tr
 /** An agent's stats as the language server gives them: its headline from `facts`, its reward source from its runs. */
 function stats(facts: Partial<HeadlineFacts>, runs: TrainingRun[] = []): AgentStats {
   const headline = describeHeadline({ ...NO_FACTS, ...facts });
-  return { agent: 'a', rollouts: headline.rollouts, rolloutsCapped: false, headline, active: 0, optimizations: [], reward: agentReward(runs, headline) };
+  return {
+    agent: 'a',
+    rollouts: headline.rollouts,
+    rolloutsCapped: false,
+    headline,
+    active: 0,
+    optimizations: [],
+    evals: [],
+    promoted: [],
+    reward: agentReward(runs, headline),
+  };
 }
 
 const JUDGE: JudgeChoice = { url: 'https://judge.example.com/v1', model: 'judge-model', keyEnv: 'OPENAI_API_KEY', rubric: '/w/agents/rubric.md' };

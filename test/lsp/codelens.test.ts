@@ -66,7 +66,17 @@ test("headline: the held-out score of the newest validated run, else its trainin
 test('lens titles: no rollouts yet, the headline with the count, running, daemon down; the tooltip explains the number', () => {
   const stats = (facts: Partial<HeadlineFacts>, active = 0) => {
     const headline = describeHeadline({ ...NO_FACTS, ...facts });
-    return { agent: 'a.ts#x', rollouts: headline.rollouts, rolloutsCapped: headline.rolloutsCapped, headline, active, optimizations: [], reward: null };
+    return {
+      agent: 'a.ts#x',
+      rollouts: headline.rollouts,
+      rolloutsCapped: headline.rolloutsCapped,
+      headline,
+      active,
+      optimizations: [],
+      evals: [],
+      promoted: [],
+      reward: null,
+    };
   };
   const base = stats({});
   assert.equal(formatStats(base, true), 'no rollouts yet');
@@ -263,6 +273,7 @@ test('stats: a read that started earlier but answers later does not replace a ne
       return headline;
     },
     listTrainingRuns: (a, kind) => daemon.client.listTrainingRuns(a, kind),
+    listPromotedPrompts: (a) => daemon.client.listPromotedPrompts(a),
   };
   const source = new AgentStatsSource(reader);
   hold = new Promise((r) => {
@@ -301,10 +312,11 @@ async function lensesBecome(uri: string, expected: string[]): Promise<void> {
   assert.deepEqual(titles, expected);
 }
 
-test("agl lsp: a lens above each llm.prompt call: Optimize, then what the agent's optimization of it reached, live", async () => {
+test("agl lsp: a lens above each llm.prompt call: Optimize, then what the agent's optimization of it reached, live; the agent's lens says it too", async () => {
   const uri = pathToFileURL(join(workspace, 'agents', 'desk.ts')).href;
-  const agentLenses = ['no rollouts yet', '▶ Run', '⚡ Train', 'Trajectories'];
-  await lensesBecome(uri, [...agentLenses, '✦ Optimize "system"', '✦ Optimize "format"']);
+  // The agent's lenses, with its results' lines between its headline and its commands.
+  const agentLenses = (...lines: string[]) => ['no rollouts yet', ...lines, '▶ Run', '⚡ Train', 'Trajectories'];
+  await lensesBecome(uri, [...agentLenses(), '✦ Optimize "system"', '✦ Optimize "format"']);
   const lenses = (await lsp.sendRequest(CodeLensRequest.type, { textDocument: { uri } })) as CodeLens[];
   assert.equal(lenses[4]!.range.start.line, 3, 'on the line of the call');
   assert.deepEqual(lenses[4]!.command?.arguments?.[0]?.seed, { text: 'Answer from the order record.' });
@@ -315,15 +327,69 @@ test("agl lsp: a lens above each llm.prompt call: Optimize, then what the agent'
   const scores = (best: number) => ({ seed: { val: 0.31, test: null }, best: { val: best, test: null } });
   await daemon.client.updateTrainingRun(run.id, { step: 40, summary: { rollouts: 40, budget: 120, scores: scores(0.5) } });
   await lensesBecome(uri, [
-    ...agentLenses,
+    ...agentLenses('prompt system: optimizing 40/120'),
     '✦ Optimize "system" · optimizing: 40/120 rollouts · best val 0.50 (seed 0.31)',
     'Optimization',
     '✦ Optimize "format"',
   ]);
   await daemon.client.updateTrainingRun(run.id, { status: 'succeeded', step: 118, summary: { rollouts: 118, budget: 120, scores: scores(0.93) } });
-  await lensesBecome(uri, [...agentLenses, '✦ Optimize "system" · best val 0.93 (seed 0.31)', 'Optimization', '✦ Optimize "format"']);
-  const view = ((await lsp.sendRequest(CodeLensRequest.type, { textDocument: { uri } })) as CodeLens[])[5]!;
-  assert.deepEqual([view.command?.command, view.command?.arguments], ['agentLightning.openOptimizationView', [run.id]]);
+  const done = ['✦ Optimize "system" · best val 0.93 (seed 0.31)', 'Optimization', '✦ Optimize "format"'];
+  await lensesBecome(uri, [...agentLenses('prompt system: best val 0.93, not promoted'), ...done]);
+  const all = (await lsp.sendRequest(CodeLensRequest.type, { textDocument: { uri } })) as CodeLens[];
+  assert.match(all[1]!.command!.tooltip!, /still reads its seed text of "system" \(promote: agl optimize promote run-\S+, or Apply in the view\)/);
+  assert.deepEqual([all[1]!.command?.command, all[1]!.command?.arguments], ['agentLightning.openOptimizationView', [run.id]]);
+  assert.deepEqual([all[6]!.command?.command, all[6]!.command?.arguments], ['agentLightning.openOptimizationView', [run.id]]);
+
+  // Its candidate #1 promoted: the agent's lens says which.
+  const lineage = { parents: [], origin: 'seed' as const, component: null, reflection: null, minibatch: null };
+  const seed = await daemon.client.addPromptCandidate({ id: `pc-${run.id}-0`, runId: run.id, ordinal: 0, prompts: { system: 'Answer.' }, ...lineage });
+  const best = await daemon.client.addPromptCandidate({
+    ...{ id: `pc-${run.id}-1`, runId: run.id, ordinal: 1, prompts: { system: 'Answer from the order record, with its id.' } },
+    ...{ parents: [seed.id], origin: 'reflection' as const, component: 'system', reflection: 'it left out the id', minibatch: ['t1'] },
+  });
+  await daemon.client.promotePrompt({ agent: DESK, name: 'system', text: best.prompts.system!, candidateId: best.id, by: 'test' });
+  await lensesBecome(uri, [...agentLenses('prompt system: best val 0.93, promoted #1'), ...done]);
+  await daemon.client.clearPromotedPrompt({ agent: DESK, name: 'system', by: 'test' });
+  await lensesBecome(uri, [...agentLenses('prompt system: best val 0.93, not promoted'), ...done]);
+});
+
+test("agl lsp: an eval has its own lens line, and its rollouts are not in the agent's reward nor its count", async () => {
+  const agent = 'agents/calc.ts#calcAgent';
+  const uri = pathToFileURL(join(workspace, 'agents', 'calc.ts')).href;
+  const before = (await lensTitles(uri))[0]!;
+  const evaluation = await daemon.client.createTrainingRun({
+    agent,
+    kind: 'eval',
+    totalSteps: 2,
+    config: {
+      agent,
+      llm: { upstream: { model: 'gpt-4o-mini', url: 'http://127.0.0.1:9/v1', keyEnv: 'K' }, model: null },
+      data: { file: '/w/calc.eval.jsonl' },
+    },
+  });
+  // Its rollouts scored 1 (an eval's mode is test): the train reward and the count stay the agent's own.
+  for (const taskId of ['t1', 't2']) {
+    const { rollout, attempt } = await daemon.client.startRollout({
+      input: { q: taskId },
+      agent,
+      mode: 'test',
+      metadata: { runId: evaluation.id, taskId, sample: 0 },
+    });
+    await daemon.client.addSpans([
+      { rolloutId: rollout.id, attemptId: attempt.id, name: SPAN.reward, startTime: Date.now(), endTime: Date.now(), attributes: { [AGL.rewardValue]: 1 } },
+    ]);
+    await daemon.client.finishAttempt(attempt.id, { status: 'succeeded' });
+  }
+  const summary = { mean: 0.94, tasks: [{ id: 't1' }, { id: 't2' }], interval: null, passAtK: 1, repeat: 1, elapsedMs: 5 };
+  await daemon.client.updateTrainingRun(evaluation.id, { status: 'succeeded', step: 2, summary });
+  const when = new Date(evaluation.createdAt).toLocaleDateString('en-US', { month: 'short', day: 'numeric' });
+  await lensesBecome(uri, [before, `eval calc.eval 0.94 (${when})`, '▶ Run', '⚡ Train', 'Trajectories']);
+  const lens = ((await lsp.sendRequest(CodeLensRequest.type, { textDocument: { uri } })) as CodeLens[])[1]!;
+  assert.match(lens.command!.tooltip!, new RegExp(`Eval run ${evaluation.id} .*mean score 0.94 of gpt-4o-mini on 2 tasks of calc.eval`));
+  assert.match(
+    ((await lsp.sendRequest(CodeLensRequest.type, { textDocument: { uri } })) as CodeLens[])[0]!.command!.tooltip!,
+    /and 2 rollouts of its evals and optimizations, not counted here/,
+  );
 });
 
 test("agl lsp: lists the workspace's prompts with the agent reading each, and finds the one at a position", async () => {
@@ -360,7 +426,8 @@ test("agl lsp: lists the workspace's agents (skipping node_modules), finds the o
 
 test("agl lsp: the lens says which reward the agent trains on, from its newest training run's judge: section", async () => {
   const uri = pathToFileURL(join(workspace, 'agents', 'desk.ts')).href;
-  const rest = ['▶ Run', '⚡ Train', 'Trajectories', '✦ Optimize "system" · best val 0.93 (seed 0.31)', 'Optimization', '✦ Optimize "format"'];
+  const line = 'prompt system: best val 0.93, not promoted'; // its optimization's, from the test before
+  const rest = [line, '▶ Run', '⚡ Train', 'Trajectories', '✦ Optimize "system" · best val 0.93 (seed 0.31)', 'Optimization', '✦ Optimize "format"'];
   await lensesBecome(uri, ['no rollouts yet', ...rest]);
   const judge = { url: 'http://127.0.0.1:9/v1', model: 'judge-m', rubric: 'Right answers score 1.', weight: null };
   const train = async (config: Record<string, unknown>) => {

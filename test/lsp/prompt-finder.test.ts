@@ -161,7 +161,17 @@ test("a prompt's lens: a running optimization of it first, else its best, else n
     uri: 'file:///w/agents/desk.ts',
     range: { start: { line: 4, character: 17 }, end: { line: 4, character: 60 } },
   };
-  const stats = { agent: prompt.agent, rollouts: 0, rolloutsCapped: false, headline: {} as never, active: 0, optimizations: [done], reward: null };
+  const stats = {
+    agent: prompt.agent,
+    rollouts: 0,
+    rolloutsCapped: false,
+    headline: {} as never,
+    active: 0,
+    optimizations: [done],
+    evals: [],
+    promoted: [],
+    reward: null,
+  };
   const lenses = promptLensesFor(prompt, stats);
   assert.deepEqual(
     lenses.map((l) => [l.command?.title, l.command?.command, l.range.start.line]),

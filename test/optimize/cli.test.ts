@@ -2,7 +2,7 @@
  * `agl optimize` as a user runs it (#40 items 3 and 5), each a real `agl` process: against a running daemon (--url,
  * --token, its runner workers its own) printing with --json exactly the object the issue names; then `agl optimize
  * promote` publishing the best as what the agent gets outside optimization and writing a file seed's text beside it
- * (`desk.optimized.md`) or into it (--apply); and killed with SIGKILL mid-run, then `--resume RUN`, reaching the same
+ * (`desk.optimized.md`) or into it (--apply), and --clear taking it back; and killed with SIGKILL mid-run, then `--resume RUN`, reaching the same
  * candidates and scores as a run never interrupted, having spent at most the rollouts in flight more.
  */
 import assert from 'node:assert/strict';
@@ -88,6 +88,14 @@ test("against a running daemon, --json prints the issue's object; promote publis
   assert.equal(applied.code, 0, applied.out);
   assert.equal(readFileSync(join(work, 'prompts', 'desk.md'), 'utf8'), `${DESK_PROMPT}\n`, 'candidate 0 is the seed: --apply wrote it back unchanged');
   assert.equal((await stack.conn.store.listPromotedPrompts(p.agent))[0]!.text, `${DESK_PROMPT}\n`);
+
+  // Until cleared: --clear gives the agent its seed again, and says when nothing was promoted.
+  const cleared = await runAgl(['optimize', 'promote', o.runId, '--clear', '--json', ...daemon], work);
+  assert.equal(cleared.code, 0, cleared.out);
+  assert.deepEqual(JSON.parse(cleared.out.trim().split('\n').at(-1)!), { runId: o.runId, agent: p.agent, cleared: ['desk'] });
+  assert.deepEqual(await stack.conn.store.listPromotedPrompts(p.agent), []);
+  const again = await runAgl(['optimize', 'promote', o.runId, '--clear', ...daemon], work);
+  assert.match(again.out, /nothing was promoted for .* of run .*'s prompts/);
 });
 
 test('killed with SIGKILL mid-run, --resume reaches the same end as a run never interrupted', { timeout: 600_000 }, async () => {

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { agentAliasesIn, formatAgentId, parseAgentId, sameAgent } from '../../protocol/agent-id.js';
+import { agentAliasesIn, agentShortName, formatAgentId, parseAgentId, sameAgent } from '../../protocol/agent-id.js';
 import { agentIdentity, canonicalAgentSpec, projectRoot, resolveAgentFile } from '../../client/agent-id.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agl-agent-id-'));
@@ -81,4 +81,11 @@ test("older forms of an id: the same function, one path the other's tail on a fo
   assert.deepEqual(agentAliasesIn(['calc/agent.ts#calcAgent', 'other/agent.ts#calcAgent'], id), [id, 'calc/agent.ts#calcAgent']);
   assert.equal(formatAgentId('a\\b.py', 'f', 'python'), 'a/b.py:f');
   assert.deepEqual(parseAgentId('a/b.ts#x'), { file: 'a/b.ts', name: 'x' });
+});
+
+test('a short name for a narrow column: the function before the file, so agents of files named alike read apart', () => {
+  assert.equal(agentShortName('samples/calc/agent.ts#calcAgent'), 'calcAgent · agent.ts');
+  assert.equal(agentShortName('samples/apo/agent.ts#apoAgent'), 'apoAgent · agent.ts');
+  assert.equal(agentShortName('agents\\agent.py:py_agent'), 'py_agent · agent.py');
+  assert.equal(agentShortName('pkg.module'), 'pkg.module', 'a module naming no function stays as it is');
 });

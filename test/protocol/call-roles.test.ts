@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { describeCalls, roleSelected, runRoles } from '../../protocol/call-roles.js';
+import { describeCalls, nonTrainingRoles, roleSelected, runRoles } from '../../protocol/call-roles.js';
 import { canonicalJson, episodeAnswer, expectedOutput, expectedTaskFields, llmCallNumbers } from '../../protocol/span-reading.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import type { Span, Transition } from '../../protocol/store.js';
@@ -176,5 +176,30 @@ describe('calls: one number, a role, trained or not and why', () => {
       ['pending', 'pending', 'no-token-ids', 'pending'],
     );
     assert.equal(describeCalls(spans, [], { mode: 'test', roles: null })[0]!.training, 'no-run');
+  });
+
+  it("an eval's or an optimization's rollout says what it was (which model on which row; which candidate of which run), never training's rule", () => {
+    // An upstream model records no token ids: an eval's call must not read "no token ids were recorded", nor its run "trains every call".
+    const spans = sqlEpisode().map((s) => ({ ...s, attributes: { ...s.attributes, [AGL.completionTokenIds]: '[]' } }));
+    const evalConfig = { agent: 'calc', llm: { upstream: { model: 'gpt-4o-mini' }, model: null }, data: { file: '/w/calc/calc.eval.jsonl' } };
+    const evaluation = nonTrainingRoles('eval-7', 'eval', evalConfig);
+    assert.equal(evaluation.rule, 'evaluates gpt-4o-mini on calc.eval: an eval grades the agent and trains nothing');
+    const graded = describeCalls(spans, [], { mode: 'test', roles: evaluation, place: { taskId: 't3', sample: 1 } });
+    assert.deepEqual(new Set(graded.map((c) => c.training)), new Set(['not-training']));
+    assert.equal(
+      graded[0]!.why,
+      'Not trained: an eval rollout of run eval-7, gpt-4o-mini on calc.eval row t3 (sample 2); an eval grades the agent and trains nothing.',
+    );
+    const optimization = nonTrainingRoles('opt-2', 'optimize', { llm: { upstream: null, model: 'warmup' }, prompts: ['system'], algorithm: 'gepa' });
+    assert.equal(
+      optimization.rule,
+      'optimizes prompt "system" (gepa), running the agent with warmup on each candidate\'s texts: it changes prompts and trains no weights',
+    );
+    const scored = describeCalls(sqlEpisode(), [], { mode: 'train', roles: optimization, place: { candidate: 'pc-opt-2-2', split: 'val', taskId: 'q1' } });
+    assert.equal(
+      scored[0]!.why,
+      "Not trained: candidate #2's rollout in optimization opt-2 on its val split, row q1; an optimization scores prompt texts and trains no weights.",
+    );
+    assert.ok(scored.every((c) => c.training === 'not-training' && !/trains every call|token ids/.test(c.why)));
   });
 });

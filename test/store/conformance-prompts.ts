@@ -81,7 +81,22 @@ export function promptsConformance(ctx: { readonly store: LightningStore }): voi
       assert.deepEqual([headline.source, headline.recent], ['train', { mode: 'train', count: 2, mean: 0.25 }]);
       assert.equal(headline.text, 'train reward 0.25');
       assert.match(headline.tooltip, /2 latest rollouts of its training runs \(prompt optimizations' and evaluations' rollouts do not count;/);
-      assert.equal(headline.rollouts, 6, 'every ended rollout is counted as one of the agent');
+      assert.deepEqual([headline.rollouts, headline.otherRunRollouts], [3, 3], "the agent's own ended rollouts, its optimization's and eval's apart");
+      assert.match(headline.tooltip, /3 rollouts ended \(and 3 rollouts of its evals and optimizations, not counted here\)/);
+    });
+
+    it("gives an agent only optimized no reward and no rollouts of its own: its candidates' scores are not its reward", async () => {
+      const opt = await optimization(ctx.store);
+      for (const split of ['train', 'val'] as const)
+        await rollout(ctx.store, 't', [reward(1)], {
+          agent: AGENT,
+          finish: 'succeeded',
+          mode: split,
+          metadata: { runId: opt.id, candidate: candidateId(opt.id, 0), split },
+        });
+      const headline = await agentHeadline(ctx.store, AGENT);
+      assert.deepEqual([headline.source, headline.value, headline.rollouts, headline.otherRunRollouts], ['none', null, 0, 2]);
+      assert.equal(headline.text, 'not trained or run yet');
     });
   });
 

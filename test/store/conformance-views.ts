@@ -3,7 +3,8 @@
  * rolloutsPage, POST /v1/agl/views/rollouts): each row's reward, resources version, duration and error from the
  * store's summaries, the exact total under the filters and the store's total, one page at an offset (at most
  * MAX_LIST_ROWS rows), and the filters' choices (statuses, modes, agents, resources versions newest first, runs
- * newest first), and whether a runner is connected (protocol/runner-presence.ts). Called from storeConformance with
+ * newest first), and whether a runner is connected (protocol/runner-presence.ts); one rollout of an eval or an
+ * optimization described by what its run did, not by training's rule. Called from storeConformance with
  * its per-test store, so every backend (and the HTTP client) runs it.
  */
 import { describe, it } from 'node:test';
@@ -12,6 +13,7 @@ import { MAX_LIST_ROWS } from '../../protocol/api.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { ROLLOUT_MODES, ROLLOUT_STATUSES } from '../../protocol/store.js';
 import { rolloutsPage } from '../../daemon/store/views-rollouts.js';
+import { rolloutView } from '../../daemon/store/views.js';
 import { reply, reward, run } from './conformance-search.js';
 
 export function rolloutsViewConformance(ctx: { readonly store: LightningStore }): void {
@@ -85,6 +87,51 @@ export function rolloutsViewConformance(ctx: { readonly store: LightningStore })
         rest.items.map((i) => i.rollout.id),
         made.slice(MAX_LIST_ROWS).map((r) => r.id),
       );
+    });
+  });
+
+  describe('one rollout (the viewer)', () => {
+    it("says what an eval's or an optimization's rollout was, never 'trains every call' nor 'no token ids'", async () => {
+      const agent = 'samples/calc/agent.ts#calcAgent';
+      const llm = { upstream: { model: 'gpt-4o-mini', url: 'http://127.0.0.1:9/v1', keyEnv: 'K' }, model: null };
+      const evaluation = await ctx.store.createTrainingRun({
+        agent,
+        kind: 'eval',
+        totalSteps: 1,
+        config: { agent, llm, data: { file: '/w/calc.eval.jsonl' } },
+      });
+      const graded = await run(ctx.store, { q: '2+2' }, [reply('4')], {
+        agent,
+        mode: 'test',
+        finish: 'succeeded',
+        metadata: { runId: evaluation.id, taskId: 't7', sample: 0 },
+      });
+      const detail = await rolloutView(ctx.store, { rolloutId: graded.id });
+      assert.deepEqual([detail.roles?.kind, detail.roles?.rule], ['eval', 'evaluates gpt-4o-mini on calc.eval: an eval grades the agent and trains nothing']);
+      assert.deepEqual(
+        detail.calls.map((c) => [c.training, c.why]),
+        [
+          [
+            'not-training',
+            `Not trained: an eval rollout of run ${evaluation.id}, gpt-4o-mini on calc.eval row t7; an eval grades the agent and trains nothing.`,
+          ],
+        ],
+      );
+      const opt = await ctx.store.createTrainingRun({
+        agent,
+        kind: 'optimize',
+        totalSteps: 10,
+        config: { agent, llm, prompts: ['system'], algorithm: 'gepa' },
+      });
+      const scored = await run(ctx.store, { q: '2+3' }, [reply('5')], {
+        agent,
+        mode: 'val',
+        finish: 'succeeded',
+        metadata: { runId: opt.id, candidate: `pc-${opt.id}-3`, split: 'val', taskId: 'v1' },
+      });
+      const view = await rolloutView(ctx.store, { rolloutId: scored.id });
+      assert.equal(view.roles?.kind, 'optimize');
+      assert.match(view.calls[0]!.why, new RegExp(`^Not trained: candidate #3's rollout in optimization ${opt.id} on its val split, row v1;`));
     });
   });
 }

@@ -3,8 +3,8 @@
  * panel's real host code (extension/panels/data.ts, dataset-add.ts) from a real daemon holding recorded calc rollouts;
  * only the file dialog is the test's (it names a file, as the extension's quick pick would). In the list: rows selected
  * by their checkbox and by Space, "Add 2 selected to dataset…", Clear, then "Add all 3 to dataset…" (the filter's: a
- * task already in the file left out, a rollout without an answer said so). In a rollout: the recorded answer in the
- * expected field, corrected there, added with the correction. Each file is read back.
+ * task already in the file left out, a rollout without an answer said so). In a rollout: the expected field starting
+ * from the task's expected value (never from an answer that scored 0), corrected there, added with the correction. Each file is read back.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -83,10 +83,14 @@ describe('Add to dataset in the viewer (list selection, filter, a corrected roll
     await view.notify(TrajectoryProtocol.show.method, { view: { kind: 'rollout', rolloutId: ids.wrong } });
     const field = page.locator('textarea.expected-answer');
     await field.waitFor({ state: 'visible', timeout: 15_000 });
-    assert.equal(await field.inputValue(), '84', 'the recorded answer to start with');
+    // It failed (its recorded 84 scored 0): the field starts from the task's expected value, never from its wrong answer.
+    assert.equal(await field.inputValue(), '87', "the task's answer to start with");
+    assert.equal(await page.locator('.dataset-controls .expected-from').innerText(), "the task's answer");
     assert.equal(await page.locator('.corrected-mark').isVisible(), false);
-    await field.fill('87');
+    await field.fill('87.0');
     assert.equal(await page.locator('.corrected-mark').isVisible(), true);
+    await field.fill('87');
+    assert.equal(await page.locator('.corrected-mark').isVisible(), false);
     await page.locator('.dataset-controls vscode-button.add-to-dataset').click();
     await status('1 row added to fixed.eval.jsonl.');
     const [row] = rows();

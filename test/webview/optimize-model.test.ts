@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { OptimizationCandidate, OptimizationView } from '../../protocol/webview-optimize.js';
-import { bestCandidate, gridCandidates, lineageRows, promptChanges, taskBests } from '../../webview/optimize/model.js';
+import { bestCandidate, gridCandidates, lineageRows, nextStep, promptChanges, reflectionProse, taskBests } from '../../webview/optimize/model.js';
 import { candidateRecord } from './optimize-seed.js';
 
 /** A candidate of run 'opt' as the view gets it (no val scores unless given); ids pc-opt-<ordinal>. */
@@ -77,5 +77,36 @@ test('prompt changes: the edited prompt first, each against the first parent, th
       ['format', null, false],
       ['system', null, false],
     ],
+  );
+});
+
+test("the reflection without the optimizer's fences: its new text named (the diff shows it), other blocks unfenced", () => {
+  const prompts = { desk: 'Answer from the order record.\nGive dates as YYYY-MM-DD.' };
+  const raw = `The answers wrote dates in words.\n\n\`\`\`text\n${prompts.desk}\n\`\`\``;
+  assert.equal(reflectionProse(raw, prompts), 'The answers wrote dates in words.\n\n[the new text of desk: the diff shows it]');
+  assert.equal(reflectionProse('Use this rule:\n```\nalways cite the id\n```\nthen stop.', prompts), 'Use this rule:\nalways cite the id\nthen stop.');
+  assert.equal(reflectionProse(`\`\`\`\n${prompts.desk}\n\`\`\``, prompts), '[the answer was the new text only: the diff shows it]');
+  assert.equal(reflectionProse('An open fence:\n```\nkeep the id', prompts), 'An open fence:\n\nkeep the id');
+  assert.equal(reflectionProse('No fences at all.', prompts), 'No fences at all.');
+});
+
+test('the next step: promote the best (the command and Apply, and how to clear), or what is promoted and how to clear it', () => {
+  const run = (status: string) => ({ id: 'opt', agent: 'desk.ts#deskAgent', status, summary: {} }) as unknown as OptimizationView['run'];
+  const cs = [cand(0, [], { valMean: 0.3 }), cand(1, [0], { valMean: 0.5 }), cand(2, [1], { valMean: 0.9 })];
+  const view = (status: string, promoted: OptimizationView['promoted'] = []) => ({ run: run(status), candidates: cs, promoted });
+  assert.equal(
+    nextStep(view('succeeded'), cs[2]!),
+    'Next step: promote #2: agl optimize promote opt 2, or Apply…; the agent reads it instead of the seed until cleared: agl optimize promote opt --clear.',
+  );
+  assert.equal(nextStep(view('running'), cs[2]!), null, 'nothing to do while it runs');
+  assert.equal(nextStep(view('succeeded'), cs[0]!), 'The seed is still the best: nothing to promote.');
+  const promoted = { agent: 'desk.ts#deskAgent', name: 'system', text: 'x', candidateId: id(2), runId: 'opt', by: 'editor', promotedAt: 1 };
+  assert.equal(
+    nextStep(view('succeeded', [promoted]), cs[2]!),
+    'Promoted #2: desk.ts#deskAgent reads its system instead of the seed, until cleared: agl optimize promote opt --clear.',
+  );
+  assert.match(
+    nextStep(view('succeeded', [{ ...promoted, runId: 'opt-older', candidateId: 'pc-opt-older-4' }]), cs[2]!)!,
+    /replaces the text promoted now, from opt-older/,
   );
 });

@@ -159,7 +159,8 @@ export async function seedOptimization(client: AglClient): Promise<string> {
     1,
     'format',
     { system: SYSTEM_1, format: FORMAT_4 },
-    'Dates were written out in words (March 9, 2024) where the grader expects 2024-03-09.',
+    // As an optimizer answers the reflection meta-prompt: its reasons, then the new text in one ``` block.
+    `Dates were written out in words (March 9, 2024) where the grader expects 2024-03-09.\n\n\`\`\`\n${FORMAT_4}\n\`\`\``,
   );
   await client.addPromptCandidate(c4);
   for (const t of mb) await scoredRollout(client, id, c4.id, t, 'train', 1);

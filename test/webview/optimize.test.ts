@@ -108,6 +108,18 @@ describe('optimization view webview', () => {
     assert.deepEqual(await format.locator('ins').allInnerTexts(), [' Write dates as YYYY-MM-DD.']);
     assert.match(await card.locator('.prompt-change[data-prompt="system"] h3').innerText(), /unchanged/);
     assert.match(await card.locator('.reflection').innerText(), /Reflection[\s\S]*Dates were written out in words/);
+    // Without the optimizer's fences: its new text is the diff's; its raw answer one click away.
+    const prose = await card.locator('.reflection-text').innerText();
+    assert.doesNotMatch(prose, /```/);
+    assert.match(prose, /2024-03-09\.\s+\[the new text of format: the diff shows it\]$/);
+    assert.equal(await card.locator('.raw-answer .raw-text').isVisible(), false, 'the raw answer folded');
+    await card.locator('.raw-answer summary').click();
+    assert.match(await card.locator('.raw-answer .raw-text').innerText(), /```\nWrite the answer plainly\. Write dates as YYYY-MM-DD\.\n```/);
+    // The next step named: promote the best, by command or Apply, and how a promotion is cleared.
+    assert.equal(
+      await page.locator('.run-facts .next-step').innerText(),
+      ` Next step: promote #4: agl optimize promote ${runId} 4, or Apply…; the agent reads it instead of the seed until cleared: agl optimize promote ${runId} --clear.`,
+    );
     assert.deepEqual(view.problems, []);
     await view.screenshot('optimize');
   });

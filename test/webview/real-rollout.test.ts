@@ -94,6 +94,13 @@ describe('trajectory viewer on a rollout run by the runner through the gateway',
     await row.click();
     await page.waitForSelector('.view-header .run-status');
     assert.equal(await page.locator('.view-header .run-status').innerText(), 'queuing: no runner is connected');
+    // Its answer: not run yet, and why; never "the agent returned only its reward", and never upper-cased.
+    const answer = page.locator('.rollout-answer .no-answer');
+    assert.equal(
+      await answer.innerText(),
+      'Not run yet: the rollout is queuing and no runner is connected to claim it (agl runner, or a daemon with workers, runs it); its answer appears once it has run.',
+    );
+    assert.equal(await answer.evaluate((e) => getComputedStyle(e).textTransform), 'none');
   });
 
   it("names in the list's row the model that answered the calls, says what it is, and lists the rollouts a model answered", async () => {

@@ -86,6 +86,8 @@ describe('rollouts list at store scale (10,000 rollouts)', () => {
     const shown = await input.innerText();
     assert.ok(question.startsWith(shown.replace(/…$/, '')), `the cell shows the question's start: ${shown}`);
     assert.doesNotMatch(shown, /[{"]/, 'no raw JSON');
+    // The agent by its export first: "agent.t…" told calc and apo (both samples/*/agent.ts) apart for no one.
+    assert.equal(await view.page.locator(`.rollout-row[data-rollout-id="${newest.id}"] .col-agent`).innerText(), 'calcAgent · agent.ts');
     assert.ok((await view.page.locator('.rollout-row').count()) < 100, 'only the rows in view are drawn');
   });
 

@@ -9,7 +9,7 @@ import type { DiffLine } from '../../protocol/text-diff.js';
 import type { OptimizationCandidate, OptimizationView } from '../../protocol/webview-optimize.js';
 import { foldable } from '../shared/fold.js';
 import { h, icon } from '../shared/dom.js';
-import { fmtScore, label, ORIGIN_WORDS, promptChanges, STATUS_LOOK, type PromptChange } from './model.js';
+import { fmtScore, label, ORIGIN_WORDS, promptChanges, reflectionProse, STATUS_LOOK, type PromptChange } from './model.js';
 
 export interface CandidateActions {
   select(candidateId: string): void;
@@ -62,6 +62,19 @@ function provenance(c: OptimizationCandidate, candidates: readonly OptimizationC
   );
 }
 
+/** What the optimizer wrote, without its fences, and its raw answer one click away (a <details>). */
+function reflectionAside(thinking: string, c: OptimizationCandidate): HTMLElement {
+  const raw = c.reflection!;
+  const prose = reflectionProse(raw, c.prompts);
+  return h(
+    'aside',
+    { class: 'reflection' },
+    h('h3', {}, icon('comment'), ` ${thinking}`),
+    foldable(h('div', { class: 'reflection-text' }, prose), 24),
+    prose === raw ? null : h('details', { class: 'raw-answer' }, h('summary', {}, "The optimizer's raw answer"), h('pre', { class: 'raw-text' }, raw)),
+  );
+}
+
 /** The panel of `c`; `best` is the run's best candidate (named as such). */
 export function candidatePanel(c: OptimizationCandidate, view: OptimizationView, best: string | null, actions: CandidateActions): HTMLElement {
   const look = STATUS_LOOK[c.status];
@@ -109,9 +122,7 @@ export function candidatePanel(c: OptimizationCandidate, view: OptimizationView,
       'div',
       { class: `candidate-body${thinking ? ' with-reflection' : ''}` },
       h('div', { class: 'prompt-changes' }, ...changes.map((p) => promptBlock(p, c.component))),
-      thinking
-        ? h('aside', { class: 'reflection' }, h('h3', {}, icon('comment'), ` ${thinking}`), foldable(h('div', { class: 'reflection-text' }, c.reflection!), 24))
-        : null,
+      thinking ? reflectionAside(thinking, c) : null,
     ),
   );
 }

@@ -14,7 +14,8 @@ import '../shared/run-chart.css';
 import './optimize.css';
 import type { OptimizationSummary } from '../../protocol/prompts.js';
 import type { TrainingRun } from '../../protocol/store.js';
-import { OptimizeProtocol as P, type OptimizationView, type OptimizeState } from '../../protocol/webview-optimize.js';
+import { agentShortName } from '../../protocol/agent-id.js';
+import { OptimizeProtocol as P, type OptimizationCandidate, type OptimizationView, type OptimizeState } from '../../protocol/webview-optimize.js';
 import { HostConnection } from '../shared/host.js';
 import { h, icon, mount } from '../shared/dom.js';
 import { errorState, shouldReload } from '../shared/recovery.js';
@@ -22,11 +23,17 @@ import { candidatePanel } from './candidate.js';
 import { BestValChart } from './curve.js';
 import { ScoreGrid } from './grid.js';
 import { LineageTree } from './lineage.js';
-import { bestCandidate, fmtScore, STATUS_LOOK } from './model.js';
+import { bestCandidate, fmtScore, nextStep, STATUS_LOOK } from './model.js';
 
-const runName = (r: TrainingRun) => `${r.id} · ${r.agent.split(/[/\\]/).pop()} · ${r.status}`;
+const runName = (r: TrainingRun) => `${r.id} · ${agentShortName(r.agent)} · ${r.status}`;
 
 /** The detail pane before any candidate: the seed being read while the run runs, else why there is none (a spinner only while it runs). */
+/** The run's next step (promote its best, or how to clear what it promoted), on a line of its own. */
+function nextStepLine(v: OptimizationView, best: OptimizationCandidate | null): HTMLElement | null {
+  const step = nextStep(v, best);
+  return step ? h('div', { class: 'next-step' }, icon(step.startsWith('Next') ? 'arrow-right' : 'info'), ` ${step}`) : null;
+}
+
 function noCandidate(v: OptimizationView): HTMLElement {
   if (v.run.status === 'running')
     return h('div', { class: 'empty-state' }, icon('loading', 'codicon-modifier-spin'), h('p', {}, 'Reading the seed’s prompts…'));
@@ -117,6 +124,7 @@ class OptimizationViewer {
           )
         : null,
       s.error ? h('span', { class: 'error-text', role: 'alert' }, s.error) : null,
+      nextStepLine(v, best),
     );
   }
 

@@ -116,3 +116,43 @@ export function promptChanges(c: OptimizationCandidate, candidates: readonly Opt
 
 /** "0.713" for a score, "—" for none. */
 export const fmtScore = (v: number | null | undefined): string => (v === null || v === undefined ? '—' : v.toFixed(3));
+
+/**
+ * The optimizer's reflection as the view shows it, without its ``` fences: a fenced block holding one of the
+ * candidate's new prompt texts (the diff beside shows that) becomes a line naming it; any other block keeps its text,
+ * unfenced. `raw` is what the optimizer answered, one click away in the view.
+ */
+export function reflectionProse(raw: string, prompts: Readonly<Record<string, string>>): string {
+  const promptOf = (text: string) => Object.keys(prompts).find((name) => prompts[name]!.trim() === text.trim()) ?? null;
+  const unfenced = raw
+    .replace(/```[^\n`]*\n([\s\S]*?)```/g, (_block, body: string) => {
+      const name = promptOf(body);
+      return name ? `[the new text of ${name}: the diff shows it]` : body.replace(/\n$/, '');
+    })
+    .replace(/^```[^\n`]*$/gm, '') // a fence the answer left open
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+  const onlyTheText = unfenced.replace(/\[the new text of [^\]]*: the diff shows it\]/g, '').trim() === '';
+  return onlyTheText ? '[the answer was the new text only: the diff shows it]' : unfenced;
+}
+
+/**
+ * What to do next with the run, in words (the view says it above everything else): promote its best (`agl optimize
+ * promote RUN N`, or Apply), or, once promoted, that the agent reads it until cleared and how to clear it. Null while
+ * the run goes on or before a candidate beat nothing to promote.
+ */
+export function nextStep(view: Pick<OptimizationView, 'run' | 'candidates' | 'promoted'>, best: OptimizationCandidate | null): string | null {
+  if (view.run.status === 'running') return null;
+  const run = view.run.id;
+  const clear = `until cleared: agl optimize promote ${run} --clear`;
+  const fromHere = view.promoted.filter((p) => p.runId === run && p.candidateId);
+  if (fromHere.length) {
+    const promoted = view.candidates.find((c) => c.id === fromHere[0]!.candidateId);
+    const names = fromHere.map((p) => p.name).join(', ');
+    return `Promoted ${promoted ? label(promoted) : fromHere[0]!.candidateId}: ${view.run.agent} reads its ${names} instead of the seed, ${clear}.`;
+  }
+  if (!best) return null;
+  if (best.ordinal === 0) return 'The seed is still the best: nothing to promote.';
+  const other = view.promoted.length ? ` (it replaces the text promoted now, from ${view.promoted[0]!.runId ?? 'an edit by hand'})` : '';
+  return `Next step: promote ${label(best)}: agl optimize promote ${run} ${best.ordinal}, or Apply…${other}; the agent reads it instead of the seed ${clear}.`;
+}

@@ -31,20 +31,25 @@ export function answerSource(a: EpisodeAnswer): string {
   return 'The agent recorded no answer: it returned only its reward and emitted no result object';
 }
 
-/** The answer block: a label, and the value or a note that there is none. */
-export function answerBlock(a: EpisodeAnswer, label = 'Answer'): HTMLElement {
+/**
+ * The answer block: a label, and the value or a note that there is none. `notRun`: why there is none because the
+ * rollout never ran (queued), said instead of blaming the agent.
+ */
+export function answerBlock(a: EpisodeAnswer, label = 'Answer', notRun: string | null = null): HTMLElement {
   return h(
     'div',
     { class: `answer answer-${a.source}`, 'data-answer-key': a.key, title: answerSource(a) },
     h('div', { class: 'metric-label' }, label, a.kind ? h('span', { class: 'answer-kind' }, ` · ${a.kind}`) : null),
-    a.source === 'none'
-      ? h(
-          'div',
-          { class: 'muted no-answer' },
-          'No answer recorded: the agent returned only its reward and emitted no result. ',
-          h('span', { class: 'hint' }, "Return it, or emitObject(answer, { 'agl.object.kind': 'final' }), to see it here."),
-        )
-      : answerValue(a.value),
+    a.source === 'none' && notRun
+      ? h('div', { class: 'muted no-answer not-run' }, notRun)
+      : a.source === 'none'
+        ? h(
+            'div',
+            { class: 'muted no-answer' },
+            'No answer recorded: the agent returned only its reward and emitted no result. ',
+            h('span', { class: 'hint' }, "Return it, or emitObject(answer, { 'agl.object.kind': 'final' }), to see it here."),
+          )
+        : answerValue(a.value),
   );
 }
 

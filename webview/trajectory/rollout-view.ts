@@ -5,16 +5,17 @@
  * panel beside the editor puts it under the tree). "States": the semantic variables after each step (states-view.ts).
  * Calls are "role #n" everywhere, numbered by protocol/span-reading.ts llmCallNumbers (the daemon's CallInfo).
  */
-import type { CallInfo } from '../../protocol/call-roles.js';
+import type { CallInfo, RunRoles } from '../../protocol/call-roles.js';
 import type { PromptReading } from '../../protocol/span-reading.js';
+import { NO_RUNNER } from '../../protocol/runner-presence.js';
 import { AGL } from '../../protocol/spans.js';
 import type { RolloutDetail } from '../../protocol/webview-trajectory.js';
 import type { Attempt, Span } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
 import { answerBlock } from './answer.js';
-import { rolloutDatasetControls, type AddToDataset } from './dataset-controls.js';
+import { expectedStart, rolloutDatasetControls, type AddToDataset } from './dataset-controls.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
-import { agentNames, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
+import { agentNames, expectedTaskFields, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
 import { llmCall, rewardValue, timeRange, toolStepLine, toolSteps, transitionsBySpan, type ToolStep } from './model.js';
 import { isJudgeReward } from '../../protocol/judge-reading.js';
 import { judgeReason } from './judge-view.js';
@@ -198,16 +199,28 @@ function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: A
     summaryItem('Resources', h('span', {}, resourcesText(detail.resourcesVersion)), { class: 'resources', title: resourcesTip(detail.resourcesVersion) }),
     summaryItem('Started', h('span', {}, fmtTime(attempt?.startedAt ?? rollout.createdAt))),
     summaryItem('Task', h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)), { class: 'wide' }),
-    h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer)),
-    rolloutDatasetControls(rollout.id, detail.answer, actions.addToDataset),
+    h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer, 'Answer', notRunWhy(detail))),
+    rolloutDatasetControls(rollout.id, detail.answer, actions.addToDataset, expectedStart(detail.answer, expectedTaskFields(rollout.input), reward)),
     promptsBlock(detail.prompts, actions),
-    detail.roles
-      ? summaryItem('Training', h('span', {}, `run ${detail.roles.runId} ${detail.roles.rule}`), {
-          class: 'wide roles-rule',
-          title: `The selection rule of training run ${detail.roles.runId}, from its recorded config`,
-        })
-      : null,
+    detail.roles ? runItem(detail.roles) : null,
   );
+}
+
+/** Why a rollout that never ran has no answer: it waits in the queue, and for what. */
+function notRunWhy(detail: RolloutDetail): string | null {
+  const { rollout } = detail;
+  if (rollout.attemptCount > 0) return null;
+  const waits = detail.runnerConnected ? 'until a runner claims it' : `and ${NO_RUNNER} to claim it (agl runner, or a daemon with workers, runs it)`;
+  return `Not run yet: the rollout is ${rollout.status} ${waits}; its answer appears once it has run.`;
+}
+
+/** The run that made the rollout: a training run's selection rule, or what an eval or an optimization did (it trains nothing). */
+function runItem(roles: RunRoles): HTMLElement {
+  const label = roles.kind === 'eval' ? 'Eval' : roles.kind === 'optimize' ? 'Optimization' : 'Training';
+  const title = roles.work
+    ? `What ${label.toLowerCase()} run ${roles.runId} did, from its recorded config`
+    : `The selection rule of training run ${roles.runId}, from its recorded config`;
+  return summaryItem(label, h('span', {}, `run ${roles.runId} ${roles.rule}`), { class: 'wide roles-rule', title });
 }
 
 /** The "Timeline" and "States" tabs over their panels; switching is saved in the view state. */

@@ -4,6 +4,7 @@
  * latest attempt's LLM calls (the store keeps it beside each rollout: protocol/served-by.ts), never the resources
  * version, which counts publications of resources.
  */
+import { agentShortName } from '../../protocol/agent-id.js';
 import type { RolloutSort } from '../../protocol/store.js';
 import type { RolloutRow } from '../../protocol/webview-trajectory.js';
 import { statusWords } from '../../protocol/runner-presence.js';
@@ -55,7 +56,7 @@ export const COLUMNS: Column[] = [
     cell: (i) => cell('col-status', null, runStatusPill(i.rollout.status), noRunnerMark(i) ?? '', errorMark(i) ?? ''),
   },
   { title: 'Mode', key: 'mode', cell: ({ rollout: r }) => cell('col-mode', null, r.mode) },
-  { title: 'Agent', key: 'agent', cell: ({ rollout: r }) => cell('col-agent', r.agent ?? '', r.agent ? r.agent.split(/[\\/]/).pop()! : '—') },
+  { title: 'Agent', key: 'agent', cell: ({ rollout: r }) => cell('col-agent', r.agent ?? '', r.agent ? agentShortName(r.agent) : '—') },
   {
     title: 'Resources',
     key: 'res',
@@ -87,7 +88,7 @@ export const COLUMNS: Column[] = [
  */
 export function metaCell(item: RolloutRow): HTMLElement {
   const { rollout: r, resourcesVersion, durationMs } = item;
-  const agent = r.agent ? r.agent.split(/[\\/]/).pop()! : '—';
+  const agent = r.agent ? agentShortName(r.agent) : '—';
   const attempts = `${r.attemptCount} attempt${r.attemptCount === 1 ? '' : 's'}`;
   const res = resourcesText(resourcesVersion);
   const title = [

@@ -4,6 +4,7 @@
  * select reports its value on change, a text field its trimmed text after the user stops typing or at once on
  * Enter. Every control carries `data-filter` (its filter key), so a redraw can give the focus back to it.
  */
+import { agentShortName } from '../../protocol/agent-id.js';
 import type { RolloutStatus } from '../../protocol/store.js';
 import type { RolloutFilter, RolloutPage } from '../../protocol/webview-trajectory.js';
 import { h } from '../shared/dom.js';
@@ -124,7 +125,7 @@ export function filterControls(filter: RolloutFilter, page: Choices, set: Filter
       [
         ['', 'All'],
         ...(run || !filter.runId ? [] : [[filter.runId, filter.runId] as [string, string]]),
-        ...page.runs.map((r): [string, string] => [r.id, `${r.id} · ${r.agent.split(/[\\/]/).pop()}`]),
+        ...page.runs.map((r): [string, string] => [r.id, `${r.id} · ${agentShortName(r.agent)}`]),
       ],
       (v) => set({ runId: v || undefined }),
     ),
