@@ -30,7 +30,7 @@ export interface DivergencePoint {
   val: number | null;
 }
 
-/** A straight line fitted to a series: its change over the points' span and how sure (t of the slope; Infinity on an exact line). */
+/** A series' first and last values, and the straight line fitted to it: its change over the span and how sure (t of the slope; Infinity on an exact line). */
 export interface Trend {
   from: number;
   to: number;
@@ -59,8 +59,7 @@ export function trendOf(points: readonly { x: number; y: number }[]): Trend | nu
   const residual = points.reduce((a, p) => a + (p.y - (my + slope * (p.x - mx))) ** 2, 0);
   const se = Math.sqrt(residual / (n - 2) / sxx);
   const span = points[n - 1]!.x - points[0]!.x;
-  const from = my + slope * (points[0]!.x - mx);
-  return { from, to: from + slope * span, change: slope * span, t: se === 0 ? (slope === 0 ? 0 : Infinity * Math.sign(slope)) : slope / se };
+  return { from: points[0]!.y, to: points[n - 1]!.y, change: slope * span, t: se === 0 ? (slope === 0 ? 0 : Infinity * Math.sign(slope)) : slope / se };
 }
 
 const rising = (t: Trend | null): t is Trend => t !== null && t.t >= TREND_T && t.change >= MIN_CHANGE;

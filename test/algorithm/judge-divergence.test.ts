@@ -32,7 +32,7 @@ describe('the judge divergence monitor', () => {
     assert.ok(d.judge.change > 0.35 && d.other.change < -0.35, JSON.stringify(d));
     assert.match(
       describeDivergence(d, true),
-      /^judge divergence over steps 2-6: the judge's reward rose 0\.50\d -> 0\.89\d while the trusted reward .* fell 0\.6\d\d -> 0\.2\d\d: .*; stopping/,
+      /^judge divergence over steps 2-6: the judge's reward rose 0\.500 -> 0\.900 while the trusted reward .* fell 0\.600 -> 0\.200: .*; stopping/,
     );
   });
 
