@@ -9,6 +9,7 @@ import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { DivergenceMonitor, describeDivergence, findDivergence, trendOf, type DivergencePoint } from '../../daemon/algorithm/judge-divergence.js';
 import { METRICS } from '../../protocol/metrics.js';
 import { TRAIN_OPTIONS, configOverrides } from '../../protocol/train-options.js';
+import { stepNotes } from '../../protocol/training-health.js';
 import { rng } from '../../samples/shared/rng.js';
 
 const series = (judge: number[], trusted: number[], val: (number | null)[] = []): DivergencePoint[] =>
@@ -68,5 +69,20 @@ describe('the judge divergence monitor', () => {
     const c = parseTrainConfig(configOverrides(TRAIN_OPTIONS, { 'stop-on-divergence': true, 'divergence-window': '4' }));
     assert.deepEqual([c.training.stopOnDivergence, c.training.divergenceWindow], [true, 4]);
     assert.deepEqual([parseTrainConfig({}).training.stopOnDivergence, parseTrainConfig({}).training.divergenceWindow], [false, 5]);
+  });
+
+  it("the dashboard's notes say the step it diverged at, with the judge's and the trusted reward", () => {
+    const step = (k: number, judge: number, trusted: number, diverged = false) => [
+      { step: k, name: METRICS.rewardMean, value: judge },
+      { step: k, name: METRICS.judgeTrustedReward, value: trusted },
+      { step: k, name: METRICS.loss, value: 0.1 },
+      { step: k, name: METRICS.rolloutTransitions, value: 8 },
+      ...(diverged ? [{ step: k, name: METRICS.judgeDivergence, value: 1 }] : []),
+    ];
+    const notes = stepNotes([...step(1, 0.3, 0.6), ...step(2, 0.5, 0.4), ...step(3, 0.7, 0.2, true)]).filter((n) => n.kind === 'judge-divergence');
+    assert.equal(notes.length, 1);
+    assert.equal(notes[0]!.step, 3);
+    assert.match(notes[0]!.text, /^the judge's reward rose while the trusted reward .* fell .*: now the judge's 0\.700, the trusted 0\.200; /);
+    assert.match(notes[0]!.tryFirst, /agl judge check RUN --labels/);
   });
 });
