@@ -13,7 +13,7 @@ import { humanLabelSpan, type HumanLabel } from '../../protocol/human-label.js';
 import { runAgl } from '../algorithm/cli-helpers.js';
 import { startDaemon, type Harness } from '../helpers/daemon.js';
 import { answerKeyJudge, firstShownJudge, startScriptedJudge, type ScriptedJudge } from '../helpers/scripted-judge.js';
-import { storedRollout } from './stored-rollouts.js';
+import { ANSWER_KEY, storedRollout } from './stored-rollouts.js';
 
 describe("agreement with people's good/bad labels", () => {
   it("TPR, TNR and Cohen's kappa by hand", () => {
@@ -32,11 +32,7 @@ describe('agl judge check --labels', () => {
   let judge: ScriptedJudge;
   let runId: string;
   let unlabelled: string;
-  const rubric = 'Right totals score 1.\n- Ann has 23 pens => 38\n- Bob has 7 cups => 12\n- Cy has 9 hats => 11';
-  const task = (id: string, question: string) => ({ id, input: { question, answer: 0 } });
-  const ann = task('ann', 'Ann has 23 pens, gets 15 more.');
-  const bob = task('bob', 'Bob has 7 cups, gets 5 more.');
-  const cy = task('cy', 'Cy has 9 hats, gets 2 more.');
+  const { rubric, ann, bob, cy } = ANSWER_KEY;
 
   before(async () => {
     d = await startDaemon();

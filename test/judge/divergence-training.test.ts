@@ -21,6 +21,7 @@ import { Judge } from '../../daemon/judge/judge.js';
 import { createPolicy } from '../../daemon/model/policy.js';
 import { SqliteStore } from '../../daemon/store/sqlite.js';
 import { METRICS } from '../../protocol/metrics.js';
+import { stepNotes } from '../../protocol/training-health.js';
 import { TOY_LENGTH } from '../algorithm/fixtures/toy-agent.js';
 import { startScriptedJudge, type JudgeRequest, type ScoreLine } from '../helpers/scripted-judge.js';
 
@@ -43,41 +44,25 @@ test(
     const store = new SqliteStore(join(dir, 'store.sqlite'));
     const server = await startScriptedJudge({ score: capitalsJudge });
     const policy = await createPolicy({ size: { dModel: 32, nLayers: 1, nHeads: 2 }, contextLength: 32, seed: 7, backend: process.env.AGL_BACKEND ?? 'auto' });
-    const settings = (steps: number, judged: boolean) =>
-      parseTrainConfig({
-        model: { temperature: 1, maxTokens: 6, valTemperature: 1 },
-        training: {
-          ...{ batchSize: 4, groupSize: 8, maxSteps: steps, valEvery: 0, seed: 3, learningRate: 4e-2, grpo: { scaleRewards: 'group' } },
-          ...{ stopOnDivergence: true, divergenceWindow: 5 },
-        },
-        runtime: { workers: 2, rolloutTimeoutSeconds: 60 },
-        ...(judged ? { judge: { url: server.url, model: 'scripted-judge', rubric: RUBRIC, retest: false } } : {}),
-      });
+    const config = parseTrainConfig({
+      model: { temperature: 1, maxTokens: 6, valTemperature: 1 },
+      training: {
+        ...{ batchSize: 4, groupSize: 8, maxSteps: MAX_STEPS, valEvery: 0, seed: 3, learningRate: 4e-2, grpo: { scaleRewards: 'group' } },
+        ...{ stopOnDivergence: true, divergenceWindow: 5 },
+      },
+      runtime: { workers: 2, rolloutTimeoutSeconds: 60 },
+      judge: { url: server.url, model: 'scripted-judge', rubric: RUBRIC, retest: false },
+    });
     const tasks = Array.from({ length: 8 }, (_, i) => ({ id: `p${i}`, input: { prompt: `p${i}:` } }));
     const val = Array.from({ length: 16 }, (_, i) => ({ id: `v${i}`, input: { prompt: `v${i}:` } }));
-    const policies = onePolicySet(policy, settings(1, false));
+    const policies = onePolicySet(policy, config);
     const host = await startTrainingHost({ store, policies, token: 'test-token-abcdef0123456789', dataDir: dir, workers: 2, agent: AGENT });
-    const train = async (config: ReturnType<typeof settings>) => {
-      const run = await store.createTrainingRun({ agent: AGENT, config, totalSteps: config.training.maxSteps });
-      const logs: string[] = [];
-      const judge = config.judge ? new Judge({ settings: config.judge, rubric: RUBRIC, apiKey: '', seed: 3 }) : null;
-      const deps = {
-        store,
-        policies,
-        endpoint: host.endpoint,
-        agent: AGENT,
-        config,
-        train: tasks,
-        val,
-        judge,
-        checkpoint: async () => {},
-        log: (m: string) => logs.push(m),
-      };
-      const state = await new Trainer(deps, newTrainerState(run)).run();
-      return { run, state, logs, config };
-    };
     try {
-      const { run, state, logs, config } = await train(settings(MAX_STEPS, true));
+      const run = await store.createTrainingRun({ agent: AGENT, config, totalSteps: MAX_STEPS });
+      const logs: string[] = [];
+      const judge = new Judge({ settings: config.judge!, rubric: RUBRIC, apiKey: '', seed: 3 });
+      const deps = { endpoint: host.endpoint, agent: AGENT, train: tasks, checkpoint: async () => {}, log: (m: string) => logs.push(m) };
+      const state = await new Trainer({ ...deps, store, policies, config, val, judge }, newTrainerState(run)).run();
       const metrics = await store.queryMetrics(run.id);
       const series = (name: string) => metrics.filter((m) => m.name === name).map((m) => `${m.step}:${m.value.toFixed(2)}`);
       t.diagnostic(`judge ${series(METRICS.rewardMean).join(' ')}`);
@@ -106,6 +91,13 @@ test(
         [[state.step, 1]],
       );
       assert.equal(state.val.at(-1)?.step, state.step, 'a final validation still ran');
+      assert.deepEqual(
+        stepNotes(metrics)
+          .filter((n) => n.kind === 'judge-divergence')
+          .map((n) => n.step),
+        [state.step],
+        "the dashboard's note on the step",
+      );
     } finally {
       await host.close();
       await server.close();
