@@ -56,6 +56,15 @@ describe("people's labels of rollouts", () => {
     );
   });
 
+  it("the viewer's rollouts list shows no reward for a rollout whose only reward-like span is a label", async () => {
+    const g = await storedRollout(d.store, task, { answer: '38' });
+    await d.client.addSpans([humanLabelSpan({ rolloutId: g.rollout.id, attemptId: g.trajectory!.attemptId }, { kind: 'good' }, Date.now())]);
+    const page = await d.client.getRolloutsView({ limit: 50 });
+    const item = page.items.find((i) => i.rollout.id === g.rollout.id);
+    assert.ok(item);
+    assert.equal(item.reward, null);
+  });
+
   it('a bad label is refused naming the field; the run asks with training.useHumanLabels or --use-human-labels', () => {
     assert.throws(() => humanLabelSpan({ rolloutId: 'r', attemptId: 'a' }, { kind: 'score', score: 1.5 }, 0), /label\.score: 1\.5/);
     assert.throws(() => humanLabelSpan({ rolloutId: 'r', attemptId: 'a' }, { kind: 'great' } as never, 0), /label\.kind: 'great'/);
