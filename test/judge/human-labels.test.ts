@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { spansToTrajectory } from '../../daemon/algorithm/adapter.js';
 import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { assignCredit, finalReward } from '../../daemon/algorithm/credit.js';
+import { trustedReward } from '../../daemon/algorithm/judge-divergence.js';
 import { HUMAN_REWARD_SOURCE, humanLabelOf, humanLabelSpan } from '../../protocol/human-label.js';
 import { finalReward as finalRewardOfSpans } from '../../protocol/span-reading.js';
 import { AGL } from '../../protocol/spans.js';
@@ -63,6 +64,13 @@ describe("people's labels of rollouts", () => {
     const item = page.items.find((i) => i.rollout.id === g.rollout.id);
     assert.ok(item);
     assert.equal(item.reward, null);
+  });
+
+  it("the divergence monitor's trusted reward is a rollout's label where it has one, else the agent's own", async () => {
+    const labelled = await storedRollout(d.store, task, { answer: '38', reward: 1 });
+    const own = await storedRollout(d.store, task, { answer: '37', reward: 0.5 });
+    await d.client.addSpans([humanLabelSpan({ rolloutId: labelled.rollout.id, attemptId: labelled.trajectory!.attemptId }, { kind: 'bad' }, Date.now())]);
+    assert.equal(await trustedReward(d.store, [labelled, own]), (0 + 0.5) / 2);
   });
 
   it('a bad label is refused naming the field; the run asks with training.useHumanLabels or --use-human-labels', () => {
