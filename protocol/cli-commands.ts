@@ -274,16 +274,21 @@ const { 'allow-self-judge': _selfJudge, ...JUDGE_SETTING_FLAGS } = judgeFlags();
 export const JUDGE_CHECK_COMMAND = {
   name: 'judge check',
   summary: "how well an LLM judge agrees with the agent's own reward on a run's validation rollouts, before training on it",
-  usage: ['<run id> [--step K] [--val FILE] [--config train.yaml] [--judge-* ...] [--json]'],
+  usage: ['<run id> [--step K] [--val FILE] [--config train.yaml] [--judge-* ...] [--json]', '<run id> --labels [--judge-* ...] [--json]'],
   about:
     'Scores the validation rollouts of a run (agl train validates before its first step: step 0) with the judge, as\n' +
     "training would (group mode: a task's rollouts across the validations in one call), reads each one's own reward,\n" +
     'and reports their agreement: pairwise accuracy (the pairs it orders as the agent does) and Spearman. The judge is\n' +
-    "the run's own (its recorded judge: section), the --config file's, or the flags' (flags win). Writes nothing.",
+    "the run's own (its recorded judge: section), the --config file's, or the flags' (flags win). Writes nothing.\n" +
+    "With --labels it checks the judge against people instead: the run's rollouts labelled in the trajectory viewer\n" +
+    "(good/bad: true-positive and true-negative rates and Cohen's kappa, a score of 0.5 or more judged good; scores:\n" +
+    'Spearman), and a position test: each pair of labelled rollouts of a task shown in both orders, how often the\n' +
+    'verdict flips.',
   options: {
     val: { type: 'string', arg: 'FILE', help: "only the rollouts of the tasks in this file (JSONL with ids, e.g. the run's --val file)" },
     step: { type: 'string', arg: 'K', help: 'only the validation after step K (0: before training); default every validation' },
     limit: { type: 'string', arg: 'N', help: 'at most N rollouts, the newest first', default: '200' },
+    labels: { type: 'boolean', help: "against people's labels (the viewer's good/bad or score) instead of the agent's own reward" },
     config: { type: 'string', arg: 'FILE', help: "a train.yaml whose judge: section to check (over the run's own)" },
     ...JUDGE_SETTING_FLAGS,
     json: JSON_OUTPUT,

@@ -88,6 +88,13 @@ export const METRICS = {
   judgeSignal: 'judge/signal',
   judgeRetestPairs: 'judge/retest_pairs',
   judgeUnreliableGroups: 'judge/unreliable_groups',
+  /**
+   * The judge's divergence monitor (daemon/algorithm/judge-divergence.ts): the step's mean trusted reward (a person's
+   * label where a rollout has one, else the agent's own: what the judge cannot game), and 1 at a step where the judge's
+   * reward rose while it (or the held-out reward) fell over the window.
+   */
+  judgeTrustedReward: 'judge/trusted_reward',
+  judgeDivergence: 'judge/divergence',
 } as const;
 
 /** Below this weight a step's notes and `agl train`'s progress say the judge's noise scaled the update. */
@@ -195,6 +202,8 @@ export const METRIC_LABELS: Record<MetricName, MetricLabel> = {
   [METRICS.judgeSignal]: { label: "judge's spread within groups", unit: 'variance of scores' },
   [METRICS.judgeRetestPairs]: { label: 'judge retest pairs (separate calls)', unit: 'pairs' },
   [METRICS.judgeUnreliableGroups]: { label: 'groups left out: judge too unreliable', unit: 'groups' },
+  [METRICS.judgeTrustedReward]: { label: "trusted reward (labels, else the agent's own) beside the judge's", unit: '' },
+  [METRICS.judgeDivergence]: { label: "judge's reward diverging from the trusted one", unit: '1 = diverging' },
 };
 
 /** How a policy's and a role's own metrics read (after its name). */
@@ -241,9 +250,10 @@ export function ownMetricLabel(kind: 'policy' | 'role', metric: string): MetricL
 
 /**
  * Why a run stopped: it ran every planned step (`completed`; `max-steps` when training.maxSteps cut the
- * plan that the epochs made), ran out of training.maxMinutes, was cancelled (Ctrl-C, Stop) or failed.
+ * plan that the epochs made), ran out of training.maxMinutes, was stopped by the judge's divergence monitor
+ * (`judge-divergence`: training.stopOnDivergence), was cancelled (Ctrl-C, Stop) or failed.
  */
-export const STOP_REASONS = ['completed', 'max-steps', 'max-minutes', 'cancelled', 'failed'] as const;
+export const STOP_REASONS = ['completed', 'max-steps', 'max-minutes', 'judge-divergence', 'cancelled', 'failed'] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 
 /** A peak memory (MiB) in words, with what it measures: "312 MiB (process RSS)", "21.4 GiB (CUDA)". */

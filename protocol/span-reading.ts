@@ -29,6 +29,7 @@
  *    inside a sub-agent's operation, not an expected output); else it recorded none. The output it was scored
  *    against is the last object emitted with kind `expected` or `<name>.expected` (expectedOutput).
  */
+import { isHumanLabel } from './human-label.js';
 import { PROMPT_SOURCES, type PromptSource } from './prompt-template.js';
 import { AGL, AGL_V0_REWARD_PREFIX, GENAI, SPAN } from './spans.js';
 import type { AttributeValue, RolloutStatus, Span } from './store.js';
@@ -104,11 +105,11 @@ export interface RewardReading {
   sequenceId: number;
 }
 
-/** Every reward of the spans, in time order (ties by sequence id). */
+/** Every reward of the spans, in time order (ties by sequence id); a person's label is none (protocol/human-label.ts). */
 export function rewardsInOrder(spans: Span[]): RewardReading[] {
   const out: RewardReading[] = [];
   for (const span of spans) {
-    const r = rewardOfSpan(span);
+    const r = isHumanLabel(span) ? null : rewardOfSpan(span);
     if (r) out.push({ ...r, final: isFinalRewardSpan(span), spanId: span.spanId, time: span.endTime ?? span.startTime, sequenceId: span.sequenceId });
   }
   return out.sort((a, b) => a.time - b.time || a.sequenceId - b.sequenceId);

@@ -88,8 +88,10 @@ export const AGL = {
   /** On a reward span: what the grader said about the answer, in words (`emitReward(v, { feedback })`); a prompt
    *  optimization's reflection reads it (protocol/span-reading.ts rolloutFeedback). */
   rewardFeedback: 'agl.reward.feedback',
-  /** On a reward span: who gave it; `judge` for the reward an LLM judge gave (its feedback the judge's explanation), absent for the agent's own. */
+  /** On a reward span: who gave it; `judge` for the reward an LLM judge gave (its feedback the judge's explanation), `human` for a person's label, absent for the agent's own. */
   rewardSource: 'agl.reward.source',
+  /** On a person's label (source `human`, protocol/human-label.ts): `good`, `bad` or `score` (the value is the score). */
+  rewardLabel: 'agl.reward.label',
   /** `true` on a reward the agent marked final (`emitReward(v, { final: true })`, a returned `{ reward, final: true }`): the
    *  attempt's final reward, which no judge replaces or adds to (protocol/judge-reading.ts). */
   rewardLocked: 'agl.reward.locked',

@@ -161,6 +161,18 @@ export const TrainingSection = z
     /** Agent names to train (selective optimization), a regular expression; null = all. */
     agentMatch: z.string().nullable().default(null),
     /**
+     * Train on people's labels (the viewer's good/bad or score, protocol/human-label.ts): a rollout with one takes it as
+     * its final reward. Off by default: labels are there to check a judge (`agl judge check --labels`), not to train on.
+     */
+    useHumanLabels: z.boolean().default(false),
+    /**
+     * The judge's divergence monitor (daemon/algorithm/judge-divergence.ts): over this many of the last steps, the
+     * judge's reward rising while a reward it cannot game (the agent's own, people's labels, held-out validation) falls
+     * is said in the step's notes; with stopOnDivergence the run stops there (a final validation still runs).
+     */
+    divergenceWindow: z.number().int().min(3).default(5),
+    stopOnDivergence: z.boolean().default(false),
+    /**
      * What a GRPO group is: `task` (every trained call of a task's rollouts: each call's advantage against all the
      * calls of its task's episodes) or `task-role` (those calls split by role: a call's advantage against the same
      * role's calls of the same task, as AT-GRPO groups by agent). The same with one policy or several.

@@ -90,6 +90,23 @@ export const TRAIN_OPTIONS = {
   'max-minutes': { type: 'string', arg: 'M', help: 'stop after M minutes (a final validation still runs)', config: 'training.maxMinutes', parse: 'number' },
   epochs: { type: 'string', arg: 'E', help: 'passes over the training tasks (default 1)', config: 'training.epochs', parse: 'number' },
   'val-every': { type: 'string', arg: 'K', help: 'validate every K steps (default 5)', config: 'training.valEvery', parse: 'number' },
+  'use-human-labels': {
+    type: 'boolean',
+    help: "train on people's labels from the viewer (good 1, bad 0, or a score) where a rollout has one (default: labels only check a judge)",
+    config: 'training.useHumanLabels',
+  },
+  'stop-on-divergence': {
+    type: 'boolean',
+    help: "with a judge: stop when its reward rises while the agent's own (or people's labels, or validation) falls over the window",
+    config: 'training.stopOnDivergence',
+  },
+  'divergence-window': {
+    type: 'string',
+    arg: 'N',
+    help: 'steps the divergence monitor looks back over (default 5, at least 3)',
+    config: 'training.divergenceWindow',
+    parse: 'number',
+  },
   workers: {
     type: 'string',
     arg: 'N',

@@ -17,7 +17,8 @@
  * With one policy per role, a step's notes also name a policy that did not update: its roles made no call in the
  * step (they run only on some paths of the agent), or none of its calls had an advantage. With an LLM judge, a step's
  * notes say how many groups it could not score (left out of the update, never scored 0) and why, and when its
- * weight (judge.retest: how far its scores reproduce between separate calls) scaled the update or left its groups out.
+ * weight (judge.retest: how far its scores reproduce between separate calls) scaled the update or left its groups out, and when its reward
+ * diverged from the trusted one (daemon/algorithm/judge-divergence.ts).
  */
 import {
   JUDGE_FAILURES,
@@ -80,6 +81,9 @@ export interface StepFacts {
   judgeNoise: number | null;
   judgeSignal: number | null;
   judgeUnreliable: number | null;
+  /** The judge's divergence monitor: the step's trusted reward, and 1 where the judge's reward diverged from it. */
+  judgeTrusted: number | null;
+  judgeDivergence: number | null;
 }
 
 const FIELDS: Partial<Record<string, keyof StepFacts>> = {
@@ -104,6 +108,8 @@ const FIELDS: Partial<Record<string, keyof StepFacts>> = {
   [METRICS.judgeNoise]: 'judgeNoise',
   [METRICS.judgeSignal]: 'judgeSignal',
   [METRICS.judgeUnreliableGroups]: 'judgeUnreliable',
+  [METRICS.judgeTrustedReward]: 'judgeTrusted',
+  [METRICS.judgeDivergence]: 'judgeDivergence',
 };
 
 /**
@@ -335,7 +341,7 @@ export function diagnosisSentence(d: LearningDiagnosis): string {
 /** A note on one step of a run, for the dashboard. */
 export interface StepNote {
   step: number;
-  kind: 'no-update' | 'zero-variance' | 'policy-no-update' | 'judge-left-out' | 'judge-unreliable';
+  kind: 'no-update' | 'zero-variance' | 'policy-no-update' | 'judge-left-out' | 'judge-unreliable' | 'judge-divergence';
   /** The policy a `policy-no-update` note is about. */
   policy?: string;
   text: string;
@@ -372,6 +378,15 @@ function judgeLeftOut(f: StepFacts): string {
 
 const JUDGE_NOISE_ADVICE =
   'a judge that agrees with itself: judge.temperature 0, a larger judge model, a rubric with a concrete scale (what scores 1, 0.5, 0); agl judge check RUN reports its self-agreement and weight';
+
+const JUDGE_DIVERGENCE_ADVICE =
+  "read the rollouts the judge scored highest in the viewer for what it rewards (length, a style), then say what it must not reward in the rubric; agl judge check RUN --labels checks it against people's labels; --stop-on-divergence stops a run here";
+
+/** The judge's divergence monitor's finding at a step (daemon/algorithm/judge-divergence.ts; agl train's line has the window's numbers). */
+function judgeDivergenceNote(f: StepFacts): string {
+  const fmt = (x: number | null) => (x === null ? '-' : x.toFixed(3));
+  return `the judge's reward rose while the trusted reward (people's labels, else the agent's own) or the held-out reward fell over training.divergenceWindow steps: now the judge's ${fmt(f.rewardMean)}, the trusted ${fmt(f.judgeTrusted)}; the policy may be learning the judge's biases, not the task`;
+}
 
 /** What the judge's weight did to a step's update, when it bit: scaled its groups' advantages, or left them out. */
 function judgeUnreliableNote(f: StepFacts): string | null {
@@ -466,6 +481,7 @@ export function stepNotes(points: Iterable<PointLike>, ctx: RunContext = {}): St
     if (judgeFailed) notes.push({ step: f.step, kind: 'judge-left-out', text: judgeLeftOut(f), tryFirst: judgeAdvice(f) });
     const unreliable = judgeUnreliableNote(f);
     if (unreliable) notes.push({ step: f.step, kind: 'judge-unreliable', text: unreliable, tryFirst: JUDGE_NOISE_ADVICE });
+    if (f.judgeDivergence === 1) notes.push({ step: f.step, kind: 'judge-divergence', text: judgeDivergenceNote(f), tryFirst: JUDGE_DIVERGENCE_ADVICE });
     // The judge's note says why a step whose every group it could not score did not update.
     if (judgeFailed && f.judgeGroups === 0) continue;
     if (!stepUpdated(f)) {

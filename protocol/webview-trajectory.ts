@@ -9,6 +9,7 @@ import type { ServedKey, ServedModel } from './served-by.js';
 import type { EpisodeAnswer, PromptReading } from './span-reading.js';
 import type { Attempt, Rollout, RolloutMode, RolloutStatus, RunKind, Span, Transition } from './store.js';
 import type { ScaleRewards } from './grpo-advantage.js';
+import type { HumanLabel, StoredHumanLabel } from './human-label.js';
 import { DaemonMessages, commandType, notificationType, requestType } from './webview-ipc.js';
 
 export const TRAJECTORY_VIEW_TYPE = 'agl.trajectoryViewer';
@@ -271,6 +272,8 @@ export const TrajectoryProtocol = {
   openDashboard: commandType<{ runId: string }>('trajectory/openDashboard'),
   /** Adds rows to a dataset the user picks (a confirmation with the count first, for a selection or a filter); null: cancelled. */
   addToDataset: requestType<DatasetTarget, DatasetAdded | null>('trajectory/addToDataset'),
+  /** Labels the rollout's attempt good, bad or with a score (protocol/human-label.ts), stored through the daemon; answers the label read back. */
+  labelRollout: requestType<{ rolloutId: string; attemptId: string; label: HumanLabel }, StoredHumanLabel>('trajectory/labelRollout'),
   /** Host -> webview: switch to this view (the panel was opened or revealed for it). */
   show: notificationType<{ view: TrajectoryView; filter?: RolloutFilter }>('trajectory/show'),
   /** Host -> webview: rollouts changed or their spans landed (the daemon's events, while the panel is visible); the

@@ -6,6 +6,7 @@
  * optimization), and records the rewards and tool outcomes seen after each call, for credit assignment.
  */
 import type { Span } from '../../protocol/store.js';
+import { isHumanLabel } from '../../protocol/human-label.js';
 import { AGL, GENAI } from '../../protocol/spans.js';
 import {
   agentNames,
@@ -68,6 +69,8 @@ export interface Trajectory {
 export interface AdapterOptions {
   /** Keep only calls whose agent name matches (selective optimization). A RegExp or a pattern string. */
   agentMatch?: RegExp | string | null;
+  /** A person's label (protocol/human-label.ts) is the final reward where a rollout has one (train.yaml training.useHumanLabels); else it is left out. */
+  useHumanLabels?: boolean;
 }
 
 function toRegExp(p: RegExp | string): RegExp {
@@ -124,9 +127,10 @@ export function spansToTrajectory(spans: Span[], opts: AdapterOptions = {}): Tra
       calls.push({ span, step });
       continue;
     }
-    const reward = rewardOfSpan(span);
+    const human = isHumanLabel(span);
+    const reward = human && !opts.useHumanLabels ? null : rewardOfSpan(span);
     if (reward) {
-      const r: RewardSeen = { ...reward, final: isFinalRewardSpan(span), spanId: span.spanId, time: span.endTime ?? span.startTime };
+      const r: RewardSeen = { ...reward, final: human || isFinalRewardSpan(span), spanId: span.spanId, time: span.endTime ?? span.startTime };
       rewards.push(r);
       events.push({ time: r.time, seq: span.sequenceId, apply: (owner) => owner?.rewards.push(r) });
     } else if (isToolSpan(span)) {

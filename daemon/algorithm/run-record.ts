@@ -120,6 +120,7 @@ export class RunRecord {
         ? ['the policy did not change in any step (no update moved a weight): the checkpoint holds the weights it started from']
         : []),
       ...(why === 'max-steps' ? [`stopped at training.maxSteps (--max-steps) ${state.step}: the epochs make ${this.summary.epochSteps} steps`] : []),
+      ...(why === 'judge-divergence' ? [`stopped after ${state.step} of ${state.totalSteps} steps: ${state.divergence}`] : []),
       ...(why === 'max-minutes' ? [`stopped at training.maxMinutes ${config.training.maxMinutes} after ${state.step} of ${state.totalSteps} steps`] : []),
       ...(o.diagnosis ? describeDiagnosis(o.diagnosis) : []),
     ];

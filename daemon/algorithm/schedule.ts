@@ -36,7 +36,8 @@ export function fewerStepsNote(cfg: TrainConfig, trainSize: number): string | nu
 }
 
 /** Why a run that returned normally stopped: every planned step done (the plan cut by maxSteps or not), or out of time. */
-export function stopReason(state: { step: number; totalSteps: number }, cfg: TrainConfig, trainSize: number): StopReason {
+export function stopReason(state: { step: number; totalSteps: number; divergence?: string }, cfg: TrainConfig, trainSize: number): StopReason {
+  if (state.divergence) return 'judge-divergence';
   if (state.step < state.totalSteps) return 'max-minutes';
   return cfg.training.maxSteps > 0 && cfg.training.maxSteps < epochSteps(cfg, trainSize) ? 'max-steps' : 'completed';
 }

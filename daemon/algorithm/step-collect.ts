@@ -83,7 +83,7 @@ export async function collectStep(c: CollectContext, step: number, judge: StepJu
       groupSize: t.groupSize,
       timeoutSeconds: c.config.runtime.rolloutTimeoutSeconds,
       metadata: { runId: c.runId, step: step + 1, ...(round > 0 ? { samplingRound: round } : {}) },
-      adapter: { agentMatch: trainedRolesMatch(c.policies) ?? t.agentMatch },
+      adapter: { agentMatch: trainedRolesMatch(c.policies) ?? t.agentMatch, useHumanLabels: t.useHumanLabels },
       signal: c.signal,
       onProgress: (done, total) => c.onProgress?.(round > 0 ? `rollouts (refill ${round})` : 'rollouts', done, total),
     });

@@ -30,6 +30,8 @@ export interface TrainerState {
   judge?: { calls: number; tokens: number; cost: number | null; reliability?: JudgeWeightSaid };
   /** The judge's retest evidence so far, smoothed over steps (daemon/judge/reliability.ts): a resumed run goes on from it. */
   judgeReliability?: ReliabilityState;
+  /** Why the judge's divergence monitor stopped the run (training.stopOnDivergence), in its words; absent when it did not. */
+  divergence?: string;
 }
 
 export function newTrainerState(run: TrainingRun): TrainerState {

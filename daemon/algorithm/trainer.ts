@@ -28,6 +28,7 @@ import { type CollectContext, collectStep, collectValidation } from './step-coll
 import { creditStep } from './step-credit.js';
 import { failedGroups, judgeMetrics, reliabilityMetrics, StepJudge } from './step-judge.js';
 import { recordStep, stepMetrics, stepPeakMemory } from './step-metrics.js';
+import { DivergenceMonitor, trustedReward } from './judge-divergence.js';
 import { type PolicyUpdate, updatePolicy } from './step-update.js';
 import { countUpdate, policyUpdates, type TrainerState } from './trainer-state.js';
 
@@ -64,6 +65,8 @@ export class Trainer {
   private readonly failedSteps: FailedSteps;
   private readonly roles: RoleCoverage;
   private readonly learning: LearningCheck;
+  /** With a judge: its reward watched against the trusted one and validation (judge-divergence.ts). */
+  private readonly divergence: DivergenceMonitor | null;
   /** What the engine's peak memory measures (the last update that reported it), for the run's summary. */
   peakMemoryKind: PeakMemory['kind'] | null = null;
 
@@ -77,6 +80,8 @@ export class Trainer {
     this.failedSteps = new FailedSteps(log);
     this.roles = new RoleCoverage(deps.policies.trained, state.totalSteps, log);
     this.learning = new LearningCheck(context, log, deps.onDiagnosis);
+    const t = deps.config.training;
+    this.divergence = deps.judge ? new DivergenceMonitor({ window: t.divergenceWindow, stop: t.stopOnDivergence, log }) : null;
   }
 
   /** Why this run cannot learn, when its first steps showed it. */
@@ -122,6 +127,7 @@ export class Trainer {
     const mean = rewards.reduce((a, x) => a + x, 0) / Math.max(1, rewards.length);
     const { runId, step } = this.state;
     this.state.val.push({ step, reward: mean, tasks });
+    this.divergence?.noteValidation(step, mean);
     await this.deps.store.addMetrics([
       { runId, step, name: METRICS.valReward, value: mean },
       { runId, step, name: METRICS.valTasks, value: tasks },
@@ -156,6 +162,10 @@ export class Trainer {
       ...(judge ? judgeMetrics(judge.totals) : {}),
       ...(reliability ? reliabilityMetrics(reliability.step) : {}),
     };
+    if (this.divergence) {
+      const trusted = await trustedReward(this.deps.store, rolled.scheduled);
+      Object.assign(metrics, this.divergence.noteStep(step + 1, metrics[METRICS.rewardMean] ?? null, trusted));
+    }
     await recordStep(this.deps.store, this.state.runId, step + 1, metrics, credited);
     // After recording: a step whose every rollout failed (or whose every group the judge could not score) is on the
     // dashboard too, also the one that stops the run.
@@ -215,9 +225,10 @@ export class Trainer {
     const began = Date.now() - this.state.elapsedMs;
     const outOfTime = () => t.maxMinutes > 0 && Date.now() - began >= t.maxMinutes * 60_000;
     if (this.state.val.length === 0) await this.validate();
-    while (this.state.step < this.state.totalSteps && !outOfTime()) {
+    while (this.state.step < this.state.totalSteps && !outOfTime() && !this.state.divergence) {
       if (this.deps.signal?.aborted) throw new Error('interrupted');
       await this.step();
+      if (this.divergence?.stopping) this.state.divergence = this.divergence.said ?? undefined;
       this.state.elapsedMs = Date.now() - began;
       const last = this.state.step === this.state.totalSteps || outOfTime();
       if (!last && t.valEvery > 0 && this.state.step % t.valEvery === 0) await this.validate();

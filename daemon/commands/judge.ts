@@ -3,6 +3,7 @@
  * agrees with the agent's own reward on a run's validation rollouts (daemon/judge/check.ts), before anyone trains on
  * it. The judge's settings: the run's recorded `judge:`, under the --config file's, under the flags. Parses, checks,
  * calls, prints; writes nothing to the store.
+ * `agl judge check RUN --labels`: the same judge against people's labels of the run's rollouts (daemon/judge/check-labels.ts).
  */
 import { resolveDataDir } from '../../client/daemon-state.js';
 import { JUDGE_CHECK_COMMAND } from '../../protocol/cli-commands.js';
@@ -13,6 +14,7 @@ import { configOverrides } from '../../protocol/train-options.js';
 import { judgeSettingsFrom } from '../algorithm/config.js';
 import { loadTasks } from '../algorithm/run-plan.js';
 import { checkJudge, type CheckReport, type CheckedRollout } from '../judge/check.js';
+import { checkAgainstLabels, JUDGED_GOOD_AT, type LabelsReport } from '../judge/check-labels.js';
 import { openJudge } from '../judge/open-judge.js';
 import { openStore } from '../store/index.js';
 import { parseCommand } from './flags.js';
@@ -51,6 +53,19 @@ export async function run(argv: string[]): Promise<number> {
     }
     const settings = judgeSettings(recordedTrainConfig(trainingRun.config)?.judge ?? null, f.config, f);
     const judge = openJudge(settings, { seed: 1, log: (m) => say(m) });
+    if (f.labels) {
+      const labels = await checkAgainstLabels(store, judge, { runId, limit });
+      const judged = { ...labels, judge: { url: settings.url, model: settings.model, rubricSha: judge.rubricSha } };
+      process.stdout.write(f.json ? `${JSON.stringify(judged, null, 1)}\n` : describeLabels(labels, settings, judge.rubricSha).join('\n') + '\n');
+      const compared = labels.binary.good + labels.binary.bad + labels.scores.n > 0;
+      if (!compared)
+        say(
+          labels.rollouts.length
+            ? 'the judge scored none of the labelled rollouts'
+            : `no rollout of run ${runId} has a label: mark some good or bad in the trajectory viewer`,
+        );
+      return compared ? 0 : 1;
+    }
     const taskIds = f.val ? new Set(loadTasks(f.val, 'val').map((t) => t.id)) : null;
     const report = await checkJudge(store, judge, { runId, step, taskIds, limit });
     if (f.json)
@@ -94,6 +109,21 @@ function describeReport(r: CheckReport, s: JudgeSettings, rubricSha: string): st
     ...r.disagreements.map(
       (d) => `  task ${d.better.taskId} ${d.better.rolloutId} (${quote(d.better)}) over task ${d.worse.taskId} ${d.worse.rolloutId} (${quote(d.worse)})`,
     ),
+  ];
+}
+
+/** The check against people's labels as lines: what was judged, the good/bad rates and kappa, Spearman, the position test. */
+function describeLabels(r: LabelsReport, s: JudgeSettings, rubricSha: string): string[] {
+  const b = r.binary;
+  const p = r.position;
+  return [
+    `run ${r.runId}: ${r.rollouts.length} labelled rollouts (${b.good} good, ${b.bad} bad, ${r.scores.n} scored); judge ${s.model} at ${s.url}, ${r.mode} mode, rubric ${rubricSha}, ${r.calls} calls`,
+    `  good/bad (judged good at ${JUDGED_GOOD_AT} or more): true-positive rate ${fmt(b.tpr)} (${b.truePositives} of ${b.good}), ` +
+      `true-negative rate ${fmt(b.tnr)} (${b.trueNegatives} of ${b.bad}), Cohen's kappa ${fmt(b.kappa)}`,
+    `  scores: Spearman ${fmt(r.scores.spearman)} over ${r.scores.n}`,
+    `  position: ${p.pairs} pair${p.pairs === 1 ? '' : 's'} of a task shown in both orders, the verdict flipped in ${p.flipped} (rate ${fmt(p.flipRate)})` +
+      (p.flipRate !== null && p.flipRate > 0 ? ': the place a trajectory is shown at sways this judge' : ''),
+    ...r.failed.map((x) => `  could not score task ${x.taskId}: ${x.reason}`),
   ];
 }
 

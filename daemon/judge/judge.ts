@@ -151,14 +151,16 @@ export class Judge {
     rollouts: RolloutToJudge[],
     salt: string,
     mode: JudgeMode = this.o.settings.mode,
-    o: { retest?: boolean } = {},
+    o: { retest?: boolean; keepOrder?: boolean } = {},
   ): Promise<GroupJudgement> {
     const taskText = renderTask(task, { showExpected: this.o.settings.showExpected });
     const again = o.retest && rollouts.length ? rollouts[seededOrder(rollouts.length, this.o.seed, `${salt}\u0000retest`)[0]!]! : null;
     const batches: { batch: RolloutToJudge[]; retest: 'copy' | 'call' | null }[] =
       mode === 'group' ? [{ batch: rollouts, retest: again ? 'copy' : null }] : rollouts.map((r) => ({ batch: [r], retest: null }));
     if (mode === 'single' && again) batches.push({ batch: [again], retest: 'call' });
-    const calls = await Promise.all(batches.map((b, i) => this.slots.run(() => this.call(mode, taskText, b.batch, `${salt}\u0000${i}`, b.retest))));
+    const calls = await Promise.all(
+      batches.map((b, i) => this.slots.run(() => this.call(mode, taskText, b.batch, `${salt}\u0000${i}`, b.retest, o.keepOrder))),
+    );
     const failed = calls.find((c) => c.scores === null && c.retestOf === null);
     if (failed) return { calls, failed: { kind: failed.failure!, reason: failed.result.error ?? 'the judge gave no answer' } };
     const scores = new Map<string, { score: number; explanation: string | null }>();
@@ -194,12 +196,20 @@ export class Judge {
   /**
    * One call: the batch shuffled, shown, answered (tried again as chat-caller.ts does), read back by rollout. `retest`
    * 'copy': one of the batch (picked by the salt) is shown a second time, at a place of the shuffle too; 'call': the
-   * call scores its one rollout a second time.
+   * call scores its one rollout a second time. `keepOrder`: shown as given, unshuffled (`agl judge check --labels`'s
+   * position test shows a pair in both orders).
    */
-  private async call(mode: JudgeMode, task: string, batch: RolloutToJudge[], salt: string, retest: 'copy' | 'call' | null = null): Promise<JudgeCall> {
+  private async call(
+    mode: JudgeMode,
+    task: string,
+    batch: RolloutToJudge[],
+    salt: string,
+    retest: 'copy' | 'call' | null = null,
+    keepOrder = false,
+  ): Promise<JudgeCall> {
     const copy = retest === 'copy' ? batch[seededOrder(batch.length, this.o.seed, `${salt}\u0000retest`)[0]!]! : null;
     const withCopy = copy ? [...batch, copy] : batch;
-    const order = seededOrder(withCopy.length, this.o.seed, salt);
+    const order = keepOrder ? withCopy.map((_, i) => i) : seededOrder(withCopy.length, this.o.seed, salt);
     const shown = order.map((i) => withCopy[i]!);
     const copyAt = copy ? order.indexOf(batch.length) : -1;
     const maxChars = this.o.settings.maxTrajectoryChars;

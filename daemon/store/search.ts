@@ -7,6 +7,7 @@
  * wrong), and both backends match the same words (each term is a prefix: search as you type).
  */
 import { AGL, GENAI } from '../../protocol/spans.js';
+import { isHumanLabel } from '../../protocol/human-label.js';
 import { type RankedReward, isFinalRewardSpan, isLlmCallSpan, replacesReward, rewardOfSpan } from '../../protocol/span-reading.js';
 import { ROLLOUT_STATUSES, type Span } from '../../protocol/store.js';
 import { mergeServed, servedByCall, type ServedKey } from '../../protocol/served-by.js';
@@ -82,7 +83,8 @@ export function digestSpans(spans: Iterable<Span>): Map<string, SpanDigest> {
     if (!d) out.set(span.rolloutId, (d = { rolloutId: span.rolloutId, output: '', attempts: new Map() }));
     const text = outputTextOf(span);
     if (text && d.output.length < MAX_SEARCH_TEXT) d.output += (d.output ? ' ' : '') + text;
-    const reward = rewardOfSpan(span);
+    // A person's label is no reward of the rollout (protocol/human-label.ts): the list shows the agent's (or the judge's).
+    const reward = isHumanLabel(span) ? null : rewardOfSpan(span);
     const isError = span.status?.code === 'error';
     const served = isLlmCallSpan(span) ? servedByCall(span) : null;
     if (!reward && !isError && !served) continue;

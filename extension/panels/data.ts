@@ -4,6 +4,7 @@
  * daemon. One handler table per webview, keyed by the protocol's method names.
  */
 import { compareEvalRuns, evalRunInfo } from '../../protocol/eval-compare.js';
+import { humanLabelOf, humanLabelSpan } from '../../protocol/human-label.js';
 import { CompareProtocol } from '../../protocol/webview-compare.js';
 import { DashboardProtocol } from '../../protocol/webview-dashboard.js';
 import type { IpcRequestType } from '../../protocol/webview-ipc.js';
@@ -30,6 +31,13 @@ export function trajectoryHandlers(client: AglClient, chooser?: DatasetChooser):
   on(handlers, TrajectoryProtocol.addToDataset, (target) => {
     if (!chooser) throw new Error('Add to dataset needs the editor to pick a file');
     return addToDataset(client, target, chooser);
+  });
+  // A person's label of a rollout: a reward span of source human, written through the store API and read back.
+  on(handlers, TrajectoryProtocol.labelRollout, async ({ rolloutId, attemptId, label }) => {
+    await client.addSpans([humanLabelSpan({ rolloutId, attemptId }, label, Date.now())]);
+    const stored = humanLabelOf(await client.querySpans({ rolloutId, attemptId }));
+    if (!stored) throw new Error(`the label of rollout ${rolloutId} was not stored`);
+    return stored;
   });
   return handlers;
 }

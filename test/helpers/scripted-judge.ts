@@ -160,6 +160,16 @@ export function positionJudge(): (r: JudgeRequest) => ScoreLine[] {
     }));
 }
 
+/**
+ * A judge swayed by position: the `base` judge's score plus `bonus` for the first trajectory shown and minus it for the
+ * others (kept in [0, 1]). Two trajectories it scores alike trade places with the order they are shown in; shown
+ * alone (single mode), a trajectory gets the bonus.
+ */
+export function firstShownJudge(base: (r: JudgeRequest) => ScoreLine[], bonus: number): (r: JudgeRequest) => ScoreLine[] {
+  const clamp = (x: number) => Math.round(Math.min(1, Math.max(0, x)) * 100) / 100;
+  return (r) => base(r).map((l) => ({ ...l, score: clamp(l.score + (l.trajectory === 1 ? bonus : -bonus)) }));
+}
+
 /** An answer's first line, the value of a one-field object (`{"answer": "38"}`) unwrapped. */
 function answerOf(final: string | null): string | null {
   if (final === null) return null;

@@ -17,7 +17,7 @@ import { parseTrainConfig } from '../../daemon/algorithm/config.js';
 import { AGL, SPAN } from '../../protocol/spans.js';
 import { runAgl } from '../algorithm/cli-helpers.js';
 import { answerKeyJudge, startScriptedJudge, type ScriptedJudge } from '../helpers/scripted-judge.js';
-import { storedRollout } from './stored-rollouts.js';
+import { ANSWER_KEY, storedRollout } from './stored-rollouts.js';
 
 describe('agreement between a judge and the agent', () => {
   it('ranks share their mean on ties; Spearman is 1 in order, -1 reversed, null when a side is constant', () => {
@@ -54,11 +54,7 @@ describe('agl judge check', () => {
   let judge: ScriptedJudge;
   let runId: string;
   let bare: string;
-  const rubric = 'Right totals score 1.\n- Ann has 23 pens => 38\n- Bob has 7 cups => 12\n- Cy has 9 hats => 11';
-  const task = (id: string, question: string) => ({ id, input: { question, answer: 0 } });
-  const ann = task('ann', 'Ann has 23 pens, gets 15 more.');
-  const bob = task('bob', 'Bob has 7 cups, gets 5 more.');
-  const cy = task('cy', 'Cy has 9 hats, gets 2 more.');
+  const { rubric, ann, bob, cy } = ANSWER_KEY;
 
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'agl-judge-check-'));

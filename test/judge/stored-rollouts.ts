@@ -5,6 +5,16 @@ import { rootSpanIdForAttempt } from '../../protocol/ids.js';
 import type { LightningStore } from '../../protocol/lightning-store.js';
 import { AGL, GENAI, SPAN } from '../../protocol/spans.js';
 
+const keyTask = (id: string, question: string) => ({ id, input: { question, answer: 0 } });
+
+/** Three sums and a rubric listing their answers (answerKeyJudge's key): `agl judge check`'s tests score them. */
+export const ANSWER_KEY = {
+  rubric: 'Right totals score 1.\n- Ann has 23 pens => 38\n- Bob has 7 cups => 12\n- Cy has 9 hats => 11',
+  ann: keyTask('ann', 'Ann has 23 pens, gets 15 more.'),
+  bob: keyTask('bob', 'Bob has 7 cups, gets 5 more.'),
+  cy: keyTask('cy', 'Cy has 9 hats, gets 2 more.'),
+};
+
 export interface Sample {
   answer: string;
   /** The agent's own reward (returned: final); none when absent. */

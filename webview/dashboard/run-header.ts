@@ -89,6 +89,8 @@ export function describeStop(run: TrainingRun, now = Date.now()): string {
     }
     case 'max-minutes':
       return typeof training.maxMinutes === 'number' && training.maxMinutes > 0 ? `stopped at maxMinutes (${training.maxMinutes} min)` : 'stopped early';
+    case 'judge-divergence':
+      return `stopped after ${steps(run.step)}: the judge's reward rose while the trusted reward fell (--stop-on-divergence)`;
     case 'cancelled':
       return '';
     case 'failed':

@@ -212,6 +212,7 @@ class TrajectoryViewer {
             openCode: this.openCode,
             openGroup: (rolloutId) => this.open({ kind: 'group', rolloutId }),
             addToDataset: this.addToDataset,
+            labelRollout: (target) => this.host.request(P.labelRollout, target),
             filterByPromptVersion: (promptVersion) => {
               this.state = { ...this.state, filter: { promptVersion } };
               this.open({ kind: 'rollouts' });

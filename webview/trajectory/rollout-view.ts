@@ -14,6 +14,8 @@ import type { Attempt, Span } from '../../protocol/store.js';
 import { fmtDuration, fmtNumber, fmtSigned, fmtTime, h, icon, mount, preview, signClass } from '../shared/dom.js';
 import { answerBlock } from './answer.js';
 import { expectedStart, rolloutDatasetControls, type AddToDataset } from './dataset-controls.js';
+import { rolloutLabelControls } from './label-controls.js';
+import type { HumanLabel, StoredHumanLabel } from '../../protocol/human-label.js';
 import { renderSpanDetail, type DetailActions } from './call-detail.js';
 import { agentNames, expectedTaskFields, finalReward, isFinalRewardSpan, spanKind } from '../../protocol/span-reading.js';
 import { llmCall, rewardValue, timeRange, toolStepLine, toolSteps, transitionsBySpan, type ToolStep } from './model.js';
@@ -39,6 +41,8 @@ export interface RolloutViewActions extends DetailActions {
   /** Shows the rollouts list of the rollouts a model of this name answered (their latest attempt's calls). */
   filterByModel(name: string): void;
   addToDataset: AddToDataset;
+  /** Stores a person's label of the attempt (label-controls.ts). */
+  labelRollout(target: { rolloutId: string; attemptId: string; label: HumanLabel }): Promise<StoredHumanLabel>;
 }
 
 /** `judged`: an LLM judge's reward is the rollout's final one (the agent's own is then not what it trained on). */
@@ -201,6 +205,7 @@ function rolloutSummary(detail: RolloutDetail, reward: number | null, attempt: A
     summaryItem('Task', h('span', { class: 'mono', title: JSON.stringify(rollout.input) }, preview(rollout.input, 120)), { class: 'wide' }),
     h('div', { class: 'summary-item wide rollout-answer' }, answerBlock(detail.answer, 'Answer', notRunWhy(detail))),
     rolloutDatasetControls(rollout.id, detail.answer, actions.addToDataset, expectedStart(detail.answer, expectedTaskFields(rollout.input), reward)),
+    detail.attemptId ? rolloutLabelControls(spans, (label) => actions.labelRollout({ rolloutId: rollout.id, attemptId: detail.attemptId!, label })) : null,
     promptsBlock(detail.prompts, actions),
     detail.roles ? runItem(detail.roles) : null,
   );
