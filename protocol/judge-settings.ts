@@ -79,7 +79,7 @@ const FIELDS = {
   retest: field(
     z.boolean(),
     true,
-    "test-retest between separate calls: half of a step's groups whose scores spread are shown again by a call of their own (single mode: one rollout of each of 4 tasks a step gets a second call); the within-group correlation of the two calls' scores is the judge's reliability, and the judged groups' advantages are multiplied by its weight, the square root of the reliability's lower 95% bound (0, groups left out, for a judge whose scores are not shown to reproduce: one scoring at random or by the place it shows a trajectory at); the second score is never a reward; a group call also shows one trajectory twice, a check of position effects only",
+    "test-retest between separate calls: half of a step's groups whose scores spread are shown again by a call of their own (single mode: one rollout of each of 4 tasks a step gets a second call); the within-group correlation of the two calls' scores is the judge's reliability, and the judged groups' advantages are multiplied by its weight, its informativeness (the square root of the reliability) once the reliability's lower 95% bound is above 0 (0, groups left out, for a judge whose scores are not shown to reproduce: one scoring at random or by the place it shows a trajectory at); the second score is never a reward; a group call also shows one trajectory twice, a check of position effects only",
     'true|false',
     'boolean',
   ),

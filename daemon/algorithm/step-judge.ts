@@ -11,7 +11,7 @@
  * the step's groups a second time by separate calls (group mode: half of each round's groups whose scores spread, the
  * whole group shown again; single mode: one rollout of each of SINGLE_RETESTS tasks a step gets a second call), and the
  * step keeps that evidence of how informative it is (daemon/judge/reliability.ts): the trainer multiplies the judged
- * groups' advantages by its weight, the lower bound of its informativeness (step-advantages.ts), and leaves them out
+ * groups' advantages by its weight, its informativeness once its lower bound is above 0 (step-advantages.ts), and leaves them out
  * at weight 0 (or at most judge.minReliability). Group mode's within-call copy is no evidence for the weight (the two
  * copies share one context).
  */

@@ -176,7 +176,7 @@ export class Trainer {
     if (reward !== undefined) this.state.train.push({ step: step + 1, reward });
     const rel = reliability?.step;
     const said = rel && {
-      ...{ weight: rel.scale, bound: rel.weight, informativeness: rel.informativeness, pairs: rel.pairs },
+      ...{ weight: rel.scale, bound: Math.sqrt(rel.low), informativeness: rel.informativeness, pairs: rel.pairs },
       ...{ floor: rel.floor, leftOut: rel.scale === 0 ? rel.groups.size : 0 },
     };
     this.state.judge = judge

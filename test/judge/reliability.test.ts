@@ -2,7 +2,7 @@
  * How informative a judge is (daemon/judge/reliability.ts) on synthetic scores with known answers: the test-retest
  * reliability is the pooled within-group correlation of the scores two separate calls gave the same trajectories, with
  * the degrees of freedom the group means leave (a Pearson correlation's textbook bound for one group, pairs - groups
- * pooled); its weight is the square root of the reliability's lower 95% bound. Judges flipping a 0/1 score with
+ * pooled); its weight is its informativeness (sqrt of the reliability) once the reliability's lower 95% bound is above 0. Judges flipping a 0/1 score with
  * probability 0.1, 0.2, 0.3 read informativeness near 1 - 2f and a weight above 0; one scoring at random, or only by
  * the place a trajectory is shown at, reads weight 0 in 95%+ of seeded runs; a few agreeing pairs never give weight 1.
  * Then what the trainer does with it (daemon/algorithm/step-advantages.ts): the judged groups' advantages times the
@@ -65,7 +65,7 @@ describe("the judge's reliability", () => {
     const r = reliabilityOf(e);
     close(r.r, 0.81642, 5e-5); // the published correlation of Anscombe's first set
     close(r.low, 0.5113, 5e-4); // tanh(atanh(0.81642) - 1.6449 / sqrt(11 - 3)) = tanh(1.1460 - 0.5816)
-    close(r.weight, Math.sqrt(r.low));
+    close(r.weight, Math.sqrt(Math.min(r.r!, 1 - 1 / 10))); // shown informative (bound > 0): weighed by its estimate
     close(r.informativeness, Math.sqrt(r.r!));
     close(r.noise, x.reduce((a, xi, i) => a + (xi - y[i]!) ** 2 / 2, 0) / 11);
   });
@@ -94,7 +94,8 @@ describe("the judge's reliability", () => {
     const seven = reliabilityOf(evidenceOf([{ scores: [0, 1, 1, 0, 1, 0, 0, 1], seconds: [0, 1, 1, 0, 1, 0, 0, 1] }]));
     assert.equal(seven.r, 1);
     close(seven.low, correlationLow(1 - 1 / 7, 7), 1e-12);
-    assert.ok(seven.weight > 0.5 && seven.weight < 0.75, `perfect over 7 degrees of freedom: ${seven.weight}`);
+    close(seven.weight, Math.sqrt(1 - 1 / 7), 1e-12); // perfect agreement over 7 values: not 1
+    assert.ok(seven.weight < 0.93, `perfect over 7 degrees of freedom: ${seven.weight}`);
     const many = reliabilityOf(evidenceOf(Array.from({ length: 6 }, () => ({ scores: [0, 1, 1, 0, 1, 0, 0, 1], seconds: [0, 1, 1, 0, 1, 0, 0, 1] }))));
     assert.ok(many.weight > 0.95 && many.weight < 1, `perfect over 42: ${many.weight}`);
     assert.deepEqual({ ...reliabilityOf(null), signal: 0 }, { r: null, low: 0, informativeness: null, weight: 0, noise: null, signal: 0, pairs: 0, df: 0 });
@@ -112,13 +113,14 @@ describe("the judge's reliability", () => {
     close(old.df, a.df);
   });
 
-  it('judges flipping a 0/1 score with probability 0.1, 0.2, 0.3: informativeness near 1 - 2f, weight above 0 and below it', () => {
+  it('judges flipping a 0/1 score with probability 0.1, 0.2, 0.3: informativeness near 1 - 2f, weighed by it once the bound is above 0', () => {
     for (const f of [0.1, 0.2, 0.3]) {
       const next = seededStream(Math.round(f * 100));
       const r = reliabilityOf(evidenceOf(retested(flipping(f), next, 200)));
       const said = `f ${f}: r ${r.r!.toFixed(3)}, informativeness ${r.informativeness!.toFixed(3)}, weight ${r.weight.toFixed(3)}`;
       assert.ok(Math.abs(r.informativeness! - (1 - 2 * f)) < 0.06, said);
-      assert.ok(r.weight > 0 && r.weight < r.informativeness!, said);
+      assert.ok(r.low > 0 && r.low < r.r!, said);
+      close(r.weight, r.informativeness!, 1e-9); // 200 groups: the cap 1 - 1/df does not bind
     }
     // As a run reads them (6 groups of 8 shown again a step, smoothed), over 400 seeded runs: the 90% and 80% judges
     // above 0 from the 3rd step in 95%+ of them, the 70% judge (informativeness 0.4, reliability 0.16) by the 16th in 80%+.
@@ -130,13 +132,13 @@ describe("the judge's reliability", () => {
       const ws = weights(flipping(f), { groups: 6, steps, seeds: 400 });
       const said = `f ${f}, ${steps} steps: above 0 in ${ws.filter((w) => w > 0).length} of 400, mean ${(ws.reduce((a, w) => a + w, 0) / 400).toFixed(3)}`;
       assert.ok(ws.filter((w) => w > 0).length >= share * ws.length, said);
-      assert.ok(ws.reduce((a, w) => a + w, 0) / ws.length > mean && Math.max(...ws) < 1 - 2 * f + 0.15, said);
+      assert.ok(ws.reduce((a, w) => a + w, 0) / ws.length > mean && Math.max(...ws) < 1 - 2 * f + 0.25, `${said}, max ${Math.max(...ws).toFixed(3)}`);
     }
     // 16 pairs (two groups) suffice for the 90% judge to read a weight above 0 in most seeded runs.
     assert.ok(weights(flipping(0.1), { groups: 2, steps: 1, seeds: 400 }).filter((w) => w > 0).length >= 0.7 * 400);
   });
 
-  it('a judge scoring at random, or only by the place a trajectory is shown at: weight 0 in 95%+ of seeded runs, low when not', () => {
+  it('a judge scoring at random, or only by the place a trajectory is shown at: weight 0 in 95%+ of seeded runs, under 0.6 when not', () => {
     for (const [name, score] of [
       ['random', atRandom],
       ['position-only', byPosition],
@@ -148,7 +150,8 @@ describe("the judge's reliability", () => {
           .map((w) => w.toFixed(2))
           .join(' ')}`;
         assert.ok(ws.filter((w) => w === 0).length >= 0.95 * ws.length, said);
-        if (steps > 1) assert.ok(Math.max(...ws) < 0.45, said); // a first step's one chance in 25 can read more
+        // Where the bound passes by chance (under 5% of runs) the weight is the estimate that passed it: about 0.4-0.5.
+        if (steps > 1) assert.ok(Math.max(...ws) < 0.6, said); // a first step's one chance in 25 can read more
       }
   });
 });
