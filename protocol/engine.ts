@@ -115,11 +115,11 @@ export function summarizeLossStats(s: LossStats): {
 export const OptimizerSettingsSchema = z
   .object({
     /** Absent from a policy's configured settings: it comes with each update. */
-    lr: z.number().positive().optional(),
+    lr: z.number().positive().max(1).optional(),
     beta1: z.number().min(0).lt(1),
     beta2: z.number().min(0).lt(1),
     eps: z.number().positive(),
-    weightDecay: z.number().min(0),
+    weightDecay: z.number().min(0).max(1),
     gradClip: z.number().min(0),
     /** Sequences per micro-batch (bounded memory; gradients accumulate across micro-batches). */
     microBatchSize: z.number().int().min(1),

@@ -112,10 +112,12 @@ describe("an LLM judge's words in the trajectory viewer", () => {
       ['1', '1', '3', '3'],
     );
     assert.deepEqual(new Set(ranked.slice(0, 2).map((r) => r.id)), new Set([ids[0], ids[2]]));
-    // judge.retest: one of the four was shown twice (5 places); its line says where again and its second score.
+    // judge.retest: one of the four was shown twice in the call (5 places): its line says where again and its second
+    // score; the group's scores spread, so a call of its own scored the group again: the other three say so.
     const again = await page.locator('.judge-rank').evaluateAll((els) => els.map((e) => e.textContent ?? '').filter((t) => t.includes('shown again')));
-    assert.equal(again.length, 1);
-    assert.match(again[0]!, /shown \d(st|nd|rd|th) · shown again \d(st|nd|rd|th): [01] \(a retest, never a reward\)/);
+    assert.equal(again.length, 4);
+    assert.equal(again.filter((t) => /shown \d(st|nd|rd|th) · shown again \d(st|nd|rd|th): [01] \(a retest, never a reward\)/.test(t)).length, 1);
+    assert.equal(again.filter((t) => /shown again in a call of its own: [01] \(a retest, never a reward\)/.test(t)).length, 3);
     // The cards' rewards are the judge's (the agent's 0.5 replaced), its words under them.
     const cards = await page
       .locator(`.group[data-group-id="${TASK}"] .sample-card`)
@@ -145,7 +147,9 @@ describe("an LLM judge's words in the trajectory viewer", () => {
     assert.equal(await page.locator('.detail-llm .metric:has(.metric-label:text-is("Reward")) .metric-value').innerText(), '0');
     const rewards = await page.locator('.span-row[data-kind="reward"]').allInnerTexts();
     assert.match(rewards.join('|'), /agent's reward · the judge's replaced it\s*0\.500\|final reward · judge's\s*0/);
-    await page.locator('.span-row[data-kind="judge"]').click();
+    // Two judge calls on the rollout: the group's call (its verdict), then judge.retest's call of its own.
+    assert.equal(await page.locator('.span-row[data-kind="judge"]').count(), 2);
+    await page.locator('.span-row[data-kind="judge"]').first().click();
     await page.waitForSelector('.detail-judge .judge-metrics');
     const metrics = await page
       .locator('.detail-judge .judge-metrics .metric')

@@ -118,7 +118,7 @@ describe('trajectory viewer at half width and by keyboard', () => {
     assert.deepEqual(layout.hidden, [false, false, false, false], 'mode, agent, created and resources are no columns');
     const newest = (await daemon.client.queryRollouts({ limit: 1 })).items[0]!;
     assert.ok(layout.meta && layout.metaBelow, `a second line below the question: ${all}`);
-    for (const part of [newest.mode, 'agent.ts#calcAgent', `${newest.attemptCount} attempt`])
+    for (const part of [newest.mode, 'calcAgent · agent.ts', `${newest.attemptCount} attempt`])
       assert.ok(layout.meta.includes(part), `the second line names ${part}: ${layout.meta}`);
     assert.notEqual(layout.metaColor, layout.textColor, 'the second line is muted');
     assert.match(layout.metaTitle, new RegExp(`rollout ${newest.id}[\\s\\S]*agent ${AGENT.replace(/[.#/]/g, '\\$&')}[\\s\\S]*created`));

@@ -102,12 +102,13 @@ class OptimizerSettings:
     beta1: float = field(metadata={'min': 0, 'lt': 1})
     beta2: float = field(metadata={'min': 0, 'lt': 1})
     eps: float = field(metadata={'gt': 0})
-    weight_decay: float = field(metadata=_min(0))
+    # At most 1, as lr: a step no larger than the weights themselves (a rate of 2e47 was served and left every weight NaN).
+    weight_decay: float = field(metadata={'min': 0, 'max': 1})
     grad_clip: float = field(metadata=_min(0))
     micro_batch_size: int = field(metadata=_min(1))
     # An update's own (0: an update that moves nothing, as a schedule's first step can be); None in configured settings:
     # each update carries its rate, and a train_step with none is refused (engine.py).
-    lr: float | None = field(default=None, metadata=_min(0))
+    lr: float | None = field(default=None, metadata={'min': 0, 'max': 1})
 
 
 @dataclass
